@@ -1,0 +1,1 @@
+//! The client connection machine.

@@ -1,0 +1,76 @@
+//! Sans-IO Model Context Protocol.
+//!
+//! `mcp-proto` speaks MCP 2025-06-18, 2025-11-25 and 2026-07-28 as pure state machines.
+//! It never touches a socket, a file, a process, a clock or the OS random number
+//! generator: you hand it bytes and the current time, it hands back bytes to send, events,
+//! and the next instant it wants to be woken. The adapters `mcp-blocking` and `mcp-smol`
+//! do the IO; any other runtime can do the same in a few dozen lines.
+//!
+//! # The run loop
+//!
+//! Every machine follows the same contract:
+//!
+//! * inputs are `handle_*(now, …)` (bytes, end of input, a timer firing);
+//! * commands are verbs ([`client::Client::call`], [`client::Client::respond`],
+//!   [`client::Client::cancel`], [`client::Client::close`]) that return
+//!   `Err(ApiMisuse)` when the caller breaks the rules, never for peer trouble;
+//! * outputs are drained after every input or command: `poll_transmit(now, &mut buf)` for
+//!   bytes to write, `poll_event()` for what happened, `poll_timeout()` for when to call
+//!   `handle_timeout(now)` next.
+//!
+//! Peer misbehaviour becomes an event or a typed error on the affected call. A fatal
+//! condition is [`client::Event::Closed`].
+//!
+//! ```
+//! use std::time::{Duration, Instant};
+//! use mcp_proto::client::{CallRequest, Client, ClientConfig, Event};
+//! use mcp_proto::server::{example, Server};
+//!
+//! // A client and the bundled example server, wired back to back with a fake clock.
+//! let mut now = Instant::now();
+//! let mut client = Client::new(ClientConfig::new("doc-example", "1.0"), now);
+//! let mut server: Server = example::server();
+//! let call = client.call(now, CallRequest::call_tool("add", serde_json::json!({"a": 2, "b": 3}))).unwrap();
+//!
+//! let mut wire = Vec::new();
+//! let mut answer = None;
+//! while answer.is_none() {
+//!     // Drain the client: bytes to the server, events to us.
+//!     client.poll_transmit(now, &mut wire);
+//!     server.handle_input(now, &wire);
+//!     wire.clear();
+//!     server.poll_transmit(&mut wire);
+//!     client.handle_input(now, &wire);
+//!     wire.clear();
+//!     while let Some(event) = client.poll_event() {
+//!         if let Event::CallCompleted { call: id, outcome } = event {
+//!             assert_eq!(id, call);
+//!             answer = Some(outcome.unwrap());
+//!         }
+//!     }
+//!     if let Some(deadline) = client.poll_timeout() {
+//!         if answer.is_none() && deadline <= now { client.handle_timeout(now); }
+//!     }
+//!     now += Duration::from_millis(1);
+//! }
+//! let text = answer.unwrap().result.get().to_owned();
+//! assert!(text.contains("\"5\""), "{text}");
+//! ```
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod client;
+pub mod jsonrpc;
+pub mod limits;
+pub mod model;
+pub mod server;
+pub mod stdio;
+pub mod version;
+
+/// Entry points for the fuzz targets in `fuzz/`; compiled always so CI keeps them building.
+#[doc(hidden)]
+pub mod fuzzing;
+
+pub use jsonrpc::{ErrorObject, Message, RequestId};
+pub use limits::Limits;
+pub use version::{Era, EraMode, ProtocolVersion};

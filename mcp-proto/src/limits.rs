@@ -1,0 +1,57 @@
+//! Every bound the machines enforce, in one place.
+
+use std::time::Duration;
+
+/// Limits on everything a peer can make the client hold or repeat.
+///
+/// The defaults suit a desktop client talking to ordinary tool servers; raise
+/// `max_message_bytes` for servers that return very large resources.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Limits {
+    /// Largest single message (one stdio line), in bytes. Default 8 MiB.
+    pub max_message_bytes: usize,
+    /// Calls in flight at once (user calls plus internal ones). Default 1024.
+    pub max_calls_in_flight: usize,
+    /// Pages fetched by one paginated listing before it fails. Default 64.
+    pub max_list_pages: u32,
+    /// Items gathered by one paginated listing before it fails. Default 100 000.
+    pub max_list_items: usize,
+    /// MRTR rounds for one call (2026-07-28 `input_required`). Default 10.
+    pub max_input_rounds: u32,
+    /// Input requests in one MRTR round. Default 16.
+    pub max_inputs_per_round: usize,
+    /// Bytes of input requests accepted over all rounds of one call. Default 1 MiB.
+    pub max_input_bytes_per_call: usize,
+    /// Server→client requests (legacy) awaiting the user's answer. Default 64.
+    pub max_pending_server_requests: usize,
+    /// Queued notification events not yet polled; beyond this they are dropped (and
+    /// counted in a [`crate::client::Event::NotificationsDropped`]). Default 4096.
+    pub max_queued_notifications: usize,
+    /// Time allowed for any call that was given no timeout of its own. Default 60 s.
+    pub request_timeout: Duration,
+    /// Time the `server/discover` probe (stdio) may stay unanswered before the server is
+    /// taken to be legacy. Default 3 s.
+    pub probe_timeout: Duration,
+    /// Time allowed for `initialize`. Default 30 s.
+    pub initialize_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_message_bytes: 8 * 1024 * 1024,
+            max_calls_in_flight: 1024,
+            max_list_pages: 64,
+            max_list_items: 100_000,
+            max_input_rounds: 10,
+            max_inputs_per_round: 16,
+            max_input_bytes_per_call: 1024 * 1024,
+            max_pending_server_requests: 64,
+            max_queued_notifications: 4096,
+            request_timeout: Duration::from_secs(60),
+            probe_timeout: Duration::from_secs(3),
+            initialize_timeout: Duration::from_secs(30),
+        }
+    }
+}

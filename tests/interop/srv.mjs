@@ -1,0 +1,74 @@
+// Interop peer: an MCP server built with the TypeScript SDK v2, serving both
+// protocol eras (2026-07-28 "modern" and <= 2025-11-25 "legacy").
+//
+//   node srv.mjs stdio                 era chosen by the first message (server/discover vs initialize)
+//   node srv.mjs http PORT             http://127.0.0.1:PORT/mcp, modern + stateless legacy
+//   node srv.mjs http PORT --strict    same, but legacy requests are rejected
+//
+// Tools:
+//   add(a, b)  -> text content "<a+b>"
+//   confirm()  -> asks the user {ok: boolean}. Modern: returns an input_required
+//                 result (key "confirm"); legacy: the SDK's shim sends a real
+//                 elicitation/create request mid-call. Answer -> text "ok=<bool>".
+import { createServer } from 'node:http';
+import { McpServer, createMcpHandler, inputRequired, acceptedContent } from '@modelcontextprotocol/server';
+import { serveStdio } from '@modelcontextprotocol/server/stdio';
+import { toNodeHandler } from '@modelcontextprotocol/node';
+import { z } from 'zod';
+
+const Answer = z.object({ ok: z.boolean() });
+
+function buildServer() {
+  const server = new McpServer({ name: 'ts-interop', version: '1.0.0' });
+
+  server.registerTool(
+    'add',
+    { description: 'Add two numbers', inputSchema: z.object({ a: z.number(), b: z.number() }) },
+    async ({ a, b }) => ({ content: [{ type: 'text', text: String(a + b) }] }),
+  );
+
+  server.registerTool(
+    'confirm',
+    { description: 'Ask the user to confirm (elicitation)', inputSchema: z.object({}) },
+    async (_args, ctx) => {
+      const answer = acceptedContent(ctx.mcpReq.inputResponses, 'confirm', Answer);
+      if (answer === undefined) {
+        return inputRequired({
+          inputRequests: { confirm: inputRequired.elicit({ message: 'Proceed?', requestedSchema: Answer }) },
+        });
+      }
+      return { content: [{ type: 'text', text: `ok=${answer.ok}` }] };
+    },
+  );
+
+  return server;
+}
+
+const args = process.argv.slice(2);
+const mode = args[0] ?? 'stdio';
+
+if (mode === 'stdio') {
+  serveStdio(buildServer);
+} else if (mode === 'http') {
+  const port = Number(args[1] ?? '3919');
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    console.error(`bad port: ${args[1]}`);
+    process.exit(2);
+  }
+  const handler = createMcpHandler(buildServer, args.includes('--strict') ? { legacy: 'reject' } : {});
+  const http = createServer(toNodeHandler(handler));
+  http.listen(port, '127.0.0.1', () => {
+    // One line on stderr so a test harness can learn the bound port (PORT 0 = pick a free one).
+    console.error(`listening on http://127.0.0.1:${http.address().port}/mcp`);
+  });
+  const stop = () => {
+    http.close(() => process.exit(0));
+    http.closeAllConnections();
+    setTimeout(() => process.exit(0), 2000).unref();
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+} else {
+  console.error('usage: node srv.mjs [stdio | http PORT [--strict]]');
+  process.exit(2);
+}
