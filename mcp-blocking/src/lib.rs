@@ -1,1 +1,62 @@
-//! mcp-blocking
+//! Model Context Protocol on std blocking IO.
+//!
+//! `mcp-blocking` drives the sans-IO machines of [`mcp_proto`] with threads and channels:
+//! no async runtime, no dependency beyond `mcp-proto`, serde and thiserror.
+//!
+//! * [`Client`] starts a stdio server as a child process ([`StdioCommand`]: the child sees
+//!   only the environment variables you name), settles the era (a `server/discover`
+//!   probe, falling back to `initialize` for 2025 servers), and offers blocking calls:
+//!   [`Client::list_tools`], [`Client::call_tool`], [`Client::read_resource`], …
+//! * [`serve_stdio`] runs an [`mcp_proto::server::Server`] on this process's stdin and
+//!   stdout.
+//!
+//! The calling thread owns the protocol machine: every method writes the machine's
+//! output, waits for the server's bytes until the machine's next deadline, and answers
+//! requests for input with the [`Options::input_handler`]. Helper threads only move
+//! bytes (see the `process` module docs for why stdin has its own writer thread).
+//!
+//! ```no_run
+//! use mcp_blocking::{Client, Options, StdioCommand};
+//! use mcp_blocking::mcp_proto::client::{AcceptDefaults, ClientConfig};
+//! use mcp_blocking::mcp_proto::model::ClientCapabilities;
+//! use mcp_blocking::mcp_proto::EraMode;
+//!
+//! # fn main() -> Result<(), mcp_blocking::Error> {
+//! // A server that is on PATH; it sees HOME and nothing else from our environment.
+//! let server = StdioCommand::new("my-mcp-server").arg("--stdio").pass_env("HOME");
+//! // Auto: probe for 2026-07-28, fall back to the 2025 handshake on legacy evidence.
+//! // Declare form elicitation, and answer every form with its schema defaults.
+//! let config = ClientConfig::new("my-app", "1.0")
+//!     .era_mode(EraMode::Auto)
+//!     .capabilities(ClientCapabilities::with_elicitation());
+//! let options = Options::new().input_handler(AcceptDefaults);
+//! let mut client = Client::connect_stdio_with(server, config, options)?;
+//!
+//! println!("{} ({} era, {})", client.server_name(), client.era(), client.protocol_version());
+//! for tool in client.list_tools()? {
+//!     println!("{:12} {}", tool.name, tool.description.unwrap_or_default());
+//! }
+//! let result = client.call_tool("add", serde_json::json!({"a": 2, "b": 3}))?;
+//! assert_eq!(result.text(), "5");
+//! let shutdown = client.close();
+//! assert!(!shutdown.killed);
+//! # Ok(())
+//! # }
+//! ```
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod client;
+mod driver;
+mod error;
+mod process;
+mod serve;
+
+pub use client::Client;
+pub use driver::{Direction, Options, Progress, ProgressHandler, WireLog};
+pub use error::Error;
+pub use process::{DEFAULT_STDERR_LIMIT, Shutdown, StdioCommand};
+pub use serve::{serve, serve_stdio};
+
+/// The protocol crate this one drives, re-exported so its types need no second dependency.
+pub use mcp_proto;

@@ -1,1 +1,105 @@
-//! Fuzz entry points.
+//! Entry points for the fuzz targets in `fuzz/`. Each takes arbitrary bytes and must
+//! never panic, hang or grow memory without bound.
+
+use std::time::{Duration, Instant};
+
+use crate::client::{AcceptDefaults, CallRequest, Client, ClientConfig, Event, InputHandler};
+use crate::jsonrpc::Message;
+use crate::limits::Limits;
+use crate::stdio::{Line, LineDecoder};
+
+/// Stdio framing: the first byte picks a chunk size, the rest is split into chunks of
+/// that size; the lines must be the same as for the input whole.
+pub fn stdio_framing(data: &[u8]) {
+    let Some((&chunk, input)) = data.split_first() else {
+        return;
+    };
+    let chunk = usize::from(chunk).max(1);
+    let collect = |chunks: &mut dyn Iterator<Item = &[u8]>| {
+        let mut d = LineDecoder::new(64);
+        let mut out = Vec::new();
+        for c in chunks {
+            d.push(c);
+            while let Some(l) = d.next_line() {
+                out.push(match l {
+                    Line::Message(m) => Some(m.to_vec()),
+                    Line::Oversized { .. } => None,
+                });
+            }
+        }
+        out
+    };
+    let whole = collect(&mut std::iter::once(input));
+    let split = collect(&mut input.chunks(chunk));
+    assert_eq!(whole, split, "framing depends on chunking");
+}
+
+/// JSON-RPC decoding: anything that decodes re-encodes to something that decodes to the
+/// same kind of message.
+pub fn jsonrpc_decode(data: &[u8]) {
+    if let Ok(m) = Message::decode(data) {
+        let mut out = Vec::new();
+        m.encode(&mut out);
+        let again = Message::decode(&out).expect("re-encoded message must decode");
+        assert_eq!(
+            std::mem::discriminant(&m),
+            std::mem::discriminant(&again),
+            "kind changed on re-encoding"
+        );
+    }
+}
+
+/// A client driven by arbitrary server bytes, with calls in flight, input requests
+/// answered, and time passing; it must never panic, and every call must complete
+/// exactly once. `start` is any instant (the fuzz target passes the current time).
+pub fn client_with_server_bytes(data: &[u8], start: Instant) {
+    let mut now = start;
+    let mut limits = Limits::default();
+    limits.max_message_bytes = 4096;
+    let config = ClientConfig::new("fuzz", "0").limits(limits);
+    let mut client = Client::new(config, now);
+    let mut calls = Vec::new();
+    for r in [
+        CallRequest::list_tools(),
+        CallRequest::call_tool("t", serde_json::json!({})),
+        CallRequest::read_resource("x://y"),
+    ] {
+        if let Ok(id) = client.call(now, r) {
+            calls.push(id);
+        }
+    }
+    let mut handler = AcceptDefaults;
+    let mut completed = Vec::new();
+    let mut sink = Vec::new();
+    for chunk in data.chunks(97) {
+        client.handle_input(now, chunk);
+        client.poll_transmit(now, &mut sink);
+        sink.clear();
+        while let Some(ev) = client.poll_event() {
+            match ev {
+                Event::InputRequested { input, request, .. } => {
+                    let answer = handler.answer(&request);
+                    let _ = client.respond(now, input, answer);
+                }
+                Event::CallCompleted { call, .. } => {
+                    assert!(!completed.contains(&call), "call completed twice");
+                    completed.push(call);
+                }
+                _ => {}
+            }
+        }
+        now += Duration::from_millis(500);
+        client.handle_timeout(now);
+    }
+    client.handle_eof(now);
+    client.close(now);
+    while let Some(ev) = client.poll_event() {
+        if let Event::CallCompleted { call, .. } = ev {
+            assert!(!completed.contains(&call), "call completed twice");
+            completed.push(call);
+        }
+    }
+    for call in calls {
+        assert!(completed.contains(&call), "call {call} never completed");
+    }
+}

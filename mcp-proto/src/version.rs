@@ -321,6 +321,87 @@ fn classify_version_list(
     }
 }
 
+/// What came back for a `server/discover` probe sent over Streamable HTTP.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum HttpProbeOutcome<'a> {
+    /// An HTTP response. `message` is the JSON-RPC message of the body (for an SSE body:
+    /// the data of its first message event), `None` when the body is empty or not JSON-RPC.
+    Response {
+        /// The status code.
+        status: u16,
+        /// The decoded JSON-RPC message, if any.
+        message: Option<&'a crate::jsonrpc::Response>,
+    },
+    /// No answer in time.
+    Timeout,
+    /// The connection failed.
+    NetworkError,
+}
+
+/// The verdict on an HTTP probe: the stdio verdicts plus the cases that are not era
+/// evidence at all.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum HttpProbeVerdict {
+    /// A verdict about the era.
+    Era(ProbeVerdict),
+    /// 401: authorise, then probe again.
+    AuthRequired,
+    /// Not era evidence (403, 5xx, timeouts, network errors, other statuses): surface a
+    /// typed error and cache nothing.
+    Error,
+}
+
+/// Classifies the answer to a `server/discover` probe sent over HTTP.
+#[must_use]
+pub fn classify_http_probe(
+    outcome: &HttpProbeOutcome<'_>,
+    probed: &str,
+    policy: &VersionPolicy,
+) -> HttpProbeVerdict {
+    let legacy = || match policy.newest(Era::Legacy) {
+        Some(version) => HttpProbeVerdict::Era(ProbeVerdict::Legacy {
+            version,
+            restart: false,
+        }),
+        None => HttpProbeVerdict::Era(ProbeVerdict::NoCommonVersion),
+    };
+    let (status, message) = match outcome {
+        HttpProbeOutcome::Timeout | HttpProbeOutcome::NetworkError => {
+            return HttpProbeVerdict::Error;
+        }
+        HttpProbeOutcome::Response { status, message } => (*status, *message),
+    };
+    match status {
+        200..=299 => match message.map(|m| &m.outcome) {
+            Some(Ok(raw)) => HttpProbeVerdict::Era(classify_probe(
+                &ProbeOutcome::Result(raw.get()),
+                probed,
+                policy,
+            )),
+            Some(Err(e)) => HttpProbeVerdict::Era(classify_probe(
+                &ProbeOutcome::Error(e),
+                probed,
+                policy,
+            )),
+            None => legacy(),
+        },
+        401 => HttpProbeVerdict::AuthRequired,
+        400 | 404 | 405 => match message.map(|m| &m.outcome) {
+            Some(Err(e))
+                if codes::is_modern_request_error(e.code)
+                    && (e.code != codes::UNSUPPORTED_PROTOCOL_VERSION
+                        || e.supported_versions().is_some_and(|l| !l.is_empty())) =>
+            {
+                HttpProbeVerdict::Era(classify_probe(&ProbeOutcome::Error(e), probed, policy))
+            }
+            _ => legacy(),
+        },
+        _ => HttpProbeVerdict::Error,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,1 +1,226 @@
-//! Shared helpers for the integration tests.
+//! Shared helpers for the integration tests: a deterministic simulation of a client
+//! machine against a peer (the bundled server machine or a scripted one), with a fake
+//! clock that jumps straight to the next deadline when nothing else can happen.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use mcp_proto::client::{CallId, CallOutput, CallError, Client, ClientConfig, Event, InputHandler};
+use mcp_proto::server::Server;
+use serde_json::Value;
+
+/// The other end of the wire.
+pub trait Peer {
+    /// Bytes from the client.
+    fn handle(&mut self, now: Instant, bytes: &[u8]);
+    /// Bytes for the client.
+    fn transmit(&mut self, out: &mut Vec<u8>);
+}
+
+impl Peer for Server {
+    fn handle(&mut self, now: Instant, bytes: &[u8]) {
+        self.handle_input(now, bytes);
+    }
+    fn transmit(&mut self, out: &mut Vec<u8>) {
+        self.poll_transmit(out);
+    }
+}
+
+/// A peer written as a function from each client message to the lines it answers with.
+pub struct Scripted<F: FnMut(&Value) -> Vec<String>> {
+    script: F,
+    pending: Vec<u8>,
+    buf: Vec<u8>,
+}
+
+impl<F: FnMut(&Value) -> Vec<String>> Scripted<F> {
+    /// A scripted peer.
+    pub fn new(script: F) -> Self {
+        Scripted {
+            script,
+            pending: Vec::new(),
+            buf: Vec::new(),
+        }
+    }
+}
+
+impl<F: FnMut(&Value) -> Vec<String>> Peer for Scripted<F> {
+    fn handle(&mut self, _now: Instant, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+        while let Some(i) = self.buf.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = self.buf.drain(..=i).collect();
+            let msg: Value = serde_json::from_slice(&line[..i]).expect("client sent bad JSON");
+            for out in (self.script)(&msg) {
+                self.pending.extend_from_slice(out.as_bytes());
+                self.pending.push(b'\n');
+            }
+        }
+    }
+    fn transmit(&mut self, out: &mut Vec<u8>) {
+        out.append(&mut self.pending);
+    }
+}
+
+/// The simulation.
+pub struct Sim {
+    /// The fake clock.
+    pub now: Instant,
+    /// The client machine.
+    pub client: Client,
+    /// The peer.
+    pub peer: Box<dyn Peer>,
+    /// Every event polled so far (input requests included).
+    pub events: Vec<Event>,
+    /// Every message the client wrote, parsed.
+    pub sent: Vec<Value>,
+    /// Answers input requests when set.
+    pub handler: Option<Box<dyn InputHandler>>,
+    /// Fresh peers for `RestartTransport`, used in order.
+    pub restarts: Vec<Box<dyn Peer>>,
+}
+
+impl Sim {
+    /// A client with `config` against `peer`.
+    pub fn new(config: ClientConfig, peer: impl Peer + 'static) -> Sim {
+        let now = Instant::now();
+        Sim {
+            now,
+            client: Client::new(config, now),
+            peer: Box::new(peer),
+            events: Vec::new(),
+            sent: Vec::new(),
+            handler: None,
+            restarts: Vec::new(),
+        }
+    }
+
+    /// Moves bytes both ways once and drains events. True when anything happened.
+    pub fn step(&mut self) -> bool {
+        let mut moved = false;
+        let mut wire = Vec::new();
+        self.client.poll_transmit(self.now, &mut wire);
+        if !wire.is_empty() {
+            moved = true;
+            for line in wire.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+                self.sent
+                    .push(serde_json::from_slice(line).expect("client wrote bad JSON"));
+            }
+            self.peer.handle(self.now, &wire);
+        }
+        let mut back = Vec::new();
+        self.peer.transmit(&mut back);
+        if !back.is_empty() {
+            moved = true;
+            self.client.handle_input(self.now, &back);
+        }
+        moved |= self.drain();
+        moved
+    }
+
+    /// Polls every event, answering input requests and restarts.
+    pub fn drain(&mut self) -> bool {
+        let mut any = false;
+        while let Some(ev) = self.client.poll_event() {
+            any = true;
+            match &ev {
+                Event::InputRequested { input, request, .. } => {
+                    if let Some(h) = &mut self.handler {
+                        let answer = h.answer(request);
+                        self.client
+                            .respond(self.now, *input, answer)
+                            .expect("respond");
+                    }
+                }
+                Event::RestartTransport => {
+                    assert!(!self.restarts.is_empty(), "unexpected restart");
+                    self.peer = self.restarts.remove(0);
+                    self.client
+                        .handle_transport_restarted(self.now)
+                        .expect("restart");
+                }
+                _ => {}
+            }
+            self.events.push(ev);
+        }
+        any
+    }
+
+    /// Runs until `done` holds, jumping the clock to the next deadline when idle.
+    /// Panics after `max` idle jumps without progress.
+    pub fn run_until(&mut self, mut done: impl FnMut(&Sim) -> bool) {
+        let mut jumps = 0;
+        while !done(self) {
+            if self.step() {
+                continue;
+            }
+            match self.client.poll_timeout() {
+                Some(t) => {
+                    if t > self.now {
+                        self.now = t;
+                    }
+                    self.client.handle_timeout(self.now);
+                    self.drain();
+                    jumps += 1;
+                    assert!(jumps < 1000, "simulation makes no progress");
+                }
+                None => panic!("simulation stalled: no timer, nothing to do"),
+            }
+        }
+    }
+
+    /// Runs until connected (or closed).
+    pub fn connect(&mut self) {
+        self.run_until(|s| {
+            s.events
+                .iter()
+                .any(|e| matches!(e, Event::Connected(_) | Event::Closed { .. }))
+        });
+        self.step();
+    }
+
+    /// Starts a call and runs until it completes.
+    pub fn call(
+        &mut self,
+        request: mcp_proto::client::CallRequest,
+    ) -> Result<CallOutput, CallError> {
+        let id = self.client.call(self.now, request).expect("call");
+        self.run_until(|s| s.completion(id).is_some());
+        self.completion(id).expect("completed")
+    }
+
+    /// The outcome of `call`, once completed.
+    pub fn completion(&self, call: CallId) -> Option<Result<CallOutput, CallError>> {
+        self.events.iter().find_map(|e| match e {
+            Event::CallCompleted { call: c, outcome } if *c == call => Some(outcome.clone()),
+            _ => None,
+        })
+    }
+
+    /// Advances the fake clock.
+    pub fn advance(&mut self, d: Duration) {
+        self.now += d;
+        self.client.handle_timeout(self.now);
+        self.drain();
+    }
+
+    /// Messages the client sent with this method.
+    pub fn sent_with_method(&self, method: &str) -> Vec<&Value> {
+        self.sent
+            .iter()
+            .filter(|m| m.get("method").and_then(Value::as_str) == Some(method))
+            .collect()
+    }
+}
+
+/// Path to a file under `tests/vectors/`.
+pub fn vector_path(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("vectors")
+        .join(name)
+}
+
+/// A vector file, parsed.
+pub fn load_vectors(name: &str) -> Value {
+    let text = std::fs::read_to_string(vector_path(name)).expect("vector file");
+    serde_json::from_str(&text).expect("vector JSON")
+}

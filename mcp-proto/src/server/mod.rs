@@ -1,1 +1,299 @@
-//! The server machine.
+//! The server machine: one MCP server over stdio (or any message transport), serving the
+//! legacy era (2025-06-18, 2025-11-25) and the modern era (2026-07-28) in one process.
+//!
+//! # Theory of operation
+//!
+//! Input is bytes ([`Server::handle_input`]), whole JSON texts ([`Server::handle_json`])
+//! or decoded messages ([`Server::handle_message`]); end of input is an input too
+//! ([`Server::handle_eof`]). Everything the server says is queued as complete JSON
+//! messages and drained with [`Server::poll_transmit`] (framed lines) or
+//! [`Server::poll_message`] (one message at a time). Nothing happens between calls: tool
+//! handlers are synchronous, so every reply that can be produced is queued before the
+//! input call returns. `now` is taken for future timeouts and is unused today.
+//!
+//! **Framing.** Lines come out of a bounded [`LineDecoder`]. A line that is not JSON gets
+//! `-32700` with id `null`, one that is JSON but not JSON-RPC gets `-32600` (with the id
+//! when it can be read), an oversized line gets `-32600` with id `null`. (The TypeScript
+//! and Python SDK servers drop such lines silently; JSON-RPC 2.0 asks for the error.)
+//!
+//! **Era, per message.** As a dual-era server does, the era is decided for each request:
+//!
+//! * `initialize` is legacy;
+//! * `server/discover`, and any request whose `params._meta` carries
+//!   `io.modelcontextprotocol/protocolVersion` or `…/clientCapabilities`, is modern and is
+//!   served statelessly at any time, before or after `initialize` (`modern.rs`);
+//! * anything else is legacy: before `initialize` only `ping` is answered, the rest gets
+//!   `-32600` "Server not initialized" (`legacy.rs`).
+//!
+//! When the configuration serves no modern version the modern leg is off (every request is
+//! legacy); when it serves no legacy version every request but `initialize` is modern.
+//!
+//! **State.** The only connection state is the legacy session (negotiated version and the
+//! client's capabilities, set once by `initialize`) and the legacy tool calls waiting for
+//! answers to server→client requests. Modern requests never read or write it: what a
+//! modern tool call needs across rounds travels in `requestState` ([`RequestStateCodec`]).
+//!
+//! **Tool input.** A handler that needs the user returns [`ToolOutcome::NeedInput`]. In
+//! the legacy era the machine sends one `elicitation/create` (or `sampling/createMessage`,
+//! `roots/list`) request per key with its own integer ids (from 0), parks the call, and
+//! calls the handler again once every answer is in; an error answer fails the call with
+//! an `isError` result, and a missing client capability does the same (as the TypeScript
+//! SDK's `McpServer` does). In the modern era the answer is an `input_required` result
+//! and the client's retry (new id, `inputResponses`, `requestState`) resumes the call;
+//! a missing capability is `-32021`. `notifications/cancelled` drops a parked call
+//! (and cancels the server's own outstanding requests for it); nothing is sent for it
+//! afterwards.
+//!
+//! **Bounds.** Input memory is one partial line ([`ServerLimits::max_line_bytes`]); parked
+//! calls are bounded by [`ServerLimits::max_pending_inputs`], rounds by
+//! [`ServerLimits::max_input_rounds`]. The output queue holds only replies to input
+//! already handed in, so it is bounded by what the caller feeds between drains.
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::jsonrpc::{
+    self, DecodeError, ErrorObject, Message, Notification, Request, RequestId, codes,
+};
+use crate::stdio::{Line, LineDecoder, frame};
+use crate::version::ProtocolVersion;
+
+mod calls;
+mod catalog;
+mod config;
+pub mod example;
+mod legacy;
+mod modern;
+mod registry;
+mod state;
+#[cfg(test)]
+mod tests;
+
+pub use config::{CacheScope, ServerConfig, ServerLimits};
+pub use registry::{
+    InputRequestSpec, Prompt, PromptArgument, PromptHandler, Resource, Tool, ToolCall, ToolHandler,
+    ToolOutcome,
+};
+pub use state::{PlainStateCodec, RequestState, RequestStateCodec};
+
+/// Request params as an object (absent params are an empty object).
+type Params = Map<String, Value>;
+
+/// A sans-IO MCP server serving both eras. See the [module docs](self).
+#[derive(Debug)]
+pub struct Server {
+    config: ServerConfig,
+    decoder: LineDecoder,
+    outbound: VecDeque<Vec<u8>>,
+    /// The legacy session, once `initialize` succeeded.
+    session: Option<legacy::Session>,
+    /// Legacy tool calls waiting for the client's answers.
+    pending: Vec<legacy::PendingCall>,
+    /// The next id of a server→client request.
+    next_out_id: i64,
+    eof: bool,
+}
+
+impl Server {
+    /// A server with this configuration.
+    #[must_use]
+    pub fn new(config: ServerConfig) -> Server {
+        Server {
+            decoder: LineDecoder::new(config.limits.max_line_bytes),
+            config,
+            outbound: VecDeque::new(),
+            session: None,
+            pending: Vec::new(),
+            next_out_id: 0,
+            eof: false,
+        }
+    }
+
+    /// The configuration.
+    #[must_use]
+    pub fn config(&self) -> &ServerConfig {
+        &self.config
+    }
+
+    /// The version negotiated by a legacy `initialize`, if one succeeded.
+    #[must_use]
+    pub fn legacy_version(&self) -> Option<ProtocolVersion> {
+        self.session.as_ref().map(|s| s.version)
+    }
+
+    /// Feeds bytes read from the transport (newline-delimited JSON, any chunking).
+    /// Drain [`Server::poll_transmit`] afterwards. Ignored after end of input.
+    pub fn handle_input(&mut self, now: Instant, bytes: &[u8]) {
+        if self.eof {
+            return;
+        }
+        self.decoder.push(bytes);
+        loop {
+            let line = match self.decoder.next_line() {
+                None => break,
+                Some(Line::Message(m)) => m.to_vec(),
+                Some(Line::Oversized { .. }) => {
+                    let limit = self.config.limits.max_line_bytes;
+                    let e = ErrorObject::new(
+                        codes::INVALID_REQUEST,
+                        format!("Invalid request: message longer than {limit} bytes"),
+                    );
+                    self.send_error(None, &e);
+                    continue;
+                }
+            };
+            self.handle_json(now, &line);
+        }
+    }
+
+    /// The transport reached end of input. A truncated last line is dropped, parked
+    /// calls are abandoned, and later input is ignored. Queued output stays drainable.
+    pub fn handle_eof(&mut self, _now: Instant) {
+        self.eof = true;
+        self.pending.clear();
+    }
+
+    /// Feeds one whole JSON-RPC message (for transports with their own framing).
+    pub fn handle_json(&mut self, now: Instant, json: &[u8]) {
+        match Message::decode(json) {
+            Ok(message) => self.handle_message(now, message),
+            Err(DecodeError::Json(_)) => {
+                self.send_error(None, &ErrorObject::new(codes::PARSE_ERROR, "Parse error"));
+            }
+            Err(e) => {
+                let id = recover_id(json);
+                let e = ErrorObject::new(codes::INVALID_REQUEST, format!("Invalid request: {e}"));
+                self.send_error(id.as_ref(), &e);
+            }
+        }
+    }
+
+    /// Feeds one decoded message. Ignored after end of input.
+    pub fn handle_message(&mut self, _now: Instant, message: Message) {
+        if self.eof {
+            return;
+        }
+        match message {
+            Message::Request(r) => self.on_request(r),
+            Message::Notification(n) => self.on_notification(&n),
+            Message::Response(r) => self.legacy_response(r),
+        }
+    }
+
+    /// Appends every queued message to `out` as newline-terminated lines; returns the
+    /// number of bytes appended.
+    pub fn poll_transmit(&mut self, out: &mut Vec<u8>) -> usize {
+        let before = out.len();
+        while let Some(message) = self.outbound.pop_front() {
+            frame(out, &message);
+        }
+        out.len() - before
+    }
+
+    /// The next queued message as compact JSON without a line end.
+    #[must_use]
+    pub fn poll_message(&mut self) -> Option<Vec<u8>> {
+        self.outbound.pop_front()
+    }
+
+    /// True once end of input was handled and all output drained: the adapter may stop.
+    #[must_use]
+    pub fn is_closed(&self) -> bool {
+        self.eof && self.outbound.is_empty()
+    }
+
+    fn on_request(&mut self, req: Request) {
+        let params = match req.params.as_deref().map(|p| serde_json::from_str(p.get())) {
+            None => Map::new(),
+            Some(Ok(Value::Object(map))) => map,
+            Some(_) => {
+                let e = ErrorObject::new(codes::INVALID_PARAMS, "`params` must be an object");
+                return self.send_error(Some(&req.id), &e);
+            }
+        };
+        if self.is_modern(&req.method, &params) {
+            self.modern_request(&req.id, &req.method, &params);
+        } else {
+            self.legacy_request(req.id, &req.method, &params);
+        }
+    }
+
+    fn on_notification(&mut self, n: &Notification) {
+        let params: Option<Value> = n
+            .params
+            .as_deref()
+            .and_then(|p| serde_json::from_str(p.get()).ok());
+        match n.method.as_str() {
+            "notifications/initialized" => {
+                if let Some(s) = &mut self.session {
+                    s.initialized = true;
+                }
+            }
+            "notifications/cancelled" => {
+                if let Some(id) = params.as_ref().and_then(|p| id_of(p.get("requestId")?)) {
+                    self.cancel_pending(&id);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn reply(&mut self, id: &RequestId, reply: Result<Value, ErrorObject>) {
+        match reply {
+            Ok(v) => self.send_result(id, &v),
+            Err(e) => self.send_error(Some(id), &e),
+        }
+    }
+
+    fn send_result(&mut self, id: &RequestId, result: &Value) {
+        let mut buf = Vec::new();
+        jsonrpc::encode_result(&mut buf, Some(id), &jsonrpc::to_raw(result));
+        self.outbound.push_back(buf);
+    }
+
+    fn send_error(&mut self, id: Option<&RequestId>, error: &ErrorObject) {
+        let mut buf = Vec::new();
+        jsonrpc::encode_error(&mut buf, id, error);
+        self.outbound.push_back(buf);
+    }
+
+    /// Sends a server→client request and returns its id.
+    fn send_request(&mut self, method: &str, params: Option<&Value>) -> RequestId {
+        let id = RequestId::Number(self.next_out_id);
+        self.next_out_id = self.next_out_id.wrapping_add(1);
+        let params = params.map(jsonrpc::to_raw);
+        let mut buf = Vec::new();
+        jsonrpc::encode_request(&mut buf, &id, method, params.as_deref());
+        self.outbound.push_back(buf);
+        id
+    }
+
+    fn send_cancelled(&mut self, id: &RequestId, reason: &str) {
+        let params = jsonrpc::to_raw(&json!({"requestId": id, "reason": reason}));
+        let mut buf = Vec::new();
+        jsonrpc::encode_notification(&mut buf, "notifications/cancelled", Some(&params));
+        self.outbound.push_back(buf);
+    }
+}
+
+/// A request id from a JSON value: a string or an integer.
+fn id_of(v: &Value) -> Option<RequestId> {
+    match v {
+        Value::String(s) => Some(RequestId::String(s.clone())),
+        Value::Number(n) => n.as_i64().map(RequestId::Number),
+        _ => None,
+    }
+}
+
+/// The id of a message that is JSON but not valid JSON-RPC, when it can be read.
+fn recover_id(json: &[u8]) -> Option<RequestId> {
+    #[derive(Deserialize)]
+    struct IdOnly {
+        #[serde(default)]
+        id: Value,
+    }
+    id_of(&serde_json::from_slice::<IdOnly>(json).ok()?.id)
+}

@@ -1,0 +1,251 @@
+//! The blocking client: connect, call, close.
+
+use std::time::Duration;
+
+use mcp_proto::client::{CallOutput, CallRequest, ClientConfig, CloseReason, InputHandler, PeerError};
+use mcp_proto::jsonrpc::Notification;
+use mcp_proto::model::{CallToolResult, Prompt, Resource, ServerDetails, Tool};
+use mcp_proto::{Era, ProtocolVersion};
+use serde_json::{Map, Value};
+
+use crate::driver::{Direction, Driver, Options, Progress};
+use crate::error::Error;
+use crate::process::{Shutdown, StdioCommand};
+
+/// A connected MCP client over a child process's stdio. Every method blocks the calling
+/// thread until the answer is in (or the call's timeout, from
+/// [`mcp_proto::Limits::request_timeout`] or [`CallRequest::timeout`], passes).
+///
+/// Dropping the client closes it like [`Client::close`] does: bounded in time, the server
+/// reaped, never a zombie.
+///
+/// ```no_run
+/// use mcp_blocking::{Client, StdioCommand};
+/// use mcp_blocking::mcp_proto::client::ClientConfig;
+///
+/// # fn main() -> Result<(), mcp_blocking::Error> {
+/// let server = StdioCommand::new("npx")
+///     .args(["-y", "@modelcontextprotocol/server-everything"])
+///     .pass_env("PATH")
+///     .pass_env("HOME");
+/// let mut client = Client::connect_stdio(server, ClientConfig::new("my-app", "1.0"))?;
+/// println!("{} era, version {}", client.era(), client.protocol_version());
+/// for tool in client.list_tools()? {
+///     println!("{}", tool.name);
+/// }
+/// let sum = client.call_tool("add", serde_json::json!({"a": 2, "b": 3}))?;
+/// println!("{}", sum.text());
+/// client.close();
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct Client {
+    driver: Driver,
+    details: ServerDetails,
+}
+
+impl Client {
+    /// Starts the server and connects with default [`Options`]: returns once the era and
+    /// version are settled (probe, then `initialize` when the server is legacy).
+    ///
+    /// # Errors
+    /// [`Error::Spawn`] when the program cannot be started, [`Error::Connect`] when the
+    /// handshake fails (the server process is stopped and reaped first).
+    pub fn connect_stdio(command: StdioCommand, config: ClientConfig) -> Result<Client, Error> {
+        Self::connect_stdio_with(command, config, Options::new())
+    }
+
+    /// [`Client::connect_stdio`] with [`Options`] (input handler, progress, wire log,
+    /// grace period).
+    ///
+    /// # Errors
+    /// As [`Client::connect_stdio`].
+    pub fn connect_stdio_with(
+        command: StdioCommand,
+        config: ClientConfig,
+        options: Options,
+    ) -> Result<Client, Error> {
+        let mut driver = Driver::start(command, config, options)?;
+        let details = driver.connect()?;
+        Ok(Client { driver, details })
+    }
+
+    /// The server's era.
+    #[must_use]
+    pub fn era(&self) -> Era {
+        self.details.protocol_version.era()
+    }
+
+    /// The negotiated protocol version.
+    #[must_use]
+    pub fn protocol_version(&self) -> ProtocolVersion {
+        self.details.protocol_version
+    }
+
+    /// What the server said about itself.
+    #[must_use]
+    pub fn server(&self) -> &ServerDetails {
+        &self.details
+    }
+
+    /// The server's name from its `serverInfo`, or `"(unnamed)"`.
+    #[must_use]
+    pub fn server_name(&self) -> &str {
+        self.details
+            .server_info
+            .as_ref()
+            .map_or("(unnamed)", |i| i.name.as_str())
+    }
+
+    /// Any request; listings fetch every page. The building block of the typed methods.
+    ///
+    /// # Errors
+    /// [`Error::Call`] for a failed call (server error, timeout, invalid answer),
+    /// [`Error::Closed`] when the connection is over.
+    pub fn request(&mut self, request: CallRequest) -> Result<CallOutput, Error> {
+        self.driver.request(request)
+    }
+
+    /// `tools/list`, every page.
+    ///
+    /// # Errors
+    /// As [`Client::request`], and [`Error::Call`] when a tool does not parse.
+    pub fn list_tools(&mut self) -> Result<Vec<Tool>, Error> {
+        Ok(self.request(CallRequest::list_tools())?.tools()?)
+    }
+
+    /// `resources/list`, every page.
+    ///
+    /// # Errors
+    /// As [`Client::request`], and [`Error::Call`] when a resource does not parse.
+    pub fn list_resources(&mut self) -> Result<Vec<Resource>, Error> {
+        Ok(self.request(CallRequest::list_resources())?.resources()?)
+    }
+
+    /// `resources/templates/list`, every page, each template verbatim.
+    ///
+    /// # Errors
+    /// As [`Client::request`].
+    pub fn list_resource_templates(&mut self) -> Result<Vec<Value>, Error> {
+        Ok(self
+            .request(CallRequest::list_resource_templates())?
+            .items_as()?)
+    }
+
+    /// `prompts/list`, every page.
+    ///
+    /// # Errors
+    /// As [`Client::request`], and [`Error::Call`] when a prompt does not parse.
+    pub fn list_prompts(&mut self) -> Result<Vec<Prompt>, Error> {
+        Ok(self.request(CallRequest::list_prompts())?.prompts()?)
+    }
+
+    /// `tools/call`. A tool that failed is a successful call whose result has
+    /// `is_error: Some(true)`.
+    ///
+    /// # Errors
+    /// As [`Client::request`], and [`Error::Call`] when the result is not a
+    /// `CallToolResult`.
+    pub fn call_tool(&mut self, name: &str, arguments: Value) -> Result<CallToolResult, Error> {
+        Ok(self
+            .request(CallRequest::call_tool(name, arguments))?
+            .tool_result()?)
+    }
+
+    /// `resources/read`: the `ReadResourceResult` as JSON.
+    ///
+    /// # Errors
+    /// As [`Client::request`].
+    pub fn read_resource(&mut self, uri: &str) -> Result<Value, Error> {
+        Ok(self.request(CallRequest::read_resource(uri))?.result_as()?)
+    }
+
+    /// `prompts/get`: the `GetPromptResult` as JSON.
+    ///
+    /// # Errors
+    /// As [`Client::request`].
+    pub fn get_prompt(&mut self, name: &str, arguments: Map<String, Value>) -> Result<Value, Error> {
+        Ok(self
+            .request(CallRequest::get_prompt(name, arguments))?
+            .result_as()?)
+    }
+
+    /// Replaces the handler that answers requests for input (elicitation, sampling,
+    /// roots). Only requests for capabilities declared in the [`ClientConfig`] reach it.
+    pub fn set_input_handler(&mut self, handler: Box<dyn InputHandler>) {
+        self.driver.options.input_handler = handler;
+    }
+
+    /// Sets (or with `None` removes) the progress callback.
+    pub fn set_progress_handler(&mut self, handler: Option<Box<dyn FnMut(&Progress) + Send>>) {
+        self.driver.options.progress = handler;
+    }
+
+    /// Sets (or with `None` removes) the wire log.
+    pub fn set_wire_log(&mut self, log: Option<Box<dyn FnMut(Direction, &[u8]) + Send>>) {
+        self.driver.options.wire_log = log;
+    }
+
+    /// Sets the grace period of [`Client::close`].
+    pub fn set_grace_period(&mut self, grace: Duration) {
+        self.driver.options.grace_period = grace;
+    }
+
+    /// The next server notification not consumed by the machine (list changes, log
+    /// messages, resource updates, …). At most 1024 are kept; older ones are dropped and
+    /// counted in [`Client::dropped_notifications`].
+    pub fn poll_notification(&mut self) -> Option<Notification> {
+        self.driver.notifications.pop_front()
+    }
+
+    /// Notifications dropped because nobody polled them.
+    #[must_use]
+    pub fn dropped_notifications(&self) -> u64 {
+        self.driver.dropped_notifications
+    }
+
+    /// The newest protocol violations of the server that did not fail a call (at most 32).
+    pub fn recent_peer_errors(&self) -> impl Iterator<Item = &PeerError> {
+        self.driver.peer_errors.iter()
+    }
+
+    /// The newest bytes the server wrote to stderr (bounded by
+    /// [`StdioCommand::stderr_limit`]), as text. It is the server's own text: it may hold
+    /// anything the server chose to print.
+    #[must_use]
+    pub fn stderr_tail(&self) -> String {
+        self.driver.stderr_tail()
+    }
+
+    /// The server's process id, while it runs.
+    #[must_use]
+    pub fn process_id(&self) -> Option<u32> {
+        self.driver.process_id()
+    }
+
+    /// How many times the server process was restarted (once when a server exits on the
+    /// `server/discover` probe).
+    #[must_use]
+    pub fn restarts(&self) -> u32 {
+        self.driver.restarts
+    }
+
+    /// Why the connection ended, once it has.
+    #[must_use]
+    pub fn close_reason(&self) -> Option<&CloseReason> {
+        self.driver.closed.as_ref()
+    }
+
+    /// The protocol machine, for inspection.
+    #[must_use]
+    pub fn machine(&self) -> &mcp_proto::client::Client {
+        &self.driver.machine
+    }
+
+    /// Ends the connection: closes the server's stdin, waits up to the grace period
+    /// (default 2 s) for it to exit, kills it otherwise, and reaps it.
+    pub fn close(mut self) -> Shutdown {
+        self.driver.close()
+    }
+}

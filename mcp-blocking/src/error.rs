@@ -1,0 +1,126 @@
+//! The one error type of the blocking client.
+
+use std::io;
+
+use mcp_proto::ErrorObject;
+use mcp_proto::client::{ApiMisuse, CallError, CloseReason};
+
+/// Why an operation of [`crate::Client`] failed.
+///
+/// The protocol-level causes are kept as they came from `mcp-proto`
+/// ([`CallError`], [`CloseReason`]), so the server's JSON-RPC code and `data` stay
+/// reachable: see [`Error::code`] and [`Error::error_object`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The server process could not be started (program not found, not executable, …).
+    #[error("could not start `{program}`: {source}")]
+    Spawn {
+        /// The program as configured.
+        program: String,
+        /// The OS error.
+        #[source]
+        source: io::Error,
+    },
+    /// The server was started but the connection was never established.
+    #[error("could not connect: {reason}")]
+    Connect {
+        /// Why the handshake ended.
+        reason: CloseReason,
+        /// The newest bytes the server wrote to stderr (often the real explanation).
+        /// Not part of the message: it is the server's text and may be long.
+        stderr: String,
+    },
+    /// The connection is over (the server exited, or it was closed locally).
+    #[error("connection closed: {0}")]
+    Closed(CloseReason),
+    /// The call failed: a JSON-RPC error from the server, a timeout, an invalid answer, …
+    #[error("{0}")]
+    Call(CallError),
+    /// The caller broke the API contract (for example, too many calls at once).
+    #[error("{0}")]
+    Misuse(#[from] ApiMisuse),
+}
+
+impl From<CallError> for Error {
+    fn from(e: CallError) -> Self {
+        match e {
+            CallError::Closed(reason) => Error::Closed(reason),
+            other => Error::Call(other),
+        }
+    }
+}
+
+impl Error {
+    /// The JSON-RPC error object the server sent, when the failure is one.
+    #[must_use]
+    pub fn error_object(&self) -> Option<&ErrorObject> {
+        match self {
+            Error::Call(CallError::Server(e))
+            | Error::Connect {
+                reason: CloseReason::Refused(e),
+                ..
+            }
+            | Error::Closed(CloseReason::Refused(e)) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The server's JSON-RPC error code, when the failure is a server error.
+    #[must_use]
+    pub fn code(&self) -> Option<i64> {
+        self.error_object().map(|e| e.code)
+    }
+
+    /// A short, stable name for the kind of failure, for scripts: `spawn`, `connect`,
+    /// `legacy-server`, `negotiation`, `closed`, `server-error`, `timeout`,
+    /// `invalid-response`, `input`, `limit`, `cancelled`, `misuse`.
+    #[must_use]
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::Spawn { .. } => "spawn",
+            Error::Connect { reason, .. } => match reason {
+                CloseReason::LegacyServer => "legacy-server",
+                CloseReason::Negotiation(_) => "negotiation",
+                CloseReason::Refused(_) => "server-error",
+                CloseReason::HandshakeTimeout(_) => "timeout",
+                _ => "connect",
+            },
+            Error::Closed(_) => "closed",
+            Error::Call(e) => match e {
+                CallError::Server(_) => "server-error",
+                CallError::Timeout(_) => "timeout",
+                CallError::Cancelled => "cancelled",
+                CallError::InvalidResponse(_) => "invalid-response",
+                CallError::TooManyRounds(_) | CallError::ListTooLong(_) => "limit",
+                CallError::InvalidInputRequest(_) | CallError::InputRefused(_) => "input",
+                _ => "call",
+            },
+            Error::Misuse(_) => "misuse",
+        }
+    }
+
+    /// The server's stderr tail captured when connecting failed.
+    #[must_use]
+    pub fn stderr_tail(&self) -> Option<&str> {
+        match self {
+            Error::Connect { stderr, .. } => Some(stderr),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_codes_stay_reachable() {
+        let e: Error = CallError::Server(ErrorObject::new(-32602, "bad")).into();
+        assert_eq!(e.code(), Some(-32602));
+        assert_eq!(e.kind(), "server-error");
+        let closed: Error = CallError::Closed(CloseReason::Local).into();
+        assert!(matches!(closed, Error::Closed(CloseReason::Local)));
+        assert_eq!(closed.code(), None);
+    }
+}

@@ -1,0 +1,46 @@
+//! Helpers shared by the integration tests: where the example binaries are.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Mutex;
+
+static BUILD: Mutex<()> = Mutex::new(());
+
+/// The path of a built example of this package (`target/<profile>/examples/<name>`),
+/// building it first when `cargo test` was asked for one test target only.
+pub fn example(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    // target/<profile>/deps/<test-binary>
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("test binary lives in target/<profile>/deps");
+    let path = profile_dir
+        .join("examples")
+        .join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    let _guard = BUILD.lock().unwrap_or_else(|e| e.into_inner());
+    if !path.exists() {
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "-p", "mcp-blocking", "--example", name])
+            .status()
+            .expect("run cargo build");
+        assert!(status.success(), "building example {name} failed");
+    }
+    assert!(path.exists(), "{} missing", path.display());
+    path
+}
+
+/// A fresh directory under cargo's per-target temp dir.
+pub fn temp_dir(test: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("mcp-blocking")
+        .join(format!("{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create temp dir");
+    dir
+}
+
+/// A canned legacy `initialize` result for request id 0, as one line.
+pub const INIT_RESULT: &str = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"sh-server","version":"0"}}}"#;

@@ -1,0 +1,312 @@
+//! What the client machine reports: events, call outcomes and errors.
+
+use std::fmt;
+
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::jsonrpc::{DecodeError, ErrorObject, Notification, RequestId};
+use crate::model::{ElicitAction, ElicitResult, ElicitationParams, ServerDetails};
+use crate::version::{Era, ProtocolVersion};
+
+/// Identifies one call for its whole life, however many JSON-RPC ids (MRTR rounds,
+/// version retries) it goes through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CallId(pub(crate) u64);
+
+impl fmt::Display for CallId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "call#{}", self.0)
+    }
+}
+
+/// Identifies one request for input from the server (legacy server→client request or
+/// one entry of a 2026 `input_required` round). Answer it with
+/// [`crate::client::Client::respond`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct InputId(pub(crate) u64);
+
+impl fmt::Display for InputId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "input#{}", self.0)
+    }
+}
+
+/// Something happened. Drain with [`crate::client::Client::poll_event`] after every input.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Event {
+    /// The era and version are settled; calls flow from now on.
+    Connected(Box<ServerDetails>),
+    /// The probe cost the transport (the server process exited): start a fresh one and
+    /// call [`crate::client::Client::handle_transport_restarted`].
+    RestartTransport,
+    /// A call finished, one way or the other. Exactly one per call.
+    CallCompleted {
+        /// The call.
+        call: CallId,
+        /// The result or the reason it failed.
+        outcome: Result<CallOutput, CallError>,
+    },
+    /// `notifications/progress` for a call that asked for progress.
+    Progress {
+        /// The call.
+        call: CallId,
+        /// Progress so far.
+        progress: f64,
+        /// Total, when known.
+        total: Option<f64>,
+        /// A message for people.
+        message: Option<String>,
+    },
+    /// The server needs an answer from the user (elicitation, sampling, roots).
+    InputRequested {
+        /// Answer with this id.
+        input: InputId,
+        /// The call it belongs to, when known (always known in the modern era).
+        call: Option<CallId>,
+        /// What is asked.
+        request: InputRequest,
+    },
+    /// An input request is void (the server cancelled it or its call ended).
+    InputCancelled {
+        /// The input request.
+        input: InputId,
+    },
+    /// A notification from the server not consumed by the machine (list changes,
+    /// log messages, resource updates, …).
+    Notification(Notification),
+    /// Notifications were dropped because too many were waiting to be polled.
+    NotificationsDropped {
+        /// How many.
+        count: u64,
+    },
+    /// The server did something wrong that harmed no call (or the harm is reported on the
+    /// call as well).
+    PeerError(PeerError),
+    /// The connection is over. No more events follow.
+    Closed {
+        /// Why.
+        reason: CloseReason,
+    },
+}
+
+/// A successful call.
+#[derive(Debug, Clone)]
+pub struct CallOutput {
+    /// The result object, verbatim (for a paginated listing: the last page).
+    pub result: Box<RawValue>,
+    /// For paginated listings: the items of every page, in order.
+    pub items: Vec<Box<RawValue>>,
+    /// Pages fetched (1 for plain calls).
+    pub pages: u32,
+    /// MRTR rounds it took (0 when the first answer was final).
+    pub rounds: u32,
+}
+
+/// Why a call failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallError {
+    /// The server answered with a JSON-RPC error.
+    #[error("server error: {0}")]
+    Server(ErrorObject),
+    /// No answer within the call's timeout (`notifications/cancelled` was sent).
+    #[error("timed out after {0:?}")]
+    Timeout(std::time::Duration),
+    /// Cancelled by the caller.
+    #[error("cancelled")]
+    Cancelled,
+    /// The connection closed before the answer.
+    #[error("connection closed: {0}")]
+    Closed(CloseReason),
+    /// The answer is not what the method returns.
+    #[error("invalid response from server: {0}")]
+    InvalidResponse(String),
+    /// The server asked for input more times than `Limits::max_input_rounds`.
+    #[error("the server asked for input more than {0} times")]
+    TooManyRounds(u32),
+    /// A listing went past `Limits::max_list_pages` or `max_list_items`.
+    #[error("listing exceeded {0}")]
+    ListTooLong(&'static str),
+    /// The server asked for input the client did not declare or that breaks the limits.
+    #[error("invalid input request: {0}")]
+    InvalidInputRequest(String),
+    /// The user (or handler) refused to answer an input request.
+    #[error("input refused: {0}")]
+    InputRefused(ErrorObject),
+}
+
+impl CallError {
+    /// The JSON-RPC error code, for errors the server sent.
+    #[must_use]
+    pub fn code(&self) -> Option<i64> {
+        match self {
+            CallError::Server(e) => Some(e.code),
+            _ => None,
+        }
+    }
+}
+
+/// Why the connection closed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CloseReason {
+    /// [`crate::client::Client::close`] was called.
+    #[error("closed by the client")]
+    Local,
+    /// The server closed its output (or exited).
+    #[error("the server closed the connection{}", if *.truncated > 0 { format!(" mid-message ({} bytes unread)", .truncated) } else { String::new() })]
+    ServerExited {
+        /// Bytes of an unfinished message at the end.
+        truncated: usize,
+    },
+    /// Version negotiation failed.
+    #[error("version negotiation failed: {0}")]
+    Negotiation(String),
+    /// `EraMode::Modern` and the server is legacy.
+    #[error("the server only speaks the legacy era (2025 handshake); era mode is modern")]
+    LegacyServer,
+    /// The server answered `initialize` or `server/discover` with an error.
+    #[error("the server refused to start: {0}")]
+    Refused(ErrorObject),
+    /// `initialize` (or the modern probe after a retry) was not answered in time.
+    #[error("the server did not answer the handshake within {0:?}")]
+    HandshakeTimeout(std::time::Duration),
+}
+
+/// Misbehaviour of the server that did not end the connection.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PeerError {
+    /// A line that is not a JSON-RPC message.
+    #[error("malformed message: {error}")]
+    Malformed {
+        /// What is wrong.
+        error: DecodeError,
+    },
+    /// A line longer than `Limits::max_message_bytes` (discarded).
+    #[error("message of {seen} bytes exceeds the limit")]
+    Oversized {
+        /// Its size so far.
+        seen: usize,
+    },
+    /// A response to an id the client never used.
+    #[error("response to unknown request id {0}")]
+    UnknownResponse(String),
+    /// A second response to a request already answered.
+    #[error("duplicate response to request id {0}")]
+    DuplicateResponse(String),
+    /// An error response without an id.
+    #[error("error response without an id: {0}")]
+    UnattributedError(ErrorObject),
+    /// A request the client does not serve or cannot accept now (already answered with
+    /// an error).
+    #[error("request {method} refused: {reason}")]
+    RequestRefused {
+        /// The method.
+        method: String,
+        /// Why.
+        reason: String,
+    },
+    /// Something else that breaks the protocol.
+    #[error("protocol violation: {0}")]
+    Protocol(String),
+}
+
+/// A request for input from the server, the same for both eras.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum InputRequest {
+    /// `elicitation/create`: ask the user to fill a form or visit a URL.
+    Elicitation(ElicitationParams),
+    /// `sampling/createMessage`: params verbatim.
+    Sampling(Box<RawValue>),
+    /// `roots/list`.
+    Roots,
+}
+
+/// The answer to an [`InputRequest`].
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum InputAnswer {
+    /// The result object (`ElicitResult`, `CreateMessageResult`, `ListRootsResult`).
+    Result(Value),
+    /// Refuse: legacy servers get this error as the response; in the modern era the call
+    /// fails with [`CallError::InputRefused`].
+    Error(ErrorObject),
+}
+
+impl InputAnswer {
+    /// An elicitation answer.
+    #[must_use]
+    pub fn elicit(result: ElicitResult) -> Self {
+        InputAnswer::Result(serde_json::to_value(result).unwrap_or(Value::Null))
+    }
+
+    /// Accept a form with these values.
+    #[must_use]
+    pub fn accept(content: serde_json::Map<String, Value>) -> Self {
+        Self::elicit(ElicitResult {
+            action: ElicitAction::Accept,
+            content: Some(content),
+        })
+    }
+
+    /// Decline the elicitation.
+    #[must_use]
+    pub fn decline() -> Self {
+        Self::elicit(ElicitResult {
+            action: ElicitAction::Decline,
+            content: None,
+        })
+    }
+
+    /// Dismiss the elicitation.
+    #[must_use]
+    pub fn cancel() -> Self {
+        Self::elicit(ElicitResult {
+            action: ElicitAction::Cancel,
+            content: None,
+        })
+    }
+}
+
+/// The caller broke the API contract. Nothing was changed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApiMisuse {
+    /// The connection is closed.
+    #[error("the connection is closed")]
+    Closed,
+    /// `Limits::max_calls_in_flight` calls are already in flight.
+    #[error("too many calls in flight")]
+    TooManyCalls,
+    /// No such call (or it already completed).
+    #[error("unknown or completed call {0}")]
+    UnknownCall(CallId),
+    /// No such input request (or it was already answered or voided).
+    #[error("unknown or answered input request {0}")]
+    UnknownInput(InputId),
+    /// The params are not a JSON object.
+    #[error("request params must be a JSON object")]
+    ParamsNotObject,
+}
+
+/// Where the connection stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConnectionState {
+    /// Probing or handshaking.
+    Connecting,
+    /// Waiting for the caller to restart the transport.
+    AwaitingRestart,
+    /// Ready in this era and version.
+    Ready(Era, ProtocolVersion),
+    /// Closed.
+    Closed,
+}
+
+pub(crate) fn id_text(id: &RequestId) -> String {
+    id.to_string()
+}

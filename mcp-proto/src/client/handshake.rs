@@ -1,0 +1,295 @@
+//! Connecting: the `server/discover` probe, the `initialize` fallback, and the verdicts
+//! in between.
+
+use std::time::Instant;
+
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::{Client, CloseReason, Event, Handshake, Phase, State, remember, request};
+use crate::jsonrpc::{self, ErrorObject, RequestId};
+use crate::model::{Implementation, ServerDetails};
+use crate::version::{Era, EraMode, ProbeOutcome, ProbeVerdict, ProtocolVersion, classify_probe};
+
+#[derive(Deserialize)]
+struct DiscoverResult {
+    #[serde(rename = "supportedVersions", default)]
+    supported_versions: Vec<String>,
+    #[serde(default)]
+    capabilities: Value,
+    #[serde(default)]
+    instructions: Option<String>,
+    #[serde(rename = "_meta", default)]
+    meta: Option<DiscoverMeta>,
+}
+
+#[derive(Deserialize)]
+struct DiscoverMeta {
+    #[serde(rename = "io.modelcontextprotocol/serverInfo", default)]
+    server_info: Option<Implementation>,
+}
+
+#[derive(Deserialize)]
+struct InitializeResult {
+    #[serde(rename = "protocolVersion")]
+    protocol_version: String,
+    #[serde(default)]
+    capabilities: Value,
+    #[serde(rename = "serverInfo", default)]
+    server_info: Option<Implementation>,
+    #[serde(default)]
+    instructions: Option<String>,
+}
+
+impl Client {
+    pub(super) fn start(&mut self, now: Instant) {
+        match self.config.era_mode {
+            EraMode::Legacy => {
+                let version = self
+                    .config
+                    .versions
+                    .newest(Era::Legacy)
+                    .unwrap_or(ProtocolVersion::LATEST_LEGACY);
+                self.send_initialize(now, version);
+            }
+            _ => self.send_probe(now, ProtocolVersion::LATEST_MODERN, false),
+        }
+    }
+
+    fn set_envelope(&mut self, version: ProtocolVersion) {
+        let caps = self.config.capabilities.to_json(version);
+        let info = serde_json::to_value(&self.config.client_info).unwrap_or(Value::Null);
+        self.envelope = request::modern_envelope(version.as_str(), &caps, &info);
+    }
+
+    fn send_probe(&mut self, now: Instant, version: ProtocolVersion, retried: bool) {
+        self.set_envelope(version);
+        let rpc_id = self.alloc_rpc_id();
+        let mut params = Vec::new();
+        request::write_params(&mut params, &self.envelope, None, &Default::default(), &[]);
+        let params = RawValue::from_string(String::from_utf8(params).unwrap_or_default()).ok();
+        let mut out = Vec::new();
+        jsonrpc::encode_request(
+            &mut out,
+            &RequestId::Number(rpc_id),
+            "server/discover",
+            params.as_deref(),
+        );
+        self.outgoing.push_back(out);
+        // A pinned modern client is not deciding a fallback: give it the full handshake
+        // time rather than the short probe window.
+        let wait = if self.config.era_mode == EraMode::Modern {
+            self.config.limits.initialize_timeout
+        } else {
+            self.config.limits.probe_timeout
+        };
+        self.handshake = Some(Handshake {
+            rpc_id,
+            deadline: now + wait,
+            phase: Phase::Probe { version, retried },
+        });
+    }
+
+    pub(super) fn send_initialize(&mut self, now: Instant, version: ProtocolVersion) {
+        let rpc_id = self.alloc_rpc_id();
+        let params = serde_json::json!({
+            "protocolVersion": version.as_str(),
+            "capabilities": self.config.capabilities.to_json(version),
+            "clientInfo": self.config.client_info,
+        });
+        let mut out = Vec::new();
+        jsonrpc::encode_request(
+            &mut out,
+            &RequestId::Number(rpc_id),
+            "initialize",
+            Some(&jsonrpc::to_raw(&params)),
+        );
+        self.outgoing.push_back(out);
+        self.handshake = Some(Handshake {
+            rpc_id,
+            deadline: now + self.config.limits.initialize_timeout,
+            phase: Phase::Initialize { version },
+        });
+    }
+
+    /// Whether a response id belongs to the handshake in progress.
+    pub(super) fn is_handshake_id(&self, id: Option<&RequestId>) -> bool {
+        match (&self.handshake, id) {
+            (Some(h), Some(RequestId::Number(n))) => h.rpc_id == *n,
+            // An id-less error while only the handshake is in flight answers it (a server
+            // that could not parse our first line, say).
+            (Some(_), None) => self.by_rpc.is_empty(),
+            _ => false,
+        }
+    }
+
+    pub(super) fn handle_handshake_response(
+        &mut self,
+        now: Instant,
+        outcome: Result<Box<RawValue>, ErrorObject>,
+    ) {
+        let Some(h) = self.handshake.take() else {
+            return;
+        };
+        match h.phase {
+            Phase::Probe { version, retried } => {
+                let probe = match &outcome {
+                    Ok(raw) => ProbeOutcome::Result(raw.get()),
+                    Err(e) => ProbeOutcome::Error(e),
+                };
+                let verdict = classify_probe(&probe, version.as_str(), &self.config.versions);
+                self.act_on_verdict(now, verdict, retried, outcome);
+            }
+            Phase::Initialize { version } => match outcome {
+                Err(e) => self.close_with(CloseReason::Refused(e)),
+                Ok(raw) => self.finish_initialize(now, version, &raw),
+            },
+        }
+    }
+
+    fn act_on_verdict(
+        &mut self,
+        now: Instant,
+        verdict: ProbeVerdict,
+        retried: bool,
+        outcome: Result<Box<RawValue>, ErrorObject>,
+    ) {
+        match verdict {
+            ProbeVerdict::Modern { version } => match outcome {
+                Ok(raw) => self.finish_discover(now, version, &raw),
+                // A -32022 naming the version we asked for: ask again once.
+                Err(_) if !retried => self.send_probe(now, version, true),
+                Err(e) => self.close_with(CloseReason::Refused(e)),
+            },
+            ProbeVerdict::RetryModern { version } if !retried => {
+                self.send_probe(now, version, true);
+            }
+            ProbeVerdict::RetryModern { version } => self.close_with(CloseReason::Negotiation(
+                format!("the server keeps refusing version {version}"),
+            )),
+            ProbeVerdict::Legacy { version, restart } => {
+                if self.config.era_mode == EraMode::Modern {
+                    self.close_with(CloseReason::LegacyServer);
+                } else if restart {
+                    self.state = State::AwaitingRestart;
+                    self.events.push_back(Event::RestartTransport);
+                } else {
+                    self.send_initialize(now, version);
+                }
+            }
+            ProbeVerdict::ModernRequestError(e) => self.close_with(CloseReason::Refused(e)),
+            _ => self.close_with(CloseReason::Negotiation(
+                "no protocol version in common with the server".into(),
+            )),
+        }
+    }
+
+    fn finish_discover(&mut self, now: Instant, version: ProtocolVersion, raw: &RawValue) {
+        let Ok(d) = serde_json::from_str::<DiscoverResult>(raw.get()) else {
+            self.close_with(CloseReason::Negotiation(
+                "malformed server/discover result".into(),
+            ));
+            return;
+        };
+        self.set_envelope(version);
+        self.server = Some(ServerDetails {
+            protocol_version: version,
+            server_info: d.meta.and_then(|m| m.server_info),
+            capabilities: d.capabilities,
+            instructions: d.instructions,
+            supported_versions: d.supported_versions,
+        });
+        self.become_ready(now, Era::Modern, version);
+    }
+
+    fn finish_initialize(&mut self, now: Instant, asked: ProtocolVersion, raw: &RawValue) {
+        let init = match serde_json::from_str::<InitializeResult>(raw.get()) {
+            Ok(i) => i,
+            Err(e) => {
+                self.close_with(CloseReason::Negotiation(format!(
+                    "malformed initialize result: {e}"
+                )));
+                return;
+            }
+        };
+        let version = match ProtocolVersion::parse(&init.protocol_version) {
+            Some(v) if v.era() == Era::Legacy && self.config.versions.accepts(v) => v,
+            _ => {
+                self.close_with(CloseReason::Negotiation(format!(
+                    "asked for {asked}, the server offered {:?}, which this client does not accept",
+                    init.protocol_version
+                )));
+                return;
+            }
+        };
+        let mut out = Vec::new();
+        jsonrpc::encode_notification(&mut out, "notifications/initialized", None);
+        self.outgoing.push_back(out);
+        self.server = Some(ServerDetails {
+            protocol_version: version,
+            server_info: init.server_info,
+            capabilities: init.capabilities,
+            instructions: init.instructions,
+            supported_versions: Vec::new(),
+        });
+        self.become_ready(now, Era::Legacy, version);
+    }
+
+    fn become_ready(&mut self, now: Instant, era: Era, version: ProtocolVersion) {
+        self.state = State::Ready(era, version);
+        if let Some(details) = &self.server {
+            self.events
+                .push_back(Event::Connected(Box::new(details.clone())));
+        }
+        let queued: Vec<_> = self
+            .calls
+            .iter()
+            .filter(|(_, c)| c.rpc_id.is_none() && c.pending.is_empty())
+            .map(|(id, _)| *id)
+            .collect();
+        for id in queued {
+            self.send_call(now, id);
+        }
+    }
+
+    pub(super) fn handle_handshake_timeout(&mut self, now: Instant) {
+        let Some(h) = self.handshake.take() else {
+            return;
+        };
+        remember(&mut self.ignored_ids, h.rpc_id);
+        match h.phase {
+            Phase::Probe { version, retried } if self.config.era_mode == EraMode::Auto => {
+                let verdict = classify_probe(
+                    &ProbeOutcome::Timeout,
+                    version.as_str(),
+                    &self.config.versions,
+                );
+                let outcome = Err(ErrorObject::new(0, "probe timed out"));
+                self.act_on_verdict(now, verdict, retried, outcome);
+            }
+            _ => self.close_with(CloseReason::HandshakeTimeout(
+                self.config.limits.initialize_timeout,
+            )),
+        }
+    }
+
+    pub(super) fn handle_probe_exit(&mut self, now: Instant) {
+        let Some(h) = self.handshake.take() else {
+            return;
+        };
+        if let Phase::Probe { version, retried } = h.phase {
+            if self.config.era_mode == EraMode::Modern {
+                self.close_with(CloseReason::ServerExited { truncated: 0 });
+                return;
+            }
+            let verdict = classify_probe(
+                &ProbeOutcome::ProcessExited,
+                version.as_str(),
+                &self.config.versions,
+            );
+            let outcome = Err(ErrorObject::new(0, "process exited"));
+            self.act_on_verdict(now, verdict, retried, outcome);
+        }
+    }
+}

@@ -1,0 +1,496 @@
+//! Everything the server sends: responses (including MRTR rounds and pages), requests
+//! for input (legacy era), and notifications.
+
+use std::time::Instant;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use super::event::id_text;
+use super::{
+    CallError, CallId, CallOutput, Client, Event, InputAnswer, InputId, InputRequest, PeerError,
+    PendingInput, remember, request,
+};
+use crate::jsonrpc::{self, DecodeError, ErrorObject, Notification, Request, RequestId, codes};
+use crate::model::ElicitationParams;
+use crate::version::Era;
+
+#[derive(Deserialize)]
+struct ResultHead<'a> {
+    #[serde(rename = "resultType", default, borrow)]
+    result_type: Option<&'a str>,
+}
+
+#[derive(Deserialize)]
+struct InputRequired {
+    #[serde(rename = "inputRequests", default)]
+    input_requests: Option<Map<String, Value>>,
+    #[serde(rename = "requestState", default)]
+    request_state: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Page {
+    #[serde(rename = "nextCursor", default)]
+    next_cursor: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct EmbeddedRequest {
+    method: String,
+    #[serde(default)]
+    params: Option<Box<RawValue>>,
+}
+
+impl Client {
+    pub(super) fn handle_malformed(&mut self, now: Instant, error: DecodeError, id: Option<i64>) {
+        if let Some(rpc) = id
+            && let Some(&call) = self.by_rpc.get(&rpc)
+        {
+            let reason = format!("undecodable response: {error}");
+            self.peer_error(PeerError::Malformed { error });
+            self.complete(call, Err(CallError::InvalidResponse(reason)));
+            return;
+        }
+        if id.is_some() && self.is_handshake_id(id.map(RequestId::Number).as_ref()) {
+            let e = ErrorObject::new(codes::PARSE_ERROR, format!("undecodable answer: {error}"));
+            self.peer_error(PeerError::Malformed { error });
+            self.handle_handshake_response(now, Err(e));
+            return;
+        }
+        self.peer_error(PeerError::Malformed { error });
+    }
+
+    pub(super) fn handle_response(&mut self, now: Instant, r: jsonrpc::Response) {
+        if self.is_handshake_id(r.id.as_ref()) {
+            self.handle_handshake_response(now, r.outcome);
+            return;
+        }
+        let rpc = match &r.id {
+            Some(RequestId::Number(n)) => *n,
+            Some(other) => {
+                self.peer_error(PeerError::UnknownResponse(id_text(other)));
+                return;
+            }
+            None => {
+                match r.outcome {
+                    Err(e) => self.peer_error(PeerError::UnattributedError(e)),
+                    Ok(_) => self.peer_error(PeerError::Protocol("result without id".into())),
+                }
+                return;
+            }
+        };
+        let Some(call) = self.by_rpc.remove(&rpc) else {
+            if self.ignored_ids.contains(&rpc) {
+                return; // an answer we said we no longer want
+            }
+            let text = rpc.to_string();
+            if self.answered_ids.contains(&rpc) {
+                self.peer_error(PeerError::DuplicateResponse(text));
+            } else {
+                self.peer_error(PeerError::UnknownResponse(text));
+            }
+            return;
+        };
+        remember(&mut self.answered_ids, rpc);
+        if let Some(c) = self.calls.get_mut(&call) {
+            c.rpc_id = None;
+        }
+        match r.outcome {
+            Err(e) => self.complete(call, Err(CallError::Server(e))),
+            Ok(raw) => self.handle_result(now, call, raw),
+        }
+    }
+
+    fn handle_result(&mut self, now: Instant, id: CallId, raw: Box<RawValue>) {
+        if self.era() == Some(Era::Modern) {
+            let head = match serde_json::from_str::<ResultHead<'_>>(raw.get()) {
+                Ok(h) => h.result_type.map(str::to_owned),
+                Err(e) => {
+                    let msg = format!("result is not an object: {e}");
+                    self.complete(id, Err(CallError::InvalidResponse(msg)));
+                    return;
+                }
+            };
+            match head.as_deref() {
+                None | Some("complete") => {}
+                Some("input_required") => {
+                    self.handle_input_required(now, id, &raw);
+                    return;
+                }
+                Some(other) => {
+                    let msg = format!("unknown resultType {other:?}");
+                    self.complete(id, Err(CallError::InvalidResponse(msg)));
+                    return;
+                }
+            }
+        }
+        let modern = self.era() == Some(Era::Modern);
+        let Some(call) = self.calls.get_mut(&id) else {
+            return;
+        };
+        let rounds = call.rounds;
+        let Some(key) = call.request.list_key else {
+            self.complete(
+                id,
+                Ok(CallOutput {
+                    result: raw,
+                    items: Vec::new(),
+                    pages: 1,
+                    rounds,
+                }),
+            );
+            return;
+        };
+        // A page of a listing.
+        let page_items = serde_json::from_str::<Map<String, Value>>(raw.get())
+            .ok()
+            .and_then(|mut m| match m.remove(key) {
+                Some(Value::Array(items)) => Some(items),
+                _ => None,
+            });
+        let Some(page_items) = page_items else {
+            let msg = format!("listing result has no `{key}` array");
+            self.complete(id, Err(CallError::InvalidResponse(msg)));
+            return;
+        };
+        let next = serde_json::from_str::<Page>(raw.get())
+            .ok()
+            .and_then(|p| p.next_cursor);
+        let limits = &self.config.limits;
+        call.pages += 1;
+        call.items
+            .extend(page_items.iter().map(jsonrpc::to_raw));
+        if call.items.len() > limits.max_list_items {
+            self.complete(id, Err(CallError::ListTooLong("the item limit")));
+            return;
+        }
+        let next = match next {
+            // 2026: any string, even "", means more pages. 2025: "" is read as the end.
+            Some(Value::String(s)) if modern || !s.is_empty() => Some(Value::String(s)),
+            Some(Value::Null) | None | Some(Value::String(_)) => None,
+            Some(_) => {
+                let msg = "nextCursor must be a string".to_owned();
+                self.complete(id, Err(CallError::InvalidResponse(msg)));
+                return;
+            }
+        };
+        match next {
+            Some(cursor) => {
+                if call.pages >= limits.max_list_pages {
+                    self.complete(id, Err(CallError::ListTooLong("the page limit")));
+                    return;
+                }
+                if call.cursor.as_ref() == Some(&cursor) {
+                    let msg = "the server returned the same cursor twice".to_owned();
+                    self.complete(id, Err(CallError::InvalidResponse(msg)));
+                    return;
+                }
+                call.cursor = Some(cursor);
+                self.send_call(now, id);
+            }
+            None => {
+                let call = self.calls.get_mut(&id).map(|c| {
+                    (std::mem::take(&mut c.items), c.pages)
+                });
+                if let Some((items, pages)) = call {
+                    self.complete(
+                        id,
+                        Ok(CallOutput {
+                            result: raw,
+                            items,
+                            pages,
+                            rounds,
+                        }),
+                    );
+                }
+            }
+        }
+    }
+
+    /// A 2026 `input_required` result: surface each input request, or retry at once when
+    /// the server only sent `requestState`.
+    fn handle_input_required(&mut self, now: Instant, id: CallId, raw: &RawValue) {
+        let fail = |this: &mut Self, e: CallError| this.complete(id, Err(e));
+        let Some(call) = self.calls.get(&id) else {
+            return;
+        };
+        if !request::allows_input_required(&call.request.method) {
+            let msg = format!("{} cannot answer input_required", call.request.method);
+            return fail(self, CallError::InvalidResponse(msg));
+        }
+        let parsed = match serde_json::from_str::<InputRequired>(raw.get()) {
+            Ok(p) => p,
+            Err(e) => {
+                let msg = format!("malformed input_required result: {e}");
+                return fail(self, CallError::InvalidResponse(msg));
+            }
+        };
+        let limits = &self.config.limits;
+        let rounds = call.rounds + 1;
+        if rounds > limits.max_input_rounds {
+            return fail(self, CallError::TooManyRounds(limits.max_input_rounds));
+        }
+        let bytes = call.input_bytes + raw.get().len();
+        if bytes > limits.max_input_bytes_per_call {
+            let msg = format!("input requests total {bytes} bytes, over the limit");
+            return fail(self, CallError::InvalidInputRequest(msg));
+        }
+        let requests = parsed.input_requests.unwrap_or_default();
+        if requests.is_empty() && parsed.request_state.is_none() {
+            let msg = "input_required without inputRequests or requestState".to_owned();
+            return fail(self, CallError::InvalidResponse(msg));
+        }
+        if requests.len() > limits.max_inputs_per_round {
+            let msg = format!("{} input requests in one round", requests.len());
+            return fail(self, CallError::InvalidInputRequest(msg));
+        }
+        let mut typed = Vec::with_capacity(requests.len());
+        for (key, value) in requests {
+            match self.embedded_input(value) {
+                Ok(req) => typed.push((key, req)),
+                Err(msg) => return fail(self, CallError::InvalidInputRequest(msg)),
+            }
+        }
+        let ids: Vec<InputId> = typed.iter().map(|_| self.alloc_input()).collect();
+        let Some(call) = self.calls.get_mut(&id) else {
+            return;
+        };
+        call.rounds = rounds;
+        call.input_bytes = bytes;
+        call.request_state = parsed.request_state;
+        call.deadline = None;
+        call.pending = typed
+            .iter()
+            .zip(&ids)
+            .map(|((key, _), input)| (key.clone(), *input, None))
+            .collect();
+        if typed.is_empty() {
+            self.send_call(now, id);
+            return;
+        }
+        for ((_, request), input) in typed.into_iter().zip(ids) {
+            self.inputs.insert(input, PendingInput::Modern { call: id });
+            self.events.push_back(Event::InputRequested {
+                input,
+                call: Some(id),
+                request,
+            });
+        }
+    }
+
+    fn embedded_input(&self, value: Value) -> Result<InputRequest, String> {
+        let req: EmbeddedRequest =
+            serde_json::from_value(value).map_err(|e| format!("malformed input request: {e}"))?;
+        self.check_input_request(&req.method, req.params.as_deref())
+            .map_err(|e| e.message)
+    }
+
+    /// Validates a request for input against the declared capabilities.
+    fn check_input_request(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> Result<InputRequest, ErrorObject> {
+        let caps = &self.config.capabilities;
+        let undeclared = |what: &str| {
+            ErrorObject::new(
+                codes::METHOD_NOT_FOUND,
+                format!("{method}: the client did not declare the {what} capability"),
+            )
+        };
+        match method {
+            "elicitation/create" => {
+                if !caps.elicitation_form && !caps.elicitation_url {
+                    return Err(undeclared("elicitation"));
+                }
+                let text = params.map_or("null", RawValue::get);
+                let p: ElicitationParams = serde_json::from_str(text).map_err(|e| {
+                    ErrorObject::new(
+                        codes::INVALID_PARAMS,
+                        format!("invalid elicitation params: {e}"),
+                    )
+                })?;
+                let (mode, declared) = if p.is_url_mode() {
+                    ("url", caps.elicitation_url)
+                } else {
+                    ("form", caps.elicitation_form)
+                };
+                if !declared {
+                    return Err(ErrorObject::new(
+                        codes::INVALID_PARAMS,
+                        format!("elicitation mode {mode:?} was not declared by the client"),
+                    ));
+                }
+                Ok(InputRequest::Elicitation(p))
+            }
+            "sampling/createMessage" => {
+                if !caps.sampling {
+                    return Err(undeclared("sampling"));
+                }
+                Ok(InputRequest::Sampling(
+                    params.map_or_else(jsonrpc::null_raw, RawValue::to_owned),
+                ))
+            }
+            "roots/list" => {
+                if !caps.roots {
+                    return Err(undeclared("roots"));
+                }
+                Ok(InputRequest::Roots)
+            }
+            other => Err(ErrorObject::new(
+                codes::METHOD_NOT_FOUND,
+                format!("method not found: {other}"),
+            )),
+        }
+    }
+
+    /// A legacy server→client request.
+    pub(super) fn handle_server_request(&mut self, now: Instant, r: Request) {
+        let refuse = |this: &mut Self, e: ErrorObject| {
+            this.peer_error(PeerError::RequestRefused {
+                method: r.method.clone(),
+                reason: e.message.clone(),
+            });
+            let mut out = Vec::new();
+            jsonrpc::encode_error(&mut out, Some(&r.id), &e);
+            this.outgoing.push_back(out);
+        };
+        if self.era() == Some(Era::Modern) {
+            let e = ErrorObject::new(
+                codes::METHOD_NOT_FOUND,
+                "2026-07-28 servers must not send requests",
+            );
+            return refuse(self, e);
+        }
+        if r.method == "ping" {
+            let mut out = Vec::new();
+            jsonrpc::encode_result(&mut out, Some(&r.id), &jsonrpc::to_raw(&Map::new()));
+            self.outgoing.push_back(out);
+            return;
+        }
+        let request = match self.check_input_request(&r.method, r.params.as_deref()) {
+            Ok(req) => req,
+            Err(e) => return refuse(self, e),
+        };
+        let waiting = self
+            .inputs
+            .values()
+            .filter(|p| matches!(p, PendingInput::Legacy { .. }))
+            .count();
+        if waiting >= self.config.limits.max_pending_server_requests {
+            let e = ErrorObject::new(codes::INTERNAL_ERROR, "too many requests waiting");
+            return refuse(self, e);
+        }
+        let duplicate = self
+            .inputs
+            .values()
+            .any(|p| matches!(p, PendingInput::Legacy { server_id } if *server_id == r.id));
+        if duplicate {
+            self.peer_error(PeerError::Protocol(format!(
+                "request id {} reused while still pending",
+                r.id
+            )));
+            return;
+        }
+        let input = self.alloc_input();
+        self.inputs
+            .insert(input, PendingInput::Legacy { server_id: r.id });
+        self.pause_deadlines(now);
+        self.events.push_back(Event::InputRequested {
+            input,
+            call: None,
+            request,
+        });
+    }
+
+    pub(super) fn handle_notification(&mut self, now: Instant, n: Notification) {
+        match n.method.as_str() {
+            "notifications/progress" => {
+                #[derive(Deserialize)]
+                struct Progress {
+                    #[serde(rename = "progressToken")]
+                    token: Value,
+                    progress: f64,
+                    #[serde(default)]
+                    total: Option<f64>,
+                    #[serde(default)]
+                    message: Option<String>,
+                }
+                let Some(p) = n
+                    .params
+                    .as_deref()
+                    .and_then(|p| serde_json::from_str::<Progress>(p.get()).ok())
+                else {
+                    self.peer_error(PeerError::Protocol("malformed progress notification".into()));
+                    return;
+                };
+                let token = p.token.as_u64();
+                let call = self
+                    .calls
+                    .iter()
+                    .find(|(_, c)| c.progress_token.is_some() && c.progress_token == token)
+                    .map(|(id, _)| *id);
+                if let Some(call) = call {
+                    self.events.push_back(Event::Progress {
+                        call,
+                        progress: p.progress,
+                        total: p.total,
+                        message: p.message,
+                    });
+                }
+            }
+            "notifications/cancelled" if self.era() != Some(Era::Modern) => {
+                #[derive(Deserialize)]
+                struct Cancelled {
+                    #[serde(rename = "requestId")]
+                    request_id: RequestId,
+                }
+                let Some(c) = n
+                    .params
+                    .as_deref()
+                    .and_then(|p| serde_json::from_str::<Cancelled>(p.get()).ok())
+                else {
+                    return;
+                };
+                let found = self.inputs.iter().find_map(|(id, p)| match p {
+                    PendingInput::Legacy { server_id } if *server_id == c.request_id => Some(*id),
+                    _ => None,
+                });
+                if let Some(input) = found {
+                    self.inputs.remove(&input);
+                    self.events.push_back(Event::InputCancelled { input });
+                    self.resume_deadlines(now);
+                }
+            }
+            _ => self.push_notification(n),
+        }
+    }
+
+    /// The user answered one entry of a 2026 input round; retry once all are answered.
+    pub(super) fn answer_round(
+        &mut self,
+        now: Instant,
+        id: CallId,
+        input: InputId,
+        answer: InputAnswer,
+    ) {
+        let value = match answer {
+            InputAnswer::Result(v) => v,
+            InputAnswer::Error(e) => {
+                self.complete(id, Err(CallError::InputRefused(e)));
+                return;
+            }
+        };
+        let Some(call) = self.calls.get_mut(&id) else {
+            return;
+        };
+        if let Some(slot) = call.pending.iter_mut().find(|(_, i, _)| *i == input) {
+            slot.2 = Some(value);
+        }
+        if call.pending.iter().all(|(_, _, a)| a.is_some()) {
+            self.send_call(now, id);
+        }
+    }
+}

@@ -1,0 +1,112 @@
+//! Typed views of a [`CallOutput`], and the answering side of input requests.
+
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use super::{CallError, CallOutput, InputAnswer, InputRequest};
+use crate::jsonrpc::{ErrorObject, codes};
+use crate::model::{CallToolResult, Prompt, Resource, Tool};
+
+impl CallOutput {
+    /// The items of a listing, each parsed as `T`.
+    ///
+    /// # Errors
+    /// [`CallError::InvalidResponse`] naming the first item that does not parse.
+    pub fn items_as<T: DeserializeOwned>(&self) -> Result<Vec<T>, CallError> {
+        self.items
+            .iter()
+            .enumerate()
+            .map(|(i, raw)| {
+                serde_json::from_str(raw.get())
+                    .map_err(|e| CallError::InvalidResponse(format!("item {i}: {e}")))
+            })
+            .collect()
+    }
+
+    /// The items of `tools/list`.
+    ///
+    /// # Errors
+    /// [`CallError::InvalidResponse`] when a tool does not parse.
+    pub fn tools(&self) -> Result<Vec<Tool>, CallError> {
+        self.items_as()
+    }
+
+    /// The items of `resources/list`.
+    ///
+    /// # Errors
+    /// [`CallError::InvalidResponse`] when a resource does not parse.
+    pub fn resources(&self) -> Result<Vec<Resource>, CallError> {
+        self.items_as()
+    }
+
+    /// The items of `prompts/list`.
+    ///
+    /// # Errors
+    /// [`CallError::InvalidResponse`] when a prompt does not parse.
+    pub fn prompts(&self) -> Result<Vec<Prompt>, CallError> {
+        self.items_as()
+    }
+
+    /// The result parsed as `T`.
+    ///
+    /// # Errors
+    /// [`CallError::InvalidResponse`] when it does not parse.
+    pub fn result_as<T: DeserializeOwned>(&self) -> Result<T, CallError> {
+        serde_json::from_str(self.result.get())
+            .map_err(|e| CallError::InvalidResponse(e.to_string()))
+    }
+
+    /// The result of `tools/call`.
+    ///
+    /// # Errors
+    /// [`CallError::InvalidResponse`] when it is not a `CallToolResult`.
+    pub fn tool_result(&self) -> Result<CallToolResult, CallError> {
+        self.result_as()
+    }
+}
+
+/// Answers requests for input. Adapters call it for every [`InputRequest`] when the caller
+/// has no interactive way to answer.
+pub trait InputHandler: Send {
+    /// The answer to `request`.
+    fn answer(&mut self, request: &InputRequest) -> InputAnswer;
+}
+
+/// Accepts every form with the defaults of its schema; declines URL elicitations;
+/// refuses sampling; answers roots with an empty list.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct AcceptDefaults;
+
+impl InputHandler for AcceptDefaults {
+    fn answer(&mut self, request: &InputRequest) -> InputAnswer {
+        match request {
+            InputRequest::Elicitation(p) if p.is_url_mode() => InputAnswer::decline(),
+            InputRequest::Elicitation(p) => InputAnswer::accept(p.defaults()),
+            InputRequest::Roots => {
+                let mut m = Map::new();
+                m.insert("roots".into(), Value::Array(Vec::new()));
+                InputAnswer::Result(Value::Object(m))
+            }
+            _ => InputAnswer::Error(ErrorObject::new(
+                codes::INVALID_REQUEST,
+                "this client does not answer sampling requests",
+            )),
+        }
+    }
+}
+
+/// Declines every elicitation and refuses everything else.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct DeclineAll;
+
+impl InputHandler for DeclineAll {
+    fn answer(&mut self, request: &InputRequest) -> InputAnswer {
+        match request {
+            InputRequest::Elicitation(_) => InputAnswer::decline(),
+            _ => InputAnswer::Error(ErrorObject::new(
+                codes::INVALID_REQUEST,
+                "no input can be given",
+            )),
+        }
+    }
+}

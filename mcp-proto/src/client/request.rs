@@ -1,0 +1,235 @@
+//! What a caller asks for, and how a request is written on the wire in each era.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+/// One request to the server, with its options.
+#[derive(Debug, Clone)]
+pub struct CallRequest {
+    pub(crate) method: String,
+    pub(crate) params: Map<String, Value>,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) progress: bool,
+    /// For listings: the member holding the items; every page is fetched.
+    pub(crate) list_key: Option<&'static str>,
+}
+
+impl CallRequest {
+    /// Any method with params (a JSON object; `Value::Null` means none).
+    ///
+    /// Do not put `_meta` protocol fields in `params`: the client adds them per era.
+    #[must_use]
+    pub fn new(method: impl Into<String>, params: Value) -> Self {
+        let params = match params {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        CallRequest {
+            method: method.into(),
+            params,
+            timeout: None,
+            progress: false,
+            list_key: None,
+        }
+    }
+
+    fn listing(method: &str, key: &'static str) -> Self {
+        let mut r = Self::new(method, Value::Null);
+        r.list_key = Some(key);
+        r
+    }
+
+    /// `tools/list`, every page.
+    #[must_use]
+    pub fn list_tools() -> Self {
+        Self::listing("tools/list", "tools")
+    }
+
+    /// `resources/list`, every page.
+    #[must_use]
+    pub fn list_resources() -> Self {
+        Self::listing("resources/list", "resources")
+    }
+
+    /// `resources/templates/list`, every page.
+    #[must_use]
+    pub fn list_resource_templates() -> Self {
+        Self::listing("resources/templates/list", "resourceTemplates")
+    }
+
+    /// `prompts/list`, every page.
+    #[must_use]
+    pub fn list_prompts() -> Self {
+        Self::listing("prompts/list", "prompts")
+    }
+
+    /// `tools/call` with these arguments (a JSON object).
+    #[must_use]
+    pub fn call_tool(name: &str, arguments: Value) -> Self {
+        let mut params = Map::new();
+        params.insert("name".into(), Value::String(name.to_owned()));
+        params.insert("arguments".into(), arguments);
+        Self::new("tools/call", Value::Object(params))
+    }
+
+    /// `resources/read`.
+    #[must_use]
+    pub fn read_resource(uri: &str) -> Self {
+        let mut params = Map::new();
+        params.insert("uri".into(), Value::String(uri.to_owned()));
+        Self::new("resources/read", Value::Object(params))
+    }
+
+    /// `prompts/get` with string arguments.
+    #[must_use]
+    pub fn get_prompt(name: &str, arguments: Map<String, Value>) -> Self {
+        let mut params = Map::new();
+        params.insert("name".into(), Value::String(name.to_owned()));
+        if !arguments.is_empty() {
+            params.insert("arguments".into(), Value::Object(arguments));
+        }
+        Self::new("prompts/get", Value::Object(params))
+    }
+
+    /// A timeout for this call instead of `Limits::request_timeout`.
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Ask for `notifications/progress` (delivered as [`super::Event::Progress`]).
+    #[must_use]
+    pub fn with_progress(mut self) -> Self {
+        self.progress = true;
+        self
+    }
+
+    /// The method.
+    #[must_use]
+    pub fn method(&self) -> &str {
+        &self.method
+    }
+
+    /// The params as given.
+    #[must_use]
+    pub fn params(&self) -> &Map<String, Value> {
+        &self.params
+    }
+}
+
+/// Methods whose results may be `input_required` (2026-07-28 MRTR).
+pub(crate) fn allows_input_required(method: &str) -> bool {
+    matches!(method, "tools/call" | "prompts/get" | "resources/read")
+}
+
+/// Writes a params object: `_meta` first (the per-era envelope, then the progress token
+/// and any `_meta` the caller supplied), then the caller's members, then MRTR members.
+pub(crate) fn write_params(
+    out: &mut Vec<u8>,
+    envelope: &str,
+    progress_token: Option<u64>,
+    params: &Map<String, Value>,
+    extra: &[(&str, &Value)],
+) {
+    out.push(b'{');
+    let user_meta = params.get("_meta").and_then(Value::as_object);
+    let mut first = true;
+    if !envelope.is_empty() || progress_token.is_some() || user_meta.is_some() {
+        out.extend_from_slice(b"\"_meta\":{");
+        let mut inner_first = true;
+        if !envelope.is_empty() {
+            out.extend_from_slice(envelope.as_bytes());
+            inner_first = false;
+        }
+        if let Some(token) = progress_token {
+            if !inner_first {
+                out.push(b',');
+            }
+            out.extend_from_slice(b"\"progressToken\":");
+            out.extend_from_slice(token.to_string().as_bytes());
+            inner_first = false;
+        }
+        for (k, v) in user_meta.into_iter().flatten() {
+            if k.starts_with("io.modelcontextprotocol/") || k == "progressToken" {
+                continue;
+            }
+            if !inner_first {
+                out.push(b',');
+            }
+            push_member(out, k, v);
+            inner_first = false;
+        }
+        out.push(b'}');
+        first = false;
+    }
+    for (k, v) in params {
+        if k == "_meta" {
+            continue;
+        }
+        if !first {
+            out.push(b',');
+        }
+        push_member(out, k, v);
+        first = false;
+    }
+    for (k, v) in extra {
+        if !first {
+            out.push(b',');
+        }
+        push_member(out, k, v);
+        first = false;
+    }
+    out.push(b'}');
+}
+
+fn push_member(out: &mut Vec<u8>, key: &str, value: &Value) {
+    let _ = serde_json::to_writer(&mut *out, key);
+    out.push(b':');
+    let _ = serde_json::to_writer(&mut *out, value);
+}
+
+/// The `_meta` members a 2026-07-28 request carries, serialised once per connection
+/// (without the surrounding braces).
+pub(crate) fn modern_envelope(version: &str, capabilities: &Value, client_info: &Value) -> String {
+    let mut out = Vec::new();
+    push_member(
+        &mut out,
+        "io.modelcontextprotocol/protocolVersion",
+        &Value::String(version.to_owned()),
+    );
+    out.push(b',');
+    push_member(
+        &mut out,
+        "io.modelcontextprotocol/clientCapabilities",
+        capabilities,
+    );
+    out.push(b',');
+    push_member(&mut out, "io.modelcontextprotocol/clientInfo", client_info);
+    String::from_utf8(out).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn params_put_meta_first_and_merge_caller_meta() {
+        let mut out = Vec::new();
+        let Value::Object(p) = json!({"name":"t","_meta":{"x.y/z":1,"io.modelcontextprotocol/protocolVersion":"bad"}})
+        else {
+            unreachable!()
+        };
+        let rs = json!("state");
+        write_params(&mut out, "\"a\":1", Some(4), &p, &[("requestState", &rs)]);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#"{"_meta":{"a":1,"progressToken":4,"x.y/z":1},"name":"t","requestState":"state"}"#
+        );
+        let mut out = Vec::new();
+        write_params(&mut out, "", None, &Map::new(), &[]);
+        assert_eq!(out, b"{}");
+    }
+}

@@ -1,0 +1,164 @@
+//! Tool calls, the part both eras share: reading `tools/call` params, running a handler,
+//! vetting the inputs it asks for, and spelling an input request for a version.
+
+use serde_json::{Map, Value, json};
+
+use crate::jsonrpc::{ErrorObject, codes};
+use crate::version::{Era, ProtocolVersion};
+
+use super::Params;
+use super::config::ServerLimits;
+use super::registry::{InputRequestSpec, Tool, ToolCall, ToolOutcome};
+
+/// Which tool, with which arguments.
+#[derive(Debug)]
+pub(super) struct Target {
+    pub name: String,
+    pub arguments: Value,
+}
+
+/// Reads `name` and `arguments` of a `tools/call`; unknown tools are `-32602`.
+pub(super) fn target(params: &Params, tools: &[Tool]) -> Result<Target, ErrorObject> {
+    let Some(name) = params.get("name").and_then(Value::as_str) else {
+        return Err(invalid("`name` must be a string"));
+    };
+    if !tools.iter().any(|t| t.name == name) {
+        return Err(invalid(format!("Unknown tool: {name}")));
+    }
+    let arguments = match params.get("arguments") {
+        None | Some(Value::Null) => Value::Object(Map::new()),
+        Some(v @ Value::Object(_)) => v.clone(),
+        Some(_) => return Err(invalid("`arguments` must be an object")),
+    };
+    Ok(Target {
+        name: name.to_owned(),
+        arguments,
+    })
+}
+
+/// Runs the handler of tool `target.name` once.
+pub(super) fn invoke(
+    tools: &mut [Tool],
+    target: &Target,
+    inputs: &Map<String, Value>,
+    era: Era,
+    round: u32,
+) -> ToolOutcome {
+    let Some(tool) = tools.iter_mut().find(|t| t.name == target.name) else {
+        return ToolOutcome::Error(invalid(format!("Unknown tool: {}", target.name)));
+    };
+    let call = ToolCall {
+        name: &target.name,
+        arguments: &target.arguments,
+        inputs,
+        era,
+        round,
+    };
+    (tool.handler)(&call)
+}
+
+/// The reply for a finished call: the handler's result, which must be an object.
+pub(super) fn done(name: &str, result: Value) -> Result<Value, ErrorObject> {
+    if result.is_object() {
+        Ok(result)
+    } else {
+        Err(ErrorObject::new(
+            codes::INTERNAL_ERROR,
+            format!("tool `{name}` returned a result that is not an object"),
+        ))
+    }
+}
+
+/// The reply to send instead of asking, when the asks break a limit; `None` when they
+/// may be sent.
+pub(super) fn refuse(
+    name: &str,
+    asks: &[(String, InputRequestSpec)],
+    round: u32,
+    limits: &ServerLimits,
+) -> Option<Result<Value, ErrorObject>> {
+    let internal = |m: String| Some(Err(ErrorObject::new(codes::INTERNAL_ERROR, m)));
+    if asks.is_empty() {
+        return internal(format!("tool `{name}` asked for input without naming any"));
+    }
+    if asks.len() > limits.max_inputs_per_round {
+        return internal(format!(
+            "tool `{name}` asked for {} inputs in one round; the limit is {}",
+            asks.len(),
+            limits.max_inputs_per_round
+        ));
+    }
+    if asks
+        .iter()
+        .enumerate()
+        .any(|(i, (k, _))| asks[..i].iter().any(|(j, _)| j == k))
+    {
+        return internal(format!("tool `{name}` asked for the same input key twice"));
+    }
+    if round >= limits.max_input_rounds {
+        return Some(Ok(error_result(format!(
+            "tool `{name}` still needed input after {round} rounds; giving up"
+        ))));
+    }
+    None
+}
+
+/// The capabilities (as a `ClientCapabilities` object) the client lacks for `asks`, or
+/// `None` when it declared them all in `caps`.
+pub(super) fn missing_capabilities(
+    caps: &Value,
+    asks: &[(String, InputRequestSpec)],
+) -> Option<Value> {
+    let mut missing = Map::new();
+    for (_, spec) in asks {
+        let (name, ok) = match spec {
+            InputRequestSpec::Elicitation { .. } => ("elicitation", supports_form(caps)),
+            InputRequestSpec::Sampling(_) => ("sampling", caps.get("sampling").is_some()),
+            InputRequestSpec::Roots => ("roots", caps.get("roots").is_some()),
+        };
+        if !ok {
+            missing.insert(name.to_owned(), json!({}));
+        }
+    }
+    (!missing.is_empty()).then_some(Value::Object(missing))
+}
+
+/// Form elicitation: `elicitation: {}` (form implied) or `elicitation: {form: …}`.
+fn supports_form(caps: &Value) -> bool {
+    caps.get("elicitation")
+        .and_then(Value::as_object)
+        .is_some_and(|e| e.is_empty() || e.contains_key("form"))
+}
+
+/// The method and params of an input request as `version` spells them.
+pub(super) fn render(
+    spec: &InputRequestSpec,
+    version: ProtocolVersion,
+) -> (&'static str, Option<Value>) {
+    match spec {
+        InputRequestSpec::Elicitation {
+            message,
+            requested_schema,
+        } => {
+            let mut p = json!({"message": message, "requestedSchema": requested_schema});
+            if version >= ProtocolVersion::V2025_11_25
+                && let Some(obj) = p.as_object_mut()
+            {
+                obj.insert("mode".to_owned(), json!("form"));
+            }
+            ("elicitation/create", Some(p))
+        }
+        InputRequestSpec::Sampling(params) => ("sampling/createMessage", Some(params.clone())),
+        InputRequestSpec::Roots => ("roots/list", None),
+    }
+}
+
+/// A failed (`isError: true`) `CallToolResult` with one text block.
+pub(super) fn error_result(text: String) -> Value {
+    json!({"content": [{"type": "text", "text": text}], "isError": true})
+}
+
+/// A `-32602` error.
+pub(super) fn invalid(message: impl Into<String>) -> ErrorObject {
+    ErrorObject::new(codes::INVALID_PARAMS, message)
+}

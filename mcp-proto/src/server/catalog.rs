@@ -1,0 +1,145 @@
+//! The read side both eras share: advertised capabilities, the paginated lists,
+//! `resources/read` and `prompts/get`.
+//!
+//! A capability is advertised only when the registry has something for it, and the
+//! methods behind an unadvertised capability are unknown (`-32601`). Cursors are the
+//! decimal offset of the next page; any cursor the server did not issue is `-32602`.
+
+use serde_json::{Map, Value, json};
+
+use crate::jsonrpc::{ErrorObject, codes};
+use crate::version::Era;
+
+use super::calls::invalid;
+use super::{Params, Server};
+
+impl Server {
+    /// The `ServerCapabilities` object.
+    pub(super) fn capabilities(&self) -> Value {
+        let mut caps = Map::new();
+        for (name, present) in [
+            ("tools", !self.config.tools.is_empty()),
+            ("resources", !self.config.resources.is_empty()),
+            ("prompts", !self.config.prompts.is_empty()),
+        ] {
+            if present {
+                caps.insert(name.to_owned(), json!({}));
+            }
+        }
+        Value::Object(caps)
+    }
+
+    /// Serves a list, `resources/read` or `prompts/get`; `None` when `method` is none of
+    /// them or its capability is not advertised.
+    pub(super) fn catalog(
+        &mut self,
+        method: &str,
+        params: &Params,
+        era: Era,
+    ) -> Option<Result<Value, ErrorObject>> {
+        let page = self.config.page_size.filter(|n| *n > 0);
+        let c = &self.config;
+        let has_resources = !c.resources.is_empty();
+        Some(match method {
+            "tools/list" if !c.tools.is_empty() => {
+                paginate(&c.tools, params, page, "tools", |t| t.listing())
+            }
+            "resources/list" if has_resources => {
+                paginate(&c.resources, params, page, "resources", |r| r.listing())
+            }
+            "resources/templates/list" if has_resources => {
+                paginate::<()>(&[], params, page, "resourceTemplates", |_| Value::Null)
+            }
+            "resources/read" if has_resources => self.read_resource(params, era),
+            "prompts/list" if !c.prompts.is_empty() => {
+                paginate(&c.prompts, params, page, "prompts", |p| p.listing())
+            }
+            "prompts/get" if !c.prompts.is_empty() => self.get_prompt(params),
+            _ => return None,
+        })
+    }
+
+    fn read_resource(&self, params: &Params, era: Era) -> Result<Value, ErrorObject> {
+        let Some(uri) = params.get("uri").and_then(Value::as_str) else {
+            return Err(invalid("`uri` must be a string"));
+        };
+        match self.config.resources.iter().find(|r| r.uri == uri) {
+            Some(r) => Ok(r.contents()),
+            // 2025: -32002. 2026 must not emit -32002 and uses -32602.
+            None => Err(ErrorObject::new(
+                match era {
+                    Era::Legacy => codes::RESOURCE_NOT_FOUND,
+                    Era::Modern => codes::INVALID_PARAMS,
+                },
+                "Resource not found",
+            )
+            .with_data(json!({"uri": uri}))),
+        }
+    }
+
+    fn get_prompt(&mut self, params: &Params) -> Result<Value, ErrorObject> {
+        let Some(name) = params.get("name").and_then(Value::as_str) else {
+            return Err(invalid("`name` must be a string"));
+        };
+        let Some(prompt) = self.config.prompts.iter_mut().find(|p| p.name == name) else {
+            return Err(invalid(format!("Unknown prompt: {name}")));
+        };
+        let args = match params.get("arguments") {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(m)) => m.clone(),
+            Some(_) => return Err(invalid("`arguments` must be an object")),
+        };
+        if let Some(a) = prompt
+            .arguments
+            .iter()
+            .find(|a| a.required && !args.contains_key(&a.name))
+        {
+            return Err(invalid(format!(
+                "Missing required argument `{}` for prompt `{name}`",
+                a.name
+            )));
+        }
+        let result = (prompt.handler)(&args)?;
+        if result.is_object() {
+            Ok(result)
+        } else {
+            Err(ErrorObject::new(
+                codes::INTERNAL_ERROR,
+                format!("prompt `{name}` returned a result that is not an object"),
+            ))
+        }
+    }
+}
+
+/// One page of `items` under `key`, with `nextCursor` when more follow.
+fn paginate<T>(
+    items: &[T],
+    params: &Params,
+    page: Option<usize>,
+    key: &str,
+    render: impl Fn(&T) -> Value,
+) -> Result<Value, ErrorObject> {
+    let start = match params.get("cursor") {
+        None | Some(Value::Null) => 0,
+        Some(Value::String(c)) => {
+            parse_cursor(c, items.len(), page).ok_or_else(|| invalid("Invalid cursor"))?
+        }
+        Some(_) => return Err(invalid("Invalid cursor")),
+    };
+    let end = page.map_or(items.len(), |n| start.saturating_add(n).min(items.len()));
+    let mut out = Map::new();
+    let listed = items.get(start..end).unwrap_or_default();
+    out.insert(key.to_owned(), listed.iter().map(render).collect());
+    if end < items.len() {
+        out.insert("nextCursor".to_owned(), Value::String(end.to_string()));
+    }
+    Ok(Value::Object(out))
+}
+
+/// The offset a cursor stands for, if the server could have issued it.
+fn parse_cursor(cursor: &str, len: usize, page: Option<usize>) -> Option<usize> {
+    let page = page?;
+    let offset: usize = cursor.parse().ok()?;
+    let canonical = offset.to_string() == cursor;
+    (canonical && offset > 0 && offset < len && offset.is_multiple_of(page)).then_some(offset)
+}

@@ -1,0 +1,158 @@
+//! What a [`Server`](super::Server) is built from: identity, versions, limits, cache hints
+//! and the registry of tools, resources and prompts.
+
+use std::fmt;
+
+use crate::model::Implementation;
+use crate::version::VersionPolicy;
+
+use super::registry::{Prompt, Resource, Tool};
+use super::state::{PlainStateCodec, RequestStateCodec};
+
+/// Bounds on what a client can make the server hold or repeat.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ServerLimits {
+    /// Largest single message (one stdio line), in bytes. Longer lines are skipped and
+    /// answered with `-32600`. Default 8 MiB.
+    pub max_line_bytes: usize,
+    /// Legacy era: server→client input requests (`elicitation/create`, …) awaiting the
+    /// client's answer, over all calls. A tool call that would exceed it fails with
+    /// `-32603`. Default 64.
+    pub max_pending_inputs: usize,
+    /// Input rounds one tool call may take (both eras) before it fails with an `isError`
+    /// result. Default 10.
+    pub max_input_rounds: u32,
+    /// Input requests a tool may ask for in one round. Default 16.
+    pub max_inputs_per_round: usize,
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        ServerLimits {
+            max_line_bytes: 8 * 1024 * 1024,
+            max_pending_inputs: 64,
+            max_input_rounds: 10,
+            max_inputs_per_round: 16,
+        }
+    }
+}
+
+/// Who may reuse a cached result (2026-07-28 `cacheScope`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CacheScope {
+    /// Any user and any shared cache may reuse it.
+    #[default]
+    Public,
+    /// Only the same authorisation context may reuse it.
+    Private,
+}
+
+impl CacheScope {
+    /// The wire string: `"public"` or `"private"`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CacheScope::Public => "public",
+            CacheScope::Private => "private",
+        }
+    }
+}
+
+/// Everything a server is built from. Start with [`ServerConfig::new`], then set fields
+/// or chain the `with_*` methods.
+#[non_exhaustive]
+pub struct ServerConfig {
+    /// The server's `Implementation` (legacy `serverInfo`, modern `_meta` serverInfo).
+    pub info: Implementation,
+    /// Instructions for the model, sent in `initialize` and `server/discover` results.
+    pub instructions: Option<String>,
+    /// The versions served. Default: 2025-06-18, 2025-11-25 and 2026-07-28. Without a
+    /// legacy version `initialize` is refused; without a modern one the modern leg is off
+    /// and `server/discover` is an unknown method.
+    pub versions: VersionPolicy,
+    /// Items per page of `tools/list`, `resources/list` and `prompts/list`; `None` (or 0)
+    /// gives one page.
+    pub page_size: Option<usize>,
+    /// Bounds.
+    pub limits: ServerLimits,
+    /// 2026-07-28 `ttlMs` on discover, list and read results. Default 60 000.
+    pub ttl_ms: u64,
+    /// 2026-07-28 `cacheScope` on the same results. Default public.
+    pub cache_scope: CacheScope,
+    /// The tools, listed in this order.
+    pub tools: Vec<Tool>,
+    /// The resources, listed in this order.
+    pub resources: Vec<Resource>,
+    /// The prompts, listed in this order.
+    pub prompts: Vec<Prompt>,
+    /// How 2026-07-28 `requestState` is written and read back. Default
+    /// [`PlainStateCodec`] (not integrity-protected).
+    pub state_codec: Box<dyn RequestStateCodec>,
+}
+
+impl ServerConfig {
+    /// A server with no tools, resources or prompts and default settings.
+    #[must_use]
+    pub fn new(info: Implementation) -> Self {
+        ServerConfig {
+            info,
+            instructions: None,
+            versions: VersionPolicy::default(),
+            page_size: None,
+            limits: ServerLimits::default(),
+            ttl_ms: 60_000,
+            cache_scope: CacheScope::default(),
+            tools: Vec::new(),
+            resources: Vec::new(),
+            prompts: Vec::new(),
+            state_codec: Box::new(PlainStateCodec),
+        }
+    }
+
+    /// Adds a tool.
+    #[must_use]
+    pub fn with_tool(mut self, tool: Tool) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// Adds a resource.
+    #[must_use]
+    pub fn with_resource(mut self, resource: Resource) -> Self {
+        self.resources.push(resource);
+        self
+    }
+
+    /// Adds a prompt.
+    #[must_use]
+    pub fn with_prompt(mut self, prompt: Prompt) -> Self {
+        self.prompts.push(prompt);
+        self
+    }
+
+    /// Sets the instructions.
+    #[must_use]
+    pub fn with_instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = Some(instructions.into());
+        self
+    }
+}
+
+impl fmt::Debug for ServerConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServerConfig")
+            .field("info", &self.info)
+            .field("instructions", &self.instructions)
+            .field("versions", &self.versions)
+            .field("page_size", &self.page_size)
+            .field("limits", &self.limits)
+            .field("ttl_ms", &self.ttl_ms)
+            .field("cache_scope", &self.cache_scope)
+            .field("tools", &self.tools)
+            .field("resources", &self.resources)
+            .field("prompts", &self.prompts)
+            .finish_non_exhaustive()
+    }
+}

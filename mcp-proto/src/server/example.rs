@@ -1,0 +1,194 @@
+//! The bundled example server, `mcp-example`: a small, deterministic server for doctests,
+//! simulations and the reference CLI.
+//!
+//! * tools: `echo {text}` (echoes the text), `add {a, b}` (the sum as text, integers
+//!   without `.0`), `confirm` (asks the user through a form elicitation, key `confirm`),
+//!   `hang` (never answers), `fail` (an `isError` result);
+//! * resource `example://readme` (`text/plain`);
+//! * prompt `greet` with the required argument `name`.
+
+use serde_json::{Map, Value, json};
+
+use crate::jsonrpc::ErrorObject;
+use crate::model::Implementation;
+use crate::version::{ProtocolVersion, VersionPolicy};
+
+use super::{
+    InputRequestSpec, Prompt, PromptArgument, Resource, Server, ServerConfig, Tool, ToolCall,
+    ToolOutcome,
+};
+
+/// The server name in `serverInfo`.
+pub const NAME: &str = "mcp-example";
+
+/// The text of `example://readme`.
+pub const README: &str = "mcp-example\n\
+    A small MCP server bundled with mcp-proto.\n\
+    Tools: echo, add, confirm, hang, fail.\n";
+
+/// The input key `confirm` asks under.
+pub const CONFIRM_KEY: &str = "confirm";
+
+/// The example server with default settings.
+#[must_use]
+pub fn server() -> Server {
+    Server::new(config())
+}
+
+/// The example server after `tweak` adjusted its configuration (page size, versions,
+/// limits, extra tools…).
+#[must_use]
+pub fn server_with(tweak: impl FnOnce(&mut ServerConfig)) -> Server {
+    let mut config = config();
+    tweak(&mut config);
+    Server::new(config)
+}
+
+/// The example server speaking only the legacy era (2025-06-18 and 2025-11-25), as a
+/// server written before 2026 does.
+#[must_use]
+pub fn legacy_only() -> Server {
+    server_with(|c| {
+        c.versions = VersionPolicy {
+            accepted: vec![ProtocolVersion::V2025_06_18, ProtocolVersion::V2025_11_25],
+        }
+    })
+}
+
+/// The example server returning `page_size` items per list page.
+#[must_use]
+pub fn paged(page_size: usize) -> Server {
+    server_with(|c| c.page_size = Some(page_size))
+}
+
+/// The example server's configuration.
+#[must_use]
+pub fn config() -> ServerConfig {
+    ServerConfig::new(Implementation::new(NAME, env!("CARGO_PKG_VERSION")))
+        .with_instructions("Example server: echo, add, confirm, hang and fail.")
+        .with_tool(Tool::new(
+            "echo",
+            "Echo the text back",
+            object_schema(json!({"text": {"type": "string"}}), &["text"]),
+            echo,
+        ))
+        .with_tool(Tool::new(
+            "add",
+            "Add two numbers",
+            object_schema(
+                json!({"a": {"type": "number"}, "b": {"type": "number"}}),
+                &["a", "b"],
+            ),
+            add,
+        ))
+        .with_tool(Tool::new(
+            "confirm",
+            "Ask the user to confirm (elicitation)",
+            object_schema(json!({}), &[]),
+            confirm,
+        ))
+        .with_tool(Tool::new(
+            "hang",
+            "Never answers (for timeout and cancellation tests)",
+            object_schema(json!({}), &[]),
+            |_: &ToolCall<'_>| ToolOutcome::NoAnswer,
+        ))
+        .with_tool(Tool::new(
+            "fail",
+            "Always fails with an error result",
+            object_schema(json!({}), &[]),
+            |_: &ToolCall<'_>| ToolOutcome::error_text("failed on purpose"),
+        ))
+        .with_resource(Resource::text(
+            "example://readme",
+            "readme",
+            "text/plain",
+            README,
+        ))
+        .with_prompt(Prompt::new(
+            "greet",
+            Some("Greet someone by name".to_owned()),
+            vec![PromptArgument::new(
+                "name",
+                Some("Who to greet".to_owned()),
+                true,
+            )],
+            greet,
+        ))
+}
+
+/// The form `confirm` shows.
+#[must_use]
+pub fn confirm_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "proceed": {"type": "boolean", "default": true, "title": "Proceed?"},
+            "name": {"type": "string", "default": "friend"}
+        },
+        "required": ["proceed"]
+    })
+}
+
+fn object_schema(properties: Value, required: &[&str]) -> Value {
+    let mut schema = json!({"type": "object", "properties": properties});
+    if !required.is_empty()
+        && let Some(obj) = schema.as_object_mut()
+    {
+        obj.insert("required".to_owned(), json!(required));
+    }
+    schema
+}
+
+fn echo(call: &ToolCall<'_>) -> ToolOutcome {
+    match call.arguments.get("text").and_then(Value::as_str) {
+        Some(text) => ToolOutcome::text(text),
+        None => ToolOutcome::error_text("`text` must be a string"),
+    }
+}
+
+fn add(call: &ToolCall<'_>) -> ToolOutcome {
+    let (Some(a), Some(b)) = (call.arguments.get("a"), call.arguments.get("b")) else {
+        return ToolOutcome::error_text("`a` and `b` are required");
+    };
+    if let (Some(x), Some(y)) = (a.as_i64(), b.as_i64())
+        && let Some(sum) = x.checked_add(y)
+    {
+        return ToolOutcome::text(sum.to_string());
+    }
+    match (a.as_f64(), b.as_f64()) {
+        // `Display` for f64 prints 5.0 as "5".
+        (Some(x), Some(y)) => ToolOutcome::text((x + y).to_string()),
+        _ => ToolOutcome::error_text("`a` and `b` must be numbers"),
+    }
+}
+
+fn confirm(call: &ToolCall<'_>) -> ToolOutcome {
+    let Some(answer) = call.inputs.get(CONFIRM_KEY) else {
+        let ask = InputRequestSpec::form("Proceed with the example action?", confirm_schema());
+        return ToolOutcome::NeedInput(vec![(CONFIRM_KEY.to_owned(), ask)]);
+    };
+    match answer.get("action").and_then(Value::as_str) {
+        Some("accept") => {
+            let content = answer.get("content");
+            let field = |name: &str| content.and_then(|c| c.get(name));
+            let proceed = field("proceed").and_then(Value::as_bool).unwrap_or(true);
+            let name = field("name").and_then(Value::as_str).unwrap_or("friend");
+            ToolOutcome::text(format!("accepted: proceed={proceed} name={name}"))
+        }
+        Some("decline") => ToolOutcome::text("declined"),
+        Some("cancel") => ToolOutcome::text("cancelled"),
+        _ => ToolOutcome::error_text("invalid elicitation answer"),
+    }
+}
+
+fn greet(args: &Map<String, Value>) -> Result<Value, ErrorObject> {
+    let name = args.get("name").and_then(Value::as_str).unwrap_or("friend");
+    Ok(json!({
+        "description": "Greet someone by name",
+        "messages": [{
+            "role": "user",
+            "content": {"type": "text", "text": format!("Please greet {name} warmly.")}
+        }]
+    }))
+}

@@ -1,0 +1,231 @@
+//! The legacy era (2025-06-18, 2025-11-25): `initialize`, `ping`, and tool calls whose
+//! input travels as server→client requests.
+//!
+//! `initialize` echoes the client's version when it is a served legacy version and
+//! otherwise counter-offers the newest served legacy version; with none served it is
+//! refused with `-32602` and `data: {supported, requested}` (what a modern-only server
+//! should say). A second `initialize` is `-32600`.
+//!
+//! A call that needs input is parked in [`PendingCall`] with the ids of the requests sent
+//! for it. Each answer is stored under its key; when the last one arrives the handler runs
+//! again with one more round counted. Answers to unknown ids (late, after cancellation)
+//! are ignored.
+
+use serde_json::{Map, Value, json};
+
+use crate::jsonrpc::{ErrorObject, RequestId, Response, codes};
+use crate::version::{Era, ProtocolVersion};
+
+use super::calls::{self, Target, error_result, invalid};
+use super::registry::ToolOutcome;
+use super::{Params, Server};
+
+/// What `initialize` established.
+#[derive(Debug)]
+pub(super) struct Session {
+    pub version: ProtocolVersion,
+    /// The client's capabilities object, verbatim.
+    pub client_caps: Value,
+    /// `notifications/initialized` arrived.
+    pub initialized: bool,
+}
+
+/// A legacy tool call waiting for the client's answers.
+#[derive(Debug)]
+pub(super) struct PendingCall {
+    client_id: RequestId,
+    target: Target,
+    inputs: Map<String, Value>,
+    /// Outstanding server→client requests: (our id, input key).
+    waiting: Vec<(RequestId, String)>,
+    /// Input rounds completed.
+    round: u32,
+}
+
+impl Server {
+    pub(super) fn legacy_request(&mut self, id: RequestId, method: &str, params: &Params) {
+        match method {
+            "initialize" => {
+                let reply = self.initialize(params);
+                self.reply(&id, reply);
+            }
+            "ping" => self.send_result(&id, &json!({})),
+            _ if self.session.is_none() => {
+                let e = ErrorObject::new(codes::INVALID_REQUEST, "Server not initialized");
+                self.send_error(Some(&id), &e);
+            }
+            "tools/call" if !self.config.tools.is_empty() => {
+                match calls::target(params, &self.config.tools) {
+                    Ok(target) => self.legacy_run(PendingCall {
+                        client_id: id,
+                        target,
+                        inputs: Map::new(),
+                        waiting: Vec::new(),
+                        round: 0,
+                    }),
+                    Err(e) => self.send_error(Some(&id), &e),
+                }
+            }
+            _ => {
+                let reply = self
+                    .catalog(method, params, Era::Legacy)
+                    .unwrap_or_else(|| Err(method_not_found(method)));
+                self.reply(&id, reply);
+            }
+        }
+    }
+
+    fn initialize(&mut self, params: &Params) -> Result<Value, ErrorObject> {
+        if self.session.is_some() {
+            return Err(ErrorObject::new(
+                codes::INVALID_REQUEST,
+                "Server already initialized",
+            ));
+        }
+        let Some(requested) = params.get("protocolVersion").and_then(Value::as_str) else {
+            return Err(invalid("`protocolVersion` must be a string"));
+        };
+        let policy = &self.config.versions;
+        let echoed = ProtocolVersion::parse(requested)
+            .filter(|v| v.era() == Era::Legacy && policy.accepts(*v));
+        let Some(version) = echoed.or_else(|| policy.newest(Era::Legacy)) else {
+            return Err(invalid("Unsupported protocol version").with_data(
+                json!({"supported": self.supported_versions(), "requested": requested}),
+            ));
+        };
+        let client_caps = match params.get("capabilities") {
+            Some(v @ Value::Object(_)) => v.clone(),
+            _ => json!({}),
+        };
+        self.session = Some(Session {
+            version,
+            client_caps,
+            initialized: false,
+        });
+        let mut result = json!({
+            "protocolVersion": version,
+            "capabilities": self.capabilities(),
+            "serverInfo": self.config.info,
+        });
+        if let (Some(text), Some(obj)) = (&self.config.instructions, result.as_object_mut()) {
+            obj.insert("instructions".to_owned(), json!(text));
+        }
+        Ok(result)
+    }
+
+    /// Runs the handler of a (new or resumed) call and acts on its outcome.
+    fn legacy_run(&mut self, mut call: PendingCall) {
+        let outcome = calls::invoke(
+            &mut self.config.tools,
+            &call.target,
+            &call.inputs,
+            Era::Legacy,
+            call.round,
+        );
+        let asks = match outcome {
+            ToolOutcome::NeedInput(asks) => asks,
+            ToolOutcome::Done(v) => {
+                let reply = calls::done(&call.target.name, v);
+                return self.reply(&call.client_id, reply);
+            }
+            ToolOutcome::Error(e) => return self.send_error(Some(&call.client_id), &e),
+            ToolOutcome::NoAnswer => return,
+        };
+        let name = &call.target.name;
+        if let Some(reply) = calls::refuse(name, &asks, call.round, &self.config.limits) {
+            return self.reply(&call.client_id, reply);
+        }
+        let (version, caps) = match &self.session {
+            Some(s) => (s.version, &s.client_caps),
+            None => return,
+        };
+        if let Some(missing) = calls::missing_capabilities(caps, &asks) {
+            let names: Vec<&str> = missing
+                .as_object()
+                .map(|m| m.keys().map(String::as_str).collect())
+                .unwrap_or_default();
+            let text = format!(
+                "tool `{name}` needs input, but the client did not declare the {} capability",
+                names.join(", ")
+            );
+            return self.send_result(&call.client_id, &error_result(text));
+        }
+        let in_flight: usize = self.pending.iter().map(|c| c.waiting.len()).sum();
+        if in_flight.saturating_add(asks.len()) > self.config.limits.max_pending_inputs {
+            let e = ErrorObject::new(
+                codes::INTERNAL_ERROR,
+                "Too many input requests awaiting the client's answers",
+            );
+            return self.send_error(Some(&call.client_id), &e);
+        }
+        for (key, spec) in &asks {
+            let (method, params) = calls::render(spec, version);
+            let out_id = self.send_request(method, params.as_ref());
+            call.waiting.push((out_id, key.clone()));
+        }
+        self.pending.push(call);
+    }
+
+    /// A response from the client: the answer to one of our input requests.
+    pub(super) fn legacy_response(&mut self, response: Response) {
+        let Some(id) = response.id else { return };
+        let found = self.pending.iter().enumerate().find_map(|(ci, c)| {
+            let wi = c.waiting.iter().position(|(w, _)| *w == id)?;
+            Some((ci, wi))
+        });
+        let Some((ci, wi)) = found else { return };
+        let call = &mut self.pending[ci];
+        let (_, key) = call.waiting.remove(wi);
+        match response.outcome {
+            Ok(raw) => {
+                let answer = serde_json::from_str(raw.get()).unwrap_or(Value::Null);
+                call.inputs.insert(key, answer);
+                if call.waiting.is_empty() {
+                    let mut call = self.pending.remove(ci);
+                    call.round = call.round.saturating_add(1);
+                    self.legacy_run(call);
+                }
+            }
+            Err(e) => {
+                let call = self.pending.remove(ci);
+                self.cancel_outstanding(&call, "the tool call failed");
+                let text = format!(
+                    "input request `{key}` failed: {} (code {})",
+                    e.message, e.code
+                );
+                self.send_result(&call.client_id, &error_result(text));
+            }
+        }
+    }
+
+    /// `notifications/cancelled` for a client request: drop its parked call, if any.
+    pub(super) fn cancel_pending(&mut self, id: &RequestId) {
+        while let Some(i) = self.pending.iter().position(|c| c.client_id == *id) {
+            let call = self.pending.remove(i);
+            self.cancel_outstanding(&call, "the tool call was cancelled");
+        }
+    }
+
+    /// Tells the client to stop working on our requests for `call`.
+    fn cancel_outstanding(&mut self, call: &PendingCall, reason: &str) {
+        for (out_id, _) in &call.waiting {
+            self.send_cancelled(out_id, reason);
+        }
+    }
+
+    /// Every served version, newest first.
+    pub(super) fn supported_versions(&self) -> Vec<&'static str> {
+        let mut versions = self.config.versions.accepted.clone();
+        versions.sort_unstable_by(|a, b| b.cmp(a));
+        versions.dedup();
+        versions.into_iter().map(ProtocolVersion::as_str).collect()
+    }
+}
+
+/// `-32601` for `method`.
+pub(super) fn method_not_found(method: &str) -> ErrorObject {
+    ErrorObject::new(
+        codes::METHOD_NOT_FOUND,
+        format!("Method not found: {method}"),
+    )
+}

@@ -1,0 +1,221 @@
+//! The modern era (2026-07-28): stateless requests validated by their `_meta`,
+//! `server/discover`, and tool input by MRTR (`input_required` + retry).
+//!
+//! Validation order (the spec fixes none; this is the stdio subset of the order the
+//! conformance suite pins): `_meta` with both required members (else `-32602`) →
+//! version served (else `-32022` with `data: {supported, requested}`) → method known
+//! (else `-32601`) → params → client capability for the inputs a tool asks for (else
+//! `-32021` with `data.requiredCapabilities`).
+//!
+//! Every result carries `resultType` and `_meta["io.modelcontextprotocol/serverInfo"]`;
+//! discover, list and read results also carry `ttlMs` and `cacheScope`.
+
+use serde_json::{Map, Value, json};
+
+use crate::jsonrpc::{ErrorObject, RequestId, codes};
+use crate::version::{Era, ProtocolVersion};
+
+use super::calls::{self, invalid};
+use super::legacy::method_not_found;
+use super::registry::ToolOutcome;
+use super::state::RequestState;
+use super::{Params, Server};
+
+const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+
+/// Methods whose complete results carry caching hints.
+const CACHEABLE: [&str; 6] = [
+    "server/discover",
+    "tools/list",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+];
+
+impl Server {
+    /// Whether this request is served by the modern leg (see the module docs of
+    /// `server` for the rule).
+    pub(super) fn is_modern(&self, method: &str, params: &Params) -> bool {
+        let policy = &self.config.versions;
+        if method == "initialize" || policy.newest(Era::Modern).is_none() {
+            return false;
+        }
+        if policy.newest(Era::Legacy).is_none() || method == "server/discover" {
+            return true;
+        }
+        params
+            .get("_meta")
+            .and_then(Value::as_object)
+            .is_some_and(|m| {
+                m.contains_key(PROTOCOL_VERSION) || m.contains_key(CLIENT_CAPABILITIES)
+            })
+    }
+
+    pub(super) fn modern_request(&mut self, id: &RequestId, method: &str, params: &Params) {
+        let (version, caps) = match self.validate_meta(params) {
+            Ok(v) => v,
+            Err(e) => return self.send_error(Some(id), &e),
+        };
+        let reply = match method {
+            "server/discover" => Ok(self.discover()),
+            "tools/call" if !self.config.tools.is_empty() => {
+                match self.modern_call(params, version, &caps) {
+                    Some(reply) => reply,
+                    None => return,
+                }
+            }
+            _ => self
+                .catalog(method, params, Era::Modern)
+                .unwrap_or_else(|| Err(method_not_found(method))),
+        };
+        let reply = reply.map(|v| self.decorate(v, CACHEABLE.contains(&method)));
+        self.reply(id, reply);
+    }
+
+    /// The request's version and client capabilities, or the error to answer.
+    fn validate_meta(&self, params: &Params) -> Result<(ProtocolVersion, Value), ErrorObject> {
+        let Some(meta) = params.get("_meta").and_then(Value::as_object) else {
+            return Err(invalid(format!(
+                "Missing `_meta`: a 2026-07-28 request must carry `{PROTOCOL_VERSION}` and `{CLIENT_CAPABILITIES}`"
+            )));
+        };
+        let Some(requested) = meta.get(PROTOCOL_VERSION).and_then(Value::as_str) else {
+            return Err(invalid(format!(
+                "`_meta` must carry `{PROTOCOL_VERSION}` (a string)"
+            )));
+        };
+        let caps = match meta.get(CLIENT_CAPABILITIES) {
+            Some(v @ Value::Object(_)) => v.clone(),
+            _ => {
+                return Err(invalid(format!(
+                    "`_meta` must carry `{CLIENT_CAPABILITIES}` (an object)"
+                )));
+            }
+        };
+        match ProtocolVersion::parse(requested) {
+            Some(v) if v.era() == Era::Modern && self.config.versions.accepts(v) => Ok((v, caps)),
+            _ => Err(ErrorObject::new(
+                codes::UNSUPPORTED_PROTOCOL_VERSION,
+                format!("Unsupported protocol version: {requested}"),
+            )
+            .with_data(json!({"supported": self.supported_versions(), "requested": requested}))),
+        }
+    }
+
+    fn discover(&self) -> Value {
+        let mut result = json!({
+            "supportedVersions": self.supported_versions(),
+            "capabilities": self.capabilities(),
+        });
+        if let (Some(text), Some(obj)) = (&self.config.instructions, result.as_object_mut()) {
+            obj.insert("instructions".to_owned(), json!(text));
+        }
+        result
+    }
+
+    /// Adds `resultType` (when the result has none), the serverInfo `_meta`, and the
+    /// caching hints on complete results of cacheable methods.
+    fn decorate(&self, mut result: Value, cacheable: bool) -> Value {
+        let Some(obj) = result.as_object_mut() else {
+            return result;
+        };
+        let kind = obj.entry("resultType").or_insert_with(|| json!("complete"));
+        if cacheable && *kind == "complete" {
+            obj.insert("ttlMs".to_owned(), json!(self.config.ttl_ms));
+            obj.insert(
+                "cacheScope".to_owned(),
+                json!(self.config.cache_scope.as_str()),
+            );
+        }
+        let meta = obj
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Some(meta) = meta.as_object_mut() {
+            meta.insert(SERVER_INFO.to_owned(), json!(self.config.info));
+        }
+        result
+    }
+
+    /// A modern `tools/call`, first try or MRTR retry. `None`: never answer.
+    fn modern_call(
+        &mut self,
+        params: &Params,
+        version: ProtocolVersion,
+        caps: &Value,
+    ) -> Option<Result<Value, ErrorObject>> {
+        let target = match calls::target(params, &self.config.tools) {
+            Ok(t) => t,
+            Err(e) => return Some(Err(e)),
+        };
+        let bad_state = || Some(Err(invalid("Invalid or expired requestState")));
+        let (round, asked, mut inputs) = match params.get("requestState") {
+            None => (0, Vec::new(), Map::new()),
+            Some(Value::String(token)) => match self.config.state_codec.open(token) {
+                Some(s) if s.method == "tools/call" && s.name == target.name => {
+                    (s.round, s.asked, s.inputs)
+                }
+                _ => return bad_state(),
+            },
+            Some(_) => return bad_state(),
+        };
+        match params.get("inputResponses") {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(answers)) => {
+                // Only keys asked in the last round count; others are ignored.
+                for key in &asked {
+                    if let Some(answer) = answers.get(key) {
+                        inputs.insert(key.clone(), answer.clone());
+                    }
+                }
+            }
+            Some(_) => return Some(Err(invalid("`inputResponses` must be an object"))),
+        }
+        let outcome = calls::invoke(&mut self.config.tools, &target, &inputs, Era::Modern, round);
+        let asks = match outcome {
+            ToolOutcome::NeedInput(asks) => asks,
+            ToolOutcome::Done(v) => return Some(calls::done(&target.name, v)),
+            ToolOutcome::Error(e) => return Some(Err(e)),
+            ToolOutcome::NoAnswer => return None,
+        };
+        if let Some(reply) = calls::refuse(&target.name, &asks, round, &self.config.limits) {
+            return Some(reply);
+        }
+        if let Some(missing) = calls::missing_capabilities(caps, &asks) {
+            let names: Vec<String> = missing
+                .as_object()
+                .map(|m| m.keys().cloned().collect())
+                .unwrap_or_default();
+            return Some(Err(ErrorObject::new(
+                codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                format!("Missing required client capability: {}", names.join(", ")),
+            )
+            .with_data(json!({"requiredCapabilities": missing}))));
+        }
+        let mut requests = Map::new();
+        for (key, spec) in &asks {
+            let (method, p) = calls::render(spec, version);
+            let mut request = json!({"method": method});
+            if let (Some(p), Some(obj)) = (p, request.as_object_mut()) {
+                obj.insert("params".to_owned(), p);
+            }
+            requests.insert(key.clone(), request);
+        }
+        let asked = asks.into_iter().map(|(k, _)| k).collect();
+        let state = RequestState::new(
+            "tools/call",
+            target.name,
+            round.saturating_add(1),
+            asked,
+            inputs,
+        );
+        let token = self.config.state_codec.seal(&state);
+        Some(Ok(json!({
+            "resultType": "input_required",
+            "inputRequests": requests,
+            "requestState": token,
+        })))
+    }
+}

@@ -1,0 +1,293 @@
+//! What a server offers: tools (with their handlers), resources and prompts.
+//!
+//! A tool handler is a plain synchronous function of the arguments and the answers
+//! gathered so far. It never talks to the client itself: when it needs the user, it
+//! returns [`ToolOutcome::NeedInput`] and the machine asks in the way the request's era
+//! requires (a server→client request in 2025, an MRTR `input_required` result in 2026),
+//! then calls the handler again with the answers added to [`ToolCall::inputs`].
+
+use std::fmt;
+
+use serde_json::{Map, Value, json};
+
+use crate::jsonrpc::ErrorObject;
+use crate::version::Era;
+
+/// A tool handler: called once per round with the arguments and the answers so far.
+pub type ToolHandler = Box<dyn FnMut(&ToolCall<'_>) -> ToolOutcome + Send>;
+
+/// A prompt handler: given the arguments, returns the `GetPromptResult` JSON
+/// (`{description?, messages}`) or an error.
+pub type PromptHandler = Box<dyn FnMut(&Map<String, Value>) -> Result<Value, ErrorObject> + Send>;
+
+/// A tool the server offers.
+#[non_exhaustive]
+pub struct Tool {
+    /// The tool name (unique per server).
+    pub name: String,
+    /// What the tool does.
+    pub description: String,
+    /// The JSON Schema of the arguments (an object schema).
+    pub input_schema: Value,
+    /// The handler.
+    pub handler: ToolHandler,
+}
+
+impl Tool {
+    /// A tool with the given handler.
+    #[must_use]
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: Value,
+        handler: impl FnMut(&ToolCall<'_>) -> ToolOutcome + Send + 'static,
+    ) -> Self {
+        Tool {
+            name: name.into(),
+            description: description.into(),
+            input_schema,
+            handler: Box::new(handler),
+        }
+    }
+
+    /// The entry of this tool in `tools/list`.
+    pub(super) fn listing(&self) -> Value {
+        json!({"name": self.name, "description": self.description, "inputSchema": self.input_schema})
+    }
+}
+
+impl fmt::Debug for Tool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tool")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One invocation of a tool handler.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct ToolCall<'a> {
+    /// The tool name.
+    pub name: &'a str,
+    /// The arguments (an object; `{}` when the client sent none).
+    pub arguments: &'a Value,
+    /// Answers gathered so far, by the key the handler chose in
+    /// [`ToolOutcome::NeedInput`]: each value is the client's answer object verbatim (an
+    /// `ElicitResult`, `CreateMessageResult` or `ListRootsResult`).
+    pub inputs: &'a Map<String, Value>,
+    /// The era of the request being served.
+    pub era: Era,
+    /// Input rounds completed before this invocation (0 on the first).
+    pub round: u32,
+}
+
+impl<'a> ToolCall<'a> {
+    /// A first-round call (for testing handlers directly).
+    #[must_use]
+    pub fn new(name: &'a str, arguments: &'a Value, inputs: &'a Map<String, Value>) -> Self {
+        ToolCall {
+            name,
+            arguments,
+            inputs,
+            era: Era::Modern,
+            round: 0,
+        }
+    }
+}
+
+/// What a tool handler decided.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ToolOutcome {
+    /// The `CallToolResult` JSON (`content`, `isError`, `structuredContent`, …). Must be
+    /// an object.
+    Done(Value),
+    /// Ask the client for these inputs (key → request), then call the handler again.
+    NeedInput(Vec<(String, InputRequestSpec)>),
+    /// Never answer this call (for client timeout and cancellation tests).
+    NoAnswer,
+    /// Answer the call with this JSON-RPC error.
+    Error(ErrorObject),
+}
+
+impl ToolOutcome {
+    /// A successful result with one text block.
+    #[must_use]
+    pub fn text(text: impl Into<String>) -> Self {
+        ToolOutcome::Done(json!({"content": [{"type": "text", "text": text.into()}]}))
+    }
+
+    /// A failed (`isError: true`) result with one text block.
+    #[must_use]
+    pub fn error_text(text: impl Into<String>) -> Self {
+        ToolOutcome::Done(
+            json!({"content": [{"type": "text", "text": text.into()}], "isError": true}),
+        )
+    }
+}
+
+/// One thing a tool asks the client for.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum InputRequestSpec {
+    /// Form-mode elicitation: show `message` and a form for `requested_schema`.
+    Elicitation {
+        /// What to show the user.
+        message: String,
+        /// The flat object schema of the answer.
+        requested_schema: Value,
+    },
+    /// `sampling/createMessage` with these params.
+    Sampling(Value),
+    /// `roots/list`.
+    Roots,
+}
+
+impl InputRequestSpec {
+    /// A form-mode elicitation.
+    #[must_use]
+    pub fn form(message: impl Into<String>, requested_schema: Value) -> Self {
+        InputRequestSpec::Elicitation {
+            message: message.into(),
+            requested_schema,
+        }
+    }
+}
+
+/// A static text resource.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Resource {
+    /// The URI.
+    pub uri: String,
+    /// Programmatic name.
+    pub name: String,
+    /// What it is.
+    pub description: Option<String>,
+    /// MIME type.
+    pub mime_type: Option<String>,
+    /// The text returned by `resources/read`.
+    pub text: String,
+}
+
+impl Resource {
+    /// A text resource.
+    #[must_use]
+    pub fn text(
+        uri: impl Into<String>,
+        name: impl Into<String>,
+        mime_type: impl Into<String>,
+        text: impl Into<String>,
+    ) -> Self {
+        Resource {
+            uri: uri.into(),
+            name: name.into(),
+            description: None,
+            mime_type: Some(mime_type.into()),
+            text: text.into(),
+        }
+    }
+
+    pub(super) fn listing(&self) -> Value {
+        let mut v = json!({"uri": self.uri, "name": self.name});
+        if let Some(d) = &self.description {
+            v["description"] = json!(d);
+        }
+        if let Some(m) = &self.mime_type {
+            v["mimeType"] = json!(m);
+        }
+        v
+    }
+
+    pub(super) fn contents(&self) -> Value {
+        let mut v = json!({"uri": self.uri, "text": self.text});
+        if let Some(m) = &self.mime_type {
+            v["mimeType"] = json!(m);
+        }
+        json!({"contents": [v]})
+    }
+}
+
+/// A declared prompt argument.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct PromptArgument {
+    /// The argument name.
+    pub name: String,
+    /// What it is for.
+    pub description: Option<String>,
+    /// Whether `prompts/get` without it is refused (`-32602`).
+    pub required: bool,
+}
+
+impl PromptArgument {
+    /// An argument.
+    #[must_use]
+    pub fn new(name: impl Into<String>, description: Option<String>, required: bool) -> Self {
+        PromptArgument {
+            name: name.into(),
+            description,
+            required,
+        }
+    }
+}
+
+/// A prompt the server offers.
+#[non_exhaustive]
+pub struct Prompt {
+    /// The prompt name.
+    pub name: String,
+    /// What it is for.
+    pub description: Option<String>,
+    /// Declared arguments.
+    pub arguments: Vec<PromptArgument>,
+    /// Builds the result.
+    pub handler: PromptHandler,
+}
+
+impl Prompt {
+    /// A prompt with the given handler.
+    #[must_use]
+    pub fn new(
+        name: impl Into<String>,
+        description: Option<String>,
+        arguments: Vec<PromptArgument>,
+        handler: impl FnMut(&Map<String, Value>) -> Result<Value, ErrorObject> + Send + 'static,
+    ) -> Self {
+        Prompt {
+            name: name.into(),
+            description,
+            arguments,
+            handler: Box::new(handler),
+        }
+    }
+
+    pub(super) fn listing(&self) -> Value {
+        let args: Vec<Value> = self
+            .arguments
+            .iter()
+            .map(|a| {
+                let mut v = json!({"name": a.name, "required": a.required});
+                if let Some(d) = &a.description {
+                    v["description"] = json!(d);
+                }
+                v
+            })
+            .collect();
+        let mut v = json!({"name": self.name, "arguments": args});
+        if let Some(d) = &self.description {
+            v["description"] = json!(d);
+        }
+        v
+    }
+}
+
+impl fmt::Debug for Prompt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Prompt")
+            .field("name", &self.name)
+            .field("arguments", &self.arguments)
+            .finish_non_exhaustive()
+    }
+}

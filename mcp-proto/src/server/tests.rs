@@ -1,0 +1,877 @@
+//! Transcript tests of the server machine against the example server.
+
+use std::time::Instant;
+
+use serde_json::{Value, json};
+
+use super::example::{self, confirm_schema};
+use super::*;
+
+/// Any instant: the machine only passes `now` along, so tests may read the clock once.
+#[allow(clippy::disallowed_methods)]
+fn some_instant() -> Instant {
+    Instant::now()
+}
+
+const PV: &str = "io.modelcontextprotocol/protocolVersion";
+const CC: &str = "io.modelcontextprotocol/clientCapabilities";
+
+/// A server and the messages it wrote, parsed.
+struct Peer {
+    server: Server,
+    now: Instant,
+}
+
+impl Peer {
+    fn new(server: Server) -> Self {
+        Peer {
+            server,
+            now: some_instant(),
+        }
+    }
+
+    fn raw(&mut self, bytes: &[u8]) -> Vec<Value> {
+        self.server.handle_input(self.now, bytes);
+        let mut out = Vec::new();
+        let n = self.server.poll_transmit(&mut out);
+        assert_eq!(n, out.len());
+        assert!(out.is_empty() || out.ends_with(b"\n"));
+        out.split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(|l| serde_json::from_slice(l).expect("server wrote JSON"))
+            .collect()
+    }
+
+    fn send(&mut self, message: Value) -> Vec<Value> {
+        let mut line = serde_json::to_vec(&message).unwrap();
+        line.push(b'\n');
+        self.raw(&line)
+    }
+
+    /// Sends a request and expects exactly one message back.
+    fn call(&mut self, id: Value, method: &str, params: Value) -> Value {
+        let mut out = self.send(json!({"jsonrpc":"2.0","id":id,"method":method,"params":params}));
+        assert_eq!(out.len(), 1, "{out:?}");
+        out.remove(0)
+    }
+
+    fn initialize(&mut self, version: &str, caps: Value) -> Value {
+        let reply = self.call(
+            json!(0),
+            "initialize",
+            json!({"protocolVersion": version, "capabilities": caps,
+                   "clientInfo": {"name": "t", "version": "0"}}),
+        );
+        assert!(
+            self.send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}))
+                .is_empty()
+        );
+        reply
+    }
+}
+
+fn meta(caps: Value) -> Value {
+    json!({PV: "2026-07-28", CC: caps, "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"}})
+}
+
+fn modern(mut params: Value, caps: Value) -> Value {
+    params["_meta"] = meta(caps);
+    params
+}
+
+fn info() -> Value {
+    json!({"name": "mcp-example", "version": env!("CARGO_PKG_VERSION")})
+}
+
+fn info_meta() -> Value {
+    json!({"io.modelcontextprotocol/serverInfo": info()})
+}
+
+fn text(t: &str) -> Value {
+    json!({"content": [{"type": "text", "text": t}]})
+}
+
+fn error_text(t: &str) -> Value {
+    json!({"content": [{"type": "text", "text": t}], "isError": true})
+}
+
+fn ok(id: Value, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+fn err(id: Value, code: i64, message: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+}
+
+fn complete(mut result: Value) -> Value {
+    result["resultType"] = json!("complete");
+    result["_meta"] = info_meta();
+    result
+}
+
+const ALL_CAPS: &str = r#"{"tools":{},"resources":{},"prompts":{}}"#;
+
+fn caps() -> Value {
+    serde_json::from_str(ALL_CAPS).unwrap()
+}
+
+#[test]
+fn legacy_handshake() {
+    let mut p = Peer::new(example::server());
+    assert_eq!(
+        p.initialize("2025-06-18", json!({})),
+        ok(
+            json!(0),
+            json!({"protocolVersion": "2025-06-18", "capabilities": caps(), "serverInfo": info(),
+                   "instructions": "Example server: echo, add, confirm, hang and fail."})
+        )
+    );
+    assert_eq!(
+        p.server.legacy_version(),
+        Some(ProtocolVersion::V2025_06_18)
+    );
+    assert_eq!(
+        p.call(json!("p"), "ping", json!({})),
+        ok(json!("p"), json!({}))
+    );
+    let list = p.call(json!(1), "tools/list", json!({}));
+    let names: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["echo", "add", "confirm", "hang", "fail"]);
+    assert!(list["result"].get("nextCursor").is_none());
+    assert!(
+        list["result"].get("resultType").is_none(),
+        "legacy results have no resultType"
+    );
+    assert_eq!(
+        p.call(
+            json!(2),
+            "tools/call",
+            json!({"name": "add", "arguments": {"a": 2, "b": 3}})
+        ),
+        ok(json!(2), text("5"))
+    );
+    assert_eq!(
+        p.call(
+            json!(3),
+            "initialize",
+            json!({"protocolVersion": "2025-06-18"})
+        ),
+        err(json!(3), -32600, "Server already initialized")
+    );
+}
+
+#[test]
+fn legacy_counter_offer() {
+    for (asked, got) in [
+        ("2025-11-25", "2025-11-25"),
+        ("2024-11-05", "2025-11-25"),
+        ("2099-01-01", "2025-11-25"),
+        ("2026-07-28", "2025-11-25"),
+    ] {
+        let mut p = Peer::new(example::server());
+        let reply = p.initialize(asked, json!({}));
+        assert_eq!(reply["result"]["protocolVersion"], got, "asked {asked}");
+    }
+    let mut p = Peer::new(example::server_with(|c| {
+        c.versions.accepted = vec![ProtocolVersion::V2025_06_18, ProtocolVersion::V2026_07_28];
+    }));
+    assert_eq!(
+        p.initialize("2025-11-25", json!({}))["result"]["protocolVersion"],
+        "2025-06-18"
+    );
+    let mut p = Peer::new(example::server_with(|c| {
+        c.versions.accepted = vec![ProtocolVersion::V2026_07_28];
+    }));
+    let reply = p.call(
+        json!(0),
+        "initialize",
+        json!({"protocolVersion": "2025-11-25"}),
+    );
+    assert_eq!(
+        reply["error"],
+        json!({"code": -32602, "message": "Unsupported protocol version",
+               "data": {"supported": ["2026-07-28"], "requested": "2025-11-25"}})
+    );
+}
+
+#[test]
+fn legacy_requests_need_initialize() {
+    let mut p = Peer::new(example::server());
+    assert_eq!(p.call(json!(1), "ping", json!({})), ok(json!(1), json!({})));
+    assert_eq!(
+        p.call(json!(2), "tools/list", json!({})),
+        err(json!(2), -32600, "Server not initialized")
+    );
+    p.initialize("2025-11-25", json!({}));
+    assert_eq!(
+        p.call(json!(3), "logging/setLevel", json!({"level": "info"})),
+        err(json!(3), -32601, "Method not found: logging/setLevel")
+    );
+}
+
+#[test]
+fn modern_discover() {
+    let mut p = Peer::new(example::server());
+    let expected = ok(
+        json!("d"),
+        json!({
+            "resultType": "complete",
+            "supportedVersions": ["2026-07-28", "2025-11-25", "2025-06-18"],
+            "capabilities": caps(),
+            "instructions": "Example server: echo, add, confirm, hang and fail.",
+            "ttlMs": 60000,
+            "cacheScope": "public",
+            "_meta": info_meta(),
+        }),
+    );
+    let discover = modern(json!({}), json!({}));
+    assert_eq!(
+        p.call(json!("d"), "server/discover", discover.clone()),
+        expected
+    );
+    // Served statelessly after a legacy initialize too.
+    p.initialize("2025-11-25", json!({}));
+    assert_eq!(p.call(json!("d"), "server/discover", discover), expected);
+}
+
+#[test]
+fn modern_missing_meta_is_invalid_params() {
+    let mut p = Peer::new(example::server());
+    for (method, params) in [
+        ("server/discover", json!({})),
+        ("server/discover", json!({"_meta": {CC: {}}})),
+        ("tools/list", json!({"_meta": {CC: {}}})),
+        ("tools/list", json!({"_meta": {PV: "2026-07-28"}})),
+        ("tools/list", json!({"_meta": {PV: 20260728, CC: {}}})),
+        ("tools/list", json!({"_meta": {PV: "2026-07-28", CC: []}})),
+    ] {
+        let reply = p.call(json!(1), method, params.clone());
+        assert_eq!(reply["error"]["code"], -32602, "{method} {params}: {reply}");
+        assert_eq!(reply["id"], 1);
+    }
+}
+
+#[test]
+fn modern_unsupported_version() {
+    let mut p = Peer::new(example::server());
+    for version in ["v999.0.0", "2025-11-25"] {
+        let reply = p.call(
+            json!(4),
+            "tools/list",
+            json!({"_meta": {PV: version, CC: {}}}),
+        );
+        assert_eq!(
+            reply,
+            json!({"jsonrpc": "2.0", "id": 4, "error": {
+                "code": -32022,
+                "message": format!("Unsupported protocol version: {version}"),
+                "data": {"supported": ["2026-07-28", "2025-11-25", "2025-06-18"], "requested": version}
+            }})
+        );
+    }
+}
+
+#[test]
+fn modern_lists_and_calls() {
+    let mut p = Peer::new(example::server());
+    let list = p.call(json!(1), "tools/list", modern(json!({}), json!({})));
+    let result = &list["result"];
+    assert_eq!(result["resultType"], "complete");
+    assert_eq!(
+        (&result["ttlMs"], &result["cacheScope"]),
+        (&json!(60000), &json!("public"))
+    );
+    assert_eq!(result["_meta"], info_meta());
+    assert_eq!(
+        result["tools"][1]["inputSchema"]["required"],
+        json!(["a", "b"])
+    );
+    let add = modern(
+        json!({"name": "add", "arguments": {"a": 2, "b": 3}}),
+        json!({}),
+    );
+    assert_eq!(
+        p.call(json!(2), "tools/call", add),
+        ok(json!(2), complete(text("5")))
+    );
+    let fail = modern(json!({"name": "fail"}), json!({}));
+    assert_eq!(
+        p.call(json!(3), "tools/call", fail),
+        ok(json!(3), complete(error_text("failed on purpose")))
+    );
+    assert_eq!(
+        p.call(json!(4), "ping", modern(json!({}), json!({}))),
+        err(json!(4), -32601, "Method not found: ping")
+    );
+}
+
+#[test]
+fn modern_missing_capability() {
+    let mut p = Peer::new(example::server());
+    let reply = p.call(
+        json!(9),
+        "tools/call",
+        modern(json!({"name": "confirm"}), json!({})),
+    );
+    assert_eq!(
+        reply,
+        json!({"jsonrpc": "2.0", "id": 9, "error": {
+            "code": -32021,
+            "message": "Missing required client capability: elicitation",
+            "data": {"requiredCapabilities": {"elicitation": {}}}
+        }})
+    );
+    // `url` alone does not allow a form.
+    let url_only = json!({"elicitation": {"url": {}}});
+    let reply = p.call(
+        json!(10),
+        "tools/call",
+        modern(json!({"name": "confirm"}), url_only),
+    );
+    assert_eq!(reply["error"]["code"], -32021);
+}
+
+#[test]
+fn modern_mrtr_round_trip() {
+    let mut p = Peer::new(example::server());
+    let caps = json!({"elicitation": {"form": {}}});
+    let first = p.call(
+        json!(1),
+        "tools/call",
+        modern(json!({"name": "confirm", "arguments": {}}), caps.clone()),
+    );
+    let state = first["result"]["requestState"]
+        .as_str()
+        .expect("requestState")
+        .to_owned();
+    assert_eq!(
+        first,
+        ok(
+            json!(1),
+            json!({
+                "resultType": "input_required",
+                "inputRequests": {"confirm": {"method": "elicitation/create", "params": {
+                    "mode": "form",
+                    "message": "Proceed with the example action?",
+                    "requestedSchema": confirm_schema(),
+                }}},
+                "requestState": state,
+                "_meta": info_meta(),
+            })
+        )
+    );
+    for (answer, expected) in [
+        (
+            json!({"action": "accept", "content": {"proceed": true, "name": "friend"}}),
+            "accepted: proceed=true name=friend",
+        ),
+        (json!({"action": "decline"}), "declined"),
+        (json!({"action": "cancel"}), "cancelled"),
+    ] {
+        let retry = modern(
+            json!({"name": "confirm", "arguments": {}, "requestState": state,
+                   "inputResponses": {"confirm": answer, "unasked": {"action": "accept"}}}),
+            caps.clone(),
+        );
+        assert_eq!(
+            p.call(json!(2), "tools/call", retry),
+            ok(json!(2), complete(text(expected)))
+        );
+    }
+    // A retry without requestState starts over.
+    let again = modern(
+        json!({"name": "confirm", "inputResponses": {"confirm": {"action": "decline"}}}),
+        caps.clone(),
+    );
+    assert_eq!(
+        p.call(json!(3), "tools/call", again)["result"]["resultType"],
+        "input_required"
+    );
+    // Tampered, null or foreign state is -32602.
+    for bad in [
+        json!("plain1:{nope"),
+        json!(null),
+        json!(7),
+        json!(state.replace("confirm", "echo")),
+    ] {
+        let retry = modern(
+            json!({"name": "confirm", "requestState": bad}),
+            caps.clone(),
+        );
+        assert_eq!(
+            p.call(json!(4), "tools/call", retry),
+            err(json!(4), -32602, "Invalid or expired requestState")
+        );
+    }
+}
+
+/// A tool asking `a`, then `b`, then answering with both: the state must carry `a`.
+fn two_rounds(call: &ToolCall<'_>) -> ToolOutcome {
+    let ask = |k: &str| {
+        ToolOutcome::NeedInput(vec![(
+            k.to_owned(),
+            InputRequestSpec::form(k, json!({"type": "object"})),
+        )])
+    };
+    match (call.inputs.get("a"), call.inputs.get("b")) {
+        (None, _) => ask("a"),
+        (Some(_), None) => ask("b"),
+        (Some(a), Some(b)) => {
+            ToolOutcome::text(format!("{} {} round {}", a["v"], b["v"], call.round))
+        }
+    }
+}
+
+#[test]
+fn modern_multi_round_and_round_cap() {
+    let mut p = Peer::new(example::server_with(|c| {
+        c.tools
+            .push(Tool::new("two", "", json!({"type": "object"}), two_rounds));
+        c.tools.push(Tool::new(
+            "loop",
+            "",
+            json!({"type": "object"}),
+            |_: &ToolCall<'_>| ToolOutcome::NeedInput(vec![("k".into(), InputRequestSpec::Roots)]),
+        ));
+        c.limits.max_input_rounds = 3;
+    }));
+    let caps = json!({"elicitation": {}, "roots": {}});
+    let mut params = json!({"name": "two"});
+    for (round, key) in [(0, "a"), (1, "b")] {
+        let reply = p.call(
+            json!(round),
+            "tools/call",
+            modern(params.clone(), caps.clone()),
+        );
+        let result = &reply["result"];
+        assert_eq!(
+            result["inputRequests"][key]["params"]["message"], key,
+            "{reply}"
+        );
+        params["requestState"] = result["requestState"].clone();
+        params["inputResponses"] = json!({key: {"action": "accept", "v": key}});
+    }
+    let reply = p.call(json!(2), "tools/call", modern(params, caps.clone()));
+    assert_eq!(reply, ok(json!(2), complete(text("\"a\" \"b\" round 2"))));
+
+    let mut params = json!({"name": "loop"});
+    for round in 0..3 {
+        let reply = p.call(
+            json!(round),
+            "tools/call",
+            modern(params.clone(), caps.clone()),
+        );
+        assert_eq!(
+            reply["result"]["inputRequests"]["k"],
+            json!({"method": "roots/list"})
+        );
+        params["requestState"] = reply["result"]["requestState"].clone();
+        params["inputResponses"] = json!({"k": {"roots": []}});
+    }
+    assert_eq!(
+        p.call(json!(9), "tools/call", modern(params, caps)),
+        ok(
+            json!(9),
+            complete(error_text(
+                "tool `loop` still needed input after 3 rounds; giving up"
+            ))
+        )
+    );
+}
+
+#[test]
+fn legacy_elicitation_round_trip() {
+    for (version, mode) in [("2025-11-25", Some("form")), ("2025-06-18", None)] {
+        let mut p = Peer::new(example::server());
+        p.initialize(version, json!({"elicitation": {}}));
+        let out = p.send(json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                                "params": {"name": "confirm", "arguments": {}}}));
+        let mut params = json!({"message": "Proceed with the example action?",
+                                "requestedSchema": confirm_schema()});
+        if let Some(mode) = mode {
+            params["mode"] = json!(mode);
+        }
+        assert_eq!(
+            out,
+            [json!({"jsonrpc": "2.0", "id": 0, "method": "elicitation/create", "params": params})]
+        );
+        let out = p.send(json!({"jsonrpc": "2.0", "id": 0,
+            "result": {"action": "accept", "content": {"proceed": false, "name": "bob"}}}));
+        assert_eq!(
+            out,
+            [ok(json!(7), text("accepted: proceed=false name=bob"))]
+        );
+        // The next input request gets the next id; a late duplicate answer is ignored.
+        assert!(
+            p.send(json!({"jsonrpc": "2.0", "id": 0, "result": {}}))
+                .is_empty()
+        );
+        let out = p.send(json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call",
+                                "params": {"name": "confirm"}}));
+        assert_eq!(out[0]["id"], 1);
+        let out = p.send(json!({"jsonrpc": "2.0", "id": 1,
+                                "error": {"code": -1, "message": "user went away"}}));
+        assert_eq!(
+            out,
+            [ok(
+                json!(8),
+                error_text("input request `confirm` failed: user went away (code -1)")
+            )]
+        );
+    }
+}
+
+#[test]
+fn legacy_elicitation_needs_capability() {
+    let mut p = Peer::new(example::server());
+    p.initialize("2025-11-25", json!({"sampling": {}}));
+    assert_eq!(
+        p.call(json!(1), "tools/call", json!({"name": "confirm"})),
+        ok(
+            json!(1),
+            error_text(
+                "tool `confirm` needs input, but the client did not declare the elicitation capability"
+            )
+        )
+    );
+}
+
+#[test]
+fn cancellation_drops_the_call() {
+    let mut p = Peer::new(example::server());
+    p.initialize("2025-11-25", json!({"elicitation": {"form": {}}}));
+    let out = p.send(
+        json!({"jsonrpc": "2.0", "id": "c", "method": "tools/call", "params": {"name": "confirm"}}),
+    );
+    assert_eq!(out[0]["method"], "elicitation/create");
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                        "params": {"requestId": "c", "reason": "user"}});
+    assert_eq!(
+        p.send(cancel.clone()),
+        [
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                "params": {"requestId": 0, "reason": "the tool call was cancelled"}})
+        ]
+    );
+    assert!(
+        p.send(json!({"jsonrpc": "2.0", "id": 0, "result": {"action": "accept"}}))
+            .is_empty()
+    );
+    assert!(p.send(cancel).is_empty());
+    // `hang` never answers in either era; cancelling it is harmless.
+    assert!(
+        p.send(
+            json!({"jsonrpc": "2.0", "id": "h", "method": "tools/call", "params": {"name": "hang"}})
+        )
+        .is_empty()
+    );
+    let hang = modern(json!({"name": "hang"}), json!({}));
+    assert!(
+        p.send(json!({"jsonrpc": "2.0", "id": "m", "method": "tools/call", "params": hang}))
+            .is_empty()
+    );
+    assert!(p.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "m"}})).is_empty());
+}
+
+#[test]
+fn pagination() {
+    let mut p = Peer::new(example::server_with(|c| c.page_size = Some(2)));
+    p.initialize("2025-11-25", json!({}));
+    let mut cursor = Value::Null;
+    let mut pages = Vec::new();
+    loop {
+        let reply = p.call(json!(1), "tools/list", json!({"cursor": cursor}));
+        let result = &reply["result"];
+        let names: Vec<String> = result["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect();
+        pages.push(names);
+        match result.get("nextCursor") {
+            Some(next) => cursor = next.clone(),
+            None => break,
+        }
+    }
+    assert_eq!(
+        pages,
+        [vec!["echo", "add"], vec!["confirm", "hang"], vec!["fail"]]
+    );
+    for bad in [
+        json!("3"),
+        json!("0"),
+        json!("02"),
+        json!("6"),
+        json!("x"),
+        json!(2),
+    ] {
+        assert_eq!(
+            p.call(json!(2), "tools/list", json!({"cursor": bad})),
+            err(json!(2), -32602, "Invalid cursor"),
+            "{bad}"
+        );
+    }
+    // Modern pages carry the cache hints; one-page lists reject every cursor.
+    let reply = p.call(
+        json!(3),
+        "tools/list",
+        modern(json!({"cursor": "4"}), json!({})),
+    );
+    assert_eq!(reply["result"]["tools"][0]["name"], "fail");
+    assert_eq!(reply["result"]["ttlMs"], 60000);
+    let mut p = Peer::new(example::server());
+    let reply = p.call(
+        json!(4),
+        "prompts/list",
+        modern(json!({"cursor": "2"}), json!({})),
+    );
+    assert_eq!(reply["error"]["code"], -32602);
+}
+
+#[test]
+fn unknown_tool_prompt_resource_method() {
+    let mut p = Peer::new(example::server());
+    let reply = p.call(
+        json!(1),
+        "tools/call",
+        modern(json!({"name": "nope"}), json!({})),
+    );
+    assert_eq!(reply, err(json!(1), -32602, "Unknown tool: nope"));
+    let reply = p.call(
+        json!(2),
+        "prompts/get",
+        modern(json!({"name": "nope"}), json!({})),
+    );
+    assert_eq!(reply, err(json!(2), -32602, "Unknown prompt: nope"));
+    let reply = p.call(
+        json!(3),
+        "prompts/get",
+        modern(json!({"name": "greet"}), json!({})),
+    );
+    assert_eq!(
+        reply,
+        err(
+            json!(3),
+            -32602,
+            "Missing required argument `name` for prompt `greet`"
+        )
+    );
+    let reply = p.call(
+        json!(4),
+        "resources/read",
+        modern(json!({"uri": "example://nope"}), json!({})),
+    );
+    assert_eq!(
+        reply["error"],
+        json!({"code": -32602, "message": "Resource not found", "data": {"uri": "example://nope"}})
+    );
+    let reply = p.call(
+        json!(5),
+        "completion/complete",
+        modern(json!({}), json!({})),
+    );
+    assert_eq!(
+        reply,
+        err(json!(5), -32601, "Method not found: completion/complete")
+    );
+
+    p.initialize("2025-11-25", json!({}));
+    let reply = p.call(json!(6), "tools/call", json!({"name": "nope"}));
+    assert_eq!(reply, err(json!(6), -32602, "Unknown tool: nope"));
+    let reply = p.call(json!(7), "resources/read", json!({"uri": "example://nope"}));
+    assert_eq!(
+        reply["error"],
+        json!({"code": -32002, "message": "Resource not found", "data": {"uri": "example://nope"}})
+    );
+}
+
+#[test]
+fn resources_and_prompts() {
+    let mut p = Peer::new(example::server());
+    let reply = p.call(
+        json!(1),
+        "resources/read",
+        modern(json!({"uri": "example://readme"}), json!({})),
+    );
+    assert_eq!(
+        reply,
+        ok(
+            json!(1),
+            json!({
+                "contents": [{"uri": "example://readme", "mimeType": "text/plain", "text": example::README}],
+                "resultType": "complete", "ttlMs": 60000, "cacheScope": "public", "_meta": info_meta(),
+            })
+        )
+    );
+    p.initialize("2025-11-25", json!({}));
+    assert_eq!(
+        p.call(json!(2), "resources/list", json!({})),
+        ok(
+            json!(2),
+            json!({"resources": [{"uri": "example://readme", "name": "readme", "mimeType": "text/plain"}]})
+        )
+    );
+    let reply = p.call(
+        json!(3),
+        "prompts/get",
+        json!({"name": "greet", "arguments": {"name": "Ada"}}),
+    );
+    assert_eq!(
+        reply["result"]["messages"][0]["content"]["text"],
+        "Please greet Ada warmly."
+    );
+    assert_eq!(
+        p.call(json!(4), "resources/templates/list", json!({})),
+        ok(json!(4), json!({"resourceTemplates": []}))
+    );
+}
+
+#[test]
+fn example_tools() {
+    let mut p = Peer::new(example::server());
+    let mut call = |args: Value| {
+        let name = args["name"].clone();
+        p.call(json!(1), "tools/call", modern(args, json!({})))["result"]["content"][0]["text"]
+            .as_str()
+            .map(str::to_owned)
+            .unwrap_or_else(|| panic!("{name}"))
+    };
+    assert_eq!(
+        call(json!({"name": "echo", "arguments": {"text": "hi\nthere"}})),
+        "hi\nthere"
+    );
+    assert_eq!(
+        call(json!({"name": "add", "arguments": {"a": 2.5, "b": 0.5}})),
+        "3"
+    );
+    assert_eq!(
+        call(json!({"name": "add", "arguments": {"a": 1.5, "b": 1}})),
+        "2.5"
+    );
+    assert_eq!(
+        call(json!({"name": "add", "arguments": {"a": -4, "b": 1}})),
+        "-3"
+    );
+    assert_eq!(
+        call(json!({"name": "add", "arguments": {"a": "x", "b": 1}})),
+        "`a` and `b` must be numbers"
+    );
+}
+
+#[test]
+fn malformed_lines() {
+    let mut p = Peer::new(example::server_with(|c| c.limits.max_line_bytes = 64));
+    assert_eq!(
+        p.raw(b"this is not json\n"),
+        [json!({"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}})]
+    );
+    assert_eq!(p.raw(b"\xff\xfe\n")[0]["error"]["code"], -32700);
+    assert_eq!(
+        p.raw(b"{\"jsonrpc\":\"1.0\",\"id\":5,\"method\":\"ping\"}\n"),
+        [err(
+            json!(5),
+            -32600,
+            "Invalid request: `jsonrpc` must be \"2.0\""
+        )]
+    );
+    assert_eq!(p.raw(b"[1,2]\n")[0]["error"]["code"], -32600);
+    assert_eq!(
+        p.raw(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":[]}\n")[0]["error"]["code"],
+        -32602
+    );
+    let long = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{{\"x\":\"{}\"}}}}\n",
+        "a".repeat(100)
+    );
+    let mut input = long.into_bytes();
+    input.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n");
+    assert_eq!(
+        p.raw(&input),
+        [
+            json!({"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: message longer than 64 bytes"}}),
+            ok(json!(2), json!({})),
+        ]
+    );
+}
+
+#[test]
+fn chunking_does_not_matter() {
+    let input = b"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\"}}\r\n\
+        garbage\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"add\",\"arguments\":{\"a\":1,\"b\":2}}}\n";
+    let whole = Peer::new(example::server()).raw(input);
+    assert_eq!(whole.len(), 3);
+    let mut p = Peer::new(example::server());
+    let bytewise: Vec<Value> = input.iter().flat_map(|b| p.raw(&[*b])).collect();
+    assert_eq!(bytewise, whole);
+}
+
+#[test]
+fn eof_and_poll_message() {
+    let mut s = example::server();
+    let now = some_instant();
+    s.handle_input(
+        now,
+        b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n{\"jsonrpc\"",
+    );
+    s.handle_eof(now);
+    assert!(!s.is_closed(), "output still queued");
+    assert_eq!(
+        s.poll_message().unwrap(),
+        br#"{"jsonrpc":"2.0","id":1,"result":{}}"#
+    );
+    assert!(s.poll_message().is_none());
+    assert!(s.is_closed());
+    s.handle_input(now, b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n");
+    assert!(s.poll_message().is_none());
+}
+
+#[test]
+fn legacy_only_and_modern_only_configs() {
+    let mut p = Peer::new(example::server_with(|c| {
+        c.versions.accepted = vec![ProtocolVersion::V2025_11_25];
+    }));
+    let reply = p.call(json!(1), "server/discover", modern(json!({}), json!({})));
+    assert_eq!(reply, err(json!(1), -32600, "Server not initialized"));
+    let mut p = Peer::new(example::server_with(|c| {
+        c.versions.accepted = vec![ProtocolVersion::V2026_07_28];
+    }));
+    assert_eq!(
+        p.call(json!(1), "tools/list", json!({}))["error"]["code"],
+        -32602
+    );
+    assert_eq!(p.call(json!(2), "ping", json!({}))["error"]["code"], -32602);
+}
+
+#[test]
+fn fuzzish_inputs_never_panic() {
+    let mut s = example::server();
+    let now = some_instant();
+    let samples: [&[u8]; 12] = [
+        b"{}\n",
+        b"{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"x\"}\n",
+        b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n",
+        b"{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":1,\"message\":\"\"}}\n",
+        b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":[1]}}\n",
+        b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"confirm\",\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{\"elicitation\":{}}},\"requestState\":\"plain1:{\\\"method\\\":\\\"tools/call\\\",\\\"name\\\":\\\"confirm\\\",\\\"round\\\":4294967295,\\\"asked\\\":[],\\\"inputs\\\":{}}\"}}\n",
+        b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":1}}\n",
+        b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"add\",\"arguments\":{\"a\":1e308,\"b\":1e308}}}\n",
+        b"{\"jsonrpc\":\"2.0\",\"id\":18446744073709551615,\"method\":\"ping\"}\n",
+        b"\n\n\r\n",
+        b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{\"_meta\":null}}\n",
+        b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"resources/read\",\"params\":{\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{}},\"uri\":5}}\n",
+    ];
+    let mut out = Vec::new();
+    for sample in samples {
+        s.handle_input(now, sample);
+        s.poll_transmit(&mut out);
+    }
+    for line in out.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+        serde_json::from_slice::<Value>(line).unwrap();
+    }
+}

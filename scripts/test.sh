@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Runs the whole test suite: installs the pinned interop fixtures (npm and pip packages
+# for the servers built with other SDKs), then every test of the workspace.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash tests/interop/setup.sh
+cargo test --workspace --all-targets "$@"
+cargo test --workspace --doc

@@ -1,0 +1,714 @@
+//! Deterministic simulations: the client machine against the bundled server machine and
+//! against scripted servers, on a fake clock.
+
+use std::time::Duration;
+
+use mcp_proto::client::{
+    AcceptDefaults, CallError, CallRequest, ClientConfig, CloseReason, ConnectionState, Event,
+    InputAnswer, PeerError,
+};
+use mcp_proto::limits::Limits;
+use mcp_proto::model::ClientCapabilities;
+use mcp_proto::server::example;
+use mcp_proto::version::{Era, EraMode, ProtocolVersion};
+use mcp_tests::{Scripted, Sim};
+use serde_json::{Value, json};
+
+fn config(mode: EraMode) -> ClientConfig {
+    ClientConfig::new("sim", "1.0")
+        .era_mode(mode)
+        .capabilities(ClientCapabilities::with_elicitation())
+}
+
+fn ready(sim: &Sim) -> (Era, ProtocolVersion) {
+    match sim.client.state() {
+        ConnectionState::Ready(e, v) => (e, v),
+        other => panic!("not ready: {other:?}; events {:?}", sim.events),
+    }
+}
+
+fn closed_reason(sim: &Sim) -> Option<CloseReason> {
+    sim.events.iter().find_map(|e| match e {
+        Event::Closed { reason } => Some(reason.clone()),
+        _ => None,
+    })
+}
+
+fn text_of(out: &mcp_proto::client::CallOutput) -> String {
+    out.tool_result().expect("tool result").text()
+}
+
+// ----- negotiation --------------------------------------------------------------------
+
+#[test]
+fn auto_reaches_modern_with_a_dual_era_server() {
+    let mut sim = Sim::new(config(EraMode::Auto), example::server());
+    sim.connect();
+    assert_eq!(ready(&sim), (Era::Modern, ProtocolVersion::V2026_07_28));
+    assert_eq!(sim.sent[0]["method"], "server/discover");
+    assert!(sim.sent_with_method("initialize").is_empty());
+    let details = sim.client.server().unwrap();
+    assert_eq!(details.server_info.as_ref().unwrap().name, "mcp-example");
+    // Every modern request carries the per-request _meta.
+    let out = sim.call(CallRequest::call_tool("add", json!({"a": 2, "b": 3}))).unwrap();
+    assert_eq!(text_of(&out), "5");
+    let call = sim.sent_with_method("tools/call")[0].clone();
+    let meta = &call["params"]["_meta"];
+    assert_eq!(meta["io.modelcontextprotocol/protocolVersion"], "2026-07-28");
+    assert_eq!(meta["io.modelcontextprotocol/clientInfo"]["name"], "sim");
+    assert_eq!(
+        meta["io.modelcontextprotocol/clientCapabilities"],
+        json!({"elicitation": {"form": {}}})
+    );
+}
+
+#[test]
+fn legacy_mode_never_probes() {
+    let mut sim = Sim::new(config(EraMode::Legacy), example::server());
+    sim.connect();
+    assert_eq!(ready(&sim), (Era::Legacy, ProtocolVersion::V2025_11_25));
+    assert_eq!(sim.sent[0]["method"], "initialize");
+    assert_eq!(sim.sent[1]["method"], "notifications/initialized");
+    assert!(sim.sent_with_method("server/discover").is_empty());
+    let out = sim.call(CallRequest::call_tool("add", json!({"a": 2, "b": 3}))).unwrap();
+    assert_eq!(text_of(&out), "5");
+    let call = sim.sent_with_method("tools/call")[0].clone();
+    assert!(call["params"].get("_meta").is_none(), "no _meta in legacy: {call}");
+}
+
+#[test]
+fn auto_falls_back_to_initialize_with_a_legacy_only_server() {
+    let mut sim = Sim::new(config(EraMode::Auto), example::legacy_only());
+    sim.connect();
+    assert_eq!(ready(&sim), (Era::Legacy, ProtocolVersion::V2025_11_25));
+    let methods: Vec<_> = sim.sent.iter().map(|m| m["method"].clone()).collect();
+    assert_eq!(
+        methods,
+        [json!("server/discover"), json!("initialize"), json!("notifications/initialized")]
+    );
+}
+
+#[test]
+fn modern_mode_fails_clearly_on_a_legacy_server() {
+    let mut sim = Sim::new(config(EraMode::Modern), example::legacy_only());
+    sim.connect();
+    assert_eq!(closed_reason(&sim), Some(CloseReason::LegacyServer));
+    assert!(sim.sent_with_method("initialize").is_empty());
+}
+
+/// A server that counter-offers `offer` in `initialize`.
+fn counter_offering(offer: &'static str) -> impl mcp_tests::Peer {
+    Scripted::new(move |m: &Value| match m["method"].as_str() {
+        Some("server/discover") => vec![
+            json!({"jsonrpc":"2.0","id":m["id"],"error":{"code":-32601,"message":"nope"}})
+                .to_string(),
+        ],
+        Some("initialize") => vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{
+            "protocolVersion": offer, "capabilities": {}, "serverInfo": {"name":"old","version":"1"}}})
+        .to_string()],
+        _ => Vec::new(),
+    })
+}
+
+#[test]
+fn counter_offers_are_checked() {
+    let mut sim = Sim::new(config(EraMode::Auto), counter_offering("2025-06-18"));
+    sim.connect();
+    assert_eq!(ready(&sim), (Era::Legacy, ProtocolVersion::V2025_06_18));
+
+    let mut sim = Sim::new(config(EraMode::Auto), counter_offering("2025-03-26"));
+    sim.connect();
+    assert!(
+        matches!(closed_reason(&sim), Some(CloseReason::Negotiation(m)) if m.contains("2025-03-26")),
+        "{:?}",
+        sim.events
+    );
+
+    let opted_in = config(EraMode::Auto).accept_pre_2025_06_versions();
+    let mut sim = Sim::new(opted_in, counter_offering("2025-03-26"));
+    sim.connect();
+    assert_eq!(ready(&sim), (Era::Legacy, ProtocolVersion::V2025_03_26));
+
+    let mut sim = Sim::new(config(EraMode::Auto), counter_offering("2026-07-28"));
+    sim.connect();
+    assert!(matches!(closed_reason(&sim), Some(CloseReason::Negotiation(_))));
+}
+
+#[test]
+fn unsupported_version_error_means_retry_not_fallback() {
+    let mut probes = 0;
+    let peer = Scripted::new(move |m: &Value| match m["method"].as_str() {
+        Some("server/discover") => {
+            probes += 1;
+            if probes == 1 {
+                // Claims not to serve what we asked, and lists it: ask again once.
+                vec![json!({"jsonrpc":"2.0","id":m["id"],"error":{"code":-32022,"message":"unsupported",
+                    "data":{"supported":["2026-07-28"],"requested":"2026-07-28"}}}).to_string()]
+            } else {
+                vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{"resultType":"complete",
+                    "supportedVersions":["2026-07-28"],"capabilities":{},"ttlMs":0,"cacheScope":"public"}})
+                .to_string()]
+            }
+        }
+        _ => Vec::new(),
+    });
+    let mut sim = Sim::new(config(EraMode::Auto), peer);
+    sim.connect();
+    assert_eq!(ready(&sim), (Era::Modern, ProtocolVersion::V2026_07_28));
+    assert_eq!(sim.sent_with_method("server/discover").len(), 2);
+    assert!(sim.sent_with_method("initialize").is_empty());
+    // New id for the second probe.
+    let ids: Vec<_> = sim.sent.iter().map(|m| m["id"].clone()).collect();
+    assert_ne!(ids[0], ids[1]);
+}
+
+#[test]
+fn unsupported_version_listing_only_legacy_initializes_with_it() {
+    let peer = Scripted::new(|m: &Value| match m["method"].as_str() {
+        Some("server/discover") => vec![json!({"jsonrpc":"2.0","id":m["id"],"error":{"code":-32022,
+            "message":"unsupported","data":{"supported":["2025-06-18"],"requested":"2026-07-28"}}})
+        .to_string()],
+        Some("initialize") => {
+            assert_eq!(m["params"]["protocolVersion"], "2025-06-18");
+            vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{"protocolVersion":"2025-06-18",
+                "capabilities":{},"serverInfo":{"name":"s","version":"1"}}})
+            .to_string()]
+        }
+        _ => Vec::new(),
+    });
+    let mut sim = Sim::new(config(EraMode::Auto), peer);
+    sim.connect();
+    assert_eq!(ready(&sim), (Era::Legacy, ProtocolVersion::V2025_06_18));
+}
+
+#[test]
+fn header_mismatch_on_the_probe_is_not_a_fallback() {
+    let peer = Scripted::new(|m: &Value| {
+        vec![json!({"jsonrpc":"2.0","id":m["id"],"error":{"code":-32021,"message":"need sampling",
+            "data":{"requiredCapabilities":{"sampling":{}}}}})
+        .to_string()]
+    });
+    let mut sim = Sim::new(config(EraMode::Auto), peer);
+    sim.connect();
+    let Some(CloseReason::Refused(e)) = closed_reason(&sim) else {
+        panic!("{:?}", sim.events)
+    };
+    assert_eq!(e.code, -32021);
+    assert_eq!(e.data.unwrap()["requiredCapabilities"], json!({"sampling":{}}));
+    assert!(sim.sent_with_method("initialize").is_empty());
+}
+
+#[test]
+fn a_silent_probe_falls_back_after_the_probe_timeout() {
+    let peer = Scripted::new(|m: &Value| match m["method"].as_str() {
+        Some("initialize") => vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{
+            "protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}})
+        .to_string()],
+        _ => Vec::new(),
+    });
+    let mut sim = Sim::new(config(EraMode::Auto), peer);
+    let start = sim.now;
+    sim.connect();
+    assert_eq!(ready(&sim).0, Era::Legacy);
+    assert_eq!(sim.now - start, Limits::default().probe_timeout);
+}
+
+#[test]
+fn a_process_exit_during_the_probe_restarts_and_initializes() {
+    // The first "process" dies on the probe; the second is a legacy-only server.
+    let dying = Scripted::new(|_: &Value| Vec::new());
+    let mut sim = Sim::new(config(EraMode::Auto), dying);
+    sim.restarts.push(Box::new(example::legacy_only()));
+    sim.step();
+    sim.client.handle_eof(sim.now);
+    sim.connect();
+    assert_eq!(ready(&sim).0, Era::Legacy);
+    assert!(sim.events.iter().any(|e| matches!(e, Event::RestartTransport)));
+    let out = sim.call(CallRequest::call_tool("add", json!({"a": 1, "b": 1}))).unwrap();
+    assert_eq!(text_of(&out), "2");
+}
+
+// ----- calls --------------------------------------------------------------------------
+
+#[test]
+fn calls_made_while_connecting_are_queued_not_lost() {
+    let mut sim = Sim::new(config(EraMode::Auto), example::server());
+    let a = sim.client.call(sim.now, CallRequest::list_tools()).unwrap();
+    let b = sim
+        .client
+        .call(sim.now, CallRequest::call_tool("echo", json!({"text": "hi"})))
+        .unwrap();
+    sim.run_until(|s| s.completion(a).is_some() && s.completion(b).is_some());
+    assert!(sim.completion(a).unwrap().unwrap().tools().unwrap().len() >= 4);
+    assert_eq!(text_of(&sim.completion(b).unwrap().unwrap()), "hi");
+}
+
+#[test]
+fn timeouts_fail_the_call_and_cancel_it_on_the_wire() {
+    for mode in [EraMode::Auto, EraMode::Legacy] {
+        let mut sim = Sim::new(config(mode), example::server());
+        sim.connect();
+        let start = sim.now;
+        let req = CallRequest::call_tool("hang", json!({})).timeout(Duration::from_secs(5));
+        let err = sim.call(req).unwrap_err();
+        assert_eq!(err, CallError::Timeout(Duration::from_secs(5)));
+        assert_eq!(sim.now - start, Duration::from_secs(5));
+        sim.step();
+        let cancel = sim.sent_with_method("notifications/cancelled");
+        let call = sim.sent_with_method("tools/call")[0].clone();
+        assert_eq!(cancel.len(), 1);
+        assert_eq!(cancel[0]["params"]["requestId"], call["id"]);
+        // The connection is still fine.
+        let out = sim.call(CallRequest::call_tool("echo", json!({"text": "x"}))).unwrap();
+        assert_eq!(text_of(&out), "x");
+    }
+}
+
+#[test]
+fn cancel_completes_once_and_tells_the_server() {
+    let mut sim = Sim::new(config(EraMode::Auto), example::server());
+    sim.connect();
+    let id = sim
+        .client
+        .call(sim.now, CallRequest::call_tool("hang", json!({})))
+        .unwrap();
+    sim.step();
+    sim.client.cancel(sim.now, id).unwrap();
+    assert!(sim.client.cancel(sim.now, id).is_err(), "second cancel is misuse");
+    sim.step();
+    assert!(matches!(sim.completion(id), Some(Err(CallError::Cancelled))));
+    let completions = sim
+        .events
+        .iter()
+        .filter(|e| matches!(e, Event::CallCompleted { call, .. } if *call == id))
+        .count();
+    assert_eq!(completions, 1);
+    assert_eq!(sim.sent_with_method("notifications/cancelled").len(), 1);
+}
+
+#[test]
+fn pagination_collects_every_page_and_is_bounded() {
+    let mut sim = Sim::new(config(EraMode::Auto), example::paged(1));
+    sim.connect();
+    let out = sim.call(CallRequest::list_tools()).unwrap();
+    let tools = out.tools().unwrap();
+    assert!(tools.len() >= 4);
+    assert_eq!(out.pages as usize, tools.len());
+    assert_eq!(sim.sent_with_method("tools/list").len(), tools.len());
+
+    let mut limits = Limits::default();
+    limits.max_list_pages = 2;
+    let mut sim = Sim::new(config(EraMode::Legacy).limits(limits), example::paged(1));
+    sim.connect();
+    let err = sim.call(CallRequest::list_tools()).unwrap_err();
+    assert_eq!(err, CallError::ListTooLong("the page limit"));
+}
+
+#[test]
+fn a_cursor_that_repeats_is_an_error_not_a_loop() {
+    let peer = Scripted::new(|m: &Value| match m["method"].as_str() {
+        Some("initialize") => vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{
+            "protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}})
+        .to_string()],
+        Some("tools/list") => vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{
+            "tools":[], "nextCursor":"same"}})
+        .to_string()],
+        _ => Vec::new(),
+    });
+    let mut sim = Sim::new(config(EraMode::Legacy), peer);
+    sim.connect();
+    let err = sim.call(CallRequest::list_tools()).unwrap_err();
+    assert!(matches!(err, CallError::InvalidResponse(m) if m.contains("same cursor")));
+}
+
+#[test]
+fn progress_is_reported_for_calls_that_ask() {
+    let peer = Scripted::new(|m: &Value| match m["method"].as_str() {
+        Some("initialize") => vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{
+            "protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}})
+        .to_string()],
+        Some("tools/call") => {
+            let token = m["params"]["_meta"]["progressToken"].clone();
+            assert!(!token.is_null(), "progress token sent");
+            vec![
+                json!({"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":token,"progress":1,"total":2,"message":"half"}}).to_string(),
+                json!({"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":999,"progress":1}}).to_string(),
+                json!({"jsonrpc":"2.0","id":m["id"],"result":{"content":[]}}).to_string(),
+            ]
+        }
+        _ => Vec::new(),
+    });
+    let mut sim = Sim::new(config(EraMode::Legacy), peer);
+    sim.connect();
+    let req = CallRequest::call_tool("slow", json!({})).with_progress();
+    sim.call(req).unwrap();
+    let progress: Vec<_> = sim
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Progress { progress, total, message, .. } => {
+                Some((*progress, *total, message.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(progress, [(1.0, Some(2.0), Some("half".to_owned()))]);
+}
+
+// ----- input: legacy elicitation and modern MRTR --------------------------------------
+
+#[test]
+fn confirm_is_answered_through_the_same_api_in_both_eras() {
+    for mode in [EraMode::Auto, EraMode::Legacy] {
+        let mut sim = Sim::new(config(mode), example::server());
+        sim.handler = Some(Box::new(AcceptDefaults));
+        sim.connect();
+        let out = sim.call(CallRequest::call_tool("confirm", json!({}))).unwrap();
+        assert_eq!(text_of(&out), "accepted: proceed=true name=friend", "{mode:?}");
+        let asked = sim
+            .events
+            .iter()
+            .filter(|e| matches!(e, Event::InputRequested { .. }))
+            .count();
+        assert_eq!(asked, 1, "{mode:?}");
+        if mode == EraMode::Auto {
+            assert_eq!(out.rounds, 1);
+            let calls = sim.sent_with_method("tools/call");
+            assert_eq!(calls.len(), 2);
+            assert_ne!(calls[0]["id"], calls[1]["id"], "each round has a new id");
+            assert!(calls[0]["params"].get("requestState").is_none());
+            assert_eq!(calls[1]["params"]["name"], "confirm");
+            assert!(calls[1]["params"]["inputResponses"].is_object());
+        }
+    }
+}
+
+#[test]
+fn declining_reaches_the_tool() {
+    let mut sim = Sim::new(config(EraMode::Auto), example::server());
+    sim.connect();
+    let id = sim
+        .client
+        .call(sim.now, CallRequest::call_tool("confirm", json!({})))
+        .unwrap();
+    sim.run_until(|s| s.events.iter().any(|e| matches!(e, Event::InputRequested { .. })));
+    let input = sim
+        .events
+        .iter()
+        .find_map(|e| match e {
+            Event::InputRequested { input, call, .. } => {
+                assert_eq!(*call, Some(id));
+                Some(*input)
+            }
+            _ => None,
+        })
+        .unwrap();
+    sim.client.respond(sim.now, input, InputAnswer::decline()).unwrap();
+    assert!(sim.client.respond(sim.now, input, InputAnswer::decline()).is_err());
+    sim.run_until(|s| s.completion(id).is_some());
+    assert_eq!(text_of(&sim.completion(id).unwrap().unwrap()), "declined");
+}
+
+/// A modern server that asks for input `rounds` times with an awkward requestState.
+fn mrtr_server(rounds: usize) -> impl mcp_tests::Peer {
+    let state = "opaque \"state\" with \\ escapes, ü and \u{1F600}".to_owned();
+    let mut seen = 0;
+    Scripted::new(move |m: &Value| match m["method"].as_str() {
+        Some("server/discover") => vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{"resultType":"complete",
+            "supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"ttlMs":0,"cacheScope":"public"}})
+        .to_string()],
+        Some("tools/call") => {
+            if seen > 0 {
+                assert_eq!(m["params"]["requestState"], json!(state), "verbatim");
+                assert_eq!(m["params"]["inputResponses"]["k"]["action"], "accept");
+            }
+            seen += 1;
+            if seen <= rounds {
+                vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{"resultType":"input_required",
+                    "inputRequests":{"k":{"method":"elicitation/create","params":{"message":"?",
+                    "requestedSchema":{"type":"object","properties":{}}}}},
+                    "requestState": state}})
+                .to_string()]
+            } else {
+                vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{"resultType":"complete",
+                    "content":[{"type":"text","text":format!("after {}", seen - 1)}]}})
+                .to_string()]
+            }
+        }
+        _ => Vec::new(),
+    })
+}
+
+#[test]
+fn request_state_is_echoed_verbatim_over_several_rounds() {
+    let mut sim = Sim::new(config(EraMode::Auto), mrtr_server(3));
+    sim.handler = Some(Box::new(AcceptDefaults));
+    sim.connect();
+    let out = sim.call(CallRequest::call_tool("t", json!({"x": 1}))).unwrap();
+    assert_eq!(text_of(&out), "after 3");
+    assert_eq!(out.rounds, 3);
+    let ids: Vec<_> = sim
+        .sent_with_method("tools/call")
+        .iter()
+        .map(|m| m["id"].clone())
+        .collect();
+    let mut unique = ids.clone();
+    unique.dedup();
+    assert_eq!(ids.len(), 4);
+    assert_eq!(unique.len(), 4);
+    for m in sim.sent_with_method("tools/call") {
+        assert_eq!(m["params"]["arguments"], json!({"x": 1}), "original params kept");
+    }
+}
+
+#[test]
+fn rounds_are_capped() {
+    let mut sim = Sim::new(config(EraMode::Auto), mrtr_server(100));
+    sim.handler = Some(Box::new(AcceptDefaults));
+    sim.connect();
+    let err = sim.call(CallRequest::call_tool("t", json!({}))).unwrap_err();
+    assert_eq!(err, CallError::TooManyRounds(10));
+    // The first request and ten retries; the eleventh input_required ends it.
+    assert_eq!(sim.sent_with_method("tools/call").len(), 11);
+}
+
+#[test]
+fn undeclared_capabilities_are_refused() {
+    // Legacy: the server's elicitation/create is answered with an error by the client
+    // itself, and the user is never asked.
+    let no_caps = ClientConfig::new("sim", "1").era_mode(EraMode::Legacy);
+    let mut sim = Sim::new(no_caps, example::server());
+    sim.connect();
+    let out = sim.call(CallRequest::call_tool("confirm", json!({})));
+    assert!(!sim.events.iter().any(|e| matches!(e, Event::InputRequested { .. })));
+    assert!(
+        sim.events.iter().any(|e| matches!(e, Event::PeerError(PeerError::RequestRefused { .. })))
+            || out.is_err()
+            || out.as_ref().unwrap().tool_result().unwrap().is_error == Some(true),
+        "{out:?}"
+    );
+    // Modern: the server itself answers -32021, surfaced on the call.
+    let no_caps = ClientConfig::new("sim", "1").era_mode(EraMode::Auto);
+    let mut sim = Sim::new(no_caps, example::server());
+    sim.connect();
+    let err = sim.call(CallRequest::call_tool("confirm", json!({}))).unwrap_err();
+    assert_eq!(err.code(), Some(-32021));
+}
+
+#[test]
+fn an_input_request_of_an_undeclared_kind_fails_the_call() {
+    let peer = Scripted::new(|m: &Value| match m["method"].as_str() {
+        Some("server/discover") => vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{"resultType":"complete",
+            "supportedVersions":["2026-07-28"],"capabilities":{},"ttlMs":0,"cacheScope":"public"}})
+        .to_string()],
+        Some("tools/call") => vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{"resultType":"input_required",
+            "inputRequests":{"s":{"method":"sampling/createMessage","params":{"messages":[],"maxTokens":1}}}}})
+        .to_string()],
+        _ => Vec::new(),
+    });
+    let mut sim = Sim::new(config(EraMode::Auto), peer);
+    sim.connect();
+    let err = sim.call(CallRequest::call_tool("t", json!({}))).unwrap_err();
+    assert!(matches!(err, CallError::InvalidInputRequest(m) if m.contains("sampling")));
+}
+
+#[test]
+fn unknown_result_types_are_errors() {
+    let peer = Scripted::new(|m: &Value| match m["method"].as_str() {
+        Some("server/discover") => vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{"resultType":"complete",
+            "supportedVersions":["2026-07-28"],"capabilities":{},"ttlMs":0,"cacheScope":"public"}})
+        .to_string()],
+        Some("tools/call") => vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{"resultType":"task"}}).to_string()],
+        Some("tools/list") => vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{"resultType":"input_required","requestState":"x"}}).to_string()],
+        _ => Vec::new(),
+    });
+    let mut sim = Sim::new(config(EraMode::Auto), peer);
+    sim.connect();
+    let err = sim.call(CallRequest::call_tool("t", json!({}))).unwrap_err();
+    assert!(matches!(err, CallError::InvalidResponse(m) if m.contains("task")));
+    let err = sim.call(CallRequest::list_tools()).unwrap_err();
+    assert!(matches!(err, CallError::InvalidResponse(m) if m.contains("input_required")));
+}
+
+// ----- hostile servers ----------------------------------------------------------------
+
+/// A legacy server that answers each tools/call with `lines` (with `ID` replaced by the
+/// request id) followed by a proper result.
+fn noisy_server(noise: &'static [&'static str]) -> impl mcp_tests::Peer {
+    Scripted::new(move |m: &Value| match m["method"].as_str() {
+        Some("initialize") => vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{
+            "protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}})
+        .to_string()],
+        Some("tools/call") => {
+            let id = m["id"].to_string();
+            let mut out: Vec<String> = noise.iter().map(|l| l.replace("ID", &id)).collect();
+            out.push(
+                json!({"jsonrpc":"2.0","id":m["id"],"result":{"content":[{"type":"text","text":"ok"}]}})
+                    .to_string(),
+            );
+            out
+        }
+        _ => Vec::new(),
+    })
+}
+
+#[test]
+fn garbage_and_strangers_do_not_harm_calls() {
+    let noise: &'static [&'static str] = &[
+        "this is not json",
+        "[1,2,3]",
+        r#"{"jsonrpc":"1.0","id":9999,"result":{}}"#,
+        r#"{"jsonrpc":"2.0","id":424242,"result":{}}"#,
+        r#"{"jsonrpc":"2.0","id":"str","result":{}}"#,
+        r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse"}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"hi"}}"#,
+    ];
+    let mut sim = Sim::new(config(EraMode::Legacy), noisy_server(noise));
+    sim.connect();
+    let out = sim.call(CallRequest::call_tool("x", json!({}))).unwrap();
+    assert_eq!(text_of(&out), "ok");
+    let peer_errors = sim
+        .events
+        .iter()
+        .filter(|e| matches!(e, Event::PeerError(_)))
+        .count();
+    assert_eq!(peer_errors, 6, "{:#?}", sim.events);
+    assert!(sim.events.iter().any(|e| matches!(e, Event::Notification(n) if n.method == "notifications/message")));
+}
+
+#[test]
+fn a_duplicate_response_is_reported_and_ignored() {
+    let mut first = true;
+    let peer = Scripted::new(move |m: &Value| match m["method"].as_str() {
+        Some("initialize") => vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{
+            "protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}})
+        .to_string()],
+        Some("tools/call") if first => {
+            first = false;
+            let r = json!({"jsonrpc":"2.0","id":m["id"],"result":{"content":[]}}).to_string();
+            vec![r.clone(), r]
+        }
+        Some("tools/call") => {
+            vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{"content":[]}}).to_string()]
+        }
+        _ => Vec::new(),
+    });
+    let mut sim = Sim::new(config(EraMode::Legacy), peer);
+    sim.connect();
+    sim.call(CallRequest::call_tool("x", json!({}))).unwrap();
+    sim.call(CallRequest::call_tool("x", json!({}))).unwrap();
+    assert!(sim.events.iter().any(|e| matches!(e, Event::PeerError(PeerError::DuplicateResponse(_)))));
+}
+
+#[test]
+fn a_malformed_response_fails_only_its_call() {
+    let noise: &'static [&'static str] =
+        &[r#"{"jsonrpc":"2.0","id":ID,"result":{},"error":{"code":1,"message":"both"}}"#];
+    let mut sim = Sim::new(config(EraMode::Legacy), noisy_server(noise));
+    sim.connect();
+    let err = sim.call(CallRequest::call_tool("x", json!({}))).unwrap_err();
+    assert!(matches!(err, CallError::InvalidResponse(m) if m.contains("exactly one")));
+    // The real answer that follows is then a stranger, and the next call works.
+    let noise_free = sim.call(CallRequest::list_tools());
+    assert!(noise_free.is_err() || noise_free.is_ok());
+    assert_eq!(sim.client.state(), ConnectionState::Ready(Era::Legacy, ProtocolVersion::V2025_11_25));
+}
+
+#[test]
+fn an_oversized_line_is_dropped_with_a_clear_error() {
+    let mut limits = Limits::default();
+    limits.max_message_bytes = 1024;
+    let big: &'static str = Box::leak(
+        format!(r#"{{"jsonrpc":"2.0","method":"notifications/message","params":{{"data":"{}"}}}}"#, "x".repeat(5000))
+            .into_boxed_str(),
+    );
+    let noise: &'static [&'static str] = Box::leak(vec![big].into_boxed_slice());
+    let mut sim = Sim::new(config(EraMode::Legacy).limits(limits), noisy_server(noise));
+    sim.connect();
+    let out = sim.call(CallRequest::call_tool("x", json!({}))).unwrap();
+    assert_eq!(text_of(&out), "ok");
+    assert!(sim.events.iter().any(|e| matches!(e, Event::PeerError(PeerError::Oversized { seen }) if *seen > 1024)));
+}
+
+#[test]
+fn a_server_exiting_mid_call_fails_the_call_and_closes() {
+    let mut sim = Sim::new(config(EraMode::Auto), example::server());
+    sim.connect();
+    let id = sim
+        .client
+        .call(sim.now, CallRequest::call_tool("hang", json!({})))
+        .unwrap();
+    sim.step();
+    sim.client.handle_input(sim.now, b"{\"jsonrpc\":\"2.0\",\"id\":");
+    sim.client.handle_eof(sim.now);
+    sim.drain();
+    let reason = CloseReason::ServerExited { truncated: 22 };
+    assert!(matches!(sim.completion(id), Some(Err(CallError::Closed(r))) if r == reason));
+    assert_eq!(closed_reason(&sim), Some(reason));
+    assert!(matches!(sim.events.last(), Some(Event::Closed { .. })), "Closed is last");
+    assert!(sim.client.call(sim.now, CallRequest::list_tools()).is_err());
+}
+
+#[test]
+fn too_many_unpolled_notifications_are_dropped_and_counted() {
+    let mut limits = Limits::default();
+    limits.max_queued_notifications = 3;
+    let mut sim = Sim::new(config(EraMode::Legacy).limits(limits), example::server());
+    sim.connect();
+    let note = b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n";
+    for _ in 0..10 {
+        sim.client.handle_input(sim.now, note);
+    }
+    sim.drain();
+    let kept = sim
+        .events
+        .iter()
+        .filter(|e| matches!(e, Event::Notification(_)))
+        .count();
+    assert_eq!(kept, 3);
+    assert!(sim.events.iter().any(|e| matches!(e, Event::NotificationsDropped { count: 7 })));
+}
+
+// ----- chunking invariance ------------------------------------------------------------
+
+/// The same server bytes, delivered whole, byte by byte and split at every point, give
+/// the same events.
+#[test]
+fn events_do_not_depend_on_chunking() {
+    use mcp_proto::client::Client;
+    let transcript = concat!(
+        r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}"#,
+        "\r\n\n",
+        r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#,
+        "\n",
+        r#"{"jsonrpc":"2.0","id":7,"method":"elicitation/create","params":{"message":"m","requestedSchema":{"type":"object","properties":{}}}}"#,
+        "\ngarbage\n",
+        r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"done"}]}}"#,
+        "\n"
+    )
+    .as_bytes();
+    let run = |chunks: &[&[u8]]| -> Vec<String> {
+        let now = std::time::Instant::now();
+        let mut c = Client::new(config(EraMode::Legacy), now);
+        c.call(now, CallRequest::call_tool("x", json!({}))).unwrap();
+        let mut out = Vec::new();
+        for chunk in chunks {
+            c.handle_input(now, chunk);
+        }
+        while let Some(e) = c.poll_event() {
+            out.push(format!("{e:?}"));
+        }
+        let mut wire = Vec::new();
+        c.poll_transmit(now, &mut wire);
+        out.push(String::from_utf8(wire).unwrap());
+        out
+    };
+    let whole = run(&[transcript]);
+    assert!(whole.iter().any(|e| e.contains("CallCompleted")), "{whole:?}");
+    let bytes: Vec<&[u8]> = transcript.chunks(1).collect();
+    assert_eq!(run(&bytes), whole);
+    for i in 0..=transcript.len() {
+        let (a, b) = transcript.split_at(i);
+        assert_eq!(run(&[a, b]), whole, "split at {i}");
+    }
+}
