@@ -2,13 +2,15 @@
 
 use std::time::Duration;
 
-use mcp_proto::client::{CallOutput, CallRequest, ClientConfig, CloseReason, InputHandler, PeerError};
+use mcp_proto::client::{
+    CallOutput, CallRequest, ClientConfig, CloseReason, InputHandler, PeerError,
+};
 use mcp_proto::jsonrpc::Notification;
 use mcp_proto::model::{CallToolResult, Prompt, Resource, ServerDetails, Tool};
 use mcp_proto::{Era, ProtocolVersion};
 use serde_json::{Map, Value};
 
-use crate::driver::{Direction, Driver, Options, Progress};
+use crate::driver::{Driver, Options, ProgressHandler, WireLog};
 use crate::error::Error;
 use crate::process::{Shutdown, StdioCommand};
 
@@ -165,7 +167,11 @@ impl Client {
     ///
     /// # Errors
     /// As [`Client::request`].
-    pub fn get_prompt(&mut self, name: &str, arguments: Map<String, Value>) -> Result<Value, Error> {
+    pub fn get_prompt(
+        &mut self,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<Value, Error> {
         Ok(self
             .request(CallRequest::get_prompt(name, arguments))?
             .result_as()?)
@@ -178,12 +184,12 @@ impl Client {
     }
 
     /// Sets (or with `None` removes) the progress callback.
-    pub fn set_progress_handler(&mut self, handler: Option<Box<dyn FnMut(&Progress) + Send>>) {
+    pub fn set_progress_handler(&mut self, handler: Option<ProgressHandler>) {
         self.driver.options.progress = handler;
     }
 
     /// Sets (or with `None` removes) the wire log.
-    pub fn set_wire_log(&mut self, log: Option<Box<dyn FnMut(Direction, &[u8]) + Send>>) {
+    pub fn set_wire_log(&mut self, log: Option<WireLog>) {
         self.driver.options.wire_log = log;
     }
 
@@ -247,5 +253,16 @@ impl Client {
     /// (default 2 s) for it to exit, kills it otherwise, and reaps it.
     pub fn close(mut self) -> Shutdown {
         self.driver.close()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn client_and_error_cross_threads() {
+        fn send<T: Send>() {}
+        fn send_sync<T: Send + Sync>() {}
+        send::<super::Client>();
+        send_sync::<crate::Error>();
     }
 }

@@ -52,7 +52,8 @@ impl From<CallError> for Error {
 }
 
 impl Error {
-    /// The JSON-RPC error object the server sent, when the failure is one.
+    /// The JSON-RPC error object the server sent, when the failure is one (also the
+    /// error carried in the body of a failed HTTP exchange).
     #[must_use]
     pub fn error_object(&self) -> Option<&ErrorObject> {
         match self {
@@ -62,6 +63,12 @@ impl Error {
                 ..
             }
             | Error::Closed(CloseReason::Refused(e)) => Some(e),
+            Error::Call(CallError::Http(h))
+            | Error::Connect {
+                reason: CloseReason::Http(h),
+                ..
+            }
+            | Error::Closed(CloseReason::Http(h)) => h.error.as_ref(),
             _ => None,
         }
     }
@@ -72,9 +79,24 @@ impl Error {
         self.error_object().map(|e| e.code)
     }
 
+    /// The HTTP status of a failed HTTP exchange (never set for stdio servers).
+    #[must_use]
+    pub fn http_status(&self) -> Option<u16> {
+        match self {
+            Error::Call(e) => e.http_status(),
+            Error::Connect {
+                reason: CloseReason::Http(h),
+                ..
+            }
+            | Error::Closed(CloseReason::Http(h)) => h.status,
+            _ => None,
+        }
+    }
+
     /// A short, stable name for the kind of failure, for scripts: `spawn`, `connect`,
-    /// `legacy-server`, `negotiation`, `closed`, `server-error`, `timeout`,
-    /// `invalid-response`, `input`, `limit`, `cancelled`, `misuse`.
+    /// `legacy-server`, `negotiation`, `auth-required`, `http`, `closed`, `server-error`,
+    /// `timeout`, `invalid-response`, `input`, `limit`, `cancelled`, `session-expired`,
+    /// `call`, `misuse`.
     #[must_use]
     pub fn kind(&self) -> &'static str {
         match self {
@@ -84,6 +106,8 @@ impl Error {
                 CloseReason::Negotiation(_) => "negotiation",
                 CloseReason::Refused(_) => "server-error",
                 CloseReason::HandshakeTimeout(_) => "timeout",
+                CloseReason::AuthRequired { .. } => "auth-required",
+                CloseReason::Http(_) => "http",
                 _ => "connect",
             },
             Error::Closed(_) => "closed",
@@ -94,6 +118,8 @@ impl Error {
                 CallError::InvalidResponse(_) => "invalid-response",
                 CallError::TooManyRounds(_) | CallError::ListTooLong(_) => "limit",
                 CallError::InvalidInputRequest(_) | CallError::InputRefused(_) => "input",
+                CallError::Http(_) => "http",
+                CallError::SessionExpired => "session-expired",
                 _ => "call",
             },
             Error::Misuse(_) => "misuse",

@@ -178,14 +178,20 @@ impl StdioCommand {
         self.env.push((name, value));
     }
 
-    /// The program path to execute: as given when it contains a path separator, else
-    /// the first executable match on the parent's `PATH`.
+    /// The program path to execute: as given when it contains a path separator (relative
+    /// to the parent's working directory), else the first executable match on the
+    /// parent's `PATH`.
     ///
     /// # Errors
     /// [`io::ErrorKind::NotFound`] when no `PATH` entry has it.
     pub fn resolve_program(&self) -> io::Result<PathBuf> {
         let program = Path::new(&self.program);
         if program.components().count() != 1 || self.program.is_empty() {
+            // A relative path means the parent's directory, whatever `cwd` says (the
+            // standard library leaves that ambiguous).
+            if program.is_relative() && self.cwd.is_some() {
+                return Ok(std::env::current_dir()?.join(program));
+            }
             return Ok(program.to_path_buf());
         }
         let path = std::env::var_os("PATH").unwrap_or_default();
@@ -477,7 +483,11 @@ pub(crate) enum Received {
 
 fn write_loop(mut stdin: ChildStdin, rx: &Receiver<Vec<u8>>) {
     for chunk in rx {
-        if stdin.write_all(&chunk).and_then(|()| stdin.flush()).is_err() {
+        if stdin
+            .write_all(&chunk)
+            .and_then(|()| stdin.flush())
+            .is_err()
+        {
             break;
         }
     }
@@ -545,7 +555,10 @@ mod tests {
 
     #[test]
     fn later_env_entries_replace_earlier_ones() {
-        let cmd = StdioCommand::new("x").env("A", "1").pass_env("B").pass_env("A");
+        let cmd = StdioCommand::new("x")
+            .env("A", "1")
+            .pass_env("B")
+            .pass_env("A");
         assert_eq!(cmd.env_names().collect::<Vec<_>>(), ["B", "A"]);
     }
 

@@ -57,7 +57,11 @@ pub fn serve(server: &mut Server, mut input: impl Read, mut output: impl Write) 
     write_pending(server, &mut out, &mut output)
 }
 
-fn write_pending(server: &mut Server, out: &mut Vec<u8>, output: &mut impl Write) -> io::Result<()> {
+fn write_pending(
+    server: &mut Server,
+    out: &mut Vec<u8>,
+    output: &mut impl Write,
+) -> io::Result<()> {
     out.clear();
     if server.poll_transmit(out) > 0 {
         output.write_all(out)?;

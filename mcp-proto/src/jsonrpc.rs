@@ -300,7 +300,9 @@ impl Message {
                 let params = env.params.map(RawValue::to_owned);
                 match env.id {
                     None => Ok(Message::Notification(Notification { method, params })),
-                    Some(IdField::Valid(id)) => Ok(Message::Request(Request { id, method, params })),
+                    Some(IdField::Valid(id)) => {
+                        Ok(Message::Request(Request { id, method, params }))
+                    }
                     Some(_) => Err(DecodeError::Id),
                 }
             }
@@ -427,7 +429,10 @@ mod tests {
     fn decodes_the_three_kinds() {
         assert!(matches!(
             dec(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#),
-            Ok(Message::Request(Request { id: RequestId::Number(1), .. }))
+            Ok(Message::Request(Request {
+                id: RequestId::Number(1),
+                ..
+            }))
         ));
         assert!(matches!(
             dec(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
@@ -438,7 +443,11 @@ mod tests {
             panic!("not a response")
         };
         assert_eq!(r.id, Some(RequestId::String("a".into())));
-        assert_eq!(r.outcome.unwrap().get(), r#"{"x":[1, 2]}"#, "result kept verbatim");
+        assert_eq!(
+            r.outcome.unwrap().get(),
+            r#"{"x":[1, 2]}"#,
+            "result kept verbatim"
+        );
     }
 
     #[test]
@@ -458,7 +467,10 @@ mod tests {
     fn rejects_bad_envelopes() {
         assert_eq!(dec("[1]").unwrap_err(), DecodeError::NotAnObject);
         assert!(matches!(dec("{nope").unwrap_err(), DecodeError::Json(_)));
-        assert_eq!(dec(r#"{"id":1,"method":"x"}"#).unwrap_err(), DecodeError::Version);
+        assert_eq!(
+            dec(r#"{"id":1,"method":"x"}"#).unwrap_err(),
+            DecodeError::Version
+        );
         assert_eq!(
             dec(r#"{"jsonrpc":"2.0","id":null,"method":"x"}"#).unwrap_err(),
             DecodeError::Id

@@ -60,10 +60,12 @@
 #![warn(missing_docs)]
 
 pub mod client;
+pub mod http;
 pub mod jsonrpc;
 pub mod limits;
 pub mod model;
 pub mod server;
+pub mod sse;
 pub mod stdio;
 pub mod version;
 

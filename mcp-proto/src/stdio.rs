@@ -91,7 +91,10 @@ impl LineDecoder {
             if end > line_start && self.buf[end - 1] == b'\r' {
                 end -= 1;
             }
-            if self.buf[line_start..end].iter().all(u8::is_ascii_whitespace) {
+            if self.buf[line_start..end]
+                .iter()
+                .all(u8::is_ascii_whitespace)
+            {
                 continue;
             }
             return Some(Line::Message(&self.buf[line_start..end]));
@@ -146,7 +149,10 @@ mod tests {
     #[test]
     fn chunking_invariance() {
         let whole = run(INPUT, &[], 16);
-        assert_eq!(whole, ["{\"a\":1}", "{\"b\":2}", "<oversized>", "{\"c\":3}"]);
+        assert_eq!(
+            whole,
+            ["{\"a\":1}", "{\"b\":2}", "<oversized>", "{\"c\":3}"]
+        );
         let bytewise = run(INPUT, &vec![1; INPUT.len()], 16);
         assert_eq!(bytewise, whole);
         for split in 0..=INPUT.len() {

@@ -176,7 +176,11 @@ impl VersionPolicy {
     /// The newest accepted version of `era`.
     #[must_use]
     pub fn newest(&self, era: Era) -> Option<ProtocolVersion> {
-        self.accepted.iter().copied().filter(|v| v.era() == era).max()
+        self.accepted
+            .iter()
+            .copied()
+            .filter(|v| v.era() == era)
+            .max()
     }
 
     /// The newest accepted version of `era` among the wire strings in `offered`.
@@ -380,11 +384,9 @@ pub fn classify_http_probe(
                 probed,
                 policy,
             )),
-            Some(Err(e)) => HttpProbeVerdict::Era(classify_probe(
-                &ProbeOutcome::Error(e),
-                probed,
-                policy,
-            )),
+            Some(Err(e)) => {
+                HttpProbeVerdict::Era(classify_probe(&ProbeOutcome::Error(e), probed, policy))
+            }
             None => legacy(),
         },
         401 => HttpProbeVerdict::AuthRequired,
@@ -420,6 +422,9 @@ mod tests {
     fn old_versions_need_opt_in() {
         let p = VersionPolicy::default();
         assert!(!p.accepts(ProtocolVersion::V2025_03_26));
-        assert!(p.with_pre_2025_06_versions().accepts(ProtocolVersion::V2025_03_26));
+        assert!(
+            p.with_pre_2025_06_versions()
+                .accepts(ProtocolVersion::V2025_03_26)
+        );
     }
 }

@@ -5,15 +5,28 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
-use mcp_proto::client::{CallOutput, CallRequest, ClientConfig, InputHandler};
+use mcp_proto::client::{
+    CallOutput, CallRequest, ClientConfig, CloseReason, InputHandler, PeerError,
+};
+use mcp_proto::jsonrpc::Notification;
 use mcp_proto::model::{CallToolResult, Prompt, Resource, ServerDetails, Tool};
 use mcp_proto::version::{Era, ProtocolVersion};
 use serde_json::{Map, Value};
 use smol::channel::{Receiver, Sender};
 
 use crate::driver::Driver;
+use crate::options::{Options, ProgressHandler, Shutdown, WireLog};
 use crate::{Error, StdioCommand};
+
+/// Notifications kept for [`Client::poll_notification`] before the oldest are dropped.
+pub(crate) const MAX_NOTIFICATIONS: usize = 1024;
+/// Peer errors kept for [`Client::recent_peer_errors`].
+pub(crate) const MAX_PEER_ERRORS: usize = 32;
+
+/// A change to the driver's [`Options`], applied in order with the other commands.
+pub(crate) type Configure = Box<dyn FnOnce(&mut Options) + Send>;
 
 /// What a [`Client`] asks the [`Driver`] to do.
 pub(crate) enum Command {
@@ -26,9 +39,9 @@ pub(crate) enum Command {
         key: u64,
     },
     Connected(Sender<Result<ServerDetails, Error>>),
-    SetInputHandler(Box<dyn InputHandler>),
-    /// Close the connection; the sender is dropped once the driver is done.
-    Close(Sender<()>),
+    Configure(Configure),
+    /// Close the connection.
+    Close,
 }
 
 /// State the driver publishes for every handle to read.
@@ -43,8 +56,13 @@ pub(crate) struct SharedState {
     pub(crate) server: Option<ServerDetails>,
     /// The error every later request gets, once the connection is over.
     pub(crate) ended: Option<Error>,
+    pub(crate) close_reason: Option<CloseReason>,
     pub(crate) pid: Option<u32>,
+    pub(crate) restarts: u32,
     pub(crate) stderr: StderrBuf,
+    pub(crate) peer_errors: VecDeque<PeerError>,
+    pub(crate) dropped_notifications: u64,
+    pub(crate) shutdown: Option<Shutdown>,
 }
 
 impl Shared {
@@ -53,21 +71,35 @@ impl Shared {
             state: Mutex::new(SharedState {
                 server: None,
                 ended: None,
+                close_reason: None,
                 pid: Some(pid),
+                restarts: 0,
                 stderr: StderrBuf::new(stderr_limit),
+                peer_errors: VecDeque::new(),
+                dropped_notifications: 0,
+                shutdown: None,
             }),
             next_key: AtomicU64::new(0),
         }
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, SharedState> {
-        // The critical sections cannot panic half-way; a poisoned lock still holds
+        // No critical section can panic half-way; a poisoned lock still holds
         // consistent data.
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
-/// The most recent stderr bytes, up to a limit.
+impl SharedState {
+    pub(crate) fn push_peer_error(&mut self, e: PeerError) {
+        if self.peer_errors.len() >= MAX_PEER_ERRORS {
+            self.peer_errors.pop_front();
+        }
+        self.peer_errors.push_back(e);
+    }
+}
+
+/// The newest stderr bytes, up to a limit.
 #[derive(Debug)]
 pub(crate) struct StderrBuf {
     bytes: VecDeque<u8>,
@@ -89,7 +121,7 @@ impl StderrBuf {
         self.bytes.extend(data);
     }
 
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let (a, b) = self.bytes.as_slices();
         let mut all = Vec::with_capacity(a.len() + b.len());
         all.extend_from_slice(a);
@@ -100,17 +132,24 @@ impl StderrBuf {
 
 /// A handle to one MCP connection driven by a [`Driver`].
 ///
-/// Clone it freely and use it from any task or thread: every method sends a command to
-/// the driver and waits for the answer, so many calls can be in flight at once. The
-/// connection stays open while any handle (or a call future) is alive and closes when the
-/// last one is dropped or [`close`](Self::close) is called.
+/// Clone it freely and use it from any task or thread: every `async` method sends a
+/// command to the driver and waits for the answer, so many calls can be in flight at
+/// once. The connection stays open while any handle (or a call future) is alive and
+/// closes when the last one is dropped or [`close`](Self::close) is called.
 ///
-/// Every `async` method needs the driver to be running (on any executor, or joined
-/// with the caller's future); a call whose future is dropped before it finishes is
-/// cancelled (`notifications/cancelled` goes to the server).
+/// Every `async` method needs the driver to be running (on any executor, or joined with
+/// the caller's future). A call whose future is dropped before it finishes is cancelled
+/// (`notifications/cancelled` goes to the server).
+///
+/// The method names are those of `mcp-blocking`'s `Client`; what the blocking client
+/// knows once `connect_stdio` returns (era, version, server) is an `Option` here until
+/// [`connected`](Self::connected) has resolved.
 #[derive(Clone)]
 pub struct Client {
     tx: Sender<Command>,
+    notifications: Receiver<Notification>,
+    /// Never carries a message: it closes when the driver finishes or is dropped.
+    done: Receiver<()>,
     shared: Arc<Shared>,
 }
 
@@ -123,14 +162,15 @@ impl fmt::Debug for Client {
                 "protocol_version",
                 &state.server.as_ref().map(|s| s.protocol_version),
             )
-            .field("ended", &state.ended)
+            .field("close_reason", &state.close_reason)
             .finish_non_exhaustive()
     }
 }
 
 impl Client {
-    /// Starts `command` and returns a handle to the connection and the [`Driver`] that
-    /// does all of its IO. Same as the free function [`connect_stdio`](crate::connect_stdio).
+    /// Starts `command` with default [`Options`] and returns a handle to the connection
+    /// and the [`Driver`] that does all of its IO. Same as the free function
+    /// [`connect_stdio`](crate::connect_stdio).
     ///
     /// The process is spawned here (so a missing program fails now); the protocol starts
     /// when the driver is first polled: the `server/discover` probe in
@@ -143,26 +183,59 @@ impl Client {
         command: StdioCommand,
         config: ClientConfig,
     ) -> Result<(Client, Driver), Error> {
+        Self::connect_stdio_with(command, config, Options::new())
+    }
+
+    /// [`Client::connect_stdio`] with [`Options`] (input handler, progress, wire log,
+    /// grace period).
+    ///
+    /// # Errors
+    /// [`Error::Spawn`] when the program cannot be started.
+    pub fn connect_stdio_with(
+        command: StdioCommand,
+        config: ClientConfig,
+        options: Options,
+    ) -> Result<(Client, Driver), Error> {
         let child = command.spawn()?;
         let shared = Arc::new(Shared::new(command.get_stderr_limit(), child.id()));
-        let (tx, rx): (Sender<Command>, Receiver<Command>) = smol::channel::unbounded();
-        let driver = Driver::new(command, config, child, rx, shared.clone());
-        Ok((Client { tx, shared }, driver))
+        let (tx, rx) = smol::channel::unbounded();
+        let (note_tx, note_rx) = smol::channel::bounded(MAX_NOTIFICATIONS);
+        let (done_tx, done_rx) = smol::channel::bounded(1);
+        let driver = Driver::new(
+            command,
+            config,
+            options,
+            child,
+            crate::driver::Channels {
+                commands: rx,
+                notifications: (note_tx, note_rx.clone()),
+                done: done_tx,
+            },
+            shared.clone(),
+        );
+        let client = Client {
+            tx,
+            notifications: note_rx,
+            done: done_rx,
+            shared,
+        };
+        Ok((client, driver))
     }
 
     /// Waits until the era and version are settled and returns what the server said
-    /// about itself. Returns at once when already connected.
+    /// about itself. Returns at once when already connected (or already closed).
     ///
     /// # Errors
-    /// [`Error::Closed`] when the connection failed or was closed first.
+    /// [`Error::Connect`] (with the server's stderr tail) when the connection could not
+    /// be established; [`Error::Closed`] when it was closed before.
     pub async fn connected(&self) -> Result<ServerDetails, Error> {
         {
             let state = self.shared.lock();
-            if let Some(server) = &state.server {
-                return Ok(server.clone());
-            }
             if let Some(e) = &state.ended {
                 return Err(e.clone());
+            }
+            if let Some(server) = &state.server {
+                return Ok(server.clone());
             }
         }
         let (reply, rx) = smol::channel::bounded(1);
@@ -170,13 +243,7 @@ impl Client {
         rx.recv().await.unwrap_or_else(|_| Err(self.gone()))
     }
 
-    /// What the server said about itself, once connected.
-    #[must_use]
-    pub fn server(&self) -> Option<ServerDetails> {
-        self.shared.lock().server.clone()
-    }
-
-    /// The era of the server, once connected.
+    /// The server's era, once connected.
     #[must_use]
     pub fn era(&self) -> Option<Era> {
         self.protocol_version().map(ProtocolVersion::era)
@@ -192,101 +259,32 @@ impl Client {
             .map(|s| s.protocol_version)
     }
 
-    /// The process id of the running server, `None` once it has exited and been reaped.
-    /// Changes if the server had to be restarted after the era probe.
+    /// What the server said about itself, once connected.
     #[must_use]
-    pub fn server_pid(&self) -> Option<u32> {
-        self.shared.lock().pid
+    pub fn server(&self) -> Option<ServerDetails> {
+        self.shared.lock().server.clone()
     }
 
-    /// The most recent bytes the server wrote to stderr (lossy UTF-8), up to
-    /// [`StdioCommand::stderr_limit`]. Still readable after the connection ended.
+    /// The server's name from its `serverInfo` (`"(unnamed)"` when it sent none), once
+    /// connected.
     #[must_use]
-    pub fn stderr(&self) -> String {
-        self.shared.lock().stderr.text()
+    pub fn server_name(&self) -> Option<String> {
+        self.shared.lock().server.as_ref().map(|s| {
+            s.server_info
+                .as_ref()
+                .map_or_else(|| "(unnamed)".to_owned(), |i| i.name.clone())
+        })
     }
 
-    /// Whether the connection is over (closed by either side, or the driver is gone).
-    #[must_use]
-    pub fn is_closed(&self) -> bool {
-        self.tx.is_closed() || self.shared.lock().ended.is_some()
-    }
-
-    /// Every tool, all pages.
+    /// Any request; listings fetch every page. Waits for the connection if it is not
+    /// ready yet; 2026 `input_required` rounds and legacy server requests are answered by
+    /// the input handler. Dropping the future before it completes cancels the call.
     ///
     /// # Errors
-    /// See [`request`](Self::request); [`Error::Call`] with
-    /// [`CallError::InvalidResponse`](mcp_proto::client::CallError::InvalidResponse) when
-    /// a tool does not parse.
-    pub async fn list_tools(&self) -> Result<Vec<Tool>, Error> {
-        Ok(self.request(CallRequest::list_tools()).await?.tools()?)
-    }
-
-    /// Every resource, all pages.
-    ///
-    /// # Errors
-    /// See [`list_tools`](Self::list_tools).
-    pub async fn list_resources(&self) -> Result<Vec<Resource>, Error> {
-        Ok(self
-            .request(CallRequest::list_resources())
-            .await?
-            .resources()?)
-    }
-
-    /// Every prompt, all pages.
-    ///
-    /// # Errors
-    /// See [`list_tools`](Self::list_tools).
-    pub async fn list_prompts(&self) -> Result<Vec<Prompt>, Error> {
-        Ok(self.request(CallRequest::list_prompts()).await?.prompts()?)
-    }
-
-    /// Calls tool `name` with `arguments` (a JSON object). Requests for input on the way
-    /// are answered by the input handler (see [`set_input_handler`](Self::set_input_handler)).
-    ///
-    /// A tool that reports failure (`isError: true`) is a successful call: check
-    /// [`CallToolResult::is_error`].
-    ///
-    /// # Errors
-    /// See [`request`](Self::request).
-    pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<CallToolResult, Error> {
-        Ok(self
-            .request(CallRequest::call_tool(name, arguments))
-            .await?
-            .tool_result()?)
-    }
-
-    /// `resources/read`; the result is verbatim in [`CallOutput::result`] (parse it with
-    /// [`CallOutput::result_as`]).
-    ///
-    /// # Errors
-    /// See [`request`](Self::request).
-    pub async fn read_resource(&self, uri: &str) -> Result<CallOutput, Error> {
-        self.request(CallRequest::read_resource(uri)).await
-    }
-
-    /// `prompts/get` with string arguments; the result is verbatim in
-    /// [`CallOutput::result`].
-    ///
-    /// # Errors
-    /// See [`request`](Self::request).
-    pub async fn get_prompt(
-        &self,
-        name: &str,
-        arguments: Map<String, Value>,
-    ) -> Result<CallOutput, Error> {
-        self.request(CallRequest::get_prompt(name, arguments))
-            .await
-    }
-
-    /// Any request. Waits for the connection if it is not ready yet; listings fetch
-    /// every page; 2026 `input_required` rounds and legacy server requests are answered
-    /// by the input handler. Dropping the future before it completes cancels the call.
-    ///
-    /// # Errors
-    /// [`Error::Call`] for a server error, timeout or invalid answer; [`Error::Closed`]
-    /// when the connection closed first; [`Error::Misuse`] for requests the machine
-    /// refuses (too many in flight); [`Error::DriverGone`] when the driver was dropped.
+    /// [`Error::Call`] for a failed call (server error, timeout, invalid answer);
+    /// [`Error::Closed`] when the connection is over; [`Error::Misuse`] for requests the
+    /// machine refuses (too many in flight); [`Error::DriverGone`] when the driver was
+    /// dropped.
     pub async fn request(&self, request: CallRequest) -> Result<CallOutput, Error> {
         let (reply, rx) = smol::channel::bounded(1);
         let key = self.shared.next_key.fetch_add(1, Ordering::Relaxed);
@@ -304,27 +302,182 @@ impl Client {
         outcome.unwrap_or_else(|_| Err(self.gone()))
     }
 
-    /// Sets how requests for input (elicitation, sampling, roots, 2026 `input_required`
-    /// rounds) are answered from now on. The default is
-    /// [`DeclineAll`](mcp_proto::client::DeclineAll). To receive elicitations at all,
-    /// declare the capability in [`ClientConfig::capabilities`].
+    /// `tools/list`, every page.
     ///
-    /// Takes effect in order with the calls made through this handle; it can be called
-    /// before the driver runs.
-    pub fn set_input_handler(&self, handler: impl InputHandler + 'static) {
-        let _ = self.send(Command::SetInputHandler(Box::new(handler)));
+    /// # Errors
+    /// As [`Client::request`], and [`Error::Call`] when a tool does not parse.
+    pub async fn list_tools(&self) -> Result<Vec<Tool>, Error> {
+        Ok(self.request(CallRequest::list_tools()).await?.tools()?)
     }
 
-    /// Closes the connection for every handle: calls in flight fail with
-    /// [`Error::Closed`], the server's stdin is closed, and the server gets the grace
-    /// period ([`StdioCommand::shutdown_grace`]) to exit before it is killed. Returns once
-    /// the driver is done (at once if the connection is already over).
-    pub async fn close(&self) {
-        let (done, rx) = smol::channel::bounded::<()>(1);
-        if self.send(Command::Close(done)).is_ok() {
-            // The driver drops `done` when it finishes; nothing is ever sent.
-            let _ = rx.recv().await;
-        }
+    /// `resources/list`, every page.
+    ///
+    /// # Errors
+    /// As [`Client::request`], and [`Error::Call`] when a resource does not parse.
+    pub async fn list_resources(&self) -> Result<Vec<Resource>, Error> {
+        Ok(self
+            .request(CallRequest::list_resources())
+            .await?
+            .resources()?)
+    }
+
+    /// `resources/templates/list`, every page, each template verbatim.
+    ///
+    /// # Errors
+    /// As [`Client::request`].
+    pub async fn list_resource_templates(&self) -> Result<Vec<Value>, Error> {
+        Ok(self
+            .request(CallRequest::list_resource_templates())
+            .await?
+            .items_as()?)
+    }
+
+    /// `prompts/list`, every page.
+    ///
+    /// # Errors
+    /// As [`Client::request`], and [`Error::Call`] when a prompt does not parse.
+    pub async fn list_prompts(&self) -> Result<Vec<Prompt>, Error> {
+        Ok(self.request(CallRequest::list_prompts()).await?.prompts()?)
+    }
+
+    /// `tools/call`. A tool that failed is a successful call whose result has
+    /// `is_error: Some(true)`.
+    ///
+    /// # Errors
+    /// As [`Client::request`], and [`Error::Call`] when the result is not a
+    /// `CallToolResult`.
+    pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<CallToolResult, Error> {
+        Ok(self
+            .request(CallRequest::call_tool(name, arguments))
+            .await?
+            .tool_result()?)
+    }
+
+    /// `resources/read`: the `ReadResourceResult` as JSON.
+    ///
+    /// # Errors
+    /// As [`Client::request`].
+    pub async fn read_resource(&self, uri: &str) -> Result<Value, Error> {
+        Ok(self
+            .request(CallRequest::read_resource(uri))
+            .await?
+            .result_as()?)
+    }
+
+    /// `prompts/get`: the `GetPromptResult` as JSON.
+    ///
+    /// # Errors
+    /// As [`Client::request`].
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<Value, Error> {
+        Ok(self
+            .request(CallRequest::get_prompt(name, arguments))
+            .await?
+            .result_as()?)
+    }
+
+    /// Replaces the handler that answers requests for input (elicitation, sampling,
+    /// roots, 2026 `input_required` rounds). Only requests for capabilities declared in
+    /// the [`ClientConfig`] reach it. Takes effect in order with the calls made through
+    /// this handle, and can be called before the driver runs.
+    pub fn set_input_handler(&self, handler: Box<dyn InputHandler>) {
+        self.configure(move |o| o.input_handler = handler);
+    }
+
+    /// Sets (or with `None` removes) the progress callback.
+    pub fn set_progress_handler(&self, handler: Option<ProgressHandler>) {
+        self.configure(move |o| o.progress = handler);
+    }
+
+    /// Sets (or with `None` removes) the wire log.
+    pub fn set_wire_log(&self, log: Option<WireLog>) {
+        self.configure(move |o| o.wire_log = log);
+    }
+
+    /// Sets the grace period of [`Client::close`] (and of the close on the last drop).
+    pub fn set_grace_period(&self, grace: Duration) {
+        self.configure(move |o| o.grace_period = grace);
+    }
+
+    /// The next server notification not consumed by the machine (list changes, log
+    /// messages, resource updates, …), if one is waiting. At most 1024 are kept; older
+    /// ones are dropped and counted in [`Client::dropped_notifications`]. All clones of a
+    /// client share one queue.
+    #[must_use]
+    pub fn poll_notification(&self) -> Option<Notification> {
+        self.notifications.try_recv().ok()
+    }
+
+    /// Waits for the next server notification; `None` once the connection is over and
+    /// every notification has been taken.
+    pub async fn next_notification(&self) -> Option<Notification> {
+        self.notifications.recv().await.ok()
+    }
+
+    /// Notifications dropped because nobody took them.
+    #[must_use]
+    pub fn dropped_notifications(&self) -> u64 {
+        self.shared.lock().dropped_notifications
+    }
+
+    /// The newest protocol violations of the server that did not fail a call (at most 32).
+    #[must_use]
+    pub fn recent_peer_errors(&self) -> Vec<PeerError> {
+        self.shared.lock().peer_errors.iter().cloned().collect()
+    }
+
+    /// The newest bytes the server wrote to stderr (bounded by
+    /// [`StdioCommand::stderr_limit`]), as text. It is the server's own text: it may hold
+    /// anything the server chose to print. Still readable after the connection ended.
+    #[must_use]
+    pub fn stderr_tail(&self) -> String {
+        self.shared.lock().stderr.text()
+    }
+
+    /// The server's process id, while it runs (`None` once it has been reaped). It
+    /// changes if the server is restarted.
+    #[must_use]
+    pub fn process_id(&self) -> Option<u32> {
+        self.shared.lock().pid
+    }
+
+    /// How many times the server process was restarted (once when a server exits on the
+    /// `server/discover` probe).
+    #[must_use]
+    pub fn restarts(&self) -> u32 {
+        self.shared.lock().restarts
+    }
+
+    /// Why the connection ended, once it has.
+    #[must_use]
+    pub fn close_reason(&self) -> Option<CloseReason> {
+        self.shared.lock().close_reason.clone()
+    }
+
+    /// Whether the connection is over (closed by either side, or the driver is gone).
+    #[must_use]
+    pub fn is_closed(&self) -> bool {
+        self.tx.is_closed() || self.shared.lock().ended.is_some()
+    }
+
+    /// Ends the connection for every handle: calls in flight fail with
+    /// [`Error::Closed`], the server's stdin is closed, the server gets the grace period
+    /// (default 2 s) to exit and is killed otherwise, and reaped. Resolves once that is
+    /// done, with how the process ended (at once if the connection was already over).
+    pub async fn close(&self) -> Shutdown {
+        // Fails when the connection is already ending: then just wait for the end.
+        let _ = self.send(Command::Close);
+        // Returns (with an error) when the driver finishes or is dropped.
+        let _ = self.done.recv().await;
+        self.shared.lock().shutdown.unwrap_or_default()
+    }
+
+    fn configure(&self, f: impl FnOnce(&mut Options) + Send + 'static) {
+        // Fails only when the driver is gone, and then there is nothing to configure.
+        let _ = self.send(Command::Configure(Box::new(f)));
     }
 
     fn send(&self, command: Command) -> Result<(), Error> {
@@ -333,7 +486,11 @@ impl Client {
 
     /// The error for a request the driver can no longer answer.
     fn gone(&self) -> Error {
-        self.shared.lock().ended.clone().unwrap_or(Error::DriverGone)
+        self.shared
+            .lock()
+            .ended
+            .clone()
+            .unwrap_or(Error::DriverGone)
     }
 }
 
@@ -354,6 +511,27 @@ impl Drop for CancelOnDrop<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn handles_and_futures_cross_threads() {
+        fn send_sync<T: Send + Sync>(_: &T) {}
+        fn send<T: Send>(_: &T) {}
+        let (tx, _rx) = smol::channel::unbounded();
+        let (_ntx, nrx) = smol::channel::bounded(1);
+        let (_dtx, drx) = smol::channel::bounded(1);
+        let client = Client {
+            tx,
+            notifications: nrx,
+            done: drx,
+            shared: Arc::new(Shared::new(16, 1)),
+        };
+        send_sync(&client);
+        send(&client.request(CallRequest::list_tools()));
+        send(&client.call_tool("x", Value::Null));
+        send(&client.connected());
+        send(&client.close());
+        send(&client.next_notification());
+    }
 
     #[test]
     fn stderr_keeps_the_last_bytes() {

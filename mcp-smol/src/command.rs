@@ -1,76 +1,86 @@
 //! What to run as a stdio server, and how it is started.
 
 use std::ffi::{OsStr, OsString};
+use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use smol::process::{Child, Command, Stdio};
 
 use crate::Error;
 
-/// Default number of stderr bytes kept (the most recent ones): 64 KiB.
+/// Default number of stderr bytes kept (the newest ones): 64 KiB.
 pub const DEFAULT_STDERR_LIMIT: usize = 64 * 1024;
 
-/// Default time a server gets to exit after its stdin is closed, before it is killed: 2 s.
-pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
-
-/// A server program to start as a child process and speak MCP with over stdin/stdout.
+/// How to start a stdio MCP server: program, arguments, working directory and the only
+/// environment variables the child will see.
 ///
-/// * The child sees **no environment** except the variables named with
-///   [`env`](Self::env); their values are read from this process each time the child is
-///   started, and never stored.
+/// * The child starts with an **empty environment**. Name what it needs with
+///   [`pass_env`](Self::pass_env) (copies this process's value each time the child
+///   starts; never stored) or set a value with [`env`](Self::env).
 /// * A program name without a path separator is looked up on this process's `PATH`
-///   before spawning (the child itself gets no `PATH` unless you pass it through).
+///   before spawning, so `node` or `npx` work without handing `PATH` to the child.
 /// * stdin and stdout carry the protocol; stderr is captured by the
-///   [`Driver`](crate::Driver) into a bounded buffer (the last
+///   [`Driver`](crate::Driver) into a bounded buffer (the newest
 ///   [`stderr_limit`](Self::stderr_limit) bytes), readable with
-///   [`Client::stderr`](crate::Client::stderr), and never mixed into the protocol.
+///   [`Client::stderr_tail`](crate::Client::stderr_tail), and never mixed into the
+///   protocol.
+///
+/// `Debug` shows variable names, never values. The same type, with the same methods,
+/// exists in `mcp-blocking`.
 ///
 /// ```
-/// use std::time::Duration;
 /// use mcp_smol::StdioCommand;
 ///
 /// let cmd = StdioCommand::new("npx")
 ///     .args(["-y", "@modelcontextprotocol/server-everything", "stdio"])
-///     .env("HOME")
-///     .env("PATH")
-///     .shutdown_grace(Duration::from_millis(500));
-/// assert_eq!(cmd.get_program(), "npx");
+///     .pass_env("HOME")
+///     .pass_env("PATH")
+///     .env("LOG_LEVEL", "debug");
+/// assert_eq!(cmd.program(), "npx");
+/// assert_eq!(cmd.env_names().collect::<Vec<_>>(), ["HOME", "PATH", "LOG_LEVEL"]);
+/// assert!(!format!("{cmd:?}").contains("debug"));
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[must_use]
+#[derive(Clone, PartialEq, Eq)]
 pub struct StdioCommand {
     program: OsString,
     args: Vec<OsString>,
-    env: Vec<OsString>,
-    current_dir: Option<PathBuf>,
+    cwd: Option<PathBuf>,
+    env: Vec<(OsString, EnvValue)>,
     stderr_limit: usize,
-    shutdown_grace: Duration,
+}
+
+#[derive(Clone, PartialEq, Eq)]
+enum EnvValue {
+    /// Copy this process's value at spawn time (skipped when there is none).
+    FromParent,
+    Set(OsString),
 }
 
 impl StdioCommand {
-    /// Runs `program` (a path, or a name looked up on `PATH`) with no arguments and an
-    /// empty environment.
+    /// A command running `program` (a path, or a name looked up on `PATH`) with no
+    /// arguments and an empty environment.
+    #[must_use]
     pub fn new(program: impl Into<OsString>) -> Self {
         StdioCommand {
             program: program.into(),
             args: Vec::new(),
+            cwd: None,
             env: Vec::new(),
-            current_dir: None,
             stderr_limit: DEFAULT_STDERR_LIMIT,
-            shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
         }
     }
 
     /// Adds one argument.
+    #[must_use]
     pub fn arg(mut self, arg: impl Into<OsString>) -> Self {
         self.args.push(arg.into());
         self
     }
 
-    /// Adds several arguments.
+    /// Adds arguments.
+    #[must_use]
     pub fn args<I, S>(mut self, args: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -80,65 +90,58 @@ impl StdioCommand {
         self
     }
 
-    /// Passes the environment variable `name` through to the child, with the value it
-    /// has in this process when the child starts (absent here means absent there).
-    pub fn env(mut self, name: impl Into<OsString>) -> Self {
-        let name = name.into();
-        if !self.env.contains(&name) {
-            self.env.push(name);
-        }
+    /// Runs the child in `dir` (default: this process's working directory).
+    #[must_use]
+    pub fn cwd(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cwd = Some(dir.into());
         self
     }
 
-    /// Passes several environment variables through, by name.
-    pub fn envs<I, S>(mut self, names: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<OsString>,
-    {
-        for name in names {
-            self = self.env(name);
-        }
+    /// Passes this process's variable `name` to the child, read when the child starts
+    /// (and again if it is restarted). Nothing is set when there is no such variable.
+    #[must_use]
+    pub fn pass_env(mut self, name: impl Into<OsString>) -> Self {
+        self.set_env(name.into(), EnvValue::FromParent);
         self
     }
 
-    /// The child's working directory (default: this process's).
-    pub fn current_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.current_dir = Some(dir.into());
+    /// Sets the child's variable `name` to `value`.
+    #[must_use]
+    pub fn env(mut self, name: impl Into<OsString>, value: impl Into<OsString>) -> Self {
+        self.set_env(name.into(), EnvValue::Set(value.into()));
         self
     }
 
-    /// How many of the most recent stderr bytes to keep (default
-    /// [`DEFAULT_STDERR_LIMIT`]). `0` keeps nothing; stderr is still drained so the
-    /// server never blocks on it.
+    /// Keeps at most `bytes` of the child's stderr (the newest). Default
+    /// [`DEFAULT_STDERR_LIMIT`]. With `0` nothing is kept, but stderr is still drained so
+    /// the server never blocks on it.
+    #[must_use]
     pub fn stderr_limit(mut self, bytes: usize) -> Self {
         self.stderr_limit = bytes;
         self
     }
 
-    /// How long the server may take to exit once its stdin is closed before it is killed
-    /// (default [`DEFAULT_SHUTDOWN_GRACE`]).
-    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
-        self.shutdown_grace = grace;
-        self
-    }
-
     /// The program as given.
     #[must_use]
-    pub fn get_program(&self) -> &OsStr {
+    pub fn program(&self) -> &OsStr {
         &self.program
     }
 
     /// The arguments.
     #[must_use]
-    pub fn get_args(&self) -> &[OsString] {
+    pub fn arguments(&self) -> &[OsString] {
         &self.args
     }
 
-    /// The names of the environment variables passed through.
+    /// The working directory, when one was set.
     #[must_use]
-    pub fn get_env_names(&self) -> &[OsString] {
-        &self.env
+    pub fn working_dir(&self) -> Option<&Path> {
+        self.cwd.as_deref()
+    }
+
+    /// The names of the variables the child will see (values are never exposed).
+    pub fn env_names(&self) -> impl Iterator<Item = &OsStr> {
+        self.env.iter().map(|(name, _)| name.as_os_str())
     }
 
     /// The stderr limit in bytes.
@@ -147,10 +150,18 @@ impl StdioCommand {
         self.stderr_limit
     }
 
-    /// The shutdown grace period.
-    #[must_use]
-    pub fn get_shutdown_grace(&self) -> Duration {
-        self.shutdown_grace
+    /// The program path to execute: as given when it has a directory part, else the
+    /// first executable match on this process's `PATH`.
+    ///
+    /// # Errors
+    /// [`io::ErrorKind::NotFound`] when no `PATH` entry has it.
+    pub fn resolve_program(&self) -> io::Result<PathBuf> {
+        resolve_program(&self.program)
+    }
+
+    fn set_env(&mut self, name: OsString, value: EnvValue) {
+        self.env.retain(|(n, _)| *n != name);
+        self.env.push((name, value));
     }
 
     /// Starts the child with stdin, stdout and stderr piped. It is killed if its handle
@@ -160,15 +171,22 @@ impl StdioCommand {
             program: self.program.to_string_lossy().into_owned(),
             source: Arc::new(source),
         };
-        let program = resolve_program(&self.program).map_err(spawn_error)?;
+        let program = self.resolve_program().map_err(spawn_error)?;
         let mut cmd = Command::new(program);
         cmd.args(&self.args).env_clear();
-        for name in &self.env {
-            if let Some(value) = std::env::var_os(name) {
-                cmd.env(name, value);
+        for (name, value) in &self.env {
+            match value {
+                EnvValue::FromParent => {
+                    if let Some(value) = std::env::var_os(name) {
+                        cmd.env(name, value);
+                    }
+                }
+                EnvValue::Set(value) => {
+                    cmd.env(name, value);
+                }
             }
         }
-        if let Some(dir) = &self.current_dir {
+        if let Some(dir) = &self.cwd {
             cmd.current_dir(dir);
         }
         cmd.stdin(Stdio::piped())
@@ -176,6 +194,17 @@ impl StdioCommand {
             .stderr(Stdio::piped())
             .kill_on_drop(true);
         cmd.spawn().map_err(spawn_error)
+    }
+}
+
+impl fmt::Debug for StdioCommand {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StdioCommand")
+            .field("program", &self.program)
+            .field("args", &self.args)
+            .field("cwd", &self.cwd)
+            .field("env_names", &self.env_names().collect::<Vec<_>>())
+            .finish_non_exhaustive()
     }
 }
 
@@ -200,6 +229,8 @@ pub(crate) fn resolve_program(program: &OsStr) -> io::Result<PathBuf> {
     for dir in std::env::split_paths(&search) {
         // An empty entry means "the current directory" to a POSIX shell; a library that
         // starts programs should not pick one up from wherever it happens to run.
+        // (mcp-blocking reads it as "."; the difference only shows with a `PATH` that has
+        // an empty entry.)
         if dir.as_os_str().is_empty() {
             continue;
         }

@@ -26,14 +26,16 @@ use std::time::{Duration, Instant};
 use async_io::Timer;
 use futures_lite::{AsyncRead, AsyncWrite, Stream, future};
 use mcp_proto::client::{
-    CallId, CallOutput, Client as Machine, ClientConfig, CloseReason, ConnectionState, DeclineAll,
-    Event, InputHandler,
+    CallId, CallOutput, Client as Machine, ClientConfig, CloseReason, ConnectionState, Event,
 };
+use mcp_proto::jsonrpc::Notification;
 use mcp_proto::model::ServerDetails;
-use smol::channel::{Receiver, Sender};
+use mcp_proto::stdio;
+use smol::channel::{Receiver, Sender, TrySendError};
 use smol::process::{Child, ChildStderr, ChildStdin, ChildStdout};
 
 use crate::client::{Command, Shared};
+use crate::options::{Direction, Options, Progress, Shutdown, WireLog};
 use crate::{Error, StdioCommand};
 
 /// Poll-step rounds before the driver yields to its executor even if there is more to do.
@@ -42,6 +44,8 @@ const BUDGET: usize = 64;
 const READ_CHUNK: usize = 16 * 1024;
 /// After the server exited: how long to keep reading what it left in its pipes.
 const FINAL_DRAIN: Duration = Duration::from_millis(200);
+/// Longest received line shown whole in the wire log; longer lines are shown in pieces.
+const MAX_LOG_LINE: usize = 64 * 1024;
 
 /// The future that does all the IO of one connection: reads the server's stdout and
 /// stderr, writes its stdin, runs the protocol timers, serves the [`Client`](crate::Client)
@@ -49,7 +53,8 @@ const FINAL_DRAIN: Duration = Duration::from_millis(200);
 ///
 /// Run it on any executor (`smol::spawn`, an `Executor`, a `LocalExecutor`, another
 /// runtime's spawn) or join it with your own future (`futures_lite::future::zip`). The
-/// library never spawns a task or a thread of its own.
+/// library never spawns a task or a thread of its own (async-io and async-process keep
+/// their usual helper threads: the fallback reactor driver and the child reaper).
 ///
 /// It resolves when the connection is over and the server process has exited (or was
 /// killed after the grace period) and been reaped: `Ok(())` when the client closed it
@@ -79,20 +84,30 @@ impl Driver {
     pub(crate) fn new(
         command: StdioCommand,
         config: ClientConfig,
+        options: Options,
         child: Child,
-        commands: Receiver<Command>,
+        channels: Channels,
         shared: Arc<Shared>,
     ) -> Driver {
         let inner = async move {
             // The machine is created on first poll so that the probe timeout does not run
             // while the driver waits to be spawned.
-            let run = Run::new(command, config, child, commands, shared);
+            let run = Run::new(command, config, options, child, channels, shared);
             run.run().await
         };
         Driver {
             inner: Box::pin(inner),
         }
     }
+}
+
+/// The channels between the handles and the driver.
+pub(crate) struct Channels {
+    pub(crate) commands: Receiver<Command>,
+    /// The sender, and a receiver to drop the oldest notification when the queue is full.
+    pub(crate) notifications: (Sender<Notification>, Receiver<Notification>),
+    /// Dropped when the driver finishes.
+    pub(crate) done: Sender<()>,
 }
 
 /// The server process and its pipes; `None` once closed or at end of stream.
@@ -127,12 +142,14 @@ struct PendingCall {
 struct Run {
     machine: Machine,
     command: StdioCommand,
+    options: Options,
     /// Boxed: a `Receiver` is not `Unpin`.
     commands: Pin<Box<Receiver<Command>>>,
     /// Every handle is gone (the channel reported its end).
     released: bool,
+    notifications: (Sender<Notification>, Receiver<Notification>),
+    _done: Sender<()>,
     shared: Arc<Shared>,
-    handler: Box<dyn InputHandler>,
     process: Process,
     timer: Timer,
     timer_at: Option<Instant>,
@@ -140,38 +157,41 @@ struct Run {
     out: Vec<u8>,
     written: usize,
     buf: Vec<u8>,
+    /// The received line being assembled for the wire log.
+    log_line: Vec<u8>,
     calls: HashMap<CallId, PendingCall>,
     keys: HashMap<u64, CallId>,
     connect_waiters: Vec<Sender<Result<ServerDetails, Error>>>,
-    /// Dropped when the driver finishes, which wakes every `Client::close`.
-    close_waiters: Vec<Sender<()>>,
 }
 
 impl Run {
     fn new(
         command: StdioCommand,
         config: ClientConfig,
+        options: Options,
         child: Child,
-        commands: Receiver<Command>,
+        channels: Channels,
         shared: Arc<Shared>,
     ) -> Run {
         Run {
             machine: Machine::new(config, Instant::now()),
             command,
-            commands: Box::pin(commands),
+            options,
+            commands: Box::pin(channels.commands),
             released: false,
+            notifications: channels.notifications,
+            _done: channels.done,
             shared,
-            handler: Box::new(DeclineAll),
             process: Process::new(child),
             timer: Timer::never(),
             timer_at: None,
             out: Vec::new(),
             written: 0,
             buf: vec![0; READ_CHUNK],
+            log_line: Vec::new(),
             calls: HashMap::new(),
             keys: HashMap::new(),
             connect_waiters: Vec::new(),
-            close_waiters: Vec::new(),
         }
     }
 
@@ -225,12 +245,21 @@ impl Run {
             if let Some(stdout) = &mut self.process.stdout {
                 match Pin::new(stdout).poll_read(cx, &mut self.buf) {
                     Poll::Ready(Ok(n)) if n > 0 => {
+                        if let Some(log) = &mut self.options.wire_log {
+                            log_received(log, &mut self.log_line, &self.buf[..n]);
+                        }
                         self.machine.handle_input(now, &self.buf[..n]);
                         progress = true;
                     }
                     // End of output, or a broken pipe: the same thing to the protocol.
                     Poll::Ready(_) => {
                         self.process.stdout = None;
+                        if let Some(log) = &mut self.options.wire_log
+                            && !self.log_line.is_empty()
+                        {
+                            log(Direction::Received, &self.log_line);
+                            self.log_line.clear();
+                        }
                         self.machine.handle_eof(now);
                         progress = true;
                     }
@@ -258,7 +287,7 @@ impl Run {
             }
 
             // Bytes for the server's stdin.
-            if self.poll_write(cx, now) {
+            if self.poll_write(cx) {
                 progress = true;
             }
 
@@ -288,19 +317,24 @@ impl Run {
     }
 
     /// Moves the machine's output to stdin as far as the pipe takes it. True on progress.
-    fn poll_write(&mut self, cx: &mut Context<'_>, now: Instant) -> bool {
-        let mut progress = false;
+    fn poll_write(&mut self, cx: &mut Context<'_>) -> bool {
         if self.written == self.out.len() {
             self.out.clear();
             self.written = 0;
         }
-        self.machine.poll_transmit(now, &mut self.out);
+        while let Some(message) = self.machine.poll_message() {
+            if let Some(log) = &mut self.options.wire_log {
+                log(Direction::Sent, &message);
+            }
+            stdio::frame(&mut self.out, &message);
+        }
         let Some(stdin) = &mut self.process.stdin else {
             // Nobody to write to: the end of stdout will close the connection.
             self.out.clear();
             self.written = 0;
             return false;
         };
+        let mut progress = false;
         while self.written < self.out.len() {
             match Pin::new(&mut *stdin).poll_write(cx, &self.out[self.written..]) {
                 Poll::Ready(Ok(n)) if n > 0 => {
@@ -317,10 +351,6 @@ impl Run {
                 }
                 Poll::Pending => break,
             }
-        }
-        if self.written == self.out.len() && !self.out.is_empty() {
-            // Pipes need no flush, but a wrapped writer might.
-            let _ = Pin::new(&mut *stdin).poll_flush(cx);
         }
         progress
     }
@@ -352,11 +382,8 @@ impl Run {
                 }
                 _ => self.connect_waiters.push(reply),
             },
-            Command::SetInputHandler(handler) => self.handler = handler,
-            Command::Close(done) => {
-                self.close_waiters.push(done);
-                self.machine.close(now);
-            }
+            Command::Configure(change) => change(&mut self.options),
+            Command::Close => self.machine.close(now),
         }
     }
 
@@ -376,100 +403,140 @@ impl Run {
                     let _ = pending.reply.try_send(outcome.map_err(Error::from));
                 }
             }
+            Event::Progress {
+                call,
+                progress,
+                total,
+                message,
+            } => {
+                if let Some(handler) = &mut self.options.progress {
+                    handler(&Progress {
+                        call,
+                        progress,
+                        total,
+                        message,
+                    });
+                }
+            }
             Event::InputRequested { input, request, .. } => {
-                let answer = self.handler.answer(&request);
+                let answer = self.options.input_handler.answer(&request);
                 // Fails only if the input was voided meanwhile, which cannot happen
                 // between two lines of this function.
                 let _ = self.machine.respond(now, input, answer);
             }
+            Event::Notification(n) => self.push_notification(n),
+            Event::NotificationsDropped { count } => {
+                self.shared.lock().dropped_notifications += count;
+            }
+            Event::PeerError(e) => self.shared.lock().push_peer_error(e),
             Event::Closed { reason } => {
-                let ended = Error::Closed(reason.clone());
-                self.shared.lock().ended = Some(ended.clone());
-                for waiter in self.connect_waiters.drain(..) {
-                    let _ = waiter.try_send(Err(ended.clone()));
-                }
+                let mut shared = self.shared.lock();
+                shared.close_reason = Some(reason.clone());
+                shared.ended = Some(Error::Closed(reason.clone()));
                 return Some(Step::Closed(reason));
             }
-            // Not surfaced by this adapter (yet): progress, notifications, peer errors.
+            // Answered on the spot above, so nothing is ever waiting to be voided.
             _ => {}
         }
         None
+    }
+
+    /// Queues a notification for the handles, dropping the oldest when full.
+    fn push_notification(&mut self, n: Notification) {
+        let (tx, rx) = &self.notifications;
+        if let Err(TrySendError::Full(n)) = tx.try_send(n) {
+            let _ = rx.try_recv();
+            self.shared.lock().dropped_notifications += 1;
+            let _ = tx.try_send(n);
+        }
     }
 
     /// The server exited during the era probe: start a fresh one for `initialize`.
     async fn restart(&mut self) -> Result<(), Error> {
         self.out.clear();
         self.written = 0;
+        self.log_line.clear();
         self.process.stdin = None;
         self.process.stdout = None;
+        // Keep what the old process said on its way out.
+        {
+            let process = &mut self.process;
+            let mut none = None;
+            let drain = drain(&mut none, &mut process.stderr, &mut self.buf, &self.shared);
+            future::or(drain, async {
+                Timer::after(FINAL_DRAIN).await;
+            })
+            .await;
+        }
         self.process.stderr = None;
         let _ = self.process.child.kill();
         let _ = self.process.child.status().await;
         let child = self.command.spawn()?;
-        self.shared.lock().pid = Some(child.id());
+        {
+            let mut shared = self.shared.lock();
+            shared.pid = Some(child.id());
+            shared.restarts += 1;
+        }
         self.process = Process::new(child);
         let _ = self.machine.handle_transport_restarted(Instant::now());
         Ok(())
     }
 
-    /// Ends everything: fails what is still waiting with `ended`, closes stdin, gives
-    /// the server the grace period, kills it if needed and reaps it.
+    /// Ends everything: closes stdin, gives the server the grace period, kills it if
+    /// needed, reaps it, and fails whatever still waits with `ended`.
     async fn shutdown(&mut self, ended: Error) {
-        {
-            let mut shared = self.shared.lock();
-            if shared.ended.is_none() {
-                shared.ended = Some(ended.clone());
-            }
-        }
-        // No new commands; the ones already queued get the final error.
+        self.shared
+            .lock()
+            .ended
+            .get_or_insert_with(|| ended.clone());
+        // No new commands; the ones already queued get the final error below.
         self.commands.close();
-        while let Ok(command) = self.commands.try_recv() {
-            match command {
-                Command::Call { reply, .. } => {
-                    let _ = reply.try_send(Err(ended.clone()));
-                }
-                Command::Connected(reply) => {
-                    let _ = reply.try_send(Err(ended.clone()));
-                }
-                Command::Close(done) => self.close_waiters.push(done),
-                Command::Cancel { .. } | Command::SetInputHandler(_) => {}
-            }
-        }
-        for (_, pending) in self.calls.drain() {
-            let _ = pending.reply.try_send(Err(ended.clone()));
-        }
-        self.keys.clear();
-        for waiter in self.connect_waiters.drain(..) {
-            let _ = waiter.try_send(Err(ended.clone()));
-        }
 
         // EOF on the server's stdin asks it to exit.
         self.process.stdin = None;
-        let grace = self.command.get_shutdown_grace();
+        let grace = self.options.grace_period;
         let status = self.process.child.status();
         let exited = {
             let process = &mut self.process;
-            let shared = &self.shared;
-            let buf = &mut self.buf;
             let drain = async {
-                drain(&mut process.stdout, &mut process.stderr, buf, shared).await;
-                future::pending::<bool>().await
+                drain(
+                    &mut process.stdout,
+                    &mut process.stderr,
+                    &mut self.buf,
+                    &self.shared,
+                )
+                .await;
+                future::pending().await
             };
-            let wait = future::or(async { status.await.is_ok() }, drain);
+            let wait = future::or(async { status.await.ok() }, drain);
             future::or(wait, async {
                 Timer::after(grace).await;
-                false
+                None
             })
             .await
         };
-        if !exited {
-            let _ = self.process.child.kill();
-            let _ = self.process.child.status().await;
-        }
-        // Whatever the server wrote last is often the most useful part of its stderr.
+        let shutdown = match exited {
+            Some(status) => Shutdown {
+                status: Some(status),
+                killed: false,
+            },
+            None => {
+                let _ = self.process.child.kill();
+                Shutdown {
+                    status: self.process.child.status().await.ok(),
+                    killed: true,
+                }
+            }
+        };
+        // What the server wrote last is often the most useful part of its stderr.
         {
             let process = &mut self.process;
-            let drain = drain(&mut process.stdout, &mut process.stderr, &mut self.buf, &self.shared);
+            let drain = drain(
+                &mut process.stdout,
+                &mut process.stderr,
+                &mut self.buf,
+                &self.shared,
+            );
             future::or(drain, async {
                 Timer::after(FINAL_DRAIN).await;
             })
@@ -477,8 +544,67 @@ impl Run {
         }
         self.process.stdout = None;
         self.process.stderr = None;
-        self.shared.lock().pid = None;
-        self.close_waiters.clear();
+
+        // Whatever still waits learns the end now, with the stderr tail complete.
+        let connect_error = {
+            let mut shared = self.shared.lock();
+            shared.pid = None;
+            shared.shutdown = Some(shutdown);
+            match (&shared.server, &ended) {
+                (None, Error::Closed(reason)) if *reason != CloseReason::Local => Error::Connect {
+                    reason: reason.clone(),
+                    stderr: shared.stderr.text(),
+                },
+                _ => ended.clone(),
+            }
+        };
+        if matches!(connect_error, Error::Connect { .. }) {
+            self.shared.lock().ended = Some(connect_error.clone());
+        }
+        while let Ok(command) = self.commands.try_recv() {
+            match command {
+                Command::Call { reply, .. } => {
+                    let _ = reply.try_send(Err(ended.clone()));
+                }
+                Command::Connected(reply) => self.connect_waiters.push(reply),
+                Command::Cancel { .. } | Command::Configure(_) | Command::Close => {}
+            }
+        }
+        for (_, pending) in self.calls.drain() {
+            let _ = pending.reply.try_send(Err(ended.clone()));
+        }
+        self.keys.clear();
+        for waiter in self.connect_waiters.drain(..) {
+            let _ = waiter.try_send(Err(connect_error.clone()));
+        }
+    }
+}
+
+/// Feeds received bytes to the wire log, one line at a time (long lines in pieces).
+fn log_received(log: &mut WireLog, line: &mut Vec<u8>, mut data: &[u8]) {
+    while !data.is_empty() {
+        let (chunk, rest, end) = match data.iter().position(|&b| b == b'\n') {
+            Some(i) => (&data[..i], &data[i + 1..], true),
+            None => (data, &[][..], false),
+        };
+        data = rest;
+        let room = MAX_LOG_LINE.saturating_sub(line.len());
+        line.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        let mut tail = &chunk[chunk.len().min(room)..];
+        while line.len() >= MAX_LOG_LINE {
+            log(Direction::Received, line);
+            line.clear();
+            let take = tail.len().min(MAX_LOG_LINE);
+            line.extend_from_slice(&tail[..take]);
+            tail = &tail[take..];
+        }
+        if end {
+            if line.last() == Some(&b'\r') {
+                line.pop();
+            }
+            log(Direction::Received, line);
+            line.clear();
+        }
     }
 }
 
@@ -541,4 +667,37 @@ async fn drain(
         Poll::Pending
     })
     .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    #[test]
+    fn the_driver_is_send() {
+        fn send<T: Send + 'static>() {}
+        send::<Driver>();
+    }
+
+    #[test]
+    fn wire_log_splits_lines_across_chunks() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = seen.clone();
+        let mut log: WireLog = Box::new(move |dir, line| {
+            assert_eq!(dir, Direction::Received);
+            sink.lock()
+                .unwrap()
+                .push(String::from_utf8_lossy(line).into_owned());
+        });
+        let mut line = Vec::new();
+        log_received(&mut log, &mut line, b"{\"a\":1}\n{\"b\"");
+        log_received(&mut log, &mut line, b":2}\r\n");
+        log_received(&mut log, &mut line, b"\n");
+        assert_eq!(*seen.lock().unwrap(), ["{\"a\":1}", "{\"b\":2}", ""]);
+        let long = vec![b'x'; MAX_LOG_LINE * 2 + 5];
+        log_received(&mut log, &mut line, &long);
+        assert_eq!(seen.lock().unwrap().len(), 5);
+        assert_eq!(line.len(), 5);
+    }
 }

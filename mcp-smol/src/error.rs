@@ -3,6 +3,7 @@
 use std::io;
 use std::sync::Arc;
 
+use mcp_proto::ErrorObject;
 use mcp_proto::client::{ApiMisuse, CallError, CloseReason};
 
 /// Everything that can go wrong with a connection or a call.
@@ -21,6 +22,16 @@ pub enum Error {
         /// What the operating system said.
         #[source]
         source: Arc<io::Error>,
+    },
+    /// The server was started but the connection was never established (returned by
+    /// [`Client::connected`](crate::Client::connected)).
+    #[error("could not connect: {reason}")]
+    Connect {
+        /// Why the handshake ended.
+        reason: CloseReason,
+        /// The newest bytes the server wrote to stderr (often the real explanation).
+        /// Not part of the message: it is the server's text and may be long.
+        stderr: String,
     },
     /// The call reached the server (or was about to) and failed: a JSON-RPC error, a
     /// timeout, a cancellation, an invalid answer, a refused input request, ….
@@ -43,22 +54,72 @@ pub enum Error {
 }
 
 impl Error {
-    /// The JSON-RPC error code, when the server answered with an error.
+    /// The JSON-RPC error object the server sent, when the failure is one.
     #[must_use]
-    pub fn code(&self) -> Option<i64> {
+    pub fn error_object(&self) -> Option<&ErrorObject> {
         match self {
-            Error::Call(e) => e.code(),
-            Error::Closed(CloseReason::Refused(e)) => Some(e.code),
+            Error::Call(CallError::Server(e))
+            | Error::Connect {
+                reason: CloseReason::Refused(e),
+                ..
+            }
+            | Error::Closed(CloseReason::Refused(e)) => Some(e),
             _ => None,
         }
+    }
+
+    /// The server's JSON-RPC error code, when the failure is a server error.
+    #[must_use]
+    pub fn code(&self) -> Option<i64> {
+        self.error_object().map(|e| e.code)
     }
 
     /// Why the connection closed, when this error says it did.
     #[must_use]
     pub fn close_reason(&self) -> Option<&CloseReason> {
         match self {
-            Error::Closed(r) => Some(r),
+            Error::Closed(r) | Error::Connect { reason: r, .. } => Some(r),
             _ => None,
+        }
+    }
+
+    /// The server's stderr tail captured when connecting failed.
+    #[must_use]
+    pub fn stderr_tail(&self) -> Option<&str> {
+        match self {
+            Error::Connect { stderr, .. } => Some(stderr),
+            _ => None,
+        }
+    }
+
+    /// A short, stable name for the kind of failure, for scripts (the same names as
+    /// `mcp-blocking` uses): `spawn`, `connect`, `legacy-server`, `negotiation`,
+    /// `closed`, `server-error`, `timeout`, `invalid-response`, `input`, `limit`,
+    /// `cancelled`, `call`, `misuse`, plus `io` and `driver-gone` for this crate.
+    #[must_use]
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::Spawn { .. } => "spawn",
+            Error::Connect { reason, .. } => match reason {
+                CloseReason::LegacyServer => "legacy-server",
+                CloseReason::Negotiation(_) => "negotiation",
+                CloseReason::Refused(_) => "server-error",
+                CloseReason::HandshakeTimeout(_) => "timeout",
+                _ => "connect",
+            },
+            Error::Closed(_) => "closed",
+            Error::Call(e) => match e {
+                CallError::Server(_) => "server-error",
+                CallError::Timeout(_) => "timeout",
+                CallError::Cancelled => "cancelled",
+                CallError::InvalidResponse(_) => "invalid-response",
+                CallError::TooManyRounds(_) | CallError::ListTooLong(_) => "limit",
+                CallError::InvalidInputRequest(_) | CallError::InputRefused(_) => "input",
+                _ => "call",
+            },
+            Error::Misuse(_) => "misuse",
+            Error::Io(_) => "io",
+            Error::DriverGone => "driver-gone",
         }
     }
 }
@@ -90,5 +151,25 @@ impl From<ApiMisuse> for Error {
 impl From<io::Error> for Error {
     fn from(e: io::Error) -> Self {
         Error::Io(Arc::new(e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_codes_stay_reachable() {
+        let e: Error = CallError::Server(ErrorObject::new(-32602, "bad")).into();
+        assert_eq!(e.code(), Some(-32602));
+        assert_eq!(e.kind(), "server-error");
+        let closed: Error = CallError::Closed(CloseReason::Local).into();
+        assert!(matches!(closed, Error::Closed(CloseReason::Local)));
+        assert_eq!(closed.code(), None);
+        assert_eq!(closed.close_reason(), Some(&CloseReason::Local));
+        let misuse: Error = ApiMisuse::TooManyCalls.into();
+        assert_eq!(misuse.kind(), "misuse");
+        let io: Error = std::io::Error::other("boom").into();
+        assert!(io.to_string().contains("boom"), "{io}");
     }
 }

@@ -20,19 +20,25 @@
 //! Nothing happens unless the driver is polled, and the library never spawns a task or
 //! a thread to poll it: **run the `Driver` on any executor** (`smol::spawn`, a
 //! `smol::Executor` or `LocalExecutor`, another runtime's spawn), or join it with your
-//! own future using `futures_lite::future::zip` / `or` with no executor at all.
+//! own future using `futures_lite::future::zip` / `or` with no executor at all. (The
+//! async-io reactor and the async-process child reaper run their usual background helper
+//! threads when no `async_io::block_on` drives them; that is those crates' design, not a
+//! task of ours.)
 //!
 //! The connection closes when the last [`Client`] handle is dropped or
 //! [`Client::close`] is called: the machine closes, the server's stdin is closed, the
-//! server gets a grace period ([`StdioCommand::shutdown_grace`], default 2 s) to exit,
+//! server gets a grace period ([`Options::grace_period`], default 2 s) to exit,
 //! and is then killed (`SIGKILL`; `SIGTERM` is not sent because that would need
 //! platform code outside the allowed dependencies) and reaped. Dropping the driver kills
 //! the server at once.
 //!
 //! The child sees no environment except the variables named with
-//! [`StdioCommand::env`], a bare program name is looked up on this process's `PATH`, and
-//! the server's stderr is kept in a bounded buffer ([`Client::stderr`]), never mixed into
-//! the protocol.
+//! [`StdioCommand::pass_env`] or set with [`StdioCommand::env`], a bare program name is
+//! looked up on this process's `PATH`, and the server's stderr is kept in a bounded
+//! buffer ([`Client::stderr_tail`]), never mixed into the protocol.
+//!
+//! The API mirrors `mcp-blocking`: the same [`StdioCommand`], [`Options`] and method
+//! names, as `async` methods on a cloneable handle.
 //!
 //! If a server exits when probed with `server/discover` (some legacy servers do), the
 //! driver reaps it, starts a fresh process and speaks `initialize` to that one.
@@ -45,7 +51,7 @@
 //!
 //! fn main() -> Result<(), mcp_smol::Error> {
 //!     smol::block_on(async {
-//!         let server = StdioCommand::new("my-mcp-server").arg("--stdio").env("HOME");
+//!         let server = StdioCommand::new("my-mcp-server").arg("--stdio").pass_env("HOME");
 //!         let (client, driver) =
 //!             mcp_smol::connect_stdio(server, ClientConfig::new("my-app", "1.0"))?;
 //!         // The library never spawns: the application runs the driver.
@@ -90,8 +96,11 @@
 //! Elicitation, sampling and roots requests (legacy server→client requests and
 //! 2026-07-28 `input_required` rounds alike) are answered by the connection's
 //! [`InputHandler`]: [`DeclineAll`] by default, [`AcceptDefaults`] or your own with
-//! [`Client::set_input_handler`]. Declare the capabilities you answer in
-//! [`ClientConfig::capabilities`].
+//! [`Options::input_handler`] or [`Client::set_input_handler`]. Declare the capabilities
+//! you answer in [`ClientConfig::capabilities`].
+//!
+//! Progress, notifications and the wire log: [`Options::on_progress`],
+//! [`Client::next_notification`] / [`Client::poll_notification`], [`Options::wire_log`].
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -99,19 +108,24 @@ mod client;
 mod command;
 mod driver;
 mod error;
+mod options;
 
 pub use client::Client;
-pub use command::{DEFAULT_SHUTDOWN_GRACE, DEFAULT_STDERR_LIMIT, StdioCommand};
+pub use command::{DEFAULT_STDERR_LIMIT, StdioCommand};
 pub use driver::Driver;
 pub use error::Error;
+pub use options::{
+    DEFAULT_GRACE_PERIOD, Direction, Options, Progress, ProgressHandler, Shutdown, WireLog,
+};
 
-/// The sans-IO protocol crate this adapter drives, for everything not re-exported here.
+/// The protocol crate this one drives, re-exported so its types need no second dependency.
 pub use mcp_proto;
 
 pub use mcp_proto::client::{
-    AcceptDefaults, CallError, CallOutput, CallRequest, ClientConfig, CloseReason, DeclineAll,
-    InputAnswer, InputHandler, InputRequest,
+    AcceptDefaults, CallError, CallId, CallOutput, CallRequest, ClientConfig, CloseReason,
+    DeclineAll, InputAnswer, InputHandler, InputRequest, PeerError,
 };
+pub use mcp_proto::jsonrpc::Notification;
 pub use mcp_proto::model::{
     CallToolResult, ClientCapabilities, Implementation, Prompt, Resource, ServerDetails, Tool,
 };
@@ -147,4 +161,31 @@ pub fn connect_stdio(
     config: ClientConfig,
 ) -> Result<(Client, Driver), Error> {
     Client::connect_stdio(command, config)
+}
+
+/// [`connect_stdio`] with [`Options`] (input handler, progress, wire log, grace period).
+///
+/// ```no_run
+/// # fn main() -> Result<(), mcp_smol::Error> {
+/// use mcp_smol::{AcceptDefaults, ClientCapabilities, ClientConfig, Options, StdioCommand};
+///
+/// let config = ClientConfig::new("my-app", "1.0")
+///     .capabilities(ClientCapabilities::with_elicitation());
+/// let options = Options::new().input_handler(AcceptDefaults);
+/// let (client, driver) =
+///     mcp_smol::connect_stdio_with(StdioCommand::new("my-mcp-server"), config, options)?;
+/// smol::spawn(driver).detach();
+/// let answer = smol::block_on(client.call_tool("confirm", serde_json::json!({})))?;
+/// println!("{}", answer.text());
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+/// [`Error::Spawn`] when the program cannot be found or started.
+pub fn connect_stdio_with(
+    command: StdioCommand,
+    config: ClientConfig,
+    options: Options,
+) -> Result<(Client, Driver), Error> {
+    Client::connect_stdio_with(command, config, options)
 }

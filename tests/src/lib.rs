@@ -2,10 +2,12 @@
 //! machine against a peer (the bundled server machine or a scripted one), with a fake
 //! clock that jumps straight to the next deadline when nothing else can happen.
 
+pub mod interop;
+
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use mcp_proto::client::{CallId, CallOutput, CallError, Client, ClientConfig, Event, InputHandler};
+use mcp_proto::client::{CallError, CallId, CallOutput, Client, ClientConfig, Event, InputHandler};
 use mcp_proto::server::Server;
 use serde_json::Value;
 

@@ -50,11 +50,16 @@ fn auto_reaches_modern_with_a_dual_era_server() {
     let details = sim.client.server().unwrap();
     assert_eq!(details.server_info.as_ref().unwrap().name, "mcp-example");
     // Every modern request carries the per-request _meta.
-    let out = sim.call(CallRequest::call_tool("add", json!({"a": 2, "b": 3}))).unwrap();
+    let out = sim
+        .call(CallRequest::call_tool("add", json!({"a": 2, "b": 3})))
+        .unwrap();
     assert_eq!(text_of(&out), "5");
     let call = sim.sent_with_method("tools/call")[0].clone();
     let meta = &call["params"]["_meta"];
-    assert_eq!(meta["io.modelcontextprotocol/protocolVersion"], "2026-07-28");
+    assert_eq!(
+        meta["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
     assert_eq!(meta["io.modelcontextprotocol/clientInfo"]["name"], "sim");
     assert_eq!(
         meta["io.modelcontextprotocol/clientCapabilities"],
@@ -70,10 +75,15 @@ fn legacy_mode_never_probes() {
     assert_eq!(sim.sent[0]["method"], "initialize");
     assert_eq!(sim.sent[1]["method"], "notifications/initialized");
     assert!(sim.sent_with_method("server/discover").is_empty());
-    let out = sim.call(CallRequest::call_tool("add", json!({"a": 2, "b": 3}))).unwrap();
+    let out = sim
+        .call(CallRequest::call_tool("add", json!({"a": 2, "b": 3})))
+        .unwrap();
     assert_eq!(text_of(&out), "5");
     let call = sim.sent_with_method("tools/call")[0].clone();
-    assert!(call["params"].get("_meta").is_none(), "no _meta in legacy: {call}");
+    assert!(
+        call["params"].get("_meta").is_none(),
+        "no _meta in legacy: {call}"
+    );
 }
 
 #[test]
@@ -84,7 +94,11 @@ fn auto_falls_back_to_initialize_with_a_legacy_only_server() {
     let methods: Vec<_> = sim.sent.iter().map(|m| m["method"].clone()).collect();
     assert_eq!(
         methods,
-        [json!("server/discover"), json!("initialize"), json!("notifications/initialized")]
+        [
+            json!("server/discover"),
+            json!("initialize"),
+            json!("notifications/initialized")
+        ]
     );
 }
 
@@ -98,7 +112,8 @@ fn modern_mode_fails_clearly_on_a_legacy_server() {
 
 /// A server that counter-offers `offer` in `initialize`.
 fn counter_offering(offer: &'static str) -> impl mcp_tests::Peer {
-    Scripted::new(move |m: &Value| match m["method"].as_str() {
+    Scripted::new(move |m: &Value| {
+        match m["method"].as_str() {
         Some("server/discover") => vec![
             json!({"jsonrpc":"2.0","id":m["id"],"error":{"code":-32601,"message":"nope"}})
                 .to_string(),
@@ -107,6 +122,7 @@ fn counter_offering(offer: &'static str) -> impl mcp_tests::Peer {
             "protocolVersion": offer, "capabilities": {}, "serverInfo": {"name":"old","version":"1"}}})
         .to_string()],
         _ => Vec::new(),
+    }
     })
 }
 
@@ -131,7 +147,10 @@ fn counter_offers_are_checked() {
 
     let mut sim = Sim::new(config(EraMode::Auto), counter_offering("2026-07-28"));
     sim.connect();
-    assert!(matches!(closed_reason(&sim), Some(CloseReason::Negotiation(_))));
+    assert!(matches!(
+        closed_reason(&sim),
+        Some(CloseReason::Negotiation(_))
+    ));
 }
 
 #[test]
@@ -165,14 +184,18 @@ fn unsupported_version_error_means_retry_not_fallback() {
 #[test]
 fn unsupported_version_listing_only_legacy_initializes_with_it() {
     let peer = Scripted::new(|m: &Value| match m["method"].as_str() {
-        Some("server/discover") => vec![json!({"jsonrpc":"2.0","id":m["id"],"error":{"code":-32022,
+        Some("server/discover") => vec![
+            json!({"jsonrpc":"2.0","id":m["id"],"error":{"code":-32022,
             "message":"unsupported","data":{"supported":["2025-06-18"],"requested":"2026-07-28"}}})
-        .to_string()],
+            .to_string(),
+        ],
         Some("initialize") => {
             assert_eq!(m["params"]["protocolVersion"], "2025-06-18");
-            vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{"protocolVersion":"2025-06-18",
+            vec![
+                json!({"jsonrpc":"2.0","id":m["id"],"result":{"protocolVersion":"2025-06-18",
                 "capabilities":{},"serverInfo":{"name":"s","version":"1"}}})
-            .to_string()]
+                .to_string(),
+            ]
         }
         _ => Vec::new(),
     });
@@ -184,9 +207,11 @@ fn unsupported_version_listing_only_legacy_initializes_with_it() {
 #[test]
 fn header_mismatch_on_the_probe_is_not_a_fallback() {
     let peer = Scripted::new(|m: &Value| {
-        vec![json!({"jsonrpc":"2.0","id":m["id"],"error":{"code":-32021,"message":"need sampling",
+        vec![
+            json!({"jsonrpc":"2.0","id":m["id"],"error":{"code":-32021,"message":"need sampling",
             "data":{"requiredCapabilities":{"sampling":{}}}}})
-        .to_string()]
+            .to_string(),
+        ]
     });
     let mut sim = Sim::new(config(EraMode::Auto), peer);
     sim.connect();
@@ -194,17 +219,22 @@ fn header_mismatch_on_the_probe_is_not_a_fallback() {
         panic!("{:?}", sim.events)
     };
     assert_eq!(e.code, -32021);
-    assert_eq!(e.data.unwrap()["requiredCapabilities"], json!({"sampling":{}}));
+    assert_eq!(
+        e.data.unwrap()["requiredCapabilities"],
+        json!({"sampling":{}})
+    );
     assert!(sim.sent_with_method("initialize").is_empty());
 }
 
 #[test]
 fn a_silent_probe_falls_back_after_the_probe_timeout() {
-    let peer = Scripted::new(|m: &Value| match m["method"].as_str() {
+    let peer = Scripted::new(|m: &Value| {
+        match m["method"].as_str() {
         Some("initialize") => vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{
             "protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}})
         .to_string()],
         _ => Vec::new(),
+    }
     });
     let mut sim = Sim::new(config(EraMode::Auto), peer);
     let start = sim.now;
@@ -223,8 +253,14 @@ fn a_process_exit_during_the_probe_restarts_and_initializes() {
     sim.client.handle_eof(sim.now);
     sim.connect();
     assert_eq!(ready(&sim).0, Era::Legacy);
-    assert!(sim.events.iter().any(|e| matches!(e, Event::RestartTransport)));
-    let out = sim.call(CallRequest::call_tool("add", json!({"a": 1, "b": 1}))).unwrap();
+    assert!(
+        sim.events
+            .iter()
+            .any(|e| matches!(e, Event::RestartTransport))
+    );
+    let out = sim
+        .call(CallRequest::call_tool("add", json!({"a": 1, "b": 1})))
+        .unwrap();
     assert_eq!(text_of(&out), "2");
 }
 
@@ -236,7 +272,10 @@ fn calls_made_while_connecting_are_queued_not_lost() {
     let a = sim.client.call(sim.now, CallRequest::list_tools()).unwrap();
     let b = sim
         .client
-        .call(sim.now, CallRequest::call_tool("echo", json!({"text": "hi"})))
+        .call(
+            sim.now,
+            CallRequest::call_tool("echo", json!({"text": "hi"})),
+        )
         .unwrap();
     sim.run_until(|s| s.completion(a).is_some() && s.completion(b).is_some());
     assert!(sim.completion(a).unwrap().unwrap().tools().unwrap().len() >= 4);
@@ -259,7 +298,9 @@ fn timeouts_fail_the_call_and_cancel_it_on_the_wire() {
         assert_eq!(cancel.len(), 1);
         assert_eq!(cancel[0]["params"]["requestId"], call["id"]);
         // The connection is still fine.
-        let out = sim.call(CallRequest::call_tool("echo", json!({"text": "x"}))).unwrap();
+        let out = sim
+            .call(CallRequest::call_tool("echo", json!({"text": "x"})))
+            .unwrap();
         assert_eq!(text_of(&out), "x");
     }
 }
@@ -274,9 +315,15 @@ fn cancel_completes_once_and_tells_the_server() {
         .unwrap();
     sim.step();
     sim.client.cancel(sim.now, id).unwrap();
-    assert!(sim.client.cancel(sim.now, id).is_err(), "second cancel is misuse");
+    assert!(
+        sim.client.cancel(sim.now, id).is_err(),
+        "second cancel is misuse"
+    );
     sim.step();
-    assert!(matches!(sim.completion(id), Some(Err(CallError::Cancelled))));
+    assert!(matches!(
+        sim.completion(id),
+        Some(Err(CallError::Cancelled))
+    ));
     let completions = sim
         .events
         .iter()
@@ -306,7 +353,8 @@ fn pagination_collects_every_page_and_is_bounded() {
 
 #[test]
 fn a_cursor_that_repeats_is_an_error_not_a_loop() {
-    let peer = Scripted::new(|m: &Value| match m["method"].as_str() {
+    let peer = Scripted::new(|m: &Value| {
+        match m["method"].as_str() {
         Some("initialize") => vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{
             "protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}})
         .to_string()],
@@ -314,6 +362,7 @@ fn a_cursor_that_repeats_is_an_error_not_a_loop() {
             "tools":[], "nextCursor":"same"}})
         .to_string()],
         _ => Vec::new(),
+    }
     });
     let mut sim = Sim::new(config(EraMode::Legacy), peer);
     sim.connect();
@@ -323,7 +372,8 @@ fn a_cursor_that_repeats_is_an_error_not_a_loop() {
 
 #[test]
 fn progress_is_reported_for_calls_that_ask() {
-    let peer = Scripted::new(|m: &Value| match m["method"].as_str() {
+    let peer = Scripted::new(|m: &Value| {
+        match m["method"].as_str() {
         Some("initialize") => vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{
             "protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}})
         .to_string()],
@@ -337,6 +387,7 @@ fn progress_is_reported_for_calls_that_ask() {
             ]
         }
         _ => Vec::new(),
+    }
     });
     let mut sim = Sim::new(config(EraMode::Legacy), peer);
     sim.connect();
@@ -346,9 +397,12 @@ fn progress_is_reported_for_calls_that_ask() {
         .events
         .iter()
         .filter_map(|e| match e {
-            Event::Progress { progress, total, message, .. } => {
-                Some((*progress, *total, message.clone()))
-            }
+            Event::Progress {
+                progress,
+                total,
+                message,
+                ..
+            } => Some((*progress, *total, message.clone())),
             _ => None,
         })
         .collect();
@@ -363,8 +417,14 @@ fn confirm_is_answered_through_the_same_api_in_both_eras() {
         let mut sim = Sim::new(config(mode), example::server());
         sim.handler = Some(Box::new(AcceptDefaults));
         sim.connect();
-        let out = sim.call(CallRequest::call_tool("confirm", json!({}))).unwrap();
-        assert_eq!(text_of(&out), "accepted: proceed=true name=friend", "{mode:?}");
+        let out = sim
+            .call(CallRequest::call_tool("confirm", json!({})))
+            .unwrap();
+        assert_eq!(
+            text_of(&out),
+            "accepted: proceed=true name=friend",
+            "{mode:?}"
+        );
         let asked = sim
             .events
             .iter()
@@ -391,7 +451,11 @@ fn declining_reaches_the_tool() {
         .client
         .call(sim.now, CallRequest::call_tool("confirm", json!({})))
         .unwrap();
-    sim.run_until(|s| s.events.iter().any(|e| matches!(e, Event::InputRequested { .. })));
+    sim.run_until(|s| {
+        s.events
+            .iter()
+            .any(|e| matches!(e, Event::InputRequested { .. }))
+    });
     let input = sim
         .events
         .iter()
@@ -403,8 +467,14 @@ fn declining_reaches_the_tool() {
             _ => None,
         })
         .unwrap();
-    sim.client.respond(sim.now, input, InputAnswer::decline()).unwrap();
-    assert!(sim.client.respond(sim.now, input, InputAnswer::decline()).is_err());
+    sim.client
+        .respond(sim.now, input, InputAnswer::decline())
+        .unwrap();
+    assert!(
+        sim.client
+            .respond(sim.now, input, InputAnswer::decline())
+            .is_err()
+    );
     sim.run_until(|s| s.completion(id).is_some());
     assert_eq!(text_of(&sim.completion(id).unwrap().unwrap()), "declined");
 }
@@ -413,7 +483,8 @@ fn declining_reaches_the_tool() {
 fn mrtr_server(rounds: usize) -> impl mcp_tests::Peer {
     let state = "opaque \"state\" with \\ escapes, ü and \u{1F600}".to_owned();
     let mut seen = 0;
-    Scripted::new(move |m: &Value| match m["method"].as_str() {
+    Scripted::new(move |m: &Value| {
+        match m["method"].as_str() {
         Some("server/discover") => vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{"resultType":"complete",
             "supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"ttlMs":0,"cacheScope":"public"}})
         .to_string()],
@@ -436,6 +507,7 @@ fn mrtr_server(rounds: usize) -> impl mcp_tests::Peer {
             }
         }
         _ => Vec::new(),
+    }
     })
 }
 
@@ -444,7 +516,9 @@ fn request_state_is_echoed_verbatim_over_several_rounds() {
     let mut sim = Sim::new(config(EraMode::Auto), mrtr_server(3));
     sim.handler = Some(Box::new(AcceptDefaults));
     sim.connect();
-    let out = sim.call(CallRequest::call_tool("t", json!({"x": 1}))).unwrap();
+    let out = sim
+        .call(CallRequest::call_tool("t", json!({"x": 1})))
+        .unwrap();
     assert_eq!(text_of(&out), "after 3");
     assert_eq!(out.rounds, 3);
     let ids: Vec<_> = sim
@@ -457,7 +531,11 @@ fn request_state_is_echoed_verbatim_over_several_rounds() {
     assert_eq!(ids.len(), 4);
     assert_eq!(unique.len(), 4);
     for m in sim.sent_with_method("tools/call") {
-        assert_eq!(m["params"]["arguments"], json!({"x": 1}), "original params kept");
+        assert_eq!(
+            m["params"]["arguments"],
+            json!({"x": 1}),
+            "original params kept"
+        );
     }
 }
 
@@ -466,7 +544,9 @@ fn rounds_are_capped() {
     let mut sim = Sim::new(config(EraMode::Auto), mrtr_server(100));
     sim.handler = Some(Box::new(AcceptDefaults));
     sim.connect();
-    let err = sim.call(CallRequest::call_tool("t", json!({}))).unwrap_err();
+    let err = sim
+        .call(CallRequest::call_tool("t", json!({})))
+        .unwrap_err();
     assert_eq!(err, CallError::TooManyRounds(10));
     // The first request and ten retries; the eleventh input_required ends it.
     assert_eq!(sim.sent_with_method("tools/call").len(), 11);
@@ -480,9 +560,15 @@ fn undeclared_capabilities_are_refused() {
     let mut sim = Sim::new(no_caps, example::server());
     sim.connect();
     let out = sim.call(CallRequest::call_tool("confirm", json!({})));
-    assert!(!sim.events.iter().any(|e| matches!(e, Event::InputRequested { .. })));
     assert!(
-        sim.events.iter().any(|e| matches!(e, Event::PeerError(PeerError::RequestRefused { .. })))
+        !sim.events
+            .iter()
+            .any(|e| matches!(e, Event::InputRequested { .. }))
+    );
+    assert!(
+        sim.events
+            .iter()
+            .any(|e| matches!(e, Event::PeerError(PeerError::RequestRefused { .. })))
             || out.is_err()
             || out.as_ref().unwrap().tool_result().unwrap().is_error == Some(true),
         "{out:?}"
@@ -491,13 +577,16 @@ fn undeclared_capabilities_are_refused() {
     let no_caps = ClientConfig::new("sim", "1").era_mode(EraMode::Auto);
     let mut sim = Sim::new(no_caps, example::server());
     sim.connect();
-    let err = sim.call(CallRequest::call_tool("confirm", json!({}))).unwrap_err();
+    let err = sim
+        .call(CallRequest::call_tool("confirm", json!({})))
+        .unwrap_err();
     assert_eq!(err.code(), Some(-32021));
 }
 
 #[test]
 fn an_input_request_of_an_undeclared_kind_fails_the_call() {
-    let peer = Scripted::new(|m: &Value| match m["method"].as_str() {
+    let peer = Scripted::new(|m: &Value| {
+        match m["method"].as_str() {
         Some("server/discover") => vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{"resultType":"complete",
             "supportedVersions":["2026-07-28"],"capabilities":{},"ttlMs":0,"cacheScope":"public"}})
         .to_string()],
@@ -505,26 +594,33 @@ fn an_input_request_of_an_undeclared_kind_fails_the_call() {
             "inputRequests":{"s":{"method":"sampling/createMessage","params":{"messages":[],"maxTokens":1}}}}})
         .to_string()],
         _ => Vec::new(),
+    }
     });
     let mut sim = Sim::new(config(EraMode::Auto), peer);
     sim.connect();
-    let err = sim.call(CallRequest::call_tool("t", json!({}))).unwrap_err();
+    let err = sim
+        .call(CallRequest::call_tool("t", json!({})))
+        .unwrap_err();
     assert!(matches!(err, CallError::InvalidInputRequest(m) if m.contains("sampling")));
 }
 
 #[test]
 fn unknown_result_types_are_errors() {
-    let peer = Scripted::new(|m: &Value| match m["method"].as_str() {
+    let peer = Scripted::new(|m: &Value| {
+        match m["method"].as_str() {
         Some("server/discover") => vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{"resultType":"complete",
             "supportedVersions":["2026-07-28"],"capabilities":{},"ttlMs":0,"cacheScope":"public"}})
         .to_string()],
         Some("tools/call") => vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{"resultType":"task"}}).to_string()],
         Some("tools/list") => vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{"resultType":"input_required","requestState":"x"}}).to_string()],
         _ => Vec::new(),
+    }
     });
     let mut sim = Sim::new(config(EraMode::Auto), peer);
     sim.connect();
-    let err = sim.call(CallRequest::call_tool("t", json!({}))).unwrap_err();
+    let err = sim
+        .call(CallRequest::call_tool("t", json!({})))
+        .unwrap_err();
     assert!(matches!(err, CallError::InvalidResponse(m) if m.contains("task")));
     let err = sim.call(CallRequest::list_tools()).unwrap_err();
     assert!(matches!(err, CallError::InvalidResponse(m) if m.contains("input_required")));
@@ -535,7 +631,8 @@ fn unknown_result_types_are_errors() {
 /// A legacy server that answers each tools/call with `lines` (with `ID` replaced by the
 /// request id) followed by a proper result.
 fn noisy_server(noise: &'static [&'static str]) -> impl mcp_tests::Peer {
-    Scripted::new(move |m: &Value| match m["method"].as_str() {
+    Scripted::new(move |m: &Value| {
+        match m["method"].as_str() {
         Some("initialize") => vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{
             "protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}})
         .to_string()],
@@ -549,6 +646,7 @@ fn noisy_server(noise: &'static [&'static str]) -> impl mcp_tests::Peer {
             out
         }
         _ => Vec::new(),
+    }
     })
 }
 
@@ -573,13 +671,18 @@ fn garbage_and_strangers_do_not_harm_calls() {
         .filter(|e| matches!(e, Event::PeerError(_)))
         .count();
     assert_eq!(peer_errors, 6, "{:#?}", sim.events);
-    assert!(sim.events.iter().any(|e| matches!(e, Event::Notification(n) if n.method == "notifications/message")));
+    assert!(
+        sim.events
+            .iter()
+            .any(|e| matches!(e, Event::Notification(n) if n.method == "notifications/message"))
+    );
 }
 
 #[test]
 fn a_duplicate_response_is_reported_and_ignored() {
     let mut first = true;
-    let peer = Scripted::new(move |m: &Value| match m["method"].as_str() {
+    let peer = Scripted::new(move |m: &Value| {
+        match m["method"].as_str() {
         Some("initialize") => vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{
             "protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}})
         .to_string()],
@@ -592,12 +695,17 @@ fn a_duplicate_response_is_reported_and_ignored() {
             vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{"content":[]}}).to_string()]
         }
         _ => Vec::new(),
+    }
     });
     let mut sim = Sim::new(config(EraMode::Legacy), peer);
     sim.connect();
     sim.call(CallRequest::call_tool("x", json!({}))).unwrap();
     sim.call(CallRequest::call_tool("x", json!({}))).unwrap();
-    assert!(sim.events.iter().any(|e| matches!(e, Event::PeerError(PeerError::DuplicateResponse(_)))));
+    assert!(
+        sim.events
+            .iter()
+            .any(|e| matches!(e, Event::PeerError(PeerError::DuplicateResponse(_))))
+    );
 }
 
 #[test]
@@ -606,12 +714,17 @@ fn a_malformed_response_fails_only_its_call() {
         &[r#"{"jsonrpc":"2.0","id":ID,"result":{},"error":{"code":1,"message":"both"}}"#];
     let mut sim = Sim::new(config(EraMode::Legacy), noisy_server(noise));
     sim.connect();
-    let err = sim.call(CallRequest::call_tool("x", json!({}))).unwrap_err();
+    let err = sim
+        .call(CallRequest::call_tool("x", json!({})))
+        .unwrap_err();
     assert!(matches!(err, CallError::InvalidResponse(m) if m.contains("exactly one")));
     // The real answer that follows is then a stranger, and the next call works.
     let noise_free = sim.call(CallRequest::list_tools());
     assert!(noise_free.is_err() || noise_free.is_ok());
-    assert_eq!(sim.client.state(), ConnectionState::Ready(Era::Legacy, ProtocolVersion::V2025_11_25));
+    assert_eq!(
+        sim.client.state(),
+        ConnectionState::Ready(Era::Legacy, ProtocolVersion::V2025_11_25)
+    );
 }
 
 #[test]
@@ -619,15 +732,22 @@ fn an_oversized_line_is_dropped_with_a_clear_error() {
     let mut limits = Limits::default();
     limits.max_message_bytes = 1024;
     let big: &'static str = Box::leak(
-        format!(r#"{{"jsonrpc":"2.0","method":"notifications/message","params":{{"data":"{}"}}}}"#, "x".repeat(5000))
-            .into_boxed_str(),
+        format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/message","params":{{"data":"{}"}}}}"#,
+            "x".repeat(5000)
+        )
+        .into_boxed_str(),
     );
     let noise: &'static [&'static str] = Box::leak(vec![big].into_boxed_slice());
     let mut sim = Sim::new(config(EraMode::Legacy).limits(limits), noisy_server(noise));
     sim.connect();
     let out = sim.call(CallRequest::call_tool("x", json!({}))).unwrap();
     assert_eq!(text_of(&out), "ok");
-    assert!(sim.events.iter().any(|e| matches!(e, Event::PeerError(PeerError::Oversized { seen }) if *seen > 1024)));
+    assert!(
+        sim.events
+            .iter()
+            .any(|e| matches!(e, Event::PeerError(PeerError::Oversized { seen }) if *seen > 1024))
+    );
 }
 
 #[test]
@@ -639,13 +759,17 @@ fn a_server_exiting_mid_call_fails_the_call_and_closes() {
         .call(sim.now, CallRequest::call_tool("hang", json!({})))
         .unwrap();
     sim.step();
-    sim.client.handle_input(sim.now, b"{\"jsonrpc\":\"2.0\",\"id\":");
+    sim.client
+        .handle_input(sim.now, b"{\"jsonrpc\":\"2.0\",\"id\":");
     sim.client.handle_eof(sim.now);
     sim.drain();
     let reason = CloseReason::ServerExited { truncated: 22 };
     assert!(matches!(sim.completion(id), Some(Err(CallError::Closed(r))) if r == reason));
     assert_eq!(closed_reason(&sim), Some(reason));
-    assert!(matches!(sim.events.last(), Some(Event::Closed { .. })), "Closed is last");
+    assert!(
+        matches!(sim.events.last(), Some(Event::Closed { .. })),
+        "Closed is last"
+    );
     assert!(sim.client.call(sim.now, CallRequest::list_tools()).is_err());
 }
 
@@ -666,7 +790,11 @@ fn too_many_unpolled_notifications_are_dropped_and_counted() {
         .filter(|e| matches!(e, Event::Notification(_)))
         .count();
     assert_eq!(kept, 3);
-    assert!(sim.events.iter().any(|e| matches!(e, Event::NotificationsDropped { count: 7 })));
+    assert!(
+        sim.events
+            .iter()
+            .any(|e| matches!(e, Event::NotificationsDropped { count: 7 }))
+    );
 }
 
 // ----- chunking invariance ------------------------------------------------------------
@@ -704,7 +832,10 @@ fn events_do_not_depend_on_chunking() {
         out
     };
     let whole = run(&[transcript]);
-    assert!(whole.iter().any(|e| e.contains("CallCompleted")), "{whole:?}");
+    assert!(
+        whole.iter().any(|e| e.contains("CallCompleted")),
+        "{whole:?}"
+    );
     let bytes: Vec<&[u8]> = transcript.chunks(1).collect();
     assert_eq!(run(&bytes), whole);
     for i in 0..=transcript.len() {

@@ -4,8 +4,8 @@
 use mcp_proto::client::{ClientConfig, Event};
 use mcp_proto::jsonrpc::{Message, Response};
 use mcp_proto::version::{
-    HttpProbeOutcome, HttpProbeVerdict, ProbeOutcome, ProbeVerdict, ProtocolVersion,
-    VersionPolicy, classify_http_probe, classify_probe,
+    HttpProbeOutcome, HttpProbeVerdict, ProbeOutcome, ProbeVerdict, ProtocolVersion, VersionPolicy,
+    classify_http_probe, classify_probe,
 };
 use mcp_tests::{Scripted, Sim, load_vectors};
 use serde_json::Value;
@@ -114,7 +114,10 @@ fn every_stdio_row_through_the_classifier() {
             );
         }
         if id == "stdio-process-exit" {
-            assert!(matches!(verdict, ProbeVerdict::Legacy { restart: true, .. }));
+            assert!(matches!(
+                verdict,
+                ProbeVerdict::Legacy { restart: true, .. }
+            ));
         }
     }
 }
@@ -155,7 +158,10 @@ fn every_stdio_row_through_the_machine() {
             sim.step();
             sim.client.handle_eof(sim.now);
             let ev = sim.client.poll_event();
-            assert!(matches!(ev, Some(Event::RestartTransport)), "row {id}: {ev:?}");
+            assert!(
+                matches!(ev, Some(Event::RestartTransport)),
+                "row {id}: {ev:?}"
+            );
             continue;
         }
         if out.get("timeout").is_some() {
@@ -173,7 +179,10 @@ fn every_stdio_row_through_the_machine() {
             .filter(|l| !l.is_empty())
             .map(|l| serde_json::from_slice(l).unwrap())
             .collect();
-        let method = next.first().and_then(|m| m["method"].as_str()).unwrap_or("");
+        let method = next
+            .first()
+            .and_then(|m| m["method"].as_str())
+            .unwrap_or("");
         match expected(row) {
             "legacy" => assert_eq!(method, "initialize", "row {id}"),
             "modern" if id == "stdio-32022" => {

@@ -1,1 +1,90 @@
-fn main(){}
+//! `mcp`, the reference command-line client (stdio servers), built on `mcp-blocking`.
+//!
+//! ```text
+//! cargo run -p mcp-blocking --example mcp -- demo
+//! cargo run -p mcp-blocking --example mcp -- add ex --stdio "$(command -v mcp)" -- serve-example --stdio
+//! cargo run -p mcp-blocking --example mcp -- call ex add --arg a=2 --arg b=3
+//! ```
+//!
+//! The contract (commands, output, exit status) is `cli.md` in the project's shared docs.
+//! Everything here goes through the public API of `mcp-blocking`.
+
+mod args;
+mod commands;
+mod config;
+mod demo;
+mod output;
+mod prompt;
+mod session;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use args::{Command, Format, Global, Usage};
+use output::Failure;
+
+fn main() -> ExitCode {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let invocation = match args::parse(&argv) {
+        Ok(inv) => inv,
+        Err(Usage(msg)) => {
+            // The format flag may be fine even when something else is not.
+            let json = argv
+                .windows(2)
+                .any(|w| w[0] == "--format" && w[1] == "json")
+                || argv.iter().any(|a| a == "--format=json");
+            let format = if json { Format::Json } else { Format::Text };
+            return ExitCode::from(output::report(format, false, &Failure::Usage(msg)));
+        }
+    };
+    let global = invocation.global;
+    let code = match run(&global, invocation.command) {
+        Ok(code) => code,
+        Err(failure) => output::report(global.format, global.verbose, &failure),
+    };
+    let _ = std::io::stdout().flush();
+    ExitCode::from(code)
+}
+
+/// Runs one command; `Ok` carries the exit status of a command that did its job (0, or
+/// 3 when the tool answered `isError`).
+fn run(global: &Global, command: Command) -> Result<u8, Failure> {
+    match command {
+        Command::Help => {
+            print!("{}", args::HELP);
+            Ok(0)
+        }
+        Command::Add {
+            name,
+            command,
+            args,
+            env,
+            era,
+        } => commands::add(global, &name, command, args, env, era),
+        Command::List => commands::list(global),
+        Command::Get { name } => commands::get(global, &name),
+        Command::Remove { name } => commands::remove(global, &name),
+        Command::Tools { server } => commands::tools(global, &server),
+        Command::Call {
+            server,
+            tool,
+            args_json,
+            args,
+            input,
+        } => commands::call(global, &server, &tool, args_json.as_deref(), &args, input),
+        Command::Resources { server } => commands::resources(global, &server),
+        Command::Read { server, uri, input } => commands::read(global, &server, &uri, input),
+        Command::Prompts { server } => commands::prompts(global, &server),
+        Command::Prompt {
+            server,
+            name,
+            args,
+            input,
+        } => commands::prompt(global, &server, &name, &args, input),
+        Command::Test { name } => commands::test(global, &name),
+        Command::Status { name, connect } => commands::status(global, name.as_deref(), connect),
+        Command::Doctor { connect } => commands::doctor(global, connect),
+        Command::Demo => demo::run(global),
+        Command::ServeExample { era } => commands::serve_example(&era),
+    }
+}

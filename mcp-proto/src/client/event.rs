@@ -135,6 +135,14 @@ pub enum CallError {
     /// The user (or handler) refused to answer an input request.
     #[error("input refused: {0}")]
     InputRefused(ErrorObject),
+    /// The HTTP exchange failed: a status other than success (with the JSON-RPC error of
+    /// the body, when there was one), or no response at all.
+    #[error("{0}")]
+    Http(HttpFailure),
+    /// The legacy session expired (HTTP 404) while the call was in flight; a new session
+    /// is being set up. The call was not replayed.
+    #[error("the session expired while the call was in flight")]
+    SessionExpired,
 }
 
 impl CallError {
@@ -143,8 +151,58 @@ impl CallError {
     pub fn code(&self) -> Option<i64> {
         match self {
             CallError::Server(e) => Some(e.code),
+            CallError::Http(h) => h.error.as_ref().map(|e| e.code),
             _ => None,
         }
+    }
+
+    /// The HTTP status, for failed HTTP exchanges.
+    #[must_use]
+    pub fn http_status(&self) -> Option<u16> {
+        match self {
+            CallError::Http(h) => h.status,
+            _ => None,
+        }
+    }
+}
+
+/// An HTTP exchange that did not produce a JSON-RPC answer.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct HttpFailure {
+    /// The status, when a response arrived.
+    pub status: Option<u16>,
+    /// The JSON-RPC error in the body, when there was one (code and `data` kept).
+    pub error: Option<ErrorObject>,
+    /// What went wrong, for people.
+    pub detail: String,
+}
+
+impl HttpFailure {
+    /// A failure with these parts.
+    #[must_use]
+    pub fn new(status: Option<u16>, error: Option<ErrorObject>, detail: impl Into<String>) -> Self {
+        HttpFailure {
+            status,
+            error,
+            detail: detail.into(),
+        }
+    }
+}
+
+impl fmt::Display for HttpFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.status {
+            Some(s) => write!(f, "HTTP {s}")?,
+            None => f.write_str("HTTP exchange failed")?,
+        }
+        if !self.detail.is_empty() {
+            write!(f, ": {}", self.detail)?;
+        }
+        if let Some(e) = &self.error {
+            write!(f, " ({e})")?;
+        }
+        Ok(())
     }
 }
 
@@ -173,6 +231,16 @@ pub enum CloseReason {
     /// `initialize` (or the modern probe after a retry) was not answered in time.
     #[error("the server did not answer the handshake within {0:?}")]
     HandshakeTimeout(std::time::Duration),
+    /// The server answered the handshake over HTTP with a failure that says nothing
+    /// about its era (403, 5xx, a network error, a timeout).
+    #[error("{0}")]
+    Http(HttpFailure),
+    /// The server wants authorization (HTTP 401).
+    #[error("the server requires authorization (HTTP 401)")]
+    AuthRequired {
+        /// The `WWW-Authenticate` challenge, when present.
+        challenge: Option<String>,
+    },
 }
 
 /// Misbehaviour of the server that did not end the connection.

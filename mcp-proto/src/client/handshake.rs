@@ -7,7 +7,9 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::{Client, CloseReason, Event, Handshake, Phase, State, remember, request};
+use super::{
+    Client, CloseReason, Event, Handshake, HttpFailure, Phase, State, Transport, remember, request,
+};
 use crate::jsonrpc::{self, ErrorObject, RequestId};
 use crate::model::{Implementation, ServerDetails};
 use crate::version::{Era, EraMode, ProbeOutcome, ProbeVerdict, ProtocolVersion, classify_probe};
@@ -148,7 +150,7 @@ impl Client {
         }
     }
 
-    fn act_on_verdict(
+    pub(super) fn act_on_verdict(
         &mut self,
         now: Instant,
         verdict: ProbeVerdict,
@@ -259,6 +261,14 @@ impl Client {
         };
         remember(&mut self.ignored_ids, h.rpc_id);
         match h.phase {
+            Phase::Probe { .. } if self.transport == Transport::Http => {
+                // On HTTP, silence is an outage, not a legacy server.
+                self.close_with(CloseReason::Http(HttpFailure::new(
+                    None,
+                    None,
+                    "no answer to server/discover in time",
+                )));
+            }
             Phase::Probe { version, retried } if self.config.era_mode == EraMode::Auto => {
                 let verdict = classify_probe(
                     &ProbeOutcome::Timeout,

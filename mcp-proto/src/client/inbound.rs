@@ -160,8 +160,7 @@ impl Client {
             .and_then(|p| p.next_cursor);
         let limits = &self.config.limits;
         call.pages += 1;
-        call.items
-            .extend(page_items.iter().map(jsonrpc::to_raw));
+        call.items.extend(page_items.iter().map(jsonrpc::to_raw));
         if call.items.len() > limits.max_list_items {
             self.complete(id, Err(CallError::ListTooLong("the item limit")));
             return;
@@ -191,9 +190,10 @@ impl Client {
                 self.send_call(now, id);
             }
             None => {
-                let call = self.calls.get_mut(&id).map(|c| {
-                    (std::mem::take(&mut c.items), c.pages)
-                });
+                let call = self
+                    .calls
+                    .get_mut(&id)
+                    .map(|c| (std::mem::take(&mut c.items), c.pages));
                 if let Some((items, pages)) = call {
                     self.complete(
                         id,
@@ -423,7 +423,9 @@ impl Client {
                     .as_deref()
                     .and_then(|p| serde_json::from_str::<Progress>(p.get()).ok())
                 else {
-                    self.peer_error(PeerError::Protocol("malformed progress notification".into()));
+                    self.peer_error(PeerError::Protocol(
+                        "malformed progress notification".into(),
+                    ));
                     return;
                 };
                 let token = p.token.as_u64();

@@ -34,6 +34,7 @@ mod handshake;
 mod inbound;
 mod output;
 mod request;
+mod transport;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::{Duration, Instant};
@@ -42,8 +43,8 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 pub use event::{
-    ApiMisuse, CallError, CallId, CallOutput, CloseReason, ConnectionState, Event, InputAnswer,
-    InputId, InputRequest, PeerError,
+    ApiMisuse, CallError, CallId, CallOutput, CloseReason, ConnectionState, Event, HttpFailure,
+    InputAnswer, InputId, InputRequest, PeerError,
 };
 pub use output::{AcceptDefaults, DeclineAll, InputHandler};
 pub use request::CallRequest;
@@ -138,6 +139,18 @@ pub struct Client {
     server: Option<ServerDetails>,
     /// Since when legacy server requests have been waiting for the user.
     paused_since: Option<Instant>,
+    transport: Transport,
+    close_reason: Option<CloseReason>,
+    /// JSON-RPC ids whose HTTP exchange must be aborted (2026 cancellation over HTTP).
+    aborts: VecDeque<i64>,
+}
+
+/// The kind of transport under the machine: it changes how calls are cancelled and what
+/// counts as era evidence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Transport {
+    Stdio,
+    Http,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -217,6 +230,9 @@ impl Client {
             envelope: String::new(),
             server: None,
             paused_since: None,
+            transport: Transport::Stdio,
+            close_reason: None,
+            aborts: VecDeque::new(),
         };
         client.start(now);
         client
@@ -231,6 +247,12 @@ impl Client {
             State::Ready(e, v) => ConnectionState::Ready(e, v),
             State::Closed => ConnectionState::Closed,
         }
+    }
+
+    /// Why the connection closed, once it has.
+    #[must_use]
+    pub fn close_reason(&self) -> Option<&CloseReason> {
+        self.close_reason.as_ref()
     }
 
     /// What the server said about itself, once connected.
@@ -397,7 +419,9 @@ impl Client {
         }
         let id = CallId(self.next_call);
         self.next_call += 1;
-        let timeout = request.timeout.unwrap_or(self.config.limits.request_timeout);
+        let timeout = request
+            .timeout
+            .unwrap_or(self.config.limits.request_timeout);
         let progress_token = request.progress.then_some(id.0);
         self.calls.insert(
             id,
@@ -548,11 +572,16 @@ impl Client {
         let Some(rpc_id) = self.calls.get(&id).and_then(|c| c.rpc_id) else {
             return;
         };
+        remember(&mut self.ignored_ids, rpc_id);
+        if self.transport == Transport::Http && self.era() == Some(Era::Modern) {
+            // 2026 over HTTP: closing the response stream is the cancellation.
+            self.aborts.push_back(rpc_id);
+            return;
+        }
         let params = jsonrpc::to_raw(&serde_json::json!({"requestId": rpc_id, "reason": reason}));
         let mut out = Vec::new();
         jsonrpc::encode_notification(&mut out, "notifications/cancelled", Some(&params));
         self.outgoing.push_back(out);
-        remember(&mut self.ignored_ids, rpc_id);
     }
 
     /// Ends a call with its one `CallCompleted` event and voids its pending inputs.
@@ -568,7 +597,8 @@ impl Client {
                 self.events.push_back(Event::InputCancelled { input });
             }
         }
-        self.events.push_back(Event::CallCompleted { call: id, outcome });
+        self.events
+            .push_back(Event::CallCompleted { call: id, outcome });
     }
 
     fn peer_error(&mut self, error: PeerError) {
@@ -613,6 +643,7 @@ impl Client {
             self.events.push_back(Event::InputCancelled { input });
         }
         self.outgoing.clear();
+        self.close_reason = Some(reason.clone());
         self.events.push_back(Event::Closed { reason });
     }
 

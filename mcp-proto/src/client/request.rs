@@ -218,7 +218,8 @@ mod tests {
     #[test]
     fn params_put_meta_first_and_merge_caller_meta() {
         let mut out = Vec::new();
-        let Value::Object(p) = json!({"name":"t","_meta":{"x.y/z":1,"io.modelcontextprotocol/protocolVersion":"bad"}})
+        let Value::Object(p) =
+            json!({"name":"t","_meta":{"x.y/z":1,"io.modelcontextprotocol/protocolVersion":"bad"}})
         else {
             unreachable!()
         };

@@ -54,8 +54,10 @@ pub fn jsonrpc_decode(data: &[u8]) {
 /// exactly once. `start` is any instant (the fuzz target passes the current time).
 pub fn client_with_server_bytes(data: &[u8], start: Instant) {
     let mut now = start;
-    let mut limits = Limits::default();
-    limits.max_message_bytes = 4096;
+    let limits = Limits {
+        max_message_bytes: 4096,
+        ..Limits::default()
+    };
     let config = ClientConfig::new("fuzz", "0").limits(limits);
     let mut client = Client::new(config, now);
     let mut calls = Vec::new();
@@ -103,3 +105,6 @@ pub fn client_with_server_bytes(data: &[u8], start: Instant) {
         assert!(completed.contains(&call), "call {call} never completed");
     }
 }
+
+pub mod http;
+pub mod sse;

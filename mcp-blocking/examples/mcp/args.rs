@@ -1,0 +1,606 @@
+//! Command-line parsing by hand (no argument-parsing dependency).
+//!
+//! Global flags (`--format`, `--timeout`, `--config`, `-v`) may appear anywhere before
+//! `--`. Each command declares its own flags; a flag that takes a value always consumes
+//! the next word, so `--arg text=-v` passes `-v` as a value.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// A usage error: exit status 2.
+#[derive(Debug)]
+pub struct Usage(pub String);
+
+impl Usage {
+    pub fn new(msg: impl Into<String>) -> Self {
+        Usage(msg.into())
+    }
+}
+
+/// `--format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+/// The flags every command takes.
+#[derive(Debug, Clone)]
+pub struct Global {
+    pub format: Format,
+    pub timeout: Option<Duration>,
+    pub config: Option<PathBuf>,
+    pub verbose: bool,
+}
+
+/// How requests for input are answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputMode {
+    /// On a terminal: ask the person.
+    Prompt,
+    /// `--auto-accept`: schema defaults.
+    AutoAccept,
+    /// `--no-input` (default off a terminal): no elicitation capability at all.
+    None,
+}
+
+/// What to do.
+#[derive(Debug, Clone)]
+pub enum Command {
+    Help,
+    Add {
+        name: String,
+        command: String,
+        args: Vec<String>,
+        env: Vec<String>,
+        era: String,
+    },
+    List,
+    Get {
+        name: String,
+    },
+    Remove {
+        name: String,
+    },
+    Tools {
+        server: String,
+    },
+    Call {
+        server: String,
+        tool: String,
+        args_json: Option<String>,
+        args: Vec<(String, String)>,
+        input: Option<InputMode>,
+    },
+    Resources {
+        server: String,
+    },
+    Read {
+        server: String,
+        uri: String,
+        input: Option<InputMode>,
+    },
+    Prompts {
+        server: String,
+    },
+    Prompt {
+        server: String,
+        name: String,
+        args: Vec<(String, String)>,
+        input: Option<InputMode>,
+    },
+    Test {
+        name: String,
+    },
+    Status {
+        name: Option<String>,
+        connect: bool,
+    },
+    Doctor {
+        connect: bool,
+    },
+    Demo,
+    ServeExample {
+        era: String,
+    },
+}
+
+/// A parsed command line.
+#[derive(Debug)]
+pub struct Invocation {
+    pub global: Global,
+    pub command: Command,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// `--flag VALUE`, once.
+    Value,
+    /// `--flag VALUE`, any number of times.
+    Repeat,
+    /// `--flag`.
+    Bool,
+}
+
+const GLOBAL: &[(&str, Kind)] = &[
+    ("--format", Kind::Value),
+    ("--timeout", Kind::Value),
+    ("--config", Kind::Value),
+    ("-v", Kind::Bool),
+    ("--verbose", Kind::Bool),
+    ("-h", Kind::Bool),
+    ("--help", Kind::Bool),
+];
+
+const INPUT_FLAGS: &[(&str, Kind)] = &[("--auto-accept", Kind::Bool), ("--no-input", Kind::Bool)];
+
+fn command_flags(command: &str) -> Option<&'static [(&'static str, Kind)]> {
+    Some(match command {
+        "add" => &[
+            ("--stdio", Kind::Value),
+            ("--url", Kind::Value),
+            ("--env", Kind::Repeat),
+            ("--era", Kind::Value),
+            ("--oauth-resource", Kind::Value),
+            ("--oauth-scopes", Kind::Value),
+            ("--oauth-client-registration", Kind::Value),
+            ("--oauth-client-id", Kind::Value),
+            ("--oauth-client-secret-env", Kind::Value),
+            ("--oauth-issuer", Kind::Value),
+        ],
+        "call" => &[
+            ("--args", Kind::Value),
+            ("--arg", Kind::Repeat),
+            ("--auto-accept", Kind::Bool),
+            ("--no-input", Kind::Bool),
+        ],
+        "read" => INPUT_FLAGS,
+        "prompt" => &[
+            ("--arg", Kind::Repeat),
+            ("--auto-accept", Kind::Bool),
+            ("--no-input", Kind::Bool),
+        ],
+        "status" | "doctor" => &[("--connect", Kind::Bool)],
+        "serve-example" => &[
+            ("--stdio", Kind::Bool),
+            ("--http", Kind::Value),
+            ("--era", Kind::Value),
+        ],
+        "listen" => &[
+            ("--resource", Kind::Repeat),
+            ("--list-changed", Kind::Bool),
+            ("--max-events", Kind::Value),
+        ],
+        "auth" => &[("--scopes", Kind::Value)],
+        "list" | "get" | "remove" | "tools" | "resources" | "prompts" | "test" | "demo"
+        | "help" => &[],
+        _ => return None,
+    })
+}
+
+#[derive(Default)]
+struct Words {
+    positionals: Vec<String>,
+    flags: Vec<(&'static str, Option<String>)>,
+    /// Words after `--`.
+    trailing: Vec<String>,
+}
+
+impl Words {
+    fn has(&self, name: &str) -> bool {
+        self.flags.iter().any(|(n, _)| *n == name)
+    }
+
+    fn value(&self, name: &str) -> Option<String> {
+        self.flags
+            .iter()
+            .rev()
+            .find(|(n, _)| *n == name)
+            .and_then(|(_, v)| v.clone())
+    }
+
+    fn values(&self, name: &str) -> Vec<String> {
+        self.flags
+            .iter()
+            .filter(|(n, _)| *n == name)
+            .filter_map(|(_, v)| v.clone())
+            .collect()
+    }
+}
+
+fn lookup(table: &[(&'static str, Kind)], word: &str) -> Option<(&'static str, Kind)> {
+    table.iter().find(|(n, _)| *n == word).copied()
+}
+
+/// Parses the arguments after the program name.
+pub fn parse(argv: &[String]) -> Result<Invocation, Usage> {
+    // Find the command: the first word that is not a global flag or its value.
+    let mut i = 0;
+    let mut command = None;
+    while i < argv.len() {
+        let word = flag_name(&argv[i]);
+        match lookup(GLOBAL, word) {
+            Some((_, Kind::Bool)) => i += 1,
+            Some(_) if argv[i].contains('=') => i += 1,
+            Some(_) => i += 2,
+            None if word == "--" => break,
+            None if word.starts_with('-') && word.len() > 1 => {
+                return Err(Usage::new(format!("unknown option {word}")));
+            }
+            None => {
+                command = Some(argv[i].clone());
+                break;
+            }
+        }
+    }
+    let Some(command_name) = command else {
+        if argv.iter().any(|a| a == "-h" || a == "--help") {
+            return parse(&["help".to_owned()]);
+        }
+        return Err(Usage::new(
+            "missing command (try `mcp demo`, or `mcp help` for the list)",
+        ));
+    };
+    let Some(table) = command_flags(&command_name) else {
+        return Err(Usage::new(format!("unknown command {command_name:?}")));
+    };
+
+    let mut words = Words::default();
+    let mut seen_command = false;
+    let mut it = argv.iter();
+    while let Some(arg) = it.next() {
+        if arg == "--" {
+            words.trailing = it.by_ref().cloned().collect();
+            break;
+        }
+        let name = flag_name(arg);
+        let inline = arg.split_once('=').map(|(_, v)| v.to_owned());
+        let found = lookup(GLOBAL, name).or_else(|| lookup(table, name));
+        match found {
+            Some((flag, Kind::Bool)) => {
+                if inline.is_some() {
+                    return Err(Usage::new(format!("{flag} takes no value")));
+                }
+                words.flags.push((flag, None));
+            }
+            Some((flag, kind)) => {
+                let value = match inline {
+                    Some(v) => v,
+                    None => it
+                        .next()
+                        .cloned()
+                        .ok_or_else(|| Usage::new(format!("{flag} needs a value")))?,
+                };
+                if kind == Kind::Value && words.has(flag) {
+                    return Err(Usage::new(format!("{flag} given twice")));
+                }
+                words.flags.push((flag, Some(value)));
+            }
+            None if arg.starts_with('-') && arg.len() > 1 => {
+                return Err(Usage::new(format!(
+                    "unknown option {name} for `{command_name}`"
+                )));
+            }
+            None => {
+                if !seen_command && *arg == command_name {
+                    seen_command = true;
+                } else {
+                    words.positionals.push(arg.clone());
+                }
+            }
+        }
+    }
+
+    let global = Global {
+        format: match words.value("--format").as_deref() {
+            None | Some("text") => Format::Text,
+            Some("json") => Format::Json,
+            Some(other) => {
+                return Err(Usage::new(format!(
+                    "--format must be text or json, not {other:?}"
+                )));
+            }
+        },
+        timeout: match words.value("--timeout") {
+            None => None,
+            Some(s) => Some(parse_timeout(&s)?),
+        },
+        config: words.value("--config").map(PathBuf::from),
+        verbose: words.has("-v") || words.has("--verbose"),
+    };
+    if words.has("-h") || words.has("--help") {
+        return Ok(Invocation {
+            global,
+            command: Command::Help,
+        });
+    }
+    let command = build(&command_name, words)?;
+    Ok(Invocation { global, command })
+}
+
+fn flag_name(arg: &str) -> &str {
+    if arg.starts_with("--") {
+        arg.split_once('=').map_or(arg, |(n, _)| n)
+    } else {
+        arg
+    }
+}
+
+fn parse_timeout(s: &str) -> Result<Duration, Usage> {
+    let secs: f64 = s
+        .parse()
+        .map_err(|_| Usage::new(format!("--timeout wants seconds, not {s:?}")))?;
+    if !(secs > 0.0 && secs <= 86_400.0) {
+        return Err(Usage::new("--timeout must be between 0 and 86400 seconds"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+fn build(name: &str, mut w: Words) -> Result<Command, Usage> {
+    let not_yet = |what: &str| Err(Usage::new(format!("not supported yet: {what}")));
+    if name != "add" && !w.trailing.is_empty() {
+        w.positionals.append(&mut w.trailing);
+    }
+    let command = match name {
+        "help" => Command::Help,
+        "add" => {
+            if w.has("--url") || w.flags.iter().any(|(n, _)| n.starts_with("--oauth")) {
+                return not_yet("HTTP servers (`add --url`); stdio servers work (`add --stdio`)");
+            }
+            let [name] = positionals(&mut w, &["name"])?;
+            check_name(&name)?;
+            let command = w
+                .value("--stdio")
+                .ok_or_else(|| Usage::new("add needs --stdio <command> (or --url, later)"))?;
+            let era = w.value("--era").unwrap_or_else(|| "auto".to_owned());
+            check_era(&era, &["legacy", "auto", "modern"])?;
+            let env = w.values("--env");
+            for e in &env {
+                check_env_name(e)?;
+            }
+            Command::Add {
+                name,
+                command,
+                args: w.trailing,
+                env,
+                era,
+            }
+        }
+        "list" => {
+            positionals(&mut w, &[])?;
+            Command::List
+        }
+        "get" => Command::Get {
+            name: one(&mut w, "name")?,
+        },
+        "remove" => Command::Remove {
+            name: one(&mut w, "name")?,
+        },
+        "tools" => Command::Tools {
+            server: one(&mut w, "server")?,
+        },
+        "resources" => Command::Resources {
+            server: one(&mut w, "server")?,
+        },
+        "prompts" => Command::Prompts {
+            server: one(&mut w, "server")?,
+        },
+        "test" => Command::Test {
+            name: one(&mut w, "name")?,
+        },
+        "call" => {
+            let input = input_mode(&w)?;
+            let [server, tool] = positionals(&mut w, &["server", "tool"])?;
+            Command::Call {
+                server,
+                tool,
+                args_json: w.value("--args"),
+                args: key_values(&w)?,
+                input,
+            }
+        }
+        "read" => {
+            let input = input_mode(&w)?;
+            let [server, uri] = positionals(&mut w, &["server", "uri"])?;
+            Command::Read { server, uri, input }
+        }
+        "prompt" => {
+            let input = input_mode(&w)?;
+            let [server, name] = positionals(&mut w, &["server", "name"])?;
+            Command::Prompt {
+                server,
+                name,
+                args: key_values(&w)?,
+                input,
+            }
+        }
+        "status" => {
+            let name = match w.positionals.len() {
+                0 => None,
+                1 => w.positionals.pop(),
+                _ => return Err(Usage::new("status takes at most one server name")),
+            };
+            Command::Status {
+                name,
+                connect: w.has("--connect"),
+            }
+        }
+        "doctor" => {
+            positionals(&mut w, &[])?;
+            Command::Doctor {
+                connect: w.has("--connect"),
+            }
+        }
+        "demo" => {
+            positionals(&mut w, &[])?;
+            Command::Demo
+        }
+        "serve-example" => {
+            positionals(&mut w, &[])?;
+            if w.has("--http") {
+                return not_yet("serve-example --http; use --stdio");
+            }
+            let era = w.value("--era").unwrap_or_else(|| "both".to_owned());
+            check_era(&era, &["legacy", "modern", "both"])?;
+            Command::ServeExample { era }
+        }
+        "listen" => return not_yet("listen (subscriptions)"),
+        "auth" => return not_yet("auth (OAuth comes with HTTP servers)"),
+        other => return Err(Usage::new(format!("unknown command {other:?}"))),
+    };
+    Ok(command)
+}
+
+fn positionals<const N: usize>(w: &mut Words, names: &[&str; N]) -> Result<[String; N], Usage> {
+    let got = std::mem::take(&mut w.positionals);
+    if got.len() != N {
+        let want = names
+            .iter()
+            .map(|n| format!("<{n}>"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        return Err(Usage::new(if got.len() < N {
+            format!("missing argument: expected {want}")
+        } else {
+            format!("unexpected argument {:?}", got[N])
+        }));
+    }
+    got.try_into()
+        .map_err(|_| Usage::new("wrong number of arguments"))
+}
+
+fn one(w: &mut Words, name: &str) -> Result<String, Usage> {
+    let [v] = positionals(w, &[name])?;
+    Ok(v)
+}
+
+fn input_mode(w: &Words) -> Result<Option<InputMode>, Usage> {
+    match (w.has("--auto-accept"), w.has("--no-input")) {
+        (true, true) => Err(Usage::new(
+            "--auto-accept and --no-input exclude each other",
+        )),
+        (true, false) => Ok(Some(InputMode::AutoAccept)),
+        (false, true) => Ok(Some(InputMode::None)),
+        (false, false) => Ok(None),
+    }
+}
+
+fn key_values(w: &Words) -> Result<Vec<(String, String)>, Usage> {
+    w.values("--arg")
+        .into_iter()
+        .map(|kv| match kv.split_once('=') {
+            Some((k, v)) if !k.is_empty() => Ok((k.to_owned(), v.to_owned())),
+            _ => Err(Usage::new(format!("--arg wants key=value, not {kv:?}"))),
+        })
+        .collect()
+}
+
+fn check_name(name: &str) -> Result<(), Usage> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && !name.starts_with('.');
+    if ok {
+        Ok(())
+    } else {
+        Err(Usage::new(format!(
+            "server names use letters, digits, '-', '_' and '.': {name:?}"
+        )))
+    }
+}
+
+fn check_env_name(name: &str) -> Result<(), Usage> {
+    if name.contains('=') {
+        return Err(Usage::new(format!(
+            "--env takes a variable NAME only (values are read at start, never stored): {:?}",
+            name.split('=').next().unwrap_or_default()
+        )));
+    }
+    if name.is_empty() || name.contains('\0') {
+        return Err(Usage::new("--env needs a variable name"));
+    }
+    Ok(())
+}
+
+fn check_era(era: &str, allowed: &[&str]) -> Result<(), Usage> {
+    if allowed.contains(&era) {
+        Ok(())
+    } else {
+        Err(Usage::new(format!(
+            "--era must be one of {}, not {era:?}",
+            allowed.join("|")
+        )))
+    }
+}
+
+pub const HELP: &str = "\
+mcp: a Model Context Protocol client (stdio servers)
+
+Servers:
+  mcp add <name> --stdio <command> [--env NAME]... [--era legacy|auto|modern] [-- <args>...]
+  mcp list | mcp get <name> | mcp remove <name>
+  mcp test <name>                  connect, negotiate, list tools; calls no tool
+  mcp status [<name>] [--connect]  offline unless --connect (then era, version, tool count)
+  mcp doctor [--connect]           config and environment checks
+
+Using a server:
+  mcp tools <server>
+  mcp call <server> <tool> [--args JSON] [--arg key=value]... [--auto-accept] [--no-input]
+  mcp resources <server> | mcp read <server> <uri>
+  mcp prompts <server>   | mcp prompt <server> <name> [--arg key=value]...
+  mcp demo                         tour the bundled example server in both eras
+  mcp serve-example [--stdio] [--era legacy|modern|both]
+
+Global flags: --format text|json, --timeout SECS, --config FILE, -v (wire log on stderr)
+Config: --config, else $MCP_CONFIG, else $XDG_CONFIG_HOME/mcp/servers.json, else ~/.config/mcp/servers.json
+Exit status: 0 ok, 1 connection or protocol failure, 2 usage error, 3 the tool returned isError
+";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(args: &[&str]) -> Result<Invocation, Usage> {
+        parse(&args.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn globals_anywhere_and_values_are_values() {
+        let inv = p(&[
+            "--format", "json", "call", "ex", "echo", "--arg", "text=-v", "-v",
+        ])
+        .unwrap();
+        assert_eq!(inv.global.format, Format::Json);
+        assert!(inv.global.verbose);
+        let Command::Call { args, .. } = inv.command else {
+            panic!()
+        };
+        assert_eq!(args, [("text".to_owned(), "-v".to_owned())]);
+    }
+
+    #[test]
+    fn add_takes_trailing_args() {
+        let inv = p(&[
+            "add", "ex", "--stdio", "node", "--env", "HOME", "--", "s.js", "--port", "1",
+        ])
+        .unwrap();
+        let Command::Add { args, env, era, .. } = inv.command else {
+            panic!()
+        };
+        assert_eq!(args, ["s.js", "--port", "1"]);
+        assert_eq!(env, ["HOME"]);
+        assert_eq!(era, "auto");
+    }
+
+    #[test]
+    fn usage_errors() {
+        assert!(p(&["call", "ex"]).is_err());
+        assert!(p(&["frobnicate"]).is_err());
+        assert!(p(&["add", "ex", "--stdio", "x", "--env", "A=b"]).is_err());
+        assert!(p(&["tools", "ex", "--bogus"]).is_err());
+        assert!(p(&["--timeout", "abc", "list"]).is_err());
+        assert!(p(&["call", "a", "b", "--auto-accept", "--no-input"]).is_err());
+    }
+}

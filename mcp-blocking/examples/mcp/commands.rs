@@ -1,0 +1,745 @@
+//! The commands: managing the servers file, and using a server.
+
+use std::path::Path;
+use std::time::Duration;
+
+use mcp_blocking::Client;
+use mcp_blocking::mcp_proto::client::{CallOutput, CallRequest};
+use mcp_blocking::mcp_proto::model::CallToolResult;
+use mcp_blocking::mcp_proto::server::example;
+use mcp_blocking::mcp_proto::version::{Era, VersionPolicy};
+use serde::Serialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
+
+use crate::args::{Format, Global, InputMode};
+use crate::config::{self, ServerEntry, shell_words};
+use crate::output::{self, Failure, print_json, short, table};
+use crate::session;
+
+/// The JSON document of a command that talked to a server.
+#[derive(Serialize)]
+struct Doc<'a> {
+    server: &'a str,
+    #[serde(rename = "protocolVersion")]
+    protocol_version: &'a str,
+    era: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<&'a RawValue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<&'a [Box<RawValue>]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    resources: Option<&'a [Box<RawValue>]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompts: Option<&'a [Box<RawValue>]>,
+}
+
+impl<'a> Doc<'a> {
+    fn new(server: &'a str, client: &'a Client) -> Self {
+        Doc {
+            server,
+            protocol_version: client.protocol_version().as_str(),
+            era: client.era().to_string(),
+            result: None,
+            tools: None,
+            resources: None,
+            prompts: None,
+        }
+    }
+}
+
+fn config_path(global: &Global) -> Result<std::path::PathBuf, Failure> {
+    config::path(global.config.as_deref()).map_err(Failure::Config)
+}
+
+// ----- the servers file ------------------------------------------------------------
+
+pub fn add(
+    global: &Global,
+    name: &str,
+    command: String,
+    args: Vec<String>,
+    env: Vec<String>,
+    era: String,
+) -> Result<u8, Failure> {
+    if command.trim() != command
+        || (command.contains(char::is_whitespace) && !Path::new(&command).exists())
+    {
+        return Err(Failure::Usage(format!(
+            "--stdio takes the program alone; put its arguments after `--`, e.g. \
+             mcp add {name} --stdio npx -- -y some-server"
+        )));
+    }
+    let path = config_path(global)?;
+    let mut file = config::load(&path).map_err(Failure::Config)?;
+    let entry = ServerEntry {
+        command: Some(command),
+        args,
+        env,
+        url: None,
+        era,
+        extra: Map::new(),
+    };
+    let replaced = file
+        .servers
+        .insert(name.to_owned(), entry.clone())
+        .is_some();
+    config::save(&path, &file).map_err(Failure::Config)?;
+    match global.format {
+        Format::Json => print_json(&json!({
+            "added": name,
+            "replaced": replaced,
+            "config": path,
+            "entry": entry,
+        })),
+        Format::Text => {
+            let verb = if replaced { "updated" } else { "added" };
+            println!("{verb} {name}: {} (era {})", entry.summary(), entry.era);
+            if !entry.env.is_empty() {
+                println!(
+                    "  passes {} (names only: values are read when the server starts)",
+                    entry.env.join(", ")
+                );
+            }
+            println!("  in {}", path.display());
+        }
+    }
+    Ok(0)
+}
+
+pub fn list(global: &Global) -> Result<u8, Failure> {
+    let path = config_path(global)?;
+    let file = config::load(&path).map_err(Failure::Config)?;
+    match global.format {
+        Format::Json => {
+            let servers: Vec<Value> = file
+                .servers
+                .iter()
+                .map(|(name, e)| entry_json(name, e))
+                .collect();
+            print_json(&json!({"config": path, "servers": servers}));
+        }
+        Format::Text => {
+            if file.servers.is_empty() {
+                println!(
+                    "no servers in {} (add one with `mcp add <name> --stdio <command>`)",
+                    path.display()
+                );
+            }
+            let rows: Vec<Vec<String>> = file
+                .servers
+                .iter()
+                .map(|(name, e)| entry_row(name, e))
+                .collect();
+            table(&rows);
+        }
+    }
+    Ok(0)
+}
+
+/// `name  era auto  stdio  cmd args  env A,B` (names only).
+fn entry_row(name: &str, e: &ServerEntry) -> Vec<String> {
+    let env = if e.env.is_empty() {
+        String::new()
+    } else {
+        format!("env {}", e.env.join(","))
+    };
+    vec![name.to_owned(), format!("era {}", e.era), e.summary(), env]
+}
+
+fn entry_json(name: &str, e: &ServerEntry) -> Value {
+    let mut v = serde_json::to_value(e).unwrap_or(Value::Null);
+    if let Some(obj) = v.as_object_mut() {
+        obj.insert("name".into(), json!(name));
+    }
+    v
+}
+
+pub fn get(global: &Global, name: &str) -> Result<u8, Failure> {
+    let entry = session::entry(global, name)?;
+    match global.format {
+        Format::Json => print_json(&entry_json(name, &entry)),
+        Format::Text => {
+            let mut rows = vec![vec!["name".to_owned(), name.to_owned()]];
+            if let Some(cmd) = &entry.command {
+                rows.push(vec!["transport".into(), "stdio".into()]);
+                rows.push(vec!["command".into(), shell_words(cmd)]);
+                if !entry.args.is_empty() {
+                    let args: Vec<String> = entry.args.iter().map(|a| shell_words(a)).collect();
+                    rows.push(vec!["args".into(), args.join(" ")]);
+                }
+            }
+            if let Some(url) = &entry.url {
+                rows.push(vec!["url".into(), url.clone()]);
+            }
+            let env = if entry.env.is_empty() {
+                "(none: the server sees an empty environment)".to_owned()
+            } else {
+                format!("{} (names only)", entry.env.join(", "))
+            };
+            rows.push(vec!["env".into(), env]);
+            rows.push(vec!["era".into(), entry.era.clone()]);
+            table(&rows);
+        }
+    }
+    Ok(0)
+}
+
+pub fn remove(global: &Global, name: &str) -> Result<u8, Failure> {
+    let path = config_path(global)?;
+    let mut file = config::load(&path).map_err(Failure::Config)?;
+    if file.servers.remove(name).is_none() {
+        return Err(Failure::Usage(format!(
+            "no server named {name:?} in {}",
+            path.display()
+        )));
+    }
+    config::save(&path, &file).map_err(Failure::Config)?;
+    match global.format {
+        Format::Json => print_json(&json!({"removed": name})),
+        Format::Text => println!("removed {name}"),
+    }
+    Ok(0)
+}
+
+// ----- using a server ---------------------------------------------------------------
+
+/// `name(a, b?)` from an object schema: required arguments plain, optional ones with `?`.
+fn signature(name: &str, schema: Option<&Value>) -> String {
+    let Some(schema) = schema else {
+        return name.to_owned();
+    };
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let args: Vec<String> = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|p| {
+            let mut names: Vec<&String> = p.keys().collect();
+            // Required first, in the order `required` lists them.
+            names.sort_by_key(|n| required.iter().position(|r| r == n).unwrap_or(usize::MAX));
+            names
+                .into_iter()
+                .map(|n| {
+                    if required.contains(&n.as_str()) {
+                        n.clone()
+                    } else {
+                        format!("{n}?")
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    format!("{name}({})", args.join(", "))
+}
+
+fn parse_items(items: &[Box<RawValue>]) -> Vec<Value> {
+    items
+        .iter()
+        .map(|i| serde_json::from_str(i.get()).unwrap_or(Value::Null))
+        .collect()
+}
+
+fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
+    v.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+pub fn tools(global: &Global, server: &str) -> Result<u8, Failure> {
+    let mut client = session::connect(global, server, Some(InputMode::None))?;
+    let out = client.request(CallRequest::list_tools())?;
+    match global.format {
+        Format::Json => print_json(&Doc {
+            tools: Some(&out.items),
+            ..Doc::new(server, &client)
+        }),
+        Format::Text => {
+            let rows: Vec<Vec<String>> = parse_items(&out.items)
+                .iter()
+                .map(|t| {
+                    vec![
+                        signature(str_of(t, "name"), t.get("inputSchema")),
+                        short(str_of(t, "description"), 72),
+                    ]
+                })
+                .collect();
+            if rows.is_empty() {
+                println!("{server} offers no tools");
+            }
+            table(&rows);
+        }
+    }
+    client.close();
+    Ok(0)
+}
+
+/// Turns `--arg key=value` into JSON using the tool's schema: strings stay strings,
+/// numbers, booleans, arrays and objects are parsed; without a schema, JSON if it parses.
+fn coerce(schema: Option<&Value>, key: &str, raw: &str) -> Result<Value, Failure> {
+    let kind = schema
+        .and_then(|s| s.get("properties"))
+        .and_then(|p| p.get(key))
+        .and_then(|p| p.get("type"))
+        .and_then(Value::as_str);
+    let bad = |what: &str| Failure::Usage(format!("--arg {key}={raw}: expected {what}"));
+    match kind {
+        Some("string") => Ok(Value::String(raw.to_owned())),
+        Some("number") => match serde_json::from_str::<Value>(raw) {
+            Ok(v @ Value::Number(_)) => Ok(v),
+            _ => Err(bad("a number")),
+        },
+        Some("integer") => raw
+            .parse::<i64>()
+            .map(|i| json!(i))
+            .map_err(|_| bad("an integer")),
+        Some("boolean") => match raw {
+            "true" => Ok(json!(true)),
+            "false" => Ok(json!(false)),
+            _ => Err(bad("true or false")),
+        },
+        Some("array" | "object") => serde_json::from_str(raw).map_err(|_| bad("JSON")),
+        _ => Ok(serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned()))),
+    }
+}
+
+pub fn call(
+    global: &Global,
+    server: &str,
+    tool: &str,
+    args_json: Option<&str>,
+    args: &[(String, String)],
+    input: Option<InputMode>,
+) -> Result<u8, Failure> {
+    let mut arguments = match args_json {
+        None => Map::new(),
+        Some(text) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(m)) => m,
+            Ok(_) => return Err(Failure::Usage("--args must be a JSON object".into())),
+            Err(e) => return Err(Failure::Usage(format!("--args is not valid JSON: {e}"))),
+        },
+    };
+    let mut client = session::connect(global, server, input)?;
+    if !args.is_empty() {
+        let listed = client.request(CallRequest::list_tools())?;
+        let schema = parse_items(&listed.items)
+            .into_iter()
+            .find(|t| str_of(t, "name") == tool)
+            .and_then(|t| t.get("inputSchema").cloned());
+        for (k, v) in args {
+            arguments.insert(k.clone(), coerce(schema.as_ref(), k, v)?);
+        }
+    }
+    let mut request = CallRequest::call_tool(tool, Value::Object(arguments));
+    if output::show_progress() {
+        request = request.with_progress();
+    }
+    let out = client.request(request)?;
+    let result = out.tool_result()?;
+    let failed = result.is_error == Some(true);
+    match global.format {
+        Format::Json => print_json(&Doc {
+            result: Some(&out.result),
+            ..Doc::new(server, &client)
+        }),
+        Format::Text => print_tool_result(&result),
+    }
+    client.close();
+    if failed {
+        if global.format == Format::Text {
+            eprintln!("mcp: the tool {tool} reported an error");
+        }
+        return Ok(3);
+    }
+    Ok(0)
+}
+
+fn print_tool_result(result: &CallToolResult) {
+    let blocks = parse_items(&result.content);
+    let lines = output::content_text(&blocks);
+    for line in &lines {
+        println!("{line}");
+    }
+    if let Some(s) = &result.structured_content
+        && lines.is_empty()
+    {
+        let v: Value = serde_json::from_str(s.get()).unwrap_or(Value::Null);
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+    }
+}
+
+pub fn resources(global: &Global, server: &str) -> Result<u8, Failure> {
+    let mut client = session::connect(global, server, Some(InputMode::None))?;
+    let out = client.request(CallRequest::list_resources())?;
+    match global.format {
+        Format::Json => print_json(&Doc {
+            resources: Some(&out.items),
+            ..Doc::new(server, &client)
+        }),
+        Format::Text => {
+            let rows: Vec<Vec<String>> = parse_items(&out.items)
+                .iter()
+                .map(|r| {
+                    vec![
+                        str_of(r, "uri").to_owned(),
+                        str_of(r, "name").to_owned(),
+                        str_of(r, "mimeType").to_owned(),
+                    ]
+                })
+                .collect();
+            if rows.is_empty() {
+                println!("{server} offers no resources");
+            }
+            table(&rows);
+        }
+    }
+    client.close();
+    Ok(0)
+}
+
+pub fn read(
+    global: &Global,
+    server: &str,
+    uri: &str,
+    input: Option<InputMode>,
+) -> Result<u8, Failure> {
+    let mut client = session::connect(global, server, input)?;
+    let out = client.request(CallRequest::read_resource(uri))?;
+    match global.format {
+        Format::Json => print_json(&Doc {
+            result: Some(&out.result),
+            ..Doc::new(server, &client)
+        }),
+        Format::Text => {
+            let v: Value = out.result_as()?;
+            for c in v
+                .get("contents")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                match c.get("text").and_then(Value::as_str) {
+                    Some(t) => print!("{t}{}", if t.ends_with('\n') { "" } else { "\n" }),
+                    None => println!(
+                        "[blob {} {}, {} bytes of base64]",
+                        str_of(c, "uri"),
+                        str_of(c, "mimeType"),
+                        str_of(c, "blob").len()
+                    ),
+                }
+            }
+        }
+    }
+    client.close();
+    Ok(0)
+}
+
+pub fn prompts(global: &Global, server: &str) -> Result<u8, Failure> {
+    let mut client = session::connect(global, server, Some(InputMode::None))?;
+    let out = client.request(CallRequest::list_prompts())?;
+    match global.format {
+        Format::Json => print_json(&Doc {
+            prompts: Some(&out.items),
+            ..Doc::new(server, &client)
+        }),
+        Format::Text => {
+            let rows: Vec<Vec<String>> = parse_items(&out.items)
+                .iter()
+                .map(|p| {
+                    let args: Vec<String> = p
+                        .get("arguments")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .map(|a| {
+                            let n = str_of(a, "name");
+                            if a.get("required").and_then(Value::as_bool) == Some(true) {
+                                n.to_owned()
+                            } else {
+                                format!("{n}?")
+                            }
+                        })
+                        .collect();
+                    vec![
+                        format!("{}({})", str_of(p, "name"), args.join(", ")),
+                        short(str_of(p, "description"), 72),
+                    ]
+                })
+                .collect();
+            if rows.is_empty() {
+                println!("{server} offers no prompts");
+            }
+            table(&rows);
+        }
+    }
+    client.close();
+    Ok(0)
+}
+
+pub fn prompt(
+    global: &Global,
+    server: &str,
+    name: &str,
+    args: &[(String, String)],
+    input: Option<InputMode>,
+) -> Result<u8, Failure> {
+    let mut client = session::connect(global, server, input)?;
+    let arguments: Map<String, Value> = args
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .collect();
+    let out = client.request(CallRequest::get_prompt(name, arguments))?;
+    match global.format {
+        Format::Json => print_json(&Doc {
+            result: Some(&out.result),
+            ..Doc::new(server, &client)
+        }),
+        Format::Text => {
+            let v: Value = out.result_as()?;
+            let messages = v.get("messages").and_then(Value::as_array);
+            for m in messages.into_iter().flatten() {
+                let content = m.get("content").cloned().unwrap_or(Value::Null);
+                let blocks = match content {
+                    Value::Array(a) => a,
+                    other => vec![other],
+                };
+                let text = output::content_text(&blocks).join("\n");
+                println!("{}: {text}", str_of(m, "role"));
+            }
+        }
+    }
+    client.close();
+    Ok(0)
+}
+
+/// A connection check: era, version, server name and tool count.
+struct Check {
+    era: Era,
+    version: &'static str,
+    server_info: Value,
+    server_name: String,
+    tools: usize,
+}
+
+fn check(global: &Global, name: &str) -> Result<Check, Failure> {
+    let bounded = Global {
+        timeout: Some(session::probe_timeout(global)),
+        ..global.clone()
+    };
+    let mut client = session::connect(&bounded, name, Some(InputMode::None))?;
+    let tools = client.list_tools()?.len();
+    let c = Check {
+        era: client.era(),
+        version: client.protocol_version().as_str(),
+        server_info: serde_json::to_value(&client.server().server_info).unwrap_or(Value::Null),
+        server_name: server_label(&client),
+        tools,
+    };
+    client.set_grace_period(Duration::from_millis(500));
+    client.close();
+    Ok(c)
+}
+
+fn server_label(client: &Client) -> String {
+    match &client.server().server_info {
+        Some(i) => format!("{} {}", i.name, i.version),
+        None => "(unnamed server)".to_owned(),
+    }
+}
+
+pub fn test(global: &Global, name: &str) -> Result<u8, Failure> {
+    let c = check(global, name)?;
+    match global.format {
+        Format::Json => print_json(&json!({
+            "server": name,
+            "ok": true,
+            "era": c.era,
+            "protocolVersion": c.version,
+            "serverInfo": c.server_info,
+            "tools": c.tools,
+        })),
+        Format::Text => println!(
+            "ok  {name}: {}, {} era ({}), {} tool{}",
+            c.server_name,
+            c.era,
+            c.version,
+            c.tools,
+            if c.tools == 1 { "" } else { "s" }
+        ),
+    }
+    Ok(0)
+}
+
+pub fn status(global: &Global, only: Option<&str>, connect: bool) -> Result<u8, Failure> {
+    let path = config_path(global)?;
+    let file = config::load(&path).map_err(Failure::Config)?;
+    let names: Vec<&String> = match only {
+        Some(n) => {
+            let Some((name, _)) = file.servers.get_key_value(n) else {
+                return Err(Failure::Usage(format!("no server named {n:?}")));
+            };
+            vec![name]
+        }
+        None => file.servers.keys().collect(),
+    };
+    let mut failed = false;
+    let mut rows = Vec::new();
+    let mut docs = Vec::new();
+    for name in names {
+        let entry = &file.servers[name];
+        let mut doc = entry_json(name, entry);
+        let mut row = entry_row(name, entry);
+        if connect {
+            match check(global, name) {
+                Ok(c) => {
+                    row.push(format!("ok: {} {} ({} tools)", c.era, c.version, c.tools));
+                    doc["status"] = json!({"ok": true, "era": c.era, "protocolVersion": c.version, "tools": c.tools});
+                }
+                Err(f) => {
+                    failed = true;
+                    let (kind, msg) = match &f {
+                        Failure::Mcp(e) => (e.kind(), e.to_string()),
+                        Failure::Usage(m) => ("usage", m.clone()),
+                        Failure::Config(m) => ("config", m.clone()),
+                    };
+                    row.push(format!("failed: {msg}"));
+                    doc["status"] = json!({"ok": false, "kind": kind, "message": msg});
+                }
+            }
+        }
+        rows.push(row);
+        docs.push(doc);
+    }
+    match global.format {
+        Format::Json => print_json(&json!({"config": path, "servers": docs})),
+        Format::Text => {
+            println!("config {}", path.display());
+            if rows.is_empty() {
+                println!("no servers configured");
+            }
+            table(&rows);
+            if !connect && !rows.is_empty() {
+                println!("(offline; add --connect to probe each server)");
+            }
+        }
+    }
+    Ok(if failed { 1 } else { 0 })
+}
+
+pub fn doctor(global: &Global, connect: bool) -> Result<u8, Failure> {
+    let mut checks: Vec<(&'static str, String)> = Vec::new();
+    let path = config_path(global)?;
+    let file = match config::load(&path) {
+        Ok(f) => {
+            let what = if path.exists() {
+                "readable"
+            } else {
+                "absent (no servers yet)"
+            };
+            checks.push(("ok", format!("config {}: {what}", path.display())));
+            f
+        }
+        Err(e) => {
+            checks.push(("fail", e));
+            config::ConfigFile::default()
+        }
+    };
+    for (name, entry) in &file.servers {
+        match session::command(entry, name) {
+            Err(_) => checks.push((
+                "warn",
+                format!("{name}: HTTP servers are not supported yet"),
+            )),
+            Ok(cmd) => match cmd.resolve_program() {
+                Ok(p) => checks.push(("ok", format!("{name}: runs {}", p.display()))),
+                Err(e) => checks.push((
+                    "fail",
+                    format!("{name}: {}: {e}", cmd.program().to_string_lossy()),
+                )),
+            },
+        }
+        for var in &entry.env {
+            if std::env::var_os(var).is_none() {
+                checks.push((
+                    "warn",
+                    format!("{name}: {var} is not set here, so the server will not see it"),
+                ));
+            }
+        }
+        if session::era_mode(entry, name).is_err() {
+            checks.push((
+                "fail",
+                format!("{name}: era {:?} is not legacy|auto|modern", entry.era),
+            ));
+        }
+    }
+    if connect {
+        for name in file.servers.keys() {
+            match check(global, name) {
+                Ok(c) => checks.push((
+                    "ok",
+                    format!(
+                        "{name}: connected, {} era ({}), {} tools",
+                        c.era, c.version, c.tools
+                    ),
+                )),
+                Err(Failure::Mcp(e)) => checks.push(("fail", format!("{name}: {e}"))),
+                Err(Failure::Usage(m) | Failure::Config(m)) => {
+                    checks.push(("warn", format!("{name}: {m}")))
+                }
+            }
+        }
+    }
+    let failed = checks.iter().any(|(s, _)| *s == "fail");
+    match global.format {
+        Format::Json => {
+            let list: Vec<Value> = checks
+                .iter()
+                .map(|(s, m)| json!({"status": s, "message": m}))
+                .collect();
+            print_json(&json!({"ok": !failed, "checks": list}));
+        }
+        Format::Text => {
+            let rows: Vec<Vec<String>> = checks
+                .iter()
+                .map(|(s, m)| vec![(*s).to_owned(), m.clone()])
+                .collect();
+            table(&rows);
+        }
+    }
+    Ok(u8::from(failed))
+}
+
+pub fn serve_example(era: &str) -> Result<u8, Failure> {
+    let only = match era {
+        "legacy" => Some(Era::Legacy),
+        "modern" => Some(Era::Modern),
+        _ => None,
+    };
+    let server = example::server_with(|config| {
+        if let Some(era) = only {
+            let accepted = VersionPolicy::default()
+                .accepted
+                .into_iter()
+                .filter(|v| v.era() == era)
+                .collect();
+            config.versions = VersionPolicy { accepted };
+        }
+    });
+    match mcp_blocking::serve_stdio(server) {
+        Ok(()) => Ok(0),
+        Err(e) => {
+            eprintln!("mcp serve-example: {e}");
+            Ok(1)
+        }
+    }
+}
+
+/// Output of a listing call, for the demo.
+pub fn tool_names(out: &CallOutput) -> Vec<String> {
+    parse_items(&out.items)
+        .iter()
+        .map(|t| str_of(t, "name").to_owned())
+        .collect()
+}

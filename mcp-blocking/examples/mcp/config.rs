@@ -1,0 +1,130 @@
+//! The servers file: named server entries in JSON.
+//!
+//! ```json
+//! {"servers": {"ex": {"command": "/usr/bin/node", "args": ["server.js"], "env": ["HOME"], "era": "auto"}}}
+//! ```
+//!
+//! `env` holds variable **names** only; their values are read from the CLI's environment
+//! when the server starts and are never written anywhere. Unknown fields (of the file and
+//! of each entry) are kept as they are, so entries written by a newer `mcp` survive.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// The whole file.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct ConfigFile {
+    #[serde(default)]
+    pub servers: BTreeMap<String, ServerEntry>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// One server.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ServerEntry {
+    /// The stdio command (absent for HTTP servers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// Names of the variables passed to the child.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<String>,
+    /// An HTTP server (not supported yet by this CLI).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// `legacy`, `auto` or `modern`.
+    #[serde(default = "auto")]
+    pub era: String,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+fn auto() -> String {
+    "auto".to_owned()
+}
+
+/// Where the config lives: `--config`, `$MCP_CONFIG`, `$XDG_CONFIG_HOME/mcp/servers.json`,
+/// `~/.config/mcp/servers.json`.
+pub fn path(flag: Option<&Path>) -> Result<PathBuf, String> {
+    if let Some(p) = flag {
+        return Ok(p.to_path_buf());
+    }
+    let non_empty = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    if let Some(p) = non_empty("MCP_CONFIG") {
+        return Ok(PathBuf::from(p));
+    }
+    if let Some(x) = non_empty("XDG_CONFIG_HOME") {
+        return Ok(PathBuf::from(x).join("mcp").join("servers.json"));
+    }
+    if let Some(home) = non_empty("HOME") {
+        return Ok(PathBuf::from(home)
+            .join(".config")
+            .join("mcp")
+            .join("servers.json"));
+    }
+    Err("no config file: pass --config FILE or set MCP_CONFIG (HOME is not set)".into())
+}
+
+/// Reads the file; a missing file is an empty config.
+pub fn load(path: &Path) -> Result<ConfigFile, String> {
+    match fs::read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map_err(|e| format!("{}: not a valid servers file: {e}", path.display())),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(ConfigFile::default()),
+        Err(e) => Err(format!("{}: {e}", path.display())),
+    }
+}
+
+/// Writes the file (via a temporary file and a rename, so it is never half-written).
+pub fn save(path: &Path, config: &ConfigFile) -> Result<(), String> {
+    let fail = |e: io::Error| format!("{}: {e}", path.display());
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        fs::create_dir_all(dir).map_err(fail)?;
+    }
+    let mut text = serde_json::to_string_pretty(config).map_err(|e| e.to_string())?;
+    text.push('\n');
+    let tmp = path.with_extension(format!("json.tmp{}", std::process::id()));
+    fs::write(&tmp, text).map_err(fail)?;
+    fs::rename(&tmp, path).map_err(|e| {
+        let _ = fs::remove_file(&tmp);
+        fail(e)
+    })
+}
+
+impl ServerEntry {
+    /// `stdio: node server.js` or `http: https://…`, for listings.
+    pub fn summary(&self) -> String {
+        match (&self.command, &self.url) {
+            (Some(cmd), _) => {
+                let mut s = format!("stdio {}", shell_words(cmd));
+                for a in &self.args {
+                    s.push(' ');
+                    s.push_str(&shell_words(a));
+                }
+                s
+            }
+            (None, Some(url)) => format!("http {url}"),
+            (None, None) => "(no command or url)".to_owned(),
+        }
+    }
+}
+
+/// A word quoted for display when it has spaces or quotes.
+pub fn shell_words(word: &str) -> String {
+    if !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@+,%".contains(c))
+    {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}

@@ -1,0 +1,188 @@
+//! Printing: aligned text for people, one JSON document for scripts, and the failure
+//! report with its exit status.
+
+use std::io::{self, IsTerminal, Write};
+
+use mcp_blocking::Error;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::args::Format;
+
+/// Why a command failed.
+#[derive(Debug)]
+pub enum Failure {
+    /// Bad command line, unknown server name, unsupported feature: exit 2.
+    Usage(String),
+    /// The servers file cannot be read or written: exit 1.
+    Config(String),
+    /// Connecting or calling failed: exit 1.
+    Mcp(Error),
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        Failure::Mcp(e)
+    }
+}
+
+impl From<mcp_blocking::mcp_proto::client::CallError> for Failure {
+    fn from(e: mcp_blocking::mcp_proto::client::CallError) -> Self {
+        Failure::Mcp(e.into())
+    }
+}
+
+impl Failure {
+    fn exit_code(&self) -> u8 {
+        match self {
+            Failure::Usage(_) => 2,
+            Failure::Config(_) | Failure::Mcp(_) => 1,
+        }
+    }
+
+    fn kind(&self) -> &'static str {
+        match self {
+            Failure::Usage(_) => "usage",
+            Failure::Config(_) => "config",
+            Failure::Mcp(e) => e.kind(),
+        }
+    }
+}
+
+/// Prints the failure (stderr for text, stdout for JSON) and returns the exit status.
+pub fn report(format: Format, verbose: bool, failure: &Failure) -> u8 {
+    let message = match failure {
+        Failure::Usage(m) | Failure::Config(m) => m.clone(),
+        Failure::Mcp(e) => e.to_string(),
+    };
+    let (code, http_status) = match failure {
+        Failure::Mcp(e) => (e.code(), e.http_status()),
+        _ => (None, None),
+    };
+    match format {
+        Format::Json => {
+            let mut error = json!({
+                "kind": failure.kind(),
+                "message": message,
+                "code": code,
+                "httpStatus": http_status,
+            });
+            if let Failure::Mcp(e) = failure
+                && let Some(data) = e.error_object().and_then(|o| o.data.clone())
+            {
+                error["data"] = data;
+            }
+            print_json(&json!({ "error": error }));
+        }
+        Format::Text => {
+            eprintln!("mcp: {message}");
+            match failure {
+                Failure::Usage(_) => eprintln!("(run `mcp help` for usage)"),
+                Failure::Mcp(e) => {
+                    if let Some(tail) = e.stderr_tail().filter(|t| !t.trim().is_empty()) {
+                        if verbose {
+                            eprintln!("server stderr (last lines):");
+                            for line in last_lines(tail, 20) {
+                                eprintln!("  | {line}");
+                            }
+                        } else {
+                            eprintln!("(the server wrote to stderr; run with -v to see it)");
+                        }
+                    }
+                }
+                Failure::Config(_) => {}
+            }
+        }
+    }
+    failure.exit_code()
+}
+
+fn last_lines(text: &str, n: usize) -> Vec<&str> {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].to_vec()
+}
+
+/// Prints one JSON document on stdout.
+pub fn print_json<T: Serialize + ?Sized>(value: &T) {
+    let text = serde_json::to_string_pretty(value).unwrap_or_else(|e| {
+        json!({"error": {"kind": "internal", "message": e.to_string(), "code": null, "httpStatus": null}})
+            .to_string()
+    });
+    let mut out = io::stdout().lock();
+    let _ = writeln!(out, "{text}");
+}
+
+/// Prints rows with every column but the last padded to the widest cell.
+pub fn table(rows: &[Vec<String>]) {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let mut widths = vec![0; columns];
+    for row in rows {
+        for (i, cell) in row.iter().enumerate() {
+            widths[i] = widths[i].max(cell.chars().count());
+        }
+    }
+    let mut out = io::stdout().lock();
+    for row in rows {
+        let mut line = String::new();
+        for (i, cell) in row.iter().enumerate() {
+            if i + 1 == row.len() {
+                line.push_str(cell);
+            } else {
+                line.push_str(cell);
+                let pad = widths[i] - cell.chars().count() + 2;
+                line.extend(std::iter::repeat_n(' ', pad));
+            }
+        }
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+}
+
+/// One line of a description: the first line, shortened to `max` characters.
+pub fn short(text: &str, max: usize) -> String {
+    let first = text.lines().next().unwrap_or("").trim();
+    if first.chars().count() <= max {
+        first.to_owned()
+    } else {
+        let cut: String = first.chars().take(max.saturating_sub(1)).collect();
+        format!("{cut}…")
+    }
+}
+
+/// The text of content blocks (`text` blocks in full, others summarised).
+pub fn content_text(blocks: &[Value]) -> Vec<String> {
+    blocks
+        .iter()
+        .map(|b| match b.get("type").and_then(Value::as_str) {
+            Some("text") => b
+                .get("text")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned(),
+            Some(kind @ ("image" | "audio")) => {
+                let mime = b.get("mimeType").and_then(Value::as_str).unwrap_or("?");
+                let len = b.get("data").and_then(Value::as_str).map_or(0, str::len);
+                format!("[{kind} {mime}, {len} bytes of base64]")
+            }
+            Some("resource_link") => {
+                let uri = b.get("uri").and_then(Value::as_str).unwrap_or("?");
+                format!("[resource link {uri}]")
+            }
+            Some("resource") => {
+                let r = b.get("resource").cloned().unwrap_or(Value::Null);
+                match r.get("text").and_then(Value::as_str) {
+                    Some(t) => t.to_owned(),
+                    None => {
+                        let uri = r.get("uri").and_then(Value::as_str).unwrap_or("?");
+                        format!("[embedded resource {uri}]")
+                    }
+                }
+            }
+            _ => b.to_string(),
+        })
+        .collect()
+}
+
+/// Whether progress is worth showing (stderr is a terminal).
+pub fn show_progress() -> bool {
+    io::stderr().is_terminal()
+}

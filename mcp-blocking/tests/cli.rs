@@ -1,0 +1,318 @@
+//! The reference CLI (`examples/mcp`), run as a process: the contract of `cli.md`.
+
+mod common;
+
+// The CLI's own unit tests (argument parsing, form validation) run as part of this test
+// binary: `cargo test` builds examples without testing them, and `test = true` on the
+// example would stop cargo from placing the binary at `target/<profile>/examples/mcp`.
+#[path = "../examples/mcp/args.rs"]
+#[allow(dead_code)]
+mod args;
+#[path = "../examples/mcp/prompt.rs"]
+#[allow(dead_code)]
+mod prompt;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+fn mcp() -> PathBuf {
+    common::example("mcp")
+}
+
+/// Runs the CLI with a private config file, stdin closed, and a clean-ish environment.
+fn run(config: &Path, args: &[&str]) -> Output {
+    run_with_env(config, args, &[])
+}
+
+fn run_with_env(config: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(mcp());
+    cmd.arg("--config")
+        .arg(config)
+        .args(args)
+        .env_remove("MCP_CONFIG")
+        .stdin(Stdio::null());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("run mcp")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn json(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("not one JSON document ({e}): {}", stdout(o)))
+}
+
+/// A config with `ex`: the CLI's own `serve-example --stdio`.
+fn config_with_example(test: &str) -> PathBuf {
+    let config = common::temp_dir(test).join("servers.json");
+    let exe = mcp();
+    let out = run(
+        &config,
+        &[
+            "add",
+            "ex",
+            "--stdio",
+            exe.to_str().unwrap(),
+            "--",
+            "serve-example",
+            "--stdio",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    config
+}
+
+#[test]
+fn demo_tours_both_eras() {
+    let config = common::temp_dir("demo").join("servers.json");
+    let out = run(&config, &["demo"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    for needle in [
+        "modern",
+        "legacy",
+        "2026-07-28",
+        "2025-11-25",
+        "mcp-example",
+        "→  5",
+        "accepted: proceed=true name=friend",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing from:\n{text}");
+    }
+    assert!(!config.exists(), "the demo needs no config");
+}
+
+#[test]
+fn demo_as_json() {
+    let config = common::temp_dir("demo-json").join("servers.json");
+    let out = run(&config, &["demo", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc = json(&out);
+    let eras = doc["eras"].as_array().unwrap();
+    assert_eq!(eras[0]["era"], "modern");
+    assert_eq!(eras[0]["protocolVersion"], "2026-07-28");
+    assert_eq!(eras[1]["era"], "legacy");
+    assert_eq!(eras[1]["protocolVersion"], "2025-11-25");
+    for era in eras {
+        assert_eq!(era["add"]["result"]["content"][0]["text"], "5");
+        assert_eq!(
+            era["confirm"]["result"]["content"][0]["text"],
+            "accepted: proceed=true name=friend"
+        );
+        assert_eq!(era["confirm"]["input"][0]["answer"]["action"], "accept");
+    }
+}
+
+#[test]
+fn call_as_json() {
+    let config = config_with_example("call-json");
+    let out = run(
+        &config,
+        &[
+            "--format", "json", "call", "ex", "add", "--arg", "a=2", "--arg", "b=3",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc = json(&out);
+    assert_eq!(doc["server"], "ex");
+    assert_eq!(doc["era"], "modern");
+    assert_eq!(doc["protocolVersion"], "2026-07-28");
+    assert_eq!(doc["result"]["content"][0]["text"], "5");
+
+    let out = run(
+        &config,
+        &["call", "ex", "echo", "--args", r#"{"text":"hello"}"#],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "hello\n");
+}
+
+#[test]
+fn confirm_with_auto_accept_and_without_input() {
+    let config = config_with_example("confirm");
+    let out = run(&config, &["call", "ex", "confirm", "--auto-accept"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "accepted: proceed=true name=friend\n");
+    // Stdin is not a terminal: --no-input is the default, so no elicitation capability
+    // is declared and the modern server refuses with -32021.
+    let out = run(&config, &["--format", "json", "call", "ex", "confirm"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert_eq!(json(&out)["error"]["code"], -32021);
+}
+
+#[test]
+fn a_tool_error_exits_3() {
+    let config = config_with_example("fail");
+    let out = run(&config, &["call", "ex", "fail"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(stdout(&out).contains("failed on purpose"));
+    let out = run(&config, &["--format", "json", "call", "ex", "fail"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(json(&out)["result"]["isError"], true);
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let config = common::temp_dir("usage").join("servers.json");
+    for args in [
+        &["call", "ex"][..],
+        &["frobnicate"],
+        &["tools", "ex", "--bogus"],
+        &["tools", "nosuchserver"],
+        &["add", "ex", "--url", "https://example.com/mcp"],
+        &["listen", "ex"],
+    ] {
+        let out = run(&config, args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    let out = run(&config, &["--format", "json", "call", "ex"]);
+    assert_eq!(out.status.code(), Some(2));
+    let doc = json(&out);
+    assert_eq!(doc["error"]["kind"], "usage");
+    assert!(doc["error"]["code"].is_null());
+    assert!(doc["error"]["httpStatus"].is_null());
+}
+
+#[test]
+fn get_never_prints_environment_values() {
+    let config = common::temp_dir("env").join("servers.json");
+    let out = run(
+        &config,
+        &[
+            "add",
+            "sec",
+            "--stdio",
+            "some-server",
+            "--env",
+            "MCP_TEST_SECRET",
+            "--era",
+            "legacy",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let secret = "hunter2-very-secret-value";
+    for args in [
+        &["get", "sec"][..],
+        &["--format", "json", "get", "sec"],
+        &["list"],
+        &["status"],
+    ] {
+        let out = run_with_env(&config, args, &[("MCP_TEST_SECRET", secret)]);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        let all = stdout(&out) + &stderr(&out);
+        assert!(all.contains("MCP_TEST_SECRET"), "{args:?}: {all}");
+        assert!(!all.contains(secret), "{args:?} printed the value: {all}");
+    }
+    let stored = std::fs::read_to_string(&config).unwrap();
+    assert!(!stored.contains(secret));
+    let out = run(&config, &["--format", "json", "get", "sec"]);
+    let doc = json(&out);
+    assert_eq!(doc["env"][0], "MCP_TEST_SECRET");
+    assert_eq!(doc["era"], "legacy");
+}
+
+#[test]
+fn add_list_remove_and_the_other_commands() {
+    let config = config_with_example("crud");
+    let out = run(&config, &["tools", "ex"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("add(a, b)"), "{}", stdout(&out));
+
+    let out = run(&config, &["test", "ex"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).starts_with("ok  ex: mcp-example"),
+        "{}",
+        stdout(&out)
+    );
+
+    let out = run(&config, &["read", "ex", "example://readme"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("A small MCP server"));
+
+    let out = run(&config, &["prompt", "ex", "greet", "--arg", "name=Ada"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "user: Please greet Ada warmly.\n");
+
+    let out = run(&config, &["--format", "json", "status", "--connect"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(json(&out)["servers"][0]["status"]["tools"], 5);
+
+    let out = run(&config, &["list"]);
+    assert!(stdout(&out).starts_with("ex "), "{}", stdout(&out));
+    let out = run(&config, &["remove", "ex"]);
+    assert_eq!(out.status.code(), Some(0));
+    let out = run(&config, &["remove", "ex"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = run(&config, &["--format", "json", "list"]);
+    assert_eq!(json(&out)["servers"], serde_json::json!([]));
+}
+
+#[test]
+fn a_legacy_pinned_server_and_the_wire_log() {
+    let config = common::temp_dir("legacy").join("servers.json");
+    let exe = mcp();
+    let out = run(
+        &config,
+        &[
+            "add",
+            "old",
+            "--era",
+            "legacy",
+            "--stdio",
+            exe.to_str().unwrap(),
+            "--",
+            "serve-example",
+            "--stdio",
+            "--era",
+            "legacy",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = run(
+        &config,
+        &[
+            "-v",
+            "--format",
+            "json",
+            "call",
+            "old",
+            "add",
+            "--args",
+            r#"{"a":1,"b":2}"#,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc = json(&out);
+    assert_eq!(doc["era"], "legacy");
+    assert_eq!(doc["protocolVersion"], "2025-11-25");
+    let log = stderr(&out);
+    assert!(
+        log.contains("→ {") && log.contains("\"initialize\""),
+        "{log}"
+    );
+    assert!(log.contains("← {"), "{log}");
+}
+
+#[test]
+fn a_server_that_cannot_start_exits_1() {
+    let config = common::temp_dir("nostart").join("servers.json");
+    run(
+        &config,
+        &["add", "bad", "--stdio", "surely-no-such-mcp-server"],
+    );
+    let out = run(&config, &["--format", "json", "tools", "bad"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(json(&out)["error"]["kind"], "spawn");
+}

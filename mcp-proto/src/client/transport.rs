@@ -1,0 +1,129 @@
+//! Hooks for message-oriented transports (Streamable HTTP): failures below JSON-RPC,
+//! session expiry, and cancellation by aborting an exchange.
+
+use std::time::Instant;
+
+use super::{
+    CallError, CallId, Client, CloseReason, HttpFailure, Phase, ProtocolVersion, State, Transport,
+};
+use crate::jsonrpc::Response;
+use crate::version::{Era, HttpProbeOutcome, HttpProbeVerdict, classify_http_probe};
+
+#[allow(dead_code)] // wired up by the HTTP client machine
+impl Client {
+    /// Switches the machine to HTTP semantics: 2026 cancellation aborts the exchange
+    /// instead of writing `notifications/cancelled`, and silence during the probe is an
+    /// outage rather than legacy evidence.
+    pub(crate) fn use_http_transport(&mut self) {
+        self.transport = Transport::Http;
+    }
+
+    /// The next JSON-RPC id whose HTTP exchange should be aborted.
+    pub(crate) fn poll_abort(&mut self) -> Option<i64> {
+        self.aborts.pop_front()
+    }
+
+    /// The protocol version for the `MCP-Protocol-Version` header: the negotiated one, or
+    /// during the probe the version being probed.
+    pub(crate) fn header_version(&self) -> Option<ProtocolVersion> {
+        match self.state {
+            State::Ready(_, v) => Some(v),
+            _ => match self.handshake.as_ref().map(|h| h.phase) {
+                Some(Phase::Probe { version, .. }) => Some(version),
+                _ => None,
+            },
+        }
+    }
+
+    /// The HTTP exchange carrying request `rpc_id` ended without a JSON-RPC answer.
+    /// `status` is `None` for network errors and timeouts; `response` is the JSON-RPC
+    /// message of the body, when it had one.
+    pub(crate) fn handle_http_failure(
+        &mut self,
+        now: Instant,
+        rpc_id: i64,
+        status: Option<u16>,
+        challenge: Option<String>,
+        response: Option<Response>,
+        detail: String,
+    ) {
+        let error = response.as_ref().and_then(|r| r.outcome.clone().err());
+        let failure = HttpFailure::new(status, error, detail);
+        if let Some(h) = &self.handshake
+            && h.rpc_id == rpc_id
+        {
+            let phase = h.phase;
+            match phase {
+                Phase::Probe { version, retried } => {
+                    let outcome = match status {
+                        Some(status) => HttpProbeOutcome::Response {
+                            status,
+                            message: response.as_ref(),
+                        },
+                        None => HttpProbeOutcome::NetworkError,
+                    };
+                    let verdict =
+                        classify_http_probe(&outcome, version.as_str(), &self.config.versions);
+                    self.handshake = None;
+                    match verdict {
+                        HttpProbeVerdict::Era(v) => {
+                            let outcome = match failure.error.clone() {
+                                Some(e) => Err(e),
+                                None => Err(crate::jsonrpc::ErrorObject::new(0, "http")),
+                            };
+                            self.act_on_verdict(now, v, retried, outcome);
+                        }
+                        HttpProbeVerdict::AuthRequired => {
+                            self.close_with(CloseReason::AuthRequired { challenge });
+                        }
+                        _ => self.close_with(CloseReason::Http(failure)),
+                    }
+                }
+                Phase::Initialize { .. } => {
+                    self.handshake = None;
+                    if status == Some(401) {
+                        self.close_with(CloseReason::AuthRequired { challenge });
+                    } else {
+                        self.close_with(CloseReason::Http(failure));
+                    }
+                }
+            }
+            return;
+        }
+        let Some(call) = self.by_rpc.remove(&rpc_id) else {
+            return;
+        };
+        if let Some(c) = self.calls.get_mut(&call) {
+            c.rpc_id = None;
+        }
+        self.complete(call, Err(CallError::Http(failure)));
+    }
+
+    /// The legacy session is gone (HTTP 404 on a request carrying its id): calls in flight
+    /// fail with [`CallError::SessionExpired`], and a fresh `initialize` starts a new
+    /// session. Calls not yet written wait for it.
+    pub(crate) fn handle_session_expired(&mut self, now: Instant) {
+        let State::Ready(Era::Legacy, version) = self.state else {
+            return;
+        };
+        let in_flight: Vec<CallId> = self
+            .calls
+            .iter()
+            .filter(|(_, c)| c.rpc_id.is_some() || !c.pending.is_empty())
+            .map(|(id, _)| *id)
+            .collect();
+        for id in in_flight {
+            self.complete(id, Err(CallError::SessionExpired));
+        }
+        let stale: Vec<_> = self.inputs.keys().copied().collect();
+        for input in stale {
+            self.inputs.remove(&input);
+            self.events
+                .push_back(super::Event::InputCancelled { input });
+        }
+        self.paused_since = None;
+        self.server = None;
+        self.state = State::Connecting;
+        self.send_initialize(now, version);
+    }
+}

@@ -1,0 +1,200 @@
+//! The response head: parsing on httparse, header lookup, and the framing and
+//! keep-alive rules of RFC 9112 §6.3 and §9.3.
+
+use super::error::ResponseError;
+
+/// The HTTP version of a response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HttpVersion {
+    /// HTTP/1.0: connections close after each response unless `Connection: keep-alive`.
+    Http10,
+    /// HTTP/1.1: connections persist unless `Connection: close`.
+    Http11,
+}
+
+/// A final (non-1xx) response head.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ResponseHead {
+    /// The status code (100–999; never 1xx for a head delivered as an event).
+    pub status: u16,
+    /// The reason phrase; empty when missing or not plain text.
+    pub reason: String,
+    /// The protocol version of the status line.
+    pub version: HttpVersion,
+    /// The header fields in order, names as received. Values have surrounding
+    /// whitespace removed; bytes that are not UTF-8 (obsolete `obs-text`) are replaced by
+    /// U+FFFD, which no header the MCP transport reads can contain.
+    pub headers: Vec<(String, String)>,
+}
+
+impl ResponseHead {
+    /// The first value of the header `name` (compared case-insensitively).
+    #[must_use]
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.header_all(name).next()
+    }
+
+    /// Every value of the header `name` (compared case-insensitively), in order.
+    pub fn header_all<'a>(&'a self, name: &str) -> impl Iterator<Item = &'a str> {
+        self.headers
+            .iter()
+            .filter(move |(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The comma-separated list elements of every `name` header, trimmed, empty
+    /// elements skipped (RFC 9110 §5.6.1).
+    pub fn header_tokens<'a>(&'a self, name: &str) -> impl Iterator<Item = &'a str> {
+        self.header_all(name)
+            .flat_map(|v| v.split(','))
+            .map(|t| t.trim_matches([' ', '\t']))
+            .filter(|t| !t.is_empty())
+    }
+
+    /// Whether the status is 2xx.
+    #[must_use]
+    pub fn is_success(&self) -> bool {
+        (200..300).contains(&self.status)
+    }
+}
+
+/// How the body of a response is delimited.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Framing {
+    /// No body: HEAD, 204, 304.
+    Empty,
+    /// Exactly this many bytes.
+    Length(u64),
+    /// `Transfer-Encoding: chunked`.
+    Chunked,
+    /// Everything until the connection closes.
+    UntilEof,
+}
+
+/// Parses a complete head block (status line through the empty line).
+pub(super) fn parse(block: &[u8], max_headers: usize) -> Result<ResponseHead, ResponseError> {
+    // A field line takes at least three bytes ("a:\n"), so this many slots cannot be
+    // outnumbered by a block that respects `max_headers`; it also bounds the allocation.
+    let slots = max_headers.min(block.len() / 3 + 1);
+    let mut fields = vec![httparse::EMPTY_HEADER; slots];
+    let mut response = httparse::Response::new(&mut fields);
+    match response.parse(block) {
+        Ok(httparse::Status::Complete(_)) => {}
+        Ok(httparse::Status::Partial) => {
+            return Err(ResponseError::InvalidHead {
+                reason: "incomplete head",
+            });
+        }
+        Err(httparse::Error::TooManyHeaders) => {
+            return Err(ResponseError::TooManyHeaders { limit: max_headers });
+        }
+        Err(e) => return Err(ResponseError::InvalidHead { reason: reason(e) }),
+    }
+    let version = match response.version {
+        Some(0) => HttpVersion::Http10,
+        Some(1) => HttpVersion::Http11,
+        _ => return Err(ResponseError::InvalidHead { reason: "version" }),
+    };
+    let status = response.code.unwrap_or(0);
+    if status < 100 {
+        return Err(ResponseError::InvalidStatus { status });
+    }
+    let headers = response
+        .headers
+        .iter()
+        .map(|h| {
+            let value = String::from_utf8_lossy(h.value);
+            (
+                h.name.to_owned(),
+                value.trim_matches([' ', '\t']).to_owned(),
+            )
+        })
+        .collect();
+    Ok(ResponseHead {
+        status,
+        reason: response.reason.unwrap_or("").to_owned(),
+        version,
+        headers,
+    })
+}
+
+/// A static description of an httparse error.
+pub(super) fn reason(e: httparse::Error) -> &'static str {
+    match e {
+        httparse::Error::HeaderName => "invalid header name",
+        httparse::Error::HeaderValue => "invalid header value",
+        httparse::Error::NewLine => "invalid line ending",
+        httparse::Error::Status => "invalid status line",
+        httparse::Error::Token => "invalid token",
+        httparse::Error::TooManyHeaders => "too many header fields",
+        httparse::Error::Version => "invalid HTTP version",
+    }
+}
+
+/// The body framing of a final response to a request with the given method
+/// (RFC 9112 §6.3). Framing headers of bodiless responses are not examined.
+pub(super) fn framing(head: &ResponseHead, head_request: bool) -> Result<Framing, ResponseError> {
+    if head_request || head.status == 204 || head.status == 304 {
+        return Ok(Framing::Empty);
+    }
+    let has_te = head.header_all("transfer-encoding").next().is_some();
+    let length = content_length(head)?;
+    if has_te {
+        if length.is_some() || head.version == HttpVersion::Http10 {
+            return Err(ResponseError::ConflictingFraming);
+        }
+        let mut codings = head.header_tokens("transfer-encoding");
+        return match (codings.next(), codings.next()) {
+            (Some(c), None) if c.eq_ignore_ascii_case("chunked") => Ok(Framing::Chunked),
+            _ => Err(ResponseError::UnsupportedTransferEncoding),
+        };
+    }
+    Ok(match length {
+        Some(n) => Framing::Length(n),
+        None => Framing::UntilEof,
+    })
+}
+
+/// The `Content-Length`, if any; repeated identical values (in one field or several)
+/// are accepted, differing ones refused.
+fn content_length(head: &ResponseHead) -> Result<Option<u64>, ResponseError> {
+    let mut found = None;
+    for value in head.header_all("content-length") {
+        for item in value.split(',') {
+            let n = parse_decimal(item.trim_matches([' ', '\t']))
+                .ok_or(ResponseError::InvalidContentLength)?;
+            match found {
+                Some(prev) if prev != n => return Err(ResponseError::ConflictingContentLength),
+                _ => found = Some(n),
+            }
+        }
+    }
+    Ok(found)
+}
+
+fn parse_decimal(s: &str) -> Option<u64> {
+    if s.is_empty() {
+        return None;
+    }
+    s.bytes().try_fold(0u64, |acc, b| {
+        let digit = b.is_ascii_digit().then(|| u64::from(b - b'0'))?;
+        acc.checked_mul(10)?.checked_add(digit)
+    })
+}
+
+/// Whether the connection may carry another exchange after this response, given its
+/// framing (RFC 9112 §9.3). A close-delimited body always ends the connection.
+pub(super) fn keep_alive(head: &ResponseHead, framing: Framing) -> bool {
+    if framing == Framing::UntilEof {
+        return false;
+    }
+    let has = |token: &str| {
+        head.header_tokens("connection")
+            .any(|t| t.eq_ignore_ascii_case(token))
+    };
+    match head.version {
+        HttpVersion::Http11 => !has("close"),
+        HttpVersion::Http10 => has("keep-alive") && !has("close"),
+    }
+}

@@ -1,0 +1,165 @@
+//! Writing an HTTP/1.1 request head.
+//!
+//! Everything is checked before a byte is written, so a refused head leaves the output
+//! buffer untouched. The checks are what keeps caller-supplied strings (tokens, session
+//! ids, header values from tool arguments) from adding lines to the request: names must
+//! be tokens, values visible ASCII with inner spaces or tabs only, and the framing headers
+//! (`Host`, `Content-Length`, `Transfer-Encoding`) are written by the writer alone.
+
+use super::url::EndpointUrl;
+
+/// The `Accept` value every Streamable HTTP POST carries (spec §4.1).
+pub const ACCEPT_JSON_AND_SSE: &str = "application/json, text/event-stream";
+
+/// Why a request head was refused. Nothing was written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RequestError {
+    /// The method is not a token.
+    #[error("invalid method {0:?}")]
+    InvalidMethod(String),
+    /// The target is not an origin-form path (`/` then visible ASCII).
+    #[error("invalid request target {0:?}")]
+    InvalidTarget(String),
+    /// The host is empty or has bytes a `Host` header cannot carry.
+    #[error("invalid host {0:?}")]
+    InvalidHost(String),
+    /// A header name that is not a token.
+    #[error("invalid header name {0:?}")]
+    InvalidHeaderName(String),
+    /// A header value with control bytes, non-ASCII, or surrounding whitespace.
+    #[error("invalid value for header {0:?}")]
+    InvalidHeaderValue(String),
+    /// `Host`, `Content-Length` or `Transfer-Encoding` among the caller's headers.
+    #[error("header {0:?} is set by the request writer")]
+    ReservedHeader(String),
+}
+
+/// A request head: request line, `Host`, the caller's headers and `Content-Length`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RequestHead {
+    /// The method, such as `POST`.
+    pub method: String,
+    /// The origin-form target: path and optional `?query`.
+    pub target: String,
+    /// `host[:port]` exactly as the `Host` header carries it.
+    pub host: String,
+    /// Further header fields, written in order.
+    pub headers: Vec<(String, String)>,
+}
+
+impl RequestHead {
+    /// A head with no headers besides `Host`.
+    #[must_use]
+    pub fn new(
+        method: impl Into<String>,
+        target: impl Into<String>,
+        host: impl Into<String>,
+    ) -> Self {
+        RequestHead {
+            method: method.into(),
+            target: target.into(),
+            host: host.into(),
+            headers: Vec::new(),
+        }
+    }
+
+    /// A head for `method` on an endpoint: its target and `Host`.
+    #[must_use]
+    pub fn for_endpoint(method: impl Into<String>, url: &EndpointUrl) -> Self {
+        RequestHead::new(method, url.target(), url.host_header())
+    }
+
+    /// Adds a header field (checked when the head is written).
+    #[must_use]
+    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Appends the head to `out`: `content_length` is `Some` when a body follows
+    /// (`Some(0)` for an empty one), `None` for none (a GET).
+    ///
+    /// # Errors
+    ///
+    /// A [`RequestError`] when a part could break the framing; `out` is unchanged then.
+    pub fn write(
+        &self,
+        content_length: Option<usize>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), RequestError> {
+        self.check()?;
+        let mut line = |parts: &[&[u8]]| {
+            for p in parts {
+                out.extend_from_slice(p);
+            }
+            out.extend_from_slice(b"\r\n");
+        };
+        line(&[
+            self.method.as_bytes(),
+            b" ",
+            self.target.as_bytes(),
+            b" HTTP/1.1",
+        ]);
+        line(&[b"Host: ", self.host.as_bytes()]);
+        for (name, value) in &self.headers {
+            line(&[name.as_bytes(), b": ", value.as_bytes()]);
+        }
+        if let Some(n) = content_length {
+            line(&[b"Content-Length: ", n.to_string().as_bytes()]);
+        }
+        line(&[]);
+        Ok(())
+    }
+
+    fn check(&self) -> Result<(), RequestError> {
+        if !is_token(&self.method) {
+            return Err(RequestError::InvalidMethod(self.method.clone()));
+        }
+        let target_ok =
+            self.target.starts_with('/') && self.target.bytes().all(|b| b.is_ascii_graphic());
+        if !target_ok {
+            return Err(RequestError::InvalidTarget(self.target.clone()));
+        }
+        let host_ok = !self.host.is_empty()
+            && self
+                .host
+                .bytes()
+                .all(|b| b.is_ascii_graphic() && !b"/?#@\\\"<>{}|^`".contains(&b));
+        if !host_ok {
+            return Err(RequestError::InvalidHost(self.host.clone()));
+        }
+        for (name, value) in &self.headers {
+            if !is_token(name) {
+                return Err(RequestError::InvalidHeaderName(name.clone()));
+            }
+            if ["host", "content-length", "transfer-encoding"]
+                .iter()
+                .any(|r| name.eq_ignore_ascii_case(r))
+            {
+                return Err(RequestError::ReservedHeader(name.clone()));
+            }
+            if !is_field_value(value) {
+                return Err(RequestError::InvalidHeaderValue(name.clone()));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `token = 1*tchar` (RFC 9110 §5.6.2).
+pub(super) fn is_token(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+/// Visible ASCII with inner SP/HTAB, and no surrounding whitespace (a receiver would
+/// strip it, changing the value). Empty is allowed.
+fn is_field_value(s: &str) -> bool {
+    let ws = |b: &u8| *b == b' ' || *b == b'\t';
+    let bytes = s.as_bytes();
+    bytes.iter().all(|b| b.is_ascii_graphic() || ws(b))
+        && !bytes.first().is_some_and(ws)
+        && !bytes.last().is_some_and(ws)
+}

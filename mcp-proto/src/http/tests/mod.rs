@@ -1,0 +1,5 @@
+//! Tests for the HTTP pieces.
+
+mod request;
+mod response;
+mod url;

@@ -1,0 +1,489 @@
+//! `x-mcp-header` annotations in a tool's `inputSchema` (2026-07-28, SEP-2243).
+//!
+//! A property schema may carry `"x-mcp-header": "<Name>"`; a client on Streamable HTTP
+//! then mirrors that argument into `Mcp-Param-<Name>`. [`tool_param_headers`] checks
+//! every annotation of one tool and returns the declarations, or the first reason the
+//! tool is invalid. The client must then leave that tool out of the list it exposes (on
+//! Streamable HTTP only) and should log the reason. [`extract_param_values`] turns a
+//! call's arguments into header pairs.
+//!
+//! # Rules (spec section 5.2, with our readings of the open points)
+//!
+//! * The annotation is a non-empty string made of RFC 9110 `tchar`s, case-insensitively
+//!   unique across the whole schema, nested ones included.
+//! * The annotated schema's `type` is exactly one of `"string"`, `"integer"`,
+//!   `"boolean"`. `"number"` is refused (design decision 1: the released spec forbids it,
+//!   even though an older conformance release and the TypeScript SDK accept it). A missing
+//!   `type` and a type array (`["string", "null"]`) are refused too.
+//! * The annotated schema is reached from the root through `properties` members only,
+//!   at least one step (nesting through `properties` is fine; the spec wins over the
+//!   SEP's table). An annotation found under any other keyword (`items`, `prefixItems`,
+//!   `oneOf`/`anyOf`/`allOf`/`not`, `if`/`then`/`else`, `additionalProperties`,
+//!   `patternProperties`, `$defs`/`definitions`, `dependentSchemas`, unknown keywords…)
+//!   or on the root itself invalidates the tool. `$ref` is never followed, so a property
+//!   that points at an annotated definition is reported through the definition.
+//! * Instance data is not schema: `const`, `default`, `enum` and `examples` values are
+//!   not searched, and a *property named* `x-mcp-header` is just a property.
+//!
+//! The walk is iterative, so a deeply nested schema cannot overflow the stack.
+//! Declarations come out in a pre-order walk of the schema in `serde_json` map order.
+
+use std::fmt;
+
+use serde_json::{Map, Value};
+
+use super::headers::{HeaderError, MCP_PARAM_PREFIX, encode_header_value, primitive_text};
+
+/// The annotation keyword.
+pub const X_MCP_HEADER: &str = "x-mcp-header";
+
+/// Keywords whose values are instance data, never schemas.
+const DATA_KEYWORDS: [&str; 4] = ["const", "default", "enum", "examples"];
+/// Keywords whose values map names to schemas (besides `properties`).
+const SCHEMA_MAP_KEYWORDS: [&str; 5] = [
+    "patternProperties",
+    "$defs",
+    "definitions",
+    "dependentSchemas",
+    "dependencies",
+];
+
+/// The types an annotated property may have.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Primitive {
+    /// `"type": "string"`: sent as is.
+    String,
+    /// `"type": "integer"`: canonical decimal within ±(2^53−1).
+    Integer,
+    /// `"type": "boolean"`: `true` / `false`.
+    Boolean,
+}
+
+impl Primitive {
+    /// The JSON Schema type name.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Primitive::String => "string",
+            Primitive::Integer => "integer",
+            Primitive::Boolean => "boolean",
+        }
+    }
+}
+
+impl fmt::Display for Primitive {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One valid `x-mcp-header` declaration.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ParamHeader {
+    /// The annotation value as declared: the header is `Mcp-Param-{name}`.
+    pub name: String,
+    /// Property names from the arguments object down to the value.
+    pub path: Vec<String>,
+    /// The declared type.
+    pub kind: Primitive,
+}
+
+impl ParamHeader {
+    /// The full header name, `Mcp-Param-{name}`.
+    #[must_use]
+    pub fn header_name(&self) -> String {
+        format!("{MCP_PARAM_PREFIX}{}", self.name)
+    }
+}
+
+/// Why a tool's `x-mcp-header` annotations make it unusable over Streamable HTTP. `at`
+/// is the JSON Pointer (RFC 6901) of the annotated schema inside `inputSchema`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InvalidAnnotation {
+    /// The annotation is not a JSON string.
+    #[error("x-mcp-header at {at:?} is not a string")]
+    NotAString {
+        /// Where.
+        at: String,
+    },
+    /// The annotation is the empty string.
+    #[error("x-mcp-header at {at:?} is empty")]
+    Empty {
+        /// Where.
+        at: String,
+    },
+    /// The annotation has a character outside the RFC 9110 `tchar` set (space, control
+    /// character, non-ASCII, or a delimiter).
+    #[error("x-mcp-header {name:?} at {at:?} is not an RFC 9110 token")]
+    NotAToken {
+        /// Where.
+        at: String,
+        /// The annotation.
+        name: String,
+    },
+    /// The annotation sits on the root schema, which is not a property.
+    #[error("x-mcp-header on the inputSchema root")]
+    OnRoot,
+    /// The annotated schema is not reached through `properties` alone.
+    #[error("x-mcp-header at {at:?} is not statically reachable (under {via:?})")]
+    NotReachable {
+        /// Where.
+        at: String,
+        /// The first keyword on the way that is not `properties`.
+        via: String,
+    },
+    /// The annotated property has `"type": "number"`.
+    #[error("x-mcp-header {name:?} at {at:?} is on a number property")]
+    NumberType {
+        /// Where.
+        at: String,
+        /// The annotation.
+        name: String,
+    },
+    /// The annotated property has a non-primitive type (`object`, `array`, `null`, or an
+    /// unknown name).
+    #[error("x-mcp-header {name:?} at {at:?} is on a property of type {ty:?}")]
+    NonPrimitiveType {
+        /// Where.
+        at: String,
+        /// The annotation.
+        name: String,
+        /// The declared type.
+        ty: String,
+    },
+    /// The annotated property declares no `type`.
+    #[error("x-mcp-header {name:?} at {at:?} is on a property without a type")]
+    MissingType {
+        /// Where.
+        at: String,
+        /// The annotation.
+        name: String,
+    },
+    /// The annotated property's `type` is not a single type name (an array such as
+    /// `["string", "null"]`, or not a string).
+    #[error("x-mcp-header {name:?} at {at:?} is on a property whose type is not a single name")]
+    TypeNotSingle {
+        /// Where.
+        at: String,
+        /// The annotation.
+        name: String,
+    },
+    /// Two annotations are equal ignoring case.
+    #[error("x-mcp-header {name:?} at {at:?} duplicates {other:?}")]
+    Duplicate {
+        /// Where (the later of the two).
+        at: String,
+        /// The annotation.
+        name: String,
+        /// The earlier annotation it collides with.
+        other: String,
+    },
+}
+
+/// One step on the way from the root to a schema node.
+struct Crumb<'a> {
+    parent: Option<usize>,
+    token: Token<'a>,
+    /// The step is a property name inside `properties`.
+    property: bool,
+}
+
+/// A JSON Pointer reference token.
+enum Token<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+/// The JSON Pointer (RFC 6901) of crumb `at` (the empty string for the root).
+fn pointer(crumbs: &[Crumb<'_>], at: Option<usize>) -> String {
+    let mut tokens = Vec::new();
+    let mut cur = at;
+    while let Some(i) = cur {
+        tokens.push(&crumbs[i].token);
+        cur = crumbs[i].parent;
+    }
+    let mut s = String::new();
+    for token in tokens.into_iter().rev() {
+        s.push('/');
+        match token {
+            Token::Key(k) => {
+                for c in k.chars() {
+                    match c {
+                        '~' => s.push_str("~0"),
+                        '/' => s.push_str("~1"),
+                        c => s.push(c),
+                    }
+                }
+            }
+            Token::Index(i) => s.push_str(&i.to_string()),
+        }
+    }
+    s
+}
+
+/// The property names on the way to crumb `at`.
+fn property_path(crumbs: &[Crumb<'_>], at: Option<usize>) -> Vec<String> {
+    let mut path = Vec::new();
+    let mut cur = at;
+    while let Some(i) = cur {
+        if let (true, Token::Key(k)) = (crumbs[i].property, &crumbs[i].token) {
+            path.push((*k).to_owned());
+        }
+        cur = crumbs[i].parent;
+    }
+    path.reverse();
+    path
+}
+
+/// RFC 9110 `tchar`.
+fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+/// True when `name` is a valid `x-mcp-header` value: a non-empty RFC 9110 token.
+#[must_use]
+pub fn is_valid_header_name(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(is_tchar)
+}
+
+/// Checks every `x-mcp-header` annotation of a tool's `inputSchema` and returns the
+/// declarations, or the first reason the tool is invalid (see the module docs). A schema
+/// that is not an object has no annotations.
+pub fn tool_param_headers(input_schema: &Value) -> Result<Vec<ParamHeader>, InvalidAnnotation> {
+    let mut out: Vec<ParamHeader> = Vec::new();
+    if !input_schema.is_object() {
+        return Ok(out);
+    }
+    let mut crumbs: Vec<Crumb<'_>> = Vec::new();
+    // (node, its crumb, the first keyword on the way that is not `properties`), walked
+    // in pre-order thanks to reversed pushes.
+    let mut stack: Vec<(&Value, Option<usize>, Option<&str>)> = vec![(input_schema, None, None)];
+    let mut children = Vec::new();
+    while let Some((node, at, via)) = stack.pop() {
+        let obj = match node {
+            Value::Object(obj) => obj,
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    let c = step(&mut crumbs, at, Token::Index(i), false);
+                    children.push((item, c, via));
+                }
+                stack.extend(children.drain(..).rev());
+                continue;
+            }
+            _ => continue,
+        };
+        if let Some(annotation) = obj.get(X_MCP_HEADER) {
+            let found = check_annotation(obj, annotation, at, via, &crumbs, &out)?;
+            out.push(found);
+        }
+        for (key, value) in obj {
+            if key == X_MCP_HEADER || DATA_KEYWORDS.contains(&key.as_str()) {
+                continue;
+            }
+            let here = step(&mut crumbs, at, Token::Key(key), false);
+            let keyword_via = via.or(Some(key.as_str()));
+            match value {
+                Value::Object(map) if key == "properties" => {
+                    for (name, schema) in map {
+                        let c = step(&mut crumbs, here, Token::Key(name), via.is_none());
+                        children.push((schema, c, via));
+                    }
+                }
+                Value::Object(map) if SCHEMA_MAP_KEYWORDS.contains(&key.as_str()) => {
+                    for (name, schema) in map {
+                        let c = step(&mut crumbs, here, Token::Key(name), false);
+                        children.push((schema, c, keyword_via));
+                    }
+                }
+                v => children.push((v, here, keyword_via)),
+            }
+        }
+        stack.extend(children.drain(..).rev());
+    }
+    Ok(out)
+}
+
+/// Records one step and returns its index.
+fn step<'a>(
+    crumbs: &mut Vec<Crumb<'a>>,
+    parent: Option<usize>,
+    token: Token<'a>,
+    property: bool,
+) -> Option<usize> {
+    crumbs.push(Crumb {
+        parent,
+        token,
+        property,
+    });
+    Some(crumbs.len() - 1)
+}
+
+/// Validates the annotation found on `obj`.
+fn check_annotation(
+    obj: &Map<String, Value>,
+    annotation: &Value,
+    at: Option<usize>,
+    via: Option<&str>,
+    crumbs: &[Crumb<'_>],
+    seen: &[ParamHeader],
+) -> Result<ParamHeader, InvalidAnnotation> {
+    let at_owned = || pointer(crumbs, at);
+    let Value::String(name) = annotation else {
+        return Err(InvalidAnnotation::NotAString { at: at_owned() });
+    };
+    if name.is_empty() {
+        return Err(InvalidAnnotation::Empty { at: at_owned() });
+    }
+    if !is_valid_header_name(name) {
+        return Err(InvalidAnnotation::NotAToken {
+            at: at_owned(),
+            name: name.clone(),
+        });
+    }
+    if let Some(k) = via {
+        return Err(InvalidAnnotation::NotReachable {
+            at: at_owned(),
+            via: k.to_owned(),
+        });
+    }
+    if at.is_none() {
+        return Err(InvalidAnnotation::OnRoot);
+    }
+    let kind = match obj.get("type") {
+        None => {
+            return Err(InvalidAnnotation::MissingType {
+                at: at_owned(),
+                name: name.clone(),
+            });
+        }
+        Some(Value::String(t)) => match t.as_str() {
+            "string" => Primitive::String,
+            "integer" => Primitive::Integer,
+            "boolean" => Primitive::Boolean,
+            "number" => {
+                return Err(InvalidAnnotation::NumberType {
+                    at: at_owned(),
+                    name: name.clone(),
+                });
+            }
+            other => {
+                return Err(InvalidAnnotation::NonPrimitiveType {
+                    at: at_owned(),
+                    name: name.clone(),
+                    ty: other.to_owned(),
+                });
+            }
+        },
+        Some(_) => {
+            return Err(InvalidAnnotation::TypeNotSingle {
+                at: at_owned(),
+                name: name.clone(),
+            });
+        }
+    };
+    if let Some(other) = seen.iter().find(|p| p.name.eq_ignore_ascii_case(name)) {
+        return Err(InvalidAnnotation::Duplicate {
+            at: at_owned(),
+            name: name.clone(),
+            other: other.name.clone(),
+        });
+    }
+    Ok(ParamHeader {
+        name: name.clone(),
+        path: property_path(crumbs, at),
+        kind,
+    })
+}
+
+/// The `Mcp-Param-*` headers for a call: for each declaration whose value in
+/// `arguments` is present and not null, (`Mcp-Param-{name}`, encoded value). Absent and
+/// null values are omitted. Fails when a value cannot be sent (wrong JSON type, an
+/// integer out of range); the call should then fail locally.
+pub fn extract_param_values(
+    headers: &[ParamHeader],
+    arguments: &Value,
+) -> Result<Vec<(String, String)>, HeaderError> {
+    let mut out = Vec::with_capacity(headers.len());
+    for declared in headers {
+        let value = declared
+            .path
+            .iter()
+            .try_fold(arguments, |v, step| v.get(step.as_str()));
+        let Some(value) = value.filter(|v| !v.is_null()) else {
+            continue;
+        };
+        let name = declared.header_name();
+        let text = primitive_text(declared.kind, value, &name)?;
+        out.push((name, encode_header_value(&text)));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn nested_and_data_keywords() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "x-mcp-header": {"type": "string"},
+                "a": {"type": "object", "default": {"x-mcp-header": "Nope"},
+                      "properties": {"b/c": {"type": "integer", "x-mcp-header": "B"}}}
+            }
+        });
+        let got = tool_param_headers(&schema).unwrap();
+        assert_eq!(
+            got,
+            vec![ParamHeader {
+                name: "B".into(),
+                path: vec!["a".into(), "b/c".into()],
+                kind: Primitive::Integer
+            }]
+        );
+        let args = json!({"a": {"b/c": 42.0}});
+        assert_eq!(
+            extract_param_values(&got, &args).unwrap(),
+            vec![("Mcp-Param-B".into(), "42".into())]
+        );
+    }
+
+    #[test]
+    fn reasons() {
+        let under = |kw: &str| json!({"type": "object", "properties": {"p": {"type": "array", kw: [{"type": "string", "x-mcp-header": "X"}]}}});
+        assert_eq!(
+            tool_param_headers(&under("prefixItems")),
+            Err(InvalidAnnotation::NotReachable {
+                at: "/properties/p/prefixItems/0".into(),
+                via: "prefixItems".into()
+            })
+        );
+        let dup = json!({"type": "object", "properties": {"a": {"type": "string", "x-mcp-header": "R"}, "b": {"type": "boolean", "x-mcp-header": "r"}}});
+        assert!(matches!(
+            tool_param_headers(&dup),
+            Err(InvalidAnnotation::Duplicate { .. })
+        ));
+    }
+
+    #[test]
+    fn deep_schema_does_not_overflow() {
+        let mut v = json!({"type": "string", "x-mcp-header": "Deep"});
+        for _ in 0..100_000 {
+            // Built by hand: `json!` would re-serialise `v` recursively.
+            let mut props = Map::new();
+            props.insert("n".to_owned(), v);
+            let mut obj = Map::new();
+            obj.insert("type".to_owned(), json!("object"));
+            obj.insert("properties".to_owned(), Value::Object(props));
+            v = Value::Object(obj);
+        }
+        let got = tool_param_headers(&v).unwrap();
+        assert_eq!(got[0].path.len(), 100_000);
+        // Dropping a deeply nested Value recurses inside serde_json; leak it instead.
+        std::mem::forget(v);
+    }
+}

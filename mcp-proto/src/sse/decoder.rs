@@ -1,0 +1,598 @@
+//! The event-stream decoder.
+//!
+//! # Theory of operation
+//!
+//! [`SseDecoder::push`] only appends bytes; [`SseDecoder::next_event`] does the work. It
+//! takes one line at a time off the unprocessed input and applies it to the event under
+//! construction, until an event is dispatched, an error is found, or no complete line is
+//! left. The rules are those of the WHATWG standard:
+//!
+//! * One UTF-8 byte order mark at the very start of the stream is dropped. It may arrive
+//!   split across pushes; the decoder waits for enough bytes to tell.
+//! * A line ends at CR, LF or CRLF. A line ending in CR is processed at once; if the next
+//!   byte (possibly in a later push) is LF, that LF is skipped, so a CRLF split between two
+//!   pushes never yields a spurious empty line.
+//! * Bytes are decoded as UTF-8 with U+FFFD replacing invalid sequences, line by line
+//!   (equivalent to decoding the whole stream, since CR and LF never occur inside a UTF-8
+//!   sequence).
+//! * A line starting with `:` is a comment: ignored, but counted ([`SseDecoder::comments`])
+//!   so a caller can notice keep-alives.
+//! * `name:value` is a field (one space after the colon is dropped); a line without a
+//!   colon is a field with an empty value. `data` appends the value and a LF to the data
+//!   buffer, `event` sets the event type, `id` sets the last-event-ID buffer unless the
+//!   value contains U+0000, `retry` sets the reconnection time if the value is all ASCII
+//!   digits (a value too large for `u64` saturates). Other fields are ignored.
+//! * An empty line dispatches: the last event ID is committed (even when nothing else
+//!   happens), and if the data buffer is non-empty an [`SseEvent`] comes out with the final
+//!   LF removed and the type defaulting to `message`. Note that `data:` with an empty value
+//!   *does* make the buffer non-empty, so `data:\n\n` dispatches an event whose data is the
+//!   empty string (this is what browsers and `eventsource-parser` do; 2025-11-25 "priming"
+//!   events look like that, and callers should skip empty data). An event with no `data`
+//!   line at all is not dispatched.
+//! * At end of input ([`SseDecoder::finish`]) an unterminated line and an undispatched
+//!   event are discarded, as the standard requires, and reported.
+//!
+//! # Bounds and recovery
+//!
+//! Memory held between calls is the unprocessed input plus at most one partial line of
+//! [`SseLimits::max_line_bytes`] and one event of [`SseLimits::max_event_bytes`]; once
+//! [`SseDecoder::next_event`] has returned `None`, the unprocessed input is at most a partial
+//! line. When a limit is crossed the decoder reports it once, as `Some(Err(_))`, and
+//! recovers rather than giving up:
+//!
+//! * [`SseError::LineTooLong`]: the line is dropped (bytes up to its end are discarded as
+//!   they arrive) and so is the whole event block it belongs to, because an event missing
+//!   one of its lines must not be dispatched as if it were complete.
+//! * [`SseError::EventTooLarge`]: the event under construction is dropped.
+//!
+//! In both cases the `data` and `event` fields of the rest of that block are ignored up to
+//! the next empty line, which then dispatches nothing. `id` and `retry` fields in the
+//! block still take effect, so a resuming client moves past the oversized event instead of
+//! having it replayed forever. Decoding goes on normally after the empty line.
+//!
+//! Errors and events come out at the same points of the stream whatever the chunking, so
+//! the output is identical for any split of the input (`tests/tests/sse_decoder.rs` checks
+//! every split point).
+
+use std::collections::VecDeque;
+
+/// The UTF-8 encoding of U+FEFF.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// Bounds on what a peer can make the decoder hold.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SseLimits {
+    /// Longest line, in bytes, not counting its line end. Default 8 MiB + 1 KiB (one
+    /// largest JSON-RPC message on a single `data:` line, with room for the field name).
+    pub max_line_bytes: usize,
+    /// Largest event: bytes of the data buffer (values plus one joining LF per `data`
+    /// line) plus the event type. Default 8 MiB + 4 KiB.
+    pub max_event_bytes: usize,
+}
+
+impl SseLimits {
+    /// Limits with the given line and event bounds.
+    #[must_use]
+    pub const fn new(max_line_bytes: usize, max_event_bytes: usize) -> Self {
+        SseLimits {
+            max_line_bytes,
+            max_event_bytes,
+        }
+    }
+}
+
+impl Default for SseLimits {
+    fn default() -> Self {
+        SseLimits::new(8 * 1024 * 1024 + 1024, 8 * 1024 * 1024 + 4096)
+    }
+}
+
+/// One dispatched event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SseEvent {
+    /// The `event` field, or `message` when the event had none (or an empty one).
+    pub event_type: String,
+    /// The `data` lines joined with LF.
+    pub data: String,
+    /// The last event ID at dispatch: the most recent valid `id` field of the stream so
+    /// far (not necessarily in this event). `None` when never set or set to empty.
+    pub id: Option<String>,
+    /// A valid `retry` field inside this event's own block, in milliseconds. The stream
+    /// value, which persists, is [`SseDecoder::retry_ms`].
+    pub retry: Option<u64>,
+}
+
+/// A limit was crossed; see the module docs for how the decoder recovers.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SseError {
+    /// A line was longer than [`SseLimits::max_line_bytes`]. It and its event were dropped.
+    #[error("event-stream line longer than {limit} bytes; the line and its event were dropped")]
+    LineTooLong {
+        /// The limit in force.
+        limit: usize,
+    },
+    /// An event grew beyond [`SseLimits::max_event_bytes`]. It was dropped.
+    #[error("event-stream event larger than {limit} bytes; it was dropped")]
+    EventTooLarge {
+        /// The limit in force.
+        limit: usize,
+    },
+}
+
+/// What [`SseDecoder::finish`] found at the end of the input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+#[must_use = "an incomplete event at end of stream usually means a broken connection"]
+pub struct EndOfStream {
+    /// The input ended inside an event (a field line since the last empty line) or in the
+    /// middle of a line. That input was discarded without dispatch, as the standard says.
+    pub incomplete_event: bool,
+}
+
+/// Unprocessed input.
+#[derive(Debug, Default)]
+struct Input {
+    buf: Vec<u8>,
+    /// Start of the unprocessed bytes in `buf`.
+    pos: usize,
+    /// Bytes after `pos` already known to hold no CR or LF.
+    scanned: usize,
+}
+
+/// The parser state the standard describes, plus our bookkeeping.
+#[derive(Debug)]
+struct State {
+    limits: SseLimits,
+    /// Leading BOM dealt with (stripped or known absent).
+    bom_done: bool,
+    /// The previous line ended with CR: skip one LF if it comes next.
+    after_cr: bool,
+    /// Inside a line that crossed `max_line_bytes`: drop bytes up to its end.
+    skipping_line: bool,
+    /// The current block is dropped: ignore `data`/`event` until the empty line.
+    skipping_event: bool,
+    /// A field line was seen since the last empty line.
+    block_has_fields: bool,
+    data: String,
+    event_type: String,
+    id_buffer: String,
+    last_event_id: String,
+    block_retry: Option<u64>,
+    retry: Option<u64>,
+    comments: u64,
+    finished: bool,
+}
+
+/// A WHATWG `text/event-stream` decoder with bounded memory. See the [module docs](self).
+#[derive(Debug)]
+pub struct SseDecoder {
+    input: Input,
+    state: State,
+    /// Items produced by [`SseDecoder::finish`] while draining the last complete lines.
+    queued: VecDeque<Result<SseEvent, SseError>>,
+}
+
+impl SseDecoder {
+    /// A decoder for a new stream.
+    #[must_use]
+    pub fn new(limits: SseLimits) -> Self {
+        SseDecoder {
+            input: Input::default(),
+            state: State {
+                limits,
+                bom_done: false,
+                after_cr: false,
+                skipping_line: false,
+                skipping_event: false,
+                block_has_fields: false,
+                data: String::new(),
+                event_type: String::new(),
+                id_buffer: String::new(),
+                last_event_id: String::new(),
+                block_retry: None,
+                retry: None,
+                comments: 0,
+                finished: false,
+            },
+            queued: VecDeque::new(),
+        }
+    }
+
+    /// A decoder for a stream resumed with `Last-Event-ID: last_event_id`: events without
+    /// an `id` field of their own carry that ID until the server sets another.
+    #[must_use]
+    pub fn resuming(limits: SseLimits, last_event_id: &str) -> Self {
+        let mut d = SseDecoder::new(limits);
+        if !last_event_id.contains('\0') {
+            d.state.id_buffer = last_event_id.to_owned();
+            d.state.last_event_id = last_event_id.to_owned();
+        }
+        d
+    }
+
+    /// Adds body bytes. Call [`SseDecoder::next_event`] until it returns `None` afterwards;
+    /// bytes pushed after [`SseDecoder::finish`] are ignored.
+    pub fn push(&mut self, bytes: &[u8]) {
+        if self.state.finished || bytes.is_empty() {
+            return;
+        }
+        let input = &mut self.input;
+        if input.pos > 0 {
+            input.buf.drain(..input.pos);
+            input.pos = 0;
+        }
+        input.buf.extend_from_slice(bytes);
+    }
+
+    /// The next event, a limit report, or `None` when more input is needed. After an
+    /// `Err` the decoder has recovered and decoding goes on with the next call.
+    #[must_use = "events must be drained after every push"]
+    pub fn next_event(&mut self) -> Option<Result<SseEvent, SseError>> {
+        if let Some(item) = self.queued.pop_front() {
+            return Some(item);
+        }
+        self.step()
+    }
+
+    /// An iterator over the events available now (drains like repeated
+    /// [`SseDecoder::next_event`]).
+    pub fn events(&mut self) -> impl Iterator<Item = Result<SseEvent, SseError>> + '_ {
+        std::iter::from_fn(move || self.next_event())
+    }
+
+    /// Marks the end of the input. Complete lines not yet processed are processed first,
+    /// and what they produce is still returned by [`SseDecoder::next_event`]. Whatever is
+    /// left (a partial line, an event without its final empty line) is discarded and
+    /// reported. Calling it again reports nothing more.
+    pub fn finish(&mut self) -> EndOfStream {
+        if self.state.finished {
+            return EndOfStream {
+                incomplete_event: false,
+            };
+        }
+        while let Some(item) = self.step() {
+            self.queued.push_back(item);
+        }
+        let input = &mut self.input;
+        let st = &mut self.state;
+        let partial = input.buf.len() > input.pos;
+        let incomplete_event = partial || st.skipping_line || st.block_has_fields;
+        input.buf = Vec::new();
+        input.pos = 0;
+        input.scanned = 0;
+        st.finished = true;
+        st.skipping_line = false;
+        st.skipping_event = false;
+        st.block_has_fields = false;
+        st.after_cr = false;
+        st.data = String::new();
+        st.event_type = String::new();
+        st.block_retry = None;
+        EndOfStream { incomplete_event }
+    }
+
+    /// The last event ID committed by a dispatch (an empty line), as a client sends it in
+    /// `Last-Event-ID` when resuming. `None` when never set, or set to the empty string.
+    #[must_use]
+    pub fn last_event_id(&self) -> Option<&str> {
+        Some(self.state.last_event_id.as_str()).filter(|s| !s.is_empty())
+    }
+
+    /// The stream's reconnection time from the most recent valid `retry` field, in
+    /// milliseconds. Takes effect as soon as the field is read, even if its event is never
+    /// dispatched.
+    #[must_use]
+    pub fn retry_ms(&self) -> Option<u64> {
+        self.state.retry
+    }
+
+    /// Comment lines (starting with `:`) seen so far: keep-alive evidence.
+    #[must_use]
+    pub fn comments(&self) -> u64 {
+        self.state.comments
+    }
+
+    /// True once [`SseDecoder::finish`] has been called.
+    #[must_use]
+    pub fn is_finished(&self) -> bool {
+        self.state.finished
+    }
+
+    /// Processes lines until something comes out or input runs short.
+    fn step(&mut self) -> Option<Result<SseEvent, SseError>> {
+        let input = &mut self.input;
+        let st = &mut self.state;
+        loop {
+            let rest = &input.buf[input.pos..];
+            if !st.bom_done {
+                if rest.len() < BOM.len() && BOM.starts_with(rest) {
+                    return None;
+                }
+                st.bom_done = true;
+                if rest.starts_with(BOM) {
+                    input.pos += BOM.len();
+                    continue;
+                }
+            }
+            if st.after_cr {
+                match rest.first() {
+                    None => return None,
+                    Some(b'\n') => {
+                        input.pos += 1;
+                        st.after_cr = false;
+                        continue;
+                    }
+                    Some(_) => st.after_cr = false,
+                }
+            }
+            let from = input.scanned.min(rest.len());
+            let Some(i) = rest[from..]
+                .iter()
+                .position(|b| *b == b'\n' || *b == b'\r')
+                .map(|i| i + from)
+            else {
+                // No complete line: keep the partial line if it is within bounds.
+                if st.skipping_line {
+                    input.buf.clear();
+                    input.pos = 0;
+                    input.scanned = 0;
+                    return None;
+                }
+                if rest.len() > st.limits.max_line_bytes {
+                    input.buf.clear();
+                    input.pos = 0;
+                    input.scanned = 0;
+                    st.skipping_line = true;
+                    return Some(Err(st.line_too_long()));
+                }
+                input.scanned = rest.len();
+                if input.pos == input.buf.len() {
+                    input.buf.clear();
+                    input.pos = 0;
+                }
+                return None;
+            };
+            let line = &rest[..i];
+            st.after_cr = rest[i] == b'\r';
+            input.pos += i + 1;
+            input.scanned = 0;
+            if st.skipping_line {
+                st.skipping_line = false;
+                continue;
+            }
+            if line.len() > st.limits.max_line_bytes {
+                return Some(Err(st.line_too_long()));
+            }
+            if let Some(out) = st.process_line(line) {
+                return Some(out);
+            }
+        }
+    }
+}
+
+impl State {
+    /// Drops the current block for an oversized line.
+    fn line_too_long(&mut self) -> SseError {
+        self.drop_block();
+        SseError::LineTooLong {
+            limit: self.limits.max_line_bytes,
+        }
+    }
+
+    fn drop_block(&mut self) {
+        self.skipping_event = true;
+        self.block_has_fields = true;
+        self.data = String::new();
+        self.event_type = String::new();
+    }
+
+    fn event_too_large(&mut self) -> Option<Result<SseEvent, SseError>> {
+        self.drop_block();
+        Some(Err(SseError::EventTooLarge {
+            limit: self.limits.max_event_bytes,
+        }))
+    }
+
+    /// Applies one complete line (without its line end).
+    fn process_line(&mut self, line: &[u8]) -> Option<Result<SseEvent, SseError>> {
+        if line.is_empty() {
+            return self.dispatch();
+        }
+        if line[0] == b':' {
+            self.comments = self.comments.saturating_add(1);
+            return None;
+        }
+        self.block_has_fields = true;
+        let (name, value) = match line.iter().position(|b| *b == b':') {
+            Some(c) => {
+                let v = &line[c + 1..];
+                (&line[..c], v.strip_prefix(b" ").unwrap_or(v))
+            }
+            None => (line, &[][..]),
+        };
+        match name {
+            b"data" if !self.skipping_event => {
+                let value = String::from_utf8_lossy(value);
+                let size = self
+                    .data
+                    .len()
+                    .saturating_add(value.len())
+                    .saturating_add(1)
+                    .saturating_add(self.event_type.len());
+                if size > self.limits.max_event_bytes {
+                    return self.event_too_large();
+                }
+                self.data.push_str(&value);
+                self.data.push('\n');
+            }
+            b"event" if !self.skipping_event => {
+                let value = String::from_utf8_lossy(value);
+                if self.data.len().saturating_add(value.len()) > self.limits.max_event_bytes {
+                    return self.event_too_large();
+                }
+                self.event_type = value.into_owned();
+            }
+            b"id" => {
+                let value = String::from_utf8_lossy(value);
+                if !value.contains('\0') {
+                    self.id_buffer = value.into_owned();
+                }
+            }
+            b"retry" => {
+                if !value.is_empty() && value.iter().all(u8::is_ascii_digit) {
+                    let ms = value.iter().fold(0u64, |acc, d| {
+                        acc.saturating_mul(10).saturating_add(u64::from(d - b'0'))
+                    });
+                    self.retry = Some(ms);
+                    self.block_retry = Some(ms);
+                }
+            }
+            _ => {}
+        }
+        None
+    }
+
+    /// The empty line.
+    fn dispatch(&mut self) -> Option<Result<SseEvent, SseError>> {
+        if self.last_event_id != self.id_buffer {
+            self.last_event_id.clone_from(&self.id_buffer);
+        }
+        self.block_has_fields = false;
+        let retry = self.block_retry.take();
+        if self.skipping_event {
+            self.skipping_event = false;
+            self.data = String::new();
+            self.event_type = String::new();
+            return None;
+        }
+        if self.data.is_empty() {
+            self.event_type.clear();
+            return None;
+        }
+        let mut data = std::mem::take(&mut self.data);
+        data.pop(); // the final LF, always present
+        let event_type = match std::mem::take(&mut self.event_type) {
+            t if t.is_empty() => "message".to_owned(),
+            t => t,
+        };
+        let id = Some(self.last_event_id.clone()).filter(|s| !s.is_empty());
+        Some(Ok(SseEvent {
+            event_type,
+            data,
+            id,
+            retry,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(chunks: &[&[u8]], limits: SseLimits) -> (Vec<Result<SseEvent, SseError>>, bool) {
+        let mut d = SseDecoder::new(limits);
+        let mut out = Vec::new();
+        for c in chunks {
+            d.push(c);
+            out.extend(d.events());
+        }
+        let end = d.finish();
+        out.extend(d.events());
+        (out, end.incomplete_event)
+    }
+
+    fn ev(data: &str) -> Result<SseEvent, SseError> {
+        Ok(SseEvent {
+            event_type: "message".into(),
+            data: data.into(),
+            id: None,
+            retry: None,
+        })
+    }
+
+    #[test]
+    fn split_crlf_is_one_line_end() {
+        let (out, inc) = run(
+            &[b"data: a\r", b"\ndata: b\r", b"\n\r", b"\n"],
+            SseLimits::default(),
+        );
+        assert_eq!(out, vec![ev("a\nb")]);
+        assert!(!inc);
+    }
+
+    #[test]
+    fn cr_alone_dispatches_without_waiting() {
+        let mut d = SseDecoder::new(SseLimits::default());
+        d.push(b"data: x\r\r");
+        assert_eq!(d.next_event(), Some(ev("x")));
+    }
+
+    #[test]
+    fn bom_split_and_only_once() {
+        let (out, _) = run(
+            &[b"\xEF", b"\xBB", b"\xBFdata: 1\n\n\xEF\xBB\xBFdata: 2\n\n"],
+            SseLimits::default(),
+        );
+        assert_eq!(out, vec![ev("1")]);
+    }
+
+    #[test]
+    fn partial_bom_then_other_bytes() {
+        let (out, _) = run(&[b"\xEF\xBB", b"\n", b"data: z\n\n"], SseLimits::default());
+        assert_eq!(out, vec![ev("z")]);
+    }
+
+    #[test]
+    fn oversized_line_is_reported_once_and_block_dropped() {
+        let limits = SseLimits::new(8, 64);
+        let (out, _) = run(
+            &[b"data: 0123456789\ndata: y\n\ndata: ok\n\n"],
+            limits.clone(),
+        );
+        assert_eq!(out, vec![Err(SseError::LineTooLong { limit: 8 }), ev("ok")]);
+        let (out, inc) = run(&[b"data: ", b"0123456789", b"abc"], limits);
+        assert_eq!(out, vec![Err(SseError::LineTooLong { limit: 8 })]);
+        assert!(inc);
+    }
+
+    #[test]
+    fn event_too_large_keeps_id() {
+        let (out, _) = run(
+            &[b"id: 7\ndata: aaaa\ndata: bbbb\n\ndata: c\n\n"],
+            SseLimits::new(64, 8),
+        );
+        assert_eq!(out[0], Err(SseError::EventTooLarge { limit: 8 }));
+        assert_eq!(out[1].as_ref().unwrap().id.as_deref(), Some("7"));
+        assert_eq!(out.len(), 2);
+    }
+
+    #[test]
+    fn finish_reports_incomplete_and_ignores_later_input() {
+        let mut d = SseDecoder::new(SseLimits::default());
+        d.push(b"id: 1\n\nid: 2\ndata: x\n");
+        assert!(d.next_event().is_none());
+        assert!(d.finish().incomplete_event);
+        assert_eq!(d.last_event_id(), Some("1"));
+        d.push(b"\n");
+        assert!(d.next_event().is_none());
+        assert!(!d.finish().incomplete_event);
+    }
+
+    #[test]
+    fn finish_keeps_undrained_events() {
+        let mut d = SseDecoder::new(SseLimits::default());
+        d.push(b"data: a\n\ndata: b\n\n: c");
+        assert!(d.finish().incomplete_event);
+        assert_eq!(d.events().collect::<Vec<_>>(), vec![ev("a"), ev("b")]);
+        assert_eq!(d.comments(), 0);
+    }
+
+    #[test]
+    fn resuming_carries_the_id() {
+        let mut d = SseDecoder::resuming(SseLimits::default(), "s7-2");
+        d.push(b"data: x\n\n");
+        assert_eq!(d.next_event().unwrap().unwrap().id.as_deref(), Some("s7-2"));
+    }
+}

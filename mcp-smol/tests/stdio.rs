@@ -1,0 +1,578 @@
+//! `mcp-smol` against the bundled example server (`examples/example_server.rs`) as a real
+//! child process.
+//!
+//! Every scenario runs twice, under two ways of driving futures:
+//!
+//! * `smol`: `smol::block_on` running a `smol::Executor`; the driver and the concurrent
+//!   calls are tasks spawned on it;
+//! * `bare`: `futures_lite::future::block_on` of `future::zip(driver, scenario)`, no
+//!   executor at all; "spawned" work is joined in the scenario's own future.
+
+use std::future::{Future, poll_fn};
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::task::Poll;
+use std::time::{Duration, Instant};
+
+use futures_lite::future;
+use mcp_smol::{
+    AcceptDefaults, CallError, CallRequest, Client, ClientCapabilities, ClientConfig, CloseReason,
+    Direction, Era, EraMode, Error, Options, ProtocolVersion, StdioCommand,
+};
+use serde_json::{Map, Value, json};
+
+// ----- harness -----------------------------------------------------------------------
+
+type BoxFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
+/// Starts a future as concurrently as the runner can: a task on an executor, or just
+/// handed back to be joined.
+type Spawn = Arc<dyn Fn(BoxFuture) -> BoxFuture + Send + Sync>;
+
+/// The example server binary, built by `cargo test` with the other examples (or here if
+/// only this test target was built).
+fn server_path() -> PathBuf {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| {
+        let exe = std::env::current_exe().expect("current_exe");
+        // target/<profile>/deps/stdio-<hash>
+        let profile_dir = exe
+            .parent()
+            .and_then(|deps| deps.parent())
+            .expect("test binary lives in target/<profile>/deps");
+        let path = profile_dir
+            .join("examples")
+            .join(format!("example_server{}", std::env::consts::EXE_SUFFIX));
+        if !path.exists() {
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let status = std::process::Command::new(cargo)
+                .args(["build", "-p", "mcp-smol", "--example", "example_server"])
+                .status()
+                .expect("run cargo to build the example server");
+            assert!(status.success(), "building example_server failed");
+        }
+        assert!(path.exists(), "no example server at {}", path.display());
+        path
+    })
+    .clone()
+}
+
+fn server(args: &[&str]) -> StdioCommand {
+    StdioCommand::new(server_path()).args(args.iter().copied())
+}
+
+fn config(mode: EraMode) -> ClientConfig {
+    ClientConfig::new("mcp-smol-tests", "0.0.0")
+        .era_mode(mode)
+        .capabilities(ClientCapabilities::with_elicitation())
+}
+
+/// Runs `scenario` with the driver on a `smol::Executor`; returns the driver's result.
+fn run_smol<F, Fut>(command: StdioCommand, config: ClientConfig, scenario: F) -> Result<(), Error>
+where
+    F: FnOnce(Client, Spawn) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let ex = Arc::new(smol::Executor::<'static>::new());
+    let spawner = ex.clone();
+    let spawn: Spawn = Arc::new(move |f: BoxFuture| -> BoxFuture {
+        let task = spawner.spawn(f);
+        Box::pin(task)
+    });
+    let (client, driver) = mcp_smol::connect_stdio(command, config).expect("connect");
+    let body = scenario(client, spawn);
+    smol::block_on(ex.run(async {
+        let driver = ex.spawn(driver);
+        bounded(body).await;
+        bounded(driver).await
+    }))
+}
+
+/// Runs `scenario` joined with the driver, without any executor.
+fn run_bare<F, Fut>(command: StdioCommand, config: ClientConfig, scenario: F) -> Result<(), Error>
+where
+    F: FnOnce(Client, Spawn) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let spawn: Spawn = Arc::new(|f: BoxFuture| f);
+    let (client, driver) = mcp_smol::connect_stdio(command, config).expect("connect");
+    let body = scenario(client, spawn);
+    let (driven, ()) = future::block_on(bounded(future::zip(driver, body)));
+    driven
+}
+
+/// Fails the test instead of hanging it.
+async fn bounded<T>(f: impl Future<Output = T>) -> T {
+    future::or(f, async {
+        async_io::Timer::after(Duration::from_secs(30)).await;
+        panic!("scenario did not finish within 30 s");
+    })
+    .await
+}
+
+async fn join_all(futures: Vec<BoxFuture>) {
+    let mut slots: Vec<Option<BoxFuture>> = futures.into_iter().map(Some).collect();
+    poll_fn(|cx| {
+        let mut done = true;
+        for slot in &mut slots {
+            if let Some(f) = slot {
+                if f.as_mut().poll(cx).is_ready() {
+                    *slot = None;
+                } else {
+                    done = false;
+                }
+            }
+        }
+        if done { Poll::Ready(()) } else { Poll::Pending }
+    })
+    .await;
+}
+
+/// One test per runner for a scenario.
+macro_rules! on_both_runners {
+    ($name:ident, $command:expr, $config:expr, $scenario:expr) => {
+        mod $name {
+            use super::*;
+
+            #[test]
+            fn smol_executor() {
+                run_smol($command, $config, $scenario).expect("driver ends cleanly");
+            }
+
+            #[test]
+            fn no_executor() {
+                run_bare($command, $config, $scenario).expect("driver ends cleanly");
+            }
+        }
+    };
+}
+
+// ----- scenarios ---------------------------------------------------------------------
+
+/// The tour every era must pass: list, add, confirm (answered with the defaults),
+/// resources, prompts, 8 concurrent calls from separate tasks.
+async fn tour(client: Client, spawn: Spawn, era: Era, version: ProtocolVersion) {
+    client.set_input_handler(Box::new(AcceptDefaults));
+    let details = client.connected().await.expect("connected");
+    assert_eq!(details.protocol_version, version);
+    assert_eq!(client.era(), Some(era));
+    assert_eq!(client.protocol_version(), Some(version));
+    assert_eq!(client.server_name().as_deref(), Some("mcp-example"));
+
+    let tools = client.list_tools().await.expect("tools/list");
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    for expected in ["echo", "add", "confirm", "hang", "fail"] {
+        assert!(
+            names.contains(&expected),
+            "{expected} missing from {names:?}"
+        );
+    }
+
+    let sum = client
+        .call_tool("add", json!({"a": 2, "b": 3}))
+        .await
+        .expect("add");
+    assert_eq!(sum.text(), "5");
+    assert_ne!(sum.is_error, Some(true));
+
+    let confirmed = client
+        .call_tool("confirm", json!({}))
+        .await
+        .expect("confirm");
+    assert_eq!(confirmed.text(), "accepted: proceed=true name=friend");
+
+    let failed = client.call_tool("fail", json!({})).await.expect("fail");
+    assert_eq!(failed.is_error, Some(true));
+
+    let resources = client.list_resources().await.expect("resources/list");
+    assert!(resources.iter().any(|r| r.uri == "example://readme"));
+    let readme = client
+        .read_resource("example://readme")
+        .await
+        .expect("read");
+    assert!(readme.to_string().contains("mcp-example"), "{readme}");
+
+    let prompts = client.list_prompts().await.expect("prompts/list");
+    assert!(prompts.iter().any(|p| p.name == "greet"));
+    let mut args = Map::new();
+    args.insert("name".into(), Value::String("Ada".into()));
+    let greeting = client.get_prompt("greet", args).await.expect("prompt");
+    assert!(greeting.to_string().contains("Ada"), "{greeting}");
+
+    // 8 calls in flight at once, each from its own task with its own handle.
+    let results = Arc::new(Mutex::new(Vec::new()));
+    let tasks: Vec<BoxFuture> = (0..8i64)
+        .map(|i| {
+            let client = client.clone();
+            let results = results.clone();
+            spawn(Box::pin(async move {
+                let r = client
+                    .call_tool("add", json!({"a": i, "b": 100}))
+                    .await
+                    .expect("concurrent add");
+                results.lock().unwrap().push((i, r.text()));
+            }))
+        })
+        .collect();
+    join_all(tasks).await;
+    let mut results = results.lock().unwrap().clone();
+    results.sort();
+    let expected: Vec<(i64, String)> = (0..8).map(|i| (i, (i + 100).to_string())).collect();
+    assert_eq!(results, expected);
+
+    assert!(client.recent_peer_errors().is_empty());
+    // Dropping the last handle (here) ends the driver.
+}
+
+on_both_runners!(
+    auto_settles_on_2026,
+    server(&[]),
+    config(EraMode::Auto),
+    |client, spawn| tour(client, spawn, Era::Modern, ProtocolVersion::V2026_07_28)
+);
+
+on_both_runners!(
+    legacy_mode_initializes,
+    server(&[]),
+    config(EraMode::Legacy),
+    |client, spawn| tour(client, spawn, Era::Legacy, ProtocolVersion::V2025_11_25)
+);
+
+on_both_runners!(
+    auto_falls_back_for_a_legacy_server,
+    server(&["--era", "legacy"]),
+    config(EraMode::Auto),
+    |client, spawn| tour(client, spawn, Era::Legacy, ProtocolVersion::V2025_11_25)
+);
+
+on_both_runners!(
+    modern_mode_against_a_modern_only_server,
+    server(&["--era", "modern"]),
+    config(EraMode::Modern),
+    |client, spawn| tour(client, spawn, Era::Modern, ProtocolVersion::V2026_07_28)
+);
+
+/// A server that exits on the probe is restarted and spoken to with `initialize`.
+async fn restarted_after_probe(client: Client, spawn: Spawn) {
+    let first_pid = client.process_id().expect("pid");
+    client.connected().await.expect("connected after a restart");
+    assert_eq!(client.restarts(), 1);
+    assert_ne!(client.process_id(), Some(first_pid));
+    assert!(
+        client.stderr_tail().contains("exiting on server/discover"),
+        "{:?}",
+        client.stderr_tail()
+    );
+    tour(client, spawn, Era::Legacy, ProtocolVersion::V2025_11_25).await;
+}
+
+on_both_runners!(
+    server_exiting_on_the_probe_is_restarted,
+    server(&["--exit-on-probe"]),
+    config(EraMode::Auto),
+    restarted_after_probe
+);
+
+/// Without an input handler, the form is declined (the default is `DeclineAll`).
+async fn declined_by_default(client: Client, _spawn: Spawn) {
+    let r = client
+        .call_tool("confirm", json!({}))
+        .await
+        .expect("confirm");
+    assert_eq!(r.text(), "declined");
+}
+
+on_both_runners!(
+    input_is_declined_by_default_modern,
+    server(&[]),
+    config(EraMode::Auto),
+    declined_by_default
+);
+
+on_both_runners!(
+    input_is_declined_by_default_legacy,
+    server(&[]),
+    config(EraMode::Legacy),
+    declined_by_default
+);
+
+/// Timeouts and dropped call futures both cancel the call; the connection goes on.
+async fn cancellation(client: Client, _spawn: Spawn) {
+    let sent = Arc::new(Mutex::new(Vec::<String>::new()));
+    let log = sent.clone();
+    client.set_wire_log(Some(Box::new(move |dir, line| {
+        if dir == Direction::Sent {
+            log.lock()
+                .unwrap()
+                .push(String::from_utf8_lossy(line).into_owned());
+        }
+    })));
+    client.connected().await.expect("connected");
+
+    let timed_out = client
+        .request(CallRequest::call_tool("hang", json!({})).timeout(Duration::from_millis(200)))
+        .await
+        .expect_err("hang must time out");
+    assert!(
+        matches!(timed_out, Error::Call(CallError::Timeout(_))),
+        "{timed_out:?}"
+    );
+
+    // Drop a call future while the call is in flight.
+    let hang = client.call_tool("hang", json!({}));
+    let gave_up = future::or(async { Some(hang.await) }, async {
+        async_io::Timer::after(Duration::from_millis(100)).await;
+        None
+    })
+    .await;
+    assert!(gave_up.is_none(), "hang answered: {gave_up:?}");
+
+    let sum = client
+        .call_tool("add", json!({"a": 2, "b": 3}))
+        .await
+        .expect("add");
+    assert_eq!(sum.text(), "5");
+    let cancels = sent
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|l| l.contains("notifications/cancelled"))
+        .count();
+    assert_eq!(cancels, 2, "{:#?}", sent.lock().unwrap());
+}
+
+on_both_runners!(
+    timeouts_and_dropped_calls_cancel_modern,
+    server(&[]),
+    config(EraMode::Auto),
+    cancellation
+);
+
+on_both_runners!(
+    timeouts_and_dropped_calls_cancel_legacy,
+    server(&[]),
+    config(EraMode::Legacy),
+    cancellation
+);
+
+/// `close()` fails calls in flight, ends the driver, and reports how the server ended.
+async fn close_ends_everything(client: Client, spawn: Spawn) {
+    client.connected().await.expect("connected");
+    let other = client.clone();
+    let hanging = spawn(Box::pin(async move {
+        let e = other
+            .call_tool("hang", json!({}))
+            .await
+            .expect_err("closed");
+        assert!(
+            matches!(e, Error::Closed(CloseReason::Local)),
+            "hang ended with {e:?}"
+        );
+    }));
+    // Let the hang call reach the server first.
+    async_io::Timer::after(Duration::from_millis(100)).await;
+    let shutdown = client.close().await;
+    assert!(!shutdown.killed);
+    assert!(shutdown.status.is_some_and(|s| s.success()), "{shutdown:?}");
+    hanging.await;
+    assert!(client.is_closed());
+    assert_eq!(client.close_reason(), Some(CloseReason::Local));
+    assert_eq!(client.process_id(), None);
+    let e = client.list_tools().await.expect_err("closed");
+    assert!(matches!(e, Error::Closed(CloseReason::Local)), "{e:?}");
+}
+
+on_both_runners!(
+    close_ends_everything,
+    server(&[]),
+    config(EraMode::Auto),
+    close_ends_everything
+);
+
+// ----- single-runner tests -----------------------------------------------------------
+
+fn process_exists(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+#[cfg(target_os = "linux")]
+fn dropping_the_client(on_smol: bool) {
+    let pid = Arc::new(Mutex::new(None));
+    let seen = pid.clone();
+    let started = Instant::now();
+    let scenario = move |client: Client, _: Spawn| async move {
+        // A server that exits on EOF must not wait for the grace period.
+        client.set_grace_period(Duration::from_secs(30));
+        client.connected().await.expect("connected");
+        *seen.lock().unwrap() = client.process_id();
+        let copy = client.clone();
+        drop(client);
+        copy.call_tool("add", json!({"a": 1, "b": 1}))
+            .await
+            .expect("one handle is enough");
+        // `copy` is the last handle: dropping it ends the connection.
+    };
+    let driven = if on_smol {
+        run_smol(server(&[]), config(EraMode::Auto), scenario)
+    } else {
+        run_bare(server(&[]), config(EraMode::Auto), scenario)
+    };
+    driven.expect("a client-side close is a clean end");
+    let pid = pid.lock().unwrap().expect("pid");
+    assert!(!process_exists(pid), "server {pid} still exists");
+    // The server exits on stdin EOF: nothing waited for the 30 s grace period.
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn dropping_the_client_ends_the_driver_and_the_process_smol() {
+    dropping_the_client(true);
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn dropping_the_client_ends_the_driver_and_the_process_bare() {
+    dropping_the_client(false);
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_server_ignoring_eof_is_killed_after_the_grace_period() {
+    let options = Options::new().grace_period(Duration::from_millis(300));
+    let (client, driver) =
+        mcp_smol::connect_stdio_with(server(&["--ignore-eof"]), config(EraMode::Auto), options)
+            .expect("connect");
+    let pid = client.process_id().expect("pid");
+    let work = async move {
+        client.connected().await.expect("connected");
+        let started = Instant::now();
+        let shutdown = client.close().await;
+        assert!(shutdown.killed, "{shutdown:?}");
+        assert!(started.elapsed() >= Duration::from_millis(300));
+        assert!(
+            client.stderr_tail().contains("staying up"),
+            "{}",
+            client.stderr_tail()
+        );
+    };
+    let (driven, ()) = future::block_on(bounded(future::zip(driver, work)));
+    driven.expect("clean end");
+    assert!(!process_exists(pid), "server {pid} still exists");
+}
+
+#[test]
+fn dropping_the_driver_kills_the_server_and_fails_calls() {
+    let (client, driver) =
+        mcp_smol::connect_stdio(server(&[]), config(EraMode::Auto)).expect("connect");
+    let pid = client.process_id().expect("pid");
+    drop(driver);
+    let e = future::block_on(client.list_tools()).expect_err("no driver");
+    assert!(matches!(e, Error::DriverGone), "{e:?}");
+    assert_eq!(e.kind(), "driver-gone");
+    let shutdown = future::block_on(client.close());
+    assert_eq!(shutdown.status, None);
+    let _ = pid;
+    #[cfg(target_os = "linux")]
+    {
+        // Killed on drop, then reaped by async-process in the background.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while process_exists(pid) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(!process_exists(pid), "server {pid} still exists");
+    }
+}
+
+#[test]
+fn modern_mode_refuses_a_legacy_server_with_its_stderr() {
+    let command = server(&["--era", "legacy", "--stderr", "hello from the server"]);
+    let driven = run_bare(command, config(EraMode::Modern), |client, _| async move {
+        let e = client.connected().await.expect_err("legacy server");
+        assert!(
+            matches!(
+                &e,
+                Error::Connect {
+                    reason: CloseReason::LegacyServer,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert_eq!(e.kind(), "legacy-server");
+        assert!(
+            e.stderr_tail().unwrap().contains("hello from the server"),
+            "{e:?}"
+        );
+        // Later calls report the end too.
+        let later = client.list_tools().await.expect_err("closed");
+        assert!(later.close_reason().is_some(), "{later:?}");
+    });
+    let e = driven.expect_err("the server-side end is an error");
+    assert!(
+        matches!(e, Error::Closed(CloseReason::LegacyServer)),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn the_child_sees_only_the_named_environment() {
+    let command = server(&["--env-to-stderr"])
+        .pass_env("HOME")
+        .pass_env("MCP_SMOL_TEST_SURELY_UNSET")
+        .env("MCP_SMOL_SET", "1");
+    let driven = run_bare(command, config(EraMode::Auto), |client, _| async move {
+        client.connected().await.expect("connected");
+        let shutdown = client.close().await;
+        assert!(!shutdown.killed);
+        let mut names: Vec<String> = client
+            .stderr_tail()
+            .lines()
+            .filter_map(|l| l.strip_prefix("env: ").map(str::to_owned))
+            .collect();
+        names.sort();
+        let mut expected = vec!["MCP_SMOL_SET".to_owned()];
+        if std::env::var_os("HOME").is_some() {
+            expected.insert(0, "HOME".to_owned());
+        }
+        assert_eq!(names, expected);
+    });
+    driven.expect("clean end");
+}
+
+#[test]
+fn a_missing_program_is_a_spawn_error() {
+    let e = mcp_smol::connect_stdio(
+        StdioCommand::new("mcp-smol-no-such-server-anywhere"),
+        config(EraMode::Auto),
+    )
+    .expect_err("no such program");
+    assert!(matches!(e, Error::Spawn { .. }), "{e:?}");
+    assert_eq!(e.kind(), "spawn");
+    assert!(e.to_string().contains("not found on PATH"), "{e}");
+}
+
+#[test]
+fn a_server_that_dies_fails_the_calls_in_flight() {
+    // `--exit-on-probe` in Modern mode: the process exit during the probe is fatal.
+    let driven = run_bare(
+        server(&["--exit-on-probe"]),
+        config(EraMode::Modern),
+        |client, _| async move {
+            let e = client.list_tools().await.expect_err("server gone");
+            assert!(
+                matches!(e, Error::Closed(CloseReason::ServerExited { .. })),
+                "{e:?}"
+            );
+            assert_eq!(client.restarts(), 0);
+        },
+    );
+    assert!(
+        matches!(driven, Err(Error::Closed(CloseReason::ServerExited { .. }))),
+        "{driven:?}"
+    );
+}
