@@ -84,6 +84,14 @@ pub enum Event {
     /// The server did something wrong that harmed no call (or the harm is reported on the
     /// call as well).
     PeerError(PeerError),
+    /// Over Streamable HTTP, a tool from `tools/list` was left out because its
+    /// `x-mcp-header` annotations are invalid; the other tools stay usable.
+    ToolExcluded {
+        /// The tool name.
+        tool: String,
+        /// Why.
+        reason: String,
+    },
     /// The connection is over. No more events follow.
     Closed {
         /// Why.
@@ -143,6 +151,10 @@ pub enum CallError {
     /// is being set up. The call was not replayed.
     #[error("the session expired while the call was in flight")]
     SessionExpired,
+    /// The request could not be written (a header value that cannot be sent, say); it
+    /// never left the client.
+    #[error("the request cannot be sent: {0}")]
+    Unsendable(String),
 }
 
 impl CallError {

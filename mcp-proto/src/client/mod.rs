@@ -31,6 +31,7 @@
 
 mod event;
 mod handshake;
+pub mod http;
 mod inbound;
 mod output;
 mod request;

@@ -9,13 +9,30 @@ use super::{
 use crate::jsonrpc::Response;
 use crate::version::{Era, HttpProbeOutcome, HttpProbeVerdict, classify_http_probe};
 
-#[allow(dead_code)] // wired up by the HTTP client machine
 impl Client {
     /// Switches the machine to HTTP semantics: 2026 cancellation aborts the exchange
     /// instead of writing `notifications/cancelled`, and silence during the probe is an
     /// outage rather than legacy evidence.
     pub(crate) fn use_http_transport(&mut self) {
         self.transport = Transport::Http;
+    }
+
+    /// Whether request `rpc_id` (a call or the handshake) still waits for its answer.
+    pub(crate) fn is_awaiting(&self, rpc_id: i64) -> bool {
+        self.by_rpc.contains_key(&rpc_id) || self.handshake.as_ref().is_some_and(|h| h.rpc_id == rpc_id)
+    }
+
+    /// Fails the call whose request `rpc_id` could not be sent.
+    pub(crate) fn fail_request(&mut self, rpc_id: i64, error: CallError) {
+        if let Some(call) = self.by_rpc.remove(&rpc_id) {
+            if let Some(c) = self.calls.get_mut(&call) {
+                c.rpc_id = None;
+            }
+            self.complete(call, Err(error));
+        } else if self.handshake.as_ref().is_some_and(|h| h.rpc_id == rpc_id) {
+            self.handshake = None;
+            self.close_with(CloseReason::Negotiation(error.to_string()));
+        }
     }
 
     /// The next JSON-RPC id whose HTTP exchange should be aborted.

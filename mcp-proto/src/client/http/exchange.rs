@@ -1,0 +1,445 @@
+//! One HTTP exchange: reading its response (JSON, SSE or an error body) and deciding
+//! what its end means for the calls it carried.
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use super::{Finished, GetStream, HttpClient};
+use crate::client::Event;
+use crate::client::PeerError;
+use crate::http::headers::MCP_SESSION_ID;
+use crate::http::{ResponseEvent, ResponseHead, ResponseReader};
+use crate::jsonrpc::{Message, Response};
+use crate::sse::SseDecoder;
+use crate::version::Era;
+
+/// Identifies one HTTP exchange (one request and its response).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ExchangeId(pub(crate) u64);
+
+impl fmt::Display for ExchangeId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "exchange#{}", self.0)
+    }
+}
+
+/// Why an exchange exists.
+#[derive(Debug, Clone)]
+pub(super) enum Purpose {
+    /// A POSTed request; its response (or an SSE stream carrying it) is owed.
+    Request { method: String },
+    /// A POSTed notification or response: `202` expected.
+    Notify,
+    /// A GET: the server's own stream (`owed` empty) or the resumption of a stream that
+    /// still owes the responses to `owed`.
+    Get { owed: Vec<i64>, attempt: u32 },
+    /// `DELETE` of the session.
+    Delete,
+}
+
+#[derive(Debug)]
+pub(super) enum Body {
+    /// Before the head.
+    Unknown,
+    /// A JSON body, bounded by `Limits::max_message_bytes`.
+    Json(Vec<u8>),
+    /// An event stream.
+    Sse(Box<SseDecoder>),
+    /// A failure status: the body is kept (bounded) for the report.
+    Failure(Vec<u8>),
+    /// A body nobody needs (202, DELETE).
+    Ignore,
+}
+
+#[derive(Debug)]
+pub(super) struct Exchange {
+    pub(super) purpose: Purpose,
+    pub(super) rpc_id: Option<i64>,
+    pub(super) reader: ResponseReader,
+    pub(super) head: Option<ResponseHead>,
+    pub(super) body: Body,
+    /// The request carried the session id.
+    pub(super) had_session: bool,
+    /// SSE: messages delivered on this stream.
+    pub(super) delivered: u32,
+    /// GET: the `Last-Event-ID` it resumes from.
+    pub(super) resume_from: Option<String>,
+}
+
+/// A resumption waiting for its delay.
+#[derive(Debug, Clone)]
+pub(super) struct PendingResume {
+    pub(super) due: Instant,
+    pub(super) last_event_id: Option<String>,
+    pub(super) owed: Vec<i64>,
+    pub(super) attempt: u32,
+}
+
+impl HttpClient {
+    /// Reads what the reader of `id` has, acting on the head, the body and the end.
+    pub(super) fn drive_exchange(&mut self, now: Instant, id: ExchangeId) {
+        loop {
+            let Some(x) = self.exchanges.get_mut(&id) else {
+                return;
+            };
+            let Some(ev) = x.reader.poll_event() else {
+                return;
+            };
+            match ev {
+                ResponseEvent::Head(head) => self.on_head(now, id, head),
+                ResponseEvent::Body(bytes) => self.on_body(now, id, &bytes),
+                ResponseEvent::End { keep_alive } => {
+                    let Some(x) = self.exchanges.remove(&id) else {
+                        return;
+                    };
+                    let reusable = keep_alive && x.reader.leftover().is_empty();
+                    self.finished.push_back(Finished {
+                        exchange: id,
+                        reusable,
+                    });
+                    self.on_end(now, x);
+                    return;
+                }
+                ResponseEvent::Error(e) => {
+                    let Some(x) = self.exchanges.remove(&id) else {
+                        return;
+                    };
+                    self.aborts.push_back(id);
+                    let detail = format!("malformed HTTP response: {e}");
+                    self.exchange_failed(now, x, None, None, detail);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn on_head(&mut self, now: Instant, id: ExchangeId, head: ResponseHead) {
+        let max_error = self.config.max_error_body;
+        let sse_limits = self.config.sse_limits.clone();
+        let Some(x) = self.exchanges.get_mut(&id) else {
+            return;
+        };
+        let status = head.status;
+        let content_type = head
+            .header("content-type")
+            .map(|c| c.split(';').next().unwrap_or("").trim().to_ascii_lowercase())
+            .unwrap_or_default();
+        if (200..300).contains(&status)
+            && let Some(sid) = head.header(MCP_SESSION_ID)
+            && matches!(&x.purpose, Purpose::Request { method } if method == "initialize")
+        {
+            let valid = !sid.is_empty() && sid.bytes().all(|b| (0x21..=0x7e).contains(&b));
+            if valid {
+                self.session_id = Some(sid.to_owned());
+            }
+        }
+        x.body = match (&x.purpose, status) {
+            (Purpose::Delete, _) => Body::Ignore,
+            (_, 200..=299) if status == 202 || status == 204 => Body::Ignore,
+            (Purpose::Notify, 200..=299) => Body::Ignore,
+            (_, 200..=299) if content_type == "text/event-stream" => {
+                let decoder = match &x.resume_from {
+                    Some(last) => SseDecoder::resuming(sse_limits, last),
+                    None => SseDecoder::new(sse_limits),
+                };
+                Body::Sse(Box::new(decoder))
+            }
+            (Purpose::Request { .. }, 200..=299) if content_type == "application/json" => {
+                Body::Json(Vec::new())
+            }
+            (_, 200..=299) => {
+                let detail = format!("unexpected content type {content_type:?} for a success");
+                x.head = Some(head);
+                if let Some(x) = self.exchanges.remove(&id) {
+                    self.aborts.push_back(id);
+                    self.exchange_failed(now, x, Some(status), None, detail);
+                }
+                return;
+            }
+            _ => Body::Failure(Vec::with_capacity(max_error.min(4096))),
+        };
+        x.head = Some(head);
+    }
+
+    fn on_body(&mut self, now: Instant, id: ExchangeId, bytes: &[u8]) {
+        let max_message = self.client.config().limits.max_message_bytes;
+        let max_error = self.config.max_error_body;
+        let Some(x) = self.exchanges.get_mut(&id) else {
+            return;
+        };
+        let mut messages = Vec::new();
+        let mut overflow = None;
+        match &mut x.body {
+            Body::Json(buf) => {
+                if buf.len() + bytes.len() > max_message {
+                    overflow = Some(format!("JSON body over {max_message} bytes"));
+                } else {
+                    buf.extend_from_slice(bytes);
+                }
+            }
+            Body::Failure(buf) => {
+                let room = max_error.saturating_sub(buf.len());
+                buf.extend_from_slice(&bytes[..bytes.len().min(room)]);
+            }
+            Body::Sse(decoder) => {
+                decoder.push(bytes);
+                while let Some(item) = decoder.next_event() {
+                    match item {
+                        Ok(ev) if ev.data.is_empty() => {}
+                        Ok(ev) => messages.push(ev.data),
+                        Err(e) => messages.push(format!("\u{0}{e}")),
+                    }
+                }
+            }
+            Body::Unknown | Body::Ignore => {}
+        }
+        if let Some(detail) = overflow
+            && let Some(x) = self.exchanges.remove(&id)
+        {
+            self.aborts.push_back(id);
+            self.exchange_failed(now, x, None, None, detail);
+            return;
+        }
+        for data in messages {
+            if let Some(err) = data.strip_prefix('\u{0}') {
+                self.events.push_back(Event::PeerError(PeerError::Protocol(format!(
+                    "event stream: {err}"
+                ))));
+                continue;
+            }
+            if let Some(x) = self.exchanges.get_mut(&id) {
+                x.delivered += 1;
+            }
+            self.deliver(now, data.as_bytes());
+        }
+    }
+
+    /// One JSON-RPC message from the server, to the protocol machine.
+    pub(super) fn deliver(&mut self, now: Instant, json: &[u8]) {
+        match Message::decode(json) {
+            Ok(Message::Response(r)) => {
+                let r = self.inspect_response(r);
+                self.client.handle_message(now, Message::Response(r));
+            }
+            Ok(m) => self.client.handle_message(now, m),
+            Err(error) => {
+                self.events
+                    .push_back(Event::PeerError(PeerError::Malformed { error }));
+            }
+        }
+    }
+
+    fn on_end(&mut self, now: Instant, x: Exchange) {
+        let status = x.head.as_ref().map_or(0, |h| h.status);
+        match x.body {
+            Body::Json(ref buf) => {
+                let before = x.rpc_id.filter(|r| self.client.is_awaiting(*r));
+                self.deliver(now, buf);
+                if let Some(rpc) = before.filter(|r| self.client.is_awaiting(*r)) {
+                    // The body was not the answer (another id, or garbage).
+                    let detail = "the JSON response did not answer the request".to_owned();
+                    self.client
+                        .handle_http_failure(now, rpc, Some(status), None, None, detail);
+                }
+            }
+            Body::Sse(_) => self.stream_ended(now, x, "the event stream ended"),
+            Body::Failure(ref buf) => {
+                let response = match Message::decode(buf) {
+                    Ok(Message::Response(r)) => Some(r),
+                    _ => None,
+                };
+                let snippet = String::from_utf8_lossy(&buf[..buf.len().min(200)]).into_owned();
+                self.exchange_failed(now, x, Some(status), response, snippet);
+            }
+            Body::Ignore | Body::Unknown => {
+                if let Purpose::Request { .. } = x.purpose
+                    && let Some(rpc) = x.rpc_id.filter(|r| self.client.is_awaiting(*r))
+                {
+                    let detail = format!("HTTP {status} carried no response");
+                    self.client
+                        .handle_http_failure(now, rpc, Some(status), None, None, detail);
+                }
+            }
+        }
+    }
+
+    /// An exchange ended without the answer it owed: a failure status, a transport
+    /// error, or a body that could not be read.
+    pub(super) fn exchange_failed(
+        &mut self,
+        now: Instant,
+        x: Exchange,
+        status: Option<u16>,
+        response: Option<Response>,
+        detail: String,
+    ) {
+        if matches!(x.body, Body::Sse(_)) {
+            // A stream that broke after it started: resumable in the legacy era.
+            self.stream_ended(now, x, &detail);
+            return;
+        }
+        if status == Some(404) && x.had_session && self.era() == Some(Era::Legacy) {
+            self.session_expired(now);
+            return;
+        }
+        let challenge = x
+            .head
+            .as_ref()
+            .and_then(|h| h.header("www-authenticate"))
+            .map(str::to_owned);
+        match x.purpose {
+            Purpose::Request { .. } => {
+                if let Some(rpc) = x.rpc_id {
+                    self.client
+                        .handle_http_failure(now, rpc, status, challenge, response, detail);
+                }
+            }
+            Purpose::Notify => {
+                let what = match status {
+                    Some(s) => format!("a notification or response was refused with HTTP {s}: {detail}"),
+                    None => format!("a notification or response could not be sent: {detail}"),
+                };
+                self.events
+                    .push_back(Event::PeerError(PeerError::Protocol(what)));
+            }
+            Purpose::Get { owed, attempt } => {
+                if owed.is_empty() {
+                    // The server's own stream: 405 means it has none.
+                    if status == Some(405) || attempt + 1 >= self.config.max_resume_attempts {
+                        self.get_stream = GetStream::Unavailable;
+                    } else {
+                        self.schedule_resume(now, None, owed, attempt + 1, None);
+                    }
+                } else if status.is_none() && attempt + 1 < self.config.max_resume_attempts {
+                    let from = x.resume_from.clone();
+                    self.schedule_resume(now, from, owed, attempt + 1, None);
+                } else {
+                    let detail = format!("resuming the event stream failed: {detail}");
+                    self.fail_owed(now, &owed, status, &detail);
+                }
+            }
+            Purpose::Delete => {}
+        }
+    }
+
+    /// An SSE stream ended (cleanly or not). Whatever it still owed is resumed (legacy,
+    /// with an event id to resume from) or failed.
+    fn stream_ended(&mut self, now: Instant, x: Exchange, why: &str) {
+        let (owed, attempt) = match &x.purpose {
+            Purpose::Request { .. } => (x.rpc_id.into_iter().collect::<Vec<_>>(), 0),
+            Purpose::Get { owed, attempt } => (owed.clone(), *attempt),
+            _ => return,
+        };
+        let owed: Vec<i64> = owed
+            .into_iter()
+            .filter(|r| self.client.is_awaiting(*r))
+            .collect();
+        let standalone = matches!(&x.purpose, Purpose::Get { owed, .. } if owed.is_empty());
+        let (last_id, retry) = match &x.body {
+            Body::Sse(d) => (
+                d.last_event_id()
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned)
+                    .or_else(|| x.resume_from.clone()),
+                d.retry_ms(),
+            ),
+            _ => (None, None),
+        };
+        // Attempts count streams that brought nothing; one that delivered starts afresh.
+        let attempt = if x.delivered > 0 { 0 } else { attempt + 1 };
+        let legacy = self.era() == Some(Era::Legacy);
+        if owed.is_empty() && !standalone {
+            return;
+        }
+        if standalone {
+            if self.get_stream == GetStream::Active
+                && legacy
+                && attempt < self.config.max_resume_attempts
+            {
+                self.schedule_resume(now, last_id, Vec::new(), attempt, retry);
+            } else {
+                self.get_stream = GetStream::Unavailable;
+            }
+            return;
+        }
+        if legacy && last_id.is_some() && attempt < self.config.max_resume_attempts {
+            self.schedule_resume(now, last_id, owed, attempt, retry);
+            return;
+        }
+        let detail = if legacy && last_id.is_none() {
+            format!("{why} before the response, with no event id to resume from")
+        } else if legacy {
+            format!("{why} before the response; gave up after {attempt} attempts to resume")
+        } else {
+            format!("{why} before the response (2026-07-28 streams cannot be resumed)")
+        };
+        self.fail_owed(now, &owed, None, &detail);
+    }
+
+    fn fail_owed(&mut self, now: Instant, owed: &[i64], status: Option<u16>, detail: &str) {
+        for rpc in owed {
+            self.client
+                .handle_http_failure(now, *rpc, status, None, None, detail.to_owned());
+        }
+    }
+
+    fn schedule_resume(
+        &mut self,
+        now: Instant,
+        last_event_id: Option<String>,
+        owed: Vec<i64>,
+        attempt: u32,
+        retry_ms: Option<u64>,
+    ) {
+        let backoff = self
+            .config
+            .resume_backoff
+            .saturating_mul(1u32 << attempt.min(16));
+        let delay = retry_ms
+            .map(Duration::from_millis)
+            .unwrap_or(backoff)
+            .min(self.config.max_resume_delay);
+        self.resumes.push(PendingResume {
+            due: now + delay,
+            last_event_id,
+            owed,
+            attempt,
+        });
+    }
+
+    pub(super) fn start_due_resumes(&mut self, now: Instant) {
+        let (due, later): (Vec<_>, Vec<_>) =
+            self.resumes.drain(..).partition(|r| r.due <= now);
+        self.resumes = later;
+        for r in due {
+            let standalone = r.owed.is_empty();
+            if standalone && self.get_stream != GetStream::Active {
+                continue;
+            }
+            let owed: Vec<i64> = r
+                .owed
+                .into_iter()
+                .filter(|id| self.client.is_awaiting(*id))
+                .collect();
+            if owed.is_empty() && !standalone {
+                continue;
+            }
+            self.open_get(r.last_event_id, owed, r.attempt);
+        }
+    }
+
+    fn session_expired(&mut self, now: Instant) {
+        self.session_id = None;
+        self.resumes.clear();
+        self.get_stream = GetStream::Idle;
+        let open: Vec<ExchangeId> = self.exchanges.keys().copied().collect();
+        self.exchanges.clear();
+        self.aborts.extend(open);
+        self.events
+            .push_back(Event::PeerError(PeerError::Protocol(
+                "the session expired (HTTP 404); starting a new one".into(),
+            )));
+        self.client.handle_session_expired(now);
+    }
+}
+

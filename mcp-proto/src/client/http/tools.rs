@@ -1,0 +1,71 @@
+//! `tools/list` results over HTTP: learn each tool's `x-mcp-header` declarations, and
+//! drop (and report) tools whose declarations are invalid.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::HttpClient;
+use crate::client::Event;
+use crate::http::xmcp::tool_param_headers;
+use crate::jsonrpc::{self, Response, RequestId};
+use crate::version::Era;
+
+impl HttpClient {
+    /// Looks at a response before the protocol machine does.
+    pub(super) fn inspect_response(&mut self, r: Response) -> Response {
+        let Some(RequestId::Number(rpc)) = r.id else {
+            return r;
+        };
+        let Some(method) = self.methods.remove(&rpc) else {
+            return r;
+        };
+        if method != "tools/list" || self.era() != Some(Era::Modern) {
+            return r;
+        }
+        let Ok(raw) = &r.outcome else {
+            return r;
+        };
+        // Each tool stays verbatim: only the list around them is rebuilt.
+        let Ok(mut result) =
+            serde_json::from_str::<BTreeMap<String, Box<RawValue>>>(raw.get())
+        else {
+            return r;
+        };
+        let Some(Ok(mut tools)) = result
+            .get("tools")
+            .map(|t| serde_json::from_str::<Vec<Box<RawValue>>>(t.get()))
+        else {
+            return r;
+        };
+        let mut excluded = Vec::new();
+        tools.retain(|raw_tool| {
+            let tool: Value = serde_json::from_str(raw_tool.get()).unwrap_or(Value::Null);
+            let name = tool.get("name").and_then(Value::as_str).unwrap_or("");
+            let schema = tool.get("inputSchema").unwrap_or(&Value::Null);
+            match tool_param_headers(schema) {
+                Ok(headers) => {
+                    self.tool_headers.insert(name.to_owned(), headers);
+                    true
+                }
+                Err(reason) => {
+                    self.tool_headers.remove(name);
+                    excluded.push((name.to_owned(), reason.to_string()));
+                    false
+                }
+            }
+        });
+        if excluded.is_empty() {
+            return r;
+        }
+        result.insert("tools".to_owned(), jsonrpc::to_raw(&tools));
+        for (tool, reason) in excluded {
+            self.events.push_back(Event::ToolExcluded { tool, reason });
+        }
+        Response {
+            id: r.id,
+            outcome: Ok(jsonrpc::to_raw(&result)),
+        }
+    }
+}
