@@ -86,10 +86,10 @@ pub fn header_value(data: &[u8]) {
             Ok(s),
             "round trip failed"
         );
-        if let Ok(schema) = serde_json::from_str::<serde_json::Value>(s) {
-            if let Ok(headers) = tool_param_headers(&schema) {
-                let _ = extract_param_values(&headers, &schema);
-            }
+        if let Ok(schema) = serde_json::from_str::<serde_json::Value>(s)
+            && let Ok(headers) = tool_param_headers(&schema)
+        {
+            let _ = extract_param_values(&headers, &schema);
         }
     }
     if let Ok(v) = decoded {

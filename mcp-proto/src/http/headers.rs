@@ -325,10 +325,11 @@ pub fn request_headers(
         };
         out.push((MCP_NAME.to_owned(), encode_header_value(name)));
     }
-    if method == "tools/call" && !mirrored.is_empty() {
-        if let Some(arguments) = params.get("arguments") {
-            out.extend(extract_param_values(mirrored, arguments)?);
-        }
+    if method == "tools/call"
+        && !mirrored.is_empty()
+        && let Some(arguments) = params.get("arguments")
+    {
+        out.extend(extract_param_values(mirrored, arguments)?);
     }
     Ok(out)
 }

@@ -362,14 +362,17 @@ impl HttpClient {
             }
             return;
         }
-        if legacy && last_id.is_some() && attempt < self.config.max_resume_attempts {
+        if legacy && last_id.is_some() && attempt <= self.config.max_resume_attempts {
             self.schedule_resume(now, last_id, owed, attempt, retry);
             return;
         }
         let detail = if legacy && last_id.is_none() {
             format!("{why} before the response, with no event id to resume from")
         } else if legacy {
-            format!("{why} before the response; gave up after {attempt} attempts to resume")
+            format!(
+                "{why} before the response; gave up after {} attempts to resume",
+                attempt.saturating_sub(1)
+            )
         } else {
             format!("{why} before the response (2026-07-28 streams cannot be resumed)")
         };

@@ -1,0 +1,400 @@
+//! Deterministic simulations of the client over Streamable HTTP against scripted
+//! servers: era detection, headers, sessions, SSE resumption, stream loss.
+
+use std::time::Duration;
+
+use mcp_proto::client::{CallError, CallRequest, ClientConfig, CloseReason, ConnectionState, Event};
+use mcp_proto::model::ClientCapabilities;
+use mcp_proto::version::{Era, EraMode, ProtocolVersion};
+use mcp_tests::http_sim::{HttpSim, Reply, SeenRequest};
+use mcp_tests::load_vectors;
+use serde_json::{Value, json};
+
+fn config(mode: EraMode) -> ClientConfig {
+    ClientConfig::new("http-sim", "1.0")
+        .era_mode(mode)
+        .capabilities(ClientCapabilities::with_elicitation())
+}
+
+fn result(req: &SeenRequest, result: Value) -> Value {
+    json!({"jsonrpc":"2.0","id":req.body["id"],"result":result})
+}
+
+fn discover_ok(req: &SeenRequest) -> Reply {
+    Reply::json(
+        200,
+        &result(
+            req,
+            json!({"resultType":"complete","supportedVersions":["2026-07-28"],
+                "capabilities":{"tools":{}},"ttlMs":0,"cacheScope":"public"}),
+        ),
+    )
+}
+
+/// A modern-only server with one annotated tool and one invalid one.
+fn modern_server(req: &SeenRequest) -> Reply {
+    match req.rpc_method() {
+        "server/discover" => discover_ok(req),
+        "tools/list" => Reply::json(200, &result(req, json!({"resultType":"complete","ttlMs":0,"cacheScope":"public","tools":[
+            {"name":"route","inputSchema":{"type":"object","properties":{
+                "region":{"type":"string","x-mcp-header":"Region"},
+                "n":{"type":"integer","x-mcp-header":"N"},
+                "nested":{"type":"object","properties":{"flag":{"type":"boolean","x-mcp-header":"Flag"}}}}}},
+            {"name":"bad","inputSchema":{"type":"object","properties":{
+                "x":{"type":"number","x-mcp-header":"X"}}}}
+        ]}))),
+        "tools/call" => Reply::json(200, &result(req, json!({"resultType":"complete","content":[{"type":"text","text":"ok"}]}))),
+        _ => Reply::json(404, &json!({"jsonrpc":"2.0","id":req.body["id"],"error":{"code":-32601,"message":"nope"}})),
+    }
+}
+
+fn legacy_init(req: &SeenRequest, session: &str) -> Reply {
+    Reply::with_body(
+        200,
+        &[("Content-Type", "application/json"), ("Mcp-Session-Id", session)],
+        &result(
+            req,
+            json!({"protocolVersion":"2025-11-25","capabilities":{"tools":{}},
+                "serverInfo":{"name":"legacy","version":"1"}}),
+        )
+        .to_string(),
+    )
+}
+
+#[test]
+fn modern_requests_carry_the_2026_header_set() {
+    let mut sim = HttpSim::new(config(EraMode::Auto), modern_server);
+    sim.connect();
+    assert_eq!(
+        sim.client.client().state(),
+        ConnectionState::Ready(Era::Modern, ProtocolVersion::V2026_07_28)
+    );
+    let probe = &sim.requests[0];
+    assert_eq!(probe.method, "POST");
+    assert_eq!(probe.header("mcp-protocol-version"), Some("2026-07-28"));
+    assert_eq!(probe.header("mcp-method"), Some("server/discover"));
+    assert_eq!(probe.header("accept"), Some("application/json, text/event-stream"));
+    assert_eq!(probe.header("content-type"), Some("application/json"));
+    assert_eq!(probe.header("host"), Some("127.0.0.1:9"));
+
+    let out = sim.call(CallRequest::list_tools()).unwrap();
+    let tools = out.tools().unwrap();
+    assert_eq!(tools.len(), 1, "the invalid tool is excluded");
+    assert!(sim.events.iter().any(|e| matches!(e, Event::ToolExcluded { tool, reason } if tool == "bad" && reason.contains("number"))), "{:?}", sim.events);
+
+    sim.call(CallRequest::call_tool(
+        "route",
+        json!({"region":"Hello, 世界","n":42,"nested":{"flag":true}}),
+    ))
+    .unwrap();
+    let call = sim.with_method("tools/call")[0].clone();
+    assert_eq!(call.header("mcp-name"), Some("route"));
+    assert_eq!(call.header("mcp-param-region"), Some("=?base64?SGVsbG8sIOS4lueVjA==?="));
+    assert_eq!(call.header("mcp-param-n"), Some("42"));
+    assert_eq!(call.header("mcp-param-flag"), Some("true"));
+
+    // Null and absent arguments send no header.
+    sim.call(CallRequest::call_tool("route", json!({"region":null}))).unwrap();
+    let call = sim.with_method("tools/call")[1].clone();
+    assert_eq!(call.header("mcp-param-region"), None);
+    assert_eq!(call.header("mcp-param-n"), None);
+
+    // An integer that cannot be sent fails the call locally.
+    let err = sim
+        .call(CallRequest::call_tool("route", json!({"n": 9007199254740993_i64})))
+        .unwrap_err();
+    assert!(matches!(err, CallError::Unsendable(_)), "{err:?}");
+    assert_eq!(sim.with_method("tools/call").len(), 2, "never sent");
+}
+
+#[test]
+fn legacy_sessions_headers_and_delete() {
+    let mut sim = HttpSim::new(config(EraMode::Legacy), |req| match (req.method.as_str(), req.rpc_method()) {
+        ("POST", "initialize") => legacy_init(req, "sess-1"),
+        ("POST", "notifications/initialized") => Reply::accepted(),
+        ("GET", _) => Reply::with_body(405, &[("Allow", "POST")], ""),
+        ("POST", "tools/list") => Reply::json(200, &result(req, json!({"tools":[]}))),
+        ("DELETE", _) => Reply::with_body(200, &[], ""),
+        _ => Reply::with_body(400, &[], "?"),
+    });
+    sim.connect();
+    sim.call(CallRequest::list_tools()).unwrap();
+    let init = &sim.requests[0];
+    assert_eq!(init.rpc_method(), "initialize");
+    assert_eq!(init.header("mcp-session-id"), None);
+    assert_eq!(init.header("mcp-protocol-version"), None);
+    for r in &sim.requests[1..] {
+        assert_eq!(r.header("mcp-session-id"), Some("sess-1"), "{r:?}");
+        assert_eq!(r.header("mcp-protocol-version"), Some("2025-11-25"), "{r:?}");
+        assert_eq!(r.header("mcp-method"), None, "no 2026 headers in legacy");
+    }
+    assert!(sim.requests.iter().any(|r| r.method == "GET"), "GET stream attempted");
+    sim.client.close(sim.now);
+    sim.step();
+    let last = sim.requests.last().unwrap();
+    assert_eq!(last.method, "DELETE");
+    assert_eq!(last.header("mcp-session-id"), Some("sess-1"));
+}
+
+#[test]
+fn an_expired_session_fails_calls_in_flight_and_reinitializes() {
+    let mut inits = 0;
+    let mut sim = HttpSim::new(config(EraMode::Legacy), move |req| {
+        match (req.method.as_str(), req.rpc_method()) {
+            ("POST", "initialize") => {
+                inits += 1;
+                legacy_init(req, if inits == 1 { "old" } else { "new" })
+            }
+            ("POST", "notifications/initialized") => Reply::accepted(),
+            ("GET", _) => Reply::with_body(405, &[], ""),
+            ("POST", "tools/call") if req.header("mcp-session-id") == Some("old") => {
+                Reply::with_body(404, &[], "session gone")
+            }
+            ("POST", "tools/call") => {
+                Reply::json(200, &result(req, json!({"content":[{"type":"text","text":"fresh"}]})))
+            }
+            _ => Reply::with_body(400, &[], "?"),
+        }
+    });
+    sim.connect();
+    let err = sim.call(CallRequest::call_tool("t", json!({}))).unwrap_err();
+    assert_eq!(err, CallError::SessionExpired);
+    // Not replayed: the next call goes on the new session.
+    let out = sim.call(CallRequest::call_tool("t", json!({}))).unwrap();
+    assert_eq!(out.tool_result().unwrap().text(), "fresh");
+    assert_eq!(sim.with_method("initialize").len(), 2);
+    assert_eq!(sim.with_method("tools/call").len(), 2);
+    assert_eq!(sim.with_method("initialize")[1].header("mcp-session-id"), None);
+}
+
+#[test]
+fn a_dropped_sse_stream_is_resumed_with_last_event_id_after_retry() {
+    let mut sim = HttpSim::new(config(EraMode::Legacy), |req| {
+        match (req.method.as_str(), req.rpc_method()) {
+            ("POST", "initialize") => legacy_init(req, "s"),
+            ("POST", "notifications/initialized") => Reply::accepted(),
+            ("GET", _) if req.header("last-event-id").is_none() => {
+                Reply::with_body(405, &[], "")
+            }
+            ("POST", "tools/call") => Reply::sse_then_drop(
+                Some(500),
+                &[(Some("ev-1"), ""), (Some("ev-2"), r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"working"}}"#)],
+            ),
+            ("GET", _) => {
+                assert_eq!(req.header("last-event-id"), Some("ev-2"));
+                Reply::sse(&[], &[(Some("ev-3"), r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"resumed"}]}}"#)])
+            }
+            _ => Reply::with_body(400, &[], "?"),
+        }
+    });
+    sim.connect();
+    let id = sim
+        .client
+        .call(sim.now, CallRequest::call_tool("slow", json!({})))
+        .unwrap();
+    let start = sim.now;
+    sim.run_until(|s| s.completion(id).is_some());
+    let out = sim.completion(id).unwrap().unwrap();
+    assert_eq!(out.tool_result().unwrap().text(), "resumed");
+    assert_eq!(sim.now - start, Duration::from_millis(500), "retry honoured");
+    let resumes: Vec<_> = sim
+        .requests
+        .iter()
+        .filter(|r| r.method == "GET" && r.header("last-event-id").is_some())
+        .collect();
+    assert_eq!(resumes.len(), 1);
+}
+
+#[test]
+fn a_resumed_stream_that_delivers_nothing_does_not_loop() {
+    let mut sim = HttpSim::new(config(EraMode::Legacy), |req| {
+        match (req.method.as_str(), req.rpc_method()) {
+            ("POST", "initialize") => legacy_init(req, "s"),
+            ("POST", "notifications/initialized") => Reply::accepted(),
+            ("GET", _) if req.header("last-event-id").is_none() => Reply::with_body(405, &[], ""),
+            ("POST", "tools/call") => Reply::sse_then_drop(None, &[(Some("e1"), "")]),
+            ("GET", _) => Reply::sse_then_drop(None, &[]),
+            _ => Reply::with_body(400, &[], "?"),
+        }
+    });
+    sim.connect();
+    let err = sim.call(CallRequest::call_tool("t", json!({}))).unwrap_err();
+    assert!(matches!(&err, CallError::Http(h) if h.detail.contains("gave up")), "{err:?}");
+    let resumes = sim
+        .requests
+        .iter()
+        .filter(|r| r.header("last-event-id").is_some())
+        .count();
+    assert_eq!(resumes, 5, "bounded attempts");
+}
+
+#[test]
+fn a_modern_stream_lost_before_its_response_fails_the_call() {
+    let mut sim = HttpSim::new(config(EraMode::Auto), |req| match req.rpc_method() {
+        "server/discover" => discover_ok(req),
+        "tools/call" => Reply::sse_then_drop(None, &[(None, r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":0,"progress":1}}"#)]),
+        _ => Reply::with_body(404, &[], ""),
+    });
+    sim.connect();
+    let err = sim.call(CallRequest::call_tool("t", json!({}))).unwrap_err();
+    assert!(matches!(&err, CallError::Http(h) if h.detail.contains("cannot be resumed")), "{err:?}");
+    assert_eq!(sim.with_method("tools/call").len(), 1, "no silent re-issue");
+    assert!(sim.requests.iter().all(|r| r.method == "POST"));
+}
+
+#[test]
+fn cancelling_a_modern_call_aborts_its_exchange() {
+    let mut sim = HttpSim::new(config(EraMode::Auto), |req| match req.rpc_method() {
+        "server/discover" => discover_ok(req),
+        _ => Reply::Silence,
+    });
+    sim.connect();
+    let id = sim
+        .client
+        .call(sim.now, CallRequest::call_tool("t", json!({})))
+        .unwrap();
+    sim.step();
+    sim.client.cancel(sim.now, id).unwrap();
+    sim.step();
+    assert_eq!(sim.aborted.len(), 1);
+    assert_eq!(sim.aborted[0], sim.hung[0]);
+    assert!(sim.with_method("notifications/cancelled").is_empty());
+}
+
+#[test]
+fn errors_keep_status_code_and_data() {
+    let mut sim = HttpSim::new(config(EraMode::Auto), |req| match req.rpc_method() {
+        "server/discover" => discover_ok(req),
+        _ => Reply::json(400, &json!({"jsonrpc":"2.0","id":req.body["id"],"error":{"code":-32020,
+            "message":"Header mismatch","data":{"header":"Mcp-Name"}}})),
+    });
+    sim.connect();
+    let err = sim.call(CallRequest::call_tool("t", json!({}))).unwrap_err();
+    assert_eq!(err.http_status(), Some(400));
+    assert_eq!(err.code(), Some(-32020));
+    let CallError::Http(h) = err else { panic!() };
+    assert_eq!(h.error.unwrap().data.unwrap()["header"], "Mcp-Name");
+}
+
+#[test]
+fn oversized_bodies_and_redirects_are_typed_errors() {
+    let mut cfg = config(EraMode::Auto);
+    let mut limits = mcp_proto::Limits::default();
+    limits.max_message_bytes = 1000;
+    cfg = cfg.limits(limits);
+    let mut sim = HttpSim::new(cfg, |req| match req.rpc_method() {
+        "server/discover" => discover_ok(req),
+        "tools/list" => Reply::with_body(302, &[("Location", "http://127.0.0.1:10/mcp")], ""),
+        _ => Reply::json(200, &result(req, json!({"content":[{"type":"text","text":"x".repeat(5000)}]}))),
+    });
+    sim.connect();
+    let err = sim.call(CallRequest::call_tool("t", json!({}))).unwrap_err();
+    assert!(matches!(&err, CallError::Http(h) if h.detail.contains("over 1000")), "{err:?}");
+    let err = sim.call(CallRequest::list_tools()).unwrap_err();
+    assert_eq!(err.http_status(), Some(302));
+    assert_eq!(sim.aborted.len(), 1, "the oversized exchange was aborted");
+}
+
+/// Every HTTP row of the era-detection vectors, through the machine: what it sends next
+/// (or how it closes) after the probe's answer.
+#[test]
+fn era_detection_vectors_over_http() {
+    let doc = load_vectors("era-detection.json");
+    for row in doc["vectors"].as_array().unwrap() {
+        if row["transport"] != "streamable-http" {
+            continue;
+        }
+        let id = row["id"].as_str().unwrap().to_owned();
+        if row["client_probe_version"] != "2026-07-28" {
+            continue; // rows probing a version this client does not speak
+        }
+        let out = row["probe_outcome"].clone();
+        let mut sim = HttpSim::new(config(EraMode::Auto), move |req| {
+            if req.rpc_method() != "server/discover" {
+                return Reply::Silence;
+            }
+            if out.get("timeout").is_some() {
+                return Reply::Silence;
+            }
+            if out.get("network_error").is_some() {
+                return Reply::NetworkError;
+            }
+            let status = out["http_status"].as_u64().unwrap() as u16;
+            let mut headers: Vec<(String, String)> = out
+                .get("headers")
+                .and_then(Value::as_object)
+                .map(|h| {
+                    h.iter()
+                        .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_owned()))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let body = if let Some(sse) = out.get("sse").and_then(Value::as_str) {
+                headers.push(("Content-Type".into(), "text/event-stream".into()));
+                sse.replace("\"discover-1\"", &req.body["id"].to_string())
+            } else {
+                match out.get("body") {
+                    Some(Value::String(s)) => {
+                        headers.push(("Content-Type".into(), "text/plain".into()));
+                        s.clone()
+                    }
+                    Some(v) => {
+                        headers.push(("Content-Type".into(), "application/json".into()));
+                        let mut v = v.clone();
+                        if v["id"] == "discover-1" {
+                            v["id"] = req.body["id"].clone();
+                        }
+                        v.to_string()
+                    }
+                    None => String::new(),
+                }
+            };
+            let hs: Vec<(&str, &str)> =
+                headers.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            Reply::with_body(status, &hs, &body)
+        });
+        // Run until the machine decides.
+        for _ in 0..4 {
+            sim.step();
+        }
+        if out_is_timeout(row) {
+            let t = sim.client.poll_timeout().unwrap();
+            sim.now = t;
+            sim.client.handle_timeout(t);
+            sim.step();
+        }
+        let next = sim.requests.get(1).map(|r| r.rpc_method().to_owned());
+        let closed = sim.events.iter().find_map(|e| match e {
+            Event::Closed { reason } => Some(reason.clone()),
+            _ => None,
+        });
+        let connected = sim.events.iter().any(|e| matches!(e, Event::Connected(_)));
+        let verdict = row["expected"]["verdict"].as_str().unwrap();
+        match verdict {
+            "modern" => assert!(connected, "row {id}: {:?}", sim.events),
+            "legacy" | "legacy-or-error" => {
+                assert_eq!(next.as_deref(), Some("initialize"), "row {id}: {:?}", sim.events)
+            }
+            "modern-request-error" => assert!(
+                matches!(closed, Some(CloseReason::Refused(_))),
+                "row {id}: {closed:?}"
+            ),
+            "auth-required" => assert!(
+                matches!(&closed, Some(CloseReason::AuthRequired { challenge: Some(c) }) if c.contains("resource_metadata")),
+                "row {id}: {closed:?}"
+            ),
+            "error" => assert!(
+                matches!(closed, Some(CloseReason::Http(_))),
+                "row {id}: {closed:?}"
+            ),
+            other => panic!("row {id}: verdict {other}"),
+        }
+        if verdict != "legacy" && verdict != "legacy-or-error" {
+            assert!(sim.with_method("initialize").is_empty(), "row {id}: no fallback");
+        }
+    }
+}
+
+fn out_is_timeout(row: &Value) -> bool {
+    row["probe_outcome"].get("timeout").is_some()
+}
