@@ -5,21 +5,25 @@ use std::time::Duration;
 use mcp_proto::client::{
     CallOutput, CallRequest, ClientConfig, CloseReason, InputHandler, PeerError,
 };
-use mcp_proto::jsonrpc::Notification;
+use mcp_proto::http::EndpointUrl;
+use mcp_proto::jsonrpc::{Notification, codes};
 use mcp_proto::model::{CallToolResult, Prompt, Resource, ServerDetails, Tool};
-use mcp_proto::{Era, ProtocolVersion};
+use mcp_proto::{Era, EraMode, ProtocolVersion};
 use serde_json::{Map, Value};
 
-use crate::driver::{Driver, Options, ProgressHandler, WireLog};
+use crate::driver::{Driver, Link, Options, ProgressHandler, WireLog};
 use crate::error::Error;
+use crate::http::{HttpLink, HttpOptions, PoolConfig};
 use crate::process::{Shutdown, StdioCommand};
 
-/// A connected MCP client over a child process's stdio. Every method blocks the calling
-/// thread until the answer is in (or the call's timeout, from
+/// A connected MCP client, over a child process's stdio ([`Client::connect_stdio`]) or
+/// Streamable HTTP ([`Client::connect_http`]); the methods are the same for both. Every
+/// method blocks the calling thread until the answer is in (or the call's timeout, from
 /// [`mcp_proto::Limits::request_timeout`] or [`CallRequest::timeout`], passes).
 ///
 /// Dropping the client closes it like [`Client::close`] does: bounded in time, the server
-/// reaped, never a zombie.
+/// reaped, never a zombie; over HTTP, a legacy session is ended and the connections
+/// closed.
 ///
 /// ```no_run
 /// use mcp_blocking::{Client, StdioCommand};
@@ -71,6 +75,91 @@ impl Client {
         let mut driver = Driver::start(command, config, options)?;
         let details = driver.connect()?;
         Ok(Client { driver, details })
+    }
+
+    /// Connects to a Streamable HTTP endpoint (`https://…`, or `http://` to a loopback
+    /// host) with default [`Options`] and [`HttpOptions`]: returns once the era and
+    /// version are settled.
+    ///
+    /// # Errors
+    /// [`Error::InvalidUrl`] for a URL that is not acceptable, [`Error::Transport`] when
+    /// the server cannot be reached at all (refused, DNS, TLS), [`Error::Connect`] when
+    /// it answered but the handshake failed (an HTTP status, a refusal, no common version).
+    pub fn connect_http(url: &str, config: ClientConfig) -> Result<Client, Error> {
+        Self::connect_http_with(url, config, Options::new(), HttpOptions::new())
+    }
+
+    /// [`Client::connect_http`] with [`Options`] and [`HttpOptions`] (TLS configuration or
+    /// connector, `Authorization`, timeouts, era cache).
+    ///
+    /// With an [`crate::EraCache`] and [`EraMode::Auto`], an origin known to be legacy is
+    /// connected in [`EraMode::Legacy`] (no probe); when that draws an HTTP 400 with a
+    /// 2026 error code, the entry is dropped and the connection retried once in `Auto`.
+    /// Every successful connection records its verdict.
+    ///
+    /// # Errors
+    /// As [`Client::connect_http`].
+    pub fn connect_http_with(
+        url: &str,
+        config: ClientConfig,
+        options: Options,
+        http: HttpOptions,
+    ) -> Result<Client, Error> {
+        let endpoint = EndpointUrl::parse(url, http.allow_insecure_remote).map_err(|source| {
+            Error::InvalidUrl {
+                url: url.to_owned(),
+                source,
+            }
+        })?;
+        let origin = endpoint.origin().to_owned();
+        let cache = http.era_cache.clone();
+        let cached_legacy = config.era_mode == EraMode::Auto
+            && cache
+                .as_ref()
+                .and_then(|c| c.get(&origin))
+                .is_some_and(|(era, _)| era == Era::Legacy);
+        let result = if cached_legacy {
+            let legacy = config.clone().era_mode(EraMode::Legacy);
+            match Self::open_http(endpoint.clone(), legacy, options, &http) {
+                Err(failed) if moved_on(&failed.0) => {
+                    let (_, options) = *failed;
+                    if let Some(c) = &cache {
+                        c.invalidate(&origin);
+                    }
+                    Self::open_http(endpoint, config, options, &http)
+                }
+                other => other,
+            }
+        } else {
+            Self::open_http(endpoint, config, options, &http)
+        };
+        let client = result.map_err(|failed| failed.0)?;
+        if let Some(c) = &cache {
+            c.record(&origin, client.era(), client.protocol_version());
+        }
+        Ok(client)
+    }
+
+    /// One connection attempt; on failure the options come back for another.
+    fn open_http(
+        url: EndpointUrl,
+        config: ClientConfig,
+        options: Options,
+        http: &HttpOptions,
+    ) -> Result<Client, Box<(Error, Options)>> {
+        let pool = PoolConfig {
+            connector: http.connector_for(url.is_tls()),
+            connect_timeout: http.connect_timeout,
+            idle_timeout: http.idle_timeout,
+            max_connections: http.max_connections.max(2),
+            limits: mcp_proto::http::HttpLimits::streaming(),
+        };
+        let link = HttpLink::new(config, url, http.authorization.clone(), pool);
+        let mut driver = Driver::with_link(Link::Http(Box::new(link)), options);
+        match driver.connect() {
+            Ok(details) => Ok(Client { driver, details }),
+            Err(e) => Err(Box::new((e, std::mem::take(&mut driver.options)))),
+        }
     }
 
     /// The server's era.
@@ -224,17 +313,63 @@ impl Client {
         self.driver.stderr_tail()
     }
 
-    /// The server's process id, while it runs.
+    /// The server's process id, while it runs (`None` over HTTP).
     #[must_use]
     pub fn process_id(&self) -> Option<u32> {
         self.driver.process_id()
     }
 
     /// How many times the server process was restarted (once when a server exits on the
-    /// `server/discover` probe).
+    /// `server/discover` probe; always 0 over HTTP).
     #[must_use]
     pub fn restarts(&self) -> u32 {
-        self.driver.restarts
+        self.driver.restarts()
+    }
+
+    /// The tools left out of `tools/list` because their `x-mcp-header` annotations are
+    /// invalid (Streamable HTTP, 2026-07-28), as `(tool, reason)`, latest listing first
+    /// seen first. The other tools stay usable; stdio never excludes any.
+    #[must_use]
+    pub fn excluded_tools(&self) -> &[(String, String)] {
+        &self.driver.excluded_tools
+    }
+
+    /// The endpoint, for a client over HTTP.
+    #[must_use]
+    pub fn endpoint(&self) -> Option<&EndpointUrl> {
+        match &self.driver.link {
+            Link::Http(l) => Some(l.url()),
+            Link::Stdio(_) => None,
+        }
+    }
+
+    /// The legacy session id the server issued, for a client over HTTP.
+    #[must_use]
+    pub fn http_session_id(&self) -> Option<&str> {
+        match &self.driver.link {
+            Link::Http(l) => l.machine.session_id(),
+            Link::Stdio(_) => None,
+        }
+    }
+
+    /// TCP connections opened so far, for a client over HTTP (keep-alive keeps this low).
+    #[must_use]
+    pub fn http_connections_opened(&self) -> u64 {
+        match &self.driver.link {
+            Link::Http(l) => l.connections_opened(),
+            Link::Stdio(_) => 0,
+        }
+    }
+
+    /// Requests sent a second time because the pooled connection they were written on
+    /// had been closed by the server (each is retried at most once, and only when no
+    /// byte of its response had arrived).
+    #[must_use]
+    pub fn http_retries(&self) -> u64 {
+        match &self.driver.link {
+            Link::Http(l) => l.retries(),
+            Link::Stdio(_) => 0,
+        }
     }
 
     /// Why the connection ended, once it has.
@@ -246,14 +381,30 @@ impl Client {
     /// The protocol machine, for inspection.
     #[must_use]
     pub fn machine(&self) -> &mcp_proto::client::Client {
-        &self.driver.machine
+        self.driver.machine()
     }
 
     /// Ends the connection: closes the server's stdin, waits up to the grace period
-    /// (default 2 s) for it to exit, kills it otherwise, and reaps it.
+    /// (default 2 s) for it to exit, kills it otherwise, and reaps it. Over HTTP: ends a
+    /// legacy session (`DELETE`, waited for within the grace period) and closes every
+    /// connection; the [`Shutdown`] is then empty.
     pub fn close(mut self) -> Shutdown {
         self.driver.close()
     }
+}
+
+/// Whether a connect pinned to the legacy era failed because the server now speaks 2026
+/// only: HTTP 400 with a 2026 request error.
+fn moved_on(e: &Error) -> bool {
+    e.http_status() == Some(400)
+        && matches!(
+            e.code(),
+            Some(
+                codes::HEADER_MISMATCH
+                    | codes::MISSING_REQUIRED_CLIENT_CAPABILITY
+                    | codes::UNSUPPORTED_PROTOCOL_VERSION
+            )
+        )
 }
 
 #[cfg(test)]

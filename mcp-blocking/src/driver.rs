@@ -1,10 +1,11 @@
 //! The run loop: one `mcp_proto` client machine, driven on the caller's thread against a
-//! child process.
+//! child process or Streamable HTTP connections.
 //!
-//! Every turn: write what the machine wants to send, wait on the reader's channel until
+//! Every turn: write what the machine wants to send, wait on the reader channel until
 //! the machine's next deadline, feed what arrived (bytes, end of file, or the timer), and
 //! drain every event. Input requests are answered on the spot by the [`InputHandler`];
-//! a [`Event::RestartTransport`] replaces the child with a fresh one.
+//! a [`Event::RestartTransport`] replaces the child with a fresh one. The transport is a
+//! [`Link`]: it moves bytes and owns the machine; the event handling is shared.
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
@@ -14,12 +15,13 @@ use std::time::{Duration, Instant};
 
 use mcp_proto::client::{
     self as proto, CallError, CallId, CallOutput, CallRequest, ClientConfig, CloseReason, Event,
-    InputHandler, PeerError,
+    HttpFailure, InputHandler, PeerError,
 };
 use mcp_proto::jsonrpc::Notification;
 use mcp_proto::model::ServerDetails;
 
 use crate::error::Error;
+use crate::http::HttpLink;
 use crate::process::{Process, Received, Shutdown, StderrTail, StdioCommand};
 
 /// Notifications kept for [`crate::Client::poll_notification`] before the oldest are dropped.
@@ -32,7 +34,9 @@ const MAX_LOG_LINE: usize = 64 * 1024;
 /// Called with every `notifications/progress` of a call that asked for progress.
 pub type ProgressHandler = Box<dyn FnMut(&Progress) + Send>;
 
-/// Called with every line written to or read from the server, without its line end.
+/// Called with every line written to or read from the server, without its line end. Over
+/// HTTP these are the lines of requests and responses as sent and received, with the
+/// values of `Authorization`, `Cookie` and `Set-Cookie` replaced by `[redacted]`.
 pub type WireLog = Box<dyn FnMut(Direction, &[u8]) + Send>;
 
 /// Progress of a call (`notifications/progress`).
@@ -53,9 +57,9 @@ pub struct Progress {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Direction {
-    /// Written to the server's stdin.
+    /// Written to the server (its stdin, or an HTTP request).
     Sent,
-    /// Read from the server's stdout.
+    /// Read from the server (its stdout, or an HTTP response).
     Received,
 }
 
@@ -75,7 +79,8 @@ pub enum Direction {
 #[non_exhaustive]
 pub struct Options {
     /// How long [`crate::Client::close`] (and drop) lets the server exit after its stdin
-    /// is closed before killing it. Default 2 s.
+    /// is closed before killing it. Default 2 s. Over HTTP: how long closing waits for
+    /// the exchanges in flight (a legacy session's `DELETE`), at most 2 s.
     pub grace_period: Duration,
     /// Answers every request for input. Default [`proto::DeclineAll`]. Only requests the
     /// [`ClientConfig`] declared capabilities for reach it: declare elicitation to see forms.
@@ -144,27 +149,32 @@ impl fmt::Debug for Options {
     }
 }
 
-/// The machine, the process, and what came out of them that nobody has picked up yet.
+/// The transport under the machine: a child process (stdio) or HTTP connections.
+#[derive(Debug)]
+pub(crate) enum Link {
+    /// A child process's stdin and stdout.
+    Stdio(Box<StdioLink>),
+    /// Streamable HTTP.
+    Http(Box<HttpLink>),
+}
+
+/// The machine, its transport, and what came out of them that nobody has picked up yet.
+///
+/// One event-handling loop serves both transports: the [`Link`] only moves bytes (and
+/// owns the machine, which differs per transport); everything the machine reports is
+/// handled here, the same way for stdio and HTTP.
 #[derive(Debug)]
 pub(crate) struct Driver {
-    pub(crate) machine: proto::Client,
-    command: StdioCommand,
-    process: Option<Process>,
-    tail: Arc<StderrTail>,
+    pub(crate) link: Link,
     pub(crate) options: Options,
-    /// Stdout of the current process has ended.
-    eof: bool,
-    out: Vec<u8>,
-    /// A partial received line, for the wire log only.
-    log_line: Vec<u8>,
     pub(crate) details: Option<ServerDetails>,
     completed: HashMap<CallId, Result<CallOutput, CallError>>,
     pub(crate) notifications: VecDeque<Notification>,
     pub(crate) dropped_notifications: u64,
     pub(crate) peer_errors: VecDeque<PeerError>,
+    /// Tools left out of `tools/list` over HTTP, with the reason (latest per tool).
+    pub(crate) excluded_tools: Vec<(String, String)>,
     pub(crate) closed: Option<CloseReason>,
-    pub(crate) restarts: u32,
-    shutdown: Option<Shutdown>,
 }
 
 impl Driver {
@@ -174,26 +184,31 @@ impl Driver {
         config: ClientConfig,
         options: Options,
     ) -> Result<Driver, Error> {
-        let tail = Arc::new(StderrTail::new(command.stderr_bytes()));
-        let process = Process::spawn(&command, &tail)?;
-        Ok(Driver {
-            machine: proto::Client::new(config, Instant::now()),
-            command,
-            process: Some(process),
-            tail,
+        let link = StdioLink::start(command, config)?;
+        Ok(Self::with_link(Link::Stdio(Box::new(link)), options))
+    }
+
+    /// A driver over `link`; nothing is exchanged yet.
+    pub(crate) fn with_link(link: Link, options: Options) -> Driver {
+        Driver {
+            link,
             options,
-            eof: false,
-            out: Vec::new(),
-            log_line: Vec::new(),
             details: None,
             completed: HashMap::new(),
             notifications: VecDeque::new(),
             dropped_notifications: 0,
             peer_errors: VecDeque::new(),
+            excluded_tools: Vec::new(),
             closed: None,
-            restarts: 0,
-            shutdown: None,
-        })
+        }
+    }
+
+    /// The protocol machine.
+    pub(crate) fn machine(&self) -> &proto::Client {
+        match &self.link {
+            Link::Stdio(l) => &l.machine,
+            Link::Http(l) => l.machine(),
+        }
     }
 
     /// Runs until the machine reports `Connected`.
@@ -203,11 +218,15 @@ impl Driver {
                 return Ok(details.clone());
             }
             if let Some(reason) = self.closed.clone() {
-                self.release_process();
-                return Err(Error::Connect {
-                    reason,
-                    stderr: self.tail.text(),
-                });
+                self.release();
+                let stderr = self.stderr_tail();
+                if let Link::Http(l) = &mut self.link
+                    && matches!(&reason, CloseReason::Http(h) if h.status.is_none())
+                    && let Some(e) = l.take_connect_failure()
+                {
+                    return Err(Error::Transport(e));
+                }
+                return Err(Error::Connect { reason, stderr });
             }
             self.turn()?;
         }
@@ -218,7 +237,10 @@ impl Driver {
         if let Some(reason) = &self.closed {
             return Err(Error::Closed(reason.clone()));
         }
-        let id = self.machine.call(Instant::now(), request)?;
+        let id = match &mut self.link {
+            Link::Stdio(l) => l.machine.call(Instant::now(), request)?,
+            Link::Http(l) => l.call(request)?,
+        };
         loop {
             if let Some(outcome) = self.completed.remove(&id) {
                 return outcome.map_err(Error::from);
@@ -234,67 +256,68 @@ impl Driver {
     fn turn(&mut self) -> Result<(), Error> {
         self.flush();
         let now = Instant::now();
-        let timeout = self
-            .machine
-            .poll_timeout()
-            .map(|t| t.saturating_duration_since(now));
-        let received = match (&self.process, timeout) {
-            (_, Some(Duration::ZERO)) => Received::Timeout,
-            (Some(p), _) if !self.eof => p.recv(timeout),
-            (_, Some(t)) => {
-                thread::sleep(t);
-                Received::Timeout
-            }
-            (_, None) => {
-                // Nothing can happen any more: no transport and no timer.
-                self.machine.close(Instant::now());
-                self.closed
-                    .get_or_insert(CloseReason::ServerExited { truncated: 0 });
-                return Ok(());
-            }
+        let deadline = match &self.link {
+            Link::Stdio(l) => l.machine.poll_timeout(),
+            Link::Http(l) => l.poll_timeout(),
         };
-        let now = Instant::now();
-        match received {
-            Received::Data(data) => {
-                self.log_received(&data);
-                self.machine.handle_input(now, &data);
-            }
-            Received::Eof => {
-                self.eof = true;
-                self.flush_log_line();
-                self.machine.handle_eof(now);
-            }
-            Received::Timeout => self.machine.handle_timeout(now),
+        let timeout = deadline.map(|t| t.saturating_duration_since(now));
+        let log = &mut self.options.wire_log;
+        let alive = match &mut self.link {
+            Link::Stdio(l) => l.wait(timeout, log),
+            Link::Http(l) => l.wait(timeout, log),
+        };
+        if !alive {
+            // Nothing can happen any more: no transport and no timer.
+            let reason = match &mut self.link {
+                Link::Stdio(l) => {
+                    l.machine.close(Instant::now());
+                    CloseReason::ServerExited { truncated: 0 }
+                }
+                Link::Http(l) => {
+                    l.close_machine();
+                    CloseReason::Http(HttpFailure::new(
+                        None,
+                        None,
+                        "no exchange in flight and nothing to wait for",
+                    ))
+                }
+            };
+            self.closed.get_or_insert(reason);
+            return Ok(());
         }
         self.drain_events()?;
         if self.closed.is_some() && self.details.is_some() {
-            // The connection is over: reap the server now rather than at close.
-            self.release_process();
+            // The connection is over: release the transport now rather than at close.
+            self.release();
         }
         Ok(())
     }
 
-    /// Hands everything the machine wants to send to the writer thread.
+    /// Hands everything the machine wants to send to the transport.
     fn flush(&mut self) {
-        self.out.clear();
-        if self.machine.poll_transmit(Instant::now(), &mut self.out) == 0 {
-            return;
+        let log = &mut self.options.wire_log;
+        match &mut self.link {
+            Link::Stdio(l) => l.flush(log),
+            Link::Http(l) => l.flush(log),
         }
-        if let Some(log) = &mut self.options.wire_log {
-            for line in self.out.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
-                log(Direction::Sent, line);
-            }
-        }
-        if let Some(p) = &self.process {
-            p.send(std::mem::take(&mut self.out));
+    }
+
+    fn poll_event(&mut self) -> Option<Event> {
+        match &mut self.link {
+            Link::Stdio(l) => l.machine.poll_event(),
+            Link::Http(l) => l.poll_event(),
         }
     }
 
     fn drain_events(&mut self) -> Result<(), Error> {
-        while let Some(event) = self.machine.poll_event() {
+        while let Some(event) = self.poll_event() {
             match event {
                 Event::Connected(details) => self.details = Some(*details),
-                Event::RestartTransport => self.restart()?,
+                Event::RestartTransport => {
+                    if let Link::Stdio(l) = &mut self.link {
+                        l.restart(&mut self.closed)?;
+                    }
+                }
                 Event::CallCompleted { call, outcome } => {
                     self.completed.insert(call, outcome);
                 }
@@ -316,7 +339,10 @@ impl Driver {
                 Event::InputRequested { input, request, .. } => {
                     let answer = self.options.input_handler.answer(&request);
                     // The only refusal is for an input already voided: nothing to do.
-                    let _ = self.machine.respond(Instant::now(), input, answer);
+                    let _ = match &mut self.link {
+                        Link::Stdio(l) => l.machine.respond(Instant::now(), input, answer),
+                        Link::Http(l) => l.respond(input, answer),
+                    };
                     self.flush();
                 }
                 Event::Notification(n) => {
@@ -333,6 +359,12 @@ impl Driver {
                     }
                     self.peer_errors.push_back(e);
                 }
+                Event::ToolExcluded { tool, reason } => {
+                    match self.excluded_tools.iter_mut().find(|(t, _)| *t == tool) {
+                        Some(entry) => entry.1 = reason,
+                        None => self.excluded_tools.push((tool, reason)),
+                    }
+                }
                 Event::Closed { reason } => self.closed = Some(reason),
                 // InputCancelled: the handler answers synchronously, nothing is waiting.
                 _ => {}
@@ -341,8 +373,147 @@ impl Driver {
         Ok(())
     }
 
+    pub(crate) fn stderr_tail(&self) -> String {
+        match &self.link {
+            Link::Stdio(l) => l.tail.text(),
+            Link::Http(_) => String::new(),
+        }
+    }
+
+    pub(crate) fn process_id(&self) -> Option<u32> {
+        match &self.link {
+            Link::Stdio(l) => l.process.as_ref().map(Process::id),
+            Link::Http(_) => None,
+        }
+    }
+
+    pub(crate) fn restarts(&self) -> u32 {
+        match &self.link {
+            Link::Stdio(l) => l.restarts,
+            Link::Http(_) => 0,
+        }
+    }
+
+    /// Releases the transport: stops the server process (bounded by the grace period),
+    /// or ends a legacy HTTP session and closes the connections.
+    fn release(&mut self) -> Shutdown {
+        let grace = self.options.grace_period;
+        match &mut self.link {
+            Link::Stdio(l) => l.release_process(grace),
+            Link::Http(l) => {
+                l.release(grace, &mut self.options.wire_log);
+                Shutdown {
+                    status: None,
+                    killed: false,
+                }
+            }
+        }
+    }
+
+    /// Closes the connection and the transport. Idempotent; never hangs past the grace
+    /// period plus a short wait for the IO threads.
+    pub(crate) fn close(&mut self) -> Shutdown {
+        if self.closed.is_none() {
+            match &mut self.link {
+                Link::Stdio(l) => l.machine.close(Instant::now()),
+                Link::Http(l) => l.close_machine(),
+            }
+            while let Some(event) = self.poll_event() {
+                if let Event::Closed { reason } = event {
+                    self.closed = Some(reason);
+                }
+            }
+            self.closed.get_or_insert(CloseReason::Local);
+        }
+        self.release()
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// A child process's stdio under the machine.
+#[derive(Debug)]
+pub(crate) struct StdioLink {
+    pub(crate) machine: proto::Client,
+    command: StdioCommand,
+    process: Option<Process>,
+    tail: Arc<StderrTail>,
+    /// Stdout of the current process has ended.
+    eof: bool,
+    out: Vec<u8>,
+    /// A partial received line, for the wire log only.
+    log_line: Vec<u8>,
+    restarts: u32,
+    shutdown: Option<Shutdown>,
+}
+
+impl StdioLink {
+    fn start(command: StdioCommand, config: ClientConfig) -> Result<StdioLink, Error> {
+        let tail = Arc::new(StderrTail::new(command.stderr_bytes()));
+        let process = Process::spawn(&command, &tail)?;
+        Ok(StdioLink {
+            machine: proto::Client::new(config, Instant::now()),
+            command,
+            process: Some(process),
+            tail,
+            eof: false,
+            out: Vec::new(),
+            log_line: Vec::new(),
+            restarts: 0,
+            shutdown: None,
+        })
+    }
+
+    /// Hands everything the machine wants to send to the writer thread.
+    fn flush(&mut self, wire_log: &mut Option<WireLog>) {
+        self.out.clear();
+        if self.machine.poll_transmit(Instant::now(), &mut self.out) == 0 {
+            return;
+        }
+        if let Some(log) = wire_log {
+            for line in self.out.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+                log(Direction::Sent, line);
+            }
+        }
+        if let Some(p) = &self.process {
+            p.send(std::mem::take(&mut self.out));
+        }
+    }
+
+    /// Waits for one thing until `timeout` and feeds it to the machine. False when
+    /// nothing can arrive any more (stdout ended and no timer).
+    fn wait(&mut self, timeout: Option<Duration>, wire_log: &mut Option<WireLog>) -> bool {
+        let received = match (&self.process, timeout) {
+            (_, Some(Duration::ZERO)) => Received::Timeout,
+            (Some(p), _) if !self.eof => p.recv(timeout),
+            (_, Some(t)) => {
+                thread::sleep(t);
+                Received::Timeout
+            }
+            (_, None) => return false,
+        };
+        let now = Instant::now();
+        match received {
+            Received::Data(data) => {
+                self.log_received(&data, wire_log);
+                self.machine.handle_input(now, &data);
+            }
+            Received::Eof => {
+                self.eof = true;
+                self.flush_log_line(wire_log);
+                self.machine.handle_eof(now);
+            }
+            Received::Timeout => self.machine.handle_timeout(now),
+        }
+        true
+    }
+
     /// The probe cost the server process: replace it with a fresh one.
-    fn restart(&mut self) -> Result<(), Error> {
+    fn restart(&mut self, closed: &mut Option<CloseReason>) -> Result<(), Error> {
         if let Some(mut old) = self.process.take() {
             // It already closed stdout (that is what triggered the restart).
             old.shutdown(Duration::ZERO);
@@ -351,7 +522,7 @@ impl Driver {
             Ok(p) => p,
             Err(e) => {
                 self.machine.close(Instant::now());
-                self.closed.get_or_insert(CloseReason::Local);
+                closed.get_or_insert(CloseReason::Local);
                 return Err(e);
             }
         };
@@ -363,8 +534,8 @@ impl Driver {
         Ok(())
     }
 
-    fn log_received(&mut self, data: &[u8]) {
-        let Some(log) = &mut self.options.wire_log else {
+    fn log_received(&mut self, data: &[u8], wire_log: &mut Option<WireLog>) {
+        let Some(log) = wire_log else {
             return;
         };
         let mut rest = data;
@@ -384,8 +555,8 @@ impl Driver {
         }
     }
 
-    fn flush_log_line(&mut self) {
-        if let Some(log) = &mut self.options.wire_log
+    fn flush_log_line(&mut self, wire_log: &mut Option<WireLog>) {
+        if let Some(log) = wire_log
             && !self.log_line.is_empty()
         {
             log(Direction::Received, &self.log_line);
@@ -393,43 +564,14 @@ impl Driver {
         self.log_line.clear();
     }
 
-    pub(crate) fn stderr_tail(&self) -> String {
-        self.tail.text()
-    }
-
-    pub(crate) fn process_id(&self) -> Option<u32> {
-        self.process.as_ref().map(Process::id)
-    }
-
     /// Stops the server process (bounded by the grace period) and remembers how it ended.
-    fn release_process(&mut self) -> Shutdown {
+    fn release_process(&mut self, grace: Duration) -> Shutdown {
         if let Some(mut p) = self.process.take() {
-            self.shutdown = Some(p.shutdown(self.options.grace_period));
+            self.shutdown = Some(p.shutdown(grace));
         }
         self.shutdown.unwrap_or(Shutdown {
             status: None,
             killed: false,
         })
-    }
-
-    /// Closes the connection and the process. Idempotent; never hangs past the grace
-    /// period plus a short wait for the IO threads.
-    pub(crate) fn close(&mut self) -> Shutdown {
-        if self.closed.is_none() {
-            self.machine.close(Instant::now());
-            while let Some(event) = self.machine.poll_event() {
-                if let Event::Closed { reason } = event {
-                    self.closed = Some(reason);
-                }
-            }
-            self.closed.get_or_insert(CloseReason::Local);
-        }
-        self.release_process()
-    }
-}
-
-impl Drop for Driver {
-    fn drop(&mut self) {
-        self.close();
     }
 }

@@ -4,6 +4,9 @@ use std::io;
 
 use mcp_proto::ErrorObject;
 use mcp_proto::client::{ApiMisuse, CallError, CloseReason};
+use mcp_proto::http::UrlError;
+
+use crate::http::{TransportError, TransportStage};
 
 /// Why an operation of [`crate::Client`] failed.
 ///
@@ -40,6 +43,22 @@ pub enum Error {
     /// The caller broke the API contract (for example, too many calls at once).
     #[error("{0}")]
     Misuse(#[from] ApiMisuse),
+    /// The endpoint URL is not acceptable (not http or https, userinfo, a fragment, plain
+    /// `http` to a host that is not loopback, …).
+    #[error("invalid endpoint URL {url:?}: {source}")]
+    InvalidUrl {
+        /// The URL as given.
+        url: String,
+        /// What is wrong with it.
+        #[source]
+        source: UrlError,
+    },
+    /// The HTTP server could not be reached to set up the connection: the name did not
+    /// resolve, the connection was refused or timed out, or TLS failed (an untrusted
+    /// certificate, say). Failures of this kind on a call after connecting are
+    /// [`CallError::Http`] without a status.
+    #[error("could not connect: {0}")]
+    Transport(TransportError),
 }
 
 impl From<CallError> for Error {
@@ -96,7 +115,8 @@ impl Error {
     /// A short, stable name for the kind of failure, for scripts: `spawn`, `connect`,
     /// `legacy-server`, `negotiation`, `auth-required`, `http`, `closed`, `server-error`,
     /// `timeout`, `invalid-response`, `input`, `limit`, `cancelled`, `session-expired`,
-    /// `call`, `misuse`.
+    /// `call`, `misuse`, `invalid-url`, `unreachable` (resolve, connect, connection
+    /// timeout), `tls`, `transport` (other IO below HTTP).
     #[must_use]
     pub fn kind(&self) -> &'static str {
         match self {
@@ -123,6 +143,21 @@ impl Error {
                 _ => "call",
             },
             Error::Misuse(_) => "misuse",
+            Error::InvalidUrl { .. } => "invalid-url",
+            Error::Transport(e) => match e.stage() {
+                TransportStage::Tls => "tls",
+                TransportStage::Resolve | TransportStage::Connect => "unreachable",
+                _ => "transport",
+            },
+        }
+    }
+
+    /// The failure below HTTP, when connecting could not reach the server.
+    #[must_use]
+    pub fn transport_error(&self) -> Option<&TransportError> {
+        match self {
+            Error::Transport(e) => Some(e),
+            _ => None,
         }
     }
 

@@ -1,12 +1,16 @@
 //! Model Context Protocol on std blocking IO.
 //!
 //! `mcp-blocking` drives the sans-IO machines of [`mcp_proto`] with threads and channels:
-//! no async runtime, no dependency beyond `mcp-proto`, serde and thiserror.
+//! no async runtime, no dependency beyond `mcp-proto`, serde, thiserror, and rustls (ring
+//! provider) with `webpki-roots` for `https://`.
 //!
 //! * [`Client`] starts a stdio server as a child process ([`StdioCommand`]: the child sees
 //!   only the environment variables you name), settles the era (a `server/discover`
 //!   probe, falling back to `initialize` for 2025 servers), and offers blocking calls:
 //!   [`Client::list_tools`], [`Client::call_tool`], [`Client::read_resource`], …
+//! * [`Client::connect_http`] does the same over Streamable HTTP (`https://`, or `http://`
+//!   to loopback): keep-alive connections, TLS with rustls, an optional per-origin
+//!   [`EraCache`]; see the [`http`] module.
 //! * [`serve_stdio`] runs an [`mcp_proto::server::Server`] on this process's stdin and
 //!   stdout.
 //!
@@ -49,14 +53,20 @@
 mod client;
 mod driver;
 mod error;
+pub mod http;
 mod process;
 mod serve;
+mod serve_http;
 
 pub use client::Client;
 pub use driver::{Direction, Options, Progress, ProgressHandler, WireLog};
 pub use error::Error;
+pub use http::{EraCache, HttpOptions, TransportError};
 pub use process::{DEFAULT_STDERR_LIMIT, Shutdown, StdioCommand};
 pub use serve::{serve, serve_stdio};
+pub use serve_http::{
+    HttpServeOptions, HttpServerHandle, serve_http, serve_http_on, serve_http_with,
+};
 
 /// The protocol crate this one drives, re-exported so its types need no second dependency.
 pub use mcp_proto;

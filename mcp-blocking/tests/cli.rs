@@ -169,7 +169,7 @@ fn usage_errors_exit_2() {
         &["frobnicate"],
         &["tools", "ex", "--bogus"],
         &["tools", "nosuchserver"],
-        &["add", "ex", "--url", "https://example.com/mcp"],
+        &["add", "ex", "--url", "http://example.com/mcp"],
         &["listen", "ex"],
     ] {
         let out = run(&config, args);

@@ -16,9 +16,12 @@ use mcp_proto::version::{Era, ProtocolVersion};
 use serde_json::{Map, Value};
 use smol::channel::{Receiver, Sender};
 
+use mcp_proto::http::EndpointUrl;
+
+use crate::core::Channels;
 use crate::driver::Driver;
 use crate::options::{Options, ProgressHandler, Shutdown, WireLog};
-use crate::{Error, StdioCommand};
+use crate::{Error, HttpOptions, StdioCommand};
 
 /// Notifications kept for [`Client::poll_notification`] before the oldest are dropped.
 pub(crate) const MAX_NOTIFICATIONS: usize = 1024;
@@ -58,6 +61,8 @@ pub(crate) struct SharedState {
     pub(crate) ended: Option<Error>,
     pub(crate) close_reason: Option<CloseReason>,
     pub(crate) pid: Option<u32>,
+    /// The HTTP endpoint, for connections over HTTP.
+    pub(crate) endpoint: Option<String>,
     pub(crate) restarts: u32,
     pub(crate) stderr: StderrBuf,
     pub(crate) peer_errors: VecDeque<PeerError>,
@@ -66,13 +71,14 @@ pub(crate) struct SharedState {
 }
 
 impl Shared {
-    pub(crate) fn new(stderr_limit: usize, pid: u32) -> Self {
+    pub(crate) fn new(stderr_limit: usize, pid: Option<u32>, endpoint: Option<String>) -> Self {
         Shared {
             state: Mutex::new(SharedState {
                 server: None,
                 ended: None,
                 close_reason: None,
-                pid: Some(pid),
+                pid,
+                endpoint,
                 restarts: 0,
                 stderr: StderrBuf::new(stderr_limit),
                 peer_errors: VecDeque::new(),
@@ -158,6 +164,7 @@ impl fmt::Debug for Client {
         let state = self.shared.lock();
         f.debug_struct("Client")
             .field("pid", &state.pid)
+            .field("endpoint", &state.endpoint)
             .field(
                 "protocol_version",
                 &state.server.as_ref().map(|s| s.protocol_version),
@@ -197,29 +204,66 @@ impl Client {
         options: Options,
     ) -> Result<(Client, Driver), Error> {
         let child = command.spawn()?;
-        let shared = Arc::new(Shared::new(command.get_stderr_limit(), child.id()));
+        let shared = Arc::new(Shared::new(
+            command.get_stderr_limit(),
+            Some(child.id()),
+            None,
+        ));
+        let (client, channels) = Client::with_channels(shared.clone());
+        let driver = Driver::stdio(command, config, options, child, channels, shared);
+        Ok((client, driver))
+    }
+
+    /// Connects to the Streamable HTTP endpoint `url` with default [`Options`] and
+    /// [`HttpOptions`]. Same as the free function [`connect_http`](crate::connect_http).
+    ///
+    /// # Errors
+    /// [`Error::InvalidUrl`] when `url` is not an acceptable endpoint.
+    pub fn connect_http(url: &str, config: ClientConfig) -> Result<(Client, Driver), Error> {
+        Self::connect_http_with(url, config, Options::new(), HttpOptions::new())
+    }
+
+    /// [`Client::connect_http`] with [`Options`] and [`HttpOptions`] (TLS configuration,
+    /// connector, authorization, connect timeout, connection bound).
+    ///
+    /// Nothing is connected here: the first connection is opened when the driver is first
+    /// polled, and a failure to reach the endpoint is reported then (by
+    /// [`Client::connected`], the calls waiting, and the driver) as
+    /// [`Error::Transport`].
+    ///
+    /// # Errors
+    /// [`Error::InvalidUrl`] when `url` is not an acceptable endpoint.
+    pub fn connect_http_with(
+        url: &str,
+        config: ClientConfig,
+        options: Options,
+        http: HttpOptions,
+    ) -> Result<(Client, Driver), Error> {
+        let url = EndpointUrl::parse(url, http.allow_insecure_remote)?;
+        let shared = Arc::new(Shared::new(0, None, Some(url.as_str().to_owned())));
+        let (http_config, setup) = http.into_parts(url);
+        let (client, channels) = Client::with_channels(shared.clone());
+        let driver = Driver::http(config, http_config, setup, options, channels, shared);
+        Ok((client, driver))
+    }
+
+    /// A handle and the driver's ends of its channels.
+    fn with_channels(shared: Arc<Shared>) -> (Client, Channels) {
         let (tx, rx) = smol::channel::unbounded();
         let (note_tx, note_rx) = smol::channel::bounded(MAX_NOTIFICATIONS);
         let (done_tx, done_rx) = smol::channel::bounded(1);
-        let driver = Driver::new(
-            command,
-            config,
-            options,
-            child,
-            crate::driver::Channels {
-                commands: rx,
-                notifications: (note_tx, note_rx.clone()),
-                done: done_tx,
-            },
-            shared.clone(),
-        );
+        let channels = Channels {
+            commands: rx,
+            notifications: (note_tx, note_rx.clone()),
+            done: done_tx,
+        };
         let client = Client {
             tx,
             notifications: note_rx,
             done: done_rx,
             shared,
         };
-        Ok((client, driver))
+        (client, channels)
     }
 
     /// Waits until the era and version are settled and returns what the server said
@@ -432,13 +476,14 @@ impl Client {
     /// The newest bytes the server wrote to stderr (bounded by
     /// [`StdioCommand::stderr_limit`]), as text. It is the server's own text: it may hold
     /// anything the server chose to print. Still readable after the connection ended.
+    /// Always empty over HTTP.
     #[must_use]
     pub fn stderr_tail(&self) -> String {
         self.shared.lock().stderr.text()
     }
 
     /// The server's process id, while it runs (`None` once it has been reaped). It
-    /// changes if the server is restarted.
+    /// changes if the server is restarted. Always `None` over HTTP.
     #[must_use]
     pub fn process_id(&self) -> Option<u32> {
         self.shared.lock().pid
@@ -463,10 +508,20 @@ impl Client {
         self.tx.is_closed() || self.shared.lock().ended.is_some()
     }
 
+    /// The endpoint URL, verbatim, for a connection over HTTP (`None` for stdio).
+    #[must_use]
+    pub fn endpoint(&self) -> Option<String> {
+        self.shared.lock().endpoint.clone()
+    }
+
     /// Ends the connection for every handle: calls in flight fail with
     /// [`Error::Closed`], the server's stdin is closed, the server gets the grace period
     /// (default 2 s) to exit and is killed otherwise, and reaped. Resolves once that is
     /// done, with how the process ended (at once if the connection was already over).
+    ///
+    /// Over HTTP the exchanges in flight are aborted, a legacy session is ended with
+    /// `DELETE` (waiting at most the grace period for it), every connection is closed,
+    /// and the [`Shutdown`] is the default (no process).
     pub async fn close(&self) -> Shutdown {
         // Fails when the connection is already ending: then just wait for the end.
         let _ = self.send(Command::Close);
@@ -523,7 +578,7 @@ mod tests {
             tx,
             notifications: nrx,
             done: drx,
-            shared: Arc::new(Shared::new(16, 1)),
+            shared: Arc::new(Shared::new(16, Some(1), None)),
         };
         send_sync(&client);
         send(&client.request(CallRequest::list_tools()));

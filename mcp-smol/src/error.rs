@@ -1,10 +1,12 @@
 //! The one error type of this crate.
 
+use std::fmt;
 use std::io;
 use std::sync::Arc;
 
 use mcp_proto::ErrorObject;
 use mcp_proto::client::{ApiMisuse, CallError, CloseReason};
+use mcp_proto::http::UrlError;
 
 /// Everything that can go wrong with a connection or a call.
 ///
@@ -47,6 +49,19 @@ pub enum Error {
     /// Reading from or writing to the server process, or waiting for it, failed.
     #[error("i/o error talking to the server process: {0}")]
     Io(Arc<io::Error>),
+    /// The HTTP endpoint URL was refused by [`connect_http`](crate::connect_http): not
+    /// `http`/`https`, malformed, or plain `http` to a host that is not loopback
+    /// without [`HttpOptions::allow_insecure_remote`](crate::HttpOptions::allow_insecure_remote).
+    #[error("invalid endpoint URL: {0}")]
+    InvalidUrl(UrlError),
+    /// The HTTP endpoint could not be reached, or the connection broke below HTTP, so the
+    /// connection could not be established or had to close: connection refused, no route,
+    /// a connect timeout, a TLS handshake failure (an untrusted certificate, say).
+    ///
+    /// A call whose own exchange broke this way fails with it too; over HTTP that ends
+    /// only the call: the next one opens a fresh connection.
+    #[error(transparent)]
+    Transport(TransportError),
     /// The [`Driver`](crate::Driver) was dropped before the connection ended, so nothing
     /// can answer this request.
     #[error("the mcp-smol Driver is not running (it was dropped before the connection closed)")]
@@ -95,7 +110,9 @@ impl Error {
     /// A short, stable name for the kind of failure, for scripts (the same names as
     /// `mcp-blocking` uses): `spawn`, `connect`, `legacy-server`, `negotiation`,
     /// `closed`, `server-error`, `timeout`, `invalid-response`, `input`, `limit`,
-    /// `cancelled`, `call`, `misuse`, plus `io` and `driver-gone` for this crate.
+    /// `cancelled`, `call`, `misuse`, plus `io`, `driver-gone`, `invalid-url` and `tls`
+    /// for this crate (an unreachable HTTP endpoint is `connect`, a connect timeout
+    /// `timeout`).
     #[must_use]
     pub fn kind(&self) -> &'static str {
         match self {
@@ -119,8 +136,101 @@ impl Error {
             },
             Error::Misuse(_) => "misuse",
             Error::Io(_) => "io",
+            Error::InvalidUrl(_) => "invalid-url",
+            Error::Transport(t) => match t.kind() {
+                TransportErrorKind::Connect => "connect",
+                TransportErrorKind::ConnectTimeout => "timeout",
+                TransportErrorKind::Tls => "tls",
+                TransportErrorKind::Io => "io",
+            },
             Error::DriverGone => "driver-gone",
         }
+    }
+}
+
+impl From<UrlError> for Error {
+    fn from(e: UrlError) -> Self {
+        Error::InvalidUrl(e)
+    }
+}
+
+impl From<TransportError> for Error {
+    fn from(e: TransportError) -> Self {
+        Error::Transport(e)
+    }
+}
+
+/// Which step below HTTP failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TransportErrorKind {
+    /// Opening the connection failed (refused, unreachable, name not resolved, or the
+    /// [`Connector`](crate::Connector) failed).
+    Connect,
+    /// Opening the connection (TCP and TLS handshake together) took longer than
+    /// [`HttpOptions::connect_timeout`](crate::HttpOptions::connect_timeout).
+    ConnectTimeout,
+    /// The TLS handshake failed: an untrusted or mismatched certificate, no common
+    /// protocol version, an alert from the server. [`TransportError::tls_error`] has
+    /// the rustls error.
+    Tls,
+    /// Reading or writing an open connection failed.
+    Io,
+}
+
+impl fmt::Display for TransportErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TransportErrorKind::Connect => "cannot connect to",
+            TransportErrorKind::ConnectTimeout => "timed out connecting to",
+            TransportErrorKind::Tls => "TLS handshake failed with",
+            TransportErrorKind::Io => "i/o error talking to",
+        })
+    }
+}
+
+/// A failure below HTTP on a connection to the endpoint.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{kind} {endpoint}: {source}")]
+pub struct TransportError {
+    kind: TransportErrorKind,
+    endpoint: String,
+    #[source]
+    source: Arc<io::Error>,
+}
+
+impl TransportError {
+    pub(crate) fn new(kind: TransportErrorKind, endpoint: &str, source: io::Error) -> Self {
+        TransportError {
+            kind,
+            endpoint: endpoint.to_owned(),
+            source: Arc::new(source),
+        }
+    }
+
+    /// Which step failed.
+    #[must_use]
+    pub fn kind(&self) -> TransportErrorKind {
+        self.kind
+    }
+
+    /// The endpoint's origin (`https://host:port`).
+    #[must_use]
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// The IO error (its [`kind`](io::Error::kind) tells `ConnectionRefused`,
+    /// `TimedOut`, …).
+    #[must_use]
+    pub fn io_error(&self) -> &io::Error {
+        &self.source
+    }
+
+    /// The rustls error behind a TLS failure (`InvalidCertificate(UnknownIssuer)`, …).
+    #[must_use]
+    pub fn tls_error(&self) -> Option<&rustls::Error> {
+        self.source.get_ref()?.downcast_ref::<rustls::Error>()
     }
 }
 

@@ -1,29 +1,33 @@
-//! Model Context Protocol client over stdio on smol / async-io / futures-lite.
+//! Model Context Protocol client over stdio and Streamable HTTP on smol / async-io /
+//! futures-lite.
 //!
 //! `mcp-smol` drives the sans-IO machines of [`mcp_proto`] with async IO. It speaks MCP
-//! 2025-06-18, 2025-11-25 and 2026-07-28 to a server it starts as a child process,
-//! picking the era by itself ([`EraMode::Auto`]: a `server/discover` probe, falling back
-//! to `initialize` only on legacy evidence).
+//! 2025-06-18, 2025-11-25 and 2026-07-28 to a server it starts as a child process
+//! ([`connect_stdio`]) or to a Streamable HTTP endpoint, `http` or `https`
+//! ([`connect_http`]), picking the era by itself ([`EraMode::Auto`]: a `server/discover`
+//! probe, falling back to `initialize` only on legacy evidence).
 //!
 //! # The contract: the library never spawns
 //!
-//! [`connect_stdio`] starts the server process and returns two things:
+//! [`connect_stdio`] starts the server process ([`connect_http`] only checks the URL)
+//! and returns two things:
 //!
 //! * a [`Client`]: a cheap, cloneable, `Send + Sync` handle whose `async` methods
 //!   ([`Client::list_tools`], [`Client::call_tool`], [`Client::request`], …) can be
 //!   used from any number of tasks at once;
 //! * a [`Driver`]: a `Future` that owns **all** the IO — the child's stdin, stdout and
-//!   stderr, the protocol timers (`async_io::Timer`), the commands from the handles,
+//!   stderr, or every HTTP connection (connecting, TLS, reading, writing, the idle
+//!   pool), the protocol timers (`async_io::Timer`), the commands from the handles,
 //!   answering input requests with an [`InputHandler`] — and resolves when the connection
-//!   is over and the process has been reaped.
+//!   is over (the process reaped, the connections closed).
 //!
 //! Nothing happens unless the driver is polled, and the library never spawns a task or
 //! a thread to poll it: **run the `Driver` on any executor** (`smol::spawn`, a
 //! `smol::Executor` or `LocalExecutor`, another runtime's spawn), or join it with your
 //! own future using `futures_lite::future::zip` / `or` with no executor at all. (The
 //! async-io reactor and the async-process child reaper run their usual background helper
-//! threads when no `async_io::block_on` drives them; that is those crates' design, not a
-//! task of ours.)
+//! threads when no `async_io::block_on` drives them, and host names are resolved on the
+//! `blocking` crate's pool; that is those crates' design, not a task of ours.)
 //!
 //! The connection closes when the last [`Client`] handle is dropped or
 //! [`Client::close`] is called: the machine closes, the server's stdin is closed, the
@@ -42,6 +46,38 @@
 //!
 //! If a server exits when probed with `server/discover` (some legacy servers do), the
 //! driver reaps it, starts a fresh process and speaks `initialize` to that one.
+//!
+//! # Streamable HTTP
+//!
+//! [`connect_http`] / [`connect_http_with`] return the same [`Client`] and [`Driver`]
+//! types: every method works the same way over both transports. The driver opens
+//! connections as calls need them (one exchange per connection at a time, at most
+//! [`HttpOptions::max_connections`], idle keep-alive connections reused), speaks TLS with
+//! rustls (`ring`, webpki roots by default, or your `rustls::ClientConfig`), and accepts a
+//! [`Connector`] for streams you bring yourself. Failures below HTTP are typed:
+//! [`Error::Transport`] with a [`TransportErrorKind`]. See the [`HttpOptions`] docs and
+//! the theory of operation in the `http` module's source.
+//!
+//! ```no_run
+//! # fn main() -> Result<(), mcp_smol::Error> {
+//! use mcp_smol::{ClientConfig, HttpOptions, Options};
+//!
+//! smol::block_on(async {
+//!     let (client, driver) = mcp_smol::connect_http_with(
+//!         "https://mcp.example.com/mcp",
+//!         ClientConfig::new("my-app", "1.0"),
+//!         Options::new(),
+//!         HttpOptions::new().authorization("Bearer s3cr3t"),
+//!     )?;
+//!     let driver = smol::spawn(driver);
+//!     for tool in client.list_tools().await? {
+//!         println!("tool {}", tool.name);
+//!     }
+//!     client.close().await;
+//!     driver.await
+//! })
+//! # }
+//! ```
 //!
 //! # Example
 //!
@@ -106,25 +142,36 @@
 
 mod client;
 mod command;
+mod core;
 mod driver;
 mod error;
+mod http;
 mod options;
+mod stdio;
 
 pub use client::Client;
 pub use command::{DEFAULT_STDERR_LIMIT, StdioCommand};
 pub use driver::Driver;
-pub use error::Error;
+pub use error::{Error, TransportError, TransportErrorKind};
+pub use http::{
+    AsyncStream, ConnectFuture, Connector, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
+    HttpOptions, TcpConnector,
+};
 pub use options::{
     DEFAULT_GRACE_PERIOD, Direction, Options, Progress, ProgressHandler, Shutdown, WireLog,
 };
 
 /// The protocol crate this one drives, re-exported so its types need no second dependency.
 pub use mcp_proto;
+/// The TLS crate of [`HttpOptions::tls`], re-exported so a configuration can be built
+/// with the very version this crate uses.
+pub use rustls;
 
 pub use mcp_proto::client::{
     AcceptDefaults, CallError, CallId, CallOutput, CallRequest, ClientConfig, CloseReason,
-    DeclineAll, InputAnswer, InputHandler, InputRequest, PeerError,
+    DeclineAll, HttpFailure, InputAnswer, InputHandler, InputRequest, PeerError,
 };
+pub use mcp_proto::http::{EndpointUrl, UrlError};
 pub use mcp_proto::jsonrpc::Notification;
 pub use mcp_proto::model::{
     CallToolResult, ClientCapabilities, Implementation, Prompt, Resource, ServerDetails, Tool,
@@ -188,4 +235,77 @@ pub fn connect_stdio_with(
     options: Options,
 ) -> Result<(Client, Driver), Error> {
     Client::connect_stdio_with(command, config, options)
+}
+
+/// Connects to the Streamable HTTP endpoint `url` (`http` to loopback, or `https`) and
+/// returns a handle to the connection and the [`Driver`] future that does all of its IO.
+///
+/// Nothing is connected before the driver is first polled; then the era probe (or
+/// `initialize`) goes out on the first connection. An endpoint that cannot be reached
+/// is reported as [`Error::Transport`] by [`Client::connected`], the calls waiting, and
+/// the driver.
+///
+/// ```no_run
+/// # fn main() -> Result<(), mcp_smol::Error> {
+/// use mcp_smol::ClientConfig;
+///
+/// let (client, driver) =
+///     mcp_smol::connect_http("http://127.0.0.1:8080/mcp", ClientConfig::new("my-app", "1.0"))?;
+/// let work = async move {
+///     let sum = client.call_tool("add", serde_json::json!({"a": 2, "b": 3})).await;
+///     drop(client); // the last handle: the driver ends
+///     sum
+/// };
+/// let (driven, sum) = futures_lite::future::block_on(futures_lite::future::zip(driver, work));
+/// driven?;
+/// println!("{}", sum?.text());
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+/// [`Error::InvalidUrl`] when `url` is not an acceptable endpoint (plain `http` to a
+/// remote host included; see [`HttpOptions::allow_insecure_remote`]).
+pub fn connect_http(url: &str, config: ClientConfig) -> Result<(Client, Driver), Error> {
+    Client::connect_http(url, config)
+}
+
+/// [`connect_http`] with [`Options`] (input handler, progress, wire log, grace period)
+/// and [`HttpOptions`] (TLS configuration, connector, authorization, insecure remotes,
+/// connect timeout, connection bound).
+///
+/// ```no_run
+/// # fn main() -> Result<(), mcp_smol::Error> {
+/// use std::sync::Arc;
+/// use mcp_smol::{ClientConfig, HttpOptions, Options, rustls};
+///
+/// // Trust a private CA instead of the webpki roots.
+/// let mut roots = rustls::RootCertStore::empty();
+/// # let ca_der: rustls::pki_types::CertificateDer<'static> = Vec::new().into();
+/// roots.add(ca_der).expect("a valid CA certificate");
+/// let provider = Arc::new(rustls::crypto::ring::default_provider());
+/// let tls = rustls::ClientConfig::builder_with_provider(provider)
+///     .with_safe_default_protocol_versions()
+///     .expect("ring supports the defaults")
+///     .with_root_certificates(roots)
+///     .with_no_client_auth();
+/// let (client, driver) = mcp_smol::connect_http_with(
+///     "https://mcp.internal:8443/mcp",
+///     ClientConfig::new("my-app", "1.0"),
+///     Options::new(),
+///     HttpOptions::new().tls(Arc::new(tls)),
+/// )?;
+/// smol::spawn(driver).detach();
+/// println!("{:?}", smol::block_on(client.connected())?.server_info);
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+/// [`Error::InvalidUrl`] when `url` is not an acceptable endpoint.
+pub fn connect_http_with(
+    url: &str,
+    config: ClientConfig,
+    options: Options,
+    http: HttpOptions,
+) -> Result<(Client, Driver), Error> {
+    Client::connect_http_with(url, config, options, http)
 }

@@ -12,7 +12,8 @@ pub const DEFAULT_GRACE_PERIOD: Duration = Duration::from_secs(2);
 /// Called with every `notifications/progress` of a call that asked for progress.
 pub type ProgressHandler = Box<dyn FnMut(&Progress) + Send>;
 
-/// Called with every line written to or read from the server, without its line end.
+/// Called with every line written to or read from the server, without its line end (over
+/// HTTP: the lines of each request and response, see [`Options::wire_log`]).
 pub type WireLog = Box<dyn FnMut(Direction, &[u8]) + Send>;
 
 /// Progress of a call (`notifications/progress`).
@@ -33,9 +34,9 @@ pub struct Progress {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Direction {
-    /// Written to the server's stdin.
+    /// Written to the server's stdin, or sent in an HTTP request.
     Sent,
-    /// Read from the server's stdout.
+    /// Read from the server's stdout, or received in an HTTP response.
     Received,
 }
 
@@ -59,7 +60,9 @@ pub enum Direction {
 pub struct Options {
     /// How long the server may take to exit once its stdin is closed (by
     /// [`Client::close`](crate::Client::close) or the last handle being dropped) before it
-    /// is killed. Default [`DEFAULT_GRACE_PERIOD`].
+    /// is killed. Default [`DEFAULT_GRACE_PERIOD`]. Over HTTP: how long the last
+    /// exchanges (a legacy session's `DELETE`) may take before every connection is
+    /// dropped.
     pub grace_period: Duration,
     /// Answers every request for input. Default [`DeclineAll`]. Only requests for
     /// capabilities declared in the `ClientConfig` reach it: declare elicitation to see
@@ -68,7 +71,11 @@ pub struct Options {
     /// Called on progress notifications (ask for them with
     /// [`CallRequest::with_progress`](mcp_proto::client::CallRequest::with_progress)).
     pub progress: Option<ProgressHandler>,
-    /// Sees every line on the wire, from the first probe on.
+    /// Sees every line on the wire, from the first probe on. Over HTTP that is the
+    /// HTTP/1.1 text of each exchange (request head and body, response head and body as
+    /// received, chunk sizes and SSE fields included, inside TLS), with the
+    /// `Authorization` value replaced by `[redacted]`; lines of concurrent exchanges
+    /// interleave, each line whole.
     pub wire_log: Option<WireLog>,
 }
 

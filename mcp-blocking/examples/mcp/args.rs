@@ -50,7 +50,10 @@ pub enum Command {
     Help,
     Add {
         name: String,
-        command: String,
+        /// `--stdio <command>`.
+        command: Option<String>,
+        /// `--url <url>`, already checked (https, or http to loopback).
+        url: Option<String>,
         args: Vec<String>,
         env: Vec<String>,
         era: String,
@@ -102,6 +105,8 @@ pub enum Command {
     Demo,
     ServeExample {
         era: String,
+        /// `--http ADDR`: a loopback socket address to serve Streamable HTTP on.
+        http: Option<String>,
     },
 }
 
@@ -344,14 +349,28 @@ fn build(name: &str, mut w: Words) -> Result<Command, Usage> {
     let command = match name {
         "help" => Command::Help,
         "add" => {
-            if w.has("--url") || w.flags.iter().any(|(n, _)| n.starts_with("--oauth")) {
-                return not_yet("HTTP servers (`add --url`); stdio servers work (`add --stdio`)");
+            if w.flags.iter().any(|(n, _)| n.starts_with("--oauth")) {
+                return not_yet("OAuth (`add --oauth-*`); use --url without it");
             }
             let [name] = positionals(&mut w, &["name"])?;
             check_name(&name)?;
-            let command = w
-                .value("--stdio")
-                .ok_or_else(|| Usage::new("add needs --stdio <command> (or --url, later)"))?;
+            let (command, url) = match (w.value("--stdio"), w.value("--url")) {
+                (Some(_), Some(_)) => {
+                    return Err(Usage::new("add takes --stdio or --url, not both"));
+                }
+                (None, None) => {
+                    return Err(Usage::new("add needs --stdio <command> or --url <url>"));
+                }
+                (command, url) => (command, url),
+            };
+            if let Some(url) = &url {
+                check_url(url).map_err(Usage)?;
+                if w.has("--env") || !w.trailing.is_empty() {
+                    return Err(Usage::new(
+                        "--env and arguments after `--` are for --stdio servers only",
+                    ));
+                }
+            }
             let era = w.value("--era").unwrap_or_else(|| "auto".to_owned());
             check_era(&era, &["legacy", "auto", "modern"])?;
             let env = w.values("--env");
@@ -361,6 +380,7 @@ fn build(name: &str, mut w: Words) -> Result<Command, Usage> {
             Command::Add {
                 name,
                 command,
+                url,
                 args: w.trailing,
                 env,
                 era,
@@ -437,12 +457,18 @@ fn build(name: &str, mut w: Words) -> Result<Command, Usage> {
         }
         "serve-example" => {
             positionals(&mut w, &[])?;
-            if w.has("--http") {
-                return not_yet("serve-example --http; use --stdio");
-            }
+            let http = match w.value("--http") {
+                Some(_) if w.has("--stdio") => {
+                    return Err(Usage::new(
+                        "serve-example takes --stdio or --http, not both",
+                    ));
+                }
+                Some(addr) => Some(loopback_addr(&addr)?),
+                None => None,
+            };
             let era = w.value("--era").unwrap_or_else(|| "both".to_owned());
             check_era(&era, &["legacy", "modern", "both"])?;
-            Command::ServeExample { era }
+            Command::ServeExample { era, http }
         }
         "listen" => return not_yet("listen (subscriptions)"),
         "auth" => return not_yet("auth (OAuth comes with HTTP servers)"),
@@ -524,6 +550,40 @@ fn check_env_name(name: &str) -> Result<(), Usage> {
     Ok(())
 }
 
+/// The `--http` address of `serve-example`: `IP:PORT` (or `localhost:PORT`) on a
+/// loopback interface only, since the example server has no authentication.
+fn loopback_addr(addr: &str) -> Result<String, Usage> {
+    let refused = || {
+        Usage::new(format!(
+            "--http wants a loopback address such as 127.0.0.1:8080 or [::1]:8080, not {addr:?}"
+        ))
+    };
+    let parsed: std::net::SocketAddr = match addr.strip_prefix("localhost:") {
+        Some(port) => format!("127.0.0.1:{port}").parse(),
+        None => addr.parse(),
+    }
+    .map_err(|_| refused())?;
+    if parsed.ip().is_loopback() {
+        Ok(parsed.to_string())
+    } else {
+        Err(refused())
+    }
+}
+
+/// Checks an endpoint URL the way the library will: `https://…`, or `http://` to a
+/// loopback host only.
+pub fn check_url(url: &str) -> Result<(), String> {
+    use mcp_blocking::mcp_proto::http::{EndpointUrl, UrlError};
+    match EndpointUrl::parse(url, false) {
+        Ok(_) => Ok(()),
+        Err(UrlError::InsecureRemote) => Err(format!(
+            "{url}: plain http:// is only allowed to loopback hosts (localhost, 127.0.0.0/8, \
+             [::1]); use https://"
+        )),
+        Err(e) => Err(format!("{url}: not a usable endpoint URL: {e}")),
+    }
+}
+
 fn check_era(era: &str, allowed: &[&str]) -> Result<(), Usage> {
     if allowed.contains(&era) {
         Ok(())
@@ -536,10 +596,11 @@ fn check_era(era: &str, allowed: &[&str]) -> Result<(), Usage> {
 }
 
 pub const HELP: &str = "\
-mcp: a Model Context Protocol client (stdio servers)
+mcp: a Model Context Protocol client (stdio and Streamable HTTP servers)
 
 Servers:
   mcp add <name> --stdio <command> [--env NAME]... [--era legacy|auto|modern] [-- <args>...]
+  mcp add <name> --url <https-or-loopback-url> [--era legacy|auto|modern]
   mcp list | mcp get <name> | mcp remove <name>
   mcp test <name>                  connect, negotiate, list tools; calls no tool
   mcp status [<name>] [--connect]  offline unless --connect (then era, version, tool count)
@@ -551,8 +612,9 @@ Using a server:
   mcp resources <server> | mcp read <server> <uri>
   mcp prompts <server>   | mcp prompt <server> <name> [--arg key=value]...
   mcp demo                         tour the bundled example server in both eras
-  mcp serve-example [--stdio] [--era legacy|modern|both]
+  mcp serve-example [--stdio | --http 127.0.0.1:PORT] [--era legacy|modern|both]
 
+<server> is a configured name or a literal https:// URL (http:// only to loopback hosts).
 Global flags: --format text|json, --timeout SECS, --config FILE, -v (wire log on stderr)
 Config: --config, else $MCP_CONFIG, else $XDG_CONFIG_HOME/mcp/servers.json, else ~/.config/mcp/servers.json
 Exit status: 0 ok, 1 connection or protocol failure, 2 usage error, 3 the tool returned isError
@@ -595,6 +657,38 @@ mod tests {
     }
 
     #[test]
+    fn add_with_a_url() {
+        let inv = p(&[
+            "add",
+            "web",
+            "--url",
+            "https://mcp.example.com/mcp",
+            "--era",
+            "modern",
+        ])
+        .unwrap();
+        let Command::Add {
+            command, url, era, ..
+        } = inv.command
+        else {
+            panic!()
+        };
+        assert_eq!(command, None);
+        assert_eq!(url.as_deref(), Some("https://mcp.example.com/mcp"));
+        assert_eq!(era, "modern");
+        assert!(p(&["add", "l", "--url", "http://127.0.0.1:8080/mcp"]).is_ok());
+        let refused = |args: &[&str]| match p(args) {
+            Err(Usage(msg)) => msg,
+            Ok(inv) => panic!("{:?}", inv.command),
+        };
+        assert!(refused(&["add", "w", "--url", "http://mcp.example.com/mcp"]).contains("loopback"));
+        assert!(refused(&["add", "w", "--url", "ftp://x/"]).contains("ftp://x/"));
+        assert!(refused(&["add", "w", "--url", "https://x/", "--stdio", "y"]).contains("not both"));
+        assert!(refused(&["add", "w", "--url", "https://x/", "--env", "HOME"]).contains("--env"));
+        assert!(refused(&["add", "w"]).contains("--url"));
+    }
+
+    #[test]
     fn usage_errors() {
         assert!(p(&["call", "ex"]).is_err());
         assert!(p(&["frobnicate"]).is_err());
@@ -602,5 +696,28 @@ mod tests {
         assert!(p(&["tools", "ex", "--bogus"]).is_err());
         assert!(p(&["--timeout", "abc", "list"]).is_err());
         assert!(p(&["call", "a", "b", "--auto-accept", "--no-input"]).is_err());
+    }
+
+    #[test]
+    fn serve_example_http_is_loopback_only() {
+        let http = |args: &[&str]| match p(args).map(|inv| inv.command) {
+            Ok(Command::ServeExample { http, .. }) => Ok(http),
+            Ok(other) => panic!("{other:?}"),
+            Err(Usage(msg)) => Err(msg),
+        };
+        let ok = |a: &str| http(&["serve-example", "--http", a]).unwrap();
+        assert_eq!(ok("127.0.0.1:8080"), Some("127.0.0.1:8080".to_owned()));
+        assert_eq!(ok("localhost:0"), Some("127.0.0.1:0".to_owned()));
+        assert_eq!(ok("[::1]:9"), Some("[::1]:9".to_owned()));
+        assert_eq!(http(&["serve-example"]).unwrap(), None);
+        for bad in [
+            "0.0.0.0:8080",
+            "192.168.1.2:80",
+            "example.com:80",
+            "127.0.0.1",
+        ] {
+            assert!(http(&["serve-example", "--http", bad]).is_err(), "{bad}");
+        }
+        assert!(http(&["serve-example", "--stdio", "--http", "127.0.0.1:1"]).is_err());
     }
 }

@@ -57,13 +57,15 @@ fn config_path(global: &Global) -> Result<std::path::PathBuf, Failure> {
 pub fn add(
     global: &Global,
     name: &str,
-    command: String,
+    command: Option<String>,
+    url: Option<String>,
     args: Vec<String>,
     env: Vec<String>,
     era: String,
 ) -> Result<u8, Failure> {
-    if command.trim() != command
-        || (command.contains(char::is_whitespace) && !Path::new(&command).exists())
+    if let Some(command) = &command
+        && (command.trim() != command
+            || (command.contains(char::is_whitespace) && !Path::new(command).exists()))
     {
         return Err(Failure::Usage(format!(
             "--stdio takes the program alone; put its arguments after `--`, e.g. \
@@ -73,10 +75,10 @@ pub fn add(
     let path = config_path(global)?;
     let mut file = config::load(&path).map_err(Failure::Config)?;
     let entry = ServerEntry {
-        command: Some(command),
+        command,
         args,
         env,
-        url: None,
+        url,
         era,
         extra: Map::new(),
     };
@@ -250,11 +252,23 @@ fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
 pub fn tools(global: &Global, server: &str) -> Result<u8, Failure> {
     let mut client = session::connect(global, server, Some(InputMode::None))?;
     let out = client.request(CallRequest::list_tools())?;
+    let excluded: Vec<Value> = client
+        .excluded_tools()
+        .iter()
+        .map(|(name, reason)| json!({"name": name, "reason": reason}))
+        .collect();
     match global.format {
-        Format::Json => print_json(&Doc {
-            tools: Some(&out.items),
-            ..Doc::new(server, &client)
-        }),
+        Format::Json => {
+            let mut doc = serde_json::to_value(Doc {
+                tools: Some(&out.items),
+                ..Doc::new(server, &client)
+            })
+            .unwrap_or(Value::Null);
+            if !excluded.is_empty() {
+                doc["excludedTools"] = Value::Array(excluded);
+            }
+            print_json(&doc);
+        }
         Format::Text => {
             let rows: Vec<Vec<String>> = parse_items(&out.items)
                 .iter()
@@ -265,10 +279,20 @@ pub fn tools(global: &Global, server: &str) -> Result<u8, Failure> {
                     ]
                 })
                 .collect();
-            if rows.is_empty() {
+            if rows.is_empty() && excluded.is_empty() {
                 println!("{server} offers no tools");
             }
             table(&rows);
+            let excluded = client.excluded_tools();
+            if !excluded.is_empty() {
+                println!();
+                println!("excluded (invalid x-mcp-header annotations, not callable over HTTP):");
+                let rows: Vec<Vec<String>> = excluded
+                    .iter()
+                    .map(|(name, reason)| vec![format!("  {name}"), reason.clone()])
+                    .collect();
+                table(&rows);
+            }
         }
     }
     client.close();
@@ -603,8 +627,13 @@ pub fn status(global: &Global, only: Option<&str>, connect: bool) -> Result<u8, 
                         Failure::Usage(m) => ("usage", m.clone()),
                         Failure::Config(m) => ("config", m.clone()),
                     };
+                    let (code, http_status) = match &f {
+                        Failure::Mcp(e) => (e.code(), e.http_status()),
+                        _ => (None, None),
+                    };
                     row.push(format!("failed: {msg}"));
-                    doc["status"] = json!({"ok": false, "kind": kind, "message": msg});
+                    doc["status"] = json!({"ok": false, "kind": kind, "message": msg,
+                        "code": code, "httpStatus": http_status});
                 }
             }
         }
@@ -646,11 +675,22 @@ pub fn doctor(global: &Global, connect: bool) -> Result<u8, Failure> {
         }
     };
     for (name, entry) in &file.servers {
+        if let (None, Some(url)) = (&entry.command, &entry.url) {
+            match session::check_url(url) {
+                Ok(()) => checks.push(("ok", format!("{name}: endpoint {url}"))),
+                Err(m) => checks.push(("fail", format!("{name}: {m}"))),
+            }
+            if session::era_mode(entry, name).is_err() {
+                checks.push((
+                    "fail",
+                    format!("{name}: era {:?} is not legacy|auto|modern", entry.era),
+                ));
+            }
+            continue;
+        }
         match session::command(entry, name) {
-            Err(_) => checks.push((
-                "warn",
-                format!("{name}: HTTP servers are not supported yet"),
-            )),
+            Err(Failure::Usage(m) | Failure::Config(m)) => checks.push(("fail", m)),
+            Err(Failure::Mcp(e)) => checks.push(("fail", e.to_string())),
             Ok(cmd) => match cmd.resolve_program() {
                 Ok(p) => checks.push(("ok", format!("{name}: runs {}", p.display()))),
                 Err(e) => checks.push((
@@ -711,7 +751,7 @@ pub fn doctor(global: &Global, connect: bool) -> Result<u8, Failure> {
     Ok(u8::from(failed))
 }
 
-pub fn serve_example(era: &str) -> Result<u8, Failure> {
+pub fn serve_example(era: &str, http: Option<&str>) -> Result<u8, Failure> {
     let only = match era {
         "legacy" => Some(Era::Legacy),
         "modern" => Some(Era::Modern),
@@ -727,6 +767,21 @@ pub fn serve_example(era: &str) -> Result<u8, Failure> {
             config.versions = VersionPolicy { accepted };
         }
     });
+    if let Some(addr) = http {
+        // Streamable HTTP at /mcp until killed; the URL goes to stderr for whoever
+        // started us (stdout stays free).
+        return match mcp_blocking::serve_http_on(addr, server) {
+            Ok(handle) => {
+                eprintln!("{}", handle.url());
+                handle.wait();
+                Ok(0)
+            }
+            Err(e) => {
+                eprintln!("mcp serve-example: cannot serve HTTP on {addr}: {e}");
+                Ok(1)
+            }
+        };
+    }
     match mcp_blocking::serve_stdio(server) {
         Ok(()) => Ok(0),
         Err(e) => {

@@ -1,9 +1,11 @@
-//! `mcp`, the reference command-line client (stdio servers), built on `mcp-blocking`.
+//! `mcp`, the reference command-line client (stdio and Streamable HTTP servers), built on
+//! `mcp-blocking`.
 //!
 //! ```text
 //! cargo run -p mcp-blocking --example mcp -- demo
 //! cargo run -p mcp-blocking --example mcp -- add ex --stdio "$(command -v mcp)" -- serve-example --stdio
 //! cargo run -p mcp-blocking --example mcp -- call ex add --arg a=2 --arg b=3
+//! cargo run -p mcp-blocking --example mcp -- tools https://mcp.example.com/mcp
 //! ```
 //!
 //! The contract (commands, output, exit status) is `cli.md` in the project's shared docs.
@@ -57,10 +59,11 @@ fn run(global: &Global, command: Command) -> Result<u8, Failure> {
         Command::Add {
             name,
             command,
+            url,
             args,
             env,
             era,
-        } => commands::add(global, &name, command, args, env, era),
+        } => commands::add(global, &name, command, url, args, env, era),
         Command::List => commands::list(global),
         Command::Get { name } => commands::get(global, &name),
         Command::Remove { name } => commands::remove(global, &name),
@@ -85,6 +88,6 @@ fn run(global: &Global, command: Command) -> Result<u8, Failure> {
         Command::Status { name, connect } => commands::status(global, name.as_deref(), connect),
         Command::Doctor { connect } => commands::doctor(global, connect),
         Command::Demo => demo::run(global),
-        Command::ServeExample { era } => commands::serve_example(&era),
+        Command::ServeExample { era, http } => commands::serve_example(&era, http.as_deref()),
     }
 }

@@ -1,5 +1,6 @@
-//! From a server name to a connected [`Client`]: config lookup, the child's command and
-//! environment, era mode, input handling, timeouts, progress and the wire log.
+//! From a server name (or a literal `http(s)://` URL) to a connected [`Client`]: config
+//! lookup, the child's command and environment or the endpoint URL, era mode, input
+//! handling, timeouts, progress and the wire log.
 
 use std::io::IsTerminal;
 use std::time::Duration;
@@ -7,8 +8,9 @@ use std::time::Duration;
 use mcp_blocking::mcp_proto::client::{AcceptDefaults, ClientConfig, DeclineAll};
 use mcp_blocking::mcp_proto::model::ClientCapabilities;
 use mcp_blocking::mcp_proto::{EraMode, Limits};
-use mcp_blocking::{Client, Direction, Options, StdioCommand};
+use mcp_blocking::{Client, Direction, HttpOptions, Options, StdioCommand};
 
+pub use crate::args::check_url;
 use crate::args::{Global, InputMode};
 use crate::config::{self, ServerEntry};
 use crate::output::{self, Failure};
@@ -17,12 +19,24 @@ use crate::prompt::TerminalForm;
 /// The client name and version sent to servers.
 pub const CLIENT_NAME: &str = "mcp-cli";
 
-/// A configured server, looked up by name.
+/// Whether `server` is a literal endpoint URL rather than a configured name.
+pub fn is_url(server: &str) -> bool {
+    let lower = server.get(..8).unwrap_or(server).to_ascii_lowercase();
+    lower.starts_with("http://") || lower.starts_with("https://")
+}
+
+/// A configured server, looked up by name, or an entry for a literal `http(s)://` URL.
 pub fn entry(global: &Global, name: &str) -> Result<ServerEntry, Failure> {
-    if name.starts_with("http://") || name.starts_with("https://") {
-        return Err(Failure::Usage(format!(
-            "not supported yet: HTTP servers ({name}); stdio servers work"
-        )));
+    if is_url(name) {
+        check_url(name).map_err(Failure::Usage)?;
+        return Ok(ServerEntry {
+            command: None,
+            args: Vec::new(),
+            env: Vec::new(),
+            url: Some(name.to_owned()),
+            era: "auto".to_owned(),
+            extra: serde_json::Map::new(),
+        });
     }
     let path = config::path(global.config.as_deref()).map_err(Failure::Config)?;
     let mut file = config::load(&path).map_err(Failure::Config)?;
@@ -38,7 +52,7 @@ pub fn entry(global: &Global, name: &str) -> Result<ServerEntry, Failure> {
 pub fn command(entry: &ServerEntry, name: &str) -> Result<StdioCommand, Failure> {
     let Some(program) = &entry.command else {
         return Err(Failure::Usage(format!(
-            "not supported yet: {name} is an HTTP server ({})",
+            "{name} is an HTTP server ({}), not a command",
             entry.url.as_deref().unwrap_or("no url")
         )));
     };
@@ -118,13 +132,27 @@ pub fn options(global: &Global, input: InputMode, server: &str) -> Options {
     options
 }
 
-/// Connects to the configured server `name`.
+/// Connects to the configured server `name`, or to a literal endpoint URL.
 pub fn connect(global: &Global, name: &str, input: Option<InputMode>) -> Result<Client, Failure> {
     let entry = entry(global, name)?;
-    let cmd = command(&entry, name)?;
     let mode = era_mode(&entry, name)?;
     let input = input_mode(input);
     let config = client_config(global, mode, input);
+    if let (None, Some(url)) = (&entry.command, &entry.url) {
+        check_url(url).map_err(|m| Failure::Usage(format!("server {name}: {m}")))?;
+        let mut http = HttpOptions::new();
+        if let Some(t) = global.timeout {
+            let default = http.connect_timeout;
+            http = http.connect_timeout(t.min(default));
+        }
+        return Ok(Client::connect_http_with(
+            url,
+            config,
+            options(global, input, name),
+            http,
+        )?);
+    }
+    let cmd = command(&entry, name)?;
     Ok(Client::connect_stdio_with(
         cmd,
         config,

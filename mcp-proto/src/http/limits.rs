@@ -20,8 +20,9 @@ pub struct HttpLimits {
     pub max_chunk_size_line: usize,
     /// Largest chunked trailer section, including its final empty line. Default 16 KiB.
     pub max_trailer_bytes: usize,
-    /// Bytes the reader keeps after a response ends (the start of a pipelined next
-    /// response). Beyond this the connection cannot be reused. Default 64 KiB.
+    /// Bytes the reader keeps from input given after a response ended (in later calls;
+    /// the rest of the call that ended it is always kept). Beyond this the connection
+    /// cannot be reused. Default 64 KiB.
     pub max_leftover_bytes: usize,
 }
 

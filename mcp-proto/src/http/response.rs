@@ -27,7 +27,10 @@
 //!   can last for hours; `max_body_bytes` bounds the total when it is set.
 //! * Buffers: the unconsumed input is at most a partial head (`max_head_bytes`), chunk
 //!   line (`max_chunk_size_line`) or trailer section (`max_trailer_bytes`) plus one input
-//!   segment of 16 KiB; after `End`, the bytes that followed (`max_leftover_bytes`).
+//!   segment of 16 KiB. After `End` the reader keeps the rest of the input it was given in
+//!   that call (memory the caller already held), and of input given in later calls at most
+//!   `max_leftover_bytes` in all: an adapter should stop reading at `End`, and one that
+//!   does not cannot make the reader grow; the connection just becomes unusable.
 //! * The event sequence does not depend on how the input is split (the tests and the
 //!   `http_response` fuzz target check this), except that body bytes may be grouped into
 //!   `Body` events differently.
@@ -124,13 +127,12 @@ impl ResponseReader {
         if self.eof {
             return;
         }
+        let ended_before = matches!(self.state, State::Done { .. });
         while !input.is_empty() {
             match self.state {
                 State::Failed => return,
-                State::Done { .. } => {
-                    self.hold(input);
-                    return;
-                }
+                State::Done { .. } if ended_before => return self.hold(input),
+                State::Done { .. } => return self.buf.extend_from_slice(input),
                 _ => self.started = true,
             }
             let (piece, rest) = input.split_at(input.len().min(SEGMENT));
@@ -188,7 +190,8 @@ impl ResponseReader {
     /// # Errors
     ///
     /// Refused, and nothing changes, unless the current response ended with
-    /// `keep_alive: true` and at most `max_leftover_bytes` followed it.
+    /// `keep_alive: true` and input given after it (in later calls to
+    /// [`ResponseReader::handle_input`]) stayed within `max_leftover_bytes`.
     pub fn reset_for_next(&mut self, request_method: &str) -> Result<(), ReuseError> {
         match self.state {
             State::Done { keep_alive: true } => {}
@@ -211,7 +214,7 @@ impl ResponseReader {
         Ok(())
     }
 
-    /// Keeps bytes that arrived after `End`, up to the limit.
+    /// Keeps bytes given after `End` (in a later call), up to the limit.
     fn hold(&mut self, input: &[u8]) {
         let room = self
             .limits
@@ -243,10 +246,6 @@ impl ResponseReader {
             _ => drop(buf.drain(..pos)),
         }
         self.buf = buf;
-        if matches!(self.state, State::Done { .. }) {
-            let held = std::mem::take(&mut self.buf);
-            self.hold(&held);
-        }
     }
 
     /// One step over the front of the unconsumed input: how much it consumed, or `None`

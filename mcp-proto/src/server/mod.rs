@@ -65,6 +65,7 @@ mod calls;
 mod catalog;
 mod config;
 pub mod example;
+pub mod http;
 mod legacy;
 mod modern;
 mod registry;

@@ -435,9 +435,7 @@ impl HttpClient {
         self.session_id = None;
         self.resumes.clear();
         self.get_stream = GetStream::Idle;
-        let open: Vec<ExchangeId> = self.exchanges.keys().copied().collect();
-        self.exchanges.clear();
-        self.aborts.extend(open);
+        self.abort_all();
         self.events
             .push_back(Event::PeerError(PeerError::Protocol(
                 "the session expired (HTTP 404); starting a new one".into(),

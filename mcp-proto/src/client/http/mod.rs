@@ -107,6 +107,9 @@ pub struct Transmit {
     pub exchange: ExchangeId,
     /// The whole request: head and body.
     pub bytes: Vec<u8>,
+    /// A GET stream that may stay open indefinitely (the legacy server stream or a
+    /// resumption): a bounded connection pool should not let these starve calls.
+    pub long_lived: bool,
 }
 
 /// An exchange is over; the caller may reuse its connection when `reusable`.
@@ -244,11 +247,8 @@ impl HttpClient {
         }
         self.closing = true;
         self.client.close(now);
-        let open: Vec<ExchangeId> = self.exchanges.keys().copied().collect();
-        self.exchanges.clear();
-        self.aborts.extend(open);
+        self.abort_all();
         self.resumes.clear();
-        self.transmits.clear();
         if self.session_id.is_some() {
             self.send_delete();
         }
@@ -338,8 +338,7 @@ impl HttpClient {
                     .map(|(id, _)| *id)
                     .collect();
                 for id in hit {
-                    self.exchanges.remove(&id);
-                    self.aborts.push_back(id);
+                    self.abort_exchange(id);
                 }
             }
             while let Some(json) = self.client.poll_message() {
@@ -359,19 +358,17 @@ impl HttpClient {
 
     fn observe_event(&mut self, _now: Instant, ev: &Event) {
         match ev {
-            Event::Connected(details) => {
+            Event::Connected(details)
                 if details.protocol_version.era() == Era::Legacy
                     && self.config.open_get_stream
-                    && self.get_stream == GetStream::Idle
-                {
-                    self.get_stream = GetStream::Active;
-                    self.open_get(None, Vec::new(), 0);
-                }
+                    && self.get_stream == GetStream::Idle =>
+            {
+                self.get_stream = GetStream::Active;
+                self.open_get(None, Vec::new(), 0);
             }
-            Event::Closed { .. } => {
-                let open: Vec<ExchangeId> = self.exchanges.keys().copied().collect();
-                self.exchanges.clear();
-                self.aborts.extend(open);
+            // After `close`, the exchanges are already gone and only the DELETE remains.
+            Event::Closed { .. } if !self.closing => {
+                self.abort_all();
                 self.resumes.clear();
             }
             _ => {}
@@ -392,10 +389,30 @@ impl HttpClient {
     }
 
     fn insert_exchange(&mut self, id: ExchangeId, x: Exchange, bytes: Vec<u8>) {
+        let long_lived = matches!(x.purpose, exchange::Purpose::Get { .. });
         self.exchanges.insert(id, x);
         self.transmits.push_back(Transmit {
             exchange: id,
             bytes,
+            long_lived,
         });
+    }
+
+    /// Forgets an exchange: a request not yet handed out is simply dropped; one already
+    /// sent is reported through [`HttpClient::poll_abort`].
+    pub(super) fn abort_exchange(&mut self, id: ExchangeId) {
+        self.exchanges.remove(&id);
+        let queued = self.transmits.len();
+        self.transmits.retain(|t| t.exchange != id);
+        if self.transmits.len() == queued {
+            self.aborts.push_back(id);
+        }
+    }
+
+    pub(super) fn abort_all(&mut self) {
+        let open: Vec<ExchangeId> = self.exchanges.keys().copied().collect();
+        for id in open {
+            self.abort_exchange(id);
+        }
     }
 }

@@ -118,13 +118,13 @@ impl HttpClient {
         if let Some(rpc) = rpc_id {
             self.methods.insert(rpc, method);
             if self.methods.len() > 4096 {
-                let live: Vec<i64> = self
+                let answered: Vec<i64> = self
                     .methods
                     .keys()
                     .copied()
                     .filter(|r| !self.client.is_awaiting(*r))
                     .collect();
-                for r in live {
+                for r in answered {
                     self.methods.remove(&r);
                 }
             }

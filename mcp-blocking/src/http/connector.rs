@@ -1,0 +1,354 @@
+//! Opening connections to the endpoint: the [`Connector`] and [`Stream`] traits, plain TCP
+//! ([`TcpConnector`]), TLS with rustls ([`TlsConnector`]), and [`TransportError`], the typed
+//! failure below HTTP.
+
+use std::fmt;
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use mcp_proto::http::EndpointUrl;
+use rustls::pki_types::ServerName;
+use rustls::{ClientConfig, ClientConnection, StreamOwned};
+
+/// A connection to the endpoint: bytes both ways, used by one thread at a time, plus a
+/// way to cut it from another thread.
+pub trait Stream: Read + Write + Send {
+    /// A handle that shuts the connection down from another thread: a read blocked on
+    /// this stream must return (end of file or an error) soon after
+    /// [`ShutdownHandle::shutdown`], and later writes must fail.
+    ///
+    /// # Errors
+    /// When no such handle can be made (the stream is then closed by dropping it only,
+    /// and an aborted exchange keeps its reader thread until the server closes).
+    fn shutdown_handle(&self) -> io::Result<ShutdownHandle>;
+}
+
+/// Cuts a [`Stream`] from another thread; see [`Stream::shutdown_handle`].
+pub struct ShutdownHandle(Box<dyn Fn() + Send + Sync>);
+
+impl ShutdownHandle {
+    /// A handle running `f` to shut the stream down. `f` may run more than once.
+    pub fn new(f: impl Fn() + Send + Sync + 'static) -> Self {
+        ShutdownHandle(Box::new(f))
+    }
+
+    /// A handle that shuts down both directions of `socket` (and of every handle to the
+    /// same socket, TLS streams over it included).
+    ///
+    /// # Errors
+    /// When the socket cannot be duplicated.
+    pub fn for_tcp(socket: &TcpStream) -> io::Result<Self> {
+        let clone = socket.try_clone()?;
+        Ok(ShutdownHandle::new(move || {
+            let _ = clone.shutdown(Shutdown::Both);
+        }))
+    }
+
+    /// Shuts the stream down.
+    pub fn shutdown(&self) {
+        (self.0)();
+    }
+}
+
+impl fmt::Debug for ShutdownHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ShutdownHandle")
+    }
+}
+
+impl Stream for TcpStream {
+    fn shutdown_handle(&self) -> io::Result<ShutdownHandle> {
+        ShutdownHandle::for_tcp(self)
+    }
+}
+
+impl Stream for StreamOwned<ClientConnection, TcpStream> {
+    fn shutdown_handle(&self) -> io::Result<ShutdownHandle> {
+        ShutdownHandle::for_tcp(&self.sock)
+    }
+}
+
+/// Opens connections to an endpoint. The client calls it from its connection threads, one
+/// call per new connection; the stream is then used for keep-alive exchanges until it is
+/// closed.
+///
+/// [`TcpConnector`] and [`TlsConnector`] are the built-in ones; write your own to go
+/// through a proxy, a Unix socket, a test double, or another TLS stack.
+pub trait Connector: Send + Sync {
+    /// A connection to `url`'s host and port, ready for HTTP/1.1 bytes (TLS already
+    /// negotiated for `https`). `timeout` bounds the connection set-up.
+    ///
+    /// # Errors
+    /// Any failure; the client reports it as a [`TransportError`]. A failure whose
+    /// source is a [`rustls::Error`] counts as a TLS failure.
+    fn connect(&self, url: &EndpointUrl, timeout: Duration) -> io::Result<Box<dyn Stream>>;
+}
+
+/// Plain TCP (`http://`). Resolves the host with the system resolver, tries each address
+/// in turn within `timeout`, and turns Nagle's algorithm off.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TcpConnector;
+
+impl TcpConnector {
+    /// A TCP connection to `url`'s host and port (no TLS, whatever the scheme).
+    ///
+    /// # Errors
+    /// Resolution failures (wrapped so they report as such) and the last connect error.
+    pub fn connect_tcp(url: &EndpointUrl, timeout: Duration) -> io::Result<TcpStream> {
+        let addrs: Vec<SocketAddr> = match url.ip() {
+            Some(ip) => vec![SocketAddr::new(ip, url.port())],
+            None => (url.host(), url.port())
+                .to_socket_addrs()
+                .map_err(|e| io::Error::new(e.kind(), ResolveError(e.to_string())))?
+                .collect(),
+        };
+        let mut last = io::Error::new(
+            io::ErrorKind::NotFound,
+            ResolveError(format!("{} has no address", url.host())),
+        );
+        for addr in addrs {
+            match TcpStream::connect_timeout(&addr, timeout) {
+                Ok(socket) => {
+                    socket.set_nodelay(true)?;
+                    // A server that stops reading must not hang a writer forever.
+                    socket.set_write_timeout(Some(timeout.max(Duration::from_secs(1))))?;
+                    return Ok(socket);
+                }
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
+    }
+}
+
+impl Connector for TcpConnector {
+    fn connect(&self, url: &EndpointUrl, timeout: Duration) -> io::Result<Box<dyn Stream>> {
+        Ok(Box::new(Self::connect_tcp(url, timeout)?))
+    }
+}
+
+/// A name-resolution failure, so that [`TransportError::stage`] can tell it apart.
+#[derive(Debug)]
+struct ResolveError(String);
+
+impl fmt::Display for ResolveError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ResolveError {}
+
+/// TLS with rustls over [`TcpConnector`] (`https://`). The handshake runs inside
+/// [`Connector::connect`], so certificate problems surface as connect failures.
+#[derive(Clone)]
+pub struct TlsConnector {
+    config: Arc<ClientConfig>,
+}
+
+impl TlsConnector {
+    /// TLS with this rustls configuration (your roots, client certificates, ALPN, …).
+    #[must_use]
+    pub fn new(config: Arc<ClientConfig>) -> Self {
+        TlsConnector { config }
+    }
+
+    /// TLS trusting the Mozilla roots of `webpki-roots`, with the ring provider, TLS 1.2
+    /// and 1.3, and ALPN `http/1.1`.
+    #[must_use]
+    pub fn webpki_roots() -> Self {
+        TlsConnector {
+            config: default_tls_config(),
+        }
+    }
+
+    /// The rustls configuration in use.
+    #[must_use]
+    pub fn config(&self) -> &Arc<ClientConfig> {
+        &self.config
+    }
+}
+
+impl fmt::Debug for TlsConnector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TlsConnector")
+            .field("alpn", &self.config.alpn_protocols)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Connector for TlsConnector {
+    fn connect(&self, url: &EndpointUrl, timeout: Duration) -> io::Result<Box<dyn Stream>> {
+        let mut socket = TcpConnector::connect_tcp(url, timeout)?;
+        let name = match url.ip() {
+            Some(ip) => ServerName::IpAddress(ip.into()),
+            None => ServerName::try_from(url.host().to_owned())
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?,
+        };
+        let mut conn = ClientConnection::new(Arc::clone(&self.config), name)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+        socket.set_read_timeout(Some(timeout))?;
+        while conn.is_handshaking() {
+            if let Err(e) = conn.complete_io(&mut socket) {
+                return Err(match e.kind() {
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!("TLS handshake timed out after {timeout:?}"),
+                    ),
+                    _ => e,
+                });
+            }
+        }
+        socket.set_read_timeout(None)?;
+        Ok(Box::new(StreamOwned::new(conn, socket)))
+    }
+}
+
+/// The default client configuration: ring, TLS 1.2 and 1.3, Mozilla roots, ALPN
+/// `http/1.1`. Built once per process.
+#[must_use]
+pub fn default_tls_config() -> Arc<ClientConfig> {
+    static CONFIG: OnceLock<Arc<ClientConfig>> = OnceLock::new();
+    Arc::clone(CONFIG.get_or_init(|| {
+        let roots = rustls::RootCertStore {
+            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+        };
+        let mut config =
+            ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+                .with_safe_default_protocol_versions()
+                .expect("the ring provider supports the default protocol versions")
+                .with_root_certificates(roots)
+                .with_no_client_auth();
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Arc::new(config)
+    }))
+}
+
+/// Where below HTTP an exchange failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TransportStage {
+    /// Resolving the host name.
+    Resolve,
+    /// Opening the TCP connection (refused, unreachable, timed out, …).
+    Connect,
+    /// The TLS handshake (certificate not trusted, name mismatch, protocol error, …).
+    Tls,
+    /// Writing the request.
+    Write,
+    /// Reading the response.
+    Read,
+}
+
+impl fmt::Display for TransportStage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TransportStage::Resolve => "resolving",
+            TransportStage::Connect => "connecting to",
+            TransportStage::Tls => "TLS handshake with",
+            TransportStage::Write => "writing to",
+            TransportStage::Read => "reading from",
+        })
+    }
+}
+
+/// An exchange failed below HTTP: the host did not resolve, the connection was refused
+/// or timed out, the TLS handshake failed, or the connection broke.
+#[derive(Debug, thiserror::Error)]
+#[error("{stage} {target}: {}", describe(source))]
+pub struct TransportError {
+    stage: TransportStage,
+    target: String,
+    #[source]
+    source: io::Error,
+}
+
+impl TransportError {
+    /// A failure at `stage` talking to `target` (`host:port`).
+    #[must_use]
+    pub fn new(stage: TransportStage, target: impl Into<String>, source: io::Error) -> Self {
+        TransportError {
+            stage,
+            target: target.into(),
+            source,
+        }
+    }
+
+    /// A failure of [`Connector::connect`], its stage read from the error: a
+    /// [`rustls::Error`] inside means TLS, a resolver failure means resolve, anything
+    /// else connect.
+    #[must_use]
+    pub fn from_connect(url: &EndpointUrl, source: io::Error) -> Self {
+        let stage = if tls_error_of(&source).is_some() {
+            TransportStage::Tls
+        } else if source
+            .get_ref()
+            .is_some_and(|e| e.downcast_ref::<ResolveError>().is_some())
+        {
+            TransportStage::Resolve
+        } else {
+            TransportStage::Connect
+        };
+        TransportError::new(stage, target_of(url), source)
+    }
+
+    /// Where it failed.
+    #[must_use]
+    pub fn stage(&self) -> TransportStage {
+        self.stage
+    }
+
+    /// `host:port`.
+    #[must_use]
+    pub fn target(&self) -> &str {
+        &self.target
+    }
+
+    /// The I/O error.
+    #[must_use]
+    pub fn io_error(&self) -> &io::Error {
+        &self.source
+    }
+
+    /// The rustls error, for TLS failures.
+    #[must_use]
+    pub fn tls_error(&self) -> Option<&rustls::Error> {
+        tls_error_of(&self.source)
+    }
+}
+
+fn tls_error_of(e: &io::Error) -> Option<&rustls::Error> {
+    e.get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+}
+
+fn describe(e: &io::Error) -> String {
+    match tls_error_of(e) {
+        Some(rustls::Error::InvalidCertificate(cert)) => {
+            use rustls::CertificateError as C;
+            let why = match cert {
+                C::UnknownIssuer => "is not signed by a trusted root",
+                C::NotValidForName | C::NotValidForNameContext { .. } => {
+                    "is not valid for this host name"
+                }
+                C::Expired | C::ExpiredContext { .. } => "has expired",
+                C::NotValidYet | C::NotValidYetContext { .. } => "is not valid yet",
+                C::Revoked => "is revoked",
+                _ => "was rejected",
+            };
+            format!("the server's certificate {why} ({cert:?})")
+        }
+        Some(tls) => tls.to_string(),
+        None => e.to_string(),
+    }
+}
+
+/// `host:port` (brackets around IPv6).
+pub(crate) fn target_of(url: &EndpointUrl) -> String {
+    match url.ip() {
+        Some(std::net::IpAddr::V6(ip)) => format!("[{ip}]:{}", url.port()),
+        _ => format!("{}:{}", url.host(), url.port()),
+    }
+}

@@ -1,0 +1,219 @@
+//! Streamable HTTP (and HTTPS) for [`crate::Client`].
+//!
+//! The machine is [`mcp_proto::client::http::HttpClient`]; this module moves its bytes.
+//! Each [`mcp_proto::client::http::Transmit`] is one HTTP/1.1 request, written on an idle
+//! keep-alive connection or a new one, and each connection has a worker thread that
+//! writes its requests and reads its responses, sending the bytes to the caller's thread
+//! over one bounded channel (the stdio pattern: the calling thread owns the machine,
+//! helper threads only move bytes). See the `pool` module for the connection rules:
+//! at most [`HttpOptions::max_connections`] open at once (requests beyond wait), idle
+//! connections reused until [`HttpOptions::idle_timeout`], and a request that met a
+//! pooled connection the server had closed is sent again, once, on a fresh one. That
+//! retry happens only when the request went out on a reused connection and not one byte
+//! of its response came back, the sign of an idle connection closed as the request
+//! crossed it; a server that crashed while handling that very request would see it twice,
+//! as with any HTTP client that retries on stale keep-alive connections
+//! ([`crate::Client::http_retries`] counts them).
+//!
+//! Connections come from a [`Connector`]: [`TcpConnector`] for `http://`,
+//! [`TlsConnector`] (rustls with the ring provider; Mozilla roots from `webpki-roots`
+//! unless you pass your own [`rustls::ClientConfig`]) for `https://`, or your own.
+//! Failures below HTTP are typed ([`TransportError`], with the [`TransportStage`] that
+//! failed); when they stop the connection from being set up at all, `connect_http`
+//! returns them as [`crate::Error::Transport`].
+//!
+//! Plain `http://` is accepted for loopback hosts only, unless
+//! [`HttpOptions::allow_insecure_remote`] says otherwise.
+//!
+//! ```no_run
+//! use mcp_blocking::{Client, HttpOptions, Options};
+//! use mcp_blocking::mcp_proto::client::ClientConfig;
+//!
+//! # fn main() -> Result<(), mcp_blocking::Error> {
+//! let config = ClientConfig::new("my-app", "1.0");
+//! let http = HttpOptions::new().bearer_token("s3cr3t");
+//! let mut client =
+//!     Client::connect_http_with("https://mcp.example.com/mcp", config, Options::new(), http)?;
+//! for tool in client.list_tools()? {
+//!     println!("{}", tool.name);
+//! }
+//! for (tool, why) in client.excluded_tools() {
+//!     println!("left out: {tool} ({why})");
+//! }
+//! client.close();
+//! # Ok(())
+//! # }
+//! ```
+
+mod connector;
+mod era_cache;
+mod link;
+mod pool;
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use connector::{
+    Connector, ShutdownHandle, Stream, TcpConnector, TlsConnector, TransportError, TransportStage,
+    default_tls_config,
+};
+pub use era_cache::EraCache;
+pub(crate) use link::HttpLink;
+pub(crate) use pool::PoolConfig;
+/// The TLS library, re-exported so a custom [`rustls::ClientConfig`] needs no second
+/// dependency (and cannot be of another version).
+pub use rustls;
+
+/// How [`crate::Client::connect_http_with`] reaches the endpoint.
+///
+/// ```
+/// use std::time::Duration;
+/// use mcp_blocking::{EraCache, HttpOptions};
+///
+/// let cache = EraCache::new();
+/// let http = HttpOptions::new()
+///     .authorization("Bearer abc")
+///     .connect_timeout(Duration::from_secs(3))
+///     .era_cache(cache.clone());
+/// assert!(!format!("{http:?}").contains("abc"));
+/// ```
+#[non_exhaustive]
+#[derive(Clone)]
+pub struct HttpOptions {
+    /// The rustls configuration for `https://` (ignored when a [`HttpOptions::connector`]
+    /// is set). Default: [`default_tls_config`].
+    pub tls: Option<Arc<rustls::ClientConfig>>,
+    /// Opens the connections, replacing the built-in TCP and TLS connectors.
+    pub connector: Option<Arc<dyn Connector>>,
+    /// The `Authorization` header value sent with every request (`Bearer …`). Never
+    /// logged, never shown by `Debug`.
+    pub authorization: Option<String>,
+    /// Allow plain `http://` to hosts that are not loopback. Default false.
+    pub allow_insecure_remote: bool,
+    /// Bound on setting up one connection (TCP connect, TLS handshake). Default 10 s.
+    pub connect_timeout: Duration,
+    /// Connections open at once; requests beyond wait for one. Default 16, at least 2:
+    /// a legacy server's own event stream (the GET) holds one for as long as it lasts.
+    pub max_connections: usize,
+    /// Idle keep-alive connections older than this are closed rather than reused.
+    /// Default 30 s.
+    pub idle_timeout: Duration,
+    /// Remembers each origin's era; see [`EraCache`]. Default none.
+    pub era_cache: Option<EraCache>,
+}
+
+impl HttpOptions {
+    /// The defaults.
+    #[must_use]
+    pub fn new() -> Self {
+        HttpOptions {
+            tls: None,
+            connector: None,
+            authorization: None,
+            allow_insecure_remote: false,
+            connect_timeout: Duration::from_secs(10),
+            max_connections: 16,
+            idle_timeout: Duration::from_secs(30),
+            era_cache: None,
+        }
+    }
+
+    /// The same options with this rustls configuration for `https://`.
+    #[must_use]
+    pub fn tls_config(mut self, config: Arc<rustls::ClientConfig>) -> Self {
+        self.tls = Some(config);
+        self
+    }
+
+    /// The same options with a connector of your own.
+    #[must_use]
+    pub fn connector(mut self, connector: impl Connector + 'static) -> Self {
+        self.connector = Some(Arc::new(connector));
+        self
+    }
+
+    /// The same options with this `Authorization` header value.
+    #[must_use]
+    pub fn authorization(mut self, value: impl Into<String>) -> Self {
+        self.authorization = Some(value.into());
+        self
+    }
+
+    /// The same options with `Authorization: Bearer <token>`.
+    #[must_use]
+    pub fn bearer_token(self, token: &str) -> Self {
+        self.authorization(format!("Bearer {token}"))
+    }
+
+    /// The same options, allowing plain `http://` to hosts that are not loopback.
+    #[must_use]
+    pub fn allow_insecure_remote(mut self, allow: bool) -> Self {
+        self.allow_insecure_remote = allow;
+        self
+    }
+
+    /// The same options with another connect timeout.
+    #[must_use]
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// The same options with another bound on open connections (at least 2).
+    #[must_use]
+    pub fn max_connections(mut self, max: usize) -> Self {
+        self.max_connections = max.max(2);
+        self
+    }
+
+    /// The same options with another idle timeout.
+    #[must_use]
+    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_timeout = timeout;
+        self
+    }
+
+    /// The same options with an era cache.
+    #[must_use]
+    pub fn era_cache(mut self, cache: EraCache) -> Self {
+        self.era_cache = Some(cache);
+        self
+    }
+
+    /// The connector to use for `url`.
+    pub(crate) fn connector_for(&self, tls: bool) -> Arc<dyn Connector> {
+        match (&self.connector, tls) {
+            (Some(c), _) => Arc::clone(c),
+            (None, false) => Arc::new(TcpConnector),
+            (None, true) => Arc::new(match &self.tls {
+                Some(config) => TlsConnector::new(Arc::clone(config)),
+                None => TlsConnector::webpki_roots(),
+            }),
+        }
+    }
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for HttpOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpOptions")
+            .field("tls", &self.tls.is_some())
+            .field("connector", &self.connector.is_some())
+            .field(
+                "authorization",
+                &self.authorization.as_ref().map(|_| "[redacted]"),
+            )
+            .field("allow_insecure_remote", &self.allow_insecure_remote)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("max_connections", &self.max_connections)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("era_cache", &self.era_cache)
+            .finish()
+    }
+}

@@ -1,0 +1,251 @@
+//! HTTPS: a rustls server on 127.0.0.1 with a throwaway self-signed certificate (made by
+//! the `openssl` command at test time) in front of the tiny test server.
+
+mod http_support;
+
+use std::io;
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::{Arc, OnceLock};
+
+use http_support::{Behavior, Conn, TestServer};
+use mcp_blocking::http::rustls::pki_types::pem::PemObject;
+use mcp_blocking::http::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use mcp_blocking::http::rustls::{self, ServerConnection, StreamOwned};
+use mcp_blocking::http::{TlsConnector, TransportStage};
+use mcp_blocking::mcp_proto::Era;
+use mcp_blocking::mcp_proto::client::ClientConfig;
+use mcp_blocking::{Client, Error, HttpOptions, Options};
+use serde_json::json;
+
+/// A certificate for `localhost` and 127.0.0.1, with its key, as PEM files.
+struct Cert {
+    cert: PathBuf,
+    key: PathBuf,
+}
+
+/// The certificate of this test run (made once), or `None` (skip) when `openssl` is
+/// missing outside CI.
+fn make_cert(test: &str) -> Option<&'static Cert> {
+    static CERT: OnceLock<Option<Cert>> = OnceLock::new();
+    let cert = CERT.get_or_init(new_cert).as_ref();
+    if cert.is_none() {
+        eprintln!("skipping {test}: openssl could not make a certificate");
+    }
+    cert
+}
+
+fn new_cert() -> Option<Cert> {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("mcp-blocking-tls")
+        .join(std::process::id().to_string());
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let (cert, key) = (dir.join("c.pem"), dir.join("k.pem"));
+    let status = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            "/CN=localhost",
+        ])
+        .args([
+            "-addext",
+            "subjectAltName=DNS:localhost,IP:127.0.0.1",
+            "-days",
+            "1",
+        ])
+        // `req -x509` marks the certificate as a CA by default, and webpki refuses a CA
+        // certificate as a server's own (CaUsedAsEndEntity): make it a leaf.
+        .args(["-addext", "basicConstraints=critical,CA:FALSE"])
+        .args(["-addext", "extendedKeyUsage=serverAuth"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+    match status {
+        Ok(s) if s.success() => Some(Cert { cert, key }),
+        other => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "openssl is needed for the TLS tests under CI: {other:?}"
+            );
+            eprintln!("openssl could not make a certificate: {other:?}");
+            None
+        }
+    }
+}
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+struct TlsConn(StreamOwned<ServerConnection, TcpStream>);
+
+impl io::Read for TlsConn {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.read(buf)
+    }
+}
+
+impl io::Write for TlsConn {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
+}
+
+impl Conn for TlsConn {
+    fn finish(&mut self) {
+        self.0.conn.send_close_notify();
+        let _ = io::Write::flush(&mut self.0);
+        let _ = self.0.sock.shutdown(std::net::Shutdown::Both);
+    }
+}
+
+/// The test server behind TLS with `cert`.
+fn tls_server(cert: &Cert, behavior: Behavior) -> TestServer {
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&cert.cert)
+        .expect("cert file")
+        .collect::<Result<_, _>>()
+        .expect("cert PEM");
+    let key = PrivateKeyDer::from_pem_file(&cert.key).expect("key PEM");
+    let config = rustls::ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .expect("server config");
+    let config = Arc::new(config);
+    TestServer::start_with(behavior, move |socket| {
+        let conn = ServerConnection::new(Arc::clone(&config)).map_err(io::Error::other)?;
+        Ok(Box::new(TlsConn(StreamOwned::new(conn, socket))) as Box<dyn Conn>)
+    })
+}
+
+/// A client configuration trusting only `cert`.
+fn trusting(cert: &Cert) -> Arc<rustls::ClientConfig> {
+    let mut roots = rustls::RootCertStore::empty();
+    for c in CertificateDer::pem_file_iter(&cert.cert).unwrap() {
+        roots.add(c.unwrap()).unwrap();
+    }
+    Arc::new(
+        rustls::ClientConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth(),
+    )
+}
+
+fn config() -> ClientConfig {
+    ClientConfig::new("tls-test", "0")
+}
+
+#[test]
+fn https_with_a_custom_root() {
+    let Some(cert) = make_cert("custom-root") else {
+        return;
+    };
+    let server = tls_server(cert, Behavior::default());
+    let port = server.addr.port();
+    let http = HttpOptions::new().tls_config(trusting(cert));
+    for host in ["localhost", "127.0.0.1"] {
+        let url = format!("https://{host}:{port}/mcp");
+        let mut client =
+            Client::connect_http_with(&url, config(), Options::new(), http.clone()).unwrap();
+        assert_eq!(client.era(), Era::Modern);
+        assert!(client.list_tools().unwrap().iter().any(|t| t.name == "add"));
+        for i in 0..3 {
+            let sum = client.call_tool("add", json!({"a": i, "b": 2})).unwrap();
+            assert_eq!(sum.text(), (i + 2).to_string());
+        }
+        assert_eq!(client.http_connections_opened(), 1, "TLS keep-alive");
+        client.close();
+    }
+    assert_eq!(server.accepted(), 2);
+}
+
+#[test]
+fn https_through_a_custom_connector() {
+    let Some(cert) = make_cert("connector") else {
+        return;
+    };
+    let server = tls_server(cert, Behavior::default());
+    let url = format!("https://localhost:{}/mcp", server.addr.port());
+    let http = HttpOptions::new().connector(TlsConnector::new(trusting(cert)));
+    let mut client = Client::connect_http_with(&url, config(), Options::new(), http).unwrap();
+    assert_eq!(
+        client
+            .call_tool("echo", json!({"text": "tls"}))
+            .unwrap()
+            .text(),
+        "tls"
+    );
+}
+
+#[test]
+fn a_tls_server_closing_idle_connections_loses_no_request() {
+    let Some(cert) = make_cert("close-idle") else {
+        return;
+    };
+    let server = tls_server(
+        cert,
+        Behavior {
+            close_after_response: true,
+            ..Behavior::default()
+        },
+    );
+    let url = format!("https://localhost:{}/mcp", server.addr.port());
+    let http = HttpOptions::new().tls_config(trusting(cert));
+    let mut client = Client::connect_http_with(&url, config(), Options::new(), http).unwrap();
+    for i in 0..3 {
+        std::thread::sleep(std::time::Duration::from_millis(60));
+        let out = client.call_tool("add", json!({"a": i, "b": 1})).unwrap();
+        assert_eq!(out.text(), (i + 1).to_string());
+    }
+    assert!(client.http_retries() >= 1);
+    assert_eq!(server.seen().len(), 4, "probe + 3 calls, each once");
+}
+
+#[test]
+fn the_default_roots_reject_a_self_signed_certificate() {
+    let Some(cert) = make_cert("default-roots") else {
+        return;
+    };
+    let server = tls_server(cert, Behavior::default());
+    let url = format!("https://localhost:{}/mcp", server.addr.port());
+    let err = Client::connect_http(&url, config()).unwrap_err();
+    let Error::Transport(t) = &err else {
+        panic!("expected a TLS failure, got {err:?}")
+    };
+    assert_eq!(t.stage(), TransportStage::Tls);
+    assert!(
+        matches!(
+            t.tls_error(),
+            Some(rustls::Error::InvalidCertificate(
+                rustls::CertificateError::UnknownIssuer
+            ))
+        ),
+        "{:?}",
+        t.tls_error()
+    );
+    assert_eq!(err.kind(), "tls");
+    let text = err.to_string();
+    eprintln!("{text}");
+    assert!(text.contains("certificate"), "{text}");
+    assert!(text.contains("localhost"), "{text}");
+    assert!(
+        server.seen().is_empty(),
+        "no request went over an untrusted connection"
+    );
+}

@@ -1,0 +1,564 @@
+//! `serve_http`: the example server over Streamable HTTP, exercised with raw HTTP/1.1 on
+//! loopback sockets (responses read with `mcp_proto::http::ResponseReader`).
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use mcp_blocking::mcp_proto::http::{HttpLimits, ResponseEvent, ResponseHead, ResponseReader};
+use mcp_blocking::mcp_proto::server::example;
+use mcp_blocking::{HttpServeOptions, HttpServerHandle, serve_http, serve_http_with};
+use serde_json::{Value, json};
+
+const V: &str = "2026-07-28";
+
+fn start() -> HttpServerHandle {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    serve_http(listener, example::server()).unwrap()
+}
+
+/// One raw connection.
+struct Conn {
+    stream: TcpStream,
+    reader: Option<ResponseReader>,
+}
+
+/// A response read whole.
+#[derive(Debug)]
+struct Resp {
+    head: ResponseHead,
+    body: Vec<u8>,
+    keep_alive: bool,
+}
+
+impl Resp {
+    fn status(&self) -> u16 {
+        self.head.status
+    }
+
+    fn json(&self) -> Value {
+        assert_eq!(
+            self.head.header("content-type"),
+            Some("application/json"),
+            "{self:?}"
+        );
+        serde_json::from_slice(&self.body).unwrap()
+    }
+
+    fn error_code(&self) -> i64 {
+        self.json()["error"]["code"].as_i64().unwrap()
+    }
+}
+
+impl Conn {
+    fn open(addr: SocketAddr) -> Conn {
+        let stream = TcpStream::connect(addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        Conn {
+            stream,
+            reader: None,
+        }
+    }
+
+    fn send(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).unwrap();
+    }
+
+    /// The next event of the current response, reading the socket as needed.
+    fn event(&mut self) -> ResponseEvent {
+        let reader = self
+            .reader
+            .get_or_insert_with(|| ResponseReader::new(HttpLimits::streaming(), "POST"));
+        loop {
+            if let Some(event) = reader.poll_event() {
+                return event;
+            }
+            let mut buf = [0u8; 4096];
+            match self.stream.read(&mut buf) {
+                Ok(0) => reader.handle_eof(),
+                Ok(n) => reader.handle_input(&buf[..n]),
+                Err(e) => panic!("read: {e}"),
+            }
+        }
+    }
+
+    fn head(&mut self) -> ResponseHead {
+        match self.event() {
+            ResponseEvent::Head(head) => head,
+            other => panic!("expected a head, got {other:?}"),
+        }
+    }
+
+    /// Body events until the body holds `n` SSE messages (or the response ends).
+    fn sse_until(&mut self, body: &mut Vec<u8>, n: usize) -> bool {
+        while sse(body).len() < n {
+            match self.event() {
+                ResponseEvent::Body(b) => body.extend_from_slice(&b),
+                ResponseEvent::End { .. } => return true,
+                other => panic!("{other:?}"),
+            }
+        }
+        false
+    }
+
+    /// The rest of the current response; prepares for the next one.
+    fn finish(&mut self, head: ResponseHead, mut body: Vec<u8>) -> Resp {
+        loop {
+            match self.event() {
+                ResponseEvent::Body(b) => body.extend_from_slice(&b),
+                ResponseEvent::End { keep_alive } => {
+                    if let Some(reader) = &mut self.reader {
+                        if keep_alive {
+                            reader.reset_for_next("POST").unwrap();
+                        } else {
+                            self.reader = None;
+                        }
+                    }
+                    return Resp {
+                        head,
+                        body,
+                        keep_alive,
+                    };
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
+    fn response(&mut self) -> Resp {
+        let head = self.head();
+        self.finish(head, Vec::new())
+    }
+
+    fn roundtrip(&mut self, request: &[u8]) -> Resp {
+        self.send(request);
+        self.response()
+    }
+
+    /// Whether the server closed the connection (EOF within a second).
+    fn closed_by_server(&mut self) -> bool {
+        self.stream
+            .set_read_timeout(Some(Duration::from_secs(1)))
+            .unwrap();
+        let mut buf = [0u8; 64];
+        matches!(self.stream.read(&mut buf), Ok(0) | Err(_))
+    }
+}
+
+fn request(method: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
+    request_to(method, "/mcp", headers, body)
+}
+
+fn request_to(method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
+    let mut out = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n");
+    if !body.is_empty() {
+        out.push_str("Content-Type: application/json\r\n");
+        out.push_str("Accept: application/json, text/event-stream\r\n");
+        out.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
+    for (n, v) in headers {
+        out.push_str(&format!("{n}: {v}\r\n"));
+    }
+    out.push_str("\r\n");
+    let mut out = out.into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
+fn meta_params(mut params: Value) -> Value {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": V,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"}
+    });
+    params
+}
+
+/// A modern POST with the standard headers plus `extra`.
+fn modern(id: i64, method: &str, params: Value, extra: &[(&str, &str)]) -> Vec<u8> {
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": meta_params(params)});
+    let mut headers = vec![("MCP-Protocol-Version", V), ("Mcp-Method", method)];
+    headers.extend_from_slice(extra);
+    request("POST", &headers, body.to_string().as_bytes())
+}
+
+fn legacy(body: &Value) -> Vec<u8> {
+    request(
+        "POST",
+        &[("MCP-Protocol-Version", "2025-06-18")],
+        body.to_string().as_bytes(),
+    )
+}
+
+fn initialize(caps: Value) -> Vec<u8> {
+    request(
+        "POST",
+        &[],
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": caps,
+            "clientInfo": {"name": "raw", "version": "1"}}})
+        .to_string()
+        .as_bytes(),
+    )
+}
+
+/// The `data:` payloads of an SSE body.
+fn sse(body: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(body)
+        .split("\n\n")
+        .filter_map(|event| {
+            let data: Vec<&str> = event
+                .lines()
+                .filter_map(|l| l.strip_prefix("data: "))
+                .collect();
+            (!data.is_empty()).then(|| serde_json::from_str(&data.join("\n")).unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn modern_discover_and_header_validation() {
+    let server = start();
+    let mut c = Conn::open(server.local_addr());
+    let r = c.roundtrip(&modern(1, "server/discover", json!({}), &[]));
+    assert_eq!(r.status(), 200);
+    let v = r.json();
+    assert_eq!(v["id"], 1);
+    assert_eq!(v["result"]["resultType"], "complete");
+    assert!(v["result"]["supportedVersions"].is_array());
+    assert!(r.head.header("mcp-session-id").is_none());
+
+    // Missing MCP-Protocol-Version: 400 -32020.
+    let body = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": meta_params(json!({}))});
+    let r = c.roundtrip(&request(
+        "POST",
+        &[("Mcp-Method", "tools/list")],
+        body.to_string().as_bytes(),
+    ));
+    assert_eq!((r.status(), r.error_code()), (400, -32020));
+    assert_eq!(r.json()["id"], 2);
+
+    // Mcp-Name does not match params.name: 400 -32020.
+    let call = json!({"name": "echo", "arguments": {"text": "hi"}});
+    let r = c.roundtrip(&modern(
+        3,
+        "tools/call",
+        call.clone(),
+        &[("Mcp-Name", "add")],
+    ));
+    assert_eq!((r.status(), r.error_code()), (400, -32020));
+    let r = c.roundtrip(&modern(4, "tools/call", call, &[("Mcp-Name", "echo")]));
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.json()["result"]["content"][0]["text"], "hi");
+
+    // An unsupported version in header and body: 400 -32022 with data.supported.
+    let body = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list", "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2099-01-01",
+        "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let r = c.roundtrip(&request(
+        "POST",
+        &[
+            ("MCP-Protocol-Version", "2099-01-01"),
+            ("Mcp-Method", "tools/list"),
+        ],
+        body.to_string().as_bytes(),
+    ));
+    assert_eq!((r.status(), r.error_code()), (400, -32022));
+    assert!(
+        r.json()["error"]["data"]["supported"]
+            .as_array()
+            .unwrap()
+            .contains(&json!(V))
+    );
+
+    // Unknown method: 404 -32601.
+    let r = c.roundtrip(&modern(6, "nothing/here", json!({}), &[]));
+    assert_eq!((r.status(), r.error_code()), (404, -32601));
+    server.stop();
+}
+
+#[test]
+fn stateless_legacy_initialize_then_list() {
+    let server = start();
+    let mut c = Conn::open(server.local_addr());
+    let r = c.roundtrip(&initialize(json!({})));
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.json()["result"]["protocolVersion"], "2025-06-18");
+    assert!(r.head.header("mcp-session-id").is_none());
+    let r = c.roundtrip(&legacy(
+        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    ));
+    assert_eq!((r.status(), r.body.len()), (202, 0));
+    // A new connection, no session id: still served.
+    let mut c = Conn::open(server.local_addr());
+    let r = c.roundtrip(&legacy(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+    ));
+    assert_eq!(r.status(), 200);
+    let listed = r.json();
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"echo") && names.contains(&"hang"),
+        "{names:?}"
+    );
+    assert!(r.head.header("mcp-session-id").is_none());
+    server.stop();
+}
+
+#[test]
+fn transport_answers() {
+    let server = start();
+    let mut c = Conn::open(server.local_addr());
+    let r = c.roundtrip(&request("GET", &[("Accept", "text/event-stream")], b""));
+    assert_eq!((r.status(), r.head.header("allow")), (405, Some("POST")));
+    let r = c.roundtrip(&request("DELETE", &[], b""));
+    assert_eq!(r.status(), 405);
+    let r = c.roundtrip(&request_to("POST", "/other", &[], b"{}"));
+    assert_eq!(r.status(), 404);
+    // A notification: 202, empty body.
+    let r = c.roundtrip(&modern_notification());
+    assert_eq!((r.status(), r.body.len()), (202, 0));
+    // Bad Origin: 403; a loopback one is fine.
+    let r = c.roundtrip(&modern(
+        1,
+        "server/discover",
+        json!({}),
+        &[("Origin", "https://evil.example")],
+    ));
+    assert_eq!(r.status(), 403);
+    let r = c.roundtrip(&modern(
+        1,
+        "server/discover",
+        json!({}),
+        &[("Origin", "http://localhost:6274")],
+    ));
+    assert_eq!(r.status(), 200);
+    // Invalid JSON: 400 -32700 with id null.
+    let r = c.roundtrip(&request("POST", &[], b"{nope"));
+    assert_eq!((r.status(), r.error_code()), (400, -32700));
+    assert_eq!(r.json()["id"], Value::Null);
+    assert!(r.keep_alive, "a bad body does not end the connection");
+    // A chunked body is refused with 411, and the connection ends.
+    c.send(
+        b"POST /mcp HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+    );
+    let r = c.response();
+    assert_eq!(r.status(), 411);
+    assert!(!r.keep_alive);
+    assert!(c.closed_by_server());
+    server.stop();
+}
+
+fn modern_notification() -> Vec<u8> {
+    let body = json!({"jsonrpc": "2.0", "method": "notifications/x-example", "params": meta_params(json!({}))});
+    request(
+        "POST",
+        &[
+            ("MCP-Protocol-Version", V),
+            ("Mcp-Method", "notifications/x-example"),
+        ],
+        body.to_string().as_bytes(),
+    )
+}
+
+#[test]
+fn keep_alive_and_pipelining() {
+    let server = start();
+    let mut c = Conn::open(server.local_addr());
+    // Two requests, one after the other, on one connection.
+    let r = c.roundtrip(&modern(1, "tools/list", json!({}), &[]));
+    assert!(r.keep_alive);
+    assert_eq!(r.json()["id"], 1);
+    let r = c.roundtrip(&modern(2, "prompts/list", json!({}), &[]));
+    assert_eq!(r.json()["result"]["prompts"][0]["name"], "greet");
+
+    // Three pipelined in one write, the last one asking to close: answered in order.
+    let mut batch = Vec::new();
+    for id in 10..13 {
+        let text = json!({"name": "echo", "arguments": {"text": format!("m{id}")}});
+        let mut extra = vec![("Mcp-Name", "echo")];
+        if id == 12 {
+            extra.push(("Connection", "close"));
+        }
+        batch.extend(modern(id, "tools/call", text, &extra));
+    }
+    c.send(&batch);
+    for id in 10..13 {
+        let r = c.response();
+        let v = r.json();
+        assert_eq!(v["id"], id);
+        assert_eq!(v["result"]["content"][0]["text"], format!("m{id}"));
+        assert_eq!(r.keep_alive, id != 12);
+    }
+    assert!(c.closed_by_server());
+
+    // A request trickling in byte by byte is the same request.
+    let mut c = Conn::open(server.local_addr());
+    for b in modern(20, "server/discover", json!({}), &[]) {
+        c.send(&[b]);
+    }
+    assert_eq!(c.response().json()["id"], 20);
+    server.stop();
+}
+
+#[test]
+fn open_streams_legacy_input_and_cancellation() {
+    let server = start();
+    let addr = server.local_addr();
+    let mut c = Conn::open(addr);
+    assert_eq!(
+        c.roundtrip(&initialize(json!({"elicitation": {}})))
+            .status(),
+        200
+    );
+
+    // confirm asks through elicitation/create on an SSE stream that stays open.
+    c.send(&legacy(
+        &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "confirm"}}),
+    ));
+    let head = c.head();
+    assert_eq!(head.status, 200);
+    assert_eq!(head.header("content-type"), Some("text/event-stream"));
+    assert_eq!(head.header("x-accel-buffering"), Some("no"));
+    let mut body = Vec::new();
+    assert!(!c.sse_until(&mut body, 1));
+    let ask = sse(&body).remove(0);
+    assert_eq!(ask["method"], "elicitation/create");
+
+    // The answer comes on another connection: 202; the result ends the first stream.
+    let mut d = Conn::open(addr);
+    let answer = json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "decline"}});
+    assert_eq!(d.roundtrip(&legacy(&answer)).status(), 202);
+    let r = c.finish(head, body);
+    let messages = sse(&r.body);
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert_eq!(messages[1]["id"], 7);
+    assert_eq!(messages[1]["result"]["content"][0]["text"], "declined");
+    assert!(r.keep_alive);
+    // The connection is still usable after the stream.
+    assert_eq!(
+        c.roundtrip(&modern(8, "tools/list", json!({}), &[]))
+            .status(),
+        200
+    );
+
+    // hang: the stream opens and stays open; the client leaves; the server goes on.
+    let mut h = Conn::open(addr);
+    h.send(&modern(
+        9,
+        "tools/call",
+        json!({"name": "hang"}),
+        &[("Mcp-Name", "hang")],
+    ));
+    let head = h.head();
+    assert_eq!(head.header("content-type"), Some("text/event-stream"));
+    drop(h);
+    assert_eq!(
+        c.roundtrip(&modern(10, "tools/list", json!({}), &[]))
+            .status(),
+        200
+    );
+
+    // Stopping with a stream open returns promptly.
+    let mut h = Conn::open(addr);
+    h.send(&modern(
+        11,
+        "tools/call",
+        json!({"name": "hang"}),
+        &[("Mcp-Name", "hang")],
+    ));
+    let _ = h.head();
+    let started = Instant::now();
+    server.stop();
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(h.closed_by_server());
+}
+
+#[test]
+fn connection_limit() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut options = HttpServeOptions::default();
+    options.max_connections = 1;
+    let server = serve_http_with(listener, example::server(), options).unwrap();
+    let mut a = Conn::open(server.local_addr());
+    assert_eq!(
+        a.roundtrip(&modern(1, "tools/list", json!({}), &[]))
+            .status(),
+        200
+    );
+    let mut b = Conn::open(server.local_addr());
+    let r = b.roundtrip(&modern(1, "tools/list", json!({}), &[]));
+    assert_eq!(r.status(), 503);
+    drop(a);
+    // Once the first connection is gone, a new one is served again.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let mut c = Conn::open(server.local_addr());
+        if c.roundtrip(&modern(1, "tools/list", json!({}), &[]))
+            .status()
+            == 200
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the slot was never freed");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    server.stop();
+}
+
+/// The CLI binary, rebuilt first: `cargo test --test serve_http` alone does not build
+/// examples, and `common::example` only builds a missing one.
+fn fresh_mcp() -> std::path::PathBuf {
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "-q", "-p", "mcp-blocking", "--example", "mcp"])
+        .status()
+        .expect("run cargo build");
+    assert!(status.success(), "building the mcp example failed");
+    common::example("mcp")
+}
+
+#[test]
+fn cli_serve_example_http() {
+    let mcp = fresh_mcp();
+    let mut child = Command::new(&mcp)
+        .args(["serve-example", "--http", "127.0.0.1:0", "--era", "modern"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line.trim();
+    let addr = url
+        .strip_prefix("http://")
+        .and_then(|u| u.strip_suffix("/mcp"))
+        .unwrap_or_else(|| panic!("not an endpoint URL: {line:?}"));
+    let mut c = Conn::open(addr.parse().unwrap());
+    let r = c.roundtrip(&modern(1, "server/discover", json!({}), &[]));
+    assert_eq!(r.json()["result"]["supportedVersions"], json!([V]));
+    // Modern only: initialize is refused.
+    assert_eq!(c.roundtrip(&initialize(json!({}))).status(), 400);
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    // Non-loopback addresses are refused (usage error).
+    let out = Command::new(&mcp)
+        .args(["serve-example", "--http", "0.0.0.0:0"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

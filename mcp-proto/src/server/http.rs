@@ -1,0 +1,588 @@
+//! Streamable HTTP for the server machine: reading requests from connection bytes and
+//! serving each one against a [`Server`], without sessions.
+//!
+//! * [`HttpRequestReader`] turns connection bytes into [`HttpRequest`]s (HTTP/1.1 on
+//!   httparse, `Content-Length` bodies, keep-alive, pipelining, bounded buffers).
+//! * [`HttpEndpoint`] owns one [`Server`] and turns each request into an [`HttpReply`]:
+//!   a complete [`HttpResponse`], or an [`HttpStream`] (an SSE response whose end is not
+//!   known yet) that the adapter keeps polling with [`HttpEndpoint::poll_stream`].
+//!
+//! # Theory of operation
+//!
+//! **Checks before the machine**, in this order: `Origin` (present and neither loopback
+//! nor listed in [`HttpEndpointConfig::allowed_origins`]: 403) → path (not
+//! [`HttpEndpointConfig::path`]: 404) → method (anything but `POST`: 405 with
+//! `Allow: POST`; there is no GET stream and no session to DELETE) → `Content-Type` (present
+//! and not `application/json`: 415) → JSON (`-32700`, id `null`, 400) → JSON-RPC envelope
+//! (`-32600`, 400). `Accept` is not enforced.
+//!
+//! **Era per request.** A request is modern when the machine would serve it as modern
+//! (`server/discover`, or `_meta` carrying the protocol version or client capabilities),
+//! or when its `MCP-Protocol-Version` header names a modern version (so a modern request
+//! that lost its `_meta` gets `-32602` rather than legacy treatment); `initialize` never
+//! is, and with no modern version served nothing is. A modern request then passes the
+//! header checks of spec section 5.5 (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`
+//! decoded with [`decode_header_bytes`](crate::http::headers::decode_header_bytes),
+//! `Mcp-Param-*` for tools with `x-mcp-header` annotations): a failure is 400 with
+//! `-32020` and the body's id. A legacy request other than `initialize` that carries an
+//! `MCP-Protocol-Version` header must name a served legacy version, else 400 with
+//! `-32600` and `data: {supported, requested}`.
+//!
+//! **Status codes of answers.** Modern: `-32020`, `-32021`, `-32022`, `-32602`, `-32600`
+//! and `-32700` are 400, `-32601` is 404 (spec 4.5), every other answer 200. Legacy:
+//! `-32600`/`-32700` and any error to `initialize` are 400, the rest 200. Notifications
+//! and JSON-RPC responses are 202 with an empty body.
+//!
+//! **JSON or SSE.** Each HTTP request carries exactly one message. When the machine's
+//! only output for it is the response, the answer is `application/json`. When requests
+//! or notifications for it came first, it is `text/event-stream` (`X-Accel-Buffering: no`,
+//! `event: message` per message, no event ids: nothing is resumable), the response last.
+//!
+//! **Routing and ids.** One machine serves every connection, so the client's request
+//! ids (which may clash between clients) are replaced by endpoint-unique integers before
+//! the machine sees them and put back on the way out. Output is routed by that id;
+//! server→client requests and notifications go to the exchange whose input caused them
+//! (the request being handled, or the call whose input request a posted response answered).
+//! Output nobody is waiting for is dropped.
+//!
+//! **Requests that are not answered at once.** A tool that never answers (the example's
+//! `hang`) or a legacy call waiting for the client's input (`confirm`'s
+//! `elicitation/create`) yields [`HttpReply::Stream`]: a 200 SSE response that stays open
+//! with what is known so far. The adapter polls it; when the client POSTs its JSON-RPC
+//! response to the input request (202), the machine resumes the call and the result ends
+//! the stream. When the client disconnects, the adapter calls
+//! [`HttpEndpoint::cancel_stream`], which the machine sees as `notifications/cancelled`.
+//! A posted `notifications/cancelled` cancels an open exchange only when exactly one open
+//! exchange has that request id (without sessions, two clients may use the same one).
+//! At most [`HttpEndpointConfig::max_open_streams`] exchanges stay open; one more is
+//! cancelled and answered 503 with `-32603`.
+//!
+//! **Legacy state is process-wide (stateless legacy).** No `Mcp-Session-Id` is ever
+//! issued or read. The machine's legacy handshake state is shared by every client: each
+//! `initialize` replaces it (the latest handshake's version and client capabilities are
+//! the ones the machine uses, which is what sequential clients need); legacy requests
+//! before any `initialize` get the machine's `-32600` "Server not initialized" (400).
+//! Modern requests never touch that state. Two legacy clients that interleave with
+//! different client capabilities see the later one's (a stateless endpoint cannot tell
+//! them apart); use the modern era, or one endpoint per client, when that matters.
+//! (Replacing the handshake clears the machine's private legacy session directly: this
+//! module is a child of `server`, so no public API was added for it.)
+//!
+//! **Bounds.** Bodies, heads and pipelining are bounded by [`HttpRequestLimits`]; open
+//! exchanges by `max_open_streams`; the machine's own limits bound parked calls. An
+//! exchange's queued events are bounded by what its tool may ask per round.
+
+use std::collections::{HashMap, VecDeque};
+use std::time::Instant;
+
+use serde_json::{Map, Value, json};
+
+use crate::http::HttpVersion;
+use crate::http::headers::MCP_PROTOCOL_VERSION;
+use crate::jsonrpc::{ErrorObject, Message, Notification, Request, RequestId, Response, codes};
+use crate::version::Era;
+
+use super::Server;
+
+mod reader;
+mod response;
+#[cfg(test)]
+mod tests;
+mod validate;
+
+pub use reader::{HttpRequest, HttpRequestError, HttpRequestLimits, HttpRequestReader};
+pub use response::{HttpResponse, HttpStream};
+
+use response::sse_event;
+use validate::{modern_checks, origin_allowed, serves_legacy, single_header, version_data};
+
+/// The endpoint path the bundled adapters and the CLI serve: `/mcp`.
+pub const DEFAULT_PATH: &str = "/mcp";
+
+/// How an [`HttpEndpoint`] is set up.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HttpEndpointConfig {
+    /// The path of the MCP endpoint; other paths get 404. Default [`DEFAULT_PATH`].
+    pub path: String,
+    /// Origins accepted besides the loopback ones (exact strings such as
+    /// `https://app.example`). Default none.
+    pub allowed_origins: Vec<String>,
+    /// Exchanges that may stay open (unanswered tools, legacy calls waiting for input)
+    /// at once. Default 64.
+    pub max_open_streams: usize,
+}
+
+impl Default for HttpEndpointConfig {
+    fn default() -> Self {
+        HttpEndpointConfig {
+            path: DEFAULT_PATH.to_owned(),
+            allowed_origins: Vec::new(),
+            max_open_streams: 64,
+        }
+    }
+}
+
+/// What to send for one request.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum HttpReply {
+    /// A complete response: write it; close the connection afterwards when
+    /// [`HttpResponse::closes_connection`].
+    Complete(HttpResponse),
+    /// An SSE response that stays open: see [`HttpStream`].
+    Stream(HttpStream),
+}
+
+/// Whether an open stream goes on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StreamStatus {
+    /// Still waiting for the answer: poll again later.
+    Open,
+    /// The stream ended (answered, or cancelled by the client); its end was written.
+    Finished,
+}
+
+/// One request being answered.
+#[derive(Debug)]
+struct Exchange {
+    /// The client's request id.
+    original: RequestId,
+    /// Messages for it not yet handed out, as compact JSON.
+    events: VecDeque<Vec<u8>>,
+    /// The response arrived (it is the last of `events`).
+    answered: bool,
+    /// The error code of the response, if it is an error.
+    error_code: Option<i64>,
+    /// An open stream was handed out for it.
+    streaming: bool,
+}
+
+/// Serves Streamable HTTP requests against one [`Server`]; see the module docs.
+#[derive(Debug)]
+pub struct HttpEndpoint {
+    server: Server,
+    config: HttpEndpointConfig,
+    /// The next endpoint-unique request id.
+    next_key: i64,
+    /// Requests being answered, by endpoint id.
+    exchanges: HashMap<i64, Exchange>,
+    /// Server→client requests awaiting the client's response: their id → the exchange.
+    server_requests: HashMap<RequestId, i64>,
+}
+
+impl HttpEndpoint {
+    /// An endpoint serving `server` with the default configuration.
+    #[must_use]
+    pub fn new(server: Server) -> Self {
+        HttpEndpoint::with_config(server, HttpEndpointConfig::default())
+    }
+
+    /// An endpoint serving `server` with `config`.
+    #[must_use]
+    pub fn with_config(server: Server, config: HttpEndpointConfig) -> Self {
+        HttpEndpoint {
+            server,
+            config,
+            next_key: 0,
+            exchanges: HashMap::new(),
+            server_requests: HashMap::new(),
+        }
+    }
+
+    /// The configuration.
+    #[must_use]
+    pub fn config(&self) -> &HttpEndpointConfig {
+        &self.config
+    }
+
+    /// The server machine.
+    #[must_use]
+    pub fn server(&self) -> &Server {
+        &self.server
+    }
+
+    /// Exchanges handed out as open streams and not finished or cancelled yet.
+    #[must_use]
+    pub fn open_streams(&self) -> usize {
+        self.exchanges.values().filter(|e| e.streaming).count()
+    }
+
+    /// Serves one request. Never fails: every problem is an HTTP answer.
+    pub fn handle_request(&mut self, now: Instant, request: &HttpRequest) -> HttpReply {
+        let close = !request.keep_alive();
+        let reply = self.dispatch(now, request);
+        match reply {
+            HttpReply::Complete(mut response) => {
+                if close && !response.closes_connection() {
+                    response = response.with_header("Connection", "close");
+                }
+                if request.method == "HEAD" {
+                    response.body.clear();
+                }
+                HttpReply::Complete(response)
+            }
+            HttpReply::Stream(stream) => HttpReply::Stream(stream),
+        }
+    }
+
+    /// Appends what arrived for an open stream to `out` (SSE events in the stream's
+    /// framing); when the answer was among them, or the exchange was cancelled, also the
+    /// end of the body, and returns [`StreamStatus::Finished`].
+    pub fn poll_stream(&mut self, stream: &HttpStream, out: &mut Vec<u8>) -> StreamStatus {
+        let Some(exchange) = self.exchanges.get_mut(&stream.key) else {
+            stream.write_end(out);
+            return StreamStatus::Finished;
+        };
+        let mut data = Vec::new();
+        while let Some(message) = exchange.events.pop_front() {
+            sse_event(&mut data, &message);
+        }
+        stream.write_data(out, &data);
+        if exchange.answered {
+            self.forget(stream.key);
+            stream.write_end(out);
+            return StreamStatus::Finished;
+        }
+        StreamStatus::Open
+    }
+
+    /// The client of an open stream went away: the machine gets `notifications/cancelled`
+    /// for the request, and nothing more is sent for it.
+    pub fn cancel_stream(&mut self, now: Instant, stream: &HttpStream) {
+        self.cancel(now, stream.key, "the HTTP client disconnected");
+    }
+
+    fn dispatch(&mut self, now: Instant, http: &HttpRequest) -> HttpReply {
+        let complete = HttpReply::Complete;
+        if let Some(origin) = http.header_bytes("origin")
+            && !origin_allowed(origin, &self.config.allowed_origins)
+        {
+            let e = ErrorObject::new(codes::INVALID_REQUEST, "Forbidden: Origin not allowed");
+            return complete(HttpResponse::json_error(403, None, &e));
+        }
+        if http.path() != self.config.path {
+            return complete(HttpResponse::new(404));
+        }
+        if http.method != "POST" {
+            return complete(HttpResponse::new(405).with_header("Allow", "POST"));
+        }
+        if let Some(ct) = http.header_bytes("content-type") {
+            let media = ct.split(|b| *b == b';').next().unwrap_or_default();
+            if !media.trim_ascii().eq_ignore_ascii_case(b"application/json") {
+                let e = ErrorObject::new(
+                    codes::INVALID_REQUEST,
+                    "Unsupported Media Type: the body must be application/json",
+                );
+                return complete(HttpResponse::json_error(415, None, &e));
+            }
+        }
+        let value: Value = match serde_json::from_slice(&http.body) {
+            Ok(v) => v,
+            Err(_) => {
+                let e = ErrorObject::new(codes::PARSE_ERROR, "Parse error");
+                return complete(HttpResponse::json_error(400, None, &e));
+            }
+        };
+        let message = match Message::decode(&http.body) {
+            Ok(m) => m,
+            Err(e) => {
+                let id = value.get("id").and_then(id_of);
+                let e = ErrorObject::new(codes::INVALID_REQUEST, format!("Invalid request: {e}"));
+                return complete(HttpResponse::json_error(400, id.as_ref(), &e));
+            }
+        };
+        match message {
+            Message::Request(request) => self.request(now, request, &value, http),
+            Message::Notification(n) => complete(self.notification(now, n)),
+            Message::Response(r) => complete(self.client_response(now, r)),
+        }
+    }
+
+    fn request(
+        &mut self,
+        now: Instant,
+        request: Request,
+        value: &Value,
+        http: &HttpRequest,
+    ) -> HttpReply {
+        let empty = Map::new();
+        let params = value
+            .get("params")
+            .and_then(Value::as_object)
+            .unwrap_or(&empty);
+        let era = if self.is_modern(&request.method, params, http) {
+            Era::Modern
+        } else {
+            Era::Legacy
+        };
+        let refuse = |e: &ErrorObject| {
+            HttpReply::Complete(HttpResponse::json_error(400, Some(&request.id), e))
+        };
+        match era {
+            Era::Modern => {
+                if let Err(e) = modern_checks(&self.server, &request.method, params, http) {
+                    return refuse(&e);
+                }
+            }
+            _ if request.method == "initialize" => {
+                // Stateless legacy: every client's handshake replaces the last one.
+                self.server.session = None;
+            }
+            _ => match single_header(http, MCP_PROTOCOL_VERSION) {
+                Err(e) => return refuse(&e),
+                Ok(Some(v))
+                    if !std::str::from_utf8(v).is_ok_and(|v| serves_legacy(&self.server, v)) =>
+                {
+                    let shown = String::from_utf8_lossy(v);
+                    let e = ErrorObject::new(
+                        codes::INVALID_REQUEST,
+                        format!("Bad Request: unsupported {MCP_PROTOCOL_VERSION}: {shown}"),
+                    )
+                    .with_data(version_data(&self.server, &shown));
+                    return refuse(&e);
+                }
+                Ok(_) => {}
+            },
+        }
+        let initialize = request.method == "initialize";
+        let chunked = http.version == HttpVersion::Http11;
+        let close = !http.keep_alive();
+        self.run(now, request, era, initialize, chunked, close)
+    }
+
+    /// Whether a request is served as 2026-07-28 (see the module docs).
+    fn is_modern(&self, method: &str, params: &Map<String, Value>, http: &HttpRequest) -> bool {
+        let versions = &self.server.config().versions;
+        if method == "initialize" || versions.newest(Era::Modern).is_none() {
+            return false;
+        }
+        self.server.is_modern(method, params)
+            || http
+                .header(MCP_PROTOCOL_VERSION)
+                .and_then(crate::version::ProtocolVersion::parse)
+                .is_some_and(|v| v.era() == Era::Modern)
+    }
+
+    /// Hands a request to the machine under an endpoint id and builds the reply.
+    fn run(
+        &mut self,
+        now: Instant,
+        mut request: Request,
+        era: Era,
+        initialize: bool,
+        chunked: bool,
+        close: bool,
+    ) -> HttpReply {
+        let key = self.fresh_key();
+        let original = std::mem::replace(&mut request.id, RequestId::Number(key));
+        self.exchanges.insert(
+            key,
+            Exchange {
+                original: original.clone(),
+                events: VecDeque::new(),
+                answered: false,
+                error_code: None,
+                streaming: false,
+            },
+        );
+        self.server.handle_message(now, Message::Request(request));
+        self.route(Some(key));
+        if self.exchanges.get(&key).is_some_and(|e| e.answered)
+            && let Some(exchange) = self.forget(key)
+        {
+            return HttpReply::Complete(answer(exchange, era, initialize));
+        }
+        if self.open_streams() >= self.config.max_open_streams {
+            self.cancel(now, key, "too many open HTTP streams");
+            let e = ErrorObject::new(
+                codes::INTERNAL_ERROR,
+                "Too many requests are waiting for an answer; try again later",
+            );
+            return HttpReply::Complete(HttpResponse::json_error(503, Some(&original), &e));
+        }
+        let mut body = Vec::new();
+        if let Some(exchange) = self.exchanges.get_mut(&key) {
+            exchange.streaming = true;
+            while let Some(message) = exchange.events.pop_front() {
+                sse_event(&mut body, &message);
+            }
+        }
+        let mut head = sse_head(body);
+        if close {
+            head = head.with_header("Connection", "close");
+        }
+        HttpReply::Stream(HttpStream::new(key, head, chunked, close))
+    }
+
+    /// A posted notification: 202. `notifications/cancelled` is mapped to the one open
+    /// exchange with that request id, if exactly one has it.
+    fn notification(&mut self, now: Instant, n: Notification) -> HttpResponse {
+        if n.method == "notifications/cancelled" {
+            let target = n
+                .params
+                .as_deref()
+                .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+                .and_then(|p| p.get("requestId").and_then(id_of));
+            if let Some(target) = target {
+                let mut open = self
+                    .exchanges
+                    .iter()
+                    .filter(|(_, e)| e.streaming && e.original == target)
+                    .map(|(k, _)| *k);
+                if let (Some(key), None) = (open.next(), open.next()) {
+                    self.cancel(now, key, "cancelled by the client");
+                }
+            }
+            return HttpResponse::new(202);
+        }
+        self.server.handle_message(now, Message::Notification(n));
+        self.route(None);
+        HttpResponse::new(202)
+    }
+
+    /// A posted JSON-RPC response (the answer to a server→client request): 202.
+    fn client_response(&mut self, now: Instant, r: Response) -> HttpResponse {
+        let context = r.id.as_ref().and_then(|id| self.server_requests.remove(id));
+        self.server.handle_message(now, Message::Response(r));
+        self.route(context);
+        HttpResponse::new(202)
+    }
+
+    /// Drains the machine and hands each message to its exchange; `context` is the
+    /// exchange whose input was just fed (it receives server→client requests and
+    /// notifications).
+    fn route(&mut self, context: Option<i64>) {
+        while let Some(bytes) = self.server.poll_message() {
+            let Ok(message) = Message::decode(&bytes) else {
+                continue;
+            };
+            match message {
+                Message::Response(mut r) => {
+                    let key = match &r.id {
+                        Some(RequestId::Number(k)) => Some(*k),
+                        None => context,
+                        Some(RequestId::String(_)) => None,
+                    };
+                    let Some(exchange) = key.and_then(|k| self.exchanges.get_mut(&k)) else {
+                        continue;
+                    };
+                    if exchange.answered {
+                        continue;
+                    }
+                    r.id = Some(exchange.original.clone());
+                    exchange.error_code = r.outcome.as_ref().err().map(|e| e.code);
+                    let mut out = Vec::new();
+                    Message::Response(r).encode(&mut out);
+                    exchange.events.push_back(out);
+                    exchange.answered = true;
+                }
+                Message::Request(r) => {
+                    if let Some(k) = context
+                        && let Some(exchange) = self.exchanges.get_mut(&k)
+                        && !exchange.answered
+                    {
+                        exchange.events.push_back(bytes);
+                        self.server_requests.insert(r.id, k);
+                    }
+                }
+                _ => {
+                    if let Some(exchange) = context.and_then(|k| self.exchanges.get_mut(&k))
+                        && !exchange.answered
+                    {
+                        exchange.events.push_back(bytes);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Tells the machine the request `key` is cancelled and forgets it.
+    fn cancel(&mut self, now: Instant, key: i64, reason: &str) {
+        if self.forget(key).is_none() {
+            return;
+        }
+        let params = json!({"requestId": key, "reason": reason});
+        let n = Notification {
+            method: "notifications/cancelled".to_owned(),
+            params: Some(crate::jsonrpc::to_raw(&params)),
+        };
+        self.server.handle_message(now, Message::Notification(n));
+        self.route(None);
+    }
+
+    /// Removes an exchange and the server→client requests routed to it.
+    fn forget(&mut self, key: i64) -> Option<Exchange> {
+        let exchange = self.exchanges.remove(&key)?;
+        self.server_requests.retain(|_, k| *k != key);
+        Some(exchange)
+    }
+
+    fn fresh_key(&mut self) -> i64 {
+        loop {
+            let key = self.next_key;
+            self.next_key = self.next_key.checked_add(1).unwrap_or(0);
+            if !self.exchanges.contains_key(&key) {
+                return key;
+            }
+        }
+    }
+}
+
+/// The complete answer to an exchange whose response arrived.
+fn answer(mut exchange: Exchange, era: Era, initialize: bool) -> HttpResponse {
+    if exchange.events.len() == 1 {
+        let status = match (exchange.error_code, era) {
+            (None, _) => 200,
+            (Some(_), Era::Legacy) if initialize => 400,
+            (Some(code), Era::Modern) => modern_status(code),
+            (Some(code), _) => legacy_status(code),
+        };
+        let body = exchange.events.pop_front().unwrap_or_default();
+        return HttpResponse::new(status).with_body("application/json", body);
+    }
+    let mut body = Vec::new();
+    for message in &exchange.events {
+        sse_event(&mut body, message);
+    }
+    sse_head(body)
+}
+
+/// The HTTP status of a modern JSON-RPC error answer (spec 4.5).
+fn modern_status(code: i64) -> u16 {
+    match code {
+        codes::HEADER_MISMATCH
+        | codes::MISSING_REQUIRED_CLIENT_CAPABILITY
+        | codes::UNSUPPORTED_PROTOCOL_VERSION
+        | codes::INVALID_PARAMS
+        | codes::INVALID_REQUEST
+        | codes::PARSE_ERROR => 400,
+        codes::METHOD_NOT_FOUND => 404,
+        _ => 200,
+    }
+}
+
+/// The HTTP status of a legacy JSON-RPC error answer.
+fn legacy_status(code: i64) -> u16 {
+    match code {
+        codes::INVALID_REQUEST | codes::PARSE_ERROR => 400,
+        _ => 200,
+    }
+}
+
+/// A 200 SSE response head with `body` as its events so far.
+fn sse_head(body: Vec<u8>) -> HttpResponse {
+    HttpResponse::new(200)
+        .with_body("text/event-stream", body)
+        .with_header("Cache-Control", "no-cache")
+        .with_header("X-Accel-Buffering", "no")
+}
+
+/// A request id from a JSON value: a string or an integer.
+fn id_of(v: &Value) -> Option<RequestId> {
+    match v {
+        Value::String(s) => Some(RequestId::String(s.clone())),
+        Value::Number(n) => n.as_i64().map(RequestId::Number),
+        _ => None,
+    }
+}

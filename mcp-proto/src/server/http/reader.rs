@@ -1,0 +1,634 @@
+//! Reading HTTP/1.1 requests from one connection, server side, on httparse.
+//!
+//! # Theory of operation
+//!
+//! [`HttpRequestReader`] is given what the socket produced
+//! ([`HttpRequestReader::handle_input`]) and the end of input
+//! ([`HttpRequestReader::handle_eof`]), and hands out whole requests, in arrival order, from
+//! [`HttpRequestReader::poll_request`]. After an `Err` nothing more comes: the framing is
+//! lost, so the adapter answers with [`HttpResponse::for_request_error`] and closes.
+//!
+//! * **Head.** Empty lines before a request line are skipped (RFC 9112 §2.2). The head is
+//!   handed to httparse only once its empty line is in, found by an incremental scan, so
+//!   input that trickles in byte by byte costs linear time. An HTTP/1.1 request without
+//!   `Host` is refused (RFC 9112 §3.2).
+//! * **Body.** Delimited by `Content-Length` (repeated identical values are accepted,
+//!   differing ones refused); no `Content-Length` means no body. `Transfer-Encoding` is
+//!   **not supported**: `chunked` is refused with 411 Length Required (every MCP client
+//!   we know sends `Content-Length` for its JSON bodies), any other coding with 501, and
+//!   `Transfer-Encoding` together with `Content-Length` (a request-smuggling pattern) with
+//!   400. A `Content-Length` above the limit is refused as soon as the head is read, before
+//!   the body is sent. `Expect: 100-continue` is reported through
+//!   [`HttpRequestReader::take_expect_continue`] so the adapter can send `100 Continue`.
+//! * **Keep-alive.** [`HttpRequest::keep_alive`] applies RFC 9112 §9.3. After a request
+//!   that does not keep the connection alive, later bytes are ignored and the reader is
+//!   finished once that request is polled.
+//! * **Pipelining.** Requests sent back to back are parsed in order. At most
+//!   [`HttpRequestLimits::max_queued_requests`] parsed requests wait for `poll_request`;
+//!   beyond that parsing pauses ([`HttpRequestReader::wants_input`] turns false) and raw
+//!   input is held up to `max_head_bytes + max_body_bytes`, past which the reader fails
+//!   with [`HttpRequestError::PipelineOverflow`] (after the requests already parsed).
+//! * **Bounds.** Unparsed input is at most one head, or the held pipelined bytes above;
+//!   a body is at most `max_body_bytes`.
+//! * **Chunking invariance.** The requests and errors produced do not depend on how the
+//!   input is split (the tests check whole, byte by byte and every split point).
+//!
+//! [`HttpResponse::for_request_error`]: super::HttpResponse::for_request_error
+
+use std::collections::VecDeque;
+
+use crate::http::HttpVersion;
+
+/// Bounds on what a client can make [`HttpRequestReader`] hold.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HttpRequestLimits {
+    /// Largest request head (request line, header fields and the empty line), in bytes.
+    /// Default 64 KiB.
+    pub max_head_bytes: usize,
+    /// Most header fields in one head. Default 100.
+    pub max_headers: usize,
+    /// Largest request body (`Content-Length`), in bytes. Default 8 MiB, the server
+    /// machine's largest message.
+    pub max_body_bytes: usize,
+    /// Parsed requests that may wait for [`HttpRequestReader::poll_request`] before parsing
+    /// pauses. Default 16.
+    pub max_queued_requests: usize,
+}
+
+impl Default for HttpRequestLimits {
+    fn default() -> Self {
+        HttpRequestLimits {
+            max_head_bytes: 64 * 1024,
+            max_headers: 100,
+            max_body_bytes: 8 * 1024 * 1024,
+            max_queued_requests: 16,
+        }
+    }
+}
+
+/// Why a request could not be read. Every one ends the connection: answer with
+/// [`super::HttpResponse::for_request_error`] (status [`HttpRequestError::status`]) and
+/// close.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum HttpRequestError {
+    /// The connection ended in the middle of a request.
+    #[error("connection closed in the middle of a request")]
+    Truncated,
+    /// The head was longer than the limit.
+    #[error("request head longer than {limit} bytes")]
+    HeadTooLarge {
+        /// [`HttpRequestLimits::max_head_bytes`].
+        limit: usize,
+    },
+    /// More header fields than the limit.
+    #[error("more than {limit} header fields")]
+    TooManyHeaders {
+        /// [`HttpRequestLimits::max_headers`].
+        limit: usize,
+    },
+    /// The head is not HTTP/1.x request syntax, or an HTTP/1.1 head lacks `Host`.
+    #[error("malformed request head: {reason}")]
+    InvalidHead {
+        /// What was wrong.
+        reason: &'static str,
+    },
+    /// A `Content-Length` that is not a decimal number.
+    #[error("invalid Content-Length")]
+    InvalidContentLength,
+    /// Several `Content-Length` values that differ.
+    #[error("conflicting Content-Length values")]
+    ConflictingContentLength,
+    /// `Transfer-Encoding` with `Content-Length`, or in an HTTP/1.0 request.
+    #[error("ambiguous message framing")]
+    ConflictingFraming,
+    /// A chunked request body: not supported, send `Content-Length`.
+    #[error("chunked request bodies are not supported; send Content-Length")]
+    ChunkedBody,
+    /// A transfer coding other than `chunked`.
+    #[error("unsupported Transfer-Encoding")]
+    UnsupportedTransferEncoding,
+    /// The body is longer than the limit.
+    #[error("request body longer than {limit} bytes")]
+    BodyTooLarge {
+        /// [`HttpRequestLimits::max_body_bytes`].
+        limit: usize,
+    },
+    /// Too many pipelined bytes arrived while parsed requests were waiting.
+    #[error("more than {limit} pipelined bytes waiting")]
+    PipelineOverflow {
+        /// `max_head_bytes + max_body_bytes`.
+        limit: usize,
+    },
+}
+
+impl HttpRequestError {
+    /// The HTTP status to answer with: 400, 411, 413, 431, 501 or 503.
+    #[must_use]
+    pub fn status(&self) -> u16 {
+        match self {
+            HttpRequestError::HeadTooLarge { .. } | HttpRequestError::TooManyHeaders { .. } => 431,
+            HttpRequestError::ChunkedBody => 411,
+            HttpRequestError::BodyTooLarge { .. } => 413,
+            HttpRequestError::UnsupportedTransferEncoding => 501,
+            HttpRequestError::PipelineOverflow { .. } => 503,
+            HttpRequestError::Truncated
+            | HttpRequestError::InvalidHead { .. }
+            | HttpRequestError::InvalidContentLength
+            | HttpRequestError::ConflictingContentLength
+            | HttpRequestError::ConflictingFraming => 400,
+        }
+    }
+}
+
+/// One HTTP request: head and whole body.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HttpRequest {
+    /// The method, as sent (case-sensitive: `POST`).
+    pub method: String,
+    /// The request target, as sent (`/mcp`, `/mcp?x=1`, or absolute-form).
+    pub target: String,
+    /// The protocol version of the request line.
+    pub version: HttpVersion,
+    /// The header fields in order, names as received, values with surrounding SP/HTAB
+    /// removed and otherwise as raw bytes (they may hold `obs-text`).
+    pub headers: Vec<(String, Vec<u8>)>,
+    /// The body.
+    pub body: Vec<u8>,
+}
+
+impl HttpRequest {
+    /// An HTTP/1.1 request with no headers and no body (for tests and other transports).
+    #[must_use]
+    pub fn new(method: impl Into<String>, target: impl Into<String>) -> Self {
+        HttpRequest {
+            method: method.into(),
+            target: target.into(),
+            version: HttpVersion::Http11,
+            headers: Vec::new(),
+            body: Vec::new(),
+        }
+    }
+
+    /// The same request with one more header field.
+    #[must_use]
+    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<Vec<u8>>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// The same request with this body.
+    #[must_use]
+    pub fn with_body(mut self, body: impl Into<Vec<u8>>) -> Self {
+        self.body = body.into();
+        self
+    }
+
+    /// The first value of header `name` (compared case-insensitively), if it is UTF-8.
+    #[must_use]
+    pub fn header(&self, name: &str) -> Option<&str> {
+        std::str::from_utf8(self.header_bytes(name)?).ok()
+    }
+
+    /// The first value of header `name` (compared case-insensitively), as raw bytes.
+    #[must_use]
+    pub fn header_bytes(&self, name: &str) -> Option<&[u8]> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_slice())
+    }
+
+    /// Every value of header `name` (compared case-insensitively), in order.
+    pub fn header_all<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a [u8]> + 'a {
+        self.headers
+            .iter()
+            .filter(move |(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_slice())
+    }
+
+    /// The comma-separated elements of every `name` header, trimmed, empty ones skipped.
+    fn header_tokens<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a [u8]> + 'a {
+        self.header_all(name)
+            .flat_map(|v| v.split(|b| *b == b','))
+            .map(trim_ows)
+            .filter(|t| !t.is_empty())
+    }
+
+    /// The path of the target: without the query, and for an absolute-form target
+    /// (`http://host/mcp`) without scheme and authority.
+    #[must_use]
+    pub fn path(&self) -> &str {
+        let mut t = self.target.as_str();
+        for scheme in ["http://", "https://"] {
+            if let Some(rest) = t
+                .get(..scheme.len())
+                .filter(|s| s.eq_ignore_ascii_case(scheme))
+                .and_then(|_| t.get(scheme.len()..))
+            {
+                t = rest.find('/').map_or("/", |i| &rest[i..]);
+                break;
+            }
+        }
+        t.split(['?', '#']).next().unwrap_or_default()
+    }
+
+    /// Whether the connection may carry another request after this one (RFC 9112 §9.3):
+    /// HTTP/1.1 unless `Connection: close`, HTTP/1.0 only with `Connection: keep-alive`.
+    #[must_use]
+    pub fn keep_alive(&self) -> bool {
+        let has = |token: &[u8]| {
+            self.header_tokens("connection")
+                .any(|t| t.eq_ignore_ascii_case(token))
+        };
+        match self.version {
+            HttpVersion::Http11 => !has(b"close"),
+            HttpVersion::Http10 => has(b"keep-alive") && !has(b"close"),
+        }
+    }
+}
+
+#[derive(Debug)]
+enum State {
+    /// Reading a head; `scanned` as in [`block_end`].
+    Head { scanned: usize },
+    /// Reading a `Content-Length` body.
+    Body {
+        request: HttpRequest,
+        remaining: usize,
+    },
+    /// The last request did not keep the connection alive: later bytes are ignored.
+    Closed,
+    /// An error was queued: nothing more.
+    Failed,
+}
+
+/// Reads requests from one connection; see the module docs.
+#[derive(Debug)]
+pub struct HttpRequestReader {
+    limits: HttpRequestLimits,
+    /// Received and not consumed.
+    buf: Vec<u8>,
+    state: State,
+    queue: VecDeque<Result<HttpRequest, HttpRequestError>>,
+    eof: bool,
+    expect_continue: bool,
+}
+
+impl Default for HttpRequestReader {
+    fn default() -> Self {
+        HttpRequestReader::new(HttpRequestLimits::default())
+    }
+}
+
+impl HttpRequestReader {
+    /// A reader for a new connection.
+    #[must_use]
+    pub fn new(limits: HttpRequestLimits) -> Self {
+        HttpRequestReader {
+            limits,
+            buf: Vec::new(),
+            state: State::Head { scanned: 0 },
+            queue: VecDeque::new(),
+            eof: false,
+            expect_continue: false,
+        }
+    }
+
+    /// Adds bytes received from the connection; then drain
+    /// [`HttpRequestReader::poll_request`]. Ignored after end of input, an error, or a
+    /// request that closes the connection.
+    pub fn handle_input(&mut self, input: &[u8]) {
+        if self.eof || matches!(self.state, State::Closed | State::Failed) || input.is_empty() {
+            return;
+        }
+        self.buf.extend_from_slice(input);
+        self.run();
+        if self.paused() {
+            let limit = self
+                .limits
+                .max_head_bytes
+                .saturating_add(self.limits.max_body_bytes);
+            if self.buf.len() > limit {
+                self.fail(HttpRequestError::PipelineOverflow { limit });
+            }
+        }
+    }
+
+    /// Records that the client will send nothing more. A request cut short becomes
+    /// [`HttpRequestError::Truncated`]; a connection closed between requests is not an
+    /// error.
+    pub fn handle_eof(&mut self) {
+        if self.eof {
+            return;
+        }
+        self.eof = true;
+        self.settle_eof();
+    }
+
+    /// The next request (or the error that ends the connection), in arrival order.
+    #[must_use]
+    pub fn poll_request(&mut self) -> Option<Result<HttpRequest, HttpRequestError>> {
+        let next = self.queue.pop_front()?;
+        if !matches!(self.state, State::Closed | State::Failed) {
+            self.run();
+            self.settle_eof();
+        }
+        Some(next)
+    }
+
+    /// True once after the head of a request with `Expect: 100-continue` was read while
+    /// its body is still to come: the adapter should write `HTTP/1.1 100 Continue\r\n\r\n`.
+    pub fn take_expect_continue(&mut self) -> bool {
+        std::mem::take(&mut self.expect_continue)
+    }
+
+    /// Whether reading more input is useful now: false after end of input, an error or a
+    /// closing request, and while parsed requests wait (back-pressure on pipelining).
+    #[must_use]
+    pub fn wants_input(&self) -> bool {
+        !self.eof && !matches!(self.state, State::Closed | State::Failed) && !self.paused()
+    }
+
+    /// True when nothing more will come out: every request was polled and the connection
+    /// ended, failed or was asked to close.
+    #[must_use]
+    pub fn is_finished(&self) -> bool {
+        self.queue.is_empty()
+            && match self.state {
+                State::Closed | State::Failed => true,
+                State::Head { .. } => self.eof && self.buf.is_empty(),
+                State::Body { .. } => false,
+            }
+    }
+
+    fn paused(&self) -> bool {
+        self.queue.len() >= self.limits.max_queued_requests.max(1)
+    }
+
+    /// At end of input with nothing more to parse: what is left is a truncated request.
+    fn settle_eof(&mut self) {
+        if !self.eof || self.paused() {
+            return;
+        }
+        self.run();
+        match self.state {
+            State::Head { .. } if self.buf.iter().all(|b| matches!(b, b'\r' | b'\n')) => {
+                self.buf.clear();
+            }
+            State::Head { .. } | State::Body { .. } => self.fail(HttpRequestError::Truncated),
+            State::Closed | State::Failed => {}
+        }
+    }
+
+    /// Parses as far as the buffered input and the queue bound allow.
+    fn run(&mut self) {
+        let buf = std::mem::take(&mut self.buf);
+        let mut pos = 0;
+        while !self.paused() {
+            let data = buf.get(pos..).unwrap_or_default();
+            match self.step(data) {
+                Ok(Some(n)) => pos = pos.saturating_add(n).min(buf.len()),
+                Ok(None) => break,
+                Err(e) => {
+                    self.fail(e);
+                    break;
+                }
+            }
+        }
+        if matches!(self.state, State::Head { .. } | State::Body { .. }) {
+            let mut buf = buf;
+            buf.drain(..pos);
+            self.buf = buf;
+        }
+    }
+
+    /// One step over the front of the unconsumed input: how much it consumed, or `None`
+    /// when nothing more can happen without more input.
+    fn step(&mut self, data: &[u8]) -> Result<Option<usize>, HttpRequestError> {
+        match std::mem::replace(&mut self.state, State::Failed) {
+            State::Head { mut scanned } => {
+                if scanned == 0 {
+                    let blank = match data {
+                        [] | [b'\r'] => None,
+                        [b'\n', ..] => Some(1),
+                        [b'\r', b'\n', ..] => Some(2),
+                        _ => Some(0),
+                    };
+                    if blank != Some(0) {
+                        self.state = State::Head { scanned };
+                        return Ok(blank);
+                    }
+                }
+                let limit = self.limits.max_head_bytes;
+                let window = &data[..data.len().min(limit)];
+                let Some(end) = block_end(window, &mut scanned) else {
+                    if data.len() >= limit {
+                        return Err(HttpRequestError::HeadTooLarge { limit });
+                    }
+                    self.state = State::Head { scanned };
+                    return Ok(None);
+                };
+                let request = parse_head(&window[..end], self.limits.max_headers)?;
+                self.begin(request)?;
+                Ok(Some(end))
+            }
+            State::Body {
+                mut request,
+                remaining,
+            } => {
+                if data.is_empty() {
+                    self.state = State::Body { request, remaining };
+                    return Ok(None);
+                }
+                let n = remaining.min(data.len());
+                request.body.extend_from_slice(&data[..n]);
+                if remaining == n {
+                    self.complete(request);
+                } else {
+                    self.state = State::Body {
+                        request,
+                        remaining: remaining - n,
+                    };
+                }
+                Ok(Some(n))
+            }
+            state @ (State::Closed | State::Failed) => {
+                self.state = state;
+                Ok(None)
+            }
+        }
+    }
+
+    /// A head was read: decide the body framing.
+    fn begin(&mut self, request: HttpRequest) -> Result<(), HttpRequestError> {
+        let length = content_length(&request)?;
+        if request.header_all("transfer-encoding").next().is_some() {
+            if length.is_some() || request.version == HttpVersion::Http10 {
+                return Err(HttpRequestError::ConflictingFraming);
+            }
+            let last = request.header_tokens("transfer-encoding").last();
+            return Err(match last {
+                Some(c) if c.eq_ignore_ascii_case(b"chunked") => HttpRequestError::ChunkedBody,
+                _ => HttpRequestError::UnsupportedTransferEncoding,
+            });
+        }
+        let limit = self.limits.max_body_bytes;
+        let remaining = match length {
+            None | Some(0) => {
+                self.complete(request);
+                return Ok(());
+            }
+            Some(n) => usize::try_from(n)
+                .ok()
+                .filter(|n| *n <= limit)
+                .ok_or(HttpRequestError::BodyTooLarge { limit })?,
+        };
+        self.expect_continue = request.version == HttpVersion::Http11
+            && request
+                .header_tokens("expect")
+                .any(|t| t.eq_ignore_ascii_case(b"100-continue"));
+        let mut request = request;
+        request.body.reserve_exact(remaining.min(64 * 1024));
+        self.state = State::Body { request, remaining };
+        Ok(())
+    }
+
+    fn complete(&mut self, request: HttpRequest) {
+        self.expect_continue = false;
+        self.state = if request.keep_alive() {
+            State::Head { scanned: 0 }
+        } else {
+            State::Closed
+        };
+        self.queue.push_back(Ok(request));
+    }
+
+    fn fail(&mut self, error: HttpRequestError) {
+        self.state = State::Failed;
+        self.buf = Vec::new();
+        self.expect_continue = false;
+        self.queue.push_back(Err(error));
+    }
+}
+
+/// Parses a complete head block (request line through the empty line).
+fn parse_head(block: &[u8], max_headers: usize) -> Result<HttpRequest, HttpRequestError> {
+    // A field line takes at least three bytes ("a:\n"): this many slots cannot be
+    // outnumbered by a block within `max_headers`, and the allocation stays bounded.
+    let slots = max_headers.min(block.len() / 3 + 1);
+    let mut fields = vec![httparse::EMPTY_HEADER; slots];
+    let mut parsed = httparse::Request::new(&mut fields);
+    match parsed.parse(block) {
+        Ok(httparse::Status::Complete(_)) => {}
+        Ok(httparse::Status::Partial) => {
+            return Err(HttpRequestError::InvalidHead {
+                reason: "incomplete head",
+            });
+        }
+        Err(httparse::Error::TooManyHeaders) => {
+            return Err(HttpRequestError::TooManyHeaders { limit: max_headers });
+        }
+        Err(e) => return Err(HttpRequestError::InvalidHead { reason: reason(e) }),
+    }
+    let version = match parsed.version {
+        Some(0) => HttpVersion::Http10,
+        Some(1) => HttpVersion::Http11,
+        _ => return Err(HttpRequestError::InvalidHead { reason: "version" }),
+    };
+    let (Some(method), Some(target)) = (parsed.method, parsed.path) else {
+        return Err(HttpRequestError::InvalidHead {
+            reason: "request line",
+        });
+    };
+    let request = HttpRequest {
+        method: method.to_owned(),
+        target: target.to_owned(),
+        version,
+        headers: parsed
+            .headers
+            .iter()
+            .map(|h| (h.name.to_owned(), trim_ows(h.value).to_vec()))
+            .collect(),
+        body: Vec::new(),
+    };
+    if version == HttpVersion::Http11 && request.header_bytes("host").is_none() {
+        return Err(HttpRequestError::InvalidHead {
+            reason: "missing Host header",
+        });
+    }
+    Ok(request)
+}
+
+/// A static description of an httparse error.
+fn reason(e: httparse::Error) -> &'static str {
+    match e {
+        httparse::Error::HeaderName => "invalid header name",
+        httparse::Error::HeaderValue => "invalid header value",
+        httparse::Error::NewLine => "invalid line ending",
+        httparse::Error::Status => "invalid status",
+        httparse::Error::Token => "invalid token",
+        httparse::Error::TooManyHeaders => "too many header fields",
+        httparse::Error::Version => "invalid HTTP version",
+    }
+}
+
+/// The `Content-Length`, if any; repeated identical values are accepted.
+fn content_length(request: &HttpRequest) -> Result<Option<u64>, HttpRequestError> {
+    let mut found = None;
+    for value in request.header_all("content-length") {
+        for item in value.split(|b| *b == b',') {
+            let n = parse_decimal(trim_ows(item)).ok_or(HttpRequestError::InvalidContentLength)?;
+            match found {
+                Some(prev) if prev != n => {
+                    return Err(HttpRequestError::ConflictingContentLength);
+                }
+                _ => found = Some(n),
+            }
+        }
+    }
+    Ok(found)
+}
+
+fn parse_decimal(s: &[u8]) -> Option<u64> {
+    if s.is_empty() {
+        return None;
+    }
+    s.iter().try_fold(0u64, |acc, b| {
+        let digit = b.is_ascii_digit().then(|| u64::from(b - b'0'))?;
+        acc.checked_mul(10)?.checked_add(digit)
+    })
+}
+
+/// `bytes` without leading and trailing SP / HTAB.
+fn trim_ows(bytes: &[u8]) -> &[u8] {
+    let is_ows = |b: &u8| *b == b' ' || *b == b'\t';
+    let start = bytes.iter().position(|b| !is_ows(b)).unwrap_or(bytes.len());
+    let end = bytes
+        .iter()
+        .rposition(|b| !is_ows(b))
+        .map_or(start, |i| i + 1);
+    &bytes[start..end]
+}
+
+/// Where the head in `data` ends (just after its empty line), if it is complete.
+/// `scanned` carries the progress between calls on a growing buffer (start at 0). Line
+/// ends may be CRLF or a bare LF, as httparse accepts both.
+fn block_end(data: &[u8], scanned: &mut usize) -> Option<usize> {
+    let mut i = *scanned;
+    while let Some(&b) = data.get(i) {
+        if b == b'\n' {
+            match (data.get(i + 1), data.get(i + 2)) {
+                (None, _) | (Some(b'\r'), None) => break,
+                (Some(b'\n'), _) => return Some(i + 2),
+                (Some(b'\r'), Some(b'\n')) => return Some(i + 3),
+                _ => {}
+            }
+        }
+        i += 1;
+    }
+    *scanned = i;
+    None
+}

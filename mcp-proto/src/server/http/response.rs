@@ -1,0 +1,271 @@
+//! Writing HTTP/1.1 responses: whole ones ([`HttpResponse`]) and SSE streams whose end
+//! is not known when the head goes out ([`HttpStream`]).
+
+use crate::jsonrpc::{self, ErrorObject, RequestId, codes};
+
+use super::reader::HttpRequestError;
+
+/// A complete HTTP response. [`HttpResponse::write`] adds `Content-Length`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HttpResponse {
+    /// The status code.
+    pub status: u16,
+    /// Header fields in order. `Content-Length` and `Transfer-Encoding` are ignored by
+    /// [`HttpResponse::write`], which frames the body itself.
+    pub headers: Vec<(String, String)>,
+    /// The body.
+    pub body: Vec<u8>,
+}
+
+impl HttpResponse {
+    /// A response with this status, no headers and no body.
+    #[must_use]
+    pub fn new(status: u16) -> Self {
+        HttpResponse {
+            status,
+            headers: Vec::new(),
+            body: Vec::new(),
+        }
+    }
+
+    /// The same response with one more header field.
+    #[must_use]
+    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// The same response with this body and `Content-Type`.
+    #[must_use]
+    pub fn with_body(mut self, content_type: &str, body: Vec<u8>) -> Self {
+        self.headers
+            .push(("Content-Type".to_owned(), content_type.to_owned()));
+        self.body = body;
+        self
+    }
+
+    /// A response carrying one JSON-RPC error object (`application/json`).
+    #[must_use]
+    pub fn json_error(status: u16, id: Option<&RequestId>, error: &ErrorObject) -> Self {
+        let mut body = Vec::new();
+        jsonrpc::encode_error(&mut body, id, error);
+        HttpResponse::new(status).with_body("application/json", body)
+    }
+
+    /// The answer to a request the reader could not read: its status, a JSON-RPC
+    /// `-32600` error with id `null` saying why, and `Connection: close`.
+    #[must_use]
+    pub fn for_request_error(error: &HttpRequestError) -> Self {
+        let e = ErrorObject::new(codes::INVALID_REQUEST, format!("Bad request: {error}"));
+        HttpResponse::json_error(error.status(), None, &e).with_header("Connection", "close")
+    }
+
+    /// The first value of header `name` (compared case-insensitively).
+    #[must_use]
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Whether the response says `Connection: close`: the adapter closes the connection
+    /// after writing it.
+    #[must_use]
+    pub fn closes_connection(&self) -> bool {
+        self.headers.iter().any(|(n, v)| {
+            n.eq_ignore_ascii_case("connection")
+                && v.split(',').any(|t| t.trim().eq_ignore_ascii_case("close"))
+        })
+    }
+
+    /// Appends the response to `out`: status line, headers, `Content-Length`, the empty
+    /// line and the body (none for 1xx, 204 and 304). Header fields whose name is not a
+    /// token or whose value holds a control character are left out, so nothing a caller
+    /// puts in can split the response.
+    pub fn write(&self, out: &mut Vec<u8>) {
+        self.write_head(out);
+        let bodiless = matches!(self.status, 100..=199 | 204 | 304);
+        if !bodiless {
+            out.extend_from_slice(format!("Content-Length: {}\r\n", self.body.len()).as_bytes());
+        }
+        out.extend_from_slice(b"\r\n");
+        if !bodiless {
+            out.extend_from_slice(&self.body);
+        }
+    }
+
+    /// Status line and header fields, without the empty line or any framing header.
+    fn write_head(&self, out: &mut Vec<u8>) {
+        let status = if (100..=999).contains(&self.status) {
+            self.status
+        } else {
+            500
+        };
+        out.extend_from_slice(
+            format!("HTTP/1.1 {status} {}\r\n", reason_phrase(status)).as_bytes(),
+        );
+        for (name, value) in &self.headers {
+            let framing = name.eq_ignore_ascii_case("content-length")
+                || name.eq_ignore_ascii_case("transfer-encoding");
+            if framing || !is_token(name) || !is_field_value(value) {
+                continue;
+            }
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(value.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+    }
+}
+
+/// How the body of an open stream is delimited.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Framing {
+    /// `Transfer-Encoding: chunked` (HTTP/1.1): the connection may be reused afterwards.
+    Chunked,
+    /// Until the connection closes (HTTP/1.0 clients).
+    UntilClose,
+}
+
+/// An SSE response whose end is not known yet: the request is still being worked on
+/// (a tool that has not answered, or a legacy call waiting for the client's input).
+///
+/// Write [`HttpStream::write_head`], keep the connection open, and call
+/// [`super::HttpEndpoint::poll_stream`] until it says
+/// [`StreamStatus::Finished`](super::StreamStatus::Finished); when the client goes away
+/// first, call [`super::HttpEndpoint::cancel_stream`]. While waiting,
+/// [`HttpStream::write_comment`] writes an SSE comment, which keeps proxies from timing
+/// the stream out and reveals a vanished client as a write error.
+#[derive(Debug)]
+pub struct HttpStream {
+    pub(super) key: i64,
+    pub(super) head: HttpResponse,
+    framing: Framing,
+    close: bool,
+}
+
+impl HttpStream {
+    /// A stream with `head` (status and headers; its body is the events so far).
+    /// `chunked`: HTTP/1.1 chunked framing, else the body ends with the connection.
+    /// `close`: the connection closes after the stream even when chunked.
+    pub(super) fn new(key: i64, head: HttpResponse, chunked: bool, close: bool) -> Self {
+        let framing = if chunked {
+            Framing::Chunked
+        } else {
+            Framing::UntilClose
+        };
+        HttpStream {
+            key,
+            head,
+            framing,
+            close: close || framing == Framing::UntilClose,
+        }
+    }
+
+    /// The head, whose body holds the events written by [`HttpStream::write_head`].
+    #[must_use]
+    pub fn response(&self) -> &HttpResponse {
+        &self.head
+    }
+
+    /// Whether the connection must be closed once the stream ends.
+    #[must_use]
+    pub fn closes_connection(&self) -> bool {
+        self.close
+    }
+
+    /// Appends the status line, the headers (with `Transfer-Encoding: chunked` or
+    /// `Connection: close`), the empty line and the events available so far.
+    pub fn write_head(&self, out: &mut Vec<u8>) {
+        self.head.write_head(out);
+        match self.framing {
+            Framing::Chunked => out.extend_from_slice(b"Transfer-Encoding: chunked\r\n"),
+            Framing::UntilClose if !self.head.closes_connection() => {
+                out.extend_from_slice(b"Connection: close\r\n");
+            }
+            Framing::UntilClose => {}
+        }
+        out.extend_from_slice(b"\r\n");
+        self.write_data(out, &self.head.body);
+    }
+
+    /// Appends an SSE comment line (`: keep-alive`).
+    pub fn write_comment(&self, out: &mut Vec<u8>) {
+        self.write_data(out, b": keep-alive\n\n");
+    }
+
+    /// Appends body bytes in the stream's framing.
+    pub(super) fn write_data(&self, out: &mut Vec<u8>, data: &[u8]) {
+        if data.is_empty() {
+            return;
+        }
+        match self.framing {
+            Framing::Chunked => {
+                out.extend_from_slice(format!("{:x}\r\n", data.len()).as_bytes());
+                out.extend_from_slice(data);
+                out.extend_from_slice(b"\r\n");
+            }
+            Framing::UntilClose => out.extend_from_slice(data),
+        }
+    }
+
+    /// Appends the end of the body (the last chunk, when chunked).
+    pub(super) fn write_end(&self, out: &mut Vec<u8>) {
+        if self.framing == Framing::Chunked {
+            out.extend_from_slice(b"0\r\n\r\n");
+        }
+    }
+}
+
+/// Appends one SSE `message` event carrying `json` (one `data:` line per line of it).
+pub(super) fn sse_event(out: &mut Vec<u8>, json: &[u8]) {
+    out.extend_from_slice(b"event: message\n");
+    for line in json.split(|b| *b == b'\n') {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        out.extend_from_slice(b"data: ");
+        out.extend_from_slice(line);
+        out.push(b'\n');
+    }
+    out.push(b'\n');
+}
+
+/// RFC 9110 `token`.
+fn is_token(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+/// A field value we are willing to write: visible ASCII, SP and HTAB, no surrounding
+/// whitespace problems that could change the meaning (CR, LF and NUL are excluded).
+fn is_field_value(s: &str) -> bool {
+    s.bytes().all(|b| b == b'\t' || (0x20..0x7f).contains(&b))
+}
+
+/// The reason phrase of a status code.
+fn reason_phrase(status: u16) -> &'static str {
+    match status {
+        100 => "Continue",
+        200 => "OK",
+        202 => "Accepted",
+        204 => "No Content",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        406 => "Not Acceptable",
+        411 => "Length Required",
+        413 => "Content Too Large",
+        415 => "Unsupported Media Type",
+        431 => "Request Header Fields Too Large",
+        500 => "Internal Server Error",
+        501 => "Not Implemented",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        505 => "HTTP Version Not Supported",
+        _ => "Unknown",
+    }
+}

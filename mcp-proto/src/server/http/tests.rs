@@ -1,0 +1,837 @@
+use std::time::Instant;
+
+use serde_json::{Value, json};
+
+use super::validate::origin_allowed;
+use super::*;
+use crate::server::example;
+use crate::server::{Tool, ToolCall, ToolOutcome};
+
+// ----- the request reader -------------------------------------------------------------
+
+type Outcome = Vec<Result<HttpRequest, HttpRequestError>>;
+
+/// Feeds `pieces` (then EOF when `eof`) and collects every request and error.
+fn read(limits: &HttpRequestLimits, pieces: &[&[u8]], eof: bool) -> Outcome {
+    let mut reader = HttpRequestReader::new(limits.clone());
+    let mut out = Vec::new();
+    for piece in pieces {
+        reader.handle_input(piece);
+        while let Some(r) = reader.poll_request() {
+            out.push(r);
+        }
+    }
+    if eof {
+        reader.handle_eof();
+    }
+    while let Some(r) = reader.poll_request() {
+        out.push(r);
+    }
+    out
+}
+
+/// Whole, byte by byte, and split at every point: the same outcome every time.
+fn invariant(limits: &HttpRequestLimits, input: &[u8], eof: bool) -> Outcome {
+    let whole = read(limits, &[input], eof);
+    let bytes: Vec<&[u8]> = input.chunks(1).collect();
+    assert_eq!(read(limits, &bytes, eof), whole, "byte by byte");
+    for i in 0..=input.len() {
+        let (a, b) = input.split_at(i);
+        assert_eq!(read(limits, &[a, b], eof), whole, "split at {i}");
+    }
+    whole
+}
+
+const PIPELINE: &[u8] = b"\r\nPOST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\
+    Mcp-Name:  =?base64?SGk=?= \r\n\r\nhello\
+    GET /mcp?q=1 HTTP/1.1\nHost: x\n\n\
+    POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 2, 2\r\nConnection: close\r\n\r\n{}\
+    POST /ignored HTTP/1.1\r\nHost: x\r\n\r\n";
+
+#[test]
+fn reader_chunking_invariance() {
+    let limits = HttpRequestLimits::default();
+    let got = invariant(&limits, PIPELINE, true);
+    assert_eq!(got.len(), 3, "{got:?}");
+    let r0 = got[0].as_ref().unwrap();
+    assert_eq!((r0.method.as_str(), r0.path()), ("POST", "/mcp"));
+    assert_eq!(r0.body, b"hello");
+    assert_eq!(r0.header_bytes("mcp-name"), Some(&b"=?base64?SGk=?="[..]));
+    assert!(r0.keep_alive());
+    let r1 = got[1].as_ref().unwrap();
+    assert_eq!(
+        (r1.method.as_str(), r1.target.as_str()),
+        ("GET", "/mcp?q=1")
+    );
+    assert_eq!(r1.path(), "/mcp");
+    let r2 = got[2].as_ref().unwrap();
+    assert_eq!(r2.body, b"{}");
+    assert!(!r2.keep_alive());
+    // Without EOF, the same (the closing request ends the connection anyway).
+    assert_eq!(invariant(&limits, PIPELINE, false), got);
+    // With trailing garbage after a keep-alive request: one request, then nothing until
+    // EOF, which makes the rest a truncated request.
+    let input = b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nxPOST /m";
+    let got = invariant(&limits, input, true);
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[1], Err(HttpRequestError::Truncated));
+    assert_eq!(invariant(&limits, input, false).len(), 1);
+}
+
+#[test]
+fn reader_errors_and_limits() {
+    let limits = HttpRequestLimits {
+        max_head_bytes: 200,
+        max_headers: 4,
+        max_body_bytes: 10,
+        ..HttpRequestLimits::default()
+    };
+    let first_err = |input: &[u8]| {
+        let got = invariant(&limits, input, true);
+        got.into_iter().find_map(Result::err)
+    };
+    let big = format!(
+        "POST /mcp HTTP/1.1\r\nHost: x\r\nX: {}\r\n\r\n",
+        "a".repeat(300)
+    );
+    let cases: Vec<(Vec<u8>, HttpRequestError, u16)> = vec![
+        (
+            big.into_bytes(),
+            HttpRequestError::HeadTooLarge { limit: 200 },
+            431,
+        ),
+        (
+            b"POST / HTTP/1.1\r\nHost: x\r\nA: 1\r\nB: 1\r\nC: 1\r\nD: 1\r\n\r\n".to_vec(),
+            HttpRequestError::TooManyHeaders { limit: 4 },
+            431,
+        ),
+        (
+            b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n".to_vec(),
+            HttpRequestError::ChunkedBody,
+            411,
+        ),
+        (
+            b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n".to_vec(),
+            HttpRequestError::UnsupportedTransferEncoding,
+            501,
+        ),
+        (
+            b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n"
+                .to_vec(),
+            HttpRequestError::ConflictingFraming,
+            400,
+        ),
+        (
+            b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\n\r\n".to_vec(),
+            HttpRequestError::BodyTooLarge { limit: 10 },
+            413,
+        ),
+        (
+            b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n"
+                .to_vec(),
+            HttpRequestError::ConflictingContentLength,
+            400,
+        ),
+        (
+            b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n".to_vec(),
+            HttpRequestError::InvalidContentLength,
+            400,
+        ),
+        (
+            b"POST / HTTP/1.1\r\nContent-Length: 0\r\n\r\n".to_vec(),
+            HttpRequestError::InvalidHead {
+                reason: "missing Host header",
+            },
+            400,
+        ),
+        (
+            b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nab".to_vec(),
+            HttpRequestError::Truncated,
+            400,
+        ),
+        (
+            b"POST / HTTP/2.0\r\nHost: x\r\n\r\n".to_vec(),
+            HttpRequestError::InvalidHead {
+                reason: "invalid HTTP version",
+            },
+            400,
+        ),
+    ];
+    for (input, want, status) in cases {
+        let got = first_err(&input);
+        assert_eq!(
+            got.as_ref(),
+            Some(&want),
+            "{}",
+            String::from_utf8_lossy(&input)
+        );
+        assert_eq!(want.status(), status);
+        let response = HttpResponse::for_request_error(&want);
+        assert_eq!(response.status, status);
+        assert!(response.closes_connection());
+    }
+    // An HTTP/1.0 request closes unless it asks for keep-alive.
+    let got = invariant(
+        &limits,
+        b"POST / HTTP/1.0\r\n\r\nPOST / HTTP/1.0\r\n\r\n",
+        true,
+    );
+    assert_eq!(got.len(), 1);
+    let got = invariant(
+        &limits,
+        b"POST / HTTP/1.0\r\nConnection: keep-alive\r\n\r\nPOST / HTTP/1.0\r\n\r\n",
+        true,
+    );
+    assert_eq!(got.len(), 2);
+}
+
+#[test]
+fn reader_pipelining_is_bounded() {
+    let limits = HttpRequestLimits {
+        max_head_bytes: 64,
+        max_body_bytes: 16,
+        max_queued_requests: 2,
+        ..HttpRequestLimits::default()
+    };
+    let one = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    let mut reader = HttpRequestReader::new(limits);
+    reader.handle_input(&one.repeat(2));
+    assert!(!reader.wants_input(), "two requests wait: parsing pauses");
+    // 80 bytes are held; more than 64 + 16 fails after the queued requests.
+    reader.handle_input(&one.repeat(3)[..80]);
+    reader.handle_input(b"x");
+    let got: Vec<_> = std::iter::from_fn(|| reader.poll_request()).collect();
+    assert_eq!(got.len(), 3);
+    assert!(got[0].is_ok() && got[1].is_ok());
+    assert_eq!(
+        got[2],
+        Err(HttpRequestError::PipelineOverflow { limit: 80 })
+    );
+    assert!(reader.is_finished());
+
+    // Polling resumes parsing of what was held.
+    let mut reader = HttpRequestReader::new(HttpRequestLimits {
+        max_queued_requests: 1,
+        ..HttpRequestLimits::default()
+    });
+    reader.handle_input(&one.repeat(3));
+    reader.handle_eof();
+    assert_eq!(std::iter::from_fn(|| reader.poll_request()).count(), 3);
+    assert!(reader.is_finished());
+}
+
+#[test]
+fn reader_expect_continue_and_clean_eof() {
+    let mut reader = HttpRequestReader::default();
+    reader.handle_input(
+        b"POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n",
+    );
+    assert!(reader.take_expect_continue());
+    assert!(!reader.take_expect_continue());
+    assert!(reader.poll_request().is_none());
+    reader.handle_input(b"{}");
+    assert_eq!(reader.poll_request().unwrap().unwrap().body, b"{}");
+    reader.handle_input(b"\r\n");
+    reader.handle_eof();
+    assert!(
+        reader.poll_request().is_none(),
+        "EOF between requests is clean"
+    );
+    assert!(reader.is_finished());
+}
+
+// ----- the endpoint -------------------------------------------------------------------
+
+const V: &str = "2026-07-28";
+
+/// Any instant: the machine only passes `now` along.
+#[allow(clippy::disallowed_methods)]
+fn now() -> Instant {
+    Instant::now()
+}
+
+fn meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": V,
+        "io.modelcontextprotocol/clientCapabilities": {}
+    })
+}
+
+fn post(body: &Value, headers: &[(&str, &str)]) -> HttpRequest {
+    let mut r = HttpRequest::new("POST", "/mcp")
+        .with_header("Host", "127.0.0.1")
+        .with_header("Content-Type", "application/json")
+        .with_body(serde_json::to_vec(body).unwrap());
+    for (n, v) in headers {
+        r = r.with_header(*n, v.as_bytes().to_vec());
+    }
+    r
+}
+
+/// A modern request with the right headers (`name`: the `Mcp-Name` value).
+fn modern(id: i64, method: &str, mut params: Value, name: Option<&str>) -> HttpRequest {
+    params["_meta"] = meta();
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    let mut headers = vec![("MCP-Protocol-Version", V), ("Mcp-Method", method)];
+    if let Some(name) = name {
+        headers.push(("Mcp-Name", name));
+    }
+    post(&body, &headers)
+}
+
+fn complete(reply: HttpReply) -> HttpResponse {
+    match reply {
+        HttpReply::Complete(r) => r,
+        HttpReply::Stream(s) => panic!("expected a complete response, got a stream {s:?}"),
+    }
+}
+
+fn stream(reply: HttpReply) -> HttpStream {
+    match reply {
+        HttpReply::Stream(s) => s,
+        HttpReply::Complete(r) => panic!("expected a stream, got {r:?}"),
+    }
+}
+
+fn body_json(r: &HttpResponse) -> Value {
+    assert_eq!(r.header("content-type"), Some("application/json"), "{r:?}");
+    serde_json::from_slice(&r.body).unwrap()
+}
+
+fn error_code(r: &HttpResponse) -> i64 {
+    body_json(r)["error"]["code"].as_i64().unwrap()
+}
+
+/// The `data:` payloads of an SSE body.
+fn sse_messages(body: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(body)
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect()
+}
+
+fn endpoint() -> HttpEndpoint {
+    HttpEndpoint::new(example::server())
+}
+
+#[test]
+fn modern_requests_and_header_validation() {
+    let mut ep = endpoint();
+    let r = complete(ep.handle_request(now(), &modern(1, "server/discover", json!({}), None)));
+    assert_eq!(r.status, 200);
+    let v = body_json(&r);
+    assert_eq!(v["id"], 1);
+    assert_eq!(v["result"]["resultType"], "complete");
+    assert!(r.header("mcp-session-id").is_none());
+
+    let call = json!({"name": "add", "arguments": {"a": 2, "b": 3}});
+    let r = complete(ep.handle_request(now(), &modern(2, "tools/call", call.clone(), Some("add"))));
+    assert_eq!(body_json(&r)["result"]["content"][0]["text"], "5");
+    // Mcp-Name compared after decoding: the Base64 form of "add" is fine.
+    let r = complete(ep.handle_request(
+        now(),
+        &modern(3, "tools/call", call.clone(), Some("=?base64?YWRk?=")),
+    ));
+    assert_eq!(r.status, 200);
+
+    let cases: Vec<(HttpRequest, u16, i64)> = vec![
+        // Missing MCP-Protocol-Version.
+        (
+            post(
+                &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {"_meta": meta()}}),
+                &[("Mcp-Method", "tools/list")],
+            ),
+            400,
+            -32020,
+        ),
+        // Mcp-Name differs from the body.
+        (
+            modern(7, "tools/call", call.clone(), Some("echo")),
+            400,
+            -32020,
+        ),
+        // Mcp-Name missing, or not decodable.
+        (modern(7, "tools/call", call.clone(), None), 400, -32020),
+        (
+            modern(7, "tools/call", call.clone(), Some("=?base64?YWR?=")),
+            400,
+            -32020,
+        ),
+        // Mcp-Method differs (values are case-sensitive).
+        (
+            post(
+                &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {"_meta": meta()}}),
+                &[("MCP-Protocol-Version", V), ("Mcp-Method", "TOOLS/LIST")],
+            ),
+            400,
+            -32020,
+        ),
+        // Header and body both unsupported: -32022.
+        (
+            post(
+                &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {"_meta": {
+                    "io.modelcontextprotocol/protocolVersion": "v999.0.0",
+                    "io.modelcontextprotocol/clientCapabilities": {}}}}),
+                &[
+                    ("MCP-Protocol-Version", "v999.0.0"),
+                    ("Mcp-Method", "tools/list"),
+                ],
+            ),
+            400,
+            -32022,
+        ),
+        // Header valid, body unsupported: -32020, not -32022.
+        (
+            post(
+                &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {"_meta": {
+                    "io.modelcontextprotocol/protocolVersion": "v999.0.0",
+                    "io.modelcontextprotocol/clientCapabilities": {}}}}),
+                &[("MCP-Protocol-Version", V), ("Mcp-Method", "tools/list")],
+            ),
+            400,
+            -32020,
+        ),
+        // Header valid, no _meta: -32602.
+        (
+            post(
+                &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list"}),
+                &[("MCP-Protocol-Version", V), ("Mcp-Method", "tools/list")],
+            ),
+            400,
+            -32602,
+        ),
+        // Unknown method: 404.
+        (modern(7, "nope/nothing", json!({}), None), 404, -32601),
+        // Missing client capability for confirm's form: -32021.
+        (
+            modern(7, "tools/call", json!({"name": "confirm"}), Some("confirm")),
+            400,
+            -32021,
+        ),
+    ];
+    for (request, status, code) in cases {
+        let r = complete(ep.handle_request(now(), &request));
+        assert_eq!(r.status, status, "{}", String::from_utf8_lossy(&r.body));
+        assert_eq!(error_code(&r), code, "{}", String::from_utf8_lossy(&r.body));
+        assert_eq!(body_json(&r)["id"], 7);
+    }
+    let mut confirm = modern(8, "tools/call", json!({"name": "confirm"}), Some("confirm"));
+    let mut body: Value = serde_json::from_slice(&confirm.body).unwrap();
+    body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+        json!({"elicitation": {}});
+    confirm.body = serde_json::to_vec(&body).unwrap();
+    let r = complete(ep.handle_request(now(), &confirm));
+    assert_eq!(body_json(&r)["result"]["resultType"], "input_required");
+}
+
+#[test]
+fn transport_level_answers() {
+    let mut ep = endpoint();
+    let r = complete(ep.handle_request(
+        now(),
+        &HttpRequest::new("GET", "/mcp").with_header("Host", "x"),
+    ));
+    assert_eq!((r.status, r.header("allow")), (405, Some("POST")));
+    let r = complete(ep.handle_request(
+        now(),
+        &HttpRequest::new("DELETE", "/mcp").with_header("Host", "x"),
+    ));
+    assert_eq!(r.status, 405);
+    let r = complete(ep.handle_request(
+        now(),
+        &HttpRequest::new("HEAD", "/mcp").with_header("Host", "x"),
+    ));
+    assert_eq!((r.status, r.body.len()), (405, 0));
+    let r = complete(ep.handle_request(
+        now(),
+        &HttpRequest::new("POST", "/other").with_header("Host", "x"),
+    ));
+    assert_eq!(r.status, 404);
+
+    let discover = modern(1, "server/discover", json!({}), None);
+    let evil = discover
+        .clone()
+        .with_header("Origin", "http://evil.example");
+    let r = complete(ep.handle_request(now(), &evil));
+    assert_eq!(r.status, 403);
+    let local = discover
+        .clone()
+        .with_header("Origin", "http://localhost:5173");
+    assert_eq!(complete(ep.handle_request(now(), &local)).status, 200);
+
+    let bad = post(&json!(null), &[]).with_body(b"{not json".to_vec());
+    let r = complete(ep.handle_request(now(), &bad));
+    assert_eq!((r.status, error_code(&r)), (400, -32700));
+    assert_eq!(body_json(&r)["id"], Value::Null);
+    let bad = post(&json!({"jsonrpc": "1.0", "id": 4, "method": "x"}), &[]);
+    let r = complete(ep.handle_request(now(), &bad));
+    assert_eq!((r.status, error_code(&r)), (400, -32600));
+    assert_eq!(body_json(&r)["id"], 4);
+    let text = discover.clone().with_header("Content-Type", "text/plain");
+    let mut text = text;
+    text.headers
+        .retain(|(n, v)| !(n == "Content-Type" && v == b"application/json"));
+    assert_eq!(complete(ep.handle_request(now(), &text)).status, 415);
+
+    let note = post(
+        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        &[],
+    );
+    let r = complete(ep.handle_request(now(), &note));
+    assert_eq!((r.status, r.body.len()), (202, 0));
+
+    let closing = discover.with_header("Connection", "close");
+    assert!(complete(ep.handle_request(now(), &closing)).closes_connection());
+}
+
+#[test]
+fn origins() {
+    for ok in [
+        "http://localhost",
+        "http://localhost:3000",
+        "https://LOCALHOST:1",
+        "http://127.0.0.1:65535",
+        "http://[::1]:8080",
+        "https://app.example",
+    ] {
+        assert!(
+            origin_allowed(ok.as_bytes(), &["https://app.example".into()]),
+            "{ok}"
+        );
+    }
+    for bad in [
+        "null",
+        "http://localhost.evil.com",
+        "http://127.0.0.1.nip.io",
+        "http://localhost:",
+        "http://localhost:123456",
+        "http://localhost/",
+        "ftp://localhost",
+        "http://[::1]x",
+        "http://app.example",
+    ] {
+        assert!(
+            !origin_allowed(bad.as_bytes(), &["https://app.example".into()]),
+            "{bad}"
+        );
+    }
+}
+
+fn legacy(id: i64, method: &str, params: Value) -> HttpRequest {
+    post(
+        &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+        &[("MCP-Protocol-Version", "2025-06-18")],
+    )
+}
+
+fn initialize(ep: &mut HttpEndpoint, caps: Value) {
+    let init = post(
+        &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": caps,
+            "clientInfo": {"name": "t", "version": "1"}}}),
+        &[],
+    );
+    let r = complete(ep.handle_request(now(), &init));
+    assert_eq!(r.status, 200);
+    assert_eq!(body_json(&r)["result"]["protocolVersion"], "2025-06-18");
+    assert!(r.header("mcp-session-id").is_none());
+}
+
+#[test]
+fn stateless_legacy() {
+    let mut ep = endpoint();
+    // Before any initialize: the machine's "Server not initialized", 400.
+    let r = complete(ep.handle_request(now(), &legacy(1, "tools/list", json!({}))));
+    assert_eq!((r.status, error_code(&r)), (400, -32600));
+    initialize(&mut ep, json!({}));
+    let r = complete(ep.handle_request(now(), &legacy(1, "tools/list", json!({}))));
+    assert_eq!(r.status, 200);
+    assert_eq!(body_json(&r)["result"]["tools"][0]["name"], "echo");
+    // A second client's initialize works too (the handshake state is replaced).
+    initialize(&mut ep, json!({}));
+    // Unsupported legacy header version: 400.
+    let r = complete(ep.handle_request(
+        now(),
+        &post(
+            &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+            &[("MCP-Protocol-Version", "2024-11-05")],
+        ),
+    ));
+    assert_eq!((r.status, error_code(&r)), (400, -32600));
+    // confirm without the elicitation capability: an isError result, no waiting.
+    let r =
+        complete(ep.handle_request(now(), &legacy(3, "tools/call", json!({"name": "confirm"}))));
+    assert_eq!(body_json(&r)["result"]["isError"], true);
+}
+
+#[test]
+fn legacy_input_over_an_open_stream() {
+    let mut ep = endpoint();
+    initialize(&mut ep, json!({"elicitation": {}}));
+    let s = stream(ep.handle_request(now(), &legacy(5, "tools/call", json!({"name": "confirm"}))));
+    assert_eq!(s.response().header("x-accel-buffering"), Some("no"));
+    let first = sse_messages(&s.response().body);
+    assert_eq!(first.len(), 1);
+    assert_eq!(first[0]["method"], "elicitation/create");
+    let mut wire = Vec::new();
+    s.write_head(&mut wire);
+    let text = String::from_utf8_lossy(&wire).into_owned();
+    assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
+    assert!(text.contains("Transfer-Encoding: chunked\r\n"), "{text}");
+    assert!(
+        text.contains("Content-Type: text/event-stream\r\n"),
+        "{text}"
+    );
+    assert!(!text.contains("Content-Length"), "{text}");
+    let mut out = Vec::new();
+    assert_eq!(ep.poll_stream(&s, &mut out), StreamStatus::Open);
+    assert!(out.is_empty());
+
+    // The client answers the elicitation with a separate POST: 202, and the result
+    // arrives on the open stream.
+    let answer = json!({"jsonrpc": "2.0", "id": first[0]["id"], "result": {
+        "action": "accept", "content": {"proceed": true, "name": "Ada"}}});
+    let r = complete(ep.handle_request(now(), &post(&answer, &[])));
+    assert_eq!(r.status, 202);
+    assert_eq!(ep.poll_stream(&s, &mut out), StreamStatus::Finished);
+    let text = String::from_utf8_lossy(&out).into_owned();
+    assert!(text.ends_with("\r\n0\r\n\r\n"), "{text}");
+    let messages = sse_messages(&out);
+    assert_eq!(messages.len(), 1);
+    assert_eq!(messages[0]["id"], 5, "the client's id is restored");
+    assert_eq!(
+        messages[0]["result"]["content"][0]["text"],
+        "accepted: proceed=true name=Ada"
+    );
+    assert_eq!(ep.open_streams(), 0);
+}
+
+#[test]
+fn unanswered_calls_stay_open_until_cancelled() {
+    let mut ep = HttpEndpoint::with_config(
+        example::server(),
+        HttpEndpointConfig {
+            max_open_streams: 2,
+            ..HttpEndpointConfig::default()
+        },
+    );
+    let hang = |id| modern(id, "tools/call", json!({"name": "hang"}), Some("hang"));
+    // Two clients may use the same id.
+    let a = stream(ep.handle_request(now(), &hang(1)));
+    let b = stream(ep.handle_request(now(), &hang(1)));
+    assert!(a.response().body.is_empty());
+    assert_eq!(ep.open_streams(), 2);
+    let r = complete(ep.handle_request(now(), &hang(2)));
+    assert_eq!((r.status, error_code(&r)), (503, -32603));
+    // A posted cancel naming an id two exchanges share is ignored.
+    let cancel =
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}});
+    assert_eq!(
+        complete(ep.handle_request(now(), &post(&cancel, &[]))).status,
+        202
+    );
+    assert_eq!(ep.open_streams(), 2);
+    ep.cancel_stream(now(), &a);
+    let mut out = Vec::new();
+    assert_eq!(ep.poll_stream(&a, &mut out), StreamStatus::Finished);
+    assert_eq!(out, b"0\r\n\r\n");
+    // Now the id is unique: the posted cancel ends the other one.
+    assert_eq!(
+        complete(ep.handle_request(now(), &post(&cancel, &[]))).status,
+        202
+    );
+    assert_eq!(ep.poll_stream(&b, &mut Vec::new()), StreamStatus::Finished);
+    assert_eq!(ep.open_streams(), 0);
+    // HTTP/1.0: the stream is delimited by closing the connection.
+    let mut old = hang(3);
+    old.version = crate::http::HttpVersion::Http10;
+    let s = stream(ep.handle_request(now(), &old));
+    assert!(s.closes_connection());
+    let mut wire = Vec::new();
+    s.write_head(&mut wire);
+    assert!(String::from_utf8_lossy(&wire).contains("Connection: close\r\n"));
+}
+
+#[test]
+fn param_headers_are_checked() {
+    let tool = Tool::new(
+        "region",
+        "mirrors its region",
+        json!({"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "count": {"type": "integer", "x-mcp-header": "Count"}}}),
+        |c: &ToolCall<'_>| ToolOutcome::text(c.arguments.to_string()),
+    );
+    let mut ep = HttpEndpoint::new(example::server_with(|c| c.tools.push(tool)));
+    let mut call = |args: Value, extra: &[(&str, &str)]| {
+        let mut r = modern(
+            1,
+            "tools/call",
+            json!({"name": "region", "arguments": args}),
+            Some("region"),
+        );
+        for (n, v) in extra {
+            r = r.with_header(*n, v.as_bytes().to_vec());
+        }
+        complete(ep.handle_request(now(), &r))
+    };
+    let ok = call(
+        json!({"region": "eu", "count": 42}),
+        &[("Mcp-Param-Region", "eu"), ("Mcp-Param-Count", "42.0")],
+    );
+    assert_eq!(ok.status, 200, "{}", String::from_utf8_lossy(&ok.body));
+    let ok = call(json!({"region": null}), &[]);
+    assert_eq!(ok.status, 200);
+    for (args, headers) in [
+        (json!({"region": "eu"}), vec![]),
+        (json!({"region": "eu"}), vec![("Mcp-Param-Region", "us")]),
+        (json!({"count": 42}), vec![("Mcp-Param-Count", "0x2a")]),
+        (
+            json!({"region": "é"}),
+            vec![("Mcp-Param-Region", "=?base64?w6k?=")],
+        ),
+    ] {
+        let r = call(args, &headers);
+        assert_eq!((r.status, error_code(&r)), (400, -32020));
+    }
+    let ok = call(
+        json!({"region": "é"}),
+        &[("mcp-param-region", "=?base64?w6k=?=")],
+    );
+    assert_eq!(ok.status, 200);
+}
+
+#[test]
+fn sse_when_output_precedes_the_answer() {
+    // A legacy call asking for two inputs; the first answer is an error, so the machine
+    // cancels the second request and fails the call: notification, then result.
+    let tool = Tool::new(
+        "two",
+        "asks twice",
+        json!({"type": "object"}),
+        |c: &ToolCall<'_>| {
+            if c.inputs.is_empty() {
+                let form = || crate::server::InputRequestSpec::form("?", json!({"type": "object"}));
+                ToolOutcome::NeedInput(vec![("a".into(), form()), ("b".into(), form())])
+            } else {
+                ToolOutcome::text("done")
+            }
+        },
+    );
+    let mut ep = HttpEndpoint::new(example::server_with(|c| c.tools.push(tool)));
+    initialize(&mut ep, json!({"elicitation": {}}));
+    let s = stream(ep.handle_request(now(), &legacy(9, "tools/call", json!({"name": "two"}))));
+    let asks = sse_messages(&s.response().body);
+    assert_eq!(asks.len(), 2);
+    let refuse =
+        json!({"jsonrpc": "2.0", "id": asks[0]["id"], "error": {"code": -1, "message": "no"}});
+    assert_eq!(
+        complete(ep.handle_request(now(), &post(&refuse, &[]))).status,
+        202
+    );
+    let mut out = Vec::new();
+    assert_eq!(ep.poll_stream(&s, &mut out), StreamStatus::Finished);
+    let messages = sse_messages(&out);
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert_eq!(messages[0]["method"], "notifications/cancelled");
+    assert_eq!(messages[1]["id"], 9);
+    assert_eq!(messages[1]["result"]["isError"], true);
+}
+
+#[test]
+fn response_writing() {
+    let r = HttpResponse::new(200)
+        .with_header("X-Ok", "yes")
+        .with_header("X-Bad", "a\r\nInjected: 1")
+        .with_header("Bad Name", "v")
+        .with_header("Content-Length", "999")
+        .with_body("application/json", b"{}".to_vec());
+    let mut out = Vec::new();
+    r.write(&mut out);
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        "HTTP/1.1 200 OK\r\nX-Ok: yes\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+    );
+    let mut out = Vec::new();
+    HttpResponse::new(202).write(&mut out);
+    assert_eq!(out, b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n");
+}
+
+#[test]
+fn answer_is_sse_when_messages_precede_the_response() {
+    let exchange = Exchange {
+        original: RequestId::Number(4),
+        events: [
+            br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}"#
+                .to_vec(),
+            br#"{"jsonrpc":"2.0","id":4,"result":{}}"#.to_vec(),
+        ]
+        .into(),
+        answered: true,
+        error_code: None,
+        streaming: false,
+    };
+    let r = answer(exchange, Era::Modern, false);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("text/event-stream"));
+    assert_eq!(r.header("x-accel-buffering"), Some("no"));
+    assert_eq!(
+        String::from_utf8(r.body).unwrap(),
+        "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":1}}\n\n\
+         event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{}}\n\n"
+    );
+}
+
+/// A small deterministic generator (xorshift) for the no-panic sweep.
+fn xorshift(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
+}
+
+#[test]
+fn no_panics_on_mangled_input() {
+    let mut ep = endpoint();
+    let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+    let base = [PIPELINE.to_vec(), {
+        let mut wire = b"POST /mcp HTTP/1.1\r\nHost: x\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: echo\r\nContent-Length: 150\r\n\r\n".to_vec();
+        wire.extend_from_slice(
+                br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#,
+            );
+        wire
+    }];
+    for round in 0..3000 {
+        let mut input = base[round % base.len()].clone();
+        for _ in 0..(xorshift(&mut seed) % 6) {
+            let at = usize::try_from(xorshift(&mut seed) % input.len() as u64).unwrap();
+            match xorshift(&mut seed) % 3 {
+                0 => input[at] = xorshift(&mut seed) as u8,
+                1 => {
+                    input.remove(at);
+                }
+                _ => input.insert(at, b"\r\n:{}\"\x80 /?"[at % 10]),
+            }
+        }
+        let split = usize::try_from(xorshift(&mut seed) % (input.len() as u64 + 1)).unwrap();
+        let mut reader = HttpRequestReader::default();
+        reader.handle_input(&input[..split]);
+        reader.handle_input(&input[split..]);
+        reader.handle_eof();
+        while let Some(next) = reader.poll_request() {
+            match next {
+                Ok(request) => match ep.handle_request(now(), &request) {
+                    HttpReply::Complete(r) => r.write(&mut Vec::new()),
+                    HttpReply::Stream(s) => {
+                        let mut out = Vec::new();
+                        s.write_head(&mut out);
+                        ep.cancel_stream(now(), &s);
+                    }
+                },
+                Err(e) => HttpResponse::for_request_error(&e).write(&mut Vec::new()),
+            }
+        }
+    }
+    assert_eq!(ep.open_streams(), 0);
+}

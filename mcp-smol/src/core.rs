@@ -1,0 +1,528 @@
+//! What every transport's driver shares: the commands from the [`Client`](crate::Client)
+//! handles, the protocol machine's events, input requests, progress, notifications, the
+//! protocol timer, and failing whatever still waits when the connection ends.
+//!
+//! # Theory of operation
+//!
+//! A transport (stdio in [`crate::stdio`], Streamable HTTP in [`crate::http`]) owns its
+//! IO and its sans-IO machine and implements [`Transport`]: `poll_input` moves whatever
+//! its sources have into the machine, `poll_output` moves what the machine produced onto
+//! the wire. [`Core::poll_step`] is the one main loop for both: commands, input, due
+//! timeouts, events, output, the next deadline; repeated until nothing progresses, so
+//! every source has registered the waker before the step returns `Pending`. No read is
+//! ever half-done and lost, and a peer that stops reading can never stop us reading.
+//!
+//! Events are handled here once for every transport ([`Core::on_event`]): calls complete
+//! through their reply channels, input requests are answered on the spot by the
+//! [`InputHandler`](mcp_proto::client::InputHandler), progress goes to the callback,
+//! notifications to the bounded queue. A step ends (`Ready`) only when the machine asks
+//! for something a poll cannot do: restarting the stdio server, or shutting down.
+
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use async_io::Timer;
+use futures_lite::Stream;
+use mcp_proto::client::http::HttpClient;
+use mcp_proto::client::{
+    ApiMisuse, CallError, CallId, CallOutput, CallRequest, Client as StdioMachine, CloseReason,
+    ConnectionState, Event, HttpFailure, InputAnswer, InputId,
+};
+use mcp_proto::jsonrpc::Notification;
+use mcp_proto::model::ServerDetails;
+use smol::channel::{Receiver, Sender, TrySendError};
+
+use crate::Error;
+use crate::client::{Command, Shared};
+use crate::error::TransportError;
+use crate::options::{Direction, Options, Progress, WireLog};
+
+/// Poll-step rounds before the driver yields to its executor even if there is more to do.
+pub(crate) const BUDGET: usize = 64;
+/// Transport failures remembered to type the errors they cause.
+const MAX_TRANSPORT_FAILURES: usize = 16;
+/// Longest line shown whole in the wire log; longer lines are shown in pieces.
+pub(crate) const MAX_LOG_LINE: usize = 64 * 1024;
+
+/// The commands and outputs both client machines (stdio's `Client`, `HttpClient`) have.
+pub(crate) trait Machine {
+    fn call(&mut self, now: Instant, request: CallRequest) -> Result<CallId, ApiMisuse>;
+    fn respond(
+        &mut self,
+        now: Instant,
+        input: InputId,
+        answer: InputAnswer,
+    ) -> Result<(), ApiMisuse>;
+    fn cancel(&mut self, now: Instant, call: CallId) -> Result<(), ApiMisuse>;
+    fn close(&mut self, now: Instant);
+    fn state(&self) -> ConnectionState;
+    fn server(&self) -> Option<&ServerDetails>;
+    fn poll_event(&mut self) -> Option<Event>;
+    fn poll_timeout(&self) -> Option<Instant>;
+    fn handle_timeout(&mut self, now: Instant);
+}
+
+macro_rules! forward_machine {
+    ($ty:ty, |$m:ident| $state:expr, $server:expr) => {
+        impl Machine for $ty {
+            fn call(&mut self, now: Instant, request: CallRequest) -> Result<CallId, ApiMisuse> {
+                <$ty>::call(self, now, request)
+            }
+            fn respond(
+                &mut self,
+                now: Instant,
+                input: InputId,
+                answer: InputAnswer,
+            ) -> Result<(), ApiMisuse> {
+                <$ty>::respond(self, now, input, answer)
+            }
+            fn cancel(&mut self, now: Instant, call: CallId) -> Result<(), ApiMisuse> {
+                <$ty>::cancel(self, now, call)
+            }
+            fn close(&mut self, now: Instant) {
+                <$ty>::close(self, now);
+            }
+            fn state(&self) -> ConnectionState {
+                let $m = self;
+                $state
+            }
+            fn server(&self) -> Option<&ServerDetails> {
+                let $m = self;
+                $server
+            }
+            fn poll_event(&mut self) -> Option<Event> {
+                <$ty>::poll_event(self)
+            }
+            fn poll_timeout(&self) -> Option<Instant> {
+                <$ty>::poll_timeout(self)
+            }
+            fn handle_timeout(&mut self, now: Instant) {
+                <$ty>::handle_timeout(self, now);
+            }
+        }
+    };
+}
+
+forward_machine!(StdioMachine, |m| m.state(), m.server());
+forward_machine!(HttpClient, |m| m.client().state(), m.client().server());
+
+/// A transport's IO around its machine.
+pub(crate) trait Transport {
+    type Machine: Machine;
+
+    fn machine(&mut self) -> &mut Self::Machine;
+
+    /// Moves everything its sources have into the machine, until each is `Pending`.
+    /// True on progress.
+    fn poll_input(&mut self, core: &mut Core, now: Instant, cx: &mut Context<'_>) -> bool;
+
+    /// Moves the machine's output onto the wire as far as it goes. True on progress.
+    fn poll_output(&mut self, core: &mut Core, now: Instant, cx: &mut Context<'_>) -> bool;
+}
+
+/// Why a poll step ended.
+pub(crate) enum Step {
+    /// The stdio server must be restarted (it exited on the era probe).
+    Restart,
+    /// The machine closed.
+    Closed(CloseReason),
+}
+
+/// The channels between the handles and the driver.
+pub(crate) struct Channels {
+    pub(crate) commands: Receiver<Command>,
+    /// The sender, and a receiver to drop the oldest notification when the queue is full.
+    pub(crate) notifications: (Sender<Notification>, Receiver<Notification>),
+    /// Dropped when the driver finishes.
+    pub(crate) done: Sender<()>,
+}
+
+struct PendingCall {
+    key: u64,
+    reply: Sender<Result<CallOutput, Error>>,
+}
+
+/// The transport-independent half of a driver.
+pub(crate) struct Core {
+    pub(crate) options: Options,
+    /// Boxed: a `Receiver` is not `Unpin`.
+    commands: Pin<Box<Receiver<Command>>>,
+    /// Every handle is gone (the channel reported its end).
+    released: bool,
+    notifications: (Sender<Notification>, Receiver<Notification>),
+    _done: Sender<()>,
+    pub(crate) shared: Arc<Shared>,
+    calls: HashMap<CallId, PendingCall>,
+    keys: HashMap<u64, CallId>,
+    connect_waiters: Vec<Sender<Result<ServerDetails, Error>>>,
+    timer: Timer,
+    timer_at: Option<Instant>,
+    /// The newest failures below HTTP. The machine learns of them as text only; a call
+    /// or a close whose HTTP failure carries that very text is reported as the typed
+    /// failure instead ([`Error::Transport`]).
+    transport_failures: VecDeque<TransportError>,
+}
+
+impl Core {
+    pub(crate) fn new(options: Options, channels: Channels, shared: Arc<Shared>) -> Core {
+        Core {
+            options,
+            commands: Box::pin(channels.commands),
+            released: false,
+            notifications: channels.notifications,
+            _done: channels.done,
+            shared,
+            calls: HashMap::new(),
+            keys: HashMap::new(),
+            connect_waiters: Vec::new(),
+            timer: Timer::never(),
+            timer_at: None,
+            transport_failures: VecDeque::new(),
+        }
+    }
+
+    /// One pass of the main phase: every source polled until `Pending`, every output
+    /// drained. Ready when an async phase (restart, shutdown) must take over.
+    pub(crate) fn poll_step<T: Transport>(
+        &mut self,
+        t: &mut T,
+        cx: &mut Context<'_>,
+    ) -> Poll<Step> {
+        for _ in 0..BUDGET {
+            let now = Instant::now();
+            let mut progress = self.poll_commands(t.machine(), now, cx);
+
+            if t.poll_input(self, now, cx) {
+                progress = true;
+            }
+
+            // Deadlines.
+            let machine = t.machine();
+            if machine.poll_timeout().is_some_and(|d| d <= now) {
+                machine.handle_timeout(now);
+                progress = true;
+            }
+
+            // Events.
+            while let Some(event) = machine.poll_event() {
+                progress = true;
+                if let Some(step) = self.on_event(machine, now, event) {
+                    return Poll::Ready(step);
+                }
+            }
+
+            if t.poll_output(self, now, cx) {
+                progress = true;
+            }
+
+            // The next deadline.
+            if self.poll_timer(t.machine().poll_timeout(), now, cx) {
+                progress = true;
+            }
+
+            if !progress {
+                return Poll::Pending;
+            }
+        }
+        // Plenty done in one go: let other tasks run, and come back at once.
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+
+    /// Arms the timer for `deadline`. True when it is due already.
+    fn poll_timer(
+        &mut self,
+        deadline: Option<Instant>,
+        now: Instant,
+        cx: &mut Context<'_>,
+    ) -> bool {
+        match deadline {
+            Some(deadline) if deadline > now => {
+                if self.timer_at != Some(deadline) {
+                    self.timer.set_at(deadline);
+                    self.timer_at = Some(deadline);
+                }
+                if Pin::new(&mut self.timer).poll(cx).is_ready() {
+                    self.timer_at = None;
+                    return true;
+                }
+                false
+            }
+            Some(_) => true,
+            None => false,
+        }
+    }
+
+    /// Commands from the handles. True on progress.
+    fn poll_commands(
+        &mut self,
+        machine: &mut impl Machine,
+        now: Instant,
+        cx: &mut Context<'_>,
+    ) -> bool {
+        let mut progress = false;
+        for _ in 0..BUDGET {
+            match self.commands.as_mut().poll_next(cx) {
+                Poll::Ready(Some(command)) => {
+                    self.on_command(machine, now, command);
+                    progress = true;
+                }
+                Poll::Ready(None) => {
+                    if !self.released {
+                        self.released = true;
+                        machine.close(now);
+                        progress = true;
+                    }
+                    break;
+                }
+                Poll::Pending => break,
+            }
+        }
+        progress
+    }
+
+    fn on_command(&mut self, machine: &mut impl Machine, now: Instant, command: Command) {
+        match command {
+            Command::Call {
+                key,
+                request,
+                reply,
+            } => match machine.call(now, request) {
+                Ok(call) => {
+                    self.calls.insert(call, PendingCall { key, reply });
+                    self.keys.insert(key, call);
+                }
+                Err(e) => {
+                    let _ = reply.try_send(Err(Error::from(e)));
+                }
+            },
+            Command::Cancel { key } => {
+                if let Some(call) = self.keys.remove(&key) {
+                    let _ = machine.cancel(now, call);
+                }
+            }
+            Command::Connected(reply) => match machine.state() {
+                ConnectionState::Ready(..) => {
+                    let details = machine.server().cloned();
+                    let _ = reply.try_send(details.ok_or(Error::DriverGone));
+                }
+                _ => self.connect_waiters.push(reply),
+            },
+            Command::Configure(change) => change(&mut self.options),
+            Command::Close => machine.close(now),
+        }
+    }
+
+    /// Handles one event of the machine; `Some` when the main phase must stop.
+    pub(crate) fn on_event(
+        &mut self,
+        machine: &mut impl Machine,
+        now: Instant,
+        event: Event,
+    ) -> Option<Step> {
+        match event {
+            Event::Connected(details) => {
+                self.shared.lock().server = Some((*details).clone());
+                for waiter in self.connect_waiters.drain(..) {
+                    let _ = waiter.try_send(Ok((*details).clone()));
+                }
+            }
+            Event::RestartTransport => return Some(Step::Restart),
+            Event::CallCompleted { call, outcome } => {
+                if let Some(pending) = self.calls.remove(&call) {
+                    self.keys.remove(&pending.key);
+                    let outcome = outcome.map_err(|e| match e {
+                        CallError::Closed(reason) => self.closed_error(reason),
+                        CallError::Http(failure) => match self.transport_failure(&failure) {
+                            Some(t) => Error::Transport(t.clone()),
+                            None => Error::Call(CallError::Http(failure)),
+                        },
+                        other => Error::Call(other),
+                    });
+                    // A dropped receiver means the caller stopped waiting: nothing to do.
+                    let _ = pending.reply.try_send(outcome);
+                }
+            }
+            Event::Progress {
+                call,
+                progress,
+                total,
+                message,
+            } => {
+                if let Some(handler) = &mut self.options.progress {
+                    handler(&Progress {
+                        call,
+                        progress,
+                        total,
+                        message,
+                    });
+                }
+            }
+            Event::InputRequested { input, request, .. } => {
+                let answer = self.options.input_handler.answer(&request);
+                // Fails only if the input was voided meanwhile, which cannot happen
+                // between two lines of this function.
+                let _ = machine.respond(now, input, answer);
+            }
+            Event::Notification(n) => self.push_notification(n),
+            Event::NotificationsDropped { count } => {
+                self.shared.lock().dropped_notifications += count;
+            }
+            Event::PeerError(e) => self.shared.lock().push_peer_error(e),
+            Event::Closed { reason } => {
+                let ended = self.closed_error(reason.clone());
+                let mut shared = self.shared.lock();
+                shared.close_reason = Some(reason.clone());
+                shared.ended = Some(ended);
+                return Some(Step::Closed(reason));
+            }
+            // Input requests are answered on the spot above, so nothing is ever waiting
+            // to be voided; tools left out over HTTP are simply not listed.
+            _ => {}
+        }
+        None
+    }
+
+    /// The error for a connection that closed for `reason`: a close that only says "the
+    /// HTTP exchange failed" is the transport failure behind it, when there is one.
+    pub(crate) fn closed_error(&self, reason: CloseReason) -> Error {
+        if let CloseReason::Http(failure) = &reason
+            && let Some(t) = self.transport_failure(failure)
+        {
+            return Error::Transport(t.clone());
+        }
+        Error::Closed(reason)
+    }
+
+    /// Remembers a failure below HTTP that is being reported to the machine.
+    pub(crate) fn record_transport_failure(&mut self, failure: TransportError) {
+        if self.transport_failures.len() >= MAX_TRANSPORT_FAILURES {
+            self.transport_failures.pop_front();
+        }
+        self.transport_failures.push_back(failure);
+    }
+
+    /// The transport failure an HTTP failure reports, if it is one.
+    fn transport_failure(&self, failure: &HttpFailure) -> Option<&TransportError> {
+        if failure.status.is_some() || failure.error.is_some() {
+            return None;
+        }
+        self.transport_failures
+            .iter()
+            .rev()
+            .find(|t| t.to_string() == failure.detail)
+    }
+
+    /// Queues a notification for the handles, dropping the oldest when full.
+    fn push_notification(&mut self, n: Notification) {
+        let (tx, rx) = &self.notifications;
+        if let Err(TrySendError::Full(n)) = tx.try_send(n) {
+            let _ = rx.try_recv();
+            self.shared.lock().dropped_notifications += 1;
+            let _ = tx.try_send(n);
+        }
+    }
+
+    /// No new commands from now on; the ones already queued get the final error in
+    /// [`Core::finish`].
+    pub(crate) fn stop_commands(&mut self) {
+        self.commands.close();
+    }
+
+    /// Publishes the end and fails whatever still waits: queued commands and calls with
+    /// `ended`, [`Client::connected`](crate::Client::connected) waiters with
+    /// `connect_error`.
+    pub(crate) fn finish(&mut self, ended: &Error, connect_error: &Error) {
+        self.commands.close();
+        if matches!(connect_error, Error::Connect { .. }) {
+            self.shared.lock().ended = Some(connect_error.clone());
+        }
+        while let Ok(command) = self.commands.try_recv() {
+            match command {
+                Command::Call { reply, .. } => {
+                    let _ = reply.try_send(Err(ended.clone()));
+                }
+                Command::Connected(reply) => self.connect_waiters.push(reply),
+                Command::Cancel { .. } | Command::Configure(_) | Command::Close => {}
+            }
+        }
+        for (_, pending) in self.calls.drain() {
+            let _ = pending.reply.try_send(Err(ended.clone()));
+        }
+        self.keys.clear();
+        for waiter in self.connect_waiters.drain(..) {
+            let _ = waiter.try_send(Err(connect_error.clone()));
+        }
+    }
+}
+
+/// Feeds bytes to the wire log one line at a time (long lines in pieces), keeping the
+/// unfinished line in `line`.
+pub(crate) fn log_lines(log: &mut WireLog, dir: Direction, line: &mut Vec<u8>, mut data: &[u8]) {
+    while !data.is_empty() {
+        let (chunk, rest, end) = match data.iter().position(|&b| b == b'\n') {
+            Some(i) => (&data[..i], &data[i + 1..], true),
+            None => (data, &[][..], false),
+        };
+        data = rest;
+        let room = MAX_LOG_LINE.saturating_sub(line.len());
+        line.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        let mut tail = &chunk[chunk.len().min(room)..];
+        while line.len() >= MAX_LOG_LINE {
+            log(dir, line);
+            line.clear();
+            let take = tail.len().min(MAX_LOG_LINE);
+            line.extend_from_slice(&tail[..take]);
+            tail = &tail[take..];
+        }
+        if end {
+            if line.last() == Some(&b'\r') {
+                line.pop();
+            }
+            log(dir, line);
+            line.clear();
+        }
+    }
+}
+
+/// Logs what is left of an unfinished line.
+pub(crate) fn flush_log_line(log: &mut Option<WireLog>, dir: Direction, line: &mut Vec<u8>) {
+    if let Some(log) = log
+        && !line.is_empty()
+    {
+        log(dir, line);
+    }
+    line.clear();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    #[test]
+    fn wire_log_splits_lines_across_chunks() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = seen.clone();
+        let mut log: WireLog = Box::new(move |dir, line| {
+            assert_eq!(dir, Direction::Received);
+            sink.lock()
+                .unwrap()
+                .push(String::from_utf8_lossy(line).into_owned());
+        });
+        let rx = Direction::Received;
+        let mut line = Vec::new();
+        log_lines(&mut log, rx, &mut line, b"{\"a\":1}\n{\"b\"");
+        log_lines(&mut log, rx, &mut line, b":2}\r\n");
+        log_lines(&mut log, rx, &mut line, b"\n");
+        assert_eq!(*seen.lock().unwrap(), ["{\"a\":1}", "{\"b\":2}", ""]);
+        let long = vec![b'x'; MAX_LOG_LINE * 2 + 5];
+        log_lines(&mut log, rx, &mut line, &long);
+        assert_eq!(seen.lock().unwrap().len(), 5);
+        assert_eq!(line.len(), 5);
+    }
+}

@@ -1,0 +1,1152 @@
+//! `mcp-smol` over Streamable HTTP against a small scripted HTTP/1.1 server in this file:
+//! `std::net` threads (one per connection, keep-alive) feeding the bundled example
+//! server machine (`mcp_proto::server::example`) through `Server::handle_json` and
+//! `poll_message`, plainly or over rustls with a throw-away self-signed certificate.
+//!
+//! Every scenario runs twice, under two ways of driving futures:
+//!
+//! * `smol`: `smol::block_on` running a `smol::Executor`; the driver and the concurrent
+//!   calls are tasks spawned on it;
+//! * `bare`: `futures_lite::future::block_on` of `future::zip(driver, scenario)`, no
+//!   executor at all; "spawned" work is joined in the scenario's own future.
+
+use std::collections::HashMap;
+use std::future::{Future, poll_fn};
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::Path;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, mpsc};
+use std::task::Poll;
+use std::time::{Duration, Instant};
+
+use futures_lite::future;
+use mcp_proto::server::{Server, example};
+use mcp_smol::{
+    AsyncStream, CallError, CallRequest, Client, ClientCapabilities, ClientConfig, ConnectFuture,
+    Connector, Direction, Driver, EndpointUrl, Era, EraMode, Error, HttpOptions, Options,
+    ProtocolVersion, TransportErrorKind, UrlError, rustls,
+};
+use serde_json::{Value, json};
+
+// ----- the scripted server -------------------------------------------------------------
+
+/// How the test server behaves.
+#[derive(Clone, Copy, Default)]
+struct Script {
+    /// Serve only the legacy era, with a session id, and require the id afterwards.
+    legacy: bool,
+    /// Answer requests as `text/event-stream` with chunked encoding.
+    sse: bool,
+    /// Close a connection, without a word, when a second request arrives on it (a
+    /// keep-alive connection the server dropped just as the client reused it).
+    drop_reused: bool,
+}
+
+/// What the server saw.
+#[derive(Default)]
+struct Seen {
+    accepted: AtomicUsize,
+    /// `METHOD rpc-method` per request.
+    requests: Mutex<Vec<String>>,
+    /// Connections the client closed while a request on them was unanswered.
+    abandoned: AtomicUsize,
+}
+
+struct TestServer {
+    port: u16,
+    seen: Arc<Seen>,
+}
+
+impl TestServer {
+    fn start(script: Script) -> TestServer {
+        Self::start_with(script, None)
+    }
+
+    fn start_tls(script: Script, tls: Arc<rustls::ServerConfig>) -> TestServer {
+        Self::start_with(script, Some(tls))
+    }
+
+    fn start_with(script: Script, tls: Option<Arc<rustls::ServerConfig>>) -> TestServer {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let seen = Arc::new(Seen::default());
+        let machine = Arc::new(Backend {
+            server: Mutex::new(if script.legacy {
+                example::legacy_only()
+            } else {
+                example::server()
+            }),
+            waiters: Mutex::new(HashMap::new()),
+        });
+        let server_seen = seen.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                server_seen.accepted.fetch_add(1, Ordering::SeqCst);
+                let machine = machine.clone();
+                let seen = server_seen.clone();
+                let tls = tls.clone();
+                std::thread::spawn(move || {
+                    let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
+                    match tls {
+                        None => serve_connection(stream, script, &machine, &seen),
+                        Some(config) => {
+                            let conn = rustls::ServerConnection::new(config).expect("tls");
+                            let tls = rustls::StreamOwned::new(conn, stream);
+                            serve_connection(tls, script, &machine, &seen);
+                        }
+                    }
+                });
+            }
+        });
+        TestServer { port, seen }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+
+    fn accepted(&self) -> usize {
+        self.seen.accepted.load(Ordering::SeqCst)
+    }
+
+    fn requests(&self) -> Vec<String> {
+        self.seen.requests.lock().unwrap().clone()
+    }
+}
+
+struct Request {
+    method: String,
+    headers: HashMap<String, String>,
+    body: Vec<u8>,
+}
+
+/// Reads one request; `None` at a clean end of the connection.
+fn read_request(reader: &mut impl BufRead) -> io::Result<Option<Request>> {
+    let mut line = String::new();
+    if reader.read_line(&mut line)? == 0 {
+        return Ok(None);
+    }
+    let method = line.split(' ').next().unwrap_or("").to_owned();
+    let mut headers = HashMap::new();
+    loop {
+        line.clear();
+        reader.read_line(&mut line)?;
+        let l = line.trim_end();
+        if l.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = l.split_once(':') {
+            headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_owned());
+        }
+    }
+    let len = headers
+        .get("content-length")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0; len];
+    reader.read_exact(&mut body)?;
+    Ok(Some(Request {
+        method,
+        headers,
+        body,
+    }))
+}
+
+fn respond(
+    out: &mut (impl Write + ?Sized),
+    status: &str,
+    extra: &[(&str, String)],
+    content_type: Option<&str>,
+    body: &[u8],
+) -> io::Result<()> {
+    let mut head = format!("HTTP/1.1 {status}\r\n");
+    if let Some(ct) = content_type {
+        head.push_str(&format!("Content-Type: {ct}\r\n"));
+    }
+    for (k, v) in extra {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
+    out.write_all(head.as_bytes())?;
+    out.write_all(body)?;
+    out.flush()
+}
+
+/// The head of a chunked event stream, and a comment.
+fn sse_head(out: &mut impl Write, extra: &[(&str, String)]) -> io::Result<()> {
+    let mut head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n".to_owned();
+    for (k, v) in extra {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("Transfer-Encoding: chunked\r\n\r\n");
+    out.write_all(head.as_bytes())?;
+    sse_chunk(out, b": keep-alive\n\n")
+}
+
+/// One event (with an id, as legacy streams have), in its own chunk.
+fn sse_event(out: &mut impl Write, id: usize, message: &[u8]) -> io::Result<()> {
+    let mut event = format!("id: e{id}\nevent: message\ndata: ").into_bytes();
+    event.extend_from_slice(message);
+    event.extend_from_slice(b"\n\n");
+    sse_chunk(out, &event)
+}
+
+fn sse_chunk(out: &mut impl Write, chunk: &[u8]) -> io::Result<()> {
+    write!(out, "{:x}\r\n", chunk.len())?;
+    out.write_all(chunk)?;
+    out.write_all(b"\r\n")?;
+    out.flush()
+}
+
+fn sse_end(out: &mut impl Write) -> io::Result<()> {
+    out.write_all(b"0\r\n\r\n")?;
+    out.flush()
+}
+
+/// The server machine, shared by every connection, and the legacy calls waiting on an
+/// event stream for the answer the client posts on another connection.
+struct Backend {
+    server: Mutex<Server>,
+    /// JSON-RPC id (as JSON text) → the stream waiting for that response.
+    waiters: Mutex<HashMap<String, mpsc::Sender<Vec<u8>>>>,
+}
+
+/// A stream that can read and write at once (plain TCP or rustls over it).
+trait Duplex: Read + Write {}
+impl<T: Read + Write> Duplex for T {}
+
+/// Serves one connection until the client closes it.
+fn serve_connection(stream: impl Duplex, script: Script, machine: &Backend, seen: &Seen) {
+    let mut conn = BufReader::new(stream);
+    let mut served = 0;
+    while let Ok(Some(req)) = read_request(&mut conn) {
+        served += 1;
+        if script.drop_reused && served == 2 {
+            return;
+        }
+        let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+        let rpc_method = body["method"].as_str().unwrap_or("").to_owned();
+        seen.requests
+            .lock()
+            .unwrap()
+            .push(format!("{} {rpc_method}", req.method).trim_end().to_owned());
+        let out = conn.get_mut();
+        let ok = match req.method.as_str() {
+            "GET" => respond(out, "405 Method Not Allowed", &[], None, b"").map(|()| true),
+            "DELETE" => respond(out, "200 OK", &[], None, b"").map(|()| true),
+            "POST" => post(out, &req, &body, script, machine),
+            _ => respond(out, "400 Bad Request", &[], None, b"").map(|()| true),
+        };
+        match ok {
+            Ok(true) | Err(_) => {}
+            Ok(false) => {
+                // No answer (a `hang` call): wait for the client to give up.
+                let mut rest = Vec::new();
+                let _ = conn.read_to_end(&mut rest);
+                seen.abandoned.fetch_add(1, Ordering::SeqCst);
+                return;
+            }
+        }
+    }
+}
+
+/// Answers a POST; false when the machine has nothing to say (the call hangs).
+fn post(
+    out: &mut impl Write,
+    req: &Request,
+    body: &Value,
+    script: Script,
+    machine: &Backend,
+) -> io::Result<bool> {
+    let method = body["method"].as_str().unwrap_or("");
+    let modern = body["params"]["_meta"]
+        .get("io.modelcontextprotocol/protocolVersion")
+        .is_some();
+    let bad = |out: &mut dyn Write, why: &str| {
+        let e =
+            json!({"jsonrpc": "2.0", "id": body["id"], "error": {"code": -32020, "message": why}});
+        let e = serde_json::to_vec(&e).unwrap();
+        respond(out, "400 Bad Request", &[], Some("application/json"), &e).map(|()| true)
+    };
+    // The 2026 header set must mirror the body.
+    if modern {
+        if req.headers.get("mcp-method").map(String::as_str) != Some(method) {
+            return bad(out, "Mcp-Method does not match the body");
+        }
+        if !req.headers.contains_key("mcp-protocol-version") {
+            return bad(out, "MCP-Protocol-Version missing");
+        }
+    }
+    // The legacy session, once issued, must come back.
+    let sessionless = ["initialize", "server/discover"].contains(&method);
+    if script.legacy && !sessionless && !req.headers.contains_key("mcp-session-id") {
+        return bad(out, "Mcp-Session-Id missing");
+    }
+    let is_request = body.get("method").is_some() && body.get("id").is_some();
+    let (mine, asks) = {
+        let mut server = machine.server.lock().unwrap();
+        server.handle_json(Instant::now(), &req.body);
+        let mut mine = None;
+        let mut asks = Vec::new();
+        while let Some(reply) = server.poll_message() {
+            let v: Value = serde_json::from_slice(&reply).unwrap_or(Value::Null);
+            if v.get("method").is_some() {
+                // A server→client request (legacy elicitation): it goes on this stream.
+                asks.push(reply);
+            } else if is_request && v["id"] == body["id"] {
+                mine = Some(reply);
+            } else if let Some(tx) = machine.waiters.lock().unwrap().remove(&v["id"].to_string()) {
+                // The answer to a call parked on another connection's stream.
+                let _ = tx.send(reply);
+            }
+        }
+        if mine.is_none() && !asks.is_empty() {
+            let (tx, rx) = mpsc::channel();
+            machine
+                .waiters
+                .lock()
+                .unwrap()
+                .insert(body["id"].to_string(), tx);
+            (None, Some((asks, rx)))
+        } else {
+            (mine, None)
+        }
+    };
+    if !is_request {
+        respond(out, "202 Accepted", &[], None, b"")?;
+        return Ok(true);
+    }
+    if let Some((asks, rx)) = asks {
+        // Stream the questions, wait for the answer to arrive on another connection.
+        sse_head(out, &[])?;
+        for (i, ask) in asks.iter().enumerate() {
+            sse_event(out, i, ask)?;
+        }
+        let last = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the parked call ends");
+        sse_event(out, asks.len(), &last)?;
+        sse_end(out)?;
+        return Ok(true);
+    }
+    let Some(reply) = mine else {
+        return Ok(false);
+    };
+    let parsed: Value = serde_json::from_slice(&reply).unwrap_or(Value::Null);
+    if script.legacy && method == "server/discover" {
+        // As legacy servers over HTTP do: the error on a 400.
+        respond(
+            out,
+            "400 Bad Request",
+            &[],
+            Some("application/json"),
+            &reply,
+        )?;
+        return Ok(true);
+    }
+    let mut extra = Vec::new();
+    if script.legacy && method == "initialize" && parsed.get("result").is_some() {
+        extra.push(("Mcp-Session-Id", "session-0123".to_owned()));
+    }
+    if script.sse {
+        sse_head(out, &extra)?;
+        sse_event(out, 0, &reply)?;
+        sse_end(out)?;
+    } else {
+        respond(out, "200 OK", &extra, Some("application/json"), &reply)?;
+    }
+    Ok(true)
+}
+
+// ----- TLS material --------------------------------------------------------------------
+
+/// A self-signed certificate for `localhost` and 127.0.0.1, made by `openssl` in a temp
+/// dir: (certificate DER, private key DER). `None` (with a message) when openssl is
+/// missing here; a failure when the env says this is CI, where it must be present.
+fn self_signed() -> Option<(Vec<u8>, Vec<u8>)> {
+    static PAIR: OnceLock<Option<(Vec<u8>, Vec<u8>)>> = OnceLock::new();
+    PAIR.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("mcp-smol-tls-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+        // CA:FALSE: webpki refuses a CA certificate as the server's own certificate.
+        let run = std::process::Command::new("openssl")
+            .args([
+                "req",
+                "-x509",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-subj",
+                "/CN=localhost",
+            ])
+            .args(["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
+            .args([
+                "-addext",
+                "basicConstraints=critical,CA:FALSE",
+                "-days",
+                "1",
+            ])
+            .arg("-keyout")
+            .arg(&key)
+            .arg("-out")
+            .arg(&cert)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .output();
+        let pair = match run {
+            Ok(out) if out.status.success() => Some((pem_cert(&cert), pem_key(&key))),
+            Ok(out) => panic!("openssl failed: {}", String::from_utf8_lossy(&out.stderr)),
+            Err(e) if std::env::var_os("CI").is_some() => {
+                panic!("openssl is required on CI for the TLS tests: {e}")
+            }
+            Err(e) => {
+                eprintln!("skipping the TLS tests: openssl is not available ({e})");
+                None
+            }
+        };
+        let _ = std::fs::remove_dir_all(&dir);
+        pair
+    })
+    .clone()
+}
+
+/// The DER of the PEM certificate in `path`.
+fn pem_cert(path: &Path) -> Vec<u8> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    CertificateDer::from_pem_file(path)
+        .expect("certificate PEM")
+        .to_vec()
+}
+
+/// The DER of the PKCS#8 PEM key in `path`.
+fn pem_key(path: &Path) -> Vec<u8> {
+    use rustls::pki_types::PrivatePkcs8KeyDer;
+    use rustls::pki_types::pem::PemObject;
+    PrivatePkcs8KeyDer::from_pem_file(path)
+        .expect("PKCS#8 key PEM")
+        .secret_pkcs8_der()
+        .to_vec()
+}
+
+fn ring() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+fn tls_server_config((cert, key): &(Vec<u8>, Vec<u8>)) -> Arc<rustls::ServerConfig> {
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+    let config = rustls::ServerConfig::builder_with_provider(ring())
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![CertificateDer::from(cert.clone())],
+            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.clone())),
+        )
+        .expect("server certificate");
+    Arc::new(config)
+}
+
+/// A client configuration trusting only `cert`.
+fn tls_client_trusting(cert: &[u8]) -> Arc<rustls::ClientConfig> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(rustls::pki_types::CertificateDer::from(cert.to_vec()))
+        .expect("trust anchor");
+    let config = rustls::ClientConfig::builder_with_provider(ring())
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Arc::new(config)
+}
+
+// ----- harness -------------------------------------------------------------------------
+
+type BoxFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
+/// Starts a future as concurrently as the runner can: a task on an executor, or just
+/// handed back to be joined.
+type Spawn = Arc<dyn Fn(BoxFuture) -> BoxFuture + Send + Sync>;
+
+fn config(mode: EraMode) -> ClientConfig {
+    ClientConfig::new("mcp-smol-http-tests", "0.0.0")
+        .era_mode(mode)
+        .capabilities(ClientCapabilities::with_elicitation())
+}
+
+/// Runs `scenario` with the driver on a `smol::Executor`; returns the driver's result.
+fn run_smol<F, Fut>(connected: (Client, Driver), scenario: F) -> Result<(), Error>
+where
+    F: FnOnce(Client, Spawn) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let ex = Arc::new(smol::Executor::<'static>::new());
+    let spawner = ex.clone();
+    let spawn: Spawn = Arc::new(move |f: BoxFuture| -> BoxFuture {
+        let task = spawner.spawn(f);
+        Box::pin(task)
+    });
+    let (client, driver) = connected;
+    let body = scenario(client, spawn);
+    smol::block_on(ex.run(async {
+        let driver = ex.spawn(driver);
+        bounded(body).await;
+        bounded(driver).await
+    }))
+}
+
+/// Runs `scenario` joined with the driver, without any executor.
+fn run_bare<F, Fut>(connected: (Client, Driver), scenario: F) -> Result<(), Error>
+where
+    F: FnOnce(Client, Spawn) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let spawn: Spawn = Arc::new(|f: BoxFuture| f);
+    let (client, driver) = connected;
+    let body = scenario(client, spawn);
+    let (driven, ()) = future::block_on(bounded(future::zip(driver, body)));
+    driven
+}
+
+/// Fails the test instead of hanging it.
+async fn bounded<T>(f: impl Future<Output = T>) -> T {
+    future::or(f, async {
+        async_io::Timer::after(Duration::from_secs(30)).await;
+        panic!("scenario did not finish within 30 s");
+    })
+    .await
+}
+
+async fn join_all(futures: Vec<BoxFuture>) {
+    let mut slots: Vec<Option<BoxFuture>> = futures.into_iter().map(Some).collect();
+    poll_fn(|cx| {
+        let mut done = true;
+        for slot in &mut slots {
+            if let Some(f) = slot {
+                if f.as_mut().poll(cx).is_ready() {
+                    *slot = None;
+                } else {
+                    done = false;
+                }
+            }
+        }
+        if done { Poll::Ready(()) } else { Poll::Pending }
+    })
+    .await;
+}
+
+/// One test per runner. `$setup` runs first and yields `(server, (client, driver))`;
+/// `$scenario` gets the client, the spawner and the server.
+macro_rules! on_both_runners {
+    ($name:ident, $setup:expr, $scenario:expr) => {
+        on_both_runners!($name, $setup, $scenario, |r: Result<(), Error>| r
+            .expect("driver ends cleanly"));
+    };
+    ($name:ident, $setup:expr, $scenario:expr, $check:expr) => {
+        mod $name {
+            use super::*;
+
+            #[test]
+            fn smol_executor() {
+                let Some((server, connected)) = $setup else {
+                    return;
+                };
+                let server = Arc::new(server);
+                let s = server.clone();
+                let result = run_smol(connected, move |c, spawn| $scenario(c, spawn, s));
+                ($check)(result);
+            }
+
+            #[test]
+            fn no_executor() {
+                let Some((server, connected)) = $setup else {
+                    return;
+                };
+                let server = Arc::new(server);
+                let s = server.clone();
+                let result = run_bare(connected, move |c, spawn| $scenario(c, spawn, s));
+                ($check)(result);
+            }
+        }
+    };
+}
+
+fn plain(script: Script, mode: EraMode) -> Option<(TestServer, (Client, Driver))> {
+    plain_with(script, mode, HttpOptions::new())
+}
+
+fn plain_with(
+    script: Script,
+    mode: EraMode,
+    options: HttpOptions,
+) -> Option<(TestServer, (Client, Driver))> {
+    let server = TestServer::start(script);
+    let connected =
+        mcp_smol::connect_http_with(&server.url(), config(mode), Options::new(), options)
+            .expect("connect_http");
+    Some((server, connected))
+}
+
+// ----- scenarios -----------------------------------------------------------------------
+
+/// List, add, echo, and 8 calls in flight at once from separate tasks.
+async fn tour(client: Client, spawn: Spawn, era: Era, version: ProtocolVersion) {
+    let details = client.connected().await.expect("connected");
+    assert_eq!(details.protocol_version, version);
+    assert_eq!(client.era(), Some(era));
+    assert_eq!(client.server_name().as_deref(), Some("mcp-example"));
+    assert!(client.endpoint().is_some_and(|e| e.contains("/mcp")));
+    assert_eq!(client.process_id(), None);
+
+    let tools = client.list_tools().await.expect("tools/list");
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    for expected in ["echo", "add", "confirm", "hang", "fail"] {
+        assert!(
+            names.contains(&expected),
+            "{expected} missing from {names:?}"
+        );
+    }
+    let sum = client
+        .call_tool("add", json!({"a": 2, "b": 3}))
+        .await
+        .expect("add");
+    assert_eq!(sum.text(), "5");
+    let echo = client
+        .call_tool("echo", json!({"text": "über"}))
+        .await
+        .expect("echo");
+    assert_eq!(echo.text(), "über");
+    let failed = client.call_tool("fail", json!({})).await.expect("fail");
+    assert_eq!(failed.is_error, Some(true));
+
+    let results = Arc::new(Mutex::new(Vec::new()));
+    let tasks: Vec<BoxFuture> = (0..8i64)
+        .map(|i| {
+            let client = client.clone();
+            let results = results.clone();
+            spawn(Box::pin(async move {
+                let r = client
+                    .call_tool("add", json!({"a": i, "b": 100}))
+                    .await
+                    .expect("concurrent add");
+                results.lock().unwrap().push((i, r.text()));
+            }))
+        })
+        .collect();
+    join_all(tasks).await;
+    let mut results = results.lock().unwrap().clone();
+    results.sort();
+    let expected: Vec<(i64, String)> = (0..8).map(|i| (i, (i + 100).to_string())).collect();
+    assert_eq!(results, expected);
+    assert!(
+        client.recent_peer_errors().is_empty(),
+        "{:?}",
+        client.recent_peer_errors()
+    );
+}
+
+async fn modern_tour(client: Client, spawn: Spawn, server: Arc<TestServer>) {
+    tour(
+        client.clone(),
+        spawn,
+        Era::Modern,
+        ProtocolVersion::V2026_07_28,
+    )
+    .await;
+    // The 2026 era answers input requests in rounds of ordinary requests.
+    client.set_input_handler(Box::new(mcp_smol::AcceptDefaults));
+    let confirmed = client
+        .call_tool("confirm", json!({}))
+        .await
+        .expect("confirm");
+    assert_eq!(confirmed.text(), "accepted: proceed=true name=friend");
+    let requests = server.requests();
+    assert_eq!(requests[0], "POST server/discover");
+    assert!(
+        requests.iter().all(|r| r.starts_with("POST ")),
+        "{requests:?}"
+    );
+    // 8 at once need 8 connections; never more than the bound.
+    let accepted = server.accepted();
+    assert!((8..=16).contains(&accepted), "{accepted} connections");
+}
+
+on_both_runners!(
+    modern_server,
+    plain(Script::default(), EraMode::Auto),
+    modern_tour
+);
+
+on_both_runners!(
+    modern_server_answering_with_event_streams,
+    plain(
+        Script {
+            sse: true,
+            ..Script::default()
+        },
+        EraMode::Auto
+    ),
+    modern_tour
+);
+
+async fn legacy_tour(client: Client, spawn: Spawn, server: Arc<TestServer>) {
+    tour(
+        client.clone(),
+        spawn,
+        Era::Legacy,
+        ProtocolVersion::V2025_11_25,
+    )
+    .await;
+    // The form request arrives on the call's event stream; the answer is POSTed (202)
+    // while that stream waits for the result.
+    client.set_input_handler(Box::new(mcp_smol::AcceptDefaults));
+    let confirmed = client
+        .call_tool("confirm", json!({}))
+        .await
+        .expect("confirm");
+    assert_eq!(confirmed.text(), "accepted: proceed=true name=friend");
+    let requests = server.requests();
+    assert!(requests.contains(&"POST".to_owned()), "{requests:?}");
+    assert_eq!(requests[..2], ["POST server/discover", "POST initialize"]);
+    assert!(requests.contains(&"POST notifications/initialized".to_owned()));
+    // The server's own stream was asked for, and refused with 405.
+    assert!(requests.contains(&"GET".to_owned()), "{requests:?}");
+}
+
+on_both_runners!(
+    legacy_server_falls_back_to_initialize,
+    plain(
+        Script {
+            legacy: true,
+            ..Script::default()
+        },
+        EraMode::Auto
+    ),
+    legacy_tour
+);
+
+/// One call after another: one connection carries them all.
+async fn sequential_calls_reuse_one_connection(
+    client: Client,
+    _spawn: Spawn,
+    server: Arc<TestServer>,
+) {
+    for i in 0..10 {
+        let r = client
+            .call_tool("add", json!({"a": i, "b": 1}))
+            .await
+            .expect("add");
+        assert_eq!(r.text(), (i + 1).to_string());
+    }
+    assert_eq!(server.requests().len(), 11, "{:?}", server.requests());
+    assert_eq!(server.accepted(), 1);
+}
+
+on_both_runners!(
+    legacy_server_answering_with_event_streams,
+    plain(
+        Script {
+            legacy: true,
+            sse: true,
+            ..Script::default()
+        },
+        EraMode::Auto
+    ),
+    legacy_tour
+);
+
+on_both_runners!(
+    keep_alive_connections_are_reused,
+    plain(Script::default(), EraMode::Auto),
+    sequential_calls_reuse_one_connection
+);
+
+/// The server drops every connection as its second request arrives: each reuse fails
+/// before a byte of answer, and the request goes out again on a fresh connection.
+async fn stale_connections_are_retried(client: Client, _spawn: Spawn, server: Arc<TestServer>) {
+    for i in 0..5 {
+        let r = client
+            .call_tool("add", json!({"a": i, "b": 10}))
+            .await
+            .expect("add despite the dropped connection");
+        assert_eq!(r.text(), (i + 10).to_string());
+    }
+    // The probe on the first connection, then one fresh connection per call.
+    assert_eq!(server.accepted(), 6);
+    assert_eq!(server.requests().len(), 6, "{:?}", server.requests());
+}
+
+on_both_runners!(
+    a_reused_connection_closed_by_the_server_is_retried_once,
+    plain(
+        Script {
+            drop_reused: true,
+            ..Script::default()
+        },
+        EraMode::Auto
+    ),
+    stale_connections_are_retried
+);
+
+/// With a bound of 2 connections, 8 calls at once wait their turn.
+async fn bounded_pool(client: Client, spawn: Spawn, server: Arc<TestServer>) {
+    let tasks: Vec<BoxFuture> = (0..8i64)
+        .map(|i| {
+            let client = client.clone();
+            spawn(Box::pin(async move {
+                let r = client
+                    .call_tool("add", json!({"a": i, "b": i}))
+                    .await
+                    .expect("add");
+                assert_eq!(r.text(), (2 * i).to_string());
+            }))
+        })
+        .collect();
+    join_all(tasks).await;
+    assert!(server.accepted() <= 2, "{} connections", server.accepted());
+}
+
+on_both_runners!(
+    connections_beyond_the_bound_wait,
+    plain_with(
+        Script::default(),
+        EraMode::Auto,
+        HttpOptions::new().max_connections(2)
+    ),
+    bounded_pool
+);
+
+/// A call that times out in the 2026 era is cancelled by closing its exchange; the
+/// connection goes on with the next call. The wire log shows HTTP, without the token.
+async fn cancel_and_log(client: Client, _spawn: Spawn, server: Arc<TestServer>) {
+    let lines = Arc::new(Mutex::new(Vec::<(Direction, String)>::new()));
+    let sink = lines.clone();
+    client.set_wire_log(Some(Box::new(move |dir, line| {
+        sink.lock()
+            .unwrap()
+            .push((dir, String::from_utf8_lossy(line).into_owned()));
+    })));
+    client.connected().await.expect("connected");
+    let timed_out = client
+        .request(CallRequest::call_tool("hang", json!({})).timeout(Duration::from_millis(200)))
+        .await
+        .expect_err("hang must time out");
+    assert!(
+        matches!(timed_out, Error::Call(CallError::Timeout(_))),
+        "{timed_out:?}"
+    );
+    let sum = client
+        .call_tool("add", json!({"a": 1, "b": 1}))
+        .await
+        .expect("add after a cancellation");
+    assert_eq!(sum.text(), "2");
+    // The server saw the abandoned exchange's connection close.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while server.seen.abandoned.load(Ordering::SeqCst) == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the hung exchange was never closed"
+        );
+        async_io::Timer::after(Duration::from_millis(10)).await;
+    }
+    let lines = lines.lock().unwrap();
+    let sent: Vec<&str> = lines
+        .iter()
+        .filter(|(d, _)| *d == Direction::Sent)
+        .map(|(_, l)| l.as_str())
+        .collect();
+    let received: Vec<&str> = lines
+        .iter()
+        .filter(|(d, _)| *d == Direction::Received)
+        .map(|(_, l)| l.as_str())
+        .collect();
+    assert!(sent.contains(&"POST /mcp HTTP/1.1"), "{sent:?}");
+    assert!(sent.contains(&"Authorization: [redacted]"), "{sent:?}");
+    assert!(!sent.iter().any(|l| l.contains("s3cr3t")), "{sent:?}");
+    assert!(
+        sent.iter().any(|l| l.contains("\"name\":\"hang\"")),
+        "{sent:?}"
+    );
+    assert!(received.contains(&"HTTP/1.1 200 OK"), "{received:?}");
+    assert!(
+        received.iter().any(|l| l.contains("\"text\":\"2\"")),
+        "{received:?}"
+    );
+}
+
+on_both_runners!(
+    cancelling_closes_the_exchange,
+    plain_with(
+        Script::default(),
+        EraMode::Auto,
+        HttpOptions::new().authorization("Bearer s3cr3t")
+    ),
+    cancel_and_log
+);
+
+/// Nothing listens: `connected`, queued calls and the driver all report the refusal,
+/// typed.
+async fn refused(client: Client, _spawn: Spawn, _server: Arc<()>) {
+    let queued = client.list_tools().await.expect_err("nothing listens");
+    let e = client.connected().await.expect_err("nothing listens");
+    for e in [&e, &queued] {
+        let Error::Transport(t) = e else {
+            panic!("not a transport error: {e:?}");
+        };
+        assert_eq!(t.kind(), TransportErrorKind::Connect);
+        assert_eq!(t.io_error().kind(), io::ErrorKind::ConnectionRefused, "{t}");
+        assert_eq!(e.kind(), "connect");
+        assert!(t.endpoint().starts_with("http://127.0.0.1:"), "{t}");
+    }
+}
+
+fn closed_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr").port()
+}
+
+on_both_runners!(
+    connection_refused_is_a_typed_error,
+    Some((
+        (),
+        mcp_smol::connect_http(
+            &format!("http://127.0.0.1:{}/mcp", closed_port()),
+            config(EraMode::Auto)
+        )
+        .expect("connect_http")
+    )),
+    refused,
+    |r: Result<(), Error>| {
+        let e = r.expect_err("the driver reports the failure");
+        assert!(
+            matches!(&e, Error::Transport(t) if t.kind() == TransportErrorKind::Connect),
+            "{e:?}"
+        );
+    }
+);
+
+/// A connector that never connects: the connect timeout ends the wait.
+struct Never;
+
+impl Connector for Never {
+    fn connect(&self, _url: &EndpointUrl) -> ConnectFuture {
+        Box::pin(future::pending())
+    }
+}
+
+async fn timed_out(client: Client, _spawn: Spawn, _server: Arc<()>) {
+    let started = Instant::now();
+    let e = client.connected().await.expect_err("never connects");
+    assert!(
+        matches!(&e, Error::Transport(t) if t.kind() == TransportErrorKind::ConnectTimeout
+            && t.io_error().kind() == io::ErrorKind::TimedOut),
+        "{e:?}"
+    );
+    assert_eq!(e.kind(), "timeout");
+    assert!(started.elapsed() >= Duration::from_millis(200));
+}
+
+on_both_runners!(
+    connect_timeout_is_a_typed_error,
+    Some((
+        (),
+        mcp_smol::connect_http_with(
+            "http://127.0.0.1:9/mcp",
+            config(EraMode::Auto),
+            Options::new(),
+            HttpOptions::new()
+                .connector(Never)
+                .connect_timeout(Duration::from_millis(200)),
+        )
+        .expect("connect_http")
+    )),
+    timed_out,
+    |r: Result<(), Error>| {
+        assert!(matches!(r, Err(Error::Transport(_))), "{r:?}");
+    }
+);
+
+/// A connector bringing its own streams: the URL names port 9, the connector goes to
+/// the test server.
+struct To(u16);
+
+impl Connector for To {
+    fn connect(&self, _url: &EndpointUrl) -> ConnectFuture {
+        let port = self.0;
+        Box::pin(async move {
+            let tcp = smol::net::TcpStream::connect(("127.0.0.1", port)).await?;
+            Ok(Box::new(tcp) as Box<dyn AsyncStream>)
+        })
+    }
+}
+
+fn via_connector() -> Option<(TestServer, (Client, Driver))> {
+    let server = TestServer::start(Script::default());
+    let connector = To(server.port);
+    let connected = mcp_smol::connect_http_with(
+        "http://localhost:9/mcp",
+        config(EraMode::Auto),
+        Options::new(),
+        HttpOptions::new().connector(connector),
+    )
+    .expect("connect_http");
+    Some((server, connected))
+}
+
+async fn custom_streams(client: Client, _spawn: Spawn, server: Arc<TestServer>) {
+    let r = client
+        .call_tool("echo", json!({"text": "via connector"}))
+        .await
+        .expect("echo");
+    assert_eq!(r.text(), "via connector");
+    assert_eq!(server.accepted(), 1);
+}
+
+on_both_runners!(
+    a_connector_brings_its_own_streams,
+    via_connector(),
+    custom_streams
+);
+
+// ----- TLS -------------------------------------------------------------------------------
+
+fn https(trusted: bool, host: &str) -> Option<(TestServer, (Client, Driver))> {
+    let pair = self_signed()?;
+    let server = TestServer::start_tls(Script::default(), tls_server_config(&pair));
+    let mut options = HttpOptions::new();
+    if trusted {
+        options = options.tls(tls_client_trusting(&pair.0));
+    }
+    let url = format!("https://{host}:{}/mcp", server.port);
+    let connected =
+        mcp_smol::connect_http_with(&url, config(EraMode::Auto), Options::new(), options)
+            .expect("connect_http");
+    Some((server, connected))
+}
+
+async fn over_tls(client: Client, spawn: Spawn, server: Arc<TestServer>) {
+    modern_tour(client, spawn, server).await;
+}
+
+on_both_runners!(
+    https_with_a_trusted_self_signed_certificate,
+    https(true, "127.0.0.1"),
+    over_tls
+);
+
+async fn over_tls_by_name(client: Client, _spawn: Spawn, server: Arc<TestServer>) {
+    let r = client
+        .call_tool("add", json!({"a": 20, "b": 22}))
+        .await
+        .expect("add over TLS");
+    assert_eq!(r.text(), "42");
+    let r = client
+        .call_tool("add", json!({"a": 1, "b": 2}))
+        .await
+        .expect("add over TLS");
+    assert_eq!(r.text(), "3");
+    // TLS sessions are kept alive and reused like plain connections.
+    assert_eq!(server.accepted(), 1);
+}
+
+on_both_runners!(
+    https_to_a_dns_name,
+    https(true, "localhost"),
+    over_tls_by_name
+);
+
+async fn untrusted(client: Client, _spawn: Spawn, _server: Arc<TestServer>) {
+    let e = client
+        .connected()
+        .await
+        .expect_err("self-signed is not trusted");
+    let Error::Transport(t) = &e else {
+        panic!("not a transport error: {e:?}");
+    };
+    assert_eq!(t.kind(), TransportErrorKind::Tls);
+    assert_eq!(e.kind(), "tls");
+    assert!(
+        matches!(
+            t.tls_error(),
+            Some(rustls::Error::InvalidCertificate(
+                rustls::CertificateError::UnknownIssuer
+            ))
+        ),
+        "{t:?}"
+    );
+}
+
+on_both_runners!(
+    the_default_roots_reject_a_self_signed_certificate,
+    https(false, "127.0.0.1"),
+    untrusted,
+    |r: Result<(), Error>| {
+        assert!(
+            matches!(&r, Err(Error::Transport(t)) if t.kind() == TransportErrorKind::Tls),
+            "{r:?}"
+        );
+    }
+);
+
+// ----- URLs ------------------------------------------------------------------------------
+
+#[test]
+fn urls_are_vetted_before_anything_connects() {
+    let e = mcp_smol::connect_http("http://mcp.example.com/mcp", config(EraMode::Auto))
+        .expect_err("plain http to a remote host");
+    assert!(
+        matches!(e, Error::InvalidUrl(UrlError::InsecureRemote)),
+        "{e:?}"
+    );
+    assert_eq!(e.kind(), "invalid-url");
+    assert!(matches!(
+        mcp_smol::connect_http("ftp://127.0.0.1/", config(EraMode::Auto)),
+        Err(Error::InvalidUrl(UrlError::UnsupportedScheme))
+    ));
+    // Allowed on request; nothing is connected until the driver runs.
+    let (client, driver) = mcp_smol::connect_http_with(
+        "http://mcp.example.com/mcp",
+        config(EraMode::Auto),
+        Options::new(),
+        HttpOptions::new().allow_insecure_remote(true),
+    )
+    .expect("allowed");
+    assert_eq!(
+        client.endpoint().as_deref(),
+        Some("http://mcp.example.com/mcp")
+    );
+    drop(driver);
+    assert!(matches!(
+        future::block_on(client.list_tools()),
+        Err(Error::DriverGone)
+    ));
+}
+
+#[test]
+fn the_shutdown_sees_no_stray_connections() {
+    // A legacy session is closed explicitly; the driver ends without waiting out the
+    // grace period.
+    let server = TestServer::start(Script {
+        legacy: true,
+        ..Script::default()
+    });
+    let (client, driver) =
+        mcp_smol::connect_http(&server.url(), config(EraMode::Legacy)).expect("connect_http");
+    let started = Instant::now();
+    let work = async move {
+        client.connected().await.expect("connected");
+        client.close().await;
+        assert!(client.is_closed());
+    };
+    let (driven, ()) = future::block_on(bounded(future::zip(driver, work)));
+    driven.expect("closed cleanly");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+}
