@@ -74,12 +74,14 @@ pub fn handler(id: &str) -> Option<Handler> {
 fn config(ctx: &Ctx, caps: ClientCapabilities) -> Result<ClientConfig, Box<dyn Error>> {
     let version = ProtocolVersion::parse(&ctx.version)
         .ok_or_else(|| format!("unknown protocol version {:?}", ctx.version))?;
-    let config = ClientConfig::new("mcp-rs-conformance", env!("CARGO_PKG_VERSION"))
-        .capabilities(caps);
+    let config =
+        ClientConfig::new("mcp-rs-conformance", env!("CARGO_PKG_VERSION")).capabilities(caps);
     Ok(if version >= ProtocolVersion::V2026_07_28 {
         config.era_mode(EraMode::Modern)
     } else {
-        let mut config = config.era_mode(EraMode::Legacy).accept_pre_2025_06_versions();
+        let mut config = config
+            .era_mode(EraMode::Legacy)
+            .accept_pre_2025_06_versions();
         config.versions = VersionPolicy {
             accepted: ProtocolVersion::ALL
                 .into_iter()

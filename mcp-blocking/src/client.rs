@@ -151,7 +151,7 @@ impl Client {
             connector: http.connector_for(url.is_tls()),
             connect_timeout: http.connect_timeout,
             idle_timeout: http.idle_timeout,
-            max_connections: http.max_connections.max(2),
+            max_connections: http.max_connections.max(1),
             limits: mcp_proto::http::HttpLimits::streaming(),
         };
         let link = HttpLink::new(config, url, http.authorization.clone(), pool);

@@ -51,7 +51,11 @@ pub enum Reply {
 impl Reply {
     /// `status` with a JSON body.
     pub fn json(status: u16, body: &Value) -> Reply {
-        Reply::with_body(status, &[("Content-Type", "application/json")], &body.to_string())
+        Reply::with_body(
+            status,
+            &[("Content-Type", "application/json")],
+            &body.to_string(),
+        )
     }
     /// `status` with extra headers and a body (Content-Length framed).
     pub fn with_body(status: u16, headers: &[(&str, &str)], body: &str) -> Reply {

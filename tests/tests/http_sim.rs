@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use mcp_proto::client::{CallError, CallRequest, ClientConfig, CloseReason, ConnectionState, Event};
+use mcp_proto::client::{
+    CallError, CallRequest, ClientConfig, CloseReason, ConnectionState, Event,
+};
 use mcp_proto::model::ClientCapabilities;
 use mcp_proto::version::{Era, EraMode, ProtocolVersion};
 use mcp_tests::http_sim::{HttpSim, Reply, SeenRequest};
@@ -35,23 +37,41 @@ fn discover_ok(req: &SeenRequest) -> Reply {
 fn modern_server(req: &SeenRequest) -> Reply {
     match req.rpc_method() {
         "server/discover" => discover_ok(req),
-        "tools/list" => Reply::json(200, &result(req, json!({"resultType":"complete","ttlMs":0,"cacheScope":"public","tools":[
-            {"name":"route","inputSchema":{"type":"object","properties":{
-                "region":{"type":"string","x-mcp-header":"Region"},
-                "n":{"type":"integer","x-mcp-header":"N"},
-                "nested":{"type":"object","properties":{"flag":{"type":"boolean","x-mcp-header":"Flag"}}}}}},
-            {"name":"bad","inputSchema":{"type":"object","properties":{
-                "x":{"type":"number","x-mcp-header":"X"}}}}
-        ]}))),
-        "tools/call" => Reply::json(200, &result(req, json!({"resultType":"complete","content":[{"type":"text","text":"ok"}]}))),
-        _ => Reply::json(404, &json!({"jsonrpc":"2.0","id":req.body["id"],"error":{"code":-32601,"message":"nope"}})),
+        "tools/list" => Reply::json(
+            200,
+            &result(
+                req,
+                json!({"resultType":"complete","ttlMs":0,"cacheScope":"public","tools":[
+                    {"name":"route","inputSchema":{"type":"object","properties":{
+                        "region":{"type":"string","x-mcp-header":"Region"},
+                        "n":{"type":"integer","x-mcp-header":"N"},
+                        "nested":{"type":"object","properties":{"flag":{"type":"boolean","x-mcp-header":"Flag"}}}}}},
+                    {"name":"bad","inputSchema":{"type":"object","properties":{
+                        "x":{"type":"number","x-mcp-header":"X"}}}}
+                ]}),
+            ),
+        ),
+        "tools/call" => Reply::json(
+            200,
+            &result(
+                req,
+                json!({"resultType":"complete","content":[{"type":"text","text":"ok"}]}),
+            ),
+        ),
+        _ => Reply::json(
+            404,
+            &json!({"jsonrpc":"2.0","id":req.body["id"],"error":{"code":-32601,"message":"nope"}}),
+        ),
     }
 }
 
 fn legacy_init(req: &SeenRequest, session: &str) -> Reply {
     Reply::with_body(
         200,
-        &[("Content-Type", "application/json"), ("Mcp-Session-Id", session)],
+        &[
+            ("Content-Type", "application/json"),
+            ("Mcp-Session-Id", session),
+        ],
         &result(
             req,
             json!({"protocolVersion":"2025-11-25","capabilities":{"tools":{}},
@@ -73,7 +93,10 @@ fn modern_requests_carry_the_2026_header_set() {
     assert_eq!(probe.method, "POST");
     assert_eq!(probe.header("mcp-protocol-version"), Some("2026-07-28"));
     assert_eq!(probe.header("mcp-method"), Some("server/discover"));
-    assert_eq!(probe.header("accept"), Some("application/json, text/event-stream"));
+    assert_eq!(
+        probe.header("accept"),
+        Some("application/json, text/event-stream")
+    );
     assert_eq!(probe.header("content-type"), Some("application/json"));
     assert_eq!(probe.header("host"), Some("127.0.0.1:9"));
 
@@ -89,19 +112,26 @@ fn modern_requests_carry_the_2026_header_set() {
     .unwrap();
     let call = sim.with_method("tools/call")[0].clone();
     assert_eq!(call.header("mcp-name"), Some("route"));
-    assert_eq!(call.header("mcp-param-region"), Some("=?base64?SGVsbG8sIOS4lueVjA==?="));
+    assert_eq!(
+        call.header("mcp-param-region"),
+        Some("=?base64?SGVsbG8sIOS4lueVjA==?=")
+    );
     assert_eq!(call.header("mcp-param-n"), Some("42"));
     assert_eq!(call.header("mcp-param-flag"), Some("true"));
 
     // Null and absent arguments send no header.
-    sim.call(CallRequest::call_tool("route", json!({"region":null}))).unwrap();
+    sim.call(CallRequest::call_tool("route", json!({"region":null})))
+        .unwrap();
     let call = sim.with_method("tools/call")[1].clone();
     assert_eq!(call.header("mcp-param-region"), None);
     assert_eq!(call.header("mcp-param-n"), None);
 
     // An integer that cannot be sent fails the call locally.
     let err = sim
-        .call(CallRequest::call_tool("route", json!({"n": 9007199254740993_i64})))
+        .call(CallRequest::call_tool(
+            "route",
+            json!({"n": 9007199254740993_i64}),
+        ))
         .unwrap_err();
     assert!(matches!(err, CallError::Unsendable(_)), "{err:?}");
     assert_eq!(sim.with_method("tools/call").len(), 2, "never sent");
@@ -109,31 +139,53 @@ fn modern_requests_carry_the_2026_header_set() {
 
 #[test]
 fn legacy_sessions_headers_and_delete() {
-    let mut sim = HttpSim::new(config(EraMode::Legacy), |req| match (req.method.as_str(), req.rpc_method()) {
-        ("POST", "initialize") => legacy_init(req, "sess-1"),
-        ("POST", "notifications/initialized") => Reply::accepted(),
-        ("GET", _) => Reply::with_body(405, &[("Allow", "POST")], ""),
-        ("POST", "tools/list") => Reply::json(200, &result(req, json!({"tools":[]}))),
-        ("DELETE", _) => Reply::with_body(200, &[], ""),
-        _ => Reply::with_body(400, &[], "?"),
+    let mut sim = HttpSim::new(config(EraMode::Legacy), |req| {
+        match (req.method.as_str(), req.rpc_method()) {
+            ("POST", "initialize") => legacy_init(req, "sess-1"),
+            ("POST", "notifications/initialized") => Reply::accepted(),
+            ("GET", _) => Reply::with_body(405, &[("Allow", "POST")], ""),
+            ("POST", "tools/list") => Reply::json(200, &result(req, json!({"tools":[]}))),
+            ("DELETE", _) => Reply::with_body(200, &[], ""),
+            _ => Reply::with_body(400, &[], "?"),
+        }
     });
     sim.connect();
-    sim.call(CallRequest::list_tools()).unwrap();
+    // A call made at once must not overtake notifications/initialized.
+    let early = sim.client.call(sim.now, CallRequest::list_tools()).unwrap();
+    sim.run_until(|s| s.completion(early).is_some());
+    let order: Vec<_> = sim
+        .requests
+        .iter()
+        .map(|r| (r.method.clone(), r.rpc_method().to_owned()))
+        .collect();
+    let pos = |m: &str| order.iter().position(|(_, rpc)| rpc == m).unwrap();
+    assert!(
+        pos("notifications/initialized") < pos("tools/list"),
+        "{order:?}"
+    );
     let init = &sim.requests[0];
     assert_eq!(init.rpc_method(), "initialize");
     assert_eq!(init.header("mcp-session-id"), None);
     assert_eq!(init.header("mcp-protocol-version"), None);
     for r in &sim.requests[1..] {
         assert_eq!(r.header("mcp-session-id"), Some("sess-1"), "{r:?}");
-        assert_eq!(r.header("mcp-protocol-version"), Some("2025-11-25"), "{r:?}");
+        assert_eq!(
+            r.header("mcp-protocol-version"),
+            Some("2025-11-25"),
+            "{r:?}"
+        );
         assert_eq!(r.header("mcp-method"), None, "no 2026 headers in legacy");
     }
-    assert!(sim.requests.iter().any(|r| r.method == "GET"), "GET stream attempted");
+    assert!(
+        sim.requests.iter().any(|r| r.method == "GET"),
+        "GET stream attempted"
+    );
     sim.client.close(sim.now);
     sim.step();
     let last = sim.requests.last().unwrap();
     assert_eq!(last.method, "DELETE");
     assert_eq!(last.header("mcp-session-id"), Some("sess-1"));
+    assert_eq!(last.header("mcp-protocol-version"), Some("2025-11-25"));
 }
 
 #[test]
@@ -150,21 +202,27 @@ fn an_expired_session_fails_calls_in_flight_and_reinitializes() {
             ("POST", "tools/call") if req.header("mcp-session-id") == Some("old") => {
                 Reply::with_body(404, &[], "session gone")
             }
-            ("POST", "tools/call") => {
-                Reply::json(200, &result(req, json!({"content":[{"type":"text","text":"fresh"}]})))
-            }
+            ("POST", "tools/call") => Reply::json(
+                200,
+                &result(req, json!({"content":[{"type":"text","text":"fresh"}]})),
+            ),
             _ => Reply::with_body(400, &[], "?"),
         }
     });
     sim.connect();
-    let err = sim.call(CallRequest::call_tool("t", json!({}))).unwrap_err();
+    let err = sim
+        .call(CallRequest::call_tool("t", json!({})))
+        .unwrap_err();
     assert_eq!(err, CallError::SessionExpired);
     // Not replayed: the next call goes on the new session.
     let out = sim.call(CallRequest::call_tool("t", json!({}))).unwrap();
     assert_eq!(out.tool_result().unwrap().text(), "fresh");
     assert_eq!(sim.with_method("initialize").len(), 2);
     assert_eq!(sim.with_method("tools/call").len(), 2);
-    assert_eq!(sim.with_method("initialize")[1].header("mcp-session-id"), None);
+    assert_eq!(
+        sim.with_method("initialize")[1].header("mcp-session-id"),
+        None
+    );
 }
 
 #[test]
@@ -173,16 +231,26 @@ fn a_dropped_sse_stream_is_resumed_with_last_event_id_after_retry() {
         match (req.method.as_str(), req.rpc_method()) {
             ("POST", "initialize") => legacy_init(req, "s"),
             ("POST", "notifications/initialized") => Reply::accepted(),
-            ("GET", _) if req.header("last-event-id").is_none() => {
-                Reply::with_body(405, &[], "")
-            }
+            ("GET", _) if req.header("last-event-id").is_none() => Reply::with_body(405, &[], ""),
             ("POST", "tools/call") => Reply::sse_then_drop(
                 Some(500),
-                &[(Some("ev-1"), ""), (Some("ev-2"), r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"working"}}"#)],
+                &[
+                    (Some("ev-1"), ""),
+                    (
+                        Some("ev-2"),
+                        r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"working"}}"#,
+                    ),
+                ],
             ),
             ("GET", _) => {
                 assert_eq!(req.header("last-event-id"), Some("ev-2"));
-                Reply::sse(&[], &[(Some("ev-3"), r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"resumed"}]}}"#)])
+                Reply::sse(
+                    &[],
+                    &[(
+                        Some("ev-3"),
+                        r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"resumed"}]}}"#,
+                    )],
+                )
             }
             _ => Reply::with_body(400, &[], "?"),
         }
@@ -196,7 +264,11 @@ fn a_dropped_sse_stream_is_resumed_with_last_event_id_after_retry() {
     sim.run_until(|s| s.completion(id).is_some());
     let out = sim.completion(id).unwrap().unwrap();
     assert_eq!(out.tool_result().unwrap().text(), "resumed");
-    assert_eq!(sim.now - start, Duration::from_millis(500), "retry honoured");
+    assert_eq!(
+        sim.now - start,
+        Duration::from_millis(500),
+        "retry honoured"
+    );
     let resumes: Vec<_> = sim
         .requests
         .iter()
@@ -218,8 +290,13 @@ fn a_resumed_stream_that_delivers_nothing_does_not_loop() {
         }
     });
     sim.connect();
-    let err = sim.call(CallRequest::call_tool("t", json!({}))).unwrap_err();
-    assert!(matches!(&err, CallError::Http(h) if h.detail.contains("gave up")), "{err:?}");
+    let err = sim
+        .call(CallRequest::call_tool("t", json!({})))
+        .unwrap_err();
+    assert!(
+        matches!(&err, CallError::Http(h) if h.detail.contains("gave up")),
+        "{err:?}"
+    );
     let resumes = sim
         .requests
         .iter()
@@ -232,12 +309,23 @@ fn a_resumed_stream_that_delivers_nothing_does_not_loop() {
 fn a_modern_stream_lost_before_its_response_fails_the_call() {
     let mut sim = HttpSim::new(config(EraMode::Auto), |req| match req.rpc_method() {
         "server/discover" => discover_ok(req),
-        "tools/call" => Reply::sse_then_drop(None, &[(None, r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":0,"progress":1}}"#)]),
+        "tools/call" => Reply::sse_then_drop(
+            None,
+            &[(
+                None,
+                r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":0,"progress":1}}"#,
+            )],
+        ),
         _ => Reply::with_body(404, &[], ""),
     });
     sim.connect();
-    let err = sim.call(CallRequest::call_tool("t", json!({}))).unwrap_err();
-    assert!(matches!(&err, CallError::Http(h) if h.detail.contains("cannot be resumed")), "{err:?}");
+    let err = sim
+        .call(CallRequest::call_tool("t", json!({})))
+        .unwrap_err();
+    assert!(
+        matches!(&err, CallError::Http(h) if h.detail.contains("cannot be resumed")),
+        "{err:?}"
+    );
     assert_eq!(sim.with_method("tools/call").len(), 1, "no silent re-issue");
     assert!(sim.requests.iter().all(|r| r.method == "POST"));
 }
@@ -265,11 +353,16 @@ fn cancelling_a_modern_call_aborts_its_exchange() {
 fn errors_keep_status_code_and_data() {
     let mut sim = HttpSim::new(config(EraMode::Auto), |req| match req.rpc_method() {
         "server/discover" => discover_ok(req),
-        _ => Reply::json(400, &json!({"jsonrpc":"2.0","id":req.body["id"],"error":{"code":-32020,
-            "message":"Header mismatch","data":{"header":"Mcp-Name"}}})),
+        _ => Reply::json(
+            400,
+            &json!({"jsonrpc":"2.0","id":req.body["id"],"error":{"code":-32020,
+            "message":"Header mismatch","data":{"header":"Mcp-Name"}}}),
+        ),
     });
     sim.connect();
-    let err = sim.call(CallRequest::call_tool("t", json!({}))).unwrap_err();
+    let err = sim
+        .call(CallRequest::call_tool("t", json!({})))
+        .unwrap_err();
     assert_eq!(err.http_status(), Some(400));
     assert_eq!(err.code(), Some(-32020));
     let CallError::Http(h) = err else { panic!() };
@@ -285,11 +378,22 @@ fn oversized_bodies_and_redirects_are_typed_errors() {
     let mut sim = HttpSim::new(cfg, |req| match req.rpc_method() {
         "server/discover" => discover_ok(req),
         "tools/list" => Reply::with_body(302, &[("Location", "http://127.0.0.1:10/mcp")], ""),
-        _ => Reply::json(200, &result(req, json!({"content":[{"type":"text","text":"x".repeat(5000)}]}))),
+        _ => Reply::json(
+            200,
+            &result(
+                req,
+                json!({"content":[{"type":"text","text":"x".repeat(5000)}]}),
+            ),
+        ),
     });
     sim.connect();
-    let err = sim.call(CallRequest::call_tool("t", json!({}))).unwrap_err();
-    assert!(matches!(&err, CallError::Http(h) if h.detail.contains("over 1000")), "{err:?}");
+    let err = sim
+        .call(CallRequest::call_tool("t", json!({})))
+        .unwrap_err();
+    assert!(
+        matches!(&err, CallError::Http(h) if h.detail.contains("over 1000")),
+        "{err:?}"
+    );
     let err = sim.call(CallRequest::list_tools()).unwrap_err();
     assert_eq!(err.http_status(), Some(302));
     assert_eq!(sim.aborted.len(), 1, "the oversized exchange was aborted");
@@ -349,8 +453,10 @@ fn era_detection_vectors_over_http() {
                     None => String::new(),
                 }
             };
-            let hs: Vec<(&str, &str)> =
-                headers.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            let hs: Vec<(&str, &str)> = headers
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
             Reply::with_body(status, &hs, &body)
         });
         // Run until the machine decides.
@@ -373,7 +479,12 @@ fn era_detection_vectors_over_http() {
         match verdict {
             "modern" => assert!(connected, "row {id}: {:?}", sim.events),
             "legacy" | "legacy-or-error" => {
-                assert_eq!(next.as_deref(), Some("initialize"), "row {id}: {:?}", sim.events)
+                assert_eq!(
+                    next.as_deref(),
+                    Some("initialize"),
+                    "row {id}: {:?}",
+                    sim.events
+                )
             }
             "modern-request-error" => assert!(
                 matches!(closed, Some(CloseReason::Refused(_))),
@@ -390,11 +501,102 @@ fn era_detection_vectors_over_http() {
             other => panic!("row {id}: verdict {other}"),
         }
         if verdict != "legacy" && verdict != "legacy-or-error" {
-            assert!(sim.with_method("initialize").is_empty(), "row {id}: no fallback");
+            assert!(
+                sim.with_method("initialize").is_empty(),
+                "row {id}: no fallback"
+            );
         }
     }
 }
 
 fn out_is_timeout(row: &Value) -> bool {
     row["probe_outcome"].get("timeout").is_some()
+}
+
+#[test]
+fn a_server_that_drips_is_cut_off_by_the_call_timeout() {
+    let mut sim = HttpSim::new(config(EraMode::Auto), |req| match req.rpc_method() {
+        "server/discover" => discover_ok(req),
+        // One byte of a response, then nothing.
+        _ => Reply::Raw(b"H".to_vec()),
+    });
+    sim.connect();
+    let start = sim.now;
+    let req = CallRequest::call_tool("t", json!({})).timeout(Duration::from_secs(7));
+    let err = sim.call(req).unwrap_err();
+    assert_eq!(err, CallError::Timeout(Duration::from_secs(7)));
+    assert_eq!(sim.now - start, Duration::from_secs(7));
+    assert_eq!(sim.aborted.len(), 1, "its connection is closed");
+}
+
+#[test]
+fn an_event_that_never_ends_is_bounded() {
+    let mut sim = HttpSim::new(config(EraMode::Auto), |req| match req.rpc_method() {
+        "server/discover" => discover_ok(req),
+        _ => {
+            let junk = "x".repeat(64 * 1024);
+            let mut body = String::from("data: ");
+            for _ in 0..200 {
+                body.push_str(&junk);
+            }
+            Reply::Raw(
+                format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{body}\r\n",
+                    body.len()
+                )
+                .into_bytes(),
+            )
+        }
+    });
+    sim.connect();
+    let req = CallRequest::call_tool("t", json!({})).timeout(Duration::from_secs(3));
+    let err = sim.call(req).unwrap_err();
+    assert_eq!(err, CallError::Timeout(Duration::from_secs(3)));
+    assert!(
+        sim.events
+            .iter()
+            .any(|e| matches!(e, Event::PeerError(p) if p.to_string().contains("longer than"))),
+        "{:?}",
+        sim.events
+    );
+}
+
+/// Until the server accepted `notifications/initialized`, nothing else is handed out:
+/// an adapter with several connections could otherwise let a call overtake it.
+#[test]
+fn nothing_overtakes_notifications_initialized() {
+    let mut initialized = None;
+    let mut sim = HttpSim::new(config(EraMode::Legacy), |req| match req.rpc_method() {
+        "initialize" => legacy_init(req, "s"),
+        "notifications/initialized" => Reply::Silence,
+        _ => Reply::with_body(405, &[], ""),
+    });
+    let early = sim.client.call(sim.now, CallRequest::list_tools()).unwrap();
+    for _ in 0..5 {
+        sim.step();
+    }
+    let methods: Vec<_> = sim
+        .requests
+        .iter()
+        .map(|r| r.rpc_method().to_owned())
+        .collect();
+    assert_eq!(methods, ["initialize", "notifications/initialized"]);
+    if let Some(x) = sim.hung.first() {
+        initialized = Some(*x);
+    }
+    let x = initialized.expect("the notification's exchange");
+    let accepted = b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n";
+    sim.client.handle_response_data(sim.now, x, accepted);
+    sim.step();
+    let methods: Vec<_> = sim
+        .requests
+        .iter()
+        .map(|r| format!("{} {}", r.method, r.rpc_method()))
+        .collect();
+    assert!(
+        methods.contains(&"POST tools/list".to_owned()),
+        "{methods:?}"
+    );
+    assert!(methods.contains(&"GET ".to_owned()), "{methods:?}");
+    let _ = early;
 }

@@ -111,8 +111,8 @@ fn modern_mode_fails_clearly_against_server_everything() {
     let Some(cmd) = fixture(Fixture::Everything) else {
         return;
     };
-    let err = Client::connect_stdio(cmd, config(EraMode::Modern))
-        .err()
-        .expect("must not connect");
+    let Err(err) = Client::connect_stdio(cmd, config(EraMode::Modern)) else {
+        panic!("must not connect");
+    };
     assert!(err.to_string().contains("legacy"), "{err}");
 }

@@ -5,15 +5,15 @@
 //! keep-alive connection or a new one, and each connection has a worker thread that
 //! writes its requests and reads its responses, sending the bytes to the caller's thread
 //! over one bounded channel (the stdio pattern: the calling thread owns the machine,
-//! helper threads only move bytes). See the `pool` module for the connection rules:
-//! at most [`HttpOptions::max_connections`] open at once (requests beyond wait), idle
-//! connections reused until [`HttpOptions::idle_timeout`], and a request that met a
-//! pooled connection the server had closed is sent again, once, on a fresh one. That
-//! retry happens only when the request went out on a reused connection and not one byte
-//! of its response came back, the sign of an idle connection closed as the request
-//! crossed it; a server that crashed while handling that very request would see it twice,
-//! as with any HTTP client that retries on stale keep-alive connections
-//! ([`crate::Client::http_retries`] counts them).
+//! helper threads only move bytes). See the `pool` module for the connection rules: at
+//! most [`HttpOptions::max_connections`] carrying requests at once (and as many for
+//! long-lived streams; requests beyond wait), idle connections reused until
+//! [`HttpOptions::idle_timeout`], and a request that met a pooled connection the server
+//! had closed is sent again, once, on a fresh one. That retry happens only when the
+//! request went out on a reused connection and not one byte of its response came back,
+//! the sign of an idle connection closed as the request crossed it; a server that crashed
+//! while handling that very request would see it twice, as with any HTTP client that
+//! retries on stale keep-alive connections ([`crate::Client::http_retries`] counts them).
 //!
 //! Connections come from a [`Connector`]: [`TcpConnector`] for `http://`,
 //! [`TlsConnector`] (rustls with the ring provider; Mozilla roots from `webpki-roots`
@@ -93,8 +93,10 @@ pub struct HttpOptions {
     pub allow_insecure_remote: bool,
     /// Bound on setting up one connection (TCP connect, TLS handshake). Default 10 s.
     pub connect_timeout: Duration,
-    /// Connections open at once; requests beyond wait for one. Default 16, at least 2:
-    /// a legacy server's own event stream (the GET) holds one for as long as it lasts.
+    /// Connections carrying requests at once (idle keep-alive ones included); requests
+    /// beyond wait for one. Long-lived event streams (a legacy server's GET stream,
+    /// resumptions) are bounded separately by the same number, so they never starve
+    /// calls. Default 16.
     pub max_connections: usize,
     /// Idle keep-alive connections older than this are closed rather than reused.
     /// Default 30 s.
@@ -160,10 +162,10 @@ impl HttpOptions {
         self
     }
 
-    /// The same options with another bound on open connections (at least 2).
+    /// The same options with another bound on connections (at least 1).
     #[must_use]
     pub fn max_connections(mut self, max: usize) -> Self {
-        self.max_connections = max.max(2);
+        self.max_connections = max.max(1);
         self
     }
 

@@ -2,6 +2,14 @@
 //! keep-alive, a bound on open connections, and the retry of a request that met a stale
 //! pooled connection.
 //!
+//! # The bound
+//!
+//! At most `max_connections` connections carry requests (idle pooled ones included), and
+//! at most as many more carry long-lived streams ([`Transmit::long_lived`], the legacy
+//! server stream and resumptions): a server holding streams open can never starve the
+//! calls. Exchanges beyond the bound wait in a queue, in order, until a connection of
+//! their kind finishes or closes.
+//!
 //! # The worker
 //!
 //! A worker owns its [`Stream`] outright (a TLS stream cannot be shared between a reading
@@ -96,6 +104,9 @@ struct Pending {
     method: String,
     /// Already sent once on a reused connection that turned out stale.
     retried: bool,
+    /// A stream that may stay open indefinitely (the legacy GET); bounded apart from
+    /// requests, so that streams never starve calls.
+    long_lived: bool,
 }
 
 /// The caller's view of one connection.
@@ -243,8 +254,22 @@ impl Pool {
             bytes: t.bytes.into(),
             method,
             retried: false,
+            long_lived: t.long_lived,
         };
         self.dispatch(now, pending, false);
+    }
+
+    /// Connections counted against the bound of `long_lived` exchanges (idle ones count
+    /// with the requests).
+    fn count(&self, long_lived: bool) -> usize {
+        self.conns
+            .values()
+            .filter(|c| {
+                c.current
+                    .as_ref()
+                    .map_or(!long_lived, |p| p.long_lived == long_lived)
+            })
+            .count()
     }
 
     fn dispatch(&mut self, now: Instant, pending: Pending, fresh: bool) {
@@ -252,13 +277,15 @@ impl Pool {
             self.start_on(id, pending);
             return;
         }
-        if self.conns.len() >= self.config.max_connections
+        let max = self.config.max_connections;
+        if !pending.long_lived
+            && self.count(false) >= max
             && let Some(oldest) = (!self.idle.is_empty()).then(|| self.idle.remove(0))
         {
             // Make room: an idle connection is worth less than a fresh one now.
             self.close_conn(oldest);
         }
-        if self.conns.len() >= self.config.max_connections {
+        if self.count(pending.long_lived) >= max {
             self.queue.push_back((pending, fresh));
             return;
         }
@@ -356,15 +383,9 @@ impl Pool {
 
     /// Starts queued requests while there is room.
     fn service_queue(&mut self, now: Instant) {
-        while self.conns.len() < self.config.max_connections || !self.idle.is_empty() {
-            let Some((pending, fresh)) = self.queue.pop_front() else {
-                return;
-            };
-            let before = self.queue.len();
+        // Those still without room go back in the queue, in order.
+        for (pending, fresh) in std::mem::take(&mut self.queue) {
             self.dispatch(now, pending, fresh);
-            if self.queue.len() > before {
-                return;
-            }
         }
     }
 

@@ -19,7 +19,8 @@ impl Client {
 
     /// Whether request `rpc_id` (a call or the handshake) still waits for its answer.
     pub(crate) fn is_awaiting(&self, rpc_id: i64) -> bool {
-        self.by_rpc.contains_key(&rpc_id) || self.handshake.as_ref().is_some_and(|h| h.rpc_id == rpc_id)
+        self.by_rpc.contains_key(&rpc_id)
+            || self.handshake.as_ref().is_some_and(|h| h.rpc_id == rpc_id)
     }
 
     /// Fails the call whose request `rpc_id` could not be sent.

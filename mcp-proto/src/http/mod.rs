@@ -17,6 +17,7 @@ mod chunked;
 mod error;
 mod head;
 pub mod headers;
+mod host;
 mod limits;
 mod request;
 mod response;

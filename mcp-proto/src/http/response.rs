@@ -87,6 +87,23 @@ enum State {
 }
 
 /// Reads responses from one connection; see the module docs.
+///
+/// ```
+/// use mcp_proto::http::{HttpLimits, ResponseEvent, ResponseReader};
+///
+/// let mut reader = ResponseReader::new(HttpLimits::default(), "POST");
+/// reader.handle_input(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n");
+/// assert_eq!(reader.poll_event(), None); // a partial head is not an error
+/// reader.handle_input(b"Content-Length: 2\r\n\r\nokHTTP/1.1 204 No Content\r\n\r\n");
+/// let Some(ResponseEvent::Head(head)) = reader.poll_event() else { panic!() };
+/// assert_eq!(head.header("content-type"), Some("application/json"));
+/// assert_eq!(reader.poll_event(), Some(ResponseEvent::Body(b"ok".to_vec())));
+/// assert_eq!(reader.poll_event(), Some(ResponseEvent::End { keep_alive: true }));
+/// // The next response on the connection was already received; read it.
+/// reader.reset_for_next("POST").unwrap();
+/// assert!(matches!(reader.poll_event(), Some(ResponseEvent::Head(h)) if h.status == 204));
+/// assert_eq!(reader.poll_event(), Some(ResponseEvent::End { keep_alive: true }));
+/// ```
 #[derive(Debug)]
 pub struct ResponseReader {
     limits: HttpLimits,

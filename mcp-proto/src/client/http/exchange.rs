@@ -30,6 +30,8 @@ pub(super) enum Purpose {
     Request { method: String },
     /// A POSTed notification or response: `202` expected.
     Notify,
+    /// The legacy `notifications/initialized`: later messages wait for its answer.
+    Initialized,
     /// A GET: the server's own stream (`owed` empty) or the resumption of a stream that
     /// still owes the responses to `owed`.
     Get { owed: Vec<i64>, attempt: u32 },
@@ -122,7 +124,13 @@ impl HttpClient {
         let status = head.status;
         let content_type = head
             .header("content-type")
-            .map(|c| c.split(';').next().unwrap_or("").trim().to_ascii_lowercase())
+            .map(|c| {
+                c.split(';')
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .to_ascii_lowercase()
+            })
             .unwrap_or_default();
         if (200..300).contains(&status)
             && let Some(sid) = head.header(MCP_SESSION_ID)
@@ -136,7 +144,7 @@ impl HttpClient {
         x.body = match (&x.purpose, status) {
             (Purpose::Delete, _) => Body::Ignore,
             (_, 200..=299) if status == 202 || status == 204 => Body::Ignore,
-            (Purpose::Notify, 200..=299) => Body::Ignore,
+            (Purpose::Notify | Purpose::Initialized, 200..=299) => Body::Ignore,
             (_, 200..=299) if content_type == "text/event-stream" => {
                 let decoder = match &x.resume_from {
                     Some(last) => SseDecoder::resuming(sse_limits, last),
@@ -202,9 +210,10 @@ impl HttpClient {
         }
         for data in messages {
             if let Some(err) = data.strip_prefix('\u{0}') {
-                self.events.push_back(Event::PeerError(PeerError::Protocol(format!(
-                    "event stream: {err}"
-                ))));
+                self.events
+                    .push_back(Event::PeerError(PeerError::Protocol(format!(
+                        "event stream: {err}"
+                    ))));
                 continue;
             }
             if let Some(x) = self.exchanges.get_mut(&id) {
@@ -231,6 +240,10 @@ impl HttpClient {
 
     fn on_end(&mut self, now: Instant, x: Exchange) {
         let status = x.head.as_ref().map_or(0, |h| h.status);
+        if matches!(x.purpose, Purpose::Initialized) && (200..300).contains(&status) {
+            self.release_held(now);
+            return;
+        }
         match x.body {
             Body::Json(ref buf) => {
                 let before = x.rpc_id.filter(|r| self.client.is_awaiting(*r));
@@ -248,8 +261,13 @@ impl HttpClient {
                     Ok(Message::Response(r)) => Some(r),
                     _ => None,
                 };
-                let snippet = String::from_utf8_lossy(&buf[..buf.len().min(200)]).into_owned();
-                self.exchange_failed(now, x, Some(status), response, snippet);
+                // A JSON-RPC error speaks for itself; otherwise show the start of the body.
+                let detail = if response.is_some() {
+                    String::new()
+                } else {
+                    String::from_utf8_lossy(&buf[..buf.len().min(200)]).into_owned()
+                };
+                self.exchange_failed(now, x, Some(status), response, detail);
             }
             Body::Ignore | Body::Unknown => {
                 if let Purpose::Request { .. } = x.purpose
@@ -294,9 +312,19 @@ impl HttpClient {
                         .handle_http_failure(now, rpc, status, challenge, response, detail);
                 }
             }
+            Purpose::Initialized => {
+                self.events
+                    .push_back(Event::PeerError(PeerError::Protocol(format!(
+                        "notifications/initialized was not accepted ({}): {detail}",
+                        status.map_or("no response".to_owned(), |s| format!("HTTP {s}"))
+                    ))));
+                self.release_held(now);
+            }
             Purpose::Notify => {
                 let what = match status {
-                    Some(s) => format!("a notification or response was refused with HTTP {s}: {detail}"),
+                    Some(s) => {
+                        format!("a notification or response was refused with HTTP {s}: {detail}")
+                    }
                     None => format!("a notification or response could not be sent: {detail}"),
                 };
                 self.events
@@ -411,8 +439,7 @@ impl HttpClient {
     }
 
     pub(super) fn start_due_resumes(&mut self, now: Instant) {
-        let (due, later): (Vec<_>, Vec<_>) =
-            self.resumes.drain(..).partition(|r| r.due <= now);
+        let (due, later): (Vec<_>, Vec<_>) = self.resumes.drain(..).partition(|r| r.due <= now);
         self.resumes = later;
         for r in due {
             let standalone = r.owed.is_empty();
@@ -433,14 +460,13 @@ impl HttpClient {
 
     fn session_expired(&mut self, now: Instant) {
         self.session_id = None;
+        self.held = None;
         self.resumes.clear();
         self.get_stream = GetStream::Idle;
         self.abort_all();
-        self.events
-            .push_back(Event::PeerError(PeerError::Protocol(
-                "the session expired (HTTP 404); starting a new one".into(),
-            )));
+        self.events.push_back(Event::PeerError(PeerError::Protocol(
+            "the session expired (HTTP 404); starting a new one".into(),
+        )));
         self.client.handle_session_expired(now);
     }
 }
-

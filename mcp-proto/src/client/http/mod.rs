@@ -45,13 +45,13 @@ use super::{
     ApiMisuse, CallId, CallRequest, Client, ClientConfig, ConnectionState, Event, InputAnswer,
     InputId,
 };
-use crate::http::{EndpointUrl, HttpLimits};
 use crate::http::xmcp::ParamHeader;
+use crate::http::{EndpointUrl, HttpLimits};
 use crate::sse::SseLimits;
 use crate::version::Era;
 
-pub use exchange::ExchangeId;
 use exchange::Exchange;
+pub use exchange::ExchangeId;
 
 /// How the HTTP side behaves.
 #[derive(Debug, Clone)]
@@ -141,6 +141,9 @@ pub struct HttpClient {
     resumes: Vec<exchange::PendingResume>,
     get_stream: GetStream,
     closing: bool,
+    /// Legacy: messages held until the server accepted `notifications/initialized`, so
+    /// no request can overtake it on another connection.
+    held: Option<VecDeque<Vec<u8>>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -174,6 +177,7 @@ impl HttpClient {
             resumes: Vec::new(),
             get_stream: GetStream::Idle,
             closing: false,
+            held: None,
         };
         this.pump(now);
         this
@@ -246,11 +250,12 @@ impl HttpClient {
             return;
         }
         self.closing = true;
+        let version = self.client.header_version();
         self.client.close(now);
         self.abort_all();
         self.resumes.clear();
         if self.session_id.is_some() {
-            self.send_delete();
+            self.send_delete(version);
         }
         self.pump(now);
     }
@@ -363,8 +368,8 @@ impl HttpClient {
                     && self.config.open_get_stream
                     && self.get_stream == GetStream::Idle =>
             {
+                // Opened once `notifications/initialized` is accepted (see `release_held`).
                 self.get_stream = GetStream::Active;
-                self.open_get(None, Vec::new(), 0);
             }
             // After `close`, the exchanges are already gone and only the DELETE remains.
             Event::Closed { .. } if !self.closing => {
@@ -372,6 +377,19 @@ impl HttpClient {
                 self.resumes.clear();
             }
             _ => {}
+        }
+    }
+
+    /// `notifications/initialized` was accepted (or refused): send what waited for it.
+    pub(super) fn release_held(&mut self, now: Instant) {
+        let Some(held) = self.held.take() else {
+            return;
+        };
+        if self.get_stream == GetStream::Active {
+            self.open_get(None, Vec::new(), 0);
+        }
+        for json in held {
+            self.send_message(now, json);
         }
     }
 

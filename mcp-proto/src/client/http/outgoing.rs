@@ -6,8 +6,8 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::exchange::{Body, Exchange, Purpose};
 use super::HttpClient;
+use super::exchange::{Body, Exchange, Purpose};
 use crate::client::{CallError, Event, PeerError};
 use crate::http::headers::{self, LAST_EVENT_ID, MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
 use crate::http::{ACCEPT_JSON_AND_SSE, RequestHead, ResponseReader};
@@ -53,6 +53,10 @@ impl HttpClient {
 
     /// POSTs one message of the protocol machine.
     pub(super) fn send_message(&mut self, now: Instant, json: Vec<u8>) {
+        if let Some(held) = &mut self.held {
+            held.push_back(json);
+            return;
+        }
         let Ok(peek) = serde_json::from_slice::<Peek<'_>>(&json) else {
             return;
         };
@@ -101,9 +105,10 @@ impl HttpClient {
                 self.client
                     .fail_request(rpc, CallError::Unsendable(e.to_string()));
             } else {
-                self.events.push_back(Event::PeerError(PeerError::Protocol(format!(
-                    "could not write a request: {e}"
-                ))));
+                self.events
+                    .push_back(Event::PeerError(PeerError::Protocol(format!(
+                        "could not write a request: {e}"
+                    ))));
             }
             return;
         }
@@ -112,6 +117,9 @@ impl HttpClient {
             Purpose::Request {
                 method: method.clone(),
             }
+        } else if method == "notifications/initialized" {
+            self.held = Some(Default::default());
+            Purpose::Initialized
         } else {
             Purpose::Notify
         };
@@ -155,9 +163,9 @@ impl HttpClient {
     }
 
     /// `DELETE` of the legacy session.
-    pub(super) fn send_delete(&mut self) {
+    pub(super) fn send_delete(&mut self, version: Option<crate::version::ProtocolVersion>) {
         let mut head = self.base_head("DELETE", ACCEPT_JSON_AND_SSE);
-        if let Some(v) = self.client.header_version() {
+        if let Some(v) = version {
             head = head.with_header(MCP_PROTOCOL_VERSION, v.as_str());
         }
         let mut bytes = Vec::new();

@@ -9,7 +9,7 @@ use serde_json::value::RawValue;
 use super::HttpClient;
 use crate::client::Event;
 use crate::http::xmcp::tool_param_headers;
-use crate::jsonrpc::{self, Response, RequestId};
+use crate::jsonrpc::{self, RequestId, Response};
 use crate::version::Era;
 
 impl HttpClient {
@@ -28,8 +28,7 @@ impl HttpClient {
             return r;
         };
         // Each tool stays verbatim: only the list around them is rebuilt.
-        let Ok(mut result) =
-            serde_json::from_str::<BTreeMap<String, Box<RawValue>>>(raw.get())
+        let Ok(mut result) = serde_json::from_str::<BTreeMap<String, Box<RawValue>>>(raw.get())
         else {
             return r;
         };
