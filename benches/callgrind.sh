@@ -33,19 +33,27 @@ bin=$(cargo bench -p mcp-benches --bench "$bench" --no-run --message-format=json
 [[ -x "$bin" ]] || { echo "could not build the $bench bench" >&2; exit 1; }
 out="$root/target/callgrind"
 mkdir -p "$out"
-tag=$(echo "$bench $filter" | tr -c 'A-Za-z0-9\n' '_')
+tag=$(echo "$bench $filter $*" | tr -c "A-Za-z0-9\n" "_" | sed "s/__*/_/g; s/_$//")
 
 count() {
     local iters=$1 file="$out/$tag.$1.out"
     shift
     # shellcheck disable=SC2086 # the filter is split into words on purpose
     MCP_BENCH_QUIET=1 MCP_BENCH_ITERS=$iters valgrind --tool=callgrind \
-        --callgrind-out-file="$file" "$@" "$bin" $filter >/dev/null 2>"$file.log"
+        --callgrind-out-file="$file" "$@" "$bin" $filter >/dev/null 2>"$file.log" || {
+        echo "the bench failed under valgrind; see $file.log:" >&2
+        tail -5 "$file.log" >&2
+        return 1
+    }
     grep -E '^(summary|totals):' "$file" | head -1 | awk '{print $2}'
 }
 
-a=$(count "$n" "$@")
-b=$(count $((2 * n)) "$@")
+a=$(count "$n" "$@") || exit 1
+b=$(count $((2 * n)) "$@") || exit 1
+if [[ "$a" == "$b" ]]; then
+    echo "no case of $bench matched \"$filter\" (run the bench to see the case names)" >&2
+    exit 1
+fi
 echo "$bench [$filter] $*"
 echo "  Ir($n) = $a, Ir($((2 * n))) = $b"
 echo "  instructions per operation: $(( (b - a) / n ))"

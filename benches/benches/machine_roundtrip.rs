@@ -22,12 +22,12 @@
 //! BIN=$(ls -t target/release/deps/machine_roundtrip-* | grep -v '\.d$' | head -1)
 //! # whole round trip (client + server machines), legacy era:
 //! MCP_BENCH_ITERS=10000 MCP_BENCH_QUIET=1 valgrind --tool=callgrind \
-//!     --callgrind-out-file=/tmp/cg.legacy "$BIN" legacy
+//!     --callgrind-out-file=/tmp/cg.legacy "$BIN" 64B legacy
 //! #   instructions per round trip = total Ir / 10000 (setup adds < 1 %; for an exact
 //! #   figure run 20000 too and take (Ir(20000) - Ir(10000)) / 10000)
 //! # the client machine only (steps 1 and 3):
 //! MCP_BENCH_ITERS=10000 MCP_BENCH_QUIET=1 valgrind --tool=callgrind \
-//!     --toggle-collect='*client_half_*' --callgrind-out-file=/tmp/cg.client "$BIN" legacy
+//!     --toggle-collect='*client_half_*' --callgrind-out-file=/tmp/cg.client "$BIN" 64B legacy
 //! callgrind_annotate --inclusive=yes /tmp/cg.client | head -40       # where it goes
 //! ```
 //!

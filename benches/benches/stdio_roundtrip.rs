@@ -22,7 +22,12 @@
 //! ```text
 //! cargo bench -p mcp-benches --bench stdio_roundtrip [-- FILTER…]
 //! MCP_BENCH_ITERS=2000 cargo bench -p mcp-benches --bench stdio_roundtrip -- 64B modern
+//! taskset -c 0 cargo bench -p mcp-benches --bench stdio_roundtrip   # stable wall clock
 //! ```
+//!
+//! Unpinned on a small VM the figures are bimodal per case (client and child on one vCPU,
+//! or cross-vCPU wake-ups costing ~50 µs each): pin the run, or compare ratios to `bare`
+//! within one run, or count instructions (see `benches/README.md`).
 //!
 //! Client instructions per round trip (the client process only: the child is not traced,
 //! the kernel's work is not counted):

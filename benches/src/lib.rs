@@ -245,11 +245,11 @@ impl std::fmt::Display for Report {
         }
         if let Some(faults) = self
             .minor_faults
-            .filter(|f| *f as f64 >= 0.01 * self.ops as f64)
+            .filter(|f| *f as f64 >= 0.05 * self.ops as f64)
         {
             write!(
                 f,
-                "   {:.1} page faults/op",
+                "   {:.2} page faults/op",
                 faults as f64 / self.ops as f64
             )?;
         }

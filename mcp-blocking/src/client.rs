@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use mcp_host::{Options, ProgressHandler, Shutdown, StdioCommand, WireLog};
 use mcp_proto::client::{
     CallOutput, CallRequest, ClientConfig, CloseReason, InputHandler, PeerError,
 };
@@ -11,10 +12,9 @@ use mcp_proto::model::{CallToolResult, Prompt, Resource, ServerDetails, Tool};
 use mcp_proto::{Era, EraMode, ProtocolVersion};
 use serde_json::{Map, Value};
 
-use crate::driver::{Driver, Link, Options, ProgressHandler, WireLog};
+use crate::driver::{Driver, Link};
 use crate::error::Error;
 use crate::http::{HttpLink, HttpOptions, PoolConfig};
-use crate::process::{Shutdown, StdioCommand};
 
 /// A connected MCP client, over a child process's stdio ([`Client::connect_stdio`]) or
 /// Streamable HTTP ([`Client::connect_http`]); the methods are the same for both. Every

@@ -3,151 +3,31 @@
 //!
 //! Every turn: write what the machine wants to send, wait on the reader channel until
 //! the machine's next deadline, feed what arrived (bytes, end of file, or the timer), and
-//! drain every event. Input requests are answered on the spot by the [`InputHandler`];
+//! drain every event. Progress and input requests are handled by
+//! [`Options::handle_event`] (the input handler answers on the spot, as in `mcp-smol`);
 //! a [`Event::RestartTransport`] replaces the child with a fresh one. The transport is a
 //! [`Link`]: it moves bytes and owns the machine; the event handling is shared.
 
 use std::collections::{HashMap, VecDeque};
-use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use mcp_host::wire_log::LineLog;
+use mcp_host::{
+    Direction, MAX_NOTIFICATIONS, MAX_PEER_ERRORS, Options, Shutdown, StderrTail, StdioCommand,
+    WireLog, push_newest,
+};
 use mcp_proto::client::{
     self as proto, CallError, CallId, CallOutput, CallRequest, ClientConfig, CloseReason, Event,
-    HttpFailure, InputHandler, PeerError,
+    HttpFailure, PeerError,
 };
 use mcp_proto::jsonrpc::Notification;
 use mcp_proto::model::ServerDetails;
 
 use crate::error::Error;
 use crate::http::HttpLink;
-use crate::process::{Process, Received, Shutdown, StderrTail, StdioCommand};
-
-/// Notifications kept for [`crate::Client::poll_notification`] before the oldest are dropped.
-pub(crate) const MAX_NOTIFICATIONS: usize = 1024;
-/// Peer errors kept for [`crate::Client::recent_peer_errors`].
-pub(crate) const MAX_PEER_ERRORS: usize = 32;
-/// Longest received line shown whole in the wire log; longer lines are shown in pieces.
-const MAX_LOG_LINE: usize = 64 * 1024;
-
-/// Called with every `notifications/progress` of a call that asked for progress.
-pub type ProgressHandler = Box<dyn FnMut(&Progress) + Send>;
-
-/// Called with every line written to or read from the server, without its line end. Over
-/// HTTP these are the lines of requests and responses as sent and received, with the
-/// values of `Authorization`, `Cookie` and `Set-Cookie` replaced by `[redacted]`.
-pub type WireLog = Box<dyn FnMut(Direction, &[u8]) + Send>;
-
-/// Progress of a call (`notifications/progress`).
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct Progress {
-    /// The call.
-    pub call: CallId,
-    /// Progress so far.
-    pub progress: f64,
-    /// Total, when known.
-    pub total: Option<f64>,
-    /// A message for people.
-    pub message: Option<String>,
-}
-
-/// Which way a logged line went.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Direction {
-    /// Written to the server (its stdin, or an HTTP request).
-    Sent,
-    /// Read from the server (its stdout, or an HTTP response).
-    Received,
-}
-
-/// How the blocking client behaves around the protocol machine.
-///
-/// ```
-/// use std::time::Duration;
-/// use mcp_blocking::Options;
-/// use mcp_blocking::mcp_proto::client::AcceptDefaults;
-///
-/// let options = Options::new()
-///     .grace_period(Duration::from_millis(500))
-///     .input_handler(AcceptDefaults)
-///     .wire_log(|dir, line| eprintln!("{dir:?} {}", String::from_utf8_lossy(line)));
-/// # let _ = options;
-/// ```
-#[non_exhaustive]
-pub struct Options {
-    /// How long [`crate::Client::close`] (and drop) lets the server exit after its stdin
-    /// is closed before killing it. Default 2 s. Over HTTP: how long closing waits for
-    /// the exchanges in flight (a legacy session's `DELETE`), at most 2 s.
-    pub grace_period: Duration,
-    /// Answers every request for input. Default [`proto::DeclineAll`]. Only requests the
-    /// [`ClientConfig`] declared capabilities for reach it: declare elicitation to see forms.
-    pub input_handler: Box<dyn InputHandler>,
-    /// Called on progress notifications (ask for them with
-    /// [`CallRequest::with_progress`]).
-    pub progress: Option<ProgressHandler>,
-    /// Sees every line on the wire, from the first probe on.
-    pub wire_log: Option<WireLog>,
-}
-
-impl Options {
-    /// The defaults: 2 s grace period, [`proto::DeclineAll`], no progress handler, no log.
-    #[must_use]
-    pub fn new() -> Self {
-        Options {
-            grace_period: Duration::from_secs(2),
-            input_handler: Box::new(proto::DeclineAll),
-            progress: None,
-            wire_log: None,
-        }
-    }
-
-    /// The same options with another grace period.
-    #[must_use]
-    pub fn grace_period(mut self, grace: Duration) -> Self {
-        self.grace_period = grace;
-        self
-    }
-
-    /// The same options with another input handler.
-    #[must_use]
-    pub fn input_handler(mut self, handler: impl InputHandler + 'static) -> Self {
-        self.input_handler = Box::new(handler);
-        self
-    }
-
-    /// The same options with a progress callback.
-    #[must_use]
-    pub fn on_progress(mut self, f: impl FnMut(&Progress) + Send + 'static) -> Self {
-        self.progress = Some(Box::new(f));
-        self
-    }
-
-    /// The same options with a wire log.
-    #[must_use]
-    pub fn wire_log(mut self, f: impl FnMut(Direction, &[u8]) + Send + 'static) -> Self {
-        self.wire_log = Some(Box::new(f));
-        self
-    }
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl fmt::Debug for Options {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Options")
-            .field("grace_period", &self.grace_period)
-            .field("progress", &self.progress.is_some())
-            .field("wire_log", &self.wire_log.is_some())
-            .finish_non_exhaustive()
-    }
-}
+use crate::process::{Process, Received};
 
 /// The transport under the machine: a child process (stdio) or HTTP connections.
 #[derive(Debug)]
@@ -311,6 +191,22 @@ impl Driver {
 
     fn drain_events(&mut self) -> Result<(), Error> {
         while let Some(event) = self.poll_event() {
+            let mut answered = false;
+            let link = &mut self.link;
+            let event = self.options.handle_event(event, |input, answer| {
+                answered = true;
+                // The only refusal is for an input already voided: nothing to do.
+                let _ = match link {
+                    Link::Stdio(l) => l.machine.respond(Instant::now(), input, answer),
+                    Link::Http(l) => l.respond(input, answer),
+                };
+            });
+            if answered {
+                self.flush();
+            }
+            let Some(event) = event else {
+                continue;
+            };
             match event {
                 Event::Connected(details) => self.details = Some(*details),
                 Event::RestartTransport => {
@@ -321,43 +217,13 @@ impl Driver {
                 Event::CallCompleted { call, outcome } => {
                     self.completed.insert(call, outcome);
                 }
-                Event::Progress {
-                    call,
-                    progress,
-                    total,
-                    message,
-                } => {
-                    if let Some(f) = &mut self.options.progress {
-                        f(&Progress {
-                            call,
-                            progress,
-                            total,
-                            message,
-                        });
-                    }
-                }
-                Event::InputRequested { input, request, .. } => {
-                    let answer = self.options.input_handler.answer(&request);
-                    // The only refusal is for an input already voided: nothing to do.
-                    let _ = match &mut self.link {
-                        Link::Stdio(l) => l.machine.respond(Instant::now(), input, answer),
-                        Link::Http(l) => l.respond(input, answer),
-                    };
-                    self.flush();
-                }
                 Event::Notification(n) => {
-                    if self.notifications.len() >= MAX_NOTIFICATIONS {
-                        self.notifications.pop_front();
-                        self.dropped_notifications += 1;
-                    }
-                    self.notifications.push_back(n);
+                    let dropped = push_newest(&mut self.notifications, n, MAX_NOTIFICATIONS);
+                    self.dropped_notifications += u64::from(dropped);
                 }
                 Event::NotificationsDropped { count } => self.dropped_notifications += count,
                 Event::PeerError(e) => {
-                    if self.peer_errors.len() >= MAX_PEER_ERRORS {
-                        self.peer_errors.pop_front();
-                    }
-                    self.peer_errors.push_back(e);
+                    push_newest(&mut self.peer_errors, e, MAX_PEER_ERRORS);
                 }
                 Event::ToolExcluded { tool, reason } => {
                     match self.excluded_tools.iter_mut().find(|(t, _)| *t == tool) {
@@ -375,7 +241,7 @@ impl Driver {
 
     pub(crate) fn stderr_tail(&self) -> String {
         match &self.link {
-            Link::Stdio(l) => l.tail.text(),
+            Link::Stdio(l) => l.tail.lock().unwrap_or_else(PoisonError::into_inner).text(),
             Link::Http(_) => String::new(),
         }
     }
@@ -402,10 +268,7 @@ impl Driver {
             Link::Stdio(l) => l.release_process(grace),
             Link::Http(l) => {
                 l.release(grace, &mut self.options.wire_log);
-                Shutdown {
-                    status: None,
-                    killed: false,
-                }
+                Shutdown::default()
             }
         }
     }
@@ -441,19 +304,19 @@ pub(crate) struct StdioLink {
     pub(crate) machine: proto::Client,
     command: StdioCommand,
     process: Option<Process>,
-    tail: Arc<StderrTail>,
+    tail: Arc<Mutex<StderrTail>>,
     /// Stdout of the current process has ended.
     eof: bool,
     out: Vec<u8>,
-    /// A partial received line, for the wire log only.
-    log_line: Vec<u8>,
+    /// The received lines, for the wire log.
+    log: LineLog,
     restarts: u32,
     shutdown: Option<Shutdown>,
 }
 
 impl StdioLink {
     fn start(command: StdioCommand, config: ClientConfig) -> Result<StdioLink, Error> {
-        let tail = Arc::new(StderrTail::new(command.stderr_bytes()));
+        let tail = Arc::new(Mutex::new(StderrTail::new(command.get_stderr_limit())));
         let process = Process::spawn(&command, &tail)?;
         Ok(StdioLink {
             machine: proto::Client::new(config, Instant::now()),
@@ -462,7 +325,7 @@ impl StdioLink {
             tail,
             eof: false,
             out: Vec::new(),
-            log_line: Vec::new(),
+            log: LineLog::new(),
             restarts: 0,
             shutdown: None,
         })
@@ -474,11 +337,7 @@ impl StdioLink {
         if self.machine.poll_transmit(Instant::now(), &mut self.out) == 0 {
             return;
         }
-        if let Some(log) = wire_log {
-            for line in self.out.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
-                log(Direction::Sent, line);
-            }
-        }
+        LineLog::whole(wire_log, Direction::Sent, &self.out);
         if let Some(p) = &self.process {
             p.send(std::mem::take(&mut self.out));
         }
@@ -499,12 +358,12 @@ impl StdioLink {
         let now = Instant::now();
         match received {
             Received::Data(data) => {
-                self.log_received(&data, wire_log);
+                self.log.feed(wire_log, Direction::Received, &data);
                 self.machine.handle_input(now, &data);
             }
             Received::Eof => {
                 self.eof = true;
-                self.flush_log_line(wire_log);
+                self.log.finish(wire_log, Direction::Received);
                 self.machine.handle_eof(now);
             }
             Received::Timeout => self.machine.handle_timeout(now),
@@ -528,40 +387,10 @@ impl StdioLink {
         };
         self.process = Some(process);
         self.eof = false;
-        self.log_line.clear();
+        self.log.clear();
         self.restarts += 1;
         self.machine.handle_transport_restarted(Instant::now())?;
         Ok(())
-    }
-
-    fn log_received(&mut self, data: &[u8], wire_log: &mut Option<WireLog>) {
-        let Some(log) = wire_log else {
-            return;
-        };
-        let mut rest = data;
-        while let Some(i) = rest.iter().position(|b| *b == b'\n') {
-            self.log_line.extend_from_slice(&rest[..i]);
-            let line = self.log_line.strip_suffix(b"\r").unwrap_or(&self.log_line);
-            if !line.is_empty() {
-                log(Direction::Received, line);
-            }
-            self.log_line.clear();
-            rest = &rest[i + 1..];
-        }
-        self.log_line.extend_from_slice(rest);
-        if self.log_line.len() > MAX_LOG_LINE {
-            log(Direction::Received, &self.log_line);
-            self.log_line.clear();
-        }
-    }
-
-    fn flush_log_line(&mut self, wire_log: &mut Option<WireLog>) {
-        if let Some(log) = wire_log
-            && !self.log_line.is_empty()
-        {
-            log(Direction::Received, &self.log_line);
-        }
-        self.log_line.clear();
     }
 
     /// Stops the server process (bounded by the grace period) and remembers how it ended.
@@ -569,9 +398,6 @@ impl StdioLink {
         if let Some(mut p) = self.process.take() {
             self.shutdown = Some(p.shutdown(grace));
         }
-        self.shutdown.unwrap_or(Shutdown {
-            status: None,
-            killed: false,
-        })
+        self.shutdown.unwrap_or_default()
     }
 }

@@ -2,6 +2,7 @@
 
 use std::io;
 
+use mcp_host::Cause;
 use mcp_proto::ErrorObject;
 use mcp_proto::client::{ApiMisuse, CallError, CloseReason};
 use mcp_proto::http::UrlError;
@@ -71,25 +72,25 @@ impl From<CallError> for Error {
 }
 
 impl Error {
+    /// The protocol-level cause, in the view both adapters share; `None` for failures
+    /// below HTTP.
+    fn cause(&self) -> Option<Cause<'_>> {
+        Some(match self {
+            Error::Spawn { .. } => Cause::Spawn,
+            Error::Connect { reason, .. } => Cause::Connect(reason),
+            Error::Closed(reason) => Cause::Closed(reason),
+            Error::Call(e) => Cause::Call(e),
+            Error::Misuse(_) => Cause::Misuse,
+            Error::InvalidUrl { .. } => Cause::InvalidUrl,
+            Error::Transport(_) => return None,
+        })
+    }
+
     /// The JSON-RPC error object the server sent, when the failure is one (also the
     /// error carried in the body of a failed HTTP exchange).
     #[must_use]
     pub fn error_object(&self) -> Option<&ErrorObject> {
-        match self {
-            Error::Call(CallError::Server(e))
-            | Error::Connect {
-                reason: CloseReason::Refused(e),
-                ..
-            }
-            | Error::Closed(CloseReason::Refused(e)) => Some(e),
-            Error::Call(CallError::Http(h))
-            | Error::Connect {
-                reason: CloseReason::Http(h),
-                ..
-            }
-            | Error::Closed(CloseReason::Http(h)) => h.error.as_ref(),
-            _ => None,
-        }
+        self.cause()?.error_object()
     }
 
     /// The server's JSON-RPC error code, when the failure is a server error.
@@ -101,54 +102,24 @@ impl Error {
     /// The HTTP status of a failed HTTP exchange (never set for stdio servers).
     #[must_use]
     pub fn http_status(&self) -> Option<u16> {
-        match self {
-            Error::Call(e) => e.http_status(),
-            Error::Connect {
-                reason: CloseReason::Http(h),
-                ..
-            }
-            | Error::Closed(CloseReason::Http(h)) => h.status,
-            _ => None,
-        }
+        self.cause()?.http_status()
     }
 
     /// A short, stable name for the kind of failure, for scripts: `spawn`, `connect`,
     /// `legacy-server`, `negotiation`, `auth-required`, `http`, `closed`, `server-error`,
     /// `timeout`, `invalid-response`, `input`, `limit`, `cancelled`, `session-expired`,
-    /// `call`, `misuse`, `invalid-url`, `unreachable` (resolve, connect, connection
-    /// timeout), `tls`, `transport` (other IO below HTTP).
+    /// `call`, `misuse`, `invalid-url` (the same names as `mcp-smol`; see
+    /// [`Cause::kind`]), `unreachable` (resolve, connect, connection timeout), `tls`,
+    /// `transport` (other IO below HTTP).
     #[must_use]
     pub fn kind(&self) -> &'static str {
         match self {
-            Error::Spawn { .. } => "spawn",
-            Error::Connect { reason, .. } => match reason {
-                CloseReason::LegacyServer => "legacy-server",
-                CloseReason::Negotiation(_) => "negotiation",
-                CloseReason::Refused(_) => "server-error",
-                CloseReason::HandshakeTimeout(_) => "timeout",
-                CloseReason::AuthRequired { .. } => "auth-required",
-                CloseReason::Http(_) => "http",
-                _ => "connect",
-            },
-            Error::Closed(_) => "closed",
-            Error::Call(e) => match e {
-                CallError::Server(_) => "server-error",
-                CallError::Timeout(_) => "timeout",
-                CallError::Cancelled => "cancelled",
-                CallError::InvalidResponse(_) => "invalid-response",
-                CallError::TooManyRounds(_) | CallError::ListTooLong(_) => "limit",
-                CallError::InvalidInputRequest(_) | CallError::InputRefused(_) => "input",
-                CallError::Http(_) => "http",
-                CallError::SessionExpired => "session-expired",
-                _ => "call",
-            },
-            Error::Misuse(_) => "misuse",
-            Error::InvalidUrl { .. } => "invalid-url",
             Error::Transport(e) => match e.stage() {
                 TransportStage::Tls => "tls",
                 TransportStage::Resolve | TransportStage::Connect => "unreachable",
                 _ => "transport",
             },
+            other => other.cause().map_or("transport", Cause::kind),
         }
     }
 

@@ -1,8 +1,10 @@
 //! Model Context Protocol on std blocking IO.
 //!
 //! `mcp-blocking` drives the sans-IO machines of [`mcp_proto`] with threads and channels:
-//! no async runtime, no dependency beyond `mcp-proto`, serde, thiserror, and rustls (ring
-//! provider) with `webpki-roots` for `https://`.
+//! no async runtime, no dependency beyond `mcp-proto`, `mcp-host` (the runtime-independent
+//! half it shares with `mcp-smol`: [`StdioCommand`], [`Options`], the wire log, the TLS
+//! defaults), serde, thiserror, and rustls (ring provider) with `webpki-roots` for
+//! `https://`.
 //!
 //! * [`Client`] starts a stdio server as a child process ([`StdioCommand`]: the child sees
 //!   only the environment variables you name), settles the era (a `server/discover`
@@ -59,10 +61,13 @@ mod serve;
 mod serve_http;
 
 pub use client::Client;
-pub use driver::{Direction, Options, Progress, ProgressHandler, WireLog};
 pub use error::Error;
 pub use http::{EraCache, HttpOptions, TransportError};
-pub use process::{DEFAULT_STDERR_LIMIT, Shutdown, StdioCommand};
+// The runtime-independent pieces, one implementation shared with `mcp-smol`.
+pub use mcp_host::{
+    DEFAULT_STDERR_LIMIT, Direction, Options, Progress, ProgressHandler, Shutdown, StdioCommand,
+    WireLog,
+};
 pub use serve::{serve, serve_stdio};
 pub use serve_http::{
     HttpServeOptions, HttpServerHandle, serve_http, serve_http_on, serve_http_with,

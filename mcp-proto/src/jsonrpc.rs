@@ -362,12 +362,18 @@ fn push_id(out: &mut Vec<u8>, id: Option<&RequestId>) {
     }
 }
 
-/// Appends a request with the given (already serialised) params.
-pub fn encode_request(out: &mut Vec<u8>, id: &RequestId, method: &str, params: Option<&RawValue>) {
+/// Appends the start of a request, `{"jsonrpc":"2.0","id":…,"method":…`, for callers
+/// that write the params (and the closing brace) themselves.
+pub fn write_request_head(out: &mut Vec<u8>, id: &RequestId, method: &str) {
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
     push_id(out, Some(id));
     out.extend_from_slice(b",\"method\":");
     push_json(out, method);
+}
+
+/// Appends a request with the given (already serialised) params.
+pub fn encode_request(out: &mut Vec<u8>, id: &RequestId, method: &str, params: Option<&RawValue>) {
+    write_request_head(out, id, method);
     if let Some(p) = params {
         out.extend_from_slice(b",\"params\":");
         out.extend_from_slice(p.get().as_bytes());

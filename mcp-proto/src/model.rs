@@ -170,9 +170,11 @@ pub struct CallToolResult {
     /// True when the tool failed (the model should see it).
     #[serde(rename = "isError", default, skip_serializing_if = "Option::is_none")]
     pub is_error: Option<bool>,
-    /// Other fields (`_meta`, `resultType`, …), verbatim.
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
+    /// `_meta`, verbatim.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Box<RawValue>>,
+    // Other members are not collected: a catch-all map costs the whole result a second
+    // pass. The exact result, every member included, is `CallOutput::result`.
 }
 
 impl CallToolResult {

@@ -18,15 +18,14 @@ use smol::channel::{Receiver, Sender};
 
 use mcp_proto::http::EndpointUrl;
 
+use mcp_host::{
+    MAX_NOTIFICATIONS, MAX_PEER_ERRORS, Options, ProgressHandler, Shutdown, StderrTail,
+    StdioCommand, WireLog, push_newest,
+};
+
 use crate::core::Channels;
 use crate::driver::Driver;
-use crate::options::{Options, ProgressHandler, Shutdown, WireLog};
-use crate::{Error, HttpOptions, StdioCommand};
-
-/// Notifications kept for [`Client::poll_notification`] before the oldest are dropped.
-pub(crate) const MAX_NOTIFICATIONS: usize = 1024;
-/// Peer errors kept for [`Client::recent_peer_errors`].
-pub(crate) const MAX_PEER_ERRORS: usize = 32;
+use crate::{Error, HttpOptions};
 
 /// A change to the driver's [`Options`], applied in order with the other commands.
 pub(crate) type Configure = Box<dyn FnOnce(&mut Options) + Send>;
@@ -64,7 +63,7 @@ pub(crate) struct SharedState {
     /// The HTTP endpoint, for connections over HTTP.
     pub(crate) endpoint: Option<String>,
     pub(crate) restarts: u32,
-    pub(crate) stderr: StderrBuf,
+    pub(crate) stderr: StderrTail,
     pub(crate) peer_errors: VecDeque<PeerError>,
     pub(crate) dropped_notifications: u64,
     pub(crate) shutdown: Option<Shutdown>,
@@ -80,7 +79,7 @@ impl Shared {
                 pid,
                 endpoint,
                 restarts: 0,
-                stderr: StderrBuf::new(stderr_limit),
+                stderr: StderrTail::new(stderr_limit),
                 peer_errors: VecDeque::new(),
                 dropped_notifications: 0,
                 shutdown: None,
@@ -98,41 +97,7 @@ impl Shared {
 
 impl SharedState {
     pub(crate) fn push_peer_error(&mut self, e: PeerError) {
-        if self.peer_errors.len() >= MAX_PEER_ERRORS {
-            self.peer_errors.pop_front();
-        }
-        self.peer_errors.push_back(e);
-    }
-}
-
-/// The newest stderr bytes, up to a limit.
-#[derive(Debug)]
-pub(crate) struct StderrBuf {
-    bytes: VecDeque<u8>,
-    limit: usize,
-}
-
-impl StderrBuf {
-    fn new(limit: usize) -> Self {
-        StderrBuf {
-            bytes: VecDeque::new(),
-            limit,
-        }
-    }
-
-    pub(crate) fn push(&mut self, data: &[u8]) {
-        let data = &data[data.len().saturating_sub(self.limit)..];
-        let excess = (self.bytes.len() + data.len()).saturating_sub(self.limit);
-        self.bytes.drain(..excess);
-        self.bytes.extend(data);
-    }
-
-    pub(crate) fn text(&self) -> String {
-        let (a, b) = self.bytes.as_slices();
-        let mut all = Vec::with_capacity(a.len() + b.len());
-        all.extend_from_slice(a);
-        all.extend_from_slice(b);
-        String::from_utf8_lossy(&all).into_owned()
+        push_newest(&mut self.peer_errors, e, MAX_PEER_ERRORS);
     }
 }
 
@@ -203,7 +168,7 @@ impl Client {
         config: ClientConfig,
         options: Options,
     ) -> Result<(Client, Driver), Error> {
-        let child = command.spawn()?;
+        let child = crate::stdio::spawn(&command)?;
         let shared = Arc::new(Shared::new(
             command.get_stderr_limit(),
             Some(child.id()),
@@ -586,18 +551,5 @@ mod tests {
         send(&client.connected());
         send(&client.close());
         send(&client.next_notification());
-    }
-
-    #[test]
-    fn stderr_keeps_the_last_bytes() {
-        let mut b = StderrBuf::new(8);
-        b.push(b"hello ");
-        b.push(b"world");
-        assert_eq!(b.text(), "lo world");
-        b.push(b"0123456789abc");
-        assert_eq!(b.text(), "56789abc");
-        let mut none = StderrBuf::new(0);
-        none.push(b"x");
-        assert_eq!(none.text(), "");
     }
 }

@@ -14,8 +14,9 @@
 //!
 //! Events are handled here once for every transport ([`Core::on_event`]): calls complete
 //! through their reply channels, input requests are answered on the spot by the
-//! [`InputHandler`](mcp_proto::client::InputHandler), progress goes to the callback,
-//! notifications to the bounded queue. A step ends (`Ready`) only when the machine asks
+//! [`InputHandler`](mcp_proto::client::InputHandler) and progress goes to the callback
+//! (both by [`Options::handle_event`], shared with `mcp-blocking`), notifications to the
+//! bounded queue. A step ends (`Ready`) only when the machine asks
 //! for something a poll cannot do: restarting the stdio server, or shutting down.
 
 use std::collections::{HashMap, VecDeque};
@@ -27,6 +28,7 @@ use std::time::Instant;
 
 use async_io::Timer;
 use futures_lite::Stream;
+use mcp_host::Options;
 use mcp_proto::client::http::HttpClient;
 use mcp_proto::client::{
     ApiMisuse, CallError, CallId, CallOutput, CallRequest, Client as StdioMachine, CloseReason,
@@ -39,14 +41,11 @@ use smol::channel::{Receiver, Sender, TrySendError};
 use crate::Error;
 use crate::client::{Command, Shared};
 use crate::error::TransportError;
-use crate::options::{Direction, Options, Progress, WireLog};
 
 /// Poll-step rounds before the driver yields to its executor even if there is more to do.
 pub(crate) const BUDGET: usize = 64;
 /// Transport failures remembered to type the errors they cause.
 const MAX_TRANSPORT_FAILURES: usize = 16;
-/// Longest line shown whole in the wire log; longer lines are shown in pieces.
-pub(crate) const MAX_LOG_LINE: usize = 64 * 1024;
 
 /// The commands and outputs both client machines (stdio's `Client`, `HttpClient`) have.
 pub(crate) trait Machine {
@@ -324,6 +323,12 @@ impl Core {
         now: Instant,
         event: Event,
     ) -> Option<Step> {
+        // Progress and input requests: the options decide. An answer fails only if the
+        // input was voided meanwhile, which cannot happen between two lines of this
+        // function.
+        let event = self.options.handle_event(event, |input, answer| {
+            let _ = machine.respond(now, input, answer);
+        })?;
         match event {
             Event::Connected(details) => {
                 self.shared.lock().server = Some((*details).clone());
@@ -346,27 +351,6 @@ impl Core {
                     // A dropped receiver means the caller stopped waiting: nothing to do.
                     let _ = pending.reply.try_send(outcome);
                 }
-            }
-            Event::Progress {
-                call,
-                progress,
-                total,
-                message,
-            } => {
-                if let Some(handler) = &mut self.options.progress {
-                    handler(&Progress {
-                        call,
-                        progress,
-                        total,
-                        message,
-                    });
-                }
-            }
-            Event::InputRequested { input, request, .. } => {
-                let answer = self.options.input_handler.answer(&request);
-                // Fails only if the input was voided meanwhile, which cannot happen
-                // between two lines of this function.
-                let _ = machine.respond(now, input, answer);
             }
             Event::Notification(n) => self.push_notification(n),
             Event::NotificationsDropped { count } => {
@@ -457,72 +441,5 @@ impl Core {
         for waiter in self.connect_waiters.drain(..) {
             let _ = waiter.try_send(Err(connect_error.clone()));
         }
-    }
-}
-
-/// Feeds bytes to the wire log one line at a time (long lines in pieces), keeping the
-/// unfinished line in `line`.
-pub(crate) fn log_lines(log: &mut WireLog, dir: Direction, line: &mut Vec<u8>, mut data: &[u8]) {
-    while !data.is_empty() {
-        let (chunk, rest, end) = match data.iter().position(|&b| b == b'\n') {
-            Some(i) => (&data[..i], &data[i + 1..], true),
-            None => (data, &[][..], false),
-        };
-        data = rest;
-        let room = MAX_LOG_LINE.saturating_sub(line.len());
-        line.extend_from_slice(&chunk[..chunk.len().min(room)]);
-        let mut tail = &chunk[chunk.len().min(room)..];
-        while line.len() >= MAX_LOG_LINE {
-            log(dir, line);
-            line.clear();
-            let take = tail.len().min(MAX_LOG_LINE);
-            line.extend_from_slice(&tail[..take]);
-            tail = &tail[take..];
-        }
-        if end {
-            if line.last() == Some(&b'\r') {
-                line.pop();
-            }
-            log(dir, line);
-            line.clear();
-        }
-    }
-}
-
-/// Logs what is left of an unfinished line.
-pub(crate) fn flush_log_line(log: &mut Option<WireLog>, dir: Direction, line: &mut Vec<u8>) {
-    if let Some(log) = log
-        && !line.is_empty()
-    {
-        log(dir, line);
-    }
-    line.clear();
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::sync::Mutex;
-
-    #[test]
-    fn wire_log_splits_lines_across_chunks() {
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let sink = seen.clone();
-        let mut log: WireLog = Box::new(move |dir, line| {
-            assert_eq!(dir, Direction::Received);
-            sink.lock()
-                .unwrap()
-                .push(String::from_utf8_lossy(line).into_owned());
-        });
-        let rx = Direction::Received;
-        let mut line = Vec::new();
-        log_lines(&mut log, rx, &mut line, b"{\"a\":1}\n{\"b\"");
-        log_lines(&mut log, rx, &mut line, b":2}\r\n");
-        log_lines(&mut log, rx, &mut line, b"\n");
-        assert_eq!(*seen.lock().unwrap(), ["{\"a\":1}", "{\"b\":2}", ""]);
-        let long = vec![b'x'; MAX_LOG_LINE * 2 + 5];
-        log_lines(&mut log, rx, &mut line, &long);
-        assert_eq!(seen.lock().unwrap().len(), 5);
-        assert_eq!(line.len(), 5);
     }
 }

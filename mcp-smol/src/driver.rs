@@ -13,6 +13,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use mcp_host::Options;
 use mcp_proto::client::ClientConfig;
 use mcp_proto::client::http::HttpConfig;
 use smol::process::Child;
@@ -20,7 +21,6 @@ use smol::process::Child;
 use crate::client::Shared;
 use crate::core::{Channels, Core};
 use crate::http::{Http, HttpSetup};
-use crate::options::Options;
 use crate::stdio::Stdio;
 use crate::{Error, StdioCommand};
 

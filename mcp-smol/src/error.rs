@@ -4,6 +4,7 @@ use std::fmt;
 use std::io;
 use std::sync::Arc;
 
+use mcp_host::Cause;
 use mcp_proto::ErrorObject;
 use mcp_proto::client::{ApiMisuse, CallError, CloseReason};
 use mcp_proto::http::UrlError;
@@ -69,24 +70,37 @@ pub enum Error {
 }
 
 impl Error {
-    /// The JSON-RPC error object the server sent, when the failure is one.
+    /// The protocol-level cause, in the view both adapters share; `None` for the
+    /// failures of this crate's own (`Io`, `Transport`, `DriverGone`).
+    fn cause(&self) -> Option<Cause<'_>> {
+        Some(match self {
+            Error::Spawn { .. } => Cause::Spawn,
+            Error::Connect { reason, .. } => Cause::Connect(reason),
+            Error::Closed(reason) => Cause::Closed(reason),
+            Error::Call(e) => Cause::Call(e),
+            Error::Misuse(_) => Cause::Misuse,
+            Error::InvalidUrl(_) => Cause::InvalidUrl,
+            Error::Io(_) | Error::Transport(_) | Error::DriverGone => return None,
+        })
+    }
+
+    /// The JSON-RPC error object the server sent, when the failure is one (also the
+    /// error carried in the body of a failed HTTP exchange).
     #[must_use]
     pub fn error_object(&self) -> Option<&ErrorObject> {
-        match self {
-            Error::Call(CallError::Server(e))
-            | Error::Connect {
-                reason: CloseReason::Refused(e),
-                ..
-            }
-            | Error::Closed(CloseReason::Refused(e)) => Some(e),
-            _ => None,
-        }
+        self.cause()?.error_object()
     }
 
     /// The server's JSON-RPC error code, when the failure is a server error.
     #[must_use]
     pub fn code(&self) -> Option<i64> {
         self.error_object().map(|e| e.code)
+    }
+
+    /// The HTTP status of a failed HTTP exchange (never set for stdio servers).
+    #[must_use]
+    pub fn http_status(&self) -> Option<u16> {
+        self.cause()?.http_status()
     }
 
     /// Why the connection closed, when this error says it did.
@@ -107,36 +121,17 @@ impl Error {
         }
     }
 
-    /// A short, stable name for the kind of failure, for scripts (the same names as
-    /// `mcp-blocking` uses): `spawn`, `connect`, `legacy-server`, `negotiation`,
-    /// `closed`, `server-error`, `timeout`, `invalid-response`, `input`, `limit`,
-    /// `cancelled`, `call`, `misuse`, plus `io`, `driver-gone`, `invalid-url` and `tls`
-    /// for this crate (an unreachable HTTP endpoint is `connect`, a connect timeout
-    /// `timeout`).
+    /// A short, stable name for the kind of failure, for scripts, the same names as
+    /// `mcp-blocking` uses for the same causes ([`Cause::kind`]): `spawn`, `connect`,
+    /// `legacy-server`, `negotiation`, `auth-required`, `http`, `closed`,
+    /// `server-error`, `timeout`, `invalid-response`, `input`, `limit`, `cancelled`,
+    /// `session-expired`, `call`, `misuse`, `invalid-url`; plus `io`, `driver-gone` and
+    /// `tls` for this crate (an unreachable HTTP endpoint is `connect`, a connect
+    /// timeout `timeout`).
     #[must_use]
     pub fn kind(&self) -> &'static str {
         match self {
-            Error::Spawn { .. } => "spawn",
-            Error::Connect { reason, .. } => match reason {
-                CloseReason::LegacyServer => "legacy-server",
-                CloseReason::Negotiation(_) => "negotiation",
-                CloseReason::Refused(_) => "server-error",
-                CloseReason::HandshakeTimeout(_) => "timeout",
-                _ => "connect",
-            },
-            Error::Closed(_) => "closed",
-            Error::Call(e) => match e {
-                CallError::Server(_) => "server-error",
-                CallError::Timeout(_) => "timeout",
-                CallError::Cancelled => "cancelled",
-                CallError::InvalidResponse(_) => "invalid-response",
-                CallError::TooManyRounds(_) | CallError::ListTooLong(_) => "limit",
-                CallError::InvalidInputRequest(_) | CallError::InputRefused(_) => "input",
-                _ => "call",
-            },
-            Error::Misuse(_) => "misuse",
             Error::Io(_) => "io",
-            Error::InvalidUrl(_) => "invalid-url",
             Error::Transport(t) => match t.kind() {
                 TransportErrorKind::Connect => "connect",
                 TransportErrorKind::ConnectTimeout => "timeout",
@@ -144,6 +139,7 @@ impl Error {
                 TransportErrorKind::Io => "io",
             },
             Error::DriverGone => "driver-gone",
+            other => other.cause().map_or("io", Cause::kind),
         }
     }
 }

@@ -42,7 +42,9 @@
 //! buffer ([`Client::stderr_tail`]), never mixed into the protocol.
 //!
 //! The API mirrors `mcp-blocking`: the same [`StdioCommand`], [`Options`] and method
-//! names, as `async` methods on a cloneable handle.
+//! names, as `async` methods on a cloneable handle. Those types, the wire log with its
+//! redaction, the TLS defaults and the error kind names are one implementation shared
+//! by both crates (the `mcp-host` crate, std only, no runtime).
 //!
 //! If a server exits when probed with `server/discover` (some legacy servers do), the
 //! driver reaps it, starts a fresh process and speaks `initialize` to that one.
@@ -141,24 +143,23 @@
 #![warn(missing_docs)]
 
 mod client;
-mod command;
 mod core;
 mod driver;
 mod error;
 mod http;
-mod options;
 mod stdio;
 
 pub use client::Client;
-pub use command::{DEFAULT_STDERR_LIMIT, StdioCommand};
 pub use driver::Driver;
 pub use error::{Error, TransportError, TransportErrorKind};
 pub use http::{
     AsyncStream, ConnectFuture, Connector, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
     HttpOptions, TcpConnector,
 };
-pub use options::{
-    DEFAULT_GRACE_PERIOD, Direction, Options, Progress, ProgressHandler, Shutdown, WireLog,
+// The runtime-independent pieces, one implementation shared with `mcp-blocking`.
+pub use mcp_host::{
+    DEFAULT_GRACE_PERIOD, DEFAULT_STDERR_LIMIT, Direction, Options, Progress, ProgressHandler,
+    Shutdown, StdioCommand, WireLog,
 };
 
 /// The protocol crate this one drives, re-exported so its types need no second dependency.

@@ -10,20 +10,23 @@
 //! kill and reap).
 
 use std::future::poll_fn;
+use std::io;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use async_io::Timer;
 use futures_lite::{AsyncRead, AsyncWrite, future};
+use mcp_host::wire_log::LineLog;
+use mcp_host::{Direction, Shutdown, StdioCommand};
 use mcp_proto::client::{Client as Machine, ClientConfig, CloseReason};
 use mcp_proto::stdio;
-use smol::process::{Child, ChildStderr, ChildStdin, ChildStdout};
+use smol::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio as Pipe};
 
+use crate::Error;
 use crate::client::Shared;
-use crate::core::{BUDGET, Core, Step, Transport, flush_log_line, log_lines};
-use crate::options::{Direction, Shutdown};
-use crate::{Error, StdioCommand};
+use crate::core::{BUDGET, Core, Step, Transport};
 
 /// Bytes read from stdout or stderr at a time.
 const READ_CHUNK: usize = 16 * 1024;
@@ -58,8 +61,8 @@ pub(crate) struct Stdio {
     out: Vec<u8>,
     written: usize,
     buf: Vec<u8>,
-    /// The received line being assembled for the wire log.
-    log_line: Vec<u8>,
+    /// The received lines, for the wire log.
+    log: LineLog,
 }
 
 impl Transport for Stdio {
@@ -75,20 +78,17 @@ impl Transport for Stdio {
         if let Some(stdout) = &mut self.process.stdout {
             match Pin::new(stdout).poll_read(cx, &mut self.buf) {
                 Poll::Ready(Ok(n)) if n > 0 => {
-                    if let Some(log) = &mut core.options.wire_log {
-                        log_lines(log, Direction::Received, &mut self.log_line, &self.buf[..n]);
-                    }
-                    self.machine.handle_input(now, &self.buf[..n]);
+                    let data = &self.buf[..n];
+                    self.log
+                        .feed(&mut core.options.wire_log, Direction::Received, data);
+                    self.machine.handle_input(now, data);
                     progress = true;
                 }
                 // End of output, or a broken pipe: the same thing to the protocol.
                 Poll::Ready(_) => {
                     self.process.stdout = None;
-                    flush_log_line(
-                        &mut core.options.wire_log,
-                        Direction::Received,
-                        &mut self.log_line,
-                    );
+                    self.log
+                        .finish(&mut core.options.wire_log, Direction::Received);
                     self.machine.handle_eof(now);
                     progress = true;
                 }
@@ -109,9 +109,7 @@ impl Transport for Stdio {
             self.written = 0;
         }
         while let Some(message) = self.machine.poll_message() {
-            if let Some(log) = &mut core.options.wire_log {
-                log(Direction::Sent, &message);
-            }
+            LineLog::whole(&mut core.options.wire_log, Direction::Sent, &message);
             stdio::frame(&mut self.out, &message);
         }
         let Some(stdin) = &mut self.process.stdin else {
@@ -153,7 +151,7 @@ impl Stdio {
             out: Vec::new(),
             written: 0,
             buf: vec![0; READ_CHUNK],
-            log_line: Vec::new(),
+            log: LineLog::new(),
         }
     }
 
@@ -182,7 +180,7 @@ impl Stdio {
     async fn restart(&mut self, shared: &Shared) -> Result<(), Error> {
         self.out.clear();
         self.written = 0;
-        self.log_line.clear();
+        self.log.clear();
         self.process.stdin = None;
         self.process.stdout = None;
         // Keep what the old process said on its way out.
@@ -198,7 +196,7 @@ impl Stdio {
         self.process.stderr = None;
         let _ = self.process.child.kill();
         let _ = self.process.child.status().await;
-        let child = self.command.spawn()?;
+        let child = spawn(&self.command)?;
         {
             let mut shared = shared.lock();
             shared.pid = Some(child.id());
@@ -243,16 +241,10 @@ impl Stdio {
             .await
         };
         let shutdown = match exited {
-            Some(status) => Shutdown {
-                status: Some(status),
-                killed: false,
-            },
+            Some(status) => Shutdown::new(Some(status), false),
             None => {
                 let _ = self.process.child.kill();
-                Shutdown {
-                    status: self.process.child.status().await.ok(),
-                    killed: true,
-                }
+                Shutdown::new(self.process.child.status().await.ok(), true)
             }
         };
         // What the server wrote last is often the most useful part of its stderr.
@@ -287,6 +279,24 @@ impl Stdio {
         };
         core.finish(&ended, &connect_error);
     }
+}
+
+/// Starts the server: `command`'s [`std::process::Command`] (the resolved program, the
+/// isolated environment) as an async-process child, with stdin, stdout and stderr piped
+/// (set again: the conversion resets them), killed if its handle is dropped (the driver
+/// normally closes stdin and waits first).
+pub(crate) fn spawn(command: &StdioCommand) -> Result<Child, Error> {
+    let spawn_error = |source: io::Error| Error::Spawn {
+        program: command.program().to_string_lossy().into_owned(),
+        source: Arc::new(source),
+    };
+    let mut child = Command::from(command.to_command().map_err(spawn_error)?);
+    child
+        .stdin(Pipe::piped())
+        .stdout(Pipe::piped())
+        .stderr(Pipe::piped())
+        .kill_on_drop(true);
+    child.spawn().map_err(spawn_error)
 }
 
 /// Reads stderr into the shared buffer until `Pending`. True on progress.

@@ -10,6 +10,12 @@
 //   confirm()  -> asks the user {ok: boolean}. Modern: returns an input_required
 //                 result (key "confirm"); legacy: the SDK's shim sends a real
 //                 elicitation/create request mid-call. Answer -> text "ok=<bool>".
+// HTTP mode only (SEP-2243 `x-mcp-header`, so the stdio tool list stays as captured):
+//   regional(region: string, x-mcp-header "Region") -> text "region=<region>"; the SDK
+//                 checks the Mcp-Param-Region header against the body (400 / -32020).
+//   bad_header(n: number, x-mcp-header "Count")     -> text "n=<n>"; the annotation is
+//                 invalid (number-typed), so conforming HTTP clients exclude the tool
+//                 (the SDK logs a warning to stderr when it lists it).
 import { createServer } from 'node:http';
 import { McpServer, createMcpHandler, inputRequired, acceptedContent } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
@@ -18,7 +24,7 @@ import { z } from 'zod';
 
 const Answer = z.object({ ok: z.boolean() });
 
-function buildServer() {
+function buildServer(http = false) {
   const server = new McpServer({ name: 'ts-interop', version: '1.0.0' });
 
   server.registerTool(
@@ -41,6 +47,25 @@ function buildServer() {
     },
   );
 
+  if (http) {
+    server.registerTool(
+      'regional',
+      {
+        description: 'Echo the region (mirrored in the Mcp-Param-Region header)',
+        inputSchema: z.object({ region: z.string().meta({ 'x-mcp-header': 'Region' }) }),
+      },
+      async ({ region }) => ({ content: [{ type: 'text', text: `region=${region}` }] }),
+    );
+    server.registerTool(
+      'bad_header',
+      {
+        description: 'Invalid x-mcp-header annotation (on a number property)',
+        inputSchema: z.object({ n: z.number().meta({ 'x-mcp-header': 'Count' }) }),
+      },
+      async ({ n }) => ({ content: [{ type: 'text', text: `n=${n}` }] }),
+    );
+  }
+
   return server;
 }
 
@@ -55,7 +80,7 @@ if (mode === 'stdio') {
     console.error(`bad port: ${args[1]}`);
     process.exit(2);
   }
-  const handler = createMcpHandler(buildServer, args.includes('--strict') ? { legacy: 'reject' } : {});
+  const handler = createMcpHandler(() => buildServer(true), args.includes('--strict') ? { legacy: 'reject' } : {});
   const http = createServer(toNodeHandler(handler));
   http.listen(port, '127.0.0.1', () => {
     // One line on stderr so a test harness can learn the bound port (PORT 0 = pick a free one).

@@ -104,6 +104,15 @@ fn modern_requests_carry_the_2026_header_set() {
     let tools = out.tools().unwrap();
     assert_eq!(tools.len(), 1, "the invalid tool is excluded");
     assert!(sim.events.iter().any(|e| matches!(e, Event::ToolExcluded { tool, reason } if tool == "bad" && reason.contains("number"))), "{:?}", sim.events);
+    // No header set can satisfy a server for an excluded tool: the call fails locally.
+    let err = sim
+        .call(CallRequest::call_tool("bad", json!({"x": 1})))
+        .unwrap_err();
+    assert!(
+        matches!(&err, CallError::Unsendable(m) if m.contains("excluded")),
+        "{err:?}"
+    );
+    assert!(sim.with_method("tools/call").is_empty());
 
     sim.call(CallRequest::call_tool(
         "route",

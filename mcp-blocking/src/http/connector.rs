@@ -5,9 +5,10 @@
 use std::fmt;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
+use mcp_host::http::{http1_tls_config, tls_error};
 use mcp_proto::http::EndpointUrl;
 use rustls::pki_types::ServerName;
 use rustls::{ClientConfig, ClientConnection, StreamOwned};
@@ -149,18 +150,22 @@ pub struct TlsConnector {
 }
 
 impl TlsConnector {
-    /// TLS with this rustls configuration (your roots, client certificates, ALPN, …).
+    /// TLS with this rustls configuration (your roots, client certificates, …). ALPN
+    /// is set to `http/1.1` alone, on a copy when `config` says otherwise: HTTP/1.1 is
+    /// all the client speaks, and a server picking `h2` would break every exchange.
     #[must_use]
     pub fn new(config: Arc<ClientConfig>) -> Self {
-        TlsConnector { config }
+        TlsConnector {
+            config: http1_tls_config(Some(&config)),
+        }
     }
 
     /// TLS trusting the Mozilla roots of `webpki-roots`, with the ring provider, TLS 1.2
-    /// and 1.3, and ALPN `http/1.1`.
+    /// and 1.3, and ALPN `http/1.1` ([`super::default_tls_config`]).
     #[must_use]
     pub fn webpki_roots() -> Self {
         TlsConnector {
-            config: default_tls_config(),
+            config: http1_tls_config(None),
         }
     }
 
@@ -204,26 +209,6 @@ impl Connector for TlsConnector {
         socket.set_read_timeout(None)?;
         Ok(Box::new(StreamOwned::new(conn, socket)))
     }
-}
-
-/// The default client configuration: ring, TLS 1.2 and 1.3, Mozilla roots, ALPN
-/// `http/1.1`. Built once per process.
-#[must_use]
-pub fn default_tls_config() -> Arc<ClientConfig> {
-    static CONFIG: OnceLock<Arc<ClientConfig>> = OnceLock::new();
-    Arc::clone(CONFIG.get_or_init(|| {
-        let roots = rustls::RootCertStore {
-            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-        };
-        let mut config =
-            ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-                .with_safe_default_protocol_versions()
-                .expect("the ring provider supports the default protocol versions")
-                .with_root_certificates(roots)
-                .with_no_client_auth();
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
-        Arc::new(config)
-    }))
 }
 
 /// Where below HTTP an exchange failed.
@@ -281,7 +266,7 @@ impl TransportError {
     /// else connect.
     #[must_use]
     pub fn from_connect(url: &EndpointUrl, source: io::Error) -> Self {
-        let stage = if tls_error_of(&source).is_some() {
+        let stage = if tls_error(&source).is_some() {
             TransportStage::Tls
         } else if source
             .get_ref()
@@ -315,17 +300,12 @@ impl TransportError {
     /// The rustls error, for TLS failures.
     #[must_use]
     pub fn tls_error(&self) -> Option<&rustls::Error> {
-        tls_error_of(&self.source)
+        tls_error(&self.source)
     }
 }
 
-fn tls_error_of(e: &io::Error) -> Option<&rustls::Error> {
-    e.get_ref()
-        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
-}
-
 fn describe(e: &io::Error) -> String {
-    match tls_error_of(e) {
+    match tls_error(e) {
         Some(rustls::Error::InvalidCertificate(cert)) => {
             use rustls::CertificateError as C;
             let why = match cert {

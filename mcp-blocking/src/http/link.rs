@@ -4,40 +4,26 @@ use std::collections::HashMap;
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use mcp_proto::client::http::{ExchangeId, HttpClient, HttpConfig};
+use mcp_proto::client::http::{ExchangeId, HttpClient};
 use mcp_proto::client::{
     self as proto, ApiMisuse, CallId, CallRequest, ClientConfig, Event, InputAnswer, InputId,
 };
 use mcp_proto::http::EndpointUrl;
 
+use mcp_host::wire_log::HttpLog;
+use mcp_host::{Direction, WireLog};
+
 use super::connector::TransportError;
 use super::pool::{Input, Pool, PoolConfig, Waited};
-use crate::driver::{Direction, WireLog};
-
-/// Header names whose values never reach the wire log.
-const SECRET_HEADERS: &[&str] = &[
-    "authorization",
-    "proxy-authorization",
-    "cookie",
-    "set-cookie",
-];
-/// Longest received line shown whole in the wire log.
-const MAX_LOG_LINE: usize = 64 * 1024;
 
 /// The machine and the connections.
 pub(crate) struct HttpLink {
     pub(crate) machine: HttpClient,
     pool: Pool,
-    /// Wire-log state per exchange: the partial line, and whether the head is done.
-    log: HashMap<ExchangeId, LogState>,
+    /// Wire-log state per exchange's response.
+    log: HashMap<ExchangeId, HttpLog>,
     /// The newest transport failure, kept whole for a typed connect error.
     pub(crate) last_transport_error: Option<TransportError>,
-}
-
-#[derive(Default)]
-struct LogState {
-    line: Vec<u8>,
-    in_body: bool,
 }
 
 impl fmt::Debug for HttpLink {
@@ -57,9 +43,11 @@ impl HttpLink {
         authorization: Option<String>,
         pool: PoolConfig,
     ) -> Self {
-        let mut http = HttpConfig::new(url.clone());
-        http.authorization = authorization;
-        http.user_agent = concat!("mcp-blocking/", env!("CARGO_PKG_VERSION")).to_owned();
+        let http = mcp_host::http::machine_config(
+            url.clone(),
+            authorization,
+            concat!("mcp-blocking/", env!("CARGO_PKG_VERSION")),
+        );
         let pool = PoolConfig {
             limits: http.limits.clone(),
             ..pool
@@ -116,9 +104,9 @@ impl HttpLink {
             self.pool.finished(now, f);
         }
         while let Some(t) = self.machine.poll_transmit() {
-            if let Some(log) = wire_log {
-                log_request(&t.bytes, log);
-                self.log.insert(t.exchange, LogState::default());
+            if wire_log.is_some() {
+                HttpLog::whole(wire_log, Direction::Sent, &t.bytes);
+                self.log.insert(t.exchange, HttpLog::new());
             }
             self.pool.send(now, t);
         }
@@ -144,8 +132,9 @@ impl HttpLink {
         let now = Instant::now();
         match waited {
             Waited::Input(Input::Data(x, bytes, complete)) => {
-                if let Some(log) = wire_log {
-                    self.log_response(x, &bytes, log);
+                if wire_log.is_some() {
+                    let log = self.log.entry(x).or_default();
+                    log.feed(wire_log, Direction::Received, &bytes);
                 }
                 if complete {
                     self.log_flush(x, wire_log);
@@ -199,99 +188,9 @@ impl HttpLink {
         self.pool.close_all();
     }
 
-    fn log_response(&mut self, x: ExchangeId, bytes: &[u8], log: &mut WireLog) {
-        let state = self.log.entry(x).or_default();
-        let mut rest = bytes;
-        while let Some(i) = rest.iter().position(|b| *b == b'\n') {
-            state.line.extend_from_slice(&rest[..i]);
-            let line = state.line.strip_suffix(b"\r").unwrap_or(&state.line);
-            if line.is_empty() {
-                state.in_body = true;
-            } else if state.in_body {
-                log(Direction::Received, line);
-            } else {
-                log(Direction::Received, &redact(line));
-            }
-            state.line.clear();
-            rest = &rest[i + 1..];
-        }
-        state.line.extend_from_slice(rest);
-        if state.line.len() > MAX_LOG_LINE {
-            log(Direction::Received, &state.line);
-            state.line.clear();
-        }
-    }
-
     fn log_flush(&mut self, x: ExchangeId, wire_log: &mut Option<WireLog>) {
-        if let Some(state) = self.log.remove(&x)
-            && let Some(log) = wire_log
-            && !state.line.is_empty()
-        {
-            log(Direction::Received, &state.line);
+        if let Some(mut log) = self.log.remove(&x) {
+            log.finish(wire_log, Direction::Received);
         }
-    }
-}
-
-/// Logs a request: head lines (secrets redacted), then the body's lines.
-fn log_request(bytes: &[u8], log: &mut WireLog) {
-    let split = bytes
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .map_or(bytes.len(), |i| i + 4);
-    let (head, body) = bytes.split_at(split);
-    for line in head.split(|b| *b == b'\n') {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        if !line.is_empty() {
-            log(Direction::Sent, &redact(line));
-        }
-    }
-    for line in body.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
-        log(Direction::Sent, line);
-    }
-}
-
-/// A header line with its value hidden when the header is a secret.
-fn redact(line: &[u8]) -> Vec<u8> {
-    if let Some(colon) = line.iter().position(|b| *b == b':') {
-        let name = String::from_utf8_lossy(&line[..colon])
-            .trim()
-            .to_ascii_lowercase();
-        if SECRET_HEADERS.contains(&name.as_str()) {
-            let mut out = line[..=colon].to_vec();
-            out.extend_from_slice(b" [redacted]");
-            return out;
-        }
-    }
-    line.to_vec()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn secrets_stay_out_of_the_log() {
-        assert_eq!(
-            redact(b"Authorization: Bearer abc"),
-            b"Authorization: [redacted]"
-        );
-        assert_eq!(redact(b"set-cookie: a=b"), b"set-cookie: [redacted]");
-        assert_eq!(redact(b"Content-Type: x"), b"Content-Type: x");
-        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let sink = std::sync::Arc::clone(&seen);
-        let mut log: WireLog = Box::new(move |_, l| sink.lock().unwrap().push(l.to_vec()));
-        log_request(
-            b"POST /mcp HTTP/1.1\r\nAuthorization: Bearer secret\r\n\r\n{\"a\":1}",
-            &mut log,
-        );
-        let seen = seen.lock().unwrap();
-        assert_eq!(
-            *seen,
-            [
-                b"POST /mcp HTTP/1.1".to_vec(),
-                b"Authorization: [redacted]".to_vec(),
-                b"{\"a\":1}".to_vec(),
-            ]
-        );
     }
 }

@@ -54,12 +54,15 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcp_host::http::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
+use mcp_host::wire_log::redacted;
+
 pub use connector::{
     Connector, ShutdownHandle, Stream, TcpConnector, TlsConnector, TransportError, TransportStage,
-    default_tls_config,
 };
 pub use era_cache::EraCache;
 pub(crate) use link::HttpLink;
+pub use mcp_host::http::default_tls_config;
 pub(crate) use pool::PoolConfig;
 /// The TLS library, re-exported so a custom [`rustls::ClientConfig`] needs no second
 /// dependency (and cannot be of another version).
@@ -82,7 +85,8 @@ pub use rustls;
 #[derive(Clone)]
 pub struct HttpOptions {
     /// The rustls configuration for `https://` (ignored when a [`HttpOptions::connector`]
-    /// is set). Default: [`default_tls_config`].
+    /// is set). Default: [`default_tls_config`]. ALPN is always `http/1.1` alone (on a
+    /// copy, when this configuration says otherwise): HTTP/1.1 is all the client speaks.
     pub tls: Option<Arc<rustls::ClientConfig>>,
     /// Opens the connections, replacing the built-in TCP and TLS connectors.
     pub connector: Option<Arc<dyn Connector>>,
@@ -91,12 +95,13 @@ pub struct HttpOptions {
     pub authorization: Option<String>,
     /// Allow plain `http://` to hosts that are not loopback. Default false.
     pub allow_insecure_remote: bool,
-    /// Bound on setting up one connection (TCP connect, TLS handshake). Default 10 s.
+    /// Bound on setting up one connection (TCP connect, TLS handshake). Default 10 s
+    /// ([`mcp_host::http::DEFAULT_CONNECT_TIMEOUT`]).
     pub connect_timeout: Duration,
     /// Connections carrying requests at once (idle keep-alive ones included); requests
     /// beyond wait for one. Long-lived event streams (a legacy server's GET stream,
     /// resumptions) are bounded separately by the same number, so they never starve
-    /// calls. Default 16.
+    /// calls. Default 16 ([`mcp_host::http::DEFAULT_MAX_CONNECTIONS`]); at least 1.
     pub max_connections: usize,
     /// Idle keep-alive connections older than this are closed rather than reused.
     /// Default 30 s.
@@ -114,8 +119,8 @@ impl HttpOptions {
             connector: None,
             authorization: None,
             allow_insecure_remote: false,
-            connect_timeout: Duration::from_secs(10),
-            max_connections: 16,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
             idle_timeout: Duration::from_secs(30),
             era_cache: None,
         }
@@ -207,10 +212,7 @@ impl fmt::Debug for HttpOptions {
         f.debug_struct("HttpOptions")
             .field("tls", &self.tls.is_some())
             .field("connector", &self.connector.is_some())
-            .field(
-                "authorization",
-                &self.authorization.as_ref().map(|_| "[redacted]"),
-            )
+            .field("authorization", &redacted(&self.authorization))
             .field("allow_insecure_remote", &self.allow_insecure_remote)
             .field("connect_timeout", &self.connect_timeout)
             .field("max_connections", &self.max_connections)

@@ -546,25 +546,22 @@ impl Client {
         if let Some(c) = &call.cursor {
             extra.push(("cursor", c));
         }
-        let mut params = Vec::with_capacity(64);
+        // The request is written in one pass, params straight into the message: they are
+        // our own serialisation, so there is nothing to re-validate.
+        let mut out = Vec::with_capacity(envelope.len() + 128);
+        jsonrpc::write_request_head(&mut out, &RequestId::Number(rpc_id), &call.request.method);
+        out.extend_from_slice(b",\"params\":");
         request::write_params(
-            &mut params,
+            &mut out,
             envelope,
             call.progress_token,
             &call.request.params,
             &extra,
         );
+        out.push(b'}');
         call.pending.clear();
         call.rpc_id = Some(rpc_id);
         call.deadline = Some(now + call.timeout);
-        let mut out = Vec::with_capacity(params.len() + 64);
-        let params = RawValue::from_string(String::from_utf8(params).unwrap_or_default()).ok();
-        jsonrpc::encode_request(
-            &mut out,
-            &RequestId::Number(rpc_id),
-            &call.request.method,
-            params.as_deref(),
-        );
         self.outgoing.push_back(out);
         self.by_rpc.insert(rpc_id, id);
     }

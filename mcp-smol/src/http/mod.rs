@@ -67,16 +67,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_lite::{AsyncRead, AsyncWrite};
+pub use mcp_host::http::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
+use mcp_host::wire_log::redacted;
 use mcp_proto::client::http::HttpConfig;
 use mcp_proto::http::EndpointUrl;
 
 pub(crate) use transport::Http;
-
-/// Default bound on the time to open a connection (TCP and TLS together): 10 s.
-pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Default bound on open connections to the endpoint (busy, connecting and idle): 16.
-pub const DEFAULT_MAX_CONNECTIONS: usize = 16;
 
 /// A byte stream HTTP/1.1 can be spoken on: what a [`Connector`] returns.
 ///
@@ -227,21 +223,23 @@ impl HttpOptions {
         self
     }
 
-    /// The same options with another bound on open connections.
+    /// The same options with another bound on open connections (at least 1).
     #[must_use]
     pub fn max_connections(mut self, max: usize) -> Self {
-        self.max_connections = max;
+        self.max_connections = max.max(1);
         self
     }
 
     /// The machine's configuration and the driver's part.
     pub(crate) fn into_parts(self, url: EndpointUrl) -> (HttpConfig, HttpSetup) {
-        let mut config = HttpConfig::new(url.clone());
-        config.authorization = self.authorization;
-        config.user_agent = concat!("mcp-smol/", env!("CARGO_PKG_VERSION")).to_owned();
+        let config = mcp_host::http::machine_config(
+            url.clone(),
+            self.authorization,
+            concat!("mcp-smol/", env!("CARGO_PKG_VERSION")),
+        );
         let connector = self.connector.unwrap_or_else(|| Arc::new(TcpConnector));
         let tls = (url.is_tls() && !connector.handles_tls())
-            .then(|| connect::tls_connector(self.tls.as_deref()));
+            .then(|| connect::tls_connector(self.tls.as_ref()));
         let setup = HttpSetup {
             url,
             connector,
@@ -264,10 +262,7 @@ impl fmt::Debug for HttpOptions {
         f.debug_struct("HttpOptions")
             .field("tls", &self.tls.is_some())
             .field("connector", &self.connector.is_some())
-            .field(
-                "authorization",
-                &self.authorization.as_ref().map(|_| "[redacted]"),
-            )
+            .field("authorization", &redacted(&self.authorization))
             .field("allow_insecure_remote", &self.allow_insecure_remote)
             .field("connect_timeout", &self.connect_timeout)
             .field("max_connections", &self.max_connections)

@@ -10,15 +10,16 @@ use std::time::Instant;
 
 use async_io::Timer;
 use futures_lite::{AsyncRead, AsyncWrite, future};
+use mcp_host::wire_log::HttpLog;
+use mcp_host::{Direction, WireLog};
 use mcp_proto::client::http::{ExchangeId, Finished, HttpClient, HttpConfig, Transmit};
 use mcp_proto::client::{ClientConfig, CloseReason};
 
 use super::connect::{self, Opening};
 use super::{AsyncStream, HttpSetup};
 use crate::Error;
-use crate::core::{BUDGET, Core, Step, Transport, flush_log_line, log_lines};
+use crate::core::{BUDGET, Core, Step, Transport};
 use crate::error::{TransportError, TransportErrorKind};
-use crate::options::{Direction, WireLog};
 
 /// Bytes read from a connection at a time.
 const READ_CHUNK: usize = 16 * 1024;
@@ -66,8 +67,8 @@ struct Conn {
     job: Option<Job>,
     /// The connection carried an exchange before this job.
     reused: bool,
-    /// The response line being assembled for the wire log.
-    log_line: Vec<u8>,
+    /// The response being logged (its unfinished line, whether its head is over).
+    log: HttpLog,
 }
 
 /// The HTTP side of a driver.
@@ -162,11 +163,8 @@ impl Http {
         })
         .await;
         for conn in &mut self.conns {
-            flush_log_line(
-                &mut core.options.wire_log,
-                Direction::Received,
-                &mut conn.log_line,
-            );
+            conn.log
+                .finish(&mut core.options.wire_log, Direction::Received);
         }
         self.conns.clear();
         self.queue.clear();
@@ -206,7 +204,7 @@ impl Http {
     fn remove(&mut self, id: u64, log: &mut Option<WireLog>) -> Option<Conn> {
         let i = self.position(id)?;
         let mut conn = self.conns.swap_remove(i);
-        flush_log_line(log, Direction::Received, &mut conn.log_line);
+        conn.log.finish(log, Direction::Received);
         Some(conn)
     }
 
@@ -215,9 +213,7 @@ impl Http {
     fn settle(&mut self, core: &mut Core) -> bool {
         let mut progress = false;
         while let Some(t) = self.machine.poll_transmit() {
-            if let Some(log) = &mut core.options.wire_log {
-                log_request(log, &t.bytes);
-            }
+            HttpLog::whole(&mut core.options.wire_log, Direction::Sent, &t.bytes);
             self.queue.push_back(Job::new(t));
             progress = true;
         }
@@ -288,7 +284,7 @@ impl Http {
                         },
                         job,
                         reused: false,
-                        log_line: Vec::new(),
+                        log: HttpLog::new(),
                     });
                 }
                 // A retry needs a fresh connection: make room by closing an idle one.
@@ -367,9 +363,11 @@ impl Http {
                 Poll::Pending => break,
                 Poll::Ready(Ok(n)) if n > 0 => {
                     job.answered = true;
-                    if let Some(log) = &mut core.options.wire_log {
-                        log_lines(log, Direction::Received, &mut conn.log_line, &self.buf[..n]);
-                    }
+                    conn.log.feed(
+                        &mut core.options.wire_log,
+                        Direction::Received,
+                        &self.buf[..n],
+                    );
                     Ok(n)
                 }
                 Poll::Ready(Ok(_)) => Ok(0),
@@ -520,68 +518,5 @@ impl Http {
         core.record_transport_failure(failure);
         self.machine.handle_exchange_error(now, exchange, &detail);
         self.settle(core);
-    }
-}
-
-/// Logs a request line by line, with the `Authorization` value hidden.
-fn log_request(log: &mut WireLog, bytes: &[u8]) {
-    let head_len = bytes
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .map_or(bytes.len(), |i| i + 2);
-    let (head, body) = bytes.split_at(head_len);
-    for line in head.split(|&b| b == b'\n') {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        if line.is_empty() {
-            continue;
-        }
-        if line.len() >= 14 && line[..14].eq_ignore_ascii_case(b"authorization:") {
-            log(Direction::Sent, b"Authorization: [redacted]");
-        } else {
-            log(Direction::Sent, line);
-        }
-    }
-    let body = body.strip_prefix(b"\r\n").unwrap_or(body);
-    log(Direction::Sent, b"");
-    if !body.is_empty() {
-        let mut line = Vec::new();
-        log_lines(log, Direction::Sent, &mut line, body);
-        if !line.is_empty() {
-            log(Direction::Sent, &line);
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::sync::{Arc, Mutex};
-
-    #[test]
-    fn request_logs_hide_the_authorization() {
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let sink = seen.clone();
-        let mut log: WireLog = Box::new(move |dir, line| {
-            assert_eq!(dir, Direction::Sent);
-            sink.lock()
-                .unwrap()
-                .push(String::from_utf8_lossy(line).into_owned());
-        });
-        log_request(
-            &mut log,
-            b"POST /mcp HTTP/1.1\r\nHost: x\r\nauthorization: Bearer s3cr3t\r\nContent-Length: 2\r\n\r\n{}",
-        );
-        let seen = seen.lock().unwrap();
-        assert_eq!(
-            *seen,
-            [
-                "POST /mcp HTTP/1.1",
-                "Host: x",
-                "Authorization: [redacted]",
-                "Content-Length: 2",
-                "",
-                "{}"
-            ]
-        );
     }
 }

@@ -135,6 +135,9 @@ pub struct HttpClient {
     session_id: Option<String>,
     /// `x-mcp-header` declarations by tool name, from the latest `tools/list`.
     tool_headers: HashMap<String, Vec<ParamHeader>>,
+    /// Tools left out of `tools/list` for invalid annotations, with the reason: a call
+    /// to one fails locally, since no header set could satisfy the server.
+    excluded_tools: HashMap<String, String>,
     /// Which method each JSON-RPC id in flight was, for results that need a look.
     methods: HashMap<i64, String>,
     /// Resumptions waiting for their delay: (when, last event id, ids owed, attempt).
@@ -173,6 +176,7 @@ impl HttpClient {
             events: VecDeque::new(),
             session_id: None,
             tool_headers: HashMap::new(),
+            excluded_tools: HashMap::new(),
             methods: HashMap::new(),
             resumes: Vec::new(),
             get_stream: GetStream::Idle,
@@ -385,7 +389,8 @@ impl HttpClient {
         let Some(held) = self.held.take() else {
             return;
         };
-        if self.get_stream == GetStream::Active {
+        // Without a session the server has nothing to route to a GET stream.
+        if self.get_stream == GetStream::Active && self.session_id.is_some() {
             self.open_get(None, Vec::new(), 0);
         }
         for json in held {

@@ -71,16 +71,20 @@ impl HttpClient {
                 .params
                 .and_then(|p| serde_json::from_str(p.get()).ok())
                 .unwrap_or(Value::Null);
-            let mirrored = if method == "tools/call" {
-                params
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .and_then(|n| self.tool_headers.get(n))
-                    .cloned()
-                    .unwrap_or_default()
-            } else {
-                Vec::new()
-            };
+            let tool = (method == "tools/call")
+                .then(|| params.get("name").and_then(Value::as_str))
+                .flatten();
+            if let (Some(tool), Some(rpc)) = (tool, rpc_id)
+                && let Some(reason) = self.excluded_tools.get(tool)
+            {
+                let why = format!("tool {tool:?} was excluded from tools/list: {reason}");
+                self.client.fail_request(rpc, CallError::Unsendable(why));
+                return;
+            }
+            let mirrored = tool
+                .and_then(|n| self.tool_headers.get(n))
+                .cloned()
+                .unwrap_or_default();
             let version = version.map_or("", |v| v.as_str());
             match headers::request_headers(&method, &params, version, &mirrored) {
                 Ok(list) => {

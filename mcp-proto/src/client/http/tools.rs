@@ -46,10 +46,13 @@ impl HttpClient {
             match tool_param_headers(schema) {
                 Ok(headers) => {
                     self.tool_headers.insert(name.to_owned(), headers);
+                    self.excluded_tools.remove(name);
                     true
                 }
                 Err(reason) => {
                     self.tool_headers.remove(name);
+                    self.excluded_tools
+                        .insert(name.to_owned(), reason.to_string());
                     excluded.push((name.to_owned(), reason.to_string()));
                     false
                 }

@@ -1,0 +1,95 @@
+//! What both adapters keep about a server child process: how it ended ([`Shutdown`])
+//! and the newest bytes of its stderr ([`StderrTail`]).
+
+use std::collections::VecDeque;
+use std::process::ExitStatus;
+
+/// How a server process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct Shutdown {
+    /// Its exit status, when it could be collected.
+    pub status: Option<ExitStatus>,
+    /// True when it did not exit within the grace period and was killed.
+    pub killed: bool,
+}
+
+impl Shutdown {
+    /// A process that ended with `status` (`None`: not collected), killed or not.
+    #[must_use]
+    pub fn new(status: Option<ExitStatus>, killed: bool) -> Self {
+        Shutdown { status, killed }
+    }
+}
+
+/// The newest bytes of a child's stderr, at most a limit of them.
+///
+/// The adapters share it between the reader of the pipe and the handles behind a
+/// mutex; it is plain data.
+///
+/// ```
+/// use mcp_host::StderrTail;
+///
+/// let mut tail = StderrTail::new(5);
+/// tail.push(b"abc");
+/// tail.push(b"defg");
+/// assert_eq!(tail.text(), "cdefg");
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct StderrTail {
+    bytes: VecDeque<u8>,
+    limit: usize,
+}
+
+impl StderrTail {
+    /// An empty tail keeping at most `limit` bytes (`0`: none).
+    #[must_use]
+    pub fn new(limit: usize) -> Self {
+        StderrTail {
+            bytes: VecDeque::new(),
+            limit,
+        }
+    }
+
+    /// Appends `data`, dropping the oldest bytes beyond the limit.
+    pub fn push(&mut self, data: &[u8]) {
+        let data = &data[data.len().saturating_sub(self.limit)..];
+        let excess = (self.bytes.len() + data.len()).saturating_sub(self.limit);
+        self.bytes.drain(..excess);
+        self.bytes.extend(data);
+    }
+
+    /// The kept bytes as text (invalid UTF-8 replaced).
+    #[must_use]
+    pub fn text(&self) -> String {
+        let (a, b) = self.bytes.as_slices();
+        let mut all = Vec::with_capacity(a.len() + b.len());
+        all.extend_from_slice(a);
+        all.extend_from_slice(b);
+        String::from_utf8_lossy(&all).into_owned()
+    }
+
+    /// The limit in bytes.
+    #[must_use]
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tail_keeps_the_newest_bytes() {
+        let mut t = StderrTail::new(5);
+        t.push(b"abc");
+        t.push(b"defg");
+        assert_eq!(t.text(), "cdefg");
+        t.push(b"0123456789");
+        assert_eq!(t.text(), "56789");
+        let mut none = StderrTail::new(0);
+        none.push(b"anything");
+        assert_eq!(none.text(), "");
+    }
+}

@@ -1,0 +1,98 @@
+//! What both adapters' error types say about the protocol-level causes they share: the
+//! stable kind names, the server's JSON-RPC error object, the HTTP status.
+
+use mcp_proto::ErrorObject;
+use mcp_proto::client::{CallError, CloseReason};
+
+/// The protocol-level cause of an adapter's error, as both adapters' `Error` types have
+/// it (each maps its own variants to this view; transport failures below HTTP and the
+/// adapter's own variants are named by the adapter).
+///
+/// ```
+/// use mcp_host::Cause;
+/// use mcp_proto::ErrorObject;
+/// use mcp_proto::client::{CallError, CloseReason};
+///
+/// let e = CallError::Server(ErrorObject::new(-32602, "bad"));
+/// assert_eq!(Cause::Call(&e).kind(), "server-error");
+/// assert_eq!(Cause::Call(&e).error_object().map(|o| o.code), Some(-32602));
+/// assert_eq!(Cause::Connect(&CloseReason::LegacyServer).kind(), "legacy-server");
+/// ```
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub enum Cause<'a> {
+    /// The server process could not be started.
+    Spawn,
+    /// The connection was never established, for this reason.
+    Connect(&'a CloseReason),
+    /// The connection is over, for this reason.
+    Closed(&'a CloseReason),
+    /// A call failed.
+    Call(&'a CallError),
+    /// The caller broke an API rule.
+    Misuse,
+    /// The endpoint URL was refused.
+    InvalidUrl,
+}
+
+impl<'a> Cause<'a> {
+    /// A short, stable name for the kind of failure, for scripts: `spawn`, `connect`,
+    /// `legacy-server`, `negotiation`, `auth-required`, `http`, `closed`,
+    /// `server-error`, `timeout`, `invalid-response`, `input`, `limit`, `cancelled`,
+    /// `session-expired`, `call`, `misuse`, `invalid-url`.
+    #[must_use]
+    pub fn kind(self) -> &'static str {
+        match self {
+            Cause::Spawn => "spawn",
+            Cause::Connect(reason) => match reason {
+                CloseReason::LegacyServer => "legacy-server",
+                CloseReason::Negotiation(_) => "negotiation",
+                CloseReason::Refused(_) => "server-error",
+                CloseReason::HandshakeTimeout(_) => "timeout",
+                CloseReason::AuthRequired { .. } => "auth-required",
+                CloseReason::Http(_) => "http",
+                _ => "connect",
+            },
+            Cause::Closed(_) => "closed",
+            Cause::Call(e) => match e {
+                CallError::Server(_) => "server-error",
+                CallError::Timeout(_) => "timeout",
+                CallError::Cancelled => "cancelled",
+                CallError::InvalidResponse(_) => "invalid-response",
+                CallError::TooManyRounds(_) | CallError::ListTooLong(_) => "limit",
+                CallError::InvalidInputRequest(_) | CallError::InputRefused(_) => "input",
+                CallError::Http(_) => "http",
+                CallError::SessionExpired => "session-expired",
+                _ => "call",
+            },
+            Cause::Misuse => "misuse",
+            Cause::InvalidUrl => "invalid-url",
+        }
+    }
+
+    /// The JSON-RPC error object the server sent, when the failure is one: a server
+    /// error, a refused handshake, or the error carried in the body of a failed HTTP
+    /// exchange.
+    #[must_use]
+    pub fn error_object(self) -> Option<&'a ErrorObject> {
+        match self {
+            Cause::Call(CallError::Server(e))
+            | Cause::Connect(CloseReason::Refused(e))
+            | Cause::Closed(CloseReason::Refused(e)) => Some(e),
+            Cause::Call(CallError::Http(h))
+            | Cause::Connect(CloseReason::Http(h))
+            | Cause::Closed(CloseReason::Http(h)) => h.error.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// The HTTP status of a failed HTTP exchange (never set for stdio servers).
+    #[must_use]
+    pub fn http_status(self) -> Option<u16> {
+        match self {
+            Cause::Call(e) => e.http_status(),
+            Cause::Connect(CloseReason::Http(h)) | Cause::Closed(CloseReason::Http(h)) => h.status,
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,42 @@
+//! The runtime-independent half of the MCP client adapters.
+//!
+//! [`mcp_proto`] holds the sans-IO protocol machines; `mcp-blocking` drives them on std
+//! threads and `mcp-smol` with a `Driver` future on any executor. Whatever those two do
+//! the same way, whatever the runtime, lives here once, and both re-export the public
+//! types under their own paths (`mcp_blocking::StdioCommand`, `mcp_smol::Options`, …):
+//!
+//! * [`StdioCommand`]: what to run as a stdio server, with an isolated environment and
+//!   the `PATH` lookup, turned into a [`std::process::Command`] by
+//!   [`StdioCommand::to_command`]; [`StderrTail`], the bounded stderr buffer, and
+//!   [`Shutdown`], how the process ended.
+//! * [`Options`]: grace period, input handler, progress callback, wire log; with
+//!   [`Options::handle_event`], the event handling that depends on the options alone.
+//! * [`wire_log`]: bytes cut into wire-log lines, with `Authorization` and the other
+//!   secret headers redacted.
+//! * [`http`]: the HTTP defaults, the machine's configuration, and the default TLS
+//!   configuration (rustls with `ring`, `webpki-roots`, ALPN `http/1.1`).
+//! * [`Cause`]: the stable error kind names, the server's error object, the HTTP
+//!   status.
+//!
+//! It uses std IO where it must (looking programs up on `PATH`, building a process
+//! command) and nothing else: no async runtime, no threads.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod child;
+mod command;
+mod error;
+pub mod http;
+mod options;
+pub mod wire_log;
+
+pub use child::{Shutdown, StderrTail};
+pub use command::{DEFAULT_STDERR_LIMIT, StdioCommand};
+pub use error::Cause;
+pub use options::{
+    DEFAULT_GRACE_PERIOD, Direction, MAX_NOTIFICATIONS, MAX_PEER_ERRORS, Options, Progress,
+    ProgressHandler, WireLog, push_newest,
+};
+
+/// The protocol crate, re-exported so its types need no second dependency.
+pub use mcp_proto;
