@@ -2,7 +2,7 @@
 //! stable kind names, the server's JSON-RPC error object, the HTTP status.
 
 use mcp_proto::ErrorObject;
-use mcp_proto::client::{CallError, CloseReason};
+use mcp_proto::client::{CallError, CloseReason, InvalidParams};
 
 /// The protocol-level cause of an adapter's error, as both adapters' `Error` types have
 /// it (each maps its own variants to this view; transport failures below HTTP and the
@@ -38,7 +38,8 @@ pub enum Cause<'a> {
 impl<'a> Cause<'a> {
     /// A short, stable name for the kind of failure, for scripts: `spawn`, `connect`,
     /// `legacy-server`, `negotiation`, `auth-required`, `http`, `closed`,
-    /// `server-error`, `timeout`, `invalid-response`, `input`, `limit`, `cancelled`,
+    /// `server-error`, `unknown-name` and `invalid-arguments` (a `-32602` that says which),
+    /// `timeout`, `invalid-response`, `input`, `limit`, `cancelled`,
     /// `session-expired`, `call`, `misuse`, `invalid-url`.
     #[must_use]
     pub fn kind(self) -> &'static str {
@@ -55,7 +56,11 @@ impl<'a> Cause<'a> {
             },
             Cause::Closed(_) => "closed",
             Cause::Call(e) => match e {
-                CallError::Server(_) => "server-error",
+                CallError::Server(_) => match e.invalid_params() {
+                    Some(InvalidParams::UnknownName) => "unknown-name",
+                    Some(InvalidParams::InvalidArguments) => "invalid-arguments",
+                    _ => "server-error",
+                },
                 CallError::Timeout(_) => "timeout",
                 CallError::Cancelled => "cancelled",
                 CallError::InvalidResponse(_) => "invalid-response",

@@ -168,12 +168,65 @@ impl CallError {
         }
     }
 
+    /// For a `-32602` (invalid params) from the server: whether it names an unknown tool
+    /// or prompt, or arguments it rejected, as far as the server says which.
+    #[must_use]
+    pub fn invalid_params(&self) -> Option<InvalidParams> {
+        let error = match self {
+            CallError::Server(e) => e,
+            CallError::Http(h) => h.error.as_ref()?,
+            _ => return None,
+        };
+        (error.code == crate::jsonrpc::codes::INVALID_PARAMS).then(|| InvalidParams::of(error))
+    }
+
     /// The HTTP status, for failed HTTP exchanges.
     #[must_use]
     pub fn http_status(&self) -> Option<u16> {
         match self {
             CallError::Http(h) => h.status,
             _ => None,
+        }
+    }
+}
+
+/// What a `-32602` is about. Servers use the one code for an unknown tool (or prompt,
+/// or resource) and for arguments they refuse; this reads which one from `data` (a
+/// `reason` member) or, failing that, from the message wording common SDKs use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum InvalidParams {
+    /// The named tool, prompt or resource does not exist.
+    UnknownName,
+    /// The arguments were rejected.
+    InvalidArguments,
+    /// The server did not say which.
+    Unspecified,
+}
+
+impl InvalidParams {
+    fn of(error: &ErrorObject) -> InvalidParams {
+        let reason = error
+            .data
+            .as_ref()
+            .and_then(|d| d.get("reason"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let text = format!("{reason} {}", error.message).to_ascii_lowercase();
+        let unknown = [
+            "unknown tool",
+            "unknown prompt",
+            "not found",
+            "no such",
+            "unknown_tool",
+        ];
+        let invalid = ["argument", "validation", "invalid input", "schema"];
+        if unknown.iter().any(|k| text.contains(k)) {
+            InvalidParams::UnknownName
+        } else if invalid.iter().any(|k| text.contains(k)) {
+            InvalidParams::InvalidArguments
+        } else {
+            InvalidParams::Unspecified
         }
     }
 }
@@ -389,4 +442,58 @@ pub enum ConnectionState {
 
 pub(crate) fn id_text(id: &RequestId) -> String {
     id.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jsonrpc::codes;
+
+    fn server(code: i64, message: &str, data: Option<Value>) -> CallError {
+        let mut e = ErrorObject::new(code, message);
+        e.data = data;
+        CallError::Server(e)
+    }
+
+    #[test]
+    fn invalid_params_says_which_when_the_server_does() {
+        let cases = [
+            ("Unknown tool: frobnicate", None, InvalidParams::UnknownName),
+            (
+                "MCP error -32602: Tool frobnicate not found",
+                None,
+                InvalidParams::UnknownName,
+            ),
+            (
+                "Invalid arguments for tool add: a must be a number",
+                None,
+                InvalidParams::InvalidArguments,
+            ),
+            (
+                "Input validation error",
+                None,
+                InvalidParams::InvalidArguments,
+            ),
+            (
+                "bad",
+                Some(serde_json::json!({"reason": "unknown_tool"})),
+                InvalidParams::UnknownName,
+            ),
+            ("Invalid params", None, InvalidParams::Unspecified),
+        ];
+        for (message, data, expected) in cases {
+            let e = server(codes::INVALID_PARAMS, message, data);
+            assert_eq!(e.invalid_params(), Some(expected), "{message}");
+        }
+        assert_eq!(
+            server(codes::METHOD_NOT_FOUND, "Unknown tool", None).invalid_params(),
+            None
+        );
+        let http = CallError::Http(HttpFailure::new(
+            Some(400),
+            Some(ErrorObject::new(codes::INVALID_PARAMS, "Unknown tool: x")),
+            "",
+        ));
+        assert_eq!(http.invalid_params(), Some(InvalidParams::UnknownName));
+    }
 }

@@ -45,7 +45,7 @@ use serde_json::value::RawValue;
 
 pub use event::{
     ApiMisuse, CallError, CallId, CallOutput, CloseReason, ConnectionState, Event, HttpFailure,
-    InputAnswer, InputId, InputRequest, PeerError,
+    InputAnswer, InputId, InputRequest, InvalidParams, PeerError,
 };
 pub use output::{AcceptDefaults, DeclineAll, InputHandler};
 pub use request::CallRequest;

@@ -548,13 +548,15 @@ fn answer(mut exchange: Exchange, era: Era, initialize: bool) -> HttpResponse {
     sse_head(body)
 }
 
-/// The HTTP status of a modern JSON-RPC error answer (spec 4.5).
+/// The HTTP status of a modern JSON-RPC error answer from the machine (spec 4.5). A
+/// `-32602` here is about the request's content (an unknown tool, bad arguments): a
+/// handler error, answered with 200 as SDKs do. The `-32602` for missing `_meta`, which
+/// must be a 400, comes from the endpoint's own checks before the machine sees the request.
 fn modern_status(code: i64) -> u16 {
     match code {
         codes::HEADER_MISMATCH
         | codes::MISSING_REQUIRED_CLIENT_CAPABILITY
         | codes::UNSUPPORTED_PROTOCOL_VERSION
-        | codes::INVALID_PARAMS
         | codes::INVALID_REQUEST
         | codes::PARSE_ERROR => 400,
         codes::METHOD_NOT_FOUND => 404,
