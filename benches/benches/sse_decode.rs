@@ -10,13 +10,14 @@
 //!   (`event: message` + one `data:` line, as the example server frames them), 256 KiB
 //!   in all, so many events per push;
 //! * `64KiB event` / `1MiB event` — one event whose data is that large, either on one
-//!   `data:` line (`1 line`: a JSON-RPC message, which is how servers send them) or split
+//!   `data:` line (`single line`: a JSON-RPC message, which is how servers send them) or split
 //!   into `data:` lines of 1 KiB or 64 B (`1KiB lines`, `64B lines`: the decoder joins
 //!   them with LF).
 //!
-//! Reference points in the same run (`reference …`), over the 1 MiB one-line stream: a
+//! Reference points in the same run (`reference …`), over the 1 MiB single-line stream: a
 //! plain copy of the stream into a fresh `Vec` (memory bandwidth), a byte-at-a-time search
-//! for CR or LF (the decoder's line scan, which is `iter().position`), and
+//! for CR or LF (the decoder's line scan, which is `iter().position`), the same search
+//! with `memchr::memchr2` (already in the graph through `serde_json`), and
 //! `std::str::from_utf8` (the validation `String::from_utf8_lossy` does).
 //!
 //! MB/s counts stream bytes (10^6 per MB), field names and line ends included. The target
@@ -24,7 +25,7 @@
 //!
 //! ```text
 //! cargo bench -p mcp-benches --bench sse_decode [-- FILTER…]
-//! bash benches/callgrind.sh sse_decode "1MiB event 1 line 16KiB" 20
+//! bash benches/callgrind.sh sse_decode "1MiB single 16KiB" 20
 //! ```
 
 use std::hint::black_box;
@@ -81,7 +82,7 @@ fn large_event(label: &str, data_len: usize, line: Option<usize>) -> Fixture {
             stream.extend_from_slice(text.as_bytes());
             stream.extend_from_slice(tail.as_bytes());
             stream.push(b'\n');
-            ("1 line".to_owned(), data_len)
+            ("single line".to_owned(), data_len)
         }
         Some(width) => {
             let text = payload(data_len);
@@ -130,6 +131,20 @@ fn decode(stream: &[u8], read: usize) -> (usize, usize) {
     (events, bytes)
 }
 
+/// A reference operation over a whole stream.
+type Reference = fn(&[u8]);
+
+/// Line ends in `stream`, found one after another with `find` (as the decoder does).
+fn line_ends(stream: &[u8], find: impl Fn(&[u8]) -> Option<usize>) -> usize {
+    let mut pos = 0;
+    let mut count = 0;
+    while let Some(i) = find(&stream[pos..]) {
+        pos += i + 1;
+        count += 1;
+    }
+    count
+}
+
 fn main() {
     let settings = Settings::from_env();
     settings.title(
@@ -147,8 +162,8 @@ fn main() {
     ];
     for fixture in &fixtures {
         let size = fixture.stream.len();
-        // About 150 MB of stream per case by default.
-        let n = settings.iters((150_000_000 / size).max(20));
+        // About 250 MB of stream per case by default.
+        let n = settings.iters((250_000_000 / size).max(20));
         for (feed, read) in [("16KiB reads", READ), ("whole", usize::MAX)] {
             let case = format!("{} {feed} ({size} B)", fixture.name);
             if !settings.selected(&case) {
@@ -168,19 +183,24 @@ fn main() {
     let big = &fixtures[4].stream;
     let size = big.len();
     let n = settings.iters(150_000_000 / size);
-    let references: [(&str, fn(&[u8])); 3] = [
+    let references: [(&str, Reference); 4] = [
         ("reference copy into a fresh Vec", |s| {
             black_box(s.to_vec());
         }),
         ("reference byte-wise CR/LF search", |s| {
-            black_box(s.iter().filter(|b| **b == b'\n' || **b == b'\r').count());
+            black_box(line_ends(s, |rest| {
+                rest.iter().position(|b| *b == b'\n' || *b == b'\r')
+            }));
+        }),
+        ("reference memchr2 CR/LF search", |s| {
+            black_box(line_ends(s, |rest| memchr::memchr2(b'\n', b'\r', rest)));
         }),
         ("reference str::from_utf8", |s| {
             black_box(std::str::from_utf8(s).is_ok());
         }),
     ];
     for (name, op) in references {
-        let case = format!("{name} 1MiB event 1 line ({size} B)");
+        let case = format!("{name} 1MiB event single line ({size} B)");
         if settings.selected(&case) {
             settings.measure(&case, "streams", n, 1, Some(size), || op(black_box(big)));
         }

@@ -38,11 +38,11 @@
 
 use std::future::Future;
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use futures_lite::future;
 use mcp_benches::child::{self, BareClient, ServerKind};
-use mcp_benches::{BoxFuture, Report, Settings, join_all, payload};
+use mcp_benches::{Report, Settings, payload, smol_echo_calls as calls};
 use mcp_proto::client::ClientConfig;
 use mcp_proto::{EraMode, ProtocolVersion};
 use serde_json::json;
@@ -94,40 +94,6 @@ fn bare_case(settings: &Settings, key: &str, text: &str, n: usize) {
     settings.measure(key, "round trips", n, 1, None, || {
         black_box(client.echo(text).expect("bare echo"));
     });
-}
-
-type Worker<'a> = BoxFuture<'a, Vec<Duration>>;
-
-/// `calls` calls spread over `in_flight` workers that each await theirs one by one.
-/// Latencies are recorded unless `timed` is false.
-async fn calls(
-    client: &mcp_smol::Client,
-    text: &str,
-    calls: usize,
-    in_flight: usize,
-    timed: bool,
-) -> Vec<Duration> {
-    let workers: Vec<Worker<'_>> = (0..in_flight)
-        .map(|w| {
-            let mine = calls / in_flight + usize::from(w < calls % in_flight);
-            Box::pin(async move {
-                let mut latencies = Vec::with_capacity(if timed { mine } else { 0 });
-                for _ in 0..mine {
-                    let start = timed.then(Instant::now);
-                    let result = client
-                        .call_tool("echo", json!({ "text": text }))
-                        .await
-                        .expect("echo");
-                    black_box(result.content.len());
-                    if let Some(start) = start {
-                        latencies.push(start.elapsed());
-                    }
-                }
-                latencies
-            }) as Worker<'_>
-        })
-        .collect();
-    join_all(workers).await.into_iter().flatten().collect()
 }
 
 /// What runs the `mcp_smol` driver joined with the calls.

@@ -143,6 +143,13 @@ impl Settings {
         Some(report)
     }
 
+    /// Prints a detail line under the case just reported (unless quiet).
+    pub fn detail(&self, text: &str) {
+        if !self.quiet {
+            println!("      {text}");
+        }
+    }
+
     /// Prints a report made elsewhere (unless quiet).
     pub fn report(&self, report: &Report) {
         if !self.quiet {
@@ -331,6 +338,45 @@ pub async fn join_all<T>(futures: Vec<BoxFuture<'_, T>>) -> Vec<T> {
         }
     })
     .await
+}
+
+type Worker<'a> = BoxFuture<'a, Vec<Duration>>;
+
+/// `calls` sequential-per-worker `tools/call echo` calls of `text` through an `mcp_smol`
+/// client, spread over `in_flight` workers that each await theirs one by one (so
+/// `in_flight` calls are outstanding at any time). Returns each call's latency, or
+/// nothing when `timed` is false.
+///
+/// # Panics
+/// When a call fails.
+pub async fn smol_echo_calls(
+    client: &mcp_smol::Client,
+    text: &str,
+    calls: usize,
+    in_flight: usize,
+    timed: bool,
+) -> Vec<Duration> {
+    let workers: Vec<Worker<'_>> = (0..in_flight)
+        .map(|w| {
+            let mine = calls / in_flight + usize::from(w < calls % in_flight);
+            Box::pin(async move {
+                let mut latencies = Vec::with_capacity(if timed { mine } else { 0 });
+                for _ in 0..mine {
+                    let start = timed.then(Instant::now);
+                    let result = client
+                        .call_tool("echo", serde_json::json!({ "text": text }))
+                        .await
+                        .expect("echo");
+                    std::hint::black_box(result.content.len());
+                    if let Some(start) = start {
+                        latencies.push(start.elapsed());
+                    }
+                }
+                latencies
+            }) as Worker<'_>
+        })
+        .collect();
+    join_all(workers).await.into_iter().flatten().collect()
 }
 
 #[cfg(test)]

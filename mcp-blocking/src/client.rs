@@ -2,14 +2,14 @@
 
 use std::time::Duration;
 
-use mcp_host::{Options, ProgressHandler, Shutdown, StdioCommand, WireLog};
+use mcp_host::{EraPlan, Options, ProgressHandler, Shutdown, StdioCommand, WireLog};
 use mcp_proto::client::{
     CallOutput, CallRequest, ClientConfig, CloseReason, InputHandler, PeerError,
 };
 use mcp_proto::http::EndpointUrl;
-use mcp_proto::jsonrpc::{Notification, codes};
+use mcp_proto::jsonrpc::Notification;
 use mcp_proto::model::{CallToolResult, Prompt, Resource, ServerDetails, Tool};
-use mcp_proto::{Era, EraMode, ProtocolVersion};
+use mcp_proto::{Era, ProtocolVersion};
 use serde_json::{Map, Value};
 
 use crate::driver::{Driver, Link};
@@ -92,10 +92,11 @@ impl Client {
     /// [`Client::connect_http`] with [`Options`] and [`HttpOptions`] (TLS configuration or
     /// connector, `Authorization`, timeouts, era cache).
     ///
-    /// With an [`crate::EraCache`] and [`EraMode::Auto`], an origin known to be legacy is
-    /// connected in [`EraMode::Legacy`] (no probe); when that draws an HTTP 400 with a
-    /// 2026 error code, the entry is dropped and the connection retried once in `Auto`.
-    /// Every successful connection records its verdict.
+    /// With an [`crate::EraCache`] and [`mcp_proto::EraMode::Auto`], an origin known to be
+    /// legacy is connected in [`mcp_proto::EraMode::Legacy`] (no probe); when that draws an
+    /// HTTP 400 with a 2026 error code, the entry is dropped and the connection retried
+    /// once in `Auto`. Every successful connection records its verdict. (The decisions are
+    /// [`mcp_host::EraPlan`]'s, shared with `mcp-smol`.)
     ///
     /// # Errors
     /// As [`Client::connect_http`].
@@ -111,32 +112,17 @@ impl Client {
                 source,
             }
         })?;
-        let origin = endpoint.origin().to_owned();
-        let cache = http.era_cache.clone();
-        let cached_legacy = config.era_mode == EraMode::Auto
-            && cache
-                .as_ref()
-                .and_then(|c| c.get(&origin))
-                .is_some_and(|(era, _)| era == Era::Legacy);
-        let result = if cached_legacy {
-            let legacy = config.clone().era_mode(EraMode::Legacy);
-            match Self::open_http(endpoint.clone(), legacy, options, &http) {
-                Err(failed) if moved_on(&failed.0) => {
-                    let (_, options) = *failed;
-                    if let Some(c) = &cache {
-                        c.invalidate(&origin);
-                    }
-                    Self::open_http(endpoint, config, options, &http)
-                }
-                other => other,
+        let mut plan = EraPlan::new(http.era_cache.clone(), endpoint.origin(), config.era_mode);
+        let first = config.clone().era_mode(plan.mode());
+        let result = match Self::open_http(endpoint.clone(), first, options, &http) {
+            Err(failed) if failed.0.cause().is_some_and(|c| plan.retry(c)) => {
+                let (_, options) = *failed;
+                Self::open_http(endpoint, config.era_mode(plan.mode()), options, &http)
             }
-        } else {
-            Self::open_http(endpoint, config, options, &http)
+            other => other,
         };
         let client = result.map_err(|failed| failed.0)?;
-        if let Some(c) = &cache {
-            c.record(&origin, client.era(), client.protocol_version());
-        }
+        plan.connected(client.protocol_version());
         Ok(client)
     }
 
@@ -391,20 +377,6 @@ impl Client {
     pub fn close(mut self) -> Shutdown {
         self.driver.close()
     }
-}
-
-/// Whether a connect pinned to the legacy era failed because the server now speaks 2026
-/// only: HTTP 400 with a 2026 request error.
-fn moved_on(e: &Error) -> bool {
-    e.http_status() == Some(400)
-        && matches!(
-            e.code(),
-            Some(
-                codes::HEADER_MISMATCH
-                    | codes::MISSING_REQUIRED_CLIENT_CAPABILITY
-                    | codes::UNSUPPORTED_PROTOCOL_VERSION
-            )
-        )
 }
 
 #[cfg(test)]

@@ -74,7 +74,7 @@ impl From<CallError> for Error {
 impl Error {
     /// The protocol-level cause, in the view both adapters share; `None` for failures
     /// below HTTP.
-    fn cause(&self) -> Option<Cause<'_>> {
+    pub(crate) fn cause(&self) -> Option<Cause<'_>> {
         Some(match self {
             Error::Spawn { .. } => Cause::Spawn,
             Error::Connect { reason, .. } => Cause::Connect(reason),

@@ -17,6 +17,10 @@
 //!   configuration (rustls with `ring`, `webpki-roots`, ALPN `http/1.1`).
 //! * [`Cause`]: the stable error kind names, the server's error object, the HTTP
 //!   status.
+//! * [`EraCache`]: the era verdict per HTTP origin, shareable between connections and
+//!   between both adapters, with [`EraPlan`], the decisions `connect_http_with` makes
+//!   with it (the era mode to connect with, whether a failure means the server moved on
+//!   and the origin is to be probed again, recording the verdict).
 //!
 //! It uses std IO where it must (looking programs up on `PATH`, building a process
 //! command) and nothing else: no async runtime, no threads.
@@ -25,6 +29,7 @@
 
 mod child;
 mod command;
+mod era_cache;
 mod error;
 pub mod http;
 mod options;
@@ -32,6 +37,7 @@ pub mod wire_log;
 
 pub use child::{Shutdown, StderrTail};
 pub use command::{DEFAULT_STDERR_LIMIT, StdioCommand};
+pub use era_cache::{EraCache, EraPlan, server_moved_on};
 pub use error::Cause;
 pub use options::{
     DEFAULT_GRACE_PERIOD, Direction, MAX_NOTIFICATIONS, MAX_PEER_ERRORS, Options, Progress,

@@ -19,7 +19,7 @@ use smol::channel::{Receiver, Sender};
 use mcp_proto::http::EndpointUrl;
 
 use mcp_host::{
-    MAX_NOTIFICATIONS, MAX_PEER_ERRORS, Options, ProgressHandler, Shutdown, StderrTail,
+    EraPlan, MAX_NOTIFICATIONS, MAX_PEER_ERRORS, Options, ProgressHandler, Shutdown, StderrTail,
     StdioCommand, WireLog, push_newest,
 };
 
@@ -189,12 +189,19 @@ impl Client {
     }
 
     /// [`Client::connect_http`] with [`Options`] and [`HttpOptions`] (TLS configuration,
-    /// connector, authorization, connect timeout, connection bound).
+    /// connector, authorization, connect timeout, connection bound, era cache).
     ///
     /// Nothing is connected here: the first connection is opened when the driver is first
     /// polled, and a failure to reach the endpoint is reported then (by
     /// [`Client::connected`], the calls waiting, and the driver) as
     /// [`Error::Transport`].
+    ///
+    /// With an [`EraCache`](crate::EraCache) and [`EraMode::Auto`](crate::EraMode::Auto),
+    /// an origin known to be legacy is connected in [`EraMode::Legacy`](crate::EraMode::Legacy)
+    /// (no probe); when that draws an HTTP 400 with a 2026 error code, the driver drops the
+    /// entry and connects again, once, in `Auto` (calls made meanwhile wait for the outcome
+    /// and go to the connection that comes up). Every successful connection records its
+    /// verdict. The decisions are [`mcp_host::EraPlan`]'s, the same as `mcp-blocking`'s.
     ///
     /// # Errors
     /// [`Error::InvalidUrl`] when `url` is not an acceptable endpoint.
@@ -206,9 +213,10 @@ impl Client {
     ) -> Result<(Client, Driver), Error> {
         let url = EndpointUrl::parse(url, http.allow_insecure_remote)?;
         let shared = Arc::new(Shared::new(0, None, Some(url.as_str().to_owned())));
+        let plan = EraPlan::new(http.era_cache.clone(), url.origin(), config.era_mode);
         let (http_config, setup) = http.into_parts(url);
         let (client, channels) = Client::with_channels(shared.clone());
-        let driver = Driver::http(config, http_config, setup, options, channels, shared);
+        let driver = Driver::http(config, http_config, setup, plan, options, channels, shared);
         Ok((client, driver))
     }
 

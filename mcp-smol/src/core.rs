@@ -17,7 +17,15 @@
 //! [`InputHandler`](mcp_proto::client::InputHandler) and progress goes to the callback
 //! (both by [`Options::handle_event`], shared with `mcp-blocking`), notifications to the
 //! bounded queue. A step ends (`Ready`) only when the machine asks
-//! for something a poll cannot do: restarting the stdio server, or shutting down.
+//! for something a poll cannot do: restarting the stdio server, starting the HTTP
+//! machine over after a stale era verdict, or shutting down.
+//!
+//! With an [`EraPlan`] whose attempt is tentative (an origin cached as legacy, connected
+//! in `Legacy` without a probe), calls made before the connection is up are held here
+//! rather than given to the machine: if the server moved on, that machine closes (failing
+//! every call it holds) and the transport starts a fresh one in the configured mode
+//! ([`Step::Reprobe`]), which then gets the held calls. Once connected, the plan records
+//! the verdict and the held calls go to the machine.
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
@@ -28,7 +36,7 @@ use std::time::Instant;
 
 use async_io::Timer;
 use futures_lite::Stream;
-use mcp_host::Options;
+use mcp_host::{Cause, EraPlan, Options};
 use mcp_proto::client::http::HttpClient;
 use mcp_proto::client::{
     ApiMisuse, CallError, CallId, CallOutput, CallRequest, Client as StdioMachine, CloseReason,
@@ -127,6 +135,10 @@ pub(crate) trait Transport {
 pub(crate) enum Step {
     /// The stdio server must be restarted (it exited on the era probe).
     Restart,
+    /// The HTTP connection attempt made on a cached legacy verdict failed because the
+    /// server moved on: the transport starts a fresh machine in [`EraPlan::mode`] and
+    /// hands it the held calls ([`Core::release_held`]).
+    Reprobe,
     /// The machine closed.
     Closed(CloseReason),
 }
@@ -145,6 +157,13 @@ struct PendingCall {
     reply: Sender<Result<CallOutput, Error>>,
 }
 
+/// A call kept back from a machine whose connection attempt may be retried.
+struct HeldCall {
+    key: u64,
+    request: CallRequest,
+    reply: Sender<Result<CallOutput, Error>>,
+}
+
 /// The transport-independent half of a driver.
 pub(crate) struct Core {
     pub(crate) options: Options,
@@ -158,6 +177,10 @@ pub(crate) struct Core {
     calls: HashMap<CallId, PendingCall>,
     keys: HashMap<u64, CallId>,
     connect_waiters: Vec<Sender<Result<ServerDetails, Error>>>,
+    /// The era cache's plan for this connection (HTTP with an era cache only).
+    era: Option<EraPlan>,
+    /// Calls made while the attempt is tentative, oldest first.
+    held: VecDeque<HeldCall>,
     timer: Timer,
     timer_at: Option<Instant>,
     /// The newest failures below HTTP. The machine learns of them as text only; a call
@@ -178,9 +201,54 @@ impl Core {
             calls: HashMap::new(),
             keys: HashMap::new(),
             connect_waiters: Vec::new(),
+            era: None,
+            held: VecDeque::new(),
             timer: Timer::never(),
             timer_at: None,
             transport_failures: VecDeque::new(),
+        }
+    }
+
+    /// Follows `plan` for this connection: holds calls while its attempt is tentative,
+    /// asks it whether a failed attempt is retried, records the verdict.
+    pub(crate) fn set_era_plan(&mut self, plan: EraPlan) {
+        self.era = Some(plan);
+    }
+
+    /// Whether the current connection attempt may yet be retried (calls are held).
+    fn tentative(&self) -> bool {
+        self.era.as_ref().is_some_and(EraPlan::is_tentative)
+    }
+
+    /// Hands the held calls to `machine`, oldest first.
+    pub(crate) fn release_held(&mut self, machine: &mut impl Machine, now: Instant) {
+        while let Some(HeldCall {
+            key,
+            request,
+            reply,
+        }) = self.held.pop_front()
+        {
+            self.submit(machine, now, key, request, reply);
+        }
+    }
+
+    /// Gives a call to the machine.
+    fn submit(
+        &mut self,
+        machine: &mut impl Machine,
+        now: Instant,
+        key: u64,
+        request: CallRequest,
+        reply: Sender<Result<CallOutput, Error>>,
+    ) {
+        match machine.call(now, request) {
+            Ok(call) => {
+                self.calls.insert(call, PendingCall { key, reply });
+                self.keys.insert(key, call);
+            }
+            Err(e) => {
+                let _ = reply.try_send(Err(Error::from(e)));
+            }
         }
     }
 
@@ -290,18 +358,23 @@ impl Core {
                 key,
                 request,
                 reply,
-            } => match machine.call(now, request) {
-                Ok(call) => {
-                    self.calls.insert(call, PendingCall { key, reply });
-                    self.keys.insert(key, call);
+            } => {
+                if self.tentative() {
+                    self.held.push_back(HeldCall {
+                        key,
+                        request,
+                        reply,
+                    });
+                } else {
+                    self.submit(machine, now, key, request, reply);
                 }
-                Err(e) => {
-                    let _ = reply.try_send(Err(Error::from(e)));
-                }
-            },
+            }
             Command::Cancel { key } => {
                 if let Some(call) = self.keys.remove(&key) {
                     let _ = machine.cancel(now, call);
+                } else {
+                    // Never sent: forgetting it is the whole cancellation.
+                    self.held.retain(|h| h.key != key);
                 }
             }
             Command::Connected(reply) => match machine.state() {
@@ -331,6 +404,10 @@ impl Core {
         })?;
         match event {
             Event::Connected(details) => {
+                if let Some(plan) = &mut self.era {
+                    plan.connected(details.protocol_version);
+                }
+                self.release_held(machine, now);
                 self.shared.lock().server = Some((*details).clone());
                 for waiter in self.connect_waiters.drain(..) {
                     let _ = waiter.try_send(Ok((*details).clone()));
@@ -358,6 +435,13 @@ impl Core {
             }
             Event::PeerError(e) => self.shared.lock().push_peer_error(e),
             Event::Closed { reason } => {
+                if let Some(plan) = &mut self.era
+                    && plan.retry(Cause::Connect(&reason))
+                {
+                    // The machine held no call (they are held here), and the handles
+                    // see nothing of the failed attempt.
+                    return Some(Step::Reprobe);
+                }
                 let ended = self.closed_error(reason.clone());
                 let mut shared = self.shared.lock();
                 shared.close_reason = Some(reason.clone());
@@ -436,6 +520,9 @@ impl Core {
         }
         for (_, pending) in self.calls.drain() {
             let _ = pending.reply.try_send(Err(ended.clone()));
+        }
+        for held in self.held.drain(..) {
+            let _ = held.reply.try_send(Err(ended.clone()));
         }
         self.keys.clear();
         for waiter in self.connect_waiters.drain(..) {

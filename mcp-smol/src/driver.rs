@@ -13,7 +13,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use mcp_host::Options;
+use mcp_host::{EraPlan, Options};
 use mcp_proto::client::ClientConfig;
 use mcp_proto::client::http::HttpConfig;
 use smol::process::Child;
@@ -83,19 +83,22 @@ impl Driver {
         }
     }
 
-    /// A driver for a Streamable HTTP endpoint.
+    /// A driver for a Streamable HTTP endpoint, connecting as `plan` says (the era cache).
     pub(crate) fn http(
         config: ClientConfig,
         http: HttpConfig,
         setup: HttpSetup,
+        plan: EraPlan,
         options: Options,
         channels: Channels,
         shared: Arc<Shared>,
     ) -> Driver {
         let inner = async move {
             // As for stdio: no clock runs before the first poll.
-            let transport = Http::new(config, http, setup);
-            transport.run(Core::new(options, channels, shared)).await
+            let transport = Http::new(config, http, setup, plan.mode());
+            let mut core = Core::new(options, channels, shared);
+            core.set_era_plan(plan);
+            transport.run(core).await
         };
         Driver {
             inner: Box::pin(inner),

@@ -154,7 +154,7 @@ pub use driver::Driver;
 pub use error::{Error, TransportError, TransportErrorKind};
 pub use http::{
     AsyncStream, ConnectFuture, Connector, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
-    HttpOptions, TcpConnector,
+    EraCache, HttpOptions, TcpConnector,
 };
 // The runtime-independent pieces, one implementation shared with `mcp-blocking`.
 pub use mcp_host::{
@@ -272,7 +272,13 @@ pub fn connect_http(url: &str, config: ClientConfig) -> Result<(Client, Driver),
 
 /// [`connect_http`] with [`Options`] (input handler, progress, wire log, grace period)
 /// and [`HttpOptions`] (TLS configuration, connector, authorization, insecure remotes,
-/// connect timeout, connection bound).
+/// connect timeout, connection bound, [`EraCache`]).
+///
+/// With an [`EraCache`] and [`EraMode::Auto`], an origin known to be legacy is connected
+/// in [`EraMode::Legacy`] without the `server/discover` probe; if the server has moved on
+/// (HTTP 400 with a 2026 error code), the driver drops the entry and connects again,
+/// once, in `Auto`. Every successful connection records its verdict. See
+/// [`Client::connect_http_with`].
 ///
 /// ```no_run
 /// # fn main() -> Result<(), mcp_smol::Error> {

@@ -164,6 +164,8 @@ impl Stdio {
                         break Err(e);
                     }
                 }
+                // Only the HTTP driver follows an era plan.
+                Step::Reprobe => {}
                 Step::Closed(CloseReason::Local) => break Ok(()),
                 Step::Closed(reason) => break Err(Error::Closed(reason)),
             }

@@ -16,7 +16,7 @@ use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::Path;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, mpsc};
 use std::task::Poll;
 use std::time::{Duration, Instant};
@@ -25,7 +25,7 @@ use futures_lite::future;
 use mcp_proto::server::{Server, example};
 use mcp_smol::{
     AsyncStream, CallError, CallRequest, Client, ClientCapabilities, ClientConfig, ConnectFuture,
-    Connector, Direction, Driver, EndpointUrl, Era, EraMode, Error, HttpOptions, Options,
+    Connector, Direction, Driver, EndpointUrl, Era, EraCache, EraMode, Error, HttpOptions, Options,
     ProtocolVersion, TransportErrorKind, UrlError, rustls,
 };
 use serde_json::{Value, json};
@@ -57,6 +57,7 @@ struct Seen {
 struct TestServer {
     port: u16,
     seen: Arc<Seen>,
+    backend: Arc<Backend>,
 }
 
 impl TestServer {
@@ -79,7 +80,9 @@ impl TestServer {
                 example::server()
             }),
             waiters: Mutex::new(HashMap::new()),
+            modern_only: AtomicBool::new(false),
         });
+        let backend = machine.clone();
         let server_seen = seen.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming() {
@@ -101,7 +104,11 @@ impl TestServer {
                 });
             }
         });
-        TestServer { port, seen }
+        TestServer {
+            port,
+            seen,
+            backend,
+        }
     }
 
     fn url(&self) -> String {
@@ -114,6 +121,15 @@ impl TestServer {
 
     fn requests(&self) -> Vec<String> {
         self.seen.requests.lock().unwrap().clone()
+    }
+
+    /// The server is upgraded: from now on it speaks 2026-07-28 only, whatever the script
+    /// said, and refuses a legacy `initialize` with HTTP 400 and `-32022`.
+    fn go_modern_only(&self) {
+        *self.backend.server.lock().unwrap() = example::server_with(|c| {
+            c.versions.accepted = vec![ProtocolVersion::V2026_07_28];
+        });
+        self.backend.modern_only.store(true, Ordering::SeqCst);
     }
 }
 
@@ -212,6 +228,8 @@ struct Backend {
     server: Mutex<Server>,
     /// JSON-RPC id (as JSON text) → the stream waiting for that response.
     waiters: Mutex<HashMap<String, mpsc::Sender<Vec<u8>>>>,
+    /// Switched on by [`TestServer::go_modern_only`].
+    modern_only: AtomicBool,
 }
 
 /// A stream that can read and write at once (plain TCP or rustls over it).
@@ -271,6 +289,25 @@ fn post(
         let e = serde_json::to_vec(&e).unwrap();
         respond(out, "400 Bad Request", &[], Some("application/json"), &e).map(|()| true)
     };
+    let modern_only = machine.modern_only.load(Ordering::SeqCst);
+    if modern_only && method == "initialize" {
+        let e = json!({"jsonrpc": "2.0", "id": body["id"], "error": {
+            "code": -32022, "message": "Unsupported protocol version",
+            "data": {"supported": ["2026-07-28"], "requested": body["params"]["protocolVersion"]}}});
+        let e = serde_json::to_vec(&e).unwrap();
+        return respond(out, "400 Bad Request", &[], Some("application/json"), &e).map(|()| true);
+    }
+    // A server switched to modern-only no longer behaves as a legacy one.
+    let legacy = script.legacy && !modern_only;
+    if method == "initialize" {
+        // Every initialize starts a new session, on a fresh server (the era cache tests
+        // connect more than once).
+        *machine.server.lock().unwrap() = if legacy {
+            example::legacy_only()
+        } else {
+            example::server()
+        };
+    }
     // The 2026 header set must mirror the body.
     if modern {
         if req.headers.get("mcp-method").map(String::as_str) != Some(method) {
@@ -282,7 +319,7 @@ fn post(
     }
     // The legacy session, once issued, must come back.
     let sessionless = ["initialize", "server/discover"].contains(&method);
-    if script.legacy && !sessionless && !req.headers.contains_key("mcp-session-id") {
+    if legacy && !sessionless && !req.headers.contains_key("mcp-session-id") {
         return bad(out, "Mcp-Session-Id missing");
     }
     let is_request = body.get("method").is_some() && body.get("id").is_some();
@@ -336,7 +373,7 @@ fn post(
         return Ok(false);
     };
     let parsed: Value = serde_json::from_slice(&reply).unwrap_or(Value::Null);
-    if script.legacy && method == "server/discover" {
+    if legacy && method == "server/discover" {
         // As legacy servers over HTTP do: the error on a 400.
         respond(
             out,
@@ -348,7 +385,7 @@ fn post(
         return Ok(true);
     }
     let mut extra = Vec::new();
-    if script.legacy && method == "initialize" && parsed.get("result").is_some() {
+    if legacy && method == "initialize" && parsed.get("result").is_some() {
         extra.push(("Mcp-Session-Id", "session-0123".to_owned()));
     }
     if script.sse {
@@ -1149,4 +1186,148 @@ fn the_shutdown_sees_no_stray_connections() {
         "{:?}",
         started.elapsed()
     );
+}
+
+// ----- the era cache ----------------------------------------------------------------------
+
+/// One connection to `server` in `Auto` with `cache`, on the smol executor or with no
+/// executor at all: a call made before the connection is up (it waits for the era to be
+/// settled, through a retry if there is one), then `connected`, then close. Returns the
+/// negotiated version and the requests the server saw during this connection.
+fn connect_with_cache(
+    server: &TestServer,
+    cache: &EraCache,
+    bare: bool,
+) -> (ProtocolVersion, Vec<String>) {
+    let before = server.requests().len();
+    let connected = mcp_smol::connect_http_with(
+        &server.url(),
+        config(EraMode::Auto),
+        Options::new(),
+        HttpOptions::new().era_cache(cache.clone()),
+    )
+    .expect("connect_http");
+    let version = Arc::new(Mutex::new(None));
+    let seen = version.clone();
+    let scenario = move |client: Client, _spawn: Spawn| async move {
+        let sum = client
+            .call_tool("add", json!({"a": 2, "b": 3}))
+            .await
+            .expect("add");
+        assert_eq!(sum.text(), "5");
+        let details = client.connected().await.expect("connected");
+        *seen.lock().unwrap() = Some(details.protocol_version);
+        client.close().await;
+    };
+    let driven = if bare {
+        run_bare(connected, scenario)
+    } else {
+        run_smol(connected, scenario)
+    };
+    driven.expect("driver ends cleanly");
+    let version = version.lock().unwrap().expect("a version");
+    (version, server.requests()[before..].to_vec())
+}
+
+fn origin(server: &TestServer) -> String {
+    format!("http://127.0.0.1:{}", server.port)
+}
+
+#[test]
+fn the_era_cache_records_a_modern_verdict() {
+    for bare in [false, true] {
+        let server = TestServer::start(Script::default());
+        let cache = EraCache::new();
+        let (version, requests) = connect_with_cache(&server, &cache, bare);
+        assert_eq!(version, ProtocolVersion::V2026_07_28);
+        assert_eq!(requests[0], "POST server/discover", "{requests:?}");
+        assert_eq!(
+            cache.get(&origin(&server)),
+            Some((Era::Modern, ProtocolVersion::V2026_07_28))
+        );
+        // A modern verdict changes nothing: the next connection probes as usual.
+        let (version, requests) = connect_with_cache(&server, &cache, bare);
+        assert_eq!(version, ProtocolVersion::V2026_07_28);
+        assert_eq!(requests[0], "POST server/discover", "{requests:?}");
+        assert_eq!(cache.len(), 1);
+    }
+}
+
+#[test]
+fn the_era_cache_skips_the_probe_for_a_legacy_origin() {
+    for bare in [false, true] {
+        let server = TestServer::start(Script {
+            legacy: true,
+            ..Script::default()
+        });
+        let cache = EraCache::new();
+        let (version, requests) = connect_with_cache(&server, &cache, bare);
+        assert_eq!(version, ProtocolVersion::V2025_11_25);
+        assert_eq!(
+            requests[..2],
+            ["POST server/discover", "POST initialize"],
+            "{requests:?}"
+        );
+        assert_eq!(
+            cache.get(&origin(&server)),
+            Some((Era::Legacy, ProtocolVersion::V2025_11_25))
+        );
+        let (version, requests) = connect_with_cache(&server, &cache, bare);
+        assert_eq!(version, ProtocolVersion::V2025_11_25);
+        assert_eq!(requests[0], "POST initialize", "{requests:?}");
+        assert!(
+            !requests.contains(&"POST server/discover".to_owned()),
+            "the second connection went straight to initialize: {requests:?}"
+        );
+        assert!(
+            requests.contains(&"POST tools/call".to_owned()),
+            "{requests:?}"
+        );
+    }
+}
+
+#[test]
+fn a_stale_legacy_verdict_is_dropped_and_the_origin_probed_again() {
+    for bare in [false, true] {
+        let server = TestServer::start(Script {
+            legacy: true,
+            ..Script::default()
+        });
+        let cache = EraCache::new();
+        let (version, _) = connect_with_cache(&server, &cache, bare);
+        assert_eq!(version, ProtocolVersion::V2025_11_25);
+        assert_eq!(
+            cache.get(&origin(&server)).map(|(era, _)| era),
+            Some(Era::Legacy)
+        );
+
+        server.go_modern_only();
+        let (version, requests) = connect_with_cache(&server, &cache, bare);
+        assert_eq!(version, ProtocolVersion::V2026_07_28);
+        // The cached verdict was tried (initialize, refused with 400 and -32022), then
+        // dropped, and the origin probed; the call made meanwhile went to the new
+        // connection only.
+        assert_eq!(
+            requests[..2],
+            ["POST initialize", "POST server/discover"],
+            "{requests:?}"
+        );
+        let calls = requests.iter().filter(|r| *r == "POST tools/call").count();
+        assert_eq!(calls, 1, "{requests:?}");
+        assert_eq!(
+            cache.get(&origin(&server)),
+            Some((Era::Modern, ProtocolVersion::V2026_07_28))
+        );
+    }
+}
+
+#[test]
+fn one_era_cache_serves_both_adapters() {
+    fn shareable<T: Clone + Send + Sync + 'static>() {}
+    shareable::<EraCache>();
+    // The very type of mcp-host, whose unit tests cover the decisions.
+    let cache: mcp_host::EraCache = EraCache::new();
+    let options = HttpOptions::new().era_cache(cache.clone());
+    assert!(options.era_cache.is_some());
+    assert!(format!("{options:?}").contains("era_cache"));
 }

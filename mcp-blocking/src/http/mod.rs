@@ -46,7 +46,6 @@
 //! ```
 
 mod connector;
-mod era_cache;
 mod link;
 mod pool;
 
@@ -60,8 +59,9 @@ use mcp_host::wire_log::redacted;
 pub use connector::{
     Connector, ShutdownHandle, Stream, TcpConnector, TlsConnector, TransportError, TransportStage,
 };
-pub use era_cache::EraCache;
 pub(crate) use link::HttpLink;
+/// The era verdict per origin: one type shared with `mcp-smol` (a cache can serve both).
+pub use mcp_host::EraCache;
 pub use mcp_host::http::default_tls_config;
 pub(crate) use pool::PoolConfig;
 /// The TLS library, re-exported so a custom [`rustls::ClientConfig`] needs no second

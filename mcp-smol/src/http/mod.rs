@@ -67,6 +67,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_lite::{AsyncRead, AsyncWrite};
+/// The era verdict per origin: one type shared with `mcp-blocking` (a cache can serve
+/// both).
+pub use mcp_host::EraCache;
 pub use mcp_host::http::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
 use mcp_host::wire_log::redacted;
 use mcp_proto::client::http::HttpConfig;
@@ -140,13 +143,15 @@ impl Connector for TcpConnector {
 ///
 /// ```
 /// use std::time::Duration;
-/// use mcp_smol::HttpOptions;
+/// use mcp_smol::{EraCache, HttpOptions};
 ///
+/// let cache = EraCache::new();
 /// let options = HttpOptions::new()
 ///     .authorization("Bearer s3cr3t")
 ///     .connect_timeout(Duration::from_secs(3))
-///     .max_connections(4);
-/// # let _ = options;
+///     .max_connections(4)
+///     .era_cache(cache.clone());
+/// assert!(!format!("{options:?}").contains("s3cr3t"));
 /// ```
 #[non_exhaustive]
 pub struct HttpOptions {
@@ -170,11 +175,14 @@ pub struct HttpOptions {
     /// stream (the GET the machine opens after `initialize`, and any stream resumption)
     /// holds a connection for as long as it is open, so keep the bound at 2 or more.
     pub max_connections: usize,
+    /// Remembers each origin's era, so that a legacy server is not probed again; see
+    /// [`EraCache`] and [`connect_http_with`](crate::connect_http_with). Default none.
+    pub era_cache: Option<EraCache>,
 }
 
 impl HttpOptions {
     /// The defaults: webpki roots, plain TCP, no authorization, loopback-only plain
-    /// `http`, 10 s connect timeout, 16 connections.
+    /// `http`, 10 s connect timeout, 16 connections, no era cache.
     #[must_use]
     pub fn new() -> Self {
         HttpOptions {
@@ -184,6 +192,7 @@ impl HttpOptions {
             allow_insecure_remote: false,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            era_cache: None,
         }
     }
 
@@ -230,6 +239,14 @@ impl HttpOptions {
         self
     }
 
+    /// The same options with an era cache (clones share their verdicts, with other
+    /// connections and with `mcp-blocking` clients alike).
+    #[must_use]
+    pub fn era_cache(mut self, cache: EraCache) -> Self {
+        self.era_cache = Some(cache);
+        self
+    }
+
     /// The machine's configuration and the driver's part.
     pub(crate) fn into_parts(self, url: EndpointUrl) -> (HttpConfig, HttpSetup) {
         let config = mcp_host::http::machine_config(
@@ -266,6 +283,7 @@ impl fmt::Debug for HttpOptions {
             .field("allow_insecure_remote", &self.allow_insecure_remote)
             .field("connect_timeout", &self.connect_timeout)
             .field("max_connections", &self.max_connections)
+            .field("era_cache", &self.era_cache)
             .finish()
     }
 }

@@ -12,6 +12,7 @@ use async_io::Timer;
 use futures_lite::{AsyncRead, AsyncWrite, future};
 use mcp_host::wire_log::HttpLog;
 use mcp_host::{Direction, WireLog};
+use mcp_proto::EraMode;
 use mcp_proto::client::http::{ExchangeId, Finished, HttpClient, HttpConfig, Transmit};
 use mcp_proto::client::{ClientConfig, CloseReason};
 
@@ -74,6 +75,10 @@ struct Conn {
 /// The HTTP side of a driver.
 pub(crate) struct Http {
     machine: HttpClient,
+    /// The configuration, in the configured era mode, for a fresh machine after a stale
+    /// era verdict ([`Step::Reprobe`]).
+    config: ClientConfig,
+    http: HttpConfig,
     setup: HttpSetup,
     conns: Vec<Conn>,
     next_conn: u64,
@@ -120,9 +125,19 @@ impl Transport for Http {
 }
 
 impl Http {
-    pub(crate) fn new(config: ClientConfig, http: HttpConfig, setup: HttpSetup) -> Http {
+    /// The machine connects in `mode` (the configured one, or `Legacy` on a cached
+    /// verdict).
+    pub(crate) fn new(
+        config: ClientConfig,
+        http: HttpConfig,
+        setup: HttpSetup,
+        mode: EraMode,
+    ) -> Http {
+        let first = config.clone().era_mode(mode);
         Http {
-            machine: HttpClient::new(config, http, Instant::now()),
+            machine: HttpClient::new(first, http.clone(), Instant::now()),
+            config,
+            http,
             setup,
             conns: Vec::new(),
             next_conn: 0,
@@ -137,6 +152,7 @@ impl Http {
             match poll_fn(|cx| core.poll_step(&mut self, cx)).await {
                 // Only the stdio machine asks for this.
                 Step::Restart => {}
+                Step::Reprobe => self.reprobe(&mut core),
                 Step::Closed(CloseReason::Local) => break Ok(()),
                 Step::Closed(reason) => break Err(core.closed_error(reason)),
             }
@@ -147,6 +163,25 @@ impl Http {
         };
         self.shutdown(&mut core, &ended).await;
         outcome
+    }
+
+    /// The attempt on a cached legacy verdict drew a 2026 refusal: a fresh machine in the
+    /// configured era mode, the old one's exchanges dropped (idle keep-alive connections
+    /// are kept for the new one), and the calls held meanwhile handed to it.
+    fn reprobe(&mut self, core: &mut Core) {
+        let now = Instant::now();
+        self.machine = HttpClient::new(self.config.clone(), self.http.clone(), now);
+        self.queue.clear();
+        let busy: Vec<u64> = self
+            .conns
+            .iter()
+            .filter(|c| c.job.is_some())
+            .map(|c| c.id)
+            .collect();
+        for id in busy {
+            self.remove(id, &mut core.options.wire_log);
+        }
+        core.release_held(&mut self.machine, now);
     }
 
     /// Drives the last exchanges (a legacy `DELETE`) for at most the grace period,
