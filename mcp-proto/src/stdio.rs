@@ -23,6 +23,9 @@ pub struct LineDecoder {
     buf: Vec<u8>,
     /// Bytes of `buf` already consumed by [`LineDecoder::next_line`].
     start: usize,
+    /// Bytes after `start` already searched for a newline (so a long line arriving in
+    /// many reads is scanned once, not once per read).
+    scanned: usize,
     max_line_bytes: usize,
     /// Inside an oversized line: bytes dropped so far.
     skipping: Option<usize>,
@@ -37,6 +40,7 @@ impl LineDecoder {
         LineDecoder {
             buf: Vec::new(),
             start: 0,
+            scanned: 0,
             max_line_bytes,
             skipping: None,
             report: None,
@@ -50,7 +54,7 @@ impl LineDecoder {
             self.start = 0;
         }
         if let Some(seen) = self.skipping {
-            match data.iter().position(|b| *b == b'\n') {
+            match memchr::memchr(b'\n', data) {
                 None => {
                     self.skipping = Some(seen.saturating_add(data.len()));
                     return;
@@ -72,18 +76,24 @@ impl LineDecoder {
         }
         loop {
             let pending_len = self.buf.len() - self.start;
-            let newline = self.buf[self.start..].iter().position(|b| *b == b'\n');
+            let from = self.start + self.scanned;
+            let newline =
+                memchr::memchr(b'\n', &self.buf[from..]).map(|i| i + from - self.start);
             let Some(i) = newline else {
                 if pending_len > self.max_line_bytes {
                     // Drop the partial line now so memory stays bounded.
                     self.skipping = Some(pending_len);
                     self.buf.clear();
                     self.start = 0;
+                    self.scanned = 0;
+                } else {
+                    self.scanned = pending_len;
                 }
                 return None;
             };
             let line_start = self.start;
             self.start += i + 1;
+            self.scanned = 0;
             if i > self.max_line_bytes {
                 return Some(Line::Oversized { seen: i });
             }

@@ -287,11 +287,7 @@ impl SseDecoder {
                 }
             }
             let from = input.scanned.min(rest.len());
-            let Some(i) = rest[from..]
-                .iter()
-                .position(|b| *b == b'\n' || *b == b'\r')
-                .map(|i| i + from)
-            else {
+            let Some(i) = memchr::memchr2(b'\n', b'\r', &rest[from..]).map(|i| i + from) else {
                 // No complete line: keep the partial line if it is within bounds.
                 if st.skipping_line {
                     input.buf.clear();
@@ -328,6 +324,15 @@ impl SseDecoder {
                 return Some(out);
             }
         }
+    }
+}
+
+/// The text of a field value: borrowed when it is valid UTF-8 (the common case, checked
+/// at full speed), with replacement characters otherwise, as the event-stream rules say.
+fn utf8(value: &[u8]) -> std::borrow::Cow<'_, str> {
+    match std::str::from_utf8(value) {
+        Ok(s) => std::borrow::Cow::Borrowed(s),
+        Err(_) => String::from_utf8_lossy(value),
     }
 }
 
@@ -373,7 +378,7 @@ impl State {
         };
         match name {
             b"data" if !self.skipping_event => {
-                let value = String::from_utf8_lossy(value);
+                let value = utf8(value);
                 let size = self
                     .data
                     .len()
@@ -383,18 +388,21 @@ impl State {
                 if size > self.limits.max_event_bytes {
                     return self.event_too_large();
                 }
+                // One reservation for the value and its line end, so the `\n` never
+                // doubles a buffer the value just filled.
+                self.data.reserve(value.len() + 1);
                 self.data.push_str(&value);
                 self.data.push('\n');
             }
             b"event" if !self.skipping_event => {
-                let value = String::from_utf8_lossy(value);
+                let value = utf8(value);
                 if self.data.len().saturating_add(value.len()) > self.limits.max_event_bytes {
                     return self.event_too_large();
                 }
                 self.event_type = value.into_owned();
             }
             b"id" => {
-                let value = String::from_utf8_lossy(value);
+                let value = utf8(value);
                 if !value.contains('\0') {
                     self.id_buffer = value.into_owned();
                 }
