@@ -21,7 +21,7 @@
 //! `std::str::from_utf8` (the validation `String::from_utf8_lossy` does).
 //!
 //! MB/s counts stream bytes (10^6 per MB), field names and line ends included. The target
-//! in `../shared/performance.md` is ≥ 1 GB/s (1,000 MB/s) for large events.
+//! ("Targets" in `benches/README.md`) is ≥ 1 GB/s (1,000 MB/s) for large events.
 //!
 //! ```text
 //! cargo bench -p mcp-benches --bench sse_decode [-- FILTER…]

@@ -15,7 +15,7 @@
 //! * `smol/async-io …` — the same two with `async_io::block_on` (what `smol::block_on`
 //!   is) instead: the reactor then runs on the calling thread instead of async-io's
 //!   helper thread, which saves a thread hand-off per readiness event;
-//! * `bare` — the reference point of `../shared/performance.md`: one thread writing
+//! * `bare` — the reference point of "Targets" in `benches/README.md`: one thread writing
 //!   JSON-RPC with `serde_json` to a child that answers with `serde_json`, no MCP logic
 //!   (the child runs with `MCP_BENCH_SERVE=bare`). Compare ratios within one run.
 //!

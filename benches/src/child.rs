@@ -3,7 +3,7 @@
 //!
 //! * `MCP_BENCH_SERVE=example` — `mcp_blocking::serve_stdio(example::server())`, the
 //!   bundled example server on stdin/stdout;
-//! * `MCP_BENCH_SERVE=bare` — the reference point of `../shared/performance.md`: a bare
+//! * `MCP_BENCH_SERVE=bare` — the reference point of "Targets" in `benches/README.md`: a bare
 //!   JSON-RPC echo with `serde_json` and no MCP logic (read a line, parse it, answer
 //!   `{"content":[{"type":"text","text":…}]}`), single-threaded on locked stdio;
 //! * `MCP_BENCH_SERVE=http` — `mcp_blocking::serve_http` with `example::server()` on

@@ -1,4 +1,4 @@
-//! The reference CLI (`examples/mcp`), run as a process: the contract of `cli.md`.
+//! The reference CLI (`examples/mcp`), run as a process: the contract in `docs/cli.md`.
 
 mod common;
 

@@ -77,8 +77,7 @@ impl LineDecoder {
         loop {
             let pending_len = self.buf.len() - self.start;
             let from = self.start + self.scanned;
-            let newline =
-                memchr::memchr(b'\n', &self.buf[from..]).map(|i| i + from - self.start);
+            let newline = memchr::memchr(b'\n', &self.buf[from..]).map(|i| i + from - self.start);
             let Some(i) = newline else {
                 if pending_len > self.max_line_bytes {
                     // Drop the partial line now so memory stays bounded.

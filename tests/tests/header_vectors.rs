@@ -2,7 +2,7 @@
 //! `mcp_proto::http::{headers, xmcp}`. Each test walks all rows of one file, collects the
 //! failures with their row ids, and reports them together.
 //!
-//! Rows the vectors mark as ambiguous follow the design decisions (`shared/design.md`):
+//! Rows the vectors mark as ambiguous follow the project's decisions (`docs/decisions.md`):
 //! * `integer-out-of-safe-range` (expected `"unspecified"`): decision 2, the call fails
 //!   locally with `HeaderError::IntegerOutOfRange`.
 //! * `sep-float-not-allowed` / `type-number`: decision 1, a `number` property with

@@ -8,7 +8,7 @@
 //! cargo run -p mcp-blocking --example mcp -- tools https://mcp.example.com/mcp
 //! ```
 //!
-//! The contract (commands, output, exit status) is `cli.md` in the project's shared docs.
+//! The contract (commands, flags, output, exit status) is `docs/cli.md` at the repository root.
 //! Everything here goes through the public API of `mcp-blocking`.
 
 mod args;

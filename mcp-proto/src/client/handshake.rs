@@ -8,7 +8,8 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::{
-    Client, CloseReason, Event, Handshake, HttpFailure, Phase, State, Transport, remember, request,
+    Client, CloseReason, Event, Handshake, HttpFailure, OutKind, Phase, State, Transport, remember,
+    request,
 };
 use crate::jsonrpc::{self, ErrorObject, RequestId};
 use crate::model::{Implementation, ServerDetails};
@@ -78,7 +79,7 @@ impl Client {
             "server/discover",
             params.as_deref(),
         );
-        self.outgoing.push_back(out);
+        self.push_out(out, OutKind::Request(rpc_id));
         // A pinned modern client is not deciding a fallback: give it the full handshake
         // time rather than the short probe window.
         let wait = if self.config.era_mode == EraMode::Modern {
@@ -107,7 +108,7 @@ impl Client {
             "initialize",
             Some(&jsonrpc::to_raw(&params)),
         );
-        self.outgoing.push_back(out);
+        self.push_out(out, OutKind::Request(rpc_id));
         self.handshake = Some(Handshake {
             rpc_id,
             deadline: now + self.config.limits.initialize_timeout,
@@ -227,7 +228,7 @@ impl Client {
         };
         let mut out = Vec::new();
         jsonrpc::encode_notification(&mut out, "notifications/initialized", None);
-        self.outgoing.push_back(out);
+        self.push_out(out, OutKind::Notification("notifications/initialized"));
         self.server = Some(ServerDetails {
             protocol_version: version,
             server_info: init.server_info,

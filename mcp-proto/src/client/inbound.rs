@@ -9,8 +9,8 @@ use serde_json::{Map, Value};
 
 use super::event::id_text;
 use super::{
-    CallError, CallId, CallOutput, Client, Event, InputAnswer, InputId, InputRequest, PeerError,
-    PendingInput, remember, request,
+    CallError, CallId, CallOutput, Client, Event, InputAnswer, InputId, InputRequest, OutKind,
+    PeerError, PendingInput, remember, request,
 };
 use crate::jsonrpc::{self, DecodeError, ErrorObject, Notification, Request, RequestId, codes};
 use crate::model::ElicitationParams;
@@ -355,7 +355,7 @@ impl Client {
             });
             let mut out = Vec::new();
             jsonrpc::encode_error(&mut out, Some(&r.id), &e);
-            this.outgoing.push_back(out);
+            this.push_out(out, OutKind::Response);
         };
         if self.era() == Some(Era::Modern) {
             let e = ErrorObject::new(
@@ -367,7 +367,7 @@ impl Client {
         if r.method == "ping" {
             let mut out = Vec::new();
             jsonrpc::encode_result(&mut out, Some(&r.id), &jsonrpc::to_raw(&Map::new()));
-            self.outgoing.push_back(out);
+            self.push_out(out, OutKind::Response);
             return;
         }
         let request = match self.check_input_request(&r.method, r.params.as_deref()) {

@@ -131,7 +131,7 @@ pub struct Client {
     /// Ids answered recently, to tell duplicates from strangers.
     answered_ids: VecDeque<i64>,
     inputs: HashMap<InputId, PendingInput>,
-    outgoing: VecDeque<Vec<u8>>,
+    outgoing: VecDeque<Outgoing>,
     events: VecDeque<Event>,
     queued_notifications: usize,
     dropped_notifications: u64,
@@ -144,6 +144,24 @@ pub struct Client {
     close_reason: Option<CloseReason>,
     /// JSON-RPC ids whose HTTP exchange must be aborted (2026 cancellation over HTTP).
     aborts: VecDeque<i64>,
+}
+
+/// A message waiting to be written, with what a message-oriented transport needs to
+/// know about it without parsing it again.
+#[derive(Debug)]
+pub(crate) struct Outgoing {
+    pub(crate) json: Vec<u8>,
+    pub(crate) kind: OutKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OutKind {
+    /// A request with this JSON-RPC id (see [`Client::request_info`]).
+    Request(i64),
+    /// A notification with this method.
+    Notification(&'static str),
+    /// A response to a server request.
+    Response,
 }
 
 /// The kind of transport under the machine: it changes how calls are cancelled and what
@@ -372,14 +390,23 @@ impl Client {
     pub fn poll_transmit(&mut self, _now: Instant, out: &mut Vec<u8>) -> usize {
         let before = out.len();
         while let Some(msg) = self.outgoing.pop_front() {
-            stdio::frame(out, &msg);
+            stdio::frame(out, &msg.json);
         }
         out.len() - before
     }
 
     /// The next outgoing message, unframed, for transports that frame on their own.
     pub fn poll_message(&mut self) -> Option<Vec<u8>> {
+        self.outgoing.pop_front().map(|m| m.json)
+    }
+
+    /// The next outgoing message with its kind, for the HTTP transport.
+    pub(crate) fn poll_outgoing(&mut self) -> Option<Outgoing> {
         self.outgoing.pop_front()
+    }
+
+    fn push_out(&mut self, json: Vec<u8>, kind: OutKind) {
+        self.outgoing.push_back(Outgoing { json, kind });
     }
 
     /// The next event.
@@ -470,7 +497,7 @@ impl Client {
                     }
                     InputAnswer::Error(e) => jsonrpc::encode_error(&mut out, Some(&server_id), &e),
                 }
-                self.outgoing.push_back(out);
+                self.push_out(out, OutKind::Response);
                 self.resume_deadlines(now);
             }
             PendingInput::Modern { call } => self.answer_round(now, call, input, answer),
@@ -562,7 +589,7 @@ impl Client {
         call.pending.clear();
         call.rpc_id = Some(rpc_id);
         call.deadline = Some(now + call.timeout);
-        self.outgoing.push_back(out);
+        self.push_out(out, OutKind::Request(rpc_id));
         self.by_rpc.insert(rpc_id, id);
     }
 
@@ -579,7 +606,7 @@ impl Client {
         let params = jsonrpc::to_raw(&serde_json::json!({"requestId": rpc_id, "reason": reason}));
         let mut out = Vec::new();
         jsonrpc::encode_notification(&mut out, "notifications/cancelled", Some(&params));
-        self.outgoing.push_back(out);
+        self.push_out(out, OutKind::Notification("notifications/cancelled"));
     }
 
     /// Ends a call with its one `CallCompleted` event and voids its pending inputs.

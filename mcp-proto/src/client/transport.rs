@@ -17,6 +17,26 @@ impl Client {
         self.transport = Transport::Http;
     }
 
+    /// The method and params of request `rpc_id` as the caller gave them (`None` params
+    /// for the handshake's own requests), so a transport need not parse the message.
+    pub(crate) fn request_info(
+        &self,
+        rpc_id: i64,
+    ) -> Option<(&str, Option<&serde_json::Map<String, serde_json::Value>>)> {
+        if let Some(call) = self.by_rpc.get(&rpc_id).and_then(|c| self.calls.get(c)) {
+            return Some((&call.request.method, Some(&call.request.params)));
+        }
+        match self
+            .handshake
+            .as_ref()
+            .filter(|h| h.rpc_id == rpc_id)?
+            .phase
+        {
+            Phase::Probe { .. } => Some(("server/discover", None)),
+            Phase::Initialize { .. } => Some(("initialize", None)),
+        }
+    }
+
     /// Whether request `rpc_id` (a call or the handshake) still waits for its answer.
     pub(crate) fn is_awaiting(&self, rpc_id: i64) -> bool {
         self.by_rpc.contains_key(&rpc_id)

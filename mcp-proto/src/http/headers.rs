@@ -301,6 +301,26 @@ pub fn request_headers(
     version: &str,
     mirrored: &[ParamHeader],
 ) -> Result<Vec<(String, String)>, HeaderError> {
+    let empty = serde_json::Map::new();
+    request_headers_for(
+        method,
+        params.as_object().unwrap_or(&empty),
+        version,
+        mirrored,
+    )
+}
+
+/// [`request_headers`] for params already held as a map (what a client keeps of the
+/// request it is sending).
+///
+/// # Errors
+/// As [`request_headers`].
+pub fn request_headers_for(
+    method: &str,
+    params: &serde_json::Map<String, Value>,
+    version: &str,
+    mirrored: &[ParamHeader],
+) -> Result<Vec<(String, String)>, HeaderError> {
     let verbatim = |header: &'static str, value: &str| {
         let safe = !value.is_empty()
             && value.bytes().all(|b| (0x20..=0x7e).contains(&b))

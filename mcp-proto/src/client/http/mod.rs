@@ -43,7 +43,7 @@ use std::time::{Duration, Instant};
 
 use super::{
     ApiMisuse, CallId, CallRequest, Client, ClientConfig, ConnectionState, Event, InputAnswer,
-    InputId,
+    InputId, Outgoing,
 };
 use crate::http::xmcp::ParamHeader;
 use crate::http::{EndpointUrl, HttpLimits};
@@ -138,15 +138,13 @@ pub struct HttpClient {
     /// Tools left out of `tools/list` for invalid annotations, with the reason: a call
     /// to one fails locally, since no header set could satisfy the server.
     excluded_tools: HashMap<String, String>,
-    /// Which method each JSON-RPC id in flight was, for results that need a look.
-    methods: HashMap<i64, String>,
     /// Resumptions waiting for their delay: (when, last event id, ids owed, attempt).
     resumes: Vec<exchange::PendingResume>,
     get_stream: GetStream,
     closing: bool,
     /// Legacy: messages held until the server accepted `notifications/initialized`, so
     /// no request can overtake it on another connection.
-    held: Option<VecDeque<Vec<u8>>>,
+    held: Option<VecDeque<Outgoing>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -177,7 +175,6 @@ impl HttpClient {
             session_id: None,
             tool_headers: HashMap::new(),
             excluded_tools: HashMap::new(),
-            methods: HashMap::new(),
             resumes: Vec::new(),
             get_stream: GetStream::Idle,
             closing: false,
@@ -350,9 +347,9 @@ impl HttpClient {
                     self.abort_exchange(id);
                 }
             }
-            while let Some(json) = self.client.poll_message() {
+            while let Some(msg) = self.client.poll_outgoing() {
                 progressed = true;
-                self.send_message(now, json);
+                self.send_message(now, msg);
             }
             while let Some(ev) = self.client.poll_event() {
                 progressed = true;
@@ -393,8 +390,8 @@ impl HttpClient {
         if self.get_stream == GetStream::Active && self.session_id.is_some() {
             self.open_get(None, Vec::new(), 0);
         }
-        for json in held {
-            self.send_message(now, json);
+        for msg in held {
+            self.send_message(now, msg);
         }
     }
 

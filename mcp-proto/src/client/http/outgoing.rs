@@ -2,27 +2,14 @@
 
 use std::time::Instant;
 
-use serde::Deserialize;
-use serde_json::Value;
-use serde_json::value::RawValue;
+use serde_json::{Map, Value};
 
 use super::HttpClient;
 use super::exchange::{Body, Exchange, Purpose};
-use crate::client::{CallError, Event, PeerError};
+use crate::client::{CallError, Event, OutKind, Outgoing, PeerError};
 use crate::http::headers::{self, LAST_EVENT_ID, MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
 use crate::http::{ACCEPT_JSON_AND_SSE, RequestHead, ResponseReader};
 use crate::version::Era;
-
-/// The parts of an outgoing message the HTTP layer needs.
-#[derive(Deserialize)]
-struct Peek<'a> {
-    #[serde(default)]
-    id: Option<i64>,
-    #[serde(default, borrow)]
-    method: Option<&'a str>,
-    #[serde(default, borrow)]
-    params: Option<&'a RawValue>,
-}
 
 impl HttpClient {
     fn base_head(&self, method: &str, accept: &str) -> RequestHead {
@@ -51,42 +38,30 @@ impl HttpClient {
         }
     }
 
-    /// POSTs one message of the protocol machine.
-    pub(super) fn send_message(&mut self, now: Instant, json: Vec<u8>) {
+    /// POSTs one message of the protocol machine. What the headers need (method, tool
+    /// name, arguments) comes from the machine's own record of the request, not from
+    /// parsing the message again.
+    pub(super) fn send_message(&mut self, now: Instant, msg: Outgoing) {
         if let Some(held) = &mut self.held {
-            held.push_back(json);
+            held.push_back(msg);
             return;
         }
-        let Ok(peek) = serde_json::from_slice::<Peek<'_>>(&json) else {
-            return;
+        let Outgoing { json, kind } = msg;
+        let (rpc_id, method) = match kind {
+            OutKind::Request(rpc) => match self.client.request_info(rpc) {
+                Some((method, _)) => (Some(rpc), method.to_owned()),
+                // The call ended while its request waited (held): nothing to send.
+                None => return,
+            },
+            OutKind::Notification(method) => (None, method.to_owned()),
+            OutKind::Response => (None, String::new()),
         };
-        let rpc_id = peek.id.filter(|_| peek.method.is_some());
-        let method = peek.method.unwrap_or("").to_owned();
         let version = self.client.header_version();
         let modern = version.is_some_and(|v| v.era() == Era::Modern);
         let mut head = self.base_head("POST", ACCEPT_JSON_AND_SSE);
         head = head.with_header("Content-Type", "application/json");
         if modern {
-            let params: Value = peek
-                .params
-                .and_then(|p| serde_json::from_str(p.get()).ok())
-                .unwrap_or(Value::Null);
-            let tool = (method == "tools/call")
-                .then(|| params.get("name").and_then(Value::as_str))
-                .flatten();
-            if let (Some(tool), Some(rpc)) = (tool, rpc_id)
-                && let Some(reason) = self.excluded_tools.get(tool)
-            {
-                let why = format!("tool {tool:?} was excluded from tools/list: {reason}");
-                self.client.fail_request(rpc, CallError::Unsendable(why));
-                return;
-            }
-            let mirrored = tool
-                .and_then(|n| self.tool_headers.get(n))
-                .cloned()
-                .unwrap_or_default();
-            let version = version.map_or("", |v| v.as_str());
-            match headers::request_headers(&method, &params, version, &mirrored) {
+            match self.modern_headers(rpc_id, &method, version.map_or("", |v| v.as_str())) {
                 Ok(list) => {
                     for (k, v) in list {
                         head = head.with_header(k, v);
@@ -94,8 +69,7 @@ impl HttpClient {
                 }
                 Err(e) => {
                     if let Some(rpc) = rpc_id {
-                        self.client
-                            .fail_request(rpc, CallError::Unsendable(e.to_string()));
+                        self.client.fail_request(rpc, e);
                     }
                     return;
                 }
@@ -118,33 +92,46 @@ impl HttpClient {
         }
         bytes.extend_from_slice(&json);
         let purpose = if rpc_id.is_some() {
-            Purpose::Request {
-                method: method.clone(),
-            }
+            Purpose::Request { method }
         } else if method == "notifications/initialized" {
             self.held = Some(Default::default());
             Purpose::Initialized
         } else {
             Purpose::Notify
         };
-        if let Some(rpc) = rpc_id {
-            self.methods.insert(rpc, method);
-            if self.methods.len() > 4096 {
-                let answered: Vec<i64> = self
-                    .methods
-                    .keys()
-                    .copied()
-                    .filter(|r| !self.client.is_awaiting(*r))
-                    .collect();
-                for r in answered {
-                    self.methods.remove(&r);
-                }
-            }
-        }
         let _ = now;
         let x = self.new_exchange(purpose, rpc_id, "POST");
         let id = self.alloc_exchange();
         self.insert_exchange(id, x, bytes);
+    }
+
+    /// The 2026 header set for request `rpc_id` (or a notification): fails locally for a
+    /// tool excluded from `tools/list` and for arguments no header can carry.
+    fn modern_headers(
+        &self,
+        rpc_id: Option<i64>,
+        method: &str,
+        version: &str,
+    ) -> Result<Vec<(String, String)>, CallError> {
+        let empty = Map::new();
+        let params = rpc_id
+            .and_then(|r| self.client.request_info(r))
+            .and_then(|(_, p)| p)
+            .unwrap_or(&empty);
+        let tool = (method == "tools/call")
+            .then(|| params.get("name").and_then(Value::as_str))
+            .flatten();
+        if let Some(tool) = tool
+            && let Some(reason) = self.excluded_tools.get(tool)
+        {
+            let why = format!("tool {tool:?} was excluded from tools/list: {reason}");
+            return Err(CallError::Unsendable(why));
+        }
+        let mirrored = tool
+            .and_then(|n| self.tool_headers.get(n))
+            .map_or(&[][..], Vec::as_slice);
+        headers::request_headers_for(method, params, version, mirrored)
+            .map_err(|e| CallError::Unsendable(e.to_string()))
     }
 
     /// Opens a GET stream: the server's own (`owed` empty) or a resumption.

@@ -18,10 +18,11 @@ impl HttpClient {
         let Some(RequestId::Number(rpc)) = r.id else {
             return r;
         };
-        let Some(method) = self.methods.remove(&rpc) else {
-            return r;
-        };
-        if method != "tools/list" || self.era() != Some(Era::Modern) {
+        let listing = self
+            .client
+            .request_info(rpc)
+            .is_some_and(|(method, _)| method == "tools/list");
+        if !listing || self.era() != Some(Era::Modern) {
             return r;
         }
         let Ok(raw) = &r.outcome else {
