@@ -1,5 +1,6 @@
 //! The blocking client: connect, call, close.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_host::{EraPlan, Options, ProgressHandler, Shutdown, StdioCommand, WireLog};
@@ -14,7 +15,7 @@ use serde_json::{Map, Value};
 
 use crate::driver::{Driver, Link};
 use crate::error::Error;
-use crate::http::{HttpLink, HttpOptions, PoolConfig};
+use crate::http::{Connector, HttpLink, HttpOptions, PoolConfig};
 
 /// A connected MCP client, over a child process's stdio ([`Client::connect_stdio`]) or
 /// Streamable HTTP ([`Client::connect_http`]); the methods are the same for both. Every
@@ -84,7 +85,8 @@ impl Client {
     /// # Errors
     /// [`Error::InvalidUrl`] for a URL that is not acceptable, [`Error::Transport`] when
     /// the server cannot be reached at all (refused, DNS, TLS), [`Error::Connect`] when
-    /// it answered but the handshake failed (an HTTP status, a refusal, no common version).
+    /// it answered but the handshake failed (an HTTP status, a refusal, no common version),
+    /// [`Error::TlsUnavailable`] for `https://` when the `tls` feature is off.
     pub fn connect_http(url: &str, config: ClientConfig) -> Result<Client, Error> {
         Self::connect_http_with(url, config, Options::new(), HttpOptions::new())
     }
@@ -112,12 +114,14 @@ impl Client {
                 source,
             }
         })?;
+        let connector = http.connector_for(&endpoint)?;
         let mut plan = EraPlan::new(http.era_cache.clone(), endpoint.origin(), config.era_mode);
         let first = config.clone().era_mode(plan.mode());
-        let result = match Self::open_http(endpoint.clone(), first, options, &http) {
+        let open = |url, config, options| Self::open_http(url, config, options, &http, &connector);
+        let result = match open(endpoint.clone(), first, options) {
             Err(failed) if failed.0.cause().is_some_and(|c| plan.retry(c)) => {
                 let (_, options) = *failed;
-                Self::open_http(endpoint, config.era_mode(plan.mode()), options, &http)
+                open(endpoint, config.era_mode(plan.mode()), options)
             }
             other => other,
         };
@@ -132,9 +136,10 @@ impl Client {
         config: ClientConfig,
         options: Options,
         http: &HttpOptions,
+        connector: &Arc<dyn Connector>,
     ) -> Result<Client, Box<(Error, Options)>> {
         let pool = PoolConfig {
-            connector: http.connector_for(url.is_tls()),
+            connector: Arc::clone(connector),
             connect_timeout: http.connect_timeout,
             idle_timeout: http.idle_timeout,
             max_connections: http.max_connections.max(1),

@@ -7,7 +7,7 @@ use mcp_proto::ErrorObject;
 use mcp_proto::client::{ApiMisuse, CallError, CloseReason};
 use mcp_proto::http::UrlError;
 
-use crate::http::{TransportError, TransportStage};
+use crate::http::{TlsUnavailable, TransportError, TransportStage};
 
 /// Why an operation of [`crate::Client`] failed.
 ///
@@ -60,6 +60,11 @@ pub enum Error {
     /// [`CallError::Http`] without a status.
     #[error("could not connect: {0}")]
     Transport(TransportError),
+    /// The endpoint is `https://`, but this build has no TLS: the crate's `tls` cargo
+    /// feature is off (and [`crate::HttpOptions::connector`] gave no connector of your
+    /// own). Returned before anything connects; never with the `tls` feature on.
+    #[error(transparent)]
+    TlsUnavailable(#[from] TlsUnavailable),
 }
 
 impl From<CallError> for Error {
@@ -82,6 +87,7 @@ impl Error {
             Error::Call(e) => Cause::Call(e),
             Error::Misuse(_) => Cause::Misuse,
             Error::InvalidUrl { .. } => Cause::InvalidUrl,
+            Error::TlsUnavailable(_) => Cause::TlsUnavailable,
             Error::Transport(_) => return None,
         })
     }
@@ -108,8 +114,8 @@ impl Error {
     /// A short, stable name for the kind of failure, for scripts: `spawn`, `connect`,
     /// `legacy-server`, `negotiation`, `auth-required`, `http`, `closed`, `server-error`,
     /// `timeout`, `invalid-response`, `input`, `limit`, `cancelled`, `session-expired`,
-    /// `call`, `misuse`, `invalid-url` (the same names as `mcp-smol`; see
-    /// [`Cause::kind`]), `unreachable` (resolve, connect, connection timeout), `tls`,
+    /// `call`, `misuse`, `invalid-url`, `tls-unavailable` (the same names as `mcp-smol`;
+    /// see [`Cause::kind`]), `unreachable` (resolve, connect, connection timeout), `tls`,
     /// `transport` (other IO below HTTP).
     #[must_use]
     pub fn kind(&self) -> &'static str {

@@ -3,8 +3,8 @@
 //! `mcp-blocking` drives the sans-IO machines of [`mcp_proto`] with threads and channels:
 //! no async runtime, no dependency beyond `mcp-proto`, `mcp-host` (the runtime-independent
 //! half it shares with `mcp-smol`: [`StdioCommand`], [`Options`], the wire log, the TLS
-//! defaults), serde, thiserror, and rustls (ring provider) with `webpki-roots` for
-//! `https://`.
+//! defaults), serde, thiserror, and, with the `tls` feature, rustls (ring provider) with
+//! `webpki-roots` for `https://`.
 //!
 //! * [`Client`] starts a stdio server as a child process ([`StdioCommand`]: the child sees
 //!   only the environment variables you name), settles the era (a `server/discover`
@@ -49,6 +49,21 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! # Cargo features
+//!
+//! * `tls` (default): `https://` with rustls (ring provider, no aws-lc, no OpenSSL) and
+//!   the Mozilla roots of `webpki-roots`: `http::TlsConnector`, `HttpOptions::tls`,
+//!   `HttpOptions::tls_config`, `http::default_tls_config`, the `http::rustls`
+//!   re-export, `TransportError::tls_error`. It adds rustls, ring, rustls-webpki,
+//!   rustls-pki-types, webpki-roots, untrusted, subtle, zeroize, once_cell, getrandom,
+//!   libc and cfg-if to the tree.
+//!
+//!   Without it (`default-features = false`) the crate speaks stdio and plain `http://`
+//!   (to loopback hosts, or to any host with [`HttpOptions::allow_insecure_remote`]);
+//!   an `https://` URL is refused before anything connects with
+//!   [`Error::TlsUnavailable`] (kind `tls-unavailable`), unless
+//!   [`HttpOptions::connector`] brings a connector that does TLS itself.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -62,7 +77,7 @@ mod serve_http;
 
 pub use client::Client;
 pub use error::Error;
-pub use http::{EraCache, HttpOptions, TransportError};
+pub use http::{EraCache, HttpOptions, TlsUnavailable, TransportError};
 // The runtime-independent pieces, one implementation shared with `mcp-smol`.
 pub use mcp_host::{
     DEFAULT_STDERR_LIMIT, Direction, Options, Progress, ProgressHandler, Shutdown, StdioCommand,

@@ -229,6 +229,54 @@ fn plain_http_to_a_remote_host_is_refused_before_any_io() {
     assert!(err.to_string().contains("loopback"), "{err}");
 }
 
+/// Without the `tls` feature, `https://` is refused before anything connects, saying why.
+#[cfg(not(feature = "tls"))]
+#[test]
+fn https_without_the_tls_feature_is_a_typed_error() {
+    let err = Client::connect_http("https://mcp.example.com/mcp", config()).unwrap_err();
+    let Error::TlsUnavailable(e) = &err else {
+        panic!("expected TlsUnavailable, got {err:?}")
+    };
+    assert_eq!(e.url(), "https://mcp.example.com/mcp");
+    assert_eq!(err.kind(), "tls-unavailable");
+    assert!(
+        err.to_string().contains("TLS support was compiled out"),
+        "{err}"
+    );
+}
+
+/// Without the `tls` feature, a connector of the caller's may still serve `https://`
+/// (another TLS stack, a proxy): the URL is accepted and the connector is asked.
+#[cfg(not(feature = "tls"))]
+#[test]
+fn https_without_the_tls_feature_goes_to_a_callers_connector() {
+    use mcp_blocking::http::{Connector, Stream, TcpConnector};
+    use mcp_blocking::mcp_proto::http::EndpointUrl;
+
+    /// Plain TCP to the test server, whatever the URL says (standing in for a TLS stack).
+    struct Fixed(EndpointUrl);
+    impl Connector for Fixed {
+        fn connect(&self, _: &EndpointUrl, timeout: Duration) -> std::io::Result<Box<dyn Stream>> {
+            TcpConnector.connect(&self.0, timeout)
+        }
+    }
+
+    let server = TestServer::start(Behavior::default());
+    let plain = EndpointUrl::parse(&server.url(), false).unwrap();
+    let http = HttpOptions::new().connector(Fixed(plain.clone()));
+    let url = format!("https://localhost:{}/mcp", plain.port());
+    let mut client =
+        Client::connect_http_with(&url, config(), Options::new(), http).expect("connect");
+    assert_eq!(
+        client
+            .call_tool("add", json!({"a": 1, "b": 2}))
+            .unwrap()
+            .text(),
+        "3"
+    );
+    client.close();
+}
+
 #[test]
 fn an_http_failure_keeps_its_status() {
     let server = TestServer::start(Behavior {

@@ -1,5 +1,7 @@
 //! HTTPS: a rustls server on 127.0.0.1 with a throwaway self-signed certificate (made by
 //! the `openssl` command at test time) in front of the tiny test server.
+//! With the `tls` feature only; `http_client.rs` checks what `https://` does without it.
+#![cfg(feature = "tls")]
 
 mod http_support;
 

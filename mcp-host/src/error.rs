@@ -33,6 +33,9 @@ pub enum Cause<'a> {
     Misuse,
     /// The endpoint URL was refused.
     InvalidUrl,
+    /// The endpoint is `https://` and TLS support was compiled out
+    /// ([`TlsUnavailable`](crate::http::TlsUnavailable)).
+    TlsUnavailable,
 }
 
 impl<'a> Cause<'a> {
@@ -40,7 +43,7 @@ impl<'a> Cause<'a> {
     /// `legacy-server`, `negotiation`, `auth-required`, `http`, `closed`,
     /// `server-error`, `unknown-name` and `invalid-arguments` (a `-32602` that says which),
     /// `timeout`, `invalid-response`, `input`, `limit`, `cancelled`,
-    /// `session-expired`, `call`, `misuse`, `invalid-url`.
+    /// `session-expired`, `call`, `misuse`, `invalid-url`, `tls-unavailable`.
     #[must_use]
     pub fn kind(self) -> &'static str {
         match self {
@@ -72,6 +75,7 @@ impl<'a> Cause<'a> {
             },
             Cause::Misuse => "misuse",
             Cause::InvalidUrl => "invalid-url",
+            Cause::TlsUnavailable => "tls-unavailable",
         }
     }
 

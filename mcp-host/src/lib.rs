@@ -14,7 +14,8 @@
 //! * [`wire_log`]: bytes cut into wire-log lines, with `Authorization` and the other
 //!   secret headers redacted.
 //! * [`http`]: the HTTP defaults, the machine's configuration, and the default TLS
-//!   configuration (rustls with `ring`, `webpki-roots`, ALPN `http/1.1`).
+//!   configuration (rustls with `ring`, `webpki-roots`, ALPN `http/1.1`; with the `tls`
+//!   feature).
 //! * [`Cause`]: the stable error kind names, the server's error object, the HTTP
 //!   status.
 //! * [`EraCache`]: the era verdict per HTTP origin, shareable between connections and
@@ -24,6 +25,12 @@
 //!
 //! It uses std IO where it must (looking programs up on `PATH`, building a process
 //! command) and nothing else: no async runtime, no threads.
+//!
+//! # Cargo features
+//!
+//! * `tls` (default): the default TLS client configuration and the rustls helpers of
+//!   [`http`], with `rustls` (ring provider) and `webpki-roots`. Without it the crate
+//!   depends on `mcp-proto` alone; the adapters turn it on with their own `tls` feature.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 

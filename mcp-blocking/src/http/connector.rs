@@ -1,16 +1,20 @@
 //! Opening connections to the endpoint: the [`Connector`] and [`Stream`] traits, plain TCP
-//! ([`TcpConnector`]), TLS with rustls ([`TlsConnector`]), and [`TransportError`], the typed
-//! failure below HTTP.
+//! ([`TcpConnector`]), TLS with rustls (`TlsConnector`, with the `tls` feature), and
+//! [`TransportError`], the typed failure below HTTP.
 
 use std::fmt;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
+#[cfg(feature = "tls")]
 use std::sync::Arc;
 use std::time::Duration;
 
+#[cfg(feature = "tls")]
 use mcp_host::http::{http1_tls_config, tls_error};
 use mcp_proto::http::EndpointUrl;
+#[cfg(feature = "tls")]
 use rustls::pki_types::ServerName;
+#[cfg(feature = "tls")]
 use rustls::{ClientConfig, ClientConnection, StreamOwned};
 
 /// A connection to the endpoint: bytes both ways, used by one thread at a time, plus a
@@ -65,6 +69,7 @@ impl Stream for TcpStream {
     }
 }
 
+#[cfg(feature = "tls")]
 impl Stream for StreamOwned<ClientConnection, TcpStream> {
     fn shutdown_handle(&self) -> io::Result<ShutdownHandle> {
         ShutdownHandle::for_tcp(&self.sock)
@@ -75,15 +80,16 @@ impl Stream for StreamOwned<ClientConnection, TcpStream> {
 /// call per new connection; the stream is then used for keep-alive exchanges until it is
 /// closed.
 ///
-/// [`TcpConnector`] and [`TlsConnector`] are the built-in ones; write your own to go
-/// through a proxy, a Unix socket, a test double, or another TLS stack.
+/// [`TcpConnector`] and `TlsConnector` (with the `tls` feature) are the built-in ones;
+/// write your own to go through a proxy, a Unix socket, a test double, or another TLS
+/// stack (a connector of your own serves `https://` even without the `tls` feature).
 pub trait Connector: Send + Sync {
     /// A connection to `url`'s host and port, ready for HTTP/1.1 bytes (TLS already
     /// negotiated for `https`). `timeout` bounds the connection set-up.
     ///
     /// # Errors
-    /// Any failure; the client reports it as a [`TransportError`]. A failure whose
-    /// source is a [`rustls::Error`] counts as a TLS failure.
+    /// Any failure; the client reports it as a [`TransportError`]. With the `tls`
+    /// feature, a failure whose source is a `rustls::Error` counts as a TLS failure.
     fn connect(&self, url: &EndpointUrl, timeout: Duration) -> io::Result<Box<dyn Stream>>;
 }
 
@@ -143,12 +149,15 @@ impl fmt::Display for ResolveError {
 impl std::error::Error for ResolveError {}
 
 /// TLS with rustls over [`TcpConnector`] (`https://`). The handshake runs inside
-/// [`Connector::connect`], so certificate problems surface as connect failures.
+/// [`Connector::connect`], so certificate problems surface as connect failures. With the
+/// `tls` feature only.
+#[cfg(feature = "tls")]
 #[derive(Clone)]
 pub struct TlsConnector {
     config: Arc<ClientConfig>,
 }
 
+#[cfg(feature = "tls")]
 impl TlsConnector {
     /// TLS with this rustls configuration (your roots, client certificates, …). ALPN
     /// is set to `http/1.1` alone, on a copy when `config` says otherwise: HTTP/1.1 is
@@ -176,6 +185,7 @@ impl TlsConnector {
     }
 }
 
+#[cfg(feature = "tls")]
 impl fmt::Debug for TlsConnector {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TlsConnector")
@@ -184,6 +194,7 @@ impl fmt::Debug for TlsConnector {
     }
 }
 
+#[cfg(feature = "tls")]
 impl Connector for TlsConnector {
     fn connect(&self, url: &EndpointUrl, timeout: Duration) -> io::Result<Box<dyn Stream>> {
         let mut socket = TcpConnector::connect_tcp(url, timeout)?;
@@ -262,11 +273,15 @@ impl TransportError {
     }
 
     /// A failure of [`Connector::connect`], its stage read from the error: a
-    /// [`rustls::Error`] inside means TLS, a resolver failure means resolve, anything
-    /// else connect.
+    /// `rustls::Error` inside means TLS (with the `tls` feature), a resolver failure
+    /// means resolve, anything else connect.
     #[must_use]
     pub fn from_connect(url: &EndpointUrl, source: io::Error) -> Self {
-        let stage = if tls_error(&source).is_some() {
+        #[cfg(feature = "tls")]
+        let is_tls = tls_error(&source).is_some();
+        #[cfg(not(feature = "tls"))]
+        let is_tls = false;
+        let stage = if is_tls {
             TransportStage::Tls
         } else if source
             .get_ref()
@@ -297,13 +312,20 @@ impl TransportError {
         &self.source
     }
 
-    /// The rustls error, for TLS failures.
+    /// The rustls error, for TLS failures. With the `tls` feature only.
+    #[cfg(feature = "tls")]
     #[must_use]
     pub fn tls_error(&self) -> Option<&rustls::Error> {
         tls_error(&self.source)
     }
 }
 
+#[cfg(not(feature = "tls"))]
+fn describe(e: &io::Error) -> String {
+    e.to_string()
+}
+
+#[cfg(feature = "tls")]
 fn describe(e: &io::Error) -> String {
     match tls_error(e) {
         Some(rustls::Error::InvalidCertificate(cert)) => {

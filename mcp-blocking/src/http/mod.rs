@@ -16,11 +16,16 @@
 //! retries on stale keep-alive connections ([`crate::Client::http_retries`] counts them).
 //!
 //! Connections come from a [`Connector`]: [`TcpConnector`] for `http://`,
-//! [`TlsConnector`] (rustls with the ring provider; Mozilla roots from `webpki-roots`
-//! unless you pass your own [`rustls::ClientConfig`]) for `https://`, or your own.
+//! `TlsConnector` (rustls with the ring provider; Mozilla roots from `webpki-roots`
+//! unless you pass your own `rustls::ClientConfig`) for `https://`, or your own.
 //! Failures below HTTP are typed ([`TransportError`], with the [`TransportStage`] that
 //! failed); when they stop the connection from being set up at all, `connect_http`
 //! returns them as [`crate::Error::Transport`].
+//!
+//! `TlsConnector`, [`HttpOptions::tls`] and the `rustls` re-export come with the `tls`
+//! cargo feature (on by default). Without it, an `https://` URL is refused before
+//! anything connects, with [`crate::Error::TlsUnavailable`], unless
+//! [`HttpOptions::connector`] gives a connector that does TLS itself.
 //!
 //! Plain `http://` is accepted for loopback hosts only, unless
 //! [`HttpOptions::allow_insecure_remote`] says otherwise.
@@ -56,16 +61,22 @@ use std::time::Duration;
 use mcp_host::http::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
 use mcp_host::wire_log::redacted;
 
+#[cfg(feature = "tls")]
+pub use connector::TlsConnector;
 pub use connector::{
-    Connector, ShutdownHandle, Stream, TcpConnector, TlsConnector, TransportError, TransportStage,
+    Connector, ShutdownHandle, Stream, TcpConnector, TransportError, TransportStage,
 };
 pub(crate) use link::HttpLink;
 /// The era verdict per origin: one type shared with `mcp-smol` (a cache can serve both).
 pub use mcp_host::EraCache;
+pub use mcp_host::http::TlsUnavailable;
+#[cfg(feature = "tls")]
 pub use mcp_host::http::default_tls_config;
+use mcp_proto::http::EndpointUrl;
 pub(crate) use pool::PoolConfig;
 /// The TLS library, re-exported so a custom [`rustls::ClientConfig`] needs no second
-/// dependency (and cannot be of another version).
+/// dependency (and cannot be of another version). With the `tls` feature only.
+#[cfg(feature = "tls")]
 pub use rustls;
 
 /// How [`crate::Client::connect_http_with`] reaches the endpoint.
@@ -87,6 +98,8 @@ pub struct HttpOptions {
     /// The rustls configuration for `https://` (ignored when a [`HttpOptions::connector`]
     /// is set). Default: [`default_tls_config`]. ALPN is always `http/1.1` alone (on a
     /// copy, when this configuration says otherwise): HTTP/1.1 is all the client speaks.
+    /// With the `tls` feature only.
+    #[cfg(feature = "tls")]
     pub tls: Option<Arc<rustls::ClientConfig>>,
     /// Opens the connections, replacing the built-in TCP and TLS connectors.
     pub connector: Option<Arc<dyn Connector>>,
@@ -115,6 +128,7 @@ impl HttpOptions {
     #[must_use]
     pub fn new() -> Self {
         HttpOptions {
+            #[cfg(feature = "tls")]
             tls: None,
             connector: None,
             authorization: None,
@@ -126,7 +140,9 @@ impl HttpOptions {
         }
     }
 
-    /// The same options with this rustls configuration for `https://`.
+    /// The same options with this rustls configuration for `https://`. With the `tls`
+    /// feature only.
+    #[cfg(feature = "tls")]
     #[must_use]
     pub fn tls_config(mut self, config: Arc<rustls::ClientConfig>) -> Self {
         self.tls = Some(config);
@@ -189,15 +205,25 @@ impl HttpOptions {
     }
 
     /// The connector to use for `url`.
-    pub(crate) fn connector_for(&self, tls: bool) -> Arc<dyn Connector> {
-        match (&self.connector, tls) {
+    ///
+    /// # Errors
+    /// [`TlsUnavailable`] for `https://` without the `tls` feature and without a
+    /// connector of the caller's.
+    pub(crate) fn connector_for(
+        &self,
+        url: &EndpointUrl,
+    ) -> Result<Arc<dyn Connector>, TlsUnavailable> {
+        Ok(match (&self.connector, url.is_tls()) {
             (Some(c), _) => Arc::clone(c),
             (None, false) => Arc::new(TcpConnector),
+            #[cfg(feature = "tls")]
             (None, true) => Arc::new(match &self.tls {
                 Some(config) => TlsConnector::new(Arc::clone(config)),
                 None => TlsConnector::webpki_roots(),
             }),
-        }
+            #[cfg(not(feature = "tls"))]
+            (None, true) => return Err(TlsUnavailable::new("mcp-blocking", url.as_str())),
+        })
     }
 }
 
@@ -209,9 +235,10 @@ impl Default for HttpOptions {
 
 impl fmt::Debug for HttpOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("HttpOptions")
-            .field("tls", &self.tls.is_some())
-            .field("connector", &self.connector.is_some())
+        let mut f = f.debug_struct("HttpOptions");
+        #[cfg(feature = "tls")]
+        f.field("tls", &self.tls.is_some());
+        f.field("connector", &self.connector.is_some())
             .field("authorization", &redacted(&self.authorization))
             .field("allow_insecure_remote", &self.allow_insecure_remote)
             .field("connect_timeout", &self.connect_timeout)

@@ -107,4 +107,5 @@ pub fn client_with_server_bytes(data: &[u8], start: Instant) {
 }
 
 pub mod http;
+pub mod http_client;
 pub mod sse;

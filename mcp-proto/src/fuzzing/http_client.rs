@@ -1,0 +1,113 @@
+//! The HTTP client machine driven by arbitrary server bytes, and the server's request
+//! reader fed arbitrary client bytes.
+
+use std::time::{Duration, Instant};
+
+use crate::client::http::{HttpClient, HttpConfig};
+use crate::client::{AcceptDefaults, CallRequest, ClientConfig, Event, InputHandler};
+use crate::http::EndpointUrl;
+use crate::server::http::{HttpRequestLimits, HttpRequestReader};
+
+/// Every exchange the client opens is answered with the next slice of `data` (split at
+/// a few fixed sizes), then closed; time passes between rounds. The machine must never
+/// panic, and every call must complete exactly once.
+pub fn http_client_with_server_bytes(data: &[u8], start: Instant) {
+    let Some((&mode, data)) = data.split_first() else {
+        return;
+    };
+    let Ok(url) = EndpointUrl::parse("http://127.0.0.1:9/mcp", false) else {
+        return;
+    };
+    let mut now = start;
+    let config = ClientConfig::new("fuzz", "0");
+    let mut client = HttpClient::new(config, HttpConfig::new(url), now);
+    let mut calls = Vec::new();
+    for r in [
+        CallRequest::list_tools(),
+        CallRequest::call_tool("t", serde_json::json!({"a": 1})),
+    ] {
+        if let Ok(id) = client.call(now, r) {
+            calls.push(id);
+        }
+    }
+    let chunk = 1 + usize::from(mode % 64);
+    let mut pieces = data.chunks(chunk * 17);
+    let mut handler = AcceptDefaults;
+    let mut completed = Vec::new();
+    for _round in 0..64 {
+        let mut sent = Vec::new();
+        while let Some(t) = client.poll_transmit() {
+            sent.push(t.exchange);
+        }
+        for x in sent {
+            if let Some(piece) = pieces.next() {
+                for part in piece.chunks(chunk) {
+                    client.handle_response_data(now, x, part);
+                }
+            }
+            if mode & 0x80 == 0 {
+                client.handle_response_eof(now, x);
+            } else {
+                client.handle_exchange_error(now, x, "reset");
+            }
+        }
+        while client.poll_abort().is_some() {}
+        while client.poll_finished().is_some() {}
+        while let Some(ev) = client.poll_event() {
+            match ev {
+                Event::InputRequested { input, request, .. } => {
+                    let answer = handler.answer(&request);
+                    let _ = client.respond(now, input, answer);
+                }
+                Event::CallCompleted { call, .. } => {
+                    assert!(!completed.contains(&call), "call completed twice");
+                    completed.push(call);
+                }
+                _ => {}
+            }
+        }
+        now += Duration::from_secs(7);
+        client.handle_timeout(now);
+    }
+    client.close(now);
+    while let Some(ev) = client.poll_event() {
+        if let Event::CallCompleted { call, .. } = ev {
+            assert!(!completed.contains(&call), "call completed twice");
+            completed.push(call);
+        }
+    }
+    for call in calls {
+        assert!(completed.contains(&call), "call {call} never completed");
+    }
+}
+
+/// The server's HTTP request reader: whole input and input split in pieces must give the
+/// same requests and errors, and nothing may panic.
+pub fn http_request_reader(data: &[u8]) {
+    let Some((&split, input)) = data.split_first() else {
+        return;
+    };
+    let read = |pieces: &mut dyn Iterator<Item = &[u8]>| {
+        let limits = HttpRequestLimits {
+            max_head_bytes: 4096,
+            max_body_bytes: 8192,
+            ..HttpRequestLimits::default()
+        };
+        let mut reader = HttpRequestReader::new(limits);
+        let mut out = Vec::new();
+        for piece in pieces {
+            reader.handle_input(piece);
+            while let Some(r) = reader.poll_request() {
+                out.push(format!("{r:?}"));
+            }
+        }
+        reader.handle_eof();
+        while let Some(r) = reader.poll_request() {
+            out.push(format!("{r:?}"));
+        }
+        out
+    };
+    let whole = read(&mut std::iter::once(input));
+    let split = read(&mut input.chunks(1 + usize::from(split)));
+    assert_eq!(whole, split, "request reading depends on chunking");
+}
