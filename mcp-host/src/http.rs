@@ -2,7 +2,7 @@
 //! configuration, and TLS (rustls with the `ring` provider, Mozilla's roots from
 //! `webpki-roots`, ALPN `http/1.1`).
 //!
-//! The TLS items ([`default_tls_config`], [`http1_tls_config`], [`tls_error`]) exist with
+//! The TLS items (`default_tls_config`, `http1_tls_config`, `tls_error`) exist with
 //! the `tls` cargo feature only (on by default). Without it, [`TlsUnavailable`] is what
 //! the adapters report for an `https://` endpoint they have no TLS for.
 

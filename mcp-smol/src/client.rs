@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use async_channel::{Receiver, Sender};
 use mcp_proto::client::{
     CallOutput, CallRequest, ClientConfig, CloseReason, InputHandler, PeerError,
 };
@@ -14,7 +15,6 @@ use mcp_proto::jsonrpc::Notification;
 use mcp_proto::model::{CallToolResult, Prompt, Resource, ServerDetails, Tool};
 use mcp_proto::version::{Era, ProtocolVersion};
 use serde_json::{Map, Value};
-use smol::channel::{Receiver, Sender};
 
 use mcp_proto::http::EndpointUrl;
 
@@ -183,7 +183,8 @@ impl Client {
     /// [`HttpOptions`]. Same as the free function [`connect_http`](crate::connect_http).
     ///
     /// # Errors
-    /// [`Error::InvalidUrl`] when `url` is not an acceptable endpoint.
+    /// [`Error::InvalidUrl`] when `url` is not an acceptable endpoint,
+    /// [`Error::TlsUnavailable`] for `https` when the `tls` feature is off.
     pub fn connect_http(url: &str, config: ClientConfig) -> Result<(Client, Driver), Error> {
         Self::connect_http_with(url, config, Options::new(), HttpOptions::new())
     }
@@ -194,7 +195,8 @@ impl Client {
     /// Nothing is connected here: the first connection is opened when the driver is first
     /// polled, and a failure to reach the endpoint is reported then (by
     /// [`Client::connected`], the calls waiting, and the driver) as
-    /// [`Error::Transport`].
+    /// [`Error::Transport`]. Without the `tls` feature, an `https` URL is refused here,
+    /// with [`Error::TlsUnavailable`], unless the connector handles TLS itself.
     ///
     /// With an [`EraCache`](crate::EraCache) and [`EraMode::Auto`](crate::EraMode::Auto),
     /// an origin known to be legacy is connected in [`EraMode::Legacy`](crate::EraMode::Legacy)
@@ -204,7 +206,8 @@ impl Client {
     /// verdict. The decisions are [`mcp_host::EraPlan`]'s, the same as `mcp-blocking`'s.
     ///
     /// # Errors
-    /// [`Error::InvalidUrl`] when `url` is not an acceptable endpoint.
+    /// [`Error::InvalidUrl`] when `url` is not an acceptable endpoint,
+    /// [`Error::TlsUnavailable`] for `https` when the `tls` feature is off.
     pub fn connect_http_with(
         url: &str,
         config: ClientConfig,
@@ -214,7 +217,7 @@ impl Client {
         let url = EndpointUrl::parse(url, http.allow_insecure_remote)?;
         let shared = Arc::new(Shared::new(0, None, Some(url.as_str().to_owned())));
         let plan = EraPlan::new(http.era_cache.clone(), url.origin(), config.era_mode);
-        let (http_config, setup) = http.into_parts(url);
+        let (http_config, setup) = http.into_parts(url)?;
         let (client, channels) = Client::with_channels(shared.clone());
         let driver = Driver::http(config, http_config, setup, plan, options, channels, shared);
         Ok((client, driver))
@@ -222,9 +225,9 @@ impl Client {
 
     /// A handle and the driver's ends of its channels.
     fn with_channels(shared: Arc<Shared>) -> (Client, Channels) {
-        let (tx, rx) = smol::channel::unbounded();
-        let (note_tx, note_rx) = smol::channel::bounded(MAX_NOTIFICATIONS);
-        let (done_tx, done_rx) = smol::channel::bounded(1);
+        let (tx, rx) = async_channel::unbounded();
+        let (note_tx, note_rx) = async_channel::bounded(MAX_NOTIFICATIONS);
+        let (done_tx, done_rx) = async_channel::bounded(1);
         let channels = Channels {
             commands: rx,
             notifications: (note_tx, note_rx.clone()),
@@ -255,7 +258,7 @@ impl Client {
                 return Ok(server.clone());
             }
         }
-        let (reply, rx) = smol::channel::bounded(1);
+        let (reply, rx) = async_channel::bounded(1);
         self.send(Command::Connected(reply))?;
         rx.recv().await.unwrap_or_else(|_| Err(self.gone()))
     }
@@ -303,7 +306,7 @@ impl Client {
     /// machine refuses (too many in flight); [`Error::DriverGone`] when the driver was
     /// dropped.
     pub async fn request(&self, request: CallRequest) -> Result<CallOutput, Error> {
-        let (reply, rx) = smol::channel::bounded(1);
+        let (reply, rx) = async_channel::bounded(1);
         let key = self.shared.next_key.fetch_add(1, Ordering::Relaxed);
         self.send(Command::Call {
             key,
@@ -544,9 +547,9 @@ mod tests {
     fn handles_and_futures_cross_threads() {
         fn send_sync<T: Send + Sync>(_: &T) {}
         fn send<T: Send>(_: &T) {}
-        let (tx, _rx) = smol::channel::unbounded();
-        let (_ntx, nrx) = smol::channel::bounded(1);
-        let (_dtx, drx) = smol::channel::bounded(1);
+        let (tx, _rx) = async_channel::unbounded();
+        let (_ntx, nrx) = async_channel::bounded(1);
+        let (_dtx, drx) = async_channel::bounded(1);
         let client = Client {
             tx,
             notifications: nrx,

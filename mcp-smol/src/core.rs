@@ -34,6 +34,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
+use async_channel::{Receiver, Sender, TrySendError};
 use async_io::Timer;
 use futures_lite::Stream;
 use mcp_host::{Cause, EraPlan, Options};
@@ -44,7 +45,6 @@ use mcp_proto::client::{
 };
 use mcp_proto::jsonrpc::Notification;
 use mcp_proto::model::ServerDetails;
-use smol::channel::{Receiver, Sender, TrySendError};
 
 use crate::Error;
 use crate::client::{Command, Shared};

@@ -13,10 +13,10 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use async_process::Child;
 use mcp_host::{EraPlan, Options};
 use mcp_proto::client::ClientConfig;
 use mcp_proto::client::http::HttpConfig;
-use smol::process::Child;
 
 use crate::client::Shared;
 use crate::core::{Channels, Core};

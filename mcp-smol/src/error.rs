@@ -5,6 +5,7 @@ use std::io;
 use std::sync::Arc;
 
 use mcp_host::Cause;
+use mcp_host::http::TlsUnavailable;
 use mcp_proto::ErrorObject;
 use mcp_proto::client::{ApiMisuse, CallError, CloseReason};
 use mcp_proto::http::UrlError;
@@ -55,6 +56,13 @@ pub enum Error {
     /// without [`HttpOptions::allow_insecure_remote`](crate::HttpOptions::allow_insecure_remote).
     #[error("invalid endpoint URL: {0}")]
     InvalidUrl(UrlError),
+    /// The HTTP endpoint is `https`, but this build has no TLS: the crate's `tls` cargo
+    /// feature is off, and the [`Connector`](crate::Connector) (if any) does not
+    /// [handle TLS](crate::Connector::handles_tls) itself. Returned by
+    /// [`connect_http`](crate::connect_http) before anything connects; never with the
+    /// `tls` feature on.
+    #[error(transparent)]
+    TlsUnavailable(TlsUnavailable),
     /// The HTTP endpoint could not be reached, or the connection broke below HTTP, so the
     /// connection could not be established or had to close: connection refused, no route,
     /// a connect timeout, a TLS handshake failure (an untrusted certificate, say).
@@ -80,6 +88,7 @@ impl Error {
             Error::Call(e) => Cause::Call(e),
             Error::Misuse(_) => Cause::Misuse,
             Error::InvalidUrl(_) => Cause::InvalidUrl,
+            Error::TlsUnavailable(_) => Cause::TlsUnavailable,
             Error::Io(_) | Error::Transport(_) | Error::DriverGone => return None,
         })
     }
@@ -125,9 +134,9 @@ impl Error {
     /// `mcp-blocking` uses for the same causes ([`Cause::kind`]): `spawn`, `connect`,
     /// `legacy-server`, `negotiation`, `auth-required`, `http`, `closed`,
     /// `server-error`, `timeout`, `invalid-response`, `input`, `limit`, `cancelled`,
-    /// `session-expired`, `call`, `misuse`, `invalid-url`; plus `io`, `driver-gone` and
-    /// `tls` for this crate (an unreachable HTTP endpoint is `connect`, a connect
-    /// timeout `timeout`).
+    /// `session-expired`, `call`, `misuse`, `invalid-url`, `tls-unavailable`; plus `io`,
+    /// `driver-gone` and `tls` for this crate (an unreachable HTTP endpoint is `connect`,
+    /// a connect timeout `timeout`).
     #[must_use]
     pub fn kind(&self) -> &'static str {
         match self {
@@ -150,6 +159,12 @@ impl From<UrlError> for Error {
     }
 }
 
+impl From<TlsUnavailable> for Error {
+    fn from(e: TlsUnavailable) -> Self {
+        Error::TlsUnavailable(e)
+    }
+}
+
 impl From<TransportError> for Error {
     fn from(e: TransportError) -> Self {
         Error::Transport(e)
@@ -167,8 +182,8 @@ pub enum TransportErrorKind {
     /// [`HttpOptions::connect_timeout`](crate::HttpOptions::connect_timeout).
     ConnectTimeout,
     /// The TLS handshake failed: an untrusted or mismatched certificate, no common
-    /// protocol version, an alert from the server. [`TransportError::tls_error`] has
-    /// the rustls error.
+    /// protocol version, an alert from the server. `TransportError::tls_error` (with the
+    /// `tls` feature) has the rustls error.
     Tls,
     /// Reading or writing an open connection failed.
     Io,
@@ -224,6 +239,8 @@ impl TransportError {
     }
 
     /// The rustls error behind a TLS failure (`InvalidCertificate(UnknownIssuer)`, …).
+    /// With the `tls` feature only.
+    #[cfg(feature = "tls")]
     #[must_use]
     pub fn tls_error(&self) -> Option<&rustls::Error> {
         self.source.get_ref()?.downcast_ref::<rustls::Error>()

@@ -55,10 +55,10 @@
 //! types: every method works the same way over both transports. The driver opens
 //! connections as calls need them (one exchange per connection at a time, at most
 //! [`HttpOptions::max_connections`], idle keep-alive connections reused), speaks TLS with
-//! rustls (`ring`, webpki roots by default, or your `rustls::ClientConfig`), and accepts a
-//! [`Connector`] for streams you bring yourself. Failures below HTTP are typed:
-//! [`Error::Transport`] with a [`TransportErrorKind`]. See the [`HttpOptions`] docs and
-//! the theory of operation in the `http` module's source.
+//! rustls (`ring`, webpki roots by default, or your `rustls::ClientConfig`; with the `tls`
+//! feature), and accepts a [`Connector`] for streams you bring yourself. Failures below
+//! HTTP are typed: [`Error::Transport`] with a [`TransportErrorKind`]. See the
+//! [`HttpOptions`] docs and the theory of operation in the `http` module's source.
 //!
 //! ```no_run
 //! # fn main() -> Result<(), mcp_smol::Error> {
@@ -139,6 +139,25 @@
 //!
 //! Progress, notifications and the wire log: [`Options::on_progress`],
 //! [`Client::next_notification`] / [`Client::poll_notification`], [`Options::wire_log`].
+//!
+//! # Dependencies and cargo features
+//!
+//! The crate depends on the smol components it uses, not on the `smol` meta-crate:
+//! `async-io` (reactor, timers, sockets), `async-process`, `async-channel`,
+//! `futures-lite`, and `blocking` (host-name resolution). It works with `smol` (the same
+//! crates), or with any executor; never tokio.
+//!
+//! * `tls` (default): `https` with rustls (ring provider, no aws-lc, no OpenSSL) through
+//!   `futures-rustls`, trusting the Mozilla roots of `webpki-roots`:
+//!   `HttpOptions::tls`, `TransportError::tls_error`, the `rustls` re-export. It adds
+//!   rustls, futures-rustls, ring, rustls-webpki, rustls-pki-types, webpki-roots,
+//!   untrusted, subtle, zeroize, once_cell and getrandom to the tree.
+//!
+//!   Without it (`default-features = false`) the crate speaks stdio and plain `http`
+//!   (to loopback hosts, or to any host with [`HttpOptions::allow_insecure_remote`]); an
+//!   `https` URL is refused by [`connect_http`] with [`Error::TlsUnavailable`] (kind
+//!   `tls-unavailable`), unless the [`Connector`] [handles TLS](Connector::handles_tls)
+//!   itself.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -154,7 +173,7 @@ pub use driver::Driver;
 pub use error::{Error, TransportError, TransportErrorKind};
 pub use http::{
     AsyncStream, ConnectFuture, Connector, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
-    EraCache, HttpOptions, TcpConnector,
+    EraCache, HttpOptions, TcpConnector, TlsUnavailable,
 };
 // The runtime-independent pieces, one implementation shared with `mcp-blocking`.
 pub use mcp_host::{
@@ -165,7 +184,8 @@ pub use mcp_host::{
 /// The protocol crate this one drives, re-exported so its types need no second dependency.
 pub use mcp_proto;
 /// The TLS crate of [`HttpOptions::tls`], re-exported so a configuration can be built
-/// with the very version this crate uses.
+/// with the very version this crate uses. With the `tls` feature only.
+#[cfg(feature = "tls")]
 pub use rustls;
 
 pub use mcp_proto::client::{
@@ -265,7 +285,8 @@ pub fn connect_stdio_with(
 ///
 /// # Errors
 /// [`Error::InvalidUrl`] when `url` is not an acceptable endpoint (plain `http` to a
-/// remote host included; see [`HttpOptions::allow_insecure_remote`]).
+/// remote host included; see [`HttpOptions::allow_insecure_remote`]);
+/// [`Error::TlsUnavailable`] for `https` when the `tls` feature is off.
 pub fn connect_http(url: &str, config: ClientConfig) -> Result<(Client, Driver), Error> {
     Client::connect_http(url, config)
 }
@@ -281,6 +302,8 @@ pub fn connect_http(url: &str, config: ClientConfig) -> Result<(Client, Driver),
 /// [`Client::connect_http_with`].
 ///
 /// ```no_run
+/// # #[cfg(not(feature = "tls"))] fn main() {}
+/// # #[cfg(feature = "tls")]
 /// # fn main() -> Result<(), mcp_smol::Error> {
 /// use std::sync::Arc;
 /// use mcp_smol::{ClientConfig, HttpOptions, Options, rustls};
@@ -307,7 +330,9 @@ pub fn connect_http(url: &str, config: ClientConfig) -> Result<(Client, Driver),
 /// ```
 ///
 /// # Errors
-/// [`Error::InvalidUrl`] when `url` is not an acceptable endpoint.
+/// [`Error::InvalidUrl`] when `url` is not an acceptable endpoint;
+/// [`Error::TlsUnavailable`] for `https` when the `tls` feature is off and the connector
+/// does not handle TLS.
 pub fn connect_http_with(
     url: &str,
     config: ClientConfig,

@@ -17,12 +17,12 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use async_io::Timer;
+use async_process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio as Pipe};
 use futures_lite::{AsyncRead, AsyncWrite, future};
 use mcp_host::wire_log::LineLog;
 use mcp_host::{Direction, Shutdown, StdioCommand};
 use mcp_proto::client::{Client as Machine, ClientConfig, CloseReason};
 use mcp_proto::stdio;
-use smol::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio as Pipe};
 
 use crate::Error;
 use crate::client::Shared;

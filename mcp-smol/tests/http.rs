@@ -1,7 +1,8 @@
 //! `mcp-smol` over Streamable HTTP against a small scripted HTTP/1.1 server in this file:
 //! `std::net` threads (one per connection, keep-alive) feeding the bundled example
 //! server machine (`mcp_proto::server::example`) through `Server::handle_json` and
-//! `poll_message`, plainly or over rustls with a throw-away self-signed certificate.
+//! `poll_message`, plainly or over rustls with a throw-away self-signed certificate (the
+//! TLS tests need the `tls` feature; without it, `https` URLs must be refused).
 //!
 //! Every scenario runs twice, under two ways of driving futures:
 //!
@@ -14,19 +15,24 @@ use std::collections::HashMap;
 use std::future::{Future, poll_fn};
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
+#[cfg(feature = "tls")]
 use std::path::Path;
 use std::pin::Pin;
+#[cfg(feature = "tls")]
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, mpsc};
+use std::sync::{Arc, Mutex, mpsc};
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use futures_lite::future;
 use mcp_proto::server::{Server, example};
+#[cfg(feature = "tls")]
+use mcp_smol::rustls;
 use mcp_smol::{
     AsyncStream, CallError, CallRequest, Client, ClientCapabilities, ClientConfig, ConnectFuture,
     Connector, Direction, Driver, EndpointUrl, Era, EraCache, EraMode, Error, HttpOptions, Options,
-    ProtocolVersion, TransportErrorKind, UrlError, rustls,
+    ProtocolVersion, TransportErrorKind, UrlError,
 };
 use serde_json::{Value, json};
 
@@ -54,6 +60,13 @@ struct Seen {
     abandoned: AtomicUsize,
 }
 
+/// The test server's TLS configuration (none without the `tls` feature).
+#[cfg(feature = "tls")]
+type ServerTls = Arc<rustls::ServerConfig>;
+#[cfg(not(feature = "tls"))]
+#[derive(Clone)]
+enum ServerTls {}
+
 struct TestServer {
     port: u16,
     seen: Arc<Seen>,
@@ -65,11 +78,12 @@ impl TestServer {
         Self::start_with(script, None)
     }
 
-    fn start_tls(script: Script, tls: Arc<rustls::ServerConfig>) -> TestServer {
+    #[cfg(feature = "tls")]
+    fn start_tls(script: Script, tls: ServerTls) -> TestServer {
         Self::start_with(script, Some(tls))
     }
 
-    fn start_with(script: Script, tls: Option<Arc<rustls::ServerConfig>>) -> TestServer {
+    fn start_with(script: Script, tls: Option<ServerTls>) -> TestServer {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         let port = listener.local_addr().expect("addr").port();
         let seen = Arc::new(Seen::default());
@@ -95,6 +109,9 @@ impl TestServer {
                     let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
                     match tls {
                         None => serve_connection(stream, script, &machine, &seen),
+                        #[cfg(not(feature = "tls"))]
+                        Some(never) => match never {},
+                        #[cfg(feature = "tls")]
                         Some(config) => {
                             let conn = rustls::ServerConnection::new(config).expect("tls");
                             let tls = rustls::StreamOwned::new(conn, stream);
@@ -403,6 +420,7 @@ fn post(
 /// A self-signed certificate for `localhost` and 127.0.0.1, made by `openssl` in a temp
 /// dir: (certificate DER, private key DER). `None` (with a message) when openssl is
 /// missing here; a failure when the env says this is CI, where it must be present.
+#[cfg(feature = "tls")]
 fn self_signed() -> Option<(Vec<u8>, Vec<u8>)> {
     static PAIR: OnceLock<Option<(Vec<u8>, Vec<u8>)>> = OnceLock::new();
     PAIR.get_or_init(|| {
@@ -452,6 +470,7 @@ fn self_signed() -> Option<(Vec<u8>, Vec<u8>)> {
 }
 
 /// The DER of the PEM certificate in `path`.
+#[cfg(feature = "tls")]
 fn pem_cert(path: &Path) -> Vec<u8> {
     use rustls::pki_types::CertificateDer;
     use rustls::pki_types::pem::PemObject;
@@ -461,6 +480,7 @@ fn pem_cert(path: &Path) -> Vec<u8> {
 }
 
 /// The DER of the PKCS#8 PEM key in `path`.
+#[cfg(feature = "tls")]
 fn pem_key(path: &Path) -> Vec<u8> {
     use rustls::pki_types::PrivatePkcs8KeyDer;
     use rustls::pki_types::pem::PemObject;
@@ -470,10 +490,12 @@ fn pem_key(path: &Path) -> Vec<u8> {
         .to_vec()
 }
 
+#[cfg(feature = "tls")]
 fn ring() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
+#[cfg(feature = "tls")]
 fn tls_server_config((cert, key): &(Vec<u8>, Vec<u8>)) -> Arc<rustls::ServerConfig> {
     use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
     let config = rustls::ServerConfig::builder_with_provider(ring())
@@ -489,6 +511,7 @@ fn tls_server_config((cert, key): &(Vec<u8>, Vec<u8>)) -> Arc<rustls::ServerConf
 }
 
 /// A client configuration trusting only `cert`.
+#[cfg(feature = "tls")]
 fn tls_client_trusting(cert: &[u8]) -> Arc<rustls::ClientConfig> {
     let mut roots = rustls::RootCertStore::empty();
     roots
@@ -1049,8 +1072,43 @@ on_both_runners!(
     custom_streams
 );
 
+/// [`To`], saying its streams are TLS sessions already (as a connector with another TLS
+/// stack would): `https` URLs go to it, with or without the `tls` feature, and the driver
+/// does no handshake of its own.
+struct TlsTo(u16);
+
+impl Connector for TlsTo {
+    fn connect(&self, url: &EndpointUrl) -> ConnectFuture {
+        To(self.0).connect(url)
+    }
+
+    fn handles_tls(&self) -> bool {
+        true
+    }
+}
+
+fn https_via_connector() -> Option<(TestServer, (Client, Driver))> {
+    let server = TestServer::start(Script::default());
+    let connector = TlsTo(server.port);
+    let connected = mcp_smol::connect_http_with(
+        "https://localhost:9/mcp",
+        config(EraMode::Auto),
+        Options::new(),
+        HttpOptions::new().connector(connector),
+    )
+    .expect("connect_http");
+    Some((server, connected))
+}
+
+on_both_runners!(
+    a_connector_handling_tls_serves_https,
+    https_via_connector(),
+    custom_streams
+);
+
 // ----- TLS -------------------------------------------------------------------------------
 
+#[cfg(feature = "tls")]
 fn https(trusted: bool, host: &str) -> Option<(TestServer, (Client, Driver))> {
     let pair = self_signed()?;
     let server = TestServer::start_tls(Script::default(), tls_server_config(&pair));
@@ -1065,16 +1123,19 @@ fn https(trusted: bool, host: &str) -> Option<(TestServer, (Client, Driver))> {
     Some((server, connected))
 }
 
+#[cfg(feature = "tls")]
 async fn over_tls(client: Client, spawn: Spawn, server: Arc<TestServer>) {
     modern_tour(client, spawn, server).await;
 }
 
+#[cfg(feature = "tls")]
 on_both_runners!(
     https_with_a_trusted_self_signed_certificate,
     https(true, "127.0.0.1"),
     over_tls
 );
 
+#[cfg(feature = "tls")]
 async fn over_tls_by_name(client: Client, _spawn: Spawn, server: Arc<TestServer>) {
     let r = client
         .call_tool("add", json!({"a": 20, "b": 22}))
@@ -1090,12 +1151,14 @@ async fn over_tls_by_name(client: Client, _spawn: Spawn, server: Arc<TestServer>
     assert_eq!(server.accepted(), 1);
 }
 
+#[cfg(feature = "tls")]
 on_both_runners!(
     https_to_a_dns_name,
     https(true, "localhost"),
     over_tls_by_name
 );
 
+#[cfg(feature = "tls")]
 async fn untrusted(client: Client, _spawn: Spawn, _server: Arc<TestServer>) {
     let e = client
         .connected()
@@ -1117,6 +1180,7 @@ async fn untrusted(client: Client, _spawn: Spawn, _server: Arc<TestServer>) {
     );
 }
 
+#[cfg(feature = "tls")]
 on_both_runners!(
     the_default_roots_reject_a_self_signed_certificate,
     https(false, "127.0.0.1"),
@@ -1161,6 +1225,34 @@ fn urls_are_vetted_before_anything_connects() {
         future::block_on(client.list_tools()),
         Err(Error::DriverGone)
     ));
+}
+
+/// Without the `tls` feature, `https` is refused before anything connects, saying why,
+/// unless the connector handles TLS itself (`a_connector_handling_tls_serves_https`).
+#[cfg(not(feature = "tls"))]
+#[test]
+fn https_without_the_tls_feature_is_a_typed_error() {
+    let e = mcp_smol::connect_http("https://mcp.example.com/mcp", config(EraMode::Auto))
+        .expect_err("no TLS in this build");
+    let Error::TlsUnavailable(t) = &e else {
+        panic!("not TlsUnavailable: {e:?}");
+    };
+    assert_eq!(t.url(), "https://mcp.example.com/mcp");
+    assert_eq!(e.kind(), "tls-unavailable");
+    assert!(
+        e.to_string()
+            .contains("TLS support was compiled out of mcp-smol"),
+        "{e}"
+    );
+    // A connector that leaves TLS to the driver does not help.
+    let e = mcp_smol::connect_http_with(
+        "https://127.0.0.1:9/mcp",
+        config(EraMode::Auto),
+        Options::new(),
+        HttpOptions::new().connector(To(9)),
+    )
+    .expect_err("no TLS in this build");
+    assert!(matches!(e, Error::TlsUnavailable(_)), "{e:?}");
 }
 
 #[test]

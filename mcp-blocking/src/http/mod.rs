@@ -22,7 +22,7 @@
 //! failed); when they stop the connection from being set up at all, `connect_http`
 //! returns them as [`crate::Error::Transport`].
 //!
-//! `TlsConnector`, [`HttpOptions::tls`] and the `rustls` re-export come with the `tls`
+//! `TlsConnector`, `HttpOptions::tls` and the `rustls` re-export come with the `tls`
 //! cargo feature (on by default). Without it, an `https://` URL is refused before
 //! anything connects, with [`crate::Error::TlsUnavailable`], unless
 //! [`HttpOptions::connector`] gives a connector that does TLS itself.

@@ -12,9 +12,9 @@
 //!   opens a new one while fewer than [`HttpOptions::max_connections`] are open (default
 //!   [`DEFAULT_MAX_CONNECTIONS`]), or waits in a FIFO queue. HTTP/1.1 carries one exchange
 //!   at a time per connection, so calls in flight at once use that many connections.
-//! * Opening a connection is the [`Connector`]'s future (plain TCP by default, via
-//!   `smol::net`, `TCP_NODELAY` on) followed, for `https`, by the TLS handshake
-//!   (rustls through `futures-rustls`), both together bounded by
+//! * Opening a connection is the [`Connector`]'s future (plain TCP by default, an
+//!   `async_io::Async<std::net::TcpStream>`, `TCP_NODELAY` on) followed, for `https`, by
+//!   the TLS handshake (rustls through `futures-rustls`), both together bounded by
 //!   [`HttpOptions::connect_timeout`] (an `async_io::Timer`; default
 //!   [`DEFAULT_CONNECT_TIMEOUT`]). A failure is reported to the machine for that
 //!   exchange and kept, typed, as a [`TransportError`](crate::TransportError).
@@ -42,19 +42,24 @@
 //!
 //! # TLS
 //!
-//! rustls with its `ring` provider, trusting the Mozilla roots of `webpki-roots` unless
-//! [`HttpOptions::tls`] supplies a configuration. Whatever the configuration, ALPN is set
-//! to `http/1.1` alone (a copy is changed, not the caller's), because HTTP/1.1 is all the
-//! machine speaks. The server name is the URL's host (a DNS name or an IP address).
-//! `futures-rustls` adapts rustls to the `futures-io` traits; it depends on nothing but
-//! rustls and futures-io.
+//! With the `tls` cargo feature (on by default): rustls with its `ring` provider, trusting
+//! the Mozilla roots of `webpki-roots` unless `HttpOptions::tls` supplies a configuration.
+//! Whatever the configuration, ALPN is set to `http/1.1` alone (a copy is changed, not the
+//! caller's), because HTTP/1.1 is all the machine speaks. The server name is the URL's
+//! host (a DNS name or an IP address). `futures-rustls` adapts rustls to the `futures-io`
+//! traits; it depends on nothing but rustls and futures-io.
+//!
+//! Without the feature, an `https` URL is refused by `connect_http` with
+//! [`Error::TlsUnavailable`](crate::Error::TlsUnavailable), before anything connects,
+//! unless the [`Connector`] says it [handles TLS](Connector::handles_tls) itself.
 //!
 //! # Name resolution
 //!
-//! IP literals are connected to directly. A DNS name is resolved by `smol::net` (the OS
-//! resolver, run on the `blocking` crate's thread pool, as async-net does): that pool is
-//! a helper of the runtime crates, like async-io's reactor thread, not a task of ours.
-//! A [`Connector`] replaces all of this.
+//! IP literals are connected to directly. A DNS name is resolved by the OS resolver, run
+//! on the `blocking` crate's thread pool (`blocking::unblock`, as `async-net` and
+//! `smol::net` do), and its addresses are tried in turn: that pool is a helper of the
+//! runtime crates, like async-io's reactor thread, not a task of ours. A [`Connector`]
+//! replaces all of this.
 
 mod connect;
 mod transport;
@@ -70,7 +75,7 @@ use futures_lite::{AsyncRead, AsyncWrite};
 /// The era verdict per origin: one type shared with `mcp-blocking` (a cache can serve
 /// both).
 pub use mcp_host::EraCache;
-pub use mcp_host::http::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
+pub use mcp_host::http::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_CONNECTIONS, TlsUnavailable};
 use mcp_host::wire_log::redacted;
 use mcp_proto::client::http::HttpConfig;
 use mcp_proto::http::EndpointUrl;
@@ -122,6 +127,7 @@ pub trait Connector: Send + Sync {
 
     /// True when the streams this connector returns are already TLS sessions for
     /// `https` endpoints (the driver then does no handshake of its own). Default false.
+    /// Without the `tls` feature, only such a connector can serve `https` endpoints.
     fn handles_tls(&self) -> bool {
         false
     }
@@ -157,7 +163,9 @@ impl Connector for TcpConnector {
 pub struct HttpOptions {
     /// The TLS configuration for `https` endpoints. Default: rustls with the `ring`
     /// provider, safe default protocol versions, the `webpki-roots` trust anchors, no
-    /// client certificate. ALPN is always forced to `http/1.1` (on a copy).
+    /// client certificate. ALPN is always forced to `http/1.1` (on a copy). With the
+    /// `tls` feature only.
+    #[cfg(feature = "tls")]
     pub tls: Option<Arc<rustls::ClientConfig>>,
     /// Opens connections instead of plain TCP. Default [`TcpConnector`].
     pub connector: Option<Arc<dyn Connector>>,
@@ -186,6 +194,7 @@ impl HttpOptions {
     #[must_use]
     pub fn new() -> Self {
         HttpOptions {
+            #[cfg(feature = "tls")]
             tls: None,
             connector: None,
             authorization: None,
@@ -197,7 +206,8 @@ impl HttpOptions {
     }
 
     /// The same options with this TLS configuration (a private CA, client certificates,
-    /// a pinned key…).
+    /// a pinned key…). With the `tls` feature only.
+    #[cfg(feature = "tls")]
     #[must_use]
     pub fn tls(mut self, config: Arc<rustls::ClientConfig>) -> Self {
         self.tls = Some(config);
@@ -248,23 +258,36 @@ impl HttpOptions {
     }
 
     /// The machine's configuration and the driver's part.
-    pub(crate) fn into_parts(self, url: EndpointUrl) -> (HttpConfig, HttpSetup) {
+    ///
+    /// # Errors
+    /// [`TlsUnavailable`] for an `https` URL without the `tls` feature, unless the
+    /// connector handles TLS itself.
+    pub(crate) fn into_parts(
+        self,
+        url: EndpointUrl,
+    ) -> Result<(HttpConfig, HttpSetup), TlsUnavailable> {
+        let connector = self.connector.unwrap_or_else(|| Arc::new(TcpConnector));
+        let needs_tls = url.is_tls() && !connector.handles_tls();
+        #[cfg(feature = "tls")]
+        let tls = needs_tls.then(|| connect::tls_connector(self.tls.as_ref()));
+        #[cfg(not(feature = "tls"))]
+        if needs_tls {
+            return Err(TlsUnavailable::new("mcp-smol", url.as_str()));
+        }
         let config = mcp_host::http::machine_config(
             url.clone(),
             self.authorization,
             concat!("mcp-smol/", env!("CARGO_PKG_VERSION")),
         );
-        let connector = self.connector.unwrap_or_else(|| Arc::new(TcpConnector));
-        let tls = (url.is_tls() && !connector.handles_tls())
-            .then(|| connect::tls_connector(self.tls.as_ref()));
         let setup = HttpSetup {
             url,
             connector,
+            #[cfg(feature = "tls")]
             tls,
             connect_timeout: self.connect_timeout,
             max_connections: self.max_connections.max(1),
         };
-        (config, setup)
+        Ok((config, setup))
     }
 }
 
@@ -276,9 +299,10 @@ impl Default for HttpOptions {
 
 impl fmt::Debug for HttpOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("HttpOptions")
-            .field("tls", &self.tls.is_some())
-            .field("connector", &self.connector.is_some())
+        let mut f = f.debug_struct("HttpOptions");
+        #[cfg(feature = "tls")]
+        f.field("tls", &self.tls.is_some());
+        f.field("connector", &self.connector.is_some())
             .field("authorization", &redacted(&self.authorization))
             .field("allow_insecure_remote", &self.allow_insecure_remote)
             .field("connect_timeout", &self.connect_timeout)
@@ -293,6 +317,7 @@ pub(crate) struct HttpSetup {
     pub(crate) url: EndpointUrl,
     pub(crate) connector: Arc<dyn Connector>,
     /// For `https` when the connector does not do TLS itself.
+    #[cfg(feature = "tls")]
     pub(crate) tls: Option<futures_rustls::TlsConnector>,
     pub(crate) connect_timeout: Duration,
     pub(crate) max_connections: usize,
