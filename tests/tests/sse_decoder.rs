@@ -1,34 +1,12 @@
 //! The WHATWG event-stream decoder: chunking invariance (whole, byte by byte, every split
 //! point, trailing partial data), limits, and the examples of the HTML standard.
 
+use mcp_proto::fuzzing::sse::{Run, decode};
 use mcp_proto::sse::{SseDecoder, SseError, SseEvent, SseLimits};
 
-/// Everything observable from decoding one stream.
-#[derive(Debug, PartialEq, Eq)]
-struct Run {
-    items: Vec<Result<SseEvent, SseError>>,
-    incomplete: bool,
-    last_event_id: Option<String>,
-    retry_ms: Option<u64>,
-    comments: u64,
-}
-
+/// Decoding one stream is the same helper the fuzz target uses.
 fn run<'a>(limits: &SseLimits, chunks: impl IntoIterator<Item = &'a [u8]>) -> Run {
-    let mut d = SseDecoder::new(limits.clone());
-    let mut items = Vec::new();
-    for c in chunks {
-        d.push(c);
-        items.extend(d.events());
-    }
-    let end = d.finish();
-    items.extend(d.events());
-    Run {
-        items,
-        incomplete: end.incomplete_event,
-        last_event_id: d.last_event_id().map(str::to_owned),
-        retry_ms: d.retry_ms(),
-        comments: d.comments(),
-    }
+    decode(limits, chunks)
 }
 
 /// Decodes `input` whole, byte by byte, split at every point, and split at every pair of

@@ -4,17 +4,23 @@ use crate::http::headers::{decode_header_bytes, decode_header_value, encode_head
 use crate::http::xmcp::{extract_param_values, tool_param_headers};
 use crate::sse::{SseDecoder, SseError, SseEvent, SseLimits};
 
-/// Everything observable from decoding one stream.
+/// Everything observable from decoding one stream (shared with the decoder's tests).
 #[derive(Debug, PartialEq, Eq)]
-struct Run {
-    items: Vec<Result<SseEvent, SseError>>,
-    incomplete: bool,
-    last_event_id: Option<String>,
-    retry_ms: Option<u64>,
-    comments: u64,
+pub struct Run {
+    /// Events and errors, in order.
+    pub items: Vec<Result<SseEvent, SseError>>,
+    /// An event was cut off by the end of the stream.
+    pub incomplete: bool,
+    /// The last event id at the end.
+    pub last_event_id: Option<String>,
+    /// The reconnection time at the end.
+    pub retry_ms: Option<u64>,
+    /// Comment lines seen.
+    pub comments: u64,
 }
 
-fn decode<'a>(limits: &SseLimits, chunks: impl Iterator<Item = &'a [u8]>) -> Run {
+/// Decodes a stream given in `chunks` with a fresh decoder.
+pub fn decode<'a>(limits: &SseLimits, chunks: impl IntoIterator<Item = &'a [u8]>) -> Run {
     let mut d = SseDecoder::new(limits.clone());
     let mut items = Vec::new();
     for c in chunks {
