@@ -309,7 +309,11 @@ impl Core {
     ) -> bool {
         match deadline {
             Some(deadline) if deadline > now => {
-                if self.timer_at != Some(deadline) {
+                // Re-arm only to fire earlier. A timer left armed for a later instant (a
+                // call that has since completed) just fires once for nothing; re-arming
+                // on every change would wake the reactor thread on every call.
+                let rearm = self.timer_at.is_none_or(|at| deadline < at);
+                if rearm {
                     self.timer.set_at(deadline);
                     self.timer_at = Some(deadline);
                 }
