@@ -554,25 +554,73 @@ fn rounds_are_capped() {
 
 #[test]
 fn undeclared_capabilities_are_refused() {
-    // Legacy: the server's elicitation/create is answered with an error by the client
-    // itself, and the user is never asked.
+    // Legacy: a server that sends elicitation/create and sampling/createMessage although
+    // the client declared neither gets the right error from the client itself, and the
+    // user is never asked.
+    let peer = Scripted::new(|m: &Value| {
+        match m["method"].as_str() {
+        Some("initialize") => vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{
+            "protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}})
+        .to_string()],
+        Some("tools/call") => vec![
+            json!({"jsonrpc":"2.0","id":"e1","method":"elicitation/create","params":{"message":"?",
+                "requestedSchema":{"type":"object","properties":{}}}}).to_string(),
+            json!({"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{"messages":[],"maxTokens":1}}).to_string(),
+            json!({"jsonrpc":"2.0","id":"p1","method":"ping"}).to_string(),
+            json!({"jsonrpc":"2.0","id":m["id"],"result":{"content":[]}}).to_string(),
+        ],
+        _ => Vec::new(),
+    }
+    });
     let no_caps = ClientConfig::new("sim", "1").era_mode(EraMode::Legacy);
-    let mut sim = Sim::new(no_caps, example::server());
+    let mut sim = Sim::new(no_caps, peer);
     sim.connect();
-    let out = sim.call(CallRequest::call_tool("confirm", json!({})));
+    sim.call(CallRequest::call_tool("x", json!({}))).unwrap();
+    sim.step();
     assert!(
         !sim.events
             .iter()
             .any(|e| matches!(e, Event::InputRequested { .. }))
     );
-    assert!(
-        sim.events
+    let answer = |id: &str| {
+        sim.sent
             .iter()
-            .any(|e| matches!(e, Event::PeerError(PeerError::RequestRefused { .. })))
-            || out.is_err()
-            || out.as_ref().unwrap().tool_result().unwrap().is_error == Some(true),
-        "{out:?}"
+            .find(|m| m["id"] == id && m.get("method").is_none())
+            .cloned()
+            .unwrap_or_else(|| panic!("no answer to {id}: {:#?}", sim.sent))
+    };
+    assert_eq!(answer("e1")["error"]["code"], -32601);
+    assert_eq!(answer("s1")["error"]["code"], -32601);
+    assert_eq!(answer("p1")["result"], json!({}));
+
+    // A form elicitation when only URL mode was declared: -32602 (2025-11-25 rule).
+    let mut caps = ClientCapabilities::none();
+    caps.elicitation_url = true;
+    let peer = Scripted::new(|m: &Value| {
+        match m["method"].as_str() {
+        Some("initialize") => vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{
+            "protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}})
+        .to_string()],
+        Some("tools/call") => vec![
+            json!({"jsonrpc":"2.0","id":"f1","method":"elicitation/create","params":{"mode":"form","message":"?",
+                "requestedSchema":{"type":"object","properties":{}}}}).to_string(),
+            json!({"jsonrpc":"2.0","id":m["id"],"result":{"content":[]}}).to_string(),
+        ],
+        _ => Vec::new(),
+    }
+    });
+    let mut sim = Sim::new(
+        ClientConfig::new("sim", "1")
+            .era_mode(EraMode::Legacy)
+            .capabilities(caps),
+        peer,
     );
+    sim.connect();
+    sim.call(CallRequest::call_tool("x", json!({}))).unwrap();
+    sim.step();
+    let refused = sim.sent.iter().find(|m| m["id"] == "f1").expect("answered");
+    assert_eq!(refused["error"]["code"], -32602);
+
     // Modern: the server itself answers -32021, surfaced on the call.
     let no_caps = ClientConfig::new("sim", "1").era_mode(EraMode::Auto);
     let mut sim = Sim::new(no_caps, example::server());
@@ -718,9 +766,14 @@ fn a_malformed_response_fails_only_its_call() {
         .call(CallRequest::call_tool("x", json!({})))
         .unwrap_err();
     assert!(matches!(err, CallError::InvalidResponse(m) if m.contains("exactly one")));
-    // The real answer that follows is then a stranger, and the next call works.
-    let noise_free = sim.call(CallRequest::list_tools());
-    assert!(noise_free.is_err() || noise_free.is_ok());
+    // The real answer that follows is then a stranger, reported and otherwise ignored.
+    assert!(
+        sim.events
+            .iter()
+            .any(|e| matches!(e, Event::PeerError(PeerError::UnknownResponse(_)))),
+        "{:#?}",
+        sim.events
+    );
     assert_eq!(
         sim.client.state(),
         ConnectionState::Ready(Era::Legacy, ProtocolVersion::V2025_11_25)
