@@ -21,7 +21,7 @@ mod host;
 mod limits;
 mod request;
 mod response;
-mod scan;
+pub(crate) mod scan;
 mod url;
 pub mod xmcp;
 

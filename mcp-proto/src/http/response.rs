@@ -46,7 +46,7 @@ use super::chunked::{Chunked, Step};
 use super::error::{ResponseError, ReuseError};
 use super::head::{self, Framing, ResponseHead};
 use super::limits::HttpLimits;
-use super::scan::block_end;
+use super::scan::{block_end, leading_empty_line};
 
 /// Input is processed in pieces of at most this size, bounding the buffer and each
 /// `Body` event's growth per piece.
@@ -272,12 +272,7 @@ impl ResponseReader {
             State::Head { mut scanned } => {
                 // Empty lines before a status line are tolerated (RFC 9112 §2.2).
                 if scanned == 0 {
-                    let blank = match data {
-                        [] | [b'\r'] => None,
-                        [b'\n', ..] => Some(1),
-                        [b'\r', b'\n', ..] => Some(2),
-                        _ => Some(0),
-                    };
+                    let blank = leading_empty_line(data);
                     if blank != Some(0) {
                         self.state = State::Head { scanned };
                         return Ok(blank);

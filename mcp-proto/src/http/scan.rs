@@ -8,7 +8,7 @@
 /// complete. `scanned` carries the progress between calls on a growing buffer (start it
 /// at 0); `may_be_empty` says the block may consist of the empty line alone (a trailer
 /// section), whereas a head always starts with a non-empty line.
-pub(super) fn block_end(data: &[u8], scanned: &mut usize, may_be_empty: bool) -> Option<usize> {
+pub(crate) fn block_end(data: &[u8], scanned: &mut usize, may_be_empty: bool) -> Option<usize> {
     if may_be_empty && *scanned == 0 {
         match data {
             [b'\n', ..] => return Some(1),
@@ -31,6 +31,18 @@ pub(super) fn block_end(data: &[u8], scanned: &mut usize, may_be_empty: bool) ->
     }
     *scanned = i;
     None
+}
+
+/// Before a head: how many bytes an empty line at the front of `data` takes (RFC 9112
+/// §2.2 lets a reader skip them): `Some(0)` when `data` starts with something else,
+/// `None` when it cannot tell yet.
+pub(crate) fn leading_empty_line(data: &[u8]) -> Option<usize> {
+    match data {
+        [] | [b'\r'] => None,
+        [b'\n', ..] => Some(1),
+        [b'\r', b'\n', ..] => Some(2),
+        _ => Some(0),
+    }
 }
 
 #[cfg(test)]

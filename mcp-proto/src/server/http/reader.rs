@@ -38,6 +38,7 @@
 use std::collections::VecDeque;
 
 use crate::http::HttpVersion;
+use crate::http::scan::{block_end, leading_empty_line};
 
 /// Bounds on what a client can make [`HttpRequestReader`] hold.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -411,12 +412,7 @@ impl HttpRequestReader {
         match std::mem::replace(&mut self.state, State::Failed) {
             State::Head { mut scanned } => {
                 if scanned == 0 {
-                    let blank = match data {
-                        [] | [b'\r'] => None,
-                        [b'\n', ..] => Some(1),
-                        [b'\r', b'\n', ..] => Some(2),
-                        _ => Some(0),
-                    };
+                    let blank = leading_empty_line(data);
                     if blank != Some(0) {
                         self.state = State::Head { scanned };
                         return Ok(blank);
@@ -424,7 +420,7 @@ impl HttpRequestReader {
                 }
                 let limit = self.limits.max_head_bytes;
                 let window = &data[..data.len().min(limit)];
-                let Some(end) = block_end(window, &mut scanned) else {
+                let Some(end) = block_end(window, &mut scanned, false) else {
                     if data.len() >= limit {
                         return Err(HttpRequestError::HeadTooLarge { limit });
                     }
@@ -611,24 +607,4 @@ fn trim_ows(bytes: &[u8]) -> &[u8] {
         .rposition(|b| !is_ows(b))
         .map_or(start, |i| i + 1);
     &bytes[start..end]
-}
-
-/// Where the head in `data` ends (just after its empty line), if it is complete.
-/// `scanned` carries the progress between calls on a growing buffer (start at 0). Line
-/// ends may be CRLF or a bare LF, as httparse accepts both.
-fn block_end(data: &[u8], scanned: &mut usize) -> Option<usize> {
-    let mut i = *scanned;
-    while let Some(&b) = data.get(i) {
-        if b == b'\n' {
-            match (data.get(i + 1), data.get(i + 2)) {
-                (None, _) | (Some(b'\r'), None) => break,
-                (Some(b'\n'), _) => return Some(i + 2),
-                (Some(b'\r'), Some(b'\n')) => return Some(i + 3),
-                _ => {}
-            }
-        }
-        i += 1;
-    }
-    *scanned = i;
-    None
 }
