@@ -34,6 +34,20 @@ fn closed_reason(sim: &Sim) -> Option<CloseReason> {
     })
 }
 
+/// The answer of a legacy server to `initialize`: 2025-11-25, no capabilities.
+fn legacy_init(m: &Value) -> String {
+    json!({"jsonrpc":"2.0","id":m["id"],"result":{"protocolVersion":"2025-11-25",
+        "capabilities":{},"serverInfo":{"name":"s","version":"1"}}})
+    .to_string()
+}
+
+/// The answer of a modern server to `server/discover`.
+fn discover_ok(m: &Value) -> String {
+    json!({"jsonrpc":"2.0","id":m["id"],"result":{"resultType":"complete",
+        "supportedVersions":["2026-07-28"],"capabilities":{},"ttlMs":0,"cacheScope":"public"}})
+    .to_string()
+}
+
 fn text_of(out: &mcp_proto::client::CallOutput) -> String {
     out.tool_result().expect("tool result").text()
 }
@@ -164,9 +178,7 @@ fn unsupported_version_error_means_retry_not_fallback() {
                 vec![json!({"jsonrpc":"2.0","id":m["id"],"error":{"code":-32022,"message":"unsupported",
                     "data":{"supported":["2026-07-28"],"requested":"2026-07-28"}}}).to_string()]
             } else {
-                vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{"resultType":"complete",
-                    "supportedVersions":["2026-07-28"],"capabilities":{},"ttlMs":0,"cacheScope":"public"}})
-                .to_string()]
+                vec![discover_ok(m)]
             }
         }
         _ => Vec::new(),
@@ -228,13 +240,9 @@ fn header_mismatch_on_the_probe_is_not_a_fallback() {
 
 #[test]
 fn a_silent_probe_falls_back_after_the_probe_timeout() {
-    let peer = Scripted::new(|m: &Value| {
-        match m["method"].as_str() {
-        Some("initialize") => vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{
-            "protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}})
-        .to_string()],
+    let peer = Scripted::new(|m: &Value| match m["method"].as_str() {
+        Some("initialize") => vec![legacy_init(m)],
         _ => Vec::new(),
-    }
     });
     let mut sim = Sim::new(config(EraMode::Auto), peer);
     let start = sim.now;
@@ -372,11 +380,8 @@ fn a_cursor_that_repeats_is_an_error_not_a_loop() {
 
 #[test]
 fn progress_is_reported_for_calls_that_ask() {
-    let peer = Scripted::new(|m: &Value| {
-        match m["method"].as_str() {
-        Some("initialize") => vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{
-            "protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}})
-        .to_string()],
+    let peer = Scripted::new(|m: &Value| match m["method"].as_str() {
+        Some("initialize") => vec![legacy_init(m)],
         Some("tools/call") => {
             let token = m["params"]["_meta"]["progressToken"].clone();
             assert!(!token.is_null(), "progress token sent");
@@ -387,7 +392,6 @@ fn progress_is_reported_for_calls_that_ask() {
             ]
         }
         _ => Vec::new(),
-    }
     });
     let mut sim = Sim::new(config(EraMode::Legacy), peer);
     sim.connect();
@@ -559,9 +563,7 @@ fn undeclared_capabilities_are_refused() {
     // user is never asked.
     let peer = Scripted::new(|m: &Value| {
         match m["method"].as_str() {
-        Some("initialize") => vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{
-            "protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}})
-        .to_string()],
+        Some("initialize") => vec![legacy_init(m)],
         Some("tools/call") => vec![
             json!({"jsonrpc":"2.0","id":"e1","method":"elicitation/create","params":{"message":"?",
                 "requestedSchema":{"type":"object","properties":{}}}}).to_string(),
@@ -598,9 +600,7 @@ fn undeclared_capabilities_are_refused() {
     caps.elicitation_url = true;
     let peer = Scripted::new(|m: &Value| {
         match m["method"].as_str() {
-        Some("initialize") => vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{
-            "protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}})
-        .to_string()],
+        Some("initialize") => vec![legacy_init(m)],
         Some("tools/call") => vec![
             json!({"jsonrpc":"2.0","id":"f1","method":"elicitation/create","params":{"mode":"form","message":"?",
                 "requestedSchema":{"type":"object","properties":{}}}}).to_string(),
@@ -635,9 +635,7 @@ fn undeclared_capabilities_are_refused() {
 fn an_input_request_of_an_undeclared_kind_fails_the_call() {
     let peer = Scripted::new(|m: &Value| {
         match m["method"].as_str() {
-        Some("server/discover") => vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{"resultType":"complete",
-            "supportedVersions":["2026-07-28"],"capabilities":{},"ttlMs":0,"cacheScope":"public"}})
-        .to_string()],
+        Some("server/discover") => vec![discover_ok(m)],
         Some("tools/call") => vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{"resultType":"input_required",
             "inputRequests":{"s":{"method":"sampling/createMessage","params":{"messages":[],"maxTokens":1}}}}})
         .to_string()],
@@ -656,9 +654,7 @@ fn an_input_request_of_an_undeclared_kind_fails_the_call() {
 fn unknown_result_types_are_errors() {
     let peer = Scripted::new(|m: &Value| {
         match m["method"].as_str() {
-        Some("server/discover") => vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{"resultType":"complete",
-            "supportedVersions":["2026-07-28"],"capabilities":{},"ttlMs":0,"cacheScope":"public"}})
-        .to_string()],
+        Some("server/discover") => vec![discover_ok(m)],
         Some("tools/call") => vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{"resultType":"task"}}).to_string()],
         Some("tools/list") => vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{"resultType":"input_required","requestState":"x"}}).to_string()],
         _ => Vec::new(),
@@ -679,11 +675,8 @@ fn unknown_result_types_are_errors() {
 /// A legacy server that answers each tools/call with `lines` (with `ID` replaced by the
 /// request id) followed by a proper result.
 fn noisy_server(noise: &'static [&'static str]) -> impl mcp_tests::Peer {
-    Scripted::new(move |m: &Value| {
-        match m["method"].as_str() {
-        Some("initialize") => vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{
-            "protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}})
-        .to_string()],
+    Scripted::new(move |m: &Value| match m["method"].as_str() {
+        Some("initialize") => vec![legacy_init(m)],
         Some("tools/call") => {
             let id = m["id"].to_string();
             let mut out: Vec<String> = noise.iter().map(|l| l.replace("ID", &id)).collect();
@@ -694,7 +687,6 @@ fn noisy_server(noise: &'static [&'static str]) -> impl mcp_tests::Peer {
             out
         }
         _ => Vec::new(),
-    }
     })
 }
 
@@ -729,11 +721,8 @@ fn garbage_and_strangers_do_not_harm_calls() {
 #[test]
 fn a_duplicate_response_is_reported_and_ignored() {
     let mut first = true;
-    let peer = Scripted::new(move |m: &Value| {
-        match m["method"].as_str() {
-        Some("initialize") => vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{
-            "protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}})
-        .to_string()],
+    let peer = Scripted::new(move |m: &Value| match m["method"].as_str() {
+        Some("initialize") => vec![legacy_init(m)],
         Some("tools/call") if first => {
             first = false;
             let r = json!({"jsonrpc":"2.0","id":m["id"],"result":{"content":[]}}).to_string();
@@ -743,7 +732,6 @@ fn a_duplicate_response_is_reported_and_ignored() {
             vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{"content":[]}}).to_string()]
         }
         _ => Vec::new(),
-    }
     });
     let mut sim = Sim::new(config(EraMode::Legacy), peer);
     sim.connect();
