@@ -32,11 +32,10 @@
 use std::hint::black_box;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
 
 use futures_lite::future;
 use mcp_benches::child::{BareHttpClient, HttpServerChild, ServerKind};
-use mcp_benches::{Report, Settings, payload, smol_echo_calls};
+use mcp_benches::{Report, Settings, payload};
 use mcp_proto::client::ClientConfig;
 use mcp_proto::{EraMode, ProtocolVersion};
 use mcp_smol::{ConnectFuture, Connector, EndpointUrl, TcpConnector};
@@ -134,29 +133,14 @@ fn smol_case(
             .unwrap_or_else(|e| panic!("{key}: connect: {e}"));
     let quiet = settings.quiet();
     let warmup = settings.warmup(n);
-    let work = async move {
-        let details = client.connected().await.expect("connected");
-        assert_eq!(
-            details.protocol_version,
-            expected(mode),
-            "{key}: negotiated version"
-        );
-        let first = client
-            .call_tool("echo", json!({ "text": text }))
-            .await
-            .expect("echo");
-        assert_eq!(first.text(), text, "{key}: the echo came back");
-        smol_echo_calls(&client, text, warmup, in_flight, false).await;
-        let faults = mcp_benches::minor_faults();
-        let start = (!quiet).then(Instant::now);
-        let latencies = smol_echo_calls(&client, text, n, in_flight, !quiet).await;
-        let elapsed = start.map(|s| s.elapsed());
-        let faults = faults
-            .zip(mcp_benches::minor_faults())
-            .map(|(a, b)| b.saturating_sub(a));
-        drop(client); // the last handle: the driver closes the connection and ends
-        (details.protocol_version, elapsed, latencies, faults)
-    };
+    let work = mcp_benches::smol_echo_run(
+        client,
+        key,
+        expected(mode),
+        text,
+        (warmup, n, in_flight),
+        quiet,
+    );
     let (driven, (version, elapsed, latencies, faults)) =
         async_io::block_on(future::zip(driver, work));
     driven.unwrap_or_else(|e| panic!("{key}: driver: {e}"));

@@ -38,11 +38,10 @@
 
 use std::future::Future;
 use std::hint::black_box;
-use std::time::Instant;
 
 use futures_lite::future;
 use mcp_benches::child::{self, BareClient, ServerKind};
-use mcp_benches::{Report, Settings, payload, smol_echo_calls as calls};
+use mcp_benches::{Report, Settings, payload};
 use mcp_proto::client::ClientConfig;
 use mcp_proto::{EraMode, ProtocolVersion};
 use serde_json::json;
@@ -146,29 +145,14 @@ fn smol_case(settings: &Settings, case: &SmolCase<'_>) {
         .unwrap_or_else(|e| panic!("{key}: spawn: {e}"));
     let quiet = settings.quiet();
     let warmup = settings.warmup(n);
-    let work = async move {
-        let details = client.connected().await.expect("connected");
-        assert_eq!(
-            details.protocol_version,
-            expected(mode),
-            "{key}: negotiated version"
-        );
-        let first = client
-            .call_tool("echo", json!({ "text": text }))
-            .await
-            .expect("echo");
-        assert_eq!(first.text(), text, "{key}: the echo came back");
-        calls(&client, text, warmup, in_flight, false).await;
-        let faults = mcp_benches::minor_faults();
-        let start = (!quiet).then(Instant::now);
-        let latencies = calls(&client, text, n, in_flight, !quiet).await;
-        let elapsed = start.map(|s| s.elapsed());
-        let faults = faults
-            .zip(mcp_benches::minor_faults())
-            .map(|(a, b)| b.saturating_sub(a));
-        drop(client); // the last handle: the driver closes the connection and ends
-        (details.protocol_version, elapsed, latencies, faults)
-    };
+    let work = mcp_benches::smol_echo_run(
+        client,
+        key,
+        expected(mode),
+        text,
+        (warmup, n, in_flight),
+        quiet,
+    );
     let (driven, (version, elapsed, latencies, faults)) =
         runner.block_on(future::zip(driver, work));
     driven.unwrap_or_else(|e| panic!("{key}: driver: {e}"));

@@ -379,6 +379,49 @@ pub async fn smol_echo_calls(
     join_all(workers).await.into_iter().flatten().collect()
 }
 
+/// What one measured `mcp_smol` run gives: the negotiated version, the elapsed time and
+/// latencies (when timed), and minor page faults over the measured calls.
+pub type SmolRun = (
+    mcp_proto::ProtocolVersion,
+    Option<Duration>,
+    Vec<Duration>,
+    Option<u64>,
+);
+
+/// The body of an `mcp_smol` echo benchmark: wait for the connection, check the version
+/// and one echo, run `warmup` then `n` calls with `in_flight` outstanding, and drop the
+/// client so the driver ends. Run it zipped with the driver on any executor.
+///
+/// # Panics
+/// When connecting or a call fails, or the version or echo is not what was expected.
+pub async fn smol_echo_run(
+    client: mcp_smol::Client,
+    key: &str,
+    expected: mcp_proto::ProtocolVersion,
+    text: &str,
+    (warmup, n, in_flight): (usize, usize, usize),
+    quiet: bool,
+) -> SmolRun {
+    let details = client.connected().await.expect("connected");
+    assert_eq!(
+        details.protocol_version, expected,
+        "{key}: negotiated version"
+    );
+    let first = client
+        .call_tool("echo", serde_json::json!({ "text": text }))
+        .await
+        .expect("echo");
+    assert_eq!(first.text(), text, "{key}: the echo came back");
+    smol_echo_calls(&client, text, warmup, in_flight, false).await;
+    let faults = minor_faults();
+    let start = (!quiet).then(Instant::now);
+    let latencies = smol_echo_calls(&client, text, n, in_flight, !quiet).await;
+    let elapsed = start.map(|s| s.elapsed());
+    let faults = faults.zip(minor_faults()).map(|(a, b)| b.saturating_sub(a));
+    drop(client); // the last handle: the driver closes the connection and ends
+    (details.protocol_version, elapsed, latencies, faults)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
