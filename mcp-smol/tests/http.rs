@@ -12,17 +12,14 @@
 //!   executor at all; "spawned" work is joined in the scenario's own future.
 
 use std::collections::HashMap;
-use std::future::{Future, poll_fn};
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 #[cfg(feature = "tls")]
 use std::path::Path;
-use std::pin::Pin;
 #[cfg(feature = "tls")]
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
-use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use futures_lite::future;
@@ -527,76 +524,13 @@ fn tls_client_trusting(cert: &[u8]) -> Arc<rustls::ClientConfig> {
 
 // ----- harness -------------------------------------------------------------------------
 
-type BoxFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
-/// Starts a future as concurrently as the runner can: a task on an executor, or just
-/// handed back to be joined.
-type Spawn = Arc<dyn Fn(BoxFuture) -> BoxFuture + Send + Sync>;
+mod common;
+use common::{BoxFuture, Spawn, bounded, join_all, run_bare, run_smol};
 
 fn config(mode: EraMode) -> ClientConfig {
     ClientConfig::new("mcp-smol-http-tests", "0.0.0")
         .era_mode(mode)
         .capabilities(ClientCapabilities::with_elicitation())
-}
-
-/// Runs `scenario` with the driver on a `smol::Executor`; returns the driver's result.
-fn run_smol<F, Fut>(connected: (Client, Driver), scenario: F) -> Result<(), Error>
-where
-    F: FnOnce(Client, Spawn) -> Fut,
-    Fut: Future<Output = ()> + Send + 'static,
-{
-    let ex = Arc::new(smol::Executor::<'static>::new());
-    let spawner = ex.clone();
-    let spawn: Spawn = Arc::new(move |f: BoxFuture| -> BoxFuture {
-        let task = spawner.spawn(f);
-        Box::pin(task)
-    });
-    let (client, driver) = connected;
-    let body = scenario(client, spawn);
-    smol::block_on(ex.run(async {
-        let driver = ex.spawn(driver);
-        bounded(body).await;
-        bounded(driver).await
-    }))
-}
-
-/// Runs `scenario` joined with the driver, without any executor.
-fn run_bare<F, Fut>(connected: (Client, Driver), scenario: F) -> Result<(), Error>
-where
-    F: FnOnce(Client, Spawn) -> Fut,
-    Fut: Future<Output = ()> + Send + 'static,
-{
-    let spawn: Spawn = Arc::new(|f: BoxFuture| f);
-    let (client, driver) = connected;
-    let body = scenario(client, spawn);
-    let (driven, ()) = future::block_on(bounded(future::zip(driver, body)));
-    driven
-}
-
-/// Fails the test instead of hanging it.
-async fn bounded<T>(f: impl Future<Output = T>) -> T {
-    future::or(f, async {
-        async_io::Timer::after(Duration::from_secs(30)).await;
-        panic!("scenario did not finish within 30 s");
-    })
-    .await
-}
-
-async fn join_all(futures: Vec<BoxFuture>) {
-    let mut slots: Vec<Option<BoxFuture>> = futures.into_iter().map(Some).collect();
-    poll_fn(|cx| {
-        let mut done = true;
-        for slot in &mut slots {
-            if let Some(f) = slot {
-                if f.as_mut().poll(cx).is_ready() {
-                    *slot = None;
-                } else {
-                    done = false;
-                }
-            }
-        }
-        if done { Poll::Ready(()) } else { Poll::Pending }
-    })
-    .await;
 }
 
 /// One test per runner. `$setup` runs first and yields `(server, (client, driver))`;

@@ -8,11 +8,9 @@
 //! * `bare`: `futures_lite::future::block_on` of `future::zip(driver, scenario)`, no
 //!   executor at all; "spawned" work is joined in the scenario's own future.
 
-use std::future::{Future, poll_fn};
+use std::future::Future;
 use std::path::PathBuf;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock};
-use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use futures_lite::future;
@@ -24,10 +22,8 @@ use serde_json::{Map, Value, json};
 
 // ----- harness -----------------------------------------------------------------------
 
-type BoxFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
-/// Starts a future as concurrently as the runner can: a task on an executor, or just
-/// handed back to be joined.
-type Spawn = Arc<dyn Fn(BoxFuture) -> BoxFuture + Send + Sync>;
+mod common;
+use common::{BoxFuture, Spawn, bounded, join_all};
 
 /// The example server binary, built by `cargo test` with the other examples (or here if
 /// only this test target was built).
@@ -73,19 +69,8 @@ where
     F: FnOnce(Client, Spawn) -> Fut,
     Fut: Future<Output = ()> + Send + 'static,
 {
-    let ex = Arc::new(smol::Executor::<'static>::new());
-    let spawner = ex.clone();
-    let spawn: Spawn = Arc::new(move |f: BoxFuture| -> BoxFuture {
-        let task = spawner.spawn(f);
-        Box::pin(task)
-    });
-    let (client, driver) = mcp_smol::connect_stdio(command, config).expect("connect");
-    let body = scenario(client, spawn);
-    smol::block_on(ex.run(async {
-        let driver = ex.spawn(driver);
-        bounded(body).await;
-        bounded(driver).await
-    }))
+    let connected = mcp_smol::connect_stdio(command, config).expect("connect");
+    common::run_smol(connected, scenario)
 }
 
 /// Runs `scenario` joined with the driver, without any executor.
@@ -94,38 +79,8 @@ where
     F: FnOnce(Client, Spawn) -> Fut,
     Fut: Future<Output = ()> + Send + 'static,
 {
-    let spawn: Spawn = Arc::new(|f: BoxFuture| f);
-    let (client, driver) = mcp_smol::connect_stdio(command, config).expect("connect");
-    let body = scenario(client, spawn);
-    let (driven, ()) = future::block_on(bounded(future::zip(driver, body)));
-    driven
-}
-
-/// Fails the test instead of hanging it.
-async fn bounded<T>(f: impl Future<Output = T>) -> T {
-    future::or(f, async {
-        async_io::Timer::after(Duration::from_secs(30)).await;
-        panic!("scenario did not finish within 30 s");
-    })
-    .await
-}
-
-async fn join_all(futures: Vec<BoxFuture>) {
-    let mut slots: Vec<Option<BoxFuture>> = futures.into_iter().map(Some).collect();
-    poll_fn(|cx| {
-        let mut done = true;
-        for slot in &mut slots {
-            if let Some(f) = slot {
-                if f.as_mut().poll(cx).is_ready() {
-                    *slot = None;
-                } else {
-                    done = false;
-                }
-            }
-        }
-        if done { Poll::Ready(()) } else { Poll::Pending }
-    })
-    .await;
+    let connected = mcp_smol::connect_stdio(command, config).expect("connect");
+    common::run_bare(connected, scenario)
 }
 
 /// One test per runner for a scenario.
