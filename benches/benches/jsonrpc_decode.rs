@@ -16,8 +16,8 @@
 //! MCP_BENCH_ITERS=10000 MCP_BENCH_QUIET=1 valgrind --tool=callgrind "$BIN" decode 64KiB
 //! ```
 
+use mcp_proto::Instant;
 use std::hint::black_box;
-use std::time::Instant;
 
 use mcp_benches::{Settings, payload};
 use mcp_proto::jsonrpc::{Message, Response};
@@ -29,7 +29,7 @@ const MODERN_META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":
 
 /// Feeds `lines` to `server` and returns the last line it wrote (without the newline).
 fn last_reply(server: &mut Server, lines: &[String]) -> Vec<u8> {
-    let now = Instant::now();
+    let now = Instant::ZERO;
     let mut input = Vec::new();
     for line in lines {
         input.extend_from_slice(line.as_bytes());

@@ -33,8 +33,8 @@
 //!
 //! `benches/callgrind.sh` does all of this and prints the per-round-trip figures.
 
+use mcp_proto::Instant;
 use std::hint::black_box;
-use std::time::Instant;
 
 use mcp_benches::{Settings, payload};
 use mcp_proto::client::{CallId, CallRequest, Client, ClientConfig, ConnectionState, Event};
@@ -54,7 +54,7 @@ struct Pair {
 impl Pair {
     /// Connects in `mode`; returns the pair and the negotiated version.
     fn connect(mode: EraMode) -> (Pair, ProtocolVersion) {
-        let now = Instant::now();
+        let now = Instant::ZERO;
         let config = ClientConfig::new("mcp-benches", "0.1.0").era_mode(mode);
         let mut pair = Pair {
             client: Client::new(config, now),

@@ -11,7 +11,9 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use mcp_host::clock;
 
 use mcp_host::wire_log::LineLog;
 use mcp_host::{
@@ -118,7 +120,7 @@ impl Driver {
             return Err(Error::Closed(reason.clone()));
         }
         let id = match &mut self.link {
-            Link::Stdio(l) => l.machine.call(Instant::now(), request)?,
+            Link::Stdio(l) => l.machine.call(clock::now(), request)?,
             Link::Http(l) => l.call(request)?,
         };
         loop {
@@ -135,7 +137,7 @@ impl Driver {
     /// One turn of the loop: flush, wait for one thing, feed it, drain events.
     fn turn(&mut self) -> Result<(), Error> {
         self.flush();
-        let now = Instant::now();
+        let now = clock::now();
         let deadline = match &self.link {
             Link::Stdio(l) => l.machine.poll_timeout(),
             Link::Http(l) => l.poll_timeout(),
@@ -150,7 +152,7 @@ impl Driver {
             // Nothing can happen any more: no transport and no timer.
             let reason = match &mut self.link {
                 Link::Stdio(l) => {
-                    l.machine.close(Instant::now());
+                    l.machine.close(clock::now());
                     CloseReason::ServerExited { truncated: 0 }
                 }
                 Link::Http(l) => {
@@ -197,7 +199,7 @@ impl Driver {
                 answered = true;
                 // The only refusal is for an input already voided: nothing to do.
                 let _ = match link {
-                    Link::Stdio(l) => l.machine.respond(Instant::now(), input, answer),
+                    Link::Stdio(l) => l.machine.respond(clock::now(), input, answer),
                     Link::Http(l) => l.respond(input, answer),
                 };
             });
@@ -278,7 +280,7 @@ impl Driver {
     pub(crate) fn close(&mut self) -> Shutdown {
         if self.closed.is_none() {
             match &mut self.link {
-                Link::Stdio(l) => l.machine.close(Instant::now()),
+                Link::Stdio(l) => l.machine.close(clock::now()),
                 Link::Http(l) => l.close_machine(),
             }
             while let Some(event) = self.poll_event() {
@@ -319,7 +321,7 @@ impl StdioLink {
         let tail = Arc::new(Mutex::new(StderrTail::new(command.get_stderr_limit())));
         let process = Process::spawn(&command, &tail)?;
         Ok(StdioLink {
-            machine: proto::Client::new(config, Instant::now()),
+            machine: proto::Client::new(config, clock::now()),
             command,
             process: Some(process),
             tail,
@@ -334,7 +336,7 @@ impl StdioLink {
     /// Hands everything the machine wants to send to the writer thread.
     fn flush(&mut self, wire_log: &mut Option<WireLog>) {
         self.out.clear();
-        if self.machine.poll_transmit(Instant::now(), &mut self.out) == 0 {
+        if self.machine.poll_transmit(clock::now(), &mut self.out) == 0 {
             return;
         }
         LineLog::whole(wire_log, Direction::Sent, &self.out);
@@ -355,7 +357,7 @@ impl StdioLink {
             }
             (_, None) => return false,
         };
-        let now = Instant::now();
+        let now = clock::now();
         match received {
             Received::Data(data) => {
                 self.log.feed(wire_log, Direction::Received, &data);
@@ -380,7 +382,7 @@ impl StdioLink {
         let process = match Process::spawn(&self.command, &self.tail) {
             Ok(p) => p,
             Err(e) => {
-                self.machine.close(Instant::now());
+                self.machine.close(clock::now());
                 closed.get_or_insert(CloseReason::Local);
                 return Err(e);
             }
@@ -389,7 +391,7 @@ impl StdioLink {
         self.eof = false;
         self.log.clear();
         self.restarts += 1;
-        self.machine.handle_transport_restarted(Instant::now())?;
+        self.machine.handle_transport_restarted(clock::now())?;
         Ok(())
     }
 

@@ -34,7 +34,9 @@ use std::process::{Child, ChildStdin};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use mcp_host::clock;
 
 use mcp_host::{Shutdown, StderrTail, StdioCommand};
 
@@ -160,7 +162,7 @@ impl Process {
             return done;
         }
         drop(self.to_child.take());
-        let deadline = Instant::now() + grace;
+        let deadline = clock::now() + grace;
         let mut status = None;
         let mut pause = Duration::from_millis(1);
         loop {
@@ -172,7 +174,7 @@ impl Process {
                 Ok(None) => {}
                 Err(_) => break,
             }
-            let now = Instant::now();
+            let now = clock::now();
             if now >= deadline {
                 break;
             }
@@ -253,7 +255,7 @@ fn stderr_loop(mut stderr: impl Read, tail: &Mutex<StderrTail>) {
 
 /// Joins the threads that finish within `wait`; the rest are detached.
 fn join_bounded(threads: Vec<JoinHandle<()>>, wait: Duration) {
-    let deadline = Instant::now() + wait;
+    let deadline = clock::now() + wait;
     let mut pending = threads;
     loop {
         let (done, rest): (Vec<_>, Vec<_>) = pending.into_iter().partition(JoinHandle::is_finished);
@@ -261,7 +263,7 @@ fn join_bounded(threads: Vec<JoinHandle<()>>, wait: Duration) {
             let _ = t.join();
         }
         pending = rest;
-        if pending.is_empty() || Instant::now() >= deadline {
+        if pending.is_empty() || clock::now() >= deadline {
             return;
         }
         thread::sleep(Duration::from_millis(2));

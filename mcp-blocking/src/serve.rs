@@ -1,7 +1,7 @@
 //! Running a sans-IO [`Server`] over blocking byte streams (a process's stdin and stdout).
 
+use mcp_host::clock;
 use std::io::{self, Read, Write};
-use std::time::Instant;
 
 use mcp_proto::server::Server;
 
@@ -50,10 +50,10 @@ pub fn serve(server: &mut Server, mut input: impl Read, mut output: impl Write) 
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
-        server.handle_input(Instant::now(), &buf[..n]);
+        server.handle_input(clock::now(), &buf[..n]);
         write_pending(server, &mut out, &mut output)?;
     }
-    server.handle_eof(Instant::now());
+    server.handle_eof(clock::now());
     write_pending(server, &mut out, &mut output)
 }
 

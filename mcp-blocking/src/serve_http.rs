@@ -31,7 +31,9 @@ use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, JoinHandle};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use mcp_host::clock;
 
 use mcp_proto::server::Server;
 use mcp_proto::server::http::{
@@ -252,8 +254,8 @@ fn close_gracefully(stream: &mut TcpStream) {
     let _ = stream.shutdown(Shutdown::Write);
     let _ = stream.set_read_timeout(Some(Duration::from_millis(100)));
     let mut sink = [0u8; 4096];
-    let deadline = Instant::now() + Duration::from_millis(500);
-    while Instant::now() < deadline {
+    let deadline = clock::now() + Duration::from_millis(500);
+    while clock::now() < deadline {
         match stream.read(&mut sink) {
             Ok(0) | Err(_) => break,
             Ok(_) => {}
@@ -306,7 +308,7 @@ impl<'a> Connection<'a> {
     }
 
     fn serve(&mut self) {
-        let mut last_input = Instant::now();
+        let mut last_input = clock::now();
         loop {
             if self.shared.stopping() {
                 return;
@@ -322,7 +324,7 @@ impl<'a> Connection<'a> {
                 let reply = self
                     .shared
                     .endpoint()
-                    .handle_request(Instant::now(), &request);
+                    .handle_request(clock::now(), &request);
                 let next = match reply {
                     HttpReply::Complete(response) => match self.send(&response) {
                         Ok(()) if !response.closes_connection() => Next::Continue,
@@ -334,14 +336,14 @@ impl<'a> Connection<'a> {
                 if matches!(next, Next::Close) {
                     return;
                 }
-                last_input = Instant::now();
+                last_input = clock::now();
             }
             if self.reader.is_finished() || !self.reader.wants_input() {
                 return;
             }
             match self.read() {
-                Ok(true) => last_input = Instant::now(),
-                Ok(false) if last_input.elapsed() < self.shared.options.idle_timeout => {}
+                Ok(true) => last_input = clock::now(),
+                Ok(false) if (clock::now() - last_input) < self.shared.options.idle_timeout => {}
                 _ => return,
             }
         }
@@ -391,7 +393,7 @@ impl<'a> Connection<'a> {
             self.cancel(stream);
             return Next::Close;
         }
-        let mut last_write = Instant::now();
+        let mut last_write = clock::now();
         loop {
             if self.shared.stopping() {
                 self.cancel(stream);
@@ -404,7 +406,7 @@ impl<'a> Connection<'a> {
                     self.cancel(stream);
                     return Next::Close;
                 }
-                last_write = Instant::now();
+                last_write = clock::now();
             }
             if status == StreamStatus::Finished {
                 return if stream.closes_connection() {
@@ -413,14 +415,14 @@ impl<'a> Connection<'a> {
                     Next::Continue
                 };
             }
-            if last_write.elapsed() >= self.shared.options.sse_keepalive {
+            if (clock::now() - last_write) >= self.shared.options.sse_keepalive {
                 self.out.clear();
                 stream.write_comment(&mut self.out);
                 if self.stream.write_all(&self.out).is_err() {
                     self.cancel(stream);
                     return Next::Close;
                 }
-                last_write = Instant::now();
+                last_write = clock::now();
             }
             // Watch the socket meanwhile: EOF or an error means the client went away
             // (which cancels the request); bytes are pipelined requests for later.
@@ -436,6 +438,6 @@ impl<'a> Connection<'a> {
     }
 
     fn cancel(&self, stream: &HttpStream) {
-        self.shared.endpoint().cancel_stream(Instant::now(), stream);
+        self.shared.endpoint().cancel_stream(clock::now(), stream);
     }
 }

@@ -35,6 +35,7 @@
 #![warn(missing_docs)]
 
 mod child;
+pub mod clock;
 mod command;
 mod era_cache;
 mod error;

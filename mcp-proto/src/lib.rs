@@ -22,12 +22,13 @@
 //! condition is [`client::Event::Closed`].
 //!
 //! ```
-//! use std::time::{Duration, Instant};
+//! use std::time::Duration;
+//! use mcp_proto::Instant;
 //! use mcp_proto::client::{CallRequest, Client, ClientConfig, Event};
 //! use mcp_proto::server::{example, Server};
 //!
 //! // A client and the bundled example server, wired back to back with a fake clock.
-//! let mut now = Instant::now();
+//! let mut now = Instant::ZERO;
 //! let mut client = Client::new(ClientConfig::new("doc-example", "1.0"), now);
 //! let mut server: Server = example::server();
 //! let call = client.call(now, CallRequest::call_tool("add", serde_json::json!({"a": 2, "b": 3}))).unwrap();
@@ -67,6 +68,7 @@ pub mod model;
 pub mod server;
 pub mod sse;
 pub mod stdio;
+pub mod time;
 pub mod version;
 
 /// Entry points for the fuzz targets in `fuzz/`; compiled always so CI keeps them building.
@@ -75,4 +77,5 @@ pub mod fuzzing;
 
 pub use jsonrpc::{ErrorObject, Message, RequestId};
 pub use limits::Limits;
+pub use time::Instant;
 pub use version::{Era, EraMode, ProtocolVersion};

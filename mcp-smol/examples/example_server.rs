@@ -18,7 +18,7 @@
 
 use std::io::{self, Read, Write};
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use mcp_proto::server::example;
 use mcp_proto::version::{Era, VersionPolicy};
@@ -117,7 +117,7 @@ fn serve(args: &Args) -> io::Result<()> {
             eprintln!("example_server: exiting on server/discover (--exit-on-probe)");
             return Ok(());
         }
-        server.handle_input(Instant::now(), chunk);
+        server.handle_input(mcp_host::clock::now(), chunk);
         out.clear();
         if server.poll_transmit(&mut out) > 0 {
             stdout.write_all(&out)?;
@@ -127,7 +127,7 @@ fn serve(args: &Args) -> io::Result<()> {
             return Ok(());
         }
     }
-    server.handle_eof(Instant::now());
+    server.handle_eof(mcp_host::clock::now());
     out.clear();
     if server.poll_transmit(&mut out) > 0 {
         stdout.write_all(&out)?;

@@ -27,12 +27,13 @@
 //! ([`Step::Reprobe`]), which then gets the held calls. Once connected, the plan records
 //! the verdict and the held calls go to the machine.
 
+use mcp_host::clock;
+use mcp_proto::Instant;
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Instant;
 
 use async_channel::{Receiver, Sender, TrySendError};
 use async_io::Timer;
@@ -260,7 +261,7 @@ impl Core {
         cx: &mut Context<'_>,
     ) -> Poll<Step> {
         for _ in 0..BUDGET {
-            let now = Instant::now();
+            let now = clock::now();
             let mut progress = self.poll_commands(t.machine(), now, cx);
 
             if t.poll_input(self, now, cx) {
@@ -314,7 +315,7 @@ impl Core {
                 // on every change would wake the reactor thread on every call.
                 let rearm = self.timer_at.is_none_or(|at| deadline < at);
                 if rearm {
-                    self.timer.set_at(deadline);
+                    self.timer.set_at(clock::to_std(deadline));
                     self.timer_at = Some(deadline);
                 }
                 if Pin::new(&mut self.timer).poll(cx).is_ready() {

@@ -14,7 +14,10 @@ use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use mcp_host::clock;
+use mcp_proto::Instant;
 
 use async_io::Timer;
 use async_process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio as Pipe};
@@ -145,7 +148,7 @@ impl Stdio {
     /// timeout does not run while the driver waits to be spawned.
     pub(crate) fn new(command: StdioCommand, config: ClientConfig, child: Child) -> Stdio {
         Stdio {
-            machine: Machine::new(config, Instant::now()),
+            machine: Machine::new(config, clock::now()),
             command,
             process: Process::new(child),
             out: Vec::new(),
@@ -205,7 +208,7 @@ impl Stdio {
             shared.restarts += 1;
         }
         self.process = Process::new(child);
-        let _ = self.machine.handle_transport_restarted(Instant::now());
+        let _ = self.machine.handle_transport_restarted(clock::now());
         Ok(())
     }
 

@@ -339,7 +339,7 @@ fn post(
     let is_request = body.get("method").is_some() && body.get("id").is_some();
     let (mine, asks) = {
         let mut server = machine.server.lock().unwrap();
-        server.handle_json(Instant::now(), &req.body);
+        server.handle_json(mcp_proto::Instant::ZERO, &req.body);
         let mut mine = None;
         let mut asks = Vec::new();
         while let Some(reply) = server.poll_message() {

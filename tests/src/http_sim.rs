@@ -2,7 +2,9 @@
 //! on a fake clock.
 
 use std::collections::VecDeque;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use mcp_proto::Instant;
 
 use mcp_proto::client::http::{ExchangeId, HttpClient, HttpConfig};
 use mcp_proto::client::{CallError, CallId, CallOutput, CallRequest, ClientConfig, Event};
@@ -155,7 +157,7 @@ impl<F: FnMut(&SeenRequest) -> Reply> HttpSim<F> {
     /// A client for `http://127.0.0.1:9/mcp` with `config`.
     pub fn new(config: ClientConfig, script: F) -> Self {
         let url = EndpointUrl::parse("http://127.0.0.1:9/mcp", false).expect("url");
-        let now = Instant::now();
+        let now = Instant::ZERO;
         HttpSim {
             now,
             client: HttpClient::new(config, HttpConfig::new(url), now),

@@ -6,7 +6,9 @@ pub mod http_sim;
 pub mod interop;
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use mcp_proto::Instant;
 
 use mcp_proto::client::{CallError, CallId, CallOutput, Client, ClientConfig, Event, InputHandler};
 use mcp_proto::server::Server;
@@ -85,7 +87,7 @@ pub struct Sim {
 impl Sim {
     /// A client with `config` against `peer`.
     pub fn new(config: ClientConfig, peer: impl Peer + 'static) -> Sim {
-        let now = Instant::now();
+        let now = Instant::ZERO;
         Sim {
             now,
             client: Client::new(config, now),

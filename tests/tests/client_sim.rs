@@ -857,7 +857,7 @@ fn events_do_not_depend_on_chunking() {
     )
     .as_bytes();
     let run = |chunks: &[&[u8]]| -> Vec<String> {
-        let now = std::time::Instant::now();
+        let now = mcp_proto::Instant::ZERO;
         let mut c = Client::new(config(EraMode::Legacy), now);
         c.call(now, CallRequest::call_tool("x", json!({}))).unwrap();
         let mut out = Vec::new();

@@ -2,7 +2,10 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use mcp_host::clock;
+use mcp_proto::Instant;
 
 use mcp_proto::client::http::{ExchangeId, HttpClient};
 use mcp_proto::client::{
@@ -53,7 +56,7 @@ impl HttpLink {
             ..pool
         };
         HttpLink {
-            machine: HttpClient::new(config, http, Instant::now()),
+            machine: HttpClient::new(config, http, clock::now()),
             pool: Pool::new(url, pool),
             log: HashMap::new(),
             last_transport_error: None,
@@ -77,11 +80,11 @@ impl HttpLink {
     }
 
     pub(crate) fn call(&mut self, request: CallRequest) -> Result<CallId, ApiMisuse> {
-        self.machine.call(Instant::now(), request)
+        self.machine.call(clock::now(), request)
     }
 
     pub(crate) fn respond(&mut self, input: InputId, answer: InputAnswer) -> Result<(), ApiMisuse> {
-        self.machine.respond(Instant::now(), input, answer)
+        self.machine.respond(clock::now(), input, answer)
     }
 
     pub(crate) fn poll_event(&mut self) -> Option<Event> {
@@ -94,7 +97,7 @@ impl HttpLink {
 
     /// Acts on everything the machine asked for: aborts, finished exchanges, requests.
     pub(crate) fn flush(&mut self, wire_log: &mut Option<WireLog>) {
-        let now = Instant::now();
+        let now = clock::now();
         while let Some(x) = self.machine.poll_abort() {
             self.log.remove(&x);
             self.pool.abort(now, x);
@@ -127,9 +130,9 @@ impl HttpLink {
         let waited = if timeout == Some(Duration::ZERO) {
             Waited::Timeout
         } else {
-            self.pool.wait(Instant::now(), timeout)
+            self.pool.wait(clock::now(), timeout)
         };
-        let now = Instant::now();
+        let now = clock::now();
         match waited {
             Waited::Input(Input::Data(x, bytes, complete)) => {
                 if wire_log.is_some() {
@@ -168,18 +171,18 @@ impl HttpLink {
 
     /// Closes the machine; a legacy session's `DELETE` is queued.
     pub(crate) fn close_machine(&mut self) {
-        self.machine.close(Instant::now());
+        self.machine.close(clock::now());
     }
 
     /// Sends what the machine still has (a legacy session's `DELETE`), waits up to
     /// `grace` (at most 2 s) for the exchanges in flight, then closes every connection.
     pub(crate) fn release(&mut self, grace: Duration, wire_log: &mut Option<WireLog>) {
         self.flush(wire_log);
-        let deadline = Instant::now() + grace.min(Duration::from_secs(2));
+        let deadline = clock::now() + grace.min(Duration::from_secs(2));
         // Wait for responses rather than for the machine's verdicts: a machine that has
         // closed may no longer track the exchange it just asked to send.
         while self.pool.awaiting_responses() {
-            let left = deadline.saturating_duration_since(Instant::now());
+            let left = deadline.saturating_duration_since(clock::now());
             if left.is_zero() || !self.wait(Some(left), wire_log) {
                 break;
             }

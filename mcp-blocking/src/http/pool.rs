@@ -40,7 +40,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use mcp_proto::Instant;
 
 use mcp_proto::client::http::{ExchangeId, Finished, Transmit};
 use mcp_proto::http::{EndpointUrl, HttpLimits, ResponseEvent, ResponseReader};

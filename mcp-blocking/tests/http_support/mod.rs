@@ -12,7 +12,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use mcp_blocking::mcp_proto::server::{Server, Tool, ToolCall, ToolOutcome, example};
 use mcp_blocking::mcp_proto::version::{Era, VersionPolicy};
@@ -336,7 +336,7 @@ fn respond(req: &Seen, behavior: &Behavior, state: &Mutex<State>) -> Option<Vec<
         return Some(http(400, &[json_type], error.to_string().as_bytes()));
     }
     st.server
-        .handle_json(Instant::now(), body.to_string().as_bytes());
+        .handle_json(mcp_proto::Instant::ZERO, body.to_string().as_bytes());
     let mut replies = Vec::new();
     while let Some(m) = st.server.poll_message() {
         replies.push(serde_json::from_slice::<Value>(&m).unwrap_or(Value::Null));

@@ -1,7 +1,7 @@
 //! Connecting: the `server/discover` probe, the `initialize` fallback, and the verdicts
 //! in between.
 
-use std::time::Instant;
+use crate::Instant;
 
 use serde::Deserialize;
 use serde_json::Value;

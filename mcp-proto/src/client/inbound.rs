@@ -1,7 +1,7 @@
 //! Everything the server sends: responses (including MRTR rounds and pages), requests
 //! for input (legacy era), and notifications.
 
-use std::time::Instant;
+use crate::Instant;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;

@@ -38,7 +38,9 @@ mod request;
 mod transport;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::Instant;
 
 use serde_json::Value;
 use serde_json::value::RawValue;

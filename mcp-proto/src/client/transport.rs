@@ -1,7 +1,7 @@
 //! Hooks for message-oriented transports (Streamable HTTP): failures below JSON-RPC,
 //! session expiry, and cancellation by aborting an exchange.
 
-use std::time::Instant;
+use crate::Instant;
 
 use super::{
     CallError, CallId, Client, CloseReason, HttpFailure, Phase, ProtocolVersion, State, Transport,

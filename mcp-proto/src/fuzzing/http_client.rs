@@ -1,7 +1,9 @@
 //! The HTTP client machine driven by arbitrary server bytes, and the server's request
 //! reader fed arbitrary client bytes.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::Instant;
 
 use crate::client::http::{HttpClient, HttpConfig};
 use crate::client::{AcceptDefaults, CallRequest, ClientConfig, Event, InputHandler};

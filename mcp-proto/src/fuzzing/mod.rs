@@ -1,7 +1,9 @@
 //! Entry points for the fuzz targets in `fuzz/`. Each takes arbitrary bytes and must
 //! never panic, hang or grow memory without bound.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::Instant;
 
 use crate::client::{AcceptDefaults, CallRequest, Client, ClientConfig, Event, InputHandler};
 use crate::jsonrpc::Message;

@@ -72,8 +72,8 @@
 //! exchanges by `max_open_streams`; the machine's own limits bound parked calls. An
 //! exchange's queued events are bounded by what its tool may ask per round.
 
+use crate::Instant;
 use std::collections::{HashMap, VecDeque};
-use std::time::Instant;
 
 use serde_json::{Map, Value, json};
 

@@ -49,8 +49,8 @@
 //! [`ServerLimits::max_input_rounds`]. The output queue holds only replies to input
 //! already handed in, so it is bounded by what the caller feeds between drains.
 
+use crate::Instant;
 use std::collections::VecDeque;
-use std::time::Instant;
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};

@@ -1,12 +1,13 @@
 //! The HTTP side of a driver: the `HttpClient` machine and every connection to the
 //! endpoint. See the [module docs](super) for the theory of operation.
 
+use mcp_host::clock;
+use mcp_proto::Instant;
 use std::collections::VecDeque;
 use std::future::{Future, poll_fn};
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::Instant;
 
 use async_io::Timer;
 use futures_lite::{AsyncRead, AsyncWrite, future};
@@ -135,7 +136,7 @@ impl Http {
     ) -> Http {
         let first = config.clone().era_mode(mode);
         Http {
-            machine: HttpClient::new(first, http.clone(), Instant::now()),
+            machine: HttpClient::new(first, http.clone(), clock::now()),
             config,
             http,
             setup,
@@ -169,7 +170,7 @@ impl Http {
     /// configured era mode, the old one's exchanges dropped (idle keep-alive connections
     /// are kept for the new one), and the calls held meanwhile handed to it.
     fn reprobe(&mut self, core: &mut Core) {
-        let now = Instant::now();
+        let now = clock::now();
         self.machine = HttpClient::new(self.config.clone(), self.http.clone(), now);
         self.queue.clear();
         let busy: Vec<u64> = self
@@ -216,7 +217,7 @@ impl Http {
     /// Ready once no exchange is left.
     fn poll_last(&mut self, core: &mut Core, cx: &mut Context<'_>) -> Poll<()> {
         for _ in 0..BUDGET {
-            let now = Instant::now();
+            let now = clock::now();
             let mut progress = self.poll_input(core, now, cx);
             progress |= self.poll_output(core, now, cx);
             // The machine is closed: nobody is left to tell.

@@ -2,7 +2,9 @@
 //! what its end means for the calls it carried.
 
 use std::fmt;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::Instant;
 
 use super::{Finished, GetStream, HttpClient};
 use crate::client::Event;

@@ -12,7 +12,7 @@
 //! A response is a JSON body, an SSE stream (every `data` is one JSON-RPC message), or a
 //! `202` for notifications and responses. Anything else — a 4xx/5xx, an unexpected
 //! content type, a redirect, a body over the limits — ends in a typed error on the call
-//! the exchange carried ([`CallError::Http`] keeps the status, the JSON-RPC code and
+//! the exchange carried ([`CallError::Http`](super::CallError::Http) keeps the status, the JSON-RPC code and
 //! `data`); during the `server/discover` probe it is classified as era evidence instead
 //! (`400/404/405` with a non-modern body mean legacy; `401`, `403`, `5xx` and network
 //! errors are no evidence at all).
@@ -21,7 +21,7 @@
 //! * **2025-06-18 / 2025-11-25**: `MCP-Session-Id` is captured from the `initialize`
 //!   response and sent on every later request, with `MCP-Protocol-Version`. A `404` on a
 //!   request that carried the session means the session expired: calls in flight fail
-//!   with [`CallError::SessionExpired`] and a fresh `initialize` starts a new one. After
+//!   with [`CallError::SessionExpired`](super::CallError::SessionExpired) and a fresh `initialize` starts a new one. After
 //!   the handshake a GET opens the server's own stream (a `405` means it has none). An SSE
 //!   stream that ends before the response it owes is resumed with a GET carrying
 //!   `Last-Event-ID`, after the server's `retry` delay (or an exponential backoff), a
@@ -31,7 +31,7 @@
 //!   `Mcp-Param-*` mirrored from the `x-mcp-header` annotations of the tool's latest
 //!   `inputSchema`. Tools whose annotations are invalid are removed from every
 //!   `tools/list` page and reported as [`Event::ToolExcluded`]. A stream lost before its
-//!   response fails the call with [`CallError::Http`] (no resumption in this era, and no
+//!   response fails the call with [`CallError::Http`](super::CallError::Http) (no resumption in this era, and no
 //!   silent re-issue). Cancelling aborts the exchange ([`HttpClient::poll_abort`]).
 
 mod exchange;
@@ -39,7 +39,9 @@ mod outgoing;
 mod tools;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::Instant;
 
 use super::{
     ApiMisuse, CallId, CallRequest, Client, ClientConfig, ConnectionState, Event, InputAnswer,

@@ -1,6 +1,6 @@
 //! Turning the protocol machine's messages into HTTP requests.
 
-use std::time::Instant;
+use crate::Instant;
 
 use serde_json::{Map, Value};
 
