@@ -23,7 +23,7 @@ use mcp_host::{
     StdioCommand, WireLog, push_newest,
 };
 
-use crate::core::Channels;
+use crate::core::{Channels, Commands};
 use crate::driver::Driver;
 use crate::{Error, HttpOptions};
 
@@ -229,7 +229,7 @@ impl Client {
         let (note_tx, note_rx) = async_channel::bounded(MAX_NOTIFICATIONS);
         let (done_tx, done_rx) = async_channel::bounded(1);
         let channels = Channels {
-            commands: rx,
+            commands: Commands::new(rx),
             notifications: (note_tx, note_rx.clone()),
             done: done_tx,
         };

@@ -146,11 +146,48 @@ pub(crate) enum Step {
 
 /// The channels between the handles and the driver.
 pub(crate) struct Channels {
-    pub(crate) commands: Receiver<Command>,
+    pub(crate) commands: Commands,
     /// The sender, and a receiver to drop the oldest notification when the queue is full.
     pub(crate) notifications: (Sender<Notification>, Receiver<Notification>),
     /// Dropped when the driver finishes.
     pub(crate) done: Sender<()>,
+}
+
+/// The driver's end of the command channel. Dropping it (the driver finished, or was
+/// dropped at any point, even before its first poll) closes the channel and drops every
+/// command still queued: the reply channels they carry close, so the calls and
+/// `connected()` waiters behind them end at once with the driver's final error, or
+/// [`Error::DriverGone`]. (A closed channel keeps its queue while any sender lives, and
+/// every handle holds one: without this, a call queued before the driver went would
+/// wait forever.) Later commands fail to send, and their callers get the same error.
+pub(crate) struct Commands(Pin<Box<Receiver<Command>>>);
+
+impl Commands {
+    pub(crate) fn new(rx: Receiver<Command>) -> Commands {
+        // Boxed: a `Receiver` is not `Unpin`.
+        Commands(Box::pin(rx))
+    }
+
+    fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Command>> {
+        self.0.as_mut().poll_next(cx)
+    }
+
+    fn try_recv(&self) -> Option<Command> {
+        self.0.try_recv().ok()
+    }
+
+    fn close(&self) {
+        self.0.close();
+    }
+}
+
+impl Drop for Commands {
+    fn drop(&mut self) {
+        self.close();
+        while let Some(command) = self.try_recv() {
+            drop(command);
+        }
+    }
 }
 
 struct PendingCall {
@@ -168,8 +205,7 @@ struct HeldCall {
 /// The transport-independent half of a driver.
 pub(crate) struct Core {
     pub(crate) options: Options,
-    /// Boxed: a `Receiver` is not `Unpin`.
-    commands: Pin<Box<Receiver<Command>>>,
+    commands: Commands,
     /// Every handle is gone (the channel reported its end).
     released: bool,
     notifications: (Sender<Notification>, Receiver<Notification>),
@@ -194,7 +230,7 @@ impl Core {
     pub(crate) fn new(options: Options, channels: Channels, shared: Arc<Shared>) -> Core {
         Core {
             options,
-            commands: Box::pin(channels.commands),
+            commands: channels.commands,
             released: false,
             notifications: channels.notifications,
             _done: channels.done,
@@ -338,7 +374,7 @@ impl Core {
     ) -> bool {
         let mut progress = false;
         for _ in 0..BUDGET {
-            match self.commands.as_mut().poll_next(cx) {
+            match self.commands.poll_next(cx) {
                 Poll::Ready(Some(command)) => {
                     self.on_command(machine, now, command);
                     progress = true;
@@ -514,7 +550,7 @@ impl Core {
         if matches!(connect_error, Error::Connect { .. }) {
             self.shared.lock().ended = Some(connect_error.clone());
         }
-        while let Ok(command) = self.commands.try_recv() {
+        while let Some(command) = self.commands.try_recv() {
             match command {
                 Command::Call { reply, .. } => {
                     let _ = reply.try_send(Err(ended.clone()));

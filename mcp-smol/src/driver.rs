@@ -42,7 +42,11 @@ use crate::{Error, StdioCommand};
 /// endpoint could not be reached). For stdio that is once the server process has exited
 /// (or was killed after the grace period) and been reaped; over HTTP once the last
 /// exchange is over (or the grace period ran out) and every connection is closed.
-/// Dropping it early kills the server process, or closes every connection, at once.
+/// Dropping it early kills the server process, or closes every connection, at once, and
+/// every call still waiting (queued or in flight), every [`Client::connected`] waiter and
+/// every later call ends at once with [`Error::DriverGone`].
+///
+/// [`Client::connected`]: crate::Client::connected
 #[must_use = "the Driver does all the IO: run it on an executor or await it alongside your code"]
 pub struct Driver {
     inner: Pin<Box<dyn Future<Output = Result<(), Error>> + Send>>,

@@ -23,7 +23,7 @@ use serde_json::{Map, Value, json};
 // ----- harness -----------------------------------------------------------------------
 
 mod common;
-use common::{BoxFuture, Spawn, bounded, join_all};
+use common::{BoxFuture, Spawn, bounded, join_all, within};
 
 /// The example server binary, built by `cargo test` with the other examples (or here if
 /// only this test target was built).
@@ -441,6 +441,66 @@ fn dropping_the_driver_kills_the_server_and_fails_calls() {
         }
         assert!(!process_exists(pid), "server {pid} still exists");
     }
+}
+
+/// Polls `f` once, so that what it sends before its first `await` has gone out.
+async fn started<F: Future + Unpin>(f: &mut F) {
+    assert!(
+        future::poll_once(f).await.is_none(),
+        "nothing can answer before the driver runs"
+    );
+}
+
+/// A call waiting for the driver (queued, never seen by it) ends when the driver is
+/// dropped, with `DriverGone`; so does a `connected()` waiter, and a later call fails at
+/// once.
+#[test]
+fn calls_queued_when_the_driver_is_dropped_end_with_driver_gone() {
+    let (client, driver) =
+        mcp_smol::connect_stdio(server(&[]), config(EraMode::Auto)).expect("connect");
+    future::block_on(within(Duration::from_secs(5), async move {
+        let mut queued = Box::pin(client.list_tools());
+        started(&mut queued).await;
+        let mut waiting = Box::pin(client.connected());
+        started(&mut waiting).await;
+        drop(driver);
+        let e = queued.await.expect_err("the driver is gone");
+        assert!(matches!(e, Error::DriverGone), "{e:?}");
+        assert_eq!(e.kind(), "driver-gone");
+        let e = waiting.await.expect_err("the driver is gone");
+        assert!(matches!(e, Error::DriverGone), "{e:?}");
+        let later = future::poll_once(client.call_tool("add", json!({"a": 1, "b": 2})))
+            .await
+            .expect("fails at once, without waiting")
+            .expect_err("the driver is gone");
+        assert!(matches!(later, Error::DriverGone), "{later:?}");
+    }));
+}
+
+/// The same for calls the driver has taken (in flight, or held until the connection is
+/// up) when it is dropped mid-way.
+#[test]
+fn calls_in_flight_when_the_driver_is_dropped_end_with_driver_gone() {
+    let (client, mut driver) =
+        mcp_smol::connect_stdio(server(&[]), config(EraMode::Auto)).expect("connect");
+    future::block_on(within(Duration::from_secs(10), async move {
+        let connected = future::or(
+            async {
+                let _ = (&mut driver).await;
+                panic!("the driver ended");
+            },
+            client.connected(),
+        )
+        .await;
+        connected.expect("connected");
+        let mut hang = Box::pin(client.call_tool("hang", json!({})));
+        started(&mut hang).await;
+        // The driver takes the call and writes it to the server.
+        assert!(future::poll_once(&mut driver).await.is_none());
+        drop(driver);
+        let e = hang.await.expect_err("the driver is gone");
+        assert!(matches!(e, Error::DriverGone), "{e:?}");
+    }));
 }
 
 #[test]
