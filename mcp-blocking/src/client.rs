@@ -11,7 +11,7 @@ use mcp_proto::http::EndpointUrl;
 use mcp_proto::jsonrpc::Notification;
 use mcp_proto::model::{CallToolResult, Prompt, Resource, ServerDetails, Tool};
 use mcp_proto::{Era, ProtocolVersion};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::driver::{Driver, Link};
 use crate::error::Error;
@@ -119,7 +119,7 @@ impl Client {
         let first = config.clone().era_mode(plan.mode());
         let open = |url, config, options| Self::open_http(url, config, options, &http, &connector);
         let result = match open(endpoint.clone(), first, options) {
-            Err(failed) if failed.0.cause().is_some_and(|c| plan.retry(c)) => {
+            Err(failed) if plan.retry(failed.0.cause()) => {
                 let (_, options) = *failed;
                 open(endpoint, config.era_mode(plan.mode()), options)
             }
@@ -223,16 +223,16 @@ impl Client {
         Ok(self.request(CallRequest::list_prompts())?.prompts()?)
     }
 
-    /// `tools/call`. A tool that failed is a successful call whose result has
-    /// `is_error: Some(true)`.
+    /// `tools/call` with `arguments`, a JSON object (`null` for none). A tool that
+    /// failed is a successful call whose result has `is_error: Some(true)`.
     ///
     /// # Errors
-    /// As [`Client::request`], and [`Error::Call`] when the result is not a
+    /// As [`Client::request`]; [`Error::Misuse`] (nothing sent) when `arguments` is
+    /// neither an object nor null; [`Error::Call`] when the result is not a
     /// `CallToolResult`.
     pub fn call_tool(&mut self, name: &str, arguments: Value) -> Result<CallToolResult, Error> {
-        Ok(self
-            .request(CallRequest::call_tool(name, arguments))?
-            .tool_result()?)
+        let request = mcp_host::request::call_tool(name, arguments)?;
+        Ok(self.request(request)?.tool_result()?)
     }
 
     /// `resources/read`: the `ReadResourceResult` as JSON.
@@ -243,18 +243,15 @@ impl Client {
         Ok(self.request(CallRequest::read_resource(uri))?.result_as()?)
     }
 
-    /// `prompts/get`: the `GetPromptResult` as JSON.
+    /// `prompts/get` with `arguments`, a JSON object of strings (`null` for none): the
+    /// `GetPromptResult` as JSON.
     ///
     /// # Errors
-    /// As [`Client::request`].
-    pub fn get_prompt(
-        &mut self,
-        name: &str,
-        arguments: Map<String, Value>,
-    ) -> Result<Value, Error> {
-        Ok(self
-            .request(CallRequest::get_prompt(name, arguments))?
-            .result_as()?)
+    /// As [`Client::request`]; [`Error::Misuse`] (nothing sent) when `arguments` is
+    /// neither an object nor null.
+    pub fn get_prompt(&mut self, name: &str, arguments: Value) -> Result<Value, Error> {
+        let request = mcp_host::request::get_prompt(name, arguments)?;
+        Ok(self.request(request)?.result_as()?)
     }
 
     /// Replaces the handler that answers requests for input (elicitation, sampling,
@@ -367,6 +364,12 @@ impl Client {
     #[must_use]
     pub fn close_reason(&self) -> Option<&CloseReason> {
         self.driver.closed.as_ref()
+    }
+
+    /// Whether the connection is over (closed by either side).
+    #[must_use]
+    pub fn is_closed(&self) -> bool {
+        self.driver.closed.is_some()
     }
 
     /// The protocol machine, for inspection.

@@ -53,8 +53,7 @@
 //! # Cargo features
 //!
 //! * `tls` (default): `https://` with rustls (ring provider, no aws-lc, no OpenSSL) and
-//!   the Mozilla roots of `webpki-roots`: `http::TlsConnector`, `HttpOptions::tls`,
-//!   `HttpOptions::tls_config`, `http::default_tls_config`, the `http::rustls`
+//!   the Mozilla roots of `webpki-roots`: `http::TlsConnector`, `HttpOptions::tls`, `http::default_tls_config`, the `http::rustls`
 //!   re-export, `TransportError::tls_error`. It adds rustls, ring, rustls-webpki,
 //!   rustls-pki-types, webpki-roots, untrusted, subtle, zeroize, once_cell, getrandom,
 //!   libc and cfg-if to the tree.
@@ -77,11 +76,15 @@ mod serve_http;
 
 pub use client::Client;
 pub use error::Error;
-pub use http::{EraCache, HttpOptions, TlsUnavailable, TransportError};
+pub use http::{
+    Connector, EraCache, HttpOptions, ResolveError, TcpConnector, TlsUnavailable, TransportError,
+    TransportErrorKind,
+};
 // The runtime-independent pieces, one implementation shared with `mcp-smol`.
+pub use mcp_host::http::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
 pub use mcp_host::{
-    DEFAULT_STDERR_LIMIT, Direction, Options, Progress, ProgressHandler, Shutdown, StdioCommand,
-    WireLog,
+    DEFAULT_GRACE_PERIOD, DEFAULT_STDERR_LIMIT, Direction, Options, Progress, ProgressHandler,
+    Shutdown, StdioCommand, WireLog,
 };
 pub use serve::{serve, serve_stdio};
 pub use serve_http::{
@@ -90,3 +93,66 @@ pub use serve_http::{
 
 /// The protocol crate this one drives, re-exported so its types need no second dependency.
 pub use mcp_proto;
+/// The TLS crate of [`HttpOptions::tls`], re-exported so a configuration can be
+/// built with the very version this crate uses. With the `tls` feature only.
+#[cfg(feature = "tls")]
+pub use rustls;
+/// The JSON crate of the API (arguments and results are [`serde_json::Value`]s),
+/// re-exported so that `serde_json::json!` needs no second dependency.
+pub use serde_json;
+
+// The protocol types of the API, by the same names as in `mcp-smol`.
+pub use mcp_proto::client::{
+    AcceptDefaults, CallError, CallId, CallOutput, CallRequest, ClientConfig, CloseReason,
+    DeclineAll, HttpFailure, InputAnswer, InputHandler, InputRequest, PeerError,
+};
+pub use mcp_proto::http::{EndpointUrl, UrlError};
+pub use mcp_proto::jsonrpc::Notification;
+pub use mcp_proto::model::{
+    CallToolResult, ClientCapabilities, Implementation, Prompt, Resource, ServerDetails, Tool,
+};
+pub use mcp_proto::{Era, EraMode, Limits, ProtocolVersion};
+
+/// Starts `command` as an MCP server over stdio and connects with default [`Options`]:
+/// the same as [`Client::connect_stdio`] (and named as in `mcp-smol`).
+///
+/// # Errors
+/// As [`Client::connect_stdio`].
+pub fn connect_stdio(command: StdioCommand, config: ClientConfig) -> Result<Client, Error> {
+    Client::connect_stdio(command, config)
+}
+
+/// [`connect_stdio`] with [`Options`]: the same as [`Client::connect_stdio_with`].
+///
+/// # Errors
+/// As [`Client::connect_stdio`].
+pub fn connect_stdio_with(
+    command: StdioCommand,
+    config: ClientConfig,
+    options: Options,
+) -> Result<Client, Error> {
+    Client::connect_stdio_with(command, config, options)
+}
+
+/// Connects to the Streamable HTTP endpoint `url` with default [`Options`] and
+/// [`HttpOptions`]: the same as [`Client::connect_http`].
+///
+/// # Errors
+/// As [`Client::connect_http`].
+pub fn connect_http(url: &str, config: ClientConfig) -> Result<Client, Error> {
+    Client::connect_http(url, config)
+}
+
+/// [`connect_http`] with [`Options`] and [`HttpOptions`]: the same as
+/// [`Client::connect_http_with`].
+///
+/// # Errors
+/// As [`Client::connect_http`].
+pub fn connect_http_with(
+    url: &str,
+    config: ClientConfig,
+    options: Options,
+    http: HttpOptions,
+) -> Result<Client, Error> {
+    Client::connect_http_with(url, config, options, http)
+}

@@ -76,7 +76,7 @@ impl Process {
     ) -> Result<Process, Error> {
         let spawn_error = |source| Error::Spawn {
             program: cmd.program().to_string_lossy().into_owned(),
-            source,
+            source: Arc::new(source),
         };
         let mut command = cmd.to_command().map_err(spawn_error)?;
         let mut child = command.spawn().map_err(spawn_error)?;

@@ -4,9 +4,11 @@
 use mcp_proto::ErrorObject;
 use mcp_proto::client::{CallError, CloseReason, InvalidParams};
 
-/// The protocol-level cause of an adapter's error, as both adapters' `Error` types have
-/// it (each maps its own variants to this view; transport failures below HTTP and the
-/// adapter's own variants are named by the adapter).
+use crate::TransportError;
+
+/// The cause of an adapter's error, as both adapters' `Error` types have it (each maps
+/// its variants to this view; only an adapter's own variants, such as `mcp-smol`'s
+/// `DriverGone`, are named by the adapter).
 ///
 /// ```
 /// use mcp_host::Cause;
@@ -36,6 +38,8 @@ pub enum Cause<'a> {
     /// The endpoint is `https://` and TLS support was compiled out
     /// ([`TlsUnavailable`](crate::http::TlsUnavailable)).
     TlsUnavailable,
+    /// The HTTP endpoint could not be reached, or a connection to it broke below HTTP.
+    Transport(&'a TransportError),
 }
 
 impl<'a> Cause<'a> {
@@ -43,7 +47,9 @@ impl<'a> Cause<'a> {
     /// `legacy-server`, `negotiation`, `auth-required`, `http`, `closed`,
     /// `server-error`, `unknown-name` and `invalid-arguments` (a `-32602` that says which),
     /// `timeout`, `invalid-response`, `input`, `limit`, `cancelled`,
-    /// `session-expired`, `call`, `misuse`, `invalid-url`, `tls-unavailable`.
+    /// `session-expired`, `call`, `misuse`, `invalid-url`, `tls-unavailable`; and for
+    /// failures below HTTP ([`TransportErrorKind::name`](crate::TransportErrorKind::name))
+    /// `unreachable`, `tls`, `transport`.
     #[must_use]
     pub fn kind(self) -> &'static str {
         match self {
@@ -76,6 +82,7 @@ impl<'a> Cause<'a> {
             Cause::Misuse => "misuse",
             Cause::InvalidUrl => "invalid-url",
             Cause::TlsUnavailable => "tls-unavailable",
+            Cause::Transport(e) => e.kind().name(),
         }
     }
 

@@ -17,7 +17,10 @@
 //!   configuration (rustls with `ring`, `webpki-roots`, ALPN `http/1.1`; with the `tls`
 //!   feature).
 //! * [`Cause`]: the stable error kind names, the server's error object, the HTTP
-//!   status.
+//!   status; [`TransportError`], the failures below HTTP, worded and named the same in
+//!   both adapters.
+//! * [`request`]: the requests behind `call_tool` and `get_prompt`, their arguments
+//!   (a JSON object, or null for none) checked the same way for both adapters.
 //! * [`EraCache`]: the era verdict per HTTP origin, shareable between connections and
 //!   between both adapters, with [`EraPlan`], the decisions `connect_http_with` makes
 //!   with it (the era mode to connect with, whether a failure means the server moved on
@@ -41,6 +44,8 @@ mod era_cache;
 mod error;
 pub mod http;
 mod options;
+pub mod request;
+mod transport;
 pub mod wire_log;
 
 pub use child::{Shutdown, StderrTail};
@@ -51,6 +56,7 @@ pub use options::{
     DEFAULT_GRACE_PERIOD, Direction, MAX_NOTIFICATIONS, MAX_PEER_ERRORS, Options, Progress,
     ProgressHandler, WireLog, push_newest,
 };
+pub use transport::{ResolveError, TransportError, TransportErrorKind};
 
 /// The protocol crate, re-exported so its types need no second dependency.
 pub use mcp_proto;

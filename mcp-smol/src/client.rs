@@ -14,7 +14,7 @@ use mcp_proto::client::{
 use mcp_proto::jsonrpc::Notification;
 use mcp_proto::model::{CallToolResult, Prompt, Resource, ServerDetails, Tool};
 use mcp_proto::version::{Era, ProtocolVersion};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use mcp_proto::http::EndpointUrl;
 
@@ -65,6 +65,8 @@ pub(crate) struct SharedState {
     pub(crate) restarts: u32,
     pub(crate) stderr: StderrTail,
     pub(crate) peer_errors: VecDeque<PeerError>,
+    /// Tools left out of `tools/list` over HTTP, with the reason (latest per tool).
+    pub(crate) excluded_tools: Vec<(String, String)>,
     pub(crate) dropped_notifications: u64,
     pub(crate) shutdown: Option<Shutdown>,
 }
@@ -81,6 +83,7 @@ impl Shared {
                 restarts: 0,
                 stderr: StderrTail::new(stderr_limit),
                 peer_errors: VecDeque::new(),
+                excluded_tools: Vec::new(),
                 dropped_notifications: 0,
                 shutdown: None,
             }),
@@ -98,6 +101,13 @@ impl Shared {
 impl SharedState {
     pub(crate) fn push_peer_error(&mut self, e: PeerError) {
         push_newest(&mut self.peer_errors, e, MAX_PEER_ERRORS);
+    }
+
+    pub(crate) fn exclude_tool(&mut self, tool: String, reason: String) {
+        match self.excluded_tools.iter_mut().find(|(t, _)| *t == tool) {
+            Some(entry) => entry.1 = reason,
+            None => self.excluded_tools.push((tool, reason)),
+        }
     }
 }
 
@@ -214,7 +224,12 @@ impl Client {
         options: Options,
         http: HttpOptions,
     ) -> Result<(Client, Driver), Error> {
-        let url = EndpointUrl::parse(url, http.allow_insecure_remote)?;
+        let url = EndpointUrl::parse(url, http.allow_insecure_remote).map_err(|source| {
+            Error::InvalidUrl {
+                url: url.to_owned(),
+                source,
+            }
+        })?;
         let shared = Arc::new(Shared::new(0, None, Some(url.as_str().to_owned())));
         let plan = EraPlan::new(http.era_cache.clone(), url.origin(), config.era_mode);
         let (http_config, setup) = http.into_parts(url)?;
@@ -360,17 +375,16 @@ impl Client {
         Ok(self.request(CallRequest::list_prompts()).await?.prompts()?)
     }
 
-    /// `tools/call`. A tool that failed is a successful call whose result has
-    /// `is_error: Some(true)`.
+    /// `tools/call` with `arguments`, a JSON object (`null` for none). A tool that
+    /// failed is a successful call whose result has `is_error: Some(true)`.
     ///
     /// # Errors
-    /// As [`Client::request`], and [`Error::Call`] when the result is not a
+    /// As [`Client::request`]; [`Error::Misuse`] (nothing sent) when `arguments` is
+    /// neither an object nor null; [`Error::Call`] when the result is not a
     /// `CallToolResult`.
     pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<CallToolResult, Error> {
-        Ok(self
-            .request(CallRequest::call_tool(name, arguments))
-            .await?
-            .tool_result()?)
+        let request = mcp_host::request::call_tool(name, arguments)?;
+        Ok(self.request(request).await?.tool_result()?)
     }
 
     /// `resources/read`: the `ReadResourceResult` as JSON.
@@ -384,19 +398,15 @@ impl Client {
             .result_as()?)
     }
 
-    /// `prompts/get`: the `GetPromptResult` as JSON.
+    /// `prompts/get` with `arguments`, a JSON object of strings (`null` for none): the
+    /// `GetPromptResult` as JSON.
     ///
     /// # Errors
-    /// As [`Client::request`].
-    pub async fn get_prompt(
-        &self,
-        name: &str,
-        arguments: Map<String, Value>,
-    ) -> Result<Value, Error> {
-        Ok(self
-            .request(CallRequest::get_prompt(name, arguments))
-            .await?
-            .result_as()?)
+    /// As [`Client::request`]; [`Error::Misuse`] (nothing sent) when `arguments` is
+    /// neither an object nor null.
+    pub async fn get_prompt(&self, name: &str, arguments: Value) -> Result<Value, Error> {
+        let request = mcp_host::request::get_prompt(name, arguments)?;
+        Ok(self.request(request).await?.result_as()?)
     }
 
     /// Replaces the handler that answers requests for input (elicitation, sampling,
@@ -470,6 +480,14 @@ impl Client {
     #[must_use]
     pub fn restarts(&self) -> u32 {
         self.shared.lock().restarts
+    }
+
+    /// The tools left out of `tools/list` because their `x-mcp-header` annotations are
+    /// invalid (Streamable HTTP, 2026-07-28), as `(tool, reason)`, the latest reason per
+    /// tool, first seen first. The other tools stay usable; stdio never excludes any.
+    #[must_use]
+    pub fn excluded_tools(&self) -> Vec<(String, String)> {
+        self.shared.lock().excluded_tools.clone()
     }
 
     /// Why the connection ended, once it has.

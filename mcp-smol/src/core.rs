@@ -475,6 +475,7 @@ impl Core {
                 self.shared.lock().dropped_notifications += count;
             }
             Event::PeerError(e) => self.shared.lock().push_peer_error(e),
+            Event::ToolExcluded { tool, reason } => self.shared.lock().exclude_tool(tool, reason),
             Event::Closed { reason } => {
                 if let Some(plan) = &mut self.era
                     && plan.retry(Cause::Connect(&reason))
@@ -490,7 +491,7 @@ impl Core {
                 return Some(Step::Closed(reason));
             }
             // Input requests are answered on the spot above, so nothing is ever waiting
-            // to be voided; tools left out over HTTP are simply not listed.
+            // to be voided.
             _ => {}
         }
         None

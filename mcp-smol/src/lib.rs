@@ -175,6 +175,9 @@ pub use http::{
     AsyncStream, ConnectFuture, Connector, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
     EraCache, HttpOptions, TcpConnector, TlsUnavailable,
 };
+/// Marks a connector's failure as a name that did not resolve (the same type as
+/// `mcp-blocking`'s).
+pub use mcp_host::ResolveError;
 // The runtime-independent pieces, one implementation shared with `mcp-blocking`.
 pub use mcp_host::{
     DEFAULT_GRACE_PERIOD, DEFAULT_STDERR_LIMIT, Direction, Options, Progress, ProgressHandler,
@@ -187,6 +190,9 @@ pub use mcp_proto;
 /// with the very version this crate uses. With the `tls` feature only.
 #[cfg(feature = "tls")]
 pub use rustls;
+/// The JSON crate of the API (arguments and results are [`serde_json::Value`]s),
+/// re-exported so that `serde_json::json!` needs no second dependency.
+pub use serde_json;
 
 pub use mcp_proto::client::{
     AcceptDefaults, CallError, CallId, CallOutput, CallRequest, ClientConfig, CloseReason,

@@ -1,6 +1,6 @@
 //! Opening connections to the endpoint: the [`Connector`] and [`Stream`] traits, plain TCP
-//! ([`TcpConnector`]), TLS with rustls (`TlsConnector`, with the `tls` feature), and
-//! [`TransportError`], the typed failure below HTTP.
+//! ([`TcpConnector`]), TLS with rustls (`TlsConnector`, with the `tls` feature). The typed
+//! failure below HTTP, [`TransportError`], is `mcp-host`'s, shared with `mcp-smol`.
 
 use std::fmt;
 use std::io::{self, Read, Write};
@@ -10,7 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 #[cfg(feature = "tls")]
-use mcp_host::http::{http1_tls_config, tls_error};
+use mcp_host::http::http1_tls_config;
+pub use mcp_host::{ResolveError, TransportError, TransportErrorKind};
 use mcp_proto::http::EndpointUrl;
 #[cfg(feature = "tls")]
 use rustls::pki_types::ServerName;
@@ -88,8 +89,10 @@ pub trait Connector: Send + Sync {
     /// negotiated for `https`). `timeout` bounds the connection set-up.
     ///
     /// # Errors
-    /// Any failure; the client reports it as a [`TransportError`]. With the `tls`
-    /// feature, a failure whose source is a `rustls::Error` counts as a TLS failure.
+    /// Any failure; the client reports it as a [`TransportError`], its kind read by
+    /// [`TransportError::from_connect`]: with the `tls` feature, a failure whose source
+    /// is a `rustls::Error` counts as a TLS failure; one made with [`ResolveError::io`]
+    /// as a name that did not resolve; [`io::ErrorKind::TimedOut`] as a connect timeout.
     fn connect(&self, url: &EndpointUrl, timeout: Duration) -> io::Result<Box<dyn Stream>>;
 }
 
@@ -108,12 +111,12 @@ impl TcpConnector {
             Some(ip) => vec![SocketAddr::new(ip, url.port())],
             None => (url.host(), url.port())
                 .to_socket_addrs()
-                .map_err(|e| io::Error::new(e.kind(), ResolveError(e.to_string())))?
+                .map_err(|e| ResolveError::io(e.kind(), e.to_string()))?
                 .collect(),
         };
-        let mut last = io::Error::new(
+        let mut last = ResolveError::io(
             io::ErrorKind::NotFound,
-            ResolveError(format!("{} has no address", url.host())),
+            format!("{} has no address", url.host()),
         );
         for addr in addrs {
             match TcpStream::connect_timeout(&addr, timeout) {
@@ -135,18 +138,6 @@ impl Connector for TcpConnector {
         Ok(Box::new(Self::connect_tcp(url, timeout)?))
     }
 }
-
-/// A name-resolution failure, so that [`TransportError::stage`] can tell it apart.
-#[derive(Debug)]
-struct ResolveError(String);
-
-impl fmt::Display for ResolveError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for ResolveError {}
 
 /// TLS with rustls over [`TcpConnector`] (`https://`). The handshake runs inside
 /// [`Connector::connect`], so certificate problems surface as connect failures. With the
@@ -222,135 +213,10 @@ impl Connector for TlsConnector {
     }
 }
 
-/// Where below HTTP an exchange failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum TransportStage {
-    /// Resolving the host name.
-    Resolve,
-    /// Opening the TCP connection (refused, unreachable, timed out, …).
-    Connect,
-    /// The TLS handshake (certificate not trusted, name mismatch, protocol error, …).
-    Tls,
-    /// Writing the request.
-    Write,
-    /// Reading the response.
-    Read,
-}
+/// The step that failed, by the name the transport code uses.
+pub(crate) type TransportStage = TransportErrorKind;
 
-impl fmt::Display for TransportStage {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            TransportStage::Resolve => "resolving",
-            TransportStage::Connect => "connecting to",
-            TransportStage::Tls => "TLS handshake with",
-            TransportStage::Write => "writing to",
-            TransportStage::Read => "reading from",
-        })
-    }
-}
-
-/// An exchange failed below HTTP: the host did not resolve, the connection was refused
-/// or timed out, the TLS handshake failed, or the connection broke.
-#[derive(Debug, thiserror::Error)]
-#[error("{stage} {target}: {}", describe(source))]
-pub struct TransportError {
-    stage: TransportStage,
-    target: String,
-    #[source]
-    source: io::Error,
-}
-
-impl TransportError {
-    /// A failure at `stage` talking to `target` (`host:port`).
-    #[must_use]
-    pub fn new(stage: TransportStage, target: impl Into<String>, source: io::Error) -> Self {
-        TransportError {
-            stage,
-            target: target.into(),
-            source,
-        }
-    }
-
-    /// A failure of [`Connector::connect`], its stage read from the error: a
-    /// `rustls::Error` inside means TLS (with the `tls` feature), a resolver failure
-    /// means resolve, anything else connect.
-    #[must_use]
-    pub fn from_connect(url: &EndpointUrl, source: io::Error) -> Self {
-        #[cfg(feature = "tls")]
-        let is_tls = tls_error(&source).is_some();
-        #[cfg(not(feature = "tls"))]
-        let is_tls = false;
-        let stage = if is_tls {
-            TransportStage::Tls
-        } else if source
-            .get_ref()
-            .is_some_and(|e| e.downcast_ref::<ResolveError>().is_some())
-        {
-            TransportStage::Resolve
-        } else {
-            TransportStage::Connect
-        };
-        TransportError::new(stage, target_of(url), source)
-    }
-
-    /// Where it failed.
-    #[must_use]
-    pub fn stage(&self) -> TransportStage {
-        self.stage
-    }
-
-    /// `host:port`.
-    #[must_use]
-    pub fn target(&self) -> &str {
-        &self.target
-    }
-
-    /// The I/O error.
-    #[must_use]
-    pub fn io_error(&self) -> &io::Error {
-        &self.source
-    }
-
-    /// The rustls error, for TLS failures. With the `tls` feature only.
-    #[cfg(feature = "tls")]
-    #[must_use]
-    pub fn tls_error(&self) -> Option<&rustls::Error> {
-        tls_error(&self.source)
-    }
-}
-
-#[cfg(not(feature = "tls"))]
-fn describe(e: &io::Error) -> String {
-    e.to_string()
-}
-
-#[cfg(feature = "tls")]
-fn describe(e: &io::Error) -> String {
-    match tls_error(e) {
-        Some(rustls::Error::InvalidCertificate(cert)) => {
-            use rustls::CertificateError as C;
-            let why = match cert {
-                C::UnknownIssuer => "is not signed by a trusted root",
-                C::NotValidForName | C::NotValidForNameContext { .. } => {
-                    "is not valid for this host name"
-                }
-                C::Expired | C::ExpiredContext { .. } => "has expired",
-                C::NotValidYet | C::NotValidYetContext { .. } => "is not valid yet",
-                C::Revoked => "is revoked",
-                _ => "was rejected",
-            };
-            format!("the server's certificate {why} ({cert:?})")
-        }
-        Some(tls) => tls.to_string(),
-        None => e.to_string(),
-    }
-}
-
-/// `host:port` (brackets around IPv6).
+/// The endpoint's origin (`scheme://host:port`), as transport errors name it.
 pub(crate) fn target_of(url: &EndpointUrl) -> String {
-    match url.ip() {
-        Some(std::net::IpAddr::V6(ip)) => format!("[{ip}]:{}", url.port()),
-        _ => format!("{}:{}", url.host(), url.port()),
-    }
+    url.origin().to_owned()
 }

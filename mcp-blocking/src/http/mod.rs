@@ -18,9 +18,9 @@
 //! Connections come from a [`Connector`]: [`TcpConnector`] for `http://`,
 //! `TlsConnector` (rustls with the ring provider; Mozilla roots from `webpki-roots`
 //! unless you pass your own `rustls::ClientConfig`) for `https://`, or your own.
-//! Failures below HTTP are typed ([`TransportError`], with the [`TransportStage`] that
-//! failed); when they stop the connection from being set up at all, `connect_http`
-//! returns them as [`crate::Error::Transport`].
+//! Failures below HTTP are typed ([`TransportError`], with the [`TransportErrorKind`] of
+//! the step that failed; the same type as `mcp-smol`'s); when they stop the connection
+//! from being set up at all, `connect_http` returns them as [`crate::Error::Transport`].
 //!
 //! `TlsConnector`, `HttpOptions::tls` and the `rustls` re-export come with the `tls`
 //! cargo feature (on by default). Without it, an `https://` URL is refused before
@@ -64,7 +64,8 @@ use mcp_host::wire_log::redacted;
 #[cfg(feature = "tls")]
 pub use connector::TlsConnector;
 pub use connector::{
-    Connector, ShutdownHandle, Stream, TcpConnector, TransportError, TransportStage,
+    Connector, ResolveError, ShutdownHandle, Stream, TcpConnector, TransportError,
+    TransportErrorKind,
 };
 pub(crate) use link::HttpLink;
 /// The era verdict per origin: one type shared with `mcp-smol` (a cache can serve both).
@@ -140,11 +141,11 @@ impl HttpOptions {
         }
     }
 
-    /// The same options with this rustls configuration for `https://`. With the `tls`
-    /// feature only.
+    /// The same options with this rustls configuration for `https://` (a private CA,
+    /// client certificates, …). With the `tls` feature only.
     #[cfg(feature = "tls")]
     #[must_use]
-    pub fn tls_config(mut self, config: Arc<rustls::ClientConfig>) -> Self {
+    pub fn tls(mut self, config: Arc<rustls::ClientConfig>) -> Self {
         self.tls = Some(config);
         self
     }

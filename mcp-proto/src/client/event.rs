@@ -424,6 +424,9 @@ pub enum ApiMisuse {
     /// The params are not a JSON object.
     #[error("request params must be a JSON object")]
     ParamsNotObject,
+    /// The arguments of a tool call or a prompt are neither a JSON object nor null.
+    #[error("arguments must be a JSON object (or null for none), not {0}")]
+    ArgumentsNotObject(&'static str),
 }
 
 /// Where the connection stands.

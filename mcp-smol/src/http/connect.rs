@@ -10,14 +10,17 @@ use std::sync::Arc;
 use async_io::Async;
 #[cfg(feature = "tls")]
 use futures_rustls::TlsConnector;
+use mcp_host::ResolveError;
 #[cfg(feature = "tls")]
-use mcp_host::http::{http1_tls_config, tls_error};
+use mcp_host::http::http1_tls_config;
 use mcp_proto::http::EndpointUrl;
 #[cfg(feature = "tls")]
 use rustls::pki_types::ServerName;
 
 use super::{AsyncStream, ConnectFuture, HttpSetup};
-use crate::error::{TransportError, TransportErrorKind};
+use crate::error::TransportError;
+#[cfg(feature = "tls")]
+use crate::error::TransportErrorKind;
 
 /// A connection being opened: the stream, or what failed, typed.
 pub(crate) type Opening =
@@ -47,9 +50,10 @@ async fn connect_by_name(host: String, port: u16) -> io::Result<Async<TcpStream>
         (host.as_str(), port)
             .to_socket_addrs()
             .map(Iterator::collect::<Vec<_>>)
+            .map_err(|e| ResolveError::io(e.kind(), e.to_string()))
     })
     .await?;
-    let mut last = io::Error::new(
+    let mut last = ResolveError::io(
         io::ErrorKind::NotFound,
         "the host name resolved to no address",
     );
@@ -77,22 +81,15 @@ pub(super) fn open(setup: &HttpSetup) -> Opening {
     let tls = setup.tls.clone();
     let url = setup.url.clone();
     Box::pin(async move {
-        let origin = url.origin();
-        let stream = connector.connect(&url).await.map_err(|e| {
-            // A connector doing TLS itself may fail in the handshake.
-            #[cfg(feature = "tls")]
-            let kind = if tls_error(&e).is_some() {
-                TransportErrorKind::Tls
-            } else {
-                TransportErrorKind::Connect
-            };
-            #[cfg(not(feature = "tls"))]
-            let kind = TransportErrorKind::Connect;
-            TransportError::new(kind, origin, e)
-        })?;
+        // A connector doing TLS itself may fail in the handshake, and a name may not
+        // resolve: `from_connect` tells them apart.
+        let stream = connector
+            .connect(&url)
+            .await
+            .map_err(|e| TransportError::from_connect(&url, e))?;
         #[cfg(feature = "tls")]
         if let Some(tls) = tls {
-            let tls_failure = |e| TransportError::new(TransportErrorKind::Tls, origin, e);
+            let tls_failure = |e| TransportError::new(TransportErrorKind::Tls, url.origin(), e);
             let name = ServerName::try_from(url.host().to_owned()).map_err(|e| {
                 tls_failure(io::Error::new(
                     io::ErrorKind::InvalidInput,

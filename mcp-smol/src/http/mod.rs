@@ -228,6 +228,12 @@ impl HttpOptions {
         self
     }
 
+    /// The same options with `Authorization: Bearer <token>`.
+    #[must_use]
+    pub fn bearer_token(self, token: &str) -> Self {
+        self.authorization(format!("Bearer {token}"))
+    }
+
     /// The same options, permitting (or not) plain `http` to remote hosts.
     #[must_use]
     pub fn allow_insecure_remote(mut self, allow: bool) -> Self {
