@@ -3,10 +3,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_host::{EraPlan, Options, ProgressHandler, Shutdown, StdioCommand, WireLog};
-use mcp_proto::client::{
-    CallOutput, CallRequest, ClientConfig, CloseReason, InputHandler, PeerError,
+use mcp_host::{
+    EraPlan, Flavour, Options, ProgressHandler, Sendable, Shutdown, StdioCommand, WireLog,
 };
+use mcp_proto::client::{CallOutput, CallRequest, ClientConfig, CloseReason, PeerError};
 use mcp_proto::http::EndpointUrl;
 use mcp_proto::jsonrpc::Notification;
 use mcp_proto::model::{CallToolResult, Prompt, Resource, ServerDetails, Tool};
@@ -25,6 +25,11 @@ use crate::http::{Connector, HttpLink, HttpOptions, PoolConfig};
 /// Dropping the client closes it like [`Client::close`] does: bounded in time, the server
 /// reaped, never a zombie; over HTTP, a legacy session is ended and the connections
 /// closed.
+///
+/// `F` is the [flavour](mcp_host::Flavour) of the [`Options`] it was connected with:
+/// `Client` (that is, `Client<Sendable>`) is `Send` and takes `Send` handlers;
+/// `Client<Local>`, connected with [`Options::local`], takes handlers that are not
+/// `Send` (an `Rc<RefCell<…>>` inside) and stays on the thread that made it.
 ///
 /// ```no_run
 /// use mcp_blocking::{Client, StdioCommand};
@@ -47,8 +52,8 @@ use crate::http::{Connector, HttpLink, HttpOptions, PoolConfig};
 /// # }
 /// ```
 #[derive(Debug)]
-pub struct Client {
-    driver: Driver,
+pub struct Client<F: Flavour = Sendable> {
+    driver: Driver<F>,
     details: ServerDetails,
 }
 
@@ -63,21 +68,6 @@ impl Client {
         Self::connect_stdio_with(command, config, Options::new())
     }
 
-    /// [`Client::connect_stdio`] with [`Options`] (input handler, progress, wire log,
-    /// grace period).
-    ///
-    /// # Errors
-    /// As [`Client::connect_stdio`].
-    pub fn connect_stdio_with(
-        command: StdioCommand,
-        config: ClientConfig,
-        options: Options,
-    ) -> Result<Client, Error> {
-        let mut driver = Driver::start(command, config, options)?;
-        let details = driver.connect()?;
-        Ok(Client { driver, details })
-    }
-
     /// Connects to a Streamable HTTP endpoint (`https://…`, or `http://` to a loopback
     /// host) with default [`Options`] and [`HttpOptions`]: returns once the era and
     /// version are settled.
@@ -89,6 +79,23 @@ impl Client {
     /// [`Error::TlsUnavailable`] for `https://` when the `tls` feature is off.
     pub fn connect_http(url: &str, config: ClientConfig) -> Result<Client, Error> {
         Self::connect_http_with(url, config, Options::new(), HttpOptions::new())
+    }
+}
+
+impl<F: Flavour> Client<F> {
+    /// [`Client::connect_stdio`] with [`Options`] (input handler, progress, wire log,
+    /// grace period), of either flavour: `Options::local()` makes a `Client<Local>`.
+    ///
+    /// # Errors
+    /// As [`Client::connect_stdio`].
+    pub fn connect_stdio_with(
+        command: StdioCommand,
+        config: ClientConfig,
+        options: Options<F>,
+    ) -> Result<Client<F>, Error> {
+        let mut driver = Driver::start(command, config, options)?;
+        let details = driver.connect()?;
+        Ok(Client { driver, details })
     }
 
     /// [`Client::connect_http`] with [`Options`] and [`HttpOptions`] (TLS configuration or
@@ -105,9 +112,9 @@ impl Client {
     pub fn connect_http_with(
         url: &str,
         config: ClientConfig,
-        options: Options,
+        options: Options<F>,
         http: HttpOptions,
-    ) -> Result<Client, Error> {
+    ) -> Result<Client<F>, Error> {
         let endpoint = EndpointUrl::parse(url, http.allow_insecure_remote).map_err(|source| {
             Error::InvalidUrl {
                 url: url.to_owned(),
@@ -134,10 +141,10 @@ impl Client {
     fn open_http(
         url: EndpointUrl,
         config: ClientConfig,
-        options: Options,
+        options: Options<F>,
         http: &HttpOptions,
         connector: &Arc<dyn Connector>,
-    ) -> Result<Client, Box<(Error, Options)>> {
+    ) -> Result<Client<F>, Box<(Error, Options<F>)>> {
         let pool = PoolConfig {
             connector: Arc::clone(connector),
             connect_timeout: http.connect_timeout,
@@ -256,17 +263,19 @@ impl Client {
 
     /// Replaces the handler that answers requests for input (elicitation, sampling,
     /// roots). Only requests for capabilities declared in the [`ClientConfig`] reach it.
-    pub fn set_input_handler(&mut self, handler: Box<dyn InputHandler>) {
+    /// `Box<dyn InputHandler + Send>` for a `Client`, any `Box<dyn InputHandler>` for a
+    /// `Client<Local>`.
+    pub fn set_input_handler(&mut self, handler: Box<F::InputHandler>) {
         self.driver.options.input_handler = handler;
     }
 
     /// Sets (or with `None` removes) the progress callback.
-    pub fn set_progress_handler(&mut self, handler: Option<ProgressHandler>) {
+    pub fn set_progress_handler(&mut self, handler: Option<ProgressHandler<F>>) {
         self.driver.options.progress = handler;
     }
 
     /// Sets (or with `None` removes) the wire log.
-    pub fn set_wire_log(&mut self, log: Option<WireLog>) {
+    pub fn set_wire_log(&mut self, log: Option<WireLog<F>>) {
         self.driver.options.wire_log = log;
     }
 

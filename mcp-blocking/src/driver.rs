@@ -17,8 +17,8 @@ use mcp_host::clock;
 
 use mcp_host::wire_log::LineLog;
 use mcp_host::{
-    Direction, MAX_NOTIFICATIONS, MAX_PEER_ERRORS, Options, Shutdown, StderrTail, StdioCommand,
-    WireLog, push_newest,
+    Direction, Flavour, MAX_NOTIFICATIONS, MAX_PEER_ERRORS, Options, Sendable, Shutdown,
+    StderrTail, StdioCommand, push_newest,
 };
 use mcp_proto::client::{
     self as proto, CallError, CallId, CallOutput, CallRequest, ClientConfig, CloseReason, Event,
@@ -45,10 +45,15 @@ pub(crate) enum Link {
 /// One event-handling loop serves both transports: the [`Link`] only moves bytes (and
 /// owns the machine, which differs per transport); everything the machine reports is
 /// handled here, the same way for stdio and HTTP.
+///
+/// `F` is the flavour of the handlers in the options: with [`mcp_host::Local`] the
+/// driver (and the client around it) is not `Send`. The HTTP link is written for
+/// `Send` wire logs; a local one is served through
+/// [`Flavour::with_sendable_log`].
 #[derive(Debug)]
-pub(crate) struct Driver {
+pub(crate) struct Driver<F: Flavour = Sendable> {
     pub(crate) link: Link,
-    pub(crate) options: Options,
+    pub(crate) options: Options<F>,
     pub(crate) details: Option<ServerDetails>,
     completed: HashMap<CallId, Result<CallOutput, CallError>>,
     pub(crate) notifications: VecDeque<Notification>,
@@ -59,19 +64,19 @@ pub(crate) struct Driver {
     pub(crate) closed: Option<CloseReason>,
 }
 
-impl Driver {
+impl<F: Flavour> Driver<F> {
     /// Spawns the server and creates the machine; nothing is exchanged yet.
     pub(crate) fn start(
         command: StdioCommand,
         config: ClientConfig,
-        options: Options,
-    ) -> Result<Driver, Error> {
+        options: Options<F>,
+    ) -> Result<Driver<F>, Error> {
         let link = StdioLink::start(command, config)?;
         Ok(Self::with_link(Link::Stdio(Box::new(link)), options))
     }
 
     /// A driver over `link`; nothing is exchanged yet.
-    pub(crate) fn with_link(link: Link, options: Options) -> Driver {
+    pub(crate) fn with_link(link: Link, options: Options<F>) -> Driver<F> {
         Driver {
             link,
             options,
@@ -146,7 +151,7 @@ impl Driver {
         let log = &mut self.options.wire_log;
         let alive = match &mut self.link {
             Link::Stdio(l) => l.wait(timeout, log),
-            Link::Http(l) => l.wait(timeout, log),
+            Link::Http(l) => F::with_sendable_log(log, |log| l.wait(timeout, log)),
         };
         if !alive {
             // Nothing can happen any more: no transport and no timer.
@@ -180,7 +185,7 @@ impl Driver {
         let log = &mut self.options.wire_log;
         match &mut self.link {
             Link::Stdio(l) => l.flush(log),
-            Link::Http(l) => l.flush(log),
+            Link::Http(l) => F::with_sendable_log(log, |log| l.flush(log)),
         }
     }
 
@@ -269,7 +274,7 @@ impl Driver {
         match &mut self.link {
             Link::Stdio(l) => l.release_process(grace),
             Link::Http(l) => {
-                l.release(grace, &mut self.options.wire_log);
+                F::with_sendable_log(&mut self.options.wire_log, |log| l.release(grace, log));
                 Shutdown::default()
             }
         }
@@ -294,7 +299,7 @@ impl Driver {
     }
 }
 
-impl Drop for Driver {
+impl<F: Flavour> Drop for Driver<F> {
     fn drop(&mut self) {
         self.close();
     }
@@ -334,7 +339,7 @@ impl StdioLink {
     }
 
     /// Hands everything the machine wants to send to the writer thread.
-    fn flush(&mut self, wire_log: &mut Option<WireLog>) {
+    fn flush<L: ?Sized + FnMut(Direction, &[u8])>(&mut self, wire_log: &mut Option<Box<L>>) {
         self.out.clear();
         if self.machine.poll_transmit(clock::now(), &mut self.out) == 0 {
             return;
@@ -347,7 +352,11 @@ impl StdioLink {
 
     /// Waits for one thing until `timeout` and feeds it to the machine. False when
     /// nothing can arrive any more (stdout ended and no timer).
-    fn wait(&mut self, timeout: Option<Duration>, wire_log: &mut Option<WireLog>) -> bool {
+    fn wait<L: ?Sized + FnMut(Direction, &[u8])>(
+        &mut self,
+        timeout: Option<Duration>,
+        wire_log: &mut Option<Box<L>>,
+    ) -> bool {
         let received = match (&self.process, timeout) {
             (_, Some(Duration::ZERO)) => Received::Timeout,
             (Some(p), _) if !self.eof => p.recv(timeout),

@@ -53,8 +53,8 @@ pub use command::{DEFAULT_STDERR_LIMIT, StdioCommand};
 pub use era_cache::{EraCache, EraPlan, server_moved_on};
 pub use error::Cause;
 pub use options::{
-    DEFAULT_GRACE_PERIOD, Direction, MAX_NOTIFICATIONS, MAX_PEER_ERRORS, Options, Progress,
-    ProgressHandler, WireLog, push_newest,
+    DEFAULT_GRACE_PERIOD, Direction, Flavour, Local, MAX_NOTIFICATIONS, MAX_PEER_ERRORS, Options,
+    Progress, ProgressHandler, Sendable, WireLog, push_newest,
 };
 pub use transport::{ResolveError, TransportError, TransportErrorKind};
 

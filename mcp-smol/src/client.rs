@@ -24,11 +24,17 @@ use mcp_host::{
 };
 
 use crate::core::{Channels, Commands};
-use crate::driver::Driver;
+use crate::driver::{Driver, DriverFlavour};
 use crate::{Error, HttpOptions};
 
-/// A change to the driver's [`Options`], applied in order with the other commands.
-pub(crate) type Configure = Box<dyn FnOnce(&mut Options) + Send>;
+/// A change to the driver's [`Options`], applied in order with the other commands: a
+/// `Send` handler (the handles are `Send`), which fits a driver of either flavour.
+pub(crate) enum Configure {
+    InputHandler(Box<dyn InputHandler + Send>),
+    Progress(Option<ProgressHandler>),
+    WireLog(Option<WireLog>),
+    GracePeriod(Duration),
+}
 
 /// What a [`Client`] asks the [`Driver`] to do.
 pub(crate) enum Command {
@@ -169,15 +175,15 @@ impl Client {
     }
 
     /// [`Client::connect_stdio`] with [`Options`] (input handler, progress, wire log,
-    /// grace period).
+    /// grace period), of either flavour: `Options::local()` makes a `Driver<Local>`.
     ///
     /// # Errors
     /// [`Error::Spawn`] when the program cannot be started.
-    pub fn connect_stdio_with(
+    pub fn connect_stdio_with<F: DriverFlavour>(
         command: StdioCommand,
         config: ClientConfig,
-        options: Options,
-    ) -> Result<(Client, Driver), Error> {
+        options: Options<F>,
+    ) -> Result<(Client, Driver<F>), Error> {
         let child = crate::stdio::spawn(&command)?;
         let shared = Arc::new(Shared::new(
             command.get_stderr_limit(),
@@ -413,23 +419,27 @@ impl Client {
     /// roots, 2026 `input_required` rounds). Only requests for capabilities declared in
     /// the [`ClientConfig`] reach it. Takes effect in order with the calls made through
     /// this handle, and can be called before the driver runs.
-    pub fn set_input_handler(&self, handler: Box<dyn InputHandler>) {
-        self.configure(move |o| o.input_handler = handler);
+    ///
+    /// The handle is `Send`, so the handler must be too, whatever the driver's flavour;
+    /// a handler that is not `Send` goes in the [`Options`] of
+    /// [`connect_stdio_with`](crate::connect_stdio_with) (`Options::local()`).
+    pub fn set_input_handler(&self, handler: Box<dyn InputHandler + Send>) {
+        self.configure(Configure::InputHandler(handler));
     }
 
     /// Sets (or with `None` removes) the progress callback.
     pub fn set_progress_handler(&self, handler: Option<ProgressHandler>) {
-        self.configure(move |o| o.progress = handler);
+        self.configure(Configure::Progress(handler));
     }
 
     /// Sets (or with `None` removes) the wire log.
     pub fn set_wire_log(&self, log: Option<WireLog>) {
-        self.configure(move |o| o.wire_log = log);
+        self.configure(Configure::WireLog(log));
     }
 
     /// Sets the grace period of [`Client::close`] (and of the close on the last drop).
     pub fn set_grace_period(&self, grace: Duration) {
-        self.configure(move |o| o.grace_period = grace);
+        self.configure(Configure::GracePeriod(grace));
     }
 
     /// The next server notification not consumed by the machine (list changes, log
@@ -524,9 +534,9 @@ impl Client {
         self.shared.lock().shutdown.unwrap_or_default()
     }
 
-    fn configure(&self, f: impl FnOnce(&mut Options) + Send + 'static) {
+    fn configure(&self, change: Configure) {
         // Fails only when the driver is gone, and then there is nothing to configure.
-        let _ = self.send(Command::Configure(Box::new(f)));
+        let _ = self.send(Command::Configure(change));
     }
 
     fn send(&self, command: Command) -> Result<(), Error> {

@@ -38,7 +38,7 @@ use std::task::{Context, Poll};
 use async_channel::{Receiver, Sender, TrySendError};
 use async_io::Timer;
 use futures_lite::Stream;
-use mcp_host::{Cause, EraPlan, Options};
+use mcp_host::{Cause, EraPlan, Flavour, Options, Sendable};
 use mcp_proto::client::http::HttpClient;
 use mcp_proto::client::{
     ApiMisuse, CallError, CallId, CallOutput, CallRequest, Client as StdioMachine, CloseReason,
@@ -48,7 +48,7 @@ use mcp_proto::jsonrpc::Notification;
 use mcp_proto::model::ServerDetails;
 
 use crate::Error;
-use crate::client::{Command, Shared};
+use crate::client::{Command, Configure, Shared};
 use crate::error::TransportError;
 
 /// Poll-step rounds before the driver yields to its executor even if there is more to do.
@@ -118,18 +118,18 @@ macro_rules! forward_machine {
 forward_machine!(StdioMachine, |m| m.state(), m.server());
 forward_machine!(HttpClient, |m| m.client().state(), m.client().server());
 
-/// A transport's IO around its machine.
-pub(crate) trait Transport {
+/// A transport's IO around its machine, for a core whose handlers are of flavour `F`.
+pub(crate) trait Transport<F: Flavour = Sendable> {
     type Machine: Machine;
 
     fn machine(&mut self) -> &mut Self::Machine;
 
     /// Moves everything its sources have into the machine, until each is `Pending`.
     /// True on progress.
-    fn poll_input(&mut self, core: &mut Core, now: Instant, cx: &mut Context<'_>) -> bool;
+    fn poll_input(&mut self, core: &mut Core<F>, now: Instant, cx: &mut Context<'_>) -> bool;
 
     /// Moves the machine's output onto the wire as far as it goes. True on progress.
-    fn poll_output(&mut self, core: &mut Core, now: Instant, cx: &mut Context<'_>) -> bool;
+    fn poll_output(&mut self, core: &mut Core<F>, now: Instant, cx: &mut Context<'_>) -> bool;
 }
 
 /// Why a poll step ended.
@@ -202,9 +202,10 @@ struct HeldCall {
     reply: Sender<Result<CallOutput, Error>>,
 }
 
-/// The transport-independent half of a driver.
-pub(crate) struct Core {
-    pub(crate) options: Options,
+/// The transport-independent half of a driver; `F` is the flavour of the handlers in
+/// its options (with [`mcp_host::Local`] the core, and the driver, are not `Send`).
+pub(crate) struct Core<F: Flavour = Sendable> {
+    pub(crate) options: Options<F>,
     commands: Commands,
     /// Every handle is gone (the channel reported its end).
     released: bool,
@@ -226,8 +227,8 @@ pub(crate) struct Core {
     transport_failures: VecDeque<TransportError>,
 }
 
-impl Core {
-    pub(crate) fn new(options: Options, channels: Channels, shared: Arc<Shared>) -> Core {
+impl<F: Flavour> Core<F> {
+    pub(crate) fn new(options: Options<F>, channels: Channels, shared: Arc<Shared>) -> Core<F> {
         Core {
             options,
             commands: channels.commands,
@@ -291,7 +292,7 @@ impl Core {
 
     /// One pass of the main phase: every source polled until `Pending`, every output
     /// drained. Ready when an async phase (restart, shutdown) must take over.
-    pub(crate) fn poll_step<T: Transport>(
+    pub(crate) fn poll_step<T: Transport<F>>(
         &mut self,
         t: &mut T,
         cx: &mut Context<'_>,
@@ -425,8 +426,20 @@ impl Core {
                 }
                 _ => self.connect_waiters.push(reply),
             },
-            Command::Configure(change) => change(&mut self.options),
+            Command::Configure(change) => self.configure(change),
             Command::Close => machine.close(now),
+        }
+    }
+
+    /// Applies a change of options from a handle. The handles are `Send`, so what they
+    /// bring is too, and fits either flavour.
+    fn configure(&mut self, change: Configure) {
+        let options = &mut self.options;
+        match change {
+            Configure::InputHandler(h) => options.input_handler = F::input_handler(h),
+            Configure::Progress(p) => options.progress = p.map(F::progress),
+            Configure::WireLog(l) => options.wire_log = l.map(F::wire_log),
+            Configure::GracePeriod(grace) => options.grace_period = grace,
         }
     }
 

@@ -23,7 +23,7 @@ use async_io::Timer;
 use async_process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio as Pipe};
 use futures_lite::{AsyncRead, AsyncWrite, future};
 use mcp_host::wire_log::LineLog;
-use mcp_host::{Direction, Shutdown, StdioCommand};
+use mcp_host::{Direction, Flavour, Shutdown, StdioCommand};
 use mcp_proto::client::{Client as Machine, ClientConfig, CloseReason};
 use mcp_proto::stdio;
 
@@ -68,14 +68,14 @@ pub(crate) struct Stdio {
     log: LineLog,
 }
 
-impl Transport for Stdio {
+impl<F: Flavour> Transport<F> for Stdio {
     type Machine = Machine;
 
     fn machine(&mut self) -> &mut Machine {
         &mut self.machine
     }
 
-    fn poll_input(&mut self, core: &mut Core, now: Instant, cx: &mut Context<'_>) -> bool {
+    fn poll_input(&mut self, core: &mut Core<F>, now: Instant, cx: &mut Context<'_>) -> bool {
         let mut progress = false;
         // The server's stdout.
         if let Some(stdout) = &mut self.process.stdout {
@@ -106,7 +106,7 @@ impl Transport for Stdio {
     }
 
     /// Moves the machine's output to stdin as far as the pipe takes it.
-    fn poll_output(&mut self, core: &mut Core, _now: Instant, cx: &mut Context<'_>) -> bool {
+    fn poll_output(&mut self, core: &mut Core<F>, _now: Instant, cx: &mut Context<'_>) -> bool {
         if self.written == self.out.len() {
             self.out.clear();
             self.written = 0;
@@ -159,7 +159,7 @@ impl Stdio {
     }
 
     /// The whole life of the connection.
-    pub(crate) async fn run(mut self, mut core: Core) -> Result<(), Error> {
+    pub(crate) async fn run<F: Flavour>(mut self, mut core: Core<F>) -> Result<(), Error> {
         let outcome = loop {
             match poll_fn(|cx| core.poll_step(&mut self, cx)).await {
                 Step::Restart => {
@@ -214,7 +214,7 @@ impl Stdio {
 
     /// Ends everything: closes stdin, gives the server the grace period, kills it if
     /// needed, reaps it, and fails whatever still waits with `ended`.
-    async fn shutdown(&mut self, core: &mut Core, ended: Error) {
+    async fn shutdown<F: Flavour>(&mut self, core: &mut Core<F>, ended: Error) {
         core.shared
             .lock()
             .ended

@@ -67,7 +67,11 @@ impl CallOutput {
 
 /// Answers requests for input. Adapters call it for every [`InputRequest`] when the caller
 /// has no interactive way to answer.
-pub trait InputHandler: Send {
+///
+/// It need not be `Send`: a handler holding an `Rc<RefCell<…>>` (a GUI's state, say) can
+/// answer for a connection driven on one thread. The adapters ask for `Send` only where
+/// the connection may cross threads (their default flavour of options).
+pub trait InputHandler {
     /// The answer to `request`.
     fn answer(&mut self, request: &InputRequest) -> InputAnswer;
 }
