@@ -32,8 +32,7 @@ use crate::http::{Connector, HttpLink, HttpOptions, PoolConfig};
 /// `Send` (an `Rc<RefCell<…>>` inside) and stays on the thread that made it.
 ///
 /// ```no_run
-/// use mcp_blocking::{Client, StdioCommand};
-/// use mcp_blocking::mcp_proto::client::ClientConfig;
+/// use mcp_blocking::{Client, ClientConfig, StdioCommand};
 ///
 /// # fn main() -> Result<(), mcp_blocking::Error> {
 /// let server = StdioCommand::new("npx")

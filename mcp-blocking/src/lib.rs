@@ -22,10 +22,9 @@
 //! bytes (see the `process` module docs for why stdin has its own writer thread).
 //!
 //! ```no_run
-//! use mcp_blocking::{Client, Options, StdioCommand};
-//! use mcp_blocking::mcp_proto::client::{AcceptDefaults, ClientConfig};
-//! use mcp_blocking::mcp_proto::model::ClientCapabilities;
-//! use mcp_blocking::mcp_proto::EraMode;
+//! use mcp_blocking::{
+//!     AcceptDefaults, Client, ClientCapabilities, ClientConfig, EraMode, Options, StdioCommand,
+//! };
 //!
 //! # fn main() -> Result<(), mcp_blocking::Error> {
 //! // A server that is on PATH; it sees HOME and nothing else from our environment.
@@ -130,6 +129,12 @@ pub use serve::{serve, serve_stdio};
 pub use serve_http::{
     HttpServeOptions, HttpServerHandle, serve_http, serve_http_on, serve_http_with,
 };
+
+/// The workspace README, whose Rust examples run as this crate's doctests
+/// (`cargo test --doc -p mcp-blocking`), so they keep compiling against the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
 
 /// The protocol crate this one drives, re-exported so its types need no second dependency.
 pub use mcp_proto;

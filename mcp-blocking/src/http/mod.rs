@@ -31,8 +31,7 @@
 //! [`HttpOptions::allow_insecure_remote`] says otherwise.
 //!
 //! ```no_run
-//! use mcp_blocking::{Client, HttpOptions, Options};
-//! use mcp_blocking::mcp_proto::client::ClientConfig;
+//! use mcp_blocking::{Client, ClientConfig, HttpOptions, Options};
 //!
 //! # fn main() -> Result<(), mcp_blocking::Error> {
 //! let config = ClientConfig::new("my-app", "1.0");
