@@ -38,9 +38,6 @@ impl fmt::Display for InputId {
 pub enum Event {
     /// The era and version are settled; calls flow from now on.
     Connected(Box<ServerDetails>),
-    /// The probe cost the transport (the server process exited): start a fresh one and
-    /// call [`crate::client::Client::handle_transport_restarted`].
-    RestartTransport,
     /// A call finished, one way or the other. Exactly one per call.
     CallCompleted {
         /// The call.
@@ -241,6 +238,9 @@ pub struct HttpFailure {
     pub error: Option<ErrorObject>,
     /// What went wrong, for people.
     pub detail: String,
+    /// The failure below HTTP, when the exchange never got a response (refused, reset,
+    /// TLS, timeout, …), as the driver reported it.
+    pub transport: Option<super::TransportFailure>,
 }
 
 impl HttpFailure {
@@ -251,6 +251,18 @@ impl HttpFailure {
             status,
             error,
             detail: detail.into(),
+            transport: None,
+        }
+    }
+
+    /// A failure below HTTP: no response arrived.
+    #[must_use]
+    pub fn from_transport(failure: super::TransportFailure) -> Self {
+        HttpFailure {
+            status: None,
+            error: None,
+            detail: failure.to_string(),
+            transport: Some(failure),
         }
     }
 }
@@ -300,6 +312,9 @@ pub enum CloseReason {
     /// about its era (403, 5xx, a network error, a timeout).
     #[error("{0}")]
     Http(HttpFailure),
+    /// The transport failed for good (the stdio server could not be started again).
+    #[error("{0}")]
+    Transport(super::TransportFailure),
     /// The server wants authorization (HTTP 401).
     #[error("the server requires authorization (HTTP 401)")]
     AuthRequired {

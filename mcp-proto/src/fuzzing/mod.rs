@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use crate::Instant;
 
-use crate::client::{AcceptDefaults, CallRequest, Client, ClientConfig, Event, InputHandler};
+use crate::client::{
+    AcceptDefaults, CallRequest, Client, ClientConfig, ConnId, Event, InputHandler,
+};
 use crate::jsonrpc::Message;
 use crate::limits::Limits;
 use crate::stdio::{Line, LineDecoder};
@@ -61,7 +63,7 @@ pub fn client_with_server_bytes(data: &[u8], start: Instant) {
         ..Limits::default()
     };
     let config = ClientConfig::new("fuzz", "0").limits(limits);
-    let mut client = Client::new(config, now);
+    let mut client = Client::stdio(config, now);
     let mut calls = Vec::new();
     for r in [
         CallRequest::list_tools(),
@@ -76,8 +78,8 @@ pub fn client_with_server_bytes(data: &[u8], start: Instant) {
     let mut completed = Vec::new();
     let mut sink = Vec::new();
     for chunk in data.chunks(97) {
-        client.handle_input(now, chunk);
-        client.poll_transmit(now, &mut sink);
+        client.handle_read(now, ConnId::STDIO, chunk);
+        while client.poll_transmit(now, &mut sink).is_some() {}
         sink.clear();
         while let Some(ev) = client.poll_event() {
             match ev {
@@ -95,7 +97,7 @@ pub fn client_with_server_bytes(data: &[u8], start: Instant) {
         now += Duration::from_millis(500);
         client.handle_timeout(now);
     }
-    client.handle_eof(now);
+    client.handle_eof(now, ConnId::STDIO);
     client.close(now);
     while let Some(ev) = client.poll_event() {
         if let Event::CallCompleted { call, .. } = ev {

@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use crate::Instant;
 
-use super::{Finished, GetStream, HttpClient};
-use crate::client::Event;
+use super::{GetStream, HttpLink};
+use crate::client::transmit::TransportFailure;
+use crate::client::{Event, HttpFailure};
 use crate::client::PeerError;
 use crate::http::headers::MCP_SESSION_ID;
 use crate::http::{ResponseEvent, ResponseHead, ResponseReader};
@@ -17,7 +18,32 @@ use crate::version::Era;
 
 /// Identifies one HTTP exchange (one request and its response).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ExchangeId(pub(crate) u64);
+pub(crate) struct ExchangeId(pub(crate) u64);
+
+/// Why an exchange ended without the answer it owed, below the status line.
+#[derive(Debug)]
+pub(super) enum Failure {
+    /// Described for people (a malformed response, a body over its limit, …).
+    Text(String),
+    /// The connection failed under it.
+    Transport(TransportFailure),
+}
+
+impl Failure {
+    fn detail(&self) -> String {
+        match self {
+            Failure::Text(t) => t.clone(),
+            Failure::Transport(f) => f.to_string(),
+        }
+    }
+
+    fn into_parts(self) -> (String, Option<TransportFailure>) {
+        match self {
+            Failure::Text(t) => (t, None),
+            Failure::Transport(f) => (f.to_string(), Some(f)),
+        }
+    }
+}
 
 impl fmt::Display for ExchangeId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -79,7 +105,7 @@ pub(super) struct PendingResume {
     pub(super) attempt: u32,
 }
 
-impl HttpClient {
+impl HttpLink {
     /// Reads what the reader of `id` has, acting on the head, the body and the end.
     pub(super) fn drive_exchange(&mut self, now: Instant, id: ExchangeId) {
         loop {
@@ -97,10 +123,7 @@ impl HttpClient {
                         return;
                     };
                     let reusable = keep_alive && x.reader.leftover().is_empty();
-                    self.finished.push_back(Finished {
-                        exchange: id,
-                        reusable,
-                    });
+                    self.pool.finished(now, id, reusable);
                     self.on_end(now, x);
                     return;
                 }
@@ -108,9 +131,9 @@ impl HttpClient {
                     let Some(x) = self.exchanges.remove(&id) else {
                         return;
                     };
-                    self.aborts.push_back(id);
+                    self.pool.abort(now, id);
                     let detail = format!("malformed HTTP response: {e}");
-                    self.exchange_failed(now, x, None, None, detail);
+                    self.exchange_failed(now, x, None, None, Failure::Text(detail));
                     return;
                 }
             }
@@ -161,8 +184,8 @@ impl HttpClient {
                 let detail = format!("unexpected content type {content_type:?} for a success");
                 x.head = Some(head);
                 if let Some(x) = self.exchanges.remove(&id) {
-                    self.aborts.push_back(id);
-                    self.exchange_failed(now, x, Some(status), None, detail);
+                    self.pool.abort(now, id);
+                    self.exchange_failed(now, x, Some(status), None, Failure::Text(detail));
                 }
                 return;
             }
@@ -206,8 +229,8 @@ impl HttpClient {
         if let Some(detail) = overflow
             && let Some(x) = self.exchanges.remove(&id)
         {
-            self.aborts.push_back(id);
-            self.exchange_failed(now, x, None, None, detail);
+            self.pool.abort(now, id);
+            self.exchange_failed(now, x, None, None, Failure::Text(detail));
             return;
         }
         for data in messages {
@@ -254,7 +277,7 @@ impl HttpClient {
                     // The body was not the answer (another id, or garbage).
                     let detail = "the JSON response did not answer the request".to_owned();
                     self.client
-                        .handle_http_failure(now, rpc, Some(status), None, None, detail);
+                        .handle_http_failure(now, rpc, HttpFailure::new(Some(status), None, detail), None, None);
                 }
             }
             Body::Sse(_) => self.stream_ended(now, x, "the event stream ended"),
@@ -269,7 +292,7 @@ impl HttpClient {
                 } else {
                     String::from_utf8_lossy(&buf[..buf.len().min(200)]).into_owned()
                 };
-                self.exchange_failed(now, x, Some(status), response, detail);
+                self.exchange_failed(now, x, Some(status), response, Failure::Text(detail));
             }
             Body::Ignore | Body::Unknown => {
                 if let Purpose::Request { .. } = x.purpose
@@ -277,7 +300,7 @@ impl HttpClient {
                 {
                     let detail = format!("HTTP {status} carried no response");
                     self.client
-                        .handle_http_failure(now, rpc, Some(status), None, None, detail);
+                        .handle_http_failure(now, rpc, HttpFailure::new(Some(status), None, detail), None, None);
                 }
             }
         }
@@ -291,13 +314,14 @@ impl HttpClient {
         x: Exchange,
         status: Option<u16>,
         response: Option<Response>,
-        detail: String,
+        failure: Failure,
     ) {
         if matches!(x.body, Body::Sse(_)) {
             // A stream that broke after it started: resumable in the legacy era.
-            self.stream_ended(now, x, &detail);
+            self.stream_ended(now, x, &failure.detail());
             return;
         }
+        let (detail, transport) = failure.into_parts();
         if status == Some(404) && x.had_session && self.era() == Some(Era::Legacy) {
             self.session_expired(now);
             return;
@@ -310,8 +334,10 @@ impl HttpClient {
         match x.purpose {
             Purpose::Request { .. } => {
                 if let Some(rpc) = x.rpc_id {
+                    let mut failure = HttpFailure::new(status, None, detail);
+                    failure.transport = transport;
                     self.client
-                        .handle_http_failure(now, rpc, status, challenge, response, detail);
+                        .handle_http_failure(now, rpc, failure, challenge, response);
                 }
             }
             Purpose::Initialized => {
@@ -412,7 +438,7 @@ impl HttpClient {
     fn fail_owed(&mut self, now: Instant, owed: &[i64], status: Option<u16>, detail: &str) {
         for rpc in owed {
             self.client
-                .handle_http_failure(now, *rpc, status, None, None, detail.to_owned());
+                .handle_http_failure(now, *rpc, HttpFailure::new(status, None, detail), None, None);
         }
     }
 

@@ -6,13 +6,13 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::HttpClient;
+use super::HttpLink;
 use crate::client::Event;
 use crate::http::xmcp::tool_param_headers;
 use crate::jsonrpc::{self, RequestId, Response};
 use crate::version::Era;
 
-impl HttpClient {
+impl HttpLink {
     /// Looks at a response before the protocol machine does.
     pub(super) fn inspect_response(&mut self, r: Response) -> Response {
         let Some(RequestId::Number(rpc)) = r.id else {

@@ -7,9 +7,9 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::event::id_text;
+use crate::client::event::id_text;
 use super::{
-    CallError, CallId, CallOutput, Client, Event, InputAnswer, InputId, InputRequest, OutKind,
+    CallError, CallId, CallOutput, Session, Event, InputAnswer, InputId, InputRequest, OutKind,
     PeerError, PendingInput, remember, request,
 };
 use crate::jsonrpc::{self, DecodeError, ErrorObject, Notification, Request, RequestId, codes};
@@ -43,7 +43,7 @@ struct EmbeddedRequest {
     params: Option<Box<RawValue>>,
 }
 
-impl Client {
+impl Session {
     pub(super) fn handle_malformed(&mut self, now: Instant, error: DecodeError, id: Option<i64>) {
         if let Some(rpc) = id
             && let Some(&call) = self.by_rpc.get(&rpc)

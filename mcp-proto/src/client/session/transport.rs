@@ -4,12 +4,12 @@
 use crate::Instant;
 
 use super::{
-    CallError, CallId, Client, CloseReason, HttpFailure, Phase, ProtocolVersion, State, Transport,
+    CallError, CallId, Session, CloseReason, HttpFailure, Phase, ProtocolVersion, State, Transport,
 };
 use crate::jsonrpc::Response;
 use crate::version::{Era, HttpProbeOutcome, HttpProbeVerdict, classify_http_probe};
 
-impl Client {
+impl Session {
     /// Switches the machine to HTTP semantics: 2026 cancellation aborts the exchange
     /// instead of writing `notifications/cancelled`, and silence during the probe is an
     /// outage rather than legacy evidence.
@@ -80,13 +80,12 @@ impl Client {
         &mut self,
         now: Instant,
         rpc_id: i64,
-        status: Option<u16>,
+        mut failure: HttpFailure,
         challenge: Option<String>,
         response: Option<Response>,
-        detail: String,
     ) {
-        let error = response.as_ref().and_then(|r| r.outcome.clone().err());
-        let failure = HttpFailure::new(status, error, detail);
+        let status = failure.status;
+        failure.error = response.as_ref().and_then(|r| r.outcome.clone().err());
         if let Some(h) = &self.handshake
             && h.rpc_id == rpc_id
         {
@@ -118,6 +117,9 @@ impl Client {
                     }
                 }
                 Phase::Initialize { .. } => {
+                    if self.reprobe_after_stale_verdict(now, failure.error.as_ref(), status) {
+                        return;
+                    }
                     self.handshake = None;
                     if status == Some(401) {
                         self.close_with(CloseReason::AuthRequired { challenge });
