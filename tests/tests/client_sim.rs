@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use mcp_proto::client::{
-    AcceptDefaults, CallError, CallRequest, ClientConfig, CloseReason, ConnectionState, Event,
-    InputAnswer, PeerError,
+    AcceptDefaults, CallError, CallRequest, ClientConfig, CloseReason, ConnId, ConnectionState,
+    Event, InputAnswer, PeerError,
 };
 use mcp_proto::limits::Limits;
 use mcp_proto::model::ClientCapabilities;
@@ -797,8 +797,8 @@ fn a_server_exiting_mid_call_fails_the_call_and_closes() {
         .unwrap();
     sim.step();
     sim.client
-        .handle_input(sim.now, b"{\"jsonrpc\":\"2.0\",\"id\":");
-    sim.client.handle_eof(sim.now);
+        .handle_read(sim.now, ConnId::STDIO, b"{\"jsonrpc\":\"2.0\",\"id\":");
+    sim.client.handle_eof(sim.now, ConnId::STDIO);
     sim.drain();
     let reason = CloseReason::ServerExited { truncated: 22 };
     assert!(matches!(sim.completion(id), Some(Err(CallError::Closed(r))) if r == reason));
@@ -818,7 +818,7 @@ fn too_many_unpolled_notifications_are_dropped_and_counted() {
     sim.connect();
     let note = b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n";
     for _ in 0..10 {
-        sim.client.handle_input(sim.now, note);
+        sim.client.handle_read(sim.now, ConnId::STDIO, note);
     }
     sim.drain();
     let kept = sim
@@ -854,17 +854,17 @@ fn events_do_not_depend_on_chunking() {
     .as_bytes();
     let run = |chunks: &[&[u8]]| -> Vec<String> {
         let now = mcp_proto::Instant::ZERO;
-        let mut c = Client::new(config(EraMode::Legacy), now);
+        let mut c = Client::stdio(config(EraMode::Legacy), now);
         c.call(now, CallRequest::call_tool("x", json!({}))).unwrap();
         let mut out = Vec::new();
         for chunk in chunks {
-            c.handle_input(now, chunk);
+            c.handle_read(now, ConnId::STDIO, chunk);
         }
         while let Some(e) = c.poll_event() {
             out.push(format!("{e:?}"));
         }
         let mut wire = Vec::new();
-        c.poll_transmit(now, &mut wire);
+        while c.poll_transmit(now, &mut wire).is_some() {}
         out.push(String::from_utf8(wire).unwrap());
         out
     };

@@ -1,7 +1,7 @@
 //! Every row of `vectors/era-detection.json`, through the classifiers and (for stdio)
 //! through the client machine itself.
 
-use mcp_proto::client::{ClientConfig, Event};
+use mcp_proto::client::{ClientConfig, ConnId, Event, Transmit};
 use mcp_proto::jsonrpc::{Message, Response};
 use mcp_proto::version::{
     HttpProbeOutcome, HttpProbeVerdict, ProbeOutcome, ProbeVerdict, ProtocolVersion, VersionPolicy,

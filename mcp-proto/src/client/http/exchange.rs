@@ -13,7 +13,7 @@ use crate::client::PeerError;
 use crate::http::headers::MCP_SESSION_ID;
 use crate::http::{ResponseEvent, ResponseHead, ResponseReader};
 use crate::jsonrpc::{Message, Response};
-use crate::sse::SseDecoder;
+use crate::sse::{SseDecoder, SseError};
 use crate::version::Era;
 
 /// Identifies one HTTP exchange (one request and its response).
@@ -202,6 +202,7 @@ impl HttpLink {
         };
         let mut messages = Vec::new();
         let mut overflow = None;
+        let mut broken = None;
         match &mut x.body {
             Body::Json(buf) => {
                 if buf.len() + bytes.len() > max_message {
@@ -220,7 +221,12 @@ impl HttpLink {
                     match item {
                         Ok(ev) if ev.data.is_empty() => {}
                         Ok(ev) => messages.push(ev.data),
-                        Err(e) => messages.push(format!("\u{0}{e}")),
+                        // A stream that crossed a limit is not trusted further: the
+                        // messages before the bad event still count.
+                        Err(e) => {
+                            broken = Some(e);
+                            break;
+                        }
                     }
                 }
             }
@@ -234,18 +240,43 @@ impl HttpLink {
             return;
         }
         for data in messages {
-            if let Some(err) = data.strip_prefix('\u{0}') {
-                self.events
-                    .push_back(Event::PeerError(PeerError::Protocol(format!(
-                        "event stream: {err}"
-                    ))));
-                continue;
-            }
             if let Some(x) = self.exchanges.get_mut(&id) {
                 x.delivered += 1;
             }
             self.deliver(now, data.as_bytes());
         }
+        if let Some(error) = broken {
+            self.stream_broken(now, id, error);
+        }
+    }
+
+    /// An event stream crossed a limit (an endless line or event): it is cut, and what it
+    /// still owed fails now with the limit named. Never resumed: the server would only
+    /// send the same event again.
+    fn stream_broken(&mut self, now: Instant, id: ExchangeId, error: SseError) {
+        let Some(x) = self.exchanges.remove(&id) else {
+            return;
+        };
+        self.pool.abort(now, id);
+        self.events
+            .push_back(Event::PeerError(PeerError::Protocol(format!(
+                "event stream: {error}"
+            ))));
+        let owed: Vec<i64> = match &x.purpose {
+            Purpose::Request { .. } => x.rpc_id.into_iter().collect(),
+            Purpose::Get { owed, .. } if owed.is_empty() => {
+                self.get_stream = GetStream::Unavailable;
+                Vec::new()
+            }
+            Purpose::Get { owed, .. } => owed.clone(),
+            _ => Vec::new(),
+        };
+        let owed: Vec<i64> = owed
+            .into_iter()
+            .filter(|r| self.client.is_awaiting(*r))
+            .collect();
+        let status = x.head.as_ref().map(|h| h.status);
+        self.fail_owed(now, &owed, status, &format!("event stream cut: {error}"));
     }
 
     /// One JSON-RPC message from the server, to the protocol machine.
@@ -323,7 +354,12 @@ impl HttpLink {
         }
         let (detail, transport) = failure.into_parts();
         if status == Some(404) && x.had_session && self.era() == Some(Era::Legacy) {
-            self.session_expired(now);
+            // The server did not know the session: this request never ran.
+            let never_ran = match x.purpose {
+                Purpose::Request { .. } => x.rpc_id,
+                _ => None,
+            };
+            self.session_expired(now, never_ran);
             return;
         }
         let challenge = x
@@ -334,6 +370,13 @@ impl HttpLink {
         match x.purpose {
             Purpose::Request { .. } => {
                 if let Some(rpc) = x.rpc_id {
+                    let code = response
+                        .as_ref()
+                        .and_then(|r| r.outcome.as_ref().err())
+                        .map(|e| e.code);
+                    if self.retry_after_header_mismatch(now, rpc, status, code) {
+                        return;
+                    }
                     let mut failure = HttpFailure::new(status, None, detail);
                     failure.transport = transport;
                     self.client
@@ -486,7 +529,7 @@ impl HttpLink {
         }
     }
 
-    fn session_expired(&mut self, now: Instant) {
+    fn session_expired(&mut self, now: Instant, never_ran: Option<i64>) {
         self.session_id = None;
         self.held = None;
         self.resumes.clear();
@@ -495,6 +538,6 @@ impl HttpLink {
         self.events.push_back(Event::PeerError(PeerError::Protocol(
             "the session expired (HTTP 404); starting a new one".into(),
         )));
-        self.client.handle_session_expired(now);
+        self.client.handle_session_expired(now, never_ran);
     }
 }

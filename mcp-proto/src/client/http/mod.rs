@@ -35,6 +35,7 @@
 //!   silent re-issue). Cancelling aborts the exchange: its connection is closed.
 
 mod exchange;
+mod learn;
 mod outgoing;
 pub mod pool;
 mod tools;
@@ -130,6 +131,8 @@ pub(crate) struct HttpLink {
     /// Legacy: messages held until the server accepted `notifications/initialized`, so
     /// no request can overtake it on another connection.
     held: Option<VecDeque<Outgoing>>,
+    /// `tools/call` requests waiting for the tools' header declarations.
+    learning: learn::Learning,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -163,6 +166,7 @@ impl HttpLink {
             get_stream: GetStream::Idle,
             closing: false,
             held: None,
+            learning: learn::Learning::default(),
         };
         this.pump(now);
         this
@@ -246,7 +250,7 @@ impl HttpLink {
 
     /// Whether the link has nothing left to do: closed, and every connection released.
     pub(crate) fn is_released(&self) -> bool {
-        self.closing && self.exchanges.is_empty() && !self.pool.busy()
+        self.closing && self.exchanges.is_empty() && self.pool.is_empty()
     }
 
     // ----- inputs -------------------------------------------------------------------
@@ -359,6 +363,12 @@ impl HttpLink {
             }
             while let Some(ev) = self.client.poll_event() {
                 progressed = true;
+                if !self.learning_event(now, &ev) {
+                    continue;
+                }
+                if let Event::CallCompleted { call, .. } = &ev {
+                    self.forget_call(*call);
+                }
                 self.observe_event(now, &ev);
                 self.events.push_back(ev);
             }
@@ -377,6 +387,9 @@ impl HttpLink {
             {
                 // Opened once `notifications/initialized` is accepted (see `release_held`).
                 self.get_stream = GetStream::Active;
+            }
+            Event::Notification(n) if n.method == "notifications/tools/list_changed" => {
+                self.learning.listed = false;
             }
             // After `close`, the exchanges are already gone and only the DELETE remains.
             Event::Closed { .. } if !self.closing => {

@@ -47,6 +47,9 @@ impl HttpLink {
             held.push_back(msg);
             return;
         }
+        let Some(msg) = self.hold_for_tool_headers(now, msg) else {
+            return;
+        };
         let Outgoing { json, kind } = msg;
         let (rpc_id, method) = match kind {
             OutKind::Request(rpc) => match self.client.request_info(rpc) {

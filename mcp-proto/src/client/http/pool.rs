@@ -353,13 +353,9 @@ impl Pool {
         }
     }
 
-    /// Whether any request still waits for a connection or a response.
-    pub(super) fn busy(&self) -> bool {
-        !self.queue.is_empty()
-            || self
-                .conns
-                .values()
-                .any(|c| !matches!(c.state, ConnState::Idle { .. }))
+    /// Whether every connection is closed and the driver was told so.
+    pub(super) fn is_empty(&self) -> bool {
+        self.queue.is_empty() && self.conns.is_empty() && self.commands.is_empty()
     }
 
     /// The next command, with a request's bytes appended to `buf`.

@@ -39,6 +39,11 @@ impl HttpLink {
         else {
             return r;
         };
+        // The last page of a listing (no cursor to follow): every tool the server has is
+        // now known, and a call to any other needs no declarations.
+        if result.get("nextCursor").is_none_or(|c| c.get() == "null") {
+            self.learning.listed = true;
+        }
         let mut excluded = Vec::new();
         tools.retain(|raw_tool| {
             let tool: Value = serde_json::from_str(raw_tool.get()).unwrap_or(Value::Null);

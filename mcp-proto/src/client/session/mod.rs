@@ -155,6 +155,8 @@ struct Call {
     pages: u32,
     items: Vec<Box<RawValue>>,
     progress_token: Option<u64>,
+    /// Sent again once already on a new legacy session after the old one expired.
+    resent_on_new_session: bool,
 }
 
 #[derive(Debug)]
@@ -405,6 +407,7 @@ impl Session {
                 pages: 0,
                 items: Vec::new(),
                 progress_token,
+                resent_on_new_session: false,
             },
         );
         if matches!(self.state, State::Ready(..)) {
