@@ -81,6 +81,7 @@ pub mod server;
 pub mod sse;
 pub mod stdio;
 pub mod time;
+pub mod verdicts;
 pub mod version;
 
 /// Entry points for the fuzz targets in `fuzz/`; compiled always so CI keeps them building.

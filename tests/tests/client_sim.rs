@@ -880,3 +880,30 @@ fn events_do_not_depend_on_chunking() {
         assert_eq!(run(&[a, b]), whole, "split at {i}");
     }
 }
+
+/// Listing items reach the caller as the server wrote them: key order, spacing inside
+/// the item and unknown fields intact, however many pages.
+#[test]
+fn listing_items_are_kept_verbatim() {
+    const FIRST: &str = r#"{"name":"zeta","inputSchema":{"type":"object"},"x-vendor":{"b":1,"a":2},"description":"last key"}"#;
+    const SECOND: &str = r#"{ "title" : "T", "name":"alpha", "inputSchema":{"type":"object"} }"#;
+    let peer = Scripted::new(|m: &Value| match m["method"].as_str() {
+        Some("server/discover") => vec![discover_ok(m)],
+        Some("tools/list") if m["params"].get("cursor").is_none() => vec![format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":{{"resultType":"complete","tools":[{FIRST}],"nextCursor":"p2"}}}}"#,
+            m["id"]
+        )],
+        Some("tools/list") => vec![format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":{{"resultType":"complete","tools":[{SECOND}]}}}}"#,
+            m["id"]
+        )],
+        _ => Vec::new(),
+    });
+    let mut sim = Sim::new(config(EraMode::Auto), peer);
+    sim.connect();
+    let out = sim.call(CallRequest::list_tools()).unwrap();
+    let items: Vec<&str> = out.items.iter().map(|i| i.get()).collect();
+    assert_eq!(items, [FIRST, SECOND]);
+    let names: Vec<String> = out.tools().unwrap().into_iter().map(|t| t.name).collect();
+    assert_eq!(names, ["zeta", "alpha"]);
+}

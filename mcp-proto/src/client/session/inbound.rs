@@ -30,10 +30,22 @@ struct InputRequired {
     request_state: Option<String>,
 }
 
-#[derive(Deserialize)]
-struct Page {
-    #[serde(rename = "nextCursor", default)]
-    next_cursor: Option<Value>,
+/// The items of one listing page (verbatim) and its `nextCursor`.
+type PageParts = (Vec<Box<RawValue>>, Option<Value>);
+
+/// Splits a listing result into its items under `key`, each verbatim, and its cursor.
+fn read_page(raw: &RawValue, key: &str) -> Result<PageParts, String> {
+    let members: std::collections::BTreeMap<std::borrow::Cow<'_, str>, &RawValue> =
+        serde_json::from_str(raw.get()).map_err(|e| format!("listing result: {e}"))?;
+    let items = members
+        .get(key)
+        .and_then(|list| serde_json::from_str::<Vec<Box<RawValue>>>(list.get()).ok())
+        .ok_or_else(|| format!("listing result has no `{key}` array"))?;
+    let next = match members.get("nextCursor") {
+        None => None,
+        Some(c) => Some(serde_json::from_str::<Value>(c.get()).map_err(|e| e.to_string())?),
+    };
+    Ok((items, next))
 }
 
 #[derive(Deserialize)]
@@ -143,24 +155,19 @@ impl Session {
             );
             return;
         };
-        // A page of a listing.
-        let page_items = serde_json::from_str::<Map<String, Value>>(raw.get())
-            .ok()
-            .and_then(|mut m| match m.remove(key) {
-                Some(Value::Array(items)) => Some(items),
-                _ => None,
-            });
-        let Some(page_items) = page_items else {
-            let msg = format!("listing result has no `{key}` array");
-            self.complete(id, Err(CallError::InvalidResponse(msg)));
-            return;
+        // A page of a listing, read once: each item is kept as the server wrote it (key
+        // order and unknown fields intact); typed views parse from those bytes.
+        let page = match read_page(&raw, key) {
+            Ok(page) => page,
+            Err(msg) => {
+                self.complete(id, Err(CallError::InvalidResponse(msg)));
+                return;
+            }
         };
-        let next = serde_json::from_str::<Page>(raw.get())
-            .ok()
-            .and_then(|p| p.next_cursor);
+        let (page_items, next) = page;
         let limits = &self.config.limits;
         call.pages += 1;
-        call.items.extend(page_items.iter().map(jsonrpc::to_raw));
+        call.items.extend(page_items);
         if call.items.len() > limits.max_list_items {
             self.complete(id, Err(CallError::ListTooLong("the item limit")));
             return;
