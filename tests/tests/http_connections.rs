@@ -297,3 +297,18 @@ fn long_lived_streams_never_starve_calls() {
             .any(|e| matches!(e, Event::Closed { reason: CloseReason::Local }))
     );
 }
+
+#[test]
+fn a_failed_handshake_releases_every_connection() {
+    let mut sim = HttpSim::with_http(config(EraMode::Auto), http(pool(4)), |req| {
+        Reply::json(
+            403,
+            &json!({"jsonrpc":"2.0","id":req.body["id"],"error":{"code":-32600,"message":"forbidden"}}),
+        )
+    });
+    sim.connect();
+    assert!(sim.client.close_reason().is_some());
+    sim.step();
+    assert!(sim.client.is_released(), "the driver can stop");
+    assert!(sim.open.is_empty(), "{:?}", sim.open);
+}

@@ -392,9 +392,13 @@ impl HttpLink {
                 self.learning.listed = false;
             }
             // After `close`, the exchanges are already gone and only the DELETE remains.
+            // The session ended on its own (a failed handshake, say): nothing more will
+            // be sent, so every connection goes.
             Event::Closed { .. } if !self.closing => {
+                self.closing = true;
                 self.abort_all();
                 self.resumes.clear();
+                self.pool.close_all();
             }
             _ => {}
         }
