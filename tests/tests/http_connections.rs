@@ -312,3 +312,32 @@ fn a_failed_handshake_releases_every_connection() {
     assert!(sim.client.is_released(), "the driver can stop");
     assert!(sim.open.is_empty(), "{:?}", sim.open);
 }
+
+#[test]
+fn an_unanswered_delete_is_given_up_at_the_close_timeout() {
+    let mut sim = HttpSim::with_http(config(EraMode::Legacy), http(pool(4)), |req| {
+        match (req.method.as_str(), req.rpc_method()) {
+            ("POST", "initialize") => Reply::with_body(
+                200,
+                &[("Content-Type", "application/json"), ("Mcp-Session-Id", "s")],
+                &json!({"jsonrpc":"2.0","id":req.body["id"],"result":{
+                    "protocolVersion":"2025-11-25","capabilities":{},
+                    "serverInfo":{"name":"legacy","version":"1"}}})
+                .to_string(),
+            ),
+            ("POST", "notifications/initialized") => Reply::accepted(),
+            ("GET", _) => Reply::with_body(405, &[], ""),
+            _ => Reply::Silence,
+        }
+    });
+    sim.connect();
+    sim.client.close(sim.now);
+    sim.step();
+    assert!(sim.requests.iter().any(|r| r.method == "DELETE"));
+    assert!(!sim.client.is_released(), "waiting for the DELETE");
+    let start = sim.now;
+    sim.run_until(|s| s.client.is_released());
+    assert_eq!(sim.now - start, Duration::from_secs(2));
+    assert!(sim.open.is_empty());
+    assert_eq!(sim.client.poll_timeout(), None, "nothing left to wait for");
+}

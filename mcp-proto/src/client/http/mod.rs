@@ -85,6 +85,9 @@ pub struct HttpConfig {
     pub user_agent: String,
     /// How connections are opened, bounded and kept.
     pub pool: PoolConfig,
+    /// After [`super::Client::close`], how long the last exchanges (a legacy session's
+    /// `DELETE`) may take before every connection is closed regardless. Default 2 s.
+    pub close_timeout: Duration,
 }
 
 impl HttpConfig {
@@ -103,6 +106,7 @@ impl HttpConfig {
             authorization: None,
             user_agent: concat!("mcp-proto/", env!("CARGO_PKG_VERSION")).to_owned(),
             pool: PoolConfig::default(),
+            close_timeout: Duration::from_secs(2),
         }
     }
 }
@@ -128,6 +132,8 @@ pub(crate) struct HttpLink {
     resumes: Vec<exchange::PendingResume>,
     get_stream: GetStream,
     closing: bool,
+    /// After close: when whatever is still in flight is given up.
+    close_deadline: Option<Instant>,
     /// Legacy: messages held until the server accepted `notifications/initialized`, so
     /// no request can overtake it on another connection.
     held: Option<VecDeque<Outgoing>>,
@@ -165,6 +171,7 @@ impl HttpLink {
             resumes: Vec::new(),
             get_stream: GetStream::Idle,
             closing: false,
+            close_deadline: None,
             held: None,
             learning: learn::Learning::default(),
         };
@@ -229,6 +236,7 @@ impl HttpLink {
         }
         self.now = now;
         self.closing = true;
+        self.close_deadline = Some(now + self.config.close_timeout);
         let version = self.client.header_version();
         self.client.close(now);
         self.abort_all();
@@ -310,6 +318,12 @@ impl HttpLink {
 
     pub(crate) fn handle_timeout(&mut self, now: Instant) {
         self.now = now;
+        if self.close_deadline.is_some_and(|d| d <= now) {
+            // The last exchanges took too long: give them up.
+            self.close_deadline = None;
+            self.abort_all();
+            self.pool.close_all();
+        }
         for (exchange, failure) in self.pool.handle_timeout(now) {
             if let Some(x) = self.exchanges.remove(&exchange) {
                 self.exchange_failed(now, x, None, None, Failure::Transport(failure));
@@ -332,11 +346,19 @@ impl HttpLink {
     }
 
     pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+        if self.is_released() {
+            return None;
+        }
         let resume = self.resumes.iter().map(|r| r.due).min();
-        [self.client.poll_timeout(), resume, self.pool.poll_timeout()]
-            .into_iter()
-            .flatten()
-            .min()
+        [
+            self.client.poll_timeout(),
+            resume,
+            self.pool.poll_timeout(),
+            self.close_deadline,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     // ----- the pump -----------------------------------------------------------------
