@@ -7,6 +7,7 @@ use mcp_proto::client::{
     AcceptDefaults, CallError, CallRequest, ClientConfig, CloseReason, ConnectionState, Event,
     InputAnswer, PeerError,
 };
+use mcp_proto::jsonrpc::{DecodeError, Message};
 use mcp_proto::limits::Limits;
 use mcp_proto::model::ClientCapabilities;
 use mcp_proto::server::example;
@@ -753,7 +754,12 @@ fn a_malformed_response_fails_only_its_call() {
     let err = sim
         .call(CallRequest::call_tool("x", json!({})))
         .unwrap_err();
-    assert!(matches!(err, CallError::InvalidResponse(m) if m.contains("exactly one")));
+    assert_eq!(
+        err,
+        CallError::Peer(PeerError::Malformed {
+            error: DecodeError::ResultAndError
+        })
+    );
     // The real answer that follows is then a stranger, reported and otherwise ignored.
     assert!(
         sim.events
@@ -883,4 +889,168 @@ fn events_do_not_depend_on_chunking() {
         let (a, b) = transcript.split_at(i);
         assert_eq!(run(&[a, b]), whole, "split at {i}");
     }
+}
+
+// ----- unusable answers: too deep -----------------------------------------------------
+
+/// A legacy server whose `tools/call` answers are written by `answer` from the tool name
+/// and the request id (as JSON text); `None` leaves the call unanswered.
+fn answering(answer: fn(&str, &str) -> Option<String>) -> impl mcp_tests::Peer {
+    Scripted::new(move |m: &Value| match m["method"].as_str() {
+        Some("initialize") => vec![legacy_init(m)],
+        Some("tools/call") => {
+            let name = m["params"]["name"].as_str().unwrap_or_default();
+            answer(name, &m["id"].to_string()).into_iter().collect()
+        }
+        _ => Vec::new(),
+    })
+}
+
+fn ok_answer(id: &str) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"ok"}}]}}}}"#
+    )
+}
+
+/// `[[…[]…]]`, `levels` deep.
+fn nested(levels: usize) -> String {
+    format!("{}{}", "[".repeat(levels), "]".repeat(levels))
+}
+
+fn too_deep(limit: usize) -> CallError {
+    CallError::Peer(PeerError::Malformed {
+        error: DecodeError::TooDeep { limit },
+    })
+}
+
+/// The outcomes of two calls started together, in order.
+fn two_calls(
+    sim: &mut Sim,
+    a: CallRequest,
+    b: CallRequest,
+) -> (
+    Result<mcp_proto::client::CallOutput, CallError>,
+    Result<mcp_proto::client::CallOutput, CallError>,
+) {
+    let a = sim.client.call(sim.now, a).unwrap();
+    let b = sim.client.call(sim.now, b).unwrap();
+    sim.run_until(|s| s.completion(a).is_some() && s.completion(b).is_some());
+    (sim.completion(a).unwrap(), sim.completion(b).unwrap())
+}
+
+#[test]
+fn a_response_nested_past_the_depth_limit_fails_its_call_at_once() {
+    // 100 000 levels, with the id before the result and (as the TypeScript SDK writes
+    // it) after.
+    let peer = answering(|name, id| {
+        let deep = nested(100_000);
+        Some(match name {
+            "id-first" => format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"x":{deep}}}}}"#),
+            "id-last" => format!(r#"{{"result":{{"x":{deep}}},"jsonrpc":"2.0","id":{id}}}"#),
+            _ => ok_answer(id),
+        })
+    });
+    let mut sim = Sim::new(config(EraMode::Legacy), peer);
+    sim.connect();
+    let start = sim.now;
+    for name in ["id-first", "id-last"] {
+        let (deep, other) = two_calls(
+            &mut sim,
+            CallRequest::call_tool(name, json!({})),
+            CallRequest::call_tool("fine", json!({})),
+        );
+        assert_eq!(deep.unwrap_err(), too_deep(64), "{name}");
+        assert_eq!(text_of(&other.unwrap()), "ok");
+    }
+    assert_eq!(sim.now, start, "failed at once, not at a timeout");
+    let reported = sim
+        .events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e,
+                Event::PeerError(PeerError::Malformed {
+                    error: DecodeError::TooDeep { limit: 64 }
+                })
+            )
+        })
+        .count();
+    assert_eq!(reported, 2);
+    assert_eq!(
+        too_deep(64).to_string(),
+        "unusable message from the server: malformed message: nesting deeper than 64 levels (max_nesting_depth)"
+    );
+}
+
+#[test]
+fn a_response_exactly_at_the_depth_limit_is_accepted() {
+    // The message object is level 1, `result` level 2: a result of 63 levels makes a
+    // message of 64, the default limit; one more level is refused.
+    let peer = answering(|name, id| {
+        let levels = if name == "at-limit" { 63 } else { 64 };
+        let result = nested(levels);
+        Some(format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#
+        ))
+    });
+    let mut sim = Sim::new(config(EraMode::Legacy), peer);
+    sim.connect();
+    let out = sim
+        .call(CallRequest::call_tool("at-limit", json!({})))
+        .unwrap();
+    assert_eq!(out.result.get(), nested(63), "kept verbatim");
+    let err = sim
+        .call(CallRequest::call_tool("over", json!({})))
+        .unwrap_err();
+    assert_eq!(err, too_deep(64));
+
+    // The limit is configurable.
+    let mut limits = Limits::default();
+    limits.max_nesting_depth = 3;
+    let peer = answering(|name, id| {
+        let result = if name == "at-limit" { "[[]]" } else { "[[[]]]" };
+        Some(format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#
+        ))
+    });
+    let mut sim = Sim::new(config(EraMode::Legacy).limits(limits), peer);
+    sim.connect();
+    assert!(
+        sim.call(CallRequest::call_tool("at-limit", json!({})))
+            .is_ok()
+    );
+    let err = sim
+        .call(CallRequest::call_tool("over", json!({})))
+        .unwrap_err();
+    assert_eq!(err, too_deep(3));
+}
+
+#[test]
+fn handle_message_checks_the_depth_of_decoded_messages() {
+    // A transport with its own framing decodes with `Message::decode`, which keeps
+    // `result` verbatim at any depth; the machine checks before using it.
+    let peer = answering(|_, _| None);
+    let mut sim = Sim::new(config(EraMode::Legacy), peer);
+    sim.connect();
+    let start = sim.now;
+    let call = sim
+        .client
+        .call(sim.now, CallRequest::call_tool("x", json!({})))
+        .unwrap();
+    sim.step();
+    let id = sim.sent_with_method("tools/call")[0]["id"].clone();
+    let text = format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"result":{}}}"#,
+        nested(100_000)
+    );
+    let message = Message::decode(text.as_bytes()).expect("decode does not bound depth");
+    sim.client.handle_message(sim.now, message);
+    sim.drain();
+    assert_eq!(sim.completion(call).unwrap().unwrap_err(), too_deep(64));
+    assert_eq!(sim.now, start);
+    // `decode_with_max_depth` refuses the same text before decoding it.
+    assert_eq!(
+        Message::decode_with_max_depth(text.as_bytes(), 64).unwrap_err(),
+        DecodeError::TooDeep { limit: 64 }
+    );
 }

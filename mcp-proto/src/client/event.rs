@@ -155,6 +155,11 @@ pub enum CallError {
     /// never left the client.
     #[error("the request cannot be sent: {0}")]
     Unsendable(String),
+    /// The server sent something in place of the answer that could not be used: a
+    /// message that does not decode ([`PeerError::Malformed`], including one nested
+    /// deeper than `Limits::max_nesting_depth`).
+    #[error("unusable message from the server: {0}")]
+    Peer(PeerError),
 }
 
 impl CallError {
@@ -312,7 +317,8 @@ pub enum CloseReason {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum PeerError {
-    /// A line that is not a JSON-RPC message.
+    /// A message that is not a JSON-RPC message, or is nested deeper than
+    /// `Limits::max_nesting_depth` ([`DecodeError::TooDeep`]).
     #[error("malformed message: {error}")]
     Malformed {
         /// What is wrong.

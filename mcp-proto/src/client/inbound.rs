@@ -12,7 +12,7 @@ use super::{
     CallError, CallId, CallOutput, Client, Event, InputAnswer, InputId, InputRequest, OutKind,
     PeerError, PendingInput, remember, request,
 };
-use crate::jsonrpc::{self, DecodeError, ErrorObject, Notification, Request, RequestId, codes};
+use crate::jsonrpc::{self, ErrorObject, Notification, Request, RequestId, Sniffed, codes};
 use crate::model::ElicitationParams;
 use crate::version::Era;
 
@@ -44,22 +44,23 @@ struct EmbeddedRequest {
 }
 
 impl Client {
-    pub(super) fn handle_malformed(&mut self, now: Instant, error: DecodeError, id: Option<i64>) {
-        if let Some(rpc) = id
-            && let Some(&call) = self.by_rpc.get(&rpc)
-        {
-            let reason = format!("undecodable response: {error}");
-            self.peer_error(PeerError::Malformed { error });
-            self.complete(call, Err(CallError::InvalidResponse(reason)));
-            return;
+    /// A message that cannot be used (undecodable, too deep). The call it answers, when
+    /// `sniffed` names one, fails at once with the reason; the handshake gets an error
+    /// answer.
+    pub(super) fn handle_unusable(&mut self, now: Instant, error: PeerError, sniffed: &Sniffed) {
+        self.peer_error(error.clone());
+        if sniffed.has_method {
+            return; // a request or a notification: it answers nothing
         }
-        if id.is_some() && self.is_handshake_id(id.map(RequestId::Number).as_ref()) {
-            let e = ErrorObject::new(codes::PARSE_ERROR, format!("undecodable answer: {error}"));
-            self.peer_error(PeerError::Malformed { error });
+        let Some(RequestId::Number(rpc)) = sniffed.id else {
+            return;
+        };
+        if let Some(&call) = self.by_rpc.get(&rpc) {
+            self.complete(call, Err(CallError::Peer(error)));
+        } else if self.is_handshake_id(Some(&RequestId::Number(rpc))) {
+            let e = ErrorObject::new(codes::PARSE_ERROR, format!("unusable answer: {error}"));
             self.handle_handshake_response(now, Err(e));
-            return;
         }
-        self.peer_error(PeerError::Malformed { error });
     }
 
     pub(super) fn handle_response(&mut self, now: Instant, r: jsonrpc::Response) {
