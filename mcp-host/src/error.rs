@@ -121,7 +121,7 @@ mod tests {
     #[test]
     fn unusable_answers_have_kinds() {
         let kind = |p: PeerError| Cause::Call(&CallError::Peer(p)).kind();
-        assert_eq!(kind(PeerError::Oversized { seen: 9 }), "limit");
+        assert_eq!(kind(PeerError::Oversized { seen: 9, limit: 8 }), "limit");
         let deep = DecodeError::TooDeep { limit: 64 };
         assert_eq!(kind(PeerError::Malformed { error: deep }), "limit");
         let error = DecodeError::ResultAndError;

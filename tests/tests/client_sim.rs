@@ -793,7 +793,7 @@ fn an_oversized_line_is_dropped_with_a_clear_error() {
     assert!(
         sim.events
             .iter()
-            .any(|e| matches!(e, Event::PeerError(PeerError::Oversized { seen }) if *seen > 1024))
+            .any(|e| matches!(e, Event::PeerError(PeerError::Oversized { seen, limit: 1024 }) if *seen > 1024))
     );
 }
 
@@ -891,7 +891,7 @@ fn events_do_not_depend_on_chunking() {
     }
 }
 
-// ----- unusable answers: too deep -----------------------------------------------------
+// ----- unusable answers: too deep, too large ------------------------------------------
 
 /// A legacy server whose `tools/call` answers are written by `answer` from the tool name
 /// and the request id (as JSON text); `None` leaves the call unanswered.
@@ -1053,4 +1053,127 @@ fn handle_message_checks_the_depth_of_decoded_messages() {
         Message::decode_with_max_depth(text.as_bytes(), 64).unwrap_err(),
         DecodeError::TooDeep { limit: 64 }
     );
+}
+
+fn small_messages() -> Limits {
+    let mut limits = Limits::default();
+    limits.max_message_bytes = 1024;
+    limits
+}
+
+/// The size of an oversized line that failed a call with the 1024-byte limit.
+fn oversized_size(outcome: Result<mcp_proto::client::CallOutput, CallError>) -> usize {
+    match outcome {
+        Err(CallError::Peer(PeerError::Oversized { seen, limit: 1024 })) if seen > 5000 => seen,
+        other => panic!("not failed as oversized: {other:?}"),
+    }
+}
+
+#[test]
+fn an_oversized_answer_with_a_readable_id_fails_its_call_at_once() {
+    // The id is read from the first bytes of the line, or from its last ones when the
+    // server writes `result` first.
+    let peer = answering(|name, id| {
+        let big = "x".repeat(5000);
+        Some(match name {
+            "id-first" => format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"text":"{big}"}}}}"#),
+            "id-last" => format!(r#"{{"result":{{"text":"{big}"}},"jsonrpc":"2.0","id":{id}}}"#),
+            _ => ok_answer(id),
+        })
+    });
+    let mut sim = Sim::new(config(EraMode::Legacy).limits(small_messages()), peer);
+    sim.connect();
+    let start = sim.now;
+    for name in ["id-first", "id-last"] {
+        let (big, other) = two_calls(
+            &mut sim,
+            CallRequest::call_tool(name, json!({})),
+            CallRequest::call_tool("fine", json!({})),
+        );
+        oversized_size(big);
+        assert_eq!(text_of(&other.unwrap()), "ok", "{name}");
+    }
+    assert_eq!(sim.now, start, "failed at once, not at a timeout");
+    let error = CallError::Peer(PeerError::Oversized {
+        seen: 5045,
+        limit: 1024,
+    });
+    assert_eq!(
+        error.to_string(),
+        "unusable message from the server: message of 5045 bytes exceeds the limit of 1024 bytes (max_message_bytes)"
+    );
+    let out = sim.call(CallRequest::call_tool("fine", json!({}))).unwrap();
+    assert_eq!(text_of(&out), "ok");
+}
+
+#[test]
+fn an_oversized_answer_without_a_readable_id_fails_every_written_call_at_once() {
+    // The id sits between the result and another member: neither end of the line shows
+    // it, so any call in flight may have been the one answered.
+    let peer = answering(|name, id| match name {
+        "big" => Some(format!(
+            r#"{{"jsonrpc":"2.0","result":{{"text":"{}"}},"id":{id},"extra":1}}"#,
+            "x".repeat(5000)
+        )),
+        "silent" => None,
+        _ => Some(ok_answer(id)),
+    });
+    let mut sim = Sim::new(config(EraMode::Legacy).limits(small_messages()), peer);
+    sim.connect();
+    let start = sim.now;
+    let (big, silent) = two_calls(
+        &mut sim,
+        CallRequest::call_tool("silent", json!({})),
+        CallRequest::call_tool("big", json!({})),
+    );
+    assert_eq!(oversized_size(big), oversized_size(silent));
+    assert_eq!(sim.now, start, "failed at once, not at a timeout");
+    // Calls that did not fail because of their own answer are cancelled on the wire.
+    sim.step();
+    assert_eq!(sim.sent_with_method("notifications/cancelled").len(), 2);
+    // Later calls work.
+    let out = sim.call(CallRequest::call_tool("fine", json!({}))).unwrap();
+    assert_eq!(text_of(&out), "ok");
+    assert_eq!(
+        sim.client.state(),
+        ConnectionState::Ready(Era::Legacy, ProtocolVersion::V2025_11_25)
+    );
+}
+
+#[test]
+fn an_oversized_line_keeps_calls_not_yet_written() {
+    // A call queued behind the oversized line's arrival (its request not yet polled for
+    // writing) cannot have been answered by it.
+    let peer = answering(|name, id| match name {
+        "big" => Some(format!(
+            r#"{{"jsonrpc":"2.0","result":{{"text":"{}"}},"id":{id},"extra":1}}"#,
+            "x".repeat(5000)
+        )),
+        _ => Some(ok_answer(id)),
+    });
+    let mut sim = Sim::new(config(EraMode::Legacy).limits(small_messages()), peer);
+    sim.connect();
+    let big = sim
+        .client
+        .call(sim.now, CallRequest::call_tool("big", json!({})))
+        .unwrap();
+    // The request is written and answered with the oversized line, which is not read yet.
+    let mut wire = Vec::new();
+    sim.client.poll_transmit(sim.now, &mut wire);
+    sim.peer.handle(sim.now, &wire);
+    let later = sim
+        .client
+        .call(sim.now, CallRequest::call_tool("fine", json!({})))
+        .unwrap();
+    let mut answer = Vec::new();
+    sim.peer.transmit(&mut answer);
+    sim.client.handle_input(sim.now, &answer);
+    sim.drain();
+    oversized_size(sim.completion(big).unwrap());
+    assert!(
+        sim.completion(later).is_none(),
+        "not written, so not failed"
+    );
+    sim.run_until(|s| s.completion(later).is_some());
+    assert_eq!(text_of(&sim.completion(later).unwrap().unwrap()), "ok");
 }

@@ -157,7 +157,10 @@ pub enum CallError {
     Unsendable(String),
     /// The server sent something in place of the answer that could not be used: a
     /// message that does not decode ([`PeerError::Malformed`], including one nested
-    /// deeper than `Limits::max_nesting_depth`).
+    /// deeper than `Limits::max_nesting_depth`), or one longer than
+    /// `Limits::max_message_bytes` ([`PeerError::Oversized`]). An oversized stdio line
+    /// whose id cannot be read fails every call whose request was written, since any of
+    /// them may have been the one it answered.
     #[error("unusable message from the server: {0}")]
     Peer(PeerError),
 }
@@ -325,10 +328,12 @@ pub enum PeerError {
         error: DecodeError,
     },
     /// A line longer than `Limits::max_message_bytes` (discarded).
-    #[error("message of {seen} bytes exceeds the limit")]
+    #[error("message of {seen} bytes exceeds the limit of {limit} bytes (max_message_bytes)")]
     Oversized {
-        /// Its size so far.
+        /// Its size.
         seen: usize,
+        /// The limit in force (`Limits::max_message_bytes`).
+        limit: usize,
     },
     /// A response to an id the client never used.
     #[error("response to unknown request id {0}")]

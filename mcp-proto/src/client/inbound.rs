@@ -1,6 +1,8 @@
 //! Everything the server sends: responses (including MRTR rounds and pages), requests
 //! for input (legacy era), and notifications.
 
+use std::collections::HashSet;
+
 use crate::Instant;
 
 use serde::Deserialize;
@@ -44,22 +46,57 @@ struct EmbeddedRequest {
 }
 
 impl Client {
-    /// A message that cannot be used (undecodable, too deep). The call it answers, when
-    /// `sniffed` names one, fails at once with the reason; the handshake gets an error
-    /// answer.
-    pub(super) fn handle_unusable(&mut self, now: Instant, error: PeerError, sniffed: &Sniffed) {
+    /// A message that cannot be used (undecodable, too deep, too large). The call it
+    /// answers, when `sniffed` names one, fails at once with the reason; the handshake
+    /// gets an error answer. When it names nothing and `fail_written_calls` is set (an
+    /// oversized line whose id could not be read), every call whose request was written
+    /// fails, since the lost message may have answered any of them.
+    pub(super) fn handle_unusable(
+        &mut self,
+        now: Instant,
+        error: PeerError,
+        sniffed: &Sniffed,
+        fail_written_calls: bool,
+    ) {
         self.peer_error(error.clone());
         if sniffed.has_method {
             return; // a request or a notification: it answers nothing
         }
-        let Some(RequestId::Number(rpc)) = sniffed.id else {
-            return;
+        let rpc = match &sniffed.id {
+            Some(RequestId::Number(n)) => *n,
+            Some(RequestId::String(_)) => return,
+            None if fail_written_calls => return self.fail_written_calls(&error),
+            None => return,
         };
         if let Some(&call) = self.by_rpc.get(&rpc) {
             self.complete(call, Err(CallError::Peer(error)));
         } else if self.is_handshake_id(Some(&RequestId::Number(rpc))) {
             let e = ErrorObject::new(codes::PARSE_ERROR, format!("unusable answer: {error}"));
             self.handle_handshake_response(now, Err(e));
+        }
+    }
+
+    /// Fails (and cancels) every call whose current request has left the client.
+    fn fail_written_calls(&mut self, error: &PeerError) {
+        let unwritten: HashSet<i64> = self
+            .outgoing
+            .iter()
+            .filter_map(|m| match m.kind {
+                OutKind::Request(rpc) => Some(rpc),
+                _ => None,
+            })
+            .collect();
+        let written: Vec<CallId> = self
+            .calls
+            .iter()
+            .filter(|(_, c)| c.rpc_id.is_some_and(|rpc| !unwritten.contains(&rpc)))
+            .map(|(id, _)| *id)
+            .collect();
+        for call in written {
+            // The server may still be working on it: tell it to stop, and ignore a late
+            // answer.
+            self.send_cancel_for(call, "a message from the server could not be read");
+            self.complete(call, Err(CallError::Peer(error.clone())));
         }
     }
 

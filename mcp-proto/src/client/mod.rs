@@ -25,10 +25,11 @@
 //! While a legacy server waits for the user, call deadlines are paused.
 //!
 //! Input is never trusted: lines are bounded in size and every message in nesting depth
-//! (checked in one pass before decoding); malformed, too deep or unattributable messages
-//! become [`Event::PeerError`], and one that answers a call fails that call at once with
-//! [`CallError::Peer`]. Every count that a server could grow (pages, rounds, inputs,
-//! queued notifications) has a limit in [`Limits`].
+//! (checked in one pass before decoding); malformed, oversized, too deep or
+//! unattributable messages become [`Event::PeerError`], and one that answers a call fails
+//! that call at once with [`CallError::Peer`] (an oversized line whose id cannot be read
+//! fails every call whose request was written). Every count that a server could grow
+//! (pages, rounds, inputs, queued notifications) has a limit in [`Limits`].
 
 mod event;
 mod handshake;
@@ -293,28 +294,37 @@ impl Client {
 
     /// Bytes from the server's stdout, in any chunks.
     ///
-    /// Each line is checked against `Limits::max_nesting_depth` before it is decoded. A
-    /// line that cannot be used fails the call it answers at once, when its `id` can be
-    /// read.
+    /// Each line is checked against `Limits::max_message_bytes` and
+    /// `Limits::max_nesting_depth` before it is decoded. A line that cannot be used fails
+    /// the call it answers at once, when its `id` can be read (for an oversized line:
+    /// from its first or last bytes); an oversized line whose `id` cannot be read fails
+    /// every call whose request was written, since it may have answered any of them.
     pub fn handle_input(&mut self, now: Instant, data: &[u8]) {
         if self.state == State::Closed {
             return;
         }
         let max_depth = self.config.limits.max_nesting_depth;
+        let limit = self.config.limits.max_message_bytes;
         self.decoder.push(data);
         loop {
             let item = match self.decoder.next_line() {
                 None => break,
-                Some(Line::Oversized { seen }) => {
-                    self.peer_error(PeerError::Oversized { seen });
-                    continue;
+                Some(Line::Oversized { seen, head, tail }) => {
+                    let mut sniffed = jsonrpc::sniff(head);
+                    if !sniffed.has_method && sniffed.id.is_none() {
+                        sniffed.id = jsonrpc::sniff_trailing_id(tail);
+                    }
+                    Err((PeerError::Oversized { seen, limit }, sniffed))
                 }
                 Some(Line::Message(line)) => Message::decode_with_max_depth(line, max_depth)
                     .map_err(|error| (PeerError::Malformed { error }, jsonrpc::sniff(line))),
             };
             match item {
                 Ok(m) => self.dispatch_message(now, m),
-                Err((error, sniffed)) => self.handle_unusable(now, error, &sniffed),
+                Err((error, sniffed)) => {
+                    let oversized = matches!(error, PeerError::Oversized { .. });
+                    self.handle_unusable(now, error, &sniffed, oversized);
+                }
             }
             if self.state == State::Closed {
                 break;
@@ -346,7 +356,7 @@ impl Client {
                     has_method: true,
                 },
             };
-            self.handle_unusable(now, PeerError::Malformed { error }, &sniffed);
+            self.handle_unusable(now, PeerError::Malformed { error }, &sniffed, false);
             return;
         }
         self.dispatch_message(now, message);

@@ -24,10 +24,15 @@ pub fn stdio_framing(data: &[u8]) {
             d.push(c);
             while let Some(l) = d.next_line() {
                 out.push(match l {
-                    Line::Message(m) => Some(m.to_vec()),
-                    Line::Oversized { .. } => None,
+                    Line::Message(m) => Ok(m.to_vec()),
+                    Line::Oversized { seen, head, tail } => {
+                        Err((seen, head.to_vec(), tail.to_vec()))
+                    }
                 });
             }
+            // One partial line, and the first and last bytes of two oversized ones (the
+            // one being skipped and the one last reported), whatever the input.
+            assert!(d.retained_bytes() <= 5 * 64, "the decoder holds too much");
         }
         out
     };
@@ -67,7 +72,7 @@ pub fn jsonrpc_decode(data: &[u8]) {
     if id.is_some() {
         assert_eq!(sniffed.id, id, "id sniffed wrong");
     }
-    let tail = &data[data.len().saturating_sub(256)..];
+    let tail = &data[data.len().saturating_sub(crate::stdio::SNIFF_BYTES)..];
     if let Some(trailing) = jsonrpc::sniff_trailing_id(tail) {
         assert_eq!(Some(trailing), id, "trailing id sniffed wrong");
     }

@@ -14,7 +14,8 @@ use super::state::{PlainStateCodec, RequestStateCodec};
 #[non_exhaustive]
 pub struct ServerLimits {
     /// Largest single message (one stdio line), in bytes. Longer lines are skipped and
-    /// answered with `-32600`. Default 8 MiB.
+    /// answered with `-32600` (with their id when it can be read from their first or
+    /// last bytes). Default 8 MiB.
     pub max_line_bytes: usize,
     /// Deepest nesting of arrays and objects in a message received, the message object
     /// being level 1; deeper messages are answered with `-32600` before being decoded.

@@ -12,12 +12,12 @@
 //! input call returns. `now` is taken for future timeouts and is unused today.
 //!
 //! **Framing.** Lines come out of a bounded [`LineDecoder`]. A line that is not JSON gets
-//! `-32700` with id `null`; one that is JSON but not JSON-RPC, or nested deeper than
-//! [`ServerLimits::max_nesting_depth`] (checked before decoding), gets `-32600` with the
-//! id when it can be read; an oversized line gets `-32600` with id `null`. (The TypeScript
-//! and Python SDK servers drop such lines silently; JSON-RPC 2.0 asks for the error.) When
-//! such a message is the client's answer to one of our requests, the tool call waiting
-//! for it fails instead.
+//! `-32700` with id `null`; one that is JSON but not JSON-RPC, one nested deeper than
+//! [`ServerLimits::max_nesting_depth`] (checked before decoding) and an oversized one get
+//! `-32600`, with the id when it can be read (for an oversized line, from its first or
+//! last bytes). (The TypeScript and Python SDK servers drop such lines silently; JSON-RPC
+//! 2.0 asks for the error.) When such a message is the client's answer to one of our
+//! requests, the tool call waiting for it fails instead.
 //!
 //! **Era, per message.** As a dual-era server does, the era is decided for each request:
 //!
@@ -138,13 +138,17 @@ impl Server {
             let line = match self.decoder.next_line() {
                 None => break,
                 Some(Line::Message(m)) => m.to_vec(),
-                Some(Line::Oversized { .. }) => {
+                Some(Line::Oversized { head, tail, .. }) => {
+                    let mut sniffed = jsonrpc::sniff(head);
+                    if !sniffed.has_method && sniffed.id.is_none() {
+                        sniffed.id = jsonrpc::sniff_trailing_id(tail);
+                    }
                     let limit = self.config.limits.max_line_bytes;
                     let e = ErrorObject::new(
                         codes::INVALID_REQUEST,
                         format!("Invalid request: message longer than {limit} bytes"),
                     );
-                    self.send_error(None, &e);
+                    self.refuse(&sniffed, e);
                     continue;
                 }
             };

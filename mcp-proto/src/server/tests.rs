@@ -794,10 +794,26 @@ fn malformed_lines() {
     assert_eq!(
         p.raw(&input),
         [
-            json!({"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: message longer than 64 bytes"}}),
+            err(
+                json!(1),
+                -32600,
+                "Invalid request: message longer than 64 bytes"
+            ),
             ok(json!(2), json!({})),
         ]
     );
+    // The id is read from the end when the start does not show it; when neither does,
+    // the answer has id null.
+    let id_last = format!(
+        "{{\"params\":{{\"x\":\"{}\"}},\"method\":\"ping\",\"jsonrpc\":\"2.0\",\"id\":\"z\"}}\n",
+        "a".repeat(100)
+    );
+    assert_eq!(p.raw(id_last.as_bytes())[0]["id"], json!("z"));
+    let id_inside = format!(
+        "{{\"params\":{{\"x\":\"{}\"}},\"id\":\"z\",\"method\":\"ping\",\"jsonrpc\":\"2.0\"}}\n",
+        "a".repeat(100)
+    );
+    assert_eq!(p.raw(id_inside.as_bytes())[0]["id"], json!(null));
 }
 
 /// `{"a":[[…]]}` with `levels` levels in all.
