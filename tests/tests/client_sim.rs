@@ -1177,3 +1177,114 @@ fn an_oversized_line_keeps_calls_not_yet_written() {
     sim.run_until(|s| s.completion(later).is_some());
     assert_eq!(text_of(&sim.completion(later).unwrap().unwrap()), "ok");
 }
+
+// ----- typed peer errors --------------------------------------------------------------
+
+#[test]
+fn protocol_breaches_are_typed_peer_errors() {
+    let peer = Scripted::new(|m: &Value| match m["method"].as_str() {
+        Some("initialize") => vec![legacy_init(m)],
+        Some("tools/call") => vec![
+            // The same server request twice while the first waits for the user.
+            json!({"jsonrpc":"2.0","id":"e1","method":"elicitation/create","params":{"message":"?",
+                "requestedSchema":{"type":"object","properties":{}}}})
+            .to_string(),
+            json!({"jsonrpc":"2.0","id":"e1","method":"elicitation/create","params":{"message":"?",
+                "requestedSchema":{"type":"object","properties":{}}}})
+            .to_string(),
+            json!({"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":"half"}})
+                .to_string(),
+            json!({"jsonrpc":"2.0","method":"notifications/progress"}).to_string(),
+            json!({"jsonrpc":"2.0","id":m["id"],"result":{"content":[]}}).to_string(),
+        ],
+        _ => Vec::new(),
+    });
+    let mut sim = Sim::new(config(EraMode::Legacy), peer);
+    sim.connect();
+    sim.call(CallRequest::call_tool("x", json!({}))).unwrap();
+    // A result without an id only reaches the machine through `handle_message`
+    // (`Message::decode` refuses it).
+    let raw = mcp_proto::jsonrpc::to_raw(&json!({}));
+    sim.client.handle_message(
+        sim.now,
+        Message::Response(mcp_proto::jsonrpc::Response {
+            id: None,
+            outcome: Ok(raw),
+        }),
+    );
+    sim.drain();
+    let errors: Vec<&PeerError> = sim
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::PeerError(p) => Some(p),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        matches!(
+            errors.as_slice(),
+            [
+                PeerError::ReusedRequestId { id },
+                PeerError::MalformedNotification { method: m1, .. },
+                PeerError::MalformedNotification { method: m2, detail },
+                PeerError::ResultWithoutId,
+            ] if *id == mcp_proto::RequestId::from("e1")
+                && m1 == "notifications/progress"
+                && m2 == "notifications/progress"
+                && detail == "no params"
+        ),
+        "{errors:#?}"
+    );
+    assert!(
+        !errors.iter().any(|e| matches!(e, PeerError::Protocol(_))),
+        "nothing falls back to words"
+    );
+}
+
+#[test]
+fn http_peer_errors_read_as_before() {
+    // The variants the Streamable HTTP transport reports keep the wording it used.
+    use mcp_proto::sse::SseError;
+    let cases = [
+        (
+            PeerError::Sse(SseError::LineTooLong { limit: 8 }),
+            "event stream: event-stream line longer than 8 bytes (max_line_bytes); the line and its event were dropped",
+        ),
+        (
+            PeerError::InitializedRefused {
+                status: Some(500),
+                detail: "boom".into(),
+            },
+            "notifications/initialized was not accepted (HTTP 500): boom",
+        ),
+        (
+            PeerError::InitializedRefused {
+                status: None,
+                detail: "reset".into(),
+            },
+            "notifications/initialized was not accepted (no response): reset",
+        ),
+        (
+            PeerError::MessageRefused {
+                status: Some(400),
+                detail: "bad".into(),
+            },
+            "a notification or response was refused with HTTP 400: bad",
+        ),
+        (
+            PeerError::MessageRefused {
+                status: None,
+                detail: "reset".into(),
+            },
+            "a notification or response could not be sent: reset",
+        ),
+        (
+            PeerError::SessionExpired,
+            "the session expired (HTTP 404); starting a new one",
+        ),
+    ];
+    for (error, text) in cases {
+        assert_eq!(error.to_string(), text);
+    }
+}

@@ -5,8 +5,10 @@ use std::fmt;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use crate::http::RequestError;
 use crate::jsonrpc::{DecodeError, ErrorObject, Notification, RequestId};
 use crate::model::{ElicitAction, ElicitResult, ElicitationParams, ServerDetails};
+use crate::sse::SseError;
 use crate::version::{Era, ProtocolVersion};
 
 /// Identifies one call for its whole life, however many JSON-RPC ids (MRTR rounds,
@@ -316,7 +318,8 @@ pub enum CloseReason {
     },
 }
 
-/// Misbehaviour of the server that did not end the connection.
+/// Misbehaviour of the server that did not end the connection, or trouble on the way to
+/// it that harmed no call.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum PeerError {
@@ -344,6 +347,9 @@ pub enum PeerError {
     /// An error response without an id.
     #[error("error response without an id: {0}")]
     UnattributedError(ErrorObject),
+    /// A successful response without an id: it answers nothing the client can name.
+    #[error("result without an id")]
+    ResultWithoutId,
     /// A request the client does not serve or cannot accept now (already answered with
     /// an error).
     #[error("request {method} refused: {reason}")]
@@ -353,9 +359,68 @@ pub enum PeerError {
         /// Why.
         reason: String,
     },
-    /// Something else that breaks the protocol.
+    /// A request from the server reused the id of one of its requests still waiting for
+    /// the user's answer (ignored).
+    #[error("request id {id} reused while still pending")]
+    ReusedRequestId {
+        /// The id.
+        id: RequestId,
+    },
+    /// A notification the client acts on whose params do not have the required shape
+    /// (ignored).
+    #[error("malformed {method} notification: {detail}")]
+    MalformedNotification {
+        /// The notification's method.
+        method: String,
+        /// What is wrong, for people.
+        detail: String,
+    },
+    /// Streamable HTTP: the event stream of a response could not be decoded (the event
+    /// was dropped).
+    #[error("event stream: {0}")]
+    Sse(SseError),
+    /// Streamable HTTP: the server did not accept `notifications/initialized`; calls go
+    /// ahead regardless.
+    #[error("notifications/initialized was not accepted ({}): {detail}", status_text(*.status))]
+    InitializedRefused {
+        /// The status, or `None` when no response arrived.
+        status: Option<u16>,
+        /// What went wrong, for people.
+        detail: String,
+    },
+    /// Streamable HTTP: a notification or a response to a server request was refused
+    /// (`status` set) or could not be delivered (`None`).
+    #[error("{}", refused_text(*.status, .detail))]
+    MessageRefused {
+        /// The status, or `None` when no response arrived.
+        status: Option<u16>,
+        /// What went wrong, for people.
+        detail: String,
+    },
+    /// Streamable HTTP: the legacy session expired (HTTP 404); a new one is being set
+    /// up. Calls in flight fail with [`CallError::SessionExpired`].
+    #[error("the session expired (HTTP 404); starting a new one")]
+    SessionExpired,
+    /// Streamable HTTP: a notification or a response to a server request could not be
+    /// written (a header value that cannot be sent); it never left the client.
+    #[error("could not write a message: {0}")]
+    MessageUnsendable(RequestError),
+    /// A breach of the protocol described only in words. Being phased out: the
+    /// Streamable HTTP transport still reports some cases this way that have a variant
+    /// of their own above; never classify an error by this text.
     #[error("protocol violation: {0}")]
     Protocol(String),
+}
+
+fn status_text(status: Option<u16>) -> String {
+    status.map_or_else(|| "no response".to_owned(), |s| format!("HTTP {s}"))
+}
+
+fn refused_text(status: Option<u16>, detail: &str) -> String {
+    match status {
+        Some(s) => format!("a notification or response was refused with HTTP {s}: {detail}"),
+        None => format!("a notification or response could not be sent: {detail}"),
+    }
 }
 
 /// A request for input from the server, the same for both eras.

@@ -114,7 +114,7 @@ impl Client {
             None => {
                 match r.outcome {
                     Err(e) => self.peer_error(PeerError::UnattributedError(e)),
-                    Ok(_) => self.peer_error(PeerError::Protocol("result without id".into())),
+                    Ok(_) => self.peer_error(PeerError::ResultWithoutId),
                 }
                 return;
             }
@@ -426,10 +426,7 @@ impl Client {
             .values()
             .any(|p| matches!(p, PendingInput::Legacy { server_id } if *server_id == r.id));
         if duplicate {
-            self.peer_error(PeerError::Protocol(format!(
-                "request id {} reused while still pending",
-                r.id
-            )));
+            self.peer_error(PeerError::ReusedRequestId { id: r.id });
             return;
         }
         let input = self.alloc_input();
@@ -456,15 +453,19 @@ impl Client {
                     #[serde(default)]
                     message: Option<String>,
                 }
-                let Some(p) = n
-                    .params
-                    .as_deref()
-                    .and_then(|p| serde_json::from_str::<Progress>(p.get()).ok())
-                else {
-                    self.peer_error(PeerError::Protocol(
-                        "malformed progress notification".into(),
-                    ));
-                    return;
+                let parsed = match n.params.as_deref() {
+                    None => Err("no params".to_owned()),
+                    Some(p) => serde_json::from_str::<Progress>(p.get()).map_err(|e| e.to_string()),
+                };
+                let p = match parsed {
+                    Ok(p) => p,
+                    Err(detail) => {
+                        self.peer_error(PeerError::MalformedNotification {
+                            method: n.method,
+                            detail,
+                        });
+                        return;
+                    }
                 };
                 let token = p.token.as_u64();
                 let call = self
