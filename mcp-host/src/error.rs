@@ -2,7 +2,8 @@
 //! stable kind names, the server's JSON-RPC error object, the HTTP status.
 
 use mcp_proto::ErrorObject;
-use mcp_proto::client::{CallError, CloseReason, InvalidParams};
+use mcp_proto::client::{CallError, CloseReason, InvalidParams, PeerError};
+use mcp_proto::jsonrpc::DecodeError;
 
 /// The protocol-level cause of an adapter's error, as both adapters' `Error` types have
 /// it (each maps its own variants to this view; transport failures below HTTP and the
@@ -71,6 +72,13 @@ impl<'a> Cause<'a> {
                 CallError::InvalidInputRequest(_) | CallError::InputRefused(_) => "input",
                 CallError::Http(_) => "http",
                 CallError::SessionExpired => "session-expired",
+                CallError::Peer(
+                    PeerError::Oversized { .. }
+                    | PeerError::Malformed {
+                        error: DecodeError::TooDeep { .. },
+                    },
+                ) => "limit",
+                CallError::Peer(_) => "invalid-response",
                 _ => "call",
             },
             Cause::Misuse => "misuse",
@@ -103,5 +111,20 @@ impl<'a> Cause<'a> {
             Cause::Connect(CloseReason::Http(h)) | Cause::Closed(CloseReason::Http(h)) => h.status,
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unusable_answers_have_kinds() {
+        let kind = |p: PeerError| Cause::Call(&CallError::Peer(p)).kind();
+        assert_eq!(kind(PeerError::Oversized { seen: 9, limit: 8 }), "limit");
+        let deep = DecodeError::TooDeep { limit: 64 };
+        assert_eq!(kind(PeerError::Malformed { error: deep }), "limit");
+        let error = DecodeError::ResultAndError;
+        assert_eq!(kind(PeerError::Malformed { error }), "invalid-response");
     }
 }

@@ -259,9 +259,7 @@ impl HttpLink {
         };
         self.pool.abort(now, id);
         self.events
-            .push_back(Event::PeerError(PeerError::Protocol(format!(
-                "event stream: {error}"
-            ))));
+            .push_back(Event::PeerError(PeerError::Sse(error.clone())));
         let owed: Vec<i64> = match &x.purpose {
             Purpose::Request { .. } => x.rpc_id.into_iter().collect(),
             Purpose::Get { owed, .. } if owed.is_empty() => {
@@ -281,7 +279,8 @@ impl HttpLink {
 
     /// One JSON-RPC message from the server, to the protocol machine.
     pub(super) fn deliver(&mut self, now: Instant, json: &[u8]) {
-        match Message::decode(json) {
+        let max_depth = self.client.config().limits.max_nesting_depth;
+        match Message::decode_with_max_depth(json, max_depth) {
             Ok(Message::Response(r)) => {
                 let r = self.inspect_response(r);
                 self.client.handle_message(now, Message::Response(r));
@@ -385,21 +384,12 @@ impl HttpLink {
             }
             Purpose::Initialized => {
                 self.events
-                    .push_back(Event::PeerError(PeerError::Protocol(format!(
-                        "notifications/initialized was not accepted ({}): {detail}",
-                        status.map_or("no response".to_owned(), |s| format!("HTTP {s}"))
-                    ))));
+                    .push_back(Event::PeerError(PeerError::InitializedRefused { status, detail }));
                 self.release_held(now);
             }
             Purpose::Notify => {
-                let what = match status {
-                    Some(s) => {
-                        format!("a notification or response was refused with HTTP {s}: {detail}")
-                    }
-                    None => format!("a notification or response could not be sent: {detail}"),
-                };
                 self.events
-                    .push_back(Event::PeerError(PeerError::Protocol(what)));
+                    .push_back(Event::PeerError(PeerError::MessageRefused { status, detail }));
             }
             Purpose::Get { owed, attempt } => {
                 if owed.is_empty() {
@@ -535,9 +525,8 @@ impl HttpLink {
         self.resumes.clear();
         self.get_stream = GetStream::Idle;
         self.abort_all();
-        self.events.push_back(Event::PeerError(PeerError::Protocol(
-            "the session expired (HTTP 404); starting a new one".into(),
-        )));
+        self.events
+            .push_back(Event::PeerError(PeerError::SessionExpired));
         self.client.handle_session_expired(now, never_ran);
     }
 }

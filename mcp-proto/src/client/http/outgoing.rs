@@ -88,9 +88,7 @@ impl HttpLink {
                     .fail_request(rpc, CallError::Unsendable(e.to_string()));
             } else {
                 self.events
-                    .push_back(Event::PeerError(PeerError::Protocol(format!(
-                        "could not write a request: {e}"
-                    ))));
+                    .push_back(Event::PeerError(PeerError::MessageUnsendable(e)));
             }
             return;
         }

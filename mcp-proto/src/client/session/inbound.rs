@@ -1,6 +1,8 @@
 //! Everything the server sends: responses (including MRTR rounds and pages), requests
 //! for input (legacy era), and notifications.
 
+use std::collections::HashSet;
+
 use crate::Instant;
 
 use serde::Deserialize;
@@ -12,7 +14,7 @@ use super::{
     CallError, CallId, CallOutput, Session, Event, InputAnswer, InputId, InputRequest, OutKind,
     PeerError, PendingInput, remember, request,
 };
-use crate::jsonrpc::{self, DecodeError, ErrorObject, Notification, Request, RequestId, codes};
+use crate::jsonrpc::{self, ErrorObject, Notification, Request, RequestId, Sniffed, codes};
 use crate::model::ElicitationParams;
 use crate::version::Era;
 
@@ -56,22 +58,58 @@ struct EmbeddedRequest {
 }
 
 impl Session {
-    pub(super) fn handle_malformed(&mut self, now: Instant, error: DecodeError, id: Option<i64>) {
-        if let Some(rpc) = id
-            && let Some(&call) = self.by_rpc.get(&rpc)
-        {
-            let reason = format!("undecodable response: {error}");
-            self.peer_error(PeerError::Malformed { error });
-            self.complete(call, Err(CallError::InvalidResponse(reason)));
-            return;
+    /// A message that cannot be used (undecodable, too deep, too large). The call it
+    /// answers, when `sniffed` names one, fails at once with the reason; the handshake
+    /// gets an error answer. When it names nothing and `fail_written_calls` is set (an
+    /// oversized line whose id could not be read), every call whose request was written
+    /// fails, since the lost message may have answered any of them.
+    pub(super) fn handle_unusable(
+        &mut self,
+        now: Instant,
+        error: PeerError,
+        sniffed: &Sniffed,
+        fail_written_calls: bool,
+    ) {
+        self.peer_error(error.clone());
+        if sniffed.has_method {
+            return; // a request or a notification: it answers nothing
         }
-        if id.is_some() && self.is_handshake_id(id.map(RequestId::Number).as_ref()) {
-            let e = ErrorObject::new(codes::PARSE_ERROR, format!("undecodable answer: {error}"));
-            self.peer_error(PeerError::Malformed { error });
+        let rpc = match &sniffed.id {
+            Some(RequestId::Number(n)) => *n,
+            Some(RequestId::String(_)) => return,
+            None if fail_written_calls => return self.fail_written_calls(&error),
+            None => return,
+        };
+        if let Some(&call) = self.by_rpc.get(&rpc) {
+            self.complete(call, Err(CallError::Peer(error)));
+        } else if self.is_handshake_id(Some(&RequestId::Number(rpc))) {
+            let e = ErrorObject::new(codes::PARSE_ERROR, format!("unusable answer: {error}"));
             self.handle_handshake_response(now, Err(e));
-            return;
         }
-        self.peer_error(PeerError::Malformed { error });
+    }
+
+    /// Fails (and cancels) every call whose current request has left the client.
+    fn fail_written_calls(&mut self, error: &PeerError) {
+        let unwritten: HashSet<i64> = self
+            .outgoing
+            .iter()
+            .filter_map(|m| match m.kind {
+                OutKind::Request(rpc) => Some(rpc),
+                _ => None,
+            })
+            .collect();
+        let written: Vec<CallId> = self
+            .calls
+            .iter()
+            .filter(|(_, c)| c.rpc_id.is_some_and(|rpc| !unwritten.contains(&rpc)))
+            .map(|(id, _)| *id)
+            .collect();
+        for call in written {
+            // The server may still be working on it: tell it to stop, and ignore a late
+            // answer.
+            self.send_cancel_for(call, "a message from the server could not be read");
+            self.complete(call, Err(CallError::Peer(error.clone())));
+        }
     }
 
     pub(super) fn handle_response(&mut self, now: Instant, r: jsonrpc::Response) {
@@ -88,7 +126,7 @@ impl Session {
             None => {
                 match r.outcome {
                     Err(e) => self.peer_error(PeerError::UnattributedError(e)),
-                    Ok(_) => self.peer_error(PeerError::Protocol("result without id".into())),
+                    Ok(_) => self.peer_error(PeerError::ResultWithoutId),
                 }
                 return;
             }
@@ -395,10 +433,7 @@ impl Session {
             .values()
             .any(|p| matches!(p, PendingInput::Legacy { server_id } if *server_id == r.id));
         if duplicate {
-            self.peer_error(PeerError::Protocol(format!(
-                "request id {} reused while still pending",
-                r.id
-            )));
+            self.peer_error(PeerError::ReusedRequestId { id: r.id });
             return;
         }
         let input = self.alloc_input();
@@ -425,15 +460,19 @@ impl Session {
                     #[serde(default)]
                     message: Option<String>,
                 }
-                let Some(p) = n
-                    .params
-                    .as_deref()
-                    .and_then(|p| serde_json::from_str::<Progress>(p.get()).ok())
-                else {
-                    self.peer_error(PeerError::Protocol(
-                        "malformed progress notification".into(),
-                    ));
-                    return;
+                let parsed = match n.params.as_deref() {
+                    None => Err("no params".to_owned()),
+                    Some(p) => serde_json::from_str::<Progress>(p.get()).map_err(|e| e.to_string()),
+                };
+                let p = match parsed {
+                    Ok(p) => p,
+                    Err(detail) => {
+                        self.peer_error(PeerError::MalformedNotification {
+                            method: n.method,
+                            detail,
+                        });
+                        return;
+                    }
                 };
                 let token = p.token.as_u64();
                 let call = self

@@ -234,26 +234,38 @@ impl Session {
     // ----- inputs -------------------------------------------------------------------
 
     /// Bytes from the server's stdout, in any chunks.
+    ///
+    /// Each line is checked against `Limits::max_message_bytes` and
+    /// `Limits::max_nesting_depth` before it is decoded. A line that cannot be used fails
+    /// the call it answers at once, when its `id` can be read (for an oversized line:
+    /// from its first or last bytes); an oversized line whose `id` cannot be read fails
+    /// every call whose request was written, since it may have answered any of them.
     pub fn handle_input(&mut self, now: Instant, data: &[u8]) {
         if self.state == State::Closed {
             return;
         }
+        let max_depth = self.config.limits.max_nesting_depth;
+        let limit = self.config.limits.max_message_bytes;
         self.decoder.push(data);
         loop {
-            let msg = match self.decoder.next_line() {
+            let item = match self.decoder.next_line() {
                 None => break,
-                Some(Line::Oversized { seen }) => {
-                    self.peer_error(PeerError::Oversized { seen });
-                    continue;
+                Some(Line::Oversized { seen, head, tail }) => {
+                    let mut sniffed = jsonrpc::sniff(head);
+                    if !sniffed.has_method && sniffed.id.is_none() {
+                        sniffed.id = jsonrpc::sniff_trailing_id(tail);
+                    }
+                    Err((PeerError::Oversized { seen, limit }, sniffed))
                 }
-                Some(Line::Message(line)) => Message::decode(line).map_err(|e| {
-                    let id = sniff_id(line);
-                    (e, id)
-                }),
+                Some(Line::Message(line)) => Message::decode_with_max_depth(line, max_depth)
+                    .map_err(|error| (PeerError::Malformed { error }, jsonrpc::sniff(line))),
             };
-            match msg {
-                Ok(m) => self.handle_message(now, m),
-                Err((error, id)) => self.handle_malformed(now, error, id),
+            match item {
+                Ok(m) => self.dispatch_message(now, m),
+                Err((error, sniffed)) => {
+                    let oversized = matches!(error, PeerError::Oversized { .. });
+                    self.handle_unusable(now, error, &sniffed, oversized);
+                }
             }
             if self.state == State::Closed {
                 break;
@@ -262,7 +274,37 @@ impl Session {
     }
 
     /// One decoded message, for transports that do their own framing.
+    ///
+    /// The message is checked against `Limits::max_nesting_depth` first (its verbatim
+    /// `params` or `result` may be nested to any depth); a response over it fails its
+    /// call with [`PeerError::Malformed`] holding
+    /// [`DecodeError::TooDeep`](crate::jsonrpc::DecodeError::TooDeep). Transports that
+    /// decode bytes themselves should use
+    /// [`Message::decode_with_max_depth`](crate::jsonrpc::Message::decode_with_max_depth).
     pub fn handle_message(&mut self, now: Instant, message: Message) {
+        if let Err(error) = message.check_nesting(self.config.limits.max_nesting_depth) {
+            let sniffed = match message {
+                Message::Response(r) => jsonrpc::Sniffed {
+                    id: r.id,
+                    has_method: false,
+                },
+                Message::Request(r) => jsonrpc::Sniffed {
+                    id: Some(r.id),
+                    has_method: true,
+                },
+                Message::Notification(_) => jsonrpc::Sniffed {
+                    id: None,
+                    has_method: true,
+                },
+            };
+            self.handle_unusable(now, PeerError::Malformed { error }, &sniffed, false);
+            return;
+        }
+        self.dispatch_message(now, message);
+    }
+
+    /// A message known to be within the limits.
+    fn dispatch_message(&mut self, now: Instant, message: Message) {
         match message {
             Message::Response(r) => self.handle_response(now, r),
             Message::Request(r) => self.handle_server_request(now, r),
@@ -645,14 +687,4 @@ fn remember(ring: &mut VecDeque<i64>, id: i64) {
         ring.pop_front();
     }
     ring.push_back(id);
-}
-
-/// The integer `id` of a line that failed to decode, if one can be read, so the call it
-/// answers can fail with the reason instead of waiting for its timeout.
-fn sniff_id(line: &[u8]) -> Option<i64> {
-    #[derive(serde::Deserialize)]
-    struct OnlyId {
-        id: Option<i64>,
-    }
-    serde_json::from_slice::<OnlyId>(line).ok()?.id
 }
