@@ -16,10 +16,13 @@
 //! * [`serve_stdio`] runs an [`mcp_proto::server::Server`] on this process's stdin and
 //!   stdout.
 //!
-//! The calling thread owns the protocol machine: every method writes the machine's
-//! output, waits for the server's bytes until the machine's next deadline, and answers
-//! requests for input with the [`Options::input_handler`]. Helper threads only move
-//! bytes (see the `process` module docs for why stdin has its own writer thread).
+//! The calling thread owns the protocol machine, which decides everything: the era, every
+//! HTTP connection (how many, which to reuse, when to retry or close one), when to start
+//! a stdio server again. Every method carries out what the machine asks, waits for the
+//! server's bytes until the machine's next deadline, and answers requests for input
+//! with the [`Options::input_handler`]. Helper threads only move bytes: one reader and
+//! one writer per byte channel, reporting to the calling thread over one bounded channel
+//! (see the `process` module docs for why stdin has its own writer thread).
 //!
 //! ```no_run
 //! use mcp_blocking::{Client, Options, StdioCommand};
@@ -65,12 +68,17 @@
 //!   [`Error::TlsUnavailable`] (kind `tls-unavailable`), unless
 //!   [`HttpOptions::connector`] brings a connector that does TLS itself.
 #![forbid(unsafe_code)]
+// `Error` holds `CloseReason` and `CallError` by value, so callers can match on them
+// without a box in the way; the size is a deliberate trade.
+#![allow(clippy::result_large_err)]
 #![warn(missing_docs)]
 
+mod carrier;
 mod client;
 mod driver;
 mod error;
 pub mod http;
+mod inbox;
 mod process;
 mod serve;
 mod serve_http;

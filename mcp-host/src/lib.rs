@@ -18,10 +18,8 @@
 //!   feature).
 //! * [`Cause`]: the stable error kind names, the server's error object, the HTTP
 //!   status.
-//! * [`EraCache`]: the era verdict per HTTP origin, shareable between connections and
-//!   between both adapters, with [`EraPlan`], the decisions `connect_http_with` makes
-//!   with it (the era mode to connect with, whether a failure means the server moved on
-//!   and the origin is to be probed again, recording the verdict).
+//! * [`EraCache`]: the era verdicts per HTTP origin behind a lock, shareable between
+//!   connections and between both adapters (the decisions are the machine's).
 //!
 //! It uses std IO where it must (looking programs up on `PATH`, building a process
 //! command) and nothing else: no async runtime, no threads.
@@ -45,7 +43,7 @@ pub mod wire_log;
 
 pub use child::{Shutdown, StderrTail};
 pub use command::{DEFAULT_STDERR_LIMIT, StdioCommand};
-pub use era_cache::{EraCache, EraPlan, server_moved_on};
+pub use era_cache::EraCache;
 pub use error::Cause;
 pub use options::{
     DEFAULT_GRACE_PERIOD, Direction, MAX_NOTIFICATIONS, MAX_PEER_ERRORS, Options, Progress,

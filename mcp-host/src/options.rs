@@ -144,8 +144,9 @@ impl Options {
     /// use mcp_proto::client::Event;
     ///
     /// let mut options = Options::new();
-    /// let left = options.handle_event(Event::RestartTransport, |_, _| unreachable!());
-    /// assert!(matches!(left, Some(Event::RestartTransport)));
+    /// let event = Event::NotificationsDropped { count: 3 };
+    /// let left = options.handle_event(event, |_, _| unreachable!());
+    /// assert!(matches!(left, Some(Event::NotificationsDropped { count: 3 })));
     /// ```
     pub fn handle_event(
         &mut self,

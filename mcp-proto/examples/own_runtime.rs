@@ -104,9 +104,17 @@ fn main() {
                 }
                 Event::CallCompleted { call, outcome } if call == list => {
                     let tools = outcome.and_then(|o| o.tools()).expect("tools/list");
-                    println!("tools: {}", tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", "));
+                    println!(
+                        "tools: {}",
+                        tools
+                            .iter()
+                            .map(|t| t.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    );
                     if tools.iter().any(|t| t.name == "add") {
-                        let request = CallRequest::call_tool("add", serde_json::json!({"a": 2, "b": 3}));
+                        let request =
+                            CallRequest::call_tool("add", serde_json::json!({"a": 2, "b": 3}));
                         add = Some(client.call(now(), request).expect("call"));
                     } else {
                         client.close(now());
@@ -125,7 +133,9 @@ fn main() {
             continue;
         }
         // 3. Wait for bytes, or for the machine's next deadline.
-        let wait = client.poll_timeout().map(|t| t.saturating_duration_since(now()));
+        let wait = client
+            .poll_timeout()
+            .map(|t| t.saturating_duration_since(now()));
         let input = match wait {
             Some(d) => rx.recv_timeout(d),
             None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
@@ -134,7 +144,11 @@ fn main() {
             Ok(Input::Bytes(bytes)) => client.handle_read(now(), ConnId::STDIO, &bytes),
             Ok(Input::Eof) => client.handle_eof(now(), ConnId::STDIO),
             Err(RecvTimeoutError::Timeout) => client.handle_timeout(now()),
-            Err(RecvTimeoutError::Disconnected) => return,
+            Err(RecvTimeoutError::Disconnected) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return;
+            }
         }
     }
 }

@@ -19,12 +19,12 @@ use serde_json::{Map, Value};
 use mcp_proto::http::EndpointUrl;
 
 use mcp_host::{
-    EraPlan, MAX_NOTIFICATIONS, MAX_PEER_ERRORS, Options, ProgressHandler, Shutdown, StderrTail,
+    MAX_NOTIFICATIONS, MAX_PEER_ERRORS, Options, ProgressHandler, Shutdown, StderrTail,
     StdioCommand, WireLog, push_newest,
 };
 
-use crate::core::Channels;
-use crate::driver::Driver;
+use crate::driver::{Driver, Setup, Transport};
+use crate::facade::{Channels, Facade};
 use crate::{Error, HttpOptions};
 
 /// A change to the driver's [`Options`], applied in order with the other commands.
@@ -175,7 +175,11 @@ impl Client {
             None,
         ));
         let (client, channels) = Client::with_channels(shared.clone());
-        let driver = Driver::stdio(command, config, options, child, channels, shared);
+        let driver = Driver::new(Setup {
+            config,
+            transport: Transport::Stdio(command, child),
+            facade: Facade::new(options, channels, shared, None, None),
+        });
         Ok((client, driver))
     }
 
@@ -190,7 +194,7 @@ impl Client {
     }
 
     /// [`Client::connect_http`] with [`Options`] and [`HttpOptions`] (TLS configuration,
-    /// connector, authorization, connect timeout, connection bound, era cache).
+    /// connector, authorization, connect and idle timeouts, connection bound, era cache).
     ///
     /// Nothing is connected here: the first connection is opened when the driver is first
     /// polled, and a failure to reach the endpoint is reported then (by
@@ -198,12 +202,12 @@ impl Client {
     /// [`Error::Transport`]. Without the `tls` feature, an `https` URL is refused here,
     /// with [`Error::TlsUnavailable`], unless the connector handles TLS itself.
     ///
-    /// With an [`EraCache`](crate::EraCache) and [`EraMode::Auto`](crate::EraMode::Auto),
-    /// an origin known to be legacy is connected in [`EraMode::Legacy`](crate::EraMode::Legacy)
-    /// (no probe); when that draws an HTTP 400 with a 2026 error code, the driver drops the
-    /// entry and connects again, once, in `Auto` (calls made meanwhile wait for the outcome
-    /// and go to the connection that comes up). Every successful connection records its
-    /// verdict. The decisions are [`mcp_host::EraPlan`]'s, the same as `mcp-blocking`'s.
+    /// With an [`EraCache`](crate::EraCache), the origin's cached verdict is handed to the
+    /// machine ([`ClientConfig::known_era`]): in [`EraMode::Auto`](crate::EraMode::Auto) a
+    /// legacy origin gets `initialize` first (no probe), and if the server has moved on
+    /// (an HTTP 400 with a 2026 error code) the machine probes after all, once; calls made
+    /// meanwhile go to the connection that comes up. Every successful connection records
+    /// its verdict.
     ///
     /// # Errors
     /// [`Error::InvalidUrl`] when `url` is not an acceptable endpoint,
@@ -216,10 +220,21 @@ impl Client {
     ) -> Result<(Client, Driver), Error> {
         let url = EndpointUrl::parse(url, http.allow_insecure_remote)?;
         let shared = Arc::new(Shared::new(0, None, Some(url.as_str().to_owned())));
-        let plan = EraPlan::new(http.era_cache.clone(), url.origin(), config.era_mode);
-        let (http_config, setup) = http.into_parts(url)?;
+        let era_cache = http.era_cache.clone().map(|c| (c, url.origin().to_owned()));
+        let known = era_cache.as_ref().and_then(|(c, origin)| c.hint(origin));
+        let config = if known.is_some() {
+            config.known_era(known)
+        } else {
+            config
+        };
+        let (http_config, opener) = http.into_parts(url)?;
+        let endpoint = Some(opener.endpoint.clone());
         let (client, channels) = Client::with_channels(shared.clone());
-        let driver = Driver::http(config, http_config, setup, plan, options, channels, shared);
+        let driver = Driver::new(Setup {
+            config,
+            transport: Transport::Http(Box::new(http_config), opener),
+            facade: Facade::new(options, channels, shared, endpoint, era_cache),
+        });
         Ok((client, driver))
     }
 

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use mcp_host::Cause;
 use mcp_host::http::TlsUnavailable;
 use mcp_proto::ErrorObject;
-use mcp_proto::client::{ApiMisuse, CallError, CloseReason};
+use mcp_proto::client::{
+    ApiMisuse, CallError, CloseReason, TransportFailure, TransportFailureKind,
+};
 use mcp_proto::http::UrlError;
 
 /// Everything that can go wrong with a connection or a call.
@@ -200,29 +202,75 @@ impl fmt::Display for TransportErrorKind {
     }
 }
 
-/// A failure below HTTP on a connection to the endpoint.
+/// A failure below HTTP on a connection to the endpoint: the machine's
+/// [`TransportFailure`] with the endpoint and the IO error behind it.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{kind} {endpoint}: {source}")]
 pub struct TransportError {
     kind: TransportErrorKind,
+    failure: TransportFailureKind,
     endpoint: String,
     #[source]
     source: Arc<io::Error>,
 }
 
 impl TransportError {
-    pub(crate) fn new(kind: TransportErrorKind, endpoint: &str, source: io::Error) -> Self {
+    /// `source`, met while opening a connection (`connecting`) or on an open one.
+    pub(crate) fn new(
+        failure: TransportFailureKind,
+        connecting: bool,
+        endpoint: &str,
+        source: io::Error,
+    ) -> Self {
+        use TransportFailureKind as F;
+        let kind = match failure {
+            F::Timeout if connecting => TransportErrorKind::ConnectTimeout,
+            F::Tls => TransportErrorKind::Tls,
+            _ if connecting => TransportErrorKind::Connect,
+            _ => TransportErrorKind::Io,
+        };
         TransportError {
             kind,
+            failure,
             endpoint: endpoint.to_owned(),
             source: Arc::new(source),
         }
+    }
+
+    /// The error for a failure the machine reports with no IO error behind it (a
+    /// connect timeout, a connection the server closed mid-response).
+    pub(crate) fn of_failure(endpoint: &str, failure: &TransportFailure) -> Self {
+        use TransportFailureKind as F;
+        use io::ErrorKind as K;
+        let (io_kind, connecting) = match failure.kind {
+            F::Dns => (K::NotFound, true),
+            F::Refused => (K::ConnectionRefused, true),
+            F::Unreachable => (K::HostUnreachable, true),
+            F::Timeout => (K::TimedOut, true),
+            F::Tls => (K::InvalidData, true),
+            F::Reset => (K::ConnectionReset, false),
+            F::Closed => (K::UnexpectedEof, false),
+            _ => (K::Other, false),
+        };
+        let source = io::Error::new(io_kind, failure.detail.clone());
+        TransportError::new(failure.kind, connecting, endpoint, source)
+    }
+
+    /// What the machine is told.
+    pub(crate) fn failure(&self) -> TransportFailure {
+        TransportFailure::new(self.failure, self.source.to_string())
     }
 
     /// Which step failed.
     #[must_use]
     pub fn kind(&self) -> TransportErrorKind {
         self.kind
+    }
+
+    /// The failure as the machine classifies it (refused, reset, TLS, timeout, …).
+    #[must_use]
+    pub fn failure_kind(&self) -> TransportFailureKind {
+        self.failure
     }
 
     /// The endpoint's origin (`https://host:port`).

@@ -16,10 +16,14 @@
 //!   ([`Client::list_tools`], [`Client::call_tool`], [`Client::request`], …) can be
 //!   used from any number of tasks at once;
 //! * a [`Driver`]: a `Future` that owns **all** the IO — the child's stdin, stdout and
-//!   stderr, or every HTTP connection (connecting, TLS, reading, writing, the idle
-//!   pool), the protocol timers (`async_io::Timer`), the commands from the handles,
-//!   answering input requests with an [`InputHandler`] — and resolves when the connection
-//!   is over (the process reaped, the connections closed).
+//!   stderr, or every HTTP connection (connecting, TLS, reading, writing), the protocol
+//!   timer (`async_io::Timer`), the commands from the handles, answering input requests
+//!   with an [`InputHandler`] — and resolves when the connection is over (the process
+//!   reaped, the connections closed).
+//!
+//! The driver only moves bytes: one sans-IO machine, [`mcp_proto::client::Client`],
+//! makes every decision for both transports (the era, the calls, and over HTTP how many
+//! connections, which are reused, retried or expired), and the driver does what it says.
 //!
 //! Nothing happens unless the driver is polled, and the library never spawns a task or
 //! a thread to poll it: **run the `Driver` on any executor** (`smol::spawn`, a
@@ -47,18 +51,19 @@
 //! by both crates (the `mcp-host` crate, std only, no runtime).
 //!
 //! If a server exits when probed with `server/discover` (some legacy servers do), the
-//! driver reaps it, starts a fresh process and speaks `initialize` to that one.
+//! machine asks for a fresh process: the driver reaps the old one and starts the command
+//! again, and the machine speaks `initialize` to that one.
 //!
 //! # Streamable HTTP
 //!
 //! [`connect_http`] / [`connect_http_with`] return the same [`Client`] and [`Driver`]
-//! types: every method works the same way over both transports. The driver opens
-//! connections as calls need them (one exchange per connection at a time, at most
-//! [`HttpOptions::max_connections`], idle keep-alive connections reused), speaks TLS with
-//! rustls (`ring`, webpki roots by default, or your `rustls::ClientConfig`; with the `tls`
-//! feature), and accepts a [`Connector`] for streams you bring yourself. Failures below
-//! HTTP are typed: [`Error::Transport`] with a [`TransportErrorKind`]. See the
-//! [`HttpOptions`] docs and the theory of operation in the `http` module's source.
+//! types: every method works the same way over both transports. Connections are opened
+//! as calls need them (one exchange per connection at a time, at most
+//! [`HttpOptions::max_connections`], idle keep-alive connections reused); TLS is rustls
+//! (`ring`, webpki roots by default, or your `rustls::ClientConfig`; with the `tls`
+//! feature), and a [`Connector`] can bring streams of your own. Failures below HTTP are
+//! typed: [`Error::Transport`] with a [`TransportErrorKind`]. See the [`HttpOptions`]
+//! docs and the theory of operation in the `http` module's source.
 //!
 //! ```no_run
 //! # fn main() -> Result<(), mcp_smol::Error> {
@@ -159,12 +164,16 @@
 //!   `tls-unavailable`), unless the [`Connector`] [handles TLS](Connector::handles_tls)
 //!   itself.
 #![forbid(unsafe_code)]
+// `Error` holds `CloseReason` and `CallError` by value, so callers can match on them
+// without a box in the way; the size is a deliberate trade.
+#![allow(clippy::result_large_err)]
 #![warn(missing_docs)]
 
 mod client;
-mod core;
+mod conn;
 mod driver;
 mod error;
+mod facade;
 mod http;
 mod stdio;
 
@@ -190,7 +199,8 @@ pub use rustls;
 
 pub use mcp_proto::client::{
     AcceptDefaults, CallError, CallId, CallOutput, CallRequest, ClientConfig, CloseReason,
-    DeclineAll, HttpFailure, InputAnswer, InputHandler, InputRequest, PeerError,
+    DeclineAll, HttpFailure, InputAnswer, InputHandler, InputRequest, Origin, PeerError,
+    TransportFailure, TransportFailureKind,
 };
 pub use mcp_proto::http::{EndpointUrl, UrlError};
 pub use mcp_proto::jsonrpc::Notification;
@@ -293,13 +303,12 @@ pub fn connect_http(url: &str, config: ClientConfig) -> Result<(Client, Driver),
 
 /// [`connect_http`] with [`Options`] (input handler, progress, wire log, grace period)
 /// and [`HttpOptions`] (TLS configuration, connector, authorization, insecure remotes,
-/// connect timeout, connection bound, [`EraCache`]).
+/// connect and idle timeouts, connection bound, [`EraCache`]).
 ///
-/// With an [`EraCache`] and [`EraMode::Auto`], an origin known to be legacy is connected
-/// in [`EraMode::Legacy`] without the `server/discover` probe; if the server has moved on
-/// (HTTP 400 with a 2026 error code), the driver drops the entry and connects again,
-/// once, in `Auto`. Every successful connection records its verdict. See
-/// [`Client::connect_http_with`].
+/// With an [`EraCache`] and [`EraMode::Auto`], an origin known to be legacy gets
+/// `initialize` without the `server/discover` probe; if the server has moved on (HTTP 400
+/// with a 2026 error code), it is probed after all, once. Every successful connection
+/// records its verdict. See [`Client::connect_http_with`].
 ///
 /// ```no_run
 /// # #[cfg(not(feature = "tls"))] fn main() {}

@@ -7,6 +7,8 @@
 //!   calls are tasks spawned on it;
 //! * `bare`: `futures_lite::future::block_on` of `future::zip(driver, scenario)`, no
 //!   executor at all; "spawned" work is joined in the scenario's own future.
+// The crate's `Error` is large on purpose: see its `lib.rs`.
+#![allow(clippy::result_large_err)]
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -440,6 +442,35 @@ fn dropping_the_driver_kills_the_server_and_fails_calls() {
             std::thread::sleep(Duration::from_millis(20));
         }
         assert!(!process_exists(pid), "server {pid} still exists");
+    }
+}
+
+#[test]
+fn calls_in_flight_or_queued_fail_when_the_driver_is_dropped() {
+    let (client, driver) =
+        mcp_smol::connect_stdio(server(&[]), config(EraMode::Auto)).expect("connect");
+    let mut driver = Box::pin(driver);
+    let mut in_flight = Box::pin(client.call_tool("hang", json!({})));
+    future::block_on(bounded(future::or(
+        async {
+            let _ = driver.as_mut().await;
+            panic!("the driver ended");
+        },
+        async {
+            client.connected().await.expect("connected");
+            assert!(future::poll_once(&mut in_flight).await.is_none());
+            async_io::Timer::after(Duration::from_millis(100)).await;
+        },
+    )));
+    // This one's command waits in the channel: the driver never takes it.
+    let mut queued = Box::pin(client.list_tools());
+    assert!(future::block_on(future::poll_once(&mut queued)).is_none());
+    drop(driver);
+    for e in [
+        future::block_on(bounded(in_flight)).expect_err("no driver"),
+        future::block_on(bounded(queued)).expect_err("no driver"),
+    ] {
+        assert!(matches!(e, Error::DriverGone), "{e:?}");
     }
 }
 

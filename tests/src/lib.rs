@@ -147,21 +147,18 @@ impl Sim {
         moved
     }
 
-    /// Polls every event, answering input requests and restarts.
+    /// Polls every event, answering input requests.
     pub fn drain(&mut self) -> bool {
         let mut any = false;
         while let Some(ev) = self.client.poll_event() {
             any = true;
-            match &ev {
-                Event::InputRequested { input, request, .. } => {
-                    if let Some(h) = &mut self.handler {
-                        let answer = h.answer(request);
-                        self.client
-                            .respond(self.now, *input, answer)
-                            .expect("respond");
-                    }
-                }
-                _ => {}
+            if let Event::InputRequested { input, request, .. } = &ev
+                && let Some(h) = &mut self.handler
+            {
+                let answer = h.answer(request);
+                self.client
+                    .respond(self.now, *input, answer)
+                    .expect("respond");
             }
             self.events.push(ev);
         }

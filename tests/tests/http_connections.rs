@@ -35,7 +35,10 @@ fn pool(max_connections: usize) -> PoolConfig {
 }
 
 fn result(req: &SeenRequest, result: Value) -> Reply {
-    Reply::json(200, &json!({"jsonrpc":"2.0","id":req.body["id"],"result":result}))
+    Reply::json(
+        200,
+        &json!({"jsonrpc":"2.0","id":req.body["id"],"result":result}),
+    )
 }
 
 /// A modern server: discover, an empty tool list, and `tools/call` answered with its
@@ -112,8 +115,15 @@ fn a_fresh_connection_failing_is_not_retried() {
     });
     sim.connect();
     let err = sim.call(call("t")).unwrap_err();
-    assert!(matches!(&err, CallError::Http(h) if h.status.is_none()), "{err:?}");
-    assert_eq!(sim.with_method("tools/call").len(), 2, "one retry, never more");
+    assert!(
+        matches!(&err, CallError::Http(h) if h.status.is_none()),
+        "{err:?}"
+    );
+    assert_eq!(
+        sim.with_method("tools/call").len(),
+        2,
+        "one retry, never more"
+    );
     assert_eq!(sim.client.pool_stats().unwrap().retries, 1);
 }
 
@@ -127,7 +137,11 @@ fn a_response_byte_ends_any_chance_of_a_retry() {
     });
     sim.connect();
     sim.call(call("t")).unwrap_err();
-    assert_eq!(sim.with_method("tools/call").len(), 1, "it may have run: not sent again");
+    assert_eq!(
+        sim.with_method("tools/call").len(),
+        1,
+        "it may have run: not sent again"
+    );
     assert_eq!(sim.client.pool_stats().unwrap().retries, 0);
 }
 
@@ -175,8 +189,14 @@ fn a_connection_that_never_opens_fails_at_the_connect_deadline() {
     sim.server_closes(sim.connects[0]);
     sim.connect_script.push_back(ConnectOutcome::Hang);
     let start = sim.now;
-    let err = sim.call(call("t").timeout(Duration::from_secs(60))).unwrap_err();
-    assert_eq!(sim.now - start, Duration::from_secs(5), "the connect timeout");
+    let err = sim
+        .call(call("t").timeout(Duration::from_secs(60)))
+        .unwrap_err();
+    assert_eq!(
+        sim.now - start,
+        Duration::from_secs(5),
+        "the connect timeout"
+    );
     let CallError::Http(failure) = &err else {
         panic!("{err:?}")
     };
@@ -184,7 +204,10 @@ fn a_connection_that_never_opens_fails_at_the_connect_deadline() {
         failure.transport.as_ref().map(|t| t.kind),
         Some(TransportFailureKind::Timeout)
     );
-    assert_eq!(sim.closed, sim.connects, "the hung attempt is abandoned too");
+    assert_eq!(
+        sim.closed, sim.connects,
+        "the hung attempt is abandoned too"
+    );
 }
 
 #[test]
@@ -289,13 +312,17 @@ fn long_lived_streams_never_starve_calls() {
         sim.open,
         sim.connects,
         sim.closed,
-        sim.requests.iter().map(|r| (&r.method, r.rpc_method())).collect::<Vec<_>>()
-    );
-    assert!(
-        sim.events
+        sim.requests
             .iter()
-            .any(|e| matches!(e, Event::Closed { reason: CloseReason::Local }))
+            .map(|r| (&r.method, r.rpc_method()))
+            .collect::<Vec<_>>()
     );
+    assert!(sim.events.iter().any(|e| matches!(
+        e,
+        Event::Closed {
+            reason: CloseReason::Local
+        }
+    )));
 }
 
 #[test]
@@ -319,7 +346,10 @@ fn an_unanswered_delete_is_given_up_at_the_close_timeout() {
         match (req.method.as_str(), req.rpc_method()) {
             ("POST", "initialize") => Reply::with_body(
                 200,
-                &[("Content-Type", "application/json"), ("Mcp-Session-Id", "s")],
+                &[
+                    ("Content-Type", "application/json"),
+                    ("Mcp-Session-Id", "s"),
+                ],
                 &json!({"jsonrpc":"2.0","id":req.body["id"],"result":{
                     "protocolVersion":"2025-11-25","capabilities":{},
                     "serverInfo":{"name":"legacy","version":"1"}}})

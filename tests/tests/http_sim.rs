@@ -243,14 +243,21 @@ fn a_call_that_meets_an_expired_session_is_sent_once_on_a_new_one() {
     assert_eq!(out.tool_result().unwrap().text(), "fresh");
     let calls = sim.with_method("tools/call");
     let sessions: Vec<_> = calls.iter().map(|c| c.header("mcp-session-id")).collect();
-    assert_eq!(sessions, [Some("s1"), Some("s1"), Some("s2")], "hang, t, t again");
+    assert_eq!(
+        sessions,
+        [Some("s1"), Some("s1"), Some("s2")],
+        "hang, t, t again"
+    );
     assert_eq!(sim.with_method("initialize").len(), 2);
     assert_eq!(
         sim.with_method("initialize")[1].header("mcp-session-id"),
         None
     );
     // Whether the other call ran is unknown: it fails, and is never sent again.
-    assert_eq!(sim.completion(other).unwrap().unwrap_err(), CallError::SessionExpired);
+    assert_eq!(
+        sim.completion(other).unwrap().unwrap_err(),
+        CallError::SessionExpired
+    );
 }
 
 #[test]
@@ -261,7 +268,11 @@ fn a_session_that_keeps_expiring_fails_the_call_after_one_resend() {
         .call(CallRequest::call_tool("t", json!({})))
         .unwrap_err();
     assert_eq!(err, CallError::SessionExpired);
-    assert_eq!(sim.with_method("tools/call").len(), 2, "sent twice, never more");
+    assert_eq!(
+        sim.with_method("tools/call").len(),
+        2,
+        "sent twice, never more"
+    );
 }
 
 #[test]
@@ -570,7 +581,11 @@ fn a_server_that_drips_is_cut_off_by_the_call_timeout() {
     let err = sim.call(req).unwrap_err();
     assert_eq!(err, CallError::Timeout(Duration::from_secs(7)));
     assert_eq!(sim.now - start, Duration::from_secs(7));
-    assert_eq!(sim.closed, [*sim.request_conns.last().unwrap()], "its connection is closed");
+    assert_eq!(
+        sim.closed,
+        [*sim.request_conns.last().unwrap()],
+        "its connection is closed"
+    );
 }
 
 #[test]
@@ -603,7 +618,11 @@ fn an_event_that_never_ends_is_bounded() {
         matches!(&err, CallError::Http(h) if h.detail.contains("longer than")),
         "{err:?}"
     );
-    assert_eq!(sim.closed, [*sim.request_conns.last().unwrap()], "the stream was cut");
+    assert_eq!(
+        sim.closed,
+        [*sim.request_conns.last().unwrap()],
+        "the stream was cut"
+    );
     assert!(
         sim.events
             .iter()
@@ -685,7 +704,10 @@ fn strict_server(unannotated_listings: usize) -> impl FnMut(&SeenRequest) -> Rep
         ),
         "tools/call" => Reply::json(
             200,
-            &result(req, json!({"resultType":"complete","content":[{"type":"text","text":"routed"}]})),
+            &result(
+                req,
+                json!({"resultType":"complete","content":[{"type":"text","text":"routed"}]}),
+            ),
         ),
         _ => Reply::with_body(404, &[], ""),
     }
@@ -701,7 +723,10 @@ fn a_fresh_client_learns_the_header_declarations_before_its_first_call() {
     assert_eq!(out.tool_result().unwrap().text(), "routed");
     let methods: Vec<_> = sim.requests.iter().map(|r| r.rpc_method()).collect();
     assert_eq!(methods, ["server/discover", "tools/list", "tools/call"]);
-    assert_eq!(sim.with_method("tools/call")[0].header("mcp-param-region"), Some("eu"));
+    assert_eq!(
+        sim.with_method("tools/call")[0].header("mcp-param-region"),
+        Some("eu")
+    );
     // The internal listing is nobody's call: one completion only, the caller's.
     let completions = sim
         .events
@@ -728,7 +753,13 @@ fn a_header_mismatch_refreshes_the_listing_and_retries_once() {
     let methods: Vec<_> = sim.requests.iter().map(|r| r.rpc_method()).collect();
     assert_eq!(
         methods,
-        ["server/discover", "tools/list", "tools/call", "tools/list", "tools/call"]
+        [
+            "server/discover",
+            "tools/list",
+            "tools/call",
+            "tools/list",
+            "tools/call"
+        ]
     );
     let ids: Vec<_> = sim
         .with_method("tools/call")
@@ -794,7 +825,8 @@ fn a_stale_legacy_verdict_is_probed_again_once() {
 #[test]
 fn a_legacy_refusal_of_a_cached_verdict_is_not_probed_again() {
     // A 400 without a 2026 code says nothing about the era: the connection fails.
-    let refuses = |req: &SeenRequest| Reply::with_body(400, &[], &format!("no {}", req.rpc_method()));
+    let refuses =
+        |req: &SeenRequest| Reply::with_body(400, &[], &format!("no {}", req.rpc_method()));
     let known = Some((Era::Legacy, ProtocolVersion::V2025_11_25));
     let mut sim = HttpSim::new(config(EraMode::Auto).known_era(known), refuses);
     sim.connect();

@@ -250,7 +250,7 @@ pub struct HttpFailure {
     pub detail: String,
     /// The failure below HTTP, when the exchange never got a response (refused, reset,
     /// TLS, timeout, …), as the driver reported it.
-    pub transport: Option<super::TransportFailure>,
+    pub transport: Option<Box<super::TransportFailure>>,
 }
 
 impl HttpFailure {
@@ -272,7 +272,7 @@ impl HttpFailure {
             status: None,
             error: None,
             detail: failure.to_string(),
-            transport: Some(failure),
+            transport: Some(Box::new(failure)),
         }
     }
 }

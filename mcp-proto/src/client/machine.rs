@@ -6,8 +6,8 @@ use super::session::Session;
 use super::stdio_link::StdioLink;
 use super::transmit::{ConnId, Transmit, TransportFailure};
 use super::{
-    ApiMisuse, CallId, CallRequest, ClientConfig, CloseReason, ConnectionState, Event,
-    InputAnswer, InputId,
+    ApiMisuse, CallId, CallRequest, ClientConfig, CloseReason, ConnectionState, Event, InputAnswer,
+    InputId,
 };
 use crate::Instant;
 use crate::model::ServerDetails;
@@ -155,7 +155,12 @@ impl Client {
 
     /// `conn` failed: it could not be opened (refused, DNS, TLS, the process would not
     /// start), or a read or write on it failed. The machine closes it.
-    pub fn handle_transport_error(&mut self, now: Instant, conn: ConnId, failure: TransportFailure) {
+    pub fn handle_transport_error(
+        &mut self,
+        now: Instant,
+        conn: ConnId,
+        failure: TransportFailure,
+    ) {
         each!(mut self, |l| l.handle_transport_error(now, conn, failure));
     }
 

@@ -2,6 +2,7 @@
 //! trouble back: [`Transmit`], [`ConnId`], [`Origin`], [`TransportFailure`].
 
 use std::fmt;
+use std::sync::Arc;
 
 use crate::http::{EndpointUrl, Scheme};
 
@@ -89,7 +90,10 @@ impl fmt::Display for Origin {
 }
 
 /// What the driver is to do next. Drain with [`super::Client::poll_transmit`] after every
-/// input and command, and obey in order.
+/// input and command, and obey in order. The enum may grow (a later version may ask for
+/// something new, such as opening a URL for an authorization flow); a driver that meets a
+/// variant it does not know cannot do what the machine needs and should close the
+/// client.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Transmit {
@@ -183,14 +187,27 @@ impl TransportFailureKind {
     }
 }
 
-/// A transport failure: its kind, and what the driver knows for people.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A transport failure: its kind, what the driver knows for people, and optionally the
+/// driver's own error value, carried through the machine untouched so that the caller
+/// gets it back typed (an `io::Error`, a `rustls::Error`) on the call or close reason it
+/// caused.
+#[derive(Clone, Debug)]
 pub struct TransportFailure {
     /// What kind of failure.
     pub kind: TransportFailureKind,
     /// Detail for people (the OS or TLS library's words, the target).
     pub detail: String,
+    /// The driver's error, if it gave one. Not compared by `==`.
+    pub source: Option<Arc<dyn std::error::Error + Send + Sync>>,
 }
+
+impl PartialEq for TransportFailure {
+    fn eq(&self, other: &Self) -> bool {
+        self.kind == other.kind && self.detail == other.detail
+    }
+}
+
+impl Eq for TransportFailure {}
 
 impl TransportFailure {
     /// A failure of this kind.
@@ -199,6 +216,7 @@ impl TransportFailure {
         TransportFailure {
             kind,
             detail: detail.into(),
+            source: None,
         }
     }
 
@@ -206,6 +224,13 @@ impl TransportFailure {
     #[must_use]
     pub fn from_io(error: &std::io::Error) -> Self {
         TransportFailure::new(TransportFailureKind::of_io(error.kind()), error.to_string())
+    }
+
+    /// The same failure carrying the driver's own error value.
+    #[must_use]
+    pub fn with_source(mut self, source: Arc<dyn std::error::Error + Send + Sync>) -> Self {
+        self.source = Some(source);
+        self
     }
 }
 
@@ -230,4 +255,10 @@ impl fmt::Display for TransportFailure {
     }
 }
 
-impl std::error::Error for TransportFailure {}
+impl std::error::Error for TransportFailure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}

@@ -7,8 +7,8 @@ use crate::Instant;
 
 use crate::client::http::HttpConfig;
 use crate::client::{
-    AcceptDefaults, CallRequest, Client, ClientConfig, Event, InputHandler, Transmit, TransportFailure,
-    TransportFailureKind,
+    AcceptDefaults, CallRequest, Client, ClientConfig, Event, InputHandler, Transmit,
+    TransportFailure, TransportFailureKind,
 };
 use crate::http::EndpointUrl;
 use crate::server::http::{HttpRequestLimits, HttpRequestReader};

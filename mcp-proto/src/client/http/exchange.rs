@@ -7,9 +7,9 @@ use std::time::Duration;
 use crate::Instant;
 
 use super::{GetStream, HttpLink};
+use crate::client::PeerError;
 use crate::client::transmit::TransportFailure;
 use crate::client::{Event, HttpFailure};
-use crate::client::PeerError;
 use crate::http::headers::MCP_SESSION_ID;
 use crate::http::{ResponseEvent, ResponseHead, ResponseReader};
 use crate::jsonrpc::{Message, Response};
@@ -306,8 +306,13 @@ impl HttpLink {
                 if let Some(rpc) = before.filter(|r| self.client.is_awaiting(*r)) {
                     // The body was not the answer (another id, or garbage).
                     let detail = "the JSON response did not answer the request".to_owned();
-                    self.client
-                        .handle_http_failure(now, rpc, HttpFailure::new(Some(status), None, detail), None, None);
+                    self.client.handle_http_failure(
+                        now,
+                        rpc,
+                        HttpFailure::new(Some(status), None, detail),
+                        None,
+                        None,
+                    );
                 }
             }
             Body::Sse(_) => self.stream_ended(now, x, "the event stream ended"),
@@ -329,8 +334,13 @@ impl HttpLink {
                     && let Some(rpc) = x.rpc_id.filter(|r| self.client.is_awaiting(*r))
                 {
                     let detail = format!("HTTP {status} carried no response");
-                    self.client
-                        .handle_http_failure(now, rpc, HttpFailure::new(Some(status), None, detail), None, None);
+                    self.client.handle_http_failure(
+                        now,
+                        rpc,
+                        HttpFailure::new(Some(status), None, detail),
+                        None,
+                        None,
+                    );
                 }
             }
         }
@@ -377,19 +387,25 @@ impl HttpLink {
                         return;
                     }
                     let mut failure = HttpFailure::new(status, None, detail);
-                    failure.transport = transport;
+                    failure.transport = transport.map(Box::new);
                     self.client
                         .handle_http_failure(now, rpc, failure, challenge, response);
                 }
             }
             Purpose::Initialized => {
                 self.events
-                    .push_back(Event::PeerError(PeerError::InitializedRefused { status, detail }));
+                    .push_back(Event::PeerError(PeerError::InitializedRefused {
+                        status,
+                        detail,
+                    }));
                 self.release_held(now);
             }
             Purpose::Notify => {
                 self.events
-                    .push_back(Event::PeerError(PeerError::MessageRefused { status, detail }));
+                    .push_back(Event::PeerError(PeerError::MessageRefused {
+                        status,
+                        detail,
+                    }));
             }
             Purpose::Get { owed, attempt } => {
                 if owed.is_empty() {
@@ -470,8 +486,13 @@ impl HttpLink {
 
     fn fail_owed(&mut self, now: Instant, owed: &[i64], status: Option<u16>, detail: &str) {
         for rpc in owed {
-            self.client
-                .handle_http_failure(now, *rpc, HttpFailure::new(status, None, detail), None, None);
+            self.client.handle_http_failure(
+                now,
+                *rpc,
+                HttpFailure::new(status, None, detail),
+                None,
+                None,
+            );
         }
     }
 

@@ -34,7 +34,11 @@ pub(super) struct Learning {
 
 impl HttpLink {
     /// True when `msg` must wait for the tools to be listed (and the listing is started).
-    pub(super) fn hold_for_tool_headers(&mut self, now: Instant, msg: Outgoing) -> Option<Outgoing> {
+    pub(super) fn hold_for_tool_headers(
+        &mut self,
+        now: Instant,
+        msg: Outgoing,
+    ) -> Option<Outgoing> {
         let OutKind::Request(rpc) = msg.kind else {
             return Some(msg);
         };

@@ -253,12 +253,18 @@ impl Pool {
 
     /// `conn` reached end of input.
     pub(super) fn eof(&mut self, now: Instant, conn: ConnId) -> Outcome {
-        let failure = || TransportFailure::new(TransportFailureKind::Closed, "closed by the server");
+        let failure =
+            || TransportFailure::new(TransportFailureKind::Closed, "closed by the server");
         self.ended(now, conn, failure, true)
     }
 
     /// `conn` failed below HTTP.
-    pub(super) fn failed(&mut self, now: Instant, conn: ConnId, failure: TransportFailure) -> Outcome {
+    pub(super) fn failed(
+        &mut self,
+        now: Instant,
+        conn: ConnId,
+        failure: TransportFailure,
+    ) -> Outcome {
         self.ended(now, conn, || failure, false)
     }
 

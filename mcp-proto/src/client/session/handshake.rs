@@ -8,8 +8,8 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::{
-    Session, CloseReason, Event, Handshake, HttpFailure, OutKind, Phase, State, Transport, remember,
-    request,
+    CloseReason, Event, Handshake, HttpFailure, OutKind, Phase, Session, State, Transport,
+    remember, request,
 };
 use crate::jsonrpc::{self, ErrorObject, RequestId};
 use crate::model::{Implementation, ServerDetails};
@@ -76,7 +76,12 @@ impl Session {
 
     /// The cached legacy verdict was stale: the server refused `initialize` the 2026
     /// way. Probe as if nothing were known. True when that is what happened.
-    pub(super) fn reprobe_after_stale_verdict(&mut self, now: Instant, refusal: Option<&ErrorObject>, status: Option<u16>) -> bool {
+    pub(super) fn reprobe_after_stale_verdict(
+        &mut self,
+        now: Instant,
+        refusal: Option<&ErrorObject>,
+        status: Option<u16>,
+    ) -> bool {
         let moved_on = status == Some(400)
             && refusal.is_some_and(|e| jsonrpc::codes::is_modern_request_error(e.code));
         if !self.tentative_legacy || !moved_on {

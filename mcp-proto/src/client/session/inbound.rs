@@ -9,11 +9,11 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use crate::client::event::id_text;
 use super::{
-    CallError, CallId, CallOutput, Session, Event, InputAnswer, InputId, InputRequest, OutKind,
-    PeerError, PendingInput, remember, request,
+    CallError, CallId, CallOutput, Event, InputAnswer, InputId, InputRequest, OutKind, PeerError,
+    PendingInput, Session, remember, request,
 };
+use crate::client::event::id_text;
 use crate::jsonrpc::{self, ErrorObject, Notification, Request, RequestId, Sniffed, codes};
 use crate::model::ElicitationParams;
 use crate::version::Era;

@@ -38,11 +38,11 @@ use crate::Instant;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use super::ClientConfig;
 pub(crate) use super::event::{
     ApiMisuse, CallError, CallId, CallOutput, CloseReason, ConnectionState, Event, HttpFailure,
     InputAnswer, InputId, InputRequest, PeerError,
 };
-use super::ClientConfig;
 pub(crate) use request::CallRequest;
 
 use crate::jsonrpc::{self, Message, RequestId};

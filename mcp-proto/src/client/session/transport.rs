@@ -4,7 +4,7 @@
 use crate::Instant;
 
 use super::{
-    CallError, CallId, Session, CloseReason, HttpFailure, Phase, ProtocolVersion, State, Transport,
+    CallError, CallId, CloseReason, HttpFailure, Phase, ProtocolVersion, Session, State, Transport,
 };
 use crate::jsonrpc::Response;
 use crate::version::{Era, HttpProbeOutcome, HttpProbeVerdict, classify_http_probe};
