@@ -38,7 +38,7 @@ use mcp_benches::child::{BareHttpClient, HttpServerChild, ServerKind};
 use mcp_benches::{Report, Settings, payload};
 use mcp_proto::client::ClientConfig;
 use mcp_proto::{EraMode, ProtocolVersion};
-use mcp_smol::{ConnectFuture, Connector, EndpointUrl, TcpConnector};
+use mcp_smol::{ConnectFuture, Connector, Origin, TcpConnector};
 use serde_json::json;
 
 const ERAS: [(&str, EraMode); 2] = [("legacy", EraMode::Legacy), ("modern", EraMode::Modern)];
@@ -109,9 +109,9 @@ struct Counting {
 }
 
 impl Connector for Counting {
-    fn connect(&self, url: &EndpointUrl) -> ConnectFuture {
+    fn connect(&self, origin: &Origin) -> ConnectFuture {
         self.opened.fetch_add(1, Ordering::Relaxed);
-        TcpConnector.connect(url)
+        TcpConnector.connect(origin)
     }
 }
 

@@ -7,7 +7,9 @@
 //! * `tools/list 50` — a `tools/list` result with 50 tools (the example's 5 plus 45 with
 //!   three-property schemas), modern shape.
 //!
-//! Each fixture is also parsed two other ways in the same run, as reference points:
+//! Each fixture is also decoded with `Message::decode_with_max_depth` (what the machines
+//! do with what they receive: one more pass over the bytes for the nesting depth), and
+//! parsed two other ways in the same run, as reference points:
 //! `serde_json::from_slice::<&RawValue>` (validation only, no allocation: the floor) and
 //! `serde_json::from_slice::<Value>` (a full untyped parse).
 //!
@@ -110,7 +112,7 @@ fn main() {
     let settings = Settings::from_env();
     settings.title(
         "jsonrpc_decode",
-        "Message::decode of server responses, with serde_json references",
+        "Message::decode (unbounded and depth-checked) of server responses, with serde_json references",
     );
     let small = payload(64);
     let big = payload(64 * 1024);
@@ -126,9 +128,12 @@ fn main() {
         check(bytes);
         let n = settings.iters(*default_n);
         let size = bytes.len();
-        let decoders: [(&str, Decoder); 3] = [
+        let decoders: [(&str, Decoder); 4] = [
             ("decode", |b| {
                 black_box(Message::decode(b).ok());
+            }),
+            ("decode_with_max_depth", |b| {
+                black_box(Message::decode_with_max_depth(b, 64).ok());
             }),
             ("serde_json RawValue (floor)", |b| {
                 black_box(serde_json::from_slice::<&RawValue>(b).ok());

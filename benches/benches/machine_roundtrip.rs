@@ -5,7 +5,7 @@
 //!
 //! 1. `client_half_send`: build the `CallRequest`, `Client::call`, `poll_transmit`;
 //! 2. `server_half`: `Server::handle_input` of those bytes, `poll_transmit`;
-//! 3. `client_half_receive`: `Client::handle_input`, drain `poll_event` to the
+//! 3. `client_half_receive`: `Client::handle_read`, drain `poll_event` to the
 //!    `CallCompleted`, parse the `CallToolResult` (as `mcp_blocking::Client::call_tool`
 //!    does), `poll_timeout`, drop the result.
 //!
@@ -37,7 +37,9 @@ use mcp_proto::Instant;
 use std::hint::black_box;
 
 use mcp_benches::{Settings, payload};
-use mcp_proto::client::{CallId, CallRequest, Client, ClientConfig, ConnectionState, Event};
+use mcp_proto::client::{
+    CallId, CallRequest, Client, ClientConfig, ConnId, ConnectionState, Event,
+};
 use mcp_proto::server::{Server, example};
 use mcp_proto::{EraMode, ProtocolVersion};
 use serde_json::json;
@@ -57,18 +59,22 @@ impl Pair {
         let now = Instant::ZERO;
         let config = ClientConfig::new("mcp-benches", "0.1.0").era_mode(mode);
         let mut pair = Pair {
-            client: Client::new(config, now),
+            client: Client::stdio(config, now),
             server: example::server(),
             now,
             to_server: Vec::with_capacity(1 << 17),
             to_client: Vec::with_capacity(1 << 17),
         };
         for _ in 0..16 {
-            pair.client.poll_transmit(now, &mut pair.to_server);
+            while pair
+                .client
+                .poll_transmit(now, &mut pair.to_server)
+                .is_some()
+            {}
             pair.server.handle_input(now, &pair.to_server);
             pair.to_server.clear();
             pair.server.poll_transmit(&mut pair.to_client);
-            pair.client.handle_input(now, &pair.to_client);
+            pair.client.handle_read(now, ConnId::STDIO, &pair.to_client);
             pair.to_client.clear();
             while pair.client.poll_event().is_some() {}
             if let ConnectionState::Ready(_, version) = pair.client.state() {
@@ -94,7 +100,7 @@ impl Pair {
 fn client_half_send(client: &mut Client, now: Instant, text: &str, out: &mut Vec<u8>) -> CallId {
     let request = CallRequest::call_tool("echo", json!({ "text": text }));
     let call = client.call(now, request).expect("call accepted");
-    client.poll_transmit(now, out);
+    while client.poll_transmit(now, out).is_some() {}
     call
 }
 
@@ -113,7 +119,7 @@ fn client_half_receive(
     input: &mut Vec<u8>,
     call: CallId,
 ) -> usize {
-    client.handle_input(now, input);
+    client.handle_read(now, ConnId::STDIO, input);
     input.clear();
     let mut answer = None;
     while let Some(event) = client.poll_event() {

@@ -1,21 +1,22 @@
 //! The blocking client: connect, call, close.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_host::{
-    EraPlan, Flavour, Options, ProgressHandler, Sendable, Shutdown, StdioCommand, WireLog,
+use mcp_host::{Options, ProgressHandler, Shutdown, StdioCommand, WireLog, clock};
+use mcp_proto::client::{
+    CallOutput, CallRequest, ClientConfig, CloseReason, InputHandler, PeerError,
 };
-use mcp_proto::client::{CallOutput, CallRequest, ClientConfig, CloseReason, PeerError};
 use mcp_proto::http::EndpointUrl;
 use mcp_proto::jsonrpc::Notification;
 use mcp_proto::model::{CallToolResult, Prompt, Resource, ServerDetails, Tool};
 use mcp_proto::{Era, ProtocolVersion};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-use crate::driver::{Driver, Link};
+use crate::carrier;
+use crate::driver::Driver;
 use crate::error::Error;
-use crate::http::{Connector, HttpLink, HttpOptions, PoolConfig};
+use crate::http::{HttpConns, HttpOptions};
+use crate::process::Stdio;
 
 /// A connected MCP client, over a child process's stdio ([`Client::connect_stdio`]) or
 /// Streamable HTTP ([`Client::connect_http`]); the methods are the same for both. Every
@@ -26,13 +27,9 @@ use crate::http::{Connector, HttpLink, HttpOptions, PoolConfig};
 /// reaped, never a zombie; over HTTP, a legacy session is ended and the connections
 /// closed.
 ///
-/// `F` is the [flavour](mcp_host::Flavour) of the [`Options`] it was connected with:
-/// `Client` (that is, `Client<Sendable>`) is `Send` and takes `Send` handlers;
-/// `Client<Local>`, connected with [`Options::local`], takes handlers that are not
-/// `Send` (an `Rc<RefCell<…>>` inside) and stays on the thread that made it.
-///
 /// ```no_run
-/// use mcp_blocking::{Client, ClientConfig, StdioCommand};
+/// use mcp_blocking::{Client, StdioCommand};
+/// use mcp_blocking::mcp_proto::client::ClientConfig;
 ///
 /// # fn main() -> Result<(), mcp_blocking::Error> {
 /// let server = StdioCommand::new("npx")
@@ -51,8 +48,8 @@ use crate::http::{Connector, HttpLink, HttpOptions, PoolConfig};
 /// # }
 /// ```
 #[derive(Debug)]
-pub struct Client<F: Flavour = Sendable> {
-    driver: Driver<F>,
+pub struct Client {
+    driver: Driver,
     details: ServerDetails,
 }
 
@@ -67,6 +64,24 @@ impl Client {
         Self::connect_stdio_with(command, config, Options::new())
     }
 
+    /// [`Client::connect_stdio`] with [`Options`] (input handler, progress, wire log,
+    /// grace period).
+    ///
+    /// # Errors
+    /// As [`Client::connect_stdio`].
+    pub fn connect_stdio_with(
+        command: StdioCommand,
+        config: ClientConfig,
+        options: Options,
+    ) -> Result<Client, Error> {
+        let channel = carrier::channel();
+        let stdio = Stdio::start(command, &channel.0)?;
+        let machine = mcp_proto::client::Client::stdio(config, clock::now());
+        let mut driver = Driver::new(machine, Box::new(stdio), channel, options);
+        let details = driver.connect()?;
+        Ok(Client { driver, details })
+    }
+
     /// Connects to a Streamable HTTP endpoint (`https://…`, or `http://` to a loopback
     /// host) with default [`Options`] and [`HttpOptions`]: returns once the era and
     /// version are settled.
@@ -79,41 +94,24 @@ impl Client {
     pub fn connect_http(url: &str, config: ClientConfig) -> Result<Client, Error> {
         Self::connect_http_with(url, config, Options::new(), HttpOptions::new())
     }
-}
-
-impl<F: Flavour> Client<F> {
-    /// [`Client::connect_stdio`] with [`Options`] (input handler, progress, wire log,
-    /// grace period), of either flavour: `Options::local()` makes a `Client<Local>`.
-    ///
-    /// # Errors
-    /// As [`Client::connect_stdio`].
-    pub fn connect_stdio_with(
-        command: StdioCommand,
-        config: ClientConfig,
-        options: Options<F>,
-    ) -> Result<Client<F>, Error> {
-        let mut driver = Driver::start(command, config, options)?;
-        let details = driver.connect()?;
-        Ok(Client { driver, details })
-    }
 
     /// [`Client::connect_http`] with [`Options`] and [`HttpOptions`] (TLS configuration or
-    /// connector, `Authorization`, timeouts, era cache).
+    /// connector, `Authorization`, connection bound and timeouts, era cache).
     ///
-    /// With an [`crate::EraCache`] and [`mcp_proto::EraMode::Auto`], an origin known to be
-    /// legacy is connected in [`mcp_proto::EraMode::Legacy`] (no probe); when that draws an
-    /// HTTP 400 with a 2026 error code, the entry is dropped and the connection retried
-    /// once in `Auto`. Every successful connection records its verdict. (The decisions are
-    /// [`mcp_host::EraPlan`]'s, shared with `mcp-smol`.)
+    /// With an [`crate::EraCache`], what it knows about the endpoint's origin goes to the
+    /// machine ([`ClientConfig::known_era`]): with [`mcp_proto::EraMode::Auto`] and a
+    /// legacy verdict, `initialize` goes first (no probe), and the machine probes after
+    /// all, once, when the server has moved on. Every successful connection records its
+    /// verdict.
     ///
     /// # Errors
     /// As [`Client::connect_http`].
     pub fn connect_http_with(
         url: &str,
         config: ClientConfig,
-        options: Options<F>,
+        options: Options,
         http: HttpOptions,
-    ) -> Result<Client<F>, Error> {
+    ) -> Result<Client, Error> {
         let endpoint = EndpointUrl::parse(url, http.allow_insecure_remote).map_err(|source| {
             Error::InvalidUrl {
                 url: url.to_owned(),
@@ -121,42 +119,23 @@ impl<F: Flavour> Client<F> {
             }
         })?;
         let connector = http.connector_for(&endpoint)?;
-        let mut plan = EraPlan::new(http.era_cache.clone(), endpoint.origin(), config.era_mode);
-        let first = config.clone().era_mode(plan.mode());
-        let open = |url, config, options| Self::open_http(url, config, options, &http, &connector);
-        let result = match open(endpoint.clone(), first, options) {
-            Err(failed) if plan.retry(failed.0.cause()) => {
-                let (_, options) = *failed;
-                open(endpoint, config.era_mode(plan.mode()), options)
-            }
-            other => other,
+        let config = match http
+            .era_cache
+            .as_ref()
+            .and_then(|c| c.hint(endpoint.origin()))
+        {
+            Some(verdict) => config.known_era(Some(verdict)),
+            None => config,
         };
-        let client = result.map_err(|failed| failed.0)?;
-        plan.connected(client.protocol_version());
-        Ok(client)
-    }
-
-    /// One connection attempt; on failure the options come back for another.
-    fn open_http(
-        url: EndpointUrl,
-        config: ClientConfig,
-        options: Options<F>,
-        http: &HttpOptions,
-        connector: &Arc<dyn Connector>,
-    ) -> Result<Client<F>, Box<(Error, Options<F>)>> {
-        let pool = PoolConfig {
-            connector: Arc::clone(connector),
-            connect_timeout: http.connect_timeout,
-            idle_timeout: http.idle_timeout,
-            max_connections: http.max_connections.max(1),
-            limits: mcp_proto::http::HttpLimits::streaming(),
-        };
-        let link = HttpLink::new(config, url, http.authorization.clone(), pool);
-        let mut driver = Driver::with_link(Link::Http(Box::new(link)), options);
-        match driver.connect() {
-            Ok(details) => Ok(Client { driver, details }),
-            Err(e) => Err(Box::new((e, std::mem::take(&mut driver.options)))),
-        }
+        let machine = mcp_proto::client::Client::http(
+            config,
+            http.machine_config(endpoint.clone()),
+            clock::now(),
+        );
+        let conns = HttpConns::new(endpoint, connector, http.connect_timeout, http.era_cache);
+        let mut driver = Driver::new(machine, Box::new(conns), carrier::channel(), options);
+        let details = driver.connect()?;
+        Ok(Client { driver, details })
     }
 
     /// The server's era.
@@ -229,16 +208,16 @@ impl<F: Flavour> Client<F> {
         Ok(self.request(CallRequest::list_prompts())?.prompts()?)
     }
 
-    /// `tools/call` with `arguments`, a JSON object (`null` for none). A tool that
-    /// failed is a successful call whose result has `is_error: Some(true)`.
+    /// `tools/call`. A tool that failed is a successful call whose result has
+    /// `is_error: Some(true)`.
     ///
     /// # Errors
-    /// As [`Client::request`]; [`Error::Misuse`] (nothing sent) when `arguments` is
-    /// neither an object nor null; [`Error::Call`] when the result is not a
+    /// As [`Client::request`], and [`Error::Call`] when the result is not a
     /// `CallToolResult`.
     pub fn call_tool(&mut self, name: &str, arguments: Value) -> Result<CallToolResult, Error> {
-        let request = mcp_host::request::call_tool(name, arguments)?;
-        Ok(self.request(request)?.tool_result()?)
+        Ok(self
+            .request(CallRequest::call_tool(name, arguments))?
+            .tool_result()?)
     }
 
     /// `resources/read`: the `ReadResourceResult` as JSON.
@@ -249,32 +228,33 @@ impl<F: Flavour> Client<F> {
         Ok(self.request(CallRequest::read_resource(uri))?.result_as()?)
     }
 
-    /// `prompts/get` with `arguments`, a JSON object of strings (`null` for none): the
-    /// `GetPromptResult` as JSON.
+    /// `prompts/get`: the `GetPromptResult` as JSON.
     ///
     /// # Errors
-    /// As [`Client::request`]; [`Error::Misuse`] (nothing sent) when `arguments` is
-    /// neither an object nor null.
-    pub fn get_prompt(&mut self, name: &str, arguments: Value) -> Result<Value, Error> {
-        let request = mcp_host::request::get_prompt(name, arguments)?;
-        Ok(self.request(request)?.result_as()?)
+    /// As [`Client::request`].
+    pub fn get_prompt(
+        &mut self,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<Value, Error> {
+        Ok(self
+            .request(CallRequest::get_prompt(name, arguments))?
+            .result_as()?)
     }
 
     /// Replaces the handler that answers requests for input (elicitation, sampling,
     /// roots). Only requests for capabilities declared in the [`ClientConfig`] reach it.
-    /// `Box<dyn InputHandler + Send>` for a `Client`, any `Box<dyn InputHandler>` for a
-    /// `Client<Local>`.
-    pub fn set_input_handler(&mut self, handler: Box<F::InputHandler>) {
+    pub fn set_input_handler(&mut self, handler: Box<dyn InputHandler + Send>) {
         self.driver.options.input_handler = handler;
     }
 
     /// Sets (or with `None` removes) the progress callback.
-    pub fn set_progress_handler(&mut self, handler: Option<ProgressHandler<F>>) {
+    pub fn set_progress_handler(&mut self, handler: Option<ProgressHandler>) {
         self.driver.options.progress = handler;
     }
 
     /// Sets (or with `None` removes) the wire log.
-    pub fn set_wire_log(&mut self, log: Option<WireLog<F>>) {
+    pub fn set_wire_log(&mut self, log: Option<WireLog>) {
         self.driver.options.wire_log = log;
     }
 
@@ -287,18 +267,18 @@ impl<F: Flavour> Client<F> {
     /// messages, resource updates, …). At most 1024 are kept; older ones are dropped and
     /// counted in [`Client::dropped_notifications`].
     pub fn poll_notification(&mut self) -> Option<Notification> {
-        self.driver.notifications.pop_front()
+        self.driver.inbox.notifications.pop_front()
     }
 
     /// Notifications dropped because nobody polled them.
     #[must_use]
     pub fn dropped_notifications(&self) -> u64 {
-        self.driver.dropped_notifications
+        self.driver.inbox.dropped_notifications
     }
 
     /// The newest protocol violations of the server that did not fail a call (at most 32).
     pub fn recent_peer_errors(&self) -> impl Iterator<Item = &PeerError> {
-        self.driver.peer_errors.iter()
+        self.driver.inbox.peer_errors.iter()
     }
 
     /// The newest bytes the server wrote to stderr (bounded by
@@ -306,20 +286,20 @@ impl<F: Flavour> Client<F> {
     /// anything the server chose to print.
     #[must_use]
     pub fn stderr_tail(&self) -> String {
-        self.driver.stderr_tail()
+        self.driver.carrier.stderr_tail()
     }
 
     /// The server's process id, while it runs (`None` over HTTP).
     #[must_use]
     pub fn process_id(&self) -> Option<u32> {
-        self.driver.process_id()
+        self.driver.carrier.process_id()
     }
 
     /// How many times the server process was restarted (once when a server exits on the
     /// `server/discover` probe; always 0 over HTTP).
     #[must_use]
     pub fn restarts(&self) -> u32 {
-        self.driver.restarts()
+        self.driver.carrier.restarts()
     }
 
     /// The tools left out of `tools/list` because their `x-mcp-header` annotations are
@@ -327,34 +307,25 @@ impl<F: Flavour> Client<F> {
     /// seen first. The other tools stay usable; stdio never excludes any.
     #[must_use]
     pub fn excluded_tools(&self) -> &[(String, String)] {
-        &self.driver.excluded_tools
+        &self.driver.inbox.excluded_tools
     }
 
     /// The endpoint, for a client over HTTP.
     #[must_use]
     pub fn endpoint(&self) -> Option<&EndpointUrl> {
-        match &self.driver.link {
-            Link::Http(l) => Some(l.url()),
-            Link::Stdio(_) => None,
-        }
+        self.machine().http_config().map(|c| &c.url)
     }
 
     /// The legacy session id the server issued, for a client over HTTP.
     #[must_use]
     pub fn http_session_id(&self) -> Option<&str> {
-        match &self.driver.link {
-            Link::Http(l) => l.machine.session_id(),
-            Link::Stdio(_) => None,
-        }
+        self.machine().session_id()
     }
 
     /// TCP connections opened so far, for a client over HTTP (keep-alive keeps this low).
     #[must_use]
     pub fn http_connections_opened(&self) -> u64 {
-        match &self.driver.link {
-            Link::Http(l) => l.connections_opened(),
-            Link::Stdio(_) => 0,
-        }
+        self.machine().pool_stats().map_or(0, |s| s.opened)
     }
 
     /// Requests sent a second time because the pooled connection they were written on
@@ -362,28 +333,19 @@ impl<F: Flavour> Client<F> {
     /// byte of its response had arrived).
     #[must_use]
     pub fn http_retries(&self) -> u64 {
-        match &self.driver.link {
-            Link::Http(l) => l.retries(),
-            Link::Stdio(_) => 0,
-        }
+        self.machine().pool_stats().map_or(0, |s| s.retries)
     }
 
     /// Why the connection ended, once it has.
     #[must_use]
     pub fn close_reason(&self) -> Option<&CloseReason> {
-        self.driver.closed.as_ref()
-    }
-
-    /// Whether the connection is over (closed by either side).
-    #[must_use]
-    pub fn is_closed(&self) -> bool {
-        self.driver.closed.is_some()
+        self.driver.inbox.closed.as_ref()
     }
 
     /// The protocol machine, for inspection.
     #[must_use]
     pub fn machine(&self) -> &mcp_proto::client::Client {
-        self.driver.machine()
+        &self.driver.machine
     }
 
     /// Ends the connection: closes the server's stdin, waits up to the grace period

@@ -1,39 +1,32 @@
 //! The one error type of the blocking client.
 
 use std::io;
-use std::sync::Arc;
 
 use mcp_host::Cause;
 use mcp_proto::ErrorObject;
 use mcp_proto::client::{ApiMisuse, CallError, CloseReason};
 use mcp_proto::http::UrlError;
 
-use crate::http::{TlsUnavailable, TransportError};
+use crate::http::{TlsUnavailable, TransportError, TransportStage};
 
 /// Why an operation of [`crate::Client`] failed.
 ///
 /// The protocol-level causes are kept as they came from `mcp-proto`
 /// ([`CallError`], [`CloseReason`]), so the server's JSON-RPC code and `data` stay
 /// reachable: see [`Error::code`] and [`Error::error_object`].
-///
-/// The variants, their messages and their [kinds](Error::kind) are those of `mcp-smol`'s
-/// `Error` for the same failures (which adds `Io` and `DriverGone`, the failures of its
-/// own driver). `Error` is `Clone` (io errors are shared behind an [`Arc`]).
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The server process could not be started (program not found on `PATH`, not
-    /// executable, …).
-    #[error("could not start the server `{program}`: {source}")]
+    /// The server process could not be started (program not found, not executable, …).
+    #[error("could not start `{program}`: {source}")]
     Spawn {
         /// The program as configured.
         program: String,
         /// The OS error.
         #[source]
-        source: Arc<io::Error>,
+        source: io::Error,
     },
-    /// The server was started (or the endpoint answered) but the connection was never
-    /// established.
+    /// The server was started but the connection was never established.
     #[error("could not connect: {reason}")]
     Connect {
         /// Why the handshake ended.
@@ -42,16 +35,15 @@ pub enum Error {
         /// Not part of the message: it is the server's text and may be long.
         stderr: String,
     },
-    /// The call failed: a JSON-RPC error from the server, a timeout, an invalid answer, …
-    #[error(transparent)]
-    Call(CallError),
     /// The connection is over (the server exited, or it was closed locally).
     #[error("connection closed: {0}")]
     Closed(CloseReason),
-    /// The caller broke an API rule (too many calls in flight, arguments that are not a
-    /// JSON object, …).
-    #[error("invalid use of the client: {0}")]
-    Misuse(ApiMisuse),
+    /// The call failed: a JSON-RPC error from the server, a timeout, an invalid answer, …
+    #[error("{0}")]
+    Call(CallError),
+    /// The caller broke the API contract (for example, too many calls at once).
+    #[error("{0}")]
+    Misuse(#[from] ApiMisuse),
     /// The endpoint URL is not acceptable (not http or https, userinfo, a fragment, plain
     /// `http` to a host that is not loopback, …).
     #[error("invalid endpoint URL {url:?}: {source}")]
@@ -62,17 +54,17 @@ pub enum Error {
         #[source]
         source: UrlError,
     },
-    /// The endpoint is `https://`, but this build has no TLS: the crate's `tls` cargo
-    /// feature is off (and [`crate::HttpOptions::connector`] gave no connector of your
-    /// own). Returned before anything connects; never with the `tls` feature on.
-    #[error(transparent)]
-    TlsUnavailable(TlsUnavailable),
     /// The HTTP server could not be reached to set up the connection: the name did not
     /// resolve, the connection was refused or timed out, or TLS failed (an untrusted
     /// certificate, say). Failures of this kind on a call after connecting are
     /// [`CallError::Http`] without a status.
-    #[error(transparent)]
+    #[error("could not connect: {0}")]
     Transport(TransportError),
+    /// The endpoint is `https://`, but this build has no TLS: the crate's `tls` cargo
+    /// feature is off (and [`crate::HttpOptions::connector`] gave no connector of your
+    /// own). Returned before anything connects; never with the `tls` feature on.
+    #[error(transparent)]
+    TlsUnavailable(#[from] TlsUnavailable),
 }
 
 impl From<CallError> for Error {
@@ -84,37 +76,11 @@ impl From<CallError> for Error {
     }
 }
 
-impl From<CloseReason> for Error {
-    fn from(reason: CloseReason) -> Self {
-        Error::Closed(reason)
-    }
-}
-
-impl From<ApiMisuse> for Error {
-    fn from(e: ApiMisuse) -> Self {
-        match e {
-            ApiMisuse::Closed => Error::Closed(CloseReason::Local),
-            other => Error::Misuse(other),
-        }
-    }
-}
-
-impl From<TlsUnavailable> for Error {
-    fn from(e: TlsUnavailable) -> Self {
-        Error::TlsUnavailable(e)
-    }
-}
-
-impl From<TransportError> for Error {
-    fn from(e: TransportError) -> Self {
-        Error::Transport(e)
-    }
-}
-
 impl Error {
-    /// The cause, in the view both adapters share.
-    pub(crate) fn cause(&self) -> Cause<'_> {
-        match self {
+    /// The protocol-level cause, in the view both adapters share; `None` for failures
+    /// below HTTP.
+    pub(crate) fn cause(&self) -> Option<Cause<'_>> {
+        Some(match self {
             Error::Spawn { .. } => Cause::Spawn,
             Error::Connect { reason, .. } => Cause::Connect(reason),
             Error::Closed(reason) => Cause::Closed(reason),
@@ -122,15 +88,15 @@ impl Error {
             Error::Misuse(_) => Cause::Misuse,
             Error::InvalidUrl { .. } => Cause::InvalidUrl,
             Error::TlsUnavailable(_) => Cause::TlsUnavailable,
-            Error::Transport(e) => Cause::Transport(e),
-        }
+            Error::Transport(_) => return None,
+        })
     }
 
     /// The JSON-RPC error object the server sent, when the failure is one (also the
     /// error carried in the body of a failed HTTP exchange).
     #[must_use]
     pub fn error_object(&self) -> Option<&ErrorObject> {
-        self.cause().error_object()
+        self.cause()?.error_object()
     }
 
     /// The server's JSON-RPC error code, when the failure is a server error.
@@ -142,31 +108,28 @@ impl Error {
     /// The HTTP status of a failed HTTP exchange (never set for stdio servers).
     #[must_use]
     pub fn http_status(&self) -> Option<u16> {
-        self.cause().http_status()
+        self.cause()?.http_status()
     }
 
     /// A short, stable name for the kind of failure, for scripts: `spawn`, `connect`,
     /// `legacy-server`, `negotiation`, `auth-required`, `http`, `closed`, `server-error`,
-    /// `unknown-name`, `invalid-arguments`, `timeout`, `invalid-response`, `input`,
-    /// `limit`, `cancelled`, `session-expired`, `call`, `misuse`, `invalid-url`,
-    /// `tls-unavailable`, and below HTTP `unreachable` (resolve, connect, connect
-    /// timeout), `tls`, `transport` (an open connection broke): [`Cause::kind`], the
-    /// same names as `mcp-smol` for the same failures.
+    /// `timeout`, `invalid-response`, `input`, `limit`, `cancelled`, `session-expired`,
+    /// `call`, `misuse`, `invalid-url`, `tls-unavailable` (the same names as `mcp-smol`;
+    /// see [`Cause::kind`]), `unreachable` (resolve, connect, connection timeout), `tls`,
+    /// `transport` (other IO below HTTP).
     #[must_use]
     pub fn kind(&self) -> &'static str {
-        self.cause().kind()
-    }
-
-    /// Why the connection closed, when this error says it did.
-    #[must_use]
-    pub fn close_reason(&self) -> Option<&CloseReason> {
         match self {
-            Error::Closed(r) | Error::Connect { reason: r, .. } => Some(r),
-            _ => None,
+            Error::Transport(e) => match e.stage() {
+                TransportStage::Tls => "tls",
+                TransportStage::Resolve | TransportStage::Connect => "unreachable",
+                _ => "transport",
+            },
+            other => other.cause().map_or("transport", Cause::kind),
         }
     }
 
-    /// The failure below HTTP, when the endpoint could not be reached.
+    /// The failure below HTTP, when connecting could not reach the server.
     #[must_use]
     pub fn transport_error(&self) -> Option<&TransportError> {
         match self {
@@ -197,10 +160,5 @@ mod tests {
         let closed: Error = CallError::Closed(CloseReason::Local).into();
         assert!(matches!(closed, Error::Closed(CloseReason::Local)));
         assert_eq!(closed.code(), None);
-        assert_eq!(closed.close_reason(), Some(&CloseReason::Local));
-        let misuse: Error = ApiMisuse::TooManyCalls.into();
-        assert_eq!(misuse.kind(), "misuse");
-        let closed: Error = ApiMisuse::Closed.into();
-        assert_eq!(closed.kind(), "closed");
     }
 }

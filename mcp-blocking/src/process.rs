@@ -5,15 +5,14 @@
 //!
 //! Each child gets three small threads:
 //!
-//! * a **reader** that reads the child's stdout in chunks and sends them over a bounded
-//!   channel ([`READ_QUEUE_CHUNKS`] chunks of at most [`READ_CHUNK`] bytes), followed by one
-//!   end-of-file message. A server that floods stdout blocks on its own pipe instead of
-//!   growing our memory;
-//! * a **writer** that writes what the caller's thread hands it to the child's stdin.
-//!   The design guide has the caller's thread write stdin itself; we do not, because a
-//!   blocking write to a child that is itself blocked writing stdout (our read queue being
-//!   full while the caller is busy) would deadlock both sides. The writer only ever holds
-//!   our own requests, so its queue is bounded by what the caller sends;
+//! * a **reader** that reads the child's stdout in chunks and reports them on the
+//!   driver's one bounded channel (see the `carrier` module), followed by the end of
+//!   file. A server that floods stdout blocks on its own pipe instead of growing our
+//!   memory;
+//! * a **writer** that writes what the driver hands it to the child's stdin. The
+//!   driver's thread does not write stdin itself: a blocking write to a child that is
+//!   itself blocked writing stdout (the channel being full while the caller is busy)
+//!   would deadlock both sides. The writer only ever holds our own requests;
 //! * a **stderr collector** that keeps the last bytes of the child's stderr in a bounded
 //!   buffer ([`StderrTail`]). Stderr is never mixed into the protocol.
 //!
@@ -29,54 +28,154 @@
 //! library can only send SIGKILL ([`Child::kill`]) and this crate forbids `unsafe`, so the
 //! escalation goes straight from the stdin EOF plus grace period to a kill.
 
-use std::io::{self, Read, Write};
-use std::process::{Child, ChildStdin};
-use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
+use std::io::{self, Read};
+use std::process::Child;
+use std::sync::mpsc::{self, Sender, SyncSender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
-use mcp_host::clock;
+use mcp_host::wire_log::LineLog;
+use mcp_host::{Direction, Shutdown, StderrTail, StdioCommand, WireLog, clock};
+use mcp_proto::client::{ConnId, TransportFailure, TransportFailureKind};
 
-use mcp_host::{Shutdown, StderrTail, StdioCommand};
-
+use crate::carrier::{self, Carrier, Failure, Report, Reporter, read_loop, write_loop};
 use crate::error::Error;
+use crate::http::TransportStage;
 
-/// Bytes read from the child's stdout in one go.
-pub(crate) const READ_CHUNK: usize = 64 * 1024;
-/// Chunks of stdout waiting for the caller's thread before the reader blocks.
-pub(crate) const READ_QUEUE_CHUNKS: usize = 64;
 /// How long shutdown waits for the IO threads after the child is reaped.
 const THREAD_JOIN_WAIT: Duration = Duration::from_millis(250);
 
-/// What the reader thread reports.
+/// The stdio side of a driver: the command, the running process (a new one after a
+/// restart), and what outlives each process.
 #[derive(Debug)]
-pub(crate) enum FromChild {
-    /// Bytes from stdout.
-    Data(Vec<u8>),
-    /// Stdout ended (the child exited or closed it, or reading failed).
-    Eof,
+pub(crate) struct Stdio {
+    command: StdioCommand,
+    process: Option<Process>,
+    tail: Arc<Mutex<StderrTail>>,
+    /// Which process reports are current: one more per restart.
+    generation: u64,
+    restarts: u32,
+    /// How the last process ended.
+    shutdown: Option<Shutdown>,
+    /// The lines received, for the wire log.
+    log: LineLog,
+}
+
+impl Stdio {
+    /// Starts the server; its threads report on `tx`.
+    pub(crate) fn start(command: StdioCommand, tx: &SyncSender<Report>) -> Result<Stdio, Error> {
+        let tail = Arc::new(Mutex::new(StderrTail::new(command.get_stderr_limit())));
+        let reporter = Reporter::new(tx, ConnId::STDIO, 1);
+        let process = Process::spawn(&command, &tail, reporter)?;
+        Ok(Stdio {
+            command,
+            process: Some(process),
+            tail,
+            generation: 1,
+            restarts: 0,
+            shutdown: None,
+            log: LineLog::new(),
+        })
+    }
+}
+
+impl Carrier for Stdio {
+    fn write(&mut self, _: ConnId, bytes: Vec<u8>, log: &mut Option<WireLog>) {
+        LineLog::whole(log, Direction::Sent, &bytes);
+        if let Some(p) = &self.process {
+            p.send(bytes);
+        }
+    }
+
+    /// Stops the server (bounded by `grace`) and remembers how it ended.
+    fn close(&mut self, _: ConnId, grace: Duration, log: &mut Option<WireLog>) {
+        self.log.finish(log, Direction::Received);
+        if let Some(mut p) = self.process.take() {
+            self.shutdown = Some(p.shutdown(grace));
+        }
+    }
+
+    fn is_current(&self, conn: ConnId, generation: u64) -> bool {
+        conn == ConnId::STDIO && generation == self.generation && self.process.is_some()
+    }
+
+    fn is_idle(&self) -> bool {
+        self.process.is_none()
+    }
+
+    fn log_read(&mut self, _: ConnId, data: Option<&[u8]>, log: &mut Option<WireLog>) {
+        match data {
+            Some(data) => self.log.feed(log, Direction::Received, data),
+            None => self.log.finish(log, Direction::Received),
+        }
+    }
+
+    fn failure(&self, _: TransportStage, error: io::Error) -> Failure {
+        (TransportFailure::from_io(&error), None)
+    }
+
+    fn release(&mut self, grace: Duration, log: &mut Option<WireLog>) -> Shutdown {
+        self.close(ConnId::STDIO, grace, log);
+        self.shutdown.unwrap_or_default()
+    }
+
+    /// Reaps the server that exited on the probe and starts the command again.
+    fn respawn(&mut self, tx: &SyncSender<Report>) -> Result<(), Failure> {
+        if let Some(mut old) = self.process.take() {
+            // Its stdout has ended already: that is what asked for the restart.
+            self.shutdown = Some(old.shutdown(Duration::ZERO));
+        }
+        self.generation += 1;
+        self.log.clear();
+        let reporter = Reporter::new(tx, ConnId::STDIO, self.generation);
+        match Process::spawn(&self.command, &self.tail, reporter) {
+            Ok(p) => {
+                self.process = Some(p);
+                self.restarts += 1;
+                Ok(())
+            }
+            Err(e) => {
+                let failure = TransportFailure::new(TransportFailureKind::Spawn, e.to_string());
+                Err((failure, Some(e)))
+            }
+        }
+    }
+
+    fn stderr_tail(&self) -> String {
+        self.tail
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .text()
+    }
+
+    fn process_id(&self) -> Option<u32> {
+        self.process.as_ref().map(|p| p.child.id())
+    }
+
+    fn restarts(&self) -> u32 {
+        self.restarts
+    }
 }
 
 /// A running server process and its IO threads.
 #[derive(Debug)]
-pub(crate) struct Process {
+struct Process {
     child: Child,
     to_child: Option<Sender<Vec<u8>>>,
-    from_child: Option<Receiver<FromChild>>,
     threads: Vec<JoinHandle<()>>,
-    shutdown: Option<Shutdown>,
 }
 
 impl Process {
     /// Starts the child with exactly the environment `cmd` names.
-    pub(crate) fn spawn(
+    fn spawn(
         cmd: &StdioCommand,
         tail: &Arc<Mutex<StderrTail>>,
+        reporter: Reporter,
     ) -> Result<Process, Error> {
         let spawn_error = |source| Error::Spawn {
             program: cmd.program().to_string_lossy().into_owned(),
-            source: Arc::new(source),
+            source,
         };
         let mut command = cmd.to_command().map_err(spawn_error)?;
         let mut child = command.spawn().map_err(spawn_error)?;
@@ -87,38 +186,28 @@ impl Process {
             let _ = child.wait();
             return Err(spawn_error(io::Error::other("child pipes missing")));
         };
-
         let (to_child, writer_rx) = mpsc::channel::<Vec<u8>>();
-        let (reader_tx, from_child) = mpsc::sync_channel::<FromChild>(READ_QUEUE_CHUNKS);
-        let mut threads = Vec::with_capacity(3);
+        let writer = reporter.clone();
+        let tail = Arc::clone(tail);
         let spawned = [
-            thread::Builder::new()
-                .name("mcp-stdio-writer".into())
-                .spawn(move || write_loop(stdin, &writer_rx)),
-            thread::Builder::new()
-                .name("mcp-stdio-reader".into())
-                .spawn(move || read_loop(stdout, &reader_tx)),
-            {
-                let tail = Arc::clone(tail);
-                thread::Builder::new()
-                    .name("mcp-stdio-stderr".into())
-                    .spawn(move || stderr_loop(stderr, &tail))
-            },
+            carrier::spawn("mcp-stdio-writer", move || {
+                write_loop(stdin, &writer_rx, &writer);
+            }),
+            carrier::spawn("mcp-stdio-reader", move || read_loop(stdout, &reporter)),
+            carrier::spawn("mcp-stdio-stderr", move || stderr_loop(stderr, &tail)),
         ];
-        let mut failure = None;
-        for t in spawned {
-            match t {
-                Ok(handle) => threads.push(handle),
-                Err(e) => failure = Some(e),
-            }
-        }
         let mut process = Process {
             child,
             to_child: Some(to_child),
-            from_child: Some(from_child),
-            threads,
-            shutdown: None,
+            threads: Vec::with_capacity(3),
         };
+        let mut failure = None;
+        for t in spawned {
+            match t {
+                Ok(handle) => process.threads.push(handle),
+                Err(e) => failure = Some(e),
+            }
+        }
         if let Some(e) = failure {
             process.shutdown(Duration::ZERO);
             return Err(spawn_error(e));
@@ -126,41 +215,17 @@ impl Process {
         Ok(process)
     }
 
-    /// The OS process id.
-    pub(crate) fn id(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// Hands bytes to the writer thread. Silently dropped once stdin is closed (the
-    /// reader's end of file reports the exit).
-    pub(crate) fn send(&self, bytes: Vec<u8>) {
+    /// Hands bytes to the writer thread.
+    fn send(&self, bytes: Vec<u8>) {
         if let Some(tx) = &self.to_child {
+            // Gone only once stdin is closed: the end of stdout reports the exit.
             let _ = tx.send(bytes);
         }
     }
 
-    /// Waits up to `timeout` (forever for `None`) for the reader thread.
-    pub(crate) fn recv(&self, timeout: Option<Duration>) -> Received {
-        let Some(rx) = &self.from_child else {
-            return Received::Eof;
-        };
-        let got = match timeout {
-            None => rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
-            Some(t) => rx.recv_timeout(t),
-        };
-        match got {
-            Ok(FromChild::Data(d)) => Received::Data(d),
-            Ok(FromChild::Eof) | Err(mpsc::RecvTimeoutError::Disconnected) => Received::Eof,
-            Err(mpsc::RecvTimeoutError::Timeout) => Received::Timeout,
-        }
-    }
-
     /// Closes stdin, waits up to `grace` for the child to exit, kills it otherwise, reaps
-    /// it, and joins the IO threads for a bounded time. Idempotent.
-    pub(crate) fn shutdown(&mut self, grace: Duration) -> Shutdown {
-        if let Some(done) = self.shutdown {
-            return done;
-        }
+    /// it, and joins the IO threads for a bounded time.
+    fn shutdown(&mut self, grace: Duration) -> Shutdown {
         drop(self.to_child.take());
         let deadline = clock::now() + grace;
         let mut status = None;
@@ -178,7 +243,7 @@ impl Process {
             if now >= deadline {
                 break;
             }
-            thread::sleep(pause.min(deadline - now));
+            thread::sleep(pause.min(deadline.saturating_duration_since(now)));
             pause = (pause * 2).min(Duration::from_millis(20));
         }
         let killed = status.is_none();
@@ -186,56 +251,17 @@ impl Process {
             let _ = self.child.kill();
             status = self.child.wait().ok();
         }
-        // Unblocks a reader waiting on a full queue.
-        drop(self.from_child.take());
         join_bounded(std::mem::take(&mut self.threads), THREAD_JOIN_WAIT);
-        let done = Shutdown::new(status, killed);
-        self.shutdown = Some(done);
-        done
+        Shutdown::new(status, killed)
     }
 }
 
 impl Drop for Process {
     fn drop(&mut self) {
-        self.shutdown(Duration::ZERO);
-    }
-}
-
-/// One wait on the reader.
-#[derive(Debug)]
-pub(crate) enum Received {
-    Data(Vec<u8>),
-    Eof,
-    Timeout,
-}
-
-fn write_loop(mut stdin: ChildStdin, rx: &Receiver<Vec<u8>>) {
-    for chunk in rx {
-        if stdin
-            .write_all(&chunk)
-            .and_then(|()| stdin.flush())
-            .is_err()
-        {
-            break;
+        if !self.threads.is_empty() || self.to_child.is_some() {
+            self.shutdown(Duration::ZERO);
         }
     }
-}
-
-fn read_loop(mut stdout: impl Read, tx: &SyncSender<FromChild>) {
-    let mut buf = vec![0u8; READ_CHUNK];
-    loop {
-        match stdout.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => {
-                if tx.send(FromChild::Data(buf[..n].to_vec())).is_err() {
-                    return;
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => break,
-        }
-    }
-    let _ = tx.send(FromChild::Eof);
 }
 
 fn stderr_loop(mut stderr: impl Read, tail: &Mutex<StderrTail>) {

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use http_support::{Behavior, Eras, TestServer};
-use mcp_blocking::TransportErrorKind;
+use mcp_blocking::http::TransportStage;
 use mcp_blocking::mcp_proto::client::{CallError, CallRequest, ClientConfig, CloseReason};
 use mcp_blocking::mcp_proto::{Era, EraMode, ProtocolVersion};
 use mcp_blocking::{Client, Direction, EraCache, Error, HttpOptions, Options};
@@ -170,7 +170,20 @@ fn sequential_calls_share_one_connection() {
     assert_eq!(server.accepted(), 1, "keep-alive: one TCP connection");
     assert_eq!(client.http_connections_opened(), 1);
     assert_eq!(client.http_retries(), 0);
-    assert_eq!(server.seen().len(), 7);
+    // The probe, the listing the machine makes before the first `tools/call` (to learn
+    // the tools' `x-mcp-header` declarations), 5 calls, and the caller's listing.
+    let methods: Vec<String> = server
+        .seen()
+        .iter()
+        .map(|r| r.rpc_method().to_owned())
+        .collect();
+    assert_eq!(methods.len(), 8, "{methods:?}");
+    assert_eq!(
+        &methods[..2],
+        ["server/discover", "tools/list"],
+        "{methods:?}"
+    );
+    assert_eq!(methods.iter().filter(|m| *m == "tools/call").count(), 5);
 }
 
 #[test]
@@ -195,10 +208,18 @@ fn a_server_closing_idle_connections_loses_no_request() {
         retries >= 1,
         "stale pooled connections were retried ({retries})"
     );
-    // Each request was answered exactly once: probe + 4 calls.
-    let posts = server.seen().len();
-    assert_eq!(posts, 5, "no request executed twice");
-    assert_eq!(server.accepted(), 5);
+    // Each request was answered exactly once: the probe, the listing the machine makes
+    // before the first `tools/call`, and 4 calls.
+    let seen = server.seen();
+    assert_eq!(seen.len(), 6, "no request executed twice");
+    assert_eq!(seen[1].rpc_method(), "tools/list");
+    let calls: Vec<&serde_json::Value> = seen
+        .iter()
+        .filter(|r| r.rpc_method() == "tools/call")
+        .map(|r| &r.body["params"]["arguments"]["a"])
+        .collect();
+    assert_eq!(calls, [&json!(0), &json!(1), &json!(2), &json!(3)]);
+    assert_eq!(server.accepted(), 6);
 }
 
 #[test]
@@ -211,7 +232,7 @@ fn connection_refused_is_a_typed_error() {
     let Error::Transport(t) = &err else {
         panic!("expected a transport error, got {err:?}")
     };
-    assert_eq!(t.kind(), TransportErrorKind::Connect);
+    assert_eq!(t.stage(), TransportStage::Connect);
     assert_eq!(t.io_error().kind(), std::io::ErrorKind::ConnectionRefused);
     assert_eq!(err.kind(), "unreachable");
     assert_eq!(err.http_status(), None);
@@ -387,7 +408,7 @@ fn the_era_cache_skips_the_probe_for_legacy_origins() {
     assert_eq!(first.era(), Era::Legacy);
     drop(first);
     assert_eq!(
-        cache.get(&origin),
+        cache.hint(&origin),
         Some((Era::Legacy, ProtocolVersion::V2025_11_25))
     );
     let second = Client::connect_http_with(&server.url(), config(), Options::new(), http).unwrap();
@@ -412,12 +433,12 @@ fn a_stale_legacy_verdict_is_dropped_when_the_server_moved_on() {
     });
     let cache = EraCache::new();
     let origin = format!("http://{}", server.addr);
-    cache.record(&origin, Era::Legacy, ProtocolVersion::V2025_11_25);
+    cache.record(&origin, ProtocolVersion::V2025_11_25);
     let http = HttpOptions::new().era_cache(cache.clone());
     let client = Client::connect_http_with(&server.url(), config(), Options::new(), http).unwrap();
     assert_eq!(client.era(), Era::Modern);
     assert_eq!(
-        cache.get(&origin),
+        cache.hint(&origin),
         Some((Era::Modern, ProtocolVersion::V2026_07_28))
     );
     let methods: Vec<String> = server

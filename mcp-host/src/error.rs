@@ -2,13 +2,12 @@
 //! stable kind names, the server's JSON-RPC error object, the HTTP status.
 
 use mcp_proto::ErrorObject;
-use mcp_proto::client::{CallError, CloseReason, InvalidParams};
+use mcp_proto::client::{CallError, CloseReason, InvalidParams, PeerError};
+use mcp_proto::jsonrpc::DecodeError;
 
-use crate::TransportError;
-
-/// The cause of an adapter's error, as both adapters' `Error` types have it (each maps
-/// its variants to this view; only an adapter's own variants, such as `mcp-smol`'s
-/// `DriverGone`, are named by the adapter).
+/// The protocol-level cause of an adapter's error, as both adapters' `Error` types have
+/// it (each maps its own variants to this view; transport failures below HTTP and the
+/// adapter's own variants are named by the adapter).
 ///
 /// ```
 /// use mcp_host::Cause;
@@ -38,8 +37,6 @@ pub enum Cause<'a> {
     /// The endpoint is `https://` and TLS support was compiled out
     /// ([`TlsUnavailable`](crate::http::TlsUnavailable)).
     TlsUnavailable,
-    /// The HTTP endpoint could not be reached, or a connection to it broke below HTTP.
-    Transport(&'a TransportError),
 }
 
 impl<'a> Cause<'a> {
@@ -47,9 +44,7 @@ impl<'a> Cause<'a> {
     /// `legacy-server`, `negotiation`, `auth-required`, `http`, `closed`,
     /// `server-error`, `unknown-name` and `invalid-arguments` (a `-32602` that says which),
     /// `timeout`, `invalid-response`, `input`, `limit`, `cancelled`,
-    /// `session-expired`, `call`, `misuse`, `invalid-url`, `tls-unavailable`; and for
-    /// failures below HTTP ([`TransportErrorKind::name`](crate::TransportErrorKind::name))
-    /// `unreachable`, `tls`, `transport`.
+    /// `session-expired`, `call`, `misuse`, `invalid-url`, `tls-unavailable`.
     #[must_use]
     pub fn kind(self) -> &'static str {
         match self {
@@ -77,12 +72,18 @@ impl<'a> Cause<'a> {
                 CallError::InvalidInputRequest(_) | CallError::InputRefused(_) => "input",
                 CallError::Http(_) => "http",
                 CallError::SessionExpired => "session-expired",
+                CallError::Peer(
+                    PeerError::Oversized { .. }
+                    | PeerError::Malformed {
+                        error: DecodeError::TooDeep { .. },
+                    },
+                ) => "limit",
+                CallError::Peer(_) => "invalid-response",
                 _ => "call",
             },
             Cause::Misuse => "misuse",
             Cause::InvalidUrl => "invalid-url",
             Cause::TlsUnavailable => "tls-unavailable",
-            Cause::Transport(e) => e.kind().name(),
         }
     }
 
@@ -110,5 +111,20 @@ impl<'a> Cause<'a> {
             Cause::Connect(CloseReason::Http(h)) | Cause::Closed(CloseReason::Http(h)) => h.status,
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unusable_answers_have_kinds() {
+        let kind = |p: PeerError| Cause::Call(&CallError::Peer(p)).kind();
+        assert_eq!(kind(PeerError::Oversized { seen: 9, limit: 8 }), "limit");
+        let deep = DecodeError::TooDeep { limit: 64 };
+        assert_eq!(kind(PeerError::Malformed { error: deep }), "limit");
+        let error = DecodeError::ResultAndError;
+        assert_eq!(kind(PeerError::Malformed { error }), "invalid-response");
     }
 }

@@ -17,14 +17,9 @@
 //!   configuration (rustls with `ring`, `webpki-roots`, ALPN `http/1.1`; with the `tls`
 //!   feature).
 //! * [`Cause`]: the stable error kind names, the server's error object, the HTTP
-//!   status; [`TransportError`], the failures below HTTP, worded and named the same in
-//!   both adapters.
-//! * [`request`]: the requests behind `call_tool` and `get_prompt`, their arguments
-//!   (a JSON object, or null for none) checked the same way for both adapters.
-//! * [`EraCache`]: the era verdict per HTTP origin, shareable between connections and
-//!   between both adapters, with [`EraPlan`], the decisions `connect_http_with` makes
-//!   with it (the era mode to connect with, whether a failure means the server moved on
-//!   and the origin is to be probed again, recording the verdict).
+//!   status.
+//! * [`EraCache`]: the era verdicts per HTTP origin behind a lock, shareable between
+//!   connections and between both adapters (the decisions are the machine's).
 //!
 //! It uses std IO where it must (looking programs up on `PATH`, building a process
 //! command) and nothing else: no async runtime, no threads.
@@ -44,19 +39,16 @@ mod era_cache;
 mod error;
 pub mod http;
 mod options;
-pub mod request;
-mod transport;
 pub mod wire_log;
 
 pub use child::{Shutdown, StderrTail};
 pub use command::{DEFAULT_STDERR_LIMIT, StdioCommand};
-pub use era_cache::{EraCache, EraPlan, server_moved_on};
+pub use era_cache::EraCache;
 pub use error::Cause;
 pub use options::{
-    DEFAULT_GRACE_PERIOD, Direction, Flavour, Local, MAX_NOTIFICATIONS, MAX_PEER_ERRORS, Options,
-    Progress, ProgressHandler, Sendable, WireLog, push_newest,
+    DEFAULT_GRACE_PERIOD, Direction, MAX_NOTIFICATIONS, MAX_PEER_ERRORS, Options, Progress,
+    ProgressHandler, WireLog, push_newest,
 };
-pub use transport::{ResolveError, TransportError, TransportErrorKind};
 
 /// The protocol crate, re-exported so its types need no second dependency.
 pub use mcp_proto;

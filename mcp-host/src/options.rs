@@ -4,7 +4,6 @@
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::sync::mpsc;
 use std::time::Duration;
 
 use mcp_proto::client::{CallId, DeclineAll, Event, InputAnswer, InputHandler, InputId};
@@ -18,131 +17,15 @@ pub const MAX_NOTIFICATIONS: usize = 1024;
 /// Peer errors (malformed or unexpected messages from the server) a client keeps.
 pub const MAX_PEER_ERRORS: usize = 32;
 
-/// Called with every `notifications/progress` of a call that asked for progress: `Send`
-/// in the default flavour ([`Sendable`]), any closure in [`Local`].
-pub type ProgressHandler<F = Sendable> = Box<<F as Flavour>::Progress>;
+/// Called with every `notifications/progress` of a call that asked for progress.
+pub type ProgressHandler = Box<dyn FnMut(&Progress) + Send>;
 
-/// Called with every line written to or read from the server, without its line end:
-/// `Send` in the default flavour ([`Sendable`]), any closure in [`Local`].
+/// Called with every line written to or read from the server, without its line end.
 /// Over HTTP these are the lines of each request and response as sent and received
 /// (heads and bodies, chunk sizes and SSE fields included), with the values of
 /// `Authorization`, `Proxy-Authorization`, `Cookie` and `Set-Cookie` replaced by
 /// `[redacted]`; see [`crate::wire_log`].
-pub type WireLog<F = Sendable> = Box<<F as Flavour>::WireLog>;
-
-mod sealed {
-    pub trait Sealed {}
-    impl Sealed for super::Sendable {}
-    impl Sealed for super::Local {}
-}
-
-/// Whether a connection's handlers (input handler, progress callback, wire log) must be
-/// `Send`: [`Sendable`] (the default) or [`Local`]. Sealed: those two are all there is.
-///
-/// A `Send` handler fits both flavours; the conversions below turn one into the
-/// flavour's box.
-pub trait Flavour: sealed::Sealed + Sized + 'static {
-    /// The input handler as [`Options`] holds it.
-    type InputHandler: ?Sized + InputHandler;
-    /// The progress callback as [`Options`] holds it.
-    type Progress: ?Sized + FnMut(&Progress);
-    /// The wire log as [`Options`] holds it.
-    type WireLog: ?Sized + FnMut(Direction, &[u8]);
-
-    /// A `Send` input handler, as this flavour holds one.
-    fn input_handler(handler: Box<dyn InputHandler + Send>) -> Box<Self::InputHandler>;
-
-    /// A `Send` progress callback, as this flavour holds one.
-    fn progress(handler: ProgressHandler) -> ProgressHandler<Self>;
-
-    /// A `Send` wire log, as this flavour holds one.
-    fn wire_log(log: WireLog) -> WireLog<Self>;
-
-    /// Runs `f` with a wire log of the [`Sendable`] flavour standing for `log`, for
-    /// transport code written for that flavour only: with [`Sendable`] it is `log`
-    /// itself; with [`Local`] it is a stand-in that keeps the lines, which go to `log`,
-    /// in order, when `f` returns (on the same thread, before anything else is logged).
-    fn with_sendable_log<R>(
-        log: &mut Option<WireLog<Self>>,
-        f: impl FnOnce(&mut Option<WireLog>) -> R,
-    ) -> R;
-}
-
-/// The default [`Flavour`]: every handler is `Send`, so [`Options`] is `Send`, and so is
-/// whatever holds them (`mcp_blocking::Client`, `mcp_smol::Driver`): they can move to
-/// another thread or run on a multi-threaded executor.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Sendable {}
-
-/// The [`Flavour`] of handlers that need not be `Send` (an `Rc<RefCell<…>>` inside, a
-/// GUI toolkit's objects): for connections driven on one thread, such as an
-/// `mcp_blocking::Client<Local>` on the caller's thread, or an `mcp_smol::Driver<Local>`
-/// on a `LocalExecutor`. `Options<Local>` and what holds it are not `Send`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Local {}
-
-impl Flavour for Sendable {
-    type InputHandler = dyn InputHandler + Send;
-    type Progress = dyn FnMut(&Progress) + Send;
-    type WireLog = dyn FnMut(Direction, &[u8]) + Send;
-
-    fn input_handler(handler: Box<dyn InputHandler + Send>) -> Box<Self::InputHandler> {
-        handler
-    }
-
-    fn progress(handler: ProgressHandler) -> ProgressHandler<Self> {
-        handler
-    }
-
-    fn wire_log(log: WireLog) -> WireLog<Self> {
-        log
-    }
-
-    fn with_sendable_log<R>(
-        log: &mut Option<WireLog<Self>>,
-        f: impl FnOnce(&mut Option<WireLog>) -> R,
-    ) -> R {
-        f(log)
-    }
-}
-
-impl Flavour for Local {
-    type InputHandler = dyn InputHandler;
-    type Progress = dyn FnMut(&Progress);
-    type WireLog = dyn FnMut(Direction, &[u8]);
-
-    fn input_handler(handler: Box<dyn InputHandler + Send>) -> Box<Self::InputHandler> {
-        handler
-    }
-
-    fn progress(handler: ProgressHandler) -> ProgressHandler<Self> {
-        handler
-    }
-
-    fn wire_log(log: WireLog) -> WireLog<Self> {
-        log
-    }
-
-    fn with_sendable_log<R>(
-        log: &mut Option<WireLog<Self>>,
-        f: impl FnOnce(&mut Option<WireLog>) -> R,
-    ) -> R {
-        let Some(log) = log else {
-            return f(&mut None);
-        };
-        let (sink, lines) = mpsc::channel();
-        let mut stand_in: Option<WireLog> = Some(Box::new(move |dir, line: &[u8]| {
-            // The receiver outlives every call of this log.
-            let _ = sink.send((dir, line.to_vec()));
-        }));
-        let out = f(&mut stand_in);
-        drop(stand_in);
-        for (dir, line) in lines.try_iter() {
-            log(dir, &line);
-        }
-        out
-    }
-}
+pub type WireLog = Box<dyn FnMut(Direction, &[u8]) + Send>;
 
 /// Progress of a call (`notifications/progress`).
 #[derive(Debug, Clone, PartialEq)]
@@ -185,37 +68,8 @@ pub enum Direction {
 ///     .wire_log(|dir, line| eprintln!("{dir:?} {}", String::from_utf8_lossy(line)));
 /// # let _ = options;
 /// ```
-///
-/// # Flavours
-///
-/// `Options` (that is, `Options<Sendable>`, made by [`Options::new`]) takes `Send`
-/// handlers only and is `Send` itself. [`Options::local`] makes an `Options<Local>`,
-/// whose handlers need not be `Send` (and which is not): for a connection driven on one
-/// thread. The adapters take either, and what they return carries the flavour:
-/// `mcp_blocking::Client<Local>`, `mcp_smol::Driver<Local>`.
-///
-/// ```
-/// use std::cell::RefCell;
-/// use std::rc::Rc;
-/// use mcp_host::{Local, Options};
-/// use mcp_proto::client::{InputAnswer, InputHandler, InputRequest};
-///
-/// /// Asks the application's (single-threaded) UI.
-/// struct Dialog(Rc<RefCell<Vec<String>>>);
-///
-/// impl InputHandler for Dialog {
-///     fn answer(&mut self, request: &InputRequest) -> InputAnswer {
-///         self.0.borrow_mut().push(format!("{request:?}"));
-///         InputAnswer::decline()
-///     }
-/// }
-///
-/// let asked = Rc::new(RefCell::new(Vec::new()));
-/// let options: Options<Local> = Options::local().input_handler(Dialog(asked.clone()));
-/// # let _ = options;
-/// ```
 #[non_exhaustive]
-pub struct Options<F: Flavour = Sendable> {
+pub struct Options {
     /// How long the server may take to exit once its stdin is closed (by closing the
     /// client, or dropping it) before it is killed. Default [`DEFAULT_GRACE_PERIOD`].
     /// Over HTTP: how long the last exchanges (a legacy session's `DELETE`) may take
@@ -224,21 +78,32 @@ pub struct Options<F: Flavour = Sendable> {
     /// Answers every request for input. Default [`DeclineAll`]. Only requests for
     /// capabilities declared in the `ClientConfig` reach it: declare elicitation to see
     /// forms.
-    pub input_handler: Box<F::InputHandler>,
+    pub input_handler: Box<dyn InputHandler + Send>,
     /// Called on progress notifications (ask for them with
     /// [`CallRequest::with_progress`](mcp_proto::client::CallRequest::with_progress)).
-    pub progress: Option<ProgressHandler<F>>,
+    pub progress: Option<ProgressHandler>,
     /// Sees every line on the wire, from the first probe on; see [`WireLog`]. Over HTTP
     /// the lines of concurrent exchanges interleave, each line whole.
-    pub wire_log: Option<WireLog<F>>,
+    pub wire_log: Option<WireLog>,
 }
 
 impl Options {
-    /// The defaults, with `Send` handlers: 2 s grace period, [`DeclineAll`], no progress
-    /// handler, no log.
+    /// The defaults: 2 s grace period, [`DeclineAll`], no progress handler, no log.
     #[must_use]
     pub fn new() -> Self {
-        Self::defaults()
+        Options {
+            grace_period: DEFAULT_GRACE_PERIOD,
+            input_handler: Box::new(DeclineAll),
+            progress: None,
+            wire_log: None,
+        }
+    }
+
+    /// The same options with another grace period.
+    #[must_use]
+    pub fn grace_period(mut self, grace: Duration) -> Self {
+        self.grace_period = grace;
+        self
     }
 
     /// The same options with another input handler.
@@ -262,72 +127,6 @@ impl Options {
         self
     }
 
-    /// These options in the [`Local`] flavour (every handler kept as it is), to add
-    /// handlers that are not `Send`.
-    #[must_use]
-    pub fn into_local(self) -> Options<Local> {
-        Options {
-            grace_period: self.grace_period,
-            input_handler: self.input_handler,
-            progress: self.progress.map(|p| p as ProgressHandler<Local>),
-            wire_log: self.wire_log.map(|l| l as WireLog<Local>),
-        }
-    }
-}
-
-impl Options<Local> {
-    /// The defaults, for handlers that need not be `Send`: 2 s grace period,
-    /// [`DeclineAll`], no progress handler, no log.
-    #[must_use]
-    pub fn local() -> Self {
-        Self::defaults()
-    }
-
-    /// The same options with another input handler, `Send` or not.
-    #[must_use]
-    pub fn input_handler(mut self, handler: impl InputHandler + 'static) -> Self {
-        self.input_handler = Box::new(handler);
-        self
-    }
-
-    /// The same options with a progress callback, `Send` or not.
-    #[must_use]
-    pub fn on_progress(mut self, f: impl FnMut(&Progress) + 'static) -> Self {
-        self.progress = Some(Box::new(f));
-        self
-    }
-
-    /// The same options with a wire log, `Send` or not.
-    #[must_use]
-    pub fn wire_log(mut self, f: impl FnMut(Direction, &[u8]) + 'static) -> Self {
-        self.wire_log = Some(Box::new(f));
-        self
-    }
-}
-
-impl From<Options> for Options<Local> {
-    fn from(options: Options) -> Self {
-        options.into_local()
-    }
-}
-
-impl<F: Flavour> Options<F> {
-    fn defaults() -> Self {
-        Options {
-            grace_period: DEFAULT_GRACE_PERIOD,
-            input_handler: F::input_handler(Box::new(DeclineAll)),
-            progress: None,
-            wire_log: None,
-        }
-    }
-
-    /// The same options with another grace period.
-    #[must_use]
-    pub fn grace_period(mut self, grace: Duration) -> Self {
-        self.grace_period = grace;
-        self
-    }
-
     /// Handles the machine's events that the options alone decide, the same way for
     /// every adapter and transport:
     ///
@@ -345,8 +144,9 @@ impl<F: Flavour> Options<F> {
     /// use mcp_proto::client::Event;
     ///
     /// let mut options = Options::new();
-    /// let left = options.handle_event(Event::RestartTransport, |_, _| unreachable!());
-    /// assert!(matches!(left, Some(Event::RestartTransport)));
+    /// let event = Event::NotificationsDropped { count: 3 };
+    /// let left = options.handle_event(event, |_, _| unreachable!());
+    /// assert!(matches!(left, Some(Event::NotificationsDropped { count: 3 })));
     /// ```
     pub fn handle_event(
         &mut self,
@@ -379,13 +179,13 @@ impl<F: Flavour> Options<F> {
     }
 }
 
-impl<F: Flavour> Default for Options<F> {
+impl Default for Options {
     fn default() -> Self {
-        Self::defaults()
+        Self::new()
     }
 }
 
-impl<F: Flavour> fmt::Debug for Options<F> {
+impl fmt::Debug for Options {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Options")
             .field("grace_period", &self.grace_period)
@@ -413,66 +213,4 @@ pub fn push_newest<T>(queue: &mut VecDeque<T>, item: T, max: usize) -> bool {
     }
     queue.push_back(item);
     dropped
-}
-
-#[cfg(test)]
-mod tests {
-    use std::cell::RefCell;
-    use std::rc::Rc;
-
-    use mcp_proto::client::InputRequest;
-
-    use super::*;
-
-    #[test]
-    fn sendable_options_cross_threads() {
-        fn send<T: Send>(_: &T) {}
-        send(&Options::new().input_handler(DeclineAll));
-    }
-
-    #[test]
-    fn local_options_take_handlers_that_are_not_send() {
-        let asked = Rc::new(RefCell::new(0));
-        let count = asked.clone();
-        struct Counting(Rc<RefCell<u32>>);
-        impl InputHandler for Counting {
-            fn answer(&mut self, _: &InputRequest) -> InputAnswer {
-                *self.0.borrow_mut() += 1;
-                InputAnswer::decline()
-            }
-        }
-        let mut options = Options::new()
-            .grace_period(Duration::from_secs(1))
-            .into_local()
-            .input_handler(Counting(count))
-            .on_progress(move |_| {});
-        assert_eq!(options.grace_period, Duration::from_secs(1));
-        let _ = options.input_handler.answer(&InputRequest::Roots);
-        assert_eq!(*asked.borrow(), 1);
-    }
-
-    #[test]
-    fn a_local_wire_log_gets_the_lines_of_a_sendable_stand_in_in_order() {
-        let seen = Rc::new(RefCell::new(Vec::new()));
-        let sink = seen.clone();
-        let mut log: Option<WireLog<Local>> = Some(Box::new(move |dir, line: &[u8]| {
-            sink.borrow_mut().push((dir, line.to_vec()));
-        }));
-        let out = Local::with_sendable_log(&mut log, |stand_in| {
-            let stand_in = stand_in.as_mut().expect("a log stands in");
-            stand_in(Direction::Sent, b"one");
-            stand_in(Direction::Received, b"two");
-            7
-        });
-        assert_eq!(out, 7);
-        assert_eq!(
-            *seen.borrow(),
-            [
-                (Direction::Sent, b"one".to_vec()),
-                (Direction::Received, b"two".to_vec())
-            ]
-        );
-        let mut none: Option<WireLog<Local>> = None;
-        assert!(Local::with_sendable_log(&mut none, |l| l.is_none()));
-    }
 }

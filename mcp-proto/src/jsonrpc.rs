@@ -201,6 +201,13 @@ pub enum DecodeError {
     /// `params` is present but not an object or array.
     #[error("`params` must be an object or an array")]
     Params,
+    /// Arrays and objects nested deeper than the limit (the message itself is level 1).
+    #[error("nesting deeper than {limit} levels (max_nesting_depth)")]
+    TooDeep {
+        /// The limit in force: `Limits::max_nesting_depth` in the client,
+        /// `ServerLimits::max_nesting_depth` in the server.
+        limit: usize,
+    },
 }
 
 /// The `id` member as it appeared: absent, null, or a usable id.
@@ -272,7 +279,57 @@ struct Envelope<'a> {
 }
 
 impl Message {
+    /// Decodes one message from its JSON text, refusing text that nests arrays and
+    /// objects more than `max_depth` levels deep (the message object is level 1). The
+    /// depth is checked first, in one pass over the bytes, so a deep message costs no
+    /// more than a flat one of the same size.
+    ///
+    /// This is how every message received from a peer should be decoded: the `params` and
+    /// `result` of [`Message::decode`] are kept verbatim, so its own recursion limit does
+    /// not apply to them.
+    ///
+    /// # Errors
+    /// [`DecodeError::TooDeep`], or what [`Message::decode`] reports.
+    pub fn decode_with_max_depth(bytes: &[u8], max_depth: usize) -> Result<Message, DecodeError> {
+        check_nesting(bytes, max_depth)?;
+        Message::decode(bytes)
+    }
+
+    /// Checks that this message nests arrays and objects no more than `max_depth` levels
+    /// deep (the message object is level 1), for messages that were not decoded with
+    /// [`Message::decode_with_max_depth`]. Costs one pass over the verbatim parts.
+    ///
+    /// # Errors
+    /// [`DecodeError::TooDeep`].
+    pub fn check_nesting(&self, max_depth: usize) -> Result<(), DecodeError> {
+        let too_deep = DecodeError::TooDeep { limit: max_depth };
+        // The envelope is level 1; what it holds starts at level 2.
+        let inner = max_depth.checked_sub(1).ok_or(too_deep.clone())?;
+        let raw = match self {
+            Message::Request(r) => r.params.as_deref(),
+            Message::Notification(n) => n.params.as_deref(),
+            Message::Response(r) => match &r.outcome {
+                Ok(result) => Some(&**result),
+                Err(e) => {
+                    // `error` is level 2, what its `data` holds starts at level 3.
+                    let ok = match inner.checked_sub(1) {
+                        None => false,
+                        Some(rest) => e.data.as_ref().is_none_or(|d| value_within(d, rest)),
+                    };
+                    return if ok { Ok(()) } else { Err(too_deep) };
+                }
+            },
+        };
+        match raw {
+            Some(raw) if !nesting_within(raw.get().as_bytes(), inner) => Err(too_deep),
+            _ => Ok(()),
+        }
+    }
+
     /// Decodes one message from its JSON text.
+    ///
+    /// `params` and `result` are kept verbatim whatever their depth: decode what a peer
+    /// sent with [`Message::decode_with_max_depth`].
     ///
     /// # Errors
     /// A [`DecodeError`] naming what is wrong with the envelope.
@@ -348,6 +405,257 @@ impl Message {
             },
         }
     }
+}
+
+// ----- bounded scans over raw JSON text ----------------------------------------------
+//
+// These never recurse and never allocate more than an id: each looks at every byte at
+// most once, so their cost is linear in the input whatever its nesting.
+
+/// Checks that JSON text nests arrays and objects no more than `max_depth` levels deep
+/// (a top-level object or array is level 1; a bare scalar is level 0).
+///
+/// One pass over the bytes: `[` and `{` outside strings count a level, `]` and `}` end
+/// one, and strings are skipped with their escapes honoured. Text that is not JSON is
+/// not diagnosed (a decoder does that); only its depth is bounded.
+///
+/// # Errors
+/// [`DecodeError::TooDeep`] naming `max_depth`.
+pub fn check_nesting(bytes: &[u8], max_depth: usize) -> Result<(), DecodeError> {
+    if nesting_within(bytes, max_depth) {
+        Ok(())
+    } else {
+        Err(DecodeError::TooDeep { limit: max_depth })
+    }
+}
+
+fn nesting_within(bytes: &[u8], max_depth: usize) -> bool {
+    let mut depth = 0usize;
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        match b {
+            b'"' => {
+                let Some(end) = string_end(bytes, i + 1) else {
+                    return true; // an unterminated string holds no more levels
+                };
+                i = end;
+                continue;
+            }
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > max_depth {
+                    return false;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        i += 1;
+    }
+    true
+}
+
+/// The index just past the quote that closes the string whose contents start at `from`,
+/// or `None` when the text ends first.
+fn string_end(bytes: &[u8], from: usize) -> Option<usize> {
+    let mut i = from;
+    // Most strings (member names, short values) end within a few bytes: look at those
+    // directly before paying for a vectorised search.
+    let short = from.saturating_add(32).min(bytes.len());
+    while i < short {
+        match bytes[i] {
+            b'"' => return Some(i + 1),
+            b'\\' => i += 2,
+            _ => i += 1,
+        }
+    }
+    loop {
+        let at = i + memchr::memchr2(b'"', b'\\', bytes.get(i..)?)?;
+        if bytes[at] == b'"' {
+            return Some(at + 1);
+        }
+        // A backslash: the byte after it is escaped, whatever it is.
+        i = at + 2;
+    }
+}
+
+/// Whether a decoded value nests no more than `max_depth` levels (without recursing).
+fn value_within(value: &serde_json::Value, max_depth: usize) -> bool {
+    use serde_json::Value;
+    let mut stack: Vec<(&Value, usize)> = vec![(value, 0)];
+    while let Some((v, depth)) = stack.pop() {
+        let level = depth + 1;
+        match v {
+            Value::Array(items) if level <= max_depth => {
+                stack.extend(items.iter().map(|c| (c, level)));
+            }
+            Value::Object(members) if level <= max_depth => {
+                stack.extend(members.values().map(|c| (c, level)));
+            }
+            Value::Array(_) | Value::Object(_) => return false,
+            _ => {}
+        }
+    }
+    true
+}
+
+/// What a look at the top-level members of a message says about it without decoding it,
+/// for a message that cannot be decoded (too large, too deep, malformed): whether it
+/// answers a request, and which.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Sniffed {
+    /// The first top-level `id` that is a string or an integer.
+    pub(crate) id: Option<RequestId>,
+    /// A top-level `method` member was seen: a request or a notification, so not the
+    /// answer to anything.
+    pub(crate) has_method: bool,
+}
+
+/// Walks the top-level members of a JSON object, skipping their values without decoding
+/// them, and notes `id` and `method`. `bytes` may be a truncated prefix: members cut off
+/// by its end are not read. Linear in `bytes`, whatever the nesting.
+pub(crate) fn sniff(bytes: &[u8]) -> Sniffed {
+    let mut out = Sniffed::default();
+    let mut i = skip_ws(bytes, 0);
+    if bytes.get(i) != Some(&b'{') {
+        return out;
+    }
+    i += 1;
+    loop {
+        i = skip_ws(bytes, i);
+        if bytes.get(i) != Some(&b'"') {
+            return out;
+        }
+        let Some(key_end) = string_end(bytes, i + 1) else {
+            return out;
+        };
+        let key = &bytes[i + 1..key_end - 1];
+        i = skip_ws(bytes, key_end);
+        if bytes.get(i) != Some(&b':') {
+            return out;
+        }
+        i = skip_ws(bytes, i + 1);
+        let Some(value_end) = value_end(bytes, i) else {
+            return out;
+        };
+        match member_name(key).as_deref() {
+            Some(b"id") if out.id.is_none() => out.id = parse_id(&bytes[i..value_end]),
+            Some(b"method") => out.has_method = true,
+            _ => {}
+        }
+        i = skip_ws(bytes, value_end);
+        if bytes.get(i) != Some(&b',') {
+            return out;
+        }
+        i += 1;
+    }
+}
+
+/// The `id` of a message whose text ends with it as the last top-level member
+/// (`…,"id":7}`), read backwards from the end of `tail`, the last bytes of the text.
+/// Serialisers that write `result` before `id` put it there.
+///
+/// In a JSON object the last `}` closes the top level, so a member written right before
+/// it is a top-level one; and a `,` (or `{`) then `"id"` cannot be the inside of a
+/// string that the text closes later. Linear in `tail`.
+pub(crate) fn sniff_trailing_id(tail: &[u8]) -> Option<RequestId> {
+    let t = tail.trim_ascii_end().strip_suffix(b"}")?.trim_ascii_end();
+    let value_start = if let Some(body) = t.strip_suffix(b"\"") {
+        // The opening quote is the last one not escaped by an odd run of backslashes.
+        let mut end = body.len();
+        loop {
+            let q = memchr::memrchr(b'"', &body[..end])?;
+            let backslashes = body[..q].iter().rev().take_while(|b| **b == b'\\').count();
+            if backslashes % 2 == 0 {
+                break q;
+            }
+            end = q;
+        }
+    } else {
+        t.iter()
+            .rposition(|b| !(b.is_ascii_digit() || *b == b'-'))
+            .map_or(0, |p| p + 1)
+    };
+    let (before, value) = t.split_at(value_start);
+    let before = before.trim_ascii_end().strip_suffix(b":")?.trim_ascii_end();
+    let before = before.strip_suffix(b"\"id\"")?.trim_ascii_end();
+    if !(before.ends_with(b",") || before.ends_with(b"{")) {
+        return None;
+    }
+    parse_id(value)
+}
+
+/// The name of a member from the text between its quotes: as is, or unescaped when it
+/// has escapes (`"i\u0064"` names `id` as well).
+fn member_name(raw: &[u8]) -> Option<std::borrow::Cow<'_, [u8]>> {
+    if !raw.contains(&b'\\') {
+        return Some(std::borrow::Cow::Borrowed(raw));
+    }
+    let mut quoted = Vec::with_capacity(raw.len() + 2);
+    quoted.push(b'"');
+    quoted.extend_from_slice(raw);
+    quoted.push(b'"');
+    let name: String = serde_json::from_slice(&quoted).ok()?;
+    Some(std::borrow::Cow::Owned(name.into_bytes()))
+}
+
+fn skip_ws(bytes: &[u8], mut i: usize) -> usize {
+    while bytes.get(i).is_some_and(u8::is_ascii_whitespace) {
+        i += 1;
+    }
+    i
+}
+
+/// The index just past the value starting at `i`, or `None` when the text ends first.
+fn value_end(bytes: &[u8], i: usize) -> Option<usize> {
+    match *bytes.get(i)? {
+        b'"' => string_end(bytes, i + 1),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut j = i;
+            while let Some(&b) = bytes.get(j) {
+                match b {
+                    b'"' => {
+                        j = string_end(bytes, j + 1)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(j + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                j += 1;
+            }
+            None
+        }
+        _ => {
+            let len = bytes[i..]
+                .iter()
+                .position(|b| matches!(b, b',' | b'}' | b']') || b.is_ascii_whitespace())?;
+            (len > 0).then_some(i + len)
+        }
+    }
+}
+
+/// A request id from the text of one JSON value: a string or an integer.
+fn parse_id(value: &[u8]) -> Option<RequestId> {
+    if value.first() == Some(&b'"') {
+        return serde_json::from_slice::<String>(value)
+            .ok()
+            .map(RequestId::String);
+    }
+    if !value.iter().all(|b| b.is_ascii_digit() || *b == b'-') {
+        return None;
+    }
+    std::str::from_utf8(value)
+        .ok()?
+        .parse::<i64>()
+        .ok()
+        .map(RequestId::Number)
 }
 
 fn push_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
@@ -499,6 +807,149 @@ mod tests {
             DecodeError::Params
         );
         assert_eq!(dec(r#"{"jsonrpc":"2.0"}"#).unwrap_err(), DecodeError::Shape);
+    }
+
+    #[test]
+    fn nesting_is_counted_outside_strings_only() {
+        let depth = |s: &str| (0..10).find(|&d| check_nesting(s.as_bytes(), d).is_ok());
+        assert_eq!(depth("5"), Some(0));
+        assert_eq!(depth(r#""[[[""#), Some(0));
+        assert_eq!(depth("[]"), Some(1));
+        assert_eq!(depth(r#"{"a":[{"b":[]}]}"#), Some(4));
+        assert_eq!(depth(r#"["[[[", "\"[[[", {"k\"{{":1}]"#), Some(2));
+        // An escaped backslash does not escape the quote after it.
+        assert_eq!(depth(r#"["\\", [[1]]]"#), Some(3));
+        assert_eq!(depth(r#"["\\\"[[[", 1]"#), Some(1));
+        // Closers never go below zero; an unterminated string ends the count.
+        assert_eq!(depth("]]]][]"), Some(1));
+        assert_eq!(depth(r#"[["abc"#), Some(2));
+        assert_eq!(
+            check_nesting(b"[[[]]]", 2),
+            Err(DecodeError::TooDeep { limit: 2 })
+        );
+    }
+
+    #[test]
+    fn a_very_deep_message_is_refused_in_one_pass() {
+        let levels = 1_000_000;
+        let text = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{}{}}}"#,
+            "[".repeat(levels),
+            "]".repeat(levels)
+        );
+        assert_eq!(
+            Message::decode_with_max_depth(text.as_bytes(), 64).unwrap_err(),
+            DecodeError::TooDeep { limit: 64 }
+        );
+        assert_eq!(sniff(text.as_bytes()).id, Some(RequestId::Number(1)));
+        let at_limit = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{}{}}}"#,
+            "[".repeat(63),
+            "]".repeat(63)
+        );
+        let m = Message::decode_with_max_depth(at_limit.as_bytes(), 64).unwrap();
+        assert_eq!(m.check_nesting(64), Ok(()));
+        assert_eq!(m.check_nesting(63), Err(DecodeError::TooDeep { limit: 63 }));
+    }
+
+    #[test]
+    fn error_data_counts_from_level_three() {
+        let data = serde_json::json!({"a": [[1]]}); // 3 levels
+        let m = Message::Response(Response {
+            id: Some(RequestId::Number(1)),
+            outcome: Err(ErrorObject::new(1, "x").with_data(data)),
+        });
+        assert_eq!(m.check_nesting(5), Ok(()));
+        assert_eq!(m.check_nesting(4), Err(DecodeError::TooDeep { limit: 4 }));
+        let bare = Message::Response(Response {
+            id: None,
+            outcome: Err(ErrorObject::new(1, "x")),
+        });
+        assert_eq!(bare.check_nesting(2), Ok(()));
+        assert_eq!(
+            bare.check_nesting(1),
+            Err(DecodeError::TooDeep { limit: 1 })
+        );
+    }
+
+    #[test]
+    fn sniff_reads_top_level_members_only() {
+        let s = |t: &str| sniff(t.as_bytes());
+        let id = |n| Some(RequestId::Number(n));
+        assert_eq!(s(r#"{"jsonrpc":"2.0","id":7,"result":{}}"#).id, id(7));
+        assert_eq!(
+            s(r#" { "result" : {"id":1,"x":"\"id\":2"} , "id" : -3 } "#).id,
+            id(-3)
+        );
+        assert_eq!(
+            s(r#"{"id":"a\"b","result":1}"#).id,
+            Some(RequestId::String("a\"b".into()))
+        );
+        assert_eq!(s(r#"{"result":{"id":1}}"#), Sniffed::default());
+        assert_eq!(s(r#"{"i\u0064":8,"result":1}"#).id, id(8));
+        assert_eq!(s(r#"{"id":1.5,"result":1}"#).id, None);
+        assert_eq!(s(r#"{"id":null,"error":{}}"#).id, None);
+        let request = s(r#"{"jsonrpc":"2.0","method":"x","id":4}"#);
+        assert!(request.has_method);
+        assert_eq!(request.id, id(4));
+        // A truncated prefix: members cut off are not read.
+        assert_eq!(s(r#"{"jsonrpc":"2.0","id":12"#).id, None);
+        assert_eq!(s(r#"{"jsonrpc":"2.0","id":12,"res"#).id, id(12));
+        assert!(s(r#"{"method":"notifications/message","params":{"data":"xx"#).has_method);
+        assert_eq!(s("[1]"), Sniffed::default());
+        assert_eq!(s("not json"), Sniffed::default());
+    }
+
+    #[test]
+    fn sniff_trailing_id_reads_the_last_member() {
+        let t = |s: &str| sniff_trailing_id(s.as_bytes());
+        assert_eq!(
+            t(r#"xxxx"},"jsonrpc":"2.0","id":7}"#),
+            Some(RequestId::Number(7))
+        );
+        assert_eq!(t("xx\"} , \"id\" : 7 }\r"), Some(RequestId::Number(7)));
+        assert_eq!(
+            t(r#"x","id":"a\"b"}"#),
+            Some(RequestId::String("a\"b".into()))
+        );
+        assert_eq!(
+            t(r#"x","id":"a\\"}"#),
+            Some(RequestId::String("a\\".into()))
+        );
+        assert_eq!(t(r#"{"id":-2}"#), Some(RequestId::Number(-2)));
+        // A nested member, a cut-off id, or anything else last: nothing.
+        assert_eq!(t(r#"{"x":{"id":3}}"#), None);
+        assert_eq!(t(r#"23}"#), None);
+        assert_eq!(t(r#""id":3}"#), None);
+        assert_eq!(t(r#"x\",\"id\":3}"#), None);
+        assert_eq!(t(r#","id":3,"extra":1}"#), None);
+        assert_eq!(t(r#","id":null}"#), None);
+        assert_eq!(t(""), None);
+    }
+
+    #[test]
+    fn scans_agree_with_the_decoder_on_mutated_messages() {
+        let messages = [
+            r#"{"jsonrpc":"2.0","id":7,"result":{"a":[1,{"b":"x\"y"}]}}"#,
+            r#"{"result":[[["\\"]]],"jsonrpc":"2.0","id":"k\"1"}"#,
+            r#"{"jsonrpc":"2.0","method":"m","params":{"id":3},"id":-4}"#,
+            r#"{"jsonrpc":"2.0","method":"n","params":[{"i\u0064":1}]}"#,
+            r#" { "id" : 12 , "jsonrpc" : "2.0" , "error" : {"code":1,"message":"m","data":[[]]} } "#,
+        ];
+        let bytes: &[u8] = b"{}[]\"\\,:1 ";
+        for m in messages {
+            let m = m.as_bytes();
+            for end in 0..=m.len() {
+                crate::fuzzing::jsonrpc_decode(&m[..end]);
+            }
+            for at in 0..m.len() {
+                for &b in bytes {
+                    let mut mutated = m.to_vec();
+                    mutated[at] = b;
+                    crate::fuzzing::jsonrpc_decode(&mutated);
+                }
+            }
+        }
     }
 
     #[test]

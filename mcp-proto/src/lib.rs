@@ -10,38 +10,47 @@
 //!
 //! Every machine follows the same contract:
 //!
-//! * inputs are `handle_*(now, …)` (bytes, end of input, a timer firing);
+//! * inputs are `handle_*(now, …)`: bytes read ([`client::Client::handle_read`]), end of
+//!   input, a connection opened or failed (with a typed [`client::TransportFailure`]), a
+//!   timer firing ([`client::Client::handle_timeout`]);
 //! * commands are verbs ([`client::Client::call`], [`client::Client::respond`],
 //!   [`client::Client::cancel`], [`client::Client::close`]) that return
 //!   `Err(ApiMisuse)` when the caller breaks the rules, never for peer trouble;
-//! * outputs are drained after every input or command: `poll_transmit(now, &mut buf)` for
-//!   bytes to write, `poll_event()` for what happened, `poll_timeout()` for when to call
-//!   `handle_timeout(now)` next.
+//! * outputs are drained after every input or command: `poll_transmit(now, &mut buf)`
+//!   for what to do with the transport (a [`client::Transmit`]: connect, write these
+//!   bytes, close, start the server process again), `poll_event()` for what happened,
+//!   `poll_timeout()` for when to call `handle_timeout(now)` next.
 //!
-//! Peer misbehaviour becomes an event or a typed error on the affected call. A fatal
-//! condition is [`client::Event::Closed`].
+//! The machine decides everything that depends on the protocol, connection policy
+//! included (how many HTTP connections, which to reuse, when to retry, when to give up);
+//! the driver moves bytes, keeps one timer, and reports what happened. Time is an
+//! [`Instant`] the caller makes from any clock, so the machines run anywhere, `wasm32`
+//! included. Peer misbehaviour becomes an event or a typed error on the affected call. A
+//! fatal condition is [`client::Event::Closed`].
 //!
 //! ```
 //! use std::time::Duration;
 //! use mcp_proto::Instant;
-//! use mcp_proto::client::{CallRequest, Client, ClientConfig, Event};
+//! use mcp_proto::client::{CallRequest, Client, ClientConfig, ConnId, Event, Transmit};
 //! use mcp_proto::server::{example, Server};
 //!
 //! // A client and the bundled example server, wired back to back with a fake clock.
 //! let mut now = Instant::ZERO;
-//! let mut client = Client::new(ClientConfig::new("doc-example", "1.0"), now);
+//! let mut client = Client::stdio(ClientConfig::new("doc-example", "1.0"), now);
 //! let mut server: Server = example::server();
 //! let call = client.call(now, CallRequest::call_tool("add", serde_json::json!({"a": 2, "b": 3}))).unwrap();
 //!
 //! let mut wire = Vec::new();
 //! let mut answer = None;
 //! while answer.is_none() {
-//!     // Drain the client: bytes to the server, events to us.
-//!     client.poll_transmit(now, &mut wire);
+//!     // Obey the client: its writes go to the server's input.
+//!     while let Some(transmit) = client.poll_transmit(now, &mut wire) {
+//!         assert!(matches!(transmit, Transmit::Write { conn: ConnId::STDIO, .. }));
+//!     }
 //!     server.handle_input(now, &wire);
 //!     wire.clear();
 //!     server.poll_transmit(&mut wire);
-//!     client.handle_input(now, &wire);
+//!     client.handle_read(now, ConnId::STDIO, &wire);
 //!     wire.clear();
 //!     while let Some(event) = client.poll_event() {
 //!         if let Event::CallCompleted { call: id, outcome } = event {
@@ -57,6 +66,9 @@
 //! let text = answer.unwrap().result.get().to_owned();
 //! assert!(text.contains("\"5\""), "{text}");
 //! ```
+//!
+//! `examples/own_runtime.rs` drives a real server process with nothing but `std` and
+//! this crate, in about a hundred lines: the whole of what an adapter does.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -69,6 +81,7 @@ pub mod server;
 pub mod sse;
 pub mod stdio;
 pub mod time;
+pub mod verdicts;
 pub mod version;
 
 /// Entry points for the fuzz targets in `fuzz/`; compiled always so CI keeps them building.

@@ -11,6 +11,16 @@ use std::time::Duration;
 pub struct Limits {
     /// Largest single message (one stdio line), in bytes. Default 8 MiB.
     pub max_message_bytes: usize,
+    /// Deepest nesting of arrays and objects in a message received, the message object
+    /// being level 1. Default [`Limits::DEFAULT_MAX_NESTING_DEPTH`] (64).
+    ///
+    /// Checked in one pass over the bytes before a message is decoded, so a deep message
+    /// costs no more than a flat one. Without it a result nested a hundred thousand levels
+    /// deep would be handed to the caller verbatim, and any recursive walk over it (a
+    /// `serde_json::Value`, its `Drop`, a schema validator) could exhaust the stack. A
+    /// message over the limit fails the call it answers with
+    /// [`crate::jsonrpc::DecodeError::TooDeep`].
+    pub max_nesting_depth: usize,
     /// Calls in flight at once (user calls plus internal ones). Default 1024.
     pub max_calls_in_flight: usize,
     /// Pages fetched by one paginated listing before it fails. Default 64.
@@ -37,10 +47,22 @@ pub struct Limits {
     pub initialize_timeout: Duration,
 }
 
+impl Limits {
+    /// The default of [`Limits::max_nesting_depth`]: 64 levels.
+    ///
+    /// Half of `serde_json`'s own recursion limit (128): whatever is accepted, and any
+    /// part of it, still parses with `serde_json`'s defaults even after being wrapped in
+    /// a few more levels (a tool result kept inside a log record of a response, say).
+    /// `System.Text.Json` has the same default. Real MCP traffic, tools' JSON Schemas
+    /// included, stays far below it.
+    pub const DEFAULT_MAX_NESTING_DEPTH: usize = 64;
+}
+
 impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_message_bytes: 8 * 1024 * 1024,
+            max_nesting_depth: Limits::DEFAULT_MAX_NESTING_DEPTH,
             max_calls_in_flight: 1024,
             max_list_pages: 64,
             max_list_items: 100_000,

@@ -2,19 +2,39 @@
 //!
 //! One message per line; a line ends at `\n` (a preceding `\r` is dropped). Input may
 //! arrive in any chunks: the decoder keeps at most one partial line, bounded by
-//! `max_line_bytes`. A longer line is not buffered: the decoder reports it once, skips to
-//! the next newline, and goes on with the lines after it.
+//! `max_line_bytes`. A longer line is not buffered: the decoder skips to the next newline
+//! keeping only its first and last [`SNIFF_BYTES`] bytes (so the receiver can tell which
+//! request it answered), reports it once, and goes on with the lines after it.
+
+/// How many bytes of the start and of the end of an oversized line are kept for
+/// [`Line::Oversized`] (fewer when the limit is smaller): enough for the envelope members
+/// a serialiser writes before `params`/`result` (`jsonrpc`, `id`, `method`), or after them.
+pub const SNIFF_BYTES: usize = 256;
 
 /// One item out of the [`LineDecoder`].
 #[derive(Debug, PartialEq, Eq)]
 pub enum Line<'a> {
     /// A complete line, without its line end. Blank lines are skipped.
     Message(&'a [u8]),
-    /// A line longer than the limit was discarded.
+    /// A line longer than the limit was discarded. Reported when it ends, in order with
+    /// the lines around it.
     Oversized {
-        /// Bytes seen of it (at least the limit plus one).
+        /// Its length, without the `\n` (at least the limit plus one).
         seen: usize,
+        /// Its first bytes: at most [`SNIFF_BYTES`], and at most the limit.
+        head: &'a [u8],
+        /// Its last bytes before the `\n` (a `\r` included): at most [`SNIFF_BYTES`], and
+        /// at most the limit. Overlaps `head` when the line is short.
+        tail: &'a [u8],
     },
+}
+
+/// The parts kept of an oversized line.
+#[derive(Debug, Default)]
+struct Skipped {
+    seen: usize,
+    head: Vec<u8>,
+    tail: Vec<u8>,
 }
 
 /// Splits a byte stream into lines with bounded memory.
@@ -27,10 +47,14 @@ pub struct LineDecoder {
     /// many reads is scanned once, not once per read).
     scanned: usize,
     max_line_bytes: usize,
-    /// Inside an oversized line: bytes dropped so far.
-    skipping: Option<usize>,
+    /// `SNIFF_BYTES`, or less under a smaller limit.
+    sniff_bytes: usize,
+    /// Inside an oversized line: its size so far, its start and its latest bytes.
+    skipping: Option<Skipped>,
     /// An oversized line ended and has not yet been reported.
-    report: Option<usize>,
+    report: Option<Skipped>,
+    /// The line last reported as oversized, which the returned [`Line`] borrows.
+    reported: Skipped,
 }
 
 impl LineDecoder {
@@ -42,8 +66,10 @@ impl LineDecoder {
             start: 0,
             scanned: 0,
             max_line_bytes,
+            sniff_bytes: SNIFF_BYTES.min(max_line_bytes),
             skipping: None,
             report: None,
+            reported: Skipped::default(),
         }
     }
 
@@ -53,26 +79,29 @@ impl LineDecoder {
             self.buf.drain(..self.start);
             self.start = 0;
         }
-        if let Some(seen) = self.skipping {
-            match memchr::memchr(b'\n', data) {
-                None => {
-                    self.skipping = Some(seen.saturating_add(data.len()));
-                    return;
-                }
-                Some(i) => {
-                    self.skipping = None;
-                    self.report = Some(seen.saturating_add(i));
-                    data = &data[i + 1..];
-                }
-            }
+        if let Some(skipped) = &mut self.skipping {
+            let end = memchr::memchr(b'\n', data);
+            let part = &data[..end.unwrap_or(data.len())];
+            skipped.seen = skipped.seen.saturating_add(part.len());
+            keep_last(&mut skipped.tail, part, self.sniff_bytes);
+            let Some(i) = end else {
+                return;
+            };
+            self.report = self.skipping.take();
+            data = &data[i + 1..];
         }
         self.buf.extend_from_slice(data);
     }
 
     /// The next complete line, an oversize report, or `None` when more input is needed.
     pub fn next_line(&mut self) -> Option<Line<'_>> {
-        if let Some(seen) = self.report.take() {
-            return Some(Line::Oversized { seen });
+        if let Some(skipped) = self.report.take() {
+            self.reported = skipped;
+            return Some(Line::Oversized {
+                seen: self.reported.seen,
+                head: &self.reported.head,
+                tail: &self.reported.tail,
+            });
         }
         loop {
             let pending_len = self.buf.len() - self.start;
@@ -80,13 +109,26 @@ impl LineDecoder {
             let newline = memchr::memchr(b'\n', &self.buf[from..]).map(|i| i + from - self.start);
             let Some(i) = newline else {
                 if pending_len > self.max_line_bytes {
-                    // Drop the partial line now so memory stays bounded.
-                    self.skipping = Some(pending_len);
+                    // Drop the partial line now so memory stays bounded: keep only what
+                    // the report needs.
+                    let partial = &self.buf[self.start..];
+                    let mut skipped = Skipped {
+                        seen: pending_len,
+                        head: partial[..self.sniff_bytes].to_vec(),
+                        tail: Vec::new(),
+                    };
+                    keep_last(&mut skipped.tail, partial, self.sniff_bytes);
+                    self.skipping = Some(skipped);
                     self.buf.clear();
                     self.start = 0;
                     self.scanned = 0;
                 } else {
                     self.scanned = pending_len;
+                    if self.start > 0 {
+                        // Consumed lines go now, so only the partial line stays held.
+                        self.buf.drain(..self.start);
+                        self.start = 0;
+                    }
                 }
                 return None;
             };
@@ -94,7 +136,12 @@ impl LineDecoder {
             self.start += i + 1;
             self.scanned = 0;
             if i > self.max_line_bytes {
-                return Some(Line::Oversized { seen: i });
+                let line = &self.buf[line_start..line_start + i];
+                return Some(Line::Oversized {
+                    seen: i,
+                    head: &line[..self.sniff_bytes],
+                    tail: &line[i - self.sniff_bytes..],
+                });
             }
             let mut end = line_start + i;
             if end > line_start && self.buf[end - 1] == b'\r' {
@@ -113,8 +160,32 @@ impl LineDecoder {
     /// Bytes of an unfinished line held at end of input (a truncated last message).
     #[must_use]
     pub fn partial_len(&self) -> usize {
-        self.buf.len() - self.start + self.skipping.unwrap_or(0)
+        self.buf.len() - self.start + self.skipping.as_ref().map_or(0, |s| s.seen)
     }
+
+    /// Bytes the decoder holds between calls (its buffers' contents), for checking that
+    /// a peer cannot make it hold more than one line's worth.
+    #[must_use]
+    pub fn retained_bytes(&self) -> usize {
+        let kept = |s: &Skipped| s.head.len() + s.tail.len();
+        self.buf.len()
+            + self.skipping.as_ref().map_or(0, kept)
+            + self.report.as_ref().map_or(0, kept)
+            + kept(&self.reported)
+    }
+}
+
+/// Makes `tail` the last `max` bytes of `tail` followed by `more`. Costs at most
+/// `max` plus what is kept, however long `more` is.
+fn keep_last(tail: &mut Vec<u8>, more: &[u8], max: usize) {
+    if more.len() >= max {
+        tail.clear();
+        tail.extend_from_slice(&more[more.len() - max..]);
+        return;
+    }
+    let excess = (tail.len() + more.len()).saturating_sub(max);
+    tail.drain(..excess);
+    tail.extend_from_slice(more);
 }
 
 /// Appends `json` and the line end to `out`. `json` must be compact (no raw newlines);
@@ -133,7 +204,11 @@ mod tests {
         while let Some(l) = d.next_line() {
             out.push(match l {
                 Line::Message(m) => String::from_utf8_lossy(m).into_owned(),
-                Line::Oversized { .. } => "<oversized>".to_owned(),
+                Line::Oversized { seen, head, tail } => format!(
+                    "<oversized {seen} {} {}>",
+                    String::from_utf8_lossy(head),
+                    String::from_utf8_lossy(tail)
+                ),
             });
         }
     }
@@ -160,7 +235,12 @@ mod tests {
         let whole = run(INPUT, &[], 16);
         assert_eq!(
             whole,
-            ["{\"a\":1}", "{\"b\":2}", "<oversized>", "{\"c\":3}"]
+            [
+                "{\"a\":1}",
+                "{\"b\":2}",
+                "<oversized 25 AAAAAAAAAAAAAAAA AAAAAAAAAAAAAAAA>",
+                "{\"c\":3}"
+            ]
         );
         let bytewise = run(INPUT, &vec![1; INPUT.len()], 16);
         assert_eq!(bytewise, whole);
@@ -175,10 +255,42 @@ mod tests {
         for _ in 0..1000 {
             d.push(b"xxxxxxxxxxxxxxxx");
             assert!(d.next_line().is_none());
-            assert!(d.buf.len() <= 16);
+            assert!(d.retained_bytes() <= 16, "{}", d.retained_bytes());
         }
         d.push(b"\n{}\n");
-        assert!(matches!(d.next_line(), Some(Line::Oversized { seen }) if seen == 16000));
+        assert!(matches!(d.next_line(), Some(Line::Oversized { seen, .. }) if seen == 16000));
         assert_eq!(d.next_line(), Some(Line::Message(b"{}")));
+    }
+
+    #[test]
+    fn oversized_line_keeps_its_first_and_last_bytes_only() {
+        let max = 4096;
+        let line = format!(
+            "{{\"jsonrpc\":\"2.0\",\"result\":\"{}\",\"id\":7}}\r\n",
+            "x".repeat(100_000)
+        );
+        for chunk in [1, 7, 1000, 4097, line.len()] {
+            let mut d = LineDecoder::new(max);
+            let mut reports = Vec::new();
+            for part in line.as_bytes().chunks(chunk) {
+                d.push(part);
+                while let Some(l) = d.next_line() {
+                    let Line::Oversized { seen, head, tail } = l else {
+                        panic!("not oversized");
+                    };
+                    reports.push((seen, head.to_vec(), tail.to_vec()));
+                }
+                assert!(d.retained_bytes() <= max + chunk.min(max), "chunk {chunk}");
+            }
+            assert_eq!(reports.len(), 1, "chunk {chunk}");
+            let (seen, head, tail) = &reports[0];
+            assert_eq!(*seen, line.len() - 1, "chunk {chunk}");
+            assert_eq!(head.as_slice(), &line.as_bytes()[..SNIFF_BYTES]);
+            assert_eq!(
+                tail.as_slice(),
+                &line.as_bytes()[line.len() - 1 - SNIFF_BYTES..line.len() - 1]
+            );
+            assert!(tail.ends_with(b",\"id\":7}\r"));
+        }
     }
 }

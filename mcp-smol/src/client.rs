@@ -14,27 +14,21 @@ use mcp_proto::client::{
 use mcp_proto::jsonrpc::Notification;
 use mcp_proto::model::{CallToolResult, Prompt, Resource, ServerDetails, Tool};
 use mcp_proto::version::{Era, ProtocolVersion};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use mcp_proto::http::EndpointUrl;
 
 use mcp_host::{
-    EraPlan, MAX_NOTIFICATIONS, MAX_PEER_ERRORS, Options, ProgressHandler, Shutdown, StderrTail,
+    MAX_NOTIFICATIONS, MAX_PEER_ERRORS, Options, ProgressHandler, Shutdown, StderrTail,
     StdioCommand, WireLog, push_newest,
 };
 
-use crate::core::{Channels, Commands};
-use crate::driver::{Driver, DriverFlavour};
+use crate::driver::{Driver, Setup, Transport};
+use crate::facade::{Channels, Facade};
 use crate::{Error, HttpOptions};
 
-/// A change to the driver's [`Options`], applied in order with the other commands: a
-/// `Send` handler (the handles are `Send`), which fits a driver of either flavour.
-pub(crate) enum Configure {
-    InputHandler(Box<dyn InputHandler + Send>),
-    Progress(Option<ProgressHandler>),
-    WireLog(Option<WireLog>),
-    GracePeriod(Duration),
-}
+/// A change to the driver's [`Options`], applied in order with the other commands.
+pub(crate) type Configure = Box<dyn FnOnce(&mut Options) + Send>;
 
 /// What a [`Client`] asks the [`Driver`] to do.
 pub(crate) enum Command {
@@ -71,8 +65,6 @@ pub(crate) struct SharedState {
     pub(crate) restarts: u32,
     pub(crate) stderr: StderrTail,
     pub(crate) peer_errors: VecDeque<PeerError>,
-    /// Tools left out of `tools/list` over HTTP, with the reason (latest per tool).
-    pub(crate) excluded_tools: Vec<(String, String)>,
     pub(crate) dropped_notifications: u64,
     pub(crate) shutdown: Option<Shutdown>,
 }
@@ -89,7 +81,6 @@ impl Shared {
                 restarts: 0,
                 stderr: StderrTail::new(stderr_limit),
                 peer_errors: VecDeque::new(),
-                excluded_tools: Vec::new(),
                 dropped_notifications: 0,
                 shutdown: None,
             }),
@@ -107,13 +98,6 @@ impl Shared {
 impl SharedState {
     pub(crate) fn push_peer_error(&mut self, e: PeerError) {
         push_newest(&mut self.peer_errors, e, MAX_PEER_ERRORS);
-    }
-
-    pub(crate) fn exclude_tool(&mut self, tool: String, reason: String) {
-        match self.excluded_tools.iter_mut().find(|(t, _)| *t == tool) {
-            Some(entry) => entry.1 = reason,
-            None => self.excluded_tools.push((tool, reason)),
-        }
     }
 }
 
@@ -175,15 +159,15 @@ impl Client {
     }
 
     /// [`Client::connect_stdio`] with [`Options`] (input handler, progress, wire log,
-    /// grace period), of either flavour: `Options::local()` makes a `Driver<Local>`.
+    /// grace period).
     ///
     /// # Errors
     /// [`Error::Spawn`] when the program cannot be started.
-    pub fn connect_stdio_with<F: DriverFlavour>(
+    pub fn connect_stdio_with(
         command: StdioCommand,
         config: ClientConfig,
-        options: Options<F>,
-    ) -> Result<(Client, Driver<F>), Error> {
+        options: Options,
+    ) -> Result<(Client, Driver), Error> {
         let child = crate::stdio::spawn(&command)?;
         let shared = Arc::new(Shared::new(
             command.get_stderr_limit(),
@@ -191,7 +175,11 @@ impl Client {
             None,
         ));
         let (client, channels) = Client::with_channels(shared.clone());
-        let driver = Driver::stdio(command, config, options, child, channels, shared);
+        let driver = Driver::new(Setup {
+            config,
+            transport: Transport::Stdio(command, child),
+            facade: Facade::new(options, channels, shared, None, None),
+        });
         Ok((client, driver))
     }
 
@@ -206,7 +194,7 @@ impl Client {
     }
 
     /// [`Client::connect_http`] with [`Options`] and [`HttpOptions`] (TLS configuration,
-    /// connector, authorization, connect timeout, connection bound, era cache).
+    /// connector, authorization, connect and idle timeouts, connection bound, era cache).
     ///
     /// Nothing is connected here: the first connection is opened when the driver is first
     /// polled, and a failure to reach the endpoint is reported then (by
@@ -214,12 +202,12 @@ impl Client {
     /// [`Error::Transport`]. Without the `tls` feature, an `https` URL is refused here,
     /// with [`Error::TlsUnavailable`], unless the connector handles TLS itself.
     ///
-    /// With an [`EraCache`](crate::EraCache) and [`EraMode::Auto`](crate::EraMode::Auto),
-    /// an origin known to be legacy is connected in [`EraMode::Legacy`](crate::EraMode::Legacy)
-    /// (no probe); when that draws an HTTP 400 with a 2026 error code, the driver drops the
-    /// entry and connects again, once, in `Auto` (calls made meanwhile wait for the outcome
-    /// and go to the connection that comes up). Every successful connection records its
-    /// verdict. The decisions are [`mcp_host::EraPlan`]'s, the same as `mcp-blocking`'s.
+    /// With an [`EraCache`](crate::EraCache), the origin's cached verdict is handed to the
+    /// machine ([`ClientConfig::known_era`]): in [`EraMode::Auto`](crate::EraMode::Auto) a
+    /// legacy origin gets `initialize` first (no probe), and if the server has moved on
+    /// (an HTTP 400 with a 2026 error code) the machine probes after all, once; calls made
+    /// meanwhile go to the connection that comes up. Every successful connection records
+    /// its verdict.
     ///
     /// # Errors
     /// [`Error::InvalidUrl`] when `url` is not an acceptable endpoint,
@@ -230,17 +218,23 @@ impl Client {
         options: Options,
         http: HttpOptions,
     ) -> Result<(Client, Driver), Error> {
-        let url = EndpointUrl::parse(url, http.allow_insecure_remote).map_err(|source| {
-            Error::InvalidUrl {
-                url: url.to_owned(),
-                source,
-            }
-        })?;
+        let url = EndpointUrl::parse(url, http.allow_insecure_remote)?;
         let shared = Arc::new(Shared::new(0, None, Some(url.as_str().to_owned())));
-        let plan = EraPlan::new(http.era_cache.clone(), url.origin(), config.era_mode);
-        let (http_config, setup) = http.into_parts(url)?;
+        let era_cache = http.era_cache.clone().map(|c| (c, url.origin().to_owned()));
+        let known = era_cache.as_ref().and_then(|(c, origin)| c.hint(origin));
+        let config = if known.is_some() {
+            config.known_era(known)
+        } else {
+            config
+        };
+        let (http_config, opener) = http.into_parts(url)?;
+        let endpoint = Some(opener.endpoint.clone());
         let (client, channels) = Client::with_channels(shared.clone());
-        let driver = Driver::http(config, http_config, setup, plan, options, channels, shared);
+        let driver = Driver::new(Setup {
+            config,
+            transport: Transport::Http(Box::new(http_config), opener),
+            facade: Facade::new(options, channels, shared, endpoint, era_cache),
+        });
         Ok((client, driver))
     }
 
@@ -250,7 +244,7 @@ impl Client {
         let (note_tx, note_rx) = async_channel::bounded(MAX_NOTIFICATIONS);
         let (done_tx, done_rx) = async_channel::bounded(1);
         let channels = Channels {
-            commands: Commands::new(rx),
+            commands: rx,
             notifications: (note_tx, note_rx.clone()),
             done: done_tx,
         };
@@ -381,16 +375,17 @@ impl Client {
         Ok(self.request(CallRequest::list_prompts()).await?.prompts()?)
     }
 
-    /// `tools/call` with `arguments`, a JSON object (`null` for none). A tool that
-    /// failed is a successful call whose result has `is_error: Some(true)`.
+    /// `tools/call`. A tool that failed is a successful call whose result has
+    /// `is_error: Some(true)`.
     ///
     /// # Errors
-    /// As [`Client::request`]; [`Error::Misuse`] (nothing sent) when `arguments` is
-    /// neither an object nor null; [`Error::Call`] when the result is not a
+    /// As [`Client::request`], and [`Error::Call`] when the result is not a
     /// `CallToolResult`.
     pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<CallToolResult, Error> {
-        let request = mcp_host::request::call_tool(name, arguments)?;
-        Ok(self.request(request).await?.tool_result()?)
+        Ok(self
+            .request(CallRequest::call_tool(name, arguments))
+            .await?
+            .tool_result()?)
     }
 
     /// `resources/read`: the `ReadResourceResult` as JSON.
@@ -404,42 +399,42 @@ impl Client {
             .result_as()?)
     }
 
-    /// `prompts/get` with `arguments`, a JSON object of strings (`null` for none): the
-    /// `GetPromptResult` as JSON.
+    /// `prompts/get`: the `GetPromptResult` as JSON.
     ///
     /// # Errors
-    /// As [`Client::request`]; [`Error::Misuse`] (nothing sent) when `arguments` is
-    /// neither an object nor null.
-    pub async fn get_prompt(&self, name: &str, arguments: Value) -> Result<Value, Error> {
-        let request = mcp_host::request::get_prompt(name, arguments)?;
-        Ok(self.request(request).await?.result_as()?)
+    /// As [`Client::request`].
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<Value, Error> {
+        Ok(self
+            .request(CallRequest::get_prompt(name, arguments))
+            .await?
+            .result_as()?)
     }
 
     /// Replaces the handler that answers requests for input (elicitation, sampling,
     /// roots, 2026 `input_required` rounds). Only requests for capabilities declared in
     /// the [`ClientConfig`] reach it. Takes effect in order with the calls made through
     /// this handle, and can be called before the driver runs.
-    ///
-    /// The handle is `Send`, so the handler must be too, whatever the driver's flavour;
-    /// a handler that is not `Send` goes in the [`Options`] of
-    /// [`connect_stdio_with`](crate::connect_stdio_with) (`Options::local()`).
     pub fn set_input_handler(&self, handler: Box<dyn InputHandler + Send>) {
-        self.configure(Configure::InputHandler(handler));
+        self.configure(move |o| o.input_handler = handler);
     }
 
     /// Sets (or with `None` removes) the progress callback.
     pub fn set_progress_handler(&self, handler: Option<ProgressHandler>) {
-        self.configure(Configure::Progress(handler));
+        self.configure(move |o| o.progress = handler);
     }
 
     /// Sets (or with `None` removes) the wire log.
     pub fn set_wire_log(&self, log: Option<WireLog>) {
-        self.configure(Configure::WireLog(log));
+        self.configure(move |o| o.wire_log = log);
     }
 
     /// Sets the grace period of [`Client::close`] (and of the close on the last drop).
     pub fn set_grace_period(&self, grace: Duration) {
-        self.configure(Configure::GracePeriod(grace));
+        self.configure(move |o| o.grace_period = grace);
     }
 
     /// The next server notification not consumed by the machine (list changes, log
@@ -492,14 +487,6 @@ impl Client {
         self.shared.lock().restarts
     }
 
-    /// The tools left out of `tools/list` because their `x-mcp-header` annotations are
-    /// invalid (Streamable HTTP, 2026-07-28), as `(tool, reason)`, the latest reason per
-    /// tool, first seen first. The other tools stay usable; stdio never excludes any.
-    #[must_use]
-    pub fn excluded_tools(&self) -> Vec<(String, String)> {
-        self.shared.lock().excluded_tools.clone()
-    }
-
     /// Why the connection ended, once it has.
     #[must_use]
     pub fn close_reason(&self) -> Option<CloseReason> {
@@ -534,9 +521,9 @@ impl Client {
         self.shared.lock().shutdown.unwrap_or_default()
     }
 
-    fn configure(&self, change: Configure) {
+    fn configure(&self, f: impl FnOnce(&mut Options) + Send + 'static) {
         // Fails only when the driver is gone, and then there is nothing to configure.
-        let _ = self.send(Command::Configure(change));
+        let _ = self.send(Command::Configure(Box::new(f)));
     }
 
     fn send(&self, command: Command) -> Result<(), Error> {

@@ -1,34 +1,65 @@
 //! The `Driver`: the one future that owns a connection and all of its IO.
 //!
-//! One `Driver` type serves every transport: it is a boxed future running a transport's
-//! `run` over the shared [`Core`](crate::core::Core) — [`crate::stdio`] for a server child
-//! process, [`crate::http`] for a Streamable HTTP endpoint. The constructor picks the
-//! transport; nothing outside this module (and no user) needs to know which one is
-//! inside, so the [`Client`](crate::Client) handle and the `Driver` are the same types
-//! for both.
+//! # Theory of operation
+//!
+//! One driver serves both transports, because one machine does:
+//! [`mcp_proto::client::Client`] decides everything (the era, the calls, how many HTTP
+//! connections, which one carries what, keep-alive reuse and expiry, the one retry after
+//! a stale connection, connect deadlines, restarting a stdio server that exited on the
+//! probe, ending a legacy session). The driver executes, in one `poll`:
+//!
+//! * it feeds the machine: commands from the [`Client`](crate::Client) handles (through
+//!   [`Facade`]), bytes and end of input from every open channel (each HTTP connection,
+//!   the stdio server's stdout), connections that opened or failed, the stdio process
+//!   restarted, and the time once the machine's deadline has passed;
+//! * after every one of those it drains the machine: each `Transmit` is obeyed
+//!   (`Connect` starts the [`Connector`](crate::Connector) future and TLS, `Write` queues
+//!   bytes on the channel's output buffer, `Close` drops a connection or ends the stdio
+//!   process, `Respawn` restarts it) and each event goes to the facade;
+//! * it writes what is queued with `poll_write` (a peer that stops reading never stops
+//!   the reads), reads every open channel until `Pending`, and arms one `async_io::Timer`
+//!   at the machine's next deadline.
+//!
+//! Once the machine has closed and released its transport (and the stdio process is
+//! reaped), the facade fails whatever still waits and the driver resolves. The grace
+//! period ([`Options::grace_period`](crate::Options::grace_period)) bounds that end: the
+//! stdio process is killed when it runs out, and HTTP connections still open (a legacy
+//! session's `DELETE` unanswered) are dropped.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
+use std::io;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use async_io::Timer;
 use async_process::Child;
-use mcp_host::{EraPlan, Flavour, Local, Options, Sendable};
-use mcp_proto::client::ClientConfig;
+use futures_lite::AsyncRead;
+use mcp_host::{StdioCommand, clock};
+use mcp_proto::Instant;
 use mcp_proto::client::http::HttpConfig;
+use mcp_proto::client::{
+    Client as Machine, ClientConfig, ConnId, ConnectionState, Transmit, TransportFailure,
+    TransportFailureKind,
+};
 
-use crate::client::Shared;
-use crate::core::{Channels, Core};
-use crate::http::{Http, HttpSetup};
-use crate::stdio::Stdio;
-use crate::{Error, StdioCommand};
+use crate::Error;
+use crate::conn::{Conn, Open, Wire};
+use crate::error::TransportError;
+use crate::facade::Facade;
+use crate::http::Opener;
+use crate::stdio::{Change, Process};
+
+/// Rounds of one poll before the driver yields to its executor even with more to do.
+const BUDGET: usize = 64;
+/// Bytes read from a channel at a time.
+const READ_CHUNK: usize = 16 * 1024;
 
 /// The future that does all the IO of one connection: for stdio it reads the server's
-/// stdout and stderr and writes its stdin; over HTTP it opens, reuses and closes the
-/// connections to the endpoint and reads and writes every exchange on them. In both
-/// cases it runs the protocol timers, serves the [`Client`](crate::Client) handles and
-/// answers input requests.
+/// stdout and stderr and writes its stdin; over HTTP it opens the connections the
+/// machine asks for and reads and writes them. In both cases it runs the protocol timer,
+/// serves the [`Client`](crate::Client) handles and answers input requests.
 ///
 /// Run it on any executor (`smol::spawn`, an `Executor`, a `LocalExecutor`, another
 /// runtime's spawn) or join it with your own future (`futures_lite::future::zip`). The
@@ -42,140 +73,364 @@ use crate::{Error, StdioCommand};
 /// endpoint could not be reached). For stdio that is once the server process has exited
 /// (or was killed after the grace period) and been reaped; over HTTP once the last
 /// exchange is over (or the grace period ran out) and every connection is closed.
-/// `F` is the [flavour](mcp_host::Flavour) of the handlers in its [`Options`]: a
-/// `Driver` (that is, `Driver<Sendable>`) is `Send` and runs on any executor; a
-/// `Driver<Local>`, from [`connect_stdio_with`](crate::connect_stdio_with) with
-/// `Options::local()`, runs handlers that are not `Send`, so it is not `Send` either:
-/// run it on a `LocalExecutor`, or join it with your own future on one thread.
-///
 /// Dropping it early kills the server process, or closes every connection, at once, and
-/// every call still waiting (queued or in flight), every [`Client::connected`] waiter and
-/// every later call ends at once with [`Error::DriverGone`].
-///
-/// [`Client::connected`]: crate::Client::connected
+/// every call still waiting fails with [`Error::DriverGone`].
 #[must_use = "the Driver does all the IO: run it on an executor or await it alongside your code"]
-pub struct Driver<F: DriverFlavour = Sendable> {
-    inner: <F as sealed::Boxing>::Future,
+pub struct Driver {
+    state: State,
 }
 
-/// The [flavours](mcp_host::Flavour) a [`Driver`] comes in: [`Sendable`] (the default,
-/// a `Send` driver) and [`Local`] (handlers that are not `Send`). Sealed.
-pub trait DriverFlavour: Flavour + sealed::Boxing {}
-
-impl DriverFlavour for Sendable {}
-impl DriverFlavour for Local {}
-
-mod sealed {
-    use super::*;
-
-    /// What a stdio driver is made of.
-    pub struct StdioParts<F: Flavour> {
-        pub(crate) command: StdioCommand,
-        pub(crate) config: ClientConfig,
-        pub(crate) options: Options<F>,
-        pub(crate) child: Child,
-        pub(crate) channels: Channels,
-        pub(crate) shared: Arc<Shared>,
-    }
-
-    /// How a driver of a flavour holds its future: boxed as `Send` or not. (Only
-    /// concrete code knows that the future is `Send` for `Sendable` handlers.)
-    pub trait Boxing: Flavour {
-        type Future: Future<Output = Result<(), Error>> + Unpin;
-
-        fn stdio(parts: StdioParts<Self>) -> Self::Future;
-    }
-
-    impl Boxing for Sendable {
-        type Future = Pin<Box<dyn Future<Output = Result<(), Error>> + Send>>;
-
-        fn stdio(parts: StdioParts<Self>) -> Self::Future {
-            Box::pin(run_stdio(parts))
-        }
-    }
-
-    impl Boxing for Local {
-        type Future = Pin<Box<dyn Future<Output = Result<(), Error>>>>;
-
-        fn stdio(parts: StdioParts<Self>) -> Self::Future {
-            Box::pin(run_stdio(parts))
-        }
-    }
-
-    async fn run_stdio<F: Flavour>(parts: StdioParts<F>) -> Result<(), Error> {
-        let StdioParts {
-            command,
-            config,
-            options,
-            child,
-            channels,
-            shared,
-        } = parts;
-        // The machine is created on first poll so that the probe timeout does not run
-        // while the driver waits to be spawned.
-        let transport = Stdio::new(command, config, child);
-        transport.run(Core::new(options, channels, shared)).await
-    }
+enum State {
+    /// Not polled yet: no clock runs before the first poll.
+    New(Box<Setup>),
+    Running(Box<Io>),
+    Done,
 }
 
-impl<F: DriverFlavour> fmt::Debug for Driver<F> {
+/// What a driver is made of before it first runs.
+pub(crate) struct Setup {
+    pub(crate) config: ClientConfig,
+    pub(crate) transport: Transport,
+    pub(crate) facade: Facade,
+}
+
+pub(crate) enum Transport {
+    /// The command (for restarts) and the process already started.
+    Stdio(StdioCommand, Child),
+    Http(Box<HttpConfig>, Opener),
+}
+
+impl fmt::Debug for Driver {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Driver").finish_non_exhaustive()
     }
 }
 
-impl<F: DriverFlavour> Future for Driver<F> {
+impl Driver {
+    pub(crate) fn new(setup: Setup) -> Driver {
+        Driver {
+            state: State::New(Box::new(setup)),
+        }
+    }
+}
+
+impl Future for Driver {
     type Output = Result<(), Error>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        Pin::new(&mut self.inner).poll(cx)
-    }
-}
-
-impl<F: DriverFlavour> Driver<F> {
-    /// A driver for a server child process.
-    pub(crate) fn stdio(
-        command: StdioCommand,
-        config: ClientConfig,
-        options: Options<F>,
-        child: Child,
-        channels: Channels,
-        shared: Arc<Shared>,
-    ) -> Driver<F> {
-        Driver {
-            inner: F::stdio(sealed::StdioParts {
-                command,
-                config,
-                options,
-                child,
-                channels,
-                shared,
-            }),
+        let this = &mut *self;
+        if let State::New(_) = this.state
+            && let State::New(setup) = std::mem::replace(&mut this.state, State::Done)
+        {
+            this.state = State::Running(Box::new(Io::start(*setup, clock::now())));
         }
-    }
-}
-
-impl Driver {
-    /// A driver for a Streamable HTTP endpoint, connecting as `plan` says (the era cache).
-    pub(crate) fn http(
-        config: ClientConfig,
-        http: HttpConfig,
-        setup: HttpSetup,
-        plan: EraPlan,
-        options: Options,
-        channels: Channels,
-        shared: Arc<Shared>,
-    ) -> Driver {
-        let inner = async move {
-            // As for stdio: no clock runs before the first poll.
-            let transport = Http::new(config, http, setup, plan.mode());
-            let mut core = Core::new(options, channels, shared);
-            core.set_era_plan(plan);
-            transport.run(core).await
+        let State::Running(io) = &mut this.state else {
+            panic!("the mcp-smol Driver was polled after it completed");
         };
-        Driver {
-            inner: Box::pin(inner),
+        let outcome = std::task::ready!(io.poll(cx));
+        // Dropping the IO closes what is left and tells the handles the driver is done.
+        this.state = State::Done;
+        Poll::Ready(outcome)
+    }
+}
+
+/// The running driver.
+struct Io {
+    machine: Machine,
+    facade: Facade,
+    conns: BTreeMap<ConnId, Conn>,
+    process: Process,
+    /// Stdio: what to start again on `Transmit::Respawn`.
+    command: Option<StdioCommand>,
+    /// HTTP: how connections are opened.
+    opener: Option<Opener>,
+    /// The machine's bytes for the current `Transmit::Write`.
+    buf: Vec<u8>,
+    chunk: Box<[u8]>,
+    timer: Timer,
+    timer_at: Option<Instant>,
+    /// When the machine closed: the grace period runs from there.
+    closed_at: Option<Instant>,
+}
+
+impl Io {
+    fn start(setup: Setup, now: Instant) -> Io {
+        let Setup {
+            config,
+            transport,
+            facade,
+        } = setup;
+        let mut conns = BTreeMap::new();
+        let (machine, process, command, opener) = match transport {
+            Transport::Stdio(command, child) => {
+                let (process, wire) = Process::start(child, &facade.shared);
+                conns.insert(ConnId::STDIO, Conn::Open(Open::new(wire)));
+                (Machine::stdio(config, now), process, Some(command), None)
+            }
+            Transport::Http(http, opener) => {
+                let machine = Machine::http(config, *http, now);
+                (machine, Process::None, None, Some(opener))
+            }
+        };
+        let mut io = Io {
+            machine,
+            facade,
+            conns,
+            process,
+            command,
+            opener,
+            buf: Vec::new(),
+            chunk: vec![0; READ_CHUNK].into_boxed_slice(),
+            timer: Timer::never(),
+            timer_at: None,
+            closed_at: None,
+        };
+        io.drain(now);
+        io
+    }
+
+    fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Error>> {
+        for _ in 0..BUDGET {
+            let now = clock::now();
+            let mut progress = self.poll_commands(now, cx);
+            progress |= self.poll_process(now, cx);
+            let ids: Vec<ConnId> = self.conns.keys().copied().collect();
+            for id in ids {
+                progress |= self.poll_conn(now, id, cx);
+            }
+            if self.machine.poll_timeout().is_some_and(|t| t <= now) {
+                self.machine.handle_timeout(now);
+                self.drain(now);
+                progress = true;
+            }
+            if self.machine.state() == ConnectionState::Closed {
+                self.closed_at.get_or_insert(now);
+            }
+            let grace = self.facade.options.grace_period;
+            let overdue = self.closed_at.is_some_and(|at| at + grace <= now);
+            if overdue {
+                // The end takes too long (a `DELETE` nobody answers): drop what is left.
+                for (_, conn) in std::mem::take(&mut self.conns) {
+                    let wire = conn.close(&mut self.facade.options.wire_log);
+                    self.process.end(wire, grace, &self.facade.shared);
+                }
+            }
+            if (overdue || self.machine.is_released()) && self.process.is_over() {
+                return Poll::Ready(self.facade.finish(self.machine.close_reason()));
+            }
+            progress |= self.poll_timer(now, cx);
+            if !progress {
+                return Poll::Pending;
+            }
         }
+        // Plenty done in one go: let other tasks run, and come back at once.
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+
+    /// Obeys the machine and hands its events to the facade, until it has nothing more.
+    fn drain(&mut self, now: Instant) {
+        loop {
+            let mut more = false;
+            self.buf.clear();
+            while let Some(transmit) = self.machine.poll_transmit(now, &mut self.buf) {
+                self.obey(transmit);
+                self.buf.clear();
+                more = true;
+            }
+            while let Some(event) = self.machine.poll_event() {
+                self.facade.on_event(&mut self.machine, now, event);
+                more = true;
+            }
+            if !more {
+                return;
+            }
+        }
+    }
+
+    fn obey(&mut self, transmit: Transmit) {
+        let log = &mut self.facade.options.wire_log;
+        match transmit {
+            Transmit::Connect { conn, origin } => {
+                if let Some(opener) = &self.opener {
+                    self.conns.insert(conn, Conn::Opening(opener.open(&origin)));
+                }
+            }
+            Transmit::Write { conn, len } => {
+                let bytes = &self.buf[self.buf.len().saturating_sub(len)..];
+                if let Some(Conn::Open(open)) = self.conns.get_mut(&conn) {
+                    open.send(log, bytes);
+                }
+            }
+            Transmit::Close { conn } => {
+                let wire = self.conns.remove(&conn).and_then(|c| c.close(log));
+                if conn == ConnId::STDIO {
+                    let grace = self.facade.options.grace_period;
+                    self.process.end(wire, grace, &self.facade.shared);
+                }
+            }
+            Transmit::Respawn => {
+                if let Some(conn) = self.conns.remove(&ConnId::STDIO) {
+                    conn.close(log);
+                }
+                if let Some(command) = &self.command {
+                    self.process.restart(command, &self.facade.shared);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn poll_commands(&mut self, now: Instant, cx: &mut Context<'_>) -> bool {
+        let mut progress = false;
+        for _ in 0..BUDGET {
+            // Once closed, commands wait for the end, which answers them all.
+            if self.machine.state() == ConnectionState::Closed {
+                break;
+            }
+            match self.facade.commands.poll_next(cx) {
+                Poll::Ready(Some(command)) => {
+                    self.facade.apply(&mut self.machine, now, command);
+                }
+                // Every handle is gone.
+                Poll::Ready(None) => self.machine.close(now),
+                Poll::Pending => break,
+            }
+            self.drain(now);
+            progress = true;
+        }
+        progress
+    }
+
+    fn poll_process(&mut self, now: Instant, cx: &mut Context<'_>) -> bool {
+        let change = self.process.poll(&self.facade.shared, &mut self.chunk, cx);
+        match change {
+            Change::Nothing => return false,
+            Change::Progress | Change::Ended => return true,
+            Change::Restarted(Ok(wire)) => {
+                let open = Conn::Open(Open::new(wire));
+                self.conns.insert(ConnId::STDIO, open);
+                self.machine.handle_connected(now, ConnId::STDIO);
+            }
+            Change::Restarted(Err(e)) => {
+                let failure = TransportFailure::new(TransportFailureKind::Spawn, e.to_string());
+                let failure = self.facade.remember(failure, e);
+                self.machine
+                    .handle_transport_error(now, ConnId::STDIO, failure);
+            }
+        }
+        self.drain(now);
+        true
+    }
+
+    /// A channel: opening it, writing what is queued, reading until `Pending`.
+    fn poll_conn(&mut self, now: Instant, id: ConnId, cx: &mut Context<'_>) -> bool {
+        let open = match self.conns.get_mut(&id) {
+            None => return false,
+            Some(Conn::Opening(opening)) => {
+                match opening.as_mut().poll(cx) {
+                    Poll::Pending => return false,
+                    Poll::Ready(Ok(stream)) => {
+                        let open = Open::new(Wire::Net(stream));
+                        self.conns.insert(id, Conn::Open(open));
+                        self.machine.handle_connected(now, id);
+                    }
+                    Poll::Ready(Err(e)) => {
+                        self.conns.remove(&id);
+                        let failure = self.facade.remember(e.failure(), Error::Transport(e));
+                        self.machine.handle_transport_error(now, id, failure);
+                    }
+                }
+                self.drain(now);
+                return true;
+            }
+            Some(Conn::Open(open)) => open,
+        };
+        // A failed write ends the writing only: what the peer sent is still read (an
+        // exited stdio server's last words and end of output, an early HTTP answer).
+        let mut progress = open.poll_write(cx).unwrap_or_else(|e| {
+            self.failed(now, id, e);
+            true
+        });
+        for _ in 0..BUDGET {
+            let Some(Conn::Open(open)) = self.conns.get_mut(&id) else {
+                break;
+            };
+            let n = match Pin::new(&mut open.wire).poll_read(cx, &mut self.chunk) {
+                Poll::Pending => break,
+                Poll::Ready(Ok(0)) => return self.lost(now, id, None),
+                Poll::Ready(Ok(n)) => n,
+                Poll::Ready(Err(e)) => return self.lost(now, id, Some(e)),
+            };
+            open.received(&mut self.facade.options.wire_log, &self.chunk[..n]);
+            let idle = self.machine.pool_stats().map(|s| s.idle);
+            self.machine.handle_read(now, id, &self.chunk[..n]);
+            // The machine does not say where a response ends; the wire log needs to (a
+            // JSON body has no final newline). A response that leaves its connection
+            // idle is over; one followed by a request or a close is finished there.
+            if self.machine.pool_stats().map(|s| s.idle) > idle
+                && let Some(Conn::Open(open)) = self.conns.get_mut(&id)
+            {
+                open.finish(&mut self.facade.options.wire_log);
+            }
+            self.drain(now);
+            progress = true;
+        }
+        progress
+    }
+
+    /// A channel's input ended (`error: None`) or failed: it is dropped, the machine told.
+    fn lost(&mut self, now: Instant, id: ConnId, error: Option<io::Error>) -> bool {
+        let log = &mut self.facade.options.wire_log;
+        if let Some(conn) = self.conns.remove(&id) {
+            conn.close(log);
+        }
+        match error {
+            None => {
+                self.machine.handle_eof(now, id);
+                self.drain(now);
+            }
+            Some(e) => self.failed(now, id, e),
+        }
+        true
+    }
+
+    /// Reports a failure on a channel; the machine decides what becomes of it.
+    fn failed(&mut self, now: Instant, id: ConnId, e: io::Error) {
+        let failure = match &self.opener {
+            Some(opener) => {
+                let kind = TransportFailureKind::of_io(e.kind());
+                let e = TransportError::new(kind, false, &opener.endpoint, e);
+                self.facade.remember(e.failure(), Error::Transport(e))
+            }
+            None => TransportFailure::from_io(&e),
+        };
+        self.machine.handle_transport_error(now, id, failure);
+        self.drain(now);
+    }
+
+    /// Arms the timer for the machine's next deadline (or the end of the grace period).
+    /// True when that is due already.
+    fn poll_timer(&mut self, now: Instant, cx: &mut Context<'_>) -> bool {
+        let grace = self.facade.options.grace_period;
+        let grace = self.closed_at.map(|at| at + grace);
+        let Some(deadline) = self.machine.poll_timeout().into_iter().chain(grace).min() else {
+            return false;
+        };
+        if deadline <= now {
+            return true;
+        }
+        // Re-arm only to fire earlier: a timer armed for a deadline that has gone (a call
+        // completed) fires once for nothing, cheaper than re-arming on every change.
+        if self.timer_at.is_none_or(|at| deadline < at) {
+            self.timer.set_at(clock::to_std(deadline));
+            self.timer_at = Some(deadline);
+        }
+        if Pin::new(&mut self.timer).poll(cx).is_ready() {
+            self.timer_at = None;
+            return true;
+        }
+        false
     }
 }
 

@@ -16,10 +16,14 @@
 //!   ([`Client::list_tools`], [`Client::call_tool`], [`Client::request`], …) can be
 //!   used from any number of tasks at once;
 //! * a [`Driver`]: a `Future` that owns **all** the IO — the child's stdin, stdout and
-//!   stderr, or every HTTP connection (connecting, TLS, reading, writing, the idle
-//!   pool), the protocol timers (`async_io::Timer`), the commands from the handles,
-//!   answering input requests with an [`InputHandler`] — and resolves when the connection
-//!   is over (the process reaped, the connections closed).
+//!   stderr, or every HTTP connection (connecting, TLS, reading, writing), the protocol
+//!   timer (`async_io::Timer`), the commands from the handles, answering input requests
+//!   with an [`InputHandler`] — and resolves when the connection is over (the process
+//!   reaped, the connections closed).
+//!
+//! The driver only moves bytes: one sans-IO machine, [`mcp_proto::client::Client`],
+//! makes every decision for both transports (the era, the calls, and over HTTP how many
+//! connections, which are reused, retried or expired), and the driver does what it says.
 //!
 //! Nothing happens unless the driver is polled, and the library never spawns a task or
 //! a thread to poll it: **run the `Driver` on any executor** (`smol::spawn`, a
@@ -47,18 +51,19 @@
 //! by both crates (the `mcp-host` crate, std only, no runtime).
 //!
 //! If a server exits when probed with `server/discover` (some legacy servers do), the
-//! driver reaps it, starts a fresh process and speaks `initialize` to that one.
+//! machine asks for a fresh process: the driver reaps the old one and starts the command
+//! again, and the machine speaks `initialize` to that one.
 //!
 //! # Streamable HTTP
 //!
 //! [`connect_http`] / [`connect_http_with`] return the same [`Client`] and [`Driver`]
-//! types: every method works the same way over both transports. The driver opens
-//! connections as calls need them (one exchange per connection at a time, at most
-//! [`HttpOptions::max_connections`], idle keep-alive connections reused), speaks TLS with
-//! rustls (`ring`, webpki roots by default, or your `rustls::ClientConfig`; with the `tls`
-//! feature), and accepts a [`Connector`] for streams you bring yourself. Failures below
-//! HTTP are typed: [`Error::Transport`] with a [`TransportErrorKind`]. See the
-//! [`HttpOptions`] docs and the theory of operation in the `http` module's source.
+//! types: every method works the same way over both transports. Connections are opened
+//! as calls need them (one exchange per connection at a time, at most
+//! [`HttpOptions::max_connections`], idle keep-alive connections reused); TLS is rustls
+//! (`ring`, webpki roots by default, or your `rustls::ClientConfig`; with the `tls`
+//! feature), and a [`Connector`] can bring streams of your own. Failures below HTTP are
+//! typed: [`Error::Transport`] with a [`TransportErrorKind`]. See the [`HttpOptions`]
+//! docs and the theory of operation in the `http` module's source.
 //!
 //! ```no_run
 //! # fn main() -> Result<(), mcp_smol::Error> {
@@ -140,42 +145,6 @@
 //! Progress, notifications and the wire log: [`Options::on_progress`],
 //! [`Client::next_notification`] / [`Client::poll_notification`], [`Options::wire_log`].
 //!
-//! # Handlers that are not `Send`
-//!
-//! [`Options::new`] takes `Send` handlers, and the [`Driver`] it goes to is `Send`.
-//! [`Options::local`] takes any handler (state behind an `Rc<RefCell<…>>`, a GUI
-//! toolkit's objects): [`connect_stdio_with`] then returns a `Driver<Local>`, which is
-//! not `Send`; run it on a `LocalExecutor` or join it with your code on one thread. The
-//! [`Client`] handle stays `Send + Sync` either way (handlers set through it, with
-//! [`Client::set_input_handler`], are `Send`). Over HTTP, [`connect_http_with`] takes
-//! `Send` options only, for now.
-//!
-//! ```no_run
-//! use std::cell::RefCell;
-//! use std::rc::Rc;
-//! use mcp_smol::{ClientConfig, Driver, Local, Options, StdioCommand};
-//!
-//! # fn main() -> Result<(), mcp_smol::Error> {
-//! let lines = Rc::new(RefCell::new(0_usize));
-//! let count = lines.clone();
-//! let options = Options::local().wire_log(move |_, _| *count.borrow_mut() += 1);
-//! let (client, driver): (_, Driver<Local>) = mcp_smol::connect_stdio_with(
-//!     StdioCommand::new("my-mcp-server"),
-//!     ClientConfig::new("my-app", "1.0"),
-//!     options,
-//! )?;
-//! let ex = smol::LocalExecutor::new();
-//! futures_lite::future::block_on(ex.run(async {
-//!     let driver = ex.spawn(driver);
-//!     println!("{} tools", client.list_tools().await?.len());
-//!     client.close().await;
-//!     driver.await
-//! }))?;
-//! println!("{} lines on the wire", lines.borrow());
-//! # Ok(())
-//! # }
-//! ```
-//!
 //! # Dependencies and cargo features
 //!
 //! The crate depends on the smol components it uses, not on the `smol` meta-crate:
@@ -195,29 +164,30 @@
 //!   `tls-unavailable`), unless the [`Connector`] [handles TLS](Connector::handles_tls)
 //!   itself.
 #![forbid(unsafe_code)]
+// `Error` holds `CloseReason` and `CallError` by value, so callers can match on them
+// without a box in the way; the size is a deliberate trade.
+#![allow(clippy::result_large_err)]
 #![warn(missing_docs)]
 
 mod client;
-mod core;
+mod conn;
 mod driver;
 mod error;
+mod facade;
 mod http;
 mod stdio;
 
 pub use client::Client;
-pub use driver::{Driver, DriverFlavour};
+pub use driver::Driver;
 pub use error::{Error, TransportError, TransportErrorKind};
 pub use http::{
     AsyncStream, ConnectFuture, Connector, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
     EraCache, HttpOptions, TcpConnector, TlsUnavailable,
 };
-/// Marks a connector's failure as a name that did not resolve (the same type as
-/// `mcp-blocking`'s).
-pub use mcp_host::ResolveError;
 // The runtime-independent pieces, one implementation shared with `mcp-blocking`.
 pub use mcp_host::{
-    DEFAULT_GRACE_PERIOD, DEFAULT_STDERR_LIMIT, Direction, Flavour, Local, Options, Progress,
-    ProgressHandler, Sendable, Shutdown, StdioCommand, WireLog,
+    DEFAULT_GRACE_PERIOD, DEFAULT_STDERR_LIMIT, Direction, Options, Progress, ProgressHandler,
+    Shutdown, StdioCommand, WireLog,
 };
 
 /// The protocol crate this one drives, re-exported so its types need no second dependency.
@@ -226,13 +196,11 @@ pub use mcp_proto;
 /// with the very version this crate uses. With the `tls` feature only.
 #[cfg(feature = "tls")]
 pub use rustls;
-/// The JSON crate of the API (arguments and results are [`serde_json::Value`]s),
-/// re-exported so that `serde_json::json!` needs no second dependency.
-pub use serde_json;
 
 pub use mcp_proto::client::{
     AcceptDefaults, CallError, CallId, CallOutput, CallRequest, ClientConfig, CloseReason,
-    DeclineAll, HttpFailure, InputAnswer, InputHandler, InputRequest, PeerError,
+    DeclineAll, HttpFailure, InputAnswer, InputHandler, InputRequest, Origin, PeerError,
+    TransportFailure, TransportFailureKind,
 };
 pub use mcp_proto::http::{EndpointUrl, UrlError};
 pub use mcp_proto::jsonrpc::Notification;
@@ -292,11 +260,11 @@ pub fn connect_stdio(
 ///
 /// # Errors
 /// [`Error::Spawn`] when the program cannot be found or started.
-pub fn connect_stdio_with<F: DriverFlavour>(
+pub fn connect_stdio_with(
     command: StdioCommand,
     config: ClientConfig,
-    options: Options<F>,
-) -> Result<(Client, Driver<F>), Error> {
+    options: Options,
+) -> Result<(Client, Driver), Error> {
     Client::connect_stdio_with(command, config, options)
 }
 
@@ -335,13 +303,12 @@ pub fn connect_http(url: &str, config: ClientConfig) -> Result<(Client, Driver),
 
 /// [`connect_http`] with [`Options`] (input handler, progress, wire log, grace period)
 /// and [`HttpOptions`] (TLS configuration, connector, authorization, insecure remotes,
-/// connect timeout, connection bound, [`EraCache`]).
+/// connect and idle timeouts, connection bound, [`EraCache`]).
 ///
-/// With an [`EraCache`] and [`EraMode::Auto`], an origin known to be legacy is connected
-/// in [`EraMode::Legacy`] without the `server/discover` probe; if the server has moved on
-/// (HTTP 400 with a 2026 error code), the driver drops the entry and connects again,
-/// once, in `Auto`. Every successful connection records its verdict. See
-/// [`Client::connect_http_with`].
+/// With an [`EraCache`] and [`EraMode::Auto`], an origin known to be legacy gets
+/// `initialize` without the `server/discover` probe; if the server has moved on (HTTP 400
+/// with a 2026 error code), it is probed after all, once. Every successful connection
+/// records its verdict. See [`Client::connect_http_with`].
 ///
 /// ```no_run
 /// # #[cfg(not(feature = "tls"))] fn main() {}

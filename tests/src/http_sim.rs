@@ -1,13 +1,22 @@
-//! A deterministic simulation of the HTTP client machine against a scripted HTTP server,
-//! on a fake clock.
+//! A deterministic simulation of the client machine over Streamable HTTP against a
+//! scripted HTTP server and scripted connections, on a fake clock.
+//!
+//! The simulation obeys every [`Transmit`]: a `Connect` is answered as the connect
+//! script says (accepted by default; refused, a TLS failure, or never answered), a `Write`
+//! is parsed as one HTTP request and answered on the same connection as the request
+//! script says, a `Close` forgets the connection. Everything the machine asked for is
+//! recorded, so a test can assert each decision (which connection, how many, when closed).
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
 use mcp_proto::Instant;
 
-use mcp_proto::client::http::{ExchangeId, HttpClient, HttpConfig};
-use mcp_proto::client::{CallError, CallId, CallOutput, CallRequest, ClientConfig, Event};
+use mcp_proto::client::http::HttpConfig;
+use mcp_proto::client::{
+    CallError, CallId, CallOutput, CallRequest, Client, ClientConfig, ConnId, Event, Transmit,
+    TransportFailure, TransportFailureKind,
+};
 use mcp_proto::http::EndpointUrl;
 use serde_json::Value;
 
@@ -46,8 +55,24 @@ pub enum Reply {
     RawThenClose(Vec<u8>),
     /// Nothing, ever (a hung exchange).
     Silence,
-    /// The connection fails before any response.
+    /// The connection fails before any response (reset).
     NetworkError,
+    /// The connection ends before any response byte: what a kept-alive connection the
+    /// server had closed looks like.
+    Eof,
+}
+
+/// What happens to a `Transmit::Connect`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnectOutcome {
+    /// Connected.
+    Accept,
+    /// Refused (nothing listens).
+    Refuse,
+    /// The TLS handshake fails.
+    TlsFailure,
+    /// Never answered (the machine's connect deadline decides).
+    Hang,
 }
 
 impl Reply {
@@ -139,33 +164,50 @@ pub struct HttpSim<F: FnMut(&SeenRequest) -> Reply> {
     /// The fake clock.
     pub now: Instant,
     /// The machine.
-    pub client: HttpClient,
+    pub client: Client,
     /// The scripted server.
     pub script: F,
     /// Every request seen.
     pub requests: Vec<SeenRequest>,
+    /// The connection each request in `requests` was written on.
+    pub request_conns: Vec<ConnId>,
     /// Every event.
     pub events: Vec<Event>,
-    /// Exchanges aborted by the client.
-    pub aborted: Vec<ExchangeId>,
-    /// Exchanges that never get an answer.
-    pub hung: Vec<ExchangeId>,
-    deferred: VecDeque<(ExchangeId, Reply)>,
+    /// Every `Transmit::Connect`, in order.
+    pub connects: Vec<ConnId>,
+    /// Connections the client closed, in order.
+    pub closed: Vec<ConnId>,
+    /// Connections whose request never gets an answer.
+    pub hung: Vec<ConnId>,
+    /// What happens to the next `Connect`s, in order (then: accepted).
+    pub connect_script: VecDeque<ConnectOutcome>,
+    /// Connections the simulation holds open (connected, not closed by the client).
+    pub open: BTreeMap<ConnId, bool>,
+    deferred: VecDeque<(ConnId, Reply)>,
 }
 
 impl<F: FnMut(&SeenRequest) -> Reply> HttpSim<F> {
     /// A client for `http://127.0.0.1:9/mcp` with `config`.
     pub fn new(config: ClientConfig, script: F) -> Self {
         let url = EndpointUrl::parse("http://127.0.0.1:9/mcp", false).expect("url");
+        Self::with_http(config, HttpConfig::new(url), script)
+    }
+
+    /// A client with this HTTP configuration.
+    pub fn with_http(config: ClientConfig, http: HttpConfig, script: F) -> Self {
         let now = Instant::ZERO;
         HttpSim {
             now,
-            client: HttpClient::new(config, HttpConfig::new(url), now),
+            client: Client::http(config, http, now),
             script,
             requests: Vec::new(),
+            request_conns: Vec::new(),
             events: Vec::new(),
-            aborted: Vec::new(),
+            connects: Vec::new(),
+            closed: Vec::new(),
             hung: Vec::new(),
+            connect_script: VecDeque::new(),
+            open: BTreeMap::new(),
             deferred: VecDeque::new(),
         }
     }
@@ -173,37 +215,102 @@ impl<F: FnMut(&SeenRequest) -> Reply> HttpSim<F> {
     /// Moves requests and replies once. True when anything happened.
     pub fn step(&mut self) -> bool {
         let mut moved = false;
-        while let Some(t) = self.client.poll_transmit() {
+        let mut buf = Vec::new();
+        while let Some(t) = self.client.poll_transmit(self.now, &mut buf) {
             moved = true;
-            let req = parse_request(&t.bytes);
-            let reply = (self.script)(&req);
-            self.requests.push(req);
-            self.deferred.push_back((t.exchange, reply));
-        }
-        while let Some((x, reply)) = self.deferred.pop_front() {
-            moved = true;
-            match reply {
-                Reply::Raw(bytes) => self.client.handle_response_data(self.now, x, &bytes),
-                Reply::RawThenClose(bytes) => {
-                    self.client.handle_response_data(self.now, x, &bytes);
-                    self.client.handle_response_eof(self.now, x);
+            match t {
+                Transmit::Connect { conn, origin } => {
+                    assert_eq!(origin.to_string(), "http://127.0.0.1:9");
+                    self.connects.push(conn);
+                    let outcome = self
+                        .connect_script
+                        .pop_front()
+                        .unwrap_or(ConnectOutcome::Accept);
+                    match outcome {
+                        ConnectOutcome::Accept => {
+                            self.open.insert(conn, true);
+                            self.client.handle_connected(self.now, conn);
+                        }
+                        ConnectOutcome::Refuse => {
+                            let f = TransportFailure::new(
+                                TransportFailureKind::Refused,
+                                "connection refused",
+                            );
+                            self.client.handle_transport_error(self.now, conn, f);
+                        }
+                        ConnectOutcome::TlsFailure => {
+                            let f = TransportFailure::new(
+                                TransportFailureKind::Tls,
+                                "invalid peer certificate: UnknownIssuer",
+                            );
+                            self.client.handle_transport_error(self.now, conn, f);
+                        }
+                        ConnectOutcome::Hang => {}
+                    }
                 }
-                Reply::Silence => self.hung.push(x),
-                Reply::NetworkError => {
-                    self.client
-                        .handle_exchange_error(self.now, x, "connection refused")
+                Transmit::Write { conn, len } => {
+                    assert!(
+                        self.open.contains_key(&conn),
+                        "{conn} written before it was connected, or after it was closed"
+                    );
+                    let bytes = buf.split_off(buf.len() - len);
+                    let req = parse_request(&bytes);
+                    let reply = (self.script)(&req);
+                    self.requests.push(req);
+                    self.request_conns.push(conn);
+                    self.deferred.push_back((conn, reply));
                 }
+                Transmit::Close { conn } => {
+                    self.open.remove(&conn);
+                    self.closed.push(conn);
+                    self.deferred.retain(|(c, _)| *c != conn);
+                }
+                other => panic!("an HTTP client asked for {other:?}"),
             }
         }
-        while let Some(a) = self.client.poll_abort() {
-            self.aborted.push(a);
+        while let Some((conn, reply)) = self.deferred.pop_front() {
+            moved = true;
+            self.answer(conn, reply);
         }
-        while self.client.poll_finished().is_some() {}
         while let Some(e) = self.client.poll_event() {
             moved = true;
             self.events.push(e);
         }
         moved
+    }
+
+    fn answer(&mut self, conn: ConnId, reply: Reply) {
+        match reply {
+            Reply::Raw(bytes) => self.client.handle_read(self.now, conn, &bytes),
+            Reply::RawThenClose(bytes) => {
+                self.client.handle_read(self.now, conn, &bytes);
+                self.open.remove(&conn);
+                self.client.handle_eof(self.now, conn);
+            }
+            Reply::Silence => self.hung.push(conn),
+            Reply::NetworkError => {
+                self.open.remove(&conn);
+                let f = TransportFailure::new(TransportFailureKind::Reset, "connection reset");
+                self.client.handle_transport_error(self.now, conn, f);
+            }
+            Reply::Eof => {
+                self.open.remove(&conn);
+                self.client.handle_eof(self.now, conn);
+            }
+        }
+    }
+
+    /// The server closes `conn` (an idle keep-alive connection, say).
+    pub fn server_closes(&mut self, conn: ConnId) {
+        self.open.remove(&conn);
+        self.client.handle_eof(self.now, conn);
+        self.step();
+    }
+
+    /// Bytes from the server on `conn`, outside any script.
+    pub fn server_sends(&mut self, conn: ConnId, bytes: &[u8]) {
+        self.client.handle_read(self.now, conn, bytes);
+        self.step();
     }
 
     /// Runs until `done`, jumping the clock to the next deadline when idle.
@@ -237,6 +344,8 @@ impl<F: FnMut(&SeenRequest) -> Reply> HttpSim<F> {
     pub fn call(&mut self, request: CallRequest) -> Result<CallOutput, CallError> {
         let id = self.client.call(self.now, request).expect("call");
         self.run_until(|s| s.completion(id).is_some());
+        // Whatever the machine decided along with the completion (closing a connection).
+        self.step();
         self.completion(id).expect("completed")
     }
 

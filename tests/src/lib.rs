@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use mcp_proto::Instant;
 
-use mcp_proto::client::{CallError, CallId, CallOutput, Client, ClientConfig, Event, InputHandler};
+use mcp_proto::client::{
+    CallError, CallId, CallOutput, Client, ClientConfig, ConnId, Event, InputHandler, Transmit,
+};
 use mcp_proto::server::Server;
 use serde_json::Value;
 
@@ -80,8 +82,12 @@ pub struct Sim {
     pub sent: Vec<Value>,
     /// Answers input requests when set.
     pub handler: Option<Box<dyn InputHandler>>,
-    /// Fresh peers for `RestartTransport`, used in order.
+    /// Fresh peers for `Transmit::Respawn`, used in order.
     pub restarts: Vec<Box<dyn Peer>>,
+    /// How many times the machine asked for a fresh process.
+    pub respawns: u32,
+    /// The machine released the stdio channel (`Transmit::Close`).
+    pub channel_closed: bool,
 }
 
 impl Sim {
@@ -90,12 +96,14 @@ impl Sim {
         let now = Instant::ZERO;
         Sim {
             now,
-            client: Client::new(config, now),
+            client: Client::stdio(config, now),
             peer: Box::new(peer),
             events: Vec::new(),
             sent: Vec::new(),
             handler: None,
             restarts: Vec::new(),
+            respawns: 0,
+            channel_closed: false,
         }
     }
 
@@ -103,7 +111,24 @@ impl Sim {
     pub fn step(&mut self) -> bool {
         let mut moved = false;
         let mut wire = Vec::new();
-        self.client.poll_transmit(self.now, &mut wire);
+        while let Some(t) = self.client.poll_transmit(self.now, &mut wire) {
+            match t {
+                Transmit::Write { conn, .. } => assert_eq!(conn, ConnId::STDIO),
+                Transmit::Respawn => {
+                    moved = true;
+                    assert!(!self.restarts.is_empty(), "unexpected restart");
+                    assert!(wire.is_empty(), "bytes for a process that is gone");
+                    self.respawns += 1;
+                    self.peer = self.restarts.remove(0);
+                    self.client.handle_connected(self.now, ConnId::STDIO);
+                }
+                Transmit::Close { conn } => {
+                    assert_eq!(conn, ConnId::STDIO);
+                    self.channel_closed = true;
+                }
+                other => panic!("a stdio client asked for {other:?}"),
+            }
+        }
         if !wire.is_empty() {
             moved = true;
             for line in wire.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
@@ -116,34 +141,24 @@ impl Sim {
         self.peer.transmit(&mut back);
         if !back.is_empty() {
             moved = true;
-            self.client.handle_input(self.now, &back);
+            self.client.handle_read(self.now, ConnId::STDIO, &back);
         }
         moved |= self.drain();
         moved
     }
 
-    /// Polls every event, answering input requests and restarts.
+    /// Polls every event, answering input requests.
     pub fn drain(&mut self) -> bool {
         let mut any = false;
         while let Some(ev) = self.client.poll_event() {
             any = true;
-            match &ev {
-                Event::InputRequested { input, request, .. } => {
-                    if let Some(h) = &mut self.handler {
-                        let answer = h.answer(request);
-                        self.client
-                            .respond(self.now, *input, answer)
-                            .expect("respond");
-                    }
-                }
-                Event::RestartTransport => {
-                    assert!(!self.restarts.is_empty(), "unexpected restart");
-                    self.peer = self.restarts.remove(0);
-                    self.client
-                        .handle_transport_restarted(self.now)
-                        .expect("restart");
-                }
-                _ => {}
+            if let Event::InputRequested { input, request, .. } = &ev
+                && let Some(h) = &mut self.handler
+            {
+                let answer = h.answer(request);
+                self.client
+                    .respond(self.now, *input, answer)
+                    .expect("respond");
             }
             self.events.push(ev);
         }

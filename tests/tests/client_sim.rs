@@ -4,9 +4,10 @@
 use std::time::Duration;
 
 use mcp_proto::client::{
-    AcceptDefaults, CallError, CallRequest, ClientConfig, CloseReason, ConnectionState, Event,
-    InputAnswer, PeerError,
+    AcceptDefaults, CallError, CallRequest, ClientConfig, CloseReason, ConnId, ConnectionState,
+    Event, InputAnswer, PeerError,
 };
+use mcp_proto::jsonrpc::{DecodeError, Message};
 use mcp_proto::limits::Limits;
 use mcp_proto::model::ClientCapabilities;
 use mcp_proto::server::example;
@@ -258,14 +259,10 @@ fn a_process_exit_during_the_probe_restarts_and_initializes() {
     let mut sim = Sim::new(config(EraMode::Auto), dying);
     sim.restarts.push(Box::new(example::legacy_only()));
     sim.step();
-    sim.client.handle_eof(sim.now);
+    sim.client.handle_eof(sim.now, ConnId::STDIO);
     sim.connect();
     assert_eq!(ready(&sim).0, Era::Legacy);
-    assert!(
-        sim.events
-            .iter()
-            .any(|e| matches!(e, Event::RestartTransport))
-    );
+    assert_eq!(sim.respawns, 1);
     let out = sim
         .call(CallRequest::call_tool("add", json!({"a": 1, "b": 1})))
         .unwrap();
@@ -753,7 +750,12 @@ fn a_malformed_response_fails_only_its_call() {
     let err = sim
         .call(CallRequest::call_tool("x", json!({})))
         .unwrap_err();
-    assert!(matches!(err, CallError::InvalidResponse(m) if m.contains("exactly one")));
+    assert_eq!(
+        err,
+        CallError::Peer(PeerError::Malformed {
+            error: DecodeError::ResultAndError
+        })
+    );
     // The real answer that follows is then a stranger, reported and otherwise ignored.
     assert!(
         sim.events
@@ -787,7 +789,7 @@ fn an_oversized_line_is_dropped_with_a_clear_error() {
     assert!(
         sim.events
             .iter()
-            .any(|e| matches!(e, Event::PeerError(PeerError::Oversized { seen }) if *seen > 1024))
+            .any(|e| matches!(e, Event::PeerError(PeerError::Oversized { seen, limit: 1024 }) if *seen > 1024))
     );
 }
 
@@ -801,8 +803,8 @@ fn a_server_exiting_mid_call_fails_the_call_and_closes() {
         .unwrap();
     sim.step();
     sim.client
-        .handle_input(sim.now, b"{\"jsonrpc\":\"2.0\",\"id\":");
-    sim.client.handle_eof(sim.now);
+        .handle_read(sim.now, ConnId::STDIO, b"{\"jsonrpc\":\"2.0\",\"id\":");
+    sim.client.handle_eof(sim.now, ConnId::STDIO);
     sim.drain();
     let reason = CloseReason::ServerExited { truncated: 22 };
     assert!(matches!(sim.completion(id), Some(Err(CallError::Closed(r))) if r == reason));
@@ -822,7 +824,7 @@ fn too_many_unpolled_notifications_are_dropped_and_counted() {
     sim.connect();
     let note = b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n";
     for _ in 0..10 {
-        sim.client.handle_input(sim.now, note);
+        sim.client.handle_read(sim.now, ConnId::STDIO, note);
     }
     sim.drain();
     let kept = sim
@@ -858,17 +860,17 @@ fn events_do_not_depend_on_chunking() {
     .as_bytes();
     let run = |chunks: &[&[u8]]| -> Vec<String> {
         let now = mcp_proto::Instant::ZERO;
-        let mut c = Client::new(config(EraMode::Legacy), now);
+        let mut c = Client::stdio(config(EraMode::Legacy), now);
         c.call(now, CallRequest::call_tool("x", json!({}))).unwrap();
         let mut out = Vec::new();
         for chunk in chunks {
-            c.handle_input(now, chunk);
+            c.handle_read(now, ConnId::STDIO, chunk);
         }
         while let Some(e) = c.poll_event() {
             out.push(format!("{e:?}"));
         }
         let mut wire = Vec::new();
-        c.poll_transmit(now, &mut wire);
+        while c.poll_transmit(now, &mut wire).is_some() {}
         out.push(String::from_utf8(wire).unwrap());
         out
     };
@@ -882,5 +884,418 @@ fn events_do_not_depend_on_chunking() {
     for i in 0..=transcript.len() {
         let (a, b) = transcript.split_at(i);
         assert_eq!(run(&[a, b]), whole, "split at {i}");
+    }
+}
+
+/// Listing items reach the caller as the server wrote them: key order, spacing inside
+/// the item and unknown fields intact, however many pages.
+#[test]
+fn listing_items_are_kept_verbatim() {
+    const FIRST: &str = r#"{"name":"zeta","inputSchema":{"type":"object"},"x-vendor":{"b":1,"a":2},"description":"last key"}"#;
+    const SECOND: &str = r#"{ "title" : "T", "name":"alpha", "inputSchema":{"type":"object"} }"#;
+    let peer = Scripted::new(|m: &Value| match m["method"].as_str() {
+        Some("server/discover") => vec![discover_ok(m)],
+        Some("tools/list") if m["params"].get("cursor").is_none() => vec![format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":{{"resultType":"complete","tools":[{FIRST}],"nextCursor":"p2"}}}}"#,
+            m["id"]
+        )],
+        Some("tools/list") => vec![format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":{{"resultType":"complete","tools":[{SECOND}]}}}}"#,
+            m["id"]
+        )],
+        _ => Vec::new(),
+    });
+    let mut sim = Sim::new(config(EraMode::Auto), peer);
+    sim.connect();
+    let out = sim.call(CallRequest::list_tools()).unwrap();
+    let items: Vec<&str> = out.items.iter().map(|i| i.get()).collect();
+    assert_eq!(items, [FIRST, SECOND]);
+    let names: Vec<String> = out.tools().unwrap().into_iter().map(|t| t.name).collect();
+    assert_eq!(names, ["zeta", "alpha"]);
+}
+
+// ----- unusable answers: too deep, too large ------------------------------------------
+
+/// A legacy server whose `tools/call` answers are written by `answer` from the tool name
+/// and the request id (as JSON text); `None` leaves the call unanswered.
+fn answering(answer: fn(&str, &str) -> Option<String>) -> impl mcp_tests::Peer {
+    Scripted::new(move |m: &Value| match m["method"].as_str() {
+        Some("initialize") => vec![legacy_init(m)],
+        Some("tools/call") => {
+            let name = m["params"]["name"].as_str().unwrap_or_default();
+            answer(name, &m["id"].to_string()).into_iter().collect()
+        }
+        _ => Vec::new(),
+    })
+}
+
+fn ok_answer(id: &str) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"ok"}}]}}}}"#
+    )
+}
+
+/// `[[…[]…]]`, `levels` deep.
+fn nested(levels: usize) -> String {
+    format!("{}{}", "[".repeat(levels), "]".repeat(levels))
+}
+
+fn too_deep(limit: usize) -> CallError {
+    CallError::Peer(PeerError::Malformed {
+        error: DecodeError::TooDeep { limit },
+    })
+}
+
+/// The outcomes of two calls started together, in order.
+fn two_calls(
+    sim: &mut Sim,
+    a: CallRequest,
+    b: CallRequest,
+) -> (
+    Result<mcp_proto::client::CallOutput, CallError>,
+    Result<mcp_proto::client::CallOutput, CallError>,
+) {
+    let a = sim.client.call(sim.now, a).unwrap();
+    let b = sim.client.call(sim.now, b).unwrap();
+    sim.run_until(|s| s.completion(a).is_some() && s.completion(b).is_some());
+    (sim.completion(a).unwrap(), sim.completion(b).unwrap())
+}
+
+#[test]
+fn a_response_nested_past_the_depth_limit_fails_its_call_at_once() {
+    // 100 000 levels, with the id before the result and (as the TypeScript SDK writes
+    // it) after.
+    let peer = answering(|name, id| {
+        let deep = nested(100_000);
+        Some(match name {
+            "id-first" => format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"x":{deep}}}}}"#),
+            "id-last" => format!(r#"{{"result":{{"x":{deep}}},"jsonrpc":"2.0","id":{id}}}"#),
+            _ => ok_answer(id),
+        })
+    });
+    let mut sim = Sim::new(config(EraMode::Legacy), peer);
+    sim.connect();
+    let start = sim.now;
+    for name in ["id-first", "id-last"] {
+        let (deep, other) = two_calls(
+            &mut sim,
+            CallRequest::call_tool(name, json!({})),
+            CallRequest::call_tool("fine", json!({})),
+        );
+        assert_eq!(deep.unwrap_err(), too_deep(64), "{name}");
+        assert_eq!(text_of(&other.unwrap()), "ok");
+    }
+    assert_eq!(sim.now, start, "failed at once, not at a timeout");
+    let reported = sim
+        .events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e,
+                Event::PeerError(PeerError::Malformed {
+                    error: DecodeError::TooDeep { limit: 64 }
+                })
+            )
+        })
+        .count();
+    assert_eq!(reported, 2);
+    assert_eq!(
+        too_deep(64).to_string(),
+        "unusable message from the server: malformed message: nesting deeper than 64 levels (max_nesting_depth)"
+    );
+}
+
+#[test]
+fn a_response_exactly_at_the_depth_limit_is_accepted() {
+    // The message object is level 1, `result` level 2: a result of 63 levels makes a
+    // message of 64, the default limit; one more level is refused.
+    let peer = answering(|name, id| {
+        let levels = if name == "at-limit" { 63 } else { 64 };
+        let result = nested(levels);
+        Some(format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#
+        ))
+    });
+    let mut sim = Sim::new(config(EraMode::Legacy), peer);
+    sim.connect();
+    let out = sim
+        .call(CallRequest::call_tool("at-limit", json!({})))
+        .unwrap();
+    assert_eq!(out.result.get(), nested(63), "kept verbatim");
+    let err = sim
+        .call(CallRequest::call_tool("over", json!({})))
+        .unwrap_err();
+    assert_eq!(err, too_deep(64));
+
+    // The limit is configurable.
+    let mut limits = Limits::default();
+    limits.max_nesting_depth = 3;
+    let peer = answering(|name, id| {
+        let result = if name == "at-limit" { "[[]]" } else { "[[[]]]" };
+        Some(format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#
+        ))
+    });
+    let mut sim = Sim::new(config(EraMode::Legacy).limits(limits), peer);
+    sim.connect();
+    assert!(
+        sim.call(CallRequest::call_tool("at-limit", json!({})))
+            .is_ok()
+    );
+    let err = sim
+        .call(CallRequest::call_tool("over", json!({})))
+        .unwrap_err();
+    assert_eq!(err, too_deep(3));
+}
+
+#[test]
+fn the_depth_is_checked_where_decoding_alone_would_accept() {
+    // A transport with its own framing decodes with `Message::decode`, which keeps
+    // `result` verbatim at any depth; the machine checks before using it.
+    let peer = answering(|_, _| None);
+    let mut sim = Sim::new(config(EraMode::Legacy), peer);
+    sim.connect();
+    let start = sim.now;
+    let call = sim
+        .client
+        .call(sim.now, CallRequest::call_tool("x", json!({})))
+        .unwrap();
+    sim.step();
+    let id = sim.sent_with_method("tools/call")[0]["id"].clone();
+    let text = format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"result":{}}}"#,
+        nested(100_000)
+    );
+    // Decoding alone does not bound depth (`result` is kept verbatim)…
+    assert!(Message::decode(text.as_bytes()).is_ok());
+    // …the machine checks before it decodes.
+    sim.client
+        .handle_read(sim.now, ConnId::STDIO, format!("{text}\n").as_bytes());
+    sim.drain();
+    assert_eq!(sim.completion(call).unwrap().unwrap_err(), too_deep(64));
+    assert_eq!(sim.now, start);
+    // `decode_with_max_depth` refuses the same text before decoding it.
+    assert_eq!(
+        Message::decode_with_max_depth(text.as_bytes(), 64).unwrap_err(),
+        DecodeError::TooDeep { limit: 64 }
+    );
+}
+
+fn small_messages() -> Limits {
+    let mut limits = Limits::default();
+    limits.max_message_bytes = 1024;
+    limits
+}
+
+/// The size of an oversized line that failed a call with the 1024-byte limit.
+fn oversized_size(outcome: Result<mcp_proto::client::CallOutput, CallError>) -> usize {
+    match outcome {
+        Err(CallError::Peer(PeerError::Oversized { seen, limit: 1024 })) if seen > 5000 => seen,
+        other => panic!("not failed as oversized: {other:?}"),
+    }
+}
+
+#[test]
+fn an_oversized_answer_with_a_readable_id_fails_its_call_at_once() {
+    // The id is read from the first bytes of the line, or from its last ones when the
+    // server writes `result` first.
+    let peer = answering(|name, id| {
+        let big = "x".repeat(5000);
+        Some(match name {
+            "id-first" => format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"text":"{big}"}}}}"#),
+            "id-last" => format!(r#"{{"result":{{"text":"{big}"}},"jsonrpc":"2.0","id":{id}}}"#),
+            _ => ok_answer(id),
+        })
+    });
+    let mut sim = Sim::new(config(EraMode::Legacy).limits(small_messages()), peer);
+    sim.connect();
+    let start = sim.now;
+    for name in ["id-first", "id-last"] {
+        let (big, other) = two_calls(
+            &mut sim,
+            CallRequest::call_tool(name, json!({})),
+            CallRequest::call_tool("fine", json!({})),
+        );
+        oversized_size(big);
+        assert_eq!(text_of(&other.unwrap()), "ok", "{name}");
+    }
+    assert_eq!(sim.now, start, "failed at once, not at a timeout");
+    let error = CallError::Peer(PeerError::Oversized {
+        seen: 5045,
+        limit: 1024,
+    });
+    assert_eq!(
+        error.to_string(),
+        "unusable message from the server: message of 5045 bytes exceeds the limit of 1024 bytes (max_message_bytes)"
+    );
+    let out = sim.call(CallRequest::call_tool("fine", json!({}))).unwrap();
+    assert_eq!(text_of(&out), "ok");
+}
+
+#[test]
+fn an_oversized_answer_without_a_readable_id_fails_every_written_call_at_once() {
+    // The id sits between the result and another member: neither end of the line shows
+    // it, so any call in flight may have been the one answered.
+    let peer = answering(|name, id| match name {
+        "big" => Some(format!(
+            r#"{{"jsonrpc":"2.0","result":{{"text":"{}"}},"id":{id},"extra":1}}"#,
+            "x".repeat(5000)
+        )),
+        "silent" => None,
+        _ => Some(ok_answer(id)),
+    });
+    let mut sim = Sim::new(config(EraMode::Legacy).limits(small_messages()), peer);
+    sim.connect();
+    let start = sim.now;
+    let (big, silent) = two_calls(
+        &mut sim,
+        CallRequest::call_tool("silent", json!({})),
+        CallRequest::call_tool("big", json!({})),
+    );
+    assert_eq!(oversized_size(big), oversized_size(silent));
+    assert_eq!(sim.now, start, "failed at once, not at a timeout");
+    // Calls that did not fail because of their own answer are cancelled on the wire.
+    sim.step();
+    assert_eq!(sim.sent_with_method("notifications/cancelled").len(), 2);
+    // Later calls work.
+    let out = sim.call(CallRequest::call_tool("fine", json!({}))).unwrap();
+    assert_eq!(text_of(&out), "ok");
+    assert_eq!(
+        sim.client.state(),
+        ConnectionState::Ready(Era::Legacy, ProtocolVersion::V2025_11_25)
+    );
+}
+
+#[test]
+fn an_oversized_line_keeps_calls_not_yet_written() {
+    // A call queued behind the oversized line's arrival (its request not yet polled for
+    // writing) cannot have been answered by it.
+    let peer = answering(|name, id| match name {
+        "big" => Some(format!(
+            r#"{{"jsonrpc":"2.0","result":{{"text":"{}"}},"id":{id},"extra":1}}"#,
+            "x".repeat(5000)
+        )),
+        _ => Some(ok_answer(id)),
+    });
+    let mut sim = Sim::new(config(EraMode::Legacy).limits(small_messages()), peer);
+    sim.connect();
+    let big = sim
+        .client
+        .call(sim.now, CallRequest::call_tool("big", json!({})))
+        .unwrap();
+    // The request is written and answered with the oversized line, which is not read yet.
+    let mut wire = Vec::new();
+    sim.client.poll_transmit(sim.now, &mut wire);
+    sim.peer.handle(sim.now, &wire);
+    let later = sim
+        .client
+        .call(sim.now, CallRequest::call_tool("fine", json!({})))
+        .unwrap();
+    let mut answer = Vec::new();
+    sim.peer.transmit(&mut answer);
+    sim.client.handle_read(sim.now, ConnId::STDIO, &answer);
+    sim.drain();
+    oversized_size(sim.completion(big).unwrap());
+    assert!(
+        sim.completion(later).is_none(),
+        "not written, so not failed"
+    );
+    sim.run_until(|s| s.completion(later).is_some());
+    assert_eq!(text_of(&sim.completion(later).unwrap().unwrap()), "ok");
+}
+
+// ----- typed peer errors --------------------------------------------------------------
+
+#[test]
+fn protocol_breaches_are_typed_peer_errors() {
+    let peer = Scripted::new(|m: &Value| match m["method"].as_str() {
+        Some("initialize") => vec![legacy_init(m)],
+        Some("tools/call") => vec![
+            // The same server request twice while the first waits for the user.
+            json!({"jsonrpc":"2.0","id":"e1","method":"elicitation/create","params":{"message":"?",
+                "requestedSchema":{"type":"object","properties":{}}}})
+            .to_string(),
+            json!({"jsonrpc":"2.0","id":"e1","method":"elicitation/create","params":{"message":"?",
+                "requestedSchema":{"type":"object","properties":{}}}})
+            .to_string(),
+            json!({"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":"half"}})
+                .to_string(),
+            json!({"jsonrpc":"2.0","method":"notifications/progress"}).to_string(),
+            json!({"jsonrpc":"2.0","id":m["id"],"result":{"content":[]}}).to_string(),
+        ],
+        _ => Vec::new(),
+    });
+    let mut sim = Sim::new(config(EraMode::Legacy), peer);
+    sim.connect();
+    sim.call(CallRequest::call_tool("x", json!({}))).unwrap();
+    sim.drain();
+    let errors: Vec<&PeerError> = sim
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::PeerError(p) => Some(p),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        matches!(
+            errors.as_slice(),
+            [
+                PeerError::ReusedRequestId { id },
+                PeerError::MalformedNotification { method: m1, .. },
+                PeerError::MalformedNotification { method: m2, detail },
+            ] if *id == mcp_proto::RequestId::from("e1")
+                && m1 == "notifications/progress"
+                && m2 == "notifications/progress"
+                && detail == "no params"
+        ),
+        "{errors:#?}"
+    );
+}
+
+#[test]
+fn http_peer_errors_read_as_before() {
+    // The variants the Streamable HTTP transport reports keep the wording it used.
+    use mcp_proto::sse::SseError;
+    let cases = [
+        (
+            PeerError::Sse(SseError::LineTooLong { limit: 8 }),
+            "event stream: event-stream line longer than 8 bytes (max_line_bytes); the line and its event were dropped",
+        ),
+        (
+            PeerError::InitializedRefused {
+                status: Some(500),
+                detail: "boom".into(),
+            },
+            "notifications/initialized was not accepted (HTTP 500): boom",
+        ),
+        (
+            PeerError::InitializedRefused {
+                status: None,
+                detail: "reset".into(),
+            },
+            "notifications/initialized was not accepted (no response): reset",
+        ),
+        (
+            PeerError::MessageRefused {
+                status: Some(400),
+                detail: "bad".into(),
+            },
+            "a notification or response was refused with HTTP 400: bad",
+        ),
+        (
+            PeerError::MessageRefused {
+                status: None,
+                detail: "reset".into(),
+            },
+            "a notification or response could not be sent: reset",
+        ),
+        (
+            PeerError::SessionExpired,
+            "the session expired (HTTP 404); starting a new one",
+        ),
+    ];
+    for (error, text) in cases {
+        assert_eq!(error.to_string(), text);
     }
 }

@@ -1,7 +1,7 @@
 //! Every row of `vectors/era-detection.json`, through the classifiers and (for stdio)
 //! through the client machine itself.
 
-use mcp_proto::client::{ClientConfig, Event};
+use mcp_proto::client::{ClientConfig, ConnId, Event, Transmit};
 use mcp_proto::jsonrpc::{Message, Response};
 use mcp_proto::version::{
     HttpProbeOutcome, HttpProbeVerdict, ProbeOutcome, ProbeVerdict, ProtocolVersion, VersionPolicy,
@@ -156,12 +156,10 @@ fn every_stdio_row_through_the_machine() {
         let mut sim = Sim::new(ClientConfig::new("vectors", "0"), peer);
         if out.get("process_exited").is_some() {
             sim.step();
-            sim.client.handle_eof(sim.now);
-            let ev = sim.client.poll_event();
-            assert!(
-                matches!(ev, Some(Event::RestartTransport)),
-                "row {id}: {ev:?}"
-            );
+            sim.client.handle_eof(sim.now, ConnId::STDIO);
+            let mut sink = Vec::new();
+            let t = sim.client.poll_transmit(sim.now, &mut sink);
+            assert_eq!(t, Some(Transmit::Respawn), "row {id}");
             continue;
         }
         if out.get("timeout").is_some() {

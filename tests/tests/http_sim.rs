@@ -22,6 +22,15 @@ fn result(req: &SeenRequest, result: Value) -> Value {
     json!({"jsonrpc":"2.0","id":req.body["id"],"result":result})
 }
 
+/// A complete `tools/list` answer with no tools: what a fresh client's first
+/// `tools/call` learns the header declarations from.
+fn no_tools(req: &SeenRequest) -> Reply {
+    Reply::json(
+        200,
+        &result(req, json!({"resultType":"complete","ttlMs":0,"tools":[]})),
+    )
+}
+
 fn discover_ok(req: &SeenRequest) -> Reply {
     Reply::json(
         200,
@@ -86,7 +95,7 @@ fn modern_requests_carry_the_2026_header_set() {
     let mut sim = HttpSim::new(config(EraMode::Auto), modern_server);
     sim.connect();
     assert_eq!(
-        sim.client.client().state(),
+        sim.client.state(),
         ConnectionState::Ready(Era::Modern, ProtocolVersion::V2026_07_28)
     );
     let probe = &sim.requests[0];
@@ -197,40 +206,72 @@ fn legacy_sessions_headers_and_delete() {
     assert_eq!(last.header("mcp-protocol-version"), Some("2025-11-25"));
 }
 
-#[test]
-fn an_expired_session_fails_calls_in_flight_and_reinitializes() {
+/// A legacy server that forgets sessions: `initialize` hands out `s1`, `s2`, …; a
+/// `tools/call` on a session it forgot is a 404, and `hang` calls never get an answer.
+fn forgetful_server(forgotten: fn(&str) -> bool) -> impl FnMut(&SeenRequest) -> Reply {
     let mut inits = 0;
-    let mut sim = HttpSim::new(config(EraMode::Legacy), move |req| {
-        match (req.method.as_str(), req.rpc_method()) {
-            ("POST", "initialize") => {
-                inits += 1;
-                legacy_init(req, if inits == 1 { "old" } else { "new" })
-            }
-            ("POST", "notifications/initialized") => Reply::accepted(),
-            ("GET", _) => Reply::with_body(405, &[], ""),
-            ("POST", "tools/call") if req.header("mcp-session-id") == Some("old") => {
-                Reply::with_body(404, &[], "session gone")
-            }
-            ("POST", "tools/call") => Reply::json(
-                200,
-                &result(req, json!({"content":[{"type":"text","text":"fresh"}]})),
-            ),
-            _ => Reply::with_body(400, &[], "?"),
+    move |req| match (req.method.as_str(), req.rpc_method()) {
+        ("POST", "initialize") => {
+            inits += 1;
+            legacy_init(req, &format!("s{inits}"))
         }
-    });
+        ("POST", "notifications/initialized") => Reply::accepted(),
+        ("GET", _) => Reply::with_body(405, &[], ""),
+        ("POST", "tools/call") if req.body["params"]["name"] == "hang" => Reply::Silence,
+        ("POST", "tools/call") if forgotten(req.header("mcp-session-id").unwrap_or("")) => {
+            Reply::with_body(404, &[], "session gone")
+        }
+        ("POST", "tools/call") => Reply::json(
+            200,
+            &result(req, json!({"content":[{"type":"text","text":"fresh"}]})),
+        ),
+        _ => Reply::with_body(400, &[], "?"),
+    }
+}
+
+#[test]
+fn a_call_that_meets_an_expired_session_is_sent_once_on_a_new_one() {
+    let mut sim = HttpSim::new(config(EraMode::Legacy), forgetful_server(|s| s == "s1"));
+    sim.connect();
+    // Another call is in flight on the old session when it expires.
+    let other = sim
+        .client
+        .call(sim.now, CallRequest::call_tool("hang", json!({})))
+        .unwrap();
+    sim.step();
+    let out = sim.call(CallRequest::call_tool("t", json!({}))).unwrap();
+    assert_eq!(out.tool_result().unwrap().text(), "fresh");
+    let calls = sim.with_method("tools/call");
+    let sessions: Vec<_> = calls.iter().map(|c| c.header("mcp-session-id")).collect();
+    assert_eq!(
+        sessions,
+        [Some("s1"), Some("s1"), Some("s2")],
+        "hang, t, t again"
+    );
+    assert_eq!(sim.with_method("initialize").len(), 2);
+    assert_eq!(
+        sim.with_method("initialize")[1].header("mcp-session-id"),
+        None
+    );
+    // Whether the other call ran is unknown: it fails, and is never sent again.
+    assert_eq!(
+        sim.completion(other).unwrap().unwrap_err(),
+        CallError::SessionExpired
+    );
+}
+
+#[test]
+fn a_session_that_keeps_expiring_fails_the_call_after_one_resend() {
+    let mut sim = HttpSim::new(config(EraMode::Legacy), forgetful_server(|_| true));
     sim.connect();
     let err = sim
         .call(CallRequest::call_tool("t", json!({})))
         .unwrap_err();
     assert_eq!(err, CallError::SessionExpired);
-    // Not replayed: the next call goes on the new session.
-    let out = sim.call(CallRequest::call_tool("t", json!({}))).unwrap();
-    assert_eq!(out.tool_result().unwrap().text(), "fresh");
-    assert_eq!(sim.with_method("initialize").len(), 2);
-    assert_eq!(sim.with_method("tools/call").len(), 2);
     assert_eq!(
-        sim.with_method("initialize")[1].header("mcp-session-id"),
-        None
+        sim.with_method("tools/call").len(),
+        2,
+        "sent twice, never more"
     );
 }
 
@@ -343,6 +384,7 @@ fn a_modern_stream_lost_before_its_response_fails_the_call() {
 fn cancelling_a_modern_call_aborts_its_exchange() {
     let mut sim = HttpSim::new(config(EraMode::Auto), |req| match req.rpc_method() {
         "server/discover" => discover_ok(req),
+        "tools/list" => no_tools(req),
         _ => Reply::Silence,
     });
     sim.connect();
@@ -350,11 +392,10 @@ fn cancelling_a_modern_call_aborts_its_exchange() {
         .client
         .call(sim.now, CallRequest::call_tool("t", json!({})))
         .unwrap();
-    sim.step();
+    sim.run_until(|s| !s.hung.is_empty());
     sim.client.cancel(sim.now, id).unwrap();
     sim.step();
-    assert_eq!(sim.aborted.len(), 1);
-    assert_eq!(sim.aborted[0], sim.hung[0]);
+    assert_eq!(sim.closed, [sim.hung[0]], "the call's connection is closed");
     assert!(sim.with_method("notifications/cancelled").is_empty());
 }
 
@@ -405,7 +446,11 @@ fn oversized_bodies_and_redirects_are_typed_errors() {
     );
     let err = sim.call(CallRequest::list_tools()).unwrap_err();
     assert_eq!(err.http_status(), Some(302));
-    assert_eq!(sim.aborted.len(), 1, "the oversized exchange was aborted");
+    assert_eq!(
+        sim.closed,
+        [sim.request_conns[1]],
+        "the oversized exchange's connection was closed, and no other"
+    );
 }
 
 /// Every HTTP row of the era-detection vectors, through the machine: what it sends next
@@ -526,6 +571,7 @@ fn out_is_timeout(row: &Value) -> bool {
 fn a_server_that_drips_is_cut_off_by_the_call_timeout() {
     let mut sim = HttpSim::new(config(EraMode::Auto), |req| match req.rpc_method() {
         "server/discover" => discover_ok(req),
+        "tools/list" => no_tools(req),
         // One byte of a response, then nothing.
         _ => Reply::Raw(b"H".to_vec()),
     });
@@ -535,13 +581,18 @@ fn a_server_that_drips_is_cut_off_by_the_call_timeout() {
     let err = sim.call(req).unwrap_err();
     assert_eq!(err, CallError::Timeout(Duration::from_secs(7)));
     assert_eq!(sim.now - start, Duration::from_secs(7));
-    assert_eq!(sim.aborted.len(), 1, "its connection is closed");
+    assert_eq!(
+        sim.closed,
+        [*sim.request_conns.last().unwrap()],
+        "its connection is closed"
+    );
 }
 
 #[test]
 fn an_event_that_never_ends_is_bounded() {
     let mut sim = HttpSim::new(config(EraMode::Auto), |req| match req.rpc_method() {
         "server/discover" => discover_ok(req),
+        "tools/list" => no_tools(req),
         _ => {
             let junk = "x".repeat(64 * 1024);
             let mut body = String::from("data: ");
@@ -558,9 +609,20 @@ fn an_event_that_never_ends_is_bounded() {
         }
     });
     sim.connect();
+    let start = sim.now;
     let req = CallRequest::call_tool("t", json!({})).timeout(Duration::from_secs(3));
     let err = sim.call(req).unwrap_err();
-    assert_eq!(err, CallError::Timeout(Duration::from_secs(3)));
+    // The call fails at once, naming the limit, instead of waiting for its timeout.
+    assert_eq!(sim.now, start, "failed promptly");
+    assert!(
+        matches!(&err, CallError::Http(h) if h.detail.contains("longer than")),
+        "{err:?}"
+    );
+    assert_eq!(
+        sim.closed,
+        [*sim.request_conns.last().unwrap()],
+        "the stream was cut"
+    );
     assert!(
         sim.events
             .iter()
@@ -595,7 +657,7 @@ fn nothing_overtakes_notifications_initialized() {
     }
     let x = initialized.expect("the notification's exchange");
     let accepted = b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n";
-    sim.client.handle_response_data(sim.now, x, accepted);
+    sim.client.handle_read(sim.now, x, accepted);
     sim.step();
     let methods: Vec<_> = sim
         .requests
@@ -608,4 +670,166 @@ fn nothing_overtakes_notifications_initialized() {
     );
     assert!(methods.contains(&"GET ".to_owned()), "{methods:?}");
     let _ = early;
+}
+
+/// A modern server whose tool `route` declares `Mcp-Param-Region`, and that refuses a
+/// call without that header the way the SDK servers do (400, `-32020`). `schemas`
+/// counts listings: the first `unannotated_listings` ones show the tool without its
+/// annotation (a schema that changed since).
+fn strict_server(unannotated_listings: usize) -> impl FnMut(&SeenRequest) -> Reply {
+    let mut listings = 0;
+    move |req| match req.rpc_method() {
+        "server/discover" => discover_ok(req),
+        "tools/list" => {
+            listings += 1;
+            let region = if listings <= unannotated_listings {
+                json!({"type":"string"})
+            } else {
+                json!({"type":"string","x-mcp-header":"Region"})
+            };
+            Reply::json(
+                200,
+                &result(
+                    req,
+                    json!({"resultType":"complete","ttlMs":0,"tools":[
+                        {"name":"route","inputSchema":{"type":"object","properties":{"region":region}}}
+                    ]}),
+                ),
+            )
+        }
+        "tools/call" if req.header("mcp-param-region").is_none() => Reply::json(
+            400,
+            &json!({"jsonrpc":"2.0","id":req.body["id"],
+                "error":{"code":-32020,"message":"Header mismatch: missing Mcp-Param-Region"}}),
+        ),
+        "tools/call" => Reply::json(
+            200,
+            &result(
+                req,
+                json!({"resultType":"complete","content":[{"type":"text","text":"routed"}]}),
+            ),
+        ),
+        _ => Reply::with_body(404, &[], ""),
+    }
+}
+
+#[test]
+fn a_fresh_client_learns_the_header_declarations_before_its_first_call() {
+    let mut sim = HttpSim::new(config(EraMode::Auto), strict_server(0));
+    sim.connect();
+    let out = sim
+        .call(CallRequest::call_tool("route", json!({"region": "eu"})))
+        .unwrap();
+    assert_eq!(out.tool_result().unwrap().text(), "routed");
+    let methods: Vec<_> = sim.requests.iter().map(|r| r.rpc_method()).collect();
+    assert_eq!(methods, ["server/discover", "tools/list", "tools/call"]);
+    assert_eq!(
+        sim.with_method("tools/call")[0].header("mcp-param-region"),
+        Some("eu")
+    );
+    // The internal listing is nobody's call: one completion only, the caller's.
+    let completions = sim
+        .events
+        .iter()
+        .filter(|e| matches!(e, Event::CallCompleted { .. }))
+        .count();
+    assert_eq!(completions, 1);
+    // Known now: the next call goes straight out.
+    sim.call(CallRequest::call_tool("route", json!({"region": "us"})))
+        .unwrap();
+    assert_eq!(sim.with_method("tools/list").len(), 1);
+}
+
+#[test]
+fn a_header_mismatch_refreshes_the_listing_and_retries_once() {
+    // The first listing is stale (no annotation): the call goes without the header,
+    // draws -32020, the listing is fetched again and the call succeeds.
+    let mut sim = HttpSim::new(config(EraMode::Auto), strict_server(1));
+    sim.connect();
+    let out = sim
+        .call(CallRequest::call_tool("route", json!({"region": "eu"})))
+        .unwrap();
+    assert_eq!(out.tool_result().unwrap().text(), "routed");
+    let methods: Vec<_> = sim.requests.iter().map(|r| r.rpc_method()).collect();
+    assert_eq!(
+        methods,
+        [
+            "server/discover",
+            "tools/list",
+            "tools/call",
+            "tools/list",
+            "tools/call"
+        ]
+    );
+    let ids: Vec<_> = sim
+        .with_method("tools/call")
+        .iter()
+        .map(|r| r.body["id"].clone())
+        .collect();
+    assert_ne!(ids[0], ids[1], "sent again under a new id");
+}
+
+#[test]
+fn a_second_header_mismatch_fails_the_call() {
+    // The annotation never shows up: one retry, then the -32020 is the caller's.
+    let mut sim = HttpSim::new(config(EraMode::Auto), strict_server(usize::MAX));
+    sim.connect();
+    let err = sim
+        .call(CallRequest::call_tool("route", json!({"region": "eu"})))
+        .unwrap_err();
+    assert_eq!(err.code(), Some(-32020));
+    assert_eq!(err.http_status(), Some(400));
+    assert_eq!(sim.with_method("tools/call").len(), 2, "never a loop");
+}
+
+#[test]
+fn a_cached_legacy_verdict_skips_the_probe() {
+    let legacy = |req: &SeenRequest| match (req.method.as_str(), req.rpc_method()) {
+        ("POST", "initialize") => legacy_init(req, "s"),
+        ("POST", "notifications/initialized") => Reply::accepted(),
+        ("GET", _) => Reply::with_body(405, &[], ""),
+        _ => Reply::with_body(400, &[], "?"),
+    };
+    let known = Some((Era::Legacy, ProtocolVersion::V2025_11_25));
+    let mut sim = HttpSim::new(config(EraMode::Auto).known_era(known), legacy);
+    sim.connect();
+    assert_eq!(
+        sim.client.state(),
+        ConnectionState::Ready(Era::Legacy, ProtocolVersion::V2025_11_25)
+    );
+    assert!(sim.with_method("server/discover").is_empty(), "no probe");
+}
+
+#[test]
+fn a_stale_legacy_verdict_is_probed_again_once() {
+    // The server moved on to 2026: it refuses `initialize` with -32022.
+    let moved_on = |req: &SeenRequest| match req.rpc_method() {
+        "initialize" => Reply::json(
+            400,
+            &json!({"jsonrpc":"2.0","id":req.body["id"],"error":{"code":-32022,
+                "message":"Unsupported protocol version","data":{"supported":["2026-07-28"]}}}),
+        ),
+        _ => modern_server(req),
+    };
+    let known = Some((Era::Legacy, ProtocolVersion::V2025_11_25));
+    let mut sim = HttpSim::new(config(EraMode::Auto).known_era(known), moved_on);
+    sim.connect();
+    assert_eq!(
+        sim.client.state(),
+        ConnectionState::Ready(Era::Modern, ProtocolVersion::V2026_07_28)
+    );
+    let methods: Vec<_> = sim.requests.iter().map(|r| r.rpc_method()).collect();
+    assert_eq!(methods, ["initialize", "server/discover"]);
+}
+
+#[test]
+fn a_legacy_refusal_of_a_cached_verdict_is_not_probed_again() {
+    // A 400 without a 2026 code says nothing about the era: the connection fails.
+    let refuses =
+        |req: &SeenRequest| Reply::with_body(400, &[], &format!("no {}", req.rpc_method()));
+    let known = Some((Era::Legacy, ProtocolVersion::V2025_11_25));
+    let mut sim = HttpSim::new(config(EraMode::Auto).known_era(known), refuses);
+    sim.connect();
+    assert!(sim.client.close_reason().is_some());
+    assert_eq!(sim.requests.len(), 1, "initialize only");
 }

@@ -1,37 +1,78 @@
 //! Opening connections to the endpoint: the [`Connector`] and [`Stream`] traits, plain TCP
-//! ([`TcpConnector`]), TLS with rustls (`TlsConnector`, with the `tls` feature). The typed
-//! failure below HTTP, [`TransportError`], is `mcp-host`'s, shared with `mcp-smol`.
+//! ([`TcpConnector`]), and [`TransportError`], the typed failure below HTTP. TLS is in
+//! the `tls` module.
 
 use std::fmt;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
-#[cfg(feature = "tls")]
-use std::sync::Arc;
 use std::time::Duration;
 
 #[cfg(feature = "tls")]
-use mcp_host::http::http1_tls_config;
-pub use mcp_host::{ResolveError, TransportError, TransportErrorKind};
+use mcp_host::http::tls_error;
+use mcp_proto::client::{TransportFailure, TransportFailureKind};
 use mcp_proto::http::EndpointUrl;
-#[cfg(feature = "tls")]
-use rustls::pki_types::ServerName;
-#[cfg(feature = "tls")]
-use rustls::{ClientConfig, ClientConnection, StreamOwned};
 
-/// A connection to the endpoint: bytes both ways, used by one thread at a time, plus a
-/// way to cut it from another thread.
-pub trait Stream: Read + Write + Send {
-    /// A handle that shuts the connection down from another thread: a read blocked on
-    /// this stream must return (end of file or an error) soon after
-    /// [`ShutdownHandle::shutdown`], and later writes must fail.
+/// A connection to the endpoint, ready for HTTP/1.1 bytes. The client reads it on one
+/// thread while writing it from another, so it is used through its [`Halves`].
+pub trait Stream: Send {
+    /// Splits the connection into a read half, a write half and a shutdown handle, each
+    /// usable from its own thread.
     ///
     /// # Errors
-    /// When no such handle can be made (the stream is then closed by dropping it only,
-    /// and an aborted exchange keeps its reader thread until the server closes).
-    fn shutdown_handle(&self) -> io::Result<ShutdownHandle>;
+    /// When the connection cannot be split (a socket that cannot be duplicated, say).
+    fn split(self: Box<Self>) -> io::Result<Halves>;
 }
 
-/// Cuts a [`Stream`] from another thread; see [`Stream::shutdown_handle`].
+/// A [`Stream`] split for two threads: one blocks reading [`Halves::reader`] while
+/// another writes [`Halves::writer`] at any time, and a third may cut both with
+/// [`Halves::shutdown`].
+#[non_exhaustive]
+pub struct Halves {
+    /// Reads the server's bytes; end of file when the connection ends.
+    pub reader: Box<dyn Read + Send>,
+    /// Writes requests, in order.
+    pub writer: Box<dyn Write + Send>,
+    /// Makes a blocked read return and later writes fail.
+    pub shutdown: ShutdownHandle,
+}
+
+impl Halves {
+    /// The halves of a connection.
+    #[must_use]
+    pub fn new(
+        reader: Box<dyn Read + Send>,
+        writer: Box<dyn Write + Send>,
+        shutdown: ShutdownHandle,
+    ) -> Self {
+        Halves {
+            reader,
+            writer,
+            shutdown,
+        }
+    }
+
+    /// The halves of a TCP socket: two handles to it, and a third to shut it down.
+    ///
+    /// # Errors
+    /// When the socket cannot be duplicated.
+    pub fn tcp(socket: TcpStream) -> io::Result<Self> {
+        let shutdown = ShutdownHandle::for_tcp(&socket)?;
+        Ok(Halves::new(
+            Box::new(socket.try_clone()?),
+            Box::new(socket),
+            shutdown,
+        ))
+    }
+}
+
+impl fmt::Debug for Halves {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Halves")
+    }
+}
+
+/// Cuts a [`Stream`] from another thread: a read blocked on it must return (end of file
+/// or an error) soon after [`ShutdownHandle::shutdown`], and later writes must fail.
 pub struct ShutdownHandle(Box<dyn Fn() + Send + Sync>);
 
 impl ShutdownHandle {
@@ -41,7 +82,7 @@ impl ShutdownHandle {
     }
 
     /// A handle that shuts down both directions of `socket` (and of every handle to the
-    /// same socket, TLS streams over it included).
+    /// same socket, TLS over it included).
     ///
     /// # Errors
     /// When the socket cannot be duplicated.
@@ -65,21 +106,13 @@ impl fmt::Debug for ShutdownHandle {
 }
 
 impl Stream for TcpStream {
-    fn shutdown_handle(&self) -> io::Result<ShutdownHandle> {
-        ShutdownHandle::for_tcp(self)
+    fn split(self: Box<Self>) -> io::Result<Halves> {
+        Halves::tcp(*self)
     }
 }
 
-#[cfg(feature = "tls")]
-impl Stream for StreamOwned<ClientConnection, TcpStream> {
-    fn shutdown_handle(&self) -> io::Result<ShutdownHandle> {
-        ShutdownHandle::for_tcp(&self.sock)
-    }
-}
-
-/// Opens connections to an endpoint. The client calls it from its connection threads, one
-/// call per new connection; the stream is then used for keep-alive exchanges until it is
-/// closed.
+/// Opens connections to an endpoint. The client calls it on a thread of its own, one call
+/// per new connection; the stream then carries keep-alive exchanges until it is closed.
 ///
 /// [`TcpConnector`] and `TlsConnector` (with the `tls` feature) are the built-in ones;
 /// write your own to go through a proxy, a Unix socket, a test double, or another TLS
@@ -89,10 +122,8 @@ pub trait Connector: Send + Sync {
     /// negotiated for `https`). `timeout` bounds the connection set-up.
     ///
     /// # Errors
-    /// Any failure; the client reports it as a [`TransportError`], its kind read by
-    /// [`TransportError::from_connect`]: with the `tls` feature, a failure whose source
-    /// is a `rustls::Error` counts as a TLS failure; one made with [`ResolveError::io`]
-    /// as a name that did not resolve; [`io::ErrorKind::TimedOut`] as a connect timeout.
+    /// Any failure; the client reports it as a [`TransportError`]. With the `tls`
+    /// feature, a failure whose source is a `rustls::Error` counts as a TLS failure.
     fn connect(&self, url: &EndpointUrl, timeout: Duration) -> io::Result<Box<dyn Stream>>;
 }
 
@@ -111,18 +142,18 @@ impl TcpConnector {
             Some(ip) => vec![SocketAddr::new(ip, url.port())],
             None => (url.host(), url.port())
                 .to_socket_addrs()
-                .map_err(|e| ResolveError::io(e.kind(), e.to_string()))?
+                .map_err(|e| io::Error::new(e.kind(), ResolveError(e.to_string())))?
                 .collect(),
         };
-        let mut last = ResolveError::io(
+        let mut last = io::Error::new(
             io::ErrorKind::NotFound,
-            format!("{} has no address", url.host()),
+            ResolveError(format!("{} has no address", url.host())),
         );
         for addr in addrs {
             match TcpStream::connect_timeout(&addr, timeout) {
                 Ok(socket) => {
                     socket.set_nodelay(true)?;
-                    // A server that stops reading must not hang a writer forever.
+                    // A server that stops reading must not hold a writer forever.
                     socket.set_write_timeout(Some(timeout.max(Duration::from_secs(1))))?;
                     return Ok(socket);
                 }
@@ -139,84 +170,181 @@ impl Connector for TcpConnector {
     }
 }
 
-/// TLS with rustls over [`TcpConnector`] (`https://`). The handshake runs inside
-/// [`Connector::connect`], so certificate problems surface as connect failures. With the
-/// `tls` feature only.
-#[cfg(feature = "tls")]
-#[derive(Clone)]
-pub struct TlsConnector {
-    config: Arc<ClientConfig>,
-}
+/// A name-resolution failure, so that [`TransportError::stage`] can tell it apart.
+#[derive(Debug)]
+struct ResolveError(String);
 
-#[cfg(feature = "tls")]
-impl TlsConnector {
-    /// TLS with this rustls configuration (your roots, client certificates, …). ALPN
-    /// is set to `http/1.1` alone, on a copy when `config` says otherwise: HTTP/1.1 is
-    /// all the client speaks, and a server picking `h2` would break every exchange.
-    #[must_use]
-    pub fn new(config: Arc<ClientConfig>) -> Self {
-        TlsConnector {
-            config: http1_tls_config(Some(&config)),
-        }
-    }
-
-    /// TLS trusting the Mozilla roots of `webpki-roots`, with the ring provider, TLS 1.2
-    /// and 1.3, and ALPN `http/1.1` ([`super::default_tls_config`]).
-    #[must_use]
-    pub fn webpki_roots() -> Self {
-        TlsConnector {
-            config: http1_tls_config(None),
-        }
-    }
-
-    /// The rustls configuration in use.
-    #[must_use]
-    pub fn config(&self) -> &Arc<ClientConfig> {
-        &self.config
-    }
-}
-
-#[cfg(feature = "tls")]
-impl fmt::Debug for TlsConnector {
+impl fmt::Display for ResolveError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TlsConnector")
-            .field("alpn", &self.config.alpn_protocols)
-            .finish_non_exhaustive()
+        f.write_str(&self.0)
     }
+}
+
+impl std::error::Error for ResolveError {}
+
+/// Where below HTTP an exchange failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TransportStage {
+    /// Resolving the host name.
+    Resolve,
+    /// Opening the TCP connection (refused, unreachable, timed out, …).
+    Connect,
+    /// The TLS handshake (certificate not trusted, name mismatch, protocol error, …).
+    Tls,
+    /// Writing the request.
+    Write,
+    /// Reading the response.
+    Read,
+}
+
+impl fmt::Display for TransportStage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TransportStage::Resolve => "resolving",
+            TransportStage::Connect => "connecting to",
+            TransportStage::Tls => "TLS handshake with",
+            TransportStage::Write => "writing to",
+            TransportStage::Read => "reading from",
+        })
+    }
+}
+
+/// An exchange failed below HTTP: the host did not resolve, the connection was refused
+/// or timed out, the TLS handshake failed, or the connection broke.
+#[derive(Debug, thiserror::Error)]
+#[error("{stage} {target}: {}", describe(source))]
+pub struct TransportError {
+    stage: TransportStage,
+    target: String,
+    #[source]
+    source: io::Error,
+}
+
+impl TransportError {
+    /// A failure at `stage` talking to `target` (`host:port`).
+    #[must_use]
+    pub fn new(stage: TransportStage, target: impl Into<String>, source: io::Error) -> Self {
+        TransportError {
+            stage,
+            target: target.into(),
+            source,
+        }
+    }
+
+    /// A failure of [`Connector::connect`], its stage read from the error: a
+    /// `rustls::Error` inside means TLS (with the `tls` feature), a resolver failure
+    /// means resolve, anything else connect.
+    #[must_use]
+    pub fn from_connect(url: &EndpointUrl, source: io::Error) -> Self {
+        Self::at(TransportStage::Connect, target_of(url), source)
+    }
+
+    /// A failure at `stage`, refined from the error: TLS when a `rustls::Error` is
+    /// inside, resolve for a resolver failure.
+    pub(crate) fn at(stage: TransportStage, target: String, source: io::Error) -> Self {
+        #[cfg(feature = "tls")]
+        let is_tls = tls_error(&source).is_some();
+        #[cfg(not(feature = "tls"))]
+        let is_tls = false;
+        let stage = if is_tls {
+            TransportStage::Tls
+        } else if source
+            .get_ref()
+            .is_some_and(|e| e.downcast_ref::<ResolveError>().is_some())
+        {
+            TransportStage::Resolve
+        } else {
+            stage
+        };
+        TransportError::new(stage, target, source)
+    }
+
+    /// A failure the client machine reported on its own (the connect deadline passed),
+    /// or one whose typed source is no longer at hand.
+    pub(crate) fn from_failure(failure: &TransportFailure, target: String) -> Self {
+        use io::ErrorKind as K;
+        let (stage, kind) = match failure.kind {
+            TransportFailureKind::Dns => (TransportStage::Resolve, K::NotFound),
+            TransportFailureKind::Tls => (TransportStage::Tls, K::InvalidData),
+            TransportFailureKind::Refused => (TransportStage::Connect, K::ConnectionRefused),
+            TransportFailureKind::Unreachable => (TransportStage::Connect, K::HostUnreachable),
+            TransportFailureKind::Timeout => (TransportStage::Connect, K::TimedOut),
+            TransportFailureKind::Reset => (TransportStage::Read, K::ConnectionReset),
+            TransportFailureKind::Closed => (TransportStage::Read, K::UnexpectedEof),
+            _ => (TransportStage::Read, K::Other),
+        };
+        TransportError::new(stage, target, io::Error::new(kind, failure.detail.clone()))
+    }
+
+    /// The failure as the client machine takes it: the kind, and this error's text.
+    #[must_use]
+    pub fn failure(&self) -> TransportFailure {
+        let kind = match self.stage {
+            TransportStage::Tls => TransportFailureKind::Tls,
+            TransportStage::Resolve => TransportFailureKind::Dns,
+            _ => TransportFailureKind::of_io(self.source.kind()),
+        };
+        TransportFailure::new(kind, self.to_string())
+    }
+
+    /// Where it failed.
+    #[must_use]
+    pub fn stage(&self) -> TransportStage {
+        self.stage
+    }
+
+    /// `host:port`.
+    #[must_use]
+    pub fn target(&self) -> &str {
+        &self.target
+    }
+
+    /// The I/O error.
+    #[must_use]
+    pub fn io_error(&self) -> &io::Error {
+        &self.source
+    }
+
+    /// The rustls error, for TLS failures. With the `tls` feature only.
+    #[cfg(feature = "tls")]
+    #[must_use]
+    pub fn tls_error(&self) -> Option<&rustls::Error> {
+        tls_error(&self.source)
+    }
+}
+
+#[cfg(not(feature = "tls"))]
+fn describe(e: &io::Error) -> String {
+    e.to_string()
 }
 
 #[cfg(feature = "tls")]
-impl Connector for TlsConnector {
-    fn connect(&self, url: &EndpointUrl, timeout: Duration) -> io::Result<Box<dyn Stream>> {
-        let mut socket = TcpConnector::connect_tcp(url, timeout)?;
-        let name = match url.ip() {
-            Some(ip) => ServerName::IpAddress(ip.into()),
-            None => ServerName::try_from(url.host().to_owned())
-                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?,
-        };
-        let mut conn = ClientConnection::new(Arc::clone(&self.config), name)
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-        socket.set_read_timeout(Some(timeout))?;
-        while conn.is_handshaking() {
-            if let Err(e) = conn.complete_io(&mut socket) {
-                return Err(match e.kind() {
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => io::Error::new(
-                        io::ErrorKind::TimedOut,
-                        format!("TLS handshake timed out after {timeout:?}"),
-                    ),
-                    _ => e,
-                });
-            }
+fn describe(e: &io::Error) -> String {
+    match tls_error(e) {
+        Some(rustls::Error::InvalidCertificate(cert)) => {
+            use rustls::CertificateError as C;
+            let why = match cert {
+                C::UnknownIssuer => "is not signed by a trusted root",
+                C::NotValidForName | C::NotValidForNameContext { .. } => {
+                    "is not valid for this host name"
+                }
+                C::Expired | C::ExpiredContext { .. } => "has expired",
+                C::NotValidYet | C::NotValidYetContext { .. } => "is not valid yet",
+                C::Revoked => "is revoked",
+                _ => "was rejected",
+            };
+            format!("the server's certificate {why} ({cert:?})")
         }
-        socket.set_read_timeout(None)?;
-        Ok(Box::new(StreamOwned::new(conn, socket)))
+        Some(tls) => tls.to_string(),
+        None => e.to_string(),
     }
 }
 
-/// The step that failed, by the name the transport code uses.
-pub(crate) type TransportStage = TransportErrorKind;
-
-/// The endpoint's origin (`scheme://host:port`), as transport errors name it.
+/// `host:port` (brackets around IPv6).
 pub(crate) fn target_of(url: &EndpointUrl) -> String {
-    url.origin().to_owned()
+    match url.ip() {
+        Some(std::net::IpAddr::V6(ip)) => format!("[{ip}]:{}", url.port()),
+        _ => format!("{}:{}", url.host(), url.port()),
+    }
 }

@@ -1,26 +1,24 @@
 //! Streamable HTTP (and HTTPS) for [`crate::Client`].
 //!
-//! The machine is [`mcp_proto::client::http::HttpClient`]; this module moves its bytes.
-//! Each [`mcp_proto::client::http::Transmit`] is one HTTP/1.1 request, written on an idle
-//! keep-alive connection or a new one, and each connection has a worker thread that
-//! writes its requests and reads its responses, sending the bytes to the caller's thread
-//! over one bounded channel (the stdio pattern: the calling thread owns the machine,
-//! helper threads only move bytes). See the `pool` module for the connection rules: at
-//! most [`HttpOptions::max_connections`] carrying requests at once (and as many for
-//! long-lived streams; requests beyond wait), idle connections reused until
-//! [`HttpOptions::idle_timeout`], and a request that met a pooled connection the server
-//! had closed is sent again, once, on a fresh one. That retry happens only when the
-//! request went out on a reused connection and not one byte of its response came back,
-//! the sign of an idle connection closed as the request crossed it; a server that crashed
+//! The machine, [`mcp_proto::client::Client`] over HTTP, decides everything about the
+//! connections: how many to open (at most [`HttpOptions::max_connections`] carrying
+//! requests, and as many for long-lived streams), which exchange rides on which, when an
+//! idle keep-alive connection is reused or expired ([`HttpOptions::idle_timeout`]), how
+//! long opening one may take ([`HttpOptions::connect_timeout`]), and when a request that
+//! met a keep-alive connection the server had just closed is sent again, once, on a
+//! fresh one (only when not one byte of its response came back; a server that crashed
 //! while handling that very request would see it twice, as with any HTTP client that
-//! retries on stale keep-alive connections ([`crate::Client::http_retries`] counts them).
+//! retries on stale keep-alive connections: [`crate::Client::http_retries`] counts them).
+//! This module only carries out what it asks: each connection is opened on a thread of
+//! its own, then read continuously by one thread and written by another, all of them
+//! reporting to the caller's thread over one bounded channel (the stdio pattern).
 //!
 //! Connections come from a [`Connector`]: [`TcpConnector`] for `http://`,
 //! `TlsConnector` (rustls with the ring provider; Mozilla roots from `webpki-roots`
 //! unless you pass your own `rustls::ClientConfig`) for `https://`, or your own.
-//! Failures below HTTP are typed ([`TransportError`], with the [`TransportErrorKind`] of
-//! the step that failed; the same type as `mcp-smol`'s); when they stop the connection
-//! from being set up at all, `connect_http` returns them as [`crate::Error::Transport`].
+//! Failures below HTTP are typed ([`TransportError`], with the [`TransportStage`] that
+//! failed); when they stop the connection from being set up at all, `connect_http`
+//! returns them as [`crate::Error::Transport`].
 //!
 //! `TlsConnector`, `HttpOptions::tls` and the `rustls` re-export come with the `tls`
 //! cargo feature (on by default). Without it, an `https://` URL is refused before
@@ -31,7 +29,8 @@
 //! [`HttpOptions::allow_insecure_remote`] says otherwise.
 //!
 //! ```no_run
-//! use mcp_blocking::{Client, ClientConfig, HttpOptions, Options};
+//! use mcp_blocking::{Client, HttpOptions, Options};
+//! use mcp_blocking::mcp_proto::client::ClientConfig;
 //!
 //! # fn main() -> Result<(), mcp_blocking::Error> {
 //! let config = ClientConfig::new("my-app", "1.0");
@@ -50,8 +49,9 @@
 //! ```
 
 mod connector;
-mod link;
-mod pool;
+mod conns;
+#[cfg(feature = "tls")]
+mod tls;
 
 use std::fmt;
 use std::sync::Arc;
@@ -60,24 +60,24 @@ use std::time::Duration;
 use mcp_host::http::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
 use mcp_host::wire_log::redacted;
 
-#[cfg(feature = "tls")]
-pub use connector::TlsConnector;
 pub use connector::{
-    Connector, ResolveError, ShutdownHandle, Stream, TcpConnector, TransportError,
-    TransportErrorKind,
+    Connector, Halves, ShutdownHandle, Stream, TcpConnector, TransportError, TransportStage,
 };
-pub(crate) use link::HttpLink;
+pub(crate) use conns::HttpConns;
 /// The era verdict per origin: one type shared with `mcp-smol` (a cache can serve both).
 pub use mcp_host::EraCache;
 pub use mcp_host::http::TlsUnavailable;
 #[cfg(feature = "tls")]
 pub use mcp_host::http::default_tls_config;
+use mcp_proto::client::http::HttpConfig;
+use mcp_proto::client::http::pool::PoolConfig;
 use mcp_proto::http::EndpointUrl;
-pub(crate) use pool::PoolConfig;
 /// The TLS library, re-exported so a custom [`rustls::ClientConfig`] needs no second
 /// dependency (and cannot be of another version). With the `tls` feature only.
 #[cfg(feature = "tls")]
 pub use rustls;
+#[cfg(feature = "tls")]
+pub use tls::TlsConnector;
 
 /// How [`crate::Client::connect_http_with`] reaches the endpoint.
 ///
@@ -140,11 +140,11 @@ impl HttpOptions {
         }
     }
 
-    /// The same options with this rustls configuration for `https://` (a private CA,
-    /// client certificates, …). With the `tls` feature only.
+    /// The same options with this rustls configuration for `https://`. With the `tls`
+    /// feature only.
     #[cfg(feature = "tls")]
     #[must_use]
-    pub fn tls(mut self, config: Arc<rustls::ClientConfig>) -> Self {
+    pub fn tls_config(mut self, config: Arc<rustls::ClientConfig>) -> Self {
         self.tls = Some(config);
         self
     }
@@ -224,6 +224,19 @@ impl HttpOptions {
             #[cfg(not(feature = "tls"))]
             (None, true) => return Err(TlsUnavailable::new("mcp-blocking", url.as_str())),
         })
+    }
+
+    /// The machine's HTTP configuration for `url`: these options' `Authorization`,
+    /// connection bound, idle timeout and connect timeout.
+    pub(crate) fn machine_config(&self, url: EndpointUrl) -> HttpConfig {
+        let agent = concat!("mcp-blocking/", env!("CARGO_PKG_VERSION"));
+        let mut config = mcp_host::http::machine_config(url, self.authorization.clone(), agent);
+        let mut pool = PoolConfig::default();
+        pool.max_connections = self.max_connections.max(1);
+        pool.idle_timeout = self.idle_timeout;
+        pool.connect_timeout = self.connect_timeout;
+        config.pool = pool;
+        config
     }
 }
 

@@ -5,8 +5,10 @@ use std::fmt;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use crate::http::RequestError;
 use crate::jsonrpc::{DecodeError, ErrorObject, Notification, RequestId};
 use crate::model::{ElicitAction, ElicitResult, ElicitationParams, ServerDetails};
+use crate::sse::SseError;
 use crate::version::{Era, ProtocolVersion};
 
 /// Identifies one call for its whole life, however many JSON-RPC ids (MRTR rounds,
@@ -38,9 +40,6 @@ impl fmt::Display for InputId {
 pub enum Event {
     /// The era and version are settled; calls flow from now on.
     Connected(Box<ServerDetails>),
-    /// The probe cost the transport (the server process exited): start a fresh one and
-    /// call [`crate::client::Client::handle_transport_restarted`].
-    RestartTransport,
     /// A call finished, one way or the other. Exactly one per call.
     CallCompleted {
         /// The call.
@@ -155,6 +154,14 @@ pub enum CallError {
     /// never left the client.
     #[error("the request cannot be sent: {0}")]
     Unsendable(String),
+    /// The server sent something in place of the answer that could not be used: a
+    /// message that does not decode ([`PeerError::Malformed`], including one nested
+    /// deeper than `Limits::max_nesting_depth`), or one longer than
+    /// `Limits::max_message_bytes` ([`PeerError::Oversized`]). An oversized stdio line
+    /// whose id cannot be read fails every call whose request was written, since any of
+    /// them may have been the one it answered.
+    #[error("unusable message from the server: {0}")]
+    Peer(PeerError),
 }
 
 impl CallError {
@@ -241,6 +248,9 @@ pub struct HttpFailure {
     pub error: Option<ErrorObject>,
     /// What went wrong, for people.
     pub detail: String,
+    /// The failure below HTTP, when the exchange never got a response (refused, reset,
+    /// TLS, timeout, …), as the driver reported it.
+    pub transport: Option<Box<super::TransportFailure>>,
 }
 
 impl HttpFailure {
@@ -251,6 +261,18 @@ impl HttpFailure {
             status,
             error,
             detail: detail.into(),
+            transport: None,
+        }
+    }
+
+    /// A failure below HTTP: no response arrived.
+    #[must_use]
+    pub fn from_transport(failure: super::TransportFailure) -> Self {
+        HttpFailure {
+            status: None,
+            error: None,
+            detail: failure.to_string(),
+            transport: Some(Box::new(failure)),
         }
     }
 }
@@ -300,6 +322,9 @@ pub enum CloseReason {
     /// about its era (403, 5xx, a network error, a timeout).
     #[error("{0}")]
     Http(HttpFailure),
+    /// The transport failed for good (the stdio server could not be started again).
+    #[error("{0}")]
+    Transport(super::TransportFailure),
     /// The server wants authorization (HTTP 401).
     #[error("the server requires authorization (HTTP 401)")]
     AuthRequired {
@@ -308,21 +333,25 @@ pub enum CloseReason {
     },
 }
 
-/// Misbehaviour of the server that did not end the connection.
+/// Misbehaviour of the server that did not end the connection, or trouble on the way to
+/// it that harmed no call.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum PeerError {
-    /// A line that is not a JSON-RPC message.
+    /// A message that is not a JSON-RPC message, or is nested deeper than
+    /// `Limits::max_nesting_depth` ([`DecodeError::TooDeep`]).
     #[error("malformed message: {error}")]
     Malformed {
         /// What is wrong.
         error: DecodeError,
     },
     /// A line longer than `Limits::max_message_bytes` (discarded).
-    #[error("message of {seen} bytes exceeds the limit")]
+    #[error("message of {seen} bytes exceeds the limit of {limit} bytes (max_message_bytes)")]
     Oversized {
-        /// Its size so far.
+        /// Its size.
         seen: usize,
+        /// The limit in force (`Limits::max_message_bytes`).
+        limit: usize,
     },
     /// A response to an id the client never used.
     #[error("response to unknown request id {0}")]
@@ -333,6 +362,9 @@ pub enum PeerError {
     /// An error response without an id.
     #[error("error response without an id: {0}")]
     UnattributedError(ErrorObject),
+    /// A successful response without an id: it answers nothing the client can name.
+    #[error("result without an id")]
+    ResultWithoutId,
     /// A request the client does not serve or cannot accept now (already answered with
     /// an error).
     #[error("request {method} refused: {reason}")]
@@ -342,9 +374,63 @@ pub enum PeerError {
         /// Why.
         reason: String,
     },
-    /// Something else that breaks the protocol.
-    #[error("protocol violation: {0}")]
-    Protocol(String),
+    /// A request from the server reused the id of one of its requests still waiting for
+    /// the user's answer (ignored).
+    #[error("request id {id} reused while still pending")]
+    ReusedRequestId {
+        /// The id.
+        id: RequestId,
+    },
+    /// A notification the client acts on whose params do not have the required shape
+    /// (ignored).
+    #[error("malformed {method} notification: {detail}")]
+    MalformedNotification {
+        /// The notification's method.
+        method: String,
+        /// What is wrong, for people.
+        detail: String,
+    },
+    /// Streamable HTTP: the event stream of a response could not be decoded (the event
+    /// was dropped).
+    #[error("event stream: {0}")]
+    Sse(SseError),
+    /// Streamable HTTP: the server did not accept `notifications/initialized`; calls go
+    /// ahead regardless.
+    #[error("notifications/initialized was not accepted ({}): {detail}", status_text(*.status))]
+    InitializedRefused {
+        /// The status, or `None` when no response arrived.
+        status: Option<u16>,
+        /// What went wrong, for people.
+        detail: String,
+    },
+    /// Streamable HTTP: a notification or a response to a server request was refused
+    /// (`status` set) or could not be delivered (`None`).
+    #[error("{}", refused_text(*.status, .detail))]
+    MessageRefused {
+        /// The status, or `None` when no response arrived.
+        status: Option<u16>,
+        /// What went wrong, for people.
+        detail: String,
+    },
+    /// Streamable HTTP: the legacy session expired (HTTP 404); a new one is being set
+    /// up. Calls in flight fail with [`CallError::SessionExpired`].
+    #[error("the session expired (HTTP 404); starting a new one")]
+    SessionExpired,
+    /// Streamable HTTP: a notification or a response to a server request could not be
+    /// written (a header value that cannot be sent); it never left the client.
+    #[error("could not write a message: {0}")]
+    MessageUnsendable(RequestError),
+}
+
+fn status_text(status: Option<u16>) -> String {
+    status.map_or_else(|| "no response".to_owned(), |s| format!("HTTP {s}"))
+}
+
+fn refused_text(status: Option<u16>, detail: &str) -> String {
+    match status {
+        Some(s) => format!("a notification or response was refused with HTTP {s}: {detail}"),
+        None => format!("a notification or response could not be sent: {detail}"),
+    }
 }
 
 /// A request for input from the server, the same for both eras.

@@ -2,61 +2,50 @@
 //!
 //! # Theory of operation
 //!
-//! A [`Client`] is one connection to one server. It starts in `Connecting`: in
-//! [`EraMode::Auto`] it writes a `server/discover` probe and waits for the answer (or the
-//! probe timeout, or the process exiting), hands the outcome to
-//! [`crate::version::classify_probe`], and either settles on 2026-07-28 or falls back to
-//! `initialize` + `notifications/initialized`. [`EraMode::Legacy`] skips the probe;
-//! [`EraMode::Modern`] probes but treats legacy evidence as a fatal error. Calls made
-//! while connecting are queued and written the moment the connection is `Ready`.
+//! A [`Client`] is one connection to one MCP server. It owns every protocol decision
+//! (era negotiation, calls, input rounds, pagination, deadlines: see the session
+//! layer) and every transport decision: for stdio, when to restart a server that exited
+//! on the era probe and when to let it go; for Streamable HTTP, how many connections to
+//! open, which exchange rides on which, when a keep-alive connection is reused, expired
+//! or retried once, which streams are long-lived, when a legacy session is re-established
+//! and when it is ended with `DELETE`. The driver (an adapter, or your own loop) only
+//! moves bytes, in the run loop every machine of this crate follows:
 //!
-//! Every call gets a stable [`CallId`]. On the wire it is a JSON-RPC request with a fresh
-//! integer id; a 2026 call answered with `input_required` is re-sent under a new id each
-//! round (with `inputResponses` and the byte-exact `requestState`), and a paginated
-//! listing sends one request per page, all under the same `CallId`. Each call ends with
-//! exactly one [`Event::CallCompleted`]: a result, a server error, a timeout (after
-//! which `notifications/cancelled` is written and any late answer ignored), a
-//! cancellation, or the connection closing.
+//! * inputs: [`Client::handle_connected`], [`Client::handle_read`],
+//!   [`Client::handle_eof`], [`Client::handle_transport_error`] (with a typed
+//!   [`TransportFailure`]), [`Client::handle_timeout`];
+//! * commands: [`Client::call`], [`Client::respond`], [`Client::cancel`],
+//!   [`Client::close`];
+//! * outputs, drained after every input and command: [`Client::poll_transmit`] (a
+//!   [`Transmit`]: connect, write, close, respawn), [`Client::poll_event`],
+//!   [`Client::poll_timeout`].
 //!
-//! Requests for input — legacy `elicitation/create`, `sampling/createMessage` and
-//! `roots/list` requests, and the entries of a 2026 `input_required` round — all surface
-//! as [`Event::InputRequested`] and are answered with [`Client::respond`]. Requests for a
-//! capability the client did not declare are refused on the spot with the right error.
-//! While a legacy server waits for the user, call deadlines are paused.
-//!
-//! Input is never trusted: lines are bounded, malformed or unattributable messages
-//! become [`Event::PeerError`] (or fail the one call they name), and every count that a
-//! server could grow (pages, rounds, inputs, queued notifications) has a limit in
-//! [`Limits`].
+//! Every connection is named by a [`ConnId`]; the stdio channel is [`ConnId::STDIO`] and
+//! exists from the start. Every call ends with exactly one [`Event::CallCompleted`].
+//! Input is never trusted: lines, bodies and events are bounded, malformed or
+//! unattributable messages become [`Event::PeerError`] (or fail the one call they name),
+//! and every count a server could grow has a limit in [`Limits`].
 
 mod event;
-mod handshake;
 pub mod http;
-mod inbound;
+mod machine;
 mod output;
-mod request;
-mod transport;
-
-use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::time::Duration;
-
-use crate::Instant;
-
-use serde_json::Value;
-use serde_json::value::RawValue;
+mod session;
+mod stdio_link;
+mod transmit;
 
 pub use event::{
     ApiMisuse, CallError, CallId, CallOutput, CloseReason, ConnectionState, Event, HttpFailure,
     InputAnswer, InputId, InputRequest, InvalidParams, PeerError,
 };
+pub use machine::Client;
 pub use output::{AcceptDefaults, DeclineAll, InputHandler};
-pub use request::CallRequest;
+pub use session::request::CallRequest;
+pub use transmit::{ConnId, Origin, Transmit, TransportFailure, TransportFailureKind};
 
-use crate::jsonrpc::{self, Message, RequestId};
 use crate::limits::Limits;
-use crate::model::{ClientCapabilities, Implementation, ServerDetails};
-use crate::stdio::{self, Line, LineDecoder};
-use crate::version::{Era, EraMode, ProtocolVersion, VersionPolicy};
+use crate::model::{ClientCapabilities, Implementation};
+use crate::version::{EraMode, VersionPolicy};
 
 /// How the client presents itself and what it accepts.
 #[derive(Debug, Clone)]
@@ -72,6 +61,11 @@ pub struct ClientConfig {
     pub capabilities: ClientCapabilities,
     /// Every bound and default timeout.
     pub limits: Limits,
+    /// What an earlier connection to the same server learned about its era (from a
+    /// cache the caller keeps, per origin). With [`EraMode::Auto`] and a legacy verdict
+    /// the probe is skipped and `initialize` goes first; if the server has moved on
+    /// (HTTP 400 with a 2026 error code), the machine probes after all, once.
+    pub known_era: Option<(crate::Era, crate::ProtocolVersion)>,
 }
 
 impl ClientConfig {
@@ -84,7 +78,15 @@ impl ClientConfig {
             versions: VersionPolicy::default(),
             capabilities: ClientCapabilities::none(),
             limits: Limits::default(),
+            known_era: None,
         }
+    }
+
+    /// The same config with what an earlier connection learned about the server's era.
+    #[must_use]
+    pub fn known_era(mut self, verdict: Option<(crate::Era, crate::ProtocolVersion)>) -> Self {
+        self.known_era = verdict;
+        self
     }
 
     /// The same config with another era mode.
@@ -114,605 +116,4 @@ impl ClientConfig {
         self.versions = self.versions.with_pre_2025_06_versions();
         self
     }
-}
-
-/// The client connection machine. See the module docs.
-#[derive(Debug)]
-pub struct Client {
-    config: ClientConfig,
-    decoder: LineDecoder,
-    state: State,
-    handshake: Option<Handshake>,
-    next_rpc_id: i64,
-    next_call: u64,
-    next_input: u64,
-    calls: BTreeMap<CallId, Call>,
-    by_rpc: HashMap<i64, CallId>,
-    /// Ids whose answers are no longer wanted (timed out, cancelled, abandoned probes).
-    ignored_ids: VecDeque<i64>,
-    /// Ids answered recently, to tell duplicates from strangers.
-    answered_ids: VecDeque<i64>,
-    inputs: HashMap<InputId, PendingInput>,
-    outgoing: VecDeque<Outgoing>,
-    events: VecDeque<Event>,
-    queued_notifications: usize,
-    dropped_notifications: u64,
-    /// The 2026 `_meta` members, serialised once.
-    envelope: String,
-    server: Option<ServerDetails>,
-    /// Since when legacy server requests have been waiting for the user.
-    paused_since: Option<Instant>,
-    transport: Transport,
-    close_reason: Option<CloseReason>,
-    /// JSON-RPC ids whose HTTP exchange must be aborted (2026 cancellation over HTTP).
-    aborts: VecDeque<i64>,
-}
-
-/// A message waiting to be written, with what a message-oriented transport needs to
-/// know about it without parsing it again.
-#[derive(Debug)]
-pub(crate) struct Outgoing {
-    pub(crate) json: Vec<u8>,
-    pub(crate) kind: OutKind,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum OutKind {
-    /// A request with this JSON-RPC id (see [`Client::request_info`]).
-    Request(i64),
-    /// A notification with this method.
-    Notification(&'static str),
-    /// A response to a server request.
-    Response,
-}
-
-/// The kind of transport under the machine: it changes how calls are cancelled and what
-/// counts as era evidence.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Transport {
-    Stdio,
-    Http,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum State {
-    Connecting,
-    AwaitingRestart,
-    Ready(Era, ProtocolVersion),
-    Closed,
-}
-
-#[derive(Debug)]
-struct Handshake {
-    rpc_id: i64,
-    deadline: Instant,
-    phase: Phase,
-}
-
-#[derive(Debug, Clone, Copy)]
-enum Phase {
-    Probe {
-        version: ProtocolVersion,
-        retried: bool,
-    },
-    Initialize {
-        version: ProtocolVersion,
-    },
-}
-
-#[derive(Debug)]
-struct Call {
-    request: CallRequest,
-    /// The JSON-RPC id in flight; `None` while queued or waiting for the user.
-    rpc_id: Option<i64>,
-    deadline: Option<Instant>,
-    timeout: Duration,
-    rounds: u32,
-    input_bytes: usize,
-    /// Current MRTR round: key, input id, answer.
-    pending: Vec<(String, InputId, Option<Value>)>,
-    request_state: Option<String>,
-    cursor: Option<Value>,
-    pages: u32,
-    items: Vec<Box<RawValue>>,
-    progress_token: Option<u64>,
-}
-
-#[derive(Debug)]
-enum PendingInput {
-    Legacy { server_id: RequestId },
-    Modern { call: CallId },
-}
-
-const RECENT_IDS: usize = 256;
-
-impl Client {
-    /// A new connection; the first bytes (probe or `initialize`) are ready to transmit.
-    #[must_use]
-    pub fn new(config: ClientConfig, now: Instant) -> Client {
-        let decoder = LineDecoder::new(config.limits.max_message_bytes);
-        let mut client = Client {
-            config,
-            decoder,
-            state: State::Connecting,
-            handshake: None,
-            next_rpc_id: 0,
-            next_call: 0,
-            next_input: 0,
-            calls: BTreeMap::new(),
-            by_rpc: HashMap::new(),
-            ignored_ids: VecDeque::new(),
-            answered_ids: VecDeque::new(),
-            inputs: HashMap::new(),
-            outgoing: VecDeque::new(),
-            events: VecDeque::new(),
-            queued_notifications: 0,
-            dropped_notifications: 0,
-            envelope: String::new(),
-            server: None,
-            paused_since: None,
-            transport: Transport::Stdio,
-            close_reason: None,
-            aborts: VecDeque::new(),
-        };
-        client.start(now);
-        client
-    }
-
-    /// Where the connection stands.
-    #[must_use]
-    pub fn state(&self) -> ConnectionState {
-        match self.state {
-            State::Connecting => ConnectionState::Connecting,
-            State::AwaitingRestart => ConnectionState::AwaitingRestart,
-            State::Ready(e, v) => ConnectionState::Ready(e, v),
-            State::Closed => ConnectionState::Closed,
-        }
-    }
-
-    /// Why the connection closed, once it has.
-    #[must_use]
-    pub fn close_reason(&self) -> Option<&CloseReason> {
-        self.close_reason.as_ref()
-    }
-
-    /// What the server said about itself, once connected.
-    #[must_use]
-    pub fn server(&self) -> Option<&ServerDetails> {
-        self.server.as_ref()
-    }
-
-    /// The configuration.
-    #[must_use]
-    pub fn config(&self) -> &ClientConfig {
-        &self.config
-    }
-
-    // ----- inputs -------------------------------------------------------------------
-
-    /// Bytes from the server's stdout, in any chunks.
-    pub fn handle_input(&mut self, now: Instant, data: &[u8]) {
-        if self.state == State::Closed {
-            return;
-        }
-        self.decoder.push(data);
-        loop {
-            let msg = match self.decoder.next_line() {
-                None => break,
-                Some(Line::Oversized { seen }) => {
-                    self.peer_error(PeerError::Oversized { seen });
-                    continue;
-                }
-                Some(Line::Message(line)) => Message::decode(line).map_err(|e| {
-                    let id = sniff_id(line);
-                    (e, id)
-                }),
-            };
-            match msg {
-                Ok(m) => self.handle_message(now, m),
-                Err((error, id)) => self.handle_malformed(now, error, id),
-            }
-            if self.state == State::Closed {
-                break;
-            }
-        }
-    }
-
-    /// One decoded message, for transports that do their own framing.
-    pub fn handle_message(&mut self, now: Instant, message: Message) {
-        match message {
-            Message::Response(r) => self.handle_response(now, r),
-            Message::Request(r) => self.handle_server_request(now, r),
-            Message::Notification(n) => self.handle_notification(now, n),
-        }
-    }
-
-    /// The server's output ended (its process exited or closed stdout).
-    pub fn handle_eof(&mut self, now: Instant) {
-        let truncated = self.decoder.partial_len();
-        match (self.state, &self.handshake) {
-            (State::Closed | State::AwaitingRestart, _) => {}
-            (State::Connecting, Some(h)) if matches!(h.phase, Phase::Probe { .. }) => {
-                self.handle_probe_exit(now);
-            }
-            _ => self.close_with(CloseReason::ServerExited { truncated }),
-        }
-    }
-
-    /// The caller started a fresh transport after [`Event::RestartTransport`].
-    ///
-    /// # Errors
-    /// [`ApiMisuse::Closed`] when no restart was requested.
-    pub fn handle_transport_restarted(&mut self, now: Instant) -> Result<(), ApiMisuse> {
-        if self.state != State::AwaitingRestart {
-            return Err(ApiMisuse::Closed);
-        }
-        self.decoder = LineDecoder::new(self.config.limits.max_message_bytes);
-        self.outgoing.clear();
-        self.state = State::Connecting;
-        let version = self
-            .config
-            .versions
-            .newest(Era::Legacy)
-            .unwrap_or(ProtocolVersion::LATEST_LEGACY);
-        self.send_initialize(now, version);
-        Ok(())
-    }
-
-    /// Time passed: fire every deadline at or before `now`.
-    pub fn handle_timeout(&mut self, now: Instant) {
-        if let Some(h) = &self.handshake
-            && h.deadline <= now
-        {
-            self.handle_handshake_timeout(now);
-        }
-        if self.paused_since.is_some() {
-            return;
-        }
-        let expired: Vec<CallId> = self
-            .calls
-            .iter()
-            .filter(|(_, c)| c.deadline.is_some_and(|d| d <= now))
-            .map(|(id, _)| *id)
-            .collect();
-        for id in expired {
-            let Some(call) = self.calls.get(&id) else {
-                continue;
-            };
-            let timeout = call.timeout;
-            self.send_cancel_for(id, "timeout");
-            self.complete(id, Err(CallError::Timeout(timeout)));
-        }
-    }
-
-    // ----- outputs ------------------------------------------------------------------
-
-    /// Appends every pending outgoing message to `out`, newline-framed for stdio. Returns
-    /// the number of bytes appended.
-    pub fn poll_transmit(&mut self, _now: Instant, out: &mut Vec<u8>) -> usize {
-        let before = out.len();
-        while let Some(msg) = self.outgoing.pop_front() {
-            stdio::frame(out, &msg.json);
-        }
-        out.len() - before
-    }
-
-    /// The next outgoing message, unframed, for transports that frame on their own.
-    pub fn poll_message(&mut self) -> Option<Vec<u8>> {
-        self.outgoing.pop_front().map(|m| m.json)
-    }
-
-    /// The next outgoing message with its kind, for the HTTP transport.
-    pub(crate) fn poll_outgoing(&mut self) -> Option<Outgoing> {
-        self.outgoing.pop_front()
-    }
-
-    fn push_out(&mut self, json: Vec<u8>, kind: OutKind) {
-        self.outgoing.push_back(Outgoing { json, kind });
-    }
-
-    /// The next event.
-    pub fn poll_event(&mut self) -> Option<Event> {
-        let event = self.events.pop_front()?;
-        if matches!(event, Event::Notification(_)) {
-            self.queued_notifications -= 1;
-        }
-        Some(event)
-    }
-
-    /// When [`Client::handle_timeout`] should be called next.
-    #[must_use]
-    pub fn poll_timeout(&self) -> Option<Instant> {
-        let handshake = self.handshake.as_ref().map(|h| h.deadline);
-        if self.paused_since.is_some() {
-            return handshake;
-        }
-        self.calls
-            .values()
-            .filter_map(|c| c.deadline)
-            .chain(handshake)
-            .min()
-    }
-
-    // ----- commands -----------------------------------------------------------------
-
-    /// Starts a call. It is written at once when connected, or queued until then.
-    ///
-    /// # Errors
-    /// [`ApiMisuse::Closed`] after close, [`ApiMisuse::TooManyCalls`] at the limit.
-    pub fn call(&mut self, now: Instant, request: CallRequest) -> Result<CallId, ApiMisuse> {
-        if self.state == State::Closed {
-            return Err(ApiMisuse::Closed);
-        }
-        if self.calls.len() >= self.config.limits.max_calls_in_flight {
-            return Err(ApiMisuse::TooManyCalls);
-        }
-        let id = CallId(self.next_call);
-        self.next_call += 1;
-        let timeout = request
-            .timeout
-            .unwrap_or(self.config.limits.request_timeout);
-        let progress_token = request.progress.then_some(id.0);
-        self.calls.insert(
-            id,
-            Call {
-                request,
-                rpc_id: None,
-                deadline: Some(now + timeout),
-                timeout,
-                rounds: 0,
-                input_bytes: 0,
-                pending: Vec::new(),
-                request_state: None,
-                cursor: None,
-                pages: 0,
-                items: Vec::new(),
-                progress_token,
-            },
-        );
-        if matches!(self.state, State::Ready(..)) {
-            self.send_call(now, id);
-        }
-        Ok(id)
-    }
-
-    /// Answers an [`Event::InputRequested`].
-    ///
-    /// # Errors
-    /// [`ApiMisuse::UnknownInput`] when the request was already answered or voided.
-    pub fn respond(
-        &mut self,
-        now: Instant,
-        input: InputId,
-        answer: InputAnswer,
-    ) -> Result<(), ApiMisuse> {
-        let pending = self
-            .inputs
-            .remove(&input)
-            .ok_or(ApiMisuse::UnknownInput(input))?;
-        match pending {
-            PendingInput::Legacy { server_id } => {
-                let mut out = Vec::new();
-                match answer {
-                    InputAnswer::Result(v) => {
-                        jsonrpc::encode_result(&mut out, Some(&server_id), &jsonrpc::to_raw(&v));
-                    }
-                    InputAnswer::Error(e) => jsonrpc::encode_error(&mut out, Some(&server_id), &e),
-                }
-                self.push_out(out, OutKind::Response);
-                self.resume_deadlines(now);
-            }
-            PendingInput::Modern { call } => self.answer_round(now, call, input, answer),
-        }
-        Ok(())
-    }
-
-    /// Cancels a call: it completes with [`CallError::Cancelled`] and the server is told.
-    ///
-    /// # Errors
-    /// [`ApiMisuse::UnknownCall`] when the call already completed.
-    pub fn cancel(&mut self, _now: Instant, call: CallId) -> Result<(), ApiMisuse> {
-        if !self.calls.contains_key(&call) {
-            return Err(ApiMisuse::UnknownCall(call));
-        }
-        self.send_cancel_for(call, "cancelled by the client");
-        self.complete(call, Err(CallError::Cancelled));
-        Ok(())
-    }
-
-    /// Ends the connection: every call fails with [`CloseReason::Local`]. The caller then
-    /// closes the transport (for stdio: closes the server's stdin).
-    pub fn close(&mut self, _now: Instant) {
-        self.close_with(CloseReason::Local);
-    }
-
-    // ----- internals shared by the submodules ---------------------------------------
-
-    fn alloc_rpc_id(&mut self) -> i64 {
-        let id = self.next_rpc_id;
-        self.next_rpc_id += 1;
-        id
-    }
-
-    fn alloc_input(&mut self) -> InputId {
-        let id = InputId(self.next_input);
-        self.next_input += 1;
-        id
-    }
-
-    fn era(&self) -> Option<Era> {
-        match self.state {
-            State::Ready(era, _) => Some(era),
-            _ => None,
-        }
-    }
-
-    /// Writes the current request of `call` under a new JSON-RPC id.
-    fn send_call(&mut self, now: Instant, id: CallId) {
-        let rpc_id = self.alloc_rpc_id();
-        let envelope = match self.era() {
-            Some(Era::Modern) => self.envelope.as_str(),
-            _ => "",
-        };
-        let Some(call) = self.calls.get_mut(&id) else {
-            return;
-        };
-        let mut extra: Vec<(&str, &Value)> = Vec::new();
-        let responses;
-        let state;
-        if !call.pending.is_empty() {
-            let mut map = serde_json::Map::new();
-            for (key, _, answer) in &call.pending {
-                map.insert(key.clone(), answer.clone().unwrap_or(Value::Null));
-            }
-            responses = Value::Object(map);
-            extra.push(("inputResponses", &responses));
-        }
-        if let Some(s) = &call.request_state {
-            state = Value::String(s.clone());
-            extra.push(("requestState", &state));
-        }
-        if let Some(c) = &call.cursor {
-            extra.push(("cursor", c));
-        }
-        // The request is written in one pass, params straight into the message: they are
-        // our own serialisation, so there is nothing to re-validate.
-        let mut out = Vec::with_capacity(envelope.len() + 128);
-        jsonrpc::write_request_head(&mut out, &RequestId::Number(rpc_id), &call.request.method);
-        out.extend_from_slice(b",\"params\":");
-        request::write_params(
-            &mut out,
-            envelope,
-            call.progress_token,
-            &call.request.params,
-            &extra,
-        );
-        out.push(b'}');
-        call.pending.clear();
-        call.rpc_id = Some(rpc_id);
-        call.deadline = Some(now + call.timeout);
-        self.push_out(out, OutKind::Request(rpc_id));
-        self.by_rpc.insert(rpc_id, id);
-    }
-
-    fn send_cancel_for(&mut self, id: CallId, reason: &str) {
-        let Some(rpc_id) = self.calls.get(&id).and_then(|c| c.rpc_id) else {
-            return;
-        };
-        remember(&mut self.ignored_ids, rpc_id);
-        if self.transport == Transport::Http && self.era() == Some(Era::Modern) {
-            // 2026 over HTTP: closing the response stream is the cancellation.
-            self.aborts.push_back(rpc_id);
-            return;
-        }
-        let params = jsonrpc::to_raw(&serde_json::json!({"requestId": rpc_id, "reason": reason}));
-        let mut out = Vec::new();
-        jsonrpc::encode_notification(&mut out, "notifications/cancelled", Some(&params));
-        self.push_out(out, OutKind::Notification("notifications/cancelled"));
-    }
-
-    /// Ends a call with its one `CallCompleted` event and voids its pending inputs.
-    fn complete(&mut self, id: CallId, outcome: Result<CallOutput, CallError>) {
-        let Some(call) = self.calls.remove(&id) else {
-            return;
-        };
-        if let Some(rpc) = call.rpc_id {
-            self.by_rpc.remove(&rpc);
-        }
-        for (_, input, _) in call.pending {
-            if self.inputs.remove(&input).is_some() {
-                self.events.push_back(Event::InputCancelled { input });
-            }
-        }
-        self.events
-            .push_back(Event::CallCompleted { call: id, outcome });
-    }
-
-    fn peer_error(&mut self, error: PeerError) {
-        self.events.push_back(Event::PeerError(error));
-    }
-
-    fn push_notification(&mut self, n: jsonrpc::Notification) {
-        if self.queued_notifications >= self.config.limits.max_queued_notifications {
-            if self.dropped_notifications == 0 {
-                self.events
-                    .push_back(Event::NotificationsDropped { count: 0 });
-            }
-            self.dropped_notifications += 1;
-            if let Some(Event::NotificationsDropped { count }) = self
-                .events
-                .iter_mut()
-                .rev()
-                .find(|e| matches!(e, Event::NotificationsDropped { .. }))
-            {
-                *count = self.dropped_notifications;
-            }
-            return;
-        }
-        self.dropped_notifications = 0;
-        self.queued_notifications += 1;
-        self.events.push_back(Event::Notification(n));
-    }
-
-    fn close_with(&mut self, reason: CloseReason) {
-        if self.state == State::Closed {
-            return;
-        }
-        self.state = State::Closed;
-        self.handshake = None;
-        let ids: Vec<CallId> = self.calls.keys().copied().collect();
-        for id in ids {
-            self.complete(id, Err(CallError::Closed(reason.clone())));
-        }
-        let mut inputs: Vec<InputId> = self.inputs.drain().map(|(k, _)| k).collect();
-        inputs.sort();
-        for input in inputs {
-            self.events.push_back(Event::InputCancelled { input });
-        }
-        self.outgoing.clear();
-        self.close_reason = Some(reason.clone());
-        self.events.push_back(Event::Closed { reason });
-    }
-
-    /// Pauses call deadlines while a legacy server waits for the user.
-    fn pause_deadlines(&mut self, now: Instant) {
-        if self.paused_since.is_none() {
-            self.paused_since = Some(now);
-        }
-    }
-
-    fn resume_deadlines(&mut self, now: Instant) {
-        let waiting = self
-            .inputs
-            .values()
-            .any(|p| matches!(p, PendingInput::Legacy { .. }));
-        if waiting {
-            return;
-        }
-        if let Some(since) = self.paused_since.take() {
-            let paused = now.saturating_duration_since(since);
-            for call in self.calls.values_mut() {
-                if let Some(d) = &mut call.deadline {
-                    *d += paused;
-                }
-            }
-        }
-    }
-}
-
-fn remember(ring: &mut VecDeque<i64>, id: i64) {
-    if ring.len() >= RECENT_IDS {
-        ring.pop_front();
-    }
-    ring.push_back(id);
-}
-
-/// The integer `id` of a line that failed to decode, if one can be read, so the call it
-/// answers can fail with the reason instead of waiting for its timeout.
-fn sniff_id(line: &[u8]) -> Option<i64> {
-    #[derive(serde::Deserialize)]
-    struct OnlyId {
-        id: Option<i64>,
-    }
-    serde_json::from_slice::<OnlyId>(line).ok()?.id
 }

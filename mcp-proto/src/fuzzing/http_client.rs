@@ -5,13 +5,17 @@ use std::time::Duration;
 
 use crate::Instant;
 
-use crate::client::http::{HttpClient, HttpConfig};
-use crate::client::{AcceptDefaults, CallRequest, ClientConfig, Event, InputHandler};
+use crate::client::http::HttpConfig;
+use crate::client::{
+    AcceptDefaults, CallRequest, Client, ClientConfig, Event, InputHandler, Transmit,
+    TransportFailure, TransportFailureKind,
+};
 use crate::http::EndpointUrl;
 use crate::server::http::{HttpRequestLimits, HttpRequestReader};
 
-/// Every exchange the client opens is answered with the next slice of `data` (split at
-/// a few fixed sizes), then closed; time passes between rounds. The machine must never
+/// Every connection the client opens is accepted, and every request written on one is
+/// answered with the next slice of `data` (split at a few fixed sizes), then the
+/// connection ends (end of input, or a reset); time passes between rounds. The machine must never
 /// panic, and every call must complete exactly once.
 pub fn http_client_with_server_bytes(data: &[u8], start: Instant) {
     let Some((&mode, data)) = data.split_first() else {
@@ -22,7 +26,7 @@ pub fn http_client_with_server_bytes(data: &[u8], start: Instant) {
     };
     let mut now = start;
     let config = ClientConfig::new("fuzz", "0");
-    let mut client = HttpClient::new(config, HttpConfig::new(url), now);
+    let mut client = Client::http(config, HttpConfig::new(url), now);
     let mut calls = Vec::new();
     for r in [
         CallRequest::list_tools(),
@@ -37,24 +41,28 @@ pub fn http_client_with_server_bytes(data: &[u8], start: Instant) {
     let mut handler = AcceptDefaults;
     let mut completed = Vec::new();
     for _round in 0..64 {
-        let mut sent = Vec::new();
-        while let Some(t) = client.poll_transmit() {
-            sent.push(t.exchange);
+        let mut written = Vec::new();
+        let mut sink = Vec::new();
+        while let Some(t) = client.poll_transmit(now, &mut sink) {
+            match t {
+                Transmit::Connect { conn, .. } => client.handle_connected(now, conn),
+                Transmit::Write { conn, .. } => written.push(conn),
+                _ => {}
+            }
         }
-        for x in sent {
+        for conn in written {
             if let Some(piece) = pieces.next() {
                 for part in piece.chunks(chunk) {
-                    client.handle_response_data(now, x, part);
+                    client.handle_read(now, conn, part);
                 }
             }
             if mode & 0x80 == 0 {
-                client.handle_response_eof(now, x);
+                client.handle_eof(now, conn);
             } else {
-                client.handle_exchange_error(now, x, "reset");
+                let reset = TransportFailure::new(TransportFailureKind::Reset, "reset");
+                client.handle_transport_error(now, conn, reset);
             }
         }
-        while client.poll_abort().is_some() {}
-        while client.poll_finished().is_some() {}
         while let Some(ev) = client.poll_event() {
             match ev {
                 Event::InputRequested { input, request, .. } => {

@@ -5,8 +5,10 @@ use std::time::Duration;
 
 use crate::Instant;
 
-use crate::client::{AcceptDefaults, CallRequest, Client, ClientConfig, Event, InputHandler};
-use crate::jsonrpc::Message;
+use crate::client::{
+    AcceptDefaults, CallRequest, Client, ClientConfig, ConnId, Event, InputHandler,
+};
+use crate::jsonrpc::{self, Message};
 use crate::limits::Limits;
 use crate::stdio::{Line, LineDecoder};
 
@@ -24,10 +26,15 @@ pub fn stdio_framing(data: &[u8]) {
             d.push(c);
             while let Some(l) = d.next_line() {
                 out.push(match l {
-                    Line::Message(m) => Some(m.to_vec()),
-                    Line::Oversized { .. } => None,
+                    Line::Message(m) => Ok(m.to_vec()),
+                    Line::Oversized { seen, head, tail } => {
+                        Err((seen, head.to_vec(), tail.to_vec()))
+                    }
                 });
             }
+            // One partial line, and the first and last bytes of two oversized ones (the
+            // one being skipped and the one last reported), whatever the input.
+            assert!(d.retained_bytes() <= 5 * 64, "the decoder holds too much");
         }
         out
     };
@@ -37,9 +44,41 @@ pub fn stdio_framing(data: &[u8]) {
 }
 
 /// JSON-RPC decoding: anything that decodes re-encodes to something that decodes to the
-/// same kind of message.
+/// same kind of message; the bounded scans agree with the decoder (the depth of what
+/// `serde_json` parses, the id and kind of what decodes, from the start and from the
+/// end).
 pub fn jsonrpc_decode(data: &[u8]) {
-    if let Ok(m) = Message::decode(data) {
+    if let Ok(value) = serde_json::from_slice::<serde_json::Value>(data) {
+        let depth = value_depth(&value);
+        assert!(
+            jsonrpc::check_nesting(data, depth).is_ok(),
+            "depth {depth} refused"
+        );
+        if depth > 0 {
+            assert!(
+                jsonrpc::check_nesting(data, depth - 1).is_err(),
+                "depth {depth} missed"
+            );
+        }
+    }
+    let Ok(m) = Message::decode(data) else {
+        return;
+    };
+    let (id, has_method) = match &m {
+        Message::Request(r) => (Some(r.id.clone()), true),
+        Message::Notification(_) => (None, true),
+        Message::Response(r) => (r.id.clone(), false),
+    };
+    let sniffed = jsonrpc::sniff(data);
+    assert_eq!(sniffed.has_method, has_method, "method sniffed wrong");
+    if id.is_some() {
+        assert_eq!(sniffed.id, id, "id sniffed wrong");
+    }
+    let tail = &data[data.len().saturating_sub(crate::stdio::SNIFF_BYTES)..];
+    if let Some(trailing) = jsonrpc::sniff_trailing_id(tail) {
+        assert_eq!(Some(trailing), id, "trailing id sniffed wrong");
+    }
+    {
         let mut out = Vec::new();
         m.encode(&mut out);
         let again = Message::decode(&out).expect("re-encoded message must decode");
@@ -49,6 +88,24 @@ pub fn jsonrpc_decode(data: &[u8]) {
             "kind changed on re-encoding"
         );
     }
+}
+
+/// Levels of arrays and objects in a value (a scalar is 0), without recursing.
+fn value_depth(value: &serde_json::Value) -> usize {
+    use serde_json::Value;
+    // Each container is one level more than the one holding it, empty or not.
+    let mut deepest = 0;
+    let mut stack = vec![(value, 0)];
+    while let Some((v, outer)) = stack.pop() {
+        let level = outer + 1;
+        match v {
+            Value::Array(items) => stack.extend(items.iter().map(|c| (c, level))),
+            Value::Object(members) => stack.extend(members.values().map(|c| (c, level))),
+            _ => continue,
+        }
+        deepest = deepest.max(level);
+    }
+    deepest
 }
 
 /// A client driven by arbitrary server bytes, with calls in flight, input requests
@@ -61,7 +118,7 @@ pub fn client_with_server_bytes(data: &[u8], start: Instant) {
         ..Limits::default()
     };
     let config = ClientConfig::new("fuzz", "0").limits(limits);
-    let mut client = Client::new(config, now);
+    let mut client = Client::stdio(config, now);
     let mut calls = Vec::new();
     for r in [
         CallRequest::list_tools(),
@@ -76,8 +133,8 @@ pub fn client_with_server_bytes(data: &[u8], start: Instant) {
     let mut completed = Vec::new();
     let mut sink = Vec::new();
     for chunk in data.chunks(97) {
-        client.handle_input(now, chunk);
-        client.poll_transmit(now, &mut sink);
+        client.handle_read(now, ConnId::STDIO, chunk);
+        while client.poll_transmit(now, &mut sink).is_some() {}
         sink.clear();
         while let Some(ev) = client.poll_event() {
             match ev {
@@ -95,7 +152,7 @@ pub fn client_with_server_bytes(data: &[u8], start: Instant) {
         now += Duration::from_millis(500);
         client.handle_timeout(now);
     }
-    client.handle_eof(now);
+    client.handle_eof(now, ConnId::STDIO);
     client.close(now);
     while let Some(ev) = client.poll_event() {
         if let Event::CallCompleted { call, .. } = ev {

@@ -14,8 +14,14 @@ use super::state::{PlainStateCodec, RequestStateCodec};
 #[non_exhaustive]
 pub struct ServerLimits {
     /// Largest single message (one stdio line), in bytes. Longer lines are skipped and
-    /// answered with `-32600`. Default 8 MiB.
+    /// answered with `-32600` (with their id when it can be read from their first or
+    /// last bytes). Default 8 MiB.
     pub max_line_bytes: usize,
+    /// Deepest nesting of arrays and objects in a message received, the message object
+    /// being level 1; deeper messages are answered with `-32600` before being decoded.
+    /// Default [`Limits::DEFAULT_MAX_NESTING_DEPTH`](crate::Limits::DEFAULT_MAX_NESTING_DEPTH)
+    /// (64), for the reasons given there.
+    pub max_nesting_depth: usize,
     /// Legacy era: server→client input requests (`elicitation/create`, …) awaiting the
     /// client's answer, over all calls. A tool call that would exceed it fails with
     /// `-32603`. Default 64.
@@ -31,6 +37,7 @@ impl Default for ServerLimits {
     fn default() -> Self {
         ServerLimits {
             max_line_bytes: 8 * 1024 * 1024,
+            max_nesting_depth: crate::Limits::DEFAULT_MAX_NESTING_DEPTH,
             max_pending_inputs: 64,
             max_input_rounds: 10,
             max_inputs_per_round: 16,

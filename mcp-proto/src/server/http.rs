@@ -13,8 +13,10 @@
 //! nor listed in [`HttpEndpointConfig::allowed_origins`]: 403) → path (not
 //! [`HttpEndpointConfig::path`]: 404) → method (anything but `POST`: 405 with
 //! `Allow: POST`; there is no GET stream and no session to DELETE) → `Content-Type` (present
-//! and not `application/json`: 415) → JSON (`-32700`, id `null`, 400) → JSON-RPC envelope
-//! (`-32600`, 400). `Accept` is not enforced.
+//! and not `application/json`: 415) → nesting depth (deeper than
+//! [`ServerLimits::max_nesting_depth`](super::ServerLimits::max_nesting_depth): `-32600`,
+//! 400, with the id when it can be read) → JSON (`-32700`, id `null`, 400) → JSON-RPC
+//! envelope (`-32600`, 400). `Accept` is not enforced.
 //!
 //! **Era per request.** A request is modern when the machine would serve it as modern
 //! (`server/discover`, or `_meta` carrying the protocol version or client capabilities),
@@ -79,7 +81,9 @@ use serde_json::{Map, Value, json};
 
 use crate::http::HttpVersion;
 use crate::http::headers::MCP_PROTOCOL_VERSION;
-use crate::jsonrpc::{ErrorObject, Message, Notification, Request, RequestId, Response, codes};
+use crate::jsonrpc::{
+    self, ErrorObject, Message, Notification, Request, RequestId, Response, codes,
+};
 use crate::version::Era;
 
 use super::Server;
@@ -276,6 +280,12 @@ impl HttpEndpoint {
                 );
                 return complete(HttpResponse::json_error(415, None, &e));
             }
+        }
+        let max_depth = self.server.config().limits.max_nesting_depth;
+        if let Err(e) = jsonrpc::check_nesting(&http.body, max_depth) {
+            let id = jsonrpc::sniff(&http.body).id;
+            let e = ErrorObject::new(codes::INVALID_REQUEST, format!("Invalid request: {e}"));
+            return complete(HttpResponse::json_error(400, id.as_ref(), &e));
         }
         let value: Value = match serde_json::from_slice(&http.body) {
             Ok(v) => v,

@@ -167,6 +167,13 @@ impl Server {
     }
 
     /// A response from the client: the answer to one of our input requests.
+    /// Whether `id` is one of our requests still waiting for the client's answer.
+    pub(super) fn is_awaited(&self, id: &RequestId) -> bool {
+        self.pending
+            .iter()
+            .any(|c| c.waiting.iter().any(|(w, _)| w == id))
+    }
+
     pub(super) fn legacy_response(&mut self, response: Response) {
         let Some(id) = response.id else { return };
         let found = self.pending.iter().enumerate().find_map(|(ci, c)| {

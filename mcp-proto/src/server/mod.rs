@@ -12,9 +12,12 @@
 //! input call returns. `now` is taken for future timeouts and is unused today.
 //!
 //! **Framing.** Lines come out of a bounded [`LineDecoder`]. A line that is not JSON gets
-//! `-32700` with id `null`, one that is JSON but not JSON-RPC gets `-32600` (with the id
-//! when it can be read), an oversized line gets `-32600` with id `null`. (The TypeScript
-//! and Python SDK servers drop such lines silently; JSON-RPC 2.0 asks for the error.)
+//! `-32700` with id `null`; one that is JSON but not JSON-RPC, one nested deeper than
+//! [`ServerLimits::max_nesting_depth`] (checked before decoding) and an oversized one get
+//! `-32600`, with the id when it can be read (for an oversized line, from its first or
+//! last bytes). (The TypeScript and Python SDK servers drop such lines silently; JSON-RPC
+//! 2.0 asks for the error.) When such a message is the client's answer to one of our
+//! requests, the tool call waiting for it fails instead.
 //!
 //! **Era, per message.** As a dual-era server does, the era is decided for each request:
 //!
@@ -52,11 +55,10 @@
 use crate::Instant;
 use std::collections::VecDeque;
 
-use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::jsonrpc::{
-    self, DecodeError, ErrorObject, Message, Notification, Request, RequestId, codes,
+    self, DecodeError, ErrorObject, Message, Notification, Request, RequestId, Response, codes,
 };
 use crate::stdio::{Line, LineDecoder, frame};
 use crate::version::ProtocolVersion;
@@ -136,13 +138,17 @@ impl Server {
             let line = match self.decoder.next_line() {
                 None => break,
                 Some(Line::Message(m)) => m.to_vec(),
-                Some(Line::Oversized { .. }) => {
+                Some(Line::Oversized { head, tail, .. }) => {
+                    let mut sniffed = jsonrpc::sniff(head);
+                    if !sniffed.has_method && sniffed.id.is_none() {
+                        sniffed.id = jsonrpc::sniff_trailing_id(tail);
+                    }
                     let limit = self.config.limits.max_line_bytes;
                     let e = ErrorObject::new(
                         codes::INVALID_REQUEST,
                         format!("Invalid request: message longer than {limit} bytes"),
                     );
-                    self.send_error(None, &e);
+                    self.refuse(&sniffed, e);
                     continue;
                 }
             };
@@ -157,23 +163,48 @@ impl Server {
         self.pending.clear();
     }
 
-    /// Feeds one whole JSON-RPC message (for transports with their own framing).
+    /// Feeds one whole JSON-RPC message (for transports with their own framing). It is
+    /// checked against [`ServerLimits::max_nesting_depth`] before it is decoded.
     pub fn handle_json(&mut self, now: Instant, json: &[u8]) {
-        match Message::decode(json) {
-            Ok(message) => self.handle_message(now, message),
+        match Message::decode_with_max_depth(json, self.config.limits.max_nesting_depth) {
+            Ok(message) => self.dispatch(now, message),
             Err(DecodeError::Json(_)) => {
                 self.send_error(None, &ErrorObject::new(codes::PARSE_ERROR, "Parse error"));
             }
             Err(e) => {
-                let id = recover_id(json);
                 let e = ErrorObject::new(codes::INVALID_REQUEST, format!("Invalid request: {e}"));
-                self.send_error(id.as_ref(), &e);
+                self.refuse(&jsonrpc::sniff(json), e);
             }
         }
     }
 
-    /// Feeds one decoded message. Ignored after end of input.
-    pub fn handle_message(&mut self, _now: Instant, message: Message) {
+    /// Feeds one decoded message. Ignored after end of input. A message nested deeper
+    /// than [`ServerLimits::max_nesting_depth`] is refused like an undecodable one.
+    pub fn handle_message(&mut self, now: Instant, message: Message) {
+        if self.eof {
+            return;
+        }
+        if let Err(e) = message.check_nesting(self.config.limits.max_nesting_depth) {
+            let e = ErrorObject::new(codes::INVALID_REQUEST, format!("Invalid request: {e}"));
+            match message {
+                Message::Request(r) => self.send_error(Some(&r.id), &e),
+                Message::Response(r) => {
+                    let sniffed = jsonrpc::Sniffed {
+                        id: r.id,
+                        has_method: false,
+                    };
+                    self.refuse(&sniffed, e);
+                }
+                // Nobody waits for an answer to a notification.
+                _ => {}
+            }
+            return;
+        }
+        self.dispatch(now, message);
+    }
+
+    /// A decoded message within the limits.
+    fn dispatch(&mut self, _now: Instant, message: Message) {
         if self.eof {
             return;
         }
@@ -182,6 +213,24 @@ impl Server {
             Message::Notification(n) => self.on_notification(&n),
             Message::Response(r) => self.legacy_response(r),
         }
+    }
+
+    /// A message that cannot be served. An answer to one of our requests fails the
+    /// tool call waiting for it; anything else gets `error`, with the message's id when
+    /// it could be read.
+    fn refuse(&mut self, sniffed: &jsonrpc::Sniffed, error: ErrorObject) {
+        if !sniffed.has_method
+            && let Some(id) = &sniffed.id
+            && self.is_awaited(id)
+        {
+            let outcome = Err(error);
+            self.legacy_response(Response {
+                id: Some(id.clone()),
+                outcome,
+            });
+            return;
+        }
+        self.send_error(sniffed.id.as_ref(), &error);
     }
 
     /// Appends every queued message to `out` as newline-terminated lines; returns the
@@ -287,14 +336,4 @@ fn id_of(v: &Value) -> Option<RequestId> {
         Value::Number(n) => n.as_i64().map(RequestId::Number),
         _ => None,
     }
-}
-
-/// The id of a message that is JSON but not valid JSON-RPC, when it can be read.
-fn recover_id(json: &[u8]) -> Option<RequestId> {
-    #[derive(Deserialize)]
-    struct IdOnly {
-        #[serde(default)]
-        id: Value,
-    }
-    id_of(&serde_json::from_slice::<IdOnly>(json).ok()?.id)
 }

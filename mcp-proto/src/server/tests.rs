@@ -794,9 +794,94 @@ fn malformed_lines() {
     assert_eq!(
         p.raw(&input),
         [
-            json!({"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request: message longer than 64 bytes"}}),
+            err(
+                json!(1),
+                -32600,
+                "Invalid request: message longer than 64 bytes"
+            ),
             ok(json!(2), json!({})),
         ]
+    );
+    // The id is read from the end when the start does not show it; when neither does,
+    // the answer has id null.
+    let id_last = format!(
+        "{{\"params\":{{\"x\":\"{}\"}},\"method\":\"ping\",\"jsonrpc\":\"2.0\",\"id\":\"z\"}}\n",
+        "a".repeat(100)
+    );
+    assert_eq!(p.raw(id_last.as_bytes())[0]["id"], json!("z"));
+    let id_inside = format!(
+        "{{\"params\":{{\"x\":\"{}\"}},\"id\":\"z\",\"method\":\"ping\",\"jsonrpc\":\"2.0\"}}\n",
+        "a".repeat(100)
+    );
+    assert_eq!(p.raw(id_inside.as_bytes())[0]["id"], json!(null));
+}
+
+/// `{"a":[[…]]}` with `levels` levels in all.
+fn nested_object(levels: usize) -> String {
+    let arrays = levels - 1;
+    format!("{{\"a\":{}{}}}", "[".repeat(arrays), "]".repeat(arrays))
+}
+
+#[test]
+fn deep_messages_are_refused_before_decoding() {
+    let mut p = Peer::new(example::server());
+    // The message is level 1, params level 2: params of 63 levels make 64, the default.
+    let at_limit = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{}}}\n",
+        nested_object(63)
+    );
+    assert_eq!(p.raw(at_limit.as_bytes()), [ok(json!(1), json!({}))]);
+    for levels in [64, 100_000] {
+        let over = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\",\"params\":{}}}\n",
+            nested_object(levels)
+        );
+        assert_eq!(
+            p.raw(over.as_bytes()),
+            [err(
+                json!(2),
+                -32600,
+                "Invalid request: nesting deeper than 64 levels (max_nesting_depth)"
+            )],
+            "{levels}"
+        );
+    }
+    // Decoded messages handed in directly are checked too.
+    let text = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\",\"params\":{}}}",
+        nested_object(1000)
+    );
+    let message = Message::decode(text.as_bytes()).unwrap();
+    p.server.handle_message(p.now, message);
+    assert_eq!(
+        p.raw(b""),
+        [err(
+            json!(3),
+            -32600,
+            "Invalid request: nesting deeper than 64 levels (max_nesting_depth)"
+        )]
+    );
+}
+
+#[test]
+fn a_deep_answer_to_an_elicitation_fails_the_waiting_call_at_once() {
+    let mut p = Peer::new(example::server_with(|c| c.limits.max_nesting_depth = 8));
+    p.initialize("2025-11-25", json!({"elicitation": {}}));
+    let out = p.send(json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                            "params": {"name": "confirm", "arguments": {}}}));
+    assert_eq!(out[0]["method"], "elicitation/create");
+    let answer = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{}}}\n",
+        nested_object(8)
+    );
+    assert_eq!(
+        p.raw(answer.as_bytes()),
+        [ok(
+            json!(7),
+            error_text(
+                "input request `confirm` failed: Invalid request: nesting deeper than 8 levels (max_nesting_depth) (code -32600)"
+            )
+        )]
     );
 }
 

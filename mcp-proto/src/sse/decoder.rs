@@ -62,18 +62,21 @@ pub struct SseEvent {
     pub retry: Option<u64>,
 }
 
-/// A limit was crossed; see the module docs for how the decoder recovers.
+/// A limit was crossed; see the module docs for how the decoder recovers. Invalid UTF-8
+/// is not an error: the event-stream rules replace it with U+FFFD.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SseError {
     /// A line was longer than [`SseLimits::max_line_bytes`]. It and its event were dropped.
-    #[error("event-stream line longer than {limit} bytes; the line and its event were dropped")]
+    #[error(
+        "event-stream line longer than {limit} bytes (max_line_bytes); the line and its event were dropped"
+    )]
     LineTooLong {
         /// The limit in force.
         limit: usize,
     },
     /// An event grew beyond [`SseLimits::max_event_bytes`]. It was dropped.
-    #[error("event-stream event larger than {limit} bytes; it was dropped")]
+    #[error("event-stream event larger than {limit} bytes (max_event_bytes); it was dropped")]
     EventTooLarge {
         /// The limit in force.
         limit: usize,

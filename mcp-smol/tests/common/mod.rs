@@ -52,14 +52,9 @@ where
 
 /// Fails the test instead of hanging it.
 pub async fn bounded<T>(f: impl Future<Output = T>) -> T {
-    within(Duration::from_secs(30), f).await
-}
-
-/// `f`'s output, or a panic once `limit` has passed.
-pub async fn within<T>(limit: Duration, f: impl Future<Output = T>) -> T {
     future::or(f, async {
-        async_io::Timer::after(limit).await;
-        panic!("scenario did not finish within {limit:?}");
+        async_io::Timer::after(Duration::from_secs(30)).await;
+        panic!("scenario did not finish within 30 s");
     })
     .await
 }

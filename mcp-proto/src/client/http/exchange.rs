@@ -6,18 +6,44 @@ use std::time::Duration;
 
 use crate::Instant;
 
-use super::{Finished, GetStream, HttpClient};
-use crate::client::Event;
+use super::{GetStream, HttpLink};
 use crate::client::PeerError;
+use crate::client::transmit::TransportFailure;
+use crate::client::{Event, HttpFailure};
 use crate::http::headers::MCP_SESSION_ID;
 use crate::http::{ResponseEvent, ResponseHead, ResponseReader};
 use crate::jsonrpc::{Message, Response};
-use crate::sse::SseDecoder;
+use crate::sse::{SseDecoder, SseError};
 use crate::version::Era;
 
 /// Identifies one HTTP exchange (one request and its response).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ExchangeId(pub(crate) u64);
+pub(crate) struct ExchangeId(pub(crate) u64);
+
+/// Why an exchange ended without the answer it owed, below the status line.
+#[derive(Debug)]
+pub(super) enum Failure {
+    /// Described for people (a malformed response, a body over its limit, …).
+    Text(String),
+    /// The connection failed under it.
+    Transport(TransportFailure),
+}
+
+impl Failure {
+    fn detail(&self) -> String {
+        match self {
+            Failure::Text(t) => t.clone(),
+            Failure::Transport(f) => f.to_string(),
+        }
+    }
+
+    fn into_parts(self) -> (String, Option<TransportFailure>) {
+        match self {
+            Failure::Text(t) => (t, None),
+            Failure::Transport(f) => (f.to_string(), Some(f)),
+        }
+    }
+}
 
 impl fmt::Display for ExchangeId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -79,7 +105,7 @@ pub(super) struct PendingResume {
     pub(super) attempt: u32,
 }
 
-impl HttpClient {
+impl HttpLink {
     /// Reads what the reader of `id` has, acting on the head, the body and the end.
     pub(super) fn drive_exchange(&mut self, now: Instant, id: ExchangeId) {
         loop {
@@ -97,10 +123,7 @@ impl HttpClient {
                         return;
                     };
                     let reusable = keep_alive && x.reader.leftover().is_empty();
-                    self.finished.push_back(Finished {
-                        exchange: id,
-                        reusable,
-                    });
+                    self.pool.finished(now, id, reusable);
                     self.on_end(now, x);
                     return;
                 }
@@ -108,9 +131,9 @@ impl HttpClient {
                     let Some(x) = self.exchanges.remove(&id) else {
                         return;
                     };
-                    self.aborts.push_back(id);
+                    self.pool.abort(now, id);
                     let detail = format!("malformed HTTP response: {e}");
-                    self.exchange_failed(now, x, None, None, detail);
+                    self.exchange_failed(now, x, None, None, Failure::Text(detail));
                     return;
                 }
             }
@@ -161,8 +184,8 @@ impl HttpClient {
                 let detail = format!("unexpected content type {content_type:?} for a success");
                 x.head = Some(head);
                 if let Some(x) = self.exchanges.remove(&id) {
-                    self.aborts.push_back(id);
-                    self.exchange_failed(now, x, Some(status), None, detail);
+                    self.pool.abort(now, id);
+                    self.exchange_failed(now, x, Some(status), None, Failure::Text(detail));
                 }
                 return;
             }
@@ -179,6 +202,7 @@ impl HttpClient {
         };
         let mut messages = Vec::new();
         let mut overflow = None;
+        let mut broken = None;
         match &mut x.body {
             Body::Json(buf) => {
                 if buf.len() + bytes.len() > max_message {
@@ -197,7 +221,12 @@ impl HttpClient {
                     match item {
                         Ok(ev) if ev.data.is_empty() => {}
                         Ok(ev) => messages.push(ev.data),
-                        Err(e) => messages.push(format!("\u{0}{e}")),
+                        // A stream that crossed a limit is not trusted further: the
+                        // messages before the bad event still count.
+                        Err(e) => {
+                            broken = Some(e);
+                            break;
+                        }
                     }
                 }
             }
@@ -206,28 +235,52 @@ impl HttpClient {
         if let Some(detail) = overflow
             && let Some(x) = self.exchanges.remove(&id)
         {
-            self.aborts.push_back(id);
-            self.exchange_failed(now, x, None, None, detail);
+            self.pool.abort(now, id);
+            self.exchange_failed(now, x, None, None, Failure::Text(detail));
             return;
         }
         for data in messages {
-            if let Some(err) = data.strip_prefix('\u{0}') {
-                self.events
-                    .push_back(Event::PeerError(PeerError::Protocol(format!(
-                        "event stream: {err}"
-                    ))));
-                continue;
-            }
             if let Some(x) = self.exchanges.get_mut(&id) {
                 x.delivered += 1;
             }
             self.deliver(now, data.as_bytes());
         }
+        if let Some(error) = broken {
+            self.stream_broken(now, id, error);
+        }
+    }
+
+    /// An event stream crossed a limit (an endless line or event): it is cut, and what it
+    /// still owed fails now with the limit named. Never resumed: the server would only
+    /// send the same event again.
+    fn stream_broken(&mut self, now: Instant, id: ExchangeId, error: SseError) {
+        let Some(x) = self.exchanges.remove(&id) else {
+            return;
+        };
+        self.pool.abort(now, id);
+        self.events
+            .push_back(Event::PeerError(PeerError::Sse(error.clone())));
+        let owed: Vec<i64> = match &x.purpose {
+            Purpose::Request { .. } => x.rpc_id.into_iter().collect(),
+            Purpose::Get { owed, .. } if owed.is_empty() => {
+                self.get_stream = GetStream::Unavailable;
+                Vec::new()
+            }
+            Purpose::Get { owed, .. } => owed.clone(),
+            _ => Vec::new(),
+        };
+        let owed: Vec<i64> = owed
+            .into_iter()
+            .filter(|r| self.client.is_awaiting(*r))
+            .collect();
+        let status = x.head.as_ref().map(|h| h.status);
+        self.fail_owed(now, &owed, status, &format!("event stream cut: {error}"));
     }
 
     /// One JSON-RPC message from the server, to the protocol machine.
     pub(super) fn deliver(&mut self, now: Instant, json: &[u8]) {
-        match Message::decode(json) {
+        let max_depth = self.client.config().limits.max_nesting_depth;
+        match Message::decode_with_max_depth(json, max_depth) {
             Ok(Message::Response(r)) => {
                 let r = self.inspect_response(r);
                 self.client.handle_message(now, Message::Response(r));
@@ -253,8 +306,13 @@ impl HttpClient {
                 if let Some(rpc) = before.filter(|r| self.client.is_awaiting(*r)) {
                     // The body was not the answer (another id, or garbage).
                     let detail = "the JSON response did not answer the request".to_owned();
-                    self.client
-                        .handle_http_failure(now, rpc, Some(status), None, None, detail);
+                    self.client.handle_http_failure(
+                        now,
+                        rpc,
+                        HttpFailure::new(Some(status), None, detail),
+                        None,
+                        None,
+                    );
                 }
             }
             Body::Sse(_) => self.stream_ended(now, x, "the event stream ended"),
@@ -269,15 +327,20 @@ impl HttpClient {
                 } else {
                     String::from_utf8_lossy(&buf[..buf.len().min(200)]).into_owned()
                 };
-                self.exchange_failed(now, x, Some(status), response, detail);
+                self.exchange_failed(now, x, Some(status), response, Failure::Text(detail));
             }
             Body::Ignore | Body::Unknown => {
                 if let Purpose::Request { .. } = x.purpose
                     && let Some(rpc) = x.rpc_id.filter(|r| self.client.is_awaiting(*r))
                 {
                     let detail = format!("HTTP {status} carried no response");
-                    self.client
-                        .handle_http_failure(now, rpc, Some(status), None, None, detail);
+                    self.client.handle_http_failure(
+                        now,
+                        rpc,
+                        HttpFailure::new(Some(status), None, detail),
+                        None,
+                        None,
+                    );
                 }
             }
         }
@@ -291,15 +354,21 @@ impl HttpClient {
         x: Exchange,
         status: Option<u16>,
         response: Option<Response>,
-        detail: String,
+        failure: Failure,
     ) {
         if matches!(x.body, Body::Sse(_)) {
             // A stream that broke after it started: resumable in the legacy era.
-            self.stream_ended(now, x, &detail);
+            self.stream_ended(now, x, &failure.detail());
             return;
         }
+        let (detail, transport) = failure.into_parts();
         if status == Some(404) && x.had_session && self.era() == Some(Era::Legacy) {
-            self.session_expired(now);
+            // The server did not know the session: this request never ran.
+            let never_ran = match x.purpose {
+                Purpose::Request { .. } => x.rpc_id,
+                _ => None,
+            };
+            self.session_expired(now, never_ran);
             return;
         }
         let challenge = x
@@ -310,27 +379,33 @@ impl HttpClient {
         match x.purpose {
             Purpose::Request { .. } => {
                 if let Some(rpc) = x.rpc_id {
+                    let code = response
+                        .as_ref()
+                        .and_then(|r| r.outcome.as_ref().err())
+                        .map(|e| e.code);
+                    if self.retry_after_header_mismatch(now, rpc, status, code) {
+                        return;
+                    }
+                    let mut failure = HttpFailure::new(status, None, detail);
+                    failure.transport = transport.map(Box::new);
                     self.client
-                        .handle_http_failure(now, rpc, status, challenge, response, detail);
+                        .handle_http_failure(now, rpc, failure, challenge, response);
                 }
             }
             Purpose::Initialized => {
                 self.events
-                    .push_back(Event::PeerError(PeerError::Protocol(format!(
-                        "notifications/initialized was not accepted ({}): {detail}",
-                        status.map_or("no response".to_owned(), |s| format!("HTTP {s}"))
-                    ))));
+                    .push_back(Event::PeerError(PeerError::InitializedRefused {
+                        status,
+                        detail,
+                    }));
                 self.release_held(now);
             }
             Purpose::Notify => {
-                let what = match status {
-                    Some(s) => {
-                        format!("a notification or response was refused with HTTP {s}: {detail}")
-                    }
-                    None => format!("a notification or response could not be sent: {detail}"),
-                };
                 self.events
-                    .push_back(Event::PeerError(PeerError::Protocol(what)));
+                    .push_back(Event::PeerError(PeerError::MessageRefused {
+                        status,
+                        detail,
+                    }));
             }
             Purpose::Get { owed, attempt } => {
                 if owed.is_empty() {
@@ -411,8 +486,13 @@ impl HttpClient {
 
     fn fail_owed(&mut self, now: Instant, owed: &[i64], status: Option<u16>, detail: &str) {
         for rpc in owed {
-            self.client
-                .handle_http_failure(now, *rpc, status, None, None, detail.to_owned());
+            self.client.handle_http_failure(
+                now,
+                *rpc,
+                HttpFailure::new(status, None, detail),
+                None,
+                None,
+            );
         }
     }
 
@@ -460,15 +540,14 @@ impl HttpClient {
         }
     }
 
-    fn session_expired(&mut self, now: Instant) {
+    fn session_expired(&mut self, now: Instant, never_ran: Option<i64>) {
         self.session_id = None;
         self.held = None;
         self.resumes.clear();
         self.get_stream = GetStream::Idle;
         self.abort_all();
-        self.events.push_back(Event::PeerError(PeerError::Protocol(
-            "the session expired (HTTP 404); starting a new one".into(),
-        )));
-        self.client.handle_session_expired(now);
+        self.events
+            .push_back(Event::PeerError(PeerError::SessionExpired));
+        self.client.handle_session_expired(now, never_ran);
     }
 }

@@ -1,13 +1,13 @@
-//! The client over Streamable HTTP, still without IO.
+//! Streamable HTTP under the client machine, still without IO.
 //!
 //! # Theory of operation
 //!
-//! [`HttpClient`] wraps the protocol machine ([`Client`]) and maps its messages onto HTTP
-//! exchanges. Every message the client sends becomes one POST ([`Transmit`]): the caller
-//! writes its bytes on a connection to the endpoint (a fresh one, or an idle one left
-//! reusable by an earlier exchange) and feeds the response bytes back with
-//! [`HttpClient::handle_response_data`] and [`HttpClient::handle_response_eof`], or
-//! reports a transport failure with [`HttpClient::handle_exchange_error`].
+//! [`HttpLink`] puts the protocol session on HTTP exchanges. Every message the session
+//! sends becomes one POST; the [`pool`] decides which connection carries it (an idle
+//! keep-alive one, a fresh one, or later) and tells the driver through
+//! [`super::Transmit`]. Bytes read on a connection go to the response reader of the
+//! exchange riding on it; the exchange layer ([`exchange`]) parses the response once and
+//! decides what its end means.
 //!
 //! A response is a JSON body, an SSE stream (every `data` is one JSON-RPC message), or a
 //! `202` for notifications and responses. Anything else — a 4xx/5xx, an unexpected
@@ -32,10 +32,12 @@
 //!   `inputSchema`. Tools whose annotations are invalid are removed from every
 //!   `tools/list` page and reported as [`Event::ToolExcluded`]. A stream lost before its
 //!   response fails the call with [`CallError::Http`](super::CallError::Http) (no resumption in this era, and no
-//!   silent re-issue). Cancelling aborts the exchange ([`HttpClient::poll_abort`]).
+//!   silent re-issue). Cancelling aborts the exchange: its connection is closed.
 
 mod exchange;
+mod learn;
 mod outgoing;
+pub mod pool;
 mod tools;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -43,17 +45,18 @@ use std::time::Duration;
 
 use crate::Instant;
 
+use super::session::{Outgoing, Session};
+use super::transmit::{ConnId, Origin, Transmit, TransportFailure};
 use super::{
-    ApiMisuse, CallId, CallRequest, Client, ClientConfig, ConnectionState, Event, InputAnswer,
-    InputId, Outgoing,
+    ApiMisuse, CallId, CallRequest, ClientConfig, ConnectionState, Event, InputAnswer, InputId,
 };
 use crate::http::xmcp::ParamHeader;
 use crate::http::{EndpointUrl, HttpLimits};
 use crate::sse::SseLimits;
 use crate::version::Era;
 
-use exchange::Exchange;
-pub use exchange::ExchangeId;
+use exchange::{Exchange, ExchangeId, Failure};
+use pool::{Pool, PoolConfig, PoolStats};
 
 /// How the HTTP side behaves.
 #[derive(Debug, Clone)]
@@ -80,6 +83,11 @@ pub struct HttpConfig {
     pub authorization: Option<String>,
     /// `User-Agent`. Default `mcp-proto/<version>`.
     pub user_agent: String,
+    /// How connections are opened, bounded and kept.
+    pub pool: PoolConfig,
+    /// After [`super::Client::close`], how long the last exchanges (a legacy session's
+    /// `DELETE`) may take before every connection is closed regardless. Default 2 s.
+    pub close_timeout: Duration,
 }
 
 impl HttpConfig {
@@ -97,42 +105,22 @@ impl HttpConfig {
             open_get_stream: true,
             authorization: None,
             user_agent: concat!("mcp-proto/", env!("CARGO_PKG_VERSION")).to_owned(),
+            pool: PoolConfig::default(),
+            close_timeout: Duration::from_secs(2),
         }
     }
 }
 
-/// One HTTP request to send: open (or reuse) a connection to the endpoint and write
-/// `bytes`, then feed back what the server answers under `exchange`.
-#[derive(Debug, Clone)]
-pub struct Transmit {
-    /// The exchange.
-    pub exchange: ExchangeId,
-    /// The whole request: head and body.
-    pub bytes: Vec<u8>,
-    /// A GET stream that may stay open indefinitely (the legacy server stream or a
-    /// resumption): a bounded connection pool should not let these starve calls.
-    pub long_lived: bool,
-}
-
-/// An exchange is over; the caller may reuse its connection when `reusable`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Finished {
-    /// The exchange.
-    pub exchange: ExchangeId,
-    /// The connection may carry another exchange (keep-alive, nothing left over).
-    pub reusable: bool,
-}
-
-/// The sans-IO client over Streamable HTTP. See the module docs.
+/// The session over Streamable HTTP. See the module docs.
 #[derive(Debug)]
-pub struct HttpClient {
-    client: Client,
+pub(crate) struct HttpLink {
+    client: Session,
     config: HttpConfig,
+    /// The latest instant an input or command brought.
+    now: Instant,
     next_exchange: u64,
     exchanges: BTreeMap<ExchangeId, Exchange>,
-    transmits: VecDeque<Transmit>,
-    aborts: VecDeque<ExchangeId>,
-    finished: VecDeque<Finished>,
+    pool: Pool,
     events: VecDeque<Event>,
     session_id: Option<String>,
     /// `x-mcp-header` declarations by tool name, from the latest `tools/list`.
@@ -144,9 +132,13 @@ pub struct HttpClient {
     resumes: Vec<exchange::PendingResume>,
     get_stream: GetStream,
     closing: bool,
+    /// After close: when whatever is still in flight is given up.
+    close_deadline: Option<Instant>,
     /// Legacy: messages held until the server accepted `notifications/initialized`, so
     /// no request can overtake it on another connection.
     held: Option<VecDeque<Outgoing>>,
+    /// `tools/call` requests waiting for the tools' header declarations.
+    learning: learn::Learning,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,20 +151,19 @@ enum GetStream {
     Unavailable,
 }
 
-impl HttpClient {
+impl HttpLink {
     /// A new connection; the first request (probe or `initialize`) is ready to transmit.
-    #[must_use]
-    pub fn new(config: ClientConfig, http: HttpConfig, now: Instant) -> Self {
-        let mut client = Client::new(config, now);
+    pub(crate) fn new(config: ClientConfig, http: HttpConfig, now: Instant) -> Self {
+        let mut client = Session::new(config, now);
         client.use_http_transport();
-        let mut this = HttpClient {
+        let pool = Pool::new(Origin::of(&http.url), http.pool.clone());
+        let mut this = HttpLink {
             client,
             config: http,
+            now,
             next_exchange: 0,
             exchanges: BTreeMap::new(),
-            transmits: VecDeque::new(),
-            aborts: VecDeque::new(),
-            finished: VecDeque::new(),
+            pool,
             events: VecDeque::new(),
             session_id: None,
             tool_headers: HashMap::new(),
@@ -180,79 +171,72 @@ impl HttpClient {
             resumes: Vec::new(),
             get_stream: GetStream::Idle,
             closing: false,
+            close_deadline: None,
             held: None,
+            learning: learn::Learning::default(),
         };
         this.pump(now);
         this
     }
 
-    /// The protocol machine inside.
-    #[must_use]
-    pub fn client(&self) -> &Client {
+    pub(crate) fn session(&self) -> &Session {
         &self.client
     }
 
-    /// The HTTP configuration.
-    #[must_use]
-    pub fn http_config(&self) -> &HttpConfig {
+    pub(crate) fn http_config(&self) -> &HttpConfig {
         &self.config
     }
 
-    /// The legacy session id, once the server issued one.
-    #[must_use]
-    pub fn session_id(&self) -> Option<&str> {
+    pub(crate) fn session_id(&self) -> Option<&str> {
         self.session_id.as_deref()
     }
 
-    /// Replaces the `Authorization` header value for the requests that follow.
-    pub fn set_authorization(&mut self, value: Option<String>) {
+    pub(crate) fn pool_stats(&self) -> PoolStats {
+        self.pool.stats()
+    }
+
+    pub(crate) fn set_authorization(&mut self, value: Option<String>) {
         self.config.authorization = value;
     }
 
     // ----- commands -----------------------------------------------------------------
 
-    /// Starts a call (see [`Client::call`]).
-    ///
-    /// # Errors
-    /// As [`Client::call`].
-    pub fn call(&mut self, now: Instant, request: CallRequest) -> Result<CallId, ApiMisuse> {
+    pub(crate) fn call(&mut self, now: Instant, request: CallRequest) -> Result<CallId, ApiMisuse> {
+        self.now = now;
         let id = self.client.call(now, request)?;
         self.pump(now);
         Ok(id)
     }
 
-    /// Answers an input request (see [`Client::respond`]).
-    ///
-    /// # Errors
-    /// As [`Client::respond`].
-    pub fn respond(
+    pub(crate) fn respond(
         &mut self,
         now: Instant,
         input: InputId,
         answer: InputAnswer,
     ) -> Result<(), ApiMisuse> {
+        self.now = now;
         self.client.respond(now, input, answer)?;
         self.pump(now);
         Ok(())
     }
 
-    /// Cancels a call (see [`Client::cancel`]); in the 2026 era its exchange is aborted.
-    ///
-    /// # Errors
-    /// As [`Client::cancel`].
-    pub fn cancel(&mut self, now: Instant, call: CallId) -> Result<(), ApiMisuse> {
+    pub(crate) fn cancel(&mut self, now: Instant, call: CallId) -> Result<(), ApiMisuse> {
+        self.now = now;
         self.client.cancel(now, call)?;
         self.pump(now);
         Ok(())
     }
 
     /// Ends the connection: calls fail, every exchange is aborted, and a legacy session
-    /// is ended with `DELETE` (one last [`Transmit`]).
-    pub fn close(&mut self, now: Instant) {
+    /// is ended with `DELETE` (one last exchange); every connection closes once that is
+    /// answered.
+    pub(crate) fn close(&mut self, now: Instant) {
         if self.closing {
             return;
         }
+        self.now = now;
         self.closing = true;
+        self.close_deadline = Some(now + self.config.close_timeout);
         let version = self.client.header_version();
         self.client.close(now);
         self.abort_all();
@@ -261,74 +245,120 @@ impl HttpClient {
             self.send_delete(version);
         }
         self.pump(now);
+        self.release_if_done();
+    }
+
+    /// After close: once nothing is in flight (the `DELETE` answered), every connection
+    /// closes.
+    fn release_if_done(&mut self) {
+        if self.closing && self.exchanges.is_empty() {
+            self.pool.close_all();
+        }
+    }
+
+    /// Whether the link has nothing left to do: closed, and every connection released.
+    pub(crate) fn is_released(&self) -> bool {
+        self.closing && self.exchanges.is_empty() && self.pool.is_empty()
     }
 
     // ----- inputs -------------------------------------------------------------------
 
-    /// Response bytes for `exchange`.
-    pub fn handle_response_data(&mut self, now: Instant, exchange: ExchangeId, data: &[u8]) {
-        if let Some(x) = self.exchanges.get_mut(&exchange) {
+    pub(crate) fn handle_connected(&mut self, now: Instant, conn: ConnId) {
+        self.now = now;
+        self.pool.connected(conn);
+    }
+
+    pub(crate) fn handle_read(&mut self, now: Instant, conn: ConnId, data: &[u8]) {
+        self.now = now;
+        if let Some(exchange) = self.pool.read(now, conn)
+            && let Some(x) = self.exchanges.get_mut(&exchange)
+        {
             x.reader.handle_input(data);
             self.drive_exchange(now, exchange);
         }
         self.pump(now);
+        self.release_if_done();
     }
 
-    /// The connection of `exchange` reached end of input.
-    pub fn handle_response_eof(&mut self, now: Instant, exchange: ExchangeId) {
-        if let Some(x) = self.exchanges.get_mut(&exchange) {
-            x.reader.handle_eof();
-            self.drive_exchange(now, exchange);
+    pub(crate) fn handle_eof(&mut self, now: Instant, conn: ConnId) {
+        self.now = now;
+        let outcome = self.pool.eof(now, conn);
+        self.on_outcome(now, outcome);
+    }
+
+    pub(crate) fn handle_transport_error(
+        &mut self,
+        now: Instant,
+        conn: ConnId,
+        failure: TransportFailure,
+    ) {
+        self.now = now;
+        let outcome = self.pool.failed(now, conn, failure);
+        self.on_outcome(now, outcome);
+    }
+
+    fn on_outcome(&mut self, now: Instant, outcome: pool::Outcome) {
+        match outcome {
+            pool::Outcome::None => {}
+            pool::Outcome::Deliver(exchange) => {
+                if let Some(x) = self.exchanges.get_mut(&exchange) {
+                    x.reader.handle_eof();
+                    self.drive_exchange(now, exchange);
+                }
+            }
+            pool::Outcome::Failed(exchange, failure) => {
+                if let Some(x) = self.exchanges.remove(&exchange) {
+                    self.exchange_failed(now, x, None, None, Failure::Transport(failure));
+                }
+            }
         }
         self.pump(now);
+        self.release_if_done();
     }
 
-    /// `exchange` failed below HTTP (connect refused, reset, TLS failure, the caller's
-    /// own IO timeout). `detail` says what, for people.
-    pub fn handle_exchange_error(&mut self, now: Instant, exchange: ExchangeId, detail: &str) {
-        if let Some(x) = self.exchanges.remove(&exchange) {
-            self.exchange_failed(now, x, None, None, detail.to_owned());
+    pub(crate) fn handle_timeout(&mut self, now: Instant) {
+        self.now = now;
+        if self.close_deadline.is_some_and(|d| d <= now) {
+            // The last exchanges took too long: give them up.
+            self.close_deadline = None;
+            self.abort_all();
+            self.pool.close_all();
         }
-        self.pump(now);
-    }
-
-    /// Time passed.
-    pub fn handle_timeout(&mut self, now: Instant) {
+        for (exchange, failure) in self.pool.handle_timeout(now) {
+            if let Some(x) = self.exchanges.remove(&exchange) {
+                self.exchange_failed(now, x, None, None, Failure::Transport(failure));
+            }
+        }
         self.client.handle_timeout(now);
         self.start_due_resumes(now);
         self.pump(now);
+        self.release_if_done();
     }
 
     // ----- outputs ------------------------------------------------------------------
 
-    /// The next request to send.
-    pub fn poll_transmit(&mut self) -> Option<Transmit> {
-        self.transmits.pop_front()
+    pub(crate) fn poll_transmit(&mut self, buf: &mut Vec<u8>) -> Option<Transmit> {
+        self.pool.poll_transmit(buf)
     }
 
-    /// The next exchange whose connection must be closed at once (cancelled or given up).
-    pub fn poll_abort(&mut self) -> Option<ExchangeId> {
-        self.aborts.pop_front()
-    }
-
-    /// The next exchange that is over, and whether its connection can be reused.
-    pub fn poll_finished(&mut self) -> Option<Finished> {
-        self.finished.pop_front()
-    }
-
-    /// The next event: the protocol machine's, plus [`Event::ToolExcluded`].
-    pub fn poll_event(&mut self) -> Option<Event> {
+    pub(crate) fn poll_event(&mut self) -> Option<Event> {
         self.events.pop_front()
     }
 
-    /// When [`HttpClient::handle_timeout`] should be called next.
-    #[must_use]
-    pub fn poll_timeout(&self) -> Option<Instant> {
-        let resume = self.resumes.iter().map(|r| r.due).min();
-        match (self.client.poll_timeout(), resume) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+        if self.is_released() {
+            return None;
         }
+        let resume = self.resumes.iter().map(|r| r.due).min();
+        [
+            self.client.poll_timeout(),
+            resume,
+            self.pool.poll_timeout(),
+            self.close_deadline,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     // ----- the pump -----------------------------------------------------------------
@@ -355,6 +385,12 @@ impl HttpClient {
             }
             while let Some(ev) = self.client.poll_event() {
                 progressed = true;
+                if !self.learning_event(now, &ev) {
+                    continue;
+                }
+                if let Event::CallCompleted { call, .. } = &ev {
+                    self.forget_call(*call);
+                }
                 self.observe_event(now, &ev);
                 self.events.push_back(ev);
             }
@@ -374,10 +410,17 @@ impl HttpClient {
                 // Opened once `notifications/initialized` is accepted (see `release_held`).
                 self.get_stream = GetStream::Active;
             }
+            Event::Notification(n) if n.method == "notifications/tools/list_changed" => {
+                self.learning.listed = false;
+            }
             // After `close`, the exchanges are already gone and only the DELETE remains.
+            // The session ended on its own (a failed handshake, say): nothing more will
+            // be sent, so every connection goes.
             Event::Closed { .. } if !self.closing => {
+                self.closing = true;
                 self.abort_all();
                 self.resumes.clear();
+                self.pool.close_all();
             }
             _ => {}
         }
@@ -413,22 +456,14 @@ impl HttpClient {
     fn insert_exchange(&mut self, id: ExchangeId, x: Exchange, bytes: Vec<u8>) {
         let long_lived = matches!(x.purpose, exchange::Purpose::Get { .. });
         self.exchanges.insert(id, x);
-        self.transmits.push_back(Transmit {
-            exchange: id,
-            bytes,
-            long_lived,
-        });
+        self.pool.submit(self.now, id, bytes, long_lived);
     }
 
-    /// Forgets an exchange: a request not yet handed out is simply dropped; one already
-    /// sent is reported through [`HttpClient::poll_abort`].
+    /// Forgets an exchange: a request still waiting for a connection is dropped; one
+    /// already sent has its connection closed.
     pub(super) fn abort_exchange(&mut self, id: ExchangeId) {
         self.exchanges.remove(&id);
-        let queued = self.transmits.len();
-        self.transmits.retain(|t| t.exchange != id);
-        if self.transmits.len() == queued {
-            self.aborts.push_back(id);
-        }
+        self.pool.abort(self.now, id);
     }
 
     pub(super) fn abort_all(&mut self) {

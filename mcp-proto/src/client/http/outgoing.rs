@@ -4,14 +4,15 @@ use crate::Instant;
 
 use serde_json::{Map, Value};
 
-use super::HttpClient;
+use super::HttpLink;
 use super::exchange::{Body, Exchange, Purpose};
-use crate::client::{CallError, Event, OutKind, Outgoing, PeerError};
+use crate::client::session::{OutKind, Outgoing};
+use crate::client::{CallError, Event, PeerError};
 use crate::http::headers::{self, LAST_EVENT_ID, MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
 use crate::http::{ACCEPT_JSON_AND_SSE, RequestHead, ResponseReader};
 use crate::version::Era;
 
-impl HttpClient {
+impl HttpLink {
     fn base_head(&self, method: &str, accept: &str) -> RequestHead {
         let mut head = RequestHead::for_endpoint(method, &self.config.url)
             .with_header("Accept", accept)
@@ -46,6 +47,9 @@ impl HttpClient {
             held.push_back(msg);
             return;
         }
+        let Some(msg) = self.hold_for_tool_headers(now, msg) else {
+            return;
+        };
         let Outgoing { json, kind } = msg;
         let (rpc_id, method) = match kind {
             OutKind::Request(rpc) => match self.client.request_info(rpc) {
@@ -84,9 +88,7 @@ impl HttpClient {
                     .fail_request(rpc, CallError::Unsendable(e.to_string()));
             } else {
                 self.events
-                    .push_back(Event::PeerError(PeerError::Protocol(format!(
-                        "could not write a request: {e}"
-                    ))));
+                    .push_back(Event::PeerError(PeerError::MessageUnsendable(e)));
             }
             return;
         }

@@ -6,13 +6,13 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::HttpClient;
+use super::HttpLink;
 use crate::client::Event;
 use crate::http::xmcp::tool_param_headers;
 use crate::jsonrpc::{self, RequestId, Response};
 use crate::version::Era;
 
-impl HttpClient {
+impl HttpLink {
     /// Looks at a response before the protocol machine does.
     pub(super) fn inspect_response(&mut self, r: Response) -> Response {
         let Some(RequestId::Number(rpc)) = r.id else {
@@ -39,6 +39,11 @@ impl HttpClient {
         else {
             return r;
         };
+        // The last page of a listing (no cursor to follow): every tool the server has is
+        // now known, and a call to any other needs no declarations.
+        if result.get("nextCursor").is_none_or(|c| c.get() == "null") {
+            self.learning.listed = true;
+        }
         let mut excluded = Vec::new();
         tools.retain(|raw_tool| {
             let tool: Value = serde_json::from_str(raw_tool.get()).unwrap_or(Value::Null);

@@ -468,6 +468,16 @@ fn transport_level_answers() {
     let r = complete(ep.handle_request(now(), &bad));
     assert_eq!((r.status, error_code(&r)), (400, -32600));
     assert_eq!(body_json(&r)["id"], 4);
+    // Nesting past the limit: refused before the body is parsed, with the id.
+    let deep = format!(
+        r#"{{"jsonrpc":"2.0","id":5,"method":"ping","params":{{"a":{}{}}}}}"#,
+        "[".repeat(100_000),
+        "]".repeat(100_000)
+    );
+    let bad = post(&json!(null), &[]).with_body(deep.into_bytes());
+    let r = complete(ep.handle_request(now(), &bad));
+    assert_eq!((r.status, error_code(&r)), (400, -32600));
+    assert_eq!(body_json(&r)["id"], 5);
     let text = discover.clone().with_header("Content-Type", "text/plain");
     let mut text = text;
     text.headers

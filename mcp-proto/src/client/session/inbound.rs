@@ -1,18 +1,20 @@
 //! Everything the server sends: responses (including MRTR rounds and pages), requests
 //! for input (legacy era), and notifications.
 
+use std::collections::HashSet;
+
 use crate::Instant;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::event::id_text;
 use super::{
-    CallError, CallId, CallOutput, Client, Event, InputAnswer, InputId, InputRequest, OutKind,
-    PeerError, PendingInput, remember, request,
+    CallError, CallId, CallOutput, Event, InputAnswer, InputId, InputRequest, OutKind, PeerError,
+    PendingInput, Session, remember, request,
 };
-use crate::jsonrpc::{self, DecodeError, ErrorObject, Notification, Request, RequestId, codes};
+use crate::client::event::id_text;
+use crate::jsonrpc::{self, ErrorObject, Notification, Request, RequestId, Sniffed, codes};
 use crate::model::ElicitationParams;
 use crate::version::Era;
 
@@ -30,10 +32,22 @@ struct InputRequired {
     request_state: Option<String>,
 }
 
-#[derive(Deserialize)]
-struct Page {
-    #[serde(rename = "nextCursor", default)]
-    next_cursor: Option<Value>,
+/// The items of one listing page (verbatim) and its `nextCursor`.
+type PageParts = (Vec<Box<RawValue>>, Option<Value>);
+
+/// Splits a listing result into its items under `key`, each verbatim, and its cursor.
+fn read_page(raw: &RawValue, key: &str) -> Result<PageParts, String> {
+    let members: std::collections::BTreeMap<std::borrow::Cow<'_, str>, &RawValue> =
+        serde_json::from_str(raw.get()).map_err(|e| format!("listing result: {e}"))?;
+    let items = members
+        .get(key)
+        .and_then(|list| serde_json::from_str::<Vec<Box<RawValue>>>(list.get()).ok())
+        .ok_or_else(|| format!("listing result has no `{key}` array"))?;
+    let next = match members.get("nextCursor") {
+        None => None,
+        Some(c) => Some(serde_json::from_str::<Value>(c.get()).map_err(|e| e.to_string())?),
+    };
+    Ok((items, next))
 }
 
 #[derive(Deserialize)]
@@ -43,23 +57,59 @@ struct EmbeddedRequest {
     params: Option<Box<RawValue>>,
 }
 
-impl Client {
-    pub(super) fn handle_malformed(&mut self, now: Instant, error: DecodeError, id: Option<i64>) {
-        if let Some(rpc) = id
-            && let Some(&call) = self.by_rpc.get(&rpc)
-        {
-            let reason = format!("undecodable response: {error}");
-            self.peer_error(PeerError::Malformed { error });
-            self.complete(call, Err(CallError::InvalidResponse(reason)));
-            return;
+impl Session {
+    /// A message that cannot be used (undecodable, too deep, too large). The call it
+    /// answers, when `sniffed` names one, fails at once with the reason; the handshake
+    /// gets an error answer. When it names nothing and `fail_written_calls` is set (an
+    /// oversized line whose id could not be read), every call whose request was written
+    /// fails, since the lost message may have answered any of them.
+    pub(super) fn handle_unusable(
+        &mut self,
+        now: Instant,
+        error: PeerError,
+        sniffed: &Sniffed,
+        fail_written_calls: bool,
+    ) {
+        self.peer_error(error.clone());
+        if sniffed.has_method {
+            return; // a request or a notification: it answers nothing
         }
-        if id.is_some() && self.is_handshake_id(id.map(RequestId::Number).as_ref()) {
-            let e = ErrorObject::new(codes::PARSE_ERROR, format!("undecodable answer: {error}"));
-            self.peer_error(PeerError::Malformed { error });
+        let rpc = match &sniffed.id {
+            Some(RequestId::Number(n)) => *n,
+            Some(RequestId::String(_)) => return,
+            None if fail_written_calls => return self.fail_written_calls(&error),
+            None => return,
+        };
+        if let Some(&call) = self.by_rpc.get(&rpc) {
+            self.complete(call, Err(CallError::Peer(error)));
+        } else if self.is_handshake_id(Some(&RequestId::Number(rpc))) {
+            let e = ErrorObject::new(codes::PARSE_ERROR, format!("unusable answer: {error}"));
             self.handle_handshake_response(now, Err(e));
-            return;
         }
-        self.peer_error(PeerError::Malformed { error });
+    }
+
+    /// Fails (and cancels) every call whose current request has left the client.
+    fn fail_written_calls(&mut self, error: &PeerError) {
+        let unwritten: HashSet<i64> = self
+            .outgoing
+            .iter()
+            .filter_map(|m| match m.kind {
+                OutKind::Request(rpc) => Some(rpc),
+                _ => None,
+            })
+            .collect();
+        let written: Vec<CallId> = self
+            .calls
+            .iter()
+            .filter(|(_, c)| c.rpc_id.is_some_and(|rpc| !unwritten.contains(&rpc)))
+            .map(|(id, _)| *id)
+            .collect();
+        for call in written {
+            // The server may still be working on it: tell it to stop, and ignore a late
+            // answer.
+            self.send_cancel_for(call, "a message from the server could not be read");
+            self.complete(call, Err(CallError::Peer(error.clone())));
+        }
     }
 
     pub(super) fn handle_response(&mut self, now: Instant, r: jsonrpc::Response) {
@@ -76,7 +126,7 @@ impl Client {
             None => {
                 match r.outcome {
                     Err(e) => self.peer_error(PeerError::UnattributedError(e)),
-                    Ok(_) => self.peer_error(PeerError::Protocol("result without id".into())),
+                    Ok(_) => self.peer_error(PeerError::ResultWithoutId),
                 }
                 return;
             }
@@ -143,24 +193,19 @@ impl Client {
             );
             return;
         };
-        // A page of a listing.
-        let page_items = serde_json::from_str::<Map<String, Value>>(raw.get())
-            .ok()
-            .and_then(|mut m| match m.remove(key) {
-                Some(Value::Array(items)) => Some(items),
-                _ => None,
-            });
-        let Some(page_items) = page_items else {
-            let msg = format!("listing result has no `{key}` array");
-            self.complete(id, Err(CallError::InvalidResponse(msg)));
-            return;
+        // A page of a listing, read once: each item is kept as the server wrote it (key
+        // order and unknown fields intact); typed views parse from those bytes.
+        let page = match read_page(&raw, key) {
+            Ok(page) => page,
+            Err(msg) => {
+                self.complete(id, Err(CallError::InvalidResponse(msg)));
+                return;
+            }
         };
-        let next = serde_json::from_str::<Page>(raw.get())
-            .ok()
-            .and_then(|p| p.next_cursor);
+        let (page_items, next) = page;
         let limits = &self.config.limits;
         call.pages += 1;
-        call.items.extend(page_items.iter().map(jsonrpc::to_raw));
+        call.items.extend(page_items);
         if call.items.len() > limits.max_list_items {
             self.complete(id, Err(CallError::ListTooLong("the item limit")));
             return;
@@ -388,10 +433,7 @@ impl Client {
             .values()
             .any(|p| matches!(p, PendingInput::Legacy { server_id } if *server_id == r.id));
         if duplicate {
-            self.peer_error(PeerError::Protocol(format!(
-                "request id {} reused while still pending",
-                r.id
-            )));
+            self.peer_error(PeerError::ReusedRequestId { id: r.id });
             return;
         }
         let input = self.alloc_input();
@@ -418,15 +460,19 @@ impl Client {
                     #[serde(default)]
                     message: Option<String>,
                 }
-                let Some(p) = n
-                    .params
-                    .as_deref()
-                    .and_then(|p| serde_json::from_str::<Progress>(p.get()).ok())
-                else {
-                    self.peer_error(PeerError::Protocol(
-                        "malformed progress notification".into(),
-                    ));
-                    return;
+                let parsed = match n.params.as_deref() {
+                    None => Err("no params".to_owned()),
+                    Some(p) => serde_json::from_str::<Progress>(p.get()).map_err(|e| e.to_string()),
+                };
+                let p = match parsed {
+                    Ok(p) => p,
+                    Err(detail) => {
+                        self.peer_error(PeerError::MalformedNotification {
+                            method: n.method,
+                            detail,
+                        });
+                        return;
+                    }
                 };
                 let token = p.token.as_u64();
                 let call = self

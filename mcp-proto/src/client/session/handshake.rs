@@ -8,8 +8,8 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::{
-    Client, CloseReason, Event, Handshake, HttpFailure, OutKind, Phase, State, Transport, remember,
-    request,
+    CloseReason, Event, Handshake, HttpFailure, OutKind, Phase, Session, State, Transport,
+    remember, request,
 };
 use crate::jsonrpc::{self, ErrorObject, RequestId};
 use crate::model::{Implementation, ServerDetails};
@@ -45,10 +45,18 @@ struct InitializeResult {
     instructions: Option<String>,
 }
 
-impl Client {
+impl Session {
     pub(super) fn start(&mut self, now: Instant) {
-        match self.config.era_mode {
-            EraMode::Legacy => {
+        let known_legacy = self
+            .config
+            .known_era
+            .filter(|(era, v)| *era == Era::Legacy && self.config.versions.accepts(*v));
+        match (self.config.era_mode, known_legacy) {
+            (EraMode::Auto, Some((_, version))) => {
+                self.tentative_legacy = true;
+                self.send_initialize(now, version);
+            }
+            (EraMode::Legacy, _) => {
                 let version = self
                     .config
                     .versions
@@ -64,6 +72,25 @@ impl Client {
         let caps = self.config.capabilities.to_json(version);
         let info = serde_json::to_value(&self.config.client_info).unwrap_or(Value::Null);
         self.envelope = request::modern_envelope(version.as_str(), &caps, &info);
+    }
+
+    /// The cached legacy verdict was stale: the server refused `initialize` the 2026
+    /// way. Probe as if nothing were known. True when that is what happened.
+    pub(super) fn reprobe_after_stale_verdict(
+        &mut self,
+        now: Instant,
+        refusal: Option<&ErrorObject>,
+        status: Option<u16>,
+    ) -> bool {
+        let moved_on = status == Some(400)
+            && refusal.is_some_and(|e| jsonrpc::codes::is_modern_request_error(e.code));
+        if !self.tentative_legacy || !moved_on {
+            return false;
+        }
+        self.tentative_legacy = false;
+        self.handshake = None;
+        self.send_probe(now, ProtocolVersion::LATEST_MODERN, false);
+        true
     }
 
     fn send_probe(&mut self, now: Instant, version: ProtocolVersion, retried: bool) {
@@ -176,7 +203,7 @@ impl Client {
                     self.close_with(CloseReason::LegacyServer);
                 } else if restart {
                     self.state = State::AwaitingRestart;
-                    self.events.push_back(Event::RestartTransport);
+                    self.restart_wanted = true;
                 } else {
                     self.send_initialize(now, version);
                 }
@@ -241,6 +268,7 @@ impl Client {
 
     fn become_ready(&mut self, now: Instant, era: Era, version: ProtocolVersion) {
         self.state = State::Ready(era, version);
+        self.tentative_legacy = false;
         if let Some(details) = &self.server {
             self.events
                 .push_back(Event::Connected(Box::new(details.clone())));

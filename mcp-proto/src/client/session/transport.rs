@@ -4,12 +4,12 @@
 use crate::Instant;
 
 use super::{
-    CallError, CallId, Client, CloseReason, HttpFailure, Phase, ProtocolVersion, State, Transport,
+    CallError, CallId, CloseReason, HttpFailure, Phase, ProtocolVersion, Session, State, Transport,
 };
 use crate::jsonrpc::Response;
 use crate::version::{Era, HttpProbeOutcome, HttpProbeVerdict, classify_http_probe};
 
-impl Client {
+impl Session {
     /// Switches the machine to HTTP semantics: 2026 cancellation aborts the exchange
     /// instead of writing `notifications/cancelled`, and silence during the probe is an
     /// outage rather than legacy evidence.
@@ -35,6 +35,35 @@ impl Client {
             Phase::Probe { .. } => Some(("server/discover", None)),
             Phase::Initialize { .. } => Some(("initialize", None)),
         }
+    }
+
+    /// The call whose current request is `rpc_id`.
+    pub(crate) fn call_of(&self, rpc_id: i64) -> Option<CallId> {
+        self.by_rpc.get(&rpc_id).copied()
+    }
+
+    /// Sends the request `rpc_id` again under a new id, when the server refused it
+    /// without running it (a header mismatch). Only a call's first request, with no
+    /// input round or page behind it, can be rebuilt exactly. True when sent again.
+    pub(crate) fn resend(&mut self, now: Instant, rpc_id: i64) -> bool {
+        let Some(call) = self.by_rpc.get(&rpc_id).copied() else {
+            return false;
+        };
+        let Some(c) = self.calls.get(&call) else {
+            return false;
+        };
+        if c.rounds > 0 || c.pages > 0 || c.request_state.is_some() {
+            return false;
+        }
+        let deadline = c.deadline;
+        self.by_rpc.remove(&rpc_id);
+        super::remember(&mut self.ignored_ids, rpc_id);
+        self.send_call(now, call);
+        // The same operation: its deadline does not move.
+        if let Some(c) = self.calls.get_mut(&call) {
+            c.deadline = deadline;
+        }
+        true
     }
 
     /// Whether request `rpc_id` (a call or the handshake) still waits for its answer.
@@ -80,13 +109,12 @@ impl Client {
         &mut self,
         now: Instant,
         rpc_id: i64,
-        status: Option<u16>,
+        mut failure: HttpFailure,
         challenge: Option<String>,
         response: Option<Response>,
-        detail: String,
     ) {
-        let error = response.as_ref().and_then(|r| r.outcome.clone().err());
-        let failure = HttpFailure::new(status, error, detail);
+        let status = failure.status;
+        failure.error = response.as_ref().and_then(|r| r.outcome.clone().err());
         if let Some(h) = &self.handshake
             && h.rpc_id == rpc_id
         {
@@ -118,6 +146,9 @@ impl Client {
                     }
                 }
                 Phase::Initialize { .. } => {
+                    if self.reprobe_after_stale_verdict(now, failure.error.as_ref(), status) {
+                        return;
+                    }
                     self.handshake = None;
                     if status == Some(401) {
                         self.close_with(CloseReason::AuthRequired { challenge });
@@ -137,13 +168,28 @@ impl Client {
         self.complete(call, Err(CallError::Http(failure)));
     }
 
-    /// The legacy session is gone (HTTP 404 on a request carrying its id): calls in flight
-    /// fail with [`CallError::SessionExpired`], and a fresh `initialize` starts a new
-    /// session. Calls not yet written wait for it.
-    pub(crate) fn handle_session_expired(&mut self, now: Instant) {
+    /// The legacy session is gone (HTTP 404 on a request carrying its id): a fresh
+    /// `initialize` starts a new session. The call whose request drew the 404
+    /// (`never_ran`: the server did not know the session, so it did not run it) is sent
+    /// again on the new session, once; a second expiry fails it. Other calls in flight
+    /// fail with [`CallError::SessionExpired`]: whether they ran cannot be known, and a
+    /// call is never run twice behind the caller's back. Calls not yet written wait for
+    /// the new session.
+    pub(crate) fn handle_session_expired(&mut self, now: Instant, never_ran: Option<i64>) {
         let State::Ready(Era::Legacy, version) = self.state else {
             return;
         };
+        let retry = never_ran
+            .and_then(|rpc| self.by_rpc.get(&rpc).copied())
+            .filter(|id| self.calls.get(id).is_some_and(|c| !c.resent_on_new_session));
+        if let Some(id) = retry
+            && let Some(c) = self.calls.get_mut(&id)
+            && let Some(rpc) = c.rpc_id.take()
+        {
+            c.resent_on_new_session = true;
+            self.by_rpc.remove(&rpc);
+            super::remember(&mut self.ignored_ids, rpc);
+        }
         let in_flight: Vec<CallId> = self
             .calls
             .iter()

@@ -1,0 +1,172 @@
+//! What carries the machine's bytes ([`Carrier`]: a child process, or HTTP
+//! connections), the helper threads that move them, and the one channel they report on.
+//!
+//! Every byte channel the machine knows (the stdio server's stdin and stdout, each HTTP
+//! connection) has a reader thread that reads until end of input and a writer thread that
+//! writes what the driver hands it, in order. They report to the driver's thread over one
+//! bounded channel ([`REPORT_QUEUE`] reports of at most [`READ_CHUNK`] bytes): a server
+//! that floods us blocks on its own socket or pipe instead of growing our memory.
+//!
+//! Each report names its channel ([`ConnId`]) and a generation: a stdio server restarted
+//! after the era probe is a new generation of [`ConnId::STDIO`], so that anything the old
+//! process's threads still say is told apart and dropped.
+
+use std::io::{self, Read, Write};
+use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::thread;
+use std::time::Duration;
+
+use mcp_host::{Shutdown, WireLog};
+use mcp_proto::ProtocolVersion;
+use mcp_proto::client::{ConnId, Origin, TransportFailure};
+
+use crate::error::Error;
+use crate::http::TransportStage;
+
+/// Bytes read in one go.
+pub(crate) const READ_CHUNK: usize = 64 * 1024;
+/// Reports waiting for the driver, all channels together, before the threads block.
+pub(crate) const REPORT_QUEUE: usize = 64;
+
+/// What carries the machine's bytes: a child process ([`crate::process::Stdio`]) or
+/// HTTP connections ([`crate::http::HttpConns`]). Each does what a
+/// [`Transmit`](mcp_proto::client::Transmit) says, and its threads report on the
+/// driver's channel.
+pub(crate) trait Carrier: Send {
+    /// Writes `bytes` on `conn`, after what was written before.
+    fn write(&mut self, conn: ConnId, bytes: Vec<u8>, log: &mut Option<WireLog>);
+    /// Closes `conn`; for stdio, stops the server within `grace`.
+    fn close(&mut self, conn: ConnId, grace: Duration, log: &mut Option<WireLog>);
+    /// Whether a report comes from a channel that is still open (and current).
+    fn is_current(&self, conn: ConnId, generation: u64) -> bool;
+    /// Whether no channel is open.
+    fn is_idle(&self) -> bool;
+    /// Logs bytes read on `conn`, or (`None`) the end of its input.
+    fn log_read(&mut self, conn: ConnId, data: Option<&[u8]>, log: &mut Option<WireLog>);
+    /// A failure one of the threads saw, typed.
+    fn failure(&self, stage: TransportStage, error: io::Error) -> Failure;
+    /// Closes everything still open; how the server process ended, for stdio.
+    fn release(&mut self, grace: Duration, log: &mut Option<WireLog>) -> Shutdown;
+
+    /// Opens `conn` (HTTP).
+    fn connect(&mut self, _: ConnId, _: &Origin, _: &SyncSender<Report>) -> Result<(), Failure> {
+        Ok(())
+    }
+    /// Starts the server again (stdio).
+    fn respawn(&mut self, _: &SyncSender<Report>) -> Result<(), Failure> {
+        Ok(())
+    }
+    /// The typed error for a failure the machine reported on its own, if any.
+    fn error_of(&self, _: &TransportFailure) -> Option<Error> {
+        None
+    }
+    /// The connection settled on `version`.
+    fn connected(&self, _: ProtocolVersion) {}
+    /// The newest stderr of the server (stdio).
+    fn stderr_tail(&self) -> String {
+        String::new()
+    }
+    /// The server's process id while it runs (stdio).
+    fn process_id(&self) -> Option<u32> {
+        None
+    }
+    /// How many times the server was started again (stdio).
+    fn restarts(&self) -> u32 {
+        0
+    }
+}
+
+/// A transport failure as the machine takes it, with the typed error behind it when
+/// there is one.
+pub(crate) type Failure = (TransportFailure, Option<Error>);
+
+/// A channel for the threads' reports.
+pub(crate) fn channel() -> (SyncSender<Report>, Receiver<Report>) {
+    mpsc::sync_channel(REPORT_QUEUE)
+}
+
+/// What a helper thread saw.
+#[derive(Debug)]
+pub(crate) enum IoEvent {
+    /// The connection is open (HTTP).
+    Connected,
+    /// Bytes read.
+    Data(Vec<u8>),
+    /// End of input.
+    Eof,
+    /// Connecting, reading or writing failed.
+    Failed(TransportStage, io::Error),
+}
+
+/// One report on the channel.
+#[derive(Debug)]
+pub(crate) struct Report {
+    pub(crate) conn: ConnId,
+    pub(crate) generation: u64,
+    pub(crate) event: IoEvent,
+}
+
+/// The sending end of the channel, for one byte channel.
+#[derive(Debug, Clone)]
+pub(crate) struct Reporter {
+    tx: SyncSender<Report>,
+    conn: ConnId,
+    generation: u64,
+}
+
+impl Reporter {
+    pub(crate) fn new(tx: &SyncSender<Report>, conn: ConnId, generation: u64) -> Self {
+        Reporter {
+            tx: tx.clone(),
+            conn,
+            generation,
+        }
+    }
+
+    /// False once the driver is gone.
+    pub(crate) fn send(&self, event: IoEvent) -> bool {
+        let report = Report {
+            conn: self.conn,
+            generation: self.generation,
+            event,
+        };
+        self.tx.send(report).is_ok()
+    }
+}
+
+/// Starts a named thread.
+pub(crate) fn spawn(
+    name: &str,
+    f: impl FnOnce() + Send + 'static,
+) -> io::Result<thread::JoinHandle<()>> {
+    thread::Builder::new().name(name.into()).spawn(f)
+}
+
+/// Reads `input` to its end, reporting every chunk, then the end or the failure.
+pub(crate) fn read_loop(mut input: impl Read, report: &Reporter) {
+    let mut buf = vec![0u8; READ_CHUNK];
+    loop {
+        let event = match input.read(&mut buf) {
+            Ok(0) => IoEvent::Eof,
+            Ok(n) => IoEvent::Data(buf[..n].to_vec()),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => IoEvent::Failed(TransportStage::Read, e),
+        };
+        let last = !matches!(event, IoEvent::Data(_));
+        if !report.send(event) || last {
+            return;
+        }
+    }
+}
+
+/// Writes every buffer from `rx` to `output`, in order, until the driver drops the
+/// sending end; a failure is reported and ends the loop. Dropping `output` at the end
+/// closes it (a child's stdin reaches end of file that way).
+pub(crate) fn write_loop(mut output: impl Write, rx: &Receiver<Vec<u8>>, report: &Reporter) {
+    for bytes in rx {
+        if let Err(e) = output.write_all(&bytes).and_then(|()| output.flush()) {
+            report.send(IoEvent::Failed(TransportStage::Write, e));
+            return;
+        }
+    }
+}

@@ -1,0 +1,192 @@
+//! The HTTP side of a driver: the connections the machine asked for, each with its
+//! threads.
+//!
+//! A [`Transmit::Connect`](mcp_proto::client::Transmit::Connect) starts one thread that
+//! calls the [`Connector`], splits the stream ([`Stream::split`](super::Stream::split)),
+//! reports the connection open, starts a reader thread on the read half, and then stays
+//! as the connection's writer. Bytes to write wait in the connection's queue meanwhile.
+//! A `Close` shuts the socket down through the [`ShutdownHandle`] (a blocked read
+//! returns, the threads end) and forgets the connection; anything its threads still
+//! report is dropped. A connection closed while its thread is still connecting is shut
+//! down as soon as it opens.
+
+use std::collections::HashMap;
+use std::io;
+use std::sync::mpsc::{self, Sender, SyncSender};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use mcp_host::wire_log::HttpLog;
+use mcp_host::{Direction, EraCache, Shutdown, WireLog};
+use mcp_proto::ProtocolVersion;
+use mcp_proto::client::{ConnId, Origin, TransportFailure};
+use mcp_proto::http::EndpointUrl;
+
+use super::connector::{Connector, ShutdownHandle, TransportError, TransportStage, target_of};
+use crate::carrier::{self, Carrier, Failure, IoEvent, Report, Reporter, read_loop, write_loop};
+use crate::error::Error;
+
+/// Where a connection's thread is.
+enum Slot {
+    Connecting,
+    Open(ShutdownHandle),
+    Closed,
+}
+
+/// The driver's handle on one connection.
+struct Conn {
+    writes: Sender<Vec<u8>>,
+    slot: Arc<Mutex<Slot>>,
+    /// The response as it arrives, for the wire log.
+    log: HttpLog,
+}
+
+/// The connections of one HTTP client.
+pub(crate) struct HttpConns {
+    url: EndpointUrl,
+    connector: Arc<dyn Connector>,
+    /// Bounds the connector's own set-up, so that its thread ends; the machine keeps
+    /// its own deadline.
+    connect_timeout: Duration,
+    era_cache: Option<EraCache>,
+    conns: HashMap<ConnId, Conn>,
+}
+
+impl HttpConns {
+    pub(crate) fn new(
+        url: EndpointUrl,
+        connector: Arc<dyn Connector>,
+        connect_timeout: Duration,
+        era_cache: Option<EraCache>,
+    ) -> Self {
+        HttpConns {
+            url,
+            connector,
+            connect_timeout,
+            era_cache,
+            conns: HashMap::new(),
+        }
+    }
+}
+
+impl Carrier for HttpConns {
+    /// Opens `conn` to `origin` on a thread of its own. A thread that cannot start is
+    /// reported at once, as the connect failure it is.
+    fn connect(
+        &mut self,
+        conn: ConnId,
+        origin: &Origin,
+        tx: &SyncSender<Report>,
+    ) -> Result<(), Failure> {
+        let url = if Origin::of(&self.url) == *origin {
+            self.url.clone()
+        } else {
+            let parsed = EndpointUrl::parse(&origin.to_string(), true);
+            parsed.map_err(|e| self.failure(TransportStage::Connect, io::Error::other(e)))?
+        };
+        let (writes, queue) = mpsc::channel::<Vec<u8>>();
+        let slot = Arc::new(Mutex::new(Slot::Connecting));
+        let report = Reporter::new(tx, conn, 0);
+        let (connector, timeout) = (Arc::clone(&self.connector), self.connect_timeout);
+        let thread_slot = Arc::clone(&slot);
+        let opened = carrier::spawn(&format!("mcp-http-{}", conn.index()), move || {
+            let halves = match connector.connect(&url, timeout).and_then(|s| s.split()) {
+                Ok(h) => h,
+                Err(e) => {
+                    report.send(IoEvent::Failed(TransportStage::Connect, e));
+                    return;
+                }
+            };
+            {
+                let mut slot = thread_slot.lock().unwrap_or_else(PoisonError::into_inner);
+                if matches!(*slot, Slot::Closed) {
+                    halves.shutdown.shutdown();
+                    return;
+                }
+                *slot = Slot::Open(halves.shutdown);
+            }
+            if !report.send(IoEvent::Connected) {
+                return;
+            }
+            let reader = report.clone();
+            let input = halves.reader;
+            if let Err(e) = carrier::spawn("mcp-http-reader", move || read_loop(input, &reader)) {
+                report.send(IoEvent::Failed(TransportStage::Read, e));
+                return;
+            }
+            write_loop(halves.writer, &queue, &report);
+        });
+        if let Err(e) = opened {
+            return Err(self.failure(TransportStage::Connect, e));
+        }
+        let log = HttpLog::new();
+        self.conns.insert(conn, Conn { writes, slot, log });
+        Ok(())
+    }
+
+    /// Queues a request on `conn`. The response before it on the same connection is
+    /// over (the machine never pipelines), so its wire log ends here.
+    fn write(&mut self, conn: ConnId, bytes: Vec<u8>, log: &mut Option<WireLog>) {
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.log.finish(log, Direction::Received);
+            HttpLog::whole(log, Direction::Sent, &bytes);
+            // Gone only when the writer failed, which it reported.
+            let _ = c.writes.send(bytes);
+        }
+    }
+
+    /// Shuts `conn` down and forgets it.
+    fn close(&mut self, conn: ConnId, _: Duration, log: &mut Option<WireLog>) {
+        let Some(mut c) = self.conns.remove(&conn) else {
+            return;
+        };
+        c.log.finish(log, Direction::Received);
+        let mut slot = c.slot.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Slot::Open(handle) = &*slot {
+            handle.shutdown();
+        }
+        *slot = Slot::Closed;
+    }
+
+    fn is_current(&self, conn: ConnId, _: u64) -> bool {
+        self.conns.contains_key(&conn)
+    }
+
+    fn is_idle(&self) -> bool {
+        self.conns.is_empty()
+    }
+
+    fn log_read(&mut self, conn: ConnId, data: Option<&[u8]>, log: &mut Option<WireLog>) {
+        if let Some(c) = self.conns.get_mut(&conn) {
+            match data {
+                Some(data) => c.log.feed(log, Direction::Received, data),
+                None => c.log.finish(log, Direction::Received),
+            }
+        }
+    }
+
+    fn failure(&self, stage: TransportStage, error: io::Error) -> Failure {
+        let error = TransportError::at(stage, target_of(&self.url), error);
+        (error.failure(), Some(Error::Transport(error)))
+    }
+
+    fn release(&mut self, _: Duration, log: &mut Option<WireLog>) -> Shutdown {
+        let all: Vec<ConnId> = self.conns.keys().copied().collect();
+        for conn in all {
+            self.close(conn, Duration::ZERO, log);
+        }
+        Shutdown::default()
+    }
+
+    fn error_of(&self, failure: &TransportFailure) -> Option<Error> {
+        let error = TransportError::from_failure(failure, target_of(&self.url));
+        Some(Error::Transport(error))
+    }
+
+    /// Records the era the endpoint's origin speaks, when there is a cache.
+    fn connected(&self, version: ProtocolVersion) {
+        if let Some(cache) = &self.era_cache {
+            cache.record(self.url.origin(), version);
+        }
+    }
+}

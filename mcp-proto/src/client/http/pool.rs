@@ -1,0 +1,488 @@
+//! The connections under Streamable HTTP: how many, which exchange rides on which, when
+//! an idle keep-alive connection is reused or expired, and the one retry of a request
+//! that met a stale one.
+//!
+//! # Theory of operation
+//!
+//! Every exchange (one HTTP request and its response) is a job. A job takes an idle
+//! connection when there is one (most recently used first), else a new connection when
+//! the bound allows, else it waits in order. Connections carry one exchange at a time (no
+//! pipelining): HTTP/1.1 keep-alive, never HTTP/2.
+//!
+//! Two bounds, each [`PoolConfig::max_connections`]: one for requests (idle connections
+//! count here), one for long-lived GET streams (the legacy server stream and
+//! resumptions), so a server that holds streams open can never starve the calls.
+//!
+//! A connection is *connecting* (until the driver reports it connected, within
+//! [`PoolConfig::connect_timeout`]), *busy* with a job, or *idle* (since an instant; after
+//! [`PoolConfig::idle_timeout`] it is closed rather than reused). The driver keeps reading
+//! every connection, so a server closing an idle one is seen as end of input and the
+//! connection is dropped; bytes arriving on an idle connection are a protocol violation and
+//! close it.
+//!
+//! A request written on a *reused* connection that fails (end of input, reset, a failed
+//! write) before any byte of its response arrived is sent again, once, on a fresh
+//! connection: the server closed the idle connection as we wrote. Never after a response
+//! byte (the request may have run), never for a job already retried.
+//!
+//! The pool never reads HTTP: the exchange layer above it parses responses and tells it
+//! when one is over ([`Pool::finished`]) and whether the connection can be reused.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
+
+use super::exchange::ExchangeId;
+use crate::Instant;
+use crate::client::transmit::{ConnId, Origin, Transmit, TransportFailure, TransportFailureKind};
+
+/// How connections are opened and kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PoolConfig {
+    /// Connections carrying requests at once, idle ones included; as many more may carry
+    /// long-lived streams. Default 16; 0 counts as 1.
+    pub max_connections: usize,
+    /// How long an idle keep-alive connection is kept for reuse. Default 30 s.
+    pub idle_timeout: Duration,
+    /// How long opening a connection (TCP and TLS) may take. Default 10 s.
+    pub connect_timeout: Duration,
+}
+
+impl Default for PoolConfig {
+    fn default() -> Self {
+        PoolConfig {
+            max_connections: 16,
+            idle_timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Counters, for tests and diagnostics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PoolStats {
+    /// Connections opened so far.
+    pub opened: u64,
+    /// Requests sent a second time after a stale keep-alive connection.
+    pub retries: u64,
+    /// Connections open now (connecting, busy or idle).
+    pub open: usize,
+    /// Idle connections now.
+    pub idle: usize,
+}
+
+#[derive(Debug)]
+struct Job {
+    exchange: ExchangeId,
+    /// The request, kept until a byte of its response arrives (for the one retry).
+    bytes: Vec<u8>,
+    long_lived: bool,
+    retried: bool,
+    answered: bool,
+}
+
+#[derive(Debug)]
+enum ConnState {
+    Connecting { job: Job, deadline: Instant },
+    Busy { job: Job },
+    Idle { since: Instant },
+}
+
+#[derive(Debug)]
+struct Conn {
+    state: ConnState,
+    /// Exchanges finished on it: more than zero means the current one reuses it.
+    carried: u32,
+}
+
+impl Conn {
+    fn job(&self) -> Option<&Job> {
+        match &self.state {
+            ConnState::Connecting { job, .. } | ConnState::Busy { job } => Some(job),
+            ConnState::Idle { .. } => None,
+        }
+    }
+
+    fn long_lived(&self) -> bool {
+        self.job().is_some_and(|j| j.long_lived)
+    }
+}
+
+#[derive(Debug)]
+enum Command {
+    Connect(ConnId),
+    /// Write the request of the job on this connection.
+    Write(ConnId),
+    Close(ConnId),
+}
+
+/// What an input on a connection means for the exchange it carried.
+#[derive(Debug)]
+pub(super) enum Outcome {
+    /// Nothing for the exchanges (an idle connection ended, a retry started).
+    None,
+    /// Hand this to the exchange's response reader.
+    Deliver(ExchangeId),
+    /// The exchange failed below HTTP.
+    Failed(ExchangeId, TransportFailure),
+}
+
+/// The connections of one client to one origin.
+#[derive(Debug)]
+pub(super) struct Pool {
+    origin: Origin,
+    config: PoolConfig,
+    next_conn: u64,
+    conns: BTreeMap<ConnId, Conn>,
+    /// Jobs waiting for a connection, in order.
+    queue: VecDeque<Job>,
+    commands: VecDeque<Command>,
+    opened: u64,
+    retries: u64,
+}
+
+impl Pool {
+    pub(super) fn new(origin: Origin, config: PoolConfig) -> Pool {
+        Pool {
+            origin,
+            config,
+            // 0 is the stdio channel.
+            next_conn: 1,
+            conns: BTreeMap::new(),
+            queue: VecDeque::new(),
+            commands: VecDeque::new(),
+            opened: 0,
+            retries: 0,
+        }
+    }
+
+    pub(super) fn stats(&self) -> PoolStats {
+        PoolStats {
+            opened: self.opened,
+            retries: self.retries,
+            open: self.conns.len(),
+            idle: self
+                .conns
+                .values()
+                .filter(|c| matches!(c.state, ConnState::Idle { .. }))
+                .count(),
+        }
+    }
+
+    /// Sends a request: on an idle connection, a new one, or later.
+    pub(super) fn submit(
+        &mut self,
+        now: Instant,
+        exchange: ExchangeId,
+        bytes: Vec<u8>,
+        long_lived: bool,
+    ) {
+        self.queue.push_back(Job {
+            exchange,
+            bytes,
+            long_lived,
+            retried: false,
+            answered: false,
+        });
+        self.dispatch(now);
+    }
+
+    /// The exchange is no longer wanted: dropped from the queue, or its connection
+    /// closed (a response half read leaves nothing reusable).
+    pub(super) fn abort(&mut self, now: Instant, exchange: ExchangeId) {
+        let queued = self.queue.len();
+        self.queue.retain(|j| j.exchange != exchange);
+        if self.queue.len() != queued {
+            return;
+        }
+        if let Some(conn) = self.conn_of(exchange) {
+            self.close(conn);
+            self.dispatch(now);
+        }
+    }
+
+    /// The exchange's response is over; its connection goes back to the pool when
+    /// `reusable` (keep-alive, nothing left over), or is closed.
+    pub(super) fn finished(&mut self, now: Instant, exchange: ExchangeId, reusable: bool) {
+        let Some(id) = self.conn_of(exchange) else {
+            return;
+        };
+        if reusable && let Some(conn) = self.conns.get_mut(&id) {
+            conn.state = ConnState::Idle { since: now };
+            conn.carried += 1;
+        } else {
+            self.close(id);
+        }
+        self.dispatch(now);
+    }
+
+    /// The driver connected `conn`: its request goes out.
+    pub(super) fn connected(&mut self, conn: ConnId) {
+        let Some(c) = self.conns.remove(&conn) else {
+            return;
+        };
+        let state = match c.state {
+            ConnState::Connecting { job, .. } => {
+                self.commands.push_back(Command::Write(conn));
+                ConnState::Busy { job }
+            }
+            other => other,
+        };
+        self.conns.insert(conn, Conn { state, ..c });
+    }
+
+    /// Bytes arrived on `conn`: the exchange they belong to. Bytes on an idle or unknown
+    /// connection close it.
+    pub(super) fn read(&mut self, now: Instant, conn: ConnId) -> Option<ExchangeId> {
+        let job = match self.conns.get_mut(&conn).map(|c| &mut c.state) {
+            Some(ConnState::Busy { job }) => job,
+            Some(_) => {
+                self.close(conn);
+                self.dispatch(now);
+                return None;
+            }
+            None => return None,
+        };
+        if !job.answered {
+            job.answered = true;
+            job.bytes = Vec::new();
+        }
+        Some(job.exchange)
+    }
+
+    /// `conn` reached end of input.
+    pub(super) fn eof(&mut self, now: Instant, conn: ConnId) -> Outcome {
+        let failure =
+            || TransportFailure::new(TransportFailureKind::Closed, "closed by the server");
+        self.ended(now, conn, failure, true)
+    }
+
+    /// `conn` failed below HTTP.
+    pub(super) fn failed(
+        &mut self,
+        now: Instant,
+        conn: ConnId,
+        failure: TransportFailure,
+    ) -> Outcome {
+        self.ended(now, conn, || failure, false)
+    }
+
+    fn ended(
+        &mut self,
+        now: Instant,
+        conn: ConnId,
+        failure: impl FnOnce() -> TransportFailure,
+        eof: bool,
+    ) -> Outcome {
+        let Some(c) = self.conns.get(&conn) else {
+            return Outcome::None;
+        };
+        let outcome = match &c.state {
+            ConnState::Idle { .. } => Outcome::None,
+            ConnState::Connecting { job, .. } => Outcome::Failed(job.exchange, failure()),
+            ConnState::Busy { job } if !job.answered && c.carried > 0 && !job.retried => {
+                // The server closed a kept-alive connection as we wrote: send it again,
+                // once, on a fresh connection.
+                let Some(Conn {
+                    state: ConnState::Busy { mut job },
+                    ..
+                }) = self.conns.remove(&conn)
+                else {
+                    return Outcome::None;
+                };
+                self.commands.push_back(Command::Close(conn));
+                job.retried = true;
+                self.retries += 1;
+                self.queue.push_front(job);
+                self.dispatch(now);
+                return Outcome::None;
+            }
+            // End of input is the response's own business (a close-delimited body ends
+            // there); the exchange layer reports `finished` and the connection closes.
+            ConnState::Busy { job } if eof => return Outcome::Deliver(job.exchange),
+            ConnState::Busy { job } => Outcome::Failed(job.exchange, failure()),
+        };
+        self.close(conn);
+        self.dispatch(now);
+        outcome
+    }
+
+    /// Connections that took too long to open fail their exchange; idle ones past their
+    /// time close.
+    pub(super) fn handle_timeout(&mut self, now: Instant) -> Vec<(ExchangeId, TransportFailure)> {
+        let mut failed = Vec::new();
+        let mut expired = Vec::new();
+        for (id, c) in &self.conns {
+            match &c.state {
+                ConnState::Connecting { job, deadline } if *deadline <= now => {
+                    let detail = format!(
+                        "connecting to {} took longer than {:?}",
+                        self.origin, self.config.connect_timeout
+                    );
+                    let failure = TransportFailure::new(TransportFailureKind::Timeout, detail);
+                    failed.push((job.exchange, failure));
+                    expired.push(*id);
+                }
+                ConnState::Idle { since } if *since + self.config.idle_timeout <= now => {
+                    expired.push(*id);
+                }
+                _ => {}
+            }
+        }
+        for id in expired {
+            self.close(id);
+        }
+        if !failed.is_empty() {
+            self.dispatch(now);
+        }
+        failed
+    }
+
+    pub(super) fn poll_timeout(&self) -> Option<Instant> {
+        self.conns
+            .values()
+            .filter_map(|c| match &c.state {
+                ConnState::Connecting { deadline, .. } => Some(*deadline),
+                ConnState::Idle { since } => Some(*since + self.config.idle_timeout),
+                ConnState::Busy { .. } => None,
+            })
+            .min()
+    }
+
+    /// Closes every connection and forgets every job.
+    pub(super) fn close_all(&mut self) {
+        self.queue.clear();
+        let ids: Vec<ConnId> = self.conns.keys().copied().collect();
+        for id in ids {
+            self.close(id);
+        }
+    }
+
+    /// Whether every connection is closed and the driver was told so.
+    pub(super) fn is_empty(&self) -> bool {
+        self.queue.is_empty() && self.conns.is_empty() && self.commands.is_empty()
+    }
+
+    /// The next command, with a request's bytes appended to `buf`.
+    pub(super) fn poll_transmit(&mut self, buf: &mut Vec<u8>) -> Option<Transmit> {
+        loop {
+            let command = self.commands.pop_front()?;
+            return Some(match command {
+                Command::Connect(conn) => {
+                    if !self.conns.contains_key(&conn) {
+                        continue;
+                    }
+                    Transmit::Connect {
+                        conn,
+                        origin: self.origin.clone(),
+                    }
+                }
+                Command::Write(conn) => {
+                    let Some(job) = self.conns.get(&conn).and_then(Conn::job) else {
+                        continue;
+                    };
+                    buf.extend_from_slice(&job.bytes);
+                    Transmit::Write {
+                        conn,
+                        len: job.bytes.len(),
+                    }
+                }
+                Command::Close(conn) => Transmit::Close { conn },
+            });
+        }
+    }
+
+    fn conn_of(&self, exchange: ExchangeId) -> Option<ConnId> {
+        self.conns
+            .iter()
+            .find(|(_, c)| c.job().is_some_and(|j| j.exchange == exchange))
+            .map(|(id, _)| *id)
+    }
+
+    fn close(&mut self, conn: ConnId) {
+        if self.conns.remove(&conn).is_some() {
+            self.commands.push_back(Command::Close(conn));
+        }
+    }
+
+    fn max(&self) -> usize {
+        self.config.max_connections.max(1)
+    }
+
+    /// Puts waiting jobs on connections, in order, as far as the bounds allow.
+    fn dispatch(&mut self, now: Instant) {
+        let mut waiting = VecDeque::new();
+        while let Some(job) = self.queue.pop_front() {
+            if let Some(job) = self.place(now, job) {
+                waiting.push_back(job);
+            }
+        }
+        self.queue = waiting;
+    }
+
+    /// Puts `job` on a connection, or hands it back when none can be had.
+    fn place(&mut self, now: Instant, job: Job) -> Option<Job> {
+        // Reuse: the most recently idle connection that has not expired. A retried job
+        // takes only a fresh connection.
+        if !job.retried {
+            let idle = self
+                .conns
+                .iter()
+                .filter_map(|(id, c)| match c.state {
+                    ConnState::Idle { since } if since + self.config.idle_timeout > now => {
+                        Some((since, *id))
+                    }
+                    _ => None,
+                })
+                .max();
+            if let Some((_, id)) = idle
+                && let Some(conn) = self.conns.get_mut(&id)
+            {
+                conn.state = ConnState::Busy { job };
+                self.commands.push_back(Command::Write(id));
+                return None;
+            }
+        }
+        let streams = self.conns.values().filter(|c| c.long_lived()).count();
+        let requests = self.conns.len() - streams;
+        let room = if job.long_lived {
+            streams < self.max()
+        } else if requests < self.max() {
+            true
+        } else {
+            // Make room by closing the longest-idle connection, if any.
+            let oldest = self
+                .conns
+                .iter()
+                .filter_map(|(id, c)| match c.state {
+                    ConnState::Idle { since } => Some((since, *id)),
+                    _ => None,
+                })
+                .min();
+            match oldest {
+                Some((_, id)) => {
+                    self.close(id);
+                    true
+                }
+                None => false,
+            }
+        };
+        if !room {
+            return Some(job);
+        }
+        let id = ConnId(self.next_conn);
+        self.next_conn += 1;
+        self.opened += 1;
+        let deadline = now + self.config.connect_timeout;
+        self.conns.insert(
+            id,
+            Conn {
+                state: ConnState::Connecting { job, deadline },
+                carried: 0,
+            },
+        );
+        self.commands.push_back(Command::Connect(id));
+        None
+    }
+}

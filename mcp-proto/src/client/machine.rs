@@ -1,0 +1,256 @@
+//! [`Client`]: the one client machine, over stdio or Streamable HTTP.
+
+use super::http::pool::PoolStats;
+use super::http::{HttpConfig, HttpLink};
+use super::session::Session;
+use super::stdio_link::StdioLink;
+use super::transmit::{ConnId, Transmit, TransportFailure};
+use super::{
+    ApiMisuse, CallId, CallRequest, ClientConfig, CloseReason, ConnectionState, Event, InputAnswer,
+    InputId,
+};
+use crate::Instant;
+use crate::model::ServerDetails;
+
+/// The client connection machine: one connection to one MCP server, over a stdio
+/// channel ([`Client::stdio`]) or Streamable HTTP ([`Client::http`]). See the
+/// [module docs](super) for the run loop.
+#[derive(Debug)]
+pub struct Client {
+    link: Link,
+}
+
+#[derive(Debug)]
+enum Link {
+    Stdio(Box<StdioLink>),
+    Http(Box<HttpLink>),
+}
+
+macro_rules! each {
+    ($self:expr, |$l:ident| $body:expr) => {
+        match &$self.link {
+            Link::Stdio($l) => $body,
+            Link::Http($l) => $body,
+        }
+    };
+    (mut $self:expr, |$l:ident| $body:expr) => {
+        match &mut $self.link {
+            Link::Stdio($l) => $body,
+            Link::Http($l) => $body,
+        }
+    };
+}
+
+impl Client {
+    /// A client on a stdio server's stdin and stdout ([`ConnId::STDIO`]), which the
+    /// driver has already started. The first bytes (probe or `initialize`) are ready.
+    #[must_use]
+    pub fn stdio(config: ClientConfig, now: Instant) -> Client {
+        Client {
+            link: Link::Stdio(Box::new(StdioLink::new(config, now))),
+        }
+    }
+
+    /// A client of the Streamable HTTP endpoint in `http`. The first
+    /// [`Transmit::Connect`] is ready.
+    #[must_use]
+    pub fn http(config: ClientConfig, http: HttpConfig, now: Instant) -> Client {
+        Client {
+            link: Link::Http(Box::new(HttpLink::new(config, http, now))),
+        }
+    }
+
+    fn session(&self) -> &Session {
+        match &self.link {
+            Link::Stdio(l) => &l.session,
+            Link::Http(l) => l.session(),
+        }
+    }
+
+    // ----- what it knows ------------------------------------------------------------
+
+    /// Where the connection stands.
+    #[must_use]
+    pub fn state(&self) -> ConnectionState {
+        self.session().state()
+    }
+
+    /// Why the connection closed, once it has.
+    #[must_use]
+    pub fn close_reason(&self) -> Option<&CloseReason> {
+        self.session().close_reason()
+    }
+
+    /// What the server said about itself, once connected.
+    #[must_use]
+    pub fn server(&self) -> Option<&ServerDetails> {
+        self.session().server()
+    }
+
+    /// The configuration.
+    #[must_use]
+    pub fn config(&self) -> &ClientConfig {
+        self.session().config()
+    }
+
+    /// The HTTP configuration, for a client over HTTP.
+    #[must_use]
+    pub fn http_config(&self) -> Option<&HttpConfig> {
+        match &self.link {
+            Link::Http(l) => Some(l.http_config()),
+            Link::Stdio(_) => None,
+        }
+    }
+
+    /// The legacy session id the server issued, for a client over HTTP.
+    #[must_use]
+    pub fn session_id(&self) -> Option<&str> {
+        match &self.link {
+            Link::Http(l) => l.session_id(),
+            Link::Stdio(_) => None,
+        }
+    }
+
+    /// Connection counters, for a client over HTTP.
+    #[must_use]
+    pub fn pool_stats(&self) -> Option<PoolStats> {
+        match &self.link {
+            Link::Http(l) => Some(l.pool_stats()),
+            Link::Stdio(_) => None,
+        }
+    }
+
+    /// Whether the machine is done with its transport: closed, the last bytes handed
+    /// out and every connection (or the stdio channel) released. A driver can stop then.
+    #[must_use]
+    pub fn is_released(&self) -> bool {
+        each!(self, |l| l.is_released())
+    }
+
+    /// Replaces the `Authorization` header value of the requests that follow (HTTP).
+    pub fn set_authorization(&mut self, value: Option<String>) {
+        if let Link::Http(l) = &mut self.link {
+            l.set_authorization(value);
+        }
+    }
+
+    // ----- inputs -------------------------------------------------------------------
+
+    /// `conn` is open: a [`Transmit::Connect`] succeeded, or (stdio) the fresh process
+    /// asked for by [`Transmit::Respawn`] is running.
+    pub fn handle_connected(&mut self, now: Instant, conn: ConnId) {
+        each!(mut self, |l| l.handle_connected(now, conn));
+    }
+
+    /// Bytes read from `conn`, in any chunks.
+    pub fn handle_read(&mut self, now: Instant, conn: ConnId, data: &[u8]) {
+        each!(mut self, |l| l.handle_read(now, conn, data));
+    }
+
+    /// `conn` reached end of input (the stdio server closed its stdout or exited; the
+    /// HTTP server closed the connection).
+    pub fn handle_eof(&mut self, now: Instant, conn: ConnId) {
+        each!(mut self, |l| l.handle_eof(now, conn));
+    }
+
+    /// `conn` failed: it could not be opened (refused, DNS, TLS, the process would not
+    /// start), or a read or write on it failed. The machine closes it.
+    pub fn handle_transport_error(
+        &mut self,
+        now: Instant,
+        conn: ConnId,
+        failure: TransportFailure,
+    ) {
+        each!(mut self, |l| l.handle_transport_error(now, conn, failure));
+    }
+
+    /// Time passed: fire every deadline at or before `now`.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        match &mut self.link {
+            Link::Stdio(l) => {
+                l.session.handle_timeout(now);
+                l.pump();
+            }
+            Link::Http(l) => l.handle_timeout(now),
+        }
+    }
+
+    // ----- commands -----------------------------------------------------------------
+
+    /// Starts a call. It is written at once when connected, or queued until then.
+    ///
+    /// # Errors
+    /// [`ApiMisuse::Closed`] after close, [`ApiMisuse::TooManyCalls`] at the limit.
+    pub fn call(&mut self, now: Instant, request: CallRequest) -> Result<CallId, ApiMisuse> {
+        match &mut self.link {
+            Link::Stdio(l) => l.session.call(now, request),
+            Link::Http(l) => l.call(now, request),
+        }
+    }
+
+    /// Answers an [`Event::InputRequested`].
+    ///
+    /// # Errors
+    /// [`ApiMisuse::UnknownInput`] when the request was already answered or voided.
+    pub fn respond(
+        &mut self,
+        now: Instant,
+        input: InputId,
+        answer: InputAnswer,
+    ) -> Result<(), ApiMisuse> {
+        match &mut self.link {
+            Link::Stdio(l) => l.session.respond(now, input, answer),
+            Link::Http(l) => l.respond(now, input, answer),
+        }
+    }
+
+    /// Cancels a call: it completes with [`super::CallError::Cancelled`] and the server
+    /// is told (`notifications/cancelled`, or over 2026 HTTP by closing its stream).
+    ///
+    /// # Errors
+    /// [`ApiMisuse::UnknownCall`] when the call already completed.
+    pub fn cancel(&mut self, now: Instant, call: CallId) -> Result<(), ApiMisuse> {
+        match &mut self.link {
+            Link::Stdio(l) => l.session.cancel(now, call),
+            Link::Http(l) => l.cancel(now, call),
+        }
+    }
+
+    /// Ends the connection: every call fails with [`CloseReason::Local`]; then the
+    /// transport is released through [`Transmit::Close`] (after a legacy HTTP session's
+    /// `DELETE`).
+    pub fn close(&mut self, now: Instant) {
+        match &mut self.link {
+            Link::Stdio(l) => {
+                l.session.close(now);
+                l.pump();
+            }
+            Link::Http(l) => l.close(now),
+        }
+    }
+
+    // ----- outputs ------------------------------------------------------------------
+
+    /// The next thing for the driver to do. For [`Transmit::Write`] the bytes are
+    /// appended to `buf`. Call until it returns `None` after every input and command.
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+        match &mut self.link {
+            Link::Stdio(l) => l.poll_transmit(now, buf),
+            Link::Http(l) => l.poll_transmit(buf),
+        }
+    }
+
+    /// The next event.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        each!(mut self, |l| l.poll_event())
+    }
+
+    /// When [`Client::handle_timeout`] should be called next.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        match &self.link {
+            Link::Stdio(l) => l.session.poll_timeout(),
+            Link::Http(l) => l.poll_timeout(),
+        }
+    }
+}

@@ -1,0 +1,133 @@
+//! The session on one byte channel: a stdio server's stdin and stdout.
+//!
+//! Messages are newline-framed. The channel exists from the start; the machine asks for a
+//! [`Transmit::Respawn`] when the server exited on the era probe (the session then speaks
+//! `initialize` to the fresh process), and for a [`Transmit::Close`] once the session is
+//! over, after the last bytes it still had to write.
+
+use super::session::Session;
+use super::transmit::{ConnId, Transmit, TransportFailure, TransportFailureKind};
+use super::{ClientConfig, CloseReason, ConnectionState, Event};
+use crate::Instant;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Channel {
+    /// Bytes flow.
+    Open,
+    /// A fresh process is wanted; nothing is written until it is there.
+    RespawnWanted,
+    /// Waiting for the driver to report the fresh process.
+    Respawning,
+    /// The session is over: the close is still to be handed out.
+    CloseWanted,
+    /// Closed.
+    Closed,
+}
+
+#[derive(Debug)]
+pub(crate) struct StdioLink {
+    pub(crate) session: Session,
+    channel: Channel,
+}
+
+impl StdioLink {
+    pub(crate) fn new(config: ClientConfig, now: Instant) -> StdioLink {
+        let mut link = StdioLink {
+            session: Session::new(config, now),
+            channel: Channel::Open,
+        };
+        link.pump();
+        link
+    }
+
+    /// Acts on what the session wants of the channel.
+    pub(crate) fn pump(&mut self) {
+        if self.session.restart_wanted && self.channel == Channel::Open {
+            self.channel = Channel::RespawnWanted;
+        }
+        if self.session.state() == ConnectionState::Closed
+            && matches!(self.channel, Channel::Open | Channel::RespawnWanted)
+        {
+            self.channel = Channel::CloseWanted;
+        }
+    }
+
+    pub(crate) fn handle_connected(&mut self, now: Instant, conn: ConnId) {
+        if conn == ConnId::STDIO && self.channel == Channel::Respawning {
+            self.channel = Channel::Open;
+            // Refused only when no restart was asked for, which the channel rules out.
+            let _ = self.session.handle_transport_restarted(now);
+        }
+        self.pump();
+    }
+
+    pub(crate) fn handle_read(&mut self, now: Instant, conn: ConnId, data: &[u8]) {
+        if conn == ConnId::STDIO && self.channel == Channel::Open {
+            self.session.handle_input(now, data);
+        }
+        self.pump();
+    }
+
+    pub(crate) fn handle_eof(&mut self, now: Instant, conn: ConnId) {
+        if conn == ConnId::STDIO && self.channel == Channel::Open {
+            self.session.handle_eof(now);
+        }
+        self.pump();
+    }
+
+    pub(crate) fn handle_transport_error(
+        &mut self,
+        now: Instant,
+        conn: ConnId,
+        failure: TransportFailure,
+    ) {
+        if conn != ConnId::STDIO {
+            return;
+        }
+        match (self.channel, failure.kind) {
+            // The server stopped reading its stdin: it is on its way out, and the end of
+            // its stdout says the rest.
+            (Channel::Open, TransportFailureKind::Closed) => {}
+            (Channel::Open | Channel::Respawning, _) => {
+                self.channel = Channel::Open;
+                self.session.handle_eof(now);
+                self.session.close_with(CloseReason::Transport(failure));
+            }
+            _ => {}
+        }
+        self.pump();
+    }
+
+    pub(crate) fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+        match self.channel {
+            Channel::RespawnWanted => {
+                self.channel = Channel::Respawning;
+                return Some(Transmit::Respawn);
+            }
+            Channel::Respawning | Channel::Closed => return None,
+            Channel::Open | Channel::CloseWanted => {}
+        }
+        let len = self.session.poll_transmit(now, buf);
+        if len > 0 {
+            return Some(Transmit::Write {
+                conn: ConnId::STDIO,
+                len,
+            });
+        }
+        if self.channel == Channel::CloseWanted {
+            self.channel = Channel::Closed;
+            return Some(Transmit::Close {
+                conn: ConnId::STDIO,
+            });
+        }
+        None
+    }
+
+    pub(crate) fn poll_event(&mut self) -> Option<Event> {
+        self.session.poll_event()
+    }
+
+    pub(crate) fn is_released(&self) -> bool {
+        self.channel == Channel::Closed
+    }
+}

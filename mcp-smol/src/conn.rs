@@ -1,0 +1,185 @@
+//! One byte channel of the driver: an HTTP connection (being opened, or open) or the
+//! stdio server's stdin and stdout; the bytes still to write on it, and its wire log.
+
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use async_process::{ChildStdin, ChildStdout};
+use futures_lite::{AsyncRead, AsyncWrite};
+use mcp_host::wire_log::{HttpLog, LineLog};
+use mcp_host::{Direction, WireLog};
+
+use crate::http::{AsyncStream, Opening};
+
+/// A channel: being opened, or open.
+pub(crate) enum Conn {
+    Opening(Opening),
+    Open(Open),
+}
+
+impl Conn {
+    /// The channel is gone: its wire log is finished, and an open one's wire handed back.
+    pub(crate) fn close(self, wire_log: &mut Option<WireLog>) -> Option<Wire> {
+        match self {
+            Conn::Open(mut open) => {
+                open.finish(wire_log);
+                Some(open.wire)
+            }
+            Conn::Opening(_) => None,
+        }
+    }
+}
+
+/// The bytes of an open channel.
+pub(crate) enum Wire {
+    /// A connection to the HTTP endpoint (TCP, TLS, or the connector's own stream).
+    Net(Box<dyn AsyncStream>),
+    /// The stdio server: its stdin is written, its stdout read.
+    Pipes {
+        stdin: Option<ChildStdin>,
+        stdout: ChildStdout,
+    },
+}
+
+impl AsyncRead for Wire {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Wire::Net(s) => Pin::new(s).poll_read(cx, buf),
+            Wire::Pipes { stdout, .. } => Pin::new(stdout).poll_read(cx, buf),
+        }
+    }
+}
+
+impl Wire {
+    fn writer(&mut self) -> io::Result<Pin<&mut (dyn AsyncWrite + Send + Unpin)>> {
+        match self {
+            Wire::Net(s) => Ok(Pin::new(s)),
+            Wire::Pipes { stdin: Some(s), .. } => Ok(Pin::new(s)),
+            Wire::Pipes { stdin: None, .. } => Err(io::ErrorKind::BrokenPipe.into()),
+        }
+    }
+}
+
+/// An open channel.
+pub(crate) struct Open {
+    pub(crate) wire: Wire,
+    /// Bytes to write; `out[written..]` is not written yet.
+    out: Vec<u8>,
+    written: usize,
+    flushed: bool,
+    /// A write failed: nothing more is written.
+    write_failed: bool,
+    log: Log,
+}
+
+/// The wire log of what a channel receives: HTTP messages, or stdio lines.
+enum Log {
+    Http(HttpLog),
+    Lines(LineLog),
+}
+
+impl Open {
+    pub(crate) fn new(wire: Wire) -> Open {
+        let log = match wire {
+            Wire::Net(_) => Log::Http(HttpLog::new()),
+            Wire::Pipes { .. } => Log::Lines(LineLog::new()),
+        };
+        Open {
+            wire,
+            out: Vec::new(),
+            written: 0,
+            flushed: true,
+            write_failed: false,
+            log,
+        }
+    }
+
+    /// Queues `bytes` to be written, after what is queued already.
+    pub(crate) fn send(&mut self, wire_log: &mut Option<WireLog>, bytes: &[u8]) {
+        match &mut self.log {
+            // A request is written only once the previous response is over: the next
+            // bytes received are a new message.
+            Log::Http(received) => {
+                received.finish(wire_log, Direction::Received);
+                HttpLog::whole(wire_log, Direction::Sent, bytes);
+            }
+            Log::Lines(_) => LineLog::whole(wire_log, Direction::Sent, bytes),
+        }
+        if !self.write_failed {
+            self.out.extend_from_slice(bytes);
+            self.flushed = false;
+        }
+    }
+
+    /// Logs bytes just read.
+    pub(crate) fn received(&mut self, wire_log: &mut Option<WireLog>, bytes: &[u8]) {
+        match &mut self.log {
+            Log::Http(log) => log.feed(wire_log, Direction::Received, bytes),
+            Log::Lines(log) => log.feed(wire_log, Direction::Received, bytes),
+        }
+    }
+
+    /// The message received is over: logs what is left of an unfinished line.
+    pub(crate) fn finish(&mut self, wire_log: &mut Option<WireLog>) {
+        match &mut self.log {
+            Log::Http(log) => log.finish(wire_log, Direction::Received),
+            Log::Lines(log) => log.finish(wire_log, Direction::Received),
+        }
+    }
+
+    /// Writes (and then flushes) what is queued, as far as the channel takes it now.
+    /// True on progress. After an error nothing more is written (a stdio server's stdin
+    /// is closed), and reading goes on.
+    pub(crate) fn poll_write(&mut self, cx: &mut Context<'_>) -> io::Result<bool> {
+        if self.write_failed {
+            return Ok(false);
+        }
+        let written = self.write(cx);
+        if written.is_err() {
+            self.write_failed = true;
+            self.out = Vec::new();
+            self.written = 0;
+            if let Wire::Pipes { stdin, .. } = &mut self.wire {
+                *stdin = None;
+            }
+        }
+        written
+    }
+
+    fn write(&mut self, cx: &mut Context<'_>) -> io::Result<bool> {
+        let mut progress = false;
+        while self.written < self.out.len() {
+            match self
+                .wire
+                .writer()?
+                .poll_write(cx, &self.out[self.written..])
+            {
+                Poll::Ready(Ok(0)) => return Err(io::ErrorKind::WriteZero.into()),
+                Poll::Ready(Ok(n)) => {
+                    self.written += n;
+                    progress = true;
+                }
+                Poll::Ready(Err(e)) => return Err(e),
+                Poll::Pending => return Ok(progress),
+            }
+        }
+        self.out.clear();
+        self.written = 0;
+        if !self.flushed {
+            match self.wire.writer()?.poll_flush(cx) {
+                Poll::Ready(Ok(())) => {
+                    self.flushed = true;
+                    progress = true;
+                }
+                Poll::Ready(Err(e)) => return Err(e),
+                Poll::Pending => {}
+            }
+        }
+        Ok(progress)
+    }
+}

@@ -1,0 +1,283 @@
+//! What the [`Client`](crate::Client) handles are owed: their commands applied to the
+//! machine, the machine's events turned into replies, notifications and shared state,
+//! and, at the end, an error for whatever still waits.
+//!
+//! Nothing here does IO or decides anything about the protocol: progress and input
+//! requests are handled by [`Options::handle_event`] (shared with `mcp-blocking`), the
+//! era cache is filled from the machine's verdict, and failures are reported as the
+//! machine classified them.
+
+use std::collections::{HashMap, VecDeque};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use async_channel::{Receiver, Sender, TrySendError};
+use futures_lite::Stream;
+use mcp_host::{EraCache, Options};
+use mcp_proto::Instant;
+use mcp_proto::client::{
+    CallError, CallId, CallOutput, Client as Machine, CloseReason, ConnectionState, Event,
+    TransportFailure,
+};
+use mcp_proto::jsonrpc::Notification;
+use mcp_proto::model::ServerDetails;
+
+use crate::Error;
+use crate::client::{Command, Shared};
+use crate::error::TransportError;
+
+/// Failures kept with the error behind them (see [`Facade::remember`]).
+const MAX_FAILURES: usize = 16;
+
+/// The channels between the handles and the driver.
+pub(crate) struct Channels {
+    pub(crate) commands: Receiver<Command>,
+    /// The sender, and a receiver to drop the oldest notification when the queue is full.
+    pub(crate) notifications: (Sender<Notification>, Receiver<Notification>),
+    /// Dropped when the driver finishes.
+    pub(crate) done: Sender<()>,
+}
+
+/// The command channel's receiving end. Dropping it (the driver ended or was dropped)
+/// closes the channel and drops the commands still queued, so that every call waiting
+/// for a reply learns that none will come.
+pub(crate) struct Commands(Pin<Box<Receiver<Command>>>);
+
+impl Commands {
+    pub(crate) fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Command>> {
+        self.0.as_mut().poll_next(cx)
+    }
+
+    /// No command is accepted any more; the queued ones can still be taken.
+    pub(crate) fn close(&self) {
+        self.0.close();
+    }
+}
+
+impl Drop for Commands {
+    fn drop(&mut self) {
+        self.0.close();
+        while self.0.try_recv().is_ok() {}
+    }
+}
+
+/// The handles' side of a driver.
+pub(crate) struct Facade {
+    pub(crate) options: Options,
+    pub(crate) commands: Commands,
+    notifications: (Sender<Notification>, Receiver<Notification>),
+    _done: Sender<()>,
+    pub(crate) shared: Arc<Shared>,
+    calls: HashMap<CallId, (u64, Sender<Result<CallOutput, Error>>)>,
+    keys: HashMap<u64, CallId>,
+    waiters: Vec<Sender<Result<ServerDetails, Error>>>,
+    /// Where verdicts are recorded, under this origin (HTTP with an era cache).
+    era_cache: Option<(EraCache, String)>,
+    /// The endpoint's origin, for HTTP: names it in transport errors.
+    endpoint: Option<String>,
+    /// Failures reported to the machine, with the error behind them.
+    //
+    // The machine's `TransportFailure` is a kind and a text; the IO error behind it (a
+    // rustls certificate error, say, which `TransportError::tls_error` hands out) cannot
+    // ride along. This keeps it for the failures the machine reports back. Only the
+    // detail is restored this way: the kind comes from the machine.
+    failures: VecDeque<(TransportFailure, Error)>,
+}
+
+impl Facade {
+    pub(crate) fn new(
+        options: Options,
+        channels: Channels,
+        shared: Arc<Shared>,
+        endpoint: Option<String>,
+        era_cache: Option<(EraCache, String)>,
+    ) -> Facade {
+        Facade {
+            options,
+            commands: Commands(Box::pin(channels.commands)),
+            notifications: channels.notifications,
+            _done: channels.done,
+            shared,
+            calls: HashMap::new(),
+            keys: HashMap::new(),
+            waiters: Vec::new(),
+            era_cache,
+            endpoint,
+            failures: VecDeque::new(),
+        }
+    }
+
+    /// Applies one command from the handles.
+    pub(crate) fn apply(&mut self, machine: &mut Machine, now: Instant, command: Command) {
+        match command {
+            Command::Call {
+                key,
+                request,
+                reply,
+            } => match machine.call(now, request) {
+                Ok(call) => {
+                    self.calls.insert(call, (key, reply));
+                    self.keys.insert(key, call);
+                }
+                Err(e) => {
+                    let _ = reply.try_send(Err(Error::from(e)));
+                }
+            },
+            Command::Cancel { key } => {
+                if let Some(call) = self.keys.remove(&key) {
+                    let _ = machine.cancel(now, call);
+                }
+            }
+            Command::Connected(reply) => match (machine.state(), machine.server()) {
+                (ConnectionState::Ready(..), Some(details)) => {
+                    let _ = reply.try_send(Ok(details.clone()));
+                }
+                _ => self.waiters.push(reply),
+            },
+            Command::Configure(change) => change(&mut self.options),
+            Command::Close => machine.close(now),
+        }
+    }
+
+    /// Handles one event of the machine.
+    pub(crate) fn on_event(&mut self, machine: &mut Machine, now: Instant, event: Event) {
+        // Progress and input requests: the options decide. An answer fails only if the
+        // input was voided meanwhile, which cannot happen between two lines here.
+        let Some(event) = self.options.handle_event(event, |input, answer| {
+            let _ = machine.respond(now, input, answer);
+        }) else {
+            return;
+        };
+        match event {
+            Event::Connected(details) => {
+                if let Some((cache, origin)) = &self.era_cache {
+                    let version = details.protocol_version;
+                    cache.record(origin, version);
+                }
+                for waiter in self.waiters.drain(..) {
+                    let _ = waiter.try_send(Ok((*details).clone()));
+                }
+                self.shared.lock().server = Some(*details);
+            }
+            Event::CallCompleted { call, outcome } => {
+                if let Some((key, reply)) = self.calls.remove(&call) {
+                    self.keys.remove(&key);
+                    let outcome = outcome.map_err(|e| match e {
+                        CallError::Closed(reason) => self.closed_error(reason),
+                        CallError::Http(f) if f.status.is_none() && f.transport.is_some() => {
+                            self.closed_error(CloseReason::Http(f))
+                        }
+                        other => Error::Call(other),
+                    });
+                    // A dropped receiver means the caller stopped waiting: nothing to do.
+                    let _ = reply.try_send(outcome);
+                }
+            }
+            Event::Notification(n) => self.push_notification(n),
+            Event::NotificationsDropped { count } => {
+                self.shared.lock().dropped_notifications += count;
+            }
+            Event::PeerError(e) => self.shared.lock().push_peer_error(e),
+            Event::Closed { reason } => {
+                let ended = self.closed_error(reason.clone());
+                let mut shared = self.shared.lock();
+                shared.close_reason = Some(reason);
+                shared.ended = Some(ended);
+                drop(shared);
+                // Later commands fail at once; the queued ones get the end in `finish`.
+                self.commands.close();
+            }
+            // Input requests are answered on the spot above, so nothing is ever waiting
+            // to be voided; tools left out over HTTP are simply not listed.
+            _ => {}
+        }
+    }
+
+    /// Keeps `error` as what `failure`, reported to the machine now, stands for.
+    pub(crate) fn remember(&mut self, failure: TransportFailure, error: Error) -> TransportFailure {
+        if self.failures.len() >= MAX_FAILURES {
+            self.failures.pop_front();
+        }
+        self.failures.push_back((failure.clone(), error));
+        failure
+    }
+
+    /// The error for a failure the machine reports.
+    fn failure_error(&self, failure: &TransportFailure) -> Error {
+        if let Some((_, error)) = self.failures.iter().rev().find(|(f, _)| f == failure) {
+            return error.clone();
+        }
+        match &self.endpoint {
+            Some(endpoint) => Error::Transport(TransportError::of_failure(endpoint, failure)),
+            None => Error::Closed(CloseReason::Transport(failure.clone())),
+        }
+    }
+
+    /// The error for a connection that closed for `reason`: a close caused by a failure
+    /// below the protocol is that failure.
+    pub(crate) fn closed_error(&self, reason: CloseReason) -> Error {
+        match &reason {
+            CloseReason::Http(f) if f.status.is_none() => match &f.transport {
+                Some(failure) => self.failure_error(failure),
+                None => Error::Closed(reason),
+            },
+            CloseReason::Transport(failure) => self.failure_error(failure),
+            _ => Error::Closed(reason),
+        }
+    }
+
+    /// Queues a notification for the handles, dropping the oldest when full.
+    fn push_notification(&mut self, n: Notification) {
+        let (tx, rx) = &self.notifications;
+        if let Err(TrySendError::Full(n)) = tx.try_send(n) {
+            let _ = rx.try_recv();
+            self.shared.lock().dropped_notifications += 1;
+            let _ = tx.try_send(n);
+        }
+    }
+
+    /// The end: the driver's result, published, and given to whatever still waits
+    /// (queued commands, calls, [`Client::connected`](crate::Client::connected)).
+    pub(crate) fn finish(&mut self, reason: Option<&CloseReason>) -> Result<(), Error> {
+        let reason = reason.cloned().unwrap_or(CloseReason::Local);
+        let ended = self.closed_error(reason.clone());
+        self.commands.close();
+        let connect_error = {
+            let mut shared = self.shared.lock();
+            shared.pid = None;
+            shared.ended.get_or_insert_with(|| ended.clone());
+            match (&shared.server, &ended) {
+                (None, Error::Closed(r)) if *r != CloseReason::Local => {
+                    let e = Error::Connect {
+                        reason: r.clone(),
+                        stderr: shared.stderr.text(),
+                    };
+                    shared.ended = Some(e.clone());
+                    e
+                }
+                _ => ended.clone(),
+            }
+        };
+        while let Ok(command) = self.commands.0.try_recv() {
+            match command {
+                Command::Call { reply, .. } => {
+                    let _ = reply.try_send(Err(ended.clone()));
+                }
+                Command::Connected(reply) => self.waiters.push(reply),
+                Command::Cancel { .. } | Command::Configure(_) | Command::Close => {}
+            }
+        }
+        for (_, (_, reply)) in self.calls.drain() {
+            let _ = reply.try_send(Err(ended.clone()));
+        }
+        self.keys.clear();
+        for waiter in self.waiters.drain(..) {
+            let _ = waiter.try_send(Err(connect_error.clone()));
+        }
+        match reason {
+            CloseReason::Local => Ok(()),
+            _ => Err(ended),
+        }
+    }
+}

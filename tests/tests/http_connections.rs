@@ -1,0 +1,373 @@
+//! The connection decisions of the client machine over Streamable HTTP, each asserted on
+//! scripted connections and a fake clock: keep-alive reuse, the one retry after a stale
+//! keep-alive connection, refused connections, TLS failures, the connect deadline, idle
+//! expiry, the bound on connections, long-lived streams beside it, and releasing
+//! everything on close.
+
+use std::time::Duration;
+
+use mcp_proto::client::http::HttpConfig;
+use mcp_proto::client::http::pool::PoolConfig;
+use mcp_proto::client::{
+    CallError, CallRequest, ClientConfig, CloseReason, Event, TransportFailureKind,
+};
+use mcp_proto::http::EndpointUrl;
+use mcp_proto::version::EraMode;
+use mcp_tests::http_sim::{ConnectOutcome, HttpSim, Reply, SeenRequest};
+use serde_json::{Value, json};
+
+fn config(mode: EraMode) -> ClientConfig {
+    ClientConfig::new("http-connections", "1.0").era_mode(mode)
+}
+
+fn http(pool: PoolConfig) -> HttpConfig {
+    let mut http = HttpConfig::new(EndpointUrl::parse("http://127.0.0.1:9/mcp", false).unwrap());
+    http.pool = pool;
+    http
+}
+
+fn pool(max_connections: usize) -> PoolConfig {
+    let mut pool = PoolConfig::default();
+    pool.max_connections = max_connections;
+    pool.idle_timeout = Duration::from_secs(30);
+    pool.connect_timeout = Duration::from_secs(5);
+    pool
+}
+
+fn result(req: &SeenRequest, result: Value) -> Reply {
+    Reply::json(
+        200,
+        &json!({"jsonrpc":"2.0","id":req.body["id"],"result":result}),
+    )
+}
+
+/// A modern server: discover, an empty tool list, and `tools/call` answered with its
+/// tool name (except `hang`, which never answers).
+fn modern(req: &SeenRequest) -> Reply {
+    match req.rpc_method() {
+        "server/discover" => result(
+            req,
+            json!({"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}}}),
+        ),
+        "tools/list" => result(req, json!({"resultType":"complete","tools":[]})),
+        "tools/call" if req.body["params"]["name"] == "hang" => Reply::Silence,
+        "tools/call" => result(
+            req,
+            json!({"resultType":"complete","content":[{"type":"text","text":req.body["params"]["name"]}]}),
+        ),
+        _ => Reply::with_body(404, &[], ""),
+    }
+}
+
+fn call(name: &str) -> CallRequest {
+    CallRequest::call_tool(name, json!({}))
+}
+
+#[test]
+fn sequential_exchanges_reuse_one_keep_alive_connection() {
+    let mut sim = HttpSim::with_http(config(EraMode::Auto), http(pool(4)), modern);
+    sim.connect();
+    for _ in 0..3 {
+        sim.call(call("t")).unwrap();
+    }
+    assert_eq!(sim.connects.len(), 1, "one connection for everything");
+    assert!(sim.request_conns.iter().all(|c| *c == sim.connects[0]));
+    assert!(sim.closed.is_empty());
+    let stats = sim.client.pool_stats().unwrap();
+    assert_eq!((stats.opened, stats.open, stats.idle), (1, 1, 1));
+}
+
+#[test]
+fn a_request_on_a_stale_keep_alive_connection_is_sent_again_once() {
+    // The server closed the idle connection as the call was written on it: end of
+    // input before any byte of the response. The call goes again on a new connection.
+    let mut stale = true;
+    let mut sim = HttpSim::with_http(config(EraMode::Auto), http(pool(4)), move |req| {
+        if req.rpc_method() == "tools/call" && std::mem::take(&mut stale) {
+            return Reply::Eof;
+        }
+        modern(req)
+    });
+    sim.connect();
+    let out = sim.call(call("t")).unwrap();
+    assert_eq!(out.tool_result().unwrap().text(), "t");
+    assert_eq!(sim.with_method("tools/call").len(), 2);
+    assert_eq!(sim.connects.len(), 2, "the retry takes a fresh connection");
+    let calls: Vec<_> = sim
+        .requests
+        .iter()
+        .zip(&sim.request_conns)
+        .filter(|(r, _)| r.rpc_method() == "tools/call")
+        .map(|(_, c)| *c)
+        .collect();
+    assert_eq!(calls, [sim.connects[0], sim.connects[1]]);
+    assert_eq!(sim.client.pool_stats().unwrap().retries, 1);
+}
+
+#[test]
+fn a_fresh_connection_failing_is_not_retried() {
+    // A reused connection is retried once; the fresh one failing too ends the call.
+    let mut sim = HttpSim::with_http(config(EraMode::Auto), http(pool(4)), |req| {
+        if req.rpc_method() == "tools/call" {
+            return Reply::Eof;
+        }
+        modern(req)
+    });
+    sim.connect();
+    let err = sim.call(call("t")).unwrap_err();
+    assert!(
+        matches!(&err, CallError::Http(h) if h.status.is_none()),
+        "{err:?}"
+    );
+    assert_eq!(
+        sim.with_method("tools/call").len(),
+        2,
+        "one retry, never more"
+    );
+    assert_eq!(sim.client.pool_stats().unwrap().retries, 1);
+}
+
+#[test]
+fn a_response_byte_ends_any_chance_of_a_retry() {
+    let mut sim = HttpSim::with_http(config(EraMode::Auto), http(pool(4)), |req| {
+        if req.rpc_method() == "tools/call" {
+            return Reply::RawThenClose(b"HTTP/1.1 200 OK\r\nContent-Le".to_vec());
+        }
+        modern(req)
+    });
+    sim.connect();
+    sim.call(call("t")).unwrap_err();
+    assert_eq!(
+        sim.with_method("tools/call").len(),
+        1,
+        "it may have run: not sent again"
+    );
+    assert_eq!(sim.client.pool_stats().unwrap().retries, 0);
+}
+
+#[test]
+fn a_refused_connection_is_a_typed_failure() {
+    let mut sim = HttpSim::with_http(config(EraMode::Auto), http(pool(4)), modern);
+    sim.connect_script.push_back(ConnectOutcome::Refuse);
+    sim.connect();
+    let reason = sim.client.close_reason().cloned();
+    let Some(CloseReason::Http(failure)) = reason else {
+        panic!("{reason:?}")
+    };
+    let transport = failure.transport.expect("the transport failure is kept");
+    assert_eq!(transport.kind, TransportFailureKind::Refused);
+    assert!(sim.requests.is_empty(), "nothing was written");
+}
+
+#[test]
+fn a_tls_failure_fails_the_call_it_carried() {
+    let mut sim = HttpSim::with_http(config(EraMode::Auto), http(pool(4)), modern);
+    sim.connect();
+    sim.call(CallRequest::list_tools()).unwrap();
+    // The keep-alive connection is gone; the next one fails its handshake.
+    let conn = sim.connects[0];
+    sim.server_closes(conn);
+    sim.connect_script.push_back(ConnectOutcome::TlsFailure);
+    let err = sim.call(call("t")).unwrap_err();
+    let CallError::Http(failure) = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(
+        failure.transport.as_ref().map(|t| t.kind),
+        Some(TransportFailureKind::Tls)
+    );
+    // The next call connects again, and works.
+    sim.call(call("t")).unwrap();
+    assert_eq!(sim.connects.len(), 3);
+}
+
+#[test]
+fn a_connection_that_never_opens_fails_at_the_connect_deadline() {
+    let mut sim = HttpSim::with_http(config(EraMode::Auto), http(pool(4)), modern);
+    sim.connect();
+    sim.call(CallRequest::list_tools()).unwrap();
+    sim.server_closes(sim.connects[0]);
+    sim.connect_script.push_back(ConnectOutcome::Hang);
+    let start = sim.now;
+    let err = sim
+        .call(call("t").timeout(Duration::from_secs(60)))
+        .unwrap_err();
+    assert_eq!(
+        sim.now - start,
+        Duration::from_secs(5),
+        "the connect timeout"
+    );
+    let CallError::Http(failure) = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(
+        failure.transport.as_ref().map(|t| t.kind),
+        Some(TransportFailureKind::Timeout)
+    );
+    assert_eq!(
+        sim.closed, sim.connects,
+        "the hung attempt is abandoned too"
+    );
+}
+
+#[test]
+fn idle_connections_expire_and_the_next_call_opens_a_new_one() {
+    let mut sim = HttpSim::with_http(config(EraMode::Auto), http(pool(4)), modern);
+    sim.connect();
+    sim.call(call("t")).unwrap();
+    let first = sim.connects[0];
+    sim.advance(Duration::from_secs(29));
+    assert!(sim.closed.is_empty(), "not yet");
+    sim.advance(Duration::from_secs(1));
+    assert_eq!(sim.closed, [first], "closed at the idle timeout");
+    sim.call(call("t")).unwrap();
+    assert_eq!(sim.connects.len(), 2);
+    assert_eq!(sim.client.pool_stats().unwrap().retries, 0);
+}
+
+#[test]
+fn a_server_closing_an_idle_connection_costs_no_retry() {
+    let mut sim = HttpSim::with_http(config(EraMode::Auto), http(pool(4)), modern);
+    sim.connect();
+    sim.server_closes(sim.connects[0]);
+    sim.call(call("t")).unwrap();
+    assert_eq!(sim.connects.len(), 2);
+    assert_eq!(sim.client.pool_stats().unwrap().retries, 0);
+    assert_eq!(sim.with_method("tools/call").len(), 1);
+}
+
+#[test]
+fn bytes_on_an_idle_connection_close_it() {
+    let mut sim = HttpSim::with_http(config(EraMode::Auto), http(pool(4)), modern);
+    sim.connect();
+    let conn = sim.connects[0];
+    sim.server_sends(conn, b"HTTP/1.1 200 OK\r\n\r\n");
+    assert_eq!(sim.closed, [conn]);
+    sim.call(call("t")).unwrap();
+    assert_eq!(sim.connects.len(), 2);
+}
+
+#[test]
+fn calls_beyond_the_bound_wait_for_a_connection() {
+    let mut sim = HttpSim::with_http(config(EraMode::Auto), http(pool(2)), modern);
+    sim.connect();
+    let hung: Vec<_> = (0..2)
+        .map(|_| sim.client.call(sim.now, call("hang")).unwrap())
+        .collect();
+    let waiting = sim.client.call(sim.now, call("t")).unwrap();
+    for _ in 0..5 {
+        sim.step();
+    }
+    assert_eq!(sim.connects.len(), 2, "never more than the bound");
+    assert_eq!(sim.with_method("tools/call").len(), 2, "the third waits");
+    assert!(sim.completion(waiting).is_none());
+    // One hung call is cancelled: its connection closes and the waiting call takes a
+    // fresh one.
+    sim.client.cancel(sim.now, hung[0]).unwrap();
+    sim.run_until(|s| s.completion(waiting).is_some());
+    assert!(sim.completion(waiting).unwrap().is_ok());
+    assert_eq!(sim.connects.len(), 3);
+    assert_eq!(sim.open.len(), 2, "still within the bound");
+}
+
+#[test]
+fn long_lived_streams_never_starve_calls() {
+    // A legacy server whose GET stream stays open: with a bound of one connection, calls
+    // still get theirs.
+    let mut sim = HttpSim::with_http(config(EraMode::Legacy), http(pool(1)), |req| {
+        match (req.method.as_str(), req.rpc_method()) {
+            ("POST", "initialize") => Reply::with_body(
+                200,
+                &[("Content-Type", "application/json"), ("Mcp-Session-Id", "s")],
+                &json!({"jsonrpc":"2.0","id":req.body["id"],"result":{
+                    "protocolVersion":"2025-11-25","capabilities":{"tools":{}},
+                    "serverInfo":{"name":"legacy","version":"1"}}})
+                .to_string(),
+            ),
+            ("POST", "notifications/initialized") => Reply::accepted(),
+            ("GET", _) => Reply::Raw(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    .to_vec(),
+            ),
+            ("POST", "tools/call") => Reply::json(
+                200,
+                &json!({"jsonrpc":"2.0","id":req.body["id"],"result":{"content":[]}}),
+            ),
+            ("DELETE", _) => Reply::with_body(200, &[], ""),
+            _ => Reply::with_body(400, &[], ""),
+        }
+    });
+    sim.connect();
+    sim.run_until(|s| s.requests.iter().any(|r| r.method == "GET"));
+    sim.call(call("t")).unwrap();
+    assert_eq!(sim.connects.len(), 2, "one for the stream, one for calls");
+
+    // Close: the session is ended with DELETE, then every connection is released.
+    sim.client.close(sim.now);
+    sim.run_until(|s| s.client.is_released());
+    assert!(sim.requests.iter().any(|r| r.method == "DELETE"));
+    assert!(
+        sim.open.is_empty(),
+        "every connection closed: open {:?}, connects {:?}, closed {:?}, requests {:?}",
+        sim.open,
+        sim.connects,
+        sim.closed,
+        sim.requests
+            .iter()
+            .map(|r| (&r.method, r.rpc_method()))
+            .collect::<Vec<_>>()
+    );
+    assert!(sim.events.iter().any(|e| matches!(
+        e,
+        Event::Closed {
+            reason: CloseReason::Local
+        }
+    )));
+}
+
+#[test]
+fn a_failed_handshake_releases_every_connection() {
+    let mut sim = HttpSim::with_http(config(EraMode::Auto), http(pool(4)), |req| {
+        Reply::json(
+            403,
+            &json!({"jsonrpc":"2.0","id":req.body["id"],"error":{"code":-32600,"message":"forbidden"}}),
+        )
+    });
+    sim.connect();
+    assert!(sim.client.close_reason().is_some());
+    sim.step();
+    assert!(sim.client.is_released(), "the driver can stop");
+    assert!(sim.open.is_empty(), "{:?}", sim.open);
+}
+
+#[test]
+fn an_unanswered_delete_is_given_up_at_the_close_timeout() {
+    let mut sim = HttpSim::with_http(config(EraMode::Legacy), http(pool(4)), |req| {
+        match (req.method.as_str(), req.rpc_method()) {
+            ("POST", "initialize") => Reply::with_body(
+                200,
+                &[
+                    ("Content-Type", "application/json"),
+                    ("Mcp-Session-Id", "s"),
+                ],
+                &json!({"jsonrpc":"2.0","id":req.body["id"],"result":{
+                    "protocolVersion":"2025-11-25","capabilities":{},
+                    "serverInfo":{"name":"legacy","version":"1"}}})
+                .to_string(),
+            ),
+            ("POST", "notifications/initialized") => Reply::accepted(),
+            ("GET", _) => Reply::with_body(405, &[], ""),
+            _ => Reply::Silence,
+        }
+    });
+    sim.connect();
+    sim.client.close(sim.now);
+    sim.step();
+    assert!(sim.requests.iter().any(|r| r.method == "DELETE"));
+    assert!(!sim.client.is_released(), "waiting for the DELETE");
+    let start = sim.now;
+    sim.run_until(|s| s.client.is_released());
+    assert_eq!(sim.now - start, Duration::from_secs(2));
+    assert!(sim.open.is_empty());
+    assert_eq!(sim.client.poll_timeout(), None, "nothing left to wait for");
+}
