@@ -6,7 +6,7 @@ use mcp_blocking::Client;
 use mcp_proto::client::{AcceptDefaults, CallRequest, ClientConfig};
 use mcp_proto::model::ClientCapabilities;
 use mcp_proto::version::{EraMode, ProtocolVersion, VersionPolicy};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::Ctx;
 
@@ -189,7 +189,7 @@ fn standard_headers(ctx: &Ctx) -> Result<(), Box<dyn Error>> {
     }
     let prompts = client.list_prompts()?;
     if let Some(p) = prompts.first() {
-        client.get_prompt(&p.name, Map::new())?;
+        client.get_prompt(&p.name, Value::Null)?;
     }
     client.close();
     Ok(())

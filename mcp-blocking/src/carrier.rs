@@ -16,12 +16,9 @@ use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::thread;
 use std::time::Duration;
 
-use mcp_host::{Shutdown, WireLog};
+use mcp_host::{Shutdown, TransportErrorKind, WireLog};
 use mcp_proto::ProtocolVersion;
 use mcp_proto::client::{ConnId, Origin, TransportFailure};
-
-use crate::error::Error;
-use crate::http::TransportStage;
 
 /// Bytes read in one go.
 pub(crate) const READ_CHUNK: usize = 64 * 1024;
@@ -43,22 +40,24 @@ pub(crate) trait Carrier: Send {
     fn is_idle(&self) -> bool;
     /// Logs bytes read on `conn`, or (`None`) the end of its input.
     fn log_read(&mut self, conn: ConnId, data: Option<&[u8]>, log: &mut Option<WireLog>);
-    /// A failure one of the threads saw, typed.
-    fn failure(&self, stage: TransportStage, error: io::Error) -> Failure;
+    /// A failure one of the threads saw at `step`, as the machine takes it, with the
+    /// error behind it as its `source`.
+    fn failure(&self, step: TransportErrorKind, error: io::Error) -> TransportFailure;
     /// Closes everything still open; how the server process ended, for stdio.
     fn release(&mut self, grace: Duration, log: &mut Option<WireLog>) -> Shutdown;
 
     /// Opens `conn` (HTTP).
-    fn connect(&mut self, _: ConnId, _: &Origin, _: &SyncSender<Report>) -> Result<(), Failure> {
+    fn connect(
+        &mut self,
+        _: ConnId,
+        _: &Origin,
+        _: &SyncSender<Report>,
+    ) -> Result<(), TransportFailure> {
         Ok(())
     }
     /// Starts the server again (stdio).
-    fn respawn(&mut self, _: &SyncSender<Report>) -> Result<(), Failure> {
+    fn respawn(&mut self, _: &SyncSender<Report>) -> Result<(), TransportFailure> {
         Ok(())
-    }
-    /// The typed error for a failure the machine reported on its own, if any.
-    fn error_of(&self, _: &TransportFailure) -> Option<Error> {
-        None
     }
     /// The connection settled on `version`.
     fn connected(&self, _: ProtocolVersion) {}
@@ -76,10 +75,6 @@ pub(crate) trait Carrier: Send {
     }
 }
 
-/// A transport failure as the machine takes it, with the typed error behind it when
-/// there is one.
-pub(crate) type Failure = (TransportFailure, Option<Error>);
-
 /// A channel for the threads' reports.
 pub(crate) fn channel() -> (SyncSender<Report>, Receiver<Report>) {
     mpsc::sync_channel(REPORT_QUEUE)
@@ -95,7 +90,7 @@ pub(crate) enum IoEvent {
     /// End of input.
     Eof,
     /// Connecting, reading or writing failed.
-    Failed(TransportStage, io::Error),
+    Failed(TransportErrorKind, io::Error),
 }
 
 /// One report on the channel.
@@ -150,7 +145,7 @@ pub(crate) fn read_loop(mut input: impl Read, report: &Reporter) {
             Ok(0) => IoEvent::Eof,
             Ok(n) => IoEvent::Data(buf[..n].to_vec()),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => IoEvent::Failed(TransportStage::Read, e),
+            Err(e) => IoEvent::Failed(TransportErrorKind::Read, e),
         };
         let last = !matches!(event, IoEvent::Data(_));
         if !report.send(event) || last {
@@ -165,7 +160,7 @@ pub(crate) fn read_loop(mut input: impl Read, report: &Reporter) {
 pub(crate) fn write_loop(mut output: impl Write, rx: &Receiver<Vec<u8>>, report: &Reporter) {
     for bytes in rx {
         if let Err(e) = output.write_all(&bytes).and_then(|()| output.flush()) {
-            report.send(IoEvent::Failed(TransportStage::Write, e));
+            report.send(IoEvent::Failed(TransportErrorKind::Write, e));
             return;
         }
     }

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use mcp_host::{Options, ProgressHandler, Shutdown, StdioCommand, WireLog, clock};
+use mcp_host::{Error, Options, ProgressHandler, Shutdown, StdioCommand, WireLog, clock, request};
 use mcp_proto::client::{
     CallOutput, CallRequest, ClientConfig, CloseReason, InputHandler, PeerError,
 };
@@ -10,12 +10,11 @@ use mcp_proto::http::EndpointUrl;
 use mcp_proto::jsonrpc::Notification;
 use mcp_proto::model::{CallToolResult, Prompt, Resource, ServerDetails, Tool};
 use mcp_proto::{Era, ProtocolVersion};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::carrier;
 use crate::driver::Driver;
-use crate::error::Error;
-use crate::http::{HttpConns, HttpOptions};
+use crate::http::{self, HttpConns, HttpOptions};
 use crate::process::Stdio;
 
 /// A connected MCP client, over a child process's stdio ([`Client::connect_stdio`]) or
@@ -28,8 +27,7 @@ use crate::process::Stdio;
 /// closed.
 ///
 /// ```no_run
-/// use mcp_blocking::{Client, StdioCommand};
-/// use mcp_blocking::mcp_proto::client::ClientConfig;
+/// use mcp_blocking::{Client, ClientConfig, StdioCommand};
 ///
 /// # fn main() -> Result<(), mcp_blocking::Error> {
 /// let server = StdioCommand::new("npx")
@@ -96,13 +94,9 @@ impl Client {
     }
 
     /// [`Client::connect_http`] with [`Options`] and [`HttpOptions`] (TLS configuration or
-    /// connector, `Authorization`, connection bound and timeouts, era cache).
-    ///
-    /// With an [`crate::EraCache`], what it knows about the endpoint's origin goes to the
-    /// machine ([`ClientConfig::known_era`]): with [`mcp_proto::EraMode::Auto`] and a
-    /// legacy verdict, `initialize` goes first (no probe), and the machine probes after
-    /// all, once, when the server has moved on. Every successful connection records its
-    /// verdict.
+    /// connector, `Authorization`, connection bound and timeouts, era cache: see
+    /// [`HttpOptions::prepare`](mcp_host::http::HttpOptions::prepare)). Every successful
+    /// connection records its era in the cache.
     ///
     /// # Errors
     /// As [`Client::connect_http`].
@@ -112,27 +106,10 @@ impl Client {
         options: Options,
         http: HttpOptions,
     ) -> Result<Client, Error> {
-        let endpoint = EndpointUrl::parse(url, http.allow_insecure_remote).map_err(|source| {
-            Error::InvalidUrl {
-                url: url.to_owned(),
-                source,
-            }
-        })?;
-        let connector = http.connector_for(&endpoint)?;
-        let config = match http
-            .era_cache
-            .as_ref()
-            .and_then(|c| c.hint(endpoint.origin()))
-        {
-            Some(verdict) => config.known_era(Some(verdict)),
-            None => config,
-        };
-        let machine = mcp_proto::client::Client::http(
-            config,
-            http.machine_config(endpoint.clone()),
-            clock::now(),
-        );
-        let conns = HttpConns::new(endpoint, connector, http.connect_timeout, http.era_cache);
+        let start = http.prepare("mcp-blocking", url, config, http.connector.is_some())?;
+        let connector = http::connector(&http, &start);
+        let machine = mcp_proto::client::Client::http(start.config, start.http, clock::now());
+        let conns = HttpConns::new(start.url, connector, http.connect_timeout, http.era_cache);
         let mut driver = Driver::new(machine, Box::new(conns), carrier::channel(), options);
         let details = driver.connect()?;
         Ok(Client { driver, details })
@@ -208,16 +185,15 @@ impl Client {
         Ok(self.request(CallRequest::list_prompts())?.prompts()?)
     }
 
-    /// `tools/call`. A tool that failed is a successful call whose result has
-    /// `is_error: Some(true)`.
+    /// `tools/call` with `arguments`, a JSON object (or `null` for none). A tool that
+    /// failed is a successful call whose result has `is_error: Some(true)`.
     ///
     /// # Errors
-    /// As [`Client::request`], and [`Error::Call`] when the result is not a
-    /// `CallToolResult`.
+    /// As [`Client::request`]; [`Error::Misuse`] for arguments that are not an object
+    /// (nothing is sent), and [`Error::Call`] when the result is not a `CallToolResult`.
     pub fn call_tool(&mut self, name: &str, arguments: Value) -> Result<CallToolResult, Error> {
-        Ok(self
-            .request(CallRequest::call_tool(name, arguments))?
-            .tool_result()?)
+        let request = request::call_tool(name, arguments)?;
+        Ok(self.request(request)?.tool_result()?)
     }
 
     /// `resources/read`: the `ReadResourceResult` as JSON.
@@ -228,18 +204,15 @@ impl Client {
         Ok(self.request(CallRequest::read_resource(uri))?.result_as()?)
     }
 
-    /// `prompts/get`: the `GetPromptResult` as JSON.
+    /// `prompts/get` with `arguments`, a JSON object (or `null` for none): the
+    /// `GetPromptResult` as JSON.
     ///
     /// # Errors
-    /// As [`Client::request`].
-    pub fn get_prompt(
-        &mut self,
-        name: &str,
-        arguments: Map<String, Value>,
-    ) -> Result<Value, Error> {
-        Ok(self
-            .request(CallRequest::get_prompt(name, arguments))?
-            .result_as()?)
+    /// As [`Client::request`]; [`Error::Misuse`] for arguments that are not an object
+    /// (nothing is sent).
+    pub fn get_prompt(&mut self, name: &str, arguments: Value) -> Result<Value, Error> {
+        let request = request::get_prompt(name, arguments)?;
+        Ok(self.request(request)?.result_as()?)
     }
 
     /// Replaces the handler that answers requests for input (elicitation, sampling,
@@ -340,6 +313,12 @@ impl Client {
     #[must_use]
     pub fn close_reason(&self) -> Option<&CloseReason> {
         self.driver.inbox.closed.as_ref()
+    }
+
+    /// Whether the connection is over (closed by either side).
+    #[must_use]
+    pub fn is_closed(&self) -> bool {
+        self.driver.inbox.closed.is_some()
     }
 
     /// The protocol machine, for inspection.

@@ -14,15 +14,14 @@ use std::fmt;
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::time::Duration;
 
-use mcp_host::{Direction, Options, Shutdown, clock};
+use mcp_host::{Direction, Error, Options, Shutdown, clock};
 use mcp_proto::Instant;
 use mcp_proto::client::{
     self as proto, CallOutput, CallRequest, CloseReason, ConnId, Event, Transmit, TransportFailure,
 };
 use mcp_proto::model::ServerDetails;
 
-use crate::carrier::{Carrier, Failure, IoEvent, Report};
-use crate::error::Error;
+use crate::carrier::{Carrier, IoEvent, Report};
 use crate::inbox::Inbox;
 
 /// Longest wait for the last HTTP exchanges (a legacy session's `DELETE`) on close.
@@ -36,10 +35,6 @@ pub(crate) struct Driver {
     buf: Vec<u8>,
     pub(crate) options: Options,
     pub(crate) inbox: Inbox,
-    /// The typed error behind the latest transport failure handed to the machine, whose
-    /// [`TransportFailure`] keeps only a kind and a text: what `connect` returns when
-    /// that very failure ends the handshake.
-    typed_failure: Option<(TransportFailure, Error)>,
     /// `close` ran: whatever the machine still waits for is cut off.
     released: bool,
     pub(crate) carrier: Box<dyn Carrier>,
@@ -70,7 +65,6 @@ impl Driver {
             buf: Vec::new(),
             options,
             inbox: Inbox::default(),
-            typed_failure: None,
             released: false,
             carrier,
         }
@@ -85,7 +79,8 @@ impl Driver {
             }
             if let Some(reason) = self.inbox.closed.clone() {
                 self.close();
-                return Err(self.connect_error(reason));
+                let stderr = self.carrier.stderr_tail();
+                return Err(Error::not_connected(reason, self.endpoint(), stderr));
             }
             self.turn(None);
         }
@@ -94,16 +89,16 @@ impl Driver {
     /// Starts a call and runs until it completes.
     pub(crate) fn request(&mut self, request: CallRequest) -> Result<CallOutput, Error> {
         if let Some(reason) = &self.inbox.closed {
-            return Err(Error::Closed(reason.clone()));
+            return Err(Error::closed(reason.clone(), self.endpoint()));
         }
         let call = self.machine.call(clock::now(), request)?;
         self.settle();
         loop {
             if let Some(outcome) = self.inbox.completed.remove(&call) {
-                return outcome.map_err(Error::from);
+                return outcome.map_err(|e| Error::call(e, self.endpoint()));
             }
             if let Some(reason) = &self.inbox.closed {
-                return Err(Error::Closed(reason.clone()));
+                return Err(Error::closed(reason.clone(), self.endpoint()));
             }
             self.turn(None);
         }
@@ -182,22 +177,19 @@ impl Driver {
                 self.carrier.log_read(conn, None, log);
                 self.machine.handle_eof(now, conn);
             }
-            IoEvent::Failed(stage, error) => {
-                let failure = self.carrier.failure(stage, error);
+            IoEvent::Failed(step, error) => {
+                let failure = self.carrier.failure(step, error);
                 self.fail(conn, failure);
             }
         }
     }
 
-    /// Tells the machine that `conn` failed, keeping the typed error for `connect`.
-    fn fail(&mut self, conn: ConnId, (failure, typed): Failure) {
+    /// Tells the machine that `conn` failed.
+    fn fail(&mut self, conn: ConnId, failure: TransportFailure) {
         let log = &mut self.options.wire_log;
         self.carrier.log_read(conn, None, log);
         if let Some(log) = log {
             log(Direction::Received, format!("({failure})").as_bytes());
-        }
-        if let Some(typed) = typed {
-            self.typed_failure = Some((failure.clone(), typed));
         }
         self.machine
             .handle_transport_error(clock::now(), conn, failure);
@@ -262,25 +254,9 @@ impl Driver {
         }
     }
 
-    /// The error for a handshake that ended with `reason`.
-    fn connect_error(&mut self, reason: CloseReason) -> Error {
-        let failure = match &reason {
-            CloseReason::Http(h) if h.status.is_none() => h.transport.as_deref(),
-            CloseReason::Transport(f) => Some(f),
-            _ => None,
-        };
-        if let Some(failure) = failure {
-            match self.typed_failure.take() {
-                Some((seen, typed)) if seen == *failure => return typed,
-                _ => {
-                    if let Some(typed) = self.carrier.error_of(failure) {
-                        return typed;
-                    }
-                }
-            }
-        }
-        let stderr = self.carrier.stderr_tail();
-        Error::Connect { reason, stderr }
+    /// The HTTP endpoint's origin, which names the failures below HTTP.
+    fn endpoint(&self) -> Option<&str> {
+        self.machine.http_config().map(|c| c.url.origin())
     }
 }
 

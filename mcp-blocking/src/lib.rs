@@ -25,10 +25,9 @@
 //! (see the `process` module docs for why stdin has its own writer thread).
 //!
 //! ```no_run
-//! use mcp_blocking::{Client, Options, StdioCommand};
-//! use mcp_blocking::mcp_proto::client::{AcceptDefaults, ClientConfig};
-//! use mcp_blocking::mcp_proto::model::ClientCapabilities;
-//! use mcp_blocking::mcp_proto::EraMode;
+//! use mcp_blocking::{
+//!     AcceptDefaults, Client, ClientCapabilities, ClientConfig, EraMode, Options, StdioCommand,
+//! };
 //!
 //! # fn main() -> Result<(), mcp_blocking::Error> {
 //! // A server that is on PATH; it sees HOME and nothing else from our environment.
@@ -57,8 +56,7 @@
 //!
 //! * `tls` (default): `https://` with rustls (ring provider, no aws-lc, no OpenSSL) and
 //!   the Mozilla roots of `webpki-roots`: `http::TlsConnector`, `HttpOptions::tls`,
-//!   `HttpOptions::tls_config`, `http::default_tls_config`, the `http::rustls`
-//!   re-export, `TransportError::tls_error`. It adds rustls, ring, rustls-webpki,
+//!   `http::default_tls_config`, the `rustls` re-export, `TransportError::tls_error`. It adds rustls, ring, rustls-webpki,
 //!   rustls-pki-types, webpki-roots, untrusted, subtle, zeroize, once_cell, getrandom,
 //!   libc and cfg-if to the tree.
 //!
@@ -76,7 +74,6 @@
 mod carrier;
 mod client;
 mod driver;
-mod error;
 pub mod http;
 mod inbox;
 mod process;
@@ -84,11 +81,12 @@ mod serve;
 mod serve_http;
 
 pub use client::Client;
-pub use error::Error;
-pub use http::{EraCache, HttpOptions, TlsUnavailable, TransportError};
+pub use http::{Connector, HttpOptions, TcpConnector};
 // The runtime-independent pieces, one implementation shared with `mcp-smol`.
+pub use mcp_host::http::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_CONNECTIONS, TlsUnavailable};
 pub use mcp_host::{
-    DEFAULT_STDERR_LIMIT, Direction, Options, Progress, ProgressHandler, Shutdown, StdioCommand,
+    DEFAULT_GRACE_PERIOD, DEFAULT_STDERR_LIMIT, Direction, EraCache, Error, Options, Progress,
+    ProgressHandler, ResolveError, Shutdown, StdioCommand, TransportError, TransportErrorKind,
     WireLog,
 };
 pub use serve::{serve, serve_stdio};
@@ -98,3 +96,66 @@ pub use serve_http::{
 
 /// The protocol crate this one drives, re-exported so its types need no second dependency.
 pub use mcp_proto;
+/// The TLS crate of [`HttpOptions::tls`](mcp_host::http::HttpOptions::tls), re-exported so
+/// a configuration can be built with the very version this crate uses. With the `tls`
+/// feature only.
+#[cfg(feature = "tls")]
+pub use rustls;
+/// The JSON crate of the API (arguments and results are [`serde_json::Value`]s),
+/// re-exported so that `serde_json::json!` needs no second dependency.
+pub use serde_json;
+
+// The protocol types of the API, by the same names as in `mcp-smol`.
+pub use mcp_proto::client::{
+    AcceptDefaults, CallError, CallId, CallOutput, CallRequest, ClientConfig, CloseReason,
+    DeclineAll, HttpFailure, InputAnswer, InputHandler, InputRequest, Origin, PeerError,
+    TransportFailure, TransportFailureKind,
+};
+pub use mcp_proto::http::{EndpointUrl, UrlError};
+pub use mcp_proto::jsonrpc::Notification;
+pub use mcp_proto::model::{
+    CallToolResult, ClientCapabilities, Implementation, Prompt, Resource, ServerDetails, Tool,
+};
+pub use mcp_proto::{Era, EraMode, Limits, ProtocolVersion};
+
+/// Starts `command` as an MCP server over stdio and connects with default [`Options`]:
+/// [`Client::connect_stdio`], by the name `mcp-smol` uses.
+///
+/// # Errors
+/// As [`Client::connect_stdio`].
+pub fn connect_stdio(command: StdioCommand, config: ClientConfig) -> Result<Client, Error> {
+    Client::connect_stdio(command, config)
+}
+
+/// [`Client::connect_stdio_with`], by the name `mcp-smol` uses.
+///
+/// # Errors
+/// As [`Client::connect_stdio`].
+pub fn connect_stdio_with(
+    command: StdioCommand,
+    config: ClientConfig,
+    options: Options,
+) -> Result<Client, Error> {
+    Client::connect_stdio_with(command, config, options)
+}
+
+/// [`Client::connect_http`], by the name `mcp-smol` uses.
+///
+/// # Errors
+/// As [`Client::connect_http`].
+pub fn connect_http(url: &str, config: ClientConfig) -> Result<Client, Error> {
+    Client::connect_http(url, config)
+}
+
+/// [`Client::connect_http_with`], by the name `mcp-smol` uses.
+///
+/// # Errors
+/// As [`Client::connect_http`].
+pub fn connect_http_with(
+    url: &str,
+    config: ClientConfig,
+    options: Options,
+    http: HttpOptions,
+) -> Result<Client, Error> {
+    Client::connect_http_with(url, config, options, http)
+}

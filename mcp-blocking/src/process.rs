@@ -36,12 +36,12 @@ use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
 use mcp_host::wire_log::LineLog;
-use mcp_host::{Direction, Shutdown, StderrTail, StdioCommand, WireLog, clock};
+use mcp_host::{
+    Direction, Error, Shutdown, StderrTail, StdioCommand, TransportErrorKind, WireLog, clock,
+};
 use mcp_proto::client::{ConnId, TransportFailure, TransportFailureKind};
 
-use crate::carrier::{self, Carrier, Failure, Report, Reporter, read_loop, write_loop};
-use crate::error::Error;
-use crate::http::TransportStage;
+use crate::carrier::{self, Carrier, Report, Reporter, read_loop, write_loop};
 
 /// How long shutdown waits for the IO threads after the child is reaped.
 const THREAD_JOIN_WAIT: Duration = Duration::from_millis(250);
@@ -111,8 +111,8 @@ impl Carrier for Stdio {
         }
     }
 
-    fn failure(&self, _: TransportStage, error: io::Error) -> Failure {
-        (TransportFailure::from_io(&error), None)
+    fn failure(&self, _: TransportErrorKind, error: io::Error) -> TransportFailure {
+        TransportFailure::from_io(&error).with_source(Arc::new(error))
     }
 
     fn release(&mut self, grace: Duration, log: &mut Option<WireLog>) -> Shutdown {
@@ -121,7 +121,7 @@ impl Carrier for Stdio {
     }
 
     /// Reaps the server that exited on the probe and starts the command again.
-    fn respawn(&mut self, tx: &SyncSender<Report>) -> Result<(), Failure> {
+    fn respawn(&mut self, tx: &SyncSender<Report>) -> Result<(), TransportFailure> {
         if let Some(mut old) = self.process.take() {
             // Its stdout has ended already: that is what asked for the restart.
             self.shutdown = Some(old.shutdown(Duration::ZERO));
@@ -137,7 +137,7 @@ impl Carrier for Stdio {
             }
             Err(e) => {
                 let failure = TransportFailure::new(TransportFailureKind::Spawn, e.to_string());
-                Err((failure, Some(e)))
+                Err(failure.with_source(Arc::new(e)))
             }
         }
     }
@@ -173,10 +173,7 @@ impl Process {
         tail: &Arc<Mutex<StderrTail>>,
         reporter: Reporter,
     ) -> Result<Process, Error> {
-        let spawn_error = |source| Error::Spawn {
-            program: cmd.program().to_string_lossy().into_owned(),
-            source,
-        };
+        let spawn_error = |source| Error::spawn(cmd.program(), source);
         let mut command = cmd.to_command().map_err(spawn_error)?;
         let mut child = command.spawn().map_err(spawn_error)?;
         let (Some(stdin), Some(stdout), Some(stderr)) =

@@ -11,7 +11,7 @@ use mcp_blocking::mcp_proto::client::{
 use mcp_blocking::mcp_proto::model::ClientCapabilities;
 use mcp_blocking::mcp_proto::{Era, EraMode, Limits, ProtocolVersion};
 use mcp_blocking::{Client, Direction, Error, Options, StdioCommand};
-use serde_json::{Map, json};
+use serde_json::json;
 
 fn example_server(era: &str) -> StdioCommand {
     StdioCommand::new(common::example("example-server")).args(["--era", era])
@@ -129,11 +129,9 @@ fn resources_prompts_and_failures() {
         );
         let prompts = client.list_prompts().unwrap();
         assert_eq!(prompts[0].name, "greet");
-        let mut args = Map::new();
-        args.insert("name".into(), json!("Ada"));
-        let prompt = client.get_prompt("greet", args).unwrap();
+        let prompt = client.get_prompt("greet", json!({"name": "Ada"})).unwrap();
         assert!(prompt.to_string().contains("Ada"), "{prompt}");
-        let missing = client.get_prompt("greet", Map::new()).unwrap_err();
+        let missing = client.get_prompt("greet", json!(null)).unwrap_err();
         assert_eq!(missing.code(), Some(-32602), "{missing:?}");
         let failed = client.call_tool("fail", json!({})).unwrap();
         assert_eq!(failed.is_error, Some(true));

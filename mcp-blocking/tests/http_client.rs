@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use http_support::{Behavior, Eras, TestServer};
-use mcp_blocking::http::TransportStage;
+use mcp_blocking::TransportErrorKind;
 use mcp_blocking::mcp_proto::client::{CallError, CallRequest, ClientConfig, CloseReason};
 use mcp_blocking::mcp_proto::{Era, EraMode, ProtocolVersion};
 use mcp_blocking::{Client, Direction, EraCache, Error, HttpOptions, Options};
@@ -232,7 +232,7 @@ fn connection_refused_is_a_typed_error() {
     let Error::Transport(t) = &err else {
         panic!("expected a transport error, got {err:?}")
     };
-    assert_eq!(t.stage(), TransportStage::Connect);
+    assert_eq!(t.kind(), TransportErrorKind::Connect);
     assert_eq!(t.io_error().kind(), std::io::ErrorKind::ConnectionRefused);
     assert_eq!(err.kind(), "unreachable");
     assert_eq!(err.http_status(), None);

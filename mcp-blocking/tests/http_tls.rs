@@ -12,12 +12,13 @@ use std::process::Command;
 use std::sync::{Arc, OnceLock};
 
 use http_support::{Behavior, Conn, TestServer};
-use mcp_blocking::http::rustls::pki_types::pem::PemObject;
-use mcp_blocking::http::rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use mcp_blocking::http::rustls::{self, ServerConnection, StreamOwned};
-use mcp_blocking::http::{TlsConnector, TransportStage};
+use mcp_blocking::TransportErrorKind;
+use mcp_blocking::http::TlsConnector;
 use mcp_blocking::mcp_proto::Era;
 use mcp_blocking::mcp_proto::client::ClientConfig;
+use mcp_blocking::rustls::pki_types::pem::PemObject;
+use mcp_blocking::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use mcp_blocking::rustls::{self, ServerConnection, StreamOwned};
 use mcp_blocking::{Client, Error, HttpOptions, Options};
 use serde_json::json;
 
@@ -160,7 +161,7 @@ fn https_with_a_custom_root() {
     };
     let server = tls_server(cert, Behavior::default());
     let port = server.addr.port();
-    let http = HttpOptions::new().tls_config(trusting(cert));
+    let http = HttpOptions::new().tls(trusting(cert));
     for host in ["localhost", "127.0.0.1"] {
         let url = format!("https://{host}:{port}/mcp");
         let mut client =
@@ -208,7 +209,7 @@ fn a_tls_server_closing_idle_connections_loses_no_request() {
         },
     );
     let url = format!("https://localhost:{}/mcp", server.addr.port());
-    let http = HttpOptions::new().tls_config(trusting(cert));
+    let http = HttpOptions::new().tls(trusting(cert));
     let mut client = Client::connect_http_with(&url, config(), Options::new(), http).unwrap();
     for i in 0..3 {
         std::thread::sleep(std::time::Duration::from_millis(60));
@@ -246,7 +247,7 @@ fn the_default_roots_reject_a_self_signed_certificate() {
     let Error::Transport(t) = &err else {
         panic!("expected a TLS failure, got {err:?}")
     };
-    assert_eq!(t.stage(), TransportStage::Tls);
+    assert_eq!(t.kind(), TransportErrorKind::Tls);
     assert!(
         matches!(
             t.tls_error(),

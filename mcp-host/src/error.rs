@@ -1,55 +1,110 @@
-//! What both adapters' error types say about the protocol-level causes they share: the
-//! stable kind names, the server's JSON-RPC error object, the HTTP status.
+//! [`Error`], the one error type of both adapters (`mcp_blocking::Error` and
+//! `mcp_smol::Error` are this type), and how an adapter makes one from what the machine
+//! reports.
+
+use std::ffi::OsStr;
+use std::io;
+use std::sync::Arc;
 
 use mcp_proto::ErrorObject;
-use mcp_proto::client::{CallError, CloseReason, InvalidParams, PeerError};
+use mcp_proto::client::{ApiMisuse, CallError, CloseReason, InvalidParams, PeerError};
+use mcp_proto::http::UrlError;
 use mcp_proto::jsonrpc::DecodeError;
 
-/// The protocol-level cause of an adapter's error, as both adapters' `Error` types have
-/// it (each maps its own variants to this view; transport failures below HTTP and the
-/// adapter's own variants are named by the adapter).
+use crate::TransportError;
+use crate::http::TlsUnavailable;
+
+/// Everything that can go wrong with a connection or a call, in either adapter.
+///
+/// The protocol-level causes are kept as they came from `mcp-proto` ([`CallError`],
+/// [`CloseReason`]), so the server's JSON-RPC code and `data` stay reachable: see
+/// [`Error::code`] and [`Error::error_object`]. `Error` is `Clone` (I/O errors are shared
+/// behind an [`Arc`]), so that one failure can be handed to every call it ends.
 ///
 /// ```
-/// use mcp_host::Cause;
+/// use mcp_host::Error;
 /// use mcp_proto::ErrorObject;
 /// use mcp_proto::client::{CallError, CloseReason};
 ///
-/// let e = CallError::Server(ErrorObject::new(-32602, "bad"));
-/// assert_eq!(Cause::Call(&e).kind(), "server-error");
-/// assert_eq!(Cause::Call(&e).error_object().map(|o| o.code), Some(-32602));
-/// assert_eq!(Cause::Connect(&CloseReason::LegacyServer).kind(), "legacy-server");
+/// let e: Error = CallError::Server(ErrorObject::new(-32602, "bad")).into();
+/// assert_eq!((e.kind(), e.code()), ("server-error", Some(-32602)));
+/// let e: Error = CallError::Closed(CloseReason::LegacyServer).into();
+/// assert!(matches!(e, Error::Closed(CloseReason::LegacyServer)));
 /// ```
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
-pub enum Cause<'a> {
-    /// The server process could not be started.
-    Spawn,
-    /// The connection was never established, for this reason.
-    Connect(&'a CloseReason),
-    /// The connection is over, for this reason.
-    Closed(&'a CloseReason),
-    /// A call failed.
-    Call(&'a CallError),
-    /// The caller broke an API rule.
-    Misuse,
-    /// The endpoint URL was refused.
-    InvalidUrl,
-    /// The endpoint is `https://` and TLS support was compiled out
-    /// ([`TlsUnavailable`](crate::http::TlsUnavailable)).
-    TlsUnavailable,
+pub enum Error {
+    /// The server process could not be started (program not found on `PATH`, not
+    /// executable, …).
+    #[error("could not start the server `{program}`: {source}")]
+    Spawn {
+        /// The program as the caller named it.
+        program: String,
+        /// What the operating system said.
+        #[source]
+        source: Arc<io::Error>,
+    },
+    /// The server was started (or the endpoint answered) but the connection was never
+    /// established.
+    #[error("could not connect: {reason}")]
+    Connect {
+        /// Why the handshake ended.
+        reason: CloseReason,
+        /// The newest bytes the server wrote to stderr (often the real explanation).
+        /// Not part of the message: it is the server's text and may be long.
+        stderr: String,
+    },
+    /// The call failed: a JSON-RPC error from the server, a timeout, a cancellation, an
+    /// invalid answer, a refused input request, …
+    #[error(transparent)]
+    Call(CallError),
+    /// The connection is over, and why. Calls in flight when it closed fail with this
+    /// too (never with `Call(CallError::Closed(_))`).
+    #[error("connection closed: {0}")]
+    Closed(CloseReason),
+    /// The caller broke an API rule (too many calls in flight, arguments that are not a
+    /// JSON object, …).
+    #[error("invalid use of the client: {0}")]
+    Misuse(ApiMisuse),
+    /// The endpoint URL is not acceptable (not `http` or `https`, userinfo, a fragment,
+    /// plain `http` to a host that is not loopback without
+    /// [`HttpOptions::allow_insecure_remote`](crate::http::HttpOptions::allow_insecure_remote), …).
+    #[error("invalid endpoint URL {url:?}: {source}")]
+    InvalidUrl {
+        /// The URL as given.
+        url: String,
+        /// What is wrong with it.
+        #[source]
+        source: UrlError,
+    },
+    /// The endpoint is `https`, but the adapter was built without TLS and the connector
+    /// (if any) does not do TLS itself. Returned before anything connects.
+    #[error(transparent)]
+    TlsUnavailable(TlsUnavailable),
+    /// The HTTP endpoint could not be reached, or a connection to it broke below HTTP:
+    /// connection refused, no route, a connect timeout, a TLS failure (an untrusted
+    /// certificate, say). On a call this ends only the call: the next one opens a fresh
+    /// connection.
+    #[error(transparent)]
+    Transport(TransportError),
+    /// `mcp-smol` only: the `Driver` was dropped before the connection ended, so nothing
+    /// can answer this request.
+    #[error("the mcp-smol Driver is not running (it was dropped before the connection closed)")]
+    DriverGone,
 }
 
-impl<'a> Cause<'a> {
+impl Error {
     /// A short, stable name for the kind of failure, for scripts: `spawn`, `connect`,
-    /// `legacy-server`, `negotiation`, `auth-required`, `http`, `closed`,
-    /// `server-error`, `unknown-name` and `invalid-arguments` (a `-32602` that says which),
-    /// `timeout`, `invalid-response`, `input`, `limit`, `cancelled`,
-    /// `session-expired`, `call`, `misuse`, `invalid-url`, `tls-unavailable`.
+    /// `legacy-server`, `negotiation`, `auth-required`, `http`, `closed`, `server-error`,
+    /// `unknown-name` and `invalid-arguments` (a `-32602` that says which), `timeout`,
+    /// `invalid-response`, `input`, `limit`, `cancelled`, `session-expired`, `call`,
+    /// `misuse`, `invalid-url`, `tls-unavailable`, `driver-gone`; below HTTP
+    /// `unreachable`, `tls` and `transport` ([`TransportErrorKind::name`](crate::TransportErrorKind::name)).
     #[must_use]
-    pub fn kind(self) -> &'static str {
+    pub fn kind(&self) -> &'static str {
         match self {
-            Cause::Spawn => "spawn",
-            Cause::Connect(reason) => match reason {
+            Error::Spawn { .. } => "spawn",
+            Error::Connect { reason, .. } => match reason {
                 CloseReason::LegacyServer => "legacy-server",
                 CloseReason::Negotiation(_) => "negotiation",
                 CloseReason::Refused(_) => "server-error",
@@ -58,8 +113,8 @@ impl<'a> Cause<'a> {
                 CloseReason::Http(_) => "http",
                 _ => "connect",
             },
-            Cause::Closed(_) => "closed",
-            Cause::Call(e) => match e {
+            Error::Closed(_) => "closed",
+            Error::Call(e) => match e {
                 CallError::Server(_) => match e.invalid_params() {
                     Some(InvalidParams::UnknownName) => "unknown-name",
                     Some(InvalidParams::InvalidArguments) => "invalid-arguments",
@@ -81,9 +136,11 @@ impl<'a> Cause<'a> {
                 CallError::Peer(_) => "invalid-response",
                 _ => "call",
             },
-            Cause::Misuse => "misuse",
-            Cause::InvalidUrl => "invalid-url",
-            Cause::TlsUnavailable => "tls-unavailable",
+            Error::Misuse(_) => "misuse",
+            Error::InvalidUrl { .. } => "invalid-url",
+            Error::TlsUnavailable(_) => "tls-unavailable",
+            Error::Transport(e) => e.kind().name(),
+            Error::DriverGone => "driver-gone",
         }
     }
 
@@ -91,40 +148,221 @@ impl<'a> Cause<'a> {
     /// error, a refused handshake, or the error carried in the body of a failed HTTP
     /// exchange.
     #[must_use]
-    pub fn error_object(self) -> Option<&'a ErrorObject> {
+    pub fn error_object(&self) -> Option<&ErrorObject> {
         match self {
-            Cause::Call(CallError::Server(e))
-            | Cause::Connect(CloseReason::Refused(e))
-            | Cause::Closed(CloseReason::Refused(e)) => Some(e),
-            Cause::Call(CallError::Http(h))
-            | Cause::Connect(CloseReason::Http(h))
-            | Cause::Closed(CloseReason::Http(h)) => h.error.as_ref(),
+            Error::Call(CallError::Server(e)) => Some(e),
+            Error::Call(CallError::Http(h)) => h.error.as_ref(),
+            Error::Connect { reason, .. } | Error::Closed(reason) => match reason {
+                CloseReason::Refused(e) => Some(e),
+                CloseReason::Http(h) => h.error.as_ref(),
+                _ => None,
+            },
             _ => None,
         }
     }
 
+    /// The server's JSON-RPC error code, when the failure is a server error.
+    #[must_use]
+    pub fn code(&self) -> Option<i64> {
+        self.error_object().map(|e| e.code)
+    }
+
     /// The HTTP status of a failed HTTP exchange (never set for stdio servers).
     #[must_use]
-    pub fn http_status(self) -> Option<u16> {
+    pub fn http_status(&self) -> Option<u16> {
         match self {
-            Cause::Call(e) => e.http_status(),
-            Cause::Connect(CloseReason::Http(h)) | Cause::Closed(CloseReason::Http(h)) => h.status,
+            Error::Call(e) => e.http_status(),
+            Error::Connect { reason, .. } | Error::Closed(reason) => match reason {
+                CloseReason::Http(h) => h.status,
+                _ => None,
+            },
             _ => None,
         }
+    }
+
+    /// Why the connection closed, when this error says it did.
+    #[must_use]
+    pub fn close_reason(&self) -> Option<&CloseReason> {
+        match self {
+            Error::Closed(r) | Error::Connect { reason: r, .. } => Some(r),
+            _ => None,
+        }
+    }
+
+    /// The failure below HTTP, when the endpoint could not be reached or a connection
+    /// broke.
+    #[must_use]
+    pub fn transport_error(&self) -> Option<&TransportError> {
+        match self {
+            Error::Transport(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The server's stderr tail captured when connecting failed.
+    #[must_use]
+    pub fn stderr_tail(&self) -> Option<&str> {
+        match self {
+            Error::Connect { stderr, .. } => Some(stderr),
+            _ => None,
+        }
+    }
+
+    /// For adapters: starting `program` failed with `source`.
+    #[must_use]
+    pub fn spawn(program: &OsStr, source: io::Error) -> Self {
+        Error::Spawn {
+            program: program.to_string_lossy().into_owned(),
+            source: Arc::new(source),
+        }
+    }
+
+    /// For adapters: the error for a connection that closed for `reason`. A close caused
+    /// by a failure below the protocol is that failure, typed: the adapter's own error
+    /// carried as the failure's `source` (a [`TransportError`], or an `Error` such as a
+    /// server that could not be started again), or over HTTP (`endpoint` is the
+    /// endpoint's origin) a [`TransportError`] made from the machine's own failure.
+    #[must_use]
+    pub fn closed(reason: CloseReason, endpoint: Option<&str>) -> Self {
+        let failure = match &reason {
+            CloseReason::Http(h) if h.status.is_none() => h.transport.as_deref(),
+            CloseReason::Transport(f) => Some(f),
+            _ => None,
+        };
+        let Some(failure) = failure else {
+            return Error::Closed(reason);
+        };
+        let source = failure.source.as_deref();
+        if let Some(e) = source.and_then(|s| s.downcast_ref::<Error>()) {
+            return e.clone();
+        }
+        if source.is_some_and(|s| s.is::<TransportError>()) || endpoint.is_some() {
+            let endpoint = endpoint.unwrap_or_default();
+            return Error::Transport(TransportError::of_failure(failure, endpoint));
+        }
+        Error::Closed(reason)
+    }
+
+    /// For adapters: the error for a failed call. A call whose exchange broke below
+    /// HTTP fails with that failure (see [`Error::closed`]).
+    #[must_use]
+    pub fn call(error: CallError, endpoint: Option<&str>) -> Self {
+        match error {
+            CallError::Closed(reason) => Self::closed(reason, endpoint),
+            CallError::Http(h) if h.status.is_none() => {
+                match Self::closed(CloseReason::Http(h), endpoint) {
+                    Error::Closed(CloseReason::Http(h)) => Error::Call(CallError::Http(h)),
+                    typed => typed,
+                }
+            }
+            other => Error::Call(other),
+        }
+    }
+
+    /// For adapters: the error for a connection that closed for `reason` before it was
+    /// established: [`Error::closed`], where a close that is not a failure below the
+    /// protocol (nor the caller's own) becomes [`Error::Connect`] with the server's
+    /// `stderr`.
+    #[must_use]
+    pub fn not_connected(reason: CloseReason, endpoint: Option<&str>, stderr: String) -> Self {
+        match Self::closed(reason, endpoint) {
+            Error::Closed(reason) if reason != CloseReason::Local => {
+                Error::Connect { reason, stderr }
+            }
+            other => other,
+        }
+    }
+}
+
+impl From<CallError> for Error {
+    fn from(e: CallError) -> Self {
+        Self::call(e, None)
+    }
+}
+
+impl From<CloseReason> for Error {
+    fn from(reason: CloseReason) -> Self {
+        Error::Closed(reason)
+    }
+}
+
+impl From<ApiMisuse> for Error {
+    fn from(e: ApiMisuse) -> Self {
+        match e {
+            ApiMisuse::Closed => Error::Closed(CloseReason::Local),
+            other => Error::Misuse(other),
+        }
+    }
+}
+
+impl From<TlsUnavailable> for Error {
+    fn from(e: TlsUnavailable) -> Self {
+        Error::TlsUnavailable(e)
+    }
+}
+
+impl From<TransportError> for Error {
+    fn from(e: TransportError) -> Self {
+        Error::Transport(e)
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
+    use mcp_proto::client::{HttpFailure, TransportFailure, TransportFailureKind};
+
     use super::*;
+    use crate::TransportErrorKind;
 
     #[test]
     fn unusable_answers_have_kinds() {
-        let kind = |p: PeerError| Cause::Call(&CallError::Peer(p)).kind();
+        let kind = |p: PeerError| Error::Call(CallError::Peer(p)).kind();
         assert_eq!(kind(PeerError::Oversized { seen: 9, limit: 8 }), "limit");
         let deep = DecodeError::TooDeep { limit: 64 };
         assert_eq!(kind(PeerError::Malformed { error: deep }), "limit");
         let error = DecodeError::ResultAndError;
         assert_eq!(kind(PeerError::Malformed { error }), "invalid-response");
+        let misuse: Error = ApiMisuse::TooManyCalls.into();
+        assert_eq!(misuse.kind(), "misuse");
+        let closed: Error = ApiMisuse::Closed.into();
+        assert_eq!(closed.kind(), "closed");
+    }
+
+    #[test]
+    fn failures_below_the_protocol_come_back_typed() {
+        let refused = io::Error::new(io::ErrorKind::ConnectionRefused, "refused");
+        let e = TransportError::new(TransportErrorKind::Connect, "http://h:1", refused);
+        let http = CloseReason::Http(HttpFailure::from_transport(e.failure()));
+        let Error::Transport(back) = Error::not_connected(http, None, String::new()) else {
+            panic!("typed");
+        };
+        assert_eq!(back.kind(), TransportErrorKind::Connect);
+
+        let spawn = Error::spawn(OsStr::new("srv"), io::ErrorKind::NotFound.into());
+        let failure = TransportFailure::new(TransportFailureKind::Spawn, spawn.to_string())
+            .with_source(Arc::new(spawn));
+        let e = Error::closed(CloseReason::Transport(failure), None);
+        assert_eq!(e.kind(), "spawn");
+
+        let pipe = TransportFailure::new(TransportFailureKind::Closed, "broken pipe");
+        let e = Error::not_connected(CloseReason::Transport(pipe), None, "bye".into());
+        assert_eq!((e.kind(), e.stderr_tail()), ("connect", Some("bye")));
+        let local = Error::not_connected(CloseReason::Local, None, String::new());
+        assert!(matches!(local, Error::Closed(CloseReason::Local)));
+    }
+
+    #[test]
+    fn server_errors_keep_their_object() {
+        let http = HttpFailure::new(Some(400), Some(ErrorObject::new(-32020, "x")), "bad");
+        let e = Error::Connect {
+            reason: CloseReason::Http(http),
+            stderr: String::new(),
+        };
+        assert_eq!(
+            (e.code(), e.http_status(), e.kind()),
+            (Some(-32020), Some(400), "http")
+        );
     }
 }

@@ -1,22 +1,26 @@
-//! What both adapters do the same way for Streamable HTTP: the defaults, the machine's
-//! configuration, and TLS (rustls with the `ring` provider, Mozilla's roots from
-//! `webpki-roots`, ALPN `http/1.1`).
+//! What both adapters do the same way for Streamable HTTP: [`HttpOptions`] and the
+//! preparation of a connection from them ([`HttpOptions::prepare`]), the defaults, and
+//! TLS (rustls with the `ring` provider, Mozilla's roots from `webpki-roots`, ALPN
+//! `http/1.1`).
 //!
-//! The TLS items (`default_tls_config`, `http1_tls_config`, `tls_error`) exist with
-//! the `tls` cargo feature only (on by default). Without it, [`TlsUnavailable`] is what
-//! the adapters report for an `https://` endpoint they have no TLS for.
+//! The TLS items (`default_tls_config`, `http1_tls_config`, `tls_error`,
+//! `HttpOptions::tls`) exist with the `tls` cargo feature only (on by default). Without
+//! it, [`TlsUnavailable`] is what the adapters report for an `https://` endpoint they
+//! have no TLS for.
 
 use std::fmt;
 #[cfg(feature = "tls")]
 use std::io;
+use std::sync::Arc;
 #[cfg(feature = "tls")]
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
+use mcp_proto::client::ClientConfig;
 use mcp_proto::client::http::HttpConfig;
 use mcp_proto::http::EndpointUrl;
-#[cfg(feature = "tls")]
-use rustls::ClientConfig;
+
+use crate::{EraCache, Error};
 
 /// Default bound on the time to open a connection (TCP and TLS together): 10 s.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -24,22 +28,265 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default bound on connections to the endpoint at once: 16.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 16;
 
+/// Default age at which an idle keep-alive connection is closed rather than reused: 30 s.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// The only ALPN protocol offered: HTTP/1.1 is all the machine speaks.
 #[cfg(feature = "tls")]
 const ALPN_HTTP1: &[u8] = b"http/1.1";
 
-/// The HTTP machine's configuration for `url`: the `Authorization` value to send with
-/// every request (never logged) and the `User-Agent` (`<adapter>/<version>`).
-#[must_use]
-pub fn machine_config(
-    url: EndpointUrl,
-    authorization: Option<String>,
-    user_agent: &str,
-) -> HttpConfig {
-    let mut config = HttpConfig::new(url);
-    config.authorization = authorization;
-    user_agent.clone_into(&mut config.user_agent);
-    config
+/// How a client reaches a Streamable HTTP endpoint: the same options in both adapters,
+/// `C` being the adapter's connector trait (`mcp_blocking::HttpOptions` is
+/// `HttpOptions<dyn mcp_blocking::http::Connector>`, `mcp_smol::HttpOptions` is
+/// `HttpOptions<dyn mcp_smol::Connector>`).
+///
+/// The client machine decides everything about the connections within these bounds: how
+/// many to open, which exchange rides on which, when an idle one is reused or expired,
+/// and when a request that met a keep-alive connection the server had just closed is
+/// sent again, once, on a fresh one (only when not one byte of its response came back).
+/// Plain `http://` is accepted for loopback hosts only, unless
+/// [`allow_insecure_remote`](Self::allow_insecure_remote) says otherwise.
+///
+/// ```
+/// use std::time::Duration;
+/// use mcp_host::EraCache;
+/// use mcp_host::http::HttpOptions;
+///
+/// let cache = EraCache::new();
+/// let http = HttpOptions::<()>::new()
+///     .bearer_token("s3cr3t")
+///     .connect_timeout(Duration::from_secs(3))
+///     .max_connections(4)
+///     .era_cache(cache.clone());
+/// assert_eq!(http.authorization.as_deref(), Some("Bearer s3cr3t"));
+/// assert!(!format!("{http:?}").contains("s3cr3t"));
+/// ```
+#[non_exhaustive]
+pub struct HttpOptions<C: ?Sized> {
+    /// The rustls configuration for `https` endpoints. Default: [`default_tls_config`].
+    /// ALPN is always `http/1.1` alone (on a copy, when this configuration says
+    /// otherwise). With the `tls` feature only.
+    #[cfg(feature = "tls")]
+    pub tls: Option<Arc<rustls::ClientConfig>>,
+    /// Opens the connections instead of the adapter's plain TCP (a proxy, a Unix socket,
+    /// a test double, another TLS stack). Default none.
+    pub connector: Option<Arc<C>>,
+    /// The `Authorization` header value sent with every request (`Bearer …`). Never
+    /// written to the wire log, never shown by `Debug`.
+    pub authorization: Option<String>,
+    /// Permit plain `http` to hosts that are not loopback. Default false: only
+    /// `localhost`, 127.0.0.0/8 and `::1` may be reached without TLS.
+    pub allow_insecure_remote: bool,
+    /// Bound on opening one connection, TCP and TLS handshake together. Default
+    /// [`DEFAULT_CONNECT_TIMEOUT`].
+    pub connect_timeout: Duration,
+    /// Connections carrying requests at once (idle keep-alive ones included); requests
+    /// beyond it wait for one. Long-lived event streams (a legacy server's GET stream,
+    /// resumptions) are bounded separately by the same number, so they never starve
+    /// calls. Default [`DEFAULT_MAX_CONNECTIONS`]; 0 is taken as 1.
+    pub max_connections: usize,
+    /// Idle keep-alive connections older than this are closed rather than reused.
+    /// Default [`DEFAULT_IDLE_TIMEOUT`].
+    pub idle_timeout: Duration,
+    /// Remembers each origin's era, so that a legacy server is not probed again; see
+    /// [`EraCache`]. Default none.
+    pub era_cache: Option<EraCache>,
+}
+
+impl<C: ?Sized> HttpOptions<C> {
+    /// The defaults: webpki roots, the adapter's TCP, no authorization, loopback-only
+    /// plain `http`, 10 s connect timeout, 16 connections, 30 s idle timeout, no era
+    /// cache.
+    #[must_use]
+    pub fn new() -> Self {
+        HttpOptions {
+            #[cfg(feature = "tls")]
+            tls: None,
+            connector: None,
+            authorization: None,
+            allow_insecure_remote: false,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            era_cache: None,
+        }
+    }
+
+    /// The same options with this TLS configuration (a private CA, client certificates,
+    /// a pinned key…). With the `tls` feature only.
+    #[cfg(feature = "tls")]
+    #[must_use]
+    pub fn tls(mut self, config: Arc<rustls::ClientConfig>) -> Self {
+        self.tls = Some(config);
+        self
+    }
+
+    /// The same options with this connector (anything the adapter's connector trait is
+    /// implemented for).
+    #[must_use]
+    pub fn connector(mut self, connector: impl Into<Box<C>>) -> Self {
+        self.connector = Some(Arc::from(connector.into()));
+        self
+    }
+
+    /// The same options with this `Authorization` header value.
+    #[must_use]
+    pub fn authorization(mut self, value: impl Into<String>) -> Self {
+        self.authorization = Some(value.into());
+        self
+    }
+
+    /// The same options with `Authorization: Bearer <token>`.
+    #[must_use]
+    pub fn bearer_token(self, token: &str) -> Self {
+        self.authorization(format!("Bearer {token}"))
+    }
+
+    /// The same options, permitting (or not) plain `http` to hosts that are not loopback.
+    #[must_use]
+    pub fn allow_insecure_remote(mut self, allow: bool) -> Self {
+        self.allow_insecure_remote = allow;
+        self
+    }
+
+    /// The same options with another connect timeout.
+    #[must_use]
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// The same options with another bound on connections (at least 1).
+    #[must_use]
+    pub fn max_connections(mut self, max: usize) -> Self {
+        self.max_connections = max.max(1);
+        self
+    }
+
+    /// The same options with another idle timeout.
+    #[must_use]
+    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_timeout = timeout;
+        self
+    }
+
+    /// The same options with an era cache (clones share their verdicts, across
+    /// connections and both adapters).
+    #[must_use]
+    pub fn era_cache(mut self, cache: EraCache) -> Self {
+        self.era_cache = Some(cache);
+        self
+    }
+
+    /// What `connect_http_with` does before anything connects, the same in both
+    /// adapters: `url` checked (plain `http` only to loopback unless allowed); for an
+    /// `https` endpoint whose connector does not do TLS (`connector_does_tls`), the TLS
+    /// configuration to handshake with, or without the `tls` feature
+    /// [`Error::TlsUnavailable`]; what the [era cache](Self::era_cache) knows about the
+    /// origin handed to the machine ([`ClientConfig::known_era`]: with `EraMode::Auto` a
+    /// legacy origin gets `initialize` first, no probe, and is probed after all, once,
+    /// if the server has moved on); and the machine's HTTP configuration with these
+    /// options' `Authorization`, bounds and timeouts, and the user agent
+    /// `<adapter>/<version>`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidUrl`] and [`Error::TlsUnavailable`].
+    pub fn prepare(
+        &self,
+        adapter: &'static str,
+        url: &str,
+        config: ClientConfig,
+        connector_does_tls: bool,
+    ) -> Result<HttpStart, Error> {
+        let endpoint = EndpointUrl::parse(url, self.allow_insecure_remote).map_err(|source| {
+            Error::InvalidUrl {
+                url: url.to_owned(),
+                source,
+            }
+        })?;
+        let needs_tls = endpoint.is_tls() && !connector_does_tls;
+        #[cfg(not(feature = "tls"))]
+        if needs_tls {
+            return Err(TlsUnavailable::new(adapter, endpoint.as_str()).into());
+        }
+        let hint = self
+            .era_cache
+            .as_ref()
+            .and_then(|c| c.hint(endpoint.origin()));
+        let config = if hint.is_some() {
+            config.known_era(hint)
+        } else {
+            config
+        };
+        let mut http = HttpConfig::new(endpoint.clone());
+        http.authorization.clone_from(&self.authorization);
+        http.user_agent = format!("{adapter}/{}", env!("CARGO_PKG_VERSION"));
+        http.pool.max_connections = self.max_connections.max(1);
+        http.pool.idle_timeout = self.idle_timeout;
+        http.pool.connect_timeout = self.connect_timeout;
+        Ok(HttpStart {
+            #[cfg(feature = "tls")]
+            tls: needs_tls.then(|| http1_tls_config(self.tls.as_ref())),
+            url: endpoint,
+            config,
+            http,
+        })
+    }
+}
+
+impl<C: ?Sized> Clone for HttpOptions<C> {
+    fn clone(&self) -> Self {
+        HttpOptions {
+            #[cfg(feature = "tls")]
+            tls: self.tls.clone(),
+            connector: self.connector.clone(),
+            authorization: self.authorization.clone(),
+            era_cache: self.era_cache.clone(),
+            ..*self
+        }
+    }
+}
+
+impl<C: ?Sized> Default for HttpOptions<C> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<C: ?Sized> fmt::Debug for HttpOptions<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut f = f.debug_struct("HttpOptions");
+        #[cfg(feature = "tls")]
+        f.field("tls", &self.tls.is_some());
+        f.field("connector", &self.connector.is_some())
+            .field(
+                "authorization",
+                &crate::wire_log::redacted(&self.authorization),
+            )
+            .field("allow_insecure_remote", &self.allow_insecure_remote)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("max_connections", &self.max_connections)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("era_cache", &self.era_cache)
+            .finish()
+    }
+}
+
+/// A connection to an endpoint, ready to start: what [`HttpOptions::prepare`] makes.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct HttpStart {
+    /// The endpoint.
+    pub url: EndpointUrl,
+    /// The client's configuration, with the era cache's verdict for the origin.
+    pub config: ClientConfig,
+    /// The machine's HTTP configuration.
+    pub http: HttpConfig,
+    /// The TLS configuration for the handshakes the adapter does itself (an `https`
+    /// endpoint whose connector does not do TLS), ALPN `http/1.1` alone. With the `tls`
+    /// feature only.
+    #[cfg(feature = "tls")]
+    pub tls: Option<Arc<rustls::ClientConfig>>,
 }
 
 /// The default TLS client configuration: the `ring` provider, its safe default
@@ -47,14 +294,14 @@ pub fn machine_config(
 /// certificate, ALPN `http/1.1`. Built once per process.
 #[cfg(feature = "tls")]
 #[must_use]
-pub fn default_tls_config() -> Arc<ClientConfig> {
-    static CONFIG: OnceLock<Arc<ClientConfig>> = OnceLock::new();
+pub fn default_tls_config() -> Arc<rustls::ClientConfig> {
+    static CONFIG: OnceLock<Arc<rustls::ClientConfig>> = OnceLock::new();
     Arc::clone(CONFIG.get_or_init(|| {
         let roots = rustls::RootCertStore {
             roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
         };
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut config = ClientConfig::builder_with_provider(provider)
+        let mut config = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .expect("the ring provider supports the default protocol versions")
             .with_root_certificates(roots)
@@ -82,7 +329,7 @@ pub fn default_tls_config() -> Arc<ClientConfig> {
 /// ```
 #[cfg(feature = "tls")]
 #[must_use]
-pub fn http1_tls_config(config: Option<&Arc<ClientConfig>>) -> Arc<ClientConfig> {
+pub fn http1_tls_config(config: Option<&Arc<rustls::ClientConfig>>) -> Arc<rustls::ClientConfig> {
     let Some(config) = config else {
         return default_tls_config();
     };
@@ -104,7 +351,7 @@ pub fn tls_error(error: &io::Error) -> Option<&rustls::Error> {
 
 /// An `https://` endpoint, but TLS support was compiled out: the adapter was built
 /// without its `tls` cargo feature, and no connector that does TLS itself was given.
-/// Both adapters return it before anything connects; its [kind](crate::Cause::kind) is
+/// Both adapters return it before anything connects; its [kind](crate::Error::kind) is
 /// `tls-unavailable`.
 ///
 /// ```
@@ -178,10 +425,27 @@ mod tests {
     }
 
     #[test]
-    fn the_machine_config_carries_the_authorization_and_agent() {
-        let url = EndpointUrl::parse("http://127.0.0.1:1/mcp", false).unwrap();
-        let config = machine_config(url, Some("Bearer x".into()), "agent/1");
-        assert_eq!(config.authorization.as_deref(), Some("Bearer x"));
-        assert_eq!(config.user_agent, "agent/1");
+    fn prepare_hands_the_options_and_the_cached_era_to_the_machine() {
+        use mcp_proto::{Era, ProtocolVersion};
+
+        let cache = EraCache::new();
+        cache.record("http://127.0.0.1:1", ProtocolVersion::V2025_11_25);
+        let http = HttpOptions::<()>::new()
+            .bearer_token("x")
+            .max_connections(0)
+            .era_cache(cache);
+        let config = ClientConfig::new("a", "1");
+        let start = http
+            .prepare("agent", "http://127.0.0.1:1/mcp", config.clone(), false)
+            .expect("loopback");
+        assert_eq!(start.http.authorization.as_deref(), Some("Bearer x"));
+        assert!(start.http.user_agent.starts_with("agent/"));
+        assert_eq!(start.http.pool.max_connections, 1);
+        assert_eq!(
+            start.config.known_era.map(|(era, _)| era),
+            Some(Era::Legacy)
+        );
+        let refused = http.prepare("agent", "http://example.com/mcp", config, false);
+        assert_eq!(refused.expect_err("remote").kind(), "invalid-url");
     }
 }

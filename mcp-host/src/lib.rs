@@ -11,13 +11,18 @@
 //!   [`Shutdown`], how the process ended.
 //! * [`Options`]: grace period, input handler, progress callback, wire log; with
 //!   [`Options::handle_event`], the event handling that depends on the options alone.
-//! * [`wire_log`]: bytes cut into wire-log lines, with `Authorization` and the other
-//!   secret headers redacted.
-//! * [`http`]: the HTTP defaults, the machine's configuration, and the default TLS
+//! * [`http::HttpOptions`]: how an endpoint is reached, and
+//!   [`HttpOptions::prepare`](http::HttpOptions::prepare), everything `connect_http`
+//!   checks and sets up before anything connects; the HTTP defaults and the default TLS
 //!   configuration (rustls with `ring`, `webpki-roots`, ALPN `http/1.1`; with the `tls`
 //!   feature).
-//! * [`Cause`]: the stable error kind names, the server's error object, the HTTP
-//!   status.
+//! * [`Error`]: the one error type of both adapters, with its stable kind names, and
+//!   [`TransportError`], the failures below HTTP, which ride through the machine as the
+//!   `source` of its `TransportFailure` and come back typed.
+//! * [`request`]: the requests behind `call_tool` and `get_prompt`, their arguments (a
+//!   JSON object, or null for none) checked the same way for both adapters.
+//! * [`wire_log`]: bytes cut into wire-log lines, with `Authorization` and the other
+//!   secret headers redacted.
 //! * [`EraCache`]: the era verdicts per HTTP origin behind a lock, shareable between
 //!   connections and between both adapters (the decisions are the machine's).
 //!
@@ -28,8 +33,12 @@
 //!
 //! * `tls` (default): the default TLS client configuration and the rustls helpers of
 //!   [`http`], with `rustls` (ring provider) and `webpki-roots`. Without it the crate
-//!   depends on `mcp-proto` alone; the adapters turn it on with their own `tls` feature.
+//!   depends on `mcp-proto` and two of its own dependencies (`serde_json`,
+//!   `thiserror`); the adapters turn it on with their own `tls` feature.
 #![forbid(unsafe_code)]
+// `Error` holds `CloseReason` and `CallError` by value, so callers can match on them
+// without a box in the way; the size is a deliberate trade.
+#![allow(clippy::result_large_err)]
 #![warn(missing_docs)]
 
 mod child;
@@ -39,16 +48,19 @@ mod era_cache;
 mod error;
 pub mod http;
 mod options;
+pub mod request;
+mod transport;
 pub mod wire_log;
 
 pub use child::{Shutdown, StderrTail};
 pub use command::{DEFAULT_STDERR_LIMIT, StdioCommand};
 pub use era_cache::EraCache;
-pub use error::Cause;
+pub use error::Error;
 pub use options::{
     DEFAULT_GRACE_PERIOD, Direction, MAX_NOTIFICATIONS, MAX_PEER_ERRORS, Options, Progress,
     ProgressHandler, WireLog, push_newest,
 };
+pub use transport::{ResolveError, TransportError, TransportErrorKind};
 
 /// The protocol crate, re-exported so its types need no second dependency.
 pub use mcp_proto;

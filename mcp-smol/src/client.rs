@@ -14,17 +14,16 @@ use mcp_proto::client::{
 use mcp_proto::jsonrpc::Notification;
 use mcp_proto::model::{CallToolResult, Prompt, Resource, ServerDetails, Tool};
 use mcp_proto::version::{Era, ProtocolVersion};
-use serde_json::{Map, Value};
-
-use mcp_proto::http::EndpointUrl;
+use serde_json::Value;
 
 use mcp_host::{
     MAX_NOTIFICATIONS, MAX_PEER_ERRORS, Options, ProgressHandler, Shutdown, StderrTail,
-    StdioCommand, WireLog, push_newest,
+    StdioCommand, WireLog, push_newest, request,
 };
 
 use crate::driver::{Driver, Setup, Transport};
 use crate::facade::{Channels, Facade};
+use crate::http::Opener;
 use crate::{Error, HttpOptions};
 
 /// A change to the driver's [`Options`], applied in order with the other commands.
@@ -65,6 +64,8 @@ pub(crate) struct SharedState {
     pub(crate) restarts: u32,
     pub(crate) stderr: StderrTail,
     pub(crate) peer_errors: VecDeque<PeerError>,
+    /// Tools left out of `tools/list` over HTTP, with the reason (latest per tool).
+    pub(crate) excluded_tools: Vec<(String, String)>,
     pub(crate) dropped_notifications: u64,
     pub(crate) shutdown: Option<Shutdown>,
 }
@@ -81,6 +82,7 @@ impl Shared {
                 restarts: 0,
                 stderr: StderrTail::new(stderr_limit),
                 peer_errors: VecDeque::new(),
+                excluded_tools: Vec::new(),
                 dropped_notifications: 0,
                 shutdown: None,
             }),
@@ -98,6 +100,13 @@ impl Shared {
 impl SharedState {
     pub(crate) fn push_peer_error(&mut self, e: PeerError) {
         push_newest(&mut self.peer_errors, e, MAX_PEER_ERRORS);
+    }
+
+    pub(crate) fn exclude_tool(&mut self, tool: String, reason: String) {
+        match self.excluded_tools.iter_mut().find(|(t, _)| *t == tool) {
+            Some(entry) => entry.1 = reason,
+            None => self.excluded_tools.push((tool, reason)),
+        }
     }
 }
 
@@ -218,22 +227,17 @@ impl Client {
         options: Options,
         http: HttpOptions,
     ) -> Result<(Client, Driver), Error> {
-        let url = EndpointUrl::parse(url, http.allow_insecure_remote)?;
-        let shared = Arc::new(Shared::new(0, None, Some(url.as_str().to_owned())));
-        let era_cache = http.era_cache.clone().map(|c| (c, url.origin().to_owned()));
-        let known = era_cache.as_ref().and_then(|(c, origin)| c.hint(origin));
-        let config = if known.is_some() {
-            config.known_era(known)
-        } else {
-            config
-        };
-        let (http_config, opener) = http.into_parts(url)?;
-        let endpoint = Some(opener.endpoint.clone());
+        let does_tls = http.connector.as_ref().is_some_and(|c| c.handles_tls());
+        let start = http.prepare("mcp-smol", url, config, does_tls)?;
+        let opener = Opener::new(http.connector, &start);
+        let origin = start.url.origin().to_owned();
+        let shared = Arc::new(Shared::new(0, None, Some(start.url.as_str().to_owned())));
+        let era_cache = http.era_cache.map(|c| (c, origin.clone()));
         let (client, channels) = Client::with_channels(shared.clone());
         let driver = Driver::new(Setup {
-            config,
-            transport: Transport::Http(Box::new(http_config), opener),
-            facade: Facade::new(options, channels, shared, endpoint, era_cache),
+            config: start.config,
+            transport: Transport::Http(Box::new(start.http), opener),
+            facade: Facade::new(options, channels, shared, Some(origin), era_cache),
         });
         Ok((client, driver))
     }
@@ -375,17 +379,15 @@ impl Client {
         Ok(self.request(CallRequest::list_prompts()).await?.prompts()?)
     }
 
-    /// `tools/call`. A tool that failed is a successful call whose result has
-    /// `is_error: Some(true)`.
+    /// `tools/call` with `arguments`, a JSON object (or `null` for none). A tool that
+    /// failed is a successful call whose result has `is_error: Some(true)`.
     ///
     /// # Errors
-    /// As [`Client::request`], and [`Error::Call`] when the result is not a
-    /// `CallToolResult`.
+    /// As [`Client::request`]; [`Error::Misuse`] for arguments that are not an object
+    /// (nothing is sent), and [`Error::Call`] when the result is not a `CallToolResult`.
     pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<CallToolResult, Error> {
-        Ok(self
-            .request(CallRequest::call_tool(name, arguments))
-            .await?
-            .tool_result()?)
+        let request = request::call_tool(name, arguments)?;
+        Ok(self.request(request).await?.tool_result()?)
     }
 
     /// `resources/read`: the `ReadResourceResult` as JSON.
@@ -399,19 +401,15 @@ impl Client {
             .result_as()?)
     }
 
-    /// `prompts/get`: the `GetPromptResult` as JSON.
+    /// `prompts/get` with `arguments`, a JSON object (or `null` for none): the
+    /// `GetPromptResult` as JSON.
     ///
     /// # Errors
-    /// As [`Client::request`].
-    pub async fn get_prompt(
-        &self,
-        name: &str,
-        arguments: Map<String, Value>,
-    ) -> Result<Value, Error> {
-        Ok(self
-            .request(CallRequest::get_prompt(name, arguments))
-            .await?
-            .result_as()?)
+    /// As [`Client::request`]; [`Error::Misuse`] for arguments that are not an object
+    /// (nothing is sent).
+    pub async fn get_prompt(&self, name: &str, arguments: Value) -> Result<Value, Error> {
+        let request = request::get_prompt(name, arguments)?;
+        Ok(self.request(request).await?.result_as()?)
     }
 
     /// Replaces the handler that answers requests for input (elicitation, sampling,
@@ -485,6 +483,14 @@ impl Client {
     #[must_use]
     pub fn restarts(&self) -> u32 {
         self.shared.lock().restarts
+    }
+
+    /// The tools left out of `tools/list` because their `x-mcp-header` annotations are
+    /// invalid (Streamable HTTP, 2026-07-28), as `(tool, reason)`, latest listing first
+    /// seen first. The other tools stay usable; stdio never excludes any.
+    #[must_use]
+    pub fn excluded_tools(&self) -> Vec<(String, String)> {
+        self.shared.lock().excluded_tools.clone()
     }
 
     /// Why the connection ended, once it has.

@@ -31,12 +31,13 @@ use std::fmt;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use async_io::Timer;
 use async_process::Child;
 use futures_lite::AsyncRead;
-use mcp_host::{StdioCommand, clock};
+use mcp_host::{StdioCommand, TransportErrorKind, clock};
 use mcp_proto::Instant;
 use mcp_proto::client::http::HttpConfig;
 use mcp_proto::client::{
@@ -46,7 +47,6 @@ use mcp_proto::client::{
 
 use crate::Error;
 use crate::conn::{Conn, Open, Wire};
-use crate::error::TransportError;
 use crate::facade::Facade;
 use crate::http::Opener;
 use crate::stdio::{Change, Process};
@@ -314,7 +314,7 @@ impl Io {
             }
             Change::Restarted(Err(e)) => {
                 let failure = TransportFailure::new(TransportFailureKind::Spawn, e.to_string());
-                let failure = self.facade.remember(failure, e);
+                let failure = failure.with_source(Arc::new(e));
                 self.machine
                     .handle_transport_error(now, ConnId::STDIO, failure);
             }
@@ -337,8 +337,7 @@ impl Io {
                     }
                     Poll::Ready(Err(e)) => {
                         self.conns.remove(&id);
-                        let failure = self.facade.remember(e.failure(), Error::Transport(e));
-                        self.machine.handle_transport_error(now, id, failure);
+                        self.machine.handle_transport_error(now, id, e.failure());
                     }
                 }
                 self.drain(now);
@@ -349,7 +348,7 @@ impl Io {
         // A failed write ends the writing only: what the peer sent is still read (an
         // exited stdio server's last words and end of output, an early HTTP answer).
         let mut progress = open.poll_write(cx).unwrap_or_else(|e| {
-            self.failed(now, id, e);
+            self.failed(now, id, TransportErrorKind::Write, e);
             true
         });
         for _ in 0..BUDGET {
@@ -390,20 +389,17 @@ impl Io {
                 self.machine.handle_eof(now, id);
                 self.drain(now);
             }
-            Some(e) => self.failed(now, id, e),
+            Some(e) => self.failed(now, id, TransportErrorKind::Read, e),
         }
         true
     }
 
-    /// Reports a failure on a channel; the machine decides what becomes of it.
-    fn failed(&mut self, now: Instant, id: ConnId, e: io::Error) {
+    /// Reports a failure at `step` on a channel, the error behind it as its source; the
+    /// machine decides what becomes of it.
+    fn failed(&mut self, now: Instant, id: ConnId, step: TransportErrorKind, e: io::Error) {
         let failure = match &self.opener {
-            Some(opener) => {
-                let kind = TransportFailureKind::of_io(e.kind());
-                let e = TransportError::new(kind, false, &opener.endpoint, e);
-                self.facade.remember(e.failure(), Error::Transport(e))
-            }
-            None => TransportFailure::from_io(&e),
+            Some(opener) => opener.failure(step, e),
+            None => TransportFailure::from_io(&e).with_source(Arc::new(e)),
         };
         self.machine.handle_transport_error(now, id, failure);
         self.drain(now);

@@ -4,10 +4,10 @@
 //!
 //! Nothing here does IO or decides anything about the protocol: progress and input
 //! requests are handled by [`Options::handle_event`] (shared with `mcp-blocking`), the
-//! era cache is filled from the machine's verdict, and failures are reported as the
-//! machine classified them.
+//! era cache is filled from the machine's verdict, and failures become errors as
+//! [`Error::closed`] and [`Error::call`] make them (shared with `mcp-blocking` too).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -17,18 +17,13 @@ use futures_lite::Stream;
 use mcp_host::{EraCache, Options};
 use mcp_proto::Instant;
 use mcp_proto::client::{
-    CallError, CallId, CallOutput, Client as Machine, CloseReason, ConnectionState, Event,
-    TransportFailure,
+    CallId, CallOutput, Client as Machine, CloseReason, ConnectionState, Event,
 };
 use mcp_proto::jsonrpc::Notification;
 use mcp_proto::model::ServerDetails;
 
 use crate::Error;
 use crate::client::{Command, Shared};
-use crate::error::TransportError;
-
-/// Failures kept with the error behind them (see [`Facade::remember`]).
-const MAX_FAILURES: usize = 16;
 
 /// The channels between the handles and the driver.
 pub(crate) struct Channels {
@@ -76,13 +71,6 @@ pub(crate) struct Facade {
     era_cache: Option<(EraCache, String)>,
     /// The endpoint's origin, for HTTP: names it in transport errors.
     endpoint: Option<String>,
-    /// Failures reported to the machine, with the error behind them.
-    //
-    // The machine's `TransportFailure` is a kind and a text; the IO error behind it (a
-    // rustls certificate error, say, which `TransportError::tls_error` hands out) cannot
-    // ride along. This keeps it for the failures the machine reports back. Only the
-    // detail is restored this way: the kind comes from the machine.
-    failures: VecDeque<(TransportFailure, Error)>,
 }
 
 impl Facade {
@@ -104,7 +92,6 @@ impl Facade {
             waiters: Vec::new(),
             era_cache,
             endpoint,
-            failures: VecDeque::new(),
         }
     }
 
@@ -163,13 +150,7 @@ impl Facade {
             Event::CallCompleted { call, outcome } => {
                 if let Some((key, reply)) = self.calls.remove(&call) {
                     self.keys.remove(&key);
-                    let outcome = outcome.map_err(|e| match e {
-                        CallError::Closed(reason) => self.closed_error(reason),
-                        CallError::Http(f) if f.status.is_none() && f.transport.is_some() => {
-                            self.closed_error(CloseReason::Http(f))
-                        }
-                        other => Error::Call(other),
-                    });
+                    let outcome = outcome.map_err(|e| Error::call(e, self.endpoint.as_deref()));
                     // A dropped receiver means the caller stopped waiting: nothing to do.
                     let _ = reply.try_send(outcome);
                 }
@@ -179,6 +160,9 @@ impl Facade {
                 self.shared.lock().dropped_notifications += count;
             }
             Event::PeerError(e) => self.shared.lock().push_peer_error(e),
+            Event::ToolExcluded { tool, reason } => {
+                self.shared.lock().exclude_tool(tool, reason);
+            }
             Event::Closed { reason } => {
                 let ended = self.closed_error(reason.clone());
                 let mut shared = self.shared.lock();
@@ -188,43 +172,15 @@ impl Facade {
                 // Later commands fail at once; the queued ones get the end in `finish`.
                 self.commands.close();
             }
-            // Input requests are answered on the spot above, so nothing is ever waiting
-            // to be voided; tools left out over HTTP are simply not listed.
+            // Input requests are answered on the spot above: nothing is ever waiting to be
+            // voided.
             _ => {}
         }
     }
 
-    /// Keeps `error` as what `failure`, reported to the machine now, stands for.
-    pub(crate) fn remember(&mut self, failure: TransportFailure, error: Error) -> TransportFailure {
-        if self.failures.len() >= MAX_FAILURES {
-            self.failures.pop_front();
-        }
-        self.failures.push_back((failure.clone(), error));
-        failure
-    }
-
-    /// The error for a failure the machine reports.
-    fn failure_error(&self, failure: &TransportFailure) -> Error {
-        if let Some((_, error)) = self.failures.iter().rev().find(|(f, _)| f == failure) {
-            return error.clone();
-        }
-        match &self.endpoint {
-            Some(endpoint) => Error::Transport(TransportError::of_failure(endpoint, failure)),
-            None => Error::Closed(CloseReason::Transport(failure.clone())),
-        }
-    }
-
-    /// The error for a connection that closed for `reason`: a close caused by a failure
-    /// below the protocol is that failure.
+    /// The error for a connection that closed for `reason`.
     pub(crate) fn closed_error(&self, reason: CloseReason) -> Error {
-        match &reason {
-            CloseReason::Http(f) if f.status.is_none() => match &f.transport {
-                Some(failure) => self.failure_error(failure),
-                None => Error::Closed(reason),
-            },
-            CloseReason::Transport(failure) => self.failure_error(failure),
-            _ => Error::Closed(reason),
-        }
+        Error::closed(reason, self.endpoint.as_deref())
     }
 
     /// Queues a notification for the handles, dropping the oldest when full.
@@ -247,16 +203,13 @@ impl Facade {
             let mut shared = self.shared.lock();
             shared.pid = None;
             shared.ended.get_or_insert_with(|| ended.clone());
-            match (&shared.server, &ended) {
-                (None, Error::Closed(r)) if *r != CloseReason::Local => {
-                    let e = Error::Connect {
-                        reason: r.clone(),
-                        stderr: shared.stderr.text(),
-                    };
-                    shared.ended = Some(e.clone());
-                    e
-                }
-                _ => ended.clone(),
+            if shared.server.is_none() {
+                let stderr = shared.stderr.text();
+                let e = Error::not_connected(reason.clone(), self.endpoint.as_deref(), stderr);
+                shared.ended = Some(e.clone());
+                e
+            } else {
+                ended.clone()
             }
         };
         while let Ok(command) = self.commands.0.try_recv() {

@@ -13,7 +13,8 @@
 //! `async_io::Async<std::net::TcpStream>` with `TCP_NODELAY`) and, for an `https` origin,
 //! the TLS handshake; it writes the bytes it is given, reads every open connection, and
 //! closes a connection when told. What fails below HTTP is reported to the machine as a
-//! typed `TransportFailure`, and to the caller as [`Error::Transport`](crate::Error::Transport).
+//! `TransportFailure` carrying the typed [`TransportError`] as its source, and comes back
+//! to the caller as [`Error::Transport`](crate::Error::Transport).
 //!
 //! The wire log sees the HTTP/1.1 text of every exchange, line by line: the request as
 //! sent (the `Authorization` value replaced by `[redacted]`) and the response as received,
@@ -37,26 +38,17 @@
 //! `blocking` crate's thread pool (`blocking::unblock`, as `async-net` does), and its
 //! addresses are tried in turn. A [`Connector`] replaces all of this.
 
-use std::fmt;
 use std::future::Future;
 use std::io;
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_io::Async;
 use futures_lite::{AsyncRead, AsyncWrite};
-/// The era verdict per origin: one type shared with `mcp-blocking` (a cache can serve
-/// both).
-pub use mcp_host::EraCache;
-pub use mcp_host::http::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_CONNECTIONS, TlsUnavailable};
-use mcp_host::wire_log::redacted;
-use mcp_proto::client::http::HttpConfig;
-use mcp_proto::client::{Origin, TransportFailureKind};
-use mcp_proto::http::EndpointUrl;
-
-use crate::error::TransportError;
+use mcp_host::http::HttpStart;
+use mcp_host::{ResolveError, TransportError, TransportErrorKind};
+use mcp_proto::client::{Origin, TransportFailure};
 
 /// A byte stream HTTP/1.1 can be spoken on: what a [`Connector`] returns.
 ///
@@ -130,25 +122,11 @@ impl Connector for TcpConnector {
     }
 }
 
-/// A host name that did not resolve: told apart from other connect failures.
-#[derive(Debug)]
-struct Unresolved(String);
-
-impl fmt::Display for Unresolved {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Unresolved {}
-
 /// Resolves `host` off the executor, then connects to each address in turn; the last
 /// error when none accepts.
 async fn connect_by_name(host: String, port: u16) -> io::Result<Async<TcpStream>> {
     let name = host.clone();
-    let unresolved = move |kind, why: String| {
-        io::Error::new(kind, Unresolved(format!("cannot resolve {name}: {why}")))
-    };
+    let unresolved = move |kind, why: String| ResolveError::io(kind, format!("{name}: {why}"));
     let addrs = blocking::unblock(move || {
         (host.as_str(), port)
             .to_socket_addrs()
@@ -166,187 +144,24 @@ async fn connect_by_name(host: String, port: u16) -> io::Result<Async<TcpStream>
     Err(last)
 }
 
-/// How the driver reaches a Streamable HTTP endpoint.
+/// How the driver reaches a Streamable HTTP endpoint: the options both adapters share,
+/// with this crate's [`Connector`] (see [`mcp_host::http::HttpOptions`]).
 ///
 /// ```
 /// use std::time::Duration;
 /// use mcp_smol::{EraCache, HttpOptions};
 ///
-/// let cache = EraCache::new();
 /// let options = HttpOptions::new()
 ///     .authorization("Bearer s3cr3t")
-///     .connect_timeout(Duration::from_secs(3))
 ///     .idle_timeout(Duration::from_secs(5))
-///     .max_connections(4)
-///     .era_cache(cache.clone());
+///     .era_cache(EraCache::new());
 /// assert!(!format!("{options:?}").contains("s3cr3t"));
 /// ```
-#[non_exhaustive]
-pub struct HttpOptions {
-    /// The TLS configuration for `https` endpoints. Default: rustls with the `ring`
-    /// provider, safe default protocol versions, the `webpki-roots` trust anchors, no
-    /// client certificate. ALPN is always forced to `http/1.1` (on a copy). With the
-    /// `tls` feature only.
-    #[cfg(feature = "tls")]
-    pub tls: Option<Arc<rustls::ClientConfig>>,
-    /// Opens connections instead of plain TCP. Default [`TcpConnector`].
-    pub connector: Option<Arc<dyn Connector>>,
-    /// The `Authorization` header value sent with every request (`Bearer …`). Never
-    /// written to the wire log.
-    pub authorization: Option<String>,
-    /// Permit plain `http` to hosts that are not loopback. Default false: only
-    /// `localhost`, 127.0.0.0/8 and `::1` may be reached without TLS.
-    pub allow_insecure_remote: bool,
-    /// Bound on opening one connection, TCP and TLS handshake together. Default
-    /// [`DEFAULT_CONNECT_TIMEOUT`].
-    pub connect_timeout: Duration,
-    /// Connections carrying requests at once (idle keep-alive ones included); requests
-    /// beyond it wait for one. Long-lived event streams (a legacy server's GET stream,
-    /// resumptions) are bounded separately by the same number. Default
-    /// [`DEFAULT_MAX_CONNECTIONS`]; 0 is taken as 1.
-    pub max_connections: usize,
-    /// Idle keep-alive connections older than this are closed rather than reused.
-    /// Default 30 s.
-    pub idle_timeout: Duration,
-    /// Remembers each origin's era, so that a legacy server is not probed again; see
-    /// [`EraCache`] and [`connect_http_with`](crate::connect_http_with). Default none.
-    pub era_cache: Option<EraCache>,
-}
+pub type HttpOptions = mcp_host::http::HttpOptions<dyn Connector>;
 
-impl HttpOptions {
-    /// The defaults: webpki roots, plain TCP, no authorization, loopback-only plain
-    /// `http`, 10 s connect timeout, 16 connections, 30 s idle timeout, no era cache.
-    #[must_use]
-    pub fn new() -> Self {
-        HttpOptions {
-            #[cfg(feature = "tls")]
-            tls: None,
-            connector: None,
-            authorization: None,
-            allow_insecure_remote: false,
-            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
-            max_connections: DEFAULT_MAX_CONNECTIONS,
-            idle_timeout: Duration::from_secs(30),
-            era_cache: None,
-        }
-    }
-
-    /// The same options with this TLS configuration (a private CA, client certificates,
-    /// a pinned key…). With the `tls` feature only.
-    #[cfg(feature = "tls")]
-    #[must_use]
-    pub fn tls(mut self, config: Arc<rustls::ClientConfig>) -> Self {
-        self.tls = Some(config);
-        self
-    }
-
-    /// The same options with this connector.
-    #[must_use]
-    pub fn connector(mut self, connector: impl Connector + 'static) -> Self {
-        self.connector = Some(Arc::new(connector));
-        self
-    }
-
-    /// The same options with an `Authorization` header value.
-    #[must_use]
-    pub fn authorization(mut self, value: impl Into<String>) -> Self {
-        self.authorization = Some(value.into());
-        self
-    }
-
-    /// The same options, permitting (or not) plain `http` to remote hosts.
-    #[must_use]
-    pub fn allow_insecure_remote(mut self, allow: bool) -> Self {
-        self.allow_insecure_remote = allow;
-        self
-    }
-
-    /// The same options with another connect timeout.
-    #[must_use]
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
-        self
-    }
-
-    /// The same options with another bound on connections (at least 1).
-    #[must_use]
-    pub fn max_connections(mut self, max: usize) -> Self {
-        self.max_connections = max.max(1);
-        self
-    }
-
-    /// The same options with another idle timeout.
-    #[must_use]
-    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
-        self.idle_timeout = timeout;
-        self
-    }
-
-    /// The same options with an era cache (clones share their verdicts, with other
-    /// connections and with `mcp-blocking` clients alike).
-    #[must_use]
-    pub fn era_cache(mut self, cache: EraCache) -> Self {
-        self.era_cache = Some(cache);
-        self
-    }
-
-    /// The machine's configuration and the driver's part.
-    ///
-    /// # Errors
-    /// [`TlsUnavailable`] for an `https` URL without the `tls` feature, unless the
-    /// connector handles TLS itself.
-    pub(crate) fn into_parts(
-        self,
-        url: EndpointUrl,
-    ) -> Result<(HttpConfig, Opener), TlsUnavailable> {
-        let connector = self.connector.unwrap_or_else(|| Arc::new(TcpConnector));
-        let needs_tls = url.is_tls() && !connector.handles_tls();
-        #[cfg(feature = "tls")]
-        let tls = needs_tls.then(|| {
-            futures_rustls::TlsConnector::from(mcp_host::http::http1_tls_config(self.tls.as_ref()))
-        });
-        #[cfg(not(feature = "tls"))]
-        if needs_tls {
-            return Err(TlsUnavailable::new("mcp-smol", url.as_str()));
-        }
-        let endpoint = url.origin().to_owned();
-        let mut config = mcp_host::http::machine_config(
-            url,
-            self.authorization,
-            concat!("mcp-smol/", env!("CARGO_PKG_VERSION")),
-        );
-        config.pool.max_connections = self.max_connections.max(1);
-        config.pool.idle_timeout = self.idle_timeout;
-        config.pool.connect_timeout = self.connect_timeout;
-        let opener = Opener {
-            connector,
-            #[cfg(feature = "tls")]
-            tls,
-            endpoint,
-        };
-        Ok((config, opener))
-    }
-}
-
-impl Default for HttpOptions {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl fmt::Debug for HttpOptions {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut f = f.debug_struct("HttpOptions");
-        #[cfg(feature = "tls")]
-        f.field("tls", &self.tls.is_some());
-        f.field("connector", &self.connector.is_some())
-            .field("authorization", &redacted(&self.authorization))
-            .field("allow_insecure_remote", &self.allow_insecure_remote)
-            .field("connect_timeout", &self.connect_timeout)
-            .field("max_connections", &self.max_connections)
-            .field("idle_timeout", &self.idle_timeout)
-            .field("era_cache", &self.era_cache)
-            .finish()
+impl<C: Connector + 'static> From<C> for Box<dyn Connector> {
+    fn from(connector: C) -> Self {
+        Box::new(connector)
     }
 }
 
@@ -361,50 +176,53 @@ pub(crate) struct Opener {
     #[cfg(feature = "tls")]
     tls: Option<futures_rustls::TlsConnector>,
     /// The endpoint's origin, as errors name it.
-    pub(crate) endpoint: String,
+    endpoint: String,
 }
 
 impl Opener {
+    /// How `start` is connected to, with `connector` or plain TCP.
+    pub(crate) fn new(connector: Option<Arc<dyn Connector>>, start: &HttpStart) -> Opener {
+        Opener {
+            connector: connector.unwrap_or_else(|| Arc::new(TcpConnector)),
+            #[cfg(feature = "tls")]
+            tls: start.tls.clone().map(futures_rustls::TlsConnector::from),
+            endpoint: start.url.origin().to_owned(),
+        }
+    }
+
     /// Opens one connection to `origin`. The machine bounds the time it takes.
     pub(crate) fn open(&self, origin: &Origin) -> Opening {
         let connecting = self.connector.connect(origin);
         let endpoint = self.endpoint.clone();
-        let failed = move |kind, e| TransportError::new(kind, true, &endpoint, e);
         #[cfg(feature = "tls")]
         let tls = self.tls.clone().filter(|_| origin.is_tls());
         #[cfg(feature = "tls")]
         let host = origin.host().to_owned();
         Box::pin(async move {
-            let stream = connecting.await.map_err(|e| failed(classify(&e), e))?;
+            let failed = |kind, e| TransportError::new(kind, endpoint.as_str(), e);
+            let stream = connecting
+                .await
+                .map_err(|e| failed(TransportErrorKind::Connect, e))?;
             #[cfg(feature = "tls")]
             if let Some(tls) = tls {
                 let name = rustls::pki_types::ServerName::try_from(host.clone()).map_err(|e| {
                     let why = format!("{host:?} is not a valid TLS server name: {e}");
-                    failed(
-                        TransportFailureKind::Tls,
-                        io::Error::new(io::ErrorKind::InvalidInput, why),
-                    )
+                    let e = io::Error::new(io::ErrorKind::InvalidInput, why);
+                    failed(TransportErrorKind::Tls, e)
                 })?;
                 let stream = tls
                     .connect(name, stream)
                     .await
-                    .map_err(|e| failed(TransportFailureKind::Tls, e))?;
+                    .map_err(|e| failed(TransportErrorKind::Tls, e))?;
                 return Ok(Box::new(stream) as Box<dyn AsyncStream>);
             }
             Ok(stream)
         })
     }
-}
 
-/// What kind of failure a connector's error is.
-fn classify(e: &io::Error) -> TransportFailureKind {
-    // A connector doing TLS itself may fail in the handshake.
-    #[cfg(feature = "tls")]
-    if mcp_host::http::tls_error(e).is_some() {
-        return TransportFailureKind::Tls;
+    /// A failure on an open connection at `step` (reading or writing), as the machine
+    /// takes it.
+    pub(crate) fn failure(&self, step: TransportErrorKind, e: io::Error) -> TransportFailure {
+        TransportError::new(step, self.endpoint.as_str(), e).failure()
     }
-    if e.get_ref().is_some_and(|inner| inner.is::<Unresolved>()) {
-        return TransportFailureKind::Dns;
-    }
-    TransportFailureKind::of_io(e.kind())
 }

@@ -172,30 +172,31 @@
 mod client;
 mod conn;
 mod driver;
-mod error;
 mod facade;
 mod http;
 mod stdio;
 
 pub use client::Client;
 pub use driver::Driver;
-pub use error::{Error, TransportError, TransportErrorKind};
-pub use http::{
-    AsyncStream, ConnectFuture, Connector, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
-    EraCache, HttpOptions, TcpConnector, TlsUnavailable,
-};
+pub use http::{AsyncStream, ConnectFuture, Connector, HttpOptions, TcpConnector};
 // The runtime-independent pieces, one implementation shared with `mcp-blocking`.
+pub use mcp_host::http::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_CONNECTIONS, TlsUnavailable};
 pub use mcp_host::{
-    DEFAULT_GRACE_PERIOD, DEFAULT_STDERR_LIMIT, Direction, Options, Progress, ProgressHandler,
-    Shutdown, StdioCommand, WireLog,
+    DEFAULT_GRACE_PERIOD, DEFAULT_STDERR_LIMIT, Direction, EraCache, Error, Options, Progress,
+    ProgressHandler, ResolveError, Shutdown, StdioCommand, TransportError, TransportErrorKind,
+    WireLog,
 };
 
 /// The protocol crate this one drives, re-exported so its types need no second dependency.
 pub use mcp_proto;
-/// The TLS crate of [`HttpOptions::tls`], re-exported so a configuration can be built
-/// with the very version this crate uses. With the `tls` feature only.
+/// The TLS crate of [`HttpOptions::tls`](mcp_host::http::HttpOptions::tls), re-exported so
+/// a configuration can be built with the very version this crate uses. With the `tls`
+/// feature only.
 #[cfg(feature = "tls")]
 pub use rustls;
+/// The JSON crate of the API (arguments and results are [`serde_json::Value`]s),
+/// re-exported so that `serde_json::json!` needs no second dependency.
+pub use serde_json;
 
 pub use mcp_proto::client::{
     AcceptDefaults, CallError, CallId, CallOutput, CallRequest, ClientConfig, CloseReason,

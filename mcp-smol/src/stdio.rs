@@ -6,7 +6,6 @@
 //! what is here is the rest of the process's life, as futures the driver polls.
 
 use std::future::{Future, poll_fn};
-use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -171,10 +170,7 @@ impl Process {
 /// (set again: the conversion resets them), killed if its handle is dropped (the driver
 /// normally closes stdin and waits first).
 pub(crate) fn spawn(command: &StdioCommand) -> Result<Child, Error> {
-    let spawn_error = |source: io::Error| Error::Spawn {
-        program: command.program().to_string_lossy().into_owned(),
-        source: Arc::new(source),
-    };
+    let spawn_error = |source| Error::spawn(command.program(), source);
     let mut child = Command::from(command.to_command().map_err(spawn_error)?);
     child
         .stdin(Pipe::piped())

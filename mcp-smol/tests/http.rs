@@ -907,7 +907,7 @@ async fn refused(client: Client, _spawn: Spawn, _server: Arc<()>) {
         };
         assert_eq!(t.kind(), TransportErrorKind::Connect);
         assert_eq!(t.io_error().kind(), io::ErrorKind::ConnectionRefused, "{t}");
-        assert_eq!(e.kind(), "connect");
+        assert_eq!(e.kind(), "unreachable");
         assert!(t.endpoint().starts_with("http://127.0.0.1:"), "{t}");
     }
 }
@@ -954,7 +954,7 @@ async fn timed_out(client: Client, _spawn: Spawn, _server: Arc<()>) {
             && t.io_error().kind() == io::ErrorKind::TimedOut),
         "{e:?}"
     );
-    assert_eq!(e.kind(), "timeout");
+    assert_eq!(e.kind(), "unreachable");
     assert!(started.elapsed() >= Duration::from_millis(200));
 }
 
@@ -1148,13 +1148,22 @@ fn urls_are_vetted_before_anything_connects() {
     let e = mcp_smol::connect_http("http://mcp.example.com/mcp", config(EraMode::Auto))
         .expect_err("plain http to a remote host");
     assert!(
-        matches!(e, Error::InvalidUrl(UrlError::InsecureRemote)),
+        matches!(
+            e,
+            Error::InvalidUrl {
+                source: UrlError::InsecureRemote,
+                ..
+            }
+        ),
         "{e:?}"
     );
     assert_eq!(e.kind(), "invalid-url");
     assert!(matches!(
         mcp_smol::connect_http("ftp://127.0.0.1/", config(EraMode::Auto)),
-        Err(Error::InvalidUrl(UrlError::UnsupportedScheme))
+        Err(Error::InvalidUrl {
+            source: UrlError::UnsupportedScheme,
+            ..
+        })
     ));
     // Allowed on request; nothing is connected until the driver runs.
     let (client, driver) = mcp_smol::connect_http_with(

@@ -20,7 +20,7 @@ use mcp_smol::{
     AcceptDefaults, CallError, CallRequest, Client, ClientCapabilities, ClientConfig, CloseReason,
     Direction, Era, EraMode, Error, Options, ProtocolVersion, StdioCommand,
 };
-use serde_json::{Map, Value, json};
+use serde_json::json;
 
 // ----- harness -----------------------------------------------------------------------
 
@@ -151,9 +151,10 @@ async fn tour(client: Client, spawn: Spawn, era: Era, version: ProtocolVersion) 
 
     let prompts = client.list_prompts().await.expect("prompts/list");
     assert!(prompts.iter().any(|p| p.name == "greet"));
-    let mut args = Map::new();
-    args.insert("name".into(), Value::String("Ada".into()));
-    let greeting = client.get_prompt("greet", args).await.expect("prompt");
+    let greeting = client
+        .get_prompt("greet", json!({"name": "Ada"}))
+        .await
+        .expect("prompt");
     assert!(greeting.to_string().contains("Ada"), "{greeting}");
 
     // 8 calls in flight at once, each from its own task with its own handle.

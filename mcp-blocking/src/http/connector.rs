@@ -1,15 +1,12 @@
-//! Opening connections to the endpoint: the [`Connector`] and [`Stream`] traits, plain TCP
-//! ([`TcpConnector`]), and [`TransportError`], the typed failure below HTTP. TLS is in
-//! the `tls` module.
+//! Opening connections to the endpoint: the [`Connector`] and [`Stream`] traits, and
+//! plain TCP ([`TcpConnector`]). TLS is in the `tls` module.
 
 use std::fmt;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
-#[cfg(feature = "tls")]
-use mcp_host::http::tls_error;
-use mcp_proto::client::{TransportFailure, TransportFailureKind};
+use mcp_host::ResolveError;
 use mcp_proto::http::EndpointUrl;
 
 /// A connection to the endpoint, ready for HTTP/1.1 bytes. The client reads it on one
@@ -122,8 +119,9 @@ pub trait Connector: Send + Sync {
     /// negotiated for `https`). `timeout` bounds the connection set-up.
     ///
     /// # Errors
-    /// Any failure; the client reports it as a [`TransportError`]. With the `tls`
-    /// feature, a failure whose source is a `rustls::Error` counts as a TLS failure.
+    /// Any failure; the client reports it as a [`TransportError`](crate::TransportError):
+    /// one whose source is a `rustls::Error` counts as a TLS failure (with the `tls`
+    /// feature), one made by [`ResolveError::io`] as a name that did not resolve.
     fn connect(&self, url: &EndpointUrl, timeout: Duration) -> io::Result<Box<dyn Stream>>;
 }
 
@@ -142,12 +140,12 @@ impl TcpConnector {
             Some(ip) => vec![SocketAddr::new(ip, url.port())],
             None => (url.host(), url.port())
                 .to_socket_addrs()
-                .map_err(|e| io::Error::new(e.kind(), ResolveError(e.to_string())))?
+                .map_err(|e| ResolveError::io(e.kind(), e.to_string()))?
                 .collect(),
         };
-        let mut last = io::Error::new(
+        let mut last = ResolveError::io(
             io::ErrorKind::NotFound,
-            ResolveError(format!("{} has no address", url.host())),
+            format!("{} has no address", url.host()),
         );
         for addr in addrs {
             match TcpStream::connect_timeout(&addr, timeout) {
@@ -167,184 +165,5 @@ impl TcpConnector {
 impl Connector for TcpConnector {
     fn connect(&self, url: &EndpointUrl, timeout: Duration) -> io::Result<Box<dyn Stream>> {
         Ok(Box::new(Self::connect_tcp(url, timeout)?))
-    }
-}
-
-/// A name-resolution failure, so that [`TransportError::stage`] can tell it apart.
-#[derive(Debug)]
-struct ResolveError(String);
-
-impl fmt::Display for ResolveError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for ResolveError {}
-
-/// Where below HTTP an exchange failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum TransportStage {
-    /// Resolving the host name.
-    Resolve,
-    /// Opening the TCP connection (refused, unreachable, timed out, …).
-    Connect,
-    /// The TLS handshake (certificate not trusted, name mismatch, protocol error, …).
-    Tls,
-    /// Writing the request.
-    Write,
-    /// Reading the response.
-    Read,
-}
-
-impl fmt::Display for TransportStage {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            TransportStage::Resolve => "resolving",
-            TransportStage::Connect => "connecting to",
-            TransportStage::Tls => "TLS handshake with",
-            TransportStage::Write => "writing to",
-            TransportStage::Read => "reading from",
-        })
-    }
-}
-
-/// An exchange failed below HTTP: the host did not resolve, the connection was refused
-/// or timed out, the TLS handshake failed, or the connection broke.
-#[derive(Debug, thiserror::Error)]
-#[error("{stage} {target}: {}", describe(source))]
-pub struct TransportError {
-    stage: TransportStage,
-    target: String,
-    #[source]
-    source: io::Error,
-}
-
-impl TransportError {
-    /// A failure at `stage` talking to `target` (`host:port`).
-    #[must_use]
-    pub fn new(stage: TransportStage, target: impl Into<String>, source: io::Error) -> Self {
-        TransportError {
-            stage,
-            target: target.into(),
-            source,
-        }
-    }
-
-    /// A failure of [`Connector::connect`], its stage read from the error: a
-    /// `rustls::Error` inside means TLS (with the `tls` feature), a resolver failure
-    /// means resolve, anything else connect.
-    #[must_use]
-    pub fn from_connect(url: &EndpointUrl, source: io::Error) -> Self {
-        Self::at(TransportStage::Connect, target_of(url), source)
-    }
-
-    /// A failure at `stage`, refined from the error: TLS when a `rustls::Error` is
-    /// inside, resolve for a resolver failure.
-    pub(crate) fn at(stage: TransportStage, target: String, source: io::Error) -> Self {
-        #[cfg(feature = "tls")]
-        let is_tls = tls_error(&source).is_some();
-        #[cfg(not(feature = "tls"))]
-        let is_tls = false;
-        let stage = if is_tls {
-            TransportStage::Tls
-        } else if source
-            .get_ref()
-            .is_some_and(|e| e.downcast_ref::<ResolveError>().is_some())
-        {
-            TransportStage::Resolve
-        } else {
-            stage
-        };
-        TransportError::new(stage, target, source)
-    }
-
-    /// A failure the client machine reported on its own (the connect deadline passed),
-    /// or one whose typed source is no longer at hand.
-    pub(crate) fn from_failure(failure: &TransportFailure, target: String) -> Self {
-        use io::ErrorKind as K;
-        let (stage, kind) = match failure.kind {
-            TransportFailureKind::Dns => (TransportStage::Resolve, K::NotFound),
-            TransportFailureKind::Tls => (TransportStage::Tls, K::InvalidData),
-            TransportFailureKind::Refused => (TransportStage::Connect, K::ConnectionRefused),
-            TransportFailureKind::Unreachable => (TransportStage::Connect, K::HostUnreachable),
-            TransportFailureKind::Timeout => (TransportStage::Connect, K::TimedOut),
-            TransportFailureKind::Reset => (TransportStage::Read, K::ConnectionReset),
-            TransportFailureKind::Closed => (TransportStage::Read, K::UnexpectedEof),
-            _ => (TransportStage::Read, K::Other),
-        };
-        TransportError::new(stage, target, io::Error::new(kind, failure.detail.clone()))
-    }
-
-    /// The failure as the client machine takes it: the kind, and this error's text.
-    #[must_use]
-    pub fn failure(&self) -> TransportFailure {
-        let kind = match self.stage {
-            TransportStage::Tls => TransportFailureKind::Tls,
-            TransportStage::Resolve => TransportFailureKind::Dns,
-            _ => TransportFailureKind::of_io(self.source.kind()),
-        };
-        TransportFailure::new(kind, self.to_string())
-    }
-
-    /// Where it failed.
-    #[must_use]
-    pub fn stage(&self) -> TransportStage {
-        self.stage
-    }
-
-    /// `host:port`.
-    #[must_use]
-    pub fn target(&self) -> &str {
-        &self.target
-    }
-
-    /// The I/O error.
-    #[must_use]
-    pub fn io_error(&self) -> &io::Error {
-        &self.source
-    }
-
-    /// The rustls error, for TLS failures. With the `tls` feature only.
-    #[cfg(feature = "tls")]
-    #[must_use]
-    pub fn tls_error(&self) -> Option<&rustls::Error> {
-        tls_error(&self.source)
-    }
-}
-
-#[cfg(not(feature = "tls"))]
-fn describe(e: &io::Error) -> String {
-    e.to_string()
-}
-
-#[cfg(feature = "tls")]
-fn describe(e: &io::Error) -> String {
-    match tls_error(e) {
-        Some(rustls::Error::InvalidCertificate(cert)) => {
-            use rustls::CertificateError as C;
-            let why = match cert {
-                C::UnknownIssuer => "is not signed by a trusted root",
-                C::NotValidForName | C::NotValidForNameContext { .. } => {
-                    "is not valid for this host name"
-                }
-                C::Expired | C::ExpiredContext { .. } => "has expired",
-                C::NotValidYet | C::NotValidYetContext { .. } => "is not valid yet",
-                C::Revoked => "is revoked",
-                _ => "was rejected",
-            };
-            format!("the server's certificate {why} ({cert:?})")
-        }
-        Some(tls) => tls.to_string(),
-        None => e.to_string(),
-    }
-}
-
-/// `host:port` (brackets around IPv6).
-pub(crate) fn target_of(url: &EndpointUrl) -> String {
-    match url.ip() {
-        Some(std::net::IpAddr::V6(ip)) => format!("[{ip}]:{}", url.port()),
-        _ => format!("{}:{}", url.host(), url.port()),
     }
 }

@@ -17,14 +17,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use mcp_host::wire_log::HttpLog;
-use mcp_host::{Direction, EraCache, Shutdown, WireLog};
+use mcp_host::{Direction, EraCache, Shutdown, TransportError, TransportErrorKind, WireLog};
 use mcp_proto::ProtocolVersion;
 use mcp_proto::client::{ConnId, Origin, TransportFailure};
 use mcp_proto::http::EndpointUrl;
 
-use super::connector::{Connector, ShutdownHandle, TransportError, TransportStage, target_of};
-use crate::carrier::{self, Carrier, Failure, IoEvent, Report, Reporter, read_loop, write_loop};
-use crate::error::Error;
+use super::connector::{Connector, ShutdownHandle};
+use crate::carrier::{self, Carrier, IoEvent, Report, Reporter, read_loop, write_loop};
 
 /// Where a connection's thread is.
 enum Slot {
@@ -77,12 +76,12 @@ impl Carrier for HttpConns {
         conn: ConnId,
         origin: &Origin,
         tx: &SyncSender<Report>,
-    ) -> Result<(), Failure> {
+    ) -> Result<(), TransportFailure> {
         let url = if Origin::of(&self.url) == *origin {
             self.url.clone()
         } else {
             let parsed = EndpointUrl::parse(&origin.to_string(), true);
-            parsed.map_err(|e| self.failure(TransportStage::Connect, io::Error::other(e)))?
+            parsed.map_err(|e| self.failure(TransportErrorKind::Connect, io::Error::other(e)))?
         };
         let (writes, queue) = mpsc::channel::<Vec<u8>>();
         let slot = Arc::new(Mutex::new(Slot::Connecting));
@@ -93,7 +92,7 @@ impl Carrier for HttpConns {
             let halves = match connector.connect(&url, timeout).and_then(|s| s.split()) {
                 Ok(h) => h,
                 Err(e) => {
-                    report.send(IoEvent::Failed(TransportStage::Connect, e));
+                    report.send(IoEvent::Failed(TransportErrorKind::Connect, e));
                     return;
                 }
             };
@@ -111,13 +110,13 @@ impl Carrier for HttpConns {
             let reader = report.clone();
             let input = halves.reader;
             if let Err(e) = carrier::spawn("mcp-http-reader", move || read_loop(input, &reader)) {
-                report.send(IoEvent::Failed(TransportStage::Read, e));
+                report.send(IoEvent::Failed(TransportErrorKind::Read, e));
                 return;
             }
             write_loop(halves.writer, &queue, &report);
         });
         if let Err(e) = opened {
-            return Err(self.failure(TransportStage::Connect, e));
+            return Err(self.failure(TransportErrorKind::Connect, e));
         }
         let log = HttpLog::new();
         self.conns.insert(conn, Conn { writes, slot, log });
@@ -165,9 +164,8 @@ impl Carrier for HttpConns {
         }
     }
 
-    fn failure(&self, stage: TransportStage, error: io::Error) -> Failure {
-        let error = TransportError::at(stage, target_of(&self.url), error);
-        (error.failure(), Some(Error::Transport(error)))
+    fn failure(&self, step: TransportErrorKind, error: io::Error) -> TransportFailure {
+        TransportError::new(step, self.url.origin(), error).failure()
     }
 
     fn release(&mut self, _: Duration, log: &mut Option<WireLog>) -> Shutdown {
@@ -176,11 +174,6 @@ impl Carrier for HttpConns {
             self.close(conn, Duration::ZERO, log);
         }
         Shutdown::default()
-    }
-
-    fn error_of(&self, failure: &TransportFailure) -> Option<Error> {
-        let error = TransportError::from_failure(failure, target_of(&self.url));
-        Some(Error::Transport(error))
     }
 
     /// Records the era the endpoint's origin speaks, when there is a cache.
