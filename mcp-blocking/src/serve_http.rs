@@ -40,8 +40,8 @@ use mcp_host::clock;
 
 use mcp_proto::server::Server;
 use mcp_proto::server::http::{
-    HttpEndpoint, HttpEndpointConfig, HttpReply, HttpRequest, HttpRequestLimits,
-    HttpRequestReader, HttpResponse, HttpStream, StreamStatus,
+    HttpEndpoint, HttpEndpointConfig, HttpReply, HttpRequest, HttpRequestLimits, HttpRequestReader,
+    HttpResponse, HttpStream, StreamStatus,
 };
 
 /// How often blocked threads look at the stop flag. Never a delay for data: reads return
