@@ -137,9 +137,9 @@ impl Server {
         if self.eof {
             return;
         }
-        self.decoder.push(bytes);
+        self.decoder.handle_input(bytes);
         loop {
-            let line = match self.decoder.next_line() {
+            let line = match self.decoder.poll_line() {
                 None => break,
                 Some(Line::Message(m)) => m.to_vec(),
                 Some(Line::Oversized { head, tail, .. }) => {

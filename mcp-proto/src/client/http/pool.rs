@@ -26,7 +26,7 @@
 //! byte (the request may have run), never for a job already retried.
 //!
 //! The pool never reads HTTP: the exchange layer above it parses responses and tells it
-//! when one is over ([`Pool::finished`]) and whether the connection can be reused.
+//! when one is over and whether the connection can be reused.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
