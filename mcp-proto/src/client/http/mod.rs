@@ -127,7 +127,7 @@ pub(crate) struct HttpLink {
     tool_headers: HashMap<String, Vec<ParamHeader>>,
     /// Tools left out of `tools/list` for invalid annotations, with the reason: a call
     /// to one fails locally, since no header set could satisfy the server.
-    excluded_tools: HashMap<String, String>,
+    excluded_tools: HashMap<String, crate::http::xmcp::InvalidAnnotation>,
     /// Resumptions waiting for their delay: (when, last event id, ids owed, attempt).
     resumes: Vec<exchange::PendingResume>,
     get_stream: GetStream,
