@@ -191,6 +191,10 @@ impl HttpLink {
         self.session_id.as_deref()
     }
 
+    pub(crate) fn is_idle(&self, conn: ConnId) -> bool {
+        self.pool.is_idle(conn)
+    }
+
     pub(crate) fn pool_stats(&self) -> PoolStats {
         self.pool.stats()
     }

@@ -359,6 +359,13 @@ impl Pool {
         }
     }
 
+    /// Whether `conn` is open and carries no exchange: a response on it just ended.
+    pub(super) fn is_idle(&self, conn: ConnId) -> bool {
+        self.conns
+            .get(&conn)
+            .is_some_and(|c| matches!(c.state, ConnState::Idle { .. }))
+    }
+
     /// Whether every connection is closed and the driver was told so.
     pub(super) fn is_empty(&self) -> bool {
         self.queue.is_empty() && self.conns.is_empty() && self.commands.is_empty()
