@@ -39,7 +39,7 @@ fn last_reply(server: &mut Server, lines: &[String]) -> Vec<u8> {
     }
     server.handle_input(now, &input);
     let mut out = Vec::new();
-    server.poll_transmit(&mut out);
+    while server.poll_transmit(now, &mut out).is_some() {}
     let text = out.strip_suffix(b"\n").expect("the server answered");
     let start = text.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
     text[start..].to_vec()

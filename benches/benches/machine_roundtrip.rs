@@ -73,7 +73,11 @@ impl Pair {
             {}
             pair.server.handle_input(now, &pair.to_server);
             pair.to_server.clear();
-            pair.server.poll_transmit(&mut pair.to_client);
+            while pair
+                .server
+                .poll_transmit(now, &mut pair.to_client)
+                .is_some()
+            {}
             pair.client.handle_read(now, ConnId::STDIO, &pair.to_client);
             pair.to_client.clear();
             while pair.client.poll_event().is_some() {}
@@ -108,7 +112,7 @@ fn client_half_send(client: &mut Client, now: Instant, text: &str, out: &mut Vec
 fn server_half(server: &mut Server, now: Instant, input: &mut Vec<u8>, out: &mut Vec<u8>) {
     server.handle_input(now, input);
     input.clear();
-    server.poll_transmit(out);
+    while server.poll_transmit(now, out).is_some() {}
 }
 
 /// Returns the length of the first content block, to keep the parse observable.

@@ -118,15 +118,15 @@ fn decode(stream: &[u8], read: usize) -> (usize, usize) {
     let mut events = 0;
     let mut bytes = 0;
     for chunk in stream.chunks(read) {
-        decoder.push(chunk);
-        while let Some(event) = decoder.next_event() {
+        decoder.handle_input(chunk);
+        while let Some(event) = decoder.poll_event() {
             let event = event.expect("within the limits");
             events += 1;
             bytes += event.data.len();
             black_box(&event);
         }
     }
-    let end = decoder.finish();
+    let end = decoder.handle_eof();
     assert!(!end.incomplete_event);
     (events, bytes)
 }

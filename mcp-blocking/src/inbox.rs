@@ -40,8 +40,8 @@ impl Inbox {
             }
             Event::ToolExcluded { tool, reason } => {
                 match self.excluded_tools.iter_mut().find(|(t, _)| *t == tool) {
-                    Some(entry) => entry.1 = reason,
-                    None => self.excluded_tools.push((tool, reason)),
+                    Some(entry) => entry.1 = reason.to_string(),
+                    None => self.excluded_tools.push((tool, reason.to_string())),
                 }
             }
             Event::Closed { reason } => self.closed = Some(reason),

@@ -63,7 +63,8 @@ fn write_pending(
     output: &mut impl Write,
 ) -> io::Result<()> {
     out.clear();
-    if server.poll_transmit(out) > 0 {
+    while server.poll_transmit(clock::now(), out).is_some() {}
+    if !out.is_empty() {
         output.write_all(out)?;
         output.flush()?;
     }

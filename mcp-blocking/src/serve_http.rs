@@ -10,10 +10,13 @@
 //!   it, asks to close, sends something unreadable, or stays idle for
 //!   [`HttpServeOptions::idle_timeout`]. Pipelined requests are answered in order.
 //! * **Open streams.** A request whose answer is not ready (a tool that never answers,
-//!   a legacy call waiting for the client's input) gets an SSE response that stays open;
-//!   the connection thread polls the endpoint every few milliseconds, writes an SSE
-//!   comment every [`HttpServeOptions::sse_keepalive`], and cancels the request when the
-//!   client goes away (EOF or a failed write).
+//!   a legacy call waiting for the client's input) gets an SSE response that stays open.
+//!   Its connection thread sleeps on a condition variable; whichever thread fed the
+//!   endpoint the input that produced output for the stream
+//!   ([`HttpEndpoint::poll_ready`]) wakes it, so output goes out at once, with no polling
+//!   interval. It writes an SSE comment every [`HttpServeOptions::sse_keepalive`], looks
+//!   at the socket (without reading pipelined requests) to notice a client that went
+//!   away, and then cancels the request.
 //! * **Stopping.** [`HttpServerHandle::stop`] (or setting the flag from
 //!   [`HttpServerHandle::stop_flag`]) makes every thread finish within well under a
 //!   second (open streams are cancelled; a write blocked on a client that stopped reading
@@ -29,7 +32,7 @@
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
@@ -37,12 +40,15 @@ use mcp_host::clock;
 
 use mcp_proto::server::Server;
 use mcp_proto::server::http::{
-    HttpEndpoint, HttpEndpointConfig, HttpReply, HttpRequestLimits, HttpRequestReader,
+    HttpEndpoint, HttpEndpointConfig, HttpReply, HttpRequest, HttpRequestLimits, HttpRequestReader,
     HttpResponse, HttpStream, StreamStatus,
 };
 
-/// How often threads look at the stop flag, and how often an open stream is polled.
+/// How often blocked threads look at the stop flag. Never a delay for data: reads return
+/// as bytes arrive, accepts as connections do, and open streams are woken.
 const POLL: Duration = Duration::from_millis(20);
+/// How often an open stream with nothing to send checks that its client is still there.
+const WATCH: Duration = Duration::from_millis(250);
 
 /// How an HTTP server runs. Start from [`HttpServeOptions::default`].
 #[derive(Clone, Debug)]
@@ -173,12 +179,13 @@ pub fn serve_http_with(
     let endpoint = HttpEndpoint::with_config(server, options.endpoint.clone());
     let shared = Shared {
         endpoint: Mutex::new(endpoint),
+        output: Condvar::new(),
         stop: Arc::clone(&stop),
         options,
     };
     let thread = thread::Builder::new()
         .name("mcp-http-accept".to_owned())
-        .spawn(move || accept_loop(&listener, Arc::new(shared)))?;
+        .spawn(move || accept_loop(&listener, local_addr, Arc::new(shared)))?;
     Ok(HttpServerHandle {
         local_addr,
         path,
@@ -190,6 +197,8 @@ pub fn serve_http_with(
 /// What every thread of one server shares.
 struct Shared {
     endpoint: Mutex<HttpEndpoint>,
+    /// Signalled when an open stream may have output (or the server stops).
+    output: Condvar,
     stop: Arc<AtomicBool>,
     options: HttpServeOptions,
 }
@@ -200,15 +209,64 @@ impl Shared {
         self.endpoint.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Feeds one request to the endpoint and wakes the streams it gave output to.
+    fn handle(&self, request: &HttpRequest) -> HttpReply {
+        let mut endpoint = self.endpoint();
+        let reply = endpoint.handle_request(clock::now(), request);
+        self.wake_ready(&mut endpoint);
+        reply
+    }
+
+    fn cancel(&self, stream: &HttpStream) {
+        let mut endpoint = self.endpoint();
+        endpoint.cancel_stream(clock::now(), stream);
+        self.wake_ready(&mut endpoint);
+    }
+
+    fn wake_ready(&self, endpoint: &mut HttpEndpoint) {
+        let mut any = false;
+        while endpoint.poll_ready().is_some() {
+            any = true;
+        }
+        if any {
+            self.output.notify_all();
+        }
+    }
+
     fn stopping(&self) -> bool {
         self.stop.load(Ordering::SeqCst)
     }
 }
 
-fn accept_loop(listener: &TcpListener, shared: Arc<Shared>) {
+/// Accepts in blocking mode, so a connection is served the moment it arrives; a small
+/// watcher wakes the accept with a connection of its own once the stop flag is set.
+fn accept_loop(listener: &TcpListener, local_addr: SocketAddr, shared: Arc<Shared>) {
+    if listener.set_nonblocking(false).is_err() {
+        return;
+    }
+    let watcher = {
+        let shared = Arc::clone(&shared);
+        thread::Builder::new()
+            .name("mcp-http-stop".to_owned())
+            .spawn(move || {
+                while !shared.stopping() {
+                    thread::sleep(POLL);
+                }
+                shared.output.notify_all();
+                let mut wake = local_addr;
+                if wake.ip().is_unspecified() {
+                    wake.set_ip(match wake {
+                        SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+                        SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+                    });
+                }
+                let _ = TcpStream::connect_timeout(&wake, Duration::from_secs(1));
+            })
+    };
     let mut workers: Vec<JoinHandle<()>> = Vec::new();
     while !shared.stopping() {
         match listener.accept() {
+            Ok(_) if shared.stopping() => break,
             Ok((stream, _)) => {
                 workers.retain(|w| !w.is_finished());
                 if workers.len() >= shared.options.max_connections {
@@ -231,6 +289,9 @@ fn accept_loop(listener: &TcpListener, shared: Arc<Shared>) {
     }
     for worker in workers {
         let _ = worker.join();
+    }
+    if let Ok(watcher) = watcher {
+        let _ = watcher.join();
     }
 }
 
@@ -321,10 +382,7 @@ impl<'a> Connection<'a> {
                         return;
                     }
                 };
-                let reply = self
-                    .shared
-                    .endpoint()
-                    .handle_request(clock::now(), &request);
+                let reply = self.shared.handle(&request);
                 let next = match reply {
                     HttpReply::Complete(response) => match self.send(&response) {
                         Ok(()) if !response.closes_connection() => Next::Continue,
@@ -400,7 +458,24 @@ impl<'a> Connection<'a> {
                 return Next::Close;
             }
             self.out.clear();
-            let status = self.shared.endpoint().poll_stream(stream, &mut self.out);
+            let status = {
+                let mut endpoint = self.shared.endpoint();
+                if !endpoint.stream_ready(stream) {
+                    // Sleep until another thread gives this stream output, the next
+                    // keep-alive comment is due, or it is time to look at the socket.
+                    let keepalive = self.shared.options.sse_keepalive;
+                    let wait = keepalive
+                        .saturating_sub(clock::now() - last_write)
+                        .clamp(Duration::from_millis(1), WATCH);
+                    endpoint = self
+                        .shared
+                        .output
+                        .wait_timeout(endpoint, wait)
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .0;
+                }
+                endpoint.poll_stream(stream, &mut self.out)
+            };
             if !self.out.is_empty() {
                 if self.stream.write_all(&self.out).is_err() {
                     self.cancel(stream);
@@ -424,20 +499,35 @@ impl<'a> Connection<'a> {
                 }
                 last_write = clock::now();
             }
-            // Watch the socket meanwhile: EOF or an error means the client went away
-            // (which cancels the request); bytes are pipelined requests for later.
-            if self.reader.wants_input() {
-                if self.read().is_err() || self.eof {
-                    self.cancel(stream);
-                    return Next::Close;
-                }
-            } else {
-                thread::sleep(POLL);
+            if self.client_left() {
+                self.cancel(stream);
+                return Next::Close;
             }
         }
     }
 
+    /// Whether the client closed the connection or it failed, looked at without
+    /// consuming anything: bytes waiting are pipelined requests, read after the stream.
+    fn client_left(&mut self) -> bool {
+        if self.eof {
+            return true;
+        }
+        if self.stream.set_nonblocking(true).is_err() {
+            return true;
+        }
+        let mut probe = [0u8; 1];
+        let left = match self.stream.peek(&mut probe) {
+            Ok(0) => true,
+            Ok(_) => false,
+            Err(e) => !matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+            ),
+        };
+        left || self.stream.set_nonblocking(false).is_err()
+    }
+
     fn cancel(&self, stream: &HttpStream) {
-        self.shared.endpoint().cancel_stream(clock::now(), stream);
+        self.shared.cancel(stream);
     }
 }

@@ -49,7 +49,7 @@
 //!     }
 //!     server.handle_input(now, &wire);
 //!     wire.clear();
-//!     server.poll_transmit(&mut wire);
+//!     while server.poll_transmit(now, &mut wire).is_some() {}
 //!     client.handle_read(now, ConnId::STDIO, &wire);
 //!     wire.clear();
 //!     while let Some(event) = client.poll_event() {

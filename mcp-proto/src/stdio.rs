@@ -41,7 +41,7 @@ struct Skipped {
 #[derive(Debug)]
 pub struct LineDecoder {
     buf: Vec<u8>,
-    /// Bytes of `buf` already consumed by [`LineDecoder::next_line`].
+    /// Bytes of `buf` already consumed by [`LineDecoder::poll_line`].
     start: usize,
     /// Bytes after `start` already searched for a newline (so a long line arriving in
     /// many reads is scanned once, not once per read).
@@ -73,8 +73,8 @@ impl LineDecoder {
         }
     }
 
-    /// Adds input. Call [`LineDecoder::next_line`] until it returns `None` afterwards.
-    pub fn push(&mut self, mut data: &[u8]) {
+    /// Adds input. Call [`LineDecoder::poll_line`] until it returns `None` afterwards.
+    pub fn handle_input(&mut self, mut data: &[u8]) {
         if self.start > 0 {
             self.buf.drain(..self.start);
             self.start = 0;
@@ -94,7 +94,7 @@ impl LineDecoder {
     }
 
     /// The next complete line, an oversize report, or `None` when more input is needed.
-    pub fn next_line(&mut self) -> Option<Line<'_>> {
+    pub fn poll_line(&mut self) -> Option<Line<'_>> {
         if let Some(skipped) = self.report.take() {
             self.reported = skipped;
             return Some(Line::Oversized {
@@ -201,7 +201,7 @@ mod tests {
     use super::*;
 
     fn collect(d: &mut LineDecoder, out: &mut Vec<String>) {
-        while let Some(l) = d.next_line() {
+        while let Some(l) = d.poll_line() {
             out.push(match l {
                 Line::Message(m) => String::from_utf8_lossy(m).into_owned(),
                 Line::Oversized { seen, head, tail } => format!(
@@ -219,11 +219,11 @@ mod tests {
         let mut rest = input;
         for &c in chunks {
             let (a, b) = rest.split_at(c.min(rest.len()));
-            d.push(a);
+            d.handle_input(a);
             collect(&mut d, &mut out);
             rest = b;
         }
-        d.push(rest);
+        d.handle_input(rest);
         collect(&mut d, &mut out);
         out
     }
@@ -253,13 +253,13 @@ mod tests {
     fn oversized_partial_is_not_buffered() {
         let mut d = LineDecoder::new(8);
         for _ in 0..1000 {
-            d.push(b"xxxxxxxxxxxxxxxx");
-            assert!(d.next_line().is_none());
+            d.handle_input(b"xxxxxxxxxxxxxxxx");
+            assert!(d.poll_line().is_none());
             assert!(d.retained_bytes() <= 16, "{}", d.retained_bytes());
         }
-        d.push(b"\n{}\n");
-        assert!(matches!(d.next_line(), Some(Line::Oversized { seen, .. }) if seen == 16000));
-        assert_eq!(d.next_line(), Some(Line::Message(b"{}")));
+        d.handle_input(b"\n{}\n");
+        assert!(matches!(d.poll_line(), Some(Line::Oversized { seen, .. }) if seen == 16000));
+        assert_eq!(d.poll_line(), Some(Line::Message(b"{}")));
     }
 
     #[test]
@@ -273,8 +273,8 @@ mod tests {
             let mut d = LineDecoder::new(max);
             let mut reports = Vec::new();
             for part in line.as_bytes().chunks(chunk) {
-                d.push(part);
-                while let Some(l) = d.next_line() {
+                d.handle_input(part);
+                while let Some(l) = d.poll_line() {
                     let Line::Oversized { seen, head, tail } = l else {
                         panic!("not oversized");
                     };

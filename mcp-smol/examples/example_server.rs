@@ -119,7 +119,11 @@ fn serve(args: &Args) -> io::Result<()> {
         }
         server.handle_input(mcp_host::clock::now(), chunk);
         out.clear();
-        if server.poll_transmit(&mut out) > 0 {
+        while server
+            .poll_transmit(mcp_host::clock::now(), &mut out)
+            .is_some()
+        {}
+        if !out.is_empty() {
             stdout.write_all(&out)?;
             stdout.flush()?;
         }
@@ -129,7 +133,11 @@ fn serve(args: &Args) -> io::Result<()> {
     }
     server.handle_eof(mcp_host::clock::now());
     out.clear();
-    if server.poll_transmit(&mut out) > 0 {
+    while server
+        .poll_transmit(mcp_host::clock::now(), &mut out)
+        .is_some()
+    {}
+    if !out.is_empty() {
         stdout.write_all(&out)?;
         stdout.flush()?;
     }

@@ -161,7 +161,7 @@ impl Facade {
             }
             Event::PeerError(e) => self.shared.lock().push_peer_error(e),
             Event::ToolExcluded { tool, reason } => {
-                self.shared.lock().exclude_tool(tool, reason);
+                self.shared.lock().exclude_tool(tool, reason.to_string());
             }
             Event::Closed { reason } => {
                 let ended = self.closed_error(reason.clone());

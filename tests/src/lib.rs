@@ -29,7 +29,7 @@ impl Peer for Server {
         self.handle_input(now, bytes);
     }
     fn transmit(&mut self, out: &mut Vec<u8>) {
-        self.poll_transmit(out);
+        while self.poll_transmit(Instant::ZERO, out).is_some() {}
     }
 }
 

@@ -1299,3 +1299,57 @@ fn http_peer_errors_read_as_before() {
         assert_eq!(error.to_string(), text);
     }
 }
+
+// ----- the stdio channel: release and respawn ------------------------------------------
+
+#[test]
+fn the_stdio_channel_is_released_after_close_and_after_the_server_exits() {
+    let mut sim = Sim::new(config(EraMode::Auto), example::server());
+    sim.connect();
+    sim.client.close(sim.now);
+    sim.step();
+    assert!(sim.channel_closed, "Transmit::Close after close()");
+    assert!(sim.client.is_released());
+
+    let mut sim = Sim::new(config(EraMode::Auto), example::server());
+    sim.connect();
+    sim.client.handle_eof(sim.now, ConnId::STDIO);
+    sim.step();
+    assert!(sim.channel_closed, "Transmit::Close once the server exited");
+    assert!(matches!(
+        closed_reason(&sim),
+        Some(CloseReason::ServerExited { .. })
+    ));
+}
+
+#[test]
+fn a_server_that_cannot_be_started_again_closes_with_the_spawn_failure() {
+    let mut client =
+        mcp_proto::client::Client::stdio(config(EraMode::Auto), mcp_proto::Instant::ZERO);
+    let now = mcp_proto::Instant::ZERO;
+    let mut buf = Vec::new();
+    while client.poll_transmit(now, &mut buf).is_some() {}
+    // The server exits on the probe: the machine wants a fresh process…
+    client.handle_eof(now, ConnId::STDIO);
+    assert_eq!(
+        client.poll_transmit(now, &mut buf),
+        Some(mcp_proto::client::Transmit::Respawn)
+    );
+    // …which cannot be started.
+    let failure = mcp_proto::client::TransportFailure::new(
+        mcp_proto::client::TransportFailureKind::Spawn,
+        "no such file",
+    );
+    client.handle_transport_error(now, ConnId::STDIO, failure.clone());
+    assert_eq!(
+        client.close_reason(),
+        Some(&CloseReason::Transport(failure))
+    );
+    assert_eq!(
+        client.poll_transmit(now, &mut buf),
+        Some(mcp_proto::client::Transmit::Close {
+            conn: ConnId::STDIO
+        })
+    );
+    assert!(client.is_released());
+}

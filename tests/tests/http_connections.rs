@@ -371,3 +371,15 @@ fn an_unanswered_delete_is_given_up_at_the_close_timeout() {
     assert!(sim.open.is_empty());
     assert_eq!(sim.client.poll_timeout(), None, "nothing left to wait for");
 }
+
+#[test]
+fn a_connection_is_idle_exactly_when_its_response_is_complete() {
+    let mut sim = HttpSim::with_http(config(EraMode::Auto), http(pool(4)), modern);
+    sim.connect();
+    let conn = sim.connects[0];
+    assert!(sim.client.is_idle(conn));
+    sim.client.call(sim.now, call("hang")).unwrap();
+    sim.run_until(|s| !s.hung.is_empty());
+    assert!(!sim.client.is_idle(sim.hung[0]), "a response is owed");
+    assert!(!sim.client.is_idle(mcp_proto::client::ConnId::STDIO));
+}

@@ -133,27 +133,27 @@ fn id_not_committed_without_dispatch_at_eof() {
 #[test]
 fn crlf_split_across_pushes_is_one_line_end() {
     let mut d = SseDecoder::new(SseLimits::default());
-    d.push(b"data: a\r");
-    assert_eq!(d.next_event(), None);
-    d.push(b"\n");
+    d.handle_input(b"data: a\r");
+    assert_eq!(d.poll_event(), None);
+    d.handle_input(b"\n");
     assert_eq!(
-        d.next_event(),
+        d.poll_event(),
         None,
         "CR LF must not read as CR then an empty line"
     );
-    d.push(b"\r");
+    d.handle_input(b"\r");
     assert_eq!(
-        d.next_event(),
+        d.poll_event(),
         Some(Ok(msg("a"))),
         "a lone CR ends the event at once"
     );
-    d.push(b"\n\n");
+    d.handle_input(b"\n\n");
     assert_eq!(
-        d.next_event(),
+        d.poll_event(),
         None,
         "the LF after CR is skipped; the next LF is empty"
     );
-    assert!(!d.finish().incomplete_event);
+    assert!(!d.handle_eof().incomplete_event);
 }
 
 #[test]
@@ -211,19 +211,19 @@ fn oversized_line_is_reported_once_and_its_event_dropped() {
 fn endless_line_is_bounded() {
     let limits = SseLimits::new(1024, 4096);
     let mut d = SseDecoder::new(limits);
-    d.push(b"data: ");
+    d.handle_input(b"data: ");
     let chunk = vec![b'x'; 64 * 1024];
     let mut errors = 0;
     for _ in 0..160 {
         // 10 MiB in total, never a line end.
-        d.push(&chunk);
+        d.handle_input(&chunk);
         for item in d.events() {
             assert_eq!(item, Err(SseError::LineTooLong { limit: 1024 }));
             errors += 1;
         }
     }
     assert_eq!(errors, 1, "reported once");
-    d.push(b"\ndata: next\n\ndata: ok\n\n");
+    d.handle_input(b"\ndata: next\n\ndata: ok\n\n");
     assert_eq!(d.events().collect::<Vec<_>>(), vec![Ok(msg("ok"))]);
 }
 
@@ -235,11 +235,11 @@ fn event_that_never_ends_is_bounded() {
     let mut items = Vec::new();
     for _ in 0..200 {
         // About 9 MiB of data lines, never an empty line.
-        d.push(&lines);
+        d.handle_input(&lines);
         items.extend(d.events());
     }
     assert_eq!(items, vec![Err(SseError::EventTooLarge { limit: 4096 })]);
-    assert!(d.finish().incomplete_event);
+    assert!(d.handle_eof().incomplete_event);
 
     // Same with recovery, and chunking invariance around the limit.
     let mut input = b"id: 1\n".to_vec();
@@ -265,9 +265,9 @@ fn zero_limits_never_panic() {
 fn resuming_decoder_starts_from_the_given_id() {
     let mut d = SseDecoder::resuming(SseLimits::default(), "s7-2");
     assert_eq!(d.last_event_id(), Some("s7-2"));
-    d.push(b"data: replay\n\n");
+    d.handle_input(b"data: replay\n\n");
     assert_eq!(
-        d.next_event(),
+        d.poll_event(),
         Some(Ok(event("message", "replay", Some("s7-2"), None)))
     );
 }

@@ -88,8 +88,8 @@ pub enum Event {
     ToolExcluded {
         /// The tool name.
         tool: String,
-        /// Why.
-        reason: String,
+        /// What is wrong with its annotations.
+        reason: crate::http::xmcp::InvalidAnnotation,
     },
     /// The connection is over. No more events follow.
     Closed {
@@ -150,10 +150,24 @@ pub enum CallError {
     /// is being set up. The call was not replayed.
     #[error("the session expired while the call was in flight")]
     SessionExpired,
-    /// The request could not be written (a header value that cannot be sent, say); it
-    /// never left the client.
+    /// The request could not be written (a header name or value that cannot go on the
+    /// wire, say); it never left the client.
     #[error("the request cannot be sent: {0}")]
     Unsendable(String),
+    /// Over 2026-07-28 HTTP: the arguments cannot be mirrored into the `Mcp-Param-*`
+    /// headers the tool declares (an integer beyond ±(2^53−1), …); never sent.
+    #[error("the request cannot be sent: {0}")]
+    HeaderValue(crate::http::headers::HeaderError),
+    /// Over 2026-07-28 HTTP: the tool was left out of `tools/list` because its
+    /// `x-mcp-header` annotations are invalid, so no header set could satisfy the server;
+    /// never sent.
+    #[error("tool {tool:?} was excluded from tools/list: {reason}")]
+    ToolExcluded {
+        /// The tool.
+        tool: String,
+        /// What is wrong with its annotations.
+        reason: crate::http::xmcp::InvalidAnnotation,
+    },
     /// The server sent something in place of the answer that could not be used: a
     /// message that does not decode ([`PeerError::Malformed`], including one nested
     /// deeper than `Limits::max_nesting_depth`), or one longer than

@@ -120,6 +120,17 @@ impl Client {
         }
     }
 
+    /// Whether `conn` is an open HTTP connection with no exchange on it: after
+    /// [`Client::handle_read`], true means the response that was being read is complete
+    /// (a driver's wire log can end its last line there). Always false for stdio.
+    #[must_use]
+    pub fn is_idle(&self, conn: ConnId) -> bool {
+        match &self.link {
+            Link::Http(l) => l.is_idle(conn),
+            Link::Stdio(_) => false,
+        }
+    }
+
     /// Whether the machine is done with its transport: closed, the last bytes handed
     /// out and every connection (or the stdio channel) released. A driver can stop then.
     #[must_use]

@@ -23,8 +23,8 @@ pub fn stdio_framing(data: &[u8]) {
         let mut d = LineDecoder::new(64);
         let mut out = Vec::new();
         for c in chunks {
-            d.push(c);
-            while let Some(l) = d.next_line() {
+            d.handle_input(c);
+            while let Some(l) = d.poll_line() {
                 out.push(match l {
                     Line::Message(m) => Ok(m.to_vec()),
                     Line::Oversized { seen, head, tail } => {

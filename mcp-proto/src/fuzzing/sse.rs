@@ -24,10 +24,10 @@ pub fn decode<'a>(limits: &SseLimits, chunks: impl IntoIterator<Item = &'a [u8]>
     let mut d = SseDecoder::new(limits.clone());
     let mut items = Vec::new();
     for c in chunks {
-        d.push(c);
+        d.handle_input(c);
         items.extend(d.events());
     }
-    let end = d.finish();
+    let end = d.handle_eof();
     items.extend(d.events());
     Run {
         items,

@@ -75,7 +75,7 @@
 //! exchange's queued events are bounded by what its tool may ask per round.
 
 use crate::Instant;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 
 use serde_json::{Map, Value, json};
 
@@ -138,6 +138,11 @@ pub enum HttpReply {
     Stream(HttpStream),
 }
 
+/// Names an open stream, to match [`HttpEndpoint::poll_ready`] with the stream a driver
+/// serves ([`HttpStream::id`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StreamId(pub(super) i64);
+
 /// Whether an open stream goes on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StreamStatus {
@@ -173,6 +178,8 @@ pub struct HttpEndpoint {
     exchanges: HashMap<i64, Exchange>,
     /// Server→client requests awaiting the client's response: their id → the exchange.
     server_requests: HashMap<RequestId, i64>,
+    /// Open streams that got output since their driver was last told.
+    ready: BTreeSet<i64>,
 }
 
 impl HttpEndpoint {
@@ -191,6 +198,7 @@ impl HttpEndpoint {
             next_key: 0,
             exchanges: HashMap::new(),
             server_requests: HashMap::new(),
+            ready: BTreeSet::new(),
         }
     }
 
@@ -249,6 +257,22 @@ impl HttpEndpoint {
             return StreamStatus::Finished;
         }
         StreamStatus::Open
+    }
+
+    /// The next open stream with output waiting (events, or its end) since it was last
+    /// reported. Output for open streams only ever appears while the endpoint handles
+    /// input ([`HttpEndpoint::handle_request`], [`HttpEndpoint::cancel_stream`]): drain
+    /// this after each, and wake whoever serves those streams. No polling is needed.
+    pub fn poll_ready(&mut self) -> Option<StreamId> {
+        self.ready.pop_first().map(StreamId)
+    }
+
+    /// Whether [`HttpEndpoint::poll_stream`] would write anything for `stream` now.
+    #[must_use]
+    pub fn stream_ready(&self, stream: &HttpStream) -> bool {
+        self.exchanges
+            .get(&stream.key)
+            .is_none_or(|e| e.answered || !e.events.is_empty())
     }
 
     /// The client of an open stream went away: the machine gets `notifications/cancelled`
@@ -486,6 +510,9 @@ impl HttpEndpoint {
                     Message::Response(r).encode(&mut out);
                     exchange.events.push_back(out);
                     exchange.answered = true;
+                    if exchange.streaming {
+                        self.ready.insert(key.unwrap_or_default());
+                    }
                 }
                 Message::Request(r) => {
                     if let Some(k) = context
@@ -494,13 +521,20 @@ impl HttpEndpoint {
                     {
                         exchange.events.push_back(bytes);
                         self.server_requests.insert(r.id, k);
+                        if exchange.streaming {
+                            self.ready.insert(k);
+                        }
                     }
                 }
                 _ => {
-                    if let Some(exchange) = context.and_then(|k| self.exchanges.get_mut(&k))
+                    if let Some(k) = context
+                        && let Some(exchange) = self.exchanges.get_mut(&k)
                         && !exchange.answered
                     {
                         exchange.events.push_back(bytes);
+                        if exchange.streaming {
+                            self.ready.insert(k);
+                        }
                     }
                 }
             }
@@ -524,6 +558,7 @@ impl HttpEndpoint {
     /// Removes an exchange and the server→client requests routed to it.
     fn forget(&mut self, key: i64) -> Option<Exchange> {
         let exchange = self.exchanges.remove(&key)?;
+        self.ready.remove(&key);
         self.server_requests.retain(|_, k| *k != key);
         Some(exchange)
     }

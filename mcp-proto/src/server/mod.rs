@@ -57,6 +57,7 @@ use std::collections::VecDeque;
 
 use serde_json::{Map, Value, json};
 
+use crate::client::{ConnId, Transmit};
 use crate::jsonrpc::{
     self, DecodeError, ErrorObject, Message, Notification, Request, RequestId, Response, codes,
 };
@@ -98,6 +99,8 @@ pub struct Server {
     /// The next id of a server→client request.
     next_out_id: i64,
     eof: bool,
+    /// The end of the channel was handed out.
+    close_reported: bool,
 }
 
 impl Server {
@@ -112,6 +115,7 @@ impl Server {
             pending: Vec::new(),
             next_out_id: 0,
             eof: false,
+            close_reported: false,
         }
     }
 
@@ -133,9 +137,9 @@ impl Server {
         if self.eof {
             return;
         }
-        self.decoder.push(bytes);
+        self.decoder.handle_input(bytes);
         loop {
-            let line = match self.decoder.next_line() {
+            let line = match self.decoder.poll_line() {
                 None => break,
                 Some(Line::Message(m)) => m.to_vec(),
                 Some(Line::Oversized { head, tail, .. }) => {
@@ -233,14 +237,28 @@ impl Server {
         self.send_error(sniffed.id.as_ref(), &error);
     }
 
-    /// Appends every queued message to `out` as newline-terminated lines; returns the
-    /// number of bytes appended.
-    pub fn poll_transmit(&mut self, out: &mut Vec<u8>) -> usize {
+    /// What to do with the stdio channel next, as the client machine says it: every
+    /// queued message appended to `out` as newline-terminated lines
+    /// ([`Transmit::Write`] with their length), then, once end of input was handled and
+    /// everything was written, [`Transmit::Close`] (stop serving). Call until `None`.
+    pub fn poll_transmit(&mut self, _now: Instant, out: &mut Vec<u8>) -> Option<Transmit> {
         let before = out.len();
         while let Some(message) = self.outbound.pop_front() {
             frame(out, &message);
         }
-        out.len() - before
+        if out.len() > before {
+            return Some(Transmit::Write {
+                conn: ConnId::STDIO,
+                len: out.len() - before,
+            });
+        }
+        if self.eof && !self.close_reported {
+            self.close_reported = true;
+            return Some(Transmit::Close {
+                conn: ConnId::STDIO,
+            });
+        }
+        None
     }
 
     /// The next queued message as compact JSON without a line end.

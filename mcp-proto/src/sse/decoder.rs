@@ -3,15 +3,15 @@
 //!
 //! # Theory of operation
 //!
-//! [`SseDecoder::push`] only appends bytes; [`SseDecoder::next_event`] does the work. It
+//! [`SseDecoder::handle_input`] only appends bytes; [`SseDecoder::poll_event`] does the work. It
 //! takes one line at a time off the unprocessed input ([`Input`], with a `scanned` mark so
 //! a long partial line is never rescanned) and applies it to the event under construction
 //! ([`State`], which holds the buffers the standard names), until an event is dispatched,
 //! a limit is crossed, or no complete line is left. A line ending in CR is processed at
 //! once and `after_cr` remembers to skip one LF if it comes next. An oversized partial line
 //! is dropped as soon as it crosses the limit (`skipping_line`), and the block it belongs
-//! to is poisoned (`skipping_event`) until the next empty line. [`SseDecoder::finish`]
-//! drains the remaining complete lines into a queue that `next_event` still returns.
+//! to is poisoned (`skipping_event`) until the next empty line. [`SseDecoder::handle_eof`]
+//! drains the remaining complete lines into a queue that `poll_event` still returns.
 
 use std::collections::VecDeque;
 
@@ -83,7 +83,7 @@ pub enum SseError {
     },
 }
 
-/// What [`SseDecoder::finish`] found at the end of the input.
+/// What [`SseDecoder::handle_eof`] found at the end of the input.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 #[must_use = "an incomplete event at end of stream usually means a broken connection"]
@@ -132,7 +132,7 @@ struct State {
 pub struct SseDecoder {
     input: Input,
     state: State,
-    /// Items produced by [`SseDecoder::finish`] while draining the last complete lines.
+    /// Items produced by [`SseDecoder::handle_eof`] while draining the last complete lines.
     queued: VecDeque<Result<SseEvent, SseError>>,
 }
 
@@ -174,9 +174,9 @@ impl SseDecoder {
         d
     }
 
-    /// Adds body bytes. Call [`SseDecoder::next_event`] until it returns `None` afterwards;
-    /// bytes pushed after [`SseDecoder::finish`] are ignored.
-    pub fn push(&mut self, bytes: &[u8]) {
+    /// Adds body bytes. Call [`SseDecoder::poll_event`] until it returns `None` afterwards;
+    /// bytes pushed after [`SseDecoder::handle_eof`] are ignored.
+    pub fn handle_input(&mut self, bytes: &[u8]) {
         if self.state.finished || bytes.is_empty() {
             return;
         }
@@ -191,7 +191,7 @@ impl SseDecoder {
     /// The next event, a limit report, or `None` when more input is needed. After an
     /// `Err` the decoder has recovered and decoding goes on with the next call.
     #[must_use = "events must be drained after every push"]
-    pub fn next_event(&mut self) -> Option<Result<SseEvent, SseError>> {
+    pub fn poll_event(&mut self) -> Option<Result<SseEvent, SseError>> {
         if let Some(item) = self.queued.pop_front() {
             return Some(item);
         }
@@ -199,16 +199,16 @@ impl SseDecoder {
     }
 
     /// An iterator over the events available now (drains like repeated
-    /// [`SseDecoder::next_event`]).
+    /// [`SseDecoder::poll_event`]).
     pub fn events(&mut self) -> impl Iterator<Item = Result<SseEvent, SseError>> + '_ {
-        std::iter::from_fn(move || self.next_event())
+        std::iter::from_fn(move || self.poll_event())
     }
 
     /// Marks the end of the input. Complete lines not yet processed are processed first,
-    /// and what they produce is still returned by [`SseDecoder::next_event`]. Whatever is
+    /// and what they produce is still returned by [`SseDecoder::poll_event`]. Whatever is
     /// left (a partial line, an event without its final empty line) is discarded and
     /// reported. Calling it again reports nothing more.
-    pub fn finish(&mut self) -> EndOfStream {
+    pub fn handle_eof(&mut self) -> EndOfStream {
         if self.state.finished {
             return EndOfStream {
                 incomplete_event: false,
@@ -256,7 +256,7 @@ impl SseDecoder {
         self.state.comments
     }
 
-    /// True once [`SseDecoder::finish`] has been called.
+    /// True once [`SseDecoder::handle_eof`] has been called.
     #[must_use]
     pub fn is_finished(&self) -> bool {
         self.state.finished
@@ -463,10 +463,10 @@ mod tests {
         let mut d = SseDecoder::new(limits);
         let mut out = Vec::new();
         for c in chunks {
-            d.push(c);
+            d.handle_input(c);
             out.extend(d.events());
         }
-        let end = d.finish();
+        let end = d.handle_eof();
         out.extend(d.events());
         (out, end.incomplete_event)
     }
@@ -493,8 +493,8 @@ mod tests {
     #[test]
     fn cr_alone_dispatches_without_waiting() {
         let mut d = SseDecoder::new(SseLimits::default());
-        d.push(b"data: x\r\r");
-        assert_eq!(d.next_event(), Some(ev("x")));
+        d.handle_input(b"data: x\r\r");
+        assert_eq!(d.poll_event(), Some(ev("x")));
     }
 
     #[test]
@@ -539,20 +539,20 @@ mod tests {
     #[test]
     fn finish_reports_incomplete_and_ignores_later_input() {
         let mut d = SseDecoder::new(SseLimits::default());
-        d.push(b"id: 1\n\nid: 2\ndata: x\n");
-        assert!(d.next_event().is_none());
-        assert!(d.finish().incomplete_event);
+        d.handle_input(b"id: 1\n\nid: 2\ndata: x\n");
+        assert!(d.poll_event().is_none());
+        assert!(d.handle_eof().incomplete_event);
         assert_eq!(d.last_event_id(), Some("1"));
-        d.push(b"\n");
-        assert!(d.next_event().is_none());
-        assert!(!d.finish().incomplete_event);
+        d.handle_input(b"\n");
+        assert!(d.poll_event().is_none());
+        assert!(!d.handle_eof().incomplete_event);
     }
 
     #[test]
     fn finish_keeps_undrained_events() {
         let mut d = SseDecoder::new(SseLimits::default());
-        d.push(b"data: a\n\ndata: b\n\n: c");
-        assert!(d.finish().incomplete_event);
+        d.handle_input(b"data: a\n\ndata: b\n\n: c");
+        assert!(d.handle_eof().incomplete_event);
         assert_eq!(d.events().collect::<Vec<_>>(), vec![ev("a"), ev("b")]);
         assert_eq!(d.comments(), 0);
     }
@@ -560,7 +560,7 @@ mod tests {
     #[test]
     fn resuming_carries_the_id() {
         let mut d = SseDecoder::resuming(SseLimits::default(), "s7-2");
-        d.push(b"data: x\n\n");
-        assert_eq!(d.next_event().unwrap().unwrap().id.as_deref(), Some("s7-2"));
+        d.handle_input(b"data: x\n\n");
+        assert_eq!(d.poll_event().unwrap().unwrap().id.as_deref(), Some("s7-2"));
     }
 }

@@ -31,14 +31,14 @@
 //!   empty string (this is what browsers and `eventsource-parser` do; 2025-11-25 "priming"
 //!   events look like that, and callers should skip empty data). An event with no `data`
 //!   line at all is not dispatched.
-//! * At end of input ([`SseDecoder::finish`]) an unterminated line and an undispatched
+//! * At end of input ([`SseDecoder::handle_eof`]) an unterminated line and an undispatched
 //!   event are discarded, as the standard requires, and reported.
 //!
 //! # Bounds and recovery
 //!
 //! Memory held between calls is the unprocessed input plus at most one partial line of
 //! [`SseLimits::max_line_bytes`] and one event of [`SseLimits::max_event_bytes`]; once
-//! [`SseDecoder::next_event`] has returned `None`, the unprocessed input is at most a partial
+//! [`SseDecoder::poll_event`] has returned `None`, the unprocessed input is at most a partial
 //! line. When a limit is crossed the decoder reports it once, as `Some(Err(_))`, and
 //! recovers rather than giving up:
 //!
@@ -62,13 +62,13 @@
 //! let mut decoder = SseDecoder::new(SseLimits::default());
 //! decoder.push(b": keep-alive\nid: s7-1\nretry: 3000\ndata: {\"jsonrpc\":\"2.0\"");
 //! decoder.push(b",\"method\":\"ping\"}\n\n");
-//! let event = decoder.next_event().unwrap().unwrap();
+//! let event = decoder.poll_event().unwrap().unwrap();
 //! assert_eq!(event.event_type, "message");
 //! assert_eq!(event.data, r#"{"jsonrpc":"2.0","method":"ping"}"#);
 //! assert_eq!(event.id.as_deref(), Some("s7-1"));
 //! assert_eq!(decoder.retry_ms(), Some(3000));
 //! assert_eq!(decoder.comments(), 1);
-//! assert!(decoder.next_event().is_none());
+//! assert!(decoder.poll_event().is_none());
 //! let end = decoder.finish();
 //! assert!(!end.incomplete_event);
 //! ```

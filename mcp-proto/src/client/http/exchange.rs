@@ -216,8 +216,8 @@ impl HttpLink {
                 buf.extend_from_slice(&bytes[..bytes.len().min(room)]);
             }
             Body::Sse(decoder) => {
-                decoder.push(bytes);
-                while let Some(item) = decoder.next_event() {
+                decoder.handle_input(bytes);
+                while let Some(item) = decoder.poll_event() {
                     match item {
                         Ok(ev) if ev.data.is_empty() => {}
                         Ok(ev) => messages.push(ev.data),

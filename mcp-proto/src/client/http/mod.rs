@@ -2,11 +2,11 @@
 //!
 //! # Theory of operation
 //!
-//! [`HttpLink`] puts the protocol session on HTTP exchanges. Every message the session
+//! `HttpLink` puts the protocol session on HTTP exchanges. Every message the session
 //! sends becomes one POST; the [`pool`] decides which connection carries it (an idle
 //! keep-alive one, a fresh one, or later) and tells the driver through
 //! [`super::Transmit`]. Bytes read on a connection go to the response reader of the
-//! exchange riding on it; the exchange layer ([`exchange`]) parses the response once and
+//! exchange riding on it; the exchange layer (`exchange.rs`) parses the response once and
 //! decides what its end means.
 //!
 //! A response is a JSON body, an SSE stream (every `data` is one JSON-RPC message), or a
@@ -26,7 +26,7 @@
 //!   stream that ends before the response it owes is resumed with a GET carrying
 //!   `Last-Event-ID`, after the server's `retry` delay (or an exponential backoff), a
 //!   bounded number of times; a resumed stream that delivers nothing counts as a failed
-//!   attempt, so it cannot loop. [`HttpClient::close`] sends `DELETE` for the session.
+//!   attempt, so it cannot loop. [`super::Client::close`] sends `DELETE` for the session.
 //! * **2026-07-28**: POST only, with `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, and
 //!   `Mcp-Param-*` mirrored from the `x-mcp-header` annotations of the tool's latest
 //!   `inputSchema`. Tools whose annotations are invalid are removed from every
@@ -127,7 +127,7 @@ pub(crate) struct HttpLink {
     tool_headers: HashMap<String, Vec<ParamHeader>>,
     /// Tools left out of `tools/list` for invalid annotations, with the reason: a call
     /// to one fails locally, since no header set could satisfy the server.
-    excluded_tools: HashMap<String, String>,
+    excluded_tools: HashMap<String, crate::http::xmcp::InvalidAnnotation>,
     /// Resumptions waiting for their delay: (when, last event id, ids owed, attempt).
     resumes: Vec<exchange::PendingResume>,
     get_stream: GetStream,
@@ -189,6 +189,10 @@ impl HttpLink {
 
     pub(crate) fn session_id(&self) -> Option<&str> {
         self.session_id.as_deref()
+    }
+
+    pub(crate) fn is_idle(&self, conn: ConnId) -> bool {
+        self.pool.is_idle(conn)
     }
 
     pub(crate) fn pool_stats(&self) -> PoolStats {

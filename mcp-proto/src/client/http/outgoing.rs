@@ -126,14 +126,16 @@ impl HttpLink {
         if let Some(tool) = tool
             && let Some(reason) = self.excluded_tools.get(tool)
         {
-            let why = format!("tool {tool:?} was excluded from tools/list: {reason}");
-            return Err(CallError::Unsendable(why));
+            return Err(CallError::ToolExcluded {
+                tool: tool.to_owned(),
+                reason: reason.clone(),
+            });
         }
         let mirrored = tool
             .and_then(|n| self.tool_headers.get(n))
             .map_or(&[][..], Vec::as_slice);
         headers::request_headers_for(method, params, version, mirrored)
-            .map_err(|e| CallError::Unsendable(e.to_string()))
+            .map_err(CallError::HeaderValue)
     }
 
     /// Opens a GET stream: the server's own (`owed` empty) or a resumption.

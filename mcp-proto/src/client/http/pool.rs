@@ -26,7 +26,7 @@
 //! byte (the request may have run), never for a job already retried.
 //!
 //! The pool never reads HTTP: the exchange layer above it parses responses and tells it
-//! when one is over ([`Pool::finished`]) and whether the connection can be reused.
+//! when one is over and whether the connection can be reused.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
@@ -357,6 +357,13 @@ impl Pool {
         for id in ids {
             self.close(id);
         }
+    }
+
+    /// Whether `conn` is open and carries no exchange: a response on it just ended.
+    pub(super) fn is_idle(&self, conn: ConnId) -> bool {
+        self.conns
+            .get(&conn)
+            .is_some_and(|c| matches!(c.state, ConnState::Idle { .. }))
     }
 
     /// Whether every connection is closed and the driver was told so.

@@ -57,9 +57,8 @@ impl HttpLink {
                 }
                 Err(reason) => {
                     self.tool_headers.remove(name);
-                    self.excluded_tools
-                        .insert(name.to_owned(), reason.to_string());
-                    excluded.push((name.to_owned(), reason.to_string()));
+                    self.excluded_tools.insert(name.to_owned(), reason.clone());
+                    excluded.push((name.to_owned(), reason));
                     false
                 }
             }

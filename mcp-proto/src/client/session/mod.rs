@@ -246,9 +246,9 @@ impl Session {
         }
         let max_depth = self.config.limits.max_nesting_depth;
         let limit = self.config.limits.max_message_bytes;
-        self.decoder.push(data);
+        self.decoder.handle_input(data);
         loop {
-            let item = match self.decoder.next_line() {
+            let item = match self.decoder.poll_line() {
                 None => break,
                 Some(Line::Oversized { seen, head, tail }) => {
                     let mut sniffed = jsonrpc::sniff(head);

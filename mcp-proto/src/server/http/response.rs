@@ -147,6 +147,12 @@ pub struct HttpStream {
 }
 
 impl HttpStream {
+    /// Its name, as [`super::HttpEndpoint::poll_ready`] reports it.
+    #[must_use]
+    pub fn id(&self) -> super::StreamId {
+        super::StreamId(self.key)
+    }
+
     /// A stream with `head` (status and headers; its body is the events so far).
     /// `chunked`: HTTP/1.1 chunked framing, else the body ends with the connection.
     /// `close`: the connection closes after the stream even when chunked.

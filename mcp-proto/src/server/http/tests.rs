@@ -597,13 +597,19 @@ fn legacy_input_over_an_open_stream() {
     let mut out = Vec::new();
     assert_eq!(ep.poll_stream(&s, &mut out), StreamStatus::Open);
     assert!(out.is_empty());
+    assert!(!ep.stream_ready(&s), "nothing to send yet");
+    assert_eq!(ep.poll_ready(), None);
 
     // The client answers the elicitation with a separate POST: 202, and the result
-    // arrives on the open stream.
+    // arrives on the open stream, which the endpoint names as ready: its driver is
+    // woken, never left to poll.
     let answer = json!({"jsonrpc": "2.0", "id": first[0]["id"], "result": {
         "action": "accept", "content": {"proceed": true, "name": "Ada"}}});
     let r = complete(ep.handle_request(now(), &post(&answer, &[])));
     assert_eq!(r.status, 202);
+    assert_eq!(ep.poll_ready(), Some(s.id()));
+    assert_eq!(ep.poll_ready(), None, "reported once");
+    assert!(ep.stream_ready(&s));
     assert_eq!(ep.poll_stream(&s, &mut out), StreamStatus::Finished);
     let text = String::from_utf8_lossy(&out).into_owned();
     assert!(text.ends_with("\r\n0\r\n\r\n"), "{text}");
