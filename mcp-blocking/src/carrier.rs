@@ -16,7 +16,7 @@ use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::thread;
 use std::time::Duration;
 
-use mcp_host::{Shutdown, TransportErrorKind, WireLog};
+use mcp_host::{Flavour, Shutdown, TransportErrorKind, WireLog};
 use mcp_proto::ProtocolVersion;
 use mcp_proto::client::{ConnId, Origin, TransportFailure};
 
@@ -28,23 +28,23 @@ pub(crate) const REPORT_QUEUE: usize = 64;
 /// What carries the machine's bytes: a child process ([`crate::process::Stdio`]) or
 /// HTTP connections ([`crate::http::HttpConns`]). Each does what a
 /// [`Transmit`](mcp_proto::client::Transmit) says, and its threads report on the
-/// driver's channel.
-pub(crate) trait Carrier: Send {
+/// driver's channel. `F` is the flavour of the wire log it writes to.
+pub(crate) trait Carrier<F: Flavour>: Send {
     /// Writes `bytes` on `conn`, after what was written before.
-    fn write(&mut self, conn: ConnId, bytes: Vec<u8>, log: &mut Option<WireLog>);
+    fn write(&mut self, conn: ConnId, bytes: Vec<u8>, log: &mut Option<WireLog<F>>);
     /// Closes `conn`; for stdio, stops the server within `grace`.
-    fn close(&mut self, conn: ConnId, grace: Duration, log: &mut Option<WireLog>);
+    fn close(&mut self, conn: ConnId, grace: Duration, log: &mut Option<WireLog<F>>);
     /// Whether a report comes from a channel that is still open (and current).
     fn is_current(&self, conn: ConnId, generation: u64) -> bool;
     /// Whether no channel is open.
     fn is_idle(&self) -> bool;
     /// Logs bytes read on `conn`, or (`None`) the end of its input.
-    fn log_read(&mut self, conn: ConnId, data: Option<&[u8]>, log: &mut Option<WireLog>);
+    fn log_read(&mut self, conn: ConnId, data: Option<&[u8]>, log: &mut Option<WireLog<F>>);
     /// A failure one of the threads saw at `step`, as the machine takes it, with the
     /// error behind it as its `source`.
     fn failure(&self, step: TransportErrorKind, error: io::Error) -> TransportFailure;
     /// Closes everything still open; how the server process ended, for stdio.
-    fn release(&mut self, grace: Duration, log: &mut Option<WireLog>) -> Shutdown;
+    fn release(&mut self, grace: Duration, log: &mut Option<WireLog<F>>) -> Shutdown;
 
     /// Opens `conn` (HTTP).
     fn connect(

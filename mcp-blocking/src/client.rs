@@ -2,10 +2,11 @@
 
 use std::time::Duration;
 
-use mcp_host::{Error, Options, ProgressHandler, Shutdown, StdioCommand, WireLog, clock, request};
-use mcp_proto::client::{
-    CallOutput, CallRequest, ClientConfig, CloseReason, InputHandler, PeerError,
+use mcp_host::{
+    Error, Flavour, Options, ProgressHandler, Sendable, Shutdown, StdioCommand, WireLog, clock,
+    request,
 };
+use mcp_proto::client::{CallOutput, CallRequest, ClientConfig, CloseReason, PeerError};
 use mcp_proto::http::EndpointUrl;
 use mcp_proto::jsonrpc::Notification;
 use mcp_proto::model::{CallToolResult, Prompt, Resource, ServerDetails, Tool};
@@ -25,6 +26,10 @@ use crate::process::Stdio;
 /// Dropping the client closes it like [`Client::close`] does: bounded in time, the server
 /// reaped, never a zombie; over HTTP, a legacy session is ended and the connections
 /// closed.
+///
+/// `F` is the [flavour](Flavour) of its handlers: a `Client` (that is, a
+/// `Client<Sendable>`, from [`Options::new`]) is `Send`; a `Client<Local>`, from
+/// [`Options::local`], takes handlers that are not `Send` and stays on its thread.
 ///
 /// ```no_run
 /// use mcp_blocking::{Client, ClientConfig, StdioCommand};
@@ -46,8 +51,8 @@ use crate::process::Stdio;
 /// # }
 /// ```
 #[derive(Debug)]
-pub struct Client {
-    driver: Driver,
+pub struct Client<F: Flavour = Sendable> {
+    driver: Driver<F>,
     details: ServerDetails,
 }
 
@@ -62,24 +67,6 @@ impl Client {
         Self::connect_stdio_with(command, config, Options::new())
     }
 
-    /// [`Client::connect_stdio`] with [`Options`] (input handler, progress, wire log,
-    /// grace period).
-    ///
-    /// # Errors
-    /// As [`Client::connect_stdio`].
-    pub fn connect_stdio_with(
-        command: StdioCommand,
-        config: ClientConfig,
-        options: Options,
-    ) -> Result<Client, Error> {
-        let channel = carrier::channel();
-        let stdio = Stdio::start(command, &channel.0)?;
-        let machine = mcp_proto::client::Client::stdio(config, clock::now());
-        let mut driver = Driver::new(machine, Box::new(stdio), channel, options);
-        let details = driver.connect()?;
-        Ok(Client { driver, details })
-    }
-
     /// Connects to a Streamable HTTP endpoint (`https://…`, or `http://` to a loopback
     /// host) with default [`Options`] and [`HttpOptions`]: returns once the era and
     /// version are settled.
@@ -92,6 +79,26 @@ impl Client {
     pub fn connect_http(url: &str, config: ClientConfig) -> Result<Client, Error> {
         Self::connect_http_with(url, config, Options::new(), HttpOptions::new())
     }
+}
+
+impl<F: Flavour> Client<F> {
+    /// [`Client::connect_stdio`] with [`Options`] of either flavour (input handler,
+    /// progress, wire log, grace period).
+    ///
+    /// # Errors
+    /// As [`Client::connect_stdio`].
+    pub fn connect_stdio_with(
+        command: StdioCommand,
+        config: ClientConfig,
+        options: Options<F>,
+    ) -> Result<Client<F>, Error> {
+        let channel = carrier::channel();
+        let stdio = Stdio::start(command, &channel.0)?;
+        let machine = mcp_proto::client::Client::stdio(config, clock::now());
+        let mut driver = Driver::new(machine, Box::new(stdio), channel, options);
+        let details = driver.connect()?;
+        Ok(Client { driver, details })
+    }
 
     /// [`Client::connect_http`] with [`Options`] and [`HttpOptions`] (TLS configuration or
     /// connector, `Authorization`, connection bound and timeouts, era cache: see
@@ -103,9 +110,9 @@ impl Client {
     pub fn connect_http_with(
         url: &str,
         config: ClientConfig,
-        options: Options,
+        options: Options<F>,
         http: HttpOptions,
-    ) -> Result<Client, Error> {
+    ) -> Result<Client<F>, Error> {
         let start = http.prepare("mcp-blocking", url, config, http.connector.is_some())?;
         let connector = http::connector(&http, &start);
         let machine = mcp_proto::client::Client::http(start.config, start.http, clock::now());
@@ -217,17 +224,17 @@ impl Client {
 
     /// Replaces the handler that answers requests for input (elicitation, sampling,
     /// roots). Only requests for capabilities declared in the [`ClientConfig`] reach it.
-    pub fn set_input_handler(&mut self, handler: Box<dyn InputHandler + Send>) {
+    pub fn set_input_handler(&mut self, handler: Box<F::InputHandler>) {
         self.driver.options.input_handler = handler;
     }
 
     /// Sets (or with `None` removes) the progress callback.
-    pub fn set_progress_handler(&mut self, handler: Option<ProgressHandler>) {
+    pub fn set_progress_handler(&mut self, handler: Option<ProgressHandler<F>>) {
         self.driver.options.progress = handler;
     }
 
     /// Sets (or with `None` removes) the wire log.
-    pub fn set_wire_log(&mut self, log: Option<WireLog>) {
+    pub fn set_wire_log(&mut self, log: Option<WireLog<F>>) {
         self.driver.options.wire_log = log;
     }
 

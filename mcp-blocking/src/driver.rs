@@ -14,7 +14,7 @@ use std::fmt;
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::time::Duration;
 
-use mcp_host::{Direction, Error, Options, Shutdown, clock};
+use mcp_host::{Direction, Error, Flavour, Options, Shutdown, clock};
 use mcp_proto::Instant;
 use mcp_proto::client::{
     self as proto, CallOutput, CallRequest, CloseReason, ConnId, Event, Transmit, TransportFailure,
@@ -27,20 +27,21 @@ use crate::inbox::Inbox;
 /// Longest wait for the last HTTP exchanges (a legacy session's `DELETE`) on close.
 const MAX_LINGER: Duration = Duration::from_secs(2);
 
-/// The machine, its carrier, and what came out of them.
-pub(crate) struct Driver {
+/// The machine, its carrier, and what came out of them; `F` is the flavour of the
+/// options' handlers.
+pub(crate) struct Driver<F: Flavour> {
     pub(crate) machine: proto::Client,
     tx: SyncSender<Report>,
     rx: Receiver<Report>,
     buf: Vec<u8>,
-    pub(crate) options: Options,
+    pub(crate) options: Options<F>,
     pub(crate) inbox: Inbox,
     /// `close` ran: whatever the machine still waits for is cut off.
     released: bool,
-    pub(crate) carrier: Box<dyn Carrier>,
+    pub(crate) carrier: Box<dyn Carrier<F>>,
 }
 
-impl fmt::Debug for Driver {
+impl<F: Flavour> fmt::Debug for Driver<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Driver")
             .field("state", &self.machine.state())
@@ -49,15 +50,15 @@ impl fmt::Debug for Driver {
     }
 }
 
-impl Driver {
+impl<F: Flavour> Driver<F> {
     /// A driver for `machine` over `carrier`, whose threads report on `tx`; nothing is
     /// exchanged yet.
     pub(crate) fn new(
         machine: proto::Client,
-        carrier: Box<dyn Carrier>,
+        carrier: Box<dyn Carrier<F>>,
         (tx, rx): (SyncSender<Report>, Receiver<Report>),
-        options: Options,
-    ) -> Driver {
+        options: Options<F>,
+    ) -> Driver<F> {
         Driver {
             machine,
             tx,
@@ -260,7 +261,7 @@ impl Driver {
     }
 }
 
-impl Drop for Driver {
+impl<F: Flavour> Drop for Driver<F> {
     fn drop(&mut self) {
         self.close();
     }

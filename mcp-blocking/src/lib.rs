@@ -52,6 +52,46 @@
 //! # }
 //! ```
 //!
+//! # Handlers that are not `Send`
+//!
+//! [`Options::new`] takes `Send` handlers, and the [`Client`] it makes is `Send`.
+//! [`Options::local`] takes any handler (state behind an `Rc<RefCell<…>>`, a GUI
+//! toolkit's objects) and makes a `Client<Local>`, which stays on the thread that made it:
+//! the same methods, over stdio and HTTP alike.
+//!
+//! ```no_run
+//! use std::cell::RefCell;
+//! use std::rc::Rc;
+//! use mcp_blocking::{
+//!     Client, ClientCapabilities, ClientConfig, InputAnswer, InputHandler, InputRequest, Local,
+//!     Options, StdioCommand,
+//! };
+//!
+//! /// Remembers every question, for the (single-threaded) UI to show.
+//! struct Questions(Rc<RefCell<Vec<String>>>);
+//!
+//! impl InputHandler for Questions {
+//!     fn answer(&mut self, request: &InputRequest) -> InputAnswer {
+//!         if let InputRequest::Elicitation(form) = request {
+//!             self.0.borrow_mut().push(form.message.clone());
+//!         }
+//!         InputAnswer::decline()
+//!     }
+//! }
+//!
+//! # fn main() -> Result<(), mcp_blocking::Error> {
+//! let questions = Rc::new(RefCell::new(Vec::new()));
+//! let config = ClientConfig::new("my-editor", "1.0")
+//!     .capabilities(ClientCapabilities::with_elicitation());
+//! let options = Options::local().input_handler(Questions(questions.clone()));
+//! let mut client: Client<Local> =
+//!     Client::connect_stdio_with(StdioCommand::new("my-mcp-server"), config, options)?;
+//! client.call_tool("confirm", serde_json::json!({}))?;
+//! println!("asked: {:?}", questions.borrow());
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # Cargo features
 //!
 //! * `tls` (default): `https://` with rustls (ring provider, no aws-lc, no OpenSSL) and
@@ -85,9 +125,9 @@ pub use http::{Connector, HttpOptions, TcpConnector};
 // The runtime-independent pieces, one implementation shared with `mcp-smol`.
 pub use mcp_host::http::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_CONNECTIONS, TlsUnavailable};
 pub use mcp_host::{
-    DEFAULT_GRACE_PERIOD, DEFAULT_STDERR_LIMIT, Direction, EraCache, Error, Options, Progress,
-    ProgressHandler, ResolveError, Shutdown, StdioCommand, TransportError, TransportErrorKind,
-    WireLog,
+    DEFAULT_GRACE_PERIOD, DEFAULT_STDERR_LIMIT, Direction, EraCache, Error, Flavour, Local,
+    Options, Progress, ProgressHandler, ResolveError, Sendable, Shutdown, StdioCommand,
+    TransportError, TransportErrorKind, WireLog,
 };
 pub use serve::{serve, serve_stdio};
 pub use serve_http::{
@@ -131,11 +171,11 @@ pub fn connect_stdio(command: StdioCommand, config: ClientConfig) -> Result<Clie
 ///
 /// # Errors
 /// As [`Client::connect_stdio`].
-pub fn connect_stdio_with(
+pub fn connect_stdio_with<F: Flavour>(
     command: StdioCommand,
     config: ClientConfig,
-    options: Options,
-) -> Result<Client, Error> {
+    options: Options<F>,
+) -> Result<Client<F>, Error> {
     Client::connect_stdio_with(command, config, options)
 }
 
@@ -151,11 +191,11 @@ pub fn connect_http(url: &str, config: ClientConfig) -> Result<Client, Error> {
 ///
 /// # Errors
 /// As [`Client::connect_http`].
-pub fn connect_http_with(
+pub fn connect_http_with<F: Flavour>(
     url: &str,
     config: ClientConfig,
-    options: Options,
+    options: Options<F>,
     http: HttpOptions,
-) -> Result<Client, Error> {
+) -> Result<Client<F>, Error> {
     Client::connect_http_with(url, config, options, http)
 }

@@ -37,7 +37,8 @@ use std::time::Duration;
 
 use mcp_host::wire_log::LineLog;
 use mcp_host::{
-    Direction, Error, Shutdown, StderrTail, StdioCommand, TransportErrorKind, WireLog, clock,
+    Direction, Error, Flavour, Shutdown, StderrTail, StdioCommand, TransportErrorKind, WireLog,
+    clock,
 };
 use mcp_proto::client::{ConnId, TransportFailure, TransportFailureKind};
 
@@ -80,8 +81,8 @@ impl Stdio {
     }
 }
 
-impl Carrier for Stdio {
-    fn write(&mut self, _: ConnId, bytes: Vec<u8>, log: &mut Option<WireLog>) {
+impl<F: Flavour> Carrier<F> for Stdio {
+    fn write(&mut self, _: ConnId, bytes: Vec<u8>, log: &mut Option<WireLog<F>>) {
         LineLog::whole(log, Direction::Sent, &bytes);
         if let Some(p) = &self.process {
             p.send(bytes);
@@ -89,7 +90,7 @@ impl Carrier for Stdio {
     }
 
     /// Stops the server (bounded by `grace`) and remembers how it ended.
-    fn close(&mut self, _: ConnId, grace: Duration, log: &mut Option<WireLog>) {
+    fn close(&mut self, _: ConnId, grace: Duration, log: &mut Option<WireLog<F>>) {
         self.log.finish(log, Direction::Received);
         if let Some(mut p) = self.process.take() {
             self.shutdown = Some(p.shutdown(grace));
@@ -104,7 +105,7 @@ impl Carrier for Stdio {
         self.process.is_none()
     }
 
-    fn log_read(&mut self, _: ConnId, data: Option<&[u8]>, log: &mut Option<WireLog>) {
+    fn log_read(&mut self, _: ConnId, data: Option<&[u8]>, log: &mut Option<WireLog<F>>) {
         match data {
             Some(data) => self.log.feed(log, Direction::Received, data),
             None => self.log.finish(log, Direction::Received),
@@ -115,8 +116,8 @@ impl Carrier for Stdio {
         TransportFailure::from_io(&error).with_source(Arc::new(error))
     }
 
-    fn release(&mut self, grace: Duration, log: &mut Option<WireLog>) -> Shutdown {
-        self.close(ConnId::STDIO, grace, log);
+    fn release(&mut self, grace: Duration, log: &mut Option<WireLog<F>>) -> Shutdown {
+        Carrier::<F>::close(self, ConnId::STDIO, grace, log);
         self.shutdown.unwrap_or_default()
     }
 

@@ -3,14 +3,18 @@
 
 mod common;
 
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use mcp_blocking::mcp_proto::client::{
-    AcceptDefaults, CallError, CallRequest, ClientConfig, CloseReason,
+    AcceptDefaults, CallError, CallRequest, ClientConfig, CloseReason, InputAnswer, InputHandler,
+    InputRequest,
 };
 use mcp_blocking::mcp_proto::model::ClientCapabilities;
+use mcp_blocking::mcp_proto::server::example;
 use mcp_blocking::mcp_proto::{Era, EraMode, Limits, ProtocolVersion};
-use mcp_blocking::{Client, Direction, Error, Options, StdioCommand};
+use mcp_blocking::{Client, Direction, Error, HttpOptions, Local, Options, StdioCommand};
 use serde_json::json;
 
 fn example_server(era: &str) -> StdioCommand {
@@ -403,4 +407,71 @@ fn assert_reaped(pid: u32) {
         }
     }
     let _ = pid;
+}
+
+/// An input handler that is not `Send`: its state sits behind an `Rc<RefCell<…>>`, as a
+/// single-threaded UI's would. It fills the form with a name of its own.
+struct Dialog {
+    asked: Rc<RefCell<Vec<String>>>,
+}
+
+impl InputHandler for Dialog {
+    fn answer(&mut self, request: &InputRequest) -> InputAnswer {
+        let InputRequest::Elicitation(form) = request else {
+            return InputAnswer::decline();
+        };
+        self.asked.borrow_mut().push(form.message.clone());
+        let mut content = serde_json::Map::new();
+        content.insert("proceed".into(), json!(true));
+        content.insert("name".into(), json!("Ada"));
+        InputAnswer::accept(content)
+    }
+}
+
+/// `Options::local()` with a handler and a wire log that are not `Send`: a
+/// `Client<Local>`, on this thread, answering the example server's `confirm` form.
+fn local_client_answers_the_form(connect: impl FnOnce(Options<Local>) -> Client<Local>) {
+    let asked = Rc::new(RefCell::new(Vec::new()));
+    let lines = Rc::new(RefCell::new(Vec::<String>::new()));
+    let sink = lines.clone();
+    let options = Options::local()
+        .input_handler(Dialog {
+            asked: asked.clone(),
+        })
+        .wire_log(move |_, line| {
+            sink.borrow_mut()
+                .push(String::from_utf8_lossy(line).into_owned());
+        });
+    let mut client = connect(options);
+    let answer = client.call_tool("confirm", json!({})).expect("confirm");
+    assert_eq!(answer.text(), "accepted: proceed=true name=Ada");
+    assert_eq!(*asked.borrow(), ["Proceed with the example action?"]);
+    client.close();
+    assert!(
+        lines.borrow().iter().any(|l| l.contains("\"confirm\"")),
+        "{:#?}",
+        lines.borrow()
+    );
+}
+
+#[test]
+fn handlers_that_are_not_send_answer_over_stdio() {
+    for mode in [EraMode::Auto, EraMode::Legacy] {
+        local_client_answers_the_form(|options| {
+            let config = config(mode).capabilities(ClientCapabilities::with_elicitation());
+            Client::connect_stdio_with(example_server("both"), config, options).expect("connect")
+        });
+    }
+}
+
+#[test]
+fn handlers_that_are_not_send_answer_over_http() {
+    let server = mcp_blocking::serve_http_on("127.0.0.1:0", example::server()).expect("serve");
+    for mode in [EraMode::Auto, EraMode::Legacy] {
+        local_client_answers_the_form(|options| {
+            let config = config(mode).capabilities(ClientCapabilities::with_elicitation());
+            Client::connect_http_with(&server.url(), config, options, HttpOptions::new())
+                .expect("connect")
+        });
+    }
 }

@@ -9,8 +9,10 @@
 //!   the `PATH` lookup, turned into a [`std::process::Command`] by
 //!   [`StdioCommand::to_command`]; [`StderrTail`], the bounded stderr buffer, and
 //!   [`Shutdown`], how the process ended.
-//! * [`Options`]: grace period, input handler, progress callback, wire log; with
-//!   [`Options::handle_event`], the event handling that depends on the options alone.
+//! * [`Options`]: grace period, input handler, progress callback, wire log, in two
+//!   [flavours](Flavour) (`Send` handlers by default, or [`Local`] ones for a connection
+//!   driven on one thread); with [`Options::handle_event`], the event handling that
+//!   depends on the options alone.
 //! * [`http::HttpOptions`]: how an endpoint is reached, and
 //!   [`HttpOptions::prepare`](http::HttpOptions::prepare), everything `connect_http`
 //!   checks and sets up before anything connects; the HTTP defaults and the default TLS
@@ -57,8 +59,8 @@ pub use command::{DEFAULT_STDERR_LIMIT, StdioCommand};
 pub use era_cache::EraCache;
 pub use error::Error;
 pub use options::{
-    DEFAULT_GRACE_PERIOD, Direction, MAX_NOTIFICATIONS, MAX_PEER_ERRORS, Options, Progress,
-    ProgressHandler, WireLog, push_newest,
+    DEFAULT_GRACE_PERIOD, Direction, Flavour, Local, MAX_NOTIFICATIONS, MAX_PEER_ERRORS, Options,
+    Progress, ProgressHandler, Sendable, WireLog, push_newest,
 };
 pub use transport::{ResolveError, TransportError, TransportErrorKind};
 

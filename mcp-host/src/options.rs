@@ -17,15 +17,95 @@ pub const MAX_NOTIFICATIONS: usize = 1024;
 /// Peer errors (malformed or unexpected messages from the server) a client keeps.
 pub const MAX_PEER_ERRORS: usize = 32;
 
-/// Called with every `notifications/progress` of a call that asked for progress.
-pub type ProgressHandler = Box<dyn FnMut(&Progress) + Send>;
+/// Called with every `notifications/progress` of a call that asked for progress: `Send`
+/// in the default flavour ([`Sendable`]), any closure in [`Local`].
+pub type ProgressHandler<F = Sendable> = Box<<F as Flavour>::Progress>;
 
-/// Called with every line written to or read from the server, without its line end.
+/// Called with every line written to or read from the server, without its line end:
+/// `Send` in the default flavour ([`Sendable`]), any closure in [`Local`].
 /// Over HTTP these are the lines of each request and response as sent and received
 /// (heads and bodies, chunk sizes and SSE fields included), with the values of
 /// `Authorization`, `Proxy-Authorization`, `Cookie` and `Set-Cookie` replaced by
 /// `[redacted]`; see [`crate::wire_log`].
-pub type WireLog = Box<dyn FnMut(Direction, &[u8]) + Send>;
+pub type WireLog<F = Sendable> = Box<<F as Flavour>::WireLog>;
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::Sendable {}
+    impl Sealed for super::Local {}
+}
+
+/// Whether a connection's handlers (input handler, progress callback, wire log) must be
+/// `Send`: [`Sendable`] (the default) or [`Local`]. Sealed: those two are all there is.
+///
+/// A `Send` handler fits both flavours; the conversions below turn one into the
+/// flavour's box.
+pub trait Flavour: sealed::Sealed + Sized + 'static {
+    /// The input handler as [`Options`] holds it.
+    type InputHandler: ?Sized + InputHandler;
+    /// The progress callback as [`Options`] holds it.
+    type Progress: ?Sized + FnMut(&Progress);
+    /// The wire log as [`Options`] holds it.
+    type WireLog: ?Sized + FnMut(Direction, &[u8]);
+
+    /// A `Send` input handler, as this flavour holds one.
+    fn input_handler(handler: Box<dyn InputHandler + Send>) -> Box<Self::InputHandler>;
+
+    /// A `Send` progress callback, as this flavour holds one.
+    fn progress(handler: ProgressHandler) -> ProgressHandler<Self>;
+
+    /// A `Send` wire log, as this flavour holds one.
+    fn wire_log(log: WireLog) -> WireLog<Self>;
+}
+
+/// The default [`Flavour`]: every handler is `Send`, so [`Options`] is `Send`, and so is
+/// whatever holds them (`mcp_blocking::Client`, `mcp_smol::Driver`): they can move to
+/// another thread or run on a multi-threaded executor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Sendable {}
+
+/// The [`Flavour`] of handlers that need not be `Send` (an `Rc<RefCell<…>>` inside, a
+/// GUI toolkit's objects): for connections driven on one thread, such as an
+/// `mcp_blocking::Client<Local>` on the caller's thread, or an `mcp_smol::Driver<Local>`
+/// on a `LocalExecutor`. `Options<Local>` and what holds it are not `Send`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Local {}
+
+impl Flavour for Sendable {
+    type InputHandler = dyn InputHandler + Send;
+    type Progress = dyn FnMut(&Progress) + Send;
+    type WireLog = dyn FnMut(Direction, &[u8]) + Send;
+
+    fn input_handler(handler: Box<dyn InputHandler + Send>) -> Box<Self::InputHandler> {
+        handler
+    }
+
+    fn progress(handler: ProgressHandler) -> ProgressHandler<Self> {
+        handler
+    }
+
+    fn wire_log(log: WireLog) -> WireLog<Self> {
+        log
+    }
+}
+
+impl Flavour for Local {
+    type InputHandler = dyn InputHandler;
+    type Progress = dyn FnMut(&Progress);
+    type WireLog = dyn FnMut(Direction, &[u8]);
+
+    fn input_handler(handler: Box<dyn InputHandler + Send>) -> Box<Self::InputHandler> {
+        handler
+    }
+
+    fn progress(handler: ProgressHandler) -> ProgressHandler<Self> {
+        handler
+    }
+
+    fn wire_log(log: WireLog) -> WireLog<Self> {
+        log
+    }
+}
 
 /// Progress of a call (`notifications/progress`).
 #[derive(Debug, Clone, PartialEq)]
@@ -68,8 +148,37 @@ pub enum Direction {
 ///     .wire_log(|dir, line| eprintln!("{dir:?} {}", String::from_utf8_lossy(line)));
 /// # let _ = options;
 /// ```
+///
+/// # Flavours
+///
+/// `Options` (that is, `Options<Sendable>`, made by [`Options::new`]) takes `Send`
+/// handlers only and is `Send` itself. [`Options::local`] makes an `Options<Local>`,
+/// whose handlers need not be `Send` (and which is not): for a connection driven on one
+/// thread. The adapters take either, and what they return carries the flavour:
+/// `mcp_blocking::Client<Local>`, `mcp_smol::Driver<Local>`.
+///
+/// ```
+/// use std::cell::RefCell;
+/// use std::rc::Rc;
+/// use mcp_host::{Local, Options};
+/// use mcp_proto::client::{InputAnswer, InputHandler, InputRequest};
+///
+/// /// Asks the application's (single-threaded) UI.
+/// struct Dialog(Rc<RefCell<Vec<String>>>);
+///
+/// impl InputHandler for Dialog {
+///     fn answer(&mut self, request: &InputRequest) -> InputAnswer {
+///         self.0.borrow_mut().push(format!("{request:?}"));
+///         InputAnswer::decline()
+///     }
+/// }
+///
+/// let asked = Rc::new(RefCell::new(Vec::new()));
+/// let options: Options<Local> = Options::local().input_handler(Dialog(asked.clone()));
+/// # let _ = options;
+/// ```
 #[non_exhaustive]
-pub struct Options {
+pub struct Options<F: Flavour = Sendable> {
     /// How long the server may take to exit once its stdin is closed (by closing the
     /// client, or dropping it) before it is killed. Default [`DEFAULT_GRACE_PERIOD`].
     /// Over HTTP: how long the last exchanges (a legacy session's `DELETE`) may take
@@ -78,32 +187,21 @@ pub struct Options {
     /// Answers every request for input. Default [`DeclineAll`]. Only requests for
     /// capabilities declared in the `ClientConfig` reach it: declare elicitation to see
     /// forms.
-    pub input_handler: Box<dyn InputHandler + Send>,
+    pub input_handler: Box<F::InputHandler>,
     /// Called on progress notifications (ask for them with
     /// [`CallRequest::with_progress`](mcp_proto::client::CallRequest::with_progress)).
-    pub progress: Option<ProgressHandler>,
+    pub progress: Option<ProgressHandler<F>>,
     /// Sees every line on the wire, from the first probe on; see [`WireLog`]. Over HTTP
     /// the lines of concurrent exchanges interleave, each line whole.
-    pub wire_log: Option<WireLog>,
+    pub wire_log: Option<WireLog<F>>,
 }
 
 impl Options {
-    /// The defaults: 2 s grace period, [`DeclineAll`], no progress handler, no log.
+    /// The defaults, with `Send` handlers: 2 s grace period, [`DeclineAll`], no progress
+    /// handler, no log.
     #[must_use]
     pub fn new() -> Self {
-        Options {
-            grace_period: DEFAULT_GRACE_PERIOD,
-            input_handler: Box::new(DeclineAll),
-            progress: None,
-            wire_log: None,
-        }
-    }
-
-    /// The same options with another grace period.
-    #[must_use]
-    pub fn grace_period(mut self, grace: Duration) -> Self {
-        self.grace_period = grace;
-        self
+        Self::defaults()
     }
 
     /// The same options with another input handler.
@@ -124,6 +222,72 @@ impl Options {
     #[must_use]
     pub fn wire_log(mut self, f: impl FnMut(Direction, &[u8]) + Send + 'static) -> Self {
         self.wire_log = Some(Box::new(f));
+        self
+    }
+
+    /// These options in the [`Local`] flavour (every handler kept as it is), to add
+    /// handlers that are not `Send`.
+    #[must_use]
+    pub fn into_local(self) -> Options<Local> {
+        Options {
+            grace_period: self.grace_period,
+            input_handler: self.input_handler,
+            progress: self.progress.map(|p| p as ProgressHandler<Local>),
+            wire_log: self.wire_log.map(|l| l as WireLog<Local>),
+        }
+    }
+}
+
+impl Options<Local> {
+    /// The defaults, for handlers that need not be `Send`: 2 s grace period,
+    /// [`DeclineAll`], no progress handler, no log.
+    #[must_use]
+    pub fn local() -> Self {
+        Self::defaults()
+    }
+
+    /// The same options with another input handler, `Send` or not.
+    #[must_use]
+    pub fn input_handler(mut self, handler: impl InputHandler + 'static) -> Self {
+        self.input_handler = Box::new(handler);
+        self
+    }
+
+    /// The same options with a progress callback, `Send` or not.
+    #[must_use]
+    pub fn on_progress(mut self, f: impl FnMut(&Progress) + 'static) -> Self {
+        self.progress = Some(Box::new(f));
+        self
+    }
+
+    /// The same options with a wire log, `Send` or not.
+    #[must_use]
+    pub fn wire_log(mut self, f: impl FnMut(Direction, &[u8]) + 'static) -> Self {
+        self.wire_log = Some(Box::new(f));
+        self
+    }
+}
+
+impl From<Options> for Options<Local> {
+    fn from(options: Options) -> Self {
+        options.into_local()
+    }
+}
+
+impl<F: Flavour> Options<F> {
+    fn defaults() -> Self {
+        Options {
+            grace_period: DEFAULT_GRACE_PERIOD,
+            input_handler: F::input_handler(Box::new(DeclineAll)),
+            progress: None,
+            wire_log: None,
+        }
+    }
+
+    /// The same options with another grace period.
+    #[must_use]
+    pub fn grace_period(mut self, grace: Duration) -> Self {
+        self.grace_period = grace;
         self
     }
 
@@ -179,13 +343,13 @@ impl Options {
     }
 }
 
-impl Default for Options {
+impl<F: Flavour> Default for Options<F> {
     fn default() -> Self {
-        Self::new()
+        Self::defaults()
     }
 }
 
-impl fmt::Debug for Options {
+impl<F: Flavour> fmt::Debug for Options<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Options")
             .field("grace_period", &self.grace_period)
@@ -213,4 +377,41 @@ pub fn push_newest<T>(queue: &mut VecDeque<T>, item: T, max: usize) -> bool {
     }
     queue.push_back(item);
     dropped
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    use mcp_proto::client::InputRequest;
+
+    use super::*;
+
+    #[test]
+    fn sendable_options_cross_threads() {
+        fn send<T: Send>(_: &T) {}
+        send(&Options::new().input_handler(DeclineAll));
+    }
+
+    #[test]
+    fn local_options_take_handlers_that_are_not_send() {
+        let asked = Rc::new(RefCell::new(0));
+        let count = asked.clone();
+        struct Counting(Rc<RefCell<u32>>);
+        impl InputHandler for Counting {
+            fn answer(&mut self, _: &InputRequest) -> InputAnswer {
+                *self.0.borrow_mut() += 1;
+                InputAnswer::decline()
+            }
+        }
+        let mut options = Options::new()
+            .grace_period(Duration::from_secs(1))
+            .into_local()
+            .input_handler(Counting(count))
+            .on_progress(move |_| {});
+        assert_eq!(options.grace_period, Duration::from_secs(1));
+        let _ = options.input_handler.answer(&InputRequest::Roots);
+        assert_eq!(*asked.borrow(), 1);
+    }
 }

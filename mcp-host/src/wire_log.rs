@@ -1,5 +1,6 @@
-//! Feeding the [`WireLog`]: bytes as they cross the wire, cut into lines, with secrets
-//! kept out.
+//! Feeding the [`WireLog`](crate::WireLog): bytes as they cross the wire, cut into
+//! lines, with secrets kept out. The loggers take a wire log of either
+//! [flavour](crate::Flavour) (`&mut Option<Box<L>>` for any [`Sink`] `L`).
 //!
 //! The rules, the same for both adapters:
 //!
@@ -12,7 +13,13 @@
 //!   written), continuation lines of such a header included; bodies are logged as they
 //!   are.
 
-use crate::options::{Direction, WireLog};
+use crate::options::Direction;
+
+/// What a wire log of either [flavour](crate::Flavour) is: called with every line and
+/// its direction.
+pub trait Sink: FnMut(Direction, &[u8]) {}
+
+impl<T: ?Sized + FnMut(Direction, &[u8])> Sink for T {}
 
 /// Longest line passed to the wire log whole; longer lines are passed in pieces.
 pub const MAX_LOG_LINE: usize = 64 * 1024;
@@ -183,7 +190,12 @@ impl LineLog {
 
     /// Logs every line `data` completes, keeping an unfinished one for the next call.
     /// Nothing is kept while there is no log.
-    pub fn feed(&mut self, log: &mut Option<WireLog>, dir: Direction, data: &[u8]) {
+    pub fn feed<L: ?Sized + Sink>(
+        &mut self,
+        log: &mut Option<Box<L>>,
+        dir: Direction,
+        data: &[u8],
+    ) {
         match log {
             Some(log) => self.lines.feed(data, &mut |p| log(dir, p.bytes)),
             None => self.lines.clear(),
@@ -191,7 +203,7 @@ impl LineLog {
     }
 
     /// Logs what is left of an unfinished line (the stream ended) and starts afresh.
-    pub fn finish(&mut self, log: &mut Option<WireLog>, dir: Direction) {
+    pub fn finish<L: ?Sized + Sink>(&mut self, log: &mut Option<Box<L>>, dir: Direction) {
         match log {
             Some(log) => self.lines.finish(&mut |p| log(dir, p.bytes)),
             None => self.lines.clear(),
@@ -204,7 +216,7 @@ impl LineLog {
     }
 
     /// Logs `data`, a whole message or batch of messages, line by line.
-    pub fn whole(log: &mut Option<WireLog>, dir: Direction, data: &[u8]) {
+    pub fn whole<L: ?Sized + Sink>(log: &mut Option<Box<L>>, dir: Direction, data: &[u8]) {
         let mut lines = LineLog::new();
         lines.feed(log, dir, data);
         lines.finish(log, dir);
@@ -261,7 +273,12 @@ impl HttpLog {
     /// message starts at the next whole line and takes it for a head line (redacting
     /// what looks like a secret header) until the next empty line: no secret slips
     /// through because the start of the message went unseen.
-    pub fn feed(&mut self, log: &mut Option<WireLog>, dir: Direction, data: &[u8]) {
+    pub fn feed<L: ?Sized + Sink>(
+        &mut self,
+        log: &mut Option<Box<L>>,
+        dir: Direction,
+        data: &[u8],
+    ) {
         let Some(log) = log else {
             self.lines.clear();
             if let Some(&last) = data.last() {
@@ -288,7 +305,7 @@ impl HttpLog {
 
     /// Logs what is left of an unfinished line and ends the message: the next bytes
     /// start a new head.
-    pub fn finish(&mut self, log: &mut Option<WireLog>, dir: Direction) {
+    pub fn finish<L: ?Sized + Sink>(&mut self, log: &mut Option<Box<L>>, dir: Direction) {
         if let Some(log) = log {
             let Self {
                 lines,
@@ -306,7 +323,7 @@ impl HttpLog {
     }
 
     /// Logs `data`, one whole message (a request as sent).
-    pub fn whole(log: &mut Option<WireLog>, dir: Direction, data: &[u8]) {
+    pub fn whole<L: ?Sized + Sink>(log: &mut Option<Box<L>>, dir: Direction, data: &[u8]) {
         let mut message = HttpLog::new();
         message.feed(log, dir, data);
         message.finish(log, dir);
@@ -346,6 +363,7 @@ impl HttpLog {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::WireLog;
     use std::sync::{Arc, Mutex};
 
     type Seen = Arc<Mutex<Vec<(Direction, Vec<u8>)>>>;
@@ -400,7 +418,7 @@ mod tests {
 
     #[test]
     fn no_log_keeps_nothing() {
-        let mut log = None;
+        let mut log: Option<WireLog> = None;
         let mut lines = LineLog::new();
         lines.feed(&mut log, Direction::Received, b"partial");
         let (mut log, seen) = recorder();
@@ -478,7 +496,7 @@ mod tests {
 
     #[test]
     fn a_log_set_mid_message_still_sees_no_secret() {
-        let mut none = None;
+        let mut none: Option<WireLog> = None;
         let mut response = HttpLog::new();
         response.feed(&mut none, Direction::Received, b"HTTP/1.1 200 OK\r\nSet-Co");
         let (mut log, seen) = recorder();

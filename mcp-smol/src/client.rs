@@ -17,7 +17,7 @@ use mcp_proto::version::{Era, ProtocolVersion};
 use serde_json::Value;
 
 use mcp_host::{
-    MAX_NOTIFICATIONS, MAX_PEER_ERRORS, Options, ProgressHandler, Shutdown, StderrTail,
+    Flavour, MAX_NOTIFICATIONS, MAX_PEER_ERRORS, Options, ProgressHandler, Shutdown, StderrTail,
     StdioCommand, WireLog, push_newest, request,
 };
 
@@ -26,8 +26,25 @@ use crate::facade::{Channels, Facade};
 use crate::http::Opener;
 use crate::{Error, HttpOptions};
 
-/// A change to the driver's [`Options`], applied in order with the other commands.
-pub(crate) type Configure = Box<dyn FnOnce(&mut Options) + Send>;
+/// A change to the driver's [`Options`], applied in order with the other commands: a
+/// `Send` handler (the handles are `Send`), which fits a driver of either flavour.
+pub(crate) enum Configure {
+    InputHandler(Box<dyn InputHandler + Send>),
+    Progress(Option<ProgressHandler>),
+    WireLog(Option<WireLog>),
+    GracePeriod(Duration),
+}
+
+impl Configure {
+    pub(crate) fn apply<F: Flavour>(self, options: &mut Options<F>) {
+        match self {
+            Configure::InputHandler(h) => options.input_handler = F::input_handler(h),
+            Configure::Progress(p) => options.progress = p.map(F::progress),
+            Configure::WireLog(l) => options.wire_log = l.map(F::wire_log),
+            Configure::GracePeriod(grace) => options.grace_period = grace,
+        }
+    }
+}
 
 /// What a [`Client`] asks the [`Driver`] to do.
 pub(crate) enum Command {
@@ -167,16 +184,16 @@ impl Client {
         Self::connect_stdio_with(command, config, Options::new())
     }
 
-    /// [`Client::connect_stdio`] with [`Options`] (input handler, progress, wire log,
-    /// grace period).
+    /// [`Client::connect_stdio`] with [`Options`] of either flavour (input handler,
+    /// progress, wire log, grace period): `Options::local()` makes a `Driver<Local>`.
     ///
     /// # Errors
     /// [`Error::Spawn`] when the program cannot be started.
-    pub fn connect_stdio_with(
+    pub fn connect_stdio_with<F: Flavour>(
         command: StdioCommand,
         config: ClientConfig,
-        options: Options,
-    ) -> Result<(Client, Driver), Error> {
+        options: Options<F>,
+    ) -> Result<(Client, Driver<F>), Error> {
         let child = crate::stdio::spawn(&command)?;
         let shared = Arc::new(Shared::new(
             command.get_stderr_limit(),
@@ -202,8 +219,9 @@ impl Client {
         Self::connect_http_with(url, config, Options::new(), HttpOptions::new())
     }
 
-    /// [`Client::connect_http`] with [`Options`] and [`HttpOptions`] (TLS configuration,
-    /// connector, authorization, connect and idle timeouts, connection bound, era cache).
+    /// [`Client::connect_http`] with [`Options`] of either flavour and [`HttpOptions`]
+    /// (TLS configuration, connector, authorization, connect and idle timeouts, connection
+    /// bound, era cache).
     ///
     /// Nothing is connected here: the first connection is opened when the driver is first
     /// polled, and a failure to reach the endpoint is reported then (by
@@ -221,12 +239,12 @@ impl Client {
     /// # Errors
     /// [`Error::InvalidUrl`] when `url` is not an acceptable endpoint,
     /// [`Error::TlsUnavailable`] for `https` when the `tls` feature is off.
-    pub fn connect_http_with(
+    pub fn connect_http_with<F: Flavour>(
         url: &str,
         config: ClientConfig,
-        options: Options,
+        options: Options<F>,
         http: HttpOptions,
-    ) -> Result<(Client, Driver), Error> {
+    ) -> Result<(Client, Driver<F>), Error> {
         let does_tls = http.connector.as_ref().is_some_and(|c| c.handles_tls());
         let start = http.prepare("mcp-smol", url, config, does_tls)?;
         let opener = Opener::new(http.connector, &start);
@@ -417,22 +435,22 @@ impl Client {
     /// the [`ClientConfig`] reach it. Takes effect in order with the calls made through
     /// this handle, and can be called before the driver runs.
     pub fn set_input_handler(&self, handler: Box<dyn InputHandler + Send>) {
-        self.configure(move |o| o.input_handler = handler);
+        self.configure(Configure::InputHandler(handler));
     }
 
     /// Sets (or with `None` removes) the progress callback.
     pub fn set_progress_handler(&self, handler: Option<ProgressHandler>) {
-        self.configure(move |o| o.progress = handler);
+        self.configure(Configure::Progress(handler));
     }
 
     /// Sets (or with `None` removes) the wire log.
     pub fn set_wire_log(&self, log: Option<WireLog>) {
-        self.configure(move |o| o.wire_log = log);
+        self.configure(Configure::WireLog(log));
     }
 
     /// Sets the grace period of [`Client::close`] (and of the close on the last drop).
     pub fn set_grace_period(&self, grace: Duration) {
-        self.configure(move |o| o.grace_period = grace);
+        self.configure(Configure::GracePeriod(grace));
     }
 
     /// The next server notification not consumed by the machine (list changes, log
@@ -527,9 +545,9 @@ impl Client {
         self.shared.lock().shutdown.unwrap_or_default()
     }
 
-    fn configure(&self, f: impl FnOnce(&mut Options) + Send + 'static) {
+    fn configure(&self, change: Configure) {
         // Fails only when the driver is gone, and then there is nothing to configure.
-        let _ = self.send(Command::Configure(Box::new(f)));
+        let _ = self.send(Command::Configure(change));
     }
 
     fn send(&self, command: Command) -> Result<(), Error> {

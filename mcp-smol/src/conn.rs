@@ -7,8 +7,8 @@ use std::task::{Context, Poll};
 
 use async_process::{ChildStdin, ChildStdout};
 use futures_lite::{AsyncRead, AsyncWrite};
-use mcp_host::wire_log::{HttpLog, LineLog};
-use mcp_host::{Direction, WireLog};
+use mcp_host::Direction;
+use mcp_host::wire_log::{HttpLog, LineLog, Sink};
 
 use crate::http::{AsyncStream, Opening};
 
@@ -20,7 +20,7 @@ pub(crate) enum Conn {
 
 impl Conn {
     /// The channel is gone: its wire log is finished, and an open one's wire handed back.
-    pub(crate) fn close(self, wire_log: &mut Option<WireLog>) -> Option<Wire> {
+    pub(crate) fn close<L: ?Sized + Sink>(self, wire_log: &mut Option<Box<L>>) -> Option<Wire> {
         match self {
             Conn::Open(mut open) => {
                 open.finish(wire_log);
@@ -100,7 +100,7 @@ impl Open {
     }
 
     /// Queues `bytes` to be written, after what is queued already.
-    pub(crate) fn send(&mut self, wire_log: &mut Option<WireLog>, bytes: &[u8]) {
+    pub(crate) fn send<L: ?Sized + Sink>(&mut self, wire_log: &mut Option<Box<L>>, bytes: &[u8]) {
         match &mut self.log {
             // A request is written only once the previous response is over: the next
             // bytes received are a new message.
@@ -117,7 +117,11 @@ impl Open {
     }
 
     /// Logs bytes just read.
-    pub(crate) fn received(&mut self, wire_log: &mut Option<WireLog>, bytes: &[u8]) {
+    pub(crate) fn received<L: ?Sized + Sink>(
+        &mut self,
+        wire_log: &mut Option<Box<L>>,
+        bytes: &[u8],
+    ) {
         match &mut self.log {
             Log::Http(log) => log.feed(wire_log, Direction::Received, bytes),
             Log::Lines(log) => log.feed(wire_log, Direction::Received, bytes),
@@ -125,7 +129,7 @@ impl Open {
     }
 
     /// The message received is over: logs what is left of an unfinished line.
-    pub(crate) fn finish(&mut self, wire_log: &mut Option<WireLog>) {
+    pub(crate) fn finish<L: ?Sized + Sink>(&mut self, wire_log: &mut Option<Box<L>>) {
         match &mut self.log {
             Log::Http(log) => log.finish(wire_log, Direction::Received),
             Log::Lines(log) => log.finish(wire_log, Direction::Received),

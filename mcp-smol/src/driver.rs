@@ -37,7 +37,7 @@ use std::task::{Context, Poll};
 use async_io::Timer;
 use async_process::Child;
 use futures_lite::AsyncRead;
-use mcp_host::{StdioCommand, TransportErrorKind, clock};
+use mcp_host::{Flavour, Sendable, StdioCommand, TransportErrorKind, clock};
 use mcp_proto::Instant;
 use mcp_proto::client::http::HttpConfig;
 use mcp_proto::client::{
@@ -75,23 +75,29 @@ const READ_CHUNK: usize = 16 * 1024;
 /// exchange is over (or the grace period ran out) and every connection is closed.
 /// Dropping it early kills the server process, or closes every connection, at once, and
 /// every call still waiting fails with [`Error::DriverGone`].
+///
+/// `F` is the [flavour](Flavour) of the handlers in its [`Options`](crate::Options): a
+/// `Driver` (that is, `Driver<Sendable>`) is `Send` and runs on any executor; a
+/// `Driver<Local>`, from [`Options::local`](crate::Options::local), takes handlers that
+/// are not `Send`: run it on a `LocalExecutor`, or join it with your own future on one
+/// thread.
 #[must_use = "the Driver does all the IO: run it on an executor or await it alongside your code"]
-pub struct Driver {
-    state: State,
+pub struct Driver<F: Flavour = Sendable> {
+    state: State<F>,
 }
 
-enum State {
+enum State<F: Flavour> {
     /// Not polled yet: no clock runs before the first poll.
-    New(Box<Setup>),
-    Running(Box<Io>),
+    New(Box<Setup<F>>),
+    Running(Box<Io<F>>),
     Done,
 }
 
 /// What a driver is made of before it first runs.
-pub(crate) struct Setup {
+pub(crate) struct Setup<F: Flavour> {
     pub(crate) config: ClientConfig,
     pub(crate) transport: Transport,
-    pub(crate) facade: Facade,
+    pub(crate) facade: Facade<F>,
 }
 
 pub(crate) enum Transport {
@@ -100,21 +106,21 @@ pub(crate) enum Transport {
     Http(Box<HttpConfig>, Opener),
 }
 
-impl fmt::Debug for Driver {
+impl<F: Flavour> fmt::Debug for Driver<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Driver").finish_non_exhaustive()
     }
 }
 
-impl Driver {
-    pub(crate) fn new(setup: Setup) -> Driver {
+impl<F: Flavour> Driver<F> {
+    pub(crate) fn new(setup: Setup<F>) -> Driver<F> {
         Driver {
             state: State::New(Box::new(setup)),
         }
     }
 }
 
-impl Future for Driver {
+impl<F: Flavour> Future for Driver<F> {
     type Output = Result<(), Error>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
@@ -135,9 +141,9 @@ impl Future for Driver {
 }
 
 /// The running driver.
-struct Io {
+struct Io<F: Flavour> {
     machine: Machine,
-    facade: Facade,
+    facade: Facade<F>,
     conns: BTreeMap<ConnId, Conn>,
     process: Process,
     /// Stdio: what to start again on `Transmit::Respawn`.
@@ -153,8 +159,8 @@ struct Io {
     closed_at: Option<Instant>,
 }
 
-impl Io {
-    fn start(setup: Setup, now: Instant) -> Io {
+impl<F: Flavour> Io<F> {
+    fn start(setup: Setup<F>, now: Instant) -> Io<F> {
         let Setup {
             config,
             transport,

@@ -14,7 +14,7 @@ use std::task::{Context, Poll};
 
 use async_channel::{Receiver, Sender, TrySendError};
 use futures_lite::Stream;
-use mcp_host::{EraCache, Options};
+use mcp_host::{EraCache, Flavour, Options};
 use mcp_proto::Instant;
 use mcp_proto::client::{
     CallId, CallOutput, Client as Machine, CloseReason, ConnectionState, Event,
@@ -57,9 +57,9 @@ impl Drop for Commands {
     }
 }
 
-/// The handles' side of a driver.
-pub(crate) struct Facade {
-    pub(crate) options: Options,
+/// The handles' side of a driver; `F` is the flavour of its options' handlers.
+pub(crate) struct Facade<F: Flavour> {
+    pub(crate) options: Options<F>,
     pub(crate) commands: Commands,
     notifications: (Sender<Notification>, Receiver<Notification>),
     _done: Sender<()>,
@@ -73,14 +73,14 @@ pub(crate) struct Facade {
     endpoint: Option<String>,
 }
 
-impl Facade {
+impl<F: Flavour> Facade<F> {
     pub(crate) fn new(
-        options: Options,
+        options: Options<F>,
         channels: Channels,
         shared: Arc<Shared>,
         endpoint: Option<String>,
         era_cache: Option<(EraCache, String)>,
-    ) -> Facade {
+    ) -> Facade<F> {
         Facade {
             options,
             commands: Commands(Box::pin(channels.commands)),
@@ -122,7 +122,7 @@ impl Facade {
                 }
                 _ => self.waiters.push(reply),
             },
-            Command::Configure(change) => change(&mut self.options),
+            Command::Configure(change) => change.apply(&mut self.options),
             Command::Close => machine.close(now),
         }
     }

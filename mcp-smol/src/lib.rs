@@ -145,6 +145,41 @@
 //! Progress, notifications and the wire log: [`Options::on_progress`],
 //! [`Client::next_notification`] / [`Client::poll_notification`], [`Options::wire_log`].
 //!
+//! # Handlers that are not `Send`
+//!
+//! [`Options::new`] takes `Send` handlers, and the [`Driver`] it goes to is `Send`.
+//! [`Options::local`] takes any handler (state behind an `Rc<RefCell<…>>`, a GUI
+//! toolkit's objects): [`connect_stdio_with`] and [`connect_http_with`] then return a
+//! `Driver<Local>`, which is not `Send`; run it on a `LocalExecutor` or join it with
+//! your code on one thread. The [`Client`] handle stays `Send + Sync` either way
+//! (handlers set through it, with [`Client::set_input_handler`], are `Send`).
+//!
+//! ```no_run
+//! use std::cell::RefCell;
+//! use std::rc::Rc;
+//! use mcp_smol::{ClientConfig, Driver, Local, Options, StdioCommand};
+//!
+//! # fn main() -> Result<(), mcp_smol::Error> {
+//! let lines = Rc::new(RefCell::new(0_usize));
+//! let count = lines.clone();
+//! let options = Options::local().wire_log(move |_, _| *count.borrow_mut() += 1);
+//! let (client, driver): (_, Driver<Local>) = mcp_smol::connect_stdio_with(
+//!     StdioCommand::new("my-mcp-server"),
+//!     ClientConfig::new("my-app", "1.0"),
+//!     options,
+//! )?;
+//! let ex = smol::LocalExecutor::new();
+//! futures_lite::future::block_on(ex.run(async {
+//!     let driver = ex.spawn(driver);
+//!     println!("{} tools", client.list_tools().await?.len());
+//!     client.close().await;
+//!     driver.await
+//! }))?;
+//! println!("{} lines on the wire", lines.borrow());
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # Dependencies and cargo features
 //!
 //! The crate depends on the smol components it uses, not on the `smol` meta-crate:
@@ -182,9 +217,9 @@ pub use http::{AsyncStream, ConnectFuture, Connector, HttpOptions, TcpConnector}
 // The runtime-independent pieces, one implementation shared with `mcp-blocking`.
 pub use mcp_host::http::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_CONNECTIONS, TlsUnavailable};
 pub use mcp_host::{
-    DEFAULT_GRACE_PERIOD, DEFAULT_STDERR_LIMIT, Direction, EraCache, Error, Options, Progress,
-    ProgressHandler, ResolveError, Shutdown, StdioCommand, TransportError, TransportErrorKind,
-    WireLog,
+    DEFAULT_GRACE_PERIOD, DEFAULT_STDERR_LIMIT, Direction, EraCache, Error, Flavour, Local,
+    Options, Progress, ProgressHandler, ResolveError, Sendable, Shutdown, StdioCommand,
+    TransportError, TransportErrorKind, WireLog,
 };
 
 /// The protocol crate this one drives, re-exported so its types need no second dependency.
@@ -261,11 +296,11 @@ pub fn connect_stdio(
 ///
 /// # Errors
 /// [`Error::Spawn`] when the program cannot be found or started.
-pub fn connect_stdio_with(
+pub fn connect_stdio_with<F: Flavour>(
     command: StdioCommand,
     config: ClientConfig,
-    options: Options,
-) -> Result<(Client, Driver), Error> {
+    options: Options<F>,
+) -> Result<(Client, Driver<F>), Error> {
     Client::connect_stdio_with(command, config, options)
 }
 
@@ -343,11 +378,11 @@ pub fn connect_http(url: &str, config: ClientConfig) -> Result<(Client, Driver),
 /// [`Error::InvalidUrl`] when `url` is not an acceptable endpoint;
 /// [`Error::TlsUnavailable`] for `https` when the `tls` feature is off and the connector
 /// does not handle TLS.
-pub fn connect_http_with(
+pub fn connect_http_with<F: Flavour>(
     url: &str,
     config: ClientConfig,
-    options: Options,
+    options: Options<F>,
     http: HttpOptions,
-) -> Result<(Client, Driver), Error> {
+) -> Result<(Client, Driver<F>), Error> {
     Client::connect_http_with(url, config, options, http)
 }

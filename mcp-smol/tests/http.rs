@@ -1380,3 +1380,64 @@ fn one_era_cache_serves_both_adapters() {
     assert!(options.era_cache.is_some());
     assert!(format!("{options:?}").contains("era_cache"));
 }
+
+/// `Options::local()` over HTTP: an input handler and a wire log holding `Rc`s, in a
+/// `Driver<Local>` run on a `LocalExecutor`, answer the example server's form in both eras.
+#[test]
+fn handlers_that_are_not_send_answer_over_http() {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    use mcp_smol::{InputAnswer, InputHandler, InputRequest, Local};
+
+    /// Fills the form, counting the questions in a single-threaded `Rc`.
+    struct Dialog(Rc<RefCell<usize>>);
+
+    impl InputHandler for Dialog {
+        fn answer(&mut self, request: &InputRequest) -> InputAnswer {
+            *self.0.borrow_mut() += 1;
+            let InputRequest::Elicitation(_) = request else {
+                return InputAnswer::decline();
+            };
+            let mut content = serde_json::Map::new();
+            content.insert("proceed".into(), json!(true));
+            content.insert("name".into(), json!("Ada"));
+            InputAnswer::accept(content)
+        }
+    }
+
+    let legacy = Script {
+        legacy: true,
+        ..Script::default()
+    };
+    for script in [Script::default(), legacy] {
+        let server = TestServer::start(script);
+        let asked = Rc::new(RefCell::new(0_usize));
+        let lines = Rc::new(RefCell::new(0_usize));
+        let sink = lines.clone();
+        let options = Options::local()
+            .input_handler(Dialog(asked.clone()))
+            .wire_log(move |_, _| *sink.borrow_mut() += 1);
+        let (client, driver): (Client, Driver<Local>) = mcp_smol::connect_http_with(
+            &server.url(),
+            config(EraMode::Auto),
+            options,
+            HttpOptions::new(),
+        )
+        .expect("connect_http");
+        let ex = smol::LocalExecutor::new();
+        let driven = future::block_on(ex.run(async {
+            let driver = ex.spawn(driver);
+            let answer = client.call_tool("confirm", json!({})).await;
+            assert_eq!(
+                answer.expect("confirm").text(),
+                "accepted: proceed=true name=Ada"
+            );
+            client.close().await;
+            driver.await
+        }));
+        driven.expect("clean end");
+        assert_eq!(*asked.borrow(), 1);
+        assert!(*lines.borrow() > 0);
+    }
+}

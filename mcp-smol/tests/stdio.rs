@@ -10,15 +10,18 @@
 // The crate's `Error` is large on purpose: see its `lib.rs`.
 #![allow(clippy::result_large_err)]
 
+use std::cell::RefCell;
 use std::future::Future;
 use std::path::PathBuf;
+use std::rc::Rc;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use futures_lite::future;
 use mcp_smol::{
     AcceptDefaults, CallError, CallRequest, Client, ClientCapabilities, ClientConfig, CloseReason,
-    Direction, Era, EraMode, Error, Options, ProtocolVersion, StdioCommand,
+    Direction, Driver, Era, EraMode, Error, InputAnswer, InputHandler, InputRequest, Local,
+    Options, ProtocolVersion, StdioCommand,
 };
 use serde_json::json;
 
@@ -562,4 +565,62 @@ fn a_server_that_dies_fails_the_calls_in_flight() {
         matches!(driven, Err(Error::Closed(CloseReason::ServerExited { .. }))),
         "{driven:?}"
     );
+}
+
+/// An input handler that is not `Send`: its state sits behind an `Rc<RefCell<…>>`, as a
+/// single-threaded UI's would. It fills the form with a name of its own.
+struct Dialog {
+    asked: Rc<RefCell<Vec<String>>>,
+}
+
+impl InputHandler for Dialog {
+    fn answer(&mut self, request: &InputRequest) -> InputAnswer {
+        let InputRequest::Elicitation(form) = request else {
+            return InputAnswer::decline();
+        };
+        self.asked.borrow_mut().push(form.message.clone());
+        let mut content = serde_json::Map::new();
+        content.insert("proceed".into(), json!(true));
+        content.insert("name".into(), json!("Ada"));
+        InputAnswer::accept(content)
+    }
+}
+
+/// `Options::local()` with a handler and a wire log that are not `Send`: a
+/// `Driver<Local>`, run on a `LocalExecutor`, answering the example server's form.
+#[test]
+fn handlers_that_are_not_send_answer_on_a_local_executor() {
+    for mode in [EraMode::Auto, EraMode::Legacy] {
+        let asked = Rc::new(RefCell::new(Vec::new()));
+        let lines = Rc::new(RefCell::new(Vec::<String>::new()));
+        let sink = lines.clone();
+        let options = Options::local()
+            .input_handler(Dialog {
+                asked: asked.clone(),
+            })
+            .wire_log(move |_, line| {
+                sink.borrow_mut()
+                    .push(String::from_utf8_lossy(line).into_owned());
+            });
+        let (client, driver): (Client, Driver<Local>) =
+            mcp_smol::connect_stdio_with(server(&[]), config(mode), options).expect("connect");
+        let ex = smol::LocalExecutor::new();
+        let driven = future::block_on(ex.run(bounded(async {
+            let driver = ex.spawn(driver);
+            let answer = client.call_tool("confirm", json!({})).await;
+            assert_eq!(
+                answer.expect("confirm").text(),
+                "accepted: proceed=true name=Ada"
+            );
+            client.close().await;
+            driver.await
+        })));
+        driven.expect("clean end");
+        assert_eq!(*asked.borrow(), ["Proceed with the example action?"]);
+        assert!(
+            lines.borrow().iter().any(|l| l.contains("\"confirm\"")),
+            "{:#?}",
+            lines.borrow()
+        );
+    }
 }

@@ -16,13 +16,13 @@ macro_rules! common_api {
             AcceptDefaults, CallError, CallId, CallOutput, CallRequest, CallToolResult, Client,
             ClientCapabilities, ClientConfig, CloseReason, Connector, DEFAULT_CONNECT_TIMEOUT,
             DEFAULT_GRACE_PERIOD, DEFAULT_MAX_CONNECTIONS, DEFAULT_STDERR_LIMIT, DeclineAll,
-            Direction, EndpointUrl, Era, EraCache, EraMode, Error, HttpFailure, HttpOptions,
-            Implementation, InputAnswer, InputHandler, InputRequest, Limits, Notification, Options,
-            Origin, PeerError, Progress, ProgressHandler, Prompt, ProtocolVersion, ResolveError,
-            Resource, ServerDetails, Shutdown, StdioCommand, TcpConnector, TlsUnavailable, Tool,
-            TransportError, TransportErrorKind, TransportFailure, TransportFailureKind, UrlError,
-            WireLog, connect_http, connect_http_with, connect_stdio, connect_stdio_with, mcp_proto,
-            serde_json,
+            Direction, EndpointUrl, Era, EraCache, EraMode, Error, Flavour, HttpFailure,
+            HttpOptions, Implementation, InputAnswer, InputHandler, InputRequest, Limits, Local,
+            Notification, Options, Origin, PeerError, Progress, ProgressHandler, Prompt,
+            ProtocolVersion, ResolveError, Resource, ServerDetails, Shutdown, StdioCommand,
+            TcpConnector, TlsUnavailable, Tool, TransportError, TransportErrorKind,
+            TransportFailure, TransportFailureKind, UrlError, WireLog, connect_http,
+            connect_http_with, connect_stdio, connect_stdio_with, mcp_proto, serde_json,
         };
     };
 }
@@ -43,6 +43,8 @@ fn shared_names_are_the_same_types() {
         a
     }
     let _: mcp_smol::Options = same::<mcp_blocking::Options>(mcp_blocking::Options::new());
+    let _: mcp_smol::Options<mcp_smol::Local> =
+        mcp_blocking::Options::<mcp_blocking::Local>::local();
     let _: mcp_smol::StdioCommand = mcp_blocking::StdioCommand::new("x");
     let _: mcp_smol::ClientConfig = mcp_blocking::ClientConfig::new("a", "1");
     let _: mcp_smol::EraCache = mcp_blocking::EraCache::new();

@@ -17,7 +17,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use mcp_host::wire_log::HttpLog;
-use mcp_host::{Direction, EraCache, Shutdown, TransportError, TransportErrorKind, WireLog};
+use mcp_host::{
+    Direction, EraCache, Flavour, Shutdown, TransportError, TransportErrorKind, WireLog,
+};
 use mcp_proto::ProtocolVersion;
 use mcp_proto::client::{ConnId, Origin, TransportFailure};
 use mcp_proto::http::EndpointUrl;
@@ -68,7 +70,7 @@ impl HttpConns {
     }
 }
 
-impl Carrier for HttpConns {
+impl<F: Flavour> Carrier<F> for HttpConns {
     /// Opens `conn` to `origin` on a thread of its own. A thread that cannot start is
     /// reported at once, as the connect failure it is.
     fn connect(
@@ -81,7 +83,9 @@ impl Carrier for HttpConns {
             self.url.clone()
         } else {
             let parsed = EndpointUrl::parse(&origin.to_string(), true);
-            parsed.map_err(|e| self.failure(TransportErrorKind::Connect, io::Error::other(e)))?
+            parsed.map_err(|e| {
+                Carrier::<F>::failure(self, TransportErrorKind::Connect, io::Error::other(e))
+            })?
         };
         let (writes, queue) = mpsc::channel::<Vec<u8>>();
         let slot = Arc::new(Mutex::new(Slot::Connecting));
@@ -116,7 +120,7 @@ impl Carrier for HttpConns {
             write_loop(halves.writer, &queue, &report);
         });
         if let Err(e) = opened {
-            return Err(self.failure(TransportErrorKind::Connect, e));
+            return Err(Carrier::<F>::failure(self, TransportErrorKind::Connect, e));
         }
         let log = HttpLog::new();
         self.conns.insert(conn, Conn { writes, slot, log });
@@ -125,7 +129,7 @@ impl Carrier for HttpConns {
 
     /// Queues a request on `conn`. The response before it on the same connection is
     /// over (the machine never pipelines), so its wire log ends here.
-    fn write(&mut self, conn: ConnId, bytes: Vec<u8>, log: &mut Option<WireLog>) {
+    fn write(&mut self, conn: ConnId, bytes: Vec<u8>, log: &mut Option<WireLog<F>>) {
         if let Some(c) = self.conns.get_mut(&conn) {
             c.log.finish(log, Direction::Received);
             HttpLog::whole(log, Direction::Sent, &bytes);
@@ -135,7 +139,7 @@ impl Carrier for HttpConns {
     }
 
     /// Shuts `conn` down and forgets it.
-    fn close(&mut self, conn: ConnId, _: Duration, log: &mut Option<WireLog>) {
+    fn close(&mut self, conn: ConnId, _: Duration, log: &mut Option<WireLog<F>>) {
         let Some(mut c) = self.conns.remove(&conn) else {
             return;
         };
@@ -155,7 +159,7 @@ impl Carrier for HttpConns {
         self.conns.is_empty()
     }
 
-    fn log_read(&mut self, conn: ConnId, data: Option<&[u8]>, log: &mut Option<WireLog>) {
+    fn log_read(&mut self, conn: ConnId, data: Option<&[u8]>, log: &mut Option<WireLog<F>>) {
         if let Some(c) = self.conns.get_mut(&conn) {
             match data {
                 Some(data) => c.log.feed(log, Direction::Received, data),
@@ -168,10 +172,10 @@ impl Carrier for HttpConns {
         TransportError::new(step, self.url.origin(), error).failure()
     }
 
-    fn release(&mut self, _: Duration, log: &mut Option<WireLog>) -> Shutdown {
+    fn release(&mut self, _: Duration, log: &mut Option<WireLog<F>>) -> Shutdown {
         let all: Vec<ConnId> = self.conns.keys().copied().collect();
         for conn in all {
-            self.close(conn, Duration::ZERO, log);
+            Carrier::<F>::close(self, conn, Duration::ZERO, log);
         }
         Shutdown::default()
     }
