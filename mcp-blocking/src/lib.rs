@@ -134,6 +134,12 @@ pub use serve_http::{
     HttpServeOptions, HttpServerHandle, serve_http, serve_http_on, serve_http_with,
 };
 
+/// The workspace README, whose Rust examples run as this crate's doctests
+/// (`cargo test --doc -p mcp-blocking`), so they keep compiling against the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
+
 /// The protocol crate this one drives, re-exported so its types need no second dependency.
 pub use mcp_proto;
 /// The TLS crate of [`HttpOptions::tls`](mcp_host::http::HttpOptions::tls), re-exported so
