@@ -17,7 +17,6 @@ use std::thread;
 use std::time::Duration;
 
 use mcp_host::{Flavour, Shutdown, TransportErrorKind, WireLog};
-use mcp_proto::ProtocolVersion;
 use mcp_proto::client::{ConnId, Origin, TransportFailure};
 
 /// Bytes read in one go.
@@ -59,8 +58,6 @@ pub(crate) trait Carrier<F: Flavour>: Send {
     fn respawn(&mut self, _: &SyncSender<Report>) -> Result<(), TransportFailure> {
         Ok(())
     }
-    /// The connection settled on `version`.
-    fn connected(&self, _: ProtocolVersion) {}
     /// The newest stderr of the server (stdio).
     fn stderr_tail(&self) -> String {
         String::new()

@@ -3,10 +3,12 @@
 use std::time::Duration;
 
 use mcp_host::{
-    Error, Flavour, Options, ProgressHandler, Sendable, Shutdown, StdioCommand, WireLog, clock,
-    request,
+    Error, Flavour, Inbox, Options, ProgressHandler, Sendable, Shutdown, StdioCommand, WireLog,
+    clock, request,
 };
-use mcp_proto::client::{CallOutput, CallRequest, ClientConfig, CloseReason, PeerError};
+use mcp_proto::client::{
+    self as proto, CallOutput, CallRequest, ClientConfig, CloseReason, PeerError,
+};
 use mcp_proto::http::EndpointUrl;
 use mcp_proto::jsonrpc::Notification;
 use mcp_proto::model::{CallToolResult, Prompt, Resource, ServerDetails, Tool};
@@ -94,8 +96,8 @@ impl<F: Flavour> Client<F> {
     ) -> Result<Client<F>, Error> {
         let channel = carrier::channel();
         let stdio = Stdio::start(command, &channel.0)?;
-        let machine = mcp_proto::client::Client::stdio(config, clock::now());
-        let mut driver = Driver::new(machine, Box::new(stdio), channel, options);
+        let machine = proto::Client::stdio(config, clock::now());
+        let mut driver = Driver::new(machine, Box::new(stdio), channel, options, Inbox::default());
         let details = driver.connect()?;
         Ok(Client { driver, details })
     }
@@ -115,9 +117,10 @@ impl<F: Flavour> Client<F> {
     ) -> Result<Client<F>, Error> {
         let start = http.prepare("mcp-blocking", url, config, http.connector.is_some())?;
         let connector = http::connector(&http, &start);
-        let machine = mcp_proto::client::Client::http(start.config, start.http, clock::now());
-        let conns = HttpConns::new(start.url, connector, http.connect_timeout, http.era_cache);
-        let mut driver = Driver::new(machine, Box::new(conns), carrier::channel(), options);
+        let machine = proto::Client::http(start.config, start.http, clock::now());
+        let conns = HttpConns::new(start.url, connector, http.connect_timeout);
+        let (channel, inbox) = (carrier::channel(), start.inbox);
+        let mut driver = Driver::new(machine, Box::new(conns), channel, options, inbox);
         let details = driver.connect()?;
         Ok(Client { driver, details })
     }
@@ -247,7 +250,7 @@ impl<F: Flavour> Client<F> {
     /// messages, resource updates, …). At most 1024 are kept; older ones are dropped and
     /// counted in [`Client::dropped_notifications`].
     pub fn poll_notification(&mut self) -> Option<Notification> {
-        self.driver.inbox.notifications.pop_front()
+        self.driver.notifications.pop_front()
     }
 
     /// Notifications dropped because nobody polled them.

@@ -10,19 +10,23 @@
 //! requests are handled by [`Options::handle_event`] (the input handler answers on the
 //! spot); the rest is kept in the [`Inbox`] for the blocking methods.
 
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::time::Duration;
 
-use mcp_host::{Direction, Error, Flavour, Options, Shutdown, clock};
+use mcp_host::{
+    Direction, Error, Flavour, Inbox, MAX_NOTIFICATIONS, Options, Shutdown, clock, push_newest,
+};
 use mcp_proto::Instant;
 use mcp_proto::client::{
-    self as proto, CallOutput, CallRequest, CloseReason, ConnId, Event, Transmit, TransportFailure,
+    self as proto, CallError, CallId, CallOutput, CallRequest, CloseReason, ConnId, Event,
+    Transmit, TransportFailure,
 };
+use mcp_proto::jsonrpc::Notification;
 use mcp_proto::model::ServerDetails;
 
 use crate::carrier::{Carrier, IoEvent, Report};
-use crate::inbox::Inbox;
 
 /// Longest wait for the last HTTP exchanges (a legacy session's `DELETE`) on close.
 const MAX_LINGER: Duration = Duration::from_secs(2);
@@ -35,7 +39,12 @@ pub(crate) struct Driver<F: Flavour> {
     rx: Receiver<Report>,
     buf: Vec<u8>,
     pub(crate) options: Options<F>,
+    /// What the events say about the connection.
     pub(crate) inbox: Inbox,
+    /// Outcomes of calls, until their method picks them up.
+    completed: HashMap<CallId, Result<CallOutput, CallError>>,
+    /// Notifications, until the caller polls them (the newest `MAX_NOTIFICATIONS`).
+    pub(crate) notifications: VecDeque<Notification>,
     /// `close` ran: whatever the machine still waits for is cut off.
     released: bool,
     pub(crate) carrier: Box<dyn Carrier<F>>,
@@ -58,6 +67,7 @@ impl<F: Flavour> Driver<F> {
         carrier: Box<dyn Carrier<F>>,
         (tx, rx): (SyncSender<Report>, Receiver<Report>),
         options: Options<F>,
+        inbox: Inbox,
     ) -> Driver<F> {
         Driver {
             machine,
@@ -65,7 +75,9 @@ impl<F: Flavour> Driver<F> {
             rx,
             buf: Vec::new(),
             options,
-            inbox: Inbox::default(),
+            inbox,
+            completed: HashMap::new(),
+            notifications: VecDeque::new(),
             released: false,
             carrier,
         }
@@ -75,7 +87,7 @@ impl<F: Flavour> Driver<F> {
     pub(crate) fn connect(&mut self) -> Result<ServerDetails, Error> {
         self.settle();
         loop {
-            if let Some(details) = &self.inbox.details {
+            if let Some(details) = &self.inbox.server {
                 return Ok(details.clone());
             }
             if let Some(reason) = self.inbox.closed.clone() {
@@ -95,7 +107,7 @@ impl<F: Flavour> Driver<F> {
         let call = self.machine.call(clock::now(), request)?;
         self.settle();
         loop {
-            if let Some(outcome) = self.inbox.completed.remove(&call) {
+            if let Some(outcome) = self.completed.remove(&call) {
                 return outcome.map_err(|e| Error::call(e, self.endpoint()));
             }
             if let Some(reason) = &self.inbox.closed {
@@ -164,13 +176,10 @@ impl<F: Flavour> Driver<F> {
             IoEvent::Connected => self.machine.handle_connected(now, conn),
             IoEvent::Data(data) => {
                 self.carrier.log_read(conn, Some(&data), log);
-                let idle = self.machine.pool_stats().map(|s| s.idle);
                 self.machine.handle_read(now, conn, &data);
-                // The machine does not say when a response is over, but a connection
-                // that went idle on these bytes carried a complete one: end its log
-                // now rather than at the next request (a body without a final newline
-                // would show late).
-                if self.machine.pool_stats().map(|s| s.idle) > idle {
+                // A response is complete: end its log now rather than at the next
+                // request (a body without a final newline would show late).
+                if self.machine.is_idle(conn) {
                     self.carrier.log_read(conn, None, log);
                 }
             }
@@ -211,11 +220,16 @@ impl<F: Flavour> Driver<F> {
                     // Refused only for an input already voided: nothing to do.
                     let _ = machine.respond(clock::now(), input, answer);
                 });
-                if let Some(Event::Connected(details)) = &event {
-                    self.carrier.connected(details.protocol_version);
-                }
-                if let Some(event) = event {
-                    self.inbox.push(event);
+                match event.and_then(|e| self.inbox.keep(e)) {
+                    Some(Event::CallCompleted { call, outcome }) => {
+                        self.completed.insert(call, outcome);
+                    }
+                    Some(Event::Notification(n)) => {
+                        let dropped = push_newest(&mut self.notifications, n, MAX_NOTIFICATIONS);
+                        self.inbox.dropped_notifications += u64::from(dropped);
+                    }
+                    // InputCancelled: the handler answers on the spot, nothing is waiting.
+                    _ => {}
                 }
             }
             if !drained {

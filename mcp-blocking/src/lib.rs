@@ -2,9 +2,9 @@
 //!
 //! `mcp-blocking` drives the sans-IO machines of [`mcp_proto`] with threads and channels:
 //! no async runtime, no dependency beyond `mcp-proto`, `mcp-host` (the runtime-independent
-//! half it shares with `mcp-smol`: [`StdioCommand`], [`Options`], the wire log, the TLS
-//! defaults), serde, thiserror, and, with the `tls` feature, rustls (ring provider) with
-//! `webpki-roots` for `https://`.
+//! half it shares with `mcp-smol`: the whole API but the [`Client`] and the connectors,
+//! see [`mcp_host::api`]), serde_json, and, with the `tls` feature, rustls (ring
+//! provider) with `webpki-roots` for `https://`.
 //!
 //! * [`Client`] starts a stdio server as a child process ([`StdioCommand`]: the child sees
 //!   only the environment variables you name), settles the era (a `server/discover`
@@ -56,58 +56,23 @@
 //!
 //! [`Options::new`] takes `Send` handlers, and the [`Client`] it makes is `Send`.
 //! [`Options::local`] takes any handler (state behind an `Rc<RefCell<…>>`, a GUI
-//! toolkit's objects) and makes a `Client<Local>`, which stays on the thread that made it:
-//! the same methods, over stdio and HTTP alike.
-//!
-//! ```no_run
-//! use std::cell::RefCell;
-//! use std::rc::Rc;
-//! use mcp_blocking::{
-//!     Client, ClientCapabilities, ClientConfig, InputAnswer, InputHandler, InputRequest, Local,
-//!     Options, StdioCommand,
-//! };
-//!
-//! /// Remembers every question, for the (single-threaded) UI to show.
-//! struct Questions(Rc<RefCell<Vec<String>>>);
-//!
-//! impl InputHandler for Questions {
-//!     fn answer(&mut self, request: &InputRequest) -> InputAnswer {
-//!         if let InputRequest::Elicitation(form) = request {
-//!             self.0.borrow_mut().push(form.message.clone());
-//!         }
-//!         InputAnswer::decline()
-//!     }
-//! }
-//!
-//! # fn main() -> Result<(), mcp_blocking::Error> {
-//! let questions = Rc::new(RefCell::new(Vec::new()));
-//! let config = ClientConfig::new("my-editor", "1.0")
-//!     .capabilities(ClientCapabilities::with_elicitation());
-//! let options = Options::local().input_handler(Questions(questions.clone()));
-//! let mut client: Client<Local> =
-//!     Client::connect_stdio_with(StdioCommand::new("my-mcp-server"), config, options)?;
-//! client.call_tool("confirm", serde_json::json!({}))?;
-//! println!("asked: {:?}", questions.borrow());
-//! # Ok(())
-//! # }
-//! ```
+//! toolkit's objects; see the [`Options`] docs) and makes a `Client<Local>`, which stays
+//! on the thread that made it: the same methods, over stdio and HTTP alike.
 //!
 //! # Cargo features
 //!
 //! * `tls` (default): `https://` with rustls (ring provider, no aws-lc, no OpenSSL) and
 //!   the Mozilla roots of `webpki-roots`: `http::TlsConnector`, `HttpOptions::tls`,
-//!   `http::default_tls_config`, the `rustls` re-export, `TransportError::tls_error`. It adds rustls, ring, rustls-webpki,
-//!   rustls-pki-types, webpki-roots, untrusted, subtle, zeroize, once_cell, getrandom,
-//!   libc and cfg-if to the tree.
+//!   `http::default_tls_config`, the `rustls` re-export, `TransportError::tls_error`. It
+//!   adds rustls, ring, rustls-webpki, rustls-pki-types, webpki-roots, untrusted, subtle,
+//!   zeroize, once_cell, getrandom, libc and cfg-if to the tree.
 //!
-//!   Without it (`default-features = false`) the crate speaks stdio and plain `http://`
-//!   (to loopback hosts, or to any host with [`HttpOptions::allow_insecure_remote`]);
-//!   an `https://` URL is refused before anything connects with
-//!   [`Error::TlsUnavailable`] (kind `tls-unavailable`), unless
-//!   [`HttpOptions::connector`] brings a connector that does TLS itself.
+//!   Without it (`default-features = false`) the crate speaks stdio and plain `http://`;
+//!   an `https://` URL is refused with [`Error::TlsUnavailable`] unless
+//!   [`HttpOptions::connector`](mcp_host::http::HttpOptions::connector) brings a
+//!   connector that does TLS itself.
 #![forbid(unsafe_code)]
-// `Error` holds `CloseReason` and `CallError` by value, so callers can match on them
-// without a box in the way; the size is a deliberate trade.
+// `Error` is large on purpose: see mcp-host.
 #![allow(clippy::result_large_err)]
 #![warn(missing_docs)]
 
@@ -115,20 +80,15 @@ mod carrier;
 mod client;
 mod driver;
 pub mod http;
-mod inbox;
 mod process;
 mod serve;
 mod serve_http;
 
 pub use client::Client;
 pub use http::{Connector, HttpOptions, TcpConnector};
-// The runtime-independent pieces, one implementation shared with `mcp-smol`.
-pub use mcp_host::http::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_CONNECTIONS, TlsUnavailable};
-pub use mcp_host::{
-    DEFAULT_GRACE_PERIOD, DEFAULT_STDERR_LIMIT, Direction, EraCache, Error, Flavour, Local,
-    Options, Progress, ProgressHandler, ResolveError, Sendable, Shutdown, StdioCommand,
-    TransportError, TransportErrorKind, WireLog,
-};
+/// The names both adapters export (the protocol types, [`Options`], [`Error`],
+/// [`StdioCommand`], the crates behind the API, …), one list shared with `mcp-smol`.
+pub use mcp_host::api::*;
 pub use serve::{serve, serve_stdio};
 pub use serve_http::{
     HttpServeOptions, HttpServerHandle, serve_http, serve_http_on, serve_http_with,
@@ -139,30 +99,6 @@ pub use serve_http::{
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;
-
-/// The protocol crate this one drives, re-exported so its types need no second dependency.
-pub use mcp_proto;
-/// The TLS crate of [`HttpOptions::tls`](mcp_host::http::HttpOptions::tls), re-exported so
-/// a configuration can be built with the very version this crate uses. With the `tls`
-/// feature only.
-#[cfg(feature = "tls")]
-pub use rustls;
-/// The JSON crate of the API (arguments and results are [`serde_json::Value`]s),
-/// re-exported so that `serde_json::json!` needs no second dependency.
-pub use serde_json;
-
-// The protocol types of the API, by the same names as in `mcp-smol`.
-pub use mcp_proto::client::{
-    AcceptDefaults, CallError, CallId, CallOutput, CallRequest, ClientConfig, CloseReason,
-    DeclineAll, HttpFailure, InputAnswer, InputHandler, InputRequest, Origin, PeerError,
-    TransportFailure, TransportFailureKind,
-};
-pub use mcp_proto::http::{EndpointUrl, UrlError};
-pub use mcp_proto::jsonrpc::Notification;
-pub use mcp_proto::model::{
-    CallToolResult, ClientCapabilities, Implementation, Prompt, Resource, ServerDetails, Tool,
-};
-pub use mcp_proto::{Era, EraMode, Limits, ProtocolVersion};
 
 /// Starts `command` as an MCP server over stdio and connects with default [`Options`]:
 /// [`Client::connect_stdio`], by the name `mcp-smol` uses.

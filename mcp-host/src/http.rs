@@ -20,7 +20,7 @@ use mcp_proto::client::ClientConfig;
 use mcp_proto::client::http::HttpConfig;
 use mcp_proto::http::EndpointUrl;
 
-use crate::{EraCache, Error};
+use crate::{EraCache, Error, Inbox};
 
 /// Default bound on the time to open a connection (TCP and TLS together): 10 s.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -43,8 +43,9 @@ const ALPN_HTTP1: &[u8] = b"http/1.1";
 /// The client machine decides everything about the connections within these bounds: how
 /// many to open, which exchange rides on which, when an idle one is reused or expired,
 /// and when a request that met a keep-alive connection the server had just closed is
-/// sent again, once, on a fresh one (only when not one byte of its response came back).
-/// Plain `http://` is accepted for loopback hosts only, unless
+/// sent again, once, on a fresh one (only when not one byte of its response came back; a
+/// server that crashed while handling that very request would see it twice, as with any
+/// HTTP client that retries on stale keep-alive connections). Plain `http://` is accepted for loopback hosts only, unless
 /// [`allow_insecure_remote`](Self::allow_insecure_remote) says otherwise.
 ///
 /// ```
@@ -114,6 +115,24 @@ impl<C: ?Sized> HttpOptions<C> {
 
     /// The same options with this TLS configuration (a private CA, client certificates,
     /// a pinned key…). With the `tls` feature only.
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// use mcp_host::http::HttpOptions;
+    ///
+    /// // Trust a private CA instead of the webpki roots.
+    /// let ca_der = std::fs::read("private-ca.der").expect("the CA certificate");
+    /// let mut roots = rustls::RootCertStore::empty();
+    /// roots.add(ca_der.into()).expect("a valid CA certificate");
+    /// let provider = Arc::new(rustls::crypto::ring::default_provider());
+    /// let tls = rustls::ClientConfig::builder_with_provider(provider)
+    ///     .with_safe_default_protocol_versions()
+    ///     .expect("ring supports the defaults")
+    ///     .with_root_certificates(roots)
+    ///     .with_no_client_auth();
+    /// let http = HttpOptions::<()>::new().tls(Arc::new(tls));
+    /// # let _ = http;
+    /// ```
     #[cfg(feature = "tls")]
     #[must_use]
     pub fn tls(mut self, config: Arc<rustls::ClientConfig>) -> Self {
@@ -227,6 +246,7 @@ impl<C: ?Sized> HttpOptions<C> {
         Ok(HttpStart {
             #[cfg(feature = "tls")]
             tls: needs_tls.then(|| http1_tls_config(self.tls.as_ref())),
+            inbox: Inbox::recording_era(self.era_cache.clone(), endpoint.origin()),
             url: endpoint,
             config,
             http,
@@ -287,6 +307,9 @@ pub struct HttpStart {
     /// feature only.
     #[cfg(feature = "tls")]
     pub tls: Option<Arc<rustls::ClientConfig>>,
+    /// Where the connection's events are kept; it records the era verdict in the
+    /// [era cache](HttpOptions::era_cache).
+    pub inbox: Inbox,
 }
 
 /// The default TLS client configuration: the `ring` provider, its safe default

@@ -25,6 +25,10 @@
 //!   JSON object, or null for none) checked the same way for both adapters.
 //! * [`wire_log`]: bytes cut into wire-log lines, with `Authorization` and the other
 //!   secret headers redacted.
+//! * [`Inbox`]: what the machine's events say about a connection (server, close reason,
+//!   peer errors, excluded tools), kept for the handles; the era verdict recorded in the
+//!   [`EraCache`].
+//! * [`api`]: every name both adapters export at their root, listed once.
 //! * [`EraCache`]: the era verdicts per HTTP origin behind a lock, shareable between
 //!   connections and between both adapters (the decisions are the machine's).
 //!
@@ -43,12 +47,14 @@
 #![allow(clippy::result_large_err)]
 #![warn(missing_docs)]
 
+pub mod api;
 mod child;
 pub mod clock;
 mod command;
 mod era_cache;
 mod error;
 pub mod http;
+mod inbox;
 mod options;
 pub mod request;
 mod transport;
@@ -58,6 +64,7 @@ pub use child::{Shutdown, StderrTail};
 pub use command::{DEFAULT_STDERR_LIMIT, StdioCommand};
 pub use era_cache::EraCache;
 pub use error::Error;
+pub use inbox::Inbox;
 pub use options::{
     DEFAULT_GRACE_PERIOD, Direction, Flavour, Local, MAX_NOTIFICATIONS, MAX_PEER_ERRORS, Options,
     Progress, ProgressHandler, Sendable, WireLog, push_newest,

@@ -1,7 +1,6 @@
 //! The `Client` handle: cheap to clone, `Send + Sync`, talks to the [`Driver`] over a
 //! channel.
 
-use std::collections::VecDeque;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -17,8 +16,8 @@ use mcp_proto::version::{Era, ProtocolVersion};
 use serde_json::Value;
 
 use mcp_host::{
-    Flavour, MAX_NOTIFICATIONS, MAX_PEER_ERRORS, Options, ProgressHandler, Shutdown, StderrTail,
-    StdioCommand, WireLog, push_newest, request,
+    Flavour, Inbox, MAX_NOTIFICATIONS, Options, ProgressHandler, Shutdown, StderrTail,
+    StdioCommand, WireLog, request,
 };
 
 use crate::driver::{Driver, Setup, Transport};
@@ -71,36 +70,28 @@ pub(crate) struct Shared {
 
 #[derive(Debug)]
 pub(crate) struct SharedState {
-    pub(crate) server: Option<ServerDetails>,
+    /// What the machine's events say about the connection.
+    pub(crate) inbox: Inbox,
     /// The error every later request gets, once the connection is over.
     pub(crate) ended: Option<Error>,
-    pub(crate) close_reason: Option<CloseReason>,
     pub(crate) pid: Option<u32>,
     /// The HTTP endpoint, for connections over HTTP.
     pub(crate) endpoint: Option<String>,
     pub(crate) restarts: u32,
     pub(crate) stderr: StderrTail,
-    pub(crate) peer_errors: VecDeque<PeerError>,
-    /// Tools left out of `tools/list` over HTTP, with the reason (latest per tool).
-    pub(crate) excluded_tools: Vec<(String, String)>,
-    pub(crate) dropped_notifications: u64,
     pub(crate) shutdown: Option<Shutdown>,
 }
 
 impl Shared {
-    pub(crate) fn new(stderr_limit: usize, pid: Option<u32>, endpoint: Option<String>) -> Self {
+    pub(crate) fn new(inbox: Inbox, stderr_limit: usize, pid: Option<u32>) -> Self {
         Shared {
             state: Mutex::new(SharedState {
-                server: None,
+                inbox,
                 ended: None,
-                close_reason: None,
                 pid,
-                endpoint,
+                endpoint: None,
                 restarts: 0,
                 stderr: StderrTail::new(stderr_limit),
-                peer_errors: VecDeque::new(),
-                excluded_tools: Vec::new(),
-                dropped_notifications: 0,
                 shutdown: None,
             }),
             next_key: AtomicU64::new(0),
@@ -111,19 +102,6 @@ impl Shared {
         // No critical section can panic half-way; a poisoned lock still holds
         // consistent data.
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-impl SharedState {
-    pub(crate) fn push_peer_error(&mut self, e: PeerError) {
-        push_newest(&mut self.peer_errors, e, MAX_PEER_ERRORS);
-    }
-
-    pub(crate) fn exclude_tool(&mut self, tool: String, reason: String) {
-        match self.excluded_tools.iter_mut().find(|(t, _)| *t == tool) {
-            Some(entry) => entry.1 = reason,
-            None => self.excluded_tools.push((tool, reason)),
-        }
     }
 }
 
@@ -158,25 +136,18 @@ impl fmt::Debug for Client {
             .field("endpoint", &state.endpoint)
             .field(
                 "protocol_version",
-                &state.server.as_ref().map(|s| s.protocol_version),
+                &state.inbox.server.as_ref().map(|s| s.protocol_version),
             )
-            .field("close_reason", &state.close_reason)
+            .field("close_reason", &state.inbox.closed)
             .finish_non_exhaustive()
     }
 }
 
 impl Client {
-    /// Starts `command` with default [`Options`] and returns a handle to the connection
-    /// and the [`Driver`] that does all of its IO. Same as the free function
     /// [`connect_stdio`](crate::connect_stdio).
     ///
-    /// The process is spawned here (so a missing program fails now); the protocol starts
-    /// when the driver is first polled: the `server/discover` probe in
-    /// [`EraMode::Auto`](mcp_proto::EraMode::Auto), `initialize` in `Legacy`. Calls made
-    /// before the connection is ready are queued.
-    ///
     /// # Errors
-    /// [`Error::Spawn`] when the program cannot be started.
+    /// As [`connect_stdio`](crate::connect_stdio).
     pub fn connect_stdio(
         command: StdioCommand,
         config: ClientConfig,
@@ -184,61 +155,39 @@ impl Client {
         Self::connect_stdio_with(command, config, Options::new())
     }
 
-    /// [`Client::connect_stdio`] with [`Options`] of either flavour (input handler,
-    /// progress, wire log, grace period): `Options::local()` makes a `Driver<Local>`.
+    /// [`connect_stdio_with`](crate::connect_stdio_with).
     ///
     /// # Errors
-    /// [`Error::Spawn`] when the program cannot be started.
+    /// As [`connect_stdio`](crate::connect_stdio).
     pub fn connect_stdio_with<F: Flavour>(
         command: StdioCommand,
         config: ClientConfig,
         options: Options<F>,
     ) -> Result<(Client, Driver<F>), Error> {
         let child = crate::stdio::spawn(&command)?;
-        let shared = Arc::new(Shared::new(
-            command.get_stderr_limit(),
-            Some(child.id()),
-            None,
-        ));
+        let limit = command.get_stderr_limit();
+        let shared = Arc::new(Shared::new(Inbox::default(), limit, Some(child.id())));
         let (client, channels) = Client::with_channels(shared.clone());
         let driver = Driver::new(Setup {
             config,
             transport: Transport::Stdio(command, child),
-            facade: Facade::new(options, channels, shared, None, None),
+            facade: Facade::new(options, channels, shared, None),
         });
         Ok((client, driver))
     }
 
-    /// Connects to the Streamable HTTP endpoint `url` with default [`Options`] and
-    /// [`HttpOptions`]. Same as the free function [`connect_http`](crate::connect_http).
+    /// [`connect_http`](crate::connect_http).
     ///
     /// # Errors
-    /// [`Error::InvalidUrl`] when `url` is not an acceptable endpoint,
-    /// [`Error::TlsUnavailable`] for `https` when the `tls` feature is off.
+    /// As [`connect_http`](crate::connect_http).
     pub fn connect_http(url: &str, config: ClientConfig) -> Result<(Client, Driver), Error> {
         Self::connect_http_with(url, config, Options::new(), HttpOptions::new())
     }
 
-    /// [`Client::connect_http`] with [`Options`] of either flavour and [`HttpOptions`]
-    /// (TLS configuration, connector, authorization, connect and idle timeouts, connection
-    /// bound, era cache).
-    ///
-    /// Nothing is connected here: the first connection is opened when the driver is first
-    /// polled, and a failure to reach the endpoint is reported then (by
-    /// [`Client::connected`], the calls waiting, and the driver) as
-    /// [`Error::Transport`]. Without the `tls` feature, an `https` URL is refused here,
-    /// with [`Error::TlsUnavailable`], unless the connector handles TLS itself.
-    ///
-    /// With an [`EraCache`](crate::EraCache), the origin's cached verdict is handed to the
-    /// machine ([`ClientConfig::known_era`]): in [`EraMode::Auto`](crate::EraMode::Auto) a
-    /// legacy origin gets `initialize` first (no probe), and if the server has moved on
-    /// (an HTTP 400 with a 2026 error code) the machine probes after all, once; calls made
-    /// meanwhile go to the connection that comes up. Every successful connection records
-    /// its verdict.
+    /// [`connect_http_with`](crate::connect_http_with).
     ///
     /// # Errors
-    /// [`Error::InvalidUrl`] when `url` is not an acceptable endpoint,
-    /// [`Error::TlsUnavailable`] for `https` when the `tls` feature is off.
+    /// As [`connect_http`](crate::connect_http).
     pub fn connect_http_with<F: Flavour>(
         url: &str,
         config: ClientConfig,
@@ -249,13 +198,13 @@ impl Client {
         let start = http.prepare("mcp-smol", url, config, does_tls)?;
         let opener = Opener::new(http.connector, &start);
         let origin = start.url.origin().to_owned();
-        let shared = Arc::new(Shared::new(0, None, Some(start.url.as_str().to_owned())));
-        let era_cache = http.era_cache.map(|c| (c, origin.clone()));
+        let shared = Arc::new(Shared::new(start.inbox, 0, None));
+        shared.lock().endpoint = Some(start.url.as_str().to_owned());
         let (client, channels) = Client::with_channels(shared.clone());
         let driver = Driver::new(Setup {
             config: start.config,
             transport: Transport::Http(Box::new(start.http), opener),
-            facade: Facade::new(options, channels, shared, Some(origin), era_cache),
+            facade: Facade::new(options, channels, shared, Some(origin)),
         });
         Ok((client, driver))
     }
@@ -291,7 +240,7 @@ impl Client {
             if let Some(e) = &state.ended {
                 return Err(e.clone());
             }
-            if let Some(server) = &state.server {
+            if let Some(server) = &state.inbox.server {
                 return Ok(server.clone());
             }
         }
@@ -311,6 +260,7 @@ impl Client {
     pub fn protocol_version(&self) -> Option<ProtocolVersion> {
         self.shared
             .lock()
+            .inbox
             .server
             .as_ref()
             .map(|s| s.protocol_version)
@@ -319,14 +269,14 @@ impl Client {
     /// What the server said about itself, once connected.
     #[must_use]
     pub fn server(&self) -> Option<ServerDetails> {
-        self.shared.lock().server.clone()
+        self.shared.lock().inbox.server.clone()
     }
 
     /// The server's name from its `serverInfo` (`"(unnamed)"` when it sent none), once
     /// connected.
     #[must_use]
     pub fn server_name(&self) -> Option<String> {
-        self.shared.lock().server.as_ref().map(|s| {
+        self.shared.lock().inbox.server.as_ref().map(|s| {
             s.server_info
                 .as_ref()
                 .map_or_else(|| "(unnamed)".to_owned(), |i| i.name.clone())
@@ -471,13 +421,19 @@ impl Client {
     /// Notifications dropped because nobody took them.
     #[must_use]
     pub fn dropped_notifications(&self) -> u64 {
-        self.shared.lock().dropped_notifications
+        self.shared.lock().inbox.dropped_notifications
     }
 
     /// The newest protocol violations of the server that did not fail a call (at most 32).
     #[must_use]
     pub fn recent_peer_errors(&self) -> Vec<PeerError> {
-        self.shared.lock().peer_errors.iter().cloned().collect()
+        self.shared
+            .lock()
+            .inbox
+            .peer_errors
+            .iter()
+            .cloned()
+            .collect()
     }
 
     /// The newest bytes the server wrote to stderr (bounded by
@@ -508,13 +464,13 @@ impl Client {
     /// seen first. The other tools stay usable; stdio never excludes any.
     #[must_use]
     pub fn excluded_tools(&self) -> Vec<(String, String)> {
-        self.shared.lock().excluded_tools.clone()
+        self.shared.lock().inbox.excluded_tools.clone()
     }
 
     /// Why the connection ended, once it has.
     #[must_use]
     pub fn close_reason(&self) -> Option<CloseReason> {
-        self.shared.lock().close_reason.clone()
+        self.shared.lock().inbox.closed.clone()
     }
 
     /// Whether the connection is over (closed by either side, or the driver is gone).
@@ -593,7 +549,7 @@ mod tests {
             tx,
             notifications: nrx,
             done: drx,
-            shared: Arc::new(Shared::new(16, Some(1), None)),
+            shared: Arc::new(Shared::new(Inbox::default(), 16, Some(1))),
         };
         send_sync(&client);
         send(&client.request(CallRequest::list_tools()));

@@ -368,12 +368,9 @@ impl<F: Flavour> Io<F> {
                 Poll::Ready(Err(e)) => return self.lost(now, id, Some(e)),
             };
             open.received(&mut self.facade.options.wire_log, &self.chunk[..n]);
-            let idle = self.machine.pool_stats().map(|s| s.idle);
             self.machine.handle_read(now, id, &self.chunk[..n]);
-            // The machine does not say where a response ends; the wire log needs to (a
-            // JSON body has no final newline). A response that leaves its connection
-            // idle is over; one followed by a request or a close is finished there.
-            if self.machine.pool_stats().map(|s| s.idle) > idle
+            // A response is complete: end its log (a JSON body has no final newline).
+            if self.machine.is_idle(id)
                 && let Some(Conn::Open(open)) = self.conns.get_mut(&id)
             {
                 open.finish(&mut self.facade.options.wire_log);

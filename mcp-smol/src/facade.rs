@@ -14,7 +14,7 @@ use std::task::{Context, Poll};
 
 use async_channel::{Receiver, Sender, TrySendError};
 use futures_lite::Stream;
-use mcp_host::{EraCache, Flavour, Options};
+use mcp_host::{Flavour, Options};
 use mcp_proto::Instant;
 use mcp_proto::client::{
     CallId, CallOutput, Client as Machine, CloseReason, ConnectionState, Event,
@@ -67,8 +67,6 @@ pub(crate) struct Facade<F: Flavour> {
     calls: HashMap<CallId, (u64, Sender<Result<CallOutput, Error>>)>,
     keys: HashMap<u64, CallId>,
     waiters: Vec<Sender<Result<ServerDetails, Error>>>,
-    /// Where verdicts are recorded, under this origin (HTTP with an era cache).
-    era_cache: Option<(EraCache, String)>,
     /// The endpoint's origin, for HTTP: names it in transport errors.
     endpoint: Option<String>,
 }
@@ -79,7 +77,6 @@ impl<F: Flavour> Facade<F> {
         channels: Channels,
         shared: Arc<Shared>,
         endpoint: Option<String>,
-        era_cache: Option<(EraCache, String)>,
     ) -> Facade<F> {
         Facade {
             options,
@@ -90,7 +87,6 @@ impl<F: Flavour> Facade<F> {
             calls: HashMap::new(),
             keys: HashMap::new(),
             waiters: Vec::new(),
-            era_cache,
             endpoint,
         }
     }
@@ -136,16 +132,14 @@ impl<F: Flavour> Facade<F> {
         }) else {
             return;
         };
+        let Some(event) = self.shared.lock().inbox.keep(event) else {
+            return;
+        };
         match event {
             Event::Connected(details) => {
-                if let Some((cache, origin)) = &self.era_cache {
-                    let version = details.protocol_version;
-                    cache.record(origin, version);
-                }
                 for waiter in self.waiters.drain(..) {
                     let _ = waiter.try_send(Ok((*details).clone()));
                 }
-                self.shared.lock().server = Some(*details);
             }
             Event::CallCompleted { call, outcome } => {
                 if let Some((key, reply)) = self.calls.remove(&call) {
@@ -156,19 +150,8 @@ impl<F: Flavour> Facade<F> {
                 }
             }
             Event::Notification(n) => self.push_notification(n),
-            Event::NotificationsDropped { count } => {
-                self.shared.lock().dropped_notifications += count;
-            }
-            Event::PeerError(e) => self.shared.lock().push_peer_error(e),
-            Event::ToolExcluded { tool, reason } => {
-                self.shared.lock().exclude_tool(tool, reason.to_string());
-            }
             Event::Closed { reason } => {
-                let ended = self.closed_error(reason.clone());
-                let mut shared = self.shared.lock();
-                shared.close_reason = Some(reason);
-                shared.ended = Some(ended);
-                drop(shared);
+                self.shared.lock().ended = Some(self.closed_error(reason));
                 // Later commands fail at once; the queued ones get the end in `finish`.
                 self.commands.close();
             }
@@ -188,7 +171,7 @@ impl<F: Flavour> Facade<F> {
         let (tx, rx) = &self.notifications;
         if let Err(TrySendError::Full(n)) = tx.try_send(n) {
             let _ = rx.try_recv();
-            self.shared.lock().dropped_notifications += 1;
+            self.shared.lock().inbox.dropped_notifications += 1;
             let _ = tx.try_send(n);
         }
     }
@@ -203,7 +186,7 @@ impl<F: Flavour> Facade<F> {
             let mut shared = self.shared.lock();
             shared.pid = None;
             shared.ended.get_or_insert_with(|| ended.clone());
-            if shared.server.is_none() {
+            if shared.inbox.server.is_none() {
                 let stderr = shared.stderr.text();
                 let e = Error::not_connected(reason.clone(), self.endpoint.as_deref(), stderr);
                 shared.ended = Some(e.clone());

@@ -1,38 +1,14 @@
-//! Streamable HTTP (and HTTPS): [`connect_http`](crate::connect_http), its options, and
-//! opening one connection.
+//! Streamable HTTP (and HTTPS): opening the connections the machine asks for.
 //!
-//! # Theory of operation
-//!
-//! The client machine decides everything about HTTP: which requests go out, on which
-//! connection, how many connections are open ([`HttpOptions::max_connections`]), when a
-//! keep-alive connection is reused or expires ([`HttpOptions::idle_timeout`]), when a
-//! request is sent again after a stale keep-alive connection, how long opening a
-//! connection may take ([`HttpOptions::connect_timeout`]), which streams stay open, and
-//! when a legacy session is ended with `DELETE`. The [`Driver`](crate::Driver) obeys:
-//! for every `Transmit::Connect` it runs the [`Connector`] (plain TCP by default, an
-//! `async_io::Async<std::net::TcpStream>` with `TCP_NODELAY`) and, for an `https` origin,
-//! the TLS handshake; it writes the bytes it is given, reads every open connection, and
-//! closes a connection when told. What fails below HTTP is reported to the machine as a
-//! `TransportFailure` carrying the typed [`TransportError`] as its source, and comes back
-//! to the caller as [`Error::Transport`](crate::Error::Transport).
-//!
-//! The wire log sees the HTTP/1.1 text of every exchange, line by line: the request as
-//! sent (the `Authorization` value replaced by `[redacted]`) and the response as received,
-//! before TLS encryption or after decryption.
-//!
-//! # TLS
-//!
-//! With the `tls` cargo feature (on by default): rustls with its `ring` provider, trusting
-//! the Mozilla roots of `webpki-roots` unless `HttpOptions::tls` supplies a configuration.
-//! Whatever the configuration, ALPN is set to `http/1.1` alone (on a copy), because
-//! HTTP/1.1 is all the machine speaks. The server name is the origin's host (a DNS name or
-//! an IP address). `futures-rustls` adapts rustls to the `futures-io` traits.
-//!
-//! Without the feature, an `https` URL is refused by `connect_http` with
-//! [`Error::TlsUnavailable`](crate::Error::TlsUnavailable), before anything connects,
-//! unless the [`Connector`] says it [handles TLS](Connector::handles_tls) itself.
-//!
-//! # Name resolution
+//! The client machine decides everything about HTTP within the bounds of the
+//! [`HttpOptions`] (see [`mcp_host::http::HttpOptions`]). The [`Driver`](crate::Driver)
+//! obeys: for every `Transmit::Connect` it runs the [`Connector`] (plain TCP by default,
+//! an `async_io::Async<std::net::TcpStream>` with `TCP_NODELAY`) and, for an `https`
+//! origin, the TLS handshake (`futures-rustls`, the server name being the origin's host);
+//! it writes the bytes it is given, reads every open connection, and closes a connection
+//! when told. What fails below HTTP is reported to the machine as a `TransportFailure`
+//! carrying the typed [`TransportError`] as its source, and comes back to the caller as
+//! [`Error::Transport`](crate::Error::Transport).
 //!
 //! IP literals are connected to directly. A DNS name is resolved by the OS resolver on the
 //! `blocking` crate's thread pool (`blocking::unblock`, as `async-net` does), and its

@@ -5,7 +5,9 @@
 //! 2025-06-18, 2025-11-25 and 2026-07-28 to a server it starts as a child process
 //! ([`connect_stdio`]) or to a Streamable HTTP endpoint, `http` or `https`
 //! ([`connect_http`]), picking the era by itself ([`EraMode::Auto`]: a `server/discover`
-//! probe, falling back to `initialize` only on legacy evidence).
+//! probe, falling back to `initialize` only on legacy evidence). The API is
+//! `mcp-blocking`'s, with `async` methods on a cloneable handle: the same names at the
+//! crate root ([`mcp_host::api`]), the same [`Error`], [`Options`] and [`HttpOptions`].
 //!
 //! # The contract: the library never spawns
 //!
@@ -22,8 +24,9 @@
 //!   reaped, the connections closed).
 //!
 //! The driver only moves bytes: one sans-IO machine, [`mcp_proto::client::Client`],
-//! makes every decision for both transports (the era, the calls, and over HTTP how many
-//! connections, which are reused, retried or expired), and the driver does what it says.
+//! makes every decision for both transports (the era, the calls, restarting a server
+//! that exits on the probe, and over HTTP how many connections, which are reused,
+//! retried or expired), and the driver does what it says.
 //!
 //! Nothing happens unless the driver is polled, and the library never spawns a task or
 //! a thread to poll it: **run the `Driver` on any executor** (`smol::spawn`, a
@@ -38,55 +41,7 @@
 //! server gets a grace period ([`Options::grace_period`], default 2 s) to exit,
 //! and is then killed (`SIGKILL`; `SIGTERM` is not sent because that would need
 //! platform code outside the allowed dependencies) and reaped. Dropping the driver kills
-//! the server at once.
-//!
-//! The child sees no environment except the variables named with
-//! [`StdioCommand::pass_env`] or set with [`StdioCommand::env`], a bare program name is
-//! looked up on this process's `PATH`, and the server's stderr is kept in a bounded
-//! buffer ([`Client::stderr_tail`]), never mixed into the protocol.
-//!
-//! The API mirrors `mcp-blocking`: the same [`StdioCommand`], [`Options`] and method
-//! names, as `async` methods on a cloneable handle. Those types, the wire log with its
-//! redaction, the TLS defaults and the error kind names are one implementation shared
-//! by both crates (the `mcp-host` crate, std only, no runtime).
-//!
-//! If a server exits when probed with `server/discover` (some legacy servers do), the
-//! machine asks for a fresh process: the driver reaps the old one and starts the command
-//! again, and the machine speaks `initialize` to that one.
-//!
-//! # Streamable HTTP
-//!
-//! [`connect_http`] / [`connect_http_with`] return the same [`Client`] and [`Driver`]
-//! types: every method works the same way over both transports. Connections are opened
-//! as calls need them (one exchange per connection at a time, at most
-//! [`HttpOptions::max_connections`], idle keep-alive connections reused); TLS is rustls
-//! (`ring`, webpki roots by default, or your `rustls::ClientConfig`; with the `tls`
-//! feature), and a [`Connector`] can bring streams of your own. Failures below HTTP are
-//! typed: [`Error::Transport`] with a [`TransportErrorKind`]. See the [`HttpOptions`]
-//! docs and the theory of operation in the `http` module's source.
-//!
-//! ```no_run
-//! # fn main() -> Result<(), mcp_smol::Error> {
-//! use mcp_smol::{ClientConfig, HttpOptions, Options};
-//!
-//! smol::block_on(async {
-//!     let (client, driver) = mcp_smol::connect_http_with(
-//!         "https://mcp.example.com/mcp",
-//!         ClientConfig::new("my-app", "1.0"),
-//!         Options::new(),
-//!         HttpOptions::new().authorization("Bearer s3cr3t"),
-//!     )?;
-//!     let driver = smol::spawn(driver);
-//!     for tool in client.list_tools().await? {
-//!         println!("tool {}", tool.name);
-//!     }
-//!     client.close().await;
-//!     driver.await
-//! })
-//! # }
-//! ```
-//!
-//! # Example
+//! the server at once. The server sees only the environment its [`StdioCommand`] names.
 //!
 //! ```no_run
 //! use mcp_smol::{ClientConfig, StdioCommand};
@@ -134,16 +89,42 @@
 //! # Ok(()) }
 //! ```
 //!
-//! # Input requests
+//! # Streamable HTTP
+//!
+//! [`connect_http`] / [`connect_http_with`] return the same [`Client`] and [`Driver`]
+//! types: every method works the same way over both transports. The [`HttpOptions`]
+//! bound the connections; TLS is rustls (with the `tls` feature), and a [`Connector`]
+//! can bring streams of your own. Failures below HTTP are typed: [`Error::Transport`].
+//!
+//! ```no_run
+//! # fn main() -> Result<(), mcp_smol::Error> {
+//! use mcp_smol::{ClientConfig, HttpOptions, Options};
+//!
+//! smol::block_on(async {
+//!     let (client, driver) = mcp_smol::connect_http_with(
+//!         "https://mcp.example.com/mcp",
+//!         ClientConfig::new("my-app", "1.0"),
+//!         Options::new(),
+//!         HttpOptions::new().bearer_token("s3cr3t"),
+//!     )?;
+//!     let driver = smol::spawn(driver);
+//!     for tool in client.list_tools().await? {
+//!         println!("tool {}", tool.name);
+//!     }
+//!     client.close().await;
+//!     driver.await
+//! })
+//! # }
+//! ```
+//!
+//! # Input requests, progress, notifications
 //!
 //! Elicitation, sampling and roots requests (legacy server→client requests and
 //! 2026-07-28 `input_required` rounds alike) are answered by the connection's
 //! [`InputHandler`]: [`DeclineAll`] by default, [`AcceptDefaults`] or your own with
 //! [`Options::input_handler`] or [`Client::set_input_handler`]. Declare the capabilities
-//! you answer in [`ClientConfig::capabilities`].
-//!
-//! Progress, notifications and the wire log: [`Options::on_progress`],
-//! [`Client::next_notification`] / [`Client::poll_notification`], [`Options::wire_log`].
+//! you answer in [`ClientConfig::capabilities`]. Progress, notifications and the wire
+//! log: [`Options::on_progress`], [`Client::next_notification`], [`Options::wire_log`].
 //!
 //! # Handlers that are not `Send`
 //!
@@ -193,14 +174,11 @@
 //!   rustls, futures-rustls, ring, rustls-webpki, rustls-pki-types, webpki-roots,
 //!   untrusted, subtle, zeroize, once_cell and getrandom to the tree.
 //!
-//!   Without it (`default-features = false`) the crate speaks stdio and plain `http`
-//!   (to loopback hosts, or to any host with [`HttpOptions::allow_insecure_remote`]); an
-//!   `https` URL is refused by [`connect_http`] with [`Error::TlsUnavailable`] (kind
-//!   `tls-unavailable`), unless the [`Connector`] [handles TLS](Connector::handles_tls)
-//!   itself.
+//!   Without it (`default-features = false`) the crate speaks stdio and plain `http`;
+//!   an `https` URL is refused with [`Error::TlsUnavailable`] unless the [`Connector`]
+//!   [handles TLS](Connector::handles_tls) itself.
 #![forbid(unsafe_code)]
-// `Error` holds `CloseReason` and `CallError` by value, so callers can match on them
-// without a box in the way; the size is a deliberate trade.
+// `Error` is large on purpose: see mcp-host.
 #![allow(clippy::result_large_err)]
 #![warn(missing_docs)]
 
@@ -214,59 +192,16 @@ mod stdio;
 pub use client::Client;
 pub use driver::Driver;
 pub use http::{AsyncStream, ConnectFuture, Connector, HttpOptions, TcpConnector};
-// The runtime-independent pieces, one implementation shared with `mcp-blocking`.
-pub use mcp_host::http::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_CONNECTIONS, TlsUnavailable};
-pub use mcp_host::{
-    DEFAULT_GRACE_PERIOD, DEFAULT_STDERR_LIMIT, Direction, EraCache, Error, Flavour, Local,
-    Options, Progress, ProgressHandler, ResolveError, Sendable, Shutdown, StdioCommand,
-    TransportError, TransportErrorKind, WireLog,
-};
-
-/// The protocol crate this one drives, re-exported so its types need no second dependency.
-pub use mcp_proto;
-/// The TLS crate of [`HttpOptions::tls`](mcp_host::http::HttpOptions::tls), re-exported so
-/// a configuration can be built with the very version this crate uses. With the `tls`
-/// feature only.
-#[cfg(feature = "tls")]
-pub use rustls;
-/// The JSON crate of the API (arguments and results are [`serde_json::Value`]s),
-/// re-exported so that `serde_json::json!` needs no second dependency.
-pub use serde_json;
-
-pub use mcp_proto::client::{
-    AcceptDefaults, CallError, CallId, CallOutput, CallRequest, ClientConfig, CloseReason,
-    DeclineAll, HttpFailure, InputAnswer, InputHandler, InputRequest, Origin, PeerError,
-    TransportFailure, TransportFailureKind,
-};
-pub use mcp_proto::http::{EndpointUrl, UrlError};
-pub use mcp_proto::jsonrpc::Notification;
-pub use mcp_proto::model::{
-    CallToolResult, ClientCapabilities, Implementation, Prompt, Resource, ServerDetails, Tool,
-};
-pub use mcp_proto::{Era, EraMode, Limits, ProtocolVersion};
+/// The names both adapters export (the protocol types, [`Options`], [`Error`],
+/// [`StdioCommand`], the crates behind the API, …), one list shared with `mcp-blocking`.
+pub use mcp_host::api::*;
 
 /// Starts `command` as an MCP server over stdio and returns a handle to the connection
 /// and the [`Driver`] future that does all of its IO.
 ///
-/// The process is spawned before this returns; the protocol starts when the driver is
-/// first polled. The library never spawns a task: run the driver on any executor, or
-/// join it with your own future.
-///
-/// ```no_run
-/// # fn main() -> Result<(), mcp_smol::Error> {
-/// use mcp_smol::{ClientConfig, EraMode, StdioCommand};
-///
-/// let ex = smol::Executor::new();
-/// smol::block_on(ex.run(async {
-///     let config = ClientConfig::new("my-app", "1.0").era_mode(EraMode::Legacy);
-///     let (client, driver) = mcp_smol::connect_stdio(StdioCommand::new("my-mcp-server"), config)?;
-///     let driver = ex.spawn(driver);
-///     println!("{:?}", client.connected().await?.server_info);
-///     client.close().await;
-///     driver.await
-/// }))
-/// # }
-/// ```
+/// The process is spawned before this returns (a missing program fails now); the
+/// protocol starts when the driver is first polled. Calls made before the connection is
+/// ready are queued.
 ///
 /// # Errors
 /// [`Error::Spawn`] when the program cannot be found or started.
@@ -277,7 +212,8 @@ pub fn connect_stdio(
     Client::connect_stdio(command, config)
 }
 
-/// [`connect_stdio`] with [`Options`] (input handler, progress, wire log, grace period).
+/// [`connect_stdio`] with [`Options`] of either flavour (input handler, progress, wire
+/// log, grace period).
 ///
 /// ```no_run
 /// # fn main() -> Result<(), mcp_smol::Error> {
@@ -295,7 +231,7 @@ pub fn connect_stdio(
 /// ```
 ///
 /// # Errors
-/// [`Error::Spawn`] when the program cannot be found or started.
+/// As [`connect_stdio`].
 pub fn connect_stdio_with<F: Flavour>(
     command: StdioCommand,
     config: ClientConfig,
@@ -312,72 +248,17 @@ pub fn connect_stdio_with<F: Flavour>(
 /// is reported as [`Error::Transport`] by [`Client::connected`], the calls waiting, and
 /// the driver.
 ///
-/// ```no_run
-/// # fn main() -> Result<(), mcp_smol::Error> {
-/// use mcp_smol::ClientConfig;
-///
-/// let (client, driver) =
-///     mcp_smol::connect_http("http://127.0.0.1:8080/mcp", ClientConfig::new("my-app", "1.0"))?;
-/// let work = async move {
-///     let sum = client.call_tool("add", serde_json::json!({"a": 2, "b": 3})).await;
-///     drop(client); // the last handle: the driver ends
-///     sum
-/// };
-/// let (driven, sum) = futures_lite::future::block_on(futures_lite::future::zip(driver, work));
-/// driven?;
-/// println!("{}", sum?.text());
-/// # Ok(()) }
-/// ```
-///
 /// # Errors
-/// [`Error::InvalidUrl`] when `url` is not an acceptable endpoint (plain `http` to a
-/// remote host included; see [`HttpOptions::allow_insecure_remote`]);
-/// [`Error::TlsUnavailable`] for `https` when the `tls` feature is off.
+/// What [`HttpOptions::prepare`](mcp_host::http::HttpOptions::prepare) refuses:
+/// [`Error::InvalidUrl`], [`Error::TlsUnavailable`].
 pub fn connect_http(url: &str, config: ClientConfig) -> Result<(Client, Driver), Error> {
     Client::connect_http(url, config)
 }
 
-/// [`connect_http`] with [`Options`] (input handler, progress, wire log, grace period)
-/// and [`HttpOptions`] (TLS configuration, connector, authorization, insecure remotes,
-/// connect and idle timeouts, connection bound, [`EraCache`]).
-///
-/// With an [`EraCache`] and [`EraMode::Auto`], an origin known to be legacy gets
-/// `initialize` without the `server/discover` probe; if the server has moved on (HTTP 400
-/// with a 2026 error code), it is probed after all, once. Every successful connection
-/// records its verdict. See [`Client::connect_http_with`].
-///
-/// ```no_run
-/// # #[cfg(not(feature = "tls"))] fn main() {}
-/// # #[cfg(feature = "tls")]
-/// # fn main() -> Result<(), mcp_smol::Error> {
-/// use std::sync::Arc;
-/// use mcp_smol::{ClientConfig, HttpOptions, Options, rustls};
-///
-/// // Trust a private CA instead of the webpki roots.
-/// let mut roots = rustls::RootCertStore::empty();
-/// # let ca_der: rustls::pki_types::CertificateDer<'static> = Vec::new().into();
-/// roots.add(ca_der).expect("a valid CA certificate");
-/// let provider = Arc::new(rustls::crypto::ring::default_provider());
-/// let tls = rustls::ClientConfig::builder_with_provider(provider)
-///     .with_safe_default_protocol_versions()
-///     .expect("ring supports the defaults")
-///     .with_root_certificates(roots)
-///     .with_no_client_auth();
-/// let (client, driver) = mcp_smol::connect_http_with(
-///     "https://mcp.internal:8443/mcp",
-///     ClientConfig::new("my-app", "1.0"),
-///     Options::new(),
-///     HttpOptions::new().tls(Arc::new(tls)),
-/// )?;
-/// smol::spawn(driver).detach();
-/// println!("{:?}", smol::block_on(client.connected())?.server_info);
-/// # Ok(()) }
-/// ```
+/// [`connect_http`] with [`Options`] of either flavour and [`HttpOptions`].
 ///
 /// # Errors
-/// [`Error::InvalidUrl`] when `url` is not an acceptable endpoint;
-/// [`Error::TlsUnavailable`] for `https` when the `tls` feature is off and the connector
-/// does not handle TLS.
+/// As [`connect_http`].
 pub fn connect_http_with<F: Flavour>(
     url: &str,
     config: ClientConfig,

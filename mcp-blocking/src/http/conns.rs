@@ -17,10 +17,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use mcp_host::wire_log::HttpLog;
-use mcp_host::{
-    Direction, EraCache, Flavour, Shutdown, TransportError, TransportErrorKind, WireLog,
-};
-use mcp_proto::ProtocolVersion;
+use mcp_host::{Direction, Flavour, Shutdown, TransportError, TransportErrorKind, WireLog};
 use mcp_proto::client::{ConnId, Origin, TransportFailure};
 use mcp_proto::http::EndpointUrl;
 
@@ -49,7 +46,6 @@ pub(crate) struct HttpConns {
     /// Bounds the connector's own set-up, so that its thread ends; the machine keeps
     /// its own deadline.
     connect_timeout: Duration,
-    era_cache: Option<EraCache>,
     conns: HashMap<ConnId, Conn>,
 }
 
@@ -58,13 +54,11 @@ impl HttpConns {
         url: EndpointUrl,
         connector: Arc<dyn Connector>,
         connect_timeout: Duration,
-        era_cache: Option<EraCache>,
     ) -> Self {
         HttpConns {
             url,
             connector,
             connect_timeout,
-            era_cache,
             conns: HashMap::new(),
         }
     }
@@ -178,12 +172,5 @@ impl<F: Flavour> Carrier<F> for HttpConns {
             Carrier::<F>::close(self, conn, Duration::ZERO, log);
         }
         Shutdown::default()
-    }
-
-    /// Records the era the endpoint's origin speaks, when there is a cache.
-    fn connected(&self, version: ProtocolVersion) {
-        if let Some(cache) = &self.era_cache {
-            cache.record(self.url.origin(), version);
-        }
     }
 }

@@ -1,32 +1,17 @@
-//! Streamable HTTP (and HTTPS) for [`crate::Client`].
+//! Streamable HTTP (and HTTPS) for [`crate::Client`]: opening the connections the
+//! machine asks for.
 //!
-//! The machine, [`mcp_proto::client::Client`] over HTTP, decides everything about the
-//! connections: how many to open (at most [`HttpOptions::max_connections`] carrying
-//! requests, and as many for long-lived streams), which exchange rides on which, when an
-//! idle keep-alive connection is reused or expired ([`HttpOptions::idle_timeout`]), how
-//! long opening one may take ([`HttpOptions::connect_timeout`]), and when a request that
-//! met a keep-alive connection the server had just closed is sent again, once, on a
-//! fresh one (only when not one byte of its response came back; a server that crashed
-//! while handling that very request would see it twice, as with any HTTP client that
-//! retries on stale keep-alive connections: [`crate::Client::http_retries`] counts them).
-//! This module only carries out what it asks: each connection is opened on a thread of
-//! its own, then read continuously by one thread and written by another, all of them
-//! reporting to the caller's thread over one bounded channel (the stdio pattern).
+//! The machine decides everything about the connections within the bounds of the
+//! [`HttpOptions`] (see [`mcp_host::http::HttpOptions`]). This module only carries out
+//! what it asks: each connection is opened on a thread of its own, then read
+//! continuously by one thread and written by another, all of them reporting to the
+//! caller's thread over one bounded channel (the stdio pattern).
 //!
-//! Connections come from a [`Connector`]: [`TcpConnector`] for `http://`,
-//! `TlsConnector` (rustls with the ring provider; Mozilla roots from `webpki-roots`
-//! unless you pass your own `rustls::ClientConfig`) for `https://`, or your own.
-//! Failures below HTTP are typed ([`crate::TransportError`], with the
-//! [`crate::TransportErrorKind`] of the step that failed), on the connection's end and
-//! on the calls it fails alike: [`crate::Error::Transport`].
-//!
-//! `TlsConnector`, `HttpOptions::tls` and the `rustls` re-export come with the `tls`
-//! cargo feature (on by default). Without it, an `https://` URL is refused before
-//! anything connects, with [`crate::Error::TlsUnavailable`], unless
-//! [`HttpOptions::connector`] gives a connector that does TLS itself.
-//!
-//! Plain `http://` is accepted for loopback hosts only, unless
-//! [`HttpOptions::allow_insecure_remote`] says otherwise.
+//! Connections come from a [`Connector`]: [`TcpConnector`] for `http://`, `TlsConnector`
+//! (with the `tls` feature: rustls with the ring provider; Mozilla roots from
+//! `webpki-roots` unless you pass your own `rustls::ClientConfig`) for `https://`, or
+//! your own, which then does TLS itself. Failures below HTTP are typed:
+//! [`crate::Error::Transport`].
 //!
 //! ```no_run
 //! use mcp_blocking::{Client, ClientConfig, HttpOptions, Options};
