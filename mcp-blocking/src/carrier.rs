@@ -16,6 +16,7 @@ use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::thread;
 use std::time::Duration;
 
+use mcp_host::wire_log::ChannelLog;
 use mcp_host::{Flavour, Shutdown, TransportErrorKind, WireLog};
 use mcp_proto::client::{ConnId, Origin, TransportFailure};
 
@@ -37,14 +38,22 @@ pub(crate) trait Carrier<F: Flavour>: Send {
     fn is_current(&self, conn: ConnId, generation: u64) -> bool;
     /// Whether no channel is open.
     fn is_idle(&self) -> bool;
-    /// Logs bytes read on `conn`, or (`None`) the end of its input.
-    fn log_read(&mut self, conn: ConnId, data: Option<&[u8]>, log: &mut Option<WireLog<F>>);
+    /// The wire log of `conn`, while it is open.
+    fn channel_log(&mut self, conn: ConnId) -> Option<&mut ChannelLog>;
     /// A failure one of the threads saw at `step`, as the machine takes it, with the
     /// error behind it as its `source`.
     fn failure(&self, step: TransportErrorKind, error: io::Error) -> TransportFailure;
     /// Closes everything still open; how the server process ended, for stdio.
     fn release(&mut self, grace: Duration, log: &mut Option<WireLog<F>>) -> Shutdown;
 
+    /// Logs bytes read on `conn`, or (`None`) the end of what it received.
+    fn log_read(&mut self, conn: ConnId, data: Option<&[u8]>, log: &mut Option<WireLog<F>>) {
+        match (self.channel_log(conn), data) {
+            (Some(channel), Some(data)) => channel.received(log, data),
+            (Some(channel), None) => channel.finish(log),
+            (None, _) => {}
+        }
+    }
     /// Opens `conn` (HTTP).
     fn connect(
         &mut self,

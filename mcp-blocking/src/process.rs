@@ -35,10 +35,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
-use mcp_host::wire_log::LineLog;
+use mcp_host::wire_log::ChannelLog;
 use mcp_host::{
-    Direction, Error, Flavour, Shutdown, StderrTail, StdioCommand, TransportErrorKind, WireLog,
-    clock,
+    Error, Flavour, Shutdown, StderrTail, StdioCommand, TransportErrorKind, WireLog, clock,
 };
 use mcp_proto::client::{ConnId, TransportFailure, TransportFailureKind};
 
@@ -60,7 +59,7 @@ pub(crate) struct Stdio {
     /// How the last process ended.
     shutdown: Option<Shutdown>,
     /// The lines received, for the wire log.
-    log: LineLog,
+    log: ChannelLog,
 }
 
 impl Stdio {
@@ -76,14 +75,14 @@ impl Stdio {
             generation: 1,
             restarts: 0,
             shutdown: None,
-            log: LineLog::new(),
+            log: ChannelLog::lines(),
         })
     }
 }
 
 impl<F: Flavour> Carrier<F> for Stdio {
     fn write(&mut self, _: ConnId, bytes: Vec<u8>, log: &mut Option<WireLog<F>>) {
-        LineLog::whole(log, Direction::Sent, &bytes);
+        self.log.sent(log, &bytes);
         if let Some(p) = &self.process {
             p.send(bytes);
         }
@@ -91,7 +90,7 @@ impl<F: Flavour> Carrier<F> for Stdio {
 
     /// Stops the server (bounded by `grace`) and remembers how it ended.
     fn close(&mut self, _: ConnId, grace: Duration, log: &mut Option<WireLog<F>>) {
-        self.log.finish(log, Direction::Received);
+        self.log.finish(log);
         if let Some(mut p) = self.process.take() {
             self.shutdown = Some(p.shutdown(grace));
         }
@@ -105,11 +104,8 @@ impl<F: Flavour> Carrier<F> for Stdio {
         self.process.is_none()
     }
 
-    fn log_read(&mut self, _: ConnId, data: Option<&[u8]>, log: &mut Option<WireLog<F>>) {
-        match data {
-            Some(data) => self.log.feed(log, Direction::Received, data),
-            None => self.log.finish(log, Direction::Received),
-        }
+    fn channel_log(&mut self, _: ConnId) -> Option<&mut ChannelLog> {
+        Some(&mut self.log)
     }
 
     fn failure(&self, _: TransportErrorKind, error: io::Error) -> TransportFailure {
@@ -128,7 +124,7 @@ impl<F: Flavour> Carrier<F> for Stdio {
             self.shutdown = Some(old.shutdown(Duration::ZERO));
         }
         self.generation += 1;
-        self.log.clear();
+        self.log = ChannelLog::lines();
         let reporter = Reporter::new(tx, ConnId::STDIO, self.generation);
         match Process::spawn(&self.command, &self.tail, reporter) {
             Ok(p) => {

@@ -71,41 +71,32 @@ pub enum Sendable {}
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Local {}
 
-impl Flavour for Sendable {
-    type InputHandler = dyn InputHandler + Send;
-    type Progress = dyn FnMut(&Progress) + Send;
-    type WireLog = dyn FnMut(Direction, &[u8]) + Send;
+/// The two flavours differ only in the `Send` bound on the handlers they hold; a `Send`
+/// handler becomes either by unsizing.
+macro_rules! flavour {
+    ($flavour:ty $(, $send:path)?) => {
+        impl Flavour for $flavour {
+            type InputHandler = dyn InputHandler $(+ $send)?;
+            type Progress = dyn FnMut(&Progress) $(+ $send)?;
+            type WireLog = dyn FnMut(Direction, &[u8]) $(+ $send)?;
 
-    fn input_handler(handler: Box<dyn InputHandler + Send>) -> Box<Self::InputHandler> {
-        handler
-    }
+            fn input_handler(handler: Box<dyn InputHandler + Send>) -> Box<Self::InputHandler> {
+                handler
+            }
 
-    fn progress(handler: ProgressHandler) -> ProgressHandler<Self> {
-        handler
-    }
+            fn progress(handler: ProgressHandler) -> ProgressHandler<Self> {
+                handler
+            }
 
-    fn wire_log(log: WireLog) -> WireLog<Self> {
-        log
-    }
+            fn wire_log(log: WireLog) -> WireLog<Self> {
+                log
+            }
+        }
+    };
 }
 
-impl Flavour for Local {
-    type InputHandler = dyn InputHandler;
-    type Progress = dyn FnMut(&Progress);
-    type WireLog = dyn FnMut(Direction, &[u8]);
-
-    fn input_handler(handler: Box<dyn InputHandler + Send>) -> Box<Self::InputHandler> {
-        handler
-    }
-
-    fn progress(handler: ProgressHandler) -> ProgressHandler<Self> {
-        handler
-    }
-
-    fn wire_log(log: WireLog) -> WireLog<Self> {
-        log
-    }
-}
+flavour!(Sendable, Send);
+flavour!(Local);
 
 /// Progress of a call (`notifications/progress`).
 #[derive(Debug, Clone, PartialEq)]

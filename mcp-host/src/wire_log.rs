@@ -360,6 +360,79 @@ impl HttpLog {
     }
 }
 
+/// The wire log of one byte channel, as both adapters keep it: an HTTP connection
+/// (requests logged whole as they are written, responses as they arrive, through
+/// [`HttpLog`]) or a stdio server's pipes (lines both ways, through [`LineLog`]).
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use mcp_host::wire_log::ChannelLog;
+/// use mcp_host::{Direction, WireLog};
+///
+/// let seen = Arc::new(Mutex::new(Vec::new()));
+/// let sink = seen.clone();
+/// let mut log: Option<WireLog> = Some(Box::new(move |dir, line| {
+///     sink.lock().unwrap().push((dir, String::from_utf8_lossy(line).into_owned()));
+/// }));
+/// let mut conn = ChannelLog::http();
+/// conn.sent(&mut log, b"POST /mcp HTTP/1.1\r\n\r\n");
+/// conn.received(&mut log, b"HTTP/1.1 202 Accepted\r\n\r\n");
+/// conn.finish(&mut log);
+/// assert_eq!(seen.lock().unwrap().len(), 4);
+/// assert_eq!(seen.lock().unwrap()[2], (Direction::Received, "HTTP/1.1 202 Accepted".into()));
+/// ```
+#[derive(Debug)]
+pub enum ChannelLog {
+    /// An HTTP connection; what it has received of the current response.
+    Http(HttpLog),
+    /// A stdio server's pipes; what its stdout has sent of the current line.
+    Lines(LineLog),
+}
+
+impl ChannelLog {
+    /// The log of an HTTP connection.
+    #[must_use]
+    pub fn http() -> Self {
+        ChannelLog::Http(HttpLog::new())
+    }
+
+    /// The log of a stdio server's pipes.
+    #[must_use]
+    pub fn lines() -> Self {
+        ChannelLog::Lines(LineLog::new())
+    }
+
+    /// Logs `bytes` written on the channel: stdio lines, or an HTTP request, which is
+    /// written only once the response before it on the connection is over (its log ends
+    /// here: the next bytes received start a new message).
+    pub fn sent<L: ?Sized + Sink>(&mut self, log: &mut Option<Box<L>>, bytes: &[u8]) {
+        match self {
+            ChannelLog::Http(received) => {
+                received.finish(log, Direction::Received);
+                HttpLog::whole(log, Direction::Sent, bytes);
+            }
+            ChannelLog::Lines(_) => LineLog::whole(log, Direction::Sent, bytes),
+        }
+    }
+
+    /// Logs `bytes` read from the channel.
+    pub fn received<L: ?Sized + Sink>(&mut self, log: &mut Option<Box<L>>, bytes: &[u8]) {
+        match self {
+            ChannelLog::Http(received) => received.feed(log, Direction::Received, bytes),
+            ChannelLog::Lines(received) => received.feed(log, Direction::Received, bytes),
+        }
+    }
+
+    /// What was received is over (a complete response, the end of the channel): logs what
+    /// is left of an unfinished line.
+    pub fn finish<L: ?Sized + Sink>(&mut self, log: &mut Option<Box<L>>) {
+        match self {
+            ChannelLog::Http(received) => received.finish(log, Direction::Received),
+            ChannelLog::Lines(received) => received.finish(log, Direction::Received),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,8 +7,7 @@ use std::task::{Context, Poll};
 
 use async_process::{ChildStdin, ChildStdout};
 use futures_lite::{AsyncRead, AsyncWrite};
-use mcp_host::Direction;
-use mcp_host::wire_log::{HttpLog, LineLog, Sink};
+use mcp_host::wire_log::{ChannelLog, Sink};
 
 use crate::http::{AsyncStream, Opening};
 
@@ -23,7 +22,7 @@ impl Conn {
     pub(crate) fn close<L: ?Sized + Sink>(self, wire_log: &mut Option<Box<L>>) -> Option<Wire> {
         match self {
             Conn::Open(mut open) => {
-                open.finish(wire_log);
+                open.log.finish(wire_log);
                 Some(open.wire)
             }
             Conn::Opening(_) => None,
@@ -74,20 +73,15 @@ pub(crate) struct Open {
     flushed: bool,
     /// A write failed: nothing more is written.
     write_failed: bool,
-    log: Log,
-}
-
-/// The wire log of what a channel receives: HTTP messages, or stdio lines.
-enum Log {
-    Http(HttpLog),
-    Lines(LineLog),
+    /// What it sent and received, for the wire log.
+    pub(crate) log: ChannelLog,
 }
 
 impl Open {
     pub(crate) fn new(wire: Wire) -> Open {
         let log = match wire {
-            Wire::Net(_) => Log::Http(HttpLog::new()),
-            Wire::Pipes { .. } => Log::Lines(LineLog::new()),
+            Wire::Net(_) => ChannelLog::http(),
+            Wire::Pipes { .. } => ChannelLog::lines(),
         };
         Open {
             wire,
@@ -101,38 +95,10 @@ impl Open {
 
     /// Queues `bytes` to be written, after what is queued already.
     pub(crate) fn send<L: ?Sized + Sink>(&mut self, wire_log: &mut Option<Box<L>>, bytes: &[u8]) {
-        match &mut self.log {
-            // A request is written only once the previous response is over: the next
-            // bytes received are a new message.
-            Log::Http(received) => {
-                received.finish(wire_log, Direction::Received);
-                HttpLog::whole(wire_log, Direction::Sent, bytes);
-            }
-            Log::Lines(_) => LineLog::whole(wire_log, Direction::Sent, bytes),
-        }
+        self.log.sent(wire_log, bytes);
         if !self.write_failed {
             self.out.extend_from_slice(bytes);
             self.flushed = false;
-        }
-    }
-
-    /// Logs bytes just read.
-    pub(crate) fn received<L: ?Sized + Sink>(
-        &mut self,
-        wire_log: &mut Option<Box<L>>,
-        bytes: &[u8],
-    ) {
-        match &mut self.log {
-            Log::Http(log) => log.feed(wire_log, Direction::Received, bytes),
-            Log::Lines(log) => log.feed(wire_log, Direction::Received, bytes),
-        }
-    }
-
-    /// The message received is over: logs what is left of an unfinished line.
-    pub(crate) fn finish<L: ?Sized + Sink>(&mut self, wire_log: &mut Option<Box<L>>) {
-        match &mut self.log {
-            Log::Http(log) => log.finish(wire_log, Direction::Received),
-            Log::Lines(log) => log.finish(wire_log, Direction::Received),
         }
     }
 

@@ -367,13 +367,14 @@ impl<F: Flavour> Io<F> {
                 Poll::Ready(Ok(n)) => n,
                 Poll::Ready(Err(e)) => return self.lost(now, id, Some(e)),
             };
-            open.received(&mut self.facade.options.wire_log, &self.chunk[..n]);
+            open.log
+                .received(&mut self.facade.options.wire_log, &self.chunk[..n]);
             self.machine.handle_read(now, id, &self.chunk[..n]);
             // A response is complete: end its log (a JSON body has no final newline).
             if self.machine.is_idle(id)
                 && let Some(Conn::Open(open)) = self.conns.get_mut(&id)
             {
-                open.finish(&mut self.facade.options.wire_log);
+                open.log.finish(&mut self.facade.options.wire_log);
             }
             self.drain(now);
             progress = true;

@@ -16,8 +16,8 @@ use std::sync::mpsc::{self, Sender, SyncSender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use mcp_host::wire_log::HttpLog;
-use mcp_host::{Direction, Flavour, Shutdown, TransportError, TransportErrorKind, WireLog};
+use mcp_host::wire_log::ChannelLog;
+use mcp_host::{Flavour, Shutdown, TransportError, TransportErrorKind, WireLog};
 use mcp_proto::client::{ConnId, Origin, TransportFailure};
 use mcp_proto::http::EndpointUrl;
 
@@ -36,7 +36,7 @@ struct Conn {
     writes: Sender<Vec<u8>>,
     slot: Arc<Mutex<Slot>>,
     /// The response as it arrives, for the wire log.
-    log: HttpLog,
+    log: ChannelLog,
 }
 
 /// The connections of one HTTP client.
@@ -116,7 +116,7 @@ impl<F: Flavour> Carrier<F> for HttpConns {
         if let Err(e) = opened {
             return Err(Carrier::<F>::failure(self, TransportErrorKind::Connect, e));
         }
-        let log = HttpLog::new();
+        let log = ChannelLog::http();
         self.conns.insert(conn, Conn { writes, slot, log });
         Ok(())
     }
@@ -125,8 +125,7 @@ impl<F: Flavour> Carrier<F> for HttpConns {
     /// over (the machine never pipelines), so its wire log ends here.
     fn write(&mut self, conn: ConnId, bytes: Vec<u8>, log: &mut Option<WireLog<F>>) {
         if let Some(c) = self.conns.get_mut(&conn) {
-            c.log.finish(log, Direction::Received);
-            HttpLog::whole(log, Direction::Sent, &bytes);
+            c.log.sent(log, &bytes);
             // Gone only when the writer failed, which it reported.
             let _ = c.writes.send(bytes);
         }
@@ -137,7 +136,7 @@ impl<F: Flavour> Carrier<F> for HttpConns {
         let Some(mut c) = self.conns.remove(&conn) else {
             return;
         };
-        c.log.finish(log, Direction::Received);
+        c.log.finish(log);
         let mut slot = c.slot.lock().unwrap_or_else(PoisonError::into_inner);
         if let Slot::Open(handle) = &*slot {
             handle.shutdown();
@@ -153,13 +152,8 @@ impl<F: Flavour> Carrier<F> for HttpConns {
         self.conns.is_empty()
     }
 
-    fn log_read(&mut self, conn: ConnId, data: Option<&[u8]>, log: &mut Option<WireLog<F>>) {
-        if let Some(c) = self.conns.get_mut(&conn) {
-            match data {
-                Some(data) => c.log.feed(log, Direction::Received, data),
-                None => c.log.finish(log, Direction::Received),
-            }
-        }
+    fn channel_log(&mut self, conn: ConnId) -> Option<&mut ChannelLog> {
+        self.conns.get_mut(&conn).map(|c| &mut c.log)
     }
 
     fn failure(&self, step: TransportErrorKind, error: io::Error) -> TransportFailure {
