@@ -16,8 +16,8 @@ use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::thread;
 use std::time::Duration;
 
-use mcp_host::wire_log::ChannelLog;
-use mcp_host::{Flavour, Shutdown, TransportErrorKind, WireLog};
+use mcp_io::wire_log::ChannelLog;
+use mcp_io::{Flavour, Shutdown, TransportErrorKind, WireLog};
 use mcp_proto::client::{ConnId, Origin, TransportFailure};
 
 /// Bytes read in one go.

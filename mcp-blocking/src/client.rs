@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use mcp_host::{
+use mcp_io::{
     Error, Flavour, Inbox, Options, ProgressHandler, Sendable, Shutdown, StdioCommand, WireLog,
     clock, request,
 };
@@ -104,7 +104,7 @@ impl<F: Flavour> Client<F> {
 
     /// [`Client::connect_http`] with [`Options`] and [`HttpOptions`] (TLS configuration or
     /// connector, `Authorization`, connection bound and timeouts, era cache: see
-    /// [`HttpOptions::prepare`](mcp_host::http::HttpOptions::prepare)). Every successful
+    /// [`HttpOptions::prepare`](mcp_io::http::HttpOptions::prepare)). Every successful
     /// connection records its era in the cache.
     ///
     /// # Errors

@@ -15,7 +15,7 @@ use std::fmt;
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::time::Duration;
 
-use mcp_host::{
+use mcp_io::{
     Direction, Error, Flavour, Inbox, MAX_NOTIFICATIONS, Options, Shutdown, clock, push_newest,
 };
 use mcp_proto::Instant;

@@ -1,9 +1,9 @@
 //! Model Context Protocol on std blocking IO.
 //!
 //! `mcp-blocking` drives the sans-IO machines of [`mcp_proto`] with threads and channels:
-//! no async runtime, no dependency beyond `mcp-proto`, `mcp-host` (the runtime-independent
+//! no async runtime, no dependency beyond `mcp-proto`, `mcp-io` (the runtime-independent
 //! half it shares with `mcp-smol`: the whole API but the [`Client`] and the connectors,
-//! see [`mcp_host::api`]), serde_json, and, with the `tls` feature, rustls (ring
+//! see [`mcp_io::api`]), serde_json, and, with the `tls` feature, rustls (ring
 //! provider) with `webpki-roots` for `https://`.
 //!
 //! * [`Client`] starts a stdio server as a child process ([`StdioCommand`]: the child sees
@@ -69,10 +69,10 @@
 //!
 //!   Without it (`default-features = false`) the crate speaks stdio and plain `http://`;
 //!   an `https://` URL is refused with [`Error::TlsUnavailable`] unless
-//!   [`HttpOptions::connector`](mcp_host::http::HttpOptions::connector) brings a
+//!   [`HttpOptions::connector`](mcp_io::http::HttpOptions::connector) brings a
 //!   connector that does TLS itself.
 #![forbid(unsafe_code)]
-// `Error` is large on purpose: see mcp-host.
+// `Error` is large on purpose: see mcp-io.
 #![allow(clippy::result_large_err)]
 #![warn(missing_docs)]
 
@@ -88,7 +88,7 @@ pub use client::Client;
 pub use http::{Connector, HttpOptions, TcpConnector};
 /// The names both adapters export (the protocol types, [`Options`], [`Error`],
 /// [`StdioCommand`], the crates behind the API, …), one list shared with `mcp-smol`.
-pub use mcp_host::api::*;
+pub use mcp_io::api::*;
 pub use serve::{serve, serve_stdio};
 pub use serve_http::{
     HttpServeOptions, HttpServerHandle, serve_http, serve_http_on, serve_http_with,

@@ -35,8 +35,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
-use mcp_host::wire_log::ChannelLog;
-use mcp_host::{
+use mcp_io::wire_log::ChannelLog;
+use mcp_io::{
     Error, Flavour, Shutdown, StderrTail, StdioCommand, TransportErrorKind, WireLog, clock,
 };
 use mcp_proto::client::{ConnId, TransportFailure, TransportFailureKind};

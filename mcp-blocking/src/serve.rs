@@ -1,6 +1,6 @@
 //! Running a sans-IO [`Server`] over blocking byte streams (a process's stdin and stdout).
 
-use mcp_host::clock;
+use mcp_io::clock;
 use std::io::{self, Read, Write};
 
 use mcp_proto::server::Server;

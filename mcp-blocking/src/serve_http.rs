@@ -36,7 +36,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
-use mcp_host::clock;
+use mcp_io::clock;
 
 use mcp_proto::server::Server;
 use mcp_proto::server::http::{

@@ -117,10 +117,10 @@ fn serve(args: &Args) -> io::Result<()> {
             eprintln!("example_server: exiting on server/discover (--exit-on-probe)");
             return Ok(());
         }
-        server.handle_input(mcp_host::clock::now(), chunk);
+        server.handle_input(mcp_io::clock::now(), chunk);
         out.clear();
         while server
-            .poll_transmit(mcp_host::clock::now(), &mut out)
+            .poll_transmit(mcp_io::clock::now(), &mut out)
             .is_some()
         {}
         if !out.is_empty() {
@@ -131,10 +131,10 @@ fn serve(args: &Args) -> io::Result<()> {
             return Ok(());
         }
     }
-    server.handle_eof(mcp_host::clock::now());
+    server.handle_eof(mcp_io::clock::now());
     out.clear();
     while server
-        .poll_transmit(mcp_host::clock::now(), &mut out)
+        .poll_transmit(mcp_io::clock::now(), &mut out)
         .is_some()
     {}
     if !out.is_empty() {

@@ -15,7 +15,7 @@ use mcp_proto::model::{CallToolResult, Prompt, Resource, ServerDetails, Tool};
 use mcp_proto::version::{Era, ProtocolVersion};
 use serde_json::Value;
 
-use mcp_host::{
+use mcp_io::{
     Flavour, Inbox, MAX_NOTIFICATIONS, Options, ProgressHandler, Shutdown, StderrTail,
     StdioCommand, WireLog, request,
 };

@@ -7,7 +7,7 @@ use std::task::{Context, Poll};
 
 use async_process::{ChildStdin, ChildStdout};
 use futures_lite::{AsyncRead, AsyncWrite};
-use mcp_host::wire_log::{ChannelLog, Sink};
+use mcp_io::wire_log::{ChannelLog, Sink};
 
 use crate::http::{AsyncStream, Opening};
 

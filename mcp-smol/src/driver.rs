@@ -37,7 +37,7 @@ use std::task::{Context, Poll};
 use async_io::Timer;
 use async_process::Child;
 use futures_lite::AsyncRead;
-use mcp_host::{Flavour, Sendable, StdioCommand, TransportErrorKind, clock};
+use mcp_io::{Flavour, Sendable, StdioCommand, TransportErrorKind, clock};
 use mcp_proto::Instant;
 use mcp_proto::client::http::HttpConfig;
 use mcp_proto::client::{

@@ -14,7 +14,7 @@ use std::task::{Context, Poll};
 
 use async_channel::{Receiver, Sender, TrySendError};
 use futures_lite::Stream;
-use mcp_host::{Flavour, Options};
+use mcp_io::{Flavour, Options};
 use mcp_proto::Instant;
 use mcp_proto::client::{
     CallId, CallOutput, Client as Machine, CloseReason, ConnectionState, Event,

@@ -1,7 +1,7 @@
 //! Streamable HTTP (and HTTPS): opening the connections the machine asks for.
 //!
 //! The client machine decides everything about HTTP within the bounds of the
-//! [`HttpOptions`] (see [`mcp_host::http::HttpOptions`]). The [`Driver`](crate::Driver)
+//! [`HttpOptions`] (see [`mcp_io::http::HttpOptions`]). The [`Driver`](crate::Driver)
 //! obeys: for every `Transmit::Connect` it runs the [`Connector`] (plain TCP by default,
 //! an `async_io::Async<std::net::TcpStream>` with `TCP_NODELAY`) and, for an `https`
 //! origin, the TLS handshake (`futures-rustls`, the server name being the origin's host);
@@ -22,8 +22,8 @@ use std::sync::Arc;
 
 use async_io::Async;
 use futures_lite::{AsyncRead, AsyncWrite};
-use mcp_host::http::HttpStart;
-use mcp_host::{ResolveError, TransportError, TransportErrorKind};
+use mcp_io::http::HttpStart;
+use mcp_io::{ResolveError, TransportError, TransportErrorKind};
 use mcp_proto::client::{Origin, TransportFailure};
 
 /// A byte stream HTTP/1.1 can be spoken on: what a [`Connector`] returns.
@@ -121,7 +121,7 @@ async fn connect_by_name(host: String, port: u16) -> io::Result<Async<TcpStream>
 }
 
 /// How the driver reaches a Streamable HTTP endpoint: the options both adapters share,
-/// with this crate's [`Connector`] (see [`mcp_host::http::HttpOptions`]).
+/// with this crate's [`Connector`] (see [`mcp_io::http::HttpOptions`]).
 ///
 /// ```
 /// use std::time::Duration;
@@ -133,7 +133,7 @@ async fn connect_by_name(host: String, port: u16) -> io::Result<Async<TcpStream>
 ///     .era_cache(EraCache::new());
 /// assert!(!format!("{options:?}").contains("s3cr3t"));
 /// ```
-pub type HttpOptions = mcp_host::http::HttpOptions<dyn Connector>;
+pub type HttpOptions = mcp_io::http::HttpOptions<dyn Connector>;
 
 impl<C: Connector + 'static> From<C> for Box<dyn Connector> {
     fn from(connector: C) -> Self {

@@ -7,7 +7,7 @@
 //! ([`connect_http`]), picking the era by itself ([`EraMode::Auto`]: a `server/discover`
 //! probe, falling back to `initialize` only on legacy evidence). The API is
 //! `mcp-blocking`'s, with `async` methods on a cloneable handle: the same names at the
-//! crate root ([`mcp_host::api`]), the same [`Error`], [`Options`] and [`HttpOptions`].
+//! crate root ([`mcp_io::api`]), the same [`Error`], [`Options`] and [`HttpOptions`].
 //!
 //! # The contract: the library never spawns
 //!
@@ -178,7 +178,7 @@
 //!   an `https` URL is refused with [`Error::TlsUnavailable`] unless the [`Connector`]
 //!   [handles TLS](Connector::handles_tls) itself.
 #![forbid(unsafe_code)]
-// `Error` is large on purpose: see mcp-host.
+// `Error` is large on purpose: see mcp-io.
 #![allow(clippy::result_large_err)]
 #![warn(missing_docs)]
 
@@ -194,7 +194,7 @@ pub use driver::Driver;
 pub use http::{AsyncStream, ConnectFuture, Connector, HttpOptions, TcpConnector};
 /// The names both adapters export (the protocol types, [`Options`], [`Error`],
 /// [`StdioCommand`], the crates behind the API, …), one list shared with `mcp-blocking`.
-pub use mcp_host::api::*;
+pub use mcp_io::api::*;
 
 /// Starts `command` as an MCP server over stdio and returns a handle to the connection
 /// and the [`Driver`] future that does all of its IO.
@@ -249,7 +249,7 @@ pub fn connect_stdio_with<F: Flavour>(
 /// the driver.
 ///
 /// # Errors
-/// What [`HttpOptions::prepare`](mcp_host::http::HttpOptions::prepare) refuses:
+/// What [`HttpOptions::prepare`](mcp_io::http::HttpOptions::prepare) refuses:
 /// [`Error::InvalidUrl`], [`Error::TlsUnavailable`].
 pub fn connect_http(url: &str, config: ClientConfig) -> Result<(Client, Driver), Error> {
     Client::connect_http(url, config)

@@ -14,7 +14,7 @@ use std::time::Duration;
 use async_io::Timer;
 use async_process::{Child, ChildStderr, ChildStdout, Command, Stdio as Pipe};
 use futures_lite::{AsyncRead, future};
-use mcp_host::{Shutdown, StdioCommand};
+use mcp_io::{Shutdown, StdioCommand};
 
 use crate::Error;
 use crate::client::Shared;

@@ -1374,8 +1374,8 @@ fn a_stale_legacy_verdict_is_dropped_and_the_origin_probed_again() {
 fn one_era_cache_serves_both_adapters() {
     fn shareable<T: Clone + Send + Sync + 'static>() {}
     shareable::<EraCache>();
-    // The very type of mcp-host, whose unit tests cover the decisions.
-    let cache: mcp_host::EraCache = EraCache::new();
+    // The very type of mcp-io, whose unit tests cover the decisions.
+    let cache: mcp_io::EraCache = EraCache::new();
     let options = HttpOptions::new().era_cache(cache.clone());
     assert!(options.era_cache.is_some());
     assert!(format!("{options:?}").contains("era_cache"));

@@ -6,7 +6,7 @@ use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
-use mcp_host::ResolveError;
+use mcp_io::ResolveError;
 use mcp_proto::http::EndpointUrl;
 
 /// A connection to the endpoint, ready for HTTP/1.1 bytes. The client reads it on one

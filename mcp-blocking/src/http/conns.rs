@@ -16,8 +16,8 @@ use std::sync::mpsc::{self, Sender, SyncSender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use mcp_host::wire_log::ChannelLog;
-use mcp_host::{Flavour, Shutdown, TransportError, TransportErrorKind, WireLog};
+use mcp_io::wire_log::ChannelLog;
+use mcp_io::{Flavour, Shutdown, TransportError, TransportErrorKind, WireLog};
 use mcp_proto::client::{ConnId, Origin, TransportFailure};
 use mcp_proto::http::EndpointUrl;
 

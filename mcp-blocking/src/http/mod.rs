@@ -2,7 +2,7 @@
 //! machine asks for.
 //!
 //! The machine decides everything about the connections within the bounds of the
-//! [`HttpOptions`] (see [`mcp_host::http::HttpOptions`]). This module only carries out
+//! [`HttpOptions`] (see [`mcp_io::http::HttpOptions`]). This module only carries out
 //! what it asks: each connection is opened on a thread of its own, then read
 //! continuously by one thread and written by another, all of them reporting to the
 //! caller's thread over one bounded channel (the stdio pattern).
@@ -41,15 +41,15 @@ use std::sync::Arc;
 
 pub use connector::{Connector, Halves, ShutdownHandle, Stream, TcpConnector};
 pub(crate) use conns::HttpConns;
-use mcp_host::http::HttpStart;
+use mcp_io::http::HttpStart;
 #[cfg(feature = "tls")]
-pub use mcp_host::http::default_tls_config;
+pub use mcp_io::http::default_tls_config;
 #[cfg(feature = "tls")]
 pub use tls::TlsConnector;
 
 /// How [`crate::Client::connect_http_with`] reaches the endpoint: the options both
 /// adapters share, with this crate's [`Connector`] (see
-/// [`mcp_host::http::HttpOptions`]).
+/// [`mcp_io::http::HttpOptions`]).
 ///
 /// ```
 /// use std::time::Duration;
@@ -62,7 +62,7 @@ pub use tls::TlsConnector;
 ///     .era_cache(EraCache::new());
 /// assert!(!format!("{http:?}").contains("abc"));
 /// ```
-pub type HttpOptions = mcp_host::http::HttpOptions<dyn Connector>;
+pub type HttpOptions = mcp_io::http::HttpOptions<dyn Connector>;
 
 impl<C: Connector + 'static> From<C> for Box<dyn Connector> {
     fn from(connector: C) -> Self {

@@ -21,7 +21,7 @@ use std::net::TcpStream;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use mcp_host::http::http1_tls_config;
+use mcp_io::http::http1_tls_config;
 use mcp_proto::http::EndpointUrl;
 use rustls::pki_types::ServerName;
 use rustls::{ClientConfig, ClientConnection, StreamOwned};
@@ -151,7 +151,7 @@ impl Shared {
     }
 }
 
-/// A TLS error as an IO error that [`mcp_host::http::tls_error`] recognises.
+/// A TLS error as an IO error that [`mcp_io::http::tls_error`] recognises.
 fn tls_io(e: rustls::Error) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, e)
 }

@@ -28,7 +28,7 @@ impl Shutdown {
 /// mutex; it is plain data.
 ///
 /// ```
-/// use mcp_host::StderrTail;
+/// use mcp_io::StderrTail;
 ///
 /// let mut tail = StderrTail::new(5);
 /// tail.push(b"abc");

@@ -27,7 +27,7 @@ pub const DEFAULT_STDERR_LIMIT: usize = 64 * 1024;
 /// this type (re-exported as `mcp_blocking::StdioCommand` and `mcp_smol::StdioCommand`).
 ///
 /// ```
-/// use mcp_host::StdioCommand;
+/// use mcp_io::StdioCommand;
 ///
 /// let cmd = StdioCommand::new("npx")
 ///     .args(["-y", "@modelcontextprotocol/server-everything", "stdio"])
@@ -318,7 +318,7 @@ mod tests {
 
     #[test]
     fn unknown_and_empty_names_are_errors() {
-        let e = StdioCommand::new("mcp-host-no-such-program-xyz")
+        let e = StdioCommand::new("mcp-io-no-such-program-xyz")
             .resolve_program()
             .unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::NotFound);

@@ -50,8 +50,8 @@ const ALPN_HTTP1: &[u8] = b"http/1.1";
 ///
 /// ```
 /// use std::time::Duration;
-/// use mcp_host::EraCache;
-/// use mcp_host::http::HttpOptions;
+/// use mcp_io::EraCache;
+/// use mcp_io::http::HttpOptions;
 ///
 /// let cache = EraCache::new();
 /// let http = HttpOptions::<()>::new()
@@ -118,7 +118,7 @@ impl<C: ?Sized> HttpOptions<C> {
     ///
     /// ```no_run
     /// use std::sync::Arc;
-    /// use mcp_host::http::HttpOptions;
+    /// use mcp_io::http::HttpOptions;
     ///
     /// // Trust a private CA instead of the webpki roots.
     /// let ca_der = std::fs::read("private-ca.der").expect("the CA certificate");
@@ -341,7 +341,7 @@ pub fn default_tls_config() -> Arc<rustls::ClientConfig> {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use mcp_host::http::{default_tls_config, http1_tls_config};
+/// use mcp_io::http::{default_tls_config, http1_tls_config};
 ///
 /// assert_eq!(http1_tls_config(None).alpn_protocols, [b"http/1.1".to_vec()]);
 /// let mut theirs = (*default_tls_config()).clone();
@@ -378,7 +378,7 @@ pub fn tls_error(error: &io::Error) -> Option<&rustls::Error> {
 /// `tls-unavailable`.
 ///
 /// ```
-/// use mcp_host::http::TlsUnavailable;
+/// use mcp_io::http::TlsUnavailable;
 ///
 /// let e = TlsUnavailable::new("mcp-smol", "https://mcp.example.com/mcp");
 /// assert_eq!(e.url(), "https://mcp.example.com/mcp");

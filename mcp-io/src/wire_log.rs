@@ -38,8 +38,8 @@ pub const SECRET_HEADERS: &[&str] = &[
 /// [`REDACTED`] when a secret is set: for `Debug` implementations.
 ///
 /// ```
-/// assert_eq!(mcp_host::wire_log::redacted(&Some("Bearer abc")), Some("[redacted]"));
-/// assert_eq!(mcp_host::wire_log::redacted::<String>(&None), None);
+/// assert_eq!(mcp_io::wire_log::redacted(&Some("Bearer abc")), Some("[redacted]"));
+/// assert_eq!(mcp_io::wire_log::redacted::<String>(&None), None);
 /// ```
 #[must_use]
 pub fn redacted<T>(secret: &Option<T>) -> Option<&'static str> {
@@ -61,7 +61,7 @@ fn secret_header(line: &[u8]) -> Option<usize> {
 /// [`SECRET_HEADERS`]; other lines unchanged.
 ///
 /// ```
-/// use mcp_host::wire_log::redact_header;
+/// use mcp_io::wire_log::redact_header;
 ///
 /// assert_eq!(&*redact_header(b"Authorization: Bearer abc"), b"Authorization: [redacted]");
 /// assert_eq!(&*redact_header(b"set-cookie: a=b"), b"set-cookie: [redacted]");
@@ -163,8 +163,8 @@ impl Lines {
 ///
 /// ```
 /// use std::sync::{Arc, Mutex};
-/// use mcp_host::wire_log::LineLog;
-/// use mcp_host::{Direction, WireLog};
+/// use mcp_io::wire_log::LineLog;
+/// use mcp_io::{Direction, WireLog};
 ///
 /// let seen = Arc::new(Mutex::new(Vec::new()));
 /// let sink = seen.clone();
@@ -230,8 +230,8 @@ impl LineLog {
 ///
 /// ```
 /// use std::sync::{Arc, Mutex};
-/// use mcp_host::wire_log::HttpLog;
-/// use mcp_host::{Direction, WireLog};
+/// use mcp_io::wire_log::HttpLog;
+/// use mcp_io::{Direction, WireLog};
 ///
 /// let seen = Arc::new(Mutex::new(Vec::new()));
 /// let sink = seen.clone();
@@ -366,8 +366,8 @@ impl HttpLog {
 ///
 /// ```
 /// use std::sync::{Arc, Mutex};
-/// use mcp_host::wire_log::ChannelLog;
-/// use mcp_host::{Direction, WireLog};
+/// use mcp_io::wire_log::ChannelLog;
+/// use mcp_io::{Direction, WireLog};
 ///
 /// let seen = Arc::new(Mutex::new(Vec::new()));
 /// let sink = seen.clone();

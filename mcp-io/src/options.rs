@@ -130,7 +130,7 @@ pub enum Direction {
 ///
 /// ```
 /// use std::time::Duration;
-/// use mcp_host::Options;
+/// use mcp_io::Options;
 /// use mcp_proto::client::AcceptDefaults;
 ///
 /// let options = Options::new()
@@ -151,7 +151,7 @@ pub enum Direction {
 /// ```
 /// use std::cell::RefCell;
 /// use std::rc::Rc;
-/// use mcp_host::{Local, Options};
+/// use mcp_io::{Local, Options};
 /// use mcp_proto::client::{InputAnswer, InputHandler, InputRequest};
 ///
 /// /// Asks the application's (single-threaded) UI.
@@ -295,7 +295,7 @@ impl<F: Flavour> Options<F> {
     /// Every other event is returned for the caller to handle.
     ///
     /// ```
-    /// use mcp_host::Options;
+    /// use mcp_io::Options;
     /// use mcp_proto::client::Event;
     ///
     /// let mut options = Options::new();
@@ -357,7 +357,7 @@ impl<F: Flavour> fmt::Debug for Options<F> {
 /// use std::collections::VecDeque;
 ///
 /// let mut q = VecDeque::from([1, 2]);
-/// assert!(mcp_host::push_newest(&mut q, 3, 2));
+/// assert!(mcp_io::push_newest(&mut q, 3, 2));
 /// assert_eq!(q, [2, 3]);
 /// ```
 pub fn push_newest<T>(queue: &mut VecDeque<T>, item: T, max: usize) -> bool {

@@ -1,4 +1,4 @@
-//! The names both adapters export at their root (`pub use mcp_host::api::*;`), so that
+//! The names both adapters export at their root (`pub use mcp_io::api::*;`), so that
 //! `mcp_blocking::X` and `mcp_smol::X` are one and the same for each of them and an
 //! application moves between the adapters by changing the crate name: the protocol
 //! types of the API, what this crate shares ([`Options`], [`Error`], [`StdioCommand`],

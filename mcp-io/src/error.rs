@@ -22,7 +22,7 @@ use crate::http::TlsUnavailable;
 /// behind an [`Arc`]), so that one failure can be handed to every call it ends.
 ///
 /// ```
-/// use mcp_host::Error;
+/// use mcp_io::Error;
 /// use mcp_proto::ErrorObject;
 /// use mcp_proto::client::{CallError, CloseReason};
 ///

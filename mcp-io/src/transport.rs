@@ -72,7 +72,7 @@ impl fmt::Display for TransportErrorKind {
 ///
 /// ```
 /// use std::io;
-/// use mcp_host::{TransportError, TransportErrorKind};
+/// use mcp_io::{TransportError, TransportErrorKind};
 ///
 /// let refused = io::Error::new(io::ErrorKind::ConnectionRefused, "connection refused");
 /// let e = TransportError::new(TransportErrorKind::Connect, "http://127.0.0.1:9", refused);
@@ -247,7 +247,7 @@ impl fmt::Display for Described<'_> {
 ///
 /// ```
 /// use std::io;
-/// use mcp_host::{ResolveError, TransportError, TransportErrorKind};
+/// use mcp_io::{ResolveError, TransportError, TransportErrorKind};
 ///
 /// let e = ResolveError::io(io::ErrorKind::NotFound, "no such host");
 /// let e = TransportError::new(TransportErrorKind::Connect, "http://localhost:9", e);

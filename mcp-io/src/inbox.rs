@@ -13,7 +13,7 @@ use crate::{EraCache, MAX_PEER_ERRORS, push_newest};
 /// HTTP with an [`EraCache`], the era the connection settled on, recorded there.
 ///
 /// ```
-/// use mcp_host::Inbox;
+/// use mcp_io::Inbox;
 /// use mcp_proto::client::{CloseReason, Event, PeerError};
 ///
 /// let mut inbox = Inbox::default();

@@ -21,8 +21,8 @@ use mcp_proto::{Era, ProtocolVersion};
 /// (to persist it, say).
 ///
 /// ```
-/// use mcp_host::EraCache;
-/// use mcp_host::mcp_proto::{Era, ProtocolVersion};
+/// use mcp_io::EraCache;
+/// use mcp_io::mcp_proto::{Era, ProtocolVersion};
 ///
 /// let cache = EraCache::new();
 /// cache.record("https://mcp.example.com", ProtocolVersion::V2025_11_25);

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 /// before anything is sent.
 ///
 /// ```
-/// use mcp_host::request::arguments;
+/// use mcp_io::request::arguments;
 /// use mcp_proto::client::ApiMisuse;
 /// use serde_json::json;
 ///
