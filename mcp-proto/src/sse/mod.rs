@@ -60,8 +60,8 @@
 //! use mcp_proto::sse::{SseDecoder, SseLimits};
 //!
 //! let mut decoder = SseDecoder::new(SseLimits::default());
-//! decoder.push(b": keep-alive\nid: s7-1\nretry: 3000\ndata: {\"jsonrpc\":\"2.0\"");
-//! decoder.push(b",\"method\":\"ping\"}\n\n");
+//! decoder.handle_input(b": keep-alive\nid: s7-1\nretry: 3000\ndata: {\"jsonrpc\":\"2.0\"");
+//! decoder.handle_input(b",\"method\":\"ping\"}\n\n");
 //! let event = decoder.poll_event().unwrap().unwrap();
 //! assert_eq!(event.event_type, "message");
 //! assert_eq!(event.data, r#"{"jsonrpc":"2.0","method":"ping"}"#);
@@ -69,7 +69,7 @@
 //! assert_eq!(decoder.retry_ms(), Some(3000));
 //! assert_eq!(decoder.comments(), 1);
 //! assert!(decoder.poll_event().is_none());
-//! let end = decoder.finish();
+//! let end = decoder.handle_eof();
 //! assert!(!end.incomplete_event);
 //! ```
 
