@@ -305,14 +305,8 @@ impl HttpLink {
                 self.deliver(now, buf);
                 if let Some(rpc) = before.filter(|r| self.client.is_awaiting(*r)) {
                     // The body was not the answer (another id, or garbage).
-                    let detail = "the JSON response did not answer the request".to_owned();
-                    self.client.handle_http_failure(
-                        now,
-                        rpc,
-                        HttpFailure::new(Some(status), None, detail),
-                        None,
-                        None,
-                    );
+                    let detail = "the JSON response did not answer the request";
+                    self.fail_unanswered(now, rpc, status, detail.to_owned());
                 }
             }
             Body::Sse(_) => self.stream_ended(now, x, "the event stream ended"),
@@ -334,16 +328,17 @@ impl HttpLink {
                     && let Some(rpc) = x.rpc_id.filter(|r| self.client.is_awaiting(*r))
                 {
                     let detail = format!("HTTP {status} carried no response");
-                    self.client.handle_http_failure(
-                        now,
-                        rpc,
-                        HttpFailure::new(Some(status), None, detail),
-                        None,
-                        None,
-                    );
+                    self.fail_unanswered(now, rpc, status, detail);
                 }
             }
         }
+    }
+
+    /// A response ended with `status` but without the answer to request `rpc`.
+    fn fail_unanswered(&mut self, now: Instant, rpc: i64, status: u16, detail: String) {
+        let failure = HttpFailure::new(Some(status), None, detail);
+        self.client
+            .handle_http_failure(now, rpc, failure, None, None);
     }
 
     /// An exchange ended without the answer it owed: a failure status, a transport

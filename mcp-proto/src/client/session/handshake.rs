@@ -56,14 +56,7 @@ impl Session {
                 self.tentative_legacy = true;
                 self.send_initialize(now, version);
             }
-            (EraMode::Legacy, _) => {
-                let version = self
-                    .config
-                    .versions
-                    .newest(Era::Legacy)
-                    .unwrap_or(ProtocolVersion::LATEST_LEGACY);
-                self.send_initialize(now, version);
-            }
+            (EraMode::Legacy, _) => self.send_initialize(now, self.newest_legacy()),
             _ => self.send_probe(now, ProtocolVersion::LATEST_MODERN, false),
         }
     }
@@ -72,6 +65,15 @@ impl Session {
         let caps = self.config.capabilities.to_json(version);
         let info = serde_json::to_value(&self.config.client_info).unwrap_or(Value::Null);
         self.envelope = request::modern_envelope(version.as_str(), &caps, &info);
+    }
+
+    /// The newest legacy version the client accepts, for an `initialize` that follows no
+    /// counter-offer.
+    pub(super) fn newest_legacy(&self) -> ProtocolVersion {
+        self.config
+            .versions
+            .newest(Era::Legacy)
+            .unwrap_or(ProtocolVersion::LATEST_LEGACY)
     }
 
     /// The cached legacy verdict was stale: the server refused `initialize` the 2026

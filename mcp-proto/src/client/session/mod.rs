@@ -336,12 +336,7 @@ impl Session {
         self.decoder = LineDecoder::new(self.config.limits.max_message_bytes);
         self.outgoing.clear();
         self.state = State::Connecting;
-        let version = self
-            .config
-            .versions
-            .newest(Era::Legacy)
-            .unwrap_or(ProtocolVersion::LATEST_LEGACY);
-        self.send_initialize(now, version);
+        self.send_initialize(now, self.newest_legacy());
         Ok(())
     }
 
