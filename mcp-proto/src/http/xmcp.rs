@@ -28,6 +28,7 @@
 //! The walk is iterative, so a deeply nested schema cannot overflow the stack.
 //! Declarations come out in a pre-order walk of the schema in `serde_json` map order.
 
+use std::collections::HashMap;
 use std::fmt;
 
 use serde_json::{Map, Value};
@@ -36,6 +37,11 @@ use super::headers::{HeaderError, MCP_PARAM_PREFIX, encode_header_value, primiti
 
 /// The annotation keyword.
 pub const X_MCP_HEADER: &str = "x-mcp-header";
+
+/// Most `x-mcp-header` declarations one tool may make: each becomes a request header, and
+/// no reasonable tool mirrors more arguments than this. A tool declaring more is excluded
+/// ([`InvalidAnnotation::TooMany`]).
+pub const MAX_PARAM_HEADERS: usize = 64;
 
 /// Keywords whose values are instance data, never schemas.
 const DATA_KEYWORDS: [&str; 4] = ["const", "default", "enum", "examples"];
@@ -170,6 +176,12 @@ pub enum InvalidAnnotation {
         /// The annotation.
         name: String,
     },
+    /// The tool declares more than [`MAX_PARAM_HEADERS`] annotations.
+    #[error("more than {limit} x-mcp-header annotations")]
+    TooMany {
+        /// The limit in force.
+        limit: usize,
+    },
     /// Two annotations are equal ignoring case.
     #[error("x-mcp-header {name:?} at {at:?} duplicates {other:?}")]
     Duplicate {
@@ -257,6 +269,9 @@ pub fn tool_param_headers(input_schema: &Value) -> Result<Vec<ParamHeader>, Inva
         return Ok(out);
     }
     let mut crumbs: Vec<Crumb<'_>> = Vec::new();
+    // Names declared so far, lower-cased, with their index in `out`: duplicates are found
+    // in constant time, so a schema full of annotations costs linear time.
+    let mut seen: HashMap<String, usize> = HashMap::new();
     // (node, its crumb, the first keyword on the way that is not `properties`), walked
     // in pre-order thanks to reversed pushes.
     let mut stack: Vec<(&Value, Option<usize>, Option<&str>)> = vec![(input_schema, None, None)];
@@ -275,7 +290,20 @@ pub fn tool_param_headers(input_schema: &Value) -> Result<Vec<ParamHeader>, Inva
             _ => continue,
         };
         if let Some(annotation) = obj.get(X_MCP_HEADER) {
-            let found = check_annotation(obj, annotation, at, via, &crumbs, &out)?;
+            if out.len() == MAX_PARAM_HEADERS {
+                return Err(InvalidAnnotation::TooMany {
+                    limit: MAX_PARAM_HEADERS,
+                });
+            }
+            let found = check_annotation(obj, annotation, at, via, &crumbs)?;
+            if let Some(&earlier) = seen.get(&found.name.to_ascii_lowercase()) {
+                return Err(InvalidAnnotation::Duplicate {
+                    at: pointer(&crumbs, at),
+                    name: found.name,
+                    other: out[earlier].name.clone(),
+                });
+            }
+            seen.insert(found.name.to_ascii_lowercase(), out.len());
             out.push(found);
         }
         for (key, value) in obj {
@@ -327,7 +355,6 @@ fn check_annotation(
     at: Option<usize>,
     via: Option<&str>,
     crumbs: &[Crumb<'_>],
-    seen: &[ParamHeader],
 ) -> Result<ParamHeader, InvalidAnnotation> {
     let at_owned = || pointer(crumbs, at);
     let Value::String(name) = annotation else {
@@ -383,13 +410,6 @@ fn check_annotation(
             });
         }
     };
-    if let Some(other) = seen.iter().find(|p| p.name.eq_ignore_ascii_case(name)) {
-        return Err(InvalidAnnotation::Duplicate {
-            at: at_owned(),
-            name: name.clone(),
-            other: other.name.clone(),
-        });
-    }
     Ok(ParamHeader {
         name: name.clone(),
         path: property_path(crumbs, at),
@@ -467,6 +487,52 @@ mod tests {
             tool_param_headers(&dup),
             Err(InvalidAnnotation::Duplicate { .. })
         ));
+    }
+
+    fn annotated(n: usize, last: &str) -> Value {
+        let mut props = Map::new();
+        for i in 0..n {
+            props.insert(
+                format!("p{i}"),
+                json!({"type": "string", "x-mcp-header": format!("H{i}")}),
+            );
+        }
+        props.insert(
+            "zz".to_owned(),
+            json!({"type": "string", "x-mcp-header": last}),
+        );
+        json!({"type": "object", "properties": Value::Object(props)})
+    }
+
+    #[test]
+    fn a_tool_declares_at_most_max_param_headers() {
+        let at_limit = annotated(MAX_PARAM_HEADERS - 1, "Last");
+        assert_eq!(
+            tool_param_headers(&at_limit).unwrap().len(),
+            MAX_PARAM_HEADERS
+        );
+        let over = annotated(MAX_PARAM_HEADERS, "Last");
+        assert_eq!(
+            tool_param_headers(&over),
+            Err(InvalidAnnotation::TooMany {
+                limit: MAX_PARAM_HEADERS
+            })
+        );
+        // However large the schema, the walk stops at the limit: 100 000 annotations
+        // cost no more than 65.
+        assert!(matches!(
+            tool_param_headers(&annotated(100_000, "Last")),
+            Err(InvalidAnnotation::TooMany { .. })
+        ));
+    }
+
+    #[test]
+    fn duplicates_are_found_whatever_the_case_and_name_both() {
+        let dup = annotated(10, "h3");
+        let Err(InvalidAnnotation::Duplicate { name, other, .. }) = tool_param_headers(&dup) else {
+            panic!("expected a duplicate")
+        };
+        assert_eq!((name.as_str(), other.as_str()), ("h3", "H3"));
     }
 
     #[test]
