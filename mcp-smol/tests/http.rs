@@ -955,7 +955,9 @@ async fn timed_out(client: Client, _spawn: Spawn, _server: Arc<()>) {
         "{e:?}"
     );
     assert_eq!(e.kind(), "unreachable");
-    assert!(started.elapsed() >= Duration::from_millis(200));
+    // The 200 ms run from the driver's first poll, a moment before this scenario's own
+    // first poll: not instant, and not cut short by more than that moment.
+    assert!(started.elapsed() >= Duration::from_millis(150));
 }
 
 on_both_runners!(
