@@ -235,14 +235,20 @@ impl Client {
     /// [`Error::Connect`] (with the server's stderr tail) when the connection could not
     /// be established; [`Error::Closed`] when it was closed before.
     pub async fn connected(&self) -> Result<ServerDetails, Error> {
-        {
+        let (ended, server) = {
             let state = self.shared.lock();
-            if let Some(e) = &state.ended {
-                return Err(e.clone());
+            (state.ended.clone(), state.inbox.server.clone())
+        };
+        match (ended, server) {
+            (Some(e), Some(_)) => return Err(e),
+            (None, Some(server)) => return Ok(server),
+            (Some(_), None) => {
+                // The handshake failed and the driver is winding down: its end carries
+                // the whole story (the server's last stderr lines included).
+                let _ = self.done.recv().await;
+                return Err(self.gone());
             }
-            if let Some(server) = &state.inbox.server {
-                return Ok(server.clone());
-            }
+            (None, None) => {}
         }
         let (reply, rx) = async_channel::bounded(1);
         self.send(Command::Connected(reply))?;

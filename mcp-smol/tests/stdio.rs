@@ -215,10 +215,12 @@ on_both_runners!(
 
 /// A server that exits on the probe is restarted and spoken to with `initialize`.
 async fn restarted_after_probe(client: Client, spawn: Spawn) {
-    let first_pid = client.process_id().expect("pid");
     client.connected().await.expect("connected after a restart");
     assert_eq!(client.restarts(), 1);
-    assert_ne!(client.process_id(), Some(first_pid));
+    // The process that answers is the second one. (Its pid cannot be compared with the
+    // first's here: on the runner without an executor the driver may restart the server
+    // before this scenario first looks.)
+    assert!(client.process_id().is_some());
     assert!(
         client.stderr_tail().contains("exiting on server/discover"),
         "{:?}",
