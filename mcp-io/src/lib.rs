@@ -23,8 +23,9 @@
 //!   `source` of its `TransportFailure` and come back typed.
 //! * [`request`]: the requests behind `call_tool` and `get_prompt`, their arguments (a
 //!   JSON object, or null for none) checked the same way for both adapters.
-//! * [`wire_log`]: bytes cut into wire-log lines, with `Authorization` and the other
-//!   secret headers redacted.
+//! * [`wire_log`]: bytes cut into wire-log lines, with the values of credential-bearing
+//!   headers (`Authorization`, `Mcp-Session-Id`, `X-Api-Key`, …) and query parameters
+//!   (`access_token`, …) redacted.
 //! * [`Inbox`]: what the machine's events say about a connection (server, close reason,
 //!   peer errors, excluded tools), kept for the handles; the era verdict recorded in the
 //!   [`EraCache`].
