@@ -9,7 +9,8 @@
 //!   the `PATH` lookup, turned into a [`std::process::Command`] by
 //!   [`StdioCommand::to_command`]; [`StderrTail`], the bounded stderr buffer, and
 //!   [`Shutdown`], how the process ended.
-//! * [`Options`]: grace period, input handler, progress callback, wire log, in two
+//! * [`Options`]: grace period, input handler, progress callback, wire log (and the
+//!   headers it must hide besides the built-in ones), in two
 //!   [flavours](Flavour) (`Send` handlers by default, or [`Local`] ones for a connection
 //!   driven on one thread); with [`Options::handle_event`], the event handling that
 //!   depends on the options alone.

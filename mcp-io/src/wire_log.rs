@@ -20,8 +20,8 @@
 //! A header is secret ([`is_secret_header`]) when its name, without surrounding white
 //! space and compared without regard to ASCII case,
 //!
-//! 1. is one the caller named ([`HttpLog::redacting`], [`ChannelLog::http_redacting`]),
-//!    or
+//! 1. is one the caller named ([`Options::redact_header`](crate::Options::redact_header),
+//!    [`HttpLog::redacting`], [`ChannelLog::http_redacting`]), or
 //! 2. is none of [`CHALLENGE_HEADERS`] (`WWW-Authenticate`, `Proxy-Authenticate`: a
 //!    server's challenge, which OAuth discovery needs to be seen, carries no credential)
 //!    and
