@@ -11,6 +11,9 @@ mod args;
 #[path = "../examples/mcp/prompt.rs"]
 #[allow(dead_code)]
 mod prompt;
+#[path = "../examples/mcp/terminal.rs"]
+#[allow(dead_code)]
+mod terminal;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -303,6 +306,71 @@ fn a_legacy_pinned_server_and_the_wire_log() {
         "{log}"
     );
     assert!(log.contains("← {"), "{log}");
+}
+
+/// Characters a terminal could act on: controls but `\n` and `\t`, and the
+/// bidirectional overrides.
+fn drives_a_terminal(c: char) -> bool {
+    (c.is_control() && c != '\n' && c != '\t') || ('\u{202a}'..='\u{202e}').contains(&c)
+}
+
+#[test]
+fn server_text_is_neutralised_in_text_and_exact_in_json() {
+    let config = config_with_example("escapes");
+    let evil = "red \u{1b}[31mtext\u{1b}[0m, title \u{1b}]0;pwned\u{7}, csi \u{9b}2J, \
+                rlo \u{202e}cba, over\rwritten, tab\tand\nnewline\r\n";
+    let args = serde_json::json!({ "text": evil }).to_string();
+    let out = run(&config, &["call", "ex", "echo", "--args", &args]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "red ^[[31mtext^[[0m, title ^[]0;pwned^G, csi \\u{9b}2J, \
+         rlo \\u{202e}cba, over^Mwritten, tab\tand\nnewline\r\n\n"
+    );
+
+    // JSON: the value exactly as the server sent it, escaped as JSON.
+    let out = run(
+        &config,
+        &["--format", "json", "call", "ex", "echo", "--args", &args],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(json(&out)["result"]["content"][0]["text"], evil);
+    assert!(
+        !stdout(&out).contains(drives_a_terminal),
+        "{}",
+        stdout(&out)
+    );
+
+    // The wire log shows the server's lines the same way.
+    let out = run(&config, &["-v", "call", "ex", "echo", "--args", &args]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let log = stderr(&out);
+    assert!(log.contains("\\u{9b}2J"), "{log}");
+    assert!(!log.contains(drives_a_terminal), "{log}");
+
+    // An error message carrying server text (the unknown tool's name, echoed back).
+    let out = run(&config, &["call", "ex", "no\u{1b}]0;such\u{7}tool"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let message = stderr(&out);
+    assert!(message.contains("no^[]0;such^Gtool"), "{message}");
+    assert!(!message.contains(drives_a_terminal), "{message}");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_server_stderr_is_neutralised() {
+    let config = common::temp_dir("stderr-escapes").join("servers.json");
+    let script = r#"printf 'boom\033]0;pwned\007 \033[2J\n' >&2; exit 1"#;
+    let out = run(
+        &config,
+        &["add", "noisy", "--stdio", "sh", "--", "-c", script],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = run(&config, &["-v", "tools", "noisy"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("  | boom^[]0;pwned^G ^[[2J"), "{err}");
+    assert!(!err.contains(drives_a_terminal), "{err}");
 }
 
 #[test]

@@ -395,6 +395,50 @@ fn the_wire_log_hides_the_authorization_header() {
 }
 
 #[test]
+fn the_wire_log_hides_the_session_id_and_the_headers_the_options_name() {
+    let server = TestServer::start(Behavior {
+        eras: Eras::Legacy,
+        ..Behavior::default()
+    });
+    let lines = Arc::new(Mutex::new(Vec::<(Direction, String)>::new()));
+    let sink = Arc::clone(&lines);
+    let options = Options::new()
+        .redact_header("content-type")
+        .wire_log(move |dir, line| {
+            sink.lock()
+                .unwrap()
+                .push((dir, String::from_utf8_lossy(line).into_owned()));
+        });
+    let mut client =
+        Client::connect_http_with(&server.url(), config(), options, HttpOptions::new()).unwrap();
+    assert_eq!(client.http_session_id(), Some("session-1"));
+    client.call_tool("echo", json!({"text": "x"})).unwrap();
+    client.close();
+    let lines = lines.lock().unwrap();
+    assert!(
+        lines.iter().all(|(_, l)| !l.contains("session-1")),
+        "{lines:?}"
+    );
+    for dir in [Direction::Sent, Direction::Received] {
+        for header in ["mcp-session-id", "content-type"] {
+            let shown = format!("{header}: [redacted]");
+            assert!(
+                lines
+                    .iter()
+                    .any(|(d, l)| *d == dir && l.eq_ignore_ascii_case(&shown)),
+                "{dir:?} {header}: {lines:?}"
+            );
+        }
+    }
+    assert!(
+        lines.iter().all(|(_, l)| !l
+            .to_ascii_lowercase()
+            .starts_with("content-type: application")),
+        "{lines:?}"
+    );
+}
+
+#[test]
 fn the_era_cache_skips_the_probe_for_legacy_origins() {
     let server = TestServer::start(Behavior {
         eras: Eras::Legacy,

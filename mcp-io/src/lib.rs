@@ -9,7 +9,8 @@
 //!   the `PATH` lookup, turned into a [`std::process::Command`] by
 //!   [`StdioCommand::to_command`]; [`StderrTail`], the bounded stderr buffer, and
 //!   [`Shutdown`], how the process ended.
-//! * [`Options`]: grace period, input handler, progress callback, wire log, in two
+//! * [`Options`]: grace period, input handler, progress callback, wire log (and the
+//!   headers it must hide besides the built-in ones), in two
 //!   [flavours](Flavour) (`Send` handlers by default, or [`Local`] ones for a connection
 //!   driven on one thread); with [`Options::handle_event`], the event handling that
 //!   depends on the options alone.
@@ -23,8 +24,9 @@
 //!   `source` of its `TransportFailure` and come back typed.
 //! * [`request`]: the requests behind `call_tool` and `get_prompt`, their arguments (a
 //!   JSON object, or null for none) checked the same way for both adapters.
-//! * [`wire_log`]: bytes cut into wire-log lines, with `Authorization` and the other
-//!   secret headers redacted.
+//! * [`wire_log`]: bytes cut into wire-log lines, with the values of credential-bearing
+//!   headers (`Authorization`, `Mcp-Session-Id`, `X-Api-Key`, …) and query parameters
+//!   (`access_token`, …) redacted.
 //! * [`Inbox`]: what the machine's events say about a connection (server, close reason,
 //!   peer errors, excluded tools), kept for the handles; the era verdict recorded in the
 //!   [`EraCache`].

@@ -25,8 +25,10 @@ pub type ProgressHandler<F = Sendable> = Box<<F as Flavour>::Progress>;
 /// `Send` in the default flavour ([`Sendable`]), any closure in [`Local`].
 /// Over HTTP these are the lines of each request and response as sent and received
 /// (heads and bodies, chunk sizes and SSE fields included), with the values of
-/// `Authorization`, `Proxy-Authorization`, `Cookie` and `Set-Cookie` replaced by
-/// `[redacted]`; see [`crate::wire_log`].
+/// credential-bearing headers (`Authorization`, `Cookie`, `Mcp-Session-Id`, `X-Api-Key`,
+/// …, and those named with [`Options::redact_header`]) and of credential-looking query
+/// parameters (`access_token`, `api_key`, …) replaced by `[redacted]`; see
+/// [`crate::wire_log`] for the exact rules.
 pub type WireLog<F = Sendable> = Box<<F as Flavour>::WireLog>;
 
 mod sealed {
@@ -185,6 +187,10 @@ pub struct Options<F: Flavour = Sendable> {
     /// Sees every line on the wire, from the first probe on; see [`WireLog`]. Over HTTP
     /// the lines of concurrent exchanges interleave, each line whole.
     pub wire_log: Option<WireLog<F>>,
+    /// Header names whose values the wire log hides, besides those of the built-in
+    /// rules ([`crate::wire_log#secret-headers`]); compared without regard to ASCII case.
+    /// Read when the client connects. Default none.
+    pub redact_headers: Vec<String>,
 }
 
 impl Options {
@@ -225,6 +231,7 @@ impl Options {
             input_handler: self.input_handler,
             progress: self.progress.map(|p| p as ProgressHandler<Local>),
             wire_log: self.wire_log.map(|l| l as WireLog<Local>),
+            redact_headers: self.redact_headers,
         }
     }
 }
@@ -272,6 +279,7 @@ impl<F: Flavour> Options<F> {
             input_handler: F::input_handler(Box::new(DeclineAll)),
             progress: None,
             wire_log: None,
+            redact_headers: Vec::new(),
         }
     }
 
@@ -279,6 +287,22 @@ impl<F: Flavour> Options<F> {
     #[must_use]
     pub fn grace_period(mut self, grace: Duration) -> Self {
         self.grace_period = grace;
+        self
+    }
+
+    /// The same options with one more header whose value the wire log hides, in
+    /// requests and responses: for a credential in a header the built-in rules do not
+    /// know ([`crate::wire_log#secret-headers`]).
+    ///
+    /// ```
+    /// use mcp_io::Options;
+    ///
+    /// let options = Options::new().redact_header("X-Tenant-Key");
+    /// assert_eq!(options.redact_headers, ["X-Tenant-Key"]);
+    /// ```
+    #[must_use]
+    pub fn redact_header(mut self, name: impl Into<String>) -> Self {
+        self.redact_headers.push(name.into());
         self
     }
 
@@ -346,6 +370,7 @@ impl<F: Flavour> fmt::Debug for Options<F> {
             .field("grace_period", &self.grace_period)
             .field("progress", &self.progress.is_some())
             .field("wire_log", &self.wire_log.is_some())
+            .field("redact_headers", &self.redact_headers)
             .finish_non_exhaustive()
     }
 }

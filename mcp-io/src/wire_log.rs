@@ -8,10 +8,54 @@
 //!   (an SSE event ends with one; an HTTP head ends with one).
 //! * A line longer than [`MAX_LOG_LINE`] is passed in pieces of that size, so the log
 //!   never holds more than that per stream, whatever the server sends.
-//! * Over HTTP ([`HttpLog`]), the head of every request and response is logged with the
-//!   values of [`SECRET_HEADERS`] replaced by [`REDACTED`] (the header name kept as
-//!   written), continuation lines of such a header included; bodies are logged as they
-//!   are.
+//! * Over HTTP ([`HttpLog`]), the head of every request and response is logged with
+//!   the value of every secret header replaced by [`REDACTED`] (the header name kept as
+//!   written), continuation lines of such a header included, and the value of every
+//!   secret query parameter of the request line replaced the same way (the parameter
+//!   name kept); bodies are logged as they are. Lines are redacted whole, however the
+//!   bytes arrived: a header split across reads is assembled before it is judged.
+//!
+//! # Secret headers
+//!
+//! A header is secret ([`is_secret_header`]) when its name, without surrounding white
+//! space and compared without regard to ASCII case,
+//!
+//! 1. is one the caller named ([`Options::redact_header`](crate::Options::redact_header),
+//!    [`HttpLog::redacting`], [`ChannelLog::http_redacting`]), or
+//! 2. is none of [`CHALLENGE_HEADERS`] (`WWW-Authenticate`, `Proxy-Authenticate`: a
+//!    server's challenge, which OAuth discovery needs to be seen, carries no credential)
+//!    and
+//!    * is one of [`SECRET_HEADERS`] (`Authorization`, `Proxy-Authorization`, `Cookie`,
+//!      `Set-Cookie`, `Mcp-Session-Id`), or
+//!    * contains one of [`SECRET_HEADER_PARTS`] (`auth`, `token`, `secret`, `password`,
+//!      `passwd`, `api-key`, `apikey`, `api_key`, `cookie`, `session`: `X-Api-Key`,
+//!      `X-Auth-Token`, `X-Amz-Security-Token`, `Client-Secret`, …), or
+//!    * is longer than [`MAX_CHECKED_NAME`] bytes (no real header is), or cannot be
+//!      told because the first [`MAX_LOG_LINE`] bytes of its line hold no `:` (the
+//!      whole line is then logged as [`REDACTED`]).
+//!
+//! # Secret query parameters
+//!
+//! In the first line of each message (the request line; a status line has no query),
+//! the query is the part of the request target after its first `?`, up to the next
+//! space or `#`; its parameters are separated by `&` (not `;`), and a parameter's value
+//! is what follows its first `=`. A parameter is secret ([`is_secret_param`]) when its
+//! name, `%XX` escapes decoded and compared without regard to ASCII case,
+//!
+//! * is one of [`SECRET_PARAMS`] (`key`, `code`, `sig`, `auth`, `pass`, `pwd`), or
+//! * contains one of [`SECRET_PARAM_PARTS`] (`token`, `secret`, `password`, `passwd`,
+//!   `apikey`, `api_key`, `api-key`, `signature`, `credential`, `session`:
+//!   `access_token`, `client_secret`, `X-Amz-Signature`, …), or
+//! * is longer than [`MAX_CHECKED_NAME`] bytes once decoded.
+//!
+//! A secret parameter's value, when not empty, becomes [`REDACTED`]; a parameter with
+//! no `=` has no value to hide. The request line is redacted as it streams by, so a
+//! request line longer than [`MAX_LOG_LINE`] keeps its secrets hidden across pieces.
+//!
+//! All of it takes time linear in the bytes logged.
+
+use std::borrow::Cow;
+use std::sync::Arc;
 
 use crate::options::Direction;
 
@@ -28,12 +72,49 @@ pub const MAX_LOG_LINE: usize = 64 * 1024;
 pub const REDACTED: &str = "[redacted]";
 
 /// Header names (lowercase) whose values never reach the wire log, in either direction.
+/// More are secret by [`SECRET_HEADER_PARTS`]; see [the rules](self#secret-headers).
 pub const SECRET_HEADERS: &[&str] = &[
     "authorization",
     "proxy-authorization",
     "cookie",
     "set-cookie",
+    "mcp-session-id",
 ];
+
+/// Parts of header names (lowercase): a header whose name contains one is secret,
+/// unless it is one of [`CHALLENGE_HEADERS`]; see [the rules](self#secret-headers).
+pub const SECRET_HEADER_PARTS: &[&str] = &[
+    "auth", "token", "secret", "password", "passwd", "api-key", "apikey", "api_key", "cookie",
+    "session",
+];
+
+/// Header names (lowercase) that contain a part of [`SECRET_HEADER_PARTS`] but are logged
+/// as they are, unless the caller names them: a server's authentication challenge
+/// carries no credential, and its `resource_metadata` is what OAuth discovery needs.
+pub const CHALLENGE_HEADERS: &[&str] = &["www-authenticate", "proxy-authenticate"];
+
+/// Query parameter names (lowercase) whose values never reach the wire log. More are
+/// secret by [`SECRET_PARAM_PARTS`]; see [the rules](self#secret-query-parameters).
+pub const SECRET_PARAMS: &[&str] = &["key", "code", "sig", "auth", "pass", "pwd"];
+
+/// Parts of query parameter names (lowercase): a parameter whose name contains one is
+/// secret; see [the rules](self#secret-query-parameters).
+pub const SECRET_PARAM_PARTS: &[&str] = &[
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "apikey",
+    "api_key",
+    "api-key",
+    "signature",
+    "credential",
+    "session",
+];
+
+/// Longest header or query parameter name (in bytes) compared with the lists: a longer
+/// one counts as secret.
+pub const MAX_CHECKED_NAME: usize = 256;
 
 /// [`REDACTED`] when a secret is set: for `Debug` implementations.
 ///
@@ -46,37 +127,254 @@ pub fn redacted<T>(secret: &Option<T>) -> Option<&'static str> {
     secret.as_ref().map(|_| REDACTED)
 }
 
-/// The name of a secret header in `line` (a header line, without its line end), and
-/// where its value starts, or `None` when the line is not one.
-fn secret_header(line: &[u8]) -> Option<usize> {
-    let colon = line.iter().position(|&b| b == b':')?;
-    let name = line[..colon].trim_ascii();
-    SECRET_HEADERS
-        .iter()
-        .any(|secret| name.eq_ignore_ascii_case(secret.as_bytes()))
-        .then_some(colon)
+/// Whether `name` (at most [`MAX_CHECKED_NAME`] bytes) is one of `exact` or contains
+/// one of `parts`, without regard to ASCII case.
+fn listed(name: &[u8], exact: &[&str], parts: &[&str]) -> bool {
+    let mut buf = [0; MAX_CHECKED_NAME];
+    let lower = &mut buf[..name.len()];
+    lower.copy_from_slice(name);
+    lower.make_ascii_lowercase();
+    let lower = &*lower;
+    exact.iter().any(|e| lower == e.as_bytes())
+        || parts.iter().any(|p| {
+            let p = p.as_bytes();
+            lower.windows(p.len()).any(|w| w == p)
+        })
 }
 
-/// A header line with its value replaced by [`REDACTED`] when the header is one of
-/// [`SECRET_HEADERS`]; other lines unchanged.
+/// Whether a header of this name is secret: see [the rules](self#secret-headers).
+/// `extra` are the names the caller added.
+///
+/// ```
+/// use mcp_io::wire_log::is_secret_header;
+///
+/// for name in ["Authorization", "mcp-session-id", "X-Api-Key", " X-Auth-Token", "Cookie"] {
+///     assert!(is_secret_header(name.as_bytes(), &[]), "{name}");
+/// }
+/// for name in ["Content-Type", "WWW-Authenticate", "MCP-Protocol-Version", "X-Tenant-Key"] {
+///     assert!(!is_secret_header(name.as_bytes(), &[]), "{name}");
+/// }
+/// assert!(is_secret_header(b"x-tenant-key", &["X-Tenant-Key".to_owned()]));
+/// ```
+#[must_use]
+pub fn is_secret_header(name: &[u8], extra: &[String]) -> bool {
+    let name = name.trim_ascii();
+    if extra
+        .iter()
+        .any(|e| name.eq_ignore_ascii_case(e.trim().as_bytes()))
+    {
+        return true;
+    }
+    if name.len() > MAX_CHECKED_NAME {
+        return true;
+    }
+    if CHALLENGE_HEADERS
+        .iter()
+        .any(|c| name.eq_ignore_ascii_case(c.as_bytes()))
+    {
+        return false;
+    }
+    listed(name, SECRET_HEADERS, SECRET_HEADER_PARTS)
+}
+
+/// Whether a query parameter of this name (as written, `%XX` escapes included) is
+/// secret: see [the rules](self#secret-query-parameters).
+///
+/// ```
+/// use mcp_io::wire_log::is_secret_param;
+///
+/// for name in ["access_token", "API_KEY", "code", "sig", "X-Amz-Signature", "client%5Fsecret"] {
+///     assert!(is_secret_param(name.as_bytes()), "{name}");
+/// }
+/// for name in ["page", "cursor", "keyword", "codec", "format"] {
+///     assert!(!is_secret_param(name.as_bytes()), "{name}");
+/// }
+/// ```
+#[must_use]
+pub fn is_secret_param(name: &[u8]) -> bool {
+    let mut decoded = [0; MAX_CHECKED_NAME];
+    let mut len = 0;
+    let mut i = 0;
+    while i < name.len() {
+        let escaped = (name[i] == b'%')
+            .then(|| Some((hex(*name.get(i + 1)?)? << 4) | hex(*name.get(i + 2)?)?))
+            .flatten();
+        let byte = match escaped {
+            Some(b) => {
+                i += 3;
+                b
+            }
+            None => {
+                i += 1;
+                name[i - 1]
+            }
+        };
+        if len == MAX_CHECKED_NAME {
+            return true;
+        }
+        decoded[len] = byte;
+        len += 1;
+    }
+    listed(&decoded[..len], SECRET_PARAMS, SECRET_PARAM_PARTS)
+}
+
+/// The value of a hexadecimal digit.
+fn hex(digit: u8) -> Option<u8> {
+    char::from(digit)
+        .to_digit(16)
+        .and_then(|d| u8::try_from(d).ok())
+}
+
+/// How a head line (without its line end) is logged.
+enum HeadLine {
+    /// A secret header: its value goes, from the byte after the colon.
+    Secret(usize),
+    /// A header whose name cannot be told: the first piece of a line too long to log
+    /// whole, with no `:` in it.
+    Unknown,
+    /// Anything else, logged as it is.
+    Plain,
+}
+
+/// What `line`, the first piece of a header line, is.
+fn head_line(line: &[u8], last: bool, extra: &[String]) -> HeadLine {
+    match line.iter().position(|&b| b == b':') {
+        Some(colon) if is_secret_header(&line[..colon], extra) => HeadLine::Secret(colon),
+        Some(_) => HeadLine::Plain,
+        None if last => HeadLine::Plain,
+        None => HeadLine::Unknown,
+    }
+}
+
+/// `line` up to and including the colon at `colon`, then [`REDACTED`].
+fn hide_value(line: &[u8], colon: usize) -> Vec<u8> {
+    let mut out = line[..=colon].to_vec();
+    out.push(b' ');
+    out.extend_from_slice(REDACTED.as_bytes());
+    out
+}
+
+/// A header line with its value replaced by [`REDACTED`] when the header is secret (by
+/// the built-in [rules](self#secret-headers)); other lines unchanged.
 ///
 /// ```
 /// use mcp_io::wire_log::redact_header;
 ///
 /// assert_eq!(&*redact_header(b"Authorization: Bearer abc"), b"Authorization: [redacted]");
 /// assert_eq!(&*redact_header(b"set-cookie: a=b"), b"set-cookie: [redacted]");
+/// assert_eq!(&*redact_header(b"Mcp-Session-Id: 1868a90c"), b"Mcp-Session-Id: [redacted]");
+/// assert_eq!(&*redact_header(b"X-Api-Key: k"), b"X-Api-Key: [redacted]");
 /// assert_eq!(&*redact_header(b"Content-Type: x"), b"Content-Type: x");
 /// ```
 #[must_use]
-pub fn redact_header(line: &[u8]) -> std::borrow::Cow<'_, [u8]> {
-    match secret_header(line) {
-        Some(colon) => {
-            let mut out = line[..=colon].to_vec();
-            out.push(b' ');
-            out.extend_from_slice(REDACTED.as_bytes());
-            out.into()
+pub fn redact_header(line: &[u8]) -> Cow<'_, [u8]> {
+    match head_line(line, true, &[]) {
+        HeadLine::Secret(colon) => hide_value(line, colon).into(),
+        _ => line.into(),
+    }
+}
+
+/// A request line with the values of its secret query parameters replaced by
+/// [`REDACTED`]; see [the rules](self#secret-query-parameters).
+///
+/// ```
+/// use mcp_io::wire_log::redact_request_line;
+///
+/// assert_eq!(
+///     redact_request_line(b"GET /mcp?access_token=abc&page=2&API_KEY=k HTTP/1.1"),
+///     b"GET /mcp?access_token=[redacted]&page=2&API_KEY=[redacted] HTTP/1.1"
+/// );
+/// ```
+#[must_use]
+pub fn redact_request_line(line: &[u8]) -> Vec<u8> {
+    Query::default().redact(line)
+}
+
+/// Where [`Query`] is in a start line.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum At {
+    /// The method (or a status line's version), up to the first space.
+    #[default]
+    Method,
+    /// The request target before its query.
+    Path,
+    /// A query parameter's name.
+    Name,
+    /// A value shown as it is.
+    Value,
+    /// A secret value, nothing of which was logged yet.
+    Secret,
+    /// A secret value after its [`REDACTED`].
+    Hidden,
+    /// After the request target (the version), or after a `#`.
+    Rest,
+}
+
+/// Redacts the secret query parameters of a start line as it comes, piece by piece.
+#[derive(Debug, Default)]
+struct Query {
+    at: At,
+    /// The current parameter's name as written, up to three times
+    /// [`MAX_CHECKED_NAME`] bytes (what at most that many bytes take once escaped).
+    name: Vec<u8>,
+    /// The name is longer than what `name` holds.
+    long: bool,
+}
+
+/// What [`Query`] logs of one byte.
+enum Shown {
+    /// The byte.
+    Byte,
+    /// [`REDACTED`], for the first byte of a secret value.
+    Redacted,
+    /// Nothing: the rest of a secret value.
+    Nothing,
+}
+
+impl Query {
+    /// `piece` as logged, the secret values replaced.
+    fn redact(&mut self, piece: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(piece.len());
+        for &b in piece {
+            let (at, shown) = match (self.at, b) {
+                (At::Rest, _) => (At::Rest, Shown::Byte),
+                (At::Method, b' ') => (At::Path, Shown::Byte),
+                (At::Method, _) => (At::Method, Shown::Byte),
+                (_, b' ' | b'#') => (At::Rest, Shown::Byte),
+                (At::Path, b'?') => (self.next_param(), Shown::Byte),
+                (At::Path, _) => (At::Path, Shown::Byte),
+                (_, b'&') => (self.next_param(), Shown::Byte),
+                (At::Name, b'=') if self.long || is_secret_param(&self.name) => {
+                    (At::Secret, Shown::Byte)
+                }
+                (At::Name, b'=') => (At::Value, Shown::Byte),
+                (At::Name, _) => {
+                    if self.name.len() < 3 * MAX_CHECKED_NAME {
+                        self.name.push(b);
+                    } else {
+                        self.long = true;
+                    }
+                    (At::Name, Shown::Byte)
+                }
+                (At::Value, _) => (At::Value, Shown::Byte),
+                (At::Secret, _) => (At::Hidden, Shown::Redacted),
+                (At::Hidden, _) => (At::Hidden, Shown::Nothing),
+            };
+            self.at = at;
+            match shown {
+                Shown::Byte => out.push(b),
+                Shown::Redacted => out.extend_from_slice(REDACTED.as_bytes()),
+                Shown::Nothing => {}
+            }
         }
-        None => line.into(),
+        out
+    }
+
+    /// A parameter starts.
+    fn next_param(&mut self) -> At {
+        self.name.clear();
+        self.long = false;
+        At::Name
     }
 }
 
@@ -224,9 +522,10 @@ impl LineLog {
 }
 
 /// The wire log of one HTTP message (a request, or a response as it arrives): lines as
-/// [`LineLog`] cuts them, with the values of [`SECRET_HEADERS`] in the head replaced by
-/// [`REDACTED`]. [`finish`](Self::finish) ends the message; the next bytes start a new
-/// head (a connection's next exchange).
+/// [`LineLog`] cuts them, with the values of secret headers in the head and of secret
+/// query parameters in the request line replaced by [`REDACTED`] (see
+/// [the rules](self#secret-headers)). [`finish`](Self::finish) ends the message; the
+/// next bytes start a new head (a connection's next exchange).
 ///
 /// ```
 /// use std::sync::{Arc, Mutex};
@@ -241,36 +540,77 @@ impl LineLog {
 /// HttpLog::whole(
 ///     &mut log,
 ///     Direction::Sent,
-///     b"POST /mcp HTTP/1.1\r\nAuthorization: Bearer s3cr3t\r\n\r\n{}",
+///     b"POST /mcp?access_token=s3cr3t HTTP/1.1\r\nAuthorization: Bearer s3cr3t\r\n\r\n{}",
 /// );
 /// assert_eq!(
 ///     *seen.lock().unwrap(),
-///     ["POST /mcp HTTP/1.1", "Authorization: [redacted]", "", "{}"]
+///     ["POST /mcp?access_token=[redacted] HTTP/1.1", "Authorization: [redacted]", "", "{}"]
 /// );
 /// ```
 #[derive(Debug, Default)]
 pub struct HttpLog {
     lines: Lines,
-    /// The empty line after the head was seen.
-    in_body: bool,
-    /// The current head line (and its continuation lines) belongs to a secret header.
-    hiding: bool,
+    head: Head,
     /// Bytes went by while there was no log and ended mid-line: the rest of that line
     /// is not logged (it may be part of a secret).
     skip_partial: bool,
 }
 
+/// Where an [`HttpLog`] is in its message, and what it hides.
+#[derive(Debug, Default)]
+struct Head {
+    /// The empty line after the head was seen.
+    in_body: bool,
+    /// The current head line (and its continuation lines) belongs to a secret header.
+    hiding: bool,
+    /// The first line of the message is over (or went by unseen): head lines are
+    /// headers.
+    past_start: bool,
+    /// The secret query parameters of the first line.
+    query: Query,
+    /// The header names the caller wants hidden too.
+    extra: Arc<[String]>,
+}
+
 impl HttpLog {
-    /// At the start of a message.
+    /// At the start of a message, hiding the secret headers of the built-in rules.
     #[must_use]
     pub fn new() -> Self {
         Self::default()
     }
 
+    /// At the start of a message, hiding the headers named in `headers` (compared
+    /// without regard to ASCII case) besides those of the built-in rules.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use mcp_io::wire_log::HttpLog;
+    /// use mcp_io::{Direction, WireLog};
+    ///
+    /// let seen = Arc::new(Mutex::new(Vec::new()));
+    /// let sink = seen.clone();
+    /// let mut log: Option<WireLog> = Some(Box::new(move |_, line| {
+    ///     sink.lock().unwrap().push(String::from_utf8_lossy(line).into_owned());
+    /// }));
+    /// let mut response = HttpLog::redacting(vec!["X-Tenant-Key".to_owned()]);
+    /// response.feed(&mut log, Direction::Received, b"HTTP/1.1 200 OK\r\nx-tenant-key: t1\r\n\r\n");
+    /// assert_eq!(seen.lock().unwrap()[1], "x-tenant-key: [redacted]");
+    /// ```
+    #[must_use]
+    pub fn redacting(headers: impl Into<Arc<[String]>>) -> Self {
+        HttpLog {
+            head: Head {
+                extra: headers.into(),
+                ..Head::default()
+            },
+            ..Self::default()
+        }
+    }
+
     /// Logs every line `data` completes, keeping an unfinished one for the next call.
     ///
     /// Nothing is kept while there is no log. A log that appears in the middle of a
-    /// message starts at the next whole line and takes it for a head line (redacting
+    /// message starts at the next whole line and takes it for a header line (redacting
     /// what looks like a secret header) until the next empty line: no secret slips
     /// through because the start of the message went unseen.
     pub fn feed<L: ?Sized + Sink>(
@@ -284,20 +624,22 @@ impl HttpLog {
             if let Some(&last) = data.last() {
                 self.skip_partial = last != b'\n';
             }
-            self.in_body = false;
-            self.hiding = true;
+            let head = &mut self.head;
+            head.in_body = false;
+            head.hiding = true;
+            head.past_start = true;
+            head.query = Query::default();
             return;
         };
         let Self {
             lines,
-            in_body,
-            hiding,
+            head,
             skip_partial,
         } = self;
         lines.feed(data, &mut |p| {
             if *skip_partial {
                 *skip_partial = !p.last;
-            } else if let Some(shown) = Self::filter(in_body, hiding, &p) {
+            } else if let Some(shown) = head.filter(&p) {
                 log(dir, &shown);
             }
         });
@@ -309,42 +651,61 @@ impl HttpLog {
         if let Some(log) = log {
             let Self {
                 lines,
-                in_body,
-                hiding,
+                head,
                 skip_partial,
             } = self;
             lines.finish(&mut |p| {
-                if !*skip_partial && let Some(shown) = Self::filter(in_body, hiding, &p) {
+                if !*skip_partial && let Some(shown) = head.filter(&p) {
                     log(dir, &shown);
                 }
             });
         }
-        *self = Self::default();
+        let extra = std::mem::take(&mut self.head.extra);
+        *self = Self::redacting(extra);
     }
 
     /// Logs `data`, one whole message (a request as sent).
     pub fn whole<L: ?Sized + Sink>(log: &mut Option<Box<L>>, dir: Direction, data: &[u8]) {
-        let mut message = HttpLog::new();
-        message.feed(log, dir, data);
-        message.finish(log, dir);
+        HttpLog::new().log_whole(log, dir, data);
     }
 
+    /// Logs `data` as one whole message.
+    fn log_whole<L: ?Sized + Sink>(
+        mut self,
+        log: &mut Option<Box<L>>,
+        dir: Direction,
+        data: &[u8],
+    ) {
+        self.feed(log, dir, data);
+        self.finish(log, dir);
+    }
+}
+
+impl Head {
     /// What to log of `piece`, if anything.
-    fn filter<'a>(
-        in_body: &mut bool,
-        hiding: &mut bool,
-        piece: &Piece<'a>,
-    ) -> Option<std::borrow::Cow<'a, [u8]>> {
-        if *in_body {
+    fn filter<'a>(&mut self, piece: &Piece<'a>) -> Option<Cow<'a, [u8]>> {
+        if self.in_body {
             return Some(piece.bytes.into());
+        }
+        if !self.past_start {
+            if piece.first && piece.last && piece.bytes.is_empty() {
+                // An empty line before the start line (RFC 9112, 2.2).
+                return Some(piece.bytes.into());
+            }
+            let shown = self.query.redact(piece.bytes);
+            if piece.last {
+                self.past_start = true;
+                self.query = Query::default();
+            }
+            return Some(shown.into());
         }
         if !piece.first {
             // The rest of a head line too long to log whole.
-            return (!*hiding).then(|| piece.bytes.into());
+            return (!self.hiding).then(|| piece.bytes.into());
         }
         if piece.bytes.is_empty() && piece.last {
-            *in_body = true;
-            *hiding = false;
+            self.in_body = true;
+            self.hiding = false;
             return Some(piece.bytes.into());
         }
         // A line starting with white space continues the previous header (obs-fold).
@@ -352,11 +713,23 @@ impl HttpLog {
             .bytes
             .first()
             .is_some_and(|b| matches!(b, b' ' | b'\t'));
-        if folded && *hiding {
+        if folded && self.hiding {
             return None;
         }
-        *hiding = secret_header(piece.bytes).is_some();
-        Some(redact_header(piece.bytes))
+        match head_line(piece.bytes, piece.last, &self.extra) {
+            HeadLine::Secret(colon) => {
+                self.hiding = true;
+                Some(hide_value(piece.bytes, colon).into())
+            }
+            HeadLine::Unknown => {
+                self.hiding = true;
+                Some(REDACTED.as_bytes().into())
+            }
+            HeadLine::Plain => {
+                self.hiding = false;
+                Some(piece.bytes.into())
+            }
+        }
     }
 }
 
@@ -390,10 +763,17 @@ pub enum ChannelLog {
 }
 
 impl ChannelLog {
-    /// The log of an HTTP connection.
+    /// The log of an HTTP connection, hiding the secret headers of the built-in rules.
     #[must_use]
     pub fn http() -> Self {
         ChannelLog::Http(HttpLog::new())
+    }
+
+    /// The log of an HTTP connection, hiding the headers named in `headers` (compared
+    /// without regard to ASCII case) besides those of the built-in rules, both ways.
+    #[must_use]
+    pub fn http_redacting(headers: impl Into<Arc<[String]>>) -> Self {
+        ChannelLog::Http(HttpLog::redacting(headers))
     }
 
     /// The log of a stdio server's pipes.
@@ -409,7 +789,8 @@ impl ChannelLog {
         match self {
             ChannelLog::Http(received) => {
                 received.finish(log, Direction::Received);
-                HttpLog::whole(log, Direction::Sent, bytes);
+                let request = HttpLog::redacting(Arc::clone(&received.head.extra));
+                request.log_whole(log, Direction::Sent, bytes);
             }
             ChannelLog::Lines(_) => LineLog::whole(log, Direction::Sent, bytes),
         }
@@ -576,5 +957,254 @@ mod tests {
         response.feed(&mut log, Direction::Received, b"okie: a=b\r\n\r\n");
         // The piece before the log existed is not logged; the header is still hidden.
         assert!(texts(&seen).iter().all(|l| !l.contains("a=b")));
+    }
+
+    /// The lines `message` is logged as, sent whole.
+    fn sent(message: &[u8]) -> Vec<String> {
+        let (mut log, seen) = recorder();
+        HttpLog::whole(&mut log, Direction::Sent, message);
+        texts(&seen)
+    }
+
+    /// The lines `message` is logged as, received one byte at a time.
+    fn received_bytewise(mut log: HttpLog, message: &[u8]) -> Vec<String> {
+        let (mut sink, seen) = recorder();
+        for b in message {
+            log.feed(&mut sink, Direction::Received, std::slice::from_ref(b));
+        }
+        log.finish(&mut sink, Direction::Received);
+        texts(&seen)
+    }
+
+    #[test]
+    fn the_session_id_is_hidden_both_ways() {
+        let lines = sent(b"DELETE /mcp HTTP/1.1\r\nMcp-Session-Id: 1868a90c\r\n\r\n");
+        assert_eq!(
+            lines,
+            ["DELETE /mcp HTTP/1.1", "Mcp-Session-Id: [redacted]", ""]
+        );
+        let (mut log, seen) = recorder();
+        let mut response = HttpLog::new();
+        response.feed(
+            &mut log,
+            Direction::Received,
+            b"HTTP/1.1 200 OK\r\nmcp-session-id: 1868a90c\r\n\r\n",
+        );
+        assert_eq!(
+            texts(&seen),
+            ["HTTP/1.1 200 OK", "mcp-session-id: [redacted]", ""]
+        );
+    }
+
+    #[test]
+    fn headers_named_like_credentials_are_hidden() {
+        let lines = sent(
+            b"POST /mcp HTTP/1.1\r\nX-Api-Key: k1\r\nX-APIKEY: k2\r\napi_key: k3\r\n\
+              X-Auth-Token: k4\r\nX-Amz-Security-Token: k5\r\nClient-Secret: k6\r\n\
+              X-Password: k7\r\nX-Session: k8\r\nCookie2: k9\r\nX-Authorization-Extra: k10\r\n\
+              Content-Type: application/json\r\nAccept: text/event-stream\r\n\
+              MCP-Protocol-Version: 2025-11-25\r\n\r\n{\"token\": \"body\"}",
+        );
+        assert_eq!(
+            lines,
+            [
+                "POST /mcp HTTP/1.1",
+                "X-Api-Key: [redacted]",
+                "X-APIKEY: [redacted]",
+                "api_key: [redacted]",
+                "X-Auth-Token: [redacted]",
+                "X-Amz-Security-Token: [redacted]",
+                "Client-Secret: [redacted]",
+                "X-Password: [redacted]",
+                "X-Session: [redacted]",
+                "Cookie2: [redacted]",
+                "X-Authorization-Extra: [redacted]",
+                "Content-Type: application/json",
+                "Accept: text/event-stream",
+                "MCP-Protocol-Version: 2025-11-25",
+                "",
+                "{\"token\": \"body\"}",
+            ]
+        );
+    }
+
+    #[test]
+    fn challenges_are_shown() {
+        let challenge = "WWW-Authenticate: Bearer resource_metadata=\"https://x/.well-known\"";
+        let (mut log, seen) = recorder();
+        let mut response = HttpLog::new();
+        let head = format!(
+            "HTTP/1.1 401 Unauthorized\r\n{challenge}\r\nProxy-Authenticate: Basic\r\n\r\n"
+        );
+        response.feed(&mut log, Direction::Received, head.as_bytes());
+        assert_eq!(
+            texts(&seen),
+            [
+                "HTTP/1.1 401 Unauthorized",
+                challenge,
+                "Proxy-Authenticate: Basic",
+                ""
+            ]
+        );
+        // Unless the caller names one.
+        let named = HttpLog::redacting(vec!["www-authenticate".to_owned()]);
+        let lines = received_bytewise(named, head.as_bytes());
+        assert_eq!(lines[1], "WWW-Authenticate: [redacted]");
+    }
+
+    #[test]
+    fn a_secret_header_split_across_reads_stays_hidden() {
+        let head: &[u8] = b"HTTP/1.1 200 OK\r\nMcp-Session-Id: 1868a90c\r\n\
+                            X-Api-Key: k1\r\n\tfolded-k1\r\nContent-Length: 2\r\n\r\n{}";
+        let expected = [
+            "HTTP/1.1 200 OK",
+            "Mcp-Session-Id: [redacted]",
+            "X-Api-Key: [redacted]",
+            "Content-Length: 2",
+            "",
+            "{}",
+        ];
+        assert_eq!(received_bytewise(HttpLog::new(), head), expected);
+        // Cut inside the name, inside the value, and between `\r` and `\n`.
+        for cut in [20, 28, 36, 42, 44] {
+            let (mut log, seen) = recorder();
+            let mut response = HttpLog::new();
+            response.feed(&mut log, Direction::Received, &head[..cut]);
+            response.feed(&mut log, Direction::Received, &head[cut..]);
+            response.finish(&mut log, Direction::Received);
+            assert_eq!(texts(&seen), expected, "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn headers_the_caller_names_are_hidden_both_ways_for_every_exchange() {
+        let (mut log, seen) = recorder();
+        let mut conn = ChannelLog::http_redacting(vec![" X-Tenant-Key ".to_owned()]);
+        for _ in 0..2 {
+            conn.sent(
+                &mut log,
+                b"POST /mcp HTTP/1.1\r\nx-tenant-key: t1\r\nX-Tenant: t2\r\n\r\n{}",
+            );
+            conn.received(&mut log, b"HTTP/1.1 200 OK\r\nX-TENANT-KEY: t");
+            conn.received(&mut log, b"3\r\n\r\n{}");
+            conn.finish(&mut log);
+        }
+        let lines = texts(&seen);
+        let once = [
+            "POST /mcp HTTP/1.1",
+            "x-tenant-key: [redacted]",
+            "X-Tenant: t2",
+            "",
+            "{}",
+            "HTTP/1.1 200 OK",
+            "X-TENANT-KEY: [redacted]",
+            "",
+            "{}",
+        ];
+        assert_eq!(lines, [once, once].concat());
+        // Without the name, the header is not one of the built-in secrets.
+        assert!(!is_secret_header(b"X-Tenant-Key", &[]));
+    }
+
+    #[test]
+    fn secret_query_parameters_are_hidden_in_the_request_line() {
+        let lines = sent(
+            b"GET /mcp?access_token=t1&page=2&API_KEY=k1&apikey=k2&key=k3&secret=s1&\
+              password=p1&sig=s2&signature=s3&code=c1&x-amz-signature=s4&client%5Fsecret=s5&\
+              empty=&token&keyword=rust&codec=h264&session_id=s6 HTTP/1.1\r\n\
+              Referer: /x?page=1\r\n\r\n",
+        );
+        assert_eq!(
+            lines,
+            [
+                "GET /mcp?access_token=[redacted]&page=2&API_KEY=[redacted]&apikey=[redacted]&\
+                 key=[redacted]&secret=[redacted]&password=[redacted]&sig=[redacted]&\
+                 signature=[redacted]&code=[redacted]&x-amz-signature=[redacted]&\
+                 client%5Fsecret=[redacted]&empty=&token&keyword=rust&codec=h264&\
+                 session_id=[redacted] HTTP/1.1",
+                "Referer: /x?page=1",
+                "",
+            ]
+        );
+        // Only the query: not the path, not a fragment, not the version.
+        assert_eq!(
+            redact_request_line(b"GET /token=a/b?x=1&code=abc=def#code=c HTTP/1.1"),
+            b"GET /token=a/b?x=1&code=[redacted]#code=c HTTP/1.1"
+        );
+        // A status line has no query.
+        assert_eq!(redact_request_line(b"HTTP/1.1 200 OK"), b"HTTP/1.1 200 OK");
+    }
+
+    #[test]
+    fn a_request_line_split_across_reads_keeps_its_secrets_hidden() {
+        let line: &[u8] = b"POST /mcp?page=1&access_token=s3cr3t&x=2 HTTP/1.1\r\n\r\n";
+        let expected = ["POST /mcp?page=1&access_token=[redacted]&x=2 HTTP/1.1", ""];
+        assert_eq!(received_bytewise(HttpLog::new(), line), expected);
+    }
+
+    #[test]
+    fn a_request_line_too_long_for_one_piece_keeps_its_secrets_hidden() {
+        // The first piece ends inside the name `access_token`, the second inside its
+        // value.
+        let mut line = b"GET /mcp?pad=".to_vec();
+        line.resize(MAX_LOG_LINE - "&access_to".len(), b'p');
+        line.extend_from_slice(b"&access_token=");
+        line.extend(std::iter::repeat_n(b's', MAX_LOG_LINE * 2));
+        line.extend_from_slice(b"&after=1 HTTP/1.1\r\nHost: x\r\n\r\n");
+        let (mut log, seen) = recorder();
+        HttpLog::whole(&mut log, Direction::Sent, &line);
+        let lines = texts(&seen);
+        assert!(lines.iter().all(|l| !l.contains("sss")), "the token leaked");
+        let joined: String = lines[..lines.len() - 2].concat();
+        assert!(
+            joined.ends_with("&access_token=[redacted]&after=1 HTTP/1.1"),
+            "{}",
+            &joined[joined.len() - 60..]
+        );
+        assert_eq!(lines[lines.len() - 2..], ["Host: x", ""]);
+    }
+
+    #[test]
+    fn names_too_long_to_check_count_as_secret() {
+        let long = "X-".to_owned() + &"a".repeat(MAX_CHECKED_NAME);
+        assert!(is_secret_header(long.as_bytes(), &[]));
+        let param = "a".repeat(MAX_CHECKED_NAME + 1);
+        assert!(is_secret_param(param.as_bytes()));
+        assert!(!is_secret_param("a".repeat(MAX_CHECKED_NAME).as_bytes()));
+        // Escaped, the same name takes three times the bytes.
+        assert!(!is_secret_param("%61".repeat(MAX_CHECKED_NAME).as_bytes()));
+        let line = format!("GET /?{}=v HTTP/1.1", "%61".repeat(MAX_CHECKED_NAME + 1));
+        assert!(redact_request_line(line.as_bytes()).ends_with(b"=[redacted] HTTP/1.1"));
+        // A header line whose first piece holds no colon is hidden whole.
+        let mut head = b"GET / HTTP/1.1\r\n".to_vec();
+        head.extend(std::iter::repeat_n(b'n', MAX_LOG_LINE + 10));
+        head.extend_from_slice(b": value\r\nHost: x\r\n\r\n");
+        assert_eq!(sent(&head), ["GET / HTTP/1.1", "[redacted]", "Host: x", ""]);
+    }
+
+    #[test]
+    fn redaction_takes_linear_time() {
+        // Many parameters and headers, fed in small reads: quadratic work would take
+        // minutes here.
+        let mut message = b"GET /?".to_vec();
+        for i in 0..200_000 {
+            message.extend_from_slice(if i % 2 == 0 { b"token=ab&" } else { b"x=1&" });
+        }
+        message.extend_from_slice(b" HTTP/1.1\r\n");
+        for _ in 0..20_000 {
+            message.extend_from_slice(b"X-Api-Key: k\r\nA: b\r\n");
+        }
+        message.extend_from_slice(b"\r\n");
+        let (mut log, seen) = recorder();
+        let mut request = HttpLog::new();
+        for chunk in message.chunks(7) {
+            request.feed(&mut log, Direction::Sent, chunk);
+        }
+        request.finish(&mut log, Direction::Sent);
+        assert!(
+            texts(&seen)
+                .iter()
+                .all(|l| !l.contains("=ab") && !l.contains(": k"))
+        );
     }
 }

@@ -78,9 +78,11 @@ pub(crate) struct Open {
 }
 
 impl Open {
-    pub(crate) fn new(wire: Wire) -> Open {
+    /// A channel over `wire`, its wire log hiding `redact_headers` (over HTTP) besides
+    /// the built-in secrets.
+    pub(crate) fn new(wire: Wire, redact_headers: &[String]) -> Open {
         let log = match wire {
-            Wire::Net(_) => ChannelLog::http(),
+            Wire::Net(_) => ChannelLog::http_redacting(redact_headers),
             Wire::Pipes { .. } => ChannelLog::lines(),
         };
         Open {

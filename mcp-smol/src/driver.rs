@@ -170,7 +170,8 @@ impl<F: Flavour> Io<F> {
         let (machine, process, command, opener) = match transport {
             Transport::Stdio(command, child) => {
                 let (process, wire) = Process::start(child, &facade.shared);
-                conns.insert(ConnId::STDIO, Conn::Open(Open::new(wire)));
+                let open = Open::new(wire, &facade.options.redact_headers);
+                conns.insert(ConnId::STDIO, Conn::Open(open));
                 (Machine::stdio(config, now), process, Some(command), None)
             }
             Transport::Http(http, opener) => {
@@ -314,7 +315,7 @@ impl<F: Flavour> Io<F> {
             Change::Nothing => return false,
             Change::Progress | Change::Ended => return true,
             Change::Restarted(Ok(wire)) => {
-                let open = Conn::Open(Open::new(wire));
+                let open = Conn::Open(Open::new(wire, &self.facade.options.redact_headers));
                 self.conns.insert(ConnId::STDIO, open);
                 self.machine.handle_connected(now, ConnId::STDIO);
             }
@@ -337,7 +338,8 @@ impl<F: Flavour> Io<F> {
                 match opening.as_mut().poll(cx) {
                     Poll::Pending => return false,
                     Poll::Ready(Ok(stream)) => {
-                        let open = Open::new(Wire::Net(stream));
+                        let redact = &self.facade.options.redact_headers;
+                        let open = Open::new(Wire::Net(stream), redact);
                         self.conns.insert(id, Conn::Open(open));
                         self.machine.handle_connected(now, id);
                     }

@@ -16,6 +16,7 @@ use crate::args::{Format, Global, InputMode};
 use crate::config::{self, ServerEntry, shell_words};
 use crate::output::{self, Failure, print_json, short, table};
 use crate::session;
+use crate::terminal::clean;
 
 /// The JSON document of a command that talked to a server.
 #[derive(Serialize)]
@@ -383,13 +384,14 @@ fn print_tool_result(result: &CallToolResult) {
     let blocks = parse_items(&result.content);
     let lines = output::content_text(&blocks);
     for line in &lines {
-        println!("{line}");
+        println!("{}", clean(line));
     }
     if let Some(s) = &result.structured_content
         && lines.is_empty()
     {
         let v: Value = serde_json::from_str(s.get()).unwrap_or(Value::Null);
-        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        let text = serde_json::to_string_pretty(&v).unwrap_or_default();
+        println!("{}", clean(&text));
     }
 }
 
@@ -444,11 +446,14 @@ pub fn read(
                 .flatten()
             {
                 match c.get("text").and_then(Value::as_str) {
-                    Some(t) => print!("{t}{}", if t.ends_with('\n') { "" } else { "\n" }),
+                    Some(t) => {
+                        let end = if t.ends_with('\n') { "" } else { "\n" };
+                        print!("{}{end}", clean(t));
+                    }
                     None => println!(
                         "[blob {} {}, {} bytes of base64]",
-                        str_of(c, "uri"),
-                        str_of(c, "mimeType"),
+                        clean(str_of(c, "uri")),
+                        clean(str_of(c, "mimeType")),
                         str_of(c, "blob").len()
                     ),
                 }
@@ -529,7 +534,7 @@ pub fn prompt(
                     other => vec![other],
                 };
                 let text = output::content_text(&blocks).join("\n");
-                println!("{}: {text}", str_of(m, "role"));
+                println!("{}", clean(&format!("{}: {text}", str_of(m, "role"))));
             }
         }
     }
@@ -585,7 +590,7 @@ pub fn test(global: &Global, name: &str) -> Result<u8, Failure> {
         })),
         Format::Text => println!(
             "ok  {name}: {}, {} era ({}), {} tool{}",
-            c.server_name,
+            clean(&c.server_name),
             c.era,
             c.version,
             c.tools,

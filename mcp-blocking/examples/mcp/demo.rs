@@ -18,6 +18,7 @@ use crate::commands::tool_names;
 use crate::config::shell_words;
 use crate::output::{Failure, print_json};
 use crate::session;
+use crate::terminal::clean;
 
 /// What the handler was asked and what it answered.
 #[derive(Debug, Clone, Serialize)]
@@ -183,9 +184,9 @@ fn print_text(tours: &[Tour], exe: &str) {
                 format!("{n} {v}")
             })
             .unwrap_or_else(|| "(unnamed)".into());
-        println!("  server   {server}");
-        println!("  tools    {}", t.tools.join(", "));
-        println!("  add      {}  →  {}", t.add.arguments, t.add.text);
+        println!("  server   {}", clean(&server));
+        println!("  tools    {}", clean(&t.tools.join(", ")));
+        println!("  add      {}  →  {}", t.add.arguments, clean(&t.add.text));
         let via = match t.era {
             Era::Modern => "an input_required round",
             Era::Legacy => "an elicitation/create request",
@@ -200,12 +201,16 @@ fn print_text(tours: &[Tour], exe: &str) {
                 Some("cancel") => "cancelled",
                 _ => "answered",
             };
-            println!("           {action} with the schema defaults {content}");
+            let content = content.to_string();
+            println!(
+                "           {action} with the schema defaults {}",
+                clean(&content)
+            );
         }
         if t.confirm.input.is_empty() {
             println!("  confirm  (no input was requested)");
         }
-        println!("           →  {}", t.confirm.text);
+        println!("           →  {}", clean(&t.confirm.text));
         println!();
     }
     let exe = shell_words(exe);

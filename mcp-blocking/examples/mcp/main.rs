@@ -20,6 +20,7 @@ mod demo;
 mod output;
 mod prompt;
 mod session;
+mod terminal;
 
 use std::io::Write;
 use std::process::ExitCode;

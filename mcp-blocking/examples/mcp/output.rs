@@ -1,6 +1,7 @@
 //! Printing: aligned text for people, one JSON document for scripts, and the failure
 //! report with its exit status.
 
+use std::borrow::Cow;
 use std::io::{self, IsTerminal, Write};
 
 use mcp_blocking::Error;
@@ -8,6 +9,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::args::Format;
+use crate::terminal::{self, clean};
 
 /// Why a command failed.
 #[derive(Debug)]
@@ -75,7 +77,7 @@ pub fn report(format: Format, verbose: bool, failure: &Failure) -> u8 {
             print_json(&json!({ "error": error }));
         }
         Format::Text => {
-            eprintln!("mcp: {message}");
+            eprintln!("mcp: {}", clean(&message));
             match failure {
                 Failure::Usage(_) => eprintln!("(run `mcp help` for usage)"),
                 Failure::Mcp(e) => {
@@ -83,7 +85,7 @@ pub fn report(format: Format, verbose: bool, failure: &Failure) -> u8 {
                         if verbose {
                             eprintln!("server stderr (last lines):");
                             for line in last_lines(tail, 20) {
-                                eprintln!("  | {line}");
+                                eprintln!("  | {}", clean(line));
                             }
                         } else {
                             eprintln!("(the server wrote to stderr; run with -v to see it)");
@@ -102,27 +104,33 @@ fn last_lines(text: &str, n: usize) -> Vec<&str> {
     lines[lines.len().saturating_sub(n)..].to_vec()
 }
 
-/// Prints one JSON document on stdout.
+/// Prints one JSON document on stdout (escaping what `serde_json` leaves for a terminal
+/// to act on: see [`terminal::json`]).
 pub fn print_json<T: Serialize + ?Sized>(value: &T) {
     let text = serde_json::to_string_pretty(value).unwrap_or_else(|e| {
         json!({"error": {"kind": "internal", "message": e.to_string(), "code": null, "httpStatus": null}})
             .to_string()
     });
     let mut out = io::stdout().lock();
-    let _ = writeln!(out, "{text}");
+    let _ = writeln!(out, "{}", terminal::json(&text));
 }
 
-/// Prints rows with every column but the last padded to the widest cell.
+/// Prints rows with every column but the last padded to the widest cell, every cell
+/// [cleaned](clean) (they hold names, descriptions and messages servers chose).
 pub fn table(rows: &[Vec<String>]) {
+    let rows: Vec<Vec<Cow<'_, str>>> = rows
+        .iter()
+        .map(|row| row.iter().map(|cell| clean(cell)).collect())
+        .collect();
     let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
     let mut widths = vec![0; columns];
-    for row in rows {
+    for row in &rows {
         for (i, cell) in row.iter().enumerate() {
             widths[i] = widths[i].max(cell.chars().count());
         }
     }
     let mut out = io::stdout().lock();
-    for row in rows {
+    for row in &rows {
         let mut line = String::new();
         for (i, cell) in row.iter().enumerate() {
             if i + 1 == row.len() {

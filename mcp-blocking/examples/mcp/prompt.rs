@@ -1,5 +1,7 @@
 //! Answering the server's requests for input from a person at a terminal: a line-based
 //! form on stderr/stdin, validated against the requested schema, reviewed before sending.
+//! What the server wrote (message, URL, titles, descriptions, defaults) is shown
+//! [cleaned](clean).
 
 use std::io::{self, BufRead, Write};
 
@@ -7,6 +9,8 @@ use mcp_blocking::mcp_proto::client::{InputAnswer, InputHandler, InputRequest};
 use mcp_blocking::mcp_proto::jsonrpc::{ErrorObject, codes};
 use mcp_blocking::mcp_proto::model::ElicitationParams;
 use serde_json::{Map, Value, json};
+
+use crate::terminal::clean;
 
 /// Asks the person at the terminal.
 pub struct TerminalForm {
@@ -35,9 +39,14 @@ impl InputHandler for TerminalForm {
     }
 }
 
+/// Shows one line of the form on stderr.
+fn say(line: &str) {
+    eprintln!("{}", clean(line));
+}
+
 /// One line from stdin, `None` at end of input.
 fn ask(question: &str) -> Option<String> {
-    eprint!("{question}");
+    eprint!("{}", clean(question));
     let _ = io::stderr().flush();
     let mut line = String::new();
     match io::stdin().lock().read_line(&mut line) {
@@ -50,8 +59,14 @@ fn ask(question: &str) -> Option<String> {
 }
 
 fn url(server: &str, p: &ElicitationParams) -> InputAnswer {
-    eprintln!("\n[{server}] asks you to open a URL: {}", p.message);
-    eprintln!("  {}", p.url.as_deref().unwrap_or("(no url given)"));
+    say(&format!(
+        "\n[{server}] asks you to open a URL: {}",
+        p.message
+    ));
+    say(&format!(
+        "  {}",
+        p.url.as_deref().unwrap_or("(no url given)")
+    ));
     eprintln!("  (mcp does not open it; open it yourself if you trust it)");
     match ask("  Accept? [y/N/c]: ").as_deref() {
         Some("y" | "Y" | "yes") => {
@@ -66,7 +81,7 @@ fn url(server: &str, p: &ElicitationParams) -> InputAnswer {
 }
 
 fn form(server: &str, p: &ElicitationParams) -> InputAnswer {
-    eprintln!("\n[{server}] asks: {}", p.message);
+    say(&format!("\n[{server}] asks: {}", p.message));
     let schema: Value = p
         .requested_schema
         .as_deref()
@@ -90,12 +105,16 @@ fn form(server: &str, p: &ElicitationParams) -> InputAnswer {
         let is_required = required.contains(&name.as_str());
         let label = prop.get("title").and_then(Value::as_str).unwrap_or(name);
         if let Some(d) = prop.get("description").and_then(Value::as_str) {
-            eprintln!("  {d}");
+            say(&format!("  {d}"));
         }
         let choices = choices(prop);
         if !choices.is_empty() {
             for (i, (value, title)) in choices.iter().enumerate() {
-                eprintln!("    {}) {title}{}", i + 1, shown_value(value, title));
+                say(&format!(
+                    "    {}) {title}{}",
+                    i + 1,
+                    shown_value(value, title)
+                ));
             }
         }
         let question = format!(
@@ -126,11 +145,11 @@ fn form(server: &str, p: &ElicitationParams) -> InputAnswer {
                     content.insert(name.clone(), v);
                     break;
                 }
-                Err(msg) => eprintln!("    {msg}"),
+                Err(msg) => say(&format!("    {msg}")),
             }
         }
     }
-    eprintln!("  answer: {}", Value::Object(content.clone()));
+    say(&format!("  answer: {}", Value::Object(content.clone())));
     loop {
         match ask("  Send it? [Y]es / [n]o (decline) / [c]ancel: ").as_deref() {
             Some("" | "y" | "Y" | "yes") => return InputAnswer::accept(content),

@@ -15,6 +15,7 @@ use crate::args::{Global, InputMode};
 use crate::config::{self, ServerEntry};
 use crate::output::{self, Failure};
 use crate::prompt::TerminalForm;
+use crate::terminal::clean;
 
 /// The client name and version sent to servers.
 pub const CLIENT_NAME: &str = "mcp-cli";
@@ -116,7 +117,7 @@ pub fn options(global: &Global, input: InputMode, server: &str) -> Options {
     if output::show_progress() {
         options = options.on_progress(|p| {
             let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
-            let msg = p.message.as_deref().unwrap_or("");
+            let msg = clean(p.message.as_deref().unwrap_or(""));
             eprintln!("progress {}{total} {msg}", p.progress);
         });
     }
@@ -126,7 +127,7 @@ pub fn options(global: &Global, input: InputMode, server: &str) -> Options {
                 Direction::Sent => "→",
                 _ => "←",
             };
-            eprintln!("{arrow} {}", String::from_utf8_lossy(line));
+            eprintln!("{arrow} {}", clean(&String::from_utf8_lossy(line)));
         });
     }
     options

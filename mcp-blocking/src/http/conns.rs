@@ -46,6 +46,8 @@ pub(crate) struct HttpConns {
     /// Bounds the connector's own set-up, so that its thread ends; the machine keeps
     /// its own deadline.
     connect_timeout: Duration,
+    /// Header names the wire log hides besides the built-in ones.
+    redact_headers: Arc<[String]>,
     conns: HashMap<ConnId, Conn>,
 }
 
@@ -54,11 +56,13 @@ impl HttpConns {
         url: EndpointUrl,
         connector: Arc<dyn Connector>,
         connect_timeout: Duration,
+        redact_headers: &[String],
     ) -> Self {
         HttpConns {
             url,
             connector,
             connect_timeout,
+            redact_headers: redact_headers.into(),
             conns: HashMap::new(),
         }
     }
@@ -116,7 +120,7 @@ impl<F: Flavour> Carrier<F> for HttpConns {
         if let Err(e) = opened {
             return Err(Carrier::<F>::failure(self, TransportErrorKind::Connect, e));
         }
-        let log = ChannelLog::http();
+        let log = ChannelLog::http_redacting(Arc::clone(&self.redact_headers));
         self.conns.insert(conn, Conn { writes, slot, log });
         Ok(())
     }

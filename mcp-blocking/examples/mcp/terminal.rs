@@ -1,0 +1,138 @@
+//! What a server wrote, made safe to show on a terminal.
+//!
+//! Servers choose the text of tool results, resources, prompts, descriptions, error
+//! messages, elicitation forms, progress messages and whatever they write to stderr. Shown
+//! as it is, an escape sequence in it could move the cursor, clear the screen, set the
+//! window title, hide or rewrite text the CLI printed, or (on some terminals) answer back
+//! into the input. Every place text output shows server text passes it through [`clean`]
+//! first; JSON output ([`json`]) keeps every value exact and escapes what a terminal could
+//! act on.
+//!
+//! The rule ([`clean`]): `\n` and `\t` stay, and so does a `\r` right before a `\n`. Every
+//! other character a terminal treats as a control is made visible instead of passed on:
+//!
+//! * the other C0 controls in caret notation, as `cat -v` shows them: ESC (the start of
+//!   every ANSI CSI and OSC sequence) as `^[`, BEL as `^G`, a lone CR as `^M`, NUL as
+//!   `^@`; DEL as `^?`;
+//! * the C1 controls (U+0080 to U+009F, among them the one-character CSI U+009B and OSC
+//!   U+009D) as `\u{9b}`;
+//! * the bidirectional embedding, override and isolate controls (U+202A to U+202E,
+//!   U+2066 to U+2069), which reorder the text shown around them, as `\u{202e}`.
+//!
+//! With the introducer made visible, what follows it (`[31m`, `]0;title`) is plain text.
+
+use std::borrow::Cow;
+
+/// Whether `c`, followed by `next`, is shown as it is.
+fn shown(c: char, next: Option<char>) -> bool {
+    match c {
+        '\n' | '\t' => true,
+        '\r' => next == Some('\n'),
+        c => !c.is_control() && !is_bidi_control(c),
+    }
+}
+
+/// The bidirectional formatting characters that reorder the text around them
+/// (embeddings, overrides, isolates).
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// How a character that is not [`shown`] is written instead.
+fn push_visible(out: &mut String, c: char) {
+    match u32::from(c) {
+        n @ 0..=0x1f => {
+            out.push('^');
+            out.push(char::from(b'@' + n as u8));
+        }
+        0x7f => out.push_str("^?"),
+        n => out.push_str(&format!("\\u{{{n:x}}}")),
+    }
+}
+
+/// `text` with every control character but `\n` and `\t` made visible (see the module).
+pub fn clean(text: &str) -> Cow<'_, str> {
+    let mut chars = text.char_indices().peekable();
+    let first = loop {
+        match chars.next() {
+            None => return Cow::Borrowed(text),
+            Some((i, c)) if !shown(c, chars.peek().map(|&(_, n)| n)) => break i,
+            Some(_) => {}
+        }
+    };
+    let mut out = String::with_capacity(text.len() + 16);
+    out.push_str(&text[..first]);
+    let mut chars = text[first..].chars().peekable();
+    while let Some(c) = chars.next() {
+        if shown(c, chars.peek().copied()) {
+            out.push(c);
+        } else {
+            push_visible(&mut out, c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// A JSON document (as `serde_json` writes it) with DEL, the C1 controls and the
+/// bidirectional controls escaped as `\uXXXX`, which `serde_json` leaves as they are:
+/// the same values, safe on a terminal. Outside strings a JSON document holds nothing
+/// but ASCII, so every such character is inside a string.
+pub fn json(document: &str) -> Cow<'_, str> {
+    let escaped =
+        |c: char| c == '\u{7f}' || ('\u{80}'..='\u{9f}').contains(&c) || is_bidi_control(c);
+    if !document.contains(escaped) {
+        return Cow::Borrowed(document);
+    }
+    let mut out = String::with_capacity(document.len() + 16);
+    for c in document.chars() {
+        if escaped(c) {
+            out.push_str(&format!("\\u{:04x}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_text_is_borrowed() {
+        let text = "résumé\tok\r\nnext line\n";
+        assert!(matches!(clean(text), Cow::Borrowed(t) if t == text));
+    }
+
+    #[test]
+    fn escape_sequences_are_made_visible() {
+        let text = "a\u{1b}[2J\u{1b}]0;title\u{7}b\u{0}c\u{8}d\u{7f}";
+        assert_eq!(clean(text), "a^[[2J^[]0;title^Gb^@c^Hd^?");
+    }
+
+    #[test]
+    fn a_lone_carriage_return_is_made_visible() {
+        assert_eq!(clean("shown\rhidden\r\nend\r"), "shown^Mhidden\r\nend^M");
+    }
+
+    #[test]
+    fn c1_and_bidirectional_controls_are_made_visible() {
+        assert_eq!(
+            clean("x\u{9b}31my\u{9d}0;t\u{9c} \u{202e}cba\u{2066}"),
+            "x\\u{9b}31my\\u{9d}0;t\\u{9c} \\u{202e}cba\\u{2066}"
+        );
+    }
+
+    #[test]
+    fn json_keeps_its_values() {
+        let value = serde_json::json!({"text": "a\u{1b}b\u{9b}c\u{202e}d\u{7f}é"});
+        let written = serde_json::to_string(&value).unwrap();
+        let safe = json(&written);
+        assert_eq!(safe, r#"{"text":"a\u001bb\u009bc\u202ed\u007fé"}"#);
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&safe).unwrap(),
+            value
+        );
+        assert!(matches!(json("{\"a\":\"é\"}"), Cow::Borrowed(_)));
+    }
+}
