@@ -74,6 +74,9 @@ pub(crate) struct SharedState {
     pub(crate) inbox: Inbox,
     /// The error every later request gets, once the connection is over.
     pub(crate) ended: Option<Error>,
+    /// The error [`Client::connected`] gets when the connection never came up (the
+    /// close reason with the server's last stderr lines), once the driver has ended.
+    pub(crate) connect_error: Option<Error>,
     pub(crate) pid: Option<u32>,
     /// The HTTP endpoint, for connections over HTTP.
     pub(crate) endpoint: Option<String>,
@@ -88,6 +91,7 @@ impl Shared {
             state: Mutex::new(SharedState {
                 inbox,
                 ended: None,
+                connect_error: None,
                 pid,
                 endpoint: None,
                 restarts: 0,
@@ -246,7 +250,9 @@ impl Client {
                 // The handshake failed and the driver is winding down: its end carries
                 // the whole story (the server's last stderr lines included).
                 let _ = self.done.recv().await;
-                return Err(self.gone());
+                let state = self.shared.lock();
+                let error = state.connect_error.clone().or_else(|| state.ended.clone());
+                return Err(error.unwrap_or(Error::DriverGone));
             }
             (None, None) => {}
         }

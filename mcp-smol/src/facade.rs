@@ -189,7 +189,7 @@ impl<F: Flavour> Facade<F> {
             if shared.inbox.server.is_none() {
                 let stderr = shared.stderr.text();
                 let e = Error::not_connected(reason.clone(), self.endpoint.as_deref(), stderr);
-                shared.ended = Some(e.clone());
+                shared.connect_error = Some(e.clone());
                 e
             } else {
                 ended.clone()
