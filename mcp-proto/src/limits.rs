@@ -45,6 +45,11 @@ pub struct Limits {
     pub probe_timeout: Duration,
     /// Time allowed for `initialize`. Default 30 s.
     pub initialize_timeout: Duration,
+    /// Time allowed for the whole of connecting, however many steps it takes (the probe,
+    /// a retry with another version, the `initialize` fallback, a stdio server started
+    /// again): one deadline for the operation, so a caller's timeout is a total. Default
+    /// 60 s.
+    pub connect_timeout: Duration,
 }
 
 impl Limits {
@@ -74,6 +79,7 @@ impl Default for Limits {
             request_timeout: Duration::from_secs(60),
             probe_timeout: Duration::from_secs(3),
             initialize_timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(60),
         }
     }
 }

@@ -1353,3 +1353,31 @@ fn a_server_that_cannot_be_started_again_closes_with_the_spawn_failure() {
     );
     assert!(client.is_released());
 }
+
+#[test]
+fn connecting_has_one_deadline_however_many_steps_it_takes() {
+    // A server that never answers: the probe times out (legacy evidence), then
+    // `initialize` waits. Each step alone would fit; together they get the total.
+    let silent = Scripted::new(|_: &Value| Vec::new());
+    let mut limits = Limits::default();
+    limits.probe_timeout = Duration::from_secs(3);
+    limits.initialize_timeout = Duration::from_secs(30);
+    limits.connect_timeout = Duration::from_secs(5);
+    let mut sim = Sim::new(config(EraMode::Auto).limits(limits), silent);
+    let start = sim.now;
+    sim.connect();
+    assert_eq!(
+        sim.now - start,
+        Duration::from_secs(5),
+        "the total, not 3 + 30"
+    );
+    assert_eq!(
+        closed_reason(&sim),
+        Some(CloseReason::HandshakeTimeout(Duration::from_secs(5)))
+    );
+    assert_eq!(
+        sim.sent_with_method("initialize").len(),
+        1,
+        "it did fall back"
+    );
+}

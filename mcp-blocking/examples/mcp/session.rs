@@ -98,6 +98,7 @@ pub fn client_config(global: &Global, mode: EraMode, input: InputMode) -> Client
     if let Some(t) = global.timeout {
         limits.request_timeout = t;
         limits.initialize_timeout = t;
+        limits.connect_timeout = t;
         limits.probe_timeout = limits.probe_timeout.min(t);
     }
     ClientConfig::new(CLIENT_NAME, env!("CARGO_PKG_VERSION"))

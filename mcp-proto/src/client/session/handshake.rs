@@ -118,7 +118,7 @@ impl Session {
         };
         self.handshake = Some(Handshake {
             rpc_id,
-            deadline: now + wait,
+            deadline: (now + wait).min(self.connect_deadline),
             phase: Phase::Probe { version, retried },
         });
     }
@@ -140,7 +140,7 @@ impl Session {
         self.push_out(out, OutKind::Request(rpc_id));
         self.handshake = Some(Handshake {
             rpc_id,
-            deadline: now + self.config.limits.initialize_timeout,
+            deadline: (now + self.config.limits.initialize_timeout).min(self.connect_deadline),
             phase: Phase::Initialize { version },
         });
     }
@@ -291,6 +291,12 @@ impl Session {
             return;
         };
         remember(&mut self.ignored_ids, h.rpc_id);
+        if now >= self.connect_deadline {
+            // The operation as a whole is out of time, whatever step it was at.
+            let total = self.config.limits.connect_timeout;
+            self.close_with(CloseReason::HandshakeTimeout(total));
+            return;
+        }
         match h.phase {
             Phase::Probe { .. } if self.transport == Transport::Http => {
                 // On HTTP, silence is an outage, not a legacy server.

@@ -85,6 +85,8 @@ pub(crate) struct Session {
     /// `initialize` went first on the strength of a cached legacy verdict: a 2026
     /// refusal of it means probing after all (once).
     tentative_legacy: bool,
+    /// When connecting as a whole gives up (`Limits::connect_timeout`).
+    connect_deadline: Instant,
 }
 
 /// A message waiting to be written, with what a message-oriented transport needs to
@@ -172,6 +174,7 @@ impl Session {
     #[must_use]
     pub fn new(config: ClientConfig, now: Instant) -> Session {
         let decoder = LineDecoder::new(config.limits.max_message_bytes);
+        let connect_deadline = now + config.limits.connect_timeout;
         let mut client = Session {
             config,
             decoder,
@@ -197,6 +200,7 @@ impl Session {
             aborts: VecDeque::new(),
             restart_wanted: false,
             tentative_legacy: false,
+            connect_deadline,
         };
         client.start(now);
         client

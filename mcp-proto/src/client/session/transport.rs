@@ -208,6 +208,8 @@ impl Session {
         self.paused_since = None;
         self.server = None;
         self.state = State::Connecting;
+        // A new session is a new connecting operation, with a deadline of its own.
+        self.connect_deadline = now + self.config.limits.connect_timeout;
         self.send_initialize(now, version);
     }
 }
