@@ -115,7 +115,8 @@ impl<F: Flavour> Client<F> {
         options: Options<F>,
         http: HttpOptions,
     ) -> Result<Client<F>, Error> {
-        let start = http.prepare("mcp-blocking", url, config, http.connector.is_some())?;
+        let grace = options.grace_period;
+        let start = http.prepare("mcp-blocking", url, config, http.connector.is_some(), grace)?;
         let connector = http::connector(&http, &start);
         let machine = proto::Client::http(start.config, start.http, clock::now());
         let timeout = http.connect_timeout;

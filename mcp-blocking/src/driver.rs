@@ -13,12 +13,10 @@
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::sync::mpsc::{Receiver, SyncSender};
-use std::time::Duration;
 
 use mcp_io::{
     Direction, Error, Flavour, Inbox, MAX_NOTIFICATIONS, Options, Shutdown, clock, push_newest,
 };
-use mcp_proto::Instant;
 use mcp_proto::client::{
     self as proto, CallError, CallId, CallOutput, CallRequest, CloseReason, ConnId, Event,
     Transmit, TransportFailure,
@@ -27,9 +25,6 @@ use mcp_proto::jsonrpc::Notification;
 use mcp_proto::model::ServerDetails;
 
 use crate::carrier::{Carrier, IoEvent, Report};
-
-/// Longest wait for the last HTTP exchanges (a legacy session's `DELETE`) on close.
-const MAX_LINGER: Duration = Duration::from_secs(2);
 
 /// The machine, its carrier, and what came out of them; `F` is the flavour of the
 /// options' handlers.
@@ -95,7 +90,7 @@ impl<F: Flavour> Driver<F> {
                 let stderr = self.carrier.stderr_tail();
                 return Err(Error::not_connected(reason, self.endpoint(), stderr));
             }
-            self.turn(None);
+            self.turn();
         }
     }
 
@@ -113,22 +108,21 @@ impl<F: Flavour> Driver<F> {
             if let Some(reason) = &self.inbox.closed {
                 return Err(Error::closed(reason.clone(), self.endpoint()));
             }
-            self.turn(None);
+            self.turn();
         }
     }
 
-    /// Closes the connection and releases the transport: the machine's last exchanges
-    /// (a legacy session's `DELETE`) get the grace period, at most 2 s; then whatever is
-    /// still open is closed (a server process within the grace period). Idempotent.
+    /// Closes the connection and releases the transport: the machine bounds its last
+    /// exchanges (a legacy session's `DELETE`, `HttpConfig::close_timeout`) and says when
+    /// it is released; a server process then gets the grace period. Idempotent.
     pub(crate) fn close(&mut self) -> Shutdown {
         if !self.released {
             self.released = true;
             let now = clock::now();
             self.machine.close(now);
             self.settle();
-            let deadline = now + self.options.grace_period.min(MAX_LINGER);
-            while !self.machine.is_released() && clock::now() < deadline {
-                self.turn(Some(deadline));
+            while !self.machine.is_released() {
+                self.turn();
             }
             self.inbox.closed.get_or_insert(CloseReason::Local);
         }
@@ -136,15 +130,10 @@ impl<F: Flavour> Driver<F> {
         self.carrier.release(grace, &mut self.options.wire_log)
     }
 
-    /// Waits for one report until the machine's deadline (or `limit`), feeds it, and
-    /// settles.
-    fn turn(&mut self, limit: Option<Instant>) {
+    /// Waits for one report until the machine's deadline, feeds it, and settles.
+    fn turn(&mut self) {
         let now = clock::now();
-        let until = match (self.machine.poll_timeout(), limit) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        let report = match until {
+        let report = match self.machine.poll_timeout() {
             Some(at) if at <= now => None,
             Some(at) => self.rx.recv_timeout(at.saturating_duration_since(now)).ok(),
             None if self.carrier.is_idle() => {

@@ -25,6 +25,10 @@ use crate::{EraCache, Error, Inbox};
 /// Default bound on the time to open a connection (TCP and TLS together): 10 s.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The longest the machine waits for its last exchanges after close (a legacy
+/// `DELETE`), whatever the grace period: 2 s.
+pub const MAX_CLOSE_WAIT: Duration = Duration::from_secs(2);
+
 /// Default bound on connections to the endpoint at once: 16.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 16;
 
@@ -205,8 +209,9 @@ impl<C: ?Sized> HttpOptions<C> {
     /// origin handed to the machine ([`ClientConfig::known_era`]: with `EraMode::Auto` a
     /// legacy origin gets `initialize` first, no probe, and is probed after all, once,
     /// if the server has moved on); and the machine's HTTP configuration with these
-    /// options' `Authorization`, bounds and timeouts, and the user agent
-    /// `<adapter>/<version>`.
+    /// options' `Authorization`, bounds and timeouts, the user agent
+    /// `<adapter>/<version>`, and `grace` (at most [`MAX_CLOSE_WAIT`]) as the time the
+    /// machine gives its last exchanges after close.
     ///
     /// # Errors
     /// [`Error::InvalidUrl`] and [`Error::TlsUnavailable`].
@@ -216,6 +221,7 @@ impl<C: ?Sized> HttpOptions<C> {
         url: &str,
         config: ClientConfig,
         connector_does_tls: bool,
+        grace: Duration,
     ) -> Result<HttpStart, Error> {
         let endpoint = EndpointUrl::parse(url, self.allow_insecure_remote).map_err(|source| {
             Error::InvalidUrl {
@@ -243,6 +249,7 @@ impl<C: ?Sized> HttpOptions<C> {
         http.pool.max_connections = self.max_connections.max(1);
         http.pool.idle_timeout = self.idle_timeout;
         http.pool.connect_timeout = self.connect_timeout;
+        http.close_timeout = grace.min(MAX_CLOSE_WAIT);
         Ok(HttpStart {
             #[cfg(feature = "tls")]
             tls: needs_tls.then(|| http1_tls_config(self.tls.as_ref())),
@@ -459,16 +466,32 @@ mod tests {
             .era_cache(cache);
         let config = ClientConfig::new("a", "1");
         let start = http
-            .prepare("agent", "http://127.0.0.1:1/mcp", config.clone(), false)
+            .prepare(
+                "agent",
+                "http://127.0.0.1:1/mcp",
+                config.clone(),
+                false,
+                Duration::from_secs(5),
+            )
             .expect("loopback");
         assert_eq!(start.http.authorization.as_deref(), Some("Bearer x"));
         assert!(start.http.user_agent.starts_with("agent/"));
         assert_eq!(start.http.pool.max_connections, 1);
         assert_eq!(
+            start.http.close_timeout, MAX_CLOSE_WAIT,
+            "5 s of grace, capped"
+        );
+        assert_eq!(
             start.config.known_era.map(|(era, _)| era),
             Some(Era::Legacy)
         );
-        let refused = http.prepare("agent", "http://example.com/mcp", config, false);
+        let refused = http.prepare(
+            "agent",
+            "http://example.com/mcp",
+            config,
+            false,
+            Duration::ZERO,
+        );
         assert_eq!(refused.expect_err("remote").kind(), "invalid-url");
     }
 }

@@ -199,7 +199,7 @@ impl Client {
         http: HttpOptions,
     ) -> Result<(Client, Driver<F>), Error> {
         let does_tls = http.connector.as_ref().is_some_and(|c| c.handles_tls());
-        let start = http.prepare("mcp-smol", url, config, does_tls)?;
+        let start = http.prepare("mcp-smol", url, config, does_tls, options.grace_period)?;
         let opener = Opener::new(http.connector, &start);
         let origin = start.url.origin().to_owned();
         let shared = Arc::new(Shared::new(start.inbox, 0, None));

@@ -23,8 +23,8 @@
 //! Once the machine has closed and released its transport (and the stdio process is
 //! reaped), the facade fails whatever still waits and the driver resolves. The grace
 //! period ([`Options::grace_period`](crate::Options::grace_period)) bounds that end: the
-//! stdio process is killed when it runs out, and HTTP connections still open (a legacy
-//! session's `DELETE` unanswered) are dropped.
+//! stdio process is killed when it runs out, and the machine gives HTTP connections
+//! still open (a legacy session's `DELETE` unanswered) as long, at most 2 s.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -155,8 +155,6 @@ struct Io<F: Flavour> {
     chunk: Box<[u8]>,
     timer: Timer,
     timer_at: Option<Instant>,
-    /// When the machine closed: the grace period runs from there.
-    closed_at: Option<Instant>,
 }
 
 impl<F: Flavour> Io<F> {
@@ -190,7 +188,6 @@ impl<F: Flavour> Io<F> {
             chunk: vec![0; READ_CHUNK].into_boxed_slice(),
             timer: Timer::never(),
             timer_at: None,
-            closed_at: None,
         };
         io.drain(now);
         io
@@ -210,19 +207,9 @@ impl<F: Flavour> Io<F> {
                 self.drain(now);
                 progress = true;
             }
-            if self.machine.state() == ConnectionState::Closed {
-                self.closed_at.get_or_insert(now);
-            }
-            let grace = self.facade.options.grace_period;
-            let overdue = self.closed_at.is_some_and(|at| at + grace <= now);
-            if overdue {
-                // The end takes too long (a `DELETE` nobody answers): drop what is left.
-                for (_, conn) in std::mem::take(&mut self.conns) {
-                    let wire = conn.close(&mut self.facade.options.wire_log);
-                    self.process.end(wire, grace, &self.facade.shared);
-                }
-            }
-            if (overdue || self.machine.is_released()) && self.process.is_over() {
+            // The machine bounds its own end (`HttpConfig::close_timeout`); a process has
+            // its grace period in `Process::end`.
+            if self.machine.is_released() && self.process.is_over() {
                 return Poll::Ready(self.facade.finish(self.machine.close_reason()));
             }
             progress |= self.poll_timer(now, cx);
@@ -411,12 +398,9 @@ impl<F: Flavour> Io<F> {
         self.drain(now);
     }
 
-    /// Arms the timer for the machine's next deadline (or the end of the grace period).
-    /// True when that is due already.
+    /// Arms the timer for the machine's next deadline. True when that is due already.
     fn poll_timer(&mut self, now: Instant, cx: &mut Context<'_>) -> bool {
-        let grace = self.facade.options.grace_period;
-        let grace = self.closed_at.map(|at| at + grace);
-        let Some(deadline) = self.machine.poll_timeout().into_iter().chain(grace).min() else {
+        let Some(deadline) = self.machine.poll_timeout() else {
             return false;
         };
         if deadline <= now {
