@@ -4,9 +4,10 @@
 use std::time::Duration;
 
 use mcp_proto::client::{
-    CallError, CallRequest, ClientConfig, CloseReason, ConnectionState, Event,
+    CallError, CallRequest, ClientConfig, CloseReason, ConnectionState, Event, PeerError,
 };
 use mcp_proto::http::xmcp::InvalidAnnotation;
+use mcp_proto::jsonrpc::DecodeError;
 use mcp_proto::model::ClientCapabilities;
 use mcp_proto::version::{Era, EraMode, ProtocolVersion};
 use mcp_tests::http_sim::{HttpSim, Reply, SeenRequest};
@@ -833,4 +834,35 @@ fn a_legacy_refusal_of_a_cached_verdict_is_not_probed_again() {
     sim.connect();
     assert!(sim.client.close_reason().is_some());
     assert_eq!(sim.requests.len(), 1, "initialize only");
+}
+
+#[test]
+fn a_too_deep_answer_on_an_event_stream_fails_its_call_at_once() {
+    let mut sim = HttpSim::new(config(EraMode::Auto), |req| match req.rpc_method() {
+        "server/discover" => discover_ok(req),
+        "tools/list" => no_tools(req),
+        _ => {
+            let deep = format!("{}{}", "[".repeat(100), "]".repeat(100));
+            let answer = format!(
+                r#"{{"jsonrpc":"2.0","id":{},"result":{{"content":{deep}}}}}"#,
+                req.body["id"]
+            );
+            Reply::sse(&[], &[(None, &answer)])
+        }
+    });
+    sim.connect();
+    let start = sim.now;
+    let err = sim
+        .call(CallRequest::call_tool("t", json!({})).timeout(Duration::from_secs(30)))
+        .unwrap_err();
+    assert_eq!(sim.now, start, "at once, not at the timeout");
+    assert!(
+        matches!(
+            &err,
+            CallError::Peer(PeerError::Malformed {
+                error: DecodeError::TooDeep { limit: 64 }
+            })
+        ),
+        "{err:?}"
+    );
 }

@@ -283,13 +283,10 @@ impl HttpLink {
         match Message::decode_with_max_depth(json, max_depth) {
             Ok(Message::Response(r)) => {
                 let r = self.inspect_response(r);
-                self.client.handle_message(now, Message::Response(r));
+                self.client.dispatch_message(now, Message::Response(r));
             }
-            Ok(m) => self.client.handle_message(now, m),
-            Err(error) => {
-                self.events
-                    .push_back(Event::PeerError(PeerError::Malformed { error }));
-            }
+            Ok(m) => self.client.dispatch_message(now, m),
+            Err(error) => self.client.handle_undecodable(now, json, error),
         }
     }
 

@@ -277,38 +277,21 @@ impl Session {
         }
     }
 
-    /// One decoded message, for transports that do their own framing.
-    ///
-    /// The message is checked against `Limits::max_nesting_depth` first (its verbatim
-    /// `params` or `result` may be nested to any depth); a response over it fails its
-    /// call with [`PeerError::Malformed`] holding
-    /// [`DecodeError::TooDeep`](crate::jsonrpc::DecodeError::TooDeep). Transports that
-    /// decode bytes themselves should use
-    /// [`Message::decode_with_max_depth`](crate::jsonrpc::Message::decode_with_max_depth).
-    pub fn handle_message(&mut self, now: Instant, message: Message) {
-        if let Err(error) = message.check_nesting(self.config.limits.max_nesting_depth) {
-            let sniffed = match message {
-                Message::Response(r) => jsonrpc::Sniffed {
-                    id: r.id,
-                    has_method: false,
-                },
-                Message::Request(r) => jsonrpc::Sniffed {
-                    id: Some(r.id),
-                    has_method: true,
-                },
-                Message::Notification(_) => jsonrpc::Sniffed {
-                    id: None,
-                    has_method: true,
-                },
-            };
-            self.handle_unusable(now, PeerError::Malformed { error }, &sniffed, false);
-            return;
-        }
-        self.dispatch_message(now, message);
+    /// A message that did not decode (too deep, not JSON-RPC), for transports that frame
+    /// messages themselves: the call it answers, when its `id` can be read, fails at once
+    /// with the reason, as for a stdio line.
+    pub(crate) fn handle_undecodable(
+        &mut self,
+        now: Instant,
+        bytes: &[u8],
+        error: jsonrpc::DecodeError,
+    ) {
+        let sniffed = jsonrpc::sniff(bytes);
+        self.handle_unusable(now, PeerError::Malformed { error }, &sniffed, false);
     }
 
-    /// A message known to be within the limits.
-    fn dispatch_message(&mut self, now: Instant, message: Message) {
+    /// A message decoded within the limits (by `Message::decode_with_max_depth`).
+    pub(crate) fn dispatch_message(&mut self, now: Instant, message: Message) {
         match message {
             Message::Response(r) => self.handle_response(now, r),
             Message::Request(r) => self.handle_server_request(now, r),
