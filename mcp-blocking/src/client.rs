@@ -4,16 +4,15 @@ use std::time::Duration;
 
 use mcp_io::{
     Error, Flavour, Inbox, Options, ProgressHandler, Sendable, Shutdown, StdioCommand, WireLog,
-    clock, request,
+    clock,
 };
 use mcp_proto::client::{
     self as proto, CallOutput, CallRequest, ClientConfig, CloseReason, PeerError,
 };
 use mcp_proto::http::EndpointUrl;
 use mcp_proto::jsonrpc::Notification;
-use mcp_proto::model::{CallToolResult, Prompt, Resource, ServerDetails, Tool};
+use mcp_proto::model::ServerDetails;
 use mcp_proto::{Era, ProtocolVersion};
-use serde_json::Value;
 
 use crate::carrier;
 use crate::driver::Driver;
@@ -163,69 +162,7 @@ impl<F: Flavour> Client<F> {
         self.driver.request(request)
     }
 
-    /// `tools/list`, every page.
-    ///
-    /// # Errors
-    /// As [`Client::request`], and [`Error::Call`] when a tool does not parse.
-    pub fn list_tools(&mut self) -> Result<Vec<Tool>, Error> {
-        Ok(self.request(CallRequest::list_tools())?.tools()?)
-    }
-
-    /// `resources/list`, every page.
-    ///
-    /// # Errors
-    /// As [`Client::request`], and [`Error::Call`] when a resource does not parse.
-    pub fn list_resources(&mut self) -> Result<Vec<Resource>, Error> {
-        Ok(self.request(CallRequest::list_resources())?.resources()?)
-    }
-
-    /// `resources/templates/list`, every page, each template verbatim.
-    ///
-    /// # Errors
-    /// As [`Client::request`].
-    pub fn list_resource_templates(&mut self) -> Result<Vec<Value>, Error> {
-        Ok(self
-            .request(CallRequest::list_resource_templates())?
-            .items_as()?)
-    }
-
-    /// `prompts/list`, every page.
-    ///
-    /// # Errors
-    /// As [`Client::request`], and [`Error::Call`] when a prompt does not parse.
-    pub fn list_prompts(&mut self) -> Result<Vec<Prompt>, Error> {
-        Ok(self.request(CallRequest::list_prompts())?.prompts()?)
-    }
-
-    /// `tools/call` with `arguments`, a JSON object (or `null` for none). A tool that
-    /// failed is a successful call whose result has `is_error: Some(true)`.
-    ///
-    /// # Errors
-    /// As [`Client::request`]; [`Error::Misuse`] for arguments that are not an object
-    /// (nothing is sent), and [`Error::Call`] when the result is not a `CallToolResult`.
-    pub fn call_tool(&mut self, name: &str, arguments: Value) -> Result<CallToolResult, Error> {
-        let request = request::call_tool(name, arguments)?;
-        Ok(self.request(request)?.tool_result()?)
-    }
-
-    /// `resources/read`: the `ReadResourceResult` as JSON.
-    ///
-    /// # Errors
-    /// As [`Client::request`].
-    pub fn read_resource(&mut self, uri: &str) -> Result<Value, Error> {
-        Ok(self.request(CallRequest::read_resource(uri))?.result_as()?)
-    }
-
-    /// `prompts/get` with `arguments`, a JSON object (or `null` for none): the
-    /// `GetPromptResult` as JSON.
-    ///
-    /// # Errors
-    /// As [`Client::request`]; [`Error::Misuse`] for arguments that are not an object
-    /// (nothing is sent).
-    pub fn get_prompt(&mut self, name: &str, arguments: Value) -> Result<Value, Error> {
-        let request = request::get_prompt(name, arguments)?;
-        Ok(self.request(request)?.result_as()?)
-    }
+    mcp_io::typed_requests!(blocking &mut);
 
     /// Replaces the handler that answers requests for input (elicitation, sampling,
     /// roots). Only requests for capabilities declared in the [`ClientConfig`] reach it.

@@ -49,3 +49,121 @@ pub fn call_tool(name: &str, arguments: Value) -> Result<CallRequest, ApiMisuse>
 pub fn get_prompt(name: &str, arguments: Value) -> Result<CallRequest, ApiMisuse> {
     Ok(CallRequest::get_prompt(name, self::arguments(arguments)?))
 }
+
+/// Writes the typed request methods of a client facade (`list_tools`, `list_resources`,
+/// `list_resource_templates`, `list_prompts`, `call_tool`, `read_resource`, `get_prompt`)
+/// on top of its `request` method, so that both adapters have one definition of them
+/// and their documentation.
+///
+/// `typed_requests!(async &)` writes `async fn …(&self)` methods that `.await` the
+/// request; `typed_requests!(blocking &mut)` writes `fn …(&mut self)` methods. Either way
+/// the facade supplies `request(…, CallRequest) -> Result<CallOutput, Error>`, `async` or
+/// not to match.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! typed_requests {
+    (async &) => {
+        $crate::typed_requests!(@emit [async] [.await] []);
+    };
+    (blocking &mut) => {
+        $crate::typed_requests!(@emit [] [] [mut]);
+    };
+    (@emit [$($async:tt)*] [$($await:tt)*] [$($mut:tt)*]) => {
+        /// `tools/list`, every page.
+        ///
+        /// # Errors
+        /// As [`Self::request`], and [`Error::Call`](crate::Error::Call) when a tool does
+        /// not parse.
+        pub $($async)* fn list_tools(
+            &$($mut)* self,
+        ) -> ::core::result::Result<::std::vec::Vec<$crate::mcp_proto::model::Tool>, $crate::Error>
+        {
+            let request = $crate::mcp_proto::client::CallRequest::list_tools();
+            Ok(self.request(request)$($await)*?.tools()?)
+        }
+
+        /// `resources/list`, every page.
+        ///
+        /// # Errors
+        /// As [`Self::request`], and [`Error::Call`](crate::Error::Call) when a resource
+        /// does not parse.
+        pub $($async)* fn list_resources(
+            &$($mut)* self,
+        ) -> ::core::result::Result<
+            ::std::vec::Vec<$crate::mcp_proto::model::Resource>,
+            $crate::Error,
+        > {
+            let request = $crate::mcp_proto::client::CallRequest::list_resources();
+            Ok(self.request(request)$($await)*?.resources()?)
+        }
+
+        /// `resources/templates/list`, every page, each template verbatim.
+        ///
+        /// # Errors
+        /// As [`Self::request`].
+        pub $($async)* fn list_resource_templates(
+            &$($mut)* self,
+        ) -> ::core::result::Result<::std::vec::Vec<$crate::api::serde_json::Value>, $crate::Error> {
+            let request = $crate::mcp_proto::client::CallRequest::list_resource_templates();
+            Ok(self.request(request)$($await)*?.items_as()?)
+        }
+
+        /// `prompts/list`, every page.
+        ///
+        /// # Errors
+        /// As [`Self::request`], and [`Error::Call`](crate::Error::Call) when a prompt
+        /// does not parse.
+        pub $($async)* fn list_prompts(
+            &$($mut)* self,
+        ) -> ::core::result::Result<
+            ::std::vec::Vec<$crate::mcp_proto::model::Prompt>,
+            $crate::Error,
+        > {
+            let request = $crate::mcp_proto::client::CallRequest::list_prompts();
+            Ok(self.request(request)$($await)*?.prompts()?)
+        }
+
+        /// `tools/call` with `arguments`, a JSON object (or `null` for none). A tool that
+        /// failed is a successful call whose result has `is_error: Some(true)`.
+        ///
+        /// # Errors
+        /// As [`Self::request`]; [`Error::Misuse`](crate::Error::Misuse) for arguments
+        /// that are not an object (nothing is sent), and
+        /// [`Error::Call`](crate::Error::Call) when the result is not a `CallToolResult`.
+        pub $($async)* fn call_tool(
+            &$($mut)* self,
+            name: &str,
+            arguments: $crate::api::serde_json::Value,
+        ) -> ::core::result::Result<$crate::mcp_proto::model::CallToolResult, $crate::Error> {
+            let request = $crate::request::call_tool(name, arguments)?;
+            Ok(self.request(request)$($await)*?.tool_result()?)
+        }
+
+        /// `resources/read`: the `ReadResourceResult` as JSON.
+        ///
+        /// # Errors
+        /// As [`Self::request`].
+        pub $($async)* fn read_resource(
+            &$($mut)* self,
+            uri: &str,
+        ) -> ::core::result::Result<$crate::api::serde_json::Value, $crate::Error> {
+            let request = $crate::mcp_proto::client::CallRequest::read_resource(uri);
+            Ok(self.request(request)$($await)*?.result_as()?)
+        }
+
+        /// `prompts/get` with `arguments`, a JSON object (or `null` for none): the
+        /// `GetPromptResult` as JSON.
+        ///
+        /// # Errors
+        /// As [`Self::request`]; [`Error::Misuse`](crate::Error::Misuse) for arguments
+        /// that are not an object (nothing is sent).
+        pub $($async)* fn get_prompt(
+            &$($mut)* self,
+            name: &str,
+            arguments: $crate::api::serde_json::Value,
+        ) -> ::core::result::Result<$crate::api::serde_json::Value, $crate::Error> {
+            let request = $crate::request::get_prompt(name, arguments)?;
+            Ok(self.request(request)$($await)*?.result_as()?)
+        }
+    };
+}

@@ -11,13 +11,12 @@ use mcp_proto::client::{
     CallOutput, CallRequest, ClientConfig, CloseReason, InputHandler, PeerError,
 };
 use mcp_proto::jsonrpc::Notification;
-use mcp_proto::model::{CallToolResult, Prompt, Resource, ServerDetails, Tool};
+use mcp_proto::model::ServerDetails;
 use mcp_proto::version::{Era, ProtocolVersion};
-use serde_json::Value;
 
 use mcp_io::{
     Flavour, Inbox, MAX_NOTIFICATIONS, Options, ProgressHandler, Shutdown, StderrTail,
-    StdioCommand, WireLog, request,
+    StdioCommand, WireLog,
 };
 
 use crate::driver::{Driver, Setup, Transport};
@@ -321,76 +320,7 @@ impl Client {
         outcome.unwrap_or_else(|_| Err(self.gone()))
     }
 
-    /// `tools/list`, every page.
-    ///
-    /// # Errors
-    /// As [`Client::request`], and [`Error::Call`] when a tool does not parse.
-    pub async fn list_tools(&self) -> Result<Vec<Tool>, Error> {
-        Ok(self.request(CallRequest::list_tools()).await?.tools()?)
-    }
-
-    /// `resources/list`, every page.
-    ///
-    /// # Errors
-    /// As [`Client::request`], and [`Error::Call`] when a resource does not parse.
-    pub async fn list_resources(&self) -> Result<Vec<Resource>, Error> {
-        Ok(self
-            .request(CallRequest::list_resources())
-            .await?
-            .resources()?)
-    }
-
-    /// `resources/templates/list`, every page, each template verbatim.
-    ///
-    /// # Errors
-    /// As [`Client::request`].
-    pub async fn list_resource_templates(&self) -> Result<Vec<Value>, Error> {
-        Ok(self
-            .request(CallRequest::list_resource_templates())
-            .await?
-            .items_as()?)
-    }
-
-    /// `prompts/list`, every page.
-    ///
-    /// # Errors
-    /// As [`Client::request`], and [`Error::Call`] when a prompt does not parse.
-    pub async fn list_prompts(&self) -> Result<Vec<Prompt>, Error> {
-        Ok(self.request(CallRequest::list_prompts()).await?.prompts()?)
-    }
-
-    /// `tools/call` with `arguments`, a JSON object (or `null` for none). A tool that
-    /// failed is a successful call whose result has `is_error: Some(true)`.
-    ///
-    /// # Errors
-    /// As [`Client::request`]; [`Error::Misuse`] for arguments that are not an object
-    /// (nothing is sent), and [`Error::Call`] when the result is not a `CallToolResult`.
-    pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<CallToolResult, Error> {
-        let request = request::call_tool(name, arguments)?;
-        Ok(self.request(request).await?.tool_result()?)
-    }
-
-    /// `resources/read`: the `ReadResourceResult` as JSON.
-    ///
-    /// # Errors
-    /// As [`Client::request`].
-    pub async fn read_resource(&self, uri: &str) -> Result<Value, Error> {
-        Ok(self
-            .request(CallRequest::read_resource(uri))
-            .await?
-            .result_as()?)
-    }
-
-    /// `prompts/get` with `arguments`, a JSON object (or `null` for none): the
-    /// `GetPromptResult` as JSON.
-    ///
-    /// # Errors
-    /// As [`Client::request`]; [`Error::Misuse`] for arguments that are not an object
-    /// (nothing is sent).
-    pub async fn get_prompt(&self, name: &str, arguments: Value) -> Result<Value, Error> {
-        let request = request::get_prompt(name, arguments)?;
-        Ok(self.request(request).await?.result_as()?)
-    }
+    mcp_io::typed_requests!(async &);
 
     /// Replaces the handler that answers requests for input (elicitation, sampling,
     /// roots, 2026 `input_required` rounds). Only requests for capabilities declared in
@@ -565,7 +495,7 @@ mod tests {
         };
         send_sync(&client);
         send(&client.request(CallRequest::list_tools()));
-        send(&client.call_tool("x", Value::Null));
+        send(&client.call_tool("x", serde_json::Value::Null));
         send(&client.connected());
         send(&client.close());
         send(&client.next_notification());
