@@ -186,10 +186,11 @@ impl<F: Flavour> Client<F> {
     }
 
     /// The next server notification not consumed by the machine (list changes, log
-    /// messages, resource updates, …). At most 1024 are kept; older ones are dropped and
-    /// counted in [`Client::dropped_notifications`].
+    /// messages, resource updates, …). At most 1024 are kept, and at most
+    /// [`Limits::max_queued_event_bytes`](mcp_proto::Limits::max_queued_event_bytes) of
+    /// them; older ones are dropped and counted in [`Client::dropped_notifications`].
     pub fn poll_notification(&mut self) -> Option<Notification> {
-        self.driver.notifications.pop_front()
+        self.driver.inbox.take_notification()
     }
 
     /// Notifications dropped because nobody polled them.

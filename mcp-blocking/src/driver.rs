@@ -10,18 +10,15 @@
 //! requests are handled by [`Options::handle_event`] (the input handler answers on the
 //! spot); the rest is kept in the [`Inbox`] for the blocking methods.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::mpsc::{Receiver, SyncSender};
 
-use mcp_io::{
-    Direction, Error, Flavour, Inbox, MAX_NOTIFICATIONS, Options, Shutdown, clock, push_newest,
-};
+use mcp_io::{Direction, Error, Flavour, Inbox, Options, Shutdown, clock};
 use mcp_proto::client::{
     self as proto, CallError, CallId, CallOutput, CallRequest, CloseReason, ConnId, Event,
     Transmit, TransportFailure,
 };
-use mcp_proto::jsonrpc::Notification;
 use mcp_proto::model::ServerDetails;
 
 use crate::carrier::{Carrier, IoEvent, Report};
@@ -38,8 +35,6 @@ pub(crate) struct Driver<F: Flavour> {
     pub(crate) inbox: Inbox,
     /// Outcomes of calls, until their method picks them up.
     completed: HashMap<CallId, Result<CallOutput, CallError>>,
-    /// Notifications, until the caller polls them (the newest `MAX_NOTIFICATIONS`).
-    pub(crate) notifications: VecDeque<Notification>,
     /// `close` ran: whatever the machine still waits for is cut off.
     released: bool,
     pub(crate) carrier: Box<dyn Carrier<F>>,
@@ -64,15 +59,15 @@ impl<F: Flavour> Driver<F> {
         options: Options<F>,
         inbox: Inbox,
     ) -> Driver<F> {
+        let budget = machine.config().limits.max_queued_event_bytes;
         Driver {
             machine,
             tx,
             rx,
             buf: Vec::new(),
             options,
-            inbox,
+            inbox: inbox.notification_budget(budget),
             completed: HashMap::new(),
-            notifications: VecDeque::new(),
             released: false,
             carrier,
         }
@@ -212,10 +207,6 @@ impl<F: Flavour> Driver<F> {
                 match event.and_then(|e| self.inbox.keep(e)) {
                     Some(Event::CallCompleted { call, outcome }) => {
                         self.completed.insert(call, outcome);
-                    }
-                    Some(Event::Notification(n)) => {
-                        let dropped = push_newest(&mut self.notifications, n, MAX_NOTIFICATIONS);
-                        self.inbox.dropped_notifications += u64::from(dropped);
                     }
                     // InputCancelled: the handler answers on the spot, nothing is waiting.
                     _ => {}

@@ -2,15 +2,22 @@
 
 use std::collections::VecDeque;
 
+use mcp_proto::Limits;
 use mcp_proto::client::{CloseReason, Event, PeerError};
+use mcp_proto::jsonrpc::Notification;
 use mcp_proto::model::ServerDetails;
 
-use crate::{EraCache, MAX_PEER_ERRORS, push_newest};
+use crate::{EraCache, MAX_NOTIFICATIONS, MAX_PEER_ERRORS, push_newest};
 
 /// What the machine's events say about one connection, kept the same way by both
 /// adapters for their handles: the server's details, the close reason, the newest peer
-/// errors, the tools left out over HTTP, the count of dropped notifications; and, over
-/// HTTP with an [`EraCache`], the era the connection settled on, recorded there.
+/// errors, the tools left out over HTTP, the notifications not yet taken and the count
+/// of dropped ones; and, over HTTP with an [`EraCache`], the era the connection settled
+/// on, recorded there.
+///
+/// Notifications are kept up to [`MAX_NOTIFICATIONS`] and up to a byte budget
+/// ([`Limits::max_queued_event_bytes`] by default, the machine's own); beyond either the
+/// oldest are dropped and counted.
 ///
 /// ```
 /// use mcp_io::Inbox;
@@ -22,7 +29,7 @@ use crate::{EraCache, MAX_PEER_ERRORS, push_newest};
 /// assert!(matches!(closed, Some(Event::Closed { .. })), "passed on, for the adapter");
 /// assert_eq!((inbox.dropped_notifications, inbox.closed), (2, Some(CloseReason::Local)));
 /// ```
-#[derive(Debug, Default)]
+#[derive(Debug)]
 #[non_exhaustive]
 pub struct Inbox {
     /// What the server said about itself, once connected.
@@ -39,8 +46,28 @@ pub struct Inbox {
     /// Notifications dropped because nobody took them (by the machine, or by the
     /// adapter's own bounded queue).
     pub dropped_notifications: u64,
+    /// Notifications not yet taken, oldest first, and their bytes.
+    notifications: VecDeque<Notification>,
+    notification_bytes: usize,
+    max_notification_bytes: usize,
     /// Where the era verdict goes, under which origin.
     era_cache: Option<(EraCache, String)>,
+}
+
+impl Default for Inbox {
+    fn default() -> Self {
+        Inbox {
+            server: None,
+            closed: None,
+            peer_errors: VecDeque::new(),
+            excluded_tools: Vec::new(),
+            dropped_notifications: 0,
+            notifications: VecDeque::new(),
+            notification_bytes: 0,
+            max_notification_bytes: Limits::default().max_queued_event_bytes,
+            era_cache: None,
+        }
+    }
 }
 
 impl Inbox {
@@ -54,9 +81,46 @@ impl Inbox {
         }
     }
 
+    /// The same inbox, keeping at most `bytes` of notifications (see
+    /// [`Notification::retained_bytes`]); the adapters pass their machine's
+    /// [`Limits::max_queued_event_bytes`].
+    #[must_use]
+    pub fn notification_budget(mut self, bytes: usize) -> Self {
+        self.max_notification_bytes = bytes;
+        self
+    }
+
+    /// The oldest notification not yet taken.
+    pub fn take_notification(&mut self) -> Option<Notification> {
+        let n = self.notifications.pop_front()?;
+        self.notification_bytes -= n.retained_bytes();
+        Some(n)
+    }
+
+    /// Bytes of the notifications waiting to be taken.
+    #[must_use]
+    pub fn notification_bytes(&self) -> usize {
+        self.notification_bytes
+    }
+
+    /// Queues `n`, dropping the oldest while the queue is over its count or its bytes
+    /// (one notification always fits: the machine admitted it under the same budget).
+    fn push_notification(&mut self, n: Notification) {
+        let size = n.retained_bytes();
+        while !self.notifications.is_empty()
+            && (self.notifications.len() >= MAX_NOTIFICATIONS
+                || self.notification_bytes + size > self.max_notification_bytes)
+        {
+            let _ = self.take_notification();
+            self.dropped_notifications += 1;
+        }
+        self.notification_bytes += size;
+        self.notifications.push_back(n);
+    }
+
     /// Keeps what `event` says about the connection. The events the adapter must act
     /// on are handed back: `Connected` and `Closed` (kept as well), call outcomes,
-    /// notifications, and whatever [`Options::handle_event`](crate::Options::handle_event)
+    /// and whatever [`Options::handle_event`](crate::Options::handle_event)
     /// did not take.
     pub fn keep(&mut self, event: Event) -> Option<Event> {
         match event {
@@ -72,6 +136,7 @@ impl Inbox {
                 return Some(Event::Closed { reason });
             }
             Event::NotificationsDropped { count } => self.dropped_notifications += count,
+            Event::Notification(n) => self.push_notification(n),
             Event::PeerError(e) => {
                 push_newest(&mut self.peer_errors, e, MAX_PEER_ERRORS);
             }
@@ -85,5 +150,48 @@ impl Inbox {
             other => return Some(other),
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::value::RawValue;
+
+    fn note(payload: usize) -> Notification {
+        let params = RawValue::from_string(format!("\"{}\"", "x".repeat(payload))).unwrap();
+        Notification {
+            method: "notifications/message".to_owned(),
+            params: Some(params),
+        }
+    }
+
+    #[test]
+    fn notifications_are_kept_within_the_byte_budget_newest_first() {
+        let size = note(1000).retained_bytes();
+        for (budget, kept) in [(3 * size, 3), (3 * size - 1, 2)] {
+            let mut inbox = Inbox::default().notification_budget(budget);
+            for _ in 0..10 {
+                assert!(inbox.keep(Event::Notification(note(1000))).is_none());
+            }
+            assert!(inbox.notification_bytes() <= budget);
+            assert_eq!(inbox.dropped_notifications, 10 - kept);
+            let taken = std::iter::from_fn(|| inbox.take_notification()).count();
+            assert_eq!(taken, kept as usize, "budget {budget}");
+            assert_eq!(inbox.notification_bytes(), 0);
+        }
+    }
+
+    #[test]
+    fn notifications_are_kept_up_to_their_count() {
+        let mut inbox = Inbox::default();
+        for _ in 0..MAX_NOTIFICATIONS + 5 {
+            let _ = inbox.keep(Event::Notification(note(1)));
+        }
+        assert_eq!(inbox.dropped_notifications, 5);
+        assert_eq!(
+            std::iter::from_fn(|| inbox.take_notification()).count(),
+            MAX_NOTIFICATIONS
+        );
     }
 }

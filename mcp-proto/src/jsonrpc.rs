@@ -151,6 +151,17 @@ pub struct Notification {
     pub params: Option<Box<RawValue>>,
 }
 
+impl Notification {
+    /// The bytes this notification holds, estimated: its method and parameters as
+    /// received, plus the fixed size of the value. What the client's byte budgets count.
+    #[must_use]
+    pub fn retained_bytes(&self) -> usize {
+        std::mem::size_of::<Notification>()
+            + self.method.len()
+            + self.params.as_ref().map_or(0, |p| p.get().len())
+    }
+}
+
 /// A response to a request.
 #[derive(Debug, Clone)]
 pub struct Response {

@@ -27,6 +27,9 @@ pub struct Limits {
     pub max_list_pages: u32,
     /// Items gathered by one paginated listing before it fails. Default 100 000.
     pub max_list_items: usize,
+    /// Bytes of items gathered by one paginated listing before it fails (the items are
+    /// kept verbatim until the last page). Default 32 MiB.
+    pub max_list_bytes: usize,
     /// MRTR rounds for one call (2026-07-28 `input_required`). Default 10.
     pub max_input_rounds: u32,
     /// Input requests in one MRTR round. Default 16.
@@ -35,9 +38,19 @@ pub struct Limits {
     pub max_input_bytes_per_call: usize,
     /// Server→client requests (legacy) awaiting the user's answer. Default 64.
     pub max_pending_server_requests: usize,
-    /// Queued notification events not yet polled; beyond this they are dropped (and
-    /// counted in a [`crate::client::Event::NotificationsDropped`]). Default 4096.
+    /// Bytes of the server→client requests (legacy) awaiting the user's answer, their
+    /// parameters as received; one more is refused (with a JSON-RPC error to the server).
+    /// Default 8 MiB.
+    pub max_pending_input_bytes: usize,
+    /// Events a server can make the client hold without a call of its own
+    /// (notifications, progress included, and reports of its protocol errors) waiting to
+    /// be polled; beyond this they are dropped (and counted in a
+    /// [`crate::client::Event::NotificationsDropped`]). Default 4096.
     pub max_queued_notifications: usize,
+    /// Bytes of those same events waiting to be polled (their verbatim JSON and text);
+    /// beyond this they are dropped and counted the same way. At least one largest
+    /// message fits. Default 16 MiB.
+    pub max_queued_event_bytes: usize,
     /// Time allowed for any call that was given no timeout of its own. Default 60 s.
     pub request_timeout: Duration,
     /// Time the `server/discover` probe (stdio) may stay unanswered before the server is
@@ -71,11 +84,14 @@ impl Default for Limits {
             max_calls_in_flight: 1024,
             max_list_pages: 64,
             max_list_items: 100_000,
+            max_list_bytes: 32 * 1024 * 1024,
             max_input_rounds: 10,
             max_inputs_per_round: 16,
             max_input_bytes_per_call: 1024 * 1024,
             max_pending_server_requests: 64,
+            max_pending_input_bytes: 8 * 1024 * 1024,
             max_queued_notifications: 4096,
+            max_queued_event_bytes: 16 * 1024 * 1024,
             request_timeout: Duration::from_secs(60),
             probe_timeout: Duration::from_secs(3),
             initialize_timeout: Duration::from_secs(30),

@@ -15,8 +15,7 @@ use mcp_proto::model::ServerDetails;
 use mcp_proto::version::{Era, ProtocolVersion};
 
 use mcp_io::{
-    Flavour, Inbox, MAX_NOTIFICATIONS, Options, ProgressHandler, Shutdown, StderrTail,
-    StdioCommand, WireLog,
+    Flavour, Inbox, Options, ProgressHandler, Shutdown, StderrTail, StdioCommand, WireLog,
 };
 
 use crate::driver::{Driver, Setup, Transport};
@@ -125,7 +124,8 @@ impl Shared {
 #[derive(Clone)]
 pub struct Client {
     tx: Sender<Command>,
-    notifications: Receiver<Notification>,
+    /// Rung by the driver when it queues a notification; closes with the driver.
+    doorbell: Receiver<()>,
     /// Never carries a message: it closes when the driver finishes or is dropped.
     done: Receiver<()>,
     shared: Arc<Shared>,
@@ -169,7 +169,8 @@ impl Client {
     ) -> Result<(Client, Driver<F>), Error> {
         let child = crate::stdio::spawn(&command)?;
         let limit = command.get_stderr_limit();
-        let shared = Arc::new(Shared::new(Inbox::default(), limit, Some(child.id())));
+        let inbox = Inbox::default().notification_budget(config.limits.max_queued_event_bytes);
+        let shared = Arc::new(Shared::new(inbox, limit, Some(child.id())));
         let (client, channels) = Client::with_channels(shared.clone());
         let driver = Driver::new(Setup {
             config,
@@ -215,16 +216,16 @@ impl Client {
     /// A handle and the driver's ends of its channels.
     fn with_channels(shared: Arc<Shared>) -> (Client, Channels) {
         let (tx, rx) = async_channel::unbounded();
-        let (note_tx, note_rx) = async_channel::bounded(MAX_NOTIFICATIONS);
+        let (bell_tx, bell_rx) = async_channel::bounded(1);
         let (done_tx, done_rx) = async_channel::bounded(1);
         let channels = Channels {
             commands: rx,
-            notifications: (note_tx, note_rx.clone()),
+            doorbell: bell_tx,
             done: done_tx,
         };
         let client = Client {
             tx,
-            notifications: note_rx,
+            doorbell: bell_rx,
             done: done_rx,
             shared,
         };
@@ -346,18 +347,27 @@ impl Client {
     }
 
     /// The next server notification not consumed by the machine (list changes, log
-    /// messages, resource updates, …), if one is waiting. At most 1024 are kept; older
-    /// ones are dropped and counted in [`Client::dropped_notifications`]. All clones of a
-    /// client share one queue.
+    /// messages, resource updates, …), if one is waiting. At most 1024 are kept, and at
+    /// most [`Limits::max_queued_event_bytes`](mcp_proto::Limits::max_queued_event_bytes)
+    /// of them; older ones are dropped and counted in [`Client::dropped_notifications`].
+    /// All clones of a client share one queue.
     #[must_use]
     pub fn poll_notification(&self) -> Option<Notification> {
-        self.notifications.try_recv().ok()
+        self.shared.lock().inbox.take_notification()
     }
 
     /// Waits for the next server notification; `None` once the connection is over and
     /// every notification has been taken.
     pub async fn next_notification(&self) -> Option<Notification> {
-        self.notifications.recv().await.ok()
+        loop {
+            if let Some(n) = self.poll_notification() {
+                return Some(n);
+            }
+            if self.doorbell.recv().await.is_err() {
+                // The driver is gone: what it queued last is all there is.
+                return self.poll_notification();
+            }
+        }
     }
 
     /// Notifications dropped because nobody took them.
@@ -485,11 +495,11 @@ mod tests {
         fn send_sync<T: Send + Sync>(_: &T) {}
         fn send<T: Send>(_: &T) {}
         let (tx, _rx) = async_channel::unbounded();
-        let (_ntx, nrx) = async_channel::bounded(1);
+        let (_btx, brx) = async_channel::bounded(1);
         let (_dtx, drx) = async_channel::bounded(1);
         let client = Client {
             tx,
-            notifications: nrx,
+            doorbell: brx,
             done: drx,
             shared: Arc::new(Shared::new(Inbox::default(), 16, Some(1))),
         };

@@ -12,14 +12,13 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use async_channel::{Receiver, Sender, TrySendError};
+use async_channel::{Receiver, Sender};
 use futures_lite::Stream;
 use mcp_io::{Flavour, Options};
 use mcp_proto::Instant;
 use mcp_proto::client::{
     CallId, CallOutput, Client as Machine, CloseReason, ConnectionState, Event,
 };
-use mcp_proto::jsonrpc::Notification;
 use mcp_proto::model::ServerDetails;
 
 use crate::Error;
@@ -28,8 +27,8 @@ use crate::client::{Command, Shared};
 /// The channels between the handles and the driver.
 pub(crate) struct Channels {
     pub(crate) commands: Receiver<Command>,
-    /// The sender, and a receiver to drop the oldest notification when the queue is full.
-    pub(crate) notifications: (Sender<Notification>, Receiver<Notification>),
+    /// Rung when a notification is queued in the shared inbox.
+    pub(crate) doorbell: Sender<()>,
     /// Dropped when the driver finishes.
     pub(crate) done: Sender<()>,
 }
@@ -61,7 +60,7 @@ impl Drop for Commands {
 pub(crate) struct Facade<F: Flavour> {
     pub(crate) options: Options<F>,
     pub(crate) commands: Commands,
-    notifications: (Sender<Notification>, Receiver<Notification>),
+    doorbell: Sender<()>,
     _done: Sender<()>,
     pub(crate) shared: Arc<Shared>,
     calls: HashMap<CallId, (u64, Sender<Result<CallOutput, Error>>)>,
@@ -81,7 +80,7 @@ impl<F: Flavour> Facade<F> {
         Facade {
             options,
             commands: Commands(Box::pin(channels.commands)),
-            notifications: channels.notifications,
+            doorbell: channels.doorbell,
             _done: channels.done,
             shared,
             calls: HashMap::new(),
@@ -132,7 +131,12 @@ impl<F: Flavour> Facade<F> {
         }) else {
             return;
         };
+        let notification = matches!(event, Event::Notification(_));
         let Some(event) = self.shared.lock().inbox.keep(event) else {
+            if notification {
+                // Full means rung already: the waiters will find this one too.
+                let _ = self.doorbell.try_send(());
+            }
             return;
         };
         match event {
@@ -149,7 +153,6 @@ impl<F: Flavour> Facade<F> {
                     let _ = reply.try_send(outcome);
                 }
             }
-            Event::Notification(n) => self.push_notification(n),
             Event::Closed { reason } => {
                 self.shared.lock().ended = Some(self.closed_error(reason));
                 // Later commands fail at once; the queued ones get the end in `finish`.
@@ -164,16 +167,6 @@ impl<F: Flavour> Facade<F> {
     /// The error for a connection that closed for `reason`.
     pub(crate) fn closed_error(&self, reason: CloseReason) -> Error {
         Error::closed(reason, self.endpoint.as_deref())
-    }
-
-    /// Queues a notification for the handles, dropping the oldest when full.
-    fn push_notification(&mut self, n: Notification) {
-        let (tx, rx) = &self.notifications;
-        if let Err(TrySendError::Full(n)) = tx.try_send(n) {
-            let _ = rx.try_recv();
-            self.shared.lock().inbox.dropped_notifications += 1;
-            let _ = tx.try_send(n);
-        }
     }
 
     /// The end: the driver's result, published, and given to whatever still waits

@@ -252,6 +252,47 @@ fn a_silent_probe_falls_back_after_the_probe_timeout() {
     assert_eq!(sim.now - start, Limits::default().probe_timeout);
 }
 
+/// A modern-only server whose first `server/discover` goes unanswered (slow to start,
+/// answering only `answered_probes` of them) and which refuses `initialize` with -32022.
+fn slow_modern_server(answer_from_probe: usize) -> impl mcp_tests::Peer {
+    let mut probes = 0;
+    Scripted::new(move |m: &Value| match m["method"].as_str() {
+        Some("server/discover") => {
+            probes += 1;
+            if probes >= answer_from_probe {
+                vec![discover_ok(m)]
+            } else {
+                Vec::new()
+            }
+        }
+        Some("initialize") => vec![
+            json!({"jsonrpc":"2.0","id":m["id"],"error":{"code":-32022,
+            "message":"serving 2026-07-28 only",
+            "data":{"requested":"2025-11-25","supported":["2026-07-28"]}}})
+            .to_string(),
+        ],
+        _ => Vec::new(),
+    })
+}
+
+#[test]
+fn a_modern_server_slow_to_answer_the_probe_is_probed_again_after_refusing_initialize() {
+    let mut sim = Sim::new(config(EraMode::Auto), slow_modern_server(2));
+    sim.connect();
+    assert_eq!(ready(&sim).0, Era::Modern);
+    assert_eq!(sim.sent_with_method("server/discover").len(), 2);
+    assert_eq!(sim.sent_with_method("initialize").len(), 1);
+}
+
+#[test]
+fn a_server_that_never_answers_a_probe_is_probed_again_only_once() {
+    let mut sim = Sim::new(config(EraMode::Auto), slow_modern_server(usize::MAX));
+    sim.connect();
+    assert!(matches!(closed_reason(&sim), Some(CloseReason::Refused(e)) if e.code == -32022));
+    assert_eq!(sim.sent_with_method("server/discover").len(), 2);
+    assert_eq!(sim.sent_with_method("initialize").len(), 2);
+}
+
 #[test]
 fn a_process_exit_during_the_probe_restarts_and_initializes() {
     // The first "process" dies on the probe; the second is a legacy-only server.
@@ -353,7 +394,7 @@ fn pagination_collects_every_page_and_is_bounded() {
     let mut sim = Sim::new(config(EraMode::Legacy).limits(limits), example::paged(1));
     sim.connect();
     let err = sim.call(CallRequest::list_tools()).unwrap_err();
-    assert_eq!(err, CallError::ListTooLong("the page limit"));
+    assert_eq!(err, CallError::ListTooLong("max_list_pages"));
 }
 
 #[test]

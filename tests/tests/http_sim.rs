@@ -866,3 +866,83 @@ fn a_too_deep_answer_on_an_event_stream_fails_its_call_at_once() {
         "{err:?}"
     );
 }
+
+// ----- byte budgets -------------------------------------------------------------------
+
+#[test]
+fn a_session_id_is_accepted_up_to_its_cap_and_refused_past_it() {
+    use mcp_proto::http::headers::MAX_SESSION_ID_BYTES;
+    for (len, ok) in [
+        (MAX_SESSION_ID_BYTES, true),
+        (MAX_SESSION_ID_BYTES + 1, false),
+    ] {
+        let session = "s".repeat(len);
+        let mut sim = HttpSim::new(config(EraMode::Legacy), move |req| {
+            match (req.method.as_str(), req.rpc_method()) {
+                ("POST", "initialize") => legacy_init(req, &session),
+                ("POST", "notifications/initialized") => Reply::accepted(),
+                ("GET", _) => Reply::with_body(405, &[], ""),
+                _ => no_tools(req),
+            }
+        });
+        sim.connect();
+        let closed = sim.events.iter().find_map(|e| match e {
+            Event::Closed { reason } => Some(reason.clone()),
+            _ => None,
+        });
+        if ok {
+            assert!(closed.is_none(), "{closed:?}");
+            assert_eq!(sim.client.session_id().map(str::len), Some(len));
+        } else {
+            assert!(
+                matches!(&closed, Some(CloseReason::InvalidSessionId(m)) if m.contains("4096")),
+                "{closed:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_resumption_that_cannot_be_written_fails_the_call_at_once() {
+    // An event id that is no header value (non-ASCII): `Last-Event-ID` cannot carry it.
+    let mut sim = HttpSim::new(config(EraMode::Legacy), |req| {
+        match (req.method.as_str(), req.rpc_method()) {
+            ("POST", "initialize") => legacy_init(req, "s"),
+            ("POST", "notifications/initialized") => Reply::accepted(),
+            ("GET", _) if req.header("last-event-id").is_none() => Reply::with_body(405, &[], ""),
+            ("POST", "tools/call") => Reply::sse_then_drop(Some(10), &[(Some("é-1"), "")]),
+            _ => Reply::with_body(400, &[], "?"),
+        }
+    });
+    sim.connect();
+    let start = sim.now;
+    let err = sim
+        .call(CallRequest::call_tool("t", json!({})))
+        .unwrap_err();
+    assert!(err.to_string().contains("cannot be resumed"), "{err}");
+    assert!(sim.now - start < Duration::from_secs(1), "failed at once");
+    assert!(
+        sim.requests
+            .iter()
+            .all(|r| r.header("last-event-id").is_none())
+    );
+}
+
+#[test]
+fn an_event_id_past_its_cap_breaks_the_stream_naming_the_limit() {
+    let long = "i".repeat(2000);
+    let mut sim = HttpSim::new(config(EraMode::Legacy), move |req| {
+        match (req.method.as_str(), req.rpc_method()) {
+            ("POST", "initialize") => legacy_init(req, "s"),
+            ("POST", "notifications/initialized") => Reply::accepted(),
+            ("GET", _) => Reply::with_body(405, &[], ""),
+            ("POST", "tools/call") => Reply::sse(&[], &[(Some(long.as_str()), "")]),
+            _ => Reply::with_body(400, &[], "?"),
+        }
+    });
+    sim.connect();
+    let err = sim
+        .call(CallRequest::call_tool("t", json!({})))
+        .unwrap_err();
+    assert!(err.to_string().contains("max_event_id_bytes"), "{err}");
+}

@@ -371,3 +371,52 @@ fn spec_priming_and_retry_example() {
     assert_eq!(got.last_event_id.as_deref(), Some("s7-2"));
     assert_eq!(got.retry_ms, Some(3000));
 }
+
+#[test]
+fn buffers_never_grow_past_a_longest_line_or_event() {
+    let limits = SseLimits::new(100_000, 150_000);
+    let mut d = SseDecoder::new(limits.clone());
+    // An endless line in 1000-byte chunks: the buffer stays within one line and a chunk,
+    // where doubling would have taken it to 131 072 or beyond.
+    d.handle_input(b"data: ");
+    let mut peak = 0;
+    for _ in 0..300 {
+        d.handle_input(&[b'x'; 1000]);
+        while d.poll_event().is_some() {}
+        peak = peak.max(d.retained_bytes());
+    }
+    assert!(peak <= 100_000 + 2 * 1000 + 16, "peak {peak}");
+    // An event just under its limit, in lines of 40 000 bytes.
+    let mut d = SseDecoder::new(limits);
+    let line = format!("data: {}\n", "y".repeat(39_999));
+    let mut peak = 0;
+    for _ in 0..3 {
+        d.handle_input(line.as_bytes());
+        assert!(d.poll_event().is_none());
+        peak = peak.max(d.retained_bytes());
+    }
+    assert!(peak <= 150_000 + line.len() + 16, "peak {peak}");
+    d.handle_input(b"\n");
+    assert_eq!(d.poll_event().unwrap().unwrap().data.len(), 3 * 40_000 - 1);
+}
+
+#[test]
+fn an_event_id_is_capped_at_its_edge() {
+    let mut limits = SseLimits::default();
+    limits.max_event_id_bytes = 8;
+    let mut d = SseDecoder::new(limits);
+    d.handle_input(b"id: 12345678\ndata: a\n\nid: 123456789\ndata: b\n\ndata: c\n\n");
+    let first = d.poll_event().unwrap().unwrap();
+    assert_eq!(first.id.as_deref(), Some("12345678"));
+    assert_eq!(
+        d.poll_event().unwrap(),
+        Err(SseError::EventIdTooLong { limit: 8 })
+    );
+    // The long id was not kept: the next event carries the last good one.
+    let third = d.poll_event().unwrap().unwrap();
+    assert_eq!(
+        (third.data.as_str(), third.id.as_deref()),
+        ("c", Some("12345678"))
+    );
+    assert_eq!(d.last_event_id(), Some("12345678"));
+}

@@ -1,5 +1,6 @@
 //! What the client machine reports: events, call outcomes and errors.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde_json::Value;
@@ -133,8 +134,9 @@ pub enum CallError {
     /// The server asked for input more times than `Limits::max_input_rounds`.
     #[error("the server asked for input more than {0} times")]
     TooManyRounds(u32),
-    /// A listing went past `Limits::max_list_pages` or `max_list_items`.
-    #[error("listing exceeded {0}")]
+    /// A listing went past `Limits::max_list_pages`, `max_list_items` or
+    /// `max_list_bytes` (the name of the limit).
+    #[error("listing exceeded its limit ({0})")]
     ListTooLong(&'static str),
     /// The server asked for input the client did not declare or that breaks the limits.
     #[error("invalid input request: {0}")]
@@ -323,6 +325,10 @@ pub enum CloseReason {
     /// Version negotiation failed.
     #[error("version negotiation failed: {0}")]
     Negotiation(String),
+    /// Streamable HTTP: the `Mcp-Session-Id` the server issued cannot be sent back (too
+    /// long, or not visible ASCII).
+    #[error("unusable session id: {0}")]
+    InvalidSessionId(String),
     /// `EraMode::Modern` and the server is legacy.
     #[error("the server only speaks the legacy era (2025 handshake); era mode is modern")]
     LegacyServer,
@@ -434,6 +440,55 @@ pub enum PeerError {
     /// written (a header value that cannot be sent); it never left the client.
     #[error("could not write a message: {0}")]
     MessageUnsendable(RequestError),
+}
+
+/// The most bytes of peer-supplied text (a method name, an id, a reason) kept in a
+/// [`PeerError`] or echoed back to the peer; longer text is cut at a character boundary
+/// and ends with `…`.
+pub const MAX_ECHO_BYTES: usize = 256;
+
+/// Cuts `text` to [`MAX_ECHO_BYTES`].
+pub(crate) fn clip(text: &mut String) {
+    if let Cow::Owned(cut) = clipped(text) {
+        *text = cut;
+    }
+}
+
+/// `text` cut to [`MAX_ECHO_BYTES`].
+pub(crate) fn clipped(text: &str) -> Cow<'_, str> {
+    if text.len() <= MAX_ECHO_BYTES {
+        return Cow::Borrowed(text);
+    }
+    let mut end = MAX_ECHO_BYTES - '…'.len_utf8();
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    Cow::Owned(format!("{}…", &text[..end]))
+}
+
+impl PeerError {
+    /// The same error with every piece of peer-supplied text cut to [`MAX_ECHO_BYTES`].
+    pub(crate) fn clipped(mut self) -> PeerError {
+        match &mut self {
+            PeerError::UnknownResponse(id) | PeerError::DuplicateResponse(id) => clip(id),
+            PeerError::RequestRefused { method, reason }
+            | PeerError::MalformedNotification {
+                method,
+                detail: reason,
+            } => {
+                clip(method);
+                clip(reason);
+            }
+            PeerError::InitializedRefused { detail, .. }
+            | PeerError::MessageRefused { detail, .. } => clip(detail),
+            PeerError::UnattributedError(e) => clip(&mut e.message),
+            PeerError::ReusedRequestId {
+                id: RequestId::String(id),
+            } => clip(id),
+            _ => {}
+        }
+        self
+    }
 }
 
 fn status_text(status: Option<u16>) -> String {

@@ -256,6 +256,21 @@ impl Client {
         each!(mut self, |l| l.poll_event())
     }
 
+    /// The bytes a server can make this machine hold, as the machine counts them: events
+    /// waiting to be polled, input being read (a stdio line, HTTP responses, event
+    /// streams), messages waiting to be written, listing pages gathered, requests for
+    /// input waiting for an answer. Each is bounded by [`Limits`](crate::Limits): the
+    /// event bytes by `max_queued_event_bytes` (plus what the caller's own calls
+    /// return), a line or event by `max_message_bytes`, a listing by `max_list_bytes`,
+    /// legacy requests for input by `max_pending_input_bytes`.
+    #[must_use]
+    pub fn retained_bytes(&self) -> usize {
+        match &self.link {
+            Link::Stdio(l) => l.session.retained_bytes(),
+            Link::Http(l) => l.retained_bytes(),
+        }
+    }
+
     /// When [`Client::handle_timeout`] should be called next.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {

@@ -27,6 +27,7 @@
 //! and every count a server could grow has a limit in [`Limits`].
 
 mod event;
+mod event_queue;
 pub mod http;
 mod machine;
 mod output;
@@ -36,7 +37,7 @@ mod transmit;
 
 pub use event::{
     ApiMisuse, CallError, CallId, CallOutput, CloseReason, ConnectionState, Event, HttpFailure,
-    InputAnswer, InputId, InputRequest, InvalidParams, PeerError,
+    InputAnswer, InputId, InputRequest, InvalidParams, MAX_ECHO_BYTES, PeerError,
 };
 pub use machine::Client;
 pub use output::{AcceptDefaults, DeclineAll, InputHandler};

@@ -45,6 +45,9 @@ pub const MCP_NAME: &str = "Mcp-Name";
 pub const MCP_PARAM_PREFIX: &str = "Mcp-Param-";
 /// `Mcp-Session-Id` (2025 versions; ignored by 2026-07-28 servers).
 pub const MCP_SESSION_ID: &str = "Mcp-Session-Id";
+/// The longest `Mcp-Session-Id` the client accepts, in bytes: room for a signed token,
+/// short enough that echoing it on every request costs little.
+pub const MAX_SESSION_ID_BYTES: usize = 4096;
 /// `Last-Event-ID`: resumption of a 2025-era SSE stream.
 pub const LAST_EVENT_ID: &str = "Last-Event-ID";
 /// Opening marker of a Base64-wrapped value (case-sensitive).

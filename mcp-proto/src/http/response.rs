@@ -188,6 +188,16 @@ impl ResponseReader {
         !matches!(self.state, State::Done { .. } | State::Failed) && !self.eof
     }
 
+    /// Bytes this reader holds: input not yet consumed and events not yet polled.
+    #[must_use]
+    pub fn retained_bytes(&self) -> usize {
+        let event = |e: &ResponseEvent| match e {
+            ResponseEvent::Body(b) => b.len(),
+            _ => 0,
+        };
+        self.buf.capacity() + self.events.iter().map(event).sum::<usize>()
+    }
+
     /// Bytes received and not consumed: after `End`, what followed the response.
     #[must_use]
     pub fn leftover(&self) -> &[u8] {

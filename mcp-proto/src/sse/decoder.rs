@@ -28,15 +28,23 @@ pub struct SseLimits {
     /// Largest event: bytes of the data buffer (values plus one joining LF per `data`
     /// line) plus the event type. Default 8 MiB + 4 KiB.
     pub max_event_bytes: usize,
+    /// Longest event id (`id:` field), in bytes. Default 1 KiB. The id is kept for as long
+    /// as the stream lasts and sent back in `Last-Event-ID`; a longer one breaks the
+    /// stream with [`SseError::EventIdTooLong`].
+    pub max_event_id_bytes: usize,
 }
 
 impl SseLimits {
-    /// Limits with the given line and event bounds.
+    /// The default of [`SseLimits::max_event_id_bytes`]: 1 KiB.
+    pub const DEFAULT_MAX_EVENT_ID_BYTES: usize = 1024;
+
+    /// Limits with the given line and event bounds (and the default event id bound).
     #[must_use]
     pub const fn new(max_line_bytes: usize, max_event_bytes: usize) -> Self {
         SseLimits {
             max_line_bytes,
             max_event_bytes,
+            max_event_id_bytes: SseLimits::DEFAULT_MAX_EVENT_ID_BYTES,
         }
     }
 }
@@ -81,6 +89,15 @@ pub enum SseError {
         /// The limit in force.
         limit: usize,
     },
+    /// An event id was longer than [`SseLimits::max_event_id_bytes`]. It and its event
+    /// were dropped.
+    #[error(
+        "event-stream event id longer than {limit} bytes (max_event_id_bytes); it and its event were dropped"
+    )]
+    EventIdTooLong {
+        /// The limit in force.
+        limit: usize,
+    },
 }
 
 /// What [`SseDecoder::handle_eof`] found at the end of the input.
@@ -91,6 +108,16 @@ pub struct EndOfStream {
     /// The input ended inside an event (a field line since the last empty line) or in the
     /// middle of a line. That input was discarded without dispatch, as the standard says.
     pub incomplete_event: bool,
+}
+
+/// The capacity a buffer of capacity `cap` should grow to so that it holds `needed`
+/// bytes: `cap` when it already does, else twice `cap` (amortised growth) but no more than
+/// `bound` (one longest line or event), and never less than `needed`.
+fn reserve_within(cap: usize, needed: usize, bound: usize) -> usize {
+    if needed <= cap {
+        return cap;
+    }
+    cap.saturating_mul(2).min(bound).max(needed)
 }
 
 /// Unprocessed input.
@@ -185,7 +212,28 @@ impl SseDecoder {
             input.buf.drain(..input.pos);
             input.pos = 0;
         }
+        // Doubling as usual, but never to more than one longest line beyond this input.
+        let needed = input.buf.len() + bytes.len();
+        let bound = self.state.limits.max_line_bytes.saturating_add(bytes.len()) + 2;
+        let cap = reserve_within(input.buf.capacity(), needed, bound);
+        input.buf.reserve_exact(cap - input.buf.len());
         input.buf.extend_from_slice(bytes);
+    }
+
+    /// Bytes this decoder holds: unprocessed input, the event being built, the ids.
+    #[must_use]
+    pub fn retained_bytes(&self) -> usize {
+        let s = &self.state;
+        self.input.buf.capacity()
+            + s.data.capacity()
+            + s.event_type.capacity()
+            + s.id_buffer.capacity()
+            + s.last_event_id.capacity()
+            + self
+                .queued
+                .iter()
+                .map(|q| q.as_ref().map_or(0, |e| e.data.len()))
+                .sum::<usize>()
     }
 
     /// The next event, a limit report, or `None` when more input is needed. After an
@@ -392,8 +440,9 @@ impl State {
                     return self.event_too_large();
                 }
                 // One reservation for the value and its line end, so the `\n` never
-                // doubles a buffer the value just filled.
-                self.data.reserve(value.len() + 1);
+                // doubles a buffer the value just filled, and never past the limit.
+                let cap = reserve_within(self.data.capacity(), size, self.limits.max_event_bytes);
+                self.data.reserve_exact(cap - self.data.len());
                 self.data.push_str(&value);
                 self.data.push('\n');
             }
@@ -405,6 +454,12 @@ impl State {
                 self.event_type = value.into_owned();
             }
             b"id" => {
+                if value.len() > self.limits.max_event_id_bytes {
+                    self.drop_block();
+                    return Some(Err(SseError::EventIdTooLong {
+                        limit: self.limits.max_event_id_bytes,
+                    }));
+                }
                 let value = utf8(value);
                 if !value.contains('\0') {
                     self.id_buffer = value.into_owned();

@@ -9,8 +9,8 @@ use crate::Instant;
 use super::{GetStream, HttpLink};
 use crate::client::PeerError;
 use crate::client::transmit::TransportFailure;
-use crate::client::{Event, HttpFailure};
-use crate::http::headers::MCP_SESSION_ID;
+use crate::client::{CloseReason, Event, HttpFailure};
+use crate::http::headers::{MAX_SESSION_ID_BYTES, MCP_SESSION_ID};
 use crate::http::{ResponseEvent, ResponseHead, ResponseReader};
 use crate::jsonrpc::{Message, Response};
 use crate::sse::{SseDecoder, SseError};
@@ -65,6 +65,17 @@ pub(super) enum Purpose {
     Get { owed: Vec<i64>, attempt: u32 },
     /// `DELETE` of the session.
     Delete,
+}
+
+impl Body {
+    /// Bytes held for the body.
+    pub(super) fn retained_bytes(&self) -> usize {
+        match self {
+            Body::Json(b) | Body::Failure(b) => b.capacity(),
+            Body::Sse(d) => d.retained_bytes(),
+            Body::Unknown | Body::Ignore => 0,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -161,9 +172,22 @@ impl HttpLink {
             && let Some(sid) = head.header(MCP_SESSION_ID)
             && matches!(&x.purpose, Purpose::Request { method } if method == "initialize")
         {
-            let valid = !sid.is_empty() && sid.bytes().all(|b| (0x21..=0x7e).contains(&b));
-            if valid {
-                self.session_id = Some(sid.to_owned());
+            let why = if sid.len() > MAX_SESSION_ID_BYTES {
+                Some(format!("is longer than {MAX_SESSION_ID_BYTES} bytes"))
+            } else if sid.is_empty() || !sid.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
+                Some("is not visible ASCII (0x21-0x7E)".to_owned())
+            } else {
+                None
+            };
+            match why {
+                None => self.session_id = Some(sid.to_owned()),
+                // Every later request would have to carry it: the session cannot be used.
+                Some(why) => {
+                    let reason = format!("the server's {MCP_SESSION_ID} {why}");
+                    self.client
+                        .close_with(CloseReason::InvalidSessionId(reason));
+                    return;
+                }
             }
         }
         x.body = match (&x.purpose, status) {
@@ -476,7 +500,13 @@ impl HttpLink {
         self.fail_owed(now, &owed, None, &detail);
     }
 
-    fn fail_owed(&mut self, now: Instant, owed: &[i64], status: Option<u16>, detail: &str) {
+    pub(super) fn fail_owed(
+        &mut self,
+        now: Instant,
+        owed: &[i64],
+        status: Option<u16>,
+        detail: &str,
+    ) {
         for rpc in owed {
             self.client.handle_http_failure(
                 now,
@@ -528,7 +558,7 @@ impl HttpLink {
             if owed.is_empty() && !standalone {
                 continue;
             }
-            self.open_get(r.last_event_id, owed, r.attempt);
+            self.open_get(now, r.last_event_id, owed, r.attempt);
         }
     }
 

@@ -45,6 +45,7 @@ use std::time::Duration;
 
 use crate::Instant;
 
+use super::event_queue::EventQueue;
 use super::session::{Outgoing, Session};
 use super::transmit::{ConnId, Origin, Transmit, TransportFailure};
 use super::{
@@ -121,7 +122,7 @@ pub(crate) struct HttpLink {
     next_exchange: u64,
     exchanges: BTreeMap<ExchangeId, Exchange>,
     pool: Pool,
-    events: VecDeque<Event>,
+    events: EventQueue,
     session_id: Option<String>,
     /// `x-mcp-header` declarations by tool name, from the latest `tools/list`.
     tool_headers: HashMap<String, Vec<ParamHeader>>,
@@ -154,6 +155,7 @@ enum GetStream {
 impl HttpLink {
     /// A new connection; the first request (probe or `initialize`) is ready to transmit.
     pub(crate) fn new(config: ClientConfig, http: HttpConfig, now: Instant) -> Self {
+        let events = EventQueue::new(&config.limits);
         let mut client = Session::new(config, now);
         client.use_http_transport();
         let pool = Pool::new(Origin::of(&http.url), http.pool.clone());
@@ -164,7 +166,7 @@ impl HttpLink {
             next_exchange: 0,
             exchanges: BTreeMap::new(),
             pool,
-            events: VecDeque::new(),
+            events,
             session_id: None,
             tool_headers: HashMap::new(),
             excluded_tools: HashMap::new(),
@@ -345,6 +347,17 @@ impl HttpLink {
         self.pool.poll_transmit(buf)
     }
 
+    /// See [`super::Client::retained_bytes`].
+    pub(crate) fn retained_bytes(&self) -> usize {
+        let exchanges: usize = self
+            .exchanges
+            .values()
+            .map(|x| x.reader.retained_bytes() + x.body.retained_bytes())
+            .sum();
+        let held: usize = self.held.iter().flatten().map(|m| m.json.len()).sum();
+        self.client.retained_bytes() + self.events.bytes() + exchanges + held
+    }
+
     pub(crate) fn poll_event(&mut self) -> Option<Event> {
         self.events.pop_front()
     }
@@ -437,7 +450,7 @@ impl HttpLink {
         };
         // Without a session the server has nothing to route to a GET stream.
         if self.get_stream == GetStream::Active && self.session_id.is_some() {
-            self.open_get(None, Vec::new(), 0);
+            self.open_get(now, None, Vec::new(), 0);
         }
         for msg in held {
             self.send_message(now, msg);

@@ -4,8 +4,8 @@ use crate::Instant;
 
 use serde_json::{Map, Value};
 
-use super::HttpLink;
 use super::exchange::{Body, Exchange, Purpose};
+use super::{GetStream, HttpLink};
 use crate::client::session::{OutKind, Outgoing};
 use crate::client::{CallError, Event, PeerError};
 use crate::http::headers::{self, LAST_EVENT_ID, MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
@@ -139,7 +139,15 @@ impl HttpLink {
     }
 
     /// Opens a GET stream: the server's own (`owed` empty) or a resumption.
-    pub(super) fn open_get(&mut self, last_event_id: Option<String>, owed: Vec<i64>, attempt: u32) {
+    /// A resumption whose request cannot be written (an event id that is no header
+    /// value) is not dropped: what it owed fails, naming the reason.
+    pub(super) fn open_get(
+        &mut self,
+        now: Instant,
+        last_event_id: Option<String>,
+        owed: Vec<i64>,
+        attempt: u32,
+    ) {
         let mut head = self.base_head("GET", "text/event-stream");
         if let Some(v) = self.client.header_version() {
             head = head.with_header(MCP_PROTOCOL_VERSION, v.as_str());
@@ -148,7 +156,14 @@ impl HttpLink {
             head = head.with_header(LAST_EVENT_ID, last.clone());
         }
         let mut bytes = Vec::new();
-        if head.write(None, &mut bytes).is_err() {
+        if let Err(e) = head.write(None, &mut bytes) {
+            if owed.is_empty() {
+                self.get_stream = GetStream::Unavailable;
+            }
+            let detail = format!("the event stream cannot be resumed: {e}");
+            self.events
+                .push_back(Event::PeerError(PeerError::MessageUnsendable(e)));
+            self.fail_owed(now, &owed, None, &detail);
             return;
         }
         let mut x = self.new_exchange(Purpose::Get { owed, attempt }, None, "GET");

@@ -90,6 +90,7 @@ impl Session {
             return false;
         }
         self.tentative_legacy = false;
+        self.reprobed = true;
         self.handshake = None;
         self.send_probe(now, ProtocolVersion::LATEST_MODERN, false);
         true
@@ -174,6 +175,16 @@ impl Session {
                 self.act_on_verdict(now, verdict, retried, outcome);
             }
             Phase::Initialize { version } => match outcome {
+                // `initialize` went out on a guess (a probe that went unanswered, a cached
+                // verdict) and the server refused it the 2026 way: it is modern after
+                // all, only slow to start. Probe again, once, within the same deadline.
+                Err(e)
+                    if self.tentative_legacy && jsonrpc::codes::is_modern_request_error(e.code) =>
+                {
+                    self.tentative_legacy = false;
+                    self.reprobed = true;
+                    self.send_probe(now, ProtocolVersion::LATEST_MODERN, false);
+                }
                 Err(e) => self.close_with(CloseReason::Refused(e)),
                 Ok(raw) => self.finish_initialize(now, version, &raw),
             },
@@ -314,6 +325,16 @@ impl Session {
                 );
                 let outcome = Err(ErrorObject::new(0, "probe timed out"));
                 self.act_on_verdict(now, verdict, retried, outcome);
+                // Silence is a guess, not a verdict: a refusal of the `initialize` that
+                // follows may still say the server is modern.
+                self.tentative_legacy = !self.reprobed
+                    && matches!(
+                        &self.handshake,
+                        Some(Handshake {
+                            phase: Phase::Initialize { .. },
+                            ..
+                        })
+                    );
             }
             _ => self.close_with(CloseReason::HandshakeTimeout(
                 self.config.limits.initialize_timeout,

@@ -13,7 +13,7 @@ use super::{
     CallError, CallId, CallOutput, Event, InputAnswer, InputId, InputRequest, OutKind, PeerError,
     PendingInput, Session, remember, request,
 };
-use crate::client::event::id_text;
+use crate::client::event::{MAX_ECHO_BYTES, clipped, id_text};
 use crate::jsonrpc::{self, ErrorObject, Notification, Request, RequestId, Sniffed, codes};
 use crate::model::ElicitationParams;
 use crate::version::Era;
@@ -205,9 +205,14 @@ impl Session {
         let (page_items, next) = page;
         let limits = &self.config.limits;
         call.pages += 1;
+        call.item_bytes += page_items.iter().map(|i| i.get().len()).sum::<usize>();
         call.items.extend(page_items);
         if call.items.len() > limits.max_list_items {
-            self.complete(id, Err(CallError::ListTooLong("the item limit")));
+            self.complete(id, Err(CallError::ListTooLong("max_list_items")));
+            return;
+        }
+        if call.item_bytes > limits.max_list_bytes {
+            self.complete(id, Err(CallError::ListTooLong("max_list_bytes")));
             return;
         }
         let next = match next {
@@ -223,7 +228,7 @@ impl Session {
         match next {
             Some(cursor) => {
                 if call.pages >= limits.max_list_pages {
-                    self.complete(id, Err(CallError::ListTooLong("the page limit")));
+                    self.complete(id, Err(CallError::ListTooLong("max_list_pages")));
                     return;
                 }
                 if call.cursor.as_ref() == Some(&cursor) {
@@ -342,7 +347,10 @@ impl Session {
         let undeclared = |what: &str| {
             ErrorObject::new(
                 codes::METHOD_NOT_FOUND,
-                format!("{method}: the client did not declare the {what} capability"),
+                format!(
+                    "{}: the client did not declare the {what} capability",
+                    clipped(method)
+                ),
             )
         };
         match method {
@@ -386,13 +394,22 @@ impl Session {
             }
             other => Err(ErrorObject::new(
                 codes::METHOD_NOT_FOUND,
-                format!("method not found: {other}"),
+                format!("method not found: {}", clipped(other)),
             )),
         }
     }
 
     /// A legacy server→client request.
     pub(super) fn handle_server_request(&mut self, now: Instant, r: Request) {
+        if matches!(&r.id, RequestId::String(id) if id.len() > MAX_ECHO_BYTES) {
+            // An answer would have to echo the id whole: a server could make the client
+            // write (and queue) as much as it likes. Such a request is not answered.
+            self.peer_error(PeerError::RequestRefused {
+                method: r.method,
+                reason: format!("its id is longer than {MAX_ECHO_BYTES} bytes; not answered"),
+            });
+            return;
+        }
         let refuse = |this: &mut Self, e: ErrorObject| {
             this.peer_error(PeerError::RequestRefused {
                 method: r.method.clone(),
@@ -419,26 +436,36 @@ impl Session {
             Ok(req) => req,
             Err(e) => return refuse(self, e),
         };
-        let waiting = self
-            .inputs
-            .values()
-            .filter(|p| matches!(p, PendingInput::Legacy { .. }))
-            .count();
-        if waiting >= self.config.limits.max_pending_server_requests {
+        let (waiting, waiting_bytes) = self.inputs.values().fold((0, 0), |(n, b), p| match p {
+            PendingInput::Legacy { bytes, .. } => (n + 1, b + bytes),
+            PendingInput::Modern { .. } => (n, b),
+        });
+        let limits = &self.config.limits;
+        if waiting >= limits.max_pending_server_requests {
             let e = ErrorObject::new(codes::INTERNAL_ERROR, "too many requests waiting");
+            return refuse(self, e);
+        }
+        let bytes = r.params.as_ref().map_or(0, |p| p.get().len());
+        if waiting_bytes + bytes > limits.max_pending_input_bytes {
+            let e = ErrorObject::new(codes::INTERNAL_ERROR, "too many bytes of requests waiting");
             return refuse(self, e);
         }
         let duplicate = self
             .inputs
             .values()
-            .any(|p| matches!(p, PendingInput::Legacy { server_id } if *server_id == r.id));
+            .any(|p| matches!(p, PendingInput::Legacy { server_id, .. } if *server_id == r.id));
         if duplicate {
             self.peer_error(PeerError::ReusedRequestId { id: r.id });
             return;
         }
         let input = self.alloc_input();
-        self.inputs
-            .insert(input, PendingInput::Legacy { server_id: r.id });
+        self.inputs.insert(
+            input,
+            PendingInput::Legacy {
+                server_id: r.id,
+                bytes,
+            },
+        );
         self.pause_deadlines(now);
         self.events.push_back(Event::InputRequested {
             input,
@@ -503,7 +530,9 @@ impl Session {
                     return;
                 };
                 let found = self.inputs.iter().find_map(|(id, p)| match p {
-                    PendingInput::Legacy { server_id } if *server_id == c.request_id => Some(*id),
+                    PendingInput::Legacy { server_id, .. } if *server_id == c.request_id => {
+                        Some(*id)
+                    }
                     _ => None,
                 });
                 if let Some(input) = found {

@@ -43,6 +43,7 @@ pub(crate) use super::event::{
     ApiMisuse, CallError, CallId, CallOutput, CloseReason, ConnectionState, Event, HttpFailure,
     InputAnswer, InputId, InputRequest, PeerError,
 };
+use super::event_queue::EventQueue;
 pub(crate) use request::CallRequest;
 
 use crate::jsonrpc::{self, Message, RequestId};
@@ -68,9 +69,7 @@ pub(crate) struct Session {
     answered_ids: VecDeque<i64>,
     inputs: HashMap<InputId, PendingInput>,
     outgoing: VecDeque<Outgoing>,
-    events: VecDeque<Event>,
-    queued_notifications: usize,
-    dropped_notifications: u64,
+    pub(crate) events: EventQueue,
     /// The 2026 `_meta` members, serialised once.
     envelope: String,
     server: Option<ServerDetails>,
@@ -85,6 +84,8 @@ pub(crate) struct Session {
     /// `initialize` went first on the strength of a cached legacy verdict: a 2026
     /// refusal of it means probing after all (once).
     tentative_legacy: bool,
+    /// The server was probed again after refusing such an `initialize`: never twice.
+    reprobed: bool,
     /// When connecting as a whole gives up (`Limits::connect_timeout`).
     connect_deadline: Instant,
 }
@@ -156,6 +157,8 @@ struct Call {
     cursor: Option<Value>,
     pages: u32,
     items: Vec<Box<RawValue>>,
+    /// Bytes of `items`, as received.
+    item_bytes: usize,
     progress_token: Option<u64>,
     /// Sent again once already on a new legacy session after the old one expired.
     resent_on_new_session: bool,
@@ -163,8 +166,14 @@ struct Call {
 
 #[derive(Debug)]
 enum PendingInput {
-    Legacy { server_id: RequestId },
-    Modern { call: CallId },
+    /// `bytes`: the request's parameters, as received.
+    Legacy {
+        server_id: RequestId,
+        bytes: usize,
+    },
+    Modern {
+        call: CallId,
+    },
 }
 
 const RECENT_IDS: usize = 256;
@@ -175,6 +184,7 @@ impl Session {
     pub fn new(config: ClientConfig, now: Instant) -> Session {
         let decoder = LineDecoder::new(config.limits.max_message_bytes);
         let connect_deadline = now + config.limits.connect_timeout;
+        let events = EventQueue::new(&config.limits);
         let mut client = Session {
             config,
             decoder,
@@ -189,9 +199,7 @@ impl Session {
             answered_ids: VecDeque::new(),
             inputs: HashMap::new(),
             outgoing: VecDeque::new(),
-            events: VecDeque::new(),
-            queued_notifications: 0,
-            dropped_notifications: 0,
+            events,
             envelope: String::new(),
             server: None,
             paused_since: None,
@@ -200,6 +208,7 @@ impl Session {
             aborts: VecDeque::new(),
             restart_wanted: false,
             tentative_legacy: false,
+            reprobed: false,
             connect_deadline,
         };
         client.start(now);
@@ -376,11 +385,29 @@ impl Session {
 
     /// The next event.
     pub fn poll_event(&mut self) -> Option<Event> {
-        let event = self.events.pop_front()?;
-        if matches!(event, Event::Notification(_)) {
-            self.queued_notifications -= 1;
-        }
-        Some(event)
+        self.events.pop_front()
+    }
+
+    /// Bytes a peer can make this session hold: events waiting to be polled, the line
+    /// being read, messages waiting to be written, listing items gathered, requests for
+    /// input waiting for the user. What the caller itself passed in (its requests) is not
+    /// counted.
+    pub(crate) fn retained_bytes(&self) -> usize {
+        let calls: usize = self
+            .calls
+            .values()
+            .map(|c| c.item_bytes + c.input_bytes)
+            .sum();
+        let inputs: usize = self
+            .inputs
+            .values()
+            .map(|p| match p {
+                PendingInput::Legacy { bytes, .. } => *bytes,
+                PendingInput::Modern { .. } => 0,
+            })
+            .sum();
+        let outgoing: usize = self.outgoing.iter().map(|m| m.json.len()).sum();
+        self.events.bytes() + self.decoder.retained_bytes() + outgoing + calls + inputs
     }
 
     /// When [`Session::handle_timeout`] should be called next.
@@ -430,6 +457,7 @@ impl Session {
                 cursor: None,
                 pages: 0,
                 items: Vec::new(),
+                item_bytes: 0,
                 progress_token,
                 resent_on_new_session: false,
             },
@@ -455,7 +483,7 @@ impl Session {
             .remove(&input)
             .ok_or(ApiMisuse::UnknownInput(input))?;
         match pending {
-            PendingInput::Legacy { server_id } => {
+            PendingInput::Legacy { server_id, .. } => {
                 let mut out = Vec::new();
                 match answer {
                     InputAnswer::Result(v) => {
@@ -597,24 +625,6 @@ impl Session {
     }
 
     fn push_notification(&mut self, n: jsonrpc::Notification) {
-        if self.queued_notifications >= self.config.limits.max_queued_notifications {
-            if self.dropped_notifications == 0 {
-                self.events
-                    .push_back(Event::NotificationsDropped { count: 0 });
-            }
-            self.dropped_notifications += 1;
-            if let Some(Event::NotificationsDropped { count }) = self
-                .events
-                .iter_mut()
-                .rev()
-                .find(|e| matches!(e, Event::NotificationsDropped { .. }))
-            {
-                *count = self.dropped_notifications;
-            }
-            return;
-        }
-        self.dropped_notifications = 0;
-        self.queued_notifications += 1;
         self.events.push_back(Event::Notification(n));
     }
 
