@@ -93,6 +93,8 @@ pub(crate) enum IoEvent {
     Connected,
     /// Bytes read.
     Data(Vec<u8>),
+    /// Bytes the peer took, of what the driver handed the writer.
+    Written(usize),
     /// End of input.
     Eof,
     /// Connecting, reading or writing failed.
@@ -167,6 +169,9 @@ pub(crate) fn write_loop(mut output: impl Write, rx: &Receiver<Vec<u8>>, report:
     for bytes in rx {
         if let Err(e) = output.write_all(&bytes).and_then(|()| output.flush()) {
             report.send(IoEvent::Failed(TransportErrorKind::Write, e));
+            return;
+        }
+        if !report.send(IoEvent::Written(bytes.len())) {
             return;
         }
     }

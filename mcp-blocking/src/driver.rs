@@ -167,6 +167,7 @@ impl<F: Flavour> Driver<F> {
                     self.carrier.log_read(conn, None, log);
                 }
             }
+            IoEvent::Written(bytes) => self.machine.handle_written(now, conn, bytes),
             IoEvent::Eof => {
                 self.carrier.log_read(conn, None, log);
                 self.machine.handle_eof(now, conn);
@@ -204,12 +205,12 @@ impl<F: Flavour> Driver<F> {
                     // Refused only for an input already voided: nothing to do.
                     let _ = machine.respond(clock::now(), input, answer);
                 });
-                match event.and_then(|e| self.inbox.keep(e)) {
-                    Some(Event::CallCompleted { call, outcome }) => {
-                        self.completed.insert(call, outcome);
-                    }
-                    // InputCancelled: the handler answers on the spot, nothing is waiting.
-                    _ => {}
+                // Notifications stay in the inbox; an InputCancelled needs nothing, as the
+                // handler answers on the spot.
+                if let Some(Event::CallCompleted { call, outcome }) =
+                    event.and_then(|e| self.inbox.keep(e))
+                {
+                    self.completed.insert(call, outcome);
                 }
             }
             if !drained {

@@ -63,11 +63,13 @@ fn main() {
         // 1. Do what the machine asks.
         while let Some(transmit) = client.poll_transmit(now(), &mut buf) {
             match transmit {
-                Transmit::Write { .. } => {
+                Transmit::Write { conn, len } => {
                     let stdin = child.stdin.as_mut().expect("piped");
                     // A server that stopped reading is about to end its stdout, which
                     // says the rest.
-                    let _ = stdin.write_all(&buf).and_then(|()| stdin.flush());
+                    if stdin.write_all(&buf).and_then(|()| stdin.flush()).is_ok() {
+                        client.handle_written(now(), conn, len);
+                    }
                 }
                 Transmit::Respawn => {
                     let _ = child.wait();

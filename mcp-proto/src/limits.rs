@@ -51,6 +51,13 @@ pub struct Limits {
     /// beyond this they are dropped and counted the same way. At least one largest
     /// message fits. Default 16 MiB.
     pub max_queued_event_bytes: usize,
+    /// Bytes waiting to be written to a stdio server (handed out by `poll_transmit` and
+    /// not yet reported by `handle_written`, plus what the machine still queues) past
+    /// which the server's own requests are no longer answered: a server that sends
+    /// requests without reading its stdin ends the connection with
+    /// [`crate::client::CloseReason::PeerNotReading`] instead of growing the queue. The
+    /// caller's own requests are never refused for it. Default 16 MiB.
+    pub max_queued_output_bytes: usize,
     /// Time allowed for any call that was given no timeout of its own. Default 60 s.
     pub request_timeout: Duration,
     /// Time the `server/discover` probe (stdio) may stay unanswered before the server is
@@ -92,6 +99,7 @@ impl Default for Limits {
             max_pending_input_bytes: 8 * 1024 * 1024,
             max_queued_notifications: 4096,
             max_queued_event_bytes: 16 * 1024 * 1024,
+            max_queued_output_bytes: 16 * 1024 * 1024,
             request_timeout: Duration::from_secs(60),
             probe_timeout: Duration::from_secs(3),
             initialize_timeout: Duration::from_secs(30),

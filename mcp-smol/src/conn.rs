@@ -70,6 +70,8 @@ pub(crate) struct Open {
     /// Bytes to write; `out[written..]` is not written yet.
     out: Vec<u8>,
     written: usize,
+    /// Bytes written since [`Open::take_written`] last asked.
+    newly_written: usize,
     flushed: bool,
     /// A write failed: nothing more is written.
     write_failed: bool,
@@ -89,6 +91,7 @@ impl Open {
             wire,
             out: Vec::new(),
             written: 0,
+            newly_written: 0,
             flushed: true,
             write_failed: false,
             log,
@@ -123,6 +126,11 @@ impl Open {
         written
     }
 
+    /// Bytes written since the last call, for [`Client::handle_written`](mcp_proto::client::Client::handle_written).
+    pub(crate) fn take_written(&mut self) -> usize {
+        std::mem::take(&mut self.newly_written)
+    }
+
     fn write(&mut self, cx: &mut Context<'_>) -> io::Result<bool> {
         let mut progress = false;
         while self.written < self.out.len() {
@@ -134,6 +142,7 @@ impl Open {
                 Poll::Ready(Ok(0)) => return Err(io::ErrorKind::WriteZero.into()),
                 Poll::Ready(Ok(n)) => {
                     self.written += n;
+                    self.newly_written += n;
                     progress = true;
                 }
                 Poll::Ready(Err(e)) => return Err(e),

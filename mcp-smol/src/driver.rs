@@ -342,7 +342,12 @@ impl<F: Flavour> Io<F> {
         };
         // A failed write ends the writing only: what the peer sent is still read (an
         // exited stdio server's last words and end of output, an early HTTP answer).
-        let mut progress = open.poll_write(cx).unwrap_or_else(|e| {
+        let written = open.poll_write(cx);
+        let newly = open.take_written();
+        if newly > 0 {
+            self.machine.handle_written(now, id, newly);
+        }
+        let mut progress = written.unwrap_or_else(|e| {
             self.failed(now, id, TransportErrorKind::Write, e);
             true
         });

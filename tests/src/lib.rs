@@ -113,7 +113,11 @@ impl Sim {
         let mut wire = Vec::new();
         while let Some(t) = self.client.poll_transmit(self.now, &mut wire) {
             match t {
-                Transmit::Write { conn, .. } => assert_eq!(conn, ConnId::STDIO),
+                Transmit::Write { conn, len } => {
+                    assert_eq!(conn, ConnId::STDIO);
+                    // The simulated server takes every byte at once.
+                    self.client.handle_written(self.now, conn, len);
+                }
                 Transmit::Respawn => {
                     moved = true;
                     assert!(!self.restarts.is_empty(), "unexpected restart");

@@ -2,7 +2,9 @@
 //! machine itself (`Client::retained_bytes`), each limit at its edge, and a flood of every
 //! retained kind at once staying under the documented budget.
 
-use mcp_proto::client::{CallError, CallRequest, ClientConfig, ConnId, Event, MAX_ECHO_BYTES};
+use mcp_proto::client::{
+    CallError, CallRequest, ClientConfig, CloseReason, ConnId, Event, MAX_ECHO_BYTES,
+};
 use mcp_proto::limits::Limits;
 use mcp_proto::model::ClientCapabilities;
 use mcp_proto::version::EraMode;
@@ -356,4 +358,73 @@ fn a_flood_of_every_retained_kind_stays_under_the_budget() {
         "the call is still running"
     );
     assert!(dropped(&sim.events) > 0);
+}
+
+fn ping(id: u64) -> String {
+    json!({"jsonrpc":"2.0","id":id,"method":"ping"}).to_string()
+}
+
+/// The bytes of the client's answer to `ping(id)`, newline included.
+fn pong_len(id: u64) -> usize {
+    json!({"jsonrpc":"2.0","id":id,"result":{}})
+        .to_string()
+        .len()
+        + 1
+}
+
+#[test]
+fn a_server_that_does_not_read_its_stdin_is_cut_off_at_the_output_budget() {
+    let answers = 10;
+    for (slack, closes) in [(0, false), (-1, true)] {
+        let mut limits = Limits::default();
+        limits.max_queued_output_bytes = (answers * pong_len(100)).saturating_add_signed(slack);
+        let mut sim = connected(limits);
+        // The driver hands everything out, and the server reads none of it.
+        for id in 100..100 + answers as u64 {
+            feed(&mut sim, &ping(id));
+            written(&mut sim);
+        }
+        sim.drain();
+        let closed = sim.events.iter().find_map(|e| match e {
+            Event::Closed { reason } => Some(reason.clone()),
+            _ => None,
+        });
+        if closes {
+            assert!(
+                matches!(closed, Some(CloseReason::PeerNotReading { waiting }) if waiting == answers * pong_len(100)),
+                "{closed:?}"
+            );
+            let text = closed.unwrap().to_string();
+            assert!(text.contains("max_queued_output_bytes"), "{text}");
+        } else {
+            assert!(closed.is_none(), "{closed:?}");
+        }
+    }
+}
+
+#[test]
+fn written_bytes_make_room_and_the_callers_own_requests_are_never_refused() {
+    let mut limits = Limits::default();
+    limits.max_queued_output_bytes = 4 * KIB;
+    let mut sim = connected(limits);
+    // A server that reads: ten thousand pings, every answer reported written.
+    for id in 0..10_000 {
+        feed(&mut sim, &ping(id));
+        let mut wire = Vec::new();
+        while let Some(t) = sim.client.poll_transmit(sim.now, &mut wire) {
+            if let mcp_proto::client::Transmit::Write { conn, len } = t {
+                sim.client.handle_written(sim.now, conn, len);
+            }
+        }
+    }
+    // The caller's own requests, unread, far past the budget: still sent.
+    for _ in 0..20 {
+        let big = json!({"blob": "b".repeat(KIB)});
+        sim.client
+            .call(sim.now, CallRequest::call_tool("t", big))
+            .unwrap();
+    }
+    assert_eq!(written(&mut sim).len(), 20);
+    sim.drain();
+    assert!(!sim.events.iter().any(|e| matches!(e, Event::Closed { .. })));
 }

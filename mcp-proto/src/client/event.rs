@@ -325,6 +325,16 @@ pub enum CloseReason {
     /// Version negotiation failed.
     #[error("version negotiation failed: {0}")]
     Negotiation(String),
+    /// The server sent requests while not reading what the client wrote: answering
+    /// one more would have taken the bytes waiting past
+    /// `Limits::max_queued_output_bytes`.
+    #[error(
+        "the server does not read its input: {waiting} bytes wait to be written (max_queued_output_bytes)"
+    )]
+    PeerNotReading {
+        /// Bytes waiting to be written when the connection was closed.
+        waiting: usize,
+    },
     /// Streamable HTTP: the `Mcp-Session-Id` the server issued cannot be sent back (too
     /// long, or not visible ASCII).
     #[error("unusable session id: {0}")]

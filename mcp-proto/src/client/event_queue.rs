@@ -152,10 +152,11 @@ mod tests {
     }
 
     fn queue(bytes: usize, count: usize) -> EventQueue {
-        let mut limits = Limits::default();
-        limits.max_queued_event_bytes = bytes;
-        limits.max_queued_notifications = count;
-        EventQueue::new(&limits)
+        EventQueue::new(&Limits {
+            max_queued_event_bytes: bytes,
+            max_queued_notifications: count,
+            ..Limits::default()
+        })
     }
 
     #[test]

@@ -158,6 +158,20 @@ impl Client {
         each!(mut self, |l| l.handle_read(now, conn, data));
     }
 
+    /// `bytes` of what [`Transmit::Write`] handed out for `conn` reached the peer (a
+    /// stdio server's stdin took them). A driver that writes before it polls again can
+    /// report each write whole. Over stdio the machine counts what is handed out and not
+    /// yet written: a server that sends requests while not reading its stdin is cut off
+    /// at [`Limits::max_queued_output_bytes`](crate::Limits::max_queued_output_bytes)
+    /// ([`CloseReason::PeerNotReading`](super::CloseReason::PeerNotReading)) instead of
+    /// growing the driver's queue. HTTP exchanges are bounded by their deadlines instead;
+    /// reports for HTTP connections are accepted and ignored.
+    pub fn handle_written(&mut self, _now: Instant, conn: ConnId, bytes: usize) {
+        if let Link::Stdio(l) = &mut self.link {
+            l.handle_written(conn, bytes);
+        }
+    }
+
     /// `conn` reached end of input (the stdio server closed its stdout or exited; the
     /// HTTP server closed the connection).
     pub fn handle_eof(&mut self, now: Instant, conn: ConnId) {

@@ -12,8 +12,9 @@
 //! moves bytes, in the run loop every machine of this crate follows:
 //!
 //! * inputs: [`Client::handle_connected`], [`Client::handle_read`],
-//!   [`Client::handle_eof`], [`Client::handle_transport_error`] (with a typed
-//!   [`TransportFailure`]), [`Client::handle_timeout`];
+//!   [`Client::handle_written`], [`Client::handle_eof`],
+//!   [`Client::handle_transport_error`] (with a typed [`TransportFailure`]),
+//!   [`Client::handle_timeout`];
 //! * commands: [`Client::call`], [`Client::respond`], [`Client::cancel`],
 //!   [`Client::close`];
 //! * outputs, drained after every input and command: [`Client::poll_transmit`] (a

@@ -68,6 +68,12 @@ impl StdioLink {
         self.pump();
     }
 
+    pub(crate) fn handle_written(&mut self, conn: ConnId, bytes: usize) {
+        if conn == ConnId::STDIO && self.channel == Channel::Open {
+            self.session.handle_written(bytes);
+        }
+    }
+
     pub(crate) fn handle_eof(&mut self, now: Instant, conn: ConnId) {
         if conn == ConnId::STDIO && self.channel == Channel::Open {
             self.session.handle_eof(now);

@@ -88,6 +88,10 @@ pub(crate) struct Session {
     reprobed: bool,
     /// When connecting as a whole gives up (`Limits::connect_timeout`).
     connect_deadline: Instant,
+    /// Bytes handed to the transport and not yet reported written (stdio).
+    unwritten: usize,
+    /// Bytes of `outgoing`.
+    queued_bytes: usize,
 }
 
 /// A message waiting to be written, with what a message-oriented transport needs to
@@ -210,6 +214,8 @@ impl Session {
             tentative_legacy: false,
             reprobed: false,
             connect_deadline,
+            unwritten: 0,
+            queued_bytes: 0,
         };
         client.start(now);
         client
@@ -331,6 +337,8 @@ impl Session {
         self.restart_wanted = false;
         self.decoder = LineDecoder::new(self.config.limits.max_message_bytes);
         self.outgoing.clear();
+        self.queued_bytes = 0;
+        self.unwritten = 0;
         self.state = State::Connecting;
         self.send_initialize(now, self.newest_legacy());
         Ok(())
@@ -371,15 +379,37 @@ impl Session {
         while let Some(msg) = self.outgoing.pop_front() {
             stdio::frame(out, &msg.json);
         }
-        out.len() - before
+        self.queued_bytes = 0;
+        let len = out.len() - before;
+        self.unwritten += len;
+        len
+    }
+
+    /// `bytes` of what [`Session::poll_transmit`] handed out were written (stdio).
+    pub(crate) fn handle_written(&mut self, bytes: usize) {
+        self.unwritten = self.unwritten.saturating_sub(bytes);
     }
 
     /// The next outgoing message with its kind, for the HTTP transport.
     pub(crate) fn poll_outgoing(&mut self) -> Option<Outgoing> {
-        self.outgoing.pop_front()
+        let msg = self.outgoing.pop_front()?;
+        self.queued_bytes -= msg.json.len();
+        Some(msg)
     }
 
     fn push_out(&mut self, json: Vec<u8>, kind: OutKind) {
+        // The bytes it will take on the wire: a stdio line has its newline.
+        let size = json.len() + usize::from(self.transport == Transport::Stdio);
+        if kind == OutKind::Response && self.transport == Transport::Stdio {
+            // An answer to the server's own request: it must not grow a queue the server
+            // does not drain.
+            let waiting = self.unwritten + self.queued_bytes + size;
+            if waiting > self.config.limits.max_queued_output_bytes {
+                self.close_with(CloseReason::PeerNotReading { waiting });
+                return;
+            }
+        }
+        self.queued_bytes += size;
         self.outgoing.push_back(Outgoing { json, kind });
     }
 
@@ -406,8 +436,7 @@ impl Session {
                 PendingInput::Modern { .. } => 0,
             })
             .sum();
-        let outgoing: usize = self.outgoing.iter().map(|m| m.json.len()).sum();
-        self.events.bytes() + self.decoder.retained_bytes() + outgoing + calls + inputs
+        self.events.bytes() + self.decoder.retained_bytes() + self.queued_bytes + calls + inputs
     }
 
     /// When [`Session::handle_timeout`] should be called next.
@@ -644,6 +673,7 @@ impl Session {
             self.events.push_back(Event::InputCancelled { input });
         }
         self.outgoing.clear();
+        self.queued_bytes = 0;
         self.close_reason = Some(reason.clone());
         self.events.push_back(Event::Closed { reason });
     }
