@@ -278,9 +278,10 @@ impl<F: Flavour> Client<F> {
     }
 
     /// Ends the connection: closes the server's stdin, waits up to the grace period
-    /// (default 2 s) for it to exit, kills it otherwise, and reaps it. Over HTTP: ends a
-    /// legacy session (`DELETE`, waited for within the grace period) and closes every
-    /// connection; the [`Shutdown`] is then empty.
+    /// (default 2 s) for it to exit (sending its process group `SIGTERM` half-way), kills
+    /// it and its group otherwise, reaps it, and kills what is left of its group. Over
+    /// HTTP: ends a legacy session (`DELETE`, waited for within the grace period) and
+    /// closes every connection; the [`Shutdown`] is then empty.
     pub fn close(mut self) -> Shutdown {
         self.driver.close()
     }

@@ -19,14 +19,13 @@
 //! # Shutdown
 //!
 //! Closing drops the writer's queue, so the child's stdin is closed once pending bytes are
-//! written; the child then has a grace period to exit before it is killed. It is always
-//! reaped. The threads are then joined for a short while only: a grandchild that inherited
-//! the pipes can keep them open for as long as it lives, and we never hang on it (such a
-//! thread is detached and ends when the pipe closes).
-//!
-//! The 2026 stdio text asks for SIGTERM between closing stdin and SIGKILL. The standard
-//! library can only send SIGKILL ([`Child::kill`]) and this crate forbids `unsafe`, so the
-//! escalation goes straight from the stdin EOF plus grace period to a kill.
+//! written; the child then has the grace period to exit, and the steps of
+//! [`mcp_io::ending::Escalation`] are taken while it does not: `SIGTERM` to its process
+//! group half-way through, `SIGKILL` to the group and [`Child::kill`] at the end. It is
+//! always reaped, and its group is then sent `SIGKILL` once more, for what it started
+//! and that outlived it. The threads are then joined for a short while only: a
+//! grandchild that escaped the group can keep the pipes open for as long as it lives,
+//! and we never hang on it (such a thread is detached and ends when the pipe closes).
 
 use std::io::{self, Read};
 use std::process::Child;
@@ -35,6 +34,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
+use mcp_io::ending::{self, Escalation, Signal, Step};
 use mcp_io::wire_log::ChannelLog;
 use mcp_io::{
     Error, Flavour, Shutdown, StderrTail, StdioCommand, TransportErrorKind, WireLog, clock,
@@ -217,36 +217,39 @@ impl Process {
         }
     }
 
-    /// Closes stdin, waits up to `grace` for the child to exit, kills it otherwise, reaps
-    /// it, and joins the IO threads for a bounded time.
+    /// Closes stdin, takes the [`Escalation`]'s steps until the child exits (within
+    /// `grace`), reaps it, sends its process group a last `SIGKILL`, and joins the IO
+    /// threads for a bounded time.
     fn shutdown(&mut self, grace: Duration) -> Shutdown {
         drop(self.to_child.take());
-        let deadline = clock::now() + grace;
-        let mut status = None;
+        let pid = self.child.id();
+        let mut end = Escalation::new(clock::now(), grace);
         let mut pause = Duration::from_millis(1);
-        loop {
-            match self.child.try_wait() {
-                Ok(Some(s)) => {
-                    status = Some(s);
-                    break;
-                }
-                Ok(None) => {}
-                Err(_) => break,
+        let status = loop {
+            // Not exited, or not known (an error): the escalation ends either.
+            if let Ok(Some(status)) = self.child.try_wait() {
+                break Some(status);
             }
             let now = clock::now();
-            if now >= deadline {
-                break;
+            match end.step(now) {
+                Step::Wait(until) => {
+                    thread::sleep(pause.min(until.saturating_duration_since(now)));
+                    pause = (pause * 2).min(Duration::from_millis(20));
+                }
+                Step::Terminate => {
+                    let _ = ending::signal_group(pid, Signal::Term);
+                }
+                Step::Kill => {
+                    let _ = ending::signal_group(pid, Signal::Kill);
+                    let _ = self.child.kill();
+                    break self.child.wait().ok();
+                }
             }
-            thread::sleep(pause.min(deadline.saturating_duration_since(now)));
-            pause = (pause * 2).min(Duration::from_millis(20));
-        }
-        let killed = status.is_none();
-        if killed {
-            let _ = self.child.kill();
-            status = self.child.wait().ok();
-        }
+        };
+        // What it left in its group (safe although it is reaped: see `mcp_io::ending`).
+        let _ = ending::signal_group(pid, Signal::Kill);
         join_bounded(std::mem::take(&mut self.threads), THREAD_JOIN_WAIT);
-        Shutdown::new(status, killed)
+        end.finish(status)
     }
 }
 

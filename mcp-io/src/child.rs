@@ -5,20 +5,39 @@ use std::collections::VecDeque;
 use std::process::ExitStatus;
 
 /// How a server process ended.
+///
+/// After its stdin is closed a server gets the grace period to exit: it is sent
+/// `SIGTERM` half-way through it and `SIGKILL` at its end, each time with its whole
+/// process group (Unix; elsewhere it is only killed at the end). See
+/// [`ending`](crate::ending).
+///
+/// * exited on its own: neither `terminated` nor `killed`;
+/// * ended by `SIGTERM`: `terminated`, not `killed`;
+/// * killed: `killed` (and `terminated`, unless `SIGTERM` was skipped: not on Unix,
+///   or no time left for it, as with a zero grace period).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct Shutdown {
     /// Its exit status, when it could be collected.
     pub status: Option<ExitStatus>,
+    /// True when it had not exited half-way through the grace period and its process
+    /// group was sent `SIGTERM` (Unix only).
+    pub terminated: bool,
     /// True when it did not exit within the grace period and was killed.
     pub killed: bool,
 }
 
 impl Shutdown {
-    /// A process that ended with `status` (`None`: not collected), killed or not.
+    /// A process that ended with `status` (`None`: not collected), killed or not (and
+    /// not sent `SIGTERM`; [`Escalation::finish`](crate::ending::Escalation::finish)
+    /// records that).
     #[must_use]
     pub fn new(status: Option<ExitStatus>, killed: bool) -> Self {
-        Shutdown { status, killed }
+        Shutdown {
+            status,
+            terminated: false,
+            killed,
+        }
     }
 }
 

@@ -22,6 +22,12 @@ pub const DEFAULT_STDERR_LIMIT: usize = 64 * 1024;
 /// * stdin and stdout carry the protocol; stderr is captured into a bounded buffer (the
 ///   newest [`stderr_limit`](Self::stderr_limit) bytes) and never mixed into the
 ///   protocol.
+/// * On Unix the server runs in **its own process group** (its pid is the group id), so
+///   closing the client ends everything it started too: what `npx` or a shell script
+///   runs underneath, not only the direct child (see [`ending`](crate::ending)). A
+///   consequence: a terminal's Ctrl-C (`SIGINT` to the foreground group) no longer
+///   reaches the server directly; this process gets it, and closing the client (or
+///   dropping it) ends the server within the grace period.
 ///
 /// `Debug` shows variable names, never values. `mcp-blocking` and `mcp-smol` both use
 /// this type (re-exported as `mcp_blocking::StdioCommand` and `mcp_smol::StdioCommand`).
@@ -203,8 +209,8 @@ impl StdioCommand {
 
     /// The command that starts the server: the [resolved](Self::resolve_program)
     /// program, the arguments, the working directory, a cleared environment holding
-    /// only the named variables (parent values read now), and stdin, stdout and stderr
-    /// piped.
+    /// only the named variables (parent values read now), stdin, stdout and stderr
+    /// piped, and on Unix a new process group led by the server (`process_group(0)`).
     ///
     /// `mcp-blocking` spawns it as it is; `mcp-smol` converts it into an async
     /// `Command` (`async_process::Command: From<std::process::Command>`), which has to
@@ -222,6 +228,11 @@ impl StdioCommand {
             .stderr(Stdio::piped());
         if let Some(dir) = &self.cwd {
             command.current_dir(dir);
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::CommandExt;
+            command.process_group(0);
         }
         for (name, value) in &self.env {
             match value {

@@ -9,6 +9,9 @@
 //!   the `PATH` lookup, turned into a [`std::process::Command`] by
 //!   [`StdioCommand::to_command`]; [`StderrTail`], the bounded stderr buffer, and
 //!   [`Shutdown`], how the process ended.
+//! * [`ending`]: how a server is ended after its stdin is closed, within the grace
+//!   period (`SIGTERM`, then `SIGKILL`, to its whole process group), as steps both
+//!   adapters execute.
 //! * [`Options`]: grace period, input handler, progress callback, wire log (and the
 //!   headers it must hide besides the built-in ones), in two
 //!   [flavours](Flavour) (`Send` handlers by default, or [`Local`] ones for a connection
@@ -35,7 +38,8 @@
 //!   connections and between both adapters (the decisions are the machine's).
 //!
 //! It uses std IO where it must (looking programs up on `PATH`, building a process
-//! command) and nothing else: no async runtime, no threads.
+//! command, running `/bin/sh` to signal a process group) and nothing else: no async
+//! runtime, no threads.
 //!
 //! # Cargo features
 //!
@@ -53,6 +57,7 @@ pub mod api;
 mod child;
 pub mod clock;
 mod command;
+pub mod ending;
 mod era_cache;
 mod error;
 pub mod http;

@@ -173,7 +173,8 @@ pub enum Direction {
 #[non_exhaustive]
 pub struct Options<F: Flavour = Sendable> {
     /// How long the server may take to exit once its stdin is closed (by closing the
-    /// client, or dropping it) before it is killed. Default [`DEFAULT_GRACE_PERIOD`].
+    /// client, or dropping it) before it is killed; half-way through it is sent
+    /// `SIGTERM` (see [`ending`](crate::ending)). Default [`DEFAULT_GRACE_PERIOD`].
     /// Over HTTP: how long the last exchanges (a legacy session's `DELETE`) may take
     /// before every connection is dropped (`mcp-blocking` waits 2 s at most).
     pub grace_period: Duration,

@@ -439,8 +439,10 @@ impl Client {
 
     /// Ends the connection for every handle: calls in flight fail with
     /// [`Error::Closed`], the server's stdin is closed, the server gets the grace period
-    /// (default 2 s) to exit and is killed otherwise, and reaped. Resolves once that is
-    /// done, with how the process ended (at once if the connection was already over).
+    /// (default 2 s) to exit (its process group is sent `SIGTERM` half-way) and is killed
+    /// with its group otherwise, reaped, and what is left of its group killed. Resolves
+    /// once that is done, with how the process ended (at once if the connection was
+    /// already over).
     ///
     /// Over HTTP the exchanges in flight are aborted, a legacy session is ended with
     /// `DELETE` (waiting at most the grace period for it), every connection is closed,

@@ -73,8 +73,8 @@ const READ_CHUNK: usize = 16 * 1024;
 /// endpoint could not be reached). For stdio that is once the server process has exited
 /// (or was killed after the grace period) and been reaped; over HTTP once the last
 /// exchange is over (or the grace period ran out) and every connection is closed.
-/// Dropping it early kills the server process, or closes every connection, at once, and
-/// every call still waiting fails with [`Error::DriverGone`].
+/// Dropping it early kills the server process and its group, or closes every connection,
+/// at once, and every call still waiting fails with [`Error::DriverGone`].
 ///
 /// `F` is the [flavour](Flavour) of the handlers in its [`Options`](crate::Options): a
 /// `Driver` (that is, `Driver<Sendable>`) is `Send` and runs on any executor; a

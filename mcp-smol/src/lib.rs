@@ -38,10 +38,12 @@
 //!
 //! The connection closes when the last [`Client`] handle is dropped or
 //! [`Client::close`] is called: the machine closes, the server's stdin is closed, the
-//! server gets a grace period ([`Options::grace_period`], default 2 s) to exit,
-//! and is then killed (`SIGKILL`; `SIGTERM` is not sent because that would need
-//! platform code outside the allowed dependencies) and reaped. Dropping the driver kills
-//! the server at once. The server sees only the environment its [`StdioCommand`] names.
+//! server gets a grace period ([`Options::grace_period`], default 2 s) to exit: on Unix
+//! its process group (the server and what it started) is sent `SIGTERM` half-way
+//! through and `SIGKILL` at the end, and once the server is reaped the group is sent
+//! `SIGKILL` once more (see [`mcp_io::ending`]). Dropping the driver kills the server
+//! and its group at once. The server sees only the environment its [`StdioCommand`]
+//! names.
 //!
 //! ```no_run
 //! use mcp_smol::{ClientConfig, StdioCommand};

@@ -1,12 +1,15 @@
 //! The stdio server process: starting it, capturing its stderr, restarting it when the
 //! machine asks (`Transmit::Respawn`), and ending it (`Transmit::Close`): stdin closed,
-//! the grace period, then a kill, and reaping.
+//! then the steps of [`mcp_io::ending::Escalation`] within the grace period (`SIGTERM`
+//! to its process group half-way, `SIGKILL` at the end), reaping, and a last `SIGKILL`
+//! to the group for what the server started. The group is signalled by
+//! [`mcp_io::ending::signal_group`] (it waits for `/bin/sh`) on the `blocking` pool.
 //!
 //! Its stdin and stdout are the machine's channel ([`Wire::Pipes`](crate::conn::Wire));
 //! what is here is the rest of the process's life, as futures the driver polls.
 
 use std::future::{Future, poll_fn};
-use std::pin::Pin;
+use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -14,7 +17,8 @@ use std::time::Duration;
 use async_io::Timer;
 use async_process::{Child, ChildStderr, ChildStdout, Command, Stdio as Pipe};
 use futures_lite::{AsyncRead, future};
-use mcp_io::{Shutdown, StdioCommand};
+use mcp_io::ending::{self, Escalation, Signal, Step};
+use mcp_io::{Shutdown, StdioCommand, clock};
 
 use crate::Error;
 use crate::client::Shared;
@@ -33,11 +37,13 @@ pub(crate) enum Process {
     None,
     Running {
         child: Child,
+        group: Group,
         stderr: Option<ChildStderr>,
     },
     /// The old process is being reaped and a new one started.
     Restarting(BoxFuture<Result<Child, Error>>),
-    /// Stdin is closed; the process gets its grace period, then is killed and reaped.
+    /// Stdin is closed; the process gets its grace period (`SIGTERM` half-way), then is
+    /// killed, and reaped.
     Ending(BoxFuture<Shutdown>),
 }
 
@@ -60,7 +66,15 @@ impl Process {
         };
         shared.lock().pid = Some(child.id());
         let stderr = child.stderr.take();
-        (Process::Running { child, stderr }, wire)
+        let group = Group(Some(child.id()));
+        (
+            Process::Running {
+                child,
+                group,
+                stderr,
+            },
+            wire,
+        )
     }
 
     /// Whether nothing of a process is left.
@@ -72,7 +86,8 @@ impl Process {
     /// kept) and `command` started again.
     pub(crate) fn restart(&mut self, command: &StdioCommand, shared: &Arc<Shared>) {
         if let Process::Running {
-            mut child,
+            child,
+            group,
             mut stderr,
         } = std::mem::replace(self, Process::None)
         {
@@ -80,8 +95,16 @@ impl Process {
             *self = Process::Restarting(Box::pin(async move {
                 let mut stdout = None;
                 future::or(drain(&mut stdout, &mut stderr, &shared), pause(FINAL_DRAIN)).await;
-                let _ = child.kill();
-                let _ = child.status().await;
+                // Its stdout has ended already: no grace period.
+                escalate(
+                    child,
+                    group,
+                    Duration::ZERO,
+                    &mut stdout,
+                    &mut stderr,
+                    &shared,
+                )
+                .await;
                 let child = spawn(&command)?;
                 shared.lock().restarts += 1;
                 Ok(child)
@@ -93,7 +116,8 @@ impl Process {
     /// stdout and stderr are drained while the server has `grace` to exit.
     pub(crate) fn end(&mut self, wire: Option<Wire>, grace: Duration, shared: &Arc<Shared>) {
         let Process::Running {
-            mut child,
+            child,
+            group,
             mut stderr,
         } = std::mem::replace(self, Process::None)
         else {
@@ -105,22 +129,7 @@ impl Process {
         };
         let shared = shared.clone();
         *self = Process::Ending(Box::pin(async move {
-            let status = child.status();
-            let exited = future::or(async { Some(status.await.ok()) }, async {
-                drain(&mut stdout, &mut stderr, &shared).await;
-                future::pending().await
-            });
-            let exited = future::or(exited, async {
-                Timer::after(grace).await;
-                None
-            });
-            let shutdown = match exited.await {
-                Some(status) => Shutdown::new(status, false),
-                None => {
-                    let _ = child.kill();
-                    Shutdown::new(child.status().await.ok(), true)
-                }
-            };
+            let shutdown = escalate(child, group, grace, &mut stdout, &mut stderr, &shared).await;
             // What the server wrote last is often the most useful part of its stderr.
             future::or(drain(&mut stdout, &mut stderr, &shared), pause(FINAL_DRAIN)).await;
             shutdown
@@ -165,10 +174,83 @@ impl Process {
     }
 }
 
+/// Ends a server whose stdin is closed: the [`Escalation`]'s steps until it exits
+/// (within `grace`), its pipes drained meanwhile, then reaping and the last `SIGKILL` to
+/// its group.
+async fn escalate(
+    mut child: Child,
+    group: Group,
+    grace: Duration,
+    stdout: &mut Option<ChildStdout>,
+    stderr: &mut Option<ChildStderr>,
+    shared: &Shared,
+) -> Shutdown {
+    let pid = child.id();
+    let mut status = pin!(child.status());
+    let mut end = Escalation::new(clock::now(), grace);
+    // Whether it has exited already is looked at first, as the blocking adapter does.
+    let mut until = clock::now();
+    let status = loop {
+        let exited = future::or(async { Some(status.as_mut().await.ok()) }, async {
+            drain(stdout, stderr, shared).await;
+            future::pending().await
+        });
+        let exited = future::or(exited, async {
+            Timer::at(clock::to_std(until)).await;
+            None
+        });
+        if let Some(status) = exited.await {
+            break status;
+        }
+        match end.step(clock::now()) {
+            Step::Wait(next) => until = next,
+            Step::Terminate => signal_group(pid, Signal::Term).await,
+            Step::Kill => {
+                signal_group(pid, Signal::Kill).await;
+                let _ = child.kill();
+                break status.as_mut().await.ok();
+            }
+        }
+    };
+    group.kill().await;
+    end.finish(status)
+}
+
+/// The server's process group (its id is the server's pid). [`Group::kill`] sends it the
+/// last `SIGKILL` once the server is reaped; dropped before that (the driver dropped
+/// while the server runs, is restarted or is ending), it sends `SIGKILL` itself, since
+/// the child's `kill_on_drop` reaches the server alone. That signal is fired on the
+/// `blocking` pool and not waited for.
+pub(crate) struct Group(Option<u32>);
+
+impl Group {
+    /// The last `SIGKILL`, after the server was reaped, for what it started and that
+    /// outlived it (safe although the pid is free again: see `mcp_io::ending`).
+    async fn kill(mut self) {
+        if let Some(pgid) = self.0.take() {
+            signal_group(pgid, Signal::Kill).await;
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.0.take() {
+            blocking::unblock(move || ending::signal_group(pgid, Signal::Kill)).detach();
+        }
+    }
+}
+
+/// [`ending::signal_group`] off the executor (it waits for a shell).
+async fn signal_group(pgid: u32, signal: Signal) {
+    let _ = blocking::unblock(move || ending::signal_group(pgid, signal)).await;
+}
+
 /// Starts the server: `command`'s [`std::process::Command`] (the resolved program, the
 /// isolated environment) as an async-process child, with stdin, stdout and stderr piped
 /// (set again: the conversion resets them), killed if its handle is dropped (the driver
-/// normally closes stdin and waits first).
+/// normally closes stdin and waits first). On Unix it leads its own process group (set
+/// by [`StdioCommand::to_command`], kept by the conversion).
 pub(crate) fn spawn(command: &StdioCommand) -> Result<Child, Error> {
     let spawn_error = |source| Error::spawn(command.program(), source);
     let mut child = Command::from(command.to_command().map_err(spawn_error)?);
