@@ -1,0 +1,95 @@
+//! Real processes that misbehave on stdio, against both adapters: the limits the machine
+//! enforces hold end to end, whatever each adapter queues on its side.
+#![cfg(unix)]
+
+use std::time::{Duration, Instant};
+
+use futures_lite::future;
+use mcp_proto::client::{ClientConfig, CloseReason};
+use mcp_proto::limits::Limits;
+use mcp_proto::version::EraMode;
+
+/// A legacy server that answers `initialize` and then sends pings forever without ever
+/// reading its stdin again.
+const FLOODING_SERVER: &str = r#"
+import json, sys
+init = json.loads(sys.stdin.readline())
+reply = {"jsonrpc": "2.0", "id": init["id"], "result": {"protocolVersion": "2025-11-25",
+         "capabilities": {}, "serverInfo": {"name": "flood", "version": "1"}}}
+sys.stdout.write(json.dumps(reply) + "\n")
+sys.stdout.flush()
+n = 0
+try:
+    while True:
+        n += 1
+        sys.stdout.write('{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % n)
+        if n % 100 == 0:
+            sys.stdout.flush()
+except BrokenPipeError:
+    pass
+"#;
+
+const BUDGET: usize = 256 * 1024;
+
+fn python() -> Option<&'static str> {
+    ["python3", "python"].into_iter().find(|p| {
+        std::process::Command::new(p)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
+}
+
+fn config() -> ClientConfig {
+    let mut limits = Limits::default();
+    limits.max_queued_output_bytes = BUDGET;
+    limits.request_timeout = Duration::from_secs(30);
+    ClientConfig::new("hostile", "1.0")
+        .era_mode(EraMode::Legacy)
+        .limits(limits)
+}
+
+fn is_not_reading(reason: Option<&CloseReason>) -> bool {
+    matches!(reason, Some(CloseReason::PeerNotReading { waiting }) if *waiting > BUDGET)
+}
+
+#[test]
+fn blocking_cuts_off_a_server_that_floods_requests_without_reading() {
+    let Some(python) = python() else {
+        eprintln!("skipped: no python");
+        return;
+    };
+    let command = mcp_blocking::StdioCommand::new(python).args(["-c", FLOODING_SERVER]);
+    let mut client = mcp_blocking::Client::connect_stdio(command, config()).expect("connect");
+    let started = Instant::now();
+    let err = client.list_tools().expect_err("the server never answers");
+    assert!(
+        is_not_reading(client.close_reason()),
+        "{err}; {:?}",
+        client.close_reason()
+    );
+    assert!(err.to_string().contains("max_queued_output_bytes"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(20));
+    client.close();
+}
+
+#[test]
+fn smol_cuts_off_a_server_that_floods_requests_without_reading() {
+    let Some(python) = python() else {
+        eprintln!("skipped: no python");
+        return;
+    };
+    let command = mcp_smol::StdioCommand::new(python).args(["-c", FLOODING_SERVER]);
+    let (client, driver) = mcp_smol::connect_stdio(command, config()).expect("spawn");
+    let outcome = future::block_on(future::zip(driver, async {
+        client.connected().await.expect("connect");
+        client.list_tools().await
+    }));
+    let err = outcome.1.expect_err("the server never answers");
+    assert!(
+        is_not_reading(client.close_reason().as_ref()),
+        "{err}; {:?}",
+        client.close_reason()
+    );
+    assert!(err.to_string().contains("max_queued_output_bytes"), "{err}");
+}
