@@ -118,7 +118,7 @@ impl<F: Flavour> Client<F> {
         let start = http.prepare("mcp-blocking", url, config, http.connector.is_some(), grace)?;
         let connector = http::connector(&http, &start);
         let machine = proto::Client::http(start.config, start.http, clock::now());
-        let timeout = http.connect_timeout;
+        let timeout = start.connect_timeout;
         let conns = HttpConns::new(start.url, connector, timeout, &options.redact_headers);
         let (channel, inbox) = (carrier::channel(), start.inbox);
         let mut driver = Driver::new(machine, Box::new(conns), channel, options, inbox);

@@ -25,6 +25,12 @@ use crate::{EraCache, Error, Inbox};
 /// Default bound on the time to open a connection (TCP and TLS together): 10 s.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How much earlier than the machine's deadlines the adapter's connector gives up on a
+/// connection ([`HttpStart::connect_timeout`]): the connector, which knows the step it
+/// was at (the name, TCP, the TLS handshake), reports first, and the machine's deadline
+/// is the backstop for a connector that does not bound itself.
+pub const CONNECT_BACKSTOP: Duration = Duration::from_millis(250);
+
 /// The longest the machine waits for its last exchanges after close (a legacy
 /// `DELETE`), whatever the grace period: 2 s.
 pub const MAX_CLOSE_WAIT: Duration = Duration::from_secs(2);
@@ -82,8 +88,8 @@ pub struct HttpOptions<C: ?Sized> {
     /// Permit plain `http` to hosts that are not loopback. Default false: only
     /// `localhost`, 127.0.0.0/8 and `::1` may be reached without TLS.
     pub allow_insecure_remote: bool,
-    /// Bound on opening one connection, TCP and TLS handshake together. Default
-    /// [`DEFAULT_CONNECT_TIMEOUT`].
+    /// Bound on opening one connection: resolving the name, TCP to each address and the
+    /// TLS handshake together. Default [`DEFAULT_CONNECT_TIMEOUT`].
     pub connect_timeout: Duration,
     /// Connections carrying requests at once (idle keep-alive ones included); requests
     /// beyond it wait for one. Long-lived event streams (a legacy server's GET stream,
@@ -249,12 +255,18 @@ impl<C: ?Sized> HttpOptions<C> {
         http.pool.max_connections = self.max_connections.max(1);
         http.pool.idle_timeout = self.idle_timeout;
         http.pool.connect_timeout = self.connect_timeout;
+        let connect_timeout = self
+            .connect_timeout
+            .min(config.limits.connect_timeout)
+            .saturating_sub(CONNECT_BACKSTOP)
+            .max(CONNECT_BACKSTOP);
         http.close_timeout = grace.min(MAX_CLOSE_WAIT);
         Ok(HttpStart {
             #[cfg(feature = "tls")]
             tls: needs_tls.then(|| http1_tls_config(self.tls.as_ref())),
             inbox: Inbox::recording_era(self.era_cache.clone(), endpoint.origin())
                 .notification_budget(config.limits.max_queued_event_bytes),
+            connect_timeout,
             url: endpoint,
             config,
             http,
@@ -318,6 +330,12 @@ pub struct HttpStart {
     /// Where the connection's events are kept; it records the era verdict in the
     /// [era cache](HttpOptions::era_cache).
     pub inbox: Inbox,
+    /// What the adapter's connector is given to open one connection:
+    /// [`HttpOptions::connect_timeout`], and never more than connecting as a whole may
+    /// take ([`Limits::connect_timeout`](mcp_proto::Limits::connect_timeout)), each less
+    /// [`CONNECT_BACKSTOP`], so that the connector reports the step it was at before
+    /// the machine gives up.
+    pub connect_timeout: Duration,
 }
 
 /// The default TLS client configuration: the `ring` provider, its safe default

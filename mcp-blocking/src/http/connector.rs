@@ -4,7 +4,9 @@
 use std::fmt;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
-use std::time::Duration;
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
 
 use mcp_io::ResolveError;
 use mcp_proto::http::EndpointUrl;
@@ -126,29 +128,33 @@ pub trait Connector: Send + Sync {
 }
 
 /// Plain TCP (`http://`). Resolves the host with the system resolver, tries each address
-/// in turn within `timeout`, and turns Nagle's algorithm off.
+/// in turn, and turns Nagle's algorithm off; `timeout` bounds all of it together.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TcpConnector;
 
 impl TcpConnector {
-    /// A TCP connection to `url`'s host and port (no TLS, whatever the scheme).
+    /// A TCP connection to `url`'s host and port (no TLS, whatever the scheme), within
+    /// `timeout` in all: resolving the name, then each address with the time left.
     ///
     /// # Errors
-    /// Resolution failures (wrapped so they report as such) and the last connect error.
+    /// Resolution failures (wrapped so they report as such), the last connect error, or
+    /// [`io::ErrorKind::TimedOut`] once the time is spent.
     pub fn connect_tcp(url: &EndpointUrl, timeout: Duration) -> io::Result<TcpStream> {
+        let deadline = Instant::now() + timeout;
         let addrs: Vec<SocketAddr> = match url.ip() {
             Some(ip) => vec![SocketAddr::new(ip, url.port())],
-            None => (url.host(), url.port())
-                .to_socket_addrs()
-                .map_err(|e| ResolveError::io(e.kind(), e.to_string()))?
-                .collect(),
+            None => resolve(url.host(), url.port(), timeout)?,
         };
         let mut last = ResolveError::io(
             io::ErrorKind::NotFound,
             format!("{} has no address", url.host()),
         );
         for addr in addrs {
-            match TcpStream::connect_timeout(&addr, timeout) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(timed_out("connecting", timeout));
+            }
+            match TcpStream::connect_timeout(&addr, left) {
                 Ok(socket) => {
                     socket.set_nodelay(true)?;
                     // A server that stops reading must not hold a writer forever.
@@ -160,6 +166,34 @@ impl TcpConnector {
         }
         Err(last)
     }
+}
+
+/// `host`'s addresses, from the system resolver, which has no timeout of its own: it runs
+/// on a thread of its own, given up on (and left to finish) after `timeout`.
+fn resolve(host: &str, port: u16, timeout: Duration) -> io::Result<Vec<SocketAddr>> {
+    let (tx, rx) = mpsc::channel();
+    let name = host.to_owned();
+    thread::Builder::new()
+        .name("mcp-resolve".to_owned())
+        .spawn(move || {
+            let _ = tx.send((name.as_str(), port).to_socket_addrs().map(Vec::from_iter));
+        })?;
+    match rx.recv_timeout(timeout) {
+        Ok(Ok(addrs)) => Ok(addrs),
+        Ok(Err(e)) => Err(ResolveError::io(e.kind(), e.to_string())),
+        Err(_) => Err(ResolveError::io(
+            io::ErrorKind::TimedOut,
+            format!("resolving {host} took more than {timeout:?}"),
+        )),
+    }
+}
+
+/// The error of a connection set-up that ran out of time in `step`.
+pub(crate) fn timed_out(step: &str, timeout: Duration) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::TimedOut,
+        format!("{step} timed out after {timeout:?}"),
+    )
 }
 
 impl Connector for TcpConnector {

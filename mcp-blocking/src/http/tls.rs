@@ -19,14 +19,14 @@ use std::fmt;
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use mcp_io::http::http1_tls_config;
 use mcp_proto::http::EndpointUrl;
 use rustls::pki_types::ServerName;
 use rustls::{ClientConfig, ClientConnection, StreamOwned};
 
-use super::connector::{Connector, Halves, ShutdownHandle, Stream, TcpConnector};
+use super::connector::{Connector, Halves, ShutdownHandle, Stream, TcpConnector, timed_out};
 use crate::carrier::READ_CHUNK;
 
 /// TLS with rustls over [`TcpConnector`] (`https://`). The handshake runs inside
@@ -73,7 +73,11 @@ impl fmt::Debug for TlsConnector {
 }
 
 impl Connector for TlsConnector {
+    /// TCP, then the TLS handshake, within `timeout` in all: a server that drips the
+    /// handshake a byte at a time (or a plain-HTTP port that waits for a request) fails
+    /// as a TLS handshake that timed out.
     fn connect(&self, url: &EndpointUrl, timeout: Duration) -> io::Result<Box<dyn Stream>> {
+        let deadline = Instant::now() + timeout;
         let mut socket = TcpConnector::connect_tcp(url, timeout)?;
         let name = match url.ip() {
             Some(ip) => ServerName::IpAddress(ip.into()),
@@ -82,18 +86,46 @@ impl Connector for TlsConnector {
         };
         let mut conn = ClientConnection::new(Arc::clone(&self.config), name)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-        socket.set_read_timeout(Some(timeout))?;
+        // Step by step rather than `complete_io`, which keeps reading for as long as
+        // bytes trickle in: the deadline is checked before every read.
         while conn.is_handshaking() {
-            if let Err(e) = conn.complete_io(&mut socket) {
-                return Err(match e.kind() {
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => io::Error::new(
-                        io::ErrorKind::TimedOut,
-                        format!("TLS handshake timed out after {timeout:?}"),
-                    ),
-                    _ => e,
-                });
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(timed_out("TLS handshake", timeout));
+            }
+            socket.set_read_timeout(Some(left))?;
+            socket.set_write_timeout(Some(left))?;
+            let step = if conn.wants_write() {
+                conn.write_tls(&mut socket).map(drop)
+            } else {
+                match conn.read_tls(&mut socket) {
+                    Ok(0) => Err(io::ErrorKind::UnexpectedEof.into()),
+                    Ok(_) => conn
+                        .process_new_packets()
+                        .map(drop)
+                        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e)),
+                    Err(e) => Err(e),
+                }
+            };
+            match step {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    return Err(timed_out("TLS handshake", timeout));
+                }
+                Err(e) => {
+                    // An alert rustls wants to send about what went wrong goes out first.
+                    let _ = conn.write_tls(&mut socket);
+                    return Err(e);
+                }
             }
         }
+        socket.set_write_timeout(Some(timeout.max(Duration::from_secs(1))))?;
         socket.set_read_timeout(None)?;
         Ok(Box::new(StreamOwned::new(conn, socket)))
     }
