@@ -3,9 +3,11 @@
 
 use std::time::Duration;
 
+use mcp_proto::client::http::HttpConfig;
 use mcp_proto::client::{
     CallError, CallRequest, ClientConfig, CloseReason, ConnectionState, Event, PeerError,
 };
+use mcp_proto::http::EndpointUrl;
 use mcp_proto::http::xmcp::InvalidAnnotation;
 use mcp_proto::jsonrpc::DecodeError;
 use mcp_proto::model::ClientCapabilities;
@@ -945,4 +947,73 @@ fn an_event_id_past_its_cap_breaks_the_stream_naming_the_limit() {
         .call(CallRequest::call_tool("t", json!({})))
         .unwrap_err();
     assert!(err.to_string().contains("max_event_id_bytes"), "{err}");
+}
+
+// ----- deadlines on exchanges not tied to a call ----------------------------------------
+
+fn short_timeouts(mode: EraMode) -> ClientConfig {
+    let mut config = config(mode);
+    config.limits.request_timeout = Duration::from_secs(5);
+    config
+}
+
+#[test]
+fn an_unanswered_initialized_notification_holds_later_calls_only_until_its_deadline() {
+    let mut sim = HttpSim::new(short_timeouts(EraMode::Legacy), |req| {
+        match (req.method.as_str(), req.rpc_method()) {
+            ("POST", "initialize") => legacy_init(req, "s"),
+            ("POST", "notifications/initialized") => Reply::Silence,
+            ("GET", _) => Reply::with_body(405, &[], ""),
+            _ => no_tools(req),
+        }
+    });
+    sim.connect();
+    let start = sim.now;
+    let id = sim
+        .client
+        .call(
+            sim.now,
+            CallRequest::list_tools().timeout(Duration::from_secs(60)),
+        )
+        .unwrap();
+    sim.run_until(|s| s.completion(id).is_some());
+    assert!(sim.completion(id).unwrap().is_ok());
+    assert_eq!(
+        sim.now - start,
+        Duration::from_secs(5),
+        "released at the deadline"
+    );
+    assert!(sim.events.iter().any(|e| matches!(
+        e,
+        Event::PeerError(PeerError::InitializedRefused { status: None, detail }) if detail.contains("no response")
+    )));
+}
+
+#[test]
+fn a_hung_call_lets_its_connection_go_and_does_not_hold_the_next_one() {
+    let mut http = HttpConfig::new(EndpointUrl::parse("http://127.0.0.1:9/mcp", false).unwrap());
+    http.pool.max_connections = 1;
+    let mut sim = HttpSim::with_http(config(EraMode::Legacy), http, |req| {
+        match (req.method.as_str(), req.rpc_method()) {
+            ("POST", "initialize") => legacy_init(req, "s"),
+            ("POST", "notifications/initialized" | "notifications/cancelled") => Reply::accepted(),
+            ("GET", _) => Reply::with_body(405, &[], ""),
+            ("POST", "tools/call") => Reply::Silence,
+            _ => no_tools(req),
+        }
+    });
+    sim.connect();
+    let hung = CallRequest::call_tool("hang", json!({})).timeout(Duration::from_secs(3));
+    assert_eq!(
+        sim.call(hung).unwrap_err(),
+        CallError::Timeout(Duration::from_secs(3))
+    );
+    let start = sim.now;
+    let next = CallRequest::list_tools().timeout(Duration::from_secs(30));
+    assert!(sim.call(next).is_ok(), "the next call is not held");
+    assert_eq!(sim.now, start, "at once");
+    assert_eq!(sim.with_method("notifications/cancelled").len(), 1);
+    // The connection the hung call was written on is let go, not kept forever.
+    let hung = sim.hung[0];
+    assert!(sim.closed.contains(&hung), "{hung:?} still open");
 }

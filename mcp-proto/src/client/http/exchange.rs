@@ -105,6 +105,10 @@ pub(super) struct Exchange {
     pub(super) delivered: u32,
     /// GET: the `Last-Event-ID` it resumes from.
     pub(super) resume_from: Option<String>,
+    /// When the exchange is given up if its response has not started (the head of a
+    /// GET stream, the `202` to a notification or a response): exchanges not tied to a
+    /// call have a deadline of their own. Requests have their call's.
+    pub(super) deadline: Option<Instant>,
 }
 
 /// A resumption waiting for its delay.

@@ -335,6 +335,7 @@ impl HttpLink {
                 self.exchange_failed(now, x, None, None, Failure::Transport(failure));
             }
         }
+        self.expire_exchanges(now);
         self.client.handle_timeout(now);
         self.start_due_resumes(now);
         self.pump(now);
@@ -367,10 +368,17 @@ impl HttpLink {
             return None;
         }
         let resume = self.resumes.iter().map(|r| r.due).min();
+        let exchanges = self
+            .exchanges
+            .values()
+            .filter(|x| x.head.is_none())
+            .filter_map(|x| x.deadline)
+            .min();
         [
             self.client.poll_timeout(),
             resume,
             self.pool.poll_timeout(),
+            exchanges,
             self.close_deadline,
         ]
         .into_iter()
@@ -478,6 +486,27 @@ impl HttpLink {
 
     /// Forgets an exchange: a request still waiting for a connection is dropped; one
     /// already sent has its connection closed.
+    /// Gives up the exchanges whose response did not start by their deadline: a server
+    /// that never answers a notification (`notifications/initialized` included, which
+    /// holds the requests after it) or a GET holds nothing for longer than
+    /// `Limits::request_timeout`.
+    fn expire_exchanges(&mut self, now: Instant) {
+        let expired: Vec<ExchangeId> = self
+            .exchanges
+            .iter()
+            .filter(|(_, x)| x.head.is_none() && x.deadline.is_some_and(|d| d <= now))
+            .map(|(id, _)| *id)
+            .collect();
+        let timeout = self.client.config().limits.request_timeout;
+        for id in expired {
+            if let Some(x) = self.exchanges.remove(&id) {
+                self.pool.abort(now, id);
+                let detail = format!("no response within {timeout:?}");
+                self.exchange_failed(now, x, None, None, Failure::Text(detail));
+            }
+        }
+    }
+
     pub(super) fn abort_exchange(&mut self, id: ExchangeId) {
         self.exchanges.remove(&id);
         self.pool.abort(self.now, id);

@@ -27,7 +27,14 @@ impl HttpLink {
     }
 
     fn new_exchange(&self, purpose: Purpose, rpc_id: Option<i64>, method: &str) -> Exchange {
+        let deadline = match purpose {
+            Purpose::Request { .. } | Purpose::Delete => None,
+            Purpose::Notify | Purpose::Initialized | Purpose::Get { .. } => {
+                Some(self.now + self.client.config().limits.request_timeout)
+            }
+        };
         Exchange {
+            deadline,
             purpose,
             rpc_id,
             reader: ResponseReader::new(self.config.limits.clone(), method),

@@ -630,6 +630,12 @@ impl Session {
         let mut out = Vec::new();
         jsonrpc::encode_notification(&mut out, "notifications/cancelled", Some(&params));
         self.push_out(out, OutKind::Notification("notifications/cancelled"));
+        if self.transport == Transport::Http {
+            // Legacy over HTTP: the notification is the cancellation, and the exchange
+            // that was waiting for the answer is let go too, so that a server that never
+            // answers does not keep its connection.
+            self.aborts.push_back(rpc_id);
+        }
     }
 
     /// Ends a call with its one `CallCompleted` event and voids its pending inputs.
