@@ -91,6 +91,13 @@ impl<F: Flavour> Driver<F> {
 
     /// Starts a call and runs until it completes.
     pub(crate) fn request(&mut self, request: CallRequest) -> Result<CallOutput, Error> {
+        // What arrived while nobody was calling (a server closing an idle connection)
+        // first, so the machine places the call knowing it.
+        while let Ok(report) = self.rx.try_recv() {
+            self.feed(report);
+        }
+        self.machine.handle_timeout(clock::now());
+        self.settle();
         if let Some(reason) = &self.inbox.closed {
             return Err(Error::closed(reason.clone(), self.endpoint()));
         }

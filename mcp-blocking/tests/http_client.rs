@@ -194,24 +194,23 @@ fn a_server_closing_idle_connections_loses_no_request() {
     });
     let mut client = connect(&server);
     for i in 0..4 {
-        // Let the server close the pooled connection before the next request, every
-        // other time; otherwise the request races the close.
-        if i % 2 == 1 {
-            std::thread::sleep(Duration::from_millis(60));
-        }
+        // A listing right after the last answer races the server's close, and is sent
+        // again when it loses. A tool call is never sent twice (it may have run), so it
+        // goes once the close has been seen.
+        assert!(!client.list_tools().unwrap().is_empty());
+        std::thread::sleep(Duration::from_millis(60));
         let out = client.call_tool("add", json!({"a": i, "b": 10})).unwrap();
         assert_eq!(out.text(), (i + 10).to_string());
     }
     let retries = client.http_retries();
     client.close();
-    assert!(
-        retries >= 1,
-        "stale pooled connections were retried ({retries})"
-    );
-    // Each request was answered exactly once: the probe, the listing the machine makes
-    // before the first `tools/call`, and 4 calls.
+    // Whether a listing lost the race is up to the scheduler (the retry itself is pinned
+    // by the simulations): at most one retry each.
+    assert!(retries <= 4, "{retries} retries");
+    // Each request was answered exactly once: the probe, 4 listings (the first of them
+    // also tells the machine the tools' header declarations) and 4 calls.
     let seen = server.seen();
-    assert_eq!(seen.len(), 6, "no request executed twice");
+    assert_eq!(seen.len(), 9, "no request executed twice");
     assert_eq!(seen[1].rpc_method(), "tools/list");
     let calls: Vec<&serde_json::Value> = seen
         .iter()
@@ -219,7 +218,6 @@ fn a_server_closing_idle_connections_loses_no_request() {
         .map(|r| &r.body["params"]["arguments"]["a"])
         .collect();
     assert_eq!(calls, [&json!(0), &json!(1), &json!(2), &json!(3)]);
-    assert_eq!(server.accepted(), 6);
 }
 
 #[test]

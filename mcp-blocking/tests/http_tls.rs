@@ -212,13 +212,17 @@ fn a_tls_server_closing_idle_connections_loses_no_request() {
     let http = HttpOptions::new().tls(trusting(cert));
     let mut client = Client::connect_http_with(&url, config(), Options::new(), http).unwrap();
     for i in 0..3 {
+        // A listing right after the last answer races the server's close and is sent
+        // again when it loses; a tool call (never sent twice) waits for the close.
+        assert!(!client.list_tools().unwrap().is_empty());
         std::thread::sleep(std::time::Duration::from_millis(60));
         let out = client.call_tool("add", json!({"a": i, "b": 1})).unwrap();
         assert_eq!(out.text(), (i + 1).to_string());
     }
-    assert!(client.http_retries() >= 1);
-    // The probe, the listing the machine makes before the first `tools/call`, and 3
-    // calls, each once.
+    // Whether a listing lost the race is up to the scheduler (the retry itself is pinned
+    // by the simulations): at most one retry each.
+    assert!(client.http_retries() <= 3);
+    // The probe, then 3 listings and 3 calls, each once.
     let methods: Vec<String> = server
         .seen()
         .iter()
@@ -230,7 +234,9 @@ fn a_tls_server_closing_idle_connections_loses_no_request() {
             "server/discover",
             "tools/list",
             "tools/call",
+            "tools/list",
             "tools/call",
+            "tools/list",
             "tools/call"
         ]
     );

@@ -50,6 +50,10 @@ fn modern(req: &SeenRequest) -> Reply {
             json!({"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}}}),
         ),
         "tools/list" => result(req, json!({"resultType":"complete","tools":[]})),
+        "resources/read" => result(
+            req,
+            json!({"resultType":"complete","contents":[{"uri":req.body["params"]["uri"],"text":"r"}]}),
+        ),
         "tools/call" if req.body["params"]["name"] == "hang" => Reply::Silence,
         "tools/call" => result(
             req,
@@ -79,28 +83,31 @@ fn sequential_exchanges_reuse_one_keep_alive_connection() {
 
 #[test]
 fn a_request_on_a_stale_keep_alive_connection_is_sent_again_once() {
-    // The server closed the idle connection as the call was written on it: end of
-    // input before any byte of the response. The call goes again on a new connection.
+    // The server closed the idle connection as the read was written on it: end of input
+    // before any byte of the response. A read can go again, on a new connection.
     let mut stale = true;
     let mut sim = HttpSim::with_http(config(EraMode::Auto), http(pool(4)), move |req| {
-        if req.rpc_method() == "tools/call" && std::mem::take(&mut stale) {
+        if req.rpc_method() == "resources/read" && std::mem::take(&mut stale) {
             return Reply::Eof;
         }
         modern(req)
     });
     sim.connect();
-    let out = sim.call(call("t")).unwrap();
-    assert_eq!(out.tool_result().unwrap().text(), "t");
-    assert_eq!(sim.with_method("tools/call").len(), 2);
+    let out = sim.call(CallRequest::read_resource("file:///a")).unwrap();
+    assert_eq!(
+        out.result_as::<Value>().unwrap()["contents"][0]["text"],
+        "r"
+    );
+    assert_eq!(sim.with_method("resources/read").len(), 2);
     assert_eq!(sim.connects.len(), 2, "the retry takes a fresh connection");
-    let calls: Vec<_> = sim
+    let reads: Vec<_> = sim
         .requests
         .iter()
         .zip(&sim.request_conns)
-        .filter(|(r, _)| r.rpc_method() == "tools/call")
+        .filter(|(r, _)| r.rpc_method() == "resources/read")
         .map(|(_, c)| *c)
         .collect();
-    assert_eq!(calls, [sim.connects[0], sim.connects[1]]);
+    assert_eq!(reads, [sim.connects[0], sim.connects[1]]);
     assert_eq!(sim.client.pool_stats().unwrap().retries, 1);
 }
 
@@ -108,7 +115,36 @@ fn a_request_on_a_stale_keep_alive_connection_is_sent_again_once() {
 fn a_fresh_connection_failing_is_not_retried() {
     // A reused connection is retried once; the fresh one failing too ends the call.
     let mut sim = HttpSim::with_http(config(EraMode::Auto), http(pool(4)), |req| {
+        if req.rpc_method() == "resources/read" {
+            return Reply::Eof;
+        }
+        modern(req)
+    });
+    sim.connect();
+    let err = sim
+        .call(CallRequest::read_resource("file:///a"))
+        .unwrap_err();
+    assert!(
+        matches!(&err, CallError::Http(h) if h.status.is_none()),
+        "{err:?}"
+    );
+    assert_eq!(
+        sim.with_method("resources/read").len(),
+        2,
+        "one retry, never more"
+    );
+    assert_eq!(sim.client.pool_stats().unwrap().retries, 1);
+}
+
+#[test]
+fn a_tool_call_is_never_sent_twice() {
+    // The connection ends before any byte of the answer: the server may have run the
+    // tool and then closed. The call fails; the server's record shows one execution.
+    let mut executions = 0;
+    let mut sim = HttpSim::with_http(config(EraMode::Auto), http(pool(4)), move |req| {
         if req.rpc_method() == "tools/call" {
+            executions += 1;
+            assert_eq!(executions, 1, "tools/call executed twice");
             return Reply::Eof;
         }
         modern(req)
@@ -119,12 +155,30 @@ fn a_fresh_connection_failing_is_not_retried() {
         matches!(&err, CallError::Http(h) if h.status.is_none()),
         "{err:?}"
     );
+    assert_eq!(sim.with_method("tools/call").len(), 1);
+    assert_eq!(sim.client.pool_stats().unwrap().retries, 0);
+}
+
+#[test]
+fn a_tool_call_takes_only_a_connection_idle_for_less_than_fresh_for() {
+    let mut sim = HttpSim::with_http(config(EraMode::Auto), http(pool(4)), modern);
+    sim.connect();
+    sim.call(call("a")).unwrap();
+    // Just under `fresh_for` (2 s): the same connection.
+    sim.advance(Duration::from_millis(1900));
+    sim.call(call("b")).unwrap();
+    assert_eq!(sim.connects.len(), 1);
+    // Past it: a read still reuses the connection, a tool call opens a new one.
+    sim.advance(Duration::from_millis(2100));
+    sim.call(CallRequest::read_resource("file:///a")).unwrap();
+    assert_eq!(sim.connects.len(), 1);
+    sim.advance(Duration::from_millis(2100));
+    sim.call(call("c")).unwrap();
     assert_eq!(
-        sim.with_method("tools/call").len(),
+        sim.connects.len(),
         2,
-        "one retry, never more"
+        "a fresh connection for the tool call"
     );
-    assert_eq!(sim.client.pool_stats().unwrap().retries, 1);
 }
 
 #[test]

@@ -67,6 +67,35 @@ pub(super) enum Purpose {
     Delete,
 }
 
+impl Purpose {
+    /// Whether sending the request a second time is harmless, should the first one have
+    /// reached the server after all: everything but a request that may change something
+    /// (`tools/call`, and any method this client does not know to be a read).
+    pub(super) fn is_repeatable(&self) -> bool {
+        match self {
+            Purpose::Request { method } => matches!(
+                method.as_str(),
+                "initialize"
+                    | "server/discover"
+                    | "ping"
+                    | "tools/list"
+                    | "resources/list"
+                    | "resources/templates/list"
+                    | "resources/read"
+                    | "prompts/list"
+                    | "prompts/get"
+                    | "completion/complete"
+                    | "logging/setLevel"
+                    | "resources/subscribe"
+                    | "resources/unsubscribe"
+            ),
+            // Notifications and responses are idempotent to the server (a response to
+            // an id already answered is ignored); GETs and DELETEs too.
+            Purpose::Notify | Purpose::Initialized | Purpose::Get { .. } | Purpose::Delete => true,
+        }
+    }
+}
+
 impl Body {
     /// Bytes held for the body.
     pub(super) fn retained_bytes(&self) -> usize {

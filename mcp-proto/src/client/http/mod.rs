@@ -480,12 +480,12 @@ impl HttpLink {
 
     fn insert_exchange(&mut self, id: ExchangeId, x: Exchange, bytes: Vec<u8>) {
         let long_lived = matches!(x.purpose, exchange::Purpose::Get { .. });
+        let repeatable = x.purpose.is_repeatable();
         self.exchanges.insert(id, x);
-        self.pool.submit(self.now, id, bytes, long_lived);
+        self.pool
+            .submit(self.now, id, bytes, long_lived, repeatable);
     }
 
-    /// Forgets an exchange: a request still waiting for a connection is dropped; one
-    /// already sent has its connection closed.
     /// Gives up the exchanges whose response did not start by their deadline: a server
     /// that never answers a notification (`notifications/initialized` included, which
     /// holds the requests after it) or a GET holds nothing for longer than
@@ -507,6 +507,8 @@ impl HttpLink {
         }
     }
 
+    /// Forgets an exchange: a request still waiting for a connection is dropped; one
+    /// already sent has its connection closed.
     pub(super) fn abort_exchange(&mut self, id: ExchangeId) {
         self.exchanges.remove(&id);
         self.pool.abort(self.now, id);

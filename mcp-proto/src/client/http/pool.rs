@@ -23,7 +23,11 @@
 //! A request written on a *reused* connection that fails (end of input, reset, a failed
 //! write) before any byte of its response arrived is sent again, once, on a fresh
 //! connection: the server closed the idle connection as we wrote. Never after a response
-//! byte (the request may have run), never for a job already retried.
+//! byte (the request may have run), never for a job already retried, and never for a
+//! request that must not run twice (`tools/call`, or a method the client does not know
+//! to be a read): the server may have run it and then closed. Such a request takes only a
+//! connection idle for less than [`PoolConfig::fresh_for`], so it seldom meets a closing
+//! one, and fails with the transport error when it does.
 //!
 //! The pool never reads HTTP: the exchange layer above it parses responses and tells it
 //! when one is over and whether the connection can be reused.
@@ -46,6 +50,11 @@ pub struct PoolConfig {
     pub idle_timeout: Duration,
     /// How long opening a connection (TCP and TLS) may take. Default 10 s.
     pub connect_timeout: Duration,
+    /// How long a connection may have been idle and still carry a request that must not
+    /// be sent twice (`tools/call`). Default 2 s, below the keep-alive timeout of common
+    /// servers (Node's is 5 s), so such a request rarely meets a connection the server is
+    /// closing, and is never sent again when it does.
+    pub fresh_for: Duration,
 }
 
 impl Default for PoolConfig {
@@ -54,6 +63,7 @@ impl Default for PoolConfig {
             max_connections: 16,
             idle_timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(10),
+            fresh_for: Duration::from_secs(2),
         }
     }
 }
@@ -78,6 +88,8 @@ struct Job {
     /// The request, kept until a byte of its response arrives (for the one retry).
     bytes: Vec<u8>,
     long_lived: bool,
+    /// Sending it twice is harmless (see the module docs).
+    repeatable: bool,
     retried: bool,
     answered: bool,
 }
@@ -177,11 +189,13 @@ impl Pool {
         exchange: ExchangeId,
         bytes: Vec<u8>,
         long_lived: bool,
+        repeatable: bool,
     ) {
         self.queue.push_back(Job {
             exchange,
             bytes,
             long_lived,
+            repeatable,
             retried: false,
             answered: false,
         });
@@ -281,7 +295,9 @@ impl Pool {
         let outcome = match &c.state {
             ConnState::Idle { .. } => Outcome::None,
             ConnState::Connecting { job, .. } => Outcome::Failed(job.exchange, failure()),
-            ConnState::Busy { job } if !job.answered && c.carried > 0 && !job.retried => {
+            ConnState::Busy { job }
+                if !job.answered && c.carried > 0 && !job.retried && job.repeatable =>
+            {
                 // The server closed a kept-alive connection as we wrote: send it again,
                 // once, on a fresh connection.
                 let Some(Conn {
@@ -431,15 +447,20 @@ impl Pool {
     /// Puts `job` on a connection, or hands it back when none can be had.
     fn place(&mut self, now: Instant, job: Job) -> Option<Job> {
         // Reuse: the most recently idle connection that has not expired. A retried job
-        // takes only a fresh connection.
+        // takes only a fresh connection; one that must not be sent twice only a
+        // connection idle for less than `fresh_for`, which the server is not about to
+        // close (it would not be sent again if it were).
         if !job.retried {
+            let kept_for = if job.repeatable {
+                self.config.idle_timeout
+            } else {
+                self.config.idle_timeout.min(self.config.fresh_for)
+            };
             let idle = self
                 .conns
                 .iter()
                 .filter_map(|(id, c)| match c.state {
-                    ConnState::Idle { since } if since + self.config.idle_timeout > now => {
-                        Some((since, *id))
-                    }
+                    ConnState::Idle { since } if since + kept_for > now => Some((since, *id)),
                     _ => None,
                 })
                 .max();
