@@ -113,6 +113,9 @@ impl Conn for TlsConn {
         let _ = io::Write::flush(&mut self.0);
         let _ = self.0.sock.shutdown(std::net::Shutdown::Both);
     }
+    fn abort(&mut self) {
+        let _ = self.0.sock.shutdown(std::net::Shutdown::Both);
+    }
 }
 
 /// The test server behind TLS with `cert`.
@@ -240,6 +243,71 @@ fn a_tls_server_closing_idle_connections_loses_no_request() {
             "tools/call"
         ]
     );
+}
+
+#[test]
+fn a_tls_close_without_close_notify_after_a_response_loses_nothing() {
+    let Some(cert) = make_cert("abrupt") else {
+        return;
+    };
+    let server = tls_server(
+        cert,
+        Behavior {
+            abrupt_close: true,
+            ..Behavior::default()
+        },
+    );
+    let url = format!("https://localhost:{}/mcp", server.addr.port());
+    let http = HttpOptions::new().tls(trusting(cert));
+    let mut client = Client::connect_http_with(&url, config(), Options::new(), http).unwrap();
+    for i in 0..3 {
+        // A listing races the close and goes again if it loses; the server's abrupt
+        // close is then seen before the call is placed.
+        assert!(!client.list_tools().unwrap().is_empty());
+        std::thread::sleep(std::time::Duration::from_millis(60));
+        let out = client.call_tool("add", json!({"a": i, "b": 1})).unwrap();
+        assert_eq!(out.text(), (i + 1).to_string());
+    }
+    let calls = server
+        .seen()
+        .iter()
+        .filter(|r| r.rpc_method() == "tools/call")
+        .count();
+    assert_eq!(calls, 3, "each call ran once");
+}
+
+#[test]
+fn a_tls_answer_cut_without_close_notify_is_a_typed_error_not_a_short_answer() {
+    let Some(cert) = make_cert("truncated") else {
+        return;
+    };
+    let server = tls_server(
+        cert,
+        Behavior {
+            truncate_tool_calls: true,
+            ..Behavior::default()
+        },
+    );
+    let url = format!("https://localhost:{}/mcp", server.addr.port());
+    let http = HttpOptions::new().tls(trusting(cert));
+    let mut client = Client::connect_http_with(&url, config(), Options::new(), http).unwrap();
+    assert!(!client.list_tools().unwrap().is_empty());
+    let err = client
+        .call_tool("add", json!({"a": 1, "b": 1}))
+        .expect_err("half an answer is no answer");
+    assert!(
+        matches!(&err, Error::Transport(t) if t.kind() == TransportErrorKind::Read)
+            && err.to_string().contains("close_notify"),
+        "{err:?}"
+    );
+    let calls = server
+        .seen()
+        .iter()
+        .filter(|r| r.rpc_method() == "tools/call")
+        .count();
+    assert_eq!(calls, 1, "not sent again");
+    // The client goes on: the next request takes a fresh connection.
+    assert!(!client.list_tools().unwrap().is_empty());
 }
 
 #[test]

@@ -42,6 +42,12 @@ pub struct Behavior {
     pub bad_header_tool: bool,
     /// Answer GET (legacy) with an event stream that stays open, instead of 405.
     pub get_stream: bool,
+    /// End the connection after every response without a goodbye (TLS: no
+    /// `close_notify`, the TCP connection just closes).
+    pub abrupt_close: bool,
+    /// Send only the first half of every `tools/call` answer, then end the connection
+    /// without a goodbye.
+    pub truncate_tool_calls: bool,
 }
 
 impl Default for Behavior {
@@ -54,6 +60,8 @@ impl Default for Behavior {
             sse: false,
             bad_header_tool: false,
             get_stream: false,
+            abrupt_close: false,
+            truncate_tool_calls: false,
         }
     }
 }
@@ -168,6 +176,10 @@ impl Drop for TestServer {
 pub trait Conn: Read + Write + Send {
     /// Ends the connection from our side (TLS: close_notify first).
     fn finish(&mut self) {}
+    /// Ends the connection without a goodbye (TLS: no close_notify).
+    fn abort(&mut self) {
+        self.finish();
+    }
 }
 
 impl Conn for TcpStream {
@@ -230,11 +242,23 @@ fn serve_connection(
             return;
         };
         let conn = reader.get_mut();
+        if behavior.truncate_tool_calls && seen.rpc_method() == "tools/call" {
+            let _ = conn
+                .write_all(&response[..response.len() / 2])
+                .and_then(|()| conn.flush());
+            conn.abort();
+            return;
+        }
         if conn
             .write_all(&response)
             .and_then(|()| conn.flush())
             .is_err()
         {
+            return;
+        }
+        if behavior.abrupt_close {
+            thread::sleep(Duration::from_millis(20));
+            conn.abort();
             return;
         }
         if seen.method == "GET" && behavior.get_stream {
