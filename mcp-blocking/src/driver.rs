@@ -128,7 +128,7 @@ impl<F: Flavour> Driver<F> {
             }
             self.inbox.closed.get_or_insert(CloseReason::Local);
         }
-        let grace = self.options.grace_period;
+        let grace = self.options.grace_now(&self.machine, clock::now());
         self.carrier.release(grace, &mut self.options.wire_log)
     }
 
@@ -228,6 +228,7 @@ impl<F: Flavour> Driver<F> {
 
     /// Does what the machine asked.
     fn execute(&mut self, transmit: Transmit) {
+        let grace = self.options.grace_now(&self.machine, clock::now());
         let log = &mut self.options.wire_log;
         let done = match transmit {
             Transmit::Connect { conn, origin } => self
@@ -240,7 +241,7 @@ impl<F: Flavour> Driver<F> {
                 Ok(())
             }
             Transmit::Close { conn } => {
-                self.carrier.close(conn, self.options.grace_period, log);
+                self.carrier.close(conn, grace, log);
                 Ok(())
             }
             Transmit::Respawn => match self.carrier.respawn(&self.tx) {

@@ -6,6 +6,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::time::Duration;
 
+use mcp_proto::Instant;
 use mcp_proto::client::{CallId, DeclineAll, Event, InputAnswer, InputHandler, InputId};
 
 /// Default time a server gets to exit after its stdin is closed, before it is killed: 2 s.
@@ -289,6 +290,31 @@ impl<F: Flavour> Options<F> {
     pub fn grace_period(mut self, grace: Duration) -> Self {
         self.grace_period = grace;
         self
+    }
+
+    /// The grace period for stopping `machine`'s transport now: the configured one, cut
+    /// to what is left of connecting as a whole when the connection never came up
+    /// ([`Client::stop_by`](mcp_proto::client::Client::stop_by)), so that a caller's
+    /// timeout bounds the failed connect with the stop included.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use mcp_proto::Instant;
+    /// use mcp_proto::client::{Client, ClientConfig};
+    ///
+    /// let mut config = ClientConfig::new("app", "1");
+    /// config.limits.connect_timeout = Duration::from_secs(3);
+    /// let machine = Client::stdio(config, Instant::ZERO);
+    /// let options = mcp_io::Options::new();
+    /// let later = Instant::ZERO + Duration::from_millis(2500);
+    /// assert_eq!(options.grace_now(&machine, later), Duration::from_millis(500));
+    /// ```
+    #[must_use]
+    pub fn grace_now(&self, machine: &mcp_proto::client::Client, now: Instant) -> Duration {
+        match machine.stop_by() {
+            Some(by) => self.grace_period.min(by.saturating_duration_since(now)),
+            None => self.grace_period,
+        }
     }
 
     /// The same options with one more header whose value the wire log hides, in

@@ -259,7 +259,7 @@ impl<F: Flavour> Io<F> {
             Transmit::Close { conn } => {
                 let wire = self.conns.remove(&conn).and_then(|c| c.close(log));
                 if conn == ConnId::STDIO {
-                    let grace = self.facade.options.grace_period;
+                    let grace = self.facade.options.grace_now(&self.machine, clock::now());
                     self.process.end(wire, grace, &self.facade.shared);
                 }
             }

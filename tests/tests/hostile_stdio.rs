@@ -93,3 +93,41 @@ fn smol_cuts_off_a_server_that_floods_requests_without_reading() {
     );
     assert!(err.to_string().contains("max_queued_output_bytes"), "{err}");
 }
+
+/// A server that never says a word, and ignores the end of its stdin.
+fn silent_server() -> (&'static str, [&'static str; 2]) {
+    ("sh", ["-c", "trap '' TERM; exec sleep 100"])
+}
+
+fn connect_within_one_second() -> ClientConfig {
+    let mut limits = Limits::default();
+    limits.connect_timeout = Duration::from_secs(1);
+    ClientConfig::new("hostile", "1.0").limits(limits)
+}
+
+#[test]
+fn blocking_fails_a_silent_server_within_the_connect_timeout_stop_included() {
+    let (program, args) = silent_server();
+    let command = mcp_blocking::StdioCommand::new(program).args(args);
+    let started = Instant::now();
+    let err = mcp_blocking::Client::connect_stdio(command, connect_within_one_second())
+        .expect_err("the server never answers");
+    let took = started.elapsed();
+    assert!(err.to_string().contains("1s"), "{err}");
+    // The default grace period (2 s) would have doubled this.
+    assert!(took < Duration::from_millis(1500), "took {took:?}");
+}
+
+#[test]
+fn smol_fails_a_silent_server_within_the_connect_timeout_stop_included() {
+    let (program, args) = silent_server();
+    let command = mcp_smol::StdioCommand::new(program).args(args);
+    let started = Instant::now();
+    let (client, driver) =
+        mcp_smol::connect_stdio(command, connect_within_one_second()).expect("spawn");
+    let (ended, connected) = future::block_on(future::zip(driver, client.connected()));
+    let took = started.elapsed();
+    assert!(ended.is_err() && connected.is_err());
+    assert!(took < Duration::from_millis(1500), "took {took:?}");
+    assert_eq!(client.process_id(), None, "reaped");
+}

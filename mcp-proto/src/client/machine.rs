@@ -102,6 +102,19 @@ impl Client {
         }
     }
 
+    /// When a connection that never came up must be fully stopped (a stdio server
+    /// reaped, every connection closed): the deadline of connecting as a whole
+    /// ([`Limits::connect_timeout`](crate::Limits::connect_timeout)), so that a caller's
+    /// timeout is a total, stopping included. `None` once connected: the driver's own
+    /// grace period applies then.
+    #[must_use]
+    pub fn stop_by(&self) -> Option<Instant> {
+        match &self.link {
+            Link::Stdio(l) => l.session.unmet_connect_deadline(),
+            Link::Http(l) => l.session().unmet_connect_deadline(),
+        }
+    }
+
     /// The legacy session id the server issued, for a client over HTTP.
     #[must_use]
     pub fn session_id(&self) -> Option<&str> {

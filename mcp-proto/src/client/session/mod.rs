@@ -418,6 +418,11 @@ impl Session {
         self.events.pop_front()
     }
 
+    /// The connect deadline, while the session never got connected.
+    pub(crate) fn unmet_connect_deadline(&self) -> Option<Instant> {
+        self.server.is_none().then_some(self.connect_deadline)
+    }
+
     /// Bytes a peer can make this session hold: events waiting to be polled, the line
     /// being read, messages waiting to be written, listing items gathered, requests for
     /// input waiting for the user. What the caller itself passed in (its requests) is not
