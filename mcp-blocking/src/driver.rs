@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::mpsc::{Receiver, SyncSender};
 
+use mcp_io::transcript::Recording;
 use mcp_io::{Direction, Error, Flavour, Inbox, Options, Shutdown, clock};
 use mcp_proto::client::{
     self as proto, CallError, CallId, CallOutput, CallRequest, CloseReason, ConnId, Event,
@@ -38,6 +39,8 @@ pub(crate) struct Driver<F: Flavour> {
     /// `close` ran: whatever the machine still waits for is cut off.
     released: bool,
     pub(crate) carrier: Box<dyn Carrier<F>>,
+    /// The machine records, for the options' transcript sink.
+    recording: Option<Recording>,
 }
 
 impl<F: Flavour> fmt::Debug for Driver<F> {
@@ -53,13 +56,14 @@ impl<F: Flavour> Driver<F> {
     /// A driver for `machine` over `carrier`, whose threads report on `tx`; nothing is
     /// exchanged yet.
     pub(crate) fn new(
-        machine: proto::Client,
+        mut machine: proto::Client,
         carrier: Box<dyn Carrier<F>>,
         (tx, rx): (SyncSender<Report>, Receiver<Report>),
         options: Options<F>,
         inbox: Inbox,
     ) -> Driver<F> {
         let budget = machine.config().limits.max_queued_event_bytes;
+        let recording = Recording::start(&mut machine, &options);
         Driver {
             machine,
             tx,
@@ -70,6 +74,7 @@ impl<F: Flavour> Driver<F> {
             completed: HashMap::new(),
             released: false,
             carrier,
+            recording,
         }
     }
 
@@ -197,7 +202,8 @@ impl<F: Flavour> Driver<F> {
             .handle_transport_error(clock::now(), conn, failure);
     }
 
-    /// Executes every transmit and drains every event, until neither is left.
+    /// Executes every transmit and drains every event, until neither is left; then
+    /// hands on the transcript lines of all that.
     fn settle(&mut self) {
         loop {
             while let Some(transmit) = self.machine.poll_transmit(clock::now(), &mut self.buf) {
@@ -221,9 +227,11 @@ impl<F: Flavour> Driver<F> {
                 }
             }
             if !drained {
-                return;
+                break;
             }
         }
+        let (machine, sink) = (&mut self.machine, &mut self.options.transcript);
+        Recording::drain_into(&mut self.recording, machine, sink);
     }
 
     /// Does what the machine asked.

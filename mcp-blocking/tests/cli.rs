@@ -117,6 +117,56 @@ fn demo_as_json() {
 }
 
 #[test]
+fn record_writes_a_transcript_that_replay_plays_again() {
+    let dir = common::temp_dir("record");
+    let config = dir.join("servers.json");
+    let file = dir.join("demo.jsonl");
+    let out = run(&config, &["--record", file.to_str().unwrap(), "demo"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&file).unwrap();
+    // One transcript per connection: the demo connects once per era.
+    assert_eq!(text.matches(r#"{"transcript":"#).count(), 2, "{text}");
+
+    let out = run(&config, &["replay", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).starts_with("OK: 2 transcripts, "),
+        "{}",
+        stdout(&out)
+    );
+    let out = run(
+        &config,
+        &["replay", file.to_str().unwrap(), "--format", "json"],
+    );
+    assert_eq!(json(&out)["transcripts"], 2);
+
+    // The server's answer to add(2, 3), changed: the first difference, exit 1.
+    let tampered = dir.join("tampered.jsonl");
+    let answer = text
+        .lines()
+        .position(|l| l.contains(r#""in":"read""#) && l.contains(r#"\"text\":\"5\""#))
+        .expect("the answer to add");
+    let lines: Vec<String> = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| match i == answer {
+            true => l.replace(r#"\"text\":\"5\""#, r#"\"text\":\"6\""#),
+            false => l.to_owned(),
+        })
+        .collect();
+    std::fs::write(&tampered, lines.join("\n")).unwrap();
+    let out = run(&config, &["replay", tampered.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let err = stderr(&out);
+    assert!(err.contains(": line ") && err.contains("expected"), "{err}");
+    let out = run(
+        &config,
+        &["--format", "json", "replay", tampered.to_str().unwrap()],
+    );
+    assert_eq!(json(&out)["error"]["kind"], "replay");
+}
+
+#[test]
 fn call_as_json() {
     let config = config_with_example("call-json");
     let out = run(

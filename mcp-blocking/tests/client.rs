@@ -219,6 +219,34 @@ fn the_wire_log_sees_both_directions() {
     assert!(lines.iter().all(|(_, l)| !l.ends_with('\n')));
 }
 
+/// `Options::transcript`: the run's transcript, in both eras, replays on a fresh machine.
+#[test]
+fn a_transcript_of_the_run_replays() {
+    use std::sync::{Arc, Mutex};
+    for mode in [EraMode::Auto, EraMode::Legacy] {
+        let text = Arc::new(Mutex::new(String::new()));
+        let sink = Arc::clone(&text);
+        let options = Options::new()
+            .input_handler(AcceptDefaults)
+            .transcript(move |line| {
+                let mut text = sink.lock().unwrap();
+                text.push_str(line);
+                text.push('\n');
+            });
+        let config = config(mode).capabilities(ClientCapabilities::with_elicitation());
+        let mut client =
+            Client::connect_stdio_with(example_server("both"), config, options).unwrap();
+        client.call_tool("add", json!({"a": 2, "b": 3})).unwrap();
+        client.call_tool("confirm", json!({})).unwrap();
+        client.close();
+        let text = text.lock().unwrap();
+        assert!(text.starts_with(r#"{"transcript":"#), "{text}");
+        assert!(text.contains("InputRequested"), "{text}");
+        let summary = mcp_blocking::transcript::replay(&text).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(summary.transcripts, 1);
+    }
+}
+
 #[test]
 #[cfg(unix)]
 fn the_child_sees_only_the_named_environment_and_its_stderr_is_captured() {

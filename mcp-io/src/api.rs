@@ -5,10 +5,12 @@
 //! …), and the crates behind the API.
 
 pub use crate::http::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_CONNECTIONS, TlsUnavailable};
+/// Transcripts of a connection ([`Options::transcript`]) and their replay.
+pub use crate::transcript;
 pub use crate::{
     DEFAULT_GRACE_PERIOD, DEFAULT_STDERR_LIMIT, Direction, EraCache, Error, Flavour, Local,
     Options, Progress, ProgressHandler, ResolveError, Sendable, Shutdown, StdioCommand,
-    TransportError, TransportErrorKind, WireLog,
+    TranscriptSink, TransportError, TransportErrorKind, WireLog,
 };
 pub use mcp_proto::client::{
     AcceptDefaults, CallError, CallId, CallOutput, CallRequest, ClientConfig, CloseReason,

@@ -13,7 +13,7 @@
 //!   period (`SIGTERM`, then `SIGKILL`, to its whole process group), as steps both
 //!   adapters execute.
 //! * [`Options`]: grace period, input handler, progress callback, wire log (and the
-//!   headers it must hide besides the built-in ones), in two
+//!   headers it must hide besides the built-in ones), transcript sink, in two
 //!   [flavours](Flavour) (`Send` handlers by default, or [`Local`] ones for a connection
 //!   driven on one thread); with [`Options::handle_event`], the event handling that
 //!   depends on the options alone.
@@ -30,6 +30,9 @@
 //! * [`wire_log`]: bytes cut into wire-log lines, with the values of credential-bearing
 //!   headers (`Authorization`, `Mcp-Session-Id`, `X-Api-Key`, …) and query parameters
 //!   (`access_token`, …) redacted.
+//! * [`transcript`]: the machine's transcript, redacted by the same rules for the
+//!   [transcript sink](Options::transcript) (`transcript::Recording`, which both
+//!   adapters drain after every step), and its replay (`transcript::replay`).
 //! * [`Inbox`]: what the machine's events say about a connection (server, close reason,
 //!   peer errors, excluded tools), kept for the handles; the era verdict recorded in the
 //!   [`EraCache`].
@@ -64,6 +67,7 @@ pub mod http;
 mod inbox;
 mod options;
 pub mod request;
+pub mod transcript;
 mod transport;
 pub mod wire_log;
 
@@ -74,7 +78,7 @@ pub use error::Error;
 pub use inbox::Inbox;
 pub use options::{
     DEFAULT_GRACE_PERIOD, Direction, Flavour, Local, MAX_NOTIFICATIONS, MAX_PEER_ERRORS, Options,
-    Progress, ProgressHandler, Sendable, WireLog, push_newest,
+    Progress, ProgressHandler, Sendable, TranscriptSink, WireLog, push_newest,
 };
 pub use transport::{ResolveError, TransportError, TransportErrorKind};
 

@@ -32,6 +32,11 @@ pub type ProgressHandler<F = Sendable> = Box<<F as Flavour>::Progress>;
 /// [`crate::wire_log`] for the exact rules.
 pub type WireLog<F = Sendable> = Box<<F as Flavour>::WireLog>;
 
+/// Called with every line of the connection's transcript (one JSON document, without a
+/// line end), secrets redacted: `Send` in the default flavour ([`Sendable`]), any
+/// closure in [`Local`]. See [`crate::transcript`].
+pub type TranscriptSink<F = Sendable> = Box<<F as Flavour>::Transcript>;
+
 mod sealed {
     pub trait Sealed {}
     impl Sealed for super::Sendable {}
@@ -50,6 +55,8 @@ pub trait Flavour: sealed::Sealed + Sized + 'static {
     type Progress: ?Sized + FnMut(&Progress);
     /// The wire log as [`Options`] holds it.
     type WireLog: ?Sized + FnMut(Direction, &[u8]);
+    /// The transcript sink as [`Options`] holds it.
+    type Transcript: ?Sized + FnMut(&str);
 
     /// A `Send` input handler, as this flavour holds one.
     fn input_handler(handler: Box<dyn InputHandler + Send>) -> Box<Self::InputHandler>;
@@ -59,6 +66,9 @@ pub trait Flavour: sealed::Sealed + Sized + 'static {
 
     /// A `Send` wire log, as this flavour holds one.
     fn wire_log(log: WireLog) -> WireLog<Self>;
+
+    /// A `Send` transcript sink, as this flavour holds one.
+    fn transcript(sink: TranscriptSink) -> TranscriptSink<Self>;
 }
 
 /// The default [`Flavour`]: every handler is `Send`, so [`Options`] is `Send`, and so is
@@ -82,6 +92,7 @@ macro_rules! flavour {
             type InputHandler = dyn InputHandler $(+ $send)?;
             type Progress = dyn FnMut(&Progress) $(+ $send)?;
             type WireLog = dyn FnMut(Direction, &[u8]) $(+ $send)?;
+            type Transcript = dyn FnMut(&str) $(+ $send)?;
 
             fn input_handler(handler: Box<dyn InputHandler + Send>) -> Box<Self::InputHandler> {
                 handler
@@ -93,6 +104,10 @@ macro_rules! flavour {
 
             fn wire_log(log: WireLog) -> WireLog<Self> {
                 log
+            }
+
+            fn transcript(sink: TranscriptSink) -> TranscriptSink<Self> {
+                sink
             }
         }
     };
@@ -189,10 +204,14 @@ pub struct Options<F: Flavour = Sendable> {
     /// Sees every line on the wire, from the first probe on; see [`WireLog`]. Over HTTP
     /// the lines of concurrent exchanges interleave, each line whole.
     pub wire_log: Option<WireLog<F>>,
-    /// Header names whose values the wire log hides, besides those of the built-in
-    /// rules ([`crate::wire_log#secret-headers`]); compared without regard to ASCII case.
-    /// Read when the client connects. Default none.
+    /// Header names whose values the wire log (and the transcript) hides, besides those
+    /// of the built-in rules ([`crate::wire_log#secret-headers`]); compared without
+    /// regard to ASCII case. Read when the client connects. Default none.
     pub redact_headers: Vec<String>,
+    /// Receives the connection's transcript, line by line, from the first probe on (see
+    /// [`TranscriptSink`] and [`crate::transcript`]): the machine records when this is
+    /// set as the client connects. Default none.
+    pub transcript: Option<TranscriptSink<F>>,
 }
 
 impl Options {
@@ -224,6 +243,24 @@ impl Options {
         self
     }
 
+    /// The same options with a transcript sink, called with each line of the
+    /// connection's transcript.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use mcp_io::Options;
+    ///
+    /// let lines = Arc::new(Mutex::new(Vec::new()));
+    /// let sink = Arc::clone(&lines);
+    /// let options = Options::new().transcript(move |line| sink.lock().unwrap().push(line.to_owned()));
+    /// assert!(options.transcript.is_some());
+    /// ```
+    #[must_use]
+    pub fn transcript(mut self, f: impl FnMut(&str) + Send + 'static) -> Self {
+        self.transcript = Some(Box::new(f));
+        self
+    }
+
     /// These options in the [`Local`] flavour (every handler kept as it is), to add
     /// handlers that are not `Send`.
     #[must_use]
@@ -234,6 +271,7 @@ impl Options {
             progress: self.progress.map(|p| p as ProgressHandler<Local>),
             wire_log: self.wire_log.map(|l| l as WireLog<Local>),
             redact_headers: self.redact_headers,
+            transcript: self.transcript.map(|t| t as TranscriptSink<Local>),
         }
     }
 }
@@ -266,6 +304,13 @@ impl Options<Local> {
         self.wire_log = Some(Box::new(f));
         self
     }
+
+    /// The same options with a transcript sink, `Send` or not.
+    #[must_use]
+    pub fn transcript(mut self, f: impl FnMut(&str) + 'static) -> Self {
+        self.transcript = Some(Box::new(f));
+        self
+    }
 }
 
 impl From<Options> for Options<Local> {
@@ -282,6 +327,7 @@ impl<F: Flavour> Options<F> {
             progress: None,
             wire_log: None,
             redact_headers: Vec::new(),
+            transcript: None,
         }
     }
 
@@ -398,6 +444,7 @@ impl<F: Flavour> fmt::Debug for Options<F> {
             .field("progress", &self.progress.is_some())
             .field("wire_log", &self.wire_log.is_some())
             .field("redact_headers", &self.redact_headers)
+            .field("transcript", &self.transcript.is_some())
             .finish_non_exhaustive()
     }
 }

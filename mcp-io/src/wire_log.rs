@@ -312,7 +312,7 @@ enum At {
 
 /// Redacts the secret query parameters of a start line as it comes, piece by piece.
 #[derive(Debug, Default)]
-struct Query {
+pub(crate) struct Query {
     at: At,
     /// The current parameter's name as written, up to three times
     /// [`MAX_CHECKED_NAME`] bytes (what at most that many bytes take once escaped).
@@ -333,7 +333,7 @@ enum Shown {
 
 impl Query {
     /// `piece` as logged, the secret values replaced.
-    fn redact(&mut self, piece: &[u8]) -> Vec<u8> {
+    pub(crate) fn redact(&mut self, piece: &[u8]) -> Vec<u8> {
         let mut out = Vec::with_capacity(piece.len());
         for &b in piece {
             let (at, shown) = match (self.at, b) {

@@ -37,6 +37,7 @@ use std::task::{Context, Poll};
 use async_io::Timer;
 use async_process::Child;
 use futures_lite::AsyncRead;
+use mcp_io::transcript::Recording;
 use mcp_io::{Flavour, Sendable, StdioCommand, TransportErrorKind, clock};
 use mcp_proto::Instant;
 use mcp_proto::client::http::HttpConfig;
@@ -155,6 +156,8 @@ struct Io<F: Flavour> {
     chunk: Box<[u8]>,
     timer: Timer,
     timer_at: Option<Instant>,
+    /// The machine records, for the options' transcript sink.
+    recording: Option<Recording>,
 }
 
 impl<F: Flavour> Io<F> {
@@ -165,7 +168,7 @@ impl<F: Flavour> Io<F> {
             facade,
         } = setup;
         let mut conns = BTreeMap::new();
-        let (machine, process, command, opener) = match transport {
+        let (mut machine, process, command, opener) = match transport {
             Transport::Stdio(command, child) => {
                 let (process, wire) = Process::start(child, &facade.shared);
                 let open = Open::new(wire, &facade.options.redact_headers);
@@ -177,6 +180,7 @@ impl<F: Flavour> Io<F> {
                 (machine, Process::None, None, Some(opener))
             }
         };
+        let recording = Recording::start(&mut machine, &facade.options);
         let mut io = Io {
             machine,
             facade,
@@ -188,6 +192,7 @@ impl<F: Flavour> Io<F> {
             chunk: vec![0; READ_CHUNK].into_boxed_slice(),
             timer: Timer::never(),
             timer_at: None,
+            recording,
         };
         io.drain(now);
         io
@@ -210,6 +215,7 @@ impl<F: Flavour> Io<F> {
             // The machine bounds its own end (`HttpConfig::close_timeout`); a process has
             // its grace period in `Process::end`.
             if self.machine.is_released() && self.process.is_over() {
+                self.transcribe();
                 return Poll::Ready(self.facade.finish(self.machine.close_reason()));
             }
             progress |= self.poll_timer(now, cx);
@@ -222,7 +228,8 @@ impl<F: Flavour> Io<F> {
         Poll::Pending
     }
 
-    /// Obeys the machine and hands its events to the facade, until it has nothing more.
+    /// Obeys the machine and hands its events to the facade, until it has nothing more;
+    /// then hands on the transcript lines of all that.
     fn drain(&mut self, now: Instant) {
         loop {
             let mut more = false;
@@ -237,9 +244,16 @@ impl<F: Flavour> Io<F> {
                 more = true;
             }
             if !more {
-                return;
+                break;
             }
         }
+        self.transcribe();
+    }
+
+    /// Hands the machine's transcript lines to the options' sink, if recording.
+    fn transcribe(&mut self) {
+        let sink = &mut self.facade.options.transcript;
+        Recording::drain_into(&mut self.recording, &mut self.machine, sink);
     }
 
     fn obey(&mut self, transmit: Transmit) {

@@ -633,3 +633,39 @@ fn handlers_that_are_not_send_answer_on_a_local_executor() {
         );
     }
 }
+
+/// `Options::transcript`: the run's transcript, in both eras, replays on a fresh machine.
+#[test]
+fn a_transcript_of_the_run_replays() {
+    use std::sync::{Arc, Mutex};
+    for mode in [EraMode::Auto, EraMode::Legacy] {
+        let text = Arc::new(Mutex::new(String::new()));
+        let sink = Arc::clone(&text);
+        let options = Options::new()
+            .input_handler(AcceptDefaults)
+            .transcript(move |line| {
+                let mut text = sink.lock().unwrap();
+                text.push_str(line);
+                text.push('\n');
+            });
+        let connected =
+            mcp_smol::connect_stdio_with(server(&[]), config(mode), options).expect("connect");
+        common::run_bare(connected, |client, _| async move {
+            client
+                .call_tool("add", json!({"a": 2, "b": 3}))
+                .await
+                .expect("add");
+            client
+                .call_tool("confirm", json!({}))
+                .await
+                .expect("confirm");
+            client.close().await;
+        })
+        .expect("clean end");
+        let text = text.lock().unwrap();
+        assert!(text.starts_with(r#"{"transcript":"#), "{text}");
+        assert!(text.contains("InputRequested"), "{text}");
+        let summary = mcp_smol::transcript::replay(&text).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(summary.transcripts, 1);
+    }
+}

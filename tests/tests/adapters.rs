@@ -20,9 +20,10 @@ macro_rules! common_api {
             HttpOptions, Implementation, InputAnswer, InputHandler, InputRequest, Limits, Local,
             Notification, Options, Origin, PeerError, Progress, ProgressHandler, Prompt,
             ProtocolVersion, ResolveError, Resource, ServerDetails, Shutdown, StdioCommand,
-            TcpConnector, TlsUnavailable, Tool, TransportError, TransportErrorKind,
+            TcpConnector, TlsUnavailable, Tool, TranscriptSink, TransportError, TransportErrorKind,
             TransportFailure, TransportFailureKind, UrlError, WireLog, connect_http,
             connect_http_with, connect_stdio, connect_stdio_with, mcp_proto, serde_json,
+            transcript,
         };
     };
 }

@@ -1,6 +1,6 @@
 //! Command-line parsing by hand (no argument-parsing dependency).
 //!
-//! Global flags (`--format`, `--timeout`, `--config`, `-v`) may appear anywhere before
+//! Global flags (`--format`, `--timeout`, `--config`, `--record`, `-v`) may appear anywhere before
 //! `--`. Each command declares its own flags; a flag that takes a value always consumes
 //! the next word, so `--arg text=-v` passes `-v` as a value.
 
@@ -30,6 +30,8 @@ pub struct Global {
     pub format: Format,
     pub timeout: Option<Duration>,
     pub config: Option<PathBuf>,
+    /// `--record FILE`: the transcript of every connection goes there.
+    pub record: Option<PathBuf>,
     pub verbose: bool,
 }
 
@@ -103,6 +105,9 @@ pub enum Command {
         connect: bool,
     },
     Demo,
+    Replay {
+        file: PathBuf,
+    },
     ServeExample {
         era: String,
         /// `--http ADDR`: a loopback socket address to serve Streamable HTTP on.
@@ -131,6 +136,7 @@ const GLOBAL: &[(&str, Kind)] = &[
     ("--format", Kind::Value),
     ("--timeout", Kind::Value),
     ("--config", Kind::Value),
+    ("--record", Kind::Value),
     ("-v", Kind::Bool),
     ("--verbose", Kind::Bool),
     ("-h", Kind::Bool),
@@ -178,7 +184,7 @@ fn command_flags(command: &str) -> Option<&'static [(&'static str, Kind)]> {
         ],
         "auth" => &[("--scopes", Kind::Value)],
         "list" | "get" | "remove" | "tools" | "resources" | "prompts" | "test" | "demo"
-        | "help" => &[],
+        | "replay" | "help" => &[],
         _ => return None,
     })
 }
@@ -311,6 +317,7 @@ pub fn parse(argv: &[String]) -> Result<Invocation, Usage> {
             Some(s) => Some(parse_timeout(&s)?),
         },
         config: words.value("--config").map(PathBuf::from),
+        record: words.value("--record").map(PathBuf::from),
         verbose: words.has("-v") || words.has("--verbose"),
     };
     if words.has("-h") || words.has("--help") {
@@ -455,6 +462,9 @@ fn build(name: &str, mut w: Words) -> Result<Command, Usage> {
             positionals(&mut w, &[])?;
             Command::Demo
         }
+        "replay" => Command::Replay {
+            file: PathBuf::from(one(&mut w, "file")?),
+        },
         "serve-example" => {
             positionals(&mut w, &[])?;
             let http = match w.value("--http") {
@@ -613,9 +623,11 @@ Using a server:
   mcp prompts <server>   | mcp prompt <server> <name> [--arg key=value]...
   mcp demo                         tour the bundled example server in both eras
   mcp serve-example [--stdio | --http 127.0.0.1:PORT] [--era legacy|modern|both]
+  mcp replay <file>                play a transcript written with --record again; OK or the first difference
 
 <server> is a configured name or a literal https:// URL (http:// only to loopback hosts).
-Global flags: --format text|json, --timeout SECS, --config FILE, -v (wire log on stderr)
+Global flags: --format text|json, --timeout SECS, --config FILE, -v (wire log on stderr),
+  --record FILE (the transcript of each connection, secrets redacted)
 Config: --config, else $MCP_CONFIG, else $XDG_CONFIG_HOME/mcp/servers.json, else ~/.config/mcp/servers.json
 Exit status: 0 ok, 1 connection or protocol failure, 2 usage error, 3 the tool returned isError
 ";
@@ -640,6 +652,20 @@ mod tests {
             panic!()
         };
         assert_eq!(args, [("text".to_owned(), "-v".to_owned())]);
+    }
+
+    #[test]
+    fn record_is_global_and_replay_takes_a_file() {
+        let inv = p(&["tools", "ex", "--record", "run.jsonl"]).unwrap();
+        assert_eq!(inv.global.record, Some(PathBuf::from("run.jsonl")));
+        let inv = p(&["--record=run.jsonl", "demo"]).unwrap();
+        assert_eq!(inv.global.record, Some(PathBuf::from("run.jsonl")));
+        let Command::Replay { file } = p(&["replay", "run.jsonl"]).unwrap().command else {
+            panic!()
+        };
+        assert_eq!(file, PathBuf::from("run.jsonl"));
+        assert!(p(&["replay"]).is_err());
+        assert!(p(&["--record", "a", "--record", "b", "demo"]).is_err());
     }
 
     #[test]

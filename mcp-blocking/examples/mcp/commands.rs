@@ -631,6 +631,7 @@ pub fn status(global: &Global, only: Option<&str>, connect: bool) -> Result<u8, 
                         Failure::Mcp(e) => (e.kind(), e.to_string()),
                         Failure::Usage(m) => ("usage", m.clone()),
                         Failure::Config(m) => ("config", m.clone()),
+                        Failure::Replay(m) => ("replay", m.clone()),
                     };
                     let (code, http_status) = match &f {
                         Failure::Mcp(e) => (e.code(), e.http_status()),
@@ -694,7 +695,9 @@ pub fn doctor(global: &Global, connect: bool) -> Result<u8, Failure> {
             continue;
         }
         match session::command(entry, name) {
-            Err(Failure::Usage(m) | Failure::Config(m)) => checks.push(("fail", m)),
+            Err(Failure::Usage(m) | Failure::Config(m) | Failure::Replay(m)) => {
+                checks.push(("fail", m))
+            }
             Err(Failure::Mcp(e)) => checks.push(("fail", e.to_string())),
             Ok(cmd) => match cmd.resolve_program() {
                 Ok(p) => checks.push(("ok", format!("{name}: runs {}", p.display()))),
@@ -730,7 +733,7 @@ pub fn doctor(global: &Global, connect: bool) -> Result<u8, Failure> {
                     ),
                 )),
                 Err(Failure::Mcp(e)) => checks.push(("fail", format!("{name}: {e}"))),
-                Err(Failure::Usage(m) | Failure::Config(m)) => {
+                Err(Failure::Usage(m) | Failure::Config(m) | Failure::Replay(m)) => {
                     checks.push(("warn", format!("{name}: {m}")))
                 }
             }
@@ -754,6 +757,24 @@ pub fn doctor(global: &Global, connect: bool) -> Result<u8, Failure> {
         }
     }
     Ok(u8::from(failed))
+}
+
+/// `mcp replay FILE`: plays every transcript in the file again, prints what was checked
+/// or the first difference (exit 1).
+pub fn replay(global: &Global, file: &Path) -> Result<u8, Failure> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| Failure::Replay(format!("cannot read {}: {e}", file.display())))?;
+    let summary = mcp_blocking::transcript::replay(&text)
+        .map_err(|e| Failure::Replay(format!("{}: {e}", file.display())))?;
+    match global.format {
+        Format::Json => print_json(&json!({
+            "ok": true,
+            "transcripts": summary.transcripts,
+            "entries": summary.entries,
+        })),
+        Format::Text => println!("OK: {summary} replayed"),
+    }
+    Ok(0)
 }
 
 pub fn serve_example(era: &str, http: Option<&str>) -> Result<u8, Failure> {

@@ -43,6 +43,11 @@ fn main() -> ExitCode {
         }
     };
     let global = invocation.global;
+    if let Some(path) = &global.record
+        && let Err(failure) = session::record_to(path)
+    {
+        return ExitCode::from(output::report(global.format, global.verbose, &failure));
+    }
     let code = match run(&global, invocation.command) {
         Ok(code) => code,
         Err(failure) => output::report(global.format, global.verbose, &failure),
@@ -91,6 +96,7 @@ fn run(global: &Global, command: Command) -> Result<u8, Failure> {
         Command::Status { name, connect } => commands::status(global, name.as_deref(), connect),
         Command::Doctor { connect } => commands::doctor(global, connect),
         Command::Demo => demo::run(global),
+        Command::Replay { file } => commands::replay(global, &file),
         Command::ServeExample { era, http } => commands::serve_example(&era, http.as_deref()),
     }
 }

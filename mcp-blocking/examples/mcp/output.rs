@@ -20,6 +20,8 @@ pub enum Failure {
     Config(String),
     /// Connecting or calling failed: exit 1.
     Mcp(Error),
+    /// A transcript did not replay (or could not be read): exit 1.
+    Replay(String),
 }
 
 impl From<Error> for Failure {
@@ -38,7 +40,7 @@ impl Failure {
     fn exit_code(&self) -> u8 {
         match self {
             Failure::Usage(_) => 2,
-            Failure::Config(_) | Failure::Mcp(_) => 1,
+            Failure::Config(_) | Failure::Mcp(_) | Failure::Replay(_) => 1,
         }
     }
 
@@ -46,6 +48,7 @@ impl Failure {
         match self {
             Failure::Usage(_) => "usage",
             Failure::Config(_) => "config",
+            Failure::Replay(_) => "replay",
             Failure::Mcp(e) => e.kind(),
         }
     }
@@ -54,7 +57,7 @@ impl Failure {
 /// Prints the failure (stderr for text, stdout for JSON) and returns the exit status.
 pub fn report(format: Format, verbose: bool, failure: &Failure) -> u8 {
     let message = match failure {
-        Failure::Usage(m) | Failure::Config(m) => m.clone(),
+        Failure::Usage(m) | Failure::Config(m) | Failure::Replay(m) => m.clone(),
         Failure::Mcp(e) => e.to_string(),
     };
     let (code, http_status) = match failure {
@@ -92,7 +95,7 @@ pub fn report(format: Format, verbose: bool, failure: &Failure) -> u8 {
                         }
                     }
                 }
-                Failure::Config(_) => {}
+                Failure::Config(_) | Failure::Replay(_) => {}
             }
         }
     }

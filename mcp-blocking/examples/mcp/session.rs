@@ -1,8 +1,11 @@
 //! From a server name (or a literal `http(s)://` URL) to a connected [`Client`]: config
 //! lookup, the child's command and environment or the endpoint URL, era mode, input
-//! handling, timeouts, progress and the wire log.
+//! handling, timeouts, progress, the wire log and the transcript (`--record`).
 
-use std::io::IsTerminal;
+use std::fs::File;
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use mcp_blocking::mcp_proto::client::{AcceptDefaults, ClientConfig, DeclineAll};
@@ -107,7 +110,24 @@ pub fn client_config(global: &Global, mode: EraMode, input: InputMode) -> Client
         .limits(limits)
 }
 
-/// Options: input handler, progress on a terminal, wire log with `-v`.
+/// The `--record` file, once opened: every connection of the run appends its transcript,
+/// one after the other (each starts with its header line).
+static RECORD: OnceLock<Arc<Mutex<File>>> = OnceLock::new();
+
+/// Creates (or empties) the `--record` file.
+pub fn record_to(path: &Path) -> Result<(), Failure> {
+    let file = File::create(path).map_err(|e| {
+        Failure::Usage(format!(
+            "cannot write the transcript to {}: {e}",
+            path.display()
+        ))
+    })?;
+    let _ = RECORD.set(Arc::new(Mutex::new(file)));
+    Ok(())
+}
+
+/// Options: input handler, progress on a terminal, wire log with `-v`, transcript with
+/// `--record`.
 pub fn options(global: &Global, input: InputMode, server: &str) -> Options {
     let mut options = Options::new();
     options = match input {
@@ -129,6 +149,14 @@ pub fn options(global: &Global, input: InputMode, server: &str) -> Options {
                 _ => "←",
             };
             eprintln!("{arrow} {}", clean(&String::from_utf8_lossy(line)));
+        });
+    }
+    if let Some(file) = RECORD.get() {
+        let file = Arc::clone(file);
+        options = options.transcript(move |line| {
+            let mut file = file.lock().unwrap_or_else(PoisonError::into_inner);
+            // One write per line; a full disk loses the transcript, not the command.
+            let _ = file.write_all(format!("{line}\n").as_bytes());
         });
     }
     options

@@ -4,6 +4,7 @@ use super::http::pool::PoolStats;
 use super::http::{HttpConfig, HttpLink};
 use super::session::Session;
 use super::stdio_link::StdioLink;
+use super::transcript::{self, In, Out, Recorder};
 use super::transmit::{ConnId, Transmit, TransportFailure};
 use super::{
     ApiMisuse, CallId, CallRequest, ClientConfig, CloseReason, ConnectionState, Event, InputAnswer,
@@ -18,6 +19,12 @@ use crate::model::ServerDetails;
 #[derive(Debug)]
 pub struct Client {
     link: Link,
+    /// The instant it was made with: the origin of a transcript's times.
+    origin: Instant,
+    /// Some input, command or poll has reached it (a recording started now cannot be
+    /// replayed).
+    used: bool,
+    recorder: Option<Box<Recorder>>,
 }
 
 #[derive(Debug)]
@@ -46,17 +53,22 @@ impl Client {
     /// driver has already started. The first bytes (probe or `initialize`) are ready.
     #[must_use]
     pub fn stdio(config: ClientConfig, now: Instant) -> Client {
-        Client {
-            link: Link::Stdio(Box::new(StdioLink::new(config, now))),
-        }
+        Client::new(Link::Stdio(Box::new(StdioLink::new(config, now))), now)
     }
 
     /// A client of the Streamable HTTP endpoint in `http`. The first
     /// [`Transmit::Connect`] is ready.
     #[must_use]
     pub fn http(config: ClientConfig, http: HttpConfig, now: Instant) -> Client {
+        Client::new(Link::Http(Box::new(HttpLink::new(config, http, now))), now)
+    }
+
+    fn new(link: Link, origin: Instant) -> Client {
         Client {
-            link: Link::Http(Box::new(HttpLink::new(config, http, now))),
+            link,
+            origin,
+            used: false,
+            recorder: None,
         }
     }
 
@@ -153,8 +165,66 @@ impl Client {
 
     /// Replaces the `Authorization` header value of the requests that follow (HTTP).
     pub fn set_authorization(&mut self, value: Option<String>) {
+        let step = self.recorder.is_some().then(|| In::SetAuthorization {
+            value: value.clone(),
+        });
         if let Link::Http(l) = &mut self.link {
             l.set_authorization(value);
+        }
+        self.recorded_input(None, step);
+    }
+
+    // ----- transcripts --------------------------------------------------------------
+
+    /// Starts recording a [transcript](super::transcript): every input, command and
+    /// poll from now on appends a line for [`Client::poll_transcript`], keeping at most
+    /// [`transcript::DEFAULT_BUDGET`] bytes waiting. Call it right after making the
+    /// machine: a recording started later says so in its header and cannot be replayed.
+    /// Recording again changes nothing.
+    pub fn start_recording(&mut self) {
+        self.start_recording_within(transcript::DEFAULT_BUDGET);
+    }
+
+    /// Starts recording, keeping at most `budget` bytes of lines waiting (one line
+    /// always fits when none waits): past it the recording ends with a truncation mark.
+    pub fn start_recording_within(&mut self, budget: usize) {
+        if self.recorder.is_some() {
+            return;
+        }
+        let header = transcript::header(self, self.used, self.origin);
+        let mut recorder = Recorder::new(&header, self.origin, budget);
+        recorder.deadline(self.poll_timeout());
+        self.recorder = Some(Box::new(recorder));
+    }
+
+    /// The next line of the transcript (JSON, without a line end), while recording.
+    /// Drain it after every step; nothing is written anywhere by the machine. Secrets
+    /// are in it as they were given: pass the lines through a
+    /// [`transcript::Redactor`] before they leave the process.
+    pub fn poll_transcript(&mut self) -> Option<String> {
+        self.recorder.as_mut()?.poll()
+    }
+
+    /// Records the input or command `make` describes, then the deadline if it changed.
+    fn record(&mut self, now: Instant, make: impl FnOnce() -> In) {
+        let step = self.recorder.is_some().then(make);
+        self.recorded_input(Some(now), step);
+    }
+
+    fn recorded_input(&mut self, now: Option<Instant>, step: Option<In>) {
+        self.used = true;
+        let deadline = self.recorder.is_some().then(|| self.poll_timeout());
+        if let (Some(r), Some(step), Some(deadline)) = (&mut self.recorder, step, deadline) {
+            r.input(now, &step);
+            r.deadline(deadline);
+        }
+    }
+
+    fn recorded_output(&mut self, now: Option<Instant>, step: Out) {
+        let deadline = self.poll_timeout();
+        if let Some(r) = &mut self.recorder {
+            r.output(now, &step);
+            r.deadline(deadline);
         }
     }
 
@@ -164,11 +234,16 @@ impl Client {
     /// asked for by [`Transmit::Respawn`] is running.
     pub fn handle_connected(&mut self, now: Instant, conn: ConnId) {
         each!(mut self, |l| l.handle_connected(now, conn));
+        self.record(now, || In::Connected { conn: conn.0 });
     }
 
     /// Bytes read from `conn`, in any chunks.
     pub fn handle_read(&mut self, now: Instant, conn: ConnId, data: &[u8]) {
         each!(mut self, |l| l.handle_read(now, conn, data));
+        self.record(now, || In::Read {
+            conn: conn.0,
+            data: transcript::Data::of(data),
+        });
     }
 
     /// `bytes` of what [`Transmit::Write`] handed out for `conn` reached the peer (a
@@ -179,16 +254,21 @@ impl Client {
     /// ([`CloseReason::PeerNotReading`](super::CloseReason::PeerNotReading)) instead of
     /// growing the driver's queue. HTTP exchanges are bounded by their deadlines instead;
     /// reports for HTTP connections are accepted and ignored.
-    pub fn handle_written(&mut self, _now: Instant, conn: ConnId, bytes: usize) {
+    pub fn handle_written(&mut self, now: Instant, conn: ConnId, bytes: usize) {
         if let Link::Stdio(l) = &mut self.link {
             l.handle_written(conn, bytes);
         }
+        self.record(now, || In::Written {
+            conn: conn.0,
+            bytes,
+        });
     }
 
     /// `conn` reached end of input (the stdio server closed its stdout or exited; the
     /// HTTP server closed the connection).
     pub fn handle_eof(&mut self, now: Instant, conn: ConnId) {
         each!(mut self, |l| l.handle_eof(now, conn));
+        self.record(now, || In::Eof { conn: conn.0 });
     }
 
     /// `conn` failed: it could not be opened (refused, DNS, TLS, the process would not
@@ -199,7 +279,13 @@ impl Client {
         conn: ConnId,
         failure: TransportFailure,
     ) {
+        let step = self.recorder.is_some().then(|| In::TransportError {
+            conn: conn.0,
+            kind: failure.kind.as_str().to_owned(),
+            detail: failure.detail.clone(),
+        });
         each!(mut self, |l| l.handle_transport_error(now, conn, failure));
+        self.recorded_input(Some(now), step);
     }
 
     /// Time passed: fire every deadline at or before `now`.
@@ -211,6 +297,7 @@ impl Client {
             }
             Link::Http(l) => l.handle_timeout(now),
         }
+        self.record(now, || In::Timeout);
     }
 
     // ----- commands -----------------------------------------------------------------
@@ -220,10 +307,16 @@ impl Client {
     /// # Errors
     /// [`ApiMisuse::Closed`] after close, [`ApiMisuse::TooManyCalls`] at the limit.
     pub fn call(&mut self, now: Instant, request: CallRequest) -> Result<CallId, ApiMisuse> {
-        match &mut self.link {
+        let repr = self
+            .recorder
+            .is_some()
+            .then(|| transcript::RequestRepr::of(&request));
+        let result = match &mut self.link {
             Link::Stdio(l) => l.session.call(now, request),
             Link::Http(l) => l.call(now, request),
-        }
+        };
+        self.recorded_input(Some(now), repr.map(|r| In::call(r, &result)));
+        result
     }
 
     /// Answers an [`Event::InputRequested`].
@@ -236,10 +329,16 @@ impl Client {
         input: InputId,
         answer: InputAnswer,
     ) -> Result<(), ApiMisuse> {
-        match &mut self.link {
+        let repr = self
+            .recorder
+            .is_some()
+            .then(|| transcript::AnswerRepr::of(&answer));
+        let result = match &mut self.link {
             Link::Stdio(l) => l.session.respond(now, input, answer),
             Link::Http(l) => l.respond(now, input, answer),
-        }
+        };
+        self.recorded_input(Some(now), repr.map(|a| In::respond(input, a, &result)));
+        result
     }
 
     /// Cancels a call: it completes with [`super::CallError::Cancelled`] and the server
@@ -248,10 +347,15 @@ impl Client {
     /// # Errors
     /// [`ApiMisuse::UnknownCall`] when the call already completed.
     pub fn cancel(&mut self, now: Instant, call: CallId) -> Result<(), ApiMisuse> {
-        match &mut self.link {
+        let result = match &mut self.link {
             Link::Stdio(l) => l.session.cancel(now, call),
             Link::Http(l) => l.cancel(now, call),
-        }
+        };
+        self.record(now, || In::Cancel {
+            call: call.0,
+            misuse: transcript::misuse(&result),
+        });
+        result
     }
 
     /// Ends the connection: every call fails with [`CloseReason::Local`]; then the
@@ -265,6 +369,7 @@ impl Client {
             }
             Link::Http(l) => l.close(now),
         }
+        self.record(now, || In::Close);
     }
 
     // ----- outputs ------------------------------------------------------------------
@@ -272,15 +377,31 @@ impl Client {
     /// The next thing for the driver to do. For [`Transmit::Write`] the bytes are
     /// appended to `buf`. Call until it returns `None` after every input and command.
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
-        match &mut self.link {
+        let transmit = match &mut self.link {
             Link::Stdio(l) => l.poll_transmit(now, buf),
             Link::Http(l) => l.poll_transmit(buf),
+        };
+        if self.recorder.is_some() {
+            let len = match &transmit {
+                Some(Transmit::Write { len, .. }) => *len,
+                _ => 0,
+            };
+            let bytes = &buf[buf.len().saturating_sub(len)..];
+            let step = Out::transmit(transmit.as_ref(), bytes);
+            self.recorded_output(Some(now), step);
         }
+        self.used = true;
+        transmit
     }
 
     /// The next event.
     pub fn poll_event(&mut self) -> Option<Event> {
-        each!(mut self, |l| l.poll_event())
+        let event = each!(mut self, |l| l.poll_event());
+        if self.recorder.is_some() {
+            self.recorded_output(None, Out::event(event.as_ref()));
+        }
+        self.used = true;
+        event
     }
 
     /// The bytes a server can make this machine hold, as the machine counts them: events

@@ -26,6 +26,17 @@
 //! Input is never trusted: lines, bodies and events are bounded, malformed or
 //! unattributable messages become [`Event::PeerError`] (or fail the one call they name),
 //! and every count a server could grow has a limit in [`Limits`].
+//!
+//! # Transcripts
+//!
+//! Since the machine is a function of its inputs and their times, a run can be written
+//! down and played again: [`Client::start_recording`] makes every input, command and
+//! poll above append a JSON line (with its `now`, and the deadline whenever it
+//! changes), handed out by [`Client::poll_transcript`]; [`transcript::Replay`] builds a
+//! fresh machine from the first line, feeds it the recorded inputs at their recorded
+//! times and checks that every output is the same. Secrets are replaced before a line
+//! leaves the process ([`transcript::Redactor`]; the adapters apply the wire log's
+//! rules). See the [`transcript`] module.
 
 mod event;
 mod event_queue;
@@ -34,6 +45,7 @@ mod machine;
 mod output;
 mod session;
 mod stdio_link;
+pub mod transcript;
 mod transmit;
 
 pub use event::{

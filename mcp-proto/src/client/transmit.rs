@@ -191,7 +191,11 @@ impl TransportFailureKind {
 /// driver's own error value, carried through the machine untouched so that the caller
 /// gets it back typed (an `io::Error`, a `rustls::Error`) on the call or close reason it
 /// caused.
-#[derive(Clone, Debug)]
+///
+/// Its `Debug` shows the kind and the detail, not the source: like `==`, it is about
+/// what the machine was told, which a [transcript](super::transcript) records and a
+/// replay gives again (without the driver's error value).
+#[derive(Clone)]
 pub struct TransportFailure {
     /// What kind of failure.
     pub kind: TransportFailureKind,
@@ -199,6 +203,15 @@ pub struct TransportFailure {
     pub detail: String,
     /// The driver's error, if it gave one. Not compared by `==`.
     pub source: Option<Arc<dyn std::error::Error + Send + Sync>>,
+}
+
+impl fmt::Debug for TransportFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TransportFailure")
+            .field("kind", &self.kind)
+            .field("detail", &self.detail)
+            .finish_non_exhaustive()
+    }
 }
 
 impl PartialEq for TransportFailure {

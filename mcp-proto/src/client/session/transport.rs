@@ -199,7 +199,10 @@ impl Session {
         for id in in_flight {
             self.complete(id, Err(CallError::SessionExpired));
         }
-        let stale: Vec<_> = self.inputs.keys().copied().collect();
+        // In order, as on close: the events must not depend on the map's hashing (a
+        // transcript replayed in another process would see them in another order).
+        let mut stale: Vec<_> = self.inputs.keys().copied().collect();
+        stale.sort();
         for input in stale {
             self.inputs.remove(&input);
             self.events

@@ -1,0 +1,241 @@
+//! The wire log's redaction of HTTP heads, byte by byte: every byte given is mapped at
+//! once to what stands for it (itself, nothing, or [`REDACTED`] for the first byte of a
+//! secret), so that bytes read keep their place in the reads they came in.
+
+use std::sync::Arc;
+
+use crate::wire_log::{MAX_CHECKED_NAME, Query, REDACTED, is_secret_header};
+
+/// Where [`Head`] is in its message.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum At {
+    /// The start line (request or status line).
+    #[default]
+    Start,
+    /// The first byte of a head line.
+    LineStart,
+    /// A header name.
+    Name,
+    /// A value shown as it is.
+    Value,
+    /// A secret value (its stand-in written): nothing more of it is shown.
+    Secret,
+    /// A continuation line of a secret header: hidden whole, line end included.
+    Folded,
+    /// The body (or a head too malformed to judge): shown as it is.
+    Body,
+}
+
+/// One HTTP message as it streams by: the start line with its secret query values
+/// replaced (the wire log's [`Query`]), each header whose name is secret
+/// ([`is_secret_header`], the caller's names included) written as `Name: [redacted]`
+/// with its continuation lines dropped, and the body as it is. An interim (1xx) response
+/// head is followed by another head.
+#[derive(Debug, Default)]
+pub(crate) struct Head {
+    at: At,
+    query: Query,
+    /// The start line's first bytes, to tell an interim response.
+    start: Vec<u8>,
+    /// The current header's name, up to one byte more than can be checked.
+    name: Vec<u8>,
+    /// The current header is secret (its continuation lines are too).
+    hiding: bool,
+    extra: Arc<[String]>,
+}
+
+/// Bytes of the start line kept: `HTTP/1.1 100` and a little more.
+const START: usize = 16;
+
+impl Head {
+    /// A message starts, hiding the headers named in `extra` besides the built-in ones.
+    pub(crate) fn new(extra: Arc<[String]>) -> Head {
+        Head {
+            extra,
+            ..Head::default()
+        }
+    }
+
+    /// What `bytes`, the next bytes of the message, are shown as.
+    pub(crate) fn redact(&mut self, mut bytes: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(bytes.len());
+        while let Some((&b, rest)) = bytes.split_first() {
+            match self.at {
+                At::Body => {
+                    out.extend_from_slice(bytes);
+                    return out;
+                }
+                At::Start => {
+                    let end = bytes.iter().position(|&b| b == b'\n');
+                    let line = &bytes[..end.unwrap_or(bytes.len())];
+                    let room = START.saturating_sub(self.start.len()).min(line.len());
+                    self.start.extend_from_slice(&line[..room]);
+                    out.extend(self.query.redact(line));
+                    let Some(end) = end else { return out };
+                    out.push(b'\n');
+                    bytes = &bytes[end + 1..];
+                    // An empty line before the start line (RFC 9112, 2.2) starts nothing.
+                    if self.start.iter().any(|&b| b != b'\r') {
+                        self.at = At::LineStart;
+                    } else {
+                        *self = Head::new(Arc::clone(&self.extra));
+                    }
+                    continue;
+                }
+                At::LineStart => match b {
+                    b'\r' => out.push(b),
+                    b'\n' => {
+                        out.push(b);
+                        self.head_ended();
+                    }
+                    b' ' | b'\t' if self.hiding => self.at = At::Folded,
+                    b' ' | b'\t' => {
+                        out.push(b);
+                        self.at = At::Value;
+                    }
+                    _ => {
+                        out.push(b);
+                        self.name.clear();
+                        self.name.push(b);
+                        self.hiding = false;
+                        self.at = At::Name;
+                    }
+                },
+                At::Name => match b {
+                    b':' if is_secret_header(&self.name, &self.extra) => {
+                        out.extend_from_slice(b": ");
+                        out.extend_from_slice(REDACTED.as_bytes());
+                        self.hiding = true;
+                        self.at = At::Secret;
+                    }
+                    b':' => {
+                        out.push(b);
+                        self.at = At::Value;
+                    }
+                    b'\n' => {
+                        out.push(b);
+                        self.at = At::LineStart;
+                    }
+                    _ if self.name.len() > MAX_CHECKED_NAME => {
+                        // No colon in sight: what follows cannot be told from a value.
+                        out.extend_from_slice(REDACTED.as_bytes());
+                        self.hiding = true;
+                        self.at = At::Secret;
+                    }
+                    _ => {
+                        out.push(b);
+                        self.name.push(b);
+                    }
+                },
+                At::Value => {
+                    out.push(b);
+                    if b == b'\n' {
+                        self.at = At::LineStart;
+                    }
+                }
+                At::Secret => match b {
+                    b'\r' => out.push(b),
+                    b'\n' => {
+                        out.push(b);
+                        self.at = At::LineStart;
+                    }
+                    _ => {}
+                },
+                At::Folded => {
+                    if b == b'\n' {
+                        self.at = At::LineStart;
+                    }
+                }
+            }
+            bytes = rest;
+        }
+        out
+    }
+
+    /// The empty line after the head: the body follows, or the next head after an
+    /// interim response (1xx other than 101).
+    fn head_ended(&mut self) {
+        let status = self.start.strip_prefix(b"HTTP/").and_then(|rest| {
+            let space = rest.iter().position(|&b| b == b' ')?;
+            rest.get(space + 1..space + 4)
+        });
+        match status {
+            Some([b'1', d1, d2]) if [*d1, *d2] != *b"01" => {
+                *self = Head::new(Arc::clone(&self.extra));
+            }
+            _ => self.at = At::Body,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn whole(message: &[u8]) -> String {
+        String::from_utf8(Head::default().redact(message)).unwrap()
+    }
+
+    #[test]
+    fn secrets_are_replaced_as_the_wire_log_shows_them() {
+        let request = b"POST /mcp?access_token=s3cr3t&page=2 HTTP/1.1\r\nHost: x\r\n\
+            Authorization: Bearer s3cr3t\r\nMcp-Session-Id: 1868a90c\r\nX-Api-Key: k\r\n\
+            \tfolded-k\r\nContent-Length: 2\r\n\r\n{}";
+        assert_eq!(
+            whole(request),
+            "POST /mcp?access_token=[redacted]&page=2 HTTP/1.1\r\nHost: x\r\n\
+             Authorization: [redacted]\r\nMcp-Session-Id: [redacted]\r\nX-Api-Key: [redacted]\r\n\
+             Content-Length: 2\r\n\r\n{}"
+        );
+        // The body is not a head: a header-like line there is shown.
+        assert_eq!(
+            whole(b"HTTP/1.1 200 OK\n\nCookie: a\n"),
+            "HTTP/1.1 200 OK\n\nCookie: a\n"
+        );
+        // A challenge is shown.
+        let challenge = "HTTP/1.1 401 X\r\nWWW-Authenticate: Bearer realm=\"x\"\r\n\r\n";
+        assert_eq!(whole(challenge.as_bytes()), challenge);
+    }
+
+    #[test]
+    fn each_read_maps_to_its_own_bytes() {
+        let response: &[u8] =
+            b"HTTP/1.1 200 OK\r\nmcp-session-id: abc\r\nContent-Type: x\r\n\r\nbody";
+        let expected =
+            "HTTP/1.1 200 OK\r\nmcp-session-id: [redacted]\r\nContent-Type: x\r\n\r\nbody";
+        for cut in 0..response.len() {
+            let mut head = Head::default();
+            let first = head.redact(&response[..cut]);
+            let second = head.redact(&response[cut..]);
+            let joined = String::from_utf8([first.clone(), second].concat()).unwrap();
+            assert_eq!(joined, expected, "cut at {cut}");
+            // Nothing of the first read waits for the second.
+            let body = response.len() - 4;
+            if cut >= body {
+                let shown = expected.len() - (response.len() - cut);
+                assert_eq!(first, expected.as_bytes()[..shown], "cut at {cut}");
+            }
+        }
+    }
+
+    #[test]
+    fn an_interim_response_is_followed_by_a_head() {
+        let response = b"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n\
+            HTTP/1.1 200 OK\r\nSet-Cookie: s\r\n\r\nSet-Cookie: body";
+        assert_eq!(
+            whole(response),
+            "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n\
+             HTTP/1.1 200 OK\r\nSet-Cookie: [redacted]\r\n\r\nSet-Cookie: body"
+        );
+    }
+
+    #[test]
+    fn a_name_too_long_to_check_hides_the_rest_of_its_line() {
+        let mut message = b"GET / HTTP/1.1\r\n".to_vec();
+        message.extend(std::iter::repeat_n(b'n', MAX_CHECKED_NAME + 10));
+        message.extend_from_slice(b"secret\r\nHost: x\r\n\r\n");
+        let shown = whole(&message);
+        assert!(!shown.contains("secret"), "{shown}");
+        assert!(shown.ends_with("[redacted]\r\nHost: x\r\n\r\n"), "{shown}");
+    }
+}

@@ -1,0 +1,109 @@
+//! Keeping secrets out of a transcript: the [`Redaction`] a driver supplies, and the
+//! [`Redactor`] that applies it to each line the machine hands out.
+
+use serde_json::Value;
+
+use super::entry::{Data, In, Line, Out};
+use crate::client::ConnId;
+
+/// How the secrets of an HTTP transcript are replaced (`mcp-io` implements the wire
+/// log's rules). Stdio bytes are never passed to it.
+///
+/// A replay applies the same redaction to what the fresh machine writes, and feeds it
+/// what the transcript holds: each stand-in must be something the machine accepts where
+/// the secret was (a header value, a query value, a session id).
+pub trait Redaction {
+    /// An HTTP request, as one `Write` on `conn` handed it out (whole). The response
+    /// read on `conn` after it starts afresh.
+    fn request(&mut self, conn: ConnId, bytes: &[u8]) -> Vec<u8>;
+    /// Bytes read on `conn`, in order. Each byte must be mapped as it comes, nothing
+    /// held back, so that every read keeps its place in time.
+    fn response(&mut self, conn: ConnId, bytes: &[u8]) -> Vec<u8>;
+    /// A credential (an `Authorization` value given in the configuration or with
+    /// `set_authorization`).
+    fn credential(&mut self, value: &str) -> String;
+    /// The endpoint URL, its secrets replaced with what URL syntax allows.
+    fn url(&mut self, url: &str) -> String;
+    /// What the header says about this redaction, so that a replay can make the same.
+    fn describe(&self) -> Value;
+}
+
+/// No redaction: the lines stay as the machine wrote them.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoRedaction;
+
+impl Redaction for NoRedaction {
+    fn request(&mut self, _: ConnId, bytes: &[u8]) -> Vec<u8> {
+        bytes.to_vec()
+    }
+    fn response(&mut self, _: ConnId, bytes: &[u8]) -> Vec<u8> {
+        bytes.to_vec()
+    }
+    fn credential(&mut self, value: &str) -> String {
+        value.to_owned()
+    }
+    fn url(&mut self, url: &str) -> String {
+        url.to_owned()
+    }
+    fn describe(&self) -> Value {
+        Value::Null
+    }
+}
+
+/// Rewrites the lines of one recording (from
+/// [`Client::poll_transcript`](crate::client::Client::poll_transcript), in order) through
+/// a [`Redaction`]: HTTP requests and responses, the URL and `Authorization` of the
+/// header, `set_authorization` values. The header records
+/// [`Redaction::describe`].
+#[derive(Debug)]
+pub struct Redactor<R> {
+    redaction: R,
+    http: bool,
+}
+
+impl<R: Redaction> Redactor<R> {
+    /// A redactor for a recording that has not started yet.
+    pub fn new(redaction: R) -> Self {
+        Redactor {
+            redaction,
+            http: false,
+        }
+    }
+
+    /// `line` with its secrets replaced. Lines with none are returned as they are.
+    pub fn redact(&mut self, line: String) -> String {
+        let Ok(parsed) = Line::parse(&line) else {
+            return line;
+        };
+        let r = &mut self.redaction;
+        match parsed {
+            Line::Header(mut header) => {
+                self.http = header.http.is_some();
+                if let Some(http) = &mut header.http {
+                    http.url = r.url(&http.url);
+                    if let Some(Value::String(value)) = http.authorization_mut() {
+                        *value = r.credential(value);
+                    }
+                }
+                let described = r.describe();
+                header.redaction = (!described.is_null()).then_some(described);
+                Line::header(&header)
+            }
+            Line::In(t, In::Read { conn, data }) if self.http => {
+                let bytes = data.bytes().unwrap_or_default();
+                let data = Data::of(&r.response(ConnId(conn), &bytes));
+                Line::input(t, &In::Read { conn, data })
+            }
+            Line::In(t, In::SetAuthorization { value: Some(v) }) => {
+                let value = Some(r.credential(&v));
+                Line::input(t, &In::SetAuthorization { value })
+            }
+            Line::Out(t, Out::Write { conn, data }) if self.http => {
+                let bytes = data.bytes().unwrap_or_default();
+                let data = Data::of(&r.request(ConnId(conn), &bytes));
+                Line::output(t, &Out::Write { conn, data })
+            }
+            _ => line,
+        }
+    }
+}
