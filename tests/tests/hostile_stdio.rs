@@ -131,3 +131,83 @@ fn smol_fails_a_silent_server_within_the_connect_timeout_stop_included() {
     assert!(took < Duration::from_millis(1500), "took {took:?}");
     assert_eq!(client.process_id(), None, "reaped");
 }
+
+/// A legacy server that answers `initialize`, then writes half of its answer to the
+/// first `tools/call` and dies, counting the calls it received in `$1`.
+const DYING_SERVER: &str = r#"
+import json, os, sys
+count = sys.argv[1]
+init = json.loads(sys.stdin.readline())
+reply = {"jsonrpc": "2.0", "id": init["id"], "result": {"protocolVersion": "2025-11-25",
+         "capabilities": {"tools": {}}, "serverInfo": {"name": "dying", "version": "1"}}}
+sys.stdout.write(json.dumps(reply) + "\n")
+sys.stdout.flush()
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg.get("method") == "tools/call":
+        with open(count, "a") as f:
+            f.write("call\n")
+        answer = json.dumps({"jsonrpc": "2.0", "id": msg["id"],
+                             "result": {"content": [{"type": "text", "text": "done"}]}})
+        sys.stdout.write(answer[: len(answer) // 2])
+        sys.stdout.flush()
+        os._exit(1)
+"#;
+
+fn dying_command(count: &std::path::Path) -> (String, [String; 3]) {
+    let python = python().expect("checked").to_owned();
+    let count = count.display().to_string();
+    (python, ["-c".to_owned(), DYING_SERVER.to_owned(), count])
+}
+
+fn calls_received(count: &std::path::Path) -> usize {
+    std::fs::read_to_string(count).map_or(0, |s| s.lines().count())
+}
+
+fn legacy() -> ClientConfig {
+    ClientConfig::new("hostile", "1.0").era_mode(EraMode::Legacy)
+}
+
+#[test]
+fn a_server_dying_mid_answer_fails_the_call_once_in_both_adapters() {
+    if python().is_none() {
+        eprintln!("skipped: no python");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("mcp-dying-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+
+    let count = dir.join("blocking");
+    let (program, args) = dying_command(&count);
+    let command = mcp_blocking::StdioCommand::new(program).args(args);
+    let mut client = mcp_blocking::Client::connect_stdio(command, legacy()).expect("connect");
+    let err = client
+        .call_tool("t", serde_json::json!({}))
+        .expect_err("half an answer");
+    assert!(
+        matches!(client.close_reason(), Some(CloseReason::ServerExited { truncated }) if *truncated > 0),
+        "{err}"
+    );
+    assert_eq!(
+        calls_received(&count),
+        1,
+        "run once, never restarted to run again"
+    );
+
+    let count = dir.join("smol");
+    let (program, args) = dying_command(&count);
+    let command = mcp_smol::StdioCommand::new(program).args(args);
+    let (client, driver) = mcp_smol::connect_stdio(command, legacy()).expect("spawn");
+    let outcome = future::block_on(future::zip(driver, async {
+        client.connected().await.expect("connect");
+        client.call_tool("t", serde_json::json!({})).await
+    }));
+    assert!(outcome.1.is_err());
+    assert!(
+        matches!(client.close_reason(), Some(CloseReason::ServerExited { truncated }) if truncated > 0),
+        "{:?}",
+        client.close_reason()
+    );
+    assert_eq!(calls_received(&count), 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}
