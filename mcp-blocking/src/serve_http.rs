@@ -1,30 +1,38 @@
 //! Running a sans-IO [`Server`] as a Streamable HTTP endpoint on std blocking sockets.
 //!
-//! One accept thread and one thread per connection, at most
-//! [`HttpServeOptions::max_connections`] at a time (one more gets 503 and is closed). The
-//! protocol work is [`HttpEndpoint`]'s (see `mcp_proto::server::http`): the connection
-//! threads share it behind a mutex and only move bytes. Tool handlers are synchronous,
-//! so each request holds the lock for as long as its handler runs.
+//! One accept thread and one thread per connection. Every decision is made by the
+//! machines of `mcp_proto::server::http`: [`HttpEndpoint`] answers requests (the threads
+//! share it behind a mutex; tool handlers are synchronous, so each request holds the lock
+//! for as long as its handler runs), [`HttpHost`] admits connections, and one
+//! [`HttpConnection`] per connection decides what to write, when to read and when to
+//! close. The threads only accept, read, write, wait and wake:
 //!
-//! * **Keep-alive and pipelining.** A connection serves requests until the client closes
-//!   it, asks to close, sends something unreadable, or stays idle for
-//!   [`HttpServeOptions::idle_timeout`]. Pipelined requests are answered in order.
-//! * **Open streams.** A request whose answer is not ready (a tool that never answers,
-//!   a legacy call waiting for the client's input) gets an SSE response that stays open.
-//!   Its connection thread sleeps on a condition variable; whichever thread fed the
-//!   endpoint the input that produced output for the stream
-//!   ([`HttpEndpoint::poll_ready`]) wakes it, so output goes out at once, with no polling
-//!   interval. It writes an SSE comment every [`HttpServeOptions::sse_keepalive`], looks
-//!   at the socket (without reading pipelined requests) to notice a client that went
-//!   away, and then cancels the request.
+//! * **Accepting.** At most [`HttpServeOptions::max_connections`] connections are served
+//!   at once; one more is answered 503 with `Retry-After: 1` on its own thread, and when
+//!   as many (at least 16) are already being refused or closed, it is closed at once.
+//! * **Reading** happens only while the machine wants input, each read bounded by its
+//!   next deadline: a request head must be complete within
+//!   [`HttpServeOptions::head_timeout`], a body must keep up
+//!   [`HttpServeOptions::min_body_bytes_per_sec`], and a kept-alive connection with no
+//!   request for [`HttpServeOptions::idle_timeout`] is closed. Bytes do not reset these
+//!   deadlines, so clients dripping bytes cannot hold the server's connections.
+//!   Keep-alive, pipelined requests (answered in order), `100 Continue`, `Connection:
+//!   close` and half-closed clients (answered, then closed) are the machine's business
+//!   too.
+//! * **Open streams.** A request whose answer is not ready (a tool that never answers, a
+//!   legacy call waiting for the client's input) gets an SSE response that stays open.
+//!   Its thread reads nothing meanwhile (pipelined requests wait in the socket) and
+//!   sleeps on a condition variable; whichever thread fed the endpoint the input that
+//!   produced output for the stream ([`HttpEndpoint::poll_ready`]) wakes it, so output
+//!   goes out at once, with no polling interval. Between wake-ups it writes the SSE
+//!   comments the machine asks for (every [`HttpServeOptions::sse_keepalive`]) and looks
+//!   at the socket without reading to notice a client that went away, which cancels the
+//!   request.
 //! * **Stopping.** [`HttpServerHandle::stop`] (or setting the flag from
 //!   [`HttpServerHandle::stop_flag`]) makes every thread finish within well under a
 //!   second (open streams are cancelled; a write blocked on a client that stopped reading
 //!   gives up after `idle_timeout`); `stop` then joins them all. Dropping the handle stops
 //!   the server too.
-//! * **Half-closed clients.** A client that shuts down its sending side still gets the
-//!   answers to the requests it sent, except that EOF during an open stream is taken as
-//!   the client leaving, which cancels that request.
 //! * **Binding.** Only what the caller binds is served. Bind loopback
 //!   (`127.0.0.1:PORT`) unless the server is meant to be reachable from elsewhere; the
 //!   endpoint refuses browser `Origin`s other than loopback ones either way.
@@ -40,8 +48,8 @@ use mcp_io::clock;
 
 use mcp_proto::server::Server;
 use mcp_proto::server::http::{
-    HttpEndpoint, HttpEndpointConfig, HttpReply, HttpRequest, HttpRequestLimits, HttpRequestReader,
-    HttpResponse, HttpStream, StreamStatus,
+    HttpConnection, HttpConnectionConfig, HttpEndpoint, HttpEndpointConfig, HttpHost,
+    HttpRequestLimits, HttpTransmit,
 };
 
 /// How often blocked threads look at the stop flag. Never a delay for data: reads return
@@ -58,24 +66,54 @@ pub struct HttpServeOptions {
     pub endpoint: HttpEndpointConfig,
     /// Request size and pipelining bounds.
     pub limits: HttpRequestLimits,
-    /// Connections served at once. Default 64.
+    /// Connections served at once (0 counts as 1). Default 64.
     pub max_connections: usize,
-    /// A connection with no request in progress and no input for this long is closed; so
-    /// is one whose client stops reading for this long. Default 30 s.
+    /// A kept-alive connection with no new request for this long is closed; so is one
+    /// whose client stops reading for this long. Default 30 s.
     pub idle_timeout: Duration,
+    /// A request head must be complete this long after its first byte (after the
+    /// connection opened, for its first request), else 408 and the connection closes.
+    /// Default 10 s.
+    pub head_timeout: Duration,
+    /// The lowest average rate of a request body, in bytes per second, beyond the slack
+    /// of `body_grace`; a slower body is answered 408 and the connection closes.
+    /// Default 240; 0 asks only that a body never stalls for longer than `body_grace`.
+    pub min_body_bytes_per_sec: u64,
+    /// How far behind `min_body_bytes_per_sec` a body may fall (and so how long it may
+    /// stall). Default 5 s.
+    pub body_grace: Duration,
     /// Interval of SSE comment lines on open streams. Default 15 s.
     pub sse_keepalive: Duration,
 }
 
 impl Default for HttpServeOptions {
     fn default() -> Self {
+        let connection = HttpConnectionConfig::default();
         HttpServeOptions {
             endpoint: HttpEndpointConfig::default(),
-            limits: HttpRequestLimits::default(),
+            limits: connection.limits,
             max_connections: 64,
-            idle_timeout: Duration::from_secs(30),
-            sse_keepalive: Duration::from_secs(15),
+            idle_timeout: connection.idle_timeout,
+            head_timeout: connection.head_timeout,
+            min_body_bytes_per_sec: connection.min_body_bytes_per_sec,
+            body_grace: connection.body_grace,
+            sse_keepalive: connection.sse_keepalive,
         }
+    }
+}
+
+impl HttpServeOptions {
+    /// The machines' configuration of each connection.
+    fn connection(&self) -> HttpConnectionConfig {
+        let mut config = HttpConnectionConfig::default();
+        config.limits = self.limits.clone();
+        config.idle_timeout = self.idle_timeout;
+        config.send_timeout = self.idle_timeout;
+        config.head_timeout = self.head_timeout;
+        config.min_body_bytes_per_sec = self.min_body_bytes_per_sec;
+        config.body_grace = self.body_grace;
+        config.sse_keepalive = self.sse_keepalive;
+        config
     }
 }
 
@@ -181,7 +219,7 @@ pub fn serve_http_with(
         endpoint: Mutex::new(endpoint),
         output: Condvar::new(),
         stop: Arc::clone(&stop),
-        options,
+        host: HttpHost::new(options.max_connections, options.connection()),
     };
     let thread = thread::Builder::new()
         .name("mcp-http-accept".to_owned())
@@ -200,7 +238,7 @@ struct Shared {
     /// Signalled when an open stream may have output (or the server stops).
     output: Condvar,
     stop: Arc<AtomicBool>,
-    options: HttpServeOptions,
+    host: HttpHost,
 }
 
 impl Shared {
@@ -209,20 +247,7 @@ impl Shared {
         self.endpoint.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Feeds one request to the endpoint and wakes the streams it gave output to.
-    fn handle(&self, request: &HttpRequest) -> HttpReply {
-        let mut endpoint = self.endpoint();
-        let reply = endpoint.handle_request(clock::now(), request);
-        self.wake_ready(&mut endpoint);
-        reply
-    }
-
-    fn cancel(&self, stream: &HttpStream) {
-        let mut endpoint = self.endpoint();
-        endpoint.cancel_stream(clock::now(), stream);
-        self.wake_ready(&mut endpoint);
-    }
-
+    /// Wakes the threads of the streams the endpoint gave output to.
     fn wake_ready(&self, endpoint: &mut HttpEndpoint) {
         let mut any = false;
         while endpoint.poll_ready().is_some() {
@@ -269,14 +294,14 @@ fn accept_loop(listener: &TcpListener, local_addr: SocketAddr, shared: Arc<Share
             Ok(_) if shared.stopping() => break,
             Ok((stream, _)) => {
                 workers.retain(|w| !w.is_finished());
-                if workers.len() >= shared.options.max_connections {
-                    refuse(stream);
+                // None: too many connections on their way out already; drop this one.
+                let Some(machine) = shared.host.accept(clock::now()) else {
                     continue;
-                }
+                };
                 let shared = Arc::clone(&shared);
                 let spawned = thread::Builder::new()
                     .name("mcp-http-conn".to_owned())
-                    .spawn(move || Connection::new(stream, &shared).run());
+                    .spawn(move || Connection::new(stream, machine, &shared).run());
                 if let Ok(worker) = spawned {
                     workers.push(worker);
                 }
@@ -295,239 +320,127 @@ fn accept_loop(listener: &TcpListener, local_addr: SocketAddr, shared: Arc<Share
     }
 }
 
-/// Answers a connection over the limit with 503 and closes it.
-fn refuse(mut stream: TcpStream) {
-    let _ = stream.set_nonblocking(false);
-    let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
-    let mut out = Vec::new();
-    HttpResponse::new(503)
-        .with_header("Connection", "close")
-        .with_header("Retry-After", "1")
-        .write(&mut out);
-    let _ = stream.write_all(&out);
-    close_gracefully(&mut stream);
-}
-
-/// Closes our side and reads what the client still sends for a moment, so that unread
-/// input does not turn the close into a reset that destroys the last response.
-fn close_gracefully(stream: &mut TcpStream) {
-    let _ = stream.flush();
-    let _ = stream.shutdown(Shutdown::Write);
-    let _ = stream.set_read_timeout(Some(Duration::from_millis(100)));
-    let mut sink = [0u8; 4096];
-    let deadline = clock::now() + Duration::from_millis(500);
-    while clock::now() < deadline {
-        match stream.read(&mut sink) {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
-        }
-    }
-}
-
-/// One client connection.
+/// One client connection: its socket and its machine. Dropping it closes the socket and
+/// gives the machine's place back to the host.
 struct Connection<'a> {
     stream: TcpStream,
+    machine: HttpConnection,
     shared: &'a Shared,
-    reader: HttpRequestReader,
     buf: Vec<u8>,
     out: Vec<u8>,
-    /// The client closed its side.
-    eof: bool,
-}
-
-/// Whether a connection goes on after an exchange.
-enum Next {
-    Continue,
-    Close,
 }
 
 impl<'a> Connection<'a> {
-    fn new(stream: TcpStream, shared: &'a Shared) -> Self {
+    fn new(stream: TcpStream, machine: HttpConnection, shared: &'a Shared) -> Self {
         Connection {
             stream,
-            reader: HttpRequestReader::new(shared.options.limits.clone()),
+            machine,
             shared,
             buf: vec![0; 16 * 1024],
             out: Vec::new(),
-            eof: false,
         }
     }
 
     fn run(mut self) {
-        if self.setup().is_ok() {
-            self.serve();
+        if self.setup().is_err() {
+            return;
         }
-        close_gracefully(&mut self.stream);
+        loop {
+            let now = clock::now();
+            if self.shared.stopping() {
+                self.machine.close(now);
+            }
+            if self.machine.poll_timeout().is_some_and(|t| t <= now) {
+                self.machine.handle_timeout(now);
+            }
+            match self.transmit(now) {
+                Some(HttpTransmit::Write { .. }) => {
+                    if self.stream.write_all(&self.out).is_err() {
+                        self.machine.handle_transport_error(clock::now());
+                    }
+                }
+                Some(HttpTransmit::Shutdown) => {
+                    let _ = self.stream.shutdown(Shutdown::Write);
+                }
+                // Close (or anything newer this adapter cannot do).
+                Some(_) => return,
+                None if self.machine.stream().is_some() => self.watch(),
+                None if self.machine.wants_input() => self.read(),
+                None => thread::sleep(self.until_due(POLL)),
+            }
+        }
     }
 
     fn setup(&self) -> io::Result<()> {
         self.stream.set_nonblocking(false)?;
         self.stream.set_nodelay(true)?;
-        self.stream.set_read_timeout(Some(POLL))?;
+        let send_timeout = self.machine.config().send_timeout;
         self.stream
-            .set_write_timeout(Some(self.shared.options.idle_timeout))
+            .set_write_timeout(Some(send_timeout.max(Duration::from_millis(1))))
     }
 
-    fn serve(&mut self) {
-        let mut last_input = clock::now();
-        loop {
-            if self.shared.stopping() {
-                return;
-            }
-            while let Some(next) = self.reader.poll_request() {
-                let request = match next {
-                    Ok(request) => request,
-                    Err(e) => {
-                        let _ = self.send(&HttpResponse::for_request_error(&e));
-                        return;
-                    }
-                };
-                let reply = self.shared.handle(&request);
-                let next = match reply {
-                    HttpReply::Complete(response) => match self.send(&response) {
-                        Ok(()) if !response.closes_connection() => Next::Continue,
-                        _ => Next::Close,
-                    },
-                    HttpReply::Stream(stream) => self.stream_reply(&stream),
-                    _ => Next::Close,
-                };
-                if matches!(next, Next::Close) {
-                    return;
-                }
-                last_input = clock::now();
-            }
-            if self.reader.is_finished() || !self.reader.wants_input() {
-                return;
-            }
-            match self.read() {
-                Ok(true) => last_input = clock::now(),
-                Ok(false) if (clock::now() - last_input) < self.shared.options.idle_timeout => {}
-                _ => return,
-            }
+    /// The machine's next transmit, taken under the endpoint's lock. With a stream open
+    /// and nothing to write, it sleeps on the condition variable in the same critical
+    /// section (so no wake-up is lost) until another thread gives the stream output,
+    /// the next deadline, or time to look at the socket.
+    fn transmit(&mut self, now: mcp_proto::Instant) -> Option<HttpTransmit> {
+        self.out.clear();
+        let mut endpoint = self.shared.endpoint();
+        let transmit = self
+            .machine
+            .poll_transmit(now, &mut endpoint, &mut self.out);
+        self.shared.wake_ready(&mut endpoint);
+        if transmit.is_none() && self.machine.stream().is_some() && !self.shared.stopping() {
+            let wait = self.until_due(WATCH);
+            let _ = self.shared.output.wait_timeout(endpoint, wait);
         }
+        transmit
     }
 
-    /// Reads once (up to [`POLL`]): `Ok(true)` when bytes or EOF arrived, `Ok(false)` on
-    /// timeout. Sends `100 Continue` when the request asked for it.
-    fn read(&mut self) -> io::Result<bool> {
+    /// Reads once, for at most [`POLL`] or until the machine's next deadline.
+    fn read(&mut self) {
+        let _ = self.stream.set_read_timeout(Some(self.until_due(POLL)));
         match self.stream.read(&mut self.buf) {
-            Ok(0) => {
-                self.eof = true;
-                self.reader.handle_eof();
-                Ok(true)
-            }
-            Ok(n) => {
-                self.reader.handle_input(&self.buf[..n]);
-                if self.reader.take_expect_continue() {
-                    self.stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
-                }
-                Ok(true)
-            }
+            Ok(0) => self.machine.handle_eof(clock::now()),
+            Ok(n) => self.machine.handle_input(clock::now(), &self.buf[..n]),
             Err(e)
                 if matches!(
                     e.kind(),
                     io::ErrorKind::WouldBlock
                         | io::ErrorKind::TimedOut
                         | io::ErrorKind::Interrupted
-                ) =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(e),
+                ) => {}
+            Err(_) => self.machine.handle_transport_error(clock::now()),
         }
     }
 
-    fn send(&mut self, response: &HttpResponse) -> io::Result<()> {
-        self.out.clear();
-        response.write(&mut self.out);
-        self.stream.write_all(&self.out)
-    }
-
-    /// Writes an open stream until it finishes, the client goes away, or the server stops.
-    fn stream_reply(&mut self, stream: &HttpStream) -> Next {
-        self.out.clear();
-        stream.write_head(&mut self.out);
-        if self.stream.write_all(&self.out).is_err() {
-            self.cancel(stream);
-            return Next::Close;
-        }
-        let mut last_write = clock::now();
-        loop {
-            if self.shared.stopping() {
-                self.cancel(stream);
-                return Next::Close;
-            }
-            self.out.clear();
-            let status = {
-                let mut endpoint = self.shared.endpoint();
-                if !endpoint.stream_ready(stream) {
-                    // Sleep until another thread gives this stream output, the next
-                    // keep-alive comment is due, or it is time to look at the socket.
-                    let keepalive = self.shared.options.sse_keepalive;
-                    let wait = keepalive
-                        .saturating_sub(clock::now() - last_write)
-                        .clamp(Duration::from_millis(1), WATCH);
-                    endpoint = self
-                        .shared
-                        .output
-                        .wait_timeout(endpoint, wait)
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .0;
-                }
-                endpoint.poll_stream(stream, &mut self.out)
-            };
-            if !self.out.is_empty() {
-                if self.stream.write_all(&self.out).is_err() {
-                    self.cancel(stream);
-                    return Next::Close;
-                }
-                last_write = clock::now();
-            }
-            if status == StreamStatus::Finished {
-                return if stream.closes_connection() {
-                    Next::Close
-                } else {
-                    Next::Continue
-                };
-            }
-            if (clock::now() - last_write) >= self.shared.options.sse_keepalive {
-                self.out.clear();
-                stream.write_comment(&mut self.out);
-                if self.stream.write_all(&self.out).is_err() {
-                    self.cancel(stream);
-                    return Next::Close;
-                }
-                last_write = clock::now();
-            }
-            if self.client_left() {
-                self.cancel(stream);
-                return Next::Close;
-            }
-        }
-    }
-
-    /// Whether the client closed the connection or it failed, looked at without
-    /// consuming anything: bytes waiting are pipelined requests, read after the stream.
-    fn client_left(&mut self) -> bool {
-        if self.eof {
-            return true;
-        }
-        if self.stream.set_nonblocking(true).is_err() {
-            return true;
-        }
+    /// During an open stream: whether the client closed the connection or it failed,
+    /// looked at without consuming anything (bytes waiting are pipelined requests).
+    fn watch(&mut self) {
         let mut probe = [0u8; 1];
-        let left = match self.stream.peek(&mut probe) {
-            Ok(0) => true,
-            Ok(_) => false,
-            Err(e) => !matches!(
-                e.kind(),
-                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
-            ),
-        };
-        left || self.stream.set_nonblocking(false).is_err()
+        let peeked = self
+            .stream
+            .set_nonblocking(true)
+            .and_then(|()| self.stream.peek(&mut probe));
+        let restored = self.stream.set_nonblocking(false);
+        let now = clock::now();
+        match (peeked, restored) {
+            (Ok(0), _) => self.machine.handle_eof(now),
+            (Ok(_), Ok(())) => {}
+            (Err(e), Ok(()))
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                ) => {}
+            _ => self.machine.handle_transport_error(now),
+        }
     }
 
-    fn cancel(&self, stream: &HttpStream) {
-        self.shared.cancel(stream);
+    /// The time until the machine's next deadline, at most `cap` (at least 1 ms: a zero
+    /// socket timeout means none).
+    fn until_due(&self, cap: Duration) -> Duration {
+        let due = self.machine.poll_timeout();
+        due.map_or(cap, |t| t.saturating_duration_since(clock::now()).min(cap))
+            .max(Duration::from_millis(1))
     }
 }

@@ -6,6 +6,8 @@ mod common;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use mcp_blocking::mcp_proto::http::{HttpLimits, ResponseEvent, ResponseHead, ResponseReader};
@@ -512,6 +514,63 @@ fn connection_limit() {
         }
         assert!(Instant::now() < deadline, "the slot was never freed");
         std::thread::sleep(Duration::from_millis(50));
+    }
+    server.stop();
+}
+
+/// Two clients dripping a request head, a byte every 800 ms, hold both places of a
+/// server with `max_connections = 2` only until the head deadline: a third client, told
+/// 503 meanwhile, is served within `head_timeout` + 1 s. (Before the head deadline, every
+/// byte restarted a 30 s idle timer, and such clients held the server indefinitely.)
+#[test]
+fn dripping_clients_cannot_hold_the_server() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut options = HttpServeOptions::default();
+    options.max_connections = 2;
+    options.head_timeout = Duration::from_secs(2);
+    let server = serve_http_with(listener, example::server(), options).unwrap();
+    let addr = server.local_addr();
+    let stop = Arc::new(AtomicBool::new(false));
+    let drippers: Vec<_> = (0..2)
+        .map(|_| {
+            let stop = Arc::clone(&stop);
+            let mut stream = TcpStream::connect(addr).unwrap();
+            std::thread::spawn(move || {
+                for b in modern(1, "tools/list", json!({}), &[]) {
+                    if stop.load(Ordering::SeqCst) || stream.write_all(&[b]).is_err() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(800));
+                }
+            })
+        })
+        .collect();
+    // Both are accepted, and hold the two places, before the third client comes.
+    std::thread::sleep(Duration::from_millis(200));
+    let started = Instant::now();
+    let limit = Duration::from_secs(3);
+    let mut refused = 0;
+    loop {
+        let mut c = Conn::open(addr);
+        let r = c.roundtrip(&modern(2, "tools/list", json!({}), &[]));
+        if r.status() == 200 {
+            break;
+        }
+        assert_eq!(r.status(), 503);
+        assert_eq!(r.head.header("retry-after"), Some("1"));
+        refused += 1;
+        assert!(
+            started.elapsed() < limit,
+            "still refused after {:?}",
+            started.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(started.elapsed() < limit, "{:?}", started.elapsed());
+    assert!(refused > 0, "the dripping clients never held the server");
+    stop.store(true, Ordering::SeqCst);
+    for dripper in drippers {
+        dripper.join().unwrap();
     }
     server.stop();
 }

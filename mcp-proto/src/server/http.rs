@@ -6,6 +6,11 @@
 //! * [`HttpEndpoint`] owns one [`Server`] and turns each request into an [`HttpReply`]:
 //!   a complete [`HttpResponse`], or an [`HttpStream`] (an SSE response whose end is not
 //!   known yet) that the adapter keeps polling with [`HttpEndpoint::poll_stream`].
+//! * [`HttpConnection`] makes the decisions of one connection over a shared endpoint:
+//!   what to write, when to read, the deadlines of a request (head, body rate, idle),
+//!   `100 Continue`, keep-alive or close, SSE comments on open streams, the graceful
+//!   close. [`HttpHost`] decides which connections are served and answers the rest with
+//!   503. An adapter built on these two only accepts, reads, writes, waits and wakes.
 //!
 //! # Theory of operation
 //!
@@ -88,12 +93,16 @@ use crate::version::Era;
 
 use super::Server;
 
+mod connection;
+mod host;
 mod reader;
 mod response;
 #[cfg(test)]
 mod tests;
 mod validate;
 
+pub use connection::{HttpCloseReason, HttpConnection, HttpConnectionConfig, HttpTransmit};
+pub use host::HttpHost;
 pub use reader::{HttpRequest, HttpRequestError, HttpRequestLimits, HttpRequestReader};
 pub use response::{HttpResponse, HttpStream};
 

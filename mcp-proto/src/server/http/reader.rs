@@ -251,6 +251,17 @@ impl HttpRequest {
     }
 }
 
+/// How far the request being read has come ([`HttpRequestReader::progress`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Progress {
+    /// No byte of it is held.
+    Nothing,
+    /// Part of its head is held.
+    Head,
+    /// Its head was read; this many body bytes arrived.
+    Body(usize),
+}
+
 #[derive(Debug)]
 enum State {
     /// Reading a head; `scanned` as in [`block_end`].
@@ -363,6 +374,26 @@ impl HttpRequestReader {
                 State::Head { .. } => self.eof && self.buf.is_empty(),
                 State::Body { .. } => false,
             }
+    }
+
+    /// Whether a parsed request (or the error that ends the connection) waits for
+    /// [`HttpRequestReader::poll_request`].
+    pub(super) fn has_request(&self) -> bool {
+        !self.queue.is_empty()
+    }
+
+    /// Parsed requests (and errors) waiting for [`HttpRequestReader::poll_request`].
+    pub(super) fn queued(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// How far the request being read has come.
+    pub(super) fn progress(&self) -> Progress {
+        match &self.state {
+            State::Head { .. } if !self.buf.is_empty() => Progress::Head,
+            State::Body { request, .. } => Progress::Body(request.body.len()),
+            State::Head { .. } | State::Closed | State::Failed => Progress::Nothing,
+        }
     }
 
     fn paused(&self) -> bool {

@@ -263,6 +263,7 @@ fn reason_phrase(status: u16) -> &'static str {
         404 => "Not Found",
         405 => "Method Not Allowed",
         406 => "Not Acceptable",
+        408 => "Request Timeout",
         411 => "Length Required",
         413 => "Content Too Large",
         415 => "Unsupported Media Type",

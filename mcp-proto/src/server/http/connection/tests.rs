@@ -1,0 +1,526 @@
+//! The connection machine on a fake clock: each decision, one test.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::server::example;
+use crate::server::http::HttpHost;
+
+fn at(ms: u64) -> Instant {
+    Instant::from_millis(ms)
+}
+
+fn endpoint() -> HttpEndpoint {
+    HttpEndpoint::new(example::server())
+}
+
+fn conn(now: Instant) -> HttpConnection {
+    HttpConnection::new(now, HttpConnectionConfig::default())
+}
+
+/// A POST of `body` to `/mcp` with `extra` header lines (each ending in CRLF).
+fn post(body: &str, extra: &str) -> Vec<u8> {
+    format!(
+        "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n{extra}\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+fn ping_body(id: i64) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "ping"}).to_string()
+}
+
+/// A legacy `ping`, answered before any `initialize`.
+fn ping(id: i64) -> Vec<u8> {
+    post(&ping_body(id), "")
+}
+
+/// A modern `tools/call` of `hang`, which never answers: an open stream.
+fn hang(id: i64) -> Vec<u8> {
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let params = json!({"name": "hang", "_meta": meta});
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
+    post(
+        &body.to_string(),
+        "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: hang\r\n",
+    )
+}
+
+fn legacy(body: &Value) -> Vec<u8> {
+    post(&body.to_string(), "MCP-Protocol-Version: 2025-06-18\r\n")
+}
+
+/// What one drain of `poll_transmit` handed out.
+#[derive(Debug, Default)]
+struct Drained {
+    bytes: Vec<u8>,
+    shutdown: bool,
+    closed: Option<HttpCloseReason>,
+}
+
+impl Drained {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.bytes).into_owned()
+    }
+
+    /// How many responses (final or interim) start in it.
+    fn responses(&self) -> usize {
+        self.text().matches("HTTP/1.1 ").count()
+    }
+}
+
+fn drain(c: &mut HttpConnection, ep: &mut HttpEndpoint, now: Instant) -> Drained {
+    let mut d = Drained::default();
+    let mut buf = Vec::new();
+    while let Some(t) = c.poll_transmit(now, ep, &mut buf) {
+        match t {
+            HttpTransmit::Write { len } => {
+                assert_eq!(len, buf.len());
+                d.bytes.append(&mut buf);
+            }
+            HttpTransmit::Shutdown => {
+                assert!(!d.shutdown, "one Shutdown");
+                d.shutdown = true;
+            }
+            HttpTransmit::Close { reason } => {
+                d.closed = Some(reason);
+                assert!(c.is_closed());
+                assert_eq!(c.poll_transmit(now, ep, &mut buf), None);
+                break;
+            }
+        }
+    }
+    d
+}
+
+/// The `data:` payloads of SSE text.
+fn sse(text: &str) -> Vec<Value> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect()
+}
+
+#[test]
+fn head_deadline_is_not_moved_by_dripping() {
+    let mut ep = endpoint();
+    let mut c = conn(at(0));
+    let limit = Duration::from_secs(10);
+    // The first request's head: due 10 s after the connection opened, whatever arrives.
+    assert_eq!(c.poll_timeout(), Some(at(10_000)));
+    for (i, b) in ping(1)[..12].iter().enumerate() {
+        let now = at(800 * (i as u64 + 1));
+        c.handle_input(now, &[*b]);
+        assert!(drain(&mut c, &mut ep, now).bytes.is_empty());
+        assert_eq!(c.poll_timeout(), Some(at(10_000)));
+        assert!(c.wants_input());
+    }
+    c.handle_timeout(at(9_999));
+    assert_eq!(c.close_reason(), None);
+    c.handle_timeout(at(10_000));
+    let d = drain(&mut c, &mut ep, at(10_000));
+    assert!(
+        d.text().starts_with("HTTP/1.1 408 Request Timeout\r\n"),
+        "{d:?}"
+    );
+    assert!(d.text().contains("Connection: close\r\n"));
+    assert!(d.shutdown);
+    assert_eq!(
+        c.close_reason(),
+        Some(&HttpCloseReason::HeadTimeout { limit })
+    );
+    // Lingering: input is read and dropped until the linger is over.
+    assert!(c.wants_input());
+    assert_eq!(c.poll_timeout(), Some(at(10_500)));
+    c.handle_input(at(10_100), b"more");
+    c.handle_timeout(at(10_500));
+    let d = drain(&mut c, &mut ep, at(10_500));
+    assert_eq!(d.closed, Some(HttpCloseReason::HeadTimeout { limit }));
+
+    // On a kept-alive connection the head's deadline runs from its first byte.
+    let mut c = conn(at(0));
+    c.handle_input(at(100), &ping(1));
+    assert_eq!(drain(&mut c, &mut ep, at(100)).responses(), 1);
+    c.handle_input(at(5_000), b"PO");
+    assert_eq!(c.poll_timeout(), Some(at(15_000)));
+    c.handle_input(at(14_000), b"ST /mcp");
+    assert_eq!(c.poll_timeout(), Some(at(15_000)));
+    // So does a drip of empty lines between requests.
+    let mut c = conn(at(0));
+    c.handle_input(at(100), &ping(1));
+    drain(&mut c, &mut ep, at(100));
+    c.handle_input(at(1_000), b"\r\n");
+    c.handle_input(at(9_000), b"\r\n");
+    assert_eq!(c.poll_timeout(), Some(at(11_000)));
+}
+
+#[test]
+fn a_silent_connection_closes_without_a_word() {
+    let mut ep = endpoint();
+    // Nothing at all: closed at the head deadline, nothing written, no linger.
+    let mut c = conn(at(0));
+    c.handle_timeout(at(10_000));
+    let d = drain(&mut c, &mut ep, at(10_000));
+    assert!(d.bytes.is_empty() && !d.shutdown);
+    let limit = Duration::from_secs(10);
+    assert_eq!(d.closed, Some(HttpCloseReason::HeadTimeout { limit }));
+
+    // Idle after an exchange: idle_timeout later, whatever came before.
+    let mut c = conn(at(0));
+    c.handle_input(at(9_000), &ping(1));
+    drain(&mut c, &mut ep, at(9_000));
+    assert_eq!(c.poll_timeout(), Some(at(39_000)));
+    c.handle_timeout(at(38_999));
+    assert!(drain(&mut c, &mut ep, at(38_999)).closed.is_none());
+    c.handle_timeout(at(39_000));
+    let d = drain(&mut c, &mut ep, at(39_000));
+    assert!(d.bytes.is_empty() && !d.shutdown);
+    let limit = Duration::from_secs(30);
+    assert_eq!(d.closed, Some(HttpCloseReason::IdleTimeout { limit }));
+}
+
+#[test]
+fn a_slow_body_is_cut() {
+    let mut ep = endpoint();
+    let body = ping_body(1);
+    let request = post(&body, "");
+    let head = &request[..request.len() - body.len()];
+    let slow = HttpCloseReason::SlowBody {
+        min_bytes_per_sec: 240,
+        grace: Duration::from_secs(5),
+    };
+
+    // A byte every 800 ms: 1/240 s earned per byte, 800 ms spent. Out after the grace.
+    let mut c = conn(at(0));
+    c.handle_input(at(0), head);
+    assert_eq!(c.poll_timeout(), Some(at(5_000)));
+    for (i, b) in body.as_bytes()[..6].iter().enumerate() {
+        c.handle_input(at(800 * (i as u64 + 1)), &[*b]);
+    }
+    let due = c.poll_timeout().unwrap();
+    assert!(due > at(5_000) && due < at(5_030), "{due:?}");
+    c.handle_timeout(due);
+    let d = drain(&mut c, &mut ep, due);
+    assert!(d.text().starts_with("HTTP/1.1 408 "), "{d:?}");
+    assert!(d.shutdown);
+    assert_eq!(c.close_reason(), Some(&slow));
+
+    // A body at the rate is read.
+    let mut c = conn(at(0));
+    c.handle_input(at(0), head);
+    let (a, b) = body.as_bytes().split_at(20);
+    c.handle_input(at(4_000), a);
+    c.handle_input(at(5_050), b);
+    let d = drain(&mut c, &mut ep, at(5_050));
+    assert!(d.text().starts_with("HTTP/1.1 200 OK\r\n"), "{d:?}");
+
+    // A burst earns no more than the grace: a stall after it is cut all the same.
+    let padded = format!("{body}{}", " ".repeat(4_000));
+    let request = post(&padded, "");
+    let (head, rest) = request.split_at(request.len() - padded.len());
+    let mut c = conn(at(0));
+    c.handle_input(at(0), head);
+    c.handle_input(at(1_000), &rest[..3_000]);
+    assert_eq!(c.poll_timeout(), Some(at(6_000)));
+    c.handle_timeout(at(6_000));
+    assert_eq!(drain(&mut c, &mut ep, at(6_000)).closed, None);
+    assert_eq!(c.close_reason(), Some(&slow));
+
+    // Rate 0: no rate, but no stall longer than the grace either.
+    let config = HttpConnectionConfig {
+        min_body_bytes_per_sec: 0,
+        ..HttpConnectionConfig::default()
+    };
+    let mut c = HttpConnection::new(at(0), config);
+    c.handle_input(at(0), head);
+    c.handle_input(at(4_000), &a[..1]);
+    assert_eq!(c.poll_timeout(), Some(at(9_000)));
+}
+
+#[test]
+fn keep_alive_or_close() {
+    let mut ep = endpoint();
+    let mut c = conn(at(0));
+    for id in 1..3 {
+        c.handle_input(at(10), &ping(id));
+        let d = drain(&mut c, &mut ep, at(10));
+        assert!(d.text().starts_with("HTTP/1.1 200 OK\r\n"), "{d:?}");
+        assert!(!d.shutdown && d.closed.is_none());
+        assert!(c.wants_input());
+    }
+    // Pipelined, the second asking to close: two answers in order, then the graceful
+    // close; the third request is never read.
+    let mut batch = ping(3);
+    batch.extend(post(&ping_body(4), "Connection: close\r\n"));
+    batch.extend(ping(5));
+    c.handle_input(at(20), &batch);
+    let d = drain(&mut c, &mut ep, at(20));
+    assert_eq!(d.responses(), 2);
+    let answers = d.text();
+    assert!(answers.find("\"id\":3").unwrap() < answers.find("\"id\":4").unwrap());
+    assert!(!answers.contains("\"id\":5"));
+    assert!(d.shutdown);
+    assert_eq!(c.close_reason(), Some(&HttpCloseReason::RequestedClose));
+    c.handle_eof(at(30));
+    let d = drain(&mut c, &mut ep, at(30));
+    assert_eq!(d.closed, Some(HttpCloseReason::RequestedClose));
+
+    // HTTP/1.0 without keep-alive closes too.
+    let mut c = conn(at(0));
+    let body = ping_body(1);
+    let request = format!(
+        "POST /mcp HTTP/1.0\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    c.handle_input(at(0), request.as_bytes());
+    let d = drain(&mut c, &mut ep, at(0));
+    assert!(d.text().contains("Connection: close\r\n") && d.shutdown);
+
+    // A request that cannot be read: its error, then the close.
+    let mut c = conn(at(0));
+    c.handle_input(at(0), b"NOT HTTP\r\n\r\n");
+    let d = drain(&mut c, &mut ep, at(0));
+    assert!(
+        d.text().starts_with("HTTP/1.1 400 Bad Request\r\n"),
+        "{d:?}"
+    );
+    assert!(d.shutdown);
+    assert!(matches!(
+        c.close_reason(),
+        Some(HttpCloseReason::BadRequest(
+            HttpRequestError::InvalidHead { .. }
+        ))
+    ));
+}
+
+#[test]
+fn a_half_closed_client_gets_its_answers() {
+    let mut ep = endpoint();
+    let mut c = conn(at(0));
+    let mut batch = ping(1);
+    batch.extend(ping(2));
+    c.handle_input(at(0), &batch);
+    c.handle_eof(at(0));
+    let d = drain(&mut c, &mut ep, at(0));
+    assert_eq!(d.responses(), 2);
+    // End of input seen: nothing to linger for.
+    assert!(!d.shutdown);
+    assert_eq!(d.closed, Some(HttpCloseReason::ClientClosed));
+
+    // Cut in the middle of a request: 400, then the close.
+    let mut c = conn(at(0));
+    c.handle_input(at(0), &ping(1)[..20]);
+    c.handle_eof(at(0));
+    let d = drain(&mut c, &mut ep, at(0));
+    assert!(d.text().starts_with("HTTP/1.1 400 "), "{d:?}");
+    assert_eq!(
+        d.closed,
+        Some(HttpCloseReason::BadRequest(HttpRequestError::Truncated))
+    );
+}
+
+#[test]
+fn continue_is_sent_when_the_body_is_awaited_and_the_request_is_next() {
+    let mut ep = endpoint();
+    let body = ping_body(2);
+    let expecting = post(&body, "Expect: 100-continue\r\n");
+    let head = &expecting[..expecting.len() - body.len()];
+
+    let mut c = conn(at(0));
+    c.handle_input(at(0), head);
+    let d = drain(&mut c, &mut ep, at(0));
+    assert_eq!(d.text(), "HTTP/1.1 100 Continue\r\n\r\n");
+    c.handle_input(at(10), body.as_bytes());
+    let d = drain(&mut c, &mut ep, at(10));
+    assert!(d.text().starts_with("HTTP/1.1 200 OK\r\n"), "{d:?}");
+
+    // The body came with the head: no 100.
+    c.handle_input(at(20), &expecting);
+    let d = drain(&mut c, &mut ep, at(20));
+    assert_eq!(d.responses(), 1);
+    assert!(d.text().starts_with("HTTP/1.1 200 OK\r\n"));
+
+    // Behind a pipelined request: after that request's answer, never before.
+    let mut batch = ping(1);
+    batch.extend_from_slice(head);
+    c.handle_input(at(30), &batch);
+    let d = drain(&mut c, &mut ep, at(30));
+    assert_eq!(d.responses(), 2);
+    assert!(d.text().starts_with("HTTP/1.1 200 OK\r\n"));
+    assert!(d.text().ends_with("HTTP/1.1 100 Continue\r\n\r\n"));
+    c.handle_input(at(40), body.as_bytes());
+    assert_eq!(drain(&mut c, &mut ep, at(40)).responses(), 1);
+
+    // Behind an open stream: not while it is open.
+    let mut c = conn(at(0));
+    let mut batch = hang(1);
+    batch.extend_from_slice(head);
+    c.handle_input(at(0), &batch);
+    let d = drain(&mut c, &mut ep, at(0));
+    assert!(d.text().contains("text/event-stream"));
+    assert!(!d.text().contains("100 Continue"));
+}
+
+#[test]
+fn an_open_stream_wants_no_input_and_holds_pipelined_requests() {
+    let mut ep = endpoint();
+    let mut c = conn(at(0));
+    let initialize = legacy(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "t", "version": "1"}}}));
+    c.handle_input(at(0), &initialize);
+    assert_eq!(drain(&mut c, &mut ep, at(0)).responses(), 1);
+
+    // confirm asks through elicitation/create on an open stream; a ping is pipelined.
+    let mut batch = legacy(
+        &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "confirm"}}),
+    );
+    batch.extend(ping(8));
+    c.handle_input(at(10), &batch);
+    let d = drain(&mut c, &mut ep, at(10));
+    assert_eq!(d.responses(), 1, "the ping waits: {d:?}");
+    let ask = sse(&d.text()).remove(0);
+    assert_eq!(ask["method"], "elicitation/create");
+    assert!(c.stream().is_some());
+    assert!(!c.wants_input());
+    assert_eq!(c.poll_timeout(), Some(at(15_010)));
+    // Nothing to say yet.
+    assert!(drain(&mut c, &mut ep, at(20)).bytes.is_empty());
+
+    // The answer comes on another connection; the endpoint names the stream.
+    let mut other = conn(at(30));
+    let answer = json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "decline"}});
+    other.handle_input(at(30), &legacy(&answer));
+    assert!(
+        drain(&mut other, &mut ep, at(30))
+            .text()
+            .starts_with("HTTP/1.1 202 ")
+    );
+    assert_eq!(ep.poll_ready(), c.stream());
+
+    // The result ends the stream; then the pipelined ping is answered.
+    let d = drain(&mut c, &mut ep, at(40));
+    let text = d.text();
+    let end = text.find("0\r\n\r\n").unwrap();
+    assert!(text[..end].contains("declined"), "{text}");
+    assert!(text[end..].contains("HTTP/1.1 200 OK\r\n") && text.contains("\"id\":8"));
+    assert!(c.stream().is_none() && c.wants_input());
+    assert_eq!(c.poll_timeout(), Some(at(30_040)));
+}
+
+#[test]
+fn keep_alive_comments_on_a_silent_stream() {
+    let mut ep = endpoint();
+    let mut c = conn(at(0));
+    c.handle_input(at(0), &hang(1));
+    drain(&mut c, &mut ep, at(0));
+    assert_eq!(c.poll_timeout(), Some(at(15_000)));
+    c.handle_timeout(at(14_999));
+    assert!(drain(&mut c, &mut ep, at(14_999)).bytes.is_empty());
+    c.handle_timeout(at(15_000));
+    let d = drain(&mut c, &mut ep, at(15_000));
+    assert_eq!(d.text(), "e\r\n: keep-alive\n\n\r\n");
+    assert_eq!(c.poll_timeout(), Some(at(30_000)));
+
+    // Zero turns them off.
+    let config = HttpConnectionConfig {
+        sse_keepalive: Duration::ZERO,
+        ..HttpConnectionConfig::default()
+    };
+    let mut c = HttpConnection::new(at(0), config);
+    c.handle_input(at(0), &hang(2));
+    drain(&mut c, &mut ep, at(0));
+    assert_eq!(c.poll_timeout(), None);
+}
+
+#[test]
+fn leaving_an_open_stream_cancels_it() {
+    type Leave = fn(&mut HttpConnection);
+    let cases: [(Leave, HttpCloseReason); 3] = [
+        (|c| c.handle_eof(at(5)), HttpCloseReason::StreamAbandoned),
+        (
+            |c| c.handle_transport_error(at(5)),
+            HttpCloseReason::TransportError,
+        ),
+        (|c| c.close(at(5)), HttpCloseReason::Stopped),
+    ];
+    for (leave, reason) in cases {
+        let mut ep = endpoint();
+        let mut c = conn(at(0));
+        c.handle_input(at(0), &hang(1));
+        drain(&mut c, &mut ep, at(0));
+        assert_eq!(ep.open_streams(), 1);
+        leave(&mut c);
+        assert!(!c.wants_input());
+        let d = drain(&mut c, &mut ep, at(5));
+        assert!(d.bytes.is_empty() && !d.shutdown, "{d:?}");
+        assert_eq!(d.closed, Some(reason));
+        assert_eq!(ep.open_streams(), 0);
+    }
+
+    // Stopping an idle connection closes it at once; a lingering one stops lingering.
+    let mut ep = endpoint();
+    let mut c = conn(at(0));
+    c.close(at(1));
+    assert_eq!(
+        drain(&mut c, &mut ep, at(1)).closed,
+        Some(HttpCloseReason::Stopped)
+    );
+    let mut c = conn(at(0));
+    c.handle_input(at(0), &post(&ping_body(1), "Connection: close\r\n"));
+    assert!(drain(&mut c, &mut ep, at(0)).shutdown);
+    c.close(at(1));
+    assert_eq!(
+        drain(&mut c, &mut ep, at(1)).closed,
+        Some(HttpCloseReason::RequestedClose)
+    );
+}
+
+#[test]
+fn the_host_refuses_over_the_bound() {
+    let mut ep = endpoint();
+    let host = HttpHost::new(2, HttpConnectionConfig::default());
+    let a = host.accept(at(0)).unwrap();
+    let mut b = host.accept(at(0)).unwrap();
+    let mut c = host.accept(at(0)).unwrap();
+    assert!(!a.is_refusal() && !b.is_refusal() && c.is_refusal());
+    assert_eq!((host.connections(), host.closing()), (2, 1));
+    let d = drain(&mut c, &mut ep, at(0));
+    let text = d.text();
+    assert!(
+        text.starts_with("HTTP/1.1 503 Service Unavailable\r\n"),
+        "{text}"
+    );
+    assert!(text.contains("Retry-After: 1\r\n") && text.contains("Connection: close\r\n"));
+    assert!(d.shutdown);
+    assert_eq!(c.close_reason(), Some(&HttpCloseReason::Refused));
+    drop(c);
+    assert_eq!(host.closing(), 0);
+
+    // A connection that starts closing frees its place at once; dropping frees the rest.
+    b.handle_input(at(1), &post(&ping_body(1), "Connection: close\r\n"));
+    assert!(drain(&mut b, &mut ep, at(1)).shutdown);
+    assert_eq!((host.connections(), host.closing()), (1, 1));
+    let d = host.accept(at(2)).unwrap();
+    assert!(!d.is_refusal());
+    drop((a, b, d));
+    assert_eq!((host.connections(), host.closing()), (0, 0));
+
+    // Refusals are bounded too (max_connections, at least 16): past that, None.
+    let host = HttpHost::new(1, HttpConnectionConfig::default());
+    let served = host.accept(at(0)).unwrap();
+    let refused: Vec<_> = (0..16).map(|_| host.accept(at(0)).unwrap()).collect();
+    assert!(refused.iter().all(HttpConnection::is_refusal));
+    assert!(host.accept(at(0)).is_none());
+    drop(refused);
+    assert!(host.accept(at(0)).unwrap().is_refusal());
+    drop(served);
+    assert!(!host.accept(at(0)).unwrap().is_refusal());
+}

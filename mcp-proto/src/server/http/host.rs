@@ -1,0 +1,151 @@
+//! Admission of connections: how many are served at once, and what happens to one more.
+//!
+//! # Theory of operation
+//!
+//! [`HttpHost::accept`] is asked about every connection the adapter accepts. While fewer
+//! than `max_connections` are served, the new one is served: an [`HttpConnection`] that
+//! reads requests. Past that it gets a refusing machine, which writes `503 Service
+//! Unavailable` with `Retry-After: 1` and `Connection: close` and closes gracefully. When
+//! `max_connections` (at least 16) are already on their way out (refused, or closing
+//! after their last response, lingering), `accept` says `None`: close the socket without
+//! a word. So a flood of connections never costs more than the two bounds in threads or
+//! tasks.
+//!
+//! A served connection that starts closing moves to the closing count when there is room
+//! there, so that its linger does not hold a place a new client could use; it frees its
+//! place when the machine is dropped. The counts live in the machines' permits, so an
+//! adapter has nothing to report: dropping a machine, on any path, frees what it held.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::Instant;
+
+use super::{HttpConnection, HttpConnectionConfig};
+
+/// Decides which connections are served; see the module docs. Clones share the counts.
+///
+/// ```
+/// use mcp_proto::Instant;
+/// use mcp_proto::server::http::{HttpConnectionConfig, HttpHost};
+///
+/// let host = HttpHost::new(1, HttpConnectionConfig::default());
+/// let served = host.accept(Instant::ZERO).unwrap();
+/// assert!(!served.is_refusal());
+/// let refused = host.accept(Instant::ZERO).unwrap();
+/// assert!(refused.is_refusal());
+/// drop(served);
+/// assert_eq!(host.connections(), 0);
+/// ```
+#[derive(Clone, Debug)]
+pub struct HttpHost {
+    counts: Arc<Counts>,
+    config: HttpConnectionConfig,
+}
+
+#[derive(Debug)]
+struct Counts {
+    max_connections: usize,
+    max_closing: usize,
+    serving: AtomicUsize,
+    closing: AtomicUsize,
+}
+
+impl HttpHost {
+    /// Serves at most `max_connections` connections at once (0 counts as 1), each with
+    /// `config`.
+    #[must_use]
+    pub fn new(max_connections: usize, config: HttpConnectionConfig) -> Self {
+        HttpHost {
+            counts: Arc::new(Counts {
+                max_connections: max_connections.max(1),
+                max_closing: max_connections.max(16),
+                serving: AtomicUsize::new(0),
+                closing: AtomicUsize::new(0),
+            }),
+            config,
+        }
+    }
+
+    /// The configuration of the connections it hands out.
+    #[must_use]
+    pub fn config(&self) -> &HttpConnectionConfig {
+        &self.config
+    }
+
+    /// The machine for a connection accepted at `now`: a served one, a refusing one
+    /// ([`HttpConnection::is_refusal`]) when `max_connections` are served, or `None`
+    /// when `max_connections` (at least 16) are already on their way out: close the
+    /// socket at once.
+    #[must_use]
+    pub fn accept(&self, now: Instant) -> Option<HttpConnection> {
+        let max = self.counts.max_connections;
+        let permit = |leaving| Permit {
+            counts: Arc::clone(&self.counts),
+            leaving,
+        };
+        if take(&self.counts.serving, max) {
+            let conn = HttpConnection::new(now, self.config.clone());
+            return Some(conn.with_permit(permit(false)));
+        }
+        if take(&self.counts.closing, self.counts.max_closing) {
+            return Some(HttpConnection::refusal(
+                now,
+                self.config.clone(),
+                permit(true),
+            ));
+        }
+        None
+    }
+
+    /// Connections served now (not refused, not closing).
+    #[must_use]
+    pub fn connections(&self) -> usize {
+        self.counts.serving.load(Ordering::SeqCst)
+    }
+
+    /// Connections on their way out now: refused, or closing.
+    #[must_use]
+    pub fn closing(&self) -> usize {
+        self.counts.closing.load(Ordering::SeqCst)
+    }
+}
+
+/// Takes one of `max` places in `count`, if one is free.
+fn take(count: &AtomicUsize, max: usize) -> bool {
+    count
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+            (n < max).then_some(n + 1)
+        })
+        .is_ok()
+}
+
+/// The place a connection holds in its [`HttpHost`]'s counts, given back on drop.
+#[derive(Debug)]
+pub(super) struct Permit {
+    counts: Arc<Counts>,
+    /// Counted among the closing connections rather than the served ones.
+    leaving: bool,
+}
+
+impl Permit {
+    /// The connection started closing: its served place is free for a new client, when
+    /// there is room among the closing ones.
+    pub(super) fn leave(&mut self) {
+        if !self.leaving && take(&self.counts.closing, self.counts.max_closing) {
+            self.leaving = true;
+            self.counts.serving.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        let count = if self.leaving {
+            &self.counts.closing
+        } else {
+            &self.counts.serving
+        };
+        count.fetch_sub(1, Ordering::SeqCst);
+    }
+}
