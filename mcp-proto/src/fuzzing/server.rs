@@ -294,7 +294,7 @@ fn modern_meta(caps: Value) -> Value {
 const BAD_STATE: &str = "Invalid or expired requestState";
 
 /// One modern `tools/call` with `requestState` set to `token`, answered by a fresh
-/// server: exactly one response, to id 1.
+/// server (fed the message whole, so any token fits): exactly one response, to id 1.
 fn call_with_state(name: &str, token: &str, responses: Value) -> Result<Value, (i64, String)> {
     let now = Instant::ZERO;
     let mut server = fuzz_server(0);
@@ -306,9 +306,10 @@ fn call_with_state(name: &str, token: &str, responses: Value) -> Result<Value, (
         "inputResponses": responses,
         "_meta": modern_meta(caps),
     }});
-    let mut line = serde_json::to_vec(&request).unwrap_or_default();
-    line.push(b'\n');
-    server.handle_input(now, &line);
+    // Whole, as a transport with its own framing gives it: a long token is not an
+    // oversized stdio line.
+    let json = serde_json::to_vec(&request).unwrap_or_default();
+    server.handle_json(now, &json);
     let mut out = Vec::new();
     while server.poll_transmit(now, &mut out).is_some() {}
     let mut lines = out.split(|b| *b == b'\n').filter(|l| !l.is_empty());
