@@ -4,7 +4,10 @@
 # while other work goes on (NICE, default 19).
 #
 # * New inputs go to fuzz/corpus/<target> (committed), which is minimised afterwards
-#   with `cargo fuzz cmin`; crashes go to fuzz/artifacts/<target> (not committed).
+#   with `cargo fuzz cmin` to the inputs that reach distinct code edges (CMIN_FLAGS,
+#   default `-use_counters=0`: hit counts do not count, which keeps a corpus to a few
+#   hundred KiB with the same edge coverage); crashes go to fuzz/artifacts/<target>
+#   (not committed).
 # * One row per target is appended to fuzz/campaigns.tsv (date, target, seconds,
 #   executions, libFuzzer's final `cov:` and `ft:`, corpus files and bytes after
 #   minimising, new crash files), and the table in fuzz/README.md is regenerated from
@@ -21,6 +24,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root/fuzz"
 per_target="${SECONDS_PER_TARGET:-600}"
 rss_limit_mb="${RSS_LIMIT_MB:-2048}"
+read -r -a cmin_flags <<<"${CMIN_FLAGS:--use_counters=0}"
 niceness="${NICE:-19}"
 log_dir="$root/fuzz/target/campaign-logs"
 table="$root/fuzz/campaigns.tsv"
@@ -74,8 +78,9 @@ for target in "${targets[@]}"; do
     executions=$(sed -n 's/^#\([0-9]*\).*/\1/p' <<<"$last")
   fi
   echo "== $target: minimising the corpus"
-  low cargo fuzz cmin -O "$target" "corpus/$target" -- -rss_limit_mb="$rss_limit_mb" \
-    >>"$log" 2>&1 || echo "   cmin failed; the corpus is left as it was (see $log)"
+  low cargo fuzz cmin -O "$target" "corpus/$target" -- \
+    -rss_limit_mb="$rss_limit_mb" "${cmin_flags[@]}" >>"$log" 2>&1 ||
+    echo "   cmin failed; the corpus is left as it was (see $log)"
   files=$(find "corpus/$target" -type f | wc -l)
   bytes=$(find "corpus/$target" -type f -printf '%s\n' | awk '{s += $1} END {print s + 0}')
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$target" \
