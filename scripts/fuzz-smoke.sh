@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Builds every fuzz target, replays its committed corpus (fuzz/corpus/<target>: every
-# input run once, `-runs=0`), then fuzzes each one briefly (SECONDS_PER_TARGET, default
-# 20). The brief runs start from the committed corpus but write what they find to
+# Builds every fuzz target, replays its committed corpus (fuzz/corpus/<target>) and the
+# inputs that once made it fail (fuzz/regressions/<target>), every input run once
+# (`-runs=0`), then fuzzes each one briefly (SECONDS_PER_TARGET, default 20). The brief runs start from the committed corpus but write what they find to
 # fuzz/target/smoke-corpus/<target>, so the committed corpus only changes through
 # scripts/fuzz-campaign.sh.
 # cargo-fuzz needs nightly-only compiler flags; RUSTC_BOOTSTRAP lets the stable
@@ -17,8 +17,11 @@ cargo fuzz build -O
 targets=$(cargo fuzz list)
 for target in $targets; do
   mkdir -p "corpus/$target"
-  echo "replaying the corpus of $target ($(find "corpus/$target" -type f | wc -l) inputs)"
-  cargo fuzz run -O "$target" "corpus/$target" -- -runs=0 -rss_limit_mb=2048
+  for dir in "corpus/$target" "regressions/$target"; do
+    [ -d "$dir" ] || continue
+    echo "replaying $dir ($(find "$dir" -type f | wc -l) inputs)"
+    cargo fuzz run -O "$target" "$dir" -- -runs=0 -rss_limit_mb=2048
+  done
 done
 for target in $targets; do
   scratch="target/smoke-corpus/$target"
