@@ -63,6 +63,9 @@ mod command;
 pub mod ending;
 mod era_cache;
 mod error;
+/// Entry points for the fuzz targets in `fuzz/`; compiled always so CI keeps them building.
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod http;
 mod inbox;
 mod options;

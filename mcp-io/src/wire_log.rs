@@ -385,6 +385,9 @@ struct Lines {
     line: Vec<u8>,
     /// Part of the current line was passed on already.
     continued: bool,
+    /// The input so far ended with a `\r` not yet in `line`: the next byte tells whether
+    /// it ends the line (`\n`) or belongs to it.
+    cr: bool,
 }
 
 /// One piece handed on by [`Lines`].
@@ -407,34 +410,49 @@ impl Lines {
                 }
                 None => (std::mem::take(&mut data), false),
             };
+            // The `\r` of a `\r\n` is not part of the line, whether it came with this
+            // chunk or ended the input before it. One that ends the input is held back,
+            // so the line is cut into the same pieces however the bytes arrive.
+            let mut held = std::mem::take(&mut self.cr);
             if end {
-                // The `\r` of a `\r\n`, in this chunk or at the end of the line so far.
                 match chunk.strip_suffix(b"\r") {
                     Some(rest) => chunk = rest,
-                    None if chunk.is_empty() && self.line.last() == Some(&b'\r') => {
-                        self.line.pop();
-                    }
+                    None if chunk.is_empty() => held = false,
                     None => {}
                 }
+            } else if let Some(rest) = chunk.strip_suffix(b"\r") {
+                chunk = rest;
+                self.cr = true;
             }
-            while !chunk.is_empty() {
-                // A full line is passed on only when more of it arrives, so that a
-                // line of exactly the maximum is one piece.
-                if self.line.len() == MAX_LOG_LINE {
-                    self.emit(false, emit);
-                }
-                let take = chunk.len().min(MAX_LOG_LINE - self.line.len());
-                self.line.extend_from_slice(&chunk[..take]);
-                chunk = &chunk[take..];
+            if held {
+                self.append(b"\r", emit);
             }
+            self.append(chunk, emit);
             if end {
                 self.emit(true, emit);
             }
         }
     }
 
+    /// Adds bytes to the current line, passing it on in pieces when it is full.
+    fn append(&mut self, mut chunk: &[u8], emit: &mut dyn FnMut(Piece<'_>)) {
+        while !chunk.is_empty() {
+            // A full line is passed on only when more of it arrives, so that a line of
+            // exactly the maximum is one piece.
+            if self.line.len() == MAX_LOG_LINE {
+                self.emit(false, emit);
+            }
+            let take = chunk.len().min(MAX_LOG_LINE - self.line.len());
+            self.line.extend_from_slice(&chunk[..take]);
+            chunk = &chunk[take..];
+        }
+    }
+
     /// Passes on what is left of an unfinished line.
     fn finish(&mut self, emit: &mut dyn FnMut(Piece<'_>)) {
+        if std::mem::take(&mut self.cr) {
+            self.append(b"\r", emit);
+        }
         if !self.line.is_empty() {
             self.emit(true, emit);
         }
@@ -454,6 +472,7 @@ impl Lines {
     fn clear(&mut self) {
         self.line.clear();
         self.continued = false;
+        self.cr = false;
     }
 }
 
@@ -868,6 +887,45 @@ mod tests {
         let seen = seen.lock().unwrap();
         assert_eq!(seen.len(), 1);
         assert_eq!(seen[0].1.len(), MAX_LOG_LINE);
+    }
+
+    #[test]
+    fn lines_do_not_depend_on_where_a_crlf_is_split() {
+        let run = |pieces: &[&[u8]]| {
+            let (mut log, seen) = recorder();
+            let mut lines = LineLog::new();
+            for p in pieces {
+                lines.feed(&mut log, Direction::Received, p);
+            }
+            lines.finish(&mut log, Direction::Received);
+            let seen = seen.lock().unwrap();
+            seen.iter().map(|(_, l)| l.clone()).collect::<Vec<_>>()
+        };
+        // A line of exactly the maximum, its `\r\n` split: one piece, not the line and
+        // an empty one.
+        let mut full = vec![b'y'; MAX_LOG_LINE];
+        full.extend_from_slice(b"\r\nz\r");
+        let whole = run(&[&full]);
+        assert_eq!(whole.len(), 2);
+        assert_eq!(whole[0].len(), MAX_LOG_LINE);
+        assert_eq!(whole[1], b"z\r");
+        for at in 0..full.len() {
+            let (a, b) = full.split_at(at);
+            if at < MAX_LOG_LINE - 2 {
+                continue;
+            }
+            assert_eq!(run(&[a, b]), whole, "split at {at}");
+        }
+        // A `\r` that is not before a `\n` stays in the line, however it arrives.
+        let text = b"a\rb\r\r\nc\r\n\r";
+        let whole = run(&[text]);
+        assert_eq!(whole, [&b"a\rb\r"[..], b"c", b"\r"]);
+        for at in 0..=text.len() {
+            let (a, b) = text.split_at(at);
+            assert_eq!(run(&[a, b]), whole, "split at {at}");
+        }
+        let bytes: Vec<&[u8]> = text.chunks(1).collect();
+        assert_eq!(run(&bytes), whole);
     }
 
     #[test]

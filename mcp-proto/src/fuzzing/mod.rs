@@ -167,4 +167,6 @@ pub fn client_with_server_bytes(data: &[u8], start: Instant) {
 
 pub mod http;
 pub mod http_client;
+pub mod http_endpoint;
+pub mod server;
 pub mod sse;

@@ -252,6 +252,7 @@ impl HttpEndpoint {
     /// end of the body, and returns [`StreamStatus::Finished`].
     pub fn poll_stream(&mut self, stream: &HttpStream, out: &mut Vec<u8>) -> StreamStatus {
         let Some(exchange) = self.exchanges.get_mut(&stream.key) else {
+            self.ready.remove(&stream.key);
             stream.write_end(out);
             return StreamStatus::Finished;
         };
@@ -475,6 +476,8 @@ impl HttpEndpoint {
                     .map(|(k, _)| *k);
                 if let (Some(key), None) = (open.next(), open.next()) {
                     self.cancel(now, key, "cancelled by the client");
+                    // The stream's end is output for it: its driver must hear of it.
+                    self.ready.insert(key);
                 }
             }
             return HttpResponse::new(202);

@@ -624,6 +624,33 @@ fn legacy_input_over_an_open_stream() {
 }
 
 #[test]
+fn a_posted_cancel_reports_the_stream_it_ends() {
+    let mut ep = endpoint();
+    let hang = modern(7, "tools/call", json!({"name": "hang"}), Some("hang"));
+    let s = stream(ep.handle_request(now(), &hang));
+    assert_eq!(ep.poll_ready(), None);
+    let cancel =
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}});
+    assert_eq!(
+        complete(ep.handle_request(now(), &post(&cancel, &[]))).status,
+        202
+    );
+    // The end of the stream is output: whoever serves it is told, without polling.
+    assert!(ep.stream_ready(&s));
+    assert_eq!(ep.poll_ready(), Some(s.id()));
+    assert_eq!(ep.poll_ready(), None);
+    let mut out = Vec::new();
+    assert_eq!(ep.poll_stream(&s, &mut out), StreamStatus::Finished);
+    assert_eq!(out, b"0\r\n\r\n");
+    assert_eq!(ep.open_streams(), 0);
+    // Polled before it was reported: not reported afterwards.
+    let s = stream(ep.handle_request(now(), &hang));
+    ep.handle_request(now(), &post(&cancel, &[]));
+    assert_eq!(ep.poll_stream(&s, &mut Vec::new()), StreamStatus::Finished);
+    assert_eq!(ep.poll_ready(), None);
+}
+
+#[test]
 fn unanswered_calls_stay_open_until_cancelled() {
     let mut ep = HttpEndpoint::with_config(
         example::server(),
