@@ -96,7 +96,8 @@ impl<F: Flavour> Client<F> {
         let channel = carrier::channel();
         let stdio = Stdio::start(command, &channel.0)?;
         let machine = proto::Client::stdio(config, clock::now());
-        let mut driver = Driver::new(machine, Box::new(stdio), channel, options, Inbox::default());
+        let inbox = Inbox::for_client(machine.config());
+        let mut driver = Driver::new(machine, Box::new(stdio), channel, options, inbox);
         let details = driver.connect()?;
         Ok(Client { driver, details })
     }

@@ -62,7 +62,6 @@ impl<F: Flavour> Driver<F> {
         options: Options<F>,
         inbox: Inbox,
     ) -> Driver<F> {
-        let budget = machine.config().limits.max_queued_event_bytes;
         let recording = Recording::start(&mut machine, &options);
         Driver {
             machine,
@@ -70,7 +69,7 @@ impl<F: Flavour> Driver<F> {
             rx,
             buf: Vec::new(),
             options,
-            inbox: inbox.notification_budget(budget),
+            inbox,
             completed: HashMap::new(),
             released: false,
             carrier,
@@ -101,7 +100,10 @@ impl<F: Flavour> Driver<F> {
         while let Ok(report) = self.rx.try_recv() {
             self.feed(report);
         }
-        self.machine.handle_timeout(clock::now());
+        let now = clock::now();
+        if self.machine.poll_timeout().is_some_and(|at| at <= now) {
+            self.machine.handle_timeout(now);
+        }
         self.settle();
         if let Some(reason) = &self.inbox.closed {
             return Err(Error::closed(reason.clone(), self.endpoint()));

@@ -264,8 +264,8 @@ impl<C: ?Sized> HttpOptions<C> {
         Ok(HttpStart {
             #[cfg(feature = "tls")]
             tls: needs_tls.then(|| http1_tls_config(self.tls.as_ref())),
-            inbox: Inbox::recording_era(self.era_cache.clone(), endpoint.origin())
-                .notification_budget(config.limits.max_queued_event_bytes),
+            inbox: Inbox::for_client(&config)
+                .recording_era(self.era_cache.clone(), endpoint.origin()),
             connect_timeout,
             url: endpoint,
             config,

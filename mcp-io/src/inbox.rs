@@ -3,7 +3,7 @@
 use std::collections::VecDeque;
 
 use mcp_proto::Limits;
-use mcp_proto::client::{CloseReason, Event, PeerError};
+use mcp_proto::client::{ClientConfig, CloseReason, Event, PeerError};
 use mcp_proto::jsonrpc::Notification;
 use mcp_proto::model::ServerDetails;
 
@@ -21,7 +21,7 @@ use crate::{EraCache, MAX_NOTIFICATIONS, MAX_PEER_ERRORS, push_newest};
 ///
 /// ```
 /// use mcp_io::Inbox;
-/// use mcp_proto::client::{CloseReason, Event, PeerError};
+/// use mcp_proto::client::{ClientConfig, CloseReason, Event, PeerError};
 ///
 /// let mut inbox = Inbox::default();
 /// assert!(inbox.keep(Event::NotificationsDropped { count: 2 }).is_none());
@@ -71,14 +71,20 @@ impl Default for Inbox {
 }
 
 impl Inbox {
-    /// An inbox that records the era the connection settles on in `cache`, under
+    /// The inbox of a connection made with `config`: notifications are kept within its
+    /// [`Limits::max_queued_event_bytes`], the machine's own budget. Both adapters start
+    /// from it.
+    #[must_use]
+    pub fn for_client(config: &ClientConfig) -> Self {
+        Inbox::default().notification_budget(config.limits.max_queued_event_bytes)
+    }
+
+    /// The same inbox, recording the era the connection settles on in `cache`, under
     /// `origin` (the endpoint's), when there is a cache.
     #[must_use]
-    pub fn recording_era(cache: Option<EraCache>, origin: &str) -> Self {
-        Inbox {
-            era_cache: cache.map(|c| (c, origin.to_owned())),
-            ..Self::default()
-        }
+    pub fn recording_era(mut self, cache: Option<EraCache>, origin: &str) -> Self {
+        self.era_cache = cache.map(|c| (c, origin.to_owned()));
+        self
     }
 
     /// The same inbox, keeping at most `bytes` of notifications (see

@@ -169,7 +169,7 @@ impl Client {
     ) -> Result<(Client, Driver<F>), Error> {
         let child = crate::stdio::spawn(&command)?;
         let limit = command.get_stderr_limit();
-        let inbox = Inbox::default().notification_budget(config.limits.max_queued_event_bytes);
+        let inbox = Inbox::for_client(&config);
         let shared = Arc::new(Shared::new(inbox, limit, Some(child.id())));
         let (client, channels) = Client::with_channels(shared.clone());
         let driver = Driver::new(Setup {
