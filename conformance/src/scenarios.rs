@@ -2,7 +2,14 @@
 
 use std::error::Error;
 
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
 use mcp_blocking::Client;
+use mcp_blocking::{
+    AuthConfig, ClientIdentity, EndpointUrl, Grant, HttpOptions, KeySigner, Options,
+};
 use mcp_proto::client::{AcceptDefaults, CallRequest, ClientConfig};
 use mcp_proto::model::ClientCapabilities;
 use mcp_proto::version::{EraMode, ProtocolVersion, VersionPolicy};
@@ -27,8 +34,7 @@ pub const SCENARIOS: &[(&str, Handler)] = &[
     ("http-standard-headers", standard_headers),
     ("http-custom-headers", custom_headers),
     ("http-invalid-tool-headers", invalid_tool_headers),
-    // OAuth: the client has no authorization flow yet. Each of these connects and lists
-    // tools, which fails with the server's 401 as a typed error.
+    // OAuth: the library's authorization flow, approved headless.
     ("auth/metadata-default", oauth),
     ("auth/metadata-var1", oauth),
     ("auth/metadata-var2", oauth),
@@ -233,11 +239,100 @@ fn invalid_tool_headers(ctx: &Ctx) -> Result<(), Box<dyn Error>> {
     Ok(())
 }
 
+/// The authorization scenarios: the library's OAuth flow, with the approval done
+/// headless (the suite's authorization server redirects at once; its `Location` is the
+/// callback). What the scenario's context provides picks the client identity and the
+/// grant.
 fn oauth(ctx: &Ctx) -> Result<(), Box<dyn Error>> {
-    let mut client = connect(ctx, ClientCapabilities::none())?;
-    client.list_tools()?;
+    let version = ProtocolVersion::parse(&ctx.version).unwrap_or(ProtocolVersion::V2026_07_28);
+    let mut auth = AuthConfig::new("http://127.0.0.1:8976/callback", [0; 32]);
+    auth.client_name = "mcp-rs-conformance".into();
+    auth.protocol_version = version;
+    auth.legacy_fallback =
+        version < ProtocolVersion::V2026_07_28 || ctx.scenario.starts_with("auth/2025-03-26");
+    let text = |k: &str| {
+        ctx.context
+            .get(k)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    auth.identity = match text("client_id") {
+        Some(client_id) => ClientIdentity::PreRegistered {
+            client_id,
+            client_secret: text("client_secret"),
+            issuer: None,
+        },
+        None => ClientIdentity::Auto {
+            cimd_url: Some("https://conformance-test.local/client-metadata.json".into()),
+        },
+    };
+    match ctx.scenario.as_str() {
+        "auth/client-credentials-basic" => auth.grant = Grant::ClientCredentials,
+        "auth/client-credentials-jwt" => {
+            auth.grant = Grant::ClientCredentials;
+            let pem = text("private_key_pem").ok_or("no private_key_pem in the context")?;
+            let alg = text("signing_algorithm");
+            auth.signer = Some(KeySigner::from_pem(&pem, alg.as_deref())?);
+        }
+        "auth/wif-jwt-bearer" => {
+            let assertion = text("valid_jwt").ok_or("no valid_jwt in the context")?;
+            auth.grant = Grant::JwtBearer { assertion };
+        }
+        _ => {}
+    }
+    let mut http = HttpOptions::new();
+    http.auth = Some(auth);
+    let options = Options::new().authorization_handler(headless_approval);
+    let mut client = Client::connect_http_with(
+        &ctx.url,
+        config(ctx, ClientCapabilities::none())?,
+        options,
+        http,
+    )?;
+    let tools = client.list_tools()?;
+    if let Some(tool) = tools.first() {
+        client.call_tool(&tool.name, json!({}))?;
+    }
     client.close();
     Ok(())
+}
+
+/// Approves without a browser: GETs the authorization URL (loopback only) without
+/// following the redirect, and returns its `Location`.
+fn headless_approval(url: &str) -> Result<String, String> {
+    let endpoint = EndpointUrl::parse(url, false).map_err(|e| e.to_string())?;
+    if !endpoint.is_loopback() {
+        return Err(format!("refusing to fetch {url}: not a loopback URL"));
+    }
+    let mut stream = TcpStream::connect((endpoint.host(), endpoint.port()))
+        .map_err(|e| format!("connecting to {}: {e}", endpoint.origin()))?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .map_err(|e| e.to_string())?;
+    let request = format!(
+        "GET {} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+        endpoint.target(),
+        endpoint.host_header()
+    );
+    stream
+        .write_all(request.as_bytes())
+        .map_err(|e| e.to_string())?;
+    let mut response = Vec::new();
+    let _ = stream.take(64 * 1024).read_to_end(&mut response);
+    let text = String::from_utf8_lossy(&response);
+    text.lines()
+        .take_while(|l| !l.is_empty())
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("location")
+                .then(|| value.trim().to_owned())
+        })
+        .ok_or_else(|| {
+            format!(
+                "the authorization endpoint did not redirect: {}",
+                text.lines().next().unwrap_or("")
+            )
+        })
 }
 
 #[cfg(test)]

@@ -216,10 +216,9 @@ impl<F: Flavour> Driver<F> {
             while let Some(event) = self.machine.poll_event() {
                 drained = true;
                 let machine = &mut self.machine;
-                let event = self.options.handle_event(event, |input, answer| {
-                    // Refused only for an input already voided: nothing to do.
-                    let _ = machine.respond(clock::now(), input, answer);
-                });
+                let event = self
+                    .options
+                    .handle_event(event, |reply| reply.apply(machine, clock::now()));
                 // Notifications stay in the inbox; an InputCancelled needs nothing, as the
                 // handler answers on the spot.
                 if let Some(Event::CallCompleted { call, outcome }) =

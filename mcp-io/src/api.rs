@@ -4,6 +4,7 @@
 //! types of the API, what this crate shares ([`Options`], [`Error`], [`StdioCommand`],
 //! …), and the crates behind the API.
 
+pub use crate::auth::{AuthorizationHandler, KeySigner, Reply};
 pub use crate::http::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_CONNECTIONS, TlsUnavailable};
 /// Transcripts of a connection ([`Options::transcript`]) and their replay.
 pub use crate::transcript;
@@ -12,6 +13,7 @@ pub use crate::{
     Options, Progress, ProgressHandler, ResolveError, Sendable, Shutdown, StdioCommand,
     TranscriptSink, TransportError, TransportErrorKind, WireLog,
 };
+pub use mcp_proto::auth::{AuthConfig, AuthError, ClientIdentity, Credentials, Grant};
 pub use mcp_proto::client::{
     AcceptDefaults, CallError, CallId, CallOutput, CallRequest, ClientConfig, CloseReason,
     DeclineAll, HttpFailure, InputAnswer, InputHandler, InputRequest, Origin, PeerError,

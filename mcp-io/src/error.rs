@@ -87,6 +87,9 @@ pub enum Error {
     /// connection.
     #[error(transparent)]
     Transport(TransportError),
+    /// The operating system had no random numbers for the authorization flow.
+    #[error("no entropy for authorization: {0}")]
+    Entropy(String),
     /// `mcp-smol` only: the `Driver` was dropped before the connection ended, so nothing
     /// can answer this request.
     #[error("the mcp-smol Driver is not running (it was dropped before the connection closed)")]
@@ -95,7 +98,7 @@ pub enum Error {
 
 impl Error {
     /// A short, stable name for the kind of failure, for scripts: `spawn`, `connect`,
-    /// `legacy-server`, `negotiation`, `auth-required`, `http`, `closed`, `server-error`,
+    /// `legacy-server`, `negotiation`, `auth-required`, `auth-failed`, `http`, `closed`, `server-error`,
     /// `unknown-name` and `invalid-arguments` (a `-32602` that says which), `timeout`,
     /// `invalid-response`, `input`, `limit`, `cancelled`, `session-expired`, `call`,
     /// `misuse`, `invalid-url`, `tls-unavailable`, `driver-gone`; below HTTP
@@ -110,6 +113,7 @@ impl Error {
                 CloseReason::Refused(_) => "server-error",
                 CloseReason::HandshakeTimeout(_) => "timeout",
                 CloseReason::AuthRequired { .. } => "auth-required",
+                CloseReason::Authorization(_) => "auth-failed",
                 CloseReason::Http(_) => "http",
                 _ => "connect",
             },
@@ -127,6 +131,7 @@ impl Error {
                 CallError::InvalidInputRequest(_) | CallError::InputRefused(_) => "input",
                 CallError::Http(_) => "http",
                 CallError::SessionExpired => "session-expired",
+                CallError::Authorization(_) => "auth-failed",
                 CallError::Peer(
                     PeerError::Oversized { .. }
                     | PeerError::Malformed {
@@ -140,6 +145,7 @@ impl Error {
             Error::InvalidUrl { .. } => "invalid-url",
             Error::TlsUnavailable(_) => "tls-unavailable",
             Error::Transport(e) => e.kind().name(),
+            Error::Entropy(_) => "entropy",
             Error::DriverGone => "driver-gone",
         }
     }

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use mcp_proto::auth::AuthConfig;
 use mcp_proto::client::ClientConfig;
 use mcp_proto::client::http::HttpConfig;
 use mcp_proto::http::EndpointUrl;
@@ -102,6 +103,11 @@ pub struct HttpOptions<C: ?Sized> {
     /// Remembers each origin's era, so that a legacy server is not probed again; see
     /// [`EraCache`]. Default none.
     pub era_cache: Option<EraCache>,
+    /// OAuth authorization: a `401` starts the [flow](mcp_proto::auth) instead of
+    /// failing. The adapter mixes fresh entropy into its seed and gives it the Unix
+    /// time; a person's approval goes through the
+    /// [`authorization_handler`](crate::Options::authorization_handler). Default none.
+    pub auth: Option<AuthConfig>,
 }
 
 impl<C: ?Sized> HttpOptions<C> {
@@ -120,6 +126,7 @@ impl<C: ?Sized> HttpOptions<C> {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             era_cache: None,
+            auth: None,
         }
     }
 
@@ -261,6 +268,13 @@ impl<C: ?Sized> HttpOptions<C> {
             .saturating_sub(CONNECT_BACKSTOP)
             .max(CONNECT_BACKSTOP);
         http.close_timeout = grace.min(MAX_CLOSE_WAIT);
+        if let Some(auth) = &self.auth {
+            let (mut auth, unix) =
+                crate::auth::prepare_auth(auth.clone()).map_err(Error::Entropy)?;
+            auth.allow_insecure |= self.allow_insecure_remote;
+            http.auth = Some(auth);
+            http.unix_time = unix;
+        }
         Ok(HttpStart {
             #[cfg(feature = "tls")]
             tls: needs_tls.then(|| http1_tls_config(self.tls.as_ref())),
@@ -282,6 +296,7 @@ impl<C: ?Sized> Clone for HttpOptions<C> {
             connector: self.connector.clone(),
             authorization: self.authorization.clone(),
             era_cache: self.era_cache.clone(),
+            auth: self.auth.clone(),
             ..*self
         }
     }
@@ -308,6 +323,7 @@ impl<C: ?Sized> fmt::Debug for HttpOptions<C> {
             .field("max_connections", &self.max_connections)
             .field("idle_timeout", &self.idle_timeout)
             .field("era_cache", &self.era_cache)
+            .field("auth", &self.auth)
             .finish()
     }
 }

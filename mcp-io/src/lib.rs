@@ -57,6 +57,7 @@
 #![warn(missing_docs)]
 
 pub mod api;
+pub mod auth;
 mod child;
 pub mod clock;
 mod command;

@@ -7,7 +7,10 @@ use std::fmt;
 use std::time::Duration;
 
 use mcp_proto::Instant;
-use mcp_proto::client::{CallId, DeclineAll, Event, InputAnswer, InputHandler, InputId};
+use mcp_proto::auth::Credentials;
+use mcp_proto::client::{CallId, DeclineAll, Event, InputHandler};
+
+use crate::auth::{AuthorizationHandler, Reply};
 
 /// Default time a server gets to exit after its stdin is closed, before it is killed: 2 s.
 pub const DEFAULT_GRACE_PERIOD: Duration = Duration::from_secs(2);
@@ -31,6 +34,10 @@ pub type ProgressHandler<F = Sendable> = Box<<F as Flavour>::Progress>;
 /// parameters (`access_token`, `api_key`, …) replaced by `[redacted]`; see
 /// [`crate::wire_log`] for the exact rules.
 pub type WireLog<F = Sendable> = Box<<F as Flavour>::WireLog>;
+
+/// Called with the credentials an authorization produced, to keep them for the next
+/// run (they hold secrets: store them privately).
+pub type CredentialSink = Box<dyn FnMut(&Credentials) + Send>;
 
 /// Called with every line of the connection's transcript (one JSON document, without a
 /// line end), secrets redacted: `Send` in the default flavour ([`Sendable`]), any
@@ -212,6 +219,13 @@ pub struct Options<F: Flavour = Sendable> {
     /// [`TranscriptSink`] and [`crate::transcript`]): the machine records when this is
     /// set as the client connects. Default none.
     pub transcript: Option<TranscriptSink<F>>,
+    /// Gets a person's approval when an authorization needs one (HTTP with
+    /// [`HttpOptions::auth`](crate::http::HttpOptions::auth) set). Default none: such an
+    /// authorization fails at once, naming the URL that was to be opened.
+    pub authorization_handler: Option<Box<dyn AuthorizationHandler + Send>>,
+    /// Called with the credentials whenever an authorization changed them (new tokens,
+    /// a registration), to keep them for the next run. Default none.
+    pub on_credentials: Option<CredentialSink>,
 }
 
 impl Options {
@@ -272,6 +286,8 @@ impl Options {
             wire_log: self.wire_log.map(|l| l as WireLog<Local>),
             redact_headers: self.redact_headers,
             transcript: self.transcript.map(|t| t as TranscriptSink<Local>),
+            authorization_handler: self.authorization_handler,
+            on_credentials: self.on_credentials,
         }
     }
 }
@@ -328,7 +344,26 @@ impl<F: Flavour> Options<F> {
             wire_log: None,
             redact_headers: Vec::new(),
             transcript: None,
+            authorization_handler: None,
+            on_credentials: None,
         }
+    }
+
+    /// The same options with an [`AuthorizationHandler`].
+    #[must_use]
+    pub fn authorization_handler(
+        mut self,
+        handler: impl AuthorizationHandler + Send + 'static,
+    ) -> Self {
+        self.authorization_handler = Some(Box::new(handler));
+        self
+    }
+
+    /// The same options with a callback for changed credentials.
+    #[must_use]
+    pub fn on_credentials(mut self, f: impl FnMut(&Credentials) + Send + 'static) -> Self {
+        self.on_credentials = Some(Box::new(f));
+        self
     }
 
     /// The same options with another grace period.
@@ -385,9 +420,13 @@ impl<F: Flavour> Options<F> {
     /// * [`Event::Progress`] goes to the [progress callback](Options::on_progress), if
     ///   any;
     /// * [`Event::InputRequested`] is answered on the spot by the
-    ///   [`input_handler`](Options::input_handler): `respond` gets the answer, to hand
-    ///   to the machine's `respond`. Nothing is ever left waiting, so the machine's
+    ///   [`input_handler`](Options::input_handler): `reply` gets the answer, to apply to
+    ///   the machine ([`Reply::apply`]). Nothing is ever left waiting, so the machine's
     ///   `InputCancelled` needs no handling.
+    /// * [`Event::AuthorizationRequested`] goes to the
+    ///   [`authorization_handler`](Options::authorization_handler), and `reply` gets the
+    ///   callback URL it returned, or the reason there is none;
+    /// * [`Event::CredentialsChanged`] goes to [`on_credentials`](Options::on_credentials).
     ///
     /// Every other event is returned for the caller to handle.
     ///
@@ -397,14 +436,10 @@ impl<F: Flavour> Options<F> {
     ///
     /// let mut options = Options::new();
     /// let event = Event::NotificationsDropped { count: 3 };
-    /// let left = options.handle_event(event, |_, _| unreachable!());
+    /// let left = options.handle_event(event, |_| unreachable!());
     /// assert!(matches!(left, Some(Event::NotificationsDropped { count: 3 })));
     /// ```
-    pub fn handle_event(
-        &mut self,
-        event: Event,
-        respond: impl FnOnce(InputId, InputAnswer),
-    ) -> Option<Event> {
+    pub fn handle_event(&mut self, event: Event, reply: impl FnOnce(Reply)) -> Option<Event> {
         match event {
             Event::Progress {
                 call,
@@ -423,7 +458,25 @@ impl<F: Flavour> Options<F> {
                 None
             }
             Event::InputRequested { input, request, .. } => {
-                respond(input, self.input_handler.answer(&request));
+                reply(Reply::Input(input, self.input_handler.answer(&request)));
+                None
+            }
+            Event::AuthorizationRequested { url } => {
+                reply(match &mut self.authorization_handler {
+                    Some(h) => match h.authorize(&url) {
+                        Ok(callback) => Reply::AuthorizationCallback(callback),
+                        Err(why) => Reply::AuthorizationAbandoned(why),
+                    },
+                    None => Reply::AuthorizationAbandoned(format!(
+                        "approval needed at {url}, and no authorization handler is set"
+                    )),
+                });
+                None
+            }
+            Event::CredentialsChanged(c) => {
+                if let Some(f) = &mut self.on_credentials {
+                    f(&c);
+                }
                 None
             }
             other => Some(other),
@@ -474,7 +527,7 @@ mod tests {
     use std::cell::RefCell;
     use std::rc::Rc;
 
-    use mcp_proto::client::InputRequest;
+    use mcp_proto::client::{InputAnswer, InputRequest};
 
     use super::*;
 

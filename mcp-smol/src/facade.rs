@@ -126,9 +126,10 @@ impl<F: Flavour> Facade<F> {
     pub(crate) fn on_event(&mut self, machine: &mut Machine, now: Instant, event: Event) {
         // Progress and input requests: the options decide. An answer fails only if the
         // input was voided meanwhile, which cannot happen between two lines here.
-        let Some(event) = self.options.handle_event(event, |input, answer| {
-            let _ = machine.respond(now, input, answer);
-        }) else {
+        let Some(event) = self
+            .options
+            .handle_event(event, |reply| reply.apply(machine, now))
+        else {
             return;
         };
         let notification = matches!(event, Event::Notification(_));

@@ -92,6 +92,18 @@ pub enum Event {
         /// What is wrong with its annotations.
         reason: crate::http::xmcp::InvalidAnnotation,
     },
+    /// Authorization needs a person: open `url` in a browser (or show it), then hand
+    /// the URL the browser comes back to to
+    /// [`Client::handle_authorization_callback`](crate::client::Client::handle_authorization_callback).
+    /// Requests wait meanwhile, their deadlines held.
+    AuthorizationRequested {
+        /// The authorization server's URL, with the request in its query.
+        url: String,
+    },
+    /// The authorization produced new credentials (tokens, a client registration):
+    /// keep them for the next run. They hold secrets: store them privately, never print
+    /// them.
+    CredentialsChanged(Box<crate::auth::Credentials>),
     /// The connection is over. No more events follow.
     Closed {
         /// Why.
@@ -131,6 +143,10 @@ pub enum CallError {
     /// The answer is not what the method returns.
     #[error("invalid response from server: {0}")]
     InvalidResponse(String),
+    /// The server refused the request for want of authorization, and authorizing
+    /// failed.
+    #[error("authorization failed: {0}")]
+    Authorization(crate::auth::AuthError),
     /// The server asked for input more times than `Limits::max_input_rounds`.
     #[error("the server asked for input more than {0} times")]
     TooManyRounds(u32),
@@ -361,6 +377,9 @@ pub enum CloseReason {
         /// The `WWW-Authenticate` challenge, when present.
         challenge: Option<String>,
     },
+    /// The server wants authorization and the authorization flow failed.
+    #[error("authorization failed: {0}")]
+    Authorization(crate::auth::AuthError),
 }
 
 /// Misbehaviour of the server that did not end the connection, or trouble on the way to

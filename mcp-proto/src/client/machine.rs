@@ -163,6 +163,48 @@ impl Client {
         each!(self, |l| l.is_released())
     }
 
+    /// The browser came back from an authorization ([`Event::AuthorizationRequested`]):
+    /// `url` is the URL it was sent to (or just its query). The flow goes on to the
+    /// token request; the requests that waited are sent once it succeeds.
+    ///
+    /// # Errors
+    ///
+    /// [`AuthError::NotWaiting`](crate::auth::AuthError::NotWaiting) when no approval
+    /// is pending (or the client is not over HTTP with authorization configured),
+    /// [`AuthError::StateMismatch`](crate::auth::AuthError::StateMismatch) for a callback
+    /// that belongs to no pending approval (the flow keeps waiting), or the reason the
+    /// flow failed.
+    pub fn handle_authorization_callback(
+        &mut self,
+        now: Instant,
+        url: &str,
+    ) -> Result<(), crate::auth::AuthError> {
+        match &mut self.link {
+            Link::Http(l) => l.handle_authorization_callback(now, url),
+            Link::Stdio(_) => Err(crate::auth::AuthError::NotWaiting),
+        }
+    }
+
+    /// Gives up the authorization that waits for a person
+    /// ([`Event::AuthorizationRequested`]): the requests that waited for it fail with
+    /// [`CallError::Authorization`](super::CallError::Authorization) (before the
+    /// handshake: the connection closes with
+    /// [`CloseReason::Authorization`](super::CloseReason::Authorization)).
+    pub fn abandon_authorization(&mut self, now: Instant, reason: &str) {
+        if let Link::Http(l) = &mut self.link {
+            l.abandon_authorization(now, reason);
+        }
+    }
+
+    /// The authorization credentials as they stand (HTTP with authorization configured).
+    #[must_use]
+    pub fn credentials(&self) -> Option<&crate::auth::Credentials> {
+        match &self.link {
+            Link::Http(l) => l.credentials(),
+            Link::Stdio(_) => None,
+        }
+    }
+
     /// Replaces the `Authorization` header value of the requests that follow (HTTP).
     pub fn set_authorization(&mut self, value: Option<String>) {
         let step = self.recorder.is_some().then(|| In::SetAuthorization {

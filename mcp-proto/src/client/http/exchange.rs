@@ -138,6 +138,9 @@ pub(super) struct Exchange {
     /// GET stream, the `202` to a notification or a response): exchanges not tied to a
     /// call have a deadline of their own. Requests have their call's.
     pub(super) deadline: Option<Instant>,
+    /// The message, kept to send again should the server refuse it for want of
+    /// authorization (only when authorization is configured).
+    pub(super) replay: Option<super::authorize::Parked>,
 }
 
 /// A resumption waiting for its delay.
@@ -400,7 +403,7 @@ impl HttpLink {
     pub(super) fn exchange_failed(
         &mut self,
         now: Instant,
-        x: Exchange,
+        mut x: Exchange,
         status: Option<u16>,
         response: Option<Response>,
         failure: Failure,
@@ -418,6 +421,11 @@ impl HttpLink {
                 _ => None,
             };
             self.session_expired(now, never_ran);
+            return;
+        }
+        if let Some(code @ (401 | 403)) = status
+            && self.intercept_refusal(now, &mut x, code)
+        {
             return;
         }
         let challenge = x

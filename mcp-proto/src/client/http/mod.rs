@@ -34,10 +34,12 @@
 //!   response fails the call with [`CallError::Http`](super::CallError::Http) (no resumption in this era, and no
 //!   silent re-issue). Cancelling aborts the exchange: its connection is closed.
 
+mod authorize;
 mod exchange;
 mod learn;
 mod outgoing;
 pub mod pool;
+mod side;
 mod tools;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -51,6 +53,7 @@ use super::transmit::{ConnId, Origin, Transmit, TransportFailure};
 use super::{
     ApiMisuse, CallId, CallRequest, ClientConfig, ConnectionState, Event, InputAnswer, InputId,
 };
+use crate::auth::{AuthConfig, Authorizer};
 use crate::http::xmcp::ParamHeader;
 use crate::http::{EndpointUrl, HttpLimits};
 use crate::sse::SseLimits;
@@ -89,6 +92,14 @@ pub struct HttpConfig {
     /// After [`super::Client::close`], how long the last exchanges (a legacy session's
     /// `DELETE`) may take before every connection is closed regardless. Default 2 s.
     pub close_timeout: Duration,
+    /// OAuth authorization: with it, a `401` (or a `403` asking for more scope) starts
+    /// the [flow](crate::auth) and the refused request waits for its end instead of
+    /// failing; without it (the default) a `401` fails with
+    /// [`CloseReason::AuthRequired`](super::CloseReason::AuthRequired).
+    pub auth: Option<AuthConfig>,
+    /// The Unix time, in seconds, at the `now` the client is created with: token
+    /// expiry and signed assertions need the wall clock, which the machine never reads.
+    pub unix_time: u64,
 }
 
 impl HttpConfig {
@@ -108,6 +119,8 @@ impl HttpConfig {
             user_agent: concat!("mcp-proto/", env!("CARGO_PKG_VERSION")).to_owned(),
             pool: PoolConfig::default(),
             close_timeout: Duration::from_secs(2),
+            auth: None,
+            unix_time: 0,
         }
     }
 }
@@ -140,6 +153,14 @@ pub(crate) struct HttpLink {
     held: Option<VecDeque<Outgoing>>,
     /// `tools/call` requests waiting for the tools' header declarations.
     learning: learn::Learning,
+    /// The authorization flow, when configured.
+    auth: Option<Authorizer>,
+    /// Largest body of an authorization response.
+    auth_max_body: usize,
+    /// Messages waiting for the flow to end.
+    parked: VecDeque<authorize::Parked>,
+    /// The flow's one-shot connections.
+    side: side::Side,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,6 +180,15 @@ impl HttpLink {
         let mut client = Session::new(config, now);
         client.use_http_transport();
         let pool = Pool::new(Origin::of(&http.url), http.pool.clone());
+        let auth_max_body = http.auth.as_ref().map_or(0, |a| a.max_body_bytes);
+        let auth = http
+            .auth
+            .clone()
+            .map(|a| Authorizer::new(a, &http.url, now, http.unix_time));
+        let mut http = http;
+        if http.authorization.is_none() {
+            http.authorization = auth.as_ref().and_then(Authorizer::authorization);
+        }
         let mut this = HttpLink {
             client,
             config: http,
@@ -176,6 +206,10 @@ impl HttpLink {
             close_deadline: None,
             held: None,
             learning: learn::Learning::default(),
+            auth,
+            auth_max_body,
+            parked: VecDeque::new(),
+            side: side::Side::default(),
         };
         this.pump(now);
         this
@@ -203,6 +237,10 @@ impl HttpLink {
 
     pub(crate) fn set_authorization(&mut self, value: Option<String>) {
         self.config.authorization = value;
+    }
+
+    pub(crate) fn credentials(&self) -> Option<&crate::auth::Credentials> {
+        self.auth.as_ref().map(Authorizer::credentials)
     }
 
     // ----- commands -----------------------------------------------------------------
@@ -247,6 +285,8 @@ impl HttpLink {
         self.client.close(now);
         self.abort_all();
         self.resumes.clear();
+        self.parked.clear();
+        self.side.retain(|_| false);
         if self.session_id.is_some() {
             self.send_delete(version);
         }
@@ -264,18 +304,28 @@ impl HttpLink {
 
     /// Whether the link has nothing left to do: closed, and every connection released.
     pub(crate) fn is_released(&self) -> bool {
-        self.closing && self.exchanges.is_empty() && self.pool.is_empty()
+        self.closing && self.exchanges.is_empty() && self.pool.is_empty() && self.side.is_empty()
     }
 
     // ----- inputs -------------------------------------------------------------------
 
     pub(crate) fn handle_connected(&mut self, now: Instant, conn: ConnId) {
         self.now = now;
+        if self.side.owns(conn) {
+            return self.side.connected(conn);
+        }
         self.pool.connected(conn);
     }
 
     pub(crate) fn handle_read(&mut self, now: Instant, conn: ConnId, data: &[u8]) {
         self.now = now;
+        if self.side.owns(conn) {
+            if let Some(outcome) = self.side.read(conn, data) {
+                self.side_outcome(now, outcome);
+                self.pump(now);
+            }
+            return;
+        }
         if let Some(exchange) = self.pool.read(now, conn)
             && let Some(x) = self.exchanges.get_mut(&exchange)
         {
@@ -288,6 +338,13 @@ impl HttpLink {
 
     pub(crate) fn handle_eof(&mut self, now: Instant, conn: ConnId) {
         self.now = now;
+        if self.side.owns(conn) {
+            if let Some(outcome) = self.side.eof(conn) {
+                self.side_outcome(now, outcome);
+                self.pump(now);
+            }
+            return;
+        }
         let outcome = self.pool.eof(now, conn);
         self.on_outcome(now, outcome);
     }
@@ -299,6 +356,13 @@ impl HttpLink {
         failure: TransportFailure,
     ) {
         self.now = now;
+        if self.side.owns(conn) {
+            if let Some(outcome) = self.side.failed(conn, &failure) {
+                self.side_outcome(now, outcome);
+                self.pump(now);
+            }
+            return;
+        }
         let outcome = self.pool.failed(now, conn, failure);
         self.on_outcome(now, outcome);
     }
@@ -336,6 +400,7 @@ impl HttpLink {
             }
         }
         self.expire_exchanges(now);
+        self.auth_timeout(now);
         self.client.handle_timeout(now);
         self.start_due_resumes(now);
         self.pump(now);
@@ -345,7 +410,9 @@ impl HttpLink {
     // ----- outputs ------------------------------------------------------------------
 
     pub(crate) fn poll_transmit(&mut self, buf: &mut Vec<u8>) -> Option<Transmit> {
-        self.pool.poll_transmit(buf)
+        self.pool
+            .poll_transmit(buf)
+            .or_else(|| self.side.poll_transmit(buf))
     }
 
     /// See [`super::Client::retained_bytes`].
@@ -356,7 +423,13 @@ impl HttpLink {
             .map(|x| x.reader.retained_bytes() + x.body.retained_bytes())
             .sum();
         let held: usize = self.held.iter().flatten().map(|m| m.json.len()).sum();
-        self.client.retained_bytes() + self.events.bytes() + exchanges + held
+        let parked: usize = self.parked.iter().map(|p| p.msg.json.len()).sum();
+        self.client.retained_bytes()
+            + self.events.bytes()
+            + exchanges
+            + held
+            + parked
+            + self.side.retained_bytes()
     }
 
     pub(crate) fn poll_event(&mut self) -> Option<Event> {
@@ -380,6 +453,7 @@ impl HttpLink {
             self.pool.poll_timeout(),
             exchanges,
             self.close_deadline,
+            self.auth.as_ref().and_then(Authorizer::poll_timeout),
         ]
         .into_iter()
         .flatten()

@@ -4,6 +4,7 @@ use crate::Instant;
 
 use serde_json::{Map, Value};
 
+use super::authorize::Parked;
 use super::exchange::{Body, Exchange, Purpose};
 use super::{GetStream, HttpLink};
 use crate::client::session::{OutKind, Outgoing};
@@ -43,6 +44,7 @@ impl HttpLink {
             had_session: self.session_id.is_some(),
             delivered: 0,
             resume_from: None,
+            replay: None,
         }
     }
 
@@ -50,8 +52,22 @@ impl HttpLink {
     /// name, arguments) comes from the machine's own record of the request, not from
     /// parsing the message again.
     pub(super) fn send_message(&mut self, now: Instant, msg: Outgoing) {
+        self.send_message_try(now, msg, 0);
+    }
+
+    /// Sends a message the authorization flow held back.
+    pub(super) fn send_parked(&mut self, now: Instant, parked: Parked) {
+        self.send_message_try(now, parked.msg, parked.tries);
+    }
+
+    /// Sends `msg`, refused `tries` times for want of authorization so far.
+    fn send_message_try(&mut self, now: Instant, msg: Outgoing, tries: u8) {
         if let Some(held) = &mut self.held {
             held.push_back(msg);
+            return;
+        }
+        if self.auth_busy() {
+            self.parked.push_back(Parked { msg, tries });
             return;
         }
         let Some(msg) = self.hold_for_tool_headers(now, msg) else {
@@ -100,6 +116,7 @@ impl HttpLink {
             return;
         }
         bytes.extend_from_slice(&json);
+        let replay = self.replay_copy(&json, kind, tries);
         let purpose = if rpc_id.is_some() {
             Purpose::Request { method }
         } else if method == "notifications/initialized" {
@@ -109,7 +126,8 @@ impl HttpLink {
             Purpose::Notify
         };
         let _ = now;
-        let x = self.new_exchange(purpose, rpc_id, "POST");
+        let mut x = self.new_exchange(purpose, rpc_id, "POST");
+        x.replay = replay;
         let id = self.alloc_exchange();
         self.insert_exchange(id, x, bytes);
     }

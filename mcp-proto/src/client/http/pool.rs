@@ -169,6 +169,14 @@ impl Pool {
         }
     }
 
+    /// A connection id no connection of this client has had: the pool's own, and those
+    /// of the authorization flow's one-shot connections, come from one sequence.
+    pub(super) fn alloc_conn(&mut self) -> ConnId {
+        let id = ConnId(self.next_conn);
+        self.next_conn += 1;
+        id
+    }
+
     pub(super) fn stats(&self) -> PoolStats {
         PoolStats {
             opened: self.opened,

@@ -88,6 +88,8 @@ pub(crate) struct Session {
     reprobed: bool,
     /// When connecting as a whole gives up (`Limits::connect_timeout`).
     connect_deadline: Instant,
+    /// Since when every deadline is held: a person is approving an authorization.
+    approval_since: Option<Instant>,
     /// Bytes handed to the transport and not yet reported written (stdio).
     unwritten: usize,
     /// Bytes of `outgoing`.
@@ -214,6 +216,7 @@ impl Session {
             tentative_legacy: false,
             reprobed: false,
             connect_deadline,
+            approval_since: None,
             unwritten: 0,
             queued_bytes: 0,
         };
@@ -346,6 +349,9 @@ impl Session {
 
     /// Time passed: fire every deadline at or before `now`.
     pub fn handle_timeout(&mut self, now: Instant) {
+        if self.approval_since.is_some() {
+            return;
+        }
         if let Some(h) = &self.handshake
             && h.deadline <= now
         {
@@ -447,6 +453,9 @@ impl Session {
     /// When [`Session::handle_timeout`] should be called next.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
+        if self.approval_since.is_some() {
+            return None;
+        }
         let handshake = self.handshake.as_ref().map(|h| h.deadline);
         if self.paused_since.is_some() {
             return handshake;
@@ -687,6 +696,32 @@ impl Session {
         self.queued_bytes = 0;
         self.close_reason = Some(reason.clone());
         self.events.push_back(Event::Closed { reason });
+    }
+
+    /// Holds every deadline (the handshake's, the connection's, the calls') while a
+    /// person approves an authorization in a browser: that takes as long as it takes,
+    /// and the authorization flow has its own bound.
+    pub(crate) fn pause_for_approval(&mut self, now: Instant) {
+        if self.approval_since.is_none() {
+            self.approval_since = Some(now);
+        }
+    }
+
+    /// The approval ended: every deadline moves by the time it took.
+    pub(crate) fn resume_after_approval(&mut self, now: Instant) {
+        let Some(since) = self.approval_since.take() else {
+            return;
+        };
+        let held = now.saturating_duration_since(since);
+        self.connect_deadline += held;
+        if let Some(h) = &mut self.handshake {
+            h.deadline += held;
+        }
+        for call in self.calls.values_mut() {
+            if let Some(d) = &mut call.deadline {
+                *d += held;
+            }
+        }
     }
 
     /// Pauses call deadlines while a legacy server waits for the user.

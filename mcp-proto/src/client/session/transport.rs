@@ -81,7 +81,11 @@ impl Session {
             self.complete(call, Err(error));
         } else if self.handshake.as_ref().is_some_and(|h| h.rpc_id == rpc_id) {
             self.handshake = None;
-            self.close_with(CloseReason::Negotiation(error.to_string()));
+            let reason = match error {
+                CallError::Authorization(e) => CloseReason::Authorization(e),
+                other => CloseReason::Negotiation(other.to_string()),
+            };
+            self.close_with(reason);
         }
     }
 

@@ -112,7 +112,8 @@ diff!(HttpConfig {
     authorization,
     user_agent,
     close_timeout,
-} without { url, limits, sse_limits, pool });
+    unix_time,
+} without { url, limits, sse_limits, pool, auth });
 
 /// A [`ClientConfig`].
 #[derive(Serialize, Deserialize, Debug, Clone)]

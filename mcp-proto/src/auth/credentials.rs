@@ -1,0 +1,113 @@
+//! What an authorization leaves behind: [`Credentials`] for one MCP server, in a shape a
+//! store can keep as JSON. The machine never reads or writes storage: it starts from the
+//! credentials it was given and reports new ones as an event.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// The client as one authorization server knows it.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientRegistration {
+    /// The issuer this registration belongs to (never used with another).
+    pub issuer: String,
+    /// The client id.
+    pub client_id: String,
+    /// The secret, for a confidential client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
+    /// How the client authenticates at the token endpoint (`none`,
+    /// `client_secret_basic`, `client_secret_post`, `private_key_jwt`).
+    pub auth_method: String,
+    /// Where the id came from: `dcr`, `cimd` or `pre-registered`.
+    pub source: String,
+}
+
+impl fmt::Debug for ClientRegistration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientRegistration")
+            .field("issuer", &self.issuer)
+            .field("client_id", &self.client_id)
+            .field(
+                "client_secret",
+                &self.client_secret.as_ref().map(|_| "<redacted>"),
+            )
+            .field("auth_method", &self.auth_method)
+            .field("source", &self.source)
+            .finish()
+    }
+}
+
+/// Tokens for one MCP server, and how they were obtained: the binding a store keeps.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Credentials {
+    /// The MCP server's URL.
+    pub server_url: String,
+    /// The resource the tokens are for (the protected resource metadata's `resource`).
+    pub resource: String,
+    /// The authorization server's issuer, as its metadata spells it.
+    pub issuer: String,
+    /// The client registration used.
+    pub client: Option<ClientRegistration>,
+    /// The access token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access_token: Option<String>,
+    /// `Bearer` or `DPoP`.
+    #[serde(default = "bearer")]
+    pub token_type: String,
+    /// When the access token expires, in seconds since the Unix epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<u64>,
+    /// The refresh token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refresh_token: Option<String>,
+    /// The scopes asked for, space-separated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_scope: Option<String>,
+    /// The scopes granted, space-separated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub granted_scope: Option<String>,
+}
+
+fn bearer() -> String {
+    "Bearer".to_owned()
+}
+
+impl fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let secret = |s: &Option<String>| s.as_ref().map(|_| "<redacted>");
+        f.debug_struct("Credentials")
+            .field("server_url", &self.server_url)
+            .field("resource", &self.resource)
+            .field("issuer", &self.issuer)
+            .field("client", &self.client)
+            .field("access_token", &secret(&self.access_token))
+            .field("token_type", &self.token_type)
+            .field("expires_at", &self.expires_at)
+            .field("refresh_token", &secret(&self.refresh_token))
+            .field("requested_scope", &self.requested_scope)
+            .field("granted_scope", &self.granted_scope)
+            .finish()
+    }
+}
+
+impl Credentials {
+    /// Whether the access token is known to be expired at `unix_now` (with a minute of
+    /// margin). A token without an expiry is assumed valid until a server refuses it.
+    #[must_use]
+    pub fn is_expired(&self, unix_now: u64) -> bool {
+        self.expires_at.is_some_and(|t| unix_now + 60 >= t)
+    }
+
+    /// The `Authorization` header value, when there is an access token.
+    #[must_use]
+    pub fn authorization(&self) -> Option<String> {
+        let token = self.access_token.as_ref()?;
+        let scheme = if self.token_type.eq_ignore_ascii_case("dpop") {
+            "DPoP"
+        } else {
+            "Bearer"
+        };
+        Some(format!("{scheme} {token}"))
+    }
+}

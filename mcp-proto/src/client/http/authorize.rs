@@ -1,0 +1,205 @@
+//! The authorization flow under the HTTP link: a request refused with `401` (or `403
+//! insufficient_scope`) is parked, not failed, while the [`Authorizer`] runs; the flow's
+//! own requests go out on one-shot connections ([`super::side`]); when it succeeds the
+//! parked requests are sent again with the new token, in order, and when it fails they
+//! fail with its error.
+//!
+//! A refused request never ran (the server authenticates before it executes), so
+//! sending it again after authorizing cannot run it twice. Each request is sent at most
+//! [`MAX_AUTH_TRIES`] times more; the flow bounds its own step-ups. While a flow runs,
+//! new requests wait with the parked ones rather than meet the same refusal.
+
+use crate::Instant;
+use crate::auth::{AuthError, AuthEvent, AuthRequest, Authorizer};
+use crate::client::session::{OutKind, Outgoing};
+use crate::client::{CallError, Event, PeerError};
+
+use super::HttpLink;
+use super::exchange::Exchange;
+use super::side::SideOutcome;
+
+/// Times one message may be sent again after an authorization: the first one, and two
+/// step-ups.
+pub(super) const MAX_AUTH_TRIES: u8 = 3;
+
+/// A message waiting for an authorization to end, with the times it was refused so far.
+#[derive(Debug)]
+pub(super) struct Parked {
+    pub(super) msg: Outgoing,
+    pub(super) tries: u8,
+}
+
+impl HttpLink {
+    /// Whether new messages must wait: a flow is running.
+    pub(super) fn auth_busy(&self) -> bool {
+        self.auth.as_ref().is_some_and(Authorizer::is_busy)
+    }
+
+    /// A copy of the message to keep with its exchange, so it can be sent again after a
+    /// refusal: only when authorization is configured.
+    pub(super) fn replay_copy(&self, json: &[u8], kind: OutKind, tries: u8) -> Option<Parked> {
+        self.auth.as_ref()?;
+        Some(Parked {
+            msg: Outgoing {
+                json: json.to_vec(),
+                kind,
+            },
+            tries,
+        })
+    }
+
+    /// The exchange `x` was refused with `status`: parks its message and starts (or
+    /// joins) a flow. False when authorization cannot help (not configured, a `403`
+    /// that is not about scope, a message refused too often): the failure stands.
+    pub(super) fn intercept_refusal(
+        &mut self,
+        now: Instant,
+        x: &mut Exchange,
+        status: u16,
+    ) -> bool {
+        let Some(auth) = &mut self.auth else {
+            return false;
+        };
+        let Some(parked) = x.replay.take() else {
+            return false;
+        };
+        if parked.tries >= MAX_AUTH_TRIES {
+            return false;
+        }
+        let challenges: Vec<&str> = x
+            .head
+            .as_ref()
+            .map(|h| h.header_all("www-authenticate").collect())
+            .unwrap_or_default();
+        let started = match status {
+            401 => {
+                auth.handle_unauthorized(now, challenges);
+                true
+            }
+            _ => auth.handle_insufficient_scope(now, challenges),
+        };
+        if !started {
+            return false;
+        }
+        self.parked.push_back(Parked {
+            tries: parked.tries + 1,
+            ..parked
+        });
+        self.drive_auth(now);
+        true
+    }
+
+    /// Runs what the flow produced: its requests onto one-shot connections, its events
+    /// into the link's.
+    pub(super) fn drive_auth(&mut self, now: Instant) {
+        loop {
+            let Some(auth) = &mut self.auth else {
+                return;
+            };
+            let requests: Vec<AuthRequest> = std::iter::from_fn(|| auth.poll_request()).collect();
+            let events: Vec<AuthEvent> = std::iter::from_fn(|| auth.poll_event()).collect();
+            if requests.is_empty() && events.is_empty() {
+                return;
+            }
+            for request in requests {
+                let conn = self.pool.alloc_conn();
+                let max = self.auth_max_body;
+                if let Some(outcome) = self.side.start(conn, request, &self.config.user_agent, max)
+                {
+                    self.side_outcome(now, outcome);
+                }
+            }
+            for event in events {
+                self.auth_event(now, event);
+            }
+        }
+    }
+
+    pub(super) fn side_outcome(&mut self, now: Instant, outcome: SideOutcome) {
+        let Some(auth) = &mut self.auth else {
+            return;
+        };
+        match outcome {
+            SideOutcome::Response(id, response) => auth.handle_response(now, id, response),
+            SideOutcome::Failed(id, detail) => auth.handle_request_failed(now, id, &detail),
+        }
+        self.drive_auth(now);
+    }
+
+    fn auth_event(&mut self, now: Instant, event: AuthEvent) {
+        match event {
+            AuthEvent::OpenUrl(url) => {
+                self.client.pause_for_approval(now);
+                self.events.push_back(Event::AuthorizationRequested { url });
+            }
+            AuthEvent::CredentialsChanged(c) => {
+                self.events.push_back(Event::CredentialsChanged(c));
+            }
+            AuthEvent::Authorized => {
+                self.client.resume_after_approval(now);
+                self.config.authorization = self.auth.as_ref().and_then(Authorizer::authorization);
+                for parked in std::mem::take(&mut self.parked) {
+                    self.send_parked(now, parked);
+                }
+            }
+            AuthEvent::Failed(e) => {
+                self.client.resume_after_approval(now);
+                self.fail_parked(&e);
+            }
+        }
+    }
+
+    fn fail_parked(&mut self, e: &AuthError) {
+        for parked in std::mem::take(&mut self.parked) {
+            match parked.msg.kind {
+                OutKind::Request(rpc) => {
+                    self.client
+                        .fail_request(rpc, CallError::Authorization(e.clone()));
+                }
+                OutKind::Notification(_) | OutKind::Response => {
+                    self.events
+                        .push_back(Event::PeerError(PeerError::MessageRefused {
+                            status: Some(401),
+                            detail: format!("authorization failed: {e}"),
+                        }));
+                }
+            }
+        }
+    }
+
+    /// The browser came back: see [`crate::client::Client::handle_authorization_callback`].
+    pub(crate) fn handle_authorization_callback(
+        &mut self,
+        now: Instant,
+        url: &str,
+    ) -> Result<(), AuthError> {
+        self.now = now;
+        let result = match &mut self.auth {
+            Some(auth) => auth.handle_callback(now, url),
+            None => Err(AuthError::NotWaiting),
+        };
+        self.drive_auth(now);
+        self.pump(now);
+        result
+    }
+
+    /// See [`crate::client::Client::abandon_authorization`].
+    pub(crate) fn abandon_authorization(&mut self, now: Instant, reason: &str) {
+        self.now = now;
+        if let Some(auth) = &mut self.auth {
+            auth.abandon(now, reason);
+            self.side.retain(|id| auth.wants_response(id));
+        }
+        self.drive_auth(now);
+        self.pump(now);
+    }
+
+    /// Times out the flow's requests and approval, closing connections it gave up.
+    pub(super) fn auth_timeout(&mut self, now: Instant) {
+        if let Some(auth) = &mut self.auth {
+            auth.handle_timeout(now);
+            self.side.retain(|id| auth.wants_response(id));
+            self.drive_auth(now);
+        }
+    }
+}
