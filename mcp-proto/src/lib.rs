@@ -72,6 +72,8 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+/// OAuth 2.1 client authorization (the MCP authorization spec).
+pub mod auth;
 pub mod client;
 pub mod http;
 pub mod jsonrpc;

@@ -1,0 +1,4 @@
+pub mod challenge;
+pub mod form;
+pub mod metadata;
+pub mod token;
