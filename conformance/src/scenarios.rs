@@ -278,8 +278,20 @@ fn oauth(ctx: &Ctx) -> Result<(), Box<dyn Error>> {
             let assertion = text("valid_jwt").ok_or("no valid_jwt in the context")?;
             auth.grant = Grant::JwtBearer { assertion };
         }
+        "auth/enterprise-managed-authorization" => {
+            let need = |k: &str| text(k).ok_or_else(|| format!("no {k} in the context"));
+            auth.grant = Grant::EnterpriseManaged {
+                idp_token_endpoint: need("idp_token_endpoint")?,
+                id_token: need("idp_id_token")?,
+                idp_client_id: need("idp_client_id")?,
+                idp_client_secret: text("idp_client_secret"),
+            };
+        }
         _ => {}
     }
+    // A DPoP key always: tokens are bound to it when the authorization server supports
+    // DPoP, and stay bearer tokens otherwise.
+    auth.dpop = Some(KeySigner::generate_es256()?);
     let mut http = HttpOptions::new();
     http.auth = Some(auth);
     let options = Options::new().authorization_handler(headless_approval);

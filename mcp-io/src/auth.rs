@@ -146,6 +146,27 @@ impl KeySigner {
     }
 }
 
+impl KeySigner {
+    /// A new P-256 key (ES256) from the operating system's generator: the usual key
+    /// for DPoP proofs, made once per connection and never stored.
+    ///
+    /// # Errors
+    ///
+    /// When the generator fails.
+    pub fn generate_es256() -> Result<Arc<KeySigner>, String> {
+        let rng = SystemRandom::new();
+        let alg = &signature::ECDSA_P256_SHA256_FIXED_SIGNING;
+        let pkcs8 = EcdsaKeyPair::generate_pkcs8(alg, &rng)
+            .map_err(|_| "generating a P-256 key failed".to_owned())?;
+        let key = EcdsaKeyPair::from_pkcs8(alg, pkcs8.as_ref(), &rng)
+            .map_err(|e| format!("reading the new key failed: {e}"))?;
+        Ok(Arc::new(KeySigner {
+            key: Key::Ec(key),
+            rng,
+        }))
+    }
+}
+
 impl Signer for KeySigner {
     fn algorithm(&self) -> &str {
         match self.key {

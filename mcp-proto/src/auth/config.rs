@@ -77,6 +77,21 @@ pub enum Grant {
         /// The assertion.
         assertion: String,
     },
+    /// Enterprise-managed authorization (the `io.modelcontextprotocol/enterprise-managed-authorization`
+    /// extension): the ID token from the enterprise identity provider is exchanged there
+    /// (RFC 8693) for an identity assertion grant (ID-JAG) for this authorization server,
+    /// which is then presented with the JWT bearer grant, authenticated with the
+    /// [`ClientIdentity::PreRegistered`] credentials.
+    EnterpriseManaged {
+        /// The identity provider's token endpoint.
+        idp_token_endpoint: String,
+        /// The ID token the person got from the identity provider.
+        id_token: String,
+        /// This client's id at the identity provider.
+        idp_client_id: String,
+        /// This client's secret at the identity provider, if it has one.
+        idp_client_secret: Option<String>,
+    },
 }
 
 impl fmt::Debug for Grant {
@@ -85,6 +100,15 @@ impl fmt::Debug for Grant {
             Grant::AuthorizationCode => f.write_str("AuthorizationCode"),
             Grant::ClientCredentials => f.write_str("ClientCredentials"),
             Grant::JwtBearer { .. } => f.write_str("JwtBearer(<redacted>)"),
+            Grant::EnterpriseManaged {
+                idp_token_endpoint,
+                idp_client_id,
+                ..
+            } => f
+                .debug_struct("EnterpriseManaged")
+                .field("idp_token_endpoint", idp_token_endpoint)
+                .field("idp_client_id", idp_client_id)
+                .finish_non_exhaustive(),
         }
     }
 }
@@ -147,6 +171,11 @@ pub struct AuthConfig {
     pub credentials: Option<Credentials>,
     /// Signs client assertions (`private_key_jwt`).
     pub signer: Option<Arc<dyn Signer>>,
+    /// The key of DPoP proofs (RFC 9449): with one, tokens are bound to it whenever the
+    /// authorization server supports DPoP with its algorithm
+    /// (`dpop_signing_alg_values_supported`), and every MCP request then carries a fresh
+    /// proof. Default none (bearer tokens).
+    pub dpop: Option<Arc<dyn Signer>>,
 }
 
 impl fmt::Debug for AuthConfig {
@@ -187,6 +216,7 @@ impl AuthConfig {
             seed,
             credentials: None,
             signer: None,
+            dpop: None,
         }
     }
 }

@@ -159,6 +159,8 @@ enum TokenGrant {
     Refresh,
     ClientCredentials,
     JwtBearer,
+    /// The token exchange at the enterprise identity provider, for an ID-JAG.
+    IdJag,
 }
 
 /// What an authorization request left to check its callback against.
@@ -203,6 +205,15 @@ pub struct Authorizer {
     creds: Credentials,
     /// The scopes asked for by the last authorization, in order.
     requested: Vec<String>,
+    /// The last token request's grant and parameters (before `resource` and client
+    /// authentication), to send again with a DPoP nonce.
+    last_token: Option<(TokenGrant, Vec<(String, String)>)>,
+    /// Whether the last token request was already sent again for a nonce.
+    nonce_retried: bool,
+    /// The authorization server's latest DPoP nonce.
+    as_nonce: Option<String>,
+    /// The MCP server's latest DPoP nonce.
+    rs_nonce: Option<String>,
 }
 
 impl fmt::Debug for Authorizer {
@@ -265,6 +276,10 @@ impl Authorizer {
             server_metadata: None,
             creds,
             requested,
+            last_token: None,
+            nonce_retried: false,
+            as_nonce: None,
+            rs_nonce: None,
         }
     }
 
@@ -772,6 +787,18 @@ impl Authorizer {
         match self.config.grant.clone() {
             Grant::ClientCredentials => self.client_credentials(now),
             Grant::JwtBearer { assertion } => self.jwt_bearer(now, &assertion),
+            Grant::EnterpriseManaged {
+                idp_token_endpoint,
+                id_token,
+                idp_client_id,
+                idp_client_secret,
+            } => self.token_exchange(
+                now,
+                &idp_token_endpoint,
+                &id_token,
+                &idp_client_id,
+                idp_client_secret.as_deref(),
+            ),
             Grant::AuthorizationCode => {
                 if self.trigger == Trigger::Unauthorized && self.creds.refresh_token.is_some() {
                     self.refresh(now);
@@ -1186,6 +1213,14 @@ impl Authorizer {
         else {
             return self.fail(AuthError::NoServerMetadata);
         };
+        let kept = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        if self.last_token.as_ref().is_none_or(|(g, _)| *g != grant) {
+            self.nonce_retried = false;
+        }
+        self.last_token = Some((grant, kept));
         let resource = self.resource();
         let mut body: Vec<(String, String)> = pairs
             .iter()
@@ -1201,11 +1236,185 @@ impl Authorizer {
         {
             return self.fail(e);
         }
+        if self.dpop_active() {
+            let nonce = self.as_nonce.clone();
+            match self.dpop_proof(now, "POST", &endpoint, None, nonce.as_deref()) {
+                Ok(proof) => headers.push(("DPoP".to_owned(), proof)),
+                Err(e) => return self.fail(e),
+            }
+        }
         let refs: Vec<(&str, &str)> = body.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         let encoded = form::encode_pairs(&refs).into_bytes();
         if self.send(now, "POST", &endpoint, headers, Some(encoded)) {
             self.step = Step::Token { grant };
         }
+    }
+
+    /// The token exchange of enterprise-managed authorization (RFC 8693): the ID token
+    /// for an identity assertion grant (ID-JAG) naming this authorization server and
+    /// resource, at the identity provider.
+    fn token_exchange(
+        &mut self,
+        now: Instant,
+        endpoint: &str,
+        id_token: &str,
+        client_id: &str,
+        client_secret: Option<&str>,
+    ) {
+        let resource = self.resource();
+        let scope = self.scope().join(" ");
+        let issuer = self.creds.issuer.clone();
+        let mut pairs = vec![
+            (
+                "grant_type",
+                "urn:ietf:params:oauth:grant-type:token-exchange",
+            ),
+            (
+                "requested_token_type",
+                "urn:ietf:params:oauth:token-type:id-jag",
+            ),
+            ("subject_token", id_token),
+            (
+                "subject_token_type",
+                "urn:ietf:params:oauth:token-type:id_token",
+            ),
+            ("audience", issuer.as_str()),
+            ("resource", resource.as_str()),
+            ("client_id", client_id),
+        ];
+        if let Some(secret) = client_secret {
+            pairs.push(("client_secret", secret));
+        }
+        if !scope.is_empty() {
+            pairs.push(("scope", scope.as_str()));
+        }
+        let body = form::encode_pairs(&pairs).into_bytes();
+        let headers = vec![(
+            "Content-Type".to_owned(),
+            "application/x-www-form-urlencoded".to_owned(),
+        )];
+        if self.send(now, "POST", endpoint, headers, Some(body)) {
+            self.step = Step::Token {
+                grant: TokenGrant::IdJag,
+            };
+        }
+    }
+
+    /// The identity provider's answer to the token exchange: the ID-JAG goes on to the
+    /// JWT bearer grant at the authorization server.
+    fn on_id_jag(&mut self, now: Instant, response: &AuthResponse) {
+        let parsed: Option<serde_json::Value> = (response.status == 200)
+            .then(|| serde_json::from_slice(&response.body).ok())
+            .flatten();
+        let assertion = parsed.as_ref().and_then(|v| {
+            let issued = v
+                .get("issued_token_type")
+                .and_then(serde_json::Value::as_str);
+            (issued == Some("urn:ietf:params:oauth:token-type:id-jag"))
+                .then(|| v.get("access_token").and_then(serde_json::Value::as_str))
+                .flatten()
+        });
+        match assertion {
+            Some(a) => {
+                let a = a.to_owned();
+                self.jwt_bearer(now, &a);
+            }
+            None => {
+                let detail =
+                    match token::parse_token_response(response.status, &response.body, false) {
+                        Err(e) => token_detail(e),
+                        Ok(_) => "the identity provider issued no ID-JAG".to_owned(),
+                    };
+                self.fail(AuthError::TokenRefused(format!("token exchange: {detail}")));
+            }
+        }
+    }
+
+    // ----- DPoP ---------------------------------------------------------------------
+
+    /// Whether tokens are DPoP-bound: a key is configured and the authorization server
+    /// supports its algorithm.
+    fn dpop_active(&self) -> bool {
+        let Some(key) = &self.config.dpop else {
+            return false;
+        };
+        self.server_metadata
+            .as_ref()
+            .and_then(|m| m.dpop_signing_alg_values_supported.as_ref())
+            .is_some_and(|algs| algs.iter().any(|a| a == key.algorithm()))
+    }
+
+    /// A DPoP proof (RFC 9449 §4.2) for `method` on `url` (query and fragment left out),
+    /// with `ath` for an access token and the server's nonce when it gave one.
+    fn dpop_proof(
+        &mut self,
+        now: Instant,
+        method: &str,
+        url: &str,
+        token: Option<&str>,
+        nonce: Option<&str>,
+    ) -> Result<String, AuthError> {
+        let Some(key) = self.config.dpop.clone() else {
+            return Err(AuthError::Signing {
+                detail: "no DPoP key".into(),
+            });
+        };
+        let htu = url.split(['?', '#']).next().unwrap_or(url);
+        let header = json!({"typ": "dpop+jwt", "alg": key.algorithm(), "jwk": key.public_jwk()});
+        let mut claims = json!({
+            "jti": self.rng.token(16),
+            "htm": method,
+            "htu": htu,
+            "iat": self.unix(now),
+        });
+        if let Some(t) = token {
+            claims["ath"] = json!(base64url(&super::crypto::sha256(t.as_bytes())));
+        }
+        if let Some(n) = nonce {
+            claims["nonce"] = json!(n);
+        }
+        sign_jwt(key.as_ref(), &header, &claims)
+    }
+
+    /// The headers that authorize one MCP request: `Authorization` (`Bearer` or `DPoP`)
+    /// and, for a DPoP-bound token, a fresh `DPoP` proof for `method` on `url`. Empty
+    /// without a usable token.
+    pub fn request_headers(
+        &mut self,
+        now: Instant,
+        method: &str,
+        url: &EndpointUrl,
+    ) -> Vec<(String, String)> {
+        self.now = now;
+        let Some(value) = self.authorization() else {
+            return Vec::new();
+        };
+        let mut headers = vec![("Authorization".to_owned(), value)];
+        if self.creds.token_type.eq_ignore_ascii_case("dpop") {
+            let token = self.creds.access_token.clone();
+            let nonce = self.rs_nonce.clone();
+            if let Ok(proof) = self.dpop_proof(
+                now,
+                method,
+                url.as_str(),
+                token.as_deref(),
+                nonce.as_deref(),
+            ) {
+                headers.push(("DPoP".to_owned(), proof));
+            }
+        }
+        headers
+    }
+
+    /// The MCP server asked for a DPoP nonce (`401` with `error="use_dpop_nonce"` and a
+    /// `DPoP-Nonce` header): kept for the next proofs. True when the refused request
+    /// should simply be sent again: a DPoP-bound token is in use and the nonce is new.
+    pub fn handle_resource_nonce(&mut self, nonce: &str) -> bool {
+        let dpop =
+            self.creds.token_type.eq_ignore_ascii_case("dpop") && self.creds.access_token.is_some();
+        let fresh = self.rs_nonce.as_deref() != Some(nonce);
+        self.rs_nonce = Some(clip(nonce));
+        dpop && fresh
     }
 
     fn client_auth(
@@ -1263,23 +1472,21 @@ impl Authorizer {
             "exp": iat + 300,
             "jti": self.rng.token(16),
         });
-        let input = format!(
-            "{}.{}",
-            base64url(header.to_string().as_bytes()),
-            base64url(claims.to_string().as_bytes())
-        );
-        let signature = signer
-            .sign(input.as_bytes())
-            .map_err(|detail| AuthError::Signing { detail })?;
-        Ok(format!("{input}.{}", base64url(&signature)))
+        sign_jwt(signer.as_ref(), &header, &claims)
     }
 
     fn on_token(&mut self, now: Instant, grant: TokenGrant, response: &AuthResponse) {
-        let _ = response.header_all("dpop-nonce");
-        match token::parse_token_response(response.status, &response.body, false) {
+        if grant == TokenGrant::IdJag {
+            return self.on_id_jag(now, response);
+        }
+        if let Some(nonce) = response.header_all("dpop-nonce").next() {
+            self.as_nonce = Some(clip(nonce));
+        }
+        let dpop = self.dpop_active();
+        match token::parse_token_response(response.status, &response.body, dpop) {
             Ok(t) => {
                 self.creds.access_token = Some(t.access_token);
-                self.creds.token_type = "Bearer".into();
+                self.creds.token_type = t.token_type;
                 self.creds.expires_at = t.expires_in.map(|s| self.unix(now).saturating_add(s));
                 if t.refresh_token.is_some() {
                     self.creds.refresh_token = t.refresh_token;
@@ -1293,6 +1500,16 @@ impl Authorizer {
             Err(TokenError::OAuth(e)) => {
                 let code_flow = matches!(grant, TokenGrant::Code | TokenGrant::Refresh);
                 match e.error.as_str() {
+                    "use_dpop_nonce" if dpop && !self.nonce_retried && self.as_nonce.is_some() => {
+                        self.nonce_retried = true;
+                        if let Some((grant, pairs)) = self.last_token.clone() {
+                            let refs: Vec<(&str, &str)> = pairs
+                                .iter()
+                                .map(|(k, v)| (k.as_str(), v.as_str()))
+                                .collect();
+                            self.token_request(now, grant, &refs);
+                        }
+                    }
                     "invalid_grant" if grant == TokenGrant::Refresh => {
                         self.creds.refresh_token = None;
                         self.ensure_client(now);
@@ -1353,6 +1570,23 @@ fn choose_auth_method(asm: &ServerMetadata, returned: Option<&str>, has_secret: 
         .iter()
         .find(|m| list.iter().any(|x| x == *m))
         .map_or_else(|| "none".to_owned(), |m| (*m).to_owned())
+}
+
+/// A compact JWS: base64url header, claims and signature.
+fn sign_jwt(
+    signer: &dyn super::Signer,
+    header: &serde_json::Value,
+    claims: &serde_json::Value,
+) -> Result<String, AuthError> {
+    let input = format!(
+        "{}.{}",
+        base64url(header.to_string().as_bytes()),
+        base64url(claims.to_string().as_bytes())
+    );
+    let signature = signer
+        .sign(input.as_bytes())
+        .map_err(|detail| AuthError::Signing { detail })?;
+    Ok(format!("{input}.{}", base64url(&signature)))
 }
 
 fn split_scope(s: &str) -> Vec<String> {

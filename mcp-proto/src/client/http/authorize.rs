@@ -10,6 +10,7 @@
 //! new requests wait with the parked ones rather than meet the same refusal.
 
 use crate::Instant;
+use crate::auth::challenge::bearer_challenge;
 use crate::auth::{AuthError, AuthEvent, AuthRequest, Authorizer};
 use crate::client::session::{OutKind, Outgoing};
 use crate::client::{CallError, Event, PeerError};
@@ -71,6 +72,22 @@ impl HttpLink {
             .as_ref()
             .map(|h| h.header_all("www-authenticate").collect())
             .unwrap_or_default();
+        // A DPoP nonce the server wants in the proof: the same token, sent again.
+        let nonce = x.head.as_ref().and_then(|h| h.header("dpop-nonce"));
+        let wants_nonce = bearer_challenge(challenges.iter().copied())
+            .is_some_and(|c| c.error.as_deref() == Some("use_dpop_nonce"));
+        if status == 401
+            && wants_nonce
+            && let Some(nonce) = nonce
+            && auth.handle_resource_nonce(nonce)
+        {
+            let parked = Parked {
+                tries: parked.tries + 1,
+                ..parked
+            };
+            self.send_parked(now, parked);
+            return true;
+        }
         let started = match status {
             401 => {
                 auth.handle_unauthorized(now, challenges);

@@ -14,12 +14,23 @@ use crate::http::{ACCEPT_JSON_AND_SSE, RequestHead, ResponseReader};
 use crate::version::Era;
 
 impl HttpLink {
-    fn base_head(&self, method: &str, accept: &str) -> RequestHead {
+    fn base_head(&mut self, method: &str, accept: &str) -> RequestHead {
         let mut head = RequestHead::for_endpoint(method, &self.config.url)
             .with_header("Accept", accept)
             .with_header("User-Agent", self.config.user_agent.clone());
-        if let Some(auth) = &self.config.authorization {
-            head = head.with_header("Authorization", auth.clone());
+        let managed = match &mut self.auth {
+            // The flow's token (and, when DPoP-bound, a fresh proof for this request).
+            Some(auth) => auth.request_headers(self.now, method, &self.config.url),
+            None => Vec::new(),
+        };
+        if managed.is_empty() {
+            if let Some(auth) = &self.config.authorization {
+                head = head.with_header("Authorization", auth.clone());
+            }
+        } else {
+            for (name, value) in managed {
+                head = head.with_header(name, value);
+            }
         }
         if let Some(sid) = &self.session_id {
             head = head.with_header(MCP_SESSION_ID, sid.clone());
