@@ -67,6 +67,9 @@ pub struct Credentials {
     /// The scopes granted, space-separated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub granted_scope: Option<String>,
+    /// The authorization server's revocation endpoint (RFC 7009), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revocation_endpoint: Option<String>,
 }
 
 fn bearer() -> String {
@@ -87,6 +90,7 @@ impl fmt::Debug for Credentials {
             .field("refresh_token", &secret(&self.refresh_token))
             .field("requested_scope", &self.requested_scope)
             .field("granted_scope", &self.granted_scope)
+            .field("revocation_endpoint", &self.revocation_endpoint)
             .finish()
     }
 }

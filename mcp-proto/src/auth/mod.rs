@@ -21,9 +21,11 @@ mod error;
 mod flow;
 pub mod form;
 pub mod metadata;
+mod revoke;
 pub mod token;
 
 pub use config::{AuthConfig, ClientIdentity, Grant, Signer};
 pub use credentials::{ClientRegistration, Credentials};
 pub use error::AuthError;
-pub use flow::{AuthEvent, AuthRequest, AuthRequestId, AuthResponse, Authorizer};
+pub use flow::{AuthEvent, AuthRequest, AuthRequestId, AuthResponse, Authorizer, is_public};
+pub use revoke::revocation_requests;

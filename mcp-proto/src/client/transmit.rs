@@ -128,6 +128,20 @@ pub enum Transmit {
     Respawn,
 }
 
+/// Which addresses a new connection may reach, once its host is resolved: ask
+/// [`super::Client::address_policy`] on [`Transmit::Connect`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum AddressPolicy {
+    /// Whatever the name resolves to.
+    Any,
+    /// Only public addresses ([`crate::auth::is_public`]): the connection goes to an
+    /// authorization server a public MCP server named. Refuse the others (report
+    /// [`TransportFailureKind::Refused`]), and connect to the address checked, without
+    /// resolving again.
+    PublicOnly,
+}
+
 /// Why a connection failed below HTTP, as the driver saw it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]

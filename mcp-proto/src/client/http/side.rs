@@ -13,6 +13,7 @@ use crate::http::{HttpLimits, RequestHead, ResponseEvent, ResponseHead, Response
 #[derive(Debug)]
 struct SideConn {
     request: AuthRequestId,
+    public_only: bool,
     /// The request, until the connection is open.
     bytes: Option<Vec<u8>>,
     reader: ResponseReader,
@@ -63,6 +64,7 @@ impl Side {
             return Some(SideOutcome::Failed(request.id, e.to_string()));
         }
         bytes.extend_from_slice(request.body.as_deref().unwrap_or_default());
+        let public_only = request.public_only;
         let limits = HttpLimits {
             max_body_bytes: Some(max_body as u64),
             ..HttpLimits::default()
@@ -71,6 +73,7 @@ impl Side {
             conn,
             SideConn {
                 request: request.id,
+                public_only,
                 bytes: Some(bytes),
                 reader: ResponseReader::new(limits, request.method),
                 head: None,
@@ -80,6 +83,11 @@ impl Side {
         self.commands
             .push_back(Command::Connect(conn, Origin::of(&request.url)));
         None
+    }
+
+    /// Whether `conn` may only reach a public address (see [`AuthRequest::public_only`]).
+    pub(super) fn public_only(&self, conn: ConnId) -> bool {
+        self.conns.get(&conn).is_some_and(|c| c.public_only)
     }
 
     pub(super) fn owns(&self, conn: ConnId) -> bool {

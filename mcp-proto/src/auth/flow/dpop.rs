@@ -1,0 +1,148 @@
+//! DPoP (RFC 9449): proofs for token requests and MCP requests, and the servers' nonces.
+
+use super::*;
+
+impl Authorizer {
+    /// Whether tokens are DPoP-bound: a key is configured and the authorization server
+    /// supports its algorithm.
+    pub(super) fn dpop_active(&self) -> bool {
+        let Some(key) = &self.config.dpop else {
+            return false;
+        };
+        self.server_metadata
+            .as_ref()
+            .and_then(|m| m.dpop_signing_alg_values_supported.as_ref())
+            .is_some_and(|algs| algs.iter().any(|a| a == key.algorithm()))
+    }
+
+    /// A DPoP proof (RFC 9449 §4.2) for `method` on `url` (query and fragment left out),
+    /// with `ath` for an access token and the server's nonce when it gave one.
+    pub(super) fn dpop_proof(
+        &mut self,
+        now: Instant,
+        method: &str,
+        url: &str,
+        token: Option<&str>,
+        nonce: Option<&str>,
+    ) -> Result<String, AuthError> {
+        let Some(key) = self.config.dpop.clone() else {
+            return Err(AuthError::Signing {
+                detail: "no DPoP key".into(),
+            });
+        };
+        let htu = url.split(['?', '#']).next().unwrap_or(url);
+        let header = json!({"typ": "dpop+jwt", "alg": key.algorithm(), "jwk": key.public_jwk()});
+        let mut claims = json!({
+            "jti": self.rng.token(16),
+            "htm": method,
+            "htu": htu,
+            "iat": self.unix(now),
+        });
+        if let Some(t) = token {
+            claims["ath"] = json!(base64url(&crate::auth::crypto::sha256(t.as_bytes())));
+        }
+        if let Some(n) = nonce {
+            claims["nonce"] = json!(n);
+        }
+        sign_jwt(key.as_ref(), &header, &claims)
+    }
+
+    /// The headers that authorize one MCP request: `Authorization` (`Bearer` or `DPoP`)
+    /// and, for a DPoP-bound token, a fresh `DPoP` proof for `method` on `url`. Empty
+    /// without a usable token.
+    pub fn request_headers(
+        &mut self,
+        now: Instant,
+        method: &str,
+        url: &EndpointUrl,
+    ) -> Vec<(String, String)> {
+        self.now = now;
+        let Some(value) = self.authorization() else {
+            return Vec::new();
+        };
+        let mut headers = vec![("Authorization".to_owned(), value)];
+        if self.creds.token_type.eq_ignore_ascii_case("dpop") {
+            let token = self.creds.access_token.clone();
+            let nonce = self.rs_nonce.clone();
+            if let Ok(proof) = self.dpop_proof(
+                now,
+                method,
+                url.as_str(),
+                token.as_deref(),
+                nonce.as_deref(),
+            ) {
+                headers.push(("DPoP".to_owned(), proof));
+            }
+        }
+        headers
+    }
+
+    /// The MCP server asked for a DPoP nonce (`401` with `error="use_dpop_nonce"` and a
+    /// `DPoP-Nonce` header): kept for the next proofs. True when the refused request
+    /// should simply be sent again: a DPoP-bound token is in use and the nonce is new.
+    pub fn handle_resource_nonce(&mut self, nonce: &str) -> bool {
+        let dpop =
+            self.creds.token_type.eq_ignore_ascii_case("dpop") && self.creds.access_token.is_some();
+        let fresh = self.rs_nonce.as_deref() != Some(nonce);
+        self.rs_nonce = Some(clip(nonce));
+        dpop && fresh
+    }
+
+    pub(super) fn client_auth(
+        &mut self,
+        now: Instant,
+        client: &ClientRegistration,
+        token_endpoint: &str,
+        headers: &mut Vec<(String, String)>,
+        body: &mut Vec<(String, String)>,
+    ) -> Result<(), AuthError> {
+        let secret = client.client_secret.clone().unwrap_or_default();
+        match client.auth_method.as_str() {
+            "client_secret_basic" => headers.push((
+                "Authorization".into(),
+                token::basic_authorization(&client.client_id, &secret),
+            )),
+            "client_secret_post" => {
+                body.push(("client_id".into(), client.client_id.clone()));
+                body.push(("client_secret".into(), secret));
+            }
+            "private_key_jwt" => {
+                let assertion = self.client_assertion(now, &client.client_id, token_endpoint)?;
+                body.push(("client_id".into(), client.client_id.clone()));
+                body.push((
+                    "client_assertion_type".into(),
+                    "urn:ietf:params:oauth:client-assertion-type:jwt-bearer".into(),
+                ));
+                body.push(("client_assertion".into(), assertion));
+            }
+            _ => body.push(("client_id".into(), client.client_id.clone())),
+        }
+        Ok(())
+    }
+
+    /// A `private_key_jwt` assertion (RFC 7523 §3): `iss` = `sub` = the client id,
+    /// `aud` = the issuer, valid for five minutes.
+    pub(super) fn client_assertion(
+        &mut self,
+        now: Instant,
+        client_id: &str,
+        _token_endpoint: &str,
+    ) -> Result<String, AuthError> {
+        let Some(signer) = self.config.signer.clone() else {
+            return Err(AuthError::NeedClientCredentials {
+                detail: "private_key_jwt needs a signing key".into(),
+            });
+        };
+        let iat = self.unix(now);
+        let header = json!({"alg": signer.algorithm(), "typ": "JWT"});
+        let claims = json!({
+            "iss": client_id,
+            "sub": client_id,
+            "aud": self.creds.issuer,
+            "iat": iat,
+            "exp": iat + 300,
+            "jti": self.rng.token(16),
+        });
+        sign_jwt(signer.as_ref(), &header, &claims)
+    }
+}

@@ -1,0 +1,276 @@
+//! Token requests: the authorization code, refresh, client credentials, JWT bearer and token exchange grants, and what their answers mean.
+
+use super::*;
+
+impl Authorizer {
+    pub(super) fn refresh(&mut self, now: Instant) {
+        let Some(refresh) = self.creds.refresh_token.clone() else {
+            return self.ensure_client(now);
+        };
+        if self.creds.client.is_none() {
+            return self.ensure_client(now);
+        }
+        self.token_request(
+            now,
+            TokenGrant::Refresh,
+            &[("grant_type", "refresh_token"), ("refresh_token", &refresh)],
+        );
+    }
+
+    pub(super) fn client_credentials(&mut self, now: Instant) {
+        let ClientIdentity::PreRegistered {
+            client_id,
+            client_secret,
+            ..
+        } = self.config.identity.clone()
+        else {
+            return self.fail(AuthError::NeedClientCredentials {
+                detail: "client_credentials needs pre-registered credentials".into(),
+            });
+        };
+        let method = if self.config.signer.is_some() {
+            "private_key_jwt"
+        } else {
+            "client_secret_basic"
+        };
+        self.creds.client = Some(ClientRegistration {
+            issuer: self.creds.issuer.clone(),
+            client_id,
+            client_secret,
+            auth_method: method.into(),
+            source: "pre-registered".into(),
+        });
+        let scope = self.scope().join(" ");
+        let mut pairs = vec![("grant_type", "client_credentials")];
+        if !scope.is_empty() {
+            pairs.push(("scope", scope.as_str()));
+        }
+        self.token_request(now, TokenGrant::ClientCredentials, &pairs);
+    }
+
+    pub(super) fn jwt_bearer(&mut self, now: Instant, assertion: &str) {
+        if let ClientIdentity::PreRegistered {
+            client_id,
+            client_secret,
+            ..
+        } = self.config.identity.clone()
+        {
+            let method = if client_secret.is_some() {
+                "client_secret_basic"
+            } else {
+                "none"
+            };
+            self.creds.client = Some(ClientRegistration {
+                issuer: self.creds.issuer.clone(),
+                client_id,
+                client_secret,
+                auth_method: method.into(),
+                source: "pre-registered".into(),
+            });
+        }
+        let scope = self.scope().join(" ");
+        let mut pairs = vec![
+            ("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"),
+            ("assertion", assertion),
+        ];
+        if !scope.is_empty() {
+            pairs.push(("scope", scope.as_str()));
+        }
+        self.token_request(now, TokenGrant::JwtBearer, &pairs);
+    }
+
+    /// POSTs to the token endpoint: `pairs`, `resource`, and the client's authentication.
+    pub(super) fn token_request(
+        &mut self,
+        now: Instant,
+        grant: TokenGrant,
+        pairs: &[(&str, &str)],
+    ) {
+        let Some(endpoint) = self
+            .server_metadata
+            .as_ref()
+            .map(|m| m.token_endpoint.clone())
+        else {
+            return self.fail(AuthError::NoServerMetadata);
+        };
+        let kept = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        if self.last_token.as_ref().is_none_or(|(g, _)| *g != grant) {
+            self.nonce_retried = false;
+        }
+        self.last_token = Some((grant, kept));
+        let resource = self.resource();
+        let mut body: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        body.push(("resource".into(), resource));
+        let mut headers = vec![(
+            "Content-Type".to_owned(),
+            "application/x-www-form-urlencoded".to_owned(),
+        )];
+        if let Some(client) = self.creds.client.clone()
+            && let Err(e) = self.client_auth(now, &client, &endpoint, &mut headers, &mut body)
+        {
+            return self.fail(e);
+        }
+        if self.dpop_active() {
+            let nonce = self.as_nonce.clone();
+            match self.dpop_proof(now, "POST", &endpoint, None, nonce.as_deref()) {
+                Ok(proof) => headers.push(("DPoP".to_owned(), proof)),
+                Err(e) => return self.fail(e),
+            }
+        }
+        let refs: Vec<(&str, &str)> = body.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let encoded = form::encode_pairs(&refs).into_bytes();
+        if self.send(now, "POST", &endpoint, headers, Some(encoded)) {
+            self.step = Step::Token { grant };
+        }
+    }
+
+    /// The token exchange of enterprise-managed authorization (RFC 8693): the ID token
+    /// for an identity assertion grant (ID-JAG) naming this authorization server and
+    /// resource, at the identity provider.
+    pub(super) fn token_exchange(
+        &mut self,
+        now: Instant,
+        endpoint: &str,
+        id_token: &str,
+        client_id: &str,
+        client_secret: Option<&str>,
+    ) {
+        let resource = self.resource();
+        let scope = self.scope().join(" ");
+        let issuer = self.creds.issuer.clone();
+        let mut pairs = vec![
+            (
+                "grant_type",
+                "urn:ietf:params:oauth:grant-type:token-exchange",
+            ),
+            (
+                "requested_token_type",
+                "urn:ietf:params:oauth:token-type:id-jag",
+            ),
+            ("subject_token", id_token),
+            (
+                "subject_token_type",
+                "urn:ietf:params:oauth:token-type:id_token",
+            ),
+            ("audience", issuer.as_str()),
+            ("resource", resource.as_str()),
+            ("client_id", client_id),
+        ];
+        if let Some(secret) = client_secret {
+            pairs.push(("client_secret", secret));
+        }
+        if !scope.is_empty() {
+            pairs.push(("scope", scope.as_str()));
+        }
+        let body = form::encode_pairs(&pairs).into_bytes();
+        let headers = vec![(
+            "Content-Type".to_owned(),
+            "application/x-www-form-urlencoded".to_owned(),
+        )];
+        if self.send(now, "POST", endpoint, headers, Some(body)) {
+            self.step = Step::Token {
+                grant: TokenGrant::IdJag,
+            };
+        }
+    }
+
+    /// The identity provider's answer to the token exchange: the ID-JAG goes on to the
+    /// JWT bearer grant at the authorization server.
+    pub(super) fn on_id_jag(&mut self, now: Instant, response: &AuthResponse) {
+        let parsed: Option<serde_json::Value> = (response.status == 200)
+            .then(|| serde_json::from_slice(&response.body).ok())
+            .flatten();
+        let assertion = parsed.as_ref().and_then(|v| {
+            let issued = v
+                .get("issued_token_type")
+                .and_then(serde_json::Value::as_str);
+            (issued == Some("urn:ietf:params:oauth:token-type:id-jag"))
+                .then(|| v.get("access_token").and_then(serde_json::Value::as_str))
+                .flatten()
+        });
+        match assertion {
+            Some(a) => {
+                let a = a.to_owned();
+                self.jwt_bearer(now, &a);
+            }
+            None => {
+                let detail =
+                    match token::parse_token_response(response.status, &response.body, false) {
+                        Err(e) => token_detail(e),
+                        Ok(_) => "the identity provider issued no ID-JAG".to_owned(),
+                    };
+                self.fail(AuthError::TokenRefused(format!("token exchange: {detail}")));
+            }
+        }
+    }
+
+    pub(super) fn on_token(&mut self, now: Instant, grant: TokenGrant, response: &AuthResponse) {
+        if grant == TokenGrant::IdJag {
+            return self.on_id_jag(now, response);
+        }
+        if let Some(nonce) = response.header_all("dpop-nonce").next() {
+            self.as_nonce = Some(clip(nonce));
+        }
+        let dpop = self.dpop_active();
+        match token::parse_token_response(response.status, &response.body, dpop) {
+            Ok(t) => {
+                self.creds.access_token = Some(t.access_token);
+                self.creds.token_type = t.token_type;
+                self.creds.expires_at = t.expires_in.map(|s| self.unix(now).saturating_add(s));
+                if t.refresh_token.is_some() {
+                    self.creds.refresh_token = t.refresh_token;
+                }
+                self.creds.granted_scope = t.scope.or_else(|| self.creds.requested_scope.clone());
+                self.step = Step::Idle;
+                self.events
+                    .push_back(AuthEvent::CredentialsChanged(Box::new(self.creds.clone())));
+                self.events.push_back(AuthEvent::Authorized);
+            }
+            Err(TokenError::OAuth(e)) => {
+                let code_flow = matches!(grant, TokenGrant::Code | TokenGrant::Refresh);
+                match e.error.as_str() {
+                    "use_dpop_nonce" if dpop && !self.nonce_retried && self.as_nonce.is_some() => {
+                        self.nonce_retried = true;
+                        if let Some((grant, pairs)) = self.last_token.clone() {
+                            let refs: Vec<(&str, &str)> = pairs
+                                .iter()
+                                .map(|(k, v)| (k.as_str(), v.as_str()))
+                                .collect();
+                            self.token_request(now, grant, &refs);
+                        }
+                    }
+                    "invalid_grant" if grant == TokenGrant::Refresh => {
+                        self.creds.refresh_token = None;
+                        self.ensure_client(now);
+                    }
+                    "invalid_grant" if grant == TokenGrant::Code && !self.retried_code => {
+                        self.retried_code = true;
+                        self.authorize(now);
+                    }
+                    "invalid_client" | "unauthorized_client"
+                        if code_flow
+                            && !self.retried_client
+                            && self
+                                .creds
+                                .client
+                                .as_ref()
+                                .is_some_and(|c| c.source == "dcr") =>
+                    {
+                        self.retried_client = true;
+                        self.creds.client = None;
+                        self.creds.refresh_token = None;
+                        self.ensure_client(now);
+                    }
+                    _ => self.fail(AuthError::TokenRefused(e.to_string())),
+                }
+            }
+            Err(e) => self.fail(AuthError::TokenRefused(token_detail(e))),
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! From metadata to a grant, and the client's identity at the authorization server (stored, pre-registered, CIMD, dynamic registration).
+
+use super::*;
+
+impl Authorizer {
+    pub(super) fn after_metadata(&mut self, now: Instant) {
+        self.creds.revocation_endpoint = self
+            .server_metadata
+            .as_ref()
+            .and_then(|m| m.revocation_endpoint.clone());
+        match self.config.grant.clone() {
+            Grant::ClientCredentials => self.client_credentials(now),
+            Grant::JwtBearer { assertion } => self.jwt_bearer(now, &assertion),
+            Grant::EnterpriseManaged {
+                idp_token_endpoint,
+                id_token,
+                idp_client_id,
+                idp_client_secret,
+            } => self.token_exchange(
+                now,
+                &idp_token_endpoint,
+                &id_token,
+                &idp_client_id,
+                idp_client_secret.as_deref(),
+            ),
+            Grant::AuthorizationCode => {
+                if self.trigger == Trigger::Unauthorized && self.creds.refresh_token.is_some() {
+                    self.refresh(now);
+                } else {
+                    self.ensure_client(now);
+                }
+            }
+        }
+    }
+
+    pub(super) fn ensure_client(&mut self, now: Instant) {
+        let issuer = self.creds.issuer.clone();
+        if let Some(c) = &self.creds.client
+            && c.issuer == issuer
+        {
+            return self.authorize(now);
+        }
+        let Some(asm) = self.server_metadata.clone() else {
+            return self.fail(AuthError::NoServerMetadata);
+        };
+        let cimd = |url: &Option<String>| {
+            url.clone()
+                .filter(|_| asm.client_id_metadata_document_supported)
+        };
+        match self.config.identity.clone() {
+            ClientIdentity::PreRegistered {
+                client_id,
+                client_secret,
+                issuer: bound,
+            } => {
+                if bound.as_ref().is_some_and(|b| *b != issuer) {
+                    return self.fail(AuthError::ClientBoundElsewhere {
+                        bound: bound.unwrap_or_default(),
+                        issuer,
+                    });
+                }
+                let method = choose_auth_method(&asm, None, client_secret.is_some());
+                self.creds.client = Some(ClientRegistration {
+                    issuer,
+                    client_id,
+                    client_secret,
+                    auth_method: method,
+                    source: "pre-registered".into(),
+                });
+                self.authorize(now);
+            }
+            ClientIdentity::Auto { cimd_url } if cimd(&cimd_url).is_some() => {
+                self.use_cimd(now, cimd_url.unwrap_or_default());
+            }
+            ClientIdentity::Cimd { url } if asm.client_id_metadata_document_supported => {
+                self.use_cimd(now, url);
+            }
+            ClientIdentity::Cimd { .. } => self.fail(AuthError::NeedClientCredentials {
+                detail: "the authorization server does not support client metadata documents"
+                    .into(),
+            }),
+            ClientIdentity::Auto { .. } | ClientIdentity::Dcr => {
+                match asm.registration_endpoint.clone() {
+                    Some(endpoint) => self.register(now, issuer, &asm, &endpoint),
+                    None => self.fail(AuthError::NeedClientCredentials {
+                        detail: "the authorization server offers no dynamic registration".into(),
+                    }),
+                }
+            }
+        }
+    }
+
+    pub(super) fn use_cimd(&mut self, now: Instant, url: String) {
+        let ok = EndpointUrl::parse(&url, false)
+            .is_ok_and(|u| u.is_tls() && u.path() != "/" && !u.path().is_empty());
+        if !ok {
+            return self.fail(AuthError::UrlPolicy {
+                url,
+                reason: "a client metadata document URL must be https with a path".into(),
+            });
+        }
+        self.creds.client = Some(ClientRegistration {
+            issuer: self.creds.issuer.clone(),
+            client_id: url,
+            client_secret: None,
+            auth_method: "none".into(),
+            source: "cimd".into(),
+        });
+        self.authorize(now);
+    }
+
+    pub(super) fn register(
+        &mut self,
+        now: Instant,
+        issuer: String,
+        asm: &ServerMetadata,
+        endpoint: &str,
+    ) {
+        let wanted = match &asm.token_endpoint_auth_methods_supported {
+            Some(list) => ["none", "client_secret_basic", "client_secret_post"]
+                .into_iter()
+                .find(|m| list.iter().any(|x| x == m))
+                .unwrap_or("none"),
+            None => "client_secret_basic",
+        };
+        let application_type = if self.redirect_is_native() {
+            "native"
+        } else {
+            "web"
+        };
+        let body = token::registration_body(
+            &self.config.client_name,
+            &[&self.config.redirect_uri],
+            &["authorization_code", "refresh_token"],
+            wanted,
+            application_type,
+            None,
+        );
+        let headers = vec![("Content-Type".to_owned(), "application/json".to_owned())];
+        if self.send(now, "POST", endpoint, headers, Some(body)) {
+            self.step = Step::Register { issuer };
+        }
+    }
+
+    pub(super) fn redirect_is_native(&self) -> bool {
+        match EndpointUrl::parse(&self.config.redirect_uri, true) {
+            Ok(u) => u.is_loopback(),
+            // A custom scheme (`com.example.app:/cb`) is a native app's.
+            Err(_) => true,
+        }
+    }
+
+    pub(super) fn on_registration(
+        &mut self,
+        now: Instant,
+        issuer: String,
+        response: &AuthResponse,
+    ) {
+        let reg = match token::parse_registration(response.status, &response.body) {
+            Ok(r) => r,
+            Err(e) => return self.fail(AuthError::RegistrationRefused(token_detail(e))),
+        };
+        let Some(asm) = &self.server_metadata else {
+            return self.fail(AuthError::NoServerMetadata);
+        };
+        let method = choose_auth_method(
+            asm,
+            reg.token_endpoint_auth_method.as_deref(),
+            reg.client_secret.is_some(),
+        );
+        self.creds.client = Some(ClientRegistration {
+            issuer,
+            client_id: reg.client_id,
+            client_secret: reg.client_secret,
+            auth_method: method,
+            source: "dcr".into(),
+        });
+        self.authorize(now);
+    }
+}

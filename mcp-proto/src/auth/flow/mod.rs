@@ -1,0 +1,747 @@
+//! The authorization flow as a machine.
+//!
+//! # Theory of operation
+//!
+//! An [`Authorizer`] holds what one MCP client knows about authorizing to one MCP server:
+//! the protected resource metadata, the authorization server's metadata, the client's
+//! registration there, and the tokens. It is idle until the MCP machine reports a
+//! refusal: [`Authorizer::handle_unauthorized`] for a `401`,
+//! [`Authorizer::handle_insufficient_scope`] for a `403` whose challenge says
+//! `insufficient_scope`. A flow then runs to one end, [`AuthEvent::Authorized`] or
+//! [`AuthEvent::Failed`]:
+//!
+//! ```text
+//!  401/403 ─▶ resource metadata ─▶ server metadata ─┬─▶ refresh ─────────────────────┐
+//!             (header URL, or the    (RFC 8414 and  ├─▶ client_credentials / JWT ───┤
+//!              well-known paths)      OpenID paths) └─▶ client identity ─▶ approval ─▶ code ─▶ tokens
+//!                                                        (stored, CIMD,    (OpenUrl,
+//!                                                         DCR)              callback)
+//! ```
+//!
+//! Each step is one HTTP request ([`Authorizer::poll_request`]) whose response comes
+//! back through [`Authorizer::handle_response`]; the driver runs it on a fresh
+//! connection, follows no redirect, and caps the body. The approval step emits
+//! [`AuthEvent::OpenUrl`] and waits for [`Authorizer::handle_callback`] with the URL the
+//! browser came back to.
+//!
+//! What the machine refuses, whatever the server says: a `resource` that is not this
+//! server's; metadata whose `issuer` is not, byte for byte, the issuer it was fetched
+//! for; an authorization server without PKCE `S256`; a callback whose `state` is not the
+//! one sent, or whose `iss` is missing (when promised) or not the issuer; endpoints that
+//! fail the URL policy; more than [`AuthConfig::max_requests`] requests or
+//! [`AuthConfig::max_step_ups`] step-ups in one flow. Tokens are bound to the issuer and
+//! resource that produced them: a server that moves to another authorization server gets
+//! a new registration and new tokens, never the old ones.
+//!
+//! Time is the caller's [`Instant`]; wall-clock time (token expiry, JWT `iat`) is the
+//! Unix time the caller gave at creation plus the time elapsed since. Randomness comes
+//! from a generator seeded by the caller ([`AuthConfig::seed`]).
+
+mod approval;
+mod discovery;
+mod dpop;
+mod grants;
+mod identity;
+
+use std::collections::VecDeque;
+use std::fmt;
+
+use serde_json::json;
+
+use super::challenge::{BearerChallenge, bearer_challenge};
+use super::config::{AuthConfig, ClientIdentity, Grant};
+use super::credentials::{ClientRegistration, Credentials};
+use super::crypto::{Drbg, Pkce, base64url, constant_time_eq};
+use super::error::AuthError;
+use super::form;
+use super::metadata::{self, ResourceMetadata, ServerMetadata};
+use super::token::{self, TokenError};
+use crate::Instant;
+use crate::http::EndpointUrl;
+use crate::version::ProtocolVersion;
+
+/// Identifies one HTTP request of the flow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AuthRequestId(u64);
+
+impl AuthRequestId {
+    pub(crate) fn new(n: u64) -> Self {
+        AuthRequestId(n)
+    }
+}
+
+/// An HTTP request the flow needs made. Send it on a new connection to
+/// [`AuthRequest::url`]'s origin, follow no redirect, and report the response (its body
+/// capped at [`AuthConfig::max_body_bytes`]) or the failure.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AuthRequest {
+    /// Which request this is.
+    pub id: AuthRequestId,
+    /// `GET` or `POST`.
+    pub method: &'static str,
+    /// Where; it passed the URL policy.
+    pub url: EndpointUrl,
+    /// Header fields besides `Host` and `Content-Length`.
+    pub headers: Vec<(String, String)>,
+    /// The body of a `POST`.
+    pub body: Option<Vec<u8>>,
+    /// Whether the connection must go only to a public address: the MCP server is not
+    /// on this machine or a private network, and named this other origin (an
+    /// authorization server it points to could otherwise make the client probe the
+    /// local network). The driver refuses loopback, private and link-local addresses
+    /// after resolving, and connects to the address it checked.
+    pub public_only: bool,
+}
+
+impl fmt::Debug for AuthRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Bodies and headers carry secrets (codes, verifiers, client secrets).
+        f.debug_struct("AuthRequest")
+            .field("id", &self.id)
+            .field("method", &self.method)
+            .field("url", &self.url.as_str())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The response to an [`AuthRequest`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuthResponse {
+    /// The status code.
+    pub status: u16,
+    /// The header fields, names as received.
+    pub headers: Vec<(String, String)>,
+    /// The body, at most [`AuthConfig::max_body_bytes`].
+    pub body: Vec<u8>,
+}
+
+impl AuthResponse {
+    fn header_all<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a str> {
+        self.headers
+            .iter()
+            .filter(move |(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// What happened in the flow.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AuthEvent {
+    /// A person must approve: open this URL in a browser (or show it), then hand the URL
+    /// the browser is sent back to to [`Authorizer::handle_callback`].
+    OpenUrl(String),
+    /// New credentials to keep (tokens, a registration): save them for the next run.
+    CredentialsChanged(Box<Credentials>),
+    /// The flow succeeded: [`Authorizer::authorization`] has the new header value.
+    Authorized,
+    /// The flow failed.
+    Failed(AuthError),
+}
+
+/// Why a flow started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Trigger {
+    Unauthorized,
+    StepUp,
+}
+
+/// What the request in flight is for.
+#[derive(Debug)]
+enum Step {
+    Idle,
+    ResourceMetadata {
+        urls: Vec<String>,
+        next: usize,
+    },
+    ServerMetadata {
+        issuer: String,
+        urls: Vec<String>,
+        next: usize,
+        legacy: bool,
+    },
+    Register {
+        issuer: String,
+    },
+    Approval {
+        pending: Box<Pending>,
+    },
+    Token {
+        grant: TokenGrant,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TokenGrant {
+    Code,
+    Refresh,
+    ClientCredentials,
+    JwtBearer,
+    /// The token exchange at the enterprise identity provider, for an ID-JAG.
+    IdJag,
+}
+
+/// What an authorization request left to check its callback against.
+struct Pending {
+    state: String,
+    pkce: Pkce,
+    issuer: String,
+    iss_supported: bool,
+    deadline: Instant,
+}
+
+impl fmt::Debug for Pending {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pending")
+            .field("issuer", &self.issuer)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The OAuth 2.1 client of one MCP server; see the module docs.
+pub struct Authorizer {
+    config: AuthConfig,
+    mcp_url: EndpointUrl,
+    rng: Drbg,
+    started: Instant,
+    unix_at_start: u64,
+    now: Instant,
+    step: Step,
+    trigger: Trigger,
+    challenge: Option<BearerChallenge>,
+    in_flight: Option<(AuthRequestId, Instant)>,
+    outbox: VecDeque<AuthRequest>,
+    events: VecDeque<AuthEvent>,
+    next_id: u64,
+    /// Requests made by the current flow.
+    requests: u32,
+    step_ups: u32,
+    retried_code: bool,
+    retried_client: bool,
+    resource_metadata: Option<ResourceMetadata>,
+    server_metadata: Option<ServerMetadata>,
+    creds: Credentials,
+    /// The scopes asked for by the last authorization, in order.
+    requested: Vec<String>,
+    /// The last token request's grant and parameters (before `resource` and client
+    /// authentication), to send again with a DPoP nonce.
+    last_token: Option<(TokenGrant, Vec<(String, String)>)>,
+    /// Whether the last token request was already sent again for a nonce.
+    nonce_retried: bool,
+    /// The authorization server's latest DPoP nonce.
+    as_nonce: Option<String>,
+    /// The MCP server's latest DPoP nonce.
+    rs_nonce: Option<String>,
+}
+
+impl fmt::Debug for Authorizer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Authorizer")
+            .field("mcp_url", &self.mcp_url.as_str())
+            .field("step", &self.step)
+            .field("creds", &self.creds)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Authorizer {
+    /// The authorizer of the MCP server at `mcp_url`, created at `now`, when the Unix
+    /// time is `unix_now` seconds. Credentials in the config are used when they belong
+    /// to this server.
+    #[must_use]
+    pub fn new(config: AuthConfig, mcp_url: &EndpointUrl, now: Instant, unix_now: u64) -> Self {
+        let rng = Drbg::new(&config.seed);
+        let creds = config
+            .credentials
+            .clone()
+            .filter(|c| c.server_url == mcp_url.as_str())
+            .unwrap_or_else(|| Credentials {
+                server_url: mcp_url.as_str().to_owned(),
+                resource: String::new(),
+                issuer: String::new(),
+                client: None,
+                access_token: None,
+                token_type: "Bearer".to_owned(),
+                expires_at: None,
+                refresh_token: None,
+                requested_scope: None,
+                granted_scope: None,
+                revocation_endpoint: None,
+            });
+        let requested = creds
+            .requested_scope
+            .as_deref()
+            .map(split_scope)
+            .unwrap_or_default();
+        Authorizer {
+            config,
+            mcp_url: mcp_url.clone(),
+            rng,
+            started: now,
+            unix_at_start: unix_now,
+            now,
+            step: Step::Idle,
+            trigger: Trigger::Unauthorized,
+            challenge: None,
+            in_flight: None,
+            outbox: VecDeque::new(),
+            events: VecDeque::new(),
+            next_id: 0,
+            requests: 0,
+            step_ups: 0,
+            retried_code: false,
+            retried_client: false,
+            resource_metadata: None,
+            server_metadata: None,
+            creds,
+            requested,
+            last_token: None,
+            nonce_retried: false,
+            as_nonce: None,
+            rs_nonce: None,
+        }
+    }
+
+    /// The `Authorization` header value for MCP requests, when there is a token that is
+    /// not known to be expired.
+    #[must_use]
+    pub fn authorization(&self) -> Option<String> {
+        if self.creds.is_expired(self.unix(self.now)) {
+            return None;
+        }
+        self.creds.authorization()
+    }
+
+    /// The credentials as they stand.
+    #[must_use]
+    pub fn credentials(&self) -> &Credentials {
+        &self.creds
+    }
+
+    /// Whether a flow is running: MCP requests should wait for its end.
+    #[must_use]
+    pub fn is_busy(&self) -> bool {
+        !matches!(self.step, Step::Idle)
+    }
+
+    /// Whether the flow waits for a person's approval (the callback).
+    #[must_use]
+    pub fn awaits_approval(&self) -> bool {
+        matches!(self.step, Step::Approval { .. })
+    }
+
+    fn unix(&self, now: Instant) -> u64 {
+        self.unix_at_start + now.saturating_duration_since(self.started).as_secs()
+    }
+
+    // ----- triggers -----------------------------------------------------------------
+
+    /// The MCP server answered `401` with these `WWW-Authenticate` values: the token is
+    /// dropped and a flow starts (refreshing when it can). Ignored while a flow runs.
+    pub fn handle_unauthorized<'a>(
+        &mut self,
+        now: Instant,
+        challenges: impl IntoIterator<Item = &'a str>,
+    ) {
+        self.now = now;
+        if self.is_busy() {
+            return;
+        }
+        self.creds.access_token = None;
+        self.start(now, Trigger::Unauthorized, bearer_challenge(challenges));
+    }
+
+    /// The MCP server answered `403` with these `WWW-Authenticate` values. Returns
+    /// whether a step-up authorization started: only for `insufficient_scope`, and at
+    /// most [`AuthConfig::max_step_ups`] times in a row; past that the flow fails with
+    /// [`AuthError::InsufficientScope`].
+    pub fn handle_insufficient_scope<'a>(
+        &mut self,
+        now: Instant,
+        challenges: impl IntoIterator<Item = &'a str>,
+    ) -> bool {
+        self.now = now;
+        let Some(challenge) = bearer_challenge(challenges) else {
+            return false;
+        };
+        if !challenge.is_insufficient_scope() || self.is_busy() {
+            return false;
+        }
+        if self.step_ups >= self.config.max_step_ups {
+            let scope = challenge.scope.clone().unwrap_or_default();
+            self.events
+                .push_back(AuthEvent::Failed(AuthError::InsufficientScope { scope }));
+            return true;
+        }
+        self.step_ups += 1;
+        self.start(now, Trigger::StepUp, Some(challenge));
+        true
+    }
+
+    /// An MCP request went through with the current token: the step-up count starts
+    /// again.
+    pub fn handle_success(&mut self) {
+        if !self.is_busy() {
+            self.step_ups = 0;
+        }
+    }
+
+    fn start(&mut self, now: Instant, trigger: Trigger, challenge: Option<BearerChallenge>) {
+        self.trigger = trigger;
+        self.requests = 0;
+        self.retried_code = false;
+        self.retried_client = false;
+        let urls = match challenge.as_ref().and_then(|c| c.resource_metadata.clone()) {
+            Some(url) => vec![url],
+            None => metadata::resource_metadata_urls(&self.mcp_url),
+        };
+        self.challenge = challenge;
+        self.step = Step::ResourceMetadata { urls, next: 0 };
+        self.next_resource_metadata(now);
+    }
+
+    /// Gives up the running flow (the person declined, or nothing can open the URL):
+    /// it fails with [`AuthError::Denied`] (`error` = `cancelled`). Nothing happens when
+    /// no flow runs.
+    pub fn abandon(&mut self, now: Instant, reason: &str) {
+        self.now = now;
+        if self.is_busy() {
+            self.fail(AuthError::Denied {
+                error: "cancelled".into(),
+                description: Some(clip(reason)),
+            });
+        }
+    }
+
+    // ----- requests -----------------------------------------------------------------
+
+    /// The next HTTP request to make.
+    pub fn poll_request(&mut self) -> Option<AuthRequest> {
+        self.outbox.pop_front()
+    }
+
+    /// The next event.
+    pub fn poll_event(&mut self) -> Option<AuthEvent> {
+        self.events.pop_front()
+    }
+
+    /// When [`Authorizer::handle_timeout`] is next due.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let approval = match &self.step {
+            Step::Approval { pending } => Some(pending.deadline),
+            _ => None,
+        };
+        [self.in_flight.map(|(_, d)| d), approval]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// Fails the flow whose request or approval took too long.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.now = now;
+        if let Some((id, deadline)) = self.in_flight
+            && deadline <= now
+        {
+            self.in_flight = None;
+            let _ = id;
+            self.fail(AuthError::Timeout {
+                what: "an authorization request".into(),
+            });
+            return;
+        }
+        if let Step::Approval { pending } = &self.step
+            && pending.deadline <= now
+        {
+            self.fail(AuthError::Timeout {
+                what: "the approval in the browser".into(),
+            });
+        }
+    }
+
+    /// Whether the flow still waits for the response to `id` (a request it gave up on,
+    /// after a timeout or a failure, can be aborted).
+    #[must_use]
+    pub fn wants_response(&self, id: AuthRequestId) -> bool {
+        self.in_flight.is_some_and(|(i, _)| i == id)
+    }
+
+    /// The request `id` failed below HTTP (connection refused, TLS, reset, …).
+    pub fn handle_request_failed(&mut self, now: Instant, id: AuthRequestId, detail: &str) {
+        self.now = now;
+        if !self.wants_response(id) {
+            return;
+        }
+        self.in_flight = None;
+        self.fail(AuthError::Transport {
+            detail: clip(detail),
+        });
+    }
+
+    /// The response to request `id`.
+    pub fn handle_response(&mut self, now: Instant, id: AuthRequestId, response: AuthResponse) {
+        self.now = now;
+        if !self.wants_response(id) {
+            return;
+        }
+        self.in_flight = None;
+        if (300..400).contains(&response.status) {
+            return self.fail(AuthError::Redirect {
+                status: response.status,
+            });
+        }
+        if response.body.len() > self.config.max_body_bytes {
+            return self.fail(AuthError::BodyTooLarge {
+                limit: self.config.max_body_bytes,
+            });
+        }
+        match std::mem::replace(&mut self.step, Step::Idle) {
+            Step::Idle | Step::Approval { .. } => {}
+            Step::ResourceMetadata { urls, next } => {
+                self.on_resource_metadata(now, urls, next, &response);
+            }
+            Step::ServerMetadata {
+                issuer,
+                urls,
+                next,
+                legacy,
+            } => self.on_server_metadata(now, issuer, urls, next, legacy, &response),
+            Step::Register { issuer } => self.on_registration(now, issuer, &response),
+            Step::Token { grant } => self.on_token(now, grant, &response),
+        }
+    }
+
+    fn send(
+        &mut self,
+        now: Instant,
+        method: &'static str,
+        url: &str,
+        headers: Vec<(String, String)>,
+        body: Option<Vec<u8>>,
+    ) -> bool {
+        let url = match EndpointUrl::parse(url, self.config.allow_insecure) {
+            Ok(u) => u,
+            Err(e) => {
+                self.fail(AuthError::UrlPolicy {
+                    url: clip(url),
+                    reason: e.to_string(),
+                });
+                return false;
+            }
+        };
+        self.requests += 1;
+        if self.requests > self.config.max_requests {
+            self.fail(AuthError::TooManyRequests {
+                limit: self.config.max_requests,
+            });
+            return false;
+        }
+        let id = AuthRequestId(self.next_id);
+        self.next_id += 1;
+        self.in_flight = Some((id, now + self.config.request_timeout));
+        let mut all = vec![("Accept".to_owned(), "application/json".to_owned())];
+        all.extend(headers);
+        let public_only = self.mcp_is_public() && url.origin() != self.mcp_url.origin();
+        self.outbox.push_back(AuthRequest {
+            id,
+            method,
+            url,
+            headers: all,
+            body,
+            public_only,
+        });
+        true
+    }
+
+    /// Whether the MCP server is reached at a public address: a DNS name, or an IP
+    /// literal that is not loopback, private or link-local.
+    fn mcp_is_public(&self) -> bool {
+        self.mcp_url.ip().is_none_or(is_public)
+    }
+
+    fn fail(&mut self, error: AuthError) {
+        self.step = Step::Idle;
+        self.in_flight = None;
+        self.outbox.clear();
+        self.events.push_back(AuthEvent::Failed(error));
+    }
+}
+
+/// How the client authenticates at the token endpoint: the method the registration
+/// returned when the server accepts it, else the first of `client_secret_basic`,
+/// `client_secret_post` (both only with a secret) and `none` the server lists; with no
+/// list, `client_secret_basic` with a secret (RFC 8414's default) and `none` without.
+fn choose_auth_method(asm: &ServerMetadata, returned: Option<&str>, has_secret: bool) -> String {
+    let list = asm.token_endpoint_auth_methods_supported.as_deref();
+    let listed = |m: &str| list.is_none_or(|l| l.iter().any(|x| x == m));
+    if let Some(m) = returned
+        && listed(m)
+        && (m == "none" || has_secret)
+    {
+        return m.to_owned();
+    }
+    let Some(list) = list else {
+        return if has_secret {
+            "client_secret_basic"
+        } else {
+            "none"
+        }
+        .to_owned();
+    };
+    let candidates: &[&str] = if has_secret {
+        &["client_secret_basic", "client_secret_post", "none"]
+    } else {
+        &["none"]
+    };
+    candidates
+        .iter()
+        .find(|m| list.iter().any(|x| x == *m))
+        .map_or_else(|| "none".to_owned(), |m| (*m).to_owned())
+}
+
+/// Whether `ip` is an address on the public internet: not loopback, unspecified,
+/// private (RFC 1918, unique local), link-local, shared (CGNAT) or documentation.
+#[must_use]
+pub fn is_public(ip: std::net::IpAddr) -> bool {
+    match ip {
+        std::net::IpAddr::V4(v4) => {
+            let [a, b, ..] = v4.octets();
+            !(v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || v4.is_documentation()
+                || (a == 100 && (64..128).contains(&b)))
+        }
+        std::net::IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return is_public(std::net::IpAddr::V4(v4));
+            }
+            let first = v6.segments()[0];
+            !(v6.is_loopback()
+                || v6.is_unspecified()
+                || (first & 0xfe00) == 0xfc00
+                || (first & 0xffc0) == 0xfe80)
+        }
+    }
+}
+
+/// A compact JWS: base64url header, claims and signature.
+fn sign_jwt(
+    signer: &dyn super::Signer,
+    header: &serde_json::Value,
+    claims: &serde_json::Value,
+) -> Result<String, AuthError> {
+    let input = format!(
+        "{}.{}",
+        base64url(header.to_string().as_bytes()),
+        base64url(claims.to_string().as_bytes())
+    );
+    let signature = signer
+        .sign(input.as_bytes())
+        .map_err(|detail| AuthError::Signing { detail })?;
+    Ok(format!("{input}.{}", base64url(&signature)))
+}
+
+fn split_scope(s: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for part in s.split(' ').filter(|p| !p.is_empty()) {
+        if !out.iter().any(|x| x == part) {
+            out.push(part.to_owned());
+        }
+    }
+    out
+}
+
+fn token_detail(e: TokenError) -> String {
+    clip(&e.to_string())
+}
+
+/// Peer text kept in an error: at most 256 bytes, cut on a character boundary.
+fn clip(s: &str) -> String {
+    let mut end = s.len().min(256);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn public_addresses_are_told_from_local_ones() {
+        let public = ["8.8.8.8", "1.1.1.1", "2606:4700::1111", "::ffff:8.8.4.4"];
+        let local = [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "192.0.2.1",
+            "::1",
+            "::",
+            "fc00::1",
+            "fd12::1",
+            "fe80::1",
+            "::ffff:127.0.0.1",
+            "::ffff:169.254.169.254",
+        ];
+        for ip in public {
+            assert!(is_public(ip.parse().unwrap()), "{ip} is public");
+        }
+        for ip in local {
+            assert!(!is_public(ip.parse().unwrap()), "{ip} is not public");
+        }
+    }
+
+    #[test]
+    fn requests_to_other_origins_of_a_public_server_are_public_only() {
+        let url = EndpointUrl::parse("https://mcp.example.com/mcp", false).unwrap();
+        let mut a = Authorizer::new(
+            AuthConfig::new("http://127.0.0.1:1/cb", [1; 32]),
+            &url,
+            Instant::ZERO,
+            0,
+        );
+        a.handle_unauthorized(
+            Instant::ZERO,
+            ["Bearer resource_metadata=\"https://meta.example.net/prm\""],
+        );
+        let r = a.poll_request().unwrap();
+        assert_eq!(r.url.as_str(), "https://meta.example.net/prm");
+        assert!(r.public_only);
+        // The same origin as the MCP server: no restriction.
+        let mut b = Authorizer::new(
+            AuthConfig::new("http://127.0.0.1:1/cb", [1; 32]),
+            &url,
+            Instant::ZERO,
+            0,
+        );
+        b.handle_unauthorized(Instant::ZERO, ["Bearer"]);
+        let r = b.poll_request().unwrap();
+        assert_eq!(
+            r.url.as_str(),
+            "https://mcp.example.com/.well-known/oauth-protected-resource/mcp"
+        );
+        assert!(!r.public_only);
+        // A server on loopback may name anything.
+        let local = EndpointUrl::parse("http://127.0.0.1:8000/mcp", false).unwrap();
+        let mut c = Authorizer::new(
+            AuthConfig::new("http://127.0.0.1:1/cb", [1; 32]),
+            &local,
+            Instant::ZERO,
+            0,
+        );
+        c.handle_unauthorized(
+            Instant::ZERO,
+            ["Bearer resource_metadata=\"http://127.0.0.1:9000/prm\""],
+        );
+        assert!(!c.poll_request().unwrap().public_only);
+    }
+}

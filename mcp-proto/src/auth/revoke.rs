@@ -1,0 +1,86 @@
+//! Token revocation (RFC 7009): the requests that give tokens back when a person logs
+//! out. The refresh token goes first (revoking it revokes the grant at most servers),
+//! then the access token. Each is one POST to the authorization server's
+//! `revocation_endpoint` with the client's authentication; the answers matter little (a
+//! `200` is success, anything else leaves a token to expire on its own).
+
+use super::credentials::Credentials;
+use super::error::AuthError;
+use super::flow::{AuthRequest, AuthRequestId};
+use super::{form, token};
+use crate::http::EndpointUrl;
+
+/// The revocation requests for `credentials`: none when the authorization server has no
+/// revocation endpoint or there is no token.
+///
+/// # Errors
+///
+/// [`AuthError::UrlPolicy`] when the revocation endpoint fails the URL policy
+/// (`allow_insecure` permits plain `http` to hosts that are not loopback).
+///
+/// ```
+/// use mcp_proto::auth::{ClientRegistration, Credentials, revocation_requests};
+///
+/// let json = r#"{"server_url": "https://mcp.example/mcp", "resource": "https://mcp.example/mcp",
+///   "issuer": "https://as.example", "refresh_token": "r1",
+///   "revocation_endpoint": "https://as.example/revoke",
+///   "client": {"issuer": "https://as.example", "client_id": "c1", "auth_method": "none", "source": "dcr"}}"#;
+/// let creds: Credentials = serde_json::from_str(json).unwrap();
+/// let requests = revocation_requests(&creds, false).unwrap();
+/// assert_eq!(requests.len(), 1);
+/// let body = String::from_utf8(requests[0].body.clone().unwrap()).unwrap();
+/// assert_eq!(body, "token=r1&token_type_hint=refresh_token&client_id=c1");
+/// ```
+pub fn revocation_requests(
+    credentials: &Credentials,
+    allow_insecure: bool,
+) -> Result<Vec<AuthRequest>, AuthError> {
+    let Some(endpoint) = &credentials.revocation_endpoint else {
+        return Ok(Vec::new());
+    };
+    let url = EndpointUrl::parse(endpoint, allow_insecure).map_err(|e| AuthError::UrlPolicy {
+        url: endpoint.clone(),
+        reason: e.to_string(),
+    })?;
+    let tokens = [
+        (&credentials.refresh_token, "refresh_token"),
+        (&credentials.access_token, "access_token"),
+    ];
+    let mut out = Vec::new();
+    for (token_value, hint) in tokens {
+        let Some(value) = token_value else {
+            continue;
+        };
+        let mut pairs = vec![("token", value.as_str()), ("token_type_hint", hint)];
+        let mut headers = vec![
+            ("Accept".to_owned(), "application/json".to_owned()),
+            (
+                "Content-Type".to_owned(),
+                "application/x-www-form-urlencoded".to_owned(),
+            ),
+        ];
+        if let Some(client) = &credentials.client {
+            let secret = client.client_secret.as_deref().unwrap_or_default();
+            match client.auth_method.as_str() {
+                "client_secret_basic" => headers.push((
+                    "Authorization".to_owned(),
+                    token::basic_authorization(&client.client_id, secret),
+                )),
+                "client_secret_post" => {
+                    pairs.push(("client_id", &client.client_id));
+                    pairs.push(("client_secret", secret));
+                }
+                _ => pairs.push(("client_id", &client.client_id)),
+            }
+        }
+        out.push(AuthRequest {
+            id: AuthRequestId::new(out.len() as u64),
+            method: "POST",
+            url: url.clone(),
+            headers,
+            body: Some(form::encode_pairs(&pairs).into_bytes()),
+            public_only: false,
+        });
+    }
+    Ok(out)
+}
