@@ -67,18 +67,6 @@ pub(crate) trait Carrier<F: Flavour>: Send {
     fn respawn(&mut self, _: &SyncSender<Report>) -> Result<(), TransportFailure> {
         Ok(())
     }
-    /// The newest stderr of the server (stdio).
-    fn stderr_tail(&self) -> String {
-        String::new()
-    }
-    /// The server's process id while it runs (stdio).
-    fn process_id(&self) -> Option<u32> {
-        None
-    }
-    /// How many times the server was started again (stdio).
-    fn restarts(&self) -> u32 {
-        0
-    }
 }
 
 /// A channel for the threads' reports.

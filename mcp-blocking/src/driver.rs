@@ -12,10 +12,11 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender};
 
 use mcp_io::transcript::Recording;
-use mcp_io::{Direction, Error, Flavour, Inbox, Options, Shutdown, clock};
+use mcp_io::{Direction, Error, Flavour, Options, Shared, Shutdown, clock};
 use mcp_proto::client::{
     self as proto, CallError, CallId, CallOutput, CallRequest, CloseReason, ConnId, Event,
     Transmit, TransportFailure,
@@ -32,8 +33,8 @@ pub(crate) struct Driver<F: Flavour> {
     rx: Receiver<Report>,
     buf: Vec<u8>,
     pub(crate) options: Options<F>,
-    /// What the events say about the connection.
-    pub(crate) inbox: Inbox,
+    /// What the events say about the connection, and the server process.
+    pub(crate) shared: Arc<Shared>,
     /// Outcomes of calls, until their method picks them up.
     completed: HashMap<CallId, Result<CallOutput, CallError>>,
     /// `close` ran: whatever the machine still waits for is cut off.
@@ -60,7 +61,7 @@ impl<F: Flavour> Driver<F> {
         carrier: Box<dyn Carrier<F>>,
         (tx, rx): (SyncSender<Report>, Receiver<Report>),
         options: Options<F>,
-        inbox: Inbox,
+        shared: Arc<Shared>,
     ) -> Driver<F> {
         let recording = Recording::start(&mut machine, &options);
         Driver {
@@ -69,7 +70,7 @@ impl<F: Flavour> Driver<F> {
             rx,
             buf: Vec::new(),
             options,
-            inbox,
+            shared,
             completed: HashMap::new(),
             released: false,
             carrier,
@@ -81,12 +82,16 @@ impl<F: Flavour> Driver<F> {
     pub(crate) fn connect(&mut self) -> Result<ServerDetails, Error> {
         self.settle();
         loop {
-            if let Some(details) = &self.inbox.server {
-                return Ok(details.clone());
+            let (server, closed) = {
+                let state = self.shared.lock();
+                (state.inbox.server.clone(), state.inbox.closed.clone())
+            };
+            if let Some(details) = server {
+                return Ok(details);
             }
-            if let Some(reason) = self.inbox.closed.clone() {
+            if let Some(reason) = closed {
                 self.close();
-                let stderr = self.carrier.stderr_tail();
+                let stderr = self.shared.lock().stderr.text();
                 return Err(Error::not_connected(reason, self.endpoint(), stderr));
             }
             self.turn();
@@ -105,8 +110,8 @@ impl<F: Flavour> Driver<F> {
             self.machine.handle_timeout(now);
         }
         self.settle();
-        if let Some(reason) = &self.inbox.closed {
-            return Err(Error::closed(reason.clone(), self.endpoint()));
+        if let Some(reason) = self.closed() {
+            return Err(Error::closed(reason, self.endpoint()));
         }
         let call = self.machine.call(clock::now(), request)?;
         self.settle();
@@ -114,8 +119,8 @@ impl<F: Flavour> Driver<F> {
             if let Some(outcome) = self.completed.remove(&call) {
                 return outcome.map_err(|e| Error::call(e, self.endpoint()));
             }
-            if let Some(reason) = &self.inbox.closed {
-                return Err(Error::closed(reason.clone(), self.endpoint()));
+            if let Some(reason) = self.closed() {
+                return Err(Error::closed(reason, self.endpoint()));
             }
             self.turn();
         }
@@ -133,7 +138,8 @@ impl<F: Flavour> Driver<F> {
             while !self.machine.is_released() {
                 self.turn();
             }
-            self.inbox.closed.get_or_insert(CloseReason::Local);
+            let mut state = self.shared.lock();
+            state.inbox.closed.get_or_insert(CloseReason::Local);
         }
         let grace = self.options.grace_now(&self.machine, clock::now());
         self.carrier.release(grace, &mut self.options.wire_log)
@@ -223,7 +229,7 @@ impl<F: Flavour> Driver<F> {
                 // Notifications stay in the inbox; an InputCancelled needs nothing, as the
                 // handler answers on the spot.
                 if let Some(Event::CallCompleted { call, outcome }) =
-                    event.and_then(|e| self.inbox.keep(e))
+                    event.and_then(|e| self.shared.lock().inbox.keep(e))
                 {
                     self.completed.insert(call, outcome);
                 }
@@ -266,6 +272,11 @@ impl<F: Flavour> Driver<F> {
         if let Err((conn, failure)) = done {
             self.fail(conn, failure);
         }
+    }
+
+    /// Why the connection ended, once it has.
+    pub(crate) fn closed(&self) -> Option<CloseReason> {
+        self.shared.lock().inbox.closed.clone()
     }
 
     /// The HTTP endpoint's origin, which names the failures below HTTP.

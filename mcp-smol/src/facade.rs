@@ -22,7 +22,8 @@ use mcp_proto::client::{
 use mcp_proto::model::ServerDetails;
 
 use crate::Error;
-use crate::client::{Command, Shared};
+use crate::client::Command;
+use mcp_io::Shared;
 
 /// The channels between the handles and the driver.
 pub(crate) struct Channels {
