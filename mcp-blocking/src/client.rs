@@ -56,27 +56,26 @@ pub struct Client<F: Flavour = Sendable> {
 }
 
 impl Client {
-    /// Starts the server and connects with default [`Options`]: returns once the era and
-    /// version are settled (probe, then `initialize` when the server is legacy).
-    ///
-    /// # Errors
-    /// [`Error::Spawn`] when the program cannot be started, [`Error::Connect`] when the
-    /// handshake fails (the server process is stopped and reaped first).
-    pub fn connect_stdio(command: StdioCommand, config: ClientConfig) -> Result<Client, Error> {
-        Self::connect_stdio_with(command, config, Options::new())
-    }
+    mcp_io::connect_functions! {
+        impl
+        /// Starts the server and connects with default [`Options`]: returns once the era and
+        /// version are settled (probe, then `initialize` when the server is legacy).
+        ///
+        /// # Errors
+        /// [`Error::Spawn`] when the program cannot be started, [`Error::Connect`] when the
+        /// handshake fails (the server process is stopped and reaped first).
+        fn connect_stdio -> Client;
 
-    /// Connects to a Streamable HTTP endpoint (`https://…`, or `http://` to a loopback
-    /// host) with default [`Options`] and [`HttpOptions`]: returns once the era and
-    /// version are settled.
-    ///
-    /// # Errors
-    /// [`Error::InvalidUrl`] for a URL that is not acceptable, [`Error::Transport`] when
-    /// the server cannot be reached at all (refused, DNS, TLS), [`Error::Connect`] when
-    /// it answered but the handshake failed (an HTTP status, a refusal, no common version),
-    /// [`Error::TlsUnavailable`] for `https://` when the `tls` feature is off.
-    pub fn connect_http(url: &str, config: ClientConfig) -> Result<Client, Error> {
-        Self::connect_http_with(url, config, Options::new(), HttpOptions::new())
+        /// Connects to a Streamable HTTP endpoint (`https://…`, or `http://` to a loopback
+        /// host) with default [`Options`] and [`HttpOptions`]: returns once the era and
+        /// version are settled.
+        ///
+        /// # Errors
+        /// [`Error::InvalidUrl`] for a URL that is not acceptable, [`Error::Transport`] when
+        /// the server cannot be reached at all (refused, DNS, TLS), [`Error::Connect`] when
+        /// it answered but the handshake failed (an HTTP status, a refusal, no common version),
+        /// [`Error::TlsUnavailable`] for `https://` when the `tls` feature is off.
+        fn connect_http;
     }
 }
 

@@ -151,3 +151,77 @@ macro_rules! client_state {
         }
     };
 }
+
+/// Writes the `connect_*` entry points of an adapter, which only differ by what they
+/// return, so that both adapters have one definition of them: with `impl`, inside
+/// `impl Client`, `connect_stdio` and `connect_http` with default options on top of the
+/// `_with` methods the adapter writes; without, at the crate root, the four free
+/// functions on top of `Client`'s. The documentation of each is the adapter's own
+/// (`$(#[$doc])*`); `$ret` is what the default-flavour entry points return, `$ret_f`
+/// what the `_with` ones return, for options of flavour `F`.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! connect_functions {
+    (
+        impl
+        $(#[$stdio:meta])* fn connect_stdio -> $ret:ty;
+        $(#[$http:meta])* fn connect_http;
+    ) => {
+        $(#[$stdio])*
+        pub fn connect_stdio(
+            command: $crate::StdioCommand,
+            config: $crate::mcp_proto::client::ClientConfig,
+        ) -> ::core::result::Result<$ret, $crate::Error> {
+            Self::connect_stdio_with(command, config, $crate::Options::new())
+        }
+
+        $(#[$http])*
+        pub fn connect_http(
+            url: &str,
+            config: $crate::mcp_proto::client::ClientConfig,
+        ) -> ::core::result::Result<$ret, $crate::Error> {
+            Self::connect_http_with(url, config, $crate::Options::new(), HttpOptions::new())
+        }
+    };
+    (
+        $(#[$stdio:meta])* fn connect_stdio -> $ret:ty;
+        $(#[$stdio_with:meta])* fn connect_stdio_with -> $ret_f:ty;
+        $(#[$http:meta])* fn connect_http;
+        $(#[$http_with:meta])* fn connect_http_with;
+    ) => {
+        $(#[$stdio])*
+        pub fn connect_stdio(
+            command: $crate::StdioCommand,
+            config: $crate::mcp_proto::client::ClientConfig,
+        ) -> ::core::result::Result<$ret, $crate::Error> {
+            Client::connect_stdio(command, config)
+        }
+
+        $(#[$stdio_with])*
+        pub fn connect_stdio_with<F: $crate::Flavour>(
+            command: $crate::StdioCommand,
+            config: $crate::mcp_proto::client::ClientConfig,
+            options: $crate::Options<F>,
+        ) -> ::core::result::Result<$ret_f, $crate::Error> {
+            Client::connect_stdio_with(command, config, options)
+        }
+
+        $(#[$http])*
+        pub fn connect_http(
+            url: &str,
+            config: $crate::mcp_proto::client::ClientConfig,
+        ) -> ::core::result::Result<$ret, $crate::Error> {
+            Client::connect_http(url, config)
+        }
+
+        $(#[$http_with])*
+        pub fn connect_http_with<F: $crate::Flavour>(
+            url: &str,
+            config: $crate::mcp_proto::client::ClientConfig,
+            options: $crate::Options<F>,
+            http: HttpOptions,
+        ) -> ::core::result::Result<$ret_f, $crate::Error> {
+            Client::connect_http_with(url, config, options, http)
+        }
+    };
+}

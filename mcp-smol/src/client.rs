@@ -94,15 +94,19 @@ impl fmt::Debug for Client {
 }
 
 impl Client {
-    /// [`connect_stdio`](crate::connect_stdio).
-    ///
-    /// # Errors
-    /// As [`connect_stdio`](crate::connect_stdio).
-    pub fn connect_stdio(
-        command: StdioCommand,
-        config: ClientConfig,
-    ) -> Result<(Client, Driver), Error> {
-        Self::connect_stdio_with(command, config, Options::new())
+    mcp_io::connect_functions! {
+        impl
+        /// [`connect_stdio`](crate::connect_stdio).
+        ///
+        /// # Errors
+        /// As [`connect_stdio`](crate::connect_stdio).
+        fn connect_stdio -> (Client, Driver);
+
+        /// [`connect_http`](crate::connect_http).
+        ///
+        /// # Errors
+        /// As [`connect_http`](crate::connect_http).
+        fn connect_http;
     }
 
     /// [`connect_stdio_with`](crate::connect_stdio_with).
@@ -125,14 +129,6 @@ impl Client {
             facade: Facade::new(options, channels, shared, None),
         });
         Ok((client, driver))
-    }
-
-    /// [`connect_http`](crate::connect_http).
-    ///
-    /// # Errors
-    /// As [`connect_http`](crate::connect_http).
-    pub fn connect_http(url: &str, config: ClientConfig) -> Result<(Client, Driver), Error> {
-        Self::connect_http_with(url, config, Options::new(), HttpOptions::new())
     }
 
     /// [`connect_http_with`](crate::connect_http_with).
