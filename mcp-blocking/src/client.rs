@@ -173,25 +173,25 @@ impl<F: Flavour> Client<F> {
     /// Replaces the handler that answers requests for input (elicitation, sampling,
     /// roots). Only requests for capabilities declared in the [`ClientConfig`] reach it.
     pub fn set_input_handler(&mut self, handler: Box<F::InputHandler>) {
-        self.driver.options.input_handler = handler;
+        self.driver.core.options.input_handler = handler;
     }
 
     /// Sets (or with `None` removes) the progress callback.
     pub fn set_progress_handler(&mut self, handler: Option<ProgressHandler<F>>) {
-        self.driver.options.progress = handler;
+        self.driver.core.options.progress = handler;
     }
 
     /// Sets (or with `None` removes) the wire log.
     pub fn set_wire_log(&mut self, log: Option<WireLog<F>>) {
-        self.driver.options.wire_log = log;
+        self.driver.core.options.wire_log = log;
     }
 
     /// Sets the grace period of [`Client::close`].
     pub fn set_grace_period(&mut self, grace: Duration) {
-        self.driver.options.grace_period = grace;
+        self.driver.core.options.grace_period = grace;
     }
 
-    mcp_io::client_state!(driver.shared);
+    mcp_io::client_state!(driver.io.shared);
 
     /// The endpoint, for a client over HTTP.
     #[must_use]
@@ -228,7 +228,7 @@ impl<F: Flavour> Client<F> {
     /// The protocol machine, for inspection.
     #[must_use]
     pub fn machine(&self) -> &mcp_proto::client::Client {
-        &self.driver.machine
+        &self.driver.core.machine
     }
 
     /// Ends the connection: closes the server's stdin, waits up to the grace period

@@ -39,6 +39,9 @@
 //! * [`Shared`]: what a driver publishes about its connection for the client handles
 //!   (the inbox, the server process's pid, restarts and stderr), and the facade methods
 //!   that read it, written once for both adapters.
+//! * [`drive`]: the driver's loop around the machine (transmits executed, events handed
+//!   on, bytes, ends and failures fed, the wire log and the transcript kept), with the
+//!   IO left to the adapter.
 //! * [`api`]: every name both adapters export at their root, listed once.
 //! * [`EraCache`]: the era verdicts per HTTP origin behind a lock, shareable between
 //!   connections and between both adapters (the decisions are the machine's).
@@ -63,6 +66,7 @@ pub mod api;
 mod child;
 pub mod clock;
 mod command;
+pub mod drive;
 pub mod ending;
 mod era_cache;
 mod error;

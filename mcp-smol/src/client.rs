@@ -126,7 +126,8 @@ impl Client {
         let driver = Driver::new(Setup {
             config,
             transport: Transport::Stdio(command, child),
-            facade: Facade::new(options, channels, shared, None),
+            facade: Facade::new(channels, shared, None),
+            options,
         });
         Ok((client, driver))
     }
@@ -151,7 +152,8 @@ impl Client {
         let driver = Driver::new(Setup {
             config: start.config,
             transport: Transport::Http(Box::new(start.http), opener),
-            facade: Facade::new(options, channels, shared, Some(origin)),
+            facade: Facade::new(channels, shared, Some(origin)),
+            options,
         });
         Ok((client, driver))
     }
