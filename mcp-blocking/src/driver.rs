@@ -220,7 +220,7 @@ impl<F: Flavour> Driver<F> {
 
     /// Executes every transmit and drains every event, until neither is left.
     fn settle(&mut self) {
-        self.core.settle(clock::now(), &mut self.io);
+        self.core.settle(&mut self.io);
     }
 
     /// Why the connection ended, once it has.

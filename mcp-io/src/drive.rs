@@ -11,7 +11,7 @@ use mcp_proto::client::{Client, ConnId, Event, Origin, Transmit, TransportFailur
 
 use crate::transcript::Recording;
 use crate::wire_log::ChannelLog;
-use crate::{Direction, Flavour, Options, WireLog};
+use crate::{Direction, Flavour, Options, WireLog, clock};
 
 /// The machine of one connection and its options, with the machine's bytes of the
 /// current transmit and its transcript recording.
@@ -64,13 +64,14 @@ impl<F: Flavour> Core<F> {
 
     /// Executes every transmit of the machine through `io` and hands every event on
     /// (progress and input requests to the options, the rest to `io`), until neither is
-    /// left; then hands on the transcript lines of all that.
-    pub fn settle(&mut self, now: Instant, io: &mut impl Execute<F>) {
+    /// left; then hands on the transcript lines of all that. The clock is read at every
+    /// step: an input handler may take its time (a person answering a prompt).
+    pub fn settle(&mut self, io: &mut impl Execute<F>) {
         loop {
             let mut more = false;
             self.buf.clear();
-            while let Some(transmit) = self.machine.poll_transmit(now, &mut self.buf) {
-                self.execute(now, transmit, io);
+            while let Some(transmit) = self.machine.poll_transmit(clock::now(), &mut self.buf) {
+                self.execute(clock::now(), transmit, io);
                 self.buf.clear();
                 more = true;
             }
@@ -78,7 +79,7 @@ impl<F: Flavour> Core<F> {
                 let machine = &mut self.machine;
                 // Refused only for an input already voided: nothing to do.
                 let event = self.options.handle_event(event, |input, answer| {
-                    let _ = machine.respond(now, input, answer);
+                    let _ = machine.respond(clock::now(), input, answer);
                 });
                 if let Some(event) = event {
                     io.event(event);

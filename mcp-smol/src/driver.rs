@@ -254,7 +254,7 @@ impl<F: Flavour> Io<F> {
             timer: Timer::never(),
             timer_at: None,
         };
-        io.drain(now);
+        io.drain();
         io
     }
 
@@ -268,13 +268,13 @@ impl<F: Flavour> Io<F> {
                 progress |= self.poll_conn(now, id, cx);
             }
             if self.core.run_timers(now) {
-                self.drain(now);
+                self.drain();
                 progress = true;
             }
             // The machine bounds its own end (`HttpConfig::close_timeout`); a process has
             // its grace period in `Process::end`.
             if self.core.machine.is_released() && self.chans.process.is_over() {
-                self.drain(now);
+                self.drain();
                 let reason = self.core.machine.close_reason();
                 return Poll::Ready(self.chans.facade.finish(reason));
             }
@@ -289,8 +289,8 @@ impl<F: Flavour> Io<F> {
     }
 
     /// Obeys the machine and hands its events to the facade, until it has nothing more.
-    fn drain(&mut self, now: Instant) {
-        self.core.settle(now, &mut self.chans);
+    fn drain(&mut self) {
+        self.core.settle(&mut self.chans);
     }
 
     fn poll_commands(&mut self, now: Instant, cx: &mut Context<'_>) -> bool {
@@ -306,7 +306,7 @@ impl<F: Flavour> Io<F> {
                 Poll::Ready(None) => self.core.machine.close(now),
                 Poll::Pending => break,
             }
-            self.drain(now);
+            self.drain();
             progress = true;
         }
         progress
@@ -331,7 +331,7 @@ impl<F: Flavour> Io<F> {
                 self.core.failed(now, ConnId::STDIO, failure, None);
             }
         }
-        self.drain(now);
+        self.drain();
         true
     }
 
@@ -353,7 +353,7 @@ impl<F: Flavour> Io<F> {
                         self.core.failed(now, id, e.failure(), None);
                     }
                 }
-                self.drain(now);
+                self.drain();
                 return true;
             }
             Some(Conn::Open(open)) => open,
@@ -369,7 +369,7 @@ impl<F: Flavour> Io<F> {
             let failure = self.chans.failure(TransportErrorKind::Write, e);
             let log = Execute::<F>::channel_log(&mut self.chans, id);
             self.core.failed(now, id, failure, log);
-            self.drain(now);
+            self.drain();
             true
         });
         for _ in 0..BUDGET {
@@ -384,7 +384,7 @@ impl<F: Flavour> Io<F> {
             };
             let log = Some(&mut open.log);
             self.core.received(now, id, &self.chunk[..n], log);
-            self.drain(now);
+            self.drain();
             progress = true;
         }
         progress
@@ -404,7 +404,7 @@ impl<F: Flavour> Io<F> {
                 self.core.failed(now, id, failure, log);
             }
         }
-        self.drain(now);
+        self.drain();
         true
     }
 
