@@ -46,14 +46,6 @@ pub(crate) trait Carrier<F: Flavour>: Send {
     /// Closes everything still open; how the server process ended, for stdio.
     fn release(&mut self, grace: Duration, log: &mut Option<WireLog<F>>) -> Shutdown;
 
-    /// Logs bytes read on `conn`, or (`None`) the end of what it received.
-    fn log_read(&mut self, conn: ConnId, data: Option<&[u8]>, log: &mut Option<WireLog<F>>) {
-        match (self.channel_log(conn), data) {
-            (Some(channel), Some(data)) => channel.received(log, data),
-            (Some(channel), None) => channel.finish(log),
-            (None, _) => {}
-        }
-    }
     /// Opens `conn` (HTTP).
     fn connect(
         &mut self,
@@ -66,18 +58,6 @@ pub(crate) trait Carrier<F: Flavour>: Send {
     /// Starts the server again (stdio).
     fn respawn(&mut self, _: &SyncSender<Report>) -> Result<(), TransportFailure> {
         Ok(())
-    }
-    /// The newest stderr of the server (stdio).
-    fn stderr_tail(&self) -> String {
-        String::new()
-    }
-    /// The server's process id while it runs (stdio).
-    fn process_id(&self) -> Option<u32> {
-        None
-    }
-    /// How many times the server was started again (stdio).
-    fn restarts(&self) -> u32 {
-        0
     }
 }
 

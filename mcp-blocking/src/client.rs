@@ -1,16 +1,14 @@
 //! The blocking client: connect, call, close.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_io::{
-    Error, Flavour, Inbox, Options, ProgressHandler, Sendable, Shutdown, StdioCommand, WireLog,
-    clock,
+    Error, Flavour, Inbox, Options, ProgressHandler, Sendable, Shared, Shutdown, StdioCommand,
+    WireLog, clock,
 };
-use mcp_proto::client::{
-    self as proto, CallOutput, CallRequest, ClientConfig, CloseReason, PeerError,
-};
+use mcp_proto::client::{self as proto, CallOutput, CallRequest, ClientConfig};
 use mcp_proto::http::EndpointUrl;
-use mcp_proto::jsonrpc::Notification;
 use mcp_proto::model::ServerDetails;
 use mcp_proto::{Era, ProtocolVersion};
 
@@ -58,27 +56,26 @@ pub struct Client<F: Flavour = Sendable> {
 }
 
 impl Client {
-    /// Starts the server and connects with default [`Options`]: returns once the era and
-    /// version are settled (probe, then `initialize` when the server is legacy).
-    ///
-    /// # Errors
-    /// [`Error::Spawn`] when the program cannot be started, [`Error::Connect`] when the
-    /// handshake fails (the server process is stopped and reaped first).
-    pub fn connect_stdio(command: StdioCommand, config: ClientConfig) -> Result<Client, Error> {
-        Self::connect_stdio_with(command, config, Options::new())
-    }
+    mcp_io::connect_functions! {
+        impl
+        /// Starts the server and connects with default [`Options`]: returns once the era and
+        /// version are settled (probe, then `initialize` when the server is legacy).
+        ///
+        /// # Errors
+        /// [`Error::Spawn`] when the program cannot be started, [`Error::Connect`] when the
+        /// handshake fails (the server process is stopped and reaped first).
+        fn connect_stdio -> Client;
 
-    /// Connects to a Streamable HTTP endpoint (`https://…`, or `http://` to a loopback
-    /// host) with default [`Options`] and [`HttpOptions`]: returns once the era and
-    /// version are settled.
-    ///
-    /// # Errors
-    /// [`Error::InvalidUrl`] for a URL that is not acceptable, [`Error::Transport`] when
-    /// the server cannot be reached at all (refused, DNS, TLS), [`Error::Connect`] when
-    /// it answered but the handshake failed (an HTTP status, a refusal, no common version),
-    /// [`Error::TlsUnavailable`] for `https://` when the `tls` feature is off.
-    pub fn connect_http(url: &str, config: ClientConfig) -> Result<Client, Error> {
-        Self::connect_http_with(url, config, Options::new(), HttpOptions::new())
+        /// Connects to a Streamable HTTP endpoint (`https://…`, or `http://` to a loopback
+        /// host) with default [`Options`] and [`HttpOptions`]: returns once the era and
+        /// version are settled.
+        ///
+        /// # Errors
+        /// [`Error::InvalidUrl`] for a URL that is not acceptable, [`Error::Transport`] when
+        /// the server cannot be reached at all (refused, DNS, TLS), [`Error::Connect`] when
+        /// it answered but the handshake failed (an HTTP status, a refusal, no common version),
+        /// [`Error::TlsUnavailable`] for `https://` when the `tls` feature is off.
+        fn connect_http;
     }
 }
 
@@ -94,10 +91,11 @@ impl<F: Flavour> Client<F> {
         options: Options<F>,
     ) -> Result<Client<F>, Error> {
         let channel = carrier::channel();
-        let stdio = Stdio::start(command, &channel.0)?;
+        let inbox = Inbox::for_client(&config);
+        let shared = Arc::new(Shared::new(inbox, command.get_stderr_limit(), None, None));
+        let stdio = Stdio::start(command, &channel.0, Arc::clone(&shared))?;
         let machine = proto::Client::stdio(config, clock::now());
-        let inbox = Inbox::for_client(machine.config());
-        let mut driver = Driver::new(machine, Box::new(stdio), channel, options, inbox);
+        let mut driver = Driver::new(machine, Box::new(stdio), channel, options, shared);
         let details = driver.connect()?;
         Ok(Client { driver, details })
     }
@@ -120,9 +118,16 @@ impl<F: Flavour> Client<F> {
         let connector = http::connector(&http, &start);
         let machine = proto::Client::http(start.config, start.http, clock::now());
         let timeout = start.connect_timeout;
+        let endpoint = Some(start.url.as_str().to_owned());
         let conns = HttpConns::new(start.url, connector, timeout, &options.redact_headers);
-        let (channel, inbox) = (carrier::channel(), start.inbox);
-        let mut driver = Driver::new(machine, Box::new(conns), channel, options, inbox);
+        let shared = Arc::new(Shared::new(start.inbox, 0, None, endpoint));
+        let mut driver = Driver::new(
+            machine,
+            Box::new(conns),
+            carrier::channel(),
+            options,
+            shared,
+        );
         let details = driver.connect()?;
         Ok(Client { driver, details })
     }
@@ -168,71 +173,25 @@ impl<F: Flavour> Client<F> {
     /// Replaces the handler that answers requests for input (elicitation, sampling,
     /// roots). Only requests for capabilities declared in the [`ClientConfig`] reach it.
     pub fn set_input_handler(&mut self, handler: Box<F::InputHandler>) {
-        self.driver.options.input_handler = handler;
+        self.driver.core.options.input_handler = handler;
     }
 
     /// Sets (or with `None` removes) the progress callback.
     pub fn set_progress_handler(&mut self, handler: Option<ProgressHandler<F>>) {
-        self.driver.options.progress = handler;
+        self.driver.core.options.progress = handler;
     }
 
     /// Sets (or with `None` removes) the wire log.
     pub fn set_wire_log(&mut self, log: Option<WireLog<F>>) {
-        self.driver.options.wire_log = log;
+        self.driver.core.options.wire_log = log;
     }
 
     /// Sets the grace period of [`Client::close`].
     pub fn set_grace_period(&mut self, grace: Duration) {
-        self.driver.options.grace_period = grace;
+        self.driver.core.options.grace_period = grace;
     }
 
-    /// The next server notification not consumed by the machine (list changes, log
-    /// messages, resource updates, …). At most 1024 are kept, and at most
-    /// [`Limits::max_queued_event_bytes`](mcp_proto::Limits::max_queued_event_bytes) of
-    /// them; older ones are dropped and counted in [`Client::dropped_notifications`].
-    pub fn poll_notification(&mut self) -> Option<Notification> {
-        self.driver.inbox.take_notification()
-    }
-
-    /// Notifications dropped because nobody polled them.
-    #[must_use]
-    pub fn dropped_notifications(&self) -> u64 {
-        self.driver.inbox.dropped_notifications
-    }
-
-    /// The newest protocol violations of the server that did not fail a call (at most 32).
-    pub fn recent_peer_errors(&self) -> impl Iterator<Item = &PeerError> {
-        self.driver.inbox.peer_errors.iter()
-    }
-
-    /// The newest bytes the server wrote to stderr (bounded by
-    /// [`StdioCommand::stderr_limit`]), as text. It is the server's own text: it may hold
-    /// anything the server chose to print.
-    #[must_use]
-    pub fn stderr_tail(&self) -> String {
-        self.driver.carrier.stderr_tail()
-    }
-
-    /// The server's process id, while it runs (`None` over HTTP).
-    #[must_use]
-    pub fn process_id(&self) -> Option<u32> {
-        self.driver.carrier.process_id()
-    }
-
-    /// How many times the server process was restarted (once when a server exits on the
-    /// `server/discover` probe; always 0 over HTTP).
-    #[must_use]
-    pub fn restarts(&self) -> u32 {
-        self.driver.carrier.restarts()
-    }
-
-    /// The tools left out of `tools/list` because their `x-mcp-header` annotations are
-    /// invalid (Streamable HTTP, 2026-07-28), as `(tool, reason)`, latest listing first
-    /// seen first. The other tools stay usable; stdio never excludes any.
-    #[must_use]
-    pub fn excluded_tools(&self) -> &[(String, String)] {
-        &self.driver.inbox.excluded_tools
-    }
+    mcp_io::client_state!(driver.io.shared);
 
     /// The endpoint, for a client over HTTP.
     #[must_use]
@@ -260,22 +219,16 @@ impl<F: Flavour> Client<F> {
         self.machine().pool_stats().map_or(0, |s| s.retries)
     }
 
-    /// Why the connection ended, once it has.
-    #[must_use]
-    pub fn close_reason(&self) -> Option<&CloseReason> {
-        self.driver.inbox.closed.as_ref()
-    }
-
     /// Whether the connection is over (closed by either side).
     #[must_use]
     pub fn is_closed(&self) -> bool {
-        self.driver.inbox.closed.is_some()
+        self.driver.closed().is_some()
     }
 
     /// The protocol machine, for inspection.
     #[must_use]
     pub fn machine(&self) -> &mcp_proto::client::Client {
-        &self.driver.machine
+        &self.driver.core.machine
     }
 
     /// Ends the connection: closes the server's stdin, waits up to the grace period

@@ -5,49 +5,84 @@
 //! close a connection, when to restart the server, every deadline); this loop carries it
 //! out through a [`Carrier`]. Every turn it waits on the one channel of IO reports (see
 //! the `carrier` module) until the machine's next deadline, feeds what came (bytes, end
-//! of input, a failure, a connection opened, or the timer), then settles: executes
-//! every [`Transmit`] and drains every event, until neither is left. Progress and input
-//! requests are handled by [`Options::handle_event`] (the input handler answers on the
-//! spot); the rest is kept in the [`Inbox`] for the blocking methods.
+//! of input, a failure, a connection opened, or the timer), then settles
+//! ([`Core::settle`]): executes every transmit and drains every event, until neither is
+//! left. Progress and input requests are handled by the options (the input handler
+//! answers on the spot); the rest is kept in the inbox of the [`Shared`] state for the
+//! blocking methods.
 
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender};
+use std::time::Duration;
 
-use mcp_io::transcript::Recording;
-use mcp_io::{Direction, Error, Flavour, Inbox, Options, Shutdown, clock};
+use mcp_io::drive::{Core, Execute};
+use mcp_io::wire_log::ChannelLog;
+use mcp_io::{Error, Flavour, Options, Shared, Shutdown, WireLog, clock};
 use mcp_proto::client::{
-    self as proto, CallError, CallId, CallOutput, CallRequest, CloseReason, ConnId, Event,
-    Transmit, TransportFailure,
+    self as proto, CallError, CallId, CallOutput, CallRequest, CloseReason, ConnId, Event, Origin,
+    TransportFailure,
 };
 use mcp_proto::model::ServerDetails;
 
 use crate::carrier::{Carrier, IoEvent, Report};
 
-/// The machine, its carrier, and what came out of them; `F` is the flavour of the
-/// options' handlers.
+/// The machine and its options, its carrier, and what came out of them; `F` is the
+/// flavour of the options' handlers.
 pub(crate) struct Driver<F: Flavour> {
-    pub(crate) machine: proto::Client,
-    tx: SyncSender<Report>,
+    pub(crate) core: Core<F>,
     rx: Receiver<Report>,
-    buf: Vec<u8>,
-    pub(crate) options: Options<F>,
-    /// What the events say about the connection.
-    pub(crate) inbox: Inbox,
-    /// Outcomes of calls, until their method picks them up.
-    completed: HashMap<CallId, Result<CallOutput, CallError>>,
+    pub(crate) io: Io<F>,
     /// `close` ran: whatever the machine still waits for is cut off.
     released: bool,
-    pub(crate) carrier: Box<dyn Carrier<F>>,
-    /// The machine records, for the options' transcript sink.
-    recording: Option<Recording>,
+}
+
+/// What carries out the machine's transmits and keeps its events.
+pub(crate) struct Io<F: Flavour> {
+    carrier: Box<dyn Carrier<F>>,
+    tx: SyncSender<Report>,
+    /// What the events say about the connection, and the server process.
+    pub(crate) shared: Arc<Shared>,
+    /// Outcomes of calls, until their method picks them up.
+    completed: HashMap<CallId, Result<CallOutput, CallError>>,
+}
+
+impl<F: Flavour> Execute<F> for Io<F> {
+    fn connect(&mut self, conn: ConnId, origin: &Origin) -> Result<(), TransportFailure> {
+        self.carrier.connect(conn, origin, &self.tx)
+    }
+
+    fn write(&mut self, conn: ConnId, bytes: &[u8], log: &mut Option<WireLog<F>>) {
+        self.carrier.write(conn, bytes.to_vec(), log);
+    }
+
+    fn close(&mut self, conn: ConnId, grace: Duration, log: &mut Option<WireLog<F>>) {
+        self.carrier.close(conn, grace, log);
+    }
+
+    fn respawn(&mut self, _: &mut Option<WireLog<F>>) -> Result<bool, TransportFailure> {
+        self.carrier.respawn(&self.tx).map(|()| true)
+    }
+
+    fn channel_log(&mut self, conn: ConnId) -> Option<&mut ChannelLog> {
+        self.carrier.channel_log(conn)
+    }
+
+    /// Notifications stay in the inbox; an `InputCancelled` needs nothing, as the
+    /// handler answers on the spot.
+    fn event(&mut self, event: Event) {
+        if let Some(Event::CallCompleted { call, outcome }) = self.shared.lock().inbox.keep(event) {
+            self.completed.insert(call, outcome);
+        }
+    }
 }
 
 impl<F: Flavour> fmt::Debug for Driver<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Driver")
-            .field("state", &self.machine.state())
-            .field("options", &self.options)
+            .field("state", &self.core.machine.state())
+            .field("options", &self.core.options)
             .finish_non_exhaustive()
     }
 }
@@ -56,24 +91,23 @@ impl<F: Flavour> Driver<F> {
     /// A driver for `machine` over `carrier`, whose threads report on `tx`; nothing is
     /// exchanged yet.
     pub(crate) fn new(
-        mut machine: proto::Client,
+        machine: proto::Client,
         carrier: Box<dyn Carrier<F>>,
         (tx, rx): (SyncSender<Report>, Receiver<Report>),
         options: Options<F>,
-        inbox: Inbox,
+        shared: Arc<Shared>,
     ) -> Driver<F> {
-        let recording = Recording::start(&mut machine, &options);
+        let completed = HashMap::new();
         Driver {
-            machine,
-            tx,
+            core: Core::new(machine, options),
             rx,
-            buf: Vec::new(),
-            options,
-            inbox,
-            completed: HashMap::new(),
+            io: Io {
+                carrier,
+                tx,
+                shared,
+                completed,
+            },
             released: false,
-            carrier,
-            recording,
         }
     }
 
@@ -81,13 +115,17 @@ impl<F: Flavour> Driver<F> {
     pub(crate) fn connect(&mut self) -> Result<ServerDetails, Error> {
         self.settle();
         loop {
-            if let Some(details) = &self.inbox.server {
-                return Ok(details.clone());
+            let (server, closed) = {
+                let state = self.io.shared.lock();
+                (state.inbox.server.clone(), state.inbox.closed.clone())
+            };
+            if let Some(details) = server {
+                return Ok(details);
             }
-            if let Some(reason) = self.inbox.closed.clone() {
+            if let Some(reason) = closed {
                 self.close();
-                let stderr = self.carrier.stderr_tail();
-                return Err(Error::not_connected(reason, self.endpoint(), stderr));
+                let stderr = self.io.shared.lock().stderr.text();
+                return Err(Error::not_connected(reason, self.core.endpoint(), stderr));
             }
             self.turn();
         }
@@ -100,22 +138,19 @@ impl<F: Flavour> Driver<F> {
         while let Ok(report) = self.rx.try_recv() {
             self.feed(report);
         }
-        let now = clock::now();
-        if self.machine.poll_timeout().is_some_and(|at| at <= now) {
-            self.machine.handle_timeout(now);
-        }
+        self.core.run_timers(clock::now());
         self.settle();
-        if let Some(reason) = &self.inbox.closed {
-            return Err(Error::closed(reason.clone(), self.endpoint()));
+        if let Some(reason) = self.closed() {
+            return Err(Error::closed(reason, self.core.endpoint()));
         }
-        let call = self.machine.call(clock::now(), request)?;
+        let call = self.core.machine.call(clock::now(), request)?;
         self.settle();
         loop {
-            if let Some(outcome) = self.completed.remove(&call) {
-                return outcome.map_err(|e| Error::call(e, self.endpoint()));
+            if let Some(outcome) = self.io.completed.remove(&call) {
+                return outcome.map_err(|e| Error::call(e, self.core.endpoint()));
             }
-            if let Some(reason) = &self.inbox.closed {
-                return Err(Error::closed(reason.clone(), self.endpoint()));
+            if let Some(reason) = self.closed() {
+                return Err(Error::closed(reason, self.core.endpoint()));
             }
             self.turn();
         }
@@ -127,34 +162,34 @@ impl<F: Flavour> Driver<F> {
     pub(crate) fn close(&mut self) -> Shutdown {
         if !self.released {
             self.released = true;
-            let now = clock::now();
-            self.machine.close(now);
+            self.core.machine.close(clock::now());
             self.settle();
-            while !self.machine.is_released() {
+            while !self.core.machine.is_released() {
                 self.turn();
             }
-            self.inbox.closed.get_or_insert(CloseReason::Local);
+            let mut state = self.io.shared.lock();
+            state.inbox.closed.get_or_insert(CloseReason::Local);
         }
-        let grace = self.options.grace_now(&self.machine, clock::now());
-        self.carrier.release(grace, &mut self.options.wire_log)
+        let grace = self.core.grace(clock::now());
+        (self.io.carrier).release(grace, &mut self.core.options.wire_log)
     }
 
     /// Waits for one report until the machine's deadline, feeds it, and settles.
     fn turn(&mut self) {
         let now = clock::now();
-        let report = match self.machine.poll_timeout() {
+        let report = match self.core.machine.poll_timeout() {
             Some(at) if at <= now => None,
             Some(at) => self.rx.recv_timeout(at.saturating_duration_since(now)).ok(),
-            None if self.carrier.is_idle() => {
+            None if self.io.carrier.is_idle() => {
                 // No channel open and no deadline: nothing can ever arrive.
-                self.machine.close(now);
+                self.core.machine.close(now);
                 None
             }
             None => self.rx.recv().ok(),
         };
         match report {
             Some(report) => self.feed(report),
-            None => self.machine.handle_timeout(clock::now()),
+            None => self.core.machine.handle_timeout(clock::now()),
         }
         self.settle();
     }
@@ -166,110 +201,31 @@ impl<F: Flavour> Driver<F> {
             generation,
             event,
         } = report;
-        if !self.carrier.is_current(conn, generation) {
+        let (core, carrier) = (&mut self.core, &mut self.io.carrier);
+        if !carrier.is_current(conn, generation) {
             return;
         }
-        let (now, log) = (clock::now(), &mut self.options.wire_log);
+        let now = clock::now();
         match event {
-            IoEvent::Connected => self.machine.handle_connected(now, conn),
-            IoEvent::Data(data) => {
-                self.carrier.log_read(conn, Some(&data), log);
-                self.machine.handle_read(now, conn, &data);
-                // A response is complete: end its log now rather than at the next
-                // request (a body without a final newline would show late).
-                if self.machine.is_idle(conn) {
-                    self.carrier.log_read(conn, None, log);
-                }
-            }
-            IoEvent::Written(bytes) => self.machine.handle_written(now, conn, bytes),
-            IoEvent::Eof => {
-                self.carrier.log_read(conn, None, log);
-                self.machine.handle_eof(now, conn);
-            }
+            IoEvent::Connected => core.machine.handle_connected(now, conn),
+            IoEvent::Data(data) => core.received(now, conn, &data, carrier.channel_log(conn)),
+            IoEvent::Written(bytes) => core.machine.handle_written(now, conn, bytes),
+            IoEvent::Eof => core.ended(now, conn, carrier.channel_log(conn)),
             IoEvent::Failed(step, error) => {
-                let failure = self.carrier.failure(step, error);
-                self.fail(conn, failure);
+                let failure = carrier.failure(step, error);
+                core.failed(now, conn, failure, carrier.channel_log(conn));
             }
         }
     }
 
-    /// Tells the machine that `conn` failed.
-    fn fail(&mut self, conn: ConnId, failure: TransportFailure) {
-        let log = &mut self.options.wire_log;
-        self.carrier.log_read(conn, None, log);
-        if let Some(log) = log {
-            log(Direction::Received, format!("({failure})").as_bytes());
-        }
-        self.machine
-            .handle_transport_error(clock::now(), conn, failure);
-    }
-
-    /// Executes every transmit and drains every event, until neither is left; then
-    /// hands on the transcript lines of all that.
+    /// Executes every transmit and drains every event, until neither is left.
     fn settle(&mut self) {
-        loop {
-            while let Some(transmit) = self.machine.poll_transmit(clock::now(), &mut self.buf) {
-                self.execute(transmit);
-                self.buf.clear();
-            }
-            let mut drained = false;
-            while let Some(event) = self.machine.poll_event() {
-                drained = true;
-                let machine = &mut self.machine;
-                let event = self
-                    .options
-                    .handle_event(event, |reply| reply.apply(machine, clock::now()));
-                // Notifications stay in the inbox; an InputCancelled needs nothing, as the
-                // handler answers on the spot.
-                if let Some(Event::CallCompleted { call, outcome }) =
-                    event.and_then(|e| self.inbox.keep(e))
-                {
-                    self.completed.insert(call, outcome);
-                }
-            }
-            if !drained {
-                break;
-            }
-        }
-        let (machine, sink) = (&mut self.machine, &mut self.options.transcript);
-        Recording::drain_into(&mut self.recording, machine, sink);
+        self.core.settle(&mut self.io);
     }
 
-    /// Does what the machine asked.
-    fn execute(&mut self, transmit: Transmit) {
-        let grace = self.options.grace_now(&self.machine, clock::now());
-        let log = &mut self.options.wire_log;
-        let done = match transmit {
-            Transmit::Connect { conn, origin } => self
-                .carrier
-                .connect(conn, &origin, &self.tx)
-                .map_err(|f| (conn, f)),
-            Transmit::Write { conn, len } => {
-                let bytes = self.buf.split_off(self.buf.len() - len);
-                self.carrier.write(conn, bytes, log);
-                Ok(())
-            }
-            Transmit::Close { conn } => {
-                self.carrier.close(conn, grace, log);
-                Ok(())
-            }
-            Transmit::Respawn => match self.carrier.respawn(&self.tx) {
-                Ok(()) => {
-                    self.machine.handle_connected(clock::now(), ConnId::STDIO);
-                    Ok(())
-                }
-                Err(f) => Err((ConnId::STDIO, f)),
-            },
-            _ => Ok(()),
-        };
-        if let Err((conn, failure)) = done {
-            self.fail(conn, failure);
-        }
-    }
-
-    /// The HTTP endpoint's origin, which names the failures below HTTP.
-    fn endpoint(&self) -> Option<&str> {
-        self.machine.http_config().map(|c| c.url.origin())
+    /// Why the connection ended, once it has.
+    pub(crate) fn closed(&self) -> Option<CloseReason> {
+        self.io.shared.lock().inbox.closed.clone()
     }
 }
 

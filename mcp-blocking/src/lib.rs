@@ -100,44 +100,29 @@ pub use serve_http::{
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;
 
-/// Starts `command` as an MCP server over stdio and connects with default [`Options`]:
-/// [`Client::connect_stdio`], by the name `mcp-smol` uses.
-///
-/// # Errors
-/// As [`Client::connect_stdio`].
-pub fn connect_stdio(command: StdioCommand, config: ClientConfig) -> Result<Client, Error> {
-    Client::connect_stdio(command, config)
-}
+mcp_io::connect_functions! {
+    /// Starts `command` as an MCP server over stdio and connects with default [`Options`]:
+    /// [`Client::connect_stdio`], by the name `mcp-smol` uses.
+    ///
+    /// # Errors
+    /// As [`Client::connect_stdio`].
+    fn connect_stdio -> Client;
 
-/// [`Client::connect_stdio_with`], by the name `mcp-smol` uses.
-///
-/// # Errors
-/// As [`Client::connect_stdio`].
-pub fn connect_stdio_with<F: Flavour>(
-    command: StdioCommand,
-    config: ClientConfig,
-    options: Options<F>,
-) -> Result<Client<F>, Error> {
-    Client::connect_stdio_with(command, config, options)
-}
+    /// [`Client::connect_stdio_with`], by the name `mcp-smol` uses.
+    ///
+    /// # Errors
+    /// As [`Client::connect_stdio`].
+    fn connect_stdio_with -> Client<F>;
 
-/// [`Client::connect_http`], by the name `mcp-smol` uses.
-///
-/// # Errors
-/// As [`Client::connect_http`].
-pub fn connect_http(url: &str, config: ClientConfig) -> Result<Client, Error> {
-    Client::connect_http(url, config)
-}
+    /// [`Client::connect_http`], by the name `mcp-smol` uses.
+    ///
+    /// # Errors
+    /// As [`Client::connect_http`].
+    fn connect_http;
 
-/// [`Client::connect_http_with`], by the name `mcp-smol` uses.
-///
-/// # Errors
-/// As [`Client::connect_http`].
-pub fn connect_http_with<F: Flavour>(
-    url: &str,
-    config: ClientConfig,
-    options: Options<F>,
-    http: HttpOptions,
-) -> Result<Client<F>, Error> {
-    Client::connect_http_with(url, config, options, http)
+    /// [`Client::connect_http_with`], by the name `mcp-smol` uses.
+    ///
+    /// # Errors
+    /// As [`Client::connect_http`].
+    fn connect_http_with;
 }

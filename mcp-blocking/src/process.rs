@@ -13,8 +13,8 @@
 //!   driver's thread does not write stdin itself: a blocking write to a child that is
 //!   itself blocked writing stdout (the channel being full while the caller is busy)
 //!   would deadlock both sides. The writer only ever holds our own requests;
-//! * a **stderr collector** that keeps the last bytes of the child's stderr in a bounded
-//!   buffer ([`StderrTail`]). Stderr is never mixed into the protocol.
+//! * a **stderr collector** that keeps the last bytes of the child's stderr in the
+//!   bounded buffer of the connection's [`Shared`] state. Stderr is never mixed into the protocol.
 //!
 //! # Shutdown
 //!
@@ -29,16 +29,14 @@
 
 use std::io::{self, Read};
 use std::process::Child;
+use std::sync::Arc;
 use std::sync::mpsc::{self, Sender, SyncSender};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
 use mcp_io::ending::{self, Escalation, Signal, Step};
 use mcp_io::wire_log::ChannelLog;
-use mcp_io::{
-    Error, Flavour, Shutdown, StderrTail, StdioCommand, TransportErrorKind, WireLog, clock,
-};
+use mcp_io::{Error, Flavour, Shared, Shutdown, StdioCommand, TransportErrorKind, WireLog, clock};
 use mcp_proto::client::{ConnId, TransportFailure, TransportFailureKind};
 
 use crate::carrier::{self, Carrier, Report, Reporter, read_loop, write_loop};
@@ -52,10 +50,10 @@ const THREAD_JOIN_WAIT: Duration = Duration::from_millis(250);
 pub(crate) struct Stdio {
     command: StdioCommand,
     process: Option<Process>,
-    tail: Arc<Mutex<StderrTail>>,
+    /// Where the pid, the restarts and the stderr go.
+    shared: Arc<Shared>,
     /// Which process reports are current: one more per restart.
     generation: u64,
-    restarts: u32,
     /// How the last process ended.
     shutdown: Option<Shutdown>,
     /// The lines received, for the wire log.
@@ -63,17 +61,19 @@ pub(crate) struct Stdio {
 }
 
 impl Stdio {
-    /// Starts the server; its threads report on `tx`.
-    pub(crate) fn start(command: StdioCommand, tx: &SyncSender<Report>) -> Result<Stdio, Error> {
-        let tail = Arc::new(Mutex::new(StderrTail::new(command.get_stderr_limit())));
+    /// Starts the server; its threads report on `tx`, its stderr goes to `shared`.
+    pub(crate) fn start(
+        command: StdioCommand,
+        tx: &SyncSender<Report>,
+        shared: Arc<Shared>,
+    ) -> Result<Stdio, Error> {
         let reporter = Reporter::new(tx, ConnId::STDIO, 1);
-        let process = Process::spawn(&command, &tail, reporter)?;
+        let process = Process::spawn(&command, &shared, reporter)?;
         Ok(Stdio {
             command,
             process: Some(process),
-            tail,
+            shared,
             generation: 1,
-            restarts: 0,
             shutdown: None,
             log: ChannelLog::lines(),
         })
@@ -93,6 +93,7 @@ impl<F: Flavour> Carrier<F> for Stdio {
         self.log.finish(log);
         if let Some(mut p) = self.process.take() {
             self.shutdown = Some(p.shutdown(grace));
+            self.shared.lock().pid = None;
         }
     }
 
@@ -122,14 +123,15 @@ impl<F: Flavour> Carrier<F> for Stdio {
         if let Some(mut old) = self.process.take() {
             // Its stdout has ended already: that is what asked for the restart.
             self.shutdown = Some(old.shutdown(Duration::ZERO));
+            self.shared.lock().pid = None;
         }
         self.generation += 1;
         self.log = ChannelLog::lines();
         let reporter = Reporter::new(tx, ConnId::STDIO, self.generation);
-        match Process::spawn(&self.command, &self.tail, reporter) {
+        match Process::spawn(&self.command, &self.shared, reporter) {
             Ok(p) => {
                 self.process = Some(p);
-                self.restarts += 1;
+                self.shared.lock().restarts += 1;
                 Ok(())
             }
             Err(e) => {
@@ -137,21 +139,6 @@ impl<F: Flavour> Carrier<F> for Stdio {
                 Err(failure.with_source(Arc::new(e)))
             }
         }
-    }
-
-    fn stderr_tail(&self) -> String {
-        self.tail
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .text()
-    }
-
-    fn process_id(&self) -> Option<u32> {
-        self.process.as_ref().map(|p| p.child.id())
-    }
-
-    fn restarts(&self) -> u32 {
-        self.restarts
     }
 }
 
@@ -165,9 +152,10 @@ struct Process {
 
 impl Process {
     /// Starts the child with exactly the environment `cmd` names.
+    /// Its pid and stderr go to `shared`.
     fn spawn(
         cmd: &StdioCommand,
-        tail: &Arc<Mutex<StderrTail>>,
+        shared: &Arc<Shared>,
         reporter: Reporter,
     ) -> Result<Process, Error> {
         let spawn_error = |source| Error::spawn(cmd.program(), source);
@@ -182,7 +170,7 @@ impl Process {
         };
         let (to_child, writer_rx) = mpsc::channel::<Vec<u8>>();
         let writer = reporter.clone();
-        let tail = Arc::clone(tail);
+        let tail = Arc::clone(shared);
         let spawned = [
             carrier::spawn("mcp-stdio-writer", move || {
                 write_loop(stdin, &writer_rx, &writer);
@@ -206,6 +194,7 @@ impl Process {
             process.shutdown(Duration::ZERO);
             return Err(spawn_error(e));
         }
+        shared.lock().pid = Some(process.child.id());
         Ok(process)
     }
 
@@ -261,15 +250,12 @@ impl Drop for Process {
     }
 }
 
-fn stderr_loop(mut stderr: impl Read, tail: &Mutex<StderrTail>) {
+fn stderr_loop(mut stderr: impl Read, shared: &Shared) {
     let mut buf = vec![0u8; 8 * 1024];
     loop {
         match stderr.read(&mut buf) {
             Ok(0) => break,
-            Ok(n) => tail
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(&buf[..n]),
+            Ok(n) => shared.lock().stderr.push(&buf[..n]),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(_) => break,
         }

@@ -47,75 +47,14 @@ use std::time::Duration;
 use mcp_io::clock;
 
 use mcp_proto::server::Server;
-use mcp_proto::server::http::{
-    HttpConnection, HttpConnectionConfig, HttpEndpoint, HttpEndpointConfig, HttpHost,
-    HttpRequestLimits, HttpTransmit,
-};
+pub use mcp_proto::server::http::HttpServeOptions;
+use mcp_proto::server::http::{HttpConnection, HttpEndpoint, HttpHost, HttpTransmit};
 
 /// How often blocked threads look at the stop flag. Never a delay for data: reads return
 /// as bytes arrive, accepts as connections do, and open streams are woken.
 const POLL: Duration = Duration::from_millis(20);
 /// How often an open stream with nothing to send checks that its client is still there.
 const WATCH: Duration = Duration::from_millis(250);
-
-/// How an HTTP server runs. Start from [`HttpServeOptions::default`].
-#[derive(Clone, Debug)]
-#[non_exhaustive]
-pub struct HttpServeOptions {
-    /// The endpoint: path (default `/mcp`), extra allowed origins, open stream bound.
-    pub endpoint: HttpEndpointConfig,
-    /// Request size and pipelining bounds.
-    pub limits: HttpRequestLimits,
-    /// Connections served at once (0 counts as 1). Default 64.
-    pub max_connections: usize,
-    /// A kept-alive connection with no new request for this long is closed; so is one
-    /// whose client stops reading for this long. Default 30 s.
-    pub idle_timeout: Duration,
-    /// A request head must be complete this long after its first byte (after the
-    /// connection opened, for its first request), else 408 and the connection closes.
-    /// Default 10 s.
-    pub head_timeout: Duration,
-    /// The lowest average rate of a request body, in bytes per second, beyond the slack
-    /// of `body_grace`; a slower body is answered 408 and the connection closes.
-    /// Default 240; 0 asks only that a body never stalls for longer than `body_grace`.
-    pub min_body_bytes_per_sec: u64,
-    /// How far behind `min_body_bytes_per_sec` a body may fall (and so how long it may
-    /// stall). Default 5 s.
-    pub body_grace: Duration,
-    /// Interval of SSE comment lines on open streams. Default 15 s.
-    pub sse_keepalive: Duration,
-}
-
-impl Default for HttpServeOptions {
-    fn default() -> Self {
-        let connection = HttpConnectionConfig::default();
-        HttpServeOptions {
-            endpoint: HttpEndpointConfig::default(),
-            limits: connection.limits,
-            max_connections: 64,
-            idle_timeout: connection.idle_timeout,
-            head_timeout: connection.head_timeout,
-            min_body_bytes_per_sec: connection.min_body_bytes_per_sec,
-            body_grace: connection.body_grace,
-            sse_keepalive: connection.sse_keepalive,
-        }
-    }
-}
-
-impl HttpServeOptions {
-    /// The machines' configuration of each connection.
-    fn connection(&self) -> HttpConnectionConfig {
-        let mut config = HttpConnectionConfig::default();
-        config.limits = self.limits.clone();
-        config.idle_timeout = self.idle_timeout;
-        config.send_timeout = self.idle_timeout;
-        config.head_timeout = self.head_timeout;
-        config.min_body_bytes_per_sec = self.min_body_bytes_per_sec;
-        config.body_grace = self.body_grace;
-        config.sse_keepalive = self.sse_keepalive;
-        config
-    }
-}
 
 /// A running HTTP server. Dropping it stops the server (as [`HttpServerHandle::stop`]).
 #[derive(Debug)]
@@ -219,7 +158,7 @@ pub fn serve_http_with(
         endpoint: Mutex::new(endpoint),
         output: Condvar::new(),
         stop: Arc::clone(&stop),
-        host: HttpHost::new(options.max_connections, options.connection()),
+        host: HttpHost::for_options(&options),
     };
     let thread = thread::Builder::new()
         .name("mcp-http-accept".to_owned())
@@ -439,8 +378,6 @@ impl<'a> Connection<'a> {
     /// The time until the machine's next deadline, at most `cap` (at least 1 ms: a zero
     /// socket timeout means none).
     fn until_due(&self, cap: Duration) -> Duration {
-        let due = self.machine.poll_timeout();
-        due.map_or(cap, |t| t.saturating_duration_since(clock::now()).min(cap))
-            .max(Duration::from_millis(1))
+        self.machine.until_due(clock::now(), cap)
     }
 }

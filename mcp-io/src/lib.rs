@@ -36,6 +36,12 @@
 //! * [`Inbox`]: what the machine's events say about a connection (server, close reason,
 //!   peer errors, excluded tools), kept for the handles; the era verdict recorded in the
 //!   [`EraCache`].
+//! * [`Shared`]: what a driver publishes about its connection for the client handles
+//!   (the inbox, the server process's pid, restarts and stderr), and the facade methods
+//!   that read it, written once for both adapters.
+//! * [`drive`]: the driver's loop around the machine (transmits executed, events handed
+//!   on, bytes, ends and failures fed, the wire log and the transcript kept), with the
+//!   IO left to the adapter.
 //! * [`api`]: every name both adapters export at their root, listed once.
 //! * [`EraCache`]: the era verdicts per HTTP origin behind a lock, shareable between
 //!   connections and between both adapters (the decisions are the machine's).
@@ -61,6 +67,7 @@ pub mod auth;
 mod child;
 pub mod clock;
 mod command;
+pub mod drive;
 pub mod ending;
 mod era_cache;
 mod error;
@@ -71,6 +78,7 @@ pub mod http;
 mod inbox;
 mod options;
 pub mod request;
+mod shared;
 pub mod transcript;
 mod transport;
 pub mod wire_log;
@@ -84,6 +92,7 @@ pub use options::{
     DEFAULT_GRACE_PERIOD, Direction, Flavour, Local, MAX_NOTIFICATIONS, MAX_PEER_ERRORS, Options,
     Progress, ProgressHandler, Sendable, TranscriptSink, WireLog, push_newest,
 };
+pub use shared::{Shared, SharedState};
 pub use transport::{ResolveError, TransportError, TransportErrorKind};
 
 /// The protocol crate, re-exported so its types need no second dependency.

@@ -2,21 +2,16 @@
 //! channel.
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_channel::{Receiver, Sender};
-use mcp_proto::client::{
-    CallOutput, CallRequest, ClientConfig, CloseReason, InputHandler, PeerError,
-};
+use mcp_proto::client::{CallOutput, CallRequest, ClientConfig, InputHandler};
 use mcp_proto::jsonrpc::Notification;
 use mcp_proto::model::ServerDetails;
 use mcp_proto::version::{Era, ProtocolVersion};
 
-use mcp_io::{
-    Flavour, Inbox, Options, ProgressHandler, Shutdown, StderrTail, StdioCommand, WireLog,
-};
+use mcp_io::{Flavour, Inbox, Options, ProgressHandler, Shared, Shutdown, StdioCommand, WireLog};
 
 use crate::driver::{Driver, Setup, Transport};
 use crate::facade::{Channels, Facade};
@@ -59,54 +54,6 @@ pub(crate) enum Command {
     Close,
 }
 
-/// State the driver publishes for every handle to read.
-#[derive(Debug)]
-pub(crate) struct Shared {
-    state: Mutex<SharedState>,
-    next_key: AtomicU64,
-}
-
-#[derive(Debug)]
-pub(crate) struct SharedState {
-    /// What the machine's events say about the connection.
-    pub(crate) inbox: Inbox,
-    /// The error every later request gets, once the connection is over.
-    pub(crate) ended: Option<Error>,
-    /// The error [`Client::connected`] gets when the connection never came up (the
-    /// close reason with the server's last stderr lines), once the driver has ended.
-    pub(crate) connect_error: Option<Error>,
-    pub(crate) pid: Option<u32>,
-    /// The HTTP endpoint, for connections over HTTP.
-    pub(crate) endpoint: Option<String>,
-    pub(crate) restarts: u32,
-    pub(crate) stderr: StderrTail,
-    pub(crate) shutdown: Option<Shutdown>,
-}
-
-impl Shared {
-    pub(crate) fn new(inbox: Inbox, stderr_limit: usize, pid: Option<u32>) -> Self {
-        Shared {
-            state: Mutex::new(SharedState {
-                inbox,
-                ended: None,
-                connect_error: None,
-                pid,
-                endpoint: None,
-                restarts: 0,
-                stderr: StderrTail::new(stderr_limit),
-                shutdown: None,
-            }),
-            next_key: AtomicU64::new(0),
-        }
-    }
-
-    pub(crate) fn lock(&self) -> MutexGuard<'_, SharedState> {
-        // No critical section can panic half-way; a poisoned lock still holds
-        // consistent data.
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
 /// A handle to one MCP connection driven by a [`Driver`].
 ///
 /// Clone it freely and use it from any task or thread: every `async` method sends a
@@ -147,15 +94,19 @@ impl fmt::Debug for Client {
 }
 
 impl Client {
-    /// [`connect_stdio`](crate::connect_stdio).
-    ///
-    /// # Errors
-    /// As [`connect_stdio`](crate::connect_stdio).
-    pub fn connect_stdio(
-        command: StdioCommand,
-        config: ClientConfig,
-    ) -> Result<(Client, Driver), Error> {
-        Self::connect_stdio_with(command, config, Options::new())
+    mcp_io::connect_functions! {
+        impl
+        /// [`connect_stdio`](crate::connect_stdio).
+        ///
+        /// # Errors
+        /// As [`connect_stdio`](crate::connect_stdio).
+        fn connect_stdio -> (Client, Driver);
+
+        /// [`connect_http`](crate::connect_http).
+        ///
+        /// # Errors
+        /// As [`connect_http`](crate::connect_http).
+        fn connect_http;
     }
 
     /// [`connect_stdio_with`](crate::connect_stdio_with).
@@ -170,22 +121,15 @@ impl Client {
         let child = crate::stdio::spawn(&command)?;
         let limit = command.get_stderr_limit();
         let inbox = Inbox::for_client(&config);
-        let shared = Arc::new(Shared::new(inbox, limit, Some(child.id())));
+        let shared = Arc::new(Shared::new(inbox, limit, Some(child.id()), None));
         let (client, channels) = Client::with_channels(shared.clone());
         let driver = Driver::new(Setup {
             config,
             transport: Transport::Stdio(command, child),
-            facade: Facade::new(options, channels, shared, None),
+            facade: Facade::new(channels, shared, None),
+            options,
         });
         Ok((client, driver))
-    }
-
-    /// [`connect_http`](crate::connect_http).
-    ///
-    /// # Errors
-    /// As [`connect_http`](crate::connect_http).
-    pub fn connect_http(url: &str, config: ClientConfig) -> Result<(Client, Driver), Error> {
-        Self::connect_http_with(url, config, Options::new(), HttpOptions::new())
     }
 
     /// [`connect_http_with`](crate::connect_http_with).
@@ -202,13 +146,14 @@ impl Client {
         let start = http.prepare("mcp-smol", url, config, does_tls, options.grace_period)?;
         let opener = Opener::new(http.connector, &start);
         let origin = start.url.origin().to_owned();
-        let shared = Arc::new(Shared::new(start.inbox, 0, None));
-        shared.lock().endpoint = Some(start.url.as_str().to_owned());
+        let endpoint = Some(start.url.as_str().to_owned());
+        let shared = Arc::new(Shared::new(start.inbox, 0, None, endpoint));
         let (client, channels) = Client::with_channels(shared.clone());
         let driver = Driver::new(Setup {
             config: start.config,
             transport: Transport::Http(Box::new(start.http), opener),
-            facade: Facade::new(options, channels, shared, Some(origin)),
+            facade: Facade::new(channels, shared, Some(origin)),
+            options,
         });
         Ok((client, driver))
     }
@@ -306,7 +251,7 @@ impl Client {
     /// dropped.
     pub async fn request(&self, request: CallRequest) -> Result<CallOutput, Error> {
         let (reply, rx) = async_channel::bounded(1);
-        let key = self.shared.next_key.fetch_add(1, Ordering::Relaxed);
+        let key = self.shared.next_key();
         self.send(Command::Call {
             key,
             request,
@@ -346,15 +291,7 @@ impl Client {
         self.configure(Configure::GracePeriod(grace));
     }
 
-    /// The next server notification not consumed by the machine (list changes, log
-    /// messages, resource updates, …), if one is waiting. At most 1024 are kept, and at
-    /// most [`Limits::max_queued_event_bytes`](mcp_proto::Limits::max_queued_event_bytes)
-    /// of them; older ones are dropped and counted in [`Client::dropped_notifications`].
-    /// All clones of a client share one queue.
-    #[must_use]
-    pub fn poll_notification(&self) -> Option<Notification> {
-        self.shared.lock().inbox.take_notification()
-    }
+    mcp_io::client_state!(shared);
 
     /// Waits for the next server notification; `None` once the connection is over and
     /// every notification has been taken.
@@ -368,61 +305,6 @@ impl Client {
                 return self.poll_notification();
             }
         }
-    }
-
-    /// Notifications dropped because nobody took them.
-    #[must_use]
-    pub fn dropped_notifications(&self) -> u64 {
-        self.shared.lock().inbox.dropped_notifications
-    }
-
-    /// The newest protocol violations of the server that did not fail a call (at most 32).
-    #[must_use]
-    pub fn recent_peer_errors(&self) -> Vec<PeerError> {
-        self.shared
-            .lock()
-            .inbox
-            .peer_errors
-            .iter()
-            .cloned()
-            .collect()
-    }
-
-    /// The newest bytes the server wrote to stderr (bounded by
-    /// [`StdioCommand::stderr_limit`]), as text. It is the server's own text: it may hold
-    /// anything the server chose to print. Still readable after the connection ended.
-    /// Always empty over HTTP.
-    #[must_use]
-    pub fn stderr_tail(&self) -> String {
-        self.shared.lock().stderr.text()
-    }
-
-    /// The server's process id, while it runs (`None` once it has been reaped). It
-    /// changes if the server is restarted. Always `None` over HTTP.
-    #[must_use]
-    pub fn process_id(&self) -> Option<u32> {
-        self.shared.lock().pid
-    }
-
-    /// How many times the server process was restarted (once when a server exits on the
-    /// `server/discover` probe).
-    #[must_use]
-    pub fn restarts(&self) -> u32 {
-        self.shared.lock().restarts
-    }
-
-    /// The tools left out of `tools/list` because their `x-mcp-header` annotations are
-    /// invalid (Streamable HTTP, 2026-07-28), as `(tool, reason)`, latest listing first
-    /// seen first. The other tools stay usable; stdio never excludes any.
-    #[must_use]
-    pub fn excluded_tools(&self) -> Vec<(String, String)> {
-        self.shared.lock().inbox.excluded_tools.clone()
-    }
-
-    /// Why the connection ended, once it has.
-    #[must_use]
-    pub fn close_reason(&self) -> Option<CloseReason> {
-        self.shared.lock().inbox.closed.clone()
     }
 
     /// Whether the connection is over (closed by either side, or the driver is gone).
@@ -503,7 +385,7 @@ mod tests {
             tx,
             doorbell: brx,
             done: drx,
-            shared: Arc::new(Shared::new(Inbox::default(), 16, Some(1))),
+            shared: Arc::new(Shared::new(Inbox::default(), 16, Some(1), None)),
         };
         send_sync(&client);
         send(&client.request(CallRequest::list_tools()));

@@ -33,16 +33,18 @@ use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use async_io::Timer;
 use async_process::Child;
 use futures_lite::AsyncRead;
-use mcp_io::transcript::Recording;
-use mcp_io::{Flavour, Sendable, StdioCommand, TransportErrorKind, clock};
+use mcp_io::drive::{Core, Execute};
+use mcp_io::wire_log::ChannelLog;
+use mcp_io::{Flavour, Options, Sendable, StdioCommand, TransportErrorKind, WireLog, clock};
 use mcp_proto::Instant;
 use mcp_proto::client::http::HttpConfig;
 use mcp_proto::client::{
-    Client as Machine, ClientConfig, ConnId, ConnectionState, Transmit, TransportFailure,
+    Client as Machine, ClientConfig, ConnId, ConnectionState, Event, Origin, TransportFailure,
     TransportFailureKind,
 };
 
@@ -98,7 +100,8 @@ enum State<F: Flavour> {
 pub(crate) struct Setup<F: Flavour> {
     pub(crate) config: ClientConfig,
     pub(crate) transport: Transport,
-    pub(crate) facade: Facade<F>,
+    pub(crate) facade: Facade,
+    pub(crate) options: Options<F>,
 }
 
 pub(crate) enum Transport {
@@ -143,21 +146,77 @@ impl<F: Flavour> Future for Driver<F> {
 
 /// The running driver.
 struct Io<F: Flavour> {
-    machine: Machine,
-    facade: Facade<F>,
+    /// The machine and the options.
+    core: Core<F>,
+    chans: Chans,
+    chunk: Box<[u8]>,
+    timer: Timer,
+    timer_at: Option<Instant>,
+}
+
+/// What carries out the machine's transmits, and the handles' side.
+struct Chans {
     conns: BTreeMap<ConnId, Conn>,
     process: Process,
     /// Stdio: what to start again on `Transmit::Respawn`.
     command: Option<StdioCommand>,
     /// HTTP: how connections are opened.
     opener: Option<Opener>,
-    /// The machine's bytes for the current `Transmit::Write`.
-    buf: Vec<u8>,
-    chunk: Box<[u8]>,
-    timer: Timer,
-    timer_at: Option<Instant>,
-    /// The machine records, for the options' transcript sink.
-    recording: Option<Recording>,
+    facade: Facade,
+}
+
+impl<F: Flavour> Execute<F> for Chans {
+    fn connect(&mut self, conn: ConnId, origin: &Origin) -> Result<(), TransportFailure> {
+        if let Some(opener) = &self.opener {
+            self.conns.insert(conn, Conn::Opening(opener.open(origin)));
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, conn: ConnId, bytes: &[u8], log: &mut Option<WireLog<F>>) {
+        if let Some(Conn::Open(open)) = self.conns.get_mut(&conn) {
+            open.send(log, bytes);
+        }
+    }
+
+    fn close(&mut self, conn: ConnId, grace: Duration, log: &mut Option<WireLog<F>>) {
+        let wire = self.conns.remove(&conn).and_then(|c| c.close(log));
+        if conn == ConnId::STDIO {
+            self.process.end(wire, grace, &self.facade.shared);
+        }
+    }
+
+    /// The new process is reported by `poll_process` once it runs.
+    fn respawn(&mut self, log: &mut Option<WireLog<F>>) -> Result<bool, TransportFailure> {
+        if let Some(conn) = self.conns.remove(&ConnId::STDIO) {
+            conn.close(log);
+        }
+        if let Some(command) = &self.command {
+            self.process.restart(command, &self.facade.shared);
+        }
+        Ok(false)
+    }
+
+    fn channel_log(&mut self, conn: ConnId) -> Option<&mut ChannelLog> {
+        match self.conns.get_mut(&conn) {
+            Some(Conn::Open(open)) => Some(&mut open.log),
+            _ => None,
+        }
+    }
+
+    fn event(&mut self, event: Event) {
+        self.facade.on_event(event);
+    }
+}
+
+impl Chans {
+    /// A failure at `step` on a channel, the error behind it as its source.
+    fn failure(&self, step: TransportErrorKind, e: io::Error) -> TransportFailure {
+        match &self.opener {
+            Some(opener) => opener.failure(step, e),
+            None => TransportFailure::from_io(&e).with_source(Arc::new(e)),
+        }
+    }
 }
 
 impl<F: Flavour> Io<F> {
@@ -166,12 +225,13 @@ impl<F: Flavour> Io<F> {
             config,
             transport,
             facade,
+            options,
         } = setup;
         let mut conns = BTreeMap::new();
-        let (mut machine, process, command, opener) = match transport {
+        let (machine, process, command, opener) = match transport {
             Transport::Stdio(command, child) => {
                 let (process, wire) = Process::start(child, &facade.shared);
-                let open = Open::new(wire, &facade.options.redact_headers);
+                let open = Open::new(wire, &options.redact_headers);
                 conns.insert(ConnId::STDIO, Conn::Open(open));
                 (Machine::stdio(config, now), process, Some(command), None)
             }
@@ -180,21 +240,21 @@ impl<F: Flavour> Io<F> {
                 (machine, Process::None, None, Some(opener))
             }
         };
-        let recording = Recording::start(&mut machine, &facade.options);
-        let mut io = Io {
-            machine,
-            facade,
+        let chans = Chans {
             conns,
             process,
             command,
             opener,
-            buf: Vec::new(),
+            facade,
+        };
+        let mut io = Io {
+            core: Core::new(machine, options),
+            chans,
             chunk: vec![0; READ_CHUNK].into_boxed_slice(),
             timer: Timer::never(),
             timer_at: None,
-            recording,
         };
-        io.drain(now);
+        io.drain();
         io
     }
 
@@ -203,20 +263,20 @@ impl<F: Flavour> Io<F> {
             let now = clock::now();
             let mut progress = self.poll_commands(now, cx);
             progress |= self.poll_process(now, cx);
-            let ids: Vec<ConnId> = self.conns.keys().copied().collect();
+            let ids: Vec<ConnId> = self.chans.conns.keys().copied().collect();
             for id in ids {
                 progress |= self.poll_conn(now, id, cx);
             }
-            if self.machine.poll_timeout().is_some_and(|t| t <= now) {
-                self.machine.handle_timeout(now);
-                self.drain(now);
+            if self.core.run_timers(now) {
+                self.drain();
                 progress = true;
             }
             // The machine bounds its own end (`HttpConfig::close_timeout`); a process has
             // its grace period in `Process::end`.
-            if self.machine.is_released() && self.process.is_over() {
-                self.transcribe();
-                return Poll::Ready(self.facade.finish(self.machine.close_reason()));
+            if self.core.machine.is_released() && self.chans.process.is_over() {
+                self.drain();
+                let reason = self.core.machine.close_reason();
+                return Poll::Ready(self.chans.facade.finish(reason));
             }
             progress |= self.poll_timer(now, cx);
             if !progress {
@@ -228,128 +288,72 @@ impl<F: Flavour> Io<F> {
         Poll::Pending
     }
 
-    /// Obeys the machine and hands its events to the facade, until it has nothing more;
-    /// then hands on the transcript lines of all that.
-    fn drain(&mut self, now: Instant) {
-        loop {
-            let mut more = false;
-            self.buf.clear();
-            while let Some(transmit) = self.machine.poll_transmit(now, &mut self.buf) {
-                self.obey(transmit);
-                self.buf.clear();
-                more = true;
-            }
-            while let Some(event) = self.machine.poll_event() {
-                self.facade.on_event(&mut self.machine, now, event);
-                more = true;
-            }
-            if !more {
-                break;
-            }
-        }
-        self.transcribe();
-    }
-
-    /// Hands the machine's transcript lines to the options' sink, if recording.
-    fn transcribe(&mut self) {
-        let sink = &mut self.facade.options.transcript;
-        Recording::drain_into(&mut self.recording, &mut self.machine, sink);
-    }
-
-    fn obey(&mut self, transmit: Transmit) {
-        let log = &mut self.facade.options.wire_log;
-        match transmit {
-            Transmit::Connect { conn, origin } => {
-                if let Some(opener) = &self.opener {
-                    self.conns.insert(conn, Conn::Opening(opener.open(&origin)));
-                }
-            }
-            Transmit::Write { conn, len } => {
-                let bytes = &self.buf[self.buf.len().saturating_sub(len)..];
-                if let Some(Conn::Open(open)) = self.conns.get_mut(&conn) {
-                    open.send(log, bytes);
-                }
-            }
-            Transmit::Close { conn } => {
-                let wire = self.conns.remove(&conn).and_then(|c| c.close(log));
-                if conn == ConnId::STDIO {
-                    let grace = self.facade.options.grace_now(&self.machine, clock::now());
-                    self.process.end(wire, grace, &self.facade.shared);
-                }
-            }
-            Transmit::Respawn => {
-                if let Some(conn) = self.conns.remove(&ConnId::STDIO) {
-                    conn.close(log);
-                }
-                if let Some(command) = &self.command {
-                    self.process.restart(command, &self.facade.shared);
-                }
-            }
-            _ => {}
-        }
+    /// Obeys the machine and hands its events to the facade, until it has nothing more.
+    fn drain(&mut self) {
+        self.core.settle(&mut self.chans);
     }
 
     fn poll_commands(&mut self, now: Instant, cx: &mut Context<'_>) -> bool {
         let mut progress = false;
         for _ in 0..BUDGET {
             // Once closed, commands wait for the end, which answers them all.
-            if self.machine.state() == ConnectionState::Closed {
+            if self.core.machine.state() == ConnectionState::Closed {
                 break;
             }
-            match self.facade.commands.poll_next(cx) {
-                Poll::Ready(Some(command)) => {
-                    self.facade.apply(&mut self.machine, now, command);
-                }
+            match self.chans.facade.commands.poll_next(cx) {
+                Poll::Ready(Some(command)) => self.chans.facade.apply(&mut self.core, now, command),
                 // Every handle is gone.
-                Poll::Ready(None) => self.machine.close(now),
+                Poll::Ready(None) => self.core.machine.close(now),
                 Poll::Pending => break,
             }
-            self.drain(now);
+            self.drain();
             progress = true;
         }
         progress
     }
 
     fn poll_process(&mut self, now: Instant, cx: &mut Context<'_>) -> bool {
-        let change = self.process.poll(&self.facade.shared, &mut self.chunk, cx);
-        match change {
+        let chans = &mut self.chans;
+        match chans
+            .process
+            .poll(&chans.facade.shared, &mut self.chunk, cx)
+        {
             Change::Nothing => return false,
             Change::Progress | Change::Ended => return true,
             Change::Restarted(Ok(wire)) => {
-                let open = Conn::Open(Open::new(wire, &self.facade.options.redact_headers));
-                self.conns.insert(ConnId::STDIO, open);
-                self.machine.handle_connected(now, ConnId::STDIO);
+                let open = Conn::Open(Open::new(wire, &self.core.options.redact_headers));
+                chans.conns.insert(ConnId::STDIO, open);
+                self.core.machine.handle_connected(now, ConnId::STDIO);
             }
             Change::Restarted(Err(e)) => {
                 let failure = TransportFailure::new(TransportFailureKind::Spawn, e.to_string());
                 let failure = failure.with_source(Arc::new(e));
-                self.machine
-                    .handle_transport_error(now, ConnId::STDIO, failure);
+                self.core.failed(now, ConnId::STDIO, failure, None);
             }
         }
-        self.drain(now);
+        self.drain();
         true
     }
 
     /// A channel: opening it, writing what is queued, reading until `Pending`.
     fn poll_conn(&mut self, now: Instant, id: ConnId, cx: &mut Context<'_>) -> bool {
-        let open = match self.conns.get_mut(&id) {
+        let open = match self.chans.conns.get_mut(&id) {
             None => return false,
             Some(Conn::Opening(opening)) => {
                 match opening.as_mut().poll(cx) {
                     Poll::Pending => return false,
                     Poll::Ready(Ok(stream)) => {
-                        let redact = &self.facade.options.redact_headers;
+                        let redact = &self.core.options.redact_headers;
                         let open = Open::new(Wire::Net(stream), redact);
-                        self.conns.insert(id, Conn::Open(open));
-                        self.machine.handle_connected(now, id);
+                        self.chans.conns.insert(id, Conn::Open(open));
+                        self.core.machine.handle_connected(now, id);
                     }
                     Poll::Ready(Err(e)) => {
-                        self.conns.remove(&id);
-                        self.machine.handle_transport_error(now, id, e.failure());
+                        self.chans.conns.remove(&id);
+                        self.core.failed(now, id, e.failure(), None);
                     }
                 }
-                self.drain(now);
+                self.drain();
                 return true;
             }
             Some(Conn::Open(open)) => open,
@@ -359,14 +363,17 @@ impl<F: Flavour> Io<F> {
         let written = open.poll_write(cx);
         let newly = open.take_written();
         if newly > 0 {
-            self.machine.handle_written(now, id, newly);
+            self.core.machine.handle_written(now, id, newly);
         }
         let mut progress = written.unwrap_or_else(|e| {
-            self.failed(now, id, TransportErrorKind::Write, e);
+            let failure = self.chans.failure(TransportErrorKind::Write, e);
+            let log = Execute::<F>::channel_log(&mut self.chans, id);
+            self.core.failed(now, id, failure, log);
+            self.drain();
             true
         });
         for _ in 0..BUDGET {
-            let Some(Conn::Open(open)) = self.conns.get_mut(&id) else {
+            let Some(Conn::Open(open)) = self.chans.conns.get_mut(&id) else {
                 break;
             };
             let n = match Pin::new(&mut open.wire).poll_read(cx, &mut self.chunk) {
@@ -375,16 +382,9 @@ impl<F: Flavour> Io<F> {
                 Poll::Ready(Ok(n)) => n,
                 Poll::Ready(Err(e)) => return self.lost(now, id, Some(e)),
             };
-            open.log
-                .received(&mut self.facade.options.wire_log, &self.chunk[..n]);
-            self.machine.handle_read(now, id, &self.chunk[..n]);
-            // A response is complete: end its log (a JSON body has no final newline).
-            if self.machine.is_idle(id)
-                && let Some(Conn::Open(open)) = self.conns.get_mut(&id)
-            {
-                open.log.finish(&mut self.facade.options.wire_log);
-            }
-            self.drain(now);
+            let log = Some(&mut open.log);
+            self.core.received(now, id, &self.chunk[..n], log);
+            self.drain();
             progress = true;
         }
         progress
@@ -392,34 +392,25 @@ impl<F: Flavour> Io<F> {
 
     /// A channel's input ended (`error: None`) or failed: it is dropped, the machine told.
     fn lost(&mut self, now: Instant, id: ConnId, error: Option<io::Error>) -> bool {
-        let log = &mut self.facade.options.wire_log;
-        if let Some(conn) = self.conns.remove(&id) {
-            conn.close(log);
-        }
-        match error {
-            None => {
-                self.machine.handle_eof(now, id);
-                self.drain(now);
-            }
-            Some(e) => self.failed(now, id, TransportErrorKind::Read, e),
-        }
-        true
-    }
-
-    /// Reports a failure at `step` on a channel, the error behind it as its source; the
-    /// machine decides what becomes of it.
-    fn failed(&mut self, now: Instant, id: ConnId, step: TransportErrorKind, e: io::Error) {
-        let failure = match &self.opener {
-            Some(opener) => opener.failure(step, e),
-            None => TransportFailure::from_io(&e).with_source(Arc::new(e)),
+        let mut conn = self.chans.conns.remove(&id);
+        let log = match &mut conn {
+            Some(Conn::Open(open)) => Some(&mut open.log),
+            _ => None,
         };
-        self.machine.handle_transport_error(now, id, failure);
-        self.drain(now);
+        match error {
+            None => self.core.ended(now, id, log),
+            Some(e) => {
+                let failure = self.chans.failure(TransportErrorKind::Read, e);
+                self.core.failed(now, id, failure, log);
+            }
+        }
+        self.drain();
+        true
     }
 
     /// Arms the timer for the machine's next deadline. True when that is due already.
     fn poll_timer(&mut self, now: Instant, cx: &mut Context<'_>) -> bool {
-        let Some(deadline) = self.machine.poll_timeout() else {
+        let Some(deadline) = self.core.machine.poll_timeout() else {
             return false;
         };
         if deadline <= now {

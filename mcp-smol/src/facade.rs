@@ -14,15 +14,15 @@ use std::task::{Context, Poll};
 
 use async_channel::{Receiver, Sender};
 use futures_lite::Stream;
-use mcp_io::{Flavour, Options};
+use mcp_io::Flavour;
+use mcp_io::drive::Core;
 use mcp_proto::Instant;
-use mcp_proto::client::{
-    CallId, CallOutput, Client as Machine, CloseReason, ConnectionState, Event,
-};
+use mcp_proto::client::{CallId, CallOutput, CloseReason, ConnectionState, Event};
 use mcp_proto::model::ServerDetails;
 
 use crate::Error;
-use crate::client::{Command, Shared};
+use crate::client::Command;
+use mcp_io::Shared;
 
 /// The channels between the handles and the driver.
 pub(crate) struct Channels {
@@ -56,9 +56,8 @@ impl Drop for Commands {
     }
 }
 
-/// The handles' side of a driver; `F` is the flavour of its options' handlers.
-pub(crate) struct Facade<F: Flavour> {
-    pub(crate) options: Options<F>,
+/// The handles' side of a driver.
+pub(crate) struct Facade {
     pub(crate) commands: Commands,
     doorbell: Sender<()>,
     _done: Sender<()>,
@@ -70,15 +69,9 @@ pub(crate) struct Facade<F: Flavour> {
     endpoint: Option<String>,
 }
 
-impl<F: Flavour> Facade<F> {
-    pub(crate) fn new(
-        options: Options<F>,
-        channels: Channels,
-        shared: Arc<Shared>,
-        endpoint: Option<String>,
-    ) -> Facade<F> {
+impl Facade {
+    pub(crate) fn new(channels: Channels, shared: Arc<Shared>, endpoint: Option<String>) -> Facade {
         Facade {
-            options,
             commands: Commands(Box::pin(channels.commands)),
             doorbell: channels.doorbell,
             _done: channels.done,
@@ -91,7 +84,8 @@ impl<F: Flavour> Facade<F> {
     }
 
     /// Applies one command from the handles.
-    pub(crate) fn apply(&mut self, machine: &mut Machine, now: Instant, command: Command) {
+    pub(crate) fn apply<F: Flavour>(&mut self, core: &mut Core<F>, now: Instant, command: Command) {
+        let machine = &mut core.machine;
         match command {
             Command::Call {
                 key,
@@ -117,21 +111,13 @@ impl<F: Flavour> Facade<F> {
                 }
                 _ => self.waiters.push(reply),
             },
-            Command::Configure(change) => change.apply(&mut self.options),
+            Command::Configure(change) => change.apply(&mut core.options),
             Command::Close => machine.close(now),
         }
     }
 
-    /// Handles one event of the machine.
-    pub(crate) fn on_event(&mut self, machine: &mut Machine, now: Instant, event: Event) {
-        // Progress and input requests: the options decide. An answer fails only if the
-        // input was voided meanwhile, which cannot happen between two lines here.
-        let Some(event) = self
-            .options
-            .handle_event(event, |reply| reply.apply(machine, now))
-        else {
-            return;
-        };
+    /// Handles one event of the machine that the options did not take.
+    pub(crate) fn on_event(&mut self, event: Event) {
         let notification = matches!(event, Event::Notification(_));
         let Some(event) = self.shared.lock().inbox.keep(event) else {
             if notification {

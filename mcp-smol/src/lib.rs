@@ -198,74 +198,56 @@ pub use http::{AsyncStream, ConnectFuture, Connector, HttpOptions, TcpConnector}
 /// [`StdioCommand`], the crates behind the API, …), one list shared with `mcp-blocking`.
 pub use mcp_io::api::*;
 
-/// Starts `command` as an MCP server over stdio and returns a handle to the connection
-/// and the [`Driver`] future that does all of its IO.
-///
-/// The process is spawned before this returns (a missing program fails now); the
-/// protocol starts when the driver is first polled. Calls made before the connection is
-/// ready are queued.
-///
-/// # Errors
-/// [`Error::Spawn`] when the program cannot be found or started.
-pub fn connect_stdio(
-    command: StdioCommand,
-    config: ClientConfig,
-) -> Result<(Client, Driver), Error> {
-    Client::connect_stdio(command, config)
-}
+mcp_io::connect_functions! {
+    /// Starts `command` as an MCP server over stdio and returns a handle to the connection
+    /// and the [`Driver`] future that does all of its IO.
+    ///
+    /// The process is spawned before this returns (a missing program fails now); the
+    /// protocol starts when the driver is first polled. Calls made before the connection is
+    /// ready are queued.
+    ///
+    /// # Errors
+    /// [`Error::Spawn`] when the program cannot be found or started.
+    fn connect_stdio -> (Client, Driver);
 
-/// [`connect_stdio`] with [`Options`] of either flavour (input handler, progress, wire
-/// log, grace period).
-///
-/// ```no_run
-/// # fn main() -> Result<(), mcp_smol::Error> {
-/// use mcp_smol::{AcceptDefaults, ClientCapabilities, ClientConfig, Options, StdioCommand};
-///
-/// let config = ClientConfig::new("my-app", "1.0")
-///     .capabilities(ClientCapabilities::with_elicitation());
-/// let options = Options::new().input_handler(AcceptDefaults);
-/// let (client, driver) =
-///     mcp_smol::connect_stdio_with(StdioCommand::new("my-mcp-server"), config, options)?;
-/// smol::spawn(driver).detach();
-/// let answer = smol::block_on(client.call_tool("confirm", serde_json::json!({})))?;
-/// println!("{}", answer.text());
-/// # Ok(()) }
-/// ```
-///
-/// # Errors
-/// As [`connect_stdio`].
-pub fn connect_stdio_with<F: Flavour>(
-    command: StdioCommand,
-    config: ClientConfig,
-    options: Options<F>,
-) -> Result<(Client, Driver<F>), Error> {
-    Client::connect_stdio_with(command, config, options)
-}
+    /// [`connect_stdio`] with [`Options`] of either flavour (input handler, progress, wire
+    /// log, grace period).
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), mcp_smol::Error> {
+    /// use mcp_smol::{AcceptDefaults, ClientCapabilities, ClientConfig, Options, StdioCommand};
+    ///
+    /// let config = ClientConfig::new("my-app", "1.0")
+    ///     .capabilities(ClientCapabilities::with_elicitation());
+    /// let options = Options::new().input_handler(AcceptDefaults);
+    /// let (client, driver) =
+    ///     mcp_smol::connect_stdio_with(StdioCommand::new("my-mcp-server"), config, options)?;
+    /// smol::spawn(driver).detach();
+    /// let answer = smol::block_on(client.call_tool("confirm", serde_json::json!({})))?;
+    /// println!("{}", answer.text());
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`connect_stdio`].
+    fn connect_stdio_with -> (Client, Driver<F>);
 
-/// Connects to the Streamable HTTP endpoint `url` (`http` to loopback, or `https`) and
-/// returns a handle to the connection and the [`Driver`] future that does all of its IO.
-///
-/// Nothing is connected before the driver is first polled; then the era probe (or
-/// `initialize`) goes out on the first connection. An endpoint that cannot be reached
-/// is reported as [`Error::Transport`] by [`Client::connected`], the calls waiting, and
-/// the driver.
-///
-/// # Errors
-/// What [`HttpOptions::prepare`](mcp_io::http::HttpOptions::prepare) refuses:
-/// [`Error::InvalidUrl`], [`Error::TlsUnavailable`].
-pub fn connect_http(url: &str, config: ClientConfig) -> Result<(Client, Driver), Error> {
-    Client::connect_http(url, config)
-}
+    /// Connects to the Streamable HTTP endpoint `url` (`http` to loopback, or `https`) and
+    /// returns a handle to the connection and the [`Driver`] future that does all of its IO.
+    ///
+    /// Nothing is connected before the driver is first polled; then the era probe (or
+    /// `initialize`) goes out on the first connection. An endpoint that cannot be reached
+    /// is reported as [`Error::Transport`] by [`Client::connected`], the calls waiting, and
+    /// the driver.
+    ///
+    /// # Errors
+    /// What [`HttpOptions::prepare`](mcp_io::http::HttpOptions::prepare) refuses:
+    /// [`Error::InvalidUrl`], [`Error::TlsUnavailable`].
+    fn connect_http;
 
-/// [`connect_http`] with [`Options`] of either flavour and [`HttpOptions`].
-///
-/// # Errors
-/// As [`connect_http`].
-pub fn connect_http_with<F: Flavour>(
-    url: &str,
-    config: ClientConfig,
-    options: Options<F>,
-    http: HttpOptions,
-) -> Result<(Client, Driver<F>), Error> {
-    Client::connect_http_with(url, config, options, http)
+    /// [`connect_http`] with [`Options`] of either flavour and [`HttpOptions`].
+    ///
+    /// # Errors
+    /// As [`connect_http`].
+    fn connect_http_with;
 }

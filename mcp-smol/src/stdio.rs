@@ -21,8 +21,8 @@ use mcp_io::ending::{self, Escalation, Signal, Step};
 use mcp_io::{Shutdown, StdioCommand, clock};
 
 use crate::Error;
-use crate::client::Shared;
 use crate::conn::Wire;
+use mcp_io::Shared;
 
 /// After the server exited: how long to keep reading what it left in its pipes.
 const FINAL_DRAIN: Duration = Duration::from_millis(200);

@@ -64,7 +64,7 @@ fn blocking_cuts_off_a_server_that_floods_requests_without_reading() {
     let started = Instant::now();
     let err = client.list_tools().expect_err("the server never answers");
     assert!(
-        is_not_reading(client.close_reason()),
+        is_not_reading(client.close_reason().as_ref()),
         "{err}; {:?}",
         client.close_reason()
     );
@@ -185,7 +185,7 @@ fn a_server_dying_mid_answer_fails_the_call_once_in_both_adapters() {
         .call_tool("t", serde_json::json!({}))
         .expect_err("half an answer");
     assert!(
-        matches!(client.close_reason(), Some(CloseReason::ServerExited { truncated }) if *truncated > 0),
+        matches!(client.close_reason(), Some(CloseReason::ServerExited { truncated }) if truncated > 0),
         "{err}"
     );
     assert_eq!(

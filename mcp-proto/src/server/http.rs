@@ -102,7 +102,7 @@ mod tests;
 mod validate;
 
 pub use connection::{HttpCloseReason, HttpConnection, HttpConnectionConfig, HttpTransmit};
-pub use host::HttpHost;
+pub use host::{HttpHost, HttpServeOptions};
 pub use reader::{HttpRequest, HttpRequestError, HttpRequestLimits, HttpRequestReader};
 pub use response::{HttpResponse, HttpStream};
 

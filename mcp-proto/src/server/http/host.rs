@@ -18,10 +18,73 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use crate::Instant;
 
-use super::{HttpConnection, HttpConnectionConfig};
+use super::{HttpConnection, HttpConnectionConfig, HttpEndpointConfig, HttpRequestLimits};
+
+/// How an HTTP server runs. Start from [`HttpServeOptions::default`].
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct HttpServeOptions {
+    /// The endpoint: path (default `/mcp`), extra allowed origins, open stream bound.
+    pub endpoint: HttpEndpointConfig,
+    /// Request size and pipelining bounds.
+    pub limits: HttpRequestLimits,
+    /// Connections served at once (0 counts as 1). Default 64.
+    pub max_connections: usize,
+    /// A kept-alive connection with no new request for this long is closed; so is one
+    /// whose client stops reading for this long. Default 30 s.
+    pub idle_timeout: Duration,
+    /// A request head must be complete this long after its first byte (after the
+    /// connection opened, for its first request), else 408 and the connection closes.
+    /// Default 10 s.
+    pub head_timeout: Duration,
+    /// The lowest average rate of a request body, in bytes per second, beyond the slack
+    /// of `body_grace`; a slower body is answered 408 and the connection closes.
+    /// Default 240; 0 asks only that a body never stalls for longer than `body_grace`.
+    pub min_body_bytes_per_sec: u64,
+    /// How far behind `min_body_bytes_per_sec` a body may fall (and so how long it may
+    /// stall). Default 5 s.
+    pub body_grace: Duration,
+    /// Interval of SSE comment lines on open streams. Default 15 s.
+    pub sse_keepalive: Duration,
+}
+
+impl Default for HttpServeOptions {
+    fn default() -> Self {
+        let connection = HttpConnectionConfig::default();
+        HttpServeOptions {
+            endpoint: HttpEndpointConfig::default(),
+            limits: connection.limits,
+            max_connections: 64,
+            idle_timeout: connection.idle_timeout,
+            head_timeout: connection.head_timeout,
+            min_body_bytes_per_sec: connection.min_body_bytes_per_sec,
+            body_grace: connection.body_grace,
+            sse_keepalive: connection.sse_keepalive,
+        }
+    }
+}
+
+impl HttpServeOptions {
+    /// The machines' configuration of each connection: these bounds, with
+    /// `idle_timeout` also bounding a client that stops reading (`send_timeout`).
+    #[must_use]
+    pub fn connection(&self) -> HttpConnectionConfig {
+        HttpConnectionConfig {
+            limits: self.limits.clone(),
+            idle_timeout: self.idle_timeout,
+            send_timeout: self.idle_timeout,
+            head_timeout: self.head_timeout,
+            min_body_bytes_per_sec: self.min_body_bytes_per_sec,
+            body_grace: self.body_grace,
+            sse_keepalive: self.sse_keepalive,
+            ..HttpConnectionConfig::default()
+        }
+    }
+}
 
 /// Decides which connections are served; see the module docs. Clones share the counts.
 ///
@@ -71,6 +134,13 @@ impl HttpHost {
     #[must_use]
     pub fn config(&self) -> &HttpConnectionConfig {
         &self.config
+    }
+
+    /// The host of a server run with `options`: their connection bound and the
+    /// configuration of each connection.
+    #[must_use]
+    pub fn for_options(options: &HttpServeOptions) -> Self {
+        HttpHost::new(options.max_connections, options.connection())
     }
 
     /// The machine for a connection accepted at `now`: a served one, a refusing one
