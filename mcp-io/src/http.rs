@@ -277,7 +277,10 @@ impl<C: ?Sized> HttpOptions<C> {
         }
         Ok(HttpStart {
             #[cfg(feature = "tls")]
-            tls: needs_tls.then(|| http1_tls_config(self.tls.as_ref())),
+            // The authorization flow may reach an `https` authorization server from an
+            // `http` (loopback) endpoint: TLS is ready whenever it may be needed.
+            tls: (needs_tls || (self.auth.is_some() && !connector_does_tls))
+                .then(|| http1_tls_config(self.tls.as_ref())),
             inbox: Inbox::for_client(&config)
                 .recording_era(self.era_cache.clone(), endpoint.origin()),
             connect_timeout,
@@ -529,4 +532,49 @@ mod tests {
         );
         assert_eq!(refused.expect_err("remote").kind(), "invalid-url");
     }
+}
+
+/// The addresses a connection to `origin` may use, of those its host resolved to: all of
+/// them, or for an origin to be reached only at public addresses
+/// ([`Origin::public_only`](mcp_proto::client::Origin::public_only)) the public ones,
+/// and an error naming the host when none is. Both adapters' built-in connectors
+/// connect only to what this returns, so the address checked is the address used.
+///
+/// # Errors
+///
+/// [`std::io::ErrorKind::PermissionDenied`] when a public-only origin has no public
+/// address.
+///
+/// ```
+/// use mcp_io::http::admitted_addresses;
+/// use mcp_proto::client::Origin;
+/// use mcp_proto::http::EndpointUrl;
+///
+/// let origin = Origin::of(&EndpointUrl::parse("http://127.0.0.1:9000/", false).unwrap());
+/// let local = vec!["127.0.0.1:9000".parse().unwrap()];
+/// assert_eq!(admitted_addresses(&origin, local.clone()).unwrap(), local);
+/// ```
+pub fn admitted_addresses(
+    origin: &mcp_proto::client::Origin,
+    addrs: Vec<std::net::SocketAddr>,
+) -> io::Result<Vec<std::net::SocketAddr>> {
+    if !origin.public_only() {
+        return Ok(addrs);
+    }
+    let all = addrs.len();
+    let public: Vec<_> = addrs
+        .into_iter()
+        .filter(|a| mcp_proto::auth::is_public(a.ip()))
+        .collect();
+    if public.is_empty() {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "{} resolves to no public address ({all} local or private): an authorization \
+                 server named by a public MCP server must be public",
+                origin.host()
+            ),
+        ));
+    }
+    Ok(public)
 }

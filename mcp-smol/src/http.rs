@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use async_io::Async;
 use futures_lite::{AsyncRead, AsyncWrite};
-use mcp_io::http::HttpStart;
+use mcp_io::http::{HttpStart, admitted_addresses};
 use mcp_io::{ResolveError, TransportError, TransportErrorKind};
 use mcp_proto::client::{Origin, TransportFailure};
 
@@ -85,11 +85,15 @@ pub struct TcpConnector;
 
 impl Connector for TcpConnector {
     fn connect(&self, origin: &Origin) -> ConnectFuture {
-        let (host, port) = (origin.host().to_owned(), origin.port());
+        let origin = origin.clone();
         Box::pin(async move {
+            let (host, port) = (origin.host().to_owned(), origin.port());
             let stream = match host.parse::<IpAddr>() {
-                Ok(ip) => Async::<TcpStream>::connect(SocketAddr::new(ip, port)).await?,
-                Err(_) => connect_by_name(host, port).await?,
+                Ok(ip) => {
+                    let addrs = admitted_addresses(&origin, vec![SocketAddr::new(ip, port)])?;
+                    Async::<TcpStream>::connect(addrs[0]).await?
+                }
+                Err(_) => connect_by_name(&origin).await?,
             };
             // Requests are written whole; waiting for more to coalesce only adds latency.
             stream.get_ref().set_nodelay(true)?;
@@ -100,7 +104,9 @@ impl Connector for TcpConnector {
 
 /// Resolves `host` off the executor, then connects to each address in turn; the last
 /// error when none accepts.
-async fn connect_by_name(host: String, port: u16) -> io::Result<Async<TcpStream>> {
+/// Only the addresses [`admitted_addresses`] keeps are tried.
+async fn connect_by_name(origin: &Origin) -> io::Result<Async<TcpStream>> {
+    let (host, port) = (origin.host().to_owned(), origin.port());
     let name = host.clone();
     let unresolved = move |kind, why: String| ResolveError::io(kind, format!("{name}: {why}"));
     let addrs = blocking::unblock(move || {
@@ -110,6 +116,7 @@ async fn connect_by_name(host: String, port: u16) -> io::Result<Async<TcpStream>
     })
     .await
     .map_err(|e| unresolved(e.kind(), e.to_string()))?;
+    let addrs = admitted_addresses(origin, addrs)?;
     let mut last = unresolved(io::ErrorKind::NotFound, "no address".into());
     for addr in addrs {
         match Async::<TcpStream>::connect(addr).await {

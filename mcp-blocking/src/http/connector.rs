@@ -9,6 +9,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use mcp_io::ResolveError;
+use mcp_io::http::admitted_addresses;
+use mcp_proto::client::Origin;
 use mcp_proto::http::EndpointUrl;
 
 /// A connection to the endpoint, ready for HTTP/1.1 bytes. The client reads it on one
@@ -125,6 +127,23 @@ pub trait Connector: Send + Sync {
     /// one whose source is a `rustls::Error` counts as a TLS failure (with the `tls`
     /// feature), one made by [`ResolveError::io`] as a name that did not resolve.
     fn connect(&self, url: &EndpointUrl, timeout: Duration) -> io::Result<Box<dyn Stream>>;
+
+    /// A connection for the machine's `origin` (at `url`): the built-in connectors
+    /// reach only public addresses when [`Origin::public_only`] says so. The default
+    /// calls [`Connector::connect`]: a connector that resolves names elsewhere (a proxy)
+    /// cannot check them.
+    ///
+    /// # Errors
+    /// As [`Connector::connect`].
+    fn connect_origin(
+        &self,
+        origin: &Origin,
+        url: &EndpointUrl,
+        timeout: Duration,
+    ) -> io::Result<Box<dyn Stream>> {
+        let _ = origin;
+        self.connect(url, timeout)
+    }
 }
 
 /// Plain TCP (`http://`). Resolves the host with the system resolver, tries each address
@@ -140,11 +159,26 @@ impl TcpConnector {
     /// Resolution failures (wrapped so they report as such), the last connect error, or
     /// [`io::ErrorKind::TimedOut`] once the time is spent.
     pub fn connect_tcp(url: &EndpointUrl, timeout: Duration) -> io::Result<TcpStream> {
+        Self::connect_tcp_for(&Origin::of(url), url, timeout)
+    }
+
+    /// [`TcpConnector::connect_tcp`] for the machine's `origin`: only to the addresses
+    /// [`admitted_addresses`] keeps.
+    ///
+    /// # Errors
+    /// As [`TcpConnector::connect_tcp`], and a refusal when a public-only origin has no
+    /// public address.
+    pub fn connect_tcp_for(
+        origin: &Origin,
+        url: &EndpointUrl,
+        timeout: Duration,
+    ) -> io::Result<TcpStream> {
         let deadline = Instant::now() + timeout;
         let addrs: Vec<SocketAddr> = match url.ip() {
             Some(ip) => vec![SocketAddr::new(ip, url.port())],
             None => resolve(url.host(), url.port(), timeout)?,
         };
+        let addrs = admitted_addresses(origin, addrs)?;
         let mut last = ResolveError::io(
             io::ErrorKind::NotFound,
             format!("{} has no address", url.host()),
@@ -199,5 +233,14 @@ pub(crate) fn timed_out(step: &str, timeout: Duration) -> io::Error {
 impl Connector for TcpConnector {
     fn connect(&self, url: &EndpointUrl, timeout: Duration) -> io::Result<Box<dyn Stream>> {
         Ok(Box::new(Self::connect_tcp(url, timeout)?))
+    }
+
+    fn connect_origin(
+        &self,
+        origin: &Origin,
+        url: &EndpointUrl,
+        timeout: Duration,
+    ) -> io::Result<Box<dyn Stream>> {
+        Ok(Box::new(Self::connect_tcp_for(origin, url, timeout)?))
     }
 }

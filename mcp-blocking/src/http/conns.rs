@@ -90,8 +90,10 @@ impl<F: Flavour> Carrier<F> for HttpConns {
         let report = Reporter::new(tx, conn, 0);
         let (connector, timeout) = (Arc::clone(&self.connector), self.connect_timeout);
         let thread_slot = Arc::clone(&slot);
+        let origin = origin.clone();
         let opened = carrier::spawn(&format!("mcp-http-{}", conn.index()), move || {
-            let halves = match connector.connect(&url, timeout).and_then(|s| s.split()) {
+            let stream = connector.connect_origin(&origin, &url, timeout);
+            let halves = match stream.and_then(|s| s.split()) {
                 Ok(h) => h,
                 Err(e) => {
                     report.send(IoEvent::Failed(TransportErrorKind::Connect, e));

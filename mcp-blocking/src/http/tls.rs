@@ -22,6 +22,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use mcp_io::http::http1_tls_config;
+use mcp_proto::client::Origin;
 use mcp_proto::http::EndpointUrl;
 use rustls::pki_types::ServerName;
 use rustls::{ClientConfig, ClientConnection, StreamOwned};
@@ -77,8 +78,23 @@ impl Connector for TlsConnector {
     /// handshake a byte at a time (or a plain-HTTP port that waits for a request) fails
     /// as a TLS handshake that timed out.
     fn connect(&self, url: &EndpointUrl, timeout: Duration) -> io::Result<Box<dyn Stream>> {
+        self.connect_origin(&Origin::of(url), url, timeout)
+    }
+
+    /// As [`TlsConnector::connect`] for the machine's `origin`: only to public addresses
+    /// when it says so, and plain TCP for an `http` origin (the authorization flow may
+    /// reach one on loopback while the MCP endpoint is `https`, or the reverse).
+    fn connect_origin(
+        &self,
+        origin: &Origin,
+        url: &EndpointUrl,
+        timeout: Duration,
+    ) -> io::Result<Box<dyn Stream>> {
         let deadline = Instant::now() + timeout;
-        let mut socket = TcpConnector::connect_tcp(url, timeout)?;
+        let mut socket = TcpConnector::connect_tcp_for(origin, url, timeout)?;
+        if !url.is_tls() {
+            return Ok(Box::new(socket));
+        }
         let name = match url.ip() {
             Some(ip) => ServerName::IpAddress(ip.into()),
             None => ServerName::try_from(url.host().to_owned())

@@ -196,17 +196,6 @@ impl Client {
         }
     }
 
-    /// Which addresses the connection `conn` may reach ([`Transmit::Connect`]):
-    /// [`AddressPolicy::PublicOnly`](super::AddressPolicy::PublicOnly) for a request of
-    /// the authorization flow to a server a public MCP server named.
-    #[must_use]
-    pub fn address_policy(&self, conn: ConnId) -> super::AddressPolicy {
-        match &self.link {
-            Link::Http(l) => l.address_policy(conn),
-            Link::Stdio(_) => super::AddressPolicy::Any,
-        }
-    }
-
     /// The authorization credentials as they stand (HTTP with authorization configured).
     #[must_use]
     pub fn credentials(&self) -> Option<&crate::auth::Credentials> {

@@ -55,9 +55,7 @@ pub use event::{
 pub use machine::Client;
 pub use output::{AcceptDefaults, DeclineAll, InputHandler};
 pub use session::request::CallRequest;
-pub use transmit::{
-    AddressPolicy, ConnId, Origin, Transmit, TransportFailure, TransportFailureKind,
-};
+pub use transmit::{ConnId, Origin, Transmit, TransportFailure, TransportFailureKind};
 
 use crate::limits::Limits;
 use crate::model::{ClientCapabilities, Implementation};

@@ -40,6 +40,7 @@ pub struct Origin {
     scheme: Scheme,
     host: String,
     port: u16,
+    public_only: bool,
 }
 
 impl Origin {
@@ -50,7 +51,24 @@ impl Origin {
             scheme: url.scheme(),
             host: url.host().to_owned(),
             port: url.port(),
+            public_only: false,
         }
+    }
+
+    /// The same origin, to be reached only at public addresses.
+    pub(crate) fn public(mut self) -> Origin {
+        self.public_only = true;
+        self
+    }
+
+    /// Whether the connection may go only to a public address: the authorization flow
+    /// reaches a server a public MCP server named ([`crate::auth::AuthRequest::public_only`]).
+    /// Resolve the host, refuse loopback, private and link-local addresses
+    /// ([`crate::auth::is_public`]), and connect to an address that passed, without
+    /// resolving again.
+    #[must_use]
+    pub fn public_only(&self) -> bool {
+        self.public_only
     }
 
     /// `http` or `https`.
@@ -126,20 +144,6 @@ pub enum Transmit {
     /// [`ConnId::STDIO`] (or [`super::Client::handle_transport_error`] when it cannot
     /// start).
     Respawn,
-}
-
-/// Which addresses a new connection may reach, once its host is resolved: ask
-/// [`super::Client::address_policy`] on [`Transmit::Connect`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum AddressPolicy {
-    /// Whatever the name resolves to.
-    Any,
-    /// Only public addresses ([`crate::auth::is_public`]): the connection goes to an
-    /// authorization server a public MCP server named. Refuse the others (report
-    /// [`TransportFailureKind::Refused`]), and connect to the address checked, without
-    /// resolving again.
-    PublicOnly,
 }
 
 /// Why a connection failed below HTTP, as the driver saw it.

@@ -239,14 +239,6 @@ impl HttpLink {
         self.config.authorization = value;
     }
 
-    pub(crate) fn address_policy(&self, conn: ConnId) -> super::AddressPolicy {
-        if self.side.public_only(conn) {
-            super::AddressPolicy::PublicOnly
-        } else {
-            super::AddressPolicy::Any
-        }
-    }
-
     pub(crate) fn credentials(&self) -> Option<&crate::auth::Credentials> {
         self.auth.as_ref().map(Authorizer::credentials)
     }

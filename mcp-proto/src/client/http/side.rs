@@ -13,7 +13,6 @@ use crate::http::{HttpLimits, RequestHead, ResponseEvent, ResponseHead, Response
 #[derive(Debug)]
 struct SideConn {
     request: AuthRequestId,
-    public_only: bool,
     /// The request, until the connection is open.
     bytes: Option<Vec<u8>>,
     reader: ResponseReader,
@@ -64,7 +63,10 @@ impl Side {
             return Some(SideOutcome::Failed(request.id, e.to_string()));
         }
         bytes.extend_from_slice(request.body.as_deref().unwrap_or_default());
-        let public_only = request.public_only;
+        let mut origin = Origin::of(&request.url);
+        if request.public_only {
+            origin = origin.public();
+        }
         let limits = HttpLimits {
             max_body_bytes: Some(max_body as u64),
             ..HttpLimits::default()
@@ -73,21 +75,14 @@ impl Side {
             conn,
             SideConn {
                 request: request.id,
-                public_only,
                 bytes: Some(bytes),
                 reader: ResponseReader::new(limits, request.method),
                 head: None,
                 body: Vec::new(),
             },
         );
-        self.commands
-            .push_back(Command::Connect(conn, Origin::of(&request.url)));
+        self.commands.push_back(Command::Connect(conn, origin));
         None
-    }
-
-    /// Whether `conn` may only reach a public address (see [`AuthRequest::public_only`]).
-    pub(super) fn public_only(&self, conn: ConnId) -> bool {
-        self.conns.get(&conn).is_some_and(|c| c.public_only)
     }
 
     pub(super) fn owns(&self, conn: ConnId) -> bool {
