@@ -465,6 +465,51 @@ impl fmt::Display for TlsUnavailable {
 
 impl std::error::Error for TlsUnavailable {}
 
+/// The addresses a connection to `origin` may use, of those its host resolved to: all of
+/// them, or for an origin to be reached only at public addresses
+/// ([`Origin::public_only`](mcp_proto::client::Origin::public_only)) the public ones,
+/// and an error naming the host when none is. Both adapters' built-in connectors
+/// connect only to what this returns, so the address checked is the address used.
+///
+/// # Errors
+///
+/// [`std::io::ErrorKind::PermissionDenied`] when a public-only origin has no public
+/// address.
+///
+/// ```
+/// use mcp_io::http::admitted_addresses;
+/// use mcp_proto::client::Origin;
+/// use mcp_proto::http::EndpointUrl;
+///
+/// let origin = Origin::of(&EndpointUrl::parse("http://127.0.0.1:9000/", false).unwrap());
+/// let local = vec!["127.0.0.1:9000".parse().unwrap()];
+/// assert_eq!(admitted_addresses(&origin, local.clone()).unwrap(), local);
+/// ```
+pub fn admitted_addresses(
+    origin: &mcp_proto::client::Origin,
+    addrs: Vec<std::net::SocketAddr>,
+) -> io::Result<Vec<std::net::SocketAddr>> {
+    if !origin.public_only() {
+        return Ok(addrs);
+    }
+    let all = addrs.len();
+    let public: Vec<_> = addrs
+        .into_iter()
+        .filter(|a| mcp_proto::auth::is_public(a.ip()))
+        .collect();
+    if public.is_empty() {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "{} resolves to no public address ({all} local or private): an authorization \
+                 server named by a public MCP server must be public",
+                origin.host()
+            ),
+        ));
+    }
+    Ok(public)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -532,49 +577,4 @@ mod tests {
         );
         assert_eq!(refused.expect_err("remote").kind(), "invalid-url");
     }
-}
-
-/// The addresses a connection to `origin` may use, of those its host resolved to: all of
-/// them, or for an origin to be reached only at public addresses
-/// ([`Origin::public_only`](mcp_proto::client::Origin::public_only)) the public ones,
-/// and an error naming the host when none is. Both adapters' built-in connectors
-/// connect only to what this returns, so the address checked is the address used.
-///
-/// # Errors
-///
-/// [`std::io::ErrorKind::PermissionDenied`] when a public-only origin has no public
-/// address.
-///
-/// ```
-/// use mcp_io::http::admitted_addresses;
-/// use mcp_proto::client::Origin;
-/// use mcp_proto::http::EndpointUrl;
-///
-/// let origin = Origin::of(&EndpointUrl::parse("http://127.0.0.1:9000/", false).unwrap());
-/// let local = vec!["127.0.0.1:9000".parse().unwrap()];
-/// assert_eq!(admitted_addresses(&origin, local.clone()).unwrap(), local);
-/// ```
-pub fn admitted_addresses(
-    origin: &mcp_proto::client::Origin,
-    addrs: Vec<std::net::SocketAddr>,
-) -> io::Result<Vec<std::net::SocketAddr>> {
-    if !origin.public_only() {
-        return Ok(addrs);
-    }
-    let all = addrs.len();
-    let public: Vec<_> = addrs
-        .into_iter()
-        .filter(|a| mcp_proto::auth::is_public(a.ip()))
-        .collect();
-    if public.is_empty() {
-        return Err(io::Error::new(
-            io::ErrorKind::PermissionDenied,
-            format!(
-                "{} resolves to no public address ({all} local or private): an authorization \
-                 server named by a public MCP server must be public",
-                origin.host()
-            ),
-        ));
-    }
-    Ok(public)
 }

@@ -1124,6 +1124,7 @@ fn stored(server_url: &str, expires_at: Option<u64>) -> Credentials {
         refresh_token: Some("stored-rt".into()),
         requested_scope: Some("mcp:read".into()),
         granted_scope: Some("mcp:read".into()),
+        revocation_endpoint: None,
     }
 }
 

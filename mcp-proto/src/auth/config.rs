@@ -147,6 +147,11 @@ pub struct AuthConfig {
     pub offline_access: bool,
     /// Allow plain `http` to hosts that are not loopback. Default false.
     pub allow_insecure: bool,
+    /// Let an MCP server with a public name send the flow to authorization servers at
+    /// private or loopback addresses (an intranet whose public-looking names resolve to
+    /// private addresses). Default false: such requests are marked
+    /// [`public_only`](super::AuthRequest::public_only).
+    pub allow_private_servers: bool,
     /// 2025-03-26 servers: with no protected resource metadata, the MCP server's origin
     /// is the authorization server, and its default endpoints (`/authorize`, `/token`,
     /// `/register`) are used when it publishes no metadata. Default false.
@@ -206,6 +211,7 @@ impl AuthConfig {
             grant: Grant::AuthorizationCode,
             offline_access: true,
             allow_insecure: false,
+            allow_private_servers: false,
             legacy_fallback: false,
             protocol_version: ProtocolVersion::V2026_07_28,
             max_requests: 24,

@@ -352,9 +352,11 @@ impl Authorizer {
     }
 
     /// The MCP server answered `403` with these `WWW-Authenticate` values. Returns
-    /// whether a step-up authorization started: only for `insufficient_scope`, and at
-    /// most [`AuthConfig::max_step_ups`] times in a row; past that the flow fails with
-    /// [`AuthError::InsufficientScope`].
+    /// whether the refused request should wait for a flow: only for
+    /// `insufficient_scope`, which starts a step-up authorization (or joins the one
+    /// running), at most [`AuthConfig::max_step_ups`] times in a row (a request that
+    /// goes through starts the count again, see [`Authorizer::handle_success`]); past
+    /// that the flow fails with [`AuthError::InsufficientScope`].
     pub fn handle_insufficient_scope<'a>(
         &mut self,
         now: Instant,
@@ -364,8 +366,12 @@ impl Authorizer {
         let Some(challenge) = bearer_challenge(challenges) else {
             return false;
         };
-        if !challenge.is_insufficient_scope() || self.is_busy() {
+        if !challenge.is_insufficient_scope() {
             return false;
+        }
+        if self.is_busy() {
+            // The running flow decides for this request too: it waits for its end.
+            return true;
         }
         if self.step_ups >= self.config.max_step_ups {
             let scope = challenge.scope.clone().unwrap_or_default();
@@ -554,10 +560,13 @@ impl Authorizer {
         true
     }
 
-    /// Whether the MCP server is reached at a public address: a DNS name, or an IP
-    /// literal that is not loopback, private or link-local.
+    /// Whether the MCP server is taken for a public one: a DNS name other than
+    /// `localhost`, or an IP literal that is not loopback, private or link-local (unless
+    /// [`AuthConfig::allow_private_servers`]).
     fn mcp_is_public(&self) -> bool {
-        self.mcp_url.ip().is_none_or(is_public)
+        !self.config.allow_private_servers
+            && !self.mcp_url.is_loopback()
+            && self.mcp_url.ip().is_none_or(is_public)
     }
 
     fn fail(&mut self, error: AuthError) {
@@ -743,5 +752,20 @@ mod tests {
             ["Bearer resource_metadata=\"http://127.0.0.1:9000/prm\""],
         );
         assert!(!c.poll_request().unwrap().public_only);
+        // Nor may `localhost`, or an intranet that opted out.
+        for (server, allow) in [
+            ("http://localhost:8000/mcp", false),
+            ("https://mcp.example.com/mcp", true),
+        ] {
+            let server = EndpointUrl::parse(server, false).unwrap();
+            let mut config = AuthConfig::new("http://127.0.0.1:1/cb", [1; 32]);
+            config.allow_private_servers = allow;
+            let mut d = Authorizer::new(config, &server, Instant::ZERO, 0);
+            d.handle_unauthorized(
+                Instant::ZERO,
+                ["Bearer resource_metadata=\"https://10.0.0.5/prm\""],
+            );
+            assert!(!d.poll_request().unwrap().public_only);
+        }
     }
 }

@@ -88,6 +88,11 @@ impl HttpLink {
             self.send_parked(now, parked);
             return true;
         }
+        if status == 401 && parked.tries > 0 {
+            // Sent again after an authorization and refused again: the server does not
+            // take what the flow obtained; no loop.
+            return false;
+        }
         let started = match status {
             401 => {
                 auth.handle_unauthorized(now, challenges);

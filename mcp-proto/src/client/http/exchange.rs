@@ -194,6 +194,13 @@ impl HttpLink {
             return;
         };
         let status = head.status;
+        if (200..300).contains(&status)
+            && matches!(x.purpose, Purpose::Request { .. })
+            && let Some(auth) = &mut self.auth
+        {
+            // A request went through with the current token: step-ups count afresh.
+            auth.handle_success();
+        }
         let content_type = head
             .header("content-type")
             .map(|c| {
