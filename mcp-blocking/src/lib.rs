@@ -85,7 +85,7 @@ mod serve;
 mod serve_http;
 
 pub use client::Client;
-pub use http::{Connector, HttpOptions, TcpConnector};
+pub use http::{Connector, HttpOptions, TcpConnector, send_auth_request};
 /// The names both adapters export (the protocol types, [`Options`], [`Error`],
 /// [`StdioCommand`], the crates behind the API, …), one list shared with `mcp-smol`.
 pub use mcp_io::api::*;

@@ -34,6 +34,7 @@
 
 mod connector;
 mod conns;
+mod one_shot;
 #[cfg(feature = "tls")]
 mod tls;
 
@@ -44,6 +45,7 @@ pub(crate) use conns::HttpConns;
 use mcp_io::http::HttpStart;
 #[cfg(feature = "tls")]
 pub use mcp_io::http::default_tls_config;
+pub use one_shot::send_auth_request;
 #[cfg(feature = "tls")]
 pub use tls::TlsConnector;
 

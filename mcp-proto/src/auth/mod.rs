@@ -24,7 +24,8 @@
 //! let json = |status, body: &str| AuthResponse { status, headers: vec![], body: body.into() };
 //!
 //! // The MCP server said 401; the flow asks for the protected resource metadata first.
-//! auth.handle_unauthorized(now, ["Bearer resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp""]);
+//! let challenge = r#"Bearer resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp""#;
+//! auth.handle_unauthorized(now, [challenge]);
 //! let prm = auth.poll_request().unwrap();
 //! auth.handle_response(now, prm.id, json(200, r#"{"resource": "https://mcp.example.com/mcp",
 //!     "authorization_servers": ["https://auth.example.com"]}"#));
@@ -58,6 +59,7 @@ mod config;
 mod credentials;
 pub mod crypto;
 mod error;
+mod exchange;
 mod flow;
 pub mod form;
 pub mod metadata;
@@ -67,5 +69,6 @@ pub mod token;
 pub use config::{AuthConfig, ClientIdentity, Grant, Signer};
 pub use credentials::{ClientRegistration, Credentials};
 pub use error::AuthError;
+pub use exchange::Exchange;
 pub use flow::{AuthEvent, AuthRequest, AuthRequestId, AuthResponse, Authorizer, is_public};
 pub use revoke::revocation_requests;

@@ -55,8 +55,10 @@ impl Origin {
         }
     }
 
-    /// The same origin, to be reached only at public addresses.
-    pub(crate) fn public(mut self) -> Origin {
+    /// The same origin, to be reached only at public addresses (see
+    /// [`Origin::public_only`]).
+    #[must_use]
+    pub fn into_public_only(mut self) -> Origin {
         self.public_only = true;
         self
     }

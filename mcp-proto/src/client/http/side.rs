@@ -1,23 +1,19 @@
 //! The authorization flow's HTTP requests: one fresh connection each (`Connection:
 //! close`), to whatever origin the request names, read to the end of one response with
-//! the body capped, then closed. No redirect is followed and nothing is reused: these
-//! requests are few, go to other servers than the MCP endpoint, and carry secrets that
-//! must not share a connection with anything else.
+//! the body capped ([`crate::auth::Exchange`]), then closed. No redirect is followed and
+//! nothing is reused: these requests are few, go to other servers than the MCP
+//! endpoint, and carry secrets that must not share a connection with anything else.
 
 use std::collections::{BTreeMap, VecDeque};
 
-use crate::auth::{AuthRequest, AuthRequestId, AuthResponse};
+use crate::auth::{AuthRequest, AuthRequestId, AuthResponse, Exchange};
 use crate::client::transmit::{ConnId, Origin, Transmit, TransportFailure};
-use crate::http::{HttpLimits, RequestHead, ResponseEvent, ResponseHead, ResponseReader};
 
 #[derive(Debug)]
 struct SideConn {
-    request: AuthRequestId,
+    exchange: Exchange,
     /// The request, until the connection is open.
     bytes: Option<Vec<u8>>,
-    reader: ResponseReader,
-    head: Option<ResponseHead>,
-    body: Vec<u8>,
 }
 
 #[derive(Debug)]
@@ -51,36 +47,14 @@ impl Side {
         user_agent: &str,
         max_body: usize,
     ) -> Option<SideOutcome> {
-        let mut head = RequestHead::for_endpoint(request.method, &request.url)
-            .with_header("User-Agent", user_agent)
-            .with_header("Connection", "close");
-        for (k, v) in request.headers {
-            head = head.with_header(k, v);
-        }
-        let mut bytes = Vec::new();
-        let len = request.body.as_ref().map(Vec::len);
-        if let Err(e) = head.write(len, &mut bytes) {
-            return Some(SideOutcome::Failed(request.id, e.to_string()));
-        }
-        bytes.extend_from_slice(request.body.as_deref().unwrap_or_default());
-        let mut origin = Origin::of(&request.url);
-        if request.public_only {
-            origin = origin.public();
-        }
-        let limits = HttpLimits {
-            max_body_bytes: Some(max_body as u64),
-            ..HttpLimits::default()
+        let id = request.id;
+        let (exchange, bytes) = match Exchange::start(request, user_agent, max_body) {
+            Ok(x) => x,
+            Err(e) => return Some(SideOutcome::Failed(id, e)),
         };
-        self.conns.insert(
-            conn,
-            SideConn {
-                request: request.id,
-                bytes: Some(bytes),
-                reader: ResponseReader::new(limits, request.method),
-                head: None,
-                body: Vec::new(),
-            },
-        );
+        let origin = exchange.origin().clone();
+        let bytes = Some(bytes);
+        self.conns.insert(conn, SideConn { exchange, bytes });
         self.commands.push_back(Command::Connect(conn, origin));
         None
     }
@@ -98,15 +72,13 @@ impl Side {
     }
 
     pub(super) fn read(&mut self, conn: ConnId, data: &[u8]) -> Option<SideOutcome> {
-        let c = self.conns.get_mut(&conn)?;
-        c.reader.handle_input(data);
-        self.drain(conn)
+        let done = self.conns.get_mut(&conn)?.exchange.handle_input(data)?;
+        self.finish(conn, done)
     }
 
     pub(super) fn eof(&mut self, conn: ConnId) -> Option<SideOutcome> {
-        let c = self.conns.get_mut(&conn)?;
-        c.reader.handle_eof();
-        self.drain(conn)
+        let done = self.conns.get_mut(&conn)?.exchange.handle_eof()?;
+        self.finish(conn, done)
     }
 
     pub(super) fn failed(
@@ -116,7 +88,23 @@ impl Side {
     ) -> Option<SideOutcome> {
         let c = self.conns.remove(&conn)?;
         self.commands.push_back(Command::Close(conn));
-        Some(SideOutcome::Failed(c.request, failure.to_string()))
+        Some(SideOutcome::Failed(
+            c.exchange.request(),
+            failure.to_string(),
+        ))
+    }
+
+    fn finish(
+        &mut self,
+        conn: ConnId,
+        done: Result<(AuthRequestId, AuthResponse), String>,
+    ) -> Option<SideOutcome> {
+        let request = self.conns.remove(&conn)?.exchange.request();
+        self.commands.push_back(Command::Close(conn));
+        Some(match done {
+            Ok((id, response)) => SideOutcome::Response(id, response),
+            Err(e) => SideOutcome::Failed(request, e),
+        })
     }
 
     /// Closes the connections of requests the flow no longer wants.
@@ -124,7 +112,7 @@ impl Side {
         let gone: Vec<ConnId> = self
             .conns
             .iter()
-            .filter(|(_, c)| !wanted(c.request))
+            .filter(|(_, c)| !wanted(c.exchange.request()))
             .map(|(id, _)| *id)
             .collect();
         for conn in gone {
@@ -136,36 +124,8 @@ impl Side {
     pub(super) fn retained_bytes(&self) -> usize {
         self.conns
             .values()
-            .map(|c| c.reader.retained_bytes() + c.body.capacity())
+            .map(|c| c.exchange.retained_bytes())
             .sum()
-    }
-
-    fn drain(&mut self, conn: ConnId) -> Option<SideOutcome> {
-        let c = self.conns.get_mut(&conn)?;
-        let outcome = loop {
-            match c.reader.poll_event()? {
-                ResponseEvent::Head(h) => c.head = Some(h),
-                ResponseEvent::Body(b) => c.body.extend_from_slice(&b),
-                ResponseEvent::End { .. } => {
-                    let head = c.head.take();
-                    let status = head.as_ref().map_or(0, |h| h.status);
-                    let headers = head.map(|h| h.headers).unwrap_or_default();
-                    let body = std::mem::take(&mut c.body);
-                    break SideOutcome::Response(
-                        c.request,
-                        AuthResponse {
-                            status,
-                            headers,
-                            body,
-                        },
-                    );
-                }
-                ResponseEvent::Error(e) => break SideOutcome::Failed(c.request, e.to_string()),
-            }
-        };
-        self.conns.remove(&conn);
-        self.commands.push_back(Command::Close(conn));
-        Some(outcome)
     }
 
     pub(super) fn poll_transmit(&mut self, buf: &mut Vec<u8>) -> Option<Transmit> {

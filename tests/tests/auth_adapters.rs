@@ -1,0 +1,128 @@
+//! What the adapters do for the authorization flow outside the machine: a lone request
+//! (revocation) on a connection of its own, and the built-in connectors refusing local
+//! addresses for an origin that must be public.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::thread;
+
+use mcp_blocking::{HttpOptions, send_auth_request};
+use mcp_proto::auth::{Credentials, revocation_requests};
+use mcp_proto::client::Origin;
+use mcp_proto::http::EndpointUrl;
+
+fn credentials(revoke: &str) -> Credentials {
+    serde_json::from_value(serde_json::json!({
+        "server_url": "http://127.0.0.1:1/mcp",
+        "resource": "http://127.0.0.1:1/mcp",
+        "issuer": "http://127.0.0.1:2",
+        "access_token": "at-1",
+        "refresh_token": "rt-1",
+        "revocation_endpoint": revoke,
+        "client": {"issuer": "http://127.0.0.1:2", "client_id": "c-1",
+                   "client_secret": "s-1", "auth_method": "client_secret_basic", "source": "dcr"}
+    }))
+    .unwrap()
+}
+
+/// One HTTP/1.1 server on loopback answering every request with `status`, returning
+/// what it read.
+fn serve_once(status: u16) -> (String, thread::JoinHandle<String>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/revoke", listener.local_addr().unwrap());
+    let handle = thread::spawn(move || {
+        let (mut socket, _) = listener.accept().unwrap();
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        // Head, then the body its Content-Length announces.
+        loop {
+            let n = socket.read(&mut buf).unwrap();
+            seen.extend_from_slice(&buf[..n]);
+            let text = String::from_utf8_lossy(&seen).into_owned();
+            if let Some(end) = text.find("\r\n\r\n") {
+                let len: usize = text
+                    .lines()
+                    .find_map(|l| l.strip_prefix("Content-Length: "))
+                    .map_or(0, |v| v.trim().parse().unwrap());
+                if seen.len() >= end + 4 + len {
+                    break;
+                }
+            }
+        }
+        let reply =
+            format!("HTTP/1.1 {status} OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        socket.write_all(reply.as_bytes()).unwrap();
+        String::from_utf8(seen).unwrap()
+    });
+    (url, handle)
+}
+
+#[test]
+fn a_revocation_request_is_sent_on_a_connection_of_its_own() {
+    let (url, server) = serve_once(200);
+    let requests = revocation_requests(&credentials(&url), false).unwrap();
+    assert_eq!(
+        requests.len(),
+        2,
+        "the refresh token, then the access token"
+    );
+    let first = requests.into_iter().next().unwrap();
+    let response = send_auth_request(first, &HttpOptions::new()).unwrap();
+    assert_eq!(response.status, 200);
+    let seen = server.join().unwrap();
+    assert!(seen.starts_with("POST /revoke HTTP/1.1\r\n"), "{seen}");
+    assert!(seen.contains("Connection: close\r\n"));
+    // client_secret_basic: c-1:s-1.
+    assert!(
+        seen.contains("Authorization: Basic Yy0xOnMtMQ==\r\n"),
+        "{seen}"
+    );
+    assert!(
+        seen.ends_with("token=rt-1&token_type_hint=refresh_token"),
+        "{seen}"
+    );
+}
+
+#[test]
+fn a_public_only_request_to_loopback_is_refused_before_anything_is_sent() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/revoke", listener.local_addr().unwrap());
+    let mut request = revocation_requests(&credentials(&url), false)
+        .unwrap()
+        .remove(0);
+    request.public_only = true;
+    let err = send_auth_request(request, &HttpOptions::new()).unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("no public address"), "{text}");
+    // Nothing connected.
+    listener.set_nonblocking(true).unwrap();
+    assert!(listener.accept().is_err());
+}
+
+#[test]
+fn the_smol_connector_refuses_local_addresses_for_a_public_only_origin() {
+    use mcp_smol::{Connector, TcpConnector};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = EndpointUrl::parse(
+        &format!("http://{}/", listener.local_addr().unwrap()),
+        false,
+    )
+    .unwrap();
+    let origin = Origin::of(&url);
+    // Allowed as it is.
+    assert!(futures_lite::future::block_on(TcpConnector.connect(&origin)).is_ok());
+    // Refused when it must be public.
+    let refused =
+        futures_lite::future::block_on(TcpConnector.connect(&origin.clone().into_public_only()));
+    let err = refused.err().expect("refused");
+    assert_eq!(err.kind(), std::io::ErrorKind::PermissionDenied);
+    let localhost =
+        EndpointUrl::parse(&format!("http://localhost:{}/", url.port()), false).unwrap();
+    let refused = futures_lite::future::block_on(
+        TcpConnector.connect(&Origin::of(&localhost).into_public_only()),
+    );
+    assert_eq!(
+        refused.err().expect("refused").kind(),
+        std::io::ErrorKind::PermissionDenied
+    );
+}
