@@ -36,6 +36,10 @@
 //! * [`Inbox`]: what the machine's events say about a connection (server, close reason,
 //!   peer errors, excluded tools), kept for the handles; the era verdict recorded in the
 //!   [`EraCache`].
+//! * [`credentials`]: [`CredentialStore`](credentials::CredentialStore), where OAuth
+//!   credentials are kept between runs, and the private file store; [`callback`]: the
+//!   loopback listener the browser comes back to after an authorization, and the
+//!   [`AuthorizationHandler`](auth::AuthorizationHandler) built on it.
 //! * [`api`]: every name both adapters export at their root, listed once.
 //! * [`EraCache`]: the era verdicts per HTTP origin behind a lock, shareable between
 //!   connections and between both adapters (the decisions are the machine's).
@@ -58,9 +62,11 @@
 
 pub mod api;
 pub mod auth;
+pub mod callback;
 mod child;
 pub mod clock;
 mod command;
+pub mod credentials;
 pub mod ending;
 mod era_cache;
 mod error;
