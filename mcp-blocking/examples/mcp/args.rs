@@ -844,6 +844,84 @@ mod tests {
     }
 
     #[test]
+    fn add_with_oauth_and_auth_commands() {
+        let inv = p(&[
+            "add",
+            "w",
+            "--url",
+            "https://x.example/mcp",
+            "--oauth-client-id",
+            "c1",
+            "--oauth-client-secret-env",
+            "W_SECRET",
+            "--oauth-scopes",
+            "a,b",
+            "--oauth-issuer",
+            "https://as.example",
+        ])
+        .unwrap();
+        let Command::Add { oauth, .. } = inv.command else {
+            panic!()
+        };
+        let oauth = oauth.unwrap();
+        assert_eq!(oauth.client_id.as_deref(), Some("c1"));
+        assert_eq!(oauth.client_secret_env.as_deref(), Some("W_SECRET"));
+        assert_eq!(oauth.scopes, ["a", "b"]);
+        let refused = |args: &[&str]| p(args).is_err();
+        assert!(refused(&[
+            "add",
+            "s",
+            "--stdio",
+            "x",
+            "--oauth-scopes",
+            "a"
+        ]));
+        assert!(refused(&[
+            "add",
+            "w",
+            "--url",
+            "https://x/",
+            "--oauth-client-secret-env",
+            "A=b"
+        ]));
+        assert!(refused(&[
+            "add",
+            "w",
+            "--url",
+            "https://x/",
+            "--oauth-client-registration",
+            "cimd"
+        ]));
+        assert!(refused(&[
+            "add",
+            "w",
+            "--url",
+            "https://x/",
+            "--oauth-client-registration",
+            "magic"
+        ]));
+
+        let inv = p(&["auth", "login", "w", "--scopes", "a,b", "--no-browser"]).unwrap();
+        let Command::Auth {
+            action,
+            name,
+            scopes,
+            no_browser,
+        } = inv.command
+        else {
+            panic!()
+        };
+        assert_eq!(action, AuthAction::Login);
+        assert_eq!(name, "w");
+        assert_eq!(scopes, ["a", "b"]);
+        assert!(no_browser);
+        assert!(p(&["auth", "status", "w"]).is_ok());
+        assert!(p(&["auth", "logout", "w", "--scopes", "a"]).is_err());
+        assert!(p(&["auth", "frob", "w"]).is_err());
+        assert!(p(&["--no-input", "tools", "w"]).unwrap().global.no_input);
+    }
+
+    #[test]
     fn usage_errors() {
         assert!(p(&["call", "ex"]).is_err());
         assert!(p(&["frobnicate"]).is_err());
