@@ -8,6 +8,9 @@ mod common;
 #[path = "../examples/mcp/args.rs"]
 #[allow(dead_code)]
 mod args;
+#[path = "../examples/mcp/config.rs"]
+#[allow(dead_code)]
+mod config;
 #[path = "../examples/mcp/prompt.rs"]
 #[allow(dead_code)]
 mod prompt;

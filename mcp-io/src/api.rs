@@ -5,6 +5,8 @@
 //! …), and the crates behind the API.
 
 pub use crate::auth::{AuthorizationHandler, KeySigner, Reply};
+pub use crate::callback::{BrowserApproval, LoopbackCallback};
+pub use crate::credentials::{CredentialStore, FileCredentialStore};
 pub use crate::http::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_CONNECTIONS, TlsUnavailable};
 /// Transcripts of a connection ([`Options::transcript`]) and their replay.
 pub use crate::transcript;

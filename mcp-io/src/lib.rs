@@ -42,6 +42,10 @@
 //! * [`drive`]: the driver's loop around the machine (transmits executed, events handed
 //!   on, bytes, ends and failures fed, the wire log and the transcript kept), with the
 //!   IO left to the adapter.
+//! * [`credentials`]: [`CredentialStore`](credentials::CredentialStore), where OAuth
+//!   credentials are kept between runs, and the private file store; [`callback`]: the
+//!   loopback listener the browser comes back to after an authorization, and the
+//!   [`AuthorizationHandler`](auth::AuthorizationHandler) built on it.
 //! * [`api`]: every name both adapters export at their root, listed once.
 //! * [`EraCache`]: the era verdicts per HTTP origin behind a lock, shareable between
 //!   connections and between both adapters (the decisions are the machine's).
@@ -64,9 +68,11 @@
 
 pub mod api;
 pub mod auth;
+pub mod callback;
 mod child;
 pub mod clock;
 mod command;
+pub mod credentials;
 pub mod drive;
 pub mod ending;
 mod era_cache;

@@ -12,8 +12,9 @@
 //!   the value of every secret header replaced by [`REDACTED`] (the header name kept as
 //!   written), continuation lines of such a header included, and the value of every
 //!   secret query parameter of the request line replaced the same way (the parameter
-//!   name kept); bodies are logged as they are. Lines are redacted whole, however the
-//!   bytes arrived: a header split across reads is assembled before it is judged.
+//!   name kept). Bodies are logged as they are but for the OAuth secrets they may carry
+//!   (see [below](self#secrets-in-bodies)). Lines are redacted whole, however the bytes
+//!   arrived: a header split across reads is assembled before it is judged.
 //!
 //! # Secret headers
 //!
@@ -51,6 +52,23 @@
 //! A secret parameter's value, when not empty, becomes [`REDACTED`]; a parameter with
 //! no `=` has no value to hide. The request line is redacted as it streams by, so a
 //! request line longer than [`MAX_LOG_LINE`] keeps its secrets hidden across pieces.
+//!
+//! # Secrets in bodies
+//!
+//! The requests and responses of an authorization carry their secrets in bodies:
+//!
+//! * A message whose head says `Content-Type: application/x-www-form-urlencoded` (a
+//!   token, revocation or registration request) has a form body: on each of its lines,
+//!   the values of the secret parameters ([`is_secret_param`]: `code`, `code_verifier`,
+//!   `client_secret`, `refresh_token`, `client_assertion`, `assertion`,
+//!   `subject_token`, …) are replaced by [`REDACTED`], as in a query.
+//! * Any other body is read as JSON, leniently and line by line: the string value of a
+//!   member named one of [`SECRET_JSON_KEYS`] (compared without regard to ASCII case:
+//!   `access_token`, `refresh_token`, `id_token`, `client_secret`, `code_verifier`,
+//!   `assertion`, …) becomes `"[redacted]"`, in a token or registration response, and in
+//!   an MCP message or SSE event alike. A number, `true` or an object there is left
+//!   alone. `code` is not among the JSON names: no OAuth exchange puts the
+//!   authorization code in JSON, while many tools take an argument of that name.
 //!
 //! All of it takes time linear in the bytes logged.
 
@@ -102,6 +120,8 @@ pub const SECRET_PARAMS: &[&str] = &["key", "code", "sig", "auth", "pass", "pwd"
 pub const SECRET_PARAM_PARTS: &[&str] = &[
     "token",
     "secret",
+    "verifier",
+    "assertion",
     "password",
     "passwd",
     "apikey",
@@ -110,6 +130,22 @@ pub const SECRET_PARAM_PARTS: &[&str] = &[
     "signature",
     "credential",
     "session",
+];
+
+/// Names (lowercase) of the JSON members whose string values never reach the wire log;
+/// see [the rules](self#secrets-in-bodies).
+pub const SECRET_JSON_KEYS: &[&str] = &[
+    "access_token",
+    "refresh_token",
+    "id_token",
+    "client_secret",
+    "code_verifier",
+    "assertion",
+    "client_assertion",
+    "subject_token",
+    "actor_token",
+    "registration_access_token",
+    "device_code",
 ];
 
 /// Longest header or query parameter name (in bytes) compared with the lists: a longer
@@ -332,6 +368,14 @@ enum Shown {
 }
 
 impl Query {
+    /// For a form body: the line starts with a parameter's name.
+    fn form() -> Self {
+        Query {
+            at: At::Name,
+            ..Query::default()
+        }
+    }
+
     /// `piece` as logged, the secret values replaced.
     pub(crate) fn redact(&mut self, piece: &[u8]) -> Vec<u8> {
         let mut out = Vec::with_capacity(piece.len());
@@ -376,6 +420,131 @@ impl Query {
         self.long = false;
         At::Name
     }
+}
+
+/// Hides the string values of [`SECRET_JSON_KEYS`] in a JSON body as it comes, piece by
+/// piece. Lenient: it follows strings and colons only, so anything that is not JSON
+/// passes unchanged unless it looks like such a member.
+#[derive(Debug, Default)]
+struct JsonSecrets {
+    /// Inside a string.
+    in_string: bool,
+    /// After a backslash inside a string.
+    escaped: bool,
+    /// Inside a secret string value: nothing of it is logged.
+    hiding: bool,
+    /// The current string, up to [`MAX_JSON_KEY`] bytes (a longer one is no secret name).
+    key: Vec<u8>,
+    /// The current string is longer than that.
+    long: bool,
+    /// What came after the last string.
+    after: AfterString,
+}
+
+/// Longest JSON member name compared with [`SECRET_JSON_KEYS`].
+const MAX_JSON_KEY: usize = 64;
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum AfterString {
+    /// Nothing of note.
+    #[default]
+    Nothing,
+    /// The last string was a secret name.
+    SecretName,
+    /// A secret name and its colon: a string now is a secret value.
+    Colon,
+}
+
+impl JsonSecrets {
+    /// `piece` as logged; `last` when it ends its line (a JSON string never spans lines,
+    /// so one left open ends there).
+    fn redact(&mut self, piece: &[u8], last: bool) -> Vec<u8> {
+        let mut out = Vec::with_capacity(piece.len());
+        for &b in piece {
+            if self.in_string {
+                let closes = !self.escaped && b == b'"';
+                if self.escaped {
+                    self.escaped = false;
+                    self.keep(b);
+                } else if b == b'\\' {
+                    self.escaped = true;
+                    self.keep(b);
+                } else if b == b'"' {
+                    self.in_string = false;
+                    self.after = if !self.hiding && !self.long && is_secret_json_key(&self.key) {
+                        AfterString::SecretName
+                    } else {
+                        AfterString::Nothing
+                    };
+                    self.hiding = false;
+                } else {
+                    self.keep(b);
+                }
+                if !self.hiding || closes {
+                    out.push(b);
+                }
+                continue;
+            }
+            match b {
+                b'"' => {
+                    self.in_string = true;
+                    self.key.clear();
+                    self.long = false;
+                    out.push(b);
+                    if self.after == AfterString::Colon {
+                        self.hiding = true;
+                        out.extend_from_slice(REDACTED.as_bytes());
+                    }
+                    self.after = AfterString::Nothing;
+                }
+                b':' if self.after == AfterString::SecretName => {
+                    self.after = AfterString::Colon;
+                    out.push(b);
+                }
+                b' ' | b'\t' | b'\r' => out.push(b),
+                _ => {
+                    self.after = AfterString::Nothing;
+                    out.push(b);
+                }
+            }
+        }
+        if last {
+            self.in_string = false;
+            self.escaped = false;
+            self.hiding = false;
+        }
+        out
+    }
+
+    /// Keeps a byte of the current string, for the name check.
+    fn keep(&mut self, b: u8) {
+        if self.hiding {
+            return;
+        }
+        if self.key.len() < MAX_JSON_KEY {
+            self.key.push(b);
+        } else {
+            self.long = true;
+        }
+    }
+}
+
+/// Whether a JSON member of this name (as written between the quotes) has a secret
+/// value: see [the rules](self#secrets-in-bodies).
+///
+/// ```
+/// use mcp_io::wire_log::is_secret_json_key;
+///
+/// assert!(is_secret_json_key(b"access_token"));
+/// assert!(is_secret_json_key(b"Refresh_Token"));
+/// assert!(!is_secret_json_key(b"token_type"));
+/// assert!(!is_secret_json_key(b"code"));
+/// ```
+#[must_use]
+pub fn is_secret_json_key(name: &[u8]) -> bool {
+    SECRET_JSON_KEYS
+        .iter()
+        .any(|k| name.eq_ignore_ascii_case(k.as_bytes()))
 }
 
 /// Cuts a byte stream into lines of at most [`MAX_LOG_LINE`] bytes.
@@ -589,6 +758,20 @@ struct Head {
     query: Query,
     /// The header names the caller wants hidden too.
     extra: Arc<[String]>,
+    /// What hides the secrets of the body (boxed: most messages never need it, and a
+    /// connection's log stays small).
+    body: Option<Box<Body>>,
+}
+
+/// How a body's secrets are hidden.
+#[derive(Debug, Default)]
+struct Body {
+    /// The head says the body is a form (`application/x-www-form-urlencoded`).
+    form: bool,
+    /// The secret parameters of a form body's current line.
+    form_query: Option<Query>,
+    /// The secret members of a JSON body.
+    json: JsonSecrets,
 }
 
 impl HttpLog {
@@ -704,7 +887,7 @@ impl Head {
     /// What to log of `piece`, if anything.
     fn filter<'a>(&mut self, piece: &Piece<'a>) -> Option<Cow<'a, [u8]>> {
         if self.in_body {
-            return Some(piece.bytes.into());
+            return Some(self.body(piece).into());
         }
         if !self.past_start {
             if piece.first && piece.last && piece.bytes.is_empty() {
@@ -746,10 +929,42 @@ impl Head {
             }
             HeadLine::Plain => {
                 self.hiding = false;
+                if is_form_content_type(piece.bytes) {
+                    self.body.get_or_insert_default().form = true;
+                }
                 Some(piece.bytes.into())
             }
         }
     }
+
+    /// A piece of the body, its secrets hidden.
+    fn body(&mut self, piece: &Piece<'_>) -> Vec<u8> {
+        let body = self.body.get_or_insert_default();
+        if !body.form {
+            return body.json.redact(piece.bytes, piece.last);
+        }
+        let query = body.form_query.get_or_insert_with(Query::form);
+        let shown = query.redact(piece.bytes);
+        if piece.last {
+            body.form_query = None;
+        }
+        shown
+    }
+}
+
+/// Whether a head line is `Content-Type: application/x-www-form-urlencoded` (any case,
+/// parameters allowed).
+fn is_form_content_type(line: &[u8]) -> bool {
+    let Some(colon) = line.iter().position(|&b| b == b':') else {
+        return false;
+    };
+    let name = line[..colon].trim_ascii();
+    let value = line[colon + 1..].trim_ascii();
+    name.eq_ignore_ascii_case(b"content-type")
+        && value.split(|&b| b == b';').next().is_some_and(|v| {
+            v.trim_ascii()
+                .eq_ignore_ascii_case(b"application/x-www-form-urlencoded")
+        })
 }
 
 /// The wire log of one byte channel, as both adapters keep it: an HTTP connection
@@ -1238,6 +1453,77 @@ mod tests {
         head.extend(std::iter::repeat_n(b'n', MAX_LOG_LINE + 10));
         head.extend_from_slice(b": value\r\nHost: x\r\n\r\n");
         assert_eq!(sent(&head), ["GET / HTTP/1.1", "[redacted]", "Host: x", ""]);
+    }
+
+    #[test]
+    fn oauth_secrets_in_form_bodies_are_hidden() {
+        let lines = sent(
+            b"POST /token HTTP/1.1\r\nContent-Type: Application/X-WWW-Form-Urlencoded; charset=utf-8\r\n\r\n\
+              grant_type=authorization_code&code=c0de&code_verifier=v3r&redirect_uri=http%3A%2F%2F127.0.0.1\
+              &client_id=c1&client_secret=s3c&resource=r&refresh_token=rt&assertion=a1&\
+              client_assertion=a2&subject_token=st",
+        );
+        assert_eq!(
+            lines[3],
+            "grant_type=authorization_code&code=[redacted]&code_verifier=[redacted]&\
+             redirect_uri=http%3A%2F%2F127.0.0.1&client_id=c1&client_secret=[redacted]&resource=r&\
+             refresh_token=[redacted]&assertion=[redacted]&client_assertion=[redacted]&\
+             subject_token=[redacted]"
+        );
+        // Revocation: `token` itself.
+        let lines = sent(
+            b"POST /revoke HTTP/1.1\r\ncontent-type: application/x-www-form-urlencoded\r\n\r\n\
+              token=rt1&token_type_hint=refresh_token",
+        );
+        assert_eq!(lines[3], "token=[redacted]&token_type_hint=[redacted]");
+    }
+
+    #[test]
+    fn oauth_secrets_in_json_bodies_are_hidden() {
+        let response: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n\
+            {\"access_token\":\"at\\\"1\",\"token_type\":\"Bearer\",\"expires_in\":3600,\
+            \"Refresh_Token\" : \"rt1\",\"id_token\":\"it\",\"scope\":\"a b\"}\n\
+            {\"client_id\":\"c1\",\"client_secret\":\"s3c\",\"client_secret_expires_at\":0}\n\
+            {\"access_token\":\n  \"split-across-lines\"}\n\
+            {\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32600,\"message\":\"access_token\"}}\n\
+            [\"access_token\", \"shown\"]";
+        let expected = [
+            "HTTP/1.1 200 OK",
+            "Content-Type: application/json",
+            "",
+            "{\"access_token\":\"[redacted]\",\"token_type\":\"Bearer\",\"expires_in\":3600,\
+             \"Refresh_Token\" : \"[redacted]\",\"id_token\":\"[redacted]\",\"scope\":\"a b\"}",
+            "{\"client_id\":\"c1\",\"client_secret\":\"[redacted]\",\"client_secret_expires_at\":0}",
+            "{\"access_token\":",
+            "  \"[redacted]\"}",
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32600,\"message\":\"access_token\"}}",
+            "[\"access_token\", \"shown\"]",
+        ];
+        assert_eq!(received_bytewise(HttpLog::new(), response), expected);
+        let (mut log, seen) = recorder();
+        let mut whole = HttpLog::new();
+        whole.feed(&mut log, Direction::Received, response);
+        whole.finish(&mut log, Direction::Received);
+        assert_eq!(texts(&seen), expected);
+        // A request too (a JWT bearer grant sent as JSON), and an SSE event.
+        let lines = sent(b"POST /x HTTP/1.1\r\n\r\ndata: {\"assertion\": \"eyJ\"}");
+        assert_eq!(lines[2], "data: {\"assertion\": \"[redacted]\"}");
+        // A tool argument named `code` stays visible.
+        let lines = sent(b"POST /mcp HTTP/1.1\r\n\r\n{\"arguments\":{\"code\":\"print(1)\"}}");
+        assert_eq!(lines[2], "{\"arguments\":{\"code\":\"print(1)\"}}");
+    }
+
+    #[test]
+    fn a_secret_json_value_longer_than_a_line_piece_stays_hidden() {
+        let mut body = b"HTTP/1.1 200 OK\r\n\r\n{\"access_token\":\"".to_vec();
+        body.extend(std::iter::repeat_n(b's', MAX_LOG_LINE * 2));
+        body.extend_from_slice(b"\",\"x\":1}");
+        let lines = received_bytewise(HttpLog::new(), &body);
+        assert!(lines.iter().all(|l| !l.contains("sss")), "the token leaked");
+        assert_eq!(
+            lines.concat(),
+            "HTTP/1.1 200 OK{\"access_token\":\"[redacted]\",\"x\":1}"
+        );
     }
 
     #[test]

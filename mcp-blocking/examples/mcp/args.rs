@@ -7,6 +7,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::config::OAuthEntry;
+
 /// A usage error: exit status 2.
 #[derive(Debug)]
 pub struct Usage(pub String);
@@ -33,6 +35,8 @@ pub struct Global {
     /// `--record FILE`: the transcript of every connection goes there.
     pub record: Option<PathBuf>,
     pub verbose: bool,
+    /// `--no-input`: never wait for a person (no form, no browser approval).
+    pub no_input: bool,
 }
 
 /// How requests for input are answered.
@@ -59,6 +63,10 @@ pub enum Command {
         args: Vec<String>,
         env: Vec<String>,
         era: String,
+        /// `--oauth-*`, for `--url` servers.
+        oauth: Option<Box<OAuthEntry>>,
+        /// `--bearer-token-env NAME`.
+        bearer_token_env: Option<String>,
     },
     List,
     Get {
@@ -104,6 +112,14 @@ pub enum Command {
     Doctor {
         connect: bool,
     },
+    Auth {
+        action: AuthAction,
+        name: String,
+        /// `auth login --scopes`.
+        scopes: Vec<String>,
+        /// `auth login --no-browser`.
+        no_browser: bool,
+    },
     Demo,
     Replay {
         file: PathBuf,
@@ -113,6 +129,14 @@ pub enum Command {
         /// `--http ADDR`: a loopback socket address to serve Streamable HTTP on.
         http: Option<String>,
     },
+}
+
+/// `mcp auth <action>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthAction {
+    Login,
+    Status,
+    Logout,
 }
 
 /// A parsed command line.
@@ -139,6 +163,7 @@ const GLOBAL: &[(&str, Kind)] = &[
     ("--record", Kind::Value),
     ("-v", Kind::Bool),
     ("--verbose", Kind::Bool),
+    ("--no-input", Kind::Bool),
     ("-h", Kind::Bool),
     ("--help", Kind::Bool),
 ];
@@ -158,6 +183,7 @@ fn command_flags(command: &str) -> Option<&'static [(&'static str, Kind)]> {
             ("--oauth-client-id", Kind::Value),
             ("--oauth-client-secret-env", Kind::Value),
             ("--oauth-issuer", Kind::Value),
+            ("--bearer-token-env", Kind::Value),
         ],
         "call" => &[
             ("--args", Kind::Value),
@@ -182,7 +208,7 @@ fn command_flags(command: &str) -> Option<&'static [(&'static str, Kind)]> {
             ("--list-changed", Kind::Bool),
             ("--max-events", Kind::Value),
         ],
-        "auth" => &[("--scopes", Kind::Value)],
+        "auth" => &[("--scopes", Kind::Value), ("--no-browser", Kind::Bool)],
         "list" | "get" | "remove" | "tools" | "resources" | "prompts" | "test" | "demo"
         | "replay" | "help" => &[],
         _ => return None,
@@ -319,6 +345,7 @@ pub fn parse(argv: &[String]) -> Result<Invocation, Usage> {
         config: words.value("--config").map(PathBuf::from),
         record: words.value("--record").map(PathBuf::from),
         verbose: words.has("-v") || words.has("--verbose"),
+        no_input: words.has("--no-input"),
     };
     if words.has("-h") || words.has("--help") {
         return Ok(Invocation {
@@ -356,9 +383,6 @@ fn build(name: &str, mut w: Words) -> Result<Command, Usage> {
     let command = match name {
         "help" => Command::Help,
         "add" => {
-            if w.flags.iter().any(|(n, _)| n.starts_with("--oauth")) {
-                return not_yet("OAuth (`add --oauth-*`); use --url without it");
-            }
             let [name] = positionals(&mut w, &["name"])?;
             check_name(&name)?;
             let (command, url) = match (w.value("--stdio"), w.value("--url")) {
@@ -384,6 +408,16 @@ fn build(name: &str, mut w: Words) -> Result<Command, Usage> {
             for e in &env {
                 check_env_name(e)?;
             }
+            let oauth = oauth_flags(&w)?;
+            let bearer_token_env = w.value("--bearer-token-env");
+            if let Some(e) = &bearer_token_env {
+                check_env_name(e)?;
+            }
+            if url.is_none() && (oauth.is_some() || bearer_token_env.is_some()) {
+                return Err(Usage::new(
+                    "--oauth-* and --bearer-token-env are for --url servers only",
+                ));
+            }
             Command::Add {
                 name,
                 command,
@@ -391,6 +425,8 @@ fn build(name: &str, mut w: Words) -> Result<Command, Usage> {
                 args: w.trailing,
                 env,
                 era,
+                oauth,
+                bearer_token_env,
             }
         }
         "list" => {
@@ -481,7 +517,28 @@ fn build(name: &str, mut w: Words) -> Result<Command, Usage> {
             Command::ServeExample { era, http }
         }
         "listen" => return not_yet("listen (subscriptions)"),
-        "auth" => return not_yet("auth (OAuth comes with HTTP servers)"),
+        "auth" => {
+            let [action, name] = positionals(&mut w, &["login|status|logout", "name"])?;
+            let action = match action.as_str() {
+                "login" => AuthAction::Login,
+                "status" => AuthAction::Status,
+                "logout" => AuthAction::Logout,
+                other => {
+                    return Err(Usage::new(format!(
+                        "auth takes login, status or logout, not {other:?}"
+                    )));
+                }
+            };
+            if action != AuthAction::Login && (w.has("--scopes") || w.has("--no-browser")) {
+                return Err(Usage::new("--scopes and --no-browser are for `auth login`"));
+            }
+            Command::Auth {
+                action,
+                name,
+                scopes: w.value("--scopes").map(|s| scopes(&s)).unwrap_or_default(),
+                no_browser: w.has("--no-browser"),
+            }
+        }
         other => return Err(Usage::new(format!("unknown command {other:?}"))),
     };
     Ok(command)
@@ -529,6 +586,70 @@ fn key_values(w: &Words) -> Result<Vec<(String, String)>, Usage> {
             _ => Err(Usage::new(format!("--arg wants key=value, not {kv:?}"))),
         })
         .collect()
+}
+
+/// Scopes given as `a,b` (or `a b`).
+fn scopes(list: &str) -> Vec<String> {
+    list.split([',', ' '])
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The `--oauth-*` flags of `add`, checked.
+fn oauth_flags(w: &Words) -> Result<Option<Box<OAuthEntry>>, Usage> {
+    let mut o = OAuthEntry {
+        resource: w.value("--oauth-resource"),
+        scopes: w
+            .value("--oauth-scopes")
+            .map(|s| scopes(&s))
+            .unwrap_or_default(),
+        client_registration: w.value("--oauth-client-registration"),
+        client_id: w.value("--oauth-client-id"),
+        client_secret_env: w.value("--oauth-client-secret-env"),
+        issuer: w.value("--oauth-issuer"),
+        ..OAuthEntry::default()
+    };
+    if o.is_empty() {
+        return Ok(None);
+    }
+    for url in [&o.resource, &o.issuer].into_iter().flatten() {
+        if !(url.starts_with("https://") || url.starts_with("http://")) {
+            return Err(Usage::new(format!("{url:?} is not an http(s) URL")));
+        }
+    }
+    if let Some(r) = &o.client_registration {
+        check_era(r, &["auto", "cimd", "dcr"])
+            .map_err(|_| Usage::new("--oauth-client-registration takes auto, cimd or dcr"))?;
+    }
+    if let Some(e) = &o.client_secret_env {
+        check_env_name(e)?;
+        if o.client_id.is_none() {
+            return Err(Usage::new(
+                "--oauth-client-secret-env goes with --oauth-client-id",
+            ));
+        }
+    }
+    let cimd_url = o
+        .client_id
+        .as_deref()
+        .is_some_and(|id| id.starts_with("https://"));
+    match o.client_registration.as_deref() {
+        Some("cimd") if !cimd_url => {
+            return Err(Usage::new(
+                "--oauth-client-registration cimd needs --oauth-client-id <https URL of the \
+                 client metadata document>",
+            ));
+        }
+        Some("dcr") if o.client_id.is_some() => {
+            return Err(Usage::new(
+                "--oauth-client-registration dcr registers a new client: drop --oauth-client-id",
+            ));
+        }
+        Some("auto") => o.client_registration = None,
+        _ => {}
+    }
+    Ok(Some(Box::new(o)))
 }
 
 fn check_name(name: &str) -> Result<(), Usage> {
@@ -611,10 +732,15 @@ mcp: a Model Context Protocol client (stdio and Streamable HTTP servers)
 Servers:
   mcp add <name> --stdio <command> [--env NAME]... [--era legacy|auto|modern] [-- <args>...]
   mcp add <name> --url <https-or-loopback-url> [--era legacy|auto|modern]
+        [--oauth-resource URL] [--oauth-scopes S,S] [--oauth-client-registration auto|cimd|dcr]
+        [--oauth-client-id ID-or-CIMD-URL] [--oauth-client-secret-env ENV] [--oauth-issuer URL]
+        [--bearer-token-env ENV]
   mcp list | mcp get <name> | mcp remove <name>
-  mcp test <name>                  connect, negotiate, list tools; calls no tool
+  mcp auth login <name> [--scopes S,S] [--no-browser]   authorize in a browser, keep the tokens
+  mcp auth status <name> | mcp auth logout <name>
+  mcp test <name>                  connect, authenticate, negotiate, list tools; calls no tool
   mcp status [<name>] [--connect]  offline unless --connect (then era, version, tool count)
-  mcp doctor [--connect]           config and environment checks
+  mcp doctor [--connect]           config, credentials and environment checks
 
 Using a server:
   mcp tools <server>
@@ -627,7 +753,10 @@ Using a server:
 
 <server> is a configured name or a literal https:// URL (http:// only to loopback hosts).
 Global flags: --format text|json, --timeout SECS, --config FILE, -v (wire log on stderr),
-  --record FILE (the transcript of each connection, secrets redacted)
+  --record FILE (the transcript of each connection, secrets redacted),
+  --no-input (never wait for a person: no forms, no browser approval)
+Credentials: $XDG_STATE_HOME/mcp/credentials/ (~/.local/state/mcp/credentials/), one 0600 file
+  per server; MCP_BEARER_TOKEN (or a server's bearerTokenEnv) is sent as it is instead
 Config: --config, else $MCP_CONFIG, else $XDG_CONFIG_HOME/mcp/servers.json, else ~/.config/mcp/servers.json
 Exit status: 0 ok, 1 connection or protocol failure, 2 usage error, 3 the tool returned isError
 ";
@@ -712,6 +841,84 @@ mod tests {
         assert!(refused(&["add", "w", "--url", "https://x/", "--stdio", "y"]).contains("not both"));
         assert!(refused(&["add", "w", "--url", "https://x/", "--env", "HOME"]).contains("--env"));
         assert!(refused(&["add", "w"]).contains("--url"));
+    }
+
+    #[test]
+    fn add_with_oauth_and_auth_commands() {
+        let inv = p(&[
+            "add",
+            "w",
+            "--url",
+            "https://x.example/mcp",
+            "--oauth-client-id",
+            "c1",
+            "--oauth-client-secret-env",
+            "W_SECRET",
+            "--oauth-scopes",
+            "a,b",
+            "--oauth-issuer",
+            "https://as.example",
+        ])
+        .unwrap();
+        let Command::Add { oauth, .. } = inv.command else {
+            panic!()
+        };
+        let oauth = oauth.unwrap();
+        assert_eq!(oauth.client_id.as_deref(), Some("c1"));
+        assert_eq!(oauth.client_secret_env.as_deref(), Some("W_SECRET"));
+        assert_eq!(oauth.scopes, ["a", "b"]);
+        let refused = |args: &[&str]| p(args).is_err();
+        assert!(refused(&[
+            "add",
+            "s",
+            "--stdio",
+            "x",
+            "--oauth-scopes",
+            "a"
+        ]));
+        assert!(refused(&[
+            "add",
+            "w",
+            "--url",
+            "https://x/",
+            "--oauth-client-secret-env",
+            "A=b"
+        ]));
+        assert!(refused(&[
+            "add",
+            "w",
+            "--url",
+            "https://x/",
+            "--oauth-client-registration",
+            "cimd"
+        ]));
+        assert!(refused(&[
+            "add",
+            "w",
+            "--url",
+            "https://x/",
+            "--oauth-client-registration",
+            "magic"
+        ]));
+
+        let inv = p(&["auth", "login", "w", "--scopes", "a,b", "--no-browser"]).unwrap();
+        let Command::Auth {
+            action,
+            name,
+            scopes,
+            no_browser,
+        } = inv.command
+        else {
+            panic!()
+        };
+        assert_eq!(action, AuthAction::Login);
+        assert_eq!(name, "w");
+        assert_eq!(scopes, ["a", "b"]);
+        assert!(no_browser);
+        assert!(p(&["auth", "status", "w"]).is_ok());
+        assert!(p(&["auth", "logout", "w", "--scopes", "a"]).is_err());
+        assert!(p(&["auth", "frob", "w"]).is_err());
+        assert!(p(&["--no-input", "tools", "w"]).unwrap().global.no_input);
     }
 
     #[test]

@@ -55,16 +55,8 @@ fn config_path(global: &Global) -> Result<std::path::PathBuf, Failure> {
 
 // ----- the servers file ------------------------------------------------------------
 
-pub fn add(
-    global: &Global,
-    name: &str,
-    command: Option<String>,
-    url: Option<String>,
-    args: Vec<String>,
-    env: Vec<String>,
-    era: String,
-) -> Result<u8, Failure> {
-    if let Some(command) = &command
+pub fn add(global: &Global, name: &str, entry: ServerEntry) -> Result<u8, Failure> {
+    if let Some(command) = &entry.command
         && (command.trim() != command
             || (command.contains(char::is_whitespace) && !Path::new(command).exists()))
     {
@@ -75,14 +67,6 @@ pub fn add(
     }
     let path = config_path(global)?;
     let mut file = config::load(&path).map_err(Failure::Config)?;
-    let entry = ServerEntry {
-        command,
-        args,
-        env,
-        url,
-        era,
-        extra: Map::new(),
-    };
     let replaced = file
         .servers
         .insert(name.to_owned(), entry.clone())
@@ -103,6 +87,12 @@ pub fn add(
                     "  passes {} (names only: values are read when the server starts)",
                     entry.env.join(", ")
                 );
+            }
+            if let Some(o) = &entry.oauth {
+                println!("  oauth: {}", crate::auth::oauth_summary(o));
+            }
+            if let Some(var) = &entry.bearer_token_env {
+                println!("  bearer token from ${var} (the name only: never stored)");
             }
             println!("  in {}", path.display());
         }
@@ -182,6 +172,16 @@ pub fn get(global: &Global, name: &str) -> Result<u8, Failure> {
             };
             rows.push(vec!["env".into(), env]);
             rows.push(vec!["era".into(), entry.era.clone()]);
+            if let Some(o) = &entry.oauth {
+                rows.push(vec!["oauth".into(), crate::auth::oauth_summary(o)]);
+            }
+            if let Some(var) = &entry.bearer_token_env {
+                rows.push(vec!["bearer token".into(), format!("${var} (name only)")]);
+            }
+            if entry.url.is_some() {
+                let state = crate::auth::state(&entry);
+                rows.push(vec!["credentials".into(), state.describe()]);
+            }
             table(&rows);
         }
     }
@@ -615,12 +615,22 @@ pub fn status(global: &Global, only: Option<&str>, connect: bool) -> Result<u8, 
     let mut failed = false;
     let mut rows = Vec::new();
     let mut docs = Vec::new();
+    // A probe never waits for a person.
+    let probe = Global {
+        no_input: true,
+        ..global.clone()
+    };
     for name in names {
         let entry = &file.servers[name];
         let mut doc = entry_json(name, entry);
         let mut row = entry_row(name, entry);
+        if entry.url.is_some() {
+            let state = crate::auth::state(entry);
+            row.push(format!("credentials: {}", state.describe()));
+            doc["credentials"] = state.to_json();
+        }
         if connect {
-            match check(global, name) {
+            match check(&probe, name) {
                 Ok(c) => {
                     row.push(format!("ok: {} {} ({} tools)", c.era, c.version, c.tools));
                     doc["status"] = json!({"ok": true, "era": c.era, "protocolVersion": c.version, "tools": c.tools});
@@ -632,6 +642,7 @@ pub fn status(global: &Global, only: Option<&str>, connect: bool) -> Result<u8, 
                         Failure::Usage(m) => ("usage", m.clone()),
                         Failure::Config(m) => ("config", m.clone()),
                         Failure::Replay(m) => ("replay", m.clone()),
+                        Failure::Auth(m) => ("authorization", m.clone()),
                     };
                     let (code, http_status) = match &f {
                         Failure::Mcp(e) => (e.code(), e.http_status()),
@@ -692,10 +703,12 @@ pub fn doctor(global: &Global, connect: bool) -> Result<u8, Failure> {
                     format!("{name}: era {:?} is not legacy|auto|modern", entry.era),
                 ));
             }
+            let state = crate::auth::state(entry);
+            checks.push((state.severity(), format!("{name}: {}", state.advice(name))));
             continue;
         }
         match session::command(entry, name) {
-            Err(Failure::Usage(m) | Failure::Config(m) | Failure::Replay(m)) => {
+            Err(Failure::Usage(m) | Failure::Config(m) | Failure::Replay(m) | Failure::Auth(m)) => {
                 checks.push(("fail", m))
             }
             Err(Failure::Mcp(e)) => checks.push(("fail", e.to_string())),
@@ -723,8 +736,12 @@ pub fn doctor(global: &Global, connect: bool) -> Result<u8, Failure> {
         }
     }
     if connect {
+        let probe = Global {
+            no_input: true,
+            ..global.clone()
+        };
         for name in file.servers.keys() {
-            match check(global, name) {
+            match check(&probe, name) {
                 Ok(c) => checks.push((
                     "ok",
                     format!(
@@ -733,6 +750,7 @@ pub fn doctor(global: &Global, connect: bool) -> Result<u8, Failure> {
                     ),
                 )),
                 Err(Failure::Mcp(e)) => checks.push(("fail", format!("{name}: {e}"))),
+                Err(Failure::Auth(m)) => checks.push(("fail", format!("{name}: {m}"))),
                 Err(Failure::Usage(m) | Failure::Config(m) | Failure::Replay(m)) => {
                     checks.push(("warn", format!("{name}: {m}")))
                 }

@@ -42,8 +42,58 @@ pub struct ServerEntry {
     /// `legacy`, `auto` or `modern`.
     #[serde(default = "auto")]
     pub era: String,
+    /// How an HTTP server is authorized (OAuth), when it asks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<OAuthEntry>,
+    /// The NAME of a variable holding a bearer token to send as it is (instead of OAuth).
+    #[serde(
+        default,
+        rename = "bearerTokenEnv",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub bearer_token_env: Option<String>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// The OAuth settings of an HTTP server (`mcp add --oauth-*`). Never a secret: the
+/// client secret is named by its environment variable.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OAuthEntry {
+    /// The resource the tokens are expected to be for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource: Option<String>,
+    /// Scopes to ask for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
+    /// `auto` (default), `cimd` or `dcr`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_registration: Option<String>,
+    /// A pre-registered client id, or the https URL of a Client ID Metadata Document.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    /// The NAME of the variable holding the client secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret_env: Option<String>,
+    /// The issuer the pre-registered client belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issuer: Option<String>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl OAuthEntry {
+    /// Whether nothing is set.
+    pub fn is_empty(&self) -> bool {
+        self.resource.is_none()
+            && self.scopes.is_empty()
+            && self.client_registration.is_none()
+            && self.client_id.is_none()
+            && self.client_secret_env.is_none()
+            && self.issuer.is_none()
+            && self.extra.is_empty()
+    }
 }
 
 fn auto() -> String {

@@ -14,6 +14,7 @@
 #![allow(clippy::result_large_err)]
 
 mod args;
+mod auth;
 mod commands;
 mod config;
 mod demo;
@@ -71,7 +72,22 @@ fn run(global: &Global, command: Command) -> Result<u8, Failure> {
             args,
             env,
             era,
-        } => commands::add(global, &name, command, url, args, env, era),
+            oauth,
+            bearer_token_env,
+        } => commands::add(
+            global,
+            &name,
+            config::ServerEntry {
+                command,
+                args,
+                env,
+                url,
+                era,
+                oauth: oauth.map(|o| *o),
+                bearer_token_env,
+                extra: serde_json::Map::new(),
+            },
+        ),
         Command::List => commands::list(global),
         Command::Get { name } => commands::get(global, &name),
         Command::Remove { name } => commands::remove(global, &name),
@@ -95,6 +111,12 @@ fn run(global: &Global, command: Command) -> Result<u8, Failure> {
         Command::Test { name } => commands::test(global, &name),
         Command::Status { name, connect } => commands::status(global, name.as_deref(), connect),
         Command::Doctor { connect } => commands::doctor(global, connect),
+        Command::Auth {
+            action,
+            name,
+            scopes,
+            no_browser,
+        } => auth::command(global, action, &name, &scopes, no_browser),
         Command::Demo => demo::run(global),
         Command::Replay { file } => commands::replay(global, &file),
         Command::ServeExample { era, http } => commands::serve_example(&era, http.as_deref()),

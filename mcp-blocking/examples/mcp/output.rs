@@ -22,6 +22,8 @@ pub enum Failure {
     Mcp(Error),
     /// A transcript did not replay (or could not be read): exit 1.
     Replay(String),
+    /// Credentials cannot be kept, or an authorization needs a person: exit 1.
+    Auth(String),
 }
 
 impl From<Error> for Failure {
@@ -40,7 +42,7 @@ impl Failure {
     fn exit_code(&self) -> u8 {
         match self {
             Failure::Usage(_) => 2,
-            Failure::Config(_) | Failure::Mcp(_) | Failure::Replay(_) => 1,
+            Failure::Config(_) | Failure::Mcp(_) | Failure::Replay(_) | Failure::Auth(_) => 1,
         }
     }
 
@@ -49,6 +51,7 @@ impl Failure {
             Failure::Usage(_) => "usage",
             Failure::Config(_) => "config",
             Failure::Replay(_) => "replay",
+            Failure::Auth(_) => "authorization",
             Failure::Mcp(e) => e.kind(),
         }
     }
@@ -57,7 +60,7 @@ impl Failure {
 /// Prints the failure (stderr for text, stdout for JSON) and returns the exit status.
 pub fn report(format: Format, verbose: bool, failure: &Failure) -> u8 {
     let message = match failure {
-        Failure::Usage(m) | Failure::Config(m) | Failure::Replay(m) => m.clone(),
+        Failure::Usage(m) | Failure::Config(m) | Failure::Replay(m) | Failure::Auth(m) => m.clone(),
         Failure::Mcp(e) => e.to_string(),
     };
     let (code, http_status) = match failure {
@@ -95,7 +98,7 @@ pub fn report(format: Format, verbose: bool, failure: &Failure) -> u8 {
                         }
                     }
                 }
-                Failure::Config(_) | Failure::Replay(_) => {}
+                Failure::Config(_) | Failure::Replay(_) | Failure::Auth(_) => {}
             }
         }
     }

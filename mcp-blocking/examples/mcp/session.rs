@@ -15,6 +15,7 @@ use mcp_blocking::{Client, Direction, HttpOptions, Options, StdioCommand};
 
 pub use crate::args::check_url;
 use crate::args::{Global, InputMode};
+use crate::auth;
 use crate::config::{self, ServerEntry};
 use crate::output::{self, Failure};
 use crate::prompt::TerminalForm;
@@ -39,6 +40,8 @@ pub fn entry(global: &Global, name: &str) -> Result<ServerEntry, Failure> {
             env: Vec::new(),
             url: Some(name.to_owned()),
             era: "auto".to_owned(),
+            oauth: None,
+            bearer_token_env: None,
             extra: serde_json::Map::new(),
         });
     }
@@ -165,6 +168,22 @@ pub fn options(global: &Global, input: InputMode, server: &str) -> Options {
 /// Connects to the configured server `name`, or to a literal endpoint URL.
 pub fn connect(global: &Global, name: &str, input: Option<InputMode>) -> Result<Client, Failure> {
     let entry = entry(global, name)?;
+    connect_with(global, name, entry, input, &auth::Plan::for_run(global))
+}
+
+/// Connects to `entry` (named `name`), authorizing an HTTP server as `plan` allows.
+pub fn connect_with(
+    global: &Global,
+    name: &str,
+    entry: ServerEntry,
+    input: Option<InputMode>,
+    plan: &auth::Plan,
+) -> Result<Client, Failure> {
+    let input = if global.no_input {
+        Some(InputMode::None)
+    } else {
+        input
+    };
     let mode = era_mode(&entry, name)?;
     let input = input_mode(input);
     let config = client_config(global, mode, input);
@@ -175,12 +194,9 @@ pub fn connect(global: &Global, name: &str, input: Option<InputMode>) -> Result<
             let default = http.connect_timeout;
             http = http.connect_timeout(t.min(default));
         }
-        return Ok(Client::connect_http_with(
-            url,
-            config,
-            options(global, input, name),
-            http,
-        )?);
+        let (http, options) =
+            auth::setup(name, &entry, url, http, options(global, input, name), plan)?;
+        return Ok(Client::connect_http_with(url, config, options, http)?);
     }
     let cmd = command(&entry, name)?;
     Ok(Client::connect_stdio_with(

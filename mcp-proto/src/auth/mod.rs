@@ -7,7 +7,7 @@
 //! the authorization code grant with PKCE `S256`, resource indicators (RFC 8707), the
 //! authorization response `iss` check (RFC 9207), refresh, step-up on
 //! `insufficient_scope`, and the `client_credentials` and JWT bearer grants. The
-//! HTTP client machine runs it for you when its [`HttpConfig`](crate::client::HttpConfig)
+//! HTTP client machine runs it for you when its [`HttpConfig`](crate::client::http::HttpConfig)
 //! has an [`AuthConfig`]; it can also be driven on its own.
 //!
 //! Driven on its own, with canned answers standing in for the servers:

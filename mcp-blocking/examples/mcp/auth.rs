@@ -1,0 +1,676 @@
+//! OAuth for HTTP servers: the stored credentials of each server (one private file per
+//! binding, [`FileCredentialStore`]), how a connection is authorized (a bearer token from
+//! the environment as it is; else the stored credentials, refreshed and saved by the
+//! library, and a browser approval through the loopback listener when a person is
+//! there), and `mcp auth login|status|logout`.
+//!
+//! Nothing here prints a token, a secret, an environment value or a callback URL.
+
+use std::io::{IsTerminal, Read, Write};
+use std::net::TcpStream;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use mcp_blocking::mcp_proto::auth::form::encode_pairs;
+use mcp_blocking::mcp_proto::auth::metadata::{parse_server_metadata, server_metadata_urls};
+use mcp_blocking::mcp_proto::auth::token::basic_authorization;
+use mcp_blocking::{
+    AuthConfig, BrowserApproval, ClientIdentity, CredentialStore, Credentials, EndpointUrl,
+    FileCredentialStore, HttpOptions, LoopbackCallback, Options,
+};
+use serde_json::{Value, json};
+
+use crate::args::{AuthAction, Format, Global};
+use crate::config::{OAuthEntry, ServerEntry};
+use crate::output::{Failure, print_json, table};
+use crate::session;
+
+/// The variable whose bearer token every HTTP server gets, unless its entry names
+/// another (`bearerTokenEnv`).
+pub const BEARER_ENV: &str = "MCP_BEARER_TOKEN";
+
+/// How a connection may get a person's approval.
+pub struct Plan {
+    /// A person is there (a terminal, no `--no-input`): run the browser flow.
+    pub interactive: bool,
+    /// Try to open a browser (else only show the URL).
+    pub open_browser: bool,
+    /// Start without the stored tokens (keeping the client registration): `auth login`.
+    pub fresh: bool,
+    /// The credentials last saved during the connection.
+    pub saved: Arc<Mutex<Option<Credentials>>>,
+}
+
+impl Plan {
+    /// For an ordinary command: interactive on a terminal without `--no-input`.
+    pub fn for_run(global: &Global) -> Plan {
+        Plan {
+            interactive: !global.no_input && std::io::stdin().is_terminal(),
+            open_browser: true,
+            fresh: false,
+            saved: Arc::default(),
+        }
+    }
+}
+
+/// The credential store, in the default place.
+pub fn store() -> Result<FileCredentialStore, Failure> {
+    FileCredentialStore::open_default()
+        .map_err(|e| Failure::Auth(format!("cannot keep credentials: {e}")))
+}
+
+/// The URL as the library spells it (the key of the binding).
+fn binding_url(url: &str) -> String {
+    EndpointUrl::parse(url, false).map_or_else(|_| url.to_owned(), |u| u.as_str().to_owned())
+}
+
+/// The bearer token variable that applies to `entry`, with its value, when set.
+fn bearer_from_env(entry: &ServerEntry) -> Option<(String, String)> {
+    let var = entry.bearer_token_env.as_deref().unwrap_or(BEARER_ENV);
+    std::env::var(var)
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+        .map(|v| (var.to_owned(), v.trim().to_owned()))
+}
+
+/// Who the client is, from the `--oauth-*` settings.
+fn identity(oauth: Option<&OAuthEntry>) -> Result<ClientIdentity, Failure> {
+    let Some(o) = oauth else {
+        return Ok(ClientIdentity::Auto { cimd_url: None });
+    };
+    let cimd = o
+        .client_id
+        .as_deref()
+        .filter(|id| id.starts_with("https://"));
+    Ok(
+        match (o.client_registration.as_deref(), &o.client_id, cimd) {
+            (Some("dcr"), _, _) => ClientIdentity::Dcr,
+            (Some("cimd"), _, Some(url)) => ClientIdentity::Cimd {
+                url: url.to_owned(),
+            },
+            (Some("cimd"), _, None) => {
+                return Err(Failure::Usage(
+                    "oauth clientRegistration cimd needs clientId, the https URL of the client \
+                 metadata document"
+                        .into(),
+                ));
+            }
+            (_, _, Some(url)) => ClientIdentity::Auto {
+                cimd_url: Some(url.to_owned()),
+            },
+            (_, Some(id), None) => {
+                let client_secret = match &o.client_secret_env {
+                    None => None,
+                    Some(var) => Some(std::env::var(var).map_err(|_| {
+                        Failure::Auth(format!(
+                            "the client secret variable {var} is not set (see `mcp get`)"
+                        ))
+                    })?),
+                };
+                ClientIdentity::PreRegistered {
+                    client_id: id.clone(),
+                    client_secret,
+                    issuer: o.issuer.clone(),
+                }
+            }
+            (_, None, None) => ClientIdentity::Auto { cimd_url: None },
+        },
+    )
+}
+
+/// Sets up the authorization of the connection to `url` (the entry `name`): the
+/// `Authorization` header of a bearer token from the environment, else OAuth with the
+/// stored credentials, new ones saved as they come, and the approval `plan` allows.
+pub fn setup(
+    name: &str,
+    entry: &ServerEntry,
+    url: &str,
+    mut http: HttpOptions,
+    mut options: Options,
+    plan: &Plan,
+) -> Result<(HttpOptions, Options), Failure> {
+    if !plan.fresh
+        && let Some((_, token)) = bearer_from_env(entry)
+    {
+        http.authorization = Some(format!("Bearer {token}"));
+        return Ok((http, options));
+    }
+    let store = store()?;
+    let key = binding_url(url);
+    let mut saved = store
+        .load(&key)
+        .map_err(|e| Failure::Auth(format!("cannot read the stored credentials: {e}")))?;
+    if plan.fresh
+        && let Some(c) = &mut saved
+    {
+        c.access_token = None;
+        c.refresh_token = None;
+        c.expires_at = None;
+    }
+    let listener = LoopbackCallback::bind()
+        .map_err(|e| Failure::Auth(format!("cannot listen for the browser on 127.0.0.1: {e}")))?;
+    let mut seed = [0u8; 32];
+    // The library mixes in fresh randomness from the operating system; this only
+    // keeps two connections of one run apart.
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    seed[..16].copy_from_slice(&nanos.to_le_bytes());
+    let mut auth = AuthConfig::new(listener.redirect_uri(), seed);
+    auth.client_name = session::CLIENT_NAME.to_owned();
+    auth.identity = identity(entry.oauth.as_ref())?;
+    auth.credentials = saved;
+    if entry.era == "legacy" {
+        auth.protocol_version = mcp_blocking::ProtocolVersion::V2025_11_25;
+    }
+    http.auth = Some(auth);
+
+    let last = Arc::clone(&plan.saved);
+    let dir = store.dir().display().to_string();
+    options = options.on_credentials(move |c: &Credentials| {
+        if let Err(e) = store.save(c) {
+            eprintln!("mcp: warning: could not save the credentials in {dir}: {e}");
+        }
+        *last.lock().unwrap_or_else(PoisonError::into_inner) = Some(c.clone());
+    });
+    if plan.interactive {
+        let approval = BrowserApproval::new(listener, |url: &str| {
+            eprintln!("Open this URL to authorize: {url}");
+        })
+        .open_browser(plan.open_browser);
+        options = options.authorization_handler(approval);
+    } else {
+        let login = format!("mcp auth login {name}");
+        options = options.authorization_handler(move |_url: &str| -> Result<String, String> {
+            Err(format!(
+                "the server needs authorization and this run takes no input: run `{login}` first"
+            ))
+        });
+    }
+    Ok((http, options))
+}
+
+// ----- credential state -------------------------------------------------------------
+
+/// What is known about a server's credentials, without a connection.
+pub enum State {
+    /// A bearer token from this variable is sent as it is.
+    External(String),
+    /// Nothing stored.
+    None,
+    /// A token, valid until then (Unix seconds), or of unknown expiry.
+    Valid(Option<u64>),
+    /// The access token expired; a refresh token is there.
+    Refreshable,
+    /// The access token expired, and there is nothing to refresh it with.
+    Expired,
+    /// A registration but no token.
+    NoToken,
+    /// The store cannot be read.
+    Unreadable(String),
+}
+
+/// The state of `entry`'s credentials.
+pub fn state(entry: &ServerEntry) -> State {
+    if let Some((var, _)) = bearer_from_env(entry) {
+        return State::External(var);
+    }
+    let Some(url) = &entry.url else {
+        return State::None;
+    };
+    let store = match FileCredentialStore::open_default() {
+        Ok(s) => s,
+        Err(e) => return State::Unreadable(e.to_string()),
+    };
+    match store.load(&binding_url(url)) {
+        Err(e) => State::Unreadable(e.to_string()),
+        Ok(None) => State::None,
+        Ok(Some(c)) => state_of(&c),
+    }
+}
+
+fn state_of(c: &Credentials) -> State {
+    if c.access_token.is_none() {
+        return if c.refresh_token.is_some() {
+            State::Refreshable
+        } else {
+            State::NoToken
+        };
+    }
+    if c.is_expired(unix_now()) {
+        if c.refresh_token.is_some() {
+            State::Refreshable
+        } else {
+            State::Expired
+        }
+    } else {
+        State::Valid(c.expires_at)
+    }
+}
+
+impl State {
+    /// For people: `none`, `valid until …`, `expired (refreshable)`, `external`.
+    pub fn describe(&self) -> String {
+        match self {
+            State::External(var) => format!("external (bearer token from ${var})"),
+            State::None => "none".into(),
+            State::Valid(Some(t)) => format!("valid until {}", utc(*t)),
+            State::Valid(None) => "valid (no expiry given)".into(),
+            State::Refreshable => "expired (refreshable)".into(),
+            State::Expired => "expired".into(),
+            State::NoToken => "registered, no token".into(),
+            State::Unreadable(e) => format!("unreadable ({e})"),
+        }
+    }
+
+    /// `ok`, `warn` or `fail`, for `doctor`.
+    pub fn severity(&self) -> &'static str {
+        match self {
+            State::External(_) | State::Valid(_) | State::Refreshable => "ok",
+            State::None | State::Expired | State::NoToken => "warn",
+            State::Unreadable(_) => "fail",
+        }
+    }
+
+    /// The state, and the fix when there is one.
+    pub fn advice(&self, name: &str) -> String {
+        let fix = match self {
+            State::None | State::Expired | State::NoToken | State::Unreadable(_) => {
+                format!(" (if the server asks for authorization: mcp auth login {name})")
+            }
+            _ => String::new(),
+        };
+        format!("credentials {}{fix}", self.describe())
+    }
+
+    /// For `--format json`.
+    pub fn to_json(&self) -> Value {
+        let (state, until) = match self {
+            State::External(_) => ("external", None),
+            State::None => ("none", None),
+            State::Valid(t) => ("valid", *t),
+            State::Refreshable => ("expired-refreshable", None),
+            State::Expired => ("expired", None),
+            State::NoToken => ("no-token", None),
+            State::Unreadable(_) => ("unreadable", None),
+        };
+        json!({"state": state, "expiresAt": until, "description": self.describe()})
+    }
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// `2025-01-31 13:45 UTC`.
+fn utc(unix: u64) -> String {
+    let days = i64::try_from(unix / 86_400).unwrap_or(0);
+    let secs = unix % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02} UTC",
+        secs / 3600,
+        secs % 3600 / 60
+    )
+}
+
+/// One line for `add` and `get`.
+pub fn oauth_summary(o: &OAuthEntry) -> String {
+    let mut parts = Vec::new();
+    if let Some(r) = &o.client_registration {
+        parts.push(format!("registration {r}"));
+    }
+    if let Some(id) = &o.client_id {
+        parts.push(format!("client {id}"));
+    }
+    if let Some(var) = &o.client_secret_env {
+        parts.push(format!("secret from ${var}"));
+    }
+    if let Some(i) = &o.issuer {
+        parts.push(format!("issuer {i}"));
+    }
+    if let Some(r) = &o.resource {
+        parts.push(format!("resource {r}"));
+    }
+    if !o.scopes.is_empty() {
+        parts.push(format!("scopes {}", o.scopes.join(",")));
+    }
+    if parts.is_empty() {
+        "automatic".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+// ----- mcp auth ---------------------------------------------------------------------
+
+/// `mcp auth login|status|logout <name>`.
+pub fn command(
+    global: &Global,
+    action: AuthAction,
+    name: &str,
+    scopes: &[String],
+    no_browser: bool,
+) -> Result<u8, Failure> {
+    let entry = session::entry(global, name)?;
+    let Some(url) = entry.url.clone() else {
+        return Err(Failure::Usage(format!(
+            "{name} is a stdio server: authorization is for HTTP servers"
+        )));
+    };
+    match action {
+        AuthAction::Login => login(global, name, &entry, scopes, no_browser),
+        AuthAction::Status => status(global, name, &entry, &url),
+        AuthAction::Logout => logout(global, name, &url),
+    }
+}
+
+fn login(
+    global: &Global,
+    name: &str,
+    entry: &ServerEntry,
+    scopes: &[String],
+    no_browser: bool,
+) -> Result<u8, Failure> {
+    if global.no_input {
+        return Err(Failure::Usage(
+            "auth login needs a person to approve in a browser: drop --no-input".into(),
+        ));
+    }
+    let wanted: &[String] = if scopes.is_empty() {
+        entry.oauth.as_ref().map_or(&[], |o| &o.scopes)
+    } else {
+        scopes
+    };
+    if !wanted.is_empty() {
+        eprintln!(
+            "mcp: note: the scopes asked for are the ones the server's challenge or metadata \
+             names; {} cannot be requested yet",
+            wanted.join(",")
+        );
+    }
+    if let Some((var, _)) = bearer_from_env(entry) {
+        eprintln!(
+            "mcp: note: ${var} is set, and connections send it instead of what this login stores"
+        );
+    }
+    let plan = Plan {
+        interactive: true,
+        open_browser: !no_browser,
+        fresh: true,
+        saved: Arc::default(),
+    };
+    let mut client = session::connect_with(global, name, entry.clone(), None, &plan)?;
+    client.set_grace_period(Duration::from_millis(500));
+    client.close();
+    let saved = plan
+        .saved
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    let Some(creds) = saved.filter(|c| c.access_token.is_some()) else {
+        match global.format {
+            Format::Json => print_json(&json!({"server": name, "loggedIn": false,
+                "message": "the server did not ask for authorization"})),
+            Format::Text => {
+                println!("{name}: the server did not ask for authorization; nothing stored");
+            }
+        }
+        return Ok(0);
+    };
+    let state = state_of(&creds);
+    match global.format {
+        Format::Json => print_json(&json!({
+            "server": name,
+            "loggedIn": true,
+            "issuer": creds.issuer,
+            "scope": creds.granted_scope,
+            "credentials": state.to_json(),
+        })),
+        Format::Text => {
+            println!("logged in to {name} at {}", creds.issuer);
+            if let Some(s) = &creds.granted_scope {
+                println!("  scope {s}");
+            }
+            println!("  credentials {}", state.describe());
+        }
+    }
+    Ok(0)
+}
+
+fn status(global: &Global, name: &str, entry: &ServerEntry, url: &str) -> Result<u8, Failure> {
+    let store = store()?;
+    let path = store.path_for(&binding_url(url));
+    let stored = store
+        .load(&binding_url(url))
+        .map_err(|e| Failure::Auth(format!("cannot read the stored credentials: {e}")))?;
+    let state = state(entry);
+    let client = stored.as_ref().and_then(|c| c.client.as_ref());
+    match global.format {
+        Format::Json => print_json(&json!({
+            "server": name,
+            "url": url,
+            "credentials": state.to_json(),
+            "file": stored.as_ref().map(|_| &path),
+            "issuer": stored.as_ref().map(|c| &c.issuer),
+            "resource": stored.as_ref().map(|c| &c.resource),
+            "client": client.map(|c| json!({"clientId": c.client_id, "source": c.source,
+                "authMethod": c.auth_method})),
+            "requestedScope": stored.as_ref().and_then(|c| c.requested_scope.as_ref()),
+            "grantedScope": stored.as_ref().and_then(|c| c.granted_scope.as_ref()),
+        })),
+        Format::Text => {
+            let mut rows = vec![
+                vec!["server".to_owned(), format!("{name} ({url})")],
+                vec!["credentials".to_owned(), state.describe()],
+            ];
+            if let Some(c) = &stored {
+                rows.push(vec!["issuer".into(), c.issuer.clone()]);
+                rows.push(vec!["resource".into(), c.resource.clone()]);
+                if let Some(r) = client {
+                    rows.push(vec![
+                        "client".into(),
+                        format!("{} ({}, {})", r.client_id, r.source, r.auth_method),
+                    ]);
+                }
+                if let Some(s) = &c.requested_scope {
+                    rows.push(vec!["requested scope".into(), s.clone()]);
+                }
+                if let Some(s) = &c.granted_scope {
+                    rows.push(vec!["granted scope".into(), s.clone()]);
+                }
+                rows.push(vec!["file".into(), path.display().to_string()]);
+            }
+            table(&rows);
+            if matches!(state, State::None | State::Expired | State::NoToken) {
+                println!("(to authorize: mcp auth login {name})");
+            }
+        }
+    }
+    Ok(0)
+}
+
+fn logout(global: &Global, name: &str, url: &str) -> Result<u8, Failure> {
+    let store = store()?;
+    let key = binding_url(url);
+    let stored = store.load(&key);
+    let revoked = match &stored {
+        Ok(Some(c)) => revoke(c, global),
+        Ok(None) => Revocation::Skipped("nothing stored".into()),
+        Err(_) => Revocation::Skipped("the stored file is unreadable".into()),
+    };
+    let deleted = store
+        .delete(&key)
+        .map_err(|e| Failure::Auth(format!("cannot delete the stored credentials: {e}")))?;
+    let revocation = match &revoked {
+        Revocation::Done => "revoked at the authorization server".to_owned(),
+        Revocation::Skipped(why) => format!("not revoked: {why}"),
+    };
+    match global.format {
+        Format::Json => print_json(&json!({
+            "server": name,
+            "deleted": deleted,
+            "revoked": matches!(revoked, Revocation::Done),
+            "revocation": revocation,
+        })),
+        Format::Text => {
+            if deleted {
+                println!("logged out of {name}: credentials deleted ({revocation})");
+            } else {
+                println!("{name}: no stored credentials");
+            }
+        }
+    }
+    Ok(0)
+}
+
+// ----- revocation (RFC 7009) --------------------------------------------------------
+
+enum Revocation {
+    Done,
+    Skipped(String),
+}
+
+/// Revokes the refresh token (else the access token) at the authorization server's
+/// `revocation_endpoint`, when its metadata has one. Best effort: the file is deleted
+/// whatever happens here.
+fn revoke(c: &Credentials, global: &Global) -> Revocation {
+    let Some(client) = &c.client else {
+        return Revocation::Skipped("no client registration stored".into());
+    };
+    let (token, hint) = match (&c.refresh_token, &c.access_token) {
+        (Some(t), _) => (t, "refresh_token"),
+        (None, Some(t)) => (t, "access_token"),
+        (None, None) => return Revocation::Skipped("no token stored".into()),
+    };
+    let timeout = global.timeout.unwrap_or(Duration::from_secs(10));
+    let urls = match server_metadata_urls(&c.issuer) {
+        Ok(u) => u,
+        Err(e) => return Revocation::Skipped(format!("issuer {}: {e}", c.issuer)),
+    };
+    let endpoint = urls.iter().find_map(|u| {
+        let (status, body) = fetch(u, "GET", &[], None, timeout).ok()?;
+        if status != 200 {
+            return None;
+        }
+        let m = parse_server_metadata(&body).ok()?;
+        (m.issuer == c.issuer).then_some(m.revocation_endpoint)
+    });
+    let Some(endpoint) = endpoint else {
+        return Revocation::Skipped("the authorization server's metadata is unavailable".into());
+    };
+    let Some(endpoint) = endpoint else {
+        return Revocation::Skipped("the authorization server offers no revocation".into());
+    };
+    let mut pairs = vec![("token", token.as_str()), ("token_type_hint", hint)];
+    let mut headers = vec![(
+        "Content-Type".to_owned(),
+        "application/x-www-form-urlencoded".to_owned(),
+    )];
+    match (client.auth_method.as_str(), &client.client_secret) {
+        ("client_secret_basic", Some(secret)) => {
+            headers.push((
+                "Authorization".to_owned(),
+                basic_authorization(&client.client_id, secret),
+            ));
+        }
+        ("client_secret_post", Some(secret)) => {
+            pairs.push(("client_id", &client.client_id));
+            pairs.push(("client_secret", secret));
+        }
+        ("none", _) => pairs.push(("client_id", &client.client_id)),
+        (other, _) => {
+            return Revocation::Skipped(format!(
+                "client authentication {other} is not supported for revocation"
+            ));
+        }
+    }
+    let body = encode_pairs(&pairs);
+    match fetch(&endpoint, "POST", &headers, Some(body.as_bytes()), timeout) {
+        Ok((200, _)) => Revocation::Done,
+        Ok((status, _)) => Revocation::Skipped(format!("the server answered {status}")),
+        Err(e) => Revocation::Skipped(e),
+    }
+}
+
+/// One HTTP/1.0 exchange (so the body comes whole, never chunked; `https`, or `http` to
+/// a loopback host only): the status and up to 64 KiB of the body.
+fn fetch(
+    url: &str,
+    method: &str,
+    headers: &[(String, String)],
+    body: Option<&[u8]>,
+    timeout: Duration,
+) -> Result<(u16, Vec<u8>), String> {
+    let endpoint = EndpointUrl::parse(url, false).map_err(|e| format!("{url}: {e}"))?;
+    let addr = std::net::ToSocketAddrs::to_socket_addrs(&(endpoint.host(), endpoint.port()))
+        .map_err(|e| format!("{}: {e}", endpoint.origin()))?
+        .next()
+        .ok_or_else(|| format!("{}: no address", endpoint.origin()))?;
+    let tcp = TcpStream::connect_timeout(&addr, timeout)
+        .map_err(|e| format!("{}: {e}", endpoint.origin()))?;
+    tcp.set_read_timeout(Some(timeout))
+        .map_err(|e| e.to_string())?;
+    tcp.set_write_timeout(Some(timeout))
+        .map_err(|e| e.to_string())?;
+    let mut head = format!(
+        "{method} {} HTTP/1.0\r\nHost: {}\r\nAccept: application/json\r\nConnection: close\r\n\
+         User-Agent: {}\r\n",
+        endpoint.target(),
+        endpoint.host_header(),
+        session::CLIENT_NAME
+    );
+    for (n, v) in headers {
+        head.push_str(&format!("{n}: {v}\r\n"));
+    }
+    let body = body.unwrap_or_default();
+    head.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
+    let mut request = head.into_bytes();
+    request.extend_from_slice(body);
+    let mut response = Vec::new();
+    let io = |e: std::io::Error| format!("{}: {e}", endpoint.origin());
+    #[cfg(feature = "tls")]
+    if url.starts_with("https://") {
+        use mcp_blocking::rustls;
+        let server_name = rustls::pki_types::ServerName::try_from(endpoint.host().to_owned())
+            .map_err(|e| e.to_string())?;
+        let conn = rustls::ClientConnection::new(mcp_io::http::default_tls_config(), server_name)
+            .map_err(|e| e.to_string())?;
+        let mut tls = rustls::StreamOwned::new(conn, tcp);
+        tls.write_all(&request).map_err(io)?;
+        let _ = tls.take(64 * 1024).read_to_end(&mut response);
+        return parse_response(&response, &endpoint);
+    }
+    #[cfg(not(feature = "tls"))]
+    if url.starts_with("https://") {
+        return Err("built without TLS".to_owned());
+    }
+    let mut tcp = tcp;
+    tcp.write_all(&request).map_err(io)?;
+    let _ = tcp.take(64 * 1024).read_to_end(&mut response);
+    parse_response(&response, &endpoint)
+}
+
+fn parse_response(response: &[u8], endpoint: &EndpointUrl) -> Result<(u16, Vec<u8>), String> {
+    let split = response
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or_else(|| format!("{}: no HTTP response", endpoint.origin()))?;
+    let status = std::str::from_utf8(&response[..split])
+        .ok()
+        .and_then(|h| h.split(' ').nth(1))
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| format!("{}: no HTTP status", endpoint.origin()))?;
+    Ok((status, response[split + 4..].to_vec()))
+}

@@ -1,0 +1,351 @@
+//! Where the browser comes back after an authorization (RFC 8252, loopback redirect):
+//! [`LoopbackCallback`], a listener on `127.0.0.1` and an ephemeral port, and
+//! [`BrowserApproval`], the [`AuthorizationHandler`] built on it.
+//!
+//! The redirect URI must be known when the [`AuthConfig`](mcp_proto::auth::AuthConfig)
+//! is built, so the listener is bound first:
+//!
+//! ```no_run
+//! use mcp_io::callback::{BrowserApproval, LoopbackCallback};
+//! use mcp_proto::auth::AuthConfig;
+//!
+//! let listener = LoopbackCallback::bind()?;
+//! let auth = AuthConfig::new(listener.redirect_uri(), [0; 32]);
+//! let approval = BrowserApproval::new(listener, |url| {
+//!     eprintln!("Open this URL to authorize: {url}");
+//! });
+//! // http.auth = Some(auth); options.authorization_handler(approval)
+//! # let _ = (auth, approval);
+//! # Ok::<(), std::io::Error>(())
+//! ```
+//!
+//! Nothing here prints: what the person is told is the `announce` callback's business.
+
+use std::fmt;
+use std::io::{self, Read, Write};
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::auth::AuthorizationHandler;
+
+/// Largest request head the listener reads.
+pub const MAX_CALLBACK_HEAD: usize = 8 * 1024;
+
+/// How long one connection may take to send its request head.
+pub const CALLBACK_READ_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long [`BrowserApproval`] waits for the browser by default: 5 minutes.
+pub const DEFAULT_APPROVAL_WAIT: Duration = Duration::from_secs(300);
+
+/// The path the browser is sent back to.
+const CALLBACK_PATH: &str = "/callback";
+
+const DONE_PAGE: &str = "<!doctype html><html><head><meta charset=\"utf-8\">\
+<title>Authorization received</title></head><body>\
+<p>Authorization received. You can close this window.</p></body></html>\n";
+
+/// A listener on `127.0.0.1`, ephemeral port, for one authorization's callback at
+/// `http://127.0.0.1:<port>/callback`.
+#[derive(Debug)]
+pub struct LoopbackCallback {
+    listener: TcpListener,
+    port: u16,
+}
+
+/// What one connection to the listener brought.
+enum Arrival {
+    /// The callback, with its query.
+    Callback(String),
+    /// Something else, answered; keep waiting.
+    Other,
+}
+
+impl LoopbackCallback {
+    /// Binds `127.0.0.1:0`.
+    ///
+    /// # Errors
+    ///
+    /// When no loopback port can be bound.
+    pub fn bind() -> io::Result<Self> {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
+        let port = listener.local_addr()?.port();
+        Ok(LoopbackCallback { listener, port })
+    }
+
+    /// The port bound.
+    #[must_use]
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `http://127.0.0.1:<port>/callback`: the redirect URI to register and send.
+    #[must_use]
+    pub fn redirect_uri(&self) -> String {
+        format!("http://127.0.0.1:{}{CALLBACK_PATH}", self.port)
+    }
+
+    /// Accepts connections until a `GET /callback?…` arrives (within `timeout` overall),
+    /// answers it with a page saying the window can be closed, and returns the full
+    /// callback URL (`http://127.0.0.1:<port>/callback?<query>`). Other requests get
+    /// `404` (or `400` when malformed) and the wait goes on. Each connection has
+    /// [`CALLBACK_READ_TIMEOUT`] to send a head of at most [`MAX_CALLBACK_HEAD`] bytes.
+    ///
+    /// # Errors
+    ///
+    /// When nothing came in time, or the listener failed. The message never holds the
+    /// query (it carries the authorization code).
+    pub fn wait(&self, timeout: Duration) -> Result<String, String> {
+        let deadline = Instant::now() + timeout;
+        self.listener
+            .set_nonblocking(true)
+            .map_err(|e| format!("the callback listener failed: {e}"))?;
+        loop {
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(format!(
+                    "no authorization came back to {} within {} s",
+                    self.redirect_uri(),
+                    timeout.as_secs()
+                ));
+            }
+            match self.listener.accept() {
+                Ok((stream, _)) => {
+                    let left = deadline - now;
+                    if let Ok(Arrival::Callback(query)) = serve(stream, left) {
+                        return Ok(format!("{}?{query}", self.redirect_uri()));
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(Duration::from_millis(25).min(deadline - now));
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(format!("the callback listener failed: {e}")),
+            }
+        }
+    }
+}
+
+/// Reads one request head from `stream` and answers it.
+fn serve(mut stream: TcpStream, left: Duration) -> io::Result<Arrival> {
+    stream.set_nonblocking(false)?;
+    let read_for = CALLBACK_READ_TIMEOUT
+        .min(left)
+        .max(Duration::from_millis(1));
+    stream.set_read_timeout(Some(read_for))?;
+    stream.set_write_timeout(Some(CALLBACK_READ_TIMEOUT))?;
+    let started = Instant::now();
+    let mut head = Vec::with_capacity(1024);
+    let mut buf = [0u8; 1024];
+    let complete = loop {
+        if head.windows(4).any(|w| w == b"\r\n\r\n") || head.windows(2).any(|w| w == b"\n\n") {
+            break true;
+        }
+        if head.len() >= MAX_CALLBACK_HEAD || started.elapsed() >= read_for {
+            break false;
+        }
+        match stream.read(&mut buf) {
+            Ok(0) => break false,
+            Ok(n) => head.extend_from_slice(&buf[..n.min(MAX_CALLBACK_HEAD - head.len())]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => break false,
+        }
+    };
+    let line = head.split(|&b| b == b'\n').next().unwrap_or_default();
+    let line = String::from_utf8_lossy(line);
+    let mut words = line.trim_end_matches('\r').split(' ');
+    let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    let arrival = if !complete {
+        respond(
+            &mut stream,
+            "400 Bad Request",
+            "bad request\n",
+            "text/plain",
+        )?;
+        Arrival::Other
+    } else if path != CALLBACK_PATH {
+        respond(&mut stream, "404 Not Found", "not found\n", "text/plain")?;
+        Arrival::Other
+    } else if method != "GET" || query.is_empty() {
+        respond(
+            &mut stream,
+            "400 Bad Request",
+            "expected GET /callback with the authorization response\n",
+            "text/plain",
+        )?;
+        Arrival::Other
+    } else {
+        let query = query.split('#').next().unwrap_or_default().to_owned();
+        respond(&mut stream, "200 OK", DONE_PAGE, "text/html; charset=utf-8")?;
+        Arrival::Callback(query)
+    };
+    Ok(arrival)
+}
+
+fn respond(stream: &mut TcpStream, status: &str, body: &str, kind: &str) -> io::Result<()> {
+    let response = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\n\
+         Cache-Control: no-store\r\nReferrer-Policy: no-referrer\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(response.as_bytes())?;
+    stream.flush()
+}
+
+/// Tries to open `url` in the desktop's browser (`open` on macOS, `xdg-open`
+/// elsewhere), its output discarded; whether the opener started. Failing is fine: the
+/// URL was shown to the person too.
+pub fn open_in_browser(url: &str) -> bool {
+    if !(url.starts_with("https://") || url.starts_with("http://")) {
+        return false;
+    }
+    let opener = if cfg!(target_os = "macos") {
+        "open"
+    } else {
+        "xdg-open"
+    };
+    Command::new(opener)
+        .arg(url)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .is_ok()
+}
+
+/// An [`AuthorizationHandler`] for a person at a desktop: tells them the URL through
+/// `announce`, optionally opens a browser, and waits on a [`LoopbackCallback`] for the
+/// browser to come back. It prints nothing itself.
+pub struct BrowserApproval {
+    listener: LoopbackCallback,
+    open_browser: bool,
+    announce: Box<dyn FnMut(&str) + Send>,
+    timeout: Duration,
+}
+
+impl fmt::Debug for BrowserApproval {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BrowserApproval")
+            .field("listener", &self.listener)
+            .field("open_browser", &self.open_browser)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl BrowserApproval {
+    /// Waits on `listener`, after calling `announce` with the URL to open; opens a
+    /// browser too (see [`open_browser`](Self::open_browser)); waits at most
+    /// [`DEFAULT_APPROVAL_WAIT`].
+    pub fn new(listener: LoopbackCallback, announce: impl FnMut(&str) + Send + 'static) -> Self {
+        BrowserApproval {
+            listener,
+            open_browser: true,
+            announce: Box::new(announce),
+            timeout: DEFAULT_APPROVAL_WAIT,
+        }
+    }
+
+    /// Whether to try to open a browser (default true).
+    #[must_use]
+    pub fn open_browser(mut self, open: bool) -> Self {
+        self.open_browser = open;
+        self
+    }
+
+    /// How long to wait for the browser.
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The redirect URI of the listener.
+    #[must_use]
+    pub fn redirect_uri(&self) -> String {
+        self.listener.redirect_uri()
+    }
+}
+
+impl AuthorizationHandler for BrowserApproval {
+    fn authorize(&mut self, url: &str) -> Result<String, String> {
+        (self.announce)(url);
+        if self.open_browser {
+            let _ = open_in_browser(url);
+        }
+        self.listener.wait(self.timeout)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn get(port: u16, target: &str) -> String {
+        let mut s = TcpStream::connect((Ipv4Addr::LOCALHOST, port)).unwrap();
+        write!(s, "GET {target} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn waits_for_the_callback_and_answers_everything_else() {
+        let listener = LoopbackCallback::bind().unwrap();
+        let port = listener.port();
+        assert_eq!(
+            listener.redirect_uri(),
+            format!("http://127.0.0.1:{port}/callback")
+        );
+        let browser = std::thread::spawn(move || {
+            // A stalled connection does not block the others for long.
+            let idle = TcpStream::connect((Ipv4Addr::LOCALHOST, port)).unwrap();
+            let favicon = get(port, "/favicon.ico");
+            let empty = get(port, "/callback");
+            let done = get(port, "/callback?code=c0de&state=s1");
+            drop(idle);
+            (favicon, empty, done)
+        });
+        let url = listener.wait(Duration::from_secs(30)).unwrap();
+        assert_eq!(
+            url,
+            format!("http://127.0.0.1:{port}/callback?code=c0de&state=s1")
+        );
+        let (favicon, empty, done) = browser.join().unwrap();
+        assert!(favicon.starts_with("HTTP/1.1 404"), "{favicon}");
+        assert!(empty.starts_with("HTTP/1.1 400"), "{empty}");
+        assert!(done.starts_with("HTTP/1.1 200"), "{done}");
+        assert!(done.contains("You can close this window"));
+        assert!(!done.contains("c0de"));
+    }
+
+    #[test]
+    fn gives_up_at_the_deadline_without_naming_the_query() {
+        let listener = LoopbackCallback::bind().unwrap();
+        let err = listener.wait(Duration::from_millis(100)).unwrap_err();
+        assert!(err.contains("within"), "{err}");
+    }
+
+    #[test]
+    fn the_handler_announces_then_waits() {
+        let listener = LoopbackCallback::bind().unwrap();
+        let port = listener.port();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let mut approval = BrowserApproval::new(listener, move |url| {
+            tx.send(url.to_owned()).unwrap();
+        })
+        .open_browser(false)
+        .timeout(Duration::from_secs(30));
+        let browser = std::thread::spawn(move || {
+            let announced: String = rx.recv().unwrap();
+            assert_eq!(announced, "https://as.example/authorize?x=1");
+            get(port, "/callback?state=s&error=access_denied")
+        });
+        let url = approval
+            .authorize("https://as.example/authorize?x=1")
+            .unwrap();
+        assert!(url.ends_with("/callback?state=s&error=access_denied"));
+        assert!(browser.join().unwrap().starts_with("HTTP/1.1 200"));
+    }
+}
