@@ -369,7 +369,7 @@ enum Shown {
 
 impl Query {
     /// For a form body: the line starts with a parameter's name.
-    fn form() -> Self {
+    pub(crate) fn form() -> Self {
         Query {
             at: At::Name,
             ..Query::default()
@@ -426,7 +426,7 @@ impl Query {
 /// piece. Lenient: it follows strings and colons only, so anything that is not JSON
 /// passes unchanged unless it looks like such a member.
 #[derive(Debug, Default)]
-struct JsonSecrets {
+pub(crate) struct JsonSecrets {
     /// Inside a string.
     in_string: bool,
     /// After a backslash inside a string.
@@ -458,7 +458,7 @@ enum AfterString {
 impl JsonSecrets {
     /// `piece` as logged; `last` when it ends its line (a JSON string never spans lines,
     /// so one left open ends there).
-    fn redact(&mut self, piece: &[u8], last: bool) -> Vec<u8> {
+    pub(crate) fn redact(&mut self, piece: &[u8], last: bool) -> Vec<u8> {
         let mut out = Vec::with_capacity(piece.len());
         for &b in piece {
             if self.in_string {
@@ -954,7 +954,7 @@ impl Head {
 
 /// Whether a head line is `Content-Type: application/x-www-form-urlencoded` (any case,
 /// parameters allowed).
-fn is_form_content_type(line: &[u8]) -> bool {
+pub(crate) fn is_form_content_type(line: &[u8]) -> bool {
     let Some(colon) = line.iter().position(|&b| b == b':') else {
         return false;
     };

@@ -1718,3 +1718,75 @@ fn the_access_token_never_leaves_for_the_authorization_server() {
         );
     }
 }
+
+// ----- configured scopes, resource, and runs without a person -----------------------
+
+mod configured {
+    use mcp_proto::Instant;
+    use mcp_proto::auth::{AuthConfig, AuthError, AuthEvent, AuthResponse, Authorizer};
+    use mcp_proto::http::EndpointUrl;
+
+    const PRM: &str = r#"{"resource": "https://mcp.example.com/mcp", "authorization_servers": ["https://as.example.com"], "scopes_supported": ["read"]}"#;
+    const ASM: &str = r#"{"issuer": "https://as.example.com", "authorization_endpoint": "https://as.example.com/authorize", "token_endpoint": "https://as.example.com/token", "registration_endpoint": "https://as.example.com/register", "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"]}"#;
+
+    fn ok(body: &str) -> AuthResponse {
+        AuthResponse {
+            status: 200,
+            headers: vec![],
+            body: body.as_bytes().to_vec(),
+        }
+    }
+
+    fn to_metadata(config: AuthConfig) -> Authorizer {
+        let url = EndpointUrl::parse("https://mcp.example.com/mcp", false).unwrap();
+        let mut a = Authorizer::new(config, &url, Instant::ZERO, 1_700_000_000);
+        a.handle_unauthorized(Instant::ZERO, ["Bearer"]);
+        let prm = a.poll_request().unwrap();
+        a.handle_response(Instant::ZERO, prm.id, ok(PRM));
+        a
+    }
+
+    #[test]
+    fn configured_scopes_are_added_to_what_the_server_names() {
+        let mut config = AuthConfig::new("http://127.0.0.1:1/cb", [3; 32]);
+        config.scopes = vec!["read".into(), "admin".into()];
+        let mut a = to_metadata(config);
+        let asm = a.poll_request().unwrap();
+        a.handle_response(Instant::ZERO, asm.id, ok(ASM));
+        let reg = a.poll_request().unwrap();
+        a.handle_response(Instant::ZERO, reg.id, ok(r#"{"client_id": "c"}"#));
+        let Some(AuthEvent::OpenUrl(url)) = a.poll_event() else {
+            panic!("no approval asked")
+        };
+        assert!(url.contains("&scope=read%20admin"), "{url}");
+    }
+
+    #[test]
+    fn a_configured_resource_must_be_the_metadata_resource() {
+        let mut config = AuthConfig::new("http://127.0.0.1:1/cb", [3; 32]);
+        config.resource = Some("https://mcp.example.com/".into());
+        let mut a = to_metadata(config);
+        assert!(
+            a.poll_request().is_none(),
+            "no request to any authorization server"
+        );
+        assert!(matches!(
+            a.poll_event(),
+            Some(AuthEvent::Failed(AuthError::ResourceMismatch { .. }))
+        ));
+    }
+
+    #[test]
+    fn without_a_person_the_flow_stops_before_registering() {
+        let mut config = AuthConfig::new("http://127.0.0.1:1/cb", [3; 32]);
+        config.interactive = false;
+        let mut a = to_metadata(config);
+        let asm = a.poll_request().unwrap();
+        a.handle_response(Instant::ZERO, asm.id, ok(ASM));
+        assert!(a.poll_request().is_none(), "nothing registered");
+        assert_eq!(
+            a.poll_event(),
+            Some(AuthEvent::Failed(AuthError::ApprovalNeeded))
+        );
+    }
+}

@@ -6,17 +6,15 @@
 //!
 //! Nothing here prints a token, a secret, an environment value or a callback URL.
 
-use std::io::{IsTerminal, Read, Write};
-use std::net::TcpStream;
+use std::io::IsTerminal;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use mcp_blocking::mcp_proto::auth::form::encode_pairs;
-use mcp_blocking::mcp_proto::auth::metadata::{parse_server_metadata, server_metadata_urls};
-use mcp_blocking::mcp_proto::auth::token::basic_authorization;
+use mcp_blocking::mcp_proto::auth::revocation_requests;
 use mcp_blocking::{
-    AuthConfig, BrowserApproval, ClientIdentity, CredentialStore, Credentials, EndpointUrl,
-    FileCredentialStore, HttpOptions, LoopbackCallback, Options,
+    AuthConfig, AuthError, BrowserApproval, CallError, ClientIdentity, CloseReason,
+    CredentialStore, Credentials, EndpointUrl, FileCredentialStore, HttpOptions, LoopbackCallback,
+    Options, send_auth_request,
 };
 use serde_json::{Value, json};
 
@@ -39,6 +37,9 @@ pub struct Plan {
     pub fresh: bool,
     /// The credentials last saved during the connection.
     pub saved: Arc<Mutex<Option<Credentials>>>,
+    /// Scopes asked for besides the server's (`auth login --scopes`); empty: the
+    /// entry's `--oauth-scopes`.
+    pub scopes: Vec<String>,
 }
 
 impl Plan {
@@ -49,6 +50,7 @@ impl Plan {
             open_browser: true,
             fresh: false,
             saved: Arc::default(),
+            scopes: Vec::new(),
         }
     }
 }
@@ -160,6 +162,14 @@ pub fn setup(
     auth.client_name = session::CLIENT_NAME.to_owned();
     auth.identity = identity(entry.oauth.as_ref())?;
     auth.credentials = saved;
+    auth.interactive = plan.interactive;
+    if let Some(o) = &entry.oauth {
+        auth.resource.clone_from(&o.resource);
+        auth.scopes.clone_from(&o.scopes);
+    }
+    if !plan.scopes.is_empty() {
+        auth.scopes.clone_from(&plan.scopes);
+    }
     if entry.era == "legacy" {
         auth.protocol_version = mcp_blocking::ProtocolVersion::V2025_11_25;
     }
@@ -188,6 +198,24 @@ pub fn setup(
         });
     }
     Ok((http, options))
+}
+
+/// The failure for `e`, naming the fix when a person's approval was needed and this
+/// run takes no input.
+pub fn explain(e: mcp_blocking::Error, name: &str) -> Failure {
+    let needs_approval = matches!(
+        e.close_reason(),
+        Some(CloseReason::Authorization(AuthError::ApprovalNeeded))
+    ) || matches!(
+        &e,
+        mcp_blocking::Error::Call(CallError::Authorization(AuthError::ApprovalNeeded))
+    );
+    if needs_approval {
+        return Failure::Auth(format!(
+            "the server needs authorization and this run takes no input: run `mcp auth login {name}` first"
+        ));
+    }
+    Failure::Mcp(e)
 }
 
 // ----- credential state -------------------------------------------------------------
@@ -388,18 +416,6 @@ fn login(
             "auth login needs a person to approve in a browser: drop --no-input".into(),
         ));
     }
-    let wanted: &[String] = if scopes.is_empty() {
-        entry.oauth.as_ref().map_or(&[], |o| &o.scopes)
-    } else {
-        scopes
-    };
-    if !wanted.is_empty() {
-        eprintln!(
-            "mcp: note: the scopes asked for are the ones the server's challenge or metadata \
-             names; {} cannot be requested yet",
-            wanted.join(",")
-        );
-    }
     if let Some((var, _)) = bearer_from_env(entry) {
         eprintln!(
             "mcp: note: ${var} is set, and connections send it instead of what this login stores"
@@ -410,6 +426,7 @@ fn login(
         open_browser: !no_browser,
         fresh: true,
         saved: Arc::default(),
+        scopes: scopes.to_vec(),
     };
     let mut client = session::connect_with(global, name, entry.clone(), None, &plan)?;
     client.set_grace_period(Duration::from_millis(500));
@@ -542,135 +559,33 @@ enum Revocation {
     Skipped(String),
 }
 
-/// Revokes the refresh token (else the access token) at the authorization server's
-/// `revocation_endpoint`, when its metadata has one. Best effort: the file is deleted
-/// whatever happens here.
+/// Revokes the refresh token, then the access token, at the authorization server's
+/// `revocation_endpoint` (remembered with the credentials), through the library's one-shot
+/// request. Best effort: the file is deleted whatever happens here.
 fn revoke(c: &Credentials, global: &Global) -> Revocation {
-    let Some(client) = &c.client else {
-        return Revocation::Skipped("no client registration stored".into());
-    };
-    let (token, hint) = match (&c.refresh_token, &c.access_token) {
-        (Some(t), _) => (t, "refresh_token"),
-        (None, Some(t)) => (t, "access_token"),
-        (None, None) => return Revocation::Skipped("no token stored".into()),
-    };
-    let timeout = global.timeout.unwrap_or(Duration::from_secs(10));
-    let urls = match server_metadata_urls(&c.issuer) {
-        Ok(u) => u,
-        Err(e) => return Revocation::Skipped(format!("issuer {}: {e}", c.issuer)),
-    };
-    let endpoint = urls.iter().find_map(|u| {
-        let (status, body) = fetch(u, "GET", &[], None, timeout).ok()?;
-        if status != 200 {
-            return None;
-        }
-        let m = parse_server_metadata(&body).ok()?;
-        (m.issuer == c.issuer).then_some(m.revocation_endpoint)
-    });
-    let Some(endpoint) = endpoint else {
-        return Revocation::Skipped("the authorization server's metadata is unavailable".into());
-    };
-    let Some(endpoint) = endpoint else {
+    if c.revocation_endpoint.is_none() {
         return Revocation::Skipped("the authorization server offers no revocation".into());
+    }
+    let requests = match revocation_requests(c, false) {
+        Ok(r) if r.is_empty() => return Revocation::Skipped("no token stored".into()),
+        Ok(r) => r,
+        Err(e) => return Revocation::Skipped(e.to_string()),
     };
-    let mut pairs = vec![("token", token.as_str()), ("token_type_hint", hint)];
-    let mut headers = vec![(
-        "Content-Type".to_owned(),
-        "application/x-www-form-urlencoded".to_owned(),
-    )];
-    match (client.auth_method.as_str(), &client.client_secret) {
-        ("client_secret_basic", Some(secret)) => {
-            headers.push((
-                "Authorization".to_owned(),
-                basic_authorization(&client.client_id, secret),
-            ));
-        }
-        ("client_secret_post", Some(secret)) => {
-            pairs.push(("client_id", &client.client_id));
-            pairs.push(("client_secret", secret));
-        }
-        ("none", _) => pairs.push(("client_id", &client.client_id)),
-        (other, _) => {
-            return Revocation::Skipped(format!(
-                "client authentication {other} is not supported for revocation"
-            ));
+    let mut http = HttpOptions::new();
+    if let Some(t) = global.timeout {
+        http.connect_timeout = t;
+    }
+    let mut revoked = false;
+    let mut trouble = None;
+    for request in requests {
+        match send_auth_request(request, &http) {
+            Ok(r) if r.status == 200 => revoked = true,
+            Ok(r) => trouble = Some(format!("the server answered {}", r.status)),
+            Err(e) => trouble = Some(e.to_string()),
         }
     }
-    let body = encode_pairs(&pairs);
-    match fetch(&endpoint, "POST", &headers, Some(body.as_bytes()), timeout) {
-        Ok((200, _)) => Revocation::Done,
-        Ok((status, _)) => Revocation::Skipped(format!("the server answered {status}")),
-        Err(e) => Revocation::Skipped(e),
+    match (revoked, trouble) {
+        (true, _) => Revocation::Done,
+        (false, why) => Revocation::Skipped(why.unwrap_or_default()),
     }
-}
-
-/// One HTTP/1.0 exchange (so the body comes whole, never chunked; `https`, or `http` to
-/// a loopback host only): the status and up to 64 KiB of the body.
-fn fetch(
-    url: &str,
-    method: &str,
-    headers: &[(String, String)],
-    body: Option<&[u8]>,
-    timeout: Duration,
-) -> Result<(u16, Vec<u8>), String> {
-    let endpoint = EndpointUrl::parse(url, false).map_err(|e| format!("{url}: {e}"))?;
-    let addr = std::net::ToSocketAddrs::to_socket_addrs(&(endpoint.host(), endpoint.port()))
-        .map_err(|e| format!("{}: {e}", endpoint.origin()))?
-        .next()
-        .ok_or_else(|| format!("{}: no address", endpoint.origin()))?;
-    let tcp = TcpStream::connect_timeout(&addr, timeout)
-        .map_err(|e| format!("{}: {e}", endpoint.origin()))?;
-    tcp.set_read_timeout(Some(timeout))
-        .map_err(|e| e.to_string())?;
-    tcp.set_write_timeout(Some(timeout))
-        .map_err(|e| e.to_string())?;
-    let mut head = format!(
-        "{method} {} HTTP/1.0\r\nHost: {}\r\nAccept: application/json\r\nConnection: close\r\n\
-         User-Agent: {}\r\n",
-        endpoint.target(),
-        endpoint.host_header(),
-        session::CLIENT_NAME
-    );
-    for (n, v) in headers {
-        head.push_str(&format!("{n}: {v}\r\n"));
-    }
-    let body = body.unwrap_or_default();
-    head.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
-    let mut request = head.into_bytes();
-    request.extend_from_slice(body);
-    let mut response = Vec::new();
-    let io = |e: std::io::Error| format!("{}: {e}", endpoint.origin());
-    #[cfg(feature = "tls")]
-    if url.starts_with("https://") {
-        use mcp_blocking::rustls;
-        let server_name = rustls::pki_types::ServerName::try_from(endpoint.host().to_owned())
-            .map_err(|e| e.to_string())?;
-        let conn = rustls::ClientConnection::new(mcp_io::http::default_tls_config(), server_name)
-            .map_err(|e| e.to_string())?;
-        let mut tls = rustls::StreamOwned::new(conn, tcp);
-        tls.write_all(&request).map_err(io)?;
-        let _ = tls.take(64 * 1024).read_to_end(&mut response);
-        return parse_response(&response, &endpoint);
-    }
-    #[cfg(not(feature = "tls"))]
-    if url.starts_with("https://") {
-        return Err("built without TLS".to_owned());
-    }
-    let mut tcp = tcp;
-    tcp.write_all(&request).map_err(io)?;
-    let _ = tcp.take(64 * 1024).read_to_end(&mut response);
-    parse_response(&response, &endpoint)
-}
-
-fn parse_response(response: &[u8], endpoint: &EndpointUrl) -> Result<(u16, Vec<u8>), String> {
-    let split = response
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .ok_or_else(|| format!("{}: no HTTP response", endpoint.origin()))?;
-    let status = std::str::from_utf8(&response[..split])
-        .ok()
-        .and_then(|h| h.split(' ').nth(1))
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| format!("{}: no HTTP status", endpoint.origin()))?;
-    Ok((status, response[split + 4..].to_vec()))
 }

@@ -196,7 +196,8 @@ pub fn connect_with(
         }
         let (http, options) =
             auth::setup(name, &entry, url, http, options(global, input, name), plan)?;
-        return Ok(Client::connect_http_with(url, config, options, http)?);
+        return Client::connect_http_with(url, config, options, http)
+            .map_err(|e| auth::explain(e, name));
     }
     let cmd = command(&entry, name)?;
     Ok(Client::connect_stdio_with(

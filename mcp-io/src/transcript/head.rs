@@ -4,7 +4,9 @@
 
 use std::sync::Arc;
 
-use crate::wire_log::{MAX_CHECKED_NAME, Query, REDACTED, is_secret_header};
+use crate::wire_log::{
+    JsonSecrets, MAX_CHECKED_NAME, Query, REDACTED, is_form_content_type, is_secret_header,
+};
 
 /// Where [`Head`] is in its message.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -22,15 +24,21 @@ enum At {
     Secret,
     /// A continuation line of a secret header: hidden whole, line end included.
     Folded,
-    /// The body (or a head too malformed to judge): shown as it is.
+    /// The body (or a head too malformed to judge): shown with the OAuth secrets of a
+    /// form or JSON body replaced, as the wire log shows them.
     Body,
 }
+
+/// Longest `Content-Type` line kept to tell a form body.
+const CONTENT_TYPE_LINE: usize = 128;
 
 /// One HTTP message as it streams by: the start line with its secret query values
 /// replaced (the wire log's [`Query`]), each header whose name is secret
 /// ([`is_secret_header`], the caller's names included) written as `Name: [redacted]`
-/// with its continuation lines dropped, and the body as it is. An interim (1xx) response
-/// head is followed by another head.
+/// with its continuation lines dropped, and the body with the secrets of the
+/// authorization flow hidden (form parameters such as `code_verifier` and
+/// `client_secret`, JSON members such as `access_token`: the wire log's rules). An
+/// interim (1xx) response head is followed by another head.
 #[derive(Debug, Default)]
 pub(crate) struct Head {
     at: At,
@@ -42,6 +50,12 @@ pub(crate) struct Head {
     /// The current header is secret (its continuation lines are too).
     hiding: bool,
     extra: Arc<[String]>,
+    /// The current head line, while it may be `Content-Type` (bounded).
+    line: Vec<u8>,
+    /// The body is a form (`application/x-www-form-urlencoded`).
+    form: bool,
+    json: JsonSecrets,
+    form_query: Option<Query>,
 }
 
 /// Bytes of the start line kept: `HTTP/1.1 100` and a little more.
@@ -62,7 +76,7 @@ impl Head {
         while let Some((&b, rest)) = bytes.split_first() {
             match self.at {
                 At::Body => {
-                    out.extend_from_slice(bytes);
+                    out.extend(self.body(bytes));
                     return out;
                 }
                 At::Start => {
@@ -97,6 +111,8 @@ impl Head {
                         out.push(b);
                         self.name.clear();
                         self.name.push(b);
+                        self.line.clear();
+                        self.line.push(b);
                         self.hiding = false;
                         self.at = At::Name;
                     }
@@ -110,6 +126,7 @@ impl Head {
                     }
                     b':' => {
                         out.push(b);
+                        self.line.push(b);
                         self.at = At::Value;
                     }
                     b'\n' => {
@@ -125,12 +142,18 @@ impl Head {
                     _ => {
                         out.push(b);
                         self.name.push(b);
+                        if self.line.len() < CONTENT_TYPE_LINE {
+                            self.line.push(b);
+                        }
                     }
                 },
                 At::Value => {
                     out.push(b);
                     if b == b'\n' {
+                        self.form |= is_form_content_type(&self.line);
                         self.at = At::LineStart;
+                    } else if b != b'\r' && self.line.len() < CONTENT_TYPE_LINE {
+                        self.line.push(b);
                     }
                 }
                 At::Secret => match b {
@@ -148,6 +171,25 @@ impl Head {
                 }
             }
             bytes = rest;
+        }
+        out
+    }
+
+    /// Body bytes with their secrets hidden, line by line (a JSON string never spans
+    /// lines; a form body's parameters end at a line end too).
+    fn body(&mut self, bytes: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(bytes.len());
+        for piece in bytes.split_inclusive(|&b| b == b'\n') {
+            let last = piece.ends_with(b"\n");
+            if self.form {
+                let query = self.form_query.get_or_insert_with(Query::form);
+                out.extend(query.redact(piece));
+                if last {
+                    self.form_query = None;
+                }
+            } else {
+                out.extend(self.json.redact(piece, last));
+            }
         }
         out
     }
@@ -214,6 +256,31 @@ mod tests {
             if cut >= body {
                 let shown = expected.len() - (response.len() - cut);
                 assert_eq!(first, expected.as_bytes()[..shown], "cut at {cut}");
+            }
+        }
+    }
+
+    #[test]
+    fn oauth_secrets_in_bodies_are_hidden_whatever_the_reads() {
+        let form: &[u8] =
+            b"POST /token HTTP/1.1\r\nContent-Type: application/x-www-form-urlencoded\r\n\r\n\
+            grant_type=authorization_code&code=c0de&code_verifier=v3rif&client_secret=s3c";
+        let json: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n\
+            {\"access_token\": \"t0k\", \"token_type\": \"Bearer\", \"refresh_token\": \"r3f\"}";
+        for message in [form, json] {
+            let whole_text = whole(message);
+            for secret in ["c0de", "v3rif", "s3c", "t0k", "r3f"] {
+                assert!(!whole_text.contains(secret), "{whole_text}");
+            }
+            assert!(whole_text.contains("[redacted]"), "{whole_text}");
+            for cut in 0..message.len() {
+                let mut head = Head::default();
+                let joined = [head.redact(&message[..cut]), head.redact(&message[cut..])].concat();
+                assert_eq!(
+                    String::from_utf8(joined).unwrap(),
+                    whole_text,
+                    "cut at {cut}"
+                );
             }
         }
     }

@@ -142,6 +142,18 @@ pub struct AuthConfig {
     pub identity: ClientIdentity,
     /// How tokens are obtained.
     pub grant: Grant,
+    /// Scopes the client wants besides those the server asks for: added, in order, to
+    /// every authorization and `client_credentials` request. Default none.
+    pub scopes: Vec<String>,
+    /// The resource indicator (RFC 8707) of the MCP server, when it is not the server's
+    /// URL: sent when the server publishes no protected resource metadata, and required
+    /// of that metadata's `resource` (byte for byte) when it does. Default none.
+    pub resource: Option<String>,
+    /// Whether a person can approve in a browser. Without one, a flow that would need an
+    /// approval fails with [`AuthError::ApprovalNeeded`](super::AuthError::ApprovalNeeded)
+    /// before it registers a client or opens anything; refreshing a stored token still
+    /// works. Default true.
+    pub interactive: bool,
     /// Ask for a refresh token: `offline_access` is added to the scope when the
     /// authorization server lists it (and only then). Default true.
     pub offline_access: bool,
@@ -209,6 +221,9 @@ impl AuthConfig {
             client_name: "mcp-proto".to_owned(),
             identity: ClientIdentity::Auto { cimd_url: None },
             grant: Grant::AuthorizationCode,
+            scopes: Vec::new(),
+            resource: None,
+            interactive: true,
             offline_access: true,
             allow_insecure: false,
             allow_private_servers: false,

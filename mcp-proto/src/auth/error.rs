@@ -122,6 +122,10 @@ pub enum AuthError {
         /// The scope it asked for last.
         scope: String,
     },
+    /// The flow needs a person's approval and none can be given
+    /// ([`AuthConfig::interactive`](super::AuthConfig::interactive) is false).
+    #[error("the server needs authorization, which needs a person to approve in a browser")]
+    ApprovalNeeded,
     /// A callback arrived with no approval pending.
     #[error("no authorization is waiting for a callback")]
     NotWaiting,

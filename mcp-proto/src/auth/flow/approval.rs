@@ -25,6 +25,11 @@ impl Authorizer {
                 .and_then(|m| m.scopes_supported.clone())
                 .unwrap_or_default()
         };
+        for s in &self.config.scopes {
+            if !scope.contains(s) {
+                scope.push(s.clone());
+            }
+        }
         let offered = self
             .server_metadata
             .as_ref()
@@ -42,9 +47,10 @@ impl Authorizer {
     }
 
     pub(super) fn resource(&self) -> String {
-        match &self.resource_metadata {
-            Some(m) => m.resource.clone(),
-            None => metadata::canonical_resource(&self.mcp_url),
+        match (&self.resource_metadata, &self.config.resource) {
+            (Some(m), _) => m.resource.clone(),
+            (None, Some(configured)) => configured.clone(),
+            (None, None) => metadata::canonical_resource(&self.mcp_url),
         }
     }
 

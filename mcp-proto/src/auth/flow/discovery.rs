@@ -55,7 +55,11 @@ impl Authorizer {
             }
         };
         let expected = self.mcp_url.as_str();
-        if !metadata::resource_matches(&prm.resource, expected) {
+        let matches = match &self.config.resource {
+            Some(configured) => prm.resource == *configured,
+            None => metadata::resource_matches(&prm.resource, expected),
+        };
+        if !matches {
             return self.fail(AuthError::ResourceMismatch {
                 resource: clip(&prm.resource),
                 expected: expected.to_owned(),

@@ -34,6 +34,10 @@ impl Authorizer {
     }
 
     pub(super) fn ensure_client(&mut self, now: Instant) {
+        if !self.config.interactive {
+            // Every way on from here ends at a person's approval.
+            return self.fail(AuthError::ApprovalNeeded);
+        }
         let issuer = self.creds.issuer.clone();
         if let Some(c) = &self.creds.client
             && c.issuer == issuer
