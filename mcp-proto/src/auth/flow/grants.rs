@@ -18,65 +18,72 @@ impl Authorizer {
     }
 
     pub(super) fn client_credentials(&mut self, now: Instant) {
+        let signs = self.config.signer.is_some();
+        let method = |_| {
+            if signs {
+                "private_key_jwt"
+            } else {
+                "client_secret_basic"
+            }
+        };
+        if !self.use_pre_registered(method) {
+            return self.fail(AuthError::NeedClientCredentials {
+                detail: "client_credentials needs pre-registered credentials".into(),
+            });
+        }
+        self.scoped_grant(
+            now,
+            TokenGrant::ClientCredentials,
+            vec![("grant_type", "client_credentials")],
+        );
+    }
+
+    pub(super) fn jwt_bearer(&mut self, now: Instant, assertion: &str) {
+        // The client authenticates when it has credentials; the assertion is what counts.
+        let method = |secret| {
+            if secret {
+                "client_secret_basic"
+            } else {
+                "none"
+            }
+        };
+        self.use_pre_registered(method);
+        let pairs = vec![
+            ("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"),
+            ("assertion", assertion),
+        ];
+        self.scoped_grant(now, TokenGrant::JwtBearer, pairs);
+    }
+
+    /// Takes the pre-registered credentials as the client, authenticated at the token
+    /// endpoint by `method(has a secret)`. False without them.
+    fn use_pre_registered(&mut self, method: impl FnOnce(bool) -> &'static str) -> bool {
         let ClientIdentity::PreRegistered {
             client_id,
             client_secret,
             ..
         } = self.config.identity.clone()
         else {
-            return self.fail(AuthError::NeedClientCredentials {
-                detail: "client_credentials needs pre-registered credentials".into(),
-            });
-        };
-        let method = if self.config.signer.is_some() {
-            "private_key_jwt"
-        } else {
-            "client_secret_basic"
+            return false;
         };
         self.creds.client = Some(ClientRegistration {
             issuer: self.creds.issuer.clone(),
             client_id,
+            auth_method: method(client_secret.is_some()).to_owned(),
             client_secret,
-            auth_method: method.into(),
             source: "pre-registered".into(),
         });
-        let scope = self.scope().join(" ");
-        let mut pairs = vec![("grant_type", "client_credentials")];
-        if !scope.is_empty() {
-            pairs.push(("scope", scope.as_str()));
-        }
-        self.token_request(now, TokenGrant::ClientCredentials, &pairs);
+        true
     }
 
-    pub(super) fn jwt_bearer(&mut self, now: Instant, assertion: &str) {
-        if let ClientIdentity::PreRegistered {
-            client_id,
-            client_secret,
-            ..
-        } = self.config.identity.clone()
-        {
-            let method = if client_secret.is_some() {
-                "client_secret_basic"
-            } else {
-                "none"
-            };
-            self.creds.client = Some(ClientRegistration {
-                issuer: self.creds.issuer.clone(),
-                client_id,
-                client_secret,
-                auth_method: method.into(),
-                source: "pre-registered".into(),
-            });
-        }
+    /// A token request of a grant without a person: `pairs` and the scope, if any.
+    fn scoped_grant(&mut self, now: Instant, grant: TokenGrant, pairs: Vec<(&str, &str)>) {
         let scope = self.scope().join(" ");
-        let mut pairs = vec![
-            ("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"),
-            ("assertion", assertion),
-        ];
+        let mut pairs = pairs;
         if !scope.is_empty() {
-            pairs.push(("scope", scope.as_str()));
+            pairs.push(("scope", &scope));
         }
-        self.token_request(now, TokenGrant::JwtBearer, &pairs);
+        self.token_request(now, grant, &pairs);
     }
 
     /// POSTs to the token endpoint: `pairs`, `resource`, and the client's authentication.
