@@ -488,7 +488,7 @@ impl std::error::Error for TlsUnavailable {}
 pub fn admitted_addresses(
     origin: &mcp_proto::client::Origin,
     addrs: Vec<std::net::SocketAddr>,
-) -> io::Result<Vec<std::net::SocketAddr>> {
+) -> std::io::Result<Vec<std::net::SocketAddr>> {
     if !origin.public_only() {
         return Ok(addrs);
     }
@@ -498,8 +498,8 @@ pub fn admitted_addresses(
         .filter(|a| mcp_proto::auth::is_public(a.ip()))
         .collect();
     if public.is_empty() {
-        return Err(io::Error::new(
-            io::ErrorKind::PermissionDenied,
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
             format!(
                 "{} resolves to no public address ({all} local or private): an authorization \
                  server named by a public MCP server must be public",
