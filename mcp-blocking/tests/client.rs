@@ -86,7 +86,7 @@ fn legacy_mode_runs_initialize() {
             .text(),
         "5"
     );
-    assert_eq!(client.list_tools().unwrap().len(), 5);
+    assert_eq!(client.list_tools().unwrap().len(), 6);
 }
 
 #[test]

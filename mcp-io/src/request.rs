@@ -50,8 +50,24 @@ pub fn get_prompt(name: &str, arguments: Value) -> Result<CallRequest, ApiMisuse
     Ok(CallRequest::get_prompt(name, self::arguments(arguments)?))
 }
 
+/// `completion/complete` (see [`CallRequest::complete`]) with `context` an object of
+/// arguments already chosen, or `null` for none.
+///
+/// # Errors
+/// As [`arguments`], for `context`.
+pub fn complete(
+    reference: &mcp_proto::model::CompletionRef,
+    argument: &str,
+    value: &str,
+    context: Value,
+) -> Result<CallRequest, ApiMisuse> {
+    let context = self::arguments(context)?;
+    Ok(CallRequest::complete(reference, argument, value, context))
+}
+
 /// Writes the typed request methods of a client facade (`list_tools`, `list_resources`,
-/// `list_resource_templates`, `list_prompts`, `call_tool`, `read_resource`, `get_prompt`)
+/// `list_resource_templates`, `list_prompts`, `call_tool`, `read_resource`, `get_prompt`,
+/// `complete`, `ping`)
 /// on top of its `request` method, so that both adapters have one definition of them
 /// and their documentation.
 ///
@@ -97,15 +113,51 @@ macro_rules! typed_requests {
             Ok(self.request(request)$($await)*?.resources()?)
         }
 
-        /// `resources/templates/list`, every page, each template verbatim.
+        /// `resources/templates/list`, every page.
+        ///
+        /// # Errors
+        /// As [`Self::request`], and [`Error::Call`](crate::Error::Call) when a template
+        /// does not parse.
+        pub $($async)* fn list_resource_templates(
+            &$($mut)* self,
+        ) -> ::core::result::Result<
+            ::std::vec::Vec<$crate::mcp_proto::model::ResourceTemplate>,
+            $crate::Error,
+        > {
+            let request = $crate::mcp_proto::client::CallRequest::list_resource_templates();
+            Ok(self.request(request)$($await)*?.items_as()?)
+        }
+
+        /// `completion/complete`: suggested values for `argument` of `reference` (a
+        /// prompt or a resource template) that start from `value`; `context` holds the
+        /// arguments already chosen (`null` or `{}` for none), as strings.
+        ///
+        /// # Errors
+        /// As [`Self::request`]; [`Error::Misuse`](crate::Error::Misuse) for a context
+        /// that is not an object (nothing is sent), and [`Error::Call`](crate::Error::Call)
+        /// when the result has no `completion`.
+        pub $($async)* fn complete(
+            &$($mut)* self,
+            reference: &$crate::mcp_proto::model::CompletionRef,
+            argument: &str,
+            value: &str,
+            context: $crate::api::serde_json::Value,
+        ) -> ::core::result::Result<$crate::mcp_proto::model::Completion, $crate::Error> {
+            let request = $crate::request::complete(reference, argument, value, context)?;
+            Ok(self.request(request)$($await)*?.completion()?)
+        }
+
+        /// `ping` (2025-06-18 and 2025-11-25): `Ok` once the server answered. The
+        /// 2026-07-28 protocol has no ping; there it fails with
+        /// [`CallError::NotInVersion`](crate::mcp_proto::client::CallError::NotInVersion)
+        /// and nothing is sent.
         ///
         /// # Errors
         /// As [`Self::request`].
-        pub $($async)* fn list_resource_templates(
-            &$($mut)* self,
-        ) -> ::core::result::Result<::std::vec::Vec<$crate::api::serde_json::Value>, $crate::Error> {
-            let request = $crate::mcp_proto::client::CallRequest::list_resource_templates();
-            Ok(self.request(request)$($await)*?.items_as()?)
+        pub $($async)* fn ping(&$($mut)* self) -> ::core::result::Result<(), $crate::Error> {
+            let request = $crate::mcp_proto::client::CallRequest::ping();
+            self.request(request)$($await)*?;
+            Ok(())
         }
 
         /// `prompts/list`, every page.

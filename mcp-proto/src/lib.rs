@@ -74,6 +74,7 @@
 
 pub mod auth;
 pub mod client;
+pub mod content;
 pub mod http;
 pub mod jsonrpc;
 pub mod limits;

@@ -30,6 +30,13 @@ pub struct Limits {
     /// Bytes of items gathered by one paginated listing before it fails (the items are
     /// kept verbatim until the last page). Default 32 MiB.
     pub max_list_bytes: usize,
+    /// Listings kept by the 2026-07-28 list cache (results with `ttlMs` and
+    /// `cacheScope`); the oldest goes first. 0 turns the cache off. Default 32.
+    pub max_cache_entries: usize,
+    /// Bytes kept by the list cache (each listing's items and last page, verbatim); a
+    /// listing larger than this is not cached. Counted in
+    /// [`Client::retained_bytes`](crate::client::Client::retained_bytes). Default 4 MiB.
+    pub max_cache_bytes: usize,
     /// MRTR rounds for one call (2026-07-28 `input_required`). Default 10.
     pub max_input_rounds: u32,
     /// Input requests in one MRTR round. Default 16.
@@ -92,6 +99,8 @@ impl Default for Limits {
             max_list_pages: 64,
             max_list_items: 100_000,
             max_list_bytes: 32 * 1024 * 1024,
+            max_cache_entries: 32,
+            max_cache_bytes: 4 * 1024 * 1024,
             max_input_rounds: 10,
             max_inputs_per_round: 16,
             max_input_bytes_per_call: 1024 * 1024,

@@ -178,30 +178,11 @@ pub struct CallToolResult {
 }
 
 impl CallToolResult {
-    /// The concatenated text of the `text` content blocks.
+    /// The text of the `text` content blocks, joined with newlines (see
+    /// [`crate::content`] for every kind of block).
     #[must_use]
     pub fn text(&self) -> String {
-        let mut out = String::new();
-        for block in &self.content {
-            #[derive(Deserialize)]
-            struct Text<'a> {
-                #[serde(rename = "type")]
-                kind: &'a str,
-                #[serde(default)]
-                text: Option<String>,
-            }
-            if let Ok(Text {
-                kind: "text",
-                text: Some(t),
-            }) = serde_json::from_str::<Text<'_>>(block.get())
-            {
-                if !out.is_empty() {
-                    out.push('\n');
-                }
-                out.push_str(&t);
-            }
-        }
-        out
+        crate::content::joined_text(self.blocks())
     }
 }
 
@@ -305,4 +286,65 @@ pub struct ElicitResult {
     /// The form values (accept in form mode only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<Map<String, Value>>,
+}
+
+/// A resource template as listed by `resources/templates/list`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ResourceTemplate {
+    /// The RFC 6570 URI template.
+    #[serde(rename = "uriTemplate")]
+    pub uri_template: String,
+    /// Programmatic name.
+    pub name: String,
+    /// What it is for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// MIME type of the resources it names.
+    #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Other fields (`title`, `annotations`, `icons`, `_meta`, …), verbatim.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// What a `completion/complete` request completes an argument of.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CompletionRef {
+    /// An argument of the prompt with this name (`ref/prompt`).
+    Prompt(String),
+    /// A variable of the resource template with this URI template (`ref/resource`).
+    ResourceTemplate(String),
+}
+
+impl CompletionRef {
+    /// The `ref` object of the request.
+    #[must_use]
+    pub fn to_json(&self) -> Value {
+        let mut m = Map::new();
+        match self {
+            CompletionRef::Prompt(name) => {
+                m.insert("type".into(), Value::String("ref/prompt".into()));
+                m.insert("name".into(), Value::String(name.clone()));
+            }
+            CompletionRef::ResourceTemplate(uri) => {
+                m.insert("type".into(), Value::String("ref/resource".into()));
+                m.insert("uri".into(), Value::String(uri.clone()));
+            }
+        }
+        Value::Object(m)
+    }
+}
+
+/// The `completion` of a `completion/complete` result.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Completion {
+    /// The suggested values (at most 100, by the spec).
+    pub values: Vec<String>,
+    /// How many values there are in all, when the server knows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<u64>,
+    /// More values exist than were sent.
+    #[serde(rename = "hasMore", default, skip_serializing_if = "Option::is_none")]
+    pub has_more: Option<bool>,
 }

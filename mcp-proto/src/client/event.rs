@@ -186,6 +186,15 @@ pub enum CallError {
         /// What is wrong with its annotations.
         reason: crate::http::xmcp::InvalidAnnotation,
     },
+    /// The method does not exist in the negotiated protocol version (`ping` in
+    /// 2026-07-28); nothing was sent.
+    #[error("{method} does not exist in protocol version {version}")]
+    NotInVersion {
+        /// The method.
+        method: String,
+        /// The negotiated version.
+        version: ProtocolVersion,
+    },
     /// The server sent something in place of the answer that could not be used: a
     /// message that does not decode ([`PeerError::Malformed`], including one nested
     /// deeper than `Limits::max_nesting_depth`), or one longer than

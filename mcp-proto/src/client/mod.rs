@@ -53,7 +53,7 @@ pub use event::{
     InputAnswer, InputId, InputRequest, InvalidParams, MAX_ECHO_BYTES, PeerError,
 };
 pub use machine::Client;
-pub use output::{AcceptDefaults, DeclineAll, InputHandler};
+pub use output::{AcceptDefaults, DeclineAll, InputHandler, ReadContents};
 pub use session::request::CallRequest;
 pub use transmit::{ConnId, Origin, Transmit, TransportFailure, TransportFailureKind};
 

@@ -1,11 +1,17 @@
 //! Typed views of a [`CallOutput`], and the answering side of input requests.
 
 use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::{CallError, CallOutput, InputAnswer, InputRequest};
+use crate::content::{Content, PromptView, ResourceContents, read_contents};
 use crate::jsonrpc::{ErrorObject, codes};
-use crate::model::{CallToolResult, Prompt, Resource, Tool};
+use crate::model::{CallToolResult, Completion, Prompt, Resource, Tool};
+
+/// The items of a `resources/read` result: typed, or verbatim when neither text nor
+/// blob.
+pub type ReadContents<'a> = Vec<Result<ResourceContents<'a>, &'a RawValue>>;
 
 impl CallOutput {
     /// The items of a listing, each parsed as `T`.
@@ -54,6 +60,53 @@ impl CallOutput {
     pub fn result_as<T: DeserializeOwned>(&self) -> Result<T, CallError> {
         serde_json::from_str(self.result.get())
             .map_err(|e| CallError::InvalidResponse(e.to_string()))
+    }
+
+    /// The `completion` of a `completion/complete` result.
+    ///
+    /// # Errors
+    /// [`CallError::InvalidResponse`] when there is none, or it does not parse.
+    pub fn completion(&self) -> Result<Completion, CallError> {
+        #[derive(serde::Deserialize)]
+        struct Complete {
+            completion: Completion,
+        }
+        Ok(self.result_as::<Complete>()?.completion)
+    }
+
+    /// The content blocks of a `tools/call` result, typed, borrowed from
+    /// [`CallOutput::result`] (nothing is copied or decoded).
+    ///
+    /// # Errors
+    /// [`CallError::InvalidResponse`] when the result has no `content` array.
+    pub fn content(&self) -> Result<Vec<Content<'_>>, CallError> {
+        #[derive(serde::Deserialize)]
+        struct Blocks<'a> {
+            #[serde(borrow)]
+            content: Vec<&'a RawValue>,
+        }
+        let b: Blocks<'_> = serde_json::from_str(self.result.get())
+            .map_err(|e| CallError::InvalidResponse(e.to_string()))?;
+        Ok(b.content.into_iter().map(Content::parse).collect())
+    }
+
+    /// The messages of a `prompts/get` result, typed, borrowed from
+    /// [`CallOutput::result`].
+    ///
+    /// # Errors
+    /// [`CallError::InvalidResponse`] when it is not a `GetPromptResult`.
+    pub fn prompt_view(&self) -> Result<PromptView<'_>, CallError> {
+        PromptView::parse(&self.result).map_err(|e| CallError::InvalidResponse(e.to_string()))
+    }
+
+    /// The `contents` of a `resources/read` result, typed, borrowed from
+    /// [`CallOutput::result`]; an item with neither `text` nor `blob` is `Err` with the
+    /// item verbatim.
+    ///
+    /// # Errors
+    /// [`CallError::InvalidResponse`] when the result has no `contents` array.
+    pub fn resource_contents(&self) -> Result<ReadContents<'_>, CallError> {
+        read_contents(&self.result).map_err(|e| CallError::InvalidResponse(e.to_string()))
     }
 
     /// The result of `tools/call`.

@@ -17,10 +17,15 @@ impl Server {
     /// The `ServerCapabilities` object.
     pub(super) fn capabilities(&self) -> Value {
         let mut caps = Map::new();
+        let c = &self.config;
         for (name, present) in [
-            ("tools", !self.config.tools.is_empty()),
-            ("resources", !self.config.resources.is_empty()),
-            ("prompts", !self.config.prompts.is_empty()),
+            ("tools", !c.tools.is_empty()),
+            (
+                "resources",
+                !c.resources.is_empty() || !c.resource_templates.is_empty(),
+            ),
+            ("prompts", !c.prompts.is_empty()),
+            ("completions", c.completion.is_some()),
         ] {
             if present {
                 caps.insert(name.to_owned(), json!({}));
@@ -39,7 +44,7 @@ impl Server {
     ) -> Option<Result<Value, ErrorObject>> {
         let page = self.config.page_size.filter(|n| *n > 0);
         let c = &self.config;
-        let has_resources = !c.resources.is_empty();
+        let has_resources = !c.resources.is_empty() || !c.resource_templates.is_empty();
         Some(match method {
             "tools/list" if !c.tools.is_empty() => {
                 paginate(&c.tools, params, page, "tools", |t| t.listing())
@@ -47,14 +52,19 @@ impl Server {
             "resources/list" if has_resources => {
                 paginate(&c.resources, params, page, "resources", |r| r.listing())
             }
-            "resources/templates/list" if has_resources => {
-                paginate::<()>(&[], params, page, "resourceTemplates", |_| Value::Null)
-            }
+            "resources/templates/list" if has_resources => paginate(
+                &c.resource_templates,
+                params,
+                page,
+                "resourceTemplates",
+                Clone::clone,
+            ),
             "resources/read" if has_resources => self.read_resource(params, era),
             "prompts/list" if !c.prompts.is_empty() => {
                 paginate(&c.prompts, params, page, "prompts", |p| p.listing())
             }
             "prompts/get" if !c.prompts.is_empty() => self.get_prompt(params),
+            "completion/complete" if c.completion.is_some() => self.complete(params),
             _ => return None,
         })
     }
@@ -75,6 +85,40 @@ impl Server {
             )
             .with_data(json!({"uri": uri}))),
         }
+    }
+
+    fn complete(&mut self, params: &Params) -> Result<Value, ErrorObject> {
+        let reference = params.get("ref").cloned().unwrap_or(Value::Null);
+        let kind = reference.get("type").and_then(Value::as_str);
+        if !matches!(kind, Some("ref/prompt" | "ref/resource")) {
+            return Err(invalid("`ref` must be a ref/prompt or ref/resource"));
+        }
+        let argument = params.get("argument");
+        let (Some(name), Some(value)) = (
+            argument.and_then(|a| a.get("name")).and_then(Value::as_str),
+            argument
+                .and_then(|a| a.get("value"))
+                .and_then(Value::as_str),
+        ) else {
+            return Err(invalid("`argument` must have string `name` and `value`"));
+        };
+        let context = params
+            .get("context")
+            .and_then(|c| c.get("arguments"))
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let Some(handler) = self.config.completion.as_mut() else {
+            return Err(invalid("no completions"));
+        };
+        let mut values = handler(&reference, name, value, &context)?;
+        let total = values.len();
+        values.truncate(100);
+        Ok(json!({"completion": {
+            "values": values,
+            "total": total,
+            "hasMore": total > 100,
+        }}))
     }
 
     fn get_prompt(&mut self, params: &Params) -> Result<Value, ErrorObject> {

@@ -45,6 +45,18 @@ impl Default for ServerLimits {
     }
 }
 
+/// Answers `completion/complete`: `(ref, argument, partial value, context arguments)`
+/// to the suggested values (at most 100 are sent, with `total` and `hasMore`).
+pub type CompletionHandler = Box<
+    dyn FnMut(
+            &serde_json::Value,
+            &str,
+            &str,
+            &serde_json::Map<String, serde_json::Value>,
+        ) -> Result<Vec<String>, crate::jsonrpc::ErrorObject>
+        + Send,
+>;
+
 /// Who may reuse a cached result (2026-07-28 `cacheScope`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -94,6 +106,12 @@ pub struct ServerConfig {
     pub resources: Vec<Resource>,
     /// The prompts, listed in this order.
     pub prompts: Vec<Prompt>,
+    /// The resource templates (`ResourceTemplate` objects), listed in this order by
+    /// `resources/templates/list`.
+    pub resource_templates: Vec<serde_json::Value>,
+    /// Answers `completion/complete` (and advertises `completions`): the `ref`, the
+    /// argument name, its partial value and `context.arguments` give the values.
+    pub completion: Option<CompletionHandler>,
     /// How 2026-07-28 `requestState` is written and read back. Default
     /// [`PlainStateCodec`] (not integrity-protected).
     pub state_codec: Box<dyn RequestStateCodec>,
@@ -114,6 +132,8 @@ impl ServerConfig {
             tools: Vec::new(),
             resources: Vec::new(),
             prompts: Vec::new(),
+            resource_templates: Vec::new(),
+            completion: None,
             state_codec: Box::new(PlainStateCodec),
         }
     }
@@ -139,6 +159,20 @@ impl ServerConfig {
         self
     }
 
+    /// Adds a resource template (a `ResourceTemplate` object).
+    #[must_use]
+    pub fn with_resource_template(mut self, template: serde_json::Value) -> Self {
+        self.resource_templates.push(template);
+        self
+    }
+
+    /// Answers `completion/complete` with `handler`.
+    #[must_use]
+    pub fn with_completion(mut self, handler: CompletionHandler) -> Self {
+        self.completion = Some(handler);
+        self
+    }
+
     /// Sets the instructions.
     #[must_use]
     pub fn with_instructions(mut self, instructions: impl Into<String>) -> Self {
@@ -160,6 +194,8 @@ impl fmt::Debug for ServerConfig {
             .field("tools", &self.tools)
             .field("resources", &self.resources)
             .field("prompts", &self.prompts)
+            .field("resource_templates", &self.resource_templates)
+            .field("completion", &self.completion.is_some())
             .finish_non_exhaustive()
     }
 }

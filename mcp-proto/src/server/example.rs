@@ -4,8 +4,13 @@
 //! * tools: `echo {text}` (echoes the text), `add {a, b}` (the sum as text, integers
 //!   without `.0`), `confirm` (asks the user through a form elicitation, key `confirm`),
 //!   `hang` (never answers), `fail` (an `isError` result);
-//! * resource `example://readme` (`text/plain`);
-//! * prompt `greet` with the required argument `name`.
+//!   `media` (one block of every kind: text, a 1×1 PNG image, a WAV header as audio, a
+//!   resource link, an embedded text and an embedded binary resource, and a block of a
+//!   type no client knows);
+//! * resource `example://readme` (`text/plain`), resource template
+//!   `example://greeting/{name}`;
+//! * prompt `greet` with the required argument `name`;
+//! * completion of `name` (for the prompt and the template) from [`NAMES`].
 
 use serde_json::{Map, Value, json};
 
@@ -24,7 +29,13 @@ pub const NAME: &str = "mcp-example";
 /// The text of `example://readme`.
 pub const README: &str = "mcp-example\n\
     A small MCP server bundled with mcp-proto.\n\
-    Tools: echo, add, confirm, hang, fail.\n";
+    Tools: echo, add, confirm, hang, fail, media.\n";
+
+/// The names `completion/complete` suggests from.
+pub const NAMES: [&str; 4] = ["Ada", "Alan", "Barbara", "Grace"];
+
+/// The PNG image `media` returns (1×1, transparent), as base64.
+pub const PNG_BASE64: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
 
 /// The input key `confirm` asks under.
 pub const CONFIRM_KEY: &str = "confirm";
@@ -99,6 +110,18 @@ pub fn config() -> ServerConfig {
             object_schema(json!({}), &[]),
             |_: &ToolCall<'_>| ToolOutcome::error_text("failed on purpose"),
         ))
+        .with_tool(Tool::new(
+            "media",
+            "Returns one content block of every kind",
+            object_schema(json!({}), &[]),
+            |_: &ToolCall<'_>| ToolOutcome::Done(media()),
+        ))
+        .with_resource_template(json!({
+            "uriTemplate": "example://greeting/{name}",
+            "name": "greeting",
+            "mimeType": "text/plain"
+        }))
+        .with_completion(Box::new(complete))
         .with_resource(Resource::text(
             "example://readme",
             "readme",
@@ -180,6 +203,43 @@ fn confirm(call: &ToolCall<'_>) -> ToolOutcome {
         Some("cancel") => ToolOutcome::text("cancelled"),
         _ => ToolOutcome::error_text("invalid elicitation answer"),
     }
+}
+
+/// The `media` tool's result.
+fn media() -> Value {
+    json!({"content": [
+        {"type": "text", "text": "every kind of block"},
+        {"type": "image", "data": PNG_BASE64, "mimeType": "image/png"},
+        {"type": "audio", "data": "UklGRiQAAABXQVZFZm10IA==", "mimeType": "audio/wav"},
+        {"type": "resource_link", "uri": "example://readme", "name": "readme", "mimeType": "text/plain"},
+        {"type": "resource", "resource": {"uri": "example://notes.txt", "mimeType": "text/plain", "text": "embedded notes"}},
+        {"type": "resource", "resource": {"uri": "example://data/blob.bin", "blob": "AAECAwQ="}},
+        {"type": "x-example-sticker", "sticker": {"id": 7, "shape": "star"}}
+    ]})
+}
+
+fn complete(
+    reference: &Value,
+    argument: &str,
+    value: &str,
+    _context: &Map<String, Value>,
+) -> Result<Vec<String>, ErrorObject> {
+    let known = match reference.get("type").and_then(Value::as_str) {
+        Some("ref/prompt") => reference.get("name").and_then(Value::as_str) == Some("greet"),
+        Some("ref/resource") => {
+            reference.get("uri").and_then(Value::as_str) == Some("example://greeting/{name}")
+        }
+        _ => false,
+    };
+    if !known || argument != "name" {
+        return Ok(Vec::new());
+    }
+    let prefix = value.to_lowercase();
+    Ok(NAMES
+        .iter()
+        .filter(|n| n.to_lowercase().starts_with(&prefix))
+        .map(|n| (*n).to_owned())
+        .collect())
 }
 
 fn greet(args: &Map<String, Value>) -> Result<Value, ErrorObject> {

@@ -76,7 +76,7 @@ mod state;
 #[cfg(test)]
 mod tests;
 
-pub use config::{CacheScope, ServerConfig, ServerLimits};
+pub use config::{CacheScope, CompletionHandler, ServerConfig, ServerLimits};
 pub use registry::{
     InputRequestSpec, Prompt, PromptArgument, PromptHandler, Resource, Tool, ToolCall, ToolHandler,
     ToolOutcome,

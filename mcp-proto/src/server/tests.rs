@@ -114,7 +114,7 @@ fn complete(mut result: Value) -> Value {
     result
 }
 
-const ALL_CAPS: &str = r#"{"tools":{},"resources":{},"prompts":{}}"#;
+const ALL_CAPS: &str = r#"{"tools":{},"resources":{},"prompts":{},"completions":{}}"#;
 
 fn caps() -> Value {
     serde_json::from_str(ALL_CAPS).unwrap()
@@ -146,7 +146,7 @@ fn legacy_handshake() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["echo", "add", "confirm", "hang", "fail"]);
+    assert_eq!(names, ["echo", "add", "confirm", "hang", "fail", "media"]);
     assert!(list["result"].get("nextCursor").is_none());
     assert!(
         list["result"].get("resultType").is_none(),
@@ -606,7 +606,11 @@ fn pagination() {
     }
     assert_eq!(
         pages,
-        [vec!["echo", "add"], vec!["confirm", "hang"], vec!["fail"]]
+        [
+            vec!["echo", "add"],
+            vec!["confirm", "hang"],
+            vec!["fail", "media"]
+        ]
     );
     for bad in [
         json!("3"),
@@ -683,7 +687,24 @@ fn unknown_tool_prompt_resource_method() {
     );
     assert_eq!(
         reply,
-        err(json!(5), -32601, "Method not found: completion/complete")
+        err(
+            json!(5),
+            -32602,
+            "`ref` must be a ref/prompt or ref/resource"
+        )
+    );
+    let reply = p.call(
+        json!(6),
+        "completion/complete",
+        modern(
+            json!({"ref": {"type": "ref/prompt", "name": "greet"},
+                "argument": {"name": "name", "value": "g"}}),
+            json!({}),
+        ),
+    );
+    assert_eq!(
+        reply["result"]["completion"],
+        json!({"values": ["Grace"], "total": 1, "hasMore": false})
     );
 
     p.initialize("2025-11-25", json!({}));
@@ -733,7 +754,11 @@ fn resources_and_prompts() {
     );
     assert_eq!(
         p.call(json!(4), "resources/templates/list", json!({})),
-        ok(json!(4), json!({"resourceTemplates": []}))
+        ok(
+            json!(4),
+            json!({"resourceTemplates": [{"uriTemplate": "example://greeting/{name}",
+                "name": "greeting", "mimeType": "text/plain"}]})
+        )
     );
 }
 

@@ -159,7 +159,8 @@ impl HttpLink {
             }
             AuthEvent::Authorized => {
                 self.client.resume_after_approval(now);
-                self.config.authorization = self.auth.as_ref().and_then(Authorizer::authorization);
+                let value = self.auth.as_ref().and_then(Authorizer::authorization);
+                self.set_authorization(value);
                 for parked in std::mem::take(&mut self.parked) {
                     self.send_parked(now, parked);
                 }

@@ -5,7 +5,9 @@
 //! listing is refreshed and the call sent again, once.
 //!
 //! The internal listing is an ordinary call of the session whose completion nobody sees:
-//! its pages go through the same tool inspection as a caller's listing.
+//! its pages go through the same tool inspection as a caller's listing. A fresh
+//! `tools/list` in the session's list cache (2026 caching hints) stands in for it, and
+//! a `-32020` drops that cached listing along with the declarations.
 
 use std::collections::HashSet;
 
@@ -53,6 +55,13 @@ impl HttpLink {
             return Some(msg);
         };
         if self.tool_headers.contains_key(tool) || self.excluded_tools.contains_key(tool) {
+            return Some(msg);
+        }
+        // A fresh listing in the list cache answers without asking the server.
+        if let Some(items) = self.client.cached_items(now, "tools/list") {
+            let items = items.to_vec();
+            self.learn_tools(items);
+            self.learning.listed = true;
             return Some(msg);
         }
         self.learning.waiting.push(msg);
@@ -119,6 +128,8 @@ impl HttpLink {
         }
         self.tool_headers.remove(&tool);
         self.learning.listed = false;
+        // The server says the declarations are stale: so is any cached listing.
+        self.client.invalidate_cache("tools/list");
         self.client.resend(now, rpc)
     }
 

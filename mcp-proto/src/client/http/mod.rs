@@ -235,7 +235,12 @@ impl HttpLink {
         self.pool.stats()
     }
 
+    /// Another `Authorization` value is another authorization context: the private
+    /// entries of the list cache are not served under it.
     pub(crate) fn set_authorization(&mut self, value: Option<String>) {
+        if self.config.authorization != value {
+            self.client.authorization_changed();
+        }
         self.config.authorization = value;
     }
 

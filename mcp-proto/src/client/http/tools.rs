@@ -44,6 +44,31 @@ impl HttpLink {
         if result.get("nextCursor").is_none_or(|c| c.get() == "null") {
             self.learning.listed = true;
         }
+        let excluded = self.learn_tools_retaining(&mut tools);
+        if excluded.is_empty() {
+            return r;
+        }
+        result.insert("tools".to_owned(), jsonrpc::to_raw(&tools));
+        for (tool, reason) in excluded {
+            self.events.push_back(Event::ToolExcluded { tool, reason });
+        }
+        Response {
+            id: r.id,
+            outcome: Ok(jsonrpc::to_raw(&result)),
+        }
+    }
+
+    /// Learns the declarations of tools already inspected (a cached listing).
+    pub(super) fn learn_tools(&mut self, mut tools: Vec<Box<RawValue>>) {
+        let _ = self.learn_tools_retaining(&mut tools);
+    }
+
+    /// Learns each tool's declarations, and removes the tools whose declarations are
+    /// invalid, returning them with the reason.
+    fn learn_tools_retaining(
+        &mut self,
+        tools: &mut Vec<Box<RawValue>>,
+    ) -> Vec<(String, crate::http::xmcp::InvalidAnnotation)> {
         let mut excluded = Vec::new();
         tools.retain(|raw_tool| {
             let tool: Value = serde_json::from_str(raw_tool.get()).unwrap_or(Value::Null);
@@ -63,16 +88,6 @@ impl HttpLink {
                 }
             }
         });
-        if excluded.is_empty() {
-            return r;
-        }
-        result.insert("tools".to_owned(), jsonrpc::to_raw(&tools));
-        for (tool, reason) in excluded {
-            self.events.push_back(Event::ToolExcluded { tool, reason });
-        }
-        Response {
-            id: r.id,
-            outcome: Ok(jsonrpc::to_raw(&result)),
-        }
+        excluded
     }
 }

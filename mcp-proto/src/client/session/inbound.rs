@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use super::{
     CallError, CallId, CallOutput, Event, InputAnswer, InputId, InputRequest, OutKind, PeerError,
-    PendingInput, Session, remember, request,
+    PendingInput, Session, cache, remember, request,
 };
 use crate::client::event::{MAX_ECHO_BYTES, clipped, id_text};
 use crate::jsonrpc::{self, ErrorObject, Notification, Request, RequestId, Sniffed, codes};
@@ -32,8 +32,8 @@ struct InputRequired {
     request_state: Option<String>,
 }
 
-/// The items of one listing page (verbatim) and its `nextCursor`.
-type PageParts = (Vec<Box<RawValue>>, Option<Value>);
+/// The items of one listing page (verbatim), its `nextCursor` and its caching hints.
+type PageParts = (Vec<Box<RawValue>>, Option<Value>, Option<cache::Hint>);
 
 /// Splits a listing result into its items under `key`, each verbatim, and its cursor.
 fn read_page(raw: &RawValue, key: &str) -> Result<PageParts, String> {
@@ -47,7 +47,11 @@ fn read_page(raw: &RawValue, key: &str) -> Result<PageParts, String> {
         None => None,
         Some(c) => Some(serde_json::from_str::<Value>(c.get()).map_err(|e| e.to_string())?),
     };
-    Ok((items, next))
+    let hint = cache::Hint::of(
+        members.get("ttlMs").copied(),
+        members.get("cacheScope").copied(),
+    );
+    Ok((items, next, hint))
 }
 
 #[derive(Deserialize)]
@@ -202,8 +206,11 @@ impl Session {
                 return;
             }
         };
-        let (page_items, next) = page;
+        let (page_items, next, hint) = page;
         let limits = &self.config.limits;
+        if let Some(pending) = &mut call.cache {
+            pending.page(now, hint);
+        }
         call.pages += 1;
         call.item_bytes += page_items.iter().map(|i| i.get().len()).sum::<usize>();
         call.items.extend(page_items);

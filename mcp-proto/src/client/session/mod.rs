@@ -24,7 +24,14 @@
 //! as [`Event::InputRequested`]. Requests for a capability the client did not declare are
 //! refused on the spot with the right error. While a legacy server waits for the user,
 //! call deadlines are paused.
+//!
+//! In the 2026 era a listing whose pages carry `ttlMs` and `cacheScope` is kept in a
+//! bounded list cache (`cache.rs`): a call for the same listing while it is fresh
+//! completes at once, sending nothing; `notifications/*/list_changed` and a change of
+//! authorization drop what they make stale. `ping` does not exist in that era and fails
+//! locally with [`CallError::NotInVersion`].
 
+pub(crate) mod cache;
 mod handshake;
 mod inbound;
 pub(crate) mod request;
@@ -94,6 +101,8 @@ pub(crate) struct Session {
     unwritten: usize,
     /// Bytes of `outgoing`.
     queued_bytes: usize,
+    /// Listings kept under the 2026 caching hints.
+    cache: cache::ListCache,
 }
 
 /// A message waiting to be written, with what a message-oriented transport needs to
@@ -168,6 +177,8 @@ struct Call {
     progress_token: Option<u64>,
     /// Sent again once already on a new legacy session after the old one expired.
     resent_on_new_session: bool,
+    /// For a cacheable listing: the caching hints of its pages so far.
+    cache: Option<cache::Pending>,
 }
 
 #[derive(Debug)]
@@ -219,6 +230,7 @@ impl Session {
             approval_since: None,
             unwritten: 0,
             queued_bytes: 0,
+            cache: cache::ListCache::default(),
         };
         client.start(now);
         client
@@ -447,7 +459,12 @@ impl Session {
                 PendingInput::Modern { .. } => 0,
             })
             .sum();
-        self.events.bytes() + self.decoder.retained_bytes() + self.queued_bytes + calls + inputs
+        self.events.bytes()
+            + self.decoder.retained_bytes()
+            + self.queued_bytes
+            + calls
+            + inputs
+            + self.cache.bytes()
     }
 
     /// When [`Session::handle_timeout`] should be called next.
@@ -482,6 +499,25 @@ impl Session {
         }
         let id = CallId(self.next_call);
         self.next_call += 1;
+        let cacheable = cache::cacheable(&request.method);
+        if cacheable.is_some()
+            && self.era() == Some(Era::Modern)
+            && let Some(output) = self
+                .cache
+                .lookup(now, &cache::key(&request.method, &request.params))
+        {
+            // Fresh in the cache: answered without a word to the server.
+            self.events.push_back(Event::CallCompleted {
+                call: id,
+                outcome: Ok(output),
+            });
+            return Ok(id);
+        }
+        let pending = cacheable.map(|_| cache::Pending {
+            fresh_until: None,
+            generation: self.cache.generation,
+            spoiled: false,
+        });
         let timeout = request
             .timeout
             .unwrap_or(self.config.limits.request_timeout);
@@ -503,6 +539,7 @@ impl Session {
                 item_bytes: 0,
                 progress_token,
                 resent_on_new_session: false,
+                cache: pending,
             },
         );
         if matches!(self.state, State::Ready(..)) {
@@ -584,6 +621,20 @@ impl Session {
 
     /// Writes the current request of `call` under a new JSON-RPC id.
     fn send_call(&mut self, now: Instant, id: CallId) {
+        if let State::Ready(era, version) = self.state
+            && let Some(call) = self.calls.get_mut(&id)
+        {
+            if era == Era::Modern && call.request.method == "ping" {
+                let method = call.request.method.clone();
+                self.complete(id, Err(CallError::NotInVersion { method, version }));
+                return;
+            }
+            if version < ProtocolVersion::V2025_06_18
+                && call.request.method == "completion/complete"
+            {
+                call.request.params.remove("context");
+            }
+        }
         let rpc_id = self.alloc_rpc_id();
         let envelope = match self.era() {
             Some(Era::Modern) => self.envelope.as_str(),
@@ -660,6 +711,15 @@ impl Session {
         if let Some(rpc) = call.rpc_id {
             self.by_rpc.remove(&rpc);
         }
+        if let (Ok(output), Some(pending), Some(Era::Modern)) = (&outcome, call.cache, self.era())
+            && let Some(method) = cache::cacheable(&call.request.method)
+        {
+            let limits = &self.config.limits;
+            let key = cache::key(method, &call.request.params);
+            let (entries, bytes) = (limits.max_cache_entries, limits.max_cache_bytes);
+            self.cache
+                .store(method, key, pending, output, entries, bytes);
+        }
         for (_, input, _) in call.pending {
             if self.inputs.remove(&input).is_some() {
                 self.events.push_back(Event::InputCancelled { input });
@@ -674,6 +734,9 @@ impl Session {
     }
 
     fn push_notification(&mut self, n: jsonrpc::Notification) {
+        for method in cache::invalidated_by(&n.method) {
+            self.cache.invalidate(method);
+        }
         self.events.push_back(Event::Notification(n));
     }
 

@@ -92,6 +92,38 @@ impl CallRequest {
         Self::new("prompts/get", Value::Object(params))
     }
 
+    /// `completion/complete`: values for `argument` of `reference` starting from
+    /// `value`. `context` holds arguments already chosen (`context.arguments`); it is
+    /// left out for a server on 2025-03-26, which does not know it.
+    #[must_use]
+    pub fn complete(
+        reference: &crate::model::CompletionRef,
+        argument: &str,
+        value: &str,
+        context: Map<String, Value>,
+    ) -> Self {
+        let mut params = Map::new();
+        params.insert("ref".into(), reference.to_json());
+        let mut arg = Map::new();
+        arg.insert("name".into(), Value::String(argument.to_owned()));
+        arg.insert("value".into(), Value::String(value.to_owned()));
+        params.insert("argument".into(), Value::Object(arg));
+        if !context.is_empty() {
+            let mut c = Map::new();
+            c.insert("arguments".into(), Value::Object(context));
+            params.insert("context".into(), Value::Object(c));
+        }
+        Self::new("completion/complete", Value::Object(params))
+    }
+
+    /// `ping` (2025-06-18 and 2025-11-25). The 2026-07-28 protocol has no ping: there
+    /// the call fails locally with [`CallError::NotInVersion`](crate::client::CallError::NotInVersion),
+    /// without sending anything.
+    #[must_use]
+    pub fn ping() -> Self {
+        Self::new("ping", Value::Null)
+    }
+
     /// A timeout for this call instead of `Limits::request_timeout`.
     #[must_use]
     pub fn timeout(mut self, timeout: Duration) -> Self {

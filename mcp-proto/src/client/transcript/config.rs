@@ -67,6 +67,8 @@ diff!(Limits {
     max_list_pages,
     max_list_items,
     max_list_bytes,
+    max_cache_entries,
+    max_cache_bytes,
     max_input_rounds,
     max_inputs_per_round,
     max_input_bytes_per_call,
