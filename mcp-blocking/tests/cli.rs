@@ -11,6 +11,9 @@ mod args;
 #[path = "../examples/mcp/config.rs"]
 #[allow(dead_code)]
 mod config;
+#[path = "../examples/mcp/content.rs"]
+#[allow(dead_code)]
+mod content;
 #[path = "../examples/mcp/prompt.rs"]
 #[allow(dead_code)]
 mod prompt;
@@ -303,7 +306,7 @@ fn add_list_remove_and_the_other_commands() {
 
     let out = run(&config, &["--format", "json", "status", "--connect"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert_eq!(json(&out)["servers"][0]["status"]["tools"], 5);
+    assert_eq!(json(&out)["servers"][0]["status"]["tools"], 6);
 
     let out = run(&config, &["list"]);
     assert!(stdout(&out).starts_with("ex "), "{}", stdout(&out));
@@ -436,4 +439,132 @@ fn a_server_that_cannot_start_exits_1() {
     let out = run(&config, &["--format", "json", "tools", "bad"]);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(json(&out)["error"]["kind"], "spawn");
+}
+
+#[test]
+fn complete_suggests_values_for_a_prompt_and_a_template() {
+    let config = config_with_example("complete");
+    let out = run(
+        &config,
+        &["complete", "ex", "--prompt", "greet", "name", "a"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "Ada\nAlan\n");
+    let out = run(
+        &config,
+        &[
+            "--format",
+            "json",
+            "complete",
+            "ex",
+            "--resource-template",
+            "example://greeting/{name}",
+            "name",
+            "G",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc = json(&out);
+    assert_eq!(
+        doc["result"]["completion"]["values"],
+        serde_json::json!(["Grace"])
+    );
+    // Exactly one of --prompt and --resource-template.
+    for args in [
+        &["complete", "ex", "name", "a"][..],
+        &[
+            "complete",
+            "ex",
+            "--prompt",
+            "greet",
+            "--resource-template",
+            "x",
+            "name",
+            "a",
+        ],
+        &["complete", "ex", "--prompt", "greet", "name"],
+    ] {
+        let out = run(&config, args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn resources_shows_the_templates() {
+    let config = config_with_example("templates");
+    let out = run(&config, &["resources", "ex"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("example://readme"), "{text}");
+    assert!(text.contains("example://greeting/{name}"), "{text}");
+    let out = run(&config, &["--format", "json", "resources", "ex"]);
+    let doc = json(&out);
+    assert_eq!(doc["resourceTemplates"][0]["name"], "greeting");
+}
+
+#[test]
+fn typed_content_is_summarised_and_saved_without_overwriting() {
+    let config = config_with_example("media");
+    let out = run(&config, &["call", "ex", "media"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    for expected in [
+        "every kind of block",
+        "[image image/png, 70 bytes]",
+        "[audio audio/wav, 16 bytes]",
+        "[resource link example://readme (readme, text/plain)]",
+        "embedded notes",
+        "[blob example://data/blob.bin application/octet-stream, 5 bytes]",
+        r#""x-example-sticker""#,
+    ] {
+        assert!(text.contains(expected), "{expected} missing from {text}");
+    }
+
+    let dir = common::temp_dir("media-save").join("out");
+    let dir_arg = dir.to_str().unwrap();
+    let out = run(&config, &["--save-content", dir_arg, "call", "ex", "media"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let png = std::fs::read(dir.join("content-1.png")).unwrap();
+    assert_eq!(&png[1..4], b"PNG");
+    assert_eq!(std::fs::read(dir.join("content-2.wav")).unwrap().len(), 16);
+    assert_eq!(
+        std::fs::read(dir.join("blob.bin")).unwrap(),
+        [0, 1, 2, 3, 4]
+    );
+    assert!(stdout(&out).contains("saved to"), "{}", stdout(&out));
+
+    // Again, with a file and a symlink in the way: neither is touched, new names are used.
+    std::fs::write(dir.join("blob.bin"), b"mine").unwrap();
+    #[cfg(unix)]
+    {
+        let outside = common::temp_dir("media-outside").join("target");
+        std::fs::remove_file(dir.join("content-2.wav")).unwrap();
+        std::os::unix::fs::symlink(&outside, dir.join("content-2.wav")).unwrap();
+        let out = run(
+            &config,
+            &[
+                "--format",
+                "json",
+                "--save-content",
+                dir_arg,
+                "call",
+                "ex",
+                "media",
+            ],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert!(!outside.exists(), "wrote through a symlink");
+        // The JSON document is the server's result, exactly.
+        let doc = json(&out);
+        assert_eq!(doc["result"]["content"].as_array().unwrap().len(), 7);
+        assert_eq!(doc["result"]["content"][6]["sticker"]["shape"], "star");
+        assert!(stderr(&out).contains("saved"), "{}", stderr(&out));
+    }
+    assert_eq!(std::fs::read(dir.join("blob.bin")).unwrap(), b"mine");
+    assert!(dir.join("blob-1.bin").exists() || !cfg!(unix));
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(names.iter().all(|n| !n.starts_with('.')), "{names:?}");
 }

@@ -7,6 +7,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use mcp_blocking::mcp_proto::model::CompletionRef;
+
 use crate::config::OAuthEntry;
 
 /// A usage error: exit status 2.
@@ -37,6 +39,8 @@ pub struct Global {
     pub verbose: bool,
     /// `--no-input`: never wait for a person (no form, no browser approval).
     pub no_input: bool,
+    /// `--save-content DIR`: image, audio and embedded binary blocks are written there.
+    pub save_content: Option<PathBuf>,
 }
 
 /// How requests for input are answered.
@@ -95,6 +99,14 @@ pub enum Command {
     },
     Prompts {
         server: String,
+    },
+    Complete {
+        server: String,
+        reference: CompletionRef,
+        argument: String,
+        value: String,
+        /// `--arg key=value`: arguments already chosen (`context.arguments`).
+        context: Vec<(String, String)>,
     },
     Prompt {
         server: String,
@@ -164,6 +176,7 @@ const GLOBAL: &[(&str, Kind)] = &[
     ("-v", Kind::Bool),
     ("--verbose", Kind::Bool),
     ("--no-input", Kind::Bool),
+    ("--save-content", Kind::Value),
     ("-h", Kind::Bool),
     ("--help", Kind::Bool),
 ];
@@ -196,6 +209,11 @@ fn command_flags(command: &str) -> Option<&'static [(&'static str, Kind)]> {
             ("--arg", Kind::Repeat),
             ("--auto-accept", Kind::Bool),
             ("--no-input", Kind::Bool),
+        ],
+        "complete" => &[
+            ("--prompt", Kind::Value),
+            ("--resource-template", Kind::Value),
+            ("--arg", Kind::Repeat),
         ],
         "status" | "doctor" => &[("--connect", Kind::Bool)],
         "serve-example" => &[
@@ -346,6 +364,7 @@ pub fn parse(argv: &[String]) -> Result<Invocation, Usage> {
         record: words.value("--record").map(PathBuf::from),
         verbose: words.has("-v") || words.has("--verbose"),
         no_input: words.has("--no-input"),
+        save_content: words.value("--save-content").map(PathBuf::from),
     };
     if words.has("-h") || words.has("--help") {
         return Ok(Invocation {
@@ -451,6 +470,27 @@ fn build(name: &str, mut w: Words) -> Result<Command, Usage> {
         "test" => Command::Test {
             name: one(&mut w, "name")?,
         },
+        "complete" => {
+            let reference = match (w.value("--prompt"), w.value("--resource-template")) {
+                (Some(name), None) => CompletionRef::Prompt(name),
+                (None, Some(template)) => CompletionRef::ResourceTemplate(template),
+                _ => {
+                    return Err(Usage::new(
+                        "complete takes one of --prompt <name> or --resource-template <uri-template>",
+                    ));
+                }
+            };
+            let context = key_values(&w)?;
+            let [server, argument, value] =
+                positionals(&mut w, &["server", "argument", "partial-value"])?;
+            Command::Complete {
+                server,
+                reference,
+                argument,
+                value,
+                context,
+            }
+        }
         "call" => {
             let input = input_mode(&w)?;
             let [server, tool] = positionals(&mut w, &["server", "tool"])?;
@@ -747,6 +787,8 @@ Using a server:
   mcp call <server> <tool> [--args JSON] [--arg key=value]... [--auto-accept] [--no-input]
   mcp resources <server> | mcp read <server> <uri>
   mcp prompts <server>   | mcp prompt <server> <name> [--arg key=value]...
+  mcp complete <server> (--prompt <name> | --resource-template <uri-template>)
+        <argument> <partial-value> [--arg key=value]...   suggested values for an argument
   mcp demo                         tour the bundled example server in both eras
   mcp serve-example [--stdio | --http 127.0.0.1:PORT] [--era legacy|modern|both]
   mcp replay <file>                play a transcript written with --record again; OK or the first difference
@@ -754,7 +796,8 @@ Using a server:
 <server> is a configured name or a literal https:// URL (http:// only to loopback hosts).
 Global flags: --format text|json, --timeout SECS, --config FILE, -v (wire log on stderr),
   --record FILE (the transcript of each connection, secrets redacted),
-  --no-input (never wait for a person: no forms, no browser approval)
+  --no-input (never wait for a person: no forms, no browser approval),
+  --save-content DIR (image, audio and binary blocks written there, never overwriting)
 Credentials: $XDG_STATE_HOME/mcp/credentials/ (~/.local/state/mcp/credentials/), one 0600 file
   per server; MCP_BEARER_TOKEN (or a server's bearerTokenEnv) is sent as it is instead
 Config: --config, else $MCP_CONFIG, else $XDG_CONFIG_HOME/mcp/servers.json, else ~/.config/mcp/servers.json

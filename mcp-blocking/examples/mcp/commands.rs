@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use mcp_blocking::Client;
 use mcp_blocking::mcp_proto::client::{CallOutput, CallRequest};
-use mcp_blocking::mcp_proto::model::CallToolResult;
+use mcp_blocking::mcp_proto::model::{CallToolResult, CompletionRef};
 use mcp_blocking::mcp_proto::server::example;
 use mcp_blocking::mcp_proto::version::{Era, VersionPolicy};
 use serde::Serialize;
@@ -14,6 +14,7 @@ use serde_json::{Map, Value, json};
 
 use crate::args::{Format, Global, InputMode};
 use crate::config::{self, ServerEntry, shell_words};
+use crate::content::{self, Saver};
 use crate::output::{self, Failure, print_json, short, table};
 use crate::session;
 use crate::terminal::clean;
@@ -33,6 +34,8 @@ struct Doc<'a> {
     resources: Option<&'a [Box<RawValue>]>,
     #[serde(skip_serializing_if = "Option::is_none")]
     prompts: Option<&'a [Box<RawValue>]>,
+    #[serde(rename = "resourceTemplates", skip_serializing_if = "Option::is_none")]
+    resource_templates: Option<&'a [Box<RawValue>]>,
 }
 
 impl<'a> Doc<'a> {
@@ -45,6 +48,7 @@ impl<'a> Doc<'a> {
             tools: None,
             resources: None,
             prompts: None,
+            resource_templates: None,
         }
     }
 }
@@ -363,12 +367,20 @@ pub fn call(
     let out = client.request(request)?;
     let result = out.tool_result()?;
     let failed = result.is_error == Some(true);
+    let mut saver = Saver::new(global.save_content.as_deref());
     match global.format {
-        Format::Json => print_json(&Doc {
-            result: Some(&out.result),
-            ..Doc::new(server, &client)
-        }),
-        Format::Text => print_tool_result(&result),
+        Format::Json => {
+            print_json(&Doc {
+                result: Some(&out.result),
+                ..Doc::new(server, &client)
+            });
+            // Files are still written; the document stays exactly the server's.
+            for block in result.blocks() {
+                let _ = content::render(&block, &mut saver);
+            }
+            report_saved(&saver);
+        }
+        Format::Text => print_tool_result(&result, &mut saver),
     }
     client.close();
     if failed {
@@ -380,9 +392,11 @@ pub fn call(
     Ok(0)
 }
 
-fn print_tool_result(result: &CallToolResult) {
-    let blocks = parse_items(&result.content);
-    let lines = output::content_text(&blocks);
+fn print_tool_result(result: &CallToolResult, saver: &mut Saver) {
+    let lines: Vec<String> = result
+        .blocks()
+        .map(|b| content::render(&b, saver))
+        .collect();
     for line in &lines {
         println!("{}", clean(line));
     }
@@ -398,9 +412,16 @@ fn print_tool_result(result: &CallToolResult) {
 pub fn resources(global: &Global, server: &str) -> Result<u8, Failure> {
     let mut client = session::connect(global, server, Some(InputMode::None))?;
     let out = client.request(CallRequest::list_resources())?;
+    // Templates only where the server offers resources at all; a server without them
+    // answers the listing with an error, which is no reason to fail the command.
+    let templates = client
+        .request(CallRequest::list_resource_templates())
+        .map(|t| t.items)
+        .unwrap_or_default();
     match global.format {
         Format::Json => print_json(&Doc {
             resources: Some(&out.items),
+            resource_templates: Some(&templates),
             ..Doc::new(server, &client)
         }),
         Format::Text => {
@@ -418,6 +439,20 @@ pub fn resources(global: &Global, server: &str) -> Result<u8, Failure> {
                 println!("{server} offers no resources");
             }
             table(&rows);
+            let rows: Vec<Vec<String>> = parse_items(&templates)
+                .iter()
+                .map(|t| {
+                    vec![
+                        str_of(t, "uriTemplate").to_owned(),
+                        str_of(t, "name").to_owned(),
+                        str_of(t, "mimeType").to_owned(),
+                    ]
+                })
+                .collect();
+            if !rows.is_empty() {
+                println!("\ntemplates:");
+                table(&rows);
+            }
         }
     }
     client.close();
@@ -432,31 +467,29 @@ pub fn read(
 ) -> Result<u8, Failure> {
     let mut client = session::connect(global, server, input)?;
     let out = client.request(CallRequest::read_resource(uri))?;
+    let mut saver = Saver::new(global.save_content.as_deref());
+    // The JSON document is printed whatever the result holds; text needs the contents.
+    let lines: Result<Vec<String>, _> = out.resource_contents().map(|contents| {
+        contents
+            .iter()
+            .map(|item| match item {
+                Ok(c) => content::contents(c, &mut saver),
+                Err(raw) => raw.get().to_owned(),
+            })
+            .collect()
+    });
     match global.format {
-        Format::Json => print_json(&Doc {
-            result: Some(&out.result),
-            ..Doc::new(server, &client)
-        }),
+        Format::Json => {
+            print_json(&Doc {
+                result: Some(&out.result),
+                ..Doc::new(server, &client)
+            });
+            report_saved(&saver);
+        }
         Format::Text => {
-            let v: Value = out.result_as()?;
-            for c in v
-                .get("contents")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                match c.get("text").and_then(Value::as_str) {
-                    Some(t) => {
-                        let end = if t.ends_with('\n') { "" } else { "\n" };
-                        print!("{}{end}", clean(t));
-                    }
-                    None => println!(
-                        "[blob {} {}, {} bytes of base64]",
-                        clean(str_of(c, "uri")),
-                        clean(str_of(c, "mimeType")),
-                        str_of(c, "blob").len()
-                    ),
-                }
+            for t in &lines? {
+                let end = if t.ends_with('\n') { "" } else { "\n" };
+                print!("{}{end}", clean(t));
             }
         }
     }
@@ -519,27 +552,75 @@ pub fn prompt(
         .map(|(k, v)| (k.clone(), Value::String(v.clone())))
         .collect();
     let out = client.request(CallRequest::get_prompt(name, arguments))?;
+    let mut saver = Saver::new(global.save_content.as_deref());
+    // The JSON document is printed whatever the result holds; text needs the messages.
+    let lines: Result<Vec<String>, _> = out.prompt_view().map(|view| {
+        view.messages
+            .iter()
+            .map(|m| format!("{}: {}", m.role, content::render(&m.content, &mut saver)))
+            .collect()
+    });
+    match global.format {
+        Format::Json => {
+            print_json(&Doc {
+                result: Some(&out.result),
+                ..Doc::new(server, &client)
+            });
+            report_saved(&saver);
+        }
+        Format::Text => {
+            for line in &lines? {
+                println!("{}", clean(line));
+            }
+        }
+    }
+    client.close();
+    Ok(0)
+}
+
+pub fn complete(
+    global: &Global,
+    server: &str,
+    reference: &CompletionRef,
+    argument: &str,
+    value: &str,
+    context: &[(String, String)],
+) -> Result<u8, Failure> {
+    let mut client = session::connect(global, server, Some(InputMode::None))?;
+    let context: Map<String, Value> = context
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .collect();
+    let out = client.request(CallRequest::complete(reference, argument, value, context))?;
+    let completion = out.completion()?;
     match global.format {
         Format::Json => print_json(&Doc {
             result: Some(&out.result),
             ..Doc::new(server, &client)
         }),
         Format::Text => {
-            let v: Value = out.result_as()?;
-            let messages = v.get("messages").and_then(Value::as_array);
-            for m in messages.into_iter().flatten() {
-                let content = m.get("content").cloned().unwrap_or(Value::Null);
-                let blocks = match content {
-                    Value::Array(a) => a,
-                    other => vec![other],
-                };
-                let text = output::content_text(&blocks).join("\n");
-                println!("{}", clean(&format!("{}: {text}", str_of(m, "role"))));
+            for v in &completion.values {
+                println!("{}", clean(v));
+            }
+            let shown = completion.values.len() as u64;
+            match (completion.total, completion.has_more) {
+                (Some(total), _) if total > shown => {
+                    eprintln!("({shown} of {total} values)");
+                }
+                (_, Some(true)) => eprintln!("(more values exist)"),
+                _ => {}
             }
         }
     }
     client.close();
     Ok(0)
+}
+
+/// Names the files `--save-content` wrote, on stderr (the JSON document is the server's).
+fn report_saved(saver: &Saver) {
+    for path in &saver.saved {
+        eprintln!("mcp: saved {}", path.display());
+    }
 }
 
 /// A connection check: era, version, server name and tool count.

@@ -17,6 +17,7 @@ mod args;
 mod auth;
 mod commands;
 mod config;
+mod content;
 mod demo;
 mod output;
 mod prompt;
@@ -102,6 +103,13 @@ fn run(global: &Global, command: Command) -> Result<u8, Failure> {
         Command::Resources { server } => commands::resources(global, &server),
         Command::Read { server, uri, input } => commands::read(global, &server, &uri, input),
         Command::Prompts { server } => commands::prompts(global, &server),
+        Command::Complete {
+            server,
+            reference,
+            argument,
+            value,
+            context,
+        } => commands::complete(global, &server, &reference, &argument, &value, &context),
         Command::Prompt {
             server,
             name,

@@ -6,7 +6,7 @@ use std::io::{self, IsTerminal, Write};
 
 use mcp_blocking::Error;
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::args::Format;
 use crate::terminal::{self, clean};
@@ -160,40 +160,6 @@ pub fn short(text: &str, max: usize) -> String {
         let cut: String = first.chars().take(max.saturating_sub(1)).collect();
         format!("{cut}…")
     }
-}
-
-/// The text of content blocks (`text` blocks in full, others summarised).
-pub fn content_text(blocks: &[Value]) -> Vec<String> {
-    blocks
-        .iter()
-        .map(|b| match b.get("type").and_then(Value::as_str) {
-            Some("text") => b
-                .get("text")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_owned(),
-            Some(kind @ ("image" | "audio")) => {
-                let mime = b.get("mimeType").and_then(Value::as_str).unwrap_or("?");
-                let len = b.get("data").and_then(Value::as_str).map_or(0, str::len);
-                format!("[{kind} {mime}, {len} bytes of base64]")
-            }
-            Some("resource_link") => {
-                let uri = b.get("uri").and_then(Value::as_str).unwrap_or("?");
-                format!("[resource link {uri}]")
-            }
-            Some("resource") => {
-                let r = b.get("resource").cloned().unwrap_or(Value::Null);
-                match r.get("text").and_then(Value::as_str) {
-                    Some(t) => t.to_owned(),
-                    None => {
-                        let uri = r.get("uri").and_then(Value::as_str).unwrap_or("?");
-                        format!("[embedded resource {uri}]")
-                    }
-                }
-            }
-            _ => b.to_string(),
-        })
-        .collect()
 }
 
 /// Whether progress is worth showing (stderr is a terminal).
