@@ -171,13 +171,14 @@ fn sequential_calls_share_one_connection() {
     assert_eq!(client.http_connections_opened(), 1);
     assert_eq!(client.http_retries(), 0);
     // The probe, the listing the machine makes before the first `tools/call` (to learn
-    // the tools' `x-mcp-header` declarations), 5 calls, and the caller's listing.
+    // the tools' `x-mcp-header` declarations) and 5 calls; the caller's listing comes
+    // from the list cache (the example server's `ttlMs` is 60 s).
     let methods: Vec<String> = server
         .seen()
         .iter()
         .map(|r| r.rpc_method().to_owned())
         .collect();
-    assert_eq!(methods.len(), 8, "{methods:?}");
+    assert_eq!(methods.len(), 7, "{methods:?}");
     assert_eq!(
         &methods[..2],
         ["server/discover", "tools/list"],
@@ -192,7 +193,10 @@ fn a_server_closing_idle_connections_loses_no_request() {
         close_after_response: true,
         ..Behavior::default()
     });
-    let mut client = connect(&server);
+    // Every listing must reach the server here: no list cache.
+    let mut limits = mcp_blocking::mcp_proto::Limits::default();
+    limits.max_cache_entries = 0;
+    let mut client = Client::connect_http(&server.url(), config().limits(limits)).expect("connect");
     for i in 0..4 {
         // A listing right after the last answer races the server's close, and is sent
         // again when it loses. A tool call is never sent twice (it may have run), so it

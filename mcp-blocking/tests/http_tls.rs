@@ -210,7 +210,11 @@ fn closing_server_loses_nothing(name: &str, behavior: Behavior) {
     let server = tls_server(cert, behavior);
     let url = format!("https://localhost:{}/mcp", server.addr.port());
     let http = HttpOptions::new().tls(trusting(cert));
-    let mut client = Client::connect_http_with(&url, config(), Options::new(), http).unwrap();
+    // Every listing must reach the server: no list cache.
+    let mut limits = mcp_blocking::mcp_proto::Limits::default();
+    limits.max_cache_entries = 0;
+    let config = config().limits(limits);
+    let mut client = Client::connect_http_with(&url, config, Options::new(), http).unwrap();
     for i in 0..3 {
         assert!(!client.list_tools().unwrap().is_empty());
         std::thread::sleep(std::time::Duration::from_millis(60));

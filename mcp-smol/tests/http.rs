@@ -530,9 +530,14 @@ mod common;
 use common::{BoxFuture, Spawn, bounded, join_all, run_bare, run_smol};
 
 fn config(mode: EraMode) -> ClientConfig {
+    // These tests count requests on the wire: the list cache (tested in the simulations)
+    // would answer a repeated listing itself.
+    let mut limits = mcp_proto::Limits::default();
+    limits.max_cache_entries = 0;
     ClientConfig::new("mcp-smol-http-tests", "0.0.0")
         .era_mode(mode)
         .capabilities(ClientCapabilities::with_elicitation())
+        .limits(limits)
 }
 
 /// One test per runner. `$setup` runs first and yields `(server, (client, driver))`;
