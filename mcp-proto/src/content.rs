@@ -163,16 +163,17 @@ impl<'a> Base64<'a> {
     /// without decoding; exact for well-formed base64).
     #[must_use]
     pub fn decoded_len(&self) -> usize {
-        let s = self.0.trim_end_matches(['\r', '\n', ' ']);
-        let pad = s.bytes().rev().take_while(|b| *b == b'=').count().min(2);
-        let len = s.len();
-        (len / 4) * 3
-            + match len % 4 {
+        let n = self
+            .0
+            .trim_end_matches(['\r', '\n', ' '])
+            .trim_end_matches('=')
+            .len();
+        (n / 4) * 3
+            + match n % 4 {
                 2 => 1,
                 3 => 2,
                 _ => 0,
             }
-            - if len.is_multiple_of(4) { pad } else { 0 }
     }
 
     /// The decoded bytes, refused before any work when they would exceed `max`.
@@ -643,6 +644,25 @@ mod tests {
         assert_eq!(Base64::new("").decoded_len(), 0);
         assert_eq!(Base64::new("QQ==").decoded_len(), 1);
         assert_eq!(Base64::new("QUI=").decoded_len(), 2);
+    }
+
+    #[test]
+    fn the_fuzz_harness_holds_on_edge_cases() {
+        for text in [
+            r#"{"type":"image","data":"QQ=","mimeType":"a"}"#,
+            r#"{"type":"image","data":"Q===","mimeType":"a"}"#,
+            r#"{"type":"audio","data":"====","mimeType":"a"}"#,
+            r#"{"type":"audio","data":"QUJD\n","mimeType":"a"}"#,
+            r#"{"type":"image","data":"QU\/D","mimeType":"a"}"#,
+            r#"{"type":"resource","resource":{"uri":"u","blob":"QQ"}}"#,
+            r#"{"contents":[{"uri":"u","blob":"QUJDRA=="},{"uri":1}]}"#,
+            r#"{"messages":[{"role":"user","content":{"type":"text","text":null}}]}"#,
+            r#"{"type":"text","text":"a","text":"b"}"#,
+            "null",
+            "[]",
+        ] {
+            crate::fuzzing::content_blocks(text.as_bytes());
+        }
     }
 
     #[test]

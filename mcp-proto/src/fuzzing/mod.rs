@@ -170,3 +170,39 @@ pub mod http_client;
 pub mod http_endpoint;
 pub mod server;
 pub mod sse;
+
+/// Content views on arbitrary JSON: a block keeps its bytes whatever its type, a decoded
+/// payload is never larger than the bound or than `decoded_len`, and prompt and resource
+/// views never panic.
+pub fn content_blocks(data: &[u8]) {
+    use crate::content::{Content, PromptView, ResourceBody, read_contents};
+    use serde_json::value::RawValue;
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(raw) = serde_json::from_str::<&RawValue>(text) else {
+        return;
+    };
+    let check = |b: &crate::content::Base64<'_>| {
+        let len = b.decoded_len();
+        if let Ok(bytes) = b.decode(1024) {
+            assert!(bytes.len() <= 1024);
+            assert_eq!(bytes.len(), len, "decoded_len is exact for what decodes");
+        }
+    };
+    let block = Content::parse(raw);
+    assert_eq!(block.raw().get(), raw.get(), "a block keeps its bytes");
+    if let Some((summary, b)) = block.media() {
+        assert_eq!(summary.bytes, b.decoded_len());
+        check(b);
+    }
+    let _ = block.text();
+    let _ = PromptView::parse(raw);
+    if let Ok(items) = read_contents(raw) {
+        for c in items.iter().flatten() {
+            if let ResourceBody::Blob(b) = &c.body {
+                check(b);
+            }
+        }
+    }
+}
