@@ -16,16 +16,77 @@
 //   bad_header(n: number, x-mcp-header "Count")     -> text "n=<n>"; the annotation is
 //                 invalid (number-typed), so conforming HTTP clients exclude the tool
 //                 (the SDK logs a warning to stderr when it lists it).
+// With --content (after the mode; so the default tool list stays as captured):
+//   media()        -> one block of every kind: text, image/png, audio/wav, a resource
+//                     link, an embedded text and an embedded blob resource.
+//   prompt team(department, name), both completable; name's values depend on the
+//                     department given in context.arguments.
+//   resource template ts://notes/{id}, id completable from 1, 2, 3.
+//   tools/list results carry ttlMs 60000, cacheScope "private" (2026-07-28).
 import { createServer } from 'node:http';
-import { McpServer, createMcpHandler, inputRequired, acceptedContent } from '@modelcontextprotocol/server';
+import {
+  McpServer,
+  ResourceTemplate,
+  acceptedContent,
+  completable,
+  createMcpHandler,
+  inputRequired,
+} from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import { z } from 'zod';
 
 const Answer = z.object({ ok: z.boolean() });
 
+const PNG =
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==';
+const TEAMS = { Engineering: ['Alice', 'Bob'], Sales: ['Carol', 'Dave'] };
+
+function addContent(server) {
+  server.registerTool(
+    'media',
+    { description: 'One content block of every kind', inputSchema: z.object({}) },
+    async () => ({
+      content: [
+        { type: 'text', text: 'media' },
+        { type: 'image', data: PNG, mimeType: 'image/png' },
+        { type: 'audio', data: 'UklGRiQAAABXQVZFZm10IA==', mimeType: 'audio/wav' },
+        { type: 'resource_link', uri: 'ts://notes/1', name: 'note-1', mimeType: 'text/plain' },
+        { type: 'resource', resource: { uri: 'ts://notes/2', mimeType: 'text/plain', text: 'note 2' } },
+        { type: 'resource', resource: { uri: 'ts://bin/3', mimeType: 'application/octet-stream', blob: 'AAEC' } },
+      ],
+    }),
+  );
+  server.registerPrompt(
+    'team',
+    {
+      description: 'Name a team lead',
+      argsSchema: z.object({
+        department: completable(z.string(), (value) => Object.keys(TEAMS).filter((d) => d.startsWith(value))),
+        name: completable(z.string(), (value, ctx) =>
+          (TEAMS[ctx?.arguments?.department] ?? []).filter((n) => n.startsWith(value)),
+        ),
+      }),
+    },
+    ({ department, name }) => ({
+      messages: [{ role: 'user', content: { type: 'text', text: `${name} leads ${department}` } }],
+    }),
+  );
+  server.registerResource(
+    'notes',
+    new ResourceTemplate('ts://notes/{id}', {
+      list: undefined,
+      complete: { id: (value) => ['1', '2', '3'].filter((i) => i.startsWith(value)) },
+    }),
+    { mimeType: 'text/plain' },
+    async (uri, { id }) => ({ contents: [{ uri: uri.href, text: `note ${id}` }] }),
+  );
+}
+
 function buildServer(http = false) {
-  const server = new McpServer({ name: 'ts-interop', version: '1.0.0' });
+  // --content: tools/list results may be cached for a minute (2026-07-28 hints).
+  const options = content ? { cacheHints: { 'tools/list': { ttlMs: 60000, cacheScope: 'private' } } } : undefined;
+  const server = new McpServer({ name: 'ts-interop', version: '1.0.0' }, options);
 
   server.registerTool(
     'add',
@@ -66,11 +127,16 @@ function buildServer(http = false) {
     );
   }
 
+  if (content) {
+    addContent(server);
+  }
+
   return server;
 }
 
 const args = process.argv.slice(2);
 const mode = args[0] ?? 'stdio';
+const content = args.includes('--content');
 
 if (mode === 'stdio') {
   serveStdio(buildServer);

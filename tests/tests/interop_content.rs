@@ -138,3 +138,81 @@ fn ping_is_local_against_a_2026_server() {
     client.list_tools().expect("tools/list");
     client.close();
 }
+
+/// The TypeScript SDK fixture with `--content`: a `media` tool, a completable prompt and
+/// resource template, and `tools/list` cached for a minute in 2026-07-28.
+#[test]
+fn typescript_sdk_content_completion_templates_and_the_list_cache_in_both_eras() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    for mode in [EraMode::Auto, EraMode::Legacy] {
+        let Some(cmd) = fixture(Fixture::TypeScript) else {
+            return;
+        };
+        let config = ClientConfig::new("interop-test", "1.0").era_mode(mode);
+        let mut client = Client::connect_stdio(cmd.arg("--content"), config).expect("connect");
+        let listings = Arc::new(AtomicUsize::new(0));
+        let seen = listings.clone();
+        client.set_wire_log(Some(Box::new(
+            move |direction: mcp_blocking::Direction, bytes: &[u8]| {
+                let text = String::from_utf8_lossy(bytes);
+                if direction == mcp_blocking::Direction::Sent {
+                    seen.fetch_add(
+                        text.matches(r#""method":"tools/list""#).count(),
+                        Ordering::SeqCst,
+                    );
+                }
+            },
+        )));
+        let modern = client.era() == Era::Modern;
+        assert_eq!(modern, mode == EraMode::Auto);
+
+        let media = client.call_tool("media", json!({})).expect("media");
+        let kinds: Vec<_> = media.media().map(|m| (m.kind, m.bytes)).collect();
+        assert_eq!(kinds, [("image", 70), ("audio", 16)], "{mode:?}");
+        assert_eq!(media.resource_links().count(), 1);
+        let texts: Vec<String> = media
+            .blocks()
+            .filter_map(|b| b.text().map(str::to_owned))
+            .collect();
+        assert_eq!(texts, ["media", "note 2"]);
+        let blob = media.blocks().find_map(|b| match b.media() {
+            Some((s, data)) if s.kind == "blob" => Some(data.decode(16).unwrap()),
+            _ => None,
+        });
+        assert_eq!(blob.as_deref(), Some(&[0u8, 1, 2][..]));
+
+        let team = CompletionRef::Prompt("team".into());
+        let departments = client
+            .complete(&team, "department", "E", json!(null))
+            .expect("complete");
+        assert_eq!(departments.values, ["Engineering"]);
+        let names = client
+            .complete(&team, "name", "", json!({"department": "Sales"}))
+            .expect("complete with context");
+        assert_eq!(names.values, ["Carol", "Dave"]);
+        let notes = CompletionRef::ResourceTemplate("ts://notes/{id}".into());
+        let ids = client
+            .complete(&notes, "id", "2", json!(null))
+            .expect("complete a template");
+        assert_eq!(ids.values, ["2"]);
+        let templates = client.list_resource_templates().expect("templates");
+        assert_eq!(templates[0].uri_template, "ts://notes/{id}");
+
+        client.list_tools().expect("tools/list");
+        client.list_tools().expect("tools/list again");
+        let sent = listings.load(Ordering::SeqCst);
+        if modern {
+            assert_eq!(sent, 1, "the second listing comes from the cache");
+            assert!(matches!(
+                client.ping(),
+                Err(mcp_blocking::Error::Call(CallError::NotInVersion { .. }))
+            ));
+        } else {
+            assert_eq!(sent, 2, "no caching in the legacy era");
+            client.ping().expect("ping");
+        }
+        client.close();
+    }
+}
