@@ -449,10 +449,11 @@ impl Client {
     /// The bytes a server can make this machine hold, as the machine counts them: events
     /// waiting to be polled, input being read (a stdio line, HTTP responses, event
     /// streams), messages waiting to be written, listing pages gathered, requests for
-    /// input waiting for an answer. Each is bounded by [`Limits`](crate::Limits): the
-    /// event bytes by `max_queued_event_bytes` (plus what the caller's own calls
-    /// return), a line or event by `max_message_bytes`, a listing by `max_list_bytes`,
-    /// legacy requests for input by `max_pending_input_bytes`.
+    /// input waiting for an answer, listings kept by the 2026 list cache. Each is bounded
+    /// by [`Limits`](crate::Limits): the event bytes by `max_queued_event_bytes` (plus
+    /// what the caller's own calls return), a line or event by `max_message_bytes`, a
+    /// listing by `max_list_bytes`, legacy requests for input by
+    /// `max_pending_input_bytes`, the list cache by `max_cache_bytes`.
     #[must_use]
     pub fn retained_bytes(&self) -> usize {
         match &self.link {
