@@ -556,3 +556,84 @@ fn ping_is_answered_in_the_legacy_era_and_refused_locally_in_the_modern_one() {
         }
     }
 }
+
+#[test]
+fn a_listing_overtaken_by_list_changed_is_not_stored() {
+    // The change notification arrives while the listing is in flight: its result may
+    // predate the change, so it is delivered but not cached.
+    let peer = Scripted::new(|m: &Value| {
+        handshake(m).unwrap_or_else(|| match m["method"].as_str() {
+            Some("tools/list") => vec![
+                json!({"jsonrpc":"2.0","method":"notifications/tools/list_changed"}).to_string(),
+                answer(m, tools_page(json!(60_000), "public")),
+            ],
+            _ => Vec::new(),
+        })
+    });
+    let mut sim = Sim::new(config(EraMode::Auto), peer);
+    sim.connect();
+    sim.call(CallRequest::list_tools()).unwrap();
+    sim.call(CallRequest::list_tools()).unwrap();
+    assert_eq!(sim.sent_with_method("tools/list").len(), 2);
+}
+
+#[test]
+fn over_http_ping_and_completion_follow_the_era() {
+    for modern in [true, false] {
+        let mut sim = HttpSim::new(
+            config(if modern {
+                EraMode::Auto
+            } else {
+                EraMode::Legacy
+            }),
+            move |req: &SeenRequest| {
+                let result = |r: Value| json!({"jsonrpc":"2.0","id":req.body["id"],"result":r});
+                match req.rpc_method() {
+                    "server/discover" => Reply::json(
+                        200,
+                        &result(
+                            json!({"resultType":"complete","supportedVersions":["2026-07-28"],
+                            "capabilities":{"completions":{}},"ttlMs":0,"cacheScope":"public"}),
+                        ),
+                    ),
+                    "initialize" => Reply::json(
+                        200,
+                        &result(
+                            json!({"protocolVersion":"2025-11-25","capabilities":{"completions":{}},
+                            "serverInfo":{"name":"s","version":"1"}}),
+                        ),
+                    ),
+                    "notifications/initialized" => Reply::accepted(),
+                    "ping" => Reply::json(200, &result(json!({}))),
+                    "completion/complete" => {
+                        Reply::json(200, &result(json!({"completion":{"values":["x"]}})))
+                    }
+                    _ => Reply::with_body(404, &[], ""),
+                }
+            },
+        );
+        sim.connect();
+        let c = sim
+            .call(CallRequest::complete(
+                &CompletionRef::Prompt("p".into()),
+                "a",
+                "",
+                Map::new(),
+            ))
+            .unwrap()
+            .completion()
+            .unwrap();
+        assert_eq!(c.values, ["x"]);
+        let ping = sim.call(CallRequest::ping());
+        if modern {
+            assert!(
+                matches!(ping, Err(CallError::NotInVersion { .. })),
+                "{ping:?}"
+            );
+            assert!(sim.with_method("ping").is_empty());
+        } else {
+            ping.unwrap();
+            assert_eq!(sim.with_method("ping").len(), 1);
+        }
+    }
+}
