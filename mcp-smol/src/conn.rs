@@ -1,5 +1,6 @@
 //! One byte channel of the driver: an HTTP connection (being opened, or open) or the
-//! stdio server's stdin and stdout; the bytes still to write on it, and its wire log.
+//! stdio server's stdin and stdout; the bytes still to write on it, its TLS session when
+//! the driver encrypts, and its wire log.
 
 use std::io;
 use std::pin::Pin;
@@ -9,11 +10,11 @@ use async_process::{ChildStdin, ChildStdout};
 use futures_lite::{AsyncRead, AsyncWrite};
 use mcp_io::wire_log::{ChannelLog, Sink};
 
-use crate::http::{AsyncStream, Opening};
+use crate::http::{AsyncStream, Opening, Tls};
 
-/// A channel: being opened, or open.
+/// A channel: being opened (with the TLS session to run over it), or open.
 pub(crate) enum Conn {
-    Opening(Opening),
+    Opening(Opening, Option<Tls>),
     Open(Open),
 }
 
@@ -25,7 +26,7 @@ impl Conn {
                 open.log.finish(wire_log);
                 Some(open.wire)
             }
-            Conn::Opening(_) => None,
+            Conn::Opening(..) => None,
         }
     }
 }
@@ -67,6 +68,9 @@ impl Wire {
 /// An open channel.
 pub(crate) struct Open {
     pub(crate) wire: Wire,
+    /// The TLS session over `wire`, when the driver does TLS: what is sent is encrypted
+    /// into `out`, what is read decrypted by [`Open::receive`].
+    tls: Option<Tls>,
     /// Bytes to write; `out[written..]` is not written yet.
     out: Vec<u8>,
     written: usize,
@@ -80,31 +84,87 @@ pub(crate) struct Open {
 }
 
 impl Open {
-    /// A channel over `wire`, its wire log hiding `redact_headers` (over HTTP) besides
-    /// the built-in secrets.
-    pub(crate) fn new(wire: Wire, redact_headers: &[String]) -> Open {
+    /// A channel over `wire` (TLS over it when `tls` is given: its handshake starts),
+    /// its wire log hiding `redact_headers` (over HTTP) besides the built-in secrets.
+    pub(crate) fn new(wire: Wire, tls: Option<Tls>, redact_headers: &[String]) -> Open {
         let log = match wire {
             Wire::Net(_) => ChannelLog::http_redacting(redact_headers),
             Wire::Pipes { .. } => ChannelLog::lines(),
         };
-        Open {
+        let mut open = Open {
             wire,
+            tls,
             out: Vec::new(),
             written: 0,
             newly_written: 0,
             flushed: true,
             write_failed: false,
             log,
+        };
+        open.take_records();
+        open
+    }
+
+    /// Queues the records the TLS session has ready to be written.
+    fn take_records(&mut self) {
+        #[cfg(feature = "tls")]
+        if let Some(tls) = &mut self.tls {
+            tls.take_records(&mut self.out);
+            self.flushed = false;
         }
     }
 
     /// Queues `bytes` to be written, after what is queued already.
     pub(crate) fn send<L: ?Sized + Sink>(&mut self, wire_log: &mut Option<Box<L>>, bytes: &[u8]) {
         self.log.sent(wire_log, bytes);
-        if !self.write_failed {
-            self.out.extend_from_slice(bytes);
-            self.flushed = false;
+        if self.write_failed {
+            return;
         }
+        self.flushed = false;
+        match &mut self.tls {
+            // Cannot fail: the session is never closed while the channel is open.
+            #[cfg(feature = "tls")]
+            Some(tls) => drop(tls.send(bytes)),
+            _ => self.out.extend_from_slice(bytes),
+        }
+        self.take_records();
+    }
+
+    /// Whether the TLS handshake is still going on: the machine is told the connection
+    /// is open once it is over.
+    pub(crate) fn handshaking(&self) -> bool {
+        #[cfg(feature = "tls")]
+        return self.tls.as_ref().is_some_and(Tls::is_handshaking);
+        #[cfg(not(feature = "tls"))]
+        false
+    }
+
+    /// The plaintext of `read`, bytes read on the wire: `read` itself, or what the TLS
+    /// session made of it (in `plain`), its answers (the handshake's next flight, an
+    /// alert) queued to be written; true too once the peer said `close_notify`.
+    pub(crate) fn receive<'a>(
+        &mut self,
+        read: &'a [u8],
+        plain: &'a mut Vec<u8>,
+    ) -> io::Result<(&'a [u8], bool)> {
+        #[cfg(feature = "tls")]
+        if let Some(tls) = &mut self.tls {
+            plain.clear();
+            let closed = tls.receive(read, plain);
+            self.take_records();
+            return Ok((plain, closed?));
+        }
+        let _ = plain;
+        Ok((read, false))
+    }
+
+    /// The wire's input ended: an error when a TLS peer had not said `close_notify`.
+    pub(crate) fn receive_eof(&mut self) -> io::Result<()> {
+        #[cfg(feature = "tls")]
+        if let Some(tls) = &mut self.tls {
+            return tls.receive_eof();
+        }
+        Ok(())
     }
 
     /// Writes (and then flushes) what is queued, as far as the channel takes it now.
