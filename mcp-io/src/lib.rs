@@ -86,7 +86,6 @@ mod inbox;
 mod options;
 pub mod request;
 mod shared;
-#[cfg(feature = "tls")]
 pub mod tls;
 pub mod transcript;
 mod transport;

@@ -1,5 +1,6 @@
 //! TLS as bytes in and bytes out, the same for both adapters: [`TlsSession`], a rustls
-//! client connection that never touches a socket.
+//! client connection that never touches a socket (with the `tls` feature), and [`Layer`],
+//! a byte channel's optional session, for a driver that moves the records itself.
 //!
 //! The adapter reads ciphertext from its socket and hands it to
 //! [`TlsSession::receive`], which gives the plaintext back; it hands plaintext to
@@ -9,6 +10,7 @@
 //! `rustls::Error` inside, which [`crate::TransportError`] reports as a TLS failure.
 //!
 //! ```
+//! # #[cfg(feature = "tls")] {
 //! use mcp_io::http::http1_tls_config;
 //! use mcp_io::tls::TlsSession;
 //!
@@ -16,21 +18,154 @@
 //! let mut hello = Vec::new();
 //! tls.take_records(&mut hello);
 //! assert!(tls.is_handshaking() && hello[0] == 0x16, "a handshake record first");
+//! # }
 //! ```
 
-use std::io::{self, Read, Write};
+use std::io;
+#[cfg(feature = "tls")]
+use std::io::{Read, Write};
+#[cfg(feature = "tls")]
 use std::net::IpAddr;
+#[cfg(feature = "tls")]
 use std::sync::Arc;
 
+#[cfg(feature = "tls")]
 use rustls::pki_types::ServerName;
+#[cfg(feature = "tls")]
 use rustls::{ClientConfig, ClientConnection};
+
+use crate::TransportErrorKind;
+
+/// The TLS of one byte channel whose records the driver moves itself: a [`TlsSession`]
+/// (an `https` origin whose connector does not do TLS), or nothing, and the bytes pass
+/// as they are. It also says when the channel counts as open (the handshake is over)
+/// and what a failure before that is (a failure to connect).
+#[derive(Debug, Default)]
+pub struct Layer {
+    #[cfg(feature = "tls")]
+    session: Option<TlsSession>,
+    /// The plaintext of the last [`Layer::receive`].
+    #[cfg(feature = "tls")]
+    plain: Vec<u8>,
+}
+
+impl Layer {
+    /// TLS through `session` (`None`: none).
+    #[cfg(feature = "tls")]
+    #[must_use]
+    pub fn new(session: Option<TlsSession>) -> Self {
+        Layer {
+            session,
+            plain: Vec::new(),
+        }
+    }
+
+    /// Whether the handshake is still going on: the machine is told the channel is open
+    /// once it is over.
+    #[must_use]
+    pub fn handshaking(&self) -> bool {
+        #[cfg(feature = "tls")]
+        return self
+            .session
+            .as_ref()
+            .is_some_and(TlsSession::is_handshaking);
+        #[cfg(not(feature = "tls"))]
+        false
+    }
+
+    /// What a failure at `step` is: before the handshake is over, a failure to connect.
+    #[must_use]
+    pub fn step(&self, step: TransportErrorKind) -> TransportErrorKind {
+        match self.handshaking() {
+            true => TransportErrorKind::Connect,
+            false => step,
+        }
+    }
+
+    /// The bytes to write for `plaintext` (and any records waiting), appended to `out`.
+    pub fn send(&mut self, plaintext: &[u8], out: &mut Vec<u8>) {
+        #[cfg(feature = "tls")]
+        if let Some(session) = &mut self.session {
+            // Cannot fail: the session is never closed while the channel is open.
+            let _ = session.send(plaintext);
+            return session.take_records(out);
+        }
+        out.extend_from_slice(plaintext);
+    }
+
+    /// The records waiting to be written (the handshake's first), appended to `out`.
+    pub fn take_records(&mut self, out: &mut Vec<u8>) {
+        #[cfg(feature = "tls")]
+        if let Some(session) = &mut self.session {
+            session.take_records(out);
+        }
+        let _ = out;
+    }
+
+    /// What `read`, bytes read on the channel, carried: its plaintext (`read` itself
+    /// without TLS); the session's answers (the handshake's next flight, an alert) are
+    /// appended to `out`.
+    ///
+    /// # Errors
+    /// A TLS failure ([`TlsSession::receive`]).
+    pub fn receive<'a>(
+        &'a mut self,
+        read: &'a [u8],
+        out: &mut Vec<u8>,
+    ) -> io::Result<Received<'a>> {
+        #[cfg(feature = "tls")]
+        if let Some(session) = &mut self.session {
+            let handshaking = session.is_handshaking();
+            self.plain.clear();
+            let closed = session.receive(read, &mut self.plain);
+            session.take_records(out);
+            return Ok(Received {
+                plaintext: &self.plain,
+                closed: closed?,
+                opened: handshaking && !session.is_handshaking(),
+            });
+        }
+        let _ = out;
+        Ok(Received {
+            plaintext: read,
+            closed: false,
+            opened: false,
+        })
+    }
+
+    /// The channel's input ended.
+    ///
+    /// # Errors
+    /// Over TLS, an end without `close_notify` ([`TlsSession::receive_eof`]).
+    pub fn receive_eof(&mut self) -> io::Result<()> {
+        #[cfg(feature = "tls")]
+        if let Some(session) = &mut self.session {
+            return session.receive_eof();
+        }
+        Ok(())
+    }
+}
+
+/// What bytes read on a channel carried ([`Layer::receive`]).
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Received<'a> {
+    /// The plaintext, for the machine.
+    pub plaintext: &'a [u8],
+    /// The peer said `close_notify`: its input is over.
+    pub closed: bool,
+    /// The handshake is over with these bytes: the channel is open now.
+    pub opened: bool,
+}
 
 /// One TLS client session over a byte stream the adapter moves: ciphertext in, plaintext
 /// out, and the reverse.
+#[cfg(feature = "tls")]
 pub struct TlsSession {
     conn: ClientConnection,
 }
 
+#[cfg(feature = "tls")]
 impl TlsSession {
     /// A session with `config` for `host`, which names the server (SNI) and its
     /// certificate: an IP literal (bracketed or not) as an IP address, anything else as
@@ -116,6 +251,7 @@ impl TlsSession {
     }
 }
 
+#[cfg(feature = "tls")]
 impl From<ClientConnection> for TlsSession {
     /// A session over a rustls connection made elsewhere, handshaken already or not.
     fn from(mut conn: ClientConnection) -> Self {
@@ -125,6 +261,7 @@ impl From<ClientConnection> for TlsSession {
     }
 }
 
+#[cfg(feature = "tls")]
 impl std::fmt::Debug for TlsSession {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TlsSession")
@@ -133,7 +270,8 @@ impl std::fmt::Debug for TlsSession {
     }
 }
 
-/// A rustls error as the I/O error [`crate::http::tls_error`] recognises.
+/// A rustls error as the I/O error `crate::http::tls_error` recognises.
+#[cfg(feature = "tls")]
 fn tls_io(e: rustls::Error) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, e)
 }

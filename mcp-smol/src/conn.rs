@@ -8,13 +8,14 @@ use std::task::{Context, Poll};
 
 use async_process::{ChildStdin, ChildStdout};
 use futures_lite::{AsyncRead, AsyncWrite};
+use mcp_io::tls::{Layer, Received};
 use mcp_io::wire_log::{ChannelLog, Sink};
 
-use crate::http::{AsyncStream, Opening, Tls};
+use crate::http::{AsyncStream, Opening};
 
 /// A channel: being opened (with the TLS session to run over it), or open.
 pub(crate) enum Conn {
-    Opening(Opening, Option<Tls>),
+    Opening(Opening, Layer),
     Open(Open),
 }
 
@@ -68,9 +69,9 @@ impl Wire {
 /// An open channel.
 pub(crate) struct Open {
     pub(crate) wire: Wire,
-    /// The TLS session over `wire`, when the driver does TLS: what is sent is encrypted
-    /// into `out`, what is read decrypted by [`Open::receive`].
-    tls: Option<Tls>,
+    /// TLS over `wire`, when the driver does it: what is sent is encrypted into `out`,
+    /// and the driver decrypts what it reads.
+    pub(crate) tls: Layer,
     /// Bytes to write; `out[written..]` is not written yet.
     out: Vec<u8>,
     written: usize,
@@ -84,87 +85,45 @@ pub(crate) struct Open {
 }
 
 impl Open {
-    /// A channel over `wire` (TLS over it when `tls` is given: its handshake starts),
-    /// its wire log hiding `redact_headers` (over HTTP) besides the built-in secrets.
-    pub(crate) fn new(wire: Wire, tls: Option<Tls>, redact_headers: &[String]) -> Open {
+    /// A channel over `wire` (TLS over it when `tls` has a session: its handshake
+    /// starts), its wire log hiding `redact_headers` (over HTTP) besides the built-in
+    /// secrets.
+    pub(crate) fn new(wire: Wire, mut tls: Layer, redact_headers: &[String]) -> Open {
         let log = match wire {
             Wire::Net(_) => ChannelLog::http_redacting(redact_headers),
             Wire::Pipes { .. } => ChannelLog::lines(),
         };
-        let mut open = Open {
+        let mut out = Vec::new();
+        tls.take_records(&mut out);
+        Open {
             wire,
             tls,
-            out: Vec::new(),
+            flushed: out.is_empty(),
+            out,
             written: 0,
             newly_written: 0,
-            flushed: true,
             write_failed: false,
             log,
-        };
-        open.take_records();
-        open
-    }
-
-    /// Queues the records the TLS session has ready to be written.
-    fn take_records(&mut self) {
-        #[cfg(feature = "tls")]
-        if let Some(tls) = &mut self.tls {
-            tls.take_records(&mut self.out);
-            self.flushed = false;
         }
     }
 
     /// Queues `bytes` to be written, after what is queued already.
     pub(crate) fn send<L: ?Sized + Sink>(&mut self, wire_log: &mut Option<Box<L>>, bytes: &[u8]) {
         self.log.sent(wire_log, bytes);
-        if self.write_failed {
-            return;
+        if !self.write_failed {
+            self.tls.send(bytes, &mut self.out);
+            self.flushed = false;
         }
-        self.flushed = false;
-        match &mut self.tls {
-            // Cannot fail: the session is never closed while the channel is open.
-            #[cfg(feature = "tls")]
-            Some(tls) => drop(tls.send(bytes)),
-            _ => self.out.extend_from_slice(bytes),
-        }
-        self.take_records();
     }
 
-    /// Whether the TLS handshake is still going on: the machine is told the connection
-    /// is open once it is over.
-    pub(crate) fn handshaking(&self) -> bool {
-        #[cfg(feature = "tls")]
-        return self.tls.as_ref().is_some_and(Tls::is_handshaking);
-        #[cfg(not(feature = "tls"))]
-        false
-    }
-
-    /// The plaintext of `read`, bytes read on the wire: `read` itself, or what the TLS
-    /// session made of it (in `plain`), its answers (the handshake's next flight, an
-    /// alert) queued to be written; true too once the peer said `close_notify`.
+    /// What `read`, bytes read on the wire, carried ([`Layer::receive`]; what TLS
+    /// answers is queued to be written), with the wire log to log it in.
     pub(crate) fn receive<'a>(
-        &mut self,
+        &'a mut self,
         read: &'a [u8],
-        plain: &'a mut Vec<u8>,
-    ) -> io::Result<(&'a [u8], bool)> {
-        #[cfg(feature = "tls")]
-        if let Some(tls) = &mut self.tls {
-            plain.clear();
-            let closed = tls.receive(read, plain);
-            self.take_records();
-            return Ok((plain, closed?));
-        }
-        let _ = plain;
-        Ok((read, false))
-    }
-
-    /// The wire's input ended: an error when a TLS peer had not said `close_notify`.
-    pub(crate) fn receive_eof(&mut self) -> io::Result<()> {
-        #[cfg(feature = "tls")]
-        if let Some(tls) = &mut self.tls {
-            return tls.receive_eof();
-        }
-        Ok(())
+    ) -> io::Result<(Received<'a>, &'a mut ChannelLog)> {
+        self.flushed = false;
+        Ok((self.tls.receive(read, &mut self.out)?, &mut self.log))
     }
 
     /// Writes (and then flushes) what is queued, as far as the channel takes it now.

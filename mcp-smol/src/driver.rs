@@ -39,6 +39,7 @@ use async_io::Timer;
 use async_process::Child;
 use futures_lite::AsyncRead;
 use mcp_io::drive::{Core, Execute};
+use mcp_io::tls::Layer;
 use mcp_io::wire_log::ChannelLog;
 use mcp_io::{Flavour, Options, Sendable, StdioCommand, TransportErrorKind, WireLog, clock};
 use mcp_proto::Instant;
@@ -150,8 +151,6 @@ struct Io<F: Flavour> {
     core: Core<F>,
     chans: Chans,
     chunk: Box<[u8]>,
-    /// The plaintext of a chunk read over TLS.
-    plain: Vec<u8>,
     timer: Timer,
     timer_at: Option<Instant>,
 }
@@ -234,7 +233,7 @@ impl<F: Flavour> Io<F> {
         let (machine, process, command, opener) = match transport {
             Transport::Stdio(command, child) => {
                 let (process, wire) = Process::start(child, &facade.shared);
-                let open = Open::new(wire, None, &options.redact_headers);
+                let open = Open::new(wire, Layer::default(), &options.redact_headers);
                 conns.insert(ConnId::STDIO, Conn::Open(open));
                 (Machine::stdio(config, now), process, Some(command), None)
             }
@@ -254,7 +253,6 @@ impl<F: Flavour> Io<F> {
             core: Core::new(machine, options),
             chans,
             chunk: vec![0; READ_CHUNK].into_boxed_slice(),
-            plain: Vec::new(),
             timer: Timer::never(),
             timer_at: None,
         };
@@ -325,7 +323,7 @@ impl<F: Flavour> Io<F> {
             Change::Nothing => return false,
             Change::Progress | Change::Ended => return true,
             Change::Restarted(Ok(wire)) => {
-                let open = Open::new(wire, None, &self.core.options.redact_headers);
+                let open = Open::new(wire, Layer::default(), &self.core.options.redact_headers);
                 let open = Conn::Open(open);
                 chans.conns.insert(ConnId::STDIO, open);
                 self.core.machine.handle_connected(now, ConnId::STDIO);
@@ -349,8 +347,8 @@ impl<F: Flavour> Io<F> {
                     Poll::Pending => return false,
                     Poll::Ready(Ok(stream)) => {
                         let redact = &self.core.options.redact_headers;
-                        let open = Open::new(Wire::Net(stream), tls.take(), redact);
-                        let handshaking = open.handshaking();
+                        let open = Open::new(Wire::Net(stream), std::mem::take(tls), redact);
+                        let handshaking = open.tls.handshaking();
                         self.chans.conns.insert(id, Conn::Open(open));
                         if !handshaking {
                             self.core.machine.handle_connected(now, id);
@@ -369,10 +367,7 @@ impl<F: Flavour> Io<F> {
         // A failed write ends the writing only: what the peer sent is still read (an
         // exited stdio server's last words and end of output, an early HTTP answer).
         let written = open.poll_write(cx);
-        let step = match open.handshaking() {
-            true => TransportErrorKind::Connect,
-            false => TransportErrorKind::Write,
-        };
+        let step = open.tls.step(TransportErrorKind::Write);
         // Ignored over HTTP (and counted in TLS records there): stdio's stdin counts.
         let newly = open.take_written();
         if newly > 0 {
@@ -395,18 +390,17 @@ impl<F: Flavour> Io<F> {
                 Poll::Ready(Ok(n)) => n,
                 Poll::Ready(Err(e)) => return self.lost(now, id, Some(e)),
             };
-            let handshaking = open.handshaking();
-            let (data, closed) = match open.receive(&self.chunk[..n], &mut self.plain) {
+            let (got, log) = match open.receive(&self.chunk[..n]) {
                 Ok(got) => got,
                 Err(e) => return self.lost(now, id, Some(e)),
             };
-            if handshaking && !open.handshaking() {
+            if got.opened {
                 self.core.machine.handle_connected(now, id);
             }
-            if !data.is_empty() {
-                self.core.received(now, id, data, Some(&mut open.log));
+            if !got.plaintext.is_empty() {
+                self.core.received(now, id, got.plaintext, Some(log));
             }
-            if closed {
+            if got.closed {
                 return self.lost(now, id, None);
             }
             self.drain();
@@ -421,7 +415,7 @@ impl<F: Flavour> Io<F> {
     fn lost(&mut self, now: Instant, id: ConnId, error: Option<io::Error>) -> bool {
         let mut conn = self.chans.conns.remove(&id);
         let (log, step, error) = match &mut conn {
-            Some(Conn::Open(open)) if open.handshaking() => {
+            Some(Conn::Open(open)) if open.tls.handshaking() => {
                 let error = error.unwrap_or_else(|| io::ErrorKind::UnexpectedEof.into());
                 (
                     Some(&mut open.log),
@@ -430,7 +424,7 @@ impl<F: Flavour> Io<F> {
                 )
             }
             Some(Conn::Open(open)) => {
-                let error = error.or_else(|| open.receive_eof().err());
+                let error = error.or_else(|| open.tls.receive_eof().err());
                 (Some(&mut open.log), TransportErrorKind::Read, error)
             }
             _ => (None, TransportErrorKind::Read, error),

@@ -24,6 +24,7 @@ use std::sync::Arc;
 use async_io::Async;
 use futures_lite::{AsyncRead, AsyncWrite};
 use mcp_io::http::{HttpStart, admitted_addresses};
+use mcp_io::tls::Layer;
 use mcp_io::{ResolveError, TransportError, TransportErrorKind};
 use mcp_proto::client::{Origin, TransportFailure};
 
@@ -153,13 +154,6 @@ impl<C: Connector + 'static> From<C> for Box<dyn Connector> {
 pub(crate) type Opening =
     Pin<Box<dyn Future<Output = Result<Box<dyn AsyncStream>, TransportError>> + Send>>;
 
-/// The TLS session of a connection the driver encrypts itself.
-#[cfg(feature = "tls")]
-pub(crate) type Tls = mcp_io::tls::TlsSession;
-/// No TLS without the `tls` feature: the connector does it, or `https` is refused.
-#[cfg(not(feature = "tls"))]
-pub(crate) type Tls = std::convert::Infallible;
-
 /// How the driver opens a connection: the connector, and the TLS session when needed.
 pub(crate) struct Opener {
     connector: Arc<dyn Connector>,
@@ -184,16 +178,18 @@ impl Opener {
     /// Opens one connection to `origin`, with the TLS session the driver runs over it
     /// for an `https` origin (the server name being the origin's host). The machine
     /// bounds the time it takes, the handshake included.
-    pub(crate) fn open(&self, origin: &Origin) -> Result<(Opening, Option<Tls>), TransportError> {
+    pub(crate) fn open(&self, origin: &Origin) -> Result<(Opening, Layer), TransportError> {
         #[cfg(feature = "tls")]
         let tls = match self.tls.clone().filter(|_| origin.is_tls()) {
-            Some(config) => Some(Tls::new(config, origin.host()).map_err(|e| {
-                TransportError::new(TransportErrorKind::Tls, self.endpoint.as_str(), e)
-            })?),
+            Some(config) => Some(mcp_io::tls::TlsSession::new(config, origin.host()).map_err(
+                |e| TransportError::new(TransportErrorKind::Tls, self.endpoint.as_str(), e),
+            )?),
             None => None,
         };
+        #[cfg(feature = "tls")]
+        let tls = Layer::new(tls);
         #[cfg(not(feature = "tls"))]
-        let tls = None;
+        let tls = Layer::default();
         let connecting = self.connector.connect(origin);
         let endpoint = self.endpoint.clone();
         let opening = async move {
