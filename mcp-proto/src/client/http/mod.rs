@@ -319,6 +319,11 @@ impl HttpLink {
 
     pub(crate) fn handle_read(&mut self, now: Instant, conn: ConnId, data: &[u8]) {
         self.now = now;
+        if data.is_empty() {
+            // Nothing arrived: no response has started (an empty read must not mark the
+            // request answered, which would drop its bytes before they were written).
+            return;
+        }
         if self.side.owns(conn) {
             if let Some(outcome) = self.side.read(conn, data) {
                 self.side_outcome(now, outcome);
