@@ -861,3 +861,45 @@ fn over_http_a_log_on_a_calls_own_stream_belongs_to_that_call() {
         .collect();
     assert_eq!(logged, [(Some(id), LogLevel::Error)]);
 }
+
+#[test]
+fn roots_log_levels_and_refused_answers_are_recorded_and_replay() {
+    use mcp_io::transcript::{Recording, replay};
+    let elicit = json!({"method":"elicitation/create","params":{"message":"who?","requestedSchema":schema()}});
+    for mode in [EraMode::Legacy, EraMode::Auto] {
+        let cfg = config(mode).roots(vec![Root::new("file:///a")]);
+        let mut sim = if mode == EraMode::Legacy {
+            Sim::new(cfg, legacy_asking(elicit.clone()))
+        } else {
+            Sim::new(cfg, modern_asking(json!({"f": elicit.clone()})))
+        };
+        sim.client.start_recording();
+        sim.connect();
+        sim.client
+            .set_roots(sim.now, vec![Root::new("file:///b")])
+            .unwrap();
+        let id = sim
+            .client
+            .call(
+                sim.now,
+                CallRequest::call_tool("t", json!({})).log_level(LogLevel::Notice),
+            )
+            .unwrap();
+        sim.run_until(|s| !asked(s).is_empty());
+        let (input, _) = asked(&sim)[0].clone();
+        let bad = InputAnswer::accept(serde_json::Map::new());
+        assert!(sim.client.respond(sim.now, input, bad).is_err());
+        let good = InputAnswer::accept(json!({"name":"ada"}).as_object().unwrap().clone());
+        sim.client.respond(sim.now, input, good).unwrap();
+        sim.run_until(|s| s.completion(id).is_some());
+        let mut recording = Recording::new(&[]);
+        let mut text = String::new();
+        recording.drain(&mut sim.client, &mut |line: &str| {
+            text.push_str(line);
+            text.push('\n');
+        });
+        assert!(text.contains("set_roots"), "{mode:?}");
+        let summary = replay(&text).unwrap_or_else(|e| panic!("{mode:?}: {e}\n{text}"));
+        assert_eq!(summary.transcripts, 1);
+    }
+}
