@@ -97,8 +97,9 @@ pub use era_cache::EraCache;
 pub use error::Error;
 pub use inbox::Inbox;
 pub use options::{
-    DEFAULT_GRACE_PERIOD, Direction, Flavour, Local, MAX_NOTIFICATIONS, MAX_PEER_ERRORS, Options,
-    Progress, ProgressHandler, Sendable, TranscriptSink, WireLog, push_newest,
+    DEFAULT_GRACE_PERIOD, Direction, ElicitationCompleteSink, Flavour, Local, LogSink,
+    MAX_NOTIFICATIONS, MAX_PEER_ERRORS, Options, Progress, ProgressHandler, Sendable,
+    TranscriptSink, WireLog, push_newest,
 };
 pub use shared::{Shared, SharedState};
 pub use transport::{ResolveError, TransportError, TransportErrorKind};

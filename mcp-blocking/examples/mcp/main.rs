@@ -18,6 +18,7 @@ mod auth;
 mod commands;
 mod config;
 mod demo;
+mod extras;
 mod output;
 mod prompt;
 mod session;

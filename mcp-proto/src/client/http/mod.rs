@@ -264,6 +264,17 @@ impl HttpLink {
         Ok(())
     }
 
+    pub(crate) fn set_roots(
+        &mut self,
+        now: Instant,
+        roots: Vec<crate::client::Root>,
+    ) -> Result<(), ApiMisuse> {
+        self.now = now;
+        self.client.set_roots(now, roots)?;
+        self.pump(now);
+        Ok(())
+    }
+
     pub(crate) fn cancel(&mut self, now: Instant, call: CallId) -> Result<(), ApiMisuse> {
         self.now = now;
         self.client.cancel(now, call)?;
