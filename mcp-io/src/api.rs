@@ -12,14 +12,15 @@ pub use crate::http::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_CONNECTIONS, TlsUnava
 pub use crate::transcript;
 pub use crate::{
     DEFAULT_GRACE_PERIOD, DEFAULT_STDERR_LIMIT, Direction, EraCache, Error, Flavour, Local,
-    Options, Progress, ProgressHandler, ResolveError, Sendable, Shutdown, StdioCommand,
+    LogSink, Options, Progress, ProgressHandler, ResolveError, Sendable, Shutdown, StdioCommand,
     TranscriptSink, TransportError, TransportErrorKind, WireLog,
 };
 pub use mcp_proto::auth::{AuthConfig, AuthError, ClientIdentity, Credentials, Grant};
 pub use mcp_proto::client::{
     AcceptDefaults, CallError, CallId, CallOutput, CallRequest, ClientConfig, CloseReason,
-    DeclineAll, HttpFailure, InputAnswer, InputHandler, InputRequest, Origin, PeerError,
-    TransportFailure, TransportFailureKind,
+    DeclineAll, FormSchema, HttpFailure, InputAnswer, InputHandler, InputRequest, LogLevel,
+    LogMessage, Origin, PeerError, Root, SamplingRequest, SamplingResult, TransportFailure,
+    TransportFailureKind,
 };
 pub use mcp_proto::http::{EndpointUrl, UrlError};
 pub use mcp_proto::jsonrpc::Notification;

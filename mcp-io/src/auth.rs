@@ -11,7 +11,8 @@ use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use mcp_proto::Instant;
 use mcp_proto::auth::crypto::sha256;
 use mcp_proto::auth::{AuthConfig, Signer};
-use mcp_proto::client::{Client, InputAnswer, InputId};
+use mcp_proto::client::{ApiMisuse, Client, InputAnswer, InputId};
+use mcp_proto::jsonrpc::{ErrorObject, codes};
 use ring::rand::{SecureRandom, SystemRandom};
 use ring::signature::{self, EcdsaKeyPair, KeyPair, RsaKeyPair};
 
@@ -56,7 +57,16 @@ impl Reply {
     pub fn apply(self, machine: &mut Client, now: Instant) {
         match self {
             Reply::Input(input, answer) => {
-                let _ = machine.respond(now, input, answer);
+                if let Err(ApiMisuse::InvalidAnswer(why)) = machine.respond(now, input, answer) {
+                    // The handler's answer does not fit the request (a form answer that
+                    // fails its schema, say): the server is refused rather than sent it,
+                    // so nothing waits forever.
+                    let refusal = ErrorObject::new(
+                        codes::INTERNAL_ERROR,
+                        format!("the client could not answer: {why}"),
+                    );
+                    let _ = machine.respond(now, input, InputAnswer::Error(refusal));
+                }
             }
             Reply::AuthorizationCallback(url) => {
                 let _ = machine.handle_authorization_callback(now, &url);

@@ -100,7 +100,7 @@ impl Error {
     /// A short, stable name for the kind of failure, for scripts: `spawn`, `connect`,
     /// `legacy-server`, `negotiation`, `auth-required`, `auth-failed`, `http`, `closed`, `server-error`,
     /// `unknown-name` and `invalid-arguments` (a `-32602` that says which), `timeout`,
-    /// `invalid-response`, `input`, `limit`, `cancelled`, `session-expired`, `call`,
+    /// `invalid-response`, `input`, `url-elicitation-required`, `limit`, `cancelled`, `session-expired`, `call`,
     /// `misuse`, `invalid-url`, `tls-unavailable`, `driver-gone`; below HTTP
     /// `unreachable`, `tls` and `transport` ([`TransportErrorKind::name`](crate::TransportErrorKind::name)).
     #[must_use]
@@ -129,6 +129,7 @@ impl Error {
                 CallError::InvalidResponse(_) => "invalid-response",
                 CallError::TooManyRounds(_) | CallError::ListTooLong(_) => "limit",
                 CallError::InvalidInputRequest(_) | CallError::InputRefused(_) => "input",
+                CallError::UrlElicitationRequired { .. } => "url-elicitation-required",
                 CallError::Http(_) => "http",
                 CallError::SessionExpired => "session-expired",
                 CallError::Authorization(_) => "auth-failed",
@@ -156,7 +157,9 @@ impl Error {
     #[must_use]
     pub fn error_object(&self) -> Option<&ErrorObject> {
         match self {
-            Error::Call(CallError::Server(e)) => Some(e),
+            Error::Call(
+                CallError::Server(e) | CallError::UrlElicitationRequired { error: e, .. },
+            ) => Some(e),
             Error::Call(CallError::Http(h)) => h.error.as_ref(),
             Error::Connect { reason, .. } | Error::Closed(reason) => match reason {
                 CloseReason::Refused(e) => Some(e),

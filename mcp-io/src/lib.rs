@@ -57,7 +57,8 @@
 //! # Cargo features
 //!
 //! * `tls` (default): the default TLS client configuration and the rustls helpers of
-//!   [`http`], with `rustls` (ring provider) and `webpki-roots`. Without it the crate
+//!   [`http`], and [`tls::TlsSession`], the TLS session both adapters move bytes
+//!   through, with `rustls` (ring provider) and `webpki-roots`. Without it the crate
 //!   depends on `mcp-proto` and two of its own dependencies (`serde_json`,
 //!   `thiserror`); the adapters turn it on with their own `tls` feature.
 #![forbid(unsafe_code)]
@@ -85,6 +86,7 @@ mod inbox;
 mod options;
 pub mod request;
 mod shared;
+pub mod tls;
 pub mod transcript;
 mod transport;
 pub mod wire_log;
@@ -95,8 +97,9 @@ pub use era_cache::EraCache;
 pub use error::Error;
 pub use inbox::Inbox;
 pub use options::{
-    DEFAULT_GRACE_PERIOD, Direction, Flavour, Local, MAX_NOTIFICATIONS, MAX_PEER_ERRORS, Options,
-    Progress, ProgressHandler, Sendable, TranscriptSink, WireLog, push_newest,
+    DEFAULT_GRACE_PERIOD, Direction, ElicitationCompleteSink, Flavour, Local, LogSink,
+    MAX_NOTIFICATIONS, MAX_PEER_ERRORS, Options, Progress, ProgressHandler, Sendable,
+    TranscriptSink, WireLog, push_newest,
 };
 pub use shared::{Shared, SharedState};
 pub use transport::{ResolveError, TransportError, TransportErrorKind};

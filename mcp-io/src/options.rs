@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use mcp_proto::Instant;
 use mcp_proto::auth::Credentials;
-use mcp_proto::client::{CallId, DeclineAll, Event, InputHandler};
+use mcp_proto::client::{CallId, DeclineAll, Event, InputHandler, LogMessage};
 
 use crate::auth::{AuthorizationHandler, Reply};
 
@@ -34,6 +34,16 @@ pub type ProgressHandler<F = Sendable> = Box<<F as Flavour>::Progress>;
 /// parameters (`access_token`, `api_key`, …) replaced by `[redacted]`; see
 /// [`crate::wire_log`] for the exact rules.
 pub type WireLog<F = Sendable> = Box<<F as Flavour>::WireLog>;
+
+/// Called with every log message of the server (`notifications/message`) and the call
+/// it belongs to, when known. Ask for messages with
+/// [`CallRequest::set_log_level`](mcp_proto::client::CallRequest::set_log_level) (or per
+/// request with [`CallRequest::log_level`](mcp_proto::client::CallRequest::log_level())).
+pub type LogSink = Box<dyn FnMut(Option<CallId>, &LogMessage) + Send>;
+
+/// Called with the `elicitationId` of every URL-mode elicitation the server reports
+/// complete (`notifications/elicitation/complete`).
+pub type ElicitationCompleteSink = Box<dyn FnMut(&str) + Send>;
 
 /// Called with the credentials an authorization produced, to keep them for the next
 /// run (they hold secrets: store them privately).
@@ -226,6 +236,10 @@ pub struct Options<F: Flavour = Sendable> {
     /// Called with the credentials whenever an authorization changed them (new tokens,
     /// a registration), to keep them for the next run. Default none.
     pub on_credentials: Option<CredentialSink>,
+    /// Receives the server's log messages. Default none (they are dropped).
+    pub on_log: Option<LogSink>,
+    /// Told when the server reports a URL-mode elicitation complete. Default none.
+    pub on_elicitation_complete: Option<ElicitationCompleteSink>,
 }
 
 impl Options {
@@ -288,6 +302,8 @@ impl Options {
             transcript: self.transcript.map(|t| t as TranscriptSink<Local>),
             authorization_handler: self.authorization_handler,
             on_credentials: self.on_credentials,
+            on_log: self.on_log,
+            on_elicitation_complete: self.on_elicitation_complete,
         }
     }
 }
@@ -346,7 +362,23 @@ impl<F: Flavour> Options<F> {
             transcript: None,
             authorization_handler: None,
             on_credentials: None,
+            on_log: None,
+            on_elicitation_complete: None,
         }
+    }
+
+    /// The same options with a sink for the server's log messages.
+    #[must_use]
+    pub fn on_log(mut self, f: impl FnMut(Option<CallId>, &LogMessage) + Send + 'static) -> Self {
+        self.on_log = Some(Box::new(f));
+        self
+    }
+
+    /// The same options with a callback for completed URL-mode elicitations.
+    #[must_use]
+    pub fn on_elicitation_complete(mut self, f: impl FnMut(&str) + Send + 'static) -> Self {
+        self.on_elicitation_complete = Some(Box::new(f));
+        self
     }
 
     /// The same options with an [`AuthorizationHandler`].
@@ -426,7 +458,11 @@ impl<F: Flavour> Options<F> {
     /// * [`Event::AuthorizationRequested`] goes to the
     ///   [`authorization_handler`](Options::authorization_handler), and `reply` gets the
     ///   callback URL it returned, or the reason there is none;
-    /// * [`Event::CredentialsChanged`] goes to [`on_credentials`](Options::on_credentials).
+    /// * [`Event::CredentialsChanged`] goes to [`on_credentials`](Options::on_credentials);
+    /// * [`Event::Log`] goes to [`on_log`](Options::on_log()), and
+    ///   [`Event::ElicitationCompleted`] to
+    ///   [`on_elicitation_complete`](Options::on_elicitation_complete()), when set (else
+    ///   they are returned).
     ///
     /// Every other event is returned for the caller to handle.
     ///
@@ -478,6 +514,22 @@ impl<F: Flavour> Options<F> {
                     f(&c);
                 }
                 None
+            }
+            Event::Log { call, message } => match &mut self.on_log {
+                Some(f) => {
+                    f(call, &message);
+                    None
+                }
+                None => Some(Event::Log { call, message }),
+            },
+            Event::ElicitationCompleted { elicitation_id } => {
+                match &mut self.on_elicitation_complete {
+                    Some(f) => {
+                        f(&elicitation_id);
+                        None
+                    }
+                    None => Some(Event::ElicitationCompleted { elicitation_id }),
+                }
             }
             other => Some(other),
         }

@@ -203,6 +203,23 @@ macro_rules! typed_requests {
             Ok(self.request(request)$($await)*?.result_as()?)
         }
 
+        /// `logging/setLevel`: the server's log messages at `level` and above, for the
+        /// session (legacy era); in 2026-07-28, nothing is sent and `level` becomes the
+        /// per-request level of every later request (see
+        /// [`CallRequest::set_log_level`](crate::mcp_proto::client::CallRequest::set_log_level)).
+        /// Deliver the messages with [`Options::on_log`](crate::Options::on_log()).
+        ///
+        /// # Errors
+        /// As [`Self::request`].
+        pub $($async)* fn set_log_level(
+            &$($mut)* self,
+            level: $crate::mcp_proto::client::LogLevel,
+        ) -> ::core::result::Result<(), $crate::Error> {
+            let request = $crate::mcp_proto::client::CallRequest::set_log_level(level);
+            self.request(request)$($await)*?;
+            Ok(())
+        }
+
         /// `prompts/get` with `arguments`, a JSON object (or `null` for none): the
         /// `GetPromptResult` as JSON.
         ///

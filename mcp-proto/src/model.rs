@@ -52,6 +52,9 @@ pub struct ClientCapabilities {
     pub sampling: bool,
     /// `roots/list`.
     pub roots: bool,
+    /// Legacy era: the client sends `notifications/roots/list_changed` when its roots
+    /// change (`roots.listChanged`). Never declared in 2026-07-28.
+    pub roots_list_changed: bool,
     /// Extensions (2026-07-28), id → settings.
     pub extensions: Map<String, Value>,
 }
@@ -94,7 +97,7 @@ impl ClientCapabilities {
         if self.roots {
             let mut r = Map::new();
             if version < ProtocolVersion::V2026_07_28 {
-                r.insert("listChanged".into(), Value::Bool(false));
+                r.insert("listChanged".into(), Value::Bool(self.roots_list_changed));
             }
             caps.insert("roots".into(), Value::Object(r));
         }

@@ -1,5 +1,6 @@
 //! One byte channel of the driver: an HTTP connection (being opened, or open) or the
-//! stdio server's stdin and stdout; the bytes still to write on it, and its wire log.
+//! stdio server's stdin and stdout; the bytes still to write on it, its TLS session when
+//! the driver encrypts, and its wire log.
 
 use std::io;
 use std::pin::Pin;
@@ -7,13 +8,14 @@ use std::task::{Context, Poll};
 
 use async_process::{ChildStdin, ChildStdout};
 use futures_lite::{AsyncRead, AsyncWrite};
+use mcp_io::tls::{Layer, Received};
 use mcp_io::wire_log::{ChannelLog, Sink};
 
 use crate::http::{AsyncStream, Opening};
 
-/// A channel: being opened, or open.
+/// A channel: being opened (with the TLS session to run over it), or open.
 pub(crate) enum Conn {
-    Opening(Opening),
+    Opening(Opening, Layer),
     Open(Open),
 }
 
@@ -25,7 +27,7 @@ impl Conn {
                 open.log.finish(wire_log);
                 Some(open.wire)
             }
-            Conn::Opening(_) => None,
+            Conn::Opening(..) => None,
         }
     }
 }
@@ -67,6 +69,9 @@ impl Wire {
 /// An open channel.
 pub(crate) struct Open {
     pub(crate) wire: Wire,
+    /// TLS over `wire`, when the driver does it: what is sent is encrypted into `out`,
+    /// and the driver decrypts what it reads.
+    pub(crate) tls: Layer,
     /// Bytes to write; `out[written..]` is not written yet.
     out: Vec<u8>,
     written: usize,
@@ -80,19 +85,23 @@ pub(crate) struct Open {
 }
 
 impl Open {
-    /// A channel over `wire`, its wire log hiding `redact_headers` (over HTTP) besides
-    /// the built-in secrets.
-    pub(crate) fn new(wire: Wire, redact_headers: &[String]) -> Open {
+    /// A channel over `wire` (TLS over it when `tls` has a session: its handshake
+    /// starts), its wire log hiding `redact_headers` (over HTTP) besides the built-in
+    /// secrets.
+    pub(crate) fn new(wire: Wire, mut tls: Layer, redact_headers: &[String]) -> Open {
         let log = match wire {
             Wire::Net(_) => ChannelLog::http_redacting(redact_headers),
             Wire::Pipes { .. } => ChannelLog::lines(),
         };
+        let mut out = Vec::new();
+        tls.take_records(&mut out);
         Open {
             wire,
-            out: Vec::new(),
+            tls,
+            flushed: out.is_empty(),
+            out,
             written: 0,
             newly_written: 0,
-            flushed: true,
             write_failed: false,
             log,
         }
@@ -102,9 +111,19 @@ impl Open {
     pub(crate) fn send<L: ?Sized + Sink>(&mut self, wire_log: &mut Option<Box<L>>, bytes: &[u8]) {
         self.log.sent(wire_log, bytes);
         if !self.write_failed {
-            self.out.extend_from_slice(bytes);
+            self.tls.send(bytes, &mut self.out);
             self.flushed = false;
         }
+    }
+
+    /// What `read`, bytes read on the wire, carried ([`Layer::receive`]; what TLS
+    /// answers is queued to be written), with the wire log to log it in.
+    pub(crate) fn receive<'a>(
+        &'a mut self,
+        read: &'a [u8],
+    ) -> io::Result<(Received<'a>, &'a mut ChannelLog)> {
+        self.flushed = false;
+        Ok((self.tls.receive(read, &mut self.out)?, &mut self.log))
     }
 
     /// Writes (and then flushes) what is queued, as far as the channel takes it now.

@@ -39,6 +39,7 @@ use async_io::Timer;
 use async_process::Child;
 use futures_lite::AsyncRead;
 use mcp_io::drive::{Core, Execute};
+use mcp_io::tls::Layer;
 use mcp_io::wire_log::ChannelLog;
 use mcp_io::{Flavour, Options, Sendable, StdioCommand, TransportErrorKind, WireLog, clock};
 use mcp_proto::Instant;
@@ -168,7 +169,8 @@ struct Chans {
 impl<F: Flavour> Execute<F> for Chans {
     fn connect(&mut self, conn: ConnId, origin: &Origin) -> Result<(), TransportFailure> {
         if let Some(opener) = &self.opener {
-            self.conns.insert(conn, Conn::Opening(opener.open(origin)));
+            let (opening, tls) = opener.open(origin).map_err(|e| e.failure())?;
+            self.conns.insert(conn, Conn::Opening(opening, tls));
         }
         Ok(())
     }
@@ -231,7 +233,7 @@ impl<F: Flavour> Io<F> {
         let (machine, process, command, opener) = match transport {
             Transport::Stdio(command, child) => {
                 let (process, wire) = Process::start(child, &facade.shared);
-                let open = Open::new(wire, &options.redact_headers);
+                let open = Open::new(wire, Layer::default(), &options.redact_headers);
                 conns.insert(ConnId::STDIO, Conn::Open(open));
                 (Machine::stdio(config, now), process, Some(command), None)
             }
@@ -321,7 +323,8 @@ impl<F: Flavour> Io<F> {
             Change::Nothing => return false,
             Change::Progress | Change::Ended => return true,
             Change::Restarted(Ok(wire)) => {
-                let open = Conn::Open(Open::new(wire, &self.core.options.redact_headers));
+                let open = Open::new(wire, Layer::default(), &self.core.options.redact_headers);
+                let open = Conn::Open(open);
                 chans.conns.insert(ConnId::STDIO, open);
                 self.core.machine.handle_connected(now, ConnId::STDIO);
             }
@@ -339,14 +342,17 @@ impl<F: Flavour> Io<F> {
     fn poll_conn(&mut self, now: Instant, id: ConnId, cx: &mut Context<'_>) -> bool {
         let open = match self.chans.conns.get_mut(&id) {
             None => return false,
-            Some(Conn::Opening(opening)) => {
+            Some(Conn::Opening(opening, tls)) => {
                 match opening.as_mut().poll(cx) {
                     Poll::Pending => return false,
                     Poll::Ready(Ok(stream)) => {
                         let redact = &self.core.options.redact_headers;
-                        let open = Open::new(Wire::Net(stream), redact);
+                        let open = Open::new(Wire::Net(stream), std::mem::take(tls), redact);
+                        let handshaking = open.tls.handshaking();
                         self.chans.conns.insert(id, Conn::Open(open));
-                        self.core.machine.handle_connected(now, id);
+                        if !handshaking {
+                            self.core.machine.handle_connected(now, id);
+                        }
                     }
                     Poll::Ready(Err(e)) => {
                         self.chans.conns.remove(&id);
@@ -361,12 +367,14 @@ impl<F: Flavour> Io<F> {
         // A failed write ends the writing only: what the peer sent is still read (an
         // exited stdio server's last words and end of output, an early HTTP answer).
         let written = open.poll_write(cx);
+        let step = open.tls.step(TransportErrorKind::Write);
+        // Ignored over HTTP (and counted in TLS records there): stdio's stdin counts.
         let newly = open.take_written();
         if newly > 0 {
             self.core.machine.handle_written(now, id, newly);
         }
         let mut progress = written.unwrap_or_else(|e| {
-            let failure = self.chans.failure(TransportErrorKind::Write, e);
+            let failure = self.chans.failure(step, e);
             let log = Execute::<F>::channel_log(&mut self.chans, id);
             self.core.failed(now, id, failure, log);
             self.drain();
@@ -382,25 +390,49 @@ impl<F: Flavour> Io<F> {
                 Poll::Ready(Ok(n)) => n,
                 Poll::Ready(Err(e)) => return self.lost(now, id, Some(e)),
             };
-            let log = Some(&mut open.log);
-            self.core.received(now, id, &self.chunk[..n], log);
+            let (got, log) = match open.receive(&self.chunk[..n]) {
+                Ok(got) => got,
+                Err(e) => return self.lost(now, id, Some(e)),
+            };
+            if got.opened {
+                self.core.machine.handle_connected(now, id);
+            }
+            if !got.plaintext.is_empty() {
+                self.core.received(now, id, got.plaintext, Some(log));
+            }
+            if got.closed {
+                return self.lost(now, id, None);
+            }
             self.drain();
             progress = true;
         }
         progress
     }
 
-    /// A channel's input ended (`error: None`) or failed: it is dropped, the machine told.
+    /// A channel's input ended (`error: None`; over TLS, an error without `close_notify`)
+    /// or failed: it is dropped, the machine told. Before its TLS handshake is over,
+    /// either is a failure to connect.
     fn lost(&mut self, now: Instant, id: ConnId, error: Option<io::Error>) -> bool {
         let mut conn = self.chans.conns.remove(&id);
-        let log = match &mut conn {
-            Some(Conn::Open(open)) => Some(&mut open.log),
-            _ => None,
+        let (log, step, error) = match &mut conn {
+            Some(Conn::Open(open)) if open.tls.handshaking() => {
+                let error = error.unwrap_or_else(|| io::ErrorKind::UnexpectedEof.into());
+                (
+                    Some(&mut open.log),
+                    TransportErrorKind::Connect,
+                    Some(error),
+                )
+            }
+            Some(Conn::Open(open)) => {
+                let error = error.or_else(|| open.tls.receive_eof().err());
+                (Some(&mut open.log), TransportErrorKind::Read, error)
+            }
+            _ => (None, TransportErrorKind::Read, error),
         };
         match error {
             None => self.core.ended(now, id, log),
             Some(e) => {
-                let failure = self.chans.failure(TransportErrorKind::Read, e);
+                let failure = self.chans.failure(step, e);
                 self.core.failed(now, id, failure, log);
             }
         }

@@ -4,9 +4,10 @@
 //! [`HttpOptions`] (see [`mcp_io::http::HttpOptions`]). The [`Driver`](crate::Driver)
 //! obeys: for every `Transmit::Connect` it runs the [`Connector`] (plain TCP by default,
 //! an `async_io::Async<std::net::TcpStream>` with `TCP_NODELAY`) and, for an `https`
-//! origin, the TLS handshake (`futures-rustls`, the server name being the origin's host);
-//! it writes the bytes it is given, reads every open connection, and closes a connection
-//! when told. What fails below HTTP is reported to the machine as a `TransportFailure`
+//! origin, the TLS handshake (`mcp_io::tls::TlsSession`, the session mcp-blocking
+//! runs too, the server name being the origin's host: the driver moves its records like
+//! any other bytes); it writes the bytes it is given, reads every open connection, and
+//! closes a connection when told. What fails below HTTP is reported to the machine as a `TransportFailure`
 //! carrying the typed [`TransportError`] as its source, and comes back to the caller as
 //! [`Error::Transport`](crate::Error::Transport).
 //!
@@ -23,6 +24,7 @@ use std::sync::Arc;
 use async_io::Async;
 use futures_lite::{AsyncRead, AsyncWrite};
 use mcp_io::http::{HttpStart, admitted_addresses};
+use mcp_io::tls::Layer;
 use mcp_io::{ResolveError, TransportError, TransportErrorKind};
 use mcp_proto::client::{Origin, TransportFailure};
 
@@ -152,12 +154,12 @@ impl<C: Connector + 'static> From<C> for Box<dyn Connector> {
 pub(crate) type Opening =
     Pin<Box<dyn Future<Output = Result<Box<dyn AsyncStream>, TransportError>> + Send>>;
 
-/// How the driver opens a connection: the connector, then TLS when needed.
+/// How the driver opens a connection: the connector, and the TLS session when needed.
 pub(crate) struct Opener {
     connector: Arc<dyn Connector>,
     /// For `https` when the connector does not do TLS itself.
     #[cfg(feature = "tls")]
-    tls: Option<futures_rustls::TlsConnector>,
+    tls: Option<Arc<rustls::ClientConfig>>,
     /// The endpoint's origin, as errors name it.
     endpoint: String,
 }
@@ -168,43 +170,36 @@ impl Opener {
         Opener {
             connector: connector.unwrap_or_else(|| Arc::new(TcpConnector)),
             #[cfg(feature = "tls")]
-            tls: start.tls.clone().map(futures_rustls::TlsConnector::from),
+            tls: start.tls.clone(),
             endpoint: start.url.origin().to_owned(),
         }
     }
 
-    /// Opens one connection to `origin`. The machine bounds the time it takes.
-    pub(crate) fn open(&self, origin: &Origin) -> Opening {
+    /// Opens one connection to `origin`, with the TLS session the driver runs over it
+    /// for an `https` origin (the server name being the origin's host). The machine
+    /// bounds the time it takes, the handshake included.
+    pub(crate) fn open(&self, origin: &Origin) -> Result<(Opening, Layer), TransportError> {
+        #[cfg(feature = "tls")]
+        let tls = match self.tls.clone().filter(|_| origin.is_tls()) {
+            Some(config) => Some(mcp_io::tls::TlsSession::new(config, origin.host()).map_err(
+                |e| TransportError::new(TransportErrorKind::Tls, self.endpoint.as_str(), e),
+            )?),
+            None => None,
+        };
+        #[cfg(feature = "tls")]
+        let tls = Layer::new(tls);
+        #[cfg(not(feature = "tls"))]
+        let tls = Layer::default();
         let connecting = self.connector.connect(origin);
         let endpoint = self.endpoint.clone();
-        #[cfg(feature = "tls")]
-        let tls = self.tls.clone().filter(|_| origin.is_tls());
-        #[cfg(feature = "tls")]
-        let host = origin.host().to_owned();
-        Box::pin(async move {
-            let failed = |kind, e| TransportError::new(kind, endpoint.as_str(), e);
-            let stream = connecting
-                .await
-                .map_err(|e| failed(TransportErrorKind::Connect, e))?;
-            #[cfg(feature = "tls")]
-            if let Some(tls) = tls {
-                let name = rustls::pki_types::ServerName::try_from(host.clone()).map_err(|e| {
-                    let why = format!("{host:?} is not a valid TLS server name: {e}");
-                    let e = io::Error::new(io::ErrorKind::InvalidInput, why);
-                    failed(TransportErrorKind::Tls, e)
-                })?;
-                let stream = tls
-                    .connect(name, stream)
-                    .await
-                    .map_err(|e| failed(TransportErrorKind::Tls, e))?;
-                return Ok(Box::new(stream) as Box<dyn AsyncStream>);
-            }
-            Ok(stream)
-        })
+        let opening = async move {
+            let e = |e| TransportError::new(TransportErrorKind::Connect, endpoint.as_str(), e);
+            connecting.await.map_err(e)
+        };
+        Ok((Box::pin(opening), tls))
     }
 
-    /// A failure on an open connection at `step` (reading or writing), as the machine
-    /// takes it.
+    /// A failure on a connection at `step`, as the machine takes it.
     pub(crate) fn failure(&self, step: TransportErrorKind, e: io::Error) -> TransportFailure {
         TransportError::new(step, self.endpoint.as_str(), e).failure()
     }

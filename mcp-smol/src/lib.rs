@@ -171,9 +171,9 @@
 //! crates), or with any executor; never tokio.
 //!
 //! * `tls` (default): `https` with rustls (ring provider, no aws-lc, no OpenSSL) through
-//!   `futures-rustls`, trusting the Mozilla roots of `webpki-roots`:
-//!   `HttpOptions::tls`, `TransportError::tls_error`, the `rustls` re-export. It adds
-//!   rustls, futures-rustls, ring, rustls-webpki, rustls-pki-types, webpki-roots,
+//!   mcp-io's TLS session (the one mcp-blocking uses), trusting the Mozilla roots of
+//!   `webpki-roots`: `HttpOptions::tls`, `TransportError::tls_error`, the `rustls`
+//!   re-export. It adds rustls, ring, rustls-webpki, rustls-pki-types, webpki-roots,
 //!   untrusted, subtle, zeroize, once_cell and getrandom to the tree.
 //!
 //!   Without it (`default-features = false`) the crate speaks stdio and plain `http`;

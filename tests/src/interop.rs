@@ -109,17 +109,53 @@ impl InputHandler for FillForms {
         let mut content = Map::new();
         if let Some(props) = schema.get("properties").and_then(Value::as_object) {
             for (name, prop) in props {
-                let value = prop.get("default").cloned().unwrap_or_else(|| {
-                    match prop.get("type").and_then(Value::as_str) {
-                        Some("boolean") => Value::Bool(true),
-                        Some("integer") | Some("number") => Value::from(1),
-                        _ => Value::String("interop".into()),
-                    }
-                });
+                let value = prop.get("default").cloned().unwrap_or_else(|| fill(prop));
                 content.insert(name.clone(), value);
             }
         }
         InputAnswer::accept(content)
+    }
+}
+
+/// A value that passes `prop`'s constraints: the first option of an enum, a value of
+/// the string's format, the minimum of a number.
+fn fill(prop: &Value) -> Value {
+    let first_option = |p: &Value| {
+        p.get("enum")
+            .and_then(|e| e.get(0))
+            .or_else(|| {
+                p.get("oneOf")
+                    .and_then(|o| o.get(0))
+                    .and_then(|o| o.get("const"))
+            })
+            .or_else(|| {
+                p.get("anyOf")
+                    .and_then(|o| o.get(0))
+                    .and_then(|o| o.get("const"))
+            })
+            .cloned()
+    };
+    match prop.get("type").and_then(Value::as_str) {
+        Some("boolean") => Value::Bool(true),
+        Some("integer") | Some("number") => prop.get("minimum").cloned().unwrap_or(Value::from(1)),
+        Some("array") => Value::Array(
+            prop.get("items")
+                .and_then(first_option)
+                .into_iter()
+                .collect(),
+        ),
+        _ => first_option(prop).unwrap_or_else(|| {
+            Value::String(
+                match prop.get("format").and_then(Value::as_str) {
+                    Some("email") => "interop@example.com",
+                    Some("uri") => "https://example.com/interop",
+                    Some("date") => "2000-01-01",
+                    Some("date-time") => "2000-01-01T00:00:00Z",
+                    _ => "interop",
+                }
+                .into(),
+            )
+        }),
     }
 }
 

@@ -100,7 +100,7 @@ fn unpolled_notifications_are_bounded_in_bytes_not_only_in_count() {
     let kept = sim
         .events
         .iter()
-        .filter(|e| matches!(e, Event::Notification(_)))
+        .filter(|e| matches!(e, Event::Log { .. }))
         .count();
     assert_eq!(kept, 3);
     assert_eq!(dropped(&sim.events), 29);
@@ -109,7 +109,7 @@ fn unpolled_notifications_are_bounded_in_bytes_not_only_in_count() {
     sim.events.clear();
     feed(&mut sim, &notification(256 * KIB));
     sim.drain();
-    assert!(matches!(sim.events[..], [Event::Notification(_)]));
+    assert!(matches!(sim.events[..], [Event::Log { .. }]));
 }
 
 #[test]
@@ -174,7 +174,7 @@ fn the_event_budget_admits_one_largest_message_by_default() {
     let mut sim = connected(limits);
     feed(&mut sim, &notification(limits_max_payload()));
     sim.drain();
-    assert!(matches!(sim.events[..], [Event::Notification(_)]));
+    assert!(matches!(sim.events[..], [Event::Log { .. }]));
 }
 
 /// A notification payload just under the default message limit.

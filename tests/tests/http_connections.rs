@@ -437,3 +437,28 @@ fn a_connection_is_idle_exactly_when_its_response_is_complete() {
     assert!(!sim.client.is_idle(sim.hung[0]), "a response is owed");
     assert!(!sim.client.is_idle(mcp_proto::client::ConnId::STDIO));
 }
+
+/// A driver may report a read of nothing (a TLS layer that decrypted no application
+/// data yet): it must change nothing, least of all the request waiting to be written.
+#[test]
+fn an_empty_read_before_the_request_is_written_changes_nothing() {
+    use mcp_proto::Instant;
+    use mcp_proto::client::{Client, Transmit};
+    let mut client = Client::http(config(EraMode::Auto), http(pool(4)), Instant::ZERO);
+    let now = Instant::ZERO;
+    let mut buf = Vec::new();
+    let Some(Transmit::Connect { conn, .. }) = client.poll_transmit(now, &mut buf) else {
+        panic!("a connect first");
+    };
+    client.handle_read(now, conn, &[]);
+    client.handle_connected(now, conn);
+    client.handle_read(now, conn, &[]);
+    let Some(Transmit::Write { conn: written, len }) = client.poll_transmit(now, &mut buf) else {
+        panic!("the probe is written");
+    };
+    assert_eq!(written, conn);
+    assert!(
+        len > 0 && buf.starts_with(b"POST /mcp HTTP/1.1\r\n"),
+        "{len} bytes"
+    );
+}

@@ -4,6 +4,7 @@
 //! `--`. Each command declares its own flags; a flag that takes a value always consumes
 //! the next word, so `--arg text=-v` passes `-v` as a value.
 
+use mcp_blocking::mcp_proto::client::LogLevel;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -41,6 +42,12 @@ pub struct Global {
     pub no_input: bool,
     /// `--save-content DIR`: image, audio and embedded binary blocks are written there.
     pub save_content: Option<PathBuf>,
+    /// `--root PATH`, repeatable: the roots offered to the server.
+    pub roots: Vec<String>,
+    /// `--sampling-command CMD`: answers sampling requests (JSON on stdin and stdout).
+    pub sampling_command: Option<String>,
+    /// `--log-level LEVEL`: the server's log messages at LEVEL and above, on stderr.
+    pub log_level: Option<String>,
 }
 
 /// How requests for input are answered.
@@ -177,6 +184,9 @@ const GLOBAL: &[(&str, Kind)] = &[
     ("--verbose", Kind::Bool),
     ("--no-input", Kind::Bool),
     ("--save-content", Kind::Value),
+    ("--root", Kind::Repeat),
+    ("--sampling-command", Kind::Value),
+    ("--log-level", Kind::Value),
     ("-h", Kind::Bool),
     ("--help", Kind::Bool),
 ];
@@ -365,6 +375,17 @@ pub fn parse(argv: &[String]) -> Result<Invocation, Usage> {
         verbose: words.has("-v") || words.has("--verbose"),
         no_input: words.has("--no-input"),
         save_content: words.value("--save-content").map(PathBuf::from),
+        roots: words.values("--root"),
+        sampling_command: words.value("--sampling-command"),
+        log_level: match words.value("--log-level") {
+            None => None,
+            Some(l) if LogLevel::parse(&l).is_some() => Some(l),
+            Some(other) => {
+                return Err(Usage::new(format!(
+                    "--log-level must be one of debug, info, notice, warning, error, critical, alert, emergency, not {other:?}"
+                )));
+            }
+        },
     };
     if words.has("-h") || words.has("--help") {
         return Ok(Invocation {
@@ -797,7 +818,11 @@ Using a server:
 Global flags: --format text|json, --timeout SECS, --config FILE, -v (wire log on stderr),
   --record FILE (the transcript of each connection, secrets redacted),
   --no-input (never wait for a person: no forms, no browser approval),
-  --save-content DIR (image, audio and binary blocks written there, never overwriting)
+  --save-content DIR (image, audio and binary blocks written there, never overwriting),
+  --root PATH (repeatable; offered to the server as file:// URIs; or \"roots\" in the config),
+  --sampling-command CMD (answers sampling: request JSON on stdin, CreateMessageResult JSON
+  on stdout; or \"sampling\" in the config; without it sampling is declined),
+  --log-level LEVEL (the server's log messages on stderr; or \"logLevel\" in the config)
 Credentials: $XDG_STATE_HOME/mcp/credentials/ (~/.local/state/mcp/credentials/), one 0600 file
   per server; MCP_BEARER_TOKEN (or a server's bearerTokenEnv) is sent as it is instead
 Config: --config, else $MCP_CONFIG, else $XDG_CONFIG_HOME/mcp/servers.json, else ~/.config/mcp/servers.json
@@ -962,6 +987,21 @@ mod tests {
         assert!(p(&["auth", "logout", "w", "--scopes", "a"]).is_err());
         assert!(p(&["auth", "frob", "w"]).is_err());
         assert!(p(&["--no-input", "tools", "w"]).unwrap().global.no_input);
+        let g = p(&[
+            "--root",
+            "/a",
+            "call",
+            "s",
+            "t",
+            "--root=/b",
+            "--log-level",
+            "info",
+        ])
+        .unwrap()
+        .global;
+        assert_eq!(g.roots, ["/a", "/b"]);
+        assert_eq!(g.log_level.as_deref(), Some("info"));
+        assert!(p(&["--log-level", "loud", "tools", "s"]).is_err());
     }
 
     #[test]

@@ -19,6 +19,7 @@ mod commands;
 mod config;
 mod content;
 mod demo;
+mod extras;
 mod output;
 mod prompt;
 mod session;

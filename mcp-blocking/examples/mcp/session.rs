@@ -8,15 +8,16 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
-use mcp_blocking::mcp_proto::client::{AcceptDefaults, ClientConfig, DeclineAll};
+use mcp_blocking::mcp_proto::client::{AcceptDefaults, ClientConfig, DeclineAll, LogLevel};
 use mcp_blocking::mcp_proto::model::ClientCapabilities;
-use mcp_blocking::mcp_proto::{EraMode, Limits};
+use mcp_blocking::mcp_proto::{Era, EraMode, Limits};
 use mcp_blocking::{Client, Direction, HttpOptions, Options, StdioCommand};
 
 pub use crate::args::check_url;
 use crate::args::{Global, InputMode};
 use crate::auth;
 use crate::config::{self, ServerEntry};
+use crate::extras::{self, WithSampling};
 use crate::output::{self, Failure};
 use crate::prompt::TerminalForm;
 use crate::terminal::clean;
@@ -100,6 +101,7 @@ pub fn client_config(global: &Global, mode: EraMode, input: InputMode) -> Client
     if input == InputMode::Prompt {
         caps.elicitation_url = true;
     }
+    caps.sampling = global.sampling_command.is_some();
     let mut limits = Limits::default();
     if let Some(t) = global.timeout {
         limits.request_timeout = t;
@@ -107,10 +109,44 @@ pub fn client_config(global: &Global, mode: EraMode, input: InputMode) -> Client
         limits.connect_timeout = t;
         limits.probe_timeout = limits.probe_timeout.min(t);
     }
-    ClientConfig::new(CLIENT_NAME, env!("CARGO_PKG_VERSION"))
+    let config = ClientConfig::new(CLIENT_NAME, env!("CARGO_PKG_VERSION"))
         .era_mode(mode)
         .capabilities(caps)
-        .limits(limits)
+        .limits(limits);
+    match extras::roots(&global.roots) {
+        Ok(roots) if !roots.is_empty() => config.roots(roots),
+        _ => config,
+    }
+}
+
+/// The global flags with what the server's config entry adds: its `roots` after those
+/// of `--root` (each made a `file://` URI now, so that a bad path is a usage error),
+/// and its `sampling` command and `logLevel` where the flags name none.
+pub fn with_entry(global: &Global, entry: &ServerEntry) -> Result<Global, Failure> {
+    let mut merged = global.clone();
+    let strings = |key: &str| -> Vec<String> {
+        match entry.extra.get(key) {
+            Some(serde_json::Value::Array(list)) => list
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect(),
+            Some(serde_json::Value::String(s)) => vec![s.clone()],
+            _ => Vec::new(),
+        }
+    };
+    merged.roots.extend(strings("roots"));
+    merged.roots = extras::roots(&merged.roots)
+        .map_err(Failure::Usage)?
+        .into_iter()
+        .map(|r| r.uri)
+        .collect();
+    if merged.sampling_command.is_none() {
+        merged.sampling_command = strings("sampling").into_iter().next();
+    }
+    if merged.log_level.is_none() {
+        merged.log_level = strings("logLevel").into_iter().next();
+    }
+    Ok(merged)
 }
 
 /// The `--record` file, once opened: every connection of the run appends its transcript,
@@ -133,11 +169,27 @@ pub fn record_to(path: &Path) -> Result<(), Failure> {
 /// `--record`.
 pub fn options(global: &Global, input: InputMode, server: &str) -> Options {
     let mut options = Options::new();
+    let sampling = global.sampling_command.clone();
     options = match input {
-        InputMode::None => options.input_handler(DeclineAll),
-        InputMode::AutoAccept => options.input_handler(AcceptDefaults),
-        InputMode::Prompt => options.input_handler(TerminalForm::new(server)),
+        InputMode::None => options.input_handler(WithSampling::new(DeclineAll, sampling)),
+        InputMode::AutoAccept => options.input_handler(WithSampling::new(AcceptDefaults, sampling)),
+        InputMode::Prompt => {
+            options.input_handler(WithSampling::new(TerminalForm::new(server), sampling))
+        }
     };
+    if global.log_level.is_some() {
+        let server = server.to_owned();
+        options =
+            options.on_log(move |_, message| eprintln!("{}", extras::log_line(&server, message)));
+    }
+    if input == InputMode::Prompt {
+        options = options.on_elicitation_complete(|id| {
+            eprintln!(
+                "The server says the step in the browser is done ({}).",
+                clean(id)
+            );
+        });
+    }
     if output::show_progress() {
         options = options.on_progress(|p| {
             let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
@@ -184,6 +236,7 @@ pub fn connect_with(
     } else {
         input
     };
+    let global = &with_entry(global, &entry)?;
     let mode = era_mode(&entry, name)?;
     let input = input_mode(input);
     let config = client_config(global, mode, input);
@@ -196,15 +249,27 @@ pub fn connect_with(
         }
         let (http, options) =
             auth::setup(name, &entry, url, http, options(global, input, name), plan)?;
-        return Client::connect_http_with(url, config, options, http)
-            .map_err(|e| auth::explain(e, name));
+        let client = Client::connect_http_with(url, config, options, http)
+            .map_err(|e| auth::explain(e, name))?;
+        return Ok(with_log_level(global, client));
     }
     let cmd = command(&entry, name)?;
-    Ok(Client::connect_stdio_with(
-        cmd,
-        config,
-        options(global, input, name),
-    )?)
+    let client = Client::connect_stdio_with(cmd, config, options(global, input, name))?;
+    Ok(with_log_level(global, client))
+}
+
+/// Asks for the server's log messages at `--log-level` and above: `logging/setLevel` for
+/// a legacy server that declared logging (a refusal is not fatal), the per-request
+/// level of every request in 2026-07-28.
+fn with_log_level(global: &Global, mut client: Client) -> Client {
+    let level = global.log_level.as_deref().and_then(LogLevel::parse);
+    if let Some(level) = level
+        && (client.era() == Era::Modern || client.server().has_capability("logging"))
+        && let Err(e) = client.set_log_level(level)
+    {
+        eprintln!("the server did not take --log-level {level}: {e}");
+    }
+    client
 }
 
 /// A bounded connection check: the timeout given, or 10 s.

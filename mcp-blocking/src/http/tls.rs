@@ -1,14 +1,15 @@
 //! TLS with rustls: [`TlsConnector`], and how a TLS connection is split between the
 //! thread that reads it and the thread that writes it.
 //!
-//! A rustls [`ClientConnection`] is one state machine for both directions, so it cannot be
-//! owned by two threads. It lives behind a mutex, next to the socket (duplicated):
+//! The session ([`TlsSession`], shared with mcp-smol) is one state machine for both
+//! directions, so it cannot be owned by two threads. It lives behind a mutex, next to the
+//! socket (duplicated):
 //!
 //! * the **read half** blocks in `read` on its own handle to the socket *without* the
-//!   lock, then takes it to hand the ciphertext to rustls (`read_tls`,
-//!   `process_new_packets`) and take the plaintext out, sending whatever rustls wants to
-//!   say back (an alert, a key update) on the way;
-//! * the **write half** takes the lock, gives rustls the plaintext and takes the
+//!   lock, then takes it to hand the ciphertext to the session and take the plaintext
+//!   out, sending whatever the session wants to say back (an alert, a key update) on the
+//!   way;
+//! * the **write half** takes the lock, gives the session the plaintext and takes the
 //!   records out.
 //!
 //! Records go to the socket under a second mutex, taken before the connection's lock is
@@ -22,9 +23,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use mcp_io::http::http1_tls_config;
+use mcp_io::tls::TlsSession;
 use mcp_proto::client::Origin;
 use mcp_proto::http::EndpointUrl;
-use rustls::pki_types::ServerName;
 use rustls::{ClientConfig, ClientConnection, StreamOwned};
 
 use super::connector::{Connector, Halves, ShutdownHandle, Stream, TcpConnector, timed_out};
@@ -95,73 +96,73 @@ impl Connector for TlsConnector {
         if !url.is_tls() {
             return Ok(Box::new(socket));
         }
-        let name = match url.ip() {
-            Some(ip) => ServerName::IpAddress(ip.into()),
-            None => ServerName::try_from(url.host().to_owned())
-                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?,
+        let mut tls = TlsSession::new(Arc::clone(&self.config), url.host())?;
+        let (mut records, mut plain, mut raw) = (Vec::new(), Vec::new(), vec![0; READ_CHUNK]);
+        // Read by read rather than until the handshake is over: the deadline is checked
+        // before every step, however slowly the bytes trickle in.
+        let late = |e: io::Error| match e.kind() {
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => {
+                timed_out("TLS handshake", timeout)
+            }
+            _ => e,
         };
-        let mut conn = ClientConnection::new(Arc::clone(&self.config), name)
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-        // Step by step rather than `complete_io`, which keeps reading for as long as
-        // bytes trickle in: the deadline is checked before every read.
-        while conn.is_handshaking() {
+        let mut failed = None;
+        loop {
+            tls.take_records(&mut records);
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return Err(timed_out("TLS handshake", timeout));
+                return Err(failed.unwrap_or_else(|| late(io::ErrorKind::TimedOut.into())));
             }
             socket.set_read_timeout(Some(left))?;
             socket.set_write_timeout(Some(left))?;
-            let step = if conn.wants_write() {
-                conn.write_tls(&mut socket).map(drop)
-            } else {
-                match conn.read_tls(&mut socket) {
-                    Ok(0) => Err(io::ErrorKind::UnexpectedEof.into()),
-                    Ok(_) => conn
-                        .process_new_packets()
-                        .map(drop)
-                        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e)),
-                    Err(e) => Err(e),
-                }
-            };
-            match step {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                    ) =>
-                {
-                    return Err(timed_out("TLS handshake", timeout));
-                }
-                Err(e) => {
-                    // An alert rustls wants to send about what went wrong goes out first.
-                    let _ = conn.write_tls(&mut socket);
-                    return Err(e);
-                }
+            let sent = socket.write_all(&records).map_err(late);
+            records.clear();
+            // An alert about what went wrong goes out before the error is told.
+            if let Some(e) = failed {
+                return Err(e);
             }
+            sent?;
+            if !tls.is_handshaking() {
+                break;
+            }
+            failed = match socket.read(&mut raw) {
+                Ok(0) => tls
+                    .receive_eof()
+                    .and(Err(io::ErrorKind::UnexpectedEof.into())),
+                Ok(n) => tls.receive(&raw[..n], &mut plain).map(drop),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(()),
+                Err(e) => Err(late(e)),
+            }
+            .err();
         }
         socket.set_write_timeout(Some(timeout.max(Duration::from_secs(1))))?;
         socket.set_read_timeout(None)?;
-        Ok(Box::new(StreamOwned::new(conn, socket)))
+        Ok(Box::new(TlsStream { tls, socket, plain }))
     }
 }
 
-impl Stream for StreamOwned<ClientConnection, TcpStream> {
+/// A TLS connection: the session, its socket, and any plaintext the handshake brought.
+struct TlsStream {
+    tls: TlsSession,
+    socket: TcpStream,
+    plain: Vec<u8>,
+}
+
+impl Stream for TlsStream {
     fn split(self: Box<Self>) -> io::Result<Halves> {
-        let (conn, socket) = self.into_parts();
+        let TlsStream { tls, socket, plain } = *self;
         let shutdown = ShutdownHandle::for_tcp(&socket)?;
         let shared = Arc::new(Shared {
-            conn: Mutex::new(conn),
+            tls: Mutex::new(tls),
             socket: Mutex::new(socket.try_clone()?),
         });
         let reader = ReadHalf {
             shared: Arc::clone(&shared),
             socket,
             raw: vec![0; READ_CHUNK],
-            start: 0,
-            end: 0,
-            eof: false,
+            plain,
+            at: 0,
+            closed: false,
         };
         Ok(Halves::new(
             Box::new(reader),
@@ -171,83 +172,81 @@ impl Stream for StreamOwned<ClientConnection, TcpStream> {
     }
 }
 
+/// A TLS stream made elsewhere, split the same way.
+impl Stream for StreamOwned<ClientConnection, TcpStream> {
+    fn split(self: Box<Self>) -> io::Result<Halves> {
+        let (conn, socket) = self.into_parts();
+        let plain = Vec::new();
+        Box::new(TlsStream {
+            tls: conn.into(),
+            socket,
+            plain,
+        })
+        .split()
+    }
+}
+
 /// What both halves share.
 struct Shared {
-    conn: Mutex<ClientConnection>,
+    tls: Mutex<TlsSession>,
     /// The handle records are written on.
     socket: Mutex<TcpStream>,
 }
 
 impl Shared {
-    fn conn(&self) -> MutexGuard<'_, ClientConnection> {
-        self.conn.lock().unwrap_or_else(PoisonError::into_inner)
+    fn tls(&self) -> MutexGuard<'_, TlsSession> {
+        self.tls.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Writes the records rustls has ready, then lets go of the connection.
-    fn send_records(&self, mut conn: MutexGuard<'_, ClientConnection>) -> io::Result<()> {
-        if !conn.wants_write() {
+    /// Writes the records the session has ready, then lets go of it.
+    fn send_records(&self, mut tls: MutexGuard<'_, TlsSession>) -> io::Result<()> {
+        let mut records = Vec::new();
+        tls.take_records(&mut records);
+        if records.is_empty() {
             return Ok(());
         }
-        let mut records = Vec::new();
-        while conn.wants_write() {
-            conn.write_tls(&mut records)?;
-        }
         let mut socket = self.socket.lock().unwrap_or_else(PoisonError::into_inner);
-        drop(conn);
+        drop(tls);
         socket.write_all(&records)?;
         socket.flush()
     }
 }
 
-/// A TLS error as an IO error that [`mcp_io::http::tls_error`] recognises.
-fn tls_io(e: rustls::Error) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, e)
-}
-
 struct ReadHalf {
     shared: Arc<Shared>,
     socket: TcpStream,
-    /// Ciphertext read from the socket; `start..end` is not yet with rustls.
+    /// Ciphertext read from the socket.
     raw: Vec<u8>,
-    start: usize,
-    end: usize,
-    eof: bool,
+    /// Plaintext out of the session; `plain[at..]` is not read yet.
+    plain: Vec<u8>,
+    at: usize,
+    /// The server said `close_notify`.
+    closed: bool,
 }
 
 impl Read for ReadHalf {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        loop {
-            let mut conn = self.shared.conn();
-            match conn.reader().read(buf) {
-                // Zero: the server said `close_notify`.
-                Ok(n) => return Ok(n),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                // An end without `close_notify`, say.
-                Err(e) => return Err(e),
+        while self.at == self.plain.len() {
+            if self.closed {
+                return Ok(0);
             }
-            if self.start < self.end {
-                let mut rest = &self.raw[self.start..self.end];
-                let fed = conn.read_tls(&mut rest)?;
-                self.start += fed;
-                let processed = conn.process_new_packets();
-                // An alert for a failure goes out too.
-                self.shared.send_records(conn)?;
-                processed.map_err(tls_io)?;
-                continue;
-            }
-            if self.eof {
-                return Err(io::ErrorKind::UnexpectedEof.into());
-            }
-            drop(conn);
+            self.at = 0;
+            self.plain.clear();
             let n = self.socket.read(&mut self.raw)?;
-            if n == 0 {
-                self.eof = true;
-                let mut conn = self.shared.conn();
-                conn.read_tls(&mut &[][..])?;
-                conn.process_new_packets().map_err(tls_io)?;
-            }
-            (self.start, self.end) = (0, n);
+            let mut tls = self.shared.tls();
+            let got = match n {
+                // An end without `close_notify` is an error.
+                0 => tls.receive_eof().map(|()| true),
+                n => tls.receive(&self.raw[..n], &mut self.plain),
+            };
+            // An alert for a failure goes out too.
+            self.shared.send_records(tls)?;
+            self.closed = got?;
         }
+        let n = buf.len().min(self.plain.len() - self.at);
+        buf[..n].copy_from_slice(&self.plain[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
     }
 }
 
@@ -255,10 +254,10 @@ struct WriteHalf(Arc<Shared>);
 
 impl Write for WriteHalf {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let mut conn = self.0.conn();
-        let n = conn.writer().write(buf)?;
-        self.0.send_records(conn)?;
-        Ok(n)
+        let mut tls = self.0.tls();
+        tls.send(buf)?;
+        self.0.send_records(tls)?;
+        Ok(buf.len())
     }
 
     fn flush(&mut self) -> io::Result<()> {

@@ -114,6 +114,15 @@ pub enum MetadataError {
         /// [`server_metadata_urls`].
         field: String,
     },
+    /// An issuer identifier whose path has an empty segment (`//`): a metadata URL built
+    /// from it would start its path with `//`, which servers and proxies read as an
+    /// authority.
+    #[error("field `{field}` is an issuer identifier with an empty path segment")]
+    IssuerWithEmptySegment {
+        /// The field, with the index for an array entry; `issuer` for
+        /// [`server_metadata_urls`].
+        field: String,
+    },
 }
 
 /// Protected resource metadata (RFC 9728 §2), the fields the client uses.
@@ -286,6 +295,9 @@ fn check_issuer(s: &str, field: impl Fn() -> String) -> Result<EndpointUrl, Meta
     if url.query().is_some() {
         return Err(MetadataError::IssuerWithQuery { field: field() });
     }
+    if url.path().contains("//") {
+        return Err(MetadataError::IssuerWithEmptySegment { field: field() });
+    }
     Ok(url)
 }
 
@@ -339,7 +351,8 @@ pub fn resource_metadata_urls(mcp_url: &EndpointUrl) -> Vec<String> {
 /// # Errors
 ///
 /// [`MetadataError::InvalidUrl`] when `issuer` is not an http(s) URL (a fragment
-/// included), [`MetadataError::IssuerWithQuery`] when it has a query.
+/// included), [`MetadataError::IssuerWithQuery`] when it has a query,
+/// [`MetadataError::IssuerWithEmptySegment`] when its path has `//`.
 pub fn server_metadata_urls(issuer: &str) -> Result<Vec<String>, MetadataError> {
     const OAUTH: &str = "/.well-known/oauth-authorization-server";
     const OIDC: &str = "/.well-known/openid-configuration";
@@ -1071,6 +1084,21 @@ mod tests {
                 field: "issuer".into()
             })
         );
+        // Found by the oauth_metadata fuzz target: `{origin}///t/.well-known/…` would
+        // start its request target with `//`.
+        for issuer in [
+            "http://localhost:3001///tenant1",
+            "https://as//x",
+            "https://as/x//",
+        ] {
+            assert_eq!(
+                server_metadata_urls(issuer),
+                Err(MetadataError::IssuerWithEmptySegment {
+                    field: "issuer".into()
+                }),
+                "{issuer}"
+            );
+        }
         assert_eq!(
             server_metadata_urls("https://as/x#y"),
             Err(MetadataError::InvalidUrl {

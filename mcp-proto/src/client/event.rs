@@ -6,6 +6,8 @@ use std::fmt;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use super::input::{LogMessage, Root, SamplingRequest, SamplingResult};
+
 use crate::http::RequestError;
 use crate::jsonrpc::{DecodeError, ErrorObject, Notification, RequestId};
 use crate::model::{ElicitAction, ElicitResult, ElicitationParams, ServerDetails};
@@ -72,6 +74,23 @@ pub enum Event {
     InputCancelled {
         /// The input request.
         input: InputId,
+    },
+    /// A log message from the server (`notifications/message`). `call` names the call
+    /// it belongs to when that is known: over Streamable HTTP, a message that came on
+    /// the response stream of a call's request.
+    Log {
+        /// The call it belongs to, when known.
+        call: Option<CallId>,
+        /// The message.
+        message: LogMessage,
+    },
+    /// 2025-11-25: the server says the out-of-band step of a URL-mode elicitation
+    /// finished (`notifications/elicitation/complete`). Only ids the client was shown
+    /// (in an `elicitation/create` or a `-32042` error) are reported, each once; a call
+    /// that failed with [`CallError::UrlElicitationRequired`] can be retried now.
+    ElicitationCompleted {
+        /// The `elicitationId`.
+        elicitation_id: String,
     },
     /// A notification from the server not consumed by the machine (list changes,
     /// log messages, resource updates, …).
@@ -160,6 +179,18 @@ pub enum CallError {
     /// The user (or handler) refused to answer an input request.
     #[error("input refused: {0}")]
     InputRefused(ErrorObject),
+    /// 2025-11-25: the server needs URL-mode elicitations completed first (`-32042`,
+    /// URLElicitationRequiredError). Its elicitations were presented as
+    /// [`Event::InputRequested`] before this error; retry the call once the user has
+    /// completed them ([`Event::ElicitationCompleted`] names each one the server
+    /// reports finished).
+    #[error("the server needs URL elicitations completed first: {}", .error.message)]
+    UrlElicitationRequired {
+        /// The error as the server sent it (code `-32042`, `data` kept).
+        error: ErrorObject,
+        /// The `elicitationId` of each elicitation presented.
+        elicitations: Vec<String>,
+    },
     /// The HTTP exchange failed: a status other than success (with the JSON-RPC error of
     /// the body, when there was one), or no response at all.
     #[error("{0}")]
@@ -210,7 +241,9 @@ impl CallError {
     #[must_use]
     pub fn code(&self) -> Option<i64> {
         match self {
-            CallError::Server(e) => Some(e.code),
+            CallError::Server(e) | CallError::UrlElicitationRequired { error: e, .. } => {
+                Some(e.code)
+            }
             CallError::Http(h) => h.error.as_ref().map(|e| e.code),
             _ => None,
         }
@@ -546,9 +579,12 @@ fn refused_text(status: Option<u16>, detail: &str) -> String {
 pub enum InputRequest {
     /// `elicitation/create`: ask the user to fill a form or visit a URL.
     Elicitation(ElicitationParams),
-    /// `sampling/createMessage`: params verbatim.
-    Sampling(Box<RawValue>),
-    /// `roots/list`.
+    /// `sampling/createMessage`. Answer with [`InputAnswer::sampled`], or refuse with
+    /// [`InputAnswer::Error`].
+    Sampling(Box<SamplingRequest>),
+    /// `roots/list`, when the client declared roots without configuring a list
+    /// ([`ClientConfig::roots()`](super::ClientConfig::roots())); with a list, the machine
+    /// answers on its own. Answer with [`InputAnswer::roots`].
     Roots,
 }
 
@@ -564,6 +600,18 @@ pub enum InputAnswer {
 }
 
 impl InputAnswer {
+    /// A sampling answer.
+    #[must_use]
+    pub fn sampled(result: SamplingResult) -> Self {
+        InputAnswer::Result(serde_json::to_value(result).unwrap_or(Value::Null))
+    }
+
+    /// A `roots/list` answer.
+    #[must_use]
+    pub fn roots(roots: &[Root]) -> Self {
+        InputAnswer::Result(super::input::roots_result(roots))
+    }
+
     /// An elicitation answer.
     #[must_use]
     pub fn elicit(result: ElicitResult) -> Self {
@@ -620,6 +668,14 @@ pub enum ApiMisuse {
     /// The arguments of a tool call or a prompt are neither a JSON object nor null.
     #[error("arguments must be a JSON object (or null for none), not {0}")]
     ArgumentsNotObject(&'static str),
+    /// The answer does not fit the input request (a form answer that fails its schema,
+    /// a sampling result without a model, …). Nothing was sent: the request still
+    /// waits for an answer.
+    #[error("the answer does not fit the request: {0}")]
+    InvalidAnswer(String),
+    /// The command needs a capability the client did not declare (the name).
+    #[error("the client did not declare the {0} capability")]
+    Undeclared(&'static str),
 }
 
 /// Where the connection stands.

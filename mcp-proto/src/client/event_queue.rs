@@ -106,7 +106,11 @@ impl EventQueue {
 fn is_droppable(event: &Event) -> bool {
     matches!(
         event,
-        Event::Notification(_) | Event::Progress { .. } | Event::PeerError(_)
+        Event::Notification(_)
+            | Event::Progress { .. }
+            | Event::PeerError(_)
+            | Event::Log { .. }
+            | Event::ElicitationCompleted { .. }
     )
 }
 
@@ -117,6 +121,10 @@ pub(crate) fn retained_size(event: &Event) -> usize {
         + match event {
             Event::Notification(n) => n.retained_bytes(),
             Event::Progress { message, .. } => message.as_ref().map_or(0, String::len),
+            Event::Log { message, .. } => {
+                message.data.get().len() + message.logger.as_ref().map_or(0, String::len)
+            }
+            Event::ElicitationCompleted { elicitation_id } => elicitation_id.len(),
             // Rare kinds: their debug form is as long as what they hold, give or take.
             other => debug_len(other),
         }

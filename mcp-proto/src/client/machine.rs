@@ -383,6 +383,30 @@ impl Client {
         result
     }
 
+    /// Replaces the roots offered to the server ([`ClientConfig::roots()`]): later
+    /// `roots/list` requests get them, and a legacy session whose client declared
+    /// `roots.listChanged` is sent `notifications/roots/list_changed` when they differ
+    /// from the ones before.
+    ///
+    /// # Errors
+    /// [`ApiMisuse::Undeclared`] when the client did not declare roots;
+    /// [`ApiMisuse::Closed`] after close.
+    pub fn set_roots(&mut self, now: Instant, roots: Vec<super::Root>) -> Result<(), ApiMisuse> {
+        let repr = self.recorder.is_some().then(|| roots.clone());
+        let result = match &mut self.link {
+            Link::Stdio(l) => l.session.set_roots(now, roots),
+            Link::Http(l) => l.set_roots(now, roots),
+        };
+        self.recorded_input(
+            Some(now),
+            repr.map(|roots| In::SetRoots {
+                roots,
+                misuse: transcript::misuse(&result),
+            }),
+        );
+        result
+    }
+
     /// Cancels a call: it completes with [`super::CallError::Cancelled`] and the server
     /// is told (`notifications/cancelled`, or over 2026 HTTP by closing its stream).
     ///

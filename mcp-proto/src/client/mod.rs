@@ -15,8 +15,8 @@
 //!   [`Client::handle_written`], [`Client::handle_eof`],
 //!   [`Client::handle_transport_error`] (with a typed [`TransportFailure`]),
 //!   [`Client::handle_timeout`];
-//! * commands: [`Client::call`], [`Client::respond`], [`Client::cancel`],
-//!   [`Client::close`];
+//! * commands: [`Client::call`], [`Client::respond`], [`Client::set_roots`],
+//!   [`Client::cancel`], [`Client::close`];
 //! * outputs, drained after every input and command: [`Client::poll_transmit`] (a
 //!   [`Transmit`]: connect, write, close, respawn), [`Client::poll_event`],
 //!   [`Client::poll_timeout`].
@@ -40,7 +40,9 @@
 
 mod event;
 mod event_queue;
+pub mod form;
 pub mod http;
+mod input;
 mod machine;
 mod output;
 mod session;
@@ -51,6 +53,11 @@ mod transmit;
 pub use event::{
     ApiMisuse, CallError, CallId, CallOutput, CloseReason, ConnectionState, Event, HttpFailure,
     InputAnswer, InputId, InputRequest, InvalidParams, MAX_ECHO_BYTES, PeerError,
+};
+pub use form::{FormError, FormSchema};
+pub use input::{
+    LogLevel, LogMessage, Role, Root, SamplingMessage, SamplingRequest, SamplingResult, UrlRefused,
+    check_elicitation_url, roots_result,
 };
 pub use machine::Client;
 pub use output::{AcceptDefaults, DeclineAll, InputHandler, ReadContents};
@@ -75,6 +82,11 @@ pub struct ClientConfig {
     pub capabilities: ClientCapabilities,
     /// Every bound and default timeout.
     pub limits: Limits,
+    /// The roots offered to the server, answered by the machine itself to `roots/list`
+    /// (legacy requests and 2026 input requests alike) without asking anyone. `None`:
+    /// a declared roots capability is answered through [`InputRequest::Roots`]. Change
+    /// them on a live connection with [`Client::set_roots`].
+    pub roots: Option<Vec<input::Root>>,
     /// What an earlier connection to the same server learned about its era (from a
     /// cache the caller keeps, per origin). With [`EraMode::Auto`] and a legacy verdict
     /// the probe is skipped and `initialize` goes first; if the server has moved on
@@ -92,8 +104,20 @@ impl ClientConfig {
             versions: VersionPolicy::default(),
             capabilities: ClientCapabilities::none(),
             limits: Limits::default(),
+            roots: None,
             known_era: None,
         }
+    }
+
+    /// The same config offering these roots: declares the roots capability (with
+    /// `listChanged` in the legacy era) and answers `roots/list` with them. Call it
+    /// after [`ClientConfig::capabilities`], which replaces every capability flag.
+    #[must_use]
+    pub fn roots(mut self, roots: Vec<input::Root>) -> Self {
+        self.capabilities.roots = true;
+        self.capabilities.roots_list_changed = true;
+        self.roots = Some(roots);
+        self
     }
 
     /// The same config with what an earlier connection learned about the server's era.

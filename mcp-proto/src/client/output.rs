@@ -130,7 +130,8 @@ pub trait InputHandler {
 }
 
 /// Accepts every form with the defaults of its schema; declines URL elicitations;
-/// refuses sampling; answers roots with an empty list.
+/// refuses sampling; answers roots (asked only when the config has no list of its own)
+/// with an empty list.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct AcceptDefaults;
 

@@ -306,11 +306,16 @@ impl HttpLink {
             self.exchange_failed(now, x, None, None, Failure::Text(detail));
             return;
         }
+        let origin = self.exchanges.get(&id).and_then(|x| x.rpc_id);
         for data in messages {
             if let Some(x) = self.exchanges.get_mut(&id) {
                 x.delivered += 1;
             }
+            // What comes on a request's own stream belongs to that request (its log
+            // messages, say).
+            self.client.stream_origin = origin;
             self.deliver(now, data.as_bytes());
+            self.client.stream_origin = None;
         }
         if let Some(error) = broken {
             self.stream_broken(now, id, error);

@@ -269,6 +269,17 @@ impl HttpLink {
         Ok(())
     }
 
+    pub(crate) fn set_roots(
+        &mut self,
+        now: Instant,
+        roots: Vec<crate::client::Root>,
+    ) -> Result<(), ApiMisuse> {
+        self.now = now;
+        self.client.set_roots(now, roots)?;
+        self.pump(now);
+        Ok(())
+    }
+
     pub(crate) fn cancel(&mut self, now: Instant, call: CallId) -> Result<(), ApiMisuse> {
         self.now = now;
         self.client.cancel(now, call)?;
@@ -324,6 +335,11 @@ impl HttpLink {
 
     pub(crate) fn handle_read(&mut self, now: Instant, conn: ConnId, data: &[u8]) {
         self.now = now;
+        if data.is_empty() {
+            // Nothing arrived: no response has started (an empty read must not mark the
+            // request answered, which would drop its bytes before they were written).
+            return;
+        }
         if self.side.owns(conn) {
             if let Some(outcome) = self.side.read(conn, data) {
                 self.side_outcome(now, outcome);

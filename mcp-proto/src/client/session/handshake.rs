@@ -100,7 +100,14 @@ impl Session {
         self.set_envelope(version);
         let rpc_id = self.alloc_rpc_id();
         let mut params = Vec::new();
-        request::write_params(&mut params, &self.envelope, None, &Default::default(), &[]);
+        request::write_params(
+            &mut params,
+            &self.envelope,
+            None,
+            None,
+            &Default::default(),
+            &[],
+        );
         let params = RawValue::from_string(String::from_utf8(params).unwrap_or_default()).ok();
         let mut out = Vec::new();
         jsonrpc::encode_request(

@@ -9,14 +9,58 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use super::answer::AnswerCheck;
 use super::{
     CallError, CallId, CallOutput, Event, InputAnswer, InputId, InputRequest, OutKind, PeerError,
     PendingInput, Session, cache, remember, request,
 };
 use crate::client::event::{MAX_ECHO_BYTES, clipped, id_text};
+use crate::client::form::FormSchema;
+use crate::client::input::{LogMessage, SamplingRequest, check_elicitation_url, roots_result};
 use crate::jsonrpc::{self, ErrorObject, Notification, Request, RequestId, Sniffed, codes};
 use crate::model::ElicitationParams;
 use crate::version::Era;
+
+/// The JSON-RPC code of URLElicitationRequiredError (2025-11-25).
+const URL_ELICITATION_REQUIRED: i64 = -32042;
+
+/// A request for input that passed its checks.
+enum Vetted {
+    /// Someone must answer it; the answer must pass the check.
+    Ask(InputRequest, AnswerCheck),
+    /// Answered without asking anyone (roots from the config).
+    Answered(Value),
+}
+
+/// A request for input that did not pass its checks.
+struct Refusal {
+    error: ErrorObject,
+    /// An elicitation the client cannot present (an unsupported form schema, a URL the
+    /// policy refuses): in 2026, where an input request cannot be answered with an
+    /// error, it is declined instead of failing the call.
+    declinable: bool,
+}
+
+impl From<ErrorObject> for Refusal {
+    fn from(error: ErrorObject) -> Self {
+        Refusal {
+            error,
+            declinable: false,
+        }
+    }
+}
+
+fn decline_value() -> Value {
+    let mut m = Map::new();
+    m.insert("action".into(), Value::String("decline".into()));
+    Value::Object(m)
+}
+
+/// The entries of one 2026 input round, vetted.
+enum Entry {
+    Ask(InputRequest, AnswerCheck),
+    Answered(Value),
+}
 
 #[derive(Deserialize)]
 struct ResultHead<'a> {
@@ -152,9 +196,108 @@ impl Session {
             c.rpc_id = None;
         }
         match r.outcome {
+            Err(e) if e.code == URL_ELICITATION_REQUIRED && self.era() == Some(Era::Legacy) => {
+                self.url_elicitation_required(call, e);
+            }
             Err(e) => self.complete(call, Err(CallError::Server(e))),
             Ok(raw) => self.handle_result(now, call, raw),
         }
+    }
+
+    /// `-32042`: each URL-mode elicitation of `data.elicitations` that passes the
+    /// checks is presented (answered to nobody), then the call fails with a typed error
+    /// naming them.
+    fn url_elicitation_required(&mut self, call: CallId, error: ErrorObject) {
+        #[derive(Deserialize)]
+        struct Data {
+            elicitations: Vec<Value>,
+        }
+        let listed = error
+            .data
+            .clone()
+            .and_then(|d| serde_json::from_value::<Data>(d).ok())
+            .map(|d| d.elicitations)
+            .unwrap_or_default();
+        let limits = &self.config.limits;
+        let mut waiting = self
+            .inputs
+            .values()
+            .filter(|p| !matches!(p, PendingInput::Modern { .. }))
+            .count();
+        let mut waiting_bytes: usize = self.inputs.values().map(PendingInput::bytes).sum();
+        let (max_waiting, max_bytes) = (
+            limits.max_pending_server_requests,
+            limits.max_pending_input_bytes,
+        );
+        let mut ids = Vec::new();
+        for value in listed
+            .into_iter()
+            .take(self.config.limits.max_inputs_per_round)
+        {
+            let text = value.to_string();
+            let bytes = text.len();
+            let vetted = RawValue::from_string(text)
+                .map_err(|e| e.to_string())
+                .and_then(|raw| {
+                    self.check_input_request("elicitation/create", Some(&*raw))
+                        .map_err(|r| r.error.message)
+                });
+            let (request, check) = match vetted {
+                Ok(Vetted::Ask(request, check)) => (request, check),
+                Ok(Vetted::Answered(_)) => continue,
+                Err(reason) => {
+                    self.peer_error(PeerError::RequestRefused {
+                        method: "elicitation/create (-32042)".to_owned(),
+                        reason,
+                    });
+                    continue;
+                }
+            };
+            let InputRequest::Elicitation(p) = &request else {
+                continue;
+            };
+            let Some(id) = p.elicitation_id().filter(|_| p.is_url_mode()) else {
+                self.peer_error(PeerError::RequestRefused {
+                    method: "elicitation/create (-32042)".to_owned(),
+                    reason: "not a URL-mode elicitation with an elicitationId".to_owned(),
+                });
+                continue;
+            };
+            if waiting >= max_waiting || waiting_bytes + bytes > max_bytes {
+                break;
+            }
+            waiting += 1;
+            waiting_bytes += bytes;
+            let id = id.to_owned();
+            self.remember_url_elicitation(&id);
+            ids.push(id);
+            let input = self.alloc_input();
+            self.inputs
+                .insert(input, PendingInput::Notice { bytes, check });
+            self.events.push_back(Event::InputRequested {
+                input,
+                call: Some(call),
+                request,
+            });
+        }
+        self.complete(
+            call,
+            Err(CallError::UrlElicitationRequired {
+                error,
+                elicitations: ids,
+            }),
+        );
+    }
+
+    /// Keeps the id of a URL-mode elicitation shown, for its completion notice.
+    fn remember_url_elicitation(&mut self, id: &str) {
+        if self.url_elicitations.iter().any(|known| known == id) {
+            return;
+        }
+        if self.url_elicitations.len() >= self.config.limits.max_pending_server_requests.max(1) {
+            self.url_elicitations.pop_front();
+        }
+        self.url_elicitations.push_back(id.to_owned());
     }
 
     fn handle_result(&mut self, now: Instant, id: CallId, raw: Box<RawValue>) {
@@ -306,8 +449,16 @@ impl Session {
         let mut typed = Vec::with_capacity(requests.len());
         for (key, value) in requests {
             match self.embedded_input(value) {
-                Ok(req) => typed.push((key, req)),
-                Err(msg) => return fail(self, CallError::InvalidInputRequest(msg)),
+                Ok(Vetted::Ask(req, check)) => typed.push((key, Entry::Ask(req, check))),
+                Ok(Vetted::Answered(v)) => typed.push((key, Entry::Answered(v))),
+                Err(r) if r.declinable => {
+                    self.peer_error(PeerError::RequestRefused {
+                        method: "elicitation/create".to_owned(),
+                        reason: format!("declined without asking: {}", r.error.message),
+                    });
+                    typed.push((key, Entry::Answered(decline_value())));
+                }
+                Err(r) => return fail(self, CallError::InvalidInputRequest(r.error.message)),
             }
         }
         let ids: Vec<InputId> = typed.iter().map(|_| self.alloc_input()).collect();
@@ -321,35 +472,48 @@ impl Session {
         call.pending = typed
             .iter()
             .zip(&ids)
-            .map(|((key, _), input)| (key.clone(), *input, None))
+            .map(|((key, entry), input)| {
+                let answered = match entry {
+                    Entry::Answered(v) => Some(v.clone()),
+                    Entry::Ask(..) => None,
+                };
+                (key.clone(), *input, answered)
+            })
             .collect();
-        if typed.is_empty() {
+        if call.pending.iter().all(|(_, _, a)| a.is_some()) {
             self.send_call(now, id);
             return;
         }
-        for ((_, request), input) in typed.into_iter().zip(ids) {
-            self.inputs.insert(input, PendingInput::Modern { call: id });
-            self.events.push_back(Event::InputRequested {
-                input,
-                call: Some(id),
-                request,
-            });
+        for ((_, entry), input) in typed.into_iter().zip(ids) {
+            if let Entry::Ask(request, check) = entry {
+                self.inputs
+                    .insert(input, PendingInput::Modern { call: id, check });
+                self.events.push_back(Event::InputRequested {
+                    input,
+                    call: Some(id),
+                    request,
+                });
+            }
         }
     }
 
-    fn embedded_input(&self, value: Value) -> Result<InputRequest, String> {
-        let req: EmbeddedRequest =
-            serde_json::from_value(value).map_err(|e| format!("malformed input request: {e}"))?;
+    fn embedded_input(&self, value: Value) -> Result<Vetted, Refusal> {
+        let req: EmbeddedRequest = serde_json::from_value(value).map_err(|e| {
+            Refusal::from(ErrorObject::new(
+                codes::INVALID_PARAMS,
+                format!("malformed input request: {e}"),
+            ))
+        })?;
         self.check_input_request(&req.method, req.params.as_deref())
-            .map_err(|e| e.message)
     }
 
-    /// Validates a request for input against the declared capabilities.
+    /// Validates a request for input against the declared capabilities, the form
+    /// subset and the URL policy; answers roots from the config.
     fn check_input_request(
         &self,
         method: &str,
         params: Option<&RawValue>,
-    ) -> Result<InputRequest, ErrorObject> {
+    ) -> Result<Vetted, Refusal> {
         let caps = &self.config.capabilities;
         let undeclared = |what: &str| {
             ErrorObject::new(
@@ -363,7 +527,7 @@ impl Session {
         match method {
             "elicitation/create" => {
                 if !caps.elicitation_form && !caps.elicitation_url {
-                    return Err(undeclared("elicitation"));
+                    return Err(undeclared("elicitation").into());
                 }
                 let text = params.map_or("null", RawValue::get);
                 let p: ElicitationParams = serde_json::from_str(text).map_err(|e| {
@@ -381,28 +545,64 @@ impl Session {
                     return Err(ErrorObject::new(
                         codes::INVALID_PARAMS,
                         format!("elicitation mode {mode:?} was not declared by the client"),
-                    ));
+                    )
+                    .into());
                 }
-                Ok(InputRequest::Elicitation(p))
+                let refuse = |why: String| Refusal {
+                    error: ErrorObject::new(codes::INVALID_PARAMS, why),
+                    declinable: true,
+                };
+                let check = if p.is_url_mode() {
+                    let url = p.url.as_deref().unwrap_or("");
+                    check_elicitation_url(url).map_err(|e| refuse(format!("url refused: {e}")))?;
+                    if self.era() == Some(Era::Legacy) && p.elicitation_id().is_none() {
+                        return Err(refuse(
+                            "a URL-mode elicitation needs an elicitationId".into(),
+                        ));
+                    }
+                    AnswerCheck::Url
+                } else {
+                    let schema = p
+                        .requested_schema
+                        .as_deref()
+                        .and_then(|s| serde_json::from_str::<Value>(s.get()).ok())
+                        .ok_or_else(|| refuse("a form without a requestedSchema".into()))?;
+                    let schema = FormSchema::parse(&schema)
+                        .map_err(|e| refuse(format!("unsupported form schema: {e}")))?;
+                    AnswerCheck::Form(Box::new(schema))
+                };
+                Ok(Vetted::Ask(InputRequest::Elicitation(p), check))
             }
             "sampling/createMessage" => {
                 if !caps.sampling {
-                    return Err(undeclared("sampling"));
+                    return Err(undeclared("sampling").into());
                 }
-                Ok(InputRequest::Sampling(
-                    params.map_or_else(jsonrpc::null_raw, RawValue::to_owned),
+                let text = params.map_or("null", RawValue::get);
+                let p: SamplingRequest = serde_json::from_str(text).map_err(|e| {
+                    ErrorObject::new(
+                        codes::INVALID_PARAMS,
+                        format!("invalid sampling params: {e}"),
+                    )
+                })?;
+                Ok(Vetted::Ask(
+                    InputRequest::Sampling(Box::new(p)),
+                    AnswerCheck::Sampling,
                 ))
             }
             "roots/list" => {
                 if !caps.roots {
-                    return Err(undeclared("roots"));
+                    return Err(undeclared("roots").into());
                 }
-                Ok(InputRequest::Roots)
+                Ok(match &self.config.roots {
+                    Some(roots) => Vetted::Answered(roots_result(roots)),
+                    None => Vetted::Ask(InputRequest::Roots, AnswerCheck::Roots),
+                })
             }
             other => Err(ErrorObject::new(
                 codes::METHOD_NOT_FOUND,
                 format!("method not found: {}", clipped(other)),
-            )),
+            )
+            .into()),
         }
     }
 
@@ -439,12 +639,20 @@ impl Session {
             self.push_out(out, OutKind::Response);
             return;
         }
-        let request = match self.check_input_request(&r.method, r.params.as_deref()) {
-            Ok(req) => req,
-            Err(e) => return refuse(self, e),
+        let (request, check) = match self.check_input_request(&r.method, r.params.as_deref()) {
+            Ok(Vetted::Ask(req, check)) => (req, check),
+            Ok(Vetted::Answered(v)) => {
+                let mut out = Vec::new();
+                jsonrpc::encode_result(&mut out, Some(&r.id), &jsonrpc::to_raw(&v));
+                self.push_out(out, OutKind::Response);
+                return;
+            }
+            Err(refusal) => return refuse(self, refusal.error),
         };
         let (waiting, waiting_bytes) = self.inputs.values().fold((0, 0), |(n, b), p| match p {
-            PendingInput::Legacy { bytes, .. } => (n + 1, b + bytes),
+            PendingInput::Legacy { bytes, .. } | PendingInput::Notice { bytes, .. } => {
+                (n + 1, b + bytes)
+            }
             PendingInput::Modern { .. } => (n, b),
         });
         let limits = &self.config.limits;
@@ -465,12 +673,20 @@ impl Session {
             self.peer_error(PeerError::ReusedRequestId { id: r.id });
             return;
         }
+        if let InputRequest::Elicitation(p) = &request
+            && p.is_url_mode()
+            && let Some(id) = p.elicitation_id()
+        {
+            let id = id.to_owned();
+            self.remember_url_elicitation(&id);
+        }
         let input = self.alloc_input();
         self.inputs.insert(
             input,
             PendingInput::Legacy {
                 server_id: r.id,
                 bytes,
+                check,
             },
         );
         self.pause_deadlines(now);
@@ -546,6 +762,55 @@ impl Session {
                     self.inputs.remove(&input);
                     self.events.push_back(Event::InputCancelled { input });
                     self.resume_deadlines(now);
+                }
+            }
+            "notifications/message" => {
+                let parsed = match n.params.as_deref() {
+                    None => Err("no params".to_owned()),
+                    Some(p) => {
+                        serde_json::from_str::<LogMessage>(p.get()).map_err(|e| e.to_string())
+                    }
+                };
+                match parsed {
+                    Ok(message) => {
+                        let call = self
+                            .stream_origin
+                            .and_then(|rpc| self.by_rpc.get(&rpc).copied());
+                        self.events.push_back(Event::Log { call, message });
+                    }
+                    Err(detail) => self.peer_error(PeerError::MalformedNotification {
+                        method: n.method,
+                        detail,
+                    }),
+                }
+            }
+            "notifications/elicitation/complete" => {
+                #[derive(Deserialize)]
+                struct Complete {
+                    #[serde(rename = "elicitationId")]
+                    elicitation_id: String,
+                }
+                let parsed = n
+                    .params
+                    .as_deref()
+                    .and_then(|p| serde_json::from_str::<Complete>(p.get()).ok());
+                let Some(c) = parsed else {
+                    self.peer_error(PeerError::MalformedNotification {
+                        method: n.method,
+                        detail: "no string elicitationId".to_owned(),
+                    });
+                    return;
+                };
+                // Unknown or already completed ids are ignored (2025-11-25).
+                if let Some(at) = self
+                    .url_elicitations
+                    .iter()
+                    .position(|id| *id == c.elicitation_id)
+                {
+                    self.url_elicitations.remove(at);
+                    self.events.push_back(Event::ElicitationCompleted {
+                        elicitation_id: c.elicitation_id,
+                    });
                 }
             }
             _ => self.push_notification(n),

@@ -22,8 +22,19 @@
 //! Requests for input (legacy `elicitation/create`, `sampling/createMessage` and
 //! `roots/list` requests, and the entries of a 2026 `input_required` round) all surface
 //! as [`Event::InputRequested`]. Requests for a capability the client did not declare are
-//! refused on the spot with the right error. While a legacy server waits for the user,
-//! call deadlines are paused.
+//! refused on the spot with the right error. So are form elicitations whose schema is
+//! outside the supported subset and URL-mode elicitations whose URL fails the URL policy
+//! (legacy: a `-32602` answer; 2026: the entry is declined, since an input round has no
+//! per-entry error). Roots configured in the [`ClientConfig`] are answered without asking
+//! anyone. Answers are checked (a form answer against its schema, defaults applied)
+//! before anything is sent. While a legacy server waits for the user, call deadlines are
+//! paused.
+//!
+//! A 2025-11-25 `-32042` (URL elicitation required) presents its elicitations as
+//! input requests answered to nobody, then fails the call with
+//! [`CallError::UrlElicitationRequired`]; `notifications/elicitation/complete` for an id
+//! the client was shown becomes [`Event::ElicitationCompleted`]. `notifications/message`
+//! becomes [`Event::Log`], with the call whose HTTP response stream it came on.
 //!
 //! In the 2026 era a listing whose pages carry `ttlMs` and `cacheScope` is kept in a
 //! bounded list cache (`cache.rs`): a call for the same listing while it is fresh
@@ -31,6 +42,7 @@
 //! authorization drop what they make stale. `ping` does not exist in that era and fails
 //! locally with [`CallError::NotInVersion`].
 
+mod answer;
 pub(crate) mod cache;
 mod handshake;
 mod inbound;
@@ -51,6 +63,8 @@ pub(crate) use super::event::{
     InputAnswer, InputId, InputRequest, PeerError,
 };
 use super::event_queue::EventQueue;
+use super::input::{LogLevel, Root};
+use answer::AnswerCheck;
 pub(crate) use request::CallRequest;
 
 use crate::jsonrpc::{self, Message, RequestId};
@@ -103,6 +117,15 @@ pub(crate) struct Session {
     queued_bytes: usize,
     /// Listings kept under the 2026 caching hints.
     cache: cache::ListCache,
+    /// 2026-07-28: the log level of requests that name none (set by
+    /// `logging/setLevel`, which is not sent in that era).
+    log_level: Option<LogLevel>,
+    /// The `elicitationId`s of URL-mode elicitations shown and not yet reported
+    /// complete, newest last (at most `Limits::max_pending_server_requests`).
+    url_elicitations: VecDeque<String>,
+    /// Over Streamable HTTP: the JSON-RPC id whose response stream the message being
+    /// dispatched came on.
+    pub(crate) stream_origin: Option<i64>,
 }
 
 /// A message waiting to be written, with what a message-oriented transport needs to
@@ -187,10 +210,35 @@ enum PendingInput {
     Legacy {
         server_id: RequestId,
         bytes: usize,
+        check: AnswerCheck,
     },
     Modern {
         call: CallId,
+        check: AnswerCheck,
     },
+    /// An elicitation of a `-32042` error: shown to the user, answered to nobody.
+    Notice {
+        bytes: usize,
+        check: AnswerCheck,
+    },
+}
+
+impl PendingInput {
+    fn check(&self) -> &AnswerCheck {
+        match self {
+            PendingInput::Legacy { check, .. }
+            | PendingInput::Modern { check, .. }
+            | PendingInput::Notice { check, .. } => check,
+        }
+    }
+
+    /// Bytes a peer made the client hold for it.
+    fn bytes(&self) -> usize {
+        match self {
+            PendingInput::Legacy { bytes, .. } | PendingInput::Notice { bytes, .. } => *bytes,
+            PendingInput::Modern { .. } => 0,
+        }
+    }
 }
 
 const RECENT_IDS: usize = 256;
@@ -231,6 +279,9 @@ impl Session {
             unwritten: 0,
             queued_bytes: 0,
             cache: cache::ListCache::default(),
+            log_level: None,
+            url_elicitations: VecDeque::new(),
+            stream_origin: None,
         };
         client.start(now);
         client
@@ -451,14 +502,7 @@ impl Session {
             .values()
             .map(|c| c.item_bytes + c.input_bytes)
             .sum();
-        let inputs: usize = self
-            .inputs
-            .values()
-            .map(|p| match p {
-                PendingInput::Legacy { bytes, .. } => *bytes,
-                PendingInput::Modern { .. } => 0,
-            })
-            .sum();
+        let inputs: usize = self.inputs.values().map(PendingInput::bytes).sum();
         self.events.bytes()
             + self.decoder.retained_bytes()
             + self.queued_bytes
@@ -548,10 +592,13 @@ impl Session {
         Ok(id)
     }
 
-    /// Answers an [`Event::InputRequested`].
+    /// Answers an [`Event::InputRequested`]. The answer is checked first (a form
+    /// answer against its schema, with defaults applied; see [`AnswerCheck`]).
     ///
     /// # Errors
-    /// [`ApiMisuse::UnknownInput`] when the request was already answered or voided.
+    /// [`ApiMisuse::UnknownInput`] when the request was already answered or voided;
+    /// [`ApiMisuse::InvalidAnswer`] when the answer does not fit (nothing is sent, and
+    /// the request still waits).
     pub fn respond(
         &mut self,
         now: Instant,
@@ -560,9 +607,17 @@ impl Session {
     ) -> Result<(), ApiMisuse> {
         let pending = self
             .inputs
-            .remove(&input)
+            .get(&input)
             .ok_or(ApiMisuse::UnknownInput(input))?;
+        let answer = answer::check_answer(pending.check(), answer).map_err(|mut why| {
+            super::event::clip(&mut why);
+            ApiMisuse::InvalidAnswer(why)
+        })?;
+        let Some(pending) = self.inputs.remove(&input) else {
+            return Err(ApiMisuse::UnknownInput(input));
+        };
         match pending {
+            PendingInput::Notice { .. } => {}
             PendingInput::Legacy { server_id, .. } => {
                 let mut out = Vec::new();
                 match answer {
@@ -574,7 +629,34 @@ impl Session {
                 self.push_out(out, OutKind::Response);
                 self.resume_deadlines(now);
             }
-            PendingInput::Modern { call } => self.answer_round(now, call, input, answer),
+            PendingInput::Modern { call, .. } => self.answer_round(now, call, input, answer),
+        }
+        Ok(())
+    }
+
+    /// Replaces the roots offered to the server. When they differ from the ones before,
+    /// a legacy session whose client declared `roots.listChanged` is told
+    /// (`notifications/roots/list_changed`); the 2026 era has no such notification (the
+    /// next `roots/list` input request gets the new list).
+    ///
+    /// # Errors
+    /// [`ApiMisuse::Undeclared`] when the client did not declare roots;
+    /// [`ApiMisuse::Closed`] after close.
+    pub fn set_roots(&mut self, _now: Instant, roots: Vec<Root>) -> Result<(), ApiMisuse> {
+        if self.state == State::Closed {
+            return Err(ApiMisuse::Closed);
+        }
+        if !self.config.capabilities.roots {
+            return Err(ApiMisuse::Undeclared("roots"));
+        }
+        let changed = self.config.roots.as_ref() != Some(&roots);
+        self.config.roots = Some(roots);
+        if changed && self.config.capabilities.roots_list_changed && self.era() == Some(Era::Legacy)
+        {
+            const METHOD: &str = "notifications/roots/list_changed";
+            let mut out = Vec::new();
+            jsonrpc::encode_notification(&mut out, METHOD, None);
+            self.push_out(out, OutKind::Notification(METHOD));
         }
         Ok(())
     }
@@ -635,13 +717,19 @@ impl Session {
                 call.request.params.remove("context");
             }
         }
+        let modern = self.era() == Some(Era::Modern);
+        if modern && self.set_level_locally(id) {
+            return;
+        }
         let rpc_id = self.alloc_rpc_id();
-        let envelope = match self.era() {
-            Some(Era::Modern) => self.envelope.as_str(),
-            _ => "",
-        };
+        let envelope = if modern { self.envelope.as_str() } else { "" };
         let Some(call) = self.calls.get_mut(&id) else {
             return;
+        };
+        let log_level = if modern {
+            call.request.log_level.or(self.log_level)
+        } else {
+            None
         };
         let mut extra: Vec<(&str, &Value)> = Vec::new();
         let responses;
@@ -669,6 +757,7 @@ impl Session {
         request::write_params(
             &mut out,
             envelope,
+            log_level,
             call.progress_token,
             &call.request.params,
             &extra,
@@ -679,6 +768,39 @@ impl Session {
         call.deadline = Some(now + call.timeout);
         self.push_out(out, OutKind::Request(rpc_id));
         self.by_rpc.insert(rpc_id, id);
+    }
+
+    /// 2026-07-28 has no `logging/setLevel`: the level becomes the default of later
+    /// requests and the call completes with `{}`. True when `id` was such a call.
+    fn set_level_locally(&mut self, id: CallId) -> bool {
+        let Some(call) = self.calls.get(&id) else {
+            return false;
+        };
+        if call.request.method != "logging/setLevel" {
+            return false;
+        }
+        let level = call
+            .request
+            .params
+            .get("level")
+            .and_then(Value::as_str)
+            .and_then(LogLevel::parse);
+        let outcome = match level {
+            Some(level) => {
+                self.log_level = Some(level);
+                Ok(CallOutput {
+                    result: jsonrpc::to_raw(&serde_json::json!({})),
+                    items: Vec::new(),
+                    pages: 1,
+                    rounds: 0,
+                })
+            }
+            None => Err(CallError::InvalidResponse(
+                "logging/setLevel needs a valid `level`".to_owned(),
+            )),
+        };
+        self.complete(id, outcome);
+        true
     }
 
     fn send_cancel_for(&mut self, id: CallId, reason: &str) {

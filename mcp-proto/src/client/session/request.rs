@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use crate::client::input::LogLevel;
+
 /// One request to the server, with its options.
 #[derive(Debug, Clone)]
 pub struct CallRequest {
@@ -13,12 +15,18 @@ pub struct CallRequest {
     pub(crate) progress: bool,
     /// For listings: the member holding the items; every page is fetched.
     pub(crate) list_key: Option<&'static str>,
+    /// 2026-07-28: the least severe log messages wanted for this request.
+    pub(crate) log_level: Option<LogLevel>,
 }
 
 impl CallRequest {
     /// Any method with params (a JSON object; `Value::Null` means none).
     ///
-    /// Do not put `_meta` protocol fields in `params`: the client adds them per era.
+    /// A `_meta` object in `params` is sent as given, except the keys the machine owns,
+    /// which it writes itself per era and drops from the caller's: `progressToken`
+    /// (see [`CallRequest::with_progress()`]), `io.modelcontextprotocol/protocolVersion`,
+    /// `io.modelcontextprotocol/clientCapabilities`, `io.modelcontextprotocol/clientInfo`
+    /// and `io.modelcontextprotocol/logLevel` (see [`CallRequest::log_level()`]).
     #[must_use]
     pub fn new(method: impl Into<String>, params: Value) -> Self {
         let params = match params {
@@ -31,6 +39,7 @@ impl CallRequest {
             timeout: None,
             progress: false,
             list_key: None,
+            log_level: None,
         }
     }
 
@@ -124,6 +133,29 @@ impl CallRequest {
         Self::new("ping", Value::Null)
     }
 
+    /// `logging/setLevel`: log messages at `level` and above, for the whole session.
+    ///
+    /// In the legacy era this is the request. In 2026-07-28, which has no such request,
+    /// nothing is sent: the level becomes the default per-request level
+    /// (`_meta["io.modelcontextprotocol/logLevel"]`) of every later request, and the
+    /// call completes at once with `{}`.
+    #[must_use]
+    pub fn set_log_level(level: LogLevel) -> Self {
+        let mut params = Map::new();
+        params.insert("level".into(), Value::String(level.as_str().to_owned()));
+        Self::new("logging/setLevel", Value::Object(params))
+    }
+
+    /// 2026-07-28: ask for log messages at `level` and above on this request only
+    /// (`_meta["io.modelcontextprotocol/logLevel"]`); without it (and without a
+    /// [`CallRequest::set_log_level`] before), the server sends none. Ignored in the
+    /// legacy era, where the level is per session.
+    #[must_use]
+    pub fn log_level(mut self, level: LogLevel) -> Self {
+        self.log_level = Some(level);
+        self
+    }
+
     /// A timeout for this call instead of `Limits::request_timeout`.
     #[must_use]
     pub fn timeout(mut self, timeout: Duration) -> Self {
@@ -156,11 +188,22 @@ pub(crate) fn allows_input_required(method: &str) -> bool {
     matches!(method, "tools/call" | "prompts/get" | "resources/read")
 }
 
-/// Writes a params object: `_meta` first (the per-era envelope, then the progress token
-/// and any `_meta` the caller supplied), then the caller's members, then MRTR members.
+/// The `_meta` keys the machine writes itself: a caller's are dropped.
+pub(crate) const OWNED_META_KEYS: [&str; 5] = [
+    "progressToken",
+    "io.modelcontextprotocol/protocolVersion",
+    "io.modelcontextprotocol/clientCapabilities",
+    "io.modelcontextprotocol/clientInfo",
+    "io.modelcontextprotocol/logLevel",
+];
+
+/// Writes a params object: `_meta` first (the per-era envelope, the log level, the
+/// progress token, then the `_meta` the caller supplied, without the keys the machine
+/// owns), then the caller's members, then MRTR members.
 pub(crate) fn write_params(
     out: &mut Vec<u8>,
     envelope: &str,
+    log_level: Option<LogLevel>,
     progress_token: Option<u64>,
     params: &Map<String, Value>,
     extra: &[(&str, &Value)],
@@ -168,11 +211,24 @@ pub(crate) fn write_params(
     out.push(b'{');
     let user_meta = params.get("_meta").and_then(Value::as_object);
     let mut first = true;
-    if !envelope.is_empty() || progress_token.is_some() || user_meta.is_some() {
+    if !envelope.is_empty()
+        || log_level.is_some()
+        || progress_token.is_some()
+        || user_meta.is_some()
+    {
         out.extend_from_slice(b"\"_meta\":{");
         let mut inner_first = true;
         if !envelope.is_empty() {
             out.extend_from_slice(envelope.as_bytes());
+            inner_first = false;
+        }
+        if let Some(level) = log_level {
+            if !inner_first {
+                out.push(b',');
+            }
+            out.extend_from_slice(b"\"io.modelcontextprotocol/logLevel\":\"");
+            out.extend_from_slice(level.as_str().as_bytes());
+            out.push(b'"');
             inner_first = false;
         }
         if let Some(token) = progress_token {
@@ -184,7 +240,7 @@ pub(crate) fn write_params(
             inner_first = false;
         }
         for (k, v) in user_meta.into_iter().flatten() {
-            if k.starts_with("io.modelcontextprotocol/") || k == "progressToken" {
+            if OWNED_META_KEYS.contains(&k.as_str()) {
                 continue;
             }
             if !inner_first {
@@ -250,19 +306,31 @@ mod tests {
     #[test]
     fn params_put_meta_first_and_merge_caller_meta() {
         let mut out = Vec::new();
-        let Value::Object(p) =
-            json!({"name":"t","_meta":{"x.y/z":1,"io.modelcontextprotocol/protocolVersion":"bad"}})
+        let Value::Object(p) = json!({"name":"t","_meta":{"x.y/z":1,
+            "io.modelcontextprotocol/protocolVersion":"bad","progressToken":"theirs",
+            "io.modelcontextprotocol/related-task":{"taskId":"t1"}}})
         else {
             unreachable!()
         };
         let rs = json!("state");
-        write_params(&mut out, "\"a\":1", Some(4), &p, &[("requestState", &rs)]);
+        write_params(
+            &mut out,
+            "\"a\":1",
+            Some(LogLevel::Warning),
+            Some(4),
+            &p,
+            &[("requestState", &rs)],
+        );
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            r#"{"_meta":{"a":1,"progressToken":4,"x.y/z":1},"name":"t","requestState":"state"}"#
+            concat!(
+                r#"{"_meta":{"a":1,"io.modelcontextprotocol/logLevel":"warning","progressToken":4,"#,
+                r#""io.modelcontextprotocol/related-task":{"taskId":"t1"},"x.y/z":1},"#,
+                r#""name":"t","requestState":"state"}"#
+            )
         );
         let mut out = Vec::new();
-        write_params(&mut out, "", None, &Map::new(), &[]);
+        write_params(&mut out, "", None, None, &Map::new(), &[]);
         assert_eq!(out, b"{}");
     }
 }

@@ -128,6 +128,8 @@ pub(crate) struct ClientRepr {
     #[serde(default, skip_serializing_if = "Fields::is_empty")]
     limits: Fields,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    roots: Option<Vec<crate::client::Root>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     known_era: Option<(Era, String)>,
 }
 
@@ -139,6 +141,7 @@ struct CapsRepr {
     elicitation_url: bool,
     sampling: bool,
     roots: bool,
+    roots_list_changed: bool,
     extensions: Fields,
 }
 
@@ -149,6 +152,7 @@ impl ClientRepr {
             elicitation_url,
             sampling,
             roots,
+            roots_list_changed,
             extensions,
         } = config.capabilities.clone();
         let caps = CapsRepr {
@@ -156,6 +160,7 @@ impl ClientRepr {
             elicitation_url,
             sampling,
             roots,
+            roots_list_changed,
             extensions,
         };
         let capabilities = match serde_json::to_value(&caps) {
@@ -173,6 +178,7 @@ impl ClientRepr {
                 .collect(),
             capabilities,
             limits: config.limits.diff(&Limits::default()),
+            roots: config.roots.clone(),
             known_era: config.known_era.map(|(e, v)| (e, v.as_str().to_owned())),
         }
     }
@@ -196,8 +202,10 @@ impl ClientRepr {
             elicitation_url: caps.elicitation_url,
             sampling: caps.sampling,
             roots: caps.roots,
+            roots_list_changed: caps.roots_list_changed,
             extensions: caps.extensions,
         };
+        config.roots = self.roots.clone();
         config.limits.patch(&self.limits)?;
         config.known_era = match &self.known_era {
             Some((era, v)) => Some((*era, version(v)?)),
@@ -275,6 +283,7 @@ impl RequestRepr {
             timeout: request.timeout,
             progress: request.progress,
             list_key: request.list_key.map(str::to_owned),
+            log_level: request.log_level,
         }
     }
 
@@ -282,6 +291,7 @@ impl RequestRepr {
         let mut request = CallRequest::new(self.method.clone(), Value::Object(self.params.clone()));
         request.timeout = self.timeout;
         request.progress = self.progress;
+        request.log_level = self.log_level;
         request.list_key = match self.list_key.as_deref() {
             None => None,
             Some(key) => Some(

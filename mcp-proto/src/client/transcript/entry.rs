@@ -74,6 +74,8 @@ pub(crate) struct RequestRepr {
     pub(crate) progress: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) list_key: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) log_level: Option<crate::client::LogLevel>,
 }
 
 /// An answer as the `respond` command took it.
@@ -128,6 +130,11 @@ pub(crate) enum In {
         misuse: Option<String>,
     },
     Close,
+    SetRoots {
+        roots: Vec<crate::client::Root>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        misuse: Option<String>,
+    },
     SetAuthorization {
         value: Option<String>,
     },

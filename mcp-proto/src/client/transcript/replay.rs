@@ -350,6 +350,13 @@ impl Player {
                 let result = m.respond(now, InputId(*input), answer.answer());
                 In::respond(InputId(*input), answer.clone(), &result)
             }
+            In::SetRoots { roots, .. } => {
+                let result = m.set_roots(now, roots.clone());
+                In::SetRoots {
+                    roots: roots.clone(),
+                    misuse: super::entry::misuse(&result),
+                }
+            }
             In::Cancel { call, .. } => {
                 let result = m.cancel(now, CallId(*call));
                 In::Cancel {
