@@ -67,7 +67,7 @@ pub fn complete(
 
 /// Writes the typed request methods of a client facade (`list_tools`, `list_resources`,
 /// `list_resource_templates`, `list_prompts`, `call_tool`, `read_resource`, `get_prompt`,
-/// `complete`, `ping`)
+/// `complete`, `ping`, `subscribe_resource`, `unsubscribe_resource`)
 /// on top of its `request` method, so that both adapters have one definition of them
 /// and their documentation.
 ///
@@ -156,6 +156,38 @@ macro_rules! typed_requests {
         /// As [`Self::request`].
         pub $($async)* fn ping(&$($mut)* self) -> ::core::result::Result<(), $crate::Error> {
             let request = $crate::mcp_proto::client::CallRequest::ping();
+            self.request(request)$($await)*?;
+            Ok(())
+        }
+
+        /// `resources/subscribe` (2025-06-18 and 2025-11-25): the server then sends
+        /// `notifications/resources/updated` for `uri`, read with
+        /// [`Change::from_notification`](crate::mcp_proto::client::Change::from_notification).
+        /// In 2026-07-28 it fails with
+        /// [`CallError::NotInVersion`](crate::mcp_proto::client::CallError::NotInVersion)
+        /// and nothing is sent.
+        ///
+        /// # Errors
+        /// As [`Self::request`].
+        pub $($async)* fn subscribe_resource(
+            &$($mut)* self,
+            uri: &str,
+        ) -> ::core::result::Result<(), $crate::Error> {
+            let request = $crate::mcp_proto::client::CallRequest::subscribe_resource(uri);
+            self.request(request)$($await)*?;
+            Ok(())
+        }
+
+        /// `resources/unsubscribe` (2025-06-18 and 2025-11-25); as
+        /// [`Self::subscribe_resource`] in 2026-07-28.
+        ///
+        /// # Errors
+        /// As [`Self::request`].
+        pub $($async)* fn unsubscribe_resource(
+            &$($mut)* self,
+            uri: &str,
+        ) -> ::core::result::Result<(), $crate::Error> {
+            let request = $crate::mcp_proto::client::CallRequest::unsubscribe_resource(uri);
             self.request(request)$($await)*?;
             Ok(())
         }

@@ -38,6 +38,7 @@
 //! leaves the process ([`transcript::Redactor`]; the adapters apply the wire log's
 //! rules). See the [`transcript`] module.
 
+mod change;
 mod event;
 mod event_queue;
 pub mod form;
@@ -50,6 +51,7 @@ mod stdio_link;
 pub mod transcript;
 mod transmit;
 
+pub use change::{Change, SUBSCRIPTION_ID_KEY, subscription_id};
 pub use event::{
     ApiMisuse, CallError, CallId, CallOutput, CloseReason, ConnectionState, Event, HttpFailure,
     InputAnswer, InputId, InputRequest, InvalidParams, MAX_ECHO_BYTES, PeerError,

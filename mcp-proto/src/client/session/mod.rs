@@ -706,7 +706,12 @@ impl Session {
         if let State::Ready(era, version) = self.state
             && let Some(call) = self.calls.get_mut(&id)
         {
-            if era == Era::Modern && call.request.method == "ping" {
+            if era == Era::Modern
+                && matches!(
+                    call.request.method.as_str(),
+                    "ping" | "resources/subscribe" | "resources/unsubscribe"
+                )
+            {
                 let method = call.request.method.clone();
                 self.complete(id, Err(CallError::NotInVersion { method, version }));
                 return;

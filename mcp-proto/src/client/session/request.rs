@@ -133,6 +133,26 @@ impl CallRequest {
         Self::new("ping", Value::Null)
     }
 
+    /// `resources/subscribe` (2025-06-18 and 2025-11-25): the server then sends
+    /// `notifications/resources/updated` when the resource at `uri` changes. The
+    /// 2026-07-28 protocol subscribes with `subscriptions/listen` instead: there the call
+    /// fails locally with [`CallError::NotInVersion`](crate::client::CallError::NotInVersion).
+    #[must_use]
+    pub fn subscribe_resource(uri: &str) -> Self {
+        let mut params = Map::new();
+        params.insert("uri".into(), Value::String(uri.to_owned()));
+        Self::new("resources/subscribe", Value::Object(params))
+    }
+
+    /// `resources/unsubscribe` (2025-06-18 and 2025-11-25); refused locally in
+    /// 2026-07-28 like [`CallRequest::subscribe_resource`].
+    #[must_use]
+    pub fn unsubscribe_resource(uri: &str) -> Self {
+        let mut params = Map::new();
+        params.insert("uri".into(), Value::String(uri.to_owned()));
+        Self::new("resources/unsubscribe", Value::Object(params))
+    }
+
     /// `logging/setLevel`: log messages at `level` and above, for the whole session.
     ///
     /// In the legacy era this is the request. In 2026-07-28, which has no such request,
