@@ -2,9 +2,17 @@
 //! legacy `resources/subscribe` / `resources/unsubscribe` and unsolicited
 //! `notifications/*/list_changed`, and the 2026-07-28 `subscriptions/listen`.
 
-use mcp_proto::client::{CallError, CallRequest, Change, ClientConfig, Event};
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::Duration;
+
+use mcp_proto::Instant;
+use mcp_proto::client::{
+    ApiMisuse, CallError, CallId, CallRequest, Change, ClientConfig, CloseReason, Event, ListenEnd,
+    ListenFilter,
+};
 use mcp_proto::version::{EraMode, ProtocolVersion};
-use mcp_tests::{Scripted, Sim};
+use mcp_tests::{Peer, Scripted, Sim, load_vectors};
 use serde_json::{Value, json};
 
 fn config(mode: EraMode) -> ClientConfig {
@@ -116,4 +124,337 @@ fn resources_subscribe_is_refused_locally_in_2026() {
         );
         assert!(sim.sent_with_method(method).is_empty());
     }
+}
+
+// ----- 2026-07-28: subscriptions/listen over stdio -------------------------------------
+
+/// A 2026 server that acknowledges every listen with what `grant` makes of the filter,
+/// and whose further lines the test pushes with [`Server::say`].
+#[derive(Clone, Default)]
+struct Server {
+    out: Rc<RefCell<Vec<u8>>>,
+    /// The listen requests seen, in order.
+    listens: Rc<RefCell<Vec<Value>>>,
+    /// Cancellations seen.
+    cancelled: Rc<RefCell<Vec<Value>>>,
+    /// Acknowledge with this filter instead of the one asked for.
+    grant: Rc<RefCell<Option<Value>>>,
+    buf: Vec<u8>,
+}
+
+impl Server {
+    fn say(&self, message: Value) {
+        let mut out = self.out.borrow_mut();
+        out.extend_from_slice(message.to_string().as_bytes());
+        out.push(b'\n');
+    }
+
+    fn listen_id(&self, i: usize) -> Value {
+        self.listens.borrow()[i]["id"].clone()
+    }
+}
+
+impl Peer for Server {
+    fn handle(&mut self, _now: Instant, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+        while let Some(i) = self.buf.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = self.buf.drain(..=i).collect();
+            let m: Value = serde_json::from_slice(&line[..i]).unwrap();
+            if let Some(lines) = handshake(&m) {
+                for l in lines {
+                    self.say(serde_json::from_str(&l).unwrap());
+                }
+                continue;
+            }
+            match m["method"].as_str() {
+                Some("subscriptions/listen") => {
+                    let granted = self
+                        .grant
+                        .borrow()
+                        .clone()
+                        .unwrap_or_else(|| m["params"]["notifications"].clone());
+                    self.listens.borrow_mut().push(m.clone());
+                    self.say(
+                        json!({"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged",
+                        "params":{"_meta":{"io.modelcontextprotocol/subscriptionId":m["id"]},
+                            "notifications":granted}}),
+                    );
+                }
+                Some("notifications/cancelled") => self.cancelled.borrow_mut().push(m),
+                _ => {}
+            }
+        }
+    }
+    fn transmit(&mut self, out: &mut Vec<u8>) {
+        out.append(&mut self.out.borrow_mut());
+    }
+}
+
+fn modern() -> (Sim, Server) {
+    let server = Server::default();
+    let mut sim = Sim::new(config(EraMode::Auto), server.clone());
+    sim.connect();
+    (sim, server)
+}
+
+fn listen(sim: &mut Sim, filter: &ListenFilter) -> CallId {
+    let id = sim
+        .client
+        .call(sim.now, CallRequest::listen(filter))
+        .unwrap();
+    sim.run_until(|s| acknowledged(s, id).is_some());
+    id
+}
+
+fn acknowledged(sim: &Sim, id: CallId) -> Option<(ListenFilter, ListenFilter)> {
+    sim.events.iter().find_map(|e| match e {
+        Event::SubscriptionAcknowledged {
+            subscription,
+            acknowledged,
+            refused,
+        } if *subscription == id => Some((acknowledged.clone(), refused.clone())),
+        _ => None,
+    })
+}
+
+fn received(sim: &Sim, id: CallId) -> Vec<(Option<Change>, String)> {
+    sim.events
+        .iter()
+        .filter_map(|e| match e {
+            Event::SubscriptionNotification {
+                subscription,
+                change,
+                notification,
+            } if *subscription == id => Some((change.clone(), notification.method.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn ended(sim: &Sim, id: CallId) -> Option<ListenEnd> {
+    sim.events.iter().find_map(|e| match e {
+        Event::SubscriptionEnded { subscription, end } if *subscription == id => Some(end.clone()),
+        _ => None,
+    })
+}
+
+/// `message` with every `subscriptionId` and `id` that was `"listen-1"` or `1` set to `id`.
+fn retarget(mut message: Value, id: &Value) -> Value {
+    if message.get("id").is_some() {
+        message["id"] = id.clone();
+    }
+    if let Some(meta) = message.pointer_mut("/params/_meta")
+        && meta.get("io.modelcontextprotocol/subscriptionId").is_some()
+    {
+        meta["io.modelcontextprotocol/subscriptionId"] = id.clone();
+    }
+    if let Some(meta) = message.pointer_mut("/result/_meta") {
+        meta["io.modelcontextprotocol/subscriptionId"] = id.clone();
+    }
+    if message.pointer("/params/requestId").is_some() {
+        message["params"]["requestId"] = id.clone();
+    }
+    message
+}
+
+fn vector(id: &str) -> Value {
+    let all = load_vectors("subscriptions.json");
+    all["vectors_2026"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["id"] == id)
+        .unwrap_or_else(|| panic!("no vector {id}"))
+        .clone()
+}
+
+#[test]
+fn the_spec_vectors_play_out_over_stdio_up_to_the_graceful_end() {
+    let (mut sim, server) = modern();
+    let request = vector("spec-listen-request")["message"].clone();
+    let filter = ListenFilter::from_json(&request["params"]["notifications"]);
+    let sub = listen(&mut sim, &filter);
+    let sent = server.listens.borrow()[0].clone();
+    assert_eq!(
+        sent["params"]["notifications"],
+        request["params"]["notifications"]
+    );
+    assert_eq!(
+        sent["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    let (granted, refused) = acknowledged(&sim, sub).unwrap();
+    assert_eq!(granted, filter);
+    assert!(refused.is_empty());
+    let id = server.listen_id(0);
+    server.say(retarget(
+        vector("spec-resource-updated")["message"].clone(),
+        &id,
+    ));
+    server.say(
+        json!({"jsonrpc":"2.0","method":"notifications/tools/list_changed",
+        "params":{"_meta":{"io.modelcontextprotocol/subscriptionId":id}}}),
+    );
+    sim.run_until(|s| received(s, sub).len() == 2);
+    assert_eq!(
+        received(&sim, sub),
+        vec![
+            (
+                Some(Change::ResourceUpdated {
+                    uri: "file:///project/config.json".into()
+                }),
+                "notifications/resources/updated".into()
+            ),
+            (
+                Some(Change::ToolsListChanged),
+                "notifications/tools/list_changed".into()
+            ),
+        ]
+    );
+    // No timeout: a subscription outlives any request deadline.
+    sim.advance(Duration::from_secs(3600));
+    assert_eq!(ended(&sim, sub), None);
+    server.say(retarget(
+        vector("spec-graceful-close")["message"].clone(),
+        &id,
+    ));
+    sim.run_until(|s| ended(s, sub).is_some());
+    assert_eq!(ended(&sim, sub), Some(ListenEnd::Complete));
+    assert!(
+        sim.completion(sub).is_none(),
+        "the end is the only completion"
+    );
+}
+
+#[test]
+fn a_partial_acknowledgement_reports_what_was_refused() {
+    let (mut sim, server) = modern();
+    let v = vector("partial-ack");
+    *server.grant.borrow_mut() = Some(v["ack_filter"].clone());
+    let sub = listen(&mut sim, &ListenFilter::from_json(&v["request_filter"]));
+    let (granted, refused) = acknowledged(&sim, sub).unwrap();
+    assert_eq!(granted, ListenFilter::from_json(&v["ack_filter"]));
+    assert_eq!(refused, ListenFilter::new().prompts().resource("file:///b"));
+}
+
+#[test]
+fn two_subscriptions_on_stdio_are_told_apart_by_subscription_id() {
+    let (mut sim, server) = modern();
+    let a = listen(&mut sim, &ListenFilter::new().tools());
+    let b = listen(&mut sim, &ListenFilter::new().prompts());
+    let (ia, ib) = (server.listen_id(0), server.listen_id(1));
+    assert_ne!(ia, ib);
+    for (id, method) in [
+        (&ib, "notifications/prompts/list_changed"),
+        (&ia, "notifications/tools/list_changed"),
+        (&ib, "notifications/prompts/list_changed"),
+    ] {
+        server.say(json!({"jsonrpc":"2.0","method":method,
+            "params":{"_meta":{"io.modelcontextprotocol/subscriptionId":id}}}));
+    }
+    // Not for any subscription: an ordinary notification, as before.
+    server.say(json!({"jsonrpc":"2.0","method":"notifications/tools/list_changed"}));
+    sim.run_until(|s| received(s, a).len() + received(s, b).len() == 3);
+    sim.step();
+    assert_eq!(
+        received(&sim, a),
+        vec![(
+            Some(Change::ToolsListChanged),
+            "notifications/tools/list_changed".into()
+        )]
+    );
+    assert_eq!(received(&sim, b).len(), 2);
+    assert!(
+        sim.events
+            .iter()
+            .any(|e| matches!(e, Event::Notification(_)))
+    );
+}
+
+#[test]
+fn a_server_cancellation_ends_only_its_subscription() {
+    let (mut sim, server) = modern();
+    let a = listen(&mut sim, &ListenFilter::new().tools());
+    let b = listen(&mut sim, &ListenFilter::new().tools());
+    let teardown = vector("stdio-server-teardown")["message"].clone();
+    server.say(retarget(teardown, &server.listen_id(0)));
+    sim.run_until(|s| ended(s, a).is_some());
+    assert_eq!(ended(&sim, a), Some(ListenEnd::CancelledByServer));
+    assert_eq!(ended(&sim, b), None);
+    // A late answer for the torn-down listen is ignored, not a stranger.
+    server
+        .say(json!({"jsonrpc":"2.0","id":server.listen_id(0),"result":{"resultType":"complete"}}));
+    sim.step();
+    assert!(!sim.events.iter().any(|e| matches!(e, Event::PeerError(_))));
+}
+
+#[test]
+fn the_client_ends_a_stdio_subscription_with_notifications_cancelled() {
+    let (mut sim, server) = modern();
+    let sub = listen(&mut sim, &ListenFilter::new().tools());
+    sim.client.cancel(sim.now, sub).unwrap();
+    sim.step();
+    assert_eq!(ended(&sim, sub), Some(ListenEnd::EndedByClient));
+    let cancelled = server.cancelled.borrow();
+    assert_eq!(cancelled.len(), 1);
+    assert_eq!(cancelled[0]["params"]["requestId"], server.listen_id(0));
+    let expected = vector("stdio-client-cancel")["message"].clone();
+    assert_eq!(cancelled[0]["method"], expected["method"]);
+}
+
+#[test]
+fn a_closed_transport_ends_every_subscription() {
+    let (mut sim, _server) = modern();
+    let a = listen(&mut sim, &ListenFilter::new().tools());
+    let b = listen(&mut sim, &ListenFilter::new().resource("file:///a"));
+    sim.client
+        .handle_eof(sim.now, mcp_proto::client::ConnId::STDIO);
+    sim.drain();
+    for sub in [a, b] {
+        assert!(
+            matches!(
+                ended(&sim, sub),
+                Some(ListenEnd::Failed(CallError::Closed(
+                    CloseReason::ServerExited { .. }
+                )))
+            ),
+            "{:?}",
+            ended(&sim, sub)
+        );
+    }
+}
+
+#[test]
+fn subscriptions_are_bounded_and_legacy_has_none() {
+    let (mut sim, _server) = modern();
+    let filter = ListenFilter::new().tools();
+    let open: Vec<CallId> = (0..16)
+        .map(|_| {
+            sim.client
+                .call(sim.now, CallRequest::listen(&filter))
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(
+        sim.client.call(sim.now, CallRequest::listen(&filter)),
+        Err(ApiMisuse::TooManySubscriptions)
+    );
+    sim.client.cancel(sim.now, open[0]).unwrap();
+    sim.client
+        .call(sim.now, CallRequest::listen(&filter))
+        .unwrap();
+
+    let peer = Scripted::new(|m: &Value| handshake(m).unwrap_or_default());
+    let mut sim = Sim::new(config(EraMode::Legacy), peer);
+    sim.connect();
+    let sub = sim
+        .client
+        .call(sim.now, CallRequest::listen(&filter))
+        .unwrap();
+    sim.run_until(|s| ended(s, sub).is_some());
+    assert!(matches!(
+        ended(&sim, sub),
+        Some(ListenEnd::Failed(CallError::NotInVersion { .. }))
+    ));
+    assert!(sim.sent_with_method("subscriptions/listen").is_empty());
 }

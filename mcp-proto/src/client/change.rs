@@ -3,6 +3,7 @@
 //! 2026-07-28 on a `subscriptions/listen` stream).
 
 use serde::Deserialize;
+use serde_json::{Map, Value};
 
 use crate::jsonrpc::{Notification, RequestId};
 
@@ -89,6 +90,153 @@ pub fn subscription_id(n: &Notification) -> Option<RequestId> {
     }
     let p = n.params.as_deref()?;
     serde_json::from_str::<Params>(p.get()).ok()?.meta?.id
+}
+
+/// The most resource URIs one [`ListenFilter`] read from the server keeps; the rest of a
+/// longer acknowledgement is ignored.
+pub const MAX_FILTER_URIS: usize = 1024;
+
+/// 2026-07-28: what a `subscriptions/listen` asks for (its `notifications` member), or
+/// what the server acknowledged. Built with [`ListenFilter::new`] and the methods after.
+///
+/// ```
+/// use mcp_proto::client::ListenFilter;
+///
+/// let asked = ListenFilter::new().tools().prompts().resource("file:///a").resource("file:///b");
+/// let granted = ListenFilter::new().tools().resource("file:///a");
+/// assert_eq!(asked.missing_from(&granted), ListenFilter::new().prompts().resource("file:///b"));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ListenFilter {
+    /// `toolsListChanged`.
+    pub tools_list_changed: bool,
+    /// `promptsListChanged`.
+    pub prompts_list_changed: bool,
+    /// `resourcesListChanged`.
+    pub resources_list_changed: bool,
+    /// `resourceSubscriptions`: the URIs whose `notifications/resources/updated` are wanted.
+    pub resource_subscriptions: Vec<String>,
+}
+
+impl ListenFilter {
+    /// Asks for nothing.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Also `notifications/tools/list_changed`.
+    #[must_use]
+    pub fn tools(mut self) -> Self {
+        self.tools_list_changed = true;
+        self
+    }
+
+    /// Also `notifications/prompts/list_changed`.
+    #[must_use]
+    pub fn prompts(mut self) -> Self {
+        self.prompts_list_changed = true;
+        self
+    }
+
+    /// Also `notifications/resources/list_changed`.
+    #[must_use]
+    pub fn resources(mut self) -> Self {
+        self.resources_list_changed = true;
+        self
+    }
+
+    /// Also `notifications/resources/updated` for `uri`.
+    #[must_use]
+    pub fn resource(mut self, uri: impl Into<String>) -> Self {
+        self.resource_subscriptions.push(uri.into());
+        self
+    }
+
+    /// Whether it asks for nothing.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// The `notifications` member, as sent.
+    #[must_use]
+    pub fn to_json(&self) -> Value {
+        let mut m = Map::new();
+        for (key, on) in [
+            ("toolsListChanged", self.tools_list_changed),
+            ("promptsListChanged", self.prompts_list_changed),
+            ("resourcesListChanged", self.resources_list_changed),
+        ] {
+            if on {
+                m.insert(key.into(), Value::Bool(true));
+            }
+        }
+        if !self.resource_subscriptions.is_empty() {
+            let uris = self
+                .resource_subscriptions
+                .iter()
+                .cloned()
+                .map(Value::String);
+            m.insert("resourceSubscriptions".into(), Value::Array(uris.collect()));
+        }
+        Value::Object(m)
+    }
+
+    /// Reads a `notifications` member leniently: members of the wrong type count as
+    /// absent, and at most [`MAX_FILTER_URIS`] URIs are kept.
+    #[must_use]
+    pub fn from_json(value: &Value) -> Self {
+        let flag = |key: &str| value.get(key).and_then(Value::as_bool) == Some(true);
+        let resource_subscriptions = value
+            .get("resourceSubscriptions")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .take(MAX_FILTER_URIS)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
+        ListenFilter {
+            tools_list_changed: flag("toolsListChanged"),
+            prompts_list_changed: flag("promptsListChanged"),
+            resources_list_changed: flag("resourcesListChanged"),
+            resource_subscriptions,
+        }
+    }
+
+    /// What `self` asks for that `granted` leaves out (empty when all was granted).
+    #[must_use]
+    pub fn missing_from(&self, granted: &ListenFilter) -> ListenFilter {
+        ListenFilter {
+            tools_list_changed: self.tools_list_changed && !granted.tools_list_changed,
+            prompts_list_changed: self.prompts_list_changed && !granted.prompts_list_changed,
+            resources_list_changed: self.resources_list_changed && !granted.resources_list_changed,
+            resource_subscriptions: self
+                .resource_subscriptions
+                .iter()
+                .filter(|u| !granted.resource_subscriptions.contains(u))
+                .cloned()
+                .collect(),
+        }
+    }
+}
+
+/// How a 2026-07-28 subscription ended (see [`Event::SubscriptionEnded`](super::Event::SubscriptionEnded)).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ListenEnd {
+    /// The server ended it gracefully: the listen result `{"resultType":"complete"}`.
+    Complete,
+    /// The server tore it down with `notifications/cancelled` for the listen id.
+    CancelledByServer,
+    /// The client ended it ([`Client::cancel`](super::Client::cancel)).
+    EndedByClient,
+    /// It failed: an error answer, the connection closing, a transport failure.
+    Failed(super::CallError),
 }
 
 #[cfg(test)]

@@ -92,6 +92,34 @@ pub enum Event {
         /// The `elicitationId`.
         elicitation_id: String,
     },
+    /// 2026-07-28: the server acknowledged the subscription started by the call
+    /// `subscription` (a [`CallRequest::listen`](super::CallRequest::listen)).
+    SubscriptionAcknowledged {
+        /// The listen call.
+        subscription: CallId,
+        /// What the server agreed to send.
+        acknowledged: super::ListenFilter,
+        /// What was asked for and left out (empty when everything was granted).
+        refused: super::ListenFilter,
+    },
+    /// 2026-07-28: a notification of the subscription `subscription` (routed by its
+    /// `subscriptionId` on stdio, by its response stream over HTTP).
+    SubscriptionNotification {
+        /// The listen call.
+        subscription: CallId,
+        /// Its typed reading, for the change notifications.
+        change: Option<super::Change>,
+        /// The notification as received.
+        notification: Notification,
+    },
+    /// 2026-07-28: the subscription `subscription` is over. It is the listen call's one
+    /// completion: no [`Event::CallCompleted`] follows for it.
+    SubscriptionEnded {
+        /// The listen call.
+        subscription: CallId,
+        /// How it ended.
+        end: super::ListenEnd,
+    },
     /// A notification from the server not consumed by the machine (list changes,
     /// log messages, resource updates, …).
     Notification(Notification),
@@ -656,6 +684,9 @@ pub enum ApiMisuse {
     /// `Limits::max_calls_in_flight` calls are already in flight.
     #[error("too many calls in flight")]
     TooManyCalls,
+    /// 16 subscriptions (`subscriptions/listen` calls) are already open.
+    #[error("too many subscriptions open")]
+    TooManySubscriptions,
     /// No such call (or it already completed).
     #[error("unknown or completed call {0}")]
     UnknownCall(CallId),

@@ -111,6 +111,7 @@ fn is_droppable(event: &Event) -> bool {
             | Event::PeerError(_)
             | Event::Log { .. }
             | Event::ElicitationCompleted { .. }
+            | Event::SubscriptionNotification { .. }
     )
 }
 
@@ -125,6 +126,17 @@ pub(crate) fn retained_size(event: &Event) -> usize {
                 message.data.get().len() + message.logger.as_ref().map_or(0, String::len)
             }
             Event::ElicitationCompleted { elicitation_id } => elicitation_id.len(),
+            Event::SubscriptionNotification {
+                notification,
+                change,
+                ..
+            } => {
+                notification.retained_bytes()
+                    + match change {
+                        Some(super::Change::ResourceUpdated { uri }) => uri.len(),
+                        _ => 0,
+                    }
+            }
             // Rare kinds: their debug form is as long as what they hold, give or take.
             other => debug_len(other),
         }

@@ -51,7 +51,9 @@ mod stdio_link;
 pub mod transcript;
 mod transmit;
 
-pub use change::{Change, SUBSCRIPTION_ID_KEY, subscription_id};
+pub use change::{
+    Change, ListenEnd, ListenFilter, MAX_FILTER_URIS, SUBSCRIPTION_ID_KEY, subscription_id,
+};
 pub use event::{
     ApiMisuse, CallError, CallId, CallOutput, CloseReason, ConnectionState, Event, HttpFailure,
     InputAnswer, InputId, InputRequest, InvalidParams, MAX_ECHO_BYTES, PeerError,

@@ -698,7 +698,37 @@ impl Session {
     }
 
     pub(super) fn handle_notification(&mut self, now: Instant, n: Notification) {
+        if n.method != "notifications/cancelled"
+            && let Some(id) = self.subscription_of(&n)
+        {
+            self.subscription_notification(id, n);
+            return;
+        }
         match n.method.as_str() {
+            "notifications/cancelled" if self.era() == Some(Era::Modern) => {
+                #[derive(Deserialize)]
+                struct Cancelled {
+                    #[serde(rename = "requestId")]
+                    request_id: RequestId,
+                }
+                let listen = n
+                    .params
+                    .as_deref()
+                    .and_then(|p| serde_json::from_str::<Cancelled>(p.get()).ok())
+                    .and_then(|c| match c.request_id {
+                        RequestId::Number(rpc) => self.by_rpc.get(&rpc).copied(),
+                        RequestId::String(_) => None,
+                    })
+                    .filter(|id| {
+                        self.calls
+                            .get(id)
+                            .is_some_and(|c| c.request.method == super::request::LISTEN)
+                    });
+                match listen {
+                    Some(id) => self.subscription_cancelled(id),
+                    None => self.push_notification(n),
+                }
+            }
             "notifications/progress" => {
                 #[derive(Deserialize)]
                 struct Progress {

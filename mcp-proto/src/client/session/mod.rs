@@ -57,13 +57,13 @@ use crate::Instant;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::ClientConfig;
 pub(crate) use super::event::{
     ApiMisuse, CallError, CallId, CallOutput, CloseReason, ConnectionState, Event, HttpFailure,
     InputAnswer, InputId, InputRequest, PeerError,
 };
 use super::event_queue::EventQueue;
 use super::input::{LogLevel, Root};
+use super::{ClientConfig, ListenEnd, ListenFilter};
 use answer::AnswerCheck;
 pub(crate) use request::CallRequest;
 
@@ -242,6 +242,9 @@ impl PendingInput {
 }
 
 const RECENT_IDS: usize = 256;
+
+/// The most 2026 subscriptions open at once (each is also a call in flight).
+pub(crate) const MAX_SUBSCRIPTIONS: usize = 16;
 
 impl Session {
     /// A new connection; the first bytes (probe or `initialize`) are ready to transmit.
@@ -541,6 +544,17 @@ impl Session {
         if self.calls.len() >= self.config.limits.max_calls_in_flight {
             return Err(ApiMisuse::TooManyCalls);
         }
+        let listen = request.method == request::LISTEN;
+        if listen
+            && self
+                .calls
+                .values()
+                .filter(|c| c.request.method == request::LISTEN)
+                .count()
+                >= MAX_SUBSCRIPTIONS
+        {
+            return Err(ApiMisuse::TooManySubscriptions);
+        }
         let id = CallId(self.next_call);
         self.next_call += 1;
         let cacheable = cache::cacheable(&request.method);
@@ -571,7 +585,8 @@ impl Session {
             Call {
                 request,
                 rpc_id: None,
-                deadline: Some(now + timeout),
+                // A subscription stays open as long as the server keeps it.
+                deadline: (!listen).then(|| now + timeout),
                 timeout,
                 rounds: 0,
                 input_bytes: 0,
@@ -716,6 +731,11 @@ impl Session {
                 self.complete(id, Err(CallError::NotInVersion { method, version }));
                 return;
             }
+            if era == Era::Legacy && call.request.method == request::LISTEN {
+                let method = call.request.method.clone();
+                self.complete(id, Err(CallError::NotInVersion { method, version }));
+                return;
+            }
             if version < ProtocolVersion::V2025_06_18
                 && call.request.method == "completion/complete"
             {
@@ -770,7 +790,7 @@ impl Session {
         out.push(b'}');
         call.pending.clear();
         call.rpc_id = Some(rpc_id);
-        call.deadline = Some(now + call.timeout);
+        call.deadline = (call.request.method != request::LISTEN).then(|| now + call.timeout);
         self.push_out(out, OutKind::Request(rpc_id));
         self.by_rpc.insert(rpc_id, id);
     }
@@ -852,8 +872,89 @@ impl Session {
                 self.events.push_back(Event::InputCancelled { input });
             }
         }
+        if call.request.method == request::LISTEN {
+            let end = match outcome {
+                Ok(_) => ListenEnd::Complete,
+                Err(CallError::Cancelled) => ListenEnd::EndedByClient,
+                Err(e) => ListenEnd::Failed(e),
+            };
+            self.events.push_back(Event::SubscriptionEnded {
+                subscription: id,
+                end,
+            });
+            return;
+        }
         self.events
             .push_back(Event::CallCompleted { call: id, outcome });
+    }
+
+    /// The listen call a 2026 notification belongs to: the one its `subscriptionId`
+    /// names, or, over HTTP, the one whose response stream it came on.
+    fn subscription_of(&self, n: &jsonrpc::Notification) -> Option<CallId> {
+        if self.era() != Some(Era::Modern) {
+            return None;
+        }
+        let rpc = match super::subscription_id(n) {
+            Some(RequestId::Number(rpc)) => Some(rpc),
+            Some(RequestId::String(_)) => None,
+            None => self.stream_origin,
+        }?;
+        let id = *self.by_rpc.get(&rpc)?;
+        let call = self.calls.get(&id)?;
+        (call.request.method == request::LISTEN).then_some(id)
+    }
+
+    /// A 2026 notification for the subscription `id`: its acknowledgement, or one of
+    /// the notifications it asked for.
+    fn subscription_notification(&mut self, id: CallId, n: jsonrpc::Notification) {
+        if n.method == "notifications/subscriptions/acknowledged" {
+            let Some(call) = self.calls.get(&id) else {
+                return;
+            };
+            let asked = call
+                .request
+                .params
+                .get("notifications")
+                .map(ListenFilter::from_json)
+                .unwrap_or_default();
+            let granted = n
+                .params
+                .as_deref()
+                .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+                .and_then(|v| v.get("notifications").map(ListenFilter::from_json))
+                .unwrap_or_default();
+            let refused = asked.missing_from(&granted);
+            self.events.push_back(Event::SubscriptionAcknowledged {
+                subscription: id,
+                acknowledged: granted,
+                refused,
+            });
+            return;
+        }
+        for method in cache::invalidated_by(&n.method) {
+            self.cache.invalidate(method);
+        }
+        let change = super::Change::from_notification(&n);
+        self.events.push_back(Event::SubscriptionNotification {
+            subscription: id,
+            change,
+            notification: n,
+        });
+    }
+
+    /// The server tore the subscription `id` down (`notifications/cancelled`).
+    fn subscription_cancelled(&mut self, id: CallId) {
+        let Some(call) = self.calls.remove(&id) else {
+            return;
+        };
+        if let Some(rpc) = call.rpc_id {
+            self.by_rpc.remove(&rpc);
+            remember(&mut self.ignored_ids, rpc);
+        }
+        self.events.push_back(Event::SubscriptionEnded {
+            subscription: id,
+            end: ListenEnd::CancelledByServer,
+        });
     }
 
     fn peer_error(&mut self, error: PeerError) {

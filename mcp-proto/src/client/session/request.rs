@@ -6,6 +6,9 @@ use serde_json::{Map, Value};
 
 use crate::client::input::LogLevel;
 
+/// The method of a 2026-07-28 subscription.
+pub(crate) const LISTEN: &str = "subscriptions/listen";
+
 /// One request to the server, with its options.
 #[derive(Debug, Clone)]
 pub struct CallRequest {
@@ -151,6 +154,22 @@ impl CallRequest {
         let mut params = Map::new();
         params.insert("uri".into(), Value::String(uri.to_owned()));
         Self::new("resources/unsubscribe", Value::Object(params))
+    }
+
+    /// 2026-07-28 `subscriptions/listen` with `filter`: a subscription, open until it
+    /// ends. Start it with [`Client::call`](crate::client::Client::call); its call id
+    /// names it in [`Event::SubscriptionAcknowledged`](crate::client::Event::SubscriptionAcknowledged),
+    /// [`Event::SubscriptionNotification`](crate::client::Event::SubscriptionNotification)
+    /// and [`Event::SubscriptionEnded`](crate::client::Event::SubscriptionEnded) (its
+    /// one completion). It has no timeout; [`Client::cancel`](crate::client::Client::cancel)
+    /// ends it (`notifications/cancelled` on stdio, closing the stream over HTTP). The
+    /// legacy era has no such request: there it ends at once with
+    /// [`CallError::NotInVersion`](crate::client::CallError::NotInVersion).
+    #[must_use]
+    pub fn listen(filter: &crate::client::ListenFilter) -> Self {
+        let mut params = Map::new();
+        params.insert("notifications".into(), filter.to_json());
+        Self::new(LISTEN, Value::Object(params))
     }
 
     /// `logging/setLevel`: log messages at `level` and above, for the whole session.
