@@ -7,11 +7,15 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use mcp_proto::Instant;
+use mcp_proto::client::http::HttpConfig;
+use mcp_proto::client::http::pool::PoolConfig;
 use mcp_proto::client::{
     ApiMisuse, CallError, CallId, CallRequest, Change, ClientConfig, CloseReason, Event, ListenEnd,
     ListenFilter,
 };
+use mcp_proto::http::EndpointUrl;
 use mcp_proto::version::{EraMode, ProtocolVersion};
+use mcp_tests::http_sim::{HttpSim, Reply, SeenRequest};
 use mcp_tests::{Peer, Scripted, Sim, load_vectors};
 use serde_json::{Value, json};
 
@@ -457,4 +461,224 @@ fn subscriptions_are_bounded_and_legacy_has_none() {
         Some(ListenEnd::Failed(CallError::NotInVersion { .. }))
     ));
     assert!(sim.sent_with_method("subscriptions/listen").is_empty());
+}
+
+// ----- 2026-07-28: subscriptions/listen over Streamable HTTP ---------------------------
+
+fn http_result(req: &SeenRequest, result: Value) -> Reply {
+    Reply::json(
+        200,
+        &json!({"jsonrpc":"2.0","id":req.body["id"],"result":result}),
+    )
+}
+
+fn ack_for(req: &SeenRequest) -> String {
+    json!({"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged",
+        "params":{"_meta":{"io.modelcontextprotocol/subscriptionId":req.body["id"]},
+            "notifications":req.body["params"]["notifications"]}})
+    .to_string()
+}
+
+/// The head and first chunk of an SSE response that stays open.
+fn open_stream(events: &[String]) -> Reply {
+    let mut body = String::new();
+    for e in events {
+        body.push_str(&format!("event: message\ndata: {e}\n\n: keep-alive\n\n"));
+    }
+    Reply::Raw(
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{body}\r\n",
+            body.len()
+        )
+        .into_bytes(),
+    )
+}
+
+fn chunk(event: &Value) -> Vec<u8> {
+    let body = format!("event: message\ndata: {event}\n\n");
+    format!("{:x}\r\n{body}\r\n", body.len()).into_bytes()
+}
+
+fn http_config(max_connections: usize) -> HttpConfig {
+    let url = EndpointUrl::parse("http://127.0.0.1:9/mcp", false).unwrap();
+    let mut http = HttpConfig::new(url);
+    let mut pool = PoolConfig::default();
+    pool.max_connections = max_connections;
+    http.pool = pool;
+    http
+}
+
+fn http_discover(req: &SeenRequest) -> Option<Reply> {
+    (req.rpc_method() == "server/discover").then(|| {
+        http_result(
+            req,
+            json!({"resultType":"complete","supportedVersions":["2026-07-28"],
+                "capabilities":{"tools":{"listChanged":true},"resources":{"subscribe":true}}}),
+        )
+    })
+}
+
+fn http_ended<F: FnMut(&SeenRequest) -> Reply>(sim: &HttpSim<F>, id: CallId) -> Option<ListenEnd> {
+    sim.events.iter().find_map(|e| match e {
+        Event::SubscriptionEnded { subscription, end } if *subscription == id => Some(end.clone()),
+        _ => None,
+    })
+}
+
+fn http_received<F: FnMut(&SeenRequest) -> Reply>(sim: &HttpSim<F>, id: CallId) -> Vec<Change> {
+    sim.events
+        .iter()
+        .filter_map(|e| match e {
+            Event::SubscriptionNotification {
+                subscription,
+                change: Some(c),
+                ..
+            } if *subscription == id => Some(c.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn over_http_a_dropped_stream_listens_again_with_backoff_and_holds_no_request_slot() {
+    let mut listens = 0;
+    let script = move |req: &SeenRequest| {
+        if let Some(r) = http_discover(req) {
+            return r;
+        }
+        match req.rpc_method() {
+            "subscriptions/listen" => {
+                listens += 1;
+                let changed = json!({"jsonrpc":"2.0","method":"notifications/tools/list_changed",
+                    "params":{"_meta":{"io.modelcontextprotocol/subscriptionId":req.body["id"]}}})
+                .to_string();
+                match listens {
+                    // Acknowledged, one notification, then the stream drops.
+                    1 => Reply::sse_then_drop(None, &[(None, &ack_for(req)), (None, &changed)]),
+                    // The connection fails before any response.
+                    2 => Reply::NetworkError,
+                    _ => open_stream(&[ack_for(req)]),
+                }
+            }
+            "tools/list" => http_result(req, json!({"resultType":"complete","tools":[]})),
+            other => panic!("unexpected {other}"),
+        }
+    };
+    let mut sim = HttpSim::with_http(config(EraMode::Auto), http_config(1), script);
+    sim.connect();
+    let start = sim.now;
+    let sub = sim
+        .client
+        .call(sim.now, CallRequest::listen(&ListenFilter::new().tools()))
+        .unwrap();
+    sim.run_until(|s| s.with_method("subscriptions/listen").len() == 3 && {
+        s.events
+            .iter()
+            .filter(|e| matches!(e, Event::SubscriptionAcknowledged { subscription, .. } if *subscription == sub))
+            .count()
+            == 2
+    });
+    let delays: Vec<(u32, Duration)> = sim
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::SubscriptionReconnecting { attempt, delay, .. } => Some((*attempt, *delay)),
+            _ => None,
+        })
+        .collect();
+    // The first drop followed an acknowledgement; the second brought nothing: doubled.
+    assert_eq!(
+        delays,
+        vec![(1, Duration::from_secs(1)), (2, Duration::from_secs(2))]
+    );
+    assert_eq!(sim.now - start, Duration::from_secs(3));
+    assert_eq!(http_received(&sim, sub), vec![Change::ToolsListChanged]);
+    assert_eq!(http_ended(&sim, sub), None);
+    // Each attempt is a fresh request id, all naming the same filter.
+    let listens: Vec<SeenRequest> = sim
+        .with_method("subscriptions/listen")
+        .into_iter()
+        .cloned()
+        .collect();
+    assert_ne!(listens[0].body["id"], listens[2].body["id"]);
+    assert_eq!(
+        listens[2].body["params"]["notifications"],
+        json!({"toolsListChanged":true})
+    );
+
+    // The open stream holds no request connection, even with a pool of one, and has
+    // no deadline.
+    sim.advance(Duration::from_secs(3600));
+    sim.call(CallRequest::list_tools()).unwrap();
+    assert_eq!(http_ended(&sim, sub), None);
+
+    // Notifications on the stream are its own, by stream as by subscriptionId.
+    let stream = sim.request_conns[sim.requests.len() - 2];
+    let rpc = listens[2].body["id"].clone();
+    sim.server_sends(
+        stream,
+        &chunk(
+            &json!({"jsonrpc":"2.0","method":"notifications/resources/updated",
+            "params":{"_meta":{"io.modelcontextprotocol/subscriptionId":rpc},"uri":"file:///a"}}),
+        ),
+    );
+    assert_eq!(
+        http_received(&sim, sub).last(),
+        Some(&Change::ResourceUpdated {
+            uri: "file:///a".into()
+        })
+    );
+
+    // The client ends it by closing the stream: nothing else is sent.
+    let sent = sim.requests.len();
+    sim.client.cancel(sim.now, sub).unwrap();
+    sim.step();
+    assert_eq!(http_ended(&sim, sub), Some(ListenEnd::EndedByClient));
+    assert!(sim.closed.contains(&stream));
+    assert_eq!(sim.requests.len(), sent);
+}
+
+#[test]
+fn over_http_the_complete_result_ends_the_subscription_and_reconnects_are_bounded() {
+    let script = |req: &SeenRequest| {
+        if let Some(r) = http_discover(req) {
+            return r;
+        }
+        match req.rpc_method() {
+            "subscriptions/listen"
+                if req.body["params"]["notifications"]["toolsListChanged"] == true =>
+            {
+                let done = json!({"jsonrpc":"2.0","id":req.body["id"],
+                    "result":{"resultType":"complete",
+                        "_meta":{"io.modelcontextprotocol/subscriptionId":req.body["id"]}}})
+                .to_string();
+                Reply::sse(&[], &[(None, &ack_for(req)), (None, &done)])
+            }
+            // Never acknowledged: the connection always fails.
+            "subscriptions/listen" => Reply::NetworkError,
+            other => panic!("unexpected {other}"),
+        }
+    };
+    let mut sim = HttpSim::with_http(config(EraMode::Auto), http_config(4), script);
+    sim.connect();
+    let done = sim
+        .client
+        .call(sim.now, CallRequest::listen(&ListenFilter::new().tools()))
+        .unwrap();
+    sim.run_until(|s| http_ended(s, done).is_some());
+    assert_eq!(http_ended(&sim, done), Some(ListenEnd::Complete));
+
+    let start = sim.now;
+    let failing = sim
+        .client
+        .call(sim.now, CallRequest::listen(&ListenFilter::new().prompts()))
+        .unwrap();
+    sim.run_until(|s| http_ended(s, failing).is_some());
+    assert!(matches!(
+        http_ended(&sim, failing),
+        Some(ListenEnd::Failed(CallError::Http(_)))
+    ));
+    // Five reconnections, waits 1 + 2 + 4 + 8 + 16 s, then it gives up.
+    assert_eq!(sim.with_method("subscriptions/listen").len(), 1 + 6);
+    assert_eq!(sim.now - start, Duration::from_secs(31));
 }

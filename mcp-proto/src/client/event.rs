@@ -112,6 +112,17 @@ pub enum Event {
         /// The notification as received.
         notification: Notification,
     },
+    /// 2026-07-28: the stream of the subscription `subscription` closed without its
+    /// end (HTTP); it listens again after `delay` (doubling from 1 s up to 30 s; after 5
+    /// attempts in a row without an acknowledgement it ends instead).
+    SubscriptionReconnecting {
+        /// The listen call.
+        subscription: CallId,
+        /// Which attempt in a row this is, from 1.
+        attempt: u32,
+        /// The wait before it.
+        delay: std::time::Duration,
+    },
     /// 2026-07-28: the subscription `subscription` is over. It is the listen call's one
     /// completion: no [`Event::CallCompleted`] follows for it.
     SubscriptionEnded {

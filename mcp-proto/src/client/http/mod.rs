@@ -574,7 +574,15 @@ impl HttpLink {
     }
 
     fn insert_exchange(&mut self, id: ExchangeId, x: Exchange, bytes: Vec<u8>) {
-        let long_lived = matches!(x.purpose, exchange::Purpose::Get { .. });
+        // A GET stream or a 2026 subscription: open for as long as the server keeps it,
+        // so it does not take one of the request connections.
+        let long_lived = match &x.purpose {
+            exchange::Purpose::Get { .. } => true,
+            exchange::Purpose::Request { method } => {
+                method == crate::client::session::request::LISTEN
+            }
+            _ => false,
+        };
         let repeatable = x.purpose.is_repeatable();
         self.exchanges.insert(id, x);
         self.pool

@@ -200,6 +200,8 @@ struct Call {
     progress_token: Option<u64>,
     /// Sent again once already on a new legacy session after the old one expired.
     resent_on_new_session: bool,
+    /// A subscription: reconnections since its last acknowledgement.
+    reconnects: u32,
     /// For a cacheable listing: the caching hints of its pages so far.
     cache: Option<cache::Pending>,
 }
@@ -245,6 +247,13 @@ const RECENT_IDS: usize = 256;
 
 /// The most 2026 subscriptions open at once (each is also a call in flight).
 pub(crate) const MAX_SUBSCRIPTIONS: usize = 16;
+
+/// The first wait before a subscription whose stream closed listens again.
+pub(crate) const LISTEN_BACKOFF: Duration = Duration::from_secs(1);
+/// The longest wait before a subscription listens again.
+pub(crate) const MAX_LISTEN_DELAY: Duration = Duration::from_secs(30);
+/// Reconnections of a subscription in a row without an acknowledgement before it fails.
+pub(crate) const MAX_LISTEN_RECONNECTS: u32 = 5;
 
 impl Session {
     /// A new connection; the first bytes (probe or `initialize`) are ready to transmit.
@@ -436,6 +445,11 @@ impl Session {
             let Some(call) = self.calls.get(&id) else {
                 continue;
             };
+            if call.request.method == request::LISTEN {
+                // The backoff before a reconnection is over: listen again.
+                self.send_call(now, id);
+                continue;
+            }
             let timeout = call.timeout;
             self.send_cancel_for(id, "timeout");
             self.complete(id, Err(CallError::Timeout(timeout)));
@@ -598,6 +612,7 @@ impl Session {
                 item_bytes: 0,
                 progress_token,
                 resent_on_new_session: false,
+                reconnects: 0,
                 cache: pending,
             },
         );
@@ -924,6 +939,9 @@ impl Session {
                 .and_then(|v| v.get("notifications").map(ListenFilter::from_json))
                 .unwrap_or_default();
             let refused = asked.missing_from(&granted);
+            if let Some(call) = self.calls.get_mut(&id) {
+                call.reconnects = 0;
+            }
             self.events.push_back(Event::SubscriptionAcknowledged {
                 subscription: id,
                 acknowledged: granted,
@@ -940,6 +958,32 @@ impl Session {
             change,
             notification: n,
         });
+    }
+
+    /// The stream of the subscription `id` closed without its end (HTTP): listen again
+    /// after a backoff that doubles from [`LISTEN_BACKOFF`] up to [`MAX_LISTEN_DELAY`],
+    /// at most [`MAX_LISTEN_RECONNECTS`] times in a row without an acknowledgement.
+    /// False when it is over instead.
+    fn reconnect_subscription(&mut self, now: Instant, id: CallId) -> bool {
+        let Some(call) = self.calls.get_mut(&id) else {
+            return false;
+        };
+        if call.reconnects >= MAX_LISTEN_RECONNECTS || self.state == State::Closed {
+            return false;
+        }
+        let delay = LISTEN_BACKOFF
+            .saturating_mul(1u32 << call.reconnects.min(16))
+            .min(MAX_LISTEN_DELAY);
+        call.reconnects += 1;
+        call.rpc_id = None;
+        call.deadline = Some(now + delay);
+        let attempt = call.reconnects;
+        self.events.push_back(Event::SubscriptionReconnecting {
+            subscription: id,
+            attempt,
+            delay,
+        });
+        true
     }
 
     /// The server tore the subscription `id` down (`notifications/cancelled`).

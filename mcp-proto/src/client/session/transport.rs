@@ -169,6 +169,16 @@ impl Session {
         if let Some(c) = self.calls.get_mut(&call) {
             c.rpc_id = None;
         }
+        let listen = self
+            .calls
+            .get(&call)
+            .is_some_and(|c| c.request.method == super::request::LISTEN);
+        if listen && status.is_none() {
+            super::remember(&mut self.ignored_ids, rpc_id);
+            if self.reconnect_subscription(now, call) {
+                return;
+            }
+        }
         self.complete(call, Err(CallError::Http(failure)));
     }
 
