@@ -170,6 +170,57 @@ impl<F: Flavour> Client<F> {
 
     mcp_io::typed_requests!(blocking &mut);
 
+    /// 2026-07-28 `subscriptions/listen` with `filter`: starts a subscription and
+    /// returns its id at once. Read what it brings with
+    /// [`Client::next_subscription_event`]; end it with [`Client::end_listen`]. Over
+    /// HTTP it holds its own stream and listens again (with backoff) when the stream
+    /// drops. In the legacy era it ends at once with
+    /// [`CallError::NotInVersion`](proto::CallError::NotInVersion): subscribe to
+    /// resources with [`Client::subscribe_resource`] and read
+    /// [`Client::next_notification`] instead.
+    ///
+    /// # Errors
+    /// [`Error::Closed`] when the connection is over, [`Error::Misuse`] when 16
+    /// subscriptions are open already.
+    pub fn listen(&mut self, filter: &proto::ListenFilter) -> Result<proto::CallId, Error> {
+        self.driver.start(CallRequest::listen(filter))
+    }
+
+    /// Ends the subscription `subscription` (`notifications/cancelled` on stdio,
+    /// closing its stream over HTTP); its [`Event::SubscriptionEnded`](proto::Event::SubscriptionEnded)
+    /// follows.
+    ///
+    /// # Errors
+    /// [`Error::Misuse`] when it is already over.
+    pub fn end_listen(&mut self, subscription: proto::CallId) -> Result<(), Error> {
+        self.driver.cancel(subscription)
+    }
+
+    /// The next event of the subscription `only` (or of any, for `None`), waiting up
+    /// to `timeout` while driving the connection: an acknowledgement, a notification,
+    /// a reconnection or the end. `None` when nothing came in time or the connection is
+    /// over.
+    pub fn next_subscription_event(
+        &mut self,
+        only: Option<proto::CallId>,
+        timeout: Duration,
+    ) -> Option<proto::Event> {
+        self.driver
+            .wait_for(timeout, |inbox| inbox.take_subscription_event(only))
+    }
+
+    /// The next server notification not consumed by the machine (a legacy
+    /// `notifications/resources/updated` or `list_changed`, say; read it with
+    /// [`Change::from_notification`](proto::Change::from_notification)), waiting up to
+    /// `timeout` while driving the connection. `None` when nothing came in time or the
+    /// connection is over.
+    pub fn next_notification(
+        &mut self,
+        timeout: Duration,
+    ) -> Option<mcp_proto::jsonrpc::Notification> {
+        self.driver.wait_for(timeout, Inbox::take_notification)
+    }
+
     /// Replaces the handler that answers requests for input (elicitation, sampling,
     /// roots). Only requests for capabilities declared in the [`ClientConfig`] reach it.
     pub fn set_input_handler(&mut self, handler: Box<F::InputHandler>) {

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use mcp_io::drive::{Core, Execute};
 use mcp_io::wire_log::ChannelLog;
-use mcp_io::{Error, Flavour, Options, Shared, Shutdown, WireLog, clock};
+use mcp_io::{Error, Flavour, Inbox, Options, Shared, Shutdown, WireLog, clock};
 use mcp_proto::client::{
     self as proto, CallError, CallId, CallOutput, CallRequest, CloseReason, ConnId, Event, Origin,
     TransportFailure,
@@ -154,6 +154,75 @@ impl<F: Flavour> Driver<F> {
             }
             self.turn();
         }
+    }
+
+    /// Starts a call and returns at once (a 2026 subscription: it ends with
+    /// `Event::SubscriptionEnded`, not with a completion a `request` waits for).
+    pub(crate) fn start(&mut self, request: CallRequest) -> Result<CallId, Error> {
+        while let Ok(report) = self.rx.try_recv() {
+            self.feed(report);
+        }
+        self.core.run_timers(clock::now());
+        self.settle();
+        if let Some(reason) = self.closed() {
+            return Err(Error::closed(reason, self.core.endpoint()));
+        }
+        let call = self.core.machine.call(clock::now(), request)?;
+        self.settle();
+        Ok(call)
+    }
+
+    /// Cancels a call (ends a subscription).
+    pub(crate) fn cancel(&mut self, call: CallId) -> Result<(), Error> {
+        self.core.machine.cancel(clock::now(), call)?;
+        self.settle();
+        Ok(())
+    }
+
+    /// Runs the connection until `pick` finds something in the inbox, the connection is
+    /// over, or `timeout` passed.
+    pub(crate) fn wait_for<T>(
+        &mut self,
+        timeout: Duration,
+        mut pick: impl FnMut(&mut Inbox) -> Option<T>,
+    ) -> Option<T> {
+        let until = std::time::Instant::now() + timeout;
+        loop {
+            if let Some(found) = pick(&mut self.io.shared.lock().inbox) {
+                return Some(found);
+            }
+            let now = std::time::Instant::now();
+            if self.closed().is_some() || now >= until {
+                return None;
+            }
+            self.turn_until(clock::from_std(until));
+        }
+    }
+
+    /// As `turn`, waiting no later than `limit`.
+    fn turn_until(&mut self, limit: mcp_proto::Instant) {
+        let now = clock::now();
+        let deadline = match self.core.machine.poll_timeout() {
+            Some(at) => at.min(limit),
+            None if self.io.carrier.is_idle() => {
+                self.core.machine.close(now);
+                self.settle();
+                return;
+            }
+            None => limit,
+        };
+        let report = if deadline <= now {
+            None
+        } else {
+            self.rx
+                .recv_timeout(deadline.saturating_duration_since(now))
+                .ok()
+        };
+        match report {
+            Some(report) => self.feed(report),
+            None => self.core.machine.handle_timeout(clock::now()),
+        }
+        self.settle();
     }
 
     /// Closes the connection and releases the transport: the machine bounds its last

@@ -3,7 +3,7 @@
 use std::collections::VecDeque;
 
 use mcp_proto::Limits;
-use mcp_proto::client::{ClientConfig, CloseReason, Event, PeerError};
+use mcp_proto::client::{CallId, ClientConfig, CloseReason, Event, PeerError};
 use mcp_proto::jsonrpc::Notification;
 use mcp_proto::model::ServerDetails;
 
@@ -50,6 +50,9 @@ pub struct Inbox {
     notifications: VecDeque<Notification>,
     notification_bytes: usize,
     max_notification_bytes: usize,
+    /// 2026-07-28 subscription events not yet taken, oldest first, with their bytes
+    /// (counted in `notification_bytes`).
+    subscription_events: VecDeque<(Event, usize)>,
     /// Where the era verdict goes, under which origin.
     era_cache: Option<(EraCache, String)>,
 }
@@ -65,6 +68,7 @@ impl Default for Inbox {
             notifications: VecDeque::new(),
             notification_bytes: 0,
             max_notification_bytes: Limits::default().max_queued_event_bytes,
+            subscription_events: VecDeque::new(),
             era_cache: None,
         }
     }
@@ -109,6 +113,45 @@ impl Inbox {
         self.notification_bytes
     }
 
+    /// The oldest 2026-07-28 subscription event not yet taken
+    /// ([`Event::SubscriptionAcknowledged`], [`Event::SubscriptionNotification`],
+    /// [`Event::SubscriptionReconnecting`], [`Event::SubscriptionEnded`]): of the
+    /// subscription `only`, or of any.
+    pub fn take_subscription_event(&mut self, only: Option<CallId>) -> Option<Event> {
+        let at = self
+            .subscription_events
+            .iter()
+            .position(|(e, _)| only.is_none() || subscription_of(e) == only)?;
+        let (event, size) = self.subscription_events.remove(at)?;
+        self.notification_bytes -= size;
+        Some(event)
+    }
+
+    /// Queues a subscription event within the notification bounds: past them the oldest
+    /// notification (or, when there is none, the oldest event) is dropped and counted.
+    fn push_subscription_event(&mut self, event: Event) {
+        let size = match &event {
+            Event::SubscriptionNotification { notification, .. } => notification.retained_bytes(),
+            _ => 0,
+        } + std::mem::size_of::<Event>();
+        while !self.subscription_events.is_empty()
+            && (self.subscription_events.len() >= MAX_NOTIFICATIONS
+                || self.notification_bytes + size > self.max_notification_bytes)
+        {
+            let at = self
+                .subscription_events
+                .iter()
+                .position(|(e, _)| matches!(e, Event::SubscriptionNotification { .. }))
+                .unwrap_or(0);
+            if let Some((_, dropped)) = self.subscription_events.remove(at) {
+                self.notification_bytes -= dropped;
+            }
+            self.dropped_notifications += 1;
+        }
+        self.notification_bytes += size;
+        self.subscription_events.push_back((event, size));
+    }
+
     /// Queues `n`, dropping the oldest while the queue is over its count or its bytes
     /// (one notification always fits: the machine admitted it under the same budget).
     fn push_notification(&mut self, n: Notification) {
@@ -143,6 +186,10 @@ impl Inbox {
             }
             Event::NotificationsDropped { count } => self.dropped_notifications += count,
             Event::Notification(n) => self.push_notification(n),
+            e @ (Event::SubscriptionAcknowledged { .. }
+            | Event::SubscriptionNotification { .. }
+            | Event::SubscriptionReconnecting { .. }
+            | Event::SubscriptionEnded { .. }) => self.push_subscription_event(e),
             Event::PeerError(e) => {
                 push_newest(&mut self.peer_errors, e, MAX_PEER_ERRORS);
             }
@@ -156,6 +203,17 @@ impl Inbox {
             other => return Some(other),
         }
         None
+    }
+}
+
+/// The subscription a subscription event is about.
+fn subscription_of(event: &Event) -> Option<CallId> {
+    match event {
+        Event::SubscriptionAcknowledged { subscription, .. }
+        | Event::SubscriptionNotification { subscription, .. }
+        | Event::SubscriptionReconnecting { subscription, .. }
+        | Event::SubscriptionEnded { subscription, .. } => Some(*subscription),
+        _ => None,
     }
 }
 
@@ -199,5 +257,49 @@ mod tests {
             std::iter::from_fn(|| inbox.take_notification()).count(),
             MAX_NOTIFICATIONS
         );
+    }
+}
+
+#[cfg(test)]
+mod subscription_tests {
+    use super::*;
+    use mcp_proto::client::ListenEnd;
+    use serde_json::value::RawValue;
+
+    fn event(sub: u64) -> Event {
+        Event::SubscriptionNotification {
+            subscription: CallId::from_raw(sub),
+            change: None,
+            notification: Notification {
+                method: "notifications/tools/list_changed".to_owned(),
+                params: Some(RawValue::from_string("{}".into()).unwrap()),
+            },
+        }
+    }
+
+    #[test]
+    fn subscription_events_are_taken_per_subscription_and_bounded() {
+        let mut inbox = Inbox::default();
+        for i in 0..MAX_NOTIFICATIONS as u64 + 3 {
+            assert!(inbox.keep(event(i % 2)).is_none());
+        }
+        let ended = Event::SubscriptionEnded {
+            subscription: CallId::from_raw(1),
+            end: ListenEnd::Complete,
+        };
+        assert!(inbox.keep(ended).is_none());
+        assert_eq!(inbox.dropped_notifications, 4);
+        let first = inbox
+            .take_subscription_event(Some(CallId::from_raw(1)))
+            .unwrap();
+        assert!(
+            matches!(first, Event::SubscriptionNotification { subscription, .. } if subscription.raw() == 1)
+        );
+        let mut all = 1;
+        while inbox.take_subscription_event(None).is_some() {
+            all += 1;
+        }
+        assert_eq!(all, MAX_NOTIFICATIONS);
+        assert_eq!(inbox.notification_bytes(), 0);
     }
 }

@@ -19,6 +19,21 @@ use crate::version::{Era, ProtocolVersion};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CallId(pub(crate) u64);
 
+impl CallId {
+    /// The call numbered `n` (calls are numbered from 0 in the order they are made): for
+    /// tests and records. A number the machine never gave out names no call.
+    #[must_use]
+    pub const fn from_raw(n: u64) -> Self {
+        CallId(n)
+    }
+
+    /// Its number.
+    #[must_use]
+    pub const fn raw(self) -> u64 {
+        self.0
+    }
+}
+
 impl fmt::Display for CallId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "call#{}", self.0)
