@@ -568,3 +568,129 @@ fn typed_content_is_summarised_and_saved_without_overwriting() {
         .collect();
     assert!(names.iter().all(|n| !n.starts_with('.')), "{names:?}");
 }
+
+/// A stdio server for `mcp listen` in either era: it acknowledges a
+/// `subscriptions/listen` and sends a tools list change and an update of the first
+/// resource asked for; a `resources/subscribe` gets `{}` and an update of its URI.
+const LISTEN_SERVER: &str = r#"
+import json, sys
+def send(m):
+    sys.stdout.write(json.dumps(m) + "\n")
+    sys.stdout.flush()
+for line in sys.stdin:
+    m = json.loads(line)
+    method, mid = m.get("method"), m.get("id")
+    if method == "server/discover":
+        send({"jsonrpc": "2.0", "id": mid, "result": {"resultType": "complete",
+              "supportedVersions": ["2026-07-28"],
+              "capabilities": {"tools": {"listChanged": True}, "resources": {"subscribe": True}}}})
+    elif method == "initialize":
+        send({"jsonrpc": "2.0", "id": mid, "result": {"protocolVersion": "2025-11-25",
+              "capabilities": {"resources": {"subscribe": True}},
+              "serverInfo": {"name": "listen", "version": "1"}}})
+    elif method == "resources/subscribe":
+        send({"jsonrpc": "2.0", "id": mid, "result": {}})
+        send({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+              "params": {"uri": m["params"]["uri"]}})
+    elif method == "subscriptions/listen":
+        wanted = m["params"]["notifications"]
+        meta = {"io.modelcontextprotocol/subscriptionId": mid}
+        granted = {"toolsListChanged": True,
+                   "resourceSubscriptions": wanted.get("resourceSubscriptions", [])[:1]}
+        send({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+              "params": {"_meta": meta, "notifications": granted}})
+        send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+              "params": {"_meta": meta}})
+        for uri in granted["resourceSubscriptions"]:
+            send({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+                  "params": {"_meta": meta, "uri": uri}})
+    elif mid is not None and method is not None:
+        send({"jsonrpc": "2.0", "id": mid, "result": {}})
+"#;
+
+fn python() -> Option<&'static str> {
+    ["python3", "python"].into_iter().find(|p| {
+        Command::new(p)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
+}
+
+#[test]
+fn listen_prints_change_notifications_in_both_eras() {
+    let Some(python) = python() else {
+        eprintln!("skipped: no python");
+        return;
+    };
+    let config = common::temp_dir("listen").join("servers.json");
+    for (name, era) in [("new", "modern"), ("old", "legacy")] {
+        let out = run(
+            &config,
+            &[
+                "add",
+                name,
+                "--stdio",
+                python,
+                "--era",
+                era,
+                "--",
+                "-c",
+                LISTEN_SERVER,
+            ],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    }
+
+    let out = run(
+        &config,
+        &[
+            "--format",
+            "json",
+            "listen",
+            "new",
+            "--list-changed",
+            "--resource",
+            "file:///a",
+            "--resource",
+            "file:///b",
+            "--max-events",
+            "2",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let lines: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON document per line"))
+        .collect();
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert_eq!(lines[0]["event"], "acknowledged");
+    assert_eq!(
+        lines[0]["refused"],
+        serde_json::json!({"promptsListChanged":true,"resourcesListChanged":true,
+            "resourceSubscriptions":["file:///b"]})
+    );
+    assert_eq!(lines[1]["method"], "notifications/tools/list_changed");
+    assert_eq!(lines[2]["method"], "notifications/resources/updated");
+    assert_eq!(lines[2]["params"]["uri"], "file:///a");
+
+    let out = run(
+        &config,
+        &[
+            "listen",
+            "old",
+            "--resource",
+            "file:///c",
+            "--max-events",
+            "1",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "resources/updated file:///c\n");
+
+    let out = run(
+        &config,
+        &["listen", "old", "--max-events", "0", "--list-changed"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+}

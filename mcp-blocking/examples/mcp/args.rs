@@ -121,6 +121,15 @@ pub enum Command {
         args: Vec<(String, String)>,
         input: Option<InputMode>,
     },
+    Listen {
+        server: String,
+        /// `--resource <uri>`, repeatable.
+        resources: Vec<String>,
+        /// `--list-changed`: the tools, prompts and resources lists.
+        list_changed: bool,
+        /// `--max-events N`: stop after N notifications.
+        max_events: Option<u64>,
+    },
     Test {
         name: String,
     },
@@ -416,7 +425,6 @@ fn parse_timeout(s: &str) -> Result<Duration, Usage> {
 }
 
 fn build(name: &str, mut w: Words) -> Result<Command, Usage> {
-    let not_yet = |what: &str| Err(Usage::new(format!("not supported yet: {what}")));
     if name != "add" && !w.trailing.is_empty() {
         w.positionals.append(&mut w.trailing);
     }
@@ -577,7 +585,28 @@ fn build(name: &str, mut w: Words) -> Result<Command, Usage> {
             check_era(&era, &["legacy", "modern", "both"])?;
             Command::ServeExample { era, http }
         }
-        "listen" => return not_yet("listen (subscriptions)"),
+        "listen" => {
+            let [server] = positionals(&mut w, &["server"])?;
+            let resources = w.values("--resource");
+            let list_changed = w.has("--list-changed");
+            if resources.is_empty() && !list_changed {
+                return Err(Usage::new(
+                    "listen needs --resource <uri> (repeatable) or --list-changed",
+                ));
+            }
+            let max_events = match w.value("--max-events") {
+                None => None,
+                Some(n) => Some(n.parse::<u64>().ok().filter(|n| *n > 0).ok_or_else(|| {
+                    Usage::new(format!("--max-events takes a positive number, not {n:?}"))
+                })?),
+            };
+            Command::Listen {
+                server,
+                resources,
+                list_changed,
+                max_events,
+            }
+        }
         "auth" => {
             let [action, name] = positionals(&mut w, &["login|status|logout", "name"])?;
             let action = match action.as_str() {
@@ -810,6 +839,9 @@ Using a server:
   mcp prompts <server>   | mcp prompt <server> <name> [--arg key=value]...
   mcp complete <server> (--prompt <name> | --resource-template <uri-template>)
         <argument> <partial-value> [--arg key=value]...   suggested values for an argument
+  mcp listen <server> [--resource <uri>]... [--list-changed] [--max-events N]
+        print change notifications as they arrive (subscriptions/listen in 2026-07-28,
+        resources/subscribe before), one line each; Ctrl-C or --max-events ends it
   mcp demo                         tour the bundled example server in both eras
   mcp serve-example [--stdio | --http 127.0.0.1:PORT] [--era legacy|modern|both]
   mcp replay <file>                play a transcript written with --record again; OK or the first difference

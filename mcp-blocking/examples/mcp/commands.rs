@@ -4,7 +4,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use mcp_blocking::Client;
-use mcp_blocking::mcp_proto::client::{CallOutput, CallRequest};
+use mcp_blocking::mcp_proto::client::{
+    CallOutput, CallRequest, Change, Event, ListenEnd, ListenFilter,
+};
+use mcp_blocking::mcp_proto::jsonrpc::Notification;
 use mcp_blocking::mcp_proto::model::{CallToolResult, CompletionRef};
 use mcp_blocking::mcp_proto::server::example;
 use mcp_blocking::mcp_proto::version::{Era, VersionPolicy};
@@ -614,6 +617,160 @@ pub fn complete(
     }
     client.close();
     Ok(0)
+}
+
+/// `mcp listen`: change notifications, one line each, until the subscription ends,
+/// the connection does, or `max_events` notifications were printed.
+pub fn listen(
+    global: &Global,
+    server: &str,
+    resources: &[String],
+    list_changed: bool,
+    max_events: Option<u64>,
+) -> Result<u8, Failure> {
+    let mut client = session::connect(global, server, Some(InputMode::None))?;
+    let wait = Duration::from_secs(60);
+    let mut printed = 0u64;
+    let more = |printed: u64| max_events.is_none_or(|max| printed < max);
+    if client.era() == Era::Modern {
+        let mut filter = ListenFilter::new();
+        if list_changed {
+            filter = filter.tools().prompts().resources();
+        }
+        for uri in resources {
+            filter = filter.resource(uri.clone());
+        }
+        let subscription = client.listen(&filter)?;
+        while more(printed) {
+            let Some(event) = client.next_subscription_event(Some(subscription), wait) else {
+                if client.is_closed() {
+                    break;
+                }
+                continue;
+            };
+            match event {
+                Event::SubscriptionAcknowledged {
+                    acknowledged,
+                    refused,
+                    ..
+                } => {
+                    listen_line(
+                        global,
+                        "acknowledged",
+                        &acknowledged.to_json(),
+                        Some(&refused),
+                    );
+                }
+                Event::SubscriptionNotification { notification, .. } => {
+                    print_notification(global, &notification);
+                    printed += 1;
+                }
+                Event::SubscriptionReconnecting { attempt, delay, .. } => {
+                    eprintln!(
+                        "mcp: stream closed; listening again in {delay:?} (attempt {attempt})"
+                    );
+                }
+                Event::SubscriptionEnded { end, .. } => {
+                    let detail = match end {
+                        ListenEnd::Complete => "complete".to_owned(),
+                        ListenEnd::CancelledByServer => "cancelled by the server".to_owned(),
+                        ListenEnd::EndedByClient => "ended".to_owned(),
+                        ListenEnd::Failed(e) => format!("failed: {e}"),
+                        other => format!("{other:?}"),
+                    };
+                    listen_line(global, "ended", &Value::String(detail), None);
+                    client.close();
+                    return Ok(0);
+                }
+                _ => {}
+            }
+        }
+        let _ = client.end_listen(subscription);
+    } else {
+        for uri in resources {
+            client.subscribe_resource(uri)?;
+        }
+        while more(printed) {
+            let Some(n) = client.next_notification(wait) else {
+                if client.is_closed() {
+                    break;
+                }
+                continue;
+            };
+            let wanted = match Change::from_notification(&n) {
+                Some(Change::ResourceUpdated { .. }) => true,
+                Some(_) => list_changed,
+                None => false,
+            };
+            if wanted {
+                print_notification(global, &n);
+                printed += 1;
+            }
+        }
+        for uri in resources {
+            let _ = client.unsubscribe_resource(uri);
+        }
+    }
+    client.close();
+    Ok(0)
+}
+
+/// One notification of `mcp listen`: `method [uri]` as text, the notification as a JSON line.
+fn print_notification(global: &Global, n: &Notification) {
+    let params = n
+        .params
+        .as_deref()
+        .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+        .unwrap_or(Value::Null);
+    match global.format {
+        Format::Json => {
+            json_line(&json!({"event": "notification", "method": n.method, "params": params}))
+        }
+        Format::Text => {
+            let method = n.method.strip_prefix("notifications/").unwrap_or(&n.method);
+            match params.get("uri").and_then(Value::as_str) {
+                Some(uri) => println!("{} {}", clean(method), clean(uri)),
+                None => println!("{}", clean(method)),
+            }
+        }
+    }
+}
+
+/// A line of `mcp listen` about the subscription itself.
+fn listen_line(global: &Global, event: &str, detail: &Value, refused: Option<&ListenFilter>) {
+    match global.format {
+        Format::Json => {
+            let mut line = json!({"event": event, "detail": detail});
+            if let Some(r) = refused {
+                line["refused"] = r.to_json();
+            }
+            json_line(&line);
+        }
+        Format::Text => {
+            let text = match detail {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            match refused.filter(|r| !r.is_empty()) {
+                Some(r) => println!(
+                    "{event} {} (refused {})",
+                    clean(&text),
+                    clean(&r.to_json().to_string())
+                ),
+                None => println!("{event} {}", clean(&text)),
+            }
+        }
+    }
+}
+
+/// One compact JSON document on its own line (escaped for a terminal like
+/// [`print_json`]).
+fn json_line(value: &Value) {
+    use std::io::Write;
+    let text = serde_json::to_string(value).unwrap_or_default();
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{}", crate::terminal::json(&text));
+    let _ = out.flush();
 }
 
 /// Names the files `--save-content` wrote, on stderr (the JSON document is the server's).

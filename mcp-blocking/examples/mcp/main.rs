@@ -117,6 +117,12 @@ fn run(global: &Global, command: Command) -> Result<u8, Failure> {
             args,
             input,
         } => commands::prompt(global, &server, &name, &args, input),
+        Command::Listen {
+            server,
+            resources,
+            list_changed,
+            max_events,
+        } => commands::listen(global, &server, &resources, list_changed, max_events),
         Command::Test { name } => commands::test(global, &name),
         Command::Status { name, connect } => commands::status(global, name.as_deref(), connect),
         Command::Doctor { connect } => commands::doctor(global, connect),
