@@ -17,10 +17,10 @@ pub use crate::{
 };
 pub use mcp_proto::auth::{AuthConfig, AuthError, ClientIdentity, Credentials, Grant};
 pub use mcp_proto::client::{
-    AcceptDefaults, CallError, CallId, CallOutput, CallRequest, ClientConfig, CloseReason,
-    DeclineAll, FormSchema, HttpFailure, InputAnswer, InputHandler, InputRequest, LogLevel,
-    LogMessage, Origin, PeerError, Root, SamplingRequest, SamplingResult, TransportFailure,
-    TransportFailureKind,
+    AcceptDefaults, CallError, CallId, CallOutput, CallRequest, Change, ClientConfig, CloseReason,
+    DeclineAll, Event, FormSchema, HttpFailure, InputAnswer, InputHandler, InputRequest, ListenEnd,
+    ListenFilter, LogLevel, LogMessage, Origin, PeerError, Root, SamplingRequest, SamplingResult,
+    TransportFailure, TransportFailureKind,
 };
 pub use mcp_proto::http::{EndpointUrl, UrlError};
 pub use mcp_proto::jsonrpc::Notification;

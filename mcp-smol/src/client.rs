@@ -48,6 +48,13 @@ pub(crate) enum Command {
     Cancel {
         key: u64,
     },
+    /// Start a 2026 subscription; its id is the reply (its end is an event).
+    Listen {
+        request: CallRequest,
+        reply: Sender<Result<mcp_proto::client::CallId, Error>>,
+    },
+    /// End a subscription.
+    EndListen(mcp_proto::client::CallId),
     Connected(Sender<Result<ServerDetails, Error>>),
     Configure(Configure),
     /// Close the connection.
@@ -267,6 +274,57 @@ impl Client {
     }
 
     mcp_io::typed_requests!(async &);
+
+    /// 2026-07-28 `subscriptions/listen` with `filter`: starts a subscription and
+    /// resolves to its id once the machine has it. Read what it brings with
+    /// [`Client::next_subscription_event`]; end it with [`Client::end_listen`]. Over
+    /// HTTP it holds its own stream and listens again (with backoff) when the stream
+    /// drops. In the legacy era it ends at once with
+    /// [`CallError::NotInVersion`](mcp_proto::client::CallError::NotInVersion):
+    /// subscribe to resources with [`Client::subscribe_resource`] and read
+    /// [`Client::next_notification`] instead.
+    ///
+    /// # Errors
+    /// [`Error::Closed`] when the connection is over, [`Error::Misuse`] when 16
+    /// subscriptions are open already, [`Error::DriverGone`] when the driver was dropped.
+    pub async fn listen(
+        &self,
+        filter: &mcp_proto::client::ListenFilter,
+    ) -> Result<mcp_proto::client::CallId, Error> {
+        let (reply, rx) = async_channel::bounded(1);
+        self.send(Command::Listen {
+            request: CallRequest::listen(filter),
+            reply,
+        })?;
+        rx.recv().await.unwrap_or_else(|_| Err(self.gone()))
+    }
+
+    /// Ends the subscription `subscription` (`notifications/cancelled` on stdio,
+    /// closing its stream over HTTP); its
+    /// [`Event::SubscriptionEnded`](mcp_proto::client::Event::SubscriptionEnded) follows.
+    ///
+    /// # Errors
+    /// [`Error::Closed`] or [`Error::DriverGone`] when the connection is over.
+    pub fn end_listen(&self, subscription: mcp_proto::client::CallId) -> Result<(), Error> {
+        self.send(Command::EndListen(subscription))
+    }
+
+    /// Waits for the next event of the subscription `only` (or of any, for `None`): an
+    /// acknowledgement, a notification, a reconnection or the end. `None` once the
+    /// connection is over and every such event has been taken.
+    pub async fn next_subscription_event(
+        &self,
+        only: Option<mcp_proto::client::CallId>,
+    ) -> Option<mcp_proto::client::Event> {
+        loop {
+            if let Some(e) = self.shared.lock().inbox.take_subscription_event(only) {
+                return Some(e);
+            }
+            if self.doorbell.recv().await.is_err() {
+                return self.shared.lock().inbox.take_subscription_event(only);
+            }
+        }
+    }
 
     /// Replaces the handler that answers requests for input (elicitation, sampling,
     /// roots, 2026 `input_required` rounds). Only requests for capabilities declared in

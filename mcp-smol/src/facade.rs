@@ -100,6 +100,12 @@ impl Facade {
                     let _ = reply.try_send(Err(Error::from(e)));
                 }
             },
+            Command::Listen { request, reply } => {
+                let _ = reply.try_send(machine.call(now, request).map_err(Error::from));
+            }
+            Command::EndListen(call) => {
+                let _ = machine.cancel(now, call);
+            }
             Command::Cancel { key } => {
                 if let Some(call) = self.keys.remove(&key) {
                     let _ = machine.cancel(now, call);
@@ -118,7 +124,14 @@ impl Facade {
 
     /// Handles one event of the machine that the options did not take.
     pub(crate) fn on_event(&mut self, event: Event) {
-        let notification = matches!(event, Event::Notification(_));
+        let notification = matches!(
+            event,
+            Event::Notification(_)
+                | Event::SubscriptionAcknowledged { .. }
+                | Event::SubscriptionNotification { .. }
+                | Event::SubscriptionReconnecting { .. }
+                | Event::SubscriptionEnded { .. }
+        );
         let Some(event) = self.shared.lock().inbox.keep(event) else {
             if notification {
                 // Full means rung already: the waiters will find this one too.
@@ -181,7 +194,13 @@ impl Facade {
                     let _ = reply.try_send(Err(ended.clone()));
                 }
                 Command::Connected(reply) => self.waiters.push(reply),
-                Command::Cancel { .. } | Command::Configure(_) | Command::Close => {}
+                Command::Listen { reply, .. } => {
+                    let _ = reply.try_send(Err(ended.clone()));
+                }
+                Command::Cancel { .. }
+                | Command::EndListen(_)
+                | Command::Configure(_)
+                | Command::Close => {}
             }
         }
         for (_, (_, reply)) in self.calls.drain() {
