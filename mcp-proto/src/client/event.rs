@@ -147,7 +147,9 @@ pub enum Event {
         end: super::ListenEnd,
     },
     /// A notification from the server not consumed by the machine (list changes,
-    /// log messages, resource updates, …).
+    /// log messages, resource updates, …; read the change notifications with
+    /// [`Change::from_notification`](super::Change::from_notification)). Those of a 2026
+    /// subscription are [`Event::SubscriptionNotification`]s instead.
     Notification(Notification),
     /// Notifications were dropped because too many were waiting to be polled.
     NotificationsDropped {

@@ -40,7 +40,21 @@
 //! bounded list cache (`cache.rs`): a call for the same listing while it is fresh
 //! completes at once, sending nothing; `notifications/*/list_changed` and a change of
 //! authorization drop what they make stale. `ping` does not exist in that era and fails
-//! locally with [`CallError::NotInVersion`].
+//! locally with [`CallError::NotInVersion`], as do `resources/subscribe` and
+//! `resources/unsubscribe`.
+//!
+//! A 2026 `subscriptions/listen` ([`CallRequest::listen`]) is a call without a deadline
+//! (at most [`MAX_SUBSCRIPTIONS`] at once). Notifications whose
+//! `_meta["io.modelcontextprotocol/subscriptionId"]` names its JSON-RPC id (or, over
+//! HTTP, that arrive on its response stream) are its own: the acknowledgement becomes
+//! [`Event::SubscriptionAcknowledged`] (with what was refused), the rest
+//! [`Event::SubscriptionNotification`]. Its one completion is
+//! [`Event::SubscriptionEnded`]: the `complete` result, a server `notifications/cancelled`
+//! for its id, the client's cancel, or a failure. A stream that closes without the end
+//! (HTTP) is not a failure: the listen is sent again after a backoff
+//! ([`Event::SubscriptionReconnecting`]), at most [`MAX_LISTEN_RECONNECTS`] times in a row
+//! without an acknowledgement. In the legacy era a listen ends at once with
+//! [`CallError::NotInVersion`].
 
 mod answer;
 pub(crate) mod cache;
