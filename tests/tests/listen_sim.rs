@@ -2,7 +2,7 @@
 //! legacy `resources/subscribe` / `resources/unsubscribe` and unsolicited
 //! `notifications/*/list_changed`, and the 2026-07-28 `subscriptions/listen`.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -11,7 +11,7 @@ use mcp_proto::client::http::HttpConfig;
 use mcp_proto::client::http::pool::PoolConfig;
 use mcp_proto::client::{
     ApiMisuse, CallError, CallId, CallRequest, Change, ClientConfig, CloseReason, Event, ListenEnd,
-    ListenFilter,
+    ListenFilter, PeerError,
 };
 use mcp_proto::http::EndpointUrl;
 use mcp_proto::version::{EraMode, ProtocolVersion};
@@ -143,6 +143,8 @@ struct Server {
     cancelled: Rc<RefCell<Vec<Value>>>,
     /// Acknowledge with this filter instead of the one asked for.
     grant: Rc<RefCell<Option<Value>>>,
+    /// Do not acknowledge at all.
+    silent: Rc<Cell<bool>>,
     buf: Vec<u8>,
 }
 
@@ -178,6 +180,9 @@ impl Peer for Server {
                         .clone()
                         .unwrap_or_else(|| m["params"]["notifications"].clone());
                     self.listens.borrow_mut().push(m.clone());
+                    if self.silent.get() {
+                        continue;
+                    }
                     self.say(
                         json!({"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged",
                         "params":{"_meta":{"io.modelcontextprotocol/subscriptionId":m["id"]},
@@ -681,4 +686,69 @@ fn over_http_the_complete_result_ends_the_subscription_and_reconnects_are_bounde
     // Five reconnections, waits 1 + 2 + 4 + 8 + 16 s, then it gives up.
     assert_eq!(sim.with_method("subscriptions/listen").len(), 1 + 6);
     assert_eq!(sim.now - start, Duration::from_secs(31));
+}
+
+#[test]
+fn a_notification_before_the_acknowledgement_is_delivered_and_reported() {
+    let (mut sim, server) = modern();
+    server.silent.set(true);
+    let sub = sim
+        .client
+        .call(sim.now, CallRequest::listen(&ListenFilter::new().tools()))
+        .unwrap();
+    sim.run_until(|s| s.sent_with_method("subscriptions/listen").len() == 1);
+    let id = server.listen_id(0);
+    let changed = json!({"jsonrpc":"2.0","method":"notifications/tools/list_changed",
+        "params":{"_meta":{"io.modelcontextprotocol/subscriptionId":id}}});
+    server.say(changed.clone());
+    sim.run_until(|s| received(s, sub).len() == 1);
+    assert!(sim.events.iter().any(|e| matches!(
+        e,
+        Event::PeerError(PeerError::BeforeAcknowledgement { method })
+            if method == "notifications/tools/list_changed"
+    )));
+    // Acknowledged (with nothing granted): later notifications are in order.
+    server.say(
+        json!({"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged",
+        "params":{"_meta":{"io.modelcontextprotocol/subscriptionId":id},"notifications":{}}}),
+    );
+    sim.run_until(|s| acknowledged(s, sub).is_some());
+    assert_eq!(
+        acknowledged(&sim, sub),
+        Some((ListenFilter::new(), ListenFilter::new().tools()))
+    );
+    sim.events.clear();
+    server.say(changed);
+    sim.run_until(|s| received(s, sub).len() == 1);
+    assert!(!sim.events.iter().any(|e| matches!(e, Event::PeerError(_))));
+}
+
+#[test]
+fn over_http_ending_a_subscription_while_it_waits_to_reconnect_sends_nothing_more() {
+    let script = |req: &SeenRequest| {
+        if let Some(r) = http_discover(req) {
+            return r;
+        }
+        Reply::NetworkError
+    };
+    let mut sim = HttpSim::with_http(config(EraMode::Auto), http_config(4), script);
+    sim.connect();
+    let sub = sim
+        .client
+        .call(sim.now, CallRequest::listen(&ListenFilter::new().tools()))
+        .unwrap();
+    sim.run_until(|s| {
+        s.events
+            .iter()
+            .any(|e| matches!(e, Event::SubscriptionReconnecting { .. }))
+    });
+    sim.client.cancel(sim.now, sub).unwrap();
+    sim.step();
+    assert_eq!(http_ended(&sim, sub), Some(ListenEnd::EndedByClient));
+    sim.advance(Duration::from_secs(60));
+    assert_eq!(sim.with_method("subscriptions/listen").len(), 1);
+    assert_eq!(
+        sim.client.cancel(sim.now, sub),
+        Err(ApiMisuse::UnknownCall(sub))
+    );
 }

@@ -537,6 +537,13 @@ pub enum PeerError {
         /// What is wrong, for people.
         detail: String,
     },
+    /// 2026-07-28: a notification of a subscription came before its
+    /// `notifications/subscriptions/acknowledged` (delivered all the same).
+    #[error("{method} came before the subscription was acknowledged")]
+    BeforeAcknowledgement {
+        /// The notification's method.
+        method: String,
+    },
     /// Streamable HTTP: the event stream of a response could not be decoded (the event
     /// was dropped).
     #[error("event stream: {0}")]
@@ -606,6 +613,7 @@ impl PeerError {
                 clip(method);
                 clip(reason);
             }
+            PeerError::BeforeAcknowledgement { method } => clip(method),
             PeerError::InitializedRefused { detail, .. }
             | PeerError::MessageRefused { detail, .. } => clip(detail),
             PeerError::UnattributedError(e) => clip(&mut e.message),

@@ -216,6 +216,8 @@ struct Call {
     resent_on_new_session: bool,
     /// A subscription: reconnections since its last acknowledgement.
     reconnects: u32,
+    /// A subscription: the current listen was acknowledged.
+    acknowledged: bool,
     /// For a cacheable listing: the caching hints of its pages so far.
     cache: Option<cache::Pending>,
 }
@@ -627,6 +629,7 @@ impl Session {
                 progress_token,
                 resent_on_new_session: false,
                 reconnects: 0,
+                acknowledged: false,
                 cache: pending,
             },
         );
@@ -820,6 +823,7 @@ impl Session {
         call.pending.clear();
         call.rpc_id = Some(rpc_id);
         call.deadline = (call.request.method != request::LISTEN).then(|| now + call.timeout);
+        call.acknowledged = false;
         self.push_out(out, OutKind::Request(rpc_id));
         self.by_rpc.insert(rpc_id, id);
     }
@@ -955,6 +959,7 @@ impl Session {
             let refused = asked.missing_from(&granted);
             if let Some(call) = self.calls.get_mut(&id) {
                 call.reconnects = 0;
+                call.acknowledged = true;
             }
             self.events.push_back(Event::SubscriptionAcknowledged {
                 subscription: id,
@@ -962,6 +967,11 @@ impl Session {
                 refused,
             });
             return;
+        }
+        if self.calls.get(&id).is_some_and(|c| !c.acknowledged) {
+            self.peer_error(PeerError::BeforeAcknowledgement {
+                method: n.method.clone(),
+            });
         }
         for method in cache::invalidated_by(&n.method) {
             self.cache.invalidate(method);
