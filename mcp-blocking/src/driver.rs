@@ -133,18 +133,7 @@ impl<F: Flavour> Driver<F> {
 
     /// Starts a call and runs until it completes.
     pub(crate) fn request(&mut self, request: CallRequest) -> Result<CallOutput, Error> {
-        // What arrived while nobody was calling (a server closing an idle connection)
-        // first, so the machine places the call knowing it.
-        while let Ok(report) = self.rx.try_recv() {
-            self.feed(report);
-        }
-        self.core.run_timers(clock::now());
-        self.settle();
-        if let Some(reason) = self.closed() {
-            return Err(Error::closed(reason, self.core.endpoint()));
-        }
-        let call = self.core.machine.call(clock::now(), request)?;
-        self.settle();
+        let call = self.start(request)?;
         loop {
             if let Some(outcome) = self.io.completed.remove(&call) {
                 return outcome.map_err(|e| Error::call(e, self.core.endpoint()));
@@ -156,8 +145,10 @@ impl<F: Flavour> Driver<F> {
         }
     }
 
-    /// Starts a call and returns at once (a 2026 subscription: it ends with
-    /// `Event::SubscriptionEnded`, not with a completion a `request` waits for).
+    /// Starts a call and returns at once (a 2026 subscription ends with
+    /// `Event::SubscriptionEnded`, not with a completion a `request` waits for). What
+    /// arrived while nobody was calling (a server closing an idle connection) is fed
+    /// first, so the machine places the call knowing it.
     pub(crate) fn start(&mut self, request: CallRequest) -> Result<CallId, Error> {
         while let Ok(report) = self.rx.try_recv() {
             self.feed(report);
@@ -195,34 +186,8 @@ impl<F: Flavour> Driver<F> {
             if self.closed().is_some() || now >= until {
                 return None;
             }
-            self.turn_until(clock::from_std(until));
+            self.turn_until(Some(clock::from_std(until)));
         }
-    }
-
-    /// As `turn`, waiting no later than `limit`.
-    fn turn_until(&mut self, limit: mcp_proto::Instant) {
-        let now = clock::now();
-        let deadline = match self.core.machine.poll_timeout() {
-            Some(at) => at.min(limit),
-            None if self.io.carrier.is_idle() => {
-                self.core.machine.close(now);
-                self.settle();
-                return;
-            }
-            None => limit,
-        };
-        let report = if deadline <= now {
-            None
-        } else {
-            self.rx
-                .recv_timeout(deadline.saturating_duration_since(now))
-                .ok()
-        };
-        match report {
-            Some(report) => self.feed(report),
-            None => self.core.machine.handle_timeout(clock::now()),
-        }
-        self.settle();
     }
 
     /// Closes the connection and releases the transport: the machine bounds its last
@@ -245,15 +210,24 @@ impl<F: Flavour> Driver<F> {
 
     /// Waits for one report until the machine's deadline, feeds it, and settles.
     fn turn(&mut self) {
+        self.turn_until(None);
+    }
+
+    /// As `turn`, waiting no later than `limit` when there is one.
+    fn turn_until(&mut self, limit: Option<mcp_proto::Instant>) {
         let now = clock::now();
-        let report = match self.core.machine.poll_timeout() {
-            Some(at) if at <= now => None,
-            Some(at) => self.rx.recv_timeout(at.saturating_duration_since(now)).ok(),
-            None if self.io.carrier.is_idle() => {
+        let deadline = match (self.core.machine.poll_timeout(), limit) {
+            (Some(at), Some(limit)) => Some(at.min(limit)),
+            (None, _) if self.io.carrier.is_idle() => {
                 // No channel open and no deadline: nothing can ever arrive.
                 self.core.machine.close(now);
-                None
+                Some(now)
             }
+            (at, limit) => at.or(limit),
+        };
+        let report = match deadline {
+            Some(at) if at <= now => None,
+            Some(at) => self.rx.recv_timeout(at.saturating_duration_since(now)).ok(),
             None => self.rx.recv().ok(),
         };
         match report {

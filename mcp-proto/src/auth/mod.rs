@@ -63,7 +63,7 @@ mod exchange;
 mod flow;
 pub mod form;
 pub mod metadata;
-mod revoke;
+pub(crate) mod revoke;
 pub mod token;
 
 pub use config::{AuthConfig, ClientIdentity, Grant, Signer};

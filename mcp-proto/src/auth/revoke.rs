@@ -4,7 +4,7 @@
 //! `revocation_endpoint` with the client's authentication; the answers matter little (a
 //! `200` is success, anything else leaves a token to expire on its own).
 
-use super::credentials::Credentials;
+use super::credentials::{ClientRegistration, Credentials};
 use super::error::AuthError;
 use super::flow::{AuthRequest, AuthRequestId};
 use super::{form, token};
@@ -51,7 +51,7 @@ pub fn revocation_requests(
         let Some(value) = token_value else {
             continue;
         };
-        let mut pairs = vec![("token", value.as_str()), ("token_type_hint", hint)];
+        let pairs = [("token", value.as_str()), ("token_type_hint", hint)];
         let mut headers = vec![
             ("Accept".to_owned(), "application/json".to_owned()),
             (
@@ -59,28 +59,45 @@ pub fn revocation_requests(
                 "application/x-www-form-urlencoded".to_owned(),
             ),
         ];
+        let mut body: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
         if let Some(client) = &credentials.client {
-            let secret = client.client_secret.as_deref().unwrap_or_default();
-            match client.auth_method.as_str() {
-                "client_secret_basic" => headers.push((
-                    "Authorization".to_owned(),
-                    token::basic_authorization(&client.client_id, secret),
-                )),
-                "client_secret_post" => {
-                    pairs.push(("client_id", &client.client_id));
-                    pairs.push(("client_secret", secret));
-                }
-                _ => pairs.push(("client_id", &client.client_id)),
-            }
+            add_client_auth(client, &mut headers, &mut body);
         }
+        let refs: Vec<(&str, &str)> = body.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         out.push(AuthRequest {
             id: AuthRequestId::new(out.len() as u64),
             method: "POST",
             url: url.clone(),
             headers,
-            body: Some(form::encode_pairs(&pairs).into_bytes()),
+            body: Some(form::encode_pairs(&refs).into_bytes()),
             public_only: false,
         });
     }
     Ok(out)
+}
+
+/// A client's authentication by its secret (or none) on a request to the authorization
+/// server: `client_secret_basic` as an `Authorization` header, `client_secret_post` and
+/// `none` (and anything else) as form parameters. `private_key_jwt` needs a signed
+/// assertion, which the flow adds itself.
+pub(super) fn add_client_auth(
+    client: &ClientRegistration,
+    headers: &mut Vec<(String, String)>,
+    body: &mut Vec<(String, String)>,
+) {
+    let secret = client.client_secret.clone().unwrap_or_default();
+    match client.auth_method.as_str() {
+        "client_secret_basic" => headers.push((
+            "Authorization".into(),
+            token::basic_authorization(&client.client_id, &secret),
+        )),
+        "client_secret_post" => {
+            body.push(("client_id".into(), client.client_id.clone()));
+            body.push(("client_secret".into(), secret));
+        }
+        _ => body.push(("client_id".into(), client.client_id.clone())),
+    }
 }

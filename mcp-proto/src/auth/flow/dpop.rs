@@ -1,6 +1,7 @@
 //! DPoP (RFC 9449): proofs for token requests and MCP requests, and the servers' nonces.
 
 use super::*;
+use crate::auth::revoke::add_client_auth;
 
 impl Authorizer {
     /// Whether tokens are DPoP-bound: a key is configured and the authorization server
@@ -88,35 +89,26 @@ impl Authorizer {
         dpop && fresh
     }
 
+    /// The client's authentication at the token endpoint: a signed assertion for
+    /// `private_key_jwt`, else what `add_client_auth` writes.
     pub(super) fn client_auth(
         &mut self,
         now: Instant,
         client: &ClientRegistration,
-        token_endpoint: &str,
         headers: &mut Vec<(String, String)>,
         body: &mut Vec<(String, String)>,
     ) -> Result<(), AuthError> {
-        let secret = client.client_secret.clone().unwrap_or_default();
-        match client.auth_method.as_str() {
-            "client_secret_basic" => headers.push((
-                "Authorization".into(),
-                token::basic_authorization(&client.client_id, &secret),
-            )),
-            "client_secret_post" => {
-                body.push(("client_id".into(), client.client_id.clone()));
-                body.push(("client_secret".into(), secret));
-            }
-            "private_key_jwt" => {
-                let assertion = self.client_assertion(now, &client.client_id, token_endpoint)?;
-                body.push(("client_id".into(), client.client_id.clone()));
-                body.push((
-                    "client_assertion_type".into(),
-                    "urn:ietf:params:oauth:client-assertion-type:jwt-bearer".into(),
-                ));
-                body.push(("client_assertion".into(), assertion));
-            }
-            _ => body.push(("client_id".into(), client.client_id.clone())),
+        if client.auth_method != "private_key_jwt" {
+            add_client_auth(client, headers, body);
+            return Ok(());
         }
+        let assertion = self.client_assertion(now, &client.client_id)?;
+        body.push(("client_id".into(), client.client_id.clone()));
+        body.push((
+            "client_assertion_type".into(),
+            "urn:ietf:params:oauth:client-assertion-type:jwt-bearer".into(),
+        ));
+        body.push(("client_assertion".into(), assertion));
         Ok(())
     }
 
@@ -126,7 +118,6 @@ impl Authorizer {
         &mut self,
         now: Instant,
         client_id: &str,
-        _token_endpoint: &str,
     ) -> Result<String, AuthError> {
         let Some(signer) = self.config.signer.clone() else {
             return Err(AuthError::NeedClientCredentials {

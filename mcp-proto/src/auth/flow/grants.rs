@@ -119,7 +119,7 @@ impl Authorizer {
             "application/x-www-form-urlencoded".to_owned(),
         )];
         if let Some(client) = self.creds.client.clone()
-            && let Err(e) = self.client_auth(now, &client, &endpoint, &mut headers, &mut body)
+            && let Err(e) = self.client_auth(now, &client, &mut headers, &mut body)
         {
             return self.fail(e);
         }

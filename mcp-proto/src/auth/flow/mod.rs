@@ -447,11 +447,10 @@ impl Authorizer {
     /// Fails the flow whose request or approval took too long.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.now = now;
-        if let Some((id, deadline)) = self.in_flight
+        if let Some((_, deadline)) = self.in_flight
             && deadline <= now
         {
             self.in_flight = None;
-            let _ = id;
             self.fail(AuthError::Timeout {
                 what: "an authorization request".into(),
             });
