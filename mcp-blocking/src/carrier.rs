@@ -79,6 +79,8 @@ pub(crate) enum IoEvent {
     Eof,
     /// Connecting, reading or writing failed.
     Failed(TransportErrorKind, io::Error),
+    /// Nothing from a channel: a [`Canceller`](crate::Canceller) wakes the driver.
+    Wake,
 }
 
 /// One report on the channel.

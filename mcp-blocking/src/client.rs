@@ -159,6 +159,14 @@ impl<F: Flavour> Client<F> {
             .map_or("(unnamed)", |i| i.name.as_str())
     }
 
+    /// A handle that cancels, from another thread (a Ctrl-C handler, a UI), the call
+    /// this client is blocked in: see [`Canceller`].
+    #[must_use]
+    pub fn canceller(&self) -> Canceller {
+        let (flag, wake) = self.driver.cancel_handle();
+        Canceller { flag, wake }
+    }
+
     /// Any request; listings fetch every page. The building block of the typed methods.
     ///
     /// # Errors
@@ -300,5 +308,49 @@ mod tests {
         fn send_sync<T: Send + Sync>() {}
         send::<super::Client>();
         send_sync::<crate::Error>();
+    }
+}
+
+/// Cancels, from any thread, what a [`Client`] is blocked in: the call in flight ends
+/// with [`CallError::Cancelled`](proto::CallError::Cancelled) (the server is told:
+/// `notifications/cancelled`, or in 2026-07-28 over HTTP, its stream is closed), and a
+/// wait such as [`Client::next_subscription_event`] returns `None`. A cancellation when
+/// the client is not blocked is void: it never reaches a later call. Cheap to clone;
+/// stays valid (and does nothing) after the client is gone.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use mcp_blocking::{Client, ClientConfig, StdioCommand};
+///
+/// # fn main() -> Result<(), mcp_blocking::Error> {
+/// let mut client = Client::connect_stdio(StdioCommand::new("my-server"), ClientConfig::new("app", "1"))?;
+/// let canceller = client.canceller();
+/// std::thread::spawn(move || {
+///     std::thread::sleep(Duration::from_secs(5));
+///     canceller.cancel();
+/// });
+/// match client.call_tool("slow", serde_json::json!({})) {
+///     Err(e) if e.kind() == "cancelled" => println!("gave up after 5 s"),
+///     other => println!("{:?}", other.map(|r| r.text())),
+/// }
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Canceller {
+    flag: Arc<std::sync::atomic::AtomicBool>,
+    wake: std::sync::mpsc::SyncSender<carrier::Report>,
+}
+
+impl Canceller {
+    /// Cancels the call (or wait) the client is blocked in, if any.
+    pub fn cancel(&self) {
+        self.flag.store(true, std::sync::atomic::Ordering::Release);
+        // A full channel wakes the driver anyway.
+        let _ = self.wake.try_send(carrier::Report {
+            conn: proto::ConnId::STDIO,
+            generation: 0,
+            event: carrier::IoEvent::Wake,
+        });
     }
 }

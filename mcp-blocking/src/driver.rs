@@ -14,6 +14,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::time::Duration;
 
@@ -36,6 +37,8 @@ pub(crate) struct Driver<F: Flavour> {
     pub(crate) io: Io<F>,
     /// `close` ran: whatever the machine still waits for is cut off.
     released: bool,
+    /// Set by a [`Canceller`](crate::Canceller): the wait in progress ends.
+    cancel: Arc<AtomicBool>,
 }
 
 /// What carries out the machine's transmits and keeps its events.
@@ -108,7 +111,19 @@ impl<F: Flavour> Driver<F> {
                 completed,
             },
             released: false,
+            cancel: Arc::new(AtomicBool::new(false)),
         }
+    }
+
+    /// What a [`Canceller`](crate::Canceller) needs: the flag, and the channel to wake
+    /// the driver on.
+    pub(crate) fn cancel_handle(&self) -> (Arc<AtomicBool>, SyncSender<Report>) {
+        (Arc::clone(&self.cancel), self.io.tx.clone())
+    }
+
+    /// Whether a cancellation came from another thread (and consumes it).
+    fn cancelled(&self) -> bool {
+        self.cancel.swap(false, Ordering::AcqRel)
     }
 
     /// Runs until the machine reports `Connected`, or fails and releases the transport.
@@ -141,6 +156,13 @@ impl<F: Flavour> Driver<F> {
             if let Some(reason) = self.closed() {
                 return Err(Error::closed(reason, self.core.endpoint()));
             }
+            if self.cancelled() {
+                // The machine tells the server and completes the call as cancelled (a
+                // call that completed meanwhile keeps its outcome).
+                let _ = self.core.machine.cancel(clock::now(), call);
+                self.settle();
+                continue;
+            }
             self.turn();
         }
     }
@@ -150,6 +172,8 @@ impl<F: Flavour> Driver<F> {
     /// arrived while nobody was calling (a server closing an idle connection) is fed
     /// first, so the machine places the call knowing it.
     pub(crate) fn start(&mut self, request: CallRequest) -> Result<CallId, Error> {
+        // A cancellation only ever ends the wait that was in progress.
+        self.cancel.store(false, Ordering::Release);
         while let Ok(report) = self.rx.try_recv() {
             self.feed(report);
         }
@@ -178,12 +202,13 @@ impl<F: Flavour> Driver<F> {
         mut pick: impl FnMut(&mut Inbox) -> Option<T>,
     ) -> Option<T> {
         let until = std::time::Instant::now() + timeout;
+        self.cancel.store(false, Ordering::Release);
         loop {
             if let Some(found) = pick(&mut self.io.shared.lock().inbox) {
                 return Some(found);
             }
             let now = std::time::Instant::now();
-            if self.closed().is_some() || now >= until {
+            if self.closed().is_some() || now >= until || self.cancelled() {
                 return None;
             }
             self.turn_until(Some(clock::from_std(until)));
@@ -245,7 +270,7 @@ impl<F: Flavour> Driver<F> {
             event,
         } = report;
         let (core, carrier) = (&mut self.core, &mut self.io.carrier);
-        if !carrier.is_current(conn, generation) {
+        if matches!(event, IoEvent::Wake) || !carrier.is_current(conn, generation) {
             return;
         }
         let now = clock::now();
@@ -258,6 +283,7 @@ impl<F: Flavour> Driver<F> {
                 let failure = carrier.failure(step, error);
                 core.failed(now, conn, failure, carrier.channel_log(conn));
             }
+            IoEvent::Wake => {}
         }
     }
 

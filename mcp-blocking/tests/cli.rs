@@ -694,3 +694,103 @@ fn listen_prints_change_notifications_in_both_eras() {
     );
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// A 2026/2025 server whose `slow` tool never answers; it appends `called` and then
+/// `cancelled <id>` for each `notifications/cancelled` to the file named by its
+/// argument.
+const SLOW_SERVER: &str = r#"
+import json, sys
+log = sys.argv[1]
+def note(t):
+    with open(log, "a") as f:
+        f.write(t + "\n")
+def send(m):
+    sys.stdout.write(json.dumps(m) + "\n")
+    sys.stdout.flush()
+for line in sys.stdin:
+    m = json.loads(line)
+    method, mid = m.get("method"), m.get("id")
+    if method == "server/discover":
+        send({"jsonrpc": "2.0", "id": mid, "result": {"resultType": "complete",
+              "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}}})
+    elif method == "initialize":
+        send({"jsonrpc": "2.0", "id": mid, "result": {"protocolVersion": "2025-11-25",
+              "capabilities": {"tools": {}}, "serverInfo": {"name": "slow", "version": "1"}}})
+    elif method == "tools/call":
+        note("called")
+    elif method == "notifications/cancelled":
+        note("cancelled %s" % m["params"]["requestId"])
+    elif mid is not None and method is not None:
+        send({"jsonrpc": "2.0", "id": mid, "result": {}})
+"#;
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_cancels_the_call_at_the_server_and_exits_130() {
+    let Some(python) = python() else {
+        eprintln!("skipped: no python");
+        return;
+    };
+    let dir = common::temp_dir("ctrl-c");
+    let config = dir.join("servers.json");
+    for era in ["modern", "legacy"] {
+        let log = dir.join(format!("{era}.log"));
+        let out = run(
+            &config,
+            &[
+                "add",
+                era,
+                "--stdio",
+                python,
+                "--era",
+                era,
+                "--",
+                "-c",
+                SLOW_SERVER,
+                log.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let mut child = Command::new(mcp())
+            .arg("--config")
+            .arg(&config)
+            .args(["call", era, "slow"])
+            .env_remove("MCP_CONFIG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run mcp");
+        // Wait until the call reached the server, then press Ctrl-C.
+        let waited = std::time::Instant::now();
+        while !std::fs::read_to_string(&log).is_ok_and(|t| t.contains("called")) {
+            assert!(waited.elapsed() < std::time::Duration::from_secs(20), "{era}: no call");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let kill = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(kill.success());
+        let pressed = std::time::Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("wait") {
+                break status;
+            }
+            assert!(
+                pressed.elapsed() < std::time::Duration::from_secs(10),
+                "{era}: mcp did not exit after Ctrl-C"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let out = child.wait_with_output().expect("output");
+        assert_eq!(status.code(), Some(130), "{era}: {}", stderr(&out));
+        assert!(stderr(&out).contains("interrupted"), "{}", stderr(&out));
+        let seen = std::fs::read_to_string(&log).unwrap();
+        assert_eq!(
+            seen.lines().filter(|l| l.starts_with("cancelled")).count(),
+            1,
+            "{era}: the server was not told once: {seen}"
+        );
+    }
+}

@@ -100,7 +100,8 @@ impl Error {
     /// A short, stable name for the kind of failure, for scripts: `spawn`, `connect`,
     /// `legacy-server`, `negotiation`, `auth-required`, `auth-failed`, `http`, `closed`, `server-error`,
     /// `unknown-name` and `invalid-arguments` (a `-32602` that says which), `timeout`,
-    /// `invalid-response`, `input`, `url-elicitation-required`, `limit`, `cancelled`, `session-expired`, `call`,
+    /// `invalid-response`, `input`, `url-elicitation-required`, `limit`, `cancelled`, `session-expired`,
+    /// `server-exited`, `call`,
     /// `misuse`, `invalid-url`, `tls-unavailable`, `driver-gone`; below HTTP
     /// `unreachable`, `tls` and `transport` ([`TransportErrorKind::name`](crate::TransportErrorKind::name)).
     #[must_use]
@@ -132,6 +133,7 @@ impl Error {
                 CallError::UrlElicitationRequired { .. } => "url-elicitation-required",
                 CallError::Http(_) => "http",
                 CallError::SessionExpired => "session-expired",
+                CallError::ServerExited => "server-exited",
                 CallError::Authorization(_) => "auth-failed",
                 CallError::Peer(
                     PeerError::Oversized { .. }

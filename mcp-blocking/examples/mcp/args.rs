@@ -858,7 +858,8 @@ Global flags: --format text|json, --timeout SECS, --config FILE, -v (wire log on
 Credentials: $XDG_STATE_HOME/mcp/credentials/ (~/.local/state/mcp/credentials/), one 0600 file
   per server; MCP_BEARER_TOKEN (or a server's bearerTokenEnv) is sent as it is instead
 Config: --config, else $MCP_CONFIG, else $XDG_CONFIG_HOME/mcp/servers.json, else ~/.config/mcp/servers.json
-Exit status: 0 ok, 1 connection or protocol failure, 2 usage error, 3 the tool returned isError
+Exit status: 0 ok, 1 connection or protocol failure, 2 usage error, 3 the tool returned isError,
+  130 Ctrl-C (what was in flight is cancelled at the server first)
 ";
 
 #[cfg(test)]

@@ -643,7 +643,7 @@ pub fn listen(
         let subscription = client.listen(&filter)?;
         while more(printed) {
             let Some(event) = client.next_subscription_event(Some(subscription), wait) else {
-                if client.is_closed() {
+                if client.is_closed() || crate::interrupt::interrupted() {
                     break;
                 }
                 continue;
@@ -692,7 +692,7 @@ pub fn listen(
         }
         while more(printed) {
             let Some(n) = client.next_notification(wait) else {
-                if client.is_closed() {
+                if client.is_closed() || crate::interrupt::interrupted() {
                     break;
                 }
                 continue;

@@ -20,6 +20,7 @@ mod config;
 mod content;
 mod demo;
 mod extras;
+mod interrupt;
 mod output;
 mod prompt;
 mod session;
@@ -46,12 +47,17 @@ fn main() -> ExitCode {
         }
     };
     let global = invocation.global;
+    interrupt::install();
     if let Some(path) = &global.record
         && let Err(failure) = session::record_to(path)
     {
         return ExitCode::from(output::report(global.format, global.verbose, &failure));
     }
     let code = match run(&global, invocation.command) {
+        _ if interrupt::interrupted() => {
+            eprintln!("mcp: interrupted (what was in flight was cancelled at the server)");
+            130
+        }
         Ok(code) => code,
         Err(failure) => output::report(global.format, global.verbose, &failure),
     };

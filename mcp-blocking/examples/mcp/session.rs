@@ -251,10 +251,12 @@ pub fn connect_with(
             auth::setup(name, &entry, url, http, options(global, input, name), plan)?;
         let client = Client::connect_http_with(url, config, options, http)
             .map_err(|e| auth::explain(e, name))?;
+        crate::interrupt::watch(client.canceller());
         return Ok(with_log_level(global, client));
     }
     let cmd = command(&entry, name)?;
     let client = Client::connect_stdio_with(cmd, config, options(global, input, name))?;
+    crate::interrupt::watch(client.canceller());
     Ok(with_log_level(global, client))
 }
 

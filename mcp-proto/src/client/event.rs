@@ -127,6 +127,16 @@ pub enum Event {
         /// The notification as received.
         notification: Notification,
     },
+    /// The stdio server exited after connecting and is started again after `delay`
+    /// ([`RestartPolicy`](super::RestartPolicy)); [`Event::Connected`] follows once the
+    /// fresh process is connected. Calls in flight failed with
+    /// [`CallError::ServerExited`] just before.
+    ServerRestarting {
+        /// Which restart in a row this is, from 1.
+        attempt: u32,
+        /// The wait before the process is started again.
+        delay: std::time::Duration,
+    },
     /// 2026-07-28: the stream of the subscription `subscription` closed without its
     /// end (HTTP); it listens again after `delay` (doubling from 1 s up to 30 s; after 5
     /// attempts in a row without an acknowledgement it ends instead).
@@ -251,6 +261,11 @@ pub enum CallError {
     /// the body, when there was one), or no response at all.
     #[error("{0}")]
     Http(HttpFailure),
+    /// The stdio server exited while the call was in flight and is being started again
+    /// ([`RestartPolicy`](super::RestartPolicy)). Whether the call ran cannot be known;
+    /// it was not sent again.
+    #[error("the server exited while the call was in flight (it is being restarted; the call was not sent again)")]
+    ServerExited,
     /// The legacy session expired (HTTP 404) while the call was in flight; a new session
     /// is being set up. The call was not replayed.
     #[error("the session expired while the call was in flight")]

@@ -96,6 +96,88 @@ pub struct ClientConfig {
     /// the probe is skipped and `initialize` goes first; if the server has moved on
     /// (HTTP 400 with a 2026 error code), the machine probes after all, once.
     pub known_era: Option<(crate::Era, crate::ProtocolVersion)>,
+    /// Whether a stdio server that exits after connecting is started again
+    /// ([`RestartPolicy::never`] by default).
+    pub restart: RestartPolicy,
+}
+
+/// Whether and how a stdio server that exits after the connection was established is
+/// started again (over Streamable HTTP there is no process to start).
+///
+/// The calls in flight when it exits fail once with [`CallError::ServerExited`]: whether
+/// they ran cannot be known, so none is sent again. Calls made while it restarts wait
+/// for the new connection (within their own deadlines). After a wait that doubles from
+/// `first_delay` up to `max_delay`, the machine asks for a fresh process
+/// ([`Transmit::Respawn`]) and connects again in the era it had settled on
+/// ([`Event::ServerRestarting`] says so first). `max_attempts` restarts in a row without
+/// a call answered in between, and the next exit closes the connection.
+///
+/// ```
+/// use std::time::Duration;
+/// use mcp_proto::client::{ClientConfig, RestartPolicy};
+///
+/// let config = ClientConfig::new("my-app", "1.0").restart(RestartPolicy::up_to(3));
+/// assert_eq!(config.restart.max_attempts, 3);
+/// assert_eq!(config.restart.first_delay, Duration::from_millis(500));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RestartPolicy {
+    /// Restarts in a row (no call answered in between) before an exit closes the
+    /// connection; 0: never restart.
+    pub max_attempts: u32,
+    /// The wait before the first restart in a row.
+    pub first_delay: std::time::Duration,
+    /// The longest wait before a restart.
+    pub max_delay: std::time::Duration,
+}
+
+impl RestartPolicy {
+    /// Never restart: an exit closes the connection (the default).
+    #[must_use]
+    pub const fn never() -> RestartPolicy {
+        RestartPolicy {
+            max_attempts: 0,
+            first_delay: std::time::Duration::from_millis(500),
+            max_delay: std::time::Duration::from_secs(30),
+        }
+    }
+
+    /// Up to `attempts` restarts in a row, waiting 0.5 s before the first and doubling
+    /// up to 30 s.
+    #[must_use]
+    pub const fn up_to(attempts: u32) -> RestartPolicy {
+        RestartPolicy {
+            max_attempts: attempts,
+            ..RestartPolicy::never()
+        }
+    }
+
+    /// The same policy with other waits.
+    #[must_use]
+    pub const fn delays(
+        mut self,
+        first: std::time::Duration,
+        max: std::time::Duration,
+    ) -> RestartPolicy {
+        self.first_delay = first;
+        self.max_delay = max;
+        self
+    }
+
+    /// The wait before restart number `attempt` in a row (from 1).
+    pub(crate) fn delay(&self, attempt: u32) -> std::time::Duration {
+        let doublings = attempt.saturating_sub(1).min(16);
+        self.first_delay
+            .saturating_mul(1 << doublings)
+            .min(self.max_delay)
+    }
+}
+
+impl Default for RestartPolicy {
+    fn default() -> Self {
+        RestartPolicy::never()
+    }
 }
 
 impl ClientConfig {
@@ -110,7 +192,16 @@ impl ClientConfig {
             limits: Limits::default(),
             roots: None,
             known_era: None,
+            restart: RestartPolicy::never(),
         }
+    }
+
+    /// The same config with this restart policy for a stdio server that exits after
+    /// connecting.
+    #[must_use]
+    pub fn restart(mut self, policy: RestartPolicy) -> Self {
+        self.restart = policy;
+        self
     }
 
     /// The same config offering these roots: declares the roots capability (with

@@ -222,6 +222,13 @@ impl ListCache {
         }
     }
 
+    /// The server was restarted: nothing it listed before is known to hold.
+    pub(crate) fn clear(&mut self) {
+        self.generation += 1;
+        self.entries.clear();
+        self.recount();
+    }
+
     /// The authorization changed: private entries are no longer this context's.
     pub(crate) fn change_context(&mut self) {
         self.context += 1;

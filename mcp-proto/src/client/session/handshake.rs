@@ -96,7 +96,7 @@ impl Session {
         true
     }
 
-    fn send_probe(&mut self, now: Instant, version: ProtocolVersion, retried: bool) {
+    pub(super) fn send_probe(&mut self, now: Instant, version: ProtocolVersion, retried: bool) {
         self.set_envelope(version);
         let rpc_id = self.alloc_rpc_id();
         let mut params = Vec::new();
@@ -288,6 +288,7 @@ impl Session {
 
     fn become_ready(&mut self, now: Instant, era: Era, version: ProtocolVersion) {
         self.state = State::Ready(era, version);
+        self.settled = Some((era, version));
         self.tentative_legacy = false;
         if let Some(details) = &self.server {
             self.events

@@ -140,6 +140,13 @@ pub(crate) struct Session {
     /// Over Streamable HTTP: the JSON-RPC id whose response stream the message being
     /// dispatched came on.
     pub(crate) stream_origin: Option<i64>,
+    /// The era and version the session last settled on: a stdio server that exits
+    /// after that may be restarted (`ClientConfig::restart`).
+    settled: Option<(Era, ProtocolVersion)>,
+    /// Restarts in a row, with no call answered since.
+    restarts_in_row: u32,
+    /// When the exited server is to be started again.
+    restart_at: Option<Instant>,
 }
 
 /// A message waiting to be written, with what a message-oriented transport needs to
@@ -310,6 +317,9 @@ impl Session {
             log_level: None,
             url_elicitations: VecDeque::new(),
             stream_origin: None,
+            settled: None,
+            restarts_in_row: 0,
+            restart_at: None,
         };
         client.start(now);
         client
@@ -413,11 +423,62 @@ impl Session {
         let truncated = self.decoder.partial_len();
         match (self.state, &self.handshake) {
             (State::Closed | State::AwaitingRestart, _) => {}
-            (State::Connecting, Some(h)) if matches!(h.phase, Phase::Probe { .. }) => {
+            (State::Connecting, Some(h))
+                if matches!(h.phase, Phase::Probe { .. }) && self.restarts_in_row == 0 =>
+            {
                 self.handle_probe_exit(now);
             }
+            _ if self.may_restart() => self.schedule_restart(now),
             _ => self.close_with(CloseReason::ServerExited { truncated }),
         }
+    }
+
+    /// Whether the server that just exited is to be started again: it is a stdio server
+    /// that was connected once (and exited since, or while reconnecting), and the
+    /// restarts in a row are within the policy.
+    fn may_restart(&self) -> bool {
+        self.transport == Transport::Stdio
+            && self.settled.is_some()
+            && self.restarts_in_row < self.config.restart.max_attempts
+    }
+
+    /// The stdio server exited after connecting: every call in flight fails once (none
+    /// is re-sent, since whether it ran cannot be known), every pending input is void,
+    /// what was waiting to be written to the old process is dropped, and a fresh
+    /// process is asked for after the policy's wait. Calls not yet written wait for it.
+    fn schedule_restart(&mut self, now: Instant) {
+        let in_flight: Vec<CallId> = self
+            .calls
+            .iter()
+            .filter(|(_, c)| c.rpc_id.is_some() || !c.pending.is_empty())
+            .map(|(id, _)| *id)
+            .collect();
+        for id in in_flight {
+            self.complete(id, Err(CallError::ServerExited));
+        }
+        let mut stale: Vec<_> = self.inputs.drain().map(|(k, _)| k).collect();
+        stale.sort();
+        for input in stale {
+            self.events.push_back(Event::InputCancelled { input });
+        }
+        self.handshake = None;
+        self.paused_since = None;
+        self.server = None;
+        self.cache.clear();
+        self.outgoing.clear();
+        self.queued_bytes = 0;
+        self.unwritten = 0;
+        self.restarts_in_row += 1;
+        let delay = self.config.restart.delay(self.restarts_in_row);
+        let at = now + delay;
+        self.restart_at = Some(at);
+        // Reconnecting is a connecting operation of its own, once the wait is over.
+        self.connect_deadline = at + self.config.limits.connect_timeout;
+        self.state = State::AwaitingRestart;
+        self.events.push_back(Event::ServerRestarting {
+            attempt: self.restarts_in_row,
+            delay,
+        });
     }
 
     /// The caller started a fresh transport after [`Session::restart_wanted`] was set.
@@ -434,7 +495,14 @@ impl Session {
         self.queued_bytes = 0;
         self.unwritten = 0;
         self.state = State::Connecting;
-        self.send_initialize(now, self.newest_legacy());
+        match self.settled.filter(|_| self.restarts_in_row > 0) {
+            // A restart after connecting: the era is known; a 2026 server is asked
+            // `server/discover` again for what it is now.
+            Some((Era::Modern, version)) => self.send_probe(now, version, false),
+            Some((Era::Legacy, version)) => self.send_initialize(now, version),
+            // The server exited on the era probe: it speaks the legacy era.
+            None => self.send_initialize(now, self.newest_legacy()),
+        }
         Ok(())
     }
 
@@ -442,6 +510,10 @@ impl Session {
     pub fn handle_timeout(&mut self, now: Instant) {
         if self.approval_since.is_some() {
             return;
+        }
+        if self.restart_at.is_some_and(|at| at <= now) {
+            self.restart_at = None;
+            self.restart_wanted = true;
         }
         if let Some(h) = &self.handshake
             && h.deadline <= now
@@ -551,13 +623,14 @@ impl Session {
             return None;
         }
         let handshake = self.handshake.as_ref().map(|h| h.deadline);
+        let own = handshake.into_iter().chain(self.restart_at).min();
         if self.paused_since.is_some() {
-            return handshake;
+            return own;
         }
         self.calls
             .values()
             .filter_map(|c| c.deadline)
-            .chain(handshake)
+            .chain(own)
             .min()
     }
 
@@ -891,6 +964,10 @@ impl Session {
         if let Some(rpc) = call.rpc_id {
             self.by_rpc.remove(&rpc);
         }
+        if outcome.is_ok() {
+            // The server did work: a later exit starts a new run of restarts.
+            self.restarts_in_row = 0;
+        }
         if let (Ok(output), Some(pending), Some(Era::Modern)) = (&outcome, call.cache, self.era())
             && let Some(method) = cache::cacheable(&call.request.method)
         {
@@ -1042,6 +1119,7 @@ impl Session {
         }
         self.state = State::Closed;
         self.handshake = None;
+        self.restart_at = None;
         let ids: Vec<CallId> = self.calls.keys().copied().collect();
         for id in ids {
             self.complete(id, Err(CallError::Closed(reason.clone())));
