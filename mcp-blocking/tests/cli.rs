@@ -764,7 +764,10 @@ fn ctrl_c_cancels_the_call_at_the_server_and_exits_130() {
         // Wait until the call reached the server, then press Ctrl-C.
         let waited = std::time::Instant::now();
         while !std::fs::read_to_string(&log).is_ok_and(|t| t.contains("called")) {
-            assert!(waited.elapsed() < std::time::Duration::from_secs(20), "{era}: no call");
+            assert!(
+                waited.elapsed() < std::time::Duration::from_secs(20),
+                "{era}: no call"
+            );
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
         let kill = Command::new("kill")

@@ -19,8 +19,8 @@ pub use mcp_proto::auth::{AuthConfig, AuthError, ClientIdentity, Credentials, Gr
 pub use mcp_proto::client::{
     AcceptDefaults, CallError, CallId, CallOutput, CallRequest, Change, ClientConfig, CloseReason,
     DeclineAll, Event, FormSchema, HttpFailure, InputAnswer, InputHandler, InputRequest, ListenEnd,
-    ListenFilter, LogLevel, LogMessage, Origin, PeerError, Root, SamplingRequest, SamplingResult,
-    TransportFailure, TransportFailureKind,
+    ListenFilter, LogLevel, LogMessage, Origin, PeerError, RestartPolicy, Root, SamplingRequest,
+    SamplingResult, TransportFailure, TransportFailureKind,
 };
 pub use mcp_proto::http::{EndpointUrl, UrlError};
 pub use mcp_proto::jsonrpc::Notification;

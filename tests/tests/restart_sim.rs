@@ -181,10 +181,7 @@ fn an_answered_call_starts_a_new_run_of_restarts() {
         assert_eq!(out.tool_result().unwrap().text(), text);
     }
     // Each exit was the first in its run: three restarts, each after the first wait.
-    assert_eq!(
-        restarting(&sim),
-        vec![(1, Duration::from_millis(500)); 3]
-    );
+    assert_eq!(restarting(&sim), vec![(1, Duration::from_millis(500)); 3]);
     assert_eq!(sim.respawns, 3);
 }
 

@@ -264,7 +264,9 @@ pub enum CallError {
     /// The stdio server exited while the call was in flight and is being started again
     /// ([`RestartPolicy`](super::RestartPolicy)). Whether the call ran cannot be known;
     /// it was not sent again.
-    #[error("the server exited while the call was in flight (it is being restarted; the call was not sent again)")]
+    #[error(
+        "the server exited while the call was in flight (it is being restarted; the call was not sent again)"
+    )]
     ServerExited,
     /// The legacy session expired (HTTP 404) while the call was in flight; a new session
     /// is being set up. The call was not replayed.
