@@ -229,6 +229,16 @@ impl<F: Flavour> Client<F> {
         self.driver.wait_for(timeout, Inbox::take_notification)
     }
 
+    /// Replaces the roots offered to the server: later `roots/list` requests get them,
+    /// and a legacy server is sent `notifications/roots/list_changed` when they differ.
+    ///
+    /// # Errors
+    /// [`Error::Misuse`] when the [`ClientConfig`] did not declare roots, [`Error::Closed`]
+    /// when the connection is over.
+    pub fn set_roots(&mut self, roots: Vec<proto::Root>) -> Result<(), Error> {
+        self.driver.set_roots(roots)
+    }
+
     /// Replaces the handler that answers requests for input (elicitation, sampling,
     /// roots). Only requests for capabilities declared in the [`ClientConfig`] reach it.
     pub fn set_input_handler(&mut self, handler: Box<F::InputHandler>) {

@@ -187,6 +187,16 @@ impl<F: Flavour> Driver<F> {
         Ok(call)
     }
 
+    /// Replaces the roots offered to the server.
+    pub(crate) fn set_roots(&mut self, roots: Vec<proto::Root>) -> Result<(), Error> {
+        if let Some(reason) = self.closed() {
+            return Err(Error::closed(reason, self.core.endpoint()));
+        }
+        self.core.machine.set_roots(clock::now(), roots)?;
+        self.settle();
+        Ok(())
+    }
+
     /// Cancels a call (ends a subscription).
     pub(crate) fn cancel(&mut self, call: CallId) -> Result<(), Error> {
         self.core.machine.cancel(clock::now(), call)?;

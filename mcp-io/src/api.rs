@@ -12,8 +12,8 @@ pub use crate::http::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_CONNECTIONS, TlsUnava
 pub use crate::transcript;
 pub use crate::{
     DEFAULT_GRACE_PERIOD, DEFAULT_STDERR_LIMIT, Direction, EraCache, Error, Flavour, Local,
-    LogSink, Options, Progress, ProgressHandler, ResolveError, Sendable, Shutdown, StdioCommand,
-    TranscriptSink, TransportError, TransportErrorKind, WireLog,
+    LogSink, Options, PendingInput, Progress, ProgressHandler, ResolveError, Sendable, Shutdown,
+    StdioCommand, TranscriptSink, TransportError, TransportErrorKind, WireLog,
 };
 pub use mcp_proto::auth::{AuthConfig, AuthError, ClientIdentity, Credentials, Grant};
 pub use mcp_proto::client::{

@@ -3,7 +3,9 @@
 use std::collections::VecDeque;
 
 use mcp_proto::Limits;
-use mcp_proto::client::{CallId, ClientConfig, CloseReason, Event, PeerError};
+use mcp_proto::client::{
+    CallId, ClientConfig, CloseReason, Event, InputId, InputRequest, PeerError,
+};
 use mcp_proto::jsonrpc::Notification;
 use mcp_proto::model::ServerDetails;
 
@@ -55,6 +57,23 @@ pub struct Inbox {
     subscription_events: VecDeque<(Event, usize)>,
     /// Where the era verdict goes, under which origin.
     era_cache: Option<(EraCache, String)>,
+    /// Requests for input not yet taken, with [`Options::queue_input`](crate::Options::queue_input)
+    /// (the machine bounds how many are pending).
+    input_requests: VecDeque<PendingInput>,
+}
+
+/// A request for input the application answers itself (with
+/// [`Options::queue_input`](crate::Options::queue_input)): answer it through the
+/// client's `respond` with `input`.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct PendingInput {
+    /// Answer with this id.
+    pub input: InputId,
+    /// The call it belongs to, when known (always in the 2026 era).
+    pub call: Option<CallId>,
+    /// What is asked.
+    pub request: InputRequest,
 }
 
 impl Default for Inbox {
@@ -70,6 +89,7 @@ impl Default for Inbox {
             max_notification_bytes: Limits::default().max_queued_event_bytes,
             subscription_events: VecDeque::new(),
             era_cache: None,
+            input_requests: VecDeque::new(),
         }
     }
 }
@@ -105,6 +125,13 @@ impl Inbox {
         let n = self.notifications.pop_front()?;
         self.notification_bytes -= n.retained_bytes();
         Some(n)
+    }
+
+    /// The oldest request for input not yet taken (queued with
+    /// [`Options::queue_input`](crate::Options::queue_input); one the server or the end
+    /// of its call made void is gone from the queue).
+    pub fn take_input_request(&mut self) -> Option<PendingInput> {
+        self.input_requests.pop_front()
     }
 
     /// Bytes of the notifications waiting to be taken.
@@ -192,6 +219,18 @@ impl Inbox {
             | Event::SubscriptionEnded { .. }) => self.push_subscription_event(e),
             Event::PeerError(e) => {
                 push_newest(&mut self.peer_errors, e, MAX_PEER_ERRORS);
+            }
+            Event::InputRequested {
+                input,
+                call,
+                request,
+            } => self.input_requests.push_back(PendingInput {
+                input,
+                call,
+                request,
+            }),
+            Event::InputCancelled { input } => {
+                self.input_requests.retain(|p| p.input != input);
             }
             Event::ToolExcluded { tool, reason } => {
                 let reason = reason.to_string();

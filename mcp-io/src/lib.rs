@@ -95,7 +95,7 @@ pub use child::{Shutdown, StderrTail};
 pub use command::{DEFAULT_STDERR_LIMIT, StdioCommand};
 pub use era_cache::EraCache;
 pub use error::Error;
-pub use inbox::Inbox;
+pub use inbox::{Inbox, PendingInput};
 pub use options::{
     DEFAULT_GRACE_PERIOD, Direction, ElicitationCompleteSink, Flavour, Local, LogSink,
     MAX_NOTIFICATIONS, MAX_PEER_ERRORS, Options, Progress, ProgressHandler, Sendable,

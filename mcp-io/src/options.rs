@@ -240,6 +240,12 @@ pub struct Options<F: Flavour = Sendable> {
     pub on_log: Option<LogSink>,
     /// Told when the server reports a URL-mode elicitation complete. Default none.
     pub on_elicitation_complete: Option<ElicitationCompleteSink>,
+    /// Requests for input are queued for the application instead of going to the
+    /// [`input_handler`](Options::input_handler): `mcp-smol`'s
+    /// `Client::next_input_request` hands them out and `Client::respond` answers, at
+    /// whatever pace a person takes, without blocking the executor. Default off. (In
+    /// `mcp-blocking` a call holds its thread, so the handler answers there.)
+    pub queue_input: bool,
 }
 
 impl Options {
@@ -303,6 +309,7 @@ impl Options {
             authorization_handler: self.authorization_handler,
             on_credentials: self.on_credentials,
             on_log: self.on_log,
+            queue_input: self.queue_input,
             on_elicitation_complete: self.on_elicitation_complete,
         }
     }
@@ -364,7 +371,16 @@ impl<F: Flavour> Options<F> {
             on_credentials: None,
             on_log: None,
             on_elicitation_complete: None,
+            queue_input: false,
         }
+    }
+
+    /// The same options queueing requests for input for the application to take and
+    /// answer asynchronously (see [`Options::queue_input`]).
+    #[must_use]
+    pub fn queue_input_requests(mut self) -> Self {
+        self.queue_input = true;
+        self
     }
 
     /// The same options with a sink for the server's log messages.
@@ -453,8 +469,8 @@ impl<F: Flavour> Options<F> {
     ///   any;
     /// * [`Event::InputRequested`] is answered on the spot by the
     ///   [`input_handler`](Options::input_handler): `reply` gets the answer, to apply to
-    ///   the machine ([`Reply::apply`]). Nothing is ever left waiting, so the machine's
-    ///   `InputCancelled` needs no handling.
+    ///   the machine ([`Reply::apply`]); with [`Options::queue_input`] it is returned
+    ///   instead, for the [`Inbox`](crate::Inbox) to queue.
     /// * [`Event::AuthorizationRequested`] goes to the
     ///   [`authorization_handler`](Options::authorization_handler), and `reply` gets the
     ///   callback URL it returned, or the reason there is none;
@@ -493,6 +509,7 @@ impl<F: Flavour> Options<F> {
                 }
                 None
             }
+            e @ Event::InputRequested { .. } if self.queue_input => Some(e),
             Event::InputRequested { input, request, .. } => {
                 reply(Reply::Input(input, self.input_handler.answer(&request)));
                 None

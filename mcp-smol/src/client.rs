@@ -55,6 +55,17 @@ pub(crate) enum Command {
     },
     /// End a subscription.
     EndListen(mcp_proto::client::CallId),
+    /// Answer a queued request for input.
+    Respond {
+        input: mcp_proto::client::InputId,
+        answer: mcp_proto::client::InputAnswer,
+        reply: Sender<Result<(), Error>>,
+    },
+    /// Replace the roots offered to the server.
+    SetRoots {
+        roots: Vec<mcp_proto::client::Root>,
+        reply: Sender<Result<(), Error>>,
+    },
     Connected(Sender<Result<ServerDetails, Error>>),
     Configure(Configure),
     /// Close the connection.
@@ -80,6 +91,8 @@ pub struct Client {
     tx: Sender<Command>,
     /// Rung by the driver when it queues a notification; closes with the driver.
     doorbell: Receiver<()>,
+    /// Rung by the driver when it queues a request for input; closes with the driver.
+    input_bell: Receiver<()>,
     /// Never carries a message: it closes when the driver finishes or is dropped.
     done: Receiver<()>,
     shared: Arc<Shared>,
@@ -169,15 +182,18 @@ impl Client {
     fn with_channels(shared: Arc<Shared>) -> (Client, Channels) {
         let (tx, rx) = async_channel::unbounded();
         let (bell_tx, bell_rx) = async_channel::bounded(1);
+        let (input_tx, input_rx) = async_channel::bounded(1);
         let (done_tx, done_rx) = async_channel::bounded(1);
         let channels = Channels {
             commands: rx,
             doorbell: bell_tx,
+            input_bell: input_tx,
             done: done_tx,
         };
         let client = Client {
             tx,
             doorbell: bell_rx,
+            input_bell: input_rx,
             done: done_rx,
             shared,
         };
@@ -326,6 +342,78 @@ impl Client {
         }
     }
 
+    /// Waits for the next request for input (elicitation, sampling, roots, 2026
+    /// `input_required` rounds) when the options queue them
+    /// ([`Options::queue_input_requests`]); answer it with [`Client::respond`], taking as
+    /// long as a person needs: the executor is never blocked, and the call it belongs to
+    /// waits (legacy call deadlines are paused meanwhile). One the server or the end of
+    /// its call made void is never handed out. `None` once the connection is over.
+    ///
+    /// ```no_run
+    /// use mcp_smol::{InputAnswer, InputRequest, Options, StdioCommand};
+    /// # use mcp_smol::{ClientCapabilities, ClientConfig};
+    /// # async fn run() -> Result<(), mcp_smol::Error> {
+    /// let config = ClientConfig::new("app", "1").capabilities(ClientCapabilities::with_elicitation());
+    /// let options = Options::new().queue_input_requests();
+    /// let (client, driver) =
+    ///     mcp_smol::connect_stdio_with(StdioCommand::new("my-server"), config, options)?;
+    /// let answering = client.clone();
+    /// let answers = async move {
+    ///     while let Some(asked) = answering.next_input_request().await {
+    ///         // Ask a person, at their pace; here: decline.
+    ///         let answer = InputAnswer::decline();
+    ///         let _ = answering.respond(asked.input, answer).await;
+    ///     }
+    /// };
+    /// # let _ = (driver, answers, client);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn next_input_request(&self) -> Option<mcp_io::PendingInput> {
+        loop {
+            if let Some(p) = self.shared.lock().inbox.take_input_request() {
+                return Some(p);
+            }
+            if self.input_bell.recv().await.is_err() {
+                return self.shared.lock().inbox.take_input_request();
+            }
+        }
+    }
+
+    /// Answers a request for input from [`Client::next_input_request`]. The answer is
+    /// checked as the input handler's would be (a form answer against its schema, with
+    /// defaults applied).
+    ///
+    /// # Errors
+    /// [`Error::Misuse`] when the request is unknown or void (its call ended), or the
+    /// answer does not fit it; [`Error::Closed`] or [`Error::DriverGone`] when the
+    /// connection is over.
+    pub async fn respond(
+        &self,
+        input: mcp_proto::client::InputId,
+        answer: mcp_proto::client::InputAnswer,
+    ) -> Result<(), Error> {
+        let (reply, rx) = async_channel::bounded(1);
+        self.send(Command::Respond {
+            input,
+            answer,
+            reply,
+        })?;
+        rx.recv().await.unwrap_or_else(|_| Err(self.gone()))
+    }
+
+    /// Replaces the roots offered to the server: later `roots/list` requests get them,
+    /// and a legacy server is sent `notifications/roots/list_changed` when they differ.
+    ///
+    /// # Errors
+    /// [`Error::Misuse`] when the [`ClientConfig`] did not declare roots;
+    /// [`Error::Closed`] or [`Error::DriverGone`] when the connection is over.
+    pub async fn set_roots(&self, roots: Vec<mcp_proto::client::Root>) -> Result<(), Error> {
+        let (reply, rx) = async_channel::bounded(1);
+        self.send(Command::SetRoots { roots, reply })?;
+        rx.recv().await.unwrap_or_else(|_| Err(self.gone()))
+    }
+
     /// Replaces the handler that answers requests for input (elicitation, sampling,
     /// roots, 2026 `input_required` rounds). Only requests for capabilities declared in
     /// the [`ClientConfig`] reach it. Takes effect in order with the calls made through
@@ -438,10 +526,12 @@ mod tests {
         fn send<T: Send>(_: &T) {}
         let (tx, _rx) = async_channel::unbounded();
         let (_btx, brx) = async_channel::bounded(1);
+        let (_itx, irx) = async_channel::bounded(1);
         let (_dtx, drx) = async_channel::bounded(1);
         let client = Client {
             tx,
             doorbell: brx,
+            input_bell: irx,
             done: drx,
             shared: Arc::new(Shared::new(Inbox::default(), 16, Some(1), None)),
         };
@@ -451,5 +541,6 @@ mod tests {
         send(&client.connected());
         send(&client.close());
         send(&client.next_notification());
+        send(&client.next_input_request());
     }
 }

@@ -29,6 +29,8 @@ pub(crate) struct Channels {
     pub(crate) commands: Receiver<Command>,
     /// Rung when a notification is queued in the shared inbox.
     pub(crate) doorbell: Sender<()>,
+    /// Rung when a request for input is queued there.
+    pub(crate) input_bell: Sender<()>,
     /// Dropped when the driver finishes.
     pub(crate) done: Sender<()>,
 }
@@ -60,6 +62,7 @@ impl Drop for Commands {
 pub(crate) struct Facade {
     pub(crate) commands: Commands,
     doorbell: Sender<()>,
+    input_bell: Sender<()>,
     _done: Sender<()>,
     pub(crate) shared: Arc<Shared>,
     calls: HashMap<CallId, (u64, Sender<Result<CallOutput, Error>>)>,
@@ -74,6 +77,7 @@ impl Facade {
         Facade {
             commands: Commands(Box::pin(channels.commands)),
             doorbell: channels.doorbell,
+            input_bell: channels.input_bell,
             _done: channels.done,
             shared,
             calls: HashMap::new(),
@@ -106,6 +110,16 @@ impl Facade {
             Command::EndListen(call) => {
                 let _ = machine.cancel(now, call);
             }
+            Command::Respond {
+                input,
+                answer,
+                reply,
+            } => {
+                let _ = reply.try_send(machine.respond(now, input, answer).map_err(Error::from));
+            }
+            Command::SetRoots { roots, reply } => {
+                let _ = reply.try_send(machine.set_roots(now, roots).map_err(Error::from));
+            }
             Command::Cancel { key } => {
                 if let Some(call) = self.keys.remove(&key) {
                     let _ = machine.cancel(now, call);
@@ -132,10 +146,14 @@ impl Facade {
                 | Event::SubscriptionReconnecting { .. }
                 | Event::SubscriptionEnded { .. }
         );
+        let input = matches!(event, Event::InputRequested { .. });
         let Some(event) = self.shared.lock().inbox.keep(event) else {
+            // Full means rung already: the waiters will find this one too.
             if notification {
-                // Full means rung already: the waiters will find this one too.
                 let _ = self.doorbell.try_send(());
+            }
+            if input {
+                let _ = self.input_bell.try_send(());
             }
             return;
         };
@@ -158,8 +176,6 @@ impl Facade {
                 // Later commands fail at once; the queued ones get the end in `finish`.
                 self.commands.close();
             }
-            // Input requests are answered on the spot above: nothing is ever waiting to be
-            // voided.
             _ => {}
         }
     }
@@ -195,6 +211,9 @@ impl Facade {
                 }
                 Command::Connected(reply) => self.waiters.push(reply),
                 Command::Listen { reply, .. } => {
+                    let _ = reply.try_send(Err(ended.clone()));
+                }
+                Command::Respond { reply, .. } | Command::SetRoots { reply, .. } => {
                     let _ = reply.try_send(Err(ended.clone()));
                 }
                 Command::Cancel { .. }

@@ -669,3 +669,74 @@ fn a_transcript_of_the_run_replays() {
         assert_eq!(summary.transcripts, 1);
     }
 }
+
+// ----- input answered by the application, asynchronously --------------------------------
+
+/// With `queue_input_requests`, the form of `confirm` is taken by another task, answered
+/// after a pause (the executor keeps running: a second call completes meanwhile), and
+/// the call gets the answer; in both eras.
+#[test]
+fn queued_input_is_answered_by_another_task_in_both_eras() {
+    for mode in [EraMode::Auto, EraMode::Legacy] {
+        let options = Options::new().queue_input_requests();
+        let connected = mcp_smol::connect_stdio_with(server(&[]), config(mode), options).unwrap();
+        let outcome = common::run_smol(connected, move |client: Client, spawn: Spawn| async move {
+            let answering = client.clone();
+            let answered = spawn(Box::pin(async move {
+                let asked = answering.next_input_request().await.expect("a request");
+                let InputRequest::Elicitation(form) = &asked.request else {
+                    panic!("{:?}", asked.request);
+                };
+                assert!(form.message.contains("Proceed"), "{}", form.message);
+                assert!(asked.call.is_some() || mode == EraMode::Legacy);
+                async_io::Timer::after(Duration::from_millis(100)).await;
+                let mut content = serde_json::Map::new();
+                content.insert("proceed".into(), json!(false));
+                content.insert("name".into(), json!("Ada"));
+                answering
+                    .respond(asked.input, InputAnswer::accept(content))
+                    .await
+                    .expect("respond");
+                // Answered once: a second answer is refused.
+                let again = answering.respond(asked.input, InputAnswer::decline()).await;
+                assert!(matches!(again, Err(Error::Misuse(_))), "{again:?}");
+            }));
+            let confirm = client.call_tool("confirm", json!({}));
+            // Meanwhile other calls go on.
+            let sum = client
+                .call_tool("add", json!({"a": 1, "b": 2}))
+                .await
+                .unwrap();
+            assert_eq!(sum.text(), "3");
+            let confirmed = confirm.await.expect("confirm");
+            assert_eq!(confirmed.text(), "accepted: proceed=false name=Ada");
+            answered.await;
+            client.close().await;
+        });
+        outcome.expect("driver ends cleanly");
+    }
+}
+
+/// A request whose call is dropped is void: its answer is refused.
+#[test]
+fn a_queued_request_of_a_dropped_call_is_void() {
+    let options = Options::new().queue_input_requests();
+    let connected =
+        mcp_smol::connect_stdio_with(server(&[]), config(EraMode::Auto), options).unwrap();
+    common::run_bare(connected, |client: Client, _spawn: Spawn| async move {
+        let asked = {
+            let confirm = client.call_tool("confirm", json!({}));
+            future::or(async { client.next_input_request().await }, async {
+                confirm.await.ok();
+                None
+            })
+            .await
+            .expect("a request")
+            // The call's future is dropped here: the call is cancelled.
+        };
+        let late = client.respond(asked.input, InputAnswer::decline()).await;
+        assert!(matches!(late, Err(Error::Misuse(_))), "{late:?}");
+        client.close().await;
+    })
+    .expect("driver ends cleanly");
+}

@@ -139,3 +139,80 @@ fn a_blocking_call_is_cancelled_from_another_thread_in_both_eras() {
         client.close();
     }
 }
+
+/// A legacy server that asks for the roots whenever told they changed; its `roots` tool
+/// answers with the URIs it got last (waiting for the answer when it is on its way).
+const ROOTS_SERVER: &str = r#"
+import json, sys
+roots, waiting = None, None
+def send(m):
+    sys.stdout.write(json.dumps(m) + "\n")
+    sys.stdout.flush()
+def answer(mid):
+    uris = [r["uri"] for r in roots]
+    send({"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": json.dumps(uris)}]}})
+for line in sys.stdin:
+    m = json.loads(line)
+    method, mid = m.get("method"), m.get("id")
+    if method == "initialize":
+        send({"jsonrpc": "2.0", "id": mid, "result": {"protocolVersion": "2025-11-25",
+              "capabilities": {"tools": {}}, "serverInfo": {"name": "roots", "version": "1"}}})
+    elif method == "notifications/roots/list_changed":
+        roots = None
+        send({"jsonrpc": "2.0", "id": "r", "method": "roots/list"})
+    elif method is None and mid == "r":
+        roots = m["result"]["roots"]
+        if waiting is not None:
+            answer(waiting)
+            waiting = None
+    elif method == "tools/call":
+        if roots is None:
+            waiting = mid
+        else:
+            answer(mid)
+    elif mid is not None and method is not None:
+        send({"jsonrpc": "2.0", "id": mid, "result": {}})
+"#;
+
+fn roots_config() -> ClientConfig {
+    let first = mcp_proto::client::Root::new("file:///first");
+    ClientConfig::new("lifecycle", "1.0")
+        .era_mode(EraMode::Legacy)
+        .roots(vec![first])
+}
+
+#[test]
+fn both_adapters_change_the_roots_of_a_live_connection() {
+    let Some(python) = python() else {
+        eprintln!("skipped: no python");
+        return;
+    };
+    let second = || vec![mcp_proto::client::Root::new("file:///second")];
+    let command = mcp_blocking::StdioCommand::new(python).args(["-c", ROOTS_SERVER]);
+    let mut client = mcp_blocking::Client::connect_stdio(command, roots_config()).unwrap();
+    client.set_roots(second()).unwrap();
+    let seen = client.call_tool("roots", json!({})).unwrap().text();
+    assert_eq!(seen, r#"["file:///second"]"#);
+    client.close();
+
+    let command = mcp_smol::StdioCommand::new(python).args(["-c", ROOTS_SERVER]);
+    let (client, driver) = mcp_smol::connect_stdio(command, roots_config()).unwrap();
+    let work = async move {
+        // Changed while connecting, the roots would simply be the ones the server asks
+        // for later: change them on the live session.
+        client.connected().await.unwrap();
+        client.set_roots(second()).await.unwrap();
+        let seen = client.call_tool("roots", json!({})).await.unwrap().text();
+        assert_eq!(seen, r#"["file:///second"]"#);
+        client.close().await;
+    };
+    let (driven, ()) = future::block_on(future::zip(driver, work));
+    driven.expect("closed locally");
+
+    // Without a roots capability there is nothing to change.
+    let command = mcp_blocking::StdioCommand::new(python).args(["-c", ROOTS_SERVER]);
+    let config = ClientConfig::new("lifecycle", "1.0").era_mode(EraMode::Legacy);
+    let mut client = mcp_blocking::Client::connect_stdio(command, config).unwrap();
+    let refused = client.set_roots(second()).unwrap_err();
+    assert_eq!(refused.kind(), "misuse", "{refused}");
+}
