@@ -50,6 +50,12 @@ pub struct ClientCapabilities {
     pub elicitation_url: bool,
     /// `sampling/createMessage`.
     pub sampling: bool,
+    /// 2025-11-25 on: sampling requests may carry `tools` and `toolChoice`
+    /// (`sampling.tools`). Without it such a request is refused.
+    pub sampling_tools: bool,
+    /// 2025-11-25 on: sampling requests may ask for `includeContext` other than `none`
+    /// (`sampling.context`). Without it such a request is refused.
+    pub sampling_context: bool,
     /// `roots/list`.
     pub roots: bool,
     /// Legacy era: the client sends `notifications/roots/list_changed` when its roots
@@ -92,7 +98,16 @@ impl ClientCapabilities {
             caps.insert("elicitation".into(), Value::Object(e));
         }
         if self.sampling {
-            caps.insert("sampling".into(), Value::Object(Map::new()));
+            let mut s = Map::new();
+            if version >= ProtocolVersion::V2025_11_25 {
+                if self.sampling_tools {
+                    s.insert("tools".into(), Value::Object(Map::new()));
+                }
+                if self.sampling_context {
+                    s.insert("context".into(), Value::Object(Map::new()));
+                }
+            }
+            caps.insert("sampling".into(), Value::Object(s));
         }
         if self.roots {
             let mut r = Map::new();

@@ -7,7 +7,7 @@ use mcp_proto::client::{
 };
 use mcp_proto::limits::Limits;
 use mcp_proto::model::ClientCapabilities;
-use mcp_proto::version::EraMode;
+use mcp_proto::version::{EraMode, ProtocolVersion};
 use mcp_tests::{Scripted, Sim};
 use serde_json::{Value, json};
 
@@ -259,6 +259,69 @@ fn a_sampling_answer_must_be_a_create_message_result_and_bad_params_are_refused(
     let out = sim.call(CallRequest::call_tool("t", json!({}))).unwrap();
     assert_eq!(text(&out)["code"], -32602);
     assert!(asked(&sim).is_empty());
+}
+
+#[test]
+fn sampling_with_tools_or_context_needs_the_sub_capability() {
+    let with_tools = json!({"method":"sampling/createMessage","params":{"messages":[],
+        "maxTokens":1,"tools":[{"name":"t","inputSchema":{"type":"object"}}]}});
+    let with_context = json!({"method":"sampling/createMessage","params":{"messages":[],
+        "maxTokens":1,"includeContext":"thisServer"}});
+    for request in [with_tools.clone(), with_context.clone()] {
+        // Not declared: -32602 to the server, nobody asked.
+        let mut sim = Sim::new(config(EraMode::Legacy), legacy_asking(request.clone()));
+        sim.connect();
+        let out = sim.call(CallRequest::call_tool("t", json!({}))).unwrap();
+        assert_eq!(text(&out)["code"], -32602, "{request}");
+        assert!(
+            text(&out)["message"]
+                .as_str()
+                .unwrap()
+                .contains("did not declare sampling.")
+        );
+        assert!(asked(&sim).is_empty());
+
+        // Declared: asked.
+        let mut caps = all_caps();
+        caps.sampling_tools = true;
+        caps.sampling_context = true;
+        let config = config(EraMode::Legacy).capabilities(caps);
+        let mut sim = Sim::new(config, legacy_asking(request.clone()));
+        sim.connect();
+        let _ = call_until_asked(&mut sim);
+        assert_eq!(asked(&sim).len(), 1, "{request}");
+        let init = sim.sent_with_method("initialize")[0];
+        assert_eq!(
+            init["params"]["capabilities"]["sampling"],
+            json!({"tools":{},"context":{}})
+        );
+    }
+    // A 2026 input round is held to the same rule.
+    let mut sim = Sim::new(
+        config(EraMode::Auto),
+        modern_asking(json!({ "s": with_tools })),
+    );
+    sim.connect();
+    let id = call_until_asked(&mut sim);
+    sim.run_until(|s| s.completion(id).is_some());
+    assert!(asked(&sim).is_empty());
+    assert!(sim.completion(id).unwrap().is_err());
+}
+
+#[test]
+fn sampling_sub_capabilities_are_spelled_per_version() {
+    let mut caps = ClientCapabilities::none();
+    caps.sampling = true;
+    caps.sampling_tools = true;
+    caps.sampling_context = true;
+    assert_eq!(
+        caps.to_json(ProtocolVersion::V2025_06_18)["sampling"],
+        json!({})
+    );
+    assert_eq!(
+        caps.to_json(ProtocolVersion::V2025_11_25)["sampling"],
+        json!({"tools":{},"context":{}})
+    );
 }
 
 // ----- roots --------------------------------------------------------------------------

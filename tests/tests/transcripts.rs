@@ -93,6 +93,27 @@ fn stdio_runs_with_input_and_a_timeout_replay_in_both_eras() {
     }
 }
 
+#[test]
+fn a_restart_after_the_server_exits_replays() {
+    let policy = mcp_proto::client::RestartPolicy::up_to(2);
+    let mut sim = Sim::new(config(EraMode::Auto).restart(policy), example::server());
+    sim.client.start_recording();
+    let mut recording = Recording::new(&[]);
+    sim.connect();
+    sim.client
+        .handle_eof(sim.now, mcp_proto::client::ConnId::STDIO);
+    sim.restarts.push(Box::new(example::server()));
+    let out = sim.call(CallRequest::call_tool("echo", json!({"text": "back"})));
+    assert_eq!(out.unwrap().tool_result().unwrap().text(), "back");
+    sim.client.close(sim.now);
+    sim.step();
+    let text = drain(&mut sim.client, &mut recording);
+    assert!(text.contains("ServerRestarting"), "{text}");
+    // The policy is part of the recorded config: without it the replay would close.
+    assert!(text.contains(r#""restart":[2,500,30000]"#), "{text}");
+    assert!(replays(&text) > 10);
+}
+
 /// The bundled example server answering each POST body as its stdio machine would: the
 /// modern era is stateless, so one machine serves every request.
 fn example_over_http() -> impl FnMut(&SeenRequest) -> Reply {

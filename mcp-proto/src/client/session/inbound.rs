@@ -507,6 +507,30 @@ impl Session {
         self.check_input_request(&req.method, req.params.as_deref())
     }
 
+    /// A sampling request asks only for what the client declared: `tools`/`toolChoice`
+    /// need `sampling.tools`; from 2025-11-25 on, an `includeContext` other than
+    /// `none` needs `sampling.context` (before, it needed nothing).
+    fn check_sampling_extras(&self, p: &SamplingRequest) -> Result<(), ErrorObject> {
+        let caps = &self.config.capabilities;
+        let refuse = |what: &str, capability: &str| {
+            ErrorObject::new(
+                codes::INVALID_PARAMS,
+                format!("sampling with {what}: the client did not declare {capability}"),
+            )
+        };
+        if !caps.sampling_tools
+            && (p.extra.contains_key("tools") || p.extra.contains_key("toolChoice"))
+        {
+            return Err(refuse("tools", "sampling.tools"));
+        }
+        let context = p.extra.get("includeContext").and_then(Value::as_str);
+        let versioned = matches!(self.state, super::State::Ready(_, v) if v >= crate::ProtocolVersion::V2025_11_25);
+        if !caps.sampling_context && versioned && context.is_some_and(|c| c != "none") {
+            return Err(refuse("includeContext", "sampling.context"));
+        }
+        Ok(())
+    }
+
     /// Validates a request for input against the declared capabilities, the form
     /// subset and the URL policy; answers roots from the config.
     fn check_input_request(
@@ -584,6 +608,7 @@ impl Session {
                         format!("invalid sampling params: {e}"),
                     )
                 })?;
+                self.check_sampling_extras(&p)?;
                 Ok(Vetted::Ask(
                     InputRequest::Sampling(Box::new(p)),
                     AnswerCheck::Sampling,

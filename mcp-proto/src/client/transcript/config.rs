@@ -131,6 +131,10 @@ pub(crate) struct ClientRepr {
     roots: Option<Vec<crate::client::Root>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     known_era: Option<(Era, String)>,
+    /// `ClientConfig::restart`, when restarts are allowed: attempts, first and longest
+    /// wait in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    restart: Option<(u32, u64, u64)>,
 }
 
 /// The capabilities, as flags and extensions.
@@ -140,6 +144,8 @@ struct CapsRepr {
     elicitation_form: bool,
     elicitation_url: bool,
     sampling: bool,
+    sampling_tools: bool,
+    sampling_context: bool,
     roots: bool,
     roots_list_changed: bool,
     extensions: Fields,
@@ -151,6 +157,8 @@ impl ClientRepr {
             elicitation_form,
             elicitation_url,
             sampling,
+            sampling_tools,
+            sampling_context,
             roots,
             roots_list_changed,
             extensions,
@@ -159,6 +167,8 @@ impl ClientRepr {
             elicitation_form,
             elicitation_url,
             sampling,
+            sampling_tools,
+            sampling_context,
             roots,
             roots_list_changed,
             extensions,
@@ -180,6 +190,11 @@ impl ClientRepr {
             limits: config.limits.diff(&Limits::default()),
             roots: config.roots.clone(),
             known_era: config.known_era.map(|(e, v)| (e, v.as_str().to_owned())),
+            restart: (config.restart.max_attempts > 0).then(|| {
+                let ms = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+                let r = &config.restart;
+                (r.max_attempts, ms(r.first_delay), ms(r.max_delay))
+            }),
         }
     }
 
@@ -201,6 +216,8 @@ impl ClientRepr {
             elicitation_form: caps.elicitation_form,
             elicitation_url: caps.elicitation_url,
             sampling: caps.sampling,
+            sampling_tools: caps.sampling_tools,
+            sampling_context: caps.sampling_context,
             roots: caps.roots,
             roots_list_changed: caps.roots_list_changed,
             extensions: caps.extensions,
@@ -211,6 +228,11 @@ impl ClientRepr {
             Some((era, v)) => Some((*era, version(v)?)),
             None => None,
         };
+        if let Some((attempts, first, max)) = self.restart {
+            let ms = std::time::Duration::from_millis;
+            config.restart =
+                crate::client::RestartPolicy::up_to(attempts).delays(ms(first), ms(max));
+        }
         Ok(config)
     }
 }
