@@ -6,11 +6,14 @@ use std::io::{self, Read, Write};
 use mcp_proto::server::Server;
 
 /// Serves `server` on this process's stdin and stdout until stdin ends. A client that
-/// goes away (stdout closed) ends it quietly too.
+/// goes away (stdout closed) ends it quietly too. A `requestState` codec that does not
+/// protect what it seals is first replaced with a sealing one under a fresh random key
+/// ([`Server::seal_request_states`]).
 ///
 /// # Errors
-/// Any other read or write error.
+/// Any other read or write error; the operating system having no random numbers.
 pub fn serve_stdio(mut server: Server) -> io::Result<()> {
+    mcp_io::auth::seal_server_states(&mut server)?;
     let stdin = io::stdin();
     let stdout = io::stdout();
     match serve(&mut server, stdin.lock(), stdout.lock()) {

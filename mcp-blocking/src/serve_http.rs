@@ -140,15 +140,21 @@ pub fn serve_http_on(addr: impl ToSocketAddrs, server: Server) -> io::Result<Htt
     serve_http(TcpListener::bind(addr)?, server)
 }
 
-/// [`serve_http`] with options.
+/// [`serve_http`] with options. A `requestState` codec that does not protect what it
+/// seals is first replaced with a sealing one under a fresh random key
+/// ([`Server::seal_request_states`]); bring a
+/// [`SealedStateCodec`](mcp_proto::server::SealedStateCodec) with a shared key ring to
+/// let several instances open each other's states.
 ///
 /// # Errors
-/// When the listener cannot be made non-blocking or has no local address.
+/// When the listener cannot be made non-blocking or has no local address, or the
+/// operating system has no random numbers.
 pub fn serve_http_with(
     listener: TcpListener,
-    server: Server,
+    mut server: Server,
     options: HttpServeOptions,
 ) -> io::Result<HttpServerHandle> {
+    mcp_io::auth::seal_server_states(&mut server)?;
     listener.set_nonblocking(true)?;
     let local_addr = listener.local_addr()?;
     let stop = Arc::new(AtomicBool::new(false));

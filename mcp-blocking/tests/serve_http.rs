@@ -621,3 +621,44 @@ fn cli_serve_example_http() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `serve_http` seals `requestState` under a fresh key: the state of an input round is
+/// a signed token, and a forged plain state is refused.
+#[test]
+fn request_states_are_sealed_by_default() {
+    let server = start();
+    let mut c = Conn::open(server.local_addr());
+    let caps = |mut p: Value| {
+        p["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {}});
+        p
+    };
+    let first = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": caps(meta_params(json!({"name": "confirm", "arguments": {}})))});
+    let headers = [
+        ("MCP-Protocol-Version", V),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "confirm"),
+    ];
+    let r = c.roundtrip(&request("POST", &headers, first.to_string().as_bytes()));
+    let v = r.json();
+    assert_eq!(v["result"]["resultType"], "input_required", "{v}");
+    let state = v["result"]["requestState"].as_str().unwrap().to_owned();
+    assert!(state.starts_with("v1.k0."), "{state}");
+    let answer = json!({"confirm": {"action": "accept", "content": {"proceed": true}}});
+    let forged = r#"plain1:{"method":"tools/call","name":"confirm","round":1,"asked":["confirm"],"inputs":{}}"#;
+    for (token, ok) in [(forged, false), (state.as_str(), true)] {
+        let retry = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": caps(meta_params(json!({"name": "confirm", "arguments": {},
+                "requestState": token, "inputResponses": answer})))});
+        let r = c.roundtrip(&request("POST", &headers, retry.to_string().as_bytes()));
+        let v = r.json();
+        if ok {
+            assert_eq!(
+                v["result"]["content"][0]["text"], "accepted: proceed=true name=friend",
+                "{v}"
+            );
+        } else {
+            assert_eq!(v["error"]["code"], -32602, "{v}");
+        }
+    }
+}

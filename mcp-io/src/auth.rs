@@ -94,6 +94,26 @@ pub fn prepare_auth(mut config: AuthConfig) -> Result<(AuthConfig, u64), String>
     Ok((config, unix_now()))
 }
 
+/// Seals the `requestState` of `server` under a fresh random key unless its codec
+/// already protects it ([`Server::seal_request_states`](mcp_proto::server::Server::seal_request_states)):
+/// what the adapters' serve functions do before serving.
+///
+/// # Errors
+/// When the operating system has no random numbers to give.
+pub fn seal_server_states(server: &mut mcp_proto::server::Server) -> std::io::Result<()> {
+    let mut seed = [0u8; 32];
+    SystemRandom::new().fill(&mut seed).map_err(|_| {
+        std::io::Error::other("the operating system's random number generator failed")
+    })?;
+    let now_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    let since_origin =
+        u64::try_from(crate::clock::now().elapsed_since_origin().as_millis()).unwrap_or(u64::MAX);
+    server.seal_request_states(seed, now_ms.saturating_sub(since_origin));
+    Ok(())
+}
+
 /// Seconds since the Unix epoch.
 #[must_use]
 pub fn unix_now() -> u64 {

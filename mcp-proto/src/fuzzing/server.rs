@@ -6,8 +6,8 @@ use crate::Instant;
 use crate::client::Transmit;
 use crate::jsonrpc::{Message, RequestId, codes};
 use crate::server::{
-    InputRequestSpec, PlainStateCodec, RequestState, RequestStateCodec, Server, ServerConfig, Tool,
-    ToolCall, ToolOutcome, example,
+    InputRequestSpec, KeyRing, PlainStateCodec, RequestState, RequestStateCodec, SealedStateCodec,
+    Server, ServerConfig, StateContext, Tool, ToolCall, ToolOutcome, example,
 };
 use crate::version::{ProtocolVersion, VersionPolicy};
 
@@ -290,18 +290,46 @@ fn modern_meta(caps: Value) -> Value {
     })
 }
 
-/// The server's answer to a `requestState` it cannot use.
-const BAD_STATE: &str = "Invalid or expired requestState";
+/// How the server's answer to a `requestState` it cannot use begins.
+const BAD_STATE: &str = "Invalid requestState";
+
+/// The arguments every fuzzed `ask` call carries (what a state is bound to).
+fn ask_arguments() -> Value {
+    json!({"keys": ["e", "s"], "rounds": 3})
+}
+
+/// The sealing codec of the fuzzed servers: a fixed key and seed, so runs reproduce.
+fn sealed_codec() -> SealedStateCodec {
+    let ring = KeyRing::new("fz", [0x5a; 32]).expect("a valid key id");
+    SealedStateCodec::new(ring, &[7; 32], 1_800_000_000_000)
+}
+
+/// The context of the fuzzed `ask` call named `name`, as the server computes it.
+fn ask_context(name: &str) -> StateContext<'static> {
+    let important = serde_json::to_vec(&json!([name, ask_arguments()])).unwrap_or_default();
+    StateContext::new(Instant::ZERO, None, "tools/call", &important)
+}
 
 /// One modern `tools/call` with `requestState` set to `token`, answered by a fresh
-/// server (fed the message whole, so any token fits): exactly one response, to id 1.
-fn call_with_state(name: &str, token: &str, responses: Value) -> Result<Value, (i64, String)> {
+/// server (fed the message whole, so any token fits) whose codec is sealing or plain:
+/// exactly one response, to id 1.
+fn call_with_state(
+    name: &str,
+    token: &str,
+    responses: Value,
+    sealed: bool,
+) -> Result<Value, (i64, String)> {
     let now = Instant::ZERO;
-    let mut server = fuzz_server(0);
+    let mut server = example::server_with(|c| {
+        configure(c, 0);
+        if sealed {
+            c.state_codec = Box::new(sealed_codec());
+        }
+    });
     let caps = json!({"elicitation": {}, "sampling": {}, "roots": {}});
     let request = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
         "name": name,
-        "arguments": {"keys": ["e", "s"], "rounds": 3},
+        "arguments": ask_arguments(),
         "requestState": token,
         "inputResponses": responses,
         "_meta": modern_meta(caps),
@@ -329,41 +357,59 @@ fn call_with_state(name: &str, token: &str, responses: Value) -> Result<Value, (
     }
 }
 
-/// The `requestState` codec and its use by the server. The first byte picks what the
-/// rest is:
+fn refused_state(reply: &Result<Value, (i64, String)>) -> bool {
+    matches!(reply, Err((code, m)) if *code == codes::INVALID_PARAMS && m.starts_with(BAD_STATE))
+}
+
+/// The `requestState` codecs (sealing and plain) and their use by the server. The first
+/// byte picks what the rest is:
 ///
-/// * bit 0 clear: an arbitrary token. Opening it must not panic; a state it opens to
-///   must seal and open back to itself, and seal to the same token again. A server
-///   given the token answers one response: `-32602` when it does not open or belongs
-///   to another call, a result otherwise.
-/// * bit 0 set: a structured state. Sealing it must give a `plain1:` token that opens to
-///   the same state; a server resuming `ask` from it answers with a result (or an
-///   error that is not about the state).
+/// * bit 0 clear: an arbitrary token. Opening it must not panic. The sealing codec
+///   never opens it (nobody can forge the tag without the key), and a server with that
+///   codec refuses it with `-32602`. For the plain codec, a state it opens to must seal
+///   and open back to itself; a server given the token answers `-32602` when it does
+///   not open or belongs to another call, a result otherwise.
+/// * bit 0 set: a structured state. Sealed for the `ask` call it opens to itself in the
+///   same context, and the server resuming from it does not refuse the state; the token
+///   with one byte changed (picked by the input) never opens.
 pub fn request_state(data: &[u8]) {
     let Some((&mode, rest)) = data.split_first() else {
         return;
     };
-    let mut codec = PlainStateCodec;
+    let mut plain = PlainStateCodec;
+    let mut sealed = sealed_codec();
     if mode & 1 == 0 {
         let text = String::from_utf8_lossy(rest);
-        // Half the time behind the prefix, so the JSON part is reached at once.
-        let token = if mode & 2 == 0 {
-            text.into_owned()
-        } else {
-            format!("plain1:{text}")
+        // Half the time behind a prefix, so the parts after it are reached at once.
+        let token = match mode & 6 {
+            0 => text.into_owned(),
+            2 => format!("plain1:{text}"),
+            _ => format!("v1.fz.{text}"),
         };
-        let opened = codec.open(&token);
+        let context = ask_context("ask");
+        assert!(
+            sealed.open(&context, &token).is_err(),
+            "an arbitrary token opened under the key: {token}"
+        );
+        assert!(
+            refused_state(&call_with_state("ask", &token, json!({}), true)),
+            "a sealing server took an arbitrary token"
+        );
+        let opened = plain.open(&context, &token).ok();
         if let Some(state) = &opened {
-            let sealed = codec.seal(state);
-            let again = codec.open(&sealed);
-            assert_eq!(again.as_ref(), Some(state), "seal/open changed the state");
-            assert_eq!(codec.seal(state), sealed, "sealing is not deterministic");
+            let resealed = plain.seal(&context, state);
+            let again = plain.open(&context, &resealed);
+            assert_eq!(
+                again.as_ref().ok(),
+                Some(state),
+                "seal/open changed the state"
+            );
         }
         let name = opened.as_ref().map_or("ask", |s| s.name.as_str());
-        let reply = call_with_state(name, &token, json!({"e0": {"action": "accept"}}));
+        let reply = call_with_state(name, &token, json!({"e0": {"action": "accept"}}), false);
         match &opened {
             Some(s) if s.method == "tools/call" => assert!(
-                !matches!(&reply, Err((_, m)) if m == BAD_STATE),
+                !refused_state(&reply),
                 "a state that opens was refused: {reply:?}"
             ),
             Some(_) => assert!(
@@ -371,37 +417,38 @@ pub fn request_state(data: &[u8]) {
                 "a state for another method was taken: {reply:?}"
             ),
             None => assert!(
-                matches!(&reply, Err((code, m)) if *code == codes::INVALID_PARAMS && m == BAD_STATE),
+                refused_state(&reply),
                 "a token that does not open was taken: {reply:?}"
             ),
         }
         return;
     }
     let mut c = Choices::new(rest);
-    let method = if mode & 2 == 0 {
-        "tools/call".to_owned()
-    } else {
-        c.string()
-    };
-    let name = if mode & 4 == 0 {
-        "ask".to_owned()
-    } else {
-        c.string()
-    };
     let round = u32::try_from(c.u64() >> 32).unwrap_or(u32::MAX);
     let round = if mode & 8 == 0 { round % 4 } else { round };
     let asked = (0..c.byte() % 5).map(|_| c.string()).collect();
     let inputs = object(&mut c, 4);
-    let state = RequestState::new(method, name, round, asked, inputs);
-    let token = codec.seal(&state);
-    assert!(token.starts_with("plain1:"), "not a plain token: {token}");
-    assert_eq!(codec.open(&token), Some(state.clone()), "round trip failed");
-    let responses = Value::Object(object(&mut c, 3));
-    let reply = call_with_state(&state.name, &token, responses);
-    if state.method == "tools/call" {
+    let state = RequestState::new("tools/call", "ask", round, asked, inputs);
+    let context = ask_context("ask");
+    let token = sealed.seal(&context, &state);
+    assert_eq!(
+        sealed.open(&context, &token),
+        Ok(state.clone()),
+        "round trip failed"
+    );
+    let at = usize::from(c.byte()) * 7 % token.len();
+    let mut bytes = token.clone().into_bytes();
+    bytes[at] = if bytes[at] == b'A' { b'B' } else { b'A' };
+    if let Ok(changed) = String::from_utf8(bytes) {
         assert!(
-            !matches!(&reply, Err((_, m)) if m == BAD_STATE),
-            "a sealed state was refused: {reply:?}"
+            sealed.open(&context, &changed).is_err(),
+            "a token changed at byte {at} still opened"
         );
     }
+    let responses = Value::Object(object(&mut c, 3));
+    let reply = call_with_state("ask", &token, responses, true);
+    assert!(
+        !refused_state(&reply),
+        "a sealed state was refused: {reply:?}"
+    );
 }

@@ -229,8 +229,23 @@ impl HttpEndpoint {
         self.exchanges.values().filter(|e| e.streaming).count()
     }
 
-    /// Serves one request. Never fails: every problem is an HTTP answer.
+    /// Serves one request from a client that is not authenticated (no principal). Never
+    /// fails: every problem is an HTTP answer.
     pub fn handle_request(&mut self, now: Instant, request: &HttpRequest) -> HttpReply {
+        self.handle_request_as(now, request, None)
+    }
+
+    /// Serves one request whose client the embedding application authenticated as
+    /// `principal` (from a verified token, a client certificate, …): a sealed
+    /// `requestState` issued to one principal does not open for another
+    /// ([`Server::set_principal`]).
+    pub fn handle_request_as(
+        &mut self,
+        now: Instant,
+        request: &HttpRequest,
+        principal: Option<&str>,
+    ) -> HttpReply {
+        self.server.set_principal(principal.map(str::to_owned));
         let close = !request.keep_alive();
         let reply = self.dispatch(now, request);
         match reply {

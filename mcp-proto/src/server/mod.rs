@@ -72,6 +72,7 @@ pub mod http;
 mod legacy;
 mod modern;
 mod registry;
+mod seal;
 mod state;
 #[cfg(test)]
 mod tests;
@@ -81,7 +82,11 @@ pub use registry::{
     InputRequestSpec, Prompt, PromptArgument, PromptHandler, Resource, Tool, ToolCall, ToolHandler,
     ToolOutcome,
 };
-pub use state::{PlainStateCodec, RequestState, RequestStateCodec};
+pub use seal::{
+    ConsumptionStore, DEFAULT_STATE_TTL, InvalidKeyId, KeyRing, MAX_KEY_ID_BYTES,
+    MAX_SEALED_STATE_BYTES, MemoryConsumptionStore, SealedStateCodec,
+};
+pub use state::{PlainStateCodec, RequestState, RequestStateCodec, StateContext, StateRefusal};
 
 /// Request params as an object (absent params are an empty object).
 type Params = Map<String, Value>;
@@ -98,6 +103,8 @@ pub struct Server {
     pending: Vec<legacy::PendingCall>,
     /// The next id of a server→client request.
     next_out_id: i64,
+    /// The authenticated principal of the input being handled ([`Server::set_principal`]).
+    principal: Option<String>,
     eof: bool,
     /// The end of the channel was handed out.
     close_reported: bool,
@@ -114,9 +121,37 @@ impl Server {
             session: None,
             pending: Vec::new(),
             next_out_id: 0,
+            principal: None,
             eof: false,
             close_reported: false,
         }
+    }
+
+    /// Sets the authenticated principal of the requests handed in from now on (as the
+    /// embedding application established it: a verified token's subject, the local
+    /// user of a stdio pipe, …; never anything the client merely claims). A sealed
+    /// `requestState` is bound to it: a state issued to one principal does not open for
+    /// another.
+    pub fn set_principal(&mut self, principal: Option<String>) {
+        self.principal = principal;
+    }
+
+    /// Makes sure `requestState` is sealed: when the configured codec does not protect
+    /// what it seals (the default [`PlainStateCodec`]), it is replaced with a
+    /// [`SealedStateCodec`] under a key drawn from `seed` (32 bytes from a real entropy
+    /// source), with expiries placed on the Unix clock by `epoch_unix_ms` (the Unix time
+    /// in milliseconds at `Instant::ZERO`). A codec of the caller's own, such as a
+    /// [`SealedStateCodec`] with a key ring shared by several instances, is kept. The
+    /// adapters' serve functions call it.
+    pub fn seal_request_states(&mut self, seed: [u8; 32], epoch_unix_ms: u64) {
+        if self.config.state_codec.protects() {
+            return;
+        }
+        let secret = crate::auth::crypto::hmac_sha256(&seed, &[b"requestState key"]);
+        let Ok(ring) = KeyRing::new("k0", secret) else {
+            return;
+        };
+        self.config.state_codec = Box::new(SealedStateCodec::new(ring, &seed, epoch_unix_ms));
     }
 
     /// The configuration.
@@ -208,12 +243,12 @@ impl Server {
     }
 
     /// A decoded message within the limits.
-    fn dispatch(&mut self, _now: Instant, message: Message) {
+    fn dispatch(&mut self, now: Instant, message: Message) {
         if self.eof {
             return;
         }
         match message {
-            Message::Request(r) => self.on_request(r),
+            Message::Request(r) => self.on_request(now, r),
             Message::Notification(n) => self.on_notification(&n),
             Message::Response(r) => self.legacy_response(r),
         }
@@ -273,7 +308,7 @@ impl Server {
         self.eof && self.outbound.is_empty()
     }
 
-    fn on_request(&mut self, req: Request) {
+    fn on_request(&mut self, now: Instant, req: Request) {
         let params = match req.params.as_deref().map(|p| serde_json::from_str(p.get())) {
             None => Map::new(),
             Some(Ok(Value::Object(map))) => map,
@@ -283,7 +318,7 @@ impl Server {
             }
         };
         if self.is_modern(&req.method, &params) {
-            self.modern_request(&req.id, &req.method, &params);
+            self.modern_request(now, &req.id, &req.method, &params);
         } else {
             self.legacy_request(req.id, &req.method, &params);
         }

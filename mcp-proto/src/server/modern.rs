@@ -12,13 +12,14 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::Instant;
 use crate::jsonrpc::{ErrorObject, RequestId, codes};
 use crate::version::{Era, ProtocolVersion};
 
 use super::calls::{self, invalid};
 use super::legacy::method_not_found;
 use super::registry::ToolOutcome;
-use super::state::RequestState;
+use super::state::{RequestState, StateContext, StateRefusal};
 use super::{Params, Server};
 
 const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -54,7 +55,13 @@ impl Server {
             })
     }
 
-    pub(super) fn modern_request(&mut self, id: &RequestId, method: &str, params: &Params) {
+    pub(super) fn modern_request(
+        &mut self,
+        now: Instant,
+        id: &RequestId,
+        method: &str,
+        params: &Params,
+    ) {
         let (version, caps) = match self.validate_meta(params) {
             Ok(v) => v,
             Err(e) => return self.send_error(Some(id), &e),
@@ -62,7 +69,7 @@ impl Server {
         let reply = match method {
             "server/discover" => Ok(self.discover()),
             "tools/call" if !self.config.tools.is_empty() => {
-                match self.modern_call(params, version, &caps) {
+                match self.modern_call(now, params, version, &caps) {
                     Some(reply) => reply,
                     None => return,
                 }
@@ -142,6 +149,7 @@ impl Server {
     /// A modern `tools/call`, first try or MRTR retry. `None`: never answer.
     fn modern_call(
         &mut self,
+        now: Instant,
         params: &Params,
         version: ProtocolVersion,
         caps: &Value,
@@ -150,16 +158,25 @@ impl Server {
             Ok(t) => t,
             Err(e) => return Some(Err(e)),
         };
-        let bad_state = || Some(Err(invalid("Invalid or expired requestState")));
+        let bad_state =
+            |why: StateRefusal| Some(Err(invalid(format!("Invalid requestState: {why}"))));
+        // What the state is bound to: the principal, the tool and its arguments.
+        let important =
+            serde_json::to_vec(&json!([target.name, params.get("arguments")])).unwrap_or_default();
+        let single_use =
+            (self.config.tools.iter()).any(|t| t.name == target.name && t.single_use_state);
+        let context = StateContext::new(now, self.principal.as_deref(), "tools/call", &important)
+            .single_use(single_use);
         let (round, asked, mut inputs) = match params.get("requestState") {
             None => (0, Vec::new(), Map::new()),
-            Some(Value::String(token)) => match self.config.state_codec.open(token) {
-                Some(s) if s.method == "tools/call" && s.name == target.name => {
+            Some(Value::String(token)) => match self.config.state_codec.open(&context, token) {
+                Ok(s) if s.method == "tools/call" && s.name == target.name => {
                     (s.round, s.asked, s.inputs)
                 }
-                _ => return bad_state(),
+                Ok(_) => return bad_state(StateRefusal::OtherRequest),
+                Err(why) => return bad_state(why),
             },
-            Some(_) => return bad_state(),
+            Some(_) => return bad_state(StateRefusal::Malformed),
         };
         match params.get("inputResponses") {
             None | Some(Value::Null) => {}
@@ -211,7 +228,7 @@ impl Server {
             asked,
             inputs,
         );
-        let token = self.config.state_codec.seal(&state);
+        let token = self.config.state_codec.seal(&context, &state);
         Some(Ok(json!({
             "resultType": "input_required",
             "inputRequests": requests,

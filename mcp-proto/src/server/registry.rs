@@ -31,6 +31,11 @@ pub struct Tool {
     pub input_schema: Value,
     /// The handler.
     pub handler: ToolHandler,
+    /// 2026-07-28: each `requestState` this tool's input rounds issue opens at most once
+    /// (with a consuming [`RequestStateCodec`](super::RequestStateCodec), such as
+    /// [`SealedStateCodec`](super::SealedStateCodec)); a replayed round is refused
+    /// without running the handler. For tools with effects that must not repeat.
+    pub single_use_state: bool,
 }
 
 impl Tool {
@@ -47,7 +52,16 @@ impl Tool {
             description: description.into(),
             input_schema,
             handler: Box::new(handler),
+            single_use_state: false,
         }
+    }
+
+    /// The same tool, its `requestState` opened at most once (see
+    /// [`Tool::single_use_state`]).
+    #[must_use]
+    pub fn single_use_state(mut self) -> Self {
+        self.single_use_state = true;
+        self
     }
 
     /// The entry of this tool in `tools/list`.
