@@ -94,6 +94,7 @@ use crate::version::Era;
 use super::Server;
 
 mod connection;
+pub mod gateway;
 mod host;
 mod reader;
 mod response;

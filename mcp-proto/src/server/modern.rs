@@ -25,6 +25,7 @@ use super::{Params, Server};
 const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 
 /// Methods whose complete results carry caching hints.
 const CACHEABLE: [&str; 6] = [
@@ -102,6 +103,17 @@ impl Server {
                 )));
             }
         };
+        if let Some(level) = meta.get(LOG_LEVEL)
+            && level
+                .as_str()
+                .and_then(crate::client::LogLevel::parse)
+                .is_none()
+        {
+            return Err(invalid(format!(
+                "`{LOG_LEVEL}` must be one of debug, info, notice, warning, error, critical, \
+                 alert, emergency"
+            )));
+        }
         match ProtocolVersion::parse(requested) {
             Some(v) if v.era() == Era::Modern && self.config.versions.accepts(v) => Ok((v, caps)),
             _ => Err(ErrorObject::new(

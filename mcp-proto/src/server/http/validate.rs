@@ -1,10 +1,14 @@
 //! The checks the endpoint makes before the server machine sees a message: `Origin`, and
 //! the 2026-07-28 request headers against the body (spec section 5.5).
 
+use std::collections::HashMap;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use crate::http::headers::{MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, decode_header_bytes};
-use crate::http::xmcp::{Primitive, tool_param_headers};
+use crate::http::xmcp::{ParamHeader, Primitive, tool_param_headers};
 use crate::jsonrpc::{ErrorObject, codes};
 use crate::version::{Era, ProtocolVersion};
 
@@ -55,7 +59,7 @@ pub(super) fn serves_legacy(server: &Server, version: &str) -> bool {
 
 /// The one value of header `name`: `None` when absent, `-32020` when it appears several
 /// times with different values.
-pub(super) fn single_header<'a>(
+pub(crate) fn single_header<'a>(
     http: &'a HttpRequest,
     name: &str,
 ) -> Result<Option<&'a [u8]>, ErrorObject> {
@@ -111,17 +115,38 @@ pub(super) fn modern_checks(
     if !serves_modern(server, body_version) {
         return Ok(());
     }
+    let name_field = match method {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" => Some("uri"),
+        _ => None,
+    };
+    let body_name = name_field
+        .and_then(|f| params.get(f))
+        .and_then(Value::as_str);
+    method_and_name(http, method, body_name)?;
+    if method == "tools/call" {
+        param_checks(server, params, http)?;
+    }
+    Ok(())
+}
+
+/// `Mcp-Method` equal to the body's method and, for the three methods that name
+/// something, `Mcp-Name` (decoded) equal to the body's name or URI. Returns the decoded
+/// name.
+pub(crate) fn method_and_name(
+    http: &HttpRequest,
+    method: &str,
+    body_name: Option<&str>,
+) -> Result<Option<String>, ErrorObject> {
     let Some(header_method) = single_header(http, MCP_METHOD)? else {
         return Err(mismatch(format!(
             "Header mismatch: missing {MCP_METHOD} header"
         )));
     };
     compare(MCP_METHOD, header_method, method)?;
-    let name_field = match method {
-        "tools/call" | "prompts/get" => "name",
-        "resources/read" => "uri",
-        _ => return Ok(()),
-    };
+    if !matches!(method, "tools/call" | "prompts/get" | "resources/read") {
+        return Ok(None);
+    }
     let Some(raw_name) = single_header(http, MCP_NAME)? else {
         return Err(mismatch(format!(
             "Header mismatch: missing {MCP_NAME} header for {method}"
@@ -132,24 +157,19 @@ pub(super) fn modern_checks(
             "Header mismatch: {MCP_NAME} header is invalid: {e}"
         ))
     })?;
-    // A body without the member is the machine's -32602.
-    if let Some(body_name) = params.get(name_field).and_then(Value::as_str)
+    if let Some(body_name) = body_name
         && name != body_name
     {
         return Err(mismatch(format!(
             "Header mismatch: {MCP_NAME} header value '{name}' does not match body value '{body_name}'"
         )));
     }
-    if method == "tools/call" {
-        param_checks(server, params, http)?;
-    }
-    Ok(())
+    Ok(Some(name))
 }
 
-/// `Mcp-Param-*` for a `tools/call` of a tool with `x-mcp-header` annotations: each
-/// argument present and not null must come with its header, equal after decoding
-/// (integers compared numerically when the header is plain decimal). A tool whose
-/// annotations are invalid is not checked (clients leave it out over HTTP).
+/// The `Mcp-Param-*` headers of a `tools/call` against the tool's declarations. The
+/// argument values are read from the raw body, so that a number is compared with every
+/// digit it was written with (the parsed body has been through `f64`).
 fn param_checks(
     server: &Server,
     params: &Map<String, Value>,
@@ -165,60 +185,170 @@ fn param_checks(
     let Ok(declared) = tool_param_headers(&tool.input_schema) else {
         return Ok(());
     };
-    let arguments = params.get("arguments").unwrap_or(&Value::Null);
+    check_params(&declared, raw_arguments(&http.body), |name| {
+        single_header(http, name)
+    })
+}
+
+/// The `params.arguments` of a JSON-RPC request body, as written.
+pub(crate) fn raw_arguments(body: &[u8]) -> Option<&RawValue> {
+    #[derive(Deserialize)]
+    struct Body<'a> {
+        #[serde(borrow, default)]
+        params: Option<Params<'a>>,
+    }
+    #[derive(Deserialize)]
+    struct Params<'a> {
+        #[serde(borrow, default)]
+        arguments: Option<&'a RawValue>,
+    }
+    let body: Body<'_> = serde_json::from_slice(body).ok()?;
+    body.params?.arguments
+}
+
+/// Checks each declared header against the argument it mirrors: present exactly when
+/// the argument is present and not null, and equal to it once decoded.
+pub(crate) fn check_params<'h>(
+    declared: &[ParamHeader],
+    arguments: Option<&RawValue>,
+    mut header: impl FnMut(&str) -> Result<Option<&'h [u8]>, ErrorObject>,
+) -> Result<(), ErrorObject> {
     for decl in declared {
-        let value = decl
-            .path
-            .iter()
-            .try_fold(arguments, |v, key| v.get(key.as_str()));
-        let Some(value) = value.filter(|v| !v.is_null()) else {
+        let value = decl.path.iter().try_fold(arguments, |raw, key| {
+            let object: HashMap<&str, &RawValue> = serde_json::from_str(raw?.get()).ok()?;
+            Some(object.get(key.as_str()).copied())
+        });
+        let value = value.flatten().filter(|v| v.get() != "null");
+        let name = decl.header_name();
+        let raw = header(&name)?;
+        let (Some(value), Some(raw)) = (value, raw) else {
+            if value.is_some() {
+                return Err(mismatch(format!(
+                    "Header mismatch: missing {name} header for argument `{}`",
+                    decl.path.join(".")
+                )));
+            }
+            if raw.is_some() {
+                return Err(mismatch(format!(
+                    "Header mismatch: {name} header sent for argument `{}`, which is absent or null",
+                    decl.path.join(".")
+                )));
+            }
             continue;
         };
-        let header = decl.header_name();
-        let Some(raw) = single_header(http, &header)? else {
-            return Err(mismatch(format!(
-                "Header mismatch: missing {header} header for argument `{}`",
-                decl.path.join(".")
-            )));
-        };
         let text = decode_header_bytes(raw)
-            .map_err(|e| mismatch(format!("Header mismatch: {header} header is invalid: {e}")))?;
-        if !param_matches(decl.kind, value, &text) {
+            .map_err(|e| mismatch(format!("Header mismatch: {name} header is invalid: {e}")))?;
+        if !param_matches(decl.kind, value.get(), &text) {
             return Err(mismatch(format!(
-                "Header mismatch: {header} header value '{text}' does not match body value {value}"
+                "Header mismatch: {name} header value '{text}' does not match body value {}",
+                clipped(value.get())
             )));
         }
     }
     Ok(())
 }
 
-/// Whether a decoded `Mcp-Param-*` value stands for `body`.
-fn param_matches(kind: Primitive, body: &Value, text: &str) -> bool {
-    match (kind, body) {
-        (Primitive::String, Value::String(s)) => s == text,
-        (Primitive::Boolean, Value::Bool(b)) => text == if *b { "true" } else { "false" },
-        (Primitive::Integer, Value::Number(n)) => {
-            // Only plain decimal text takes part: `0x2a`, `4.2e1` and `+42` do not match.
-            let digits = text.strip_prefix('-').unwrap_or(text);
-            let (int, frac) = digits.split_once('.').unwrap_or((digits, "0"));
-            let plain = !int.is_empty()
-                && !frac.is_empty()
-                && int.bytes().all(|b| b.is_ascii_digit())
-                && frac.bytes().all(|b| b.is_ascii_digit());
-            if !plain {
-                return false;
-            }
-            match (text.parse::<i64>(), n.as_i64()) {
-                (Ok(h), Some(b)) => h == b,
-                _ => text.parse::<f64>().ok() == n.as_f64(),
-            }
-        }
-        _ => false,
+/// At most 64 bytes of `s`, for an error message.
+fn clipped(s: &str) -> &str {
+    let mut end = s.len().min(64);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// Whether the header text `text` equals the body value written as `raw` JSON.
+fn param_matches(kind: Primitive, raw: &str, text: &str) -> bool {
+    match kind {
+        Primitive::String => serde_json::from_str::<String>(raw).is_ok_and(|s| s == text),
+        Primitive::Boolean => matches!((raw, text), ("true", "true") | ("false", "false")),
+        Primitive::Integer => match (Decimal::of_header(text), Decimal::of_json(raw)) {
+            (Some(h), Some(b)) => h == b,
+            _ => false,
+        },
     }
 }
 
-/// `-32020` unless the header value equals `body` exactly (values are case-sensitive).
-fn compare(name: &str, header: &[u8], body: &str) -> Result<(), ErrorObject> {
+/// A decimal number in canonical form: sign, integer digits without leading zeros,
+/// fraction digits without trailing zeros; zero has no sign. Compared exactly.
+#[derive(Debug, PartialEq, Eq)]
+struct Decimal {
+    negative: bool,
+    int: String,
+    frac: String,
+}
+
+/// The longest number (digits, after applying an exponent) compared; longer ones are
+/// mismatches, so a peer cannot make the comparison costly.
+const MAX_DECIMAL_DIGITS: usize = 400;
+
+impl Decimal {
+    fn new(negative: bool, int: &str, frac: &str) -> Option<Decimal> {
+        if int.len() + frac.len() > MAX_DECIMAL_DIGITS {
+            return None;
+        }
+        let int = int.trim_start_matches('0').to_owned();
+        let frac = frac.trim_end_matches('0').to_owned();
+        let zero = int.is_empty() && frac.is_empty();
+        Some(Decimal {
+            negative: negative && !zero,
+            int,
+            frac,
+        })
+    }
+
+    /// A header's plain decimal text: `-?digits(.digits)?`, nothing else (no `+`, no
+    /// exponent, no hex).
+    fn of_header(text: &str) -> Option<Decimal> {
+        let (negative, digits) = match text.strip_prefix('-') {
+            Some(rest) => (true, rest),
+            None => (false, text),
+        };
+        let (int, frac) = digits.split_once('.').unwrap_or((digits, ""));
+        let plain = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+        let ok =
+            !int.is_empty() && plain(int) && plain(frac) && frac.is_empty() != digits.contains('.');
+        if !ok {
+            return None;
+        }
+        Decimal::new(negative, int, frac)
+    }
+
+    /// A JSON number as written (which may carry an exponent).
+    fn of_json(raw: &str) -> Option<Decimal> {
+        let (mantissa, exp) = match raw.find(['e', 'E']) {
+            Some(at) => (&raw[..at], raw[at + 1..].parse::<i64>().ok()?),
+            None => (raw, 0),
+        };
+        let plain = Decimal::of_header(mantissa)?;
+        if exp == 0 {
+            return Some(plain);
+        }
+        if exp.unsigned_abs() > MAX_DECIMAL_DIGITS as u64 {
+            return None;
+        }
+        // Move the point `exp` places over the digits.
+        let digits = format!("{}{}", plain.int, plain.frac);
+        let point = i64::try_from(plain.int.len()).ok()? + exp;
+        let (int, frac) = if point <= 0 {
+            let zeros = "0".repeat(usize::try_from(-point).ok()?);
+            (String::new(), format!("{zeros}{digits}"))
+        } else {
+            let point = usize::try_from(point).ok()?;
+            if point >= digits.len() {
+                (
+                    format!("{digits}{}", "0".repeat(point - digits.len())),
+                    String::new(),
+                )
+            } else {
+                (digits[..point].to_owned(), digits[point..].to_owned())
+            }
+        };
+        Decimal::new(plain.negative, &int, &frac)
+    }
+}
+
+pub(crate) fn compare(name: &str, header: &[u8], body: &str) -> Result<(), ErrorObject> {
     if header == body.as_bytes() {
         return Ok(());
     }
@@ -229,7 +359,7 @@ fn compare(name: &str, header: &[u8], body: &str) -> Result<(), ErrorObject> {
 }
 
 /// A `-32020` error with this message.
-fn mismatch(message: String) -> ErrorObject {
+pub(crate) fn mismatch(message: String) -> ErrorObject {
     ErrorObject::new(codes::HEADER_MISMATCH, message)
 }
 

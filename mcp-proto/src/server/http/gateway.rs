@@ -1,0 +1,208 @@
+//! The header checks of a 2026-07-28 server as a standalone function, for proxies and
+//! gateways that route or enforce policy on `Mcp-Method`, `Mcp-Name` and `Mcp-Param-*`
+//! without running an MCP server: [`check_request`].
+//!
+//! A mirrored header is only worth trusting when the request says it speaks a version
+//! whose servers must validate it: on an older `MCP-Protocol-Version` (or none) the
+//! verdict is [`GatewayVerdict::Untrusted`], whatever the headers claim. Otherwise the
+//! headers are compared with the body exactly as the server machine compares them
+//! (decoded names, exact numbers, no header for an absent argument), and a failure is an
+//! HTTP `400` with a plain-text reason ([`GatewayRejection::response`]): an intermediary
+//! need not build a JSON-RPC error.
+
+use serde_json::Value;
+
+use super::reader::HttpRequest;
+use super::response::HttpResponse;
+use super::validate::{check_params, compare, method_and_name, raw_arguments, single_header};
+use crate::http::headers::{MCP_PROTOCOL_VERSION, decode_header_bytes};
+use crate::http::xmcp::tool_param_headers;
+use crate::version::{Era, ProtocolVersion};
+
+const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+
+/// What a gateway may do with a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum GatewayVerdict {
+    /// The mirrored headers equal the body: route on them.
+    Validated(Route),
+    /// The request does not claim a version whose servers validate mirrored headers
+    /// (a legacy `MCP-Protocol-Version`, an unknown one, or none; a notification or a
+    /// response): its headers prove nothing. Route on the body, or pass it through.
+    Untrusted,
+    /// Answer with this rejection instead of forwarding.
+    Rejected(GatewayRejection),
+}
+
+/// What the validated headers say.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Route {
+    /// The method (`Mcp-Method`).
+    pub method: String,
+    /// The decoded `Mcp-Name`, for `tools/call`, `prompts/get` and `resources/read`.
+    pub name: Option<String>,
+    /// The decoded `Mcp-Param-*` headers the tool declares and the request carries, as
+    /// (header name, value); empty when the tool's schema was not given.
+    pub params: Vec<(String, String)>,
+}
+
+/// Why a request was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct GatewayRejection {
+    /// The HTTP status to answer with (`400`, or `405` for another method than POST).
+    pub status: u16,
+    /// What was wrong, for people.
+    pub reason: String,
+}
+
+impl GatewayRejection {
+    fn bad(reason: impl Into<String>) -> Self {
+        GatewayRejection {
+            status: 400,
+            reason: reason.into(),
+        }
+    }
+
+    /// The HTTP answer: the status, with the reason as a plain-text body.
+    #[must_use]
+    pub fn response(&self) -> HttpResponse {
+        let mut response =
+            HttpResponse::new(self.status).with_header("Content-Type", "text/plain; charset=utf-8");
+        if self.status == 405 {
+            response = response.with_header("Allow", "POST");
+        }
+        response.body = self.reason.clone().into_bytes();
+        response
+    }
+}
+
+/// Checks the mirrored headers of `request` against its body, as a 2026-07-28 server
+/// would. `input_schema` gives the `inputSchema` of a tool by name, as the gateway
+/// learned it from `tools/list` (`None`: the `Mcp-Param-*` headers of that tool are not
+/// checked, and not reported).
+///
+/// ```
+/// use mcp_proto::server::http::HttpRequest;
+/// use mcp_proto::server::http::gateway::{GatewayVerdict, check_request};
+/// use serde_json::json;
+///
+/// let schema = json!({"type": "object", "properties": {
+///     "region": {"type": "string", "x-mcp-header": "Region"}}});
+/// let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+///     "name": "run", "arguments": {"region": "eu"},
+///     "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+///               "io.modelcontextprotocol/clientCapabilities": {}}}});
+/// let request = |region: &str| {
+///     HttpRequest::new("POST", "/mcp")
+///         .with_header("MCP-Protocol-Version", "2026-07-28")
+///         .with_header("Mcp-Method", "tools/call")
+///         .with_header("Mcp-Name", "run")
+///         .with_header("Mcp-Param-Region", region)
+///         .with_body(body.to_string())
+/// };
+/// let lookup = |tool: &str| (tool == "run").then_some(&schema);
+/// match check_request(&request("eu"), lookup) {
+///     GatewayVerdict::Validated(route) => {
+///         assert_eq!(route.params, [("Mcp-Param-Region".to_owned(), "eu".to_owned())]);
+///     }
+///     other => panic!("{other:?}"),
+/// }
+/// // A header that lies about the body is refused with a plain 400.
+/// let GatewayVerdict::Rejected(why) = check_request(&request("us"), lookup) else {
+///     panic!()
+/// };
+/// assert_eq!(why.response().status, 400);
+/// ```
+pub fn check_request<'s>(
+    request: &HttpRequest,
+    input_schema: impl FnOnce(&str) -> Option<&'s Value>,
+) -> GatewayVerdict {
+    match check(request, input_schema) {
+        Ok(Some(route)) => GatewayVerdict::Validated(route),
+        Ok(None) => GatewayVerdict::Untrusted,
+        Err(rejection) => GatewayVerdict::Rejected(rejection),
+    }
+}
+
+fn check<'s>(
+    request: &HttpRequest,
+    input_schema: impl FnOnce(&str) -> Option<&'s Value>,
+) -> Result<Option<Route>, GatewayRejection> {
+    let reason = |e: crate::jsonrpc::ErrorObject| GatewayRejection::bad(e.message);
+    // The version first: headers of an older protocol earn no trust.
+    let Some(header_version) = single_header(request, MCP_PROTOCOL_VERSION).map_err(reason)? else {
+        return Ok(None);
+    };
+    let modern = std::str::from_utf8(header_version)
+        .ok()
+        .and_then(ProtocolVersion::parse)
+        .is_some_and(|v| v.era() == Era::Modern);
+    if !modern {
+        return Ok(None);
+    }
+    if request.method != "POST" {
+        return Err(GatewayRejection {
+            status: 405,
+            reason: format!(
+                "{} is not served: a 2026-07-28 endpoint takes POST",
+                request.method
+            ),
+        });
+    }
+    let body: Value = serde_json::from_slice(&request.body)
+        .map_err(|_| GatewayRejection::bad("the body is not JSON"))?;
+    let Some(method) = body.get("method").and_then(Value::as_str) else {
+        return Err(GatewayRejection::bad("the body is not a JSON-RPC request"));
+    };
+    if body.get("id").is_none() {
+        return Ok(None);
+    }
+    let params = body.get("params");
+    let body_version = params
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get(PROTOCOL_VERSION))
+        .and_then(Value::as_str)
+        .ok_or_else(|| {
+            GatewayRejection::bad(format!("the body carries no `_meta` `{PROTOCOL_VERSION}`"))
+        })?;
+    compare(MCP_PROTOCOL_VERSION, header_version, body_version).map_err(reason)?;
+    let field = if method == "resources/read" {
+        "uri"
+    } else {
+        "name"
+    };
+    let body_name = params.and_then(|p| p.get(field)).and_then(Value::as_str);
+    let name = method_and_name(request, method, body_name).map_err(reason)?;
+    let mut route = Route {
+        method: method.to_owned(),
+        name,
+        params: Vec::new(),
+    };
+    if method != "tools/call" {
+        return Ok(Some(route));
+    }
+    let Some(schema) = body_name.and_then(input_schema) else {
+        return Ok(Some(route));
+    };
+    let declared = tool_param_headers(schema).map_err(|e| {
+        GatewayRejection::bad(format!(
+            "the tool's x-mcp-header annotations are invalid: {e}"
+        ))
+    })?;
+    check_params(&declared, raw_arguments(&request.body), |name| {
+        single_header(request, name)
+    })
+    .map_err(reason)?;
+    for decl in declared {
+        let name = decl.header_name();
+        if let Ok(Some(raw)) = single_header(request, &name)
+            && let Ok(value) = decode_header_bytes(raw)
+        {
+            route.params.push((name, value));
+        }
+    }
+    Ok(Some(route))
+}
