@@ -33,6 +33,11 @@
 //!   `tools/list` page and reported as [`Event::ToolExcluded`]. A stream lost before its
 //!   response fails the call with [`CallError::Http`](super::CallError::Http) (no resumption in this era, and no
 //!   silent re-issue). Cancelling aborts the exchange: its connection is closed.
+//! * **2024-11-05 HTTP+SSE** (the deprecated transport, only with
+//!   [`ClientConfig::accept_pre_2025_06_versions`](super::ClientConfig::accept_pre_2025_06_versions)):
+//!   when `initialize` draws a 400, 404 or 405, a GET on the URL opens the server's
+//!   stream, its `endpoint` event names where every message is POSTed, and every answer
+//!   comes on that stream. See `sse2024.rs` and [`HttpSseError`].
 
 mod authorize;
 mod exchange;
@@ -40,7 +45,7 @@ mod learn;
 mod outgoing;
 pub mod pool;
 mod side;
-mod sse2024;
+pub(crate) mod sse2024;
 mod tools;
 
 pub use sse2024::{HttpSseError, MAX_ENDPOINT_BYTES};
