@@ -174,9 +174,9 @@ impl mcp_proto::client::InputHandler for SharedForms {
 #[test]
 fn server_everything_sse_needs_the_opt_in() {
     in_netns("server_everything_sse_needs_the_opt_in", |server| {
-        let err = mcp_blocking::Client::connect_http(&server.url, config(false))
-            .err()
-            .expect("refused without the opt-in");
+        let Err(err) = mcp_blocking::Client::connect_http(&server.url, config(false)) else {
+            panic!("connected without the opt-in")
+        };
         let text = err.to_string();
         assert_eq!(err.http_status(), Some(404), "{text}");
         assert!(

@@ -457,7 +457,8 @@ fn a_cross_origin_endpoint_is_refused() {
 #[test]
 fn a_bad_endpoint_event_ends_the_connection_with_a_typed_error() {
     let long = format!("/{}", "a".repeat(MAX_ENDPOINT_BYTES));
-    let cases: [(&str, fn(&HttpSseError) -> bool); 3] = [
+    type Expect = fn(&HttpSseError) -> bool;
+    let cases: [(&str, Expect); 3] = [
         (&long, |e| matches!(e, HttpSseError::EndpointTooLong { .. })),
         ("/a b", |e| {
             matches!(e, HttpSseError::EndpointInvalid { .. })
