@@ -39,6 +39,11 @@ struct OldServer {
     outbox: Vec<u8>,
     /// The `tools/call` of `ask`, waiting for the answer to the server's ping.
     asking: Option<Value>,
+    /// Everything on the stream (the endpoint event included) goes through the outbox,
+    /// one byte per read.
+    drip: bool,
+    /// The status and body of the POSTs to the endpoint.
+    post_reply: (u16, &'static str),
 }
 
 impl OldServer {
@@ -50,6 +55,8 @@ impl OldServer {
             endpoint: Some(ENDPOINT.to_owned()),
             outbox: Vec::new(),
             asking: None,
+            drip: false,
+            post_reply: (202, "Accepted"),
         }
     }
 
@@ -111,14 +118,19 @@ impl OldServer {
                 let mut out = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\
                     Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n"
                     .to_vec();
-                if !body.is_empty() {
+                if self.drip {
+                    self.outbox.splice(0..0, chunk(&body));
+                } else if !body.is_empty() {
                     out.extend(chunk(&body));
                 }
                 Reply::Raw(out)
             }
             ("POST", t) if t.starts_with("/message") => {
-                self.on_message(&req.body);
-                Reply::with_body(202, &[], "Accepted")
+                let (status, body) = self.post_reply;
+                if (200..300).contains(&status) {
+                    self.on_message(&req.body);
+                }
+                Reply::with_body(status, &[("Content-Type", "text/plain")], body)
             }
             _ => Reply::with_body(404, &[], "not found"),
         }
@@ -182,7 +194,15 @@ impl Old {
         if bytes.is_empty() {
             return false;
         }
-        self.sim.client.handle_read(self.sim.now, conn, &bytes);
+        if self.server.borrow().drip {
+            for b in &bytes {
+                self.sim
+                    .client
+                    .handle_read(self.sim.now, conn, std::slice::from_ref(b));
+            }
+        } else {
+            self.sim.client.handle_read(self.sim.now, conn, &bytes);
+        }
         true
     }
 
@@ -617,4 +637,69 @@ fn close_drops_the_stream_without_a_delete() {
     );
     assert!(old.sim.requests.iter().all(|r| r.method != "DELETE"));
     assert!(old.sim.open.is_empty());
+}
+
+#[test]
+fn the_stream_read_one_byte_at_a_time_works_the_same() {
+    let mut server = OldServer::new(404);
+    server.drip = true;
+    let mut old = Old::new(opted_in(EraMode::Auto), server);
+    old.connect();
+    assert_eq!(old.connected_version(), Some(ProtocolVersion::V2024_11_05));
+    let out = old
+        .call(CallRequest::call_tool("echo", json!({"message":"drip"})))
+        .unwrap();
+    assert_eq!(text(&out), "drip");
+}
+
+#[test]
+fn a_post_body_is_ignored_and_a_refused_post_fails_its_call() {
+    let mut server = OldServer::new(404);
+    server.post_reply = (200, "{\"jsonrpc\":\"2.0\",\"id\":999,\"result\":{}}");
+    let mut old = Old::new(opted_in(EraMode::Legacy), server);
+    old.connect();
+    let out = old
+        .call(CallRequest::call_tool(
+            "echo",
+            json!({"message":"body ignored"}),
+        ))
+        .unwrap();
+    assert_eq!(text(&out), "body ignored");
+    assert!(
+        !old.sim
+            .events
+            .iter()
+            .any(|e| matches!(e, Event::PeerError(_))),
+        "{:#?}",
+        old.sim.events
+    );
+    old.server.borrow_mut().post_reply = (400, "bad session");
+    let err = old
+        .call(CallRequest::call_tool("echo", json!({"message":"x"})))
+        .unwrap_err();
+    assert!(
+        matches!(&err, CallError::Http(f) if f.status == Some(400)),
+        "{err:?}"
+    );
+    assert!(
+        old.closed().is_none(),
+        "one refused POST is the call's failure"
+    );
+}
+
+#[test]
+fn a_cached_legacy_verdict_still_finds_the_old_transport() {
+    let config = opted_in(EraMode::Auto)
+        .known_era(Some((mcp_proto::Era::Legacy, ProtocolVersion::V2025_11_25)));
+    let mut old = Old::new(config, OldServer::new(405));
+    old.connect();
+    assert_eq!(old.connected_version(), Some(ProtocolVersion::V2024_11_05));
+    assert_eq!(
+        old.trail()[..3],
+        [
+            t("POST", "/sse", "initialize"),
+            t("GET", "/sse", ""),
+            t("POST", ENDPOINT, "initialize"),
+        ]
+    );
 }
