@@ -69,6 +69,10 @@
 //!   an MCP message or SSE event alike. A number, `true` or an object there is left
 //!   alone. `code` is not among the JSON names: no OAuth exchange puts the
 //!   authorization code in JSON, while many tools take an argument of that name.
+//! * An event-stream line `data: URL` whose value is a URL or an absolute path with a
+//!   query (the `endpoint` event of the 2024-11-05 HTTP+SSE transport, whose
+//!   `sessionId` is the session's only credential) has its secret query values replaced
+//!   by [`REDACTED`], as in a request line.
 //!
 //! All of it takes time linear in the bytes logged.
 
@@ -772,6 +776,9 @@ struct Body {
     form_query: Option<Query>,
     /// The secret members of a JSON body.
     json: JsonSecrets,
+    /// The secret query parameters of the URL on the current `data:` line (an HTTP+SSE
+    /// `endpoint` event).
+    url_query: Option<Query>,
 }
 
 impl HttpLog {
@@ -940,6 +947,28 @@ impl Head {
     /// A piece of the body, its secrets hidden.
     fn body(&mut self, piece: &Piece<'_>) -> Vec<u8> {
         let body = self.body.get_or_insert_default();
+        if piece.first
+            && !body.form
+            && let Some(start) = url_data_start(piece.bytes)
+        {
+            let mut query = Query {
+                at: At::Path,
+                ..Query::default()
+            };
+            let mut shown = piece.bytes[..start].to_vec();
+            shown.extend(query.redact(&piece.bytes[start..]));
+            body.url_query = (!piece.last).then_some(query);
+            return shown;
+        }
+        if !piece.first
+            && let Some(query) = &mut body.url_query
+        {
+            let shown = query.redact(piece.bytes);
+            if piece.last {
+                body.url_query = None;
+            }
+            return shown;
+        }
         if !body.form {
             return body.json.redact(piece.bytes, piece.last);
         }
@@ -950,6 +979,22 @@ impl Head {
         }
         shown
     }
+}
+
+/// Where the URL starts on an event-stream line `data: URL` whose value is a URL or an
+/// absolute path (the `endpoint` event of the 2024-11-05 HTTP+SSE transport, which
+/// carries the session in its query), not JSON.
+fn url_data_start(line: &[u8]) -> Option<usize> {
+    let rest = line.strip_prefix(b"data:")?;
+    let spaces = rest.iter().take_while(|&&b| b == b' ').count();
+    let value = &rest[spaces..];
+    let url_like = value.starts_with(b"/")
+        || value.starts_with(b"?")
+        || value
+            .iter()
+            .position(|&b| b == b':')
+            .is_some_and(|i| i > 0 && value[..i].iter().all(u8::is_ascii_alphabetic));
+    (url_like && value.contains(&b'?')).then_some(5 + spaces)
 }
 
 /// Whether a head line is `Content-Type: application/x-www-form-urlencoded` (any case,
@@ -1267,6 +1312,32 @@ mod tests {
             texts(&seen),
             ["HTTP/1.1 200 OK", "mcp-session-id: [redacted]", ""]
         );
+    }
+
+    #[test]
+    fn the_http_sse_endpoint_event_hides_its_session() {
+        let message = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n\
+            event: endpoint\ndata: /message?sessionId=5f2a&x=1\n\n\
+            event: endpoint\ndata:http://127.0.0.1:9/m?session_id=ab#f\n\n\
+            event: message\ndata: {\"id\":1,\"result\":{\"u\":\"/a?session=keep\"}}\n\n";
+        let expected = [
+            "HTTP/1.1 200 OK",
+            "Content-Type: text/event-stream",
+            "",
+            "event: endpoint",
+            "data: /message?sessionId=[redacted]&x=1",
+            "",
+            "event: endpoint",
+            "data:http://127.0.0.1:9/m?session_id=[redacted]#f",
+            "",
+            "event: message",
+            "data: {\"id\":1,\"result\":{\"u\":\"/a?session=keep\"}}",
+            "",
+        ];
+        assert_eq!(received_bytewise(HttpLog::new(), message), expected);
+        let (mut sink, seen) = recorder();
+        HttpLog::whole(&mut sink, Direction::Received, message);
+        assert_eq!(texts(&seen), expected);
     }
 
     #[test]
