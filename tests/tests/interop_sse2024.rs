@@ -94,7 +94,17 @@ fn assert_old_transport_on_the_wire(wire: &str, server: &HttpServer) {
     assert!(wire.contains("S>C HTTP/1.1 404"), "{}", ctx());
     assert!(wire.contains("C>S GET /sse HTTP/1.1"), "{}", ctx());
     assert!(wire.contains("event: endpoint"), "{}", ctx());
-    assert!(wire.contains("C>S POST /message?sessionId="), "{}", ctx());
+    assert!(
+        wire.contains("C>S POST /message?sessionId=[redacted]"),
+        "{}",
+        ctx()
+    );
+    // The session's only credential stays out of the log on the stream too.
+    assert!(
+        wire.contains("S>C data: /message?sessionId=[redacted]"),
+        "{}",
+        ctx()
+    );
 }
 
 #[test]
