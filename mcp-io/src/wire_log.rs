@@ -359,6 +359,11 @@ pub(crate) struct Query {
     name: Vec<u8>,
     /// The name is longer than what `name` holds.
     long: bool,
+    /// Each byte of a secret value becomes the next byte of this text (repeated), so
+    /// the value keeps its length; `None`: the value becomes [`REDACTED`].
+    same_length: Option<&'static [u8]>,
+    /// Bytes of the current secret value replaced so far.
+    hidden: usize,
 }
 
 /// What [`Query`] logs of one byte.
@@ -376,6 +381,17 @@ impl Query {
     pub(crate) fn form() -> Self {
         Query {
             at: At::Name,
+            ..Query::default()
+        }
+    }
+
+    /// For the rest of a URL that starts with its path, each secret value replaced by
+    /// `stand_in` repeated to the value's length (bytes framed by a length, a chunk of
+    /// a chunked body say, keep their framing).
+    pub(crate) fn url_same_length(stand_in: &'static str) -> Self {
+        Query {
+            at: At::Path,
+            same_length: Some(stand_in.as_bytes()),
             ..Query::default()
         }
     }
@@ -409,10 +425,14 @@ impl Query {
                 (At::Hidden, _) => (At::Hidden, Shown::Nothing),
             };
             self.at = at;
-            match shown {
-                Shown::Byte => out.push(b),
-                Shown::Redacted => out.extend_from_slice(REDACTED.as_bytes()),
-                Shown::Nothing => {}
+            match (shown, self.same_length) {
+                (Shown::Byte, _) => out.push(b),
+                (Shown::Redacted | Shown::Nothing, Some(stand_in)) if !stand_in.is_empty() => {
+                    out.push(stand_in[self.hidden % stand_in.len()]);
+                    self.hidden += 1;
+                }
+                (Shown::Redacted, _) => out.extend_from_slice(REDACTED.as_bytes()),
+                (Shown::Nothing, _) => {}
             }
         }
         out
@@ -422,6 +442,7 @@ impl Query {
     fn next_param(&mut self) -> At {
         self.name.clear();
         self.long = false;
+        self.hidden = 0;
         At::Name
     }
 }

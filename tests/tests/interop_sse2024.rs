@@ -290,6 +290,44 @@ fn server_everything_sse_through_the_cli() {
             server.output()
         );
         assert!(stdout.contains("echo"), "{stdout}");
+        // A transcript of the run replays, and keeps the session id out.
+        let record = home.join("sse.jsonl");
+        let record_arg = record.to_str().expect("utf-8 path");
+        let out = run_cli(
+            &home,
+            &[
+                "tools",
+                &server.url,
+                "--accept-old-versions",
+                "--record",
+                record_arg,
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let transcript = std::fs::read_to_string(&record).expect("transcript written");
+        let values: Vec<&str> = transcript
+            .split("sessionId=")
+            .skip(1)
+            .map(|rest| &rest[..rest.find(['&', ' ', '\\', '"']).unwrap_or(rest.len())])
+            .collect();
+        assert!(!values.is_empty(), "{transcript}");
+        assert!(
+            values
+                .iter()
+                .all(|v| *v == "[redacted]" || "redacted".repeat(8).starts_with(v)),
+            "{values:?}"
+        );
+        let replayed = run_cli(&home, &["replay", record_arg]);
+        assert!(
+            replayed.status.success(),
+            "{}\n{}",
+            String::from_utf8_lossy(&replayed.stdout),
+            String::from_utf8_lossy(&replayed.stderr)
+        );
         let refused = run_cli(&home, &["tools", &server.url]);
         let stderr = String::from_utf8_lossy(&refused.stderr);
         assert_eq!(refused.status.code(), Some(1), "{stderr}");
