@@ -349,7 +349,7 @@ impl HttpLink {
         };
         self.pool.abort(now, id);
         if matches!(x.purpose, Purpose::SseStream) {
-            self.sse_lost(now, format!("event stream cut: {error}"));
+            self.sse_lost(format!("event stream cut: {error}"));
             return;
         }
         self.events
@@ -415,7 +415,7 @@ impl HttpLink {
                 self.exchange_failed(now, x, Some(status), response, Failure::Text(detail));
             }
             Body::Ignore | Body::Unknown if matches!(x.purpose, Purpose::SseStream) => {
-                self.sse_refused(now, Some(status), "no event stream in the response".into());
+                self.sse_refused(Some(status), "no event stream in the response".into());
             }
             Body::Ignore | Body::Unknown => {
                 // HTTP+SSE: the answer comes on the stream.
@@ -454,7 +454,7 @@ impl HttpLink {
         }
         let (mut detail, transport) = failure.into_parts();
         if matches!(x.purpose, Purpose::SseStream) {
-            self.sse_refused(now, status, detail);
+            self.sse_refused(status, detail);
             return;
         }
         if status == Some(404) && x.had_session && self.era() == Some(Era::Legacy) {
@@ -534,7 +534,7 @@ impl HttpLink {
     /// with an event id to resume from) or failed.
     fn stream_ended(&mut self, now: Instant, x: Exchange, why: &str) {
         if matches!(x.purpose, Purpose::SseStream) {
-            self.sse_lost(now, why.to_owned());
+            self.sse_lost(why.to_owned());
             return;
         }
         let (owed, attempt) = match &x.purpose {

@@ -268,23 +268,20 @@ impl HttpLink {
             waited_since: now,
             waiting: VecDeque::new(),
         });
-        self.open_sse_stream(now);
+        self.open_sse_stream();
         true
     }
 
     /// The GET that opens the old transport's stream.
-    fn open_sse_stream(&mut self, now: Instant) {
+    fn open_sse_stream(&mut self) {
         let url = self.config.url.clone();
         let head = self.base_head("GET", "text/event-stream", &url);
         let mut bytes = Vec::new();
         if let Err(e) = head.write(None, &mut bytes) {
-            self.sse_fail(
-                now,
-                HttpSseError::StreamRefused {
-                    status: None,
-                    detail: e.to_string(),
-                },
-            );
+            self.sse_fail(HttpSseError::StreamRefused {
+                status: None,
+                detail: e.to_string(),
+            });
             return;
         }
         let x = self.new_exchange(Purpose::SseStream, None, "GET");
@@ -337,13 +334,13 @@ impl HttpLink {
                         self.send_message(now, msg);
                     }
                 }
-                Err(e) => self.sse_fail(now, e),
+                Err(e) => self.sse_fail(e),
             },
             // A second endpoint event: the first one holds (decision 31).
             ("endpoint", true) => {}
             (other, false) => {
                 let event_type = clipped(other).into_owned();
-                self.sse_fail(now, HttpSseError::MessageBeforeEndpoint { event_type });
+                self.sse_fail(HttpSseError::MessageBeforeEndpoint { event_type });
             }
             ("message", true) if !ev.data.is_empty() => self.deliver(now, ev.data.as_bytes()),
             // Other event types are not this transport's: ignored.
@@ -352,22 +349,21 @@ impl HttpLink {
     }
 
     /// The stream's GET failed before it opened.
-    pub(super) fn sse_refused(&mut self, now: Instant, status: Option<u16>, detail: String) {
-        self.sse_fail(now, HttpSseError::StreamRefused { status, detail });
+    pub(super) fn sse_refused(&mut self, status: Option<u16>, detail: String) {
+        self.sse_fail(HttpSseError::StreamRefused { status, detail });
     }
 
     /// The stream ended or broke after it opened.
-    pub(super) fn sse_lost(&mut self, now: Instant, detail: String) {
-        self.sse_fail(now, HttpSseError::StreamLost { detail });
+    pub(super) fn sse_lost(&mut self, detail: String) {
+        self.sse_fail(HttpSseError::StreamLost { detail });
     }
 
     /// Ends the connection: calls fail with the reason, connections close.
-    fn sse_fail(&mut self, now: Instant, error: HttpSseError) {
+    fn sse_fail(&mut self, error: HttpSseError) {
         if let Some(sse) = &mut self.sse {
             sse.waiting.clear();
             sse.deadline = None;
         }
-        let _ = now;
         self.client.close_with(CloseReason::HttpSse(error));
     }
 
@@ -376,15 +372,18 @@ impl HttpLink {
         let Some(sse) = &self.sse else {
             return;
         };
-        if sse.deadline.is_some_and(|d| d <= now) {
+        if self.sse_deadline().is_some_and(|d| d <= now) {
             let waited = now.saturating_duration_since(sse.waited_since);
-            self.sse_fail(now, HttpSseError::NoEndpoint(waited));
+            self.sse_fail(HttpSseError::NoEndpoint(waited));
         }
     }
 
-    /// When waiting for the endpoint ends.
+    /// When waiting for the endpoint ends (nothing waits once the link closes).
     pub(super) fn sse_deadline(&self) -> Option<Instant> {
-        self.sse.as_ref().and_then(|s| s.deadline)
+        self.sse
+            .as_ref()
+            .and_then(|s| s.deadline)
+            .filter(|_| !self.closing)
     }
 
     /// Bytes held for messages waiting for the endpoint.
