@@ -703,3 +703,36 @@ fn a_cached_legacy_verdict_still_finds_the_old_transport() {
         ]
     );
 }
+
+#[test]
+fn cancelling_or_timing_out_a_call_posts_notifications_cancelled_to_the_endpoint() {
+    let mut old = Old::new(opted_in(EraMode::Legacy), OldServer::new(404));
+    old.connect();
+    let call = old
+        .sim
+        .client
+        .call(old.sim.now, CallRequest::call_tool("hang", json!({})))
+        .unwrap();
+    old.run_until(|s| s.with_method("tools/call").len() == 1);
+    old.sim.client.cancel(old.sim.now, call).unwrap();
+    old.run_until(|s| s.completion(call).is_some());
+    assert!(matches!(
+        old.sim.completion(call),
+        Some(Err(CallError::Cancelled))
+    ));
+    let timed = old
+        .call(CallRequest::call_tool("hang", json!({})).timeout(Duration::from_secs(5)))
+        .unwrap_err();
+    assert!(matches!(timed, CallError::Timeout(_)), "{timed:?}");
+    let cancelled = old.sim.with_method("notifications/cancelled");
+    assert_eq!(cancelled.len(), 2, "{:#?}", old.trail());
+    assert!(cancelled.iter().all(|r| r.target == ENDPOINT));
+    assert!(old.closed().is_none(), "the stream and the session go on");
+    let out = old
+        .call(CallRequest::call_tool(
+            "echo",
+            json!({"message":"still here"}),
+        ))
+        .unwrap();
+    assert_eq!(text(&out), "still here");
+}
