@@ -452,7 +452,7 @@ impl HttpLink {
             self.stream_ended(now, x, &failure.detail());
             return;
         }
-        let (mut detail, transport) = failure.into_parts();
+        let (detail, transport) = failure.into_parts();
         if matches!(x.purpose, Purpose::SseStream) {
             self.sse_refused(status, detail);
             return;
@@ -486,7 +486,7 @@ impl HttpLink {
                     if self.retry_after_header_mismatch(now, rpc, status, code) {
                         return;
                     }
-                    let mut failure = HttpFailure::new(status, None, std::mem::take(&mut detail));
+                    let mut failure = HttpFailure::new(status, None, detail);
                     if self.try_http_sse(now, rpc, status, response.as_ref(), &mut failure) {
                         return;
                     }
