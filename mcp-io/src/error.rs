@@ -185,6 +185,11 @@ impl Error {
             Error::Call(e) => e.http_status(),
             Error::Connect { reason, .. } | Error::Closed(reason) => match reason {
                 CloseReason::Http(h) => h.status,
+                // The GET of the 2024-11-05 HTTP+SSE transport drew a failure status.
+                CloseReason::HttpSse(mcp_proto::client::http::HttpSseError::StreamRefused {
+                    status,
+                    ..
+                }) => *status,
                 _ => None,
             },
             _ => None,

@@ -69,6 +69,10 @@
 //!   an MCP message or SSE event alike. A number, `true` or an object there is left
 //!   alone. `code` is not among the JSON names: no OAuth exchange puts the
 //!   authorization code in JSON, while many tools take an argument of that name.
+//! * An event-stream line `data: URL` whose value is a URL or an absolute path with a
+//!   query (the `endpoint` event of the 2024-11-05 HTTP+SSE transport, whose
+//!   `sessionId` is the session's only credential) has its secret query values replaced
+//!   by [`REDACTED`], as in a request line.
 //!
 //! All of it takes time linear in the bytes logged.
 
@@ -355,6 +359,11 @@ pub(crate) struct Query {
     name: Vec<u8>,
     /// The name is longer than what `name` holds.
     long: bool,
+    /// Each byte of a secret value becomes the next byte of this text (repeated), so
+    /// the value keeps its length; `None`: the value becomes [`REDACTED`].
+    same_length: Option<&'static [u8]>,
+    /// Bytes of the current secret value replaced so far.
+    hidden: usize,
 }
 
 /// What [`Query`] logs of one byte.
@@ -372,6 +381,17 @@ impl Query {
     pub(crate) fn form() -> Self {
         Query {
             at: At::Name,
+            ..Query::default()
+        }
+    }
+
+    /// For the rest of a URL that starts with its path, each secret value replaced by
+    /// `stand_in` repeated to the value's length (bytes framed by a length, a chunk of
+    /// a chunked body say, keep their framing).
+    pub(crate) fn url_same_length(stand_in: &'static str) -> Self {
+        Query {
+            at: At::Path,
+            same_length: Some(stand_in.as_bytes()),
             ..Query::default()
         }
     }
@@ -405,10 +425,14 @@ impl Query {
                 (At::Hidden, _) => (At::Hidden, Shown::Nothing),
             };
             self.at = at;
-            match shown {
-                Shown::Byte => out.push(b),
-                Shown::Redacted => out.extend_from_slice(REDACTED.as_bytes()),
-                Shown::Nothing => {}
+            match (shown, self.same_length) {
+                (Shown::Byte, _) => out.push(b),
+                (Shown::Redacted | Shown::Nothing, Some(stand_in)) if !stand_in.is_empty() => {
+                    out.push(stand_in[self.hidden % stand_in.len()]);
+                    self.hidden += 1;
+                }
+                (Shown::Redacted, _) => out.extend_from_slice(REDACTED.as_bytes()),
+                (Shown::Nothing, _) => {}
             }
         }
         out
@@ -418,6 +442,7 @@ impl Query {
     fn next_param(&mut self) -> At {
         self.name.clear();
         self.long = false;
+        self.hidden = 0;
         At::Name
     }
 }
@@ -772,6 +797,9 @@ struct Body {
     form_query: Option<Query>,
     /// The secret members of a JSON body.
     json: JsonSecrets,
+    /// The secret query parameters of the URL on the current `data:` line (an HTTP+SSE
+    /// `endpoint` event).
+    url_query: Option<Query>,
 }
 
 impl HttpLog {
@@ -940,6 +968,28 @@ impl Head {
     /// A piece of the body, its secrets hidden.
     fn body(&mut self, piece: &Piece<'_>) -> Vec<u8> {
         let body = self.body.get_or_insert_default();
+        if piece.first
+            && !body.form
+            && let Some(start) = url_data_start(piece.bytes)
+        {
+            let mut query = Query {
+                at: At::Path,
+                ..Query::default()
+            };
+            let mut shown = piece.bytes[..start].to_vec();
+            shown.extend(query.redact(&piece.bytes[start..]));
+            body.url_query = (!piece.last).then_some(query);
+            return shown;
+        }
+        if !piece.first
+            && let Some(query) = &mut body.url_query
+        {
+            let shown = query.redact(piece.bytes);
+            if piece.last {
+                body.url_query = None;
+            }
+            return shown;
+        }
         if !body.form {
             return body.json.redact(piece.bytes, piece.last);
         }
@@ -950,6 +1000,22 @@ impl Head {
         }
         shown
     }
+}
+
+/// Where the URL starts on an event-stream line `data: URL` whose value is a URL or an
+/// absolute path (the `endpoint` event of the 2024-11-05 HTTP+SSE transport, which
+/// carries the session in its query), not JSON.
+fn url_data_start(line: &[u8]) -> Option<usize> {
+    let rest = line.strip_prefix(b"data:")?;
+    let spaces = rest.iter().take_while(|&&b| b == b' ').count();
+    let value = &rest[spaces..];
+    let url_like = value.starts_with(b"/")
+        || value.starts_with(b"?")
+        || value
+            .iter()
+            .position(|&b| b == b':')
+            .is_some_and(|i| i > 0 && value[..i].iter().all(u8::is_ascii_alphabetic));
+    (url_like && value.contains(&b'?')).then_some(5 + spaces)
 }
 
 /// Whether a head line is `Content-Type: application/x-www-form-urlencoded` (any case,
@@ -1267,6 +1333,32 @@ mod tests {
             texts(&seen),
             ["HTTP/1.1 200 OK", "mcp-session-id: [redacted]", ""]
         );
+    }
+
+    #[test]
+    fn the_http_sse_endpoint_event_hides_its_session() {
+        let message = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n\
+            event: endpoint\ndata: /message?sessionId=5f2a&x=1\n\n\
+            event: endpoint\ndata:http://127.0.0.1:9/m?session_id=ab#f\n\n\
+            event: message\ndata: {\"id\":1,\"result\":{\"u\":\"/a?session=keep\"}}\n\n";
+        let expected = [
+            "HTTP/1.1 200 OK",
+            "Content-Type: text/event-stream",
+            "",
+            "event: endpoint",
+            "data: /message?sessionId=[redacted]&x=1",
+            "",
+            "event: endpoint",
+            "data:http://127.0.0.1:9/m?session_id=[redacted]#f",
+            "",
+            "event: message",
+            "data: {\"id\":1,\"result\":{\"u\":\"/a?session=keep\"}}",
+            "",
+        ];
+        assert_eq!(received_bytewise(HttpLog::new(), message), expected);
+        let (mut sink, seen) = recorder();
+        HttpLog::whole(&mut sink, Direction::Received, message);
+        assert_eq!(texts(&seen), expected);
     }
 
     #[test]

@@ -25,6 +25,8 @@ use serde_json::Value;
 pub struct SeenRequest {
     /// `POST`, `GET`, `DELETE`.
     pub method: String,
+    /// The request target (path and query).
+    pub target: String,
     /// Headers, names lower-cased.
     pub headers: Vec<(String, String)>,
     /// The JSON body (`Null` when none).
@@ -141,6 +143,7 @@ fn parse_request(bytes: &[u8]) -> SeenRequest {
     let body = &bytes[len..];
     SeenRequest {
         method: req.method.unwrap_or("").to_owned(),
+        target: req.path.unwrap_or("").to_owned(),
         headers: req
             .headers
             .iter()

@@ -199,6 +199,8 @@ const READY_TIMEOUT: Duration = Duration::from_secs(30);
 /// Starts `f` as a Streamable HTTP server on a free loopback port with these extra
 /// arguments (`--strict`, `--json`, `--stateless`), waits until it accepts TCP connections
 /// and returns it; `None` (skip) when it is not installed, as [`fixture`].
+/// For [`Fixture::Everything`], `extra` `["sse"]` starts the 2024-11-05 HTTP+SSE
+/// transport instead (`GET /sse`, `POST /message`), and the URL ends in `/sse`.
 ///
 /// [`Fixture::Everything`] binds every interface, so it is only started when this
 /// process runs inside a network namespace of its own ([`in_private_netns`]); elsewhere
@@ -243,6 +245,7 @@ fn start_http(f: Fixture, port: u16, extra: &[&str]) -> Result<HttpServer, Strin
     ));
     let out = File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
     let err = out.try_clone().map_err(|e| e.to_string())?;
+    let sse = f == Fixture::Everything && extra.first() == Some(&"sse");
     let mut cmd = match f {
         Fixture::TypeScript => {
             let mut c = Command::new("node");
@@ -259,13 +262,15 @@ fn start_http(f: Fixture, port: u16, extra: &[&str]) -> Result<HttpServer, Strin
             c
         }
         Fixture::Everything => {
+            let mode = if sse { "sse" } else { "streamableHttp" };
             let mut c = Command::new("node");
             c.arg(everything_entry())
-                .arg("streamableHttp")
+                .arg(mode)
                 .env("PORT", port.to_string());
             c
         }
     };
+    let extra = if sse { &extra[1..] } else { extra };
     cmd.args(extra)
         .current_dir(&dir)
         .stdin(Stdio::null())
@@ -276,7 +281,7 @@ fn start_http(f: Fixture, port: u16, extra: &[&str]) -> Result<HttpServer, Strin
     let mut server = HttpServer {
         child,
         addr,
-        url: format!("http://{addr}/mcp"),
+        url: format!("http://{addr}/{}", if sse { "sse" } else { "mcp" }),
         log,
     };
     let deadline = Instant::now() + READY_TIMEOUT;

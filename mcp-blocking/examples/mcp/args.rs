@@ -48,6 +48,9 @@ pub struct Global {
     pub sampling_command: Option<String>,
     /// `--log-level LEVEL`: the server's log messages at LEVEL and above, on stderr.
     pub log_level: Option<String>,
+    /// `--accept-old-versions`: also accept 2024-11-05 and 2025-03-26, and try the
+    /// 2024-11-05 HTTP+SSE transport when a URL refuses Streamable HTTP.
+    pub accept_old_versions: bool,
 }
 
 /// How requests for input are answered.
@@ -196,6 +199,7 @@ const GLOBAL: &[(&str, Kind)] = &[
     ("--root", Kind::Repeat),
     ("--sampling-command", Kind::Value),
     ("--log-level", Kind::Value),
+    ("--accept-old-versions", Kind::Bool),
     ("-h", Kind::Bool),
     ("--help", Kind::Bool),
 ];
@@ -386,6 +390,7 @@ pub fn parse(argv: &[String]) -> Result<Invocation, Usage> {
         save_content: words.value("--save-content").map(PathBuf::from),
         roots: words.values("--root"),
         sampling_command: words.value("--sampling-command"),
+        accept_old_versions: words.has("--accept-old-versions"),
         log_level: match words.value("--log-level") {
             None => None,
             Some(l) if LogLevel::parse(&l).is_some() => Some(l),
@@ -854,7 +859,9 @@ Global flags: --format text|json, --timeout SECS, --config FILE, -v (wire log on
   --root PATH (repeatable; offered to the server as file:// URIs; or \"roots\" in the config),
   --sampling-command CMD (answers sampling: request JSON on stdin, CreateMessageResult JSON
   on stdout; or \"sampling\" in the config; without it sampling is declined),
-  --log-level LEVEL (the server's log messages on stderr; or \"logLevel\" in the config)
+  --log-level LEVEL (the server's log messages on stderr; or \"logLevel\" in the config),
+  --accept-old-versions (also accept 2024-11-05 and 2025-03-26, and fall back to the
+  2024-11-05 HTTP+SSE transport when a URL refuses Streamable HTTP with 400, 404 or 405)
 Credentials: $XDG_STATE_HOME/mcp/credentials/ (~/.local/state/mcp/credentials/), one 0600 file
   per server; MCP_BEARER_TOKEN (or a server's bearerTokenEnv) is sent as it is instead
 Config: --config, else $MCP_CONFIG, else $XDG_CONFIG_HOME/mcp/servers.json, else ~/.config/mcp/servers.json

@@ -87,6 +87,11 @@ pub fn report(format: Format, verbose: bool, failure: &Failure) -> u8 {
             match failure {
                 Failure::Usage(_) => eprintln!("(run `mcp help` for usage)"),
                 Failure::Mcp(e) => {
+                    if message.contains("accept_pre_2025_06_versions") {
+                        eprintln!(
+                            "(to try the 2024-11-05 HTTP+SSE transport, add --accept-old-versions)"
+                        );
+                    }
                     if let Some(tail) = e.stderr_tail().filter(|t| !t.trim().is_empty()) {
                         if verbose {
                             eprintln!("server stderr (last lines):");

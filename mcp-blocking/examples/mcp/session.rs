@@ -109,10 +109,13 @@ pub fn client_config(global: &Global, mode: EraMode, input: InputMode) -> Client
         limits.connect_timeout = t;
         limits.probe_timeout = limits.probe_timeout.min(t);
     }
-    let config = ClientConfig::new(CLIENT_NAME, env!("CARGO_PKG_VERSION"))
+    let mut config = ClientConfig::new(CLIENT_NAME, env!("CARGO_PKG_VERSION"))
         .era_mode(mode)
         .capabilities(caps)
         .limits(limits);
+    if global.accept_old_versions {
+        config = config.accept_pre_2025_06_versions();
+    }
     match extras::roots(&global.roots) {
         Ok(roots) if !roots.is_empty() => config.roots(roots),
         _ => config,

@@ -56,6 +56,32 @@ pub(crate) struct Head {
     form: bool,
     json: JsonSecrets,
     form_query: Option<Query>,
+    /// Where the current body line is in telling an event-stream `data:` line that
+    /// carries a URL.
+    data: DataLine,
+}
+
+/// How far the current body line is from being an event-stream line `data: URL` (the
+/// `endpoint` event of the 2024-11-05 HTTP+SSE transport, whose `sessionId` is the
+/// session's only credential): each byte of its secret query values becomes the next
+/// byte of [`URL_STAND_IN`](super::URL_STAND_IN) (repeated), which keeps the URL usable
+/// when replayed and the length its chunk of a chunked body declared.
+#[derive(Debug)]
+enum DataLine {
+    /// This many bytes of `data:` matched at the start of the line.
+    Prefix(usize),
+    /// After `data:`, spaces so far.
+    Spaces,
+    /// A URL (the value does not start like JSON): its query is redacted.
+    Url(Query),
+    /// Anything else, up to the line end.
+    Other,
+}
+
+impl Default for DataLine {
+    fn default() -> Self {
+        DataLine::Prefix(0)
+    }
 }
 
 /// Bytes of the start line kept: `HTTP/1.1 100` and a little more.
@@ -188,10 +214,36 @@ impl Head {
                     self.form_query = None;
                 }
             } else {
-                out.extend(self.json.redact(piece, last));
+                for &b in piece {
+                    self.body_byte(b, &mut out);
+                }
             }
         }
         out
+    }
+
+    /// One byte of a body that is not a form.
+    fn body_byte(&mut self, b: u8, out: &mut Vec<u8>) {
+        const DATA: &[u8] = b"data:";
+        if b == b'\n' || b == b'\r' {
+            // A line end (CR alone ends an event-stream line too).
+            self.data = DataLine::Prefix(0);
+            out.extend(self.json.redact(&[b], b == b'\n'));
+            return;
+        }
+        self.data = match std::mem::take(&mut self.data) {
+            DataLine::Prefix(n) if DATA[n] == b && n + 1 == DATA.len() => DataLine::Spaces,
+            DataLine::Prefix(n) if DATA[n] == b => DataLine::Prefix(n + 1),
+            DataLine::Spaces if b == b' ' => DataLine::Spaces,
+            DataLine::Spaces if matches!(b, b'{' | b'[' | b'"') => DataLine::Other,
+            DataLine::Spaces => DataLine::Url(Query::url_same_length(super::URL_STAND_IN)),
+            DataLine::Url(q) => DataLine::Url(q),
+            _ => DataLine::Other,
+        };
+        match &mut self.data {
+            DataLine::Url(query) => out.extend(query.redact(&[b])),
+            _ => out.extend(self.json.redact(&[b], false)),
+        }
     }
 
     /// The empty line after the head: the body follows, or the next head after an
@@ -216,6 +268,22 @@ mod tests {
 
     fn whole(message: &[u8]) -> String {
         String::from_utf8(Head::default().redact(message)).unwrap()
+    }
+
+    #[test]
+    fn the_http_sse_endpoint_event_keeps_a_usable_url_without_its_session() {
+        let message = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n\
+            event: endpoint\r\ndata: /message?sessionId=5f2a&x=1\r\n\r\n\
+            data:http://h/m?session_id=ab#f\n\n\
+            data: {\"u\":\"/a?session=keep\",\"access_token\":\"t\"}\n\n";
+        let expected = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n\
+            event: endpoint\r\ndata: /message?sessionId=reda&x=1\r\n\r\n\
+            data:http://h/m?session_id=re#f\n\n\
+            data: {\"u\":\"/a?session=keep\",\"access_token\":\"[redacted]\"}\n\n";
+        assert_eq!(whole(message), expected);
+        let mut head = Head::default();
+        let bytewise: Vec<u8> = message.iter().flat_map(|b| head.redact(&[*b])).collect();
+        assert_eq!(String::from_utf8(bytewise).unwrap(), expected);
     }
 
     #[test]

@@ -10,7 +10,11 @@
 //! [`Options::redact_header`]) become `[redacted]`, and so do the values of secret query
 //! parameters in request lines; in the header line, the endpoint URL's secret query
 //! values become `redacted` (a URL cannot hold brackets) and the `Authorization` value
-//! `[redacted]`. Unlike the wire log, each read keeps its bytes as they came (a header
+//! `[redacted]`. On an event-stream line `data: URL` (the `endpoint` event of the
+//! 2024-11-05 HTTP+SSE transport) each byte of a secret query value (its `sessionId`)
+//! becomes the next byte of `redacted`, repeated: the URL stays usable on replay and
+//! the chunk that carried it keeps the length it declared. Unlike the wire log, each read
+//! keeps its bytes as they came (a header
 //! split across reads is redacted in both), since a replay must feed them at the same
 //! times. Stdio bytes are recorded as they are, as the wire log shows them.
 //!

@@ -495,6 +495,10 @@ pub enum CloseReason {
     /// The server wants authorization and the authorization flow failed.
     #[error("authorization failed: {0}")]
     Authorization(crate::auth::AuthError),
+    /// The 2024-11-05 HTTP+SSE transport failed: its stream did not open, named no
+    /// usable endpoint, or was lost.
+    #[error("{0}")]
+    HttpSse(super::http::HttpSseError),
 }
 
 /// Misbehaviour of the server that did not end the connection, or trouble on the way to

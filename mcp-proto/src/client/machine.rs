@@ -136,6 +136,17 @@ impl Client {
         }
     }
 
+    /// The URL messages are POSTed to when the connection runs the 2024-11-05 HTTP+SSE
+    /// transport (detected after `initialize` drew a 4xx, with old versions accepted),
+    /// once the server's `endpoint` event named it. `None` on Streamable HTTP and stdio.
+    #[must_use]
+    pub fn http_sse_endpoint(&self) -> Option<&crate::http::EndpointUrl> {
+        match &self.link {
+            Link::Http(l) => l.http_sse_endpoint(),
+            Link::Stdio(_) => None,
+        }
+    }
+
     /// Connection counters, for a client over HTTP.
     #[must_use]
     pub fn pool_stats(&self) -> Option<PoolStats> {

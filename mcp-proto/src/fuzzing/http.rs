@@ -160,3 +160,18 @@ pub fn url_parse(data: &[u8]) {
         }
     }
 }
+
+/// The resolution of an HTTP+SSE `endpoint` event against a fixed server URL on
+/// arbitrary UTF-8: never a panic, and whatever is accepted is on the server's origin
+/// with an absolute target.
+pub fn http_sse_endpoint(data: &[u8]) {
+    let Ok(s) = std::str::from_utf8(data) else {
+        return;
+    };
+    let base = EndpointUrl::parse("http://127.0.0.1:3001/mcp/sse", false).expect("base");
+    if let Ok(url) = crate::client::http::sse2024::resolve_endpoint(&base, s) {
+        assert_eq!(url.origin(), base.origin());
+        assert!(url.target().starts_with('/'), "{}", url.target());
+        assert!(s.len() <= crate::client::http::MAX_ENDPOINT_BYTES);
+    }
+}

@@ -65,6 +65,8 @@ pub(super) enum Purpose {
     Get { owed: Vec<i64>, attempt: u32 },
     /// `DELETE` of the session.
     Delete,
+    /// The GET stream of the 2024-11-05 HTTP+SSE transport (`sse2024.rs`).
+    SseStream,
 }
 
 impl Purpose {
@@ -91,7 +93,11 @@ impl Purpose {
             ),
             // Notifications and responses are idempotent to the server (a response to
             // an id already answered is ignored); GETs and DELETEs too.
-            Purpose::Notify | Purpose::Initialized | Purpose::Get { .. } | Purpose::Delete => true,
+            Purpose::Notify
+            | Purpose::Initialized
+            | Purpose::Get { .. }
+            | Purpose::Delete
+            | Purpose::SseStream => true,
         }
     }
 }
@@ -233,8 +239,11 @@ impl HttpLink {
                 }
             }
         }
+        let old_transport = self.sse.is_some();
         x.body = match (&x.purpose, status) {
             (Purpose::Delete, _) => Body::Ignore,
+            // HTTP+SSE: a POST's success carries no answer; the stream does.
+            (Purpose::Request { .. }, 200..=299) if old_transport => Body::Ignore,
             (_, 200..=299) if status == 202 || status == 204 => Body::Ignore,
             (Purpose::Notify | Purpose::Initialized, 200..=299) => Body::Ignore,
             (_, 200..=299) if content_type == "text/event-stream" => {
@@ -267,7 +276,7 @@ impl HttpLink {
         let Some(x) = self.exchanges.get_mut(&id) else {
             return;
         };
-        let mut messages = Vec::new();
+        let mut messages: Vec<crate::sse::SseEvent> = Vec::new();
         let mut overflow = None;
         let mut broken = None;
         match &mut x.body {
@@ -286,8 +295,8 @@ impl HttpLink {
                 decoder.handle_input(bytes);
                 while let Some(item) = decoder.poll_event() {
                     match item {
-                        Ok(ev) if ev.data.is_empty() => {}
-                        Ok(ev) => messages.push(ev.data),
+                        Ok(ev) if ev.data.is_empty() && ev.event_type != "endpoint" => {}
+                        Ok(ev) => messages.push(ev),
                         // A stream that crossed a limit is not trusted further: the
                         // messages before the bad event still count.
                         Err(e) => {
@@ -307,10 +316,19 @@ impl HttpLink {
             return;
         }
         let origin = self.exchanges.get(&id).and_then(|x| x.rpc_id);
-        for data in messages {
+        let old_stream = self
+            .exchanges
+            .get(&id)
+            .is_some_and(|x| matches!(x.purpose, Purpose::SseStream));
+        for ev in messages {
             if let Some(x) = self.exchanges.get_mut(&id) {
                 x.delivered += 1;
             }
+            if old_stream {
+                self.sse_event(now, ev);
+                continue;
+            }
+            let data = ev.data;
             // What comes on a request's own stream belongs to that request (its log
             // messages, say).
             self.client.stream_origin = origin;
@@ -330,6 +348,10 @@ impl HttpLink {
             return;
         };
         self.pool.abort(now, id);
+        if matches!(x.purpose, Purpose::SseStream) {
+            self.sse_lost(format!("event stream cut: {error}"));
+            return;
+        }
         self.events
             .push_back(Event::PeerError(PeerError::Sse(error.clone())));
         let owed: Vec<i64> = match &x.purpose {
@@ -392,8 +414,13 @@ impl HttpLink {
                 };
                 self.exchange_failed(now, x, Some(status), response, Failure::Text(detail));
             }
+            Body::Ignore | Body::Unknown if matches!(x.purpose, Purpose::SseStream) => {
+                self.sse_refused(Some(status), "no event stream in the response".into());
+            }
             Body::Ignore | Body::Unknown => {
+                // HTTP+SSE: the answer comes on the stream.
                 if let Purpose::Request { .. } = x.purpose
+                    && !self.on_http_sse()
                     && let Some(rpc) = x.rpc_id.filter(|r| self.client.is_awaiting(*r))
                 {
                     let detail = format!("HTTP {status} carried no response");
@@ -426,6 +453,10 @@ impl HttpLink {
             return;
         }
         let (detail, transport) = failure.into_parts();
+        if matches!(x.purpose, Purpose::SseStream) {
+            self.sse_refused(status, detail);
+            return;
+        }
         if status == Some(404) && x.had_session && self.era() == Some(Era::Legacy) {
             // The server did not know the session: this request never ran.
             let never_ran = match x.purpose {
@@ -456,6 +487,9 @@ impl HttpLink {
                         return;
                     }
                     let mut failure = HttpFailure::new(status, None, detail);
+                    if self.try_http_sse(now, rpc, status, response.as_ref(), &mut failure) {
+                        return;
+                    }
                     failure.transport = transport.map(Box::new);
                     self.client
                         .handle_http_failure(now, rpc, failure, challenge, response);
@@ -492,13 +526,17 @@ impl HttpLink {
                     self.fail_owed(now, &owed, status, &detail);
                 }
             }
-            Purpose::Delete => {}
+            Purpose::Delete | Purpose::SseStream => {}
         }
     }
 
     /// An SSE stream ended (cleanly or not). Whatever it still owed is resumed (legacy,
     /// with an event id to resume from) or failed.
     fn stream_ended(&mut self, now: Instant, x: Exchange, why: &str) {
+        if matches!(x.purpose, Purpose::SseStream) {
+            self.sse_lost(why.to_owned());
+            return;
+        }
         let (owed, attempt) = match &x.purpose {
             Purpose::Request { .. } => (x.rpc_id.into_iter().collect::<Vec<_>>(), 0),
             Purpose::Get { owed, attempt } => (owed.clone(), *attempt),

@@ -33,6 +33,11 @@
 //!   `tools/list` page and reported as [`Event::ToolExcluded`]. A stream lost before its
 //!   response fails the call with [`CallError::Http`](super::CallError::Http) (no resumption in this era, and no
 //!   silent re-issue). Cancelling aborts the exchange: its connection is closed.
+//! * **2024-11-05 HTTP+SSE** (the deprecated transport, only with
+//!   [`ClientConfig::accept_pre_2025_06_versions`](super::ClientConfig::accept_pre_2025_06_versions)):
+//!   when `initialize` draws a 400, 404 or 405, a GET on the URL opens the server's
+//!   stream, its `endpoint` event names where every message is POSTed, and every answer
+//!   comes on that stream. See `sse2024.rs` and [`HttpSseError`].
 
 mod authorize;
 mod exchange;
@@ -40,7 +45,10 @@ mod learn;
 mod outgoing;
 pub mod pool;
 mod side;
+pub(crate) mod sse2024;
 mod tools;
+
+pub use sse2024::{HttpSseError, MAX_ENDPOINT_BYTES};
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::Duration;
@@ -161,6 +169,8 @@ pub(crate) struct HttpLink {
     parked: VecDeque<authorize::Parked>,
     /// The flow's one-shot connections.
     side: side::Side,
+    /// The 2024-11-05 HTTP+SSE transport, once detected (see `sse2024.rs`).
+    sse: Option<sse2024::HttpSse>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -210,6 +220,7 @@ impl HttpLink {
             auth_max_body,
             parked: VecDeque::new(),
             side: side::Side::default(),
+            sse: None,
         };
         this.pump(now);
         this
@@ -422,6 +433,9 @@ impl HttpLink {
         }
         self.expire_exchanges(now);
         self.auth_timeout(now);
+        // Before the session's own handshake deadline, which it shares: the typed
+        // reason wins.
+        self.sse_timeout(now);
         self.client.handle_timeout(now);
         self.start_due_resumes(now);
         self.pump(now);
@@ -451,6 +465,7 @@ impl HttpLink {
             + held
             + parked
             + self.side.retained_bytes()
+            + self.sse_retained_bytes()
     }
 
     pub(crate) fn poll_event(&mut self) -> Option<Event> {
@@ -475,6 +490,7 @@ impl HttpLink {
             exchanges,
             self.close_deadline,
             self.auth.as_ref().and_then(Authorizer::poll_timeout),
+            self.sse_deadline(),
         ]
         .into_iter()
         .flatten()
@@ -525,6 +541,7 @@ impl HttpLink {
             Event::Connected(details)
                 if details.protocol_version.era() == Era::Legacy
                     && self.config.open_get_stream
+                    && self.sse.is_none()
                     && self.get_stream == GetStream::Idle =>
             {
                 // Opened once `notifications/initialized` is accepted (see `release_held`).
@@ -577,7 +594,7 @@ impl HttpLink {
         // A GET stream or a 2026 subscription: open for as long as the server keeps it,
         // so it does not take one of the request connections.
         let long_lived = match &x.purpose {
-            exchange::Purpose::Get { .. } => true,
+            exchange::Purpose::Get { .. } | exchange::Purpose::SseStream => true,
             exchange::Purpose::Request { method } => {
                 method == crate::client::session::request::LISTEN
             }

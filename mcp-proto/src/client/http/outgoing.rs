@@ -10,17 +10,24 @@ use super::{GetStream, HttpLink};
 use crate::client::session::{OutKind, Outgoing};
 use crate::client::{CallError, Event, PeerError};
 use crate::http::headers::{self, LAST_EVENT_ID, MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
-use crate::http::{ACCEPT_JSON_AND_SSE, RequestHead, ResponseReader};
+use crate::http::{ACCEPT_JSON_AND_SSE, EndpointUrl, RequestHead, ResponseReader};
 use crate::version::Era;
 
 impl HttpLink {
-    fn base_head(&mut self, method: &str, accept: &str) -> RequestHead {
-        let mut head = RequestHead::for_endpoint(method, &self.config.url)
+    /// The headers every request carries, for a request to `url` (the MCP URL, or the
+    /// HTTP+SSE endpoint).
+    pub(super) fn base_head(
+        &mut self,
+        method: &str,
+        accept: &str,
+        url: &EndpointUrl,
+    ) -> RequestHead {
+        let mut head = RequestHead::for_endpoint(method, url)
             .with_header("Accept", accept)
             .with_header("User-Agent", self.config.user_agent.clone());
         let managed = match &mut self.auth {
             // The flow's token (and, when DPoP-bound, a fresh proof for this request).
-            Some(auth) => auth.request_headers(self.now, method, &self.config.url),
+            Some(auth) => auth.request_headers(self.now, method, url),
             None => Vec::new(),
         };
         if managed.is_empty() {
@@ -38,10 +45,15 @@ impl HttpLink {
         head
     }
 
-    fn new_exchange(&self, purpose: Purpose, rpc_id: Option<i64>, method: &str) -> Exchange {
+    pub(super) fn new_exchange(
+        &self,
+        purpose: Purpose,
+        rpc_id: Option<i64>,
+        method: &str,
+    ) -> Exchange {
         let deadline = match purpose {
             Purpose::Request { .. } | Purpose::Delete => None,
-            Purpose::Notify | Purpose::Initialized | Purpose::Get { .. } => {
+            Purpose::Notify | Purpose::Initialized | Purpose::Get { .. } | Purpose::SseStream => {
                 Some(self.now + self.client.config().limits.request_timeout)
             }
         };
@@ -73,6 +85,9 @@ impl HttpLink {
 
     /// Sends `msg`, refused `tries` times for want of authorization so far.
     fn send_message_try(&mut self, now: Instant, msg: Outgoing, tries: u8) {
+        let Some(msg) = self.hold_for_endpoint(msg) else {
+            return;
+        };
         if let Some(held) = &mut self.held {
             held.push_back(msg);
             return;
@@ -96,7 +111,8 @@ impl HttpLink {
         };
         let version = self.client.header_version();
         let modern = version.is_some_and(|v| v.era() == Era::Modern);
-        let mut head = self.base_head("POST", ACCEPT_JSON_AND_SSE);
+        let url = self.post_url();
+        let mut head = self.base_head("POST", ACCEPT_JSON_AND_SSE, &url);
         head = head.with_header("Content-Type", "application/json");
         if modern {
             match self.modern_headers(rpc_id, &method, version.map_or("", |v| v.as_str())) {
@@ -184,7 +200,8 @@ impl HttpLink {
         owed: Vec<i64>,
         attempt: u32,
     ) {
-        let mut head = self.base_head("GET", "text/event-stream");
+        let url = self.config.url.clone();
+        let mut head = self.base_head("GET", "text/event-stream", &url);
         if let Some(v) = self.client.header_version() {
             head = head.with_header(MCP_PROTOCOL_VERSION, v.as_str());
         }
@@ -210,7 +227,8 @@ impl HttpLink {
 
     /// `DELETE` of the legacy session.
     pub(super) fn send_delete(&mut self, version: Option<crate::version::ProtocolVersion>) {
-        let mut head = self.base_head("DELETE", ACCEPT_JSON_AND_SSE);
+        let url = self.config.url.clone();
+        let mut head = self.base_head("DELETE", ACCEPT_JSON_AND_SSE, &url);
         if let Some(v) = version {
             head = head.with_header(MCP_PROTOCOL_VERSION, v.as_str());
         }

@@ -153,6 +153,31 @@ impl Session {
         });
     }
 
+    /// The `initialize` in flight was refused by a transport that does not carry it
+    /// (HTTP+SSE detection): it never ran, so it is sent again under a new id with the
+    /// same version, and a fresh deadline within the connect deadline. False when no
+    /// `initialize` is in flight.
+    pub(crate) fn restart_initialize(&mut self, now: Instant) -> bool {
+        let Some(Handshake {
+            rpc_id,
+            phase: Phase::Initialize { version },
+            ..
+        }) = self.handshake
+        else {
+            return false;
+        };
+        remember(&mut self.ignored_ids, rpc_id);
+        self.handshake = None;
+        self.tentative_legacy = false;
+        self.send_initialize(now, version);
+        true
+    }
+
+    /// When the handshake in flight gives up.
+    pub(crate) fn handshake_deadline(&self) -> Option<Instant> {
+        self.handshake.as_ref().map(|h| h.deadline)
+    }
+
     /// Whether a response id belongs to the handshake in progress.
     pub(super) fn is_handshake_id(&self, id: Option<&RequestId>) -> bool {
         match (&self.handshake, id) {
