@@ -159,7 +159,8 @@ pub fn serve_http_with(
     let local_addr = listener.local_addr()?;
     let stop = Arc::new(AtomicBool::new(false));
     let path = options.endpoint.path.clone();
-    let endpoint = HttpEndpoint::with_config(server, options.endpoint.clone());
+    let seed = mcp_io::auth::random_seed()?;
+    let endpoint = HttpEndpoint::with_sessions(server, options.endpoint.clone(), &seed);
     let shared = Shared {
         endpoint: Mutex::new(endpoint),
         output: Condvar::new(),

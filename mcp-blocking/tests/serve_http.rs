@@ -189,6 +189,18 @@ fn modern(id: i64, method: &str, params: Value, extra: &[(&str, &str)]) -> Vec<u
     request("POST", &headers, body.to_string().as_bytes())
 }
 
+/// A legacy POST in session `session`.
+fn legacy_in(session: &str, body: &Value) -> Vec<u8> {
+    request(
+        "POST",
+        &[
+            ("MCP-Protocol-Version", "2025-06-18"),
+            ("Mcp-Session-Id", session),
+        ],
+        body.to_string().as_bytes(),
+    )
+}
+
 fn legacy(body: &Value) -> Vec<u8> {
     request(
         "POST",
@@ -285,22 +297,37 @@ fn modern_discover_and_header_validation() {
 }
 
 #[test]
-fn stateless_legacy_initialize_then_list() {
+fn legacy_sessions_keep_clients_apart() {
     let server = start();
     let mut c = Conn::open(server.local_addr());
     let r = c.roundtrip(&initialize(json!({})));
     assert_eq!(r.status(), 200);
     assert_eq!(r.json()["result"]["protocolVersion"], "2025-06-18");
-    assert!(r.head.header("mcp-session-id").is_none());
-    let r = c.roundtrip(&legacy(
+    let session = r
+        .head
+        .header("mcp-session-id")
+        .expect("a session id")
+        .to_owned();
+    assert!(session.len() >= 22, "{session}");
+    let r = c.roundtrip(&legacy_in(
+        &session,
         &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
     ));
     assert_eq!((r.status(), r.body.len()), (202, 0));
-    // A new connection, no session id: still served.
+    // Another client gets another session.
+    let mut other = Conn::open(server.local_addr());
+    let r = other.roundtrip(&initialize(json!({})));
+    let second = r.head.header("mcp-session-id").unwrap().to_owned();
+    assert_ne!(session, second);
+    // No session id: 400; an unknown one: 404.
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let r = other.roundtrip(&legacy(&list));
+    assert_eq!((r.status(), r.error_code()), (400, -32600));
+    let r = other.roundtrip(&legacy_in("not-a-session", &list));
+    assert_eq!(r.status(), 404);
+    // The session is served from any connection.
     let mut c = Conn::open(server.local_addr());
-    let r = c.roundtrip(&legacy(
-        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
-    ));
+    let r = c.roundtrip(&legacy_in(&session, &list));
     assert_eq!(r.status(), 200);
     let listed = r.json();
     let names: Vec<&str> = listed["result"]["tools"]
@@ -313,7 +340,11 @@ fn stateless_legacy_initialize_then_list() {
         names.contains(&"echo") && names.contains(&"hang"),
         "{names:?}"
     );
-    assert!(r.head.header("mcp-session-id").is_none());
+    // DELETE ends it.
+    let r = c.roundtrip(&request("DELETE", &[("Mcp-Session-Id", &session)], b""));
+    assert_eq!(r.status(), 200);
+    let r = c.roundtrip(&legacy_in(&session, &list));
+    assert_eq!(r.status(), 404);
     server.stop();
 }
 
@@ -322,9 +353,13 @@ fn transport_answers() {
     let server = start();
     let mut c = Conn::open(server.local_addr());
     let r = c.roundtrip(&request("GET", &[("Accept", "text/event-stream")], b""));
-    assert_eq!((r.status(), r.head.header("allow")), (405, Some("POST")));
+    assert_eq!(
+        (r.status(), r.head.header("allow")),
+        (405, Some("POST, DELETE"))
+    );
+    // DELETE needs a session id.
     let r = c.roundtrip(&request("DELETE", &[], b""));
-    assert_eq!(r.status(), 405);
+    assert_eq!(r.status(), 400);
     let r = c.roundtrip(&request_to("POST", "/other", &[], b"{}"));
     assert_eq!(r.status(), 404);
     // A notification: 202, empty body.
@@ -418,14 +453,13 @@ fn open_streams_legacy_input_and_cancellation() {
     let server = start();
     let addr = server.local_addr();
     let mut c = Conn::open(addr);
-    assert_eq!(
-        c.roundtrip(&initialize(json!({"elicitation": {}})))
-            .status(),
-        200
-    );
+    let r = c.roundtrip(&initialize(json!({"elicitation": {}})));
+    assert_eq!(r.status(), 200);
+    let session = r.head.header("mcp-session-id").unwrap().to_owned();
 
     // confirm asks through elicitation/create on an SSE stream that stays open.
-    c.send(&legacy(
+    c.send(&legacy_in(
+        &session,
         &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "confirm"}}),
     ));
     let head = c.head();
@@ -436,11 +470,34 @@ fn open_streams_legacy_input_and_cancellation() {
     assert!(!c.sse_until(&mut body, 1));
     let ask = sse(&body).remove(0);
     assert_eq!(ask["method"], "elicitation/create");
+    // Its id cannot be guessed: not the machine's counter.
+    assert!(ask["id"].as_str().is_some_and(|id| id.len() >= 22), "{ask}");
 
-    // The answer comes on another connection: 202; the result ends the first stream.
+    // Another client cannot answer it: neither without a session, nor from its own,
+    // nor with the machine's own id in this session.
+    let mut m = Conn::open(addr);
+    let mallory = m
+        .roundtrip(&initialize(json!({"elicitation": {}})))
+        .head
+        .header("mcp-session-id")
+        .unwrap()
+        .to_owned();
+    let forged = json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept",
+        "content": {"proceed": true, "name": "mallory"}}});
+    assert_eq!(m.roundtrip(&legacy(&forged)).status(), 202);
+    assert_eq!(m.roundtrip(&legacy_in(&mallory, &forged)).status(), 202);
+    let guessed = json!({"jsonrpc": "2.0", "id": 0, "result": {"action": "accept"}});
+    assert_eq!(m.roundtrip(&legacy_in(&session, &guessed)).status(), 202);
+    // Nor cancel it.
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 7}});
+    assert_eq!(m.roundtrip(&legacy_in(&mallory, &cancel)).status(), 202);
+
+    // The answer comes on another connection in the session: 202; the result ends the
+    // first stream.
     let mut d = Conn::open(addr);
     let answer = json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "decline"}});
-    assert_eq!(d.roundtrip(&legacy(&answer)).status(), 202);
+    assert_eq!(d.roundtrip(&legacy_in(&session, &answer)).status(), 202);
     let r = c.finish(head, body);
     let messages = sse(&r.body);
     assert_eq!(messages.len(), 2, "{messages:?}");

@@ -114,6 +114,19 @@ pub fn seal_server_states(server: &mut mcp_proto::server::Server) -> std::io::Re
     Ok(())
 }
 
+/// 32 bytes from the operating system's random number generator: the seed the machines
+/// take for what must not be guessed (session ids, keys).
+///
+/// # Errors
+/// When the operating system has no random numbers to give.
+pub fn random_seed() -> std::io::Result<[u8; 32]> {
+    let mut seed = [0u8; 32];
+    SystemRandom::new().fill(&mut seed).map_err(|_| {
+        std::io::Error::other("the operating system's random number generator failed")
+    })?;
+    Ok(seed)
+}
+
 /// Seconds since the Unix epoch.
 #[must_use]
 pub fn unix_now() -> u64 {

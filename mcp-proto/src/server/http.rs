@@ -17,7 +17,8 @@
 //! **Checks before the machine**, in this order: `Origin` (present and neither loopback
 //! nor listed in [`HttpEndpointConfig::allowed_origins`]: 403) → path (not
 //! [`HttpEndpointConfig::path`]: 404) → method (anything but `POST`: 405 with
-//! `Allow: POST`; there is no GET stream and no session to DELETE) → `Content-Type` (present
+//! `Allow: POST`, or `POST, DELETE` with sessions; there is no GET stream) →
+//! `Content-Type` (present
 //! and not `application/json`: 415) → nesting depth (deeper than
 //! [`ServerLimits::max_nesting_depth`](super::ServerLimits::max_nesting_depth): `-32600`,
 //! 400, with the id when it can be read) → JSON (`-32700`, id `null`, 400) → JSON-RPC
@@ -64,16 +65,25 @@
 //! At most [`HttpEndpointConfig::max_open_streams`] exchanges stay open; one more is
 //! cancelled and answered 503 with `-32603`.
 //!
-//! **Legacy state is process-wide (stateless legacy).** No `Mcp-Session-Id` is ever
-//! issued or read. The machine's legacy handshake state is shared by every client: each
-//! `initialize` replaces it (the latest handshake's version and client capabilities are
-//! the ones the machine uses, which is what sequential clients need); legacy requests
-//! before any `initialize` get the machine's `-32600` "Server not initialized" (400).
-//! Modern requests never touch that state. Two legacy clients that interleave with
-//! different client capabilities see the later one's (a stateless endpoint cannot tell
-//! them apart); use the modern era, or one endpoint per client, when that matters.
-//! (Replacing the handshake clears the machine's private legacy session directly: this
-//! module is a child of `server`, so no public API was added for it.)
+//! **Legacy sessions.** An endpoint made with [`HttpEndpoint::with_sessions`] (the
+//! adapters' serve functions make theirs so, with the operating system's randomness)
+//! gives each successful legacy `initialize` an `Mcp-Session-Id` (128 random bits) and
+//! its own legacy state: handshake, parked calls, request counter. Every other legacy
+//! request must carry a live session id (none: 400; unknown, ended or idle past
+//! [`HttpEndpointConfig::session_idle_timeout`]: 404, and the client initializes again),
+//! and is served with that session's state swapped into the machine. `DELETE` with the
+//! id ends the session and cancels its open exchanges. At most
+//! [`HttpEndpointConfig::max_sessions`] live at once (idle ones make room; then 503).
+//! Server→client requests go out under fresh unguessable ids, and a client's response
+//! reaches the machine only when it names such an id sent to its own session; anything
+//! else (another session's id, the machine's counter, no id) is dropped with 202. A
+//! posted `notifications/cancelled` only reaches exchanges of its own session. Modern
+//! requests ignore `Mcp-Session-Id` and never see legacy state.
+//!
+//! **Without sessions** ([`HttpEndpoint::new`], [`HttpEndpoint::with_config`]: no
+//! entropy), legacy state is process-wide: each `initialize` replaces the handshake, and
+//! two interleaving legacy clients see the later one's capabilities. That mode is for
+//! tests and single-client pipes.
 //!
 //! **Bounds.** Bodies, heads and pipelining are bounded by [`HttpRequestLimits`]; open
 //! exchanges by `max_open_streams`; the machine's own limits bound parked calls. An
@@ -85,7 +95,7 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 use serde_json::{Map, Value, json};
 
 use crate::http::HttpVersion;
-use crate::http::headers::MCP_PROTOCOL_VERSION;
+use crate::http::headers::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
 use crate::jsonrpc::{
     self, ErrorObject, Message, Notification, Request, RequestId, Response, codes,
 };
@@ -98,6 +108,7 @@ pub mod gateway;
 mod host;
 mod reader;
 mod response;
+mod sessions;
 #[cfg(test)]
 mod tests;
 mod validate;
@@ -108,6 +119,7 @@ pub use reader::{HttpRequest, HttpRequestError, HttpRequestLimits, HttpRequestRe
 pub use response::{HttpResponse, HttpStream};
 
 use response::sse_event;
+use sessions::Sessions;
 use validate::{modern_checks, origin_allowed, serves_legacy, single_header, version_data};
 
 /// The endpoint path the bundled adapters and the CLI serve: `/mcp`.
@@ -125,6 +137,12 @@ pub struct HttpEndpointConfig {
     /// Exchanges that may stay open (unanswered tools, legacy calls waiting for input)
     /// at once. Default 64.
     pub max_open_streams: usize,
+    /// Legacy sessions held at once (with [`HttpEndpoint::with_sessions`]); an
+    /// `initialize` beyond them, once idle ones are dropped, gets 503. Default 1024.
+    pub max_sessions: usize,
+    /// How long a legacy session may go unused before it is dropped (a session with an
+    /// open exchange is never idle). Default 30 minutes.
+    pub session_idle_timeout: std::time::Duration,
 }
 
 impl Default for HttpEndpointConfig {
@@ -133,6 +151,8 @@ impl Default for HttpEndpointConfig {
             path: DEFAULT_PATH.to_owned(),
             allowed_origins: Vec::new(),
             max_open_streams: 64,
+            max_sessions: 1024,
+            session_idle_timeout: std::time::Duration::from_secs(30 * 60),
         }
     }
 }
@@ -175,6 +195,8 @@ struct Exchange {
     error_code: Option<i64>,
     /// An open stream was handed out for it.
     streaming: bool,
+    /// The legacy session it belongs to, with sessions.
+    session: Option<String>,
 }
 
 /// Serves Streamable HTTP requests against one [`Server`]; see the module docs.
@@ -186,8 +208,11 @@ pub struct HttpEndpoint {
     next_key: i64,
     /// Requests being answered, by endpoint id.
     exchanges: HashMap<i64, Exchange>,
-    /// Server→client requests awaiting the client's response: their id → the exchange.
-    server_requests: HashMap<RequestId, i64>,
+    /// Server→client requests awaiting the client's response, by session and the id the
+    /// client saw: the exchange, and the machine's own id of the request.
+    server_requests: HashMap<(Option<String>, RequestId), (i64, RequestId)>,
+    /// Legacy sessions, when the endpoint has entropy for their ids.
+    sessions: Option<Sessions>,
     /// Open streams that got output since their driver was last told.
     ready: BTreeSet<i64>,
 }
@@ -208,8 +233,27 @@ impl HttpEndpoint {
             next_key: 0,
             exchanges: HashMap::new(),
             server_requests: HashMap::new(),
+            sessions: None,
             ready: BTreeSet::new(),
         }
+    }
+
+    /// An endpoint serving `server` with `config` and legacy sessions: each legacy
+    /// client gets an `Mcp-Session-Id` at `initialize` and its own handshake state, and
+    /// its server→client requests get unguessable ids only it can answer. `seed` (at
+    /// least 32 bytes from a real entropy source) seeds the generator of those ids.
+    #[must_use]
+    pub fn with_sessions(server: Server, config: HttpEndpointConfig, seed: &[u8]) -> Self {
+        let sessions = Sessions::new(seed, config.max_sessions, config.session_idle_timeout);
+        let mut endpoint = HttpEndpoint::with_config(server, config);
+        endpoint.sessions = Some(sessions);
+        endpoint
+    }
+
+    /// Legacy sessions held (0 without sessions).
+    #[must_use]
+    pub fn sessions(&self) -> usize {
+        self.sessions.as_ref().map_or(0, Sessions::len)
     }
 
     /// The configuration.
@@ -318,8 +362,14 @@ impl HttpEndpoint {
         if http.path() != self.config.path {
             return complete(HttpResponse::new(404));
         }
+        let stateful =
+            self.sessions.is_some() && self.server.config().versions.newest(Era::Legacy).is_some();
+        if http.method == "DELETE" && stateful {
+            return complete(self.end_session(now, http));
+        }
         if http.method != "POST" {
-            return complete(HttpResponse::new(405).with_header("Allow", "POST"));
+            let allow = if stateful { "POST, DELETE" } else { "POST" };
+            return complete(HttpResponse::new(405).with_header("Allow", allow));
         }
         if let Some(ct) = http.header_bytes("content-type") {
             let media = ct.split(|b| *b == b';').next().unwrap_or_default();
@@ -352,10 +402,23 @@ impl HttpEndpoint {
                 return complete(HttpResponse::json_error(400, id.as_ref(), &e));
             }
         };
+        if let Message::Request(request) = message {
+            return self.request(now, request, &value, http);
+        }
+        // A notification or response belongs to the session it names, if any.
+        let session = match http.header(MCP_SESSION_ID) {
+            Some(id) if self.sessions.is_some() => {
+                if !self.session_live(id, now) {
+                    return complete(session_not_found());
+                }
+                Some(id.to_owned())
+            }
+            _ => None,
+        };
         match message {
-            Message::Request(request) => self.request(now, request, &value, http),
-            Message::Notification(n) => complete(self.notification(now, n)),
-            Message::Response(r) => complete(self.client_response(now, r)),
+            Message::Notification(n) => complete(self.notification(now, n, session)),
+            Message::Response(r) => complete(self.client_response(now, r, session)),
+            Message::Request(_) => complete(HttpResponse::new(500)),
         }
     }
 
@@ -386,8 +449,10 @@ impl HttpEndpoint {
                 }
             }
             _ if request.method == "initialize" => {
-                // Stateless legacy: every client's handshake replaces the last one.
-                self.server.session = None;
+                if self.sessions.is_none() {
+                    // Stateless legacy: every client's handshake replaces the last one.
+                    self.server.session = None;
+                }
             }
             _ => match single_header(http, MCP_PROTOCOL_VERSION) {
                 Err(e) => return refuse(&e),
@@ -408,7 +473,130 @@ impl HttpEndpoint {
         let initialize = request.method == "initialize";
         let chunked = http.version == HttpVersion::Http11;
         let close = !http.keep_alive();
-        self.run(now, request, era, initialize, chunked, close)
+        if era == Era::Legacy && self.sessions.is_some() {
+            return self.in_legacy_session(now, request, http, initialize, (chunked, close));
+        }
+        self.run(now, request, era, initialize, (chunked, close), None)
+    }
+
+    /// A legacy request with sessions: `initialize` opens a session (its id goes out in
+    /// `Mcp-Session-Id` when the handshake succeeds); any other request must name a live
+    /// one, and is served with that session's state in the machine.
+    fn in_legacy_session(
+        &mut self,
+        now: Instant,
+        request: Request,
+        http: &HttpRequest,
+        initialize: bool,
+        framing: (bool, bool),
+    ) -> HttpReply {
+        let id = request.id.clone();
+        let session = if initialize {
+            let exchanges = &self.exchanges;
+            let busy = |s: &str| exchanges.values().any(|e| e.session.as_deref() == Some(s));
+            match self.sessions.as_mut().map(|t| t.create(now, busy)) {
+                Some(Ok(session)) => session,
+                _ => {
+                    let e = ErrorObject::new(
+                        codes::INTERNAL_ERROR,
+                        "Too many sessions are open; try again later",
+                    );
+                    return HttpReply::Complete(HttpResponse::json_error(503, Some(&id), &e));
+                }
+            }
+        } else {
+            match http.header(MCP_SESSION_ID) {
+                None => {
+                    let e = ErrorObject::new(
+                        codes::INVALID_REQUEST,
+                        "Bad Request: Mcp-Session-Id header is required",
+                    );
+                    return HttpReply::Complete(HttpResponse::json_error(400, Some(&id), &e));
+                }
+                Some(s) if !self.session_live(s, now) => {
+                    return HttpReply::Complete(session_not_found());
+                }
+                Some(s) => s.to_owned(),
+            }
+        };
+        let owner = Some(session.clone());
+        let reply = self.in_session(Some(&session), now, |e| {
+            e.run(now, request, Era::Legacy, initialize, framing, owner)
+        });
+        if !initialize {
+            return reply;
+        }
+        match reply {
+            HttpReply::Complete(r) if r.status == 200 => {
+                HttpReply::Complete(r.with_header(MCP_SESSION_ID, session))
+            }
+            other => {
+                if let Some(t) = &mut self.sessions {
+                    t.remove(&session);
+                }
+                other
+            }
+        }
+    }
+
+    /// Whether `session` names a live session (one with an open exchange never idles).
+    fn session_live(&mut self, session: &str, now: Instant) -> bool {
+        let busy = self
+            .exchanges
+            .values()
+            .any(|e| e.session.as_deref() == Some(session));
+        self.sessions
+            .as_mut()
+            .is_some_and(|t| t.knows(session, now, busy))
+    }
+
+    /// Runs `f` with the legacy state of `session` in the machine (none: as it is).
+    fn in_session<R>(
+        &mut self,
+        session: Option<&str>,
+        now: Instant,
+        f: impl FnOnce(&mut Self) -> R,
+    ) -> R {
+        let taken = session.and_then(|id| Some((id, self.sessions.as_mut()?.take(id, now)?)));
+        let Some((id, mut state)) = taken else {
+            return f(self);
+        };
+        self.server.swap_legacy(&mut state);
+        let result = f(self);
+        self.server.swap_legacy(&mut state);
+        if let Some(t) = &mut self.sessions {
+            t.put_back(id, state);
+        }
+        result
+    }
+
+    /// `DELETE` with `Mcp-Session-Id`: the session ends, its open exchanges are
+    /// cancelled.
+    fn end_session(&mut self, now: Instant, http: &HttpRequest) -> HttpResponse {
+        let Some(session) = http.header(MCP_SESSION_ID).map(str::to_owned) else {
+            let e = ErrorObject::new(
+                codes::INVALID_REQUEST,
+                "Bad Request: Mcp-Session-Id header is required",
+            );
+            return HttpResponse::json_error(400, None, &e);
+        };
+        if !self.session_live(&session, now) {
+            return session_not_found();
+        }
+        let open: Vec<i64> = self
+            .exchanges
+            .iter()
+            .filter(|(_, e)| e.session.as_deref() == Some(session.as_str()))
+            .map(|(k, _)| *k)
+            .collect();
+        for key in open {
+            self.cancel(now, key, "the session ended");
+            self.ready.insert(key);
+        }
+        if let Some(t) = &mut self.sessions {
+            t.remove(&session);
+        }
+        HttpResponse::new(200)
     }
 
     /// Whether a request is served as 2026-07-28 (see the module docs).
@@ -431,8 +619,8 @@ impl HttpEndpoint {
         mut request: Request,
         era: Era,
         initialize: bool,
-        chunked: bool,
-        close: bool,
+        (chunked, close): (bool, bool),
+        session: Option<String>,
     ) -> HttpReply {
         let key = self.fresh_key();
         let original = std::mem::replace(&mut request.id, RequestId::Number(key));
@@ -444,6 +632,7 @@ impl HttpEndpoint {
                 answered: false,
                 error_code: None,
                 streaming: false,
+                session,
             },
         );
         self.server.handle_message(now, Message::Request(request));
@@ -477,7 +666,12 @@ impl HttpEndpoint {
 
     /// A posted notification: 202. `notifications/cancelled` is mapped to the one open
     /// exchange with that request id, if exactly one has it.
-    fn notification(&mut self, now: Instant, n: Notification) -> HttpResponse {
+    fn notification(
+        &mut self,
+        now: Instant,
+        n: Notification,
+        session: Option<String>,
+    ) -> HttpResponse {
         if n.method == "notifications/cancelled" {
             let target = n
                 .params
@@ -488,7 +682,7 @@ impl HttpEndpoint {
                 let mut open = self
                     .exchanges
                     .iter()
-                    .filter(|(_, e)| e.streaming && e.original == target)
+                    .filter(|(_, e)| e.streaming && e.original == target && e.session == session)
                     .map(|(k, _)| *k);
                 if let (Some(key), None) = (open.next(), open.next()) {
                     self.cancel(now, key, "cancelled by the client");
@@ -498,16 +692,33 @@ impl HttpEndpoint {
             }
             return HttpResponse::new(202);
         }
-        self.server.handle_message(now, Message::Notification(n));
-        self.route(None);
+        self.in_session(session.as_deref(), now, |e| {
+            e.server.handle_message(now, Message::Notification(n));
+            e.route(None);
+        });
         HttpResponse::new(202)
     }
 
-    /// A posted JSON-RPC response (the answer to a server→client request): 202.
-    fn client_response(&mut self, now: Instant, r: Response) -> HttpResponse {
-        let context = r.id.as_ref().and_then(|id| self.server_requests.remove(id));
-        self.server.handle_message(now, Message::Response(r));
-        self.route(context);
+    /// A posted JSON-RPC response (the answer to a server→client request): 202. Only
+    /// an answer to a request sent to this session (or, without sessions, to anyone)
+    /// under the id the client saw reaches the machine; anything else is dropped.
+    fn client_response(
+        &mut self,
+        now: Instant,
+        mut r: Response,
+        session: Option<String>,
+    ) -> HttpResponse {
+        let Some(id) = r.id.take() else {
+            return HttpResponse::new(202);
+        };
+        let Some((key, machine_id)) = self.server_requests.remove(&(session.clone(), id)) else {
+            return HttpResponse::new(202);
+        };
+        r.id = Some(machine_id);
+        self.in_session(session.as_deref(), now, |e| {
+            e.server.handle_message(now, Message::Response(r));
+            e.route(Some(key));
+        });
         HttpResponse::new(202)
     }
 
@@ -542,13 +753,24 @@ impl HttpEndpoint {
                         self.ready.insert(key.unwrap_or_default());
                     }
                 }
-                Message::Request(r) => {
+                Message::Request(mut r) => {
+                    // With sessions the client sees an unguessable id, never the
+                    // machine's counter.
+                    let public = match &mut self.sessions {
+                        Some(t) => RequestId::String(t.token()),
+                        None => r.id.clone(),
+                    };
                     if let Some(k) = context
                         && let Some(exchange) = self.exchanges.get_mut(&k)
                         && !exchange.answered
                     {
-                        exchange.events.push_back(bytes);
-                        self.server_requests.insert(r.id, k);
+                        let machine_id = std::mem::replace(&mut r.id, public.clone());
+                        let mut out = Vec::new();
+                        Message::Request(r).encode(&mut out);
+                        exchange.events.push_back(out);
+                        let owner = exchange.session.clone();
+                        self.server_requests
+                            .insert((owner, public), (k, machine_id));
                         if exchange.streaming {
                             self.ready.insert(k);
                         }
@@ -571,23 +793,25 @@ impl HttpEndpoint {
 
     /// Tells the machine the request `key` is cancelled and forgets it.
     fn cancel(&mut self, now: Instant, key: i64, reason: &str) {
-        if self.forget(key).is_none() {
+        let Some(exchange) = self.forget(key) else {
             return;
-        }
+        };
         let params = json!({"requestId": key, "reason": reason});
         let n = Notification {
             method: "notifications/cancelled".to_owned(),
             params: Some(crate::jsonrpc::to_raw(&params)),
         };
-        self.server.handle_message(now, Message::Notification(n));
-        self.route(None);
+        self.in_session(exchange.session.as_deref(), now, |e| {
+            e.server.handle_message(now, Message::Notification(n));
+            e.route(None);
+        });
     }
 
     /// Removes an exchange and the server→client requests routed to it.
     fn forget(&mut self, key: i64) -> Option<Exchange> {
         let exchange = self.exchanges.remove(&key)?;
         self.ready.remove(&key);
-        self.server_requests.retain(|_, k| *k != key);
+        self.server_requests.retain(|_, (k, _)| *k != key);
         Some(exchange)
     }
 
@@ -600,6 +824,16 @@ impl HttpEndpoint {
             }
         }
     }
+}
+
+/// 404 for a legacy session that is unknown, ended or expired: the client starts a new
+/// one with `initialize`.
+fn session_not_found() -> HttpResponse {
+    let e = ErrorObject::new(
+        codes::INVALID_REQUEST,
+        "Session not found: it ended or expired; send initialize again",
+    );
+    HttpResponse::json_error(404, None, &e)
 }
 
 /// The complete answer to an exchange whose response arrived.

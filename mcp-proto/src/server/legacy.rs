@@ -30,6 +30,17 @@ pub(super) struct Session {
     pub initialized: bool,
 }
 
+/// Everything one legacy client's connection holds in the machine: its handshake, its
+/// parked calls, the next id of a request to it. Over Streamable HTTP with sessions, the
+/// endpoint keeps one per `Mcp-Session-Id` and swaps it into the machine while that
+/// session's input is handled ([`Server::swap_legacy`]).
+#[derive(Debug, Default)]
+pub(super) struct LegacyState {
+    session: Option<Session>,
+    pending: Vec<PendingCall>,
+    next_out_id: i64,
+}
+
 /// A legacy tool call waiting for the client's answers.
 #[derive(Debug)]
 pub(super) struct PendingCall {
@@ -43,6 +54,13 @@ pub(super) struct PendingCall {
 }
 
 impl Server {
+    /// Exchanges the machine's legacy state with `other`.
+    pub(super) fn swap_legacy(&mut self, other: &mut LegacyState) {
+        std::mem::swap(&mut self.session, &mut other.session);
+        std::mem::swap(&mut self.pending, &mut other.pending);
+        std::mem::swap(&mut self.next_out_id, &mut other.next_out_id);
+    }
+
     pub(super) fn legacy_request(&mut self, id: RequestId, method: &str, params: &Params) {
         match method {
             "initialize" => {

@@ -814,6 +814,7 @@ fn answer_is_sse_when_messages_precede_the_response() {
         answered: true,
         error_code: None,
         streaming: false,
+        session: None,
     };
     let r = answer(exchange, Era::Modern, false);
     assert_eq!(r.status, 200);

@@ -1,0 +1,113 @@
+//! Legacy sessions of an [`HttpEndpoint`](super::HttpEndpoint): `Mcp-Session-Id`s drawn
+//! from a caller-seeded generator, each holding one client's legacy state while the
+//! machine serves another, bounded in number, expired when idle.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use crate::Instant;
+use crate::auth::crypto::Drbg;
+
+use super::super::legacy::LegacyState;
+
+/// A session's state and when it was last used.
+#[derive(Debug)]
+struct Entry {
+    /// `None` while swapped into the machine.
+    state: Option<LegacyState>,
+    last_used: Instant,
+}
+
+/// The session table.
+#[derive(Debug)]
+pub(super) struct Sessions {
+    rng: Drbg,
+    table: HashMap<String, Entry>,
+    max: usize,
+    idle: Duration,
+}
+
+/// Why no session could be created.
+#[derive(Debug)]
+pub(super) struct Full;
+
+impl Sessions {
+    pub(super) fn new(seed: &[u8], max: usize, idle: Duration) -> Self {
+        Sessions {
+            rng: Drbg::new(seed),
+            table: HashMap::new(),
+            max,
+            idle,
+        }
+    }
+
+    /// A fresh unguessable token (128 bits, base64url): session ids and the public ids
+    /// of server→client requests.
+    pub(super) fn token(&mut self) -> String {
+        self.rng.token(16)
+    }
+
+    /// A new session with an empty legacy state. Sessions idle longer than the idle
+    /// timeout (and not `busy`) are dropped first; when the table is still full, none
+    /// is created.
+    pub(super) fn create(
+        &mut self,
+        now: Instant,
+        busy: impl Fn(&str) -> bool,
+    ) -> Result<String, Full> {
+        if self.table.len() >= self.max {
+            let idle = self.idle;
+            self.table
+                .retain(|id, e| busy(id) || now.saturating_duration_since(e.last_used) < idle);
+        }
+        if self.table.len() >= self.max {
+            return Err(Full);
+        }
+        let id = self.token();
+        self.table.insert(
+            id.clone(),
+            Entry {
+                state: Some(LegacyState::default()),
+                last_used: now,
+            },
+        );
+        Ok(id)
+    }
+
+    /// Whether `id` names a live session (not idle past its timeout unless `busy`). An
+    /// expired one is dropped.
+    pub(super) fn knows(&mut self, id: &str, now: Instant, busy: bool) -> bool {
+        let Some(entry) = self.table.get(id) else {
+            return false;
+        };
+        if !busy && now.saturating_duration_since(entry.last_used) >= self.idle {
+            self.table.remove(id);
+            return false;
+        }
+        true
+    }
+
+    /// Takes the state of `id` out to swap it into the machine.
+    pub(super) fn take(&mut self, id: &str, now: Instant) -> Option<LegacyState> {
+        let entry = self.table.get_mut(id)?;
+        entry.last_used = now;
+        entry.state.take()
+    }
+
+    /// Puts the state of `id` back.
+    pub(super) fn put_back(&mut self, id: &str, state: LegacyState) {
+        if let Some(entry) = self.table.get_mut(id) {
+            entry.state = Some(state);
+        }
+    }
+
+    /// Ends session `id`; whether it existed.
+    pub(super) fn remove(&mut self, id: &str) -> bool {
+        self.table.remove(id).is_some()
+    }
+
+    /// Sessions held.
+    pub(super) fn len(&self) -> usize {
+        self.table.len()
+    }
+}

@@ -1,0 +1,121 @@
+//! Legacy sessions of the HTTP endpoint machine on the fake clock: one handshake per
+//! client, answers and cancellations only from the session a request went to, bounded
+//! count, idle expiry, `DELETE`.
+
+use std::time::Duration;
+
+use mcp_proto::Instant;
+use mcp_proto::server::example;
+use mcp_proto::server::http::{HttpEndpoint, HttpEndpointConfig, HttpReply, HttpRequest};
+use serde_json::{Value, json};
+
+fn endpoint(config: HttpEndpointConfig) -> HttpEndpoint {
+    HttpEndpoint::with_sessions(example::server(), config, &[3; 32])
+}
+
+fn post(session: Option<&str>, body: &Value) -> HttpRequest {
+    let mut r = HttpRequest::new("POST", "/mcp")
+        .with_header("Host", "127.0.0.1")
+        .with_header("Content-Type", "application/json")
+        .with_header("Accept", "application/json, text/event-stream");
+    if let Some(s) = session {
+        r = r
+            .with_header("Mcp-Session-Id", s)
+            .with_header("MCP-Protocol-Version", "2025-11-25");
+    }
+    r.with_body(body.to_string())
+}
+
+struct Answer {
+    status: u16,
+    session: Option<String>,
+    body: Value,
+}
+
+fn send(e: &mut HttpEndpoint, now: Instant, request: &HttpRequest) -> Answer {
+    match e.handle_request(now, request) {
+        HttpReply::Complete(r) => Answer {
+            status: r.status,
+            session: r.header("mcp-session-id").map(str::to_owned),
+            body: serde_json::from_slice(&r.body).unwrap_or(Value::Null),
+        },
+        _ => Answer {
+            status: 200,
+            session: None,
+            body: json!("stream"),
+        },
+    }
+}
+
+fn initialize(e: &mut HttpEndpoint, now: Instant, caps: Value) -> Answer {
+    let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": caps,
+        "clientInfo": {"name": "t", "version": "1"}}});
+    send(e, now, &post(None, &body))
+}
+
+#[test]
+fn each_session_has_its_own_handshake() {
+    let mut e = endpoint(HttpEndpointConfig::default());
+    let t0 = Instant::ZERO;
+    let a = initialize(&mut e, t0, json!({"elicitation": {}}));
+    let b = initialize(&mut e, t0, json!({}));
+    let (a, b) = (a.session.unwrap(), b.session.unwrap());
+    assert_ne!(a, b);
+    assert_eq!(e.sessions(), 2);
+    // `confirm` asks A for input (it declared elicitation) on a stream; B, which did not
+    // declare it, gets an error result at once: B's handshake did not replace A's.
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "confirm"}});
+    assert_eq!(
+        send(&mut e, t0, &post(Some(&a), &call)).body,
+        json!("stream")
+    );
+    let refused = send(&mut e, t0, &post(Some(&b), &call));
+    assert_eq!(refused.body["result"]["isError"], true, "{}", refused.body);
+}
+
+#[test]
+fn sessions_are_bounded_and_expire_when_idle() {
+    let mut config = HttpEndpointConfig::default();
+    config.max_sessions = 2;
+    config.session_idle_timeout = Duration::from_secs(60);
+    let mut e = endpoint(config);
+    let t0 = Instant::ZERO;
+    let a = initialize(&mut e, t0, json!({})).session.unwrap();
+    let _b = initialize(&mut e, t0, json!({})).session.unwrap();
+    let full = initialize(&mut e, t0, json!({}));
+    assert_eq!((full.status, full.session), (503, None));
+    // A keeps being used; B idles out, making room.
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let t1 = t0.saturating_add(Duration::from_secs(50));
+    assert_eq!(send(&mut e, t1, &post(Some(&a), &list)).status, 200);
+    let t2 = t0.saturating_add(Duration::from_secs(61));
+    let c = initialize(&mut e, t2, json!({}));
+    assert_eq!(c.status, 200);
+    assert_eq!(e.sessions(), 2);
+    assert_eq!(send(&mut e, t2, &post(Some(&a), &list)).status, 200);
+    // A session idle past the timeout is gone even when nobody needed the room.
+    let t3 = t2.saturating_add(Duration::from_secs(61));
+    assert_eq!(send(&mut e, t3, &post(Some(&a), &list)).status, 404);
+}
+
+#[test]
+fn delete_ends_a_session_and_cancels_its_open_exchanges() {
+    let mut e = endpoint(HttpEndpointConfig::default());
+    let t0 = Instant::ZERO;
+    let a = initialize(&mut e, t0, json!({})).session.unwrap();
+    let hang = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+        "params": {"name": "hang"}});
+    let stream = match e.handle_request(t0, &post(Some(&a), &hang)) {
+        HttpReply::Stream(s) => s,
+        _ => panic!("hang answered"),
+    };
+    assert_eq!(e.open_streams(), 1);
+    let delete = HttpRequest::new("DELETE", "/mcp").with_header("Mcp-Session-Id", a.as_str());
+    assert_eq!(send(&mut e, t0, &delete).status, 200);
+    assert_eq!(e.open_streams(), 0);
+    assert_eq!(e.poll_ready().map(|id| id == stream.id()), Some(true));
+    assert_eq!(send(&mut e, t0, &delete).status, 404);
+    assert_eq!(e.sessions(), 0);
+}
