@@ -138,9 +138,13 @@ impl<F: Flavour> Driver<F> {
                 return Ok(details);
             }
             if let Some(reason) = closed {
-                self.close();
+                let exited = matches!(reason, CloseReason::ServerExited { .. });
+                let shutdown = self.close();
+                // Only a process that ended on its own has an exit status worth telling.
+                let status = shutdown.status.filter(|_| exited && !shutdown.killed);
                 let stderr = self.io.shared.lock().stderr.text();
-                return Err(Error::not_connected(reason, self.core.endpoint(), stderr));
+                let endpoint = self.core.endpoint();
+                return Err(Error::not_connected_with(reason, endpoint, stderr, status));
             }
             self.turn();
         }

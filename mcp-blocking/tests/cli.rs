@@ -202,11 +202,62 @@ fn confirm_with_auto_accept_and_without_input() {
     let out = run(&config, &["call", "ex", "confirm", "--auto-accept"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(stdout(&out), "accepted: proceed=true name=friend\n");
-    // Stdin is not a terminal: --no-input is the default, so no elicitation capability
-    // is declared and the modern server refuses with -32021.
+    // Stdin is not a terminal: nobody answers; the failure says what was asked and
+    // names the flag, in both eras, with the same words and status.
     let out = run(&config, &["--format", "json", "call", "ex", "confirm"]);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
-    assert_eq!(json(&out)["error"]["code"], -32021);
+    let error = &json(&out)["error"];
+    assert_eq!(error["kind"], "input-needed", "{error}");
+    assert!(
+        error["message"].as_str().unwrap().contains("elicitation"),
+        "{error}"
+    );
+    assert!(
+        error["hint"].as_str().unwrap().contains("--auto-accept"),
+        "{error}"
+    );
+    // Explicit --no-input declares nothing: a 2026 server says which capability it
+    // missed (-32021), and the CLI names the flag all the same.
+    let out = run(&config, &["call", "ex", "confirm", "--no-input"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("--auto-accept"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_script_gets_the_same_input_failure_in_both_eras() {
+    let dir = common::temp_dir("script-input");
+    let config = dir.join("servers.json");
+    let exe = mcp();
+    for era in ["modern", "legacy"] {
+        let out = run(
+            &config,
+            &[
+                "add",
+                era,
+                "--stdio",
+                exe.to_str().unwrap(),
+                "--era",
+                era,
+                "--",
+                "serve-example",
+                "--stdio",
+            ],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    }
+    let mut said = Vec::new();
+    for era in ["modern", "legacy"] {
+        let out = run(&config, &["call", era, "confirm"]);
+        assert_eq!(out.status.code(), Some(1), "{era}: {}", stderr(&out));
+        said.push(stderr(&out));
+    }
+    assert_eq!(said[0], said[1]);
+    assert!(
+        said[0].contains("asked for elicitation input"),
+        "{}",
+        said[0]
+    );
+    assert!(said[0].contains("hint: pass --auto-accept"), "{}", said[0]);
 }
 
 #[test]

@@ -53,6 +53,9 @@ pub enum Error {
         /// The newest bytes the server wrote to stderr (often the real explanation).
         /// Not part of the message: it is the server's text and may be long.
         stderr: String,
+        /// How a stdio server process ended, when it had exited by the time the
+        /// connection was given up (`None` over HTTP, or when it had to be stopped).
+        exit_status: Option<std::process::ExitStatus>,
     },
     /// The call failed: a JSON-RPC error from the server, a timeout, a cancellation, an
     /// invalid answer, a refused input request, …
@@ -224,6 +227,15 @@ impl Error {
         }
     }
 
+    /// How the stdio server process ended, for [`Error::Connect`] when it had exited.
+    #[must_use]
+    pub fn exit_status(&self) -> Option<std::process::ExitStatus> {
+        match self {
+            Error::Connect { exit_status, .. } => *exit_status,
+            _ => None,
+        }
+    }
+
     /// For adapters: starting `program` failed with `source`.
     #[must_use]
     pub fn spawn(program: &OsStr, source: io::Error) -> Self {
@@ -281,10 +293,35 @@ impl Error {
     /// `stderr`.
     #[must_use]
     pub fn not_connected(reason: CloseReason, endpoint: Option<&str>, stderr: String) -> Self {
+        Self::not_connected_with(reason, endpoint, stderr, None)
+    }
+
+    /// [`Error::not_connected`] for a stdio server that ended with `exit_status` (when
+    /// known).
+    #[must_use]
+    pub fn not_connected_with(
+        reason: CloseReason,
+        endpoint: Option<&str>,
+        stderr: String,
+        exit_status: Option<std::process::ExitStatus>,
+    ) -> Self {
+        match Self::not_connected_inner(reason, endpoint, stderr) {
+            Error::Connect { reason, stderr, .. } => Error::Connect {
+                reason,
+                stderr,
+                exit_status,
+            },
+            other => other,
+        }
+    }
+
+    fn not_connected_inner(reason: CloseReason, endpoint: Option<&str>, stderr: String) -> Self {
         match Self::closed(reason, endpoint) {
-            Error::Closed(reason) if reason != CloseReason::Local => {
-                Error::Connect { reason, stderr }
-            }
+            Error::Closed(reason) if reason != CloseReason::Local => Error::Connect {
+                reason,
+                stderr,
+                exit_status: None,
+            },
             other => other,
         }
     }
@@ -375,6 +412,7 @@ mod tests {
         let e = Error::Connect {
             reason: CloseReason::Http(http),
             stderr: String::new(),
+            exit_status: None,
         };
         assert_eq!(
             (e.code(), e.http_status(), e.kind()),

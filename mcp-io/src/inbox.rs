@@ -48,6 +48,9 @@ pub struct Inbox {
     /// Notifications dropped because nobody took them (by the machine, or by the
     /// adapter's own bounded queue).
     pub dropped_notifications: u64,
+    /// Kinds of input the server asked for that the client did not declare, each once
+    /// ([`Event::InputUndeclared`]).
+    pub undeclared_inputs: Vec<&'static str>,
     /// Notifications not yet taken, oldest first, and their bytes.
     notifications: VecDeque<Notification>,
     notification_bytes: usize,
@@ -84,6 +87,7 @@ impl Default for Inbox {
             peer_errors: VecDeque::new(),
             excluded_tools: Vec::new(),
             dropped_notifications: 0,
+            undeclared_inputs: Vec::new(),
             notifications: VecDeque::new(),
             notification_bytes: 0,
             max_notification_bytes: Limits::default().max_queued_event_bytes,
@@ -231,6 +235,11 @@ impl Inbox {
             }),
             Event::InputCancelled { input } => {
                 self.input_requests.retain(|p| p.input != input);
+            }
+            Event::InputUndeclared { kind } => {
+                if !self.undeclared_inputs.contains(&kind) {
+                    self.undeclared_inputs.push(kind);
+                }
             }
             Event::ToolExcluded { tool, reason } => {
                 let reason = reason.to_string();

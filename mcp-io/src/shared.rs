@@ -144,6 +144,15 @@ macro_rules! client_state {
             self.$($field).+.lock().inbox.excluded_tools.clone()
         }
 
+        /// The kinds of input the server asked for that the client did not declare
+        /// (`"elicitation"`, `"sampling"`, `"roots"`, …; see
+        /// [`Event::InputUndeclared`](mcp_proto::client::Event::InputUndeclared)), each
+        /// once, first asked first: what a run without a person was missing.
+        #[must_use]
+        pub fn undeclared_inputs(&self) -> Vec<&'static str> {
+            self.$($field).+.lock().inbox.undeclared_inputs.clone()
+        }
+
         /// Why the connection ended, once it has.
         #[must_use]
         pub fn close_reason(&self) -> Option<$crate::mcp_proto::client::CloseReason> {

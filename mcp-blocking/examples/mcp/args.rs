@@ -60,8 +60,11 @@ pub enum InputMode {
     Prompt,
     /// `--auto-accept`: schema defaults.
     AutoAccept,
-    /// `--no-input` (default off a terminal): no elicitation capability at all.
+    /// `--no-input`: no elicitation capability at all.
     None,
+    /// The default off a terminal: forms are declared, so that a server asks the same
+    /// way in both eras, but nobody answers; a call that needed input fails saying so.
+    Script,
 }
 
 /// What to do.

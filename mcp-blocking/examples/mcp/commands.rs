@@ -102,6 +102,9 @@ pub fn add(global: &Global, name: &str, entry: ServerEntry) -> Result<u8, Failur
                 println!("  bearer token from ${var} (the name only: never stored)");
             }
             println!("  in {}", path.display());
+            if let Some(hint) = crate::session::launcher_hint(&entry) {
+                eprintln!("mcp: warning: {hint}");
+            }
         }
     }
     Ok(0)
@@ -367,9 +370,16 @@ pub fn call(
     if output::show_progress() {
         request = request.with_progress();
     }
-    let out = client.request(request)?;
+    let out = match client.request(request) {
+        Ok(out) => out,
+        Err(e) => return Err(input_needed(&client, Some(&e)).unwrap_or(Failure::Mcp(e))),
+    };
     let result = out.tool_result()?;
     let failed = result.is_error == Some(true);
+    if let Some(needed) = input_needed(&client, None) {
+        client.close();
+        return Err(needed);
+    }
     let mut saver = Saver::new(global.save_content.as_deref());
     match global.format {
         Format::Json => {
@@ -393,6 +403,55 @@ pub fn call(
         return Ok(3);
     }
     Ok(0)
+}
+
+/// When a call failed because the server wanted input this run cannot give (a legacy
+/// request for an undeclared capability, or a 2026 `-32021`), the failure that says
+/// which and names the flag that answers it; the same words in both eras.
+fn input_needed(client: &Client, error: Option<&mcp_blocking::Error>) -> Option<Failure> {
+    let mut kinds: Vec<String> = client
+        .undeclared_inputs()
+        .iter()
+        .chain(&crate::extras::unanswered())
+        .map(|k| k.split(' ').next().unwrap_or(k).to_owned())
+        .collect();
+    if let Some(e) = error
+        && e.code() == Some(-32021)
+        && let Some(required) = e
+            .error_object()
+            .and_then(|o| o.data.as_ref())
+            .and_then(|d| d.get("requiredCapabilities"))
+            .and_then(Value::as_object)
+    {
+        kinds.extend(required.keys().cloned());
+    }
+    kinds.sort();
+    kinds.dedup();
+    if kinds.is_empty() {
+        return None;
+    }
+    let flags: Vec<&str> = kinds
+        .iter()
+        .filter_map(|k| match k.as_str() {
+            "elicitation" => Some("--auto-accept (answers forms with their defaults)"),
+            "sampling" => Some("--sampling-command CMD"),
+            "roots" => Some("--root PATH"),
+            _ => None,
+        })
+        .collect();
+    let hint = if flags.is_empty() {
+        "run it from a terminal to answer".to_owned()
+    } else {
+        format!("pass {}", flags.join(", or "))
+    };
+    Some(Failure::NeedsInput {
+        message: format!(
+            "the server asked for {} input, and nobody can answer here (stdin is not a \
+             terminal, or --no-input was given)",
+            kinds.join(" and ")
+        ),
+        hint,
+    })
 }
 
 fn print_tool_result(result: &CallToolResult, saver: &mut Saver) {
@@ -875,17 +934,10 @@ pub fn status(global: &Global, only: Option<&str>, connect: bool) -> Result<u8, 
                 }
                 Err(f) => {
                     failed = true;
-                    let (kind, msg) = match &f {
-                        Failure::Mcp(e) => (e.kind(), e.to_string()),
-                        Failure::Usage(m) => ("usage", m.clone()),
-                        Failure::Config(m) => ("config", m.clone()),
-                        Failure::Replay(m) => ("replay", m.clone()),
-                        Failure::Auth(m) => ("authorization", m.clone()),
-                    };
-                    let (code, http_status) = match &f {
-                        Failure::Mcp(e) => (e.code(), e.http_status()),
-                        _ => (None, None),
-                    };
+                    let (kind, msg) = (f.kind(), f.message());
+                    let (code, http_status) = f
+                        .error()
+                        .map_or((None, None), |e| (e.code(), e.http_status()));
                     row.push(format!("failed: {msg}"));
                     doc["status"] = json!({"ok": false, "kind": kind, "message": msg,
                         "code": code, "httpStatus": http_status});
@@ -909,6 +961,22 @@ pub fn status(global: &Global, only: Option<&str>, connect: bool) -> Result<u8, 
         }
     }
     Ok(if failed { 1 } else { 0 })
+}
+
+/// Whether `path` is a file this user may run.
+fn is_executable(path: &Path) -> bool {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return false;
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        meta.is_file() && meta.permissions().mode() & 0o111 != 0
+    }
+    #[cfg(not(unix))]
+    {
+        meta.is_file()
+    }
 }
 
 pub fn doctor(global: &Global, connect: bool) -> Result<u8, Failure> {
@@ -946,17 +1014,26 @@ pub fn doctor(global: &Global, connect: bool) -> Result<u8, Failure> {
             continue;
         }
         match session::command(entry, name) {
-            Err(Failure::Usage(m) | Failure::Config(m) | Failure::Replay(m) | Failure::Auth(m)) => {
-                checks.push(("fail", m))
-            }
-            Err(Failure::Mcp(e)) => checks.push(("fail", e.to_string())),
+            Err(f) => checks.push(("fail", f.message())),
             Ok(cmd) => match cmd.resolve_program() {
-                Ok(p) => checks.push(("ok", format!("{name}: runs {}", p.display()))),
+                Ok(p) if is_executable(&p) => {
+                    checks.push(("ok", format!("{name}: runs {}", p.display())))
+                }
+                Ok(p) => checks.push((
+                    "fail",
+                    format!(
+                        "{name}: {} does not exist or is not executable",
+                        p.display()
+                    ),
+                )),
                 Err(e) => checks.push((
                     "fail",
                     format!("{name}: {}: {e}", cmd.program().to_string_lossy()),
                 )),
             },
+        }
+        if let Some(hint) = session::launcher_hint(entry) {
+            checks.push(("warn", format!("{name}: {hint}")));
         }
         for var in &entry.env {
             if std::env::var_os(var).is_none() {
@@ -987,11 +1064,10 @@ pub fn doctor(global: &Global, connect: bool) -> Result<u8, Failure> {
                         c.era, c.version, c.tools
                     ),
                 )),
-                Err(Failure::Mcp(e)) => checks.push(("fail", format!("{name}: {e}"))),
-                Err(Failure::Auth(m)) => checks.push(("fail", format!("{name}: {m}"))),
-                Err(Failure::Usage(m) | Failure::Config(m) | Failure::Replay(m)) => {
-                    checks.push(("warn", format!("{name}: {m}")))
+                Err(f @ (Failure::Usage(_) | Failure::Config(_) | Failure::Replay(_))) => {
+                    checks.push(("warn", format!("{name}: {}", f.message())))
                 }
+                Err(f) => checks.push(("fail", format!("{name}: {}", f.message()))),
             }
         }
     }

@@ -88,6 +88,38 @@ impl<H: InputHandler> InputHandler for WithSampling<H> {
     }
 }
 
+/// The kinds of input a server asked for that nobody could answer in this run.
+static UNANSWERED: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
+
+/// Answers nothing (off a terminal): every request for input is refused with an error
+/// that names `--auto-accept`, and remembered, so that the command can say what was
+/// needed ([`unanswered`]).
+pub struct Unanswered;
+
+impl InputHandler for Unanswered {
+    fn answer(&mut self, request: &InputRequest) -> InputAnswer {
+        let kind = match request {
+            InputRequest::Sampling(_) => "sampling",
+            InputRequest::Roots => "roots",
+            _ => "elicitation",
+        };
+        if let Ok(mut asked) = UNANSWERED.lock()
+            && !asked.contains(&kind)
+        {
+            asked.push(kind);
+        }
+        InputAnswer::Error(ErrorObject::new(
+            codes::INTERNAL_ERROR,
+            "nobody can answer: the client runs without a terminal (it would answer with --auto-accept)",
+        ))
+    }
+}
+
+/// What [`Unanswered`] refused so far in this run.
+pub fn unanswered() -> Vec<&'static str> {
+    UNANSWERED.lock().map(|a| a.clone()).unwrap_or_default()
+}
+
 /// Runs `command` through the shell with `input` on its stdin; its stdout is the
 /// `CreateMessageResult`.
 fn sample(command: &str, input: &[u8]) -> Result<SamplingResult, String> {

@@ -20,6 +20,16 @@ pub enum Failure {
     Config(String),
     /// Connecting or calling failed: exit 1.
     Mcp(Error),
+    /// As `Mcp`, with the next step to take.
+    Hinted(Error, String),
+    /// The server asked for input nobody can give here (no terminal, or `--no-input`):
+    /// what was asked, and the flag that answers it. Exit 1 in both eras.
+    NeedsInput {
+        /// What happened.
+        message: String,
+        /// The flags to pass.
+        hint: String,
+    },
     /// A transcript did not replay (or could not be read): exit 1.
     Replay(String),
     /// Credentials cannot be kept, or an authorization needs a person: exit 1.
@@ -42,18 +52,43 @@ impl Failure {
     fn exit_code(&self) -> u8 {
         match self {
             Failure::Usage(_) => 2,
-            Failure::Config(_) | Failure::Mcp(_) | Failure::Replay(_) | Failure::Auth(_) => 1,
+            Failure::Config(_)
+            | Failure::Mcp(_)
+            | Failure::Hinted(..)
+            | Failure::NeedsInput { .. }
+            | Failure::Replay(_)
+            | Failure::Auth(_) => 1,
         }
     }
 
-    fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> &'static str {
         match self {
             Failure::Usage(_) => "usage",
             Failure::Config(_) => "config",
             Failure::Replay(_) => "replay",
             Failure::Auth(_) => "authorization",
-            Failure::Mcp(e) => e.kind(),
+            Failure::Mcp(e) | Failure::Hinted(e, _) => e.kind(),
+            Failure::NeedsInput { .. } => "input-needed",
         }
+    }
+}
+
+impl Failure {
+    /// What went wrong, in one line.
+    pub fn message(&self) -> String {
+        match self {
+            Failure::Usage(m) | Failure::Config(m) | Failure::Replay(m) | Failure::Auth(m) => {
+                m.clone()
+            }
+            Failure::Mcp(e) => e.to_string(),
+            Failure::Hinted(e, hint) => format!("{e} (hint: {hint})"),
+            Failure::NeedsInput { message, hint } => format!("{message} (hint: {hint})"),
+        }
+    }
+
+    /// The MCP error behind it, if any.
+    pub fn error(&self) -> Option<&Error> {
+        error_of(self)
     }
 }
 
@@ -61,12 +96,18 @@ impl Failure {
 pub fn report(format: Format, verbose: bool, failure: &Failure) -> u8 {
     let message = match failure {
         Failure::Usage(m) | Failure::Config(m) | Failure::Replay(m) | Failure::Auth(m) => m.clone(),
-        Failure::Mcp(e) => e.to_string(),
+        Failure::Mcp(e) | Failure::Hinted(e, _) => e.to_string(),
+        Failure::NeedsInput { message, .. } => message.clone(),
     };
-    let (code, http_status) = match failure {
-        Failure::Mcp(e) => (e.code(), e.http_status()),
-        _ => (None, None),
+    let error = match failure {
+        Failure::Mcp(e) | Failure::Hinted(e, _) => Some(e),
+        _ => None,
     };
+    let hint = match failure {
+        Failure::Hinted(_, hint) | Failure::NeedsInput { hint, .. } => Some(hint.as_str()),
+        _ => None,
+    };
+    let (code, http_status) = error.map_or((None, None), |e| (e.code(), e.http_status()));
     match format {
         Format::Json => {
             let mut error = json!({
@@ -75,10 +116,19 @@ pub fn report(format: Format, verbose: bool, failure: &Failure) -> u8 {
                 "code": code,
                 "httpStatus": http_status,
             });
-            if let Failure::Mcp(e) = failure
-                && let Some(data) = e.error_object().and_then(|o| o.data.clone())
-            {
+            if let Some(data) = error_data(failure) {
                 error["data"] = data;
+            }
+            if let Some(hint) = hint {
+                error["hint"] = json!(hint);
+            }
+            if let Some(status) = error_of(failure).and_then(Error::exit_status) {
+                error["exitStatus"] = json!(status.code());
+            }
+            if let Some(tail) = error_of(failure).and_then(Error::stderr_tail)
+                && !tail.trim().is_empty()
+            {
+                error["stderr"] = json!(last_lines(tail, STDERR_LINES).join("\n"));
             }
             print_json(&json!({ "error": error }));
         }
@@ -86,28 +136,74 @@ pub fn report(format: Format, verbose: bool, failure: &Failure) -> u8 {
             eprintln!("mcp: {}", clean(&message));
             match failure {
                 Failure::Usage(_) => eprintln!("(run `mcp help` for usage)"),
-                Failure::Mcp(e) => {
+                Failure::Mcp(e) | Failure::Hinted(e, _) => {
                     if message.contains("accept_pre_2025_06_versions") {
                         eprintln!(
                             "(to try the 2024-11-05 HTTP+SSE transport, add --accept-old-versions)"
                         );
                     }
+                    if let Some(status) = e.exit_status() {
+                        eprintln!("the server exited: {}", describe_exit(status));
+                    }
                     if let Some(tail) = e.stderr_tail().filter(|t| !t.trim().is_empty()) {
-                        if verbose {
-                            eprintln!("server stderr (last lines):");
-                            for line in last_lines(tail, 20) {
-                                eprintln!("  | {}", clean(line));
-                            }
+                        let n = if verbose {
+                            4 * STDERR_LINES
                         } else {
-                            eprintln!("(the server wrote to stderr; run with -v to see it)");
+                            STDERR_LINES
+                        };
+                        eprintln!("server stderr (last lines):");
+                        for line in last_lines(tail, n) {
+                            eprintln!("  | {}", clip(&clean(line), 200));
                         }
                     }
+                    if let Some(hint) = hint {
+                        eprintln!("hint: {}", clean(hint));
+                    }
                 }
+                Failure::NeedsInput { hint, .. } => eprintln!("hint: {}", clean(hint)),
                 Failure::Config(_) | Failure::Replay(_) | Failure::Auth(_) => {}
             }
         }
     }
     failure.exit_code()
+}
+
+/// Lines of a server's stderr shown with a failure (four times as many with `-v`).
+const STDERR_LINES: usize = 10;
+
+fn error_of(failure: &Failure) -> Option<&Error> {
+    match failure {
+        Failure::Mcp(e) | Failure::Hinted(e, _) => Some(e),
+        _ => None,
+    }
+}
+
+fn error_data(failure: &Failure) -> Option<serde_json::Value> {
+    error_of(failure)?.error_object()?.data.clone()
+}
+
+/// An exit status in words: the code, or the signal that ended it.
+fn describe_exit(status: std::process::ExitStatus) -> String {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(signal) = status.signal() {
+            return format!("killed by signal {signal}");
+        }
+    }
+    match status.code() {
+        Some(127) => "status 127 (command not found)".to_owned(),
+        Some(code) => format!("status {code}"),
+        None => "unknown status".to_owned(),
+    }
+}
+
+/// At most `max` characters of `line`, marked when cut.
+fn clip(line: &str, max: usize) -> String {
+    match line.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &line[..at]),
+        None => line.to_owned(),
+    }
 }
 
 fn last_lines(text: &str, n: usize) -> Vec<&str> {

@@ -71,6 +71,35 @@ pub fn command(entry: &ServerEntry, name: &str) -> Result<StdioCommand, Failure>
     Ok(cmd)
 }
 
+/// Launchers that find the real server through `PATH` (and often need `HOME`): with
+/// the empty environment a stdio server gets by default they cannot start it.
+const LAUNCHERS: [&str; 14] = [
+    "npx", "npm", "pnpm", "yarn", "bunx", "bun", "uvx", "uv", "node", "python", "python3", "sh",
+    "bash", "deno",
+];
+
+/// The next step when `entry` runs a launcher without `PATH`: what to add.
+pub fn launcher_hint(entry: &ServerEntry) -> Option<String> {
+    let program = entry.command.as_deref()?;
+    let base = std::path::Path::new(program)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or(program);
+    let launcher = LAUNCHERS.contains(&base);
+    let has = |var: &str| entry.env.iter().any(|e| e == var);
+    (launcher && !has("PATH")).then(|| {
+        let missing = if has("HOME") {
+            "--env PATH"
+        } else {
+            "--env PATH --env HOME"
+        };
+        format!(
+            "{base} finds the server through PATH, and stdio servers start with an empty \
+             environment: add `{missing}` to the entry (mcp add … --stdio {base} {missing} -- …)"
+        )
+    })
+}
+
 /// The era mode of an entry.
 pub fn era_mode(entry: &ServerEntry, name: &str) -> Result<EraMode, Failure> {
     EraMode::parse(&entry.era).ok_or_else(|| {
@@ -81,13 +110,13 @@ pub fn era_mode(entry: &ServerEntry, name: &str) -> Result<EraMode, Failure> {
     })
 }
 
-/// `--no-input` is the default when stdin is not a terminal.
+/// Off a terminal, nobody answers input (and a call that needs it says so).
 pub fn input_mode(explicit: Option<InputMode>) -> InputMode {
     explicit.unwrap_or_else(|| {
         if std::io::stdin().is_terminal() {
             InputMode::Prompt
         } else {
-            InputMode::None
+            InputMode::Script
         }
     })
 }
@@ -96,7 +125,9 @@ pub fn input_mode(explicit: Option<InputMode>) -> InputMode {
 pub fn client_config(global: &Global, mode: EraMode, input: InputMode) -> ClientConfig {
     let mut caps = match input {
         InputMode::None => ClientCapabilities::none(),
-        InputMode::AutoAccept | InputMode::Prompt => ClientCapabilities::with_elicitation(),
+        InputMode::AutoAccept | InputMode::Prompt | InputMode::Script => {
+            ClientCapabilities::with_elicitation()
+        }
     };
     if input == InputMode::Prompt {
         caps.elicitation_url = true;
@@ -175,6 +206,7 @@ pub fn options(global: &Global, input: InputMode, server: &str) -> Options {
     let sampling = global.sampling_command.clone();
     options = match input {
         InputMode::None => options.input_handler(WithSampling::new(DeclineAll, sampling)),
+        InputMode::Script => options.input_handler(WithSampling::new(extras::Unanswered, sampling)),
         InputMode::AutoAccept => options.input_handler(WithSampling::new(AcceptDefaults, sampling)),
         InputMode::Prompt => {
             options.input_handler(WithSampling::new(TerminalForm::new(server), sampling))
@@ -258,7 +290,12 @@ pub fn connect_with(
         return Ok(with_log_level(global, client));
     }
     let cmd = command(&entry, name)?;
-    let client = Client::connect_stdio_with(cmd, config, options(global, input, name))?;
+    let client = Client::connect_stdio_with(cmd, config, options(global, input, name)).map_err(
+        |e| match (launcher_hint(&entry), &e) {
+            (Some(hint), mcp_blocking::Error::Connect { .. }) => Failure::Hinted(e, hint),
+            _ => Failure::Mcp(e),
+        },
+    )?;
     crate::interrupt::watch(client.canceller());
     Ok(with_log_level(global, client))
 }

@@ -127,6 +127,15 @@ pub enum Event {
         /// The notification as received.
         notification: Notification,
     },
+    /// The server asked for input of a kind the client did not declare (a legacy server
+    /// request, refused on the spot; a 2026 input round, which fails its call): `kind`
+    /// is `"elicitation"`, `"elicitation (form)"`, `"elicitation (url)"`, `"sampling"`
+    /// or `"roots"`. For an application that runs without a person, to say which
+    /// capability the server wanted.
+    InputUndeclared {
+        /// What was asked for.
+        kind: &'static str,
+    },
     /// The stdio server exited after connecting and is started again after `delay`
     /// ([`RestartPolicy`](super::RestartPolicy)); [`Event::Connected`] follows once the
     /// fresh process is connected. Calls in flight failed with

@@ -39,6 +39,8 @@ struct Refusal {
     /// policy refuses): in 2026, where an input request cannot be answered with an
     /// error, it is declined instead of failing the call.
     declinable: bool,
+    /// The kind of input asked for, when the client did not declare it.
+    undeclared: Option<&'static str>,
 }
 
 impl From<ErrorObject> for Refusal {
@@ -46,6 +48,7 @@ impl From<ErrorObject> for Refusal {
         Refusal {
             error,
             declinable: false,
+            undeclared: None,
         }
     }
 }
@@ -458,7 +461,12 @@ impl Session {
                     });
                     typed.push((key, Entry::Answered(decline_value())));
                 }
-                Err(r) => return fail(self, CallError::InvalidInputRequest(r.error.message)),
+                Err(r) => {
+                    if let Some(kind) = r.undeclared {
+                        self.events.push_back(Event::InputUndeclared { kind });
+                    }
+                    return fail(self, CallError::InvalidInputRequest(r.error.message));
+                }
             }
         }
         let ids: Vec<InputId> = typed.iter().map(|_| self.alloc_input()).collect();
@@ -551,7 +559,10 @@ impl Session {
         match method {
             "elicitation/create" => {
                 if !caps.elicitation_form && !caps.elicitation_url {
-                    return Err(undeclared("elicitation").into());
+                    return Err(Refusal {
+                        undeclared: Some("elicitation"),
+                        ..undeclared("elicitation").into()
+                    });
                 }
                 let text = params.map_or("null", RawValue::get);
                 let p: ElicitationParams = serde_json::from_str(text).map_err(|e| {
@@ -566,15 +577,23 @@ impl Session {
                     ("form", caps.elicitation_form)
                 };
                 if !declared {
-                    return Err(ErrorObject::new(
-                        codes::INVALID_PARAMS,
-                        format!("elicitation mode {mode:?} was not declared by the client"),
-                    )
-                    .into());
+                    return Err(Refusal {
+                        undeclared: Some(if mode == "url" {
+                            "elicitation (url)"
+                        } else {
+                            "elicitation (form)"
+                        }),
+                        ..ErrorObject::new(
+                            codes::INVALID_PARAMS,
+                            format!("elicitation mode {mode:?} was not declared by the client"),
+                        )
+                        .into()
+                    });
                 }
                 let refuse = |why: String| Refusal {
                     error: ErrorObject::new(codes::INVALID_PARAMS, why),
                     declinable: true,
+                    undeclared: None,
                 };
                 let check = if p.is_url_mode() {
                     let url = p.url.as_deref().unwrap_or("");
@@ -599,7 +618,10 @@ impl Session {
             }
             "sampling/createMessage" => {
                 if !caps.sampling {
-                    return Err(undeclared("sampling").into());
+                    return Err(Refusal {
+                        undeclared: Some("sampling"),
+                        ..undeclared("sampling").into()
+                    });
                 }
                 let text = params.map_or("null", RawValue::get);
                 let p: SamplingRequest = serde_json::from_str(text).map_err(|e| {
@@ -616,7 +638,10 @@ impl Session {
             }
             "roots/list" => {
                 if !caps.roots {
-                    return Err(undeclared("roots").into());
+                    return Err(Refusal {
+                        undeclared: Some("roots"),
+                        ..undeclared("roots").into()
+                    });
                 }
                 Ok(match &self.config.roots {
                     Some(roots) => Vetted::Answered(roots_result(roots)),
@@ -672,7 +697,12 @@ impl Session {
                 self.push_out(out, OutKind::Response);
                 return;
             }
-            Err(refusal) => return refuse(self, refusal.error),
+            Err(refusal) => {
+                if let Some(kind) = refusal.undeclared {
+                    self.events.push_back(Event::InputUndeclared { kind });
+                }
+                return refuse(self, refusal.error);
+            }
         };
         let (waiting, waiting_bytes) = self.inputs.values().fold((0, 0), |(n, b), p| match p {
             PendingInput::Legacy { bytes, .. } | PendingInput::Notice { bytes, .. } => {
