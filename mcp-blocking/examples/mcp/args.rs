@@ -23,14 +23,15 @@ impl Usage {
 }
 
 /// `--format`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Format {
+    #[default]
     Text,
     Json,
 }
 
 /// The flags every command takes.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Global {
     pub format: Format,
     pub timeout: Option<Duration>,
@@ -71,6 +72,10 @@ pub enum InputMode {
 #[derive(Debug, Clone)]
 pub enum Command {
     Help,
+    /// `mcp help <command>`.
+    HelpOn(String),
+    /// `mcp --version`.
+    Version,
     Add {
         name: String,
         /// `--stdio <command>`.
@@ -158,6 +163,11 @@ pub enum Command {
     Replay {
         file: PathBuf,
     },
+    /// `mcp import FILE [--dry-run]`: the `mcpServers` of another client's config.
+    Import {
+        file: PathBuf,
+        dry_run: bool,
+    },
     ServeExample {
         era: String,
         /// `--http ADDR`: a loopback socket address to serve Streamable HTTP on.
@@ -205,7 +215,66 @@ const GLOBAL: &[(&str, Kind)] = &[
     ("--accept-old-versions", Kind::Bool),
     ("-h", Kind::Bool),
     ("--help", Kind::Bool),
+    ("--version", Kind::Bool),
+    ("-V", Kind::Bool),
 ];
+
+/// Every command, for suggestions.
+const COMMANDS: &[&str] = &[
+    "add",
+    "list",
+    "get",
+    "remove",
+    "auth",
+    "test",
+    "status",
+    "doctor",
+    "tools",
+    "call",
+    "resources",
+    "read",
+    "prompts",
+    "prompt",
+    "complete",
+    "listen",
+    "demo",
+    "serve-example",
+    "replay",
+    "import",
+    "help",
+];
+
+/// The closest of `candidates` to `word` (at most two edits away), for "did you mean".
+fn closest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    candidates
+        .into_iter()
+        .map(|c| (edit_distance(word, c), c))
+        .filter(|(d, _)| *d <= 2)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+/// Levenshtein distance, for short words (commands and flags).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != *cb);
+            let next = (row[j + 1] + 1).min(row[j] + 1).min(prev + cost);
+            prev = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
+}
+
+/// " (did you mean X?)" when one is close.
+fn suggestion(found: Option<&str>) -> String {
+    found.map_or_else(String::new, |s| format!(" (did you mean {s}?)"))
+}
 
 const INPUT_FLAGS: &[(&str, Kind)] = &[("--auto-accept", Kind::Bool), ("--no-input", Kind::Bool)];
 
@@ -253,6 +322,7 @@ fn command_flags(command: &str) -> Option<&'static [(&'static str, Kind)]> {
             ("--max-events", Kind::Value),
         ],
         "auth" => &[("--scopes", Kind::Value), ("--no-browser", Kind::Bool)],
+        "import" => &[("--dry-run", Kind::Bool)],
         "list" | "get" | "remove" | "tools" | "resources" | "prompts" | "test" | "demo"
         | "replay" | "help" => &[],
         _ => return None,
@@ -306,13 +376,27 @@ pub fn parse(argv: &[String]) -> Result<Invocation, Usage> {
             Some(_) => i += 2,
             None if word == "--" => break,
             None if word.starts_with('-') && word.len() > 1 => {
-                return Err(Usage::new(format!("unknown option {word}")));
+                let near = closest(word, GLOBAL.iter().map(|(n, _)| *n));
+                return Err(Usage::new(format!(
+                    "unknown option {word}{}",
+                    suggestion(near)
+                )));
             }
             None => {
                 command = Some(argv[i].clone());
                 break;
             }
         }
+    }
+    if argv
+        .iter()
+        .take(i + 1)
+        .any(|a| a == "--version" || a == "-V")
+    {
+        return Ok(Invocation {
+            global: Global::default(),
+            command: Command::Version,
+        });
     }
     let Some(command_name) = command else {
         if argv.iter().any(|a| a == "-h" || a == "--help") {
@@ -323,7 +407,11 @@ pub fn parse(argv: &[String]) -> Result<Invocation, Usage> {
         ));
     };
     let Some(table) = command_flags(&command_name) else {
-        return Err(Usage::new(format!("unknown command {command_name:?}")));
+        let near = closest(&command_name, COMMANDS.iter().copied());
+        return Err(Usage::new(format!(
+            "unknown command {command_name:?}{}",
+            suggestion(near)
+        )));
     };
 
     let mut words = Words::default();
@@ -345,21 +433,31 @@ pub fn parse(argv: &[String]) -> Result<Invocation, Usage> {
                 words.flags.push((flag, None));
             }
             Some((flag, kind)) => {
+                let server_args = command_name == "add" && words.has("--stdio");
                 let value = match inline {
                     Some(v) => v,
-                    None => it
-                        .next()
-                        .cloned()
-                        .ok_or_else(|| Usage::new(format!("{flag} needs a value")))?,
+                    None => match it.next() {
+                        Some(v) => v.clone(),
+                        None if server_args => return Err(after_dashes(&command_name, flag)),
+                        None => return Err(Usage::new(format!("{flag} needs a value"))),
+                    },
                 };
                 if kind == Kind::Value && words.has(flag) {
+                    if server_args {
+                        return Err(after_dashes(&command_name, flag));
+                    }
                     return Err(Usage::new(format!("{flag} given twice")));
                 }
                 words.flags.push((flag, Some(value)));
             }
             None if arg.starts_with('-') && arg.len() > 1 => {
+                if command_name == "add" {
+                    return Err(after_dashes(&command_name, name));
+                }
+                let known = GLOBAL.iter().chain(table).map(|(n, _)| *n);
                 return Err(Usage::new(format!(
-                    "unknown option {name} for `{command_name}`"
+                    "unknown option {name} for `{command_name}`{}",
+                    suggestion(closest(name, known))
                 )));
             }
             None => {
@@ -414,6 +512,21 @@ pub fn parse(argv: &[String]) -> Result<Invocation, Usage> {
     Ok(Invocation { global, command })
 }
 
+/// `add` met `flag` where the server's own arguments were probably meant.
+fn after_dashes(command: &str, flag: &str) -> Usage {
+    let table = command_flags(command).unwrap_or(&[]);
+    let what = if lookup(table, flag).is_some() {
+        format!("{flag} follows the program")
+    } else {
+        let near = closest(flag, table.iter().map(|(n, _)| *n));
+        format!("{flag} is not an option of `{command}`{}", suggestion(near))
+    };
+    Usage::new(format!(
+        "{what}; the server's own arguments go after `--`: \
+         mcp add <name> --stdio <program> -- <arguments>..."
+    ))
+}
+
 fn flag_name(arg: &str) -> &str {
     if arg.starts_with("--") {
         arg.split_once('=').map_or(arg, |(n, _)| n)
@@ -427,7 +540,9 @@ fn parse_timeout(s: &str) -> Result<Duration, Usage> {
         .parse()
         .map_err(|_| Usage::new(format!("--timeout wants seconds, not {s:?}")))?;
     if !(secs > 0.0 && secs <= 86_400.0) {
-        return Err(Usage::new("--timeout must be between 0 and 86400 seconds"));
+        return Err(Usage::new(format!(
+            "--timeout must be more than 0 and at most 86400 seconds (one day), not {s}"
+        )));
     }
     Ok(Duration::from_secs_f64(secs))
 }
@@ -437,8 +552,24 @@ fn build(name: &str, mut w: Words) -> Result<Command, Usage> {
         w.positionals.append(&mut w.trailing);
     }
     let command = match name {
-        "help" => Command::Help,
+        "help" => match w.positionals.first() {
+            Some(topic) if COMMANDS.contains(&topic.as_str()) => Command::HelpOn(topic.clone()),
+            Some(topic) => {
+                let near = closest(topic, COMMANDS.iter().copied());
+                return Err(Usage::new(format!(
+                    "no command {topic:?}{}",
+                    suggestion(near)
+                )));
+            }
+            None => Command::Help,
+        },
         "add" => {
+            if let Some(extra) = w.positionals.get(1) {
+                return Err(Usage::new(format!(
+                    "unexpected argument {extra:?}: the server's own arguments go after `--`: \
+                     mcp add <name> --stdio <program> -- <arguments>..."
+                )));
+            }
             let [name] = positionals(&mut w, &["name"])?;
             check_name(&name)?;
             let (command, url) = match (w.value("--stdio"), w.value("--url")) {
@@ -577,6 +708,10 @@ fn build(name: &str, mut w: Words) -> Result<Command, Usage> {
         }
         "replay" => Command::Replay {
             file: PathBuf::from(one(&mut w, "file")?),
+        },
+        "import" => Command::Import {
+            file: PathBuf::from(one(&mut w, "file")?),
+            dry_run: w.has("--dry-run"),
         },
         "serve-example" => {
             positionals(&mut w, &[])?;
@@ -824,6 +959,33 @@ fn check_era(era: &str, allowed: &[&str]) -> Result<(), Usage> {
     }
 }
 
+/// The usage lines of one command, from [`HELP`] (its lines and their continuations).
+pub fn command_help(command: &str) -> String {
+    let mut out = String::new();
+    let mut taking = false;
+    for line in HELP.lines() {
+        let trimmed = line.trim_start();
+        let indent = line.len() - trimmed.len();
+        let names_it = trimmed.split('|').any(|part| {
+            let mut words = part.split_whitespace();
+            words.next() == Some("mcp") && words.next() == Some(command)
+        });
+        if indent == 2 && trimmed.starts_with("mcp ") {
+            taking = names_it;
+        } else if indent < 8 {
+            taking = false;
+        }
+        if taking {
+            out.push_str(line.strip_prefix("  ").unwrap_or(line));
+            out.push('\n');
+        }
+    }
+    if out.is_empty() {
+        out = format!("mcp {command}: see `mcp help`\n");
+    }
+    out
+}
+
 pub const HELP: &str = "\
 mcp: a Model Context Protocol client (stdio and Streamable HTTP servers)
 
@@ -834,6 +996,7 @@ Servers:
         [--oauth-client-id ID-or-CIMD-URL] [--oauth-client-secret-env ENV] [--oauth-issuer URL]
         [--bearer-token-env ENV]
   mcp list | mcp get <name> | mcp remove <name>
+  mcp import <file> [--dry-run]    add the servers of another client's config (\"mcpServers\")
   mcp auth login <name> [--scopes S,S] [--no-browser]   authorize in a browser, keep the tokens
   mcp auth status <name> | mcp auth logout <name>
   mcp test <name>                  connect, authenticate, negotiate, list tools; calls no tool

@@ -62,6 +62,83 @@ fn config_path(global: &Global) -> Result<std::path::PathBuf, Failure> {
 
 // ----- the servers file ------------------------------------------------------------
 
+/// `mcp import FILE`: reads the `mcpServers` map other MCP clients write (command,
+/// args, env, url), shows what it adds (environment values are not kept: only the
+/// names, whose values are read when the server starts), and writes our config.
+pub fn import(global: &Global, file: &Path, dry_run: bool) -> Result<u8, Failure> {
+    let text =
+        std::fs::read(file).map_err(|e| Failure::Config(format!("{}: {e}", file.display())))?;
+    let theirs: Value = serde_json::from_slice(&text)
+        .map_err(|e| Failure::Config(format!("{}: not JSON: {e}", file.display())))?;
+    let Some(servers) = theirs.get("mcpServers").and_then(Value::as_object) else {
+        return Err(Failure::Config(format!(
+            "{}: no \"mcpServers\" object to import",
+            file.display()
+        )));
+    };
+    let path = config_path(global)?;
+    let mut ours = config::load(&path).map_err(Failure::Config)?;
+    let mut added = Vec::new();
+    for (name, entry) in servers {
+        check_name_for_import(name)?;
+        let (entry, values) = config::import_entry(name, entry).map_err(Failure::Config)?;
+        let replaced = ours.servers.contains_key(name);
+        added.push(json!({"name": name, "entry": entry, "replaced": replaced,
+            "droppedEnvValues": values}));
+        ours.servers.insert(name.clone(), entry);
+    }
+    if !dry_run {
+        config::save(&path, &ours).map_err(Failure::Config)?;
+    }
+    match global.format {
+        Format::Json => print_json(&json!({"config": path, "dryRun": dry_run, "servers": added})),
+        Format::Text => {
+            for a in &added {
+                let name = a["name"].as_str().unwrap_or_default();
+                let entry: ServerEntry = serde_json::from_value(a["entry"].clone())
+                    .map_err(|e| Failure::Config(format!("{name}: {e}")))?;
+                let verb = if a["replaced"] == true {
+                    "replace"
+                } else {
+                    "add"
+                };
+                println!("{verb} {name}: {}", entry.summary());
+                if !entry.env.is_empty() {
+                    println!(
+                        "  passes {} (names only: values are read when the server starts)",
+                        entry.env.join(", ")
+                    );
+                }
+                if let Some(hint) = crate::session::launcher_hint(&entry) {
+                    println!("  warning: {hint}");
+                }
+            }
+            if dry_run {
+                println!("(dry run: {} not written)", path.display());
+            } else {
+                println!("in {}", path.display());
+            }
+        }
+    }
+    Ok(0)
+}
+
+fn check_name_for_import(name: &str) -> Result<(), Failure> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(Failure::Config(format!(
+            "cannot import {name:?}: a server name is 1 to 64 letters, digits, '-', '_' or '.'"
+        )))
+    }
+}
+
 pub fn add(global: &Global, name: &str, entry: ServerEntry) -> Result<u8, Failure> {
     if let Some(command) = &entry.command
         && (command.trim() != command

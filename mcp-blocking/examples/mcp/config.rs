@@ -124,12 +124,82 @@ pub fn path(flag: Option<&Path>) -> Result<PathBuf, String> {
 
 /// Reads the file; a missing file is an empty config.
 pub fn load(path: &Path) -> Result<ConfigFile, String> {
-    match fs::read(path) {
-        Ok(bytes) => serde_json::from_slice(&bytes)
-            .map_err(|e| format!("{}: not a valid servers file: {e}", path.display())),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(ConfigFile::default()),
-        Err(e) => Err(format!("{}: {e}", path.display())),
+    let bytes = match fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(ConfigFile::default()),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
+    let raw: Value = serde_json::from_slice(&bytes)
+        .map_err(|e| format!("{}: not a valid servers file: {e}", path.display()))?;
+    if raw.get("mcpServers").is_some() && raw.get("servers").is_none() {
+        return Err(format!(
+            "{}: this file holds \"mcpServers\", the shape other MCP clients write; \
+             bring those servers in with `mcp import {}` (into the config this command uses), \
+             or point --config at a file of our own",
+            path.display(),
+            path.display()
+        ));
     }
+    if let Some(servers) = raw.get("servers").and_then(Value::as_object) {
+        for (name, entry) in servers {
+            if entry.get("env").is_some_and(Value::is_object) {
+                return Err(format!(
+                    "{}: server {name}: \"env\" is a map; list variable names instead \
+                     (values are read at start, never stored), e.g. \"env\": [\"PATH\", \"HOME\"]",
+                    path.display()
+                ));
+            }
+        }
+    }
+    serde_json::from_value(raw)
+        .map_err(|e| format!("{}: not a valid servers file: {e}", path.display()))
+}
+
+/// One server of another client's `mcpServers` file, as our entry, with the names of
+/// the environment variables whose values that file held (they are not kept).
+pub fn import_entry(name: &str, theirs: &Value) -> Result<(ServerEntry, Vec<String>), String> {
+    let text = |key: &str| theirs.get(key).and_then(Value::as_str).map(str::to_owned);
+    let args = match theirs.get("args") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(list)) => list
+            .iter()
+            .map(|a| {
+                a.as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| format!("{name}: every argument must be a string"))
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err(format!("{name}: \"args\" must be a list of strings")),
+    };
+    let (env, dropped_values) = match theirs.get("env") {
+        None | Some(Value::Null) => (Vec::new(), Vec::new()),
+        Some(Value::Object(map)) => {
+            let names: Vec<String> = map.keys().cloned().collect();
+            (names.clone(), names)
+        }
+        Some(Value::Array(list)) => (
+            list.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect(),
+            Vec::new(),
+        ),
+        Some(_) => return Err(format!("{name}: \"env\" must be a map or a list of names")),
+    };
+    let (command, url) = (text("command"), text("url").or_else(|| text("serverUrl")));
+    if command.is_none() && url.is_none() {
+        return Err(format!("{name}: neither \"command\" nor \"url\""));
+    }
+    let entry = ServerEntry {
+        command,
+        args,
+        env,
+        url,
+        era: auto(),
+        oauth: None,
+        bearer_token_env: None,
+        extra: Map::new(),
+    };
+    Ok((entry, dropped_values))
 }
 
 /// Writes the file (via a temporary file and a rename, so it is never half-written).

@@ -73,6 +73,17 @@ fn run(global: &Global, command: Command) -> Result<u8, Failure> {
             print!("{}", args::HELP);
             Ok(0)
         }
+        Command::HelpOn(command) => {
+            print!("{}", args::command_help(&command));
+            Ok(0)
+        }
+        Command::Version => {
+            println!(
+                "mcp {} (mcp-blocking; protocol versions 2025-06-18, 2025-11-25, 2026-07-28)",
+                env!("CARGO_PKG_VERSION")
+            );
+            Ok(0)
+        }
         Command::Add {
             name,
             command,
@@ -140,6 +151,7 @@ fn run(global: &Global, command: Command) -> Result<u8, Failure> {
         } => auth::command(global, action, &name, &scopes, no_browser),
         Command::Demo => demo::run(global),
         Command::Replay { file } => commands::replay(global, &file),
+        Command::Import { file, dry_run } => commands::import(global, &file, dry_run),
         Command::ServeExample { era, http } => commands::serve_example(&era, http.as_deref()),
     }
 }
