@@ -48,6 +48,7 @@ mod machine;
 mod output;
 mod session;
 mod stdio_link;
+mod task;
 pub mod transcript;
 mod transmit;
 
@@ -66,6 +67,10 @@ pub use input::{
 pub use machine::Client;
 pub use output::{AcceptDefaults, DeclineAll, InputHandler, ReadContents};
 pub use session::request::CallRequest;
+pub use task::{
+    DEFAULT_POLL_INTERVAL, MAX_DEFAULT_POLL_INTERVAL, MIN_POLL_INTERVAL, RELATED_TASK_KEY,
+    TASKS_EXTENSION, Task, TaskProblem, TaskStatus,
+};
 pub use transmit::{ConnId, Origin, Transmit, TransportFailure, TransportFailureKind};
 
 use crate::limits::Limits;

@@ -61,9 +61,10 @@ pub(crate) mod cache;
 mod handshake;
 mod inbound;
 pub(crate) mod request;
+mod tasks;
 mod transport;
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::time::Duration;
 
 use crate::Instant;
@@ -107,6 +108,14 @@ pub(crate) struct Session {
     pub(crate) events: EventQueue,
     /// The 2026 `_meta` members, serialised once.
     envelope: String,
+    /// The same, declaring the tasks extension (for requests that may create a task
+    /// and for `tasks/*`).
+    task_envelope: String,
+    /// Requests sent for a call already over (`tasks/cancel`): their method and params,
+    /// for the HTTP headers; their answers are ignored.
+    detached: VecDeque<(i64, &'static str, serde_json::Map<String, Value>)>,
+    /// 2025-11-25: the tools the latest `tools/list` marked `taskSupport: "required"`.
+    task_tools: HashSet<String>,
     server: Option<ServerDetails>,
     /// Since when legacy server requests have been waiting for the user.
     paused_since: Option<Instant>,
@@ -220,6 +229,8 @@ struct Call {
     acknowledged: bool,
     /// For a cacheable listing: the caching hints of its pages so far.
     cache: Option<cache::Pending>,
+    /// The task behind the call, once the server made one.
+    task: Option<Box<tasks::TaskTrack>>,
 }
 
 #[derive(Debug)]
@@ -229,8 +240,15 @@ enum PendingInput {
         server_id: RequestId,
         bytes: usize,
         check: AnswerCheck,
+        /// 2025-11-25: the task it belongs to (`related-task`), echoed in the answer.
+        related: Option<String>,
     },
     Modern {
+        call: CallId,
+        check: AnswerCheck,
+    },
+    /// 2026: an input request of the task behind `call`, under `key`.
+    Task {
         call: CallId,
         check: AnswerCheck,
     },
@@ -246,6 +264,7 @@ impl PendingInput {
         match self {
             PendingInput::Legacy { check, .. }
             | PendingInput::Modern { check, .. }
+            | PendingInput::Task { check, .. }
             | PendingInput::Notice { check, .. } => check,
         }
     }
@@ -254,7 +273,7 @@ impl PendingInput {
     fn bytes(&self) -> usize {
         match self {
             PendingInput::Legacy { bytes, .. } | PendingInput::Notice { bytes, .. } => *bytes,
-            PendingInput::Modern { .. } => 0,
+            PendingInput::Modern { .. } | PendingInput::Task { .. } => 0,
         }
     }
 }
@@ -294,6 +313,9 @@ impl Session {
             outgoing: VecDeque::new(),
             events,
             envelope: String::new(),
+            task_envelope: String::new(),
+            detached: VecDeque::new(),
+            task_tools: HashSet::new(),
             server: None,
             paused_since: None,
             transport: Transport::Stdio,
@@ -466,8 +488,14 @@ impl Session {
                 self.send_call(now, id);
                 continue;
             }
+            if call.task.is_some() && call.rpc_id.is_none() {
+                // Time for the next poll of the task.
+                self.task_poll(now, id);
+                continue;
+            }
             let timeout = call.timeout;
             self.send_cancel_for(id, "timeout");
+            self.send_task_cancel(id);
             self.complete(id, Err(CallError::Timeout(timeout)));
         }
     }
@@ -631,6 +659,7 @@ impl Session {
                 reconnects: 0,
                 acknowledged: false,
                 cache: pending,
+                task: None,
             },
         );
         if matches!(self.state, State::Ready(..)) {
@@ -665,10 +694,24 @@ impl Session {
         };
         match pending {
             PendingInput::Notice { .. } => {}
-            PendingInput::Legacy { server_id, .. } => {
+            PendingInput::Legacy {
+                server_id, related, ..
+            } => {
                 let mut out = Vec::new();
                 match answer {
-                    InputAnswer::Result(v) => {
+                    InputAnswer::Result(mut v) => {
+                        // 2025-11-25: an answer for a task carries its related-task.
+                        if let (Some(task_id), Value::Object(o)) = (related, &mut v) {
+                            let meta = o
+                                .entry("_meta")
+                                .or_insert_with(|| Value::Object(serde_json::Map::new()));
+                            if let Value::Object(meta) = meta {
+                                meta.insert(
+                                    crate::client::RELATED_TASK_KEY.to_owned(),
+                                    serde_json::json!({ "taskId": task_id }),
+                                );
+                            }
+                        }
                         jsonrpc::encode_result(&mut out, Some(&server_id), &jsonrpc::to_raw(&v));
                     }
                     InputAnswer::Error(e) => jsonrpc::encode_error(&mut out, Some(&server_id), &e),
@@ -677,6 +720,7 @@ impl Session {
                 self.resume_deadlines(now);
             }
             PendingInput::Modern { call, .. } => self.answer_round(now, call, input, answer),
+            PendingInput::Task { call, .. } => self.answer_task_input(now, call, input, answer),
         }
         Ok(())
     }
@@ -717,6 +761,7 @@ impl Session {
             return Err(ApiMisuse::UnknownCall(call));
         }
         self.send_cancel_for(call, "cancelled by the client");
+        self.send_task_cancel(call);
         self.complete(call, Err(CallError::Cancelled));
         Ok(())
     }
@@ -763,7 +808,11 @@ impl Session {
                 self.complete(id, Err(CallError::NotInVersion { method, version }));
                 return;
             }
-            if era == Era::Legacy && call.request.method == request::LISTEN {
+            let not_here = match era {
+                Era::Modern => [request::TASKS_RESULT, request::TASKS_LIST],
+                Era::Legacy => [request::LISTEN, request::TASKS_UPDATE],
+            };
+            if not_here.contains(&call.request.method.as_str()) {
                 let method = call.request.method.clone();
                 self.complete(id, Err(CallError::NotInVersion { method, version }));
                 return;
@@ -779,16 +828,45 @@ impl Session {
             return;
         }
         let rpc_id = self.alloc_rpc_id();
-        let envelope = if modern { self.envelope.as_str() } else { "" };
+        let augment = self.era() == Some(Era::Legacy)
+            && self.calls.get(&id).is_some_and(|c| {
+                c.request.method == "tools/call"
+                    && (c.request.task.is_some()
+                        || c.request
+                            .params
+                            .get("name")
+                            .and_then(Value::as_str)
+                            .is_some_and(|name| self.task_tools.contains(name)))
+            })
+            && self.server_takes_tool_tasks();
+        let declared = self
+            .calls
+            .get(&id)
+            .is_some_and(|c| self.declares_tasks(&c.request.method, c.request.task.is_some()));
+        let envelope = match (modern, declared) {
+            (false, _) => "",
+            (true, true) => self.task_envelope.as_str(),
+            (true, false) => self.envelope.as_str(),
+        };
         let Some(call) = self.calls.get_mut(&id) else {
             return;
         };
+        let mut extra: Vec<(&str, &Value)> = Vec::new();
+        let task_meta;
+        if augment {
+            let mut t = serde_json::Map::new();
+            if let Some(ttl) = call.request.task.and_then(|a| a.ttl) {
+                let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+                t.insert("ttl".into(), Value::from(ms));
+            }
+            task_meta = Value::Object(t);
+            extra.push(("task", &task_meta));
+        }
         let log_level = if modern {
             call.request.log_level.or(self.log_level)
         } else {
             None
         };
-        let mut extra: Vec<(&str, &Value)> = Vec::new();
         let responses;
         let state;
         if !call.pending.is_empty() {
@@ -826,6 +904,36 @@ impl Session {
         call.acknowledged = false;
         self.push_out(out, OutKind::Request(rpc_id));
         self.by_rpc.insert(rpc_id, id);
+    }
+
+    /// 2025-11-25: remembers which tools a `tools/list` marked
+    /// `execution.taskSupport: "required"`; a plain call to one of them is sent as a
+    /// task (and followed to its end) when the server accepts task-augmented calls.
+    fn learn_task_tools(&mut self, output: &CallOutput) {
+        #[derive(serde::Deserialize)]
+        struct Execution<'a> {
+            #[serde(rename = "taskSupport", borrow, default)]
+            task_support: Option<&'a str>,
+        }
+        #[derive(serde::Deserialize)]
+        struct ToolHead<'a> {
+            #[serde(borrow)]
+            name: std::borrow::Cow<'a, str>,
+            #[serde(borrow, default)]
+            execution: Option<Execution<'a>>,
+        }
+        self.task_tools = output
+            .items
+            .iter()
+            .filter_map(|raw| serde_json::from_str::<ToolHead<'_>>(raw.get()).ok())
+            .filter(|t| {
+                t.execution
+                    .as_ref()
+                    .and_then(|e| e.task_support)
+                    .is_some_and(|s| s == "required")
+            })
+            .map(|t| t.name.into_owned())
+            .collect();
     }
 
     /// 2026-07-28 has no `logging/setLevel`: the level becomes the default of later
@@ -890,6 +998,24 @@ impl Session {
         };
         if let Some(rpc) = call.rpc_id {
             self.by_rpc.remove(&rpc);
+            if call.task.is_some() {
+                // A task request still in flight (the task ended by a notification).
+                remember(&mut self.ignored_ids, rpc);
+            }
+        }
+        if let Some(track) = &call.task {
+            for (_, input) in &track.open {
+                if self.inputs.remove(input).is_some() {
+                    self.events
+                        .push_back(Event::InputCancelled { input: *input });
+                }
+            }
+        }
+        if call.request.method == "tools/list"
+            && self.era() == Some(Era::Legacy)
+            && let Ok(output) = &outcome
+        {
+            self.learn_task_tools(output);
         }
         if let (Ok(output), Some(pending), Some(Era::Modern)) = (&outcome, call.cache, self.era())
             && let Some(method) = cache::cacheable(&call.request.method)

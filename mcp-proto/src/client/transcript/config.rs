@@ -77,6 +77,8 @@ diff!(Limits {
     max_queued_notifications,
     max_queued_event_bytes,
     max_queued_output_bytes,
+    max_task_id_bytes,
+    max_task_polls,
     request_timeout,
     probe_timeout,
     initialize_timeout,
