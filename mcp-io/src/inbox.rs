@@ -1,9 +1,11 @@
 //! [`Inbox`]: what the machine says about a connection, kept for the handles to read.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 use mcp_proto::Limits;
-use mcp_proto::client::{CallId, ClientConfig, CloseReason, Event, PeerError};
+use mcp_proto::client::{
+    CallError, CallId, CallOutput, ClientConfig, CloseReason, Event, PeerError,
+};
 use mcp_proto::jsonrpc::Notification;
 use mcp_proto::model::ServerDetails;
 
@@ -55,6 +57,11 @@ pub struct Inbox {
     subscription_events: VecDeque<(Event, usize)>,
     /// Where the era verdict goes, under which origin.
     era_cache: Option<(EraCache, String)>,
+    /// Task events ([`Event::TaskCreated`], [`Event::TaskStatus`]) not yet taken, oldest
+    /// first (at most [`MAX_NOTIFICATIONS`]; past it the oldest is dropped and counted).
+    task_events: VecDeque<Event>,
+    /// Outcomes of the calls started with [`Inbox::expect_outcome`], until taken.
+    outcomes: HashMap<CallId, Option<Result<CallOutput, CallError>>>,
 }
 
 impl Default for Inbox {
@@ -70,6 +77,8 @@ impl Default for Inbox {
             max_notification_bytes: Limits::default().max_queued_event_bytes,
             subscription_events: VecDeque::new(),
             era_cache: None,
+            task_events: VecDeque::new(),
+            outcomes: HashMap::new(),
         }
     }
 }
@@ -125,6 +134,37 @@ impl Inbox {
         let (event, size) = self.subscription_events.remove(at)?;
         self.notification_bytes -= size;
         Some(event)
+    }
+
+    /// The oldest task event not yet taken ([`Event::TaskCreated`],
+    /// [`Event::TaskStatus`]): of the call `only`, or of any.
+    pub fn take_task_event(&mut self, only: Option<CallId>) -> Option<Event> {
+        let at = self.task_events.iter().position(|e| {
+            only.is_none()
+                || matches!(e, Event::TaskCreated { call, .. } if Some(*call) == only)
+                || matches!(e, Event::TaskStatus { call, .. } if *call == only)
+        })?;
+        self.task_events.remove(at)
+    }
+
+    /// Keeps the outcome of the call `call` for [`Inbox::take_outcome`] (an adapter
+    /// marks so the calls it starts without waiting for them, such as a task).
+    pub fn expect_outcome(&mut self, call: CallId) {
+        self.outcomes.insert(call, None);
+    }
+
+    /// The outcome of a call marked with [`Inbox::expect_outcome`], once it completed.
+    pub fn take_outcome(&mut self, call: CallId) -> Option<Result<CallOutput, CallError>> {
+        match self.outcomes.get(&call) {
+            Some(Some(_)) => self.outcomes.remove(&call).flatten(),
+            _ => None,
+        }
+    }
+
+    /// Whether the outcome of `call` is awaited (marked and not yet taken).
+    #[must_use]
+    pub fn awaits_outcome(&self, call: CallId) -> bool {
+        self.outcomes.contains_key(&call)
     }
 
     /// Queues a subscription event within the notification bounds: past them the oldest
@@ -186,6 +226,17 @@ impl Inbox {
             }
             Event::NotificationsDropped { count } => self.dropped_notifications += count,
             Event::Notification(n) => self.push_notification(n),
+            Event::CallCompleted { call, outcome } if self.outcomes.contains_key(&call) => {
+                self.outcomes.insert(call, Some(outcome.clone()));
+                return Some(Event::CallCompleted { call, outcome });
+            }
+            e @ (Event::TaskCreated { .. } | Event::TaskStatus { .. }) => {
+                if self.task_events.len() >= MAX_NOTIFICATIONS {
+                    self.task_events.pop_front();
+                    self.dropped_notifications += 1;
+                }
+                self.task_events.push_back(e);
+            }
             e @ (Event::SubscriptionAcknowledged { .. }
             | Event::SubscriptionNotification { .. }
             | Event::SubscriptionReconnecting { .. }

@@ -106,6 +106,13 @@ impl Facade {
             Command::EndListen(call) => {
                 let _ = machine.cancel(now, call);
             }
+            Command::StartTask { request, reply } => {
+                let started = machine.call(now, request).map_err(Error::from);
+                if let Ok(call) = &started {
+                    self.shared.lock().inbox.expect_outcome(*call);
+                }
+                let _ = reply.try_send(started);
+            }
             Command::Cancel { key } => {
                 if let Some(call) = self.keys.remove(&key) {
                     let _ = machine.cancel(now, call);
@@ -127,6 +134,8 @@ impl Facade {
         let notification = matches!(
             event,
             Event::Notification(_)
+                | Event::TaskCreated { .. }
+                | Event::TaskStatus { .. }
                 | Event::SubscriptionAcknowledged { .. }
                 | Event::SubscriptionNotification { .. }
                 | Event::SubscriptionReconnecting { .. }
@@ -144,6 +153,10 @@ impl Facade {
                 for waiter in self.waiters.drain(..) {
                     let _ = waiter.try_send(Ok((*details).clone()));
                 }
+            }
+            Event::CallCompleted { call, .. } if !self.calls.contains_key(&call) => {
+                // A started task's outcome, kept in the inbox: wake its waiter.
+                let _ = self.doorbell.try_send(());
             }
             Event::CallCompleted { call, outcome } => {
                 if let Some((key, reply)) = self.calls.remove(&call) {
@@ -194,7 +207,7 @@ impl Facade {
                     let _ = reply.try_send(Err(ended.clone()));
                 }
                 Command::Connected(reply) => self.waiters.push(reply),
-                Command::Listen { reply, .. } => {
+                Command::Listen { reply, .. } | Command::StartTask { reply, .. } => {
                     let _ = reply.try_send(Err(ended.clone()));
                 }
                 Command::Cancel { .. }
