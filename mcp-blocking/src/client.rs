@@ -236,6 +236,13 @@ impl<F: Flavour> Client<F> {
         self.driver.finish(call)
     }
 
+    /// The result of the call `call` started with [`Client::start_task`] if it has
+    /// completed already, without driving the connection or waiting (drive it with
+    /// [`Client::next_task_event`]). Taken once.
+    pub fn poll_task_result(&mut self, call: proto::CallId) -> Option<Result<CallOutput, Error>> {
+        self.driver.poll_outcome(call)
+    }
+
     /// Cancels the call `call` and the task behind it (`tasks/cancel`); its result is
     /// then [`CallError::Cancelled`](proto::CallError::Cancelled).
     ///

@@ -137,6 +137,12 @@ impl<F: Flavour> Driver<F> {
         self.finish(call)
     }
 
+    /// The outcome of the call `call`, if it completed already (without driving).
+    pub(crate) fn poll_outcome(&mut self, call: CallId) -> Option<Result<CallOutput, Error>> {
+        let outcome = self.io.completed.remove(&call)?;
+        Some(outcome.map_err(|e| Error::call(e, self.core.endpoint())))
+    }
+
     /// Runs until the call `call` (started with [`Driver::start`]) completes.
     pub(crate) fn finish(&mut self, call: CallId) -> Result<CallOutput, Error> {
         loop {

@@ -333,9 +333,7 @@ impl Session {
                         return;
                     };
                     let method = &call.request.method;
-                    if method != "tools/call"
-                        || !self.declares_tasks(method, call.request.task.is_some())
-                    {
+                    if method != "tools/call" || !self.declares_tasks(&call.request) {
                         let p = crate::client::TaskProblem::NotOffered(method.clone());
                         self.complete(id, Err(CallError::Task(p)));
                         return;

@@ -842,7 +842,7 @@ impl Session {
         let declared = self
             .calls
             .get(&id)
-            .is_some_and(|c| self.declares_tasks(&c.request.method, c.request.task.is_some()));
+            .is_some_and(|c| self.declares_tasks(&c.request));
         let envelope = match (modern, declared) {
             (false, _) => "",
             (true, true) => self.task_envelope.as_str(),

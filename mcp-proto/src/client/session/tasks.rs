@@ -110,9 +110,20 @@ pub(super) fn related_task(params: Option<&RawValue>) -> Option<String> {
 }
 
 impl Session {
-    /// Whether the task extension is declared on `method` with these options (2026).
-    pub(super) fn declares_tasks(&self, method: &str, asked: bool) -> bool {
-        asked || method.starts_with("tasks/") || self.config.capabilities.declares_tasks()
+    /// Whether the task extension is declared on `request` (2026): asked for, a
+    /// `tasks/*` request, a listen for task ids, or declared by the whole config.
+    pub(super) fn declares_tasks(&self, request: &super::CallRequest) -> bool {
+        let listens_to_tasks = request.method == super::request::LISTEN
+            && request
+                .params
+                .get("notifications")
+                .and_then(|n| n.get("taskIds"))
+                .and_then(Value::as_array)
+                .is_some_and(|ids| !ids.is_empty());
+        request.task.is_some()
+            || request.method.starts_with("tasks/")
+            || listens_to_tasks
+            || self.config.capabilities.declares_tasks()
     }
 
     /// 2025-11-25: whether the server accepts task-augmented `tools/call`.
