@@ -1026,3 +1026,60 @@ fn a_poll_that_is_not_answered_times_out_the_call() {
         Duration::from_secs(5)
     );
 }
+
+// ----- over Streamable HTTP ---------------------------------------------------------------
+
+#[test]
+fn over_http_task_requests_carry_the_task_id_in_mcp_name() {
+    use mcp_tests::http_sim::{HttpSim, Reply, SeenRequest};
+    let id = "tâche 1";
+    let polls = Rc::new(RefCell::new(0));
+    let p = polls.clone();
+    let result = |req: &SeenRequest, result: Value| {
+        Reply::json(200, &json!({"jsonrpc":"2.0","id":req.body["id"],"result":result}))
+    };
+    let script = move |req: &SeenRequest| match req.rpc_method() {
+        "server/discover" => result(
+            req,
+            json!({"resultType":"complete","supportedVersions":["2026-07-28"],
+                "capabilities":{"tools":{},"extensions":{EXT:{}}}}),
+        ),
+        "tools/call" if req.body["params"]["name"] == "stop" => result(
+            req,
+            with(json!({"resultType":"task"}), modern_task("stop-1", "working", Some(60_000))),
+        ),
+        "tools/call" => result(req, with(json!({"resultType":"task"}), modern_task(id, "working", Some(500)))),
+        "tasks/get" => {
+            *p.borrow_mut() += 1;
+            let t = if *p.borrow() < 2 {
+                modern_task(id, "working", Some(500))
+            } else {
+                with(modern_task(id, "completed", None), json!({"result":{"content":[]}}))
+            };
+            result(req, with(json!({"resultType":"complete"}), t))
+        }
+        "tasks/cancel" => result(req, json!({"resultType":"complete"})),
+        "tools/list" => result(req, json!({"resultType":"complete","tools":[]})),
+        other => panic!("unexpected {other}"),
+    };
+    let config = modern(ClientCapabilities::none().with_tasks());
+    let mut sim = HttpSim::new(config, script);
+    sim.connect();
+    sim.call(CallRequest::call_tool("x", json!({}))).unwrap();
+    let gets = sim.with_method("tasks/get");
+    assert_eq!(gets.len(), 2);
+    for get in &gets {
+        assert_eq!(get.header("mcp-method"), Some("tasks/get"));
+        let name = get.header("mcp-name").unwrap();
+        assert!(name.starts_with("=?base64?"), "not header-safe, so wrapped: {name}");
+        assert_eq!(get.body["params"]["taskId"], id);
+        assert!(declares_ext(&get.body));
+    }
+    let call = sim.client.call(sim.now, CallRequest::call_tool("stop", json!({}))).unwrap();
+    sim.run_until(|s| s.events.iter().any(|e| matches!(e, Event::TaskCreated { call: c, .. } if *c == call)));
+    sim.client.cancel(sim.now, call).unwrap();
+    sim.run_until(|s| !s.with_method("tasks/cancel").is_empty());
+    let cancel = sim.with_method("tasks/cancel")[0];
+    assert_eq!(cancel.header("mcp-name"), Some("stop-1"));
+    assert!(declares_ext(&cancel.body));
+}
