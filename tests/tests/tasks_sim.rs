@@ -1036,7 +1036,10 @@ fn over_http_task_requests_carry_the_task_id_in_mcp_name() {
     let polls = Rc::new(RefCell::new(0));
     let p = polls.clone();
     let result = |req: &SeenRequest, result: Value| {
-        Reply::json(200, &json!({"jsonrpc":"2.0","id":req.body["id"],"result":result}))
+        Reply::json(
+            200,
+            &json!({"jsonrpc":"2.0","id":req.body["id"],"result":result}),
+        )
     };
     let script = move |req: &SeenRequest| match req.rpc_method() {
         "server/discover" => result(
@@ -1046,15 +1049,27 @@ fn over_http_task_requests_carry_the_task_id_in_mcp_name() {
         ),
         "tools/call" if req.body["params"]["name"] == "stop" => result(
             req,
-            with(json!({"resultType":"task"}), modern_task("stop-1", "working", Some(60_000))),
+            with(
+                json!({"resultType":"task"}),
+                modern_task("stop-1", "working", Some(60_000)),
+            ),
         ),
-        "tools/call" => result(req, with(json!({"resultType":"task"}), modern_task(id, "working", Some(500)))),
+        "tools/call" => result(
+            req,
+            with(
+                json!({"resultType":"task"}),
+                modern_task(id, "working", Some(500)),
+            ),
+        ),
         "tasks/get" => {
             *p.borrow_mut() += 1;
             let t = if *p.borrow() < 2 {
                 modern_task(id, "working", Some(500))
             } else {
-                with(modern_task(id, "completed", None), json!({"result":{"content":[]}}))
+                with(
+                    modern_task(id, "completed", None),
+                    json!({"result":{"content":[]}}),
+                )
             };
             result(req, with(json!({"resultType":"complete"}), t))
         }
@@ -1071,12 +1086,22 @@ fn over_http_task_requests_carry_the_task_id_in_mcp_name() {
     for get in &gets {
         assert_eq!(get.header("mcp-method"), Some("tasks/get"));
         let name = get.header("mcp-name").unwrap();
-        assert!(name.starts_with("=?base64?"), "not header-safe, so wrapped: {name}");
+        assert!(
+            name.starts_with("=?base64?"),
+            "not header-safe, so wrapped: {name}"
+        );
         assert_eq!(get.body["params"]["taskId"], id);
         assert!(declares_ext(&get.body));
     }
-    let call = sim.client.call(sim.now, CallRequest::call_tool("stop", json!({}))).unwrap();
-    sim.run_until(|s| s.events.iter().any(|e| matches!(e, Event::TaskCreated { call: c, .. } if *c == call)));
+    let call = sim
+        .client
+        .call(sim.now, CallRequest::call_tool("stop", json!({})))
+        .unwrap();
+    sim.run_until(|s| {
+        s.events
+            .iter()
+            .any(|e| matches!(e, Event::TaskCreated { call: c, .. } if *c == call))
+    });
     sim.client.cancel(sim.now, call).unwrap();
     sim.run_until(|s| !s.with_method("tasks/cancel").is_empty());
     let cancel = sim.with_method("tasks/cancel")[0];

@@ -55,6 +55,16 @@
 //! ([`Event::SubscriptionReconnecting`]), at most [`MAX_LISTEN_RECONNECTS`] times in a row
 //! without an acknowledgement. In the legacy era a listen ends at once with
 //! [`CallError::NotInVersion`].
+//!
+//! A `tools/call` may come back as a task: a 2025-11-25 `CreateTaskResult` to a request
+//! that carried `params.task`, or a 2026-07-28 `resultType: "task"` to one that declared
+//! the `io.modelcontextprotocol/tasks` extension (anything else answered with a task
+//! fails with [`crate::client::TaskProblem::NotOffered`]). The call then follows the task
+//! to its end under the same [`CallId`] (`tasks.rs`): [`Event::TaskCreated`], an
+//! [`Event::TaskStatus`] per change, polls at the server's interval, 2026 input requests
+//! answered with `tasks/update`, the 2025 result fetched with `tasks/result`, and one
+//! [`Event::CallCompleted`] with the task's result, error or cancellation. A call that
+//! fails while its task may still run sends `tasks/cancel`.
 
 mod answer;
 pub(crate) mod cache;
@@ -495,7 +505,6 @@ impl Session {
             }
             let timeout = call.timeout;
             self.send_cancel_for(id, "timeout");
-            self.send_task_cancel(id);
             self.complete(id, Err(CallError::Timeout(timeout)));
         }
     }
@@ -761,7 +770,6 @@ impl Session {
             return Err(ApiMisuse::UnknownCall(call));
         }
         self.send_cancel_for(call, "cancelled by the client");
-        self.send_task_cancel(call);
         self.complete(call, Err(CallError::Cancelled));
         Ok(())
     }
@@ -1004,6 +1012,11 @@ impl Session {
             }
         }
         if let Some(track) = &call.task {
+            // A call that fails while its task may still run (cancelled, timed out, an
+            // unusable record, a transport failure) leaves no task behind.
+            if outcome.is_err() && !track.task.status.is_terminal() && self.state != State::Closed {
+                self.send_task_cancel(&track.task.task_id);
+            }
             for (_, input) in &track.open {
                 if self.inputs.remove(input).is_some() {
                     self.events

@@ -483,17 +483,8 @@ impl Session {
 
     /// Writes the task request `sub` as the call's request in flight.
     fn send_task_request(&mut self, now: Instant, id: CallId, sub: Sub) {
-        let modern = self.era() == Some(Era::Modern);
         let rpc_id = self.alloc_rpc_id();
-        let envelope = if modern {
-            self.task_envelope.as_str()
-        } else {
-            ""
-        };
-        let Some(call) = self.calls.get_mut(&id) else {
-            return;
-        };
-        let Some(track) = call.task.as_mut() else {
+        let Some(track) = self.calls.get_mut(&id).and_then(|c| c.task.as_mut()) else {
             return;
         };
         let mut params = task_params(&track.task.task_id);
@@ -501,43 +492,49 @@ impl Session {
             let answers: Map<String, Value> = track.answers.drain(..).collect();
             params.insert("inputResponses".into(), Value::Object(answers));
         }
-        let mut out = Vec::with_capacity(envelope.len() + 96);
-        jsonrpc::write_request_head(&mut out, &RequestId::Number(rpc_id), sub.method());
-        out.extend_from_slice(b",\"params\":");
-        super::request::write_params(&mut out, envelope, None, None, &params, &[]);
-        out.push(b'}');
         // A 2025 tasks/result is held by the server until the task ends, which takes
         // as long as the person answering its requests takes: no deadline then.
         let open_ended = sub == Sub::Result && track.task.status == TaskStatus::InputRequired;
-        track.wire = Some((sub, params));
+        let out = self.write_task_request(rpc_id, sub.method(), &params);
+        let Some(call) = self.calls.get_mut(&id) else {
+            return;
+        };
+        if let Some(track) = call.task.as_mut() {
+            track.wire = Some((sub, params));
+        }
         call.rpc_id = Some(rpc_id);
         call.deadline = (!open_ended).then(|| now + call.timeout);
         self.push_out(out, OutKind::Request(rpc_id));
         self.by_rpc.insert(rpc_id, id);
     }
 
-    /// Sends `tasks/cancel` for the task of call `id`, if it has one still running,
-    /// as a request whose answer nobody waits for.
-    pub(super) fn send_task_cancel(&mut self, id: CallId) {
-        let Some(track) = self.calls.get(&id).and_then(|c| c.task.as_ref()) else {
-            return;
-        };
-        if track.task.status.is_terminal() {
-            return;
-        }
-        let params = task_params(&track.task.task_id);
-        let modern = self.era() == Some(Era::Modern);
-        let rpc_id = self.alloc_rpc_id();
-        let envelope = if modern {
+    /// A task request on the wire: no `_meta` in 2025 (the `taskId` param is
+    /// authoritative), the envelope declaring the extension in 2026.
+    fn write_task_request(
+        &self,
+        rpc_id: i64,
+        method: &str,
+        params: &Map<String, Value>,
+    ) -> Vec<u8> {
+        let envelope = if self.era() == Some(Era::Modern) {
             self.task_envelope.as_str()
         } else {
             ""
         };
         let mut out = Vec::with_capacity(envelope.len() + 96);
-        jsonrpc::write_request_head(&mut out, &RequestId::Number(rpc_id), TASKS_CANCEL);
+        jsonrpc::write_request_head(&mut out, &RequestId::Number(rpc_id), method);
         out.extend_from_slice(b",\"params\":");
-        super::request::write_params(&mut out, envelope, None, None, &params, &[]);
+        super::request::write_params(&mut out, envelope, None, None, params, &[]);
         out.push(b'}');
+        out
+    }
+
+    /// Sends `tasks/cancel` for `task_id` as a request whose answer nobody waits for
+    /// (the call it belonged to is over).
+    pub(super) fn send_task_cancel(&mut self, task_id: &str) {
+        let params = task_params(task_id);
+        let rpc_id = self.alloc_rpc_id();
+        let out = self.write_task_request(rpc_id, TASKS_CANCEL, &params);
         remember(&mut self.ignored_ids, rpc_id);
         if self.detached.len() >= super::RECENT_IDS {
             self.detached.pop_front();
@@ -553,7 +550,6 @@ impl Session {
 
     fn task_cancel_and_fail(&mut self, id: CallId, error: CallError) {
         self.send_cancel_for(id, "the task cannot be followed");
-        self.send_task_cancel(id);
         self.complete(id, Err(error));
     }
 
