@@ -273,6 +273,24 @@ mod tests {
     }
 
     #[test]
+    fn the_fuzz_entry_takes_odd_records() {
+        let long = format!(
+            r#"{{"taskId":"t","status":"working","statusMessage":"{}"}}"#,
+            "é".repeat(300)
+        );
+        for text in [
+            r#"{"task":{"taskId":"t","status":"completed","ttl":1.5,"pollInterval":-1}}"#,
+            r#"{"task":7,"taskId":"x","status":"failed"}"#,
+            r#"{"taskId":"0123456789abcdefX","status":"working"}"#,
+            long.as_str(),
+            "null",
+            "[]",
+        ] {
+            crate::fuzzing::task_records(text.as_bytes());
+        }
+    }
+
+    #[test]
     fn names_what_is_wrong() {
         let bad = |v: Value| Task::from_object(&obj(v), Era::Modern, 8).unwrap_err();
         assert_eq!(
