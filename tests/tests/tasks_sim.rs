@@ -1108,3 +1108,160 @@ fn over_http_task_requests_carry_the_task_id_in_mcp_name() {
     assert_eq!(cancel.header("mcp-name"), Some("stop-1"));
     assert!(declares_ext(&cancel.body));
 }
+
+#[test]
+fn over_http_a_failed_poll_is_tried_again_with_backoff() {
+    use mcp_tests::http_sim::{HttpSim, Reply, SeenRequest};
+    let polls = Rc::new(RefCell::new(0));
+    let p = polls.clone();
+    let result = |req: &SeenRequest, result: Value| {
+        Reply::json(
+            200,
+            &json!({"jsonrpc":"2.0","id":req.body["id"],"result":result}),
+        )
+    };
+    let script = move |req: &SeenRequest| match req.rpc_method() {
+        "server/discover" => result(
+            req,
+            json!({"resultType":"complete","supportedVersions":["2026-07-28"],
+                "capabilities":{"tools":{},"extensions":{EXT:{}}}}),
+        ),
+        "tools/list" => result(req, json!({"resultType":"complete","tools":[]})),
+        "tools/call" => result(
+            req,
+            with(
+                json!({"resultType":"task"}),
+                modern_task("N", "working", Some(500)),
+            ),
+        ),
+        "tasks/get" => {
+            *p.borrow_mut() += 1;
+            match *p.borrow() {
+                1 => Reply::NetworkError,
+                2 | 3 => Reply::json(503, &json!({"error":"busy"})),
+                _ => result(
+                    req,
+                    with(
+                        json!({"resultType":"complete"}),
+                        with(
+                            modern_task("N", "completed", None),
+                            json!({"result":{"content":[]}}),
+                        ),
+                    ),
+                ),
+            }
+        }
+        other => panic!("unexpected {other}"),
+    };
+    let mut sim = HttpSim::new(modern(ClientCapabilities::none().with_tasks()), script);
+    sim.connect();
+    let start = sim.now;
+    let id = sim
+        .client
+        .call(sim.now, CallRequest::call_tool("x", json!({})))
+        .unwrap();
+    sim.run_until(|s| s.completion(id).is_some());
+    assert_eq!(
+        sim.with_method("tasks/get").len(),
+        4,
+        "three failures, then the answer"
+    );
+    assert!(sim.completion(id).unwrap().is_ok());
+    // The server's 500 ms; the network error is retried at once on a fresh connection
+    // (a poll is a read the pool may repeat); the 503s wait 1 s, then 2 s.
+    assert_eq!(
+        sim.now.saturating_duration_since(start),
+        Duration::from_millis(3500)
+    );
+    assert!(sim.with_method("tasks/cancel").is_empty());
+}
+
+#[test]
+fn a_flood_of_status_notifications_is_bounded_like_notifications() {
+    let mut limits = Limits::default();
+    limits.max_queued_notifications = 2;
+    let mut sim = sim(
+        legacy().limits(limits),
+        legacy_caps(),
+        |m| match m["method"].as_str() {
+            Some("tools/call") => {
+                let mut out: Vec<String> = (0..6)
+                    .map(|i| {
+                        notification(
+                            "notifications/tasks/status",
+                            legacy_task(&format!("stranger-{i}"), "working", 1),
+                        )
+                    })
+                    .collect();
+                out.push(answer(m, json!({"content":[]})));
+                out
+            }
+            _ => Vec::new(),
+        },
+    );
+    sim.call(CallRequest::call_tool("x", json!({}))).unwrap();
+    let kept = statuses(&sim).len();
+    assert_eq!(kept, 2);
+    assert!(
+        sim.events
+            .iter()
+            .any(|e| matches!(e, Event::NotificationsDropped { count: 4 }))
+    );
+}
+
+#[test]
+fn modern_listen_for_a_task_id_declares_the_extension_and_its_push_moves_the_call() {
+    use mcp_proto::client::ListenFilter;
+    let mut sim = sim(
+        modern(ClientCapabilities::none()),
+        Value::Null,
+        |m| match m["method"].as_str() {
+            Some("tools/call") => vec![answer(
+                m,
+                with(
+                    json!({"resultType":"task"}),
+                    modern_task("L", "working", Some(60_000)),
+                ),
+            )],
+            Some("subscriptions/listen") => {
+                let meta = json!({"io.modelcontextprotocol/subscriptionId": m["id"]});
+                vec![
+                    notification(
+                        "notifications/subscriptions/acknowledged",
+                        json!({"_meta": meta, "notifications": m["params"]["notifications"]}),
+                    ),
+                    notification(
+                        "notifications/tasks",
+                        with(
+                            with(
+                                modern_task("L", "completed", None),
+                                json!({"result":{"content":[{"type":"text","text":"pushed"}]}}),
+                            ),
+                            json!({"_meta": meta}),
+                        ),
+                    ),
+                ]
+            }
+            _ => Vec::new(),
+        },
+    );
+    let call = start(
+        &mut sim,
+        CallRequest::call_tool("x", json!({})).as_task(None),
+    );
+    sim.run_until(|s| !created(s).is_empty());
+    let listen = start(
+        &mut sim,
+        CallRequest::listen(&ListenFilter::new().task("L")),
+    );
+    let out = finish(&mut sim, call).unwrap();
+    assert_eq!(out.tool_result().unwrap().text(), "pushed");
+    let sent = sim.sent_with_method("subscriptions/listen")[0];
+    assert!(declares_ext(sent));
+    assert_eq!(sent["params"]["notifications"]["taskIds"], json!(["L"]));
+    assert!(sim.sent_with_method("tasks/get").is_empty());
+    // The push is the subscription's notification too.
+    assert!(sim.events.iter().any(|e| matches!(e,
+        Event::SubscriptionNotification { subscription, notification, .. }
+            if *subscription == listen && notification.method == "notifications/tasks")));
+}

@@ -160,7 +160,9 @@ pub enum Event {
     /// A task's status (or status message) changed, as a poll, a 2025-11-25
     /// `notifications/tasks/status` or a 2026-07-28 `notifications/tasks` showed it.
     /// `call` is `None` for a status notification about a task no call of this client
-    /// runs (a task started by an earlier connection, say).
+    /// runs (a task started by an earlier connection, say). Like notifications, these
+    /// are dropped (and counted in [`Event::NotificationsDropped`]) while too many wait
+    /// to be polled; the call itself still completes.
     TaskStatus {
         /// The call the task runs behind, when there is one.
         call: Option<CallId>,

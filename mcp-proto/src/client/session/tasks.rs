@@ -50,6 +50,9 @@ use crate::client::task::{
 use crate::jsonrpc::{self, ErrorObject, RequestId};
 use crate::version::Era;
 
+/// `tasks/get` polls in a row that may fail below JSON-RPC before the call fails.
+pub(crate) const MAX_FAILED_POLLS: u32 = 5;
+
 /// The task request a task-backed call has in flight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Sub {
@@ -84,6 +87,8 @@ pub(crate) struct TaskTrack {
     pub(super) open: Vec<(String, InputId)>,
     /// 2026: answers not yet sent.
     answers: Vec<(String, Value)>,
+    /// `tasks/get` polls in a row that failed below JSON-RPC (HTTP).
+    failed_polls: u32,
 }
 
 impl TaskTrack {
@@ -155,6 +160,7 @@ impl Session {
             presented: Vec::new(),
             open: Vec::new(),
             answers: Vec::new(),
+            failed_polls: 0,
         }));
         // The progress of a 2026 task ends with its creation; a 2025 token stays valid.
         if era == Era::Modern {
@@ -200,6 +206,7 @@ impl Session {
             (Sub::Update, _) => self.task_next(now, id),
             (Sub::Get, era) => {
                 track.polls += 1;
+                track.failed_polls = 0;
                 let polls = track.polls;
                 let limit = self.config.limits.max_task_polls;
                 let object = match serde_json::from_str::<Map<String, Value>>(raw.get()) {
@@ -474,6 +481,31 @@ impl Session {
                 call.deadline = Some(now + wait);
             }
         }
+    }
+
+    /// Over HTTP, the `tasks/get` `rpc_id` of call `id` got no answer (a network error
+    /// or a 5xx): a poll is a pure read, so it is tried again after a wait that doubles
+    /// from [`DEFAULT_POLL_INTERVAL`] up to [`MAX_DEFAULT_POLL_INTERVAL`], at most
+    /// [`MAX_FAILED_POLLS`] times in a row. False when the call should fail instead.
+    pub(super) fn retry_task_poll(&mut self, now: Instant, id: CallId, rpc_id: i64) -> bool {
+        let Some(call) = self.calls.get_mut(&id) else {
+            return false;
+        };
+        let Some(track) = call.task.as_mut() else {
+            return false;
+        };
+        if !matches!(track.wire, Some((Sub::Get, _))) || track.failed_polls >= MAX_FAILED_POLLS {
+            return false;
+        }
+        let wait = DEFAULT_POLL_INTERVAL
+            .saturating_mul(1 << track.failed_polls.min(16))
+            .min(MAX_DEFAULT_POLL_INTERVAL);
+        track.failed_polls += 1;
+        track.wire = None;
+        call.rpc_id = None;
+        call.deadline = Some(now + wait);
+        remember(&mut self.ignored_ids, rpc_id);
+        true
     }
 
     /// The poll timer of call `id` fired.

@@ -185,6 +185,11 @@ impl Session {
                 return;
             }
         }
+        if (status.is_none() || status.is_some_and(|s| s >= 500))
+            && self.retry_task_poll(now, call, rpc_id)
+        {
+            return;
+        }
         self.complete(call, Err(CallError::Http(failure)));
     }
 
