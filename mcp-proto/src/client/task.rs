@@ -104,9 +104,11 @@ pub struct Task {
     /// Free text for people, when the server sent one (cut to
     /// [`MAX_ECHO_BYTES`](super::MAX_ECHO_BYTES)).
     pub status_message: Option<String>,
-    /// When it was created (ISO 8601, as the server wrote it; empty when absent).
+    /// When it was created (ISO 8601, as the server wrote it, cut to
+    /// [`MAX_ECHO_BYTES`](super::MAX_ECHO_BYTES); empty when absent).
     pub created_at: String,
-    /// When it last changed (ISO 8601, as the server wrote it; empty when absent).
+    /// When it last changed (ISO 8601, as the server wrote it, cut to
+    /// [`MAX_ECHO_BYTES`](super::MAX_ECHO_BYTES); empty when absent).
     pub last_updated_at: String,
     /// How long the server keeps it from its creation; `None` for unlimited.
     pub ttl: Option<Duration>,
@@ -199,11 +201,15 @@ impl Task {
             Some(_) => return Err(TaskProblem::Malformed("status is not a string".into())),
             None => return Err(TaskProblem::Missing("status")),
         };
-        let text = |key: &str| object.get(key).and_then(Value::as_str).map(str::to_owned);
-        let status_message = text("statusMessage").map(|mut s| {
-            super::event::clip(&mut s);
-            s
-        });
+        // Every text a server chose is cut short before it is kept.
+        let text = |key: &str| {
+            object.get(key).and_then(Value::as_str).map(|s| {
+                let mut s = s.to_owned();
+                super::event::clip(&mut s);
+                s
+            })
+        };
+        let status_message = text("statusMessage");
         let (ttl_key, poll_key) = match era {
             Era::Legacy => ("ttl", "pollInterval"),
             Era::Modern => ("ttlMs", "pollIntervalMs"),
