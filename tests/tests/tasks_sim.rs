@@ -302,6 +302,11 @@ fn legacy_failed_task_reports_the_error_of_tasks_result() {
     );
     let err = finish(&mut sim, id).unwrap_err();
     assert_eq!(err.code(), Some(-32603));
+    sim.step();
+    assert!(
+        sim.sent_with_method("tasks/cancel").is_empty(),
+        "the task failed: nothing to cancel"
+    );
     let seen = sim.events.iter().find_map(|e| match e {
         Event::TaskStatus { task, .. } => task.status_message.clone(),
         _ => None,
@@ -946,7 +951,9 @@ fn modern_hostile_task_records_fail_the_call_by_name() {
         Some(-32602),
         "an unknown task id"
     );
-    // Every task still running when it became unusable was cancelled.
+    sim.step();
+    // Every task still running when it became unusable was cancelled; a task the server
+    // does not know is not.
     let cancelled: Vec<&str> = sim
         .sent_with_method("tasks/cancel")
         .iter()

@@ -200,7 +200,10 @@ impl Session {
             Err(e) if e.code == URL_ELICITATION_REQUIRED && self.era() == Some(Era::Legacy) => {
                 self.url_elicitation_required(call, e);
             }
-            Err(e) => self.complete(call, Err(CallError::Server(e))),
+            Err(e) => {
+                self.task_error_answer(call, &e);
+                self.complete(call, Err(CallError::Server(e)));
+            }
             Ok(raw) => self.handle_result(now, call, raw),
         }
     }

@@ -508,6 +508,23 @@ impl Session {
         true
     }
 
+    /// An error answered the task request of call `id`: a 2025 `tasks/result` error is
+    /// the task's own (it failed), and a `-32602` to a poll means the task is unknown or
+    /// gone. Either way the task no longer runs, so no `tasks/cancel` follows.
+    pub(super) fn task_error_answer(&mut self, id: CallId, error: &ErrorObject) {
+        let Some(track) = self.calls.get_mut(&id).and_then(|c| c.task.as_mut()) else {
+            return;
+        };
+        let over = match track.wire.take() {
+            Some((Sub::Result, _)) => true,
+            Some((Sub::Get, _)) => error.code == crate::jsonrpc::codes::INVALID_PARAMS,
+            _ => false,
+        };
+        if over && !track.task.status.is_terminal() {
+            track.task.status = TaskStatus::Failed;
+        }
+    }
+
     /// The poll timer of call `id` fired.
     pub(super) fn task_poll(&mut self, now: Instant, id: CallId) {
         self.send_task_request(now, id, Sub::Get);
