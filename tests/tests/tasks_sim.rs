@@ -473,7 +473,8 @@ fn legacy_plain_call_to_a_task_required_tool_is_augmented() {
             m,
             json!({"tools":[
                 {"name":"must","inputSchema":{"type":"object"},"execution":{"taskSupport":"required"}},
-                {"name":"may","inputSchema":{"type":"object"},"execution":{"taskSupport":"optional"}}]}),
+                {"name":"may","inputSchema":{"type":"object"},"execution":{"taskSupport":"optional"}},
+                {"name":"never","inputSchema":{"type":"object"}}]}),
         )],
         Some("tools/call") if m["params"].get("task").is_some() => {
             vec![answer(
@@ -496,6 +497,17 @@ fn legacy_plain_call_to_a_task_required_tool_is_augmented() {
     assert_eq!(out.tool_result().unwrap().text(), "tasked");
     let out = sim.call(CallRequest::call_tool("may", json!({}))).unwrap();
     assert_eq!(out.tool_result().unwrap().text(), "plain");
+    let asked = CallRequest::call_tool("may", json!({})).as_task(None);
+    assert_eq!(
+        sim.call(asked).unwrap().tool_result().unwrap().text(),
+        "tasked"
+    );
+    // A tool listed without taskSupport forbids tasks: never augmented, even when asked.
+    let asked = CallRequest::call_tool("never", json!({})).as_task(None);
+    assert_eq!(
+        sim.call(asked).unwrap().tool_result().unwrap().text(),
+        "plain"
+    );
 }
 
 #[test]

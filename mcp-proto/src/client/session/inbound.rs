@@ -437,28 +437,15 @@ impl Session {
         }
     }
 
-    /// 2025-11-25: whether the answer to call `id` is a `CreateTaskResult`: the call is
-    /// a `tools/call` that went out with `params.task` and the result has a `task`
-    /// object.
+    /// 2025-11-25: whether the answer to call `id` is a `CreateTaskResult`: the call
+    /// went out with `params.task` and the result has a `task` object.
     fn is_legacy_task_answer(&self, id: CallId, raw: &RawValue) -> bool {
         #[derive(Deserialize)]
         struct Head<'a> {
             #[serde(borrow, default)]
             task: Option<&'a RawValue>,
         }
-        let Some(call) = self.calls.get(&id) else {
-            return false;
-        };
-        if call.request.method != "tools/call" || !self.server_takes_tool_tasks() {
-            return false;
-        }
-        let asked = call.request.task.is_some()
-            || call
-                .request
-                .params
-                .get("name")
-                .and_then(Value::as_str)
-                .is_some_and(|n| self.task_tools.contains(n));
+        let asked = self.calls.get(&id).is_some_and(|c| c.augmented);
         asked
             && serde_json::from_str::<Head<'_>>(raw.get())
                 .ok()

@@ -74,7 +74,7 @@ pub(crate) mod request;
 mod tasks;
 mod transport;
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::Duration;
 
 use crate::Instant;
@@ -124,8 +124,8 @@ pub(crate) struct Session {
     /// Requests sent for a call already over (`tasks/cancel`): their method and params,
     /// for the HTTP headers; their answers are ignored.
     detached: VecDeque<(i64, &'static str, serde_json::Map<String, Value>)>,
-    /// 2025-11-25: the tools the latest `tools/list` marked `taskSupport: "required"`.
-    task_tools: HashSet<String>,
+    /// 2025-11-25: the `execution.taskSupport` of each tool of the latest `tools/list`.
+    task_support: HashMap<String, tasks::ToolTasks>,
     server: Option<ServerDetails>,
     /// Since when legacy server requests have been waiting for the user.
     paused_since: Option<Instant>,
@@ -241,6 +241,8 @@ struct Call {
     cache: Option<cache::Pending>,
     /// The task behind the call, once the server made one.
     task: Option<Box<tasks::TaskTrack>>,
+    /// 2025-11-25: its current request went out task-augmented (`params.task`).
+    augmented: bool,
 }
 
 #[derive(Debug)]
@@ -325,7 +327,7 @@ impl Session {
             envelope: String::new(),
             task_envelope: String::new(),
             detached: VecDeque::new(),
-            task_tools: HashSet::new(),
+            task_support: HashMap::new(),
             server: None,
             paused_since: None,
             transport: Transport::Stdio,
@@ -669,6 +671,7 @@ impl Session {
                 acknowledged: false,
                 cache: pending,
                 task: None,
+                augmented: false,
             },
         );
         if matches!(self.state, State::Ready(..)) {
@@ -836,17 +839,10 @@ impl Session {
             return;
         }
         let rpc_id = self.alloc_rpc_id();
-        let augment = self.era() == Some(Era::Legacy)
-            && self.calls.get(&id).is_some_and(|c| {
-                c.request.method == "tools/call"
-                    && (c.request.task.is_some()
-                        || c.request
-                            .params
-                            .get("name")
-                            .and_then(Value::as_str)
-                            .is_some_and(|name| self.task_tools.contains(name)))
-            })
-            && self.server_takes_tool_tasks();
+        let augment = self
+            .calls
+            .get(&id)
+            .is_some_and(|c| self.augments(&c.request));
         let declared = self
             .calls
             .get(&id)
@@ -860,6 +856,7 @@ impl Session {
             return;
         };
         let mut extra: Vec<(&str, &Value)> = Vec::new();
+        call.augmented = augment;
         let task_meta;
         if augment {
             let mut t = serde_json::Map::new();
@@ -914,9 +911,8 @@ impl Session {
         self.by_rpc.insert(rpc_id, id);
     }
 
-    /// 2025-11-25: remembers which tools a `tools/list` marked
-    /// `execution.taskSupport: "required"`; a plain call to one of them is sent as a
-    /// task (and followed to its end) when the server accepts task-augmented calls.
+    /// 2025-11-25: remembers the `execution.taskSupport` of every tool a `tools/list`
+    /// lists (see [`Session::augments`]).
     fn learn_task_tools(&mut self, output: &CallOutput) {
         #[derive(serde::Deserialize)]
         struct Execution<'a> {
@@ -930,17 +926,14 @@ impl Session {
             #[serde(borrow, default)]
             execution: Option<Execution<'a>>,
         }
-        self.task_tools = output
+        self.task_support = output
             .items
             .iter()
             .filter_map(|raw| serde_json::from_str::<ToolHead<'_>>(raw.get()).ok())
-            .filter(|t| {
-                t.execution
-                    .as_ref()
-                    .and_then(|e| e.task_support)
-                    .is_some_and(|s| s == "required")
+            .map(|t| {
+                let support = t.execution.as_ref().and_then(|e| e.task_support);
+                (t.name.into_owned(), tasks::ToolTasks::of(support))
             })
-            .map(|t| t.name.into_owned())
             .collect();
     }
 

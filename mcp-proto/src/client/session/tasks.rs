@@ -53,6 +53,25 @@ use crate::version::Era;
 /// `tasks/get` polls in a row that may fail below JSON-RPC before the call fails.
 pub(crate) const MAX_FAILED_POLLS: u32 = 5;
 
+/// 2025-11-25: a tool's `execution.taskSupport`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ToolTasks {
+    Forbidden,
+    Optional,
+    Required,
+}
+
+impl ToolTasks {
+    /// The value listed (absent or unknown: `forbidden`).
+    pub(super) fn of(listed: Option<&str>) -> ToolTasks {
+        match listed {
+            Some("optional") => ToolTasks::Optional,
+            Some("required") => ToolTasks::Required,
+            _ => ToolTasks::Forbidden,
+        }
+    }
+}
+
 /// The task request a task-backed call has in flight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Sub {
@@ -129,6 +148,30 @@ impl Session {
             || request.method.starts_with("tasks/")
             || listens_to_tasks
             || self.config.capabilities.declares_tasks()
+    }
+
+    /// 2025-11-25: whether `request` goes out task-augmented (`params.task`): a
+    /// `tools/call` to a server that declared `tasks.requests.tools.call`, for a tool the
+    /// latest `tools/list` marked `required`, or that the caller asked to run as a task
+    /// ([`CallRequest::as_task`](crate::client::CallRequest::as_task)) unless that listing
+    /// forbade it (an absent `taskSupport` is `forbidden`).
+    pub(super) fn augments(&self, request: &super::CallRequest) -> bool {
+        if self.era() != Some(Era::Legacy)
+            || request.method != "tools/call"
+            || !self.server_takes_tool_tasks()
+        {
+            return false;
+        }
+        let listed = request
+            .params
+            .get("name")
+            .and_then(Value::as_str)
+            .and_then(|name| self.task_support.get(name));
+        match listed {
+            Some(ToolTasks::Required) => true,
+            Some(ToolTasks::Forbidden) => false,
+            Some(ToolTasks::Optional) | None => request.task.is_some(),
+        }
     }
 
     /// 2025-11-25: whether the server accepts task-augmented `tools/call`.
