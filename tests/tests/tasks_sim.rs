@@ -1284,3 +1284,107 @@ fn modern_listen_for_a_task_id_declares_the_extension_and_its_push_moves_the_cal
         Event::SubscriptionNotification { subscription, notification, .. }
             if *subscription == listen && notification.method == "notifications/tasks")));
 }
+
+/// What the machine makes of each 2026 `tasks/get` vector (`kind: "poll"`), read as the
+/// answer to the first poll of a task with the vector's id; later polls complete it.
+/// Where the vector is invalid but names a tolerant reading, decision 33 takes it.
+#[test]
+fn extension_poll_vectors() {
+    let vectors = mcp_tests::load_vectors("tasks-extension.json");
+    let mut seen = 0;
+    for v in vectors["vectors"].as_array().unwrap() {
+        let id = v["id"].as_str().unwrap();
+        if v["kind"] != "poll" || !id.starts_with("ext-") {
+            continue;
+        }
+        seen += 1;
+        let first = v["response"]["result"].clone();
+        let task_id = first["taskId"].as_str().unwrap().to_owned();
+        let polls = Rc::new(RefCell::new(0));
+        let p = polls.clone();
+        let mut caps = ClientCapabilities::with_elicitation().with_tasks();
+        caps.elicitation_url = false;
+        let script = move |m: &Value| match m["method"].as_str() {
+            Some("tools/call") => vec![answer(
+                m,
+                with(
+                    json!({"resultType":"task"}),
+                    modern_task(&task_id, "working", Some(1000)),
+                ),
+            )],
+            Some("tasks/get") => {
+                *p.borrow_mut() += 1;
+                if *p.borrow() == 1 {
+                    vec![answer(m, first.clone())]
+                } else {
+                    let done = with(
+                        modern_task(&task_id, "completed", None),
+                        json!({"result":{"content":[{"type":"text","text":"later"}]}}),
+                    );
+                    vec![answer(m, with(json!({"resultType":"complete"}), done))]
+                }
+            }
+            Some("tasks/update" | "tasks/cancel") => {
+                vec![answer(m, json!({"resultType":"complete"}))]
+            }
+            _ => Vec::new(),
+        };
+        let mut sim = sim(modern(caps), Value::Null, script);
+        sim.handler = Some(Box::new(mcp_proto::client::DeclineAll));
+        let outcome = sim.call(CallRequest::call_tool("t", json!({})));
+        let text = |o: &Result<mcp_proto::client::CallOutput, CallError>| {
+            o.as_ref().ok().map(|out| out.tool_result().unwrap().text())
+        };
+        match id {
+            // Working, or input the handler declined: polled on to the later end.
+            "ext-tasks-get-working"
+            | "ext-tasks-get-input-required"
+            | "ext-tasks-get-input-required-repeat"
+            | "ext-input-required-without-inputrequests" => {
+                assert_eq!(text(&outcome).as_deref(), Some("later"), "{id}");
+            }
+            "ext-tasks-get-completed" => {
+                assert_eq!(text(&outcome).as_deref(), Some("Hello, Luca!"), "{id}");
+            }
+            "ext-tasks-get-completed-iserror" => {
+                let out = outcome.expect(id);
+                assert_eq!(out.tool_result().unwrap().is_error, Some(true), "{id}");
+            }
+            // The erratum is read as `complete`: a failed task with its error.
+            "ext-tasks-get-failed" | "ext-tasks-get-resulttype-task-erratum" => {
+                assert_eq!(outcome.unwrap_err().code(), Some(-32603), "{id}");
+            }
+            "ext-tasks-get-cancelled" => {
+                assert!(
+                    matches!(outcome, Err(CallError::TaskCancelled { .. })),
+                    "{id}"
+                );
+            }
+            "ext-completed-without-result" | "ext-failed-without-error" => {
+                assert!(
+                    matches!(
+                        outcome,
+                        Err(CallError::Task(TaskProblem::MissingPayload { .. }))
+                    ),
+                    "{id}: {outcome:?}"
+                );
+            }
+            "ext-unknown-status" => {
+                assert!(
+                    matches!(outcome, Err(CallError::Task(TaskProblem::UnknownStatus(_)))),
+                    "{id}: {outcome:?}"
+                );
+            }
+            other => panic!("a poll vector without a reading here: {other}"),
+        }
+        if id.contains("input-required") && id != "ext-input-required-without-inputrequests" {
+            let updates = sim.sent_with_method("tasks/update");
+            assert_eq!(updates.len(), 1, "{id}: one answer per key");
+            assert_eq!(
+                updates[0]["params"]["inputResponses"]["name"]["action"],
+                "decline"
+            );
+        }
+    }
+    assert_eq!(seen, 12);
+}
