@@ -1388,3 +1388,33 @@ fn extension_poll_vectors() {
     }
     assert_eq!(seen, 12);
 }
+
+#[test]
+fn a_task_past_its_ttl_is_given_up_and_cancelled() {
+    let config = modern(ClientCapabilities::none().with_tasks());
+    let record = || {
+        let mut t = modern_task("E", "working", Some(1000));
+        t["ttlMs"] = json!(2500);
+        t
+    };
+    let mut sim = sim(config, Value::Null, move |m| match m["method"].as_str() {
+        Some("tools/call") => vec![answer(m, with(json!({"resultType":"task"}), record()))],
+        Some("tasks/get") => vec![answer(m, with(json!({"resultType":"complete"}), record()))],
+        _ => Vec::new(),
+    });
+    let start = sim.now;
+    let err = sim
+        .call(CallRequest::call_tool("x", json!({})))
+        .unwrap_err();
+    assert_eq!(
+        err,
+        CallError::Task(TaskProblem::Expired(Duration::from_millis(2500)))
+    );
+    assert_eq!(
+        sim.now.saturating_duration_since(start),
+        Duration::from_secs(3)
+    );
+    assert_eq!(sim.sent_with_method("tasks/get").len(), 3);
+    sim.step();
+    assert_eq!(sim.sent_with_method("tasks/cancel").len(), 1);
+}

@@ -161,6 +161,10 @@ pub enum TaskProblem {
     /// not declare the extension, or that is not a `tools/call`.
     #[error("resultType \"task\" in answer to {0}, which cannot create a task")]
     NotOffered(String),
+    /// The task's `ttl` passed (counted from when the client learned of the task) and
+    /// it had not ended: the server may have deleted it already.
+    #[error("the task did not end within its ttl of {0:?}")]
+    Expired(std::time::Duration),
     /// The task was polled `Limits::max_task_polls` times without reaching an end.
     #[error("the task did not finish within {0} polls (max_task_polls)")]
     TooManyPolls(u32),

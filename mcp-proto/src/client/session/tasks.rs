@@ -108,6 +108,8 @@ pub(crate) struct TaskTrack {
     answers: Vec<(String, Value)>,
     /// `tasks/get` polls in a row that failed below JSON-RPC (HTTP).
     failed_polls: u32,
+    /// When the client learned of the task: its `ttl` counts from here.
+    since: Instant,
 }
 
 impl TaskTrack {
@@ -204,6 +206,7 @@ impl Session {
             open: Vec::new(),
             answers: Vec::new(),
             failed_polls: 0,
+            since: now,
         }));
         // The progress of a 2026 task ends with its creation; a 2025 token stays valid.
         if era == Era::Modern {
@@ -516,6 +519,12 @@ impl Session {
                 self.send_task_request(now, id, Sub::Get);
             }
             _ => {
+                if let Some(ttl) = track.task.ttl
+                    && now.saturating_duration_since(track.since) >= ttl
+                {
+                    // Past its lifetime and still not over: give up (tasks.md 4.4 MAY).
+                    return self.task_fail(id, TaskProblem::Expired(ttl));
+                }
                 let wait = track
                     .task
                     .poll_interval
