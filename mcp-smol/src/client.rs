@@ -55,6 +55,11 @@ pub(crate) enum Command {
     },
     /// End a subscription (or cancel a started task).
     EndListen(mcp_proto::client::CallId),
+    /// The latest view of the task behind a call.
+    TaskView {
+        call: mcp_proto::client::CallId,
+        reply: Sender<Option<mcp_proto::client::Task>>,
+    },
     /// Start a call whose outcome is kept in the inbox (a task); its id is the reply.
     StartTask {
         request: CallRequest,
@@ -375,6 +380,14 @@ impl Client {
                 };
             }
         }
+    }
+
+    /// The latest view of the task behind the call `call`, while it runs (`None` before
+    /// the server made one, after the call completed, or once the driver is gone).
+    pub async fn task(&self, call: mcp_proto::client::CallId) -> Option<mcp_proto::client::Task> {
+        let (reply, rx) = async_channel::bounded(1);
+        self.send(Command::TaskView { call, reply }).ok()?;
+        rx.recv().await.ok().flatten()
     }
 
     /// Cancels the call `call` and the task behind it (`tasks/cancel`); its result is

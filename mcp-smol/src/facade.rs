@@ -106,6 +106,9 @@ impl Facade {
             Command::EndListen(call) => {
                 let _ = machine.cancel(now, call);
             }
+            Command::TaskView { call, reply } => {
+                let _ = reply.try_send(machine.task(call).cloned());
+            }
             Command::StartTask { request, reply } => {
                 let started = machine.call(now, request).map_err(Error::from);
                 if let Ok(call) = &started {
@@ -209,6 +212,9 @@ impl Facade {
                 Command::Connected(reply) => self.waiters.push(reply),
                 Command::Listen { reply, .. } | Command::StartTask { reply, .. } => {
                     let _ = reply.try_send(Err(ended.clone()));
+                }
+                Command::TaskView { reply, .. } => {
+                    let _ = reply.try_send(None);
                 }
                 Command::Cancel { .. }
                 | Command::EndListen(_)

@@ -205,6 +205,10 @@ fn smol_follows_tasks_in_both_eras() {
                 client.next_task_event(Some(call)).await,
                 Some(Event::TaskCreated { .. })
             ));
+            assert_eq!(
+                client.task(call).await.map(|t| t.status),
+                Some(TaskStatus::Working)
+            );
             client.cancel_task(call).expect("cancel");
             let err = client.task_result(call).await.unwrap_err();
             assert!(
