@@ -1418,3 +1418,80 @@ fn a_task_past_its_ttl_is_given_up_and_cancelled() {
     sim.step();
     assert_eq!(sim.sent_with_method("tasks/cancel").len(), 1);
 }
+
+#[test]
+fn task_runs_of_both_eras_are_recorded_and_replay() {
+    use mcp_io::transcript::{Recording, replay};
+    for era in [Era::Legacy, Era::Modern] {
+        let polls = Rc::new(RefCell::new(0));
+        let p = polls.clone();
+        let script = move |m: &Value| {
+            let legacy = era == Era::Legacy;
+            match m["method"].as_str() {
+                Some("tools/call") if legacy => {
+                    vec![answer(
+                        m,
+                        json!({"task": legacy_task("R1", "working", 700)}),
+                    )]
+                }
+                Some("tools/call") => vec![answer(
+                    m,
+                    with(
+                        json!({"resultType":"task"}),
+                        modern_task("R1", "working", Some(700)),
+                    ),
+                )],
+                Some("tasks/get") => {
+                    *p.borrow_mut() += 1;
+                    let done = *p.borrow() > 1;
+                    if legacy {
+                        let s = if done { "completed" } else { "working" };
+                        vec![answer(m, legacy_task("R1", s, 700))]
+                    } else if done {
+                        let t = with(
+                            modern_task("R1", "completed", None),
+                            json!({"result":{"content":[]}}),
+                        );
+                        vec![answer(m, with(json!({"resultType":"complete"}), t))]
+                    } else {
+                        vec![answer(
+                            m,
+                            with(
+                                json!({"resultType":"complete"}),
+                                modern_task("R1", "working", Some(700)),
+                            ),
+                        )]
+                    }
+                }
+                Some("tasks/result") => vec![answer(m, json!({"content":[]}))],
+                _ => Vec::new(),
+            }
+        };
+        let config = if era == Era::Legacy {
+            legacy()
+        } else {
+            modern(ClientCapabilities::none())
+        };
+        let caps = legacy_caps();
+        let script: Script =
+            Box::new(move |m: &Value| handshake(m, &caps).unwrap_or_else(|| script(m)));
+        let mut sim = Sim::new(config, Scripted::new(script));
+        sim.client.start_recording();
+        sim.connect();
+        let request = CallRequest::call_tool("t", json!({})).as_task(Some(Duration::from_secs(9)));
+        let id = start(&mut sim, request);
+        finish(&mut sim, id).expect("result");
+        let mut recording = Recording::new(&[]);
+        let mut text = String::new();
+        recording.drain(&mut sim.client, &mut |line: &str| {
+            text.push_str(line);
+            text.push('\n');
+        });
+        assert!(
+            text.contains("\"task\":{\"ttl\""),
+            "{era:?}: the ask is recorded"
+        );
+        let summary = replay(&text).unwrap_or_else(|e| panic!("{era:?}: {e}\n{text}"));
+        assert_eq!(summary.transcripts, 1);
+    }
+}
