@@ -1495,3 +1495,71 @@ fn task_runs_of_both_eras_are_recorded_and_replay() {
         assert_eq!(summary.transcripts, 1);
     }
 }
+
+// ----- against the bundled example server ---------------------------------------------------
+
+#[test]
+fn the_example_server_runs_slow_as_a_task_in_both_eras() {
+    use mcp_proto::server::example;
+    for era in [Era::Legacy, Era::Modern] {
+        let config = match era {
+            Era::Legacy => legacy(),
+            _ => modern(ClientCapabilities::none()),
+        };
+        let mut sim = Sim::new(config, example::with_tasks());
+        sim.connect();
+        let request = CallRequest::call_tool("slow", json!({"text": "hi"})).as_task(None);
+        let id = start(&mut sim, request);
+        let out = finish(&mut sim, id).expect("the task's result");
+        assert_eq!(out.tool_result().unwrap().text(), "hi", "{era:?}");
+        let task = &created(&sim)[0];
+        assert_eq!(task.poll_interval, Some(Duration::from_millis(100)));
+        let gets = times(&sim, "tasks/get");
+        assert_eq!(gets.len() as u32, example::SLOW_POLLS, "{era:?}");
+        assert_eq!(spacing(&gets), vec![Duration::from_millis(100)], "{era:?}");
+        // Without asking, the same tool answers at once.
+        let plain = sim
+            .call(CallRequest::call_tool("slow", json!({"text": "now"})))
+            .unwrap();
+        assert_eq!(plain.tool_result().unwrap().text(), "now");
+        assert_eq!(created(&sim).len(), 1, "{era:?}");
+        // Cancelled: the server sees it.
+        let id = start(
+            &mut sim,
+            CallRequest::call_tool("slow", json!({"text": "x"})).as_task(None),
+        );
+        sim.run_until(|s| created(s).len() == 2);
+        let task_id = created(&sim)[1].task_id.clone();
+        sim.client.cancel(sim.now, id).unwrap();
+        sim.step();
+        sim.step();
+        match era {
+            Era::Legacy => {
+                let listed = sim
+                    .call(CallRequest::list_tasks())
+                    .unwrap()
+                    .tasks()
+                    .unwrap();
+                let status = listed
+                    .iter()
+                    .find(|t| t.task_id == task_id)
+                    .map(|t| t.status);
+                assert_eq!(status, Some(TaskStatus::Cancelled));
+                assert_eq!(listed.len(), 2);
+            }
+            _ => {
+                let out = sim.call(CallRequest::task_status(&task_id)).unwrap();
+                assert_eq!(out.task(Era::Modern).unwrap().status, TaskStatus::Cancelled);
+                assert!(declares_ext(
+                    sim.sent_with_method("tasks/get").last().unwrap()
+                ));
+            }
+        }
+        let err = sim.call(CallRequest::task_status("task-999")).unwrap_err();
+        assert_eq!(err.code(), Some(-32602), "{era:?}");
+        assert!(
+            !sim.events.iter().any(|e| matches!(e, Event::PeerError(_))),
+            "{era:?}"
+        );
+    }
+}

@@ -73,6 +73,7 @@ mod legacy;
 mod modern;
 mod registry;
 mod state;
+pub mod tasks;
 #[cfg(test)]
 mod tests;
 
@@ -101,6 +102,8 @@ pub struct Server {
     eof: bool,
     /// The end of the channel was handed out.
     close_reported: bool,
+    /// Tasks of the tools that run as tasks.
+    tasks: tasks::TaskStore,
 }
 
 impl Server {
@@ -116,6 +119,7 @@ impl Server {
             next_out_id: 0,
             eof: false,
             close_reported: false,
+            tasks: tasks::TaskStore::default(),
         }
     }
 

@@ -31,6 +31,10 @@ pub struct Tool {
     pub input_schema: Value,
     /// The handler.
     pub handler: ToolHandler,
+    /// Runs as a task when a call asks for one (`execution.taskSupport: "optional"`),
+    /// its task showing `working` for this many `tasks/get` polls; see
+    /// [`Tool::as_task`].
+    pub task_polls: Option<u32>,
 }
 
 impl Tool {
@@ -47,12 +51,30 @@ impl Tool {
             description: description.into(),
             input_schema,
             handler: Box::new(handler),
+            task_polls: None,
         }
+    }
+
+    /// The same tool, run as a task when a call asks for one (a 2025-11-25
+    /// `params.task`, or a 2026-07-28 call declaring the tasks extension): its handler
+    /// runs at once and the task shows `working` for `polls` `tasks/get` polls, then
+    /// its end (the server module `tasks` describes the model). Other calls run it as
+    /// usual.
+    #[must_use]
+    pub fn as_task(mut self, polls: u32) -> Self {
+        self.task_polls = Some(polls);
+        self
     }
 
     /// The entry of this tool in `tools/list`.
     pub(super) fn listing(&self) -> Value {
-        json!({"name": self.name, "description": self.description, "inputSchema": self.input_schema})
+        let mut listing = json!({"name": self.name, "description": self.description, "inputSchema": self.input_schema});
+        if self.task_polls.is_some()
+            && let Some(o) = listing.as_object_mut()
+        {
+            o.insert("execution".into(), json!({"taskSupport": "optional"}));
+        }
+        listing
     }
 }
 
