@@ -225,3 +225,69 @@ fn smol_follows_tasks_in_both_eras() {
         driven.expect("closed locally");
     }
 }
+
+/// Both adapters over Streamable HTTP against the bundled example server with its task
+/// tool (`example::with_tasks`), in each era: the task followed to its result, a plain
+/// call of the same tool answered at once, a cancelled task.
+#[test]
+fn both_adapters_follow_the_example_servers_task_over_http() {
+    use mcp_proto::server::example;
+    let server = mcp_blocking::serve_http_on("127.0.0.1:0", example::with_tasks()).expect("serve");
+    let url = server.url();
+    for mode in [EraMode::Legacy, EraMode::Modern] {
+        let config = || ClientConfig::new("tasks-http", "1.0").era_mode(mode);
+        let mut client = mcp_blocking::Client::connect_http(&url, config()).expect("connect");
+        let call = client
+            .start_task(CallRequest::call_tool("slow", json!({"text": "over http"})).as_task(None))
+            .expect("start");
+        let out = client.task_result(call).expect("the task's result");
+        assert_eq!(text(&out), "over http", "{mode:?}");
+        assert!(matches!(
+            client.next_task_event(Some(call), Duration::from_secs(1)),
+            Some(Event::TaskCreated { .. })
+        ));
+        assert_eq!(
+            client
+                .call_tool("slow", json!({"text": "now"}))
+                .unwrap()
+                .text(),
+            "now"
+        );
+        let call = client
+            .start_task(CallRequest::call_tool("slow", json!({"text": "x"})).as_task(None))
+            .expect("start");
+        client.cancel_task(call).expect("cancel");
+        assert!(client.task_result(call).is_err());
+        client.close();
+
+        let (client, driver) = mcp_smol::connect_http(&url, config()).expect("connect");
+        let work = async move {
+            let call = client
+                .start_task(CallRequest::call_tool("slow", json!({"text": "smol"})).as_task(None))
+                .await
+                .expect("start");
+            let out = client.task_result(call).await.expect("the task's result");
+            assert_eq!(text(&out), "smol", "{mode:?}");
+            let mut statuses = Vec::new();
+            while let Some(e) = client.next_task_event(Some(call)).await {
+                match e {
+                    Event::TaskCreated { task, .. } | Event::TaskStatus { task, .. } => {
+                        statuses.push(task.status);
+                        if task.status == TaskStatus::Completed {
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            assert_eq!(
+                statuses,
+                [TaskStatus::Working, TaskStatus::Completed],
+                "{mode:?}"
+            );
+            client.close().await;
+        };
+        let (driven, ()) = future::block_on(future::zip(driver, work));
+        driven.expect("closed locally");
+    }
+}
