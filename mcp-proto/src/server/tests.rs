@@ -1093,3 +1093,38 @@ fn task_tools_declare_tasks_and_refuse_undeclared_task_requests() {
         "no tasks/result in the extension"
     );
 }
+
+#[test]
+fn the_fuzzed_server_serves_many_tasks_within_the_reply_bound() {
+    let mut input = String::new();
+    input.push_str(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"f","version":"0"}}}"#);
+    input.push('\n');
+    input.push_str(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    input.push('\n');
+    for i in 1..80 {
+        input.push_str(&format!(
+            r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"later","arguments":{{"text":"{i}"}},"task":{{}}}}}}"#
+        ));
+        input.push('\n');
+    }
+    for (i, m) in [
+        "tasks/list",
+        "tasks/get",
+        "tasks/cancel",
+        "tasks/result",
+        "tasks/get",
+    ]
+    .iter()
+    .enumerate()
+    {
+        input.push_str(&format!(
+            r#"{{"jsonrpc":"2.0","id":{},"method":"{m}","params":{{"taskId":"task-79"}}}}"#,
+            100 + i
+        ));
+        input.push('\n');
+    }
+    // Legacy only (variant 1), in pieces of 8 bytes, then the end of input.
+    let mut data = vec![0x80 | (1 << 5) | 7];
+    data.extend_from_slice(input.as_bytes());
+    crate::fuzzing::server::server_machine(&data);
+}
