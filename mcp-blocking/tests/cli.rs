@@ -863,3 +863,42 @@ fn tasks_from_the_command_line_in_both_eras() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
     }
 }
+
+#[test]
+fn call_task_against_the_example_server_with_tasks_in_both_eras() {
+    let config = common::temp_dir("example-tasks").join("servers.json");
+    let exe = mcp();
+    for (name, era) in [("new", "modern"), ("old", "legacy")] {
+        let out = run(
+            &config,
+            &[
+                "add",
+                name,
+                "--stdio",
+                exe.to_str().unwrap(),
+                "--era",
+                era,
+                "--",
+                "serve-example",
+                "--stdio",
+                "--tasks",
+            ],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let out = run(
+            &config,
+            &["call", name, "slow", "--arg", "text=later", "--task"],
+        );
+        assert_eq!(out.status.code(), Some(0), "{era}: {}", stderr(&out));
+        assert_eq!(stdout(&out), "later\n");
+        assert!(
+            stderr(&out).contains("mcp: task task-1 created working"),
+            "{era}: {}",
+            stderr(&out)
+        );
+        assert!(stderr(&out).contains("mcp: task task-1 now completed"));
+    }
+    let out = run(&config, &["tasks", "old"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "no tasks\n", "a fresh server process");
+}

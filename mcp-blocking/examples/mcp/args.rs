@@ -165,6 +165,8 @@ pub enum Command {
         era: String,
         /// `--http ADDR`: a loopback socket address to serve Streamable HTTP on.
         http: Option<String>,
+        /// `--tasks`: add the task tool `slow`.
+        tasks: bool,
     },
 }
 
@@ -250,6 +252,7 @@ fn command_flags(command: &str) -> Option<&'static [(&'static str, Kind)]> {
             ("--stdio", Kind::Bool),
             ("--http", Kind::Value),
             ("--era", Kind::Value),
+            ("--tasks", Kind::Bool),
         ],
         "listen" => &[
             ("--resource", Kind::Repeat),
@@ -618,7 +621,11 @@ fn build(name: &str, mut w: Words) -> Result<Command, Usage> {
             };
             let era = w.value("--era").unwrap_or_else(|| "both".to_owned());
             check_era(&era, &["legacy", "modern", "both"])?;
-            Command::ServeExample { era, http }
+            Command::ServeExample {
+                era,
+                http,
+                tasks: w.has("--tasks"),
+            }
         }
         "listen" => {
             let [server] = positionals(&mut w, &["server"])?;
@@ -891,7 +898,8 @@ Using a server:
         --tasks adds task status notifications (2025-11-25: every notifications/tasks/status;
         2026-07-28: notifications/tasks of the tasks named with --task)
   mcp demo                         tour the bundled example server in both eras
-  mcp serve-example [--stdio | --http 127.0.0.1:PORT] [--era legacy|modern|both]
+  mcp serve-example [--stdio | --http 127.0.0.1:PORT] [--era legacy|modern|both] [--tasks]
+        --tasks adds the tool slow {text}, which runs as a task when asked (call --task)
   mcp replay <file>                play a transcript written with --record again; OK or the first difference
 
 <server> is a configured name or a literal https:// URL (http:// only to loopback hosts).

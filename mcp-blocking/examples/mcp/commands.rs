@@ -1160,7 +1160,7 @@ pub fn replay(global: &Global, file: &Path) -> Result<u8, Failure> {
     Ok(0)
 }
 
-pub fn serve_example(era: &str, http: Option<&str>) -> Result<u8, Failure> {
+pub fn serve_example(era: &str, http: Option<&str>, tasks: bool) -> Result<u8, Failure> {
     let only = match era {
         "legacy" => Some(Era::Legacy),
         "modern" => Some(Era::Modern),
@@ -1174,6 +1174,9 @@ pub fn serve_example(era: &str, http: Option<&str>) -> Result<u8, Failure> {
                 .filter(|v| v.era() == era)
                 .collect();
             config.versions = VersionPolicy { accepted };
+        }
+        if tasks {
+            example::add_task_tool(config);
         }
     });
     if let Some(addr) = http {

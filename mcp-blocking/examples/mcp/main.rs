@@ -152,6 +152,8 @@ fn run(global: &Global, command: Command) -> Result<u8, Failure> {
         } => auth::command(global, action, &name, &scopes, no_browser),
         Command::Demo => demo::run(global),
         Command::Replay { file } => commands::replay(global, &file),
-        Command::ServeExample { era, http } => commands::serve_example(&era, http.as_deref()),
+        Command::ServeExample { era, http, tasks } => {
+            commands::serve_example(&era, http.as_deref(), tasks)
+        }
     }
 }

@@ -73,17 +73,20 @@ pub fn legacy_only() -> Server {
 /// 2025 `tasks` capability and the 2026 extension (see [`super::tasks`]).
 #[must_use]
 pub fn with_tasks() -> Server {
-    server_with(|c| {
-        c.tools.push(
-            Tool::new(
-                "slow",
-                "Echo the text back, as a task when asked (done after two polls)",
-                object_schema(json!({"text": {"type": "string"}}), &["text"]),
-                echo,
-            )
-            .as_task(SLOW_POLLS),
-        );
-    })
+    server_with(add_task_tool)
+}
+
+/// Adds the task tool `slow` of [`with_tasks`] to `config`.
+pub fn add_task_tool(config: &mut ServerConfig) {
+    config.tools.push(
+        Tool::new(
+            "slow",
+            "Echo the text back, as a task when asked (done after two polls)",
+            object_schema(json!({"text": {"type": "string"}}), &["text"]),
+            echo,
+        )
+        .as_task(SLOW_POLLS),
+    );
 }
 
 /// The `tasks/get` polls the task of `slow` shows `working` for ([`with_tasks`]).
