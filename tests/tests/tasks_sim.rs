@@ -1563,3 +1563,89 @@ fn the_example_server_runs_slow_as_a_task_in_both_eras() {
         );
     }
 }
+
+#[test]
+fn legacy_failed_task_with_an_error_result_delivers_that_result() {
+    let mut sim = sim(legacy(), legacy_caps(), |m| match m["method"].as_str() {
+        Some("tools/call") => vec![answer(
+            m,
+            json!({"task": legacy_task("F1", "working", 100)}),
+        )],
+        Some("tasks/get") => vec![answer(m, legacy_task("F1", "failed", 100))],
+        Some("tasks/result") => vec![answer(
+            m,
+            json!({"content":[{"type":"text","text":"bad input"}],"isError":true}),
+        )],
+        _ => Vec::new(),
+    });
+    let out = sim
+        .call(CallRequest::call_tool("x", json!({})).as_task(None))
+        .expect("the CallToolResult of a failed 2025 task");
+    let result = out.tool_result().unwrap();
+    assert_eq!(
+        (result.is_error, result.text().as_str()),
+        (Some(true), "bad input")
+    );
+}
+
+#[test]
+fn modern_mrtr_rounds_then_a_task_whose_keys_are_a_new_namespace() {
+    let mut caps = ClientCapabilities::with_elicitation().with_tasks();
+    caps.elicitation_url = false;
+    let ask = json!({"confirm":{"method":"elicitation/create","params":{"mode":"form",
+        "message":"Sure?","requestedSchema":{"type":"object",
+        "properties":{"ok":{"type":"boolean","default":true}}}}}});
+    let polls = Rc::new(RefCell::new(0));
+    let p = polls.clone();
+    let a = ask.clone();
+    let mut sim = sim(modern(caps), Value::Null, move |m| {
+        match m["method"].as_str() {
+            Some("tools/call") if m["params"].get("requestState").is_none() => vec![answer(
+                m,
+                json!({"resultType":"input_required","inputRequests": a,"requestState":"rs1"}),
+            )],
+            Some("tools/call") => {
+                assert_eq!(m["params"]["inputResponses"]["confirm"]["action"], "accept");
+                vec![answer(
+                    m,
+                    with(
+                        json!({"resultType":"task"}),
+                        modern_task("M", "working", Some(100)),
+                    ),
+                )]
+            }
+            Some("tasks/get") => {
+                *p.borrow_mut() += 1;
+                let t = if *p.borrow() == 1 {
+                    with(
+                        modern_task("M", "input_required", Some(100)),
+                        json!({"inputRequests": a}),
+                    )
+                } else {
+                    with(
+                        modern_task("M", "completed", None),
+                        json!({"result":{"content":[]}}),
+                    )
+                };
+                vec![answer(m, with(json!({"resultType":"complete"}), t))]
+            }
+            Some("tasks/update") => vec![answer(m, json!({"resultType":"complete"}))],
+            _ => Vec::new(),
+        }
+    });
+    sim.handler = Some(Box::new(AcceptDefaults));
+    let out = sim
+        .call(CallRequest::call_tool("deploy", json!({})))
+        .unwrap();
+    assert_eq!(out.rounds, 1, "one MRTR round before the task");
+    let asked = sim
+        .events
+        .iter()
+        .filter(|e| matches!(e, Event::InputRequested { .. }))
+        .count();
+    assert_eq!(
+        asked, 2,
+        "the task's `confirm` is a new request, presented again"
+    );
+    assert_eq!(sim.sent_with_method("tasks/update").len(), 1);
+}
