@@ -60,7 +60,8 @@ pub struct Inbox {
     /// Task events ([`Event::TaskCreated`], [`Event::TaskStatus`]) not yet taken, oldest
     /// first (at most [`MAX_NOTIFICATIONS`]; past it the oldest is dropped and counted).
     task_events: VecDeque<Event>,
-    /// Outcomes of the calls started with [`Inbox::expect_outcome`], until taken.
+    /// Outcomes of the calls started with [`Inbox::expect_outcome`], until taken (at
+    /// most [`MAX_NOTIFICATIONS`] completed ones; past it the oldest is dropped).
     outcomes: HashMap<CallId, Option<Result<CallOutput, CallError>>>,
 }
 
@@ -227,6 +228,19 @@ impl Inbox {
             Event::NotificationsDropped { count } => self.dropped_notifications += count,
             Event::Notification(n) => self.push_notification(n),
             Event::CallCompleted { call, outcome } if self.outcomes.contains_key(&call) => {
+                // Outcomes nobody takes are bounded too: past MAX_NOTIFICATIONS, one
+                // left waiting the longest goes (the lowest call id).
+                let done: Vec<CallId> = self
+                    .outcomes
+                    .iter()
+                    .filter(|(_, o)| o.is_some())
+                    .map(|(c, _)| *c)
+                    .collect();
+                if done.len() >= MAX_NOTIFICATIONS
+                    && let Some(oldest) = done.into_iter().min()
+                {
+                    self.outcomes.remove(&oldest);
+                }
                 self.outcomes.insert(call, Some(outcome.clone()));
                 return Some(Event::CallCompleted { call, outcome });
             }
@@ -352,5 +366,54 @@ mod subscription_tests {
         }
         assert_eq!(all, MAX_NOTIFICATIONS);
         assert_eq!(inbox.notification_bytes(), 0);
+    }
+}
+
+#[cfg(test)]
+mod task_tests {
+    use super::*;
+    use mcp_proto::client::{CallError, Task, TaskStatus};
+
+    fn status(call: Option<u64>, id: &str) -> Event {
+        let object = serde_json::json!({"taskId": id, "status": "working"});
+        let task =
+            Task::from_object(object.as_object().unwrap(), mcp_proto::Era::Modern, 64).unwrap();
+        Event::TaskStatus {
+            call: call.map(CallId::from_raw),
+            task,
+        }
+    }
+
+    #[test]
+    fn task_events_and_outcomes_are_kept_per_call_and_bounded() {
+        let mut inbox = Inbox::default();
+        for i in 0..MAX_NOTIFICATIONS as u64 + 2 {
+            assert!(inbox.keep(status(Some(i % 2), "t")).is_none());
+        }
+        assert_eq!(inbox.dropped_notifications, 2);
+        match inbox.take_task_event(Some(CallId::from_raw(1))) {
+            Some(Event::TaskStatus { call, task }) => {
+                assert_eq!(call, Some(CallId::from_raw(1)));
+                assert_eq!(task.status, TaskStatus::Working);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(inbox.keep(status(None, "stranger")).is_none());
+        assert!(inbox.take_task_event(Some(CallId::from_raw(7))).is_none());
+
+        let call = CallId::from_raw(9);
+        inbox.expect_outcome(call);
+        assert!(inbox.awaits_outcome(call));
+        assert!(inbox.take_outcome(call).is_none(), "not completed yet");
+        let done = Event::CallCompleted {
+            call,
+            outcome: Err(CallError::Cancelled),
+        };
+        assert!(inbox.keep(done).is_some(), "passed on as well");
+        assert!(matches!(
+            inbox.take_outcome(call),
+            Some(Err(CallError::Cancelled))
+        ));
+        assert!(!inbox.awaits_outcome(call));
     }
 }
