@@ -217,6 +217,68 @@ impl<F: Flavour> Client<F> {
             .wait_for(timeout, |inbox| inbox.take_subscription_event(only))
     }
 
+    /// Starts `request` (a [`CallRequest::call_tool`] made a task with
+    /// [`CallRequest::as_task`]) and returns its id at once. The machine follows the task
+    /// by itself while this client is driven: read its creation and status changes with
+    /// [`Client::next_task_event`], its latest view with [`Client::task`], wait for its
+    /// end with [`Client::task_result`], stop it with [`Client::cancel_task`]. A plain
+    /// [`Client::request`] (or `call_tool`) follows a task the same way, behind the one
+    /// result.
+    ///
+    /// # Errors
+    /// [`Error::Closed`] when the connection is over, [`Error::Misuse`] when too many
+    /// calls are in flight.
+    pub fn start_task(&mut self, request: CallRequest) -> Result<proto::CallId, Error> {
+        self.driver.start(request)
+    }
+
+    /// Runs the connection until the call `call` started with [`Client::start_task`]
+    /// completes: the task's result, or its error
+    /// ([`CallError::TaskCancelled`](proto::CallError::TaskCancelled) for a cancelled
+    /// task). Ask once per call.
+    ///
+    /// # Errors
+    /// [`Error::Call`] for a failed call or task, [`Error::Closed`] when the connection
+    /// ended first.
+    pub fn task_result(&mut self, call: proto::CallId) -> Result<CallOutput, Error> {
+        self.driver.finish(call)
+    }
+
+    /// The result of the call `call` started with [`Client::start_task`] if it has
+    /// completed already, without driving the connection or waiting (drive it with
+    /// [`Client::next_task_event`]). Taken once.
+    pub fn poll_task_result(&mut self, call: proto::CallId) -> Option<Result<CallOutput, Error>> {
+        self.driver.poll_outcome(call)
+    }
+
+    /// Cancels the call `call` and the task behind it (`tasks/cancel`); its result is
+    /// then [`CallError::Cancelled`](proto::CallError::Cancelled).
+    ///
+    /// # Errors
+    /// [`Error::Misuse`] when the call is already over.
+    pub fn cancel_task(&mut self, call: proto::CallId) -> Result<(), Error> {
+        self.driver.cancel(call)
+    }
+
+    /// The latest view of the task behind the call `call`, while it runs.
+    #[must_use]
+    pub fn task(&self, call: proto::CallId) -> Option<proto::Task> {
+        self.driver.core.machine.task(call).cloned()
+    }
+
+    /// The next task event ([`Event::TaskCreated`](proto::Event::TaskCreated) or
+    /// [`Event::TaskStatus`](proto::Event::TaskStatus)) of the call `only` (or of any,
+    /// for `None`), waiting up to `timeout` while driving the connection. `None` when
+    /// nothing came in time or the connection is over.
+    pub fn next_task_event(
+        &mut self,
+        only: Option<proto::CallId>,
+        timeout: Duration,
+    ) -> Option<proto::Event> {
+        self.driver
+            .wait_for(timeout, |inbox| inbox.take_task_event(only))
+    }
+
     /// The next server notification not consumed by the machine (a legacy
     /// `notifications/resources/updated` or `list_changed`, say; read it with
     /// [`Change::from_notification`](proto::Change::from_notification)), waiting up to

@@ -153,6 +153,17 @@ impl<F: Flavour> Driver<F> {
     /// Starts a call and runs until it completes.
     pub(crate) fn request(&mut self, request: CallRequest) -> Result<CallOutput, Error> {
         let call = self.start(request)?;
+        self.finish(call)
+    }
+
+    /// The outcome of the call `call`, if it completed already (without driving).
+    pub(crate) fn poll_outcome(&mut self, call: CallId) -> Option<Result<CallOutput, Error>> {
+        let outcome = self.io.completed.remove(&call)?;
+        Some(outcome.map_err(|e| Error::call(e, self.core.endpoint())))
+    }
+
+    /// Runs until the call `call` (started with [`Driver::start`]) completes.
+    pub(crate) fn finish(&mut self, call: CallId) -> Result<CallOutput, Error> {
         loop {
             if let Some(outcome) = self.io.completed.remove(&call) {
                 return outcome.map_err(|e| Error::call(e, self.core.endpoint()));

@@ -848,3 +848,211 @@ fn ctrl_c_cancels_the_call_at_the_server_and_exits_130() {
         );
     }
 }
+
+/// A stdio server with tasks in either era (see tests/tests/tasks_adapters.rs): every
+/// task-augmented (2025) or extension-declaring (2026) `tools/call` becomes a task that
+/// completes on its second poll; a finished task `bg-1` is there from the start and its
+/// status is announced after `notifications/initialized`; a 2026 listen for task ids
+/// gets its acknowledgement and one `notifications/tasks` per id.
+const TASKS_SERVER: &str = r#"
+import json, sys
+EXT = "io.modelcontextprotocol/tasks"
+tasks = {"bg-1": {"status": "completed", "polls": 0, "name": "bg"}}
+def send(m):
+    sys.stdout.write(json.dumps(m) + "\n")
+    sys.stdout.flush()
+def record(tid, modern):
+    r = {"taskId": tid, "status": tasks[tid]["status"], "createdAt": "2026-01-01T00:00:00Z",
+         "lastUpdatedAt": "2026-01-01T00:00:00Z"}
+    r.update({"ttlMs": 60000, "pollIntervalMs": 50} if modern else {"ttl": 60000, "pollInterval": 50})
+    return r
+for line in sys.stdin:
+    m = json.loads(line)
+    method, mid, p = m.get("method"), m.get("id"), m.get("params", {})
+    meta = p.get("_meta", {})
+    modern = "io.modelcontextprotocol/protocolVersion" in meta
+    declared = EXT in meta.get("io.modelcontextprotocol/clientCapabilities", {}).get("extensions", {})
+    if method == "server/discover":
+        send({"jsonrpc": "2.0", "id": mid, "result": {"resultType": "complete",
+              "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}, "extensions": {EXT: {}}}}})
+    elif method == "initialize":
+        send({"jsonrpc": "2.0", "id": mid, "result": {"protocolVersion": "2025-11-25",
+              "capabilities": {"tools": {}, "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}},
+              "serverInfo": {"name": "tasks", "version": "1"}}})
+    elif method == "notifications/initialized":
+        send({"jsonrpc": "2.0", "method": "notifications/tasks/status",
+              "params": dict(record("bg-1", False), status="working", statusMessage="warming up")})
+    elif method == "tools/call" and ((modern and declared) or (not modern and "task" in p)):
+        tid = "%s-%d" % (p["name"], len(tasks) - 1)
+        tasks[tid] = {"status": "working", "polls": 0, "name": p["name"]}
+        r = record(tid, modern)
+        send({"jsonrpc": "2.0", "id": mid, "result": dict(r, resultType="task") if modern else {"task": r}})
+    elif method == "tools/call":
+        send({"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": "plain"}]}})
+    elif method in ("tasks/get", "tasks/result"):
+        t = tasks[p["taskId"]]
+        result = {"content": [{"type": "text", "text": "done " + t["name"]}]}
+        if method == "tasks/result":
+            send({"jsonrpc": "2.0", "id": mid, "result": result})
+            continue
+        t["polls"] += 1
+        if t["polls"] >= 2:
+            t["status"] = "completed"
+        r = record(p["taskId"], modern)
+        if modern:
+            r["resultType"] = "complete"
+            if t["status"] == "completed":
+                r["result"] = result
+        send({"jsonrpc": "2.0", "id": mid, "result": r})
+    elif method == "tasks/list":
+        send({"jsonrpc": "2.0", "id": mid, "result": {"tasks": [record(t, False) for t in tasks]}})
+    elif method == "subscriptions/listen":
+        wanted = p["notifications"]
+        lmeta = {"io.modelcontextprotocol/subscriptionId": mid}
+        send({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+              "params": {"_meta": lmeta, "notifications": wanted}})
+        for tid in wanted.get("taskIds", []):
+            send({"jsonrpc": "2.0", "method": "notifications/tasks",
+                  "params": {"_meta": lmeta, "taskId": tid, "status": "working", "createdAt": "x",
+                             "lastUpdatedAt": "y", "ttlMs": None}})
+    elif mid is not None and method is not None:
+        send({"jsonrpc": "2.0", "id": mid, "result": {}})
+"#;
+
+#[test]
+fn tasks_from_the_command_line_in_both_eras() {
+    let Some(python) = python() else {
+        eprintln!("skipped: no python");
+        return;
+    };
+    let config = common::temp_dir("tasks").join("servers.json");
+    for (name, era) in [("new", "modern"), ("old", "legacy")] {
+        let out = run(
+            &config,
+            &[
+                "add",
+                name,
+                "--stdio",
+                python,
+                "--era",
+                era,
+                "--",
+                "-c",
+                TASKS_SERVER,
+            ],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    }
+
+    // mcp call --task: the status on stderr, the result as for any call.
+    let out = run(
+        &config,
+        &["call", "old", "build", "--task", "--task-ttl", "60"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "done build\n");
+    assert!(
+        stderr(&out).contains("task build-0 created working"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stderr(&out).contains("task build-0 now completed"));
+    let out = run(
+        &config,
+        &["--format", "json", "call", "new", "build", "--task"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc = json(&out);
+    assert_eq!(doc["result"]["content"][0]["text"], "done build");
+    assert_eq!(doc["era"], "modern");
+    // Without --task the same tool is a plain call.
+    let out = run(&config, &["call", "old", "build"]);
+    assert_eq!(stdout(&out), "plain\n");
+
+    // mcp tasks: tasks/list in 2025-11-25, none in the extension.
+    let out = run(&config, &["tasks", "old"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("bg-1"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("completed"));
+    let out = run(&config, &["--format", "json", "tasks", "old"]);
+    assert_eq!(json(&out)["tasks"][0]["taskId"], "bg-1");
+    let out = run(&config, &["tasks", "new"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+
+    // mcp listen --tasks: every status notification (2025), the named tasks (2026).
+    let out = run(&config, &["listen", "old", "--tasks", "--max-events", "1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "task bg-1 working: warming up\n");
+    let out = run(
+        &config,
+        &[
+            "--format",
+            "json",
+            "listen",
+            "new",
+            "--tasks",
+            "--task",
+            "T9",
+            "--max-events",
+            "1",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let lines: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON document per line"))
+        .collect();
+    assert_eq!(lines[0]["event"], "acknowledged");
+    assert_eq!(lines[0]["detail"]["taskIds"], serde_json::json!(["T9"]));
+    assert_eq!(lines[1]["method"], "notifications/tasks");
+    assert_eq!(lines[1]["params"]["taskId"], "T9");
+
+    // Usage errors.
+    for args in [
+        &["listen", "new", "--tasks"][..],
+        &["listen", "new", "--task", "T9"],
+        &["call", "old", "build", "--task-ttl", "5"],
+    ] {
+        let out = run(&config, args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn call_task_against_the_example_server_with_tasks_in_both_eras() {
+    let config = common::temp_dir("example-tasks").join("servers.json");
+    let exe = mcp();
+    for (name, era) in [("new", "modern"), ("old", "legacy")] {
+        let out = run(
+            &config,
+            &[
+                "add",
+                name,
+                "--stdio",
+                exe.to_str().unwrap(),
+                "--era",
+                era,
+                "--",
+                "serve-example",
+                "--stdio",
+                "--tasks",
+            ],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let out = run(
+            &config,
+            &["call", name, "slow", "--arg", "text=later", "--task"],
+        );
+        assert_eq!(out.status.code(), Some(0), "{era}: {}", stderr(&out));
+        assert_eq!(stdout(&out), "later\n");
+        assert!(
+            stderr(&out).contains("mcp: task task-1 created working"),
+            "{era}: {}",
+            stderr(&out)
+        );
+        assert!(stderr(&out).contains("mcp: task task-1 now completed"));
+    }
+    let out = run(&config, &["tasks", "old"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "no tasks\n", "a fresh server process");
+}

@@ -20,7 +20,7 @@ pub use mcp_proto::client::{
     AcceptDefaults, CallError, CallId, CallOutput, CallRequest, Change, ClientConfig, CloseReason,
     DeclineAll, Event, FormSchema, HttpFailure, InputAnswer, InputHandler, InputRequest, ListenEnd,
     ListenFilter, LogLevel, LogMessage, Origin, PeerError, RestartPolicy, Root, SamplingRequest,
-    SamplingResult, TransportFailure, TransportFailureKind,
+    SamplingResult, Task, TaskProblem, TaskStatus, TransportFailure, TransportFailureKind,
 };
 pub use mcp_proto::http::{EndpointUrl, UrlError};
 pub use mcp_proto::jsonrpc::Notification;

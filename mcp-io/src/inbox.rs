@@ -1,10 +1,11 @@
 //! [`Inbox`]: what the machine says about a connection, kept for the handles to read.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 use mcp_proto::Limits;
 use mcp_proto::client::{
-    CallId, ClientConfig, CloseReason, Event, InputId, InputRequest, PeerError,
+    CallError, CallId, CallOutput, ClientConfig, CloseReason, Event, InputId, InputRequest,
+    PeerError,
 };
 use mcp_proto::jsonrpc::Notification;
 use mcp_proto::model::ServerDetails;
@@ -60,6 +61,12 @@ pub struct Inbox {
     subscription_events: VecDeque<(Event, usize)>,
     /// Where the era verdict goes, under which origin.
     era_cache: Option<(EraCache, String)>,
+    /// Task events ([`Event::TaskCreated`], [`Event::TaskStatus`]) not yet taken, oldest
+    /// first (at most [`MAX_NOTIFICATIONS`]; past it the oldest is dropped and counted).
+    task_events: VecDeque<Event>,
+    /// Outcomes of the calls started with [`Inbox::expect_outcome`], until taken (at
+    /// most [`MAX_NOTIFICATIONS`] completed ones; past it the oldest is dropped).
+    outcomes: HashMap<CallId, Option<Result<CallOutput, CallError>>>,
     /// Requests for input not yet taken, with [`Options::queue_input`](crate::Options::queue_input)
     /// (the machine bounds how many are pending).
     input_requests: VecDeque<PendingInput>,
@@ -94,6 +101,8 @@ impl Default for Inbox {
             subscription_events: VecDeque::new(),
             era_cache: None,
             input_requests: VecDeque::new(),
+            task_events: VecDeque::new(),
+            outcomes: HashMap::new(),
         }
     }
 }
@@ -158,6 +167,37 @@ impl Inbox {
         Some(event)
     }
 
+    /// The oldest task event not yet taken ([`Event::TaskCreated`],
+    /// [`Event::TaskStatus`]): of the call `only`, or of any.
+    pub fn take_task_event(&mut self, only: Option<CallId>) -> Option<Event> {
+        let at = self.task_events.iter().position(|e| {
+            only.is_none()
+                || matches!(e, Event::TaskCreated { call, .. } if Some(*call) == only)
+                || matches!(e, Event::TaskStatus { call, .. } if *call == only)
+        })?;
+        self.task_events.remove(at)
+    }
+
+    /// Keeps the outcome of the call `call` for [`Inbox::take_outcome`] (an adapter
+    /// marks so the calls it starts without waiting for them, such as a task).
+    pub fn expect_outcome(&mut self, call: CallId) {
+        self.outcomes.insert(call, None);
+    }
+
+    /// The outcome of a call marked with [`Inbox::expect_outcome`], once it completed.
+    pub fn take_outcome(&mut self, call: CallId) -> Option<Result<CallOutput, CallError>> {
+        match self.outcomes.get(&call) {
+            Some(Some(_)) => self.outcomes.remove(&call).flatten(),
+            _ => None,
+        }
+    }
+
+    /// Whether the outcome of `call` is awaited (marked and not yet taken).
+    #[must_use]
+    pub fn awaits_outcome(&self, call: CallId) -> bool {
+        self.outcomes.contains_key(&call)
+    }
+
     /// Queues a subscription event within the notification bounds: past them the oldest
     /// notification (or, when there is none, the oldest event) is dropped and counted.
     fn push_subscription_event(&mut self, event: Event) {
@@ -217,6 +257,30 @@ impl Inbox {
             }
             Event::NotificationsDropped { count } => self.dropped_notifications += count,
             Event::Notification(n) => self.push_notification(n),
+            Event::CallCompleted { call, outcome } if self.outcomes.contains_key(&call) => {
+                // Outcomes nobody takes are bounded too: past MAX_NOTIFICATIONS, one
+                // left waiting the longest goes (the lowest call id).
+                let done: Vec<CallId> = self
+                    .outcomes
+                    .iter()
+                    .filter(|(_, o)| o.is_some())
+                    .map(|(c, _)| *c)
+                    .collect();
+                if done.len() >= MAX_NOTIFICATIONS
+                    && let Some(oldest) = done.into_iter().min()
+                {
+                    self.outcomes.remove(&oldest);
+                }
+                self.outcomes.insert(call, Some(outcome.clone()));
+                return Some(Event::CallCompleted { call, outcome });
+            }
+            e @ (Event::TaskCreated { .. } | Event::TaskStatus { .. }) => {
+                if self.task_events.len() >= MAX_NOTIFICATIONS {
+                    self.task_events.pop_front();
+                    self.dropped_notifications += 1;
+                }
+                self.task_events.push_back(e);
+            }
             e @ (Event::SubscriptionAcknowledged { .. }
             | Event::SubscriptionNotification { .. }
             | Event::SubscriptionReconnecting { .. }
@@ -349,5 +413,54 @@ mod subscription_tests {
         }
         assert_eq!(all, MAX_NOTIFICATIONS);
         assert_eq!(inbox.notification_bytes(), 0);
+    }
+}
+
+#[cfg(test)]
+mod task_tests {
+    use super::*;
+    use mcp_proto::client::{CallError, Task, TaskStatus};
+
+    fn status(call: Option<u64>, id: &str) -> Event {
+        let object = serde_json::json!({"taskId": id, "status": "working"});
+        let task =
+            Task::from_object(object.as_object().unwrap(), mcp_proto::Era::Modern, 64).unwrap();
+        Event::TaskStatus {
+            call: call.map(CallId::from_raw),
+            task,
+        }
+    }
+
+    #[test]
+    fn task_events_and_outcomes_are_kept_per_call_and_bounded() {
+        let mut inbox = Inbox::default();
+        for i in 0..MAX_NOTIFICATIONS as u64 + 2 {
+            assert!(inbox.keep(status(Some(i % 2), "t")).is_none());
+        }
+        assert_eq!(inbox.dropped_notifications, 2);
+        match inbox.take_task_event(Some(CallId::from_raw(1))) {
+            Some(Event::TaskStatus { call, task }) => {
+                assert_eq!(call, Some(CallId::from_raw(1)));
+                assert_eq!(task.status, TaskStatus::Working);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(inbox.keep(status(None, "stranger")).is_none());
+        assert!(inbox.take_task_event(Some(CallId::from_raw(7))).is_none());
+
+        let call = CallId::from_raw(9);
+        inbox.expect_outcome(call);
+        assert!(inbox.awaits_outcome(call));
+        assert!(inbox.take_outcome(call).is_none(), "not completed yet");
+        let done = Event::CallCompleted {
+            call,
+            outcome: Err(CallError::Cancelled),
+        };
+        assert!(inbox.keep(done).is_some(), "passed on as well");
+        assert!(matches!(
+            inbox.take_outcome(call),
+            Some(Err(CallError::Cancelled))
+        ));
+        assert!(!inbox.awaits_outcome(call));
     }
 }

@@ -113,6 +113,22 @@ macro_rules! typed_requests {
             Ok(self.request(request)$($await)*?.resources()?)
         }
 
+        /// `tasks/list` (2025-11-25), every page. The 2026-07-28 tasks extension has no
+        /// listing: there it fails with
+        /// [`CallError::NotInVersion`](crate::mcp_proto::client::CallError::NotInVersion)
+        /// and nothing is sent.
+        ///
+        /// # Errors
+        /// As [`Self::request`], and [`Error::Call`](crate::Error::Call) when a task does
+        /// not parse.
+        pub $($async)* fn list_tasks(
+            &$($mut)* self,
+        ) -> ::core::result::Result<::std::vec::Vec<$crate::mcp_proto::client::Task>, $crate::Error>
+        {
+            let request = $crate::mcp_proto::client::CallRequest::list_tasks();
+            Ok(self.request(request)$($await)*?.tasks()?)
+        }
+
         /// `resources/templates/list`, every page.
         ///
         /// # Errors

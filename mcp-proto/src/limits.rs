@@ -65,6 +65,13 @@ pub struct Limits {
     /// [`crate::client::CloseReason::PeerNotReading`] instead of growing the queue. The
     /// caller's own requests are never refused for it. Default 16 MiB.
     pub max_queued_output_bytes: usize,
+    /// Longest task id accepted from a server (bytes); a longer one fails the call
+    /// with [`crate::client::TaskProblem::IdTooLong`]. Default 256.
+    pub max_task_id_bytes: usize,
+    /// `tasks/get` polls of one task before the client gives up on it (sends
+    /// `tasks/cancel` and fails the call with
+    /// [`crate::client::TaskProblem::TooManyPolls`]). Default 10 000.
+    pub max_task_polls: u32,
     /// Time allowed for any call that was given no timeout of its own. Default 60 s.
     pub request_timeout: Duration,
     /// Time the `server/discover` probe (stdio) may stay unanswered before the server is
@@ -109,6 +116,8 @@ impl Default for Limits {
             max_queued_notifications: 4096,
             max_queued_event_bytes: 16 * 1024 * 1024,
             max_queued_output_bytes: 16 * 1024 * 1024,
+            max_task_id_bytes: 256,
+            max_task_polls: 10_000,
             request_timeout: Duration::from_secs(60),
             probe_timeout: Duration::from_secs(3),
             initialize_timeout: Duration::from_secs(30),

@@ -81,6 +81,26 @@ impl ClientCapabilities {
         }
     }
 
+    /// The same capabilities declaring the 2026-07-28 tasks extension
+    /// (`io.modelcontextprotocol/tasks`) on every request: a `tools/call` may then come
+    /// back as a task, which the client machine follows to its end behind the one call.
+    /// It means nothing in the legacy era, where a call asks for a task itself
+    /// ([`CallRequest::as_task`](crate::client::CallRequest::as_task)).
+    #[must_use]
+    pub fn with_tasks(mut self) -> Self {
+        self.extensions.insert(
+            crate::client::TASKS_EXTENSION.to_owned(),
+            Value::Object(Map::new()),
+        );
+        self
+    }
+
+    /// Whether the tasks extension is declared (see [`ClientCapabilities::with_tasks`]).
+    #[must_use]
+    pub fn declares_tasks(&self) -> bool {
+        self.extensions.contains_key(crate::client::TASKS_EXTENSION)
+    }
+
     /// The capabilities object as `version` spells it.
     #[must_use]
     pub fn to_json(&self, version: ProtocolVersion) -> Value {

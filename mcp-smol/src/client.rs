@@ -53,7 +53,7 @@ pub(crate) enum Command {
         request: CallRequest,
         reply: Sender<Result<mcp_proto::client::CallId, Error>>,
     },
-    /// End a subscription.
+    /// End a subscription (or cancel a started task).
     EndListen(mcp_proto::client::CallId),
     /// Answer a queued request for input.
     Respond {
@@ -65,6 +65,16 @@ pub(crate) enum Command {
     SetRoots {
         roots: Vec<mcp_proto::client::Root>,
         reply: Sender<Result<(), Error>>,
+    },
+    /// The latest view of the task behind a call.
+    TaskView {
+        call: mcp_proto::client::CallId,
+        reply: Sender<Option<mcp_proto::client::Task>>,
+    },
+    /// Start a call whose outcome is kept in the inbox (a task); its id is the reply.
+    StartTask {
+        request: CallRequest,
+        reply: Sender<Result<mcp_proto::client::CallId, Error>>,
     },
     Connected(Sender<Result<ServerDetails, Error>>),
     Configure(Configure),
@@ -379,6 +389,51 @@ impl Client {
             }
         }
     }
+    /// Starts `request` (a [`CallRequest::call_tool`] made a task with
+    /// [`CallRequest::as_task`]) and resolves to its id once the machine has it. The
+    /// machine follows the task by itself while the driver runs: read its creation and
+    /// status changes with [`Client::next_task_event`], wait for its end with
+    /// [`Client::task_result`], stop it with [`Client::cancel_task`]. A plain
+    /// [`Client::request`] (or `call_tool`) follows a task the same way, behind the one
+    /// result.
+    ///
+    /// # Errors
+    /// [`Error::Closed`] when the connection is over, [`Error::Misuse`] when too many
+    /// calls are in flight, [`Error::DriverGone`] when the driver was dropped.
+    pub async fn start_task(
+        &self,
+        request: CallRequest,
+    ) -> Result<mcp_proto::client::CallId, Error> {
+        let (reply, rx) = async_channel::bounded(1);
+        self.send(Command::StartTask { request, reply })?;
+        rx.recv().await.unwrap_or_else(|_| Err(self.gone()))
+    }
+
+    /// Waits for the end of the call `call` started with [`Client::start_task`]: the
+    /// task's result, or its error
+    /// ([`CallError::TaskCancelled`](mcp_proto::client::CallError::TaskCancelled) for a
+    /// cancelled task). Ask once per call.
+    ///
+    /// # Errors
+    /// [`Error::Call`] for a failed call or task, [`Error::Closed`] when the connection
+    /// ended first.
+    pub async fn task_result(&self, call: mcp_proto::client::CallId) -> Result<CallOutput, Error> {
+        loop {
+            let taken = self.shared.lock().inbox.take_outcome(call);
+            if let Some(outcome) = taken {
+                return outcome.map_err(|e| Error::call(e, self.endpoint().as_deref()));
+            }
+            if self.doorbell.recv().await.is_err() {
+                let taken = self.shared.lock().inbox.take_outcome(call);
+                return match taken {
+                    Some(outcome) => {
+                        outcome.map_err(|e| Error::call(e, self.endpoint().as_deref()))
+                    }
+                    None => Err(self.gone()),
+                };
+            }
+        }
+    }
 
     /// Answers a request for input from [`Client::next_input_request`]. The answer is
     /// checked as the input handler's would be (a form answer against its schema, with
@@ -412,6 +467,40 @@ impl Client {
         let (reply, rx) = async_channel::bounded(1);
         self.send(Command::SetRoots { roots, reply })?;
         rx.recv().await.unwrap_or_else(|_| Err(self.gone()))
+    }
+    /// The latest view of the task behind the call `call`, while it runs (`None` before
+    /// the server made one, after the call completed, or once the driver is gone).
+    pub async fn task(&self, call: mcp_proto::client::CallId) -> Option<mcp_proto::client::Task> {
+        let (reply, rx) = async_channel::bounded(1);
+        self.send(Command::TaskView { call, reply }).ok()?;
+        rx.recv().await.ok().flatten()
+    }
+
+    /// Cancels the call `call` and the task behind it (`tasks/cancel`); its result is
+    /// then [`CallError::Cancelled`](mcp_proto::client::CallError::Cancelled).
+    ///
+    /// # Errors
+    /// [`Error::Closed`] or [`Error::DriverGone`] when the connection is over.
+    pub fn cancel_task(&self, call: mcp_proto::client::CallId) -> Result<(), Error> {
+        self.send(Command::EndListen(call))
+    }
+
+    /// Waits for the next task event ([`Event::TaskCreated`](mcp_proto::client::Event::TaskCreated)
+    /// or [`Event::TaskStatus`](mcp_proto::client::Event::TaskStatus)) of the call `only`
+    /// (or of any, for `None`). `None` once the connection is over and every such event
+    /// has been taken.
+    pub async fn next_task_event(
+        &self,
+        only: Option<mcp_proto::client::CallId>,
+    ) -> Option<mcp_proto::client::Event> {
+        loop {
+            if let Some(e) = self.shared.lock().inbox.take_task_event(only) {
+                return Some(e);
+            }
+            if self.doorbell.recv().await.is_err() {
+                return self.shared.lock().inbox.take_task_event(only);
+            }
+        }
     }
 
     /// Replaces the handler that answers requests for input (elicitation, sampling,

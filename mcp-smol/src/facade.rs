@@ -120,6 +120,16 @@ impl Facade {
             Command::SetRoots { roots, reply } => {
                 let _ = reply.try_send(machine.set_roots(now, roots).map_err(Error::from));
             }
+            Command::TaskView { call, reply } => {
+                let _ = reply.try_send(machine.task(call).cloned());
+            }
+            Command::StartTask { request, reply } => {
+                let started = machine.call(now, request).map_err(Error::from);
+                if let Ok(call) = &started {
+                    self.shared.lock().inbox.expect_outcome(*call);
+                }
+                let _ = reply.try_send(started);
+            }
             Command::Cancel { key } => {
                 if let Some(call) = self.keys.remove(&key) {
                     let _ = machine.cancel(now, call);
@@ -141,6 +151,8 @@ impl Facade {
         let notification = matches!(
             event,
             Event::Notification(_)
+                | Event::TaskCreated { .. }
+                | Event::TaskStatus { .. }
                 | Event::SubscriptionAcknowledged { .. }
                 | Event::SubscriptionNotification { .. }
                 | Event::SubscriptionReconnecting { .. }
@@ -162,6 +174,10 @@ impl Facade {
                 for waiter in self.waiters.drain(..) {
                     let _ = waiter.try_send(Ok((*details).clone()));
                 }
+            }
+            Event::CallCompleted { call, .. } if !self.calls.contains_key(&call) => {
+                // A started task's outcome, kept in the inbox: wake its waiter.
+                let _ = self.doorbell.try_send(());
             }
             Event::CallCompleted { call, outcome } => {
                 if let Some((key, reply)) = self.calls.remove(&call) {
@@ -210,11 +226,14 @@ impl Facade {
                     let _ = reply.try_send(Err(ended.clone()));
                 }
                 Command::Connected(reply) => self.waiters.push(reply),
-                Command::Listen { reply, .. } => {
+                Command::Listen { reply, .. } | Command::StartTask { reply, .. } => {
                     let _ = reply.try_send(Err(ended.clone()));
                 }
                 Command::Respond { reply, .. } | Command::SetRoots { reply, .. } => {
                     let _ = reply.try_send(Err(ended.clone()));
+                }
+                Command::TaskView { reply, .. } => {
+                    let _ = reply.try_send(None);
                 }
                 Command::Cancel { .. }
                 | Command::EndListen(_)

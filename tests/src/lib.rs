@@ -80,6 +80,8 @@ pub struct Sim {
     pub events: Vec<Event>,
     /// Every message the client wrote, parsed.
     pub sent: Vec<Value>,
+    /// When each message of `sent` was written (the fake clock).
+    pub sent_at: Vec<Instant>,
     /// Answers input requests when set.
     pub handler: Option<Box<dyn InputHandler>>,
     /// Fresh peers for `Transmit::Respawn`, used in order.
@@ -100,6 +102,7 @@ impl Sim {
             peer: Box::new(peer),
             events: Vec::new(),
             sent: Vec::new(),
+            sent_at: Vec::new(),
             handler: None,
             restarts: Vec::new(),
             respawns: 0,
@@ -138,6 +141,7 @@ impl Sim {
             for line in wire.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
                 self.sent
                     .push(serde_json::from_slice(line).expect("client wrote bad JSON"));
+                self.sent_at.push(self.now);
             }
             self.peer.handle(self.now, &wire);
         }

@@ -693,7 +693,8 @@ fn unknown_result_types_are_errors() {
     let peer = Scripted::new(|m: &Value| {
         match m["method"].as_str() {
         Some("server/discover") => vec![discover_ok(m)],
-        Some("tools/call") => vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{"resultType":"task"}}).to_string()],
+        Some("tools/call") if m["params"]["name"] == "t" => vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{"resultType":"task"}}).to_string()],
+        Some("tools/call") => vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{"resultType":"bogus"}}).to_string()],
         Some("tools/list") => vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{"resultType":"input_required","requestState":"x"}}).to_string()],
         _ => Vec::new(),
     }
@@ -703,7 +704,15 @@ fn unknown_result_types_are_errors() {
     let err = sim
         .call(CallRequest::call_tool("t", json!({})))
         .unwrap_err();
-    assert!(matches!(err, CallError::InvalidResponse(m) if m.contains("task")));
+    // A task for a request that did not declare the tasks extension.
+    assert!(matches!(
+        err,
+        CallError::Task(mcp_proto::client::TaskProblem::NotOffered(m)) if m == "tools/call"
+    ));
+    let err = sim
+        .call(CallRequest::call_tool("u", json!({})))
+        .unwrap_err();
+    assert!(matches!(err, CallError::InvalidResponse(m) if m.contains("bogus")));
     let err = sim.call(CallRequest::list_tools()).unwrap_err();
     assert!(matches!(err, CallError::InvalidResponse(m) if m.contains("input_required")));
 }

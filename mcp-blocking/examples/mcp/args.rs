@@ -106,6 +106,12 @@ pub enum Command {
         args_json: Option<String>,
         args: Vec<(String, String)>,
         input: Option<InputMode>,
+        /// `--task [--task-ttl SECS]`: run as a task, its status on stderr.
+        task: Option<TaskFlags>,
+    },
+    /// `mcp tasks <server>`: `tasks/list` (2025-11-25).
+    Tasks {
+        server: String,
     },
     Resources {
         server: String,
@@ -140,6 +146,9 @@ pub enum Command {
         list_changed: bool,
         /// `--max-events N`: stop after N notifications.
         max_events: Option<u64>,
+        /// `--tasks`: task status notifications too; `--task ID` (repeatable) names the
+        /// tasks to listen to in 2026-07-28, where push is per task.
+        tasks: Option<Vec<String>>,
     },
     Test {
         name: String,
@@ -172,6 +181,8 @@ pub enum Command {
         era: String,
         /// `--http ADDR`: a loopback socket address to serve Streamable HTTP on.
         http: Option<String>,
+        /// `--tasks`: add the task tool `slow`.
+        tasks: bool,
     },
 }
 
@@ -298,6 +309,8 @@ fn command_flags(command: &str) -> Option<&'static [(&'static str, Kind)]> {
             ("--arg", Kind::Repeat),
             ("--auto-accept", Kind::Bool),
             ("--no-input", Kind::Bool),
+            ("--task", Kind::Bool),
+            ("--task-ttl", Kind::Value),
         ],
         "read" => INPUT_FLAGS,
         "prompt" => &[
@@ -315,18 +328,28 @@ fn command_flags(command: &str) -> Option<&'static [(&'static str, Kind)]> {
             ("--stdio", Kind::Bool),
             ("--http", Kind::Value),
             ("--era", Kind::Value),
+            ("--tasks", Kind::Bool),
         ],
         "listen" => &[
             ("--resource", Kind::Repeat),
             ("--list-changed", Kind::Bool),
             ("--max-events", Kind::Value),
+            ("--tasks", Kind::Bool),
+            ("--task", Kind::Repeat),
         ],
         "auth" => &[("--scopes", Kind::Value), ("--no-browser", Kind::Bool)],
         "import" => &[("--dry-run", Kind::Bool)],
-        "list" | "get" | "remove" | "tools" | "resources" | "prompts" | "test" | "demo"
-        | "replay" | "help" => &[],
+        "list" | "get" | "remove" | "tools" | "tasks" | "resources" | "prompts" | "test"
+        | "demo" | "replay" | "help" => &[],
         _ => return None,
     })
+}
+
+/// `mcp call --task`: run the call as a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskFlags {
+    /// `--task-ttl SECS` (2025-11-25 `ttl`).
+    pub ttl_secs: Option<u64>,
 }
 
 #[derive(Default)]
@@ -662,14 +685,29 @@ fn build(name: &str, mut w: Words) -> Result<Command, Usage> {
         "call" => {
             let input = input_mode(&w)?;
             let [server, tool] = positionals(&mut w, &["server", "tool"])?;
+            let ttl = match w.value("--task-ttl") {
+                None => None,
+                Some(n) => Some(n.parse::<u64>().ok().filter(|n| *n > 0).ok_or_else(|| {
+                    Usage::new(format!(
+                        "--task-ttl takes a positive number of seconds, not {n:?}"
+                    ))
+                })?),
+            };
+            if ttl.is_some() && !w.has("--task") {
+                return Err(Usage::new("--task-ttl goes with --task"));
+            }
             Command::Call {
                 server,
                 tool,
                 args_json: w.value("--args"),
                 args: key_values(&w)?,
                 input,
+                task: w.has("--task").then_some(TaskFlags { ttl_secs: ttl }),
             }
         }
+        "tasks" => Command::Tasks {
+            server: one(&mut w, "server")?,
+        },
         "read" => {
             let input = input_mode(&w)?;
             let [server, uri] = positionals(&mut w, &["server", "uri"])?;
@@ -726,15 +764,24 @@ fn build(name: &str, mut w: Words) -> Result<Command, Usage> {
             };
             let era = w.value("--era").unwrap_or_else(|| "both".to_owned());
             check_era(&era, &["legacy", "modern", "both"])?;
-            Command::ServeExample { era, http }
+            Command::ServeExample {
+                era,
+                http,
+                tasks: w.has("--tasks"),
+            }
         }
         "listen" => {
             let [server] = positionals(&mut w, &["server"])?;
             let resources = w.values("--resource");
             let list_changed = w.has("--list-changed");
-            if resources.is_empty() && !list_changed {
+            let task_ids = w.values("--task");
+            if !task_ids.is_empty() && !w.has("--tasks") {
+                return Err(Usage::new("--task <id> goes with --tasks"));
+            }
+            let tasks = w.has("--tasks").then_some(task_ids);
+            if resources.is_empty() && !list_changed && tasks.is_none() {
                 return Err(Usage::new(
-                    "listen needs --resource <uri> (repeatable) or --list-changed",
+                    "listen needs --resource <uri> (repeatable), --list-changed or --tasks",
                 ));
             }
             let max_events = match w.value("--max-events") {
@@ -748,6 +795,7 @@ fn build(name: &str, mut w: Words) -> Result<Command, Usage> {
                 resources,
                 list_changed,
                 max_events,
+                tasks,
             }
         }
         "auth" => {
@@ -1006,15 +1054,23 @@ Servers:
 Using a server:
   mcp tools <server>
   mcp call <server> <tool> [--args JSON] [--arg key=value]... [--auto-accept] [--no-input]
+        [--task [--task-ttl SECS]]   run the call as a task (2025-11-25 task-augmented call,
+        or 2026-07-28 with the tasks extension declared); its status changes on stderr,
+        then the result as for any call
+  mcp tasks <server>               the server's tasks (tasks/list, 2025-11-25 only)
   mcp resources <server> | mcp read <server> <uri>
   mcp prompts <server>   | mcp prompt <server> <name> [--arg key=value]...
   mcp complete <server> (--prompt <name> | --resource-template <uri-template>)
         <argument> <partial-value> [--arg key=value]...   suggested values for an argument
-  mcp listen <server> [--resource <uri>]... [--list-changed] [--max-events N]
+  mcp listen <server> [--resource <uri>]... [--list-changed] [--tasks [--task <id>]...]
+        [--max-events N]
         print change notifications as they arrive (subscriptions/listen in 2026-07-28,
-        resources/subscribe before), one line each; Ctrl-C or --max-events ends it
+        resources/subscribe before), one line each; Ctrl-C or --max-events ends it;
+        --tasks adds task status notifications (2025-11-25: every notifications/tasks/status;
+        2026-07-28: notifications/tasks of the tasks named with --task)
   mcp demo                         tour the bundled example server in both eras
-  mcp serve-example [--stdio | --http 127.0.0.1:PORT] [--era legacy|modern|both]
+  mcp serve-example [--stdio | --http 127.0.0.1:PORT] [--era legacy|modern|both] [--tasks]
+        --tasks adds the tool slow {text}, which runs as a task when asked (call --task)
   mcp replay <file>                play a transcript written with --record again; OK or the first difference
 
 <server> is a configured name or a literal https:// URL (http:// only to loopback hosts).

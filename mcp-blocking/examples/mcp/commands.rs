@@ -15,7 +15,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use crate::args::{Format, Global, InputMode};
+use crate::args::{Format, Global, InputMode, TaskFlags};
 use crate::config::{self, ServerEntry, shell_words};
 use crate::content::{self, Saver};
 use crate::output::{self, Failure, print_json, short, table};
@@ -39,6 +39,8 @@ struct Doc<'a> {
     prompts: Option<&'a [Box<RawValue>]>,
     #[serde(rename = "resourceTemplates", skip_serializing_if = "Option::is_none")]
     resource_templates: Option<&'a [Box<RawValue>]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tasks: Option<&'a [Box<RawValue>]>,
 }
 
 impl<'a> Doc<'a> {
@@ -52,6 +54,7 @@ impl<'a> Doc<'a> {
             resources: None,
             prompts: None,
             resource_templates: None,
+            tasks: None,
         }
     }
 }
@@ -423,6 +426,7 @@ pub fn call(
     args_json: Option<&str>,
     args: &[(String, String)],
     input: Option<InputMode>,
+    task: Option<TaskFlags>,
 ) -> Result<u8, Failure> {
     let mut arguments = match args_json {
         None => Map::new(),
@@ -447,9 +451,15 @@ pub fn call(
     if output::show_progress() {
         request = request.with_progress();
     }
-    let out = match client.request(request) {
-        Ok(out) => out,
-        Err(e) => return Err(input_needed(&client, Some(&e)).unwrap_or(Failure::Mcp(e))),
+    let out = match task {
+        Some(flags) => {
+            let ttl = flags.ttl_secs.map(Duration::from_secs);
+            run_task(global, &mut client, request.as_task(ttl))?
+        }
+        None => match client.request(request) {
+            Ok(out) => out,
+            Err(e) => return Err(input_needed(&client, Some(&e)).unwrap_or(Failure::Mcp(e))),
+        },
     };
     let result = out.tool_result()?;
     let failed = result.is_error == Some(true);
@@ -529,6 +539,75 @@ fn input_needed(client: &Client, error: Option<&mcp_blocking::Error>) -> Option<
         ),
         hint,
     })
+}
+
+/// Starts `request` as a task and follows it to its end, its creation and status
+/// changes on stderr (text output only: the JSON document stays the result's).
+fn run_task(
+    global: &Global,
+    client: &mut Client,
+    request: CallRequest,
+) -> Result<CallOutput, Failure> {
+    let call = client.start_task(request)?;
+    let outcome = loop {
+        if let Some(outcome) = client.poll_task_result(call) {
+            break outcome;
+        }
+        let event = client.next_task_event(Some(call), Duration::from_millis(250));
+        let (verb, task) = match event {
+            Some(Event::TaskCreated { task, .. }) => ("created", task),
+            Some(Event::TaskStatus { task, .. }) => ("now", task),
+            Some(_) => continue,
+            None if client.is_closed() => break client.task_result(call),
+            None => continue,
+        };
+        if global.format == Format::Text {
+            let message = task
+                .status_message
+                .as_deref()
+                .map(|m| format!(": {}", clean(m)))
+                .unwrap_or_default();
+            eprintln!(
+                "mcp: task {} {verb} {}{message}",
+                clean(&task.task_id),
+                task.status
+            );
+        }
+    };
+    Ok(outcome?)
+}
+
+/// `mcp tasks`: `tasks/list` (2025-11-25; the 2026-07-28 extension has none).
+pub fn tasks(global: &Global, server: &str) -> Result<u8, Failure> {
+    let mut client = session::connect(global, server, Some(InputMode::None))?;
+    let out = client.request(CallRequest::list_tasks())?;
+    let tasks = out.tasks()?;
+    match global.format {
+        Format::Json => print_json(&Doc {
+            tasks: Some(&out.items),
+            ..Doc::new(server, &client)
+        }),
+        Format::Text => {
+            let rows: Vec<Vec<String>> = tasks
+                .iter()
+                .map(|t| {
+                    vec![
+                        t.task_id.clone(),
+                        t.status.to_string(),
+                        t.last_updated_at.clone(),
+                        t.status_message.clone().unwrap_or_default(),
+                    ]
+                })
+                .collect();
+            if rows.is_empty() {
+                println!("no tasks");
+            } else {
+                table(&rows);
+            }
+        }
+    }
+    client.close();
+    Ok(0)
 }
 
 fn print_tool_result(result: &CallToolResult, saver: &mut Saver) {
@@ -763,6 +842,7 @@ pub fn listen(
     resources: &[String],
     list_changed: bool,
     max_events: Option<u64>,
+    tasks: Option<&[String]>,
 ) -> Result<u8, Failure> {
     let mut client = session::connect(global, server, Some(InputMode::None))?;
     let wait = Duration::from_secs(60);
@@ -775,6 +855,16 @@ pub fn listen(
         }
         for uri in resources {
             filter = filter.resource(uri.clone());
+        }
+        let task_ids = tasks.unwrap_or_default();
+        if tasks.is_some() && task_ids.is_empty() {
+            client.close();
+            return Err(Failure::Usage(
+                "2026-07-28 pushes task updates per task: name them with --task <id>".into(),
+            ));
+        }
+        for id in task_ids {
+            filter = filter.task(id.clone());
         }
         let subscription = client.listen(&filter)?;
         while more(printed) {
@@ -826,7 +916,21 @@ pub fn listen(
         for uri in resources {
             client.subscribe_resource(uri)?;
         }
+        // Task status notifications are task events; with --tasks, both kinds are
+        // waited for in turn.
+        let wait = if tasks.is_some() {
+            Duration::from_millis(200)
+        } else {
+            wait
+        };
         while more(printed) {
+            if tasks.is_some()
+                && let Some(Event::TaskStatus { task, .. }) = client.next_task_event(None, wait)
+            {
+                print_task_status(global, &task);
+                printed += 1;
+                continue;
+            }
             let Some(n) = client.next_notification(wait) else {
                 if client.is_closed() || crate::interrupt::interrupted() {
                     break;
@@ -868,6 +972,29 @@ fn print_notification(global: &Global, n: &Notification) {
                 Some(uri) => println!("{} {}", clean(method), clean(uri)),
                 None => println!("{}", clean(method)),
             }
+        }
+    }
+}
+
+/// A task status of `mcp listen --tasks` (2025-11-25): `task <id> <status>` as text.
+fn print_task_status(global: &Global, task: &mcp_blocking::Task) {
+    match global.format {
+        Format::Json => json_line(&json!({
+            "event": "notification",
+            "method": "notifications/tasks/status",
+            "params": {"taskId": task.task_id, "status": task.status.as_str(),
+                "statusMessage": task.status_message, "lastUpdatedAt": task.last_updated_at},
+        })),
+        Format::Text => {
+            let message = task
+                .status_message
+                .as_deref()
+                .map(|m| format!(": {m}"))
+                .unwrap_or_default();
+            println!(
+                "{}",
+                clean(&format!("task {} {}{message}", task.task_id, task.status))
+            );
         }
     }
 }
@@ -1186,7 +1313,7 @@ pub fn replay(global: &Global, file: &Path) -> Result<u8, Failure> {
     Ok(0)
 }
 
-pub fn serve_example(era: &str, http: Option<&str>) -> Result<u8, Failure> {
+pub fn serve_example(era: &str, http: Option<&str>, tasks: bool) -> Result<u8, Failure> {
     let only = match era {
         "legacy" => Some(Era::Legacy),
         "modern" => Some(Era::Modern),
@@ -1200,6 +1327,9 @@ pub fn serve_example(era: &str, http: Option<&str>) -> Result<u8, Failure> {
                 .filter(|v| v.era() == era)
                 .collect();
             config.versions = VersionPolicy { accepted };
+        }
+        if tasks {
+            example::add_task_tool(config);
         }
     });
     if let Some(addr) = http {

@@ -117,7 +117,17 @@ fn run(global: &Global, command: Command) -> Result<u8, Failure> {
             args_json,
             args,
             input,
-        } => commands::call(global, &server, &tool, args_json.as_deref(), &args, input),
+            task,
+        } => commands::call(
+            global,
+            &server,
+            &tool,
+            args_json.as_deref(),
+            &args,
+            input,
+            task,
+        ),
+        Command::Tasks { server } => commands::tasks(global, &server),
         Command::Resources { server } => commands::resources(global, &server),
         Command::Read { server, uri, input } => commands::read(global, &server, &uri, input),
         Command::Prompts { server } => commands::prompts(global, &server),
@@ -139,7 +149,15 @@ fn run(global: &Global, command: Command) -> Result<u8, Failure> {
             resources,
             list_changed,
             max_events,
-        } => commands::listen(global, &server, &resources, list_changed, max_events),
+            tasks,
+        } => commands::listen(
+            global,
+            &server,
+            &resources,
+            list_changed,
+            max_events,
+            tasks.as_deref(),
+        ),
         Command::Test { name } => commands::test(global, &name),
         Command::Status { name, connect } => commands::status(global, name.as_deref(), connect),
         Command::Doctor { connect } => commands::doctor(global, connect),
@@ -152,6 +170,8 @@ fn run(global: &Global, command: Command) -> Result<u8, Failure> {
         Command::Demo => demo::run(global),
         Command::Replay { file } => commands::replay(global, &file),
         Command::Import { file, dry_run } => commands::import(global, &file, dry_run),
-        Command::ServeExample { era, http } => commands::serve_example(&era, http.as_deref()),
+        Command::ServeExample { era, http, tasks } => {
+            commands::serve_example(&era, http.as_deref(), tasks)
+        }
     }
 }

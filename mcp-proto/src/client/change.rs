@@ -92,8 +92,8 @@ pub fn subscription_id(n: &Notification) -> Option<RequestId> {
     serde_json::from_str::<Params>(p.get()).ok()?.meta?.id
 }
 
-/// The most resource URIs one [`ListenFilter`] read from the server keeps; the rest of a
-/// longer acknowledgement is ignored.
+/// The most resource URIs (and, apart, the most task ids) one [`ListenFilter`] read from
+/// the server keeps; the rest of a longer acknowledgement is ignored.
 pub const MAX_FILTER_URIS: usize = 1024;
 
 /// 2026-07-28: what a `subscriptions/listen` asks for (its `notifications` member), or
@@ -117,6 +117,9 @@ pub struct ListenFilter {
     pub resources_list_changed: bool,
     /// `resourceSubscriptions`: the URIs whose `notifications/resources/updated` are wanted.
     pub resource_subscriptions: Vec<String>,
+    /// `taskIds` (the tasks extension): the tasks whose `notifications/tasks` are
+    /// wanted. A listen asking for any declares the extension.
+    pub task_ids: Vec<String>,
 }
 
 impl ListenFilter {
@@ -154,6 +157,13 @@ impl ListenFilter {
         self
     }
 
+    /// Also `notifications/tasks` for the task `task_id` (the tasks extension).
+    #[must_use]
+    pub fn task(mut self, task_id: impl Into<String>) -> Self {
+        self.task_ids.push(task_id.into());
+        self
+    }
+
     /// Whether it asks for nothing.
     #[must_use]
     pub fn is_empty(&self) -> bool {
@@ -181,6 +191,10 @@ impl ListenFilter {
                 .map(Value::String);
             m.insert("resourceSubscriptions".into(), Value::Array(uris.collect()));
         }
+        if !self.task_ids.is_empty() {
+            let ids = self.task_ids.iter().cloned().map(Value::String);
+            m.insert("taskIds".into(), Value::Array(ids.collect()));
+        }
         Value::Object(m)
     }
 
@@ -189,22 +203,27 @@ impl ListenFilter {
     #[must_use]
     pub fn from_json(value: &Value) -> Self {
         let flag = |key: &str| value.get(key).and_then(Value::as_bool) == Some(true);
-        let resource_subscriptions = value
-            .get("resourceSubscriptions")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .take(MAX_FILTER_URIS)
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default();
+        let strings = |key: &str| -> Vec<String> {
+            value
+                .get(key)
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .take(MAX_FILTER_URIS)
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let resource_subscriptions = strings("resourceSubscriptions");
+        let task_ids = strings("taskIds");
         ListenFilter {
             tools_list_changed: flag("toolsListChanged"),
             prompts_list_changed: flag("promptsListChanged"),
             resources_list_changed: flag("resourcesListChanged"),
             resource_subscriptions,
+            task_ids,
         }
     }
 
@@ -219,6 +238,12 @@ impl ListenFilter {
                 .resource_subscriptions
                 .iter()
                 .filter(|u| !granted.resource_subscriptions.contains(u))
+                .cloned()
+                .collect(),
+            task_ids: self
+                .task_ids
+                .iter()
+                .filter(|t| !granted.task_ids.contains(t))
                 .cloned()
                 .collect(),
         }

@@ -165,6 +165,29 @@ pub enum Event {
         /// How it ended.
         end: super::ListenEnd,
     },
+    /// A task-augmented call (2025-11-25) or a `tools/call` the server chose to run as
+    /// a task (2026-07-28 extension) now has a task behind it. The call stays open: the
+    /// machine polls the task (honouring its poll interval) and completes the call with
+    /// its final result, error or cancellation. Its status changes follow as
+    /// [`Event::TaskStatus`].
+    TaskCreated {
+        /// The call.
+        call: CallId,
+        /// The task as created.
+        task: super::Task,
+    },
+    /// A task's status (or status message) changed, as a poll, a 2025-11-25
+    /// `notifications/tasks/status` or a 2026-07-28 `notifications/tasks` showed it.
+    /// `call` is `None` for a status notification about a task no call of this client
+    /// runs (a task started by an earlier connection, say). Like notifications, these
+    /// are dropped (and counted in [`Event::NotificationsDropped`]) while too many wait
+    /// to be polled; the call itself still completes.
+    TaskStatus {
+        /// The call the task runs behind, when there is one.
+        call: Option<CallId>,
+        /// The task now.
+        task: super::Task,
+    },
     /// A notification from the server not consumed by the machine (list changes,
     /// log messages, resource updates, …; read the change notifications with
     /// [`Change::from_notification`](super::Change::from_notification)). Those of a 2026
@@ -307,6 +330,19 @@ pub enum CallError {
         method: String,
         /// The negotiated version.
         version: ProtocolVersion,
+    },
+    /// The task behind the call cannot be followed: the server's task record is
+    /// unusable (an unknown status, an id over `Limits::max_task_id_bytes`, a missing
+    /// payload, another task's id, …) or the task did not finish within
+    /// `Limits::max_task_polls` polls. A task still running was sent `tasks/cancel`.
+    #[error("task: {0}")]
+    Task(super::TaskProblem),
+    /// The task behind the call was cancelled (by the server, or by a cancel the
+    /// client sent before the call completed).
+    #[error("task {task_id} was cancelled")]
+    TaskCancelled {
+        /// The task.
+        task_id: String,
     },
     /// The server sent something in place of the answer that could not be used: a
     /// message that does not decode ([`PeerError::Malformed`], including one nested

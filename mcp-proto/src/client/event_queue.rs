@@ -112,6 +112,7 @@ fn is_droppable(event: &Event) -> bool {
             | Event::Log { .. }
             | Event::ElicitationCompleted { .. }
             | Event::SubscriptionNotification { .. }
+            | Event::TaskStatus { .. }
     )
 }
 

@@ -99,6 +99,14 @@ impl Client {
         self.session().server()
     }
 
+    /// The latest view of the task behind `call` (see
+    /// [`CallRequest::as_task`](crate::client::CallRequest::as_task)), once the server
+    /// made one and until the call completes.
+    #[must_use]
+    pub fn task(&self, call: CallId) -> Option<&crate::client::Task> {
+        self.session().task_of(call)
+    }
+
     /// The configuration.
     #[must_use]
     pub fn config(&self) -> &ClientConfig {
@@ -420,6 +428,9 @@ impl Client {
 
     /// Cancels a call: it completes with [`super::CallError::Cancelled`] and the server
     /// is told (`notifications/cancelled`, or over 2026 HTTP by closing its stream).
+    /// A call with a task behind it sends `tasks/cancel` for the task as well (the
+    /// tasks protocol forbids `notifications/cancelled` for a task); its answer is not
+    /// awaited.
     ///
     /// # Errors
     /// [`ApiMisuse::UnknownCall`] when the call already completed.

@@ -27,6 +27,21 @@
 //! unattributable messages become [`Event::PeerError`] (or fail the one call they name),
 //! and every count a server could grow has a limit in [`Limits`].
 //!
+//! # Tasks
+//!
+//! A `tools/call` may run as a task: asked for with [`CallRequest::as_task`] (2025-11-25
+//! task augmentation; 2026-07-28 with the `io.modelcontextprotocol/tasks` extension
+//! declared on the request), or chosen by a 2026 server when the config declares the
+//! extension ([`ClientCapabilities::with_tasks`](crate::model::ClientCapabilities::with_tasks)),
+//! or by a 2025 tool listed `taskSupport: "required"`. The machine then follows the task
+//! under the same [`CallId`]: [`Event::TaskCreated`], [`Event::TaskStatus`] for each
+//! change, polls at the server's interval on [`Client::poll_timeout`], input requests as
+//! [`Event::InputRequested`], and one [`Event::CallCompleted`] with the task's result.
+//! [`Client::task`] shows the latest view; [`Client::cancel`] sends `tasks/cancel`.
+//! [`CallRequest::list_tasks`], [`CallRequest::task_status`],
+//! [`CallRequest::task_result`] and [`CallRequest::cancel_task`] are the one-off
+//! requests. Records are read into [`Task`]; what is wrong with one is a [`TaskProblem`].
+//!
 //! # Transcripts
 //!
 //! Since the machine is a function of its inputs and their times, a run can be written
@@ -48,6 +63,7 @@ mod machine;
 mod output;
 mod session;
 mod stdio_link;
+mod task;
 pub mod transcript;
 mod transmit;
 
@@ -66,6 +82,10 @@ pub use input::{
 pub use machine::Client;
 pub use output::{AcceptDefaults, DeclineAll, InputHandler, ReadContents};
 pub use session::request::CallRequest;
+pub use task::{
+    DEFAULT_POLL_INTERVAL, MAX_DEFAULT_POLL_INTERVAL, MIN_POLL_INTERVAL, RELATED_TASK_KEY,
+    TASKS_EXTENSION, Task, TaskProblem, TaskStatus,
+};
 pub use transmit::{ConnId, Origin, Transmit, TransportFailure, TransportFailureKind};
 
 use crate::limits::Limits;

@@ -4,7 +4,7 @@ use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::{CallError, CallOutput, InputAnswer, InputRequest};
+use super::{CallError, CallOutput, InputAnswer, InputRequest, Task};
 use crate::content::{Content, PromptView, ResourceContents, read_contents};
 use crate::jsonrpc::{ErrorObject, codes};
 use crate::model::{CallToolResult, Completion, Prompt, Resource, Tool};
@@ -35,6 +35,31 @@ impl CallOutput {
     /// [`CallError::InvalidResponse`] when a tool does not parse.
     pub fn tools(&self) -> Result<Vec<Tool>, CallError> {
         self.items_as()
+    }
+
+    /// The items of `tasks/list` (2025-11-25), each read as [`Task::from_object`] with
+    /// the default `Limits::max_task_id_bytes`.
+    ///
+    /// # Errors
+    /// [`CallError::Task`] naming the first item that does not read.
+    pub fn tasks(&self) -> Result<Vec<Task>, CallError> {
+        let limit = crate::Limits::default().max_task_id_bytes;
+        self.items
+            .iter()
+            .map(|raw| Task::from_result(raw, crate::Era::Legacy, limit))
+            .collect::<Result<_, _>>()
+            .map_err(CallError::Task)
+    }
+
+    /// The task of a `tasks/get` or `tasks/cancel` result (2025-11-25, or `tasks/get`
+    /// in 2026-07-28: name the era the connection is in), read as
+    /// [`Task::from_result`] with the default `Limits::max_task_id_bytes`.
+    ///
+    /// # Errors
+    /// [`CallError::Task`] naming what is wrong.
+    pub fn task(&self, era: crate::Era) -> Result<Task, CallError> {
+        let limit = crate::Limits::default().max_task_id_bytes;
+        Task::from_result(&self.result, era, limit).map_err(CallError::Task)
     }
 
     /// The items of `resources/list`.

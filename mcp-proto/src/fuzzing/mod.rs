@@ -171,6 +171,29 @@ pub mod http_endpoint;
 pub mod server;
 pub mod sse;
 
+/// Task records of both eras (`Task::from_result`): never a panic; a record that reads
+/// has a non-empty id within the limit and a status message within `MAX_ECHO_BYTES`.
+pub fn task_records(data: &[u8]) {
+    use crate::client::{MAX_ECHO_BYTES, Task};
+    use serde_json::value::RawValue;
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(raw) = serde_json::from_str::<&RawValue>(text) else {
+        return;
+    };
+    for era in [crate::Era::Legacy, crate::Era::Modern] {
+        if let Ok(task) = Task::from_result(raw, era, 16) {
+            assert!(!task.task_id.is_empty() && task.task_id.len() <= 16);
+            assert!(
+                task.status_message
+                    .as_ref()
+                    .is_none_or(|m| m.len() <= MAX_ECHO_BYTES)
+            );
+        }
+    }
+}
+
 /// Content views on arbitrary JSON: a block keeps its bytes whatever its type, a decoded
 /// payload is never larger than the bound or than `decoded_len`, and prompt and resource
 /// views never panic.

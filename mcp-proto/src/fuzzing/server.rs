@@ -24,7 +24,8 @@ pub fn max_reply(line: usize) -> usize {
     16 * 1024 + 4 * line
 }
 
-/// The example server plus the fuzz tool `ask`, under small limits; `variant` (0–3)
+/// The example server plus the fuzz tool `ask` and the task tool `later`, under small
+/// limits; `variant` (0–3)
 /// picks the versions served and the page size: both eras, legacy only, modern only, or
 /// both eras with one item per page.
 #[must_use]
@@ -49,6 +50,19 @@ fn configure(c: &mut ServerConfig, variant: u8) {
         }}),
         ask,
     ));
+    // A task tool: the task paths of both eras (creation, polls, result, list, cancel).
+    c.tools.push(
+        Tool::new(
+            "later",
+            "Echoes `text`, as a task when asked (done after one poll)",
+            json!({"type": "object", "properties": {"text": {"type": "string"}}}),
+            |call: &ToolCall<'_>| {
+                let text = call.arguments.get("text").and_then(Value::as_str);
+                ToolOutcome::text(text.unwrap_or(""))
+            },
+        )
+        .as_task(1),
+    );
     match variant % 4 {
         1 => {
             c.versions = VersionPolicy {

@@ -66,6 +66,32 @@ pub fn legacy_only() -> Server {
     })
 }
 
+/// The example server with one more tool, `slow {text}`, that runs as a task when a
+/// call asks for one (2025-11-25 `params.task`, or a 2026-07-28 call declaring the tasks
+/// extension) and then shows `working` for [`SLOW_POLLS`] `tasks/get` polls before it
+/// completes with the text; otherwise it answers at once. The server then declares the
+/// 2025 `tasks` capability and the 2026 extension (see [`super::tasks`]).
+#[must_use]
+pub fn with_tasks() -> Server {
+    server_with(add_task_tool)
+}
+
+/// Adds the task tool `slow` of [`with_tasks`] to `config`.
+pub fn add_task_tool(config: &mut ServerConfig) {
+    config.tools.push(
+        Tool::new(
+            "slow",
+            "Echo the text back, as a task when asked (done after two polls)",
+            object_schema(json!({"text": {"type": "string"}}), &["text"]),
+            echo,
+        )
+        .as_task(SLOW_POLLS),
+    );
+}
+
+/// The `tasks/get` polls the task of `slow` shows `working` for ([`with_tasks`]).
+pub const SLOW_POLLS: u32 = 2;
+
 /// The example server returning `page_size` items per list page.
 #[must_use]
 pub fn paged(page_size: usize) -> Server {

@@ -74,6 +74,13 @@ impl Server {
             }
             "tools/call" if !self.config.tools.is_empty() => {
                 match calls::target(params, &self.config.tools) {
+                    Ok(target)
+                        if params.get("task").is_some_and(Value::is_object)
+                            && self.is_task_tool(&target.name) =>
+                    {
+                        let task = self.create_task(&target, Era::Legacy);
+                        self.send_result(&id, &json!({ "task": task }));
+                    }
                     Ok(target) => self.legacy_run(PendingCall {
                         client_id: id,
                         target,
@@ -86,7 +93,8 @@ impl Server {
             }
             _ => {
                 let reply = self
-                    .catalog(method, params, Era::Legacy)
+                    .task_request(method, params, Era::Legacy, None)
+                    .or_else(|| self.catalog(method, params, Era::Legacy))
                     .unwrap_or_else(|| Err(method_not_found(method)));
                 self.reply(&id, reply);
             }
@@ -120,9 +128,11 @@ impl Server {
             client_caps,
             initialized: false,
         });
+        let mut capabilities = self.capabilities();
+        self.add_task_capability(&mut capabilities, Era::Legacy);
         let mut result = json!({
             "protocolVersion": version,
-            "capabilities": self.capabilities(),
+            "capabilities": capabilities,
             "serverInfo": self.config.info,
         });
         if let (Some(text), Some(obj)) = (&self.config.instructions, result.as_object_mut()) {

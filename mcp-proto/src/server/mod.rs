@@ -74,6 +74,7 @@ mod modern;
 mod registry;
 mod seal;
 mod state;
+pub mod tasks;
 #[cfg(test)]
 mod tests;
 
@@ -108,6 +109,8 @@ pub struct Server {
     eof: bool,
     /// The end of the channel was handed out.
     close_reported: bool,
+    /// Tasks of the tools that run as tasks.
+    tasks: tasks::TaskStore,
 }
 
 impl Server {
@@ -124,6 +127,7 @@ impl Server {
             principal: None,
             eof: false,
             close_reported: false,
+            tasks: tasks::TaskStore::default(),
         }
     }
 

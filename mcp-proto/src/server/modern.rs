@@ -69,6 +69,25 @@ impl Server {
         };
         let reply = match method {
             "server/discover" => Ok(self.discover()),
+            "tools/call"
+                if super::tasks::declares_tasks(Some(&caps))
+                    && params.get("requestState").is_none()
+                    && params
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .is_some_and(|n| self.is_task_tool(n)) =>
+            {
+                match calls::target(params, &self.config.tools) {
+                    Ok(target) => {
+                        let mut task = self.create_task(&target, Era::Modern);
+                        if let Some(o) = task.as_object_mut() {
+                            o.insert("resultType".into(), json!("task"));
+                        }
+                        Ok(task)
+                    }
+                    Err(e) => Err(e),
+                }
+            }
             "tools/call" if !self.config.tools.is_empty() => {
                 match self.modern_call(now, params, version, &caps) {
                     Some(reply) => reply,
@@ -76,7 +95,8 @@ impl Server {
                 }
             }
             _ => self
-                .catalog(method, params, Era::Modern)
+                .task_request(method, params, Era::Modern, Some(&caps))
+                .or_else(|| self.catalog(method, params, Era::Modern))
                 .unwrap_or_else(|| Err(method_not_found(method))),
         };
         let reply = reply.map(|v| self.decorate(v, CACHEABLE.contains(&method)));
@@ -125,9 +145,11 @@ impl Server {
     }
 
     fn discover(&self) -> Value {
+        let mut capabilities = self.capabilities();
+        self.add_task_capability(&mut capabilities, Era::Modern);
         let mut result = json!({
             "supportedVersions": self.supported_versions(),
-            "capabilities": self.capabilities(),
+            "capabilities": capabilities,
         });
         if let (Some(text), Some(obj)) = (&self.config.instructions, result.as_object_mut()) {
             obj.insert("instructions".to_owned(), json!(text));

@@ -36,6 +36,10 @@ pub struct Tool {
     /// [`SealedStateCodec`](super::SealedStateCodec)); a replayed round is refused
     /// without running the handler. For tools with effects that must not repeat.
     pub single_use_state: bool,
+    /// Runs as a task when a call asks for one (`execution.taskSupport: "optional"`),
+    /// its task showing `working` for this many `tasks/get` polls; see
+    /// [`Tool::as_task`].
+    pub task_polls: Option<u32>,
 }
 
 impl Tool {
@@ -53,6 +57,7 @@ impl Tool {
             input_schema,
             handler: Box::new(handler),
             single_use_state: false,
+            task_polls: None,
         }
     }
 
@@ -64,9 +69,26 @@ impl Tool {
         self
     }
 
+    /// The same tool, run as a task when a call asks for one (a 2025-11-25
+    /// `params.task`, or a 2026-07-28 call declaring the tasks extension): its handler
+    /// runs at once and the task shows `working` for `polls` `tasks/get` polls, then
+    /// its end (the server module `tasks` describes the model). Other calls run it as
+    /// usual.
+    #[must_use]
+    pub fn as_task(mut self, polls: u32) -> Self {
+        self.task_polls = Some(polls);
+        self
+    }
+
     /// The entry of this tool in `tools/list`.
     pub(super) fn listing(&self) -> Value {
-        json!({"name": self.name, "description": self.description, "inputSchema": self.input_schema})
+        let mut listing = json!({"name": self.name, "description": self.description, "inputSchema": self.input_schema});
+        if self.task_polls.is_some()
+            && let Some(o) = listing.as_object_mut()
+        {
+            o.insert("execution".into(), json!({"taskSupport": "optional"}));
+        }
+        listing
     }
 }
 

@@ -990,3 +990,141 @@ fn fuzzish_inputs_never_panic() {
         serde_json::from_slice::<Value>(line).unwrap();
     }
 }
+
+#[test]
+fn task_tools_declare_tasks_and_refuse_undeclared_task_requests() {
+    let ext = crate::client::TASKS_EXTENSION;
+    // Without a task tool, nothing about tasks.
+    let mut p = Peer::new(example::server());
+    let init = p.initialize("2025-11-25", json!({}));
+    assert!(init["result"]["capabilities"].get("tasks").is_none());
+    let r = p.call(json!(1), "tasks/list", json!({}));
+    assert_eq!(r["error"]["code"], -32601);
+
+    let mut p = Peer::new(example::with_tasks());
+    let init = p.initialize("2025-11-25", json!({}));
+    assert_eq!(
+        init["result"]["capabilities"]["tasks"]["requests"]["tools"]["call"],
+        json!({})
+    );
+    let list = p.call(json!(1), "tools/list", json!({}));
+    let slow = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "slow")
+        .unwrap()
+        .clone();
+    assert_eq!(slow["execution"]["taskSupport"], "optional");
+    let created = p.call(
+        json!(2),
+        "tools/call",
+        json!({"name":"slow","arguments":{"text":"a"},"task":{}}),
+    );
+    let id = created["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // tasks/result ends it at once, tagged with its task.
+    let r = p.call(json!(3), "tasks/result", json!({"taskId": id}));
+    assert_eq!(r["result"]["content"][0]["text"], "a");
+    assert_eq!(
+        r["result"]["_meta"][crate::client::RELATED_TASK_KEY]["taskId"],
+        id
+    );
+    let r = p.call(json!(4), "tasks/cancel", json!({"taskId": id}));
+    assert_eq!(r["error"]["code"], -32602, "already terminal");
+
+    let mut p = Peer::new(example::with_tasks());
+    let d = p.call(
+        json!(1),
+        "server/discover",
+        json!({"_meta": meta(json!({}))}),
+    );
+    assert_eq!(d["result"]["capabilities"]["extensions"][ext], json!({}));
+    // Not declared: a plain call, and task requests are refused with -32021.
+    let r = p.call(
+        json!(2),
+        "tools/call",
+        json!({"name":"slow","arguments":{"text":"b"},"_meta": meta(json!({}))}),
+    );
+    assert_eq!(r["result"]["content"][0]["text"], "b");
+    let r = p.call(
+        json!(3),
+        "tasks/get",
+        json!({"taskId":"task-1","_meta": meta(json!({}))}),
+    );
+    assert_eq!(r["error"]["code"], -32021);
+    assert_eq!(
+        r["error"]["data"]["requiredCapabilities"]["extensions"][ext],
+        json!({})
+    );
+    let declared = meta(json!({"extensions": {ext: {}}}));
+    let r = p.call(
+        json!(4),
+        "tools/call",
+        json!({"name":"slow","arguments":{"text":"c"},"_meta": declared}),
+    );
+    assert_eq!(r["result"]["resultType"], "task");
+    assert_eq!(r["result"]["pollIntervalMs"], 100);
+    let id = r["result"]["taskId"].clone();
+    for (n, status) in [(5, "working"), (6, "completed")] {
+        let r = p.call(
+            json!(n),
+            "tasks/get",
+            json!({"taskId": id, "_meta": declared}),
+        );
+        assert_eq!(r["result"]["status"], status);
+        assert_eq!(r["result"]["resultType"], "complete");
+    }
+    let r = p.call(
+        json!(7),
+        "tasks/get",
+        json!({"taskId": id, "_meta": declared}),
+    );
+    assert_eq!(r["result"]["result"]["content"][0]["text"], "c");
+    let r = p.call(
+        json!(8),
+        "tasks/result",
+        json!({"taskId": id, "_meta": declared}),
+    );
+    assert_eq!(
+        r["error"]["code"], -32601,
+        "no tasks/result in the extension"
+    );
+}
+
+#[test]
+fn the_fuzzed_server_serves_many_tasks_within_the_reply_bound() {
+    let mut input = String::new();
+    input.push_str(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"f","version":"0"}}}"#);
+    input.push('\n');
+    input.push_str(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    input.push('\n');
+    for i in 1..80 {
+        input.push_str(&format!(
+            r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"later","arguments":{{"text":"{i}"}},"task":{{}}}}}}"#
+        ));
+        input.push('\n');
+    }
+    for (i, m) in [
+        "tasks/list",
+        "tasks/get",
+        "tasks/cancel",
+        "tasks/result",
+        "tasks/get",
+    ]
+    .iter()
+    .enumerate()
+    {
+        input.push_str(&format!(
+            r#"{{"jsonrpc":"2.0","id":{},"method":"{m}","params":{{"taskId":"task-79"}}}}"#,
+            100 + i
+        ));
+        input.push('\n');
+    }
+    // Legacy only (variant 1), in pieces of 8 bytes, then the end of input.
+    let mut data = vec![0x80 | (1 << 5) | 7];
+    data.extend_from_slice(input.as_bytes());
+    crate::fuzzing::server::server_machine(&data);
+}

@@ -90,6 +90,9 @@ impl Purpose {
                     | "logging/setLevel"
                     | "resources/subscribe"
                     | "resources/unsubscribe"
+                    | "tasks/get"
+                    | "tasks/list"
+                    | "tasks/result"
             ),
             // Notifications and responses are idempotent to the server (a response to
             // an id already answered is ignored); GETs and DELETEs too.

@@ -65,6 +65,13 @@ impl Session {
         let caps = self.config.capabilities.to_json(version);
         let info = serde_json::to_value(&self.config.client_info).unwrap_or(Value::Null);
         self.envelope = request::modern_envelope(version.as_str(), &caps, &info);
+        let caps = self
+            .config
+            .capabilities
+            .clone()
+            .with_tasks()
+            .to_json(version);
+        self.task_envelope = request::modern_envelope(version.as_str(), &caps, &info);
     }
 
     /// The newest legacy version the client accepts, for an `initialize` that follows no

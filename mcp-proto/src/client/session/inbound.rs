@@ -25,7 +25,7 @@ use crate::version::Era;
 const URL_ELICITATION_REQUIRED: i64 = -32042;
 
 /// A request for input that passed its checks.
-enum Vetted {
+pub(super) enum Vetted {
     /// Someone must answer it; the answer must pass the check.
     Ask(InputRequest, AnswerCheck),
     /// Answered without asking anyone (roots from the config).
@@ -33,12 +33,12 @@ enum Vetted {
 }
 
 /// A request for input that did not pass its checks.
-struct Refusal {
-    error: ErrorObject,
+pub(super) struct Refusal {
+    pub(super) error: ErrorObject,
     /// An elicitation the client cannot present (an unsupported form schema, a URL the
     /// policy refuses): in 2026, where an input request cannot be answered with an
     /// error, it is declined instead of failing the call.
-    declinable: bool,
+    pub(super) declinable: bool,
     /// The kind of input asked for, when the client did not declare it.
     undeclared: Option<&'static str>,
 }
@@ -53,7 +53,7 @@ impl From<ErrorObject> for Refusal {
     }
 }
 
-fn decline_value() -> Value {
+pub(super) fn decline_value() -> Value {
     let mut m = Map::new();
     m.insert("action".into(), Value::String("decline".into()));
     Value::Object(m)
@@ -184,6 +184,7 @@ impl Session {
         };
         let Some(call) = self.by_rpc.remove(&rpc) else {
             if self.ignored_ids.contains(&rpc) {
+                self.detached.retain(|(r, _, _)| *r != rpc);
                 return; // an answer we said we no longer want
             }
             let text = rpc.to_string();
@@ -202,7 +203,10 @@ impl Session {
             Err(e) if e.code == URL_ELICITATION_REQUIRED && self.era() == Some(Era::Legacy) => {
                 self.url_elicitation_required(call, e);
             }
-            Err(e) => self.complete(call, Err(CallError::Server(e))),
+            Err(e) => {
+                self.task_error_answer(call, &e);
+                self.complete(call, Err(CallError::Server(e)));
+            }
             Ok(raw) => self.handle_result(now, call, raw),
         }
     }
@@ -225,7 +229,7 @@ impl Session {
         let mut waiting = self
             .inputs
             .values()
-            .filter(|p| !matches!(p, PendingInput::Modern { .. }))
+            .filter(|p| !matches!(p, PendingInput::Modern { .. } | PendingInput::Task { .. }))
             .count();
         let mut waiting_bytes: usize = self.inputs.values().map(PendingInput::bytes).sum();
         let (max_waiting, max_bytes) = (
@@ -304,6 +308,17 @@ impl Session {
     }
 
     fn handle_result(&mut self, now: Instant, id: CallId, raw: Box<RawValue>) {
+        if self
+            .calls
+            .get(&id)
+            .and_then(|c| c.task.as_ref())
+            .is_some_and(|t| t.wire.is_some())
+        {
+            return self.task_response(now, id, raw);
+        }
+        if self.era() == Some(Era::Legacy) && self.is_legacy_task_answer(id, &raw) {
+            return self.task_created(now, id, &raw);
+        }
         if self.era() == Some(Era::Modern) {
             let head = match serde_json::from_str::<ResultHead<'_>>(raw.get()) {
                 Ok(h) => h.result_type.map(str::to_owned),
@@ -317,6 +332,19 @@ impl Session {
                 None | Some("complete") => {}
                 Some("input_required") => {
                     self.handle_input_required(now, id, &raw);
+                    return;
+                }
+                Some("task") => {
+                    let Some(call) = self.calls.get(&id) else {
+                        return;
+                    };
+                    let method = &call.request.method;
+                    if method != "tools/call" || !self.declares_tasks(&call.request) {
+                        let p = crate::client::TaskProblem::NotOffered(method.clone());
+                        self.complete(id, Err(CallError::Task(p)));
+                        return;
+                    }
+                    self.task_created(now, id, &raw);
                     return;
                 }
                 Some(other) => {
@@ -412,6 +440,22 @@ impl Session {
         }
     }
 
+    /// 2025-11-25: whether the answer to call `id` is a `CreateTaskResult`: the call
+    /// went out with `params.task` and the result has a `task` object.
+    fn is_legacy_task_answer(&self, id: CallId, raw: &RawValue) -> bool {
+        #[derive(Deserialize)]
+        struct Head<'a> {
+            #[serde(borrow, default)]
+            task: Option<&'a RawValue>,
+        }
+        let asked = self.calls.get(&id).is_some_and(|c| c.augmented);
+        asked
+            && serde_json::from_str::<Head<'_>>(raw.get())
+                .ok()
+                .and_then(|h| h.task)
+                .is_some_and(|t| t.get().starts_with('{'))
+    }
+
     /// A 2026 `input_required` result: surface each input request, or retry at once when
     /// the server only sent `requestState`.
     fn handle_input_required(&mut self, now: Instant, id: CallId, raw: &RawValue) {
@@ -505,7 +549,7 @@ impl Session {
         }
     }
 
-    fn embedded_input(&self, value: Value) -> Result<Vetted, Refusal> {
+    pub(super) fn embedded_input(&self, value: Value) -> Result<Vetted, Refusal> {
         let req: EmbeddedRequest = serde_json::from_value(value).map_err(|e| {
             Refusal::from(ErrorObject::new(
                 codes::INVALID_PARAMS,
@@ -708,7 +752,7 @@ impl Session {
             PendingInput::Legacy { bytes, .. } | PendingInput::Notice { bytes, .. } => {
                 (n + 1, b + bytes)
             }
-            PendingInput::Modern { .. } => (n, b),
+            PendingInput::Modern { .. } | PendingInput::Task { .. } => (n, b),
         });
         let limits = &self.config.limits;
         if waiting >= limits.max_pending_server_requests {
@@ -735,6 +779,9 @@ impl Session {
             let id = id.to_owned();
             self.remember_url_elicitation(&id);
         }
+        let related = super::tasks::related_task(r.params.as_deref())
+            .filter(|t| t.len() <= self.config.limits.max_task_id_bytes);
+        let call = related.as_deref().and_then(|t| self.call_of_task(t));
         let input = self.alloc_input();
         self.inputs.insert(
             input,
@@ -742,17 +789,33 @@ impl Session {
                 server_id: r.id,
                 bytes,
                 check,
+                related,
             },
         );
         self.pause_deadlines(now);
         self.events.push_back(Event::InputRequested {
             input,
-            call: None,
+            call,
             request,
         });
     }
 
     pub(super) fn handle_notification(&mut self, now: Instant, n: Notification) {
+        let status = match self.era() {
+            Some(Era::Legacy) => "notifications/tasks/status",
+            _ => "notifications/tasks",
+        };
+        if n.method == status
+            && let Err(detail) = self.task_notification(now, n.params.as_deref())
+        {
+            self.peer_error(PeerError::MalformedNotification {
+                method: n.method.clone(),
+                detail,
+            });
+        }
+        if n.method == "notifications/tasks/status" {
+            return;
+        }
         if n.method != "notifications/cancelled"
             && let Some(id) = self.subscription_of(&n)
         {

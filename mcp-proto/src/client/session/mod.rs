@@ -55,12 +55,23 @@
 //! ([`Event::SubscriptionReconnecting`]), at most [`MAX_LISTEN_RECONNECTS`] times in a row
 //! without an acknowledgement. In the legacy era a listen ends at once with
 //! [`CallError::NotInVersion`].
+//!
+//! A `tools/call` may come back as a task: a 2025-11-25 `CreateTaskResult` to a request
+//! that carried `params.task`, or a 2026-07-28 `resultType: "task"` to one that declared
+//! the `io.modelcontextprotocol/tasks` extension (anything else answered with a task
+//! fails with [`crate::client::TaskProblem::NotOffered`]). The call then follows the task
+//! to its end under the same [`CallId`] (`tasks.rs`): [`Event::TaskCreated`], an
+//! [`Event::TaskStatus`] per change, polls at the server's interval, 2026 input requests
+//! answered with `tasks/update`, the 2025 result fetched with `tasks/result`, and one
+//! [`Event::CallCompleted`] with the task's result, error or cancellation. A call that
+//! fails while its task may still run sends `tasks/cancel`.
 
 mod answer;
 pub(crate) mod cache;
 mod handshake;
 mod inbound;
 pub(crate) mod request;
+mod tasks;
 mod transport;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -107,6 +118,14 @@ pub(crate) struct Session {
     pub(crate) events: EventQueue,
     /// The 2026 `_meta` members, serialised once.
     envelope: String,
+    /// The same, declaring the tasks extension (for requests that may create a task
+    /// and for `tasks/*`).
+    task_envelope: String,
+    /// Requests sent for a call already over (`tasks/cancel`): their method and params,
+    /// for the HTTP headers; their answers are ignored.
+    detached: VecDeque<(i64, &'static str, serde_json::Map<String, Value>)>,
+    /// 2025-11-25: the `execution.taskSupport` of each tool of the latest `tools/list`.
+    task_support: HashMap<String, tasks::ToolTasks>,
     server: Option<ServerDetails>,
     /// Since when legacy server requests have been waiting for the user.
     paused_since: Option<Instant>,
@@ -227,6 +246,10 @@ struct Call {
     acknowledged: bool,
     /// For a cacheable listing: the caching hints of its pages so far.
     cache: Option<cache::Pending>,
+    /// The task behind the call, once the server made one.
+    task: Option<Box<tasks::TaskTrack>>,
+    /// 2025-11-25: its current request went out task-augmented (`params.task`).
+    augmented: bool,
 }
 
 #[derive(Debug)]
@@ -236,8 +259,15 @@ enum PendingInput {
         server_id: RequestId,
         bytes: usize,
         check: AnswerCheck,
+        /// 2025-11-25: the task it belongs to (`related-task`), echoed in the answer.
+        related: Option<String>,
     },
     Modern {
+        call: CallId,
+        check: AnswerCheck,
+    },
+    /// 2026: an input request of the task behind `call`, under `key`.
+    Task {
         call: CallId,
         check: AnswerCheck,
     },
@@ -253,6 +283,7 @@ impl PendingInput {
         match self {
             PendingInput::Legacy { check, .. }
             | PendingInput::Modern { check, .. }
+            | PendingInput::Task { check, .. }
             | PendingInput::Notice { check, .. } => check,
         }
     }
@@ -261,7 +292,7 @@ impl PendingInput {
     fn bytes(&self) -> usize {
         match self {
             PendingInput::Legacy { bytes, .. } | PendingInput::Notice { bytes, .. } => *bytes,
-            PendingInput::Modern { .. } => 0,
+            PendingInput::Modern { .. } | PendingInput::Task { .. } => 0,
         }
     }
 }
@@ -301,6 +332,9 @@ impl Session {
             outgoing: VecDeque::new(),
             events,
             envelope: String::new(),
+            task_envelope: String::new(),
+            detached: VecDeque::new(),
+            task_support: HashMap::new(),
             server: None,
             paused_since: None,
             transport: Transport::Stdio,
@@ -538,6 +572,11 @@ impl Session {
                 self.send_call(now, id);
                 continue;
             }
+            if call.task.is_some() && call.rpc_id.is_none() {
+                // Time for the next poll of the task.
+                self.task_poll(now, id);
+                continue;
+            }
             let timeout = call.timeout;
             self.send_cancel_for(id, "timeout");
             self.complete(id, Err(CallError::Timeout(timeout)));
@@ -704,6 +743,8 @@ impl Session {
                 reconnects: 0,
                 acknowledged: false,
                 cache: pending,
+                task: None,
+                augmented: false,
             },
         );
         if matches!(self.state, State::Ready(..)) {
@@ -738,10 +779,24 @@ impl Session {
         };
         match pending {
             PendingInput::Notice { .. } => {}
-            PendingInput::Legacy { server_id, .. } => {
+            PendingInput::Legacy {
+                server_id, related, ..
+            } => {
                 let mut out = Vec::new();
                 match answer {
-                    InputAnswer::Result(v) => {
+                    InputAnswer::Result(mut v) => {
+                        // 2025-11-25: an answer for a task carries its related-task.
+                        if let (Some(task_id), Value::Object(o)) = (related, &mut v) {
+                            let meta = o
+                                .entry("_meta")
+                                .or_insert_with(|| Value::Object(serde_json::Map::new()));
+                            if let Value::Object(meta) = meta {
+                                meta.insert(
+                                    crate::client::RELATED_TASK_KEY.to_owned(),
+                                    serde_json::json!({ "taskId": task_id }),
+                                );
+                            }
+                        }
                         jsonrpc::encode_result(&mut out, Some(&server_id), &jsonrpc::to_raw(&v));
                     }
                     InputAnswer::Error(e) => jsonrpc::encode_error(&mut out, Some(&server_id), &e),
@@ -750,6 +805,7 @@ impl Session {
                 self.resume_deadlines(now);
             }
             PendingInput::Modern { call, .. } => self.answer_round(now, call, input, answer),
+            PendingInput::Task { call, .. } => self.answer_task_input(now, call, input, answer),
         }
         Ok(())
     }
@@ -836,7 +892,11 @@ impl Session {
                 self.complete(id, Err(CallError::NotInVersion { method, version }));
                 return;
             }
-            if era == Era::Legacy && call.request.method == request::LISTEN {
+            let not_here = match era {
+                Era::Modern => [request::TASKS_RESULT, request::TASKS_LIST],
+                Era::Legacy => [request::LISTEN, request::TASKS_UPDATE],
+            };
+            if not_here.contains(&call.request.method.as_str()) {
                 let method = call.request.method.clone();
                 self.complete(id, Err(CallError::NotInVersion { method, version }));
                 return;
@@ -852,16 +912,39 @@ impl Session {
             return;
         }
         let rpc_id = self.alloc_rpc_id();
-        let envelope = if modern { self.envelope.as_str() } else { "" };
+        let augment = self
+            .calls
+            .get(&id)
+            .is_some_and(|c| self.augments(&c.request));
+        let declared = self
+            .calls
+            .get(&id)
+            .is_some_and(|c| self.declares_tasks(&c.request));
+        let envelope = match (modern, declared) {
+            (false, _) => "",
+            (true, true) => self.task_envelope.as_str(),
+            (true, false) => self.envelope.as_str(),
+        };
         let Some(call) = self.calls.get_mut(&id) else {
             return;
         };
+        let mut extra: Vec<(&str, &Value)> = Vec::new();
+        call.augmented = augment;
+        let task_meta;
+        if augment {
+            let mut t = serde_json::Map::new();
+            if let Some(ttl) = call.request.task.and_then(|a| a.ttl) {
+                let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+                t.insert("ttl".into(), Value::from(ms));
+            }
+            task_meta = Value::Object(t);
+            extra.push(("task", &task_meta));
+        }
         let log_level = if modern {
             call.request.log_level.or(self.log_level)
         } else {
             None
         };
-        let mut extra: Vec<(&str, &Value)> = Vec::new();
         let responses;
         let state;
         if !call.pending.is_empty() {
@@ -899,6 +982,32 @@ impl Session {
         call.acknowledged = false;
         self.push_out(out, OutKind::Request(rpc_id));
         self.by_rpc.insert(rpc_id, id);
+    }
+
+    /// 2025-11-25: remembers the `execution.taskSupport` of every tool a `tools/list`
+    /// lists (see [`Session::augments`]).
+    fn learn_task_tools(&mut self, output: &CallOutput) {
+        #[derive(serde::Deserialize)]
+        struct Execution<'a> {
+            #[serde(rename = "taskSupport", borrow, default)]
+            task_support: Option<&'a str>,
+        }
+        #[derive(serde::Deserialize)]
+        struct ToolHead<'a> {
+            #[serde(borrow)]
+            name: std::borrow::Cow<'a, str>,
+            #[serde(borrow, default)]
+            execution: Option<Execution<'a>>,
+        }
+        self.task_support = output
+            .items
+            .iter()
+            .filter_map(|raw| serde_json::from_str::<ToolHead<'_>>(raw.get()).ok())
+            .map(|t| {
+                let support = t.execution.as_ref().and_then(|e| e.task_support);
+                (t.name.into_owned(), tasks::ToolTasks::of(support))
+            })
+            .collect();
     }
 
     /// 2026-07-28 has no `logging/setLevel`: the level becomes the default of later
@@ -963,6 +1072,29 @@ impl Session {
         };
         if let Some(rpc) = call.rpc_id {
             self.by_rpc.remove(&rpc);
+            if call.task.is_some() {
+                // A task request still in flight (the task ended by a notification).
+                remember(&mut self.ignored_ids, rpc);
+            }
+        }
+        if let Some(track) = &call.task {
+            // A call that fails while its task may still run (cancelled, timed out, an
+            // unusable record, a transport failure) leaves no task behind.
+            if outcome.is_err() && !track.task.status.is_terminal() && self.state != State::Closed {
+                self.send_task_cancel(&track.task.task_id);
+            }
+            for (_, input) in &track.open {
+                if self.inputs.remove(input).is_some() {
+                    self.events
+                        .push_back(Event::InputCancelled { input: *input });
+                }
+            }
+        }
+        if call.request.method == "tools/list"
+            && self.era() == Some(Era::Legacy)
+            && let Ok(output) = &outcome
+        {
+            self.learn_task_tools(output);
         }
         if outcome.is_ok() {
             // The server did work: a later exit starts a new run of restarts.

@@ -20,7 +20,23 @@ pub struct CallRequest {
     pub(crate) list_key: Option<&'static str>,
     /// 2026-07-28: the least severe log messages wanted for this request.
     pub(crate) log_level: Option<LogLevel>,
+    /// Run as a task where the server allows it ([`CallRequest::as_task`]).
+    pub(crate) task: Option<TaskAsk>,
 }
+
+/// How a call asked to run as a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TaskAsk {
+    /// 2025-11-25: the `ttl` asked for.
+    pub(crate) ttl: Option<Duration>,
+}
+
+/// The methods of the task protocol.
+pub(crate) const TASKS_GET: &str = "tasks/get";
+pub(crate) const TASKS_RESULT: &str = "tasks/result";
+pub(crate) const TASKS_UPDATE: &str = "tasks/update";
+pub(crate) const TASKS_CANCEL: &str = "tasks/cancel";
+pub(crate) const TASKS_LIST: &str = "tasks/list";
 
 impl CallRequest {
     /// Any method with params (a JSON object; `Value::Null` means none).
@@ -43,7 +59,68 @@ impl CallRequest {
             progress: false,
             list_key: None,
             log_level: None,
+            task: None,
         }
+    }
+
+    fn for_task(method: &str, task_id: &str) -> Self {
+        let mut params = Map::new();
+        params.insert("taskId".into(), Value::String(task_id.to_owned()));
+        Self::new(method, Value::Object(params))
+    }
+
+    /// Run this `tools/call` as a task where the server allows it, and follow the task
+    /// to its end: the call completes once, with the task's final result (or error, or
+    /// [`CallError::TaskCancelled`](crate::client::CallError::TaskCancelled)), after an
+    /// [`Event::TaskCreated`](crate::client::Event::TaskCreated) naming the task and an
+    /// [`Event::TaskStatus`](crate::client::Event::TaskStatus) for every change the
+    /// machine sees while it polls `tasks/get` at the server's poll interval.
+    /// [`Client::cancel`](crate::client::Client::cancel) sends `tasks/cancel`.
+    ///
+    /// 2025-11-25: the request carries `params.task` (with `ttl` when given) when the
+    /// server declared `tasks.requests.tools.call`; otherwise it goes out as a plain
+    /// call. 2026-07-28: the request declares the `io.modelcontextprotocol/tasks`
+    /// extension (whether the [`ClientConfig`](crate::client::ClientConfig) does or
+    /// not); the server decides whether a task is made. `ttl` has no meaning there.
+    #[must_use]
+    pub fn as_task(mut self, ttl: Option<Duration>) -> Self {
+        self.task = Some(TaskAsk { ttl });
+        self
+    }
+
+    /// `tasks/list` (2025-11-25), every page; read the items with
+    /// [`CallOutput::tasks`](crate::client::CallOutput::tasks). The 2026-07-28
+    /// extension has no listing: there the call fails locally with
+    /// [`CallError::NotInVersion`](crate::client::CallError::NotInVersion).
+    #[must_use]
+    pub fn list_tasks() -> Self {
+        Self::listing(TASKS_LIST, "tasks")
+    }
+
+    /// `tasks/get` for the task `task_id`, once (the machine polls the tasks of its
+    /// own calls by itself): read it with
+    /// [`CallOutput::task`](crate::client::CallOutput::task). In 2026-07-28 the request
+    /// declares the tasks extension.
+    #[must_use]
+    pub fn task_status(task_id: &str) -> Self {
+        Self::for_task(TASKS_GET, task_id)
+    }
+
+    /// `tasks/result` (2025-11-25): the result of the task `task_id`, once it is
+    /// terminal (the server holds the answer until then). The 2026-07-28 extension
+    /// inlines results in `tasks/get`: there the call fails locally with
+    /// [`CallError::NotInVersion`](crate::client::CallError::NotInVersion).
+    #[must_use]
+    pub fn task_result(task_id: &str) -> Self {
+        Self::for_task(TASKS_RESULT, task_id)
+    }
+
+    /// `tasks/cancel` for the task `task_id`. 2025-11-25 answers with the task (now
+    /// `cancelled`), or `-32602` when it had already finished; 2026-07-28 answers with
+    /// an acknowledgement, the task ending later.
+    #[must_use]
+    pub fn cancel_task(task_id: &str) -> Self {
+        Self::for_task(TASKS_CANCEL, task_id)
     }
 
     fn listing(method: &str, key: &'static str) -> Self {

@@ -24,7 +24,13 @@ impl Session {
         rpc_id: i64,
     ) -> Option<(&str, Option<&serde_json::Map<String, serde_json::Value>>)> {
         if let Some(call) = self.by_rpc.get(&rpc_id).and_then(|c| self.calls.get(c)) {
+            if let Some((method, params)) = call.task.as_ref().and_then(|t| t.wire()) {
+                return Some((method, Some(params)));
+            }
             return Some((&call.request.method, Some(&call.request.params)));
+        }
+        if let Some((_, method, params)) = self.detached.iter().find(|(r, _, _)| *r == rpc_id) {
+            return Some((method, Some(params)));
         }
         match self
             .handshake
@@ -52,7 +58,7 @@ impl Session {
         let Some(c) = self.calls.get(&call) else {
             return false;
         };
-        if c.rounds > 0 || c.pages > 0 || c.request_state.is_some() {
+        if c.rounds > 0 || c.pages > 0 || c.request_state.is_some() || c.task.is_some() {
             return false;
         }
         let deadline = c.deadline;
@@ -178,6 +184,11 @@ impl Session {
             if self.reconnect_subscription(now, call) {
                 return;
             }
+        }
+        if (status.is_none() || status.is_some_and(|s| s >= 500))
+            && self.retry_task_poll(now, call, rpc_id)
+        {
+            return;
         }
         self.complete(call, Err(CallError::Http(failure)));
     }

@@ -77,6 +77,8 @@ diff!(Limits {
     max_queued_notifications,
     max_queued_event_bytes,
     max_queued_output_bytes,
+    max_task_id_bytes,
+    max_task_polls,
     request_timeout,
     probe_timeout,
     initialize_timeout,
@@ -306,6 +308,9 @@ impl RequestRepr {
             progress: request.progress,
             list_key: request.list_key.map(str::to_owned),
             log_level: request.log_level,
+            task: request
+                .task
+                .map(|a| super::entry::TaskAskRepr { ttl: a.ttl }),
         }
     }
 
@@ -314,13 +319,23 @@ impl RequestRepr {
         request.timeout = self.timeout;
         request.progress = self.progress;
         request.log_level = self.log_level;
+        request.task = self
+            .task
+            .as_ref()
+            .map(|a| crate::client::session::request::TaskAsk { ttl: a.ttl });
         request.list_key = match self.list_key.as_deref() {
             None => None,
             Some(key) => Some(
-                ["tools", "resources", "resourceTemplates", "prompts"]
-                    .into_iter()
-                    .find(|k| *k == key)
-                    .ok_or_else(|| format!("unknown listing key {key:?}"))?,
+                [
+                    "tools",
+                    "resources",
+                    "resourceTemplates",
+                    "prompts",
+                    "tasks",
+                ]
+                .into_iter()
+                .find(|k| *k == key)
+                .ok_or_else(|| format!("unknown listing key {key:?}"))?,
             ),
         };
         Ok(request)

@@ -76,6 +76,16 @@ pub(crate) struct RequestRepr {
     pub(crate) list_key: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) log_level: Option<crate::client::LogLevel>,
+    /// [`CallRequest::as_task`](crate::client::CallRequest::as_task), with its `ttl`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) task: Option<TaskAskRepr>,
+}
+
+/// A call's request to run as a task.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub(crate) struct TaskAskRepr {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) ttl: Option<std::time::Duration>,
 }
 
 /// An answer as the `respond` command took it.
