@@ -763,6 +763,11 @@ impl Session {
                 self.complete(id, Err(CallError::NotInVersion { method, version }));
                 return;
             }
+            if let Some(feature) = undeclared(&call.request.method, self.server.as_ref()) {
+                let method = call.request.method.clone();
+                self.complete(id, Err(CallError::NotDeclared { method, feature }));
+                return;
+            }
             if era == Era::Legacy && call.request.method == request::LISTEN {
                 let method = call.request.method.clone();
                 self.complete(id, Err(CallError::NotInVersion { method, version }));
@@ -1114,4 +1119,16 @@ fn remember(ring: &mut VecDeque<i64>, id: i64) {
         ring.pop_front();
     }
     ring.push_back(id);
+}
+
+/// For a method of the Skills extension, what the server must have declared for it and
+/// did not.
+fn undeclared(method: &str, server: Option<&ServerDetails>) -> Option<&'static str> {
+    let support = server.and_then(crate::skills::SkillsSupport::of);
+    if method == "resources/directory/read" {
+        return (!support.is_some_and(|s| s.directory_read))
+            .then_some("io.modelcontextprotocol/skills with directoryRead: true");
+    }
+    (method.starts_with("skills/") && support.is_none())
+        .then_some(crate::skills::EXTENSION)
 }
