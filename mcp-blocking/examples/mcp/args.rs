@@ -107,6 +107,14 @@ pub enum Command {
     Prompts {
         server: String,
     },
+    /// `mcp skills <server> [<skill>] [--file PATH]`.
+    Skills {
+        server: String,
+        /// A skill's name (unique in the listing) or the URI of its `SKILL.md`: load it.
+        skill: Option<String>,
+        /// `--file PATH`: then read this file of the loaded skill.
+        file: Option<String>,
+    },
     Complete {
         server: String,
         reference: CompletionRef,
@@ -234,6 +242,7 @@ fn command_flags(command: &str) -> Option<&'static [(&'static str, Kind)]> {
             ("--resource-template", Kind::Value),
             ("--arg", Kind::Repeat),
         ],
+        "skills" => &[("--file", Kind::Value)],
         "status" | "doctor" => &[("--connect", Kind::Bool)],
         "serve-example" => &[
             ("--stdio", Kind::Bool),
@@ -496,6 +505,23 @@ fn build(name: &str, mut w: Words) -> Result<Command, Usage> {
         "prompts" => Command::Prompts {
             server: one(&mut w, "server")?,
         },
+        "skills" => {
+            let file = w.value("--file");
+            let mut got = std::mem::take(&mut w.positionals).into_iter();
+            let (Some(server), skill, None) = (got.next(), got.next(), got.next()) else {
+                return Err(Usage::new(
+                    "skills takes <server> and optionally <skill> (a name or a SKILL.md URI)",
+                ));
+            };
+            if file.is_some() && skill.is_none() {
+                return Err(Usage::new("--file needs a <skill> to read it from"));
+            }
+            Command::Skills {
+                server,
+                skill,
+                file,
+            }
+        }
         "test" => Command::Test {
             name: one(&mut w, "name")?,
         },
@@ -837,6 +863,9 @@ Using a server:
   mcp call <server> <tool> [--args JSON] [--arg key=value]... [--auto-accept] [--no-input]
   mcp resources <server> | mcp read <server> <uri>
   mcp prompts <server>   | mcp prompt <server> <name> [--arg key=value]...
+  mcp skills <server> [<skill> [--file PATH]]   the server's skills (Skills extension);
+        with <skill> (a name or a SKILL.md URI) load it and print its SKILL.md, verified
+        against its entry; with --file, print that file of the skill, verified
   mcp complete <server> (--prompt <name> | --resource-template <uri-template>)
         <argument> <partial-value> [--arg key=value]...   suggested values for an argument
   mcp listen <server> [--resource <uri>]... [--list-changed] [--max-events N]

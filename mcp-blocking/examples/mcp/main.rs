@@ -23,6 +23,7 @@ mod extras;
 mod output;
 mod prompt;
 mod session;
+mod skills;
 mod terminal;
 
 use std::io::Write;
@@ -104,6 +105,11 @@ fn run(global: &Global, command: Command) -> Result<u8, Failure> {
         Command::Resources { server } => commands::resources(global, &server),
         Command::Read { server, uri, input } => commands::read(global, &server, &uri, input),
         Command::Prompts { server } => commands::prompts(global, &server),
+        Command::Skills {
+            server,
+            skill,
+            file,
+        } => skills::run(global, &server, skill.as_deref(), file.as_deref()),
         Command::Complete {
             server,
             reference,
