@@ -72,11 +72,13 @@ pub mod http;
 mod legacy;
 mod modern;
 mod registry;
+mod skills;
 mod state;
 #[cfg(test)]
 mod tests;
 
 pub use config::{CacheScope, CompletionHandler, ServerConfig, ServerLimits};
+pub use skills::ServedSkill;
 pub use registry::{
     InputRequestSpec, Prompt, PromptArgument, PromptHandler, Resource, Tool, ToolCall, ToolHandler,
     ToolOutcome,

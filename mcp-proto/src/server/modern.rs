@@ -26,13 +26,15 @@ const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 
 /// Methods whose complete results carry caching hints.
-const CACHEABLE: [&str; 6] = [
+const CACHEABLE: [&str; 8] = [
     "server/discover",
     "tools/list",
     "prompts/list",
     "resources/list",
     "resources/templates/list",
     "resources/read",
+    "skills/list",
+    "skills/get",
 ];
 
 impl Server {
