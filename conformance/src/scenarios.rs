@@ -133,7 +133,10 @@ fn skills_list(ctx: &Ctx) -> Result<(), Box<dyn Error>> {
     let mut client = connect(ctx, ClientCapabilities::none())?;
     let listing = client.list_skills()?;
     for skill in &listing.skills {
-        eprintln!("skill {} ({}): {}", skill.name, skill.uri, skill.description);
+        eprintln!(
+            "skill {} ({}): {}",
+            skill.name, skill.uri, skill.description
+        );
     }
     for rejected in &listing.rejected {
         eprintln!("rejected: {rejected}");
@@ -153,7 +156,11 @@ fn skills_load_all(ctx: &Ctx) -> Result<(), Box<dyn Error>> {
     }
     for skill in listing.skills {
         let loaded = client.load_skill(&skill)?;
-        eprintln!("loaded {} ({} bytes of body)", skill.uri, loaded.body().len());
+        eprintln!(
+            "loaded {} ({} bytes of body)",
+            skill.uri,
+            loaded.body().len()
+        );
         if let mcp_proto::skills::SkillFiles::Listed(files) = &skill.files {
             for file in files.iter().filter(|f| f.uri != skill.uri) {
                 let bytes = client.read_skill_file(&loaded, &file.uri)?;

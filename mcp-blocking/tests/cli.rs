@@ -694,3 +694,59 @@ fn listen_prints_change_notifications_in_both_eras() {
     );
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn skills_lists_loads_and_reads_verified_files() {
+    let config = config_with_example("skills");
+    let out = run(&config, &["skills", "ex"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).starts_with("greeting  skill://greeting/SKILL.md  2 files  Greet"),
+        "{}",
+        stdout(&out)
+    );
+    let out = run(&config, &["skills", "ex", "greeting"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        mcp_blocking::mcp_proto::server::example::GREETING_SKILL
+    );
+    let out = run(
+        &config,
+        &[
+            "--format",
+            "json",
+            "skills",
+            "ex",
+            "skill://greeting/SKILL.md",
+            "--file",
+            "templates/formal.md",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc = json(&out);
+    assert_eq!(doc["skill"]["name"], "greeting");
+    assert_eq!(
+        doc["file"]["text"],
+        mcp_blocking::mcp_proto::server::example::GREETING_FORMAL
+    );
+    // A file the entry does not list is refused before it is read.
+    let out = run(
+        &config,
+        &[
+            "--format",
+            "json",
+            "skills",
+            "ex",
+            "greeting",
+            "--file",
+            "templates/x.md",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(json(&out)["error"]["kind"], "skill-not-listed");
+    let out = run(&config, &["skills", "ex", "nobody"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let out = run(&config, &["skills", "ex", "--file", "x"]);
+    assert_eq!(out.status.code(), Some(2));
+}

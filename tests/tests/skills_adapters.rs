@@ -58,10 +58,7 @@ fn both_adapters_list_load_and_read_the_example_skill() {
     let (client, driver) = mcp_smol::connect_http(&url, config(EraMode::Auto)).expect("connect");
     let work = async move {
         let listing = client.list_skills().await.expect("skills/list");
-        let loaded = client
-            .load_skill(&listing.skills[0])
-            .await
-            .expect("load");
+        let loaded = client.load_skill(&listing.skills[0]).await.expect("load");
         let formal = client
             .read_skill_file(&loaded, "templates/formal.md")
             .await

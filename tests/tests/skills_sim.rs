@@ -16,8 +16,7 @@ use serde_json::{Value, json};
 
 const URI: &str = "skill://pdf-processing/SKILL.md";
 const FORMS_URI: &str = "skill://pdf-processing/references/FORMS.md";
-const MD: &str =
-    "---\nname: pdf-processing\ndescription: Extract, fill, and assemble PDF documents\n---\n\nUse references/FORMS.md.\n";
+const MD: &str = "---\nname: pdf-processing\ndescription: Extract, fill, and assemble PDF documents\n---\n\nUse references/FORMS.md.\n";
 const FORMS: &str = "How to fill forms.\n";
 
 const ERAS: [EraMode; 2] = [EraMode::Auto, EraMode::Legacy];
@@ -126,8 +125,10 @@ fn server_in(mode: EraMode, serve: Serve, declare: Option<Value>, skills: Vec<Va
         match m["method"].as_str() {
             Some("server/discover") => vec![answer(
                 m,
-                cacheable(json!({"supportedVersions":["2026-07-28"],"capabilities":caps,
-                    "serverInfo":{"name":"skills","version":"1"}})),
+                cacheable(
+                    json!({"supportedVersions":["2026-07-28"],"capabilities":caps,
+                    "serverInfo":{"name":"skills","version":"1"}}),
+                ),
             )],
             Some("initialize") => vec![answer(
                 m,
@@ -150,9 +151,11 @@ fn server_in(mode: EraMode, serve: Serve, declare: Option<Value>, skills: Vec<Va
                 if uri == URI {
                     vec![answer(m, cacheable(json!({"skill": entry(serve)})))]
                 } else {
-                    vec![json!({"jsonrpc":"2.0","id":m["id"],
+                    vec![
+                        json!({"jsonrpc":"2.0","id":m["id"],
                         "error":{"code":-32602,"message":"no such skill"}})
-                    .to_string()]
+                        .to_string(),
+                    ]
                 }
             }
             Some("resources/read") => {
@@ -269,7 +272,11 @@ fn a_loaded_skill_reads_its_listed_files_verified_in_either_era() {
 
 #[test]
 fn a_wrong_digest_stops_the_load_before_any_other_file() {
-    let mut sim = server(Serve::WrongDigest, declared(), vec![entry(Serve::WrongDigest)]);
+    let mut sim = server(
+        Serve::WrongDigest,
+        declared(),
+        vec![entry(Serve::WrongDigest)],
+    );
     let skill = listing(&mut sim).skills.remove(0);
     let err = load(&mut sim, &skill).unwrap_err();
     assert!(
@@ -296,7 +303,11 @@ fn a_wrong_size_is_a_verification_failure() {
 
 #[test]
 fn missing_or_different_frontmatter_is_not_loaded() {
-    let mut sim = server(Serve::NoFrontmatter, declared(), vec![entry(Serve::NoFrontmatter)]);
+    let mut sim = server(
+        Serve::NoFrontmatter,
+        declared(),
+        vec![entry(Serve::NoFrontmatter)],
+    );
     let skill = listing(&mut sim).skills.remove(0);
     assert!(matches!(
         load(&mut sim, &skill),
@@ -415,7 +426,11 @@ fn oversized_listings_and_entries_are_bounded() {
 
 #[test]
 fn directory_reads_page_and_need_the_declaration() {
-    let mut sim = server(Serve::Honest, Some(json!({"directoryRead": true})), Vec::new());
+    let mut sim = server(
+        Serve::Honest,
+        Some(json!({"directoryRead": true})),
+        Vec::new(),
+    );
     let output = sim
         .call(CallRequest::read_directory("skill://pdf-processing"))
         .unwrap();

@@ -163,7 +163,10 @@ fn entry_json(skill: &Skill) -> Value {
 }
 
 fn file_json(skill: &LoadedSkill, path: &str, bytes: &[u8]) -> Value {
-    let uri = skill.entry().resolve(path).unwrap_or_else(|_| path.to_owned());
+    let uri = skill
+        .entry()
+        .resolve(path)
+        .unwrap_or_else(|_| path.to_owned());
     match std::str::from_utf8(bytes) {
         Ok(text) => json!({"uri": uri, "size": bytes.len(), "text": text}),
         Err(_) => json!({"uri": uri, "size": bytes.len(), "binary": true}),

@@ -78,11 +78,11 @@ mod state;
 mod tests;
 
 pub use config::{CacheScope, CompletionHandler, ServerConfig, ServerLimits};
-pub use skills::ServedSkill;
 pub use registry::{
     InputRequestSpec, Prompt, PromptArgument, PromptHandler, Resource, Tool, ToolCall, ToolHandler,
     ToolOutcome,
 };
+pub use skills::ServedSkill;
 pub use state::{PlainStateCodec, RequestState, RequestStateCodec};
 
 /// Request params as an object (absent params are an empty object).

@@ -101,7 +101,9 @@ impl Server {
         }
         let uri = params.get("uri").and_then(Value::as_str);
         Some(match method {
-            "skills/list" => Ok(json!({"skills": skills.iter().map(ServedSkill::entry).collect::<Vec<_>>()})),
+            "skills/list" => {
+                Ok(json!({"skills": skills.iter().map(ServedSkill::entry).collect::<Vec<_>>()}))
+            }
             "skills/get" => skills
                 .iter()
                 .find(|s| Some(s.uri("SKILL.md").as_str()) == uri)

@@ -345,9 +345,10 @@ impl<'a> Reader<'a> {
                     Err(unsupported(number, "a flow mapping"))
                 }
             }
-            b'&' | b'*' | b'!' | b'%' | b'@' | b'`' => {
-                Err(unsupported(number, "an anchor, alias, tag or reserved indicator"))
-            }
+            b'&' | b'*' | b'!' | b'%' | b'@' | b'`' => Err(unsupported(
+                number,
+                "an anchor, alias, tag or reserved indicator",
+            )),
             _ => {
                 let mut text = strip_comment(rest).trim().to_owned();
                 // A plain scalar goes on over more indented lines, folded with spaces.
@@ -402,7 +403,10 @@ impl<'a> Reader<'a> {
             }
             let bi = *block_indent.get_or_insert(line.indent);
             if line.indent < bi {
-                return Err(unsupported(line.number, "a block scalar line indented less"));
+                return Err(unsupported(
+                    line.number,
+                    "a block scalar line indented less",
+                ));
             }
             block.push(&line.raw[bi..]);
             self.pos += 1;
@@ -561,9 +565,7 @@ fn double_quoted(text: &str, number: usize) -> Result<(String, &str), Frontmatte
                 };
                 let mut code = 0u32;
                 for _ in 0..len {
-                    let (_, h) = chars
-                        .next()
-                        .ok_or(unsupported(number, "a short escape"))?;
+                    let (_, h) = chars.next().ok_or(unsupported(number, "a short escape"))?;
                     let d = h
                         .to_digit(16)
                         .ok_or(unsupported(number, "a bad hex escape"))?;
@@ -602,7 +604,10 @@ fn flow_sequence(text: &str, number: usize, depth: usize) -> Result<Value, Front
     let inner = text
         .strip_prefix('[')
         .and_then(|t| t.strip_suffix(']'))
-        .ok_or(unsupported(number, "a flow sequence not closed on its line"))?;
+        .ok_or(unsupported(
+            number,
+            "a flow sequence not closed on its line",
+        ))?;
     let mut items = Vec::new();
     let mut rest = inner.trim();
     while !rest.is_empty() {
@@ -678,7 +683,10 @@ fn plain(text: &str, number: usize) -> Result<Value, FrontmatterError> {
             .ok_or(unsupported(number, "a number out of range"));
     }
     if text.starts_with(['&', '*', '!', '%', '@', '`']) {
-        return Err(unsupported(number, "an anchor, alias, tag or reserved indicator"));
+        return Err(unsupported(
+            number,
+            "an anchor, alias, tag or reserved indicator",
+        ));
     }
     Ok(Value::String(text.to_owned()))
 }
@@ -751,8 +759,10 @@ mod tests {
 
     #[test]
     fn block_scalars_and_folded_plain_scalars() {
-        let v = fm("a: |\n  one\n  two\n\nb: >-\n  one\n  two\n\n  three\nc: plain\n  goes on\nd: |+\n  x")
-            .unwrap();
+        let v = fm(
+            "a: |\n  one\n  two\n\nb: >-\n  one\n  two\n\n  three\nc: plain\n  goes on\nd: |+\n  x",
+        )
+        .unwrap();
         assert_eq!(
             v,
             json!({"a": "one\ntwo\n", "b": "one two\nthree", "c": "plain goes on", "d": "x\n"})
@@ -777,20 +787,30 @@ mod tests {
             assert!(fm(bad).is_err(), "{bad:?} was accepted");
         }
         assert_eq!(parse("no frontmatter", 100), Err(FrontmatterError::Missing));
-        assert_eq!(parse("---\nname: x\n", 100), Err(FrontmatterError::Unterminated));
+        assert_eq!(
+            parse("---\nname: x\n", 100),
+            Err(FrontmatterError::Unterminated)
+        );
         let long = format!("---\nname: {}\n---\n", "x".repeat(200));
         assert_eq!(parse(&long, 100), Err(FrontmatterError::TooLong(100)));
     }
 
     #[test]
     fn crlf_and_a_byte_order_mark() {
-        let v = parse("\u{feff}---\r\nname: a\r\ndescription: b\r\n---\r\nbody", 100).unwrap();
+        let v = parse(
+            "\u{feff}---\r\nname: a\r\ndescription: b\r\n---\r\nbody",
+            100,
+        )
+        .unwrap();
         assert_eq!(Value::Object(v), json!({"name": "a", "description": "b"}));
     }
 
     #[test]
     fn comparison_by_value() {
-        let a = json!({"n": 1, "m": {"x": null}}).as_object().unwrap().clone();
+        let a = json!({"n": 1, "m": {"x": null}})
+            .as_object()
+            .unwrap()
+            .clone();
         let b = json!({"n": 1.0, "m": {}}).as_object().unwrap().clone();
         assert_eq!(first_difference(&a, &b), None);
         let c = json!({"n": "1"}).as_object().unwrap().clone();

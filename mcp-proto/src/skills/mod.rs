@@ -71,7 +71,10 @@ impl SkillsSupport {
     /// As [`SkillsSupport::of`], from the capabilities object.
     #[must_use]
     pub fn from_capabilities(capabilities: &Value) -> Option<SkillsSupport> {
-        let settings = capabilities.get("extensions")?.get(EXTENSION)?.as_object()?;
+        let settings = capabilities
+            .get("extensions")?
+            .get(EXTENSION)?
+            .as_object()?;
         Some(SkillsSupport {
             directory_read: settings.get("directoryRead") == Some(&Value::Bool(true)),
         })
@@ -185,13 +188,14 @@ impl Skill {
             return Err(invalid(uri, "name breaks the naming rules"));
         }
         if name != dir_name {
-            return Err(invalid(uri, "name is not the last segment of the skill path"));
+            return Err(invalid(
+                uri,
+                "name is not the last segment of the skill path",
+            ));
         }
         let files = match entry.get("resources") {
             Some(Value::String(s)) if s == "dynamic" => SkillFiles::Dynamic,
-            Some(Value::Array(items)) => {
-                SkillFiles::Listed(manifest(uri, root, items, limits)?)
-            }
+            Some(Value::Array(items)) => SkillFiles::Listed(manifest(uri, root, items, limits)?),
             Some(_) => return Err(invalid(uri, "resources is neither a list nor \"dynamic\"")),
             None => return Err(invalid(uri, "no resources")),
         };
@@ -248,7 +252,10 @@ impl Skill {
             .strip_prefix(self.root())
             .and_then(|r| r.strip_prefix('/'))
             .ok_or_else(outside)?;
-        if rel.split('/').any(|s| s.is_empty() || s == "." || s == "..") {
+        if rel
+            .split('/')
+            .any(|s| s.is_empty() || s == "." || s == "..")
+        {
             return Err(outside());
         }
         Ok(uri)
@@ -414,7 +421,11 @@ fn skill_root(uri: &str) -> Option<&str> {
     let scheme_end = uri.find("://")?;
     let root = uri.strip_suffix("/SKILL.md")?;
     let path = &root[scheme_end + 3..];
-    if path.is_empty() || path.split('/').any(|s| s.is_empty() || s == "." || s == "..") {
+    if path.is_empty()
+        || path
+            .split('/')
+            .any(|s| s.is_empty() || s == "." || s == "..")
+    {
         return None;
     }
     Some(root)
@@ -457,9 +468,15 @@ fn manifest(
         let inside = file_uri
             .strip_prefix(root)
             .and_then(|r| r.strip_prefix('/'))
-            .is_some_and(|rel| !rel.split('/').any(|s| s.is_empty() || s == "." || s == ".."));
+            .is_some_and(|rel| {
+                !rel.split('/')
+                    .any(|s| s.is_empty() || s == "." || s == "..")
+            });
         if !inside {
-            return Err(invalid(uri, &format!("resources[{i}] is outside the skill")));
+            return Err(invalid(
+                uri,
+                &format!("resources[{i}] is outside the skill"),
+            ));
         }
         let digest = item
             .get("digest")
@@ -697,7 +714,10 @@ impl SkillLoad {
     /// Whether a request is out and its answer awaited.
     #[must_use]
     pub fn is_awaiting(&self) -> bool {
-        matches!(self.step, LoadStep::AwaitEntry(_) | LoadStep::AwaitSkillMd(_))
+        matches!(
+            self.step,
+            LoadStep::AwaitEntry(_) | LoadStep::AwaitSkillMd(_)
+        )
     }
 
     /// Checks the load can go on: `Err` for a dynamic skill that is not allowed. Call it
@@ -721,7 +741,10 @@ impl SkillLoad {
     ///
     /// # Errors
     /// A [`SkillError`] naming what failed; the load is then over.
-    pub fn handle_output(&mut self, output: &CallOutput) -> Result<Option<LoadedSkill>, SkillError> {
+    pub fn handle_output(
+        &mut self,
+        output: &CallOutput,
+    ) -> Result<Option<LoadedSkill>, SkillError> {
         match std::mem::replace(&mut self.step, LoadStep::Done) {
             LoadStep::AwaitEntry(uri) => {
                 let entry = output
@@ -885,12 +908,17 @@ impl LoadedSkill {
     pub fn read_file(&self, path: &str) -> Result<FileRead, SkillError> {
         let uri = self.entry.resolve(path)?;
         let expected = match &self.entry.files {
-            SkillFiles::Listed(_) => Some(self.entry.file(&uri).cloned().ok_or_else(|| {
-                SkillError::NotListed {
-                    skill: self.entry.uri.clone(),
-                    uri: uri.clone(),
-                }
-            })?),
+            SkillFiles::Listed(_) => {
+                Some(
+                    self.entry
+                        .file(&uri)
+                        .cloned()
+                        .ok_or_else(|| SkillError::NotListed {
+                            skill: self.entry.uri.clone(),
+                            uri: uri.clone(),
+                        })?,
+                )
+            }
             SkillFiles::Dynamic => None,
         };
         Ok(FileRead {

@@ -51,7 +51,10 @@ fn a_skill_loads_and_its_listed_files_read_verified() {
     let out = read_output(read.uri(), FORMS);
     assert_eq!(read.handle_output(&out).unwrap(), FORMS.as_bytes());
     let bad = read_output(read.uri(), "Forms!\n");
-    assert!(matches!(read.handle_output(&bad), Err(SkillError::DigestMismatch { .. })));
+    assert!(matches!(
+        read.handle_output(&bad),
+        Err(SkillError::DigestMismatch { .. })
+    ));
     assert!(matches!(
         skill.read_file("references/OTHER.md"),
         Err(SkillError::NotListed { .. })
@@ -69,7 +72,10 @@ fn a_skill_loads_and_its_listed_files_read_verified() {
 #[test]
 fn verification_failures_are_named() {
     let tampered = MD.replace("Body.", "Evil!");
-    assert!(matches!(load(entry(), &tampered), Err(SkillError::DigestMismatch { .. })));
+    assert!(matches!(
+        load(entry(), &tampered),
+        Err(SkillError::DigestMismatch { .. })
+    ));
     let longer = format!("{MD}more");
     assert!(matches!(
         load(entry(), &longer),
@@ -141,7 +147,10 @@ fn entries_are_checked() {
     ];
     for (what, e) in cases {
         assert!(
-            matches!(Skill::from_json(&e, &limits), Err(SkillError::InvalidEntry { .. })),
+            matches!(
+                Skill::from_json(&e, &limits),
+                Err(SkillError::InvalidEntry { .. })
+            ),
             "{what} accepted"
         );
     }
@@ -174,7 +183,10 @@ fn a_uri_only_load_fetches_the_entry_first() {
 
     let mut load = SkillLoad::new("skill://other/SKILL.md");
     let _ = load.poll_request();
-    assert!(matches!(load.handle_output(&out), Err(SkillError::WrongSkill { .. })));
+    assert!(matches!(
+        load.handle_output(&out),
+        Err(SkillError::WrongSkill { .. })
+    ));
 }
 
 #[test]
@@ -199,12 +211,16 @@ fn support_is_read_from_the_capabilities() {
     let caps = json!({"extensions": {EXTENSION: {"directoryRead": true}}});
     assert_eq!(
         SkillsSupport::from_capabilities(&caps),
-        Some(SkillsSupport { directory_read: true })
+        Some(SkillsSupport {
+            directory_read: true
+        })
     );
     let caps = json!({"extensions": {EXTENSION: {}}});
     assert_eq!(
         SkillsSupport::from_capabilities(&caps),
-        Some(SkillsSupport { directory_read: false })
+        Some(SkillsSupport {
+            directory_read: false
+        })
     );
     assert_eq!(SkillsSupport::from_capabilities(&json!({})), None);
 }

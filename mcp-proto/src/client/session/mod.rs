@@ -1129,6 +1129,5 @@ fn undeclared(method: &str, server: Option<&ServerDetails>) -> Option<&'static s
         return (!support.is_some_and(|s| s.directory_read))
             .then_some("io.modelcontextprotocol/skills with directoryRead: true");
     }
-    (method.starts_with("skills/") && support.is_none())
-        .then_some(crate::skills::EXTENSION)
+    (method.starts_with("skills/") && support.is_none()).then_some(crate::skills::EXTENSION)
 }

@@ -102,8 +102,7 @@ impl CallRequest {
     #[must_use]
     pub fn read_directory(uri: &str) -> Self {
         let mut r = Self::listing("resources/directory/read", "resources");
-        r.params
-            .insert("uri".into(), Value::String(uri.to_owned()));
+        r.params.insert("uri".into(), Value::String(uri.to_owned()));
         r
     }
 
