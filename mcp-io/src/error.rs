@@ -313,7 +313,7 @@ impl From<CallError> for Error {
 impl From<SkillError> for Error {
     fn from(e: SkillError) -> Self {
         match e {
-            SkillError::Call { source, .. } => source.into(),
+            SkillError::Call { source, .. } => (*source).into(),
             e => Error::Skill(e),
         }
     }

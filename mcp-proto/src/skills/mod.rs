@@ -11,7 +11,7 @@
 //!
 //! * **Discover.** [`SkillsSupport::of`] reads the server's declaration. The session
 //!   refuses `skills/*` and `resources/directory/read` locally
-//!   ([`CallError::NotDeclared`](crate::client::CallError::NotDeclared)) when the server
+//!   ([`CallError::NotDeclared`]) when the server
 //!   did not declare them; nothing is sent.
 //! * **List.** [`CallRequest::list_skills`] pages through `skills/list` under the
 //!   session's listing limits; [`Listing::from_output`] checks each entry against
@@ -395,9 +395,9 @@ pub enum SkillError {
     Call {
         /// The skill or file.
         uri: String,
-        /// Why.
+        /// Why (boxed: a `CallError` is large).
         #[source]
-        source: CallError,
+        source: Box<CallError>,
     },
 }
 
@@ -751,7 +751,7 @@ impl SkillLoad {
                     .result_as::<Value>()
                     .map_err(|source| SkillError::Call {
                         uri: uri.clone(),
-                        source,
+                        source: Box::new(source),
                     })?;
                 let entry = entry
                     .get("skill")
@@ -791,7 +791,10 @@ impl SkillLoad {
             LoadStep::AwaitSkillMd(skill) | LoadStep::SkillMd(skill) => skill.uri,
             LoadStep::Done => String::new(),
         };
-        SkillError::Call { uri, source: error }
+        SkillError::Call {
+            uri,
+            source: Box::new(error),
+        }
     }
 }
 
