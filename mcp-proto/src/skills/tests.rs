@@ -224,3 +224,19 @@ fn support_is_read_from_the_capabilities() {
     );
     assert_eq!(SkillsSupport::from_capabilities(&json!({})), None);
 }
+
+#[test]
+fn the_fuzz_entry_point_runs_on_samples() {
+    let entry = entry().to_string();
+    for md in [
+        MD,
+        "---\nname: pdf\ndescription: Fill forms\n---\n",
+        "---\n- a\n---\n",
+        "---\nname: [\n---\n",
+        "",
+    ] {
+        crate::fuzzing::skill_load(format!("{entry}\n{md}").as_bytes());
+    }
+    crate::fuzzing::skill_load(b"\xff");
+    crate::fuzzing::skill_load(b"{}");
+}
