@@ -224,20 +224,11 @@ macro_rules! typed_requests {
         ) -> ::core::result::Result<$crate::mcp_proto::skills::Skill, $crate::Error> {
             let request = $crate::mcp_proto::client::CallRequest::skill_entry(uri);
             let output = self.request(request)$($await)*?;
-            let value: $crate::api::serde_json::Value = output.result_as()?;
-            let entry = value.get("skill").cloned().unwrap_or_default();
-            let skill = $crate::mcp_proto::skills::Skill::from_json(
-                &entry,
+            Ok($crate::mcp_proto::skills::Skill::from_get_output(
+                &output,
+                uri,
                 &$crate::mcp_proto::skills::SkillLimits::default(),
-            )?;
-            if skill.uri != uri {
-                return Err($crate::mcp_proto::skills::SkillError::WrongSkill {
-                    asked: uri.to_owned(),
-                    answered: skill.uri,
-                }
-                .into());
-            }
-            Ok(skill)
+            )?)
         }
 
         /// Loads a skill (an entry from [`Self::list_skills`], or the URI of its

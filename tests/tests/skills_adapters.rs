@@ -45,6 +45,7 @@ fn both_adapters_list_load_and_read_the_example_skill() {
         let names: Vec<&str> = children.iter().map(|r| r.name.as_str()).collect();
         assert_eq!(names, ["SKILL.md", "templates"]);
         assert_eq!(children[1].mime_type.as_deref(), Some("inode/directory"));
+        assert_eq!(&client.skill_entry(URI).expect("skills/get"), skill);
         // By URI alone: skills/get, then the verified SKILL.md.
         let by_uri = client.load_skill(URI).expect("load by URI");
         assert_eq!(by_uri.entry(), loaded.entry());

@@ -208,6 +208,33 @@ impl Skill {
         })
     }
 
+    /// The entry of a `skills/get` output for the skill at `uri`, checked as
+    /// [`Skill::from_json`] does, and checked to be that skill.
+    ///
+    /// # Errors
+    /// [`SkillError::InvalidEntry`] (no `skill`, or an invalid one),
+    /// [`SkillError::WrongSkill`] for an entry of another URI.
+    pub fn from_get_output(
+        output: &CallOutput,
+        uri: &str,
+        limits: &SkillLimits,
+    ) -> Result<Skill, SkillError> {
+        let result = output
+            .result_as::<Value>()
+            .map_err(|e| invalid(uri, &e.to_string()))?;
+        let entry = result
+            .get("skill")
+            .ok_or_else(|| invalid(uri, "skills/get answered without a skill"))?;
+        let skill = Skill::from_json(entry, limits)?;
+        if skill.uri != uri {
+            return Err(SkillError::WrongSkill {
+                asked: uri.to_owned(),
+                answered: skill.uri,
+            });
+        }
+        Ok(skill)
+    }
+
     /// The skill's root directory: the URI without `/SKILL.md`.
     #[must_use]
     pub fn root(&self) -> &str {
@@ -747,22 +774,7 @@ impl SkillLoad {
     ) -> Result<Option<LoadedSkill>, SkillError> {
         match std::mem::replace(&mut self.step, LoadStep::Done) {
             LoadStep::AwaitEntry(uri) => {
-                let entry = output
-                    .result_as::<Value>()
-                    .map_err(|source| SkillError::Call {
-                        uri: uri.clone(),
-                        source: Box::new(source),
-                    })?;
-                let entry = entry
-                    .get("skill")
-                    .ok_or_else(|| invalid(&uri, "skills/get answered without a skill"))?;
-                let skill = Skill::from_json(entry, &self.limits)?;
-                if skill.uri != uri {
-                    return Err(SkillError::WrongSkill {
-                        asked: uri,
-                        answered: skill.uri,
-                    });
-                }
+                let skill = Skill::from_get_output(output, &uri, &self.limits)?;
                 if skill.files == SkillFiles::Dynamic && !self.allow_dynamic {
                     return Err(SkillError::Dynamic { uri: skill.uri });
                 }
