@@ -320,9 +320,13 @@ impl Listing {
     /// by their URIs.
     #[must_use]
     pub fn name_collisions(&self) -> Vec<&Skill> {
+        let mut counts: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        for s in &self.skills {
+            *counts.entry(s.name.as_str()).or_default() += 1;
+        }
         self.skills
             .iter()
-            .filter(|s| self.skills.iter().filter(|o| o.name == s.name).count() > 1)
+            .filter(|s| counts.get(s.name.as_str()).is_some_and(|n| *n > 1))
             .collect()
     }
 }
@@ -447,7 +451,7 @@ fn truncate(s: &str) -> String {
 fn skill_root(uri: &str) -> Option<&str> {
     let scheme_end = uri.find("://")?;
     let root = uri.strip_suffix("/SKILL.md")?;
-    let path = &root[scheme_end + 3..];
+    let path = root.get(scheme_end + 3..)?;
     if path.is_empty()
         || path
             .split('/')

@@ -238,5 +238,41 @@ fn the_fuzz_entry_point_runs_on_samples() {
         crate::fuzzing::skill_load(format!("{entry}\n{md}").as_bytes());
     }
     crate::fuzzing::skill_load(b"\xff");
+    // Once a panic: a URI whose "://" overlaps its "/SKILL.md".
+    crate::fuzzing::skill_load(b"{\"uri\": \"skil://SKILL.md\"}\n");
+    crate::fuzzing::skill_load(b"{\"uri\": \"skill:://SKILL.md\"}\n");
     crate::fuzzing::skill_load(b"{}");
+}
+
+#[test]
+fn same_named_skills_are_reported_not_dropped() {
+    let limits = SkillLimits::default();
+    let mut nested = entry();
+    nested["uri"] = json!("skill://acme/pdf/SKILL.md");
+    nested["resources"] = json!("dynamic");
+    let mut other = entry();
+    other["uri"] = json!("skill://other/SKILL.md");
+    other["frontmatter"]["name"] = json!("other");
+    other["resources"] = json!("dynamic");
+    let items: Vec<Box<serde_json::value::RawValue>> = [entry(), nested, other]
+        .iter()
+        .map(|v| serde_json::value::to_raw_value(v).unwrap())
+        .collect();
+    let output = CallOutput {
+        result: serde_json::value::to_raw_value(&json!({})).unwrap(),
+        items,
+        pages: 1,
+        rounds: 0,
+    };
+    let listing = Listing::from_output(&output, &limits);
+    assert_eq!(listing.skills.len(), 3);
+    let clashes: Vec<&str> = listing
+        .name_collisions()
+        .iter()
+        .map(|s| s.uri.as_str())
+        .collect();
+    assert_eq!(
+        clashes,
+        ["skill://pdf/SKILL.md", "skill://acme/pdf/SKILL.md"]
+    );
 }
