@@ -28,6 +28,11 @@
 //!   file the held entry does not list before anything is sent; [`FileRead`] then checks
 //!   the answer's size and digest. Unverified bytes are never returned.
 //!
+//! The per-skill bounds are [`SkillLimits`], not fields of [`crate::Limits`]: the session
+//! never sees a skill (to it a listing is items and a file a `resources/read`), and two of
+//! the bounds are the extension's own figures. The listing as a whole stays under the
+//! session's `max_list_*` limits.
+//!
 //! Skills whose `resources` is `"dynamic"` carry no digests; they are listed, but
 //! [`SkillLoad`] refuses them unless [`SkillLoad::allow_dynamic`] was called (then
 //! the `SKILL.md` is bounded by the total-size limit and its frontmatter still checked,
