@@ -1,5 +1,6 @@
 use serde_json::{Value, json};
 
+use super::entry::digest_text;
 use super::*;
 use crate::client::CallOutput;
 
