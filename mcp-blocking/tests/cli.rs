@@ -745,6 +745,28 @@ fn skills_lists_loads_and_reads_verified_files() {
     );
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(json(&out)["error"]["kind"], "skill-not-listed");
+    let out = run(&config, &["skills", "ex", "greeting", "--dir", "."]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "SKILL.md    skill://greeting/SKILL.md\ntemplates/  skill://greeting/templates\n"
+    );
+    let out = run(
+        &config,
+        &[
+            "--format",
+            "json",
+            "skills",
+            "ex",
+            "greeting",
+            "--dir",
+            "templates",
+        ],
+    );
+    let doc = json(&out);
+    assert_eq!(doc["source"], "server");
+    assert_eq!(doc["children"][0]["name"], "formal.md");
+    assert_eq!(doc["children"][0]["inEntry"], true);
     let out = run(&config, &["skills", "ex", "nobody"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let out = run(&config, &["skills", "ex", "--file", "x"]);

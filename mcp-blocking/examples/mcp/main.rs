@@ -109,7 +109,13 @@ fn run(global: &Global, command: Command) -> Result<u8, Failure> {
             server,
             skill,
             file,
-        } => skills::run(global, &server, skill.as_deref(), file.as_deref()),
+            dir,
+        } => skills::run(
+            global,
+            &server,
+            skill.as_deref(),
+            skills::Then::of(file.as_deref(), dir.as_deref()),
+        ),
         Command::Complete {
             server,
             reference,

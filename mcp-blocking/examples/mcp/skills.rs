@@ -1,10 +1,15 @@
 //! `mcp skills`: the Skills extension (SEP-2640). Listing shows the entries and fetches
 //! no file; naming a skill loads it (its `SKILL.md` checked for size, digest and
-//! frontmatter against the entry) and `--file` reads one more file of it, checked the
-//! same way. Everything the server wrote is cleaned of control sequences on output.
+//! frontmatter against the entry), `--file` reads one more file of it, checked the
+//! same way, and `--dir` lists a directory of it: with `resources/directory/read` when the
+//! server offers it (children the held entry does not list are marked, never read), from
+//! the entry otherwise. Everything the server wrote is cleaned of control sequences on
+//! output.
 
 use mcp_blocking::Client;
-use mcp_blocking::mcp_proto::skills::{LoadedSkill, Skill, SkillFiles, SkillTarget};
+use mcp_blocking::mcp_proto::skills::{
+    DIRECTORY_MIME_TYPE, LoadedSkill, Skill, SkillFiles, SkillTarget, SkillsSupport,
+};
 use serde_json::{Value, json};
 
 use crate::args::{Format, Global, InputMode};
@@ -12,17 +17,39 @@ use crate::output::{Failure, print_json, short, table};
 use crate::session;
 use crate::terminal::clean;
 
-/// Runs `mcp skills <server> [<skill> [--file PATH]]`.
+/// What to do once a skill is loaded.
+#[derive(Clone, Copy)]
+pub enum Then<'a> {
+    /// Print its `SKILL.md`.
+    Show,
+    /// Print this file of it.
+    File(&'a str),
+    /// List this directory of it.
+    Dir(&'a str),
+}
+
+impl<'a> Then<'a> {
+    /// From `--file` and `--dir` (at most one is set).
+    pub fn of(file: Option<&'a str>, dir: Option<&'a str>) -> Self {
+        match (file, dir) {
+            (Some(f), _) => Then::File(f),
+            (None, Some(d)) => Then::Dir(d),
+            (None, None) => Then::Show,
+        }
+    }
+}
+
+/// Runs `mcp skills <server> [<skill> [--file PATH | --dir PATH]]`.
 pub fn run(
     global: &Global,
     server: &str,
     skill: Option<&str>,
-    file: Option<&str>,
+    then: Then<'_>,
 ) -> Result<u8, Failure> {
     let mut client = session::connect(global, server, Some(InputMode::None))?;
     let code = match skill {
         None => list(global, server, &mut client),
-        Some(wanted) => load(global, server, &mut client, wanted, file),
+        Some(wanted) => load(global, server, &mut client, wanted, then),
     };
     client.close();
     code
@@ -82,7 +109,7 @@ fn load(
     server: &str,
     client: &mut Client,
     wanted: &str,
-    file: Option<&str>,
+    then: Then<'_>,
 ) -> Result<u8, Failure> {
     let target: SkillTarget = if wanted.contains("://") {
         wanted.into()
@@ -107,6 +134,11 @@ fn load(
         }
     };
     let loaded = client.load_skill(target)?;
+    let file = match then {
+        Then::Dir(dir) => return directory(global, server, client, &loaded, dir),
+        Then::File(path) => Some(path),
+        Then::Show => None,
+    };
     let content = match file {
         Some(path) => Some(client.read_skill_file(&loaded, path)?),
         None => None,
@@ -132,6 +164,92 @@ fn load(
                 "(skill {} from {server}, verified against its entry)",
                 clean(&loaded.entry().uri)
             );
+        }
+    }
+    Ok(0)
+}
+
+/// `--dir`: the children of a directory of the loaded skill, from the server when it
+/// offers directory reads (each marked with whether the held entry lists it), from the
+/// entry otherwise.
+fn directory(
+    global: &Global,
+    server: &str,
+    client: &mut Client,
+    loaded: &LoadedSkill,
+    dir: &str,
+) -> Result<u8, Failure> {
+    let entry = loaded.entry();
+    let relative = match dir.trim_matches('/') {
+        "." => "",
+        d => d.strip_prefix("./").unwrap_or(d),
+    };
+    let uri = if relative.is_empty() {
+        entry.root().to_owned()
+    } else {
+        entry.resolve(relative).map_err(mcp_blocking::Error::from)?
+    };
+    let offered = SkillsSupport::of(client.server()).is_some_and(|s| s.directory_read);
+    let children: Vec<Value> = if offered {
+        client
+            .read_directory(&uri)?
+            .into_iter()
+            .map(|r| {
+                let is_dir = r.mime_type.as_deref() == Some(DIRECTORY_MIME_TYPE);
+                let listed = is_dir || entry.file(&r.uri).is_some();
+                json!({"uri": r.uri, "name": r.name, "mimeType": r.mime_type,
+                       "inEntry": listed})
+            })
+            .collect()
+    } else {
+        loaded
+            .directory(relative)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|name| {
+                let (name, mime) = match name.strip_suffix('/') {
+                    Some(d) => (d.to_owned(), Some(DIRECTORY_MIME_TYPE)),
+                    None => (name, None),
+                };
+                json!({"uri": format!("{uri}/{name}"), "name": name, "mimeType": mime,
+                       "inEntry": true})
+            })
+            .collect()
+    };
+    match global.format {
+        Format::Json => {
+            let mut doc = header(server, client);
+            doc["skill"] = Value::String(entry.uri.clone());
+            doc["directory"] = Value::String(uri);
+            doc["source"] = Value::String(if offered { "server" } else { "entry" }.into());
+            doc["children"] = Value::Array(children);
+            print_json(&doc);
+        }
+        Format::Text => {
+            let text = |v: &Value, k: &str| v[k].as_str().unwrap_or_default().to_owned();
+            let rows: Vec<Vec<String>> = children
+                .iter()
+                .map(|c| {
+                    let mut name = text(c, "name");
+                    if c["mimeType"] == DIRECTORY_MIME_TYPE {
+                        name.push('/');
+                    }
+                    let note = if c["inEntry"] == true {
+                        ""
+                    } else {
+                        "not in the skill's entry: not readable under this load"
+                    };
+                    let mut row = vec![name, text(c, "uri")];
+                    if !note.is_empty() {
+                        row.push(note.to_owned());
+                    }
+                    row
+                })
+                .collect();
+            if rows.is_empty() {
+                println!("{} is empty", clean(&uri));
+            }
+            table(&rows);
         }
     }
     Ok(0)
