@@ -68,6 +68,11 @@ pub const SCENARIOS: &[(&str, Handler)] = &[
     ("auth/dpop", oauth),
     ("auth/dpop-nonce", oauth),
     ("auth/wif-jwt-bearer", oauth),
+    // The Skills extension (SEP-2640).
+    ("sep-2640-client-no-prefetch", skills_list),
+    ("sep-2640-client-verify-digest", skills_load_all),
+    ("sep-2640-client-verify-size", skills_load_all),
+    ("sep-2640-client-verify-frontmatter", skills_load_all),
 ];
 
 /// The handler for `id`.
@@ -119,6 +124,50 @@ fn tools_call(ctx: &Ctx) -> Result<(), Box<dyn Error>> {
     }
     let result = client.call_tool("add_numbers", json!({"a": 2, "b": 3}))?;
     eprintln!("add_numbers: {}", result.text());
+    client.close();
+    Ok(())
+}
+
+/// Lists the server's skills and fetches nothing else: listing is not loading.
+fn skills_list(ctx: &Ctx) -> Result<(), Box<dyn Error>> {
+    let mut client = connect(ctx, ClientCapabilities::none())?;
+    let listing = client.list_skills()?;
+    for skill in &listing.skills {
+        eprintln!(
+            "skill {} ({}): {}",
+            skill.name, skill.uri, skill.description
+        );
+    }
+    for rejected in &listing.rejected {
+        eprintln!("rejected: {rejected}");
+    }
+    client.close();
+    Ok(())
+}
+
+/// Lists the skills, loads each (its `SKILL.md` verified against the entry) and then
+/// reads each of its files, verified too. A skill that fails verification ends the run
+/// with the error, before any of its other files is read.
+fn skills_load_all(ctx: &Ctx) -> Result<(), Box<dyn Error>> {
+    let mut client = connect(ctx, ClientCapabilities::none())?;
+    let listing = client.list_skills()?;
+    if let Some(rejected) = listing.rejected.first() {
+        return Err(rejected.clone().into());
+    }
+    for skill in listing.skills {
+        let loaded = client.load_skill(&skill)?;
+        eprintln!(
+            "loaded {} ({} bytes of body)",
+            skill.uri,
+            loaded.body().len()
+        );
+        if let mcp_proto::skills::SkillFiles::Listed(files) = &skill.files {
+            for file in files.iter().filter(|f| f.uri != skill.uri) {
+                let bytes = client.read_skill_file(&loaded, &file.uri)?;
+                eprintln!("read {} ({} bytes, verified)", file.uri, bytes.len());
+            }
+        }
+    }
     client.close();
     Ok(())
 }

@@ -1056,3 +1056,81 @@ fn call_task_against_the_example_server_with_tasks_in_both_eras() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(stdout(&out), "no tasks\n", "a fresh server process");
 }
+
+#[test]
+fn skills_lists_loads_and_reads_verified_files() {
+    let config = config_with_example("skills");
+    let out = run(&config, &["skills", "ex"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).starts_with("greeting  skill://greeting/SKILL.md  2 files  Greet"),
+        "{}",
+        stdout(&out)
+    );
+    let out = run(&config, &["skills", "ex", "greeting"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        mcp_blocking::mcp_proto::server::example::GREETING_SKILL
+    );
+    let out = run(
+        &config,
+        &[
+            "--format",
+            "json",
+            "skills",
+            "ex",
+            "skill://greeting/SKILL.md",
+            "--file",
+            "templates/formal.md",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc = json(&out);
+    assert_eq!(doc["skill"]["name"], "greeting");
+    assert_eq!(
+        doc["file"]["text"],
+        mcp_blocking::mcp_proto::server::example::GREETING_FORMAL
+    );
+    // A file the entry does not list is refused before it is read.
+    let out = run(
+        &config,
+        &[
+            "--format",
+            "json",
+            "skills",
+            "ex",
+            "greeting",
+            "--file",
+            "templates/x.md",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(json(&out)["error"]["kind"], "skill-not-listed");
+    let out = run(&config, &["skills", "ex", "greeting", "--dir", "."]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "SKILL.md    skill://greeting/SKILL.md\ntemplates/  skill://greeting/templates\n"
+    );
+    let out = run(
+        &config,
+        &[
+            "--format",
+            "json",
+            "skills",
+            "ex",
+            "greeting",
+            "--dir",
+            "templates",
+        ],
+    );
+    let doc = json(&out);
+    assert_eq!(doc["source"], "server");
+    assert_eq!(doc["children"][0]["name"], "formal.md");
+    assert_eq!(doc["children"][0]["inEntry"], true);
+    let out = run(&config, &["skills", "ex", "nobody"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let out = run(&config, &["skills", "ex", "--file", "x"]);
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -10,6 +10,7 @@ use mcp_proto::ErrorObject;
 use mcp_proto::client::{ApiMisuse, CallError, CloseReason, InvalidParams, PeerError};
 use mcp_proto::http::UrlError;
 use mcp_proto::jsonrpc::DecodeError;
+use mcp_proto::skills::SkillError;
 
 use crate::TransportError;
 use crate::http::TlsUnavailable;
@@ -97,6 +98,11 @@ pub enum Error {
     /// can answer this request.
     #[error("the mcp-smol Driver is not running (it was dropped before the connection closed)")]
     DriverGone,
+    /// A skill (Skills extension) failed a check: an invalid entry, a file whose size,
+    /// digest or frontmatter differs from the entry, a file the entry does not list, …
+    /// The unverified content was not returned.
+    #[error(transparent)]
+    Skill(SkillError),
 }
 
 impl Error {
@@ -105,7 +111,9 @@ impl Error {
     /// `unknown-name` and `invalid-arguments` (a `-32602` that says which), `timeout`,
     /// `invalid-response`, `input`, `url-elicitation-required`, `limit`, `cancelled`, `session-expired`,
     /// `server-exited`, `call`,
-    /// `misuse`, `invalid-url`, `tls-unavailable`, `driver-gone`; below HTTP
+    /// `misuse`, `invalid-url`, `tls-unavailable`, `driver-gone`, `not-declared` (an
+    /// extension method the server did not declare), `skill-verification`,
+    /// `skill-not-listed`, `skill-dynamic`, `skill-invalid`; below HTTP
     /// `unreachable`, `tls` and `transport` ([`TransportErrorKind::name`](crate::TransportErrorKind::name)).
     #[must_use]
     pub fn kind(&self) -> &'static str {
@@ -145,6 +153,7 @@ impl Error {
                     },
                 ) => "limit",
                 CallError::Peer(_) => "invalid-response",
+                CallError::NotDeclared { .. } => "not-declared",
                 _ => "call",
             },
             Error::Misuse(_) => "misuse",
@@ -153,6 +162,18 @@ impl Error {
             Error::Transport(e) => e.kind().name(),
             Error::Entropy(_) => "entropy",
             Error::DriverGone => "driver-gone",
+            Error::Skill(e) => match e {
+                SkillError::SizeMismatch { .. }
+                | SkillError::DigestMismatch { .. }
+                | SkillError::Frontmatter { .. }
+                | SkillError::FrontmatterMismatch { .. } => "skill-verification",
+                SkillError::NotListed { .. } | SkillError::OutsideSkill { .. } => {
+                    "skill-not-listed"
+                }
+                SkillError::Dynamic { .. } => "skill-dynamic",
+                SkillError::Call { .. } => "call",
+                _ => "skill-invalid",
+            },
         }
     }
 
@@ -330,6 +351,15 @@ impl Error {
 impl From<CallError> for Error {
     fn from(e: CallError) -> Self {
         Self::call(e, None)
+    }
+}
+
+impl From<SkillError> for Error {
+    fn from(e: SkillError) -> Self {
+        match e {
+            SkillError::Call { source, .. } => (*source).into(),
+            e => Error::Skill(e),
+        }
     }
 }
 

@@ -67,7 +67,9 @@ pub fn complete(
 
 /// Writes the typed request methods of a client facade (`list_tools`, `list_resources`,
 /// `list_resource_templates`, `list_prompts`, `call_tool`, `read_resource`, `get_prompt`,
-/// `complete`, `ping`, `subscribe_resource`, `unsubscribe_resource`)
+/// `complete`, `ping`, `subscribe_resource`, `unsubscribe_resource`, and the Skills
+/// extension's `list_skills`, `skill_entry`, `load_skill`, `read_skill_file`,
+/// `read_directory`)
 /// on top of its `request` method, so that both adapters have one definition of them
 /// and their documentation.
 ///
@@ -206,6 +208,109 @@ macro_rules! typed_requests {
             let request = $crate::mcp_proto::client::CallRequest::unsubscribe_resource(uri);
             self.request(request)$($await)*?;
             Ok(())
+        }
+
+        /// `skills/list` (the Skills extension), every page, each entry checked: the
+        /// valid entries, and apart the ones that failed a check (never to be loaded).
+        /// Nothing but the listing is fetched.
+        ///
+        /// # Errors
+        /// As [`Self::request`];
+        /// [`CallError::NotDeclared`](crate::mcp_proto::client::CallError::NotDeclared)
+        /// when the server did not declare the extension (nothing is sent).
+        pub $($async)* fn list_skills(
+            &$($mut)* self,
+        ) -> ::core::result::Result<$crate::mcp_proto::skills::Listing, $crate::Error> {
+            let request = $crate::mcp_proto::client::CallRequest::list_skills();
+            let output = self.request(request)$($await)*?;
+            Ok($crate::mcp_proto::skills::Listing::from_output(
+                &output,
+                &$crate::mcp_proto::skills::SkillLimits::default(),
+            ))
+        }
+
+        /// `skills/get`: the entry of the skill whose `SKILL.md` is at `uri`, checked.
+        ///
+        /// # Errors
+        /// As [`Self::list_skills`]; [`Error::Skill`](crate::Error::Skill) for an invalid
+        /// entry or one for another skill.
+        pub $($async)* fn skill_entry(
+            &$($mut)* self,
+            uri: &str,
+        ) -> ::core::result::Result<$crate::mcp_proto::skills::Skill, $crate::Error> {
+            let request = $crate::mcp_proto::client::CallRequest::skill_entry(uri);
+            let output = self.request(request)$($await)*?;
+            Ok($crate::mcp_proto::skills::Skill::from_get_output(
+                &output,
+                uri,
+                &$crate::mcp_proto::skills::SkillLimits::default(),
+            )?)
+        }
+
+        /// Loads a skill (an entry from [`Self::list_skills`], or the URI of its
+        /// `SKILL.md`, whose entry is then fetched with `skills/get`): reads its
+        /// `SKILL.md` and checks its size, digest and frontmatter against the entry.
+        /// No other file is fetched. Dynamic skills (no digests) are refused.
+        ///
+        /// # Errors
+        /// As [`Self::request`]; [`Error::Skill`](crate::Error::Skill) naming what failed
+        /// a check.
+        pub $($async)* fn load_skill(
+            &$($mut)* self,
+            target: impl ::core::convert::Into<$crate::mcp_proto::skills::SkillTarget>,
+        ) -> ::core::result::Result<$crate::mcp_proto::skills::LoadedSkill, $crate::Error> {
+            let mut load = $crate::mcp_proto::skills::SkillLoad::new(target);
+            loop {
+                load.check()?;
+                let Some(request) = load.poll_request() else {
+                    return Err($crate::mcp_proto::skills::SkillError::Content {
+                        uri: ::std::string::String::new(),
+                        problem: "the load has no request to make".into(),
+                    }
+                    .into());
+                };
+                let output = self.request(request)$($await)*?;
+                if let Some(loaded) = load.handle_output(&output)? {
+                    return Ok(loaded);
+                }
+            }
+        }
+
+        /// Reads one file of a loaded skill (`path` relative to the skill's root, or its
+        /// URI) and returns its bytes once their size and digest match the entry the
+        /// skill was loaded from. A file the entry does not list is refused before
+        /// anything is sent.
+        ///
+        /// # Errors
+        /// As [`Self::request`]; [`Error::Skill`](crate::Error::Skill) naming what failed.
+        pub $($async)* fn read_skill_file(
+            &$($mut)* self,
+            skill: &$crate::mcp_proto::skills::LoadedSkill,
+            path: &str,
+        ) -> ::core::result::Result<::std::vec::Vec<u8>, $crate::Error> {
+            let read = skill.read_file(path)?;
+            let output = self.request(read.request())$($await)*?;
+            Ok(read.handle_output(&output)?)
+        }
+
+        /// `resources/directory/read` (Skills extension), every page: the direct
+        /// children of the directory resource at `uri` (subdirectories have the MIME type
+        /// `inode/directory`). A live view: it does not extend what a loaded skill may
+        /// read.
+        ///
+        /// # Errors
+        /// As [`Self::request`];
+        /// [`CallError::NotDeclared`](crate::mcp_proto::client::CallError::NotDeclared)
+        /// unless the server declared `directoryRead: true` (nothing is sent).
+        pub $($async)* fn read_directory(
+            &$($mut)* self,
+            uri: &str,
+        ) -> ::core::result::Result<
+            ::std::vec::Vec<$crate::mcp_proto::model::Resource>,
+            $crate::Error,
+        > {
+            let request = $crate::mcp_proto::client::CallRequest::read_directory(uri);
+            Ok(self.request(request)$($await)*?.resources()?)
         }
 
         /// `prompts/list`, every page.

@@ -80,6 +80,7 @@ pub mod jsonrpc;
 pub mod limits;
 pub mod model;
 pub mod server;
+pub mod skills;
 pub mod sse;
 pub mod stdio;
 pub mod time;

@@ -124,6 +124,16 @@ pub enum Command {
     Prompts {
         server: String,
     },
+    /// `mcp skills <server> [<skill>] [--file PATH]`.
+    Skills {
+        server: String,
+        /// A skill's name (unique in the listing) or the URI of its `SKILL.md`: load it.
+        skill: Option<String>,
+        /// `--file PATH`: then read this file of the loaded skill.
+        file: Option<String>,
+        /// `--dir PATH`: then list this directory of the loaded skill.
+        dir: Option<String>,
+    },
     Complete {
         server: String,
         reference: CompletionRef,
@@ -323,6 +333,7 @@ fn command_flags(command: &str) -> Option<&'static [(&'static str, Kind)]> {
             ("--resource-template", Kind::Value),
             ("--arg", Kind::Repeat),
         ],
+        "skills" => &[("--file", Kind::Value), ("--dir", Kind::Value)],
         "status" | "doctor" => &[("--connect", Kind::Bool)],
         "serve-example" => &[
             ("--stdio", Kind::Bool),
@@ -658,6 +669,28 @@ fn build(name: &str, mut w: Words) -> Result<Command, Usage> {
         "prompts" => Command::Prompts {
             server: one(&mut w, "server")?,
         },
+        "skills" => {
+            let file = w.value("--file");
+            let dir = w.value("--dir");
+            let mut got = std::mem::take(&mut w.positionals).into_iter();
+            let (Some(server), skill, None) = (got.next(), got.next(), got.next()) else {
+                return Err(Usage::new(
+                    "skills takes <server> and optionally <skill> (a name or a SKILL.md URI)",
+                ));
+            };
+            if (file.is_some() || dir.is_some()) && skill.is_none() {
+                return Err(Usage::new("--file and --dir need a <skill> to read from"));
+            }
+            if file.is_some() && dir.is_some() {
+                return Err(Usage::new("skills takes one of --file and --dir"));
+            }
+            Command::Skills {
+                server,
+                skill,
+                file,
+                dir,
+            }
+        }
         "test" => Command::Test {
             name: one(&mut w, "name")?,
         },
@@ -1060,6 +1093,10 @@ Using a server:
   mcp tasks <server>               the server's tasks (tasks/list, 2025-11-25 only)
   mcp resources <server> | mcp read <server> <uri>
   mcp prompts <server>   | mcp prompt <server> <name> [--arg key=value]...
+  mcp skills <server> [<skill> [--file PATH | --dir PATH]]   the server's skills (Skills
+        extension); with <skill> (a name or a SKILL.md URI) load it and print its SKILL.md,
+        verified against its entry; --file prints that file of the skill, verified;
+        --dir lists a directory of it (. for the root)
   mcp complete <server> (--prompt <name> | --resource-template <uri-template>)
         <argument> <partial-value> [--arg key=value]...   suggested values for an argument
   mcp listen <server> [--resource <uri>]... [--list-changed] [--tasks [--task <id>]...]

@@ -24,6 +24,7 @@ mod interrupt;
 mod output;
 mod prompt;
 mod session;
+mod skills;
 mod terminal;
 
 use std::io::Write;
@@ -131,6 +132,17 @@ fn run(global: &Global, command: Command) -> Result<u8, Failure> {
         Command::Resources { server } => commands::resources(global, &server),
         Command::Read { server, uri, input } => commands::read(global, &server, &uri, input),
         Command::Prompts { server } => commands::prompts(global, &server),
+        Command::Skills {
+            server,
+            skill,
+            file,
+            dir,
+        } => skills::run(
+            global,
+            &server,
+            skill.as_deref(),
+            skills::Then::of(file.as_deref(), dir.as_deref()),
+        ),
         Command::Complete {
             server,
             reference,

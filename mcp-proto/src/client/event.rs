@@ -344,6 +344,16 @@ pub enum CallError {
         /// The task.
         task_id: String,
     },
+    /// The method belongs to an extension feature the server did not declare
+    /// (`skills/*` without `io.modelcontextprotocol/skills`, `resources/directory/read`
+    /// without its `directoryRead: true`); nothing was sent.
+    #[error("{method} needs {feature}, which the server did not declare")]
+    NotDeclared {
+        /// The method.
+        method: String,
+        /// What the server would have had to declare.
+        feature: &'static str,
+    },
     /// The server sent something in place of the answer that could not be used: a
     /// message that does not decode ([`PeerError::Malformed`], including one nested
     /// deeper than `Limits::max_nesting_depth`), or one longer than

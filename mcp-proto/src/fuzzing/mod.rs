@@ -229,3 +229,54 @@ pub fn content_blocks(data: &[u8]) {
         }
     }
 }
+
+/// A `SKILL.md` and a skill entry from untrusted bytes: the first line is a JSON entry,
+/// the rest the file. Reading the frontmatter, checking the entry and loading the skill
+/// never panic; a loaded skill's text is exactly what was read, its body a suffix of it,
+/// and every file it would read lies under its root.
+pub fn skill_load(data: &[u8]) {
+    use crate::client::CallOutput;
+    use crate::skills::{Skill, SkillLimits, SkillLoad, frontmatter};
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let (entry, md) = text.split_once('\n').unwrap_or((text, ""));
+    if let Ok(map) = frontmatter::parse(md, 4096) {
+        let value = serde_json::Value::Object(map.clone());
+        assert!(
+            frontmatter::same_value(&value, &value),
+            "a value equals itself"
+        );
+        assert!(frontmatter::first_difference(&map, &map).is_none());
+    }
+    let limits = SkillLimits::default();
+    let Ok(entry) = serde_json::from_str::<serde_json::Value>(entry) else {
+        return;
+    };
+    let Ok(skill) = Skill::from_json(&entry, &limits) else {
+        return;
+    };
+    let result = serde_json::json!({"contents": [{"uri": skill.uri, "text": md}]});
+    let Ok(result) = serde_json::value::to_raw_value(&result) else {
+        return;
+    };
+    let output = CallOutput {
+        result,
+        items: Vec::new(),
+        pages: 1,
+        rounds: 0,
+    };
+    let mut load = SkillLoad::new(skill.clone()).allow_dynamic();
+    let Some(_request) = load.poll_request() else {
+        return;
+    };
+    if let Ok(Some(loaded)) = load.handle_output(&output) {
+        assert_eq!(loaded.text(), md);
+        assert!(md.ends_with(loaded.body()));
+        for path in ["a", "../a", "a/../../b", "./x", "x//y"] {
+            if let Ok(read) = loaded.read_file(path) {
+                assert!(read.uri().starts_with(&format!("{}/", skill.root())));
+            }
+        }
+    }
+}

@@ -22,7 +22,7 @@ impl Server {
             ("tools", !c.tools.is_empty()),
             (
                 "resources",
-                !c.resources.is_empty() || !c.resource_templates.is_empty(),
+                !c.resources.is_empty() || !c.resource_templates.is_empty() || !c.skills.is_empty(),
             ),
             ("prompts", !c.prompts.is_empty()),
             ("completions", c.completion.is_some()),
@@ -30,6 +30,12 @@ impl Server {
             if present {
                 caps.insert(name.to_owned(), json!({}));
             }
+        }
+        if !c.skills.is_empty() {
+            caps.insert(
+                "extensions".to_owned(),
+                json!({crate::skills::EXTENSION: {"directoryRead": true}}),
+            );
         }
         Value::Object(caps)
     }
@@ -44,7 +50,11 @@ impl Server {
     ) -> Option<Result<Value, ErrorObject>> {
         let page = self.config.page_size.filter(|n| *n > 0);
         let c = &self.config;
-        let has_resources = !c.resources.is_empty() || !c.resource_templates.is_empty();
+        let has_resources =
+            !c.resources.is_empty() || !c.resource_templates.is_empty() || !c.skills.is_empty();
+        if let Some(reply) = self.skills_method(method, params) {
+            return Some(reply);
+        }
         Some(match method {
             "tools/list" if !c.tools.is_empty() => {
                 paginate(&c.tools, params, page, "tools", |t| t.listing())
@@ -73,6 +83,9 @@ impl Server {
         let Some(uri) = params.get("uri").and_then(Value::as_str) else {
             return Err(invalid("`uri` must be a string"));
         };
+        if let Some(contents) = self.skill_file(uri) {
+            return Ok(contents);
+        }
         match self.config.resources.iter().find(|r| r.uri == uri) {
             Some(r) => Ok(r.contents()),
             // 2025: -32002. 2026 must not emit -32002 and uses -32602.

@@ -112,6 +112,9 @@ pub struct ServerConfig {
     /// Answers `completion/complete` (and advertises `completions`): the `ref`, the
     /// argument name, its partial value and `context.arguments` give the values.
     pub completion: Option<CompletionHandler>,
+    /// Skills served through the Skills extension (declared, with `directoryRead`, when
+    /// there is at least one).
+    pub skills: Vec<super::ServedSkill>,
     /// How 2026-07-28 `requestState` is written and read back. Default
     /// [`PlainStateCodec`] (not integrity-protected).
     pub state_codec: Box<dyn RequestStateCodec>,
@@ -134,6 +137,7 @@ impl ServerConfig {
             prompts: Vec::new(),
             resource_templates: Vec::new(),
             completion: None,
+            skills: Vec::new(),
             state_codec: Box::new(PlainStateCodec),
         }
     }
@@ -173,6 +177,13 @@ impl ServerConfig {
         self
     }
 
+    /// Adds a skill (the Skills extension).
+    #[must_use]
+    pub fn with_skill(mut self, skill: super::ServedSkill) -> Self {
+        self.skills.push(skill);
+        self
+    }
+
     /// Sets the instructions.
     #[must_use]
     pub fn with_instructions(mut self, instructions: impl Into<String>) -> Self {
@@ -196,6 +207,7 @@ impl fmt::Debug for ServerConfig {
             .field("prompts", &self.prompts)
             .field("resource_templates", &self.resource_templates)
             .field("completion", &self.completion.is_some())
+            .field("skills", &self.skills)
             .finish_non_exhaustive()
     }
 }

@@ -10,7 +10,9 @@
 //! * resource `example://readme` (`text/plain`), resource template
 //!   `example://greeting/{name}`;
 //! * prompt `greet` with the required argument `name`;
-//! * completion of `name` (for the prompt and the template) from [`NAMES`].
+//! * completion of `name` (for the prompt and the template) from [`NAMES`];
+//! * skill `skill://greeting/SKILL.md` ([`GREETING_SKILL`]) with the supporting file
+//!   `templates/formal.md` ([`GREETING_FORMAL`]), through the Skills extension.
 
 use serde_json::{Map, Value, json};
 
@@ -19,8 +21,8 @@ use crate::model::Implementation;
 use crate::version::{ProtocolVersion, VersionPolicy};
 
 use super::{
-    InputRequestSpec, Prompt, PromptArgument, Resource, Server, ServerConfig, Tool, ToolCall,
-    ToolOutcome,
+    InputRequestSpec, Prompt, PromptArgument, Resource, ServedSkill, Server, ServerConfig, Tool,
+    ToolCall, ToolOutcome,
 };
 
 /// The server name in `serverInfo`.
@@ -30,6 +32,19 @@ pub const NAME: &str = "mcp-example";
 pub const README: &str = "mcp-example\n\
     A small MCP server bundled with mcp-proto.\n\
     Tools: echo, add, confirm, hang, fail, media.\n";
+
+/// The `SKILL.md` of the example skill `greeting`.
+pub const GREETING_SKILL: &str = "---\n\
+name: greeting\n\
+description: Greet someone with the greet prompt, in the register the user asks for\n\
+metadata:\n  version: \"1.0\"\n\
+---\n\n\
+# Greeting\n\n\
+Use the `greet` prompt with the person's name. For a formal greeting, follow\n\
+`templates/formal.md`.\n";
+
+/// The supporting file `templates/formal.md` of the example skill.
+pub const GREETING_FORMAL: &str = "Dear {name},\n\nIt is a pleasure to greet you.\n";
 
 /// The names `completion/complete` suggests from.
 pub const NAMES: [&str; 4] = ["Ada", "Alan", "Barbara", "Grace"];
@@ -148,6 +163,10 @@ pub fn config() -> ServerConfig {
             "mimeType": "text/plain"
         }))
         .with_completion(Box::new(complete))
+        .with_skill(
+            ServedSkill::new("greeting", GREETING_SKILL)
+                .with_file("templates/formal.md", GREETING_FORMAL),
+        )
         .with_resource(Resource::text(
             "example://readme",
             "readme",

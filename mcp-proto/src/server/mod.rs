@@ -73,6 +73,7 @@ mod legacy;
 mod modern;
 mod registry;
 mod seal;
+mod skills;
 mod state;
 pub mod tasks;
 #[cfg(test)]
@@ -87,6 +88,7 @@ pub use seal::{
     ConsumptionStore, DEFAULT_STATE_TTL, InvalidKeyId, KeyRing, MAX_KEY_ID_BYTES,
     MAX_SEALED_STATE_BYTES, MemoryConsumptionStore, SealedStateCodec,
 };
+pub use skills::ServedSkill;
 pub use state::{PlainStateCodec, RequestState, RequestStateCodec, StateContext, StateRefusal};
 
 /// Request params as an object (absent params are an empty object).

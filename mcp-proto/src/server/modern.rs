@@ -28,13 +28,15 @@ const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 
 /// Methods whose complete results carry caching hints.
-const CACHEABLE: [&str; 6] = [
+const CACHEABLE: [&str; 8] = [
     "server/discover",
     "tools/list",
     "prompts/list",
     "resources/list",
     "resources/templates/list",
     "resources/read",
+    "skills/list",
+    "skills/get",
 ];
 
 impl Server {

@@ -114,7 +114,8 @@ fn complete(mut result: Value) -> Value {
     result
 }
 
-const ALL_CAPS: &str = r#"{"tools":{},"resources":{},"prompts":{},"completions":{}}"#;
+const ALL_CAPS: &str = r#"{"tools":{},"resources":{},"prompts":{},"completions":{},
+    "extensions":{"io.modelcontextprotocol/skills":{"directoryRead":true}}}"#;
 
 fn caps() -> Value {
     serde_json::from_str(ALL_CAPS).unwrap()
@@ -1127,4 +1128,43 @@ fn the_fuzzed_server_serves_many_tasks_within_the_reply_bound() {
     let mut data = vec![0x80 | (1 << 5) | 7];
     data.extend_from_slice(input.as_bytes());
     crate::fuzzing::server::server_machine(&data);
+}
+
+#[test]
+fn the_example_skill_is_served_with_its_digests() {
+    use crate::skills::{Skill, SkillLimits};
+    let mut p = Peer::new(example::server());
+    let listed = p.call(json!(1), "skills/list", modern(json!({}), json!({})));
+    let result = &listed["result"];
+    assert_eq!(result["ttlMs"], 60000, "cacheable: {listed}");
+    let skill = Skill::from_json(&result["skills"][0], &SkillLimits::default()).unwrap();
+    assert_eq!(skill.uri, "skill://greeting/SKILL.md");
+    assert_eq!(
+        skill.file("skill://greeting/SKILL.md").unwrap().digest,
+        crate::auth::crypto::sha256(example::GREETING_SKILL.as_bytes())
+    );
+    let got = p.call(
+        json!(2),
+        "skills/get",
+        modern(json!({"uri": "skill://greeting/SKILL.md"}), json!({})),
+    );
+    assert_eq!(got["result"]["skill"], result["skills"][0]);
+    for (method, uri) in [
+        ("skills/get", "skill://nothing/SKILL.md"),
+        ("resources/directory/read", "skill://greeting/SKILL.md"),
+        ("resources/directory/read", "skill://nothing"),
+    ] {
+        let reply = p.call(json!(3), method, modern(json!({"uri": uri}), json!({})));
+        assert_eq!(reply["error"]["code"], -32602, "{method} {uri}: {reply}");
+    }
+    let dir = p.call(
+        json!(4),
+        "resources/directory/read",
+        modern(json!({"uri": "skill://greeting/templates"}), json!({})),
+    );
+    assert_eq!(
+        dir["result"]["resources"],
+        json!([{"uri": "skill://greeting/templates/formal.md", "name": "formal.md",
+                "mimeType": "text/markdown"}])
+    );
 }

@@ -892,6 +892,11 @@ impl Session {
                 self.complete(id, Err(CallError::NotInVersion { method, version }));
                 return;
             }
+            if let Some(feature) = undeclared(&call.request.method, self.server.as_ref()) {
+                let method = call.request.method.clone();
+                self.complete(id, Err(CallError::NotDeclared { method, feature }));
+                return;
+            }
             let not_here = match era {
                 Era::Modern => [request::TASKS_RESULT, request::TASKS_LIST],
                 Era::Legacy => [request::LISTEN, request::TASKS_UPDATE],
@@ -1324,4 +1329,15 @@ fn remember(ring: &mut VecDeque<i64>, id: i64) {
         ring.pop_front();
     }
     ring.push_back(id);
+}
+
+/// For a method of the Skills extension, what the server must have declared for it and
+/// did not.
+fn undeclared(method: &str, server: Option<&ServerDetails>) -> Option<&'static str> {
+    let support = server.and_then(crate::skills::SkillsSupport::of);
+    if method == "resources/directory/read" {
+        return (!support.is_some_and(|s| s.directory_read))
+            .then_some("io.modelcontextprotocol/skills with directoryRead: true");
+    }
+    (method.starts_with("skills/") && support.is_none()).then_some(crate::skills::EXTENSION)
 }

@@ -153,6 +153,36 @@ impl CallRequest {
         Self::listing("prompts/list", "prompts")
     }
 
+    /// `skills/list` (the Skills extension), every page. Read the items with
+    /// [`Listing::from_output`](crate::skills::Listing::from_output). Refused locally
+    /// with [`CallError::NotDeclared`](crate::client::CallError::NotDeclared) when the
+    /// server did not declare the extension.
+    #[must_use]
+    pub fn list_skills() -> Self {
+        Self::listing("skills/list", "skills")
+    }
+
+    /// `skills/get` (the Skills extension): the entry of the skill whose `SKILL.md` is at
+    /// `uri`. Refused locally like [`CallRequest::list_skills`].
+    #[must_use]
+    pub fn skill_entry(uri: &str) -> Self {
+        let mut params = Map::new();
+        params.insert("uri".into(), Value::String(uri.to_owned()));
+        Self::new("skills/get", Value::Object(params))
+    }
+
+    /// `resources/directory/read` (the Skills extension), every page: the direct children
+    /// of the directory resource at `uri` (items read with
+    /// [`CallOutput::resources`](crate::client::CallOutput::resources)). Refused locally
+    /// with [`CallError::NotDeclared`](crate::client::CallError::NotDeclared) unless the
+    /// server declared `directoryRead: true`.
+    #[must_use]
+    pub fn read_directory(uri: &str) -> Self {
+        let mut r = Self::listing("resources/directory/read", "resources");
+        r.params.insert("uri".into(), Value::String(uri.to_owned()));
+        r
+    }
+
     /// `tools/call` with these arguments (a JSON object).
     #[must_use]
     pub fn call_tool(name: &str, arguments: Value) -> Self {
