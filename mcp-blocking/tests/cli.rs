@@ -1134,3 +1134,223 @@ fn skills_lists_loads_and_reads_verified_files() {
     let out = run(&config, &["skills", "ex", "--file", "x"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+// ----- guidance: every mistake gets a next step ---------------------------------------
+
+/// Writes an executable shell script.
+#[cfg(unix)]
+fn script(path: &Path, body: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[cfg(unix)]
+#[test]
+fn a_launcher_without_path_gets_the_hint_and_env_path_fixes_it() {
+    let dir = common::temp_dir("launcher");
+    let config = dir.join("servers.json");
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    // `npx` here finds the real server through PATH, as the real one does.
+    std::os::unix::fs::symlink(mcp(), bin.join("mcp-fixture")).unwrap();
+    script(&bin.join("npx"), "exec mcp-fixture \"$@\"");
+    let npx = bin.join("npx");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let env = [("PATH", path.as_str())];
+    let add = |extra: &[&str]| {
+        let mut args = vec!["add", "ev", "--stdio", npx.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--", "serve-example", "--stdio"]);
+        run_with_env(&config, &args, &env)
+    };
+    let out = add(&[]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        stderr(&out).contains("add `--env PATH --env HOME`"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run_with_env(&config, &["tools", "ev"], &env);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("the server exited: status 127"), "{err}");
+    assert!(err.contains("mcp-fixture: not found"), "{err}");
+    assert!(
+        err.contains("hint: npx finds the server through PATH"),
+        "{err}"
+    );
+    // With PATH passed it works, and nothing warns.
+    let out = add(&["--env", "PATH"]);
+    assert!(!stderr(&out).contains("--env PATH"), "{}", stderr(&out));
+    let out = run_with_env(&config, &["tools", "ev"], &env);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("echo"));
+}
+
+#[cfg(unix)]
+#[test]
+fn a_server_that_exits_shows_its_status_and_last_stderr_lines() {
+    let dir = common::temp_dir("exits");
+    let config = dir.join("servers.json");
+    let server = dir.join("broken-server");
+    script(
+        &server,
+        "for i in 1 2 3 4 5 6 7 8 9 10 11 12; do echo \"line $i\" >&2; done\nprintf '\\033[31mred\\033[0m\\n' >&2\nexit 3",
+    );
+    let out = run(&config, &["add", "b", "--stdio", server.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let out = run(&config, &["tools", "b"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("the server exited: status 3"), "{err}");
+    assert!(err.contains("red") && !err.contains('\u{1b}'), "{err}");
+    // The last lines only.
+    assert!(
+        err.contains("  | line 12") && !err.contains("  | line 2\n"),
+        "{err}"
+    );
+    assert!(!err.contains("hint:"), "not a launcher: {err}");
+    let out = run(&config, &["--format", "json", "tools", "b"]);
+    assert_eq!(json(&out)["error"]["exitStatus"], 3);
+}
+
+#[test]
+fn version_help_per_command_and_suggestions() {
+    let config = common::temp_dir("guidance").join("servers.json");
+    let out = run(&config, &["--version"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(stdout(&out).starts_with("mcp 0."), "{}", stdout(&out));
+    let out = run(&config, &["help", "call"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        stdout(&out).starts_with("mcp call <server> <tool>"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(!stdout(&out).contains("mcp tools"), "{}", stdout(&out));
+    for (args, said) in [
+        (&["cal"][..], "did you mean call?"),
+        (
+            &["call", "x", "y", "--auto-acept"][..],
+            "did you mean --auto-accept?",
+        ),
+        (&["--formt", "json", "list"][..], "did you mean --format?"),
+        (&["help", "lisen"][..], "did you mean listen?"),
+        (
+            &["--timeout", "0", "list"][..],
+            "more than 0 and at most 86400",
+        ),
+    ] {
+        let out = run(&config, args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&out).contains(said), "{args:?}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn add_points_at_dashes_for_the_servers_own_arguments() {
+    let config = common::temp_dir("dashes").join("servers.json");
+    for args in [
+        &["add", "ev", "--stdio", "npx", "-y", "pkg"][..],
+        &["add", "ev", "--stdio", "mcp", "serve-example", "--stdio"][..],
+        &["add", "ev", "--stdio", "mcp", "serve-example"][..],
+    ] {
+        let out = run(&config, args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = stderr(&out);
+        assert!(err.contains("go after `--`"), "{args:?}: {err}");
+    }
+    assert!(!config.exists(), "nothing was written");
+}
+
+#[test]
+fn doctor_fails_a_command_that_does_not_exist_offline() {
+    let config = common::temp_dir("doctor-missing").join("servers.json");
+    run(&config, &["add", "nb", "--stdio", "/no/such/binary"]);
+    let out = run(&config, &["doctor"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout(&out).contains("/no/such/binary does not exist or is not executable"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn import_reads_other_clients_configs_and_never_keeps_values() {
+    let dir = common::temp_dir("import");
+    let config = dir.join("servers.json");
+    let theirs = dir.join("claude.json");
+    std::fs::write(
+        &theirs,
+        r#"{"mcpServers": {
+            "everything": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-everything"],
+                           "env": {"API_KEY": "s3cret-value"}},
+            "remote": {"url": "https://mcp.example.com/mcp"}}}"#,
+    )
+    .unwrap();
+    let out = run(&config, &["import", theirs.to_str().unwrap(), "--dry-run"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        stdout(&out).contains("add everything: stdio npx -y"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(!config.exists(), "a dry run writes nothing");
+    let out = run(&config, &["import", theirs.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let written = std::fs::read_to_string(&config).unwrap();
+    assert!(!written.contains("s3cret-value"), "{written}");
+    assert!(written.contains("\"API_KEY\""), "{written}");
+    let out = run(&config, &["--format", "json", "get", "remote"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // Their file used as ours says what to do.
+    let out = run(&theirs, &["list"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("mcp import"), "{}", stderr(&out));
+    // An env map in ours is refused with the fix.
+    std::fs::write(
+        &config,
+        r#"{"servers": {"a": {"command": "x", "env": {"K": "v"}}}}"#,
+    )
+    .unwrap();
+    let out = run(&config, &["list"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("list variable names"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn text_tables_fit_100_columns() {
+    let config = common::temp_dir("wide").join("servers.json");
+    let long = format!("/opt/{}/server", "very-long-directory-name/".repeat(6));
+    run(
+        &config,
+        &[
+            "add",
+            "wide",
+            "--stdio",
+            &long,
+            "--",
+            "--flag",
+            &"x".repeat(80),
+        ],
+    );
+    let out = run(&config, &["status"]);
+    for line in stdout(&out).lines() {
+        assert!(
+            line.chars().count() <= 100,
+            "{} columns: {line}",
+            line.chars().count()
+        );
+    }
+    assert!(stdout(&out).contains("wide"));
+}

@@ -204,3 +204,19 @@ fn tools_lists_the_excluded_tools_and_why() {
             .all(|t| t["name"] != "sum")
     );
 }
+
+#[test]
+fn a_404_on_a_url_without_a_path_suggests_mcp() {
+    let server = ExampleServer::start("both");
+    let root = server.url.trim_end_matches("/mcp").to_owned();
+    let config = common::temp_dir("no-path").join("servers.json");
+    for url in [root.clone(), format!("{root}/")] {
+        let out = run(&config, &["tools", &url]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+        let err = text(&out.stderr);
+        assert!(err.contains(&format!("try {root}/mcp")), "{err}");
+    }
+    // A URL with a path that 404s gets no such guess.
+    let out = run(&config, &["tools", &format!("{root}/other")]);
+    assert!(!text(&out.stderr).contains("usually at /mcp"));
+}

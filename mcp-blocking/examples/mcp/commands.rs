@@ -1,5 +1,6 @@
 //! The commands: managing the servers file, and using a server.
 
+use std::io::IsTerminal;
 use std::path::Path;
 use std::time::Duration;
 
@@ -1338,6 +1339,14 @@ pub fn serve_example(era: &str, http: Option<&str>, tasks: bool) -> Result<u8, F
         return match mcp_blocking::serve_http_on(addr, server) {
             Ok(handle) => {
                 eprintln!("{}", handle.url());
+                if std::io::stderr().is_terminal() {
+                    eprintln!(
+                        "serving the example MCP server ({era} era{}) at that URL; \
+                         try `mcp tools {}` in another terminal; Ctrl-C stops it",
+                        if era == "both" { "s" } else { "" },
+                        handle.url()
+                    );
+                }
                 handle.wait();
                 Ok(0)
             }
@@ -1346,6 +1355,12 @@ pub fn serve_example(era: &str, http: Option<&str>, tasks: bool) -> Result<u8, F
                 Ok(1)
             }
         };
+    }
+    if std::io::stdin().is_terminal() {
+        eprintln!(
+            "mcp serve-example speaks MCP on stdin and stdout, for a client that starts it \
+             (mcp add ex --stdio mcp -- serve-example --stdio); Ctrl-D or Ctrl-C stops it"
+        );
     }
     match mcp_blocking::serve_stdio(server) {
         Ok(()) => Ok(0),

@@ -199,7 +199,7 @@ fn describe_exit(status: std::process::ExitStatus) -> String {
 }
 
 /// At most `max` characters of `line`, marked when cut.
-fn clip(line: &str, max: usize) -> String {
+pub fn clip(line: &str, max: usize) -> String {
     match line.char_indices().nth(max) {
         Some((at, _)) => format!("{}…", &line[..at]),
         None => line.to_owned(),
@@ -225,31 +225,101 @@ pub fn print_json<T: Serialize + ?Sized>(value: &T) {
 /// Prints rows with every column but the last padded to the widest cell, every cell
 /// [cleaned](clean) (they hold names, descriptions and messages servers chose).
 pub fn table(rows: &[Vec<String>]) {
+    let mut out = io::stdout().lock();
+    for line in table_lines(rows, TABLE_WIDTH) {
+        let _ = writeln!(out, "{line}");
+    }
+}
+
+/// The widest a text table gets.
+pub const TABLE_WIDTH: usize = 100;
+
+/// The lines of a table at most `width` columns wide: every column but the last is at
+/// most a third of the width (longer cells are cut with `…`), and the last column wraps
+/// at word boundaries onto lines indented to where it starts.
+pub fn table_lines(rows: &[Vec<String>], width: usize) -> Vec<String> {
     let rows: Vec<Vec<Cow<'_, str>>> = rows
         .iter()
         .map(|row| row.iter().map(|cell| clean(cell)).collect())
         .collect();
     let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let mut widths = vec![0; columns];
-    for row in &rows {
-        for (i, cell) in row.iter().enumerate() {
-            widths[i] = widths[i].max(cell.chars().count());
+    let natural = |cap: usize| {
+        let mut widths = vec![0; columns];
+        for row in &rows {
+            for (i, cell) in row.iter().enumerate() {
+                if i + 1 < row.len() {
+                    widths[i] = widths[i].max(cell.chars().count().min(cap));
+                }
+            }
         }
+        widths
+    };
+    // Cut the leading columns only when the table would not fit otherwise.
+    let mut widths = natural(usize::MAX);
+    let last = rows
+        .iter()
+        .filter_map(|r| r.last())
+        .map(|c| c.chars().count())
+        .max()
+        .unwrap_or(0);
+    if widths.iter().map(|w| w + 2).sum::<usize>() + last > width {
+        widths = natural((width / 3).max(8));
     }
-    let mut out = io::stdout().lock();
+    let mut lines = Vec::new();
     for row in &rows {
         let mut line = String::new();
         for (i, cell) in row.iter().enumerate() {
             if i + 1 == row.len() {
-                line.push_str(cell);
+                let start = line.chars().count();
+                let room = width.saturating_sub(start).max(20);
+                let mut wrapped = wrap(cell, room).into_iter();
+                line.push_str(&wrapped.next().unwrap_or_default());
+                lines.push(line.trim_end().to_owned());
+                line = String::new();
+                for more in wrapped {
+                    lines.push(format!("{}{more}", " ".repeat(start)));
+                }
             } else {
-                line.push_str(cell);
-                let pad = widths[i] - cell.chars().count() + 2;
+                let shown = if cell.chars().count() > widths[i] {
+                    clip(cell, widths[i].saturating_sub(1))
+                } else {
+                    cell.to_string()
+                };
+                let pad = widths[i] - shown.chars().count() + 2;
+                line.push_str(&shown);
                 line.extend(std::iter::repeat_n(' ', pad));
             }
         }
-        let _ = writeln!(out, "{}", line.trim_end());
+        if !line.is_empty() {
+            lines.push(line.trim_end().to_owned());
+        }
     }
+    lines
+}
+
+/// `text` cut into lines of at most `room` characters, at spaces where possible.
+fn wrap(text: &str, room: usize) -> Vec<String> {
+    let mut lines = vec![String::new()];
+    for word in text.split(' ') {
+        let current = lines.last_mut().expect("one line at least");
+        let used = current.chars().count();
+        let len = word.chars().count();
+        if used > 0 && used + 1 + len > room {
+            lines.push(String::new());
+        } else if used > 0 {
+            current.push(' ');
+        }
+        let mut rest: Vec<char> = word.chars().collect();
+        while rest.len() > room {
+            let head: String = rest.drain(..room).collect();
+            let current = lines.last_mut().expect("one line at least");
+            current.push_str(&head);
+            lines.push(String::new());
+        }
+        let current = lines.last_mut().expect("one line at least");
+        current.extend(rest);
+    }
+    lines
 }
 
 /// One line of a description: the first line, shortened to `max` characters.

@@ -78,6 +78,18 @@ const LAUNCHERS: [&str; 14] = [
     "bash", "deno",
 ];
 
+/// For a URL with no path (`https://host`, `https://host/`): where MCP endpoints
+/// usually are.
+fn path_hint(url: &str) -> Option<String> {
+    let rest = url.split_once("://")?.1;
+    let path = rest.find('/').map_or("", |at| &rest[at..]);
+    let path = path.split(['?', '#']).next().unwrap_or("");
+    (path.is_empty() || path == "/").then(|| {
+        let base = url.trim_end_matches('/');
+        format!("the URL has no path, and MCP endpoints are usually at /mcp: try {base}/mcp")
+    })
+}
+
 /// The next step when `entry` runs a launcher without `PATH`: what to add.
 pub fn launcher_hint(entry: &ServerEntry) -> Option<String> {
     let program = entry.command.as_deref()?;
@@ -284,8 +296,12 @@ pub fn connect_with(
         }
         let (http, options) =
             auth::setup(name, &entry, url, http, options(global, input, name), plan)?;
-        let client = Client::connect_http_with(url, config, options, http)
-            .map_err(|e| auth::explain(e, name))?;
+        let client = Client::connect_http_with(url, config, options, http).map_err(|e| {
+            match (e.http_status(), path_hint(url)) {
+                (Some(404), Some(hint)) => Failure::Hinted(e, hint),
+                _ => auth::explain(e, name),
+            }
+        })?;
         crate::interrupt::watch(client.canceller());
         return Ok(with_log_level(global, client));
     }

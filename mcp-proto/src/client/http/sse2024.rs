@@ -253,8 +253,11 @@ impl HttpLink {
             .versions
             .accepts(ProtocolVersion::V2024_11_05)
         {
+            if !failure.detail.is_empty() {
+                failure.detail.push_str("; ");
+            }
             failure.detail.push_str(
-                "; the server may speak the 2024-11-05 HTTP+SSE transport, which is tried only \
+                "the server may speak the 2024-11-05 HTTP+SSE transport, which is tried only \
                  when old versions are accepted (ClientConfig::accept_pre_2025_06_versions)",
             );
             return false;
