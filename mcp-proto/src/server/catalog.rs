@@ -26,10 +26,16 @@ impl Server {
             ),
             ("prompts", !c.prompts.is_empty()),
             ("completions", c.completion.is_some()),
+            ("logging", c.logging),
         ] {
             if present {
                 caps.insert(name.to_owned(), json!({}));
             }
+        }
+        if c.resource_subscriptions
+            && let Some(resources) = caps.get_mut("resources")
+        {
+            *resources = json!({"subscribe": true});
         }
         Value::Object(caps)
     }
@@ -69,12 +75,24 @@ impl Server {
         })
     }
 
-    fn read_resource(&self, params: &Params, era: Era) -> Result<Value, ErrorObject> {
+    fn read_resource(&mut self, params: &Params, era: Era) -> Result<Value, ErrorObject> {
         let Some(uri) = params.get("uri").and_then(Value::as_str) else {
             return Err(invalid("`uri` must be a string"));
         };
-        match self.config.resources.iter().find(|r| r.uri == uri) {
-            Some(r) => Ok(r.contents()),
+        let found = match self.config.resources.iter().find(|r| r.uri == uri) {
+            Some(r) => Some(r.contents()),
+            None => self.config.resource_reader.as_mut().and_then(|read| read(uri)),
+        };
+        match found {
+            // A reader's answer must at least be an object with contents; an empty
+            // `contents` is what SEP-2164 forbids for a missing resource.
+            Some(v) if v.get("contents").and_then(Value::as_array).is_some_and(|c| !c.is_empty()) => {
+                Ok(v)
+            }
+            Some(_) => Err(ErrorObject::new(
+                codes::INTERNAL_ERROR,
+                format!("the resource reader returned no contents for {uri}"),
+            )),
             // 2025: -32002. 2026 must not emit -32002 and uses -32602.
             None => Err(ErrorObject::new(
                 match era {
@@ -85,6 +103,12 @@ impl Server {
             )
             .with_data(json!({"uri": uri}))),
         }
+    }
+
+    /// Whether `uri` names a resource: a static one, or one the reader knows.
+    pub(super) fn resource_exists(&mut self, uri: &str) -> bool {
+        self.config.resources.iter().any(|r| r.uri == uri)
+            || self.config.resource_reader.as_mut().is_some_and(|read| read(uri).is_some())
     }
 
     fn complete(&mut self, params: &Params) -> Result<Value, ErrorObject> {

@@ -77,10 +77,10 @@ mod state;
 #[cfg(test)]
 mod tests;
 
-pub use config::{CacheScope, CompletionHandler, ServerConfig, ServerLimits};
+pub use config::{CacheScope, CompletionHandler, ResourceReader, ServerConfig, ServerLimits};
 pub use registry::{
     InputRequestSpec, Prompt, PromptArgument, PromptHandler, Resource, Tool, ToolCall, ToolHandler,
-    ToolOutcome,
+    ToolNote, ToolOutcome,
 };
 pub use seal::{
     ConsumptionStore, DEFAULT_STATE_TTL, InvalidKeyId, KeyRing, MAX_KEY_ID_BYTES,
@@ -372,6 +372,56 @@ impl Server {
         jsonrpc::encode_request(&mut buf, &id, method, params.as_deref());
         self.outbound.push_back(buf);
         id
+    }
+
+    fn send_notification(&mut self, method: &str, params: &Value) {
+        let params = jsonrpc::to_raw(params);
+        let mut buf = Vec::new();
+        jsonrpc::encode_notification(&mut buf, method, Some(&params));
+        self.outbound.push_back(buf);
+    }
+
+    /// Sends a tool's notes ahead of its result: log messages at or above `log_level`
+    /// (none when `None`), progress only under a `progress_token`.
+    fn send_notes(
+        &mut self,
+        notes: &[ToolNote],
+        log_level: Option<crate::client::LogLevel>,
+        progress_token: Option<&Value>,
+    ) {
+        for note in notes {
+            match note {
+                ToolNote::Log {
+                    level,
+                    logger,
+                    data,
+                } if log_level.is_some_and(|min| *level >= min) => {
+                    let mut p = json!({"level": level.as_str(), "data": data});
+                    if let (Some(l), Some(obj)) = (logger, p.as_object_mut()) {
+                        obj.insert("logger".to_owned(), json!(l));
+                    }
+                    self.send_notification("notifications/message", &p);
+                }
+                ToolNote::Progress {
+                    progress,
+                    total,
+                    message,
+                } => {
+                    let Some(token) = progress_token else { continue };
+                    let mut p = json!({"progressToken": token, "progress": progress});
+                    if let Some(obj) = p.as_object_mut() {
+                        if let Some(t) = total {
+                            obj.insert("total".to_owned(), json!(t));
+                        }
+                        if let Some(m) = message {
+                            obj.insert("message".to_owned(), json!(m));
+                        }
+                    }
+                    self.send_notification("notifications/progress", &p);
+                }
+                ToolNote::Log { .. } => {}
+            }
+        }
     }
 
     fn send_cancelled(&mut self, id: &RequestId, reason: &str) {

@@ -191,21 +191,52 @@ impl Server {
             Some(_) => return bad_state(StateRefusal::Malformed),
         };
         match params.get("inputResponses") {
-            None | Some(Value::Null) => {}
+            None => {}
             Some(Value::Object(answers)) => {
-                // Only keys asked in the last round count; others are ignored.
-                for key in &asked {
-                    if let Some(answer) = answers.get(key) {
+                if let Some((key, _)) = answers.iter().find(|(_, a)| !a.is_object()) {
+                    return Some(Err(invalid(format!(
+                        "`inputResponses.{key}` must be an object (an ElicitResult, \
+                         CreateMessageResult or ListRootsResult)"
+                    ))));
+                }
+                let stateless = params.get("requestState").is_none();
+                for (key, answer) in answers {
+                    // With a state, only keys asked in its last round count. Without one
+                    // (a first try carrying answers, as for an ephemeral request), every
+                    // key goes to the handler, which takes the keys it knows; this lets
+                    // the client claim no more than it could by answering a first round.
+                    if stateless || asked.contains(key) {
                         inputs.insert(key.clone(), answer.clone());
                     }
                 }
             }
             Some(_) => return Some(Err(invalid("`inputResponses` must be an object"))),
         }
-        let outcome = calls::invoke(&mut self.config.tools, &target, &inputs, Era::Modern, round);
+        let progress = super::legacy::progress_token(params);
+        let outcome = calls::invoke(
+            &mut self.config.tools,
+            &target,
+            &inputs,
+            (Era::Modern, round),
+            caps,
+            progress.as_ref(),
+        );
         let asks = match outcome {
             ToolOutcome::NeedInput(asks) => asks,
             ToolOutcome::Done(v) => return Some(calls::done(&target.name, v)),
+            ToolOutcome::DoneWithNotes { notes, result } => {
+                let level = if self.config.logging {
+                    params
+                        .get("_meta")
+                        .and_then(|m| m.get(LOG_LEVEL))
+                        .and_then(Value::as_str)
+                        .and_then(crate::client::LogLevel::parse)
+                } else {
+                    None
+                };
+                self.send_notes(&notes, level, progress.as_ref());
+                return Some(calls::done(&target.name, result));
+            }
             ToolOutcome::Error(e) => return Some(Err(e)),
             ToolOutcome::NoAnswer => return None,
         };
