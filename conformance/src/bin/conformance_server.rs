@@ -184,6 +184,61 @@ fn tools() -> Vec<Tool> {
             },
         ),
         Tool::new(
+            "test_logging_tool",
+            "Sends a log message at each level from debug to error",
+            no_args(),
+            |_: &ToolCall<'_>| ToolOutcome::DoneWithNotes {
+                notes: [
+                    LogLevel::Debug,
+                    LogLevel::Info,
+                    LogLevel::Warning,
+                    LogLevel::Error,
+                ]
+                .into_iter()
+                .map(|l| ToolNote::log(l, format!("a {} message", l.as_str())))
+                .collect(),
+                result: json!({"content": [{"type": "text", "text": "Logged"}]}),
+            },
+        ),
+        Tool::new(
+            "test_missing_capability",
+            "Needs the sampling capability",
+            no_args(),
+            |call: &ToolCall<'_>| {
+                ask_then(call, "sample", || sampling_request("Say hello"), |a| {
+                    format!("LLM response: {}", sampled_text(a))
+                })
+            },
+        ),
+        Tool::new(
+            "test_streaming_elicitation",
+            "Asks the user (when the client can be asked) and answers",
+            no_args(),
+            |call: &ToolCall<'_>| {
+                if call.client_capabilities.get("elicitation").is_none() {
+                    return ToolOutcome::text("elicitation not available");
+                }
+                ask_then(call, "user_name", || name_form("What is your name?"), |a| {
+                    format!("Hello, {}", answer_field(a, "name"))
+                })
+            },
+        ),
+        Tool::new(
+            "test_custom_header_tool",
+            "Mirrors `region` in the Mcp-Param-Region header (SEP-2243)",
+            schema(
+                json!({
+                    "region": {"type": "string", "x-mcp-header": "Region"},
+                    "query": {"type": "string"}
+                }),
+                &["region"],
+            ),
+            |call: &ToolCall<'_>| {
+                let region = call.arguments.get("region").and_then(Value::as_str);
+                ToolOutcome::text(format!("region={}", region.unwrap_or("(none)")))
+            },
+        ),
+        Tool::new(
             "test_sampling",
             "Asks the client's LLM",
             schema(json!({"prompt": {"type": "string"}}), &["prompt"]),

@@ -14,8 +14,10 @@ use super::calls::invalid;
 use super::{Params, Server};
 
 impl Server {
-    /// The `ServerCapabilities` object.
-    pub(super) fn capabilities(&self) -> Value {
+    /// The `ServerCapabilities` object for `era`. `resources.subscribe` is legacy only:
+    /// 2026-07-28 replaced `resources/subscribe` with `subscriptions/listen`, which this
+    /// machine does not serve.
+    pub(super) fn capabilities(&self, era: Era) -> Value {
         let mut caps = Map::new();
         let c = &self.config;
         for (name, present) in [
@@ -33,6 +35,7 @@ impl Server {
             }
         }
         if c.resource_subscriptions
+            && era == Era::Legacy
             && let Some(resources) = caps.get_mut("resources")
         {
             *resources = json!({"subscribe": true});

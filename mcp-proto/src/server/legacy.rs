@@ -140,7 +140,7 @@ impl Server {
         });
         let mut result = json!({
             "protocolVersion": version,
-            "capabilities": self.capabilities(),
+            "capabilities": self.capabilities(Era::Legacy),
             "serverInfo": self.config.info,
         });
         if let (Some(text), Some(obj)) = (&self.config.instructions, result.as_object_mut()) {

@@ -21,7 +21,9 @@
 //!
 //! **Era, per message.** As a dual-era server does, the era is decided for each request:
 //!
-//! * `initialize` is legacy;
+//! * `initialize` is legacy, unless its `_meta` carries
+//!   `io.modelcontextprotocol/protocolVersion`: then it is a modern request for a method
+//!   2026-07-28 removed, and gets `-32601`;
 //! * `server/discover`, and any request whose `params._meta` carries
 //!   `io.modelcontextprotocol/protocolVersion` or `…/clientCapabilities`, is modern and is
 //!   served statelessly at any time, before or after `initialize` (`modern.rs`);

@@ -42,18 +42,19 @@ impl Server {
     /// `server` for the rule).
     pub(super) fn is_modern(&self, method: &str, params: &Params) -> bool {
         let policy = &self.config.versions;
-        if method == "initialize" || policy.newest(Era::Modern).is_none() {
+        if policy.newest(Era::Modern).is_none() {
             return false;
+        }
+        let meta = params.get("_meta").and_then(Value::as_object);
+        if method == "initialize" {
+            // A legacy client never puts the modern protocol version in `_meta`; a
+            // 2026-07-28 client that does is told the method is gone (-32601).
+            return meta.is_some_and(|m| m.contains_key(PROTOCOL_VERSION));
         }
         if policy.newest(Era::Legacy).is_none() || method == "server/discover" {
             return true;
         }
-        params
-            .get("_meta")
-            .and_then(Value::as_object)
-            .is_some_and(|m| {
-                m.contains_key(PROTOCOL_VERSION) || m.contains_key(CLIENT_CAPABILITIES)
-            })
+        meta.is_some_and(|m| m.contains_key(PROTOCOL_VERSION) || m.contains_key(CLIENT_CAPABILITIES))
     }
 
     pub(super) fn modern_request(
@@ -127,7 +128,7 @@ impl Server {
     fn discover(&self) -> Value {
         let mut result = json!({
             "supportedVersions": self.supported_versions(),
-            "capabilities": self.capabilities(),
+            "capabilities": self.capabilities(Era::Modern),
         });
         if let (Some(text), Some(obj)) = (&self.config.instructions, result.as_object_mut()) {
             obj.insert("instructions".to_owned(), json!(text));
