@@ -21,10 +21,10 @@ use mcp_blocking::mcp_proto::client::LogLevel;
 use mcp_blocking::mcp_proto::jsonrpc::ErrorObject;
 use mcp_blocking::mcp_proto::model::Implementation;
 use mcp_blocking::mcp_proto::server::{
-    InputRequestSpec, Prompt, PromptArgument, Resource, Server, ServerConfig, Tool, ToolCall,
-    ToolNote, ToolOutcome,
+    InputRequestSpec, Prompt, PromptArgument, PromptCall, Resource, Server, ServerConfig, Tool,
+    ToolCall, ToolNote, ToolOutcome,
 };
-use mcp_blocking::mcp_proto::version::{ProtocolVersion, VersionPolicy};
+use mcp_blocking::mcp_proto::version::{Era, ProtocolVersion, VersionPolicy};
 use serde_json::{Map, Value, json};
 
 /// A 1×1 red PNG, base64.
@@ -604,6 +604,26 @@ fn prompts() -> Vec<Prompt> {
                         "uri": uri, "mimeType": "text/plain", "text": "Embedded resource content for testing."}}},
                     text_message("Please process the embedded resource above.".to_owned())
                 ]}))
+            },
+        ),
+        Prompt::with_input(
+            "test_input_required_result_prompt",
+            Some("A prompt that asks the user before it is built (MRTR)".to_owned()),
+            vec![],
+            |call: &PromptCall<'_>| {
+                let topic = match call.inputs.get("topic") {
+                    Some(answer) => answer_field(answer, "topic"),
+                    // A legacy prompts/get cannot ask: use a default.
+                    None if call.era == Era::Legacy => "anything".to_owned(),
+                    None => {
+                        let form = InputRequestSpec::form(
+                            "Which topic should the prompt be about?",
+                            json!({"type": "object", "properties": {"topic": {"type": "string"}}, "required": ["topic"]}),
+                        );
+                        return ToolOutcome::NeedInput(vec![("topic".to_owned(), form)]);
+                    }
+                };
+                ToolOutcome::Done(json!({"messages": [text_message(format!("Tell me about {topic}."))]}))
             },
         ),
         Prompt::new(

@@ -11,6 +11,7 @@ use crate::jsonrpc::{ErrorObject, codes};
 use crate::version::Era;
 
 use super::calls::invalid;
+use super::registry::{PromptCall, ToolOutcome};
 use super::{Params, Server};
 
 impl Server {
@@ -148,11 +149,31 @@ impl Server {
         }}))
     }
 
+    /// A legacy `prompts/get`: the handler runs once, without input (a legacy
+    /// `prompts/get` cannot be parked while the client is asked).
     fn get_prompt(&mut self, params: &Params) -> Result<Value, ErrorObject> {
+        let (name, arguments) = self.prompt_target(params)?;
+        let caps = self.session.as_ref().map(|s| s.client_caps.clone());
+        let caps = caps.unwrap_or(Value::Null);
+        let outcome = self.invoke_prompt(&name, &arguments, &Map::new(), (Era::Legacy, 0), &caps);
+        if let ToolOutcome::NeedInput(_) = outcome {
+            return Err(ErrorObject::new(
+                codes::INTERNAL_ERROR,
+                format!("prompt `{name}` needs input, which a legacy prompts/get cannot ask for"),
+            ));
+        }
+        self.prompt_answer(&name, outcome)
+    }
+
+    /// The prompt `params` names and its arguments, once the required ones are there.
+    pub(super) fn prompt_target(
+        &self,
+        params: &Params,
+    ) -> Result<(String, Map<String, Value>), ErrorObject> {
         let Some(name) = params.get("name").and_then(Value::as_str) else {
             return Err(invalid("`name` must be a string"));
         };
-        let Some(prompt) = self.config.prompts.iter_mut().find(|p| p.name == name) else {
+        let Some(prompt) = self.config.prompts.iter().find(|p| p.name == name) else {
             return Err(invalid(format!("Unknown prompt: {name}")));
         };
         let args = match params.get("arguments") {
@@ -170,7 +191,49 @@ impl Server {
                 a.name
             )));
         }
-        let result = (prompt.handler)(&args)?;
+        Ok((name.to_owned(), args))
+    }
+
+    /// Runs the handler of prompt `name` once.
+    pub(super) fn invoke_prompt(
+        &mut self,
+        name: &str,
+        arguments: &Map<String, Value>,
+        inputs: &Map<String, Value>,
+        (era, round): (Era, u32),
+        client_capabilities: &Value,
+    ) -> ToolOutcome {
+        let Some(prompt) = self.config.prompts.iter_mut().find(|p| p.name == name) else {
+            return ToolOutcome::Error(invalid(format!("Unknown prompt: {name}")));
+        };
+        let call = PromptCall {
+            name,
+            arguments,
+            inputs,
+            era,
+            round,
+            client_capabilities,
+        };
+        (prompt.handler)(&call)
+    }
+
+    /// The answer for a prompt outcome other than asking: the result (an object), or
+    /// the error.
+    pub(super) fn prompt_answer(
+        &self,
+        name: &str,
+        outcome: ToolOutcome,
+    ) -> Result<Value, ErrorObject> {
+        let result = match outcome {
+            ToolOutcome::Done(v) | ToolOutcome::DoneWithNotes { result: v, .. } => v,
+            ToolOutcome::Error(e) => return Err(e),
+            _ => {
+                return Err(ErrorObject::new(
+                    codes::INTERNAL_ERROR,
+                    format!("prompt `{name}` gave no answer"),
+                ));
+            }
+        };
         if result.is_object() {
             Ok(result)
         } else {

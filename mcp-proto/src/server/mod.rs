@@ -81,8 +81,8 @@ mod tests;
 
 pub use config::{CacheScope, CompletionHandler, ResourceReader, ServerConfig, ServerLimits};
 pub use registry::{
-    InputRequestSpec, Prompt, PromptArgument, PromptHandler, Resource, Tool, ToolCall, ToolHandler,
-    ToolNote, ToolOutcome,
+    InputRequestSpec, Prompt, PromptArgument, PromptCall, PromptHandler, Resource, Tool, ToolCall,
+    ToolHandler, ToolNote, ToolOutcome,
 };
 pub use seal::{
     ConsumptionStore, DEFAULT_STATE_TTL, InvalidKeyId, KeyRing, MAX_KEY_ID_BYTES,

@@ -20,9 +20,10 @@ static NO_CAPABILITIES: Value = Value::Null;
 /// A tool handler: called once per round with the arguments and the answers so far.
 pub type ToolHandler = Box<dyn FnMut(&ToolCall<'_>) -> ToolOutcome + Send>;
 
-/// A prompt handler: given the arguments, returns the `GetPromptResult` JSON
-/// (`{description?, messages}`) or an error.
-pub type PromptHandler = Box<dyn FnMut(&Map<String, Value>) -> Result<Value, ErrorObject> + Send>;
+/// A prompt handler: called once per round with the arguments and the answers so far;
+/// [`ToolOutcome::Done`] carries the `GetPromptResult` JSON (`{description?, messages}`).
+/// [`Prompt::new`] makes one from a plain function of the arguments.
+pub type PromptHandler = Box<dyn FnMut(&PromptCall<'_>) -> ToolOutcome + Send>;
 
 /// A tool the server offers.
 #[non_exhaustive]
@@ -123,7 +124,40 @@ impl<'a> ToolCall<'a> {
     }
 }
 
-/// What a tool handler decided.
+/// One invocation of a prompt handler.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct PromptCall<'a> {
+    /// The prompt name.
+    pub name: &'a str,
+    /// The arguments (`{}` when the client sent none).
+    pub arguments: &'a Map<String, Value>,
+    /// Answers gathered so far, by the key the handler chose.
+    pub inputs: &'a Map<String, Value>,
+    /// The era of the request being served.
+    pub era: Era,
+    /// Input rounds completed before this invocation (0 on the first).
+    pub round: u32,
+    /// The client's capabilities (`null` when unknown).
+    pub client_capabilities: &'a Value,
+}
+
+impl<'a> PromptCall<'a> {
+    /// A first-round call (for testing handlers directly).
+    #[must_use]
+    pub fn new(name: &'a str, arguments: &'a Map<String, Value>, inputs: &'a Map<String, Value>) -> Self {
+        PromptCall {
+            name,
+            arguments,
+            inputs,
+            era: Era::Modern,
+            round: 0,
+            client_capabilities: &NO_CAPABILITIES,
+        }
+    }
+}
+
+/// What a tool (or prompt) handler decided.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum ToolOutcome {
@@ -359,13 +393,36 @@ pub struct Prompt {
 }
 
 impl Prompt {
-    /// A prompt with the given handler.
+    /// A prompt whose result is a function of its arguments: `handler` returns the
+    /// `GetPromptResult` JSON or an error.
     #[must_use]
     pub fn new(
         name: impl Into<String>,
         description: Option<String>,
         arguments: Vec<PromptArgument>,
-        handler: impl FnMut(&Map<String, Value>) -> Result<Value, ErrorObject> + Send + 'static,
+        mut handler: impl FnMut(&Map<String, Value>) -> Result<Value, ErrorObject> + Send + 'static,
+    ) -> Self {
+        Prompt::with_input(name, description, arguments, move |call: &PromptCall<'_>| {
+            match handler(call.arguments) {
+                Ok(v) => ToolOutcome::Done(v),
+                Err(e) => ToolOutcome::Error(e),
+            }
+        })
+    }
+
+    /// A prompt that may ask the client for input before it answers, as a tool does
+    /// ([`ToolOutcome::NeedInput`]). In 2026-07-28 the ask is an `input_required`
+    /// result and the client's retry resumes `prompts/get`. A legacy `prompts/get`
+    /// cannot be parked: a handler asking there gets `-32603` as the answer, so it
+    /// should look at [`PromptCall::era`] and answer without input instead.
+    /// [`ToolOutcome::NoAnswer`] and notes are not supported for prompts (`-32603`; the
+    /// notes' result is sent without them).
+    #[must_use]
+    pub fn with_input(
+        name: impl Into<String>,
+        description: Option<String>,
+        arguments: Vec<PromptArgument>,
+        handler: impl FnMut(&PromptCall<'_>) -> ToolOutcome + Send + 'static,
     ) -> Self {
         Prompt {
             name: name.into(),
