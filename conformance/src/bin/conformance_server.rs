@@ -205,9 +205,12 @@ fn tools() -> Vec<Tool> {
             "Needs the sampling capability",
             no_args(),
             |call: &ToolCall<'_>| {
-                ask_then(call, "sample", || sampling_request("Say hello"), |a| {
-                    format!("LLM response: {}", sampled_text(a))
-                })
+                ask_then(
+                    call,
+                    "sample",
+                    || sampling_request("Say hello"),
+                    |a| format!("LLM response: {}", sampled_text(a)),
+                )
             },
         ),
         Tool::new(
@@ -218,9 +221,12 @@ fn tools() -> Vec<Tool> {
                 if call.client_capabilities.get("elicitation").is_none() {
                     return ToolOutcome::text("elicitation not available");
                 }
-                ask_then(call, "user_name", || name_form("What is your name?"), |a| {
-                    format!("Hello, {}", answer_field(a, "name"))
-                })
+                ask_then(
+                    call,
+                    "user_name",
+                    || name_form("What is your name?"),
+                    |a| format!("Hello, {}", answer_field(a, "name")),
+                )
             },
         ),
         Tool::new(
@@ -255,16 +261,20 @@ fn tools() -> Vec<Tool> {
             "Elicitation with defaults for every primitive type",
             no_args(),
             |call: &ToolCall<'_>| {
-                elicit_once(call, "Please review the defaults", &json!({
-                    "type": "object",
-                    "properties": {
-                        "name": {"type": "string", "default": "John Doe"},
-                        "age": {"type": "integer", "default": 30},
-                        "score": {"type": "number", "default": 95.5},
-                        "status": {"type": "string", "enum": ["active", "inactive", "pending"], "default": "active"},
-                        "verified": {"type": "boolean", "default": true}
-                    }
-                }))
+                elicit_once(
+                    call,
+                    "Please review the defaults",
+                    &json!({
+                        "type": "object",
+                        "properties": {
+                            "name": {"type": "string", "default": "John Doe"},
+                            "age": {"type": "integer", "default": 30},
+                            "score": {"type": "number", "default": 95.5},
+                            "status": {"type": "string", "enum": ["active", "inactive", "pending"], "default": "active"},
+                            "verified": {"type": "boolean", "default": true}
+                        }
+                    }),
+                )
             },
         ),
         Tool::new(
@@ -272,23 +282,27 @@ fn tools() -> Vec<Tool> {
             "Elicitation with every enum variant",
             no_args(),
             |call: &ToolCall<'_>| {
-                elicit_once(call, "Please choose", &json!({
-                    "type": "object",
-                    "properties": {
-                        "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
-                        "titledSingle": {"type": "string", "oneOf": [
-                            {"const": "value1", "title": "First Option"},
-                            {"const": "value2", "title": "Second Option"},
-                            {"const": "value3", "title": "Third Option"}]},
-                        "legacyEnum": {"type": "string", "enum": ["opt1", "opt2", "opt3"],
-                            "enumNames": ["Option One", "Option Two", "Option Three"]},
-                        "untitledMulti": {"type": "array", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
-                        "titledMulti": {"type": "array", "items": {"anyOf": [
-                            {"const": "value1", "title": "First Choice"},
-                            {"const": "value2", "title": "Second Choice"},
-                            {"const": "value3", "title": "Third Choice"}]}}
-                    }
-                }))
+                elicit_once(
+                    call,
+                    "Please choose",
+                    &json!({
+                        "type": "object",
+                        "properties": {
+                            "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+                            "titledSingle": {"type": "string", "oneOf": [
+                                {"const": "value1", "title": "First Option"},
+                                {"const": "value2", "title": "Second Option"},
+                                {"const": "value3", "title": "Third Option"}]},
+                            "legacyEnum": {"type": "string", "enum": ["opt1", "opt2", "opt3"],
+                                "enumNames": ["Option One", "Option Two", "Option Three"]},
+                            "untitledMulti": {"type": "array", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+                            "titledMulti": {"type": "array", "items": {"anyOf": [
+                                {"const": "value1", "title": "First Choice"},
+                                {"const": "value2", "title": "Second Choice"},
+                                {"const": "value3", "title": "Third Choice"}]}}
+                        }
+                    }),
+                )
             },
         ),
         Tool::new(
@@ -319,9 +333,12 @@ fn tools() -> Vec<Tool> {
             "Asks for a user name (MRTR)",
             no_args(),
             |call: &ToolCall<'_>| {
-                ask_then(call, "user_name", || name_form("What is your name?"), |a| {
-                    format!("Hello, {}", answer_field(a, "name"))
-                })
+                ask_then(
+                    call,
+                    "user_name",
+                    || name_form("What is your name?"),
+                    |a| format!("Hello, {}", answer_field(a, "name")),
+                )
             },
         ),
         Tool::new(
@@ -329,7 +346,12 @@ fn tools() -> Vec<Tool> {
             "Asks for confirmation; its requestState is sealed",
             no_args(),
             |call: &ToolCall<'_>| {
-                ask_then(call, "confirm", || name_form("Confirm?"), |_| "confirmed".to_owned())
+                ask_then(
+                    call,
+                    "confirm",
+                    || name_form("Confirm?"),
+                    |_| "confirmed".to_owned(),
+                )
             },
         ),
         Tool::new(
@@ -337,9 +359,12 @@ fn tools() -> Vec<Tool> {
             "Asks for a name; validates the echoed requestState",
             no_args(),
             |call: &ToolCall<'_>| {
-                ask_then(call, "user_name", || name_form("What is your name?"), |a| {
-                    format!("state-ok: {}", answer_field(a, "name"))
-                })
+                ask_then(
+                    call,
+                    "user_name",
+                    || name_form("What is your name?"),
+                    |a| format!("state-ok: {}", answer_field(a, "name")),
+                )
             },
         ),
         Tool::new(
@@ -347,9 +372,12 @@ fn tools() -> Vec<Tool> {
             "Asks the client's LLM (MRTR)",
             no_args(),
             |call: &ToolCall<'_>| {
-                ask_then(call, "capital_question", || sampling_request("What is the capital of France?"), |a| {
-                    format!("LLM said: {}", sampled_text(a))
-                })
+                ask_then(
+                    call,
+                    "capital_question",
+                    || sampling_request("What is the capital of France?"),
+                    |a| format!("LLM said: {}", sampled_text(a)),
+                )
             },
         ),
         Tool::new(
@@ -357,14 +385,19 @@ fn tools() -> Vec<Tool> {
             "Asks for the client's roots (MRTR)",
             no_args(),
             |call: &ToolCall<'_>| {
-                ask_then(call, "client_roots", || InputRequestSpec::Roots, |a| {
-                    let uris: Vec<&str> = a
-                        .get("roots")
-                        .and_then(Value::as_array)
-                        .map(|r| r.iter().filter_map(|r| r.get("uri")?.as_str()).collect())
-                        .unwrap_or_default();
-                    format!("roots: {}", uris.join(", "))
-                })
+                ask_then(
+                    call,
+                    "client_roots",
+                    || InputRequestSpec::Roots,
+                    |a| {
+                        let uris: Vec<&str> = a
+                            .get("roots")
+                            .and_then(Value::as_array)
+                            .map(|r| r.iter().filter_map(|r| r.get("uri")?.as_str()).collect())
+                            .unwrap_or_default();
+                        format!("roots: {}", uris.join(", "))
+                    },
+                )
             },
         ),
         Tool::new(
@@ -449,9 +482,12 @@ fn sampling(call: &ToolCall<'_>) -> ToolOutcome {
         .get("prompt")
         .and_then(Value::as_str)
         .unwrap_or("Hello");
-    ask_then(call, "sample", || sampling_request(prompt), |a| {
-        format!("LLM response: {}", sampled_text(a))
-    })
+    ask_then(
+        call,
+        "sample",
+        || sampling_request(prompt),
+        |a| format!("LLM response: {}", sampled_text(a)),
+    )
 }
 
 fn elicitation(call: &ToolCall<'_>) -> ToolOutcome {
@@ -468,11 +504,16 @@ fn elicitation(call: &ToolCall<'_>) -> ToolOutcome {
         },
         "required": ["username", "email"]
     });
-    ask_then(call, "user", || InputRequestSpec::form(message, form), |a| {
-        let action = a.get("action").and_then(Value::as_str).unwrap_or("unknown");
-        let content = a.get("content").cloned().unwrap_or(Value::Null);
-        format!("User response: action={action}, content={content}")
-    })
+    ask_then(
+        call,
+        "user",
+        || InputRequestSpec::form(message, form),
+        |a| {
+            let action = a.get("action").and_then(Value::as_str).unwrap_or("unknown");
+            let content = a.get("content").cloned().unwrap_or(Value::Null);
+            format!("User response: action={action}, content={content}")
+        },
+    )
 }
 
 fn multiple_inputs(call: &ToolCall<'_>) -> ToolOutcome {
@@ -480,8 +521,12 @@ fn multiple_inputs(call: &ToolCall<'_>) -> ToolOutcome {
     if keys.iter().all(|k| call.inputs.contains_key(*k)) {
         return ToolOutcome::text(format!(
             "name={}, greeting={}",
-            call.inputs.get("user_name").map_or_else(String::new, |a| answer_field(a, "name")),
-            call.inputs.get("greeting").map_or_else(String::new, sampled_text),
+            call.inputs
+                .get("user_name")
+                .map_or_else(String::new, |a| answer_field(a, "name")),
+            call.inputs
+                .get("greeting")
+                .map_or_else(String::new, sampled_text),
         ));
     }
     ToolOutcome::NeedInput(vec![
@@ -549,12 +594,16 @@ fn resources() -> Vec<Resource> {
 
 /// `test://template/{id}/data`.
 fn read_template(uri: &str) -> Option<Value> {
-    let id = uri.strip_prefix("test://template/")?.strip_suffix("/data")?;
+    let id = uri
+        .strip_prefix("test://template/")?
+        .strip_suffix("/data")?;
     if id.is_empty() || id.contains('/') {
         return None;
     }
     let text = json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")});
-    Some(json!({"contents": [{"uri": uri, "mimeType": "application/json", "text": text.to_string()}]}))
+    Some(
+        json!({"contents": [{"uri": uri, "mimeType": "application/json", "text": text.to_string()}]}),
+    )
 }
 
 fn text_message(text: String) -> Value {
@@ -577,13 +626,18 @@ fn prompts() -> Vec<Prompt> {
             Some("A simple prompt without arguments".to_owned()),
             vec![],
             |_: &Map<String, Value>| {
-                Ok(json!({"messages": [text_message("This is a simple prompt for testing.".to_owned())]}))
+                Ok(
+                    json!({"messages": [text_message("This is a simple prompt for testing.".to_owned())]}),
+                )
             },
         ),
         Prompt::new(
             "test_prompt_with_arguments",
             Some("A prompt with two arguments".to_owned()),
-            vec![arg("arg1", "First test argument"), arg("arg2", "Second test argument")],
+            vec![
+                arg("arg1", "First test argument"),
+                arg("arg2", "Second test argument"),
+            ],
             move |args: &Map<String, Value>| {
                 let text = format!(
                     "Prompt with arguments: arg1='{}', arg2='{}'",
@@ -623,7 +677,9 @@ fn prompts() -> Vec<Prompt> {
                         return ToolOutcome::NeedInput(vec![("topic".to_owned(), form)]);
                     }
                 };
-                ToolOutcome::Done(json!({"messages": [text_message(format!("Tell me about {topic}."))]}))
+                ToolOutcome::Done(
+                    json!({"messages": [text_message(format!("Tell me about {topic}."))]}),
+                )
             },
         ),
         Prompt::new(

@@ -85,12 +85,20 @@ impl Server {
         };
         let found = match self.config.resources.iter().find(|r| r.uri == uri) {
             Some(r) => Some(r.contents()),
-            None => self.config.resource_reader.as_mut().and_then(|read| read(uri)),
+            None => self
+                .config
+                .resource_reader
+                .as_mut()
+                .and_then(|read| read(uri)),
         };
         match found {
             // A reader's answer must at least be an object with contents; an empty
             // `contents` is what SEP-2164 forbids for a missing resource.
-            Some(v) if v.get("contents").and_then(Value::as_array).is_some_and(|c| !c.is_empty()) => {
+            Some(v)
+                if v.get("contents")
+                    .and_then(Value::as_array)
+                    .is_some_and(|c| !c.is_empty()) =>
+            {
                 Ok(v)
             }
             Some(_) => Err(ErrorObject::new(
@@ -112,7 +120,11 @@ impl Server {
     /// Whether `uri` names a resource: a static one, or one the reader knows.
     pub(super) fn resource_exists(&mut self, uri: &str) -> bool {
         self.config.resources.iter().any(|r| r.uri == uri)
-            || self.config.resource_reader.as_mut().is_some_and(|read| read(uri).is_some())
+            || self
+                .config
+                .resource_reader
+                .as_mut()
+                .is_some_and(|read| read(uri).is_some())
     }
 
     fn complete(&mut self, params: &Params) -> Result<Value, ErrorObject> {

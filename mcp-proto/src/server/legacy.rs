@@ -96,7 +96,9 @@ impl Server {
                 let reply = self.set_level(params);
                 self.reply(&id, reply);
             }
-            "resources/subscribe" | "resources/unsubscribe" if self.config.resource_subscriptions => {
+            "resources/subscribe" | "resources/unsubscribe"
+                if self.config.resource_subscriptions =>
+            {
                 let reply = self.subscribe(params, method == "resources/subscribe");
                 self.reply(&id, reply);
             }
@@ -179,7 +181,10 @@ impl Server {
         }
         let max = self.config.limits.max_subscriptions;
         let Some(session) = &mut self.session else {
-            return Err(ErrorObject::new(codes::INVALID_REQUEST, "Server not initialized"));
+            return Err(ErrorObject::new(
+                codes::INVALID_REQUEST,
+                "Server not initialized",
+            ));
         };
         let known = session.subscriptions.iter().position(|s| s == uri);
         match (on, known) {

@@ -409,7 +409,9 @@ impl Server {
                     total,
                     message,
                 } => {
-                    let Some(token) = progress_token else { continue };
+                    let Some(token) = progress_token else {
+                        continue;
+                    };
                     let mut p = json!({"progressToken": token, "progress": progress});
                     if let Some(obj) = p.as_object_mut() {
                         if let Some(t) = total {

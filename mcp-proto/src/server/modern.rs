@@ -54,7 +54,9 @@ impl Server {
         if policy.newest(Era::Legacy).is_none() || method == "server/discover" {
             return true;
         }
-        meta.is_some_and(|m| m.contains_key(PROTOCOL_VERSION) || m.contains_key(CLIENT_CAPABILITIES))
+        meta.is_some_and(|m| {
+            m.contains_key(PROTOCOL_VERSION) || m.contains_key(CLIENT_CAPABILITIES)
+        })
     }
 
     pub(super) fn modern_request(
@@ -280,12 +282,14 @@ impl Server {
                          CreateMessageResult or ListRootsResult)"
                     )));
                 }
-                let stateless = params.get("requestState").is_none();
+                // With a state, only keys asked in its last round count. Without one (a
+                // first try carrying answers, as for an ephemeral request), every key
+                // goes to the handler, which takes the keys it knows: the client claims
+                // no more than it could by answering the rounds one by one. Not for a
+                // single-use tool, whose answers must come with a state opened once
+                // (else a first try with answers would replay its effect at will).
+                let stateless = params.get("requestState").is_none() && !context.single_use;
                 for (key, answer) in answers {
-                    // With a state, only keys asked in its last round count. Without one
-                    // (a first try carrying answers, as for an ephemeral request), every
-                    // key goes to the handler, which takes the keys it knows; this lets
-                    // the client claim no more than it could by answering a first round.
                     if stateless || asked.contains(key) {
                         inputs.insert(key.clone(), answer.clone());
                     }

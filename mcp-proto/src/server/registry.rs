@@ -145,7 +145,11 @@ pub struct PromptCall<'a> {
 impl<'a> PromptCall<'a> {
     /// A first-round call (for testing handlers directly).
     #[must_use]
-    pub fn new(name: &'a str, arguments: &'a Map<String, Value>, inputs: &'a Map<String, Value>) -> Self {
+    pub fn new(
+        name: &'a str,
+        arguments: &'a Map<String, Value>,
+        inputs: &'a Map<String, Value>,
+    ) -> Self {
         PromptCall {
             name,
             arguments,
@@ -402,12 +406,15 @@ impl Prompt {
         arguments: Vec<PromptArgument>,
         mut handler: impl FnMut(&Map<String, Value>) -> Result<Value, ErrorObject> + Send + 'static,
     ) -> Self {
-        Prompt::with_input(name, description, arguments, move |call: &PromptCall<'_>| {
-            match handler(call.arguments) {
+        Prompt::with_input(
+            name,
+            description,
+            arguments,
+            move |call: &PromptCall<'_>| match handler(call.arguments) {
                 Ok(v) => ToolOutcome::Done(v),
                 Err(e) => ToolOutcome::Error(e),
-            }
-        })
+            },
+        )
     }
 
     /// A prompt that may ask the client for input before it answers, as a tool does
