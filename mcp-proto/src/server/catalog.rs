@@ -4,6 +4,13 @@
 //! A capability is advertised only when the registry has something for it, and the
 //! methods behind an unadvertised capability are unknown (`-32601`). Cursors are the
 //! decimal offset of the next page; any cursor the server did not issue is `-32602`.
+//!
+//! `resources/read` looks in the static resources, then asks the
+//! [`ResourceReader`](super::ResourceReader) (template resources). A resource nobody knows
+//! is `-32002` in the legacy era and `-32602` in 2026-07-28 (SEP-2164), with `data.uri`;
+//! a reader answering with no contents is the server's fault (`-32603`), never an empty
+//! result. `prompts/get` checks the prompt and its required arguments here for both eras;
+//! a modern one that asks for input continues in `modern.rs`.
 
 use serde_json::{Map, Value, json};
 

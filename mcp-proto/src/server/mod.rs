@@ -33,8 +33,8 @@
 //! When the configuration serves no modern version the modern leg is off (every request is
 //! legacy); when it serves no legacy version every request but `initialize` is modern.
 //!
-//! **State.** The only connection state is the legacy session (negotiated version and the
-//! client's capabilities, set once by `initialize`) and the legacy tool calls waiting for
+//! **State.** The only connection state is the legacy session (negotiated version, the
+//! client's capabilities, set once by `initialize`, its log level and subscriptions) and the legacy tool calls waiting for
 //! answers to server→client requests. Modern requests never read or write it: what a
 //! modern tool call needs across rounds travels in `requestState` ([`RequestStateCodec`]).
 //!
@@ -48,6 +48,22 @@
 //! a missing capability is `-32021`. `notifications/cancelled` drops a parked call
 //! (and cancels the server's own outstanding requests for it); nothing is sent for it
 //! afterwards.
+//!
+//! **Notifications from tools.** A handler may return log messages and progress with its
+//! result ([`ToolOutcome::DoneWithNotes`]); they are queued before the result, so over
+//! HTTP they share the request's SSE stream. Log messages need [`ServerConfig::logging`]
+//! and the client's consent: legacy, every level until `logging/setLevel`, then those at
+//! or above it; modern, only with `_meta` `io.modelcontextprotocol/logLevel`. Progress
+//! needs the request's `_meta.progressToken`. Handlers see the client's capabilities
+//! ([`ToolCall::client_capabilities`]) and ask only for what it can give.
+//!
+//! **Prompts that ask.** A prompt made with [`Prompt::with_input`] asks for input in the
+//! modern era exactly as a tool does (`input_required`, then a retry with `requestState`
+//! bound to the prompt and its arguments). A legacy `prompts/get` is answered at once.
+//!
+//! **Subscriptions.** With [`ServerConfig::resource_subscriptions`], a legacy session may
+//! subscribe to resources (at most [`ServerLimits::max_subscriptions`]);
+//! [`Server::resource_updated`] notifies it.
 //!
 //! **Bounds.** Input memory is one partial line ([`ServerLimits::max_line_bytes`]); parked
 //! calls are bounded by [`ServerLimits::max_pending_inputs`], rounds by
