@@ -244,6 +244,11 @@ fn tools() -> Vec<Tool> {
                 ToolOutcome::text(format!("region={}", region.unwrap_or("(none)")))
             },
         ),
+        fixed(
+            "test_reconnection",
+            "Answers at once: the endpoint's streams are not resumable, so it cannot close one mid-call",
+            json!({"content": [{"type": "text", "text": "Reconnection test completed"}]}),
+        ),
         Tool::new(
             "test_sampling",
             "Asks the client's LLM",

@@ -32,7 +32,8 @@ pub struct ServerLimits {
     /// Input requests a tool may ask for in one round. Default 16.
     pub max_inputs_per_round: usize,
     /// Legacy era: resources one session may be subscribed to; one more
-    /// `resources/subscribe` is refused with `-32603`. Default 256.
+    /// `resources/subscribe` is refused with `-32603` (and a URI longer than 8 KiB with
+    /// `-32602`). Default 256.
     pub max_subscriptions: usize,
 }
 

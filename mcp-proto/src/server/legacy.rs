@@ -21,6 +21,11 @@ use super::calls::{self, Target, error_result, invalid};
 use super::registry::ToolOutcome;
 use super::{Params, Server};
 
+/// The longest URI a session may subscribe to: with
+/// [`ServerLimits::max_subscriptions`](super::ServerLimits::max_subscriptions), it bounds
+/// what a session's subscriptions hold (a template resource may accept any URI).
+const MAX_SUBSCRIBED_URI_BYTES: usize = 8 * 1024;
+
 /// What `initialize` established.
 #[derive(Debug)]
 pub(super) struct Session {
@@ -173,6 +178,11 @@ impl Server {
         let Some(uri) = params.get("uri").and_then(Value::as_str) else {
             return Err(invalid("`uri` must be a string"));
         };
+        if uri.len() > MAX_SUBSCRIBED_URI_BYTES {
+            return Err(invalid(format!(
+                "`uri` longer than {MAX_SUBSCRIBED_URI_BYTES} bytes"
+            )));
+        }
         if on && !self.resource_exists(uri) {
             return Err(
                 ErrorObject::new(codes::RESOURCE_NOT_FOUND, "Resource not found")
@@ -204,7 +214,10 @@ impl Server {
     }
 
     /// Tells the legacy session that `uri` changed (`notifications/resources/updated`),
-    /// when it subscribed to it. Returns whether a notification was queued.
+    /// when it subscribed to it. Returns whether a notification was queued. This serves a
+    /// machine with one client (stdio); the HTTP endpoint keeps each session's state
+    /// itself and has no GET stream to carry such a notification, so over HTTP
+    /// subscriptions are acknowledged and tracked only.
     pub fn resource_updated(&mut self, uri: &str) -> bool {
         let subscribed = self
             .session

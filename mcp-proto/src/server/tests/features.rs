@@ -242,6 +242,9 @@ fn subscriptions_are_legacy_bounded_and_notify() {
     );
     assert_eq!(unknown["error"]["code"], -32002);
     assert_eq!(unknown["error"]["data"], json!({"uri": "test://zzz"}));
+    let long = format!("test://t/{}", "x".repeat(8 * 1024));
+    let reply = p.call(json!(7), "resources/subscribe", json!({"uri": long}));
+    assert_eq!(reply["error"]["code"], -32602);
     assert!(p.server.resource_updated("test://a"));
     assert_eq!(
         p.send(json!({"jsonrpc": "2.0", "id": 5, "method": "ping"}))[0]["method"],
