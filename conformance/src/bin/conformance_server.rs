@@ -720,3 +720,121 @@ fn complete(
     }
     Ok(values)
 }
+
+#[cfg(test)]
+mod tests {
+    //! The fixture offers every name the server scenarios call, in both eras (checked on
+    //! the machine directly, without the suite).
+
+    use mcp_blocking::mcp_proto::Instant;
+    use serde_json::{Value, json};
+
+    /// Sends one request and returns the last message written for it (its answer).
+    fn ask(server: &mut super::Server, id: i64, method: &str, params: Value) -> Value {
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        server.handle_json(Instant::ZERO, &serde_json::to_vec(&request).unwrap());
+        let mut last = Value::Null;
+        while let Some(m) = server.poll_message() {
+            last = serde_json::from_slice(&m).unwrap();
+        }
+        last
+    }
+
+    fn names(list: &Value, key: &str, field: &str) -> Vec<String> {
+        list["result"][key]
+            .as_array()
+            .unwrap_or_else(|| panic!("no {key} in {list}"))
+            .iter()
+            .map(|t| t[field].as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    const TOOLS: [&str; 26] = [
+        "test_simple_text",
+        "test_image_content",
+        "test_audio_content",
+        "test_embedded_resource",
+        "test_multiple_content_types",
+        "test_tool_with_logging",
+        "test_error_handling",
+        "test_tool_with_progress",
+        "test_sampling",
+        "test_elicitation",
+        "test_elicitation_sep1034_defaults",
+        "test_elicitation_sep1330_enums",
+        "json_schema_2020_12_tool",
+        "test_logging_tool",
+        "test_missing_capability",
+        "test_streaming_elicitation",
+        "test_reconnection",
+        "test_custom_header_tool",
+        "test_input_required_result_elicitation",
+        "test_input_required_result_tampered_state",
+        "test_input_required_result_request_state",
+        "test_input_required_result_sampling",
+        "test_input_required_result_list_roots",
+        "test_input_required_result_multiple_inputs",
+        "test_input_required_result_multi_round",
+        "test_input_required_result_capabilities",
+    ];
+
+    #[test]
+    fn every_named_item_is_served_in_both_eras() {
+        let modern = json!({"_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}
+        }});
+        let mut server = super::server();
+        let init = json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                          "clientInfo": {"name": "t", "version": "0"}});
+        assert_eq!(
+            ask(&mut server, 0, "initialize", init)["result"]["protocolVersion"],
+            "2025-06-18"
+        );
+        for params in [json!({}), modern.clone()] {
+            let tools = names(
+                &ask(&mut server, 1, "tools/list", params.clone()),
+                "tools",
+                "name",
+            );
+            for t in TOOLS {
+                assert!(tools.iter().any(|n| n == t), "{t} missing");
+            }
+            let resources = names(
+                &ask(&mut server, 2, "resources/list", params.clone()),
+                "resources",
+                "uri",
+            );
+            for r in [
+                "test://static-text",
+                "test://static-binary",
+                "test://watched-resource",
+            ] {
+                assert!(resources.iter().any(|n| n == r), "{r} missing");
+            }
+            let prompts = names(
+                &ask(&mut server, 3, "prompts/list", params.clone()),
+                "prompts",
+                "name",
+            );
+            for p in [
+                "test_simple_prompt",
+                "test_prompt_with_arguments",
+                "test_prompt_with_embedded_resource",
+                "test_prompt_with_image",
+                "test_input_required_result_prompt",
+            ] {
+                assert!(prompts.iter().any(|n| n == p), "{p} missing");
+            }
+            let mut read = params.clone();
+            read["uri"] = json!("test://template/123/data");
+            let contents = ask(&mut server, 4, "resources/read", read);
+            assert!(
+                contents["result"]["contents"][0]["text"]
+                    .as_str()
+                    .unwrap()
+                    .contains("123")
+            );
+        }
+    }
+}
