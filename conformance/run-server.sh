@@ -3,7 +3,8 @@
 # server (`conformance_server`, built on the public API) for every protocol version,
 # each judged against expected-failures-server-<version>.yml, then the tasks-*
 # extension scenarios one by one (judged by gate.py against
-# expected-failures-server-extensions.yml), and writes the matrix
+# expected-failures-server-extensions.yml), then the frozen requirement sets of
+# 2025-11-25 and 2026-07-28 (every required scenario must pass), and writes the matrix
 # (target/conformance-server/report.{json,md}).
 #
 # The fixture listens on a free loopback port for the whole run (one server serves both
@@ -61,5 +62,24 @@ for run in $runs; do
   sed -n '/=== SUMMARY ===/,$p' "$out/$run.log"
 done
 
+# The frozen requirement sets (the scenarios each revision requires, at its wire): every
+# required scenario must pass; extension and pending ones run unscored.
+req_rc=0
+for rev in ${CONFORMANCE_SERVER_REQUIREMENTS:-2025-11-25 2026-07-28}; do
+  set +e
+  timeout 900 conformance server --url "$url" --requirements "$rev" -o "$out/req-$rev" \
+    >"$out/req-$rev.log" 2>"$out/req-$rev.err"
+  rc=$?
+  set -e
+  echo "== requirements $rev (runner exit $rc; it fails only on a required scenario)"
+  grep -E '^Total|^Not scored' "$out/req-$rev.log" || true
+  [ "$rc" -eq 0 ] || req_rc=1
+done
+
+set +e
 python3 conformance/gate.py --side server --results "$out" --scenarios conformance/scenarios.json \
   --baselines conformance --runs "$runs"
+gate_rc=$?
+set -e
+[ "$req_rc" -eq 0 ] || echo "server conformance: a required scenario of a requirement set fails" >&2
+exit $(( gate_rc | req_rc ))
