@@ -11,6 +11,13 @@ scenario), the expected-failures files and the scenario list, then:
   passing), an "unsupported scenario" from the client, or a scenario the list lacks,
 * writes target/conformance/report.json and report.md, and prints the Markdown.
 
+With `--side server` it judges `conformance server` runs instead (run-server.sh):
+results under `server-<scenario>-<ts>/`, the `server:` section of
+`expected-failures-server-<run>.yml`, the ids of `server_scenarios_by_version`. The
+`extensions` run (the tasks-* scenarios, run one by one because no server suite
+selects them) is judged here alone: every FAILURE or WARNING must be baselined, and a
+baselined scenario that now passes is stale.
+
 Nothing here is written by hand into the repository: the matrix is regenerated on
 every run.
 """
@@ -25,14 +32,21 @@ import sys
 NON_PASS = ("FAILURE", "WARNING")
 
 
-def read_baseline(path):
-    """The `client:` entries of an expected-failures file (scenario or scenario:check)."""
+def read_baseline(path, side="client"):
+    """The `client:` (or `server:`) entries of an expected-failures file (scenario or
+    scenario:check)."""
     entries = {}
     section = None
     if not os.path.exists(path):
         return entries
     with open(path, encoding="utf-8") as f:
         for line in f:
+            # "# unscored: <scenario> <reason>": a scenario known to score nothing (the
+            # runner would call a real entry for it stale); judged like a wholesale one.
+            if line.startswith("# unscored:"):
+                name, _, reason = line[len("# unscored:"):].strip().partition(" ")
+                entries[name] = "not exercised: " + reason.strip()
+                continue
             stripped = line.split("#", 1)
             entry, comment = stripped[0].strip(), (stripped[1].strip() if len(stripped) > 1 else "")
             if not entry:
@@ -40,18 +54,20 @@ def read_baseline(path):
             if entry.endswith(":") and not entry.startswith("-"):
                 section = entry[:-1]
                 continue
-            if section == "client" and entry.startswith("-"):
+            if section == side and entry.startswith("-"):
                 entries[entry[1:].strip()] = comment
     return entries
 
 
-def expected_ids(scenarios, run):
-    by_version = scenarios["client_scenarios_by_version"]
+def expected_ids(scenarios, run, side="client"):
+    by_version = scenarios[f"{side}_scenarios_by_version"]
     key = {"extensions": "extension", "backcompat": "2025-03-26"}.get(run, run)
     return list(by_version.get(key, []))
 
 
-def find_checks(results_dir, scenario):
+def find_checks(results_dir, scenario, side="client"):
+    if side == "server":
+        scenario = "server-" + scenario
     pattern = os.path.join(results_dir, glob.escape(scenario) + "-*", "checks.json")
     matches = sorted(glob.glob(pattern))
     # A scenario id may be the prefix of another (auth/iss-supported vs -missing):
@@ -68,19 +84,25 @@ def short_reason(check):
     return text[:160]
 
 
-def summarize(run, results_dir, scenarios, baseline, runner_exit, log_text):
+def summarize(run, results_dir, scenarios, baseline, runner_exit, log_text, side="client"):
     problems = []
-    if runner_exit not in (0, 1):
+    # The server's extension scenarios run one at a time without a runner baseline:
+    # judged below, check by check.
+    self_judged = side == "server" and run == "extensions"
+    marker = "=== SUMMARY ===" if side == "server" else "SUITE SUMMARY"
+    if self_judged:
+        pass
+    elif runner_exit not in (0, 1):
         problems.append(f"{run}: runner error (exit {runner_exit})")
-    if "SUITE SUMMARY" not in log_text:
+    elif marker not in log_text:
         problems.append(f"{run}: the runner printed no suite summary")
     elif runner_exit == 1:
         problems.append(f"{run}: the runner reports failures against the baseline (see {run}.log)")
     rows = []
-    ids = expected_ids(scenarios, run)
+    ids = expected_ids(scenarios, run, side)
     seen_dirs = set()
     for scenario in ids:
-        path = find_checks(results_dir, scenario)
+        path = find_checks(results_dir, scenario, side)
         wholesale = scenario in baseline
         if path is None:
             problems.append(f"{run}: scenario {scenario} produced no results")
@@ -98,6 +120,16 @@ def summarize(run, results_dir, scenarios, baseline, runner_exit, log_text):
         scored = [c for c in checks if c.get("status") in ("SUCCESS",) + NON_PASS]
         if not scored and not wholesale:
             problems.append(f"{run}: scenario {scenario} ran no scored check (all skipped)")
+        if scored and baseline.get(scenario, "").startswith("not exercised:"):
+            problems.append(f"{run}: {scenario} now scores checks: drop its '# unscored:' line")
+        if self_judged:
+            failing = [c for c in checks if c.get("status") in NON_PASS]
+            unlisted = [c.get("id") for c in failing
+                        if not wholesale and f"{scenario}:{c.get('id')}" not in baseline]
+            if unlisted:
+                problems.append(f"{run}: {scenario} fails unbaselined: {', '.join(unlisted)}")
+            if wholesale and scored and not failing:
+                problems.append(f"{run}: stale baseline: {scenario} now passes")
         rows.append({"scenario": scenario, "oauth": scenario.startswith("auth/"),
                      "checks": checks, "missing": False, "baselined": wholesale})
     # Anything the runner ran that the list does not know means the list is stale.
@@ -152,7 +184,8 @@ def matrix(run, rows, baseline):
 
 
 def markdown(report):
-    lines = ["# MCP conformance evidence", "",
+    title = "MCP conformance evidence" + (" (server)" if report.get("side") == "server" else "")
+    lines = [f"# {title}", "",
              "Generated from the suite's checks.json files by conformance/gate.py.", "",
              "| run | non-OAuth scenarios | non-OAuth checks | OAuth scenarios | OAuth checks |",
              "|---|---|---|---|---|"]
@@ -188,18 +221,21 @@ def main():
     ap.add_argument("--scenarios", required=True)
     ap.add_argument("--baselines", required=True)
     ap.add_argument("--runs", required=True)
+    ap.add_argument("--side", choices=("client", "server"), default="client")
     args = ap.parse_args()
     with open(args.scenarios, encoding="utf-8") as f:
         scenarios = json.load(f)
-    report = {"runs": [], "problems": []}
+    report = {"side": args.side, "runs": [], "problems": []}
     for run in args.runs.split():
         results_dir = os.path.join(args.results, run)
-        baseline = read_baseline(os.path.join(args.baselines, f"expected-failures-{run}.yml"))
+        prefix = "expected-failures-server-" if args.side == "server" else "expected-failures-"
+        baseline = read_baseline(os.path.join(args.baselines, f"{prefix}{run}.yml"), args.side)
         exit_path = os.path.join(args.results, f"{run}.exit")
         runner_exit = int(open(exit_path).read().strip()) if os.path.exists(exit_path) else -1
         log_path = os.path.join(args.results, f"{run}.log")
         log_text = open(log_path, encoding="utf-8", errors="replace").read() if os.path.exists(log_path) else ""
-        rows, problems = summarize(run, results_dir, scenarios, baseline, runner_exit, log_text)
+        rows, problems = summarize(run, results_dir, scenarios, baseline, runner_exit, log_text,
+                                   args.side)
         report["runs"].append(matrix(run, rows, baseline))
         report["problems"].extend(problems)
     with open(os.path.join(args.results, "report.json"), "w", encoding="utf-8") as f:

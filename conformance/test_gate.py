@@ -91,5 +91,63 @@ class GateTest(unittest.TestCase):
         self.assertIn("OAuth later", stdout)
 
 
+
+class ServerGateTest(unittest.TestCase):
+    """The server side: server-<scenario> directories, the server: section, the
+    "# unscored:" lines and the self-judged extensions run."""
+
+    def run_gate(self, run, results, baseline, exit_code=0, log="=== SUMMARY ===\n"):
+        tmp = tempfile.mkdtemp()
+        scenarios = {"server_scenarios_by_version": {"9999-01-01": ["alpha", "beta"],
+                                                     "extension": ["tasks-x"]}}
+        write(os.path.join(tmp, "scenarios.json"), json.dumps(scenarios))
+        write(os.path.join(tmp, f"expected-failures-server-{run}.yml"), baseline)
+        out = os.path.join(tmp, "out")
+        write(os.path.join(out, f"{run}.exit"), str(exit_code))
+        write(os.path.join(out, f"{run}.log"), log)
+        for scenario, checks in results.items():
+            d = os.path.join(out, run, "server-" + scenario + "-2026-01-01T00-00-00-000Z")
+            write(os.path.join(d, "checks.json"), json.dumps(checks))
+        p = subprocess.run(
+            [sys.executable, os.path.join(HERE, "gate.py"), "--side", "server", "--results", out,
+             "--scenarios", os.path.join(tmp, "scenarios.json"), "--baselines", tmp,
+             "--runs", run],
+            capture_output=True, text=True)
+        report = json.load(open(os.path.join(out, "report.json")))
+        return p.returncode, report, p.stdout
+
+    ok = [{"id": "c", "status": "SUCCESS"}]
+    info = [{"id": "i", "status": "INFO"}]
+
+    def test_all_passing(self):
+        code, report, out = self.run_gate("9999-01-01", {"alpha": self.ok, "beta": self.ok},
+                                          "server: []\n")
+        self.assertEqual(code, 0, out)
+        self.assertEqual(report["runs"][0]["columns"]["non-oauth"]["scenarios_passed"], 2)
+
+    def test_unscored_needs_its_line_and_goes_stale(self):
+        code, report, _ = self.run_gate("9999-01-01", {"alpha": self.ok, "beta": self.info},
+                                        "server: []\n")
+        self.assertEqual(code, 1)
+        self.assertTrue(any("beta ran no scored check" in p for p in report["problems"]))
+        line = "# unscored: beta no GET stream\nserver: []\n"
+        code, _, out = self.run_gate("9999-01-01", {"alpha": self.ok, "beta": self.info}, line)
+        self.assertEqual(code, 0, out)
+        code, report, _ = self.run_gate("9999-01-01", {"alpha": self.ok, "beta": self.ok}, line)
+        self.assertEqual(code, 1)
+        self.assertTrue(any("drop its '# unscored:' line" in p for p in report["problems"]))
+
+    def test_extensions_judged_here(self):
+        bad = [{"id": "t", "status": "FAILURE"}]
+        code, report, _ = self.run_gate("extensions", {"tasks-x": bad}, "server: []\n", log="")
+        self.assertEqual(code, 1)
+        self.assertTrue(any("fails unbaselined: t" in p for p in report["problems"]))
+        listed = "server:\n  - tasks-x  # not implemented\n"
+        code, _, out = self.run_gate("extensions", {"tasks-x": bad}, listed, log="")
+        self.assertEqual(code, 0, out)
+        code, report, _ = self.run_gate("extensions", {"tasks-x": self.ok}, listed, log="")
+        self.assertEqual(code, 1)
+        self.assertTrue(any("stale baseline" in p for p in report["problems"]))
+
 if __name__ == "__main__":
     unittest.main()

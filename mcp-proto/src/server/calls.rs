@@ -41,8 +41,9 @@ pub(super) fn invoke(
     tools: &mut [Tool],
     target: &Target,
     inputs: &Map<String, Value>,
-    era: Era,
-    round: u32,
+    (era, round): (Era, u32),
+    client_capabilities: &Value,
+    progress_token: Option<&Value>,
 ) -> ToolOutcome {
     let Some(tool) = tools.iter_mut().find(|t| t.name == target.name) else {
         return ToolOutcome::Error(invalid(format!("Unknown tool: {}", target.name)));
@@ -53,6 +54,8 @@ pub(super) fn invoke(
         inputs,
         era,
         round,
+        client_capabilities,
+        progress_token,
     };
     (tool.handler)(&call)
 }

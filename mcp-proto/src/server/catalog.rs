@@ -4,6 +4,13 @@
 //! A capability is advertised only when the registry has something for it, and the
 //! methods behind an unadvertised capability are unknown (`-32601`). Cursors are the
 //! decimal offset of the next page; any cursor the server did not issue is `-32602`.
+//!
+//! `resources/read` looks in the static resources, then asks the
+//! [`ResourceReader`](super::ResourceReader) (template resources). A resource nobody knows
+//! is `-32002` in the legacy era and `-32602` in 2026-07-28 (SEP-2164), with `data.uri`;
+//! a reader answering with no contents is the server's fault (`-32603`), never an empty
+//! result. `prompts/get` checks the prompt and its required arguments here for both eras;
+//! a modern one that asks for input continues in `modern.rs`.
 
 use serde_json::{Map, Value, json};
 
@@ -11,11 +18,14 @@ use crate::jsonrpc::{ErrorObject, codes};
 use crate::version::Era;
 
 use super::calls::invalid;
+use super::registry::{PromptCall, ToolOutcome};
 use super::{Params, Server};
 
 impl Server {
-    /// The `ServerCapabilities` object.
-    pub(super) fn capabilities(&self) -> Value {
+    /// The `ServerCapabilities` object for `era`. `resources.subscribe` is legacy only:
+    /// 2026-07-28 replaced `resources/subscribe` with `subscriptions/listen`, which this
+    /// machine does not serve.
+    pub(super) fn capabilities(&self, era: Era) -> Value {
         let mut caps = Map::new();
         let c = &self.config;
         for (name, present) in [
@@ -26,6 +36,7 @@ impl Server {
             ),
             ("prompts", !c.prompts.is_empty()),
             ("completions", c.completion.is_some()),
+            ("logging", c.logging),
         ] {
             if present {
                 caps.insert(name.to_owned(), json!({}));
@@ -36,6 +47,12 @@ impl Server {
                 "extensions".to_owned(),
                 json!({crate::skills::EXTENSION: {"directoryRead": true}}),
             );
+        }
+        if c.resource_subscriptions
+            && era == Era::Legacy
+            && let Some(resources) = caps.get_mut("resources")
+        {
+            *resources = json!({"subscribe": true});
         }
         Value::Object(caps)
     }
@@ -79,15 +96,35 @@ impl Server {
         })
     }
 
-    fn read_resource(&self, params: &Params, era: Era) -> Result<Value, ErrorObject> {
+    fn read_resource(&mut self, params: &Params, era: Era) -> Result<Value, ErrorObject> {
         let Some(uri) = params.get("uri").and_then(Value::as_str) else {
             return Err(invalid("`uri` must be a string"));
         };
         if let Some(contents) = self.skill_file(uri) {
             return Ok(contents);
         }
-        match self.config.resources.iter().find(|r| r.uri == uri) {
-            Some(r) => Ok(r.contents()),
+        let found = match self.config.resources.iter().find(|r| r.uri == uri) {
+            Some(r) => Some(r.contents()),
+            None => self
+                .config
+                .resource_reader
+                .as_mut()
+                .and_then(|read| read(uri)),
+        };
+        match found {
+            // A reader's answer must at least be an object with contents; an empty
+            // `contents` is what SEP-2164 forbids for a missing resource.
+            Some(v)
+                if v.get("contents")
+                    .and_then(Value::as_array)
+                    .is_some_and(|c| !c.is_empty()) =>
+            {
+                Ok(v)
+            }
+            Some(_) => Err(ErrorObject::new(
+                codes::INTERNAL_ERROR,
+                format!("the resource reader returned no contents for {uri}"),
+            )),
             // 2025: -32002. 2026 must not emit -32002 and uses -32602.
             None => Err(ErrorObject::new(
                 match era {
@@ -98,6 +135,16 @@ impl Server {
             )
             .with_data(json!({"uri": uri}))),
         }
+    }
+
+    /// Whether `uri` names a resource: a static one, or one the reader knows.
+    pub(super) fn resource_exists(&mut self, uri: &str) -> bool {
+        self.config.resources.iter().any(|r| r.uri == uri)
+            || self
+                .config
+                .resource_reader
+                .as_mut()
+                .is_some_and(|read| read(uri).is_some())
     }
 
     fn complete(&mut self, params: &Params) -> Result<Value, ErrorObject> {
@@ -134,11 +181,31 @@ impl Server {
         }}))
     }
 
+    /// A legacy `prompts/get`: the handler runs once, without input (a legacy
+    /// `prompts/get` cannot be parked while the client is asked).
     fn get_prompt(&mut self, params: &Params) -> Result<Value, ErrorObject> {
+        let (name, arguments) = self.prompt_target(params)?;
+        let caps = self.session.as_ref().map(|s| s.client_caps.clone());
+        let caps = caps.unwrap_or(Value::Null);
+        let outcome = self.invoke_prompt(&name, &arguments, &Map::new(), (Era::Legacy, 0), &caps);
+        if let ToolOutcome::NeedInput(_) = outcome {
+            return Err(ErrorObject::new(
+                codes::INTERNAL_ERROR,
+                format!("prompt `{name}` needs input, which a legacy prompts/get cannot ask for"),
+            ));
+        }
+        self.prompt_answer(&name, outcome)
+    }
+
+    /// The prompt `params` names and its arguments, once the required ones are there.
+    pub(super) fn prompt_target(
+        &self,
+        params: &Params,
+    ) -> Result<(String, Map<String, Value>), ErrorObject> {
         let Some(name) = params.get("name").and_then(Value::as_str) else {
             return Err(invalid("`name` must be a string"));
         };
-        let Some(prompt) = self.config.prompts.iter_mut().find(|p| p.name == name) else {
+        let Some(prompt) = self.config.prompts.iter().find(|p| p.name == name) else {
             return Err(invalid(format!("Unknown prompt: {name}")));
         };
         let args = match params.get("arguments") {
@@ -156,7 +223,49 @@ impl Server {
                 a.name
             )));
         }
-        let result = (prompt.handler)(&args)?;
+        Ok((name.to_owned(), args))
+    }
+
+    /// Runs the handler of prompt `name` once.
+    pub(super) fn invoke_prompt(
+        &mut self,
+        name: &str,
+        arguments: &Map<String, Value>,
+        inputs: &Map<String, Value>,
+        (era, round): (Era, u32),
+        client_capabilities: &Value,
+    ) -> ToolOutcome {
+        let Some(prompt) = self.config.prompts.iter_mut().find(|p| p.name == name) else {
+            return ToolOutcome::Error(invalid(format!("Unknown prompt: {name}")));
+        };
+        let call = PromptCall {
+            name,
+            arguments,
+            inputs,
+            era,
+            round,
+            client_capabilities,
+        };
+        (prompt.handler)(&call)
+    }
+
+    /// The answer for a prompt outcome other than asking: the result (an object), or
+    /// the error.
+    pub(super) fn prompt_answer(
+        &self,
+        name: &str,
+        outcome: ToolOutcome,
+    ) -> Result<Value, ErrorObject> {
+        let result = match outcome {
+            ToolOutcome::Done(v) | ToolOutcome::DoneWithNotes { result: v, .. } => v,
+            ToolOutcome::Error(e) => return Err(e),
+            _ => {
+                return Err(ErrorObject::new(
+                    codes::INTERNAL_ERROR,
+                    format!("prompt `{name}` gave no answer"),
+                ));
+            }
+        };
         if result.is_object() {
             Ok(result)
         } else {

@@ -31,6 +31,10 @@ pub struct ServerLimits {
     pub max_input_rounds: u32,
     /// Input requests a tool may ask for in one round. Default 16.
     pub max_inputs_per_round: usize,
+    /// Legacy era: resources one session may be subscribed to; one more
+    /// `resources/subscribe` is refused with `-32603` (and a URI longer than 8 KiB with
+    /// `-32602`). Default 256.
+    pub max_subscriptions: usize,
 }
 
 impl Default for ServerLimits {
@@ -41,6 +45,7 @@ impl Default for ServerLimits {
             max_pending_inputs: 64,
             max_input_rounds: 10,
             max_inputs_per_round: 16,
+            max_subscriptions: 256,
         }
     }
 }
@@ -56,6 +61,11 @@ pub type CompletionHandler = Box<
         ) -> Result<Vec<String>, crate::jsonrpc::ErrorObject>
         + Send,
 >;
+
+/// Reads a resource outside [`ServerConfig::resources`] (one named by a resource
+/// template): given the URI, the `ReadResourceResult` JSON (`{contents: [...]}`), or
+/// `None` when there is no such resource.
+pub type ResourceReader = Box<dyn FnMut(&str) -> Option<serde_json::Value> + Send>;
 
 /// Who may reuse a cached result (2026-07-28 `cacheScope`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -118,6 +128,15 @@ pub struct ServerConfig {
     /// How 2026-07-28 `requestState` is written and read back. Default
     /// [`PlainStateCodec`] (not integrity-protected).
     pub state_codec: Box<dyn RequestStateCodec>,
+    /// Reads the resources the templates name (tried after the static `resources`).
+    pub resource_reader: Option<ResourceReader>,
+    /// Advertise `logging` and serve legacy `logging/setLevel`; tools' log notes are
+    /// sent only when this is on. Default off.
+    pub logging: bool,
+    /// Advertise `resources.subscribe` and serve legacy `resources/subscribe` and
+    /// `resources/unsubscribe` ([`Server::resource_updated`](super::Server::resource_updated)
+    /// then notifies the subscribed session). Default off.
+    pub resource_subscriptions: bool,
 }
 
 impl ServerConfig {
@@ -139,7 +158,31 @@ impl ServerConfig {
             completion: None,
             skills: Vec::new(),
             state_codec: Box::new(PlainStateCodec),
+            resource_reader: None,
+            logging: false,
+            resource_subscriptions: false,
         }
+    }
+
+    /// Reads template resources with `reader`.
+    #[must_use]
+    pub fn with_resource_reader(mut self, reader: ResourceReader) -> Self {
+        self.resource_reader = Some(reader);
+        self
+    }
+
+    /// Turns on `logging` (see [`ServerConfig::logging`]).
+    #[must_use]
+    pub fn with_logging(mut self) -> Self {
+        self.logging = true;
+        self
+    }
+
+    /// Turns on resource subscriptions (see [`ServerConfig::resource_subscriptions`]).
+    #[must_use]
+    pub fn with_resource_subscriptions(mut self) -> Self {
+        self.resource_subscriptions = true;
+        self
     }
 
     /// Adds a tool.
@@ -208,6 +251,9 @@ impl fmt::Debug for ServerConfig {
             .field("resource_templates", &self.resource_templates)
             .field("completion", &self.completion.is_some())
             .field("skills", &self.skills)
+            .field("resource_reader", &self.resource_reader.is_some())
+            .field("logging", &self.logging)
+            .field("resource_subscriptions", &self.resource_subscriptions)
             .finish_non_exhaustive()
     }
 }

@@ -27,8 +27,9 @@
 //! **Era per request.** A request is modern when the machine would serve it as modern
 //! (`server/discover`, or `_meta` carrying the protocol version or client capabilities),
 //! or when its `MCP-Protocol-Version` header names a modern version (so a modern request
-//! that lost its `_meta` gets `-32602` rather than legacy treatment); `initialize` never
-//! is, and with no modern version served nothing is. A modern request then passes the
+//! that lost its `_meta` gets `-32602` rather than legacy treatment); `initialize` is
+//! modern only by its `_meta` (it then gets `-32601` and 404: the method was removed),
+//! and with no modern version served nothing is. A modern request then passes the
 //! header checks of spec section 5.5 (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`
 //! decoded with [`decode_header_bytes`](crate::http::headers::decode_header_bytes),
 //! `Mcp-Param-*` for tools with `x-mcp-header` annotations): a failure is 400 with
@@ -602,8 +603,12 @@ impl HttpEndpoint {
     /// Whether a request is served as 2026-07-28 (see the module docs).
     fn is_modern(&self, method: &str, params: &Map<String, Value>, http: &HttpRequest) -> bool {
         let versions = &self.server.config().versions;
-        if method == "initialize" || versions.newest(Era::Modern).is_none() {
+        if versions.newest(Era::Modern).is_none() {
             return false;
+        }
+        if method == "initialize" {
+            // Legacy, unless its `_meta` says it is a 2026-07-28 request.
+            return self.server.is_modern(method, params);
         }
         self.server.is_modern(method, params)
             || http

@@ -13,12 +13,18 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::client::LogLevel;
 use crate::jsonrpc::{ErrorObject, RequestId, Response, codes};
 use crate::version::{Era, ProtocolVersion};
 
 use super::calls::{self, Target, error_result, invalid};
 use super::registry::ToolOutcome;
 use super::{Params, Server};
+
+/// The longest URI a session may subscribe to: with
+/// [`ServerLimits::max_subscriptions`](super::ServerLimits::max_subscriptions), it bounds
+/// what a session's subscriptions hold (a template resource may accept any URI).
+const MAX_SUBSCRIBED_URI_BYTES: usize = 8 * 1024;
 
 /// What `initialize` established.
 #[derive(Debug)]
@@ -28,6 +34,10 @@ pub(super) struct Session {
     pub client_caps: Value,
     /// `notifications/initialized` arrived.
     pub initialized: bool,
+    /// The level set by `logging/setLevel`; `None`: every level is sent.
+    pub log_level: Option<LogLevel>,
+    /// The resource URIs subscribed to, at most [`ServerLimits::max_subscriptions`](super::ServerLimits::max_subscriptions).
+    pub subscriptions: Vec<String>,
 }
 
 /// Everything one legacy client's connection holds in the machine: its handshake, its
@@ -51,6 +61,8 @@ pub(super) struct PendingCall {
     waiting: Vec<(RequestId, String)>,
     /// Input rounds completed.
     round: u32,
+    /// The request's `_meta.progressToken`.
+    progress_token: Option<Value>,
 }
 
 impl Server {
@@ -87,9 +99,20 @@ impl Server {
                         inputs: Map::new(),
                         waiting: Vec::new(),
                         round: 0,
+                        progress_token: progress_token(params),
                     }),
                     Err(e) => self.send_error(Some(&id), &e),
                 }
+            }
+            "logging/setLevel" if self.config.logging => {
+                let reply = self.set_level(params);
+                self.reply(&id, reply);
+            }
+            "resources/subscribe" | "resources/unsubscribe"
+                if self.config.resource_subscriptions =>
+            {
+                let reply = self.subscribe(params, method == "resources/subscribe");
+                self.reply(&id, reply);
             }
             _ => {
                 let reply = self
@@ -127,8 +150,10 @@ impl Server {
             version,
             client_caps,
             initialized: false,
+            log_level: None,
+            subscriptions: Vec::new(),
         });
-        let mut capabilities = self.capabilities();
+        let mut capabilities = self.capabilities(Era::Legacy);
         self.add_task_capability(&mut capabilities, Era::Legacy);
         let mut result = json!({
             "protocolVersion": version,
@@ -141,19 +166,103 @@ impl Server {
         Ok(result)
     }
 
+    /// `logging/setLevel`: the session's log threshold from now on.
+    fn set_level(&mut self, params: &Params) -> Result<Value, ErrorObject> {
+        let level = params.get("level").and_then(Value::as_str);
+        let Some(level) = level.and_then(LogLevel::parse) else {
+            return Err(invalid(
+                "`level` must be one of debug, info, notice, warning, error, critical, alert, \
+                 emergency",
+            ));
+        };
+        if let Some(session) = &mut self.session {
+            session.log_level = Some(level);
+        }
+        Ok(json!({}))
+    }
+
+    /// `resources/subscribe` (`on`) or `resources/unsubscribe`. Subscribing needs a
+    /// resource that exists (else `-32002`, as a read of it would say); unsubscribing
+    /// from something not subscribed is a no-op.
+    fn subscribe(&mut self, params: &Params, on: bool) -> Result<Value, ErrorObject> {
+        let Some(uri) = params.get("uri").and_then(Value::as_str) else {
+            return Err(invalid("`uri` must be a string"));
+        };
+        if uri.len() > MAX_SUBSCRIBED_URI_BYTES {
+            return Err(invalid(format!(
+                "`uri` longer than {MAX_SUBSCRIBED_URI_BYTES} bytes"
+            )));
+        }
+        if on && !self.resource_exists(uri) {
+            return Err(
+                ErrorObject::new(codes::RESOURCE_NOT_FOUND, "Resource not found")
+                    .with_data(json!({"uri": uri})),
+            );
+        }
+        let max = self.config.limits.max_subscriptions;
+        let Some(session) = &mut self.session else {
+            return Err(ErrorObject::new(
+                codes::INVALID_REQUEST,
+                "Server not initialized",
+            ));
+        };
+        let known = session.subscriptions.iter().position(|s| s == uri);
+        match (on, known) {
+            (true, None) if session.subscriptions.len() >= max => {
+                return Err(ErrorObject::new(
+                    codes::INTERNAL_ERROR,
+                    format!("Too many subscriptions (at most {max} per session)"),
+                ));
+            }
+            (true, None) => session.subscriptions.push(uri.to_owned()),
+            (false, Some(i)) => {
+                session.subscriptions.remove(i);
+            }
+            _ => {}
+        }
+        Ok(json!({}))
+    }
+
+    /// Tells the legacy session that `uri` changed (`notifications/resources/updated`),
+    /// when it subscribed to it. Returns whether a notification was queued. This serves a
+    /// machine with one client (stdio); the HTTP endpoint keeps each session's state
+    /// itself and has no GET stream to carry such a notification, so over HTTP
+    /// subscriptions are acknowledged and tracked only.
+    pub fn resource_updated(&mut self, uri: &str) -> bool {
+        let subscribed = self
+            .session
+            .as_ref()
+            .is_some_and(|s| s.subscriptions.iter().any(|u| u == uri));
+        if subscribed {
+            self.send_notification("notifications/resources/updated", &json!({"uri": uri}));
+        }
+        subscribed
+    }
+
     /// Runs the handler of a (new or resumed) call and acts on its outcome.
     fn legacy_run(&mut self, mut call: PendingCall) {
+        let caps = self.session.as_ref().map(|s| s.client_caps.clone());
         let outcome = calls::invoke(
             &mut self.config.tools,
             &call.target,
             &call.inputs,
-            Era::Legacy,
-            call.round,
+            (Era::Legacy, call.round),
+            caps.as_ref().unwrap_or(&Value::Null),
+            call.progress_token.as_ref(),
         );
         let asks = match outcome {
             ToolOutcome::NeedInput(asks) => asks,
             ToolOutcome::Done(v) => {
                 let reply = calls::done(&call.target.name, v);
+                return self.reply(&call.client_id, reply);
+            }
+            ToolOutcome::DoneWithNotes { notes, result } => {
+                let level = match &self.session {
+                    Some(s) if self.config.logging => Some(s.log_level.unwrap_or(LogLevel::Debug)),
+                    _ => None,
+                };
+                self.send_notes(&notes, level, call.progress_token.as_ref());
+                let reply = calls::done(&call.target.name, result);
                 return self.reply(&call.client_id, reply);
             }
             ToolOutcome::Error(e) => return self.send_error(Some(&call.client_id), &e),
@@ -255,6 +364,12 @@ impl Server {
         versions.dedup();
         versions.into_iter().map(ProtocolVersion::as_str).collect()
     }
+}
+
+/// The request's `_meta.progressToken`, when it is a string or an integer.
+pub(super) fn progress_token(params: &Params) -> Option<Value> {
+    let token = params.get("_meta")?.get("progressToken")?;
+    (token.is_string() || token.is_i64() || token.is_u64()).then(|| token.clone())
 }
 
 /// `-32601` for `method`.

@@ -21,7 +21,9 @@
 //!
 //! **Era, per message.** As a dual-era server does, the era is decided for each request:
 //!
-//! * `initialize` is legacy;
+//! * `initialize` is legacy, unless its `_meta` carries
+//!   `io.modelcontextprotocol/protocolVersion`: then it is a modern request for a method
+//!   2026-07-28 removed, and gets `-32601`;
 //! * `server/discover`, and any request whose `params._meta` carries
 //!   `io.modelcontextprotocol/protocolVersion` or `…/clientCapabilities`, is modern and is
 //!   served statelessly at any time, before or after `initialize` (`modern.rs`);
@@ -31,8 +33,8 @@
 //! When the configuration serves no modern version the modern leg is off (every request is
 //! legacy); when it serves no legacy version every request but `initialize` is modern.
 //!
-//! **State.** The only connection state is the legacy session (negotiated version and the
-//! client's capabilities, set once by `initialize`) and the legacy tool calls waiting for
+//! **State.** The only connection state is the legacy session (negotiated version, the
+//! client's capabilities, set once by `initialize`, its log level and subscriptions) and the legacy tool calls waiting for
 //! answers to server→client requests. Modern requests never read or write it: what a
 //! modern tool call needs across rounds travels in `requestState` ([`RequestStateCodec`]).
 //!
@@ -46,6 +48,22 @@
 //! a missing capability is `-32021`. `notifications/cancelled` drops a parked call
 //! (and cancels the server's own outstanding requests for it); nothing is sent for it
 //! afterwards.
+//!
+//! **Notifications from tools.** A handler may return log messages and progress with its
+//! result ([`ToolOutcome::DoneWithNotes`]); they are queued before the result, so over
+//! HTTP they share the request's SSE stream. Log messages need [`ServerConfig::logging`]
+//! and the client's consent: legacy, every level until `logging/setLevel`, then those at
+//! or above it; modern, only with `_meta` `io.modelcontextprotocol/logLevel`. Progress
+//! needs the request's `_meta.progressToken`. Handlers see the client's capabilities
+//! ([`ToolCall::client_capabilities`]) and ask only for what it can give.
+//!
+//! **Prompts that ask.** A prompt made with [`Prompt::with_input`] asks for input in the
+//! modern era exactly as a tool does (`input_required`, then a retry with `requestState`
+//! bound to the prompt and its arguments). A legacy `prompts/get` is answered at once.
+//!
+//! **Subscriptions.** With [`ServerConfig::resource_subscriptions`], a legacy session may
+//! subscribe to resources (at most [`ServerLimits::max_subscriptions`]);
+//! [`Server::resource_updated`] notifies it.
 //!
 //! **Bounds.** Input memory is one partial line ([`ServerLimits::max_line_bytes`]); parked
 //! calls are bounded by [`ServerLimits::max_pending_inputs`], rounds by
@@ -79,10 +97,10 @@ pub mod tasks;
 #[cfg(test)]
 mod tests;
 
-pub use config::{CacheScope, CompletionHandler, ServerConfig, ServerLimits};
+pub use config::{CacheScope, CompletionHandler, ResourceReader, ServerConfig, ServerLimits};
 pub use registry::{
-    InputRequestSpec, Prompt, PromptArgument, PromptHandler, Resource, Tool, ToolCall, ToolHandler,
-    ToolOutcome,
+    InputRequestSpec, Prompt, PromptArgument, PromptCall, PromptHandler, Resource, Tool, ToolCall,
+    ToolHandler, ToolNote, ToolOutcome,
 };
 pub use seal::{
     ConsumptionStore, DEFAULT_STATE_TTL, InvalidKeyId, KeyRing, MAX_KEY_ID_BYTES,
@@ -378,6 +396,58 @@ impl Server {
         jsonrpc::encode_request(&mut buf, &id, method, params.as_deref());
         self.outbound.push_back(buf);
         id
+    }
+
+    fn send_notification(&mut self, method: &str, params: &Value) {
+        let params = jsonrpc::to_raw(params);
+        let mut buf = Vec::new();
+        jsonrpc::encode_notification(&mut buf, method, Some(&params));
+        self.outbound.push_back(buf);
+    }
+
+    /// Sends a tool's notes ahead of its result: log messages at or above `log_level`
+    /// (none when `None`), progress only under a `progress_token`.
+    fn send_notes(
+        &mut self,
+        notes: &[ToolNote],
+        log_level: Option<crate::client::LogLevel>,
+        progress_token: Option<&Value>,
+    ) {
+        for note in notes {
+            match note {
+                ToolNote::Log {
+                    level,
+                    logger,
+                    data,
+                } if log_level.is_some_and(|min| *level >= min) => {
+                    let mut p = json!({"level": level.as_str(), "data": data});
+                    if let (Some(l), Some(obj)) = (logger, p.as_object_mut()) {
+                        obj.insert("logger".to_owned(), json!(l));
+                    }
+                    self.send_notification("notifications/message", &p);
+                }
+                ToolNote::Progress {
+                    progress,
+                    total,
+                    message,
+                } => {
+                    let Some(token) = progress_token else {
+                        continue;
+                    };
+                    let mut p = json!({"progressToken": token, "progress": progress});
+                    if let Some(obj) = p.as_object_mut() {
+                        if let Some(t) = total {
+                            obj.insert("total".to_owned(), json!(t));
+                        }
+                        if let Some(m) = message {
+                            obj.insert("message".to_owned(), json!(m));
+                        }
+                    }
+                    self.send_notification("notifications/progress", &p);
+                }
+                ToolNote::Log { .. } => {}
+            }
+        }
     }
 
     fn send_cancelled(&mut self, id: &RequestId, reason: &str) {

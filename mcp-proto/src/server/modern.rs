@@ -18,7 +18,7 @@ use crate::version::{Era, ProtocolVersion};
 
 use super::calls::{self, invalid};
 use super::legacy::method_not_found;
-use super::registry::ToolOutcome;
+use super::registry::{InputRequestSpec, ToolOutcome};
 use super::state::{RequestState, StateContext, StateRefusal};
 use super::{Params, Server};
 
@@ -44,18 +44,21 @@ impl Server {
     /// `server` for the rule).
     pub(super) fn is_modern(&self, method: &str, params: &Params) -> bool {
         let policy = &self.config.versions;
-        if method == "initialize" || policy.newest(Era::Modern).is_none() {
+        if policy.newest(Era::Modern).is_none() {
             return false;
+        }
+        let meta = params.get("_meta").and_then(Value::as_object);
+        if method == "initialize" {
+            // A legacy client never puts the modern protocol version in `_meta`; a
+            // 2026-07-28 client that does is told the method is gone (-32601).
+            return meta.is_some_and(|m| m.contains_key(PROTOCOL_VERSION));
         }
         if policy.newest(Era::Legacy).is_none() || method == "server/discover" {
             return true;
         }
-        params
-            .get("_meta")
-            .and_then(Value::as_object)
-            .is_some_and(|m| {
-                m.contains_key(PROTOCOL_VERSION) || m.contains_key(CLIENT_CAPABILITIES)
-            })
+        meta.is_some_and(|m| {
+            m.contains_key(PROTOCOL_VERSION) || m.contains_key(CLIENT_CAPABILITIES)
+        })
     }
 
     pub(super) fn modern_request(
@@ -95,6 +98,9 @@ impl Server {
                     Some(reply) => reply,
                     None => return,
                 }
+            }
+            "prompts/get" if !self.config.prompts.is_empty() => {
+                self.modern_prompt(now, params, version, &caps)
             }
             _ => self
                 .task_request(method, params, Era::Modern, Some(&caps))
@@ -147,7 +153,7 @@ impl Server {
     }
 
     fn discover(&self) -> Value {
-        let mut capabilities = self.capabilities();
+        let mut capabilities = self.capabilities(Era::Modern);
         self.add_task_capability(&mut capabilities, Era::Modern);
         let mut result = json!({
             "supportedVersions": self.supported_versions(),
@@ -194,61 +200,157 @@ impl Server {
             Ok(t) => t,
             Err(e) => return Some(Err(e)),
         };
-        let bad_state =
-            |why: StateRefusal| Some(Err(invalid(format!("Invalid requestState: {why}"))));
         // What the state is bound to: the principal, the tool and its arguments.
         let important =
             serde_json::to_vec(&json!([target.name, params.get("arguments")])).unwrap_or_default();
         let single_use =
             (self.config.tools.iter()).any(|t| t.name == target.name && t.single_use_state);
-        let context = StateContext::new(now, self.principal.as_deref(), "tools/call", &important)
+        let principal = self.principal.clone();
+        let context = StateContext::new(now, principal.as_deref(), "tools/call", &important)
             .single_use(single_use);
+        let (round, inputs) = match self.resume(&context, &target.name, params) {
+            Ok(r) => r,
+            Err(e) => return Some(Err(e)),
+        };
+        let progress = super::legacy::progress_token(params);
+        let outcome = calls::invoke(
+            &mut self.config.tools,
+            &target,
+            &inputs,
+            (Era::Modern, round),
+            caps,
+            progress.as_ref(),
+        );
+        let asks = match outcome {
+            ToolOutcome::NeedInput(asks) => asks,
+            ToolOutcome::Done(v) => return Some(calls::done(&target.name, v)),
+            ToolOutcome::DoneWithNotes { notes, result } => {
+                let level = if self.config.logging {
+                    params
+                        .get("_meta")
+                        .and_then(|m| m.get(LOG_LEVEL))
+                        .and_then(Value::as_str)
+                        .and_then(crate::client::LogLevel::parse)
+                } else {
+                    None
+                };
+                self.send_notes(&notes, level, progress.as_ref());
+                return Some(calls::done(&target.name, result));
+            }
+            ToolOutcome::Error(e) => return Some(Err(e)),
+            ToolOutcome::NoAnswer => return None,
+        };
+        let round = Round {
+            name: &target.name,
+            round,
+            inputs,
+        };
+        Some(self.ask(&context, round, &asks, caps, version))
+    }
+
+    /// A modern `prompts/get`, first try or MRTR retry: the prompt's handler may ask for
+    /// input as a tool's does, and the state is bound to the prompt and its arguments.
+    fn modern_prompt(
+        &mut self,
+        now: Instant,
+        params: &Params,
+        version: ProtocolVersion,
+        caps: &Value,
+    ) -> Result<Value, ErrorObject> {
+        let (name, arguments) = self.prompt_target(params)?;
+        let important = serde_json::to_vec(&json!([name, arguments])).unwrap_or_default();
+        let principal = self.principal.clone();
+        let context = StateContext::new(now, principal.as_deref(), "prompts/get", &important);
+        let (round, inputs) = self.resume(&context, &name, params)?;
+        let asks = match self.invoke_prompt(&name, &arguments, &inputs, (Era::Modern, round), caps)
+        {
+            ToolOutcome::NeedInput(asks) => asks,
+            other => return self.prompt_answer(&name, other),
+        };
+        let round = Round {
+            name: &name,
+            round,
+            inputs,
+        };
+        self.ask(&context, round, &asks, caps, version)
+    }
+
+    /// The rounds so far of a request that may ask for input: its `requestState` opened
+    /// against `context` (it must be a state of the same method and name), with the
+    /// `inputResponses` of the last round added. Every `inputResponses` value must be an
+    /// object.
+    fn resume(
+        &mut self,
+        context: &StateContext<'_>,
+        name: &str,
+        params: &Params,
+    ) -> Result<(u32, Map<String, Value>), ErrorObject> {
+        let bad_state = |why: StateRefusal| invalid(format!("Invalid requestState: {why}"));
         let (round, asked, mut inputs) = match params.get("requestState") {
             None => (0, Vec::new(), Map::new()),
-            Some(Value::String(token)) => match self.config.state_codec.open(&context, token) {
-                Ok(s) if s.method == "tools/call" && s.name == target.name => {
+            Some(Value::String(token)) => match self.config.state_codec.open(context, token) {
+                Ok(s) if s.method == context.method && s.name == name => {
                     (s.round, s.asked, s.inputs)
                 }
-                Ok(_) => return bad_state(StateRefusal::OtherRequest),
-                Err(why) => return bad_state(why),
+                Ok(_) => return Err(bad_state(StateRefusal::OtherRequest)),
+                Err(why) => return Err(bad_state(why)),
             },
-            Some(_) => return bad_state(StateRefusal::Malformed),
+            Some(_) => return Err(bad_state(StateRefusal::Malformed)),
         };
         match params.get("inputResponses") {
-            None | Some(Value::Null) => {}
+            None => {}
             Some(Value::Object(answers)) => {
-                // Only keys asked in the last round count; others are ignored.
-                for key in &asked {
-                    if let Some(answer) = answers.get(key) {
+                if let Some((key, _)) = answers.iter().find(|(_, a)| !a.is_object()) {
+                    return Err(invalid(format!(
+                        "`inputResponses.{key}` must be an object (an ElicitResult, \
+                         CreateMessageResult or ListRootsResult)"
+                    )));
+                }
+                // With a state, only keys asked in its last round count. Without one (a
+                // first try carrying answers, as for an ephemeral request), every key
+                // goes to the handler, which takes the keys it knows: the client claims
+                // no more than it could by answering the rounds one by one. Not for a
+                // single-use tool, whose answers must come with a state opened once
+                // (else a first try with answers would replay its effect at will).
+                let stateless = params.get("requestState").is_none() && !context.single_use;
+                for (key, answer) in answers {
+                    if stateless || asked.contains(key) {
                         inputs.insert(key.clone(), answer.clone());
                     }
                 }
             }
-            Some(_) => return Some(Err(invalid("`inputResponses` must be an object"))),
+            Some(_) => return Err(invalid("`inputResponses` must be an object")),
         }
-        let outcome = calls::invoke(&mut self.config.tools, &target, &inputs, Era::Modern, round);
-        let asks = match outcome {
-            ToolOutcome::NeedInput(asks) => asks,
-            ToolOutcome::Done(v) => return Some(calls::done(&target.name, v)),
-            ToolOutcome::Error(e) => return Some(Err(e)),
-            ToolOutcome::NoAnswer => return None,
-        };
-        if let Some(reply) = calls::refuse(&target.name, &asks, round, &self.config.limits) {
-            return Some(reply);
+        Ok((round, inputs))
+    }
+
+    /// The `input_required` result for `asks`, with the state of the next round sealed
+    /// for `context`; or the error to answer instead (a limit broken, a capability the
+    /// client lacks: `-32021`).
+    fn ask(
+        &mut self,
+        context: &StateContext<'_>,
+        done: Round<'_>,
+        asks: &[(String, InputRequestSpec)],
+        caps: &Value,
+        version: ProtocolVersion,
+    ) -> Result<Value, ErrorObject> {
+        if let Some(reply) = calls::refuse(done.name, asks, done.round, &self.config.limits) {
+            return reply;
         }
-        if let Some(missing) = calls::missing_capabilities(caps, &asks) {
+        if let Some(missing) = calls::missing_capabilities(caps, asks) {
             let names: Vec<String> = missing
                 .as_object()
                 .map(|m| m.keys().cloned().collect())
                 .unwrap_or_default();
-            return Some(Err(ErrorObject::new(
+            return Err(ErrorObject::new(
                 codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
                 format!("Missing required client capability: {}", names.join(", ")),
             )
-            .with_data(json!({"requiredCapabilities": missing}))));
+            .with_data(json!({"requiredCapabilities": missing})));
         }
         let mut requests = Map::new();
-        for (key, spec) in &asks {
+        for (key, spec) in asks {
             let (method, p) = calls::render(spec, version);
             let mut request = json!({"method": method});
             if let (Some(p), Some(obj)) = (p, request.as_object_mut()) {
@@ -256,19 +358,27 @@ impl Server {
             }
             requests.insert(key.clone(), request);
         }
-        let asked = asks.into_iter().map(|(k, _)| k).collect();
+        let asked = asks.iter().map(|(k, _)| k.clone()).collect();
         let state = RequestState::new(
-            "tools/call",
-            target.name,
-            round.saturating_add(1),
+            context.method,
+            done.name,
+            done.round.saturating_add(1),
             asked,
-            inputs,
+            done.inputs,
         );
-        let token = self.config.state_codec.seal(&context, &state);
-        Some(Ok(json!({
+        let token = self.config.state_codec.seal(context, &state);
+        Ok(json!({
             "resultType": "input_required",
             "inputRequests": requests,
             "requestState": token,
-        })))
+        }))
     }
+}
+
+/// Where a request that asks for input stands: its name (tool or prompt), the rounds
+/// completed and the answers gathered.
+struct Round<'a> {
+    name: &'a str,
+    round: u32,
+    inputs: Map<String, Value>,
 }

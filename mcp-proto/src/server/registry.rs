@@ -10,15 +10,20 @@ use std::fmt;
 
 use serde_json::{Map, Value, json};
 
+use crate::client::LogLevel;
 use crate::jsonrpc::ErrorObject;
 use crate::version::Era;
+
+/// What [`ToolCall::client_capabilities`] is when nothing is known (a handler under test).
+static NO_CAPABILITIES: Value = Value::Null;
 
 /// A tool handler: called once per round with the arguments and the answers so far.
 pub type ToolHandler = Box<dyn FnMut(&ToolCall<'_>) -> ToolOutcome + Send>;
 
-/// A prompt handler: given the arguments, returns the `GetPromptResult` JSON
-/// (`{description?, messages}`) or an error.
-pub type PromptHandler = Box<dyn FnMut(&Map<String, Value>) -> Result<Value, ErrorObject> + Send>;
+/// A prompt handler: called once per round with the arguments and the answers so far;
+/// [`ToolOutcome::Done`] carries the `GetPromptResult` JSON (`{description?, messages}`).
+/// [`Prompt::new`] makes one from a plain function of the arguments.
+pub type PromptHandler = Box<dyn FnMut(&PromptCall<'_>) -> ToolOutcome + Send>;
 
 /// A tool the server offers.
 #[non_exhaustive]
@@ -116,6 +121,13 @@ pub struct ToolCall<'a> {
     pub era: Era,
     /// Input rounds completed before this invocation (0 on the first).
     pub round: u32,
+    /// The client's capabilities (`ClientCapabilities`): from `initialize` in the legacy
+    /// era, from the request's `_meta` in the modern one (`null` when unknown). A
+    /// handler asks only for the inputs the client can give.
+    pub client_capabilities: &'a Value,
+    /// The request's `_meta.progressToken`, when it carries one: the handler may then
+    /// report [`ToolNote::Progress`].
+    pub progress_token: Option<&'a Value>,
 }
 
 impl<'a> ToolCall<'a> {
@@ -128,11 +140,50 @@ impl<'a> ToolCall<'a> {
             inputs,
             era: Era::Modern,
             round: 0,
+            client_capabilities: &NO_CAPABILITIES,
+            progress_token: None,
         }
     }
 }
 
-/// What a tool handler decided.
+/// One invocation of a prompt handler.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct PromptCall<'a> {
+    /// The prompt name.
+    pub name: &'a str,
+    /// The arguments (`{}` when the client sent none).
+    pub arguments: &'a Map<String, Value>,
+    /// Answers gathered so far, by the key the handler chose.
+    pub inputs: &'a Map<String, Value>,
+    /// The era of the request being served.
+    pub era: Era,
+    /// Input rounds completed before this invocation (0 on the first).
+    pub round: u32,
+    /// The client's capabilities (`null` when unknown).
+    pub client_capabilities: &'a Value,
+}
+
+impl<'a> PromptCall<'a> {
+    /// A first-round call (for testing handlers directly).
+    #[must_use]
+    pub fn new(
+        name: &'a str,
+        arguments: &'a Map<String, Value>,
+        inputs: &'a Map<String, Value>,
+    ) -> Self {
+        PromptCall {
+            name,
+            arguments,
+            inputs,
+            era: Era::Modern,
+            round: 0,
+            client_capabilities: &NO_CAPABILITIES,
+        }
+    }
+}
+
+/// What a tool (or prompt) handler decided.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum ToolOutcome {
@@ -145,6 +196,63 @@ pub enum ToolOutcome {
     NoAnswer,
     /// Answer the call with this JSON-RPC error.
     Error(ErrorObject),
+    /// The `CallToolResult` JSON, preceded by these notifications (log messages and
+    /// progress) on the request's stream. The machine drops the ones the client did not
+    /// ask for: log messages below the client's level (legacy `logging/setLevel`, modern
+    /// `_meta` logLevel; a modern request without a logLevel gets none), progress
+    /// without a `progressToken`.
+    DoneWithNotes {
+        /// What to send before the result, in this order.
+        notes: Vec<ToolNote>,
+        /// The `CallToolResult` JSON.
+        result: Value,
+    },
+}
+
+/// A notification a tool sends while it runs (see [`ToolOutcome::DoneWithNotes`]).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ToolNote {
+    /// `notifications/message`.
+    Log {
+        /// The severity.
+        level: LogLevel,
+        /// The logger name, if any.
+        logger: Option<String>,
+        /// Any JSON (a string, or an object with details).
+        data: Value,
+    },
+    /// `notifications/progress` under the request's progress token.
+    Progress {
+        /// Progress so far (increasing with each note).
+        progress: f64,
+        /// The total, when known.
+        total: Option<f64>,
+        /// A human-readable message.
+        message: Option<String>,
+    },
+}
+
+impl ToolNote {
+    /// A log message with text data and no logger.
+    #[must_use]
+    pub fn log(level: LogLevel, text: impl Into<String>) -> Self {
+        ToolNote::Log {
+            level,
+            logger: None,
+            data: Value::String(text.into()),
+        }
+    }
+
+    /// A progress report.
+    #[must_use]
+    pub fn progress(progress: f64, total: Option<f64>) -> Self {
+        ToolNote::Progress {
+            progress,
+            total,
+            message: None,
+        }
+    }
 }
 
 impl ToolOutcome {
@@ -203,8 +311,11 @@ pub struct Resource {
     pub description: Option<String>,
     /// MIME type.
     pub mime_type: Option<String>,
-    /// The text returned by `resources/read`.
+    /// The text returned by `resources/read` (unless `blob` is set).
     pub text: String,
+    /// Binary contents as base64: when set, `resources/read` returns it as `blob`
+    /// instead of `text`.
+    pub blob: Option<String>,
 }
 
 impl Resource {
@@ -222,7 +333,29 @@ impl Resource {
             description: None,
             mime_type: Some(mime_type.into()),
             text: text.into(),
+            blob: None,
         }
+    }
+
+    /// A binary resource; `base64` is its contents, base64-encoded.
+    #[must_use]
+    pub fn blob(
+        uri: impl Into<String>,
+        name: impl Into<String>,
+        mime_type: impl Into<String>,
+        base64: impl Into<String>,
+    ) -> Self {
+        Resource {
+            blob: Some(base64.into()),
+            ..Resource::text(uri, name, mime_type, "")
+        }
+    }
+
+    /// The same resource with a description.
+    #[must_use]
+    pub fn with_description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
     }
 
     pub(super) fn listing(&self) -> Value {
@@ -237,7 +370,10 @@ impl Resource {
     }
 
     pub(super) fn contents(&self) -> Value {
-        let mut v = json!({"uri": self.uri, "text": self.text});
+        let mut v = match &self.blob {
+            Some(b) => json!({"uri": self.uri, "blob": b}),
+            None => json!({"uri": self.uri, "text": self.text}),
+        };
         if let Some(m) = &self.mime_type {
             v["mimeType"] = json!(m);
         }
@@ -283,13 +419,39 @@ pub struct Prompt {
 }
 
 impl Prompt {
-    /// A prompt with the given handler.
+    /// A prompt whose result is a function of its arguments: `handler` returns the
+    /// `GetPromptResult` JSON or an error.
     #[must_use]
     pub fn new(
         name: impl Into<String>,
         description: Option<String>,
         arguments: Vec<PromptArgument>,
-        handler: impl FnMut(&Map<String, Value>) -> Result<Value, ErrorObject> + Send + 'static,
+        mut handler: impl FnMut(&Map<String, Value>) -> Result<Value, ErrorObject> + Send + 'static,
+    ) -> Self {
+        Prompt::with_input(
+            name,
+            description,
+            arguments,
+            move |call: &PromptCall<'_>| match handler(call.arguments) {
+                Ok(v) => ToolOutcome::Done(v),
+                Err(e) => ToolOutcome::Error(e),
+            },
+        )
+    }
+
+    /// A prompt that may ask the client for input before it answers, as a tool does
+    /// ([`ToolOutcome::NeedInput`]). In 2026-07-28 the ask is an `input_required`
+    /// result and the client's retry resumes `prompts/get`. A legacy `prompts/get`
+    /// cannot be parked: a handler asking there gets `-32603` as the answer, so it
+    /// should look at [`PromptCall::era`] and answer without input instead.
+    /// [`ToolOutcome::NoAnswer`] and notes are not supported for prompts (`-32603`; the
+    /// notes' result is sent without them).
+    #[must_use]
+    pub fn with_input(
+        name: impl Into<String>,
+        description: Option<String>,
+        arguments: Vec<PromptArgument>,
+        handler: impl FnMut(&PromptCall<'_>) -> ToolOutcome + Send + 'static,
     ) -> Self {
         Prompt {
             name: name.into(),

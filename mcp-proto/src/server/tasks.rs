@@ -120,8 +120,13 @@ impl Server {
             .find(|t| t.name == target.name)
             .and_then(|t| t.task_polls)
             .unwrap_or(0);
-        let outcome = match calls::invoke(&mut self.config.tools, target, &Map::new(), era, 0) {
-            ToolOutcome::Done(v) => calls::done(&target.name, v),
+        let tools = &mut self.config.tools;
+        // A task's notes have no stream to go on: its result is what it leaves.
+        let outcome = match calls::invoke(tools, target, &Map::new(), (era, 0), &Value::Null, None)
+        {
+            ToolOutcome::Done(v) | ToolOutcome::DoneWithNotes { result: v, .. } => {
+                calls::done(&target.name, v)
+            }
             ToolOutcome::Error(e) => Err(e),
             _ => Err(ErrorObject::new(
                 codes::INTERNAL_ERROR,

@@ -121,6 +121,8 @@ fn caps() -> Value {
     serde_json::from_str(ALL_CAPS).unwrap()
 }
 
+mod features;
+
 #[test]
 fn legacy_handshake() {
     let mut p = Peer::new(example::server());
@@ -389,13 +391,19 @@ fn modern_mrtr_round_trip() {
             ok(json!(2), complete(text(expected)))
         );
     }
-    // A retry without requestState starts over.
+    // A try without requestState hands its answers to the handler (decision 39)...
     let again = modern(
         json!({"name": "confirm", "inputResponses": {"confirm": {"action": "decline"}}}),
         caps.clone(),
     );
     assert_eq!(
-        p.call(json!(3), "tools/call", again)["result"]["resultType"],
+        p.call(json!(3), "tools/call", again),
+        ok(json!(3), complete(text("declined")))
+    );
+    // ...and one without answers starts over.
+    let fresh = modern(json!({"name": "confirm"}), caps.clone());
+    assert_eq!(
+        p.call(json!(3), "tools/call", fresh)["result"]["resultType"],
         "input_required"
     );
     // Tampered, null or foreign state is -32602.

@@ -879,3 +879,22 @@ fn no_panics_on_mangled_input() {
     }
     assert_eq!(ep.open_streams(), 0);
 }
+
+#[test]
+fn initialize_with_modern_meta_is_404() {
+    let mut ep = endpoint();
+    let r = complete(ep.handle_request(now(), &modern(1, "initialize", json!({}), None)));
+    assert_eq!((r.status, error_code(&r)), (404, -32601));
+    // A legacy initialize (no `_meta`, no header) is still served.
+    let r = complete(ep.handle_request(
+        now(),
+        &legacy(
+            2,
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "t", "version": "0"}}),
+        ),
+    ));
+    assert_eq!(r.status, 200);
+    assert_eq!(body_json(&r)["result"]["protocolVersion"], "2025-11-25");
+}
