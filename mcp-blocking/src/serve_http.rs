@@ -160,7 +160,9 @@ pub fn serve_http_with(
     let stop = Arc::new(AtomicBool::new(false));
     let path = options.endpoint.path.clone();
     let seed = mcp_io::auth::random_seed()?;
-    let endpoint = HttpEndpoint::with_sessions(server, options.endpoint.clone(), &seed);
+    let mut config = options.endpoint.clone();
+    config.restrict_hosts_for(local_addr.ip());
+    let endpoint = HttpEndpoint::with_sessions(server, config, &seed);
     let shared = Shared {
         endpoint: Mutex::new(endpoint),
         output: Condvar::new(),

@@ -119,3 +119,59 @@ fn delete_ends_a_session_and_cancels_its_open_exchanges() {
     assert_eq!(send(&mut e, t0, &delete).status, 404);
     assert_eq!(e.sessions(), 0);
 }
+
+/// DNS rebinding: a server bound to loopback answers only to loopback names in `Host`.
+#[test]
+fn a_loopback_server_answers_only_to_loopback_host_names() {
+    let mut config = HttpEndpointConfig::default();
+    config.restrict_hosts_for("127.0.0.1".parse().unwrap());
+    let mut e = endpoint(config);
+    let discover = |host: Option<&str>| {
+        let mut r = HttpRequest::new("POST", "/mcp")
+            .with_header("Content-Type", "application/json")
+            .with_header("MCP-Protocol-Version", "2026-07-28")
+            .with_header("Mcp-Method", "server/discover");
+        if let Some(h) = host {
+            r = r.with_header("Host", h);
+        }
+        r.with_body(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {}}}})
+            .to_string(),
+        )
+    };
+    for ok in [
+        "127.0.0.1:8080",
+        "localhost",
+        "LOCALHOST:1",
+        "[::1]:9",
+        "[::1]",
+    ] {
+        assert_eq!(
+            send(&mut e, Instant::ZERO, &discover(Some(ok))).status,
+            200,
+            "{ok}"
+        );
+    }
+    for bad in [
+        Some("evil.example"),
+        Some("evil.example:8080"),
+        Some("127.0.0.2"),
+        None,
+    ] {
+        assert_eq!(
+            send(&mut e, Instant::ZERO, &discover(bad)).status,
+            403,
+            "{bad:?}"
+        );
+    }
+    // Bound elsewhere (or told otherwise), any Host is served.
+    let mut open = HttpEndpointConfig::default();
+    open.restrict_hosts_for("192.0.2.7".parse().unwrap());
+    let mut e = endpoint(open);
+    assert_eq!(
+        send(&mut e, Instant::ZERO, &discover(Some("mcp.example.com"))).status,
+        200
+    );
+}

@@ -14,7 +14,8 @@
 //!
 //! # Theory of operation
 //!
-//! **Checks before the machine**, in this order: `Origin` (present and neither loopback
+//! **Checks before the machine**, in this order: `Host` (when
+//! [`HttpEndpointConfig::allowed_hosts`] is set, a name outside it: 403) → `Origin` (present and neither loopback
 //! nor listed in [`HttpEndpointConfig::allowed_origins`]: 403) → path (not
 //! [`HttpEndpointConfig::path`]: 404) → method (anything but `POST`: 405 with
 //! `Allow: POST`, or `POST, DELETE` with sessions; there is no GET stream) →
@@ -144,6 +145,47 @@ pub struct HttpEndpointConfig {
     /// How long a legacy session may go unused before it is dropped (a session with an
     /// open exchange is never idle). Default 30 minutes.
     pub session_idle_timeout: std::time::Duration,
+    /// The host names (or IP literals, IPv6 in brackets) a request's `Host` may name,
+    /// compared without the port and without regard to case; another `Host`, or none,
+    /// gets 403. `None` accepts any (behind a proxy that checks it, or on a public
+    /// address). Default `None`; [`HttpEndpointConfig::restrict_hosts_for`] narrows it to
+    /// the loopback names for a server bound to a loopback address, which defeats DNS
+    /// rebinding (a page whose name resolves to 127.0.0.1 still sends its own name).
+    pub allowed_hosts: Option<Vec<String>>,
+}
+
+/// The names a loopback server answers to.
+pub const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
+
+impl HttpEndpointConfig {
+    /// For a server bound to `bound`: when that is a loopback address and no host list
+    /// was chosen, only the loopback names ([`LOOPBACK_HOSTS`]) are accepted in `Host`.
+    pub fn restrict_hosts_for(&mut self, bound: std::net::IpAddr) {
+        if self.allowed_hosts.is_none() && bound.is_loopback() {
+            self.allowed_hosts = Some(LOOPBACK_HOSTS.iter().map(|h| (*h).to_owned()).collect());
+        }
+    }
+
+    /// Whether a `Host` header value is acceptable.
+    fn host_allowed(&self, host: Option<&[u8]>) -> bool {
+        let Some(allowed) = &self.allowed_hosts else {
+            return true;
+        };
+        let Some(host) = host.and_then(|h| std::str::from_utf8(h).ok()) else {
+            return false;
+        };
+        let host = host.trim();
+        // Without the port: `[v6]:port`, `name:port`, or a bare name.
+        let name = if host.starts_with('[') {
+            host.split_once(']')
+                .map_or(host, |(h, _)| &host[..=h.len()])
+        } else {
+            host.rsplit_once(':')
+                .filter(|(_, port)| port.bytes().all(|b| b.is_ascii_digit()))
+                .map_or(host, |(h, _)| h)
+        };
+        allowed.iter().any(|a| a.eq_ignore_ascii_case(name))
+    }
 }
 
 impl Default for HttpEndpointConfig {
@@ -154,6 +196,7 @@ impl Default for HttpEndpointConfig {
             max_open_streams: 64,
             max_sessions: 1024,
             session_idle_timeout: std::time::Duration::from_secs(30 * 60),
+            allowed_hosts: None,
         }
     }
 }
@@ -354,6 +397,10 @@ impl HttpEndpoint {
 
     fn dispatch(&mut self, now: Instant, http: &HttpRequest) -> HttpReply {
         let complete = HttpReply::Complete;
+        if !self.config.host_allowed(http.header_bytes("host")) {
+            let e = ErrorObject::new(codes::INVALID_REQUEST, "Forbidden: Host not allowed");
+            return complete(HttpResponse::json_error(403, None, &e));
+        }
         if let Some(origin) = http.header_bytes("origin")
             && !origin_allowed(origin, &self.config.allowed_origins)
         {
