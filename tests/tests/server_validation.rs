@@ -282,3 +282,24 @@ fn the_gateway_trusts_no_header_of_an_older_version_and_reports_what_it_validate
         other => panic!("{other:?}"),
     }
 }
+
+/// The gateway fuzz target's own invariants hold on its seed and on a few mutations.
+#[test]
+fn the_gateway_fuzz_target_holds_on_its_seeds() {
+    let seed = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../fuzz/corpus/gateway/seed-valid"
+    ))
+    .unwrap();
+    mcp_proto::fuzzing::gateway::gateway(&seed);
+    let text = String::from_utf8(seed).unwrap();
+    for variant in [
+        text.replace("Shard: 7.0", "Shard: 8"),
+        text.replace("2026-07-28\nMcp", "2025-11-25\nMcp"),
+        text.replace("Mcp-Name: route", "Mcp-Name: other"),
+        text.replace("\"shard\":7", "\"shard\":7.0"),
+        String::new(),
+    ] {
+        mcp_proto::fuzzing::gateway::gateway(variant.as_bytes());
+    }
+}

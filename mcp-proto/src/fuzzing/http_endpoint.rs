@@ -77,7 +77,12 @@ pub fn http_endpoint(data: &[u8]) {
         ..HttpEndpointConfig::default()
     };
     let mut h = Harness {
-        endpoint: HttpEndpoint::with_config(fuzz_server(variant), config),
+        // Sessions, as the adapters serve: legacy requests need their session's id.
+        endpoint: if variant == 3 {
+            HttpEndpoint::with_config(fuzz_server(variant), config)
+        } else {
+            HttpEndpoint::with_sessions(fuzz_server(variant), config, &[9; 32])
+        },
         open: Vec::new(),
         reported: BTreeSet::new(),
     };

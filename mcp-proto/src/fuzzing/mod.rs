@@ -165,6 +165,7 @@ pub fn client_with_server_bytes(data: &[u8], start: Instant) {
     }
 }
 
+pub mod gateway;
 pub mod http;
 pub mod http_client;
 pub mod http_endpoint;
