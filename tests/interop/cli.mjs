@@ -5,9 +5,12 @@
 //   node cli.mjs --era legacy|modern|auto --stdio COMMAND [ARGS...]
 //
 // Connects, lists tools, calls `echo` and `confirm` (answering the form elicitation with
-// accept + content), and prints one JSON line on stdout:
+// accept + content), then `add`, `fail`, the resources, the prompt `greet`, a completion
+// and `media`, and prints one JSON line on stdout:
 //   {"ok":true,"era":...,"protocolVersion":...,"tools":[...],"echo":"...","confirm":"...",
-//    "elicitations":[{"message":...,"properties":[...]}],
+//    "elicitations":[{"message":...,"properties":[...]}], "add":..., "fail":{...},
+//    "resources":[...], "templates":[...], "readme":..., "prompts":[...], "greet":...,
+//    "completion":[...], "media":{"accepted":bool,...},
 //    "wire":{"inputRequired":[requestState...],"retried":[requestState...],"serverRequests":[method...]}}
 // On failure: {"ok":false,"error":"...","stage":"..."} and exit code 1.
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
@@ -118,6 +121,30 @@ try {
   out.confirm = confirm.content.map((c) => c.text).join('');
   out.confirmIsError = confirm.isError ?? false;
   out.elicitations = elicitations;
+  stage = 'add';
+  out.add = (await client.callTool({ name: 'add', arguments: { a: 2, b: 3.5 } })).content[0].text;
+  stage = 'fail';
+  const fail = await client.callTool({ name: 'fail', arguments: {} });
+  out.fail = { isError: fail.isError ?? false, text: fail.content[0].text };
+  stage = 'resources';
+  out.resources = (await client.listResources()).resources.map((r) => r.uri);
+  out.templates = (await client.listResourceTemplates()).resourceTemplates.map((r) => r.uriTemplate);
+  out.readme = (await client.readResource({ uri: 'example://readme' })).contents[0].text;
+  stage = 'prompts';
+  out.prompts = (await client.listPrompts()).prompts.map((p) => p.name);
+  out.greet = (await client.getPrompt({ name: 'greet', arguments: { name: 'Ada' } })).messages[0].content.text;
+  stage = 'complete';
+  out.completion = (
+    await client.complete({ ref: { type: 'ref/prompt', name: 'greet' }, argument: { name: 'name', value: 'a' } })
+  ).completion.values;
+  stage = 'media';
+  // One block is of a type outside the spec's union (on purpose, see the example's docs).
+  try {
+    const media = await client.callTool({ name: 'media', arguments: {} });
+    out.media = { accepted: true, blocks: media.content.map((c) => c.type) };
+  } catch (e) {
+    out.media = { accepted: false, error: String(e).slice(0, 300) };
+  }
   out.wire = wire;
   out.sessionId = transport.sessionId ?? null;
   stage = 'close';

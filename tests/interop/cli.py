@@ -5,7 +5,8 @@ against OUR server (the `mcp serve-example` binary).
     PYTHONPATH=pydeps python3 cli.py --era legacy|modern|auto --stdio COMMAND [ARGS...]
 
 Connects, lists tools, calls `echo` and `confirm` (answering the form elicitation with
-accept + content), and prints one JSON line on stdout, the same shape as cli.mjs:
+accept + content), then `add`, `fail`, the resources, the prompt `greet`, a completion
+and `media`, and prints one JSON line on stdout, the same shape as cli.mjs:
   {"ok": true, "protocolVersion": ..., "tools": [...], "echo": "...", "confirm": "...",
    "elicitations": [{"message": ..., "properties": [...]}],
    "wire": {"inputRequired": [requestState...], "retried": [requestState...],
@@ -27,7 +28,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
-from mcp_types import ElicitResult
+from mcp_types import ElicitResult, PromptReference
 
 # Over HTTP also every exchange: method, status and the Mcp-Session-Id it carried.
 WIRE: dict[str, list[Any]] = {"inputRequired": [], "retried": [], "serverRequests": [], "http": []}
@@ -180,6 +181,30 @@ async def main(argv: list[str]) -> int:
             out["confirm"] = text_of(confirm)
             out["confirmIsError"] = bool(confirm.is_error)
             out["elicitations"] = ELICITATIONS
+            stage = "add"
+            out["add"] = text_of(await client.call_tool("add", {"a": 2, "b": 3.5}))
+            stage = "fail"
+            fail = await client.call_tool("fail", {})
+            out["fail"] = {"isError": bool(fail.is_error), "text": text_of(fail)}
+            stage = "resources"
+            out["resources"] = [str(r.uri) for r in (await client.list_resources()).resources]
+            templates = (await client.list_resource_templates()).resource_templates
+            out["templates"] = [t.uri_template for t in templates]
+            out["readme"] = (await client.read_resource("example://readme")).contents[0].text
+            stage = "prompts"
+            out["prompts"] = [p.name for p in (await client.list_prompts()).prompts]
+            greet = await client.get_prompt("greet", {"name": "Ada"})
+            out["greet"] = greet.messages[0].content.text
+            stage = "complete"
+            done = await client.complete(PromptReference(type="ref/prompt", name="greet"), {"name": "name", "value": "a"})
+            out["completion"] = done.completion.values
+            stage = "media"
+            # One block is of a type outside the spec's union (on purpose, see the example's docs).
+            try:
+                media = await client.call_tool("media", {})
+                out["media"] = {"accepted": True, "blocks": [c.type for c in media.content]}
+            except Exception as e:  # noqa: BLE001 - the answer is the finding
+                out["media"] = {"accepted": False, "error": str(e)[:300]}
             out["wire"] = WIRE
             stage = "close"
         print(json.dumps(out), flush=True)

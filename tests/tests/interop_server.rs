@@ -5,7 +5,8 @@
 //! otherwise. The clients are small scripts on the other SDKs (`tests/interop/cli.mjs`
 //! on `@modelcontextprotocol/client` 2.4, `tests/interop/cli.py` on `mcp` 2.3) that
 //! connect, list tools, call `echo` and `confirm` (answering the form elicitation with
-//! accept and content of their own), and print what they saw as one JSON line, including
+//! accept and content of their own), then `add`, `fail`, the resources and templates, the
+//! prompt `greet`, a completion and `media`, and print what they saw as one JSON line, including
 //! what crossed the wire: the `requestState` of every `input_required` result and of
 //! every retry, the server→client requests, and over HTTP every exchange's method, status
 //! and `Mcp-Session-Id`.
@@ -20,6 +21,10 @@
 //! `requestState` (`v1.k0.…`) that the client must echo verbatim with its
 //! `inputResponses`. Auto: the client probes with `server/discover`; against a
 //! legacy-only server it falls back to `initialize`.
+//!
+//! Known gap: the example's `media` tool ends with a content block of a type outside the
+//! spec's union (deliberately, for our own client's tolerance); both SDK clients reject
+//! that whole result, and the tests pin that down.
 //!
 //! Not covered: resuming a dropped legacy stream. Our HTTP endpoint has no standalone
 //! GET stream (405 with `Allow`) and writes no SSE event ids, so there is nothing to
@@ -258,6 +263,30 @@ fn assert_common(client: SdkClient, out: &Value, version: &str) {
         json!([{"message": "Proceed with the example action?", "properties": ["name", "proceed"]}]),
         "{out:#}"
     );
+    assert_eq!(out["add"], json!("5.5"), "{out:#}");
+    assert_eq!(
+        out["fail"],
+        json!({"isError": true, "text": "failed on purpose"}),
+        "{out:#}"
+    );
+    assert_eq!(out["resources"], json!(["example://readme"]), "{out:#}");
+    assert_eq!(
+        out["templates"],
+        json!(["example://greeting/{name}"]),
+        "{out:#}"
+    );
+    assert_eq!(
+        out["readme"],
+        json!(mcp_proto::server::example::README),
+        "{out:#}"
+    );
+    assert_eq!(out["prompts"], json!(["greet"]), "{out:#}");
+    assert_eq!(out["greet"], json!("Please greet Ada warmly."), "{out:#}");
+    assert_eq!(out["completion"], json!(["Ada", "Alan"]), "{out:#}");
+    // `media` ends with a block of a type outside the spec's content union (on purpose:
+    // it exercises our client's tolerance). Both SDK clients validate results against the
+    // closed union and reject the whole result, so that tool is not for other clients.
+    assert_eq!(out["media"]["accepted"], json!(false), "{out:#}");
 }
 
 /// Legacy: the elicitation came as a server→client `elicitation/create`, no MRTR.
