@@ -2,7 +2,8 @@
 //!
 //! The server is the CLI's bundled example (`mcp serve-example`, built from
 //! `mcp-blocking/examples/mcp`), serving both eras (`--era both`) unless a test says
-//! otherwise. The clients are small scripts on the other SDKs (`tests/interop/cli.mjs`
+//! otherwise. The clients are the Rust SDK (rmcp 3.11, in process on tokio, see
+//! `rust_sdk` below) and small scripts on the other SDKs (`tests/interop/cli.mjs`
 //! on `@modelcontextprotocol/client` 2.4, `tests/interop/cli.py` on `mcp` 2.3) that
 //! connect, list tools, call `echo` and `confirm` (answering the form elicitation with
 //! accept and content of their own), then `add`, `fail`, the resources and templates, the
@@ -69,6 +70,24 @@ fn mcp_bin() -> PathBuf {
             .to_path_buf();
         let mut build = Command::new(env!("CARGO"));
         build.args(["build", "-q", "-p", "mcp-blocking", "--example", "mcp"]);
+        // Not this test's package variables: build scripts that watch them (ring's watches
+        // CARGO_MANIFEST_DIR) would rebuild on every run, and again for the next `cargo test`.
+        for (name, _) in std::env::vars_os() {
+            let name = name.to_string_lossy();
+            if [
+                "CARGO_PKG_",
+                "CARGO_MANIFEST_",
+                "CARGO_CRATE_",
+                "CARGO_BIN_",
+                "CARGO_PRIMARY_",
+            ]
+            .iter()
+            .any(|p| name.starts_with(p))
+                || name == "CARGO_TARGET_TMPDIR"
+            {
+                build.env_remove(&*name);
+            }
+        }
         if profile_dir.file_name().is_some_and(|n| n == "release") {
             build.arg("--release");
         }
@@ -239,8 +258,7 @@ fn who(client: SdkClient) -> &'static str {
 
 /// Tools listed, `echo` and `confirm` answered, the elicitation seen by the client's own
 /// handler and its answer (`proceed: false`, not the form's default) reaching the tool.
-fn assert_common(client: SdkClient, out: &Value, version: &str) {
-    let me = who(client);
+fn assert_common(me: &str, out: &Value, version: &str) {
     assert_eq!(out["protocolVersion"], json!(version), "{out:#}");
     if !out["serverName"].is_null() {
         assert_eq!(out["serverName"], json!("mcp-example"), "{out:#}");
@@ -291,7 +309,7 @@ fn assert_common(client: SdkClient, out: &Value, version: &str) {
 
 /// Legacy: the elicitation came as a server→client `elicitation/create`, no MRTR.
 fn assert_legacy(client: SdkClient, out: &Value) {
-    assert_common(client, out, LEGACY);
+    assert_common(who(client), out, LEGACY);
     let wire = &out["wire"];
     assert_eq!(
         wire["serverRequests"],
@@ -305,7 +323,7 @@ fn assert_legacy(client: SdkClient, out: &Value) {
 /// Modern: one `input_required` round whose sealed `requestState` came back verbatim,
 /// and no server→client request at all.
 fn assert_modern(client: SdkClient, out: &Value) {
-    assert_common(client, out, MODERN);
+    assert_common(who(client), out, MODERN);
     let wire = &out["wire"];
     assert_eq!(wire["serverRequests"], json!([]), "{out:#}");
     let offered = wire["inputRequired"].as_array().expect("inputRequired");
@@ -488,4 +506,259 @@ fn python_http_auto() {
 #[test]
 fn python_http_auto_falls_back() {
     auto_fallback(SdkClient::Python, Transport::Http);
+}
+
+// ---------------------------------------------------------------------------------------
+// The Rust SDK's client (rmcp 3.11, on tokio), in process: a dev-dependency of this test
+// crate only. Its own MRTR driver (`RunningService::call_tool`) answers `input_required`
+// through the same handler that answers a legacy `elicitation/create`.
+
+mod rust_sdk {
+    use std::sync::{Arc, Mutex};
+
+    use rmcp::model::{
+        CallToolRequestParams, ClientCapabilities, ClientConfig, CompleteRequestParams,
+        ElicitRequestParams, ElicitResult, ElicitationAction, GetPromptRequestParams,
+        Implementation, ProtocolVersion, ReadResourceRequestParams,
+    };
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RequestContext, RoleClient};
+    use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+    use rmcp::{ClientHandler, ErrorData};
+    use serde_json::{Value, json};
+
+    use super::{HttpServer, Transport, mcp_bin};
+
+    /// Accepts every form with `proceed: false` and remembers what it was asked.
+    #[derive(Clone, Default)]
+    struct Answerer {
+        seen: Arc<Mutex<Vec<Value>>>,
+    }
+
+    impl ClientHandler for Answerer {
+        async fn create_elicitation(
+            &self,
+            request: ElicitRequestParams,
+            _context: RequestContext<RoleClient>,
+        ) -> Result<ElicitResult, ErrorData> {
+            let request = serde_json::to_value(&request).expect("elicitation params");
+            let mut properties: Vec<String> = request["requestedSchema"]["properties"]
+                .as_object()
+                .map(|p| p.keys().cloned().collect())
+                .unwrap_or_default();
+            properties.sort();
+            self.seen
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(json!({"message": request["message"], "properties": properties}));
+            Ok(ElicitResult::new(ElicitationAction::Accept)
+                .with_content(json!({"proceed": false, "name": "rs-client"})))
+        }
+
+        fn get_info(&self) -> ClientConfig {
+            let capabilities: ClientCapabilities =
+                serde_json::from_value(json!({"elicitation": {"form": {}}})).expect("caps");
+            ClientConfig::new(capabilities, Implementation::new("rs-interop", "1.0.0"))
+        }
+    }
+
+    fn params<T: serde::de::DeserializeOwned>(v: Value) -> T {
+        serde_json::from_value(v).expect("request params")
+    }
+
+    fn text(result: &impl serde::Serialize) -> String {
+        let v = serde_json::to_value(result).expect("result");
+        v["content"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c["text"].as_str())
+            .collect()
+    }
+
+    /// One run, the same operations and the same JSON shape as the script clients
+    /// (without the wire observations, which rmcp does not expose).
+    pub(super) async fn run(transport: Transport, server_era: &str, client_era: &str) -> Value {
+        let lifecycle = match client_era {
+            "legacy" => ClientLifecycleMode::Initialize,
+            "modern" => ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+            _ => ClientLifecycleMode::Auto {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                legacy_version: None,
+            },
+        };
+        let handler = Answerer::default();
+        let mut server = None;
+        let client = match transport {
+            Transport::Stdio => {
+                let mut cmd = tokio::process::Command::new(mcp_bin());
+                cmd.args(["serve-example", "--stdio", "--era", server_era]);
+                let child = TokioChildProcess::new(cmd).expect("spawn the server");
+                handler.clone().serve_with_lifecycle(child, lifecycle).await
+            }
+            Transport::Http => {
+                let s = HttpServer::start(server_era);
+                let t = StreamableHttpClientTransport::from_uri(s.url.as_str());
+                server = Some(s);
+                handler.clone().serve_with_lifecycle(t, lifecycle).await
+            }
+        }
+        .expect("connect");
+        let info = client.peer_info().expect("server info");
+        let mut out = json!({
+            "ok": true,
+            "protocolVersion": info.protocol_version.to_string(),
+            "serverName": info.server_info.as_ref().map(|i| i.name.clone()),
+        });
+        let mut tools: Vec<String> = client
+            .list_all_tools()
+            .await
+            .expect("tools/list")
+            .into_iter()
+            .map(|t| t.name.into_owned())
+            .collect();
+        tools.sort();
+        out["tools"] = json!(tools);
+        let call = |name: &str, args: Value| -> CallToolRequestParams {
+            params(json!({"name": name, "arguments": args}))
+        };
+        let echo = client
+            .call_tool(call("echo", json!({"text": "hello from rs"})))
+            .await
+            .expect("echo");
+        out["echo"] = json!(text(&echo));
+        out["echoIsError"] = json!(echo.is_error.unwrap_or(false));
+        let confirm = client
+            .call_tool(call("confirm", json!({})))
+            .await
+            .expect("confirm");
+        out["confirm"] = json!(text(&confirm));
+        out["confirmIsError"] = json!(confirm.is_error.unwrap_or(false));
+        out["elicitations"] = json!(*handler.seen.lock().unwrap_or_else(|e| e.into_inner()));
+        let add = client
+            .call_tool(call("add", json!({"a": 2, "b": 3.5})))
+            .await
+            .expect("add");
+        out["add"] = json!(text(&add));
+        let fail = client
+            .call_tool(call("fail", json!({})))
+            .await
+            .expect("fail");
+        out["fail"] = json!({"isError": fail.is_error.unwrap_or(false), "text": text(&fail)});
+        let resources = client.list_all_resources().await.expect("resources/list");
+        out["resources"] = json!(resources.iter().map(|r| r.uri.clone()).collect::<Vec<_>>());
+        let templates = client
+            .list_all_resource_templates()
+            .await
+            .expect("resources/templates/list");
+        out["templates"] = json!(
+            templates
+                .iter()
+                .map(|t| t.uri_template.clone())
+                .collect::<Vec<_>>()
+        );
+        let read: ReadResourceRequestParams = params(json!({"uri": "example://readme"}));
+        let readme = serde_json::to_value(client.read_resource(read).await.expect("read"))
+            .expect("read result");
+        out["readme"] = readme["contents"][0]["text"].clone();
+        let prompts = client.list_all_prompts().await.expect("prompts/list");
+        out["prompts"] = json!(prompts.iter().map(|p| p.name.clone()).collect::<Vec<_>>());
+        let greet: GetPromptRequestParams =
+            params(json!({"name": "greet", "arguments": {"name": "Ada"}}));
+        let greet = serde_json::to_value(client.get_prompt(greet).await.expect("greet"))
+            .expect("prompt result");
+        out["greet"] = greet["messages"][0]["content"]["text"].clone();
+        let complete: CompleteRequestParams = params(json!({
+            "ref": {"type": "ref/prompt", "name": "greet"},
+            "argument": {"name": "name", "value": "a"}
+        }));
+        let done = client.complete(complete).await.expect("complete");
+        out["completion"] = json!(done.completion.values);
+        out["media"] = match client.call_tool(call("media", json!({}))).await {
+            Ok(r) => json!({"accepted": true, "blocks": serde_json::to_value(&r.content).ok()}),
+            Err(e) => json!({"accepted": false, "error": e.to_string()}),
+        };
+        client.cancel().await.expect("close");
+        drop(server);
+        out
+    }
+}
+
+/// The script clients' checks, less the wire observations.
+fn assert_rust(out: &Value, version: &str) {
+    assert_common("rs", out, version);
+}
+
+fn rust(transport: Transport, server_era: &str, client_era: &str) -> Value {
+    // Built before the clock starts.
+    mcp_bin();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let started = Instant::now();
+    let out = runtime.block_on(async {
+        tokio::time::timeout(
+            CLIENT_TIMEOUT,
+            rust_sdk::run(transport, server_era, client_era),
+        )
+        .await
+    });
+    let out = out.unwrap_or_else(|_| panic!("rmcp client timed out after {CLIENT_TIMEOUT:?}"));
+    eprintln!(
+        "Rust SDK {transport:?} server={server_era} client={client_era}: {:?} for the whole run; media: {}",
+        started.elapsed(),
+        out["media"]
+    );
+    out
+}
+
+#[test]
+fn rust_sdk_stdio_legacy() {
+    let out = rust(Transport::Stdio, "both", "legacy");
+    assert_rust(&out, LEGACY);
+}
+
+#[test]
+fn rust_sdk_stdio_modern() {
+    let out = rust(Transport::Stdio, "both", "modern");
+    assert_rust(&out, MODERN);
+}
+
+#[test]
+fn rust_sdk_stdio_auto_falls_back() {
+    let out = rust(Transport::Stdio, "legacy", "auto");
+    assert_rust(&out, LEGACY);
+}
+
+#[test]
+fn rust_sdk_http_legacy() {
+    let out = rust(Transport::Http, "both", "legacy");
+    assert_rust(&out, LEGACY);
+}
+
+#[test]
+fn rust_sdk_http_modern() {
+    let out = rust(Transport::Http, "both", "modern");
+    assert_rust(&out, MODERN);
+}
+
+#[test]
+fn rust_sdk_http_auto() {
+    let out = rust(Transport::Http, "both", "auto");
+    assert_rust(&out, MODERN);
+}
+
+#[test]
+fn rust_sdk_stdio_auto() {
+    let out = rust(Transport::Stdio, "both", "auto");
+    assert_rust(&out, MODERN);
+}
+
+#[test]
+fn rust_sdk_http_auto_falls_back() {
+    let out = rust(Transport::Http, "legacy", "auto");
+    assert_rust(&out, LEGACY);
 }
