@@ -6,11 +6,11 @@
 //
 // Connects, lists tools, calls `echo` and `confirm` (answering the form elicitation with
 // accept + content), then `add`, `fail`, the resources, the prompt `greet`, a completion
-// and `media`, and prints one JSON line on stdout:
+// and `media`, aborts a call to `hang`, and prints one JSON line on stdout:
 //   {"ok":true,"era":...,"protocolVersion":...,"tools":[...],"echo":"...","confirm":"...",
 //    "elicitations":[{"message":...,"properties":[...]}], "add":..., "fail":{...},
 //    "resources":[...], "templates":[...], "readme":..., "prompts":[...], "greet":...,
-//    "completion":[...], "media":{"accepted":bool,...},
+//    "completion":[...], "media":{"accepted":bool,...}, "cancelled":true, "afterCancel":...,
 //    "wire":{"inputRequired":[requestState...],"retried":[requestState...],"serverRequests":[method...]}}
 // On failure: {"ok":false,"error":"...","stage":"..."} and exit code 1.
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
@@ -145,6 +145,18 @@ try {
   } catch (e) {
     out.media = { accepted: false, error: String(e).slice(0, 300) };
   }
+  stage = 'cancel';
+  // `hang` never answers: abort it (the SDK sends notifications/cancelled), then the
+  // connection must still serve a call.
+  const abort = new AbortController();
+  setTimeout(() => abort.abort('interop'), 200);
+  try {
+    await client.callTool({ name: 'hang', arguments: {} }, { signal: abort.signal });
+    out.cancelled = false;
+  } catch {
+    out.cancelled = true;
+  }
+  out.afterCancel = (await client.callTool({ name: 'echo', arguments: { text: 'after cancel' } })).content[0].text;
   out.wire = wire;
   out.sessionId = transport.sessionId ?? null;
   stage = 'close';

@@ -6,7 +6,7 @@ against OUR server (the `mcp serve-example` binary).
 
 Connects, lists tools, calls `echo` and `confirm` (answering the form elicitation with
 accept + content), then `add`, `fail`, the resources, the prompt `greet`, a completion
-and `media`, and prints one JSON line on stdout, the same shape as cli.mjs:
+and `media`, gives up on a call to `hang`, and prints one JSON line on stdout, the same shape as cli.mjs:
   {"ok": true, "protocolVersion": ..., "tools": [...], "echo": "...", "confirm": "...",
    "elicitations": [{"message": ..., "properties": [...]}],
    "wire": {"inputRequired": [requestState...], "retried": [requestState...],
@@ -205,6 +205,14 @@ async def main(argv: list[str]) -> int:
                 out["media"] = {"accepted": True, "blocks": [c.type for c in media.content]}
             except Exception as e:  # noqa: BLE001 - the answer is the finding
                 out["media"] = {"accepted": False, "error": str(e)[:300]}
+            stage = "cancel"
+            # `hang` never answers: give up on it (the SDK sends notifications/cancelled),
+            # then the connection must still serve a call.
+            out["cancelled"] = False
+            with anyio.move_on_after(0.2) as scope:
+                await client.call_tool("hang", {})
+            out["cancelled"] = scope.cancelled_caught
+            out["afterCancel"] = text_of(await client.call_tool("echo", {"text": "after cancel"}))
             out["wire"] = WIRE
             stage = "close"
         print(json.dumps(out), flush=True)

@@ -7,7 +7,8 @@
 //! on `@modelcontextprotocol/client` 2.4, `tests/interop/cli.py` on `mcp` 2.3) that
 //! connect, list tools, call `echo` and `confirm` (answering the form elicitation with
 //! accept and content of their own), then `add`, `fail`, the resources and templates, the
-//! prompt `greet`, a completion and `media`, and print what they saw as one JSON line, including
+//! prompt `greet`, a completion and `media`, give up on a call to `hang` (the scripts),
+//! and print what they saw as one JSON line, including
 //! what crossed the wire: the `requestState` of every `input_required` result and of
 //! every retry, the server→client requests, and over HTTP every exchange's method, status
 //! and `Mcp-Session-Id`.
@@ -172,18 +173,36 @@ fn run(
     server_era: &str,
     client_era: &str,
 ) -> Option<Value> {
+    let server = match transport {
+        Transport::Http if sdk_client(client).is_some() => Some(HttpServer::start(server_era)),
+        _ => None,
+    };
+    run_at(
+        client,
+        transport,
+        server_era,
+        client_era,
+        server.as_ref().map(|s| s.url.as_str()),
+    )
+}
+
+/// [`run`] against the HTTP server at `url` when given (a shared one).
+fn run_at(
+    client: SdkClient,
+    transport: Transport,
+    server_era: &str,
+    client_era: &str,
+    url: Option<&str>,
+) -> Option<Value> {
     let mut cmd = sdk_client(client)?;
     let mcp = mcp_bin();
-    let server = match transport {
-        Transport::Http => Some(HttpServer::start(server_era)),
-        Transport::Stdio => None,
-    };
     cmd.args(["--era", client_era]);
-    match &server {
-        Some(s) => {
-            cmd.args(["--http", &s.url]);
+    match (transport, url) {
+        (Transport::Http, Some(url)) => {
+            cmd.args(["--http", url]);
         }
-        None => {
+        (Transport::Http, None) => panic!("no server for {client:?}"),
+        (Transport::Stdio, _) => {
             cmd.arg("--stdio")
                 .arg(&mcp)
                 .args(["serve-example", "--stdio", "--era", server_era]);
@@ -213,7 +232,6 @@ fn run(
     let elapsed = started.elapsed();
     let stdout = stdout.join().unwrap_or_default();
     let stderr = stderr.join().unwrap_or_default();
-    drop(server);
     let context = format!(
         "{client:?} client, {transport:?}, server --era {server_era}, client --era {client_era}\n\
          stdout:\n{stdout}\nstderr:\n{stderr}"
@@ -307,9 +325,17 @@ fn assert_common(me: &str, out: &Value, version: &str) {
     assert_eq!(out["media"]["accepted"], json!(false), "{out:#}");
 }
 
+/// The script clients gave up on a call to `hang` (legacy: `notifications/cancelled`;
+/// modern: the request dropped) and the connection still served the next call.
+fn assert_cancel(out: &Value) {
+    assert_eq!(out["cancelled"], json!(true), "{out:#}");
+    assert_eq!(out["afterCancel"], json!("after cancel"), "{out:#}");
+}
+
 /// Legacy: the elicitation came as a server→client `elicitation/create`, no MRTR.
 fn assert_legacy(client: SdkClient, out: &Value) {
     assert_common(who(client), out, LEGACY);
+    assert_cancel(out);
     let wire = &out["wire"];
     assert_eq!(
         wire["serverRequests"],
@@ -324,6 +350,7 @@ fn assert_legacy(client: SdkClient, out: &Value) {
 /// and no server→client request at all.
 fn assert_modern(client: SdkClient, out: &Value) {
     assert_common(who(client), out, MODERN);
+    assert_cancel(out);
     let wire = &out["wire"];
     assert_eq!(wire["serverRequests"], json!([]), "{out:#}");
     let offered = wire["inputRequired"].as_array().expect("inputRequired");
@@ -427,6 +454,40 @@ fn auto_fallback(client: SdkClient, transport: Transport) {
 
 // ---------------------------------------------------------------------------------------
 // The matrix: client × transport × era.
+
+/// One server, every script client at once in both eras: legacy sessions (each with its
+/// own `elicitation/create` in flight) and stateless modern calls side by side.
+#[test]
+fn one_http_server_many_clients() {
+    let clients = [SdkClient::TypeScript, SdkClient::Python];
+    if clients.iter().any(|c| sdk_client(*c).is_none()) {
+        return;
+    }
+    let server = HttpServer::start("both");
+    thread::scope(|scope| {
+        let mut runs = Vec::new();
+        for client in clients {
+            for era in ["legacy", "modern", "legacy", "modern"] {
+                let url = server.url.as_str();
+                runs.push((
+                    client,
+                    era,
+                    scope.spawn(move || run_at(client, Transport::Http, "both", era, Some(url))),
+                ));
+            }
+        }
+        for (client, era, run) in runs {
+            let out = run.join().expect("client thread").expect("installed");
+            if era == "legacy" {
+                assert_legacy(client, &out);
+                assert_legacy_http(&out);
+            } else {
+                assert_modern(client, &out);
+                assert_modern_http(&out);
+            }
+        }
+    });
+}
 
 #[test]
 fn typescript_stdio_legacy() {
