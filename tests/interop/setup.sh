@@ -39,6 +39,8 @@ fi
 
 # --- sanity ----------------------------------------------------------------
 node -e 'import("@modelcontextprotocol/server").then(() => {}, (e) => { console.error(e); process.exit(1); })'
+node -e 'import("@modelcontextprotocol/client").then(() => {}, (e) => { console.error(e); process.exit(1); })'
 test -f node_modules/@modelcontextprotocol/server-everything/dist/index.js
 PYTHONPATH=pydeps "$PYTHON" -c 'import mcp.server.mcpserver'
+PYTHONPATH=pydeps "$PYTHON" -c 'import mcp.client.stdio, mcp.client.streamable_http; from mcp import Client'
 echo "setup.sh: ok"

@@ -428,3 +428,42 @@ pub fn run_in_private_netns(name: &str) -> bool {
     eprintln!("--- {name} in the private network namespace ---\n{output}");
     true
 }
+
+// ---------------------------------------------------------------------------------------
+// Clients built with other SDKs, pointed at our own server (`tests/interop/cli.*`).
+
+/// The SDK clients available as peers for our server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SdkClient {
+    /// TypeScript SDK v2 client (`@modelcontextprotocol/client`, `cli.mjs`).
+    TypeScript,
+    /// Python SDK 2.3 client (`mcp.Client`, `cli.py`).
+    Python,
+}
+
+/// The command that runs `c`'s client script (arguments still to add), or `None` (skip)
+/// when its packages are not installed; a panic under `CI`, like [`fixture`].
+pub fn sdk_client(c: SdkClient) -> Option<Command> {
+    let dir = interop_dir();
+    match c {
+        SdkClient::TypeScript => {
+            let marker = dir.join("node_modules/@modelcontextprotocol/client/package.json");
+            require(&marker, "TypeScript SDK client").then(|| {
+                let mut cmd = Command::new("node");
+                cmd.arg(dir.join("cli.mjs")).current_dir(&dir);
+                cmd
+            })
+        }
+        SdkClient::Python => {
+            let pydeps = dir.join("pydeps");
+            require(&pydeps.join("mcp/client/client.py"), "Python SDK client").then(|| {
+                let mut cmd = Command::new("python3");
+                cmd.arg(dir.join("cli.py"))
+                    .current_dir(&dir)
+                    .env("PYTHONPATH", &pydeps)
+                    .env("PYTHONUNBUFFERED", "1");
+                cmd
+            })
+        }
+    }
+}

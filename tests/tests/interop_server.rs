@@ -1,0 +1,825 @@
+//! Interop the other way round: clients nobody here wrote against OUR server.
+//!
+//! The server is the CLI's bundled example (`mcp serve-example`, built from
+//! `mcp-blocking/examples/mcp`), serving both eras (`--era both`) unless a test says
+//! otherwise. The clients are the Rust SDK (rmcp 3.11, in process on tokio, see
+//! `rust_sdk` below) and small scripts on the other SDKs (`tests/interop/cli.mjs`
+//! on `@modelcontextprotocol/client` 2.4, `tests/interop/cli.py` on `mcp` 2.3) that
+//! connect, list tools, call `echo` and `confirm` (answering the form elicitation with
+//! accept and content of their own), then `add`, `fail`, the resources and templates, the
+//! prompt `greet`, a completion and `media`, give up on a call to `hang` (the scripts),
+//! and print what they saw as one JSON line, including
+//! what crossed the wire: the `requestState` of every `input_required` result and of
+//! every retry, the server→client requests, and over HTTP every exchange's method, status
+//! and `Mcp-Session-Id`.
+//!
+//! * stdio: the SDK client spawns `mcp serve-example --stdio` itself.
+//! * Streamable HTTP: the test starts `mcp serve-example --http 127.0.0.1:0` (a free
+//!   loopback port, the URL read from its stderr) and kills it by its process id at the end.
+//!
+//! Legacy (2025-11-25): `initialize`, an `Mcp-Session-Id` over HTTP that every later
+//! request carries, `confirm` sending `elicitation/create` to the client mid-call.
+//! Modern (2026-07-28): stateless, `confirm` answers `input_required` with a sealed
+//! `requestState` (`v1.k0.…`) that the client must echo verbatim with its
+//! `inputResponses`. Auto: the client probes with `server/discover`; against a
+//! legacy-only server it falls back to `initialize`.
+//!
+//! Known gap: the example's `media` tool ends with a content block of a type outside the
+//! spec's union (deliberately, for our own client's tolerance); both SDK clients reject
+//! that whole result, and the tests pin that down.
+//!
+//! Not covered: resuming a dropped legacy stream. Our HTTP endpoint has no standalone
+//! GET stream (405 with `Allow`) and writes no SSE event ids, so there is nothing to
+//! resume with `Last-Event-ID`; the tests only check that the clients take the 405 in
+//! their stride.
+//!
+//! Skipped (with a note) when `tests/interop/setup.sh` has not installed the SDKs; a
+//! failure under `CI`.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use mcp_tests::interop::{SdkClient, sdk_client};
+use serde_json::{Value, json};
+
+/// How long one client run may take (Python imports are slow on a busy machine).
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(90);
+
+const LEGACY: &str = "2025-11-25";
+const MODERN: &str = "2026-07-28";
+
+// ---------------------------------------------------------------------------------------
+// Our server.
+
+/// `target/<profile>/examples/mcp`, built once per test run (`cargo test -p mcp-tests`
+/// does not build another package's examples, and a stale binary would test old code).
+fn mcp_bin() -> PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    static BUILD: Mutex<()> = Mutex::new(());
+    let _guard = BUILD.lock().unwrap_or_else(|e| e.into_inner());
+    BIN.get_or_init(|| {
+        let exe = std::env::current_exe().expect("current_exe");
+        // target/<profile>/deps/<test-binary>
+        let profile_dir = exe
+            .parent()
+            .and_then(|deps| deps.parent())
+            .expect("test binary lives in target/<profile>/deps")
+            .to_path_buf();
+        let mut build = Command::new(env!("CARGO"));
+        build.args(["build", "-q", "-p", "mcp-blocking", "--example", "mcp"]);
+        // Not this test's package variables: build scripts that watch them (ring's watches
+        // CARGO_MANIFEST_DIR) would rebuild on every run, and again for the next `cargo test`.
+        for (name, _) in std::env::vars_os() {
+            let name = name.to_string_lossy();
+            if [
+                "CARGO_PKG_",
+                "CARGO_MANIFEST_",
+                "CARGO_CRATE_",
+                "CARGO_BIN_",
+                "CARGO_PRIMARY_",
+            ]
+            .iter()
+            .any(|p| name.starts_with(p))
+                || name == "CARGO_TARGET_TMPDIR"
+            {
+                build.env_remove(&*name);
+            }
+        }
+        if profile_dir.file_name().is_some_and(|n| n == "release") {
+            build.arg("--release");
+        }
+        let status = build.status().expect("run cargo build");
+        assert!(status.success(), "building the mcp example failed");
+        let path = profile_dir
+            .join("examples")
+            .join(format!("mcp{}", std::env::consts::EXE_SUFFIX));
+        assert!(path.exists(), "{} missing", path.display());
+        path
+    })
+    .clone()
+}
+
+/// `mcp serve-example --http 127.0.0.1:0 --era ERA`, killed (by its process id) and
+/// reaped when dropped.
+struct HttpServer {
+    child: Child,
+    url: String,
+    stderr: Option<JoinHandle<String>>,
+}
+
+impl HttpServer {
+    fn start(era: &str) -> HttpServer {
+        let mut child = Command::new(mcp_bin())
+            .args(["serve-example", "--http", "127.0.0.1:0", "--era", era])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start mcp serve-example --http");
+        let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
+        let mut line = String::new();
+        stderr.read_line(&mut line).expect("read the server's URL");
+        let url = line.trim().to_owned();
+        assert!(
+            url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
+            "not a loopback endpoint URL: {line:?}"
+        );
+        // Keep draining stderr so the server never blocks on it; shown on failure.
+        let stderr = thread::spawn(move || {
+            let mut rest = String::new();
+            let _ = stderr.read_to_string(&mut rest);
+            rest
+        });
+        HttpServer {
+            child,
+            url,
+            stderr: Some(stderr),
+        }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if let Some(t) = self.stderr.take() {
+            let rest = t.join().unwrap_or_default();
+            if !rest.trim().is_empty() {
+                eprintln!("--- server stderr ---\n{rest}");
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The SDK clients.
+
+#[derive(Debug, Clone, Copy)]
+enum Transport {
+    Stdio,
+    Http,
+}
+
+/// Runs `client` against our server (started here for HTTP, by the client for stdio)
+/// serving `server_era`, the client negotiating `client_era` (`legacy`, `modern` pinned
+/// to 2026-07-28, or `auto`). `None` when the client is not installed (skip).
+fn run(
+    client: SdkClient,
+    transport: Transport,
+    server_era: &str,
+    client_era: &str,
+) -> Option<Value> {
+    let server = match transport {
+        Transport::Http if sdk_client(client).is_some() => Some(HttpServer::start(server_era)),
+        _ => None,
+    };
+    run_at(
+        client,
+        transport,
+        server_era,
+        client_era,
+        server.as_ref().map(|s| s.url.as_str()),
+    )
+}
+
+/// [`run`] against the HTTP server at `url` when given (a shared one).
+fn run_at(
+    client: SdkClient,
+    transport: Transport,
+    server_era: &str,
+    client_era: &str,
+    url: Option<&str>,
+) -> Option<Value> {
+    let mut cmd = sdk_client(client)?;
+    let mcp = mcp_bin();
+    cmd.args(["--era", client_era]);
+    match (transport, url) {
+        (Transport::Http, Some(url)) => {
+            cmd.args(["--http", url]);
+        }
+        (Transport::Http, None) => panic!("no server for {client:?}"),
+        (Transport::Stdio, _) => {
+            cmd.arg("--stdio")
+                .arg(&mcp)
+                .args(["serve-example", "--stdio", "--era", server_era]);
+        }
+    }
+    let started = Instant::now();
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("start the {client:?} client: {e}"));
+    let stdout = drain(child.stdout.take().expect("stdout"));
+    let stderr = drain(child.stderr.take().expect("stderr"));
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for the client") {
+            break Some(status);
+        }
+        if started.elapsed() > CLIENT_TIMEOUT {
+            // Ours: stop it by its id (its stdio server child sees EOF and exits).
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        thread::sleep(Duration::from_millis(20));
+    };
+    let elapsed = started.elapsed();
+    let stdout = stdout.join().unwrap_or_default();
+    let stderr = stderr.join().unwrap_or_default();
+    let context = format!(
+        "{client:?} client, {transport:?}, server --era {server_era}, client --era {client_era}\n\
+         stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    let Some(status) = status else {
+        panic!("timed out after {CLIENT_TIMEOUT:?}: {context}");
+    };
+    let out: Value = stdout
+        .lines()
+        .rev()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| panic!("no JSON result ({status}): {context}"));
+    assert!(
+        status.success() && out["ok"] == json!(true),
+        "client failed ({status}): {context}"
+    );
+    eprintln!(
+        "{client:?} {transport:?} server={server_era} client={client_era}: {:?} for the whole run \
+         (process start, connect, tools/list, echo, confirm with elicitation, close)",
+        elapsed
+    );
+    Some(out)
+}
+
+fn drain(mut r: impl Read + Send + 'static) -> JoinHandle<String> {
+    thread::spawn(move || {
+        let mut s = String::new();
+        let _ = r.read_to_string(&mut s);
+        s
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// What every run must show.
+
+fn who(client: SdkClient) -> &'static str {
+    match client {
+        SdkClient::TypeScript => "ts",
+        SdkClient::Python => "py",
+    }
+}
+
+/// Tools listed, `echo` and `confirm` answered, the elicitation seen by the client's own
+/// handler and its answer (`proceed: false`, not the form's default) reaching the tool.
+fn assert_common(me: &str, out: &Value, version: &str) {
+    assert_eq!(out["protocolVersion"], json!(version), "{out:#}");
+    if !out["serverName"].is_null() {
+        assert_eq!(out["serverName"], json!("mcp-example"), "{out:#}");
+    }
+    assert_eq!(
+        out["tools"],
+        json!(["add", "confirm", "echo", "fail", "hang", "media"]),
+        "{out:#}"
+    );
+    assert_eq!(out["echo"], json!(format!("hello from {me}")), "{out:#}");
+    assert_eq!(out["echoIsError"], json!(false), "{out:#}");
+    assert_eq!(
+        out["confirm"],
+        json!(format!("accepted: proceed=false name={me}-client")),
+        "{out:#}"
+    );
+    assert_eq!(out["confirmIsError"], json!(false), "{out:#}");
+    assert_eq!(
+        out["elicitations"],
+        json!([{"message": "Proceed with the example action?", "properties": ["name", "proceed"]}]),
+        "{out:#}"
+    );
+    assert_eq!(out["add"], json!("5.5"), "{out:#}");
+    assert_eq!(
+        out["fail"],
+        json!({"isError": true, "text": "failed on purpose"}),
+        "{out:#}"
+    );
+    assert_eq!(out["resources"], json!(["example://readme"]), "{out:#}");
+    assert_eq!(
+        out["templates"],
+        json!(["example://greeting/{name}"]),
+        "{out:#}"
+    );
+    assert_eq!(
+        out["readme"],
+        json!(mcp_proto::server::example::README),
+        "{out:#}"
+    );
+    assert_eq!(out["prompts"], json!(["greet"]), "{out:#}");
+    assert_eq!(out["greet"], json!("Please greet Ada warmly."), "{out:#}");
+    assert_eq!(out["completion"], json!(["Ada", "Alan"]), "{out:#}");
+    // `media` ends with a block of a type outside the spec's content union (on purpose:
+    // it exercises our client's tolerance). Both SDK clients validate results against the
+    // closed union and reject the whole result, so that tool is not for other clients.
+    assert_eq!(out["media"]["accepted"], json!(false), "{out:#}");
+}
+
+/// The script clients gave up on a call to `hang` (legacy: `notifications/cancelled`;
+/// modern: the request dropped) and the connection still served the next call.
+fn assert_cancel(out: &Value) {
+    assert_eq!(out["cancelled"], json!(true), "{out:#}");
+    assert_eq!(out["afterCancel"], json!("after cancel"), "{out:#}");
+}
+
+/// Legacy: the elicitation came as a server→client `elicitation/create`, no MRTR.
+fn assert_legacy(client: SdkClient, out: &Value) {
+    assert_common(who(client), out, LEGACY);
+    assert_cancel(out);
+    let wire = &out["wire"];
+    assert_eq!(
+        wire["serverRequests"],
+        json!(["elicitation/create"]),
+        "{out:#}"
+    );
+    assert_eq!(wire["inputRequired"], json!([]), "{out:#}");
+    assert_eq!(wire["retried"], json!([]), "{out:#}");
+}
+
+/// Modern: one `input_required` round whose sealed `requestState` came back verbatim,
+/// and no server→client request at all.
+fn assert_modern(client: SdkClient, out: &Value) {
+    assert_common(who(client), out, MODERN);
+    assert_cancel(out);
+    let wire = &out["wire"];
+    assert_eq!(wire["serverRequests"], json!([]), "{out:#}");
+    let offered = wire["inputRequired"].as_array().expect("inputRequired");
+    assert_eq!(offered.len(), 1, "{out:#}");
+    let state = offered[0].as_str().expect("a requestState string");
+    assert!(state.starts_with("v1.k0."), "not a sealed state: {state}");
+    assert_eq!(wire["retried"], json!([state]), "{out:#}");
+}
+
+/// HTTP, legacy: `initialize` got a session id, every later exchange carried it, the
+/// standalone GET stream (if tried) was refused with 405, and an explicit end (DELETE)
+/// was accepted.
+fn assert_legacy_http(out: &Value) {
+    let http = out["wire"]["http"].as_array().expect("http exchanges");
+    let first = &http[0];
+    assert_eq!(
+        (&first["method"], &first["status"]),
+        (&json!("POST"), &json!(200)),
+        "{out:#}"
+    );
+    let session = first["sessionId"].as_str().expect("a session id");
+    assert!(session.len() >= 16, "{session}");
+    assert!(http.len() > 4, "{out:#}");
+    for x in &http[1..] {
+        assert_eq!(x["sentSessionId"], json!(session), "{out:#}");
+        let want: &[u16] = match x["method"].as_str() {
+            Some("GET") => &[405],
+            Some("DELETE") => &[200],
+            _ => &[200, 202],
+        };
+        let status = x["status"].as_u64().and_then(|s| u16::try_from(s).ok());
+        assert!(
+            status.is_some_and(|s| want.contains(&s)),
+            "{x} not in {want:?}: {out:#}"
+        );
+    }
+    // The client answered elicitation/create with a POST of its own (202).
+    assert!(
+        http.iter()
+            .any(|x| x["method"] == json!("POST") && x["status"] == json!(202)),
+        "{out:#}"
+    );
+}
+
+/// HTTP, modern: stateless, no session id either way, every POST 200.
+fn assert_modern_http(out: &Value) {
+    let http = out["wire"]["http"].as_array().expect("http exchanges");
+    assert!(http.len() >= 4, "{out:#}");
+    for x in http {
+        assert!(
+            x["sessionId"].is_null() && x["sentSessionId"].is_null(),
+            "{out:#}"
+        );
+        assert_eq!(
+            (&x["method"], &x["status"]),
+            (&json!("POST"), &json!(200)),
+            "{out:#}"
+        );
+    }
+}
+
+fn legacy(client: SdkClient, transport: Transport) {
+    let Some(out) = run(client, transport, "both", "legacy") else {
+        return;
+    };
+    assert_legacy(client, &out);
+    if let Transport::Http = transport {
+        assert_legacy_http(&out);
+    }
+}
+
+fn modern(client: SdkClient, transport: Transport) {
+    let Some(out) = run(client, transport, "both", "modern") else {
+        return;
+    };
+    assert_modern(client, &out);
+    if let Transport::Http = transport {
+        assert_modern_http(&out);
+    }
+}
+
+/// Auto against a dual-era server: `server/discover` succeeds, modern it is.
+fn auto_modern(client: SdkClient, transport: Transport) {
+    let Some(out) = run(client, transport, "both", "auto") else {
+        return;
+    };
+    assert_modern(client, &out);
+    if let Transport::Http = transport {
+        assert_modern_http(&out);
+    }
+}
+
+/// Auto against a legacy-only server: the probe is refused and the client falls back to
+/// `initialize`.
+fn auto_fallback(client: SdkClient, transport: Transport) {
+    let Some(out) = run(client, transport, "legacy", "auto") else {
+        return;
+    };
+    assert_legacy(client, &out);
+}
+
+// ---------------------------------------------------------------------------------------
+// The matrix: client × transport × era.
+
+/// One server, every script client at once in both eras: legacy sessions (each with its
+/// own `elicitation/create` in flight) and stateless modern calls side by side.
+#[test]
+fn one_http_server_many_clients() {
+    let clients = [SdkClient::TypeScript, SdkClient::Python];
+    if clients.iter().any(|c| sdk_client(*c).is_none()) {
+        return;
+    }
+    let server = HttpServer::start("both");
+    thread::scope(|scope| {
+        let mut runs = Vec::new();
+        for client in clients {
+            for era in ["legacy", "modern", "legacy", "modern"] {
+                let url = server.url.as_str();
+                runs.push((
+                    client,
+                    era,
+                    scope.spawn(move || run_at(client, Transport::Http, "both", era, Some(url))),
+                ));
+            }
+        }
+        for (client, era, run) in runs {
+            let out = run.join().expect("client thread").expect("installed");
+            if era == "legacy" {
+                assert_legacy(client, &out);
+                assert_legacy_http(&out);
+            } else {
+                assert_modern(client, &out);
+                assert_modern_http(&out);
+            }
+        }
+    });
+}
+
+#[test]
+fn typescript_stdio_legacy() {
+    legacy(SdkClient::TypeScript, Transport::Stdio);
+}
+
+#[test]
+fn typescript_stdio_modern() {
+    modern(SdkClient::TypeScript, Transport::Stdio);
+}
+
+#[test]
+fn typescript_stdio_auto() {
+    auto_modern(SdkClient::TypeScript, Transport::Stdio);
+}
+
+#[test]
+fn typescript_stdio_auto_falls_back() {
+    auto_fallback(SdkClient::TypeScript, Transport::Stdio);
+}
+
+#[test]
+fn typescript_http_legacy() {
+    legacy(SdkClient::TypeScript, Transport::Http);
+}
+
+#[test]
+fn typescript_http_modern() {
+    modern(SdkClient::TypeScript, Transport::Http);
+}
+
+#[test]
+fn typescript_http_auto() {
+    auto_modern(SdkClient::TypeScript, Transport::Http);
+}
+
+#[test]
+fn typescript_http_auto_falls_back() {
+    auto_fallback(SdkClient::TypeScript, Transport::Http);
+}
+
+#[test]
+fn python_stdio_legacy() {
+    legacy(SdkClient::Python, Transport::Stdio);
+}
+
+#[test]
+fn python_stdio_modern() {
+    modern(SdkClient::Python, Transport::Stdio);
+}
+
+#[test]
+fn python_stdio_auto() {
+    auto_modern(SdkClient::Python, Transport::Stdio);
+}
+
+#[test]
+fn python_stdio_auto_falls_back() {
+    auto_fallback(SdkClient::Python, Transport::Stdio);
+}
+
+#[test]
+fn python_http_legacy() {
+    legacy(SdkClient::Python, Transport::Http);
+}
+
+#[test]
+fn python_http_modern() {
+    modern(SdkClient::Python, Transport::Http);
+}
+
+#[test]
+fn python_http_auto() {
+    auto_modern(SdkClient::Python, Transport::Http);
+}
+
+#[test]
+fn python_http_auto_falls_back() {
+    auto_fallback(SdkClient::Python, Transport::Http);
+}
+
+// ---------------------------------------------------------------------------------------
+// The Rust SDK's client (rmcp 3.11, on tokio), in process: a dev-dependency of this test
+// crate only. Its own MRTR driver (`RunningService::call_tool`) answers `input_required`
+// through the same handler that answers a legacy `elicitation/create`.
+
+mod rust_sdk {
+    use std::sync::{Arc, Mutex};
+
+    use rmcp::model::{
+        CallToolRequestParams, ClientCapabilities, ClientConfig, CompleteRequestParams,
+        ElicitRequestParams, ElicitResult, ElicitationAction, GetPromptRequestParams,
+        Implementation, ProtocolVersion, ReadResourceRequestParams,
+    };
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RequestContext, RoleClient};
+    use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+    use rmcp::{ClientHandler, ErrorData};
+    use serde_json::{Value, json};
+
+    use super::{HttpServer, Transport, mcp_bin};
+
+    /// Accepts every form with `proceed: false` and remembers what it was asked.
+    #[derive(Clone, Default)]
+    struct Answerer {
+        seen: Arc<Mutex<Vec<Value>>>,
+    }
+
+    impl ClientHandler for Answerer {
+        async fn create_elicitation(
+            &self,
+            request: ElicitRequestParams,
+            _context: RequestContext<RoleClient>,
+        ) -> Result<ElicitResult, ErrorData> {
+            let request = serde_json::to_value(&request).expect("elicitation params");
+            let mut properties: Vec<String> = request["requestedSchema"]["properties"]
+                .as_object()
+                .map(|p| p.keys().cloned().collect())
+                .unwrap_or_default();
+            properties.sort();
+            self.seen
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(json!({"message": request["message"], "properties": properties}));
+            Ok(ElicitResult::new(ElicitationAction::Accept)
+                .with_content(json!({"proceed": false, "name": "rs-client"})))
+        }
+
+        fn get_info(&self) -> ClientConfig {
+            let capabilities: ClientCapabilities =
+                serde_json::from_value(json!({"elicitation": {"form": {}}})).expect("caps");
+            ClientConfig::new(capabilities, Implementation::new("rs-interop", "1.0.0"))
+        }
+    }
+
+    fn params<T: serde::de::DeserializeOwned>(v: Value) -> T {
+        serde_json::from_value(v).expect("request params")
+    }
+
+    fn text(result: &impl serde::Serialize) -> String {
+        let v = serde_json::to_value(result).expect("result");
+        v["content"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c["text"].as_str())
+            .collect()
+    }
+
+    /// One run, the same operations and the same JSON shape as the script clients
+    /// (without the wire observations, which rmcp does not expose).
+    pub(super) async fn run(transport: Transport, server_era: &str, client_era: &str) -> Value {
+        let lifecycle = match client_era {
+            "legacy" => ClientLifecycleMode::Initialize,
+            "modern" => ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+            _ => ClientLifecycleMode::Auto {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                legacy_version: None,
+            },
+        };
+        let handler = Answerer::default();
+        let mut server = None;
+        let client = match transport {
+            Transport::Stdio => {
+                let mut cmd = tokio::process::Command::new(mcp_bin());
+                cmd.args(["serve-example", "--stdio", "--era", server_era]);
+                let child = TokioChildProcess::new(cmd).expect("spawn the server");
+                handler.clone().serve_with_lifecycle(child, lifecycle).await
+            }
+            Transport::Http => {
+                let s = HttpServer::start(server_era);
+                let t = StreamableHttpClientTransport::from_uri(s.url.as_str());
+                server = Some(s);
+                handler.clone().serve_with_lifecycle(t, lifecycle).await
+            }
+        }
+        .expect("connect");
+        let info = client.peer_info().expect("server info");
+        let mut out = json!({
+            "ok": true,
+            "protocolVersion": info.protocol_version.to_string(),
+            "serverName": info.server_info.as_ref().map(|i| i.name.clone()),
+        });
+        let mut tools: Vec<String> = client
+            .list_all_tools()
+            .await
+            .expect("tools/list")
+            .into_iter()
+            .map(|t| t.name.into_owned())
+            .collect();
+        tools.sort();
+        out["tools"] = json!(tools);
+        let call = |name: &str, args: Value| -> CallToolRequestParams {
+            params(json!({"name": name, "arguments": args}))
+        };
+        let echo = client
+            .call_tool(call("echo", json!({"text": "hello from rs"})))
+            .await
+            .expect("echo");
+        out["echo"] = json!(text(&echo));
+        out["echoIsError"] = json!(echo.is_error.unwrap_or(false));
+        let confirm = client
+            .call_tool(call("confirm", json!({})))
+            .await
+            .expect("confirm");
+        out["confirm"] = json!(text(&confirm));
+        out["confirmIsError"] = json!(confirm.is_error.unwrap_or(false));
+        out["elicitations"] = json!(*handler.seen.lock().unwrap_or_else(|e| e.into_inner()));
+        let add = client
+            .call_tool(call("add", json!({"a": 2, "b": 3.5})))
+            .await
+            .expect("add");
+        out["add"] = json!(text(&add));
+        let fail = client
+            .call_tool(call("fail", json!({})))
+            .await
+            .expect("fail");
+        out["fail"] = json!({"isError": fail.is_error.unwrap_or(false), "text": text(&fail)});
+        let resources = client.list_all_resources().await.expect("resources/list");
+        out["resources"] = json!(resources.iter().map(|r| r.uri.clone()).collect::<Vec<_>>());
+        let templates = client
+            .list_all_resource_templates()
+            .await
+            .expect("resources/templates/list");
+        out["templates"] = json!(
+            templates
+                .iter()
+                .map(|t| t.uri_template.clone())
+                .collect::<Vec<_>>()
+        );
+        let read: ReadResourceRequestParams = params(json!({"uri": "example://readme"}));
+        let readme = serde_json::to_value(client.read_resource(read).await.expect("read"))
+            .expect("read result");
+        out["readme"] = readme["contents"][0]["text"].clone();
+        let prompts = client.list_all_prompts().await.expect("prompts/list");
+        out["prompts"] = json!(prompts.iter().map(|p| p.name.clone()).collect::<Vec<_>>());
+        let greet: GetPromptRequestParams =
+            params(json!({"name": "greet", "arguments": {"name": "Ada"}}));
+        let greet = serde_json::to_value(client.get_prompt(greet).await.expect("greet"))
+            .expect("prompt result");
+        out["greet"] = greet["messages"][0]["content"]["text"].clone();
+        let complete: CompleteRequestParams = params(json!({
+            "ref": {"type": "ref/prompt", "name": "greet"},
+            "argument": {"name": "name", "value": "a"}
+        }));
+        let done = client.complete(complete).await.expect("complete");
+        out["completion"] = json!(done.completion.values);
+        out["media"] = match client.call_tool(call("media", json!({}))).await {
+            Ok(r) => json!({"accepted": true, "blocks": serde_json::to_value(&r.content).ok()}),
+            Err(e) => json!({"accepted": false, "error": e.to_string()}),
+        };
+        client.cancel().await.expect("close");
+        drop(server);
+        out
+    }
+}
+
+/// The script clients' checks, less the wire observations.
+fn assert_rust(out: &Value, version: &str) {
+    assert_common("rs", out, version);
+}
+
+fn rust(transport: Transport, server_era: &str, client_era: &str) -> Value {
+    // Built before the clock starts.
+    mcp_bin();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let started = Instant::now();
+    let out = runtime.block_on(async {
+        tokio::time::timeout(
+            CLIENT_TIMEOUT,
+            rust_sdk::run(transport, server_era, client_era),
+        )
+        .await
+    });
+    let out = out.unwrap_or_else(|_| panic!("rmcp client timed out after {CLIENT_TIMEOUT:?}"));
+    eprintln!(
+        "Rust SDK {transport:?} server={server_era} client={client_era}: {:?} for the whole run; media: {}",
+        started.elapsed(),
+        out["media"]
+    );
+    out
+}
+
+#[test]
+fn rust_sdk_stdio_legacy() {
+    let out = rust(Transport::Stdio, "both", "legacy");
+    assert_rust(&out, LEGACY);
+}
+
+#[test]
+fn rust_sdk_stdio_modern() {
+    let out = rust(Transport::Stdio, "both", "modern");
+    assert_rust(&out, MODERN);
+}
+
+#[test]
+fn rust_sdk_stdio_auto_falls_back() {
+    let out = rust(Transport::Stdio, "legacy", "auto");
+    assert_rust(&out, LEGACY);
+}
+
+#[test]
+fn rust_sdk_http_legacy() {
+    let out = rust(Transport::Http, "both", "legacy");
+    assert_rust(&out, LEGACY);
+}
+
+#[test]
+fn rust_sdk_http_modern() {
+    let out = rust(Transport::Http, "both", "modern");
+    assert_rust(&out, MODERN);
+}
+
+#[test]
+fn rust_sdk_http_auto() {
+    let out = rust(Transport::Http, "both", "auto");
+    assert_rust(&out, MODERN);
+}
+
+#[test]
+fn rust_sdk_stdio_auto() {
+    let out = rust(Transport::Stdio, "both", "auto");
+    assert_rust(&out, MODERN);
+}
+
+#[test]
+fn rust_sdk_http_auto_falls_back() {
+    let out = rust(Transport::Http, "legacy", "auto");
+    assert_rust(&out, LEGACY);
+}
