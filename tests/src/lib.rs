@@ -252,3 +252,13 @@ pub fn load_vectors(name: &str) -> Value {
     let text = std::fs::read_to_string(vector_path(name)).expect("vector file");
     serde_json::from_str(&text).expect("vector JSON")
 }
+
+/// The Python interpreter scripted test servers run on, if there is one.
+pub fn python() -> Option<&'static str> {
+    ["python3", "python"].into_iter().find(|p| {
+        std::process::Command::new(p)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
+}

@@ -31,14 +31,7 @@ except BrokenPipeError:
 
 const BUDGET: usize = 256 * 1024;
 
-fn python() -> Option<&'static str> {
-    ["python3", "python"].into_iter().find(|p| {
-        std::process::Command::new(p)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-    })
-}
+use mcp_tests::python;
 
 fn config() -> ClientConfig {
     let mut limits = Limits::default();

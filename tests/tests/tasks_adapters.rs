@@ -86,14 +86,7 @@ for line in sys.stdin:
         send({"jsonrpc": "2.0", "id": mid, "result": {}})
 "#;
 
-fn python() -> Option<&'static str> {
-    ["python3", "python"].into_iter().find(|p| {
-        std::process::Command::new(p)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-    })
-}
+use mcp_tests::python;
 
 fn config(mode: EraMode) -> ClientConfig {
     ClientConfig::new("tasks-adapters", "1.0")

@@ -481,20 +481,7 @@ impl Session {
     /// what was waiting to be written to the old process is dropped, and a fresh
     /// process is asked for after the policy's wait. Calls not yet written wait for it.
     fn schedule_restart(&mut self, now: Instant) {
-        let in_flight: Vec<CallId> = self
-            .calls
-            .iter()
-            .filter(|(_, c)| c.rpc_id.is_some() || !c.pending.is_empty())
-            .map(|(id, _)| *id)
-            .collect();
-        for id in in_flight {
-            self.complete(id, Err(CallError::ServerExited));
-        }
-        let mut stale: Vec<_> = self.inputs.drain().map(|(k, _)| k).collect();
-        stale.sort();
-        for input in stale {
-            self.events.push_back(Event::InputCancelled { input });
-        }
+        self.fail_in_flight(&CallError::ServerExited);
         self.handshake = None;
         self.paused_since = None;
         self.server = None;
@@ -1270,6 +1257,28 @@ impl Session {
         self.queued_bytes = 0;
         self.close_reason = Some(reason.clone());
         self.events.push_back(Event::Closed { reason });
+    }
+
+    /// The peer the calls in flight were sent to is gone (a new session, a new
+    /// process): each such call fails with `error` (never re-sent: whether it ran
+    /// cannot be known), and every pending input is void, in id order (the events must
+    /// not depend on the map's hashing, or a transcript replayed in another process
+    /// would see them in another order). Calls not yet written stay queued.
+    pub(crate) fn fail_in_flight(&mut self, error: &CallError) {
+        let in_flight: Vec<CallId> = self
+            .calls
+            .iter()
+            .filter(|(_, c)| c.rpc_id.is_some() || !c.pending.is_empty())
+            .map(|(id, _)| *id)
+            .collect();
+        for id in in_flight {
+            self.complete(id, Err(error.clone()));
+        }
+        let mut stale: Vec<_> = self.inputs.drain().map(|(k, _)| k).collect();
+        stale.sort();
+        for input in stale {
+            self.events.push_back(Event::InputCancelled { input });
+        }
     }
 
     /// Holds every deadline (the handshake's, the connection's, the calls') while a

@@ -215,24 +215,7 @@ impl Session {
             self.by_rpc.remove(&rpc);
             super::remember(&mut self.ignored_ids, rpc);
         }
-        let in_flight: Vec<CallId> = self
-            .calls
-            .iter()
-            .filter(|(_, c)| c.rpc_id.is_some() || !c.pending.is_empty())
-            .map(|(id, _)| *id)
-            .collect();
-        for id in in_flight {
-            self.complete(id, Err(CallError::SessionExpired));
-        }
-        // In order, as on close: the events must not depend on the map's hashing (a
-        // transcript replayed in another process would see them in another order).
-        let mut stale: Vec<_> = self.inputs.keys().copied().collect();
-        stale.sort();
-        for input in stale {
-            self.inputs.remove(&input);
-            self.events
-                .push_back(super::Event::InputCancelled { input });
-        }
+        self.fail_in_flight(&CallError::SessionExpired);
         self.paused_since = None;
         self.server = None;
         self.state = State::Connecting;
