@@ -1354,3 +1354,34 @@ fn text_tables_fit_100_columns() {
     }
     assert!(stdout(&out).contains("wide"));
 }
+
+/// In a terminal, `serve-example` says what it is and how to stop it (through
+/// `script`, which gives it a terminal; skipped where there is none).
+#[cfg(unix)]
+#[test]
+fn serve_example_in_a_terminal_says_how_it_is_used_and_stopped() {
+    let has_script = Command::new("script")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_script {
+        eprintln!("skipped: no script(1) to provide a terminal");
+        return;
+    }
+    let command = format!("{} serve-example --stdio", mcp().display());
+    let out = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run script");
+    let said = stdout(&out);
+    assert!(said.contains("speaks MCP on stdin and stdout"), "{said}");
+    assert!(said.contains("Ctrl-D or Ctrl-C stops it"), "{said}");
+    // Off a terminal it stays silent: stdout is the protocol's.
+    let quiet = Command::new(mcp())
+        .args(["serve-example", "--stdio"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run mcp");
+    assert!(quiet.stdout.is_empty() && quiet.stderr.is_empty());
+}
