@@ -307,3 +307,120 @@ fn python_legacy_http() {
 fn python_modern_http() {
     exercise(Fixture::Python, EraMode::Modern, Transport::Http);
 }
+
+/// The smol adapter against `f` in `mode` over `transport`: sampling, roots, a log line
+/// and a list change.
+fn exercise_smol(f: Fixture, mode: EraMode, transport: Transport) {
+    use futures_lite::future;
+
+    let model = Model::default();
+    let logs = Logs::default();
+    let server;
+    let (client, driver) = match transport {
+        Transport::Stdio => {
+            let Some(cmd) = stdio_command(f) else {
+                return;
+            };
+            mcp_smol::connect_stdio_with(cmd, config(mode), options(&model, &logs))
+                .expect("connect")
+        }
+        Transport::Http => {
+            let Some(s) = http_fixture(f, &["--client"]) else {
+                return;
+            };
+            server = s;
+            mcp_smol::connect_http_with(
+                &server.url,
+                config(mode),
+                options(&model, &logs),
+                mcp_smol::HttpOptions::new(),
+            )
+            .expect("the URL is acceptable")
+        }
+    };
+    let what = format!("smol {f:?} {mode:?} {transport:?}");
+    let work = async {
+        let details = client.connected().await.expect("connected");
+        let era = details.protocol_version.era();
+        let out = client
+            .call_tool("sample", json!({"prompt": "smol prompt"}))
+            .await
+            .expect("sample");
+        assert_eq!(out.text(), "sampled=sampled reply", "{what}");
+        assert_eq!(
+            model.0.lock().unwrap().as_slice(),
+            ["smol prompt"],
+            "{what}"
+        );
+        let out = client.call_tool("roots", json!({})).await.expect("roots");
+        assert_eq!(
+            out.text(),
+            "roots=file:///srv/project file:///tmp/scratch",
+            "{what}"
+        );
+        client
+            .set_log_level(LogLevel::Info)
+            .await
+            .expect("set level");
+        client
+            .call_tool("log", json!({"text": "smol line"}))
+            .await
+            .expect("log");
+        let seen = logs.lock().unwrap().clone();
+        assert!(
+            seen.iter()
+                .any(|(l, d)| *l == LogLevel::Info && d.contains("smol line")),
+            "{what}: {seen:?}"
+        );
+        assert!(!seen.iter().any(|(_, d)| d.contains("debug:")), "{what}");
+
+        let grown = match era {
+            Era::Legacy => {
+                let name = client.call_tool("grow", json!({})).await.expect("grow");
+                loop {
+                    let n = client.next_notification().await.expect("a notification");
+                    if Change::from_notification(&n) == Some(Change::ToolsListChanged) {
+                        break name.text();
+                    }
+                }
+            }
+            Era::Modern => {
+                let sub = client
+                    .listen(&ListenFilter::new().tools())
+                    .await
+                    .expect("listen");
+                let mut name = None;
+                while let Some(e) = client.next_subscription_event(Some(sub)).await {
+                    match e {
+                        Event::SubscriptionAcknowledged { .. } => {
+                            let out = client.call_tool("grow", json!({})).await.expect("grow");
+                            name = Some(out.text());
+                        }
+                        Event::SubscriptionNotification { change, .. } => {
+                            assert_eq!(change, Some(Change::ToolsListChanged), "{what}");
+                            client.end_listen(sub).expect("end listen");
+                        }
+                        Event::SubscriptionEnded { .. } => break,
+                        _ => {}
+                    }
+                }
+                name.expect("grown")
+            }
+        };
+        let tools = client.list_tools().await.expect("tools/list");
+        assert!(tools.iter().any(|t| t.name == grown), "{what}: {grown}");
+        client.close().await;
+    };
+    let (driven, ()) = future::block_on(future::zip(driver, work));
+    driven.expect("the driver ends cleanly after close");
+}
+
+#[test]
+fn smol_typescript_modern_stdio() {
+    exercise_smol(Fixture::TypeScript, EraMode::Modern, Transport::Stdio);
+}
+
+#[test]
+fn smol_python_legacy_http() {
+    exercise_smol(Fixture::Python, EraMode::Legacy, Transport::Http);
+}
