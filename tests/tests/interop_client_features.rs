@@ -424,3 +424,168 @@ fn smol_typescript_modern_stdio() {
 fn smol_python_legacy_http() {
     exercise_smol(Fixture::Python, EraMode::Legacy, Transport::Http);
 }
+
+// ---------------------------------------------------------------------------------------
+// The Rust SDK's server (rmcp 3.11), in process on loopback Streamable HTTP.
+
+mod rmcp_server {
+    // Sampling is deprecated in 2026-07-28 (SEP-2577); rmcp marks its API so.
+    #![allow(deprecated)]
+
+    use std::net::SocketAddr;
+    use std::sync::Arc;
+
+    use hyper_util::rt::TokioIo;
+    use hyper_util::service::TowerToHyperService;
+    use rmcp::handler::server::tool::InputResponses;
+    use rmcp::handler::server::wrapper::Parameters;
+    use rmcp::model::{
+        CallToolResponse, CallToolResult, ContentBlock, CreateMessageRequest,
+        CreateMessageRequestParams, ErrorData, InputRequest, InputRequests, InputRequiredResult,
+        ProtocolVersion, SamplingMessage,
+    };
+    use rmcp::service::{RequestContext, RoleServer};
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService,
+    };
+    use rmcp::{schemars, tool, tool_router};
+    use serde::Deserialize;
+    use serde_json::Value;
+
+    #[derive(Clone)]
+    pub struct Calc;
+
+    #[derive(Deserialize, schemars::JsonSchema)]
+    pub struct AddArgs {
+        a: i64,
+        b: i64,
+    }
+
+    #[derive(Deserialize, schemars::JsonSchema)]
+    pub struct SampleArgs {
+        prompt: String,
+    }
+
+    fn text_of(result: &Value) -> String {
+        result["content"]["text"].as_str().unwrap_or("").to_owned()
+    }
+
+    fn ask(prompt: &str) -> CreateMessageRequestParams {
+        CreateMessageRequestParams::new(vec![SamplingMessage::user_text(prompt)], 50)
+    }
+
+    #[tool_router(server_handler)]
+    impl Calc {
+        #[tool(description = "Add two numbers")]
+        fn add(&self, Parameters(AddArgs { a, b }): Parameters<AddArgs>) -> String {
+            (a + b).to_string()
+        }
+
+        /// Legacy: a `sampling/createMessage` request mid-call; 2026-07-28: an
+        /// `input_required` result, then the retry's `inputResponses`.
+        #[tool(description = "Ask the client to sample")]
+        async fn sample(
+            &self,
+            Parameters(SampleArgs { prompt }): Parameters<SampleArgs>,
+            InputResponses(responses): InputResponses,
+            context: RequestContext<RoleServer>,
+        ) -> Result<CallToolResponse, ErrorData> {
+            let modern = context
+                .protocol_version()
+                .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+            let text = if modern {
+                let answered = responses.as_ref().and_then(|r| r.get("llm"));
+                let Some(answer) = answered else {
+                    let mut requests = InputRequests::new();
+                    requests.insert(
+                        "llm".to_owned(),
+                        InputRequest::CreateMessage(CreateMessageRequest::new(ask(&prompt))),
+                    );
+                    return Ok(InputRequiredResult::new(Some(requests), None).into());
+                };
+                text_of(&serde_json::to_value(answer).expect("json"))
+            } else {
+                let result = context
+                    .peer
+                    .create_message(ask(&prompt))
+                    .await
+                    .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+                text_of(&serde_json::to_value(result).expect("json"))
+            };
+            Ok(CallToolResult::success(vec![ContentBlock::text(format!("sampled={text}"))]).into())
+        }
+    }
+
+    /// Serves [`Calc`] on `127.0.0.1:0` from the current tokio runtime; its address.
+    pub async fn start() -> SocketAddr {
+        let service = StreamableHttpService::new(
+            || Ok(Calc),
+            Arc::new(LocalSessionManager::default()),
+            StreamableHttpServerConfig::default(),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind 127.0.0.1:0");
+        let addr = listener.local_addr().expect("local addr");
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let svc = TowerToHyperService::new(service.clone());
+                tokio::spawn(async move {
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), svc)
+                        .await;
+                });
+            }
+        });
+        addr
+    }
+}
+
+/// Our blocking client against the rmcp server in `mode`: list, call, sample.
+fn rmcp_exercise(mode: EraMode) {
+    let rt = tokio::runtime::Runtime::new().expect("tokio runtime");
+    let addr = rt.block_on(rmcp_server::start());
+    let url = format!("http://{addr}/mcp");
+    let model = Model::default();
+    let logs = Logs::default();
+    let mut client = Client::connect_http_with(
+        &url,
+        config(mode),
+        options(&model, &logs),
+        HttpOptions::new(),
+    )
+    .expect("connect");
+    let want = if mode == EraMode::Legacy {
+        Era::Legacy
+    } else {
+        Era::Modern
+    };
+    assert_eq!(client.era(), want);
+    let tools = client.list_tools().expect("tools/list");
+    let mut names: Vec<_> = tools.iter().map(|t| t.name.as_str()).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["add", "sample"]);
+    let out = client
+        .call_tool("add", json!({"a": 2, "b": 40}))
+        .expect("add");
+    assert_eq!(out.text(), "42");
+    let out = client
+        .call_tool("sample", json!({"prompt": "rmcp prompt"}))
+        .expect("sample");
+    assert_ne!(out.is_error, Some(true), "{}", out.text());
+    assert_eq!(out.text(), "sampled=sampled reply");
+    assert_eq!(model.0.lock().unwrap().as_slice(), ["rmcp prompt"]);
+    client.close();
+    drop(rt);
+}
+
+#[test]
+fn rmcp_server_legacy_http() {
+    rmcp_exercise(EraMode::Legacy);
+}
+
+#[test]
+fn rmcp_server_modern_http() {
+    rmcp_exercise(EraMode::Modern);
+}
