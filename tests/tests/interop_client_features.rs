@@ -8,6 +8,10 @@
 //! the legacy era, the request's `_meta` logLevel in 2026). The `grow` tool registers a
 //! tool at runtime: a legacy `notifications/tools/list_changed`, or a 2026
 //! `subscriptions/listen` notification.
+//!
+//! Last, the Rust SDK's server (rmcp 3.11, a dev-dependency of this crate only) runs in
+//! process on loopback Streamable HTTP; our client lists, calls and answers its sampling in
+//! both eras.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
