@@ -10,8 +10,8 @@
 //! `subscriptions/listen` notification.
 //!
 //! Last, the Rust SDK's server (rmcp 3.11, a dev-dependency of this crate only) runs in
-//! process on loopback Streamable HTTP; our client lists, calls and answers its sampling in
-//! both eras.
+//! process on loopback Streamable HTTP; our client lists, calls and answers its sampling
+//! and roots requests in both eras.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -446,7 +446,7 @@ mod rmcp_server {
     use rmcp::model::{
         CallToolResponse, CallToolResult, ContentBlock, CreateMessageRequest,
         CreateMessageRequestParams, ErrorData, InputRequest, InputRequests, InputRequiredResult,
-        ProtocolVersion, SamplingMessage,
+        ListRootsRequest, ProtocolVersion, SamplingMessage,
     };
     use rmcp::service::{RequestContext, RoleServer};
     use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -519,6 +519,47 @@ mod rmcp_server {
             };
             Ok(CallToolResult::success(vec![ContentBlock::text(format!("sampled={text}"))]).into())
         }
+
+        /// Legacy: a `roots/list` request mid-call; 2026-07-28: an `input_required` round.
+        #[tool(description = "Ask the client for its roots")]
+        async fn roots(
+            &self,
+            InputResponses(responses): InputResponses,
+            context: RequestContext<RoleServer>,
+        ) -> Result<CallToolResponse, ErrorData> {
+            let modern = context
+                .protocol_version()
+                .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+            let listed = if modern {
+                let Some(answer) = responses.as_ref().and_then(|r| r.get("roots")) else {
+                    let mut requests = InputRequests::new();
+                    requests.insert(
+                        "roots".to_owned(),
+                        InputRequest::ListRoots(ListRootsRequest::default()),
+                    );
+                    return Ok(InputRequiredResult::new(Some(requests), None).into());
+                };
+                serde_json::to_value(answer).expect("json")
+            } else {
+                let result = context
+                    .peer
+                    .list_roots()
+                    .await
+                    .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+                serde_json::to_value(result).expect("json")
+            };
+            let uris: Vec<&str> = listed["roots"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|r| r["uri"].as_str())
+                .collect();
+            Ok(CallToolResult::success(vec![ContentBlock::text(format!(
+                "roots={}",
+                uris.join(" ")
+            ))])
+            .into())
+        }
     }
 
     /// Serves [`Calc`] on `127.0.0.1:0` from the current tokio runtime; its address.
@@ -546,7 +587,7 @@ mod rmcp_server {
     }
 }
 
-/// Our blocking client against the rmcp server in `mode`: list, call, sample.
+/// Our blocking client against the rmcp server in `mode`: list, call, sample, roots.
 fn rmcp_exercise(mode: EraMode) {
     let rt = tokio::runtime::Runtime::new().expect("tokio runtime");
     let addr = rt.block_on(rmcp_server::start());
@@ -569,7 +610,7 @@ fn rmcp_exercise(mode: EraMode) {
     let tools = client.list_tools().expect("tools/list");
     let mut names: Vec<_> = tools.iter().map(|t| t.name.as_str()).collect();
     names.sort_unstable();
-    assert_eq!(names, ["add", "sample"]);
+    assert_eq!(names, ["add", "roots", "sample"]);
     let out = client
         .call_tool("add", json!({"a": 2, "b": 40}))
         .expect("add");
@@ -580,6 +621,9 @@ fn rmcp_exercise(mode: EraMode) {
     assert_ne!(out.is_error, Some(true), "{}", out.text());
     assert_eq!(out.text(), "sampled=sampled reply");
     assert_eq!(model.0.lock().unwrap().as_slice(), ["rmcp prompt"]);
+    let out = client.call_tool("roots", json!({})).expect("roots");
+    assert_ne!(out.is_error, Some(true), "{}", out.text());
+    assert_eq!(out.text(), "roots=file:///srv/project file:///tmp/scratch");
     client.close();
     drop(rt);
 }
