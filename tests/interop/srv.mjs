@@ -23,6 +23,16 @@
 //                     department given in context.arguments.
 //   resource template ts://notes/{id}, id completable from 1, 2, 3.
 //   tools/list results carry ttlMs 60000, cacheScope "private" (2026-07-28).
+// With --client (client features; after the mode):
+//   sample(prompt)  -> asks the client's model (sampling/createMessage) -> "sampled=<text>"
+//   roots()         -> asks for the client's roots (roots/list) -> "roots=<uri> <uri>..."
+//                      Modern: input_required rounds; legacy: the SDK's shim sends real
+//                      requests mid-call.
+//   log(text)       -> logs "<text>" at info and "debug:<text>" at debug through
+//                      ctx.mcpReq.log (legacy: session level; modern: the request's logLevel)
+//   grow()          -> registers a tool "grown<N>" at runtime: notifications/tools/list_changed
+//                      (stdio: from the McpServer, routed to subscriptions/listen in 2026;
+//                      HTTP: published on the handler's bus for subscriptions/listen).
 import { createServer } from 'node:http';
 import {
   McpServer,
@@ -31,6 +41,7 @@ import {
   completable,
   createMcpHandler,
   inputRequired,
+  inputResponse,
 } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { toNodeHandler } from '@modelcontextprotocol/node';
@@ -83,9 +94,76 @@ function addContent(server) {
   );
 }
 
+let grown = 0;
+// HTTP mode: publishes a tools list change to the handler's subscriptions/listen bus.
+let httpToolsChanged;
+
+function addGrown(server, name) {
+  server.registerTool(name, { description: 'Registered at runtime', inputSchema: z.object({}) }, async () => ({
+    content: [{ type: 'text', text: name }],
+  }));
+}
+
+function addClientFeatures(server, http) {
+  // HTTP builds a server per request: the tools grown so far are registered up front.
+  for (let i = 1; i <= grown; i++) addGrown(server, `grown${i}`);
+  server.registerTool(
+    'sample',
+    { description: 'Ask the client to sample', inputSchema: z.object({ prompt: z.string() }) },
+    async ({ prompt }, ctx) => {
+      const view = inputResponse(ctx.mcpReq.inputResponses, 'llm');
+      if (view.kind !== 'sampling') {
+        return inputRequired({
+          inputRequests: {
+            llm: inputRequired.createMessage({
+              messages: [{ role: 'user', content: { type: 'text', text: prompt } }],
+              maxTokens: 50,
+            }),
+          },
+        });
+      }
+      const content = view.result.content;
+      const text = Array.isArray(content) ? content.map((c) => c.text).join('') : content.text;
+      return { content: [{ type: 'text', text: `sampled=${text}` }] };
+    },
+  );
+  server.registerTool(
+    'roots',
+    { description: 'Ask the client for its roots', inputSchema: z.object({}) },
+    async (_args, ctx) => {
+      const view = inputResponse(ctx.mcpReq.inputResponses, 'roots');
+      if (view.kind !== 'roots') {
+        return inputRequired({ inputRequests: { roots: inputRequired.listRoots() } });
+      }
+      return { content: [{ type: 'text', text: `roots=${view.roots.map((r) => r.uri).join(' ')}` }] };
+    },
+  );
+  server.registerTool(
+    'log',
+    { description: 'Log at info and debug', inputSchema: z.object({ text: z.string() }) },
+    async ({ text }, ctx) => {
+      await ctx.mcpReq.log('info', text, 'ts-interop');
+      await ctx.mcpReq.log('debug', `debug:${text}`, 'ts-interop');
+      return { content: [{ type: 'text', text: 'logged' }] };
+    },
+  );
+  server.registerTool('grow', { description: 'Register a tool at runtime', inputSchema: z.object({}) }, async () => {
+    grown += 1;
+    const name = `grown${grown}`;
+    if (http) {
+      httpToolsChanged?.();
+    } else {
+      addGrown(server, name);
+    }
+    return { content: [{ type: 'text', text: name }] };
+  });
+}
+
 function buildServer(http = false) {
   // --content: tools/list results may be cached for a minute (2026-07-28 hints).
-  const options = content ? { cacheHints: { 'tools/list': { ttlMs: 60000, cacheScope: 'private' } } } : undefined;
+  const options = content ? { cacheHints: { 'tools/list': { ttlMs: 60000, cacheScope: 'private' } } } : {};
+  // --client: the log tool needs the logging capability (logging/setLevel in the legacy era).
+  if (clientFeatures) options.capabilities = { logging: {} };
   const server = new McpServer({ name: 'ts-interop', version: '1.0.0' }, options);
 
   server.registerTool(
@@ -130,6 +208,10 @@ function buildServer(http = false) {
   if (content) {
     addContent(server);
   }
+  if (clientFeatures) {
+    // serveStdio calls the factory with `{ era }`: only `true` means HTTP here.
+    addClientFeatures(server, http === true);
+  }
 
   return server;
 }
@@ -137,6 +219,7 @@ function buildServer(http = false) {
 const args = process.argv.slice(2);
 const mode = args[0] ?? 'stdio';
 const content = args.includes('--content');
+const clientFeatures = args.includes('--client');
 
 if (mode === 'stdio') {
   serveStdio(buildServer);
@@ -147,6 +230,7 @@ if (mode === 'stdio') {
     process.exit(2);
   }
   const handler = createMcpHandler(() => buildServer(true), args.includes('--strict') ? { legacy: 'reject' } : {});
+  httpToolsChanged = () => handler.notify.toolsChanged();
   const http = createServer(toNodeHandler(handler));
   http.listen(port, '127.0.0.1', () => {
     // One line on stderr so a test harness can learn the bound port (PORT 0 = pick a free one).
