@@ -132,6 +132,14 @@ fn check<'s>(
     input_schema: impl FnOnce(&str) -> Option<&'s Value>,
 ) -> Result<Option<Route>, GatewayRejection> {
     let reason = |e: crate::jsonrpc::ErrorObject| GatewayRejection::bad(e.message);
+    // Notifications and responses carry nothing to route on, and the server checks no
+    // header on them: pass them through, whatever their headers say.
+    let body: Option<Value> = serde_json::from_slice(&request.body).ok();
+    if let Some(b) = &body
+        && (b.get("method").is_none() || b.get("id").is_none())
+    {
+        return Ok(None);
+    }
     // The version first: headers of an older protocol earn no trust.
     let Some(header_version) = single_header(request, MCP_PROTOCOL_VERSION).map_err(reason)? else {
         return Ok(None);
@@ -152,14 +160,10 @@ fn check<'s>(
             ),
         });
     }
-    let body: Value = serde_json::from_slice(&request.body)
-        .map_err(|_| GatewayRejection::bad("the body is not JSON"))?;
+    let body = body.ok_or_else(|| GatewayRejection::bad("the body is not JSON"))?;
     let Some(method) = body.get("method").and_then(Value::as_str) else {
         return Err(GatewayRejection::bad("the body is not a JSON-RPC request"));
     };
-    if body.get("id").is_none() {
-        return Ok(None);
-    }
     let params = body.get("params");
     let body_version = params
         .and_then(|p| p.get("_meta"))
