@@ -92,7 +92,7 @@ impl<F: Flavour> Client<F> {
     ) -> Result<Client<F>, Error> {
         let channel = carrier::channel();
         let inbox = Inbox::for_client(&config);
-        let shared = Arc::new(Shared::new(inbox, command.get_stderr_limit(), None, None));
+        let shared = Arc::new(Shared::new(inbox, command.stderr_bytes_kept(), None, None));
         let stdio = Stdio::start(command, &channel.0, Arc::clone(&shared))?;
         let machine = proto::Client::stdio(config, clock::now());
         let mut driver = Driver::new(machine, Box::new(stdio), channel, options, shared);

@@ -150,9 +150,10 @@ impl StdioCommand {
         self.env.iter().map(|(name, _)| name.as_os_str())
     }
 
-    /// The stderr limit in bytes.
+    /// How many bytes of the child's stderr are kept (the tail), as set by
+    /// [`StdioCommand::stderr_limit`].
     #[must_use]
-    pub fn get_stderr_limit(&self) -> usize {
+    pub fn stderr_bytes_kept(&self) -> usize {
         self.stderr_limit
     }
 

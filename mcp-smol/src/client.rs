@@ -149,7 +149,7 @@ impl Client {
         options: Options<F>,
     ) -> Result<(Client, Driver<F>), Error> {
         let child = crate::stdio::spawn(&command)?;
-        let limit = command.get_stderr_limit();
+        let limit = command.stderr_bytes_kept();
         let inbox = Inbox::for_client(&config);
         let shared = Arc::new(Shared::new(inbox, limit, Some(child.id()), None));
         let (client, channels) = Client::with_channels(shared.clone());

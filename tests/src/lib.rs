@@ -5,7 +5,10 @@
 pub mod http_sim;
 pub mod interop;
 
+use std::collections::HashMap;
 use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use mcp_proto::Instant;
@@ -261,4 +264,65 @@ pub fn python() -> Option<&'static str> {
             .output()
             .is_ok_and(|o| o.status.success())
     })
+}
+
+/// `target/<profile>/examples/<example>` of `package`, built (once per test process) by
+/// `cargo build --example`: `cargo test -p mcp-tests` does not build another package's
+/// examples, nor this one's when a single `--test` is picked, and a stale binary would
+/// test old code.
+///
+/// # Panics
+/// When the build fails or the binary is not where cargo puts it.
+pub fn example_bin(package: &str, example: &str) -> PathBuf {
+    static BUILT: Mutex<Option<HashMap<String, PathBuf>>> = Mutex::new(None);
+    let mut built = BUILT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let key = format!("{package}/{example}");
+    if let Some(path) = built.as_ref().and_then(|m| m.get(&key)) {
+        return path.clone();
+    }
+    let exe = std::env::current_exe().expect("current_exe");
+    // target/<profile>/deps/<test-binary>
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("test binary lives in target/<profile>/deps")
+        .to_path_buf();
+    let mut build = Command::new(env!("CARGO"));
+    build.args(["build", "-q", "-p", package, "--example", example]);
+    // Not this test's package variables: build scripts that watch them (ring's watches
+    // CARGO_MANIFEST_DIR) would rebuild on every run, and again for the next `cargo test`.
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy();
+        if [
+            "CARGO_PKG_",
+            "CARGO_MANIFEST_",
+            "CARGO_CRATE_",
+            "CARGO_BIN_",
+            "CARGO_PRIMARY_",
+        ]
+        .iter()
+        .any(|p| name.starts_with(p))
+            || name == "CARGO_TARGET_TMPDIR"
+        {
+            build.env_remove(&*name);
+        }
+    }
+    if profile_dir.file_name().is_some_and(|n| n == "release") {
+        build.arg("--release");
+    }
+    let status = build.status().expect("run cargo build");
+    assert!(
+        status.success(),
+        "building the {example} example of {package} failed"
+    );
+    let path = profile_dir
+        .join("examples")
+        .join(format!("{example}{}", std::env::consts::EXE_SUFFIX));
+    assert!(path.exists(), "{} missing", path.display());
+    built
+        .get_or_insert_with(HashMap::new)
+        .insert(key, path.clone());
+    path
 }

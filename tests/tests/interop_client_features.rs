@@ -10,8 +10,9 @@
 //! `subscriptions/listen` notification.
 //!
 //! Last, the Rust SDK's server (rmcp 3.11, a dev-dependency of this crate only) runs in
-//! process on loopback Streamable HTTP; our client lists, calls and answers its sampling
-//! and roots requests in both eras.
+//! process on loopback Streamable HTTP and as a child process over stdio (this crate's
+//! `rmcp_stdio_server` example); our client lists, calls and answers its sampling and
+//! roots requests in both eras on both transports.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -430,137 +431,24 @@ fn smol_python_legacy_http() {
 }
 
 // ---------------------------------------------------------------------------------------
-// The Rust SDK's server (rmcp 3.11), in process on loopback Streamable HTTP.
+// The Rust SDK's server (rmcp 3.11): in process on loopback Streamable HTTP, and as a
+// child process over stdio (the `rmcp_stdio_server` example of this crate).
+
+#[path = "../interop/rmcp_calc.rs"]
+mod rmcp_calc;
 
 mod rmcp_server {
-    // Sampling is deprecated in 2026-07-28 (SEP-2577); rmcp marks its API so.
-    #![allow(deprecated)]
-
     use std::net::SocketAddr;
     use std::sync::Arc;
 
     use hyper_util::rt::TokioIo;
     use hyper_util::service::TowerToHyperService;
-    use rmcp::handler::server::tool::InputResponses;
-    use rmcp::handler::server::wrapper::Parameters;
-    use rmcp::model::{
-        CallToolResponse, CallToolResult, ContentBlock, CreateMessageRequest,
-        CreateMessageRequestParams, ErrorData, InputRequest, InputRequests, InputRequiredResult,
-        ListRootsRequest, ProtocolVersion, SamplingMessage,
-    };
-    use rmcp::service::{RequestContext, RoleServer};
     use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
     use rmcp::transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService,
     };
-    use rmcp::{schemars, tool, tool_router};
-    use serde::Deserialize;
-    use serde_json::Value;
 
-    #[derive(Clone)]
-    pub struct Calc;
-
-    #[derive(Deserialize, schemars::JsonSchema)]
-    pub struct AddArgs {
-        a: i64,
-        b: i64,
-    }
-
-    #[derive(Deserialize, schemars::JsonSchema)]
-    pub struct SampleArgs {
-        prompt: String,
-    }
-
-    fn text_of(result: &Value) -> String {
-        result["content"]["text"].as_str().unwrap_or("").to_owned()
-    }
-
-    fn ask(prompt: &str) -> CreateMessageRequestParams {
-        CreateMessageRequestParams::new(vec![SamplingMessage::user_text(prompt)], 50)
-    }
-
-    #[tool_router(server_handler)]
-    impl Calc {
-        #[tool(description = "Add two numbers")]
-        fn add(&self, Parameters(AddArgs { a, b }): Parameters<AddArgs>) -> String {
-            (a + b).to_string()
-        }
-
-        /// Legacy: a `sampling/createMessage` request mid-call; 2026-07-28: an
-        /// `input_required` result, then the retry's `inputResponses`.
-        #[tool(description = "Ask the client to sample")]
-        async fn sample(
-            &self,
-            Parameters(SampleArgs { prompt }): Parameters<SampleArgs>,
-            InputResponses(responses): InputResponses,
-            context: RequestContext<RoleServer>,
-        ) -> Result<CallToolResponse, ErrorData> {
-            let modern = context
-                .protocol_version()
-                .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
-            let text = if modern {
-                let answered = responses.as_ref().and_then(|r| r.get("llm"));
-                let Some(answer) = answered else {
-                    let mut requests = InputRequests::new();
-                    requests.insert(
-                        "llm".to_owned(),
-                        InputRequest::CreateMessage(CreateMessageRequest::new(ask(&prompt))),
-                    );
-                    return Ok(InputRequiredResult::new(Some(requests), None).into());
-                };
-                text_of(&serde_json::to_value(answer).expect("json"))
-            } else {
-                let result = context
-                    .peer
-                    .create_message(ask(&prompt))
-                    .await
-                    .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-                text_of(&serde_json::to_value(result).expect("json"))
-            };
-            Ok(CallToolResult::success(vec![ContentBlock::text(format!("sampled={text}"))]).into())
-        }
-
-        /// Legacy: a `roots/list` request mid-call; 2026-07-28: an `input_required` round.
-        #[tool(description = "Ask the client for its roots")]
-        async fn roots(
-            &self,
-            InputResponses(responses): InputResponses,
-            context: RequestContext<RoleServer>,
-        ) -> Result<CallToolResponse, ErrorData> {
-            let modern = context
-                .protocol_version()
-                .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
-            let listed = if modern {
-                let Some(answer) = responses.as_ref().and_then(|r| r.get("roots")) else {
-                    let mut requests = InputRequests::new();
-                    requests.insert(
-                        "roots".to_owned(),
-                        InputRequest::ListRoots(ListRootsRequest::default()),
-                    );
-                    return Ok(InputRequiredResult::new(Some(requests), None).into());
-                };
-                serde_json::to_value(answer).expect("json")
-            } else {
-                let result = context
-                    .peer
-                    .list_roots()
-                    .await
-                    .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-                serde_json::to_value(result).expect("json")
-            };
-            let uris: Vec<&str> = listed["roots"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|r| r["uri"].as_str())
-                .collect();
-            Ok(CallToolResult::success(vec![ContentBlock::text(format!(
-                "roots={}",
-                uris.join(" ")
-            ))])
-            .into())
-        }
-    }
+    use super::rmcp_calc::Calc;
 
     /// Serves [`Calc`] on `127.0.0.1:0` from the current tokio runtime; its address.
     pub async fn start() -> SocketAddr {
@@ -587,20 +475,9 @@ mod rmcp_server {
     }
 }
 
-/// Our blocking client against the rmcp server in `mode`: list, call, sample, roots.
-fn rmcp_exercise(mode: EraMode) {
-    let rt = tokio::runtime::Runtime::new().expect("tokio runtime");
-    let addr = rt.block_on(rmcp_server::start());
-    let url = format!("http://{addr}/mcp");
-    let model = Model::default();
-    let logs = Logs::default();
-    let mut client = Client::connect_http_with(
-        &url,
-        config(mode),
-        options(&model, &logs),
-        HttpOptions::new(),
-    )
-    .expect("connect");
+/// What our blocking client does against the rmcp server in `mode`, however connected:
+/// list, call, sample, roots.
+fn rmcp_exercise(mut client: Client, mode: EraMode, model: &Model) {
     let want = if mode == EraMode::Legacy {
         Era::Legacy
     } else {
@@ -625,15 +502,52 @@ fn rmcp_exercise(mode: EraMode) {
     assert_ne!(out.is_error, Some(true), "{}", out.text());
     assert_eq!(out.text(), "roots=file:///srv/project file:///tmp/scratch");
     client.close();
+}
+
+/// The rmcp server in process on loopback HTTP.
+fn rmcp_over_http(mode: EraMode) {
+    let rt = tokio::runtime::Runtime::new().expect("tokio runtime");
+    let addr = rt.block_on(rmcp_server::start());
+    let url = format!("http://{addr}/mcp");
+    let model = Model::default();
+    let logs = Logs::default();
+    let client = Client::connect_http_with(
+        &url,
+        config(mode),
+        options(&model, &logs),
+        HttpOptions::new(),
+    )
+    .expect("connect");
+    rmcp_exercise(client, mode, &model);
     drop(rt);
+}
+
+/// The rmcp server as a child process over stdio.
+fn rmcp_over_stdio(mode: EraMode) {
+    let server = StdioCommand::new(mcp_tests::example_bin("mcp-tests", "rmcp_stdio_server"));
+    let model = Model::default();
+    let logs = Logs::default();
+    let client =
+        Client::connect_stdio_with(server, config(mode), options(&model, &logs)).expect("connect");
+    rmcp_exercise(client, mode, &model);
 }
 
 #[test]
 fn rmcp_server_legacy_http() {
-    rmcp_exercise(EraMode::Legacy);
+    rmcp_over_http(EraMode::Legacy);
 }
 
 #[test]
 fn rmcp_server_modern_http() {
-    rmcp_exercise(EraMode::Modern);
+    rmcp_over_http(EraMode::Modern);
+}
+
+#[test]
+fn rmcp_server_legacy_stdio() {
+    rmcp_over_stdio(EraMode::Legacy);
+}
+
+#[test]
+fn rmcp_server_modern_stdio() {
+    rmcp_over_stdio(EraMode::Modern);
 }

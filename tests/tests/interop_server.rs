@@ -39,7 +39,6 @@
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Mutex, OnceLock};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -55,52 +54,9 @@ const MODERN: &str = "2026-07-28";
 // ---------------------------------------------------------------------------------------
 // Our server.
 
-/// `target/<profile>/examples/mcp`, built once per test run (`cargo test -p mcp-tests`
-/// does not build another package's examples, and a stale binary would test old code).
+/// `target/<profile>/examples/mcp`, built once per test run.
 fn mcp_bin() -> PathBuf {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    static BUILD: Mutex<()> = Mutex::new(());
-    let _guard = BUILD.lock().unwrap_or_else(|e| e.into_inner());
-    BIN.get_or_init(|| {
-        let exe = std::env::current_exe().expect("current_exe");
-        // target/<profile>/deps/<test-binary>
-        let profile_dir = exe
-            .parent()
-            .and_then(|deps| deps.parent())
-            .expect("test binary lives in target/<profile>/deps")
-            .to_path_buf();
-        let mut build = Command::new(env!("CARGO"));
-        build.args(["build", "-q", "-p", "mcp-blocking", "--example", "mcp"]);
-        // Not this test's package variables: build scripts that watch them (ring's watches
-        // CARGO_MANIFEST_DIR) would rebuild on every run, and again for the next `cargo test`.
-        for (name, _) in std::env::vars_os() {
-            let name = name.to_string_lossy();
-            if [
-                "CARGO_PKG_",
-                "CARGO_MANIFEST_",
-                "CARGO_CRATE_",
-                "CARGO_BIN_",
-                "CARGO_PRIMARY_",
-            ]
-            .iter()
-            .any(|p| name.starts_with(p))
-                || name == "CARGO_TARGET_TMPDIR"
-            {
-                build.env_remove(&*name);
-            }
-        }
-        if profile_dir.file_name().is_some_and(|n| n == "release") {
-            build.arg("--release");
-        }
-        let status = build.status().expect("run cargo build");
-        assert!(status.success(), "building the mcp example failed");
-        let path = profile_dir
-            .join("examples")
-            .join(format!("mcp{}", std::env::consts::EXE_SUFFIX));
-        assert!(path.exists(), "{} missing", path.display());
-        path
-    })
-    .clone()
+    mcp_tests::example_bin("mcp-blocking", "mcp")
 }
 
 /// `mcp serve-example --http 127.0.0.1:0 --era ERA`, killed (by its process id) and
