@@ -33,6 +33,16 @@
 //   grow()          -> registers a tool "grown<N>" at runtime: notifications/tools/list_changed
 //                      (stdio: from the McpServer, routed to subscriptions/listen in 2026;
 //                      HTTP: published on the handler's bus for subscriptions/listen).
+// With --tasks (the 2026-07-28 tasks extension by hand; see addTasks):
+//   slow_task(steps=3) -> "done after <steps> steps". As a task (2026-07-28, extension declared
+//                      in the request): `working` with "step <n>/<steps>" for <steps> polls of
+//                      tasks/get, then `completed`. Otherwise a plain call.
+//   ask_task()      -> "ok=<bool>". As a task: the first poll shows `input_required` (key
+//                      "confirm"), answered with tasks/update; the next poll completes.
+//                      Otherwise a plain call that asks like confirm().
+//   tasks/get, tasks/update, tasks/cancel: -32021 without the extension declared, -32602 for
+//                      an unknown task; pollIntervalMs 100, ttlMs 60000. Legacy: nothing
+//                      (the SDK has no task runtime).
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import {
@@ -245,7 +255,8 @@ function advance(task) {
   }
 }
 
-function addTasks(server) {
+// `era`: the era the SDK built this instance for (legacy: the tools only, as plain calls).
+function addTasks(server, era) {
   server.registerTool(
     'slow_task',
     {
@@ -275,6 +286,7 @@ function addTasks(server) {
       return { content: [{ type: 'text', text: `ok=${answer.ok}` }] };
     },
   );
+  if (era === 'legacy') return;
   const low = server.server;
   low.setRequestHandler('tasks/get', { params: TaskParams }, (params, ctx) => {
     const task = findTask(ctx, params.taskId);
@@ -306,7 +318,8 @@ function addTasks(server) {
   low.registerCapabilities({ extensions: { [TASKS]: {} } });
 }
 
-function buildServer(http = false) {
+// Both serving entries call the factory with `{ era, ... }`; HTTP passes it on as `httpEra`.
+function buildServer(http = false, httpEra = undefined) {
   // --content: tools/list results may be cached for a minute (2026-07-28 hints).
   const options = content ? { cacheHints: { 'tools/list': { ttlMs: 60000, cacheScope: 'private' } } } : {};
   // --client: the log tool needs the logging capability (logging/setLevel in the legacy era).
@@ -360,7 +373,7 @@ function buildServer(http = false) {
     addClientFeatures(server, http === true);
   }
   if (withTasks) {
-    addTasks(server);
+    addTasks(server, http === true ? httpEra : http?.era);
   }
 
   return server;
@@ -380,7 +393,7 @@ if (mode === 'stdio') {
     console.error(`bad port: ${args[1]}`);
     process.exit(2);
   }
-  const handler = createMcpHandler(() => buildServer(true), args.includes('--strict') ? { legacy: 'reject' } : {});
+  const handler = createMcpHandler((ctx) => buildServer(true, ctx?.era), args.includes('--strict') ? { legacy: 'reject' } : {});
   httpToolsChanged = () => handler.notify.toolsChanged();
   const http = createServer(toNodeHandler(handler));
   http.listen(port, '127.0.0.1', () => {

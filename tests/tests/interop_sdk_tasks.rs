@@ -15,7 +15,8 @@
 //!     every legacy result through the spec surface, so a `tools/call` cannot answer
 //!     `{"task": …}` in 2025-11-25.
 //! * Both let a server implement the 2026-07-28 tasks extension (`io.modelcontextprotocol/tasks`)
-//!   itself, and the fixtures do, with a process-wide store:
+//!   itself, and the fixtures do, with a process-wide store (on instances built for
+//!   2026-07-28 only; a legacy instance gets the tools alone):
 //!   - TypeScript: `Protocol._onrequest` admits `tasks/get` and `tasks/cancel` on a
 //!     2026-07-28 instance when registered with explicit schemas
 //!     (`isExtensionReusedRequestMethod`, `_customSchemaRequestMethods`), `tasks/update` is an
@@ -278,6 +279,7 @@ fn legacy(client: &mut Client, what: &str) {
     assert_eq!(client.era(), Era::Legacy, "{what}");
     let caps = client.server().capabilities.clone();
     assert!(caps.get("tasks").is_none(), "{what}: {caps}");
+    assert!(caps.get("extensions").is_none(), "{what}: {caps}");
     let tools = client.list_tools().expect("tools/list");
     let slow = tools
         .iter()
@@ -420,7 +422,11 @@ fn smol_hidden_and_explicit_tasks() {
         }
         let out = client.task_result(call).await.expect("the result");
         assert_eq!(out.tool_result().unwrap().text(), "done after 2 steps");
-        assert_eq!(statuses.last(), Some(&TaskStatus::Completed), "{statuses:?}");
+        assert_eq!(
+            statuses.last(),
+            Some(&TaskStatus::Completed),
+            "{statuses:?}"
+        );
         client.close().await;
     };
     let (driven, ()) = future::block_on(future::zip(driver, work));
