@@ -33,9 +33,21 @@
 //   grow()          -> registers a tool "grown<N>" at runtime: notifications/tools/list_changed
 //                      (stdio: from the McpServer, routed to subscriptions/listen in 2026;
 //                      HTTP: published on the handler's bus for subscriptions/listen).
+// With --tasks (the 2026-07-28 tasks extension by hand; see addTasks):
+//   slow_task(steps=3) -> "done after <steps> steps". As a task (2026-07-28, extension declared
+//                      in the request): `working` with "step <n>/<steps>" for <steps> polls of
+//                      tasks/get, then `completed`. Otherwise a plain call.
+//   ask_task()      -> "ok=<bool>". As a task: the first poll shows `input_required` (key
+//                      "confirm"), answered with tasks/update; the next poll completes.
+//                      Otherwise a plain call that asks like confirm().
+//   tasks/get, tasks/update, tasks/cancel: -32021 without the extension declared, -32602 for
+//                      an unknown task; pollIntervalMs 100, ttlMs 60000. Legacy: nothing
+//                      (the SDK has no task runtime).
+import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import {
   McpServer,
+  ProtocolError,
   ResourceTemplate,
   acceptedContent,
   completable,
@@ -159,7 +171,155 @@ function addClientFeatures(server, http) {
   });
 }
 
-function buildServer(http = false) {
+// --tasks: the 2026-07-28 tasks extension by hand. The SDK has no task runtime ("Task
+// methods are 2025-11-25 wire vocabulary with no SDK runtime", mcp-*.d.mts), but its era
+// gate lets a handler registered with explicit schemas serve tasks/get and tasks/cancel on
+// 2026-07-28 (isExtensionReusedRequestMethod), tasks/update is an extension method, and a
+// tools/call result may carry another resultType (EXTENDED_RESULT_TYPE_METHODS). The store
+// is process-wide: HTTP builds a server per request.
+const TASKS = 'io.modelcontextprotocol/tasks';
+const tasks = new Map();
+const TERMINAL = ['completed', 'failed', 'cancelled'];
+const TaskParams = z.looseObject({ taskId: z.string() });
+// The SDK lifts `inputResponses` out of every request's params into ctx.mcpReq.inputResponses.
+const TaskUpdateParams = z.looseObject({ taskId: z.string() });
+
+function declaresTasks(ctx) {
+  const caps = ctx?.mcpReq?.envelope?.['io.modelcontextprotocol/clientCapabilities'];
+  return caps?.extensions?.[TASKS] !== undefined;
+}
+
+function missingTasks() {
+  return new ProtocolError(-32021, `Client did not declare required extension '${TASKS}'`, {
+    requiredCapabilities: { extensions: { [TASKS]: {} } },
+  });
+}
+
+function findTask(ctx, taskId) {
+  if (!declaresTasks(ctx)) throw missingTasks();
+  const task = tasks.get(taskId);
+  if (task === undefined) throw new ProtocolError(-32602, `Unknown task ${taskId}`);
+  return task;
+}
+
+function taskView(task) {
+  const out = {};
+  for (const k of ['taskId', 'status', 'statusMessage', 'createdAt', 'lastUpdatedAt', 'ttlMs', 'pollIntervalMs', 'result', 'inputRequests']) {
+    if (task[k] !== undefined) out[k] = task[k];
+  }
+  return out;
+}
+
+function startTask(tool, steps) {
+  const stamp = new Date().toISOString();
+  const task = {
+    taskId: randomBytes(18).toString('base64url'),
+    status: 'working',
+    createdAt: stamp,
+    lastUpdatedAt: stamp,
+    ttlMs: 60000,
+    pollIntervalMs: 100,
+    tool,
+    steps,
+    polls: 0,
+  };
+  tasks.set(task.taskId, task);
+  return { resultType: 'task', ...taskView(task) };
+}
+
+// One poll's worth of work.
+function advance(task) {
+  if (TERMINAL.includes(task.status)) return;
+  task.polls += 1;
+  task.lastUpdatedAt = new Date().toISOString();
+  if (task.tool === 'slow_task') {
+    if (task.polls > task.steps) {
+      task.status = 'completed';
+      delete task.statusMessage;
+      task.result = { content: [{ type: 'text', text: `done after ${task.steps} steps` }], isError: false };
+    } else {
+      task.statusMessage = `step ${task.polls}/${task.steps}`;
+    }
+  } else if (task.answer !== undefined) {
+    const answer = task.answer;
+    delete task.answer;
+    const ok = answer.action === 'accept' ? Boolean(answer.content?.ok) : undefined;
+    task.status = 'completed';
+    task.result = { content: [{ type: 'text', text: `ok=${ok}` }], isError: false };
+  } else {
+    task.status = 'input_required';
+    task.statusMessage = 'waiting for confirmation';
+    task.inputRequests = {
+      confirm: inputRequired.elicit({ message: 'Proceed with the task?', requestedSchema: Answer }),
+    };
+  }
+}
+
+// `era`: the era the SDK built this instance for (legacy: the tools only, as plain calls).
+function addTasks(server, era) {
+  server.registerTool(
+    'slow_task',
+    {
+      description: 'Works for a few steps (a task on 2026-07-28 with the tasks extension)',
+      inputSchema: z.object({ steps: z.number().int().optional() }),
+    },
+    async ({ steps }, ctx) => {
+      const n = steps ?? 3;
+      if (declaresTasks(ctx)) return startTask('slow_task', n);
+      return { content: [{ type: 'text', text: `done after ${n} steps` }] };
+    },
+  );
+  server.registerTool(
+    'ask_task',
+    {
+      description: 'Asks for a confirmation (inside the task on 2026-07-28 with the tasks extension)',
+      inputSchema: z.object({}),
+    },
+    async (_args, ctx) => {
+      if (declaresTasks(ctx)) return startTask('ask_task', 0);
+      const answer = acceptedContent(ctx.mcpReq.inputResponses, 'confirm', Answer);
+      if (answer === undefined) {
+        return inputRequired({
+          inputRequests: { confirm: inputRequired.elicit({ message: 'Proceed?', requestedSchema: Answer }) },
+        });
+      }
+      return { content: [{ type: 'text', text: `ok=${answer.ok}` }] };
+    },
+  );
+  if (era === 'legacy') return;
+  const low = server.server;
+  low.setRequestHandler('tasks/get', { params: TaskParams }, (params, ctx) => {
+    const task = findTask(ctx, params.taskId);
+    advance(task);
+    return taskView(task);
+  });
+  low.setRequestHandler('tasks/update', { params: TaskUpdateParams }, (params, ctx) => {
+    const task = findTask(ctx, params.taskId);
+    const view = inputResponse(ctx.mcpReq.inputResponses, 'confirm');
+    if (task.status === 'input_required' && view.kind === 'elicit') {
+      task.answer = view;
+      task.status = 'working';
+      task.statusMessage = 'confirmed';
+      delete task.inputRequests;
+      task.lastUpdatedAt = new Date().toISOString();
+    }
+    return {};
+  });
+  low.setRequestHandler('tasks/cancel', { params: TaskParams }, (params, ctx) => {
+    const task = findTask(ctx, params.taskId);
+    if (!TERMINAL.includes(task.status)) {
+      task.status = 'cancelled';
+      task.statusMessage = 'cancelled by the client';
+      delete task.inputRequests;
+      task.lastUpdatedAt = new Date().toISOString();
+    }
+    return {};
+  });
+  low.registerCapabilities({ extensions: { [TASKS]: {} } });
+}
+
+// Both serving entries call the factory with `{ era, ... }`; HTTP passes it on as `httpEra`.
+function buildServer(http = false, httpEra = undefined) {
   // --content: tools/list results may be cached for a minute (2026-07-28 hints).
   const options = content ? { cacheHints: { 'tools/list': { ttlMs: 60000, cacheScope: 'private' } } } : {};
   // --client: the log tool needs the logging capability (logging/setLevel in the legacy era).
@@ -212,6 +372,9 @@ function buildServer(http = false) {
     // serveStdio calls the factory with `{ era }`: only `true` means HTTP here.
     addClientFeatures(server, http === true);
   }
+  if (withTasks) {
+    addTasks(server, http === true ? httpEra : http?.era);
+  }
 
   return server;
 }
@@ -220,6 +383,7 @@ const args = process.argv.slice(2);
 const mode = args[0] ?? 'stdio';
 const content = args.includes('--content');
 const clientFeatures = args.includes('--client');
+const withTasks = args.includes('--tasks');
 
 if (mode === 'stdio') {
   serveStdio(buildServer);
@@ -229,7 +393,7 @@ if (mode === 'stdio') {
     console.error(`bad port: ${args[1]}`);
     process.exit(2);
   }
-  const handler = createMcpHandler(() => buildServer(true), args.includes('--strict') ? { legacy: 'reject' } : {});
+  const handler = createMcpHandler((ctx) => buildServer(true, ctx?.era), args.includes('--strict') ? { legacy: 'reject' } : {});
   httpToolsChanged = () => handler.notify.toolsChanged();
   const http = createServer(toNodeHandler(handler));
   http.listen(port, '127.0.0.1', () => {
