@@ -38,6 +38,8 @@ pub(super) struct Session {
     pub log_level: Option<LogLevel>,
     /// The resource URIs subscribed to, at most [`ServerLimits::max_subscriptions`](super::ServerLimits::max_subscriptions).
     pub subscriptions: Vec<String>,
+    /// What scopes this session's tasks: a number no other session of the machine has.
+    pub task_scope: u64,
 }
 
 /// Everything one legacy client's connection holds in the machine: its handshake, its
@@ -90,8 +92,19 @@ impl Server {
                         if params.get("task").is_some_and(Value::is_object)
                             && self.is_task_tool(&target.name) =>
                     {
-                        let task = self.create_task(&target, Era::Legacy);
+                        let caps = self.session.as_ref().map(|s| s.client_caps.clone());
+                        let task = self.create_task(target, Era::Legacy, &caps.unwrap_or_default());
                         self.send_result(&id, &json!({ "task": task }));
+                    }
+                    Ok(target) if self.requires_task(&target.name) => {
+                        let e = ErrorObject::new(
+                            codes::METHOD_NOT_FOUND,
+                            format!(
+                                "Tool `{}` runs only as a task: add `task` to the params",
+                                target.name
+                            ),
+                        );
+                        self.send_error(Some(&id), &e);
                     }
                     Ok(target) => self.legacy_run(PendingCall {
                         client_id: id,
@@ -152,6 +165,7 @@ impl Server {
             initialized: false,
             log_level: None,
             subscriptions: Vec::new(),
+            task_scope: self.tasks.new_scope(),
         });
         let mut capabilities = self.capabilities(Era::Legacy);
         self.add_task_capability(&mut capabilities, Era::Legacy);
@@ -249,7 +263,8 @@ impl Server {
             (Era::Legacy, call.round),
             caps.as_ref().unwrap_or(&Value::Null),
             call.progress_token.as_ref(),
-        );
+        )
+        .now();
         let asks = match outcome {
             ToolOutcome::NeedInput(asks) => asks,
             ToolOutcome::Done(v) => {
@@ -266,7 +281,8 @@ impl Server {
                 return self.reply(&call.client_id, reply);
             }
             ToolOutcome::Error(e) => return self.send_error(Some(&call.client_id), &e),
-            ToolOutcome::NoAnswer => return,
+            // `now()` left no delay.
+            ToolOutcome::NoAnswer | ToolOutcome::After { .. } => return,
         };
         let name = &call.target.name;
         if let Some(reply) = calls::refuse(name, &asks, call.round, &self.config.limits) {
