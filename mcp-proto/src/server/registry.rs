@@ -86,9 +86,9 @@ impl Tool {
 
     /// The same tool, run as a task when a call asks for one (a 2025-11-25
     /// `params.task`, or a 2026-07-28 call declaring the tasks extension): its handler
-    /// runs at once and the task shows `working` for `polls` `tasks/get` polls, then
-    /// its end (the server module `tasks` describes the model). Other calls run it as
-    /// usual.
+    /// runs at once and the task shows `working` for at least `polls` `tasks/get`
+    /// polls, and until its outcome is due ([`ToolOutcome::After`]), then that outcome
+    /// (the server module `tasks` describes the model). Other calls run it as usual.
     #[must_use]
     pub fn as_task(mut self, polls: u32) -> Self {
         self.task_polls = Some(polls);

@@ -13,8 +13,9 @@
 //!
 //! **How a task runs.** The handler runs when the task is created, and again each time
 //! the input it asked for is complete. Each outcome is held behind the task until it is
-//! due: after the tool's number of `tasks/get` polls ([`Tool::as_task`]'s `polls`, a
-//! deterministic model for tests) and after its delay ([`ToolOutcome::After`]: the
+//! due: after the tool's number of `tasks/get` polls (the `polls` of
+//! [`Tool::as_task`](super::Tool::as_task), a deterministic model for tests) and after
+//! its delay ([`ToolOutcome::After`]: the
 //! machine has no clock, so "due" is judged against the `now` of the inputs handed in).
 //! Then the task shows it: `completed` with the result (2025: `failed` for an `isError`
 //! result), `failed` with the JSON-RPC error, or, when the handler asked for input,
