@@ -24,11 +24,14 @@
 //! and the handler runs again). A handler that never answers
 //! ([`ToolOutcome::NoAnswer`]) leaves its task `working` until it is cancelled or
 //! expires. Notes ([`ToolOutcome::DoneWithNotes`]) are dropped: tasks carry no progress
-//! or log messages. A 2025 task whose tool asks for input fails (the 2025 model would
-//! need server→client requests tied to the task, which this machine does not send).
+//! or log messages. A 2025 task that asks for input shows `input_required`; its requests
+//! go out as server→client requests tagged with the task (`_meta`
+//! `io.modelcontextprotocol/related-task`) once a `tasks/result` for it arrives, which
+//! then waits, parked like a tool call, until the answers are in and the task ends.
 //!
 //! **Methods.** 2025-11-25: `tasks/get`, `tasks/result` (a task not yet ended is ended
-//! at once with its held outcome: the machine cannot hold the response open), `tasks/list`
+//! at once with its held outcome, delays and polls skipped; one waiting for input waits
+//! as said above), `tasks/list`
 //! (pages of [`LIST_PAGE`], opaque `nextCursor`; a bad cursor is `-32602`) and
 //! `tasks/cancel` (`-32602` for a task already ended). 2026-07-28: `tasks/get` (the
 //! `DetailedTask`: `result`, `error` or `inputRequests` inlined), `tasks/update` and
@@ -60,10 +63,11 @@ use serde_json::{Map, Value, json};
 
 use crate::Instant;
 use crate::client::{RELATED_TASK_KEY, TASKS_EXTENSION};
-use crate::jsonrpc::{ErrorObject, codes};
+use crate::jsonrpc::{ErrorObject, RequestId, codes};
 use crate::version::{Era, ProtocolVersion};
 
 use super::calls::{self, Target};
+use super::legacy::PendingCall;
 use super::registry::InputRequestSpec;
 use super::{Params, Server, ToolOutcome};
 
@@ -101,6 +105,8 @@ enum Held {
     Outcome(Result<Value, ErrorObject>),
     /// Input requests (rendered, by key).
     Input(Map<String, Value>),
+    /// 2025: input requests, sent once a `tasks/result` waits for them.
+    LegacyInput(Vec<(String, InputRequestSpec)>),
     /// Nothing, ever.
     Never,
 }
@@ -124,6 +130,9 @@ pub(super) struct ServerTask {
     outcome: Option<Result<Value, ErrorObject>>,
     /// Outstanding input requests (2026), by key.
     input_requests: Map<String, Value>,
+    /// Input requests of a 2025 task not yet sent (none while a `tasks/result` waits
+    /// for their answers).
+    legacy_asks: Vec<(String, InputRequestSpec)>,
     target: Target,
     caps: Value,
     version: ProtocolVersion,
@@ -260,14 +269,12 @@ impl ServerTask {
         limits: &super::ServerLimits,
     ) -> Held {
         let name = &self.target.name;
-        if self.era == Era::Legacy {
-            return Held::Outcome(Err(ErrorObject::new(
-                codes::INTERNAL_ERROR,
-                format!("tool `{name}` cannot ask for input as a 2025-11-25 task"),
-            )));
-        }
         if let Some(reply) = calls::refuse(name, asks, self.round, limits) {
             return Held::Outcome(reply);
+        }
+        if self.era == Era::Legacy {
+            // Sent (or refused for a missing capability) when a tasks/result waits.
+            return Held::LegacyInput(asks.to_vec());
         }
         if let Some(missing) = calls::missing_capabilities(&self.caps, asks) {
             return Held::Outcome(Err(ErrorObject::new(
@@ -298,6 +305,11 @@ impl ServerTask {
             Some(Held::Input(requests)) => {
                 self.status = "input_required";
                 self.input_requests = requests;
+                self.updated = now;
+            }
+            Some(Held::LegacyInput(asks)) => {
+                self.status = "input_required";
+                self.legacy_asks = asks;
                 self.updated = now;
             }
             other => self.held = other,
@@ -469,6 +481,7 @@ impl Server {
             held: None,
             outcome: None,
             input_requests: Map::new(),
+            legacy_asks: Vec::new(),
             target,
             caps: caps.clone(),
             version,
@@ -559,6 +572,13 @@ impl Server {
                         Ok(v)
                     }
                     (Some(Err(e)), _) => Err(e.clone()),
+                    (None, "input_required") => Err(ErrorObject::new(
+                        codes::INTERNAL_ERROR,
+                        format!(
+                            "Task {} is waiting for input on another tasks/result",
+                            task.id
+                        ),
+                    )),
                     (None, _) => Err(ErrorObject::new(
                         codes::INTERNAL_ERROR,
                         format!("Task {} has no result: its tool never answers", task.id),
@@ -614,6 +634,56 @@ impl Server {
                 Ok(json!({}))
             }
         })
+    }
+
+    /// A 2025 `tasks/result` (request `id`) for a task that needs input: the task's
+    /// input requests go out (tagged with the task) and the request waits for the end
+    /// of the task, parked as a tool call is. `false` (nothing done) for any other.
+    pub(super) fn park_task_result(&mut self, id: &RequestId, params: &Params) -> bool {
+        let Ok(at) = self.task_index(params, Era::Legacy) else {
+            return false;
+        };
+        let now = self.now;
+        let task = &mut self.tasks.tasks[at];
+        if !task.terminal() {
+            task.polls_left = 0;
+            task.due = now;
+            task.refresh(now);
+        }
+        if task.status != "input_required" || task.legacy_asks.is_empty() {
+            return false;
+        }
+        let asks = std::mem::take(&mut task.legacy_asks);
+        let inputs = (task.inputs.clone(), task.round);
+        let call = PendingCall::for_task(id.clone(), task.target.clone(), inputs, task.id.clone());
+        self.legacy_act(call, ToolOutcome::NeedInput(asks));
+        true
+    }
+
+    /// The end of the 2025 task `id` whose `tasks/result` waited for input: the task
+    /// ends with `reply` (unless cancelled meanwhile), and the `tasks/result` gets it,
+    /// tagged with the task.
+    pub(super) fn task_answered(
+        &mut self,
+        id: &str,
+        reply: Result<Value, ErrorObject>,
+    ) -> Result<Value, ErrorObject> {
+        let now = self.now;
+        let Some(task) = self.tasks.tasks.iter_mut().find(|t| t.id == id) else {
+            return Err(not_found(id));
+        };
+        if task.status == "cancelled" {
+            return Err(ErrorObject::new(
+                codes::INVALID_PARAMS,
+                format!("Task {id} was cancelled"),
+            ));
+        }
+        task.finish(reply.clone(), now);
+        let mut reply = reply?;
+        if let Some(o) = reply.as_object_mut() {
+            o.insert("_meta".into(), json!({ RELATED_TASK_KEY: {"taskId": id} }));
+        }
+        Ok(reply)
     }
 
     /// A 2025 `tasks/list` page of the requestor's tasks.

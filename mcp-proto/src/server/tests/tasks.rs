@@ -429,3 +429,50 @@ fn legacy_sessions_see_and_list_only_their_own_tasks() {
     let r = p.call(json!(3), "tasks/result", json!({"taskId": ids[0]}));
     assert_eq!(r["result"]["content"][0]["text"], "slow done", "{r}");
 }
+
+#[test]
+fn a_2025_task_asks_for_input_on_its_tasks_result() {
+    let mut p = Peer::new(server());
+    p.initialize("2025-11-25", json!({"elicitation": {}}));
+    let r = p.call(json!(1), "tools/call", json!({"name": "ask", "task": {}}));
+    let id = r["result"]["task"]["taskId"].clone();
+    let r = p.call(json!(2), "tasks/get", json!({"taskId": id}));
+    assert_eq!(r["result"]["status"], "input_required");
+    // tasks/result: the elicitation goes out, tagged with the task; no answer yet.
+    let sent = p.send(json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/result",
+        "params": {"taskId": id}}));
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    let ask = &sent[0];
+    assert_eq!(ask["method"], "elicitation/create");
+    let related = crate::client::RELATED_TASK_KEY;
+    assert_eq!(ask["params"]["_meta"][related]["taskId"], id);
+    // A second tasks/result meanwhile is refused rather than left hanging.
+    let r = p.call(json!(4), "tasks/result", json!({"taskId": id}));
+    assert_eq!(r["error"]["code"], -32603, "{r}");
+    let answer = json!({"jsonrpc": "2.0", "id": ask["id"], "result":
+        {"action": "accept", "content": {"name": "Ada"}}});
+    let out = p.send(answer);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(out[0]["id"], 3);
+    assert_eq!(out[0]["result"]["content"][0]["text"], "hello Ada");
+    assert_eq!(out[0]["result"]["_meta"][related]["taskId"], id);
+    let r = p.call(json!(5), "tasks/get", json!({"taskId": id}));
+    assert_eq!(r["result"]["status"], "completed");
+    let r = p.call(json!(6), "tasks/result", json!({"taskId": id}));
+    assert_eq!(r["result"]["content"][0]["text"], "hello Ada");
+
+    // Cancelled while its tasks/result waits: it stays cancelled.
+    let r = p.call(json!(7), "tools/call", json!({"name": "ask", "task": {}}));
+    let id = r["result"]["task"]["taskId"].clone();
+    let sent = p.send(json!({"jsonrpc": "2.0", "id": 8, "method": "tasks/result",
+        "params": {"taskId": id}}));
+    let ask_id = sent[0]["id"].clone();
+    let r = p.call(json!(9), "tasks/cancel", json!({"taskId": id}));
+    assert_eq!(r["result"]["status"], "cancelled");
+    let out = p.send(json!({"jsonrpc": "2.0", "id": ask_id, "result":
+        {"action": "accept", "content": {"name": "Bo"}}}));
+    assert_eq!(out[0]["id"], 8);
+    assert_eq!(out[0]["error"]["code"], -32602);
+    let r = p.call(json!(10), "tasks/get", json!({"taskId": id}));
+    assert_eq!(r["result"]["status"], "cancelled");
+}
