@@ -1,6 +1,7 @@
 //! Server tasks over the HTTP endpoint machine: a task belongs to the legacy session or
 //! the principal that created it, `Mcp-Name` must name the task on the 2026 task
-//! methods, and a seeded server's task ids are not sequential.
+//! methods, a seeded server's task ids are not sequential, and the client answers a
+//! task's input in both eras (2025: requests on `tasks/result`; 2026: `tasks/update`).
 
 use mcp_proto::Instant;
 use mcp_proto::server::example;
@@ -172,4 +173,52 @@ fn mcp_name_must_name_the_task() {
         None,
     );
     assert_eq!(status, 200, "{body}");
+}
+
+/// A server whose task tool `ask` asks for a name inside its task.
+fn asking_server() -> mcp_proto::server::Server {
+    use mcp_proto::model::Implementation;
+    use mcp_proto::server::{InputRequestSpec, Server, ServerConfig, Tool, ToolCall, ToolOutcome};
+    let tool = Tool::new(
+        "ask",
+        "",
+        json!({"type": "object"}),
+        |call: &ToolCall<'_>| match call.inputs.get("who") {
+            Some(a) => ToolOutcome::text(format!("hello {}", a["action"].as_str().unwrap_or("?"))),
+            None => ToolOutcome::NeedInput(vec![(
+                "who".into(),
+                InputRequestSpec::form(
+                    "Name?",
+                    json!({"type": "object",
+                    "properties": {"name": {"type": "string", "default": "Ada"}}}),
+                ),
+            )]),
+        },
+    )
+    .as_task(0);
+    Server::new(ServerConfig::new(Implementation::new("t", "0")).with_tool(tool))
+}
+
+#[test]
+fn the_client_answers_a_tasks_input_over_http_in_both_eras() {
+    use mcp_proto::client::{CallRequest, ClientConfig};
+    use mcp_proto::model::ClientCapabilities;
+    use mcp_proto::version::EraMode;
+    let server = mcp_blocking::serve_http_on("127.0.0.1:0", asking_server()).expect("serve");
+    let url = server.url();
+    for mode in [EraMode::Legacy, EraMode::Modern] {
+        let caps = ClientCapabilities::with_elicitation().with_tasks();
+        let config = ClientConfig::new("tasks-input", "1.0")
+            .era_mode(mode)
+            .capabilities(caps);
+        let mut client = mcp_blocking::Client::connect_http(&url, config).expect("connect");
+        let call = client
+            .start_task(CallRequest::call_tool("ask", json!({})).as_task(None))
+            .expect("start");
+        let out = client.task_result(call).expect("the task's result");
+        let text = out.tool_result().unwrap().text();
+        // Whatever the client's default handler answered, it reached the task.
+        assert!(text.starts_with("hello "), "{mode:?}: {text}");
+        client.close();
+    }
 }
