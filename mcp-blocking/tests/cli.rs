@@ -1045,12 +1045,21 @@ fn call_task_against_the_example_server_with_tasks_in_both_eras() {
         );
         assert_eq!(out.status.code(), Some(0), "{era}: {}", stderr(&out));
         assert_eq!(stdout(&out), "later\n");
+        // The serve functions seed the task ids: 128 bits in hex, not `task-1`.
+        let err = stderr(&out);
+        let id = err
+            .split("mcp: task ")
+            .nth(1)
+            .and_then(|rest| rest.find(" created working").map(|i| &rest[..i]))
+            .unwrap_or_else(|| panic!("{era}: {err}"));
         assert!(
-            stderr(&out).contains("mcp: task task-1 created working"),
-            "{era}: {}",
-            stderr(&out)
+            id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{era}: {err}"
         );
-        assert!(stderr(&out).contains("mcp: task task-1 now completed"));
+        assert!(
+            err.contains(&format!("mcp: task {id} now completed")),
+            "{err}"
+        );
     }
     let out = run(&config, &["tasks", "old"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));

@@ -95,8 +95,10 @@ pub fn prepare_auth(mut config: AuthConfig) -> Result<(AuthConfig, u64), String>
 }
 
 /// Seals the `requestState` of `server` under a fresh random key unless its codec
-/// already protects it ([`Server::seal_request_states`](mcp_proto::server::Server::seal_request_states)):
-/// what the adapters' serve functions do before serving.
+/// already protects it ([`Server::seal_request_states`](mcp_proto::server::Server::seal_request_states)),
+/// and makes its task ids unguessable and task times real
+/// ([`Server::seed_tasks`](mcp_proto::server::Server::seed_tasks)): what the adapters'
+/// serve functions do before serving.
 ///
 /// # Errors
 /// When the operating system has no random numbers to give.
@@ -110,7 +112,10 @@ pub fn seal_server_states(server: &mut mcp_proto::server::Server) -> std::io::Re
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
     let since_origin =
         u64::try_from(crate::clock::now().elapsed_since_origin().as_millis()).unwrap_or(u64::MAX);
-    server.seal_request_states(seed, now_ms.saturating_sub(since_origin));
+    let epoch = now_ms.saturating_sub(since_origin);
+    server.seal_request_states(seed, epoch);
+    // Task ids from a key of their own (the seed is never used twice for one purpose).
+    server.seed_tasks(sha256(&[&seed[..], b"tasks"].concat()), epoch);
     Ok(())
 }
 

@@ -16,6 +16,7 @@
 
 use std::net::TcpListener;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use mcp_blocking::mcp_proto::client::LogLevel;
 use mcp_blocking::mcp_proto::jsonrpc::ErrorObject;
@@ -423,6 +424,117 @@ fn tools() -> Vec<Tool> {
             no_args(),
             capabilities,
         ),
+    ]
+    .into_iter()
+    .chain(task_tools())
+    .collect()
+}
+
+/// The tools of the `tasks-*` scenarios (the `io.modelcontextprotocol/tasks` extension).
+fn task_tools() -> Vec<Tool> {
+    vec![
+        Tool::new(
+            "greet",
+            "Says hello (never a task)",
+            schema(json!({"name": {"type": "string"}}), &["name"]),
+            |call: &ToolCall<'_>| {
+                let name = call.arguments.get("name").and_then(Value::as_str);
+                ToolOutcome::text(format!("Hello, {}!", name.unwrap_or("world")))
+            },
+        ),
+        Tool::new(
+            "slow_compute",
+            "Computes for `seconds` seconds (a task when the client allows)",
+            schema(
+                json!({"seconds": {"type": "number"}, "label": {"type": "string"}}),
+                &["seconds"],
+            ),
+            |call: &ToolCall<'_>| {
+                let seconds = call.arguments.get("seconds").and_then(Value::as_f64);
+                let seconds = seconds.unwrap_or(0.0).clamp(0.0, 3600.0);
+                let label = call.arguments.get("label").and_then(Value::as_str);
+                let text = format!("computed {} in {seconds}s", label.unwrap_or("(no label)"));
+                ToolOutcome::after(Duration::from_secs_f64(seconds), ToolOutcome::text(text))
+            },
+        )
+        .as_task(0),
+        Tool::new(
+            "failing_job",
+            "Fails as a tool after about a second (only as a task)",
+            no_args(),
+            |_: &ToolCall<'_>| {
+                let failed = ToolOutcome::error_text("the job failed");
+                ToolOutcome::after(Duration::from_secs(1), failed)
+            },
+        )
+        .task_required(),
+        Tool::new(
+            "protocol_error_job",
+            "Fails with a JSON-RPC error (a task when the client allows)",
+            no_args(),
+            |_: &ToolCall<'_>| ToolOutcome::Error(ErrorObject::new(-32603, "the job crashed")),
+        )
+        .as_task(0),
+        Tool::new(
+            "confirm_delete",
+            "Asks for confirmation inside its task, then deletes",
+            schema(json!({"filename": {"type": "string"}}), &["filename"]),
+            |call: &ToolCall<'_>| {
+                let file = call.arguments.get("filename").and_then(Value::as_str);
+                let file = file.unwrap_or("(no file)").to_owned();
+                let confirm = json!({"type": "object",
+                    "properties": {"confirm": {"type": "boolean"}}, "required": ["confirm"]});
+                ask_then(
+                    call,
+                    "confirm",
+                    || InputRequestSpec::form(format!("Delete {file}?"), confirm),
+                    |a| match a.get("action").and_then(Value::as_str) {
+                        Some("accept") => format!("deleted {file}"),
+                        _ => format!("kept {file}"),
+                    },
+                )
+            },
+        )
+        .as_task(0),
+        Tool::new(
+            "multi_input",
+            "Asks for two inputs at once inside its task",
+            no_args(),
+            |call: &ToolCall<'_>| {
+                let keys = ["first", "second"];
+                if keys.iter().all(|k| call.inputs.contains_key(*k)) {
+                    let names: Vec<String> = keys
+                        .iter()
+                        .map(|k| answer_field(&call.inputs[*k], "name"))
+                        .collect();
+                    return ToolOutcome::text(format!("got {}", names.join(" and ")));
+                }
+                ToolOutcome::NeedInput(
+                    keys.iter()
+                        .filter(|k| !call.inputs.contains_key(**k))
+                        .map(|k| ((*k).to_owned(), name_form(&format!("The {k} name?"))))
+                        .collect(),
+                )
+            },
+        )
+        .as_task(0),
+        Tool::new(
+            "test_tool_with_task",
+            "Asks for a user name (MRTR), then works on it as a task",
+            no_args(),
+            |call: &ToolCall<'_>| match call.inputs.get("user_name") {
+                Some(a) => {
+                    let text = format!("Hello, {}! (from a task)", answer_field(a, "name"));
+                    ToolOutcome::after(Duration::from_millis(500), ToolOutcome::text(text))
+                }
+                None => ToolOutcome::NeedInput(vec![(
+                    "user_name".to_owned(),
+                    name_form("What is your name?"),
+                )]),
+            },
+        )
+        .task_required()
+        .input_before_task(),
     ]
 }
 

@@ -63,6 +63,25 @@ fn configure(c: &mut ServerConfig, variant: u8) {
         )
         .as_task(1),
     );
+    // A task tool asking for input inside its task, its outcome due after `ms`: the
+    // input_required, tasks/update and delay paths.
+    c.tools.push(
+        Tool::new(
+            "asker",
+            "Asks for `k` inside its task, then answers after `ms` milliseconds",
+            json!({"type": "object", "properties": {"ms": {"type": "integer"}}}),
+            |call: &ToolCall<'_>| {
+                if !call.inputs.contains_key("k") {
+                    let ask = InputRequestSpec::form("k?", json!({"type": "object"}));
+                    return ToolOutcome::NeedInput(vec![("k".to_owned(), ask)]);
+                }
+                let ms = call.arguments.get("ms").and_then(Value::as_u64);
+                let delay = std::time::Duration::from_millis(ms.unwrap_or(0));
+                ToolOutcome::after(delay, ToolOutcome::text("k"))
+            },
+        )
+        .as_task(0),
+    );
     match variant % 4 {
         1 => {
             c.versions = VersionPolicy {

@@ -11,7 +11,7 @@ use super::config::ServerLimits;
 use super::registry::{InputRequestSpec, Tool, ToolCall, ToolOutcome};
 
 /// Which tool, with which arguments.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) struct Target {
     pub name: String,
     pub arguments: Value,

@@ -246,7 +246,7 @@ impl Server {
             round,
             client_capabilities,
         };
-        (prompt.handler)(&call)
+        (prompt.handler)(&call).now()
     }
 
     /// The answer for a prompt outcome other than asking: the result (an object), or

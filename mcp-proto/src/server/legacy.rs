@@ -13,7 +13,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::client::LogLevel;
+use crate::client::{LogLevel, RELATED_TASK_KEY};
 use crate::jsonrpc::{ErrorObject, RequestId, Response, codes};
 use crate::version::{Era, ProtocolVersion};
 
@@ -38,6 +38,8 @@ pub(super) struct Session {
     pub log_level: Option<LogLevel>,
     /// The resource URIs subscribed to, at most [`ServerLimits::max_subscriptions`](super::ServerLimits::max_subscriptions).
     pub subscriptions: Vec<String>,
+    /// What scopes this session's tasks: a number no other session of the machine has.
+    pub task_scope: u64,
 }
 
 /// Everything one legacy client's connection holds in the machine: its handshake, its
@@ -63,6 +65,30 @@ pub(super) struct PendingCall {
     round: u32,
     /// The request's `_meta.progressToken`.
     progress_token: Option<Value>,
+    /// The task whose input this is (a 2025 `tasks/result` waiting for it): its
+    /// requests carry the related-task `_meta`, and its end ends the task.
+    task: Option<String>,
+}
+
+impl PendingCall {
+    /// A 2025 `tasks/result` (request `client_id`) of task `task`, which needs input for
+    /// `target` after `round` rounds with the answers `inputs`.
+    pub(super) fn for_task(
+        client_id: RequestId,
+        target: Target,
+        (inputs, round): (Map<String, Value>, u32),
+        task: String,
+    ) -> Self {
+        PendingCall {
+            client_id,
+            target,
+            inputs,
+            waiting: Vec::new(),
+            round,
+            progress_token: None,
+            task: Some(task),
+        }
+    }
 }
 
 impl Server {
@@ -90,8 +116,19 @@ impl Server {
                         if params.get("task").is_some_and(Value::is_object)
                             && self.is_task_tool(&target.name) =>
                     {
-                        let task = self.create_task(&target, Era::Legacy);
+                        let caps = self.session.as_ref().map(|s| s.client_caps.clone());
+                        let task = self.create_task(target, Era::Legacy, &caps.unwrap_or_default());
                         self.send_result(&id, &json!({ "task": task }));
+                    }
+                    Ok(target) if self.requires_task(&target.name) => {
+                        let e = ErrorObject::new(
+                            codes::METHOD_NOT_FOUND,
+                            format!(
+                                "Tool `{}` runs only as a task: add `task` to the params",
+                                target.name
+                            ),
+                        );
+                        self.send_error(Some(&id), &e);
                     }
                     Ok(target) => self.legacy_run(PendingCall {
                         client_id: id,
@@ -100,6 +137,7 @@ impl Server {
                         waiting: Vec::new(),
                         round: 0,
                         progress_token: progress_token(params),
+                        task: None,
                     }),
                     Err(e) => self.send_error(Some(&id), &e),
                 }
@@ -114,6 +152,7 @@ impl Server {
                 let reply = self.subscribe(params, method == "resources/subscribe");
                 self.reply(&id, reply);
             }
+            "tasks/result" if self.park_task_result(&id, params) => {}
             _ => {
                 let reply = self
                     .task_request(method, params, Era::Legacy, None)
@@ -152,6 +191,7 @@ impl Server {
             initialized: false,
             log_level: None,
             subscriptions: Vec::new(),
+            task_scope: self.tasks.new_scope(),
         });
         let mut capabilities = self.capabilities(Era::Legacy);
         self.add_task_capability(&mut capabilities, Era::Legacy);
@@ -240,7 +280,7 @@ impl Server {
     }
 
     /// Runs the handler of a (new or resumed) call and acts on its outcome.
-    fn legacy_run(&mut self, mut call: PendingCall) {
+    fn legacy_run(&mut self, call: PendingCall) {
         let caps = self.session.as_ref().map(|s| s.client_caps.clone());
         let outcome = calls::invoke(
             &mut self.config.tools,
@@ -249,12 +289,29 @@ impl Server {
             (Era::Legacy, call.round),
             caps.as_ref().unwrap_or(&Value::Null),
             call.progress_token.as_ref(),
-        );
+        )
+        .now();
+        self.legacy_act(call, outcome);
+    }
+
+    /// The answer to the request a call serves: to a `tools/call`, `reply`; to a task's
+    /// `tasks/result`, what the task ends with.
+    fn answer_call(&mut self, call: &PendingCall, reply: Result<Value, ErrorObject>) {
+        let reply = match &call.task {
+            Some(task) => self.task_answered(task, reply),
+            None => reply,
+        };
+        self.reply(&call.client_id, reply);
+    }
+
+    /// Acts on the outcome of a call's handler: answers, or asks the client for input
+    /// and parks the call.
+    pub(super) fn legacy_act(&mut self, mut call: PendingCall, outcome: ToolOutcome) {
         let asks = match outcome {
             ToolOutcome::NeedInput(asks) => asks,
             ToolOutcome::Done(v) => {
                 let reply = calls::done(&call.target.name, v);
-                return self.reply(&call.client_id, reply);
+                return self.answer_call(&call, reply);
             }
             ToolOutcome::DoneWithNotes { notes, result } => {
                 let level = match &self.session {
@@ -263,14 +320,15 @@ impl Server {
                 };
                 self.send_notes(&notes, level, call.progress_token.as_ref());
                 let reply = calls::done(&call.target.name, result);
-                return self.reply(&call.client_id, reply);
+                return self.answer_call(&call, reply);
             }
-            ToolOutcome::Error(e) => return self.send_error(Some(&call.client_id), &e),
-            ToolOutcome::NoAnswer => return,
+            ToolOutcome::Error(e) => return self.answer_call(&call, Err(e)),
+            // `now()` left no delay.
+            ToolOutcome::NoAnswer | ToolOutcome::After { .. } => return,
         };
         let name = &call.target.name;
         if let Some(reply) = calls::refuse(name, &asks, call.round, &self.config.limits) {
-            return self.reply(&call.client_id, reply);
+            return self.answer_call(&call, reply);
         }
         let (version, caps) = match &self.session {
             Some(s) => (s.version, &s.client_caps),
@@ -285,7 +343,7 @@ impl Server {
                 "tool `{name}` needs input, but the client did not declare the {} capability",
                 names.join(", ")
             );
-            return self.send_result(&call.client_id, &error_result(text));
+            return self.answer_call(&call, Ok(error_result(text)));
         }
         let in_flight: usize = self.pending.iter().map(|c| c.waiting.len()).sum();
         if in_flight.saturating_add(asks.len()) > self.config.limits.max_pending_inputs {
@@ -293,10 +351,17 @@ impl Server {
                 codes::INTERNAL_ERROR,
                 "Too many input requests awaiting the client's answers",
             );
-            return self.send_error(Some(&call.client_id), &e);
+            return self.answer_call(&call, Err(e));
         }
         for (key, spec) in &asks {
-            let (method, params) = calls::render(spec, version);
+            let (method, mut params) = calls::render(spec, version);
+            if let Some(task) = &call.task {
+                let meta = json!({ RELATED_TASK_KEY: {"taskId": task} });
+                let p = params.get_or_insert_with(|| json!({}));
+                if let Some(o) = p.as_object_mut() {
+                    o.insert("_meta".into(), meta);
+                }
+            }
             let out_id = self.send_request(method, params.as_ref());
             call.waiting.push((out_id, key.clone()));
         }
@@ -337,7 +402,7 @@ impl Server {
                     "input request `{key}` failed: {} (code {})",
                     e.message, e.code
                 );
-                self.send_result(&call.client_id, &error_result(text));
+                self.answer_call(&call, Ok(error_result(text)));
             }
         }
     }

@@ -131,6 +131,8 @@ pub struct Server {
     close_reported: bool,
     /// Tasks of the tools that run as tasks.
     tasks: tasks::TaskStore,
+    /// The `now` of the input being handled (tasks are due, and expire, against it).
+    now: Instant,
 }
 
 impl Server {
@@ -148,6 +150,7 @@ impl Server {
             eof: false,
             close_reported: false,
             tasks: tasks::TaskStore::default(),
+            now: Instant::ZERO,
         }
     }
 
@@ -176,6 +179,15 @@ impl Server {
             return;
         };
         self.config.state_codec = Box::new(SealedStateCodec::new(ring, &seed, epoch_unix_ms));
+    }
+
+    /// Makes task ids unguessable and task times real: ids become 128-bit values keyed
+    /// by `seed` (32 bytes from a real entropy source) instead of `task-1`, `task-2`, …,
+    /// and `createdAt` / `lastUpdatedAt` are placed on the Unix clock by `epoch_unix_ms`
+    /// (the Unix time in milliseconds at `Instant::ZERO`). The adapters' serve functions
+    /// call it. See the [`tasks`] module.
+    pub fn seed_tasks(&mut self, seed: [u8; 32], epoch_unix_ms: u64) {
+        self.tasks.seed(&seed, epoch_unix_ms);
     }
 
     /// The configuration.
@@ -271,6 +283,7 @@ impl Server {
         if self.eof {
             return;
         }
+        self.now = self.now.max(now);
         match message {
             Message::Request(r) => self.on_request(now, r),
             Message::Notification(n) => self.on_notification(&n),

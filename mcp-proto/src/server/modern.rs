@@ -74,29 +74,31 @@ impl Server {
         };
         let reply = match method {
             "server/discover" => Ok(self.discover()),
-            "tools/call"
-                if super::tasks::declares_tasks(Some(&caps))
-                    && params.get("requestState").is_none()
-                    && params
-                        .get("name")
-                        .and_then(Value::as_str)
-                        .is_some_and(|n| self.is_task_tool(n)) =>
-            {
-                match calls::target(params, &self.config.tools) {
-                    Ok(target) => {
-                        let mut task = self.create_task(&target, Era::Modern);
-                        if let Some(o) = task.as_object_mut() {
-                            o.insert("resultType".into(), json!("task"));
-                        }
-                        Ok(task)
-                    }
-                    Err(e) => Err(e),
-                }
-            }
             "tools/call" if !self.config.tools.is_empty() => {
-                match self.modern_call(now, params, version, &caps) {
-                    Some(reply) => reply,
-                    None => return,
+                let declared = super::tasks::declares_tasks(Some(&caps));
+                let mode =
+                    (params.get("name").and_then(Value::as_str)).and_then(|n| self.task_mode(n));
+                match mode {
+                    Some(m) if m.required && !declared => {
+                        Err(super::tasks::tasks_capability_required())
+                    }
+                    Some(m)
+                        if declared
+                            && !m.input_before_task
+                            && params.get("requestState").is_none() =>
+                    {
+                        calls::target(params, &self.config.tools).map(|target| {
+                            let task = self.create_task(target, Era::Modern, &caps);
+                            as_created(task)
+                        })
+                    }
+                    _ => {
+                        let as_task = declared && mode.is_some_and(|m| m.input_before_task);
+                        match self.modern_call(now, params, version, &caps, as_task) {
+                            Some(reply) => reply,
+                            None => return,
+                        }
+                    }
                 }
             }
             "prompts/get" if !self.config.prompts.is_empty() => {
@@ -188,13 +190,15 @@ impl Server {
         result
     }
 
-    /// A modern `tools/call`, first try or MRTR retry. `None`: never answer.
+    /// A modern `tools/call`, first try or MRTR retry. `None`: never answer. `as_task`:
+    /// the first outcome that is not a request for input becomes a task.
     fn modern_call(
         &mut self,
         now: Instant,
         params: &Params,
         version: ProtocolVersion,
         caps: &Value,
+        as_task: bool,
     ) -> Option<Result<Value, ErrorObject>> {
         let target = match calls::target(params, &self.config.tools) {
             Ok(t) => t,
@@ -221,6 +225,15 @@ impl Server {
             caps,
             progress.as_ref(),
         );
+        let outcome = match outcome {
+            ToolOutcome::NeedInput(asks) => ToolOutcome::NeedInput(asks),
+            other if as_task => {
+                let first = Some((other, inputs, round));
+                let task = self.start_task(target, Era::Modern, caps, first);
+                return Some(Ok(as_created(task)));
+            }
+            other => other.now(),
+        };
         let asks = match outcome {
             ToolOutcome::NeedInput(asks) => asks,
             ToolOutcome::Done(v) => return Some(calls::done(&target.name, v)),
@@ -238,7 +251,8 @@ impl Server {
                 return Some(calls::done(&target.name, result));
             }
             ToolOutcome::Error(e) => return Some(Err(e)),
-            ToolOutcome::NoAnswer => return None,
+            // `now()` left no delay.
+            ToolOutcome::NoAnswer | ToolOutcome::After { .. } => return None,
         };
         let round = Round {
             name: &target.name,
@@ -373,6 +387,14 @@ impl Server {
             "requestState": token,
         }))
     }
+}
+
+/// A task's record as a 2026 `CreateTaskResult`.
+fn as_created(mut task: Value) -> Value {
+    if let Some(o) = task.as_object_mut() {
+        o.insert("resultType".into(), json!("task"));
+    }
+    task
 }
 
 /// Where a request that asks for input stands: its name (tool or prompt), the rounds

@@ -7,6 +7,7 @@
 //! then calls the handler again with the answers added to [`ToolCall::inputs`].
 
 use std::fmt;
+use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
@@ -42,9 +43,16 @@ pub struct Tool {
     /// without running the handler. For tools with effects that must not repeat.
     pub single_use_state: bool,
     /// Runs as a task when a call asks for one (`execution.taskSupport: "optional"`),
-    /// its task showing `working` for this many `tasks/get` polls; see
+    /// its task showing `working` for at least this many `tasks/get` polls; see
     /// [`Tool::as_task`].
     pub task_polls: Option<u32>,
+    /// Runs only as a task (`execution.taskSupport: "required"`); see
+    /// [`Tool::task_required`].
+    pub task_required: bool,
+    /// 2026-07-28: the input rounds of a call run as MRTR rounds on the `tools/call`
+    /// itself, and the task is created with the first outcome that is not a request
+    /// for input; see [`Tool::input_before_task`].
+    pub input_before_task: bool,
 }
 
 impl Tool {
@@ -63,6 +71,8 @@ impl Tool {
             handler: Box::new(handler),
             single_use_state: false,
             task_polls: None,
+            task_required: false,
+            input_before_task: false,
         }
     }
 
@@ -76,12 +86,37 @@ impl Tool {
 
     /// The same tool, run as a task when a call asks for one (a 2025-11-25
     /// `params.task`, or a 2026-07-28 call declaring the tasks extension): its handler
-    /// runs at once and the task shows `working` for `polls` `tasks/get` polls, then
-    /// its end (the server module `tasks` describes the model). Other calls run it as
-    /// usual.
+    /// runs at once and the task shows `working` for at least `polls` `tasks/get`
+    /// polls, and until its outcome is due ([`ToolOutcome::After`]), then that outcome
+    /// (the server module `tasks` describes the model). Other calls run it as usual.
     #[must_use]
     pub fn as_task(mut self, polls: u32) -> Self {
         self.task_polls = Some(polls);
+        self
+    }
+
+    /// The same tool, run only as a task (`execution.taskSupport: "required"`; implies
+    /// [`Tool::as_task`] with no polls when it was not set): a 2025-11-25 call without
+    /// `params.task` gets `-32601`, a 2026-07-28 call that does not declare the tasks
+    /// extension gets `-32021` naming it in `data.requiredCapabilities`.
+    #[must_use]
+    pub fn task_required(mut self) -> Self {
+        self.task_polls.get_or_insert(0);
+        self.task_required = true;
+        self
+    }
+
+    /// The same tool, its 2026-07-28 input gathered before the task exists (implies
+    /// [`Tool::as_task`] with no polls when it was not set): while the handler asks
+    /// for input, the `tools/call` gets `input_required` results as any tool's does;
+    /// its first other outcome (typically a [`ToolOutcome::After`]) becomes a task,
+    /// answered with `CreateTaskResult`. Without this, a task tool's input requests
+    /// go through the task (`input_required` on `tasks/get`, answered by
+    /// `tasks/update`).
+    #[must_use]
+    pub fn input_before_task(mut self) -> Self {
+        self.task_polls.get_or_insert(0);
+        self.input_before_task = true;
         self
     }
 
@@ -91,7 +126,12 @@ impl Tool {
         if self.task_polls.is_some()
             && let Some(o) = listing.as_object_mut()
         {
-            o.insert("execution".into(), json!({"taskSupport": "optional"}));
+            let support = if self.task_required {
+                "required"
+            } else {
+                "optional"
+            };
+            o.insert("execution".into(), json!({ "taskSupport": support }));
         }
         listing
     }
@@ -207,6 +247,16 @@ pub enum ToolOutcome {
         /// The `CallToolResult` JSON.
         result: Value,
     },
+    /// This outcome, known now but due only after `delay` (a computation that takes
+    /// that long). In a task, the task shows `working` until the request handed in at
+    /// or after `created + delay` (the machine has no clock of its own: time is what
+    /// its inputs say), then the outcome. Outside a task it is delivered at once.
+    After {
+        /// How long after the handler ran the outcome is due.
+        delay: Duration,
+        /// The outcome.
+        outcome: Box<ToolOutcome>,
+    },
 }
 
 /// A notification a tool sends while it runs (see [`ToolOutcome::DoneWithNotes`]).
@@ -256,6 +306,24 @@ impl ToolNote {
 }
 
 impl ToolOutcome {
+    /// `outcome`, due after `delay` ([`ToolOutcome::After`]).
+    #[must_use]
+    pub fn after(delay: Duration, outcome: ToolOutcome) -> Self {
+        ToolOutcome::After {
+            delay,
+            outcome: Box::new(outcome),
+        }
+    }
+
+    /// The outcome without its delays (what a call outside a task gets at once).
+    pub(super) fn now(self) -> ToolOutcome {
+        let mut outcome = self;
+        while let ToolOutcome::After { outcome: inner, .. } = outcome {
+            outcome = *inner;
+        }
+        outcome
+    }
+
     /// A successful result with one text block.
     #[must_use]
     pub fn text(text: impl Into<String>) -> Self {

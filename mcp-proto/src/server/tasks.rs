@@ -1,51 +1,143 @@
-//! Tasks on the server, opt-in per tool ([`Tool::as_task`](super::Tool::as_task)): a
-//! small, deterministic model for examples and tests, in both eras.
+//! Tasks on the server, opt-in per tool ([`Tool::as_task`](super::Tool::as_task),
+//! [`Tool::task_required`](super::Tool::task_required),
+//! [`Tool::input_before_task`](super::Tool::input_before_task)), in both eras.
 //!
-//! A task tool's handler runs once, at once, when a call asks for a task (2025-11-25:
-//! `params.task` on a `tools/call`; 2026-07-28: a `tools/call` that declares the
-//! `io.modelcontextprotocol/tasks` extension). Its outcome is held behind a task that
-//! shows `working` for the tool's number of `tasks/get` polls, then its end: `completed`
-//! (2025: `failed` for an `isError` result or an error, as the 2025 text says; 2026:
-//! `completed` with the result inlined, `failed` with the error). A 2025 `tasks/result`
-//! ends the task at once and answers with its result. `tasks/cancel` cancels a task still
-//! running (2025: `-32602` for a finished one). At most [`MAX_TASKS`] are kept, the oldest
-//! dropped first; an unknown id is `-32602`.
+//! **When a call becomes a task.** 2025-11-25: a `tools/call` with `params.task` on a
+//! task tool (a tool that requires a task and gets a call without it: `-32601`).
+//! 2026-07-28: a `tools/call` to a task tool whose request declares the
+//! `io.modelcontextprotocol/tasks` extension (the server decides; a legacy `task` param
+//! is ignored); a tool that requires a task and gets a call that does not declare it:
+//! `-32021` with `data.requiredCapabilities`. A tool made with
+//! [`Tool::input_before_task`](super::Tool::input_before_task) first runs its MRTR
+//! rounds on the `tools/call`, and the task is created with the first other outcome.
 //!
-//! The machine has neither a clock nor entropy: task ids are sequential (`task-1`, …),
-//! which the spec allows only where requestors are trusted or bound to an authorization
-//! context, and `createdAt` / `lastUpdatedAt` read [`TIMESTAMP`]. A tool that asks for
-//! input cannot run as a task here: its task fails.
+//! **How a task runs.** The handler runs when the task is created, and again each time
+//! the input it asked for is complete. Each outcome is held behind the task until it is
+//! due: after the tool's number of `tasks/get` polls (the `polls` of
+//! [`Tool::as_task`](super::Tool::as_task), a deterministic model for tests) and after
+//! its delay ([`ToolOutcome::After`]: the
+//! machine has no clock, so "due" is judged against the `now` of the inputs handed in).
+//! Then the task shows it: `completed` with the result (2025: `failed` for an `isError`
+//! result), `failed` with the JSON-RPC error, or, when the handler asked for input,
+//! `input_required` with `inputRequests` (2026; `tasks/update` answers them, partly or
+//! wholly, and once every outstanding key is answered the task goes back to `working`
+//! and the handler runs again). A handler that never answers
+//! ([`ToolOutcome::NoAnswer`]) leaves its task `working` until it is cancelled or
+//! expires. Notes ([`ToolOutcome::DoneWithNotes`]) are dropped: tasks carry no progress
+//! or log messages. A 2025 task that asks for input shows `input_required`; its requests
+//! go out as server→client requests tagged with the task (`_meta`
+//! `io.modelcontextprotocol/related-task`) once a `tasks/result` for it arrives, which
+//! then waits, parked like a tool call, until the answers are in and the task ends.
+//!
+//! **Methods.** 2025-11-25: `tasks/get`, `tasks/result` (a task not yet ended is ended
+//! at once with its held outcome, delays and polls skipped; one waiting for input waits
+//! as said above), `tasks/list`
+//! (pages of [`LIST_PAGE`], opaque `nextCursor`; a bad cursor is `-32602`) and
+//! `tasks/cancel` (`-32602` for a task already ended). 2026-07-28: `tasks/get` (the
+//! `DetailedTask`: `result`, `error` or `inputRequests` inlined), `tasks/update` and
+//! `tasks/cancel` (both acknowledged with an empty result, idempotently), all three
+//! refused with `-32021` when the request does not declare the extension; `tasks/result`
+//! and `tasks/list` are `-32601`. An unknown id is `-32602`.
+//!
+//! **Who sees a task.** Each task belongs to the requestor that created it: the
+//! principal ([`Server::set_principal`](super::Server::set_principal)) and, in the
+//! legacy era, the legacy session (each `initialize` opens a scope of its own; over
+//! HTTP each `Mcp-Session-Id` is one). Another requestor's task is "not found" to every
+//! method, and never listed. A 2026 task is reachable by 2026 requests only, a 2025 one
+//! by its session only.
+//!
+//! **Ids, time, bounds.** With [`Server::seed_tasks`](super::Server::seed_tasks) (32
+//! bytes of real entropy; the adapters call it), task ids are 128-bit values keyed by
+//! the seed that nobody can guess or enumerate, and `createdAt` / `lastUpdatedAt` are
+//! real UTC times. Without it, ids are sequential (`task-1`, …), which the spec allows
+//! only where requestors are trusted or bound to an authorization context, and every
+//! timestamp reads [`TIMESTAMP`]. A task expires [`TTL_MS`] after its creation (it is then
+//! "not found"). Each requestor keeps at most [`MAX_TASKS`], the whole server
+//! [`MAX_STORED_TASKS`]; the oldest go first (ended ones before running ones).
+//! Status notifications (2025 `notifications/tasks/status`, a MAY) are not sent.
 
 use std::collections::VecDeque;
+use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
+use crate::Instant;
 use crate::client::{RELATED_TASK_KEY, TASKS_EXTENSION};
-use crate::jsonrpc::{ErrorObject, codes};
-use crate::version::Era;
+use crate::jsonrpc::{ErrorObject, RequestId, codes};
+use crate::version::{Era, ProtocolVersion};
 
 use super::calls::{self, Target};
+use super::legacy::PendingCall;
+use super::registry::InputRequestSpec;
 use super::{Params, Server, ToolOutcome};
 
-/// Tasks kept at most; the oldest goes first.
+/// Tasks kept at most per requestor; the oldest goes first.
 pub const MAX_TASKS: usize = 64;
+
+/// Tasks kept at most by the whole server; the oldest goes first.
+pub const MAX_STORED_TASKS: usize = 1024;
+
+/// Tasks per 2025 `tasks/list` page.
+pub const LIST_PAGE: usize = 50;
 
 /// The poll interval the server asks for, in milliseconds.
 pub const POLL_INTERVAL_MS: u64 = 100;
 
-/// The task lifetime the server reports, in milliseconds.
+/// The task lifetime, in milliseconds: a task is dropped this long after its creation.
 pub const TTL_MS: u64 = 600_000;
 
-/// `createdAt` and `lastUpdatedAt` of every task (the machine has no wall clock).
+/// `createdAt` and `lastUpdatedAt` of every task when the server has no epoch
+/// ([`Server::seed_tasks`](super::Server::seed_tasks)).
 pub const TIMESTAMP: &str = "1970-01-01T00:00:00Z";
+
+/// Who a task belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Owner {
+    principal: Option<String>,
+    /// The legacy session's scope; `None` for the modern era.
+    scope: Option<u64>,
+}
+
+/// What a task will show once due.
+#[derive(Debug)]
+enum Held {
+    /// The end.
+    Outcome(Result<Value, ErrorObject>),
+    /// Input requests (rendered, by key).
+    Input(Map<String, Value>),
+    /// 2025: input requests, sent once a `tasks/result` waits for them.
+    LegacyInput(Vec<(String, InputRequestSpec)>),
+    /// Nothing, ever.
+    Never,
+}
 
 /// One task.
 #[derive(Debug)]
 pub(super) struct ServerTask {
     id: String,
+    /// Creation order, for `tasks/list` cursors.
+    seq: u64,
+    owner: Owner,
+    era: Era,
     status: &'static str,
+    created: Instant,
+    updated: Instant,
     polls_left: u32,
-    outcome: Result<Value, ErrorObject>,
+    /// The held outcome is due from then on.
+    due: Instant,
+    held: Option<Held>,
+    /// The end, once terminal (`None` for `cancelled`).
+    outcome: Option<Result<Value, ErrorObject>>,
+    /// Outstanding input requests (2026), by key.
+    input_requests: Map<String, Value>,
+    /// Input requests of a 2025 task not yet sent (none while a `tasks/result` waits
+    /// for their answers).
+    legacy_asks: Vec<(String, InputRequestSpec)>,
+    target: Target,
+    caps: Value,
+    version: ProtocolVersion,
+    inputs: Map<String, Value>,
+    round: u32,
 }
 
 /// The tasks of a server.
@@ -53,6 +145,77 @@ pub(super) struct ServerTask {
 pub(super) struct TaskStore {
     tasks: VecDeque<ServerTask>,
     next: u64,
+    /// The last scope handed to a legacy session.
+    scopes: u64,
+    /// The key task ids are made with, when seeded.
+    key: Option<[u8; 32]>,
+    /// The Unix time in milliseconds at `Instant::ZERO`, when known.
+    epoch_unix_ms: Option<u64>,
+}
+
+impl TaskStore {
+    /// A scope for a new legacy session.
+    pub(super) fn new_scope(&mut self) -> u64 {
+        self.scopes = self.scopes.wrapping_add(1);
+        self.scopes
+    }
+
+    /// Keys task ids with `seed` and dates tasks from `epoch_unix_ms`.
+    pub(super) fn seed(&mut self, seed: &[u8; 32], epoch_unix_ms: u64) {
+        self.key = Some(crate::auth::crypto::hmac_sha256(seed, &[b"task id key"]));
+        self.epoch_unix_ms = Some(epoch_unix_ms);
+    }
+
+    fn mint_id(&mut self) -> (u64, String) {
+        self.next += 1;
+        let seq = self.next;
+        let id = match &self.key {
+            Some(key) => {
+                let mac = crate::auth::crypto::hmac_sha256(key, &[&seq.to_be_bytes()]);
+                mac[..16].iter().map(|b| format!("{b:02x}")).collect()
+            }
+            None => format!("task-{seq}"),
+        };
+        (seq, id)
+    }
+
+    fn timestamp(&self, at: Instant) -> String {
+        match self.epoch_unix_ms {
+            Some(epoch) => {
+                let ms = u64::try_from(at.elapsed_since_origin().as_millis()).unwrap_or(u64::MAX);
+                iso8601(epoch.saturating_add(ms))
+            }
+            None => TIMESTAMP.to_owned(),
+        }
+    }
+
+    /// Drops the tasks whose lifetime is over.
+    fn expire(&mut self, now: Instant) {
+        let ttl = Duration::from_millis(TTL_MS);
+        self.tasks
+            .retain(|t| now.saturating_duration_since(t.created) < ttl);
+    }
+
+    /// Makes room for one more task of `owner`.
+    fn make_room(&mut self, owner: &Owner) {
+        let mine = self.tasks.iter().filter(|t| &t.owner == owner).count();
+        if mine >= MAX_TASKS {
+            self.drop_oldest(|t| &t.owner == owner);
+        }
+        if self.tasks.len() >= MAX_STORED_TASKS {
+            self.drop_oldest(|_| true);
+        }
+    }
+
+    /// Drops the oldest task `matching`, an ended one when there is one.
+    fn drop_oldest(&mut self, matching: impl Fn(&ServerTask) -> bool) {
+        let at = (self.tasks.iter())
+            .position(|t| matching(t) && t.terminal())
+            .or_else(|| self.tasks.iter().position(&matching));
+        if let Some(at) = at {
+            self.tasks.remove(at);
+        }
+    }
 }
 
 fn not_found(id: &str) -> ErrorObject {
@@ -60,33 +223,130 @@ fn not_found(id: &str) -> ErrorObject {
     ErrorObject::new(codes::INVALID_PARAMS, format!("Task not found: {id}"))
 }
 
+/// The `-32021` for a 2026 request that must declare the tasks extension.
+pub(super) fn tasks_capability_required() -> ErrorObject {
+    let data = json!({"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}});
+    ErrorObject::new(
+        codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
+        format!("Missing required client capability: extensions.{TASKS_EXTENSION}"),
+    )
+    .with_data(data)
+}
+
 impl ServerTask {
     fn terminal(&self) -> bool {
         matches!(self.status, "completed" | "failed" | "cancelled")
     }
 
-    /// Ends the work: the status its outcome gives in `era`.
-    fn finish(&mut self, era: Era) {
-        if self.terminal() {
+    /// Takes in a handler outcome at `now`: held until due, shown at once if due.
+    fn take(&mut self, outcome: ToolOutcome, now: Instant, limits: &super::ServerLimits) {
+        let mut outcome = outcome;
+        self.due = now;
+        while let ToolOutcome::After {
+            delay,
+            outcome: inner,
+        } = outcome
+        {
+            self.due = self.due.saturating_add(delay);
+            outcome = *inner;
+        }
+        let name = &self.target.name;
+        let held = match outcome {
+            ToolOutcome::Done(v) | ToolOutcome::DoneWithNotes { result: v, .. } => {
+                Held::Outcome(calls::done(name, v))
+            }
+            ToolOutcome::Error(e) => Held::Outcome(Err(e)),
+            ToolOutcome::NeedInput(asks) => self.hold_input(&asks, limits),
+            _ => Held::Never,
+        };
+        self.held = Some(held);
+        self.refresh(now);
+    }
+
+    fn hold_input(
+        &self,
+        asks: &[(String, InputRequestSpec)],
+        limits: &super::ServerLimits,
+    ) -> Held {
+        let name = &self.target.name;
+        if let Some(reply) = calls::refuse(name, asks, self.round, limits) {
+            return Held::Outcome(reply);
+        }
+        if self.era == Era::Legacy {
+            // Sent (or refused for a missing capability) when a tasks/result waits.
+            return Held::LegacyInput(asks.to_vec());
+        }
+        if let Some(missing) = calls::missing_capabilities(&self.caps, asks) {
+            return Held::Outcome(Err(ErrorObject::new(
+                codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                format!("tool `{name}` needs input the client cannot give"),
+            )
+            .with_data(json!({"requiredCapabilities": missing}))));
+        }
+        let mut requests = Map::new();
+        for (key, spec) in asks {
+            let (method, params) = calls::render(spec, self.version);
+            let mut request = json!({ "method": method });
+            if let (Some(p), Some(o)) = (params, request.as_object_mut()) {
+                o.insert("params".into(), p);
+            }
+            requests.insert(key.clone(), request);
+        }
+        Held::Input(requests)
+    }
+
+    /// Shows the held outcome when it is due at `now`.
+    fn refresh(&mut self, now: Instant) {
+        if self.status != "working" || self.polls_left > 0 || now < self.due {
             return;
         }
-        self.polls_left = 0;
-        self.status = match (&self.outcome, era) {
+        match self.held.take() {
+            Some(Held::Outcome(o)) => self.finish(o, now),
+            Some(Held::Input(requests)) => {
+                self.status = "input_required";
+                self.input_requests = requests;
+                self.updated = now;
+            }
+            Some(Held::LegacyInput(asks)) => {
+                self.status = "input_required";
+                self.legacy_asks = asks;
+                self.updated = now;
+            }
+            other => self.held = other,
+        }
+    }
+
+    /// Ends the task with `outcome`.
+    fn finish(&mut self, outcome: Result<Value, ErrorObject>, now: Instant) {
+        self.status = match (&outcome, self.era) {
             (Err(_), _) => "failed",
             (Ok(r), Era::Legacy) if r.get("isError") == Some(&Value::Bool(true)) => "failed",
             (Ok(_), _) => "completed",
         };
+        self.outcome = Some(outcome);
+        self.held = None;
+        self.input_requests.clear();
+        self.updated = now;
     }
 
-    fn record(&self, era: Era) -> Value {
+    fn cancel(&mut self, now: Instant) {
+        if !self.terminal() {
+            self.status = "cancelled";
+            self.held = None;
+            self.input_requests.clear();
+            self.updated = now;
+        }
+    }
+
+    fn record(&self, store: &TaskStore) -> Value {
         let mut r = json!({
             "taskId": self.id,
             "status": self.status,
-            "createdAt": TIMESTAMP,
-            "lastUpdatedAt": TIMESTAMP,
+            "createdAt": store.timestamp(self.created),
+            "lastUpdatedAt": store.timestamp(self.updated),
         });
         if let Some(o) = r.as_object_mut() {
-            let (ttl, poll) = match era {
+            let (ttl, poll) = match self.era {
                 Era::Legacy => ("ttl", "pollInterval"),
                 Era::Modern => ("ttlMs", "pollIntervalMs"),
             };
@@ -95,6 +355,36 @@ impl ServerTask {
         }
         r
     }
+
+    /// The 2026 `DetailedTask`: the record with `result`, `error` or `inputRequests`.
+    fn detailed(&self, store: &TaskStore) -> Value {
+        let mut r = self.record(store);
+        if let Some(o) = r.as_object_mut() {
+            match (self.status, &self.outcome) {
+                ("completed", Some(Ok(v))) => {
+                    o.insert("result".into(), v.clone());
+                }
+                ("failed", Some(Err(e))) => {
+                    o.insert("error".into(), serde_json::to_value(e).unwrap_or_default());
+                }
+                ("input_required", _) => {
+                    o.insert(
+                        "inputRequests".into(),
+                        Value::Object(self.input_requests.clone()),
+                    );
+                }
+                _ => {}
+            }
+        }
+        r
+    }
+}
+
+/// How a `tools/call` to a tool relates to tasks.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct TaskMode {
+    pub required: bool,
+    pub input_before_task: bool,
 }
 
 impl Server {
@@ -105,59 +395,112 @@ impl Server {
 
     /// Whether tool `name` runs as a task.
     pub(super) fn is_task_tool(&self, name: &str) -> bool {
-        self.config
-            .tools
-            .iter()
-            .any(|t| t.name == name && t.task_polls.is_some())
+        self.task_mode(name).is_some()
     }
 
-    /// Runs `target` now and keeps its outcome behind a new task; the task's record.
-    pub(super) fn create_task(&mut self, target: &Target, era: Era) -> Value {
-        let polls = self
-            .config
-            .tools
-            .iter()
+    /// Whether tool `name` runs only as a task.
+    pub(super) fn requires_task(&self, name: &str) -> bool {
+        self.task_mode(name).is_some_and(|m| m.required)
+    }
+
+    /// How tool `name` runs as a task; `None` when it does not.
+    pub(super) fn task_mode(&self, name: &str) -> Option<TaskMode> {
+        (self.config.tools.iter())
+            .find(|t| t.name == name && t.task_polls.is_some())
+            .map(|t| TaskMode {
+                required: t.task_required,
+                input_before_task: t.input_before_task,
+            })
+    }
+
+    /// Who the request being handled in `era` comes from.
+    fn task_owner(&self, era: Era) -> Owner {
+        Owner {
+            principal: self.principal.clone(),
+            scope: match era {
+                Era::Legacy => self.session.as_ref().map(|s| s.task_scope),
+                Era::Modern => None,
+            },
+        }
+    }
+
+    /// Creates a task for `target` and runs its handler; the task's record.
+    pub(super) fn create_task(&mut self, target: Target, era: Era, caps: &Value) -> Value {
+        self.start_task(target, era, caps, None)
+    }
+
+    /// Creates a task for `target` holding `first` (the outcome of the handler's round
+    /// `round`, with the answers `inputs`), or running the handler now when `first` is
+    /// `None`; the task's record.
+    pub(super) fn start_task(
+        &mut self,
+        target: Target,
+        era: Era,
+        caps: &Value,
+        first: Option<(ToolOutcome, Map<String, Value>, u32)>,
+    ) -> Value {
+        let now = self.now;
+        let polls = (self.config.tools.iter())
             .find(|t| t.name == target.name)
             .and_then(|t| t.task_polls)
             .unwrap_or(0);
-        let tools = &mut self.config.tools;
-        // A task's notes have no stream to go on: its result is what it leaves.
-        let outcome = match calls::invoke(tools, target, &Map::new(), (era, 0), &Value::Null, None)
-        {
-            ToolOutcome::Done(v) | ToolOutcome::DoneWithNotes { result: v, .. } => {
-                calls::done(&target.name, v)
+        let version = match era {
+            Era::Legacy => self.session.as_ref().map(|s| s.version),
+            Era::Modern => self.config.versions.newest(Era::Modern),
+        }
+        .unwrap_or(ProtocolVersion::V2026_07_28);
+        let (outcome, inputs, round) = match first {
+            Some(first) => first,
+            None => {
+                let outcome = calls::invoke(
+                    &mut self.config.tools,
+                    &target,
+                    &Map::new(),
+                    (era, 0),
+                    caps,
+                    None,
+                );
+                (outcome, Map::new(), 0)
             }
-            ToolOutcome::Error(e) => Err(e),
-            _ => Err(ErrorObject::new(
-                codes::INTERNAL_ERROR,
-                format!("tool `{}` cannot ask for input as a task", target.name),
-            )),
         };
+        let owner = self.task_owner(era);
         let store = &mut self.tasks;
-        store.next += 1;
+        store.expire(now);
+        store.make_room(&owner);
+        let (seq, id) = store.mint_id();
         let mut task = ServerTask {
-            id: format!("task-{}", store.next),
+            id,
+            seq,
+            owner,
+            era,
             status: "working",
+            created: now,
+            updated: now,
             polls_left: polls,
-            outcome,
+            due: now,
+            held: None,
+            outcome: None,
+            input_requests: Map::new(),
+            legacy_asks: Vec::new(),
+            target,
+            caps: caps.clone(),
+            version,
+            inputs,
+            round,
         };
-        if polls == 0 {
-            task.finish(era);
-        }
-        let record = task.record(era);
-        if store.tasks.len() >= MAX_TASKS {
-            store.tasks.pop_front();
-        }
+        task.take(outcome, now, &self.config.limits);
+        let record = task.record(store);
         store.tasks.push_back(task);
         record
     }
 
-    fn task_mut(&mut self, params: &Params) -> Result<&mut ServerTask, ErrorObject> {
+    /// The task `params.taskId` of the current requestor in `era`.
+    fn task_index(&mut self, params: &Params, era: Era) -> Result<usize, ErrorObject> {
         let id = params.get("taskId").and_then(Value::as_str).unwrap_or("");
-        self.tasks
-            .tasks
-            .iter_mut()
-            .find(|t| t.id == id)
+        let owner = self.task_owner(era);
+        self.tasks.expire(self.now);
+        (self.tasks.tasks.iter())
+            .position(|t| t.id == id && t.era == era && t.owner == owner)
             .ok_or_else(|| not_found(id))
     }
 
@@ -183,61 +526,63 @@ impl Server {
             return None;
         }
         if era == Era::Modern && !declares_tasks(caps) {
-            let data = json!({"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}});
-            return Some(Err(ErrorObject::new(
-                codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
-                format!("Missing required client capability: extensions.{TASKS_EXTENSION}"),
-            )
-            .with_data(data)));
+            return Some(Err(tasks_capability_required()));
         }
         if method == "tasks/list" {
-            let tasks: Vec<Value> = self.tasks.tasks.iter().map(|t| t.record(era)).collect();
-            return Some(Ok(json!({ "tasks": tasks })));
+            return Some(self.list_tasks(params));
         }
-        let task = match self.task_mut(params) {
-            Ok(t) => t,
+        let at = match self.task_index(params, era) {
+            Ok(at) => at,
             Err(e) => return Some(Err(e)),
         };
+        let now = self.now;
+        let limits = &self.config.limits;
+        let tools = &mut self.config.tools;
+        let store = &mut self.tasks;
+        let task = &mut store.tasks[at];
         Some(match (method, era) {
             ("tasks/get", _) => {
-                if !task.terminal() {
+                if task.status == "working" {
                     task.polls_left = task.polls_left.saturating_sub(1);
-                    if task.polls_left == 0 {
-                        task.finish(era);
-                    }
                 }
-                let mut r = task.record(era);
-                if era == Era::Modern
-                    && let Some(o) = r.as_object_mut()
-                {
-                    match (task.status, &task.outcome) {
-                        ("completed", Ok(v)) => {
-                            o.insert("result".into(), v.clone());
-                        }
-                        ("failed", Err(e)) => {
-                            o.insert("error".into(), serde_json::to_value(e).unwrap_or_default());
-                        }
-                        _ => {}
-                    }
-                }
-                Ok(r)
+                task.refresh(now);
+                let task = &store.tasks[at];
+                Ok(match era {
+                    Era::Legacy => task.record(store),
+                    Era::Modern => task.detailed(store),
+                })
             }
             ("tasks/result", _) => {
-                task.finish(era);
+                if !task.terminal() {
+                    task.polls_left = 0;
+                    task.due = now;
+                    task.refresh(now);
+                }
                 let related = json!({ RELATED_TASK_KEY: {"taskId": task.id} });
                 match (&task.outcome, task.status) {
                     (_, "cancelled") => Err(ErrorObject::new(
                         codes::INVALID_PARAMS,
                         format!("Task {} was cancelled", task.id),
                     )),
-                    (Ok(v), _) => {
+                    (Some(Ok(v)), _) => {
                         let mut v = v.clone();
                         if let Some(o) = v.as_object_mut() {
                             o.insert("_meta".into(), related);
                         }
                         Ok(v)
                     }
-                    (Err(e), _) => Err(e.clone()),
+                    (Some(Err(e)), _) => Err(e.clone()),
+                    (None, "input_required") => Err(ErrorObject::new(
+                        codes::INTERNAL_ERROR,
+                        format!(
+                            "Task {} is waiting for input on another tasks/result",
+                            task.id
+                        ),
+                    )),
+                    (None, _) => Err(ErrorObject::new(
+                        codes::INTERNAL_ERROR,
+                        format!("Task {} has no result: its tool never answers", task.id),
+                    )),
                 }
             }
             ("tasks/cancel", Era::Legacy) if task.terminal() => Err(ErrorObject::new(
@@ -248,17 +593,126 @@ impl Server {
                 ),
             )),
             ("tasks/cancel", _) => {
-                if !task.terminal() {
-                    task.status = "cancelled";
-                }
+                task.cancel(now);
                 Ok(match era {
-                    Era::Legacy => task.record(era),
+                    Era::Legacy => store.tasks[at].record(store),
                     Era::Modern => json!({}),
                 })
             }
-            // tasks/update: nothing is ever asked, so every key is ignored.
-            _ => Ok(json!({})),
+            // tasks/update
+            _ => {
+                let answers = match params.get("inputResponses") {
+                    None => Map::new(),
+                    Some(Value::Object(a)) => a.clone(),
+                    Some(_) => {
+                        return Some(Err(calls::invalid("`inputResponses` must be an object")));
+                    }
+                };
+                if task.status == "input_required" {
+                    for (key, answer) in answers {
+                        // Keys not outstanding are ignored, as are answers that are
+                        // not objects (the request stays outstanding).
+                        if answer.is_object() && task.input_requests.remove(&key).is_some() {
+                            task.inputs.insert(key, answer);
+                        }
+                    }
+                    if task.input_requests.is_empty() {
+                        task.status = "working";
+                        task.updated = now;
+                        task.round = task.round.saturating_add(1);
+                        let outcome = calls::invoke(
+                            tools,
+                            &task.target,
+                            &task.inputs,
+                            (Era::Modern, task.round),
+                            &task.caps,
+                            None,
+                        );
+                        task.take(outcome, now, limits);
+                    }
+                }
+                Ok(json!({}))
+            }
         })
+    }
+
+    /// A 2025 `tasks/result` (request `id`) for a task that needs input: the task's
+    /// input requests go out (tagged with the task) and the request waits for the end
+    /// of the task, parked as a tool call is. `false` (nothing done) for any other.
+    pub(super) fn park_task_result(&mut self, id: &RequestId, params: &Params) -> bool {
+        let Ok(at) = self.task_index(params, Era::Legacy) else {
+            return false;
+        };
+        let now = self.now;
+        let task = &mut self.tasks.tasks[at];
+        if !task.terminal() {
+            task.polls_left = 0;
+            task.due = now;
+            task.refresh(now);
+        }
+        if task.status != "input_required" || task.legacy_asks.is_empty() {
+            return false;
+        }
+        let asks = std::mem::take(&mut task.legacy_asks);
+        let inputs = (task.inputs.clone(), task.round);
+        let call = PendingCall::for_task(id.clone(), task.target.clone(), inputs, task.id.clone());
+        self.legacy_act(call, ToolOutcome::NeedInput(asks));
+        true
+    }
+
+    /// The end of the 2025 task `id` whose `tasks/result` waited for input: the task
+    /// ends with `reply` (unless cancelled meanwhile), and the `tasks/result` gets it,
+    /// tagged with the task.
+    pub(super) fn task_answered(
+        &mut self,
+        id: &str,
+        reply: Result<Value, ErrorObject>,
+    ) -> Result<Value, ErrorObject> {
+        let now = self.now;
+        let Some(task) = self.tasks.tasks.iter_mut().find(|t| t.id == id) else {
+            return Err(not_found(id));
+        };
+        if task.status == "cancelled" {
+            return Err(ErrorObject::new(
+                codes::INVALID_PARAMS,
+                format!("Task {id} was cancelled"),
+            ));
+        }
+        task.finish(reply.clone(), now);
+        let mut reply = reply?;
+        if let Some(o) = reply.as_object_mut() {
+            o.insert("_meta".into(), json!({ RELATED_TASK_KEY: {"taskId": id} }));
+        }
+        Ok(reply)
+    }
+
+    /// A 2025 `tasks/list` page of the requestor's tasks.
+    fn list_tasks(&mut self, params: &Params) -> Result<Value, ErrorObject> {
+        let from = match params.get("cursor") {
+            None | Some(Value::Null) => 0,
+            Some(Value::String(c)) => c
+                .strip_prefix('c')
+                .and_then(|n| n.parse::<u64>().ok())
+                .ok_or_else(|| calls::invalid("Invalid cursor"))?,
+            Some(_) => return Err(calls::invalid("Invalid cursor")),
+        };
+        let owner = self.task_owner(Era::Legacy);
+        let now = self.now;
+        let store = &mut self.tasks;
+        store.expire(now);
+        let mine: Vec<&ServerTask> = (store.tasks.iter())
+            .filter(|t| t.era == Era::Legacy && t.owner == owner && t.seq >= from)
+            .collect();
+        let tasks: Vec<Value> = mine
+            .iter()
+            .take(LIST_PAGE)
+            .map(|t| t.record(store))
+            .collect();
+        let mut result = json!({ "tasks": tasks });
+        if let (Some(next), Some(o)) = (mine.get(LIST_PAGE), result.as_object_mut()) {
+            o.insert("nextCursor".into(), json!(format!("c{}", next.seq)));
+        }
+        Ok(result)
     }
 
     /// The 2025 `tasks` capability, or the 2026 extension, added to `capabilities`
@@ -294,4 +748,40 @@ pub(super) fn declares_tasks(caps: Option<&Value>) -> bool {
     caps.and_then(|c| c.get("extensions"))
         .and_then(|e| e.get(TASKS_EXTENSION))
         .is_some()
+}
+
+/// `unix_ms` as an RFC 3339 UTC time with milliseconds.
+fn iso8601(unix_ms: u64) -> String {
+    let secs = unix_ms / 1000;
+    let days = i64::try_from(secs / 86_400).unwrap_or(0);
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        unix_ms % 1000
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::iso8601;
+
+    #[test]
+    fn iso8601_dates() {
+        assert_eq!(iso8601(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(iso8601(951_782_400_123), "2000-02-29T00:00:00.123Z");
+        assert_eq!(iso8601(1_764_634_225_000), "2025-12-02T00:10:25.000Z");
+    }
 }

@@ -122,6 +122,7 @@ fn caps() -> Value {
 }
 
 mod features;
+mod tasks;
 
 #[test]
 fn legacy_handshake() {

@@ -41,7 +41,8 @@ pub enum GatewayVerdict {
 pub struct Route {
     /// The method (`Mcp-Method`).
     pub method: String,
-    /// The decoded `Mcp-Name`, for `tools/call`, `prompts/get` and `resources/read`.
+    /// The decoded `Mcp-Name`, for `tools/call`, `prompts/get`, `resources/read` and
+    /// `tasks/get`, `tasks/update`, `tasks/cancel`.
     pub name: Option<String>,
     /// The decoded `Mcp-Param-*` headers the tool declares and the request carries, as
     /// (header name, value); empty when the tool's schema was not given.
@@ -173,12 +174,9 @@ fn check<'s>(
             GatewayRejection::bad(format!("the body carries no `_meta` `{PROTOCOL_VERSION}`"))
         })?;
     compare(MCP_PROTOCOL_VERSION, header_version, body_version).map_err(reason)?;
-    let field = if method == "resources/read" {
-        "uri"
-    } else {
-        "name"
-    };
-    let body_name = params.and_then(|p| p.get(field)).and_then(Value::as_str);
+    let body_name = crate::http::headers::mcp_name_source(method)
+        .and_then(|field| params.and_then(|p| p.get(field)))
+        .and_then(Value::as_str);
     let name = method_and_name(request, method, body_name).map_err(reason)?;
     let mut route = Route {
         method: method.to_owned(),

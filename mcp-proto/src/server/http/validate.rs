@@ -115,12 +115,7 @@ pub(super) fn modern_checks(
     if !serves_modern(server, body_version) {
         return Ok(());
     }
-    let name_field = match method {
-        "tools/call" | "prompts/get" => Some("name"),
-        "resources/read" => Some("uri"),
-        _ => None,
-    };
-    let body_name = name_field
+    let body_name = crate::http::headers::mcp_name_source(method)
         .and_then(|f| params.get(f))
         .and_then(Value::as_str);
     method_and_name(http, method, body_name)?;
@@ -130,9 +125,11 @@ pub(super) fn modern_checks(
     Ok(())
 }
 
-/// `Mcp-Method` equal to the body's method and, for the three methods that name
-/// something, `Mcp-Name` (decoded) equal to the body's name or URI. Returns the decoded
-/// name.
+/// `Mcp-Method` equal to the body's method and, for the methods that name something
+/// ([`mcp_name_source`](crate::http::headers::mcp_name_source): `tools/call`,
+/// `prompts/get`, `resources/read`, and the tasks extension's `tasks/get`,
+/// `tasks/update`, `tasks/cancel`), `Mcp-Name` (decoded) equal to the body's name, URI
+/// or task id. Returns the decoded name.
 pub(crate) fn method_and_name(
     http: &HttpRequest,
     method: &str,
@@ -144,7 +141,7 @@ pub(crate) fn method_and_name(
         )));
     };
     compare(MCP_METHOD, header_method, method)?;
-    if !matches!(method, "tools/call" | "prompts/get" | "resources/read") {
+    if crate::http::headers::mcp_name_source(method).is_none() {
         return Ok(None);
     }
     let Some(raw_name) = single_header(http, MCP_NAME)? else {

@@ -1,0 +1,478 @@
+//! Tasks: outcomes due later, input inside a task, required tasks, MRTR before a task,
+//! cancellation, TTL, `tasks/list` pages, ids and times, and who may see a task.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::{Peer, meta};
+use crate::Instant;
+use crate::client::TASKS_EXTENSION;
+use crate::model::Implementation;
+use crate::server::legacy::LegacyState;
+use crate::server::{InputRequestSpec, Server, ServerConfig, Tool, ToolCall, ToolOutcome};
+
+fn name_form() -> InputRequestSpec {
+    InputRequestSpec::form(
+        "Name?",
+        json!({"type": "object", "properties": {"name": {"type": "string"}}}),
+    )
+}
+
+/// The name in an elicitation answer.
+fn answered(call: &ToolCall<'_>, key: &str) -> Option<String> {
+    let a = call.inputs.get(key)?;
+    Some(a["content"]["name"].as_str().unwrap_or("?").to_owned())
+}
+
+/// `slow` (2 s), `fail` (a JSON-RPC error), `ask` (one input in the task), `two` (two
+/// inputs at once), `must` (only as a task), `mrtr` (input before its task), `plain`.
+fn server() -> Server {
+    let no_args = json!({"type": "object"});
+    let config = ServerConfig::new(Implementation::new("t", "0"))
+        .with_tool(
+            Tool::new("slow", "", no_args.clone(), |_: &ToolCall<'_>| {
+                ToolOutcome::after(Duration::from_secs(2), ToolOutcome::text("slow done"))
+            })
+            .as_task(0),
+        )
+        .with_tool(
+            Tool::new("fail", "", no_args.clone(), |_: &ToolCall<'_>| {
+                ToolOutcome::Error(crate::jsonrpc::ErrorObject::new(-32603, "crashed"))
+            })
+            .as_task(0),
+        )
+        .with_tool(
+            Tool::new(
+                "ask",
+                "",
+                no_args.clone(),
+                |call: &ToolCall<'_>| match answered(call, "who") {
+                    Some(name) => ToolOutcome::text(format!("hello {name}")),
+                    None => ToolOutcome::NeedInput(vec![("who".into(), name_form())]),
+                },
+            )
+            .as_task(0),
+        )
+        .with_tool(
+            Tool::new("two", "", no_args.clone(), |call: &ToolCall<'_>| {
+                match (answered(call, "a"), answered(call, "b")) {
+                    (Some(a), Some(b)) => ToolOutcome::text(format!("{a}+{b}")),
+                    _ => ToolOutcome::NeedInput(vec![
+                        ("a".into(), name_form()),
+                        ("b".into(), name_form()),
+                    ]),
+                }
+            })
+            .as_task(0),
+        )
+        .with_tool(
+            Tool::new("must", "", no_args.clone(), |_: &ToolCall<'_>| {
+                ToolOutcome::error_text("tool failure")
+            })
+            .task_required(),
+        )
+        .with_tool(
+            Tool::new(
+                "mrtr",
+                "",
+                no_args.clone(),
+                |call: &ToolCall<'_>| match answered(call, "user_name") {
+                    Some(name) => ToolOutcome::after(
+                        Duration::from_millis(500),
+                        ToolOutcome::text(format!("task for {name}")),
+                    ),
+                    None => ToolOutcome::NeedInput(vec![("user_name".into(), name_form())]),
+                },
+            )
+            .task_required()
+            .input_before_task(),
+        )
+        .with_tool(Tool::new("plain", "", no_args, |_: &ToolCall<'_>| {
+            ToolOutcome::text("plain")
+        }));
+    Server::new(config)
+}
+
+fn declared() -> Value {
+    meta(json!({"elicitation": {}, "extensions": {TASKS_EXTENSION: {}}}))
+}
+
+/// A 2026 request declaring the extension: its result (or the whole reply on error).
+fn req(p: &mut Peer, method: &str, mut params: Value) -> Value {
+    params["_meta"] = declared();
+    let reply = p.call(json!(1), method, params);
+    reply.get("result").cloned().unwrap_or(reply)
+}
+
+fn get(p: &mut Peer, id: &Value) -> Value {
+    req(p, "tasks/get", json!({"taskId": id}))
+}
+
+fn at(p: &mut Peer, ms: u64) {
+    p.now = Instant::from_millis(ms);
+}
+
+#[test]
+fn a_delayed_outcome_shows_once_due_and_lands_inlined() {
+    let mut p = Peer::new(server());
+    let created = req(&mut p, "tools/call", json!({"name": "slow"}));
+    assert_eq!(created["resultType"], "task");
+    assert_eq!(created["status"], "working");
+    assert_eq!(created["ttlMs"], 600_000);
+    assert!(created.get("requestState").is_none() && created.get("ttl").is_none());
+    let id = created["taskId"].clone();
+    at(&mut p, 1_999);
+    let r = get(&mut p, &id);
+    assert_eq!(r["status"], "working");
+    assert!(r.get("result").is_none(), "{r}");
+    at(&mut p, 2_000);
+    let r = get(&mut p, &id);
+    assert_eq!(r["status"], "completed");
+    assert_eq!(r["resultType"], "complete");
+    assert_eq!(r["result"]["content"][0]["text"], "slow done");
+    assert!(
+        r["result"].get("_meta").is_none(),
+        "no related-task meta: {r}"
+    );
+    // The same tool outside a task answers at once.
+    let r = p.call(
+        json!(2),
+        "tools/call",
+        json!({"name": "slow", "_meta": meta(json!({}))}),
+    );
+    assert_eq!(r["result"]["content"][0]["text"], "slow done");
+}
+
+#[test]
+fn a_protocol_error_fails_the_task_with_the_error_inlined() {
+    let mut p = Peer::new(server());
+    let id = req(&mut p, "tools/call", json!({"name": "fail"}))["taskId"].clone();
+    let r = get(&mut p, &id);
+    assert_eq!(r["status"], "failed");
+    assert_eq!(r["error"]["code"], -32603);
+    assert!(r.get("result").is_none());
+}
+
+#[test]
+fn cancelling_a_running_task_ends_it_and_acks_idempotently() {
+    let mut p = Peer::new(server());
+    let id = req(&mut p, "tools/call", json!({"name": "slow"}))["taskId"].clone();
+    let ack = req(&mut p, "tasks/cancel", json!({"taskId": id}));
+    assert_eq!(ack["resultType"], "complete");
+    for field in ["taskId", "status", "result", "error", "inputRequests"] {
+        assert!(ack.get(field).is_none(), "{ack}");
+    }
+    at(&mut p, 5_000);
+    let r = get(&mut p, &id);
+    assert_eq!(r["status"], "cancelled", "the outcome due later is dropped");
+    assert!(r.get("result").is_none());
+    let again = req(&mut p, "tasks/cancel", json!({"taskId": id}));
+    assert_eq!(again["resultType"], "complete");
+    let unknown = req(&mut p, "tasks/cancel", json!({"taskId": "nope"}));
+    assert_eq!(unknown["error"]["code"], -32602);
+}
+
+#[test]
+fn input_inside_a_task_goes_through_tasks_get_and_tasks_update() {
+    let mut p = Peer::new(server());
+    let id = req(&mut p, "tools/call", json!({"name": "ask"}))["taskId"].clone();
+    let r = get(&mut p, &id);
+    assert_eq!(r["status"], "input_required");
+    assert_eq!(r["inputRequests"]["who"]["method"], "elicitation/create");
+    assert!(r.get("requestState").is_none());
+    // Keys not outstanding are ignored; the ack is empty.
+    let ack = req(
+        &mut p,
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {"other": {"action": "accept"}}}),
+    );
+    assert_eq!(ack["resultType"], "complete");
+    assert!(ack.get("status").is_none());
+    assert_eq!(get(&mut p, &id)["status"], "input_required");
+    let bad = req(
+        &mut p,
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": 7}),
+    );
+    assert_eq!(bad["error"]["code"], -32602);
+    let answer = json!({"action": "accept", "content": {"name": "Ada"}});
+    req(
+        &mut p,
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {"who": answer}}),
+    );
+    let r = get(&mut p, &id);
+    assert_eq!(r["status"], "completed");
+    assert_eq!(r["result"]["content"][0]["text"], "hello Ada");
+}
+
+#[test]
+fn partial_answers_keep_the_task_waiting_for_the_rest() {
+    let mut p = Peer::new(server());
+    let id = req(&mut p, "tools/call", json!({"name": "two"}))["taskId"].clone();
+    let r = get(&mut p, &id);
+    assert_eq!(r["inputRequests"].as_object().unwrap().len(), 2);
+    let a = json!({"action": "accept", "content": {"name": "x"}});
+    req(
+        &mut p,
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {"a": a}}),
+    );
+    let r = get(&mut p, &id);
+    assert_eq!(r["status"], "input_required");
+    let keys: Vec<&String> = r["inputRequests"].as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["b"]);
+    let b = json!({"action": "accept", "content": {"name": "y"}});
+    req(
+        &mut p,
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {"b": b}}),
+    );
+    let r = get(&mut p, &id);
+    assert_eq!(r["result"]["content"][0]["text"], "x+y");
+}
+
+#[test]
+fn a_task_that_needs_an_input_the_client_cannot_give_fails() {
+    let mut p = Peer::new(server());
+    let mut params = json!({"name": "ask"});
+    params["_meta"] = meta(json!({"extensions": {TASKS_EXTENSION: {}}}));
+    let created = p.call(json!(1), "tools/call", params);
+    let id = created["result"]["taskId"].clone();
+    let mut params = json!({"taskId": id});
+    params["_meta"] = meta(json!({"extensions": {TASKS_EXTENSION: {}}}));
+    let r = p.call(json!(2), "tasks/get", params);
+    assert_eq!(r["result"]["status"], "failed");
+    assert_eq!(r["result"]["error"]["code"], -32021);
+}
+
+#[test]
+fn a_required_task_is_refused_to_clients_that_cannot_take_one() {
+    let mut p = Peer::new(server());
+    let r = p.call(
+        json!(1),
+        "tools/call",
+        json!({"name": "must", "_meta": meta(json!({}))}),
+    );
+    assert_eq!(r["error"]["code"], -32021);
+    assert_eq!(
+        r["error"]["data"]["requiredCapabilities"]["extensions"][TASKS_EXTENSION],
+        json!({})
+    );
+    // Declared: a task, completed with the tool's isError result (not failed).
+    let id = req(&mut p, "tools/call", json!({"name": "must"}))["taskId"].clone();
+    let r = get(&mut p, &id);
+    assert_eq!(r["status"], "completed");
+    assert_eq!(r["result"]["isError"], true);
+    // A legacy `task` param on a tool that never runs as a task is ignored.
+    let r = req(
+        &mut p,
+        "tools/call",
+        json!({"name": "plain", "task": {"ttl": 1000}}),
+    );
+    assert_eq!(r["resultType"], "complete");
+    assert!(r.get("taskId").is_none());
+
+    let mut p = Peer::new(server());
+    p.initialize("2025-11-25", json!({}));
+    let list = p.call(json!(1), "tools/list", json!({}));
+    let tools = list["result"]["tools"].as_array().unwrap();
+    let must = tools.iter().find(|t| t["name"] == "must").unwrap();
+    assert_eq!(must["execution"]["taskSupport"], "required");
+    let r = p.call(json!(2), "tools/call", json!({"name": "must"}));
+    assert_eq!(r["error"]["code"], -32601);
+    let r = p.call(json!(3), "tools/call", json!({"name": "must", "task": {}}));
+    let id = r["result"]["task"]["taskId"].clone();
+    let r = p.call(json!(4), "tasks/get", json!({"taskId": id}));
+    assert_eq!(
+        r["result"]["status"], "failed",
+        "2025: isError fails the task"
+    );
+}
+
+#[test]
+fn mrtr_rounds_come_before_the_task_they_lead_to() {
+    let mut p = Peer::new(server());
+    let round1 = req(&mut p, "tools/call", json!({"name": "mrtr"}));
+    assert_eq!(round1["resultType"], "input_required");
+    assert!(round1.get("taskId").is_none());
+    let answer = json!({"action": "accept", "content": {"name": "Alice"}});
+    let round2 = req(
+        &mut p,
+        "tools/call",
+        json!({"name": "mrtr", "inputResponses": {"user_name": answer},
+               "requestState": round1["requestState"]}),
+    );
+    assert_eq!(round2["resultType"], "task", "{round2}");
+    assert!(round2.get("requestState").is_none() && round2.get("inputRequests").is_none());
+    let id = round2["taskId"].clone();
+    assert_eq!(get(&mut p, &id)["status"], "working");
+    at(&mut p, 500);
+    let r = get(&mut p, &id);
+    assert_eq!(r["result"]["content"][0]["text"], "task for Alice");
+}
+
+#[test]
+fn tasks_expire_after_their_ttl() {
+    let mut p = Peer::new(server());
+    let id = req(&mut p, "tools/call", json!({"name": "slow"}))["taskId"].clone();
+    at(&mut p, crate::server::tasks::TTL_MS - 1);
+    assert_eq!(get(&mut p, &id)["status"], "completed");
+    at(&mut p, crate::server::tasks::TTL_MS);
+    assert_eq!(get(&mut p, &id)["error"]["code"], -32602);
+}
+
+#[test]
+fn removed_methods_and_undeclared_requests_are_refused() {
+    let mut p = Peer::new(server());
+    for method in ["tasks/result", "tasks/list"] {
+        assert_eq!(
+            req(&mut p, method, json!({"taskId": "x"}))["error"]["code"],
+            -32601
+        );
+    }
+    for method in ["tasks/get", "tasks/update", "tasks/cancel"] {
+        let r = p.call(
+            json!(1),
+            method,
+            json!({"taskId": "x", "_meta": meta(json!({}))}),
+        );
+        assert_eq!(r["error"]["code"], -32021, "{method}");
+    }
+}
+
+#[test]
+fn seeded_ids_are_unguessable_and_times_are_real() {
+    let mut p = Peer::new(server());
+    p.server.seed_tasks([7; 32], 1_764_633_600_000);
+    at(&mut p, 1_500);
+    let a = req(&mut p, "tools/call", json!({"name": "slow"}));
+    let b = req(&mut p, "tools/call", json!({"name": "slow"}));
+    let id = a["taskId"].as_str().unwrap();
+    assert_eq!(id.len(), 32, "{id}");
+    assert!(id.bytes().all(|c| c.is_ascii_hexdigit()));
+    assert_ne!(a["taskId"], b["taskId"]);
+    assert_eq!(a["createdAt"], "2025-12-02T00:00:01.500Z");
+    let mut other = Peer::new(server());
+    other.server.seed_tasks([8; 32], 0);
+    let c = req(&mut other, "tools/call", json!({"name": "slow"}));
+    assert_ne!(c["taskId"], a["taskId"], "another seed, other ids");
+    // Unseeded: sequential, fixed time.
+    let mut plain = Peer::new(server());
+    let d = req(&mut plain, "tools/call", json!({"name": "slow"}));
+    assert_eq!(d["taskId"], "task-1");
+    assert_eq!(d["createdAt"], crate::server::tasks::TIMESTAMP);
+}
+
+#[test]
+fn another_principal_can_neither_see_nor_touch_a_task() {
+    let mut p = Peer::new(server());
+    p.server.set_principal(Some("alice".into()));
+    let id = req(&mut p, "tools/call", json!({"name": "ask"}))["taskId"].clone();
+    p.server.set_principal(Some("mallory".into()));
+    let answer = json!({"who": {"action": "accept", "content": {"name": "M"}}});
+    for (method, params) in [
+        ("tasks/get", json!({"taskId": id})),
+        (
+            "tasks/update",
+            json!({"taskId": id, "inputResponses": answer}),
+        ),
+        ("tasks/cancel", json!({"taskId": id})),
+    ] {
+        let r = req(&mut p, method, params);
+        assert_eq!(r["error"]["code"], -32602, "{method}: {r}");
+    }
+    p.server.set_principal(None);
+    assert_eq!(get(&mut p, &id)["error"]["code"], -32602, "nor can nobody");
+    p.server.set_principal(Some("alice".into()));
+    let r = get(&mut p, &id);
+    assert_eq!(r["status"], "input_required", "untouched: {r}");
+}
+
+#[test]
+fn legacy_sessions_see_and_list_only_their_own_tasks() {
+    let mut p = Peer::new(server());
+    p.initialize("2025-11-25", json!({}));
+    let mut ids = Vec::new();
+    for n in 0..60 {
+        let r = p.call(json!(n), "tools/call", json!({"name": "slow", "task": {}}));
+        ids.push(r["result"]["task"]["taskId"].clone());
+    }
+    let page = p.call(json!(100), "tasks/list", json!({}));
+    let tasks = page["result"]["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), crate::server::tasks::LIST_PAGE);
+    assert_eq!(tasks[0]["taskId"], ids[0]);
+    let cursor = page["result"]["nextCursor"].clone();
+    let rest = p.call(json!(101), "tasks/list", json!({"cursor": cursor}));
+    let rest_tasks = rest["result"]["tasks"].as_array().unwrap();
+    assert_eq!(rest_tasks.len(), 10);
+    assert_eq!(rest_tasks[9]["taskId"], ids[59]);
+    assert!(rest["result"].get("nextCursor").is_none());
+    let bad = p.call(json!(102), "tasks/list", json!({"cursor": "zzz"}));
+    assert_eq!(bad["error"]["code"], -32602);
+
+    // Another legacy session (as the HTTP endpoint swaps one in per Mcp-Session-Id).
+    let mut first = LegacyState::default();
+    p.server.swap_legacy(&mut first);
+    p.initialize("2025-11-25", json!({}));
+    let page = p.call(json!(1), "tasks/list", json!({}));
+    assert_eq!(page["result"]["tasks"], json!([]));
+    for method in ["tasks/get", "tasks/result", "tasks/cancel"] {
+        let r = p.call(json!(2), method, json!({"taskId": ids[0]}));
+        assert_eq!(r["error"]["code"], -32602, "{method}");
+    }
+    // Nor does a 2026 request reach a 2025 task.
+    assert_eq!(get(&mut p, &ids[0])["error"]["code"], -32602);
+    // Back to the first session: its tasks are there.
+    p.server.swap_legacy(&mut first);
+    let r = p.call(json!(3), "tasks/result", json!({"taskId": ids[0]}));
+    assert_eq!(r["result"]["content"][0]["text"], "slow done", "{r}");
+}
+
+#[test]
+fn a_2025_task_asks_for_input_on_its_tasks_result() {
+    let mut p = Peer::new(server());
+    p.initialize("2025-11-25", json!({"elicitation": {}}));
+    let r = p.call(json!(1), "tools/call", json!({"name": "ask", "task": {}}));
+    let id = r["result"]["task"]["taskId"].clone();
+    let r = p.call(json!(2), "tasks/get", json!({"taskId": id}));
+    assert_eq!(r["result"]["status"], "input_required");
+    // tasks/result: the elicitation goes out, tagged with the task; no answer yet.
+    let sent = p.send(json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/result",
+        "params": {"taskId": id}}));
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    let ask = &sent[0];
+    assert_eq!(ask["method"], "elicitation/create");
+    let related = crate::client::RELATED_TASK_KEY;
+    assert_eq!(ask["params"]["_meta"][related]["taskId"], id);
+    // A second tasks/result meanwhile is refused rather than left hanging.
+    let r = p.call(json!(4), "tasks/result", json!({"taskId": id}));
+    assert_eq!(r["error"]["code"], -32603, "{r}");
+    let answer = json!({"jsonrpc": "2.0", "id": ask["id"], "result":
+        {"action": "accept", "content": {"name": "Ada"}}});
+    let out = p.send(answer);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(out[0]["id"], 3);
+    assert_eq!(out[0]["result"]["content"][0]["text"], "hello Ada");
+    assert_eq!(out[0]["result"]["_meta"][related]["taskId"], id);
+    let r = p.call(json!(5), "tasks/get", json!({"taskId": id}));
+    assert_eq!(r["result"]["status"], "completed");
+    let r = p.call(json!(6), "tasks/result", json!({"taskId": id}));
+    assert_eq!(r["result"]["content"][0]["text"], "hello Ada");
+
+    // Cancelled while its tasks/result waits: it stays cancelled.
+    let r = p.call(json!(7), "tools/call", json!({"name": "ask", "task": {}}));
+    let id = r["result"]["task"]["taskId"].clone();
+    let sent = p.send(json!({"jsonrpc": "2.0", "id": 8, "method": "tasks/result",
+        "params": {"taskId": id}}));
+    let ask_id = sent[0]["id"].clone();
+    let r = p.call(json!(9), "tasks/cancel", json!({"taskId": id}));
+    assert_eq!(r["result"]["status"], "cancelled");
+    let out = p.send(json!({"jsonrpc": "2.0", "id": ask_id, "result":
+        {"action": "accept", "content": {"name": "Bo"}}}));
+    assert_eq!(out[0]["id"], 8);
+    assert_eq!(out[0]["error"]["code"], -32602);
+    let r = p.call(json!(10), "tasks/get", json!({"taskId": id}));
+    assert_eq!(r["result"]["status"], "cancelled");
+}
