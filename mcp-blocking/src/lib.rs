@@ -84,7 +84,7 @@ mod process;
 mod serve;
 mod serve_http;
 
-pub use client::{Canceller, Client};
+pub use client::{Canceller, Client, ClientHandle, MachineRef};
 pub use http::{Connector, HttpOptions, TcpConnector, send_auth_request};
 /// The names both adapters export (the protocol types, [`Options`], [`Error`],
 /// [`StdioCommand`], the crates behind the API, …), one list shared with `mcp-smol`.
