@@ -1,7 +1,8 @@
 //! Several threads on one blocking client ([`Client::handle`]): calls in flight at once,
 //! pipelined on stdio (the bundled example server as a child process) and spread over
 //! several connections on HTTP (the example server on loopback); each call with its own
-//! timeout; closing while calls wait; the input handler answering for any of them.
+//! timeout; closing while calls wait; the input handler and the progress callback
+//! serving any of them.
 //!
 //! The overlap is shown with the example server's `hang` tool, which never answers: a
 //! handful of `hang` calls with a timeout each, started together, all end after about
@@ -230,4 +231,58 @@ fn eight_threads_over_http_use_several_connections() {
         assert_eq!(handle.http_connections_opened(), opened);
         client.close();
     }
+}
+
+#[test]
+fn progress_reaches_the_handler_for_every_concurrent_call() {
+    use mcp_blocking::mcp_proto::server::{Tool, ToolCall, ToolNote, ToolOutcome};
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+
+    let server = example::server_with(|c| {
+        c.tools.push(Tool::new(
+            "steps",
+            "Two progress notes, then done",
+            json!({"type": "object"}),
+            |_: &ToolCall<'_>| ToolOutcome::DoneWithNotes {
+                notes: vec![
+                    ToolNote::progress(1.0, Some(2.0)),
+                    ToolNote::progress(2.0, Some(2.0)),
+                ],
+                result: json!({"content": [{"type": "text", "text": "done"}]}),
+            },
+        ));
+    });
+    let server = mcp_blocking::serve_http_on("127.0.0.1:0", server).expect("serve");
+    let seen = Arc::new(Mutex::new(HashMap::new()));
+    let counted = Arc::clone(&seen);
+    let options = Options::new().on_progress(move |p| {
+        *counted.lock().unwrap().entry(p.call).or_insert(0) += 1;
+    });
+    let client = Client::connect_http_with(
+        &server.url(),
+        config(EraMode::Auto),
+        options,
+        HttpOptions::new(),
+    )
+    .expect("connect");
+    let handle = client.handle();
+    let threads: Vec<_> = (0..THREADS)
+        .map(|_| {
+            let handle = handle.clone();
+            thread::spawn(move || {
+                for _ in 0..10 {
+                    let steps = CallRequest::call_tool("steps", json!({})).with_progress();
+                    assert_eq!(handle.request(steps).unwrap().tool_result().unwrap().text(), "done");
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().expect("a calling thread failed");
+    }
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), THREADS * 10, "every call had its progress");
+    assert!(seen.values().all(|&n| n == 2), "{seen:?}");
+    client.close();
 }
