@@ -137,7 +137,12 @@ impl<F: Flavour> Client<F> {
     /// Runs the handshake on `link`.
     fn connected(link: Link<F>) -> Result<Client<F>, Error> {
         let details = link.connect()?;
-        let endpoint = link.lock().core.machine.http_config().map(|c| c.url.clone());
+        let endpoint = link
+            .lock()
+            .core
+            .machine
+            .http_config()
+            .map(|c| c.url.clone());
         Ok(Client {
             link: Arc::new(link),
             details,
@@ -619,4 +624,3 @@ mod tests {
         send_sync::<crate::Error>();
     }
 }
-

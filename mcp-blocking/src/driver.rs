@@ -351,9 +351,15 @@ impl<F: Flavour> Link<F> {
             d.core.machine.close(clock::now());
             d.settle();
             d.nudge();
-            let (again, _) = self.wait(d, None, None, |d| d.core.machine.is_released().then_some(()));
+            let (again, _) = self.wait(d, None, None, |d| {
+                d.core.machine.is_released().then_some(())
+            });
             d = again;
-            d.io.shared.lock().inbox.closed.get_or_insert(CloseReason::Local);
+            d.io.shared
+                .lock()
+                .inbox
+                .closed
+                .get_or_insert(CloseReason::Local);
             d.io.everyone = true;
             d.wake();
         }

@@ -112,7 +112,13 @@ fn stdio_calls_are_in_flight_together() {
     assert!(took < timeout * 3, "8 hangs of {timeout:?} took {took:?}");
     // The connection is fine afterwards, for the client itself too.
     let mut client = client;
-    assert_eq!(client.call_tool("echo", json!({"text": "ok"})).unwrap().text(), "ok");
+    assert_eq!(
+        client
+            .call_tool("echo", json!({"text": "ok"}))
+            .unwrap()
+            .text(),
+        "ok"
+    );
 }
 
 #[test]
@@ -130,7 +136,9 @@ fn a_timeout_fires_while_the_other_calls_go_on() {
                 let mut n = 0;
                 while Instant::now() < stop {
                     let text = format!("{t}-{n}");
-                    let echo = handle.call_tool("echo", json!({"text": text})).expect("echo");
+                    let echo = handle
+                        .call_tool("echo", json!({"text": text}))
+                        .expect("echo");
                     assert_eq!(echo.text(), text);
                     if at.get().is_some() {
                         after.fetch_add(1, Ordering::Relaxed);
@@ -201,7 +209,13 @@ fn a_handles_canceller_ends_its_calls_only() {
     let echoes = thread::spawn(move || {
         for i in 0..200 {
             let text = i.to_string();
-            assert_eq!(echoing.call_tool("echo", json!({"text": text})).unwrap().text(), text);
+            assert_eq!(
+                echoing
+                    .call_tool("echo", json!({"text": text}))
+                    .unwrap()
+                    .text(),
+                text
+            );
         }
     });
     thread::sleep(Duration::from_millis(200));
@@ -213,7 +227,13 @@ fn a_handles_canceller_ends_its_calls_only() {
     echoes.join().expect("the other handle's calls go on");
     // Void once nobody waits: a later call is not cancelled.
     canceller.cancel();
-    assert_eq!(hanging.call_tool("echo", json!({"text": "y"})).unwrap().text(), "y");
+    assert_eq!(
+        hanging
+            .call_tool("echo", json!({"text": "y"}))
+            .unwrap()
+            .text(),
+        "y"
+    );
 }
 
 #[test]
@@ -225,7 +245,10 @@ fn eight_threads_over_http_use_several_connections() {
         many_threads_get_their_own_answers(&handle);
         let timeout = Duration::from_millis(600);
         let took = hang_together(&handle, THREADS, timeout);
-        assert!(took < timeout * 3, "{mode:?}: 8 hangs of {timeout:?} took {took:?}");
+        assert!(
+            took < timeout * 3,
+            "{mode:?}: 8 hangs of {timeout:?} took {took:?}"
+        );
         let opened = client.http_connections_opened();
         assert!(opened >= THREADS as u64, "{mode:?}: {opened} connections");
         assert_eq!(handle.http_connections_opened(), opened);
@@ -273,7 +296,10 @@ fn progress_reaches_the_handler_for_every_concurrent_call() {
             thread::spawn(move || {
                 for _ in 0..10 {
                     let steps = CallRequest::call_tool("steps", json!({})).with_progress();
-                    assert_eq!(handle.request(steps).unwrap().tool_result().unwrap().text(), "done");
+                    assert_eq!(
+                        handle.request(steps).unwrap().tool_result().unwrap().text(),
+                        "done"
+                    );
                 }
             })
         })
