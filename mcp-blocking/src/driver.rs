@@ -33,7 +33,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
+use std::sync::mpsc::{Receiver, SyncSender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -415,10 +415,8 @@ impl<F: Flavour> Link<F> {
             }
             d.leader_until = Some(deadline);
             drop(d);
-            let report = match rx.recv_timeout(deadline.saturating_duration_since(now)) {
-                Ok(report) => Some(report),
-                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => None,
-            };
+            let wait = deadline.saturating_duration_since(now);
+            let report = rx.recv_timeout(wait).ok();
             d = self.lock();
             d.rx = Some(rx);
             d.take(report);
