@@ -567,6 +567,9 @@ impl<F: Flavour> Driver<F> {
     }
 }
 
+/// The longest a follower sleeps before it looks again by itself.
+const RECHECK: Duration = Duration::from_secs(1);
+
 /// Sleeps as a follower waiting for `call` until woken (or `until`).
 fn follow<F: Flavour>(
     mut d: MutexGuard<'_, Driver<F>>,
@@ -579,14 +582,10 @@ fn follow<F: Flavour>(
         call,
         cv: Arc::clone(&cv),
     });
-    let mut d = match until {
-        Some(at) => {
-            let wait = at.saturating_duration_since(now);
-            let woken = cv.wait_timeout(d, wait);
-            woken.unwrap_or_else(PoisonError::into_inner).0
-        }
-        None => cv.wait(d).unwrap_or_else(PoisonError::into_inner),
-    };
+    // At most `RECHECK` at a time: a leader whose handler panicked never wakes anyone.
+    let wait = until.map_or(RECHECK, |at| at.saturating_duration_since(now).min(RECHECK));
+    let woken = cv.wait_timeout(d, wait);
+    let mut d = woken.unwrap_or_else(PoisonError::into_inner).0;
     d.waiters.retain(|w| !Arc::ptr_eq(&w.cv, &cv));
     d.spare.push(cv);
     d
