@@ -13,6 +13,10 @@
 //!   connections the client opened (`http_connections_opened`, handshake included) and the
 //!   requests it made: 1 connection means every request went over one keep-alive
 //!   connection;
+//! * `blocking {1,8} in flight 64B` — the same calls through `mcp_blocking::ClientHandle`s
+//!   of one client from one or eight threads at once (each making its calls one after
+//!   another); the machine opens a connection per outstanding call, counted by
+//!   `http_connections_opened`;
 //! * `smol/async-io {1,8} in flight 64B` — the same calls through `mcp_smol::connect_http`,
 //!   the driver joined with the calls by `async_io::block_on(zip(driver, work))`: one at a
 //!   time, or eight workers on one client keeping eight calls outstanding (HTTP/1.1
@@ -103,6 +107,30 @@ fn bare_case(settings: &Settings, key: &str, text: &str, n: usize) {
     drop(server);
 }
 
+fn blocking_threads_case(
+    settings: &Settings,
+    key: &str,
+    mode: EraMode,
+    text: &str,
+    n: usize,
+    threads: usize,
+) {
+    let server = spawn_server(ServerKind::Http, key);
+    let client = mcp_blocking::Client::connect_http(server.url(), config(mode))
+        .unwrap_or_else(|e| panic!("{key}: connect: {e}"));
+    let version = client.protocol_version();
+    assert_eq!(version, expected(mode), "{key}: negotiated version");
+    let name = format!("{key} ({version})");
+    mcp_benches::blocking_echo_run(settings, &name, &client, text, n, threads);
+    settings.detail(&format!(
+        "connections opened: {} (handshake + {} calls, {threads} at a time)",
+        client.http_connections_opened(),
+        1 + settings.warmup(n) + n,
+    ));
+    let _ = client.close();
+    drop(server);
+}
+
 /// [`TcpConnector`], counting the connections it opens.
 struct Counting {
     opened: Arc<AtomicU64>,
@@ -185,6 +213,15 @@ fn main() {
     for in_flight in [1, 8] {
         let n = settings.iters(if in_flight == 1 { 10_000 } else { 20_000 });
         for (era, mode) in ERAS {
+            let key = format!("blocking {in_flight} in flight 64B {era}");
+            if settings.selected(&key) {
+                blocking_threads_case(&settings, &key, mode, &text, n, in_flight);
+            }
+        }
+    }
+    for in_flight in [1, 8] {
+        let n = settings.iters(if in_flight == 1 { 10_000 } else { 20_000 });
+        for (era, mode) in ERAS {
             let key = format!("smol/async-io {in_flight} in flight 64B {era}");
             if settings.selected(&key) {
                 smol_case(&settings, &key, mode, &text, n, in_flight);
@@ -194,6 +231,7 @@ fn main() {
     settings.note(
         "round trips/s are sequential (one call at a time, one keep-alive connection); \
          \"8 in flight\" is calls/s with eight calls outstanding (eight connections), p50/p99 \
-         per call under that load; smol runs the driver with async_io::block_on",
+         per call under that load (blocking: eight threads on ClientHandles of one client); smol \
+         runs the driver with async_io::block_on",
     );
 }

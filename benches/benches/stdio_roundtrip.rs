@@ -6,6 +6,11 @@
 //!
 //! * `blocking` — sequential round trips with `mcp_blocking::Client::call_tool`, 64 B and
 //!   64 KiB texts, `EraMode::Legacy` (2025-11-25) and `EraMode::Modern` (2026-07-28);
+//! * `blocking {1,8} in flight 64B` — calls through `mcp_blocking::ClientHandle`s of one
+//!   client from one or eight threads at once (each making its calls one after another):
+//!   calls/s, and the latency of each call under that load. The eight are pipelined on
+//!   the one stdio connection; whichever waiting thread is free drives it (no driver
+//!   thread);
 //! * `smol/futures-lite 1 in flight` — the same sequential calls (64 B) through
 //!   `mcp_smol`, the driver joined with the caller's future by
 //!   `futures_lite::future::block_on(zip(driver, work))`;
@@ -83,6 +88,25 @@ fn blocking_case(settings: &Settings, key: &str, mode: EraMode, text: &str, n: u
             black_box(result.content.len());
         },
     );
+    let shutdown = client.close();
+    assert!(!shutdown.killed, "{key}: the server exited on stdin EOF");
+}
+
+fn blocking_threads_case(
+    settings: &Settings,
+    key: &str,
+    mode: EraMode,
+    text: &str,
+    n: usize,
+    threads: usize,
+) {
+    let command = child::blocking_command(ServerKind::Example);
+    let client = mcp_blocking::Client::connect_stdio(command, config(mode))
+        .unwrap_or_else(|e| panic!("{key}: connect: {e}"));
+    let version = client.protocol_version();
+    assert_eq!(version, expected(mode), "{key}: negotiated version");
+    let name = format!("{key} ({version})");
+    mcp_benches::blocking_echo_run(settings, &name, &client, text, n, threads);
     let shutdown = client.close();
     assert!(!shutdown.killed, "{key}: the server exited on stdin EOF");
 }
@@ -188,6 +212,15 @@ fn main() {
         }
     }
     let text = payload(64);
+    for in_flight in [1, 8] {
+        let n = settings.iters(if in_flight == 1 { 20_000 } else { 40_000 });
+        for (era, mode) in ERAS {
+            let key = format!("blocking {in_flight} in flight 64B {era}");
+            if settings.selected(&key) {
+                blocking_threads_case(&settings, &key, mode, &text, n, in_flight);
+            }
+        }
+    }
     for runner in [Runner::FuturesLite, Runner::AsyncIo] {
         for in_flight in [1, 8] {
             let n = settings.iters(if in_flight == 1 { 20_000 } else { 40_000 });
@@ -209,7 +242,8 @@ fn main() {
     }
     settings.note(
         "round trips/s are sequential (one call at a time); \"8 in flight\" is calls/s with \
-         eight calls outstanding, p50/p99 per call under that load; smol/futures-lite runs the \
+         eight calls outstanding, p50/p99 per call under that load (blocking: eight threads on \
+         ClientHandles of one client); smol/futures-lite runs the \
          driver with futures_lite::future::block_on (reactor on async-io's helper thread), \
          smol/async-io with async_io::block_on (= smol::block_on, reactor on this thread)",
     );

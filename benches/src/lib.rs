@@ -422,6 +422,72 @@ pub async fn smol_echo_run(
     (details.protocol_version, elapsed, latencies, faults)
 }
 
+/// `calls` echo calls of `text` through [`mcp_blocking::ClientHandle`]s of `client`,
+/// from `threads` threads at once (each making its share one after another): the
+/// latency of each call when `timed`.
+///
+/// # Panics
+/// When a call fails.
+#[must_use]
+pub fn blocking_echo_calls(
+    client: &mcp_blocking::Client,
+    text: &str,
+    calls: usize,
+    threads: usize,
+    timed: bool,
+) -> Vec<Duration> {
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|w| {
+                let mine = calls / threads + usize::from(w < calls % threads);
+                let handle = client.handle();
+                s.spawn(move || {
+                    let mut latencies = Vec::with_capacity(if timed { mine } else { 0 });
+                    for _ in 0..mine {
+                        let start = timed.then(Instant::now);
+                        let result = handle
+                            .call_tool("echo", serde_json::json!({ "text": text }))
+                            .expect("echo");
+                        std::hint::black_box(result.content.len());
+                        if let Some(start) = start {
+                            latencies.push(start.elapsed());
+                        }
+                    }
+                    latencies
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().expect("a calling thread panicked"))
+            .collect()
+    })
+}
+
+/// A measured `mcp_blocking` run with `threads` threads: `warmup` then `n` echo calls
+/// (see [`blocking_echo_calls`]) on `client`, reported as `name` in calls/s with the
+/// latency of each call under that load. Nothing is printed (nor timed) when quiet.
+pub fn blocking_echo_run(
+    settings: &Settings,
+    name: &str,
+    client: &mcp_blocking::Client,
+    text: &str,
+    n: usize,
+    threads: usize,
+) {
+    let quiet = settings.quiet();
+    let _ = blocking_echo_calls(client, text, settings.warmup(n), threads, false);
+    let faults = minor_faults();
+    let start = Instant::now();
+    let latencies = blocking_echo_calls(client, text, n, threads, !quiet);
+    let elapsed = start.elapsed();
+    if !quiet {
+        let mut report = Report::new(name, "calls", n, elapsed, latencies, None);
+        report.minor_faults = faults.zip(minor_faults()).map(|(a, b)| b.saturating_sub(a));
+        settings.report(&report);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

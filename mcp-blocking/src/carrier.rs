@@ -81,6 +81,9 @@ pub(crate) enum IoEvent {
     Failed(TransportErrorKind, io::Error),
     /// Nothing from a channel: a [`Canceller`](crate::Canceller) wakes the driver.
     Wake,
+    /// Nothing from a channel: a thread changed the machine's deadline while another
+    /// one waited on the channel.
+    Nudge,
 }
 
 /// One report on the channel.

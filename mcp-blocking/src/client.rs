@@ -13,7 +13,7 @@ use mcp_proto::model::ServerDetails;
 use mcp_proto::{Era, ProtocolVersion};
 
 use crate::carrier;
-use crate::driver::Driver;
+use crate::driver::{Driver, Link, Scope};
 use crate::http::{self, HttpConns, HttpOptions};
 use crate::process::Stdio;
 
@@ -51,8 +51,12 @@ use crate::process::Stdio;
 /// ```
 #[derive(Debug)]
 pub struct Client<F: Flavour = Sendable> {
-    driver: Driver<F>,
+    link: Arc<Link<F>>,
     details: ServerDetails,
+    /// The HTTP endpoint, which never changes.
+    endpoint: Option<EndpointUrl>,
+    /// What [`Client::canceller`] cancels: the calls of this client, not its handles'.
+    scope: Scope,
 }
 
 impl Client {
@@ -95,9 +99,8 @@ impl<F: Flavour> Client<F> {
         let shared = Arc::new(Shared::new(inbox, command.stderr_bytes_kept(), None, None));
         let stdio = Stdio::start(command, &channel.0, Arc::clone(&shared))?;
         let machine = proto::Client::stdio(config, clock::now());
-        let mut driver = Driver::new(machine, Box::new(stdio), channel, options, shared);
-        let details = driver.connect()?;
-        Ok(Client { driver, details })
+        let link = Link::new(machine, Box::new(stdio), channel, options, shared);
+        Client::connected(link)
     }
 
     /// [`Client::connect_http`] with [`Options`] and [`HttpOptions`] (TLS configuration or
@@ -121,15 +124,64 @@ impl<F: Flavour> Client<F> {
         let endpoint = Some(start.url.as_str().to_owned());
         let conns = HttpConns::new(start.url, connector, timeout, &options.redact_headers);
         let shared = Arc::new(Shared::new(start.inbox, 0, None, endpoint));
-        let mut driver = Driver::new(
+        let link = Link::new(
             machine,
             Box::new(conns),
             carrier::channel(),
             options,
             shared,
         );
-        let details = driver.connect()?;
-        Ok(Client { driver, details })
+        Client::connected(link)
+    }
+
+    /// Runs the handshake on `link`.
+    fn connected(link: Link<F>) -> Result<Client<F>, Error> {
+        let details = link.connect()?;
+        let endpoint = link
+            .lock()
+            .core
+            .machine
+            .http_config()
+            .map(|c| c.url.clone());
+        Ok(Client {
+            link: Arc::new(link),
+            details,
+            endpoint,
+            scope: Scope::default(),
+        })
+    }
+
+    /// A handle on this connection for other threads: cheap to clone, `Send + Sync`
+    /// (with `Send` handlers, as from [`Options::new`]), with the call methods taking
+    /// `&self`, so that several calls are in flight at once. See [`ClientHandle`].
+    ///
+    /// ```no_run
+    /// use mcp_blocking::{Client, ClientConfig, StdioCommand};
+    ///
+    /// # fn main() -> Result<(), mcp_blocking::Error> {
+    /// let client = Client::connect_stdio(StdioCommand::new("my-server"), ClientConfig::new("app", "1"))?;
+    /// let handle = client.handle();
+    /// let sums = std::thread::scope(|s| {
+    ///     let calls: Vec<_> = (0..8)
+    ///         .map(|i| {
+    ///             let handle = handle.clone();
+    ///             s.spawn(move || handle.call_tool("add", serde_json::json!({"a": i, "b": 1})))
+    ///         })
+    ///         .collect();
+    ///     calls.into_iter().map(|c| c.join().unwrap()).collect::<Result<Vec<_>, _>>()
+    /// })?;
+    /// assert_eq!(sums.len(), 8);
+    /// client.close();
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn handle(&self) -> ClientHandle<F> {
+        ClientHandle {
+            link: Arc::clone(&self.link),
+            details: Arc::new(self.details.clone()),
+            scope: Scope::default(),
+        }
     }
 
     /// The server's era.
@@ -163,8 +215,10 @@ impl<F: Flavour> Client<F> {
     /// this client is blocked in: see [`Canceller`].
     #[must_use]
     pub fn canceller(&self) -> Canceller {
-        let (flag, wake) = self.driver.cancel_handle();
-        Canceller { flag, wake }
+        Canceller {
+            scope: self.scope.clone(),
+            wake: self.link.waker(),
+        }
     }
 
     /// Any request; listings fetch every page. The building block of the typed methods.
@@ -173,7 +227,7 @@ impl<F: Flavour> Client<F> {
     /// [`Error::Call`] for a failed call (server error, timeout, invalid answer),
     /// [`Error::Closed`] when the connection is over.
     pub fn request(&mut self, request: CallRequest) -> Result<CallOutput, Error> {
-        self.driver.request(request)
+        self.link.request(request, &self.scope)
     }
 
     mcp_io::typed_requests!(blocking &mut);
@@ -191,7 +245,7 @@ impl<F: Flavour> Client<F> {
     /// [`Error::Closed`] when the connection is over, [`Error::Misuse`] when 16
     /// subscriptions are open already.
     pub fn listen(&mut self, filter: &proto::ListenFilter) -> Result<proto::CallId, Error> {
-        self.driver.start(CallRequest::listen(filter))
+        self.link.start(CallRequest::listen(filter))
     }
 
     /// Ends the subscription `subscription` (`notifications/cancelled` on stdio,
@@ -201,7 +255,7 @@ impl<F: Flavour> Client<F> {
     /// # Errors
     /// [`Error::Misuse`] when it is already over.
     pub fn end_listen(&mut self, subscription: proto::CallId) -> Result<(), Error> {
-        self.driver.cancel(subscription)
+        self.link.cancel(subscription)
     }
 
     /// The next event of the subscription `only` (or of any, for `None`), waiting up
@@ -213,8 +267,9 @@ impl<F: Flavour> Client<F> {
         only: Option<proto::CallId>,
         timeout: Duration,
     ) -> Option<proto::Event> {
-        self.driver
-            .wait_for(timeout, |inbox| inbox.take_subscription_event(only))
+        self.link.wait_for(timeout, &self.scope, |inbox| {
+            inbox.take_subscription_event(only)
+        })
     }
 
     /// Starts `request` (a [`CallRequest::call_tool`] made a task with
@@ -229,7 +284,7 @@ impl<F: Flavour> Client<F> {
     /// [`Error::Closed`] when the connection is over, [`Error::Misuse`] when too many
     /// calls are in flight.
     pub fn start_task(&mut self, request: CallRequest) -> Result<proto::CallId, Error> {
-        self.driver.start(request)
+        self.link.start(request)
     }
 
     /// Runs the connection until the call `call` started with [`Client::start_task`]
@@ -241,14 +296,14 @@ impl<F: Flavour> Client<F> {
     /// [`Error::Call`] for a failed call or task, [`Error::Closed`] when the connection
     /// ended first.
     pub fn task_result(&mut self, call: proto::CallId) -> Result<CallOutput, Error> {
-        self.driver.finish(call)
+        self.link.finish(call, &self.scope)
     }
 
     /// The result of the call `call` started with [`Client::start_task`] if it has
     /// completed already, without driving the connection or waiting (drive it with
     /// [`Client::next_task_event`]). Taken once.
     pub fn poll_task_result(&mut self, call: proto::CallId) -> Option<Result<CallOutput, Error>> {
-        self.driver.poll_outcome(call)
+        self.link.poll_outcome(call)
     }
 
     /// Cancels the call `call` and the task behind it (`tasks/cancel`); its result is
@@ -257,13 +312,13 @@ impl<F: Flavour> Client<F> {
     /// # Errors
     /// [`Error::Misuse`] when the call is already over.
     pub fn cancel_task(&mut self, call: proto::CallId) -> Result<(), Error> {
-        self.driver.cancel(call)
+        self.link.cancel(call)
     }
 
     /// The latest view of the task behind the call `call`, while it runs.
     #[must_use]
     pub fn task(&self, call: proto::CallId) -> Option<proto::Task> {
-        self.driver.core.machine.task(call).cloned()
+        self.link.lock().core.machine.task(call).cloned()
     }
 
     /// The next task event ([`Event::TaskCreated`](proto::Event::TaskCreated) or
@@ -275,8 +330,8 @@ impl<F: Flavour> Client<F> {
         only: Option<proto::CallId>,
         timeout: Duration,
     ) -> Option<proto::Event> {
-        self.driver
-            .wait_for(timeout, |inbox| inbox.take_task_event(only))
+        self.link
+            .wait_for(timeout, &self.scope, |inbox| inbox.take_task_event(only))
     }
 
     /// The next server notification not consumed by the machine (a legacy
@@ -288,7 +343,8 @@ impl<F: Flavour> Client<F> {
         &mut self,
         timeout: Duration,
     ) -> Option<mcp_proto::jsonrpc::Notification> {
-        self.driver.wait_for(timeout, Inbox::take_notification)
+        self.link
+            .wait_for(timeout, &self.scope, Inbox::take_notification)
     }
 
     /// Replaces the roots offered to the server: later `roots/list` requests get them,
@@ -298,42 +354,42 @@ impl<F: Flavour> Client<F> {
     /// [`Error::Misuse`] when the [`ClientConfig`] did not declare roots, [`Error::Closed`]
     /// when the connection is over.
     pub fn set_roots(&mut self, roots: Vec<proto::Root>) -> Result<(), Error> {
-        self.driver.set_roots(roots)
+        self.link.set_roots(roots)
     }
 
     /// Replaces the handler that answers requests for input (elicitation, sampling,
     /// roots). Only requests for capabilities declared in the [`ClientConfig`] reach it.
     pub fn set_input_handler(&mut self, handler: Box<F::InputHandler>) {
-        self.driver.core.options.input_handler = handler;
+        self.link.lock().core.options.input_handler = handler;
     }
 
     /// Sets (or with `None` removes) the progress callback.
     pub fn set_progress_handler(&mut self, handler: Option<ProgressHandler<F>>) {
-        self.driver.core.options.progress = handler;
+        self.link.lock().core.options.progress = handler;
     }
 
     /// Sets (or with `None` removes) the wire log.
     pub fn set_wire_log(&mut self, log: Option<WireLog<F>>) {
-        self.driver.core.options.wire_log = log;
+        self.link.lock().core.options.wire_log = log;
     }
 
     /// Sets the grace period of [`Client::close`].
     pub fn set_grace_period(&mut self, grace: Duration) {
-        self.driver.core.options.grace_period = grace;
+        self.link.lock().core.options.grace_period = grace;
     }
 
-    mcp_io::client_state!(driver.io.shared);
+    mcp_io::client_state!(link.shared);
 
     /// The endpoint, for a client over HTTP.
     #[must_use]
     pub fn endpoint(&self) -> Option<&EndpointUrl> {
-        self.machine().http_config().map(|c| &c.url)
+        self.endpoint.as_ref()
     }
 
     /// The legacy session id the server issued, for a client over HTTP.
     #[must_use]
-    pub fn http_session_id(&self) -> Option<&str> {
-        self.machine().session_id()
+    pub fn http_session_id(&self) -> Option<String> {
+        self.machine().session_id().map(str::to_owned)
     }
 
     /// TCP connections opened so far, for a client over HTTP (keep-alive keeps this low).
@@ -353,37 +409,35 @@ impl<F: Flavour> Client<F> {
     /// Whether the connection is over (closed by either side).
     #[must_use]
     pub fn is_closed(&self) -> bool {
-        self.driver.closed().is_some()
+        self.link.closed().is_some()
     }
 
-    /// The protocol machine, for inspection.
+    /// The protocol machine, for inspection. It is locked while the [`MachineRef`]
+    /// lives: calls from other threads wait meanwhile, so let it go soon.
     #[must_use]
-    pub fn machine(&self) -> &mcp_proto::client::Client {
-        &self.driver.core.machine
+    pub fn machine(&self) -> MachineRef<'_, F> {
+        MachineRef(self.link.lock())
     }
 
     /// Ends the connection: closes the server's stdin, waits up to the grace period
     /// (default 2 s) for it to exit (sending its process group `SIGTERM` half-way), kills
     /// it and its group otherwise, reaps it, and kills what is left of its group. Over
     /// HTTP: ends a legacy session (`DELETE`, waited for within the grace period) and
-    /// closes every connection; the [`Shutdown`] is then empty.
-    pub fn close(mut self) -> Shutdown {
-        self.driver.close()
+    /// closes every connection; the [`Shutdown`] is then empty. Calls that
+    /// [`ClientHandle`]s have in flight on other threads end with [`Error::Closed`], and
+    /// later ones fail with it at once.
+    pub fn close(self) -> Shutdown {
+        self.link.close()
     }
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn client_and_error_cross_threads() {
-        fn send<T: Send>() {}
-        fn send_sync<T: Send + Sync>() {}
-        send::<super::Client>();
-        send_sync::<crate::Error>();
+impl<F: Flavour> Drop for Client<F> {
+    fn drop(&mut self) {
+        self.link.close();
     }
 }
 
-/// Cancels, from any thread, what a [`Client`] is blocked in: the call in flight ends
+/// Cancels, from any thread, what a [`Client`] (or a [`ClientHandle`]) is blocked in: the call in flight ends
 /// with [`CallError::Cancelled`](proto::CallError::Cancelled) (the server is told:
 /// `notifications/cancelled`, or in 2026-07-28 over HTTP, its stream is closed), and a
 /// wait such as [`Client::next_subscription_event`] returns `None`. A cancellation when
@@ -410,19 +464,163 @@ mod tests {
 /// ```
 #[derive(Debug, Clone)]
 pub struct Canceller {
-    flag: Arc<std::sync::atomic::AtomicBool>,
+    scope: Scope,
     wake: std::sync::mpsc::SyncSender<carrier::Report>,
 }
 
 impl Canceller {
-    /// Cancels the call (or wait) the client is blocked in, if any.
+    /// Cancels the call (or wait) the client is blocked in, if any; for a
+    /// [`ClientHandle`]'s canceller, every call that handle (or a clone of it) is
+    /// blocked in, on any thread.
     pub fn cancel(&self) {
-        self.flag.store(true, std::sync::atomic::Ordering::Release);
+        self.scope.bump();
         // A full channel wakes the driver anyway.
         let _ = self.wake.try_send(carrier::Report {
             conn: proto::ConnId::STDIO,
             generation: 0,
             event: carrier::IoEvent::Wake,
         });
+    }
+}
+
+/// A handle on a [`Client`]'s connection for several threads ([`Client::handle`]):
+/// cheap to clone, `Send + Sync` (with `Send` handlers), every call method taking
+/// `&self`, so that calls from several threads are in flight at once. Over stdio they
+/// are pipelined on the one connection; over HTTP the machine opens more connections,
+/// up to [`HttpOptions::max_connections`](mcp_io::http::HttpOptions::max_connections).
+///
+/// There is no driver thread: whichever calling thread waits drives the connection
+/// while the others sleep until their own answer is in (see the crate docs). Each call
+/// keeps its own timeout. The input handler and the progress callback of the
+/// [`Options`] run on the thread that drives at that moment, for any call.
+///
+/// The [`Client`] keeps the connection: closing (or dropping) it ends the calls the
+/// handles have in flight with [`Error::Closed`], and later calls fail with it at once.
+///
+/// ```no_run
+/// use mcp_blocking::{Client, ClientConfig, StdioCommand};
+///
+/// # fn main() -> Result<(), mcp_blocking::Error> {
+/// let client = Client::connect_stdio(StdioCommand::new("my-server"), ClientConfig::new("app", "1"))?;
+/// let handle = client.handle();
+/// let worker = std::thread::spawn(move || handle.call_tool("echo", serde_json::json!({"text": "hi"})));
+/// let tools = client.handle().list_tools()?; // meanwhile, on this thread
+/// println!("{} tools; echo said {}", tools.len(), worker.join().unwrap()?.text());
+/// client.close();
+/// # Ok(())
+/// # }
+/// ```
+pub struct ClientHandle<F: Flavour = Sendable> {
+    link: Arc<Link<F>>,
+    details: Arc<ServerDetails>,
+    /// What [`ClientHandle::canceller`] cancels: the calls of this handle and its clones.
+    scope: Scope,
+}
+
+impl<F: Flavour> Clone for ClientHandle<F> {
+    fn clone(&self) -> Self {
+        ClientHandle {
+            link: Arc::clone(&self.link),
+            details: Arc::clone(&self.details),
+            scope: self.scope.clone(),
+        }
+    }
+}
+
+impl<F: Flavour> std::fmt::Debug for ClientHandle<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientHandle")
+            .field("server", &self.details.server_info)
+            .field("closed", &self.is_closed())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<F: Flavour> ClientHandle<F> {
+    /// Any request, while other threads make theirs; listings fetch every page.
+    ///
+    /// # Errors
+    /// [`Error::Call`] for a failed call (server error, timeout, invalid answer),
+    /// [`Error::Closed`] when the connection is over (the [`Client`] closed or dropped
+    /// included).
+    pub fn request(&self, request: CallRequest) -> Result<CallOutput, Error> {
+        self.link.request(request, &self.scope)
+    }
+
+    mcp_io::typed_requests!(blocking &);
+
+    /// A [`Canceller`] of every call this handle and its clones are blocked in when it
+    /// fires (take another handle from the [`Client`] to cancel apart).
+    #[must_use]
+    pub fn canceller(&self) -> Canceller {
+        Canceller {
+            scope: self.scope.clone(),
+            wake: self.link.waker(),
+        }
+    }
+
+    /// The server's era.
+    #[must_use]
+    pub fn era(&self) -> Era {
+        self.details.protocol_version.era()
+    }
+
+    /// The negotiated protocol version.
+    #[must_use]
+    pub fn protocol_version(&self) -> ProtocolVersion {
+        self.details.protocol_version
+    }
+
+    /// What the server said about itself.
+    #[must_use]
+    pub fn server(&self) -> &ServerDetails {
+        &self.details
+    }
+
+    /// Whether the connection is over (closed by either side).
+    #[must_use]
+    pub fn is_closed(&self) -> bool {
+        self.link.closed().is_some()
+    }
+
+    /// TCP connections opened so far, for a client over HTTP.
+    #[must_use]
+    pub fn http_connections_opened(&self) -> u64 {
+        let d = self.link.lock();
+        d.core.machine.pool_stats().map_or(0, |s| s.opened)
+    }
+
+    mcp_io::client_state!(link.shared);
+}
+
+/// The protocol machine of a [`Client`], locked for inspection ([`Client::machine`]):
+/// dereferences to [`mcp_proto::client::Client`]. Calls from other threads wait while it
+/// lives.
+pub struct MachineRef<'a, F: Flavour = Sendable>(std::sync::MutexGuard<'a, Driver<F>>);
+
+impl<F: Flavour> std::ops::Deref for MachineRef<'_, F> {
+    type Target = mcp_proto::client::Client;
+
+    fn deref(&self) -> &Self::Target {
+        &self.0.core.machine
+    }
+}
+
+impl<F: Flavour> std::fmt::Debug for MachineRef<'_, F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&**self, f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn client_and_error_cross_threads() {
+        fn send<T: Send>() {}
+        fn send_sync<T: Send + Sync>() {}
+        send::<super::Client>();
+        send_sync::<super::ClientHandle>();
+        send_sync::<super::Canceller>();
+        send_sync::<crate::Error>();
     }
 }

@@ -1,5 +1,5 @@
-//! The run loop: one `mcp_proto` client machine, driven on the caller's thread, over a
-//! child process's stdio or Streamable HTTP connections.
+//! The run loop: one `mcp_proto` client machine, driven by the threads that wait on it,
+//! over a child process's stdio or Streamable HTTP connections.
 //!
 //! The machine decides everything (what to send where, when to open, reuse, retry or
 //! close a connection, when to restart the server, every deadline); this loop carries it
@@ -10,17 +10,37 @@
 //! left. Progress and input requests are handled by the options (the input handler
 //! answers on the spot); the rest is kept in the inbox of the [`Shared`] state for the
 //! blocking methods.
+//!
+//! # Several threads (leader and followers)
+//!
+//! A [`Link`] is shared by the [`Client`](crate::Client) and its
+//! [`ClientHandle`](crate::ClientHandle)s: the [`Driver`] (machine, carrier, outcomes)
+//! sits behind one mutex, and there is no driver thread. A thread that starts a call
+//! executes its transmits itself, under the lock. Then, to wait, it becomes the
+//! *leader* when nobody else is: it takes the report channel's receiving end out of the
+//! driver, unlocks, blocks on the channel until the machine's next deadline, locks
+//! again, feeds the report and settles. The other waiting threads are *followers*: each
+//! sleeps on a condition variable of its own, registered with the call it waits for,
+//! and is woken when that call completes, when the connection closes, when a
+//! [`Canceller`](crate::Canceller) fires, or when the leader leaves (one follower then
+//! takes over). A lone caller is always the leader: the sequential path has no thread
+//! hand-off, only an uncontended lock per turn.
+//!
+//! A thread that changes the machine while another leads (a new call with an earlier
+//! deadline than the one the leader sleeps until, a cancellation, `close`) wakes the
+//! leader through the channel, so that every call keeps its own deadline.
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use mcp_io::drive::{Core, Execute};
 use mcp_io::wire_log::ChannelLog;
 use mcp_io::{Error, Flavour, Inbox, Options, Shared, Shutdown, WireLog, clock};
+use mcp_proto::Instant;
 use mcp_proto::client::{
     self as proto, CallError, CallId, CallOutput, CallRequest, CloseReason, ConnId, Event, Origin,
     TransportFailure,
@@ -29,16 +49,53 @@ use mcp_proto::model::ServerDetails;
 
 use crate::carrier::{Carrier, IoEvent, Report};
 
+/// One connection, shared by a client and its handles: the [`Driver`] behind its lock,
+/// and the state the handles read without it.
+pub(crate) struct Link<F: Flavour> {
+    driver: Mutex<Driver<F>>,
+    /// What the events say about the connection, and the server process.
+    pub(crate) shared: Arc<Shared>,
+    /// The report channel, for [`Canceller`](crate::Canceller)s to wake the leader.
+    tx: SyncSender<Report>,
+}
+
+/// A cancellation scope: a [`Canceller`](crate::Canceller) bumps the count, and a call
+/// (or wait) started before the bump is cancelled. Calls started later are not.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Scope(Arc<AtomicU64>);
+
+impl Scope {
+    fn seen(&self) -> u64 {
+        self.0.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn bump(&self) {
+        self.0.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
 /// The machine and its options, its carrier, and what came out of them; `F` is the
 /// flavour of the options' handlers.
 pub(crate) struct Driver<F: Flavour> {
     pub(crate) core: Core<F>,
-    rx: Receiver<Report>,
+    /// `None` while a thread (the leader) waits on it, unlocked.
+    rx: Option<Receiver<Report>>,
     pub(crate) io: Io<F>,
     /// `close` ran: whatever the machine still waits for is cut off.
     released: bool,
-    /// Set by a [`Canceller`](crate::Canceller): the wait in progress ends.
-    cancel: Arc<AtomicBool>,
+    /// Until when the leader sleeps on the channel (`None`: no limit), while it does.
+    leader_until: Option<Instant>,
+    /// The threads sleeping until something happens for them (followers).
+    waiters: Vec<Waiter>,
+    /// Condition variables of followers that left, for the next ones.
+    spare: Vec<Arc<Condvar>>,
+}
+
+/// A follower: the call it waits for (`None`: anything in the inbox, or the machine's
+/// release), and where it sleeps.
+struct Waiter {
+    call: Option<CallId>,
+    cv: Arc<Condvar>,
 }
 
 /// What carries out the machine's transmits and keeps its events.
@@ -49,6 +106,12 @@ pub(crate) struct Io<F: Flavour> {
     pub(crate) shared: Arc<Shared>,
     /// Outcomes of calls, until their method picks them up.
     completed: HashMap<CallId, Result<CallOutput, CallError>>,
+    /// Calls completed since the followers were last woken.
+    fresh: Vec<CallId>,
+    /// Something else reached the inbox since then.
+    news: bool,
+    /// Every follower must look (the connection closed, a cancellation).
+    everyone: bool,
 }
 
 impl<F: Flavour> Execute<F> for Io<F> {
@@ -75,22 +138,33 @@ impl<F: Flavour> Execute<F> for Io<F> {
     /// Notifications stay in the inbox; an `InputCancelled` needs nothing, as the
     /// handler answers on the spot.
     fn event(&mut self, event: Event) {
-        if let Some(Event::CallCompleted { call, outcome }) = self.shared.lock().inbox.keep(event) {
-            self.completed.insert(call, outcome);
+        if matches!(event, Event::Closed { .. }) {
+            self.everyone = true;
+        }
+        match self.shared.lock().inbox.keep(event) {
+            Some(Event::CallCompleted { call, outcome }) => {
+                self.completed.insert(call, outcome);
+                self.fresh.push(call);
+            }
+            _ => self.news = true,
         }
     }
 }
 
-impl<F: Flavour> fmt::Debug for Driver<F> {
+impl<F: Flavour> fmt::Debug for Link<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Driver")
-            .field("state", &self.core.machine.state())
-            .field("options", &self.core.options)
-            .finish_non_exhaustive()
+        match self.driver.try_lock() {
+            Ok(d) => f
+                .debug_struct("Driver")
+                .field("state", &d.core.machine.state())
+                .field("options", &d.core.options)
+                .finish_non_exhaustive(),
+            Err(_) => f.debug_struct("Driver").finish_non_exhaustive(),
+        }
     }
 }
 
-impl<F: Flavour> Driver<F> {
+impl<F: Flavour> Link<F> {
     /// A driver for `machine` over `carrier`, whose threads report on `tx`; nothing is
     /// exchanged yet.
     pub(crate) fn new(
@@ -99,192 +173,329 @@ impl<F: Flavour> Driver<F> {
         (tx, rx): (SyncSender<Report>, Receiver<Report>),
         options: Options<F>,
         shared: Arc<Shared>,
-    ) -> Driver<F> {
-        let completed = HashMap::new();
-        Driver {
+    ) -> Link<F> {
+        let driver = Driver {
             core: Core::new(machine, options),
-            rx,
+            rx: Some(rx),
             io: Io {
                 carrier,
-                tx,
-                shared,
-                completed,
+                tx: tx.clone(),
+                shared: Arc::clone(&shared),
+                completed: HashMap::new(),
+                fresh: Vec::new(),
+                news: false,
+                everyone: false,
             },
             released: false,
-            cancel: Arc::new(AtomicBool::new(false)),
+            leader_until: None,
+            waiters: Vec::new(),
+            spare: Vec::new(),
+        };
+        Link {
+            driver: Mutex::new(driver),
+            shared,
+            tx,
         }
     }
 
-    /// What a [`Canceller`](crate::Canceller) needs: the flag, and the channel to wake
-    /// the driver on.
-    pub(crate) fn cancel_handle(&self) -> (Arc<AtomicBool>, SyncSender<Report>) {
-        (Arc::clone(&self.cancel), self.io.tx.clone())
+    /// The driver, locked.
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Driver<F>> {
+        // A handler that panicked mid-settle leaves the machine as it was between two
+        // of its inputs: still consistent.
+        self.driver.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Whether a cancellation came from another thread (and consumes it).
-    fn cancelled(&self) -> bool {
-        self.cancel.swap(false, Ordering::AcqRel)
+    /// The channel a [`Canceller`](crate::Canceller) wakes the leader on.
+    pub(crate) fn waker(&self) -> SyncSender<Report> {
+        self.tx.clone()
     }
 
     /// Runs until the machine reports `Connected`, or fails and releases the transport.
-    pub(crate) fn connect(&mut self) -> Result<ServerDetails, Error> {
-        self.settle();
-        loop {
-            let (server, closed) = {
-                let state = self.io.shared.lock();
-                (state.inbox.server.clone(), state.inbox.closed.clone())
-            };
-            if let Some(details) = server {
-                return Ok(details);
+    pub(crate) fn connect(&self) -> Result<ServerDetails, Error> {
+        let mut d = self.lock();
+        d.settle();
+        let (d, outcome) = self.wait(d, None, None, |d| {
+            let state = d.io.shared.lock();
+            if let Some(details) = &state.inbox.server {
+                return Some(Ok(details.clone()));
             }
-            if let Some(reason) = closed {
+            state.inbox.closed.clone().map(Err)
+        });
+        drop(d);
+        match outcome {
+            Some(Ok(details)) => Ok(details),
+            Some(Err(reason)) => {
                 let exited = matches!(reason, CloseReason::ServerExited { .. });
                 let shutdown = self.close();
                 // Only a process that ended on its own has an exit status worth telling.
                 let status = shutdown.status.filter(|_| exited && !shutdown.killed);
-                let stderr = self.io.shared.lock().stderr.text();
-                let endpoint = self.core.endpoint();
-                return Err(Error::not_connected_with(reason, endpoint, stderr, status));
+                let stderr = self.shared.lock().stderr.text();
+                let endpoint = self.lock().core.endpoint().map(str::to_owned);
+                Err(Error::not_connected_with(
+                    reason,
+                    endpoint.as_deref(),
+                    stderr,
+                    status,
+                ))
             }
-            self.turn();
+            None => unreachable!("a wait without a limit ends with its answer"),
         }
     }
 
-    /// Starts a call and runs until it completes.
-    pub(crate) fn request(&mut self, request: CallRequest) -> Result<CallOutput, Error> {
-        let call = self.start(request)?;
-        self.finish(call)
+    /// Starts a call and runs until it completes (or `scope` cancels it).
+    pub(crate) fn request(&self, request: CallRequest, scope: &Scope) -> Result<CallOutput, Error> {
+        let seen = scope.seen();
+        let mut d = self.lock();
+        let call = d.start(request)?;
+        self.finish_locked(d, call, scope, seen)
     }
 
     /// The outcome of the call `call`, if it completed already (without driving).
-    pub(crate) fn poll_outcome(&mut self, call: CallId) -> Option<Result<CallOutput, Error>> {
-        let outcome = self.io.completed.remove(&call)?;
-        Some(outcome.map_err(|e| Error::call(e, self.core.endpoint())))
+    pub(crate) fn poll_outcome(&self, call: CallId) -> Option<Result<CallOutput, Error>> {
+        let mut d = self.lock();
+        let outcome = d.io.completed.remove(&call)?;
+        Some(outcome.map_err(|e| Error::call(e, d.core.endpoint())))
     }
 
-    /// Runs until the call `call` (started with [`Driver::start`]) completes.
-    pub(crate) fn finish(&mut self, call: CallId) -> Result<CallOutput, Error> {
-        loop {
-            if let Some(outcome) = self.io.completed.remove(&call) {
-                return outcome.map_err(|e| Error::call(e, self.core.endpoint()));
+    /// Runs until the call `call` (started with [`Link::start`]) completes.
+    pub(crate) fn finish(&self, call: CallId, scope: &Scope) -> Result<CallOutput, Error> {
+        let seen = scope.seen();
+        self.finish_locked(self.lock(), call, scope, seen)
+    }
+
+    fn finish_locked(
+        &self,
+        d: MutexGuard<'_, Driver<F>>,
+        call: CallId,
+        scope: &Scope,
+        mut seen: u64,
+    ) -> Result<CallOutput, Error> {
+        let (_d, outcome) = self.wait(d, Some(call), None, |d| {
+            if let Some(outcome) = d.io.completed.remove(&call) {
+                return Some(outcome.map_err(|e| Error::call(e, d.core.endpoint())));
             }
-            if let Some(reason) = self.closed() {
-                return Err(Error::closed(reason, self.core.endpoint()));
+            if let Some(reason) = d.closed() {
+                return Some(Err(Error::closed(reason, d.core.endpoint())));
             }
-            if self.cancelled() {
+            let now_seen = scope.seen();
+            if now_seen != seen {
+                seen = now_seen;
                 // The machine tells the server and completes the call as cancelled (a
                 // call that completed meanwhile keeps its outcome).
-                let _ = self.core.machine.cancel(clock::now(), call);
-                self.settle();
-                continue;
+                let _ = d.core.machine.cancel(clock::now(), call);
+                d.settle();
+                d.nudge();
+                if let Some(outcome) = d.io.completed.remove(&call) {
+                    return Some(outcome.map_err(|e| Error::call(e, d.core.endpoint())));
+                }
             }
-            self.turn();
-        }
+            None
+        });
+        outcome.unwrap_or_else(|| unreachable!("a wait without a limit ends with its answer"))
     }
 
     /// Starts a call and returns at once (a 2026 subscription ends with
-    /// `Event::SubscriptionEnded`, not with a completion a `request` waits for). What
-    /// arrived while nobody was calling (a server closing an idle connection) is fed
-    /// first, so the machine places the call knowing it.
-    pub(crate) fn start(&mut self, request: CallRequest) -> Result<CallId, Error> {
-        // A cancellation only ever ends the wait that was in progress.
-        self.cancel.store(false, Ordering::Release);
-        while let Ok(report) = self.rx.try_recv() {
-            self.feed(report);
+    /// `Event::SubscriptionEnded`, not with a completion a `request` waits for).
+    pub(crate) fn start(&self, request: CallRequest) -> Result<CallId, Error> {
+        self.lock().start(request)
+    }
+
+    /// Replaces the roots offered to the server.
+    pub(crate) fn set_roots(&self, roots: Vec<proto::Root>) -> Result<(), Error> {
+        let mut d = self.lock();
+        if let Some(reason) = d.closed() {
+            return Err(Error::closed(reason, d.core.endpoint()));
         }
-        self.core.run_timers(clock::now());
-        self.settle();
+        d.core.machine.set_roots(clock::now(), roots)?;
+        d.settle();
+        d.nudge();
+        Ok(())
+    }
+
+    /// Cancels a call (ends a subscription).
+    pub(crate) fn cancel(&self, call: CallId) -> Result<(), Error> {
+        let mut d = self.lock();
+        d.core.machine.cancel(clock::now(), call)?;
+        d.settle();
+        d.nudge();
+        Ok(())
+    }
+
+    /// Runs the connection until `pick` finds something in the inbox, the connection is
+    /// over, `timeout` passed, or `scope` cancels the wait.
+    pub(crate) fn wait_for<T>(
+        &self,
+        timeout: Duration,
+        scope: &Scope,
+        mut pick: impl FnMut(&mut Inbox) -> Option<T>,
+    ) -> Option<T> {
+        let until = clock::from_std(std::time::Instant::now() + timeout);
+        let seen = scope.seen();
+        let (_d, found) = self.wait(self.lock(), None, Some(until), |d| {
+            if let Some(found) = pick(&mut d.io.shared.lock().inbox) {
+                return Some(Some(found));
+            }
+            (d.closed().is_some() || scope.seen() != seen).then_some(None)
+        });
+        found.flatten()
+    }
+
+    /// Closes the connection and releases the transport: the machine bounds its last
+    /// exchanges (a legacy session's `DELETE`, `HttpConfig::close_timeout`) and says when
+    /// it is released; a server process then gets the grace period. Calls in flight on
+    /// other threads end with [`Error::Closed`]. Idempotent.
+    pub(crate) fn close(&self) -> Shutdown {
+        let mut d = self.lock();
+        if !d.released {
+            d.released = true;
+            d.core.machine.close(clock::now());
+            d.settle();
+            d.nudge();
+            let (again, _) = self.wait(d, None, None, |d| {
+                d.core.machine.is_released().then_some(())
+            });
+            d = again;
+            d.io.shared
+                .lock()
+                .inbox
+                .closed
+                .get_or_insert(CloseReason::Local);
+            d.io.everyone = true;
+            d.wake();
+        }
+        let grace = d.core.grace(clock::now());
+        let d = &mut *d;
+        d.io.carrier.release(grace, &mut d.core.options.wire_log)
+    }
+
+    /// Why the connection ended, once it has.
+    pub(crate) fn closed(&self) -> Option<CloseReason> {
+        self.shared.lock().inbox.closed.clone()
+    }
+
+    /// Drives the connection (as the leader) or sleeps (as a follower waiting for
+    /// `call`, or for anything with `None`) until `step` returns an answer or `until`
+    /// passes (`None` then). `step` runs under the lock, first at once and then after
+    /// every change that may concern it.
+    fn wait<'a, T>(
+        &'a self,
+        mut d: MutexGuard<'a, Driver<F>>,
+        call: Option<CallId>,
+        until: Option<Instant>,
+        mut step: impl FnMut(&mut Driver<F>) -> Option<T>,
+    ) -> (MutexGuard<'a, Driver<F>>, Option<T>) {
+        loop {
+            if let Some(answer) = step(&mut d) {
+                d.hand_over();
+                return (d, Some(answer));
+            }
+            let now = clock::now();
+            if until.is_some_and(|at| at <= now) {
+                d.hand_over();
+                return (d, None);
+            }
+            let Some(rx) = d.rx.take() else {
+                d = follow(d, call, until, now);
+                continue;
+            };
+            // The leader.
+            let Some(deadline) = d.deadline(until, now) else {
+                d.leader_until = None;
+                drop(d);
+                let report = rx.recv().ok();
+                d = self.lock();
+                d.rx = Some(rx);
+                d.take(report);
+                continue;
+            };
+            if deadline <= now {
+                d.rx = Some(rx);
+                d.take(None);
+                continue;
+            }
+            d.leader_until = Some(deadline);
+            drop(d);
+            let wait = deadline.saturating_duration_since(now);
+            let report = rx.recv_timeout(wait).ok();
+            d = self.lock();
+            d.rx = Some(rx);
+            d.take(report);
+        }
+    }
+}
+
+impl<F: Flavour> Driver<F> {
+    /// Starts a call. What arrived while nobody was waiting (a server closing an idle
+    /// connection) is fed first, so the machine places the call knowing it.
+    fn start(&mut self, request: CallRequest) -> Result<CallId, Error> {
+        if self.rx.is_some() {
+            while let Some(report) = self.rx.as_ref().and_then(|rx| rx.try_recv().ok()) {
+                self.feed(report);
+            }
+            self.core.run_timers(clock::now());
+            self.settle();
+        }
         if let Some(reason) = self.closed() {
             return Err(Error::closed(reason, self.core.endpoint()));
         }
         let call = self.core.machine.call(clock::now(), request)?;
         self.settle();
+        self.nudge();
         Ok(call)
     }
 
-    /// Replaces the roots offered to the server.
-    pub(crate) fn set_roots(&mut self, roots: Vec<proto::Root>) -> Result<(), Error> {
-        if let Some(reason) = self.closed() {
-            return Err(Error::closed(reason, self.core.endpoint()));
-        }
-        self.core.machine.set_roots(clock::now(), roots)?;
-        self.settle();
-        Ok(())
-    }
-
-    /// Cancels a call (ends a subscription).
-    pub(crate) fn cancel(&mut self, call: CallId) -> Result<(), Error> {
-        self.core.machine.cancel(clock::now(), call)?;
-        self.settle();
-        Ok(())
-    }
-
-    /// Runs the connection until `pick` finds something in the inbox, the connection is
-    /// over, or `timeout` passed.
-    pub(crate) fn wait_for<T>(
-        &mut self,
-        timeout: Duration,
-        mut pick: impl FnMut(&mut Inbox) -> Option<T>,
-    ) -> Option<T> {
-        let until = std::time::Instant::now() + timeout;
-        self.cancel.store(false, Ordering::Release);
-        loop {
-            if let Some(found) = pick(&mut self.io.shared.lock().inbox) {
-                return Some(found);
-            }
-            let now = std::time::Instant::now();
-            if self.closed().is_some() || now >= until || self.cancelled() {
-                return None;
-            }
-            self.turn_until(Some(clock::from_std(until)));
-        }
-    }
-
-    /// Closes the connection and releases the transport: the machine bounds its last
-    /// exchanges (a legacy session's `DELETE`, `HttpConfig::close_timeout`) and says when
-    /// it is released; a server process then gets the grace period. Idempotent.
-    pub(crate) fn close(&mut self) -> Shutdown {
-        if !self.released {
-            self.released = true;
-            self.core.machine.close(clock::now());
-            self.settle();
-            while !self.core.machine.is_released() {
-                self.turn();
-            }
-            let mut state = self.io.shared.lock();
-            state.inbox.closed.get_or_insert(CloseReason::Local);
-        }
-        let grace = self.core.grace(clock::now());
-        (self.io.carrier).release(grace, &mut self.core.options.wire_log)
-    }
-
-    /// Waits for one report until the machine's deadline, feeds it, and settles.
-    fn turn(&mut self) {
-        self.turn_until(None);
-    }
-
-    /// As `turn`, waiting no later than `limit` when there is one.
-    fn turn_until(&mut self, limit: Option<mcp_proto::Instant>) {
-        let now = clock::now();
-        let deadline = match (self.core.machine.poll_timeout(), limit) {
+    /// The leader's next deadline: the machine's, or `until` if sooner. With no channel
+    /// open and no deadline nothing can ever arrive: the machine is closed.
+    fn deadline(&mut self, until: Option<Instant>, now: Instant) -> Option<Instant> {
+        match (self.core.machine.poll_timeout(), until) {
             (Some(at), Some(limit)) => Some(at.min(limit)),
             (None, _) if self.io.carrier.is_idle() => {
-                // No channel open and no deadline: nothing can ever arrive.
                 self.core.machine.close(now);
                 Some(now)
             }
             (at, limit) => at.or(limit),
-        };
-        let report = match deadline {
-            Some(at) if at <= now => None,
-            Some(at) => self.rx.recv_timeout(at.saturating_duration_since(now)).ok(),
-            None => self.rx.recv().ok(),
-        };
+        }
+    }
+
+    /// The leader's turn after its wait: feeds `report`, or runs the timers when none
+    /// came, settles and wakes whom it concerns.
+    fn take(&mut self, report: Option<Report>) {
+        self.leader_until = None;
         match report {
             Some(report) => self.feed(report),
             None => self.core.machine.handle_timeout(clock::now()),
         }
         self.settle();
+    }
+
+    /// When nobody leads and followers sleep, wakes one of them to lead.
+    fn hand_over(&mut self) {
+        if self.rx.is_some()
+            && let Some(w) = self.waiters.first()
+        {
+            w.cv.notify_one();
+        }
+    }
+
+    /// After a change by a thread that does not lead: wakes the leader if the machine's
+    /// deadline is now sooner than the one it sleeps until.
+    fn nudge(&self) {
+        if self.rx.is_some() {
+            return;
+        }
+        let sooner = match (self.core.machine.poll_timeout(), self.leader_until) {
+            (Some(at), Some(until)) => at < until,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        if sooner || self.released {
+            // A full channel wakes the leader anyway.
+            let _ = self.io.tx.try_send(Report {
+                conn: ConnId::STDIO,
+                generation: 0,
+                event: IoEvent::Nudge,
+            });
+        }
     }
 
     /// Hands one report to the machine, unless its channel is closed or replaced.
@@ -294,8 +505,16 @@ impl<F: Flavour> Driver<F> {
             generation,
             event,
         } = report;
+        match event {
+            IoEvent::Wake => {
+                self.io.everyone = true;
+                return;
+            }
+            IoEvent::Nudge => return,
+            _ => {}
+        }
         let (core, carrier) = (&mut self.core, &mut self.io.carrier);
-        if matches!(event, IoEvent::Wake) || !carrier.is_current(conn, generation) {
+        if !carrier.is_current(conn, generation) {
             return;
         }
         let now = clock::now();
@@ -308,23 +527,66 @@ impl<F: Flavour> Driver<F> {
                 let failure = carrier.failure(step, error);
                 core.failed(now, conn, failure, carrier.channel_log(conn));
             }
-            IoEvent::Wake => {}
+            IoEvent::Wake | IoEvent::Nudge => {}
         }
     }
 
-    /// Executes every transmit and drains every event, until neither is left.
+    /// Executes every transmit and drains every event, until neither is left; then
+    /// wakes the followers that it concerns.
     fn settle(&mut self) {
         self.core.settle(&mut self.io);
+        self.wake();
+    }
+
+    /// Wakes the followers whose call completed, those waiting for anything when
+    /// something happened, and all of them when the connection closes, a cancellation
+    /// came or the client is closing.
+    fn wake(&mut self) {
+        let io = &mut self.io;
+        if !self.waiters.is_empty() {
+            let everyone = io.everyone || self.released;
+            let anything = io.news || !io.fresh.is_empty();
+            for w in &self.waiters {
+                let concerned = match w.call {
+                    Some(call) => io.fresh.contains(&call),
+                    None => anything,
+                };
+                if everyone || concerned {
+                    w.cv.notify_one();
+                }
+            }
+        }
+        io.fresh.clear();
+        io.news = false;
+        io.everyone = false;
     }
 
     /// Why the connection ended, once it has.
-    pub(crate) fn closed(&self) -> Option<CloseReason> {
+    fn closed(&self) -> Option<CloseReason> {
         self.io.shared.lock().inbox.closed.clone()
     }
 }
 
-impl<F: Flavour> Drop for Driver<F> {
-    fn drop(&mut self) {
-        self.close();
-    }
+/// The longest a follower sleeps before it looks again by itself.
+const RECHECK: Duration = Duration::from_secs(1);
+
+/// Sleeps as a follower waiting for `call` until woken (or `until`).
+fn follow<F: Flavour>(
+    mut d: MutexGuard<'_, Driver<F>>,
+    call: Option<CallId>,
+    until: Option<Instant>,
+    now: Instant,
+) -> MutexGuard<'_, Driver<F>> {
+    let cv = d.spare.pop().unwrap_or_default();
+    d.waiters.push(Waiter {
+        call,
+        cv: Arc::clone(&cv),
+    });
+    // At most `RECHECK` at a time: a leader whose handler panicked never wakes anyone.
+    let wait = until.map_or(RECHECK, |at| at.saturating_duration_since(now).min(RECHECK));
+    let woken = cv.wait_timeout(d, wait);
+    let mut d = woken.unwrap_or_else(PoisonError::into_inner).0;
+    d.waiters.retain(|w| !Arc::ptr_eq(&w.cv, &cv));
+    d.spare.push(cv);
+    d
 }

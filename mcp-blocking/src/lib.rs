@@ -13,16 +13,55 @@
 //! * [`Client::connect_http`] does the same over Streamable HTTP (`https://`, or `http://`
 //!   to loopback): keep-alive connections, TLS with rustls, an optional per-origin
 //!   [`EraCache`]; see the [`http`] module.
+//! * [`Client::handle`] gives a [`ClientHandle`] (`Send + Sync + Clone`, methods on
+//!   `&self`) for calls from several threads at once: pipelined on the one stdio
+//!   connection, or spread over several HTTP connections (as many as the machine opens,
+//!   up to [`HttpOptions::max_connections`](mcp_io::http::HttpOptions::max_connections)).
 //! * [`serve_stdio`] runs an [`mcp_proto::server::Server`] on this process's stdin and
 //!   stdout.
 //!
-//! The calling thread owns the protocol machine, which decides everything: the era, every
-//! HTTP connection (how many, which to reuse, when to retry or close one), when to start
-//! a stdio server again. Every method carries out what the machine asks, waits for the
-//! server's bytes until the machine's next deadline, and answers requests for input
-//! with the [`Options::input_handler`]. Helper threads only move bytes: one reader and
-//! one writer per byte channel, reporting to the calling thread over one bounded channel
-//! (see the `process` module docs for why stdin has its own writer thread).
+//! The protocol machine decides everything: the era, every HTTP connection (how many,
+//! which to reuse, when to retry or close one), when to start a stdio server again. The
+//! calling threads carry it out; there is no driver thread. A method executes what the
+//! machine asks, waits for the server's bytes until the machine's next deadline, and
+//! answers requests for input with the [`Options::input_handler`]. Helper threads only
+//! move bytes: one reader and one writer per byte channel, reporting over one bounded
+//! channel (see the `process` module docs for why stdin has its own writer thread).
+//!
+//! # Several threads
+//!
+//! The machine sits behind a lock shared by the [`Client`] and its [`ClientHandle`]s.
+//! A thread that makes a call writes its request itself; to wait, it *leads* (blocks on
+//! the report channel, unlocked, then feeds what came to the machine) when no other
+//! thread does, and otherwise sleeps until the leader completes its call, the leader
+//! leaves (it then takes over), the connection closes or a [`Canceller`] fires. A lone
+//! caller always leads: one call at a time costs no thread hand-off. Each call keeps its
+//! own timeout ([`CallRequest::timeout`]); the input handler and the progress callback
+//! run on the thread leading at that moment, for any call, and hold the lock while they
+//! run (a handler that waits for a person holds up the other calls meanwhile). Closing
+//! the [`Client`] (or dropping it) ends the calls other threads wait for with
+//! [`Error::Closed`].
+//!
+//! ```no_run
+//! use mcp_blocking::{Client, ClientConfig};
+//!
+//! # fn main() -> Result<(), mcp_blocking::Error> {
+//! let client = Client::connect_http("https://mcp.example.com/mcp", ClientConfig::new("app", "1"))?;
+//! let handle = client.handle();
+//! std::thread::scope(|s| {
+//!     for i in 0..8 {
+//!         let handle = handle.clone();
+//!         s.spawn(move || {
+//!             let answer = handle.call_tool("add", serde_json::json!({"a": i, "b": 1}));
+//!             println!("{i}: {:?}", answer.map(|r| r.text()));
+//!         });
+//!     }
+//! });
+//! println!("{} connections", client.http_connections_opened());
+//! client.close();
+//! # Ok(())
+//! # }
+//! ```
 //!
 //! ```no_run
 //! use mcp_blocking::{
@@ -84,7 +123,7 @@ mod process;
 mod serve;
 mod serve_http;
 
-pub use client::{Canceller, Client};
+pub use client::{Canceller, Client, ClientHandle, MachineRef};
 pub use http::{Connector, HttpOptions, TcpConnector, send_auth_request};
 /// The names both adapters export (the protocol types, [`Options`], [`Error`],
 /// [`StdioCommand`], the crates behind the API, …), one list shared with `mcp-smol`.

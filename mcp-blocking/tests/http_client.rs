@@ -77,7 +77,7 @@ fn legacy_server_falls_back_and_keeps_its_session() {
     let mut client = connect(&server);
     assert_eq!(client.era(), Era::Legacy);
     assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
-    assert_eq!(client.http_session_id(), Some("session-1"));
+    assert_eq!(client.http_session_id().as_deref(), Some("session-1"));
     assert_eq!(
         client
             .call_tool("echo", json!({"text": "hi"}))
@@ -413,7 +413,7 @@ fn the_wire_log_hides_the_session_id_and_the_headers_the_options_name() {
         });
     let mut client =
         Client::connect_http_with(&server.url(), config(), options, HttpOptions::new()).unwrap();
-    assert_eq!(client.http_session_id(), Some("session-1"));
+    assert_eq!(client.http_session_id().as_deref(), Some("session-1"));
     client.call_tool("echo", json!({"text": "x"})).unwrap();
     client.close();
     let lines = lines.lock().unwrap();

@@ -74,7 +74,8 @@ pub fn complete(
 /// and their documentation.
 ///
 /// `typed_requests!(async &)` writes `async fn …(&self)` methods that `.await` the
-/// request; `typed_requests!(blocking &mut)` writes `fn …(&mut self)` methods. Either way
+/// request; `typed_requests!(blocking &mut)` writes `fn …(&mut self)` methods and
+/// `typed_requests!(blocking &)` `fn …(&self)` ones (a handle shared between threads). Either way
 /// the facade supplies `request(…, CallRequest) -> Result<CallOutput, Error>`, `async` or
 /// not to match.
 #[macro_export]
@@ -85,6 +86,9 @@ macro_rules! typed_requests {
     };
     (blocking &mut) => {
         $crate::typed_requests!(@emit [] [] [mut]);
+    };
+    (blocking &) => {
+        $crate::typed_requests!(@emit [] [] []);
     };
     (@emit [$($async:tt)*] [$($await:tt)*] [$($mut:tt)*]) => {
         /// `tools/list`, every page.
