@@ -27,7 +27,9 @@
 //!   goes out at once, with no polling interval. Between wake-ups it writes the SSE
 //!   comments the machine asks for (every [`HttpServeOptions::sse_keepalive`]) and looks
 //!   at the socket without reading to notice a client that went away, which cancels the
-//!   request.
+//!   request (or, for a legacy session's stream, detaches it until the client resumes).
+//!   A legacy session's `GET` stream and a stream resumed with `Last-Event-ID` are open
+//!   streams like any other: the endpoint decides what they carry.
 //! * **Stopping.** [`HttpServerHandle::stop`] (or setting the flag from
 //!   [`HttpServerHandle::stop_flag`]) makes every thread finish within well under a
 //!   second (open streams are cancelled; a write blocked on a client that stopped reading

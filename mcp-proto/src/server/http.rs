@@ -1,11 +1,16 @@
 //! Streamable HTTP for the server machine: reading requests from connection bytes and
-//! serving each one against a [`Server`], without sessions.
+//! serving each one against a [`Server`], with or without legacy sessions, and the
+//! resumable SSE streams of those sessions.
 //!
 //! * [`HttpRequestReader`] turns connection bytes into [`HttpRequest`]s (HTTP/1.1 on
 //!   httparse, `Content-Length` bodies, keep-alive, pipelining, bounded buffers).
 //! * [`HttpEndpoint`] owns one [`Server`] and turns each request into an [`HttpReply`]:
 //!   a complete [`HttpResponse`], or an [`HttpStream`] (an SSE response whose end is not
-//!   known yet) that the adapter keeps polling with [`HttpEndpoint::poll_stream`].
+//!   known yet) that the adapter keeps polling with [`HttpEndpoint::poll_stream`]. A
+//!   legacy session's `GET` stream and a resumed stream are [`HttpStream`]s too, so an
+//!   adapter serves them without knowing.
+//! * [`EventStore`] keeps the events of those sessions' streams for `Last-Event-ID`
+//!   ([`MemoryEventStore`]: bounded, in memory).
 //! * [`HttpConnection`] makes the decisions of one connection over a shared endpoint:
 //!   what to write, when to read, the deadlines of a request (head, body rate, idle),
 //!   `100 Continue`, keep-alive or close, SSE comments on open streams, the graceful
@@ -17,8 +22,9 @@
 //! **Checks before the machine**, in this order: `Host` (when
 //! [`HttpEndpointConfig::allowed_hosts`] is set, a name outside it: 403) → `Origin` (present and neither loopback
 //! nor listed in [`HttpEndpointConfig::allowed_origins`]: 403) → path (not
-//! [`HttpEndpointConfig::path`]: 404) → method (anything but `POST`: 405 with
-//! `Allow: POST`, or `POST, DELETE` with sessions; there is no GET stream) →
+//! [`HttpEndpointConfig::path`]: 404) → method (`DELETE` and `GET` with sessions, see
+//! below; anything else but `POST`: 405 with `Allow: POST`, or `GET, POST, DELETE` with
+//! sessions) →
 //! `Content-Type` (present
 //! and not `application/json`: 415) → nesting depth (deeper than
 //! [`ServerLimits::max_nesting_depth`](super::ServerLimits::max_nesting_depth): `-32600`,
@@ -46,7 +52,8 @@
 //! **JSON or SSE.** Each HTTP request carries exactly one message. When the machine's
 //! only output for it is the response, the answer is `application/json`. When requests
 //! or notifications for it came first, it is `text/event-stream` (`X-Accel-Buffering: no`,
-//! `event: message` per message, no event ids: nothing is resumable), the response last.
+//! `event: message` per message), the response last. Its events carry ids only in a
+//! legacy session (see *Resumable streams*); elsewhere nothing is resumable.
 //!
 //! **Routing and ids.** One machine serves every connection, so the client's request
 //! ids (which may clash between clients) are replaced by endpoint-unique integers before
@@ -61,7 +68,8 @@
 //! with what is known so far. The adapter polls it; when the client POSTs its JSON-RPC
 //! response to the input request (202), the machine resumes the call and the result ends
 //! the stream. When the client disconnects, the adapter calls
-//! [`HttpEndpoint::cancel_stream`], which the machine sees as `notifications/cancelled`.
+//! [`HttpEndpoint::cancel_stream`], which the machine sees as `notifications/cancelled`
+//! (except for a session's stream, which is only detached: see below).
 //! A posted `notifications/cancelled` cancels an open exchange only when exactly one open
 //! exchange has that request id (without sessions, two clients may use the same one).
 //! At most [`HttpEndpointConfig::max_open_streams`] exchanges stay open; one more is
@@ -74,7 +82,7 @@
 //! request must carry a live session id (none: 400; unknown, ended or idle past
 //! [`HttpEndpointConfig::session_idle_timeout`]: 404, and the client initializes again),
 //! and is served with that session's state swapped into the machine. `DELETE` with the
-//! id ends the session and cancels its open exchanges. At most
+//! id ends the session, cancels its open exchanges and ends its `GET` stream. At most
 //! [`HttpEndpointConfig::max_sessions`] live at once (idle ones make room; then 503).
 //! Server→client requests go out under fresh unguessable ids, and a client's response
 //! reaches the machine only when it names such an id sent to its own session; anything
@@ -82,14 +90,42 @@
 //! posted `notifications/cancelled` only reaches exchanges of its own session. Modern
 //! requests ignore `Mcp-Session-Id` and never see legacy state.
 //!
+//! **Resumable streams** (legacy sessions only; decisions 57–62 in `docs/decisions.md`).
+//! Every SSE stream of a session (an SSE answer to a POST, the `GET` stream) gets a
+//! number unique across the endpoint, and each of its events the id `<stream>-<seq>`,
+//! stored in the [`EventStore`] as it is routed. A 2025-11-25 stream opens with a
+//! priming event (an id, empty `data`, SEP-1699); a 2025-06-18 one has ids only.
+//!
+//! * `GET` (with `Accept: text/event-stream`, else 406; a live `Mcp-Session-Id`, else
+//!   400/404; not naming 2026-07-28, else 405) opens the session's standalone stream.
+//!   What the machine says for the session outside any request (server→client requests
+//!   and notifications with no request in hand, [`HttpEndpoint::notify_listeners`],
+//!   [`HttpEndpoint::resource_updated`]) goes there, never a response; with none open it
+//!   is dropped. One is served per session at a time: another `GET` gets 409.
+//! * `GET` with `Last-Event-ID` replays what that stream sent after the id, from the
+//!   store, and nothing of any other stream; an id that is malformed, unknown, evicted or
+//!   of another session's stream gets 400. A stream still going (its request not
+//!   answered, or the `GET` stream) goes on over the new connection, and the connection
+//!   that served it before is ended; a finished one ends after the replay.
+//! * A client leaving a session's stream ([`HttpEndpoint::cancel_stream`]) detaches it:
+//!   the request goes on and its events are stored for a resumption. Detached requests
+//!   count against `max_open_streams` and go with their session.
+//! * Polling ([`HttpEndpointConfig::sse_polling`], 2025-11-25 sessions): an SSE answer to
+//!   a POST is only the priming event with `retry:`
+//!   ([`HttpEndpointConfig::sse_retry`]) and ends; the client resumes with `GET` and
+//!   `Last-Event-ID`, and each such `GET` of an unfinished request gets what is new,
+//!   `retry:`, and its end, until the response.
+//!
 //! **Without sessions** ([`HttpEndpoint::new`], [`HttpEndpoint::with_config`]: no
 //! entropy), legacy state is process-wide: each `initialize` replaces the handshake, and
 //! two interleaving legacy clients see the later one's capabilities. That mode is for
 //! tests and single-client pipes.
 //!
 //! **Bounds.** Bodies, heads and pipelining are bounded by [`HttpRequestLimits`]; open
-//! exchanges by `max_open_streams`; the machine's own limits bound parked calls. An
-//! exchange's queued events are bounded by what its tool may ask per round.
+//! exchanges (detached ones included) by `max_open_streams`; `GET` streams by sessions
+//! (one each); stored events by the store ([`EventStoreLimits`]); the machine's own
+//! limits bound parked calls. An exchange's queued events are bounded by what its tool
+//! may ask per round. A `Last-Event-ID` is parsed only up to [`MAX_EVENT_ID_BYTES`].
 
 use crate::Instant;
 use std::collections::{BTreeSet, HashMap, VecDeque};
@@ -414,7 +450,7 @@ impl HttpEndpoint {
             .map(|(k, _)| *k)
             .collect();
         for key in &keys {
-            self.to_listener(*key, bytes.clone());
+            self.queue_for_listener(*key, bytes.clone());
         }
         keys.len()
     }
@@ -498,7 +534,9 @@ impl HttpEndpoint {
             .filter(|e| e.attach == Some(stream.attach));
         let Some(exchange) = exchange else {
             // Gone, or resumed on another connection: this one ends.
-            if !self.exchanges.contains_key(&stream.key) {
+            if !self.exchanges.contains_key(&stream.key)
+                && !self.listeners.contains_key(&stream.key)
+            {
                 self.ready.remove(&stream.key);
             }
             stream.write_end(out);
@@ -938,6 +976,16 @@ impl HttpEndpoint {
             return HttpReply::Complete(answer(exchange, era, initialize));
         }
         if !answered && self.open_streams() >= self.config.max_open_streams {
+            // Sessions that idled out may still hold detached requests: they go first.
+            let (exchanges, listeners) = (&self.exchanges, &self.listeners);
+            let expired = self.sessions.as_mut().map_or_else(Vec::new, |t| {
+                t.sweep(now, |s| busy(exchanges, listeners, s))
+            });
+            for gone in expired {
+                self.drop_session_state(&gone);
+            }
+        }
+        if !answered && self.open_streams() >= self.config.max_open_streams {
             self.cancel(now, key, "too many open HTTP streams");
             let e = ErrorObject::new(
                 codes::INTERNAL_ERROR,
@@ -960,7 +1008,7 @@ impl HttpEndpoint {
             polling = priming && self.config.sse_polling;
             if priming {
                 let id = self.store_event(session, number, b"");
-                let retry = polling.then(|| self.config.sse_retry.as_millis());
+                let retry = polling.then_some(self.config.sse_retry.as_millis());
                 sse_event_with_id(&mut body, id.as_deref(), retry, b"");
             }
             for event in queued {
@@ -1196,7 +1244,7 @@ impl HttpEndpoint {
     /// Queues a message for an exchange: stored first when it is a session's stream,
     /// queued for writing unless its client went away (the store keeps it for a
     /// resumption).
-    fn to_exchange(&mut self, key: i64, data: Vec<u8>) {
+    fn queue_for_exchange(&mut self, key: i64, data: Vec<u8>) {
         let Some(exchange) = self.exchanges.get(&key) else {
             return;
         };
@@ -1217,7 +1265,7 @@ impl HttpEndpoint {
     }
 
     /// Queues a message for a standalone `GET` stream (stored first).
-    fn to_listener(&mut self, key: i64, data: Vec<u8>) {
+    fn queue_for_listener(&mut self, key: i64, data: Vec<u8>) {
         let Some(l) = self.listeners.get(&key) else {
             return;
         };
@@ -1329,7 +1377,7 @@ impl HttpEndpoint {
                     let detached = exchange.streaming && exchange.attach.is_none();
                     let mut out = Vec::new();
                     Message::Response(r).encode(&mut out);
-                    self.to_exchange(key, out);
+                    self.queue_for_exchange(key, out);
                     if detached {
                         // Stored: a resumption replays it; nobody waits for it here.
                         self.forget(key);
@@ -1357,16 +1405,16 @@ impl HttpEndpoint {
                     let mut out = Vec::new();
                     Message::Request(r).encode(&mut out);
                     if open.is_some() {
-                        self.to_exchange(k, out);
+                        self.queue_for_exchange(k, out);
                     } else {
-                        self.to_listener(k, out);
+                        self.queue_for_listener(k, out);
                     }
                 }
                 _ => match open {
-                    Some(k) => self.to_exchange(k, bytes),
+                    Some(k) => self.queue_for_exchange(k, bytes),
                     None => {
                         if let Some(k) = self.current_listener() {
-                            self.to_listener(k, bytes);
+                            self.queue_for_listener(k, bytes);
                         }
                     }
                 },

@@ -396,3 +396,33 @@ fn detached_streams_are_bounded_and_end_with_the_session() {
     ep.handle_request(now(), &delete);
     assert_eq!(ep.open_streams(), 0);
 }
+
+#[test]
+fn detached_requests_of_an_idle_session_make_room() {
+    let config = HttpEndpointConfig {
+        max_open_streams: 1,
+        session_idle_timeout: std::time::Duration::from_secs(60),
+        ..HttpEndpointConfig::default()
+    };
+    let mut ep = with_sessions(config);
+    let gone = open_session(&mut ep, "2025-11-25");
+    let st = stream(ep.handle_request(now(), &call(&gone, "2025-11-25", 1, "hang")));
+    ep.cancel_stream(now(), &st);
+    assert_eq!(ep.open_streams(), 1);
+    let later = now() + std::time::Duration::from_secs(61);
+    let init = post(
+        &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}),
+        &[],
+    );
+    let r = complete(ep.handle_request(later, &init));
+    let s = r.header("mcp-session-id").unwrap().to_owned();
+    // The detached request of the idle session is dropped to serve this one.
+    let _open = stream(ep.handle_request(later, &call(&s, "2025-11-25", 1, "hang")));
+    assert_eq!(ep.open_streams(), 1);
+    assert_eq!(ep.sessions(), 1);
+    // And the idle session's id is gone with its events.
+    let r = complete(ep.handle_request(later, &get(Some(&gone), None)));
+    assert_eq!(r.status, 404);
+}
