@@ -3,7 +3,8 @@
 //! call that finishes later (`confirm`, which asks the client first) is cut off after its
 //! priming event; the client resumes with `GET` and `Last-Event-ID`, receives what it
 //! missed and, once it answers, the result. The standalone `GET` stream is refused a
-//! second time (409) and carries nothing of the call.
+//! second time (409), carries nothing of the call, and carries what the application
+//! sends outside any request (`HttpServerHandle::with_endpoint`).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -176,8 +177,18 @@ fn a_cut_post_stream_is_resumed_with_get_and_last_event_id() {
     read_until(&mut bad, &mut refused, |t| t.contains("\r\n\r\n"));
     assert!(refused.starts_with("HTTP/1.1 400"), "{refused}");
 
-    // The GET stream carried nothing of the call.
+    // The GET stream carried nothing of the call; a notification outside any request
+    // reaches it, with an id.
     read_until(&mut listen, &mut listened, |_| true);
     assert!(messages(&listened).is_empty(), "{listened}");
+    let told =
+        handle.with_endpoint(|e| e.notify_listeners("notifications/tools/list_changed", None));
+    assert_eq!(told, 1);
+    read_until(&mut listen, &mut listened, |t| !messages(t).is_empty());
+    assert_eq!(
+        messages(&listened)[0]["method"],
+        "notifications/tools/list_changed"
+    );
+    assert!(events(&listened).iter().all(|(id, _)| id.is_some()));
     handle.stop();
 }
