@@ -426,3 +426,37 @@ fn detached_requests_of_an_idle_session_make_room() {
     let r = complete(ep.handle_request(later, &get(Some(&gone), None)));
     assert_eq!(r.status, 404);
 }
+
+#[test]
+fn resource_updates_reach_subscribed_sessions_on_their_get_stream() {
+    let server = example::server_with(|c| c.resource_subscriptions = true);
+    let mut ep = HttpEndpoint::with_sessions(server, HttpEndpointConfig::default(), &[5; 32]);
+    let subscribed = open_session(&mut ep, "2025-11-25");
+    let other = open_session(&mut ep, "2025-11-25");
+    let subscribe = post(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe",
+                "params": {"uri": "example://readme"}}),
+        &[
+            ("Mcp-Session-Id", &subscribed),
+            ("MCP-Protocol-Version", "2025-11-25"),
+        ],
+    );
+    assert_eq!(complete(ep.handle_request(now(), &subscribe)).status, 200);
+    let a = stream(ep.handle_request(now(), &get(Some(&subscribed), None)));
+    let b = stream(ep.handle_request(now(), &get(Some(&other), None)));
+    assert_eq!(ep.resource_updated(now(), "example://readme"), 1);
+    let mut out = Vec::new();
+    assert_eq!(ep.poll_stream(&a, &mut out), StreamStatus::Open);
+    let got = messages(&dechunk(&out));
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0]["method"], "notifications/resources/updated");
+    assert_eq!(got[0]["params"]["uri"], "example://readme");
+    assert!(!ep.stream_ready(&b), "the other session did not subscribe");
+    // The client of the GET stream drops it and resumes: the update is replayed.
+    let primed = events(&a.response().body)[0].0.clone().unwrap();
+    ep.cancel_stream(now(), &a);
+    let resumed = stream(ep.handle_request(now(), &get(Some(&subscribed), Some(&primed))));
+    let replayed = messages(&resumed.response().body);
+    assert_eq!(replayed.len(), 1);
+    assert_eq!(replayed[0]["method"], "notifications/resources/updated");
+}
