@@ -90,7 +90,7 @@
 //! posted `notifications/cancelled` only reaches exchanges of its own session. Modern
 //! requests ignore `Mcp-Session-Id` and never see legacy state.
 //!
-//! **Resumable streams** (legacy sessions only; decisions 57–62 in `docs/decisions.md`).
+//! **Resumable streams** (legacy sessions only; decisions 63–68 in `docs/decisions.md`).
 //! Every SSE stream of a session (an SSE answer to a POST, the `GET` stream) gets a
 //! number unique across the endpoint, and each of its events the id `<stream>-<seq>`,
 //! stored in the [`EventStore`] as it is routed. A 2025-11-25 stream opens with a
