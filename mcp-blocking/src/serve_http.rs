@@ -27,7 +27,9 @@
 //!   goes out at once, with no polling interval. Between wake-ups it writes the SSE
 //!   comments the machine asks for (every [`HttpServeOptions::sse_keepalive`]) and looks
 //!   at the socket without reading to notice a client that went away, which cancels the
-//!   request.
+//!   request (or, for a legacy session's stream, detaches it until the client resumes).
+//!   A legacy session's `GET` stream and a stream resumed with `Last-Event-ID` are open
+//!   streams like any other: the endpoint decides what they carry.
 //! * **Stopping.** [`HttpServerHandle::stop`] (or setting the flag from
 //!   [`HttpServerHandle::stop_flag`]) makes every thread finish within well under a
 //!   second (open streams are cancelled; a write blocked on a client that stopped reading
@@ -57,12 +59,21 @@ const POLL: Duration = Duration::from_millis(20);
 const WATCH: Duration = Duration::from_millis(250);
 
 /// A running HTTP server. Dropping it stops the server (as [`HttpServerHandle::stop`]).
-#[derive(Debug)]
 pub struct HttpServerHandle {
     local_addr: SocketAddr,
     path: String,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for HttpServerHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpServerHandle")
+            .field("local_addr", &self.local_addr)
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
 }
 
 impl HttpServerHandle {
@@ -76,6 +87,17 @@ impl HttpServerHandle {
     #[must_use]
     pub fn url(&self) -> String {
         format!("http://{}{}", self.local_addr, self.path)
+    }
+
+    /// Runs `f` on the endpoint, under its lock, then wakes the streams it gave output
+    /// to: how an application tells its legacy sessions something outside any request,
+    /// on their `GET` streams ([`HttpEndpoint::notify_listeners`],
+    /// [`HttpEndpoint::resource_updated`]).
+    pub fn with_endpoint<R>(&self, f: impl FnOnce(&mut HttpEndpoint) -> R) -> R {
+        let mut endpoint = self.shared.endpoint();
+        let result = f(&mut endpoint);
+        self.shared.wake_ready(&mut endpoint);
+        result
     }
 
     /// The flag that stops the server when set (for signal handlers and the like).
@@ -169,14 +191,17 @@ pub fn serve_http_with(
         stop: Arc::clone(&stop),
         host: HttpHost::for_options(&options),
     };
+    let shared = Arc::new(shared);
+    let accepting = Arc::clone(&shared);
     let thread = thread::Builder::new()
         .name("mcp-http-accept".to_owned())
-        .spawn(move || accept_loop(&listener, local_addr, Arc::new(shared)))?;
+        .spawn(move || accept_loop(&listener, local_addr, accepting))?;
     Ok(HttpServerHandle {
         local_addr,
         path,
         stop,
         thread: Some(thread),
+        shared,
     })
 }
 

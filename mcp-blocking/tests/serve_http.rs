@@ -352,10 +352,13 @@ fn legacy_sessions_keep_clients_apart() {
 fn transport_answers() {
     let server = start();
     let mut c = Conn::open(server.local_addr());
+    // A GET stream needs a session; other methods are not served.
     let r = c.roundtrip(&request("GET", &[("Accept", "text/event-stream")], b""));
+    assert_eq!(r.status(), 400);
+    let r = c.roundtrip(&request("PUT", &[], b""));
     assert_eq!(
         (r.status(), r.head.header("allow")),
-        (405, Some("POST, DELETE"))
+        (405, Some("GET, POST, DELETE"))
     );
     // DELETE needs a session id.
     let r = c.roundtrip(&request("DELETE", &[], b""));

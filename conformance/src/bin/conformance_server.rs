@@ -10,6 +10,9 @@
 //! `examples/servers/typescript/README.md`), in both eras on one endpoint: 2025-06-18
 //! and 2025-11-25 through `initialize` and legacy sessions, 2026-07-28 statelessly.
 //! It prints the endpoint URL on stdout once it listens, then serves until killed.
+//! The endpoint runs in polling mode (`HttpEndpointConfig::sse_polling`, retry 100 ms):
+//! every SSE answer to a 2025-11-25 session's POST is cut after its priming event and
+//! fetched with `GET` and `Last-Event-ID`, which the SDK clients of the suite do.
 //!
 //! Built only on the public API of `mcp-blocking` and `mcp-proto`: a scenario that
 //! fails points at the library.
@@ -17,6 +20,8 @@
 use std::net::TcpListener;
 use std::process::ExitCode;
 use std::time::Duration;
+
+use mcp_blocking::HttpServeOptions;
 
 use mcp_blocking::mcp_proto::client::LogLevel;
 use mcp_blocking::mcp_proto::jsonrpc::ErrorObject;
@@ -49,7 +54,12 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match mcp_blocking::serve_http(listener, server()) {
+    // Polling mode (SEP-1699): a 2025-11-25 session's POST SSE answers end after their
+    // priming event, and clients resume them with GET and Last-Event-ID.
+    let mut options = HttpServeOptions::default();
+    options.endpoint.sse_polling = true;
+    options.endpoint.sse_retry = Duration::from_millis(100);
+    match mcp_blocking::serve_http_with(listener, server(), options) {
         Ok(handle) => {
             println!("{}", handle.url());
             handle.wait();
@@ -245,10 +255,16 @@ fn tools() -> Vec<Tool> {
                 ToolOutcome::text(format!("region={}", region.unwrap_or("(none)")))
             },
         ),
-        fixed(
+        Tool::new(
             "test_reconnection",
-            "Answers at once: the endpoint's streams are not resumable, so it cannot close one mid-call",
-            json!({"content": [{"type": "text", "text": "Reconnection test completed"}]}),
+            "Logs once, then answers: an SSE answer, which the endpoint (in polling mode) \
+             cuts after its priming event, so the client fetches the rest with GET and \
+             Last-Event-ID (SEP-1699)",
+            no_args(),
+            |_: &ToolCall<'_>| ToolOutcome::DoneWithNotes {
+                notes: vec![ToolNote::log(LogLevel::Info, "Reconnection test started")],
+                result: json!({"content": [{"type": "text", "text": "Reconnection test completed"}]}),
+            },
         ),
         Tool::new(
             "test_sampling",

@@ -47,6 +47,20 @@ struct Harness {
     open: Vec<Open>,
     /// Streams reported by `poll_ready` and not polled since.
     reported: BTreeSet<StreamId>,
+    /// The endpoint has legacy sessions, whose streams outlive their clients (detached,
+    /// to be resumed), so it may count more open exchanges than streams handed out.
+    resumable: bool,
+    /// The last `Mcp-Session-Id` issued: it replaces a `$session` header value.
+    session: Option<Vec<u8>>,
+    /// The last SSE event id written: it replaces a `$last` header value.
+    last_event: Option<Vec<u8>>,
+}
+
+/// The SSE `id:` values in `bytes`.
+fn event_ids(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
+    bytes
+        .split(|b| *b == b'\n')
+        .filter_map(|line| line.strip_prefix(b"id: "))
 }
 
 /// The Streamable HTTP endpoint (with the server of [`fuzz_server`]) on arbitrary client
@@ -74,6 +88,9 @@ pub fn http_endpoint(data: &[u8]) {
     let config = HttpEndpointConfig {
         max_open_streams: MAX_OPEN,
         allowed_origins: vec!["https://app.example".to_owned()],
+        // Polling mode (2025-11-25 sessions' POST streams end after priming) with one
+        // of the servers.
+        sse_polling: variant == 1,
         ..HttpEndpointConfig::default()
     };
     let mut h = Harness {
@@ -85,6 +102,9 @@ pub fn http_endpoint(data: &[u8]) {
         },
         open: Vec::new(),
         reported: BTreeSet::new(),
+        resumable: variant != 3,
+        session: None,
+        last_event: None,
     };
     let (bytes, cancels) = if raw {
         (input.to_vec(), Vec::new())
@@ -124,17 +144,37 @@ pub fn http_endpoint(data: &[u8]) {
     while !h.open.is_empty() {
         h.cancel_oldest();
     }
-    assert_eq!(h.endpoint.open_streams(), 0, "streams left open");
+    if !h.resumable {
+        assert_eq!(h.endpoint.open_streams(), 0, "streams left open");
+    }
 }
 
 impl Harness {
     fn serve(&mut self, request: &HttpRequest) {
         let now = Instant::ZERO;
+        let mut request = request.clone();
+        for (_, value) in &mut request.headers {
+            let with = match value.as_slice() {
+                b"$session" => self.session.clone(),
+                b"$last" => self.last_event.clone(),
+                _ => None,
+            };
+            if let Some(with) = with {
+                *value = with;
+            }
+        }
+        let request = &request;
         let id = client_id(&request.body);
         let request_len = request_len(request);
         match self.endpoint.handle_request(now, request) {
             HttpReply::Complete(response) => {
                 check_complete(&response, &request.method, id.as_ref(), request_len);
+                if let Some(s) = response.header("mcp-session-id") {
+                    self.session = Some(s.as_bytes().to_vec());
+                }
+                if let Some(last) = event_ids(&response.body).last() {
+                    self.last_event = Some(last.to_vec());
+                }
             }
             HttpReply::Stream(stream) => {
                 let head = stream.response();
@@ -142,6 +182,9 @@ impl Harness {
                 assert_eq!(head.header("content-type"), Some("text/event-stream"));
                 let mut wire = Vec::new();
                 stream.write_head(&mut wire);
+                if let Some(last) = event_ids(&wire).last() {
+                    self.last_event = Some(last.to_vec());
+                }
                 self.open.push(Open {
                     stream,
                     wire,
@@ -203,11 +246,13 @@ impl Harness {
                 i += 1;
             }
         }
-        assert_eq!(
-            self.endpoint.open_streams(),
-            self.open.len(),
-            "the endpoint counts other streams than were handed out"
-        );
+        if !self.resumable {
+            assert_eq!(
+                self.endpoint.open_streams(),
+                self.open.len(),
+                "the endpoint counts other streams than were handed out"
+            );
+        }
     }
 }
 
@@ -267,7 +312,7 @@ fn check_complete(response: &HttpResponse, method: &str, id: Option<&RequestId>,
     assert!(
         matches!(
             response.status,
-            200 | 202 | 400 | 403 | 404 | 405 | 411 | 413 | 415 | 431 | 501 | 503
+            200 | 202 | 400 | 403 | 404 | 405 | 406 | 409 | 411 | 413 | 415 | 431 | 501 | 503
         ),
         "unexpected status {}",
         response.status
@@ -310,7 +355,17 @@ fn check_complete(response: &HttpResponse, method: &str, id: Option<&RequestId>,
         }
         Some("text/event-stream") => {
             assert_eq!(response.status, 200);
-            check_events(&body, id, Answers::One);
+            // A resumption replays what is left of a stream (maybe not its response); in
+            // polling mode a POST gets only the priming event.
+            let polled = body
+                .split(|b| *b == b'\n')
+                .any(|l| l.starts_with(b"retry: "));
+            let answers = if method == "GET" || polled {
+                Answers::AtMostOne
+            } else {
+                Answers::One
+            };
+            check_events(&body, id, answers);
         }
         None => assert!(body.is_empty(), "a body without a type"),
         Some(other) => panic!("unexpected Content-Type {other}"),
@@ -366,6 +421,11 @@ fn check_events(body: &[u8], id: Option<&RequestId>, answers: Answers) {
     let mut messages = Vec::new();
     for event in decoder.events() {
         let event = event.expect("an SSE event over the limits");
+        if event.data.is_empty() {
+            // A priming event (2025-11-25): an id and no message.
+            assert!(event.id.is_some(), "an empty event without an id");
+            continue;
+        }
         assert_eq!(event.event_type, "message");
         let m = Message::decode(event.data.as_bytes())
             .unwrap_or_else(|e| panic!("an SSE event that is not JSON-RPC ({e}): {}", event.data));
@@ -397,10 +457,14 @@ fn check_events(body: &[u8], id: Option<&RequestId>, answers: Answers) {
 /// open stream is cancelled.
 ///
 /// First flag byte: bits 0–1 the method (POST, POST, GET, DELETE or HEAD), bit 2 another
-/// path, bits 3–4 the `Content-Type` (JSON, JSON with a charset, none, text), bits 5–6
-/// the `Origin` (none, loopback, foreign, allowed), bit 7 HTTP/1.0.
+/// path, bits 3–4 the `Content-Type` (JSON, JSON with a charset, none, text) or, for GET,
+/// the stream asked for (the last session's; resumed after the last event id written;
+/// resumed after the body as `Last-Event-ID`; no session), bits 5–6 the `Origin` (none,
+/// loopback, foreign, allowed), bit 7 HTTP/1.0. `$session` and `$last` header values
+/// are replaced when served by the last session id and event id the endpoint issued.
 ///
-/// Second: bits 0–1 `MCP-Protocol-Version` (none, 2026-07-28, 2025-11-25, bogus),
+/// Second: bits 0–1 `MCP-Protocol-Version` (none, 2026-07-28, 2025-11-25 with the last
+/// session's id, bogus),
 /// bit 2 `Mcp-Method` and `Mcp-Name` from the body, bit 3 the `Mcp-Param-*` headers of
 /// the fuzz tool from the body, bit 4 `Connection: close`, bit 5 `Expect:
 /// 100-continue`, bit 6 cancel the oldest stream afterwards, bit 7 the 2026-07-28
@@ -450,11 +514,31 @@ pub fn build_requests(input: &[u8]) -> (Vec<u8>, Vec<usize>) {
             head.push_str(value);
             head.push_str("\r\n");
         };
-        match (a >> 3) & 3 {
-            0 => header("Content-Type", "application/json"),
-            1 => header("Content-Type", "Application/JSON; charset=utf-8"),
-            2 => {}
-            _ => header("Content-Type", "text/plain"),
+        if method == "GET" {
+            // A GET stream of the last session: opened, resumed after the last event id
+            // written, resumed after an id the input names (the body), or without a
+            // session.
+            let named = String::from_utf8_lossy(&body).replace(['\r', '\n'], "");
+            header("Accept", "text/event-stream");
+            match (a >> 3) & 3 {
+                0 => header("Mcp-Session-Id", "$session"),
+                1 => {
+                    header("Mcp-Session-Id", "$session");
+                    header("Last-Event-ID", "$last");
+                }
+                2 => {
+                    header("Mcp-Session-Id", "$session");
+                    header("Last-Event-ID", &named);
+                }
+                _ => {}
+            }
+        } else {
+            match (a >> 3) & 3 {
+                0 => header("Content-Type", "application/json"),
+                1 => header("Content-Type", "Application/JSON; charset=utf-8"),
+                2 => {}
+                _ => header("Content-Type", "text/plain"),
+            }
         }
         match (a >> 5) & 3 {
             0 => {}
@@ -465,7 +549,13 @@ pub fn build_requests(input: &[u8]) -> (Vec<u8>, Vec<usize>) {
         match b & 3 {
             0 => {}
             1 => header("MCP-Protocol-Version", "2026-07-28"),
-            2 => header("MCP-Protocol-Version", "2025-11-25"),
+            2 => {
+                header("MCP-Protocol-Version", "2025-11-25");
+                // A legacy request of the last session (GET names its own).
+                if method != "GET" {
+                    header("Mcp-Session-Id", "$session");
+                }
+            }
             _ => header("MCP-Protocol-Version", "1999-01-01"),
         }
         let sent: Option<Value> = serde_json::from_slice(&body).ok();
@@ -540,5 +630,31 @@ mod tests {
             input.extend_from_slice(b"\0\0");
         }
         http_endpoint(&input);
+    }
+
+    /// A 2025-11-25 session: a call waiting for input, its stream resumed after the last
+    /// event id, the GET stream opened twice (409), a made-up id; with and without
+    /// polling.
+    #[test]
+    fn smoke_resumable_streams() {
+        let init = br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"f","version":"0"}}}"#;
+        let ask = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask","arguments":{"keys":["e1"]}}}"#;
+        let requests: [(u8, u8, &[u8]); 6] = [
+            (1, 0, init),
+            (0, 2, ask),
+            (2 | 1 << 3, 2, b""),
+            (2, 2, b""),
+            (2, 2, b""),
+            (2 | 2 << 3, 2, b"77-0"),
+        ];
+        for control in [0u8, 1] {
+            let mut input = vec![control];
+            for (a, b, body) in requests {
+                input.extend_from_slice(&[a, b]);
+                input.extend_from_slice(body);
+                input.extend_from_slice(b"\0\0");
+            }
+            http_endpoint(&input);
+        }
     }
 }

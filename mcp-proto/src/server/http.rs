@@ -1,11 +1,16 @@
 //! Streamable HTTP for the server machine: reading requests from connection bytes and
-//! serving each one against a [`Server`], without sessions.
+//! serving each one against a [`Server`], with or without legacy sessions, and the
+//! resumable SSE streams of those sessions.
 //!
 //! * [`HttpRequestReader`] turns connection bytes into [`HttpRequest`]s (HTTP/1.1 on
 //!   httparse, `Content-Length` bodies, keep-alive, pipelining, bounded buffers).
 //! * [`HttpEndpoint`] owns one [`Server`] and turns each request into an [`HttpReply`]:
 //!   a complete [`HttpResponse`], or an [`HttpStream`] (an SSE response whose end is not
-//!   known yet) that the adapter keeps polling with [`HttpEndpoint::poll_stream`].
+//!   known yet) that the adapter keeps polling with [`HttpEndpoint::poll_stream`]. A
+//!   legacy session's `GET` stream and a resumed stream are [`HttpStream`]s too, so an
+//!   adapter serves them without knowing.
+//! * [`EventStore`] keeps the events of those sessions' streams for `Last-Event-ID`
+//!   ([`MemoryEventStore`]: bounded, in memory).
 //! * [`HttpConnection`] makes the decisions of one connection over a shared endpoint:
 //!   what to write, when to read, the deadlines of a request (head, body rate, idle),
 //!   `100 Continue`, keep-alive or close, SSE comments on open streams, the graceful
@@ -17,8 +22,9 @@
 //! **Checks before the machine**, in this order: `Host` (when
 //! [`HttpEndpointConfig::allowed_hosts`] is set, a name outside it: 403) → `Origin` (present and neither loopback
 //! nor listed in [`HttpEndpointConfig::allowed_origins`]: 403) → path (not
-//! [`HttpEndpointConfig::path`]: 404) → method (anything but `POST`: 405 with
-//! `Allow: POST`, or `POST, DELETE` with sessions; there is no GET stream) →
+//! [`HttpEndpointConfig::path`]: 404) → method (`DELETE` and `GET` with sessions, see
+//! below; anything else but `POST`: 405 with `Allow: POST`, or `GET, POST, DELETE` with
+//! sessions) →
 //! `Content-Type` (present
 //! and not `application/json`: 415) → nesting depth (deeper than
 //! [`ServerLimits::max_nesting_depth`](super::ServerLimits::max_nesting_depth): `-32600`,
@@ -46,7 +52,8 @@
 //! **JSON or SSE.** Each HTTP request carries exactly one message. When the machine's
 //! only output for it is the response, the answer is `application/json`. When requests
 //! or notifications for it came first, it is `text/event-stream` (`X-Accel-Buffering: no`,
-//! `event: message` per message, no event ids: nothing is resumable), the response last.
+//! `event: message` per message), the response last. Its events carry ids only in a
+//! legacy session (see *Resumable streams*); elsewhere nothing is resumable.
 //!
 //! **Routing and ids.** One machine serves every connection, so the client's request
 //! ids (which may clash between clients) are replaced by endpoint-unique integers before
@@ -61,7 +68,8 @@
 //! with what is known so far. The adapter polls it; when the client POSTs its JSON-RPC
 //! response to the input request (202), the machine resumes the call and the result ends
 //! the stream. When the client disconnects, the adapter calls
-//! [`HttpEndpoint::cancel_stream`], which the machine sees as `notifications/cancelled`.
+//! [`HttpEndpoint::cancel_stream`], which the machine sees as `notifications/cancelled`
+//! (except for a session's stream, which is only detached: see below).
 //! A posted `notifications/cancelled` cancels an open exchange only when exactly one open
 //! exchange has that request id (without sessions, two clients may use the same one).
 //! At most [`HttpEndpointConfig::max_open_streams`] exchanges stay open; one more is
@@ -74,7 +82,7 @@
 //! request must carry a live session id (none: 400; unknown, ended or idle past
 //! [`HttpEndpointConfig::session_idle_timeout`]: 404, and the client initializes again),
 //! and is served with that session's state swapped into the machine. `DELETE` with the
-//! id ends the session and cancels its open exchanges. At most
+//! id ends the session, cancels its open exchanges and ends its `GET` stream. At most
 //! [`HttpEndpointConfig::max_sessions`] live at once (idle ones make room; then 503).
 //! Server→client requests go out under fresh unguessable ids, and a client's response
 //! reaches the machine only when it names such an id sent to its own session; anything
@@ -82,14 +90,42 @@
 //! posted `notifications/cancelled` only reaches exchanges of its own session. Modern
 //! requests ignore `Mcp-Session-Id` and never see legacy state.
 //!
+//! **Resumable streams** (legacy sessions only; decisions 63–68 in `docs/decisions.md`).
+//! Every SSE stream of a session (an SSE answer to a POST, the `GET` stream) gets a
+//! number unique across the endpoint, and each of its events the id `<stream>-<seq>`,
+//! stored in the [`EventStore`] as it is routed. A 2025-11-25 stream opens with a
+//! priming event (an id, empty `data`, SEP-1699); a 2025-06-18 one has ids only.
+//!
+//! * `GET` (with `Accept: text/event-stream`, else 406; a live `Mcp-Session-Id`, else
+//!   400/404; not naming 2026-07-28, else 405) opens the session's standalone stream.
+//!   What the machine says for the session outside any request (server→client requests
+//!   and notifications with no request in hand, [`HttpEndpoint::notify_listeners`],
+//!   [`HttpEndpoint::resource_updated`]) goes there, never a response; with none open it
+//!   is dropped. One is served per session at a time: another `GET` gets 409.
+//! * `GET` with `Last-Event-ID` replays what that stream sent after the id, from the
+//!   store, and nothing of any other stream; an id that is malformed, unknown, evicted or
+//!   of another session's stream gets 400. A stream still going (its request not
+//!   answered, or the `GET` stream) goes on over the new connection, and the connection
+//!   that served it before is ended; a finished one ends after the replay.
+//! * A client leaving a session's stream ([`HttpEndpoint::cancel_stream`]) detaches it:
+//!   the request goes on and its events are stored for a resumption. Detached requests
+//!   count against `max_open_streams` and go with their session.
+//! * Polling ([`HttpEndpointConfig::sse_polling`], 2025-11-25 sessions): an SSE answer to
+//!   a POST is only the priming event with `retry:`
+//!   ([`HttpEndpointConfig::sse_retry`]) and ends; the client resumes with `GET` and
+//!   `Last-Event-ID`, and each such `GET` of an unfinished request gets what is new,
+//!   `retry:`, and its end, until the response.
+//!
 //! **Without sessions** ([`HttpEndpoint::new`], [`HttpEndpoint::with_config`]: no
 //! entropy), legacy state is process-wide: each `initialize` replaces the handshake, and
 //! two interleaving legacy clients see the later one's capabilities. That mode is for
 //! tests and single-client pipes.
 //!
 //! **Bounds.** Bodies, heads and pipelining are bounded by [`HttpRequestLimits`]; open
-//! exchanges by `max_open_streams`; the machine's own limits bound parked calls. An
-//! exchange's queued events are bounded by what its tool may ask per round.
+//! exchanges (detached ones included) by `max_open_streams`; `GET` streams by sessions
+//! (one each); stored events by the store ([`EventStoreLimits`]); the machine's own
+//! limits bound parked calls. An exchange's queued events are bounded by what its tool
+//! may ask per round. A `Last-Event-ID` is parsed only up to [`MAX_EVENT_ID_BYTES`].
 
 use crate::Instant;
 use std::collections::{BTreeSet, HashMap, VecDeque};
@@ -101,11 +137,12 @@ use crate::http::headers::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
 use crate::jsonrpc::{
     self, ErrorObject, Message, Notification, Request, RequestId, Response, codes,
 };
-use crate::version::Era;
+use crate::version::{Era, ProtocolVersion};
 
 use super::Server;
 
 mod connection;
+mod events;
 pub mod gateway;
 mod host;
 mod reader;
@@ -116,11 +153,15 @@ mod tests;
 mod validate;
 
 pub use connection::{HttpCloseReason, HttpConnection, HttpConnectionConfig, HttpTransmit};
+pub use events::{
+    EventStore, EventStoreError, EventStoreLimits, EventStream, MAX_EVENT_ID_BYTES,
+    MemoryEventStore, Replay, StoredEvent, event_id, parse_event_id,
+};
 pub use host::{HttpHost, HttpServeOptions};
 pub use reader::{HttpRequest, HttpRequestError, HttpRequestLimits, HttpRequestReader};
 pub use response::{HttpResponse, HttpStream};
 
-use response::sse_event;
+use response::{sse_event, sse_event_with_id};
 use sessions::Sessions;
 use validate::{modern_checks, origin_allowed, serves_legacy, single_header, version_data};
 
@@ -152,6 +193,17 @@ pub struct HttpEndpointConfig {
     /// the loopback names for a server bound to a loopback address, which defeats DNS
     /// rebinding (a page whose name resolves to 127.0.0.1 still sends its own name).
     pub allowed_hosts: Option<Vec<String>>,
+    /// The SSE `retry:` (reconnection delay) sent before the server closes a resumable
+    /// stream's connection itself (polling). Default 1 s.
+    pub sse_retry: std::time::Duration,
+    /// Polling mode (SEP-1699, 2025-11-25 sessions only): an SSE answer to a `POST` is
+    /// its priming event with `retry:` and nothing more; the client fetches the rest with
+    /// `GET` and `Last-Event-ID`, and every such `GET` of an unfinished request ends
+    /// after what is known so far. Default off: streams stay open until the response.
+    pub sse_polling: bool,
+    /// The bounds of the [`MemoryEventStore`] an endpoint with sessions keeps the events
+    /// of its resumable streams in (see [`HttpEndpoint::set_event_store`]).
+    pub event_store: EventStoreLimits,
 }
 
 /// The names a loopback server answers to.
@@ -197,6 +249,9 @@ impl Default for HttpEndpointConfig {
             max_sessions: 1024,
             session_idle_timeout: std::time::Duration::from_secs(30 * 60),
             allowed_hosts: None,
+            sse_retry: std::time::Duration::from_secs(1),
+            sse_polling: false,
+            event_store: EventStoreLimits::default(),
         }
     }
 }
@@ -226,13 +281,34 @@ pub enum StreamStatus {
     Finished,
 }
 
+/// One message of a stream, as compact JSON, with its SSE event id once it has one.
+#[derive(Debug)]
+struct Event {
+    id: Option<String>,
+    data: Vec<u8>,
+}
+
+/// A legacy session's standalone `GET` stream.
+#[derive(Debug)]
+struct Listener {
+    session: String,
+    /// Its resumable stream number.
+    stream: u64,
+    /// Events not handed out yet (only while a connection serves it).
+    events: VecDeque<Event>,
+    /// The attachment a connection serves; `None` when its client went away.
+    attach: Option<u64>,
+    /// The session ended: the stream ends.
+    ended: bool,
+}
+
 /// One request being answered.
 #[derive(Debug)]
 struct Exchange {
     /// The client's request id.
     original: RequestId,
-    /// Messages for it not yet handed out, as compact JSON.
-    events: VecDeque<Vec<u8>>,
+    /// Messages for it not yet handed out.
+    events: VecDeque<Event>,
     /// The response arrived (it is the last of `events`).
     answered: bool,
     /// The error code of the response, if it is an error.
@@ -241,6 +317,11 @@ struct Exchange {
     streaming: bool,
     /// The legacy session it belongs to, with sessions.
     session: Option<String>,
+    /// Its resumable stream number, once it is a stream of a session.
+    stream: Option<u64>,
+    /// The attachment a connection serves; `None` while no connection does (not
+    /// streaming yet, or a resumable stream whose client went away or was told to poll).
+    attach: Option<u64>,
 }
 
 /// Serves Streamable HTTP requests against one [`Server`]; see the module docs.
@@ -259,6 +340,16 @@ pub struct HttpEndpoint {
     sessions: Option<Sessions>,
     /// Open streams that got output since their driver was last told.
     ready: BTreeSet<i64>,
+    /// Where the events of the sessions' streams are kept, with sessions.
+    store: Option<Box<dyn EventStore>>,
+    /// Standalone `GET` streams, by key (the same key space as exchanges).
+    listeners: HashMap<i64, Listener>,
+    /// The next resumable stream number.
+    next_stream: u64,
+    /// The next attachment number.
+    next_attach: u64,
+    /// The session whose legacy state is in the machine now.
+    current_session: Option<String>,
 }
 
 impl HttpEndpoint {
@@ -279,6 +370,11 @@ impl HttpEndpoint {
             server_requests: HashMap::new(),
             sessions: None,
             ready: BTreeSet::new(),
+            store: None,
+            listeners: HashMap::new(),
+            next_stream: 1,
+            next_attach: 1,
+            current_session: None,
         }
     }
 
@@ -289,9 +385,20 @@ impl HttpEndpoint {
     #[must_use]
     pub fn with_sessions(server: Server, config: HttpEndpointConfig, seed: &[u8]) -> Self {
         let sessions = Sessions::new(seed, config.max_sessions, config.session_idle_timeout);
+        let store = MemoryEventStore::new(config.event_store.clone());
         let mut endpoint = HttpEndpoint::with_config(server, config);
         endpoint.sessions = Some(sessions);
+        endpoint.store = Some(Box::new(store));
         endpoint
+    }
+
+    /// Keeps the events of resumable streams in `store` instead of the bounded
+    /// [`MemoryEventStore`] made from [`HttpEndpointConfig::event_store`]. Only an
+    /// endpoint with sessions has resumable streams; without, this does nothing.
+    pub fn set_event_store(&mut self, store: Box<dyn EventStore>) {
+        if self.sessions.is_some() {
+            self.store = Some(store);
+        }
     }
 
     /// Legacy sessions held (0 without sessions).
@@ -312,10 +419,62 @@ impl HttpEndpoint {
         &self.server
     }
 
-    /// Exchanges handed out as open streams and not finished or cancelled yet.
+    /// Exchanges handed out as open streams and not finished or cancelled yet (with
+    /// resumable streams, also those whose client went away and may resume).
     #[must_use]
     pub fn open_streams(&self) -> usize {
         self.exchanges.values().filter(|e| e.streaming).count()
+    }
+
+    /// Standalone `GET` streams held (served or waiting for their client to resume).
+    #[must_use]
+    pub fn listeners(&self) -> usize {
+        self.listeners.len()
+    }
+
+    /// Sends a notification (`list_changed`, a log message, …) on the standalone `GET`
+    /// stream of every legacy session that opened one; returns how many streams got it.
+    /// Sessions without such a stream do not hear of it. Drain
+    /// [`HttpEndpoint::poll_ready`] afterwards.
+    pub fn notify_listeners(&mut self, method: &str, params: Option<&Value>) -> usize {
+        let n = Notification {
+            method: method.to_owned(),
+            params: params.map(crate::jsonrpc::to_raw),
+        };
+        let mut bytes = Vec::new();
+        Message::Notification(n).encode(&mut bytes);
+        let keys: Vec<i64> = self
+            .listeners
+            .iter()
+            .filter(|(_, l)| !l.ended)
+            .map(|(k, _)| *k)
+            .collect();
+        for key in &keys {
+            self.queue_for_listener(*key, bytes.clone());
+        }
+        keys.len()
+    }
+
+    /// Tells every legacy session with a standalone `GET` stream that resource `uri`
+    /// changed; those subscribed to it get `notifications/resources/updated` there
+    /// ([`Server::resource_updated`]). Returns how many did.
+    pub fn resource_updated(&mut self, now: Instant, uri: &str) -> usize {
+        let sessions: BTreeSet<String> = self
+            .listeners
+            .values()
+            .filter(|l| !l.ended)
+            .map(|l| l.session.clone())
+            .collect();
+        let mut told = 0;
+        for session in sessions {
+            let sent = self.in_session(Some(&session), now, |e| {
+                let sent = e.server.resource_updated(uri);
+                e.route(None);
+                sent
+            });
+            told += usize::from(sent);
+        }
+        told
     }
 
     /// Serves one request from a client that is not authenticated (no principal). Never
@@ -355,15 +514,36 @@ impl HttpEndpoint {
     /// framing); when the answer was among them, or the exchange was cancelled, also the
     /// end of the body, and returns [`StreamStatus::Finished`].
     pub fn poll_stream(&mut self, stream: &HttpStream, out: &mut Vec<u8>) -> StreamStatus {
-        let Some(exchange) = self.exchanges.get_mut(&stream.key) else {
-            self.ready.remove(&stream.key);
+        if let Some(listener) = self.listeners.get_mut(&stream.key)
+            && listener.attach == Some(stream.attach)
+        {
+            let mut data = Vec::new();
+            write_events(&mut data, listener.events.drain(..));
+            stream.write_data(out, &data);
+            if listener.ended {
+                self.listeners.remove(&stream.key);
+                self.ready.remove(&stream.key);
+                stream.write_end(out);
+                return StreamStatus::Finished;
+            }
+            return StreamStatus::Open;
+        }
+        let exchange = self
+            .exchanges
+            .get_mut(&stream.key)
+            .filter(|e| e.attach == Some(stream.attach));
+        let Some(exchange) = exchange else {
+            // Gone, or resumed on another connection: this one ends.
+            if !self.exchanges.contains_key(&stream.key)
+                && !self.listeners.contains_key(&stream.key)
+            {
+                self.ready.remove(&stream.key);
+            }
             stream.write_end(out);
             return StreamStatus::Finished;
         };
         let mut data = Vec::new();
-        while let Some(message) = exchange.events.pop_front() {
-            sse_event(&mut data, &message);
-        }
+        write_events(&mut data, exchange.events.drain(..));
         stream.write_data(out, &data);
         if exchange.answered {
             self.forget(stream.key);
@@ -384,14 +564,42 @@ impl HttpEndpoint {
     /// Whether [`HttpEndpoint::poll_stream`] would write anything for `stream` now.
     #[must_use]
     pub fn stream_ready(&self, stream: &HttpStream) -> bool {
+        if let Some(l) = self.listeners.get(&stream.key)
+            && l.attach == Some(stream.attach)
+        {
+            return l.ended || !l.events.is_empty();
+        }
         self.exchanges
             .get(&stream.key)
+            .filter(|e| e.attach == Some(stream.attach))
             .is_none_or(|e| e.answered || !e.events.is_empty())
     }
 
-    /// The client of an open stream went away: the machine gets `notifications/cancelled`
-    /// for the request, and nothing more is sent for it.
+    /// The client of an open stream went away. A resumable stream (a legacy session's)
+    /// is only detached: its request goes on, its events are kept, and the client may
+    /// resume it with `GET` and `Last-Event-ID` (spec 2025-06-18: a disconnect is not a
+    /// cancellation). Otherwise the machine gets `notifications/cancelled` for the
+    /// request, and nothing more is sent for it. A stream already resumed elsewhere is
+    /// left alone.
     pub fn cancel_stream(&mut self, now: Instant, stream: &HttpStream) {
+        if let Some(l) = self.listeners.get_mut(&stream.key) {
+            if l.attach == Some(stream.attach) {
+                l.attach = None;
+                l.events.clear();
+            }
+            return;
+        }
+        let Some(exchange) = self.exchanges.get_mut(&stream.key) else {
+            return;
+        };
+        if exchange.attach != Some(stream.attach) {
+            return;
+        }
+        if exchange.stream.is_some() {
+            exchange.attach = None;
+            exchange.events.clear();
+            return;
+        }
         self.cancel(now, stream.key, "the HTTP client disconnected");
     }
 
@@ -415,8 +623,19 @@ impl HttpEndpoint {
         if http.method == "DELETE" && stateful {
             return complete(self.end_session(now, http));
         }
+        let modern_get = http
+            .header(MCP_PROTOCOL_VERSION)
+            .and_then(ProtocolVersion::parse)
+            .is_some_and(|v| v.era() == Era::Modern);
+        if http.method == "GET" && stateful && !modern_get {
+            return self.get_stream(now, http);
+        }
         if http.method != "POST" {
-            let allow = if stateful { "POST, DELETE" } else { "POST" };
+            let allow = if stateful {
+                "GET, POST, DELETE"
+            } else {
+                "POST"
+            };
             return complete(HttpResponse::new(405).with_header("Allow", allow));
         }
         if let Some(ct) = http.header_bytes("content-type") {
@@ -540,9 +759,17 @@ impl HttpEndpoint {
     ) -> HttpReply {
         let id = request.id.clone();
         let session = if initialize {
-            let exchanges = &self.exchanges;
-            let busy = |s: &str| exchanges.values().any(|e| e.session.as_deref() == Some(s));
-            match self.sessions.as_mut().map(|t| t.create(now, busy)) {
+            let (exchanges, listeners) = (&self.exchanges, &self.listeners);
+            let busy = |s: &str| busy(exchanges, listeners, s);
+            let mut expired = Vec::new();
+            let created = self
+                .sessions
+                .as_mut()
+                .map(|t| t.create(now, busy, &mut expired));
+            for gone in expired {
+                self.drop_session_state(&gone);
+            }
+            match created {
                 Some(Ok(session)) => session,
                 _ => {
                     let e = ErrorObject::new(
@@ -588,14 +815,53 @@ impl HttpEndpoint {
     }
 
     /// Whether `session` names a live session (one with an open exchange never idles).
+    /// A session whose client is attached to one of its streams, or whose request is
+    /// being handled, is busy; one whose streams only wait for a resumption is not.
     fn session_live(&mut self, session: &str, now: Instant) -> bool {
-        let busy = self
-            .exchanges
-            .values()
-            .any(|e| e.session.as_deref() == Some(session));
-        self.sessions
+        let busy = busy(&self.exchanges, &self.listeners, session);
+        let live = self
+            .sessions
             .as_mut()
-            .is_some_and(|t| t.knows(session, now, busy))
+            .is_some_and(|t| t.knows(session, now, busy));
+        if !live {
+            self.drop_session_state(session);
+        }
+        live
+    }
+
+    /// Forgets what the endpoint holds for a session that expired (its legacy state,
+    /// parked calls included, is gone already): its exchanges, its `GET` stream (ended),
+    /// its stored events.
+    fn drop_session_state(&mut self, session: &str) {
+        let keys: Vec<i64> = self
+            .exchanges
+            .iter()
+            .filter(|(_, e)| e.session.as_deref() == Some(session))
+            .map(|(k, _)| *k)
+            .collect();
+        for key in keys {
+            self.forget(key);
+            self.ready.insert(key);
+        }
+        self.end_listeners(session);
+        if let Some(store) = &mut self.store {
+            store.forget_session(session);
+        }
+    }
+
+    /// Ends the `GET` streams of `session`: served ones finish at their next poll,
+    /// detached ones go.
+    fn end_listeners(&mut self, session: &str) {
+        self.listeners.retain(|key, l| {
+            if l.session != session {
+                return true;
+            }
+            l.ended = true;
+            if l.attach.is_some() {
+                self.ready.insert(*key);
+            }
+            l.attach.is_some()
+        });
     }
 
     /// Runs `f` with the legacy state of `session` in the machine (none: as it is).
@@ -610,7 +876,9 @@ impl HttpEndpoint {
             return f(self);
         };
         self.server.swap_legacy(&mut state);
+        let outer = self.current_session.replace(id.to_owned());
         let result = f(self);
+        self.current_session = outer;
         self.server.swap_legacy(&mut state);
         if let Some(t) = &mut self.sessions {
             t.put_back(id, state);
@@ -640,6 +908,10 @@ impl HttpEndpoint {
         for key in open {
             self.cancel(now, key, "the session ended");
             self.ready.insert(key);
+        }
+        self.end_listeners(&session);
+        if let Some(store) = &mut self.store {
+            store.forget_session(&session);
         }
         if let Some(t) = &mut self.sessions {
             t.remove(&session);
@@ -676,6 +948,7 @@ impl HttpEndpoint {
     ) -> HttpReply {
         let key = self.fresh_key();
         let original = std::mem::replace(&mut request.id, RequestId::Number(key));
+        let resumable = session.clone().filter(|_| self.store.is_some());
         self.exchanges.insert(
             key,
             Exchange {
@@ -685,16 +958,34 @@ impl HttpEndpoint {
                 error_code: None,
                 streaming: false,
                 session,
+                stream: None,
+                attach: None,
             },
         );
         self.server.handle_message(now, Message::Request(request));
         self.route(Some(key));
-        if self.exchanges.get(&key).is_some_and(|e| e.answered)
+        let answered = self.exchanges.get(&key).is_some_and(|e| e.answered);
+        let single = self
+            .exchanges
+            .get(&key)
+            .is_some_and(|e| e.events.len() == 1);
+        if answered
+            && (single || resumable.is_none())
             && let Some(exchange) = self.forget(key)
         {
             return HttpReply::Complete(answer(exchange, era, initialize));
         }
-        if self.open_streams() >= self.config.max_open_streams {
+        if !answered && self.open_streams() >= self.config.max_open_streams {
+            // Sessions that idled out may still hold detached requests: they go first.
+            let (exchanges, listeners) = (&self.exchanges, &self.listeners);
+            let expired = self.sessions.as_mut().map_or_else(Vec::new, |t| {
+                t.sweep(now, |s| busy(exchanges, listeners, s))
+            });
+            for gone in expired {
+                self.drop_session_state(&gone);
+            }
+        }
+        if !answered && self.open_streams() >= self.config.max_open_streams {
             self.cancel(now, key, "too many open HTTP streams");
             let e = ErrorObject::new(
                 codes::INTERNAL_ERROR,
@@ -703,17 +994,298 @@ impl HttpEndpoint {
             return HttpReply::Complete(HttpResponse::json_error(503, Some(&original), &e));
         }
         let mut body = Vec::new();
+        let mut polling = false;
+        let queued: Vec<Event> = self
+            .exchanges
+            .get_mut(&key)
+            .map(|e| e.events.drain(..).collect())
+            .unwrap_or_default();
+        if let Some(session) = &resumable {
+            // A stream of a session: every event gets an id, a 2025-11-25 stream starts
+            // with a priming event, and in polling mode that is all the POST gets.
+            let number = self.fresh_stream();
+            let priming = self.primes();
+            polling = priming && self.config.sse_polling;
+            if priming {
+                let id = self.store_event(session, number, b"");
+                let retry = polling.then_some(self.config.sse_retry.as_millis());
+                sse_event_with_id(&mut body, id.as_deref(), retry, b"");
+            }
+            for event in queued {
+                let id = self.store_event(session, number, &event.data);
+                if !polling {
+                    sse_event_with_id(&mut body, id.as_deref(), None, &event.data);
+                }
+            }
+            if let Some(exchange) = self.exchanges.get_mut(&key) {
+                exchange.stream = Some(number);
+            }
+        } else {
+            write_events(&mut body, queued.into_iter());
+        }
+        if answered || polling {
+            // Everything is known (and stored), or the client is to poll for the rest.
+            if answered {
+                self.forget(key);
+            } else if let Some(exchange) = self.exchanges.get_mut(&key) {
+                exchange.streaming = true;
+            }
+            return HttpReply::Complete(sse_head(body));
+        }
+        let attach = self.fresh_attach();
         if let Some(exchange) = self.exchanges.get_mut(&key) {
             exchange.streaming = true;
-            while let Some(message) = exchange.events.pop_front() {
-                sse_event(&mut body, &message);
-            }
+            exchange.attach = Some(attach);
         }
         let mut head = sse_head(body);
         if close {
             head = head.with_header("Connection", "close");
         }
-        HttpReply::Stream(HttpStream::new(key, head, chunked, close))
+        HttpReply::Stream(HttpStream::new((key, attach), head, chunked, close))
+    }
+
+    /// `GET` on the endpoint of a legacy session: resumes a stream (`Last-Event-ID`), or
+    /// opens the session's standalone stream (at most one served at once: 409).
+    fn get_stream(&mut self, now: Instant, http: &HttpRequest) -> HttpReply {
+        let complete = HttpReply::Complete;
+        let accepts_sse = http.header("accept").is_some_and(|a| {
+            a.split(',').any(|m| {
+                let media = m.split(';').next().unwrap_or_default().trim();
+                media.eq_ignore_ascii_case("text/event-stream") || media == "*/*"
+            })
+        });
+        if !accepts_sse {
+            let e = ErrorObject::new(
+                codes::INVALID_REQUEST,
+                "Not Acceptable: a GET stream needs Accept: text/event-stream",
+            );
+            return complete(HttpResponse::json_error(406, None, &e));
+        }
+        let Some(session) = http.header(MCP_SESSION_ID).map(str::to_owned) else {
+            let e = ErrorObject::new(
+                codes::INVALID_REQUEST,
+                "Bad Request: Mcp-Session-Id header is required",
+            );
+            return complete(HttpResponse::json_error(400, None, &e));
+        };
+        if !self.session_live(&session, now) {
+            return complete(session_not_found());
+        }
+        match single_header(http, MCP_PROTOCOL_VERSION) {
+            Err(e) => return complete(HttpResponse::json_error(400, None, &e)),
+            Ok(Some(v))
+                if !std::str::from_utf8(v).is_ok_and(|v| serves_legacy(&self.server, v)) =>
+            {
+                let shown = String::from_utf8_lossy(v);
+                let e = ErrorObject::new(
+                    codes::INVALID_REQUEST,
+                    format!("Bad Request: unsupported {MCP_PROTOCOL_VERSION}: {shown}"),
+                )
+                .with_data(version_data(&self.server, &shown));
+                return complete(HttpResponse::json_error(400, None, &e));
+            }
+            Ok(_) => {}
+        }
+        let primes = self.in_session(Some(&session), now, |e| e.primes());
+        let framing = (http.version == HttpVersion::Http11, !http.keep_alive());
+        if let Some(last) = http.header_bytes("last-event-id") {
+            return self.resume(&session, last, primes, framing);
+        }
+        let served = self
+            .listeners
+            .values()
+            .any(|l| l.session == session && l.attach.is_some() && !l.ended);
+        if served {
+            let e = ErrorObject::new(
+                codes::INVALID_REQUEST,
+                "Conflict: this session's GET stream is already open",
+            );
+            return complete(HttpResponse::json_error(409, None, &e));
+        }
+        // A GET stream whose client went away without resuming is replaced.
+        self.listeners.retain(|_, l| l.session != session);
+        let key = self.fresh_key();
+        let number = self.fresh_stream();
+        let attach = self.fresh_attach();
+        let mut body = Vec::new();
+        if primes {
+            let id = self.store_event(&session, number, b"");
+            sse_event_with_id(&mut body, id.as_deref(), None, b"");
+        }
+        self.listeners.insert(
+            key,
+            Listener {
+                session,
+                stream: number,
+                events: VecDeque::new(),
+                attach: Some(attach),
+                ended: false,
+            },
+        );
+        HttpReply::Stream(self.open_stream((key, attach), body, framing))
+    }
+
+    /// `GET` with `Last-Event-ID`: what the session's stream missed after that id, then
+    /// (for a stream still going) what comes next. An id that is malformed, unknown,
+    /// evicted or of another session's stream gets 400 and nothing else.
+    fn resume(
+        &mut self,
+        session: &str,
+        last: &[u8],
+        primes: bool,
+        framing: (bool, bool),
+    ) -> HttpReply {
+        let replay = std::str::from_utf8(last)
+            .ok()
+            .map(str::trim)
+            .and_then(|id| self.store.as_ref()?.replay_after(id).ok())
+            .filter(|r| r.stream.session == session);
+        let Some(replay) = replay else {
+            let e = ErrorObject::new(
+                codes::INVALID_REQUEST,
+                "Bad Request: Last-Event-ID names no event this session can resume after",
+            );
+            return HttpReply::Complete(HttpResponse::json_error(400, None, &e));
+        };
+        let number = replay.stream.number;
+        let mut body = Vec::new();
+        for event in &replay.events {
+            if !event.message.is_empty() {
+                sse_event_with_id(&mut body, Some(&event.id), None, &event.message);
+            }
+        }
+        let listener = self
+            .listeners
+            .iter()
+            .find(|(_, l)| l.stream == number && !l.ended)
+            .map(|(k, _)| *k);
+        if let Some(key) = listener {
+            let attach = self.fresh_attach();
+            if let Some(l) = self.listeners.get_mut(&key) {
+                l.attach = Some(attach);
+                l.events.clear();
+            }
+            // The connection still serving the old attachment ends.
+            self.ready.insert(key);
+            return HttpReply::Stream(self.open_stream((key, attach), body, framing));
+        }
+        let exchange = self
+            .exchanges
+            .iter()
+            .find(|(_, e)| e.stream == Some(number))
+            .map(|(k, _)| *k);
+        let Some(key) = exchange else {
+            // The request was answered: its stream is complete.
+            return HttpReply::Complete(sse_head(body));
+        };
+        if primes && self.config.sse_polling {
+            if let Some(e) = self.exchanges.get_mut(&key) {
+                e.attach = None;
+                e.events.clear();
+            }
+            body.extend_from_slice(
+                format!("retry: {}\n\n", self.config.sse_retry.as_millis()).as_bytes(),
+            );
+            return HttpReply::Complete(sse_head(body));
+        }
+        let attach = self.fresh_attach();
+        if let Some(e) = self.exchanges.get_mut(&key) {
+            e.attach = Some(attach);
+            e.events.clear();
+        }
+        self.ready.insert(key);
+        HttpReply::Stream(self.open_stream((key, attach), body, framing))
+    }
+
+    /// An open SSE stream with `body` as its events so far.
+    fn open_stream(
+        &self,
+        name: (i64, u64),
+        body: Vec<u8>,
+        (chunked, close): (bool, bool),
+    ) -> HttpStream {
+        let mut head = sse_head(body);
+        if close {
+            head = head.with_header("Connection", "close");
+        }
+        HttpStream::new(name, head, chunked, close)
+    }
+
+    /// Whether the session in the machine speaks 2025-11-25 or later: its streams start
+    /// with a priming event and may be polled (SEP-1699).
+    fn primes(&self) -> bool {
+        self.server
+            .legacy_version()
+            .is_some_and(|v| v >= ProtocolVersion::V2025_11_25)
+    }
+
+    /// Stores an event of stream `number` of `session`; its id, unless the store
+    /// refused it (it then goes out without one).
+    fn store_event(&mut self, session: &str, number: u64, message: &[u8]) -> Option<String> {
+        let stream = EventStream {
+            session: session.to_owned(),
+            number,
+        };
+        self.store.as_mut()?.append(&stream, message).ok()
+    }
+
+    fn fresh_stream(&mut self) -> u64 {
+        let n = self.next_stream;
+        self.next_stream = self.next_stream.wrapping_add(1);
+        n
+    }
+
+    fn fresh_attach(&mut self) -> u64 {
+        let n = self.next_attach;
+        self.next_attach = self.next_attach.wrapping_add(1);
+        n
+    }
+
+    /// Queues a message for an exchange: stored first when it is a session's stream,
+    /// queued for writing unless its client went away (the store keeps it for a
+    /// resumption).
+    fn queue_for_exchange(&mut self, key: i64, data: Vec<u8>) {
+        let Some(exchange) = self.exchanges.get(&key) else {
+            return;
+        };
+        let (stream, session) = (exchange.stream, exchange.session.clone());
+        let id = match (stream, &session) {
+            (Some(number), Some(session)) => self.store_event(session, number, &data),
+            _ => None,
+        };
+        let Some(exchange) = self.exchanges.get_mut(&key) else {
+            return;
+        };
+        if exchange.stream.is_none() || exchange.attach.is_some() {
+            exchange.events.push_back(Event { id, data });
+            if exchange.streaming {
+                self.ready.insert(key);
+            }
+        }
+    }
+
+    /// Queues a message for a standalone `GET` stream (stored first).
+    fn queue_for_listener(&mut self, key: i64, data: Vec<u8>) {
+        let Some(l) = self.listeners.get(&key) else {
+            return;
+        };
+        let (session, number) = (l.session.clone(), l.stream);
+        let id = self.store_event(&session, number, &data);
+        if let Some(l) = self.listeners.get_mut(&key)
+            && l.attach.is_some()
+        {
+            l.events.push_back(Event { id, data });
+            self.ready.insert(key);
+        }
+    }
+
+    /// The standalone `GET` stream of the session in the machine, if it has one.
+    fn current_listener(&self) -> Option<i64> {
+        let session = self.current_session.as_deref()?;
+        self.listeners
+            .iter()
+            .find(|(_, l)| l.session == session && !l.ended)
+            .map(|(k, _)| *k)
     }
 
     /// A posted notification: 202. `notifications/cancelled` is mapped to the one open
@@ -776,12 +1348,15 @@ impl HttpEndpoint {
 
     /// Drains the machine and hands each message to its exchange; `context` is the
     /// exchange whose input was just fed (it receives server→client requests and
-    /// notifications).
+    /// notifications). Without one (or when it is a `GET` stream's), requests and
+    /// notifications go to the standalone `GET` stream of the session in the machine, if
+    /// it has one, and are dropped otherwise.
     fn route(&mut self, context: Option<i64>) {
         while let Some(bytes) = self.server.poll_message() {
             let Ok(message) = Message::decode(&bytes) else {
                 continue;
             };
+            let open = context.filter(|k| self.exchanges.get(k).is_some_and(|e| !e.answered));
             match message {
                 Message::Response(mut r) => {
                     let key = match &r.id {
@@ -789,7 +1364,8 @@ impl HttpEndpoint {
                         None => context,
                         Some(RequestId::String(_)) => None,
                     };
-                    let Some(exchange) = key.and_then(|k| self.exchanges.get_mut(&k)) else {
+                    let Some(key) = key else { continue };
+                    let Some(exchange) = self.exchanges.get_mut(&key) else {
                         continue;
                     };
                     if exchange.answered {
@@ -797,48 +1373,51 @@ impl HttpEndpoint {
                     }
                     r.id = Some(exchange.original.clone());
                     exchange.error_code = r.outcome.as_ref().err().map(|e| e.code);
+                    exchange.answered = true;
+                    let detached = exchange.streaming && exchange.attach.is_none();
                     let mut out = Vec::new();
                     Message::Response(r).encode(&mut out);
-                    exchange.events.push_back(out);
-                    exchange.answered = true;
-                    if exchange.streaming {
-                        self.ready.insert(key.unwrap_or_default());
+                    self.queue_for_exchange(key, out);
+                    if detached {
+                        // Stored: a resumption replays it; nobody waits for it here.
+                        self.forget(key);
                     }
                 }
                 Message::Request(mut r) => {
+                    let target = match open {
+                        Some(k) => Some(k),
+                        None => self.current_listener(),
+                    };
+                    let Some(k) = target else { continue };
                     // With sessions the client sees an unguessable id, never the
                     // machine's counter.
                     let public = match &mut self.sessions {
                         Some(t) => RequestId::String(t.token()),
                         None => r.id.clone(),
                     };
-                    if let Some(k) = context
-                        && let Some(exchange) = self.exchanges.get_mut(&k)
-                        && !exchange.answered
-                    {
-                        let machine_id = std::mem::replace(&mut r.id, public.clone());
-                        let mut out = Vec::new();
-                        Message::Request(r).encode(&mut out);
-                        exchange.events.push_back(out);
-                        let owner = exchange.session.clone();
-                        self.server_requests
-                            .insert((owner, public), (k, machine_id));
-                        if exchange.streaming {
-                            self.ready.insert(k);
-                        }
+                    let machine_id = std::mem::replace(&mut r.id, public.clone());
+                    let owner = match self.exchanges.get(&k) {
+                        Some(e) => e.session.clone(),
+                        None => self.listeners.get(&k).map(|l| l.session.clone()),
+                    };
+                    self.server_requests
+                        .insert((owner, public), (k, machine_id));
+                    let mut out = Vec::new();
+                    Message::Request(r).encode(&mut out);
+                    if open.is_some() {
+                        self.queue_for_exchange(k, out);
+                    } else {
+                        self.queue_for_listener(k, out);
                     }
                 }
-                _ => {
-                    if let Some(k) = context
-                        && let Some(exchange) = self.exchanges.get_mut(&k)
-                        && !exchange.answered
-                    {
-                        exchange.events.push_back(bytes);
-                        if exchange.streaming {
-                            self.ready.insert(k);
+                _ => match open {
+                    Some(k) => self.queue_for_exchange(k, bytes),
+                    None => {
+                        if let Some(k) = self.current_listener() {
+                            self.queue_for_listener(k, bytes);
                         }
                     }
-                }
+                },
             }
         }
     }
@@ -871,7 +1450,7 @@ impl HttpEndpoint {
         loop {
             let key = self.next_key;
             self.next_key = self.next_key.checked_add(1).unwrap_or(0);
-            if !self.exchanges.contains_key(&key) {
+            if !self.exchanges.contains_key(&key) && !self.listeners.contains_key(&key) {
                 return key;
             }
         }
@@ -897,14 +1476,37 @@ fn answer(mut exchange: Exchange, era: Era, initialize: bool) -> HttpResponse {
             (Some(code), Era::Modern) => modern_status(code),
             (Some(code), _) => legacy_status(code),
         };
-        let body = exchange.events.pop_front().unwrap_or_default();
+        let body = exchange
+            .events
+            .pop_front()
+            .map(|e| e.data)
+            .unwrap_or_default();
         return HttpResponse::new(status).with_body("application/json", body);
     }
     let mut body = Vec::new();
-    for message in &exchange.events {
-        sse_event(&mut body, message);
-    }
+    write_events(&mut body, exchange.events.drain(..));
     sse_head(body)
+}
+
+/// Appends events as SSE, with their ids when they have them.
+fn write_events(out: &mut Vec<u8>, events: impl Iterator<Item = Event>) {
+    for event in events {
+        match &event.id {
+            Some(id) => sse_event_with_id(out, Some(id), None, &event.data),
+            None => sse_event(out, &event.data),
+        }
+    }
+}
+
+/// Whether `session` has a request being handled, or a client attached to one of its
+/// streams (such a session does not idle out).
+fn busy(exchanges: &HashMap<i64, Exchange>, listeners: &HashMap<i64, Listener>, s: &str) -> bool {
+    exchanges
+        .values()
+        .any(|e| e.session.as_deref() == Some(s) && (e.attach.is_some() || !e.streaming))
+        || listeners
+            .values()
+            .any(|l| l.session == s && l.attach.is_some())
 }
 
 /// The HTTP status of a modern JSON-RPC error answer from the machine (spec 4.5). A

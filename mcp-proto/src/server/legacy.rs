@@ -266,8 +266,9 @@ impl Server {
     /// Tells the legacy session that `uri` changed (`notifications/resources/updated`),
     /// when it subscribed to it. Returns whether a notification was queued. This serves a
     /// machine with one client (stdio); the HTTP endpoint keeps each session's state
-    /// itself and has no GET stream to carry such a notification, so over HTTP
-    /// subscriptions are acknowledged and tracked only.
+    /// itself and does this for its sessions with
+    /// [`HttpEndpoint::resource_updated`](super::http::HttpEndpoint::resource_updated),
+    /// on their GET streams.
     pub fn resource_updated(&mut self, uri: &str) -> bool {
         let subscribed = self
             .session

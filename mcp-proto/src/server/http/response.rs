@@ -141,6 +141,9 @@ enum Framing {
 #[derive(Debug)]
 pub struct HttpStream {
     pub(super) key: i64,
+    /// Which attachment of the exchange or GET stream this is: a client that resumes
+    /// gets a new one, and the connection still holding the old one only ends it.
+    pub(super) attach: u64,
     pub(super) head: HttpResponse,
     framing: Framing,
     close: bool,
@@ -156,7 +159,12 @@ impl HttpStream {
     /// A stream with `head` (status and headers; its body is the events so far).
     /// `chunked`: HTTP/1.1 chunked framing, else the body ends with the connection.
     /// `close`: the connection closes after the stream even when chunked.
-    pub(super) fn new(key: i64, head: HttpResponse, chunked: bool, close: bool) -> Self {
+    pub(super) fn new(
+        (key, attach): (i64, u64),
+        head: HttpResponse,
+        chunked: bool,
+        close: bool,
+    ) -> Self {
         let framing = if chunked {
             Framing::Chunked
         } else {
@@ -164,6 +172,7 @@ impl HttpStream {
         };
         HttpStream {
             key,
+            attach,
             head,
             framing,
             close: close || framing == Framing::UntilClose,
@@ -237,6 +246,30 @@ pub(super) fn sse_event(out: &mut Vec<u8>, json: &[u8]) {
     out.push(b'\n');
 }
 
+/// Appends one SSE event of a resumable stream: `id:` when it has one, `retry:` when
+/// given, then the message as [`sse_event`] writes it, or an empty `data:` for a priming
+/// event (empty `json`).
+pub(super) fn sse_event_with_id(
+    out: &mut Vec<u8>,
+    id: Option<&str>,
+    retry_ms: Option<u128>,
+    json: &[u8],
+) {
+    if let Some(id) = id {
+        out.extend_from_slice(b"id: ");
+        out.extend_from_slice(id.as_bytes());
+        out.push(b'\n');
+    }
+    if let Some(ms) = retry_ms {
+        out.extend_from_slice(format!("retry: {ms}\n").as_bytes());
+    }
+    if json.is_empty() {
+        out.extend_from_slice(b"data: \n\n");
+    } else {
+        sse_event(out, json);
+    }
+}
+
 /// RFC 9110 `token`.
 fn is_token(s: &str) -> bool {
     !s.is_empty()
@@ -263,6 +296,7 @@ fn reason_phrase(status: u16) -> &'static str {
         404 => "Not Found",
         405 => "Method Not Allowed",
         406 => "Not Acceptable",
+        409 => "Conflict",
         408 => "Request Timeout",
         411 => "Length Required",
         413 => "Content Too Large",

@@ -48,17 +48,16 @@ impl Sessions {
     }
 
     /// A new session with an empty legacy state. Sessions idle longer than the idle
-    /// timeout (and not `busy`) are dropped first; when the table is still full, none
-    /// is created.
+    /// timeout (and not `busy`) are dropped first (their ids are added to `expired`);
+    /// when the table is still full, none is created.
     pub(super) fn create(
         &mut self,
         now: Instant,
         busy: impl Fn(&str) -> bool,
+        expired: &mut Vec<String>,
     ) -> Result<String, Full> {
         if self.table.len() >= self.max {
-            let idle = self.idle;
-            self.table
-                .retain(|id, e| busy(id) || now.saturating_duration_since(e.last_used) < idle);
+            expired.extend(self.sweep(now, busy));
         }
         if self.table.len() >= self.max {
             return Err(Full);
@@ -72,6 +71,20 @@ impl Sessions {
             },
         );
         Ok(id)
+    }
+
+    /// Drops the sessions idle longer than the idle timeout (and not `busy`); their ids.
+    pub(super) fn sweep(&mut self, now: Instant, busy: impl Fn(&str) -> bool) -> Vec<String> {
+        let idle = self.idle;
+        let mut expired = Vec::new();
+        self.table.retain(|id, e| {
+            let keep = busy(id) || now.saturating_duration_since(e.last_used) < idle;
+            if !keep {
+                expired.push(id.clone());
+            }
+            keep
+        });
+        expired
     }
 
     /// Whether `id` names a live session (not idle past its timeout unless `busy`). An

@@ -7,6 +7,8 @@ use super::*;
 use crate::server::example;
 use crate::server::{Tool, ToolCall, ToolOutcome};
 
+mod streams;
+
 // ----- the request reader -------------------------------------------------------------
 
 type Outcome = Vec<Result<HttpRequest, HttpRequestError>>;
@@ -810,11 +812,15 @@ fn answer_is_sse_when_messages_precede_the_response() {
                 .to_vec(),
             br#"{"jsonrpc":"2.0","id":4,"result":{}}"#.to_vec(),
         ]
-        .into(),
+        .into_iter()
+        .map(|data| Event { id: None, data })
+        .collect(),
         answered: true,
         error_code: None,
         streaming: false,
         session: None,
+        stream: None,
+        attach: None,
     };
     let r = answer(exchange, Era::Modern, false);
     assert_eq!(r.status, 200);

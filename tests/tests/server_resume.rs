@@ -1,0 +1,194 @@
+//! Resumable SSE streams over real sockets: `mcp_blocking::serve_http` serving the
+//! example server, driven by a raw HTTP/1.1 client on `std::net::TcpStream`. A legacy
+//! call that finishes later (`confirm`, which asks the client first) is cut off after its
+//! priming event; the client resumes with `GET` and `Last-Event-ID`, receives what it
+//! missed and, once it answers, the result. The standalone `GET` stream is refused a
+//! second time (409), carries nothing of the call, and carries what the application
+//! sends outside any request (`HttpServerHandle::with_endpoint`).
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+use mcp_proto::server::example;
+use serde_json::{Value, json};
+
+const V: &str = "2025-11-25";
+
+/// Sends a request on a fresh connection; returns the connection.
+fn send(addr: SocketAddr, method: &str, headers: &[(&str, &str)], body: &str) -> TcpStream {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    let mut head = format!("{method} /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n");
+    for (n, v) in headers {
+        head.push_str(&format!("{n}: {v}\r\n"));
+    }
+    if method == "POST" {
+        head.push_str(&format!(
+            "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+             Content-Length: {}\r\n",
+            body.len()
+        ));
+    }
+    head.push_str("\r\n");
+    s.write_all(head.as_bytes()).unwrap();
+    s.write_all(body.as_bytes()).unwrap();
+    s
+}
+
+/// Reads from `s` until `done` holds for what was read (or the connection ends), within
+/// five seconds.
+fn read_until(s: &mut TcpStream, seen: &mut String, done: impl Fn(&str) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut buf = [0; 4096];
+    while !done(seen) {
+        assert!(Instant::now() < deadline, "timed out; so far:\n{seen}");
+        match s.read(&mut buf) {
+            Ok(0) => return,
+            Ok(n) => seen.push_str(&String::from_utf8_lossy(&buf[..n])),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(e) => panic!("read: {e}"),
+        }
+    }
+}
+
+fn header<'a>(response: &'a str, name: &str) -> Option<&'a str> {
+    let head = response.split("\r\n\r\n").next()?;
+    head.lines().find_map(|l| {
+        let (n, v) = l.split_once(':')?;
+        n.eq_ignore_ascii_case(name).then(|| v.trim())
+    })
+}
+
+/// The SSE events in `text` (chunk-size lines are not `id:`/`data:` lines, so they
+/// drop out): (id, data) pairs.
+fn events(text: &str) -> Vec<(Option<String>, String)> {
+    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    let mut out = Vec::new();
+    let (mut id, mut data) = (None, None);
+    for line in body.lines() {
+        if let Some(v) = line.strip_prefix("id: ") {
+            id = Some(v.to_owned());
+        } else if let Some(v) = line.strip_prefix("data: ") {
+            data = Some(v.to_owned());
+        } else if line.is_empty() && (id.is_some() || data.is_some()) {
+            out.push((id.take(), data.take().unwrap_or_default()));
+        }
+    }
+    out
+}
+
+fn messages(text: &str) -> Vec<Value> {
+    events(text)
+        .into_iter()
+        .filter(|(_, d)| !d.is_empty())
+        .map(|(_, d)| serde_json::from_str(&d).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_cut_post_stream_is_resumed_with_get_and_last_event_id() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let handle = mcp_blocking::serve_http(listener, example::server()).unwrap();
+    let addr = handle.local_addr();
+
+    // A 2025-11-25 session that can answer elicitations.
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": V, "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "raw", "version": "1"}}});
+    let mut c = send(addr, "POST", &[("Connection", "close")], &init.to_string());
+    let mut text = String::new();
+    read_until(&mut c, &mut text, |_| false);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    let session = header(&text, "mcp-session-id").unwrap().to_owned();
+    let sid = session.as_str();
+    let ours = [("Mcp-Session-Id", sid), ("MCP-Protocol-Version", V)];
+
+    // The standalone GET stream: primed, and a second one is refused.
+    let get_headers = [
+        ("Mcp-Session-Id", sid),
+        ("MCP-Protocol-Version", V),
+        ("Accept", "text/event-stream"),
+    ];
+    let mut listen = send(addr, "GET", &get_headers, "");
+    let mut listened = String::new();
+    read_until(&mut listen, &mut listened, |t| events(t).len() == 1);
+    assert!(listened.starts_with("HTTP/1.1 200"), "{listened}");
+    assert_eq!(events(&listened)[0].1, "", "a priming event");
+    let mut second = send(addr, "GET", &get_headers, "");
+    let mut refused = String::new();
+    read_until(&mut second, &mut refused, |t| t.contains("\r\n\r\n"));
+    assert!(refused.starts_with("HTTP/1.1 409"), "{refused}");
+
+    // The call: the POST stream opens with its priming event; the client reads only
+    // that, and the connection is cut.
+    let confirm = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "confirm", "arguments": {}}});
+    let mut post = send(addr, "POST", &ours, &confirm.to_string());
+    let mut seen = String::new();
+    read_until(&mut post, &mut seen, |t| !events(t).is_empty());
+    assert!(seen.starts_with("HTTP/1.1 200"), "{seen}");
+    assert_eq!(header(&seen, "content-type"), Some("text/event-stream"));
+    let (priming, data) = events(&seen).remove(0);
+    assert_eq!(data, "");
+    let priming = priming.expect("the priming event has an id");
+    drop(post);
+    std::thread::sleep(Duration::from_millis(100));
+
+    // Resumed after the priming event: the elicitation it missed, under its id.
+    let mut resume_headers = get_headers.to_vec();
+    resume_headers.push(("Last-Event-ID", priming.as_str()));
+    let mut resumed = send(addr, "GET", &resume_headers, "");
+    let mut got = String::new();
+    read_until(&mut resumed, &mut got, |t| !messages(t).is_empty());
+    assert!(got.starts_with("HTTP/1.1 200"), "{got}");
+    let ask = messages(&got).remove(0);
+    assert_eq!(ask["method"], "elicitation/create", "{got}");
+
+    // The answer goes in a POST of its own (202); the result arrives on the resumed
+    // stream, with the client's id, and the stream ends.
+    let answer = json!({"jsonrpc": "2.0", "id": ask["id"], "result": {
+        "action": "accept", "content": {"proceed": true, "name": "Ada"}}});
+    let mut a = send(addr, "POST", &ours, &answer.to_string());
+    let mut accepted = String::new();
+    read_until(&mut a, &mut accepted, |t| t.contains("\r\n\r\n"));
+    assert!(accepted.starts_with("HTTP/1.1 202"), "{accepted}");
+    read_until(&mut resumed, &mut got, |t| messages(t).len() == 2);
+    let result = &messages(&got)[1];
+    assert_eq!(result["id"], 7);
+    assert_eq!(
+        result["result"]["content"][0]["text"],
+        "accepted: proceed=true name=Ada"
+    );
+    let ids: Vec<String> = events(&got).into_iter().filter_map(|(id, _)| id).collect();
+    assert_eq!(ids.len(), 2, "every event has an id: {got}");
+    read_until(&mut resumed, &mut got, |t| t.ends_with("0\r\n\r\n"));
+
+    // An id of this stream replays nothing of other streams; one made up is refused.
+    let mut bad_headers = get_headers.to_vec();
+    bad_headers.push(("Last-Event-ID", "4242-0"));
+    let mut bad = send(addr, "GET", &bad_headers, "");
+    let mut refused = String::new();
+    read_until(&mut bad, &mut refused, |t| t.contains("\r\n\r\n"));
+    assert!(refused.starts_with("HTTP/1.1 400"), "{refused}");
+
+    // The GET stream carried nothing of the call; a notification outside any request
+    // reaches it, with an id.
+    read_until(&mut listen, &mut listened, |_| true);
+    assert!(messages(&listened).is_empty(), "{listened}");
+    let told =
+        handle.with_endpoint(|e| e.notify_listeners("notifications/tools/list_changed", None));
+    assert_eq!(told, 1);
+    read_until(&mut listen, &mut listened, |t| !messages(t).is_empty());
+    assert_eq!(
+        messages(&listened)[0]["method"],
+        "notifications/tools/list_changed"
+    );
+    assert!(events(&listened).iter().all(|(id, _)| id.is_some()));
+    handle.stop();
+}
