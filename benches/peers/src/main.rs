@@ -34,7 +34,7 @@ fn main() {
 }
 
 fn run_suite(out: Option<&String>) -> io::Result<()> {
-    let callgrind = std::env::var("PEERS_CALLGRIND").map_or(true, |v| v != "0");
+    let callgrind = suite::callgrind_enabled();
     if callgrind && !suite::have_valgrind() {
         eprintln!("valgrind not found: the instruction counts will read as failed");
     }

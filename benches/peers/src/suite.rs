@@ -80,16 +80,20 @@ fn calls(case: &Case) -> usize {
     if case.in_flight > 1 { 2 * n } else { n }
 }
 
+/// `PEERS_CALLGRIND`: `0` (or `no`, or empty) turns the instruction counts off.
+pub fn callgrind_enabled() -> bool {
+    !matches!(
+        std::env::var("PEERS_CALLGRIND").as_deref(),
+        Ok("0" | "" | "no")
+    )
+}
+
 fn wants_callgrind(case: &Case) -> bool {
-    if case.in_flight > 1 {
+    if case.in_flight > 1 || !callgrind_enabled() {
         return false;
     }
-    match std::env::var("PEERS_CALLGRIND")
-        .as_deref()
-        .unwrap_or("ours")
-    {
-        "0" | "" | "no" => false,
-        "all" => true,
+    match std::env::var("PEERS_CALLGRIND").as_deref() {
+        Ok("all") => true,
         _ => matches!(case.server, ServerKind::Ours | ServerKind::Bare),
     }
 }
