@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The peers side by side: builds benches/peers in release and runs every combination of
+# client (rmcp 3.11, mcp-blocking, mcp-smol, bare JSON-RPC), server (rmcp 3.11, ours, bare),
+# transport (stdio, HTTP on 127.0.0.1), era, payload (64 B, 64 KiB) and calls in flight
+# (1, 8). Writes the Markdown report to benches/peers/results.md and stdout; progress
+# goes to stderr. About 10 minutes on 2 cores with the defaults.
+#
+#   bash benches/peers/run.sh
+#   PEERS_REPEATS=5 PEERS_N_64B=10000 PEERS_N_64KIB=1000 bash benches/peers/run.sh
+#   PEERS_FILTER="-> ours http" PEERS_CALLGRIND=0 bash benches/peers/run.sh
+#   taskset -c 0 bash benches/peers/run.sh        # one CPU: steadier wall clock
+#
+# Knobs: PEERS_N_64B, PEERS_N_64KIB (timed calls per run; 8 in flight makes twice as
+# many), PEERS_REPEATS (runs per case, default 3), PEERS_CALLGRIND (ours | all | 0),
+# PEERS_CALLGRIND_N_64B, PEERS_CALLGRIND_N_64KIB, PEERS_FILTER (a substring of the case
+# names printed on stderr, such as "smol -> rmcp stdio"). See src/suite.rs.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+# The top-level target directory, so artifacts the top-level workspace already built with
+# the same features (rmcp, tokio, …) can be reused.
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
+
+cargo build --release --manifest-path "$here/Cargo.toml"
+"$CARGO_TARGET_DIR/release/mcp-peers" suite "$here/results.md"
+echo "written to $here/results.md" >&2
