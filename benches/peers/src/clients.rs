@@ -33,9 +33,6 @@ pub fn not_applicable(case: &Case) -> Option<&'static str> {
     if bare_client != bare_server {
         return Some("n/a (the bare pair only talks to itself)");
     }
-    if case.client == ClientKind::Blocking && case.in_flight > 1 {
-        return ours::BLOCKING_IN_FLIGHT_GAP;
-    }
     None
 }
 

@@ -82,6 +82,23 @@ pub fn sequential(count: usize, timed: bool, mut call: impl FnMut()) -> Vec<Dura
     latencies
 }
 
+/// `count` calls spread over `threads` scoped threads, each making its calls one after
+/// another, so `threads` calls are outstanding at any time.
+pub fn threads(count: usize, threads: usize, timed: bool, call: impl Fn() + Sync) -> Vec<Duration> {
+    let call = &call;
+    std::thread::scope(|scope| {
+        let all: Vec<_> = (0..threads)
+            .map(|t| {
+                let mine = count / threads + usize::from(t < count % threads);
+                scope.spawn(move || sequential(mine, timed, call))
+            })
+            .collect();
+        all.into_iter()
+            .flat_map(|t| t.join().expect("a calling thread panicked"))
+            .collect()
+    })
+}
+
 /// `count` calls spread over `workers` futures polled together, each awaiting its calls
 /// one after another, so `workers` calls are outstanding at any time.
 pub async fn workers<F, Fut>(count: usize, workers: usize, timed: bool, call: F) -> Vec<Duration>

@@ -199,15 +199,6 @@ fn checks(r: &Results<'_>) -> Vec<Check> {
                     let me = case(client, server, transport, era, 64, 8);
                     let them = case(ClientKind::Rmcp, server, transport, era, 64, 8);
                     let what = format!("{client} vs rmcp → {server}, {transport}, {era}, 64 B");
-                    if client == ClientKind::Blocking {
-                        checks.push(Check {
-                            target: "8 in flight: ≥ 2× rmcp's client, same server",
-                            what,
-                            figure: "n/a (one call at a time)".to_owned(),
-                            met: None,
-                        });
-                        continue;
-                    }
                     checks.push(Check::ratio(
                         "8 in flight: ≥ 2× rmcp's client, same server",
                         what,

@@ -1,5 +1,6 @@
-//! This project's clients: `mcp_blocking::Client` (sequential calls only, for now) and
-//! `mcp_smol`'s client with its driver on `async_io::block_on`.
+//! This project's clients: `mcp_blocking::Client` (sequential calls on the client, calls
+//! in flight on threads sharing its `ClientHandle`) and `mcp_smol`'s client with its
+//! driver on `async_io::block_on`.
 
 use std::io;
 
@@ -10,10 +11,6 @@ use serde_json::json;
 use crate::measure::{self, Outcome, Plan};
 use crate::servers::{HttpChild, serve_env, this_exe};
 use crate::spec::{Case, Era};
-
-/// The cell text while `mcp_blocking::Client` makes one call at a time (see
-/// [`blocking_in_flight`]).
-pub const BLOCKING_IN_FLIGHT_GAP: Option<&str> = Some("n/a (one call at a time)");
 
 fn config(era: Era) -> ClientConfig {
     let mode = match era {
@@ -27,11 +24,9 @@ fn io_error(e: impl std::fmt::Display) -> io::Error {
     io::Error::other(e.to_string())
 }
 
-/// `mcp_blocking::Client`, sequential calls.
+/// `mcp_blocking::Client`: sequential calls on the client itself, or `in_flight` threads
+/// sharing one connection through clones of its `ClientHandle`, each calling in a loop.
 pub fn blocking(case: &Case, plan: &Plan, text: &str) -> io::Result<Option<Outcome>> {
-    if plan.in_flight > 1 {
-        return blocking_in_flight(case, plan, text);
-    }
     let (var, value) = serve_env(case.server, case.transport);
     let mut _server = None;
     let mut client = if super::is_stdio(case) {
@@ -47,26 +42,29 @@ pub fn blocking(case: &Case, plan: &Plan, text: &str) -> io::Result<Option<Outco
         .call_tool("echo", json!({ "text": text }))
         .map_err(io_error)?;
     super::check_echo(&first.text(), text)?;
-    let timings = measure::run(plan, |count, timed| {
-        measure::sequential(count, timed, || {
-            let result = client
-                .call_tool("echo", json!({ "text": text }))
-                .expect("echo");
-            std::hint::black_box(result.content.len());
+    let timings = if plan.in_flight > 1 {
+        let handle = client.handle();
+        measure::run(plan, |count, timed| {
+            measure::threads(count, plan.in_flight, timed, || {
+                let result = handle
+                    .call_tool("echo", json!({ "text": text }))
+                    .expect("echo");
+                std::hint::black_box(result.content.len());
+            })
         })
-    });
+    } else {
+        measure::run(plan, |count, timed| {
+            measure::sequential(count, timed, || {
+                let result = client
+                    .call_tool("echo", json!({ "text": text }))
+                    .expect("echo");
+                std::hint::black_box(result.content.len());
+            })
+        })
+    };
     let outcome = Outcome::new(&version, &timings);
     let _ = client.close();
     Ok(Some(outcome))
-}
-
-/// `mcp_blocking::Client` with several calls in flight on one connection. Its `call_tool`
-/// takes `&mut self` and waits for the answer, so it cannot have more than one call
-/// outstanding, and this returns `None` (the cell reads [`BLOCKING_IN_FLIGHT_GAP`]).
-/// Once the client can share a connection between threads, this is where eight threads
-/// each calling in a loop belong, measured like [`smol`]'s workers.
-pub fn blocking_in_flight(_case: &Case, _plan: &Plan, _text: &str) -> io::Result<Option<Outcome>> {
-    Ok(None)
 }
 
 /// `mcp_smol`'s client: the driver and the calls joined by
