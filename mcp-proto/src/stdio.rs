@@ -11,6 +11,10 @@
 /// a serialiser writes before `params`/`result` (`jsonrpc`, `id`, `method`), or after them.
 pub const SNIFF_BYTES: usize = 256;
 
+/// A decoder's buffer keeps up to this much capacity between lines: lines up to a few
+/// tens of KiB reuse it.
+const KEEP_CAPACITY: usize = 64 * 1024;
+
 /// One item out of the [`LineDecoder`].
 #[derive(Debug, PartialEq, Eq)]
 pub enum Line<'a> {
@@ -128,6 +132,11 @@ impl LineDecoder {
                         // Consumed lines go now, so only the partial line stays held.
                         self.buf.drain(..self.start);
                         self.start = 0;
+                    }
+                    // After a large line, the memory goes back: the buffer does not keep
+                    // its high-water mark (a 64 KiB line leaves at most 4× that).
+                    if self.buf.capacity() > 4 * KEEP_CAPACITY && self.buf.len() <= KEEP_CAPACITY {
+                        self.buf.shrink_to(KEEP_CAPACITY);
                     }
                 }
                 return None;

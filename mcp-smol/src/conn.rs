@@ -169,6 +169,10 @@ impl Open {
             }
         }
         self.out.clear();
+        // A large message does not pin its size.
+        if self.out.capacity() > 256 * 1024 {
+            self.out = Vec::new();
+        }
         self.written = 0;
         if !self.flushed {
             match self.wire.writer()?.poll_flush(cx) {
