@@ -10,7 +10,9 @@
 //!   against the example server in a child process (only this, the client process, is
 //!   counted: every thread of it, the adapter's IO threads included);
 //! * `smol {64B,64KiB} {legacy,modern}` — the same through `mcp_smol`, the driver and the
-//!   calls joined by `async_io::block_on`;
+//!   calls joined by `async_io::block_on`; `smol/futures-lite …` with
+//!   `futures_lite::future::block_on` instead (the reactor then runs on async-io's helper
+//!   thread); `smol/8-in-flight …` with eight calls outstanding at a time;
 //! * `bare {64B,64KiB}` — the bare `serde_json` client of `stdio_roundtrip`, the reference.
 //!
 //! Every case runs in a fresh process (this binary re-executed with `MCP_ALLOC_CASE` set),
@@ -326,32 +328,37 @@ fn blocking_case(name: &str, mode: EraMode, text: &str) {
 
 // ---- smol -------------------------------------------------------------------------
 
-fn smol_case(name: &str, mode: EraMode, text: &str) {
+/// How the `mcp_smol` driver and the calls are run.
+#[derive(Clone, Copy)]
+enum Runner {
+    /// `async_io::block_on` (= `smol::block_on`): the reactor on this thread.
+    AsyncIo,
+    /// `futures_lite::future::block_on`: the reactor on async-io's helper thread.
+    FuturesLite,
+}
+
+fn smol_case(name: &str, mode: EraMode, text: &str, runner: Runner, in_flight: usize) {
     let (warmup, n) = counts(text.len());
     let command = child::smol_command(ServerKind::Example);
     let (client, driver) = mcp_smol::connect_stdio(command, config(mode))
         .unwrap_or_else(|e| panic!("{name}: spawn: {e}"));
     let work = async move {
         client.connected().await.expect("connected");
-        for _ in 0..warmup {
-            let result = client
-                .call_tool("echo", json!({ "text": text }))
-                .await
-                .expect("echo");
-            assert_eq!(result.text(), text, "{name}: the echo came back");
-        }
+        let first = client
+            .call_tool("echo", json!({ "text": text }))
+            .await
+            .expect("echo");
+        assert_eq!(first.text(), text, "{name}: the echo came back");
+        mcp_benches::smol_echo_calls(&client, text, warmup, in_flight, false).await;
         let before = snapshot();
-        for _ in 0..n {
-            let result = client
-                .call_tool("echo", json!({ "text": text }))
-                .await
-                .expect("echo");
-            black_box(result.content.len());
-        }
+        mcp_benches::smol_echo_calls(&client, text, n, in_flight, false).await;
         report(name, n, before, PEAK.load(Relaxed));
         drop(client);
     };
-    let (driven, ()) = async_io::block_on(future::zip(driver, work));
+    let (driven, ()) = match runner {
+        Runner::AsyncIo => async_io::block_on(future::zip(driver, work)),
+        Runner::FuturesLite => future::block_on(future::zip(driver, work)),
+    };
     driven.unwrap_or_else(|e| panic!("{name}: driver: {e}"));
 }
 
@@ -374,7 +381,13 @@ fn bare_case(name: &str, text: &str) {
 
 fn cases() -> Vec<String> {
     let mut names = Vec::new();
-    for kind in ["machine", "blocking", "smol"] {
+    for kind in [
+        "machine",
+        "blocking",
+        "smol",
+        "smol/futures-lite",
+        "smol/8-in-flight",
+    ] {
         for (size, _) in SIZES {
             for (era, _) in ERAS {
                 names.push(format!("{kind} {size} {era}"));
@@ -404,7 +417,9 @@ fn run_case(name: &str) {
     match kind {
         "machine" => machine_case(name, mode, &text),
         "blocking" => blocking_case(name, mode, &text),
-        "smol" => smol_case(name, mode, &text),
+        "smol" => smol_case(name, mode, &text, Runner::AsyncIo, 1),
+        "smol/futures-lite" => smol_case(name, mode, &text, Runner::FuturesLite, 1),
+        "smol/8-in-flight" => smol_case(name, mode, &text, Runner::AsyncIo, 8),
         "bare" => bare_case(name, &text),
         _ => panic!("unknown case {name:?}"),
     }
