@@ -160,15 +160,13 @@ fn print_smaps() {
                 .parse()
                 .unwrap_or(0);
             maps.push((kib, current.clone()));
-        } else if line.contains('-') && !line.contains(':')
-            || line.split_whitespace().count() >= 5
-                && line.as_bytes().first().is_some_and(u8::is_ascii_hexdigit)
-                && !line.contains("kB")
-        {
+        } else if line.split_whitespace().next().is_some_and(|range| {
+            range.contains('-') && range.bytes().all(|b| b == b'-' || b.is_ascii_hexdigit())
+        }) {
             current = line.to_owned();
         }
     }
-    maps.sort_by(|a, b| b.0.cmp(&a.0));
+    maps.sort_by_key(|m| std::cmp::Reverse(m.0));
     for (kib, map) in maps.iter().take(12) {
         println!("      {kib:>6} KiB  {map}");
     }
