@@ -259,6 +259,27 @@ mod tests {
     }
 
     #[test]
+    fn a_large_line_does_not_pin_its_buffer() {
+        let mut d = LineDecoder::new(4 << 20);
+        let line = format!("{{\"t\":\"{}\"}}\n", "x".repeat(1 << 20));
+        for part in line.as_bytes().chunks(16 * 1024) {
+            d.handle_input(part);
+            if let Some(l) = d.poll_line() {
+                assert!(matches!(l, Line::Message(m) if m.len() == line.len() - 1));
+            }
+        }
+        d.handle_input(b"{}");
+        assert!(d.poll_line().is_none());
+        assert!(
+            d.buf.capacity() <= 4 * KEEP_CAPACITY,
+            "{}",
+            d.buf.capacity()
+        );
+        d.handle_input(b"\n");
+        assert_eq!(d.poll_line(), Some(Line::Message(b"{}")));
+    }
+
+    #[test]
     fn oversized_partial_is_not_buffered() {
         let mut d = LineDecoder::new(8);
         for _ in 0..1000 {
