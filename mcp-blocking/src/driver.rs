@@ -123,6 +123,10 @@ impl<F: Flavour> Execute<F> for Io<F> {
         self.carrier.write(conn, bytes.to_vec(), log);
     }
 
+    fn write_owned(&mut self, conn: ConnId, bytes: Vec<u8>, log: &mut Option<WireLog<F>>) {
+        self.carrier.write(conn, bytes, log);
+    }
+
     fn close(&mut self, conn: ConnId, grace: Duration, log: &mut Option<WireLog<F>>) {
         self.carrier.close(conn, grace, log);
     }

@@ -13,6 +13,9 @@ use crate::transcript::Recording;
 use crate::wire_log::ChannelLog;
 use crate::{Direction, Flavour, Options, WireLog, clock};
 
+/// The most capacity [`Core`]'s transmit buffer keeps between settles.
+const MAX_KEPT_BUFFER: usize = 256 * 1024;
+
 /// The machine of one connection and its options, with the machine's bytes of the
 /// current transmit and its transcript recording.
 #[derive(Debug)]
@@ -34,6 +37,10 @@ pub trait Execute<F: Flavour> {
     fn connect(&mut self, conn: ConnId, origin: &Origin) -> Result<(), TransportFailure>;
     /// Writes `bytes` on `conn`, after what was written before, logging them.
     fn write(&mut self, conn: ConnId, bytes: &[u8], log: &mut Option<WireLog<F>>);
+    /// [`Execute::write`] of a buffer the adapter may keep (it then need not copy it).
+    fn write_owned(&mut self, conn: ConnId, bytes: Vec<u8>, log: &mut Option<WireLog<F>>) {
+        self.write(conn, &bytes, log);
+    }
     /// Closes `conn`; for stdio, the server gets `grace` to exit.
     fn close(&mut self, conn: ConnId, grace: Duration, log: &mut Option<WireLog<F>>);
     /// Starts the stdio server again: `Ok(true)` when it runs already, `Ok(false)` when
@@ -89,6 +96,10 @@ impl<F: Flavour> Core<F> {
                 break;
             }
         }
+        // A large message does not pin its size.
+        if self.buf.capacity() > MAX_KEPT_BUFFER {
+            self.buf = Vec::new();
+        }
         let sink = &mut self.options.transcript;
         Recording::drain_into(&mut self.recording, &mut self.machine, sink);
     }
@@ -98,6 +109,12 @@ impl<F: Flavour> Core<F> {
         let failed = match transmit {
             Transmit::Connect { conn, origin } => {
                 io.connect(conn, &origin).err().map(|f| (conn, f))
+            }
+            // The whole buffer is the message (the machine hands its message over as the
+            // buffer itself when it can): it goes to the adapter without a copy.
+            Transmit::Write { conn, len } if len == self.buf.len() => {
+                io.write_owned(conn, std::mem::take(&mut self.buf), log);
+                None
             }
             Transmit::Write { conn, len } => {
                 io.write(conn, &self.buf[self.buf.len().saturating_sub(len)..], log);

@@ -76,6 +76,8 @@ pub mod auth;
 pub mod client;
 pub mod content;
 pub mod http;
+mod json_scan;
+mod json_write;
 pub mod jsonrpc;
 pub mod limits;
 pub mod model;

@@ -11,6 +11,10 @@
 /// a serialiser writes before `params`/`result` (`jsonrpc`, `id`, `method`), or after them.
 pub const SNIFF_BYTES: usize = 256;
 
+/// A decoder's buffer keeps up to this much capacity between lines: lines up to a few
+/// tens of KiB reuse it.
+const KEEP_CAPACITY: usize = 64 * 1024;
+
 /// One item out of the [`LineDecoder`].
 #[derive(Debug, PartialEq, Eq)]
 pub enum Line<'a> {
@@ -128,6 +132,11 @@ impl LineDecoder {
                         // Consumed lines go now, so only the partial line stays held.
                         self.buf.drain(..self.start);
                         self.start = 0;
+                    }
+                    // After a large line, the memory goes back: the buffer does not keep
+                    // its high-water mark (a 64 KiB line leaves at most 4× that).
+                    if self.buf.capacity() > 4 * KEEP_CAPACITY && self.buf.len() <= KEEP_CAPACITY {
+                        self.buf.shrink_to(KEEP_CAPACITY);
                     }
                 }
                 return None;
@@ -247,6 +256,27 @@ mod tests {
         for split in 0..=INPUT.len() {
             assert_eq!(run(INPUT, &[split], 16), whole, "split at {split}");
         }
+    }
+
+    #[test]
+    fn a_large_line_does_not_pin_its_buffer() {
+        let mut d = LineDecoder::new(4 << 20);
+        let line = format!("{{\"t\":\"{}\"}}\n", "x".repeat(1 << 20));
+        for part in line.as_bytes().chunks(16 * 1024) {
+            d.handle_input(part);
+            if let Some(l) = d.poll_line() {
+                assert!(matches!(l, Line::Message(m) if m.len() == line.len() - 1));
+            }
+        }
+        d.handle_input(b"{}");
+        assert!(d.poll_line().is_none());
+        assert!(
+            d.buf.capacity() <= 4 * KEEP_CAPACITY,
+            "{}",
+            d.buf.capacity()
+        );
+        d.handle_input(b"\n");
+        assert_eq!(d.poll_line(), Some(Line::Message(b"{}")));
     }
 
     #[test]

@@ -111,8 +111,20 @@ impl Open {
     pub(crate) fn send<L: ?Sized + Sink>(&mut self, wire_log: &mut Option<Box<L>>, bytes: &[u8]) {
         self.log.sent(wire_log, bytes);
         if !self.write_failed {
+            self.compact();
             self.tls.send(bytes, &mut self.out);
             self.flushed = false;
+        }
+    }
+
+    /// Drops what was written already from the front of the write buffer. Without it,
+    /// a buffer that never drains completely (calls keep coming while the last ones are
+    /// being written: several large calls in flight) grew by every message sent, to tens
+    /// of MiB.
+    fn compact(&mut self) {
+        if self.written > 0 {
+            self.out.drain(..self.written);
+            self.written = 0;
         }
     }
 
@@ -123,6 +135,7 @@ impl Open {
         read: &'a [u8],
     ) -> io::Result<(Received<'a>, &'a mut ChannelLog)> {
         self.flushed = false;
+        self.compact();
         Ok((self.tls.receive(read, &mut self.out)?, &mut self.log))
     }
 
@@ -169,6 +182,10 @@ impl Open {
             }
         }
         self.out.clear();
+        // A large message does not pin its size.
+        if self.out.capacity() > 256 * 1024 {
+            self.out = Vec::new();
+        }
         self.written = 0;
         if !self.flushed {
             match self.wire.writer()?.poll_flush(cx) {

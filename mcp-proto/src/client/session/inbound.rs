@@ -17,6 +17,7 @@ use super::{
 use crate::client::event::{MAX_ECHO_BYTES, clipped, id_text};
 use crate::client::form::FormSchema;
 use crate::client::input::{LogMessage, SamplingRequest, check_elicitation_url, roots_result};
+use crate::json_scan::Member;
 use crate::jsonrpc::{self, ErrorObject, Notification, Request, RequestId, Sniffed, codes};
 use crate::model::ElicitationParams;
 use crate::version::Era;
@@ -320,8 +321,24 @@ impl Session {
             return self.task_created(now, id, &raw);
         }
         if self.era() == Some(Era::Modern) {
-            let head = match serde_json::from_str::<ResultHead<'_>>(raw.get()) {
-                Ok(h) => h.result_type.map(str::to_owned),
+            // The common shapes are read without a pass over the whole result; anything
+            // else (not an object, a duplicate, an escaped or non-string value) goes
+            // through serde, which also words the error.
+            let quick = match crate::json_scan::object_member(raw.get(), "resultType") {
+                Member::Absent => Some(None),
+                Member::Raw("null") => Some(None),
+                Member::Raw(s) if s.len() >= 2 && s.starts_with('"') && !s.contains('\\') => {
+                    Some(Some(s[1..s.len() - 1].to_owned()))
+                }
+                _ => None,
+            };
+            let parsed = match quick {
+                Some(head) => Ok(head),
+                None => serde_json::from_str::<ResultHead<'_>>(raw.get())
+                    .map(|h| h.result_type.map(str::to_owned)),
+            };
+            let head = match parsed {
+                Ok(h) => h,
                 Err(e) => {
                     let msg = format!("result is not an object: {e}");
                     self.complete(id, Err(CallError::InvalidResponse(msg)));

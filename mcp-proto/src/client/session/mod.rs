@@ -115,6 +115,10 @@ pub(crate) struct Session {
     answered_ids: VecDeque<i64>,
     inputs: HashMap<InputId, PendingInput>,
     outgoing: VecDeque<Outgoing>,
+    /// An emptied buffer to write the next request into (stdio: the caller's buffer that
+    /// [`Session::poll_transmit`] took a message's place of). Kept only up to
+    /// [`SPARE_MAX`] bytes of capacity, so a large message does not pin its size.
+    spare: Vec<u8>,
     pub(crate) events: EventQueue,
     /// The 2026 `_meta` members, serialised once.
     envelope: String,
@@ -299,6 +303,10 @@ impl PendingInput {
 
 const RECENT_IDS: usize = 256;
 
+/// The largest buffer kept for writing the next request: a 64 KiB argument keeps reusing
+/// its buffer, a 10 MiB one gives its memory back.
+const SPARE_MAX: usize = 256 * 1024;
+
 /// The most 2026 subscriptions open at once (each is also a call in flight).
 pub(crate) const MAX_SUBSCRIPTIONS: usize = 16;
 
@@ -330,6 +338,7 @@ impl Session {
             answered_ids: VecDeque::new(),
             inputs: HashMap::new(),
             outgoing: VecDeque::new(),
+            spare: Vec::new(),
             events,
             envelope: String::new(),
             task_envelope: String::new(),
@@ -576,8 +585,18 @@ impl Session {
     /// the number of bytes appended.
     pub fn poll_transmit(&mut self, _now: Instant, out: &mut Vec<u8>) -> usize {
         let before = out.len();
+        if out.is_empty()
+            && let Some(mut msg) = self.outgoing.pop_front()
+        {
+            // The message becomes the caller's buffer instead of being copied into it;
+            // the caller's (empty) buffer is kept for the next request.
+            msg.json.push(b'\n');
+            let emptied = std::mem::replace(out, msg.json);
+            self.keep_spare(emptied);
+        }
         while let Some(msg) = self.outgoing.pop_front() {
             stdio::frame(out, &msg.json);
+            self.keep_spare(msg.json);
         }
         self.queued_bytes = 0;
         let len = out.len() - before;
@@ -595,6 +614,15 @@ impl Session {
         let msg = self.outgoing.pop_front()?;
         self.queued_bytes -= msg.json.len();
         Some(msg)
+    }
+
+    /// Keeps `buf` (emptied) to write the next request into, when it is larger than the
+    /// spare held and not over [`SPARE_MAX`].
+    fn keep_spare(&mut self, mut buf: Vec<u8>) {
+        if buf.capacity() > self.spare.capacity() && buf.capacity() <= SPARE_MAX {
+            buf.clear();
+            self.spare = buf;
+        }
     }
 
     fn push_out(&mut self, json: Vec<u8>, kind: OutKind) {
@@ -956,7 +984,15 @@ impl Session {
         }
         // The request is written in one pass, params straight into the message: they are
         // our own serialisation, so there is nothing to re-validate.
-        let mut out = Vec::with_capacity(envelope.len() + 128);
+        // Sized for the params up front (a large text is then written once, not copied
+        // again by every doubling), in the spare buffer when there is one.
+        let size = envelope.len()
+            + 160
+            + crate::json_write::map_size_hint(&call.request.params)
+            + extra.len() * 64;
+        let mut out = std::mem::take(&mut self.spare);
+        out.clear();
+        out.reserve(size);
         jsonrpc::write_request_head(&mut out, &RequestId::Number(rpc_id), &call.request.method);
         out.extend_from_slice(b",\"params\":");
         request::write_params(

@@ -419,9 +419,9 @@ pub(crate) fn write_params(
 }
 
 fn push_member(out: &mut Vec<u8>, key: &str, value: &Value) {
-    let _ = serde_json::to_writer(&mut *out, key);
+    crate::json_write::write_str(out, key);
     out.push(b':');
-    let _ = serde_json::to_writer(&mut *out, value);
+    crate::json_write::write_value(out, value);
 }
 
 /// The `_meta` members a 2026-07-28 request carries, serialised once per connection

@@ -1,0 +1,162 @@
+//! Finding one top-level member of a JSON object that was validated already (a
+//! `RawValue`), without deserializing the rest.
+//!
+//! Reading `resultType` with a serde struct walks every byte of the result, strings
+//! included, one at a time: for a tool result carrying 64 KiB of text that was a full
+//! extra pass. Here strings are skipped with `memchr` (a vectorised search for the closing
+//! quote or a backslash), so the pass costs a small fraction of it.
+
+/// What [`object_member`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Member<'a> {
+    /// The text is not an object.
+    NotObject,
+    /// The member is absent.
+    Absent,
+    /// The member's raw value (whitespace trimmed).
+    Raw(&'a str),
+    /// The member appears more than once.
+    Duplicate,
+}
+
+fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\n' | b'\r') {
+        i += 1;
+    }
+    i
+}
+
+/// `i` is at an opening quote: the index after the closing one.
+fn skip_string(b: &[u8], i: usize) -> usize {
+    let mut j = i + 1;
+    while let Some(k) = memchr::memchr2(b'"', b'\\', &b[j.min(b.len())..]) {
+        let at = j + k;
+        if b[at] == b'\\' {
+            j = at + 2;
+        } else {
+            return at + 1;
+        }
+    }
+    b.len()
+}
+
+/// `i` is at the start of a value: the index after it.
+fn skip_value(b: &[u8], i: usize) -> usize {
+    match b.get(i) {
+        Some(b'"') => skip_string(b, i),
+        Some(b'{' | b'[') => {
+            let mut depth = 0usize;
+            let mut j = i;
+            while j < b.len() {
+                match b[j] {
+                    b'"' => {
+                        j = skip_string(b, j);
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return j + 1;
+                        }
+                    }
+                    _ => {}
+                }
+                j += 1;
+            }
+            b.len()
+        }
+        _ => {
+            let mut j = i;
+            while j < b.len() && !matches!(b[j], b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r')
+            {
+                j += 1;
+            }
+            j
+        }
+    }
+}
+
+/// Whether the raw key `raw` (quotes included) names `key`.
+fn key_is(raw: &str, key: &str) -> bool {
+    if raw.contains('\\') {
+        serde_json::from_str::<String>(raw).is_ok_and(|k| k == key)
+    } else {
+        raw.len() == key.len() + 2 && &raw[1..raw.len() - 1] == key
+    }
+}
+
+/// The top-level member `key` of `json`, which must be valid JSON.
+pub(crate) fn object_member<'a>(json: &'a str, key: &str) -> Member<'a> {
+    let b = json.as_bytes();
+    let mut i = skip_ws(b, 0);
+    if b.get(i) != Some(&b'{') {
+        return Member::NotObject;
+    }
+    let mut found = None;
+    i += 1;
+    loop {
+        i = skip_ws(b, i);
+        match b.get(i) {
+            Some(b'"') => {}
+            _ => break, // `}` (or the end of a text that was not valid after all)
+        }
+        let key_end = skip_string(b, i);
+        let raw_key = &json[i..key_end.min(json.len())];
+        i = skip_ws(b, key_end);
+        if b.get(i) != Some(&b':') {
+            break;
+        }
+        i = skip_ws(b, i + 1);
+        let value_end = skip_value(b, i).min(b.len());
+        if key_is(raw_key, key) {
+            if found.is_some() {
+                return Member::Duplicate;
+            }
+            found = Some(&json[i..value_end]);
+        }
+        i = skip_ws(b, value_end);
+        if b.get(i) == Some(&b',') {
+            i += 1;
+        } else {
+            break;
+        }
+    }
+    found.map_or(Member::Absent, Member::Raw)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_top_level_members_only() {
+        let json = r#" { "content" : [ {"type":"text","text":"a \"resultType\": \\ } ] {"}, {"resultType":"nested"} ],
+            "structuredContent": {"x": [1, 2, {"resultType": 3}]}, "n": -1.5e3, "t": true,
+            "resultType" : "complete" , "_meta": {} } "#;
+        assert_eq!(
+            object_member(json, "resultType"),
+            Member::Raw("\"complete\"")
+        );
+        assert_eq!(object_member(json, "n"), Member::Raw("-1.5e3"));
+        assert_eq!(object_member(json, "t"), Member::Raw("true"));
+        assert_eq!(object_member(json, "_meta"), Member::Raw("{}"));
+        assert_eq!(object_member(json, "missing"), Member::Absent);
+        assert_eq!(object_member("{}", "resultType"), Member::Absent);
+        assert_eq!(object_member(" [1] ", "resultType"), Member::NotObject);
+        assert_eq!(object_member("\"x\"", "resultType"), Member::NotObject);
+        assert_eq!(
+            object_member(r#"{"resultType":"a","resultType":"b"}"#, "resultType"),
+            Member::Duplicate
+        );
+        assert_eq!(
+            object_member(r#"{"result\u0054ype":null}"#, "resultType"),
+            Member::Raw("null")
+        );
+        let big = format!(
+            r#"{{"content":[{{"text":"{}"}}],"resultType":"task"}}"#,
+            "x".repeat(70_000)
+        );
+        assert_eq!(object_member(&big, "resultType"), Member::Raw("\"task\""));
+    }
+}
