@@ -204,15 +204,18 @@ impl Server {
             Ok(t) => t,
             Err(e) => return Some(Err(e)),
         };
-        // What the state is bound to: the principal, the tool and its arguments.
-        let important =
-            serde_json::to_vec(&json!([target.name, params.get("arguments")])).unwrap_or_default();
         let single_use =
             (self.config.tools.iter()).any(|t| t.name == target.name && t.single_use_state);
         let principal = self.principal.clone();
-        let context = StateContext::new(now, principal.as_deref(), "tools/call", &important)
-            .single_use(single_use);
-        let (round, inputs) = match self.resume(&context, &target.name, params) {
+        let binding = Binding {
+            now,
+            principal: principal.as_deref(),
+            method: "tools/call",
+            name: &target.name,
+            arguments: params.get("arguments"),
+            single_use,
+        };
+        let (round, inputs) = match self.resume(&binding, params) {
             Ok(r) => r,
             Err(e) => return Some(Err(e)),
         };
@@ -259,7 +262,7 @@ impl Server {
             round,
             inputs,
         };
-        Some(self.ask(&context, round, &asks, caps, version))
+        Some(self.ask(&binding, round, &asks, caps, version))
     }
 
     /// A modern `prompts/get`, first try or MRTR retry: the prompt's handler may ask for
@@ -272,10 +275,18 @@ impl Server {
         caps: &Value,
     ) -> Result<Value, ErrorObject> {
         let (name, arguments) = self.prompt_target(params)?;
-        let important = serde_json::to_vec(&json!([name, arguments])).unwrap_or_default();
+        // Prompt arguments are a few short strings: a copy as a `Value` costs nothing.
+        let bound_arguments = Value::Object(arguments.clone());
         let principal = self.principal.clone();
-        let context = StateContext::new(now, principal.as_deref(), "prompts/get", &important);
-        let (round, inputs) = self.resume(&context, &name, params)?;
+        let binding = Binding {
+            now,
+            principal: principal.as_deref(),
+            method: "prompts/get",
+            name: &name,
+            arguments: Some(&bound_arguments),
+            single_use: false,
+        };
+        let (round, inputs) = self.resume(&binding, params)?;
         let asks = match self.invoke_prompt(&name, &arguments, &inputs, (Era::Modern, round), caps)
         {
             ToolOutcome::NeedInput(asks) => asks,
@@ -286,29 +297,30 @@ impl Server {
             round,
             inputs,
         };
-        self.ask(&context, round, &asks, caps, version)
+        self.ask(&binding, round, &asks, caps, version)
     }
 
     /// The rounds so far of a request that may ask for input: its `requestState` opened
-    /// against `context` (it must be a state of the same method and name), with the
+    /// against its `binding` (it must be a state of the same method and name), with the
     /// `inputResponses` of the last round added. Every `inputResponses` value must be an
     /// object.
     fn resume(
         &mut self,
-        context: &StateContext<'_>,
-        name: &str,
+        binding: &Binding<'_>,
         params: &Params,
     ) -> Result<(u32, Map<String, Value>), ErrorObject> {
         let bad_state = |why: StateRefusal| invalid(format!("Invalid requestState: {why}"));
         let (round, asked, mut inputs) = match params.get("requestState") {
             None => (0, Vec::new(), Map::new()),
-            Some(Value::String(token)) => match self.config.state_codec.open(context, token) {
-                Ok(s) if s.method == context.method && s.name == name => {
-                    (s.round, s.asked, s.inputs)
+            Some(Value::String(token)) => {
+                match self.config.state_codec.open(&binding.context(), token) {
+                    Ok(s) if s.method == binding.method && s.name == binding.name => {
+                        (s.round, s.asked, s.inputs)
+                    }
+                    Ok(_) => return Err(bad_state(StateRefusal::OtherRequest)),
+                    Err(why) => return Err(bad_state(why)),
                 }
-                Ok(_) => return Err(bad_state(StateRefusal::OtherRequest)),
-                Err(why) => return Err(bad_state(why)),
-            },
+            }
             Some(_) => return Err(bad_state(StateRefusal::Malformed)),
         };
         match params.get("inputResponses") {
@@ -326,7 +338,7 @@ impl Server {
                 // no more than it could by answering the rounds one by one. Not for a
                 // single-use tool, whose answers must come with a state opened once
                 // (else a first try with answers would replay its effect at will).
-                let stateless = params.get("requestState").is_none() && !context.single_use;
+                let stateless = params.get("requestState").is_none() && !binding.single_use;
                 for (key, answer) in answers {
                     if stateless || asked.contains(key) {
                         inputs.insert(key.clone(), answer.clone());
@@ -339,11 +351,11 @@ impl Server {
     }
 
     /// The `input_required` result for `asks`, with the state of the next round sealed
-    /// for `context`; or the error to answer instead (a limit broken, a capability the
+    /// for its `binding`; or the error to answer instead (a limit broken, a capability the
     /// client lacks: `-32021`).
     fn ask(
         &mut self,
-        context: &StateContext<'_>,
+        binding: &Binding<'_>,
         done: Round<'_>,
         asks: &[(String, InputRequestSpec)],
         caps: &Value,
@@ -374,18 +386,41 @@ impl Server {
         }
         let asked = asks.iter().map(|(k, _)| k.clone()).collect();
         let state = RequestState::new(
-            context.method,
+            binding.method,
             done.name,
             done.round.saturating_add(1),
             asked,
             done.inputs,
         );
-        let token = self.config.state_codec.seal(context, &state);
+        let token = self.config.state_codec.seal(&binding.context(), &state);
         Ok(json!({
             "resultType": "input_required",
             "inputRequests": requests,
             "requestState": token,
         }))
+    }
+}
+
+/// What a request's `requestState` is bound to: the principal, the method, the name (tool
+/// or prompt) and its arguments. The digest of the arguments is taken only when a state is
+/// opened or sealed: a request that never asks for input (most of them) does not pay for
+/// serialising and hashing its arguments.
+struct Binding<'a> {
+    now: Instant,
+    principal: Option<&'a str>,
+    method: &'static str,
+    name: &'a str,
+    arguments: Option<&'a Value>,
+    single_use: bool,
+}
+
+impl Binding<'_> {
+    /// The context a codec seals and opens against. The important parameters serialise
+    /// as the JSON array `[name, arguments]` (`null` when there are none).
+    fn context(&self) -> StateContext<'_> {
+        let important = serde_json::to_vec(&(self.name, self.arguments)).unwrap_or_default();
+        StateContext::new(self.now, self.principal, self.method, &important)
+            .single_use(self.single_use)
     }
 }
 
