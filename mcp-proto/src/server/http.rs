@@ -163,7 +163,7 @@ pub use response::{HttpResponse, HttpStream};
 
 use response::{sse_event, sse_event_with_id};
 use sessions::Sessions;
-use validate::{modern_checks, origin_allowed, serves_legacy, single_header, version_data};
+use validate::{legacy_version_header, modern_checks, origin_allowed};
 
 /// The endpoint path the bundled adapters and the CLI serve: `/mcp`.
 pub const DEFAULT_PATH: &str = "/mcp";
@@ -721,21 +721,11 @@ impl HttpEndpoint {
                     self.server.session = None;
                 }
             }
-            _ => match single_header(http, MCP_PROTOCOL_VERSION) {
-                Err(e) => return refuse(&e),
-                Ok(Some(v))
-                    if !std::str::from_utf8(v).is_ok_and(|v| serves_legacy(&self.server, v)) =>
-                {
-                    let shown = String::from_utf8_lossy(v);
-                    let e = ErrorObject::new(
-                        codes::INVALID_REQUEST,
-                        format!("Bad Request: unsupported {MCP_PROTOCOL_VERSION}: {shown}"),
-                    )
-                    .with_data(version_data(&self.server, &shown));
+            _ => {
+                if let Err(e) = legacy_version_header(&self.server, http) {
                     return refuse(&e);
                 }
-                Ok(_) => {}
-            },
+            }
         }
         let initialize = request.method == "initialize";
         let chunked = http.version == HttpVersion::Http11;
@@ -1071,20 +1061,8 @@ impl HttpEndpoint {
         if !self.session_live(&session, now) {
             return complete(session_not_found());
         }
-        match single_header(http, MCP_PROTOCOL_VERSION) {
-            Err(e) => return complete(HttpResponse::json_error(400, None, &e)),
-            Ok(Some(v))
-                if !std::str::from_utf8(v).is_ok_and(|v| serves_legacy(&self.server, v)) =>
-            {
-                let shown = String::from_utf8_lossy(v);
-                let e = ErrorObject::new(
-                    codes::INVALID_REQUEST,
-                    format!("Bad Request: unsupported {MCP_PROTOCOL_VERSION}: {shown}"),
-                )
-                .with_data(version_data(&self.server, &shown));
-                return complete(HttpResponse::json_error(400, None, &e));
-            }
-            Ok(_) => {}
+        if let Err(e) = legacy_version_header(&self.server, http) {
+            return complete(HttpResponse::json_error(400, None, &e));
         }
         let primes = self.in_session(Some(&session), now, |e| e.primes());
         let framing = (http.version == HttpVersion::Http11, !http.keep_alive());

@@ -57,6 +57,27 @@ pub(super) fn serves_legacy(server: &Server, version: &str) -> bool {
         .is_some_and(|v| v.era() == Era::Legacy && server.config().versions.accepts(v))
 }
 
+/// The legacy `MCP-Protocol-Version` check of every request after `initialize` (a POST or
+/// a GET stream): absent is fine (the session knows its version), several different
+/// values are `-32020`, and a value the server does not serve as a legacy version is
+/// `-32600` with `data: {supported, requested}`.
+pub(super) fn legacy_version_header(
+    server: &Server,
+    http: &HttpRequest,
+) -> Result<(), ErrorObject> {
+    match single_header(http, MCP_PROTOCOL_VERSION)? {
+        Some(v) if !std::str::from_utf8(v).is_ok_and(|v| serves_legacy(server, v)) => {
+            let shown = String::from_utf8_lossy(v);
+            Err(ErrorObject::new(
+                codes::INVALID_REQUEST,
+                format!("Bad Request: unsupported {MCP_PROTOCOL_VERSION}: {shown}"),
+            )
+            .with_data(version_data(server, &shown)))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// The one value of header `name`: `None` when absent, `-32020` when it appears several
 /// times with different values.
 pub(crate) fn single_header<'a>(
