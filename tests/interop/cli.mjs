@@ -3,7 +3,18 @@
 //
 //   node cli.mjs --era legacy|modern|auto --http URL
 //   node cli.mjs --era legacy|modern|auto --stdio COMMAND [ARGS...]
+//   node cli.mjs --era legacy --http URL --resume
+//   node cli.mjs --era legacy --http URL --resume-idle
 //
+// --resume (against `mcp serve-example --http ... --sse-polling`): connects, calls only
+// `confirm` and prints {"ok":true,"protocolVersion":...,"confirm":"...","elicitations":[...],
+// "wire":{...}}. The server ends the call's SSE answer after its priming event, so the
+// result only arrives if the SDK resumes the stream by itself (GET with Last-Event-ID,
+// recorded in wire.http[].lastEventId).
+// --resume-idle (same server): calls `hang`, whose stream has nothing after its priming
+// event, so every resumption is an empty poll; gives the call up once two resuming GETs
+// were answered, or the SDK reported giving up on reconnecting, or after 20 s, and prints
+// {"ok":true,"gaveUp":bool,"errors":[...],"wire":{...}}.
 // Connects, lists tools, calls `echo` and `confirm` (answering the form elicitation with
 // accept + content), then `add`, `fail`, the resources, the prompt `greet`, a completion
 // and `media`, aborts a call to `hang`, and prints one JSON line on stdout:
@@ -20,8 +31,12 @@ const argv = process.argv.slice(2);
 let era = 'auto';
 let url;
 let command;
+let resume = false;
+let resumeIdle = false;
 for (let i = 0; i < argv.length; i++) {
   if (argv[i] === '--era') era = argv[++i];
+  else if (argv[i] === '--resume') resume = true;
+  else if (argv[i] === '--resume-idle') resumeIdle = true;
   else if (argv[i] === '--http') url = argv[++i];
   else if (argv[i] === '--stdio') {
     command = argv.slice(i + 1);
@@ -41,12 +56,14 @@ if (!negotiation) throw new Error(`unknown era ${era}`);
 // server->client requests (legacy elicitation/create).
 // Over HTTP also every exchange, recorded when it is sent (a 202 to a posted response
 // may land after the result it unblocked): method, the Mcp-Session-Id sent, then the
-// status and the Mcp-Session-Id received.
+// status and the Mcp-Session-Id received; a GET also the Last-Event-ID it sent, if any.
 const wire = { inputRequired: [], retried: [], serverRequests: [], http: [] };
 async function observedFetch(input, init) {
+  const sent = new Headers(init?.headers);
   const entry = {
     method: init?.method ?? 'GET',
-    sentSessionId: new Headers(init?.headers).get('mcp-session-id'),
+    sentSessionId: sent.get('mcp-session-id'),
+    lastEventId: sent.get('last-event-id'),
     status: null,
     sessionId: null,
   };
@@ -110,6 +127,45 @@ try {
     protocolVersion: client.getNegotiatedProtocolVersion?.() ?? null,
     serverName: client.getServerVersion?.()?.name ?? null,
   };
+  if (resume) {
+    stage = 'confirm';
+    const confirm = await client.callTool({ name: 'confirm', arguments: {} });
+    out.confirm = confirm.content.map((c) => c.text).join('');
+    out.confirmIsError = confirm.isError ?? false;
+    out.elicitations = elicitations;
+    out.wire = wire;
+    stage = 'close';
+    if (transport.sessionId) await transport.terminateSession();
+    await client.close();
+    console.log(JSON.stringify(out));
+    process.exit(0);
+  }
+  if (resumeIdle) {
+    stage = 'hang';
+    const errors = [];
+    transport.onerror = (e) => errors.push(String(e?.message ?? e));
+    const gaveUp = () => errors.some((e) => e.includes('Maximum reconnection attempts'));
+    const resumed = () => wire.http.filter((x) => x.lastEventId !== null && x.status !== null).length;
+    const abort = new AbortController();
+    const started = Date.now();
+    const watch = setInterval(() => {
+      if (resumed() >= 2 || gaveUp() || Date.now() - started > 20000) abort.abort('interop');
+    }, 20);
+    try {
+      await client.callTool({ name: 'hang', arguments: {} }, { signal: abort.signal });
+    } catch {
+      // Given up on purpose.
+    }
+    clearInterval(watch);
+    out.gaveUp = gaveUp();
+    out.errors = errors;
+    out.wire = wire;
+    stage = 'close';
+    if (transport.sessionId) await transport.terminateSession();
+    await client.close();
+    console.log(JSON.stringify(out));
+    process.exit(0);
+  }
   stage = 'tools/list';
   out.tools = (await client.listTools()).tools.map((t) => t.name).sort();
   stage = 'echo';

@@ -3,6 +3,8 @@ against OUR server (the `mcp serve-example` binary).
 
     PYTHONPATH=pydeps python3 cli.py --era legacy|modern|auto --http URL
     PYTHONPATH=pydeps python3 cli.py --era legacy|modern|auto --stdio COMMAND [ARGS...]
+    PYTHONPATH=pydeps python3 cli.py --era legacy --http URL --resume
+    PYTHONPATH=pydeps python3 cli.py --era legacy --http URL --resume-idle
 
 Connects, lists tools, calls `echo` and `confirm` (answering the form elicitation with
 accept + content), then `add`, `fail`, the resources, the prompt `greet`, a completion
@@ -12,6 +14,16 @@ and `media`, gives up on a call to `hang`, and prints one JSON line on stdout, t
    "wire": {"inputRequired": [requestState...], "retried": [requestState...],
             "serverRequests": [method...]}}
 On failure: {"ok": false, "stage": ..., "error": ...} and exit code 1.
+
+--resume (against `mcp serve-example --http ... --sse-polling`): connects, calls only
+`confirm` and prints {"ok": true, "protocolVersion": ..., "confirm": "...",
+"elicitations": [...], "wire": {...}}. The server ends the call's SSE answer after its
+priming event, so the result only arrives if the SDK resumes the stream by itself (GET
+with Last-Event-ID, recorded in wire["http"][i]["lastEventId"]).
+--resume-idle (same server): calls `hang`, whose stream has nothing after its priming
+event, so every resumption is an empty poll; gives the call up once two resuming GETs
+were answered, or after 20 s, and prints {"ok": true, "gaveUp": false, "errors": [],
+"wire": {...}} (the same shape as cli.mjs; this SDK reports no transport errors here).
 """
 
 from __future__ import annotations
@@ -30,7 +42,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp_types import ElicitResult, PromptReference
 
-# Over HTTP also every exchange: method, status and the Mcp-Session-Id it carried.
+# Over HTTP also every exchange: method, status, the Mcp-Session-Id it carried and the
+# Last-Event-ID it sent (a resuming GET).
 WIRE: dict[str, list[Any]] = {"inputRequired": [], "retried": [], "serverRequests": [], "http": []}
 ELICITATIONS: list[dict[str, Any]] = []
 
@@ -67,6 +80,7 @@ async def seen_http(response: Any) -> None:
         {
             "method": response.request.method,
             "sentSessionId": response.request.headers.get("mcp-session-id"),
+            "lastEventId": response.request.headers.get("last-event-id"),
             "status": response.status_code,
             "sessionId": response.headers.get("mcp-session-id"),
         }
@@ -138,10 +152,16 @@ def text_of(result: Any) -> str:
 
 
 async def main(argv: list[str]) -> int:
-    era, url, command = "auto", None, None
+    era, url, command, resume, resume_idle = "auto", None, None, False, False
     i = 0
     while i < len(argv):
-        if argv[i] == "--era":
+        if argv[i] == "--resume":
+            resume = True
+            i += 1
+        elif argv[i] == "--resume-idle":
+            resume_idle = True
+            i += 1
+        elif argv[i] == "--era":
             era = argv[i + 1]
             i += 2
         elif argv[i] == "--http":
@@ -170,50 +190,76 @@ async def main(argv: list[str]) -> int:
                 "protocolVersion": client.protocol_version,
                 "serverName": info.name if info is not None else None,
             }
-            stage = "tools/list"
-            out["tools"] = sorted(t.name for t in (await client.list_tools()).tools)
-            stage = "echo"
-            echo = await client.call_tool("echo", {"text": "hello from py"})
-            out["echo"] = text_of(echo)
-            out["echoIsError"] = bool(echo.is_error)
-            stage = "confirm"
-            confirm = await client.call_tool("confirm", {})
-            out["confirm"] = text_of(confirm)
-            out["confirmIsError"] = bool(confirm.is_error)
-            out["elicitations"] = ELICITATIONS
-            stage = "add"
-            out["add"] = text_of(await client.call_tool("add", {"a": 2, "b": 3.5}))
-            stage = "fail"
-            fail = await client.call_tool("fail", {})
-            out["fail"] = {"isError": bool(fail.is_error), "text": text_of(fail)}
-            stage = "resources"
-            out["resources"] = [str(r.uri) for r in (await client.list_resources()).resources]
-            templates = (await client.list_resource_templates()).resource_templates
-            out["templates"] = [t.uri_template for t in templates]
-            out["readme"] = (await client.read_resource("example://readme")).contents[0].text
-            stage = "prompts"
-            out["prompts"] = [p.name for p in (await client.list_prompts()).prompts]
-            greet = await client.get_prompt("greet", {"name": "Ada"})
-            out["greet"] = greet.messages[0].content.text
-            stage = "complete"
-            done = await client.complete(PromptReference(type="ref/prompt", name="greet"), {"name": "name", "value": "a"})
-            out["completion"] = done.completion.values
-            stage = "media"
-            # One block is of a type outside the spec's union (on purpose, see the example's docs).
-            try:
-                media = await client.call_tool("media", {})
-                out["media"] = {"accepted": True, "blocks": [c.type for c in media.content]}
-            except Exception as e:  # noqa: BLE001 - the answer is the finding
-                out["media"] = {"accepted": False, "error": str(e)[:300]}
-            stage = "cancel"
-            # `hang` never answers: give up on it (the SDK sends notifications/cancelled),
-            # then the connection must still serve a call.
-            out["cancelled"] = False
-            with anyio.move_on_after(0.2) as scope:
-                await client.call_tool("hang", {})
-            out["cancelled"] = scope.cancelled_caught
-            out["afterCancel"] = text_of(await client.call_tool("echo", {"text": "after cancel"}))
-            out["wire"] = WIRE
+            if resume:
+                stage = "confirm"
+                confirm = await client.call_tool("confirm", {})
+                out["confirm"] = text_of(confirm)
+                out["confirmIsError"] = bool(confirm.is_error)
+                out["elicitations"] = ELICITATIONS
+                out["wire"] = WIRE
+            elif resume_idle:
+                stage = "hang"
+
+                def resumed() -> int:
+                    return sum(1 for x in WIRE["http"] if x["lastEventId"] is not None)
+
+                async def call_hang() -> None:
+                    await client.call_tool("hang", {})
+
+                with anyio.move_on_after(20):
+                    async with anyio.create_task_group() as tg:
+                        tg.start_soon(call_hang)
+                        while resumed() < 2:
+                            await anyio.sleep(0.02)
+                        tg.cancel_scope.cancel()
+                out["gaveUp"] = False
+                out["errors"] = []
+                out["wire"] = WIRE
+            else:
+                stage = "tools/list"
+                out["tools"] = sorted(t.name for t in (await client.list_tools()).tools)
+                stage = "echo"
+                echo = await client.call_tool("echo", {"text": "hello from py"})
+                out["echo"] = text_of(echo)
+                out["echoIsError"] = bool(echo.is_error)
+                stage = "confirm"
+                confirm = await client.call_tool("confirm", {})
+                out["confirm"] = text_of(confirm)
+                out["confirmIsError"] = bool(confirm.is_error)
+                out["elicitations"] = ELICITATIONS
+                stage = "add"
+                out["add"] = text_of(await client.call_tool("add", {"a": 2, "b": 3.5}))
+                stage = "fail"
+                fail = await client.call_tool("fail", {})
+                out["fail"] = {"isError": bool(fail.is_error), "text": text_of(fail)}
+                stage = "resources"
+                out["resources"] = [str(r.uri) for r in (await client.list_resources()).resources]
+                templates = (await client.list_resource_templates()).resource_templates
+                out["templates"] = [t.uri_template for t in templates]
+                out["readme"] = (await client.read_resource("example://readme")).contents[0].text
+                stage = "prompts"
+                out["prompts"] = [p.name for p in (await client.list_prompts()).prompts]
+                greet = await client.get_prompt("greet", {"name": "Ada"})
+                out["greet"] = greet.messages[0].content.text
+                stage = "complete"
+                done = await client.complete(PromptReference(type="ref/prompt", name="greet"), {"name": "name", "value": "a"})
+                out["completion"] = done.completion.values
+                stage = "media"
+                # One block is of a type outside the spec's union (on purpose, see the example's docs).
+                try:
+                    media = await client.call_tool("media", {})
+                    out["media"] = {"accepted": True, "blocks": [c.type for c in media.content]}
+                except Exception as e:  # noqa: BLE001 - the answer is the finding
+                    out["media"] = {"accepted": False, "error": str(e)[:300]}
+                stage = "cancel"
+                # `hang` never answers: give up on it (the SDK sends notifications/cancelled),
+                # then the connection must still serve a call.
+                out["cancelled"] = False
+                with anyio.move_on_after(0.2) as scope:
+                    await client.call_tool("hang", {})
+                out["cancelled"] = scope.cancelled_caught
+                out["afterCancel"] = text_of(await client.call_tool("echo", {"text": "after cancel"}))
+                out["wire"] = WIRE
             stage = "close"
         print(json.dumps(out), flush=True)
         return 0

@@ -28,9 +28,36 @@
 //! spec's union (deliberately, for our own client's tolerance); both SDK clients reject
 //! that whole result, and the tests pin that down.
 //!
-//! Not covered here: resuming a dropped legacy stream (`tests/tests/server_resume.rs`
-//! does it with a raw client over sockets). The SDK clients open the standalone GET
-//! stream of their session, which the endpoint serves (200).
+//! The SDK clients open the standalone GET stream of their session, which the endpoint
+//! serves (200).
+//!
+//! Resuming a dropped legacy stream (2025-11-25, HTTP; `tests/tests/server_resume.rs`
+//! covers every case with a raw client over sockets): the server runs with
+//! `--sse-polling` (SEP-1699, `retry: 1000`), so the SSE answer to a POSTed `confirm` is
+//! its priming event alone and ends; the scripts (`--resume`) call `confirm` and print
+//! every GET's `Last-Event-ID`. Both SDKs resume by themselves, with no resumption token
+//! from the application: a stream that ends without the response after carrying an
+//! event id is reconnected with GET and `Last-Event-ID` after the server's `retry:`.
+//! * TypeScript (`@modelcontextprotocol/client` 2.4,
+//!   `StreamableHTTPClientTransport._handleSseStream` → `_scheduleReconnection` →
+//!   `_startOrAuthSse`, which sets `last-event-id`; `reconnectionOptions.maxRetries`,
+//!   default 2, bounds failed attempts; `resumptionToken`/`onresumptiontoken` are the
+//!   explicit form): `elicitation/create` and the result both arrive over resumed GETs.
+//!   Known gap: each stream starts with no last event id of its own (`let lastEventId;`
+//!   in `_handleSseStream`), so after a resumption that brings nothing new (only
+//!   `retry:`) it reconnects with a plain GET, which is the session's standalone stream
+//!   (409 while one is open), fails twice and gives the call's stream up ("Maximum
+//!   reconnection attempts (2) exceeded."); `callTool` passes no `onRequestStreamEnd`, so
+//!   the call then waits for its request timeout (60 s by default). `confirm` passes
+//!   because the client posts its elicitation answer well within the 1 s `retry:`, so the
+//!   next resumption finds the result; `--resume-idle` (a `hang` call, every poll empty)
+//!   pins the gap down.
+//! * Python (`mcp` 2.3, `mcp/client/streamable_http.py`:
+//!   `StreamableHTTPTransport._handle_sse_response` → `_handle_reconnection`, header
+//!   `last-event-id`, delay from the server's `retry`, `MAX_RECONNECTION_ATTEMPTS = 2`
+//!   failed attempts, reset by every successful reconnection; the explicit form is
+//!   `ClientMessageMetadata.resumption_token` → `_handle_resumption_request`): resumes
+//!   `confirm` too, and keeps the last id it had across an empty poll.
 //!
 //! Skipped (with a note) when `tests/interop/setup.sh` has not installed the SDKs; a
 //! failure under `CI`.
@@ -68,8 +95,14 @@ struct HttpServer {
 
 impl HttpServer {
     fn start(era: &str) -> HttpServer {
+        HttpServer::start_with(era, &[])
+    }
+
+    /// [`HttpServer::start`] with more `serve-example` flags (`--sse-polling`).
+    fn start_with(era: &str, flags: &[&str]) -> HttpServer {
         let mut child = Command::new(mcp_bin())
             .args(["serve-example", "--http", "127.0.0.1:0", "--era", era])
+            .args(flags)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -149,9 +182,21 @@ fn run_at(
     client_era: &str,
     url: Option<&str>,
 ) -> Option<Value> {
+    run_script(client, transport, server_era, client_era, url, &[])
+}
+
+/// [`run_at`] with more flags for the script (`--resume`, `--resume-idle`).
+fn run_script(
+    client: SdkClient,
+    transport: Transport,
+    server_era: &str,
+    client_era: &str,
+    url: Option<&str>,
+    flags: &[&str],
+) -> Option<Value> {
     let mut cmd = sdk_client(client)?;
     let mcp = mcp_bin();
-    cmd.args(["--era", client_era]);
+    cmd.args(["--era", client_era]).args(flags);
     match (transport, url) {
         (Transport::Http, Some(url)) => {
             cmd.args(["--http", url]);
@@ -204,8 +249,8 @@ fn run_at(
         "client failed ({status}): {context}"
     );
     eprintln!(
-        "{client:?} {transport:?} server={server_era} client={client_era}: {:?} for the whole run \
-         (process start, connect, tools/list, echo, confirm with elicitation, close)",
+        "{client:?} {transport:?} server={server_era} client={client_era} {flags:?}: {:?} for \
+         the whole run (process start, connect, the calls, close)",
         elapsed
     );
     Some(out)
@@ -522,6 +567,163 @@ fn python_http_auto() {
 #[test]
 fn python_http_auto_falls_back() {
     auto_fallback(SdkClient::Python, Transport::Http);
+}
+
+// ---------------------------------------------------------------------------------------
+// Resuming a dropped legacy stream (2025-11-25, HTTP): the server runs in polling mode
+// (`serve-example --sse-polling`, `retry: 1000`), so the SSE answer to a POSTed call that
+// is not answered at once is its priming event alone and ends there; the rest of the call
+// only reaches a client that resumes with GET and `Last-Event-ID`.
+
+/// Starts `serve-example --era legacy --sse-polling` and runs `client` with `flag`.
+fn run_polled(client: SdkClient, flag: &str) -> Option<Value> {
+    sdk_client(client)?;
+    let server = HttpServer::start_with("legacy", &["--sse-polling"]);
+    let out = run_script(
+        client,
+        Transport::Http,
+        "legacy",
+        "legacy",
+        Some(&server.url),
+        &[flag],
+    )?;
+    assert_eq!(out["protocolVersion"], json!(LEGACY), "{out:#}");
+    Some(out)
+}
+
+/// The GETs of a run that carried a `Last-Event-ID`: (stream, seq, status) each.
+fn resumptions(out: &Value) -> Vec<(u64, u64, Value)> {
+    let http = out["wire"]["http"].as_array().expect("http exchanges");
+    http.iter()
+        .filter(|x| x["method"] == json!("GET"))
+        .filter_map(|x| {
+            let id = x["lastEventId"].as_str()?;
+            let (stream, seq) = id
+                .split_once('-')
+                .and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)))
+                .unwrap_or_else(|| panic!("not an event id of ours: {id:?}: {out:#}"));
+            Some((stream, seq, x["status"].clone()))
+        })
+        .collect()
+}
+
+/// `confirm` answered through the resumed stream: its `elicitation/create` and its
+/// result both came over GETs that resumed the call's stream, the first from its priming
+/// event (`<stream>-0`: the POST's answer carried nothing else), the last after the
+/// elicitation (seq ≥ 1).
+fn assert_resumed(client: SdkClient, out: &Value) {
+    let me = who(client);
+    assert_eq!(
+        out["confirm"],
+        json!(format!("accepted: proceed=false name={me}-client")),
+        "{out:#}"
+    );
+    assert_eq!(out["confirmIsError"], json!(false), "{out:#}");
+    assert_eq!(
+        out["elicitations"],
+        json!([{"message": "Proceed with the example action?", "properties": ["name", "proceed"]}]),
+        "{out:#}"
+    );
+    assert_eq!(
+        out["wire"]["serverRequests"],
+        json!(["elicitation/create"]),
+        "{out:#}"
+    );
+    let resumed = resumptions(out);
+    assert!(resumed.len() >= 2, "{out:#}");
+    let stream = resumed[0].0;
+    assert_eq!(resumed[0].1, 0, "{out:#}");
+    for (s, _, status) in &resumed {
+        assert_eq!((*s, status), (stream, &json!(200)), "{out:#}");
+    }
+    assert!(
+        resumed.windows(2).all(|w| w[0].1 <= w[1].1),
+        "resumed backwards: {out:#}"
+    );
+    assert!(resumed[resumed.len() - 1].1 >= 1, "{out:#}");
+}
+
+#[test]
+fn typescript_http_resumes_polled_stream() {
+    if let Some(out) = run_polled(SdkClient::TypeScript, "--resume") {
+        assert_resumed(SdkClient::TypeScript, &out);
+    }
+}
+
+#[test]
+fn python_http_resumes_polled_stream() {
+    if let Some(out) = run_polled(SdkClient::Python, "--resume") {
+        assert_resumed(SdkClient::Python, &out);
+    }
+}
+
+/// A poll with nothing new (`hang`'s stream after its priming event): the Python client
+/// polls again with the same `Last-Event-ID`, and never falls back to a plain GET.
+#[test]
+fn python_http_keeps_last_event_id_after_empty_poll() {
+    let Some(out) = run_polled(SdkClient::Python, "--resume-idle") else {
+        return;
+    };
+    let resumed = resumptions(&out);
+    assert!(resumed.len() >= 2, "{out:#}");
+    for (s, seq, status) in &resumed {
+        assert_eq!(
+            (*s, *seq, status),
+            (resumed[0].0, 0, &json!(200)),
+            "{out:#}"
+        );
+    }
+    let http = out["wire"]["http"].as_array().expect("http exchanges");
+    let first = http
+        .iter()
+        .position(|x| !x["lastEventId"].is_null())
+        .expect("a resuming GET");
+    assert!(
+        http[first..]
+            .iter()
+            .all(|x| x["method"] != json!("GET") || !x["lastEventId"].is_null()),
+        "{out:#}"
+    );
+    assert_eq!(out["gaveUp"], json!(false), "{out:#}");
+}
+
+/// Known gap of the TypeScript SDK (see the file's header): after a poll with nothing
+/// new, it reconnects without `Last-Event-ID` (a plain GET, 409 while the session's
+/// standalone stream is open), retries that twice and gives the call's stream up.
+#[test]
+fn typescript_http_forgets_last_event_id_after_empty_poll() {
+    let Some(out) = run_polled(SdkClient::TypeScript, "--resume-idle") else {
+        return;
+    };
+    let resumed = resumptions(&out);
+    assert_eq!(resumed.len(), 1, "{out:#}");
+    assert_eq!((resumed[0].1, &resumed[0].2), (0, &json!(200)), "{out:#}");
+    let http = out["wire"]["http"].as_array().expect("http exchanges");
+    let first = http
+        .iter()
+        .position(|x| !x["lastEventId"].is_null())
+        .expect("a resuming GET");
+    let after: Vec<&Value> = http[first + 1..]
+        .iter()
+        .filter(|x| x["method"] == json!("GET"))
+        .collect();
+    assert_eq!(after.len(), 2, "{out:#}");
+    for x in after {
+        assert_eq!(
+            (&x["lastEventId"], &x["status"]),
+            (&Value::Null, &json!(409)),
+            "{out:#}"
+        );
+    }
+    assert_eq!(out["gaveUp"], json!(true), "{out:#}");
+    assert!(
+        out["errors"]
+            .as_array()
+            .expect("errors")
+            .iter()
+            .any(|e| e == &json!("Maximum reconnection attempts (2) exceeded.")),
+        "{out:#}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------

@@ -193,6 +193,10 @@ pub enum Command {
         http: Option<String>,
         /// `--tasks`: add the task tool `slow`.
         tasks: bool,
+        /// `--sse-polling` (HTTP only): a 2025-11-25 session's SSE answers to POSTs are
+        /// the priming event and `retry:`; clients resume them with `GET` and
+        /// `Last-Event-ID`.
+        sse_polling: bool,
     },
 }
 
@@ -340,6 +344,7 @@ fn command_flags(command: &str) -> Option<&'static [(&'static str, Kind)]> {
             ("--http", Kind::Value),
             ("--era", Kind::Value),
             ("--tasks", Kind::Bool),
+            ("--sse-polling", Kind::Bool),
         ],
         "listen" => &[
             ("--resource", Kind::Repeat),
@@ -797,10 +802,15 @@ fn build(name: &str, mut w: Words) -> Result<Command, Usage> {
             };
             let era = w.value("--era").unwrap_or_else(|| "both".to_owned());
             check_era(&era, &["legacy", "modern", "both"])?;
+            let sse_polling = w.has("--sse-polling");
+            if sse_polling && http.is_none() {
+                return Err(Usage::new("--sse-polling goes with --http"));
+            }
             Command::ServeExample {
                 era,
                 http,
                 tasks: w.has("--tasks"),
+                sse_polling,
             }
         }
         "listen" => {
@@ -1106,8 +1116,11 @@ Using a server:
         --tasks adds task status notifications (2025-11-25: every notifications/tasks/status;
         2026-07-28: notifications/tasks of the tasks named with --task)
   mcp demo                         tour the bundled example server in both eras
-  mcp serve-example [--stdio | --http 127.0.0.1:PORT] [--era legacy|modern|both] [--tasks]
-        --tasks adds the tool slow {text}, which runs as a task when asked (call --task)
+  mcp serve-example [--stdio | --http 127.0.0.1:PORT [--sse-polling]] [--era legacy|modern|both]
+        [--tasks]
+        --tasks adds the tool slow {text}, which runs as a task when asked (call --task);
+        --sse-polling ends a 2025-11-25 call's SSE answer after its priming event and retry:
+        when the call is not answered at once (clients resume with GET and Last-Event-ID)
   mcp replay <file>                play a transcript written with --record again; OK or the first difference
 
 <server> is a configured name or a literal https:// URL (http:// only to loopback hosts).
@@ -1334,5 +1347,24 @@ mod tests {
             assert!(http(&["serve-example", "--http", bad]).is_err(), "{bad}");
         }
         assert!(http(&["serve-example", "--stdio", "--http", "127.0.0.1:1"]).is_err());
+    }
+
+    #[test]
+    fn serve_example_sse_polling_needs_http() {
+        let polling = |args: &[&str]| match p(args).map(|inv| inv.command) {
+            Ok(Command::ServeExample { sse_polling, .. }) => Ok(sse_polling),
+            Ok(other) => panic!("{other:?}"),
+            Err(Usage(msg)) => Err(msg),
+        };
+        assert_eq!(
+            polling(&["serve-example", "--http", "127.0.0.1:0", "--sse-polling"]),
+            Ok(true)
+        );
+        assert_eq!(
+            polling(&["serve-example", "--http", "127.0.0.1:0"]),
+            Ok(false)
+        );
+        assert!(polling(&["serve-example", "--sse-polling"]).is_err());
+        assert!(polling(&["serve-example", "--stdio", "--sse-polling"]).is_err());
     }
 }

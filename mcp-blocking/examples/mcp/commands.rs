@@ -1314,7 +1314,12 @@ pub fn replay(global: &Global, file: &Path) -> Result<u8, Failure> {
     Ok(0)
 }
 
-pub fn serve_example(era: &str, http: Option<&str>, tasks: bool) -> Result<u8, Failure> {
+pub fn serve_example(
+    era: &str,
+    http: Option<&str>,
+    tasks: bool,
+    sse_polling: bool,
+) -> Result<u8, Failure> {
     let only = match era {
         "legacy" => Some(Era::Legacy),
         "modern" => Some(Era::Modern),
@@ -1335,8 +1340,15 @@ pub fn serve_example(era: &str, http: Option<&str>, tasks: bool) -> Result<u8, F
     });
     if let Some(addr) = http {
         // Streamable HTTP at /mcp until killed; the URL goes to stderr for whoever
-        // started us (stdout stays free).
-        return match mcp_blocking::serve_http_on(addr, server) {
+        // started us (stdout stays free). Polling (SEP-1699): in a 2025-11-25 session, the
+        // SSE answer to a call not answered at once is its priming event and `retry:` (the
+        // endpoint's default, 1 s), and the client fetches the rest with GET and
+        // Last-Event-ID.
+        let mut options = mcp_blocking::HttpServeOptions::default();
+        options.endpoint.sse_polling = sse_polling;
+        let served = std::net::TcpListener::bind(addr)
+            .and_then(|listener| mcp_blocking::serve_http_with(listener, server, options));
+        return match served {
             Ok(handle) => {
                 eprintln!("{}", handle.url());
                 if std::io::stderr().is_terminal() {

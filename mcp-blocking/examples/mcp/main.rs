@@ -182,8 +182,11 @@ fn run(global: &Global, command: Command) -> Result<u8, Failure> {
         Command::Demo => demo::run(global),
         Command::Replay { file } => commands::replay(global, &file),
         Command::Import { file, dry_run } => commands::import(global, &file, dry_run),
-        Command::ServeExample { era, http, tasks } => {
-            commands::serve_example(&era, http.as_deref(), tasks)
-        }
+        Command::ServeExample {
+            era,
+            http,
+            tasks,
+            sse_polling,
+        } => commands::serve_example(&era, http.as_deref(), tasks, sse_polling),
     }
 }
