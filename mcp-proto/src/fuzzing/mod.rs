@@ -281,3 +281,63 @@ pub fn skill_load(data: &[u8]) {
         }
     }
 }
+
+/// The hand-written JSON paths against serde_json: the string and value writer
+/// (`json_write`) must produce serde_json's bytes exactly, and the member scan
+/// (`json_scan::object_member`) must agree with a full parse on whether the text is an
+/// object, whether the member is there, and its value.
+pub fn json_paths(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let mut ours = Vec::new();
+    crate::json_write::write_str(&mut ours, &text);
+    let theirs = serde_json::to_vec(text.as_ref()).expect("a string serialises");
+    assert_eq!(ours, theirs, "write_str differs from serde_json");
+    let Ok(json) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(json) else {
+        return;
+    };
+    let mut ours = Vec::new();
+    crate::json_write::write_value(&mut ours, &value);
+    let theirs = serde_json::to_vec(&value).expect("a value serialises");
+    assert_eq!(ours, theirs, "write_value differs from serde_json");
+    for key in ["resultType", "a"] {
+        use crate::json_scan::{Member, object_member};
+        let member = value.get(key);
+        match object_member(json, key) {
+            Member::NotObject => assert!(!value.is_object(), "an object taken for a non-object"),
+            Member::Absent => assert!(value.is_object() && member.is_none(), "{key} missed"),
+            Member::Duplicate => assert!(member.is_some(), "{key} duplicated but absent"),
+            Member::Raw(raw) => {
+                let parsed = serde_json::from_str::<serde_json::Value>(raw);
+                assert_eq!(
+                    parsed.ok().as_ref(),
+                    member,
+                    "{key}: {raw} is not its value"
+                );
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The shapes the writer and the scan special-case, through the fuzz entry point.
+    #[test]
+    fn json_paths_agree_with_serde_json() {
+        for input in [
+            &b""[..],
+            b"\xff\xfe not utf-8 \x00",
+            b"\"\\u0000\\u001f\\\"\\\\ \xc3\xa9 \xe2\x80\xa8 \xf0\x9f\x98\x80\"",
+            b"{\"resultType\":\"task\",\"a\":[1,{\"resultType\":2}]}",
+            b"{\"result\\u0054ype\":\"complete\"}",
+            b"{\"resultType\":1,\"resultType\":2}",
+            b" [ {\"resultType\": null} ] ",
+            b"{\"a\" : \"x\\\"}\" , \"resultType\" : -1.5e3 }",
+            b"{\"k\":\"0123456789abcdef\x7f\\n\\t\\r\\b\\f/\"}",
+        ] {
+            super::json_paths(input);
+        }
+    }
+}
