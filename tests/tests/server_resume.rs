@@ -4,7 +4,9 @@
 //! priming event; the client resumes with `GET` and `Last-Event-ID`, receives what it
 //! missed and, once it answers, the result. The standalone `GET` stream is refused a
 //! second time (409), carries nothing of the call, and carries what the application
-//! sends outside any request (`HttpServerHandle::with_endpoint`).
+//! sends outside any request (`HttpServerHandle::with_endpoint`). Last, our own client
+//! (`mcp_blocking`) completes elicitation calls against the endpoint in polling mode, which
+//! it can only do by resuming.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -191,4 +193,47 @@ fn a_cut_post_stream_is_resumed_with_get_and_last_event_id() {
     );
     assert!(events(&listened).iter().all(|(id, _)| id.is_some()));
     handle.stop();
+}
+
+/// Our own client against our own server in polling mode (2025-11-25: polling is for
+/// that version's sessions): every POST whose answer is an SSE stream gets only its
+/// priming event and `retry:`, so `confirm` completes only if the client resumes with
+/// `GET` and `Last-Event-ID` (for the elicitation, then for the result).
+#[test]
+fn our_client_resumes_polled_streams() {
+    use mcp_blocking::{Client, ClientCapabilities, ClientConfig, EraMode, HttpOptions, Options};
+    use mcp_proto::client::AcceptDefaults;
+    use mcp_proto::server::http::HttpServeOptions;
+
+    let mut options = HttpServeOptions::default();
+    options.endpoint.sse_polling = true;
+    options.endpoint.sse_retry = Duration::from_millis(50);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let server = mcp_blocking::serve_http_with(listener, example::server(), options).unwrap();
+    let config = ClientConfig::new("resume-test", "0")
+        .era_mode(EraMode::Legacy)
+        .capabilities(ClientCapabilities::with_elicitation());
+    let mut client = Client::connect_http_with(
+        &server.url(),
+        config,
+        Options::new().input_handler(AcceptDefaults),
+        HttpOptions::new(),
+    )
+    .expect("connect");
+    assert_eq!(client.protocol_version().to_string(), V);
+    for _ in 0..3 {
+        let started = Instant::now();
+        let out = client.call_tool("confirm", json!({})).expect("confirm");
+        assert_eq!(out.text(), "accepted: proceed=true name=friend");
+        // Two polls, each after the server's `retry:`: the answer came through
+        // resumption, not on the POST's own stream.
+        assert!(
+            started.elapsed() >= Duration::from_millis(100),
+            "not polled"
+        );
+    }
+    let out = client.call_tool("echo", json!({"text": "plain"})).unwrap();
+    assert_eq!(out.text(), "plain");
+    client.close();
+    server.stop();
 }
