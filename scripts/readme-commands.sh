@@ -24,7 +24,13 @@ mapfile -t lines < <(grep -E '^cargo run -p mcp-blocking --example mcp -- (serve
 [ "${#lines[@]}" -eq 4 ] || { echo "README's loopback block changed: ${lines[*]}" >&2; exit 1; }
 mcp_line() { sed "s|^cargo run -p mcp-blocking --example mcp --|$root/bin/mcp|; s|/tmp/run.jsonl|$root/run.jsonl|; s| &\$||" <<<"$1"; }
 server=""
-stop_server() { [ -n "$server" ] && kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true; }
+stop_server() {
+  if [ -n "$server" ]; then
+    kill "$server" 2>/dev/null || true
+    wait "$server" 2>/dev/null || true
+    server=""
+  fi
+}
 trap 'stop_server; rm -rf "$root"' EXIT
 eval "$(mcp_line "${lines[0]}") >/dev/null 2>&1 &"
 server=$!
