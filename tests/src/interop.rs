@@ -12,11 +12,12 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use mcp_blocking::StdioCommand;
-use mcp_proto::client::{InputAnswer, InputHandler, InputRequest};
+use mcp_proto::client::{InputAnswer, InputHandler, InputRequest, SamplingResult};
 use serde_json::{Map, Value};
 
 /// `tests/interop/`.
@@ -83,6 +84,27 @@ pub fn fixture(f: Fixture) -> Option<StdioCommand> {
                     .arg("stdio")
                     .pass_env("PATH")
             })
+        }
+    }
+}
+
+/// Answers sampling with a fixed text ("sampled reply"), remembering the prompts;
+/// declines everything else.
+#[derive(Clone, Default)]
+pub struct Model(pub Arc<Mutex<Vec<String>>>);
+
+impl InputHandler for Model {
+    fn answer(&mut self, request: &InputRequest) -> InputAnswer {
+        match request {
+            InputRequest::Sampling(p) => {
+                let prompt = p.messages[0].content["text"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_owned();
+                self.0.lock().unwrap().push(prompt);
+                InputAnswer::sampled(SamplingResult::text("interop-model", "sampled reply"))
+            }
+            _ => InputAnswer::decline(),
         }
     }
 }

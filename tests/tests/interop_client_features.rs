@@ -18,34 +18,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mcp_blocking::{Client, HttpOptions, Options, StdioCommand};
-use mcp_proto::client::{
-    Change, ClientConfig, Event, InputAnswer, InputHandler, InputRequest, ListenFilter, LogLevel,
-    Root, SamplingResult,
-};
+use mcp_proto::client::{Change, ClientConfig, Event, ListenFilter, LogLevel, Root};
 use mcp_proto::model::ClientCapabilities;
 use mcp_proto::version::{Era, EraMode};
-use mcp_tests::interop::{Fixture, fixture_installed, http_fixture, interop_dir};
+use mcp_tests::interop::{Fixture, Model, fixture, http_fixture};
 use serde_json::json;
-
-/// Answers sampling with a fixed text, remembering the prompts.
-#[derive(Clone, Default)]
-struct Model(Arc<Mutex<Vec<String>>>);
-
-impl InputHandler for Model {
-    fn answer(&mut self, request: &InputRequest) -> InputAnswer {
-        match request {
-            InputRequest::Sampling(p) => {
-                let prompt = p.messages[0].content["text"]
-                    .as_str()
-                    .unwrap_or("")
-                    .to_owned();
-                self.0.lock().unwrap().push(prompt);
-                InputAnswer::sampled(SamplingResult::text("interop-model", "sampled reply"))
-            }
-            _ => InputAnswer::decline(),
-        }
-    }
-}
 
 type Logs = Arc<Mutex<Vec<(LogLevel, String)>>>;
 
@@ -74,23 +51,7 @@ fn options(model: &Model, logs: &Logs) -> Options {
 
 /// The stdio command for `f` with its client-feature tools, or `None` (skip).
 fn stdio_command(f: Fixture) -> Option<StdioCommand> {
-    if !fixture_installed(f) {
-        return None;
-    }
-    let dir = interop_dir();
-    Some(match f {
-        Fixture::TypeScript => StdioCommand::new("node")
-            .arg(dir.join("srv.mjs"))
-            .args(["stdio", "--client"])
-            .pass_env("PATH"),
-        Fixture::Python => StdioCommand::new("python3")
-            .arg(dir.join("srv.py"))
-            .args(["stdio", "--client"])
-            .env("PYTHONPATH", dir.join("pydeps"))
-            .pass_env("PATH")
-            .pass_env("HOME"),
-        Fixture::Everything => unreachable!("server-everything has its own tests"),
-    })
+    fixture(f).map(|c| c.arg("--client"))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,31 +8,11 @@ use std::sync::{Arc, Mutex};
 use mcp_blocking::{Client, Options};
 use mcp_proto::client::{
     CallError, ClientConfig, InputAnswer, InputHandler, InputRequest, LogLevel, Root,
-    SamplingResult,
 };
 use mcp_proto::model::ClientCapabilities;
 use mcp_proto::version::{Era, EraMode};
-use mcp_tests::interop::{Fixture, fixture};
+use mcp_tests::interop::{Fixture, Model, fixture};
 use serde_json::json;
-
-/// Answers sampling with a fixed text, remembering the prompts.
-struct Model(Arc<Mutex<Vec<String>>>);
-
-impl InputHandler for Model {
-    fn answer(&mut self, request: &InputRequest) -> InputAnswer {
-        match request {
-            InputRequest::Sampling(p) => {
-                let prompt = p.messages[0].content["text"]
-                    .as_str()
-                    .unwrap_or("")
-                    .to_owned();
-                self.0.lock().unwrap().push(prompt);
-                InputAnswer::sampled(SamplingResult::text("interop-model", "sampled reply"))
-            }
-            _ => InputAnswer::decline(),
-        }
-    }
-}
 
 #[test]
 fn server_everything_samples_lists_roots_and_logs() {

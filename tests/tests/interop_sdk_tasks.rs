@@ -47,7 +47,7 @@ use mcp_proto::client::{
 };
 use mcp_proto::model::ClientCapabilities;
 use mcp_proto::version::{Era, EraMode};
-use mcp_tests::interop::{Fixture, fixture_installed, http_fixture, interop_dir};
+use mcp_tests::interop::{Fixture, fixture, fixture_installed, http_fixture};
 use serde_json::{Map, Value, json};
 
 const TASKS: &str = "io.modelcontextprotocol/tasks";
@@ -76,23 +76,7 @@ enum Transport {
 
 /// The stdio command for `f` with its task tools, or `None` (skip).
 fn stdio_command(f: Fixture) -> Option<StdioCommand> {
-    if !fixture_installed(f) {
-        return None;
-    }
-    let dir = interop_dir();
-    Some(match f {
-        Fixture::TypeScript => StdioCommand::new("node")
-            .arg(dir.join("srv.mjs"))
-            .args(["stdio", "--tasks"])
-            .pass_env("PATH"),
-        Fixture::Python => StdioCommand::new("python3")
-            .arg(dir.join("srv.py"))
-            .args(["stdio", "--tasks"])
-            .env("PYTHONPATH", dir.join("pydeps"))
-            .pass_env("PATH")
-            .pass_env("HOME"),
-        Fixture::Everything => unreachable!("server-everything has its own test"),
-    })
+    fixture(f).map(|c| c.arg("--tasks"))
 }
 
 fn config(mode: EraMode) -> ClientConfig {
