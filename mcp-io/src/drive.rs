@@ -13,8 +13,9 @@ use crate::transcript::Recording;
 use crate::wire_log::ChannelLog;
 use crate::{Direction, Flavour, Options, WireLog, clock};
 
-/// The most capacity [`Core`]'s transmit buffer keeps between settles.
-const MAX_KEPT_BUFFER: usize = 256 * 1024;
+/// The most capacity an output buffer keeps once a message has gone out ([`Core`]'s
+/// transmit buffer, the adapters' write buffers): a large message does not pin its size.
+pub const MAX_KEPT_BUFFER: usize = 256 * 1024;
 
 /// The machine of one connection and its options, with the machine's bytes of the
 /// current transmit and its transcript recording.

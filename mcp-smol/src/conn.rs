@@ -183,7 +183,7 @@ impl Open {
         }
         self.out.clear();
         // A large message does not pin its size.
-        if self.out.capacity() > 256 * 1024 {
+        if self.out.capacity() > mcp_io::drive::MAX_KEPT_BUFFER {
             self.out = Vec::new();
         }
         self.written = 0;
