@@ -476,3 +476,43 @@ fn a_2025_task_asks_for_input_on_its_tasks_result() {
     let r = p.call(json!(10), "tasks/get", json!({"taskId": id}));
     assert_eq!(r["result"]["status"], "cancelled");
 }
+
+#[test]
+fn each_requestor_and_the_server_keep_a_bounded_number_of_tasks() {
+    use crate::server::tasks::{MAX_STORED_TASKS, MAX_TASKS};
+    let mut p = Peer::new(server());
+    let create = |p: &mut Peer, who: &str| {
+        p.server.set_principal(Some(who.into()));
+        req(p, "tools/call", json!({"name": "slow"}))["taskId"].clone()
+    };
+    let alice = create(&mut p, "alice");
+    // One requestor's flood evicts its own oldest task, never another's.
+    let flood: Vec<Value> = (0..=MAX_TASKS).map(|_| create(&mut p, "mallory")).collect();
+    assert_eq!(
+        get(&mut p, &flood[0])["error"]["code"],
+        -32602,
+        "kept past MAX_TASKS"
+    );
+    assert_eq!(get(&mut p, &flood[MAX_TASKS])["status"], "working");
+    p.server.set_principal(Some("alice".into()));
+    assert_eq!(
+        get(&mut p, &alice)["status"],
+        "working",
+        "evicted by another"
+    );
+    // Past the server's bound, the oldest task of anyone goes.
+    let crowd = MAX_STORED_TASKS / MAX_TASKS + 1;
+    for who in 0..crowd {
+        for _ in 0..MAX_TASKS {
+            create(&mut p, &format!("user-{who}"));
+        }
+    }
+    p.server.set_principal(Some("alice".into()));
+    assert_eq!(
+        get(&mut p, &alice)["error"]["code"],
+        -32602,
+        "kept past MAX_STORED_TASKS"
+    );
+    let last = create(&mut p, &format!("user-{}", crowd - 1));
+    assert_eq!(get(&mut p, &last)["status"], "working");
+}
