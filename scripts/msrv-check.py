@@ -1,11 +1,16 @@
 #!/usr/bin/env python3
-"""Checks what can be checked of the declared minimum Rust version without a second
-toolchain (CI has one): every package in the normal dependency graph of the four
-libraries declares a `rust-version` no newer than the workspace's, and no such package
-needs an edition newer than the workspace's. The standard-library side is clippy's
-`incompatible_msrv` lint, which `cargo clippy -D warnings` in CI already enforces.
+"""Checks the declared minimum Rust version (`rust-version`).
 
-Exits 1, naming each offender, when a dependency needs a newer compiler."""
+1. The workspace is compiled with that version itself: when the active toolchain is the
+   minimum (as in CI, whose every build step then compiles with it), nothing more is
+   needed; when it is newer, `cargo +<rust-version> check --workspace --all-targets`
+   runs, and a missing toolchain fails the check instead of passing unverified; an
+   active toolchain older than the minimum fails.
+2. Every package in the normal dependency graph of the four libraries declares a
+   `rust-version` no newer than the workspace's and no newer edition, so a user's
+   `cargo update` within the lock's versions keeps building on the minimum.
+
+Exits 1, naming what is wrong."""
 
 import json
 import subprocess
@@ -18,6 +23,21 @@ EDITIONS = ("2015", "2018", "2021", "2024")
 def version(text):
     parts = [int(p) for p in text.split(".")]
     return tuple(parts + [0] * (3 - len(parts)))
+
+
+def compiled_with_minimum(shown):
+    active = subprocess.run(
+        ["rustc", "--version"], check=True, capture_output=True, text=True
+    ).stdout.split()[1]
+    if version(active) == version(shown):
+        print(f"the active toolchain is rustc {active}, the minimum: every build compiles with it")
+        return
+    if version(active) < version(shown):
+        sys.exit(f"the active toolchain rustc {active} is older than rust-version {shown}")
+    print(f"the active toolchain is rustc {active}; compiling with {shown} itself")
+    run = subprocess.run(["cargo", f"+{shown}", "check", "--workspace", "--all-targets"])
+    if run.returncode != 0:
+        sys.exit(f"`cargo +{shown} check` failed: install the {shown} toolchain or fix the code")
 
 
 def main():
@@ -59,6 +79,7 @@ def main():
             print(f"  {line}")
         sys.exit(1)
     print(f"rust-version {shown}: {len(seen)} packages in the libraries' graph, none needs more")
+    compiled_with_minimum(shown)
 
 
 if __name__ == "__main__":
