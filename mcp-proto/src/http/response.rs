@@ -27,7 +27,9 @@
 //!   can last for hours; `max_body_bytes` bounds the total when it is set.
 //! * Buffers: the unconsumed input is at most a partial head (`max_head_bytes`), chunk
 //!   line (`max_chunk_size_line`) or trailer section (`max_trailer_bytes`) plus one input
-//!   segment of 16 KiB. After `End` the reader keeps the rest of the input it was given in
+//!   segment of 16 KiB. When nothing is pending, input is read where the caller holds it
+//!   and only its unconsumed tail is kept, so body bytes are copied once, into their
+//!   `Body` event. After `End` the reader keeps the rest of the input it was given in
 //!   that call (memory the caller already held), and of input given in later calls at most
 //!   `max_leftover_bytes` in all: an adapter should stop reading at `End`, and one that
 //!   does not cannot make the reader grow; the connection just becomes unusable.
@@ -152,6 +154,19 @@ impl ResponseReader {
                 State::Done { .. } => return self.buf.extend_from_slice(input),
                 _ => self.started = true,
             }
+            if self.buf.is_empty() {
+                // Nothing is pending: step over the caller's bytes where they lie, so a
+                // body is copied once (into its `Body` event), and keep only what the
+                // steps left: a partial head or chunk line (bounded by the limits, as a
+                // step fails past them) or what follows the response.
+                let used = self.steps_over(input);
+                if matches!(self.state, State::Failed) {
+                    return;
+                }
+                self.buf
+                    .extend_from_slice(input.get(used..).unwrap_or_default());
+                return;
+            }
             let (piece, rest) = input.split_at(input.len().min(SEGMENT));
             input = rest;
             self.buf.extend_from_slice(piece);
@@ -256,23 +271,28 @@ impl ResponseReader {
     /// Steps the machine over the buffered input as far as it goes.
     fn run(&mut self) {
         let mut buf = std::mem::take(&mut self.buf);
-        let mut pos = 0;
-        loop {
-            let data = buf.get(pos..).unwrap_or_default();
-            match self.step(data) {
-                Ok(Some(n)) => pos = pos.saturating_add(n).min(buf.len()),
-                Ok(None) => break,
-                Err(e) => {
-                    self.fail(e);
-                    break;
-                }
-            }
-        }
+        let pos = self.steps_over(&buf);
         match self.state {
             State::Failed => buf.clear(),
             _ => drop(buf.drain(..pos)),
         }
         self.buf = buf;
+    }
+
+    /// Steps over `data` as far as it goes: how many bytes were consumed. On error the
+    /// state is `Failed` and the `Error` event queued.
+    fn steps_over(&mut self, data: &[u8]) -> usize {
+        let mut pos = 0;
+        loop {
+            match self.step(data.get(pos..).unwrap_or_default()) {
+                Ok(Some(n)) => pos = pos.saturating_add(n).min(data.len()),
+                Ok(None) => return pos,
+                Err(e) => {
+                    self.fail(e);
+                    return pos;
+                }
+            }
+        }
     }
 
     /// One step over the front of the unconsumed input: how much it consumed, or `None`

@@ -173,7 +173,7 @@ impl HttpLink {
             };
             match ev {
                 ResponseEvent::Head(head) => self.on_head(now, id, head),
-                ResponseEvent::Body(bytes) => self.on_body(now, id, &bytes),
+                ResponseEvent::Body(bytes) => self.on_body(now, id, bytes),
                 ResponseEvent::End { keep_alive } => {
                     let Some(x) = self.exchanges.remove(&id) else {
                         return;
@@ -273,7 +273,7 @@ impl HttpLink {
         x.head = Some(head);
     }
 
-    fn on_body(&mut self, now: Instant, id: ExchangeId, bytes: &[u8]) {
+    fn on_body(&mut self, now: Instant, id: ExchangeId, bytes: Vec<u8>) {
         let max_message = self.client.config().limits.max_message_bytes;
         let max_error = self.config.max_error_body;
         let Some(x) = self.exchanges.get_mut(&id) else {
@@ -286,8 +286,19 @@ impl HttpLink {
             Body::Json(buf) => {
                 if buf.len() + bytes.len() > max_message {
                     overflow = Some(format!("JSON body over {max_message} bytes"));
+                } else if buf.is_empty() {
+                    // The first piece is kept as it came (a whole body is never copied
+                    // here); room for the rest the head announced is made once.
+                    let declared = x.head.as_ref().and_then(|h| h.header("content-length"));
+                    let declared = declared.and_then(|n| n.trim().parse::<usize>().ok());
+                    *buf = bytes;
+                    if let Some(more) = declared.and_then(|n| n.checked_sub(buf.len()))
+                        && buf.len() + more <= max_message
+                    {
+                        buf.reserve_exact(more);
+                    }
                 } else {
-                    buf.extend_from_slice(bytes);
+                    buf.extend_from_slice(&bytes);
                 }
             }
             Body::Failure(buf) => {
@@ -295,7 +306,7 @@ impl HttpLink {
                 buf.extend_from_slice(&bytes[..bytes.len().min(room)]);
             }
             Body::Sse(decoder) => {
-                decoder.handle_input(bytes);
+                decoder.handle_input(&bytes);
                 while let Some(item) = decoder.poll_event() {
                     match item {
                         Ok(ev) if ev.data.is_empty() && ev.event_type != "endpoint" => {}

@@ -131,7 +131,7 @@ impl HttpLink {
         } else if let Some(v) = version {
             head = head.with_header(MCP_PROTOCOL_VERSION, v.as_str());
         }
-        let mut bytes = Vec::with_capacity(json.len() + 256);
+        let mut bytes = Vec::with_capacity(512);
         if let Err(e) = head.write(Some(json.len()), &mut bytes) {
             if let Some(rpc) = rpc_id {
                 self.client
@@ -142,7 +142,6 @@ impl HttpLink {
             }
             return;
         }
-        bytes.extend_from_slice(&json);
         let replay = self.replay_copy(&json, kind, tries);
         let purpose = if rpc_id.is_some() {
             Purpose::Request { method }
@@ -156,7 +155,7 @@ impl HttpLink {
         let mut x = self.new_exchange(purpose, rpc_id, "POST");
         x.replay = replay;
         let id = self.alloc_exchange();
-        self.insert_exchange(id, x, bytes);
+        self.insert_exchange(id, x, (bytes, json));
     }
 
     /// The 2026 header set for request `rpc_id` (or a notification): fails locally for a
@@ -222,7 +221,7 @@ impl HttpLink {
         let mut x = self.new_exchange(Purpose::Get { owed, attempt }, None, "GET");
         x.resume_from = last_event_id;
         let id = self.alloc_exchange();
-        self.insert_exchange(id, x, bytes);
+        self.insert_exchange(id, x, (bytes, Vec::new()));
     }
 
     /// `DELETE` of the legacy session.
@@ -238,6 +237,6 @@ impl HttpLink {
         }
         let x = self.new_exchange(Purpose::Delete, None, "DELETE");
         let id = self.alloc_exchange();
-        self.insert_exchange(id, x, bytes);
+        self.insert_exchange(id, x, (bytes, Vec::new()));
     }
 }

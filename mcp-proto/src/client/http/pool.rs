@@ -85,8 +85,9 @@ pub struct PoolStats {
 #[derive(Debug)]
 struct Job {
     exchange: ExchangeId,
-    /// The request, kept until a byte of its response arrives (for the one retry).
-    bytes: Vec<u8>,
+    /// The request's head and body, kept until a byte of its response arrives (for the
+    /// one retry). Apart, so that a body is copied once: into the transmit buffer.
+    bytes: (Vec<u8>, Vec<u8>),
     long_lived: bool,
     /// Sending it twice is harmless (see the module docs).
     repeatable: bool,
@@ -195,7 +196,7 @@ impl Pool {
         &mut self,
         now: Instant,
         exchange: ExchangeId,
-        bytes: Vec<u8>,
+        bytes: (Vec<u8>, Vec<u8>),
         long_lived: bool,
         repeatable: bool,
     ) {
@@ -268,7 +269,7 @@ impl Pool {
         };
         if !job.answered {
             job.answered = true;
-            job.bytes = Vec::new();
+            job.bytes = Default::default();
         }
         Some(job.exchange)
     }
@@ -413,10 +414,13 @@ impl Pool {
                     let Some(job) = self.conns.get(&conn).and_then(Conn::job) else {
                         continue;
                     };
-                    buf.extend_from_slice(&job.bytes);
+                    let (head, body) = &job.bytes;
+                    buf.reserve(head.len() + body.len());
+                    buf.extend_from_slice(head);
+                    buf.extend_from_slice(body);
                     Transmit::Write {
                         conn,
-                        len: job.bytes.len(),
+                        len: head.len() + body.len(),
                     }
                 }
                 Command::Close(conn) => Transmit::Close { conn },

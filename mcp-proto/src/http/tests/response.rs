@@ -528,19 +528,39 @@ fn body_is_delivered_incrementally() {
         Some(ResponseEvent::Body(b"data: 1\n\ndata".to_vec()))
     );
     assert_eq!(reader.poll_event(), None);
-    // A large body given at once comes out in bounded pieces.
+    // A large body given at once comes out as one event, copied once: the reader keeps
+    // none of it besides the event.
     let big = vec![b'x'; 200_000];
     reader.handle_input(format!("\r\n{:x}\r\n", big.len()).as_bytes());
     reader.handle_input(&big);
-    let mut total = 0;
+    assert!(reader.retained_bytes() < big.len() + 1024);
+    let mut events = Vec::new();
     while let Some(event) = reader.poll_event() {
         let ResponseEvent::Body(b) = event else {
             panic!("expected body");
         };
-        assert!(b.len() <= 32 * 1024, "a body event of {} bytes", b.len());
-        total += b.len();
+        events.push(b.len());
     }
-    assert_eq!(total, big.len());
+    assert_eq!(events, [big.len()]);
+    // Given in small pieces, the pieces are grouped into events of bounded growth.
+    let mut reader = ResponseReader::new(HttpLimits::default(), "GET");
+    reader.handle_input(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n");
+    assert!(matches!(reader.poll_event(), Some(ResponseEvent::Head(_))));
+    for piece in vec![b'y'; 100_000].chunks(1000) {
+        reader.handle_input(piece);
+    }
+    let mut total = 0;
+    while let Some(event) = reader.poll_event() {
+        match event {
+            ResponseEvent::Body(b) => {
+                assert!(b.len() <= 32 * 1024, "a body event of {} bytes", b.len());
+                total += b.len();
+            }
+            ResponseEvent::End { keep_alive } => assert!(keep_alive),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(total, 100_000);
 }
 
 #[test]
