@@ -720,6 +720,36 @@ pub fn encode_result(out: &mut Vec<u8>, id: Option<&RequestId>, result: &RawValu
     out.push(b'}');
 }
 
+/// Appends a successful response whose result is a [`serde_json::Value`], written
+/// straight into `out` (no intermediate text) with the word-at-a-time string escaper.
+pub(crate) fn encode_result_value(
+    out: &mut Vec<u8>,
+    id: Option<&RequestId>,
+    result: &serde_json::Value,
+) {
+    out.reserve(crate::json_write::size_hint(result) + 40);
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    push_id(out, id);
+    out.extend_from_slice(b",\"result\":");
+    crate::json_write::write_value(out, result);
+    out.push(b'}');
+}
+
+/// Appends a notification whose params are a [`serde_json::Value`], written straight
+/// into `out`.
+pub(crate) fn encode_notification_value(
+    out: &mut Vec<u8>,
+    method: &str,
+    params: &serde_json::Value,
+) {
+    out.reserve(crate::json_write::size_hint(params) + method.len() + 40);
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":");
+    crate::json_write::write_str(out, method);
+    out.extend_from_slice(b",\"params\":");
+    crate::json_write::write_value(out, params);
+    out.push(b'}');
+}
+
 /// Appends an error response.
 pub fn encode_error(out: &mut Vec<u8>, id: Option<&RequestId>, error: &ErrorObject) {
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
@@ -748,6 +778,30 @@ mod tests {
 
     fn dec(s: &str) -> Result<Message, DecodeError> {
         Message::decode(s.as_bytes())
+    }
+
+    #[test]
+    fn value_encoders_write_what_the_raw_ones_write() {
+        let value = serde_json::json!({
+            "content": [{"type": "text", "text": "a \"quoted\" line\n\u{1}\u{7f}é\u{2028}"}],
+            "n": [1, -2.5, 1e300, null, true, {}],
+            "nested": {"z": [], "a": {"b": "\\"}},
+        });
+        let id = RequestId::String("r\"1".into());
+        let (mut direct, mut raw) = (Vec::new(), Vec::new());
+        encode_result_value(&mut direct, Some(&id), &value);
+        encode_result(&mut raw, Some(&id), &to_raw(&value));
+        assert_eq!(
+            String::from_utf8(direct).unwrap(),
+            String::from_utf8(raw).unwrap()
+        );
+        let (mut direct, mut raw) = (Vec::new(), Vec::new());
+        encode_notification_value(&mut direct, "notifications/\"x\"", &value);
+        encode_notification(&mut raw, "notifications/\"x\"", Some(&to_raw(&value)));
+        assert_eq!(
+            String::from_utf8(direct).unwrap(),
+            String::from_utf8(raw).unwrap()
+        );
     }
 
     #[test]

@@ -390,7 +390,7 @@ impl Server {
 
     fn send_result(&mut self, id: &RequestId, result: &Value) {
         let mut buf = Vec::new();
-        jsonrpc::encode_result(&mut buf, Some(id), &jsonrpc::to_raw(result));
+        jsonrpc::encode_result_value(&mut buf, Some(id), result);
         self.outbound.push_back(buf);
     }
 
@@ -412,9 +412,8 @@ impl Server {
     }
 
     fn send_notification(&mut self, method: &str, params: &Value) {
-        let params = jsonrpc::to_raw(params);
         let mut buf = Vec::new();
-        jsonrpc::encode_notification(&mut buf, method, Some(&params));
+        jsonrpc::encode_notification_value(&mut buf, method, params);
         self.outbound.push_back(buf);
     }
 
