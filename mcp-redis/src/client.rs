@@ -269,9 +269,15 @@ mod tests {
     #[test]
     fn hostile_servers_give_typed_errors() {
         let e = RedisClient::connect(&fake(b"$99999999999\r\n", true), quick()).unwrap_err();
-        assert!(matches!(e, RedisError::Protocol(RespError::TooLarge { .. })), "{e:?}");
+        assert!(
+            matches!(e, RedisError::Protocol(RespError::TooLarge { .. })),
+            "{e:?}"
+        );
         let e = RedisClient::connect(&fake(b"%garbage\r\n", true), quick()).unwrap_err();
-        assert!(matches!(e, RedisError::Protocol(RespError::Malformed(_))), "{e:?}");
+        assert!(
+            matches!(e, RedisError::Protocol(RespError::Malformed(_))),
+            "{e:?}"
+        );
         // Half a reply, then silence: the command's deadline ends it.
         let e = RedisClient::connect(&fake(b"$10\r\nabc", true), quick()).unwrap_err();
         assert!(matches!(e, RedisError::Timeout(_)), "{e:?}");

@@ -152,7 +152,9 @@ impl Parser<'_> {
             return Err(RespError::Malformed("bad integer"));
         }
         let text = std::str::from_utf8(digits).map_err(|_| RespError::Malformed("bad integer"))?;
-        let n: i64 = text.parse().map_err(|_| RespError::Malformed("bad integer"))?;
+        let n: i64 = text
+            .parse()
+            .map_err(|_| RespError::Malformed("bad integer"))?;
         Ok(if negative { -n } else { n })
     }
 
@@ -269,7 +271,10 @@ mod tests {
             (b"*-1\r\n", Reply::Array(None)),
             (
                 b"*2\r\n$1\r\nx\r\n*1\r\n:1\r\n",
-                Reply::Array(Some(vec![bulk(b"x"), Reply::Array(Some(vec![Reply::Integer(1)]))])),
+                Reply::Array(Some(vec![
+                    bulk(b"x"),
+                    Reply::Array(Some(vec![Reply::Integer(1)])),
+                ])),
             ),
         ];
         for (bytes, want) in cases {
@@ -287,10 +292,16 @@ mod tests {
         let huge = format!("${}\r\n", u64::MAX >> 1);
         assert!(matches!(
             parse(huge.as_bytes()),
-            Err(RespError::TooLarge { what: "bulk string", .. })
+            Err(RespError::TooLarge {
+                what: "bulk string",
+                ..
+            })
         ));
         let big = format!("${}\r\n", (16 << 20) + 1);
-        assert!(matches!(parse(big.as_bytes()), Err(RespError::TooLarge { .. })));
+        assert!(matches!(
+            parse(big.as_bytes()),
+            Err(RespError::TooLarge { .. })
+        ));
         let wide = format!("*{}\r\n", 1u64 << 40);
         assert!(matches!(
             parse(wide.as_bytes()),
@@ -304,11 +315,17 @@ mod tests {
         let nested = b"*2\r\n*6\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n:1\r\n*6\r\n";
         assert!(matches!(
             parse_reply(nested, &limits),
-            Err(RespError::TooLarge { what: "reply elements", .. })
+            Err(RespError::TooLarge {
+                what: "reply elements",
+                ..
+            })
         ));
         // A line that never ends.
         let endless = vec![b'+'; 64 * 1024 + 8];
-        assert!(matches!(parse(&endless), Err(RespError::TooLarge { what: "line", .. })));
+        assert!(matches!(
+            parse(&endless),
+            Err(RespError::TooLarge { what: "line", .. })
+        ));
     }
 
     #[test]
@@ -319,7 +336,10 @@ mod tests {
         ok.extend_from_slice(b":7\r\n");
         assert!(parse(&ok).unwrap().is_some());
         // A million levels: refused at the fifth, no stack overflow.
-        assert_eq!(parse(&b"*1\r\n".repeat(1_000_000)), Err(RespError::TooDeep(4)));
+        assert_eq!(
+            parse(&b"*1\r\n".repeat(1_000_000)),
+            Err(RespError::TooDeep(4))
+        );
     }
 
     #[test]

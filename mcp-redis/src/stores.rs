@@ -63,7 +63,9 @@ impl Redis {
     /// The store of single-use `requestState` nonces.
     #[must_use]
     pub fn consumption_store(&self) -> RedisConsumptionStore {
-        RedisConsumptionStore { redis: self.clone() }
+        RedisConsumptionStore {
+            redis: self.clone(),
+        }
     }
 
     /// The store of legacy sessions; a session not saved for `idle` is forgotten (give
@@ -95,7 +97,10 @@ impl Redis {
 }
 
 fn millis(d: Duration) -> Vec<u8> {
-    d.as_millis().clamp(1, u128::from(u64::MAX)).to_string().into_bytes()
+    d.as_millis()
+        .clamp(1, u128::from(u64::MAX))
+        .to_string()
+        .into_bytes()
 }
 
 /// [`ConsumptionStore`] over Redis: `SET <nonce> 1 NX PX <until expiry>`. A nonce is
@@ -116,15 +121,14 @@ impl ConsumptionStore for RedisConsumptionStore {
             let _ = write!(hex, "{b:02x}");
         }
         let key = self.redis.key("nonce", &hex);
-        let ttl = expires_unix_ms.saturating_sub(now_unix_ms).max(1).to_string();
-        let reply = self.redis.client().command(&[
-            b"SET",
-            &key,
-            b"1",
-            b"NX",
-            b"PX",
-            ttl.as_bytes(),
-        ]);
+        let ttl = expires_unix_ms
+            .saturating_sub(now_unix_ms)
+            .max(1)
+            .to_string();
+        let reply =
+            self.redis
+                .client()
+                .command(&[b"SET", &key, b"1", b"NX", b"PX", ttl.as_bytes()]);
         matches!(reply, Ok(Reply::Status(s)) if s == "OK")
     }
 }
@@ -162,7 +166,9 @@ impl SessionStore for RedisSessionStore {
             .command(&[b"SET", &key, &record.encode(), b"PX", &ttl])
         {
             Ok(Reply::Status(_)) => Ok(()),
-            Ok(_) => Err(SessionStoreError::Unavailable("unexpected reply to SET".into())),
+            Ok(_) => Err(SessionStoreError::Unavailable(
+                "unexpected reply to SET".into(),
+            )),
             Err(e) => Err(unavailable(&e)),
         }
     }

@@ -105,7 +105,10 @@ impl Drop for Process {
 }
 
 fn dechunk(head: &str, body: &str) -> String {
-    if !head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+    if !head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
         return body.to_owned();
     }
     let mut out = String::new();
@@ -133,8 +136,16 @@ fn events(body: &str) -> Vec<(Option<String>, Option<String>, String)> {
     body.split("\n\n")
         .filter(|b| !b.trim().is_empty())
         .map(|block| {
-            let field = |name: &str| block.lines().find_map(|l| l.strip_prefix(name).map(str::to_owned));
-            (field("id: "), field("retry: "), field("data: ").unwrap_or_default())
+            let field = |name: &str| {
+                block
+                    .lines()
+                    .find_map(|l| l.strip_prefix(name).map(str::to_owned))
+            };
+            (
+                field("id: "),
+                field("retry: "),
+                field("data: ").unwrap_or_default(),
+            )
         })
         .collect()
 }
@@ -162,7 +173,10 @@ fn two_processes_on_one_redis_serve_as_one() {
     let (status, head, _) = a.send("POST", &[], &init.to_string());
     assert_eq!(status, 200);
     let session = header(&head, "mcp-session-id").unwrap().to_owned();
-    let ours = [("Mcp-Session-Id", session.as_str()), ("MCP-Protocol-Version", V)];
+    let ours = [
+        ("Mcp-Session-Id", session.as_str()),
+        ("MCP-Protocol-Version", V),
+    ];
     let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
     assert_eq!(b.send("POST", &ours, &initialized.to_string()).0, 202);
 
@@ -190,7 +204,10 @@ fn two_processes_on_one_redis_serve_as_one() {
     let got = events(&body);
     let ask: Value = serde_json::from_str(&got[0].2).unwrap();
     assert_eq!(ask["method"], "elicitation/create", "{got:?}");
-    assert!(got.iter().any(|e| e.1.is_some()), "told to poll again: {got:?}");
+    assert!(
+        got.iter().any(|e| e.1.is_some()),
+        "told to poll again: {got:?}"
+    );
     let seen = got[0].0.clone().unwrap();
     // The parked call lives on A: the answer goes there; its result is then on B too.
     let answer = json!({"jsonrpc": "2.0", "id": ask["id"],
@@ -200,7 +217,10 @@ fn two_processes_on_one_redis_serve_as_one() {
     let result: Value = serde_json::from_str(&events(&body)[0].2).unwrap();
     assert_eq!(result["id"], 2);
     assert!(
-        result["result"]["content"][0]["text"].as_str().unwrap().starts_with("accepted"),
+        result["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("accepted"),
         "{result}"
     );
 
@@ -223,7 +243,10 @@ fn two_processes_on_one_redis_serve_as_one() {
     let asked: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(asked["result"]["resultType"], "input_required", "{asked}");
     let state = asked["result"]["requestState"].clone();
-    assert!(state.as_str().unwrap().starts_with("v1.k1."), "sealed under the file's key");
+    assert!(
+        state.as_str().unwrap().starts_with("v1.k1."),
+        "sealed under the file's key"
+    );
     let retry = json!({"jsonrpc": "2.0", "id": 11, "method": "tools/call", "params": {
         "name": "confirm", "arguments": {}, "_meta": meta, "requestState": state,
         "inputResponses": {"confirm": {"action": "accept", "content": {"proceed": true}}}}});
@@ -231,7 +254,10 @@ fn two_processes_on_one_redis_serve_as_one() {
     assert_eq!(status, 200, "B opens A's state: {body}");
     let done: Value = serde_json::from_str(&body).unwrap();
     assert!(
-        done["result"]["content"][0]["text"].as_str().unwrap().starts_with("accepted"),
+        done["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("accepted"),
         "{done}"
     );
     let (_, _, body) = a.send("POST", &modern, &retry.to_string());

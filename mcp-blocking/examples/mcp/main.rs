@@ -23,8 +23,8 @@ mod extras;
 mod interrupt;
 mod output;
 mod prompt;
-mod session;
 mod scale;
+mod session;
 mod skills;
 mod terminal;
 

@@ -92,11 +92,14 @@ impl Scale {
         let unix_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-        let since_origin =
-            u64::try_from(mcp_io::clock::now().elapsed_since_origin().as_millis())
-                .unwrap_or(u64::MAX);
-        let codec = SealedStateCodec::new(self.keys.clone(), &seed, unix_ms - since_origin.min(unix_ms))
-            .consumption_store(Box::new(self.redis.consumption_store()));
+        let since_origin = u64::try_from(mcp_io::clock::now().elapsed_since_origin().as_millis())
+            .unwrap_or(u64::MAX);
+        let codec = SealedStateCodec::new(
+            self.keys.clone(),
+            &seed,
+            unix_ms - since_origin.min(unix_ms),
+        )
+        .consumption_store(Box::new(self.redis.consumption_store()));
         config.state_codec = Box::new(codec);
         for tool in &mut config.tools {
             if tool.name == "confirm" {

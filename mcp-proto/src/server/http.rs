@@ -90,6 +90,15 @@
 //! posted `notifications/cancelled` only reaches exchanges of its own session. Modern
 //! requests ignore `Mcp-Session-Id` and never see legacy state.
 //!
+//! **Several processes** (decisions 69–72 in `docs/decisions.md`). With a
+//! [`SessionStore`] ([`HttpEndpoint::set_session_store`]) the shared part of each session
+//! ([`SessionRecord`]) lives there too: every request naming a session asks the store
+//! first (unknown there: ended elsewhere, 404; known there but not here: adopted), and the
+//! record is saved back after it. Parked calls, streams and tasks stay with the endpoint
+//! that has them. With a shared [`EventStore`] as well, a stream begun on one endpoint is
+//! resumed on another: stream numbers start at a random base so their event ids do not
+//! collide, and in polling mode a replay of a stream running elsewhere ends with `retry:`.
+//!
 //! **Resumable streams** (legacy sessions only; decisions 63–68 in `docs/decisions.md`).
 //! Every SSE stream of a session (an SSE answer to a POST, the `GET` stream) gets a
 //! number unique across the endpoint, and each of its events the id `<stream>-<seq>`,
@@ -946,7 +955,13 @@ impl HttpEndpoint {
         let (exchanges, listeners) = (&self.exchanges, &self.listeners);
         let mut expired = Vec::new();
         let adopted = self.sessions.as_mut().map(|t| {
-            t.adopt(session, state, now, |s| busy(exchanges, listeners, s), &mut expired)
+            t.adopt(
+                session,
+                state,
+                now,
+                |s| busy(exchanges, listeners, s),
+                &mut expired,
+            )
         });
         for gone in expired {
             self.drop_session_state(&gone);

@@ -285,16 +285,24 @@ mod tests {
         assert_eq!(SessionRecord::decode(&r.encode()), Ok(r));
         let corrupt = |b: &[u8]| SessionRecord::decode(b) == Err(SessionStoreError::Corrupt);
         assert!(corrupt(b"not json"));
-        assert!(corrupt(br#"{"v":"2026-07-28","c":{},"i":true}"#), "modern version");
+        assert!(
+            corrupt(br#"{"v":"2026-07-28","c":{},"i":true}"#),
+            "modern version"
+        );
         assert!(corrupt(br#"{"v":"1999-01-01","c":{},"i":true}"#));
-        assert!(corrupt(br#"{"v":"2025-06-18","c":[],"i":true}"#), "caps not object");
+        assert!(
+            corrupt(br#"{"v":"2025-06-18","c":[],"i":true}"#),
+            "caps not object"
+        );
         let deep = format!(
             r#"{{"v":"2025-06-18","c":{}{}, "i":true}}"#,
             "{\"a\":".repeat(100),
             "{}".to_owned() + &"}".repeat(100)
         );
         assert!(corrupt(deep.as_bytes()));
-        let many: Vec<String> = (0..=MAX_RECORD_SUBSCRIPTIONS).map(|i| i.to_string()).collect();
+        let many: Vec<String> = (0..=MAX_RECORD_SUBSCRIPTIONS)
+            .map(|i| i.to_string())
+            .collect();
         let wide = json!({"v": "2025-06-18", "c": {}, "i": true, "s": many}).to_string();
         assert!(corrupt(wide.as_bytes()));
         let long = json!({"v": "2025-06-18", "c": {}, "i": true, "s": ["x".repeat(9000)]});

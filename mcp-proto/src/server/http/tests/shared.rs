@@ -119,17 +119,21 @@ fn shared_state_changes_reach_the_other_endpoint() {
         ("MCP-Protocol-Version", "2025-11-25"),
     ];
     let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    assert_eq!(complete(b.handle_request(now(), &post(&initialized, &headers))).status, 202);
+    assert_eq!(
+        complete(b.handle_request(now(), &post(&initialized, &headers))).status,
+        202
+    );
     // A sees the flag B recorded (the record A loads is B's).
-    let record = a
-        .session_store
-        .as_mut()
-        .unwrap()
-        .load(&s)
-        .unwrap()
-        .unwrap();
+    let record = a.session_store.as_mut().unwrap().load(&s).unwrap().unwrap();
     assert!(record.initialized);
     assert_eq!(complete(a.handle_request(now(), &echo(&s))).status, 200);
-    let local = a.sessions.as_ref().unwrap().state(&s).unwrap().record().unwrap();
+    let local = a
+        .sessions
+        .as_ref()
+        .unwrap()
+        .state(&s)
+        .unwrap()
+        .record()
+        .unwrap();
     assert!(local.initialized, "A refreshed its copy from the store");
 }
