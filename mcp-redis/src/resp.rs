@@ -343,6 +343,48 @@ mod tests {
     }
 
     #[test]
+    fn mutated_replies_never_panic_and_never_exceed_the_buffer() {
+        let seeds: &[&[u8]] = &[
+            b"*3\r\n$3\r\nabc\r\n:12\r\n*2\r\n+OK\r\n$-1\r\n",
+            b"$5\r\nhello\r\n",
+            b"-ERR x\r\n",
+        ];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let limits = ReplyLimits {
+            max_bulk_bytes: 64,
+            max_array_len: 8,
+            ..ReplyLimits::default()
+        };
+        for round in 0..20_000 {
+            let mut bytes = seeds[round % seeds.len()].to_vec();
+            for _ in 0..(next() % 4 + 1) {
+                let at = usize::try_from(next() % bytes.len() as u64).unwrap();
+                let alphabet = b"*$:+-\r\n0123456789-x";
+                let byte = alphabet[usize::try_from(next() % alphabet.len() as u64).unwrap()];
+                match next() % 3 {
+                    0 => bytes[at] = byte,
+                    1 => bytes.insert(at, byte),
+                    _ => {
+                        bytes.remove(at);
+                    }
+                }
+                if bytes.is_empty() {
+                    bytes.push(byte);
+                }
+            }
+            if let Ok(Some((_, used))) = parse_reply(&bytes, &limits) {
+                assert!(used <= bytes.len());
+            }
+        }
+    }
+
+    #[test]
     fn garbage_is_malformed() {
         let bad: &[&[u8]] = &[
             b"?\r\n",

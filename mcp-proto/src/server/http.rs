@@ -966,8 +966,9 @@ impl HttpEndpoint {
         for gone in expired {
             self.drop_session_state(&gone);
         }
-        // No room here: the session lives, but this endpoint cannot serve it now (the
-        // local check that follows says 404 only if it is not held).
+        // No room here for a session another endpoint opened: this one answers as for an
+        // unknown session (404; the client initializes again, perhaps elsewhere). The
+        // record stays in the store.
         matches!(adopted, Some(Ok(())))
     }
 
