@@ -173,8 +173,25 @@ pub fn serve_http_on(addr: impl ToSocketAddrs, server: Server) -> io::Result<Htt
 /// operating system has no random numbers.
 pub fn serve_http_with(
     listener: TcpListener,
+    server: Server,
+    options: HttpServeOptions,
+) -> io::Result<HttpServerHandle> {
+    serve_http_setup(listener, server, options, |_| {})
+}
+
+/// [`serve_http_with`], with `setup` run on the endpoint before the first connection is
+/// accepted: how stores shared by several server processes are put in place
+/// ([`HttpEndpoint::set_session_store`], [`HttpEndpoint::set_event_store`]; the
+/// `mcp-redis` crate has Redis ones). The stores are called under the endpoint's lock,
+/// so a store doing network IO holds every connection's thread for that long.
+///
+/// # Errors
+/// As [`serve_http_with`].
+pub fn serve_http_setup(
+    listener: TcpListener,
     mut server: Server,
     options: HttpServeOptions,
+    setup: impl FnOnce(&mut HttpEndpoint),
 ) -> io::Result<HttpServerHandle> {
     mcp_io::auth::seal_server_states(&mut server)?;
     listener.set_nonblocking(true)?;
@@ -184,7 +201,8 @@ pub fn serve_http_with(
     let seed = mcp_io::auth::random_seed()?;
     let mut config = options.endpoint.clone();
     config.restrict_hosts_for(local_addr.ip());
-    let endpoint = HttpEndpoint::with_sessions(server, config, &seed);
+    let mut endpoint = HttpEndpoint::with_sessions(server, config, &seed);
+    setup(&mut endpoint);
     let shared = Shared {
         endpoint: Mutex::new(endpoint),
         output: Condvar::new(),

@@ -197,6 +197,10 @@ pub enum Command {
         /// the priming event and `retry:`; clients resume them with `GET` and
         /// `Last-Event-ID`.
         sse_polling: bool,
+        /// `--redis URL` (HTTP only): sessions, events and single-use nonces in Redis.
+        redis: Option<String>,
+        /// `--state-key-file FILE`: the `requestState` keys every process shares.
+        state_key_file: Option<PathBuf>,
     },
 }
 
@@ -345,6 +349,8 @@ fn command_flags(command: &str) -> Option<&'static [(&'static str, Kind)]> {
             ("--era", Kind::Value),
             ("--tasks", Kind::Bool),
             ("--sse-polling", Kind::Bool),
+            ("--redis", Kind::Value),
+            ("--state-key-file", Kind::Value),
         ],
         "listen" => &[
             ("--resource", Kind::Repeat),
@@ -806,11 +812,24 @@ fn build(name: &str, mut w: Words) -> Result<Command, Usage> {
             if sse_polling && http.is_none() {
                 return Err(Usage::new("--sse-polling goes with --http"));
             }
+            let redis = w.value("--redis");
+            let state_key_file = w.value("--state-key-file").map(PathBuf::from);
+            if redis.is_some() && http.is_none() {
+                return Err(Usage::new("--redis goes with --http"));
+            }
+            if redis.is_some() != state_key_file.is_some() {
+                return Err(Usage::new(
+                    "--redis and --state-key-file go together: every process must seal \
+                     requestState under the same keys",
+                ));
+            }
             Command::ServeExample {
                 era,
                 http,
                 tasks: w.has("--tasks"),
                 sse_polling,
+                redis,
+                state_key_file,
             }
         }
         "listen" => {
@@ -1116,11 +1135,14 @@ Using a server:
         --tasks adds task status notifications (2025-11-25: every notifications/tasks/status;
         2026-07-28: notifications/tasks of the tasks named with --task)
   mcp demo                         tour the bundled example server in both eras
-  mcp serve-example [--stdio | --http 127.0.0.1:PORT [--sse-polling]] [--era legacy|modern|both]
-        [--tasks]
+  mcp serve-example [--stdio | --http 127.0.0.1:PORT [--sse-polling]
+        [--redis redis://HOST:PORT --state-key-file FILE]] [--era legacy|modern|both] [--tasks]
         --tasks adds the tool slow {text}, which runs as a task when asked (call --task);
         --sse-polling ends a 2025-11-25 call's SSE answer after its priming event and retry:
-        when the call is not answered at once (clients resume with GET and Last-Event-ID)
+        when the call is not answered at once (clients resume with GET and Last-Event-ID);
+        --redis with --state-key-file lets several processes serve as one: legacy sessions,
+        resumable events and single-use requestState in Redis, requestState sealed under
+        the file's keys (lines `<key id> <64 hex digits>`, the last seals)
   mcp replay <file>                play a transcript written with --record again; OK or the first difference
 
 <server> is a configured name or a literal https:// URL (http:// only to loopback hosts).

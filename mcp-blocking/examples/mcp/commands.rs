@@ -1319,12 +1319,14 @@ pub fn serve_example(
     http: Option<&str>,
     tasks: bool,
     sse_polling: bool,
+    scale: Option<&crate::scale::Scale>,
 ) -> Result<u8, Failure> {
     let only = match era {
         "legacy" => Some(Era::Legacy),
         "modern" => Some(Era::Modern),
         _ => None,
     };
+    let mut configured = Ok(());
     let server = example::server_with(|config| {
         if let Some(era) = only {
             let accepted = VersionPolicy::default()
@@ -1337,7 +1339,16 @@ pub fn serve_example(
         if tasks {
             example::add_task_tool(config);
         }
+        if let Some(scale) = scale
+            && let Err(e) = scale.configure(config)
+        {
+            configured = Err(e);
+        }
     });
+    if let Err(e) = configured {
+        eprintln!("mcp serve-example: {e}");
+        return Ok(1);
+    }
     if let Some(addr) = http {
         // Streamable HTTP at /mcp until killed; the URL goes to stderr for whoever
         // started us (stdout stays free). Polling (SEP-1699): in a 2025-11-25 session, the
@@ -1346,8 +1357,13 @@ pub fn serve_example(
         // Last-Event-ID.
         let mut options = mcp_blocking::HttpServeOptions::default();
         options.endpoint.sse_polling = sse_polling;
-        let served = std::net::TcpListener::bind(addr)
-            .and_then(|listener| mcp_blocking::serve_http_with(listener, server, options));
+        let served = std::net::TcpListener::bind(addr).and_then(|listener| {
+            mcp_blocking::serve_http_setup(listener, server, options, |endpoint| {
+                if let Some(scale) = scale {
+                    scale.setup(endpoint);
+                }
+            })
+        });
         return match served {
             Ok(handle) => {
                 eprintln!("{}", handle.url());

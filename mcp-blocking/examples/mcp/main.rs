@@ -23,6 +23,7 @@ mod extras;
 mod interrupt;
 mod output;
 mod prompt;
+mod scale;
 mod session;
 mod skills;
 mod terminal;
@@ -187,6 +188,20 @@ fn run(global: &Global, command: Command) -> Result<u8, Failure> {
             http,
             tasks,
             sse_polling,
-        } => commands::serve_example(&era, http.as_deref(), tasks, sse_polling),
+            redis,
+            state_key_file,
+        } => {
+            let scale = match (redis, state_key_file) {
+                (Some(url), Some(file)) => match scale::Scale::open(&url, &file) {
+                    Ok(scale) => Some(scale),
+                    Err(e) => {
+                        eprintln!("mcp serve-example: {e}");
+                        return Ok(1);
+                    }
+                },
+                _ => None,
+            };
+            commands::serve_example(&era, http.as_deref(), tasks, sse_polling, scale.as_ref())
+        }
     }
 }

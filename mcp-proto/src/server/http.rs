@@ -90,6 +90,15 @@
 //! posted `notifications/cancelled` only reaches exchanges of its own session. Modern
 //! requests ignore `Mcp-Session-Id` and never see legacy state.
 //!
+//! **Several processes** (decisions 69–72 in `docs/decisions.md`). With a
+//! [`SessionStore`] ([`HttpEndpoint::set_session_store`]) the shared part of each session
+//! ([`SessionRecord`]) lives there too: every request naming a session asks the store
+//! first (unknown there: ended elsewhere, 404; known there but not here: adopted), and the
+//! record is saved back after it. Parked calls, streams and tasks stay with the endpoint
+//! that has them. With a shared [`EventStore`] as well, a stream begun on one endpoint is
+//! resumed on another: stream numbers start at a random base so their event ids do not
+//! collide, and in polling mode a replay of a stream running elsewhere ends with `retry:`.
+//!
 //! **Resumable streams** (legacy sessions only; decisions 63–68 in `docs/decisions.md`).
 //! Every SSE stream of a session (an SSE answer to a POST, the `GET` stream) gets a
 //! number unique across the endpoint, and each of its events the id `<stream>-<seq>`,
@@ -140,6 +149,7 @@ use crate::jsonrpc::{
 use crate::version::{Era, ProtocolVersion};
 
 use super::Server;
+use super::legacy::LegacyState;
 
 mod connection;
 mod events;
@@ -147,6 +157,7 @@ pub mod gateway;
 mod host;
 mod reader;
 mod response;
+mod session_store;
 mod sessions;
 #[cfg(test)]
 mod tests;
@@ -160,6 +171,10 @@ pub use events::{
 pub use host::{HttpHost, HttpServeOptions};
 pub use reader::{HttpRequest, HttpRequestError, HttpRequestLimits, HttpRequestReader};
 pub use response::{HttpResponse, HttpStream};
+pub use session_store::{
+    MAX_RECORD_SUBSCRIPTIONS, MAX_SESSION_RECORD_BYTES, MemorySessionStore, SessionRecord,
+    SessionStore, SessionStoreError,
+};
 
 use response::{sse_event, sse_event_with_id};
 use sessions::Sessions;
@@ -342,6 +357,8 @@ pub struct HttpEndpoint {
     ready: BTreeSet<i64>,
     /// Where the events of the sessions' streams are kept, with sessions.
     store: Option<Box<dyn EventStore>>,
+    /// Where the shared part of the sessions is kept, when several processes serve them.
+    session_store: Option<Box<dyn SessionStore>>,
     /// Standalone `GET` streams, by key (the same key space as exchanges).
     listeners: HashMap<i64, Listener>,
     /// The next resumable stream number.
@@ -371,6 +388,7 @@ impl HttpEndpoint {
             sessions: None,
             ready: BTreeSet::new(),
             store: None,
+            session_store: None,
             listeners: HashMap::new(),
             next_stream: 1,
             next_attach: 1,
@@ -384,9 +402,12 @@ impl HttpEndpoint {
     /// least 32 bytes from a real entropy source) seeds the generator of those ids.
     #[must_use]
     pub fn with_sessions(server: Server, config: HttpEndpointConfig, seed: &[u8]) -> Self {
-        let sessions = Sessions::new(seed, config.max_sessions, config.session_idle_timeout);
+        let mut sessions = Sessions::new(seed, config.max_sessions, config.session_idle_timeout);
         let store = MemoryEventStore::new(config.event_store.clone());
         let mut endpoint = HttpEndpoint::with_config(server, config);
+        // Stream numbers start somewhere random: several processes sharing an event store
+        // must not hand out the same event ids.
+        endpoint.next_stream = sessions.stream_base();
         endpoint.sessions = Some(sessions);
         endpoint.store = Some(Box::new(store));
         endpoint
@@ -398,6 +419,18 @@ impl HttpEndpoint {
     pub fn set_event_store(&mut self, store: Box<dyn EventStore>) {
         if self.sessions.is_some() {
             self.store = Some(store);
+        }
+    }
+
+    /// Keeps the shared part of the legacy sessions ([`SessionRecord`]) in `store` too,
+    /// so that every endpoint (every process) using the same store serves the same
+    /// sessions: a session initialized by one is known to the others, and a `DELETE`
+    /// on one ends it for all. What stays with this endpoint (parked calls, streams,
+    /// tasks) is listed in the docs of [`SessionStore`]. Only an endpoint with sessions
+    /// has legacy sessions; without, this does nothing.
+    pub fn set_session_store(&mut self, store: Box<dyn SessionStore>) {
+        if self.sessions.is_some() {
+            self.session_store = Some(store);
         }
     }
 
@@ -793,6 +826,13 @@ impl HttpEndpoint {
         }
         match reply {
             HttpReply::Complete(r) if r.status == 200 => {
+                if !self.share_new_session(&session) {
+                    let e = ErrorObject::new(
+                        codes::INTERNAL_ERROR,
+                        "The session store is unavailable; try again later",
+                    );
+                    return HttpReply::Complete(HttpResponse::json_error(503, Some(&id), &e));
+                }
                 HttpReply::Complete(r.with_header(MCP_SESSION_ID, session))
             }
             other => {
@@ -808,6 +848,13 @@ impl HttpEndpoint {
     /// A session whose client is attached to one of its streams, or whose request is
     /// being handled, is busy; one whose streams only wait for a resumption is not.
     fn session_live(&mut self, session: &str, now: Instant) -> bool {
+        if !self.consult_session_store(session, now) {
+            if let Some(t) = &mut self.sessions {
+                t.remove(session);
+            }
+            self.drop_session_state(session);
+            return false;
+        }
         let busy = busy(&self.exchanges, &self.listeners, session);
         let live = self
             .sessions
@@ -870,10 +917,77 @@ impl HttpEndpoint {
         let result = f(self);
         self.current_session = outer;
         self.server.swap_legacy(&mut state);
+        if let (Some(store), Some(record)) = (&mut self.session_store, state.record()) {
+            // Also restarts the session's idle time in the store. A failure keeps the
+            // change here only (see `SessionStore::save`).
+            let _ = store.save(id, &record);
+        }
         if let Some(t) = &mut self.sessions {
             t.put_back(id, state);
         }
         result
+    }
+
+    /// With a session store: whether it still knows `session` (a failing store: the
+    /// local table decides). A session it knows is adopted when this endpoint does not
+    /// hold it yet, else its shared part is refreshed from the store.
+    fn consult_session_store(&mut self, session: &str, now: Instant) -> bool {
+        let Some(store) = &mut self.session_store else {
+            return true;
+        };
+        let record = match store.load(session) {
+            Ok(Some(record)) => record,
+            Ok(None) => return false,
+            Err(_) => return true,
+        };
+        let max_subscriptions = self.server.config().limits.max_subscriptions;
+        let Some(table) = &mut self.sessions else {
+            return true;
+        };
+        let refreshed = table.refresh(session, now, |state| {
+            state.refresh(record.clone(), max_subscriptions);
+        });
+        if refreshed {
+            return true;
+        }
+        let scope = self.server.tasks.new_scope();
+        let state = LegacyState::adopted(record, scope, max_subscriptions);
+        let (exchanges, listeners) = (&self.exchanges, &self.listeners);
+        let mut expired = Vec::new();
+        let adopted = self.sessions.as_mut().map(|t| {
+            t.adopt(
+                session,
+                state,
+                now,
+                |s| busy(exchanges, listeners, s),
+                &mut expired,
+            )
+        });
+        for gone in expired {
+            self.drop_session_state(&gone);
+        }
+        // No room here for a session another endpoint opened: this one answers as for an
+        // unknown session (404; the client initializes again, perhaps elsewhere). The
+        // record stays in the store.
+        matches!(adopted, Some(Ok(())))
+    }
+
+    /// Tells the session store about a session `initialize` just opened; false when it
+    /// could not (the session is then dropped here too).
+    fn share_new_session(&mut self, session: &str) -> bool {
+        let Some(store) = &mut self.session_store else {
+            return true;
+        };
+        let record = self
+            .sessions
+            .as_ref()
+            .and_then(|t| t.state(session))
+            .and_then(LegacyState::record);
+        let saved = record.is_some_and(|r| store.save(session, &r).is_ok());
+        if !saved && let Some(t) = &mut self.sessions {
+            t.remove(session);
+        }
+        saved
     }
 
     /// `DELETE` with `Mcp-Session-Id`: the session ends, its open exchanges are
@@ -902,6 +1016,10 @@ impl HttpEndpoint {
         self.end_listeners(&session);
         if let Some(store) = &mut self.store {
             store.forget_session(&session);
+        }
+        if let Some(store) = &mut self.session_store {
+            // Failing to tell it leaves the session to the store's idle expiry.
+            let _ = store.remove(&session);
         }
         if let Some(t) = &mut self.sessions {
             t.remove(&session);
@@ -1153,7 +1271,15 @@ impl HttpEndpoint {
             .find(|(_, e)| e.stream == Some(number))
             .map(|(k, _)| *k);
         let Some(key) = exchange else {
-            // The request was answered: its stream is complete.
+            // The request was answered, or (with a shared store) it runs in another
+            // process: what is stored is all this endpoint can give. When polling, the
+            // client is told to come back, which it only does while its response is
+            // missing.
+            if primes && self.config.sse_polling && self.session_store.is_some() {
+                body.extend_from_slice(
+                    format!("retry: {}\n\n", self.config.sse_retry.as_millis()).as_bytes(),
+                );
+            }
             return HttpReply::Complete(sse_head(body));
         };
         if primes && self.config.sse_polling {

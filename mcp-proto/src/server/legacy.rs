@@ -91,6 +91,56 @@ impl PendingCall {
     }
 }
 
+impl LegacyState {
+    /// The shareable part of this state's session, once `initialize` succeeded.
+    pub(super) fn record(&self) -> Option<super::http::SessionRecord> {
+        let s = self.session.as_ref()?;
+        Some(super::http::SessionRecord {
+            version: s.version,
+            client_capabilities: s.client_caps.clone(),
+            initialized: s.initialized,
+            log_level: s.log_level,
+            subscriptions: s.subscriptions.clone(),
+        })
+    }
+
+    /// The state of a session another process initialized: its shared part from
+    /// `record`, nothing parked, and `task_scope` (tasks are process-local). At most
+    /// `max_subscriptions` subscriptions are kept.
+    pub(super) fn adopted(
+        record: super::http::SessionRecord,
+        task_scope: u64,
+        max_subscriptions: usize,
+    ) -> LegacyState {
+        let mut subscriptions = record.subscriptions;
+        subscriptions.retain(|u| u.len() <= MAX_SUBSCRIBED_URI_BYTES);
+        subscriptions.truncate(max_subscriptions);
+        LegacyState {
+            session: Some(Session {
+                version: record.version,
+                client_caps: record.client_capabilities,
+                initialized: record.initialized,
+                log_level: record.log_level,
+                subscriptions,
+                task_scope,
+            }),
+            pending: Vec::new(),
+            next_out_id: 0,
+        }
+    }
+
+    /// Takes the shared part of `record` (changed by another process) and keeps the
+    /// process-local part: parked calls, request counter, task scope.
+    pub(super) fn refresh(&mut self, record: super::http::SessionRecord, max_subscriptions: usize) {
+        let scope = self.session.as_ref().map(|s| s.task_scope);
+        let fresh = LegacyState::adopted(record, 0, max_subscriptions);
+        if let (Some(mut session), Some(scope)) = (fresh.session, scope) {
+            session.task_scope = scope;
+            self.session = Some(session);
+        }
+    }
+}
+
 impl Server {
     /// Exchanges the machine's legacy state with `other`.
     pub(super) fn swap_legacy(&mut self, other: &mut LegacyState) {

@@ -53,6 +53,9 @@ pub enum EventStoreError {
     /// Events after that id were evicted: the stream cannot be replayed from there.
     #[error("events after this id were evicted")]
     Evicted,
+    /// The store could not be reached or failed (a store over the network).
+    #[error("the event store is unavailable")]
+    Unavailable,
     /// The message alone is larger than the store may hold.
     #[error("an event of {size} bytes exceeds the store's {limit} bytes")]
     TooLarge {

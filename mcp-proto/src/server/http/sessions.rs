@@ -73,6 +73,59 @@ impl Sessions {
         Ok(id)
     }
 
+    /// Takes in session `id`, initialized by another process, with `state`: as
+    /// [`Sessions::create`] for room, under the id it already has.
+    pub(super) fn adopt(
+        &mut self,
+        id: &str,
+        state: LegacyState,
+        now: Instant,
+        busy: impl Fn(&str) -> bool,
+        expired: &mut Vec<String>,
+    ) -> Result<(), Full> {
+        if self.table.len() >= self.max {
+            expired.extend(self.sweep(now, busy));
+        }
+        if self.table.len() >= self.max {
+            return Err(Full);
+        }
+        self.table.insert(
+            id.to_owned(),
+            Entry {
+                state: Some(state),
+                last_used: now,
+            },
+        );
+        Ok(())
+    }
+
+    /// Runs `f` on the state of `id` when it is here and not swapped into the machine,
+    /// and counts the session as used now (the shared store says it lives); whether it
+    /// was here.
+    pub(super) fn refresh(
+        &mut self,
+        id: &str,
+        now: Instant,
+        f: impl FnOnce(&mut LegacyState),
+    ) -> bool {
+        let Some(entry) = self.table.get_mut(id) else {
+            return false;
+        };
+        entry.last_used = now;
+        if let Some(state) = &mut entry.state {
+            f(state);
+        }
+        true
+    }
+
+    /// A random first stream number, so that the streams of several processes sharing
+    /// an event store do not collide: below 2^52, leaving room to count up.
+    pub(super) fn stream_base(&mut self) -> u64 {
+        let mut bytes = [0u8; 8];
+        self.rng.fill(&mut bytes);
+        (u64::from_be_bytes(bytes) >> 12).max(1)
+    }
+
     /// Drops the sessions idle longer than the idle timeout (and not `busy`); their ids.
     pub(super) fn sweep(&mut self, now: Instant, busy: impl Fn(&str) -> bool) -> Vec<String> {
         let idle = self.idle;
@@ -105,6 +158,11 @@ impl Sessions {
         let entry = self.table.get_mut(id)?;
         entry.last_used = now;
         entry.state.take()
+    }
+
+    /// The state of `id`, unless it is swapped into the machine.
+    pub(super) fn state(&self, id: &str) -> Option<&LegacyState> {
+        self.table.get(id)?.state.as_ref()
     }
 
     /// Puts the state of `id` back.

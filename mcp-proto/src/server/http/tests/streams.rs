@@ -19,7 +19,11 @@ fn steps_server() -> Server {
 }
 
 fn with_sessions(config: HttpEndpointConfig) -> HttpEndpoint {
-    HttpEndpoint::with_sessions(steps_server(), config, &[7; 32])
+    with_sessions_seeded(config, &[7; 32])
+}
+
+pub(super) fn with_sessions_seeded(config: HttpEndpointConfig, seed: &[u8]) -> HttpEndpoint {
+    HttpEndpoint::with_sessions(steps_server(), config, seed)
 }
 
 /// A legacy session at `version`; its id.
@@ -35,7 +39,7 @@ fn open_session(ep: &mut HttpEndpoint, version: &str) -> String {
     r.header("mcp-session-id").unwrap().to_owned()
 }
 
-fn call(session: &str, version: &str, id: i64, tool: &str) -> HttpRequest {
+pub(super) fn call(session: &str, version: &str, id: i64, tool: &str) -> HttpRequest {
     post(
         &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
                 "params": {"name": tool, "arguments": {}, "_meta": {"progressToken": "p"}}}),
@@ -46,7 +50,7 @@ fn call(session: &str, version: &str, id: i64, tool: &str) -> HttpRequest {
     )
 }
 
-fn get(session: Option<&str>, last: Option<&str>) -> HttpRequest {
+pub(super) fn get(session: Option<&str>, last: Option<&str>) -> HttpRequest {
     let mut r = HttpRequest::new("GET", "/mcp")
         .with_header("Host", "127.0.0.1")
         .with_header("Accept", "text/event-stream");
@@ -60,7 +64,7 @@ fn get(session: Option<&str>, last: Option<&str>) -> HttpRequest {
 }
 
 /// The events of an SSE body: (id, retry, data) per blank-line-terminated block.
-fn events(body: &[u8]) -> Vec<(Option<String>, Option<String>, String)> {
+pub(super) fn events(body: &[u8]) -> Vec<(Option<String>, Option<String>, String)> {
     let text = String::from_utf8_lossy(body).into_owned();
     text.split("\n\n")
         .filter(|b| !b.trim().is_empty())
@@ -77,7 +81,7 @@ fn events(body: &[u8]) -> Vec<(Option<String>, Option<String>, String)> {
 }
 
 /// The JSON messages of events.
-fn messages(body: &[u8]) -> Vec<Value> {
+pub(super) fn messages(body: &[u8]) -> Vec<Value> {
     events(body)
         .into_iter()
         .filter(|(_, _, d)| !d.is_empty())

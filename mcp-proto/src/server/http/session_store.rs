@@ -1,0 +1,328 @@
+//! Legacy sessions shared between server processes: the [`SessionStore`] an
+//! [`HttpEndpoint`](super::HttpEndpoint) keeps the shareable part of each session in, so
+//! that a session initialized by one process is known to every other process behind the
+//! same URL, and [`MemorySessionStore`], a bounded one in memory that endpoints of one
+//! process may share.
+//!
+//! # Theory of operation
+//!
+//! What a session is made of splits in two:
+//!
+//! * **Shared** ([`SessionRecord`]): the negotiated version, the client's capabilities,
+//!   whether `notifications/initialized` arrived, the `logging/setLevel` level and the
+//!   resource subscriptions. Whatever process serves a request of the session needs them
+//!   to answer as the session's server.
+//! * **Process-local**: calls parked waiting for the client's answer to a server→client
+//!   request, the ids of those requests, open and detached streams, the standalone `GET`
+//!   stream, and the task scope (tasks are process-local, so each process gives a session
+//!   a scope of its own). A parked call lives where its stream is; an answer posted to
+//!   another process is dropped there (202) like any answer to an id it did not send.
+//!
+//! The endpoint keeps its own table of sessions (the local part) and, with a store,
+//! consults the store for every request naming a session: a session the store does not
+//! know has ended (a `DELETE` on another process, or the store's idle expiry), and the
+//! local copy goes; a session it knows but the endpoint does not is adopted (an empty
+//! local part, a fresh task scope); the shared part of a known one is refreshed from the
+//! store. After each request the shared part is saved back, which also tells the store
+//! the session is in use. Two processes serving the same session at once write
+//! last-wins; the shared part only changes by the client's own requests.
+//!
+//! The store is called synchronously, under whatever lock the adapter holds around the
+//! endpoint, and must not call back into it. A store doing network IO (one over Redis)
+//! blocks the endpoint for that long: bounding that time (socket timeouts) is the
+//! store's business. Records coming out of a store are untrusted input:
+//! [`SessionRecord::decode`] bounds and checks them.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::client::LogLevel;
+use crate::version::{Era, ProtocolVersion};
+
+/// The largest encoded [`SessionRecord`] decoded; anything longer is refused unread.
+pub const MAX_SESSION_RECORD_BYTES: usize = 256 * 1024;
+/// The most subscriptions a decoded record may hold.
+pub const MAX_RECORD_SUBSCRIPTIONS: usize = 1024;
+/// The longest subscribed URI a decoded record may hold.
+const MAX_RECORD_URI_BYTES: usize = 8 * 1024;
+/// The deepest JSON a decoded record may hold (its capabilities object is the client's).
+const MAX_RECORD_DEPTH: usize = 32;
+
+/// The part of a legacy session every process serving it must know.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct SessionRecord {
+    /// The version `initialize` negotiated (a legacy one).
+    pub version: ProtocolVersion,
+    /// The client's capabilities object, verbatim.
+    pub client_capabilities: Value,
+    /// `notifications/initialized` arrived.
+    pub initialized: bool,
+    /// The level set by `logging/setLevel`; `None`: every level is sent.
+    pub log_level: Option<LogLevel>,
+    /// The resource URIs subscribed to.
+    pub subscriptions: Vec<String>,
+}
+
+/// The wire form of a [`SessionRecord`]: compact JSON with short keys.
+#[derive(Serialize, Deserialize)]
+struct Wire {
+    v: String,
+    c: Value,
+    i: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    l: Option<LogLevel>,
+    #[serde(default)]
+    s: Vec<String>,
+}
+
+impl SessionRecord {
+    /// The record as bytes, for a store that keeps bytes.
+    #[must_use]
+    pub fn encode(&self) -> Vec<u8> {
+        let wire = Wire {
+            v: self.version.as_str().to_owned(),
+            c: self.client_capabilities.clone(),
+            i: self.initialized,
+            l: self.log_level,
+            s: self.subscriptions.clone(),
+        };
+        // Serialising plain data cannot fail.
+        serde_json::to_vec(&wire).unwrap_or_default()
+    }
+
+    /// A record from bytes a store gave back, checked as untrusted input: at most
+    /// [`MAX_SESSION_RECORD_BYTES`], nesting bounded, a served-era (legacy) version, a
+    /// capabilities object, at most [`MAX_RECORD_SUBSCRIPTIONS`] URIs of bounded length.
+    ///
+    /// # Errors
+    /// [`SessionStoreError::Corrupt`] for anything else.
+    pub fn decode(bytes: &[u8]) -> Result<SessionRecord, SessionStoreError> {
+        if bytes.len() > MAX_SESSION_RECORD_BYTES {
+            return Err(SessionStoreError::Corrupt);
+        }
+        crate::jsonrpc::check_nesting(bytes, MAX_RECORD_DEPTH)
+            .map_err(|_| SessionStoreError::Corrupt)?;
+        let wire: Wire = serde_json::from_slice(bytes).map_err(|_| SessionStoreError::Corrupt)?;
+        let version = ProtocolVersion::parse(&wire.v)
+            .filter(|v| v.era() == Era::Legacy)
+            .ok_or(SessionStoreError::Corrupt)?;
+        let uris_ok = wire.s.len() <= MAX_RECORD_SUBSCRIPTIONS
+            && wire.s.iter().all(|u| u.len() <= MAX_RECORD_URI_BYTES);
+        if !wire.c.is_object() || !uris_ok {
+            return Err(SessionStoreError::Corrupt);
+        }
+        Ok(SessionRecord {
+            version,
+            client_capabilities: wire.c,
+            initialized: wire.i,
+            log_level: wire.l,
+            subscriptions: wire.s,
+        })
+    }
+}
+
+/// Why a session store could not do what was asked.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SessionStoreError {
+    /// The store cannot be reached or failed (the reason, for logs).
+    #[error("the session store is unavailable: {0}")]
+    Unavailable(String),
+    /// What the store holds for the session is not a valid record.
+    #[error("the session store holds a malformed record")]
+    Corrupt,
+    /// The store holds as many sessions as it may.
+    #[error("the session store is full")]
+    Full,
+}
+
+/// Where an [`HttpEndpoint`](super::HttpEndpoint) keeps the shared part of its legacy
+/// sessions ([`SessionRecord`]), so that several server processes behind one URL serve
+/// the same sessions (see the module docs for what is shared and what is not).
+///
+/// Called synchronously by the endpoint; an implementation over the network blocks it
+/// for as long as a call takes and must bound that itself. A store should forget a
+/// session that was not saved for the endpoint's
+/// [`session_idle_timeout`](super::HttpEndpointConfig::session_idle_timeout): saving is
+/// how the endpoint tells it the session is in use.
+pub trait SessionStore: std::fmt::Debug + Send {
+    /// Stores (or replaces) the record of session `id` and restarts its idle time.
+    ///
+    /// # Errors
+    /// [`SessionStoreError`] when it could not be stored: a new session is then refused
+    /// (503); a change to an existing one is kept only by this process.
+    fn save(&mut self, id: &str, record: &SessionRecord) -> Result<(), SessionStoreError>;
+
+    /// The record of session `id`, or `None` when it ended, expired or never existed.
+    ///
+    /// # Errors
+    /// [`SessionStoreError`] when the store could not answer: the endpoint then serves
+    /// the session from its own copy if it has one, and as unknown otherwise.
+    fn load(&mut self, id: &str) -> Result<Option<SessionRecord>, SessionStoreError>;
+
+    /// Ends session `id` (a `DELETE`): every process stops serving it.
+    ///
+    /// # Errors
+    /// [`SessionStoreError`] when the store could not be told.
+    fn remove(&mut self, id: &str) -> Result<(), SessionStoreError>;
+}
+
+/// A bounded [`SessionStore`] in memory. Clones share the same sessions, so endpoints
+/// of one process can serve each other's sessions (tests, or several listeners); it does
+/// not expire sessions by itself (each endpoint expires its own idle ones) and, when
+/// `capacity` sessions are held, evicts the one saved least recently.
+#[derive(Clone, Debug)]
+pub struct MemorySessionStore {
+    inner: Arc<Mutex<MemorySessions>>,
+}
+
+#[derive(Debug)]
+struct MemorySessions {
+    records: HashMap<String, (u64, Vec<u8>)>,
+    /// (save counter, id), oldest first; entries of ids saved again since are stale.
+    order: VecDeque<(u64, String)>,
+    saves: u64,
+    capacity: usize,
+}
+
+impl MemorySessionStore {
+    /// A store holding at most `capacity` sessions.
+    #[must_use]
+    pub fn new(capacity: usize) -> Self {
+        MemorySessionStore {
+            inner: Arc::new(Mutex::new(MemorySessions {
+                records: HashMap::new(),
+                order: VecDeque::new(),
+                saves: 0,
+                capacity: capacity.max(1),
+            })),
+        }
+    }
+
+    /// Sessions held.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.lock().records.len()
+    }
+
+    /// Whether no session is held.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, MemorySessions> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Default for MemorySessionStore {
+    fn default() -> Self {
+        MemorySessionStore::new(4096)
+    }
+}
+
+impl SessionStore for MemorySessionStore {
+    fn save(&mut self, id: &str, record: &SessionRecord) -> Result<(), SessionStoreError> {
+        let mut inner = self.lock();
+        let m = &mut *inner;
+        while m.records.len() >= m.capacity && !m.records.contains_key(id) {
+            let Some((at, old)) = m.order.pop_front() else {
+                break;
+            };
+            if m.records.get(&old).is_some_and(|(saved, _)| *saved == at) {
+                m.records.remove(&old);
+            }
+        }
+        m.saves += 1;
+        let at = m.saves;
+        m.records.insert(id.to_owned(), (at, record.encode()));
+        m.order.push_back((at, id.to_owned()));
+        if m.order.len() > 2 * m.records.len() + 64 {
+            let records = &m.records;
+            m.order
+                .retain(|(at, id)| records.get(id).is_some_and(|(s, _)| s == at));
+        }
+        Ok(())
+    }
+
+    fn load(&mut self, id: &str) -> Result<Option<SessionRecord>, SessionStoreError> {
+        let inner = self.lock();
+        match inner.records.get(id) {
+            Some((_, bytes)) => SessionRecord::decode(bytes).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn remove(&mut self, id: &str) -> Result<(), SessionStoreError> {
+        self.lock().records.remove(id);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn record() -> SessionRecord {
+        SessionRecord {
+            version: ProtocolVersion::V2025_11_25,
+            client_capabilities: json!({"elicitation": {}}),
+            initialized: true,
+            log_level: Some(LogLevel::Warning),
+            subscriptions: vec!["example://readme".into()],
+        }
+    }
+
+    #[test]
+    fn records_round_trip_and_hostile_ones_are_refused() {
+        let r = record();
+        assert_eq!(SessionRecord::decode(&r.encode()), Ok(r));
+        let corrupt = |b: &[u8]| SessionRecord::decode(b) == Err(SessionStoreError::Corrupt);
+        assert!(corrupt(b"not json"));
+        assert!(
+            corrupt(br#"{"v":"2026-07-28","c":{},"i":true}"#),
+            "modern version"
+        );
+        assert!(corrupt(br#"{"v":"1999-01-01","c":{},"i":true}"#));
+        assert!(
+            corrupt(br#"{"v":"2025-06-18","c":[],"i":true}"#),
+            "caps not object"
+        );
+        let deep = format!(
+            r#"{{"v":"2025-06-18","c":{}{}, "i":true}}"#,
+            "{\"a\":".repeat(100),
+            "{}".to_owned() + &"}".repeat(100)
+        );
+        assert!(corrupt(deep.as_bytes()));
+        let many: Vec<String> = (0..=MAX_RECORD_SUBSCRIPTIONS)
+            .map(|i| i.to_string())
+            .collect();
+        let wide = json!({"v": "2025-06-18", "c": {}, "i": true, "s": many}).to_string();
+        assert!(corrupt(wide.as_bytes()));
+        let long = json!({"v": "2025-06-18", "c": {}, "i": true, "s": ["x".repeat(9000)]});
+        assert!(corrupt(long.to_string().as_bytes()));
+        assert!(corrupt(&vec![b' '; MAX_SESSION_RECORD_BYTES + 1]));
+    }
+
+    #[test]
+    fn clones_share_sessions_and_capacity_evicts_the_stalest() {
+        let mut a = MemorySessionStore::new(2);
+        let mut b = a.clone();
+        a.save("s1", &record()).unwrap();
+        assert_eq!(b.load("s1").unwrap(), Some(record()));
+        b.save("s2", &record()).unwrap();
+        a.save("s1", &record()).unwrap();
+        a.save("s3", &record()).unwrap();
+        assert_eq!(a.load("s2").unwrap(), None, "s2 was saved least recently");
+        assert!(a.load("s1").unwrap().is_some());
+        b.remove("s1").unwrap();
+        assert_eq!(a.load("s1").unwrap(), None);
+        assert_eq!(a.len(), 1);
+    }
+}

@@ -1,0 +1,139 @@
+//! Two endpoints (two processes, in effect) sharing a session store and an event store:
+//! one session, served by either.
+
+use std::sync::{Arc, Mutex};
+
+use super::streams::{call, events, get, messages, with_sessions_seeded};
+use super::*;
+
+/// A [`MemoryEventStore`] both endpoints append to and replay from.
+#[derive(Debug, Clone)]
+struct SharedEvents(Arc<Mutex<MemoryEventStore>>);
+
+impl EventStore for SharedEvents {
+    fn append(&mut self, stream: &EventStream, message: &[u8]) -> Result<String, EventStoreError> {
+        self.0.lock().unwrap().append(stream, message)
+    }
+    fn replay_after(&self, event_id: &str) -> Result<Replay, EventStoreError> {
+        self.0.lock().unwrap().replay_after(event_id)
+    }
+    fn forget_session(&mut self, session: &str) {
+        self.0.lock().unwrap().forget_session(session);
+    }
+}
+
+fn pair(share: bool) -> (HttpEndpoint, HttpEndpoint) {
+    let config = HttpEndpointConfig {
+        sse_polling: true,
+        sse_retry: std::time::Duration::from_millis(250),
+        ..HttpEndpointConfig::default()
+    };
+    let mut a = with_sessions_seeded(config.clone(), &[1; 32]);
+    let mut b = with_sessions_seeded(config, &[2; 32]);
+    if share {
+        let sessions = MemorySessionStore::default();
+        let events = SharedEvents(Arc::new(Mutex::new(MemoryEventStore::new(
+            EventStoreLimits::default(),
+        ))));
+        for ep in [&mut a, &mut b] {
+            ep.set_session_store(Box::new(sessions.clone()));
+            ep.set_event_store(Box::new(events.clone()));
+        }
+    }
+    (a, b)
+}
+
+fn open(ep: &mut HttpEndpoint) -> String {
+    let init = post(
+        &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "t", "version": "1"}}}),
+        &[],
+    );
+    let r = complete(ep.handle_request(now(), &init));
+    assert_eq!(r.status, 200, "{r:?}");
+    r.header("mcp-session-id").unwrap().to_owned()
+}
+
+fn echo(session: &str) -> HttpRequest {
+    post(
+        &json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"text": "hi"}}}),
+        &[
+            ("Mcp-Session-Id", session),
+            ("MCP-Protocol-Version", "2025-11-25"),
+        ],
+    )
+}
+
+#[test]
+fn a_session_opened_on_one_endpoint_is_served_and_ended_by_the_other() {
+    let (mut a, mut b) = pair(true);
+    let s = open(&mut a);
+    let r = complete(b.handle_request(now(), &echo(&s)));
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(body_json(&r)["result"]["content"][0]["text"], "hi");
+    assert_eq!(b.sessions(), 1, "adopted");
+
+    // A stream begun on A (polling: only its priming event) is replayed by B, with a
+    // retry since B cannot know whether the request is still running elsewhere.
+    let r = complete(a.handle_request(now(), &call(&s, "2025-11-25", 1, "steps")));
+    let priming = events(&r.body)[0].0.clone().unwrap();
+    let r = complete(b.handle_request(now(), &get(Some(&s), Some(&priming))));
+    let rest = messages(&r.body);
+    assert_eq!(rest.len(), 2, "{rest:?}");
+    assert_eq!(rest[1]["result"]["content"][0]["text"], "stepped");
+    assert_eq!(events(&r.body).last().unwrap().1.as_deref(), Some("250"));
+
+    // Event ids of the two endpoints do not collide.
+    let r = complete(b.handle_request(now(), &call(&s, "2025-11-25", 2, "steps")));
+    let from_b = events(&r.body)[0].0.clone().unwrap();
+    assert_ne!(from_b.split('-').next(), priming.split('-').next());
+
+    // DELETE on B ends the session for A.
+    let delete = HttpRequest::new("DELETE", "/mcp")
+        .with_header("Host", "127.0.0.1")
+        .with_header("Mcp-Session-Id", s.as_str());
+    assert_eq!(complete(b.handle_request(now(), &delete)).status, 200);
+    assert_eq!(complete(a.handle_request(now(), &echo(&s))).status, 404);
+    assert_eq!(a.sessions(), 0, "A dropped its copy");
+}
+
+#[test]
+fn without_a_shared_store_the_other_endpoint_knows_nothing() {
+    let (mut a, mut b) = pair(false);
+    let s = open(&mut a);
+    assert_eq!(complete(b.handle_request(now(), &echo(&s))).status, 404);
+    let r = complete(a.handle_request(now(), &call(&s, "2025-11-25", 1, "steps")));
+    let priming = events(&r.body)[0].0.clone().unwrap();
+    let r = complete(a.handle_request(now(), &get(Some(&s), Some(&priming))));
+    assert_eq!(messages(&r.body).len(), 2, "A itself resumes");
+}
+
+#[test]
+fn shared_state_changes_reach_the_other_endpoint() {
+    let (mut a, mut b) = pair(true);
+    let s = open(&mut a);
+    let headers = [
+        ("Mcp-Session-Id", s.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(
+        complete(b.handle_request(now(), &post(&initialized, &headers))).status,
+        202
+    );
+    // A sees the flag B recorded (the record A loads is B's).
+    let record = a.session_store.as_mut().unwrap().load(&s).unwrap().unwrap();
+    assert!(record.initialized);
+    assert_eq!(complete(a.handle_request(now(), &echo(&s))).status, 200);
+    let local = a
+        .sessions
+        .as_ref()
+        .unwrap()
+        .state(&s)
+        .unwrap()
+        .record()
+        .unwrap();
+    assert!(local.initialized, "A refreshed its copy from the store");
+}
