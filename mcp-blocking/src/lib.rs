@@ -130,7 +130,8 @@ pub use http::{Connector, HttpOptions, TcpConnector, send_auth_request};
 pub use mcp_io::api::*;
 pub use serve::{serve, serve_stdio};
 pub use serve_http::{
-    HttpServeOptions, HttpServerHandle, serve_http, serve_http_on, serve_http_with,
+    HttpServeOptions, HttpServerHandle, serve_http, serve_http_gated, serve_http_on,
+    serve_http_with,
 };
 
 /// The workspace README, whose Rust examples run as this crate's doctests

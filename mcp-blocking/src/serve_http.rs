@@ -50,7 +50,9 @@ use mcp_io::clock;
 
 use mcp_proto::server::Server;
 pub use mcp_proto::server::http::HttpServeOptions;
-use mcp_proto::server::http::{HttpConnection, HttpEndpoint, HttpHost, HttpTransmit};
+use mcp_proto::server::http::{
+    HttpConnection, HttpEndpoint, HttpHost, HttpTransmit, RequestGate,
+};
 
 /// How often blocked threads look at the stop flag. Never a delay for data: reads return
 /// as bytes arrive, accepts as connections do, and open streams are woken.
@@ -173,8 +175,33 @@ pub fn serve_http_on(addr: impl ToSocketAddrs, server: Server) -> io::Result<Htt
 /// operating system has no random numbers.
 pub fn serve_http_with(
     listener: TcpListener,
+    server: Server,
+    options: HttpServeOptions,
+) -> io::Result<HttpServerHandle> {
+    start(listener, server, options, None)
+}
+
+/// [`serve_http_with`] behind `gate`, which sees every request (after the `Host` and
+/// `Origin` checks) before the endpoint and answers it or lets it through, from the
+/// first connection on ([`HttpEndpoint::set_gate`]): how a server is protected with
+/// bearer tokens, and how it serves other paths of its origin (metadata documents).
+///
+/// # Errors
+/// As [`serve_http_with`].
+pub fn serve_http_gated(
+    listener: TcpListener,
+    server: Server,
+    options: HttpServeOptions,
+    gate: Box<dyn RequestGate>,
+) -> io::Result<HttpServerHandle> {
+    start(listener, server, options, Some(gate))
+}
+
+fn start(
+    listener: TcpListener,
     mut server: Server,
     options: HttpServeOptions,
+    gate: Option<Box<dyn RequestGate>>,
 ) -> io::Result<HttpServerHandle> {
     mcp_io::auth::seal_server_states(&mut server)?;
     listener.set_nonblocking(true)?;
@@ -184,7 +211,10 @@ pub fn serve_http_with(
     let seed = mcp_io::auth::random_seed()?;
     let mut config = options.endpoint.clone();
     config.restrict_hosts_for(local_addr.ip());
-    let endpoint = HttpEndpoint::with_sessions(server, config, &seed);
+    let mut endpoint = HttpEndpoint::with_sessions(server, config, &seed);
+    if let Some(gate) = gate {
+        endpoint.set_gate(gate);
+    }
     let shared = Shared {
         endpoint: Mutex::new(endpoint),
         output: Condvar::new(),

@@ -1319,6 +1319,7 @@ pub fn serve_example(
     http: Option<&str>,
     tasks: bool,
     sse_polling: bool,
+    oauth: bool,
 ) -> Result<u8, Failure> {
     let only = match era {
         "legacy" => Some(Era::Legacy),
@@ -1346,11 +1347,25 @@ pub fn serve_example(
         // Last-Event-ID.
         let mut options = mcp_blocking::HttpServeOptions::default();
         options.endpoint.sse_polling = sse_polling;
-        let served = std::net::TcpListener::bind(addr)
-            .and_then(|listener| mcp_blocking::serve_http_with(listener, server, options));
+        let served = std::net::TcpListener::bind(addr).and_then(|listener| {
+            if !oauth {
+                return mcp_blocking::serve_http_with(listener, server, options);
+            }
+            let authority = listener.local_addr()?.to_string();
+            let seed = mcp_io::auth::random_seed()?;
+            let gate = crate::oauth_server::ExampleAuth::new(&authority, &seed);
+            mcp_blocking::serve_http_gated(listener, server, options, Box::new(gate))
+        });
         return match served {
             Ok(handle) => {
                 eprintln!("{}", handle.url());
+                if oauth {
+                    eprintln!(
+                        "bearer tokens needed; the authorization server at {} approves every \
+                         login at once (an example: no person, no account)",
+                        handle.url().trim_end_matches("/mcp")
+                    );
+                }
                 if std::io::stderr().is_terminal() {
                     eprintln!(
                         "serving the example MCP server ({era} era{}) at that URL; \

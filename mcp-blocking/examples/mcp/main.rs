@@ -21,6 +21,7 @@ mod content;
 mod demo;
 mod extras;
 mod interrupt;
+mod oauth_server;
 mod output;
 mod prompt;
 mod session;
@@ -187,6 +188,7 @@ fn run(global: &Global, command: Command) -> Result<u8, Failure> {
             http,
             tasks,
             sse_polling,
-        } => commands::serve_example(&era, http.as_deref(), tasks, sse_polling),
+            oauth,
+        } => commands::serve_example(&era, http.as_deref(), tasks, sse_polling, oauth),
     }
 }
