@@ -50,9 +50,7 @@ use mcp_io::clock;
 
 use mcp_proto::server::Server;
 pub use mcp_proto::server::http::HttpServeOptions;
-use mcp_proto::server::http::{
-    HttpConnection, HttpEndpoint, HttpHost, HttpTransmit, RequestGate,
-};
+use mcp_proto::server::http::{HttpConnection, HttpEndpoint, HttpHost, HttpTransmit, RequestGate};
 
 /// How often blocked threads look at the stop flag. Never a delay for data: reads return
 /// as bytes arrive, accepts as connections do, and open streams are woken.

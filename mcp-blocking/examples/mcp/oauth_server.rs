@@ -300,7 +300,11 @@ impl ExampleAuth {
         };
         let get = |k: &str| p.get(k).map_or("", String::as_str);
         if p.contains_key("resource") && get("resource") != self.resource {
-            return oauth_error(400, "invalid_target", "this server issues tokens for its /mcp");
+            return oauth_error(
+                400,
+                "invalid_target",
+                "this server issues tokens for its /mcp",
+            );
         }
         let client_id = get("client_id");
         if !self.clients.map.contains_key(client_id) {
@@ -474,4 +478,80 @@ fn found(location: &str) -> HttpResponse {
     HttpResponse::new(302)
         .with_header("Location", location)
         .with_header("Cache-Control", "no-store")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn access_token(response: &HttpResponse) -> String {
+        let body: Value = serde_json::from_slice(&response.body).unwrap();
+        body["access_token"].as_str().unwrap().to_owned()
+    }
+
+    fn status(auth: &mut ExampleAuth, now: Instant, token: &str) -> Option<u16> {
+        let request = HttpRequest::new("POST", "/mcp")
+            .with_header("Authorization", format!("Bearer {token}").into_bytes());
+        match auth.check(now, &request) {
+            GateVerdict::Pass { principal } => {
+                assert_eq!(principal.as_deref(), Some("client"));
+                None
+            }
+            GateVerdict::Answer(r) => {
+                let challenge = r.header("www-authenticate").unwrap_or_default();
+                assert!(challenge.contains("error=\"invalid_token\""), "{challenge}");
+                Some(r.status)
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn tokens_expire_and_are_bound_to_the_resource() {
+        let mut auth = ExampleAuth::new("127.0.0.1:1", &[7; 32]);
+        let t0 = Instant::ZERO;
+        let token = access_token(&auth.issue(t0, "client".into()));
+        let last = t0 + ACCESS_TOKEN_LIFETIME - Duration::from_secs(1);
+        assert_eq!(status(&mut auth, last, &token), None);
+        assert_eq!(
+            status(&mut auth, t0 + ACCESS_TOKEN_LIFETIME, &token),
+            Some(401)
+        );
+
+        let token = access_token(&auth.issue(t0, "client".into()));
+        auth.access.map.get_mut(&token).unwrap().resource = "http://127.0.0.1:2/mcp".into();
+        assert_eq!(status(&mut auth, t0, &token), Some(401));
+    }
+
+    #[test]
+    fn tables_stay_bounded() {
+        let mut auth = ExampleAuth::new("127.0.0.1:1", &[7; 32]);
+        let first = access_token(&auth.issue(Instant::ZERO, "client".into()));
+        for _ in 0..MAX_ENTRIES {
+            let _ = auth.issue(Instant::ZERO, "client".into());
+        }
+        assert_eq!(auth.access.map.len(), MAX_ENTRIES);
+        assert_eq!(auth.access.order.len(), MAX_ENTRIES);
+        assert_eq!(auth.refresh.map.len(), MAX_ENTRIES);
+        assert_eq!(status(&mut auth, Instant::ZERO, &first), Some(401));
+    }
+
+    #[test]
+    fn loopback_redirect_uris_match_on_any_port() {
+        assert!(same_loopback_uri(
+            "http://127.0.0.1:1/callback",
+            "http://127.0.0.1:9/callback"
+        ));
+        assert!(!same_loopback_uri(
+            "http://127.0.0.1:1/callback",
+            "http://127.0.0.1:9/other"
+        ));
+        assert!(!same_loopback_uri(
+            "http://127.0.0.1:1/cb",
+            "http://localhost:1/cb"
+        ));
+        assert!(!is_loopback_uri("https://127.0.0.1/cb"));
+        assert!(!is_loopback_uri("http://127.0.0.1.evil.example/cb"));
+        assert!(!is_loopback_uri("http://127.0.0.1:1/cb#frag"));
+    }
 }

@@ -921,11 +921,9 @@ impl RequestGate for BearerGate {
             "/meta" => GateVerdict::Answer(
                 HttpResponse::new(200).with_body("application/json", b"{}".to_vec()),
             ),
-            "/mcp" if request.header("authorization") == Some("Bearer good") => {
-                GateVerdict::Pass {
-                    principal: Some("alice".into()),
-                }
-            }
+            "/mcp" if request.header("authorization") == Some("Bearer good") => GateVerdict::Pass {
+                principal: Some("alice".into()),
+            },
             "/mcp" => GateVerdict::Answer(
                 HttpResponse::new(401).with_header("WWW-Authenticate", "Bearer"),
             ),
@@ -960,7 +958,9 @@ fn the_gate_answers_or_passes_every_request_after_host_and_origin() {
 
     // A foreign Host or Origin is refused before the gate sees anything.
     let mut foreign = authorized.clone();
-    foreign.headers.retain(|(n, _)| !n.eq_ignore_ascii_case("host"));
+    foreign
+        .headers
+        .retain(|(n, _)| !n.eq_ignore_ascii_case("host"));
     let foreign = foreign.with_header("Host", "evil.example");
     assert_eq!(complete(ep.handle_request(now(), &foreign)).status, 403);
     let origin = authorized.with_header("Origin", "https://evil.example");
