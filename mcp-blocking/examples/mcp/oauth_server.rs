@@ -425,7 +425,8 @@ fn is_pkce_string(s: &str) -> bool {
 /// The host and the rest of a loopback `http` URI with its port taken out; `None` for
 /// anything else.
 fn loopback_parts(uri: &str) -> Option<(&str, &str)> {
-    if uri.len() > MAX_URI || uri.contains('#') {
+    // Visible ASCII only: the URI goes into a `Location` header.
+    if uri.len() > MAX_URI || uri.contains('#') || !uri.bytes().all(|b| b.is_ascii_graphic()) {
         return None;
     }
     let rest = uri.strip_prefix("http://")?;
@@ -553,5 +554,10 @@ mod tests {
         assert!(!is_loopback_uri("https://127.0.0.1/cb"));
         assert!(!is_loopback_uri("http://127.0.0.1.evil.example/cb"));
         assert!(!is_loopback_uri("http://127.0.0.1:1/cb#frag"));
+        assert!(!is_loopback_uri("http://127.0.0.1:1/cb\r\nSet-Cookie: a=b"));
+        assert!(!is_loopback_uri(&format!(
+            "http://127.0.0.1:1/{}",
+            "a".repeat(MAX_URI)
+        )));
     }
 }
