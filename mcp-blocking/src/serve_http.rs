@@ -180,8 +180,10 @@ pub fn serve_http_with(
 }
 
 /// [`serve_http_with`], with `setup` run on the endpoint before the first connection is
-/// accepted: how stores shared by several server processes are put in place
-/// ([`HttpEndpoint::set_session_store`], [`HttpEndpoint::set_event_store`]; the
+/// accepted, so that nothing is served without it: how a server is put behind a
+/// [`RequestGate`](mcp_proto::server::http::RequestGate) ([`HttpEndpoint::set_gate`]: bearer tokens, other paths of its origin
+/// such as metadata documents) and how stores shared by several server processes are put
+/// in place ([`HttpEndpoint::set_session_store`], [`HttpEndpoint::set_event_store`]; the
 /// `mcp-redis` crate has Redis ones). The stores are called under the endpoint's lock,
 /// so a store doing network IO holds every connection's thread for that long.
 ///

@@ -193,25 +193,50 @@ fn respond(stream: &mut TcpStream, status: &str, body: &str, kind: &str) -> io::
     stream.flush()
 }
 
-/// Tries to open `url` in the desktop's browser (`open` on macOS, `xdg-open`
-/// elsewhere), its output discarded; whether the opener started. Failing is fine: the
-/// URL was shown to the person too.
+/// Tries to open `url` in a browser, its output discarded; whether the opener started.
+/// `$BROWSER` comes first, as `xdg-open` reads it: a `:`-separated list of commands of
+/// which the first is used, split at whitespace, with `%s` replaced by the URL (else the
+/// URL is added as the last argument); no shell is involved. Without it, the desktop's
+/// opener: `open` on macOS, `xdg-open` elsewhere. Failing is fine: the URL was shown to
+/// the person too. A script plays the browser by naming itself (or `curl -L`) there.
 pub fn open_in_browser(url: &str) -> bool {
     if !(url.starts_with("https://") || url.starts_with("http://")) {
         return false;
     }
-    let opener = if cfg!(target_os = "macos") {
-        "open"
-    } else {
-        "xdg-open"
-    };
-    Command::new(opener)
-        .arg(url)
+    let browser = std::env::var("BROWSER").unwrap_or_default();
+    let mut argv = opener_argv(&browser, url);
+    if argv.is_empty() {
+        let opener = if cfg!(target_os = "macos") {
+            "open"
+        } else {
+            "xdg-open"
+        };
+        argv = vec![opener.to_owned(), url.to_owned()];
+    }
+    Command::new(&argv[0])
+        .args(&argv[1..])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .is_ok()
+}
+
+/// The command line `$BROWSER` (its value `browser`) gives for `url`; empty when it
+/// names no command.
+fn opener_argv(browser: &str, url: &str) -> Vec<String> {
+    let Some(command) = browser.split(':').map(str::trim).find(|c| !c.is_empty()) else {
+        return Vec::new();
+    };
+    let mut argv: Vec<String> = command.split_whitespace().map(str::to_owned).collect();
+    if argv[1..].iter().any(|a| a.contains("%s")) {
+        for arg in &mut argv[1..] {
+            *arg = arg.replace("%s", url);
+        }
+    } else {
+        argv.push(url.to_owned());
+    }
+    argv
 }
 
 /// An [`AuthorizationHandler`] for a person at a desktop: tells them the URL through
@@ -288,6 +313,22 @@ mod tests {
         let mut out = String::new();
         s.read_to_string(&mut out).unwrap();
         out
+    }
+
+    #[test]
+    fn browser_variable_names_the_opener() {
+        let url = "http://127.0.0.1:1/authorize?a=1";
+        assert!(opener_argv("", url).is_empty());
+        assert!(opener_argv(" : ", url).is_empty());
+        assert_eq!(opener_argv("firefox:chromium", url), ["firefox", url]);
+        assert_eq!(
+            opener_argv("curl -s -L -o /dev/null", url),
+            ["curl", "-s", "-L", "-o", "/dev/null", url]
+        );
+        assert_eq!(
+            opener_argv("b --url=%s --new", url),
+            ["b", &format!("--url={url}"), "--new"]
+        );
     }
 
     #[test]

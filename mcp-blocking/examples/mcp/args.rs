@@ -197,6 +197,9 @@ pub enum Command {
         /// the priming event and `retry:`; clients resume them with `GET` and
         /// `Last-Event-ID`.
         sse_polling: bool,
+        /// `--oauth` (HTTP only): bearer tokens needed, from the built-in authorization
+        /// server that approves at once.
+        oauth: bool,
         /// `--redis URL` (HTTP only): sessions, events and single-use nonces in Redis.
         redis: Option<String>,
         /// `--state-key-file FILE`: the `requestState` keys every process shares.
@@ -349,6 +352,7 @@ fn command_flags(command: &str) -> Option<&'static [(&'static str, Kind)]> {
             ("--era", Kind::Value),
             ("--tasks", Kind::Bool),
             ("--sse-polling", Kind::Bool),
+            ("--oauth", Kind::Bool),
             ("--redis", Kind::Value),
             ("--state-key-file", Kind::Value),
         ],
@@ -812,6 +816,10 @@ fn build(name: &str, mut w: Words) -> Result<Command, Usage> {
             if sse_polling && http.is_none() {
                 return Err(Usage::new("--sse-polling goes with --http"));
             }
+            let oauth = w.has("--oauth");
+            if oauth && http.is_none() {
+                return Err(Usage::new("--oauth goes with --http"));
+            }
             let redis = w.value("--redis");
             let state_key_file = w.value("--state-key-file").map(PathBuf::from);
             if redis.is_some() && http.is_none() {
@@ -828,6 +836,7 @@ fn build(name: &str, mut w: Words) -> Result<Command, Usage> {
                 http,
                 tasks: w.has("--tasks"),
                 sse_polling,
+                oauth,
                 redis,
                 state_key_file,
             }
@@ -1135,8 +1144,11 @@ Using a server:
         --tasks adds task status notifications (2025-11-25: every notifications/tasks/status;
         2026-07-28: notifications/tasks of the tasks named with --task)
   mcp demo                         tour the bundled example server in both eras
-  mcp serve-example [--stdio | --http 127.0.0.1:PORT [--sse-polling]
+  mcp serve-example [--stdio | --http 127.0.0.1:PORT [--sse-polling] [--oauth]
         [--redis redis://HOST:PORT --state-key-file FILE]] [--era legacy|modern|both] [--tasks]
+        --oauth needs a bearer token for /mcp and serves an authorization server on the same
+        origin that approves every login at once (no person, no account: an example for
+        trying `mcp auth login` on 127.0.0.1, never a real server's security)
         --tasks adds the tool slow {text}, which runs as a task when asked (call --task);
         --sse-polling ends a 2025-11-25 call's SSE answer after its priming event and retry:
         when the call is not answered at once (clients resume with GET and Last-Event-ID);

@@ -1319,6 +1319,7 @@ pub fn serve_example(
     http: Option<&str>,
     tasks: bool,
     sse_polling: bool,
+    oauth: bool,
     scale: Option<&crate::scale::Scale>,
 ) -> Result<u8, Failure> {
     let only = match era {
@@ -1358,7 +1359,20 @@ pub fn serve_example(
         let mut options = mcp_blocking::HttpServeOptions::default();
         options.endpoint.sse_polling = sse_polling;
         let served = std::net::TcpListener::bind(addr).and_then(|listener| {
+            // The gate (--oauth) is there before the first connection, so nothing is ever
+            // served without it.
+            let gate = match oauth {
+                true => {
+                    let authority = listener.local_addr()?.to_string();
+                    let seed = mcp_io::auth::random_seed()?;
+                    Some(crate::oauth_server::ExampleAuth::new(&authority, &seed))
+                }
+                false => None,
+            };
             mcp_blocking::serve_http_setup(listener, server, options, |endpoint| {
+                if let Some(gate) = gate {
+                    endpoint.set_gate(Box::new(gate));
+                }
                 if let Some(scale) = scale {
                     scale.setup(endpoint);
                 }
@@ -1367,6 +1381,13 @@ pub fn serve_example(
         return match served {
             Ok(handle) => {
                 eprintln!("{}", handle.url());
+                if oauth {
+                    eprintln!(
+                        "bearer tokens needed; the authorization server at {} approves every \
+                         login at once (an example: no person, no account)",
+                        handle.url().trim_end_matches("/mcp")
+                    );
+                }
                 if std::io::stderr().is_terminal() {
                     eprintln!(
                         "serving the example MCP server ({era} era{}) at that URL; \

@@ -21,6 +21,7 @@ mod content;
 mod demo;
 mod extras;
 mod interrupt;
+mod oauth_server;
 mod output;
 mod prompt;
 mod scale;
@@ -188,6 +189,7 @@ fn run(global: &Global, command: Command) -> Result<u8, Failure> {
             http,
             tasks,
             sse_polling,
+            oauth,
             redis,
             state_key_file,
         } => {
@@ -201,7 +203,8 @@ fn run(global: &Global, command: Command) -> Result<u8, Failure> {
                 },
                 _ => None,
             };
-            commands::serve_example(&era, http.as_deref(), tasks, sse_polling, scale.as_ref())
+            let (era, http) = (&era, http.as_deref());
+            commands::serve_example(era, http, tasks, sse_polling, oauth, scale.as_ref())
         }
     }
 }

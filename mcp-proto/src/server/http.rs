@@ -21,7 +21,9 @@
 //!
 //! **Checks before the machine**, in this order: `Host` (when
 //! [`HttpEndpointConfig::allowed_hosts`] is set, a name outside it: 403) → `Origin` (present and neither loopback
-//! nor listed in [`HttpEndpointConfig::allowed_origins`]: 403) → path (not
+//! nor listed in [`HttpEndpointConfig::allowed_origins`]: 403) → the application's
+//! [`RequestGate`], when one is set (it may answer the request itself: a `401` for a missing
+//! bearer token, a metadata document) → path (not
 //! [`HttpEndpointConfig::path`]: 404) → method (`DELETE` and `GET` with sessions, see
 //! below; anything else but `POST`: 405 with `Allow: POST`, or `GET, POST, DELETE` with
 //! sessions) →
@@ -153,6 +155,7 @@ use super::legacy::LegacyState;
 
 mod connection;
 mod events;
+mod gate;
 pub mod gateway;
 mod host;
 mod reader;
@@ -168,6 +171,7 @@ pub use events::{
     EventStore, EventStoreError, EventStoreLimits, EventStream, MAX_EVENT_ID_BYTES,
     MemoryEventStore, Replay, StoredEvent, event_id, parse_event_id,
 };
+pub use gate::{GateVerdict, RequestGate};
 pub use host::{HttpHost, HttpServeOptions};
 pub use reader::{HttpRequest, HttpRequestError, HttpRequestLimits, HttpRequestReader};
 pub use response::{HttpResponse, HttpStream};
@@ -367,6 +371,8 @@ pub struct HttpEndpoint {
     next_attach: u64,
     /// The session whose legacy state is in the machine now.
     current_session: Option<String>,
+    /// The application's check in front of the endpoint.
+    gate: Option<Box<dyn RequestGate>>,
 }
 
 impl HttpEndpoint {
@@ -393,6 +399,7 @@ impl HttpEndpoint {
             next_stream: 1,
             next_attach: 1,
             current_session: None,
+            gate: None,
         }
     }
 
@@ -411,6 +418,14 @@ impl HttpEndpoint {
         endpoint.sessions = Some(sessions);
         endpoint.store = Some(Box::new(store));
         endpoint
+    }
+
+    /// Puts `gate` in front of the endpoint: every request that passed the `Host` and
+    /// `Origin` checks goes to it first, and is served only when it says so, as the
+    /// principal it names (which replaces the one given to
+    /// [`handle_request_as`](Self::handle_request_as)). Replaces any gate set before.
+    pub fn set_gate(&mut self, gate: Box<dyn RequestGate>) {
+        self.gate = Some(gate);
     }
 
     /// Keeps the events of resumable streams in `store` instead of the bounded
@@ -526,9 +541,23 @@ impl HttpEndpoint {
         request: &HttpRequest,
         principal: Option<&str>,
     ) -> HttpReply {
-        self.server.set_principal(principal.map(str::to_owned));
         let close = !request.keep_alive();
-        let reply = self.dispatch(now, request);
+        let reply = if let Some(refused) = self.refuse_foreign(request) {
+            HttpReply::Complete(refused)
+        } else {
+            let verdict = self.gate.as_mut().map(|g| g.check(now, request));
+            match verdict {
+                Some(GateVerdict::Answer(response)) => HttpReply::Complete(response),
+                Some(GateVerdict::Pass { principal }) => {
+                    self.server.set_principal(principal);
+                    self.dispatch(now, request)
+                }
+                None => {
+                    self.server.set_principal(principal.map(str::to_owned));
+                    self.dispatch(now, request)
+                }
+            }
+        };
         match reply {
             HttpReply::Complete(mut response) => {
                 if close && !response.closes_connection() {
@@ -636,18 +665,23 @@ impl HttpEndpoint {
         self.cancel(now, stream.key, "the HTTP client disconnected");
     }
 
-    fn dispatch(&mut self, now: Instant, http: &HttpRequest) -> HttpReply {
-        let complete = HttpReply::Complete;
+    /// The `403` of a request from a `Host` or an `Origin` not allowed.
+    fn refuse_foreign(&self, http: &HttpRequest) -> Option<HttpResponse> {
         if !self.config.host_allowed(http.header_bytes("host")) {
             let e = ErrorObject::new(codes::INVALID_REQUEST, "Forbidden: Host not allowed");
-            return complete(HttpResponse::json_error(403, None, &e));
+            return Some(HttpResponse::json_error(403, None, &e));
         }
         if let Some(origin) = http.header_bytes("origin")
             && !origin_allowed(origin, &self.config.allowed_origins)
         {
             let e = ErrorObject::new(codes::INVALID_REQUEST, "Forbidden: Origin not allowed");
-            return complete(HttpResponse::json_error(403, None, &e));
+            return Some(HttpResponse::json_error(403, None, &e));
         }
+        None
+    }
+
+    fn dispatch(&mut self, now: Instant, http: &HttpRequest) -> HttpReply {
+        let complete = HttpReply::Complete;
         if http.path() != self.config.path {
             return complete(HttpResponse::new(404));
         }

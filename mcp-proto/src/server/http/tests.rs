@@ -905,3 +905,66 @@ fn initialize_with_modern_meta_is_404() {
     assert_eq!(r.status, 200);
     assert_eq!(body_json(&r)["result"]["protocolVersion"], "2025-11-25");
 }
+
+// ----- the request gate ---------------------------------------------------------------
+
+/// Lets `/mcp` through with `Bearer good`, answers `/meta` itself, refuses the rest of
+/// `/mcp` with 401; counts what it saw.
+#[derive(Debug)]
+struct BearerGate {
+    seen: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl RequestGate for BearerGate {
+    fn check(&mut self, _now: Instant, request: &HttpRequest) -> GateVerdict {
+        self.seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        match request.path() {
+            "/meta" => GateVerdict::Answer(
+                HttpResponse::new(200).with_body("application/json", b"{}".to_vec()),
+            ),
+            "/mcp" if request.header("authorization") == Some("Bearer good") => GateVerdict::Pass {
+                principal: Some("alice".into()),
+            },
+            "/mcp" => GateVerdict::Answer(
+                HttpResponse::new(401).with_header("WWW-Authenticate", "Bearer"),
+            ),
+            _ => GateVerdict::Pass { principal: None },
+        }
+    }
+}
+
+#[test]
+fn the_gate_answers_or_passes_every_request_after_host_and_origin() {
+    let seen = std::sync::Arc::default();
+    let mut config = HttpEndpointConfig::default();
+    config.restrict_hosts_for(std::net::Ipv4Addr::LOCALHOST.into());
+    let mut ep = HttpEndpoint::with_config(example::server(), config);
+    ep.set_gate(Box::new(BearerGate {
+        seen: std::sync::Arc::clone(&seen),
+    }));
+    let count = || seen.load(std::sync::atomic::Ordering::SeqCst);
+    let discover = modern(1, "server/discover", json!({}), None);
+
+    let r = complete(ep.handle_request(now(), &discover));
+    assert_eq!(r.status, 401);
+    assert_eq!(r.header("www-authenticate"), Some("Bearer"));
+    let authorized = discover.clone().with_header("Authorization", "Bearer good");
+    let r = complete(ep.handle_request(now(), &authorized));
+    assert_eq!((r.status, body_json(&r)["id"].clone()), (200, json!(1)));
+    let meta = HttpRequest::new("GET", "/meta").with_header("Host", "127.0.0.1");
+    assert_eq!(complete(ep.handle_request(now(), &meta)).body, b"{}");
+    let other = HttpRequest::new("GET", "/other").with_header("Host", "127.0.0.1");
+    assert_eq!(complete(ep.handle_request(now(), &other)).status, 404);
+    assert_eq!(count(), 4);
+
+    // A foreign Host or Origin is refused before the gate sees anything.
+    let mut foreign = authorized.clone();
+    foreign
+        .headers
+        .retain(|(n, _)| !n.eq_ignore_ascii_case("host"));
+    let foreign = foreign.with_header("Host", "evil.example");
+    assert_eq!(complete(ep.handle_request(now(), &foreign)).status, 403);
+    let origin = authorized.with_header("Origin", "https://evil.example");
+    assert_eq!(complete(ep.handle_request(now(), &origin)).status, 403);
+    assert_eq!(count(), 4);
+}
