@@ -61,9 +61,14 @@
 //! modern era exactly as a tool does (`input_required`, then a retry with `requestState`
 //! bound to the prompt and its arguments). A legacy `prompts/get` is answered at once.
 //!
-//! **Subscriptions.** With [`ServerConfig::resource_subscriptions`], a legacy session may
-//! subscribe to resources (at most [`ServerLimits::max_subscriptions`]);
-//! [`Server::resource_updated`] notifies it.
+//! **Changes and subscriptions** (`notify.rs`). The application changes the catalog
+//! ([`Server::add_tool`], …) or reports a change ([`Server::list_changed`],
+//! [`Server::resource_updated`]); the legacy session hears of list changes with
+//! [`ServerConfig::list_changed`], and of resources it subscribed to with
+//! [`ServerConfig::resource_subscriptions`] (at most [`ServerLimits::max_subscriptions`]).
+//! A 2026-07-28 `subscriptions/listen` stays open and carries what it asked for, each
+//! notification tagged with its id, until the client cancels it or
+//! [`Server::end_subscriptions`].
 //!
 //! **Bounds.** Input memory is one partial line ([`ServerLimits::max_line_bytes`]); parked
 //! calls are bounded by [`ServerLimits::max_pending_inputs`], rounds by
@@ -89,6 +94,7 @@ pub mod example;
 pub mod http;
 mod legacy;
 mod modern;
+mod notify;
 mod registry;
 mod seal;
 mod skills;
@@ -98,6 +104,7 @@ pub mod tasks;
 mod tests;
 
 pub use config::{CacheScope, CompletionHandler, ResourceReader, ServerConfig, ServerLimits};
+pub use notify::ListKind;
 pub use registry::{
     InputRequestSpec, Prompt, PromptArgument, PromptCall, PromptHandler, Resource, Tool, ToolCall,
     ToolHandler, ToolNote, ToolOutcome,
@@ -133,6 +140,10 @@ pub struct Server {
     tasks: tasks::TaskStore,
     /// The `now` of the input being handled (tasks are due, and expire, against it).
     now: Instant,
+    /// Open 2026 `subscriptions/listen` requests.
+    listens: Vec<notify::Listen>,
+    /// The changes reported while a change log is open (the HTTP endpoint's).
+    changes: Option<Vec<notify::Change>>,
 }
 
 impl Server {
@@ -151,6 +162,8 @@ impl Server {
             close_reported: false,
             tasks: tasks::TaskStore::default(),
             now: Instant::ZERO,
+            listens: Vec::new(),
+            changes: None,
         }
     }
 
@@ -236,6 +249,7 @@ impl Server {
     pub fn handle_eof(&mut self, _now: Instant) {
         self.eof = true;
         self.pending.clear();
+        self.listens.clear();
     }
 
     /// Feeds one whole JSON-RPC message (for transports with their own framing). It is
@@ -375,6 +389,7 @@ impl Server {
             "notifications/cancelled" => {
                 if let Some(id) = params.as_ref().and_then(|p| id_of(p.get("requestId")?)) {
                     self.cancel_pending(&id);
+                    self.cancel_listen(&id);
                 }
             }
             _ => {}

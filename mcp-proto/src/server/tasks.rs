@@ -424,6 +424,19 @@ impl Server {
         }
     }
 
+    /// Of `ids`, those naming a 2026 task of the current principal (the others are left
+    /// out of a listen's acknowledgement: another's task is "not found").
+    pub(super) fn own_modern_tasks(&mut self, ids: Vec<String>) -> Vec<String> {
+        let owner = self.task_owner(Era::Modern);
+        self.tasks.expire(self.now);
+        ids.into_iter()
+            .filter(|id| {
+                (self.tasks.tasks.iter())
+                    .any(|t| t.id == *id && t.era == Era::Modern && t.owner == owner)
+            })
+            .collect()
+    }
+
     /// Creates a task for `target` and runs its handler; the task's record.
     pub(super) fn create_task(&mut self, target: Target, era: Era, caps: &Value) -> Value {
         self.start_task(target, era, caps, None)

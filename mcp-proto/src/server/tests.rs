@@ -122,6 +122,7 @@ fn caps() -> Value {
 }
 
 mod features;
+mod listen;
 mod tasks;
 
 #[test]
