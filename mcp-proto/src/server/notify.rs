@@ -401,6 +401,13 @@ impl Server {
         Ok(())
     }
 
+    /// Open listens naming `uri` in `resourceSubscriptions`.
+    pub(super) fn listens_naming(&self, uri: &str) -> usize {
+        (self.listens.iter())
+            .filter(|l| l.uris.iter().any(|u| u == uri))
+            .count()
+    }
+
     /// `notifications/cancelled` for `id`: the listen of that id ends (nothing is sent).
     pub(super) fn cancel_listen(&mut self, id: &RequestId) {
         self.listens.retain(|l| l.id != *id);

@@ -23,7 +23,7 @@ fn with_sessions(config: HttpEndpointConfig) -> HttpEndpoint {
 }
 
 /// A legacy session at `version`; its id.
-fn open_session(ep: &mut HttpEndpoint, version: &str) -> String {
+pub(super) fn open_session(ep: &mut HttpEndpoint, version: &str) -> String {
     let init = post(
         &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": version, "capabilities": {"elicitation": {}},
@@ -46,7 +46,7 @@ fn call(session: &str, version: &str, id: i64, tool: &str) -> HttpRequest {
     )
 }
 
-fn get(session: Option<&str>, last: Option<&str>) -> HttpRequest {
+pub(super) fn get(session: Option<&str>, last: Option<&str>) -> HttpRequest {
     let mut r = HttpRequest::new("GET", "/mcp")
         .with_header("Host", "127.0.0.1")
         .with_header("Accept", "text/event-stream");
@@ -77,7 +77,7 @@ fn events(body: &[u8]) -> Vec<(Option<String>, Option<String>, String)> {
 }
 
 /// The JSON messages of events.
-fn messages(body: &[u8]) -> Vec<Value> {
+pub(super) fn messages(body: &[u8]) -> Vec<Value> {
     events(body)
         .into_iter()
         .filter(|(_, _, d)| !d.is_empty())
@@ -86,7 +86,7 @@ fn messages(body: &[u8]) -> Vec<Value> {
 }
 
 /// Strips chunked framing off stream output (enough for these tests).
-fn dechunk(wire: &[u8]) -> Vec<u8> {
+pub(super) fn dechunk(wire: &[u8]) -> Vec<u8> {
     let text = String::from_utf8_lossy(wire).into_owned();
     let mut out = String::new();
     let mut rest = text.as_str();
