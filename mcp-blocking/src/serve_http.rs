@@ -30,6 +30,9 @@
 //!   request (or, for a legacy session's stream, detaches it until the client resumes).
 //!   A legacy session's `GET` stream and a stream resumed with `Last-Event-ID` are open
 //!   streams like any other: the endpoint decides what they carry.
+//! * **Time.** The endpoint's own deadlines (a task outcome falling due, which ends a held
+//!   `tasks/result` and notifies the task's owner) are handed to it by a watcher thread
+//!   within [`POLL`] of falling due.
 //! * **Stopping.** [`HttpServerHandle::stop`] (or setting the flag from
 //!   [`HttpServerHandle::stop_flag`]) makes every thread finish within well under a
 //!   second (open streams are cancelled; a write blocked on a client that stopped reading
@@ -231,13 +234,25 @@ impl Shared {
         }
     }
 
+    /// Hands the endpoint the time when its next deadline passed (a task outcome due, a
+    /// held `tasks/result` to answer), and wakes the streams that got output.
+    fn tick(&self) {
+        let mut endpoint = self.endpoint();
+        let now = clock::now();
+        if endpoint.poll_timeout().is_some_and(|t| t <= now) {
+            endpoint.handle_timeout(now);
+            self.wake_ready(&mut endpoint);
+        }
+    }
+
     fn stopping(&self) -> bool {
         self.stop.load(Ordering::SeqCst)
     }
 }
 
 /// Accepts in blocking mode, so a connection is served the moment it arrives; a small
-/// watcher wakes the accept with a connection of its own once the stop flag is set.
+/// watcher hands the endpoint its deadlines (every [`POLL`]) and wakes the accept with a
+/// connection of its own once the stop flag is set.
 fn accept_loop(listener: &TcpListener, local_addr: SocketAddr, shared: Arc<Shared>) {
     if listener.set_nonblocking(false).is_err() {
         return;
@@ -249,6 +264,7 @@ fn accept_loop(listener: &TcpListener, local_addr: SocketAddr, shared: Arc<Share
             .spawn(move || {
                 while !shared.stopping() {
                     thread::sleep(POLL);
+                    shared.tick();
                 }
                 shared.output.notify_all();
                 let mut wake = local_addr;

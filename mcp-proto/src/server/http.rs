@@ -528,6 +528,36 @@ impl HttpEndpoint {
         listens + self.tell_sessions(now, &[notify::Change::Resource(uri.to_owned())])
     }
 
+    /// When [`HttpEndpoint::handle_timeout`] is next due: the machine's
+    /// [`Server::poll_timeout`] (a task outcome falling due, a held `tasks/result`
+    /// expiring).
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.server.poll_timeout()
+    }
+
+    /// Time passed ([`Server::handle_timeout`]): due task outcomes are shown, held
+    /// `tasks/result` requests whose task ended are answered on their streams, 2026
+    /// listens get their `notifications/tasks`, and each legacy session with a `GET`
+    /// stream gets `notifications/tasks/status` there for its tasks that changed. Drain
+    /// [`HttpEndpoint::poll_ready`] afterwards.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.server.handle_timeout(now);
+        self.route(None);
+        let sessions: BTreeSet<String> = self
+            .listeners
+            .values()
+            .filter(|l| !l.ended)
+            .map(|l| l.session.clone())
+            .collect();
+        for session in sessions {
+            self.in_session(Some(&session), now, |e| {
+                e.server.announce_tasks();
+                e.route(None);
+            });
+        }
+    }
+
     /// Serves one request from a client that is not authenticated (no principal). Never
     /// fails: every problem is an HTTP answer.
     pub fn handle_request(&mut self, now: Instant, request: &HttpRequest) -> HttpReply {
@@ -1395,6 +1425,13 @@ impl HttpEndpoint {
                     let mut out = Vec::new();
                     Message::Notification(n).encode(&mut out);
                     self.queue_for_exchange(k, out);
+                }
+                Message::Notification(n) if n.method == "notifications/tasks/status" => {
+                    // A task's status is the session's news, not the request's: it goes
+                    // on the session's `GET` stream (dropped without one).
+                    if let Some(k) = self.current_listener() {
+                        self.queue_for_listener(k, bytes);
+                    }
                 }
                 Message::Response(mut r) => {
                     let key = match &r.id {

@@ -9,7 +9,8 @@
 //! messages and drained with [`Server::poll_transmit`] (framed lines) or
 //! [`Server::poll_message`] (one message at a time). Nothing happens between calls: tool
 //! handlers are synchronous, so every reply that can be produced is queued before the
-//! input call returns. `now` is taken for future timeouts and is unused today.
+//! input call returns. Time matters only to tasks: [`Server::poll_timeout`] says when
+//! [`Server::handle_timeout`] is next due (a task outcome held behind a delay).
 //!
 //! **Framing.** Lines come out of a bounded [`LineDecoder`]. A line that is not JSON gets
 //! `-32700` with id `null`; one that is JSON but not JSON-RPC, one nested deeper than
@@ -99,6 +100,7 @@ mod registry;
 mod seal;
 mod skills;
 mod state;
+mod task_events;
 pub mod tasks;
 #[cfg(test)]
 mod tests;
@@ -250,6 +252,7 @@ impl Server {
         self.eof = true;
         self.pending.clear();
         self.listens.clear();
+        self.tasks.waiting.clear();
     }
 
     /// Feeds one whole JSON-RPC message (for transports with their own framing). It is
@@ -303,6 +306,7 @@ impl Server {
             Message::Notification(n) => self.on_notification(&n),
             Message::Response(r) => self.legacy_response(r),
         }
+        self.after_input();
     }
 
     /// A message that cannot be served. An answer to one of our requests fails the
@@ -390,6 +394,7 @@ impl Server {
                 if let Some(id) = params.as_ref().and_then(|p| id_of(p.get("requestId")?)) {
                     self.cancel_pending(&id);
                     self.cancel_listen(&id);
+                    self.cancel_waiting(&id);
                 }
             }
             _ => {}
