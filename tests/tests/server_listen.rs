@@ -132,3 +132,65 @@ fn smol_client_listens_to_our_server() {
     until_subscriptions(&handle, 0);
     handle.stop();
 }
+
+/// The TypeScript SDK client (`tests/interop/listen.mjs`) hears of a tools list change
+/// our server makes while it listens: in 2025-11-25 on its session's GET stream, in
+/// 2026-07-28 on its `subscriptions/listen` stream (which it then closes; the server
+/// forgets the listen).
+#[test]
+fn the_typescript_client_hears_of_list_changes() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    let dir = mcp_tests::interop::interop_dir();
+    if !dir
+        .join("node_modules/@modelcontextprotocol/client/package.json")
+        .exists()
+    {
+        assert!(std::env::var_os("CI").is_none(), "TypeScript SDK client missing");
+        eprintln!("skipped: run `bash tests/interop/setup.sh`");
+        return;
+    }
+    for era in ["legacy", "modern"] {
+        let handle = serve();
+        let mut child = Command::new("node")
+            .arg(dir.join("listen.mjs"))
+            .args(["--era", era, "--http", &handle.url()])
+            .current_dir(&dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("node");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let stdout = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = tx.send(serde_json::from_str::<serde_json::Value>(&line).unwrap());
+            }
+        });
+        let next = || rx.recv_timeout(Duration::from_secs(20)).expect("a line from node");
+        let listening = next();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        if era == "modern" {
+            assert_eq!(listening["listening"], json!({"toolsListChanged": true}));
+            until_subscriptions(&handle, 1);
+        } else {
+            // The SDK opens the session's GET stream on its own, after initialize.
+            while handle.with_endpoint(|e| e.listeners()) == 0 {
+                assert!(Instant::now() < deadline, "no GET stream");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        add_tool(&handle, "grown");
+        let changed = next();
+        let names = changed["changed"].as_array().expect("a change");
+        assert!(names.iter().any(|n| n == "grown"), "{era}: {changed}");
+        if era == "modern" {
+            assert_eq!(next()["closed"], "local");
+            until_subscriptions(&handle, 0);
+        }
+        let status = child.wait().unwrap();
+        assert!(status.success(), "{era}: node exited {status}");
+        handle.stop();
+    }
+}
