@@ -147,7 +147,10 @@ fn the_typescript_client_hears_of_list_changes() {
         .join("node_modules/@modelcontextprotocol/client/package.json")
         .exists()
     {
-        assert!(std::env::var_os("CI").is_none(), "TypeScript SDK client missing");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "TypeScript SDK client missing"
+        );
         eprintln!("skipped: run `bash tests/interop/setup.sh`");
         return;
     }
@@ -168,7 +171,10 @@ fn the_typescript_client_hears_of_list_changes() {
                 let _ = tx.send(serde_json::from_str::<serde_json::Value>(&line).unwrap());
             }
         });
-        let next = || rx.recv_timeout(Duration::from_secs(20)).expect("a line from node");
+        let next = || {
+            rx.recv_timeout(Duration::from_secs(20))
+                .expect("a line from node")
+        };
         let listening = next();
         let deadline = Instant::now() + Duration::from_secs(5);
         if era == "modern" {
