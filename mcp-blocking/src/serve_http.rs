@@ -58,6 +58,9 @@ use mcp_proto::server::http::{HttpConnection, HttpEndpoint, HttpHost, HttpTransm
 /// How often blocked threads look at the stop flag. Never a delay for data: reads return
 /// as bytes arrive, accepts as connections do, and open streams are woken.
 const POLL: Duration = Duration::from_millis(20);
+/// How long [`HttpServerHandle::stop`] waits for the `complete` results of the listens it
+/// ends to be written.
+const GRACE: Duration = Duration::from_millis(500);
 /// How often an open stream with nothing to send checks that its client is still there.
 const WATCH: Duration = Duration::from_millis(250);
 
@@ -109,8 +112,10 @@ impl HttpServerHandle {
         Arc::clone(&self.stop)
     }
 
-    /// Stops accepting, ends every connection (open streams are cancelled), and waits for
-    /// all threads.
+    /// Stops accepting, ends every connection, and waits for all threads. Open 2026-07-28
+    /// listens first get their `complete` result (a graceful end; up to half a second to
+    /// write it); other open streams are cancelled. Setting the
+    /// [`HttpServerHandle::stop_flag`] stops without that goodbye.
     pub fn stop(mut self) {
         self.shutdown();
     }
@@ -124,9 +129,36 @@ impl HttpServerHandle {
     }
 
     fn shutdown(&mut self) {
+        if self.thread.is_some() {
+            self.end_listens();
+        }
         self.stop.store(true, Ordering::SeqCst);
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
+        }
+    }
+}
+
+impl HttpServerHandle {
+    /// Ends the open 2026-07-28 listens gracefully (each gets its `complete` result,
+    /// [`Server::end_subscriptions`]) and gives their connections up to [`GRACE`] to
+    /// write it before the server stops.
+    fn end_listens(&self) {
+        let (before, ended) = self.with_endpoint(|e| {
+            let before = e.open_streams();
+            (
+                before,
+                e.update_server(clock::now(), Server::end_subscriptions),
+            )
+        });
+        if ended == 0 {
+            return;
+        }
+        let deadline = std::time::Instant::now() + GRACE;
+        while self.with_endpoint(|e| e.open_streams()) > before.saturating_sub(ended)
+            && std::time::Instant::now() < deadline
+        {
+            thread::sleep(Duration::from_millis(5));
         }
     }
 }

@@ -200,3 +200,24 @@ fn the_typescript_client_hears_of_list_changes() {
         handle.stop();
     }
 }
+
+/// Stopping the server says goodbye to its listens: the client sees the graceful end
+/// (the `complete` result), not a dropped connection.
+#[test]
+fn stopping_the_server_ends_listens_gracefully() {
+    let handle = serve();
+    let mut client = mcp_blocking::Client::connect_http(&handle.url(), config()).expect("connect");
+    let sub = client.listen(&ListenFilter::new().tools()).expect("listen");
+    let wait = Duration::from_secs(5);
+    assert!(matches!(
+        client.next_subscription_event(Some(sub), wait),
+        Some(Event::SubscriptionAcknowledged { .. })
+    ));
+    until_subscriptions(&handle, 1);
+    handle.stop();
+    match client.next_subscription_event(Some(sub), wait) {
+        Some(Event::SubscriptionEnded { end, .. }) => assert_eq!(end, ListenEnd::Complete),
+        other => panic!("{other:?}"),
+    }
+    client.close();
+}

@@ -142,9 +142,10 @@ pub struct ServerConfig {
     /// Advertise `logging` and serve legacy `logging/setLevel`; tools' log notes are
     /// sent only when this is on. Default off.
     pub logging: bool,
-    /// Advertise `resources.subscribe` and serve legacy `resources/subscribe` and
-    /// `resources/unsubscribe` ([`Server::resource_updated`](super::Server::resource_updated)
-    /// then notifies the subscribed session). Default off.
+    /// Advertise `resources.subscribe`, serve legacy `resources/subscribe` and
+    /// `resources/unsubscribe`, and honour the `resourceSubscriptions` of 2026-07-28
+    /// listens ([`Server::resource_updated`](super::Server::resource_updated) then
+    /// notifies the subscribed session and listens). Default off.
     pub resource_subscriptions: bool,
     /// Report changes of the tools, prompts and resources lists: their capabilities carry
     /// `listChanged: true`, and a change ([`Server::add_tool`](super::Server::add_tool),
