@@ -156,6 +156,10 @@ fn a_tasks_result_waits_for_the_delayed_outcome_and_the_get_stream_hears_the_sta
         waited >= DELAY - Duration::from_millis(50),
         "answered after {waited:?}"
     );
+    assert!(
+        messages(&got).iter().all(|m| m.get("method").is_none()),
+        "the status is the session's news, not the request's: {got}"
+    );
 
     read_until(&mut listen, &mut listened, |t| !messages(t).is_empty());
     let status = &messages(&listened)[0];
