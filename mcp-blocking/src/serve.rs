@@ -2,6 +2,8 @@
 
 use mcp_io::clock;
 use std::io::{self, Read, Write};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::thread;
 
 use mcp_proto::server::Server;
 
@@ -14,16 +16,18 @@ use mcp_proto::server::Server;
 /// Any other read or write error; the operating system having no random numbers.
 pub fn serve_stdio(mut server: Server) -> io::Result<()> {
     mcp_io::auth::seal_server_states(&mut server)?;
-    let stdin = io::stdin();
     let stdout = io::stdout();
-    match serve(&mut server, stdin.lock(), stdout.lock()) {
+    match serve(&mut server, io::stdin(), stdout.lock()) {
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
         other => other,
     }
 }
 
-/// Serves `server`: reads `input` to its end, writes every reply to `output` (flushed
-/// after each batch), then handles the end of input and writes what is left.
+/// Serves `server`: reads `input` to its end (on a thread of its own), writes every reply
+/// to `output` (flushed after each batch), hands the server its deadlines
+/// ([`Server::poll_timeout`]: a task outcome falling due) as they pass, then handles the
+/// end of input and writes what is left. After a write error it returns once the reading
+/// thread's current read returns.
 ///
 /// ```
 /// use mcp_proto::server::example;
@@ -43,21 +47,53 @@ pub fn serve_stdio(mut server: Server) -> io::Result<()> {
 ///
 /// # Errors
 /// Any read or write error.
-pub fn serve(server: &mut Server, mut input: impl Read, mut output: impl Write) -> io::Result<()> {
+pub fn serve(
+    server: &mut Server,
+    input: impl Read + Send,
+    mut output: impl Write,
+) -> io::Result<()> {
+    let (tx, rx) = mpsc::sync_channel::<io::Result<Vec<u8>>>(4);
+    thread::scope(|scope| {
+        // Owned here: returning drops it, so a reader blocked on a full channel stops.
+        let rx = rx;
+        scope.spawn(move || read_all(input, &tx));
+        let mut out = Vec::new();
+        loop {
+            let chunk = match server.poll_timeout() {
+                None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+                Some(due) => rx.recv_timeout(due.saturating_duration_since(clock::now())),
+            };
+            match chunk {
+                Ok(Ok(bytes)) => server.handle_input(clock::now(), &bytes),
+                Ok(Err(e)) => return Err(e),
+                Err(RecvTimeoutError::Timeout) => server.handle_timeout(clock::now()),
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            write_pending(server, &mut out, &mut output)?;
+        }
+        server.handle_eof(clock::now());
+        write_pending(server, &mut out, &mut output)
+    })
+}
+
+/// Reads `input` to its end, each chunk sent to `tx`; stops at the end, at an error
+/// (sent), or when nobody receives any more.
+fn read_all(mut input: impl Read, tx: &mpsc::SyncSender<io::Result<Vec<u8>>>) {
     let mut buf = vec![0u8; 64 * 1024];
-    let mut out = Vec::new();
     loop {
-        let n = match input.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
+        let sent = match input.read(&mut buf) {
+            Ok(0) => return,
+            Ok(n) => tx.send(Ok(buf[..n].to_vec())),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
+            Err(e) => {
+                let _ = tx.send(Err(e));
+                return;
+            }
         };
-        server.handle_input(clock::now(), &buf[..n]);
-        write_pending(server, &mut out, &mut output)?;
+        if sent.is_err() {
+            return;
+        }
     }
-    server.handle_eof(clock::now());
-    write_pending(server, &mut out, &mut output)
 }
 
 fn write_pending(

@@ -30,6 +30,9 @@
 //!   request (or, for a legacy session's stream, detaches it until the client resumes).
 //!   A legacy session's `GET` stream and a stream resumed with `Last-Event-ID` are open
 //!   streams like any other: the endpoint decides what they carry.
+//! * **Time.** The endpoint's own deadlines (a task outcome falling due, which ends a held
+//!   `tasks/result` and notifies the task's owner) are handed to it by a watcher thread
+//!   within [`POLL`] of falling due.
 //! * **Stopping.** [`HttpServerHandle::stop`] (or setting the flag from
 //!   [`HttpServerHandle::stop_flag`]) makes every thread finish within well under a
 //!   second (open streams are cancelled; a write blocked on a client that stopped reading
@@ -55,6 +58,9 @@ use mcp_proto::server::http::{HttpConnection, HttpEndpoint, HttpHost, HttpTransm
 /// How often blocked threads look at the stop flag. Never a delay for data: reads return
 /// as bytes arrive, accepts as connections do, and open streams are woken.
 const POLL: Duration = Duration::from_millis(20);
+/// How long [`HttpServerHandle::stop`] waits for the `complete` results of the listens it
+/// ends to be written.
+const GRACE: Duration = Duration::from_millis(500);
 /// How often an open stream with nothing to send checks that its client is still there.
 const WATCH: Duration = Duration::from_millis(250);
 
@@ -106,8 +112,10 @@ impl HttpServerHandle {
         Arc::clone(&self.stop)
     }
 
-    /// Stops accepting, ends every connection (open streams are cancelled), and waits for
-    /// all threads.
+    /// Stops accepting, ends every connection, and waits for all threads. Open 2026-07-28
+    /// listens first get their `complete` result (a graceful end; up to half a second to
+    /// write it); other open streams are cancelled. Setting the
+    /// [`HttpServerHandle::stop_flag`] stops without that goodbye.
     pub fn stop(mut self) {
         self.shutdown();
     }
@@ -121,9 +129,36 @@ impl HttpServerHandle {
     }
 
     fn shutdown(&mut self) {
+        if self.thread.is_some() {
+            self.end_listens();
+        }
         self.stop.store(true, Ordering::SeqCst);
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
+        }
+    }
+}
+
+impl HttpServerHandle {
+    /// Ends the open 2026-07-28 listens gracefully (each gets its `complete` result,
+    /// [`Server::end_subscriptions`]) and gives their connections up to [`GRACE`] to
+    /// write it before the server stops.
+    fn end_listens(&self) {
+        let (before, ended) = self.with_endpoint(|e| {
+            let before = e.open_streams();
+            (
+                before,
+                e.update_server(clock::now(), Server::end_subscriptions),
+            )
+        });
+        if ended == 0 {
+            return;
+        }
+        let deadline = std::time::Instant::now() + GRACE;
+        while self.with_endpoint(|e| e.open_streams()) > before.saturating_sub(ended)
+            && std::time::Instant::now() < deadline
+        {
+            thread::sleep(Duration::from_millis(5));
         }
     }
 }
@@ -251,13 +286,25 @@ impl Shared {
         }
     }
 
+    /// Hands the endpoint the time when its next deadline passed (a task outcome due, a
+    /// held `tasks/result` to answer), and wakes the streams that got output.
+    fn tick(&self) {
+        let mut endpoint = self.endpoint();
+        let now = clock::now();
+        if endpoint.poll_timeout().is_some_and(|t| t <= now) {
+            endpoint.handle_timeout(now);
+            self.wake_ready(&mut endpoint);
+        }
+    }
+
     fn stopping(&self) -> bool {
         self.stop.load(Ordering::SeqCst)
     }
 }
 
 /// Accepts in blocking mode, so a connection is served the moment it arrives; a small
-/// watcher wakes the accept with a connection of its own once the stop flag is set.
+/// watcher hands the endpoint its deadlines (every [`POLL`]) and wakes the accept with a
+/// connection of its own once the stop flag is set.
 fn accept_loop(listener: &TcpListener, local_addr: SocketAddr, shared: Arc<Shared>) {
     if listener.set_nonblocking(false).is_err() {
         return;
@@ -269,6 +316,7 @@ fn accept_loop(listener: &TcpListener, local_addr: SocketAddr, shared: Arc<Share
             .spawn(move || {
                 while !shared.stopping() {
                     thread::sleep(POLL);
+                    shared.tick();
                 }
                 shared.output.notify_all();
                 let mut wake = local_addr;

@@ -22,10 +22,12 @@ use super::registry::{PromptCall, ToolOutcome};
 use super::{Params, Server};
 
 impl Server {
-    /// The `ServerCapabilities` object for `era`. `resources.subscribe` is legacy only:
-    /// 2026-07-28 replaced `resources/subscribe` with `subscriptions/listen`, which this
-    /// machine does not serve.
-    pub(super) fn capabilities(&self, era: Era) -> Value {
+    /// The `ServerCapabilities` object for `era`. With resource subscriptions on,
+    /// `resources.subscribe` means `resources/subscribe` in the legacy era and the
+    /// `resourceSubscriptions` filter of `subscriptions/listen` in 2026-07-28; with list
+    /// changes reported, each list capability carries `listChanged: true` (legacy:
+    /// `notifications/*/list_changed` unsolicited; 2026: on listens that ask for them).
+    pub(super) fn capabilities(&self, _era: Era) -> Value {
         let mut caps = Map::new();
         let c = &self.config;
         for (name, present) in [
@@ -49,10 +51,16 @@ impl Server {
             );
         }
         if c.resource_subscriptions
-            && era == Era::Legacy
-            && let Some(resources) = caps.get_mut("resources")
+            && let Some(Value::Object(resources)) = caps.get_mut("resources")
         {
-            *resources = json!({"subscribe": true});
+            resources.insert("subscribe".to_owned(), json!(true));
+        }
+        if c.list_changed {
+            for name in ["tools", "prompts", "resources"] {
+                if let Some(Value::Object(cap)) = caps.get_mut(name) {
+                    cap.insert("listChanged".to_owned(), json!(true));
+                }
+            }
         }
         Value::Object(caps)
     }

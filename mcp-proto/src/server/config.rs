@@ -35,6 +35,13 @@ pub struct ServerLimits {
     /// `resources/subscribe` is refused with `-32603` (and a URI longer than 8 KiB with
     /// `-32602`). Default 256.
     pub max_subscriptions: usize,
+    /// 2026-07-28: `subscriptions/listen` streams open at once per principal (all
+    /// unauthenticated clients count as one); one more is refused with `-32603`.
+    /// Default 16.
+    pub max_listens: usize,
+    /// 2026-07-28: URIs in one listen's `resourceSubscriptions`, and task ids in its
+    /// `taskIds`; more is `-32602`. Default 256.
+    pub max_listen_items: usize,
 }
 
 impl Default for ServerLimits {
@@ -46,6 +53,8 @@ impl Default for ServerLimits {
             max_input_rounds: 10,
             max_inputs_per_round: 16,
             max_subscriptions: 256,
+            max_listens: 16,
+            max_listen_items: 256,
         }
     }
 }
@@ -133,10 +142,16 @@ pub struct ServerConfig {
     /// Advertise `logging` and serve legacy `logging/setLevel`; tools' log notes are
     /// sent only when this is on. Default off.
     pub logging: bool,
-    /// Advertise `resources.subscribe` and serve legacy `resources/subscribe` and
-    /// `resources/unsubscribe` ([`Server::resource_updated`](super::Server::resource_updated)
-    /// then notifies the subscribed session). Default off.
+    /// Advertise `resources.subscribe`, serve legacy `resources/subscribe` and
+    /// `resources/unsubscribe`, and honour the `resourceSubscriptions` of 2026-07-28
+    /// listens ([`Server::resource_updated`](super::Server::resource_updated) then
+    /// notifies the subscribed session and listens). Default off.
     pub resource_subscriptions: bool,
+    /// Report changes of the tools, prompts and resources lists: their capabilities carry
+    /// `listChanged: true`, and a change ([`Server::add_tool`](super::Server::add_tool),
+    /// [`Server::list_changed`](super::Server::list_changed), …) is notified to legacy
+    /// sessions and to the 2026 listens that ask for it. Default off.
+    pub list_changed: bool,
 }
 
 impl ServerConfig {
@@ -161,6 +176,7 @@ impl ServerConfig {
             resource_reader: None,
             logging: false,
             resource_subscriptions: false,
+            list_changed: false,
         }
     }
 
@@ -182,6 +198,13 @@ impl ServerConfig {
     #[must_use]
     pub fn with_resource_subscriptions(mut self) -> Self {
         self.resource_subscriptions = true;
+        self
+    }
+
+    /// Turns on list change notifications (see [`ServerConfig::list_changed`]).
+    #[must_use]
+    pub fn with_list_changed(mut self) -> Self {
+        self.list_changed = true;
         self
     }
 
@@ -254,6 +277,7 @@ impl fmt::Debug for ServerConfig {
             .field("resource_reader", &self.resource_reader.is_some())
             .field("logging", &self.logging)
             .field("resource_subscriptions", &self.resource_subscriptions)
+            .field("list_changed", &self.list_changed)
             .finish_non_exhaustive()
     }
 }

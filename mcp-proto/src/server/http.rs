@@ -127,6 +127,18 @@
 //!   `Last-Event-ID`, and each such `GET` of an unfinished request gets what is new,
 //!   `retry:`, and its end, until the response.
 //!
+//! **Listens and changes.** A 2026-07-28 `subscriptions/listen` is a request the machine
+//! never answers at once: its reply is an [`HttpStream`] whose first event is the
+//! acknowledgement. Notifications the machine tags with a listen's id (the endpoint's id
+//! of it) go to that listen's stream whatever request is being handled, their
+//! `subscriptionId` put back to the client's id; its `complete` result
+//! ([`Server::end_subscriptions`]) ends the stream. The client closing the stream (or
+//! posting `notifications/cancelled` for it) ends the listen in the machine: a listen is
+//! not resumable, and a client that lost its stream listens again (decision 76). The
+//! application changes the catalog through [`HttpEndpoint::update_server`], which also
+//! tells every legacy session with a `GET` stream of each change, as the machine tells
+//! its one session over stdio.
+//!
 //! **Without sessions** ([`HttpEndpoint::new`], [`HttpEndpoint::with_config`]: no
 //! entropy), legacy state is process-wide: each `initialize` replaces the handshake, and
 //! two interleaving legacy clients see the later one's capabilities. That mode is for
@@ -149,6 +161,8 @@ use crate::jsonrpc::{
     self, ErrorObject, Message, Notification, Request, RequestId, Response, codes,
 };
 use crate::version::{Era, ProtocolVersion};
+
+use super::notify;
 
 use super::Server;
 use super::legacy::LegacyState;
@@ -503,10 +517,30 @@ impl HttpEndpoint {
         keys.len()
     }
 
-    /// Tells every legacy session with a standalone `GET` stream that resource `uri`
-    /// changed; those subscribed to it get `notifications/resources/updated` there
-    /// ([`Server::resource_updated`]). Returns how many did.
-    pub fn resource_updated(&mut self, now: Instant, uri: &str) -> usize {
+    /// Runs `f` on the server machine (to change its catalog: [`Server::add_tool`],
+    /// [`Server::remove_prompt`], [`Server::list_changed`], [`Server::resource_updated`],
+    /// …; or to end its listens: [`Server::end_subscriptions`]) and delivers what that
+    /// says: 2026 listens get their notifications (and results) on their streams, and
+    /// every legacy session with a standalone `GET` stream is told of each change there,
+    /// as the machine tells a session (list changes with
+    /// [`ServerConfig::list_changed`](super::ServerConfig::list_changed), resource
+    /// updates when it subscribed). Sessions without a `GET` stream do not hear of it.
+    /// Drain [`HttpEndpoint::poll_ready`] afterwards.
+    pub fn update_server<R>(&mut self, now: Instant, f: impl FnOnce(&mut Server) -> R) -> R {
+        self.server.record_changes(true);
+        let result = f(&mut self.server);
+        let changes = self.server.take_changes();
+        self.server.record_changes(false);
+        self.route(None);
+        if !changes.is_empty() {
+            self.tell_sessions(now, &changes);
+        }
+        result
+    }
+
+    /// Tells every legacy session with a standalone `GET` stream of `changes`; how many
+    /// notifications went out.
+    fn tell_sessions(&mut self, now: Instant, changes: &[notify::Change]) -> usize {
         let sessions: BTreeSet<String> = self
             .listeners
             .values()
@@ -515,14 +549,61 @@ impl HttpEndpoint {
             .collect();
         let mut told = 0;
         for session in sessions {
-            let sent = self.in_session(Some(&session), now, |e| {
-                let sent = e.server.resource_updated(uri);
+            told += self.in_session(Some(&session), now, |e| {
+                let mut told = 0;
+                for change in changes {
+                    let sent = match change {
+                        notify::Change::List(kind) => e.server.legacy_list_changed(*kind),
+                        notify::Change::Resource(uri) => e.server.legacy_resource_updated(uri),
+                    };
+                    told += usize::from(sent);
+                }
                 e.route(None);
-                sent
+                told
             });
-            told += usize::from(sent);
         }
         told
+    }
+
+    /// Tells every legacy session with a standalone `GET` stream that resource `uri`
+    /// changed (those subscribed to it get `notifications/resources/updated` there), and
+    /// every 2026 listen naming it on its stream ([`Server::resource_updated`]). Returns
+    /// how many streams were told.
+    pub fn resource_updated(&mut self, now: Instant, uri: &str) -> usize {
+        let listens = self.server.listens_naming(uri);
+        self.server.resource_updated(uri);
+        self.route(None);
+        listens + self.tell_sessions(now, &[notify::Change::Resource(uri.to_owned())])
+    }
+
+    /// When [`HttpEndpoint::handle_timeout`] is next due: the machine's
+    /// [`Server::poll_timeout`] (a task outcome falling due, a held `tasks/result`
+    /// expiring).
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.server.poll_timeout()
+    }
+
+    /// Time passed ([`Server::handle_timeout`]): due task outcomes are shown, held
+    /// `tasks/result` requests whose task ended are answered on their streams, 2026
+    /// listens get their `notifications/tasks`, and each legacy session with a `GET`
+    /// stream gets `notifications/tasks/status` there for its tasks that changed. Drain
+    /// [`HttpEndpoint::poll_ready`] afterwards.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.server.handle_timeout(now);
+        self.route(None);
+        let sessions: BTreeSet<String> = self
+            .listeners
+            .values()
+            .filter(|l| !l.ended)
+            .map(|l| l.session.clone())
+            .collect();
+        for session in sessions {
+            self.in_session(Some(&session), now, |e| {
+                e.server.announce_tasks();
+                e.route(None);
+            });
+        }
     }
 
     /// Serves one request from a client that is not authenticated (no principal). Never
@@ -1496,6 +1577,22 @@ impl HttpEndpoint {
             };
             let open = context.filter(|k| self.exchanges.get(k).is_some_and(|e| !e.answered));
             match message {
+                Message::Notification(mut n) if let Some(k) = self.listen_of(&n) => {
+                    // A 2026 listen's: on its own stream, under the id its client used.
+                    if let Some(original) = self.exchanges.get(&k).map(|e| e.original.clone()) {
+                        n.params = n.params.map(|p| with_subscription_id(&p, &original));
+                    }
+                    let mut out = Vec::new();
+                    Message::Notification(n).encode(&mut out);
+                    self.queue_for_exchange(k, out);
+                }
+                Message::Notification(n) if n.method == "notifications/tasks/status" => {
+                    // A task's status is the session's news, not the request's: it goes
+                    // on the session's `GET` stream (dropped without one).
+                    if let Some(k) = self.current_listener() {
+                        self.queue_for_listener(k, bytes);
+                    }
+                }
                 Message::Response(mut r) => {
                     let key = match &r.id {
                         Some(RequestId::Number(k)) => Some(*k),
@@ -1510,6 +1607,12 @@ impl HttpEndpoint {
                         continue;
                     }
                     r.id = Some(exchange.original.clone());
+                    if let Ok(result) = &mut r.outcome
+                        && result.get().contains(notify::SUBSCRIPTION_ID)
+                    {
+                        // A listen's end names its subscription by the client's id.
+                        *result = with_subscription_id(result, &exchange.original);
+                    }
                     exchange.error_code = r.outcome.as_ref().err().map(|e| e.code);
                     exchange.answered = true;
                     let detached = exchange.streaming && exchange.attach.is_none();
@@ -1560,6 +1663,21 @@ impl HttpEndpoint {
         }
     }
 
+    /// The open exchange of the 2026 listen a notification names in its `_meta`
+    /// (`io.modelcontextprotocol/subscriptionId`, the endpoint's id of the listen).
+    fn listen_of(&self, n: &Notification) -> Option<i64> {
+        let params = n.params.as_deref()?;
+        if !params.get().contains(notify::SUBSCRIPTION_ID) {
+            return None;
+        }
+        let value: Value = serde_json::from_str(params.get()).ok()?;
+        let key = value.get("_meta")?.get(notify::SUBSCRIPTION_ID)?.as_i64()?;
+        self.exchanges
+            .get(&key)
+            .is_some_and(|e| !e.answered && e.session.is_none())
+            .then_some(key)
+    }
+
     /// Tells the machine the request `key` is cancelled and forgets it.
     fn cancel(&mut self, now: Instant, key: i64, reason: &str) {
         let Some(exchange) = self.forget(key) else {
@@ -1593,6 +1711,21 @@ impl HttpEndpoint {
             }
         }
     }
+}
+
+/// `raw` (an object) with `_meta["io.modelcontextprotocol/subscriptionId"]` set to
+/// `original`.
+fn with_subscription_id(
+    raw: &serde_json::value::RawValue,
+    original: &RequestId,
+) -> Box<serde_json::value::RawValue> {
+    let Ok(mut value) = serde_json::from_str::<Value>(raw.get()) else {
+        return crate::jsonrpc::to_raw(&Value::Null);
+    };
+    if let Some(meta) = value.get_mut("_meta").and_then(Value::as_object_mut) {
+        meta.insert(notify::SUBSCRIPTION_ID.into(), json!(original));
+    }
+    crate::jsonrpc::to_raw(&value)
 }
 
 /// 404 for a legacy session that is unknown, ended or expired: the client starts a new

@@ -313,13 +313,10 @@ impl Server {
         Ok(json!({}))
     }
 
-    /// Tells the legacy session that `uri` changed (`notifications/resources/updated`),
-    /// when it subscribed to it. Returns whether a notification was queued. This serves a
-    /// machine with one client (stdio); the HTTP endpoint keeps each session's state
-    /// itself and does this for its sessions with
-    /// [`HttpEndpoint::resource_updated`](super::http::HttpEndpoint::resource_updated),
-    /// on their GET streams.
-    pub fn resource_updated(&mut self, uri: &str) -> bool {
+    /// Tells the legacy session in the machine that `uri` changed
+    /// (`notifications/resources/updated`), when it subscribed to it. Returns whether a
+    /// notification was queued.
+    pub(super) fn legacy_resource_updated(&mut self, uri: &str) -> bool {
         let subscribed = self
             .session
             .as_ref()

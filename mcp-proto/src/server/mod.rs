@@ -9,7 +9,8 @@
 //! messages and drained with [`Server::poll_transmit`] (framed lines) or
 //! [`Server::poll_message`] (one message at a time). Nothing happens between calls: tool
 //! handlers are synchronous, so every reply that can be produced is queued before the
-//! input call returns. `now` is taken for future timeouts and is unused today.
+//! input call returns. Time matters only to tasks: [`Server::poll_timeout`] says when
+//! [`Server::handle_timeout`] is next due (a task outcome held behind a delay).
 //!
 //! **Framing.** Lines come out of a bounded [`LineDecoder`]. A line that is not JSON gets
 //! `-32700` with id `null`; one that is JSON but not JSON-RPC, one nested deeper than
@@ -61,9 +62,14 @@
 //! modern era exactly as a tool does (`input_required`, then a retry with `requestState`
 //! bound to the prompt and its arguments). A legacy `prompts/get` is answered at once.
 //!
-//! **Subscriptions.** With [`ServerConfig::resource_subscriptions`], a legacy session may
-//! subscribe to resources (at most [`ServerLimits::max_subscriptions`]);
-//! [`Server::resource_updated`] notifies it.
+//! **Changes and subscriptions** (`notify.rs`). The application changes the catalog
+//! ([`Server::add_tool`], …) or reports a change ([`Server::list_changed`],
+//! [`Server::resource_updated`]); the legacy session hears of list changes with
+//! [`ServerConfig::list_changed`], and of resources it subscribed to with
+//! [`ServerConfig::resource_subscriptions`] (at most [`ServerLimits::max_subscriptions`]).
+//! A 2026-07-28 `subscriptions/listen` stays open and carries what it asked for, each
+//! notification tagged with its id, until the client cancels it or
+//! [`Server::end_subscriptions`].
 //!
 //! **Bounds.** Input memory is one partial line ([`ServerLimits::max_line_bytes`]); parked
 //! calls are bounded by [`ServerLimits::max_pending_inputs`], rounds by
@@ -89,15 +95,18 @@ pub mod example;
 pub mod http;
 mod legacy;
 mod modern;
+mod notify;
 mod registry;
 mod seal;
 mod skills;
 mod state;
+mod task_events;
 pub mod tasks;
 #[cfg(test)]
 mod tests;
 
 pub use config::{CacheScope, CompletionHandler, ResourceReader, ServerConfig, ServerLimits};
+pub use notify::ListKind;
 pub use registry::{
     InputRequestSpec, Prompt, PromptArgument, PromptCall, PromptHandler, Resource, Tool, ToolCall,
     ToolHandler, ToolNote, ToolOutcome,
@@ -133,6 +142,10 @@ pub struct Server {
     tasks: tasks::TaskStore,
     /// The `now` of the input being handled (tasks are due, and expire, against it).
     now: Instant,
+    /// Open 2026 `subscriptions/listen` requests.
+    listens: Vec<notify::Listen>,
+    /// The changes reported while a change log is open (the HTTP endpoint's).
+    changes: Option<Vec<notify::Change>>,
 }
 
 impl Server {
@@ -151,6 +164,8 @@ impl Server {
             close_reported: false,
             tasks: tasks::TaskStore::default(),
             now: Instant::ZERO,
+            listens: Vec::new(),
+            changes: None,
         }
     }
 
@@ -236,6 +251,8 @@ impl Server {
     pub fn handle_eof(&mut self, _now: Instant) {
         self.eof = true;
         self.pending.clear();
+        self.listens.clear();
+        self.tasks.waiting.clear();
     }
 
     /// Feeds one whole JSON-RPC message (for transports with their own framing). It is
@@ -289,6 +306,7 @@ impl Server {
             Message::Notification(n) => self.on_notification(&n),
             Message::Response(r) => self.legacy_response(r),
         }
+        self.after_input();
     }
 
     /// A message that cannot be served. An answer to one of our requests fails the
@@ -375,6 +393,8 @@ impl Server {
             "notifications/cancelled" => {
                 if let Some(id) = params.as_ref().and_then(|p| id_of(p.get("requestId")?)) {
                     self.cancel_pending(&id);
+                    self.cancel_listen(&id);
+                    self.cancel_waiting(&id);
                 }
             }
             _ => {}

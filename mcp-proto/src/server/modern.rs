@@ -101,6 +101,11 @@ impl Server {
                     }
                 }
             }
+            "subscriptions/listen" => match self.listen(id, params, &caps) {
+                // Open: acknowledged, answered when it ends.
+                Ok(()) => return,
+                Err(e) => Err(e),
+            },
             "prompts/get" if !self.config.prompts.is_empty() => {
                 self.modern_prompt(now, params, version, &caps)
             }
@@ -169,7 +174,7 @@ impl Server {
 
     /// Adds `resultType` (when the result has none), the serverInfo `_meta`, and the
     /// caching hints on complete results of cacheable methods.
-    fn decorate(&self, mut result: Value, cacheable: bool) -> Value {
+    pub(super) fn decorate(&self, mut result: Value, cacheable: bool) -> Value {
         let Some(obj) = result.as_object_mut() else {
             return result;
         };

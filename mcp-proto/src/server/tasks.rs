@@ -29,9 +29,10 @@
 //! `io.modelcontextprotocol/related-task`) once a `tasks/result` for it arrives, which
 //! then waits, parked like a tool call, until the answers are in and the task ends.
 //!
-//! **Methods.** 2025-11-25: `tasks/get`, `tasks/result` (a task not yet ended is ended
-//! at once with its held outcome, delays and polls skipped; one waiting for input waits
-//! as said above), `tasks/list`
+//! **Methods.** 2025-11-25: `tasks/get`, `tasks/result` (on a task not yet ended it
+//! counts as the tool's polls, then holds its response until the task ends: after the
+//! outcome's delay, [`Server::handle_timeout`](super::Server::handle_timeout), a
+//! `tasks/cancel`, or its expiry; one waiting for input waits as said above), `tasks/list`
 //! (pages of [`LIST_PAGE`], opaque `nextCursor`; a bad cursor is `-32602`) and
 //! `tasks/cancel` (`-32602` for a task already ended). 2026-07-28: `tasks/get` (the
 //! `DetailedTask`: `result`, `error` or `inputRequests` inlined), `tasks/update` and
@@ -54,7 +55,10 @@
 //! timestamp reads [`TIMESTAMP`]. A task expires [`TTL_MS`] after its creation (it is then
 //! "not found"). Each requestor keeps at most [`MAX_TASKS`], the whole server
 //! [`MAX_STORED_TASKS`]; the oldest go first (ended ones before running ones).
-//! Status notifications (2025 `notifications/tasks/status`, a MAY) are not sent.
+//! Status notifications and the timer are in `task_events.rs`: a 2025 task's owner session
+//! gets `notifications/tasks/status` when its status changes, a 2026 task's principal
+//! `notifications/tasks` on a listen naming it, and a 2025 `tasks/result` on a task
+//! not ended is held until it ends.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -138,6 +142,8 @@ pub(super) struct ServerTask {
     version: ProtocolVersion,
     inputs: Map<String, Value>,
     round: u32,
+    /// The status last told to its owner (status notifications are sent for changes).
+    pub(super) announced: &'static str,
 }
 
 /// The tasks of a server.
@@ -151,6 +157,17 @@ pub(super) struct TaskStore {
     key: Option<[u8; 32]>,
     /// The Unix time in milliseconds at `Instant::ZERO`, when known.
     epoch_unix_ms: Option<u64>,
+    /// 2025 `tasks/result` requests held until their task ends.
+    pub(super) waiting: Vec<Waiting>,
+}
+
+/// A 2025 `tasks/result` held until its task ends.
+#[derive(Debug)]
+pub(super) struct Waiting {
+    /// The request.
+    pub request: RequestId,
+    /// The task.
+    pub task: String,
 }
 
 impl TaskStore {
@@ -189,8 +206,30 @@ impl TaskStore {
         }
     }
 
+    pub(super) fn tasks_iter(&self) -> impl Iterator<Item = &ServerTask> {
+        self.tasks.iter()
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.tasks.is_empty() && self.waiting.is_empty()
+    }
+
+    pub(super) fn mark_announced(&mut self, at: usize) {
+        if let Some(t) = self.tasks.get_mut(at) {
+            t.announced = t.status;
+        }
+    }
+
+    /// Shows every outcome due by `now`.
+    pub(super) fn refresh_all(&mut self, now: Instant) {
+        self.expire(now);
+        for t in &mut self.tasks {
+            t.refresh(now);
+        }
+    }
+
     /// Drops the tasks whose lifetime is over.
-    fn expire(&mut self, now: Instant) {
+    pub(super) fn expire(&mut self, now: Instant) {
         let ttl = Duration::from_millis(TTL_MS);
         self.tasks
             .retain(|t| now.saturating_duration_since(t.created) < ttl);
@@ -218,7 +257,7 @@ impl TaskStore {
     }
 }
 
-fn not_found(id: &str) -> ErrorObject {
+pub(super) fn not_found(id: &str) -> ErrorObject {
     let id: String = id.chars().take(64).collect();
     ErrorObject::new(codes::INVALID_PARAMS, format!("Task not found: {id}"))
 }
@@ -234,7 +273,40 @@ pub(super) fn tasks_capability_required() -> ErrorObject {
 }
 
 impl ServerTask {
-    fn terminal(&self) -> bool {
+    pub(super) fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub(super) fn status(&self) -> &'static str {
+        self.status
+    }
+
+    pub(super) fn era(&self) -> Era {
+        self.era
+    }
+
+    pub(super) fn scope(&self) -> Option<u64> {
+        self.owner.scope
+    }
+
+    pub(super) fn principal(&self) -> Option<&str> {
+        self.owner.principal.as_deref()
+    }
+
+    pub(super) fn created_at(&self) -> Instant {
+        self.created
+    }
+
+    /// When a held outcome falls due by time alone (its polls used up).
+    pub(super) fn due_at(&self) -> Option<Instant> {
+        let timed = matches!(
+            self.held,
+            Some(Held::Outcome(_) | Held::Input(_) | Held::LegacyInput(_))
+        );
+        (self.status == "working" && self.polls_left == 0 && timed).then_some(self.due)
+    }
+
+    pub(super) fn terminal(&self) -> bool {
         matches!(self.status, "completed" | "failed" | "cancelled")
     }
 
@@ -296,7 +368,7 @@ impl ServerTask {
     }
 
     /// Shows the held outcome when it is due at `now`.
-    fn refresh(&mut self, now: Instant) {
+    pub(super) fn refresh(&mut self, now: Instant) {
         if self.status != "working" || self.polls_left > 0 || now < self.due {
             return;
         }
@@ -329,6 +401,30 @@ impl ServerTask {
         self.updated = now;
     }
 
+    /// What a 2025 `tasks/result` answers for this task once it ended: the result of the
+    /// call, tagged with the task, or its error.
+    pub(super) fn result(&self) -> Result<Value, ErrorObject> {
+        let related = json!({ RELATED_TASK_KEY: {"taskId": self.id} });
+        match (&self.outcome, self.status) {
+            (_, "cancelled") => Err(ErrorObject::new(
+                codes::INVALID_PARAMS,
+                format!("Task {} was cancelled", self.id),
+            )),
+            (Some(Ok(v)), _) => {
+                let mut v = v.clone();
+                if let Some(o) = v.as_object_mut() {
+                    o.insert("_meta".into(), related);
+                }
+                Ok(v)
+            }
+            (Some(Err(e)), _) => Err(e.clone()),
+            (None, _) => Err(ErrorObject::new(
+                codes::INTERNAL_ERROR,
+                format!("Task {} has not ended", self.id),
+            )),
+        }
+    }
+
     fn cancel(&mut self, now: Instant) {
         if !self.terminal() {
             self.status = "cancelled";
@@ -338,7 +434,7 @@ impl ServerTask {
         }
     }
 
-    fn record(&self, store: &TaskStore) -> Value {
+    pub(super) fn record(&self, store: &TaskStore) -> Value {
         let mut r = json!({
             "taskId": self.id,
             "status": self.status,
@@ -357,7 +453,7 @@ impl ServerTask {
     }
 
     /// The 2026 `DetailedTask`: the record with `result`, `error` or `inputRequests`.
-    fn detailed(&self, store: &TaskStore) -> Value {
+    pub(super) fn detailed(&self, store: &TaskStore) -> Value {
         let mut r = self.record(store);
         if let Some(o) = r.as_object_mut() {
             match (self.status, &self.outcome) {
@@ -424,6 +520,19 @@ impl Server {
         }
     }
 
+    /// Of `ids`, those naming a 2026 task of the current principal (the others are left
+    /// out of a listen's acknowledgement: another's task is "not found").
+    pub(super) fn own_modern_tasks(&mut self, ids: Vec<String>) -> Vec<String> {
+        let owner = self.task_owner(Era::Modern);
+        self.tasks.expire(self.now);
+        ids.into_iter()
+            .filter(|id| {
+                (self.tasks.tasks.iter())
+                    .any(|t| t.id == *id && t.era == Era::Modern && t.owner == owner)
+            })
+            .collect()
+    }
+
     /// Creates a task for `target` and runs its handler; the task's record.
     pub(super) fn create_task(&mut self, target: Target, era: Era, caps: &Value) -> Value {
         self.start_task(target, era, caps, None)
@@ -487,8 +596,10 @@ impl Server {
             version,
             inputs,
             round,
+            announced: "working",
         };
         task.take(outcome, now, &self.config.limits);
+        task.announced = task.status;
         let record = task.record(store);
         store.tasks.push_back(task);
         record
@@ -552,39 +663,8 @@ impl Server {
                     Era::Modern => task.detailed(store),
                 })
             }
-            ("tasks/result", _) => {
-                if !task.terminal() {
-                    task.polls_left = 0;
-                    task.due = now;
-                    task.refresh(now);
-                }
-                let related = json!({ RELATED_TASK_KEY: {"taskId": task.id} });
-                match (&task.outcome, task.status) {
-                    (_, "cancelled") => Err(ErrorObject::new(
-                        codes::INVALID_PARAMS,
-                        format!("Task {} was cancelled", task.id),
-                    )),
-                    (Some(Ok(v)), _) => {
-                        let mut v = v.clone();
-                        if let Some(o) = v.as_object_mut() {
-                            o.insert("_meta".into(), related);
-                        }
-                        Ok(v)
-                    }
-                    (Some(Err(e)), _) => Err(e.clone()),
-                    (None, "input_required") => Err(ErrorObject::new(
-                        codes::INTERNAL_ERROR,
-                        format!(
-                            "Task {} is waiting for input on another tasks/result",
-                            task.id
-                        ),
-                    )),
-                    (None, _) => Err(ErrorObject::new(
-                        codes::INTERNAL_ERROR,
-                        format!("Task {} has no result: its tool never answers", task.id),
-                    )),
-                }
-            }
+            // Only a task that has ended gets here (see `park_task_result`).
+            ("tasks/result", _) => task.result(),
             ("tasks/cancel", Era::Legacy) if task.terminal() => Err(ErrorObject::new(
                 codes::INVALID_PARAMS,
                 format!(
@@ -636,27 +716,47 @@ impl Server {
         })
     }
 
-    /// A 2025 `tasks/result` (request `id`) for a task that needs input: the task's
-    /// input requests go out (tagged with the task) and the request waits for the end
-    /// of the task, parked as a tool call is. `false` (nothing done) for any other.
+    /// A 2025 `tasks/result` (request `id`) for a task that has not ended: it counts as
+    /// the polls the tool asked for; then, when the task needs input, the task's input
+    /// requests go out (tagged with the task) and the request waits for the end of the
+    /// task, parked as a tool call is; otherwise it is held until the task ends
+    /// ([`Server::settle_results`]). `false` (nothing done) for a task that ended or is
+    /// not found: the caller answers at once.
     pub(super) fn park_task_result(&mut self, id: &RequestId, params: &Params) -> bool {
         let Ok(at) = self.task_index(params, Era::Legacy) else {
             return false;
         };
         let now = self.now;
         let task = &mut self.tasks.tasks[at];
-        if !task.terminal() {
-            task.polls_left = 0;
-            task.due = now;
-            task.refresh(now);
-        }
-        if task.status != "input_required" || task.legacy_asks.is_empty() {
+        if task.terminal() {
             return false;
         }
-        let asks = std::mem::take(&mut task.legacy_asks);
-        let inputs = (task.inputs.clone(), task.round);
-        let call = PendingCall::for_task(id.clone(), task.target.clone(), inputs, task.id.clone());
-        self.legacy_act(call, ToolOutcome::NeedInput(asks));
+        task.polls_left = 0;
+        task.refresh(now);
+        if task.terminal() {
+            return false;
+        }
+        if task.status == "input_required" && !task.legacy_asks.is_empty() {
+            let asks = std::mem::take(&mut task.legacy_asks);
+            let inputs = (task.inputs.clone(), task.round);
+            let call =
+                PendingCall::for_task(id.clone(), task.target.clone(), inputs, task.id.clone());
+            self.legacy_act(call, ToolOutcome::NeedInput(asks));
+            return true;
+        }
+        let task = task.id.clone();
+        if self.tasks.waiting.len() >= MAX_STORED_TASKS {
+            let e = ErrorObject::new(
+                codes::INTERNAL_ERROR,
+                "Too many tasks/result requests are waiting; try again later",
+            );
+            self.send_error(Some(id), &e);
+            return true;
+        }
+        self.tasks.waiting.push(Waiting {
+            request: id.clone(),
+            task,
+        });
         true
     }
 

@@ -122,6 +122,7 @@ fn caps() -> Value {
 }
 
 mod features;
+mod listen;
 mod tasks;
 
 #[test]
@@ -1035,8 +1036,14 @@ fn task_tools_declare_tasks_and_refuse_undeclared_task_requests() {
         .as_str()
         .unwrap()
         .to_owned();
-    // tasks/result ends it at once, tagged with its task.
-    let r = p.call(json!(3), "tasks/result", json!({"taskId": id}));
+    // tasks/result counts as the polls and the outcome is due at once: the result,
+    // tagged with its task, then the status the session had not seen yet.
+    let out = p.send(json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/result",
+        "params": {"taskId": id}}));
+    assert_eq!(out.len(), 2, "{out:?}");
+    assert_eq!(out[1]["method"], "notifications/tasks/status");
+    assert_eq!(out[1]["params"]["status"], "completed");
+    let r = out[0].clone();
     assert_eq!(r["result"]["content"][0]["text"], "a");
     assert_eq!(
         r["result"]["_meta"][crate::client::RELATED_TASK_KEY]["taskId"],

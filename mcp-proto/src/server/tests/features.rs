@@ -213,7 +213,11 @@ fn subscriptions_are_legacy_bounded_and_notify() {
         "server/discover",
         json!({"_meta": meta(json!({}))}),
     );
-    assert_eq!(discover["result"]["capabilities"]["resources"], json!({}));
+    // 2026-07-28: `subscribe` means the `resourceSubscriptions` of `subscriptions/listen`.
+    assert_eq!(
+        discover["result"]["capabilities"]["resources"],
+        json!({"subscribe": true})
+    );
     let init = p.initialize("2025-06-18", json!({}));
     assert_eq!(
         init["result"]["capabilities"]["resources"],

@@ -426,8 +426,35 @@ fn legacy_sessions_see_and_list_only_their_own_tasks() {
     assert_eq!(get(&mut p, &ids[0])["error"]["code"], -32602);
     // Back to the first session: its tasks are there.
     p.server.swap_legacy(&mut first);
-    let r = p.call(json!(3), "tasks/result", json!({"taskId": ids[0]}));
-    assert_eq!(r["result"]["content"][0]["text"], "slow done", "{r}");
+    // Its tasks/result is held until the outcome is due (2 s), then answered, and the
+    // session hears of the new status.
+    let held = p.send(json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/result",
+        "params": {"taskId": ids[0]}}));
+    assert!(held.is_empty(), "{held:?}");
+    assert_eq!(p.server.waiting_results(), 1);
+    assert_eq!(
+        p.server.poll_timeout(),
+        Some(p.now + Duration::from_secs(2))
+    );
+    p.server.handle_timeout(p.now + Duration::from_millis(1999));
+    assert!(p.raw(b"").is_empty());
+    p.server.handle_timeout(p.now + Duration::from_secs(2));
+    let out = p.raw(b"");
+    assert_eq!(out[0]["id"], 3);
+    assert_eq!(
+        out[0]["result"]["content"][0]["text"], "slow done",
+        "{out:?}"
+    );
+    // Every task of the session fell due at once: each status is told, once.
+    assert_eq!(out.len(), 61);
+    assert!(out[1..].iter().all(
+        |m| m["method"] == "notifications/tasks/status" && m["params"]["status"] == "completed"
+    ));
+    assert_eq!(out[1]["params"]["taskId"], ids[0]);
+    assert_eq!(out[60]["params"]["taskId"], ids[59]);
+    p.server.handle_timeout(p.now + Duration::from_secs(3));
+    assert!(p.raw(b"").is_empty());
+    assert_eq!(p.server.waiting_results(), 0);
 }
 
 #[test]
@@ -446,16 +473,23 @@ fn a_2025_task_asks_for_input_on_its_tasks_result() {
     assert_eq!(ask["method"], "elicitation/create");
     let related = crate::client::RELATED_TASK_KEY;
     assert_eq!(ask["params"]["_meta"][related]["taskId"], id);
-    // A second tasks/result meanwhile is refused rather than left hanging.
-    let r = p.call(json!(4), "tasks/result", json!({"taskId": id}));
-    assert_eq!(r["error"]["code"], -32603, "{r}");
+    // A second tasks/result meanwhile is held until the task ends.
+    assert!(
+        p.send(json!({"jsonrpc": "2.0", "id": 4, "method": "tasks/result",
+        "params": {"taskId": id}}))
+            .is_empty()
+    );
     let answer = json!({"jsonrpc": "2.0", "id": ask["id"], "result":
         {"action": "accept", "content": {"name": "Ada"}}});
     let out = p.send(answer);
-    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(out.len(), 3, "{out:?}");
     assert_eq!(out[0]["id"], 3);
     assert_eq!(out[0]["result"]["content"][0]["text"], "hello Ada");
     assert_eq!(out[0]["result"]["_meta"][related]["taskId"], id);
+    assert_eq!(out[1]["id"], 4);
+    assert_eq!(out[1]["result"], out[0]["result"]);
+    assert_eq!(out[2]["method"], "notifications/tasks/status");
+    assert_eq!(out[2]["params"]["status"], "completed");
     let r = p.call(json!(5), "tasks/get", json!({"taskId": id}));
     assert_eq!(r["result"]["status"], "completed");
     let r = p.call(json!(6), "tasks/result", json!({"taskId": id}));
@@ -467,8 +501,11 @@ fn a_2025_task_asks_for_input_on_its_tasks_result() {
     let sent = p.send(json!({"jsonrpc": "2.0", "id": 8, "method": "tasks/result",
         "params": {"taskId": id}}));
     let ask_id = sent[0]["id"].clone();
-    let r = p.call(json!(9), "tasks/cancel", json!({"taskId": id}));
-    assert_eq!(r["result"]["status"], "cancelled");
+    let out = p.send(json!({"jsonrpc": "2.0", "id": 9, "method": "tasks/cancel",
+        "params": {"taskId": id}}));
+    assert_eq!(out[0]["result"]["status"], "cancelled");
+    assert_eq!(out[1]["method"], "notifications/tasks/status");
+    assert_eq!(out[1]["params"]["status"], "cancelled");
     let out = p.send(json!({"jsonrpc": "2.0", "id": ask_id, "result":
         {"action": "accept", "content": {"name": "Bo"}}}));
     assert_eq!(out[0]["id"], 8);
@@ -515,4 +552,143 @@ fn each_requestor_and_the_server_keep_a_bounded_number_of_tasks() {
     );
     let last = create(&mut p, &format!("user-{}", crowd - 1));
     assert_eq!(get(&mut p, &last)["status"], "working");
+}
+
+/// Opens a 2026 listen `id` for `task_ids` (declaring the extension); the
+/// acknowledgement's `notifications`.
+fn listen_tasks(p: &mut Peer, id: &str, task_ids: Value) -> Value {
+    let out = p.send(
+        json!({"jsonrpc": "2.0", "id": id, "method": "subscriptions/listen",
+        "params": {"_meta": declared(), "notifications": {"taskIds": task_ids}}}),
+    );
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(out[0]["method"], "notifications/subscriptions/acknowledged");
+    out[0]["params"]["notifications"].clone()
+}
+
+#[test]
+fn a_listen_naming_its_tasks_gets_each_change_as_the_detailed_task() {
+    let mut p = Peer::new(server());
+    p.server.set_principal(Some("alice".into()));
+    let slow = req(&mut p, "tools/call", json!({"name": "slow"}))["taskId"].clone();
+    let ask = req(&mut p, "tools/call", json!({"name": "ask"}))["taskId"].clone();
+    p.server.set_principal(Some("bob".into()));
+    let bobs = req(&mut p, "tools/call", json!({"name": "slow"}))["taskId"].clone();
+    // Bob cannot listen to Alice's tasks: they are left out of his acknowledgement.
+    let acked = listen_tasks(&mut p, "B", json!([slow, bobs, "nope"]));
+    assert_eq!(acked, json!({"taskIds": [bobs]}));
+    p.server.set_principal(Some("alice".into()));
+    let acked = listen_tasks(&mut p, "A", json!([slow, ask]));
+    assert_eq!(acked, json!({"taskIds": [slow, ask]}));
+    // `ask` showed input_required before the listen: not told again. Answering it
+    // completes it: told, with the result inlined.
+    let out = p.send(json!({"jsonrpc": "2.0", "id": 5, "method": "tasks/update",
+        "params": {"_meta": declared(), "taskId": ask,
+                   "inputResponses": {"who": {"action": "accept", "content": {"name": "Ada"}}}}}));
+    assert_eq!(out.len(), 2, "{out:?}");
+    assert_eq!(out[0]["id"], 5);
+    let n = &out[1];
+    assert_eq!(n["method"], "notifications/tasks");
+    assert_eq!(
+        n["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "A"
+    );
+    assert_eq!(n["params"]["taskId"], ask);
+    assert_eq!(n["params"]["status"], "completed");
+    assert_eq!(n["params"]["result"]["content"][0]["text"], "hello Ada");
+    // Time makes both slow tasks due: each listen hears of its own principal's only.
+    assert_eq!(
+        p.server.poll_timeout(),
+        Some(p.now + Duration::from_secs(2))
+    );
+    p.server.handle_timeout(p.now + Duration::from_secs(2));
+    let out = p.raw(b"");
+    assert_eq!(out.len(), 2, "{out:?}");
+    let to = |sub: &str| {
+        out.iter()
+            .find(|m| m["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == sub)
+            .unwrap()["params"]["taskId"]
+            .clone()
+    };
+    assert_eq!(to("A"), slow);
+    assert_eq!(to("B"), bobs);
+    assert_eq!(p.server.poll_timeout(), None);
+}
+
+#[test]
+fn a_held_tasks_result_ends_with_its_task_or_its_request() {
+    let mut p = Peer::new(server());
+    p.initialize("2025-11-25", json!({}));
+    let create = |p: &mut Peer| {
+        let r = p.call(json!(0), "tools/call", json!({"name": "slow", "task": {}}));
+        r["result"]["task"]["taskId"].clone()
+    };
+    let result = |p: &mut Peer, id: i64, task: &Value| {
+        p.send(json!({"jsonrpc": "2.0", "id": id, "method": "tasks/result",
+            "params": {"taskId": task}}))
+    };
+    // Cancelled by its requestor: dropped, never answered.
+    let a = create(&mut p);
+    assert!(result(&mut p, 1, &a).is_empty());
+    assert!(
+        p.send(
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 1}})
+        )
+        .is_empty()
+    );
+    assert_eq!(p.server.waiting_results(), 0);
+    // The task cancelled: the held request gets the error a tasks/result of a
+    // cancelled task gets, after the cancel's own answer.
+    let b = create(&mut p);
+    assert!(result(&mut p, 2, &b).is_empty());
+    let out = p.send(json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/cancel",
+        "params": {"taskId": b}}));
+    assert_eq!(out[0]["id"], 3);
+    assert_eq!(out[1]["id"], 2);
+    assert_eq!(out[1]["error"]["code"], -32602);
+    assert_eq!(out[2]["method"], "notifications/tasks/status");
+    // A task that never answers: held until it expires, then "not found".
+    let mut p = Peer::new(Server::new(
+        ServerConfig::new(Implementation::new("t", "0")).with_tool(
+            Tool::new(
+                "never",
+                "",
+                json!({"type": "object"}),
+                |_: &ToolCall<'_>| ToolOutcome::NoAnswer,
+            )
+            .as_task(0),
+        ),
+    ));
+    p.initialize("2025-11-25", json!({}));
+    let r = p.call(json!(0), "tools/call", json!({"name": "never", "task": {}}));
+    let c = r["result"]["task"]["taskId"].clone();
+    assert!(result(&mut p, 4, &c).is_empty());
+    let ttl = Duration::from_millis(crate::server::tasks::TTL_MS);
+    assert_eq!(p.server.poll_timeout(), Some(p.now + ttl));
+    p.server.handle_timeout(p.now + ttl);
+    let out = p.raw(b"");
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(out[0]["id"], 4);
+    assert_eq!(out[0]["error"]["code"], -32602);
+    // The end of input drops what is still held.
+    let d = {
+        let r = p.call(json!(0), "tools/call", json!({"name": "never", "task": {}}));
+        r["result"]["task"]["taskId"].clone()
+    };
+    assert!(result(&mut p, 5, &d).is_empty());
+    p.server.handle_eof(p.now);
+    assert_eq!(p.server.waiting_results(), 0);
+}
+
+#[test]
+fn a_2025_06_18_session_gets_no_status_notifications() {
+    let mut p = Peer::new(server());
+    p.initialize("2025-06-18", json!({}));
+    let r = p.call(json!(0), "tools/call", json!({"name": "slow", "task": {}}));
+    let id = r["result"]["task"]["taskId"].clone();
+    p.server.handle_timeout(p.now + Duration::from_secs(2));
+    assert!(p.raw(b"").is_empty());
+    let r = p.call(json!(1), "tasks/get", json!({"taskId": id}));
+    assert_eq!(r["result"]["status"], "completed");
 }

@@ -27,7 +27,7 @@ pub(super) fn with_sessions_seeded(config: HttpEndpointConfig, seed: &[u8]) -> H
 }
 
 /// A legacy session at `version`; its id.
-fn open_session(ep: &mut HttpEndpoint, version: &str) -> String {
+pub(super) fn open_session(ep: &mut HttpEndpoint, version: &str) -> String {
     let init = post(
         &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": version, "capabilities": {"elicitation": {}},
@@ -90,7 +90,7 @@ pub(super) fn messages(body: &[u8]) -> Vec<Value> {
 }
 
 /// Strips chunked framing off stream output (enough for these tests).
-fn dechunk(wire: &[u8]) -> Vec<u8> {
+pub(super) fn dechunk(wire: &[u8]) -> Vec<u8> {
     let text = String::from_utf8_lossy(wire).into_owned();
     let mut out = String::new();
     let mut rest = text.as_str();

@@ -1,0 +1,155 @@
+//! What tasks say without being asked: status notifications to their owner, the held
+//! 2025 `tasks/result` answered when its task ends, and the timer that makes outcomes
+//! due while nobody polls.
+//!
+//! # Theory of operation
+//!
+//! Each task remembers the status last told to its owner. After every input handed to
+//! the machine, and at [`Server::handle_timeout`], the tasks whose status moved on since
+//! are told of (`announce_tasks`):
+//!
+//! * a 2025 task to its legacy session, when that session is the one in the machine and
+//!   speaks 2025-11-25: `notifications/tasks/status` with the task (over HTTP the endpoint
+//!   routes it to the session's `GET` stream; a session's task that changed while another
+//!   session was in the machine is told at its own session's next turn);
+//! * a 2026 task to every open listen of the same principal that named it in `taskIds`:
+//!   `notifications/tasks` with the `DetailedTask` (what `tasks/get` would show) tagged
+//!   with the listen's id. A 2026 change with no such listen is not kept for later.
+//!
+//! Then the held `tasks/result` requests whose task ended (or expired) are answered
+//! (`settle_results`), as a `tasks/result` of an ended task is. A cancelled request
+//! (`notifications/cancelled` with its id) is dropped without an answer.
+//!
+//! **Time.** A task's outcome held behind a delay ([`ToolOutcome::After`](super::ToolOutcome::After))
+//! becomes due at a known instant once its polls are used up; [`Server::poll_timeout`]
+//! says the earliest such instant (and, for a held `tasks/result`, its task's expiry), and
+//! [`Server::handle_timeout`] shows every due outcome, so an adapter that calls it on time
+//! makes tasks finish, notify and answer without anyone polling.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::Instant;
+use crate::jsonrpc::RequestId;
+use crate::version::{Era, ProtocolVersion};
+
+use super::Server;
+use super::tasks::TTL_MS;
+
+impl Server {
+    /// The earliest instant at which [`Server::handle_timeout`] has something to do: a
+    /// task's held outcome falls due, or a held `tasks/result`'s task expires. `None`
+    /// when nothing waits for time.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let ttl = Duration::from_millis(TTL_MS);
+        let due = self.tasks.tasks_iter().filter_map(|t| t.due_at()).min();
+        let expiry = (self.tasks.waiting.iter())
+            .filter_map(|w| self.tasks.tasks_iter().find(|t| t.id() == w.task))
+            .map(|t| t.created_at().saturating_add(ttl))
+            .min();
+        match (due, expiry) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Time passed: every task outcome due by `now` is shown, and what that changes is
+    /// told and answered. Drain the output afterwards.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.now = self.now.max(now);
+        let now = self.now;
+        self.tasks.refresh_all(now);
+        self.after_input();
+    }
+
+    /// What follows every input: status notifications and held `tasks/result` answers.
+    pub(super) fn after_input(&mut self) {
+        if self.tasks.is_empty() {
+            return;
+        }
+        self.settle_results();
+        self.announce_tasks();
+    }
+
+    /// Tells the owners of the tasks whose status changed (see the module docs).
+    pub(super) fn announce_tasks(&mut self) {
+        let scope = self
+            .session
+            .as_ref()
+            .filter(|s| s.version >= ProtocolVersion::V2025_11_25)
+            .map(|s| s.task_scope);
+        let mut legacy: Vec<Value> = Vec::new();
+        let mut modern: Vec<(RequestId, Map<String, Value>)> = Vec::new();
+        let listens = &self.listens;
+        let store = &self.tasks;
+        let mut told: Vec<usize> = Vec::new();
+        for (at, task) in store.tasks_iter().enumerate() {
+            if task.status() == task.announced {
+                continue;
+            }
+            match task.era() {
+                Era::Legacy => {
+                    if scope.is_none() || task.scope() != scope {
+                        continue;
+                    }
+                    legacy.push(task.record(store));
+                }
+                Era::Modern => {
+                    for l in listens {
+                        if l.principal.as_deref() == task.principal()
+                            && l.task_ids.iter().any(|id| id == task.id())
+                            && let Value::Object(detailed) = task.detailed(store)
+                        {
+                            modern.push((l.id.clone(), detailed));
+                        }
+                    }
+                }
+            }
+            told.push(at);
+        }
+        for at in told {
+            self.tasks.mark_announced(at);
+        }
+        for record in legacy {
+            self.send_notification("notifications/tasks/status", &record);
+        }
+        for (id, params) in modern {
+            self.send_to_listen(&id, "notifications/tasks", params);
+        }
+    }
+
+    /// Answers the held `tasks/result` requests whose task ended or is gone.
+    fn settle_results(&mut self) {
+        if self.tasks.waiting.is_empty() {
+            return;
+        }
+        self.tasks.expire(self.now);
+        let waiting = std::mem::take(&mut self.tasks.waiting);
+        let mut still = Vec::new();
+        for w in waiting {
+            let reply = match self.tasks.tasks_iter().find(|t| t.id() == w.task) {
+                Some(t) if t.terminal() => t.result(),
+                Some(_) => {
+                    still.push(w);
+                    continue;
+                }
+                None => Err(super::tasks::not_found(&w.task)),
+            };
+            self.reply(&w.request, reply);
+        }
+        self.tasks.waiting.extend(still);
+    }
+
+    /// `notifications/cancelled` for a held `tasks/result`: it is dropped.
+    pub(super) fn cancel_waiting(&mut self, id: &RequestId) {
+        self.tasks.waiting.retain(|w| w.request != *id);
+    }
+
+    /// Held `tasks/result` requests.
+    #[must_use]
+    pub fn waiting_results(&self) -> usize {
+        self.tasks.waiting.len()
+    }
+}

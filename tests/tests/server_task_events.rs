@@ -1,0 +1,227 @@
+//! Task events over real sockets (`mcp_blocking::serve_http` on 127.0.0.1), driven by a
+//! raw HTTP/1.1 client: a 2025-11-25 `tasks/result` on a running task is an SSE response
+//! that waits for the task's delayed outcome (handed to the endpoint by the server's
+//! timer, nobody polling), and the session's `GET` stream carries
+//! `notifications/tasks/status` when the task completes.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+use mcp_proto::model::Implementation;
+use mcp_proto::server::{Server, ServerConfig, Tool, ToolCall, ToolOutcome};
+use serde_json::{Value, json};
+
+const V: &str = "2025-11-25";
+const DELAY: Duration = Duration::from_millis(300);
+
+fn server() -> Server {
+    Server::new(
+        ServerConfig::new(Implementation::new("events", "1")).with_tool(
+            Tool::new("slow", "", json!({"type": "object"}), |_: &ToolCall<'_>| {
+                ToolOutcome::after(DELAY, ToolOutcome::text("slow done"))
+            })
+            // Polls a tasks/result stands for: it must not need anyone to poll.
+            .as_task(3),
+        ),
+    )
+}
+
+fn send(addr: SocketAddr, method: &str, headers: &[(&str, &str)], body: &str) -> TcpStream {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+    let mut head = format!("{method} /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n");
+    for (n, v) in headers {
+        head.push_str(&format!("{n}: {v}\r\n"));
+    }
+    if method == "POST" {
+        head.push_str(&format!(
+            "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+             Content-Length: {}\r\n",
+            body.len()
+        ));
+    }
+    head.push_str("\r\n");
+    s.write_all(head.as_bytes()).unwrap();
+    s.write_all(body.as_bytes()).unwrap();
+    s
+}
+
+fn read_until(s: &mut TcpStream, seen: &mut String, done: impl Fn(&str) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut buf = [0; 4096];
+    while !done(seen) {
+        assert!(Instant::now() < deadline, "timed out; so far:\n{seen}");
+        match s.read(&mut buf) {
+            Ok(0) => return,
+            Ok(n) => seen.push_str(&String::from_utf8_lossy(&buf[..n])),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(e) => panic!("read: {e}"),
+        }
+    }
+}
+
+/// The JSON messages of the `data:` lines in `text` (a head, then SSE), or its JSON body.
+fn messages(text: &str) -> Vec<Value> {
+    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    if body.starts_with('{') {
+        return serde_json::from_str(body).into_iter().collect();
+    }
+    body.lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter(|d| !d.is_empty())
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect()
+}
+
+/// A complete JSON answer (`Connection: close`).
+fn post(addr: SocketAddr, session: Option<&str>, body: &Value) -> String {
+    let mut headers = vec![("Connection", "close")];
+    if let Some(s) = session {
+        headers.push(("Mcp-Session-Id", s));
+        headers.push(("MCP-Protocol-Version", V));
+    }
+    let mut c = send(addr, "POST", &headers, &body.to_string());
+    let mut text = String::new();
+    read_until(&mut c, &mut text, |_| false);
+    text
+}
+
+#[test]
+fn a_tasks_result_waits_for_the_delayed_outcome_and_the_get_stream_hears_the_status() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let handle = mcp_blocking::serve_http(listener, server()).unwrap();
+    let addr = handle.local_addr();
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": V, "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
+    let text = post(addr, None, &init);
+    let head = text.split("\r\n\r\n").next().unwrap();
+    let session = head
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("mcp-session-id: ")
+                .or_else(|| l.strip_prefix("Mcp-Session-Id: "))
+        })
+        .unwrap_or_else(|| panic!("no session: {text}"))
+        .trim()
+        .to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert!(post(addr, Some(&session), &initialized).starts_with("HTTP/1.1 202"));
+    let get_headers = [
+        ("Accept", "text/event-stream"),
+        ("Mcp-Session-Id", session.as_str()),
+        ("MCP-Protocol-Version", V),
+    ];
+    let mut listen = send(addr, "GET", &get_headers, "");
+    let mut listened = String::new();
+    read_until(&mut listen, &mut listened, |t| t.contains("\r\n\r\n"));
+    assert!(listened.starts_with("HTTP/1.1 200"), "{listened}");
+
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "slow", "arguments": {}, "task": {}}});
+    let created = messages(&post(addr, Some(&session), &call));
+    let task = created[0]["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(created[0]["result"]["task"]["status"], "working");
+
+    let started = Instant::now();
+    let result = json!({"jsonrpc": "2.0", "id": 2, "method": "tasks/result",
+        "params": {"taskId": task}});
+    let mut waiting = send(
+        addr,
+        "POST",
+        &[("Mcp-Session-Id", &session), ("MCP-Protocol-Version", V)],
+        &result.to_string(),
+    );
+    let mut got = String::new();
+    read_until(&mut waiting, &mut got, |t| {
+        messages(t).iter().any(|m| m.get("id").is_some())
+    });
+    let waited = started.elapsed();
+    assert!(got.starts_with("HTTP/1.1 200"), "{got}");
+    assert!(
+        got.to_ascii_lowercase()
+            .contains("content-type: text/event-stream"),
+        "{got}"
+    );
+    let answer = messages(&got).into_iter().find(|m| m["id"] == 2).unwrap();
+    assert_eq!(answer["result"]["content"][0]["text"], "slow done", "{got}");
+    assert!(
+        waited >= DELAY - Duration::from_millis(50),
+        "answered after {waited:?}"
+    );
+    assert!(
+        messages(&got).iter().all(|m| m.get("method").is_none()),
+        "the status is the session's news, not the request's: {got}"
+    );
+
+    read_until(&mut listen, &mut listened, |t| !messages(t).is_empty());
+    let status = &messages(&listened)[0];
+    assert_eq!(status["method"], "notifications/tasks/status");
+    assert_eq!(status["params"]["taskId"], task.as_str());
+    assert_eq!(status["params"]["status"], "completed");
+    handle.stop();
+}
+
+/// Lines, then a pause, then the end of input.
+struct SlowInput {
+    lines: Option<Vec<u8>>,
+    pause: Duration,
+}
+
+impl Read for SlowInput {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if let Some(lines) = self.lines.take() {
+            buf[..lines.len()].copy_from_slice(&lines);
+            return Ok(lines.len());
+        }
+        std::thread::sleep(self.pause);
+        Ok(0)
+    }
+}
+
+#[test]
+fn over_stdio_the_server_answers_a_held_tasks_result_on_its_own_timer() {
+    let mut input = Vec::new();
+    for m in [
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": V, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "slow", "arguments": {}, "task": {}}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tasks/result",
+            "params": {"taskId": "task-1"}}),
+    ] {
+        input.extend_from_slice(m.to_string().as_bytes());
+        input.push(b'\n');
+    }
+    let mut server = server();
+    let mut output = Vec::new();
+    let slow = SlowInput {
+        lines: Some(input),
+        pause: DELAY * 3,
+    };
+    mcp_blocking::serve(&mut server, slow, &mut output).unwrap();
+    let out: Vec<Value> = output
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice(l).unwrap())
+        .collect();
+    // The end of input drops a held request: the answer came from the timer, before.
+    let answer = out
+        .iter()
+        .find(|m| m["id"] == 2)
+        .expect("tasks/result answered");
+    assert_eq!(answer["result"]["content"][0]["text"], "slow done");
+    let status = out
+        .iter()
+        .find(|m| m["method"] == "notifications/tasks/status")
+        .expect("a status notification");
+    assert_eq!(status["params"]["status"], "completed");
+}
