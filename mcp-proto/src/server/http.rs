@@ -73,7 +73,9 @@
 //! [`HttpEndpoint::cancel_stream`], which the machine sees as `notifications/cancelled`
 //! (except for a session's stream, which is only detached: see below).
 //! A posted `notifications/cancelled` cancels an open exchange only when exactly one open
-//! exchange has that request id (without sessions, two clients may use the same one).
+//! exchange of the poster's session and principal has that request id (two clients may
+//! use the same one); without a session or a principal it is ignored, since nothing
+//! ties an anonymous poster to any exchange: closing the stream cancels.
 //! At most [`HttpEndpointConfig::max_open_streams`] exchanges stay open; one more is
 //! cancelled and answered 503 with `-32603`.
 //!
@@ -350,6 +352,8 @@ struct Exchange {
     streaming: bool,
     /// The legacy session it belongs to, with sessions.
     session: Option<String>,
+    /// The principal its request was served as (authenticated by the application).
+    principal: Option<String>,
     /// Its resumable stream number, once it is a stream of a session.
     stream: Option<u64>,
     /// The attachment a connection serves; `None` while no connection does (not
@@ -1181,6 +1185,7 @@ impl HttpEndpoint {
                 error_code: None,
                 streaming: false,
                 session,
+                principal: self.server.principal.clone(),
                 stream: None,
                 attach: None,
             },
@@ -1508,7 +1513,11 @@ impl HttpEndpoint {
     }
 
     /// A posted notification: 202. `notifications/cancelled` is mapped to the one open
-    /// exchange with that request id, if exactly one has it.
+    /// exchange with that request id of the poster's own session and principal, if
+    /// exactly one has it. With neither a session nor a principal nothing ties the
+    /// poster to any exchange (one anonymous client could cancel another's call by
+    /// guessing its id), so the notification is ignored: such a client cancels by
+    /// closing the stream, as 2026-07-28 prescribes.
     fn notification(
         &mut self,
         now: Instant,
@@ -1516,6 +1525,10 @@ impl HttpEndpoint {
         session: Option<String>,
     ) -> HttpResponse {
         if n.method == "notifications/cancelled" {
+            let principal = self.server.principal.clone();
+            if session.is_none() && principal.is_none() {
+                return HttpResponse::new(202);
+            }
             let target = n
                 .params
                 .as_deref()
@@ -1525,7 +1538,12 @@ impl HttpEndpoint {
                 let mut open = self
                     .exchanges
                     .iter()
-                    .filter(|(_, e)| e.streaming && e.original == target && e.session == session)
+                    .filter(|(_, e)| {
+                        e.streaming
+                            && e.original == target
+                            && e.session == session
+                            && e.principal == principal
+                    })
                     .map(|(k, _)| *k);
                 if let (Some(key), None) = (open.next(), open.next()) {
                     self.cancel(now, key, "cancelled by the client");

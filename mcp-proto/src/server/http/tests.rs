@@ -631,12 +631,12 @@ fn legacy_input_over_an_open_stream() {
 fn a_posted_cancel_reports_the_stream_it_ends() {
     let mut ep = endpoint();
     let hang = modern(7, "tools/call", json!({"name": "hang"}), Some("hang"));
-    let s = stream(ep.handle_request(now(), &hang));
+    let s = stream(ep.handle_request_as(now(), &hang, Some("alice")));
     assert_eq!(ep.poll_ready(), None);
     let cancel =
         json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}});
     assert_eq!(
-        complete(ep.handle_request(now(), &post(&cancel, &[]))).status,
+        complete(ep.handle_request_as(now(), &post(&cancel, &[]), Some("alice"))).status,
         202
     );
     // The end of the stream is output: whoever serves it is told, without polling.
@@ -648,8 +648,8 @@ fn a_posted_cancel_reports_the_stream_it_ends() {
     assert_eq!(out, b"0\r\n\r\n");
     assert_eq!(ep.open_streams(), 0);
     // Polled before it was reported: not reported afterwards.
-    let s = stream(ep.handle_request(now(), &hang));
-    ep.handle_request(now(), &post(&cancel, &[]));
+    let s = stream(ep.handle_request_as(now(), &hang, Some("alice")));
+    ep.handle_request_as(now(), &post(&cancel, &[]), Some("alice"));
     assert_eq!(ep.poll_stream(&s, &mut Vec::new()), StreamStatus::Finished);
     assert_eq!(ep.poll_ready(), None);
 }
@@ -664,9 +664,9 @@ fn unanswered_calls_stay_open_until_cancelled() {
         },
     );
     let hang = |id| modern(id, "tools/call", json!({"name": "hang"}), Some("hang"));
-    // Two clients may use the same id.
-    let a = stream(ep.handle_request(now(), &hang(1)));
-    let b = stream(ep.handle_request(now(), &hang(1)));
+    // Two clients of one principal may use the same id.
+    let a = stream(ep.handle_request_as(now(), &hang(1), Some("alice")));
+    let b = stream(ep.handle_request_as(now(), &hang(1), Some("alice")));
     assert!(a.response().body.is_empty());
     assert_eq!(ep.open_streams(), 2);
     let r = complete(ep.handle_request(now(), &hang(2)));
@@ -674,8 +674,9 @@ fn unanswered_calls_stay_open_until_cancelled() {
     // A posted cancel naming an id two exchanges share is ignored.
     let cancel =
         json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}});
+    let cancel = post(&cancel, &[]);
     assert_eq!(
-        complete(ep.handle_request(now(), &post(&cancel, &[]))).status,
+        complete(ep.handle_request_as(now(), &cancel, Some("alice"))).status,
         202
     );
     assert_eq!(ep.open_streams(), 2);
@@ -683,12 +684,32 @@ fn unanswered_calls_stay_open_until_cancelled() {
     let mut out = Vec::new();
     assert_eq!(ep.poll_stream(&a, &mut out), StreamStatus::Finished);
     assert_eq!(out, b"0\r\n\r\n");
-    // Now the id is unique: the posted cancel ends the other one.
+    // Now the id is unique, but neither an anonymous client nor another principal
+    // reaches it: nothing ties them to alice's call.
+    for who in [None, Some("mallory")] {
+        assert_eq!(
+            complete(ep.handle_request_as(now(), &cancel, who)).status,
+            202
+        );
+        assert_eq!(ep.open_streams(), 1, "{who:?} cancelled alice's call");
+    }
+    // Alice's own cancel ends it.
     assert_eq!(
-        complete(ep.handle_request(now(), &post(&cancel, &[]))).status,
+        complete(ep.handle_request_as(now(), &cancel, Some("alice"))).status,
         202
     );
     assert_eq!(ep.poll_stream(&b, &mut Vec::new()), StreamStatus::Finished);
+    assert_eq!(ep.open_streams(), 0);
+    // Anonymous calls are cancelled by closing their stream only: a posted cancel from
+    // anyone (the caller included, since nothing tells them apart) is ignored.
+    let anon = stream(ep.handle_request(now(), &hang(1)));
+    assert_eq!(complete(ep.handle_request(now(), &cancel)).status, 202);
+    assert_eq!(ep.open_streams(), 1);
+    ep.cancel_stream(now(), &anon);
+    assert_eq!(
+        ep.poll_stream(&anon, &mut Vec::new()),
+        StreamStatus::Finished
+    );
     assert_eq!(ep.open_streams(), 0);
     // HTTP/1.0: the stream is delimited by closing the connection.
     let mut old = hang(3);
@@ -821,6 +842,7 @@ fn answer_is_sse_when_messages_precede_the_response() {
         error_code: None,
         streaming: false,
         session: None,
+        principal: None,
         stream: None,
         attach: None,
     };

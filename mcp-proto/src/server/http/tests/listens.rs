@@ -111,13 +111,24 @@ fn a_listen_is_an_open_stream_that_carries_its_notifications_under_the_clients_i
 #[test]
 fn a_posted_cancel_ends_a_listen_and_refusals_are_answered_at_once() {
     let mut ep = HttpEndpoint::new(changing());
-    let a = stream(ep.handle_request(now(), &listen("L", json!({"toolsListChanged": true}))));
+    let l = listen("L", json!({"toolsListChanged": true}));
+    let a = stream(ep.handle_request_as(now(), &l, Some("alice")));
     let cancel = post(
         &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
                 "params": {"requestId": "L"}}),
         &[("MCP-Protocol-Version", V)],
     );
+    // Another principal's cancel, or an anonymous one, does not reach alice's listen.
+    assert_eq!(
+        complete(ep.handle_request_as(now(), &cancel, Some("bob"))).status,
+        202
+    );
     assert_eq!(complete(ep.handle_request(now(), &cancel)).status, 202);
+    assert_eq!(ep.server().subscriptions(), 1);
+    assert_eq!(
+        complete(ep.handle_request_as(now(), &cancel, Some("alice"))).status,
+        202
+    );
     assert_eq!(ep.server().subscriptions(), 0);
     let (_, status) = drain(&mut ep, &a);
     assert_eq!(status, StreamStatus::Finished);
