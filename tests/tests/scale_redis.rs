@@ -12,6 +12,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
@@ -26,7 +27,9 @@ const MODERN: &str = "2026-07-28";
 struct Process {
     child: Child,
     addr: String,
-    stderr: Option<JoinHandle<String>>,
+    /// What the server wrote on stderr after its URL, as it arrives.
+    log: Arc<Mutex<String>>,
+    stderr: Option<JoinHandle<()>>,
 }
 
 impl Process {
@@ -50,16 +53,35 @@ impl Process {
             .and_then(|r| r.strip_suffix("/mcp"))
             .unwrap_or_else(|| panic!("not an endpoint URL: {line:?}"))
             .to_owned();
+        let log = Arc::new(Mutex::new(String::new()));
+        let sink = Arc::clone(&log);
         let stderr = thread::spawn(move || {
-            let mut rest = String::new();
-            let _ = stderr.read_to_string(&mut rest);
-            rest
+            let mut line = String::new();
+            while stderr.read_line(&mut line).is_ok_and(|n| n > 0) {
+                sink.lock().unwrap().push_str(&line);
+                line.clear();
+            }
         });
         Process {
             child,
             addr,
+            log,
             stderr: Some(stderr),
         }
+    }
+
+    /// Waits (at most 20 s) until the server has said `what` on stderr `times` times.
+    fn await_log(&self, what: &str, times: usize) {
+        for _ in 0..400 {
+            if self.log.lock().unwrap().matches(what).count() >= times {
+                return;
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+        panic!(
+            "the server never said {what:?} {times} times: {}",
+            self.log.lock().unwrap()
+        );
     }
 
     /// One request on its own connection (`Connection: close`): status, head, body.
@@ -96,7 +118,8 @@ impl Drop for Process {
         let _ = self.child.kill();
         let _ = self.child.wait();
         if let Some(t) = self.stderr.take() {
-            let rest = t.join().unwrap_or_default();
+            let _ = t.join();
+            let rest = self.log.lock().unwrap();
             if !rest.trim().is_empty() {
                 eprintln!("--- server stderr ---\n{rest}");
             }
@@ -151,10 +174,109 @@ fn events(body: &str) -> Vec<(Option<String>, Option<String>, String)> {
 }
 
 fn key_file() -> PathBuf {
-    let path = std::env::temp_dir().join(format!("mcp-scale-keys-{}", std::process::id()));
-    let text = format!("# shared by both processes\nk1 {}\n", "5a".repeat(32));
+    key_file_named("shared", &format!("# shared by both processes\nk1 {K1}\n"))
+}
+
+fn key_file_named(name: &str, text: &str) -> PathBuf {
+    let path = std::env::temp_dir().join(format!("mcp-scale-{name}-{}", std::process::id()));
     std::fs::write(&path, text).unwrap();
     path
+}
+
+const K1: &str = "5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a";
+const K2: &str = "6b6b6b6b6b6b6b6b6b6b6b6b6b6b6b6b6b6b6b6b6b6b6b6b6b6b6b6b6b6b6b6b";
+
+const MODERN_CONFIRM: [(&str, &str); 3] = [
+    ("MCP-Protocol-Version", MODERN),
+    ("Mcp-Method", "tools/call"),
+    ("Mcp-Name", "confirm"),
+];
+
+fn modern_meta() -> Value {
+    json!({"io.modelcontextprotocol/protocolVersion": MODERN,
+           "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}})
+}
+
+/// A 2026-07-28 `confirm` on `p`: the `requestState` of its `input_required` answer.
+fn seal(p: &Process) -> String {
+    let first = json!({"jsonrpc": "2.0", "id": 10, "method": "tools/call",
+                       "params": {"name": "confirm", "arguments": {}, "_meta": modern_meta()}});
+    let (status, _, body) = p.send("POST", &MODERN_CONFIRM, &first.to_string());
+    assert_eq!(status, 200, "{body}");
+    let asked: Value = serde_json::from_str(&body).unwrap();
+    asked["result"]["requestState"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no requestState: {asked}"))
+        .to_owned()
+}
+
+/// `confirm` answered with `state` on `p`: the JSON-RPC answer.
+fn open(p: &Process, state: &str) -> Value {
+    let retry = json!({"jsonrpc": "2.0", "id": 11, "method": "tools/call", "params": {
+        "name": "confirm", "arguments": {}, "_meta": modern_meta(), "requestState": state,
+        "inputResponses": {"confirm": {"action": "accept", "content": {"proceed": true}}}}});
+    let (_, _, body) = p.send("POST", &MODERN_CONFIRM, &retry.to_string());
+    serde_json::from_str(&body).unwrap_or_else(|_| panic!("not JSON: {body}"))
+}
+
+fn accepted(answer: &Value) -> bool {
+    answer["result"]["content"][0]["text"]
+        .as_str()
+        .is_some_and(|t| t.starts_with("accepted"))
+}
+
+/// Keys rotate through the shared key file without a restart and without a moment in
+/// which one process seals what the other cannot open: the new key is first added as
+/// `open` (both learn it), then made the sealing key; a state sealed with it by the first
+/// process to read the change opens on the other even before that one reads it, and
+/// states sealed under the old key keep opening until the old key leaves the file.
+#[test]
+fn keys_rotate_through_the_file_without_downtime() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    const RELOAD: &str = "keys read again";
+    let keys = key_file_named("rotate", &format!("k1 {K1}\n"));
+    let a = Process::start(&redis.url(), &keys);
+    let b = Process::start(&redis.url(), &keys);
+    let before = [seal(&a), seal(&b), seal(&a)];
+    assert!(before.iter().all(|s| s.starts_with("v1.k1.")), "{before:?}");
+
+    // Step 1: both learn k2, neither seals with it.
+    std::fs::write(&keys, format!("k1 {K1}\nk2 {K2} open\n")).unwrap();
+    a.await_log(RELOAD, 1);
+    b.await_log(RELOAD, 1);
+    assert!(
+        seal(&a).starts_with("v1.k1."),
+        "an opening key does not seal"
+    );
+
+    // Step 2: k2 seals. As soon as A has read it, what A seals opens on B (which may not
+    // have read the change yet: it already had k2 as an opening key).
+    std::fs::write(&keys, format!("k1 {K1}\nk2 {K2}\n")).unwrap();
+    a.await_log(RELOAD, 2);
+    let new = seal(&a);
+    assert!(new.starts_with("v1.k2."), "{new}");
+    assert!(accepted(&open(&b, &new)), "B opens A's k2 state");
+    // The old key still opens, on both.
+    assert!(accepted(&open(&b, &before[0])), "B opens a k1 state of A's");
+    assert!(accepted(&open(&a, &before[1])), "A opens a k1 state of B's");
+
+    // Step 3: k1 leaves the file: its states no longer open; k2's still do.
+    std::fs::write(&keys, format!("k2 {K2}\n")).unwrap();
+    a.await_log(RELOAD, 3);
+    b.await_log(RELOAD, 3);
+    let refused = open(&a, &before[2]);
+    assert_eq!(refused["error"]["code"], -32602, "k1 retired: {refused}");
+    assert!(accepted(&open(&a, &seal(&b))), "A opens B's k2 state");
+
+    // A file that no longer parses keeps the keys in force.
+    std::fs::write(&keys, "k3 not-hex\n").unwrap();
+    a.await_log("the keys in force stay", 1);
+    assert!(seal(&a).starts_with("v1.k2."));
+
+    drop((a, b));
+    let _ = std::fs::remove_file(keys);
 }
 
 #[test]

@@ -1396,6 +1396,9 @@ pub fn serve_example(
                         handle.url()
                     );
                 }
+                if let Some(scale) = scale {
+                    scale.watch_keys(&handle);
+                }
                 handle.wait();
                 Ok(0)
             }

@@ -196,6 +196,13 @@ impl Server {
         self.config.state_codec = Box::new(SealedStateCodec::new(ring, &seed, epoch_unix_ms));
     }
 
+    /// Replaces the `requestState` codec, for a server that is already serving: how a
+    /// key ring is rotated (a [`SealedStateCodec`] over a ring that still holds the
+    /// previous keys keeps opening the states they sealed). Nothing else changes.
+    pub fn set_state_codec(&mut self, codec: Box<dyn RequestStateCodec>) {
+        self.config.state_codec = codec;
+    }
+
     /// Makes task ids unguessable and task times real: ids become 128-bit values keyed
     /// by `seed` (32 bytes from a real entropy source) instead of `task-1`, `task-2`, …,
     /// and `createdAt` / `lastUpdatedAt` are placed on the Unix clock by `epoch_unix_ms`

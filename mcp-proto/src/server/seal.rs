@@ -99,6 +99,27 @@ impl KeyRing {
         Ok(())
     }
 
+    /// Adds a key that opens states but does not seal them: the first step of a rotation
+    /// without downtime across several instances (every instance learns the new key
+    /// first, and only then does any of them seal with it, through
+    /// [`KeyRing::rotate`]). An id already in the ring is replaced, except the sealing
+    /// key's, which stays as it is.
+    ///
+    /// # Errors
+    /// [`InvalidKeyId`] as for [`KeyRing::new`].
+    pub fn add_opening(&mut self, id: &str, secret: [u8; 32]) -> Result<(), InvalidKeyId> {
+        if self.current_id() == id {
+            return Ok(());
+        }
+        self.rotate(id, secret)?;
+        // `rotate` made it the last (sealing) key: move it just before the sealing one.
+        let len = self.keys.len();
+        if len >= 2 {
+            self.keys.swap(len - 1, len - 2);
+        }
+        Ok(())
+    }
+
     /// Removes a key: states sealed under it no longer open. The key that seals stays.
     pub fn retire(&mut self, id: &str) {
         if self.keys.len() > 1 || self.current_id() != id {
@@ -436,6 +457,31 @@ mod tests {
             c.open(&ctx(late, Some("a"), b"x"), &token),
             Err(StateRefusal::Expired)
         );
+    }
+
+    #[test]
+    fn an_opening_key_opens_but_never_seals() {
+        let mut ring = KeyRing::new("k1", [3; 32]).unwrap();
+        ring.add_opening("k2", [4; 32]).unwrap();
+        assert_eq!(ring.current_id(), "k1");
+        assert!(ring.contains("k2"));
+        // The sealing key's own id changes nothing; a bad id is refused.
+        ring.add_opening("k1", [9; 32]).unwrap();
+        assert_eq!(ring.current_id(), "k1");
+        assert!(ring.add_opening("bad id", [4; 32]).is_err());
+        // An instance that only learned k2 opens what one already sealing with k2 sealed.
+        let cx = ctx(Instant::ZERO, None, b"x");
+        let mut learned = SealedStateCodec::new(ring.clone(), &[5; 32], 1_000);
+        let mut sealing = ring;
+        sealing.rotate("k2", [4; 32]).unwrap();
+        let mut rotated = SealedStateCodec::new(sealing, &[6; 32], 1_000);
+        let token = rotated.seal(&cx, &state());
+        assert!(token.starts_with("v1.k2."), "{token}");
+        assert_eq!(learned.open(&cx, &token), Ok(state()));
+        // And the other way round: the old key still opens on the rotated instance.
+        let old = learned.seal(&cx, &state());
+        assert!(old.starts_with("v1.k1."), "{old}");
+        assert_eq!(rotated.open(&cx, &old), Ok(state()));
     }
 
     #[test]
