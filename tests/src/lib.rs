@@ -4,6 +4,7 @@
 
 pub mod http_sim;
 pub mod interop;
+pub mod raw_http;
 pub mod redis;
 
 use std::collections::HashMap;

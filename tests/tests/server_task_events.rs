@@ -4,12 +4,13 @@
 //! timer, nobody polling), and the session's `GET` stream carries
 //! `notifications/tasks/status` when the task completes.
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::io::Read;
+use std::net::{SocketAddr, TcpListener};
 use std::time::{Duration, Instant};
 
 use mcp_proto::model::Implementation;
 use mcp_proto::server::{Server, ServerConfig, Tool, ToolCall, ToolOutcome};
+use mcp_tests::raw_http::{read_until, send};
 use serde_json::{Value, json};
 
 const V: &str = "2025-11-25";
@@ -25,44 +26,6 @@ fn server() -> Server {
             .as_task(3),
         ),
     )
-}
-
-fn send(addr: SocketAddr, method: &str, headers: &[(&str, &str)], body: &str) -> TcpStream {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
-    let mut head = format!("{method} /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n");
-    for (n, v) in headers {
-        head.push_str(&format!("{n}: {v}\r\n"));
-    }
-    if method == "POST" {
-        head.push_str(&format!(
-            "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
-             Content-Length: {}\r\n",
-            body.len()
-        ));
-    }
-    head.push_str("\r\n");
-    s.write_all(head.as_bytes()).unwrap();
-    s.write_all(body.as_bytes()).unwrap();
-    s
-}
-
-fn read_until(s: &mut TcpStream, seen: &mut String, done: impl Fn(&str) -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    let mut buf = [0; 4096];
-    while !done(seen) {
-        assert!(Instant::now() < deadline, "timed out; so far:\n{seen}");
-        match s.read(&mut buf) {
-            Ok(0) => return,
-            Ok(n) => seen.push_str(&String::from_utf8_lossy(&buf[..n])),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) => {}
-            Err(e) => panic!("read: {e}"),
-        }
-    }
 }
 
 /// The JSON messages of the `data:` lines in `text` (a head, then SSE), or its JSON body.
