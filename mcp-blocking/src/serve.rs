@@ -52,6 +52,7 @@ pub fn serve(
     input: impl Read + Send,
     mut output: impl Write,
 ) -> io::Result<()> {
+    mcp_io::heap::keep_freed_memory();
     let (tx, rx) = mpsc::sync_channel::<io::Result<Vec<u8>>>(4);
     thread::scope(|scope| {
         // Owned here: returning drops it, so a reader blocked on a full channel stops.

@@ -230,6 +230,7 @@ pub fn serve_http_setup(
     options: HttpServeOptions,
     setup: impl FnOnce(&mut HttpEndpoint),
 ) -> io::Result<HttpServerHandle> {
+    mcp_io::heap::keep_freed_memory();
     mcp_io::auth::seal_server_states(&mut server)?;
     listener.set_nonblocking(true)?;
     let local_addr = listener.local_addr()?;

@@ -9,6 +9,8 @@
 //!   the `PATH` lookup, turned into a [`std::process::Command`] by
 //!   [`StdioCommand::to_command`]; [`StderrTail`], the bounded stderr buffer, and
 //!   [`Shutdown`], how the process ended.
+//! * [`heap`]: keeping glibc from returning, after every large request, memory a
+//!   long-running server needs again at once (the serve functions call it).
 //! * [`ending`]: how a server is ended after its stdin is closed, within the grace
 //!   period (`SIGTERM`, then `SIGKILL`, to its whole process group), as steps both
 //!   adapters execute.
@@ -81,6 +83,7 @@ mod error;
 /// Entry points for the fuzz targets in `fuzz/`; compiled always so CI keeps them building.
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod heap;
 pub mod http;
 mod inbox;
 mod options;
