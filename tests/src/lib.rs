@@ -2,6 +2,7 @@
 //! machine against a peer (the bundled server machine or a scripted one), with a fake
 //! clock that jumps straight to the next deadline when nothing else can happen.
 
+pub mod cli_home;
 pub mod http_sim;
 pub mod interop;
 pub mod raw_http;

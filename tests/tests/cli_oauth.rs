@@ -14,31 +14,9 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-/// The `mcp` example, built here when only this test target was.
-fn mcp_exe() -> PathBuf {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT.get_or_init(build_mcp).clone()
-}
-
-fn build_mcp() -> PathBuf {
-    let exe = std::env::current_exe().expect("current_exe");
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("test binary lives in target/<profile>/deps");
-    let path = profile_dir.join("examples").join("mcp");
-    // Always ask cargo: a stale binary would test old code (it is a no-op when fresh).
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = Command::new(cargo)
-        .args(["build", "-p", "mcp-blocking", "--example", "mcp"])
-        .status()
-        .expect("run cargo build");
-    assert!(status.success(), "building the mcp example failed");
-    path
-}
+use mcp_tests::cli_home::CliHome as Home;
 
 fn python_available() -> bool {
     Command::new("python3")
@@ -101,47 +79,6 @@ impl Drop for Fixture {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-    }
-}
-
-/// A private config and state directory for the CLI.
-struct Home {
-    dir: PathBuf,
-}
-
-impl Home {
-    fn new(test: &str) -> Home {
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-            .join("cli-oauth")
-            .join(format!("{test}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Home { dir }
-    }
-
-    fn credentials_dir(&self) -> PathBuf {
-        self.dir.join("state").join("mcp").join("credentials")
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(mcp_exe());
-        c.args(args)
-            .env("MCP_CONFIG", self.dir.join("servers.json"))
-            .env("XDG_STATE_HOME", self.dir.join("state"))
-            .env("HOME", &self.dir)
-            .env_remove("MCP_BEARER_TOKEN")
-            .stdin(Stdio::null());
-        c
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.command(args).output().expect("run mcp")
-    }
-}
-
-impl Drop for Home {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -245,7 +182,10 @@ fn login_call_status_logout_without_leaking_a_secret() {
         eprintln!("skipped: python3 is not installed");
         return;
     }
-    let home = Home::new("flow");
+    let home = Home::new(
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-oauth"),
+        "flow",
+    );
     let fixture = Fixture::start(&home.dir);
     let mut everything = String::new();
 

@@ -7,35 +7,14 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use mcp_proto::auth::crypto::{base64url, sha256};
 use mcp_proto::auth::form::{callback_params, encode_pairs};
+use mcp_tests::cli_home::CliHome as Home;
 use serde_json::{Value, json};
-
-/// The `mcp` example, built here when only this test target was.
-fn mcp_exe() -> PathBuf {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let exe = std::env::current_exe().expect("current_exe");
-            let profile_dir = exe
-                .parent()
-                .and_then(Path::parent)
-                .expect("test binary lives in target/<profile>/deps");
-            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-            let status = Command::new(cargo)
-                .args(["build", "-p", "mcp-blocking", "--example", "mcp"])
-                .status()
-                .expect("run cargo build");
-            assert!(status.success(), "building the mcp example failed");
-            profile_dir.join("examples").join("mcp")
-        })
-        .clone()
-}
 
 /// `mcp serve-example --http 127.0.0.1:0 --oauth`, killed on drop.
 struct Server {
@@ -45,7 +24,7 @@ struct Server {
 
 impl Server {
     fn start() -> Server {
-        let mut child = Command::new(mcp_exe())
+        let mut child = Command::new(mcp_tests::example_bin("mcp-blocking", "mcp"))
             .args(["serve-example", "--http", "127.0.0.1:0", "--oauth"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -147,49 +126,6 @@ fn query(location: &str) -> HashMap<String, String> {
     callback_params(location).unwrap().into_iter().collect()
 }
 
-/// A private config and state directory for the CLI.
-struct Home {
-    dir: PathBuf,
-}
-
-impl Home {
-    fn new(test: &str) -> Home {
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-            .join("cli-oauth-example")
-            .join(format!("{test}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Home { dir }
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(mcp_exe());
-        c.args(args)
-            .env("MCP_CONFIG", self.dir.join("servers.json"))
-            .env("XDG_STATE_HOME", self.dir.join("state"))
-            .env("HOME", &self.dir)
-            .env_remove("MCP_BEARER_TOKEN")
-            .env_remove("BROWSER")
-            .stdin(Stdio::null());
-        c
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.command(args).output().expect("run mcp")
-    }
-
-    fn stored(&self) -> usize {
-        std::fs::read_dir(self.dir.join("state").join("mcp").join("credentials"))
-            .map_or(0, Iterator::count)
-    }
-}
-
-impl Drop for Home {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -232,7 +168,10 @@ fn login(home: &Home) -> Output {
 #[test]
 fn readme_commands_against_serve_example_oauth() {
     let server = Server::start();
-    let home = Home::new("flow");
+    let home = Home::new(
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-oauth-example"),
+        "flow",
+    );
     let add = home.run(&["add", "docs", "--url", &server.url]);
     assert!(add.status.success(), "{}", text(&add.stderr));
 
