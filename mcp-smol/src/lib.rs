@@ -9,6 +9,11 @@
 //! `mcp-blocking`'s, with `async` methods on a cloneable handle: the same names at the
 //! crate root ([`mcp_io::api`]), the same [`Error`], [`Options`] and [`HttpOptions`].
 //!
+//! It hosts servers too: [`serve`] and [`serve_stdio`] run a sans-IO
+//! [`mcp_proto::server::Server`] over byte streams, [`serve_http`] as a Streamable HTTP
+//! endpoint, each as one future that spawns nothing (`mcp-blocking`'s hosting, on async
+//! IO).
+//!
 //! # The contract: the library never spawns
 //!
 //! [`connect_stdio`] starts the server process ([`connect_http`] only checks the URL)
@@ -189,6 +194,7 @@ mod conn;
 mod driver;
 mod facade;
 mod http;
+mod serve;
 mod stdio;
 
 pub use client::Client;
@@ -197,6 +203,7 @@ pub use http::{AsyncStream, ConnectFuture, Connector, HttpOptions, TcpConnector}
 /// The names both adapters export (the protocol types, [`Options`], [`Error`],
 /// [`StdioCommand`], the crates behind the API, …), one list shared with `mcp-blocking`.
 pub use mcp_io::api::*;
+pub use serve::{HttpServeOptions, serve, serve_http, serve_stdio};
 
 mcp_io::connect_functions! {
     /// Starts `command` as an MCP server over stdio and returns a handle to the connection

@@ -17,13 +17,13 @@ macro_rules! common_api {
             ClientCapabilities, ClientConfig, CloseReason, Connector, DEFAULT_CONNECT_TIMEOUT,
             DEFAULT_GRACE_PERIOD, DEFAULT_MAX_CONNECTIONS, DEFAULT_STDERR_LIMIT, DeclineAll,
             Direction, EndpointUrl, Era, EraCache, EraMode, Error, Flavour, HttpFailure,
-            HttpOptions, Implementation, InputAnswer, InputHandler, InputRequest, Limits, Local,
-            Notification, Options, Origin, PeerError, Progress, ProgressHandler, Prompt,
-            ProtocolVersion, ResolveError, Resource, ServerDetails, Shutdown, StdioCommand,
+            HttpOptions, HttpServeOptions, Implementation, InputAnswer, InputHandler, InputRequest,
+            Limits, Local, Notification, Options, Origin, PeerError, Progress, ProgressHandler,
+            Prompt, ProtocolVersion, ResolveError, Resource, ServerDetails, Shutdown, StdioCommand,
             TcpConnector, TlsUnavailable, Tool, TranscriptSink, TransportError, TransportErrorKind,
             TransportFailure, TransportFailureKind, UrlError, WireLog, connect_http,
-            connect_http_with, connect_stdio, connect_stdio_with, mcp_proto, serde_json,
-            transcript,
+            connect_http_with, connect_stdio, connect_stdio_with, mcp_proto, serde_json, serve,
+            serve_http, serve_stdio, transcript,
         };
     };
 }
@@ -56,6 +56,7 @@ fn shared_names_are_the_same_types() {
     let _: fn(mcp_blocking::CallToolResult) -> mcp_smol::CallToolResult = same;
     let _: fn(mcp_blocking::Shutdown) -> mcp_smol::Shutdown = same;
     let _: mcp_smol::EraMode = mcp_blocking::EraMode::Auto;
+    let _: mcp_smol::HttpServeOptions = mcp_blocking::HttpServeOptions::default();
     assert_eq!(
         mcp_blocking::DEFAULT_GRACE_PERIOD,
         mcp_smol::DEFAULT_GRACE_PERIOD

@@ -1,0 +1,391 @@
+//! Hosting a sans-IO [`Server`] on async IO: over byte streams ([`serve`],
+//! [`serve_stdio`]) and as a Streamable HTTP endpoint ([`serve_http`]).
+//!
+//! Theory of operation. Every decision is made by mcp-proto's machines; this module
+//! only moves bytes and waits. [`serve`] races one read against an `async_io::Timer` at
+//! the server's next deadline ([`Server::poll_timeout`]). [`serve_http`] is one future
+//! that polls, itself, the accept loop and one future per connection (no task is ever
+//! spawned, so any executor, or `block_on` alone, can run it):
+//!
+//! * [`HttpHost`] admits connections (one too many gets the machine's 503);
+//! * each [`HttpConnection`] says what to write, when to read and when to close; reads
+//!   wait at most until its next deadline;
+//! * the shared [`HttpEndpoint`] sits behind a mutex, held only while a machine is
+//!   polled (tool handlers are synchronous);
+//! * a connection with an open stream and nothing to write waits on an
+//!   `event_listener::Event` registered under the lock; whoever feeds the endpoint the
+//!   input that gives a stream output ([`HttpEndpoint::poll_ready`]) notifies it. Every
+//!   [`WATCH`] it peeks at its socket to notice a client that went away;
+//! * the endpoint's own deadlines are handed to it every [`POLL`];
+//! * when `stop` resolves, no more connections are accepted, every machine is closed,
+//!   and the future resolves once each connection has finished.
+
+use std::future::Future;
+use std::io;
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::task::Poll;
+use std::time::Duration;
+
+use async_io::{Async, Timer};
+use event_listener::Event;
+use futures_lite::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, FutureExt, future};
+use mcp_io::clock;
+use mcp_proto::server::Server;
+pub use mcp_proto::server::http::HttpServeOptions;
+use mcp_proto::server::http::{HttpConnection, HttpEndpoint, HttpHost, HttpTransmit};
+
+/// How often the endpoint's own deadlines are looked at, and the longest a connection
+/// waits before looking at its machine again. Never a delay for data.
+const POLL: Duration = Duration::from_millis(20);
+/// How often an open stream with nothing to send checks that its client is still there.
+const WATCH: Duration = Duration::from_millis(250);
+
+/// Serves `server` on this process's stdin and stdout until stdin ends (through
+/// [`blocking::Unblock`], whose threads do the blocking reads and writes). A client that
+/// goes away (stdout closed) ends it quietly. A `requestState` codec that does not
+/// protect what it seals is first replaced with a sealing one under a fresh random key
+/// ([`Server::seal_request_states`]).
+///
+/// # Errors
+/// Any other read or write error; the operating system having no random numbers.
+pub async fn serve_stdio(mut server: Server) -> io::Result<()> {
+    mcp_io::auth::seal_server_states(&mut server)?;
+    let input = blocking::Unblock::new(io::stdin());
+    let output = blocking::Unblock::new(io::stdout());
+    match serve(&mut server, input, output).await {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
+    }
+}
+
+/// Serves `server`: reads `input` to its end, writes every reply to `output` (flushed
+/// after each batch), hands the server its deadlines ([`Server::poll_timeout`]: a task
+/// outcome falling due) as they pass, then handles the end of input and writes what is
+/// left.
+///
+/// ```
+/// use mcp_proto::server::example;
+///
+/// let mut server = example::server();
+/// let input = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n";
+/// let mut output = Vec::new();
+/// futures_lite::future::block_on(mcp_smol::serve(&mut server, &input[..], &mut output))
+///     .unwrap();
+/// assert_eq!(output, b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n");
+/// ```
+///
+/// # Errors
+/// Any read or write error.
+pub async fn serve(
+    server: &mut Server,
+    mut input: impl AsyncRead + Unpin,
+    mut output: impl AsyncWrite + Unpin,
+) -> io::Result<()> {
+    mcp_io::heap::keep_freed_memory();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut out = Vec::new();
+    loop {
+        let read = async { Some(input.read(&mut buf).await) };
+        // Dropping a pending read consumes nothing, so the race loses no input.
+        let event = match server.poll_timeout() {
+            None => read.await,
+            Some(due) => {
+                let timer = async {
+                    Timer::at(clock::to_std(due)).await;
+                    None
+                };
+                read.or(timer).await
+            }
+        };
+        match event {
+            Some(Ok(0)) => break,
+            Some(Ok(n)) => server.handle_input(clock::now(), &buf[..n]),
+            Some(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Some(Err(e)) => return Err(e),
+            None => server.handle_timeout(clock::now()),
+        }
+        write_pending(server, &mut out, &mut output).await?;
+    }
+    server.handle_eof(clock::now());
+    write_pending(server, &mut out, &mut output).await
+}
+
+async fn write_pending(
+    server: &mut Server,
+    out: &mut Vec<u8>,
+    output: &mut (impl AsyncWrite + Unpin),
+) -> io::Result<()> {
+    out.clear();
+    while server.poll_transmit(clock::now(), out).is_some() {}
+    if !out.is_empty() {
+        output.write_all(out).await?;
+        output.flush().await?;
+    }
+    Ok(())
+}
+
+/// Serves `server` as a Streamable HTTP endpoint (at `options.endpoint.path`, `/mcp` by
+/// default) on `listener` until `stop` resolves, then ends every connection and
+/// resolves. One future drives the listener and every connection; the library spawns
+/// nothing, so run it on any executor or with `block_on`.
+///
+/// `setup` runs on the endpoint before the first connection is accepted (a
+/// [`RequestGate`](mcp_proto::server::http::RequestGate), session and event stores), as
+/// in `mcp-blocking`'s `serve_http_setup`. A `requestState` codec that does not protect
+/// what it seals is first replaced with a sealing one under a fresh random key
+/// ([`Server::seal_request_states`]). Bind a loopback address unless remote clients are
+/// intended.
+///
+/// ```no_run
+/// use async_io::Async;
+/// use mcp_proto::server::example;
+/// use mcp_smol::HttpServeOptions;
+///
+/// let listener = Async::<std::net::TcpListener>::bind(([127, 0, 0, 1], 0))?;
+/// println!("serving http://{}/mcp", listener.get_ref().local_addr()?);
+/// let stop = futures_lite::future::pending::<()>();
+/// let served = mcp_smol::serve_http(
+///     listener,
+///     example::server(),
+///     HttpServeOptions::default(),
+///     |_| {},
+///     stop,
+/// );
+/// futures_lite::future::block_on(served)?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+///
+/// # Errors
+/// When the listener has no local address, or the operating system has no random
+/// numbers.
+pub async fn serve_http(
+    listener: Async<TcpListener>,
+    mut server: Server,
+    options: HttpServeOptions,
+    setup: impl FnOnce(&mut HttpEndpoint),
+    stop: impl Future<Output = ()>,
+) -> io::Result<()> {
+    mcp_io::heap::keep_freed_memory();
+    mcp_io::auth::seal_server_states(&mut server)?;
+    let local_addr = listener.get_ref().local_addr()?;
+    let seed = mcp_io::auth::random_seed()?;
+    let mut config = options.endpoint.clone();
+    config.restrict_hosts_for(local_addr.ip());
+    let mut endpoint = HttpEndpoint::with_sessions(server, config, &seed);
+    setup(&mut endpoint);
+    let shared = Shared {
+        endpoint: Mutex::new(endpoint),
+        wake: Event::new(),
+        stopping: AtomicBool::new(false),
+        host: HttpHost::for_options(&options),
+    };
+    run(&listener, &shared, stop).await;
+    Ok(())
+}
+
+/// What the connections of one server share.
+struct Shared {
+    endpoint: Mutex<HttpEndpoint>,
+    /// Notified when an open stream may have output, or the server stops.
+    wake: Event,
+    stopping: AtomicBool,
+    host: HttpHost,
+}
+
+impl Shared {
+    fn endpoint(&self) -> MutexGuard<'_, HttpEndpoint> {
+        // A panicking tool handler must not take the whole server down with it.
+        self.endpoint.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Wakes the connections of the streams the endpoint gave output to.
+    fn wake_ready(&self, endpoint: &mut HttpEndpoint) {
+        let mut any = false;
+        while endpoint.poll_ready().is_some() {
+            any = true;
+        }
+        if any {
+            self.wake.notify(usize::MAX);
+        }
+    }
+
+    fn tick(&self) {
+        let mut endpoint = self.endpoint();
+        let now = clock::now();
+        if endpoint.poll_timeout().is_some_and(|t| t <= now) {
+            endpoint.handle_timeout(now);
+            self.wake_ready(&mut endpoint);
+        }
+    }
+
+    fn stopping(&self) -> bool {
+        self.stopping.load(Ordering::SeqCst)
+    }
+}
+
+type Task<'a> = Pin<Box<dyn Future<Output = ()> + 'a>>;
+type Accept<'a> = Pin<Box<dyn Future<Output = io::Result<Async<TcpStream>>> + 'a>>;
+
+/// Polls the stop signal, the listener, the endpoint's clock and every connection, until
+/// stopped with no connection left.
+async fn run(listener: &Async<TcpListener>, shared: &Shared, stop: impl Future<Output = ()>) {
+    let mut stop = Box::pin(stop);
+    let mut accepted: Option<Accept<'_>> = None;
+    let mut ticker = Timer::interval(POLL);
+    let mut conns: Vec<Task<'_>> = Vec::new();
+    future::poll_fn(|cx| {
+        if !shared.stopping() && stop.as_mut().poll(cx).is_ready() {
+            shared.stopping.store(true, Ordering::SeqCst);
+            shared.wake.notify(usize::MAX);
+            accepted = None;
+        }
+        while !shared.stopping() {
+            let pending = accepted
+                .get_or_insert_with(|| Box::pin(async { listener.accept().await.map(|(s, _)| s) }));
+            let Poll::Ready(result) = pending.as_mut().poll(cx) else {
+                break;
+            };
+            accepted = None;
+            match result {
+                Ok(stream) => {
+                    // None: too many connections on their way out already; drop it.
+                    if let Some(machine) = shared.host.accept(clock::now()) {
+                        conns.push(Box::pin(Connection::new(stream, machine, shared).run()));
+                    }
+                }
+                // Out of descriptors and the like: the ticker polls again soon.
+                Err(_) => break,
+            }
+        }
+        while futures_lite::Stream::poll_next(Pin::new(&mut ticker), cx).is_ready() {
+            shared.tick();
+        }
+        conns.retain_mut(|conn| conn.as_mut().poll(cx).is_pending());
+        if shared.stopping() && conns.is_empty() {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    })
+    .await;
+}
+
+/// One client connection: its socket and its machine. Dropping it closes the socket and
+/// gives the machine's place back to the host.
+struct Connection<'a> {
+    stream: Async<TcpStream>,
+    machine: HttpConnection,
+    shared: &'a Shared,
+    buf: Vec<u8>,
+    out: Vec<u8>,
+}
+
+impl<'a> Connection<'a> {
+    fn new(stream: Async<TcpStream>, machine: HttpConnection, shared: &'a Shared) -> Self {
+        let _ = stream.get_ref().set_nodelay(true);
+        Connection {
+            stream,
+            machine,
+            shared,
+            buf: vec![0; 16 * 1024],
+            out: Vec::new(),
+        }
+    }
+
+    async fn run(mut self) {
+        loop {
+            let now = clock::now();
+            if self.shared.stopping() {
+                self.machine.close(now);
+            }
+            if self.machine.poll_timeout().is_some_and(|t| t <= now) {
+                self.machine.handle_timeout(now);
+            }
+            // Listening before polling, under the lock, loses no wake-up.
+            let (transmit, listener) = {
+                self.out.clear();
+                let mut endpoint = self.shared.endpoint();
+                let transmit = self
+                    .machine
+                    .poll_transmit(now, &mut endpoint, &mut self.out);
+                self.shared.wake_ready(&mut endpoint);
+                (transmit, self.shared.wake.listen())
+            };
+            match transmit {
+                Some(HttpTransmit::Write { .. }) => self.write().await,
+                Some(HttpTransmit::Shutdown) => {
+                    let _ = self.stream.get_ref().shutdown(Shutdown::Write);
+                }
+                // Close (or anything newer this adapter cannot do).
+                Some(_) => return,
+                // Closed above: the machine says Close at once (never a busy loop).
+                None if self.shared.stopping() => sleep(Duration::from_millis(1)).await,
+                None if self.machine.stream().is_some() => {
+                    let wait = self.until_due(WATCH);
+                    listener.or(sleep(wait)).await;
+                    self.watch();
+                }
+                None if self.machine.wants_input() => {
+                    let wait = self.until_due(POLL * 50);
+                    let read = async { Some(self.stream.read(&mut self.buf).await) };
+                    let other = async {
+                        listener.or(sleep(wait)).await;
+                        None
+                    };
+                    let event = read.or(other).await;
+                    let now = clock::now();
+                    match event {
+                        Some(Ok(0)) => self.machine.handle_eof(now),
+                        Some(Ok(n)) => self.machine.handle_input(now, &self.buf[..n]),
+                        Some(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Some(Err(_)) => self.machine.handle_transport_error(now),
+                        None => {}
+                    }
+                }
+                None => listener.or(sleep(self.until_due(POLL))).await,
+            }
+        }
+    }
+
+    /// Writes the machine's bytes, giving up after its send timeout (a client that stopped
+    /// reading).
+    async fn write(&mut self) {
+        let send_timeout = self.machine.config().send_timeout;
+        let write = async { Some(self.stream.write_all(&self.out).await) };
+        let late = async {
+            sleep(send_timeout.max(Duration::from_millis(1))).await;
+            None
+        };
+        if !matches!(write.or(late).await, Some(Ok(()))) {
+            self.machine.handle_transport_error(clock::now());
+        }
+    }
+
+    /// During an open stream: whether the client closed the connection or it failed,
+    /// looked at without consuming anything (bytes waiting are pipelined requests).
+    fn watch(&mut self) {
+        let mut probe = [0u8; 1];
+        let now = clock::now();
+        match self.stream.get_ref().peek(&mut probe) {
+            Ok(0) => self.machine.handle_eof(now),
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                ) => {}
+            Err(_) => self.machine.handle_transport_error(now),
+        }
+    }
+
+    fn until_due(&self, cap: Duration) -> Duration {
+        self.machine.until_due(clock::now(), cap)
+    }
+}
+
+async fn sleep(duration: Duration) {
+    Timer::after(duration).await;
+}
