@@ -278,11 +278,7 @@ impl Shared {
 
     /// Wakes the threads of the streams the endpoint gave output to.
     fn wake_ready(&self, endpoint: &mut HttpEndpoint) {
-        let mut any = false;
-        while endpoint.poll_ready().is_some() {
-            any = true;
-        }
-        if any {
+        if endpoint.take_ready() {
             self.output.notify_all();
         }
     }
@@ -291,9 +287,7 @@ impl Shared {
     /// held `tasks/result` to answer), and wakes the streams that got output.
     fn tick(&self) {
         let mut endpoint = self.endpoint();
-        let now = clock::now();
-        if endpoint.poll_timeout().is_some_and(|t| t <= now) {
-            endpoint.handle_timeout(now);
+        if endpoint.handle_due(clock::now()) {
             self.wake_ready(&mut endpoint);
         }
     }

@@ -203,20 +203,14 @@ impl Shared {
 
     /// Wakes the connections of the streams the endpoint gave output to.
     fn wake_ready(&self, endpoint: &mut HttpEndpoint) {
-        let mut any = false;
-        while endpoint.poll_ready().is_some() {
-            any = true;
-        }
-        if any {
+        if endpoint.take_ready() {
             self.wake.notify(usize::MAX);
         }
     }
 
     fn tick(&self) {
         let mut endpoint = self.endpoint();
-        let now = clock::now();
-        if endpoint.poll_timeout().is_some_and(|t| t <= now) {
-            endpoint.handle_timeout(now);
+        if endpoint.handle_due(clock::now()) {
             self.wake_ready(&mut endpoint);
         }
     }

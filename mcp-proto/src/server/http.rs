@@ -708,6 +708,30 @@ impl HttpEndpoint {
         self.ready.pop_first().map(StreamId)
     }
 
+    /// Drains [`HttpEndpoint::poll_ready`]: whether any open stream got output since it
+    /// was last asked. For a driver that wakes all its waiting streams at once rather
+    /// than each by its id.
+    #[must_use]
+    pub fn take_ready(&mut self) -> bool {
+        let mut any = false;
+        while self.poll_ready().is_some() {
+            any = true;
+        }
+        any
+    }
+
+    /// Hands the endpoint `now` when its next deadline has passed
+    /// ([`HttpEndpoint::poll_timeout`], [`HttpEndpoint::handle_timeout`]): whether it was
+    /// due. Drain [`HttpEndpoint::poll_ready`] (or [`HttpEndpoint::take_ready`]) after a
+    /// `true`.
+    pub fn handle_due(&mut self, now: Instant) -> bool {
+        let due = self.poll_timeout().is_some_and(|t| t <= now);
+        if due {
+            self.handle_timeout(now);
+        }
+        due
+    }
+
     /// Whether [`HttpEndpoint::poll_stream`] would write anything for `stream` now.
     #[must_use]
     pub fn stream_ready(&self, stream: &HttpStream) -> bool {
