@@ -386,9 +386,7 @@ impl<'a> Connection<'a> {
             if self.shared.stopping() {
                 self.machine.close(now);
             }
-            if self.machine.poll_timeout().is_some_and(|t| t <= now) {
-                self.machine.handle_timeout(now);
-            }
+            self.machine.handle_due(now);
             match self.transmit(now) {
                 Some(HttpTransmit::Write { .. }) => {
                     if self.stream.write_all(&self.out).is_err() {

@@ -295,9 +295,7 @@ impl<'a> Connection<'a> {
             if self.shared.stopping() {
                 self.machine.close(now);
             }
-            if self.machine.poll_timeout().is_some_and(|t| t <= now) {
-                self.machine.handle_timeout(now);
-            }
+            self.machine.handle_due(now);
             // Listening before polling, under the lock, loses no wake-up.
             let (transmit, listener) = {
                 self.out.clear();

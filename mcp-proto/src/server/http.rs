@@ -542,15 +542,19 @@ impl HttpEndpoint {
         result
     }
 
-    /// Tells every legacy session with a standalone `GET` stream of `changes`; how many
-    /// notifications went out.
-    fn tell_sessions(&mut self, now: Instant, changes: &[notify::Change]) -> usize {
-        let sessions: BTreeSet<String> = self
-            .listeners
+    /// The legacy sessions with a standalone `GET` stream open.
+    fn listening_sessions(&self) -> BTreeSet<String> {
+        self.listeners
             .values()
             .filter(|l| !l.ended)
             .map(|l| l.session.clone())
-            .collect();
+            .collect()
+    }
+
+    /// Tells every legacy session with a standalone `GET` stream of `changes`; how many
+    /// notifications went out.
+    fn tell_sessions(&mut self, now: Instant, changes: &[notify::Change]) -> usize {
+        let sessions = self.listening_sessions();
         let mut told = 0;
         for session in sessions {
             told += self.in_session(Some(&session), now, |e| {
@@ -596,12 +600,7 @@ impl HttpEndpoint {
     pub fn handle_timeout(&mut self, now: Instant) {
         self.server.handle_timeout(now);
         self.route(None);
-        let sessions: BTreeSet<String> = self
-            .listeners
-            .values()
-            .filter(|l| !l.ended)
-            .map(|l| l.session.clone())
-            .collect();
+        let sessions = self.listening_sessions();
         for session in sessions {
             self.in_session(Some(&session), now, |e| {
                 e.server.announce_tasks();

@@ -456,6 +456,17 @@ impl HttpConnection {
         }
     }
 
+    /// Hands the connection `now` when its next deadline has passed
+    /// ([`HttpConnection::poll_timeout`], [`HttpConnection::handle_timeout`]): whether it
+    /// was due.
+    pub fn handle_due(&mut self, now: Instant) -> bool {
+        let due = self.poll_timeout().is_some_and(|t| t <= now);
+        if due {
+            self.handle_timeout(now);
+        }
+        due
+    }
+
     /// Acts on the deadlines that passed by `now`: a request too slow (408), an idle
     /// connection, an SSE comment due, a linger over.
     pub fn handle_timeout(&mut self, now: Instant) {
