@@ -3,6 +3,7 @@
 use mcp_io::clock;
 use std::io::{self, Read, Write};
 use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::thread;
 
 use mcp_proto::server::Server;
@@ -23,11 +24,17 @@ pub fn serve_stdio(mut server: Server) -> io::Result<()> {
     }
 }
 
-/// Serves `server`: reads `input` to its end (on a thread of its own), writes every reply
-/// to `output` (flushed after each batch), hands the server its deadlines
-/// ([`Server::poll_timeout`]: a task outcome falling due) as they pass, then handles the
-/// end of input and writes what is left. After a write error it returns once the reading
-/// thread's current read returns.
+/// Serves `server`: reads `input` to its end, writes every reply to `output` (flushed
+/// after each batch), hands the server its deadlines ([`Server::poll_timeout`]: a task
+/// outcome falling due) as they pass, then handles the end of input and writes what is
+/// left.
+///
+/// While the server has no deadline (the usual case), the calling thread reads `input`
+/// itself: a request goes from the read to the reply with no hand-off between threads.
+/// While it has one, a blocking read could not be interrupted when the deadline passes,
+/// so the reads move to a helper thread and the calling thread waits for either; once no
+/// deadline is left and the helper's read has come back, the calling thread reads again.
+/// After a write error it returns once a read in progress on the helper returns.
 ///
 /// ```
 /// use mcp_proto::server::example;
@@ -47,66 +54,122 @@ pub fn serve_stdio(mut server: Server) -> io::Result<()> {
 ///
 /// # Errors
 /// Any read or write error.
-pub fn serve(
-    server: &mut Server,
-    input: impl Read + Send,
-    mut output: impl Write,
-) -> io::Result<()> {
+pub fn serve(server: &mut Server, input: impl Read + Send, output: impl Write) -> io::Result<()> {
     mcp_io::heap::keep_freed_memory();
-    let (tx, rx) = mpsc::sync_channel::<io::Result<Vec<u8>>>(4);
+    let input = Mutex::new(input);
+    let (ask, asked) = mpsc::channel::<()>();
+    let (tx, rx) = mpsc::sync_channel::<Chunk>(1);
     thread::scope(|scope| {
-        // Owned here: returning drops it, so a reader blocked on a full channel stops.
-        let rx = rx;
-        scope.spawn(move || read_all(input, &tx));
-        let mut out = Vec::new();
-        loop {
-            let chunk = match server.poll_timeout() {
-                None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
-                Some(due) => rx.recv_timeout(due.saturating_duration_since(clock::now())),
-            };
-            match chunk {
-                Ok(Ok(bytes)) => server.handle_input(clock::now(), &bytes),
-                Ok(Err(e)) => return Err(e),
-                Err(RecvTimeoutError::Timeout) => server.handle_timeout(clock::now()),
-                Err(RecvTimeoutError::Disconnected) => break,
+        let input = &input;
+        // The helper reads only when asked; dropping `ask` (returning) ends it.
+        scope.spawn(move || {
+            let mut buf = vec![0u8; READ_CHUNK];
+            for () in asked {
+                let chunk = match read_some(&mut *lock(input), &mut buf) {
+                    Ok(n) => Ok(buf[..n].to_vec()),
+                    Err(e) => Err(e),
+                };
+                if tx.send(chunk).is_err() {
+                    return;
+                }
             }
-            write_pending(server, &mut out, &mut output)?;
-        }
-        server.handle_eof(clock::now());
-        write_pending(server, &mut out, &mut output)
+        });
+        let mut run = Run {
+            server,
+            output,
+            out: Vec::new(),
+        };
+        let served = run.serve(input, &ask, &rx);
+        // The helper ends once it is no longer asked (after a read in progress returns).
+        drop(ask);
+        served
     })
 }
 
-/// Reads `input` to its end, each chunk sent to `tx`; stops at the end, at an error
-/// (sent), or when nobody receives any more.
-fn read_all(mut input: impl Read, tx: &mpsc::SyncSender<io::Result<Vec<u8>>>) {
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        let sent = match input.read(&mut buf) {
-            Ok(0) => return,
-            Ok(n) => tx.send(Ok(buf[..n].to_vec())),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => {
-                let _ = tx.send(Err(e));
-                return;
+/// What the helper read: bytes (none at the end of input) or the error.
+type Chunk = io::Result<Vec<u8>>;
+
+/// The bytes asked of `input` in one read.
+const READ_CHUNK: usize = 64 * 1024;
+
+struct Run<'s, W> {
+    server: &'s mut Server,
+    output: W,
+    out: Vec<u8>,
+}
+
+impl<W: Write> Run<'_, W> {
+    fn serve<R: Read>(
+        &mut self,
+        input: &Mutex<R>,
+        ask: &mpsc::Sender<()>,
+        rx: &mpsc::Receiver<Chunk>,
+    ) -> io::Result<()> {
+        let mut buf = vec![0u8; READ_CHUNK];
+        // Whether the helper is reading (its chunk not yet received).
+        let mut helper_reads = false;
+        loop {
+            let deadline = self.server.poll_timeout();
+            if deadline.is_none() && !helper_reads {
+                let n = read_some(&mut *lock(input), &mut buf)?;
+                if n == 0 {
+                    break;
+                }
+                self.server.handle_input(clock::now(), &buf[..n]);
+            } else {
+                if !helper_reads {
+                    // The helper is alive while `rx` is: a failed ask is not possible.
+                    let _ = ask.send(());
+                    helper_reads = true;
+                }
+                let chunk = match deadline {
+                    None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+                    Some(due) => rx.recv_timeout(due.saturating_duration_since(clock::now())),
+                };
+                match chunk {
+                    Ok(chunk) => {
+                        helper_reads = false;
+                        let bytes = chunk?;
+                        if bytes.is_empty() {
+                            break;
+                        }
+                        self.server.handle_input(clock::now(), &bytes);
+                    }
+                    Err(RecvTimeoutError::Timeout) => self.server.handle_timeout(clock::now()),
+                    Err(RecvTimeoutError::Disconnected) => break,
+                }
             }
-        };
-        if sent.is_err() {
-            return;
+            self.write_pending()?;
+        }
+        self.server.handle_eof(clock::now());
+        self.write_pending()
+    }
+
+    fn write_pending(&mut self) -> io::Result<()> {
+        self.out.clear();
+        while self
+            .server
+            .poll_transmit(clock::now(), &mut self.out)
+            .is_some()
+        {}
+        if !self.out.is_empty() {
+            self.output.write_all(&self.out)?;
+            self.output.flush()?;
+        }
+        Ok(())
+    }
+}
+
+/// One read, retried when interrupted.
+fn read_some(input: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        match input.read(buf) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            other => return other,
         }
     }
 }
 
-fn write_pending(
-    server: &mut Server,
-    out: &mut Vec<u8>,
-    output: &mut impl Write,
-) -> io::Result<()> {
-    out.clear();
-    while server.poll_transmit(clock::now(), out).is_some() {}
-    if !out.is_empty() {
-        output.write_all(out)?;
-        output.flush()?;
-    }
-    Ok(())
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }

@@ -132,14 +132,19 @@ fn a_tasks_result_waits_for_the_delayed_outcome_and_the_get_stream_hears_the_sta
     handle.stop();
 }
 
-/// Lines, then a pause, then the end of input.
+/// Lines, then a pause, then the end of input; records the thread of every read.
 struct SlowInput {
     lines: Option<Vec<u8>>,
     pause: Duration,
+    readers: std::sync::Arc<std::sync::Mutex<Vec<std::thread::ThreadId>>>,
 }
 
 impl Read for SlowInput {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.readers
+            .lock()
+            .unwrap()
+            .push(std::thread::current().id());
         if let Some(lines) = self.lines.take() {
             buf[..lines.len()].copy_from_slice(&lines);
             return Ok(lines.len());
@@ -166,11 +171,19 @@ fn over_stdio_the_server_answers_a_held_tasks_result_on_its_own_timer() {
     }
     let mut server = server();
     let mut output = Vec::new();
+    let readers = std::sync::Arc::default();
     let slow = SlowInput {
         lines: Some(input),
         pause: DELAY * 3,
+        readers: std::sync::Arc::clone(&readers),
     };
     mcp_blocking::serve(&mut server, slow, &mut output).unwrap();
+    // With no deadline, the caller read the lines itself (no hand-off between threads);
+    // with the task's outcome due, the next read went to a helper so the timer could fire.
+    let readers = readers.lock().unwrap().clone();
+    assert_eq!(readers.len(), 2, "{readers:?}");
+    assert_eq!(readers[0], std::thread::current().id());
+    assert_ne!(readers[1], std::thread::current().id());
     let out: Vec<Value> = output
         .split(|b| *b == b'\n')
         .filter(|l| !l.is_empty())
