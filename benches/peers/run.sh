@@ -3,7 +3,9 @@
 # client (rmcp 3.11, mcp-blocking, mcp-smol, bare JSON-RPC), server (rmcp 3.11, ours, bare),
 # transport (stdio, HTTP on 127.0.0.1), era, payload (64 B, 64 KiB) and calls in flight
 # (1, 8). Writes the Markdown report to benches/peers/results.md and stdout; progress
-# goes to stderr. About 10 minutes on 2 cores with the defaults.
+# goes to stderr. About 10 minutes on 2 cores with the defaults. Builds three binaries:
+# mcp-peers (servers, rmcp's client, the suite), peers-ours and peers-bare (our clients and
+# the bare one, each without tokio/hyper/rmcp, so their peak RSS is their own).
 #
 #   bash benches/peers/run.sh
 #   PEERS_REPEATS=5 PEERS_N_64B=10000 PEERS_N_64KIB=1000 bash benches/peers/run.sh

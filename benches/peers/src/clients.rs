@@ -1,29 +1,79 @@
-//! The client side: one case in this process, then one [`Outcome`] line on stdout.
+//! The client side: one case in this process, then one [`Outcome`] line on stdout. Each
+//! client runs in the binary the suite starts for it ([`ClientKind::binary`]): ours in
+//! `peers-ours`, the bare one in `peers-bare` (neither links tokio, hyper or rmcp, so
+//! their peak RSS is that of an application using only that client), rmcp's in
+//! `mcp-peers`. Each binary's `case` subcommand goes through [`main`].
 
 use std::io;
 
-use crate::measure::{Plan, payload};
+use crate::measure::{Outcome, Plan, payload};
 use crate::spec::{Case, ClientKind, ServerKind, Transport};
 
-mod bare;
-mod ours;
-mod rmcp;
+pub mod bare;
+pub mod ours;
 
-/// Runs `case` with `n` timed calls and prints its outcome. `Ok(false)` when this
-/// combination cannot run (the cell says why).
-pub fn run(case: &Case, n: usize) -> io::Result<bool> {
+/// A binary's client: runs a case with a plan and the echo text, `Ok(None)` when it cannot.
+pub type Runner = fn(&Case, &Plan, &str) -> io::Result<Option<Outcome>>;
+
+/// The `main` of a client binary named `name`: `NAME case CLIENT SERVER TRANSPORT ERA SIZE
+/// IN_FLIGHT N` runs the case with `run` and prints its outcome line; any error goes to
+/// stderr with exit status 1.
+pub fn main(name: &str, run: Runner) {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.split_first() {
+        Some((first, words)) if first == "case" => run_case(words, run),
+        _ => Err(io::Error::other(format!(
+            "usage: {name} case CLIENT SERVER TRANSPORT ERA SIZE IN_FLIGHT N"
+        ))),
+    };
+    if let Err(e) = result {
+        eprintln!("{name}: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// Runs one case in this process: `words` are the case's words and the call count.
+pub fn run_case(words: &[String], run: Runner) -> io::Result<()> {
+    let (n, case_words) = words.split_last().ok_or_else(|| {
+        io::Error::other("usage: case CLIENT SERVER TRANSPORT ERA SIZE IN_FLIGHT N")
+    })?;
+    let n: usize = n.parse().map_err(io::Error::other)?;
+    let case = Case::parse(case_words).ok_or_else(|| io::Error::other("not a case"))?;
+    if let Some(why) = not_applicable(&case) {
+        println!("{why}");
+        return Ok(());
+    }
     let plan = Plan::new(n, case.in_flight);
     let text = payload(case.size);
-    let outcome = match case.client {
-        ClientKind::Bare => Some(bare::run(case, &plan, &text)?),
-        ClientKind::Blocking => ours::blocking(case, &plan, &text)?,
-        ClientKind::Smol => Some(ours::smol(case, &plan, &text)?),
-        ClientKind::Rmcp => Some(rmcp::run(case, &plan, &text)?),
-    };
-    if let Some(outcome) = &outcome {
+    if let Some(outcome) = run(&case, &plan, &text)? {
         outcome.print(&plan);
     }
-    Ok(outcome.is_some())
+    Ok(())
+}
+
+/// The client of `peers-ours`: `mcp_blocking` and `mcp_smol`.
+pub fn run_ours(case: &Case, plan: &Plan, text: &str) -> io::Result<Option<Outcome>> {
+    match case.client {
+        ClientKind::Blocking => ours::blocking(case, plan, text),
+        ClientKind::Smol => ours::smol(case, plan, text).map(Some),
+        other => Err(elsewhere(other)),
+    }
+}
+
+/// The client of `peers-bare`.
+pub fn run_bare(case: &Case, plan: &Plan, text: &str) -> io::Result<Option<Outcome>> {
+    match case.client {
+        ClientKind::Bare => bare::run(case, plan, text).map(Some),
+        other => Err(elsewhere(other)),
+    }
+}
+
+/// The error for a client this binary does not contain.
+pub fn elsewhere(client: ClientKind) -> io::Error {
+    io::Error::other(format!(
+        "the {client} client runs in the {} binary",
+        client.binary()
+    ))
 }
 
 /// Why a cell stays empty, or `None` when the combination runs.
@@ -37,7 +87,7 @@ pub fn not_applicable(case: &Case) -> Option<&'static str> {
 }
 
 /// The echo came back whole, or an error that says what came instead.
-fn check_echo(got: &str, text: &str) -> io::Result<()> {
+pub fn check_echo(got: &str, text: &str) -> io::Result<()> {
     if got == text {
         Ok(())
     } else {
@@ -50,6 +100,6 @@ fn check_echo(got: &str, text: &str) -> io::Result<()> {
 }
 
 /// Whether the server is a child on stdio (the client spawns it) or on HTTP.
-fn is_stdio(case: &Case) -> bool {
+pub fn is_stdio(case: &Case) -> bool {
     case.transport == Transport::Stdio
 }

@@ -1,19 +1,24 @@
 //! `mcp-peers`: the same `tools/call echo` between rmcp 3.11, this project's clients and
 //! servers, and a bare JSON-RPC pair, side by side (see `benches/README.md`, "Peers side
-//! by side"). One binary plays every part:
+//! by side"). This binary plays every part but two:
 //!
 //! * `PEERS_SERVE=<server>-<transport>` set: a server ([`servers`]);
 //! * `mcp-peers case CLIENT SERVER TRANSPORT ERA SIZE IN_FLIGHT N`: one client process,
-//!   which prints one outcome line ([`clients`]);
+//!   which prints one outcome line. The suite runs only rmcp's client ([`rmcp_client`])
+//!   here; ours run in `peers-ours` and the bare one in `peers-bare`, binaries without
+//!   tokio, hyper and rmcp (see [`mcp_peers::clients`]). This binary still runs them too,
+//!   by hand, to compare a client's peak RSS in both;
 //! * `mcp-peers suite [OUT.md]`: every case, each in fresh client processes, then the
 //!   Markdown report on stdout and in `OUT.md` ([`suite`], [`report`]).
 
-mod clients;
-mod measure;
 mod report;
+mod rmcp_client;
 mod servers;
-mod spec;
 mod suite;
+
+use mcp_peers::clients;
+use mcp_peers::measure::{Outcome, Plan};
+use mcp_peers::spec::{Case, ClientKind};
 
 use std::io;
 
@@ -21,7 +26,7 @@ fn main() {
     servers::serve_if_child();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
-        Some("case") => suite::run_case(&args[1..]),
+        Some("case") => clients::run_case(&args[1..], run_any),
         Some("suite") => run_suite(args.get(1)),
         _ => Err(io::Error::other(
             "usage: mcp-peers suite [OUT.md] | mcp-peers case CLIENT SERVER TRANSPORT ERA SIZE IN_FLIGHT N",
@@ -30,6 +35,15 @@ fn main() {
     if let Err(e) = result {
         eprintln!("mcp-peers: {e}");
         std::process::exit(1);
+    }
+}
+
+/// Any client, rmcp's included.
+fn run_any(case: &Case, plan: &Plan, text: &str) -> io::Result<Option<Outcome>> {
+    match case.client {
+        ClientKind::Rmcp => rmcp_client::run(case, plan, text).map(Some),
+        ClientKind::Bare => clients::run_bare(case, plan, text),
+        ClientKind::Blocking | ClientKind::Smol => clients::run_ours(case, plan, text),
     }
 }
 

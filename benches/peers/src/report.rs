@@ -3,8 +3,8 @@
 use std::fmt::Write as _;
 use std::process::Command;
 
-use crate::spec::{Case, ClientKind, Era, ServerKind, Transport};
 use crate::suite::{CaseResult, Summary, medians};
+use mcp_peers::spec::{Case, ClientKind, Era, ServerKind, Transport};
 
 const KIB: usize = 1024;
 const TRANSPORTS: [Transport; 2] = [Transport::Stdio, Transport::Http];
@@ -319,6 +319,13 @@ pub fn markdown(results: &[CaseResult], setup: &Setup) -> String {
             ),
             None => "No callgrind counts in this run.".to_owned(),
         }
+    );
+    out.push_str(
+        "Client peak RSS: the client process's VmHWM (`/proc/self/status`, read after the \
+         timed calls; its server children are other processes and not counted), in the binary \
+         the client ran in: `peers-ours` for `mcp_blocking` and `mcp_smol`, `peers-bare` for the \
+         bare client (neither links tokio, hyper or rmcp), `mcp-peers` for rmcp's client (which \
+         also holds every server and the suite).\n",
     );
     out.push_str("\n#### Targets\n\n| target | comparison | figure | met? |\n|---|---|---|---|\n");
     for check in checks(&r) {

@@ -1,26 +1,12 @@
-//! The server side. The bench binary re-executes itself with `PEERS_SERVE=<server>-<transport>`
-//! (for example `rmcp-http`), so no other binary has to be built or found:
-//!
-//! * over stdio the child serves its stdin/stdout;
-//! * over HTTP the child binds `127.0.0.1:0`, prints its endpoint URL on the first line of
-//!   stdout and serves until its stdin closes.
+//! The server side: `mcp-peers` started with `PEERS_SERVE=<server>-<transport>` (see
+//! [`mcp_peers::spawn`], which the clients start it with) serves and exits.
 
-use std::io::{self, BufRead, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::io::{self, Write};
 
-use crate::spec::{ServerKind, Transport};
+use mcp_peers::spawn::SERVE_VAR;
 
 mod bare;
 mod rmcp_echo;
-
-pub use bare::read_head;
-
-/// The variable that turns the bench binary into a server.
-pub const SERVE_VAR: &str = "PEERS_SERVE";
-
-fn serve_value(server: ServerKind, transport: Transport) -> String {
-    format!("{server}-{transport}")
-}
 
 /// When this process was started as a server, serves and exits; otherwise returns.
 pub fn serve_if_child() {
@@ -63,57 +49,4 @@ fn announce(url: &str) -> io::Result<()> {
 /// Blocks until the parent closes our stdin (or dies).
 fn wait_for_stdin_eof() -> io::Result<()> {
     io::copy(&mut io::stdin().lock(), &mut io::sink()).map(drop)
-}
-
-/// This very executable.
-pub fn this_exe() -> std::path::PathBuf {
-    std::env::current_exe().expect("the path of the running bench binary")
-}
-
-/// The environment that makes a child of this executable serve `server` over `transport`.
-pub fn serve_env(server: ServerKind, transport: Transport) -> (&'static str, String) {
-    (SERVE_VAR, serve_value(server, transport))
-}
-
-/// An HTTP server child and its URL. Dropping it closes the child's stdin, which stops
-/// the server, then reaps it.
-#[derive(Debug)]
-pub struct HttpChild {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    /// `http://127.0.0.1:PORT/mcp`.
-    pub url: String,
-}
-
-impl HttpChild {
-    /// Starts `server` over HTTP and waits for its URL.
-    pub fn spawn(server: ServerKind) -> io::Result<HttpChild> {
-        let (var, value) = serve_env(server, Transport::Http);
-        let mut child = Command::new(this_exe())
-            .env(var, value)
-            .env_remove("PEERS_QUIET")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()?;
-        let stdin = child.stdin.take();
-        let stdout = child
-            .stdout
-            .take()
-            .ok_or_else(|| io::Error::other("no stdout pipe"))?;
-        let mut url = String::new();
-        io::BufReader::new(stdout).read_line(&mut url)?;
-        let url = url.trim().to_owned();
-        if !url.starts_with("http://127.0.0.1:") {
-            return Err(io::Error::other(format!("the server said {url:?}")));
-        }
-        Ok(HttpChild { child, stdin, url })
-    }
-}
-
-impl Drop for HttpChild {
-    fn drop(&mut self) {
-        drop(self.stdin.take());
-        let _ = self.child.wait();
-    }
 }

@@ -92,6 +92,19 @@ words!(ServerKind { Rmcp => "rmcp", Ours => "ours", Bare => "bare" });
 words!(Transport { Stdio => "stdio", Http => "http" });
 words!(Era { Legacy => "legacy", Modern => "modern", None => "-" });
 
+impl ClientKind {
+    /// The binary the suite runs this client in: `mcp-peers` (which links tokio, hyper and
+    /// rmcp for rmcp's client and the servers) only for rmcp's client; ours and the bare
+    /// one each in a binary that links only what that client needs.
+    pub fn binary(self) -> &'static str {
+        match self {
+            ClientKind::Rmcp => "mcp-peers",
+            ClientKind::Blocking | ClientKind::Smol => "peers-ours",
+            ClientKind::Bare => "peers-bare",
+        }
+    }
+}
+
 impl Case {
     /// The words after `case`, without the call count.
     pub fn words(&self) -> Vec<String> {

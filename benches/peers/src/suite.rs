@@ -2,6 +2,10 @@
 //! times in a fresh client process, and client instructions per call counted under
 //! callgrind. The results go to [`crate::report`].
 //!
+//! Each client process is the binary [`ClientKind::binary`] names, next to this one:
+//! `peers-ours` for ours, `peers-bare` for the bare client, this binary for rmcp's. Its
+//! server children are this binary (`PEERS_SERVER_EXE`).
+//!
 //! Knobs (environment):
 //!
 //! * `PEERS_N_64B` (default 2000) and `PEERS_N_64KIB` (default 200): timed sequential
@@ -14,14 +18,16 @@
 //!   `N` in `(Ir(2N) - Ir(N)) / N`;
 //! * `PEERS_FILTER`: only the cases whose name (as printed) contains it.
 
-use std::io::{self, Read};
+use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::clients::not_applicable;
-use crate::measure::{OUTCOME_TAG, Outcome};
-use crate::servers::this_exe;
-use crate::spec::{Case, ClientKind, Era, ServerKind, Transport};
+use std::path::PathBuf;
+
+use mcp_peers::clients::not_applicable;
+use mcp_peers::measure::{OUTCOME_TAG, Outcome};
+use mcp_peers::spawn::SERVER_EXE_VAR;
+use mcp_peers::spec::{Case, ClientKind, Era, ServerKind, Transport};
 
 /// What one case gave.
 #[derive(Debug, Clone)]
@@ -204,16 +210,30 @@ fn output(mut command: Command) -> Result<(String, String), String> {
     Ok((stdout, stderr))
 }
 
-fn case_command(program: &str, case: &Case, n: usize) -> Command {
+/// This very executable, which plays every server.
+fn this_exe() -> PathBuf {
+    std::env::current_exe().expect("the path of the running bench binary")
+}
+
+/// The binary `case`'s client runs in: [`ClientKind::binary`] next to this one.
+fn client_exe(case: &Case) -> PathBuf {
+    this_exe().with_file_name(case.client.binary())
+}
+
+/// `PROGRAM case WORDS… N`, with this binary as the server.
+fn case_command(program: PathBuf, case: &Case, n: usize) -> Command {
     let mut command = Command::new(program);
-    command.arg("case").args(case.words()).arg(n.to_string());
+    command
+        .arg("case")
+        .args(case.words())
+        .arg(n.to_string())
+        .env(SERVER_EXE_VAR, this_exe());
     command
 }
 
 /// One wall-clock run of `case` in a fresh client process.
 fn wall_clock(case: &Case) -> Result<Outcome, String> {
-    let exe = this_exe().to_string_lossy().into_owned();
-    let mut command = case_command(&exe, case, calls(case));
+    let mut command = case_command(client_exe(case), case, calls(case));
     command.env_remove("PEERS_QUIET");
     let (stdout, _) = output(command)?;
     let line = stdout
@@ -238,10 +258,11 @@ fn instructions(case: &Case) -> Result<u64, String> {
         let mut valgrind = Command::new("valgrind");
         valgrind
             .args(["--tool=callgrind", "--callgrind-out-file=/dev/null"])
-            .arg(this_exe())
+            .arg(client_exe(case))
             .arg("case")
             .args(case.words())
             .arg(calls.to_string())
+            .env(SERVER_EXE_VAR, this_exe())
             .env("PEERS_QUIET", "1");
         let (_, stderr) = output(valgrind)?;
         stderr
@@ -308,18 +329,4 @@ pub struct Summary {
     pub p99_us: f64,
     /// Median peak RSS, KiB.
     pub peak_rss_kib: f64,
-}
-
-/// Runs one case in this process (the `case` subcommand).
-pub fn run_case(words: &[String]) -> io::Result<()> {
-    let (n, case_words) = words.split_last().ok_or_else(|| {
-        io::Error::other("usage: case CLIENT SERVER TRANSPORT ERA SIZE IN_FLIGHT N")
-    })?;
-    let n: usize = n.parse().map_err(io::Error::other)?;
-    let case = Case::parse(case_words).ok_or_else(|| io::Error::other("not a case"))?;
-    if let Some(why) = not_applicable(&case) {
-        println!("{why}");
-        return Ok(());
-    }
-    crate::clients::run(&case, n).map(drop)
 }

@@ -17,12 +17,12 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::measure::{self, Outcome, Plan};
-use crate::servers::{HttpChild, read_head, serve_env, this_exe};
+use crate::spawn::{HttpChild, read_head, serve_env, server_exe};
 use crate::spec::Case;
 
 /// One case with the bare client.
 pub fn run(case: &Case, plan: &Plan, text: &str) -> io::Result<Outcome> {
-    if super::is_stdio(case) {
+    if crate::clients::is_stdio(case) {
         stdio(case, plan, text)
     } else {
         http(case, plan, text)
@@ -121,7 +121,7 @@ impl Pipes {
 
 fn stdio(case: &Case, plan: &Plan, text: &str) -> io::Result<Outcome> {
     let (var, value) = serve_env(case.server, case.transport);
-    let mut child = Command::new(this_exe())
+    let mut child = Command::new(server_exe())
         .env(var, value)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -9,7 +9,7 @@ use mcp_proto::client::ClientConfig;
 use serde_json::json;
 
 use crate::measure::{self, Outcome, Plan};
-use crate::servers::{HttpChild, serve_env, this_exe};
+use crate::spawn::{HttpChild, serve_env, server_exe};
 use crate::spec::{Case, Era};
 
 fn config(era: Era) -> ClientConfig {
@@ -29,8 +29,8 @@ fn io_error(e: impl std::fmt::Display) -> io::Error {
 pub fn blocking(case: &Case, plan: &Plan, text: &str) -> io::Result<Option<Outcome>> {
     let (var, value) = serve_env(case.server, case.transport);
     let mut _server = None;
-    let mut client = if super::is_stdio(case) {
-        let command = mcp_blocking::StdioCommand::new(this_exe()).env(var, value);
+    let mut client = if crate::clients::is_stdio(case) {
+        let command = mcp_blocking::StdioCommand::new(server_exe()).env(var, value);
         mcp_blocking::Client::connect_stdio(command, config(case.era))
     } else {
         let server = _server.insert(HttpChild::spawn(case.server)?);
@@ -41,7 +41,7 @@ pub fn blocking(case: &Case, plan: &Plan, text: &str) -> io::Result<Option<Outco
     let first = client
         .call_tool("echo", json!({ "text": text }))
         .map_err(io_error)?;
-    super::check_echo(&first.text(), text)?;
+    crate::clients::check_echo(&first.text(), text)?;
     let timings = if plan.in_flight > 1 {
         let handle = client.handle();
         measure::run(plan, |count, timed| {
@@ -73,8 +73,8 @@ pub fn blocking(case: &Case, plan: &Plan, text: &str) -> io::Result<Option<Outco
 pub fn smol(case: &Case, plan: &Plan, text: &str) -> io::Result<Outcome> {
     let (var, value) = serve_env(case.server, case.transport);
     let mut _server = None;
-    let (client, driver) = if super::is_stdio(case) {
-        let command = mcp_smol::StdioCommand::new(this_exe()).env(var, value);
+    let (client, driver) = if crate::clients::is_stdio(case) {
+        let command = mcp_smol::StdioCommand::new(server_exe()).env(var, value);
         mcp_smol::connect_stdio(command, config(case.era))
     } else {
         let server = _server.insert(HttpChild::spawn(case.server)?);
@@ -87,7 +87,7 @@ pub fn smol(case: &Case, plan: &Plan, text: &str) -> io::Result<Outcome> {
             .call_tool("echo", json!({ "text": text }))
             .await
             .map_err(io_error)?;
-        super::check_echo(&first.text(), text)?;
+        crate::clients::check_echo(&first.text(), text)?;
         let client = &client;
         let timings = measure::run_async(plan, |count, timed| {
             measure::workers(count, plan.in_flight, timed, move || async move {

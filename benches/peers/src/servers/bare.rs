@@ -7,6 +7,7 @@
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 
+use mcp_peers::spawn::read_head;
 use serde_json::{Value, json};
 
 /// The answer to one request, serialised into `out` (cleared first).
@@ -77,32 +78,4 @@ fn connection(stream: TcpStream) -> io::Result<()> {
         output.write_all(&out)?;
     }
     Ok(())
-}
-
-/// Reads an HTTP head up to its empty line and returns its `Content-Length` (0 when
-/// absent), or `None` when the peer closed the connection before a head.
-pub fn read_head(input: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<Option<usize>> {
-    let mut length = 0;
-    for first in std::iter::once(true).chain(std::iter::repeat(false)) {
-        line.clear();
-        if input.read_until(b'\n', line)? == 0 {
-            return if first {
-                Ok(None)
-            } else {
-                Err(io::ErrorKind::UnexpectedEof.into())
-            };
-        }
-        let text = std::str::from_utf8(line)
-            .map_err(io::Error::other)?
-            .trim_end();
-        if text.is_empty() {
-            return Ok(Some(length));
-        }
-        if let Some((name, value)) = text.split_once(':')
-            && name.trim().eq_ignore_ascii_case("content-length")
-        {
-            length = value.trim().parse().map_err(io::Error::other)?;
-        }
-    }
-    unreachable!("the iterator never ends")
 }

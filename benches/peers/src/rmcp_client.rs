@@ -10,9 +10,10 @@ use rmcp::service::ClientServiceExt;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde_json::json;
 
-use crate::measure::{self, Outcome, Plan};
-use crate::servers::{HttpChild, serve_env, this_exe};
-use crate::spec::{Case, Era};
+use mcp_peers::clients::{check_echo, is_stdio};
+use mcp_peers::measure::{self, Outcome, Plan};
+use mcp_peers::spawn::{HttpChild, serve_env, server_exe};
+use mcp_peers::spec::{Case, Era};
 
 fn lifecycle(era: Era) -> ClientLifecycleMode {
     match era {
@@ -46,8 +47,8 @@ pub fn run(case: &Case, plan: &Plan, text: &str) -> io::Result<Outcome> {
     runtime.block_on(async {
         let (var, value) = serve_env(case.server, case.transport);
         let mut _server = None;
-        let client = if super::is_stdio(case) {
-            let mut command = tokio::process::Command::new(this_exe());
+        let client = if is_stdio(case) {
+            let mut command = tokio::process::Command::new(server_exe());
             command.env(var, value);
             let child = TokioChildProcess::new(command)?;
             ().serve_with_lifecycle(child, lifecycle(case.era)).await
@@ -66,7 +67,7 @@ pub fn run(case: &Case, plan: &Plan, text: &str) -> io::Result<Outcome> {
             .call_tool(params(text))
             .await
             .map_err(io::Error::other)?;
-        super::check_echo(&text_of(&first), text)?;
+        check_echo(&text_of(&first), text)?;
         let peer = client.peer();
         let timings = measure::run_async(plan, |count, timed| {
             measure::workers(count, plan.in_flight, timed, move || async move {
