@@ -25,11 +25,14 @@
 //!   sleeps on a condition variable; whichever thread fed the endpoint the input that
 //!   produced output for the stream ([`HttpEndpoint::poll_ready`]) wakes it, so output
 //!   goes out at once, with no polling interval. Between wake-ups it writes the SSE
-//!   comments the machine asks for (every [`HttpServeOptions::sse_keepalive`]) and looks
-//!   at the socket without reading to notice a client that went away, which cancels the
-//!   request (or, for a legacy session's stream, detaches it until the client resumes).
-//!   A legacy session's `GET` stream and a stream resumed with `Last-Event-ID` are open
-//!   streams like any other: the endpoint decides what they carry.
+//!   comments the machine asks for (every [`HttpServeOptions::sse_keepalive`]). A client
+//!   that went away cancels the request (or, for a legacy session's stream, detaches it
+//!   until the client resumes); to notice it while the stream's thread sleeps, a small
+//!   second thread per open stream (`mcp-http-peek`) blocks in a peek at the socket,
+//!   which consumes nothing, and wakes the stream when it returns (the client sent,
+//!   left, or the connection failed); the stream's thread then looks at the socket
+//!   itself. A legacy session's `GET` stream and a stream resumed with `Last-Event-ID`
+//!   are open streams like any other: the endpoint decides what they carry.
 //! * **Time.** The endpoint's own deadlines (a task outcome falling due, which ends a held
 //!   `tasks/result` and notifies the task's owner) are handed to it by a timer thread
 //!   that sleeps on a condition variable exactly until the next one
@@ -51,10 +54,13 @@
 //!   thread also wakes every [`FLAG_CHECK`] to look at it, and then stops the server as
 //!   `stop` does: the one periodic wake-up of an idle server, and only of one whose
 //!   application asked for the flag.
-//! * **What still looks periodically.** An open stream with nothing to send checks every
-//!   [`WATCH`] that its client is still there (a peek that consumes nothing: the thread
-//!   sleeps on the condition variable meanwhile and cannot also block on the socket).
-//!   It delays no data, and only a client that left unannounced is noticed that late.
+//! * **What still looks periodically.** Besides a handed-out stop flag, only an open
+//!   stream whose client already sent its next request (pipelined bytes waiting in the
+//!   socket make every peek return at once, and hide whether the client is still there
+//!   behind them) looks at its socket every [`WATCH`]; as does one whose peeking thread
+//!   could not be started. Neither delays any data. And `stop` itself, for at most half a
+//!   second, looks every 5 ms whether the listens it ended have written their `complete`
+//!   result.
 //! * **Binding.** Only what the caller binds is served. Bind loopback
 //!   (`127.0.0.1:PORT`) unless the server is meant to be reachable from elsewhere; the
 //!   endpoint refuses browser `Origin`s other than loopback ones either way.
@@ -82,7 +88,8 @@ const BACKOFF: Duration = Duration::from_millis(100);
 /// How long [`HttpServerHandle::stop`] waits for the `complete` results of the listens it
 /// ends to be written.
 const GRACE: Duration = Duration::from_millis(500);
-/// How often an open stream with nothing to send checks that its client is still there.
+/// How often an open stream with nothing to send checks that its client is still there
+/// when no peeking thread can tell it (pipelined bytes waiting, no thread to be had).
 const WATCH: Duration = Duration::from_millis(250);
 
 /// A running HTTP server. Dropping it stops the server (as [`HttpServerHandle::stop`]).
@@ -455,7 +462,7 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
                 let serving = Arc::clone(shared);
                 let spawned = thread::Builder::new()
                     .name("mcp-http-conn".to_owned())
-                    .spawn(move || Connection::new(stream, machine, &serving, id).run());
+                    .spawn(move || Connection::new(stream, machine, serving, id).run());
                 match spawned {
                     Ok(worker) => workers.push(worker),
                     Err(_) => shared.unregister(id),
@@ -478,24 +485,50 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
 
 /// One client connection: its socket and its machine. Dropping it closes the socket,
 /// forgets the server's clone of it, and gives the machine's place back to the host.
-struct Connection<'a> {
+struct Connection {
     stream: TcpStream,
     machine: HttpConnection,
-    shared: &'a Shared,
+    shared: Arc<Shared>,
     /// Its number among the server's sockets ([`Shared::register`]).
     id: u64,
     buf: Vec<u8>,
     out: Vec<u8>,
+    /// During an open stream, the thread blocked in a peek at the socket, which tells at
+    /// once when the client sends, leaves or fails.
+    peeker: Option<Peeker>,
+    /// Whether bytes of a next request were waiting when the open stream last looked:
+    /// they keep every peek returning at once, so the stream looks every [`WATCH`].
+    pipelined: bool,
 }
 
-impl Drop for Connection<'_> {
-    fn drop(&mut self) {
-        self.shared.unregister(self.id);
+/// A thread blocked in a peek at a connection's socket.
+struct Peeker {
+    thread: JoinHandle<()>,
+    /// Set (before the endpoint's condition variable is signalled) when the peek returned.
+    done: Arc<AtomicBool>,
+}
+
+impl Peeker {
+    fn done(&self) -> bool {
+        self.done.load(Ordering::SeqCst)
     }
 }
 
-impl<'a> Connection<'a> {
-    fn new(stream: TcpStream, machine: HttpConnection, shared: &'a Shared, id: u64) -> Self {
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.shared.unregister(self.id);
+        if let Some(peeker) = self.peeker.take() {
+            // Its clone would keep the socket open: end its peek first.
+            if !peeker.done() {
+                let _ = self.stream.shutdown(Shutdown::Read);
+            }
+            let _ = peeker.thread.join();
+        }
+    }
+}
+
+impl Connection {
+    fn new(stream: TcpStream, machine: HttpConnection, shared: Arc<Shared>, id: u64) -> Self {
         Connection {
             stream,
             machine,
@@ -503,6 +536,52 @@ impl<'a> Connection<'a> {
             id,
             buf: vec![0; 16 * 1024],
             out: Vec::new(),
+            peeker: None,
+            pipelined: false,
+        }
+    }
+
+    /// Keeps a [`Peeker`] on the socket while a stream is open (not while pipelined bytes
+    /// would make its peek return at once), and joins the one whose peek returned, then
+    /// looks at the socket for what it saw.
+    fn mind_peeker(&mut self) {
+        if self.peeker.as_ref().is_some_and(Peeker::done)
+            && let Some(peeker) = self.peeker.take()
+        {
+            let _ = peeker.thread.join();
+            if self.machine.stream().is_some() {
+                self.watch();
+            }
+        }
+        if self.machine.stream().is_none() {
+            self.pipelined = false;
+            return;
+        }
+        if self.pipelined || self.peeker.is_some() || self.shared.stopping() {
+            return;
+        }
+        let Ok(clone) = self.stream.try_clone() else {
+            return;
+        };
+        // Nothing reads during a stream; the next read sets its own timeout again.
+        let _ = self.stream.set_read_timeout(None);
+        let done = Arc::new(AtomicBool::new(false));
+        let shared = Arc::clone(&self.shared);
+        let finished = Arc::clone(&done);
+        let spawned = thread::Builder::new()
+            .name("mcp-http-peek".to_owned())
+            .stack_size(64 * 1024)
+            .spawn(move || {
+                let mut probe = [0u8; 1];
+                while matches!(clone.peek(&mut probe), Err(e) if e.kind() == io::ErrorKind::Interrupted)
+                {}
+                finished.store(true, Ordering::SeqCst);
+                let _endpoint = shared.endpoint();
+                shared.output.notify_all();
+            });
+        // Without one, the stream looks every WATCH.
+        if let Ok(thread) = spawned {
+            self.peeker = Some(Peeker { thread, done });
         }
     }
 
@@ -516,6 +595,7 @@ impl<'a> Connection<'a> {
                 self.machine.close(now);
             }
             self.machine.handle_due(now);
+            self.mind_peeker();
             match self.transmit(now) {
                 Some(HttpTransmit::Write { .. }) => {
                     if self.stream.write_all(&self.out).is_err() {
@@ -555,8 +635,14 @@ impl<'a> Connection<'a> {
             .machine
             .poll_transmit(now, &mut endpoint, &mut self.out);
         self.shared.wake(&mut endpoint);
-        if transmit.is_none() && !self.machine.wants_input() && !self.shared.stopping() {
-            let watch = self.machine.stream().map(|_| WATCH);
+        let peeked = self.peeker.as_ref().is_some_and(Peeker::done);
+        if transmit.is_none() && !self.machine.wants_input() && !self.shared.stopping() && !peeked {
+            // A stream with no peeker looks at its socket itself, every WATCH.
+            let watch = self
+                .machine
+                .stream()
+                .filter(|_| self.peeker.is_none())
+                .map(|_| WATCH);
             match self.until_due().into_iter().chain(watch).min() {
                 Some(wait) => drop(self.shared.output.wait_timeout(endpoint, wait)),
                 None => drop(self.shared.output.wait(endpoint)),
@@ -584,8 +670,13 @@ impl<'a> Connection<'a> {
     }
 
     /// During an open stream: whether the client closed the connection or it failed,
-    /// looked at without consuming anything (bytes waiting are pipelined requests).
+    /// looked at without consuming anything (bytes waiting are pipelined requests). Only
+    /// when no peeker is blocked in a peek (none, or its peek returned): the socket is
+    /// made non-blocking for a moment, which a peek starting then would see.
     fn watch(&mut self) {
+        if self.peeker.as_ref().is_some_and(|p| !p.done()) {
+            return;
+        }
         let mut probe = [0u8; 1];
         let peeked = self
             .stream
@@ -593,6 +684,7 @@ impl<'a> Connection<'a> {
             .and_then(|()| self.stream.peek(&mut probe));
         let restored = self.stream.set_nonblocking(false);
         let now = clock::now();
+        self.pipelined = matches!(peeked, Ok(n) if n > 0);
         match (peeked, restored) {
             (Ok(0), _) => self.machine.handle_eof(now),
             (Ok(_), Ok(())) => {}

@@ -1,5 +1,5 @@
-//! Idle HTTP servers sleep. With an idle keep-alive connection, a blocked accept and no
-//! deadline, no thread of `mcp_blocking::serve_http` or `mcp_smol::serve_http` wakes up
+//! Idle HTTP servers sleep. With an idle keep-alive connection, an open `GET` stream with
+//! nothing to send, a blocked accept and no deadline, no thread of `mcp_blocking::serve_http` or `mcp_smol::serve_http` wakes up
 //! (each wake-up from sleep is a voluntary context switch, counted per thread in Linux's
 //! `/proc`; the former polling loops woke about 100 times a second). The timer that
 //! sleeps with no deadline is woken by the request that makes one (a task's outcome
@@ -23,8 +23,9 @@ use serde_json::{Value, json};
 static SERIAL: Mutex<()> = Mutex::new(());
 /// How long an idle server is watched.
 const QUIET: Duration = Duration::from_secs(1);
-/// The most wake-ups allowed in [`QUIET`]: generous (none are expected).
-const MOST: u64 = 5;
+/// The most wake-ups allowed in [`QUIET`]: none are expected (an open stream that
+/// looked at its socket every 250 ms would take four).
+const MOST: u64 = 2;
 const DELAY: Duration = Duration::from_millis(300);
 const V: &str = "2025-11-25";
 
@@ -139,7 +140,17 @@ fn idle_then_a_task_then_stop(addr: SocketAddr, names: &[&str], stop: impl FnOnc
         .unwrap_or_else(|| panic!("no session: {text}"));
     let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
     assert!(post(addr, &session, &initialized).starts_with("HTTP/1.1 202"));
-    // Let the connection that just closed finish.
+    // The session's standalone stream, open with nothing to send.
+    let get_headers = [
+        ("Accept", "text/event-stream"),
+        ("Mcp-Session-Id", session.as_str()),
+        ("MCP-Protocol-Version", V),
+    ];
+    let mut listen = send(addr, "GET", &get_headers, "");
+    let mut listened = String::new();
+    read_until(&mut listen, &mut listened, |t| t.contains("\r\n\r\n"));
+    assert!(listened.starts_with("HTTP/1.1 200"), "{listened}");
+    // Let the connection that closed finish, and the stream settle.
     thread::sleep(Duration::from_millis(200));
 
     let (woke, watched) = wakeups_while_idle(names);
@@ -177,6 +188,10 @@ fn idle_then_a_task_then_stop(addr: SocketAddr, names: &[&str], stop: impl FnOnc
     assert_eq!(answer["result"]["content"][0]["text"], "slow done", "{got}");
     assert!(waited >= DELAY - Duration::from_millis(50), "{waited:?}");
     drop(waiting);
+    // The session's stream hears of it, at once too.
+    read_until(&mut listen, &mut listened, |t| {
+        t.contains("notifications/tasks/status")
+    });
 
     // Stop, with the idle keep-alive connection still open and the accept blocked.
     let started = Instant::now();
