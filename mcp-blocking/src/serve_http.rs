@@ -597,11 +597,7 @@ impl Connection {
             self.machine.handle_due(now);
             self.mind_peeker();
             match self.transmit(now) {
-                Some(HttpTransmit::Write { .. }) => {
-                    if self.stream.write_all(&self.out).is_err() {
-                        self.machine.handle_transport_error(clock::now());
-                    }
-                }
+                Some(HttpTransmit::Write { .. }) => self.write(),
                 Some(HttpTransmit::Shutdown) => {
                     let _ = self.stream.shutdown(Shutdown::Write);
                 }
@@ -649,6 +645,13 @@ impl Connection {
             }
         }
         transmit
+    }
+
+    /// Writes the machine's bytes (each write gives up after the send timeout).
+    fn write(&mut self) {
+        if self.stream.write_all(&self.out).is_err() {
+            self.machine.handle_transport_error(clock::now());
+        }
     }
 
     /// Reads once, until bytes come or the machine's next deadline (with none, until
