@@ -3,7 +3,8 @@
 //! (each wake-up from sleep is a voluntary context switch, counted per thread in Linux's
 //! `/proc`; the former polling loops woke about 100 times a second). The timer that
 //! sleeps with no deadline is woken by the request that makes one (a task's outcome
-//! falling due answers a held `tasks/result`), and `stop` returns at once.
+//! falling due answers a held `tasks/result`), and `stop` returns at once (as does a
+//! blocking server whose handed-out stop flag is set).
 #![cfg(target_os = "linux")]
 
 use std::collections::HashMap;
@@ -238,4 +239,28 @@ fn an_idle_smol_server_sleeps_until_a_deadline_or_stop() {
         drop(stop);
         served.join().unwrap().unwrap();
     });
+}
+
+#[test]
+fn setting_the_stop_flag_stops_the_blocking_server() {
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let handle = mcp_blocking::serve_http_on("127.0.0.1:0", server()).unwrap();
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": V, "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
+    let mut idle = send(handle.local_addr(), "POST", &[], &init.to_string());
+    let mut text = String::new();
+    read_until(&mut idle, &mut text, whole);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    // A bare flag notifies no one: the server looks at it (every 250 ms) once handed out.
+    let flag = handle.stop_flag();
+    flag.store(true, std::sync::atomic::Ordering::SeqCst);
+    let started = Instant::now();
+    handle.wait();
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(2), "stopping took {took:?}");
+    let mut rest = String::new();
+    read_until(&mut idle, &mut rest, |_| false);
+    assert!(rest.is_empty(), "{rest}");
 }
