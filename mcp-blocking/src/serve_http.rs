@@ -25,23 +25,47 @@
 //!   sleeps on a condition variable; whichever thread fed the endpoint the input that
 //!   produced output for the stream ([`HttpEndpoint::poll_ready`]) wakes it, so output
 //!   goes out at once, with no polling interval. Between wake-ups it writes the SSE
-//!   comments the machine asks for (every [`HttpServeOptions::sse_keepalive`]) and looks
-//!   at the socket without reading to notice a client that went away, which cancels the
-//!   request (or, for a legacy session's stream, detaches it until the client resumes).
-//!   A legacy session's `GET` stream and a stream resumed with `Last-Event-ID` are open
-//!   streams like any other: the endpoint decides what they carry.
+//!   comments the machine asks for (every [`HttpServeOptions::sse_keepalive`]). A client
+//!   that went away cancels the request (or, for a legacy session's stream, detaches it
+//!   until the client resumes); to notice it while the stream's thread sleeps, a small
+//!   second thread per open stream (`mcp-http-peek`) blocks in a peek at the socket,
+//!   which consumes nothing, and wakes the stream when it returns (the client sent,
+//!   left, or the connection failed); the stream's thread then looks at the socket
+//!   itself. A legacy session's `GET` stream and a stream resumed with `Last-Event-ID`
+//!   are open streams like any other: the endpoint decides what they carry.
 //! * **Time.** The endpoint's own deadlines (a task outcome falling due, which ends a held
-//!   `tasks/result` and notifies the task's owner) are handed to it by a watcher thread
-//!   within [`POLL`] of falling due.
+//!   `tasks/result` and notifies the task's owner) are handed to it by a timer thread
+//!   that sleeps on a condition variable exactly until the next one
+//!   ([`HttpEndpoint::arm_timer`]), or until woken when there is none. Whichever thread
+//!   changes the endpoint so that a deadline falls due sooner (a request creating a task,
+//!   an application's [`HttpServerHandle::with_endpoint`]) wakes it
+//!   ([`HttpEndpoint::take_timer_moved`]), under the endpoint's lock, so no change is
+//!   missed and nothing polls.
 //! * **Stopping.** [`HttpServerHandle::stop`] (or setting the flag from
 //!   [`HttpServerHandle::stop_flag`]) makes every thread finish within well under a
-//!   second (open streams are cancelled; a write blocked on a client that stopped reading
-//!   gives up after `idle_timeout`); `stop` then joins them all. Dropping the handle stops
-//!   the server too.
+//!   second, and `stop` then joins them all; dropping the handle stops the server too.
+//!   Nothing looks at a stop flag periodically to get there: `stop` wakes the timer and
+//!   every open stream on their condition variables, ends the reading of every
+//!   connection (`shutdown(Read)` on a clone of its socket that the server keeps, which
+//!   returns a blocked read at once), and wakes the blocked `accept` by connecting to the
+//!   listener itself. Open streams are cancelled; a write blocked on a client that stopped
+//!   reading gives up after `send_timeout`. The flag alone notifies no one (it is a bare
+//!   `AtomicBool`), so once [`HttpServerHandle::stop_flag`] has handed it out, the timer
+//!   thread also wakes every [`FLAG_CHECK`] to look at it, and then stops the server as
+//!   `stop` does: the one periodic wake-up of an idle server, and only of one whose
+//!   application asked for the flag.
+//! * **What still looks periodically.** Besides a handed-out stop flag, only an open
+//!   stream whose client already sent its next request (pipelined bytes waiting in the
+//!   socket make every peek return at once, and hide whether the client is still there
+//!   behind them) looks at its socket every [`WATCH`]; as does one whose peeking thread
+//!   could not be started. Neither delays any data. And `stop` itself, for at most half a
+//!   second, looks every 5 ms whether the listens it ended have written their `complete`
+//!   result.
 //! * **Binding.** Only what the caller binds is served. Bind loopback
 //!   (`127.0.0.1:PORT`) unless the server is meant to be reachable from elsewhere; the
 //!   endpoint refuses browser `Origin`s other than loopback ones either way.
 
+use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -55,13 +79,17 @@ use mcp_proto::server::Server;
 pub use mcp_proto::server::http::HttpServeOptions;
 use mcp_proto::server::http::{HttpConnection, HttpEndpoint, HttpHost, HttpTransmit};
 
-/// How often blocked threads look at the stop flag. Never a delay for data: reads return
-/// as bytes arrive, accepts as connections do, and open streams are woken.
-const POLL: Duration = Duration::from_millis(20);
+/// How often the timer thread looks at the stop flag, once [`HttpServerHandle::stop_flag`]
+/// has handed it out (a bare flag set by someone else wakes no thread); never before.
+const FLAG_CHECK: Duration = Duration::from_millis(250);
+/// How long the accept loop waits after an accept error (out of descriptors and the
+/// like) before accepting again, instead of spinning.
+const BACKOFF: Duration = Duration::from_millis(100);
 /// How long [`HttpServerHandle::stop`] waits for the `complete` results of the listens it
 /// ends to be written.
 const GRACE: Duration = Duration::from_millis(500);
-/// How often an open stream with nothing to send checks that its client is still there.
+/// How often an open stream with nothing to send checks that its client is still there
+/// when no peeking thread can tell it (pipelined bytes waiting, no thread to be had).
 const WATCH: Duration = Duration::from_millis(250);
 
 /// A running HTTP server. Dropping it stops the server (as [`HttpServerHandle::stop`]).
@@ -102,13 +130,19 @@ impl HttpServerHandle {
     pub fn with_endpoint<R>(&self, f: impl FnOnce(&mut HttpEndpoint) -> R) -> R {
         let mut endpoint = self.shared.endpoint();
         let result = f(&mut endpoint);
-        self.shared.wake_ready(&mut endpoint);
+        self.shared.wake(&mut endpoint);
         result
     }
 
-    /// The flag that stops the server when set (for signal handlers and the like).
+    /// The flag that stops the server when set (for signal handlers and the like). A bare
+    /// flag wakes no thread, so from the first call on the server's timer thread looks at
+    /// it every quarter of a second ([`HttpServerHandle::stop`] needs no such look).
     #[must_use]
     pub fn stop_flag(&self) -> Arc<AtomicBool> {
+        self.shared.flag_out.store(true, Ordering::SeqCst);
+        // Under the lock: the timer sees the flag before it sleeps, or is woken.
+        let _endpoint = self.shared.endpoint();
+        self.shared.timer.notify_all();
         Arc::clone(&self.stop)
     }
 
@@ -132,7 +166,7 @@ impl HttpServerHandle {
         if self.thread.is_some() {
             self.end_listens();
         }
-        self.stop.store(true, Ordering::SeqCst);
+        self.shared.stop_all();
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
@@ -244,14 +278,19 @@ pub fn serve_http_setup(
     let shared = Shared {
         endpoint: Mutex::new(endpoint),
         output: Condvar::new(),
+        timer: Condvar::new(),
         stop: Arc::clone(&stop),
+        flag_out: AtomicBool::new(false),
+        stopped: AtomicBool::new(false),
+        sockets: Mutex::new(Sockets::default()),
+        local_addr,
         host: HttpHost::for_options(&options),
     };
     let shared = Arc::new(shared);
     let accepting = Arc::clone(&shared);
     let thread = thread::Builder::new()
         .name("mcp-http-accept".to_owned())
-        .spawn(move || accept_loop(&listener, local_addr, accepting))?;
+        .spawn(move || accept_loop(&listener, &accepting))?;
     Ok(HttpServerHandle {
         local_addr,
         path,
@@ -266,8 +305,25 @@ struct Shared {
     endpoint: Mutex<HttpEndpoint>,
     /// Signalled when an open stream may have output (or the server stops).
     output: Condvar,
+    /// Signalled when the endpoint's next deadline moved earlier (or the server stops);
+    /// the timer thread waits on it.
+    timer: Condvar,
     stop: Arc<AtomicBool>,
+    /// Whether [`HttpServerHandle::stop_flag`] handed the flag out.
+    flag_out: AtomicBool,
+    /// Whether [`Shared::stop_all`] ran.
+    stopped: AtomicBool,
+    /// A clone of every served connection's socket, to end its reading on stop.
+    sockets: Mutex<Sockets>,
+    local_addr: SocketAddr,
     host: HttpHost,
+}
+
+/// The sockets of the connections being served, by connection number.
+#[derive(Default)]
+struct Sockets {
+    next: u64,
+    open: HashMap<u64, TcpStream>,
 }
 
 impl Shared {
@@ -276,53 +332,119 @@ impl Shared {
         self.endpoint.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Wakes the threads of the streams the endpoint gave output to.
-    fn wake_ready(&self, endpoint: &mut HttpEndpoint) {
+    fn sockets(&self) -> MutexGuard<'_, Sockets> {
+        self.sockets.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// After any change to the endpoint, under its lock: wakes the threads of the streams
+    /// it gave output to, and the timer when a deadline now falls due sooner than the one
+    /// it sleeps until.
+    fn wake(&self, endpoint: &mut HttpEndpoint) {
         if endpoint.take_ready() {
             self.output.notify_all();
         }
-    }
-
-    /// Hands the endpoint the time when its next deadline passed (a task outcome due, a
-    /// held `tasks/result` to answer), and wakes the streams that got output.
-    fn tick(&self) {
-        let mut endpoint = self.endpoint();
-        if endpoint.handle_due(clock::now()) {
-            self.wake_ready(&mut endpoint);
+        if endpoint.take_timer_moved() {
+            self.timer.notify_all();
         }
     }
 
     fn stopping(&self) -> bool {
         self.stop.load(Ordering::SeqCst)
     }
+
+    /// Keeps a clone of a new connection's socket for [`Shared::stop_all`]: its number,
+    /// or `None` when the server is stopping (or the socket cannot be cloned), and the
+    /// connection must not be served.
+    fn register(&self, stream: &TcpStream) -> Option<u64> {
+        let mut sockets = self.sockets();
+        if self.stopping() {
+            return None;
+        }
+        let clone = stream.try_clone().ok()?;
+        let id = sockets.next;
+        sockets.next += 1;
+        sockets.open.insert(id, clone);
+        Some(id)
+    }
+
+    fn unregister(&self, id: u64) {
+        self.sockets().open.remove(&id);
+    }
+
+    /// Stops the server: sets the flag, wakes every thread waiting on a condition
+    /// variable, ends the reading of every connection (a blocked read returns at once),
+    /// and wakes the blocked accept with a connection of its own.
+    fn stop_all(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if self.stopped.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        {
+            // Under the lock: a thread about to wait sees the flag, or is woken.
+            let _endpoint = self.endpoint();
+            self.output.notify_all();
+            self.timer.notify_all();
+        }
+        // Under the sockets' lock, which `register` takes to look at the flag: every
+        // connection either is in the map now or will never be served.
+        for socket in self.sockets().open.values() {
+            let _ = socket.shutdown(Shutdown::Read);
+        }
+        let mut wake = self.local_addr;
+        if wake.ip().is_unspecified() {
+            wake.set_ip(match wake {
+                SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+                SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+            });
+        }
+        let _ = TcpStream::connect_timeout(&wake, Duration::from_secs(1));
+    }
 }
 
-/// Accepts in blocking mode, so a connection is served the moment it arrives; a small
-/// watcher hands the endpoint its deadlines (every [`POLL`]) and wakes the accept with a
-/// connection of its own once the stop flag is set.
-fn accept_loop(listener: &TcpListener, local_addr: SocketAddr, shared: Arc<Shared>) {
+/// The timer thread: hands the endpoint the time when its next deadline passes, sleeping
+/// until then (or until woken: a deadline moved earlier, the server stops). Once the stop
+/// flag was handed out it also wakes every [`FLAG_CHECK`] to look at it.
+fn timer_loop(shared: &Shared) {
+    let mut endpoint = shared.endpoint();
+    while !shared.stopping() {
+        if endpoint.handle_due(clock::now()) {
+            shared.wake(&mut endpoint);
+        }
+        let due = endpoint
+            .arm_timer()
+            .map(|t| t.saturating_duration_since(clock::now()));
+        let check = shared.flag_out.load(Ordering::SeqCst).then_some(FLAG_CHECK);
+        endpoint = match due.into_iter().chain(check).min() {
+            None => shared
+                .timer
+                .wait(endpoint)
+                .unwrap_or_else(PoisonError::into_inner),
+            Some(wait) => {
+                shared
+                    .timer
+                    .wait_timeout(endpoint, wait)
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0
+            }
+        };
+    }
+    drop(endpoint);
+    // The flag may have been set by someone else: stop the rest as `stop` does.
+    shared.stop_all();
+}
+
+/// Accepts in blocking mode, so a connection is served the moment it arrives, until
+/// [`Shared::stop_all`] wakes it with a connection of its own; then joins every thread.
+fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
     if listener.set_nonblocking(false).is_err() {
+        shared.stop_all();
         return;
     }
-    let watcher = {
-        let shared = Arc::clone(&shared);
+    let timer = {
+        let shared = Arc::clone(shared);
         thread::Builder::new()
-            .name("mcp-http-stop".to_owned())
-            .spawn(move || {
-                while !shared.stopping() {
-                    thread::sleep(POLL);
-                    shared.tick();
-                }
-                shared.output.notify_all();
-                let mut wake = local_addr;
-                if wake.ip().is_unspecified() {
-                    wake.set_ip(match wake {
-                        SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
-                        SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
-                    });
-                }
-                let _ = TcpStream::connect_timeout(&wake, Duration::from_secs(1));
-            })
+            .name("mcp-http-timer".to_owned())
+            .spawn(move || timer_loop(&shared))
     };
     let mut workers: Vec<JoinHandle<()>> = Vec::new();
     while !shared.stopping() {
@@ -334,46 +456,132 @@ fn accept_loop(listener: &TcpListener, local_addr: SocketAddr, shared: Arc<Share
                 let Some(machine) = shared.host.accept(clock::now()) else {
                     continue;
                 };
-                let shared = Arc::clone(&shared);
+                let Some(id) = shared.register(&stream) else {
+                    continue;
+                };
+                let serving = Arc::clone(shared);
                 let spawned = thread::Builder::new()
                     .name("mcp-http-conn".to_owned())
-                    .spawn(move || Connection::new(stream, machine, &shared).run());
-                if let Ok(worker) = spawned {
-                    workers.push(worker);
+                    .spawn(move || Connection::new(stream, machine, serving, id).run());
+                match spawned {
+                    Ok(worker) => workers.push(worker),
+                    Err(_) => shared.unregister(id),
                 }
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => thread::sleep(POLL),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             // Out of descriptors and the like: back off instead of spinning.
-            Err(_) => thread::sleep(POLL * 5),
+            Err(_) => thread::sleep(BACKOFF),
         }
     }
+    // However the loop ended, every other thread hears of it.
+    shared.stop_all();
     for worker in workers {
         let _ = worker.join();
     }
-    if let Ok(watcher) = watcher {
-        let _ = watcher.join();
+    if let Ok(timer) = timer {
+        let _ = timer.join();
     }
 }
 
-/// One client connection: its socket and its machine. Dropping it closes the socket and
-/// gives the machine's place back to the host.
-struct Connection<'a> {
+/// One client connection: its socket and its machine. Dropping it closes the socket,
+/// forgets the server's clone of it, and gives the machine's place back to the host.
+struct Connection {
     stream: TcpStream,
     machine: HttpConnection,
-    shared: &'a Shared,
+    shared: Arc<Shared>,
+    /// Its number among the server's sockets ([`Shared::register`]).
+    id: u64,
     buf: Vec<u8>,
     out: Vec<u8>,
+    /// During an open stream, the thread blocked in a peek at the socket, which tells at
+    /// once when the client sends, leaves or fails.
+    peeker: Option<Peeker>,
+    /// Whether bytes of a next request were waiting when the open stream last looked:
+    /// they keep every peek returning at once, so the stream looks every [`WATCH`].
+    pipelined: bool,
 }
 
-impl<'a> Connection<'a> {
-    fn new(stream: TcpStream, machine: HttpConnection, shared: &'a Shared) -> Self {
+/// A thread blocked in a peek at a connection's socket.
+struct Peeker {
+    thread: JoinHandle<()>,
+    /// Set (before the endpoint's condition variable is signalled) when the peek returned.
+    done: Arc<AtomicBool>,
+}
+
+impl Peeker {
+    fn done(&self) -> bool {
+        self.done.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.shared.unregister(self.id);
+        if let Some(peeker) = self.peeker.take() {
+            // Its clone would keep the socket open: end its peek first.
+            if !peeker.done() {
+                let _ = self.stream.shutdown(Shutdown::Read);
+            }
+            let _ = peeker.thread.join();
+        }
+    }
+}
+
+impl Connection {
+    fn new(stream: TcpStream, machine: HttpConnection, shared: Arc<Shared>, id: u64) -> Self {
         Connection {
             stream,
             machine,
             shared,
+            id,
             buf: vec![0; 16 * 1024],
             out: Vec::new(),
+            peeker: None,
+            pipelined: false,
+        }
+    }
+
+    /// Keeps a [`Peeker`] on the socket while a stream is open (not while pipelined bytes
+    /// would make its peek return at once), and joins the one whose peek returned, then
+    /// looks at the socket for what it saw.
+    fn mind_peeker(&mut self) {
+        if self.peeker.as_ref().is_some_and(Peeker::done)
+            && let Some(peeker) = self.peeker.take()
+        {
+            let _ = peeker.thread.join();
+            if self.machine.stream().is_some() {
+                self.watch();
+            }
+        }
+        if self.machine.stream().is_none() {
+            self.pipelined = false;
+            return;
+        }
+        if self.pipelined || self.peeker.is_some() || self.shared.stopping() {
+            return;
+        }
+        let Ok(clone) = self.stream.try_clone() else {
+            return;
+        };
+        // Nothing reads during a stream; the next read sets its own timeout again.
+        let _ = self.stream.set_read_timeout(None);
+        let done = Arc::new(AtomicBool::new(false));
+        let shared = Arc::clone(&self.shared);
+        let finished = Arc::clone(&done);
+        let spawned = thread::Builder::new()
+            .name("mcp-http-peek".to_owned())
+            .stack_size(64 * 1024)
+            .spawn(move || {
+                let mut probe = [0u8; 1];
+                while matches!(clone.peek(&mut probe), Err(e) if e.kind() == io::ErrorKind::Interrupted)
+                {}
+                finished.store(true, Ordering::SeqCst);
+                let _endpoint = shared.endpoint();
+                shared.output.notify_all();
+            });
+        // Without one, the stream looks every WATCH.
+        if let Ok(thread) = spawned {
+            self.peeker = Some(Peeker { thread, done });
         }
     }
 
@@ -387,12 +595,9 @@ impl<'a> Connection<'a> {
                 self.machine.close(now);
             }
             self.machine.handle_due(now);
+            self.mind_peeker();
             match self.transmit(now) {
-                Some(HttpTransmit::Write { .. }) => {
-                    if self.stream.write_all(&self.out).is_err() {
-                        self.machine.handle_transport_error(clock::now());
-                    }
-                }
+                Some(HttpTransmit::Write { .. }) => self.write(),
                 Some(HttpTransmit::Shutdown) => {
                     let _ = self.stream.shutdown(Shutdown::Write);
                 }
@@ -400,7 +605,8 @@ impl<'a> Connection<'a> {
                 Some(_) => return,
                 None if self.machine.stream().is_some() => self.watch(),
                 None if self.machine.wants_input() => self.read(),
-                None => thread::sleep(self.until_due(POLL)),
+                // `transmit` waited already (for the next deadline, or the stop).
+                None => {}
             }
         }
     }
@@ -413,27 +619,45 @@ impl<'a> Connection<'a> {
             .set_write_timeout(Some(send_timeout.max(Duration::from_millis(1))))
     }
 
-    /// The machine's next transmit, taken under the endpoint's lock. With a stream open
-    /// and nothing to write, it sleeps on the condition variable in the same critical
-    /// section (so no wake-up is lost) until another thread gives the stream output,
-    /// the next deadline, or time to look at the socket.
+    /// The machine's next transmit, taken under the endpoint's lock. With nothing to write
+    /// and no input wanted, it sleeps on the condition variable in the same critical
+    /// section (so no wake-up is lost) until another thread gives the stream output, the
+    /// server stops, or the machine's next deadline; with a stream open, at most
+    /// [`WATCH`], to look at the socket.
     fn transmit(&mut self, now: mcp_proto::Instant) -> Option<HttpTransmit> {
         self.out.clear();
         let mut endpoint = self.shared.endpoint();
         let transmit = self
             .machine
             .poll_transmit(now, &mut endpoint, &mut self.out);
-        self.shared.wake_ready(&mut endpoint);
-        if transmit.is_none() && self.machine.stream().is_some() && !self.shared.stopping() {
-            let wait = self.until_due(WATCH);
-            let _ = self.shared.output.wait_timeout(endpoint, wait);
+        self.shared.wake(&mut endpoint);
+        let peeked = self.peeker.as_ref().is_some_and(Peeker::done);
+        if transmit.is_none() && !self.machine.wants_input() && !self.shared.stopping() && !peeked {
+            // A stream with no peeker looks at its socket itself, every WATCH.
+            let watch = self
+                .machine
+                .stream()
+                .filter(|_| self.peeker.is_none())
+                .map(|_| WATCH);
+            match self.until_due().into_iter().chain(watch).min() {
+                Some(wait) => drop(self.shared.output.wait_timeout(endpoint, wait)),
+                None => drop(self.shared.output.wait(endpoint)),
+            }
         }
         transmit
     }
 
-    /// Reads once, for at most [`POLL`] or until the machine's next deadline.
+    /// Writes the machine's bytes (each write gives up after the send timeout).
+    fn write(&mut self) {
+        if self.stream.write_all(&self.out).is_err() {
+            self.machine.handle_transport_error(clock::now());
+        }
+    }
+
+    /// Reads once, until bytes come or the machine's next deadline (with none, until
+    /// bytes come or the server stops, which ends the reading of the socket).
     fn read(&mut self) {
-        let _ = self.stream.set_read_timeout(Some(self.until_due(POLL)));
+        let _ = self.stream.set_read_timeout(self.until_due());
         match self.stream.read(&mut self.buf) {
             Ok(0) => self.machine.handle_eof(clock::now()),
             Ok(n) => self.machine.handle_input(clock::now(), &self.buf[..n]),
@@ -449,8 +673,13 @@ impl<'a> Connection<'a> {
     }
 
     /// During an open stream: whether the client closed the connection or it failed,
-    /// looked at without consuming anything (bytes waiting are pipelined requests).
+    /// looked at without consuming anything (bytes waiting are pipelined requests). Only
+    /// when no peeker is blocked in a peek (none, or its peek returned): the socket is
+    /// made non-blocking for a moment, which a peek starting then would see.
     fn watch(&mut self) {
+        if self.peeker.as_ref().is_some_and(|p| !p.done()) {
+            return;
+        }
         let mut probe = [0u8; 1];
         let peeked = self
             .stream
@@ -458,6 +687,7 @@ impl<'a> Connection<'a> {
             .and_then(|()| self.stream.peek(&mut probe));
         let restored = self.stream.set_nonblocking(false);
         let now = clock::now();
+        self.pipelined = matches!(peeked, Ok(n) if n > 0);
         match (peeked, restored) {
             (Ok(0), _) => self.machine.handle_eof(now),
             (Ok(_), Ok(())) => {}
@@ -470,9 +700,12 @@ impl<'a> Connection<'a> {
         }
     }
 
-    /// The time until the machine's next deadline, at most `cap` (at least 1 ms: a zero
+    /// The time until the machine's next deadline, if it has one (at least 1 ms: a zero
     /// socket timeout means none).
-    fn until_due(&self, cap: Duration) -> Duration {
-        self.machine.until_due(clock::now(), cap)
+    fn until_due(&self) -> Option<Duration> {
+        self.machine.poll_timeout().map(|t| {
+            t.saturating_duration_since(clock::now())
+                .max(Duration::from_millis(1))
+        })
     }
 }

@@ -14,11 +14,21 @@
 //!   polled (tool handlers are synchronous);
 //! * a connection with an open stream and nothing to write waits on an
 //!   `event_listener::Event` registered under the lock; whoever feeds the endpoint the
-//!   input that gives a stream output ([`HttpEndpoint::poll_ready`]) notifies it. Every
-//!   [`WATCH`] it peeks at its socket to notice a client that went away;
-//! * the endpoint's own deadlines are handed to it every [`POLL`];
+//!   input that gives a stream output ([`HttpEndpoint::poll_ready`]) notifies it. It
+//!   also waits for its socket to become readable, and then peeks at it to notice a
+//!   client that went away;
+//! * the endpoint's own deadlines are handed to it by a timer future that sleeps exactly
+//!   until the next one ([`HttpEndpoint::arm_timer`]), or until notified when there is
+//!   none: whoever changes the endpoint so that a deadline falls due sooner notifies it
+//!   ([`HttpEndpoint::take_timer_moved`]), with its listener registered under the lock;
 //! * when `stop` resolves, no more connections are accepted, every machine is closed,
-//!   and the future resolves once each connection has finished.
+//!   and the future resolves once each connection has finished. The stop future is
+//!   polled with the rest, so it wakes the whole future itself.
+//!
+//! Nothing wakes on a period except an open stream whose client already sent its next
+//! request: the bytes waiting in the socket keep it readable, so the end of the
+//! connection behind them can only be looked for, every [`WATCH`]. An accept error (out
+//! of descriptors) is retried after [`BACKOFF`].
 
 use std::future::Future;
 use std::io;
@@ -37,11 +47,12 @@ use mcp_proto::server::Server;
 pub use mcp_proto::server::http::HttpServeOptions;
 use mcp_proto::server::http::{HttpConnection, HttpEndpoint, HttpHost, HttpTransmit};
 
-/// How often the endpoint's own deadlines are looked at, and the longest a connection
-/// waits before looking at its machine again. Never a delay for data.
-const POLL: Duration = Duration::from_millis(20);
-/// How often an open stream with nothing to send checks that its client is still there.
+/// How often an open stream with nothing to send checks that its client is still there,
+/// when bytes of a pipelined request keep its socket readable (else readiness tells).
 const WATCH: Duration = Duration::from_millis(250);
+/// How long the accept loop waits after an accept error (out of descriptors and the
+/// like) before accepting again, instead of spinning.
+const BACKOFF: Duration = Duration::from_millis(100);
 
 /// Serves `server` on this process's stdin and stdout until stdin ends (through
 /// [`blocking::Unblock`], whose threads do the blocking reads and writes). A client that
@@ -179,6 +190,8 @@ pub async fn serve_http(
     let shared = Shared {
         endpoint: Mutex::new(endpoint),
         wake: Event::new(),
+        timer: Event::new(),
+        halt: Event::new(),
         stopping: AtomicBool::new(false),
         host: HttpHost::for_options(&options),
     };
@@ -191,6 +204,10 @@ struct Shared {
     endpoint: Mutex<HttpEndpoint>,
     /// Notified when an open stream may have output, or the server stops.
     wake: Event,
+    /// Notified when the endpoint's next deadline moved earlier; the timer waits on it.
+    timer: Event,
+    /// Notified when the server stops; connections without an open stream wait on it.
+    halt: Event,
     stopping: AtomicBool,
     host: HttpHost,
 }
@@ -201,17 +218,31 @@ impl Shared {
         self.endpoint.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Wakes the connections of the streams the endpoint gave output to.
-    fn wake_ready(&self, endpoint: &mut HttpEndpoint) {
+    /// After any change to the endpoint, under its lock: wakes the connections of the
+    /// streams it gave output to, and the timer when a deadline now falls due sooner than
+    /// the one it sleeps until.
+    fn wake(&self, endpoint: &mut HttpEndpoint) {
         if endpoint.take_ready() {
             self.wake.notify(usize::MAX);
         }
+        if endpoint.take_timer_moved() {
+            self.timer.notify(usize::MAX);
+        }
     }
 
-    fn tick(&self) {
-        let mut endpoint = self.endpoint();
-        if endpoint.handle_due(clock::now()) {
-            self.wake_ready(&mut endpoint);
+    /// Hands the endpoint the time whenever its next deadline passes; sleeps until then,
+    /// or until notified that a deadline moved earlier. Never resolves.
+    async fn timer(&self) {
+        loop {
+            // Listening before arming, under the lock, loses no notification.
+            let (due, moved) = {
+                let mut endpoint = self.endpoint();
+                if endpoint.handle_due(clock::now()) {
+                    self.wake(&mut endpoint);
+                }
+                (endpoint.arm_timer(), self.timer.listen())
+            };
+            moved.or(until(due)).await;
         }
     }
 
@@ -228,15 +259,23 @@ type Accept<'a> = Pin<Box<dyn Future<Output = io::Result<Async<TcpStream>>> + 'a
 async fn run(listener: &Async<TcpListener>, shared: &Shared, stop: impl Future<Output = ()>) {
     let mut stop = Box::pin(stop);
     let mut accepted: Option<Accept<'_>> = None;
-    let mut ticker = Timer::interval(POLL);
+    let mut backoff: Option<Timer> = None;
+    let mut timer: Task<'_> = Box::pin(shared.timer());
     let mut conns: Vec<Task<'_>> = Vec::new();
     future::poll_fn(|cx| {
         if !shared.stopping() && stop.as_mut().poll(cx).is_ready() {
             shared.stopping.store(true, Ordering::SeqCst);
             shared.wake.notify(usize::MAX);
+            shared.halt.notify(usize::MAX);
             accepted = None;
         }
-        while !shared.stopping() {
+        if backoff
+            .as_mut()
+            .is_some_and(|t| Pin::new(t).poll(cx).is_ready())
+        {
+            backoff = None;
+        }
+        while !shared.stopping() && backoff.is_none() {
             let pending = accepted
                 .get_or_insert_with(|| Box::pin(async { listener.accept().await.map(|(s, _)| s) }));
             let Poll::Ready(result) = pending.as_mut().poll(cx) else {
@@ -250,12 +289,18 @@ async fn run(listener: &Async<TcpListener>, shared: &Shared, stop: impl Future<O
                         conns.push(Box::pin(Connection::new(stream, machine, shared).run()));
                     }
                 }
-                // Out of descriptors and the like: the ticker polls again soon.
-                Err(_) => break,
+                // Out of descriptors and the like: accept again a little later.
+                Err(_) => {
+                    let mut wait = Timer::after(BACKOFF);
+                    if Pin::new(&mut wait).poll(cx).is_pending() {
+                        backoff = Some(wait);
+                        break;
+                    }
+                }
             }
         }
-        while futures_lite::Stream::poll_next(Pin::new(&mut ticker), cx).is_ready() {
-            shared.tick();
+        if !shared.stopping() {
+            let _ = timer.as_mut().poll(cx);
         }
         conns.retain_mut(|conn| conn.as_mut().poll(cx).is_pending());
         if shared.stopping() && conns.is_empty() {
@@ -275,6 +320,8 @@ struct Connection<'a> {
     shared: &'a Shared,
     buf: Vec<u8>,
     out: Vec<u8>,
+    /// Whether bytes of a next request were waiting when the open stream last looked.
+    pipelined: bool,
 }
 
 impl<'a> Connection<'a> {
@@ -286,6 +333,7 @@ impl<'a> Connection<'a> {
             shared,
             buf: vec![0; 16 * 1024],
             out: Vec::new(),
+            pipelined: false,
         }
     }
 
@@ -296,15 +344,21 @@ impl<'a> Connection<'a> {
                 self.machine.close(now);
             }
             self.machine.handle_due(now);
-            // Listening before polling, under the lock, loses no wake-up.
+            // Listening before polling, under the lock, loses no wake-up: an open stream
+            // for its output or the stop, anything else for the stop alone.
             let (transmit, listener) = {
                 self.out.clear();
                 let mut endpoint = self.shared.endpoint();
                 let transmit = self
                     .machine
                     .poll_transmit(now, &mut endpoint, &mut self.out);
-                self.shared.wake_ready(&mut endpoint);
-                (transmit, self.shared.wake.listen())
+                self.shared.wake(&mut endpoint);
+                let listener = if self.machine.stream().is_some() {
+                    self.shared.wake.listen()
+                } else {
+                    self.shared.halt.listen()
+                };
+                (transmit, listener)
             };
             match transmit {
                 Some(HttpTransmit::Write { .. }) => self.write().await,
@@ -316,15 +370,24 @@ impl<'a> Connection<'a> {
                 // Closed above: the machine says Close at once (never a busy loop).
                 None if self.shared.stopping() => sleep(Duration::from_millis(1)).await,
                 None if self.machine.stream().is_some() => {
-                    let wait = self.until_due(WATCH);
-                    listener.or(sleep(wait)).await;
-                    self.watch();
+                    let due = self.machine.poll_timeout();
+                    let left = async {
+                        if self.pipelined {
+                            sleep(WATCH).await;
+                        } else {
+                            // Readable: the client sent something, left, or failed.
+                            let _ = self.stream.readable().await;
+                        }
+                    };
+                    listener.or(until(due)).or(left).await;
+                    self.pipelined = self.watch();
                 }
                 None if self.machine.wants_input() => {
-                    let wait = self.until_due(POLL * 50);
+                    self.pipelined = false;
+                    let due = self.machine.poll_timeout();
                     let read = async { Some(self.stream.read(&mut self.buf).await) };
                     let other = async {
-                        listener.or(sleep(wait)).await;
+                        listener.or(until(due)).await;
                         None
                     };
                     let event = read.or(other).await;
@@ -337,7 +400,7 @@ impl<'a> Connection<'a> {
                         None => {}
                     }
                 }
-                None => listener.or(sleep(self.until_due(POLL))).await,
+                None => listener.or(until(self.machine.poll_timeout())).await,
             }
         }
     }
@@ -357,13 +420,14 @@ impl<'a> Connection<'a> {
     }
 
     /// During an open stream: whether the client closed the connection or it failed,
-    /// looked at without consuming anything (bytes waiting are pipelined requests).
-    fn watch(&mut self) {
+    /// looked at without consuming anything. True when bytes are waiting (pipelined
+    /// requests), which hide whether the client is still there.
+    fn watch(&mut self) -> bool {
         let mut probe = [0u8; 1];
         let now = clock::now();
         match self.stream.get_ref().peek(&mut probe) {
             Ok(0) => self.machine.handle_eof(now),
-            Ok(_) => {}
+            Ok(_) => return true,
             Err(e)
                 if matches!(
                     e.kind(),
@@ -371,10 +435,17 @@ impl<'a> Connection<'a> {
                 ) => {}
             Err(_) => self.machine.handle_transport_error(now),
         }
+        false
     }
+}
 
-    fn until_due(&self, cap: Duration) -> Duration {
-        self.machine.until_due(clock::now(), cap)
+/// Resolves at `due`; with no deadline, never.
+async fn until(due: Option<mcp_proto::Instant>) {
+    match due {
+        Some(due) => {
+            Timer::at(clock::to_std(due)).await;
+        }
+        None => future::pending::<()>().await,
     }
 }
 

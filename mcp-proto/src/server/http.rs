@@ -141,6 +141,17 @@
 //! tells every legacy session with a `GET` stream of each change, as the machine tells
 //! its one session over stdio.
 //!
+//! **Waking the driver.** The endpoint tells its driver when it has work, so no driver
+//! polls it. After every change (a request handled, a stream polled or cancelled, an
+//! application's [`HttpEndpoint::update_server`]), [`HttpEndpoint::take_ready`] says
+//! whether some open stream got output (wake the threads or futures waiting on streams),
+//! and [`HttpEndpoint::take_timer_moved`] whether the endpoint's next deadline
+//! ([`HttpEndpoint::poll_timeout`]: a task outcome falling due, a held `tasks/result`
+//! expiring) is now earlier than the one the driver's timer was set for
+//! ([`HttpEndpoint::arm_timer`]; wake the timer so that it is set again). The timer,
+//! when it fires, hands the endpoint the time ([`HttpEndpoint::handle_due`]), and is set
+//! again; with no deadline it sleeps until woken.
+//!
 //! **Without sessions** ([`HttpEndpoint::new`], [`HttpEndpoint::with_config`]: no
 //! entropy), legacy state is process-wide: each `initialize` replaces the handshake, and
 //! two interleaving legacy clients see the later one's capabilities. That mode is for
@@ -391,6 +402,8 @@ pub struct HttpEndpoint {
     current_session: Option<String>,
     /// The application's check in front of the endpoint.
     gate: Option<Box<dyn RequestGate>>,
+    /// The deadline the driver's timer was last set for ([`HttpEndpoint::arm_timer`]).
+    timer: Option<Instant>,
 }
 
 impl HttpEndpoint {
@@ -418,6 +431,7 @@ impl HttpEndpoint {
             next_attach: 1,
             current_session: None,
             gate: None,
+            timer: None,
         }
     }
 
@@ -729,6 +743,39 @@ impl HttpEndpoint {
             self.handle_timeout(now);
         }
         due
+    }
+
+    /// For a driver that keeps one timer for the endpoint's deadlines: the instant to set
+    /// it for ([`HttpEndpoint::poll_timeout`]; `None`: no deadline, sleep until woken),
+    /// remembered so that [`HttpEndpoint::take_timer_moved`] can tell when it is no
+    /// longer the earliest. Call it each time the timer is set (after
+    /// [`HttpEndpoint::handle_due`]).
+    #[must_use]
+    pub fn arm_timer(&mut self) -> Option<Instant> {
+        self.timer = self.poll_timeout();
+        self.timer
+    }
+
+    /// Whether the endpoint's next deadline is now earlier than the one the driver's
+    /// timer was last set for ([`HttpEndpoint::arm_timer`]), or there is one where there
+    /// was none: a request, a cancellation or an application's change made work fall due
+    /// sooner. When `true`, wake the timer so that it is set again; the new deadline
+    /// counts as set, so the same move is reported once. A deadline that moved later
+    /// needs nothing: the timer fires early, finds nothing due, and is set again. Ask
+    /// after every change to the endpoint, with [`HttpEndpoint::take_ready`]; this is
+    /// how a driver hands the endpoint its deadlines with no periodic polling.
+    #[must_use]
+    pub fn take_timer_moved(&mut self) -> bool {
+        let next = self.poll_timeout();
+        let moved = match (next, self.timer) {
+            (Some(next), Some(set)) => next < set,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        if moved {
+            self.timer = next;
+        }
+        moved
     }
 
     /// Whether [`HttpEndpoint::poll_stream`] would write anything for `stream` now.

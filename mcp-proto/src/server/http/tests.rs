@@ -991,3 +991,86 @@ fn the_gate_answers_or_passes_every_request_after_host_and_origin() {
     assert_eq!(complete(ep.handle_request(now(), &origin)).status, 403);
     assert_eq!(count(), 4);
 }
+
+/// A stateless endpoint whose `wait` tool runs as a task and is done `ms` milliseconds
+/// after the call.
+fn waiting_endpoint() -> HttpEndpoint {
+    let tool = Tool::new(
+        "wait",
+        "done after `ms` milliseconds",
+        json!({"type": "object"}),
+        |call: &ToolCall<'_>| {
+            let ms = call
+                .arguments
+                .get("ms")
+                .and_then(Value::as_u64)
+                .unwrap_or(0);
+            ToolOutcome::after(
+                std::time::Duration::from_millis(ms),
+                ToolOutcome::text("waited"),
+            )
+        },
+    )
+    // No polls stand for the delay: the outcome falls due by time alone.
+    .as_task(0);
+    let mut ep = HttpEndpoint::new(example::server_with(|c| c.tools.push(tool)));
+    let init = post(
+        &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}),
+        &[],
+    );
+    assert_eq!(complete(ep.handle_request(now(), &init)).status, 200);
+    ep
+}
+
+/// Starts a `wait` task of `ms` at `at`; its task id.
+fn start_wait(ep: &mut HttpEndpoint, at: Instant, id: i64, ms: u64) -> String {
+    let call = post(
+        &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "wait", "arguments": {"ms": ms}, "task": {}}}),
+        &[("MCP-Protocol-Version", "2025-11-25")],
+    );
+    let r = complete(ep.handle_request(at, &call));
+    let task = &body_json(&r)["result"]["task"];
+    assert_eq!(task["status"], "working", "{r:?}");
+    task["taskId"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn the_driver_timer_is_woken_only_when_a_deadline_moves_earlier() {
+    let mut ep = waiting_endpoint();
+    let ms = std::time::Duration::from_millis;
+    let t0 = now();
+    // Nothing due: the timer sleeps until woken, and nothing moved.
+    assert_eq!(ep.arm_timer(), None);
+    assert!(!ep.take_timer_moved());
+    let list = post(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+        &[("MCP-Protocol-Version", "2025-11-25")],
+    );
+    assert_eq!(complete(ep.handle_request(t0, &list)).status, 200);
+    assert!(!ep.take_timer_moved(), "a request that sets no deadline");
+
+    // A task due in 5 s: the sleeping timer must be woken, once.
+    start_wait(&mut ep, t0, 2, 5_000);
+    assert!(ep.take_timer_moved());
+    assert!(!ep.take_timer_moved(), "the same move is reported once");
+    assert_eq!(ep.arm_timer(), Some(t0 + ms(5_000)));
+    // A later deadline does not move the timer; an earlier one does.
+    start_wait(&mut ep, t0, 3, 9_000);
+    assert!(!ep.take_timer_moved());
+    start_wait(&mut ep, t0 + ms(100), 4, 1_000);
+    assert!(ep.take_timer_moved());
+    assert_eq!(ep.arm_timer(), Some(t0 + ms(1_100)));
+
+    // The timer fires: early, nothing happens; when due, the outcome is handed over and
+    // the timer is set for the next one.
+    assert!(!ep.handle_due(t0 + ms(1_099)));
+    assert!(ep.handle_due(t0 + ms(1_100)));
+    assert!(!ep.take_timer_moved(), "the next deadline is later");
+    assert_eq!(ep.arm_timer(), Some(t0 + ms(5_000)));
+    assert!(ep.handle_due(t0 + ms(9_000)));
+    assert_eq!(ep.arm_timer(), None);
+    assert!(!ep.take_timer_moved());
+}
