@@ -63,6 +63,8 @@ const POLL: Duration = Duration::from_millis(20);
 const GRACE: Duration = Duration::from_millis(500);
 /// How often an open stream with nothing to send checks that its client is still there.
 const WATCH: Duration = Duration::from_millis(250);
+/// The read buffer of a connection: a 64 KiB request arrives in one or two reads.
+const READ_BUF: usize = 64 * 1024;
 
 /// A running HTTP server. Dropping it stops the server (as [`HttpServerHandle::stop`]).
 pub struct HttpServerHandle {
@@ -372,7 +374,7 @@ impl<'a> Connection<'a> {
             stream,
             machine,
             shared,
-            buf: vec![0; 16 * 1024],
+            buf: vec![0; READ_BUF],
             out: Vec::new(),
         }
     }
