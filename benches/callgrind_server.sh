@@ -44,8 +44,8 @@ count() {
     }
     local files
     files=$(ls "$out/$tag.$iters".*.out)
-    if [[ $(echo "$files" | wc -l) -lt 2 ]]; then
-        echo "no server process under \"$filter\" (run the bench to see the case names)" >&2
+    if [[ $(echo "$files" | wc -l) -ne 2 ]]; then
+        echo "\"$filter\" must start exactly one server (run the bench to see the case names)" >&2
         return 1
     fi
     local file
