@@ -91,6 +91,8 @@ const GRACE: Duration = Duration::from_millis(500);
 /// How often an open stream with nothing to send checks that its client is still there
 /// when no peeking thread can tell it (pipelined bytes waiting, no thread to be had).
 const WATCH: Duration = Duration::from_millis(250);
+/// The read buffer of a connection: a 64 KiB request arrives in one or two reads.
+const READ_BUF: usize = 64 * 1024;
 
 /// A running HTTP server. Dropping it stops the server (as [`HttpServerHandle::stop`]).
 pub struct HttpServerHandle {
@@ -534,7 +536,7 @@ impl Connection {
             machine,
             shared,
             id,
-            buf: vec![0; 16 * 1024],
+            buf: vec![0; READ_BUF],
             out: Vec::new(),
             peeker: None,
             pipelined: false,

@@ -289,6 +289,59 @@ struct Envelope<'a> {
     error: Option<&'a RawValue>,
 }
 
+/// [`Envelope`] with `params` read as a value, for [`decode_request_object`].
+#[derive(Deserialize)]
+struct ValueEnvelope<'a> {
+    #[serde(default, borrow)]
+    jsonrpc: Option<&'a RawValue>,
+    #[serde(default, deserialize_with = "present")]
+    id: Option<IdField>,
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    params: Option<serde_json::Value>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    result: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    error: Option<&'a RawValue>,
+}
+
+/// A request whose `params` are absent or an object, read in one pass with its params
+/// as a map (the returned [`Request::params`] is `None`): what [`Message::decode`] would
+/// return, for a server that works on the params as values anyway. `None` for anything
+/// else (another kind of message, params that are not an object, text that does not
+/// decode), which [`Message::decode`] then reads and names the error of. Nesting is not
+/// checked: check it first ([`check_nesting`]).
+pub(crate) fn decode_request_object(
+    bytes: &[u8],
+) -> Option<(Request, serde_json::Map<String, serde_json::Value>)> {
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return None;
+    }
+    let env: ValueEnvelope<'_> = serde_json::from_slice(bytes).ok()?;
+    if env.jsonrpc.map(RawValue::get) != Some("\"2.0\"")
+        || env.result.is_some()
+        || env.error.is_some()
+    {
+        return None;
+    }
+    let Some(IdField::Valid(id)) = env.id else {
+        return None;
+    };
+    let method = env.method?;
+    let params = match env.params {
+        None => serde_json::Map::new(),
+        Some(serde_json::Value::Object(map)) => map,
+        Some(_) => return None,
+    };
+    let request = Request {
+        id,
+        method,
+        params: None,
+    };
+    Some((request, params))
+}
+
 impl Message {
     /// Decodes one message from its JSON text, refusing text that nests arrays and
     /// objects more than `max_depth` levels deep (the message object is level 1). The
@@ -720,6 +773,41 @@ pub fn encode_result(out: &mut Vec<u8>, id: Option<&RequestId>, result: &RawValu
     out.push(b'}');
 }
 
+/// The start [`encode_result`] writes before the id.
+const RESULT_HEAD: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":";
+/// What [`encode_result`] writes between the id and the result.
+const RESULT_KEY: &[u8] = b",\"result\":";
+
+/// For a successful response with a number id as this crate's own encoders write it
+/// (`{"jsonrpc":"2.0","id":N,"result":…}`, compact, nothing after the result): `N` and
+/// where the id ends. `None` for any other text. Only for text this crate wrote itself:
+/// the result is not looked at, let alone validated.
+pub(crate) fn own_result_id(bytes: &[u8]) -> Option<(i64, usize)> {
+    let rest = bytes.strip_prefix(RESULT_HEAD)?;
+    let digits = rest
+        .iter()
+        .position(|b| !(b.is_ascii_digit() || *b == b'-'))?;
+    let id = std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()?;
+    let end = RESULT_HEAD.len() + digits;
+    (bytes[end..].starts_with(RESULT_KEY) && bytes.last() == Some(&b'}')).then_some((id, end))
+}
+
+/// The response `bytes` (for which [`own_result_id`] gave `end`) with its id replaced by
+/// `id`, in place: the result is never parsed, and not even moved when both ids are
+/// written with as many bytes.
+pub(crate) fn replace_own_result_id(mut bytes: Vec<u8>, id: &RequestId, end: usize) -> Vec<u8> {
+    let mut text = Vec::new();
+    push_id(&mut text, Some(id));
+    let start = RESULT_HEAD.len();
+    match bytes.get_mut(start..end) {
+        Some(old) if old.len() == text.len() => old.copy_from_slice(&text),
+        _ => {
+            bytes.splice(start..end, text);
+        }
+    }
+    bytes
+}
+
 /// Appends a successful response whose result is a [`serde_json::Value`], written
 /// straight into `out` (no intermediate text) with the word-at-a-time string escaper.
 pub(crate) fn encode_result_value(
@@ -778,6 +866,87 @@ mod tests {
 
     fn dec(s: &str) -> Result<Message, DecodeError> {
         Message::decode(s.as_bytes())
+    }
+
+    #[test]
+    fn requests_with_object_params_decode_as_message_decode_reads_them() {
+        let inputs = [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"a\"b"}}}"#,
+            r#" {"method":"ping","id":"x","jsonrpc":"2.0"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{},"extra":[1,2]}"#,
+            // Anything else is left to Message::decode.
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":[1]}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":null}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","result":{}}"#,
+            r#"{"jsonrpc":"1.0","id":1,"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","id":{},"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","method":"n"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1}"#,
+            r#"[{"jsonrpc":"2.0","id":1,"method":"m"}]"#,
+            "",
+        ];
+        let mut fast = 0;
+        for input in inputs {
+            let general = dec(input);
+            match decode_request_object(input.as_bytes()) {
+                Some((request, params)) => {
+                    fast += 1;
+                    let Ok(Message::Request(want)) = general else {
+                        panic!("{input}: decoded a request that is not one: {general:?}");
+                    };
+                    assert_eq!((&request.id, &request.method), (&want.id, &want.method));
+                    assert!(request.params.is_none());
+                    let want_params: serde_json::Map<String, serde_json::Value> =
+                        want.params.map_or_else(serde_json::Map::new, |p| {
+                            serde_json::from_str(p.get()).unwrap()
+                        });
+                    assert_eq!(params, want_params, "{input}");
+                }
+                None => assert!(
+                    !matches!(&general, Ok(Message::Request(r))
+                        if r.params.as_deref().is_none_or(|p| p.get().starts_with('{'))),
+                    "{input}: a request with object params was left out"
+                ),
+            }
+        }
+        assert_eq!(fast, 3);
+    }
+
+    #[test]
+    fn own_results_get_their_id_replaced_without_parsing() {
+        let result =
+            RawValue::from_string(r#"{"content":[{"type":"text","text":"x"}]}"#.into()).unwrap();
+        let mut bytes = Vec::new();
+        encode_result(&mut bytes, Some(&RequestId::Number(-17)), &result);
+        let (id, end) = own_result_id(&bytes).expect("our own encoding");
+        assert_eq!(id, -17);
+        for (client, text) in [
+            (RequestId::Number(42), "42"),
+            (RequestId::Number(7), "7"),
+            (RequestId::String("a\"b".into()), r#""a\"b""#),
+        ] {
+            let replaced = replace_own_result_id(bytes.clone(), &client, end);
+            let want = format!(
+                r#"{{"jsonrpc":"2.0","id":{text},"result":{}}}"#,
+                result.get()
+            );
+            assert_eq!(String::from_utf8(replaced).unwrap(), want);
+        }
+        // Anything not written that way is not taken for it.
+        for other in [
+            r#"{"jsonrpc":"2.0","id":"1","result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","id":,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1 ,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{}} "#,
+            r#"{"id":1,"jsonrpc":"2.0","result":{}}"#,
+        ] {
+            assert_eq!(own_result_id(other.as_bytes()), None, "{other}");
+        }
     }
 
     #[test]

@@ -876,23 +876,42 @@ impl HttpEndpoint {
             let e = ErrorObject::new(codes::INVALID_REQUEST, format!("Invalid request: {e}"));
             return complete(HttpResponse::json_error(400, id.as_ref(), &e));
         }
-        let value: Value = match serde_json::from_slice(&http.body) {
-            Ok(v) => v,
-            Err(_) => {
-                let e = ErrorObject::new(codes::PARSE_ERROR, "Parse error");
-                return complete(HttpResponse::json_error(400, None, &e));
-            }
-        };
+        // A request with an object (or no) params, the common case, is read in one pass;
+        // anything else the general way.
+        if let Some((request, params)) = jsonrpc::decode_request_object(&http.body) {
+            return self.request(now, request, Some(params), http);
+        }
         let message = match Message::decode(&http.body) {
             Ok(m) => m,
             Err(e) => {
+                // Read again as any JSON only now, to tell text that is not JSON (a parse
+                // error) from a message of the wrong shape (answered with its id).
+                let Ok(value) = serde_json::from_slice::<Value>(&http.body) else {
+                    let e = ErrorObject::new(codes::PARSE_ERROR, "Parse error");
+                    return complete(HttpResponse::json_error(400, None, &e));
+                };
                 let id = value.get("id").and_then(id_of);
                 let e = ErrorObject::new(codes::INVALID_REQUEST, format!("Invalid request: {e}"));
                 return complete(HttpResponse::json_error(400, id.as_ref(), &e));
             }
         };
-        if let Message::Request(request) = message {
-            return self.request(now, request, &value, http);
+        if let Message::Request(mut request) = message {
+            // The params are read once, here: the checks below look at them and the server
+            // takes them as they are. Params that are not an object stay with the request
+            // for the server to refuse.
+            let params = match request
+                .params
+                .as_deref()
+                .map(|p| serde_json::from_str(p.get()))
+            {
+                None => Some(Map::new()),
+                Some(Ok(Value::Object(map))) => Some(map),
+                Some(_) => None,
+            };
+            if params.is_some() {
+                request.params = None;
+            }
+            return self.request(now, request, params, http);
         }
         // A notification or response belongs to the session it names, if any.
         let session = match http.header(MCP_SESSION_ID) {
@@ -915,14 +934,11 @@ impl HttpEndpoint {
         &mut self,
         now: Instant,
         request: Request,
-        value: &Value,
+        parsed: Option<Map<String, Value>>,
         http: &HttpRequest,
     ) -> HttpReply {
         let empty = Map::new();
-        let params = value
-            .get("params")
-            .and_then(Value::as_object)
-            .unwrap_or(&empty);
+        let params = parsed.as_ref().unwrap_or(&empty);
         let era = if self.is_modern(&request.method, params, http) {
             Era::Modern
         } else {
@@ -953,8 +969,10 @@ impl HttpEndpoint {
         let chunked = http.version == HttpVersion::Http11;
         let close = !http.keep_alive();
         if era == Era::Legacy && self.sessions.is_some() {
+            let request = (request, parsed);
             return self.in_legacy_session(now, request, http, initialize, (chunked, close));
         }
+        let request = (request, parsed);
         self.run(now, request, era, initialize, (chunked, close), None)
     }
 
@@ -964,12 +982,12 @@ impl HttpEndpoint {
     fn in_legacy_session(
         &mut self,
         now: Instant,
-        request: Request,
+        request: (Request, Option<Map<String, Value>>),
         http: &HttpRequest,
         initialize: bool,
         framing: (bool, bool),
     ) -> HttpReply {
-        let id = request.id.clone();
+        let id = request.0.id.clone();
         let session = if initialize {
             let (exchanges, listeners) = (&self.exchanges, &self.listeners);
             let busy = |s: &str| busy(exchanges, listeners, s);
@@ -1233,11 +1251,12 @@ impl HttpEndpoint {
                 .is_some_and(|v| v.era() == Era::Modern)
     }
 
-    /// Hands a request to the machine under an endpoint id and builds the reply.
+    /// Hands a request to the machine under an endpoint id and builds the reply. With its
+    /// params already read (an object), the machine takes them as they are.
     fn run(
         &mut self,
         now: Instant,
-        mut request: Request,
+        (mut request, params): (Request, Option<Map<String, Value>>),
         era: Era,
         initialize: bool,
         (chunked, close): (bool, bool),
@@ -1260,7 +1279,10 @@ impl HttpEndpoint {
                 attach: None,
             },
         );
-        self.server.handle_message(now, Message::Request(request));
+        match params {
+            Some(params) => self.server.handle_request_parsed(now, request, params),
+            None => self.server.handle_message(now, Message::Request(request)),
+        }
         self.route(Some(key));
         let answered = self.exchanges.get(&key).is_some_and(|e| e.answered);
         let single = self
@@ -1660,6 +1682,9 @@ impl HttpEndpoint {
     /// it has one, and are dropped otherwise.
     fn route(&mut self, context: Option<i64>) {
         while let Some(bytes) = self.server.poll_message() {
+            let Some(bytes) = self.route_own_result(bytes) else {
+                continue;
+            };
             let Ok(message) = Message::decode(&bytes) else {
                 continue;
             };
@@ -1749,6 +1774,36 @@ impl HttpEndpoint {
                 },
             }
         }
+    }
+
+    /// The common case of [`HttpEndpoint::route`] without reading the machine's text
+    /// again: a successful answer to an exchange, under the id the endpoint gave it,
+    /// whose result names no subscription. Its result is left as it is and its id is
+    /// replaced by the client's in place. Returns the message when it is anything else,
+    /// for the general way.
+    fn route_own_result(&mut self, bytes: Vec<u8>) -> Option<Vec<u8>> {
+        let Some((key, end)) = jsonrpc::own_result_id(&bytes) else {
+            return Some(bytes);
+        };
+        // An answer to no exchange, or to one already answered, is dropped (`None`), as
+        // the general way drops it.
+        let exchange = self.exchanges.get_mut(&key)?;
+        if exchange.answered {
+            return None;
+        }
+        // A listen's end names its subscription: that one is rewritten the general way.
+        if std::str::from_utf8(&bytes).map_or(true, |t| t.contains(notify::SUBSCRIPTION_ID)) {
+            return Some(bytes);
+        }
+        exchange.error_code = None;
+        exchange.answered = true;
+        let detached = exchange.streaming && exchange.attach.is_none();
+        let out = jsonrpc::replace_own_result_id(bytes, &exchange.original, end);
+        self.queue_for_exchange(key, out);
+        if detached {
+            self.forget(key);
+        }
+        None
     }
 
     /// The open exchange of the 2026 listen a notification names in its `_meta`

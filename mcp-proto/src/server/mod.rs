@@ -370,6 +370,24 @@ impl Server {
         self.eof && self.outbound.is_empty()
     }
 
+    /// A request whose `params` the caller already read into `params` (an object; empty
+    /// when absent) from a message it checked against this server's nesting limit, as
+    /// [`Server::handle_message`] does: the same handling without reading the params a
+    /// second time. `req.params` is not looked at.
+    pub(crate) fn handle_request_parsed(
+        &mut self,
+        now: Instant,
+        req: Request,
+        params: Map<String, Value>,
+    ) {
+        if self.eof {
+            return;
+        }
+        self.now = self.now.max(now);
+        self.on_parsed_request(now, req, &params);
+        self.after_input();
+    }
+
     fn on_request(&mut self, now: Instant, req: Request) {
         let params = match req.params.as_deref().map(|p| serde_json::from_str(p.get())) {
             None => Map::new(),
@@ -379,10 +397,14 @@ impl Server {
                 return self.send_error(Some(&req.id), &e);
             }
         };
-        if self.is_modern(&req.method, &params) {
-            self.modern_request(now, &req.id, &req.method, &params);
+        self.on_parsed_request(now, req, &params);
+    }
+
+    fn on_parsed_request(&mut self, now: Instant, req: Request, params: &Map<String, Value>) {
+        if self.is_modern(&req.method, params) {
+            self.modern_request(now, &req.id, &req.method, params);
         } else {
-            self.legacy_request(req.id, &req.method, &params);
+            self.legacy_request(req.id, &req.method, params);
         }
     }
 

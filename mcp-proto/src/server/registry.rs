@@ -327,16 +327,31 @@ impl ToolOutcome {
     /// A successful result with one text block.
     #[must_use]
     pub fn text(text: impl Into<String>) -> Self {
-        ToolOutcome::Done(json!({"content": [{"type": "text", "text": text.into()}]}))
+        // Built by hand: `json!` would serialise the string into a second copy of it.
+        ToolOutcome::Done(text_result(text.into(), None))
     }
 
     /// A failed (`isError: true`) result with one text block.
     #[must_use]
     pub fn error_text(text: impl Into<String>) -> Self {
-        ToolOutcome::Done(
-            json!({"content": [{"type": "text", "text": text.into()}], "isError": true}),
-        )
+        ToolOutcome::Done(text_result(text.into(), Some(true)))
     }
+}
+
+/// `{"content":[{"type":"text","text":…}]}`, with `isError` when given, owning `text`.
+fn text_result(text: String, is_error: Option<bool>) -> Value {
+    let mut block = Map::new();
+    block.insert("type".to_owned(), Value::from("text"));
+    block.insert("text".to_owned(), Value::String(text));
+    let mut result = Map::new();
+    result.insert(
+        "content".to_owned(),
+        Value::Array(vec![Value::Object(block)]),
+    );
+    if let Some(flag) = is_error {
+        result.insert("isError".to_owned(), Value::Bool(flag));
+    }
+    Value::Object(result)
 }
 
 /// One thing a tool asks the client for.

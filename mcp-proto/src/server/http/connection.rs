@@ -544,7 +544,13 @@ impl HttpConnection {
         loop {
             if !self.pending.is_empty() {
                 let len = self.pending.len();
-                buf.append(&mut self.pending);
+                if buf.is_empty() {
+                    // Hand the bytes over instead of copying them; the adapter's cleared
+                    // buffer comes back as ours, so both keep their capacity.
+                    std::mem::swap(buf, &mut self.pending);
+                } else {
+                    buf.append(&mut self.pending);
+                }
                 if let State::Streaming { last_write, .. } = &mut self.state {
                     *last_write = now;
                 }

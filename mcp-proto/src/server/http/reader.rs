@@ -316,8 +316,18 @@ impl HttpRequestReader {
         if self.eof || matches!(self.state, State::Closed | State::Failed) || input.is_empty() {
             return;
         }
-        self.buf.extend_from_slice(input);
-        self.run();
+        if self.buf.is_empty() {
+            // Nothing buffered: parse `input` where it is, and keep only what is left of
+            // it (a partial head, requests beyond the queue bound), so a body is copied
+            // once, straight into its request.
+            let pos = self.consume(input);
+            if matches!(self.state, State::Head { .. } | State::Body { .. }) {
+                self.buf.extend_from_slice(&input[pos..]);
+            }
+        } else {
+            self.buf.extend_from_slice(input);
+            self.run();
+        }
         if self.paused() {
             let limit = self
                 .limits
@@ -417,12 +427,21 @@ impl HttpRequestReader {
 
     /// Parses as far as the buffered input and the queue bound allow.
     fn run(&mut self) {
-        let buf = std::mem::take(&mut self.buf);
+        let mut buf = std::mem::take(&mut self.buf);
+        let pos = self.consume(&buf);
+        if matches!(self.state, State::Head { .. } | State::Body { .. }) {
+            buf.drain(..pos);
+            self.buf = buf;
+        }
+    }
+
+    /// Steps over `data` as far as it and the queue bound allow; how much was consumed.
+    fn consume(&mut self, data: &[u8]) -> usize {
         let mut pos = 0;
         while !self.paused() {
-            let data = buf.get(pos..).unwrap_or_default();
-            match self.step(data) {
-                Ok(Some(n)) => pos = pos.saturating_add(n).min(buf.len()),
+            let rest = data.get(pos..).unwrap_or_default();
+            match self.step(rest) {
+                Ok(Some(n)) => pos = pos.saturating_add(n).min(data.len()),
                 Ok(None) => break,
                 Err(e) => {
                     self.fail(e);
@@ -430,11 +449,7 @@ impl HttpRequestReader {
                 }
             }
         }
-        if matches!(self.state, State::Head { .. } | State::Body { .. }) {
-            let mut buf = buf;
-            buf.drain(..pos);
-            self.buf = buf;
-        }
+        pos
     }
 
     /// One step over the front of the unconsumed input: how much it consumed, or `None`
@@ -471,7 +486,7 @@ impl HttpRequestReader {
                     return Ok(None);
                 }
                 let n = remaining.min(data.len());
-                request.body.extend_from_slice(&data[..n]);
+                append_body(&mut request.body, &data[..n], remaining);
                 if remaining == n {
                     self.complete(request);
                 } else {
@@ -518,7 +533,7 @@ impl HttpRequestReader {
                 .header_tokens("expect")
                 .any(|t| t.eq_ignore_ascii_case(b"100-continue"));
         let mut request = request;
-        request.body.reserve_exact(remaining.min(64 * 1024));
+        request.body.reserve_exact(remaining.min(BODY_PREALLOC));
         self.state = State::Body { request, remaining };
         Ok(())
     }
@@ -542,6 +557,25 @@ impl HttpRequestReader {
 }
 
 /// Parses a complete head block (request line through the empty line).
+/// How much of a declared body is allocated before its bytes arrive: enough for most
+/// messages in one piece, little enough that a head alone cannot claim much memory.
+const BODY_PREALLOC: usize = 128 * 1024;
+
+/// Appends `chunk` to a body of which `remaining` bytes (`chunk` included) are still to
+/// come. Its buffer grows by doubling as usual, but never past the declared length.
+fn append_body(body: &mut Vec<u8>, chunk: &[u8], remaining: usize) {
+    if body.capacity() - body.len() < chunk.len() {
+        let total = body.len().saturating_add(remaining);
+        let want = body
+            .capacity()
+            .saturating_mul(2)
+            .max(body.len() + chunk.len())
+            .min(total);
+        body.reserve_exact(want - body.len());
+    }
+    body.extend_from_slice(chunk);
+}
+
 fn parse_head(block: &[u8], max_headers: usize) -> Result<HttpRequest, HttpRequestError> {
     // A field line takes at least three bytes ("a:\n"): this many slots cannot be
     // outnumbered by a block within `max_headers`, and the allocation stays bounded.

@@ -203,6 +203,10 @@ fn param_checks(
     let Ok(declared) = tool_param_headers(&tool.input_schema) else {
         return Ok(());
     };
+    if declared.is_empty() {
+        // Nothing to compare: the arguments need not be looked for in the body.
+        return Ok(());
+    }
     check_params(&declared, raw_arguments(&http.body), |name| {
         single_header(http, name)
     })
