@@ -273,33 +273,26 @@ fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Optio
     T::deserialize(d).map(Some)
 }
 
-#[derive(Deserialize)]
-struct Envelope<'a> {
-    #[serde(default, borrow)]
-    jsonrpc: Option<&'a RawValue>,
-    #[serde(default, deserialize_with = "present")]
-    id: Option<IdField>,
-    #[serde(default)]
-    method: Option<String>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    params: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    result: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    error: Option<&'a RawValue>,
+fn absent<T>() -> Option<T> {
+    None
 }
 
-/// [`Envelope`] with `params` read as a value, for [`decode_request_object`].
+/// The fields of a message; `P` is how `params` is read (kept as raw text, or read as a
+/// value by [`decode_request_object`]).
 #[derive(Deserialize)]
-struct ValueEnvelope<'a> {
+struct Envelope<'a, P = &'a RawValue> {
     #[serde(default, borrow)]
     jsonrpc: Option<&'a RawValue>,
     #[serde(default, deserialize_with = "present")]
     id: Option<IdField>,
     #[serde(default)]
     method: Option<String>,
-    #[serde(default, deserialize_with = "present")]
-    params: Option<serde_json::Value>,
+    #[serde(
+        default = "absent",
+        deserialize_with = "present",
+        bound(deserialize = "P: Deserialize<'de>")
+    )]
+    params: Option<P>,
     #[serde(default, borrow, deserialize_with = "present")]
     result: Option<&'a RawValue>,
     #[serde(default, borrow, deserialize_with = "present")]
@@ -318,7 +311,7 @@ pub(crate) fn decode_request_object(
     if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
         return None;
     }
-    let env: ValueEnvelope<'_> = serde_json::from_slice(bytes).ok()?;
+    let env: Envelope<'_, serde_json::Value> = serde_json::from_slice(bytes).ok()?;
     if env.jsonrpc.map(RawValue::get) != Some("\"2.0\"")
         || env.result.is_some()
         || env.error.is_some()

@@ -46,3 +46,62 @@ pub fn read_until(s: &mut TcpStream, seen: &mut String, done: impl Fn(&str) -> b
         }
     }
 }
+
+/// One request on its own connection (`Connection: close`), read to its end; with a
+/// session, its id and `version` are sent as headers.
+pub fn post(
+    addr: SocketAddr,
+    session: Option<&str>,
+    version: &str,
+    body: &serde_json::Value,
+) -> String {
+    let mut headers = vec![("Connection", "close")];
+    if let Some(s) = session {
+        headers.push(("Mcp-Session-Id", s));
+        headers.push(("MCP-Protocol-Version", version));
+    }
+    let mut c = send(addr, "POST", &headers, &body.to_string());
+    let mut text = String::new();
+    read_until(&mut c, &mut text, |_| false);
+    text
+}
+
+/// The `Mcp-Session-Id` of a response's head (any case); panics without one.
+pub fn session_id(text: &str) -> String {
+    let head = text.split("\r\n\r\n").next().unwrap_or("");
+    head.lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| value.trim().to_owned())
+        })
+        .unwrap_or_else(|| panic!("no session: {text}"))
+}
+
+/// Opens the session's standalone `GET` stream and reads its head, which must be `200`;
+/// returns the stream and what was read of it so far.
+pub fn open_get_stream(addr: SocketAddr, session: &str, version: &str) -> (TcpStream, String) {
+    let headers = [
+        ("Accept", "text/event-stream"),
+        ("Mcp-Session-Id", session),
+        ("MCP-Protocol-Version", version),
+    ];
+    let mut stream = send(addr, "GET", &headers, "");
+    let mut head = String::new();
+    read_until(&mut stream, &mut head, |t| t.contains("\r\n\r\n"));
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    (stream, head)
+}
+
+/// The JSON messages of a response: its JSON body, or the `data:` lines of its SSE body
+/// (lines that are not JSON are skipped).
+pub fn messages(text: &str) -> Vec<serde_json::Value> {
+    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    if body.starts_with('{') {
+        return serde_json::from_str(body).into_iter().collect();
+    }
+    body.lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str(d).ok())
+        .collect()
+}

@@ -17,8 +17,8 @@ use async_io::Async;
 use mcp_proto::model::Implementation;
 use mcp_proto::server::{Server, ServerConfig, Tool, ToolCall, ToolOutcome};
 use mcp_smol::HttpServeOptions;
-use mcp_tests::raw_http::{read_until, send};
-use serde_json::{Value, json};
+use mcp_tests::raw_http::{messages, open_get_stream, post, read_until, send, session_id};
+use serde_json::json;
 
 /// The measurements count wake-ups of whole groups of threads: one test at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -96,31 +96,6 @@ fn whole(text: &str) -> bool {
     body.len() >= length
 }
 
-/// The JSON messages of a response: its JSON body, or the `data:` lines of its SSE body.
-fn messages(text: &str) -> Vec<Value> {
-    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
-    if body.starts_with('{') {
-        return serde_json::from_str(body).into_iter().collect();
-    }
-    body.lines()
-        .filter_map(|l| l.strip_prefix("data: "))
-        .filter_map(|d| serde_json::from_str(d).ok())
-        .collect()
-}
-
-/// One request on its own connection, answered completely (`Connection: close`).
-fn post(addr: SocketAddr, session: &str, body: &Value) -> String {
-    let headers = [
-        ("Connection", "close"),
-        ("Mcp-Session-Id", session),
-        ("MCP-Protocol-Version", V),
-    ];
-    let mut c = send(addr, "POST", &headers, &body.to_string());
-    let mut text = String::new();
-    read_until(&mut c, &mut text, |_| false);
-    text
-}
-
 /// The scenario, for either adapter serving [`server`] at `addr` on threads named
 /// `names`; `stop` stops it and returns once it has.
 fn idle_then_a_task_then_stop(addr: SocketAddr, names: &[&str], stop: impl FnOnce()) {
@@ -131,26 +106,11 @@ fn idle_then_a_task_then_stop(addr: SocketAddr, names: &[&str], stop: impl FnOnc
     let mut text = String::new();
     read_until(&mut idle, &mut text, whole);
     assert!(text.starts_with("HTTP/1.1 200"), "{text}");
-    let session = text
-        .lines()
-        .find_map(|l| {
-            let (name, value) = l.split_once(':')?;
-            name.eq_ignore_ascii_case("mcp-session-id")
-                .then(|| value.trim().to_owned())
-        })
-        .unwrap_or_else(|| panic!("no session: {text}"));
+    let session = session_id(&text);
     let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    assert!(post(addr, &session, &initialized).starts_with("HTTP/1.1 202"));
+    assert!(post(addr, Some(&session), V, &initialized).starts_with("HTTP/1.1 202"));
     // The session's standalone stream, open with nothing to send.
-    let get_headers = [
-        ("Accept", "text/event-stream"),
-        ("Mcp-Session-Id", session.as_str()),
-        ("MCP-Protocol-Version", V),
-    ];
-    let mut listen = send(addr, "GET", &get_headers, "");
-    let mut listened = String::new();
-    read_until(&mut listen, &mut listened, |t| t.contains("\r\n\r\n"));
-    assert!(listened.starts_with("HTTP/1.1 200"), "{listened}");
+    let (mut listen, mut listened) = open_get_stream(addr, &session, V);
     // Let the connection that closed finish, and the stream settle.
     thread::sleep(Duration::from_millis(200));
 
@@ -167,7 +127,7 @@ fn idle_then_a_task_then_stop(addr: SocketAddr, names: &[&str], stop: impl FnOnc
     // No deadline so far: the timer sleeps until the call that makes one wakes it.
     let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": {"name": "slow", "arguments": {}, "task": {}}});
-    let created = messages(&post(addr, &session, &call));
+    let created = messages(&post(addr, Some(&session), V, &call));
     let task = created[0]["result"]["task"]["taskId"]
         .as_str()
         .unwrap_or_else(|| panic!("no task: {created:?}"))

@@ -5,12 +5,12 @@
 //! `notifications/tasks/status` when the task completes.
 
 use std::io::Read;
-use std::net::{SocketAddr, TcpListener};
+use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
 use mcp_proto::model::Implementation;
 use mcp_proto::server::{Server, ServerConfig, Tool, ToolCall, ToolOutcome};
-use mcp_tests::raw_http::{read_until, send};
+use mcp_tests::raw_http::{messages, open_get_stream, post, read_until, send, session_id};
 use serde_json::{Value, json};
 
 const V: &str = "2025-11-25";
@@ -28,32 +28,6 @@ fn server() -> Server {
     )
 }
 
-/// The JSON messages of the `data:` lines in `text` (a head, then SSE), or its JSON body.
-fn messages(text: &str) -> Vec<Value> {
-    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
-    if body.starts_with('{') {
-        return serde_json::from_str(body).into_iter().collect();
-    }
-    body.lines()
-        .filter_map(|l| l.strip_prefix("data: "))
-        .filter(|d| !d.is_empty())
-        .map(|d| serde_json::from_str(d).unwrap())
-        .collect()
-}
-
-/// A complete JSON answer (`Connection: close`).
-fn post(addr: SocketAddr, session: Option<&str>, body: &Value) -> String {
-    let mut headers = vec![("Connection", "close")];
-    if let Some(s) = session {
-        headers.push(("Mcp-Session-Id", s));
-        headers.push(("MCP-Protocol-Version", V));
-    }
-    let mut c = send(addr, "POST", &headers, &body.to_string());
-    let mut text = String::new();
-    read_until(&mut c, &mut text, |_| false);
-    text
-}
-
 #[test]
 fn a_tasks_result_waits_for_the_delayed_outcome_and_the_get_stream_hears_the_status() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -61,32 +35,14 @@ fn a_tasks_result_waits_for_the_delayed_outcome_and_the_get_stream_hears_the_sta
     let addr = handle.local_addr();
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": V, "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
-    let text = post(addr, None, &init);
-    let head = text.split("\r\n\r\n").next().unwrap();
-    let session = head
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("mcp-session-id: ")
-                .or_else(|| l.strip_prefix("Mcp-Session-Id: "))
-        })
-        .unwrap_or_else(|| panic!("no session: {text}"))
-        .trim()
-        .to_owned();
+    let session = session_id(&post(addr, None, V, &init));
     let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    assert!(post(addr, Some(&session), &initialized).starts_with("HTTP/1.1 202"));
-    let get_headers = [
-        ("Accept", "text/event-stream"),
-        ("Mcp-Session-Id", session.as_str()),
-        ("MCP-Protocol-Version", V),
-    ];
-    let mut listen = send(addr, "GET", &get_headers, "");
-    let mut listened = String::new();
-    read_until(&mut listen, &mut listened, |t| t.contains("\r\n\r\n"));
-    assert!(listened.starts_with("HTTP/1.1 200"), "{listened}");
+    assert!(post(addr, Some(&session), V, &initialized).starts_with("HTTP/1.1 202"));
+    let (mut listen, mut listened) = open_get_stream(addr, &session, V);
 
     let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": {"name": "slow", "arguments": {}, "task": {}}});
-    let created = messages(&post(addr, Some(&session), &call));
+    let created = messages(&post(addr, Some(&session), V, &call));
     let task = created[0]["result"]["task"]["taskId"]
         .as_str()
         .unwrap()
