@@ -370,6 +370,9 @@ struct Exchange {
     /// The attachment a connection serves; `None` while no connection does (not
     /// streaming yet, or a resumable stream whose client went away or was told to poll).
     attach: Option<u64>,
+    /// A `subscriptions/listen`: its result names its subscription by the endpoint's id,
+    /// which becomes the client's on the way out.
+    listen: bool,
 }
 
 /// Serves Streamable HTTP requests against one [`Server`]; see the module docs.
@@ -1277,6 +1280,7 @@ impl HttpEndpoint {
                 principal: self.server.principal.clone(),
                 stream: None,
                 attach: None,
+                listen: request.method == "subscriptions/listen",
             },
         );
         match params {
@@ -1721,6 +1725,7 @@ impl HttpEndpoint {
                     }
                     r.id = Some(exchange.original.clone());
                     if let Ok(result) = &mut r.outcome
+                        && exchange.listen
                         && result.get().contains(notify::SUBSCRIPTION_ID)
                     {
                         // A listen's end names its subscription by the client's id.
@@ -1777,8 +1782,8 @@ impl HttpEndpoint {
     }
 
     /// The common case of [`HttpEndpoint::route`] without reading the machine's text
-    /// again: a successful answer to an exchange, under the id the endpoint gave it,
-    /// whose result names no subscription. Its result is left as it is and its id is
+    /// again: a successful answer to an exchange that is not a listen, under the id the
+    /// endpoint gave it. Its result is left as it is and its id is
     /// replaced by the client's in place. Returns the message when it is anything else,
     /// for the general way.
     fn route_own_result(&mut self, bytes: Vec<u8>) -> Option<Vec<u8>> {
@@ -1792,7 +1797,7 @@ impl HttpEndpoint {
             return None;
         }
         // A listen's end names its subscription: that one is rewritten the general way.
-        if std::str::from_utf8(&bytes).map_or(true, |t| t.contains(notify::SUBSCRIPTION_ID)) {
+        if exchange.listen {
             return Some(bytes);
         }
         exchange.error_code = None;

@@ -874,6 +874,7 @@ fn answer_is_sse_when_messages_precede_the_response() {
         principal: None,
         stream: None,
         attach: None,
+        listen: false,
     };
     let r = answer(exchange, Era::Modern, false);
     assert_eq!(r.status, 200);
@@ -1102,4 +1103,54 @@ fn the_driver_timer_is_woken_only_when_a_deadline_moves_earlier() {
     assert!(ep.handle_due(t0 + ms(9_000)));
     assert_eq!(ep.arm_timer(), None);
     assert!(!ep.take_timer_moved());
+}
+
+#[test]
+fn a_listen_ends_under_the_clients_id_and_other_results_are_left_as_they_are() {
+    let mut ep = endpoint();
+    // The endpoint's own id for this request differs from the client's 41.
+    let listen = stream(ep.handle_request(
+        now(),
+        &modern(
+            41,
+            "subscriptions/listen",
+            json!({"notifications": {}}),
+            None,
+        ),
+    ));
+    ep.update_server(now(), Server::end_subscriptions);
+    let mut out = Vec::new();
+    for _ in 0..10 {
+        if ep.poll_stream(&listen, &mut out) == StreamStatus::Finished {
+            break;
+        }
+    }
+    let messages = sse_messages(&out);
+    let end = messages.iter().find(|m| m.get("result").is_some()).unwrap();
+    assert_eq!(end["id"], 41, "{messages:?}");
+    assert_eq!(
+        end["result"]["_meta"][notify::SUBSCRIPTION_ID],
+        41,
+        "{messages:?}"
+    );
+    // A tool's result that happens to carry the key is the tool's business.
+    let text = json!({"_meta": {(notify::SUBSCRIPTION_ID): 5}}).to_string();
+    let r = complete(ep.handle_request(
+        now(),
+        &modern(
+            42,
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": text}}),
+            Some("echo"),
+        ),
+    ));
+    let body = body_json(&r);
+    assert_eq!(body["id"], 42);
+    assert_eq!(body["result"]["content"][0]["text"], text);
+    assert!(
+        body["result"]["_meta"]
+            .get(notify::SUBSCRIPTION_ID)
+            .is_none(),
+        "{body}"
+    );
 }
