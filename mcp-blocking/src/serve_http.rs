@@ -91,8 +91,6 @@ const GRACE: Duration = Duration::from_millis(500);
 /// How often an open stream with nothing to send checks that its client is still there
 /// when no peeking thread can tell it (pipelined bytes waiting, no thread to be had).
 const WATCH: Duration = Duration::from_millis(250);
-/// The read buffer of a connection: a 64 KiB request arrives in one or two reads.
-const READ_BUF: usize = 64 * 1024;
 
 /// A running HTTP server. Dropping it stops the server (as [`HttpServerHandle::stop`]).
 pub struct HttpServerHandle {
@@ -219,7 +217,7 @@ impl Drop for HttpServerHandle {
 /// ```
 ///
 /// # Errors
-/// When the listener cannot be made non-blocking or has no local address.
+/// When the listener cannot be made blocking or has no local address.
 pub fn serve_http(listener: TcpListener, server: Server) -> io::Result<HttpServerHandle> {
     serve_http_with(listener, server, HttpServeOptions::default())
 }
@@ -240,7 +238,7 @@ pub fn serve_http_on(addr: impl ToSocketAddrs, server: Server) -> io::Result<Htt
 /// let several instances open each other's states.
 ///
 /// # Errors
-/// When the listener cannot be made non-blocking or has no local address, or the
+/// When the listener cannot be made blocking or has no local address, or the
 /// operating system has no random numbers.
 pub fn serve_http_with(
     listener: TcpListener,
@@ -262,21 +260,16 @@ pub fn serve_http_with(
 /// As [`serve_http_with`].
 pub fn serve_http_setup(
     listener: TcpListener,
-    mut server: Server,
+    server: Server,
     options: HttpServeOptions,
     setup: impl FnOnce(&mut HttpEndpoint),
 ) -> io::Result<HttpServerHandle> {
-    mcp_io::heap::keep_freed_memory();
-    mcp_io::auth::seal_server_states(&mut server)?;
-    listener.set_nonblocking(true)?;
+    // Accepting blocks: a connection is served the moment it arrives.
+    listener.set_nonblocking(false)?;
     let local_addr = listener.local_addr()?;
     let stop = Arc::new(AtomicBool::new(false));
     let path = options.endpoint.path.clone();
-    let seed = mcp_io::auth::random_seed()?;
-    let mut config = options.endpoint.clone();
-    config.restrict_hosts_for(local_addr.ip());
-    let mut endpoint = HttpEndpoint::with_sessions(server, config, &seed);
-    setup(&mut endpoint);
+    let endpoint = mcp_io::hosting::http_endpoint(server, &options, local_addr.ip(), setup)?;
     let shared = Shared {
         endpoint: Mutex::new(endpoint),
         output: Condvar::new(),
@@ -438,10 +431,6 @@ fn timer_loop(shared: &Shared) {
 /// Accepts in blocking mode, so a connection is served the moment it arrives, until
 /// [`Shared::stop_all`] wakes it with a connection of its own; then joins every thread.
 fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
-    if listener.set_nonblocking(false).is_err() {
-        shared.stop_all();
-        return;
-    }
     let timer = {
         let shared = Arc::clone(shared);
         thread::Builder::new()
@@ -536,7 +525,7 @@ impl Connection {
             machine,
             shared,
             id,
-            buf: vec![0; READ_BUF],
+            buf: vec![0; mcp_io::hosting::READ_CHUNK],
             out: Vec::new(),
             peeker: None,
             pipelined: false,
@@ -641,7 +630,13 @@ impl Connection {
                 .stream()
                 .filter(|_| self.peeker.is_none())
                 .map(|_| WATCH);
-            match self.until_due().into_iter().chain(watch).min() {
+            match self
+                .machine
+                .until_due(clock::now())
+                .into_iter()
+                .chain(watch)
+                .min()
+            {
                 Some(wait) => drop(self.shared.output.wait_timeout(endpoint, wait)),
                 None => drop(self.shared.output.wait(endpoint)),
             }
@@ -659,7 +654,9 @@ impl Connection {
     /// Reads once, until bytes come or the machine's next deadline (with none, until
     /// bytes come or the server stops, which ends the reading of the socket).
     fn read(&mut self) {
-        let _ = self.stream.set_read_timeout(self.until_due());
+        let _ = self
+            .stream
+            .set_read_timeout(self.machine.until_due(clock::now()));
         match self.stream.read(&mut self.buf) {
             Ok(0) => self.machine.handle_eof(clock::now()),
             Ok(n) => self.machine.handle_input(clock::now(), &self.buf[..n]),
@@ -687,27 +684,8 @@ impl Connection {
             .stream
             .set_nonblocking(true)
             .and_then(|()| self.stream.peek(&mut probe));
-        let restored = self.stream.set_nonblocking(false);
-        let now = clock::now();
-        self.pipelined = matches!(peeked, Ok(n) if n > 0);
-        match (peeked, restored) {
-            (Ok(0), _) => self.machine.handle_eof(now),
-            (Ok(_), Ok(())) => {}
-            (Err(e), Ok(()))
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
-                ) => {}
-            _ => self.machine.handle_transport_error(now),
-        }
-    }
-
-    /// The time until the machine's next deadline, if it has one (at least 1 ms: a zero
-    /// socket timeout means none).
-    fn until_due(&self) -> Option<Duration> {
-        self.machine.poll_timeout().map(|t| {
-            t.saturating_duration_since(clock::now())
-                .max(Duration::from_millis(1))
-        })
+        // A socket left non-blocking cannot be served: that fails the connection too.
+        let peeked = self.stream.set_nonblocking(false).and(peeked);
+        self.pipelined = mcp_io::hosting::handle_peek(&mut self.machine, clock::now(), peeked);
     }
 }

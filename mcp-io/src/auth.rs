@@ -103,10 +103,7 @@ pub fn prepare_auth(mut config: AuthConfig) -> Result<(AuthConfig, u64), String>
 /// # Errors
 /// When the operating system has no random numbers to give.
 pub fn seal_server_states(server: &mut mcp_proto::server::Server) -> std::io::Result<()> {
-    let mut seed = [0u8; 32];
-    SystemRandom::new().fill(&mut seed).map_err(|_| {
-        std::io::Error::other("the operating system's random number generator failed")
-    })?;
+    let seed = random_seed()?;
     let now_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));

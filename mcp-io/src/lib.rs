@@ -84,6 +84,7 @@ mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod heap;
+pub mod hosting;
 pub mod http;
 mod inbox;
 mod options;

@@ -174,19 +174,13 @@ async fn write_pending(
 /// numbers.
 pub async fn serve_http(
     listener: Async<TcpListener>,
-    mut server: Server,
+    server: Server,
     options: HttpServeOptions,
     setup: impl FnOnce(&mut HttpEndpoint),
     stop: impl Future<Output = ()>,
 ) -> io::Result<()> {
-    mcp_io::heap::keep_freed_memory();
-    mcp_io::auth::seal_server_states(&mut server)?;
     let local_addr = listener.get_ref().local_addr()?;
-    let seed = mcp_io::auth::random_seed()?;
-    let mut config = options.endpoint.clone();
-    config.restrict_hosts_for(local_addr.ip());
-    let mut endpoint = HttpEndpoint::with_sessions(server, config, &seed);
-    setup(&mut endpoint);
+    let endpoint = mcp_io::hosting::http_endpoint(server, &options, local_addr.ip(), setup)?;
     let shared = Shared {
         endpoint: Mutex::new(endpoint),
         wake: Event::new(),
@@ -331,7 +325,7 @@ impl<'a> Connection<'a> {
             stream,
             machine,
             shared,
-            buf: vec![0; 16 * 1024],
+            buf: vec![0; mcp_io::hosting::READ_CHUNK],
             out: Vec::new(),
             pipelined: false,
         }
@@ -424,18 +418,8 @@ impl<'a> Connection<'a> {
     /// requests), which hide whether the client is still there.
     fn watch(&mut self) -> bool {
         let mut probe = [0u8; 1];
-        let now = clock::now();
-        match self.stream.get_ref().peek(&mut probe) {
-            Ok(0) => self.machine.handle_eof(now),
-            Ok(_) => return true,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
-                ) => {}
-            Err(_) => self.machine.handle_transport_error(now),
-        }
-        false
+        let peeked = self.stream.get_ref().peek(&mut probe);
+        mcp_io::hosting::handle_peek(&mut self.machine, clock::now(), peeked)
     }
 }
 

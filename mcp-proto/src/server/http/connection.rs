@@ -570,12 +570,13 @@ impl HttpConnection {
 
     /// How long an adapter may block (reading, or waiting for output) before it must
     /// come back to the machine: the time until [`poll_timeout`](Self::poll_timeout),
-    /// at most `cap`, and at least 1 ms (a zero socket timeout means none).
+    /// at least 1 ms (a zero socket timeout means none); `None` without a deadline.
     #[must_use]
-    pub fn until_due(&self, now: Instant, cap: Duration) -> Duration {
-        let due = self.poll_timeout();
-        due.map_or(cap, |t| t.saturating_duration_since(now).min(cap))
-            .max(Duration::from_millis(1))
+    pub fn until_due(&self, now: Instant) -> Option<Duration> {
+        self.poll_timeout().map(|t| {
+            t.saturating_duration_since(now)
+                .max(Duration::from_millis(1))
+        })
     }
 
     /// When [`HttpConnection::handle_timeout`] is next due.
