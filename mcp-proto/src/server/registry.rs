@@ -328,18 +328,19 @@ impl ToolOutcome {
     #[must_use]
     pub fn text(text: impl Into<String>) -> Self {
         // Built by hand: `json!` would serialise the string into a second copy of it.
-        ToolOutcome::Done(text_result(text.into(), None))
+        ToolOutcome::Done(text_result(text.into(), false))
     }
 
     /// A failed (`isError: true`) result with one text block.
     #[must_use]
     pub fn error_text(text: impl Into<String>) -> Self {
-        ToolOutcome::Done(text_result(text.into(), Some(true)))
+        ToolOutcome::Done(text_result(text.into(), true))
     }
 }
 
-/// `{"content":[{"type":"text","text":…}]}`, with `isError` when given, owning `text`.
-fn text_result(text: String, is_error: Option<bool>) -> Value {
+/// `{"content":[{"type":"text","text":…}]}`, with `"isError":true` for an error, owning
+/// `text`.
+fn text_result(text: String, is_error: bool) -> Value {
     let mut block = Map::new();
     block.insert("type".to_owned(), Value::from("text"));
     block.insert("text".to_owned(), Value::String(text));
@@ -348,8 +349,8 @@ fn text_result(text: String, is_error: Option<bool>) -> Value {
         "content".to_owned(),
         Value::Array(vec![Value::Object(block)]),
     );
-    if let Some(flag) = is_error {
-        result.insert("isError".to_owned(), Value::Bool(flag));
+    if is_error {
+        result.insert("isError".to_owned(), Value::Bool(true));
     }
     Value::Object(result)
 }
