@@ -556,7 +556,6 @@ impl HttpRequestReader {
     }
 }
 
-/// Parses a complete head block (request line through the empty line).
 /// How much of a declared body is allocated before its bytes arrive: enough for most
 /// messages in one piece, little enough that a head alone cannot claim much memory.
 const BODY_PREALLOC: usize = 128 * 1024;
@@ -576,6 +575,7 @@ fn append_body(body: &mut Vec<u8>, chunk: &[u8], remaining: usize) {
     body.extend_from_slice(chunk);
 }
 
+/// Parses a complete head block (request line through the empty line).
 fn parse_head(block: &[u8], max_headers: usize) -> Result<HttpRequest, HttpRequestError> {
     // A field line takes at least three bytes ("a:\n"): this many slots cannot be
     // outnumbered by a block within `max_headers`, and the allocation stays bounded.
