@@ -26,6 +26,7 @@
 //! [`Server::handle_timeout`] shows every due outcome, so an adapter that calls it on time
 //! makes tasks finish, notify and answer without anyone polling.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
@@ -45,10 +46,18 @@ impl Server {
     pub fn poll_timeout(&self) -> Option<Instant> {
         let ttl = Duration::from_millis(TTL_MS);
         let due = self.tasks.tasks_iter().filter_map(|t| t.due_at()).min();
-        let expiry = (self.tasks.waiting.iter())
-            .filter_map(|w| self.tasks.tasks_iter().find(|t| t.id() == w.task))
-            .map(|t| t.created_at().saturating_add(ttl))
-            .min();
+        // Called after every input: one pass over each list, never one per pair.
+        let expiry = if self.tasks.waiting.is_empty() {
+            None
+        } else {
+            let created: HashMap<&str, Instant> = (self.tasks.tasks_iter())
+                .map(|t| (t.id(), t.created_at()))
+                .collect();
+            (self.tasks.waiting.iter())
+                .filter_map(|w| created.get(w.task.as_str()))
+                .map(|at| at.saturating_add(ttl))
+                .min()
+        };
         match (due, expiry) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -128,16 +137,24 @@ impl Server {
         self.tasks.expire(self.now);
         let waiting = std::mem::take(&mut self.tasks.waiting);
         let mut still = Vec::new();
-        for w in waiting {
-            let reply = match self.tasks.tasks_iter().find(|t| t.id() == w.task) {
-                Some(t) if t.terminal() => t.result(),
-                Some(_) => {
-                    still.push(w);
-                    continue;
-                }
-                None => Err(super::tasks::not_found(&w.task)),
-            };
-            self.reply(&w.request, reply);
+        let mut replies = Vec::new();
+        {
+            // Called after every input: one pass over each list, never one per pair.
+            let tasks: HashMap<&str, _> = self.tasks.tasks_iter().map(|t| (t.id(), t)).collect();
+            for w in waiting {
+                let reply = match tasks.get(w.task.as_str()) {
+                    Some(t) if t.terminal() => t.result(),
+                    Some(_) => {
+                        still.push(w);
+                        continue;
+                    }
+                    None => Err(super::tasks::not_found(&w.task)),
+                };
+                replies.push((w.request, reply));
+            }
+        }
+        for (request, reply) in replies {
+            self.reply(&request, reply);
         }
         self.tasks.waiting.extend(still);
     }
