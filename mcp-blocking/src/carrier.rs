@@ -10,6 +10,10 @@
 //! Each report names its channel ([`ConnId`]) and a generation: a stdio server restarted
 //! after the era probe is a new generation of [`ConnId::STDIO`], so that anything the old
 //! process's threads still say is told apart and dropped.
+//!
+//! On Unix a child's stdio has no helper threads for its stdin and stdout: the waiting
+//! thread polls the pipes itself (see the `pipes` module), and the [`Inlet`] it waits on
+//! hides which of the two it is. The [`Bell`] wakes that thread either way.
 
 use std::io::{self, Read, Write};
 use std::sync::mpsc::{self, Receiver, SyncSender};
@@ -55,15 +59,87 @@ pub(crate) trait Carrier<F: Flavour>: Send {
     ) -> Result<(), TransportFailure> {
         Ok(())
     }
+    /// Bytes written since last asked, of what [`Carrier::write`] was handed (stdio on
+    /// Unix, where writes need no thread and are not reported on the channel).
+    fn take_written(&mut self) -> usize {
+        0
+    }
     /// Starts the server again (stdio).
     fn respawn(&mut self, _: &SyncSender<Report>) -> Result<(), TransportFailure> {
         Ok(())
     }
 }
 
-/// A channel for the threads' reports.
-pub(crate) fn channel() -> (SyncSender<Report>, Receiver<Report>) {
-    mpsc::sync_channel(REPORT_QUEUE)
+/// A channel for the threads' reports: the [`Bell`] (and the senders the threads get
+/// from it) and the [`Inlet`] the driver waits on.
+pub(crate) fn channel() -> (Bell, Inlet) {
+    let (tx, rx) = mpsc::sync_channel(REPORT_QUEUE);
+    let bell = Bell {
+        tx,
+        #[cfg(unix)]
+        ring: None,
+    };
+    let inlet = Inlet {
+        rx,
+        #[cfg(unix)]
+        polled: None,
+    };
+    (bell, inlet)
+}
+
+/// What wakes the thread waiting on the [`Inlet`]: the reports' sending end, and on Unix,
+/// when that thread polls pipes, a socket it listens to as well.
+#[derive(Debug, Clone)]
+pub(crate) struct Bell {
+    pub(crate) tx: SyncSender<Report>,
+    #[cfg(unix)]
+    pub(crate) ring: Option<std::sync::Arc<std::os::unix::net::UnixStream>>,
+}
+
+impl Bell {
+    /// The sending end, for the threads that report.
+    pub(crate) fn sender(&self) -> &SyncSender<Report> {
+        &self.tx
+    }
+
+    /// Wakes the waiting thread with a report that belongs to no channel
+    /// ([`IoEvent::Wake`], [`IoEvent::Nudge`]). A full queue wakes it anyway, and so does
+    /// a full socket.
+    pub(crate) fn ring(&self, event: IoEvent) {
+        let _ = self.tx.try_send(Report {
+            conn: ConnId::STDIO,
+            generation: 0,
+            event,
+        });
+        #[cfg(unix)]
+        if let Some(ring) = &self.ring {
+            let _ = (&**ring).write(&[1]);
+        }
+    }
+}
+
+/// Where the driver's waiting thread learns what happened: the reports of the helper
+/// threads, and on Unix the child's pipes it polls itself.
+#[derive(Debug)]
+pub(crate) struct Inlet {
+    pub(crate) rx: Receiver<Report>,
+    #[cfg(unix)]
+    pub(crate) polled: Option<crate::pipes::Polled>,
+}
+
+impl Inlet {
+    /// The next report, waiting at most `wait` (`None`: as long as it takes); `None` when
+    /// the time ran out (or the wait was interrupted: the caller looks again).
+    pub(crate) fn recv(&mut self, wait: Option<Duration>) -> Option<Report> {
+        #[cfg(unix)]
+        if let Some(polled) = &mut self.polled {
+            return polled.recv(&self.rx, wait);
+        }
+        match wait {
+            None => self.rx.recv().ok(),
+            Some(wait) => self.rx.recv_timeout(wait).ok(),
+        }
+    }
 }
 
 /// What a helper thread saw.

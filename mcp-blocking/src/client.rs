@@ -94,12 +94,11 @@ impl<F: Flavour> Client<F> {
         config: ClientConfig,
         options: Options<F>,
     ) -> Result<Client<F>, Error> {
-        let channel = carrier::channel();
         let inbox = Inbox::for_client(&config);
         let shared = Arc::new(Shared::new(inbox, command.stderr_bytes_kept(), None, None));
-        let stdio = Stdio::start(command, &channel.0, Arc::clone(&shared))?;
+        let (stdio, bell, inlet) = Stdio::start(command, Arc::clone(&shared))?;
         let machine = proto::Client::stdio(config, clock::now());
-        let link = Link::new(machine, Box::new(stdio), channel, options, shared);
+        let link = Link::new(machine, Box::new(stdio), (bell, inlet), options, shared);
         Client::connected(link)
     }
 
@@ -465,7 +464,7 @@ impl<F: Flavour> Drop for Client<F> {
 #[derive(Debug, Clone)]
 pub struct Canceller {
     scope: Scope,
-    wake: std::sync::mpsc::SyncSender<carrier::Report>,
+    wake: carrier::Bell,
 }
 
 impl Canceller {
@@ -474,12 +473,7 @@ impl Canceller {
     /// blocked in, on any thread.
     pub fn cancel(&self) {
         self.scope.bump();
-        // A full channel wakes the driver anyway.
-        let _ = self.wake.try_send(carrier::Report {
-            conn: proto::ConnId::STDIO,
-            generation: 0,
-            event: carrier::IoEvent::Wake,
-        });
+        self.wake.ring(carrier::IoEvent::Wake);
     }
 }
 

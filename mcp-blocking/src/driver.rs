@@ -3,7 +3,7 @@
 //!
 //! The machine decides everything (what to send where, when to open, reuse, retry or
 //! close a connection, when to restart the server, every deadline); this loop carries it
-//! out through a [`Carrier`]. Every turn it waits on the one channel of IO reports (see
+//! out through a [`Carrier`]. Every turn it waits on the one inlet of IO reports (see
 //! the `carrier` module) until the machine's next deadline, feeds what came (bytes, end
 //! of input, a failure, a connection opened, or the timer), then settles
 //! ([`Core::settle`]): executes every transmit and drains every event, until neither is
@@ -17,9 +17,10 @@
 //! [`ClientHandle`](crate::ClientHandle)s: the [`Driver`] (machine, carrier, outcomes)
 //! sits behind one mutex, and there is no driver thread. A thread that starts a call
 //! executes its transmits itself, under the lock. Then, to wait, it becomes the
-//! *leader* when nobody else is: it takes the report channel's receiving end out of the
-//! driver, unlocks, blocks on the channel until the machine's next deadline, locks
-//! again, feeds the report and settles. The other waiting threads are *followers*: each
+//! *leader* when nobody else is: it takes the [`Inlet`] out of the driver (the report
+//! channel; for a stdio server on Unix, also the server's pipes, which it polls and reads
+//! itself), unlocks, waits on it until the machine's next deadline, locks again, feeds
+//! the report and settles. The other waiting threads are *followers*: each
 //! sleeps on a condition variable of its own, registered with the call it waits for,
 //! and is woken when that call completes, when the connection closes, when a
 //! [`Canceller`](crate::Canceller) fires, or when the leader leaves (one follower then
@@ -33,7 +34,6 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -47,7 +47,7 @@ use mcp_proto::client::{
 };
 use mcp_proto::model::ServerDetails;
 
-use crate::carrier::{Carrier, IoEvent, Report};
+use crate::carrier::{Bell, Carrier, Inlet, IoEvent, Report};
 
 /// One connection, shared by a client and its handles: the [`Driver`] behind its lock,
 /// and the state the handles read without it.
@@ -55,8 +55,8 @@ pub(crate) struct Link<F: Flavour> {
     driver: Mutex<Driver<F>>,
     /// What the events say about the connection, and the server process.
     pub(crate) shared: Arc<Shared>,
-    /// The report channel, for [`Canceller`](crate::Canceller)s to wake the leader.
-    tx: SyncSender<Report>,
+    /// What wakes the leader, for [`Canceller`](crate::Canceller)s.
+    bell: Bell,
 }
 
 /// A cancellation scope: a [`Canceller`](crate::Canceller) bumps the count, and a call
@@ -79,7 +79,7 @@ impl Scope {
 pub(crate) struct Driver<F: Flavour> {
     pub(crate) core: Core<F>,
     /// `None` while a thread (the leader) waits on it, unlocked.
-    rx: Option<Receiver<Report>>,
+    rx: Option<Inlet>,
     pub(crate) io: Io<F>,
     /// `close` ran: whatever the machine still waits for is cut off.
     released: bool,
@@ -101,7 +101,7 @@ struct Waiter {
 /// What carries out the machine's transmits and keeps its events.
 pub(crate) struct Io<F: Flavour> {
     carrier: Box<dyn Carrier<F>>,
-    tx: SyncSender<Report>,
+    bell: Bell,
     /// What the events say about the connection, and the server process.
     pub(crate) shared: Arc<Shared>,
     /// Outcomes of calls, until their method picks them up.
@@ -116,7 +116,7 @@ pub(crate) struct Io<F: Flavour> {
 
 impl<F: Flavour> Execute<F> for Io<F> {
     fn connect(&mut self, conn: ConnId, origin: &Origin) -> Result<(), TransportFailure> {
-        self.carrier.connect(conn, origin, &self.tx)
+        self.carrier.connect(conn, origin, self.bell.sender())
     }
 
     fn write(&mut self, conn: ConnId, bytes: &[u8], log: &mut Option<WireLog<F>>) {
@@ -132,7 +132,7 @@ impl<F: Flavour> Execute<F> for Io<F> {
     }
 
     fn respawn(&mut self, _: &mut Option<WireLog<F>>) -> Result<bool, TransportFailure> {
-        self.carrier.respawn(&self.tx).map(|()| true)
+        self.carrier.respawn(self.bell.sender()).map(|()| true)
     }
 
     fn channel_log(&mut self, conn: ConnId) -> Option<&mut ChannelLog> {
@@ -169,12 +169,12 @@ impl<F: Flavour> fmt::Debug for Link<F> {
 }
 
 impl<F: Flavour> Link<F> {
-    /// A driver for `machine` over `carrier`, whose threads report on `tx`; nothing is
-    /// exchanged yet.
+    /// A driver for `machine` over `carrier`, which reports through `bell` to `rx`;
+    /// nothing is exchanged yet.
     pub(crate) fn new(
         machine: proto::Client,
         carrier: Box<dyn Carrier<F>>,
-        (tx, rx): (SyncSender<Report>, Receiver<Report>),
+        (bell, rx): (Bell, Inlet),
         options: Options<F>,
         shared: Arc<Shared>,
     ) -> Link<F> {
@@ -183,7 +183,7 @@ impl<F: Flavour> Link<F> {
             rx: Some(rx),
             io: Io {
                 carrier,
-                tx: tx.clone(),
+                bell: bell.clone(),
                 shared: Arc::clone(&shared),
                 completed: HashMap::new(),
                 fresh: Vec::new(),
@@ -198,7 +198,7 @@ impl<F: Flavour> Link<F> {
         Link {
             driver: Mutex::new(driver),
             shared,
-            tx,
+            bell,
         }
     }
 
@@ -209,9 +209,9 @@ impl<F: Flavour> Link<F> {
         self.driver.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The channel a [`Canceller`](crate::Canceller) wakes the leader on.
-    pub(crate) fn waker(&self) -> SyncSender<Report> {
-        self.tx.clone()
+    /// What a [`Canceller`](crate::Canceller) wakes the leader with.
+    pub(crate) fn waker(&self) -> Bell {
+        self.bell.clone()
     }
 
     /// Runs until the machine reports `Connected`, or fails and releases the transport.
@@ -398,7 +398,7 @@ impl<F: Flavour> Link<F> {
                 d.hand_over();
                 return (d, None);
             }
-            let Some(rx) = d.rx.take() else {
+            let Some(mut rx) = d.rx.take() else {
                 d = follow(d, call, until, now);
                 continue;
             };
@@ -406,7 +406,7 @@ impl<F: Flavour> Link<F> {
             let Some(deadline) = d.deadline(until, now) else {
                 d.leader_until = None;
                 drop(d);
-                let report = rx.recv().ok();
+                let report = rx.recv(None);
                 d = self.lock();
                 d.rx = Some(rx);
                 d.take(report);
@@ -420,7 +420,7 @@ impl<F: Flavour> Link<F> {
             d.leader_until = Some(deadline);
             drop(d);
             let wait = deadline.saturating_duration_since(now);
-            let report = rx.recv_timeout(wait).ok();
+            let report = rx.recv(Some(wait));
             d = self.lock();
             d.rx = Some(rx);
             d.take(report);
@@ -433,7 +433,11 @@ impl<F: Flavour> Driver<F> {
     /// connection) is fed first, so the machine places the call knowing it.
     fn start(&mut self, request: CallRequest) -> Result<CallId, Error> {
         if self.rx.is_some() {
-            while let Some(report) = self.rx.as_ref().and_then(|rx| rx.try_recv().ok()) {
+            while let Some(report) = self
+                .rx
+                .as_mut()
+                .and_then(|rx| rx.recv(Some(Duration::ZERO)))
+            {
                 self.feed(report);
             }
             self.core.run_timers(clock::now());
@@ -493,12 +497,7 @@ impl<F: Flavour> Driver<F> {
             (None, _) => false,
         };
         if sooner || self.released {
-            // A full channel wakes the leader anyway.
-            let _ = self.io.tx.try_send(Report {
-                conn: ConnId::STDIO,
-                generation: 0,
-                event: IoEvent::Nudge,
-            });
+            self.io.bell.ring(IoEvent::Nudge);
         }
     }
 
@@ -539,6 +538,18 @@ impl<F: Flavour> Driver<F> {
     /// wakes the followers that it concerns.
     fn settle(&mut self) {
         self.core.settle(&mut self.io);
+        // Bytes the carrier wrote on the spot (stdio on Unix) are counted at once.
+        loop {
+            let written = self.io.carrier.take_written();
+            if written == 0 {
+                break;
+            }
+            let now = clock::now();
+            self.core
+                .machine
+                .handle_written(now, ConnId::STDIO, written);
+            self.core.settle(&mut self.io);
+        }
         self.wake();
     }
 

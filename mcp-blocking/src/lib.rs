@@ -119,6 +119,8 @@ mod carrier;
 mod client;
 mod driver;
 pub mod http;
+#[cfg(unix)]
+mod pipes;
 mod process;
 mod serve;
 mod serve_http;

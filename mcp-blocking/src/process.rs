@@ -3,33 +3,35 @@
 //!
 //! # Threads
 //!
-//! Each child gets three small threads:
+//! On Unix the driver's waiting thread moves the bytes of stdin and stdout itself (see
+//! the `pipes` module); elsewhere each child gets a **reader** that reads the child's
+//! stdout in chunks and reports them on the driver's one bounded channel (see the
+//! `carrier` module), followed by the end of file, and a **writer** that writes what
+//! the driver hands it to the child's stdin. In both cases a server that floods stdout
+//! blocks on its own pipe instead of growing our memory, and no write by the driver's
+//! thread can block: a blocking write to a child that is itself blocked writing stdout
+//! would deadlock both sides.
 //!
-//! * a **reader** that reads the child's stdout in chunks and reports them on the
-//!   driver's one bounded channel (see the `carrier` module), followed by the end of
-//!   file. A server that floods stdout blocks on its own pipe instead of growing our
-//!   memory;
-//! * a **writer** that writes what the driver hands it to the child's stdin. The
-//!   driver's thread does not write stdin itself: a blocking write to a child that is
-//!   itself blocked writing stdout (the channel being full while the caller is busy)
-//!   would deadlock both sides. The writer only ever holds our own requests;
-//! * a **stderr collector** that keeps the last bytes of the child's stderr in the
-//!   bounded buffer of the connection's [`Shared`] state. Stderr is never mixed into the protocol.
+//! Every child also gets a **stderr collector** thread that keeps the last bytes of the
+//! child's stderr in the bounded buffer of the connection's [`Shared`] state. Stderr is
+//! never mixed into the protocol.
 //!
 //! # Shutdown
 //!
-//! Closing drops the writer's queue, so the child's stdin is closed once pending bytes are
-//! written; the child then has the grace period to exit, and the steps of
-//! [`mcp_io::ending::Escalation`] are taken while it does not: `SIGTERM` to its process
-//! group half-way through, `SIGKILL` to the group and [`Child::kill`] at the end. It is
-//! always reaped, and its group is then sent `SIGKILL` once more, for what it started
-//! and that outlived it. The threads are then joined for a short while only: a
-//! grandchild that escaped the group can keep the pipes open for as long as it lives,
-//! and we never hang on it (such a thread is detached and ends when the pipe closes).
+//! Closing closes the child's stdin once pending bytes are written; the child then has
+//! the grace period to exit, and the steps of [`mcp_io::ending::Escalation`] are taken
+//! while it does not: `SIGTERM` to its process group half-way through, `SIGKILL` to the
+//! group and [`Child::kill`] at the end. It is always reaped, and its group is then sent
+//! `SIGKILL` once more, for what it started and that outlived it. The threads are then
+//! joined for a short while only: a grandchild that escaped the group can keep the pipes
+//! open for as long as it lives, and we never hang on it (such a thread is detached and
+//! ends when the pipe closes).
 
 use std::io::{self, Read};
+use std::mem;
 use std::process::Child;
 use std::sync::Arc;
+#[cfg(not(unix))]
 use std::sync::mpsc::{self, Sender, SyncSender};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
@@ -39,7 +41,11 @@ use mcp_io::wire_log::ChannelLog;
 use mcp_io::{Error, Flavour, Shared, Shutdown, StdioCommand, TransportErrorKind, WireLog, clock};
 use mcp_proto::client::{ConnId, TransportFailure, TransportFailureKind};
 
-use crate::carrier::{self, Carrier, Report, Reporter, read_loop, write_loop};
+use crate::carrier::{self, Bell, Carrier, Inlet, Report};
+#[cfg(not(unix))]
+use crate::carrier::{Reporter, read_loop, write_loop};
+#[cfg(unix)]
+use crate::pipes::Pipes;
 
 /// How long shutdown waits for the IO threads after the child is reaped.
 const THREAD_JOIN_WAIT: Duration = Duration::from_millis(250);
@@ -50,6 +56,8 @@ const THREAD_JOIN_WAIT: Duration = Duration::from_millis(250);
 pub(crate) struct Stdio {
     command: StdioCommand,
     process: Option<Process>,
+    /// Where each process's stdin and stdout go.
+    wiring: Wiring,
     /// Where the pid, the restarts and the stderr go.
     shared: Arc<Shared>,
     /// Which process reports are current: one more per restart.
@@ -60,23 +68,46 @@ pub(crate) struct Stdio {
     log: ChannelLog,
 }
 
+/// Where a process's stdin and stdout go.
+#[derive(Debug, Clone)]
+enum Wiring {
+    /// To the pipes the driver's waiting thread polls.
+    #[cfg(unix)]
+    Polled(Arc<Pipes>),
+    /// To helper threads that report on the channel.
+    #[cfg(not(unix))]
+    Threads(SyncSender<Report>),
+}
+
 impl Stdio {
-    /// Starts the server; its threads report on `tx`, its stderr goes to `shared`.
+    /// Starts the server, its stderr going to `shared`; with the bell and the inlet the
+    /// driver waits on.
     pub(crate) fn start(
         command: StdioCommand,
-        tx: &SyncSender<Report>,
         shared: Arc<Shared>,
-    ) -> Result<Stdio, Error> {
-        let reporter = Reporter::new(tx, ConnId::STDIO, 1);
-        let process = Process::spawn(&command, &shared, reporter)?;
-        Ok(Stdio {
+    ) -> Result<(Stdio, Bell, Inlet), Error> {
+        #[cfg(unix)]
+        let (wiring, bell, inlet) = {
+            let (pipes, bell, inlet) =
+                Pipes::channel().map_err(|e| Error::spawn(command.program(), e))?;
+            (Wiring::Polled(pipes), bell, inlet)
+        };
+        #[cfg(not(unix))]
+        let (wiring, bell, inlet) = {
+            let (bell, inlet) = carrier::channel();
+            (Wiring::Threads(bell.sender().clone()), bell, inlet)
+        };
+        let process = Process::spawn(&command, &shared, &wiring, 1)?;
+        let stdio = Stdio {
             command,
             process: Some(process),
+            wiring,
             shared,
             generation: 1,
             shutdown: None,
             log: ChannelLog::lines(),
-        })
+        };
+        Ok((stdio, bell, inlet))
     }
 }
 
@@ -118,8 +149,17 @@ impl<F: Flavour> Carrier<F> for Stdio {
         self.shutdown.unwrap_or_default()
     }
 
+    fn take_written(&mut self) -> usize {
+        match &self.wiring {
+            #[cfg(unix)]
+            Wiring::Polled(pipes) => pipes.take_written(),
+            #[cfg(not(unix))]
+            Wiring::Threads(_) => 0,
+        }
+    }
+
     /// Reaps the server that exited on the probe and starts the command again.
-    fn respawn(&mut self, tx: &SyncSender<Report>) -> Result<(), TransportFailure> {
+    fn respawn(&mut self, _: &std::sync::mpsc::SyncSender<Report>) -> Result<(), TransportFailure> {
         if let Some(mut old) = self.process.take() {
             // Its stdout has ended already: that is what asked for the restart.
             self.shutdown = Some(old.shutdown(Duration::ZERO));
@@ -127,8 +167,7 @@ impl<F: Flavour> Carrier<F> for Stdio {
         }
         self.generation += 1;
         self.log = ChannelLog::lines();
-        let reporter = Reporter::new(tx, ConnId::STDIO, self.generation);
-        match Process::spawn(&self.command, &self.shared, reporter) {
+        match Process::spawn(&self.command, &self.shared, &self.wiring, self.generation) {
             Ok(p) => {
                 self.process = Some(p);
                 self.shared.lock().restarts += 1;
@@ -146,17 +185,30 @@ impl<F: Flavour> Carrier<F> for Stdio {
 #[derive(Debug)]
 struct Process {
     child: Child,
-    to_child: Option<Sender<Vec<u8>>>,
+    generation: u64,
+    out: Outlet,
     threads: Vec<JoinHandle<()>>,
 }
 
+/// Where [`Process::send`] puts bytes for the child's stdin.
+#[derive(Debug)]
+enum Outlet {
+    #[cfg(unix)]
+    Pipes(Arc<Pipes>),
+    #[cfg(not(unix))]
+    Writer(Sender<Vec<u8>>),
+    /// Stdin is closed.
+    Closed,
+}
+
 impl Process {
-    /// Starts the child with exactly the environment `cmd` names.
-    /// Its pid and stderr go to `shared`.
+    /// Starts the child with exactly the environment `cmd` names, as generation
+    /// `generation`. Its pid and stderr go to `shared`.
     fn spawn(
         cmd: &StdioCommand,
         shared: &Arc<Shared>,
-        reporter: Reporter,
+        wiring: &Wiring,
+        generation: u64,
     ) -> Result<Process, Error> {
         let spawn_error = |source| Error::spawn(cmd.program(), source);
         let mut command = cmd.to_command().map_err(spawn_error)?;
@@ -168,21 +220,38 @@ impl Process {
             let _ = child.wait();
             return Err(spawn_error(io::Error::other("child pipes missing")));
         };
-        let (to_child, writer_rx) = mpsc::channel::<Vec<u8>>();
-        let writer = reporter.clone();
-        let tail = Arc::clone(shared);
-        let spawned = [
-            carrier::spawn("mcp-stdio-writer", move || {
-                write_loop(stdin, &writer_rx, &writer);
-            }),
-            carrier::spawn("mcp-stdio-reader", move || read_loop(stdout, &reporter)),
-            carrier::spawn("mcp-stdio-stderr", move || stderr_loop(stderr, &tail)),
-        ];
         let mut process = Process {
             child,
-            to_child: Some(to_child),
+            generation,
+            out: Outlet::Closed,
             threads: Vec::with_capacity(3),
         };
+        let tail = Arc::clone(shared);
+        let mut spawned = vec![carrier::spawn("mcp-stdio-stderr", move || {
+            stderr_loop(stderr, &tail);
+        })];
+        match wiring {
+            #[cfg(unix)]
+            Wiring::Polled(pipes) => {
+                if let Err(e) = pipes.attach(generation, stdin, stdout) {
+                    spawned.push(Err(e));
+                }
+                process.out = Outlet::Pipes(Arc::clone(pipes));
+            }
+            #[cfg(not(unix))]
+            Wiring::Threads(tx) => {
+                let reporter = Reporter::new(tx, ConnId::STDIO, generation);
+                let (to_child, writer_rx) = mpsc::channel::<Vec<u8>>();
+                let writer = reporter.clone();
+                spawned.push(carrier::spawn("mcp-stdio-writer", move || {
+                    write_loop(stdin, &writer_rx, &writer);
+                }));
+                spawned.push(carrier::spawn("mcp-stdio-reader", move || {
+                    read_loop(stdout, &reporter);
+                }));
+                process.out = Outlet::Writer(to_child);
+            }
+        }
         let mut failure = None;
         for t in spawned {
             match t {
@@ -198,19 +267,43 @@ impl Process {
         Ok(process)
     }
 
-    /// Hands bytes to the writer thread.
+    /// Hands `bytes` to the child's stdin, after what was sent before.
     fn send(&self, bytes: Vec<u8>) {
-        if let Some(tx) = &self.to_child {
+        match &self.out {
+            #[cfg(unix)]
+            Outlet::Pipes(pipes) => pipes.send(bytes),
             // Gone only once stdin is closed: the end of stdout reports the exit.
-            let _ = tx.send(bytes);
+            #[cfg(not(unix))]
+            Outlet::Writer(tx) => drop(tx.send(bytes)),
+            Outlet::Closed => {}
         }
     }
 
-    /// Closes stdin, takes the [`Escalation`]'s steps until the child exits (within
-    /// `grace`), reaps it, sends its process group a last `SIGKILL`, and joins the IO
-    /// threads for a bounded time.
+    /// Closes stdin once what waits for it is written (on a thread of its own when the
+    /// pipe is full, so that the escalation below still runs on time).
+    fn close_stdin(&mut self) {
+        match mem::replace(&mut self.out, Outlet::Closed) {
+            #[cfg(unix)]
+            Outlet::Pipes(pipes) => {
+                if let Some((stdin, rest)) = pipes.detach(self.generation)
+                    && !rest.is_empty()
+                {
+                    let writer = carrier::spawn("mcp-stdio-flush", move || {
+                        crate::pipes::finish_writing(&stdin, &rest);
+                    });
+                    self.threads.extend(writer);
+                }
+            }
+            #[cfg(not(unix))]
+            Outlet::Writer(tx) => drop(tx),
+            Outlet::Closed => {}
+        }
+    }
+
+    /// Closes stdin, lets the child exit within `grace` (then terminates, then kills
+    /// its process group), reaps it, and joins the threads for a short while.
     fn shutdown(&mut self, grace: Duration) -> Shutdown {
-        drop(self.to_child.take());
+        self.close_stdin();
         let pid = self.child.id();
         let mut end = Escalation::new(clock::now(), grace);
         let mut pause = Duration::from_millis(1);
@@ -244,7 +337,7 @@ impl Process {
 
 impl Drop for Process {
     fn drop(&mut self) {
-        if !self.threads.is_empty() || self.to_child.is_some() {
+        if !self.threads.is_empty() || !matches!(self.out, Outlet::Closed) {
             self.shutdown(Duration::ZERO);
         }
     }
