@@ -12,11 +12,13 @@
 //! process's threads still say is told apart and dropped.
 //!
 //! On Unix a child's stdio has no helper threads for its stdin and stdout: the waiting
-//! thread polls the pipes itself (see the `pipes` module), and the [`Inlet`] it waits on
+//! thread polls the pipes itself (see the `poll_set` module), and the [`Inlet`] it waits on
 //! hides which of the two it is. The [`Bell`] wakes that thread either way.
 
 use std::io::{self, Read, Write};
-use std::sync::mpsc::{self, Receiver, SyncSender};
+#[cfg(not(unix))]
+use std::sync::mpsc;
+use std::sync::mpsc::{Receiver, SyncSender};
 use std::thread;
 use std::time::Duration;
 
@@ -51,12 +53,7 @@ pub(crate) trait Carrier<F: Flavour>: Send {
     fn release(&mut self, grace: Duration, log: &mut Option<WireLog<F>>) -> Shutdown;
 
     /// Opens `conn` (HTTP).
-    fn connect(
-        &mut self,
-        _: ConnId,
-        _: &Origin,
-        _: &SyncSender<Report>,
-    ) -> Result<(), TransportFailure> {
+    fn connect(&mut self, _: ConnId, _: &Origin, _: &Bell) -> Result<(), TransportFailure> {
         Ok(())
     }
     /// Bytes written since last asked, of what [`Carrier::write`] was handed (stdio on
@@ -65,13 +62,14 @@ pub(crate) trait Carrier<F: Flavour>: Send {
         0
     }
     /// Starts the server again (stdio).
-    fn respawn(&mut self, _: &SyncSender<Report>) -> Result<(), TransportFailure> {
+    fn respawn(&mut self, _: &Bell) -> Result<(), TransportFailure> {
         Ok(())
     }
 }
 
 /// A channel for the threads' reports: the [`Bell`] (and the senders the threads get
-/// from it) and the [`Inlet`] the driver waits on.
+/// from it) and the [`Inlet`] the driver waits on. On Unix the poll set makes them.
+#[cfg(not(unix))]
 pub(crate) fn channel() -> (Bell, Inlet) {
     let (tx, rx) = mpsc::sync_channel(REPORT_QUEUE);
     let bell = Bell {
@@ -97,11 +95,6 @@ pub(crate) struct Bell {
 }
 
 impl Bell {
-    /// The sending end, for the threads that report.
-    pub(crate) fn sender(&self) -> &SyncSender<Report> {
-        &self.tx
-    }
-
     /// Wakes the waiting thread with a report that belongs to no channel
     /// ([`IoEvent::Wake`], [`IoEvent::Nudge`]). A full queue wakes it anyway, and so does
     /// a full socket.
@@ -111,6 +104,12 @@ impl Bell {
             generation: 0,
             event,
         });
+        self.knock();
+    }
+
+    /// Wakes a waiting thread that polls (one that waits on the channel alone is woken
+    /// by the report sent before).
+    pub(crate) fn knock(&self) {
         #[cfg(unix)]
         if let Some(ring) = &self.ring {
             let _ = (&**ring).write(&[1]);
@@ -124,7 +123,7 @@ impl Bell {
 pub(crate) struct Inlet {
     pub(crate) rx: Receiver<Report>,
     #[cfg(unix)]
-    pub(crate) polled: Option<crate::pipes::Polled>,
+    pub(crate) polled: Option<crate::poll_set::Polled>,
 }
 
 impl Inlet {
@@ -173,15 +172,15 @@ pub(crate) struct Report {
 /// The sending end of the channel, for one byte channel.
 #[derive(Debug, Clone)]
 pub(crate) struct Reporter {
-    tx: SyncSender<Report>,
+    bell: Bell,
     conn: ConnId,
     generation: u64,
 }
 
 impl Reporter {
-    pub(crate) fn new(tx: &SyncSender<Report>, conn: ConnId, generation: u64) -> Self {
+    pub(crate) fn new(bell: &Bell, conn: ConnId, generation: u64) -> Self {
         Reporter {
-            tx: tx.clone(),
+            bell: bell.clone(),
             conn,
             generation,
         }
@@ -194,7 +193,9 @@ impl Reporter {
             generation: self.generation,
             event,
         };
-        self.tx.send(report).is_ok()
+        let sent = self.bell.tx.send(report).is_ok();
+        self.bell.knock();
+        sent
     }
 }
 

@@ -121,15 +121,17 @@ impl<F: Flavour> Client<F> {
         let machine = proto::Client::http(start.config, start.http, clock::now());
         let timeout = start.connect_timeout;
         let endpoint = Some(start.url.as_str().to_owned());
-        let conns = HttpConns::new(start.url, connector, timeout, &options.redact_headers);
+        let redact = &options.redact_headers;
+        let (conns, bell, inlet) = HttpConns::start(start.url, connector, timeout, redact)
+            .map_err(|e| {
+                Error::Transport(mcp_io::TransportError::new(
+                    mcp_io::TransportErrorKind::Connect,
+                    endpoint.as_deref().unwrap_or_default(),
+                    e,
+                ))
+            })?;
         let shared = Arc::new(Shared::new(start.inbox, 0, None, endpoint));
-        let link = Link::new(
-            machine,
-            Box::new(conns),
-            carrier::channel(),
-            options,
-            shared,
-        );
+        let link = Link::new(machine, Box::new(conns), (bell, inlet), options, shared);
         Client::connected(link)
     }
 

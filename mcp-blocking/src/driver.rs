@@ -116,7 +116,7 @@ pub(crate) struct Io<F: Flavour> {
 
 impl<F: Flavour> Execute<F> for Io<F> {
     fn connect(&mut self, conn: ConnId, origin: &Origin) -> Result<(), TransportFailure> {
-        self.carrier.connect(conn, origin, self.bell.sender())
+        self.carrier.connect(conn, origin, &self.bell)
     }
 
     fn write(&mut self, conn: ConnId, bytes: &[u8], log: &mut Option<WireLog<F>>) {
@@ -132,7 +132,7 @@ impl<F: Flavour> Execute<F> for Io<F> {
     }
 
     fn respawn(&mut self, _: &mut Option<WireLog<F>>) -> Result<bool, TransportFailure> {
-        self.carrier.respawn(self.bell.sender()).map(|()| true)
+        self.carrier.respawn(&self.bell).map(|()| true)
     }
 
     fn channel_log(&mut self, conn: ConnId) -> Option<&mut ChannelLog> {

@@ -120,7 +120,7 @@ mod client;
 mod driver;
 pub mod http;
 #[cfg(unix)]
-mod pipes;
+mod poll_set;
 mod process;
 mod serve;
 mod serve_http;

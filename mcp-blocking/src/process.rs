@@ -29,10 +29,12 @@
 
 use std::io::{self, Read};
 use std::mem;
+#[cfg(unix)]
+use std::os::fd::OwnedFd;
 use std::process::Child;
 use std::sync::Arc;
 #[cfg(not(unix))]
-use std::sync::mpsc::{self, Sender, SyncSender};
+use std::sync::mpsc::{self, Sender};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
@@ -41,11 +43,11 @@ use mcp_io::wire_log::ChannelLog;
 use mcp_io::{Error, Flavour, Shared, Shutdown, StdioCommand, TransportErrorKind, WireLog, clock};
 use mcp_proto::client::{ConnId, TransportFailure, TransportFailureKind};
 
-use crate::carrier::{self, Bell, Carrier, Inlet, Report};
+use crate::carrier::{self, Bell, Carrier, Inlet};
 #[cfg(not(unix))]
 use crate::carrier::{Reporter, read_loop, write_loop};
 #[cfg(unix)]
-use crate::pipes::Pipes;
+use crate::poll_set::PollSet;
 
 /// How long shutdown waits for the IO threads after the child is reaped.
 const THREAD_JOIN_WAIT: Duration = Duration::from_millis(250);
@@ -73,10 +75,10 @@ pub(crate) struct Stdio {
 enum Wiring {
     /// To the pipes the driver's waiting thread polls.
     #[cfg(unix)]
-    Polled(Arc<Pipes>),
+    Polled(Arc<PollSet>),
     /// To helper threads that report on the channel.
     #[cfg(not(unix))]
-    Threads(SyncSender<Report>),
+    Threads(Bell),
 }
 
 impl Stdio {
@@ -89,13 +91,13 @@ impl Stdio {
         #[cfg(unix)]
         let (wiring, bell, inlet) = {
             let (pipes, bell, inlet) =
-                Pipes::channel().map_err(|e| Error::spawn(command.program(), e))?;
+                PollSet::channel().map_err(|e| Error::spawn(command.program(), e))?;
             (Wiring::Polled(pipes), bell, inlet)
         };
         #[cfg(not(unix))]
         let (wiring, bell, inlet) = {
             let (bell, inlet) = carrier::channel();
-            (Wiring::Threads(bell.sender().clone()), bell, inlet)
+            (Wiring::Threads(bell.clone()), bell, inlet)
         };
         let process = Process::spawn(&command, &shared, &wiring, 1)?;
         let stdio = Stdio {
@@ -152,14 +154,14 @@ impl<F: Flavour> Carrier<F> for Stdio {
     fn take_written(&mut self) -> usize {
         match &self.wiring {
             #[cfg(unix)]
-            Wiring::Polled(pipes) => pipes.take_written(),
+            Wiring::Polled(pipes) => pipes.take_written(ConnId::STDIO),
             #[cfg(not(unix))]
             Wiring::Threads(_) => 0,
         }
     }
 
     /// Reaps the server that exited on the probe and starts the command again.
-    fn respawn(&mut self, _: &std::sync::mpsc::SyncSender<Report>) -> Result<(), TransportFailure> {
+    fn respawn(&mut self, _: &Bell) -> Result<(), TransportFailure> {
         if let Some(mut old) = self.process.take() {
             // Its stdout has ended already: that is what asked for the restart.
             self.shutdown = Some(old.shutdown(Duration::ZERO));
@@ -194,7 +196,7 @@ struct Process {
 #[derive(Debug)]
 enum Outlet {
     #[cfg(unix)]
-    Pipes(Arc<Pipes>),
+    Pipes(Arc<PollSet>),
     #[cfg(not(unix))]
     Writer(Sender<Vec<u8>>),
     /// Stdin is closed.
@@ -233,14 +235,15 @@ impl Process {
         match wiring {
             #[cfg(unix)]
             Wiring::Polled(pipes) => {
-                if let Err(e) = pipes.attach(generation, stdin, stdout) {
+                let (input, output) = (OwnedFd::from(stdout), OwnedFd::from(stdin));
+                if let Err(e) = pipes.attach(ConnId::STDIO, generation, input, Some(output)) {
                     spawned.push(Err(e));
                 }
                 process.out = Outlet::Pipes(Arc::clone(pipes));
             }
             #[cfg(not(unix))]
-            Wiring::Threads(tx) => {
-                let reporter = Reporter::new(tx, ConnId::STDIO, generation);
+            Wiring::Threads(bell) => {
+                let reporter = Reporter::new(bell, ConnId::STDIO, generation);
                 let (to_child, writer_rx) = mpsc::channel::<Vec<u8>>();
                 let writer = reporter.clone();
                 spawned.push(carrier::spawn("mcp-stdio-writer", move || {
@@ -271,7 +274,7 @@ impl Process {
     fn send(&self, bytes: Vec<u8>) {
         match &self.out {
             #[cfg(unix)]
-            Outlet::Pipes(pipes) => pipes.send(bytes),
+            Outlet::Pipes(pipes) => pipes.send(ConnId::STDIO, bytes),
             // Gone only once stdin is closed: the end of stdout reports the exit.
             #[cfg(not(unix))]
             Outlet::Writer(tx) => drop(tx.send(bytes)),
@@ -285,11 +288,11 @@ impl Process {
         match mem::replace(&mut self.out, Outlet::Closed) {
             #[cfg(unix)]
             Outlet::Pipes(pipes) => {
-                if let Some((stdin, rest)) = pipes.detach(self.generation)
+                if let Some((stdin, rest)) = pipes.detach(ConnId::STDIO, self.generation)
                     && !rest.is_empty()
                 {
                     let writer = carrier::spawn("mcp-stdio-flush", move || {
-                        crate::pipes::finish_writing(&stdin, &rest);
+                        crate::poll_set::finish_writing(&stdin, &rest);
                     });
                     self.threads.extend(writer);
                 }

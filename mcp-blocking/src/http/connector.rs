@@ -22,6 +22,13 @@ pub trait Stream: Send {
     /// # Errors
     /// When the connection cannot be split (a socket that cannot be duplicated, say).
     fn split(self: Box<Self>) -> io::Result<Halves>;
+
+    /// The plain TCP socket this stream is, when it is one (no bytes transformed on the
+    /// way, as TLS would): on Unix the client then moves its bytes from the thread that
+    /// waits for them, with no reader or writer thread. The default says it is not one.
+    fn tcp_socket(&self) -> Option<&TcpStream> {
+        None
+    }
 }
 
 /// A [`Stream`] split for two threads: one blocks reading [`Halves::reader`] while
@@ -109,6 +116,10 @@ impl fmt::Debug for ShutdownHandle {
 impl Stream for TcpStream {
     fn split(self: Box<Self>) -> io::Result<Halves> {
         Halves::tcp(*self)
+    }
+
+    fn tcp_socket(&self) -> Option<&TcpStream> {
+        Some(self)
     }
 }
 

@@ -2,9 +2,13 @@
 //! threads.
 //!
 //! A [`Transmit::Connect`](mcp_proto::client::Transmit::Connect) starts one thread that
-//! calls the [`Connector`], splits the stream ([`Stream::split`](super::Stream::split)),
-//! reports the connection open, starts a reader thread on the read half, and then stays
-//! as the connection's writer. Bytes to write wait in the connection's queue meanwhile.
+//! calls the [`Connector`]. On Unix, a plain TCP socket
+//! ([`Stream::tcp_socket`](super::Stream::tcp_socket)) then joins the driver's poll set
+//! (see the `poll_set` module): the waiting thread moves its bytes, and the connecting
+//! thread ends. Any other stream is split ([`Stream::split`](super::Stream::split)): the
+//! thread reports the connection open, starts a reader thread on the read half, and then
+//! stays as the connection's writer. Bytes to write wait in the connection's queue
+//! meanwhile.
 //! A `Close` shuts the socket down through the [`ShutdownHandle`] (a blocked read
 //! returns, the threads end) and forgets the connection; anything its threads still
 //! report is dropped. A connection closed while its thread is still connecting is shut
@@ -12,7 +16,7 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::sync::mpsc::{self, Sender, SyncSender};
+use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -22,12 +26,17 @@ use mcp_proto::client::{ConnId, Origin, TransportFailure};
 use mcp_proto::http::EndpointUrl;
 
 use super::connector::{Connector, ShutdownHandle};
-use crate::carrier::{self, Carrier, IoEvent, Report, Reporter, read_loop, write_loop};
+use crate::carrier::{self, Bell, Carrier, Inlet, IoEvent, Reporter, read_loop, write_loop};
+#[cfg(unix)]
+use crate::poll_set::PollSet;
 
 /// Where a connection's thread is.
 enum Slot {
     Connecting,
     Open(ShutdownHandle),
+    /// In the poll set, with a handle on the socket to shut it down.
+    #[cfg(unix)]
+    Polled(std::net::TcpStream),
     Closed,
 }
 
@@ -49,22 +58,33 @@ pub(crate) struct HttpConns {
     /// Header names the wire log hides besides the built-in ones.
     redact_headers: Arc<[String]>,
     conns: HashMap<ConnId, Conn>,
+    /// Where plain TCP connections are polled (Unix).
+    #[cfg(unix)]
+    polled: Arc<PollSet>,
 }
 
 impl HttpConns {
-    pub(crate) fn new(
+    /// No connection yet; with the bell and the inlet the driver waits on.
+    pub(crate) fn start(
         url: EndpointUrl,
         connector: Arc<dyn Connector>,
         connect_timeout: Duration,
         redact_headers: &[String],
-    ) -> Self {
-        HttpConns {
+    ) -> io::Result<(Self, Bell, Inlet)> {
+        #[cfg(unix)]
+        let (polled, bell, inlet) = PollSet::channel()?;
+        #[cfg(not(unix))]
+        let (bell, inlet) = carrier::channel();
+        let conns = HttpConns {
             url,
             connector,
             connect_timeout,
             redact_headers: redact_headers.into(),
             conns: HashMap::new(),
-        }
+            #[cfg(unix)]
+            polled,
+        };
+        Ok((conns, bell, inlet))
     }
 }
 
@@ -75,7 +95,7 @@ impl<F: Flavour> Carrier<F> for HttpConns {
         &mut self,
         conn: ConnId,
         origin: &Origin,
-        tx: &SyncSender<Report>,
+        bell: &Bell,
     ) -> Result<(), TransportFailure> {
         let url = if Origin::of(&self.url) == *origin {
             self.url.clone()
@@ -87,12 +107,25 @@ impl<F: Flavour> Carrier<F> for HttpConns {
         };
         let (writes, queue) = mpsc::channel::<Vec<u8>>();
         let slot = Arc::new(Mutex::new(Slot::Connecting));
-        let report = Reporter::new(tx, conn, 0);
+        let report = Reporter::new(bell, conn, 0);
+        #[cfg(unix)]
+        let polled = Arc::clone(&self.polled);
         let (connector, timeout) = (Arc::clone(&self.connector), self.connect_timeout);
         let thread_slot = Arc::clone(&slot);
         let origin = origin.clone();
         let opened = carrier::spawn(&format!("mcp-http-{}", conn.index()), move || {
             let stream = connector.connect_origin(&origin, &url, timeout);
+            #[cfg(unix)]
+            if let Ok(socket) = &stream
+                && let Some(socket) = socket.tcp_socket()
+            {
+                match poll_tcp(&polled, conn, socket, &thread_slot) {
+                    Ok(true) => drop(report.send(IoEvent::Connected)),
+                    Ok(false) => {}
+                    Err(e) => drop(report.send(IoEvent::Failed(TransportErrorKind::Connect, e))),
+                }
+                return;
+            }
             let halves = match stream.and_then(|s| s.split()) {
                 Ok(h) => h,
                 Err(e) => {
@@ -132,6 +165,13 @@ impl<F: Flavour> Carrier<F> for HttpConns {
     fn write(&mut self, conn: ConnId, bytes: Vec<u8>, log: &mut Option<WireLog<F>>) {
         if let Some(c) = self.conns.get_mut(&conn) {
             c.log.sent(log, &bytes);
+            // The machine writes only once the connection is open, so a polled one is in
+            // the poll set by now.
+            #[cfg(unix)]
+            if self.polled.has(conn) {
+                self.polled.send(conn, bytes);
+                return;
+            }
             // Gone only when the writer failed, which it reported.
             let _ = c.writes.send(bytes);
         }
@@ -144,8 +184,14 @@ impl<F: Flavour> Carrier<F> for HttpConns {
         };
         c.log.finish(log);
         let mut slot = c.slot.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Slot::Open(handle) = &*slot {
-            handle.shutdown();
+        match &*slot {
+            Slot::Open(handle) => handle.shutdown(),
+            #[cfg(unix)]
+            Slot::Polled(socket) => {
+                let _ = socket.shutdown(std::net::Shutdown::Both);
+                self.polled.detach(conn, 0);
+            }
+            Slot::Connecting | Slot::Closed => {}
         }
         *slot = Slot::Closed;
     }
@@ -173,4 +219,23 @@ impl<F: Flavour> Carrier<F> for HttpConns {
         }
         Shutdown::default()
     }
+}
+
+/// Puts a plain TCP connection in the poll set, unless the machine closed it meanwhile
+/// (`Ok(false)`).
+#[cfg(unix)]
+fn poll_tcp(
+    polled: &PollSet,
+    conn: ConnId,
+    socket: &std::net::TcpStream,
+    slot: &Mutex<Slot>,
+) -> io::Result<bool> {
+    let (socket, handle) = (socket.try_clone()?, socket.try_clone()?);
+    let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
+    if matches!(*slot, Slot::Closed) {
+        return Ok(false);
+    }
+    polled.attach(conn, 0, socket.into(), None)?;
+    *slot = Slot::Polled(handle);
+    Ok(true)
 }

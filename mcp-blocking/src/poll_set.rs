@@ -1,0 +1,397 @@
+//! Byte channels without helper threads (Unix): a stdio server's pipes and plain TCP
+//! connections, polled by the thread that waits for the machine.
+//!
+//! # Theory of operation
+//!
+//! A thread hand-off costs more than a small round trip itself, so on Unix the driver's
+//! waiting thread (the leader, see the `driver` module) moves the bytes of its channels
+//! itself, all of them non-blocking:
+//!
+//! * **Writing.** Whoever executes a `Transmit::Write` (under the driver's lock) writes
+//!   it at once, as far as the pipe or socket takes it. What it does not take waits in
+//!   the channel's outbox, and the leader is rung: from then on it polls that channel for
+//!   room and writes the rest. A write never blocks, so a peer that stops reading never
+//!   holds a caller past its deadline, and it never deadlocks against a stdio server
+//!   blocked on a full stdout. Bytes that reach a stdio server's stdin are counted for
+//!   the machine (`handle_written`), which bounds the outbox.
+//! * **Reading.** The leader polls every channel's input, the output of those with bytes
+//!   waiting, and the bell's socket (a [`Bell`] rung by another thread: a call with an
+//!   earlier deadline, a cancellation, output waiting, a channel added or removed, a
+//!   helper thread's report), until the machine's deadline. It reads at most one chunk
+//!   per wait, so a flooding peer is read no faster than the machine takes it, and it
+//!   starts its scan of ready channels one further each time, so that none starves.
+//!
+//! Reports carry the channel and a generation, as the threads' reports do: after a
+//! restart anything about the old pipes is dropped. Channels that need more than bytes
+//! moved (TLS, a connector's own stream, a stdio server's stderr) keep their threads.
+
+use std::io;
+use std::mem;
+use std::os::fd::OwnedFd;
+use std::os::unix::net::UnixStream;
+use std::sync::mpsc::{self, Receiver};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use mcp_io::TransportErrorKind;
+use mcp_io::drive::MAX_KEPT_BUFFER;
+use mcp_proto::client::ConnId;
+use rustix::event::{PollFd, PollFlags, Timespec, poll};
+use rustix::io::Errno;
+
+use crate::carrier::{Bell, Inlet, IoEvent, READ_CHUNK, REPORT_QUEUE, Report};
+
+/// The longest single poll: some systems refuse timeouts past `c_int::MAX` milliseconds.
+const LONGEST_POLL: Duration = Duration::from_secs(24 * 3600);
+
+/// The polled channels, shared by the carrier (writes, under the driver's lock), the
+/// threads that open connections, and the leader (polls and reads, unlocked).
+#[derive(Debug)]
+pub(crate) struct PollSet {
+    state: Mutex<Vec<Chan>>,
+    bell: Bell,
+}
+
+/// One polled channel.
+#[derive(Debug)]
+struct Chan {
+    conn: ConnId,
+    generation: u64,
+    /// Where its bytes come from, until their end.
+    input: Option<Arc<OwnedFd>>,
+    /// Where its bytes go, until closed or failed.
+    output: Option<Arc<OwnedFd>>,
+    /// What the output has not taken yet.
+    outbox: Vec<u8>,
+    /// Bytes that reached the output since the machine was last told.
+    written: usize,
+    /// A write failed: reported by the leader's next wait.
+    failed: Option<io::Error>,
+}
+
+/// The leader's side: it polls the channels and the bell's socket.
+#[derive(Debug)]
+pub(crate) struct Polled {
+    set: Arc<PollSet>,
+    hear: UnixStream,
+    buf: Vec<u8>,
+    /// Where the next scan of ready channels starts.
+    turn: usize,
+}
+
+/// What a wait found ready on one channel.
+struct Ready {
+    conn: ConnId,
+    generation: u64,
+    input: Option<Arc<OwnedFd>>,
+    output: Option<Arc<OwnedFd>>,
+    readable: bool,
+    writable: bool,
+}
+
+impl PollSet {
+    /// An empty set, with the bell that wakes its leader and the inlet it waits on.
+    pub(crate) fn channel() -> io::Result<(Arc<PollSet>, Bell, Inlet)> {
+        let (tx, rx) = mpsc::sync_channel(REPORT_QUEUE);
+        let (ring, hear) = UnixStream::pair()?;
+        ring.set_nonblocking(true)?;
+        hear.set_nonblocking(true)?;
+        let bell = Bell {
+            tx,
+            ring: Some(Arc::new(ring)),
+        };
+        let set = Arc::new(PollSet {
+            state: Mutex::default(),
+            bell: bell.clone(),
+        });
+        let polled = Polled {
+            set: Arc::clone(&set),
+            hear,
+            buf: vec![0; READ_CHUNK],
+            turn: 0,
+        };
+        let inlet = Inlet {
+            rx,
+            polled: Some(polled),
+        };
+        Ok((set, bell, inlet))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Vec<Chan>> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Polls `input` and `output` (non-blocking from now on; the same descriptor for a
+    /// socket) as channel `conn`, generation `generation`, in place of any before.
+    pub(crate) fn attach(
+        &self,
+        conn: ConnId,
+        generation: u64,
+        input: OwnedFd,
+        output: Option<OwnedFd>,
+    ) -> io::Result<()> {
+        rustix::io::ioctl_fionbio(&input, true)?;
+        if let Some(output) = &output {
+            rustix::io::ioctl_fionbio(output, true)?;
+        }
+        let input = Arc::new(input);
+        let output = output.map_or_else(|| Arc::clone(&input), Arc::new);
+        let chan = Chan {
+            conn,
+            generation,
+            input: Some(input),
+            output: Some(output),
+            outbox: Vec::new(),
+            written: 0,
+            failed: None,
+        };
+        let mut chans = self.lock();
+        chans.retain(|c| c.conn != conn);
+        chans.push(chan);
+        drop(chans);
+        // The leader polls the new channel from its next wait on.
+        self.bell.ring(IoEvent::Nudge);
+        Ok(())
+    }
+
+    /// Whether `conn` is polled here.
+    pub(crate) fn has(&self, conn: ConnId) -> bool {
+        self.lock().iter().any(|c| c.conn == conn)
+    }
+
+    /// Writes `bytes` on `conn` after what waits already, as far as the output takes them
+    /// now; the leader writes the rest.
+    pub(crate) fn send(&self, conn: ConnId, bytes: Vec<u8>) {
+        let mut chans = self.lock();
+        let Some(chan) = chans.iter_mut().find(|c| c.conn == conn) else {
+            return;
+        };
+        let Some(output) = chan.output.clone() else {
+            return;
+        };
+        if !chan.outbox.is_empty() {
+            // The leader polls for room already (it was rung when the outbox filled).
+            chan.outbox.extend_from_slice(&bytes);
+            return;
+        }
+        chan.outbox = bytes;
+        chan.flush(&output);
+        if !chan.outbox.is_empty() || chan.failed.is_some() {
+            drop(chans);
+            self.bell.ring(IoEvent::Nudge);
+        }
+    }
+
+    /// Bytes that reached `conn`'s output since last asked.
+    pub(crate) fn take_written(&self, conn: ConnId) -> usize {
+        let mut chans = self.lock();
+        chans
+            .iter_mut()
+            .find(|c| c.conn == conn)
+            .map_or(0, |c| mem::take(&mut c.written))
+    }
+
+    /// Stops polling `conn` if it is generation `generation` (not a newer one): its
+    /// output and what still waits for it (the caller finishes writing it, or drops it).
+    pub(crate) fn detach(&self, conn: ConnId, generation: u64) -> Option<(Arc<OwnedFd>, Vec<u8>)> {
+        let mut chans = self.lock();
+        let at = chans
+            .iter()
+            .position(|c| c.conn == conn && c.generation == generation)?;
+        let chan = chans.swap_remove(at);
+        drop(chans);
+        // The leader drops its copies of the descriptors, so they close now.
+        self.bell.ring(IoEvent::Nudge);
+        chan.output.map(|fd| (fd, chan.outbox))
+    }
+}
+
+impl Chan {
+    /// Writes from the outbox until it is empty or the output is full.
+    fn flush(&mut self, output: &OwnedFd) {
+        let mut at = 0;
+        while at < self.outbox.len() {
+            match rustix::io::write(output, &self.outbox[at..]) {
+                Ok(n) => at += n,
+                Err(Errno::INTR) => {}
+                Err(Errno::AGAIN) => break,
+                Err(e) => {
+                    self.failed = Some(e.into());
+                    self.output = None;
+                    self.outbox = Vec::new();
+                    return;
+                }
+            }
+        }
+        self.written += at;
+        if at == self.outbox.len() {
+            self.outbox.clear();
+            if self.outbox.capacity() > MAX_KEPT_BUFFER {
+                self.outbox = Vec::new();
+            }
+        } else {
+            self.outbox.drain(..at);
+        }
+    }
+}
+
+impl Polled {
+    /// The next report: a report on the channel (a helper thread's, a wake-up), a write
+    /// that failed, bytes or the end of a channel's input, room on an output (as bytes
+    /// written); `None` once `wait` ran out, or when woken with nothing to report.
+    pub(crate) fn recv(&mut self, rx: &Receiver<Report>, wait: Option<Duration>) -> Option<Report> {
+        if let Ok(report) = rx.try_recv() {
+            return Some(report);
+        }
+        let mut ready = Vec::new();
+        {
+            let mut chans = self.set.lock();
+            for chan in chans.iter_mut() {
+                if let Some(e) = chan.failed.take() {
+                    let event = IoEvent::Failed(TransportErrorKind::Write, e);
+                    return Some(report(chan.conn, chan.generation, event));
+                }
+                ready.push(Ready {
+                    conn: chan.conn,
+                    generation: chan.generation,
+                    input: chan.input.clone(),
+                    output: (!chan.outbox.is_empty())
+                        .then(|| chan.output.clone())
+                        .flatten(),
+                    readable: false,
+                    writable: false,
+                });
+            }
+        }
+        if !self.poll(&mut ready, wait) {
+            return None;
+        }
+        let count = ready.len();
+        self.turn = self.turn.wrapping_add(1);
+        for i in 0..count {
+            let r = &ready[(self.turn + i) % count];
+            if r.readable
+                && let Some(input) = &r.input
+            {
+                let input = Arc::clone(input);
+                return self.read(r.conn, r.generation, &input);
+            }
+            if r.writable
+                && let Some(output) = &r.output
+            {
+                return self.set.flush(r.conn, r.generation, output);
+            }
+        }
+        // The bell, or nothing ready any more.
+        let mut drain = [0u8; 64];
+        while matches!(io::Read::read(&mut self.hear, &mut drain), Ok(n) if n > 0) {}
+        rx.try_recv().ok()
+    }
+
+    /// Polls the bell and `ready`'s descriptors for at most `wait`, marking what is
+    /// ready; false when nothing is (the time ran out, or the poll was interrupted).
+    fn poll(&self, ready: &mut [Ready], wait: Option<Duration>) -> bool {
+        let mut fds = Vec::with_capacity(1 + 2 * ready.len());
+        fds.push(PollFd::new(&self.hear, PollFlags::IN));
+        for r in ready.iter() {
+            if let Some(fd) = &r.input {
+                fds.push(PollFd::new(&**fd, PollFlags::IN));
+            }
+            if let Some(fd) = &r.output {
+                fds.push(PollFd::new(&**fd, PollFlags::OUT));
+            }
+        }
+        let timeout = wait.map(|w| {
+            let w = w.min(LONGEST_POLL);
+            Timespec {
+                tv_sec: w.as_secs().try_into().unwrap_or(i64::MAX),
+                tv_nsec: w.subsec_nanos().into(),
+            }
+        });
+        if !matches!(poll(&mut fds, timeout.as_ref()), Ok(n) if n > 0) {
+            return false;
+        }
+        let flags: Vec<bool> = fds
+            .iter()
+            .skip(1)
+            .map(|fd| !fd.revents().is_empty())
+            .collect();
+        drop(fds);
+        let mut seen = flags.into_iter();
+        for r in ready.iter_mut() {
+            if r.input.is_some() {
+                r.readable = seen.next().unwrap_or(false);
+            }
+            if r.output.is_some() {
+                r.writable = seen.next().unwrap_or(false);
+            }
+        }
+        true
+    }
+
+    /// One read of `conn`'s input; its end (or failure) is reported once.
+    fn read(&mut self, conn: ConnId, generation: u64, input: &OwnedFd) -> Option<Report> {
+        let event = match rustix::io::read(input, &mut self.buf) {
+            Ok(0) => IoEvent::Eof,
+            Ok(n) => {
+                return Some(report(
+                    conn,
+                    generation,
+                    IoEvent::Data(self.buf[..n].to_vec()),
+                ));
+            }
+            Err(Errno::AGAIN | Errno::INTR) => return None,
+            Err(e) => IoEvent::Failed(TransportErrorKind::Read, e.into()),
+        };
+        let mut chans = self.set.lock();
+        if let Some(chan) = chans
+            .iter_mut()
+            .find(|c| c.conn == conn && c.generation == generation)
+        {
+            chan.input = None;
+        }
+        Some(report(conn, generation, event))
+    }
+}
+
+impl PollSet {
+    /// The leader found room on `conn`'s output: writes what waits, and reports it.
+    fn flush(&self, conn: ConnId, generation: u64, output: &OwnedFd) -> Option<Report> {
+        let mut chans = self.lock();
+        let chan = chans
+            .iter_mut()
+            .find(|c| c.conn == conn && c.generation == generation)?;
+        chan.flush(output);
+        if let Some(e) = chan.failed.take() {
+            let event = IoEvent::Failed(TransportErrorKind::Write, e);
+            return Some(report(conn, generation, event));
+        }
+        let written = mem::take(&mut chan.written);
+        Some(report(conn, generation, IoEvent::Written(written)))
+    }
+}
+
+fn report(conn: ConnId, generation: u64, event: IoEvent) -> Report {
+    Report {
+        conn,
+        generation,
+        event,
+    }
+}
+
+/// Writes `rest` to `output` blocking, then lets go of it (closing it once the leader
+/// dropped its copy): what a closing stdio connection still owed the server. Errors end
+/// it.
+pub(crate) fn finish_writing(output: &OwnedFd, rest: &[u8]) {
+    if rustix::io::ioctl_fionbio(output, false).is_err() {
+        return;
+    }
+    let mut at = 0;
+    while at < rest.len() {
+        match rustix::io::write(output, &rest[at..]) {
+            Ok(n) => at += n,
+            Err(Errno::INTR) => {}
+            Err(_) => return,
+        }
+    }
+}
