@@ -43,6 +43,8 @@ use crate::carrier::{Bell, Inlet, IoEvent, READ_CHUNK, REPORT_QUEUE, Report};
 
 /// The longest single poll: some systems refuse timeouts past `c_int::MAX` milliseconds.
 const LONGEST_POLL: Duration = Duration::from_secs(24 * 3600);
+/// Descriptors polled without allocating: the bell and two channels in both directions.
+const INLINE_FDS: usize = 5;
 
 /// The polled channels, shared by the carrier (writes, under the driver's lock), the
 /// threads that open connections, and the leader (polls and reads, unlocked).
@@ -77,9 +79,13 @@ pub(crate) struct Polled {
     buf: Vec<u8>,
     /// Where the next scan of ready channels starts.
     turn: usize,
+    /// What each wait found, and which polled descriptors were ready (kept for reuse).
+    ready: Vec<Ready>,
+    flags: Vec<bool>,
 }
 
 /// What a wait found ready on one channel.
+#[derive(Debug)]
 struct Ready {
     conn: ConnId,
     generation: u64,
@@ -109,6 +115,8 @@ impl PollSet {
             hear,
             buf: vec![0; READ_CHUNK],
             turn: 0,
+            ready: Vec::new(),
+            flags: Vec::new(),
         };
         let inlet = Inlet {
             rx,
@@ -243,7 +251,21 @@ impl Polled {
         if let Ok(report) = rx.try_recv() {
             return Some(report);
         }
-        let mut ready = Vec::new();
+        // Kept between waits (no allocation per wait), emptied after each: its copies of
+        // the descriptors must not outlive the wait.
+        let mut ready = mem::take(&mut self.ready);
+        let report = self.wait(rx, wait, &mut ready);
+        ready.clear();
+        self.ready = ready;
+        report
+    }
+
+    fn wait(
+        &mut self,
+        rx: &Receiver<Report>,
+        wait: Option<Duration>,
+        ready: &mut Vec<Ready>,
+    ) -> Option<Report> {
         {
             let mut chans = self.set.lock();
             for chan in chans.iter_mut() {
@@ -263,7 +285,7 @@ impl Polled {
                 });
             }
         }
-        if !self.poll(&mut ready, wait) {
+        if !self.poll(ready, wait) {
             return None;
         }
         let count = ready.len();
@@ -290,17 +312,7 @@ impl Polled {
 
     /// Polls the bell and `ready`'s descriptors for at most `wait`, marking what is
     /// ready; false when nothing is (the time ran out, or the poll was interrupted).
-    fn poll(&self, ready: &mut [Ready], wait: Option<Duration>) -> bool {
-        let mut fds = Vec::with_capacity(1 + 2 * ready.len());
-        fds.push(PollFd::new(&self.hear, PollFlags::IN));
-        for r in ready.iter() {
-            if let Some(fd) = &r.input {
-                fds.push(PollFd::new(&**fd, PollFlags::IN));
-            }
-            if let Some(fd) = &r.output {
-                fds.push(PollFd::new(&**fd, PollFlags::OUT));
-            }
-        }
+    fn poll(&mut self, ready: &mut [Ready], wait: Option<Duration>) -> bool {
         let timeout = wait.map(|w| {
             let w = w.min(LONGEST_POLL);
             Timespec {
@@ -308,16 +320,28 @@ impl Polled {
                 tv_nsec: w.subsec_nanos().into(),
             }
         });
-        if !matches!(poll(&mut fds, timeout.as_ref()), Ok(n) if n > 0) {
-            return false;
-        }
-        let flags: Vec<bool> = fds
+        let needed = 1 + ready
             .iter()
-            .skip(1)
-            .map(|fd| !fd.revents().is_empty())
-            .collect();
-        drop(fds);
-        let mut seen = flags.into_iter();
+            .map(|r| usize::from(r.input.is_some()) + usize::from(r.output.is_some()))
+            .sum::<usize>();
+        self.flags.clear();
+        // A few descriptors (the usual case) need no allocation: the array's spare
+        // entries repeat the bell and are not polled.
+        if needed <= INLINE_FDS {
+            let mut fds: [PollFd<'_>; INLINE_FDS] =
+                std::array::from_fn(|_| PollFd::new(&self.hear, PollFlags::IN));
+            fill(&mut fds[1..], ready);
+            if !poll_into(&mut fds[..needed], timeout.as_ref(), &mut self.flags) {
+                return false;
+            }
+        } else {
+            let mut fds = vec![PollFd::new(&self.hear, PollFlags::IN); needed];
+            fill(&mut fds[1..], ready);
+            if !poll_into(&mut fds, timeout.as_ref(), &mut self.flags) {
+                return false;
+            }
+        }
+        let mut seen = self.flags.iter().copied();
         for r in ready.iter_mut() {
             if r.input.is_some() {
                 r.readable = seen.next().unwrap_or(false);
@@ -371,6 +395,31 @@ impl PollSet {
     }
 }
 
+/// Points `fds` (from the second entry of the poll on) at `ready`'s descriptors, in order.
+fn fill<'a>(fds: &mut [PollFd<'a>], ready: &'a [Ready]) {
+    let mut slots = fds.iter_mut();
+    for r in ready {
+        for (fd, flags) in [(&r.input, PollFlags::IN), (&r.output, PollFlags::OUT)] {
+            // A slot only for a descriptor that is there, in the order `poll` reads back.
+            if let Some(fd) = fd
+                && let Some(slot) = slots.next()
+            {
+                *slot = PollFd::new(&**fd, flags);
+            }
+        }
+    }
+}
+
+/// Polls `fds` and records which of them, past the first (the bell), are ready; false
+/// when none is.
+fn poll_into(fds: &mut [PollFd<'_>], timeout: Option<&Timespec>, flags: &mut Vec<bool>) -> bool {
+    if !matches!(poll(fds, timeout), Ok(n) if n > 0) {
+        return false;
+    }
+    flags.extend(fds.iter().skip(1).map(|fd| !fd.revents().is_empty()));
+    true
+}
+
 fn report(conn: ConnId, generation: u64, event: IoEvent) -> Report {
     Report {
         conn,
@@ -393,5 +442,52 @@ pub(crate) fn finish_writing(output: &OwnedFd, rest: &[u8]) {
             Err(Errno::INTR) => {}
             Err(_) => return,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+
+    /// `n` channels over socket pairs, only the last one with bytes to read and only the
+    /// middle one with output waiting: every descriptor present is polled, in order,
+    /// whether the array or the allocated list holds them.
+    fn poll_sees_the_last_of(n: usize) {
+        let pairs: Vec<(UnixStream, UnixStream)> =
+            (0..n).map(|_| UnixStream::pair().expect("pair")).collect();
+        let fd = |s: &UnixStream| Some(Arc::new(OwnedFd::from(s.try_clone().expect("clone"))));
+        let mut ready: Vec<Ready> = pairs
+            .iter()
+            .enumerate()
+            .map(|(i, (ours, _))| Ready {
+                conn: ConnId::STDIO,
+                generation: 0,
+                input: fd(ours),
+                output: if i == n / 2 { fd(ours) } else { None },
+                readable: false,
+                writable: false,
+            })
+            .collect();
+        (&pairs[n - 1].1).write_all(b"x").expect("write");
+        let (_set, _bell, mut inlet) = PollSet::channel().expect("poll set");
+        let polled = inlet.polled.as_mut().expect("polled");
+        assert!(polled.poll(&mut ready, Some(Duration::from_secs(5))));
+        let readable: Vec<bool> = ready.iter().map(|r| r.readable).collect();
+        let writable: Vec<bool> = ready.iter().map(|r| r.writable).collect();
+        let mut expect_readable = vec![false; n];
+        expect_readable[n - 1] = true;
+        let mut expect_writable = vec![false; n];
+        expect_writable[n / 2] = true;
+        assert_eq!(readable, expect_readable, "{n} channels");
+        assert_eq!(writable, expect_writable, "{n} channels");
+    }
+
+    #[test]
+    fn every_descriptor_present_is_polled_in_order() {
+        // Three channels fit the array; six need the list.
+        poll_sees_the_last_of(3);
+        poll_sees_the_last_of(6);
     }
 }

@@ -138,6 +138,18 @@ pub(crate) fn retained_size(event: &Event) -> usize {
                         _ => 0,
                     }
             }
+            // The most common event: counted from its parts, not formatted.
+            Event::CallCompleted {
+                outcome: Ok(output),
+                ..
+            } => {
+                output.result.get().len()
+                    + output
+                        .items
+                        .iter()
+                        .map(|item| item.get().len() + 16)
+                        .sum::<usize>()
+            }
             // Rare kinds: their debug form is as long as what they hold, give or take.
             other => debug_len(other),
         }

@@ -106,7 +106,8 @@ impl RequestHead {
             line(&[name.as_bytes(), b": ", value.as_bytes()]);
         }
         if let Some(n) = content_length {
-            line(&[b"Content-Length: ", n.to_string().as_bytes()]);
+            let mut digits = [0u8; 20];
+            line(&[b"Content-Length: ", decimal(n, &mut digits)]);
         }
         line(&[]);
         Ok(())
@@ -122,10 +123,24 @@ impl RequestHead {
             return Err(RequestError::InvalidTarget(self.target.clone()));
         }
         let host_ok = !self.host.is_empty()
-            && self
-                .host
-                .bytes()
-                .all(|b| b.is_ascii_graphic() && !b"/?#@\\\"<>{}|^`".contains(&b));
+            && self.host.bytes().all(|b| {
+                b.is_ascii_graphic()
+                    && !matches!(
+                        b,
+                        b'/' | b'?'
+                            | b'#'
+                            | b'@'
+                            | b'\\'
+                            | b'"'
+                            | b'<'
+                            | b'>'
+                            | b'{'
+                            | b'}'
+                            | b'|'
+                            | b'^'
+                            | b'`'
+                    )
+            });
         if !host_ok {
             return Err(RequestError::InvalidHost(self.host.clone()));
         }
@@ -149,9 +164,45 @@ impl RequestHead {
 
 /// `token = 1*tchar` (RFC 9110 §5.6.2).
 pub(super) fn is_token(s: &str) -> bool {
-    !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+    !s.is_empty() && s.bytes().all(is_tchar)
+}
+
+/// A `tchar` of RFC 9110: a letter, a digit, or one of ``!#$%&'*+-.^_`|~``.
+fn is_tchar(b: u8) -> bool {
+    matches!(
+        b,
+        b'0'..=b'9'
+            | b'a'..=b'z'
+            | b'A'..=b'Z'
+            | b'!'
+            | b'#'
+            | b'$'
+            | b'%'
+            | b'&'
+            | b'\''
+            | b'*'
+            | b'+'
+            | b'-'
+            | b'.'
+            | b'^'
+            | b'_'
+            | b'`'
+            | b'|'
+            | b'~'
+    )
+}
+
+/// `n` in decimal, written at the end of `digits`.
+fn decimal(mut n: usize, digits: &mut [u8; 20]) -> &[u8] {
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &digits[at..];
+        }
+    }
 }
 
 /// Visible ASCII with inner SP/HTAB, and no surrounding whitespace (a receiver would
@@ -162,4 +213,26 @@ fn is_field_value(s: &str) -> bool {
     bytes.iter().all(|b| b.is_ascii_graphic() || ws(b))
         && !bytes.first().is_some_and(ws)
         && !bytes.last().is_some_and(ws)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_length_is_written_in_decimal_at_every_width() {
+        for n in [0, 7, 10, 99, 100, 65_536, 1_234_567_890, usize::MAX] {
+            let mut digits = [0u8; 20];
+            assert_eq!(decimal(n, &mut digits), n.to_string().as_bytes());
+        }
+    }
+
+    #[test]
+    fn token_characters_are_exactly_those_of_rfc_9110() {
+        let listed = b"!#$%&'*+-.^_`|~";
+        for b in 0..=u8::MAX {
+            let expected = b.is_ascii_alphanumeric() || listed.contains(&b);
+            assert_eq!(is_tchar(b), expected, "byte {b}");
+        }
+    }
 }
