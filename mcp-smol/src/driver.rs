@@ -36,6 +36,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
 use std::io;
+use std::ops::Bound;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -284,11 +285,23 @@ impl<F: Flavour> Io<F> {
             let now = clock::now();
             let mut progress = self.poll_commands(now, cx);
             progress |= self.poll_process(now);
-            let ids: Vec<ConnId> = self.chans.conns.keys().copied().collect();
-            for id in ids {
+            // Walked by key rather than over a copy of the keys, which cost an allocation
+            // a round: polling a channel may open or close others.
+            let mut next = self.chans.conns.keys().next().copied();
+            while let Some(id) = next {
                 progress |= self.poll_conn(now, id);
+                let after = self
+                    .chans
+                    .conns
+                    .range((Bound::Excluded(id), Bound::Unbounded));
+                next = after.map(|(id, _)| *id).next();
             }
-            if self.core.run_timers(now) {
+            // The deadline is looked at once a round (it takes a walk over every exchange
+            // and call): its timers run when it has come, and the timer is armed for it
+            // once a round changed nothing.
+            let deadline = self.core.machine.poll_timeout();
+            if deadline.is_some_and(|at| at <= now) {
+                self.core.machine.handle_timeout(now);
                 self.drain();
                 progress = true;
             }
@@ -299,8 +312,7 @@ impl<F: Flavour> Io<F> {
                 let reason = self.core.machine.close_reason();
                 return Poll::Ready(self.chans.facade.finish(reason));
             }
-            progress |= self.poll_timer(now, cx);
-            if !progress {
+            if !progress && !self.poll_timer(deadline, cx) {
                 return Poll::Pending;
             }
         }
@@ -498,14 +510,12 @@ impl<F: Flavour> Io<F> {
         true
     }
 
-    /// Arms the timer for the machine's next deadline. True when that is due already.
-    fn poll_timer(&mut self, now: Instant, cx: &mut Context<'_>) -> bool {
-        let Some(deadline) = self.core.machine.poll_timeout() else {
+    /// Arms the timer for the machine's next deadline (still to come). True when the
+    /// timer fired.
+    fn poll_timer(&mut self, deadline: Option<Instant>, cx: &mut Context<'_>) -> bool {
+        let Some(deadline) = deadline else {
             return false;
         };
-        if deadline <= now {
-            return true;
-        }
         // Re-arm only to fire earlier: a timer armed for a deadline that has gone (a call
         // completed) fires once for nothing, cheaper than re-arming on every change.
         if self.timer_at.is_none_or(|at| deadline < at) {
