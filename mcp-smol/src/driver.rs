@@ -20,11 +20,11 @@
 //!   the reads), reads open channels until `Pending`, and arms one `async_io::Timer` at
 //!   the machine's next deadline.
 //!
-//! Each channel (and the stdio process, its stderr included) is polled with a waker of
-//! its own ([`crate::wake`]): a poll of the driver tries only the channels that were woken
-//! or stopped short of `Pending`, and writes a channel that was not woken only when bytes
-//! were queued on it. Every read or write tried is a system call; trying every channel
-//! whatever woke the driver cost several per call.
+//! Each channel (and the stdio process, its stderr included, and the handles' command
+//! channel) is polled with a waker of its own ([`crate::wake`]): a poll of the driver
+//! tries only what was woken or stopped short of `Pending`, and writes a channel that was
+//! not woken only when bytes were queued on it. Every read or write tried is a system
+//! call; trying every channel whatever woke the driver cost several per call.
 //!
 //! Once the machine has closed and released its transport (and the stdio process is
 //! reaped), the facade fails whatever still waits and the driver resolves. The grace
@@ -161,6 +161,8 @@ struct Io<F: Flavour> {
     chunk: Box<[u8]>,
     timer: Timer,
     timer_at: Option<Instant>,
+    /// Wake-ups of the command channel.
+    commands_ready: Readiness,
 }
 
 /// What carries out the machine's transmits, and the handles' side.
@@ -259,6 +261,7 @@ impl<F: Flavour> Io<F> {
                 (machine, Process::None, None, Some(opener))
             }
         };
+        let commands_ready = Readiness::new(&task);
         let chans = Chans {
             conns,
             process,
@@ -274,6 +277,7 @@ impl<F: Flavour> Io<F> {
             chunk: vec![0; READ_CHUNK].into_boxed_slice(),
             timer: Timer::never(),
             timer_at: None,
+            commands_ready,
         };
         io.drain();
         io
@@ -283,7 +287,7 @@ impl<F: Flavour> Io<F> {
         self.chans.task.register(cx.waker());
         for _ in 0..BUDGET {
             let now = clock::now();
-            let mut progress = self.poll_commands(now, cx);
+            let mut progress = self.poll_commands(now);
             progress |= self.poll_process(now);
             // Walked by key rather than over a copy of the keys, which cost an allocation
             // a round: polling a channel may open or close others.
@@ -326,8 +330,15 @@ impl<F: Flavour> Io<F> {
         self.core.settle(&mut self.chans);
     }
 
-    fn poll_commands(&mut self, now: Instant, cx: &mut Context<'_>) -> bool {
+    /// The handles' commands, when one may have come: an empty channel costs a
+    /// listener registration each time it is polled.
+    fn poll_commands(&mut self, now: Instant) -> bool {
+        if !self.commands_ready.take() {
+            return false;
+        }
+        let cx = &mut self.commands_ready.context();
         let mut progress = false;
+        let mut pending = false;
         for _ in 0..BUDGET {
             // Once closed, commands wait for the end, which answers them all.
             if self.core.machine.state() == ConnectionState::Closed {
@@ -337,10 +348,17 @@ impl<F: Flavour> Io<F> {
                 Poll::Ready(Some(command)) => self.chans.facade.apply(&mut self.core, now, command),
                 // Every handle is gone.
                 Poll::Ready(None) => self.core.machine.close(now),
-                Poll::Pending => break,
+                Poll::Pending => {
+                    pending = true;
+                    break;
+                }
             }
-            self.drain();
+            // `drain`, with `cx` borrowing `commands_ready`.
+            self.core.settle(&mut self.chans);
             progress = true;
+        }
+        if !pending {
+            self.commands_ready.set();
         }
         progress
     }
