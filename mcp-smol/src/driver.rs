@@ -36,7 +36,6 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
 use std::io;
-use std::ops::Bound;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -163,6 +162,8 @@ struct Io<F: Flavour> {
     timer_at: Option<Instant>,
     /// Wake-ups of the command channel.
     commands_ready: Readiness,
+    /// The channels' ids, copied each round.
+    ids: Vec<ConnId>,
 }
 
 /// What carries out the machine's transmits, and the handles' side.
@@ -278,6 +279,7 @@ impl<F: Flavour> Io<F> {
             timer: Timer::never(),
             timer_at: None,
             commands_ready,
+            ids: Vec::new(),
         };
         io.drain();
         io
@@ -289,16 +291,12 @@ impl<F: Flavour> Io<F> {
             let now = clock::now();
             let mut progress = self.poll_commands(now);
             progress |= self.poll_process(now);
-            // Walked by key rather than over a copy of the keys, which cost an allocation
-            // a round: polling a channel may open or close others.
-            let mut next = self.chans.conns.keys().next().copied();
-            while let Some(id) = next {
-                progress |= self.poll_conn(now, id);
-                let after = self
-                    .chans
-                    .conns
-                    .range((Bound::Excluded(id), Bound::Unbounded));
-                next = after.map(|(id, _)| *id).next();
+            // A copy of the keys (polling a channel may open or close others), in a
+            // buffer kept from round to round.
+            self.ids.clear();
+            self.ids.extend(self.chans.conns.keys());
+            for i in 0..self.ids.len() {
+                progress |= self.poll_conn(now, self.ids[i]);
             }
             // The deadline is looked at once a round (it takes a walk over every exchange
             // and call): its timers run when it has come, and the timer is armed for it
