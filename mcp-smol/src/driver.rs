@@ -375,7 +375,7 @@ impl<F: Flavour> Io<F> {
             Change::Nothing => return false,
             Change::Ended => return true,
             Change::Progress => {
-                // Its stderr may have had more than one poll reads.
+                // Its stderr may hold more than one poll reads: tried again next round.
                 chans.process_ready.set();
                 return true;
             }
