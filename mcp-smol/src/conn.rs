@@ -1,6 +1,6 @@
 //! One byte channel of the driver: an HTTP connection (being opened, or open) or the
 //! stdio server's stdin and stdout; the bytes still to write on it, its TLS session when
-//! the driver encrypts, and its wire log.
+//! the driver encrypts, its wire log, and its [`Readiness`].
 
 use std::io;
 use std::pin::Pin;
@@ -12,10 +12,12 @@ use mcp_io::tls::{Layer, Received};
 use mcp_io::wire_log::{ChannelLog, Sink};
 
 use crate::http::{AsyncStream, Opening};
+use crate::wake::Readiness;
 
-/// A channel: being opened (with the TLS session to run over it), or open.
+/// A channel: being opened (with the TLS session to run over it, and the readiness it
+/// keeps once open), or open.
 pub(crate) enum Conn {
-    Opening(Opening, Layer),
+    Opening(Opening, Layer, Readiness),
     Open(Open),
 }
 
@@ -69,6 +71,11 @@ impl Wire {
 /// An open channel.
 pub(crate) struct Open {
     pub(crate) wire: Wire,
+    /// Whether a wake-up came for the channel, and the waker to poll it with.
+    pub(crate) ready: Readiness,
+    /// Bytes were queued since the last write attempt: the channel is written even if
+    /// nothing woke it.
+    pub(crate) wants_write: bool,
     /// TLS over `wire`, when the driver does it: what is sent is encrypted into `out`,
     /// and the driver decrypts what it reads.
     pub(crate) tls: Layer,
@@ -87,16 +94,24 @@ pub(crate) struct Open {
 impl Open {
     /// A channel over `wire` (TLS over it when `tls` has a session: its handshake
     /// starts), its wire log hiding `redact_headers` (over HTTP) besides the built-in
-    /// secrets.
-    pub(crate) fn new(wire: Wire, mut tls: Layer, redact_headers: &[String]) -> Open {
+    /// secrets. It is marked `ready`: nothing has been read from it yet.
+    pub(crate) fn new(
+        wire: Wire,
+        mut tls: Layer,
+        redact_headers: &[String],
+        ready: Readiness,
+    ) -> Open {
         let log = match wire {
             Wire::Net(_) => ChannelLog::http_redacting(redact_headers),
             Wire::Pipes { .. } => ChannelLog::lines(),
         };
         let mut out = Vec::new();
         tls.take_records(&mut out);
+        ready.set();
         Open {
             wire,
+            ready,
+            wants_write: !out.is_empty(),
             tls,
             flushed: out.is_empty(),
             out,
@@ -114,6 +129,7 @@ impl Open {
             self.compact();
             self.tls.send(bytes, &mut self.out);
             self.flushed = false;
+            self.wants_write = true;
         }
     }
 
@@ -134,19 +150,26 @@ impl Open {
         &'a mut self,
         read: &'a [u8],
     ) -> io::Result<(Received<'a>, &'a mut ChannelLog)> {
-        self.flushed = false;
         self.compact();
-        Ok((self.tls.receive(read, &mut self.out)?, &mut self.log))
+        let queued = self.out.len();
+        let received = self.tls.receive(read, &mut self.out)?;
+        if self.out.len() > queued {
+            self.flushed = false;
+            self.wants_write = true;
+        }
+        Ok((received, &mut self.log))
     }
 
-    /// Writes (and then flushes) what is queued, as far as the channel takes it now.
-    /// True on progress. After an error nothing more is written (a stdio server's stdin
-    /// is closed), and reading goes on.
-    pub(crate) fn poll_write(&mut self, cx: &mut Context<'_>) -> io::Result<bool> {
+    /// Writes (and then flushes) what is queued, as far as the channel takes it now;
+    /// when it takes no more, the channel's waker is woken once it may. True on
+    /// progress. After an error nothing more is written (a stdio server's stdin is
+    /// closed), and reading goes on.
+    pub(crate) fn poll_write(&mut self) -> io::Result<bool> {
+        self.wants_write = false;
         if self.write_failed {
             return Ok(false);
         }
-        let written = self.write(cx);
+        let written = self.write();
         if written.is_err() {
             self.write_failed = true;
             self.out = Vec::new();
@@ -163,7 +186,8 @@ impl Open {
         std::mem::take(&mut self.newly_written)
     }
 
-    fn write(&mut self, cx: &mut Context<'_>) -> io::Result<bool> {
+    fn write(&mut self) -> io::Result<bool> {
+        let cx = &mut self.ready.context();
         let mut progress = false;
         while self.written < self.out.len() {
             match self

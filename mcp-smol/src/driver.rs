@@ -17,8 +17,14 @@
 //!   bytes on the channel's output buffer, `Close` drops a connection or ends the stdio
 //!   process, `Respawn` restarts it) and each event goes to the facade;
 //! * it writes what is queued with `poll_write` (a peer that stops reading never stops
-//!   the reads), reads every open channel until `Pending`, and arms one `async_io::Timer`
-//!   at the machine's next deadline.
+//!   the reads), reads open channels until `Pending`, and arms one `async_io::Timer` at
+//!   the machine's next deadline.
+//!
+//! Each channel (and the stdio process, its stderr included, and the handles' command
+//! channel) is polled with a waker of its own ([`crate::wake`]): a poll of the driver
+//! tries only what was woken or stopped short of `Pending`, and writes a channel that was
+//! not woken only when bytes were queued on it. Every read or write tried is a system
+//! call; trying every channel whatever woke the driver cost several per call.
 //!
 //! Once the machine has closed and released its transport (and the stdio process is
 //! reaped), the facade fails whatever still waits and the driver resolves. The grace
@@ -54,6 +60,7 @@ use crate::conn::{Conn, Open, Wire};
 use crate::facade::Facade;
 use crate::http::Opener;
 use crate::stdio::{Change, Process};
+use crate::wake::{Readiness, TaskWaker};
 
 /// Rounds of one poll before the driver yields to its executor even with more to do.
 const BUDGET: usize = 64;
@@ -153,12 +160,20 @@ struct Io<F: Flavour> {
     chunk: Box<[u8]>,
     timer: Timer,
     timer_at: Option<Instant>,
+    /// Wake-ups of the command channel.
+    commands_ready: Readiness,
+    /// The channels' ids, copied each round.
+    ids: Vec<ConnId>,
 }
 
 /// What carries out the machine's transmits, and the handles' side.
 struct Chans {
     conns: BTreeMap<ConnId, Conn>,
     process: Process,
+    /// Wake-ups of the stdio process: its stderr, its restart, its end.
+    process_ready: Readiness,
+    /// The driver task's waker, which every channel's waker wakes.
+    task: Arc<TaskWaker>,
     /// Stdio: what to start again on `Transmit::Respawn`.
     command: Option<StdioCommand>,
     /// HTTP: how connections are opened.
@@ -170,7 +185,8 @@ impl<F: Flavour> Execute<F> for Chans {
     fn connect(&mut self, conn: ConnId, origin: &Origin) -> Result<(), TransportFailure> {
         if let Some(opener) = &self.opener {
             let (opening, tls) = opener.open(origin).map_err(|e| e.failure())?;
-            self.conns.insert(conn, Conn::Opening(opening, tls));
+            let ready = Readiness::new(&self.task);
+            self.conns.insert(conn, Conn::Opening(opening, tls, ready));
         }
         Ok(())
     }
@@ -185,6 +201,7 @@ impl<F: Flavour> Execute<F> for Chans {
         let wire = self.conns.remove(&conn).and_then(|c| c.close(log));
         if conn == ConnId::STDIO {
             self.process.end(wire, grace, &self.facade.shared);
+            self.process_ready.set();
         }
     }
 
@@ -195,6 +212,7 @@ impl<F: Flavour> Execute<F> for Chans {
         }
         if let Some(command) = &self.command {
             self.process.restart(command, &self.facade.shared);
+            self.process_ready.set();
         }
         Ok(false)
     }
@@ -230,10 +248,12 @@ impl<F: Flavour> Io<F> {
             options,
         } = setup;
         let mut conns = BTreeMap::new();
+        let task = Arc::new(TaskWaker::default());
         let (machine, process, command, opener) = match transport {
             Transport::Stdio(command, child) => {
                 let (process, wire) = Process::start(child, &facade.shared);
-                let open = Open::new(wire, Layer::default(), &options.redact_headers);
+                let ready = Readiness::new(&task);
+                let open = Open::new(wire, Layer::default(), &options.redact_headers, ready);
                 conns.insert(ConnId::STDIO, Conn::Open(open));
                 (Machine::stdio(config, now), process, Some(command), None)
             }
@@ -242,9 +262,12 @@ impl<F: Flavour> Io<F> {
                 (machine, Process::None, None, Some(opener))
             }
         };
+        let commands_ready = Readiness::new(&task);
         let chans = Chans {
             conns,
             process,
+            process_ready: Readiness::new(&task),
+            task,
             command,
             opener,
             facade,
@@ -255,21 +278,32 @@ impl<F: Flavour> Io<F> {
             chunk: vec![0; READ_CHUNK].into_boxed_slice(),
             timer: Timer::never(),
             timer_at: None,
+            commands_ready,
+            ids: Vec::new(),
         };
         io.drain();
         io
     }
 
     fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Error>> {
+        self.chans.task.register(cx.waker());
         for _ in 0..BUDGET {
             let now = clock::now();
-            let mut progress = self.poll_commands(now, cx);
-            progress |= self.poll_process(now, cx);
-            let ids: Vec<ConnId> = self.chans.conns.keys().copied().collect();
-            for id in ids {
-                progress |= self.poll_conn(now, id, cx);
+            let mut progress = self.poll_commands(now);
+            progress |= self.poll_process(now);
+            // A copy of the keys (polling a channel may open or close others), in a
+            // buffer kept from round to round.
+            self.ids.clear();
+            self.ids.extend(self.chans.conns.keys());
+            for i in 0..self.ids.len() {
+                progress |= self.poll_conn(now, self.ids[i]);
             }
-            if self.core.run_timers(now) {
+            // The deadline is looked at once a round (it takes a walk over every exchange
+            // and call): its timers run when it has come, and the timer is armed for it
+            // once a round changed nothing.
+            let deadline = self.core.machine.poll_timeout();
+            if deadline.is_some_and(|at| at <= now) {
+                self.core.machine.handle_timeout(now);
                 self.drain();
                 progress = true;
             }
@@ -280,8 +314,7 @@ impl<F: Flavour> Io<F> {
                 let reason = self.core.machine.close_reason();
                 return Poll::Ready(self.chans.facade.finish(reason));
             }
-            progress |= self.poll_timer(now, cx);
-            if !progress {
+            if !progress && !self.poll_timer(deadline, cx) {
                 return Poll::Pending;
             }
         }
@@ -295,8 +328,15 @@ impl<F: Flavour> Io<F> {
         self.core.settle(&mut self.chans);
     }
 
-    fn poll_commands(&mut self, now: Instant, cx: &mut Context<'_>) -> bool {
+    /// The handles' commands, when one may have come: an empty channel costs a
+    /// listener registration each time it is polled.
+    fn poll_commands(&mut self, now: Instant) -> bool {
+        if !self.commands_ready.take() {
+            return false;
+        }
+        let cx = &mut self.commands_ready.context();
         let mut progress = false;
+        let mut pending = false;
         for _ in 0..BUDGET {
             // Once closed, commands wait for the end, which answers them all.
             if self.core.machine.state() == ConnectionState::Closed {
@@ -306,24 +346,45 @@ impl<F: Flavour> Io<F> {
                 Poll::Ready(Some(command)) => self.chans.facade.apply(&mut self.core, now, command),
                 // Every handle is gone.
                 Poll::Ready(None) => self.core.machine.close(now),
-                Poll::Pending => break,
+                Poll::Pending => {
+                    pending = true;
+                    break;
+                }
             }
-            self.drain();
+            // `drain`, with `cx` borrowing `commands_ready`.
+            self.core.settle(&mut self.chans);
             progress = true;
+        }
+        if !pending {
+            self.commands_ready.set();
         }
         progress
     }
 
-    fn poll_process(&mut self, now: Instant, cx: &mut Context<'_>) -> bool {
+    /// The stdio process, when something woke it.
+    fn poll_process(&mut self, now: Instant) -> bool {
         let chans = &mut self.chans;
+        if !chans.process_ready.take() {
+            return false;
+        }
+        let cx = &mut chans.process_ready.context();
         match chans
             .process
             .poll(&chans.facade.shared, &mut self.chunk, cx)
         {
             Change::Nothing => return false,
-            Change::Progress | Change::Ended => return true,
+            Change::Ended => return true,
+            Change::Progress => {
+                // Its stderr may hold more than one poll reads: tried again next round.
+                chans.process_ready.set();
+                return true;
+            }
             Change::Restarted(Ok(wire)) => {
-                let open = Open::new(wire, Layer::default(), &self.core.options.redact_headers);
+                // Its stderr has not been read yet.
+                chans.process_ready.set();
+                let ready = Readiness::new(&chans.task);
+                let redact = &self.core.options.redact_headers;
+                let open = Open::new(wire, Layer::default(), redact, ready);
                 let open = Conn::Open(open);
                 chans.conns.insert(ConnId::STDIO, open);
                 self.core.machine.handle_connected(now, ConnId::STDIO);
@@ -338,16 +399,21 @@ impl<F: Flavour> Io<F> {
         true
     }
 
-    /// A channel: opening it, writing what is queued, reading until `Pending`.
-    fn poll_conn(&mut self, now: Instant, id: ConnId, cx: &mut Context<'_>) -> bool {
+    /// A channel: opening it, writing what is queued, reading until `Pending`; only
+    /// what may have progressed since the last time is tried.
+    fn poll_conn(&mut self, now: Instant, id: ConnId) -> bool {
         let open = match self.chans.conns.get_mut(&id) {
             None => return false,
-            Some(Conn::Opening(opening, tls)) => {
-                match opening.as_mut().poll(cx) {
+            Some(Conn::Opening(opening, tls, ready)) => {
+                if !ready.take() {
+                    return false;
+                }
+                match opening.as_mut().poll(&mut ready.context()) {
                     Poll::Pending => return false,
                     Poll::Ready(Ok(stream)) => {
                         let redact = &self.core.options.redact_headers;
-                        let open = Open::new(Wire::Net(stream), std::mem::take(tls), redact);
+                        let tls = std::mem::take(tls);
+                        let open = Open::new(Wire::Net(stream), tls, redact, ready.clone());
                         let handshaking = open.tls.handshaking();
                         self.chans.conns.insert(id, Conn::Open(open));
                         if !handshaking {
@@ -364,9 +430,15 @@ impl<F: Flavour> Io<F> {
             }
             Some(Conn::Open(open)) => open,
         };
+        // A wake-up may be for either direction; bytes queued need only a write. The mark
+        // is cleared before the channel is tried, so a wake-up meanwhile is kept.
+        let woken = open.ready.take();
+        if !woken && !open.wants_write {
+            return false;
+        }
         // A failed write ends the writing only: what the peer sent is still read (an
         // exited stdio server's last words and end of output, an early HTTP answer).
-        let written = open.poll_write(cx);
+        let written = open.poll_write();
         let step = open.tls.step(TransportErrorKind::Write);
         // Ignored over HTTP (and counted in TLS records there): stdio's stdin counts.
         let newly = open.take_written();
@@ -380,12 +452,20 @@ impl<F: Flavour> Io<F> {
             self.drain();
             true
         });
+        if !woken {
+            return progress;
+        }
+        let mut pending = false;
         for _ in 0..BUDGET {
             let Some(Conn::Open(open)) = self.chans.conns.get_mut(&id) else {
-                break;
+                return progress;
             };
+            let cx = &mut open.ready.context();
             let n = match Pin::new(&mut open.wire).poll_read(cx, &mut self.chunk) {
-                Poll::Pending => break,
+                Poll::Pending => {
+                    pending = true;
+                    break;
+                }
                 Poll::Ready(Ok(0)) => return self.lost(now, id, None),
                 Poll::Ready(Ok(n)) => n,
                 Poll::Ready(Err(e)) => return self.lost(now, id, Some(e)),
@@ -405,6 +485,12 @@ impl<F: Flavour> Io<F> {
             }
             self.drain();
             progress = true;
+        }
+        // Stopped short of `Pending`: no wake-up will come for what is left.
+        if let Some(Conn::Open(open)) = self.chans.conns.get_mut(&id)
+            && !pending
+        {
+            open.ready.set();
         }
         progress
     }
@@ -440,14 +526,12 @@ impl<F: Flavour> Io<F> {
         true
     }
 
-    /// Arms the timer for the machine's next deadline. True when that is due already.
-    fn poll_timer(&mut self, now: Instant, cx: &mut Context<'_>) -> bool {
-        let Some(deadline) = self.core.machine.poll_timeout() else {
+    /// Arms the timer for the machine's next deadline (still to come). True when the
+    /// timer fired.
+    fn poll_timer(&mut self, deadline: Option<Instant>, cx: &mut Context<'_>) -> bool {
+        let Some(deadline) = deadline else {
             return false;
         };
-        if deadline <= now {
-            return true;
-        }
         // Re-arm only to fire earlier: a timer armed for a deadline that has gone (a call
         // completed) fires once for nothing, cheaper than re-arming on every change.
         if self.timer_at.is_none_or(|at| deadline < at) {

@@ -48,6 +48,11 @@ pub type ConnectFuture = Pin<Box<dyn Future<Output = io::Result<Box<dyn AsyncStr
 /// handshake on the returned stream, unless [`Connector::handles_tls`] says the stream is
 /// already the TLS session.
 ///
+/// A stream that answers `Pending` is tried again only once the waker it was given has
+/// been woken (or, for writing, when there are new bytes to write): the usual contract
+/// of `AsyncRead` and `AsyncWrite`, which the driver relies on rather than retrying every
+/// connection whenever anything wakes it.
+///
 /// ```
 /// use mcp_smol::{ConnectFuture, Connector, HttpOptions, Origin};
 ///

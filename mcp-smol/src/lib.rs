@@ -196,6 +196,7 @@ mod facade;
 mod http;
 mod serve;
 mod stdio;
+mod wake;
 
 pub use client::Client;
 pub use driver::Driver;

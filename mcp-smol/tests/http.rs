@@ -1069,6 +1069,145 @@ on_both_runners!(
     custom_streams
 );
 
+/// A connector that counts, per connection, how often the driver tries to read it.
+struct Counting {
+    port: u16,
+    reads: Arc<Mutex<Vec<Arc<AtomicUsize>>>>,
+}
+
+/// A connection of [`Counting`]: every `poll_read` counted, whatever it returns.
+struct Counted {
+    tcp: smol::net::TcpStream,
+    reads: Arc<AtomicUsize>,
+}
+
+impl futures_lite::AsyncRead for Counted {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut [u8],
+    ) -> std::task::Poll<io::Result<usize>> {
+        self.reads.fetch_add(1, Ordering::SeqCst);
+        std::pin::Pin::new(&mut self.tcp).poll_read(cx, buf)
+    }
+}
+
+impl futures_lite::AsyncWrite for Counted {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<io::Result<usize>> {
+        std::pin::Pin::new(&mut self.tcp).poll_write(cx, buf)
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        std::pin::Pin::new(&mut self.tcp).poll_flush(cx)
+    }
+
+    fn poll_close(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        std::pin::Pin::new(&mut self.tcp).poll_close(cx)
+    }
+}
+
+impl Connector for Counting {
+    fn connect(&self, _origin: &Origin) -> ConnectFuture {
+        let port = self.port;
+        let reads = Arc::new(AtomicUsize::new(0));
+        self.reads.lock().unwrap().push(reads.clone());
+        Box::pin(async move {
+            let tcp = smol::net::TcpStream::connect(("127.0.0.1", port)).await?;
+            Ok(Box::new(Counted { tcp, reads }) as Box<dyn AsyncStream>)
+        })
+    }
+}
+
+type Reads = Arc<Mutex<Vec<Arc<AtomicUsize>>>>;
+
+fn counted() -> Option<((TestServer, Reads), (Client, Driver))> {
+    let server = TestServer::start(Script::default());
+    let reads = Reads::default();
+    let connector = Counting {
+        port: server.port,
+        reads: reads.clone(),
+    };
+    let connected = mcp_smol::connect_http_with(
+        "http://localhost:9/mcp",
+        config(EraMode::Auto),
+        Options::new(),
+        HttpOptions::new().connector(connector),
+    )
+    .expect("connect_http");
+    Some(((server, reads), connected))
+}
+
+/// While one connection waits on a call the server never answers, 20 calls go one after
+/// another on a second connection. The waiting connection has nothing to read and
+/// nothing woke it: the driver does not try to read it on each of those calls (it did,
+/// a syscall each time, on every poll of the driver), and the busy one is read a few
+/// times per call, not on every poll.
+async fn idle_connections_are_left_alone(
+    client: Client,
+    _spawn: Spawn,
+    counted: Arc<(TestServer, Reads)>,
+) {
+    let (server, reads) = &*counted;
+    client.connected().await.expect("connected");
+    let hang = client.request(CallRequest::call_tool("hang", json!({})));
+    let calls = async {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !server.requests().contains(&"POST tools/call".to_owned()) {
+            assert!(Instant::now() < deadline, "the hanging call never arrived");
+            async_io::Timer::after(Duration::from_millis(5)).await;
+        }
+        // The hanging call's connection has been read until it had nothing more.
+        async_io::Timer::after(Duration::from_millis(50)).await;
+        let snapshot = |reads: &Reads| -> Vec<usize> {
+            let reads = reads.lock().unwrap();
+            reads.iter().map(|r| r.load(Ordering::SeqCst)).collect()
+        };
+        let before = snapshot(reads);
+        let hanging = before.len() - 1;
+        for i in 0..20 {
+            let r = client
+                .call_tool("add", json!({"a": i, "b": 1}))
+                .await
+                .expect("add");
+            assert_eq!(r.text(), (i + 1).to_string());
+        }
+        let after = snapshot(reads);
+        assert_eq!(
+            after.len(),
+            before.len() + 1,
+            "one more connection for the calls"
+        );
+        let idle = after[hanging] - before[hanging];
+        assert!(idle <= 2, "the idle connection was read {idle} times");
+        // An answer takes a read for each of its two writes (head, body), and async-io
+        // reads twice more each time before it waits.
+        let busy = after[hanging + 1];
+        assert!(busy <= 20 * 6, "the busy connection was read {busy} times");
+    };
+    let hang = async {
+        let _ = hang.await;
+        panic!("the hanging call ended");
+    };
+    future::or(calls, hang).await;
+    assert_eq!(server.accepted(), 2);
+}
+
+on_both_runners!(
+    idle_connections_are_not_read,
+    counted(),
+    idle_connections_are_left_alone
+);
+
 // ----- TLS -------------------------------------------------------------------------------
 
 #[cfg(feature = "tls")]

@@ -121,6 +121,15 @@ fn is_droppable(event: &Event) -> bool {
 pub(crate) fn retained_size(event: &Event) -> usize {
     EVENT_OVERHEAD
         + match event {
+            // One (or two, through the HTTP link's queue) per call: counted directly, as
+            // measuring the debug form of the result cost thousands of instructions.
+            Event::CallCompleted {
+                outcome: Ok(output),
+                ..
+            } => {
+                let items = output.items.iter().map(|i| i.get().len());
+                output.result.get().len() + items.sum::<usize>()
+            }
             Event::Notification(n) => n.retained_bytes(),
             Event::Progress { message, .. } => message.as_ref().map_or(0, String::len),
             Event::Log { message, .. } => {
@@ -137,18 +146,6 @@ pub(crate) fn retained_size(event: &Event) -> usize {
                         Some(super::Change::ResourceUpdated { uri }) => uri.len(),
                         _ => 0,
                     }
-            }
-            // The most common event: counted from its parts, not formatted.
-            Event::CallCompleted {
-                outcome: Ok(output),
-                ..
-            } => {
-                output.result.get().len()
-                    + output
-                        .items
-                        .iter()
-                        .map(|item| item.get().len() + 16)
-                        .sum::<usize>()
             }
             // Rare kinds: their debug form is as long as what they hold, give or take.
             other => debug_len(other),
@@ -236,6 +233,24 @@ mod tests {
                 Event::NotificationsDropped { count: 1 }
             ]
         ));
+    }
+
+    #[test]
+    fn a_completed_call_counts_its_result_and_items() {
+        let raw = |n: usize| {
+            serde_json::value::RawValue::from_string(format!("\"{}\"", "r".repeat(n))).unwrap()
+        };
+        let done = |items: usize| Event::CallCompleted {
+            call: CallId(1),
+            outcome: Ok(crate::client::CallOutput {
+                result: raw(10_000),
+                items: (0..items).map(|_| raw(1_000)).collect(),
+                pages: 1,
+                rounds: 0,
+            }),
+        };
+        assert_eq!(retained_size(&done(0)), EVENT_OVERHEAD + 10_002);
+        assert_eq!(retained_size(&done(3)), EVENT_OVERHEAD + 10_002 + 3 * 1_002);
     }
 
     #[test]

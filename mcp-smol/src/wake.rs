@@ -1,0 +1,141 @@
+//! Per-channel wakers, so that the driver reads and writes a channel only when it may
+//! have progressed.
+//!
+//! Every read or write attempt on a socket or pipe is a system call. Polled with the
+//! driver's own waker, a channel cannot tell the driver whether it was the one that
+//! woke it, so each poll of the driver would try every open channel. Instead each
+//! channel is polled with a waker of its own: waking it marks the channel ready, then
+//! wakes the driver's task. A poll of the driver goes only to the channels marked ready.
+//!
+//! No wake-up is lost: the mark is set before the driver's task is woken, and the driver
+//! clears it before it polls the channel, so a wake-up during that poll leaves the mark
+//! set for the next round.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Waker};
+
+/// The waker of the driver's task, as its last poll gave it; channels wake it.
+#[derive(Default)]
+pub(crate) struct TaskWaker(Mutex<Option<Waker>>);
+
+impl TaskWaker {
+    /// Keeps `waker` as the one to wake (a task may move between polls).
+    pub(crate) fn register(&self, waker: &Waker) {
+        let mut slot = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if !slot.as_ref().is_some_and(|w| w.will_wake(waker)) {
+            *slot = Some(waker.clone());
+        }
+    }
+
+    fn wake(&self) {
+        // Woken outside the lock: an executor may run code of its own on a wake-up.
+        let waker = self
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+}
+
+/// What a channel's waker holds.
+struct Mark {
+    ready: AtomicBool,
+    task: Arc<TaskWaker>,
+}
+
+impl std::task::Wake for Mark {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.ready.store(true, Ordering::SeqCst);
+        self.task.wake();
+    }
+}
+
+/// One channel's readiness and the waker to poll it with. A new one is ready: nothing
+/// has been tried on the channel yet. A clone is the same channel's.
+#[derive(Clone)]
+pub(crate) struct Readiness {
+    mark: Arc<Mark>,
+    waker: Waker,
+}
+
+impl Readiness {
+    /// A channel whose wake-ups wake `task`.
+    pub(crate) fn new(task: &Arc<TaskWaker>) -> Readiness {
+        let mark = Arc::new(Mark {
+            ready: AtomicBool::new(true),
+            task: task.clone(),
+        });
+        let waker = Waker::from(mark.clone());
+        Readiness { mark, waker }
+    }
+
+    /// Whether the channel may have progressed since it was last polled; clears the mark,
+    /// so call it just before polling the channel.
+    pub(crate) fn take(&self) -> bool {
+        self.mark.ready.swap(false, Ordering::SeqCst)
+    }
+
+    /// Marks the channel ready from the driver itself: it has something to write, or it
+    /// stopped before it had read or written everything it could.
+    pub(crate) fn set(&self) {
+        self.mark.ready.store(true, Ordering::SeqCst);
+    }
+
+    /// The context to poll the channel with.
+    pub(crate) fn context(&self) -> Context<'_> {
+        Context::from_waker(&self.waker)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+    use std::task::Wake;
+
+    struct Count(AtomicUsize);
+
+    impl Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn a_channel_wake_marks_it_and_wakes_the_task() {
+        let count = Arc::new(Count(AtomicUsize::new(0)));
+        let task = Arc::new(TaskWaker::default());
+        task.register(&Waker::from(count.clone()));
+        let channel = Readiness::new(&task);
+        assert!(channel.take(), "a new channel is ready");
+        assert!(!channel.take(), "taking clears the mark");
+        channel.context().waker().wake_by_ref();
+        assert_eq!(count.0.load(Ordering::SeqCst), 1);
+        assert!(channel.take());
+        assert!(!channel.take());
+        channel.set();
+        assert!(channel.take());
+        assert_eq!(
+            count.0.load(Ordering::SeqCst),
+            1,
+            "set does not wake the task"
+        );
+    }
+
+    #[test]
+    fn a_wake_before_the_task_registered_is_kept() {
+        let task = Arc::new(TaskWaker::default());
+        let channel = Readiness::new(&task);
+        assert!(channel.take());
+        channel.context().waker().wake_by_ref();
+        assert!(channel.take());
+    }
+}
