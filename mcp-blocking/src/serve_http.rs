@@ -490,6 +490,26 @@ struct Connection {
     /// Whether bytes of a next request were waiting when the open stream last looked:
     /// they keep every peek returning at once, so the stream looks every [`WATCH`].
     pipelined: bool,
+    /// The socket's read timeout as last set (`Some(ZERO)`: not known).
+    read_timeout: Option<Duration>,
+}
+
+/// How late a read may return past the connection's deadline, rather than set the
+/// socket's timeout again before every read (a system call per request: the deadline of
+/// an idle keep-alive connection moves with every request). Its deadlines (idle expiry,
+/// a body that stops arriving) are seconds apart.
+const READ_TIMEOUT_SLACK: Duration = Duration::from_millis(50);
+
+/// Whether a read due in `due` (`None`: no deadline) needs the socket's timeout changed
+/// from `set`: the timeout kept must end the read no more than [`READ_TIMEOUT_SLACK`]
+/// after the deadline, and not before half of it (a read that times out early is only
+/// tried again).
+fn needs_new_timeout(set: Option<Duration>, due: Option<Duration>) -> bool {
+    match (set, due) {
+        (None, None) => false,
+        (Some(set), Some(due)) => set.is_zero() || set > due + READ_TIMEOUT_SLACK || set < due / 2,
+        _ => true,
+    }
 }
 
 /// A thread blocked in a peek at a connection's socket.
@@ -529,6 +549,7 @@ impl Connection {
             out: Vec::new(),
             peeker: None,
             pipelined: false,
+            read_timeout: Some(Duration::ZERO),
         }
     }
 
@@ -556,6 +577,7 @@ impl Connection {
         };
         // Nothing reads during a stream; the next read sets its own timeout again.
         let _ = self.stream.set_read_timeout(None);
+        self.read_timeout = Some(Duration::ZERO);
         let done = Arc::new(AtomicBool::new(false));
         let shared = Arc::clone(&self.shared);
         let finished = Arc::clone(&done);
@@ -654,9 +676,13 @@ impl Connection {
     /// Reads once, until bytes come or the machine's next deadline (with none, until
     /// bytes come or the server stops, which ends the reading of the socket).
     fn read(&mut self) {
-        let _ = self
-            .stream
-            .set_read_timeout(self.machine.until_due(clock::now()));
+        let due = self.machine.until_due(clock::now());
+        if needs_new_timeout(self.read_timeout, due) {
+            self.read_timeout = due;
+            if self.stream.set_read_timeout(due).is_err() {
+                self.read_timeout = Some(Duration::ZERO);
+            }
+        }
         match self.stream.read(&mut self.buf) {
             Ok(0) => self.machine.handle_eof(clock::now()),
             Ok(n) => self.machine.handle_input(clock::now(), &self.buf[..n]),
@@ -687,5 +713,29 @@ impl Connection {
         // A socket left non-blocking cannot be served: that fails the connection too.
         let peeked = self.stream.set_nonblocking(false).and(peeked);
         self.pipelined = mcp_io::hosting::handle_peek(&mut self.machine, clock::now(), peeked);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_read_timeout_is_set_again_only_when_it_would_end_the_read_too_late_or_much_too_early() {
+        let s = Duration::from_secs;
+        let ms = Duration::from_millis;
+        // Unknown, or no deadline where there is one (and the other way round): set.
+        assert!(needs_new_timeout(Some(Duration::ZERO), Some(s(30))));
+        assert!(needs_new_timeout(None, Some(s(30))));
+        assert!(needs_new_timeout(Some(s(30)), None));
+        assert!(!needs_new_timeout(None, None));
+        // An idle keep-alive deadline that moved with the last request: kept.
+        assert!(!needs_new_timeout(Some(s(30)), Some(s(30) - ms(3))));
+        // Would end the read more than the slack past the deadline: set.
+        assert!(needs_new_timeout(Some(s(30)), Some(s(5))));
+        assert!(needs_new_timeout(Some(s(30)), Some(s(30) - ms(60))));
+        // Ends it before half the wait: set (it would wake for nothing).
+        assert!(needs_new_timeout(Some(ms(100)), Some(s(30))));
+        assert!(!needs_new_timeout(Some(s(20)), Some(s(30))));
     }
 }
