@@ -1009,15 +1009,19 @@ impl Connector for To {
 
 fn via_connector() -> Option<(TestServer, (Client, Driver))> {
     let server = TestServer::start(Script::default());
-    let connector = To(server.port);
-    let connected = mcp_smol::connect_http_with(
+    let connected = connect_via(To(server.port));
+    Some((server, connected))
+}
+
+/// A client of `http://localhost:9/mcp` whose connections `connector` opens.
+fn connect_via(connector: impl mcp_smol::Connector + 'static) -> (Client, Driver) {
+    mcp_smol::connect_http_with(
         "http://localhost:9/mcp",
         config(EraMode::Auto),
         Options::new(),
         HttpOptions::new().connector(connector),
     )
-    .expect("connect_http");
-    Some((server, connected))
+    .expect("connect_http")
 }
 
 async fn custom_streams(client: Client, _spawn: Spawn, server: Arc<TestServer>) {
@@ -1137,13 +1141,7 @@ fn counted() -> Option<((TestServer, Reads), (Client, Driver))> {
         port: server.port,
         reads: reads.clone(),
     };
-    let connected = mcp_smol::connect_http_with(
-        "http://localhost:9/mcp",
-        config(EraMode::Auto),
-        Options::new(),
-        HttpOptions::new().connector(connector),
-    )
-    .expect("connect_http");
+    let connected = connect_via(connector);
     Some(((server, reads), connected))
 }
 

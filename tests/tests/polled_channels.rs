@@ -9,7 +9,7 @@
 use std::net::TcpListener;
 use std::thread;
 
-use mcp_blocking::{Client, ClientConfig, StdioCommand};
+use mcp_blocking::{Client, ClientConfig, ClientHandle, StdioCommand};
 use mcp_proto::model::Implementation;
 use mcp_proto::server::{Server, ServerConfig, Tool, ToolCall, ToolOutcome};
 use serde_json::json;
@@ -28,6 +28,26 @@ fn thread_names() -> Vec<String> {
         }
     }
     names
+}
+
+/// `threads` threads echo at once, thread `i` a text of `len(i)` times the letter
+/// `first + i`, and each must get its own text back whole.
+fn echo_from_threads(handle: &ClientHandle, first: u8, threads: u8, len: impl Fn(u8) -> usize) {
+    let workers: Vec<_> = (0..threads)
+        .map(|i| {
+            let handle = handle.clone();
+            let text: String = std::iter::repeat_n(char::from(first + i), len(i)).collect();
+            thread::spawn(move || {
+                let echoed = handle
+                    .call_tool("echo", json!({ "text": text }))
+                    .expect("echo");
+                assert_eq!(echoed.text(), text, "worker {i}");
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().expect("worker");
+    }
 }
 
 #[test]
@@ -58,22 +78,7 @@ fn messages_larger_than_the_pipe_go_out_in_parts_and_come_back_whole() {
     // Far more than a pipe holds (64 KiB on Linux): most of each message waits in the
     // outbox until the server makes room, while other threads queue theirs behind it.
     let handle = client.handle();
-    let workers: Vec<_> = (0..4u8)
-        .map(|i| {
-            let handle = handle.clone();
-            thread::spawn(move || {
-                let text: String =
-                    std::iter::repeat_n(char::from(b'a' + i), 300_000 + usize::from(i)).collect();
-                let echoed = handle
-                    .call_tool("echo", json!({ "text": text }))
-                    .expect("echo");
-                assert_eq!(echoed.text(), text, "worker {i}");
-            })
-        })
-        .collect();
-    for w in workers {
-        w.join().expect("worker");
-    }
+    echo_from_threads(&handle, b'a', 4, |i| 300_000 + usize::from(i));
     let text = "z".repeat(1 << 20);
     let echoed = handle
         .call_tool("echo", json!({ "text": text }))
@@ -106,21 +111,7 @@ fn plain_http_connections_move_their_bytes_without_reader_or_writer_threads() {
     let client = Client::connect_http(&url, ClientConfig::new("polled", "1")).expect("connect");
     let handle = client.handle();
     // Several connections at once, each with messages larger than a socket buffer.
-    let workers: Vec<_> = (0..3u8)
-        .map(|i| {
-            let handle = handle.clone();
-            thread::spawn(move || {
-                let text: String = std::iter::repeat_n(char::from(b'k' + i), 2_000_000).collect();
-                let echoed = handle
-                    .call_tool("echo", json!({ "text": text }))
-                    .expect("echo");
-                assert_eq!(echoed.text(), text, "worker {i}");
-            })
-        })
-        .collect();
-    for w in workers {
-        w.join().expect("worker");
-    }
+    echo_from_threads(&handle, b'k', 3, |_| 2_000_000);
     let names = thread_names();
     // The server's threads in this process show that the names are visible.
     assert!(names.iter().any(|n| n == "mcp-http-accept"), "{names:?}");
