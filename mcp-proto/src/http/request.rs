@@ -88,6 +88,52 @@ impl RequestHead {
         content_length: Option<usize>,
         out: &mut Vec<u8>,
     ) -> Result<(), RequestError> {
+        let mut head = HeadRef::new(&self.method, &self.target, &self.host);
+        for (name, value) in &self.headers {
+            head.push(name, value);
+        }
+        head.write(content_length, out)
+    }
+}
+
+/// A request head that borrows its parts: what [`RequestHead`] writes, with the same
+/// checks, for a writer that has the strings already (the client machine, once per
+/// request) and need not copy them.
+#[derive(Debug)]
+pub(crate) struct HeadRef<'a> {
+    method: &'a str,
+    target: &'a str,
+    host: &'a str,
+    headers: Vec<(&'a str, &'a str)>,
+}
+
+impl<'a> HeadRef<'a> {
+    /// A head with no headers besides `Host`.
+    pub(crate) fn new(method: &'a str, target: &'a str, host: &'a str) -> Self {
+        HeadRef {
+            method,
+            target,
+            host,
+            headers: Vec::with_capacity(12),
+        }
+    }
+
+    /// A head for `method` on an endpoint: its target and `Host`.
+    pub(crate) fn for_endpoint(method: &'a str, url: &'a EndpointUrl) -> Self {
+        HeadRef::new(method, url.target(), url.host_header())
+    }
+
+    /// Adds a header field (checked when the head is written).
+    pub(crate) fn push(&mut self, name: &'a str, value: &'a str) {
+        self.headers.push((name, value));
+    }
+
+    /// As [`RequestHead::write`].
+    pub(crate) fn write(
+        &self,
+        content_length: Option<usize>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), RequestError> {
         self.check()?;
         let mut line = |parts: &[&[u8]]| {
             for p in parts {
@@ -114,13 +160,13 @@ impl RequestHead {
     }
 
     fn check(&self) -> Result<(), RequestError> {
-        if !is_token(&self.method) {
-            return Err(RequestError::InvalidMethod(self.method.clone()));
+        if !is_token(self.method) {
+            return Err(RequestError::InvalidMethod(self.method.to_owned()));
         }
         let target_ok =
             self.target.starts_with('/') && self.target.bytes().all(|b| b.is_ascii_graphic());
         if !target_ok {
-            return Err(RequestError::InvalidTarget(self.target.clone()));
+            return Err(RequestError::InvalidTarget(self.target.to_owned()));
         }
         let host_ok = !self.host.is_empty()
             && self.host.bytes().all(|b| {
@@ -142,20 +188,20 @@ impl RequestHead {
                     )
             });
         if !host_ok {
-            return Err(RequestError::InvalidHost(self.host.clone()));
+            return Err(RequestError::InvalidHost(self.host.to_owned()));
         }
-        for (name, value) in &self.headers {
+        for &(name, value) in &self.headers {
             if !is_token(name) {
-                return Err(RequestError::InvalidHeaderName(name.clone()));
+                return Err(RequestError::InvalidHeaderName(name.to_owned()));
             }
             if ["host", "content-length", "transfer-encoding"]
                 .iter()
                 .any(|r| name.eq_ignore_ascii_case(r))
             {
-                return Err(RequestError::ReservedHeader(name.clone()));
+                return Err(RequestError::ReservedHeader(name.to_owned()));
             }
             if !is_field_value(value) {
-                return Err(RequestError::InvalidHeaderValue(name.clone()));
+                return Err(RequestError::InvalidHeaderValue(name.to_owned()));
             }
         }
         Ok(())

@@ -10,39 +10,46 @@ use super::{GetStream, HttpLink};
 use crate::client::session::{OutKind, Outgoing};
 use crate::client::{CallError, Event, PeerError};
 use crate::http::headers::{self, LAST_EVENT_ID, MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
-use crate::http::{ACCEPT_JSON_AND_SSE, EndpointUrl, RequestHead, ResponseReader};
+use crate::http::{ACCEPT_JSON_AND_SSE, EndpointUrl, HeadRef, RequestError, ResponseReader};
 use crate::version::Era;
 
 impl HttpLink {
-    /// The headers every request carries, for a request to `url` (the MCP URL, or the
-    /// HTTP+SSE endpoint).
-    pub(super) fn base_head(
+    /// Writes the head of a request to `url` (the MCP URL, or the HTTP+SSE endpoint):
+    /// the headers every request carries, then `extra`. Nothing is copied: the head
+    /// borrows the configuration's strings.
+    pub(super) fn write_head(
         &mut self,
         method: &str,
         accept: &str,
         url: &EndpointUrl,
-    ) -> RequestHead {
-        let mut head = RequestHead::for_endpoint(method, url)
-            .with_header("Accept", accept)
-            .with_header("User-Agent", self.config.user_agent.clone());
+        extra: &[(&str, &str)],
+        content_length: Option<usize>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), RequestError> {
         let managed = match &mut self.auth {
             // The flow's token (and, when DPoP-bound, a fresh proof for this request).
             Some(auth) => auth.request_headers(self.now, method, url),
             None => Vec::new(),
         };
+        let mut head = HeadRef::for_endpoint(method, url);
+        head.push("Accept", accept);
+        head.push("User-Agent", &self.config.user_agent);
         if managed.is_empty() {
             if let Some(auth) = &self.config.authorization {
-                head = head.with_header("Authorization", auth.clone());
+                head.push("Authorization", auth);
             }
         } else {
-            for (name, value) in managed {
-                head = head.with_header(name, value);
+            for (name, value) in &managed {
+                head.push(name, value);
             }
         }
         if let Some(sid) = &self.session_id {
-            head = head.with_header(MCP_SESSION_ID, sid.clone());
+            head.push(MCP_SESSION_ID, sid);
         }
-        head
+        for &(name, value) in extra {
+            head.push(name, value);
+        }
+        head.write(content_length, out)
     }
 
     pub(super) fn new_exchange(
@@ -112,15 +119,10 @@ impl HttpLink {
         let version = self.client.header_version();
         let modern = version.is_some_and(|v| v.era() == Era::Modern);
         let url = self.post_url();
-        let mut head = self.base_head("POST", ACCEPT_JSON_AND_SSE, &url);
-        head = head.with_header("Content-Type", "application/json");
+        let mut modern_list = Vec::new();
         if modern {
             match self.modern_headers(rpc_id, &method, version.map_or("", |v| v.as_str())) {
-                Ok(list) => {
-                    for (k, v) in list {
-                        head = head.with_header(k, v);
-                    }
-                }
+                Ok(list) => modern_list = list,
                 Err(e) => {
                     if let Some(rpc) = rpc_id {
                         self.client.fail_request(rpc, e);
@@ -128,11 +130,25 @@ impl HttpLink {
                     return;
                 }
             }
+        }
+        let mut extra = Vec::with_capacity(1 + modern_list.len().max(1));
+        extra.push(("Content-Type", "application/json"));
+        if modern {
+            extra.extend(modern_list.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         } else if let Some(v) = version {
-            head = head.with_header(MCP_PROTOCOL_VERSION, v.as_str());
+            extra.push((MCP_PROTOCOL_VERSION, v.as_str()));
         }
         let mut bytes = Vec::with_capacity(512);
-        if let Err(e) = head.write(Some(json.len()), &mut bytes) {
+        let written = self.write_head(
+            "POST",
+            ACCEPT_JSON_AND_SSE,
+            &url,
+            &extra,
+            Some(json.len()),
+            &mut bytes,
+        );
+        drop(extra);
+        if let Err(e) = written {
             if let Some(rpc) = rpc_id {
                 self.client
                     .fail_request(rpc, CallError::Unsendable(e.to_string()));
@@ -200,15 +216,17 @@ impl HttpLink {
         attempt: u32,
     ) {
         let url = self.config.url.clone();
-        let mut head = self.base_head("GET", "text/event-stream", &url);
-        if let Some(v) = self.client.header_version() {
-            head = head.with_header(MCP_PROTOCOL_VERSION, v.as_str());
+        let version = self.client.header_version();
+        let mut extra = Vec::with_capacity(2);
+        if let Some(v) = &version {
+            extra.push((MCP_PROTOCOL_VERSION, v.as_str()));
         }
         if let Some(last) = &last_event_id {
-            head = head.with_header(LAST_EVENT_ID, last.clone());
+            extra.push((LAST_EVENT_ID, last.as_str()));
         }
         let mut bytes = Vec::new();
-        if let Err(e) = head.write(None, &mut bytes) {
+        let written = self.write_head("GET", "text/event-stream", &url, &extra, None, &mut bytes);
+        if let Err(e) = written {
             if owed.is_empty() {
                 self.get_stream = GetStream::Unavailable;
             }
@@ -227,12 +245,20 @@ impl HttpLink {
     /// `DELETE` of the legacy session.
     pub(super) fn send_delete(&mut self, version: Option<crate::version::ProtocolVersion>) {
         let url = self.config.url.clone();
-        let mut head = self.base_head("DELETE", ACCEPT_JSON_AND_SSE, &url);
-        if let Some(v) = version {
-            head = head.with_header(MCP_PROTOCOL_VERSION, v.as_str());
-        }
+        let extra: Vec<(&str, &str)> = version
+            .iter()
+            .map(|v| (MCP_PROTOCOL_VERSION, v.as_str()))
+            .collect();
         let mut bytes = Vec::new();
-        if head.write(None, &mut bytes).is_err() {
+        let written = self.write_head(
+            "DELETE",
+            ACCEPT_JSON_AND_SSE,
+            &url,
+            &extra,
+            None,
+            &mut bytes,
+        );
+        if written.is_err() {
             return;
         }
         let x = self.new_exchange(Purpose::Delete, None, "DELETE");

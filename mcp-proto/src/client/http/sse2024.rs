@@ -278,9 +278,8 @@ impl HttpLink {
     /// The GET that opens the old transport's stream.
     fn open_sse_stream(&mut self) {
         let url = self.config.url.clone();
-        let head = self.base_head("GET", "text/event-stream", &url);
         let mut bytes = Vec::new();
-        if let Err(e) = head.write(None, &mut bytes) {
+        if let Err(e) = self.write_head("GET", "text/event-stream", &url, &[], None, &mut bytes) {
             self.sse_fail(HttpSseError::StreamRefused {
                 status: None,
                 detail: e.to_string(),
