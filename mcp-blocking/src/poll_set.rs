@@ -285,8 +285,16 @@ impl Polled {
                 });
             }
         }
-        if !self.poll(ready, wait) {
-            return None;
+        match self.poll(ready, wait) {
+            Ok(true) => {}
+            Ok(false) => return None,
+            // A poll that fails (not interrupted) would fail again at once: rather than
+            // the leader spinning on it, a channel fails with its error, one per wait.
+            Err(e) => {
+                let r = ready.first()?;
+                let event = IoEvent::Failed(TransportErrorKind::Read, e);
+                return Some(report(r.conn, r.generation, event));
+            }
         }
         let count = ready.len();
         self.turn = self.turn.wrapping_add(1);
@@ -312,7 +320,10 @@ impl Polled {
 
     /// Polls the bell and `ready`'s descriptors for at most `wait`, marking what is
     /// ready; false when nothing is (the time ran out, or the poll was interrupted).
-    fn poll(&mut self, ready: &mut [Ready], wait: Option<Duration>) -> bool {
+    ///
+    /// # Errors
+    /// When `poll` itself fails.
+    fn poll(&mut self, ready: &mut [Ready], wait: Option<Duration>) -> io::Result<bool> {
         let timeout = wait.map(|w| {
             let w = w.min(LONGEST_POLL);
             Timespec {
@@ -331,14 +342,14 @@ impl Polled {
             let mut fds: [PollFd<'_>; INLINE_FDS] =
                 std::array::from_fn(|_| PollFd::new(&self.hear, PollFlags::IN));
             fill(&mut fds[1..], ready);
-            if !poll_into(&mut fds[..needed], timeout.as_ref(), &mut self.flags) {
-                return false;
+            if !poll_into(&mut fds[..needed], timeout.as_ref(), &mut self.flags)? {
+                return Ok(false);
             }
         } else {
             let mut fds = vec![PollFd::new(&self.hear, PollFlags::IN); needed];
             fill(&mut fds[1..], ready);
-            if !poll_into(&mut fds, timeout.as_ref(), &mut self.flags) {
-                return false;
+            if !poll_into(&mut fds, timeout.as_ref(), &mut self.flags)? {
+                return Ok(false);
             }
         }
         let mut seen = self.flags.iter().copied();
@@ -350,7 +361,7 @@ impl Polled {
                 r.writable = seen.next().unwrap_or(false);
             }
         }
-        true
+        Ok(true)
     }
 
     /// One read of `conn`'s input; its end (or failure) is reported once.
@@ -412,12 +423,19 @@ fn fill<'a>(fds: &mut [PollFd<'a>], ready: &'a [Ready]) {
 
 /// Polls `fds` and records which of them, past the first (the bell), are ready; false
 /// when none is.
-fn poll_into(fds: &mut [PollFd<'_>], timeout: Option<&Timespec>, flags: &mut Vec<bool>) -> bool {
-    if !matches!(poll(fds, timeout), Ok(n) if n > 0) {
-        return false;
+fn poll_into(
+    fds: &mut [PollFd<'_>],
+    timeout: Option<&Timespec>,
+    flags: &mut Vec<bool>,
+) -> io::Result<bool> {
+    match poll(fds, timeout) {
+        Ok(0) | Err(Errno::INTR) => Ok(false),
+        Ok(_) => {
+            flags.extend(fds.iter().skip(1).map(|fd| !fd.revents().is_empty()));
+            Ok(true)
+        }
+        Err(e) => Err(e.into()),
     }
-    flags.extend(fds.iter().skip(1).map(|fd| !fd.revents().is_empty()));
-    true
 }
 
 fn report(conn: ConnId, generation: u64, event: IoEvent) -> Report {
@@ -473,7 +491,11 @@ mod tests {
         (&pairs[n - 1].1).write_all(b"x").expect("write");
         let (_set, _bell, mut inlet) = PollSet::channel().expect("poll set");
         let polled = inlet.polled.as_mut().expect("polled");
-        assert!(polled.poll(&mut ready, Some(Duration::from_secs(5))));
+        assert!(
+            polled
+                .poll(&mut ready, Some(Duration::from_secs(5)))
+                .expect("poll")
+        );
         let readable: Vec<bool> = ready.iter().map(|r| r.readable).collect();
         let writable: Vec<bool> = ready.iter().map(|r| r.writable).collect();
         let mut expect_readable = vec![false; n];
