@@ -13,7 +13,7 @@ use mcp_proto::model::ServerDetails;
 use mcp_proto::{Era, ProtocolVersion};
 
 use crate::carrier;
-use crate::driver::{Driver, Link, Scope};
+use crate::driver::{Link, Scope};
 use crate::http::{self, HttpConns, HttpOptions};
 use crate::process::Stdio;
 
@@ -592,7 +592,7 @@ impl<F: Flavour> ClientHandle<F> {
 /// The protocol machine of a [`Client`], locked for inspection ([`Client::machine`]):
 /// dereferences to [`mcp_proto::client::Client`]. Calls from other threads wait while it
 /// lives.
-pub struct MachineRef<'a, F: Flavour = Sendable>(std::sync::MutexGuard<'a, Driver<F>>);
+pub struct MachineRef<'a, F: Flavour = Sendable>(crate::followers::Locked<'a, F>);
 
 impl<F: Flavour> std::ops::Deref for MachineRef<'_, F> {
     type Target = mcp_proto::client::Client;

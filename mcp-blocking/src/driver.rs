@@ -34,7 +34,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use mcp_io::drive::{Core, Execute};
@@ -48,6 +48,7 @@ use mcp_proto::client::{
 use mcp_proto::model::ServerDetails;
 
 use crate::carrier::{Bell, Carrier, Inlet, IoEvent, Report};
+use crate::followers::{Concerns, Followers, Locked, Woken, follow};
 
 /// One connection, shared by a client and its handles: the [`Driver`] behind its lock,
 /// and the state the handles read without it.
@@ -85,17 +86,8 @@ pub(crate) struct Driver<F: Flavour> {
     released: bool,
     /// Until when the leader sleeps on the channel (`None`: no limit), while it does.
     leader_until: Option<Instant>,
-    /// The threads sleeping until something happens for them (followers).
-    waiters: Vec<Waiter>,
-    /// Condition variables of followers that left, for the next ones.
-    spare: Vec<Arc<Condvar>>,
-}
-
-/// A follower: the call it waits for (`None`: anything in the inbox, or the machine's
-/// release), and where it sleeps.
-struct Waiter {
-    call: Option<CallId>,
-    cv: Arc<Condvar>,
+    /// The threads sleeping until something happens for them.
+    pub(crate) followers: Followers,
 }
 
 /// What carries out the machine's transmits and keeps its events.
@@ -192,8 +184,7 @@ impl<F: Flavour> Link<F> {
             },
             released: false,
             leader_until: None,
-            waiters: Vec::new(),
-            spare: Vec::new(),
+            followers: Followers::default(),
         };
         Link {
             driver: Mutex::new(driver),
@@ -203,10 +194,10 @@ impl<F: Flavour> Link<F> {
     }
 
     /// The driver, locked.
-    pub(crate) fn lock(&self) -> MutexGuard<'_, Driver<F>> {
+    pub(crate) fn lock(&self) -> Locked<'_, F> {
         // A handler that panicked mid-settle leaves the machine as it was between two
         // of its inputs: still consistent.
-        self.driver.lock().unwrap_or_else(PoisonError::into_inner)
+        Locked::new(self.driver.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// What a [`Canceller`](crate::Canceller) wakes the leader with.
@@ -218,17 +209,19 @@ impl<F: Flavour> Link<F> {
     pub(crate) fn connect(&self) -> Result<ServerDetails, Error> {
         let mut d = self.lock();
         d.settle();
-        let (d, outcome) = self.wait(d, None, None, |d| {
-            let state = d.io.shared.lock();
-            if let Some(details) = &state.inbox.server {
-                return Some(Ok(details.clone()));
-            }
-            state.inbox.closed.clone().map(Err)
-        });
+        let (d, outcome) = self
+            .wait(d, None, None, |d| {
+                let state = d.io.shared.lock();
+                if let Some(details) = &state.inbox.server {
+                    return Some(Ok(details.clone()));
+                }
+                state.inbox.closed.clone().map(Err)
+            })
+            .answered();
         drop(d);
         match outcome {
-            Some(Ok(details)) => Ok(details),
-            Some(Err(reason)) => {
+            Ok(details) => Ok(details),
+            Err(reason) => {
                 let exited = matches!(reason, CloseReason::ServerExited { .. });
                 let shutdown = self.close();
                 // Only a process that ended on its own has an exit status worth telling.
@@ -242,7 +235,6 @@ impl<F: Flavour> Link<F> {
                     status,
                 ))
             }
-            None => unreachable!("a wait without a limit ends with its answer"),
         }
     }
 
@@ -269,12 +261,12 @@ impl<F: Flavour> Link<F> {
 
     fn finish_locked(
         &self,
-        d: MutexGuard<'_, Driver<F>>,
+        d: Locked<'_, F>,
         call: CallId,
         scope: &Scope,
         mut seen: u64,
     ) -> Result<CallOutput, Error> {
-        let (_d, outcome) = self.wait(d, Some(call), None, |d| {
+        let waited = self.wait(d, Some(call), None, |d| {
             if let Some(outcome) = d.io.completed.remove(&call) {
                 return Some(outcome.map_err(|e| Error::call(e, d.core.endpoint())));
             }
@@ -295,7 +287,10 @@ impl<F: Flavour> Link<F> {
             }
             None
         });
-        outcome.unwrap_or_else(|| unreachable!("a wait without a limit ends with its answer"))
+        match waited {
+            Waited::Answer(_, outcome) | Waited::Delivered(outcome) => outcome,
+            Waited::Expired => unreachable!("a wait without a limit ends with its answer"),
+        }
     }
 
     /// Starts a call and returns at once (a 2026 subscription ends with
@@ -335,13 +330,16 @@ impl<F: Flavour> Link<F> {
     ) -> Option<T> {
         let until = clock::from_std(std::time::Instant::now() + timeout);
         let seen = scope.seen();
-        let (_d, found) = self.wait(self.lock(), None, Some(until), |d| {
+        let waited = self.wait(self.lock(), None, Some(until), |d| {
             if let Some(found) = pick(&mut d.io.shared.lock().inbox) {
                 return Some(Some(found));
             }
             (d.closed().is_some() || scope.seen() != seen).then_some(None)
         });
-        found.flatten()
+        match waited {
+            Waited::Answer(_, found) => found,
+            Waited::Expired | Waited::Delivered(_) => None,
+        }
     }
 
     /// Closes the connection and releases the transport: the machine bounds its last
@@ -355,9 +353,11 @@ impl<F: Flavour> Link<F> {
             d.core.machine.close(clock::now());
             d.settle();
             d.nudge();
-            let (again, _) = self.wait(d, None, None, |d| {
-                d.core.machine.is_released().then_some(())
-            });
+            let (again, ()) = self
+                .wait(d, None, None, |d| {
+                    d.core.machine.is_released().then_some(())
+                })
+                .answered();
             d = again;
             d.io.shared
                 .lock()
@@ -379,27 +379,35 @@ impl<F: Flavour> Link<F> {
 
     /// Drives the connection (as the leader) or sleeps (as a follower waiting for
     /// `call`, or for anything with `None`) until `step` returns an answer or `until`
-    /// passes (`None` then). `step` runs under the lock, first at once and then after
-    /// every change that may concern it.
+    /// passes. `step` runs under the lock, first at once and then after every change
+    /// that may concern it. A follower waiting for `call` may instead be delivered the
+    /// call's outcome, without locking the driver again.
     fn wait<'a, T>(
         &'a self,
-        mut d: MutexGuard<'a, Driver<F>>,
+        mut d: Locked<'a, F>,
         call: Option<CallId>,
         until: Option<Instant>,
         mut step: impl FnMut(&mut Driver<F>) -> Option<T>,
-    ) -> (MutexGuard<'a, Driver<F>>, Option<T>) {
+    ) -> Waited<'a, F, T> {
         loop {
             if let Some(answer) = step(&mut d) {
                 d.hand_over();
-                return (d, Some(answer));
+                return Waited::Answer(d, answer);
             }
             let now = clock::now();
             if until.is_some_and(|at| at <= now) {
                 d.hand_over();
-                return (d, None);
+                return Waited::Expired;
             }
             let Some(mut rx) = d.rx.take() else {
-                d = follow(d, call, until, now);
+                // At most `RECHECK` at a time: a leader whose handler panicked never
+                // wakes anyone.
+                let wait =
+                    until.map_or(RECHECK, |at| at.saturating_duration_since(now).min(RECHECK));
+                match follow(d, call, wait, || self.lock()) {
+                    Woken::Delivered(outcome) => return Waited::Delivered(outcome),
+                    Woken::Look(again) => d = again,
+                }
                 continue;
             };
             // The leader.
@@ -424,6 +432,26 @@ impl<F: Flavour> Link<F> {
             d = self.lock();
             d.rx = Some(rx);
             d.take(report);
+        }
+    }
+}
+
+/// How [`Link::wait`] ended.
+enum Waited<'a, F: Flavour, T> {
+    /// `step` answered; the driver, still locked.
+    Answer(Locked<'a, F>, T),
+    /// The wait's limit passed first.
+    Expired,
+    /// The awaited call's outcome was delivered to this follower.
+    Delivered(Result<CallOutput, Error>),
+}
+
+impl<'a, F: Flavour, T> Waited<'a, F, T> {
+    /// The answer of a wait that has no limit and waits for no call.
+    fn answered(self) -> (Locked<'a, F>, T) {
+        match self {
+            Waited::Answer(d, answer) => (d, answer),
+            _ => unreachable!("a wait without a limit or a call ends with its answer"),
         }
     }
 }
@@ -478,10 +506,8 @@ impl<F: Flavour> Driver<F> {
 
     /// When nobody leads and followers sleep, wakes one of them to lead.
     fn hand_over(&mut self) {
-        if self.rx.is_some()
-            && let Some(w) = self.waiters.first()
-        {
-            w.cv.notify_one();
+        if self.rx.is_some() {
+            self.followers.hand_over();
         }
     }
 
@@ -553,23 +579,20 @@ impl<F: Flavour> Driver<F> {
         self.wake();
     }
 
-    /// Wakes the followers whose call completed, those waiting for anything when
-    /// something happened, and all of them when the connection closes, a cancellation
-    /// came or the client is closing.
+    /// Delivers their outcome to the followers whose call completed, and wakes those
+    /// waiting for anything when something happened, and all of them when the
+    /// connection closes, a cancellation came or the client is closing (once the lock
+    /// is released).
     fn wake(&mut self) {
         let io = &mut self.io;
-        if !self.waiters.is_empty() {
-            let everyone = io.everyone || self.released;
-            let anything = io.news || !io.fresh.is_empty();
-            for w in &self.waiters {
-                let concerned = match w.call {
-                    Some(call) => io.fresh.contains(&call),
-                    None => anything,
-                };
-                if everyone || concerned {
-                    w.cv.notify_one();
-                }
-            }
+        if !self.followers.is_empty() {
+            self.followers.settle(Concerns {
+                completed: &mut io.completed,
+                fresh: &io.fresh,
+                news: io.news,
+                everyone: io.everyone || self.released,
+                endpoint: self.core.endpoint(),
+            });
         }
         io.fresh.clear();
         io.news = false;
@@ -584,24 +607,3 @@ impl<F: Flavour> Driver<F> {
 
 /// The longest a follower sleeps before it looks again by itself.
 const RECHECK: Duration = Duration::from_secs(1);
-
-/// Sleeps as a follower waiting for `call` until woken (or `until`).
-fn follow<F: Flavour>(
-    mut d: MutexGuard<'_, Driver<F>>,
-    call: Option<CallId>,
-    until: Option<Instant>,
-    now: Instant,
-) -> MutexGuard<'_, Driver<F>> {
-    let cv = d.spare.pop().unwrap_or_default();
-    d.waiters.push(Waiter {
-        call,
-        cv: Arc::clone(&cv),
-    });
-    // At most `RECHECK` at a time: a leader whose handler panicked never wakes anyone.
-    let wait = until.map_or(RECHECK, |at| at.saturating_duration_since(now).min(RECHECK));
-    let woken = cv.wait_timeout(d, wait);
-    let mut d = woken.unwrap_or_else(PoisonError::into_inner).0;
-    d.waiters.retain(|w| !Arc::ptr_eq(&w.cv, &cv));
-    d.spare.push(cv);
-    d
-}

@@ -118,6 +118,7 @@
 mod carrier;
 mod client;
 mod driver;
+mod followers;
 pub mod http;
 #[cfg(unix)]
 mod poll_set;
