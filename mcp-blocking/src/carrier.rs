@@ -56,10 +56,11 @@ pub(crate) trait Carrier<F: Flavour>: Send {
     fn connect(&mut self, _: ConnId, _: &Origin, _: &Bell) -> Result<(), TransportFailure> {
         Ok(())
     }
-    /// Bytes written since last asked, of what [`Carrier::write`] was handed (stdio on
-    /// Unix, where writes need no thread and are not reported on the channel).
-    fn take_written(&mut self) -> usize {
-        0
+    /// Bytes written since last asked, of what [`Carrier::write`] was handed, and the
+    /// channel they were written on; `None` when nothing was (stdio on Unix writes with
+    /// no thread, so its writes are not reported on the channel).
+    fn take_written(&mut self) -> Option<(ConnId, usize)> {
+        None
     }
     /// Starts the server again (stdio).
     fn respawn(&mut self, _: &Bell) -> Result<(), TransportFailure> {

@@ -564,16 +564,11 @@ impl<F: Flavour> Driver<F> {
     /// wakes the followers that it concerns.
     fn settle(&mut self) {
         self.core.settle(&mut self.io);
-        // Bytes the carrier wrote on the spot (stdio on Unix) are counted at once.
-        loop {
-            let written = self.io.carrier.take_written();
-            if written == 0 {
-                break;
-            }
+        // Bytes the carrier wrote on the spot (stdio on Unix) are counted at once, on the
+        // channel the carrier names.
+        while let Some((conn, written)) = self.io.carrier.take_written() {
             let now = clock::now();
-            self.core
-                .machine
-                .handle_written(now, ConnId::STDIO, written);
+            self.core.machine.handle_written(now, conn, written);
             self.core.settle(&mut self.io);
         }
         self.wake();

@@ -162,11 +162,6 @@ impl PollSet {
         Ok(())
     }
 
-    /// Whether `conn` is polled here.
-    pub(crate) fn has(&self, conn: ConnId) -> bool {
-        self.lock().iter().any(|c| c.conn == conn)
-    }
-
     /// Writes `bytes` on `conn` after what waits already, as far as the output takes them
     /// now; the leader writes the rest.
     pub(crate) fn send(&self, conn: ConnId, bytes: Vec<u8>) {

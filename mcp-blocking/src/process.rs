@@ -151,13 +151,15 @@ impl<F: Flavour> Carrier<F> for Stdio {
         self.shutdown.unwrap_or_default()
     }
 
-    fn take_written(&mut self) -> usize {
-        match &self.wiring {
+    fn take_written(&mut self) -> Option<(ConnId, usize)> {
+        let written = match &self.wiring {
             #[cfg(unix)]
             Wiring::Polled(pipes) => pipes.take_written(ConnId::STDIO),
+            // The writer thread reports what it wrote on the channel.
             #[cfg(not(unix))]
             Wiring::Threads(_) => 0,
-        }
+        };
+        (written > 0).then_some((ConnId::STDIO, written))
     }
 
     /// Reaps the server that exited on the probe and starts the command again.

@@ -490,8 +490,17 @@ struct Connection {
     /// Whether bytes of a next request were waiting when the open stream last looked:
     /// they keep every peek returning at once, so the stream looks every [`WATCH`].
     pipelined: bool,
-    /// The socket's read timeout as last set (`Some(ZERO)`: not known).
-    read_timeout: Option<Duration>,
+    /// The socket's read timeout as last set.
+    read_timeout: ReadTimeout,
+}
+
+/// What a connection knows of its socket's read timeout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ReadTimeout {
+    /// Not known: never set, cleared for a stream, or the last setting failed.
+    Unknown,
+    /// As last set (`None`: reads wait as long as it takes).
+    Set(Option<Duration>),
 }
 
 /// How late a read may return past the connection's deadline, rather than set the
@@ -501,14 +510,16 @@ struct Connection {
 const READ_TIMEOUT_SLACK: Duration = Duration::from_millis(50);
 
 /// Whether a read due in `due` (`None`: no deadline) needs the socket's timeout changed
-/// from `set`: the timeout kept must end the read no more than [`READ_TIMEOUT_SLACK`]
-/// after the deadline, and not before half of it (a read that times out early is only
-/// tried again).
-fn needs_new_timeout(set: Option<Duration>, due: Option<Duration>) -> bool {
+/// from `set`: one not known is always set; the timeout kept must end the read no more
+/// than [`READ_TIMEOUT_SLACK`] after the deadline, and not before half of it (a read that
+/// times out early is only tried again).
+fn needs_new_timeout(set: ReadTimeout, due: Option<Duration>) -> bool {
     match (set, due) {
-        (None, None) => false,
-        (Some(set), Some(due)) => set.is_zero() || set > due + READ_TIMEOUT_SLACK || set < due / 2,
-        _ => true,
+        (ReadTimeout::Unknown, _) => true,
+        (ReadTimeout::Set(None), None) => false,
+        (ReadTimeout::Set(Some(set)), Some(due)) => set > due + READ_TIMEOUT_SLACK || set < due / 2,
+        // No timeout where the read has a deadline, or the other way round.
+        (ReadTimeout::Set(_), _) => true,
     }
 }
 
@@ -549,7 +560,7 @@ impl Connection {
             out: Vec::new(),
             peeker: None,
             pipelined: false,
-            read_timeout: Some(Duration::ZERO),
+            read_timeout: ReadTimeout::Unknown,
         }
     }
 
@@ -577,7 +588,7 @@ impl Connection {
         };
         // Nothing reads during a stream; the next read sets its own timeout again.
         let _ = self.stream.set_read_timeout(None);
-        self.read_timeout = Some(Duration::ZERO);
+        self.read_timeout = ReadTimeout::Unknown;
         let done = Arc::new(AtomicBool::new(false));
         let shared = Arc::clone(&self.shared);
         let finished = Arc::clone(&done);
@@ -678,10 +689,10 @@ impl Connection {
     fn read(&mut self) {
         let due = self.machine.until_due(clock::now());
         if needs_new_timeout(self.read_timeout, due) {
-            self.read_timeout = due;
-            if self.stream.set_read_timeout(due).is_err() {
-                self.read_timeout = Some(Duration::ZERO);
-            }
+            self.read_timeout = match self.stream.set_read_timeout(due) {
+                Ok(()) => ReadTimeout::Set(due),
+                Err(_) => ReadTimeout::Unknown,
+            };
         }
         match self.stream.read(&mut self.buf) {
             Ok(0) => self.machine.handle_eof(clock::now()),
@@ -724,18 +735,21 @@ mod tests {
     fn the_read_timeout_is_set_again_only_when_it_would_end_the_read_too_late_or_much_too_early() {
         let s = Duration::from_secs;
         let ms = Duration::from_millis;
+        let set = |timeout| ReadTimeout::Set(Some(timeout));
+        let none = ReadTimeout::Set(None);
         // Unknown, or no deadline where there is one (and the other way round): set.
-        assert!(needs_new_timeout(Some(Duration::ZERO), Some(s(30))));
-        assert!(needs_new_timeout(None, Some(s(30))));
-        assert!(needs_new_timeout(Some(s(30)), None));
-        assert!(!needs_new_timeout(None, None));
+        assert!(needs_new_timeout(ReadTimeout::Unknown, Some(s(30))));
+        assert!(needs_new_timeout(ReadTimeout::Unknown, None));
+        assert!(needs_new_timeout(none, Some(s(30))));
+        assert!(needs_new_timeout(set(s(30)), None));
+        assert!(!needs_new_timeout(none, None));
         // An idle keep-alive deadline that moved with the last request: kept.
-        assert!(!needs_new_timeout(Some(s(30)), Some(s(30) - ms(3))));
+        assert!(!needs_new_timeout(set(s(30)), Some(s(30) - ms(3))));
         // Would end the read more than the slack past the deadline: set.
-        assert!(needs_new_timeout(Some(s(30)), Some(s(5))));
-        assert!(needs_new_timeout(Some(s(30)), Some(s(30) - ms(60))));
+        assert!(needs_new_timeout(set(s(30)), Some(s(5))));
+        assert!(needs_new_timeout(set(s(30)), Some(s(30) - ms(60))));
         // Ends it before half the wait: set (it would wake for nothing).
-        assert!(needs_new_timeout(Some(ms(100)), Some(s(30))));
-        assert!(!needs_new_timeout(Some(s(20)), Some(s(30))));
+        assert!(needs_new_timeout(set(ms(100)), Some(s(30))));
+        assert!(!needs_new_timeout(set(s(20)), Some(s(30))));
     }
 }

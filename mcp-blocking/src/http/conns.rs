@@ -165,12 +165,17 @@ impl<F: Flavour> Carrier<F> for HttpConns {
     fn write(&mut self, conn: ConnId, bytes: Vec<u8>, log: &mut Option<WireLog<F>>) {
         if let Some(c) = self.conns.get_mut(&conn) {
             c.log.sent(log, &bytes);
-            // The machine writes only once the connection is open, so a polled one is in
-            // the poll set by now.
+            // The machine writes only once the connection is open, so the slot of a polled
+            // one says so by now (and its lock is released before the poll set's is taken).
             #[cfg(unix)]
-            if self.polled.has(conn) {
-                self.polled.send(conn, bytes);
-                return;
+            {
+                let slot = c.slot.lock().unwrap_or_else(PoisonError::into_inner);
+                let polled = matches!(*slot, Slot::Polled(_));
+                drop(slot);
+                if polled {
+                    self.polled.send(conn, bytes);
+                    return;
+                }
             }
             // Gone only when the writer failed, which it reported.
             let _ = c.writes.send(bytes);
