@@ -809,11 +809,17 @@ pub(crate) fn encode_result_value(
     result: &serde_json::Value,
 ) {
     out.reserve(crate::json_write::size_hint(result) + 40);
+    write_result_head(out, id);
+    crate::json_write::write_value(out, result);
+    out.push(b'}');
+}
+
+/// Appends the start of a response, `{"jsonrpc":"2.0","id":…,"result":`, for callers
+/// that write the result (and the closing brace) themselves.
+pub(crate) fn write_result_head(out: &mut Vec<u8>, id: Option<&RequestId>) {
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
     push_id(out, id);
     out.extend_from_slice(b",\"result\":");
-    crate::json_write::write_value(out, result);
-    out.push(b'}');
 }
 
 /// Appends a notification whose params are a [`serde_json::Value`], written straight

@@ -146,6 +146,8 @@ pub struct Server {
     listens: Vec<notify::Listen>,
     /// The changes reported while a change log is open (the HTTP endpoint's).
     changes: Option<Vec<notify::Change>>,
+    /// `config.info` as JSON text, for the `_meta` of every 2026 result.
+    info_json: Vec<u8>,
 }
 
 impl Server {
@@ -154,6 +156,8 @@ impl Server {
     pub fn new(config: ServerConfig) -> Server {
         Server {
             decoder: LineDecoder::new(config.limits.max_line_bytes),
+            // Serializing plain strings cannot fail; `{}` keeps the JSON whole regardless.
+            info_json: serde_json::to_vec(&config.info).unwrap_or_else(|_| b"{}".to_vec()),
             config,
             outbound: VecDeque::new(),
             session: None,

@@ -13,7 +13,8 @@
 use serde_json::{Map, Value, json};
 
 use crate::Instant;
-use crate::jsonrpc::{ErrorObject, RequestId, codes};
+use crate::json_write::{map_size_hint, write_str, write_value};
+use crate::jsonrpc::{ErrorObject, RequestId, codes, write_result_head};
 use crate::version::{Era, ProtocolVersion};
 
 use super::calls::{self, invalid};
@@ -75,7 +76,7 @@ impl Server {
         let reply = match method {
             "server/discover" => Ok(self.discover()),
             "tools/call" if !self.config.tools.is_empty() => {
-                let declared = super::tasks::declares_tasks(Some(&caps));
+                let declared = super::tasks::declares_tasks(Some(caps));
                 let mode =
                     (params.get("name").and_then(Value::as_str)).and_then(|n| self.task_mode(n));
                 match mode {
@@ -88,38 +89,43 @@ impl Server {
                             && params.get("requestState").is_none() =>
                     {
                         calls::target(params, &self.config.tools).map(|target| {
-                            let task = self.create_task(target, Era::Modern, &caps);
+                            let task = self.create_task(target, Era::Modern, caps);
                             as_created(task)
                         })
                     }
                     _ => {
                         let as_task = declared && mode.is_some_and(|m| m.input_before_task);
-                        match self.modern_call(now, params, version, &caps, as_task) {
+                        match self.modern_call(now, params, version, caps, as_task) {
                             Some(reply) => reply,
                             None => return,
                         }
                     }
                 }
             }
-            "subscriptions/listen" => match self.listen(id, params, &caps) {
+            "subscriptions/listen" => match self.listen(id, params, caps) {
                 // Open: acknowledged, answered when it ends.
                 Ok(()) => return,
                 Err(e) => Err(e),
             },
             "prompts/get" if !self.config.prompts.is_empty() => {
-                self.modern_prompt(now, params, version, &caps)
+                self.modern_prompt(now, params, version, caps)
             }
             _ => self
-                .task_request(method, params, Era::Modern, Some(&caps))
+                .task_request(method, params, Era::Modern, Some(caps))
                 .or_else(|| self.catalog(method, params, Era::Modern))
                 .unwrap_or_else(|| Err(method_not_found(method))),
         };
-        let reply = reply.map(|v| self.decorate(v, CACHEABLE.contains(&method)));
-        self.reply(id, reply);
+        match reply {
+            Ok(result) => self.send_modern_result(id, &result, CACHEABLE.contains(&method)),
+            Err(e) => self.send_error(Some(id), &e),
+        }
     }
 
     /// The request's version and client capabilities, or the error to answer.
-    fn validate_meta(&self, params: &Params) -> Result<(ProtocolVersion, Value), ErrorObject> {
+    fn validate_meta<'p>(
+        &self,
+        params: &'p Params,
+    ) -> Result<(ProtocolVersion, &'p Value), ErrorObject> {
         let Some(meta) = params.get("_meta").and_then(Value::as_object) else {
             return Err(invalid(format!(
                 "Missing `_meta`: a 2026-07-28 request must carry `{PROTOCOL_VERSION}` and `{CLIENT_CAPABILITIES}`"
@@ -131,7 +137,7 @@ impl Server {
             )));
         };
         let caps = match meta.get(CLIENT_CAPABILITIES) {
-            Some(v @ Value::Object(_)) => v.clone(),
+            Some(v @ Value::Object(_)) => v,
             _ => {
                 return Err(invalid(format!(
                     "`_meta` must carry `{CLIENT_CAPABILITIES}` (an object)"
@@ -172,27 +178,53 @@ impl Server {
         result
     }
 
-    /// Adds `resultType` (when the result has none), the serverInfo `_meta`, and the
-    /// caching hints on complete results of cacheable methods.
-    pub(super) fn decorate(&self, mut result: Value, cacheable: bool) -> Value {
-        let Some(obj) = result.as_object_mut() else {
-            return result;
+    /// Sends a 2026 result with what every one carries: `resultType` (`complete` when
+    /// the result has none), the server's info in `_meta`, and the caching hints on
+    /// complete results of cacheable methods. The additions are written into the
+    /// message as it is encoded (after the result's own members), not inserted into
+    /// `result`. A result that is not an object is sent as it is.
+    pub(super) fn send_modern_result(&mut self, id: &RequestId, result: &Value, cacheable: bool) {
+        let Value::Object(obj) = result else {
+            return self.send_result(id, result);
         };
-        let kind = obj.entry("resultType").or_insert_with(|| json!("complete"));
-        if cacheable && *kind == "complete" {
-            obj.insert("ttlMs".to_owned(), json!(self.config.ttl_ms));
-            obj.insert(
-                "cacheScope".to_owned(),
-                json!(self.config.cache_scope.as_str()),
-            );
+        let kind = obj.get("resultType");
+        let hints = cacheable && kind.is_none_or(|k| k == "complete");
+        let mut out = Vec::with_capacity(map_size_hint(obj) + self.info_json.len() + 160);
+        write_result_head(&mut out, Some(id));
+        let mut members = Members::open(&mut out);
+        for (key, value) in obj {
+            let replaced = key == "_meta" || (hints && (key == "ttlMs" || key == "cacheScope"));
+            if !replaced {
+                members.value(key, value);
+            }
         }
-        let meta = obj
-            .entry("_meta")
-            .or_insert_with(|| Value::Object(Map::new()));
-        if let Some(meta) = meta.as_object_mut() {
-            meta.insert(SERVER_INFO.to_owned(), json!(self.config.info));
+        if kind.is_none() {
+            members.raw("resultType", b"\"complete\"");
         }
-        result
+        if hints {
+            members.raw("ttlMs", self.config.ttl_ms.to_string().as_bytes());
+            members.value("cacheScope", &Value::from(self.config.cache_scope.as_str()));
+        }
+        match obj.get("_meta") {
+            Some(Value::Object(meta)) => {
+                let mut inner = Members::open(members.key("_meta"));
+                for (key, value) in meta.iter().filter(|(k, _)| *k != SERVER_INFO) {
+                    inner.value(key, value);
+                }
+                inner.raw(SERVER_INFO, &self.info_json);
+                inner.close();
+            }
+            // Not an object: left as it is.
+            Some(other) => members.value("_meta", other),
+            None => {
+                let mut inner = Members::open(members.key("_meta"));
+                inner.raw(SERVER_INFO, &self.info_json);
+                inner.close();
+            }
+        }
+        members.close();
+        out.push(b'}');
+        self.outbound.push_back(out);
     }
 
     /// A modern `tools/call`, first try or MRTR retry. `None`: never answer. `as_task`:
@@ -443,4 +475,40 @@ struct Round<'a> {
     name: &'a str,
     round: u32,
     inputs: Map<String, Value>,
+}
+
+/// The members of a JSON object being written: a comma before each but the first.
+struct Members<'a> {
+    out: &'a mut Vec<u8>,
+    first: bool,
+}
+
+impl<'a> Members<'a> {
+    fn open(out: &'a mut Vec<u8>) -> Self {
+        out.push(b'{');
+        Members { out, first: true }
+    }
+
+    /// Writes `"key":` (after a comma if needed) and returns the buffer for the value.
+    fn key(&mut self, key: &str) -> &mut Vec<u8> {
+        if !std::mem::take(&mut self.first) {
+            self.out.push(b',');
+        }
+        write_str(self.out, key);
+        self.out.push(b':');
+        self.out
+    }
+
+    fn value(&mut self, key: &str, value: &Value) {
+        write_value(self.key(key), value);
+    }
+
+    /// A member whose value is JSON text already.
+    fn raw(&mut self, key: &str, json: &[u8]) {
+        self.key(key).extend_from_slice(json);
+    }
+
+    fn close(self) {
+        self.out.push(b'}');
+    }
 }

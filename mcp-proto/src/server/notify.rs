@@ -247,8 +247,8 @@ impl Server {
     pub fn end_subscriptions(&mut self) -> usize {
         let listens = std::mem::take(&mut self.listens);
         for listen in &listens {
-            let result = self.decorate(json!({"_meta": {SUBSCRIPTION_ID: listen.id}}), false);
-            self.send_result(&listen.id, &result);
+            let result = json!({"_meta": {SUBSCRIPTION_ID: listen.id}});
+            self.send_modern_result(&listen.id, &result, false);
         }
         listens.len()
     }
