@@ -411,6 +411,7 @@ impl<F: Flavour> Link<F> {
                 continue;
             };
             // The leader.
+            d.followers.led();
             let Some(deadline) = d.deadline(until, now) else {
                 d.leader_until = None;
                 drop(d);

@@ -84,6 +84,8 @@ pub(crate) struct Followers {
     spare: Vec<Arc<Berth>>,
     /// Berths to ring once the driver's lock is released.
     to_ring: Vec<Arc<Berth>>,
+    /// The follower last rung to lead, until someone leads.
+    handed: Option<Arc<Berth>>,
 }
 
 /// What a settle found for the followers.
@@ -118,6 +120,16 @@ impl Followers {
                 let w = self.waiters.remove(i);
                 w.berth
                     .deliver(outcome.map_err(|e| Error::call(e, c.endpoint)));
+                // Rung to lead, it will return with its outcome instead: the next one
+                // leads.
+                if self
+                    .handed
+                    .as_ref()
+                    .is_some_and(|h| Arc::ptr_eq(h, &w.berth))
+                {
+                    self.handed = None;
+                    self.hand_over();
+                }
                 self.to_ring.push(w.berth);
                 continue;
             }
@@ -132,7 +144,13 @@ impl Followers {
     pub(crate) fn hand_over(&mut self) {
         if let Some(w) = self.waiters.first() {
             self.to_ring.push(Arc::clone(&w.berth));
+            self.handed = Some(Arc::clone(&w.berth));
         }
+    }
+
+    /// Someone leads (again).
+    pub(crate) fn led(&mut self) {
+        self.handed = None;
     }
 
     /// Registers a follower waiting for `call`; its berth.
@@ -273,6 +291,27 @@ mod tests {
         f.to_ring.clear();
         f.hand_over();
         assert!(rung(&f, &b) && !rung(&f, &a));
+    }
+
+    #[test]
+    fn the_one_rung_to_lead_hands_over_again_when_its_outcome_comes_first() {
+        let mut f = Followers::default();
+        let (one, two) = (CallId::from_raw(1), CallId::from_raw(2));
+        let a = f.join(Some(one));
+        let b = f.join(Some(two));
+        f.hand_over();
+        assert!(rung(&f, &a) && !rung(&f, &b));
+        // Before `a` woke to lead, a thread that started a call fed its outcome.
+        let mut completed = HashMap::from([(one, Err(CallError::Cancelled))]);
+        f.settle(concerns(&mut completed, &[one], false, false));
+        assert!(rung(&f, &b), "the next follower is rung to lead");
+        // Once someone leads, a later delivery hands nothing over.
+        f.to_ring.clear();
+        f.led();
+        let c = f.join(Some(CallId::from_raw(3)));
+        let mut completed = HashMap::from([(two, Err(CallError::Cancelled))]);
+        f.settle(concerns(&mut completed, &[two], false, false));
+        assert!(rung(&f, &b) && !rung(&f, &c));
     }
 
     #[test]
