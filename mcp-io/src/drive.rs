@@ -78,8 +78,11 @@ impl<F: Flavour> Core<F> {
         loop {
             let mut more = false;
             self.buf.clear();
-            while let Some(transmit) = self.machine.poll_transmit(clock::now(), &mut self.buf) {
-                self.execute(clock::now(), transmit, io);
+            // One reading of the clock per pass: executing a transmit hands bytes over
+            // and never waits. Handlers (below) may wait, so each answer reads it anew.
+            let now = clock::now();
+            while let Some(transmit) = self.machine.poll_transmit(now, &mut self.buf) {
+                self.execute(now, transmit, io);
                 self.buf.clear();
                 more = true;
             }
