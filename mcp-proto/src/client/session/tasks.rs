@@ -179,8 +179,9 @@ impl Session {
     /// 2025-11-25: whether the server accepts task-augmented `tools/call`.
     pub(super) fn server_takes_tool_tasks(&self) -> bool {
         self.server.as_ref().is_some_and(|s| {
-            s.capabilities
-                .pointer("/tasks/requests/tools/call")
+            // Member by member: `Value::pointer` would allocate for each token.
+            (s.capabilities.get("tasks"))
+                .and_then(|t| t.get("requests")?.get("tools")?.get("call"))
                 .is_some()
         })
     }
