@@ -664,7 +664,7 @@ impl HttpEndpoint {
                 if close && !response.closes_connection() {
                     response = response.with_header("Connection", "close");
                 }
-                if request.method == "HEAD" {
+                if request.method() == "HEAD" {
                     response.body.clear();
                 }
                 HttpReply::Complete(response)
@@ -845,17 +845,17 @@ impl HttpEndpoint {
         }
         let stateful =
             self.sessions.is_some() && self.server.config().versions.newest(Era::Legacy).is_some();
-        if http.method == "DELETE" && stateful {
+        if http.method() == "DELETE" && stateful {
             return complete(self.end_session(now, http));
         }
         let modern_get = http
             .header(MCP_PROTOCOL_VERSION)
             .and_then(ProtocolVersion::parse)
             .is_some_and(|v| v.era() == Era::Modern);
-        if http.method == "GET" && stateful && !modern_get {
+        if http.method() == "GET" && stateful && !modern_get {
             return self.get_stream(now, http);
         }
-        if http.method != "POST" {
+        if http.method() != "POST" {
             let allow = if stateful {
                 "GET, POST, DELETE"
             } else {
