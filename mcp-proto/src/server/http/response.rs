@@ -1,6 +1,7 @@
 //! Writing HTTP/1.1 responses: whole ones ([`HttpResponse`]) and SSE streams whose end
 //! is not known when the head goes out ([`HttpStream`]).
 
+use crate::http::decimal;
 use crate::jsonrpc::{self, ErrorObject, RequestId, codes};
 
 use super::reader::HttpRequestError;
@@ -88,7 +89,9 @@ impl HttpResponse {
         self.write_head(out);
         let bodiless = matches!(self.status, 100..=199 | 204 | 304);
         if !bodiless {
-            out.extend_from_slice(format!("Content-Length: {}\r\n", self.body.len()).as_bytes());
+            out.extend_from_slice(b"Content-Length: ");
+            out.extend_from_slice(decimal(self.body.len(), &mut [0; 20]));
+            out.extend_from_slice(b"\r\n");
         }
         out.extend_from_slice(b"\r\n");
         if !bodiless {
@@ -103,9 +106,11 @@ impl HttpResponse {
         } else {
             500
         };
-        out.extend_from_slice(
-            format!("HTTP/1.1 {status} {}\r\n", reason_phrase(status)).as_bytes(),
-        );
+        out.extend_from_slice(b"HTTP/1.1 ");
+        out.extend_from_slice(decimal(usize::from(status), &mut [0; 20]));
+        out.push(b' ');
+        out.extend_from_slice(reason_phrase(status).as_bytes());
+        out.extend_from_slice(b"\r\n");
         for (name, value) in &self.headers {
             let framing = name.eq_ignore_ascii_case("content-length")
                 || name.eq_ignore_ascii_case("transfer-encoding");
@@ -218,7 +223,8 @@ impl HttpStream {
         }
         match self.framing {
             Framing::Chunked => {
-                out.extend_from_slice(format!("{:x}\r\n", data.len()).as_bytes());
+                write_hex(out, data.len());
+                out.extend_from_slice(b"\r\n");
                 out.extend_from_slice(data);
                 out.extend_from_slice(b"\r\n");
             }
@@ -270,6 +276,14 @@ pub(super) fn sse_event_with_id(
     }
 }
 
+/// Appends `n` in lower-case hexadecimal (a chunk size).
+fn write_hex(out: &mut Vec<u8>, n: usize) {
+    let digits = (usize::BITS - n.leading_zeros()).div_ceil(4).max(1);
+    for i in (0..digits).rev() {
+        out.push(b"0123456789abcdef"[(n >> (4 * i)) & 0xf]);
+    }
+}
+
 /// RFC 9110 `token`.
 fn is_token(s: &str) -> bool {
     !s.is_empty()
@@ -308,5 +322,17 @@ fn reason_phrase(status: u16) -> &'static str {
         504 => "Gateway Timeout",
         505 => "HTTP Version Not Supported",
         _ => "Unknown",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn chunk_sizes_are_lower_case_hex() {
+        for n in [0, 1, 9, 10, 15, 16, 255, 256, 0xabc, 0x10000, usize::MAX] {
+            let mut out = Vec::new();
+            super::write_hex(&mut out, n);
+            assert_eq!(out, format!("{n:x}").into_bytes(), "{n}");
+        }
     }
 }
