@@ -477,7 +477,7 @@ fn unauthorized(challenge: String) -> HttpResponse {
 
 fn found(location: &str) -> HttpResponse {
     HttpResponse::new(302)
-        .with_header("Location", location)
+        .with_header("Location", location.to_owned())
         .with_header("Cache-Control", "no-store")
 }
 

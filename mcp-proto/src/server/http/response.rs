@@ -1,6 +1,8 @@
 //! Writing HTTP/1.1 responses: whole ones ([`HttpResponse`]) and SSE streams whose end
 //! is not known when the head goes out ([`HttpStream`]).
 
+use std::borrow::Cow;
+
 use crate::http::decimal;
 use crate::jsonrpc::{self, ErrorObject, RequestId, codes};
 
@@ -13,8 +15,9 @@ pub struct HttpResponse {
     /// The status code.
     pub status: u16,
     /// Header fields in order. `Content-Length` and `Transfer-Encoding` are ignored by
-    /// [`HttpResponse::write`], which frames the body itself.
-    pub headers: Vec<(String, String)>,
+    /// [`HttpResponse::write`], which frames the body itself. Names and values known in
+    /// advance are borrowed (`&'static str`), so a response costs no allocation for them.
+    pub headers: Vec<(Cow<'static, str>, Cow<'static, str>)>,
     /// The body.
     pub body: Vec<u8>,
 }
@@ -32,16 +35,20 @@ impl HttpResponse {
 
     /// The same response with one more header field.
     #[must_use]
-    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+    pub fn with_header(
+        mut self,
+        name: impl Into<Cow<'static, str>>,
+        value: impl Into<Cow<'static, str>>,
+    ) -> Self {
         self.headers.push((name.into(), value.into()));
         self
     }
 
     /// The same response with this body and `Content-Type`.
     #[must_use]
-    pub fn with_body(mut self, content_type: &str, body: Vec<u8>) -> Self {
+    pub fn with_body(mut self, content_type: &'static str, body: Vec<u8>) -> Self {
         self.headers
-            .push(("Content-Type".to_owned(), content_type.to_owned()));
+            .push((Cow::Borrowed("Content-Type"), Cow::Borrowed(content_type)));
         self.body = body;
         self
     }
@@ -68,7 +75,7 @@ impl HttpResponse {
         self.headers
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+            .map(|(_, v)| v.as_ref())
     }
 
     /// Whether the response says `Connection: close`: the adapter closes the connection
