@@ -165,6 +165,7 @@
 
 use crate::Instant;
 use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use serde_json::{Map, Value, json};
 
@@ -375,6 +376,35 @@ struct Exchange {
     listen: bool,
 }
 
+/// A map by endpoint key ([`HttpEndpoint::fresh_key`]), hashed with [`KeyHasher`].
+type KeyMap<V> = HashMap<i64, V, BuildHasherDefault<KeyHasher>>;
+
+/// Hashes endpoint keys with one multiplication instead of SipHash: the keys are counters
+/// the endpoint hands out itself, never chosen by a peer, so there is no flooding to
+/// resist. The odd multiplier spreads consecutive keys over both the low bits (the
+/// bucket) and the high bits (the tag) of the hash.
+#[derive(Clone, Copy, Debug, Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(*b)).wrapping_mul(KEY_MULTIPLIER);
+        }
+    }
+
+    fn write_i64(&mut self, n: i64) {
+        self.0 = (self.0 ^ n.cast_unsigned()).wrapping_mul(KEY_MULTIPLIER);
+    }
+}
+
+/// 2^64 divided by the golden ratio, made odd.
+const KEY_MULTIPLIER: u64 = 0x9e37_79b9_7f4a_7c15;
+
 /// Serves Streamable HTTP requests against one [`Server`]; see the module docs.
 #[derive(Debug)]
 pub struct HttpEndpoint {
@@ -383,7 +413,7 @@ pub struct HttpEndpoint {
     /// The next endpoint-unique request id.
     next_key: i64,
     /// Requests being answered, by endpoint id.
-    exchanges: HashMap<i64, Exchange>,
+    exchanges: KeyMap<Exchange>,
     /// Server→client requests awaiting the client's response, by session and the id the
     /// client saw: the exchange, and the machine's own id of the request.
     server_requests: HashMap<(Option<String>, RequestId), (i64, RequestId)>,
@@ -396,7 +426,7 @@ pub struct HttpEndpoint {
     /// Where the shared part of the sessions is kept, when several processes serve them.
     session_store: Option<Box<dyn SessionStore>>,
     /// Standalone `GET` streams, by key (the same key space as exchanges).
-    listeners: HashMap<i64, Listener>,
+    listeners: KeyMap<Listener>,
     /// The next resumable stream number.
     next_stream: u64,
     /// The next attachment number.
@@ -423,13 +453,13 @@ impl HttpEndpoint {
             server,
             config,
             next_key: 0,
-            exchanges: HashMap::new(),
+            exchanges: KeyMap::default(),
             server_requests: HashMap::new(),
             sessions: None,
             ready: BTreeSet::new(),
             store: None,
             session_store: None,
-            listeners: HashMap::new(),
+            listeners: KeyMap::default(),
             next_stream: 1,
             next_attach: 1,
             current_session: None,
@@ -1919,7 +1949,7 @@ fn write_events(out: &mut Vec<u8>, events: impl Iterator<Item = Event>) {
 
 /// Whether `session` has a request being handled, or a client attached to one of its
 /// streams (such a session does not idle out).
-fn busy(exchanges: &HashMap<i64, Exchange>, listeners: &HashMap<i64, Listener>, s: &str) -> bool {
+fn busy(exchanges: &KeyMap<Exchange>, listeners: &KeyMap<Listener>, s: &str) -> bool {
     exchanges
         .values()
         .any(|e| e.session.as_deref() == Some(s) && (e.attach.is_some() || !e.streaming))
