@@ -681,11 +681,11 @@ impl HttpEndpoint {
                 Some(GateVerdict::Answer(response)) => HttpReply::Complete(response),
                 Some(GateVerdict::Pass { principal }) => {
                     self.server.set_principal(principal);
-                    self.dispatch(now, request)
+                    self.dispatch(now, request, close)
                 }
                 None => {
                     self.server.set_principal(principal.map(str::to_owned));
-                    self.dispatch(now, request)
+                    self.dispatch(now, request, close)
                 }
             }
         };
@@ -868,7 +868,8 @@ impl HttpEndpoint {
         None
     }
 
-    fn dispatch(&mut self, now: Instant, http: &HttpRequest) -> HttpReply {
+    /// `close`: the connection ends after this request (it does not keep it alive).
+    fn dispatch(&mut self, now: Instant, http: &HttpRequest, close: bool) -> HttpReply {
         let complete = HttpReply::Complete;
         if http.path() != self.config.path {
             return complete(HttpResponse::new(404));
@@ -912,7 +913,7 @@ impl HttpEndpoint {
         // A request with an object (or no) params, the common case, is read in one pass;
         // anything else the general way.
         if let Some((request, params)) = jsonrpc::decode_request_object(&http.body) {
-            return self.request(now, request, Some(params), http);
+            return self.request(now, request, Some(params), http, close);
         }
         let message = match Message::decode(&http.body) {
             Ok(m) => m,
@@ -944,7 +945,7 @@ impl HttpEndpoint {
             if params.is_some() {
                 request.params = None;
             }
-            return self.request(now, request, params, http);
+            return self.request(now, request, params, http, close);
         }
         // A notification or response belongs to the session it names, if any.
         let session = match http.header(MCP_SESSION_ID) {
@@ -969,6 +970,7 @@ impl HttpEndpoint {
         request: Request,
         parsed: Option<Map<String, Value>>,
         http: &HttpRequest,
+        close: bool,
     ) -> HttpReply {
         let empty = Map::new();
         let params = parsed.as_ref().unwrap_or(&empty);
@@ -1000,7 +1002,6 @@ impl HttpEndpoint {
         }
         let initialize = request.method == "initialize";
         let chunked = http.version == HttpVersion::Http11;
-        let close = !http.keep_alive();
         if era == Era::Legacy && self.sessions.is_some() {
             let request = (request, parsed);
             return self.in_legacy_session(now, request, http, initialize, (chunked, close));
