@@ -241,7 +241,7 @@ impl ExampleAuth {
     }
 
     fn authorize(&mut self, now: Instant, request: &HttpRequest) -> HttpResponse {
-        let query = request.target.split_once('?').map_or("", |(_, q)| q);
+        let query = request.target().split_once('?').map_or("", |(_, q)| q);
         let p = match params(query) {
             Ok(p) => p,
             Err(e) => return bad_request(&e),
@@ -378,7 +378,7 @@ impl ExampleAuth {
 
 impl RequestGate for ExampleAuth {
     fn check(&mut self, now: Instant, request: &HttpRequest) -> GateVerdict {
-        let method = request.method.as_str();
+        let method = request.method();
         let response = match (method, request.path()) {
             (_, "/mcp") => return self.guard(now, request),
             ("GET", p) if p == PRM_PATH || p == format!("{PRM_PATH}/mcp") => {
@@ -477,7 +477,7 @@ fn unauthorized(challenge: String) -> HttpResponse {
 
 fn found(location: &str) -> HttpResponse {
     HttpResponse::new(302)
-        .with_header("Location", location)
+        .with_header("Location", location.to_owned())
         .with_header("Cache-Control", "no-store")
 }
 

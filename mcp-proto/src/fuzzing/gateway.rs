@@ -30,7 +30,7 @@ pub fn gateway(data: &[u8]) {
         if let Some((name, value)) = line.split_once(':') {
             let name = name.trim();
             if !name.is_empty() && name.bytes().all(|b| b.is_ascii_graphic()) {
-                request = request.with_header(name, value.trim().as_bytes().to_vec());
+                request = request.with_header(name, value.trim());
             }
         }
     }

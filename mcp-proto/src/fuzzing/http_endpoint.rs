@@ -152,23 +152,25 @@ pub fn http_endpoint(data: &[u8]) {
 impl Harness {
     fn serve(&mut self, request: &HttpRequest) {
         let now = Instant::ZERO;
-        let mut request = request.clone();
-        for (_, value) in &mut request.headers {
-            let with = match value.as_slice() {
-                b"$session" => self.session.clone(),
-                b"$last" => self.last_event.clone(),
+        let mut with =
+            HttpRequest::new(request.method(), request.target()).with_body(request.body.clone());
+        with.version = request.version;
+        for (name, value) in request.headers() {
+            let value = match value {
+                b"$session" => self.session.as_deref(),
+                b"$last" => self.last_event.as_deref(),
                 _ => None,
-            };
-            if let Some(with) = with {
-                *value = with;
             }
+            .unwrap_or(value);
+            with = with.with_header(name, value);
         }
+        let request = with;
         let request = &request;
         let id = client_id(&request.body);
         let request_len = request_len(request);
         match self.endpoint.handle_request(now, request) {
             HttpReply::Complete(response) => {
-                check_complete(&response, &request.method, id.as_ref(), request_len);
+                check_complete(&response, request.method(), id.as_ref(), request_len);
                 if let Some(s) = response.header("mcp-session-id") {
                     self.session = Some(s.as_bytes().to_vec());
                 }
@@ -266,12 +268,8 @@ fn client_id(body: &[u8]) -> Option<RequestId> {
 
 /// The bytes of a request as the client sent them, about.
 fn request_len(request: &HttpRequest) -> usize {
-    let headers: usize = request
-        .headers
-        .iter()
-        .map(|(n, v)| n.len() + v.len() + 4)
-        .sum();
-    request.method.len() + request.target.len() + headers + request.body.len() + 16
+    let headers: usize = request.headers().map(|(n, v)| n.len() + v.len() + 4).sum();
+    request.method().len() + request.target().len() + headers + request.body.len() + 16
 }
 
 /// Reads `wire` back with the crate's response reader: the head, the body and whether

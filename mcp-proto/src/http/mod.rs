@@ -28,8 +28,8 @@ pub mod xmcp;
 pub use error::{ResponseError, ReuseError};
 pub use head::{HttpVersion, ResponseHead};
 pub use limits::HttpLimits;
-pub(crate) use request::HeadRef;
 pub use request::{ACCEPT_JSON_AND_SSE, RequestError, RequestHead};
+pub(crate) use request::{HeadRef, decimal};
 pub use response::{ResponseEvent, ResponseReader};
 pub use url::{EndpointUrl, Scheme, UrlError};
 

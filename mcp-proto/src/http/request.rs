@@ -239,7 +239,7 @@ fn is_tchar(b: u8) -> bool {
 }
 
 /// `n` in decimal, written at the end of `digits`.
-fn decimal(mut n: usize, digits: &mut [u8; 20]) -> &[u8] {
+pub(crate) fn decimal(mut n: usize, digits: &mut [u8; 20]) -> &[u8] {
     let mut at = digits.len();
     loop {
         at -= 1;

@@ -265,7 +265,7 @@ pub fn is_valid_header_name(name: &str) -> bool {
 /// that is not an object has no annotations.
 pub fn tool_param_headers(input_schema: &Value) -> Result<Vec<ParamHeader>, InvalidAnnotation> {
     let mut out: Vec<ParamHeader> = Vec::new();
-    if !input_schema.is_object() {
+    if !input_schema.is_object() || !may_annotate(input_schema, 0) {
         return Ok(out);
     }
     let mut crumbs: Vec<Crumb<'_>> = Vec::new();
@@ -331,6 +331,22 @@ pub fn tool_param_headers(input_schema: &Value) -> Result<Vec<ParamHeader>, Inva
         stack.extend(children.drain(..).rev());
     }
     Ok(out)
+}
+
+/// Whether `x-mcp-header` may be a key somewhere in `value`: false only when it is not a
+/// key of any object in it, so the walk above, which looks at fewer places, would find
+/// nothing. Costs no allocation; past a nesting depth it gives up and says true.
+fn may_annotate(value: &Value, depth: usize) -> bool {
+    const DEPTH: usize = 32;
+    match value {
+        Value::Object(obj) => {
+            depth >= DEPTH
+                || obj.contains_key(X_MCP_HEADER)
+                || obj.values().any(|v| may_annotate(v, depth + 1))
+        }
+        Value::Array(items) => depth >= DEPTH || items.iter().any(|v| may_annotate(v, depth + 1)),
+        _ => false,
+    }
 }
 
 /// Records one step and returns its index.
@@ -533,6 +549,15 @@ mod tests {
             panic!("expected a duplicate")
         };
         assert_eq!((name.as_str(), other.as_str()), ("h3", "H3"));
+    }
+
+    #[test]
+    fn unannotated_schemas_declare_nothing() {
+        let plain = json!({"type": "object", "properties": {"text": {"type": "string"}},
+                           "required": ["text"], "items": [{"enum": ["x-mcp-header"]}]});
+        assert_eq!(tool_param_headers(&plain), Ok(Vec::new()));
+        let only_data = json!({"type": "object", "default": {"x-mcp-header": "Nope"}});
+        assert_eq!(tool_param_headers(&only_data), Ok(Vec::new()));
     }
 
     #[test]

@@ -165,6 +165,7 @@
 
 use crate::Instant;
 use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use serde_json::{Map, Value, json};
 
@@ -375,6 +376,35 @@ struct Exchange {
     listen: bool,
 }
 
+/// A map by endpoint key ([`HttpEndpoint::fresh_key`]), hashed with [`KeyHasher`].
+type KeyMap<V> = HashMap<i64, V, BuildHasherDefault<KeyHasher>>;
+
+/// Hashes endpoint keys with one multiplication instead of SipHash: the keys are counters
+/// the endpoint hands out itself, never chosen by a peer, so there is no flooding to
+/// resist. The odd multiplier spreads consecutive keys over both the low bits (the
+/// bucket) and the high bits (the tag) of the hash.
+#[derive(Clone, Copy, Debug, Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(*b)).wrapping_mul(KEY_MULTIPLIER);
+        }
+    }
+
+    fn write_i64(&mut self, n: i64) {
+        self.0 = (self.0 ^ n.cast_unsigned()).wrapping_mul(KEY_MULTIPLIER);
+    }
+}
+
+/// 2^64 divided by the golden ratio, made odd.
+const KEY_MULTIPLIER: u64 = 0x9e37_79b9_7f4a_7c15;
+
 /// Serves Streamable HTTP requests against one [`Server`]; see the module docs.
 #[derive(Debug)]
 pub struct HttpEndpoint {
@@ -383,7 +413,7 @@ pub struct HttpEndpoint {
     /// The next endpoint-unique request id.
     next_key: i64,
     /// Requests being answered, by endpoint id.
-    exchanges: HashMap<i64, Exchange>,
+    exchanges: KeyMap<Exchange>,
     /// Server→client requests awaiting the client's response, by session and the id the
     /// client saw: the exchange, and the machine's own id of the request.
     server_requests: HashMap<(Option<String>, RequestId), (i64, RequestId)>,
@@ -396,7 +426,7 @@ pub struct HttpEndpoint {
     /// Where the shared part of the sessions is kept, when several processes serve them.
     session_store: Option<Box<dyn SessionStore>>,
     /// Standalone `GET` streams, by key (the same key space as exchanges).
-    listeners: HashMap<i64, Listener>,
+    listeners: KeyMap<Listener>,
     /// The next resumable stream number.
     next_stream: u64,
     /// The next attachment number.
@@ -423,13 +453,13 @@ impl HttpEndpoint {
             server,
             config,
             next_key: 0,
-            exchanges: HashMap::new(),
+            exchanges: KeyMap::default(),
             server_requests: HashMap::new(),
             sessions: None,
             ready: BTreeSet::new(),
             store: None,
             session_store: None,
-            listeners: HashMap::new(),
+            listeners: KeyMap::default(),
             next_stream: 1,
             next_attach: 1,
             current_session: None,
@@ -651,11 +681,11 @@ impl HttpEndpoint {
                 Some(GateVerdict::Answer(response)) => HttpReply::Complete(response),
                 Some(GateVerdict::Pass { principal }) => {
                     self.server.set_principal(principal);
-                    self.dispatch(now, request)
+                    self.dispatch(now, request, close)
                 }
                 None => {
                     self.server.set_principal(principal.map(str::to_owned));
-                    self.dispatch(now, request)
+                    self.dispatch(now, request, close)
                 }
             }
         };
@@ -664,7 +694,7 @@ impl HttpEndpoint {
                 if close && !response.closes_connection() {
                     response = response.with_header("Connection", "close");
                 }
-                if request.method == "HEAD" {
+                if request.method() == "HEAD" {
                     response.body.clear();
                 }
                 HttpReply::Complete(response)
@@ -838,24 +868,25 @@ impl HttpEndpoint {
         None
     }
 
-    fn dispatch(&mut self, now: Instant, http: &HttpRequest) -> HttpReply {
+    /// `close`: the connection ends after this request (it does not keep it alive).
+    fn dispatch(&mut self, now: Instant, http: &HttpRequest, close: bool) -> HttpReply {
         let complete = HttpReply::Complete;
         if http.path() != self.config.path {
             return complete(HttpResponse::new(404));
         }
         let stateful =
             self.sessions.is_some() && self.server.config().versions.newest(Era::Legacy).is_some();
-        if http.method == "DELETE" && stateful {
+        if http.method() == "DELETE" && stateful {
             return complete(self.end_session(now, http));
         }
         let modern_get = http
             .header(MCP_PROTOCOL_VERSION)
             .and_then(ProtocolVersion::parse)
             .is_some_and(|v| v.era() == Era::Modern);
-        if http.method == "GET" && stateful && !modern_get {
+        if http.method() == "GET" && stateful && !modern_get {
             return self.get_stream(now, http);
         }
-        if http.method != "POST" {
+        if http.method() != "POST" {
             let allow = if stateful {
                 "GET, POST, DELETE"
             } else {
@@ -882,7 +913,7 @@ impl HttpEndpoint {
         // A request with an object (or no) params, the common case, is read in one pass;
         // anything else the general way.
         if let Some((request, params)) = jsonrpc::decode_request_object(&http.body) {
-            return self.request(now, request, Some(params), http);
+            return self.request(now, request, Some(params), http, close);
         }
         let message = match Message::decode(&http.body) {
             Ok(m) => m,
@@ -914,7 +945,7 @@ impl HttpEndpoint {
             if params.is_some() {
                 request.params = None;
             }
-            return self.request(now, request, params, http);
+            return self.request(now, request, params, http, close);
         }
         // A notification or response belongs to the session it names, if any.
         let session = match http.header(MCP_SESSION_ID) {
@@ -939,6 +970,7 @@ impl HttpEndpoint {
         request: Request,
         parsed: Option<Map<String, Value>>,
         http: &HttpRequest,
+        close: bool,
     ) -> HttpReply {
         let empty = Map::new();
         let params = parsed.as_ref().unwrap_or(&empty);
@@ -970,7 +1002,6 @@ impl HttpEndpoint {
         }
         let initialize = request.method == "initialize";
         let chunked = http.version == HttpVersion::Http11;
-        let close = !http.keep_alive();
         if era == Era::Legacy && self.sessions.is_some() {
             let request = (request, parsed);
             return self.in_legacy_session(now, request, http, initialize, (chunked, close));
@@ -1919,7 +1950,7 @@ fn write_events(out: &mut Vec<u8>, events: impl Iterator<Item = Event>) {
 
 /// Whether `session` has a request being handled, or a client attached to one of its
 /// streams (such a session does not idle out).
-fn busy(exchanges: &HashMap<i64, Exchange>, listeners: &HashMap<i64, Listener>, s: &str) -> bool {
+fn busy(exchanges: &KeyMap<Exchange>, listeners: &KeyMap<Listener>, s: &str) -> bool {
     exchanges
         .values()
         .any(|e| e.session.as_deref() == Some(s) && (e.attach.is_some() || !e.streaming))

@@ -152,12 +152,12 @@ fn check<'s>(
     if !modern {
         return Ok(None);
     }
-    if request.method != "POST" {
+    if request.method() != "POST" {
         return Err(GatewayRejection {
             status: 405,
             reason: format!(
                 "{} is not served: a 2026-07-28 endpoint takes POST",
-                request.method
+                request.method()
             ),
         });
     }

@@ -36,6 +36,7 @@
 //! [`HttpResponse::for_request_error`]: super::HttpResponse::for_request_error
 
 use std::collections::VecDeque;
+use std::mem::MaybeUninit;
 
 use crate::http::HttpVersion;
 use crate::http::scan::{block_end, leading_empty_line};
@@ -144,39 +145,118 @@ impl HttpRequestError {
 }
 
 /// One HTTP request: head and whole body.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// The head is held as one byte buffer (the request line and header fields as read)
+/// with the position of the method, the target and each field's name and value in it;
+/// the accessors borrow from it.
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct HttpRequest {
-    /// The method, as sent (case-sensitive: `POST`).
-    pub method: String,
-    /// The request target, as sent (`/mcp`, `/mcp?x=1`, or absolute-form).
-    pub target: String,
+    /// Holds the method, the target and every field name and value, at the spans below.
+    text: Vec<u8>,
+    method: Span,
+    target: Span,
+    /// Each field's (name, value), in order.
+    fields: Vec<(Span, Span)>,
     /// The protocol version of the request line.
     pub version: HttpVersion,
-    /// The header fields in order, names as received, values with surrounding SP/HTAB
-    /// removed and otherwise as raw bytes (they may hold `obs-text`).
-    pub headers: Vec<(String, Vec<u8>)>,
     /// The body.
     pub body: Vec<u8>,
+}
+
+/// Where a part of the head is in [`HttpRequest::text`].
+#[derive(Clone, Copy, Debug)]
+struct Span {
+    start: usize,
+    end: usize,
+}
+
+impl Span {
+    fn of(self, text: &[u8]) -> &[u8] {
+        text.get(self.start..self.end).unwrap_or_default()
+    }
+
+    /// The span of `part`, a slice of `base`.
+    fn within(base: &[u8], part: &[u8]) -> Span {
+        let start = part.as_ptr().addr() - base.as_ptr().addr();
+        Span {
+            start,
+            end: start + part.len(),
+        }
+    }
+
+    /// Appends `part` to `text`; its span.
+    fn push(text: &mut Vec<u8>, part: &[u8]) -> Span {
+        let start = text.len();
+        text.extend_from_slice(part);
+        Span {
+            start,
+            end: text.len(),
+        }
+    }
+}
+
+impl PartialEq for HttpRequest {
+    fn eq(&self, other: &Self) -> bool {
+        self.method() == other.method()
+            && self.target() == other.target()
+            && self.version == other.version
+            && self.fields.len() == other.fields.len()
+            && self.headers().eq(other.headers())
+            && self.body == other.body
+    }
+}
+
+impl Eq for HttpRequest {}
+
+impl std::fmt::Debug for HttpRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let headers: Vec<_> = self
+            .headers()
+            .map(|(n, v)| (n, String::from_utf8_lossy(v)))
+            .collect();
+        f.debug_struct("HttpRequest")
+            .field("method", &self.method())
+            .field("target", &self.target())
+            .field("version", &self.version)
+            .field("headers", &headers)
+            .field("body", &String::from_utf8_lossy(&self.body))
+            .finish()
+    }
 }
 
 impl HttpRequest {
     /// An HTTP/1.1 request with no headers and no body (for tests and other transports).
     #[must_use]
-    pub fn new(method: impl Into<String>, target: impl Into<String>) -> Self {
+    pub fn new(method: impl AsRef<str>, target: impl AsRef<str>) -> Self {
+        let mut text = Vec::new();
+        let method = Span::push(&mut text, method.as_ref().as_bytes());
+        let target = Span::push(&mut text, target.as_ref().as_bytes());
         HttpRequest {
-            method: method.into(),
-            target: target.into(),
+            text,
+            method,
+            target,
+            fields: Vec::new(),
             version: HttpVersion::Http11,
-            headers: Vec::new(),
             body: Vec::new(),
         }
     }
 
     /// The same request with one more header field.
     #[must_use]
-    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<Vec<u8>>) -> Self {
-        self.headers.push((name.into(), value.into()));
+    pub fn with_header(mut self, name: impl AsRef<str>, value: impl AsRef<[u8]>) -> Self {
+        let name = Span::push(&mut self.text, name.as_ref().as_bytes());
+        let value = Span::push(&mut self.text, value.as_ref());
+        self.fields.push((name, value));
+        self
+    }
+
+    /// The same request without any `name` header field (compared case-insensitively).
+    #[must_use]
+    pub fn without_header(mut self, name: &str) -> Self {
+        let text = &self.text;
+        self.fields
+            .retain(|(n, _)| !n.of(text).eq_ignore_ascii_case(name.as_bytes()));
         self
     }
 
@@ -185,6 +265,27 @@ impl HttpRequest {
     pub fn with_body(mut self, body: impl Into<Vec<u8>>) -> Self {
         self.body = body.into();
         self
+    }
+
+    /// The method, as sent (case-sensitive: `POST`).
+    #[must_use]
+    pub fn method(&self) -> &str {
+        std::str::from_utf8(self.method.of(&self.text)).unwrap_or_default()
+    }
+
+    /// The request target, as sent (`/mcp`, `/mcp?x=1`, or absolute-form).
+    #[must_use]
+    pub fn target(&self) -> &str {
+        std::str::from_utf8(self.target.of(&self.text)).unwrap_or_default()
+    }
+
+    /// The header fields in order: names as received, values with surrounding SP/HTAB
+    /// removed and otherwise as raw bytes (they may hold `obs-text`).
+    pub fn headers(&self) -> impl ExactSizeIterator<Item = (&str, &[u8])> + '_ {
+        self.fields.iter().map(|(n, v)| {
+            let name = std::str::from_utf8(n.of(&self.text)).unwrap_or_default();
+            (name, v.of(&self.text))
+        })
     }
 
     /// The first value of header `name` (compared case-insensitively), if it is UTF-8.
@@ -196,18 +297,16 @@ impl HttpRequest {
     /// The first value of header `name` (compared case-insensitively), as raw bytes.
     #[must_use]
     pub fn header_bytes(&self, name: &str) -> Option<&[u8]> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_slice())
+        self.header_all(name).next()
     }
 
     /// Every value of header `name` (compared case-insensitively), in order.
-    pub fn header_all<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a [u8]> + 'a {
-        self.headers
+    pub fn header_all<'a>(&'a self, name: &str) -> impl Iterator<Item = &'a [u8]> {
+        let text = &self.text;
+        self.fields
             .iter()
-            .filter(move |(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_slice())
+            .filter(move |(n, _)| n.of(text).eq_ignore_ascii_case(name.as_bytes()))
+            .map(move |(_, v)| v.of(text))
     }
 
     /// The comma-separated elements of every `name` header, trimmed, empty ones skipped.
@@ -222,7 +321,7 @@ impl HttpRequest {
     /// (`http://host/mcp`) without scheme and authority.
     #[must_use]
     pub fn path(&self) -> &str {
-        let mut t = self.target.as_str();
+        let mut t = self.target();
         for scheme in ["http://", "https://"] {
             if let Some(rest) = t
                 .get(..scheme.len())
@@ -575,14 +674,26 @@ fn append_body(body: &mut Vec<u8>, chunk: &[u8], remaining: usize) {
     body.extend_from_slice(chunk);
 }
 
+/// Header slots parsed into on the stack; a head with more fields is parsed again with
+/// as many slots as it may need.
+const STACK_FIELDS: usize = 32;
+
 /// Parses a complete head block (request line through the empty line).
 fn parse_head(block: &[u8], max_headers: usize) -> Result<HttpRequest, HttpRequestError> {
     // A field line takes at least three bytes ("a:\n"): this many slots cannot be
     // outnumbered by a block within `max_headers`, and the allocation stays bounded.
     let slots = max_headers.min(block.len() / 3 + 1);
-    let mut fields = vec![httparse::EMPTY_HEADER; slots];
-    let mut parsed = httparse::Request::new(&mut fields);
-    match parsed.parse(block) {
+    let mut stack = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; STACK_FIELDS];
+    let mut heap = Vec::new();
+    let mut parsed = httparse::Request::new(&mut []);
+    let mut outcome =
+        parsed.parse_with_uninit_headers(block, &mut stack[..slots.min(STACK_FIELDS)]);
+    if slots > STACK_FIELDS && outcome == Err(httparse::Error::TooManyHeaders) {
+        heap.reserve_exact(slots);
+        parsed = httparse::Request::new(&mut []);
+        outcome = parsed.parse_with_uninit_headers(block, &mut heap.spare_capacity_mut()[..slots]);
+    }
+    match outcome {
         Ok(httparse::Status::Complete(_)) => {}
         Ok(httparse::Status::Partial) => {
             return Err(HttpRequestError::InvalidHead {
@@ -605,13 +716,19 @@ fn parse_head(block: &[u8], max_headers: usize) -> Result<HttpRequest, HttpReque
         });
     };
     let request = HttpRequest {
-        method: method.to_owned(),
-        target: target.to_owned(),
+        text: block.to_vec(),
+        method: Span::within(block, method.as_bytes()),
+        target: Span::within(block, target.as_bytes()),
         version,
-        headers: parsed
+        fields: parsed
             .headers
             .iter()
-            .map(|h| (h.name.to_owned(), trim_ows(h.value).to_vec()))
+            .map(|h| {
+                (
+                    Span::within(block, h.name.as_bytes()),
+                    Span::within(block, trim_ows(h.value)),
+                )
+            })
             .collect(),
         body: Vec::new(),
     };

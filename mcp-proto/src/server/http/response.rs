@@ -1,6 +1,9 @@
 //! Writing HTTP/1.1 responses: whole ones ([`HttpResponse`]) and SSE streams whose end
 //! is not known when the head goes out ([`HttpStream`]).
 
+use std::borrow::Cow;
+
+use crate::http::decimal;
 use crate::jsonrpc::{self, ErrorObject, RequestId, codes};
 
 use super::reader::HttpRequestError;
@@ -12,8 +15,9 @@ pub struct HttpResponse {
     /// The status code.
     pub status: u16,
     /// Header fields in order. `Content-Length` and `Transfer-Encoding` are ignored by
-    /// [`HttpResponse::write`], which frames the body itself.
-    pub headers: Vec<(String, String)>,
+    /// [`HttpResponse::write`], which frames the body itself. Names and values known in
+    /// advance are borrowed (`&'static str`), so a response costs no allocation for them.
+    pub headers: Vec<(Cow<'static, str>, Cow<'static, str>)>,
     /// The body.
     pub body: Vec<u8>,
 }
@@ -31,16 +35,20 @@ impl HttpResponse {
 
     /// The same response with one more header field.
     #[must_use]
-    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+    pub fn with_header(
+        mut self,
+        name: impl Into<Cow<'static, str>>,
+        value: impl Into<Cow<'static, str>>,
+    ) -> Self {
         self.headers.push((name.into(), value.into()));
         self
     }
 
     /// The same response with this body and `Content-Type`.
     #[must_use]
-    pub fn with_body(mut self, content_type: &str, body: Vec<u8>) -> Self {
+    pub fn with_body(mut self, content_type: &'static str, body: Vec<u8>) -> Self {
         self.headers
-            .push(("Content-Type".to_owned(), content_type.to_owned()));
+            .push((Cow::Borrowed("Content-Type"), Cow::Borrowed(content_type)));
         self.body = body;
         self
     }
@@ -67,7 +75,7 @@ impl HttpResponse {
         self.headers
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+            .map(|(_, v)| v.as_ref())
     }
 
     /// Whether the response says `Connection: close`: the adapter closes the connection
@@ -88,7 +96,9 @@ impl HttpResponse {
         self.write_head(out);
         let bodiless = matches!(self.status, 100..=199 | 204 | 304);
         if !bodiless {
-            out.extend_from_slice(format!("Content-Length: {}\r\n", self.body.len()).as_bytes());
+            out.extend_from_slice(b"Content-Length: ");
+            out.extend_from_slice(decimal(self.body.len(), &mut [0; 20]));
+            out.extend_from_slice(b"\r\n");
         }
         out.extend_from_slice(b"\r\n");
         if !bodiless {
@@ -103,9 +113,11 @@ impl HttpResponse {
         } else {
             500
         };
-        out.extend_from_slice(
-            format!("HTTP/1.1 {status} {}\r\n", reason_phrase(status)).as_bytes(),
-        );
+        out.extend_from_slice(b"HTTP/1.1 ");
+        out.extend_from_slice(decimal(usize::from(status), &mut [0; 20]));
+        out.push(b' ');
+        out.extend_from_slice(reason_phrase(status).as_bytes());
+        out.extend_from_slice(b"\r\n");
         for (name, value) in &self.headers {
             let framing = name.eq_ignore_ascii_case("content-length")
                 || name.eq_ignore_ascii_case("transfer-encoding");
@@ -218,7 +230,8 @@ impl HttpStream {
         }
         match self.framing {
             Framing::Chunked => {
-                out.extend_from_slice(format!("{:x}\r\n", data.len()).as_bytes());
+                write_hex(out, data.len());
+                out.extend_from_slice(b"\r\n");
                 out.extend_from_slice(data);
                 out.extend_from_slice(b"\r\n");
             }
@@ -270,6 +283,14 @@ pub(super) fn sse_event_with_id(
     }
 }
 
+/// Appends `n` in lower-case hexadecimal (a chunk size).
+fn write_hex(out: &mut Vec<u8>, n: usize) {
+    let digits = (usize::BITS - n.leading_zeros()).div_ceil(4).max(1);
+    for i in (0..digits).rev() {
+        out.push(b"0123456789abcdef"[(n >> (4 * i)) & 0xf]);
+    }
+}
+
 /// RFC 9110 `token`.
 fn is_token(s: &str) -> bool {
     !s.is_empty()
@@ -308,5 +329,17 @@ fn reason_phrase(status: u16) -> &'static str {
         504 => "Gateway Timeout",
         505 => "HTTP Version Not Supported",
         _ => "Unknown",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn chunk_sizes_are_lower_case_hex() {
+        for n in [0, 1, 9, 10, 15, 16, 255, 256, 0xabc, 0x10000, usize::MAX] {
+            let mut out = Vec::new();
+            super::write_hex(&mut out, n);
+            assert_eq!(out, format!("{n:x}").into_bytes(), "{n}");
+        }
     }
 }

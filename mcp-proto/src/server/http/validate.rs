@@ -84,11 +84,7 @@ pub(crate) fn single_header<'a>(
     http: &'a HttpRequest,
     name: &str,
 ) -> Result<Option<&'a [u8]>, ErrorObject> {
-    let mut values = http
-        .headers
-        .iter()
-        .filter(|(n, _)| n.eq_ignore_ascii_case(name))
-        .map(|(_, v)| v.as_slice());
+    let mut values = http.header_all(name);
     let first = values.next();
     if let Some(first) = first
         && values.any(|v| v != first)
