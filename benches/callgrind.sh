@@ -7,12 +7,13 @@
 #   bash benches/callgrind.sh machine_roundtrip "64B legacy"
 #   bash benches/callgrind.sh machine_roundtrip "64B modern" 10000 --toggle-collect='*client_half_*'
 #   bash benches/callgrind.sh stdio_roundtrip "blocking 64B modern" 5000
-#   bash benches/callgrind.sh jsonrpc_decode "^decode echo 64KiB legacy" 2000
+#   bash benches/callgrind.sh jsonrpc_decode "decode echo 64KiB legacy" 2000
 #
 # Runs the bench binary under `valgrind --tool=callgrind` twice, with MCP_BENCH_QUIET=1 and
 # MCP_BENCH_ITERS=N, then 2N, and prints (Ir(2N) - Ir(N)) / N: the setup (process start,
-# connection, fixtures) cancels out. FILTER words select exactly one case (every word must
-# be in the case's name; run the bench normally to see the names). Profiles stay in
+# connection, fixtures) cancels out. FILTER must select exactly one case: as words (every
+# word in the case's name) or, when the words select several, as one phrase (see
+# one_case.sh; run the bench normally to see the names). Profiles stay in
 # target/callgrind/ for `callgrind_annotate --inclusive=yes FILE`.
 #
 # Only the process the bench runs in is counted: the stdio benches' server child runs
@@ -34,13 +35,15 @@ bin=$(cargo bench -p mcp-benches --bench "$bench" --no-run --message-format=json
 out="$root/target/callgrind"
 mkdir -p "$out"
 tag=$(echo "$bench $filter $*" | tr -c "A-Za-z0-9\n" "_" | sed "s/__*/_/g; s/_$//")
+# shellcheck source=benches/one_case.sh
+source "$root/benches/one_case.sh"
+select_one_case "$filter" || exit 1
 
 count() {
     local iters=$1 file="$out/$tag.$1.out"
     shift
-    # shellcheck disable=SC2086 # the filter is split into words on purpose
     MCP_BENCH_QUIET=1 MCP_BENCH_ITERS=$iters valgrind --tool=callgrind \
-        --callgrind-out-file="$file" "$@" "$bin" $filter >/dev/null 2>"$file.log" || {
+        --callgrind-out-file="$file" "$@" "$bin" "${case_args[@]}" >/dev/null 2>"$file.log" || {
         echo "the bench failed under valgrind; see $file.log:" >&2
         tail -5 "$file.log" >&2
         return 1

@@ -29,22 +29,26 @@ bin=$(cargo bench -p mcp-benches --bench "$bench" --no-run --message-format=json
 out="$target/callgrind"
 mkdir -p "$out"
 tag=server_$(echo "$bench $filter" | tr -c "A-Za-z0-9\n" "_" | sed "s/__*/_/g; s/_$//")
+# shellcheck source=benches/one_case.sh
+source "$root/benches/one_case.sh"
+select_one_case "$filter" || exit 1
 
 # Prints the profile of the server process and its instruction count.
 count() {
     local iters=$1
     rm -f "$out/$tag.$iters".*.out
-    # shellcheck disable=SC2086 # the filter is split into words on purpose
     MCP_BENCH_QUIET=1 MCP_BENCH_ITERS=$iters valgrind --tool=callgrind --trace-children=yes \
-        --callgrind-out-file="$out/$tag.$iters.%p.out" "$bin" $filter \
+        --callgrind-out-file="$out/$tag.$iters.%p.out" "$bin" "${case_args[@]}" \
         >/dev/null 2>"$out/$tag.$iters.log" || {
         echo "the bench failed under valgrind; see $out/$tag.$iters.log:" >&2
         tail -5 "$out/$tag.$iters.log" >&2
         return 1
     }
+    # Processes of the bench binary only: closing a stdio server kills its process group
+    # through `/bin/sh -c kill`, which valgrind follows too.
     local files
-    files=$(ls "$out/$tag.$iters".*.out)
-    if [[ $(echo "$files" | wc -l) -ne 2 ]]; then
+    files=$(grep -l -m1 "^cmd: *$bin" "$out/$tag.$iters".*.out || true)
+    if [[ $(grep -c . <<<"$files") -ne 2 ]]; then
         echo "\"$filter\" must start exactly one server (run the bench to see the case names)" >&2
         return 1
     fi
