@@ -489,8 +489,9 @@ pub fn check_nesting(bytes: &[u8], max_depth: usize) -> Result<(), DecodeError> 
 fn nesting_within(bytes: &[u8], max_depth: usize) -> bool {
     // Every level opens with a `[` or `{`: text with no more of them than `max_depth`
     // (counting those in strings too, which can only overcount) is within the limit.
-    // Counting is a loop the compiler vectorises, much cheaper than the walk below.
-    if bytes.len() <= max_depth || opening_brackets(bytes) <= max_depth {
+    // A vectorised search finds them (a long string holds none to stop at), much cheaper
+    // than the walk below, which steps over strings byte by byte.
+    if opening_brackets_within(bytes, max_depth) {
         return true;
     }
     let mut depth = 0usize;
@@ -518,25 +519,9 @@ fn nesting_within(bytes: &[u8], max_depth: usize) -> bool {
     true
 }
 
-/// How many `[` and `{` bytes `bytes` holds, wherever they are. They are the bytes that
-/// read `{` once bit 0x20 is set, counted eight at a time: in `w = (word | 0x20…) ^ 0x7b…`
-/// each such byte is zero, and `!(((w & 0x7f…) + 0x7f…) | w | 0x7f…)` has the high bit
-/// of exactly the zero bytes set.
-fn opening_brackets(bytes: &[u8]) -> usize {
-    const LOW7: u64 = u64::from_ne_bytes([0x7f; 8]);
-    const CASE: u64 = u64::from_ne_bytes([0x20; 8]);
-    const BRACES: u64 = u64::from_ne_bytes([b'{'; 8]);
-    let mut chunks = bytes.chunks_exact(8);
-    let mut count = 0;
-    for chunk in &mut chunks {
-        let mut word = [0; 8];
-        word.copy_from_slice(chunk);
-        let w = (u64::from_ne_bytes(word) | CASE) ^ BRACES;
-        let zeros = !(((w & LOW7).wrapping_add(LOW7)) | w | LOW7);
-        count += zeros.count_ones() as usize;
-    }
-    let tail = chunks.remainder();
-    count + tail.iter().filter(|b| matches!(b, b'[' | b'{')).count()
+/// Whether `bytes` holds no more than `max` `[` and `{` bytes, wherever they are.
+fn opening_brackets_within(bytes: &[u8], max: usize) -> bool {
+    bytes.len() <= max || memchr::memchr2_iter(b'[', b'{', bytes).nth(max).is_none()
 }
 
 /// The index just past the quote that closes the string whose contents start at `from`,
@@ -1071,23 +1056,28 @@ mod tests {
 
     #[test]
     fn opening_brackets_are_counted_exactly() {
+        let count = |bytes: &[u8]| bytes.iter().filter(|b| matches!(b, b'[' | b'{')).count();
+        let within = |bytes: &[u8], max| super::opening_brackets_within(bytes, max);
         for b in 0..=255u8 {
             for len in 0..20 {
                 for at in 0..len {
                     let mut bytes = vec![b'a'; len];
                     bytes[at] = b;
-                    let want = usize::from(b == b'[' || b == b'{');
-                    assert_eq!(
-                        super::opening_brackets(&bytes),
-                        want,
-                        "{b} at {at} of {len}"
-                    );
+                    let n = count(&bytes);
+                    assert!(within(&bytes, n), "{b} at {at} of {len}");
+                    if n > 0 {
+                        assert!(!within(&bytes, n - 1), "{b} at {at} of {len}");
+                    }
                 }
             }
         }
         let mixed = br#"{"a":[{"b":"[{"},[[]],{}],"c":"\{"}"#;
-        let want = mixed.iter().filter(|b| matches!(b, b'[' | b'{')).count();
-        assert_eq!(super::opening_brackets(mixed), want);
+        let n = count(mixed);
+        assert!(within(mixed, n) && !within(mixed, n - 1));
+        // Long text is searched past any alignment.
+        let mut long = vec![b'x'; 4099];
+        long[4097] = b'{';
+        assert!(within(&long, 1) && !within(&long, 0));
     }
 
     #[test]
