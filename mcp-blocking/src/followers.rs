@@ -46,7 +46,7 @@ impl Berth {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Leaves `outcome` for the follower (rung later, see [`Followers::ring_later`]).
+    /// Leaves `outcome` for the follower, who is rung once the driver's lock is released.
     fn deliver(&self, outcome: Result<CallOutput, Error>) {
         self.moor().outcome = Some(outcome);
     }

@@ -46,9 +46,9 @@ impl HttpResponse {
 
     /// The same response with this body and `Content-Type`.
     #[must_use]
-    pub fn with_body(mut self, content_type: &'static str, body: Vec<u8>) -> Self {
+    pub fn with_body(mut self, content_type: impl Into<Cow<'static, str>>, body: Vec<u8>) -> Self {
         self.headers
-            .push((Cow::Borrowed("Content-Type"), Cow::Borrowed(content_type)));
+            .push((Cow::Borrowed("Content-Type"), content_type.into()));
         self.body = body;
         self
     }
