@@ -269,6 +269,13 @@ mod tests {
         }
     }
 
+    /// `call` completed (cancelled): the settle that says so.
+    fn complete(f: &mut Followers, call: CallId) {
+        let mut completed = HashMap::from([(call, Err(CallError::Cancelled))]);
+        f.settle(concerns(&mut completed, &[call], false, false));
+        assert!(completed.is_empty(), "the outcome moved to the berth");
+    }
+
     #[test]
     fn a_completed_call_is_delivered_and_its_follower_leaves_the_waiters() {
         let mut f = Followers::default();
@@ -276,11 +283,9 @@ mod tests {
         let a = f.join(Some(one));
         let b = f.join(Some(two));
         let anyone = f.join(None);
-        let mut completed = HashMap::from([(one, Err(CallError::Cancelled))]);
-        f.settle(concerns(&mut completed, &[one], false, false));
+        complete(&mut f, one);
         // Delivered and taken from the list; the waiter for anything is told to look
         // (a call completed); the other call's follower sleeps on.
-        assert!(completed.is_empty(), "the outcome moved to the berth");
         assert!(rung(&f, &a) && rung(&f, &anyone) && !rung(&f, &b));
         assert_eq!(f.waiters.len(), 2);
         assert!(matches!(
@@ -302,15 +307,13 @@ mod tests {
         f.hand_over();
         assert!(rung(&f, &a) && !rung(&f, &b));
         // Before `a` woke to lead, a thread that started a call fed its outcome.
-        let mut completed = HashMap::from([(one, Err(CallError::Cancelled))]);
-        f.settle(concerns(&mut completed, &[one], false, false));
+        complete(&mut f, one);
         assert!(rung(&f, &b), "the next follower is rung to lead");
         // Once someone leads, a later delivery hands nothing over.
         f.to_ring.clear();
         f.led();
         let c = f.join(Some(CallId::from_raw(3)));
-        let mut completed = HashMap::from([(two, Err(CallError::Cancelled))]);
-        f.settle(concerns(&mut completed, &[two], false, false));
+        complete(&mut f, two);
         assert!(rung(&f, &b) && !rung(&f, &c));
     }
 
@@ -341,8 +344,7 @@ mod tests {
         let a = f.join(Some(one));
         // The sleep timed out; before the follower locked again, its call completed.
         assert!(a.sleep(Duration::ZERO).is_none());
-        let mut completed = HashMap::from([(one, Err(CallError::Cancelled))]);
-        f.settle(concerns(&mut completed, &[one], false, false));
+        complete(&mut f, one);
         assert!(matches!(f.leave(a), Some(Err(_))));
         assert!(f.is_empty());
         // The berth is kept for the next follower, empty.
