@@ -248,9 +248,7 @@ impl<F: Flavour> Link<F> {
 
     /// The outcome of the call `call`, if it completed already (without driving).
     pub(crate) fn poll_outcome(&self, call: CallId) -> Option<Result<CallOutput, Error>> {
-        let mut d = self.lock();
-        let outcome = d.io.completed.remove(&call)?;
-        Some(outcome.map_err(|e| Error::call(e, d.core.endpoint())))
+        self.lock().take_outcome(call)
     }
 
     /// Runs until the call `call` (started with [`Link::start`]) completes.
@@ -267,8 +265,8 @@ impl<F: Flavour> Link<F> {
         mut seen: u64,
     ) -> Result<CallOutput, Error> {
         let waited = self.wait(d, Some(call), None, |d| {
-            if let Some(outcome) = d.io.completed.remove(&call) {
-                return Some(outcome.map_err(|e| Error::call(e, d.core.endpoint())));
+            if let Some(outcome) = d.take_outcome(call) {
+                return Some(outcome);
             }
             if let Some(reason) = d.closed() {
                 return Some(Err(Error::closed(reason, d.core.endpoint())));
@@ -281,8 +279,8 @@ impl<F: Flavour> Link<F> {
                 let _ = d.core.machine.cancel(clock::now(), call);
                 d.settle();
                 d.nudge();
-                if let Some(outcome) = d.io.completed.remove(&call) {
-                    return Some(outcome.map_err(|e| Error::call(e, d.core.endpoint())));
+                if let Some(outcome) = d.take_outcome(call) {
+                    return Some(outcome);
                 }
             }
             None
@@ -593,6 +591,12 @@ impl<F: Flavour> Driver<F> {
         io.fresh.clear();
         io.news = false;
         io.everyone = false;
+    }
+
+    /// The outcome of `call`, once it completed, taken for its caller.
+    fn take_outcome(&mut self, call: CallId) -> Option<Result<CallOutput, Error>> {
+        let outcome = self.io.completed.remove(&call)?;
+        Some(outcome.map_err(|e| Error::call(e, self.core.endpoint())))
     }
 
     /// Why the connection ended, once it has.
