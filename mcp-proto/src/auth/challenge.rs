@@ -24,6 +24,8 @@
 
 use std::collections::HashSet;
 
+use crate::http::chars::is_tchar;
+
 /// Longest header value accepted, in bytes.
 pub const MAX_HEADER_BYTES: usize = 32 * 1024;
 
@@ -148,11 +150,6 @@ pub fn parse_challenges(header: &str) -> Result<Vec<Challenge>, ChallengeError> 
         pos: 0,
     }
     .challenges()
-}
-
-/// `tchar` (RFC 9110 §5.6.2).
-fn is_tchar(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
 /// The characters of a token68 before its `=` padding.

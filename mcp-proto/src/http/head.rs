@@ -77,8 +77,31 @@ pub(super) fn parse(block: &[u8], max_headers: usize) -> Result<ResponseHead, Re
     // A field line takes at least three bytes ("a:\n"), so this many slots cannot be
     // outnumbered by a block that respects `max_headers`; it also bounds the allocation.
     let slots = max_headers.min(block.len() / 3 + 1);
-    let mut fields = vec![httparse::EMPTY_HEADER; slots];
-    let mut response = httparse::Response::new(&mut fields);
+    // Most responses carry a handful of fields: their slots live on the stack, and only a
+    // head with more of them than that is parsed again with slots on the heap.
+    let mut few = [httparse::EMPTY_HEADER; FEW_FIELDS];
+    if slots <= FEW_FIELDS {
+        return parse_with(block, max_headers, &mut few[..slots]);
+    }
+    match parse_with(block, max_headers, &mut few) {
+        Err(ResponseError::TooManyHeaders { .. }) => {
+            parse_with(block, max_headers, &mut vec![httparse::EMPTY_HEADER; slots])
+        }
+        other => other,
+    }
+}
+
+/// How many header slots [`parse`] keeps on the stack.
+const FEW_FIELDS: usize = 24;
+
+/// [`parse`] with `fields` for httparse's slots; running out of them is
+/// [`ResponseError::TooManyHeaders`].
+fn parse_with<'b>(
+    block: &'b [u8],
+    max_headers: usize,
+    fields: &mut [httparse::Header<'b>],
+) -> Result<ResponseHead, ResponseError> {
+    let mut response = httparse::Response::new(fields);
     match response.parse(block) {
         Ok(httparse::Status::Complete(_)) => {}
         Ok(httparse::Status::Partial) => {

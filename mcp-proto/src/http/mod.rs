@@ -13,6 +13,7 @@
 //!   error. Every buffer it keeps is bounded by [`HttpLimits`].
 //! * [`headers`] and [`xmcp`]: the 2026-07-28 request header set and its value codec.
 
+pub(crate) mod chars;
 mod chunked;
 mod error;
 mod head;

@@ -6,6 +6,7 @@
 //! be tokens, values visible ASCII with inner spaces or tabs only, and the framing headers
 //! (`Host`, `Content-Length`, `Transfer-Encoding`) are written by the writer alone.
 
+use super::chars::{is_field_value, is_token};
 use super::url::EndpointUrl;
 
 /// The `Accept` value every Streamable HTTP POST carries (spec §4.1).
@@ -208,36 +209,6 @@ impl<'a> HeadRef<'a> {
     }
 }
 
-/// `token = 1*tchar` (RFC 9110 §5.6.2).
-pub(super) fn is_token(s: &str) -> bool {
-    !s.is_empty() && s.bytes().all(is_tchar)
-}
-
-/// A `tchar` of RFC 9110: a letter, a digit, or one of ``!#$%&'*+-.^_`|~``.
-fn is_tchar(b: u8) -> bool {
-    matches!(
-        b,
-        b'0'..=b'9'
-            | b'a'..=b'z'
-            | b'A'..=b'Z'
-            | b'!'
-            | b'#'
-            | b'$'
-            | b'%'
-            | b'&'
-            | b'\''
-            | b'*'
-            | b'+'
-            | b'-'
-            | b'.'
-            | b'^'
-            | b'_'
-            | b'`'
-            | b'|'
-            | b'~'
-    )
-}
-
 /// `n` in decimal, written at the end of `digits`.
 pub(crate) fn decimal(mut n: usize, digits: &mut [u8; 20]) -> &[u8] {
     let mut at = digits.len();
@@ -251,16 +222,6 @@ pub(crate) fn decimal(mut n: usize, digits: &mut [u8; 20]) -> &[u8] {
     }
 }
 
-/// Visible ASCII with inner SP/HTAB, and no surrounding whitespace (a receiver would
-/// strip it, changing the value). Empty is allowed.
-fn is_field_value(s: &str) -> bool {
-    let ws = |b: &u8| *b == b' ' || *b == b'\t';
-    let bytes = s.as_bytes();
-    bytes.iter().all(|b| b.is_ascii_graphic() || ws(b))
-        && !bytes.first().is_some_and(ws)
-        && !bytes.last().is_some_and(ws)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -270,15 +231,6 @@ mod tests {
         for n in [0, 7, 10, 99, 100, 65_536, 1_234_567_890, usize::MAX] {
             let mut digits = [0u8; 20];
             assert_eq!(decimal(n, &mut digits), n.to_string().as_bytes());
-        }
-    }
-
-    #[test]
-    fn token_characters_are_exactly_those_of_rfc_9110() {
-        let listed = b"!#$%&'*+-.^_`|~";
-        for b in 0..=u8::MAX {
-            let expected = b.is_ascii_alphanumeric() || listed.contains(&b);
-            assert_eq!(is_tchar(b), expected, "byte {b}");
         }
     }
 }

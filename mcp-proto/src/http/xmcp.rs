@@ -33,6 +33,7 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
+use super::chars::is_tchar;
 use super::headers::{HeaderError, MCP_PARAM_PREFIX, encode_header_value, primitive_text};
 
 /// The annotation keyword.
@@ -247,11 +248,6 @@ fn property_path(crumbs: &[Crumb<'_>], at: Option<usize>) -> Vec<String> {
     }
     path.reverse();
     path
-}
-
-/// RFC 9110 `tchar`.
-fn is_tchar(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
 /// True when `name` is a valid `x-mcp-header` value: a non-empty RFC 9110 token.

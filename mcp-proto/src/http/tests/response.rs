@@ -620,3 +620,39 @@ fn fuzz_entry_point_on_the_transcripts() {
         crate::fuzzing::http::http_response(input);
     }
 }
+
+/// Past the slots kept on the stack, a head is parsed again with slots on the heap: the
+/// limit and the order of the fields are the same on both sides of that boundary.
+#[test]
+fn many_fields_keep_their_order_and_limit() {
+    for (fields, limit) in [(23, 30), (24, 30), (25, 30), (29, 30), (30, 30), (31, 30)] {
+        let mut head = String::from("HTTP/1.1 200 OK\r\n");
+        for i in 0..fields - 1 {
+            head.push_str(&format!("X-{i}: {i}\r\n"));
+        }
+        head.push_str("Content-Length: 0\r\n\r\n");
+        let limits = HttpLimits {
+            max_headers: limit,
+            ..HttpLimits::default()
+        };
+        let mut reader = ResponseReader::new(limits, "GET");
+        reader.handle_input(head.as_bytes());
+        match reader.poll_event() {
+            Some(ResponseEvent::Head(h)) if fields <= limit => {
+                assert_eq!(h.headers.len(), fields);
+                for (i, (name, value)) in h.headers.iter().take(fields - 1).enumerate() {
+                    assert_eq!(
+                        (name.as_str(), value.as_str()),
+                        (&*format!("X-{i}"), &*i.to_string())
+                    );
+                }
+                assert_eq!(h.header("content-length"), Some("0"));
+            }
+            Some(ResponseEvent::Error(ResponseError::TooManyHeaders { limit: l })) => {
+                assert!(fields > limit, "{fields} fields refused");
+                assert_eq!(l, limit);
+            }
+            other => panic!("{fields} fields, limit {limit}: {other:?}"),
+        }
+    }
+}

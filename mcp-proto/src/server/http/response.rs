@@ -3,6 +3,7 @@
 
 use std::borrow::Cow;
 
+use crate::http::chars::{is_field_value, is_token};
 use crate::http::decimal;
 use crate::jsonrpc::{self, ErrorObject, RequestId, codes};
 
@@ -289,19 +290,6 @@ fn write_hex(out: &mut Vec<u8>, n: usize) {
     for i in (0..digits).rev() {
         out.push(b"0123456789abcdef"[(n >> (4 * i)) & 0xf]);
     }
-}
-
-/// RFC 9110 `token`.
-fn is_token(s: &str) -> bool {
-    !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
-}
-
-/// A field value we are willing to write: visible ASCII, SP and HTAB, no surrounding
-/// whitespace problems that could change the meaning (CR, LF and NUL are excluded).
-fn is_field_value(s: &str) -> bool {
-    s.bytes().all(|b| b == b'\t' || (0x20..0x7f).contains(&b))
 }
 
 /// The reason phrase of a status code.
