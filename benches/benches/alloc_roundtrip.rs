@@ -13,7 +13,10 @@
 //!   calls joined by `async_io::block_on`; `smol/futures-lite …` with
 //!   `futures_lite::future::block_on` instead (the reactor then runs on async-io's helper
 //!   thread); `smol/8-in-flight …` with eight calls outstanding at a time;
-//! * `bare {64B,64KiB}` — the bare `serde_json` client of `stdio_roundtrip`, the reference.
+//! * `blocking/http {64B,64KiB} {legacy,modern}` — the same calls over Streamable HTTP on
+//!   loopback, against the example server on `serve_http` in a child process;
+//! * `bare {64B,64KiB}` — the bare `serde_json` client of `stdio_roundtrip`, the reference;
+//!   `bare/http {64B,64KiB}` the bare HTTP/1.1 client of `http_roundtrip`.
 //!
 //! Every case runs in a fresh process (this binary re-executed with `MCP_ALLOC_CASE` set),
 //! so its peak RSS (`VmHWM` of `/proc/self/status`) belongs to that case alone. A case
@@ -324,6 +327,31 @@ fn blocking_case(name: &str, mode: EraMode, text: &str) {
     client.close();
 }
 
+/// `mcp_blocking::Client::call_tool` over Streamable HTTP, against the example server on
+/// `serve_http` in a child process.
+fn blocking_http_case(name: &str, mode: EraMode, text: &str) {
+    let (warmup, n) = counts(text.len());
+    let server = child::HttpServerChild::spawn(ServerKind::Http)
+        .unwrap_or_else(|e| panic!("{name}: spawn the server: {e}"));
+    let mut client = mcp_blocking::Client::connect_http(server.url(), config(mode))
+        .unwrap_or_else(|e| panic!("{name}: connect: {e}"));
+    for _ in 0..warmup {
+        let result = client
+            .call_tool("echo", json!({ "text": text }))
+            .expect("echo");
+        assert_eq!(result.text(), text, "{name}: the echo came back");
+    }
+    let before = snapshot();
+    for _ in 0..n {
+        let result = client
+            .call_tool("echo", json!({ "text": text }))
+            .expect("echo");
+        black_box(result.content.len());
+    }
+    report(name, n, before, PEAK.load(Relaxed));
+    client.close();
+}
+
 // ---- smol -------------------------------------------------------------------------
 
 /// How the `mcp_smol` driver and the calls are run.
@@ -362,6 +390,22 @@ fn smol_case(name: &str, mode: EraMode, text: &str, runner: Runner, in_flight: u
 
 // ---- bare -------------------------------------------------------------------------
 
+/// The bare HTTP/1.1 client of `http_roundtrip`, against its bare server.
+fn bare_http_case(name: &str, text: &str) {
+    let (warmup, n) = counts(text.len());
+    let server = child::HttpServerChild::spawn(ServerKind::HttpBare)
+        .unwrap_or_else(|e| panic!("{name}: spawn the server: {e}"));
+    let mut client = child::BareHttpClient::connect(server.url()).expect("connect");
+    for _ in 0..warmup {
+        assert_eq!(client.echo(text).expect("bare echo"), text.len());
+    }
+    let before = snapshot();
+    for _ in 0..n {
+        black_box(client.echo(text).expect("bare echo"));
+    }
+    report(name, n, before, PEAK.load(Relaxed));
+}
+
 fn bare_case(name: &str, text: &str) {
     let (warmup, n) = counts(text.len());
     let mut client = BareClient::spawn().expect("spawn the bare server");
@@ -382,6 +426,7 @@ fn cases() -> Vec<String> {
     for kind in [
         "machine",
         "blocking",
+        "blocking/http",
         "smol",
         "smol/futures-lite",
         "smol/8-in-flight",
@@ -394,6 +439,9 @@ fn cases() -> Vec<String> {
     }
     for (size, _) in SIZES {
         names.push(format!("bare {size}"));
+    }
+    for (size, _) in SIZES {
+        names.push(format!("bare/http {size}"));
     }
     names
 }
@@ -418,7 +466,9 @@ fn run_case(name: &str) {
         "smol" => smol_case(name, mode, &text, Runner::AsyncIo, 1),
         "smol/futures-lite" => smol_case(name, mode, &text, Runner::FuturesLite, 1),
         "smol/8-in-flight" => smol_case(name, mode, &text, Runner::AsyncIo, 8),
+        "blocking/http" => blocking_http_case(name, mode, &text),
         "bare" => bare_case(name, &text),
+        "bare/http" => bare_http_case(name, &text),
         _ => panic!("unknown case {name:?}"),
     }
 }

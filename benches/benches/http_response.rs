@@ -255,7 +255,7 @@ fn read_response(bytes: &[u8], read: usize) -> (usize, usize) {
         reader.handle_input(piece);
         while let Some(event) = reader.poll_event() {
             match event {
-                ResponseEvent::Head(head) => headers = head.headers.len(),
+                ResponseEvent::Head(head) => headers = head.headers().len(),
                 ResponseEvent::Body(bytes) => body += black_box(bytes).len(),
                 ResponseEvent::End { keep_alive } => {
                     assert!(keep_alive);

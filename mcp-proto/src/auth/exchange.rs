@@ -114,7 +114,11 @@ impl Exchange {
                     let head = self.head.take();
                     let response = AuthResponse {
                         status: head.as_ref().map_or(0, |h| h.status),
-                        headers: head.map(|h| h.headers).unwrap_or_default(),
+                        headers: head.map_or_else(Vec::new, |h| {
+                            h.headers()
+                                .map(|(n, v)| (n.to_owned(), v.to_owned()))
+                                .collect()
+                        }),
                         body: std::mem::take(&mut self.body),
                     };
                     return Some(Ok((self.request, response)));

@@ -13,6 +13,10 @@ pub enum HttpVersion {
 }
 
 /// A final (non-1xx) response head.
+///
+/// Its header fields are kept in one buffer, in order, names as received. Values have
+/// surrounding whitespace removed; bytes that are not UTF-8 (obsolete `obs-text`) are
+/// replaced by U+FFFD, which no header the MCP transport reads can contain.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ResponseHead {
@@ -22,13 +26,24 @@ pub struct ResponseHead {
     pub reason: String,
     /// The protocol version of the status line.
     pub version: HttpVersion,
-    /// The header fields in order, names as received. Values have surrounding
-    /// whitespace removed; bytes that are not UTF-8 (obsolete `obs-text`) are replaced by
-    /// U+FFFD, which no header the MCP transport reads can contain.
-    pub headers: Vec<(String, String)>,
+    /// Every field's name, then its value, one after the other.
+    fields: String,
+    /// Where each field's name ends and its value ends in `fields` (the value starts
+    /// where the name ends; the name where the previous value ends).
+    ends: Vec<(usize, usize)>,
 }
 
 impl ResponseHead {
+    /// The header fields in order, as `(name, value)`.
+    pub fn headers(&self) -> impl ExactSizeIterator<Item = (&str, &str)> {
+        let mut start = 0;
+        self.ends.iter().map(move |&(n, v)| {
+            let field = (&self.fields[start..n], &self.fields[n..v]);
+            start = v;
+            field
+        })
+    }
+
     /// The first value of the header `name` (compared case-insensitively).
     #[must_use]
     pub fn header(&self, name: &str) -> Option<&str> {
@@ -37,10 +52,9 @@ impl ResponseHead {
 
     /// Every value of the header `name` (compared case-insensitively), in order.
     pub fn header_all<'a>(&'a self, name: &str) -> impl Iterator<Item = &'a str> {
-        self.headers
-            .iter()
+        self.headers()
             .filter(move |(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+            .map(|(_, v)| v)
     }
 
     /// The comma-separated list elements of every `name` header, trimmed, empty
@@ -123,22 +137,25 @@ fn parse_with<'b>(
     if status < 100 {
         return Err(ResponseError::InvalidStatus { status });
     }
-    let headers = response
+    let block_fields: usize = response
         .headers
         .iter()
-        .map(|h| {
-            let value = String::from_utf8_lossy(h.value);
-            (
-                h.name.to_owned(),
-                value.trim_matches([' ', '\t']).to_owned(),
-            )
-        })
-        .collect();
+        .map(|h| h.name.len() + h.value.len())
+        .sum();
+    let mut fields = String::with_capacity(block_fields);
+    let mut ends = Vec::with_capacity(response.headers.len());
+    for h in response.headers.iter() {
+        fields.push_str(h.name);
+        let name_end = fields.len();
+        fields.push_str(String::from_utf8_lossy(h.value).trim_matches([' ', '\t']));
+        ends.push((name_end, fields.len()));
+    }
     Ok(ResponseHead {
         status,
         reason: response.reason.unwrap_or("").to_owned(),
         version,
-        headers,
+        fields,
+        ends,
     })
 }
 
