@@ -31,6 +31,21 @@ impl HttpLink {
             Some(auth) => auth.request_headers(self.now, method, url),
             None => Vec::new(),
         };
+        self.write_head_with(&managed, method, accept, url, extra, content_length, out)
+    }
+
+    /// [`Self::write_head`] once the authorization flow's headers (`managed`) are known.
+    #[allow(clippy::too_many_arguments)]
+    fn write_head_with(
+        &self,
+        managed: &[(String, String)],
+        method: &str,
+        accept: &str,
+        url: &EndpointUrl,
+        extra: &[(&str, &str)],
+        content_length: Option<usize>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), RequestError> {
         let mut head = HeadRef::for_endpoint(method, url);
         head.push("Accept", accept);
         head.push("User-Agent", &self.config.user_agent);
@@ -39,7 +54,7 @@ impl HttpLink {
                 head.push("Authorization", auth);
             }
         } else {
-            for (name, value) in &managed {
+            for (name, value) in managed {
                 head.push(name, value);
             }
         }
@@ -118,7 +133,6 @@ impl HttpLink {
         };
         let version = self.client.header_version();
         let modern = version.is_some_and(|v| v.era() == Era::Modern);
-        let url = self.post_url();
         let mut modern_list = Vec::new();
         if modern {
             match self.modern_headers(rpc_id, &method, version.map_or("", |v| v.as_str())) {
@@ -139,10 +153,21 @@ impl HttpLink {
             extra.push((MCP_PROTOCOL_VERSION, v.as_str()));
         }
         let mut bytes = Vec::with_capacity(512);
-        let written = self.write_head(
+        // Where messages are POSTed: the endpoint on the old transport, else the URL;
+        // borrowed, not cloned, beside the authorization flow's mutable borrow.
+        let url = match self.sse.as_ref().and_then(|s| s.endpoint.as_ref()) {
+            Some(endpoint) => endpoint,
+            None => &self.config.url,
+        };
+        let managed = match &mut self.auth {
+            Some(auth) => auth.request_headers(self.now, "POST", url),
+            None => Vec::new(),
+        };
+        let written = self.write_head_with(
+            &managed,
             "POST",
             ACCEPT_JSON_AND_SSE,
-            &url,
+            url,
             &extra,
             Some(json.len()),
             &mut bytes,

@@ -302,14 +302,6 @@ impl HttpLink {
         }
     }
 
-    /// Where messages are POSTed: the endpoint on the old transport, else the URL.
-    pub(super) fn post_url(&self) -> EndpointUrl {
-        self.sse
-            .as_ref()
-            .and_then(|s| s.endpoint.clone())
-            .unwrap_or_else(|| self.config.url.clone())
-    }
-
     /// Whether the link runs the old transport (a 2xx to a POST carries no answer).
     pub(super) fn on_http_sse(&self) -> bool {
         self.sse.is_some()
