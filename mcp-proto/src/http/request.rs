@@ -105,8 +105,15 @@ pub(crate) struct HeadRef<'a> {
     method: &'a str,
     target: &'a str,
     host: &'a str,
-    headers: Vec<(&'a str, &'a str)>,
+    /// The first [`FEW_FIELDS`] fields, in place (a request carries about ten).
+    few: [(&'a str, &'a str); FEW_FIELDS],
+    few_len: usize,
+    /// Fields past those.
+    more: Vec<(&'a str, &'a str)>,
 }
+
+/// How many fields a [`HeadRef`] holds without allocating.
+const FEW_FIELDS: usize = 16;
 
 impl<'a> HeadRef<'a> {
     /// A head with no headers besides `Host`.
@@ -115,7 +122,9 @@ impl<'a> HeadRef<'a> {
             method,
             target,
             host,
-            headers: Vec::with_capacity(12),
+            few: [("", ""); FEW_FIELDS],
+            few_len: 0,
+            more: Vec::new(),
         }
     }
 
@@ -126,7 +135,18 @@ impl<'a> HeadRef<'a> {
 
     /// Adds a header field (checked when the head is written).
     pub(crate) fn push(&mut self, name: &'a str, value: &'a str) {
-        self.headers.push((name, value));
+        match self.few.get_mut(self.few_len) {
+            Some(slot) => {
+                *slot = (name, value);
+                self.few_len += 1;
+            }
+            None => self.more.push((name, value)),
+        }
+    }
+
+    /// The fields pushed, in order.
+    fn fields(&self) -> impl Iterator<Item = &(&'a str, &'a str)> {
+        self.few[..self.few_len].iter().chain(&self.more)
     }
 
     /// As [`RequestHead::write`].
@@ -149,7 +169,7 @@ impl<'a> HeadRef<'a> {
             b" HTTP/1.1",
         ]);
         line(&[b"Host: ", self.host.as_bytes()]);
-        for (name, value) in &self.headers {
+        for (name, value) in self.fields() {
             line(&[name.as_bytes(), b": ", value.as_bytes()]);
         }
         if let Some(n) = content_length {
@@ -191,7 +211,7 @@ impl<'a> HeadRef<'a> {
         if !host_ok {
             return Err(RequestError::InvalidHost(self.host.to_owned()));
         }
-        for &(name, value) in &self.headers {
+        for &(name, value) in self.fields() {
             if !is_token(name) {
                 return Err(RequestError::InvalidHeaderName(name.to_owned()));
             }
@@ -231,6 +251,35 @@ mod tests {
         for n in [0, 7, 10, 99, 100, 65_536, 1_234_567_890, usize::MAX] {
             let mut digits = [0u8; 20];
             assert_eq!(decimal(n, &mut digits), n.to_string().as_bytes());
+        }
+    }
+
+    /// Fields past those a head holds in place are written too, in order, and checked
+    /// like the others.
+    #[test]
+    fn many_fields_are_written_in_order_and_checked() {
+        for count in [15, 16, 17, 40] {
+            let mut head = RequestHead::new("POST", "/mcp", "127.0.0.1:1");
+            for i in 0..count {
+                head = head.with_header(format!("X-{i}"), i.to_string());
+            }
+            let mut out = Vec::new();
+            head.write(Some(0), &mut out).expect("a valid head");
+            let text = String::from_utf8(out).expect("ASCII");
+            let mut expected = String::from("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:1\r\n");
+            for i in 0..count {
+                expected.push_str(&format!("X-{i}: {i}\r\n"));
+            }
+            expected.push_str("Content-Length: 0\r\n\r\n");
+            assert_eq!(text, expected, "{count} fields");
+
+            let bad = head.with_header("X-Last", "a\r\nInjected: 1");
+            let mut out = Vec::new();
+            assert!(matches!(
+                bad.write(None, &mut out),
+                Err(RequestError::InvalidHeaderValue(name)) if name == "X-Last"
+            ));
+            assert!(out.is_empty(), "nothing written for a refused head");
         }
     }
 }

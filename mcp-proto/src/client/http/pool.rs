@@ -447,13 +447,16 @@ impl Pool {
 
     /// Puts waiting jobs on connections, in order, as far as the bounds allow.
     fn dispatch(&mut self, now: Instant) {
-        let mut waiting = VecDeque::new();
-        while let Some(job) = self.queue.pop_front() {
+        // Each queued job once, in order; those that find no connection go back to the
+        // end, in the same order, in the queue's own buffer.
+        for _ in 0..self.queue.len() {
+            let Some(job) = self.queue.pop_front() else {
+                break;
+            };
             if let Some(job) = self.place(now, job) {
-                waiting.push_back(job);
+                self.queue.push_back(job);
             }
         }
-        self.queue = waiting;
     }
 
     /// Puts `job` on a connection, or hands it back when none can be had.
