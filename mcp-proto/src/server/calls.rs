@@ -19,21 +19,37 @@ pub(super) struct Target {
 
 /// Reads `name` and `arguments` of a `tools/call`; unknown tools are `-32602`.
 pub(super) fn target(params: &Params, tools: &[Tool]) -> Result<Target, ErrorObject> {
+    let name = tool_name(params, tools)?.to_owned();
+    let arguments = object_or_empty(params.get("arguments").cloned())?;
+    Ok(Target { name, arguments })
+}
+
+/// [`target`], taking the arguments out of `params` instead of copying them (for a
+/// caller that needs nothing else of them).
+pub(super) fn take_target(params: &mut Params, tools: &[Tool]) -> Result<Target, ErrorObject> {
+    let name = tool_name(params, tools)?.to_owned();
+    let arguments = object_or_empty(params.remove("arguments"))?;
+    Ok(Target { name, arguments })
+}
+
+/// The `name` of a `tools/call`, when it names one of `tools`.
+fn tool_name<'p>(params: &'p Params, tools: &[Tool]) -> Result<&'p str, ErrorObject> {
     let Some(name) = params.get("name").and_then(Value::as_str) else {
         return Err(invalid("`name` must be a string"));
     };
     if !tools.iter().any(|t| t.name == name) {
         return Err(invalid(format!("Unknown tool: {name}")));
     }
-    let arguments = match params.get("arguments") {
-        None | Some(Value::Null) => Value::Object(Map::new()),
-        Some(v @ Value::Object(_)) => v.clone(),
-        Some(_) => return Err(invalid("`arguments` must be an object")),
-    };
-    Ok(Target {
-        name: name.to_owned(),
-        arguments,
-    })
+    Ok(name)
+}
+
+/// The `arguments` of a `tools/call`: an object, or an empty one when absent or null.
+fn object_or_empty(arguments: Option<Value>) -> Result<Value, ErrorObject> {
+    match arguments {
+        None | Some(Value::Null) => Ok(Value::Object(Map::new())),
+        Some(v @ Value::Object(_)) => Ok(v),
+        Some(_) => Err(invalid("`arguments` must be an object")),
+    }
 }
 
 /// Runs the handler of tool `target.name` once.

@@ -149,7 +149,7 @@ impl Server {
         std::mem::swap(&mut self.next_out_id, &mut other.next_out_id);
     }
 
-    pub(super) fn legacy_request(&mut self, id: RequestId, method: &str, params: &Params) {
+    pub(super) fn legacy_request(&mut self, id: RequestId, method: &str, params: &mut Params) {
         match method {
             "initialize" => {
                 let reply = self.initialize(params);
@@ -161,7 +161,7 @@ impl Server {
                 self.send_error(Some(&id), &e);
             }
             "tools/call" if !self.config.tools.is_empty() => {
-                match calls::target(params, &self.config.tools) {
+                match calls::take_target(params, &self.config.tools) {
                     Ok(target)
                         if params.get("task").is_some_and(Value::is_object)
                             && self.is_task_tool(&target.name) =>

@@ -388,7 +388,7 @@ impl Server {
             return;
         }
         self.now = self.now.max(now);
-        self.on_parsed_request(now, req, &params);
+        self.on_parsed_request(now, req, params);
         self.after_input();
     }
 
@@ -401,14 +401,14 @@ impl Server {
                 return self.send_error(Some(&req.id), &e);
             }
         };
-        self.on_parsed_request(now, req, &params);
+        self.on_parsed_request(now, req, params);
     }
 
-    fn on_parsed_request(&mut self, now: Instant, req: Request, params: &Map<String, Value>) {
-        if self.is_modern(&req.method, params) {
-            self.modern_request(now, &req.id, &req.method, params);
+    fn on_parsed_request(&mut self, now: Instant, req: Request, mut params: Map<String, Value>) {
+        if self.is_modern(&req.method, &params) {
+            self.modern_request(now, &req.id, &req.method, &params);
         } else {
-            self.legacy_request(req.id, &req.method, params);
+            self.legacy_request(req.id, &req.method, &mut params);
         }
     }
 
