@@ -176,13 +176,12 @@ impl Span {
         text.get(self.start..self.end).unwrap_or_default()
     }
 
-    /// The span of `part`, a slice of `base`.
-    fn within(base: &[u8], part: &[u8]) -> Span {
-        let start = part.as_ptr().addr() - base.as_ptr().addr();
-        Span {
-            start,
-            end: start + part.len(),
-        }
+    /// The span of `part`, a slice of `base` (as httparse's parts are of the block it
+    /// parsed); `None` for a slice that does not lie inside `base`.
+    fn within(base: &[u8], part: &[u8]) -> Option<Span> {
+        let start = part.as_ptr().addr().checked_sub(base.as_ptr().addr())?;
+        let end = start.checked_add(part.len())?;
+        (end <= base.len()).then_some(Span { start, end })
     }
 
     /// Appends `part` to `text`; its span.
@@ -715,21 +714,22 @@ fn parse_head(block: &[u8], max_headers: usize) -> Result<HttpRequest, HttpReque
             reason: "request line",
         });
     };
+    // httparse hands out slices of `block`; one that is not would be a broken promise,
+    // refused as a head it could not place rather than trusted.
+    let outside = HttpRequestError::InvalidHead {
+        reason: "a part outside the head",
+    };
+    let span = |part: &[u8]| Span::within(block, part).ok_or_else(|| outside.clone());
+    let mut fields = Vec::with_capacity(parsed.headers.len());
+    for h in parsed.headers.iter() {
+        fields.push((span(h.name.as_bytes())?, span(trim_ows(h.value))?));
+    }
     let request = HttpRequest {
         text: block.to_vec(),
-        method: Span::within(block, method.as_bytes()),
-        target: Span::within(block, target.as_bytes()),
+        method: span(method.as_bytes())?,
+        target: span(target.as_bytes())?,
         version,
-        fields: parsed
-            .headers
-            .iter()
-            .map(|h| {
-                (
-                    Span::within(block, h.name.as_bytes()),
-                    Span::within(block, trim_ows(h.value)),
-                )
-            })
-            .collect(),
+        fields,
         body: Vec::new(),
     };
     if version == HttpVersion::Http11 && request.header_bytes("host").is_none() {
@@ -789,4 +789,26 @@ fn trim_ows(bytes: &[u8]) -> &[u8] {
         .rposition(|b| !is_ows(b))
         .map_or(start, |i| i + 1);
     &bytes[start..end]
+}
+
+#[cfg(test)]
+mod span_tests {
+    use super::Span;
+
+    /// A part of the block gets its place; a slice from elsewhere gets none, where a
+    /// subtraction of addresses would have wrapped or run past the block.
+    #[test]
+    fn spans_are_only_given_to_parts_of_the_block() {
+        let block = b"POST /mcp HTTP/1.1\r\n".to_vec();
+        let target = Span::within(&block, &block[5..9]).expect("inside");
+        assert_eq!(target.of(&block), b"/mcp");
+        let end = Span::within(&block, &block[block.len()..]).expect("empty, at the end");
+        assert_eq!(end.of(&block), b"");
+        let elsewhere = b"/mcp".to_vec();
+        assert!(Span::within(&block, &elsewhere).is_none());
+        let before = &block[..4];
+        assert!(Span::within(&block[4..], before).is_none());
+        let overlapping = &block[10..];
+        assert!(Span::within(&block[..12], overlapping).is_none());
+    }
 }
