@@ -17,18 +17,22 @@ pub(super) struct Target {
     pub arguments: Value,
 }
 
-/// Reads `name` and `arguments` of a `tools/call`; unknown tools are `-32602`.
-pub(super) fn target(params: &Params, tools: &[Tool]) -> Result<Target, ErrorObject> {
-    let name = tool_name(params, tools)?.to_owned();
-    let arguments = object_or_empty(params.get("arguments").cloned())?;
-    Ok(Target { name, arguments })
+/// Reads `name` and `arguments` of a `tools/call`, taking the arguments out of `params`
+/// instead of copying them; unknown tools are `-32602`.
+pub(super) fn take_target(params: &mut Params, tools: &[Tool]) -> Result<Target, ErrorObject> {
+    let arguments = params.remove("arguments");
+    target_with(params, tools, arguments)
 }
 
-/// [`target`], taking the arguments out of `params` instead of copying them (for a
-/// caller that needs nothing else of them).
-pub(super) fn take_target(params: &mut Params, tools: &[Tool]) -> Result<Target, ErrorObject> {
+/// The tool a `tools/call` names in `params`, with `arguments` (taken out of them before)
+/// as its arguments: an object, or an empty one when absent or null.
+pub(super) fn target_with(
+    params: &Params,
+    tools: &[Tool],
+    arguments: Option<Value>,
+) -> Result<Target, ErrorObject> {
     let name = tool_name(params, tools)?.to_owned();
-    let arguments = object_or_empty(params.remove("arguments"))?;
+    let arguments = object_or_empty(arguments)?;
     Ok(Target { name, arguments })
 }
 

@@ -406,7 +406,7 @@ impl Server {
 
     fn on_parsed_request(&mut self, now: Instant, req: Request, mut params: Map<String, Value>) {
         if self.is_modern(&req.method, &params) {
-            self.modern_request(now, &req.id, &req.method, &params);
+            self.modern_request(now, &req.id, &req.method, &mut params);
         } else {
             self.legacy_request(req.id, &req.method, &mut params);
         }

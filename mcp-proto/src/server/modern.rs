@@ -67,8 +67,16 @@ impl Server {
         now: Instant,
         id: &RequestId,
         method: &str,
-        params: &Params,
+        params: &mut Params,
     ) {
+        // A call's arguments are taken out, not copied: the handler gets them, and the
+        // request state's binding reads them there.
+        let arguments = if method == "tools/call" {
+            params.remove("arguments")
+        } else {
+            None
+        };
+        let params: &Params = params;
         let (version, caps) = match self.validate_meta(params) {
             Ok(v) => v,
             Err(e) => return self.send_error(Some(id), &e),
@@ -88,14 +96,15 @@ impl Server {
                             && !m.input_before_task
                             && params.get("requestState").is_none() =>
                     {
-                        calls::target(params, &self.config.tools).map(|target| {
+                        calls::target_with(params, &self.config.tools, arguments).map(|target| {
                             let task = self.create_task(target, Era::Modern, caps);
                             as_created(task)
                         })
                     }
                     _ => {
                         let as_task = declared && mode.is_some_and(|m| m.input_before_task);
-                        match self.modern_call(now, params, version, caps, as_task) {
+                        let call = (params, arguments);
+                        match self.modern_call(now, call, version, caps, as_task) {
                             Some(reply) => reply,
                             None => return,
                         }
@@ -232,12 +241,14 @@ impl Server {
     fn modern_call(
         &mut self,
         now: Instant,
-        params: &Params,
+        (params, arguments): (&Params, Option<Value>),
         version: ProtocolVersion,
         caps: &Value,
         as_task: bool,
     ) -> Option<Result<Value, ErrorObject>> {
-        let target = match calls::target(params, &self.config.tools) {
+        // `[name, arguments]` is sealed with `null` for absent or null arguments alike.
+        let bound_arguments = arguments.as_ref().is_some_and(Value::is_object);
+        let target = match calls::target_with(params, &self.config.tools, arguments) {
             Ok(t) => t,
             Err(e) => return Some(Err(e)),
         };
@@ -249,7 +260,7 @@ impl Server {
             principal: principal.as_deref(),
             method: "tools/call",
             name: &target.name,
-            arguments: params.get("arguments"),
+            arguments: bound_arguments.then_some(&target.arguments),
             single_use,
         };
         let (round, inputs) = match self.resume(&binding, params) {
