@@ -306,47 +306,37 @@ fn machine_case(name: &str, mode: EraMode, text: &str) {
 // ---- blocking ---------------------------------------------------------------------
 
 fn blocking_case(name: &str, mode: EraMode, text: &str) {
-    let (warmup, n) = counts(text.len());
     let command = child::blocking_command(ServerKind::Example);
-    let mut client = mcp_blocking::Client::connect_stdio(command, config(mode))
+    let client = mcp_blocking::Client::connect_stdio(command, config(mode))
         .unwrap_or_else(|e| panic!("{name}: connect: {e}"));
-    for _ in 0..warmup {
-        let result = client
-            .call_tool("echo", json!({ "text": text }))
-            .expect("echo");
-        assert_eq!(result.text(), text, "{name}: the echo came back");
-    }
-    let before = snapshot();
-    for _ in 0..n {
-        let result = client
-            .call_tool("echo", json!({ "text": text }))
-            .expect("echo");
-        black_box(result.content.len());
-    }
-    report(name, n, before, PEAK.load(Relaxed));
-    client.close();
+    blocking_calls(name, text, client);
 }
 
 /// `mcp_blocking::Client::call_tool` over Streamable HTTP, against the example server on
 /// `serve_http` in a child process.
 fn blocking_http_case(name: &str, mode: EraMode, text: &str) {
-    let (warmup, n) = counts(text.len());
     let server = child::HttpServerChild::spawn(ServerKind::Http)
         .unwrap_or_else(|e| panic!("{name}: spawn the server: {e}"));
-    let mut client = mcp_blocking::Client::connect_http(server.url(), config(mode))
+    let client = mcp_blocking::Client::connect_http(server.url(), config(mode))
         .unwrap_or_else(|e| panic!("{name}: connect: {e}"));
-    for _ in 0..warmup {
-        let result = client
+    blocking_calls(name, text, client);
+}
+
+/// Warms up with echo calls on `client` (checking what comes back), then counts `n`
+/// more, reports, and closes the client.
+fn blocking_calls(name: &str, text: &str, mut client: mcp_blocking::Client) {
+    let mut echo = || {
+        client
             .call_tool("echo", json!({ "text": text }))
-            .expect("echo");
-        assert_eq!(result.text(), text, "{name}: the echo came back");
+            .expect("echo")
+    };
+    let (warmup, n) = counts(text.len());
+    for _ in 0..warmup {
+        assert_eq!(echo().text(), text, "{name}: the echo came back");
     }
     let before = snapshot();
     for _ in 0..n {
-        let result = client
-            .call_tool("echo", json!({ "text": text }))
-            .expect("echo");
-        black_box(result.content.len());
+        black_box(echo().content.len());
     }
     report(name, n, before, PEAK.load(Relaxed));
     client.close();
@@ -392,29 +382,27 @@ fn smol_case(name: &str, mode: EraMode, text: &str, runner: Runner, in_flight: u
 
 /// The bare HTTP/1.1 client of `http_roundtrip`, against its bare server.
 fn bare_http_case(name: &str, text: &str) {
-    let (warmup, n) = counts(text.len());
     let server = child::HttpServerChild::spawn(ServerKind::HttpBare)
         .unwrap_or_else(|e| panic!("{name}: spawn the server: {e}"));
     let mut client = child::BareHttpClient::connect(server.url()).expect("connect");
-    for _ in 0..warmup {
-        assert_eq!(client.echo(text).expect("bare echo"), text.len());
-    }
-    let before = snapshot();
-    for _ in 0..n {
-        black_box(client.echo(text).expect("bare echo"));
-    }
-    report(name, n, before, PEAK.load(Relaxed));
+    bare_calls(name, text, || client.echo(text).expect("bare echo"));
 }
 
 fn bare_case(name: &str, text: &str) {
-    let (warmup, n) = counts(text.len());
     let mut client = BareClient::spawn().expect("spawn the bare server");
+    bare_calls(name, text, || client.echo(text).expect("bare echo"));
+}
+
+/// Warms up with `echo` (which returns the length of what came back), then counts `n`
+/// more and reports.
+fn bare_calls(name: &str, text: &str, mut echo: impl FnMut() -> usize) {
+    let (warmup, n) = counts(text.len());
     for _ in 0..warmup {
-        assert_eq!(client.echo(text).expect("bare echo"), text.len());
+        assert_eq!(echo(), text.len(), "{name}: the echo came back");
     }
     let before = snapshot();
     for _ in 0..n {
-        black_box(client.echo(text).expect("bare echo"));
+        black_box(echo());
     }
     report(name, n, before, PEAK.load(Relaxed));
 }

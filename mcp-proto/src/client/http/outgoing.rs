@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 use super::authorize::Parked;
 use super::exchange::{Body, Exchange, Purpose};
 use super::{GetStream, HttpLink};
+use crate::auth::Authorizer;
 use crate::client::session::{OutKind, Outgoing};
 use crate::client::{CallError, Event, PeerError};
 use crate::http::headers::{self, LAST_EVENT_ID, MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
@@ -15,28 +16,11 @@ use crate::version::Era;
 
 impl HttpLink {
     /// Writes the head of a request to `url` (the MCP URL, or the HTTP+SSE endpoint):
-    /// the headers every request carries, then `extra`. Nothing is copied: the head
-    /// borrows the configuration's strings.
-    pub(super) fn write_head(
-        &mut self,
-        method: &str,
-        accept: &str,
-        url: &EndpointUrl,
-        extra: &[(&str, &str)],
-        content_length: Option<usize>,
-        out: &mut Vec<u8>,
-    ) -> Result<(), RequestError> {
-        let managed = match &mut self.auth {
-            // The flow's token (and, when DPoP-bound, a fresh proof for this request).
-            Some(auth) => auth.request_headers(self.now, method, url),
-            None => Vec::new(),
-        };
-        self.write_head_with(&managed, method, accept, url, extra, content_length, out)
-    }
-
-    /// [`Self::write_head`] once the authorization flow's headers (`managed`) are known.
+    /// the headers every request carries, the authorization flow's (`managed`, from
+    /// [`auth_headers`]), then `extra`. Nothing is copied: the head borrows the
+    /// configuration's strings.
     #[allow(clippy::too_many_arguments)]
-    fn write_head_with(
+    pub(super) fn write_head(
         &self,
         managed: &[(String, String)],
         method: &str,
@@ -159,11 +143,8 @@ impl HttpLink {
             Some(endpoint) => endpoint,
             None => &self.config.url,
         };
-        let managed = match &mut self.auth {
-            Some(auth) => auth.request_headers(self.now, "POST", url),
-            None => Vec::new(),
-        };
-        let written = self.write_head_with(
+        let managed = auth_headers(&mut self.auth, self.now, "POST", url);
+        let written = self.write_head(
             &managed,
             "POST",
             ACCEPT_JSON_AND_SSE,
@@ -250,7 +231,9 @@ impl HttpLink {
             extra.push((LAST_EVENT_ID, last.as_str()));
         }
         let mut bytes = Vec::new();
-        let written = self.write_head("GET", "text/event-stream", &url, &extra, None, &mut bytes);
+        let managed = auth_headers(&mut self.auth, self.now, "GET", &url);
+        let accept = "text/event-stream";
+        let written = self.write_head(&managed, "GET", accept, &url, &extra, None, &mut bytes);
         if let Err(e) = written {
             if owed.is_empty() {
                 self.get_stream = GetStream::Unavailable;
@@ -275,7 +258,9 @@ impl HttpLink {
             .map(|v| (MCP_PROTOCOL_VERSION, v.as_str()))
             .collect();
         let mut bytes = Vec::new();
+        let managed = auth_headers(&mut self.auth, self.now, "DELETE", &url);
         let written = self.write_head(
+            &managed,
             "DELETE",
             ACCEPT_JSON_AND_SSE,
             &url,
@@ -289,5 +274,20 @@ impl HttpLink {
         let x = self.new_exchange(Purpose::Delete, None, "DELETE");
         let id = self.alloc_exchange();
         self.insert_exchange(id, x, (bytes, Vec::new()));
+    }
+}
+
+/// The authorization flow's headers for a request: its token and, when DPoP-bound, a
+/// fresh proof for this request. A free function, so a caller can borrow the URL from
+/// other fields of the link meanwhile.
+pub(super) fn auth_headers(
+    auth: &mut Option<Authorizer>,
+    now: Instant,
+    method: &str,
+    url: &EndpointUrl,
+) -> Vec<(String, String)> {
+    match auth {
+        Some(auth) => auth.request_headers(now, method, url),
+        None => Vec::new(),
     }
 }

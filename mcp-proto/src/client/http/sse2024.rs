@@ -279,7 +279,9 @@ impl HttpLink {
     fn open_sse_stream(&mut self) {
         let url = self.config.url.clone();
         let mut bytes = Vec::new();
-        if let Err(e) = self.write_head("GET", "text/event-stream", &url, &[], None, &mut bytes) {
+        let managed = super::outgoing::auth_headers(&mut self.auth, self.now, "GET", &url);
+        let accept = "text/event-stream";
+        if let Err(e) = self.write_head(&managed, "GET", accept, &url, &[], None, &mut bytes) {
             self.sse_fail(HttpSseError::StreamRefused {
                 status: None,
                 detail: e.to_string(),
