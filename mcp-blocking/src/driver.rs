@@ -86,6 +86,9 @@ pub(crate) struct Driver<F: Flavour> {
     released: bool,
     /// Until when the leader sleeps on the channel (`None`: no limit), while it does.
     leader_until: Option<Instant>,
+    /// When a leader's wait last ended with a report: until [`RECENT`] after it, a call
+    /// starts without polling for what arrived meanwhile.
+    heard_at: Option<Instant>,
     /// The threads sleeping until something happens for them.
     pub(crate) followers: Followers,
 }
@@ -184,6 +187,7 @@ impl<F: Flavour> Link<F> {
             },
             released: false,
             leader_until: None,
+            heard_at: None,
             followers: Followers::default(),
         };
         Link {
@@ -459,7 +463,11 @@ impl<F: Flavour> Driver<F> {
     /// Starts a call. What arrived while nobody was waiting (a server closing an idle
     /// connection) is fed first, so the machine places the call knowing it.
     fn start(&mut self, request: CallRequest) -> Result<CallId, Error> {
-        if self.rx.is_some() {
+        let now = clock::now();
+        let recent = self
+            .heard_at
+            .is_some_and(|at| now.saturating_duration_since(at) < RECENT);
+        if self.rx.is_some() && !recent {
             while let Some(report) = self
                 .rx
                 .as_mut()
@@ -497,7 +505,10 @@ impl<F: Flavour> Driver<F> {
     fn take(&mut self, report: Option<Report>) {
         self.leader_until = None;
         match report {
-            Some(report) => self.feed(report),
+            Some(report) => {
+                self.heard_at = Some(clock::now());
+                self.feed(report);
+            }
             None => self.core.machine.handle_timeout(clock::now()),
         }
         self.settle();
@@ -607,3 +618,10 @@ impl<F: Flavour> Driver<F> {
 
 /// The longest a follower sleeps before it looks again by itself.
 const RECHECK: Duration = Duration::from_secs(1);
+
+/// How long after a leader's wait ended with a report a call starts without first polling
+/// for what arrived since. Sequential calls follow each other within microseconds, and
+/// that poll (one syscall per call) would find nothing; what did arrive is fed at the next
+/// wait, right after the call is sent, and a call sent on a connection that turns out
+/// closed fails or is retried by the machine as any call in flight would be.
+const RECENT: Duration = Duration::from_millis(1);
