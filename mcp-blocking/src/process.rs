@@ -189,7 +189,6 @@ impl<F: Flavour> Carrier<F> for Stdio {
 #[derive(Debug)]
 struct Process {
     child: Child,
-    generation: u64,
     out: Outlet,
     threads: Vec<JoinHandle<()>>,
 }
@@ -197,8 +196,9 @@ struct Process {
 /// Where [`Process::send`] puts bytes for the child's stdin.
 #[derive(Debug)]
 enum Outlet {
+    /// The poll set the pipes are attached to, under this generation.
     #[cfg(unix)]
-    Pipes(Arc<PollSet>),
+    Pipes(Arc<PollSet>, u64),
     #[cfg(not(unix))]
     Writer(Sender<Vec<u8>>),
     /// Stdin is closed.
@@ -226,7 +226,6 @@ impl Process {
         };
         let mut process = Process {
             child,
-            generation,
             out: Outlet::Closed,
             threads: Vec::with_capacity(3),
         };
@@ -241,7 +240,7 @@ impl Process {
                 if let Err(e) = pipes.attach(ConnId::STDIO, generation, input, Some(output)) {
                     spawned.push(Err(e));
                 }
-                process.out = Outlet::Pipes(Arc::clone(pipes));
+                process.out = Outlet::Pipes(Arc::clone(pipes), generation);
             }
             #[cfg(not(unix))]
             Wiring::Threads(bell) => {
@@ -276,7 +275,7 @@ impl Process {
     fn send(&self, bytes: Vec<u8>) {
         match &self.out {
             #[cfg(unix)]
-            Outlet::Pipes(pipes) => pipes.send(ConnId::STDIO, bytes),
+            Outlet::Pipes(pipes, _) => pipes.send(ConnId::STDIO, bytes),
             // Gone only once stdin is closed: the end of stdout reports the exit.
             #[cfg(not(unix))]
             Outlet::Writer(tx) => drop(tx.send(bytes)),
@@ -289,8 +288,8 @@ impl Process {
     fn close_stdin(&mut self) {
         match mem::replace(&mut self.out, Outlet::Closed) {
             #[cfg(unix)]
-            Outlet::Pipes(pipes) => {
-                if let Some((stdin, rest)) = pipes.detach(ConnId::STDIO, self.generation)
+            Outlet::Pipes(pipes, generation) => {
+                if let Some((stdin, rest)) = pipes.detach(ConnId::STDIO, generation)
                     && !rest.is_empty()
                 {
                     let writer = carrier::spawn("mcp-stdio-flush", move || {

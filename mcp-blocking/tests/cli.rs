@@ -749,6 +749,7 @@ fn listen_prints_change_notifications_in_both_eras() {
 /// A 2026/2025 server whose `slow` tool never answers; it appends `called` and then
 /// `cancelled <id>` for each `notifications/cancelled` to the file named by its
 /// argument.
+#[cfg(unix)]
 const SLOW_SERVER: &str = r#"
 import json, sys
 log = sys.argv[1]

@@ -7,13 +7,15 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+#[cfg(unix)]
+use mcp_blocking::mcp_proto::Limits;
 use mcp_blocking::mcp_proto::client::{
     AcceptDefaults, CallError, CallRequest, ClientConfig, CloseReason, InputAnswer, InputHandler,
     InputRequest,
 };
 use mcp_blocking::mcp_proto::model::ClientCapabilities;
 use mcp_blocking::mcp_proto::server::example;
-use mcp_blocking::mcp_proto::{Era, EraMode, Limits, ProtocolVersion};
+use mcp_blocking::mcp_proto::{Era, EraMode, ProtocolVersion};
 use mcp_blocking::{Client, Direction, Error, HttpOptions, Local, Options, StdioCommand};
 use serde_json::json;
 
@@ -424,6 +426,7 @@ fn spawn_errors_name_the_program() {
 }
 
 /// The process is gone (reaped, not a zombie). Linux only: looks at /proc.
+#[cfg(unix)]
 fn assert_reaped(pid: u32) {
     #[cfg(target_os = "linux")]
     {

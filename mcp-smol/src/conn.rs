@@ -16,6 +16,13 @@ use crate::wake::Readiness;
 
 /// A channel: being opened (with the TLS session to run over it, and the readiness it
 /// keeps once open), or open.
+#[cfg_attr(
+    windows,
+    allow(
+        clippy::large_enum_variant,
+        reason = "one per connection; Windows' stream and process handles only make the variants' sizes differ more"
+    )
+)]
 pub(crate) enum Conn {
     Opening(Opening, Layer, Readiness),
     Open(Open),

@@ -32,6 +32,13 @@ const BUDGET: usize = 64;
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
 /// The server process, as far as the driver is concerned.
+#[cfg_attr(
+    windows,
+    allow(
+        clippy::large_enum_variant,
+        reason = "one per driver; Windows' process handles make the running variant the larger one"
+    )
+)]
 pub(crate) enum Process {
     /// None: an HTTP driver, or the process is over.
     None,

@@ -15,7 +15,9 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+#[cfg(target_os = "linux")]
+use std::time::Instant;
 
 use futures_lite::future;
 use mcp_smol::{
@@ -354,6 +356,7 @@ on_both_runners!(
 
 // ----- single-runner tests -----------------------------------------------------------
 
+#[cfg(target_os = "linux")]
 fn process_exists(pid: u32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
 }
