@@ -269,7 +269,16 @@ impl Server {
     /// Feeds one whole JSON-RPC message (for transports with their own framing). It is
     /// checked against [`ServerLimits::max_nesting_depth`] before it is decoded.
     pub fn handle_json(&mut self, now: Instant, json: &[u8]) {
-        match Message::decode_with_max_depth(json, self.config.limits.max_nesting_depth) {
+        let max_depth = self.config.limits.max_nesting_depth;
+        // A request with object params (nearly every message a server gets) is read in
+        // one pass, its params straight into the map the handling works on; anything
+        // else, or anything wrong, takes the general path, which names the error.
+        if jsonrpc::check_nesting(json, max_depth).is_ok()
+            && let Some((request, params)) = jsonrpc::decode_request_object(json)
+        {
+            return self.handle_request_parsed(now, request, params);
+        }
+        match Message::decode_with_max_depth(json, max_depth) {
             Ok(message) => self.dispatch(now, message),
             Err(DecodeError::Json(_)) => {
                 self.send_error(None, &ErrorObject::new(codes::PARSE_ERROR, "Parse error"));
