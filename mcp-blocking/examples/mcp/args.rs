@@ -614,6 +614,14 @@ fn build(name: &str, mut w: Words) -> Result<Command, Usage> {
         },
         "add" => {
             if let Some(extra) = w.positionals.get(1) {
+                // `mcp add docs https://…`: a URL given without its flag.
+                let is_url = extra.starts_with("http://") || extra.starts_with("https://");
+                if is_url && !w.has("--url") && !w.has("--stdio") {
+                    return Err(Usage::new(format!(
+                        "unexpected argument {extra:?}: a server's URL goes after --url: \
+                         mcp add <name> --url {extra}"
+                    )));
+                }
                 return Err(Usage::new(format!(
                     "unexpected argument {extra:?}: the server's own arguments go after `--`: \
                      mcp add <name> --stdio <program> -- <arguments>..."
@@ -1358,6 +1366,27 @@ mod tests {
         assert!(p(&["tools", "ex", "--bogus"]).is_err());
         assert!(p(&["--timeout", "abc", "list"]).is_err());
         assert!(p(&["call", "a", "b", "--auto-accept", "--no-input"]).is_err());
+    }
+
+    #[test]
+    fn a_url_given_to_add_without_its_flag_is_pointed_at_url() {
+        let err = |args: &[&str]| match p(args) {
+            Err(Usage(msg)) => msg,
+            Ok(inv) => panic!("accepted: {:?}", inv.command),
+        };
+        let url = "http://127.0.0.1:8/mcp";
+        let msg = err(&["add", "docs", url]);
+        assert!(
+            msg.contains(&format!("mcp add <name> --url {url}")),
+            "{msg}"
+        );
+        let msg = err(&["add", "docs", "--era", "legacy", url]);
+        assert!(msg.contains("--url"), "{msg}");
+        // Not a URL: the server's arguments were probably meant.
+        let msg = err(&["add", "docs", "--stdio", "srv", "--verbose-arg"]);
+        assert!(msg.contains("after `--`"), "{msg}");
+        let msg = err(&["add", "docs", "--stdio", "srv", "extra"]);
+        assert!(msg.contains("after `--`"), "{msg}");
     }
 
     #[test]
