@@ -16,13 +16,8 @@ use crate::wake::Readiness;
 
 /// A channel: being opened (with the TLS session to run over it, and the readiness it
 /// keeps once open), or open.
-#[cfg_attr(
-    windows,
-    allow(
-        clippy::large_enum_variant,
-        reason = "one per connection; Windows' stream and process handles only make the variants' sizes differ more"
-    )
-)]
+// One per connection; on Windows, larger stream handles make the variants' sizes differ more.
+#[cfg_attr(windows, allow(clippy::large_enum_variant))]
 pub(crate) enum Conn {
     Opening(Opening, Layer, Readiness),
     Open(Open),
