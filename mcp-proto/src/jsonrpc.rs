@@ -308,31 +308,95 @@ struct Envelope<'a, P = &'a RawValue> {
 pub(crate) fn decode_request_object(
     bytes: &[u8],
 ) -> Option<(Request, serde_json::Map<String, serde_json::Value>)> {
-    if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
-        return None;
-    }
-    let env: Envelope<'_, serde_json::Value> = serde_json::from_slice(bytes).ok()?;
-    if env.jsonrpc.map(RawValue::get) != Some("\"2.0\"")
-        || env.result.is_some()
-        || env.error.is_some()
-    {
-        return None;
-    }
-    let Some(IdField::Valid(id)) = env.id else {
-        return None;
-    };
-    let method = env.method?;
+    let env: Envelope<'_, serde_json::Value> = request_envelope(bytes)?;
     let params = match env.params {
         None => serde_json::Map::new(),
         Some(serde_json::Value::Object(map)) => map,
         Some(_) => return None,
     };
-    let request = Request {
-        id,
-        method,
-        params: None,
+    Some((request_of(env.id, env.method)?, params))
+}
+
+/// [`decode_request_object`] with the params' `_meta` left as its text: for a server
+/// that may already hold the value of the same text.
+pub(crate) fn decode_request_split(bytes: &[u8]) -> Option<(Request, SplitParams<'_>)> {
+    let env: Envelope<'_, SplitParams<'_>> = request_envelope(bytes)?;
+    Some((
+        request_of(env.id, env.method)?,
+        env.params.unwrap_or_default(),
+    ))
+}
+
+/// The envelope of a request (an object with `"jsonrpc": "2.0"`, neither `result` nor
+/// `error`), with its params read as `P`.
+fn request_envelope<'a, P: Deserialize<'a>>(bytes: &'a [u8]) -> Option<Envelope<'a, P>> {
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return None;
+    }
+    let env: Envelope<'a, P> = serde_json::from_slice(bytes).ok()?;
+    let request = env.jsonrpc.map(RawValue::get) == Some("\"2.0\"")
+        && env.result.is_none()
+        && env.error.is_none();
+    request.then_some(env)
+}
+
+/// A request with a valid id and a method, its params left out.
+fn request_of(id: Option<IdField>, method: Option<String>) -> Option<Request> {
+    let Some(IdField::Valid(id)) = id else {
+        return None;
     };
-    Some((request, params))
+    Some(Request {
+        id,
+        method: method?,
+        params: None,
+    })
+}
+
+/// The params member that carries a request's metadata.
+pub(crate) const META: &str = "_meta";
+
+/// A request's params object as [`decode_request_split`] reads it: every member but
+/// `_meta` as a value, and `_meta` as its text. A repeated member keeps its last value,
+/// as a map read by `serde_json` does.
+#[derive(Debug, Default)]
+pub(crate) struct SplitParams<'a> {
+    /// Every member but `_meta`.
+    pub(crate) members: serde_json::Map<String, serde_json::Value>,
+    /// The text of `_meta`, when present.
+    pub(crate) meta: Option<&'a RawValue>,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for SplitParams<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(SplitVisitor(std::marker::PhantomData))
+    }
+}
+
+struct SplitVisitor<'a>(std::marker::PhantomData<&'a ()>);
+
+impl<'de: 'a, 'a> Visitor<'de> for SplitVisitor<'a> {
+    type Value = SplitParams<'a>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object")
+    }
+
+    fn visit_map<A: de::MapAccess<'de>>(self, mut access: A) -> Result<Self::Value, A::Error> {
+        let mut params = SplitParams::default();
+        while let Some(key) = access.next_key::<String>()? {
+            if key == META {
+                params.meta = Some(access.next_value::<&'de RawValue>()?);
+            } else if key.starts_with("$serde_json::") {
+                // Keys serde_json gives a meaning of its own when it reads a map as a
+                // value: left to that general path.
+                return Err(de::Error::custom("reserved key"));
+            } else {
+                let value = access.next_value()?;
+                params.members.insert(key, value);
+            }
+        }
+        Ok(params)
+    }
 }
 
 impl Message {
@@ -885,6 +949,8 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"a\"b"}}}"#,
             r#" {"method":"ping","id":"x","jsonrpc":"2.0"}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{},"extra":[1,2]}"#,
+            // Repeated members, `_meta` among them: the last one stands.
+            r#"{"jsonrpc":"2.0","id":2,"method":"m","params":{"_meta":{"k":[1, 2]},"n":"a","n":"b","_meta":{"k":3}}}"#,
             // Anything else is left to Message::decode.
             r#"{"jsonrpc":"2.0","id":1,"method":"m","params":[1]}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"m","params":null}"#,
@@ -923,7 +989,22 @@ mod tests {
                 ),
             }
         }
-        assert_eq!(fast, 3);
+        assert_eq!(fast, 4);
+    }
+
+    #[test]
+    fn a_split_request_keeps_its_meta_as_text() {
+        let input = r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta": {"a" : 1},"x":2}}"#;
+        let (request, params) = decode_request_split(input.as_bytes()).unwrap();
+        assert_eq!(request.method, "m");
+        assert_eq!(params.meta.map(RawValue::get), Some(r#"{"a" : 1}"#));
+        assert_eq!(
+            serde_json::Value::Object(params.members),
+            serde_json::json!({"x": 2})
+        );
+        // A key serde_json gives a meaning of its own is left to the general path.
+        let reserved = r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"$serde_json::private::RawValue":"1"}}"#;
+        assert!(decode_request_split(reserved.as_bytes()).is_none());
     }
 
     #[test]

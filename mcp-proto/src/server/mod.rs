@@ -94,6 +94,7 @@ mod config;
 pub mod example;
 pub mod http;
 mod legacy;
+mod meta_cache;
 mod modern;
 mod notify;
 mod registry;
@@ -148,6 +149,8 @@ pub struct Server {
     changes: Option<Vec<notify::Change>>,
     /// `config.info` as JSON text, for the `_meta` of every 2026 result.
     info_json: Vec<u8>,
+    /// The `_meta` of the last request read by [`Server::handle_json`].
+    meta: Option<meta_cache::MetaCache>,
 }
 
 impl Server {
@@ -170,6 +173,7 @@ impl Server {
             now: Instant::ZERO,
             listens: Vec::new(),
             changes: None,
+            meta: None,
         }
     }
 
@@ -274,9 +278,16 @@ impl Server {
         // one pass, its params straight into the map the handling works on; anything
         // else, or anything wrong, takes the general path, which names the error.
         if jsonrpc::check_nesting(json, max_depth).is_ok()
-            && let Some((request, params)) = jsonrpc::decode_request_object(json)
+            && let Some((request, split)) = jsonrpc::decode_request_split(json)
         {
-            return self.handle_request_parsed(now, request, params);
+            let (mut params, meta) = (split.members, split.meta);
+            if meta.is_none_or(|text| self.lend_meta(&mut params, text)) {
+                self.serve_parsed(now, request, &mut params);
+                if let Some(text) = meta {
+                    self.keep_meta(&mut params, text);
+                }
+                return;
+            }
         }
         match Message::decode_with_max_depth(json, max_depth) {
             Ok(message) => self.dispatch(now, message),
@@ -391,8 +402,13 @@ impl Server {
         &mut self,
         now: Instant,
         req: Request,
-        params: Map<String, Value>,
+        mut params: Map<String, Value>,
     ) {
+        self.serve_parsed(now, req, &mut params);
+    }
+
+    /// [`Server::handle_request_parsed`], leaving the params to the caller.
+    fn serve_parsed(&mut self, now: Instant, req: Request, params: &mut Params) {
         if self.eof {
             return;
         }
@@ -402,7 +418,7 @@ impl Server {
     }
 
     fn on_request(&mut self, now: Instant, req: Request) {
-        let params = match req.params.as_deref().map(|p| serde_json::from_str(p.get())) {
+        let mut params = match req.params.as_deref().map(|p| serde_json::from_str(p.get())) {
             None => Map::new(),
             Some(Ok(Value::Object(map))) => map,
             Some(_) => {
@@ -410,14 +426,14 @@ impl Server {
                 return self.send_error(Some(&req.id), &e);
             }
         };
-        self.on_parsed_request(now, req, params);
+        self.on_parsed_request(now, req, &mut params);
     }
 
-    fn on_parsed_request(&mut self, now: Instant, req: Request, mut params: Map<String, Value>) {
-        if self.is_modern(&req.method, &params) {
-            self.modern_request(now, &req.id, &req.method, &mut params);
+    fn on_parsed_request(&mut self, now: Instant, req: Request, params: &mut Params) {
+        if self.is_modern(&req.method, params) {
+            self.modern_request(now, &req.id, &req.method, params);
         } else {
-            self.legacy_request(req.id, &req.method, &mut params);
+            self.legacy_request(req.id, &req.method, params);
         }
     }
 

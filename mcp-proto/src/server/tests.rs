@@ -1184,3 +1184,35 @@ fn the_example_skill_is_served_with_its_digests() {
                 "mimeType": "text/markdown"}])
     );
 }
+
+#[test]
+fn a_kept_meta_serves_only_requests_whose_meta_has_the_same_text() {
+    let mut p = Peer::new(example::server());
+    let echo = |meta: Value| json!({"_meta": meta, "name": "echo", "arguments": {"text": "hi"}});
+    let current = echo(meta(json!({})));
+    let retired = echo(json!({PV: "2025-11-25", CC: {}}));
+    let current_text = serde_json::to_string(&current["_meta"]).unwrap();
+    for round in 0..3 {
+        let reply = p.call(json!(1), "tools/call", current.clone());
+        assert_eq!(
+            reply["result"]["content"][0]["text"], "hi",
+            "{round}: {reply}"
+        );
+        assert!(p.server.keeps_meta(&current_text), "{round}");
+        let reply = p.call(json!(2), "tools/call", retired.clone());
+        assert_eq!(reply["error"]["code"], -32022, "{round}: {reply}");
+        assert!(!p.server.keeps_meta(&current_text), "{round}");
+    }
+    // The same members written with other spacing are another text: read, not taken.
+    let line = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{{\"_meta\": {} \
+         ,\"name\":\"echo\",\"arguments\":{{\"text\":\"spaced\"}}}}}}\n",
+        current_text.replace(',', ", ")
+    );
+    let reply = p.raw(line.as_bytes()).remove(0);
+    assert_eq!(reply["result"]["content"][0]["text"], "spaced", "{reply}");
+    assert!(!p.server.keeps_meta(&current_text));
+    let reply = p.call(json!(4), "tools/call", current.clone());
+    assert_eq!(reply["result"]["content"][0]["text"], "hi", "{reply}");
+    assert!(p.server.keeps_meta(&current_text));
+}
