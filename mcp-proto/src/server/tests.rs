@@ -1216,3 +1216,49 @@ fn a_kept_meta_serves_only_requests_whose_meta_has_the_same_text() {
     assert_eq!(reply["result"]["content"][0]["text"], "hi", "{reply}");
     assert!(p.server.keeps_meta(&current_text));
 }
+
+#[test]
+fn requests_read_with_a_kept_meta_get_the_replies_of_requests_read_in_full() {
+    let echo = |meta: Value| json!({"_meta": meta, "name": "echo", "arguments": {"text": "hi"}});
+    let request = |id: usize, method: &str, params: &Value| json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    let tasks = json!({"tasks": {"requests": {"tools": {"call": {}}}}});
+    let modern_requests = [
+        ("tools/call", echo(meta(json!({})))),
+        ("tools/call", echo(meta(tasks.clone()))),
+        ("tools/list", json!({"_meta": meta(json!({}))})),
+        ("tools/call", echo(json!({PV: "2025-11-25", CC: {}}))),
+        (
+            "tools/call",
+            echo(json!({PV: "2026-07-28", CC: {}, "io.modelcontextprotocol/logLevel": "loud"})),
+        ),
+        ("tools/call", echo(json!({PV: "2026-07-28"}))),
+        ("server/discover", json!({"_meta": meta(tasks)})),
+        (
+            "tools/call",
+            json!({"_meta": meta(json!({})), "name": "add", "arguments": {"a": 2, "b": 3}}),
+        ),
+        (
+            "tools/call",
+            json!({"_meta": meta(json!({})), "name": "fail"}),
+        ),
+        ("tools/call", json!({"_meta": [1], "name": "echo"})),
+    ];
+    let (mut kept, mut read) = (example::server(), example::server());
+    let now = some_instant();
+    // A walk over the requests that repeats some in a row and interleaves the others.
+    for step in 0..60_usize {
+        let (method, params) = &modern_requests[(step * step / 3) % modern_requests.len()];
+        let bytes = serde_json::to_vec(&request(step, method, params)).unwrap();
+        kept.handle_json(now, &bytes);
+        read.handle_message(now, Message::decode(&bytes).unwrap());
+        let replies = |s: &mut Server| std::iter::from_fn(|| s.poll_message()).collect::<Vec<_>>();
+        let (a, b) = (replies(&mut kept), replies(&mut read));
+        assert!(!a.is_empty(), "{step}: no reply");
+        assert_eq!(
+            a,
+            b,
+            "{step} {method} {params}: {:?}",
+            String::from_utf8_lossy(&a[0])
+        );
+    }
+}
