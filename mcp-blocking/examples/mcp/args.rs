@@ -615,8 +615,7 @@ fn build(name: &str, mut w: Words) -> Result<Command, Usage> {
         "add" => {
             if let Some(extra) = w.positionals.get(1) {
                 // `mcp add docs https://…`: a URL given without its flag.
-                let is_url = extra.starts_with("http://") || extra.starts_with("https://");
-                if is_url && !w.has("--url") && !w.has("--stdio") {
+                if is_url(extra) && !w.has("--url") && !w.has("--stdio") {
                     return Err(Usage::new(format!(
                         "unexpected argument {extra:?}: a server's URL goes after --url: \
                          mcp add <name> --url {extra}"
@@ -1059,6 +1058,12 @@ fn loopback_addr(addr: &str) -> Result<String, Usage> {
     } else {
         Err(refused())
     }
+}
+
+/// Whether `server` is a literal endpoint URL rather than a configured name.
+pub fn is_url(server: &str) -> bool {
+    let lower = server.get(..8).unwrap_or(server).to_ascii_lowercase();
+    lower.starts_with("http://") || lower.starts_with("https://")
 }
 
 /// Checks an endpoint URL the way the library will: `https://…`, or `http://` to a

@@ -25,15 +25,9 @@ use crate::terminal::clean;
 /// The client name and version sent to servers.
 pub const CLIENT_NAME: &str = "mcp-cli";
 
-/// Whether `server` is a literal endpoint URL rather than a configured name.
-pub fn is_url(server: &str) -> bool {
-    let lower = server.get(..8).unwrap_or(server).to_ascii_lowercase();
-    lower.starts_with("http://") || lower.starts_with("https://")
-}
-
 /// A configured server, looked up by name, or an entry for a literal `http(s)://` URL.
 pub fn entry(global: &Global, name: &str) -> Result<ServerEntry, Failure> {
-    if is_url(name) {
+    if crate::args::is_url(name) {
         check_url(name).map_err(Failure::Usage)?;
         return Ok(ServerEntry {
             command: None,
