@@ -463,7 +463,7 @@ impl<F: Flavour> Driver<F> {
     /// Starts a call. What arrived while nobody was waiting (a server closing an idle
     /// connection) is fed first, so the machine places the call knowing it.
     fn start(&mut self, request: CallRequest) -> Result<CallId, Error> {
-        let now = clock::now();
+        let mut now = clock::now();
         let recent = self
             .heard_at
             .is_some_and(|at| now.saturating_duration_since(at) < RECENT);
@@ -477,11 +477,12 @@ impl<F: Flavour> Driver<F> {
             }
             self.core.run_timers(clock::now());
             self.settle();
+            now = clock::now();
         }
         if let Some(reason) = self.closed() {
             return Err(Error::closed(reason, self.core.endpoint()));
         }
-        let call = self.core.machine.call(clock::now(), request)?;
+        let call = self.core.machine.call(now, request)?;
         self.settle();
         self.nudge();
         Ok(call)
