@@ -1002,6 +1002,10 @@ mod tests {
             serde_json::Value::Object(params.members),
             serde_json::json!({"x": 2})
         );
+        // A repeated `_meta` keeps its last text, as a map read by serde_json would.
+        let repeated = r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":1,"_meta":[2]}}"#;
+        let (_, params) = decode_request_split(repeated.as_bytes()).unwrap();
+        assert_eq!(params.meta.map(RawValue::get), Some("[2]"));
         // A key serde_json gives a meaning of its own is left to the general path.
         let reserved = r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"$serde_json::private::RawValue":"1"}}"#;
         assert!(decode_request_split(reserved.as_bytes()).is_none());
