@@ -31,7 +31,6 @@
 //! deadline than the one the leader sleeps until, a cancellation, `close`) wakes the
 //! leader through the channel, so that every call keeps its own deadline.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -42,8 +41,8 @@ use mcp_io::wire_log::ChannelLog;
 use mcp_io::{Error, Flavour, Inbox, Options, Shared, Shutdown, WireLog, clock};
 use mcp_proto::Instant;
 use mcp_proto::client::{
-    self as proto, CallError, CallId, CallOutput, CallRequest, CloseReason, ConnId, Event, Origin,
-    TransportFailure,
+    self as proto, CallError, CallId, CallOutput, CallRequest, CloseReason, ConnId, Event, IdMap,
+    Origin, TransportFailure,
 };
 use mcp_proto::model::ServerDetails;
 
@@ -100,7 +99,7 @@ pub(crate) struct Io<F: Flavour> {
     /// What the events say about the connection, and the server process.
     pub(crate) shared: Arc<Shared>,
     /// Outcomes of calls, until their method picks them up.
-    completed: HashMap<CallId, Result<CallOutput, CallError>>,
+    completed: IdMap<CallId, Result<CallOutput, CallError>>,
     /// Calls completed since the followers were last woken.
     fresh: Vec<CallId>,
     /// Something else reached the inbox since then.
@@ -180,7 +179,7 @@ impl<F: Flavour> Link<F> {
                 carrier,
                 bell: bell.clone(),
                 shared: Arc::clone(&shared),
-                completed: HashMap::new(),
+                completed: IdMap::default(),
                 fresh: Vec::new(),
                 news: false,
                 everyone: false,

@@ -14,14 +14,13 @@
 //! With several threads in flight this is what keeps the driver's lock from being
 //! handed from thread to thread on every call.
 
-use std::collections::HashMap;
 use std::mem;
 use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use mcp_io::{Error, Flavour};
-use mcp_proto::client::{CallId, CallOutput};
+use mcp_proto::client::{CallId, CallOutput, IdMap};
 
 use crate::driver::Driver;
 
@@ -91,7 +90,7 @@ pub(crate) struct Followers {
 /// What a settle found for the followers.
 pub(crate) struct Concerns<'a> {
     /// Outcomes of completed calls, until their method picks them up.
-    pub(crate) completed: &'a mut HashMap<CallId, Result<CallOutput, mcp_proto::client::CallError>>,
+    pub(crate) completed: &'a mut IdMap<CallId, Result<CallOutput, mcp_proto::client::CallError>>,
     /// Calls completed since the followers were last woken.
     pub(crate) fresh: &'a [CallId],
     /// Something else reached the inbox.
@@ -255,7 +254,7 @@ mod tests {
     }
 
     fn concerns<'a>(
-        completed: &'a mut HashMap<CallId, Result<CallOutput, CallError>>,
+        completed: &'a mut IdMap<CallId, Result<CallOutput, CallError>>,
         fresh: &'a [CallId],
         news: bool,
         everyone: bool,
@@ -271,7 +270,7 @@ mod tests {
 
     /// `call` completed (cancelled): the settle that says so.
     fn complete(f: &mut Followers, call: CallId) {
-        let mut completed = HashMap::from([(call, Err(CallError::Cancelled))]);
+        let mut completed = IdMap::from_iter([(call, Err(CallError::Cancelled))]);
         f.settle(concerns(&mut completed, &[call], false, false));
         assert!(completed.is_empty(), "the outcome moved to the berth");
     }
@@ -322,7 +321,7 @@ mod tests {
         let mut f = Followers::default();
         let a = f.join(Some(CallId::from_raw(1)));
         let anyone = f.join(None);
-        let mut completed = HashMap::new();
+        let mut completed = IdMap::default();
         f.settle(concerns(&mut completed, &[], false, false));
         assert!(f.to_ring.is_empty());
         f.settle(concerns(&mut completed, &[], true, false));

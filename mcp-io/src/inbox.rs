@@ -1,10 +1,10 @@
 //! [`Inbox`]: what the machine says about a connection, kept for the handles to read.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 use mcp_proto::Limits;
 use mcp_proto::client::{
-    CallError, CallId, CallOutput, ClientConfig, CloseReason, Event, InputId, InputRequest,
+    CallError, CallId, CallOutput, ClientConfig, CloseReason, Event, IdMap, InputId, InputRequest,
     PeerError,
 };
 use mcp_proto::jsonrpc::Notification;
@@ -66,7 +66,7 @@ pub struct Inbox {
     task_events: VecDeque<Event>,
     /// Outcomes of the calls started with [`Inbox::expect_outcome`], until taken (at
     /// most [`MAX_NOTIFICATIONS`] completed ones; past it the oldest is dropped).
-    outcomes: HashMap<CallId, Option<Result<CallOutput, CallError>>>,
+    outcomes: IdMap<CallId, Option<Result<CallOutput, CallError>>>,
     /// Requests for input not yet taken, with [`Options::queue_input`](crate::Options::queue_input)
     /// (the machine bounds how many are pending).
     input_requests: VecDeque<PendingInput>,
@@ -102,7 +102,7 @@ impl Default for Inbox {
             era_cache: None,
             input_requests: VecDeque::new(),
             task_events: VecDeque::new(),
-            outcomes: HashMap::new(),
+            outcomes: IdMap::default(),
         }
     }
 }

@@ -7,7 +7,6 @@
 //! era cache is filled from the machine's verdict, and failures become errors as
 //! [`Error::closed`] and [`Error::call`] make them (shared with `mcp-blocking` too).
 
-use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -17,7 +16,7 @@ use futures_lite::Stream;
 use mcp_io::Flavour;
 use mcp_io::drive::Core;
 use mcp_proto::Instant;
-use mcp_proto::client::{CallId, CallOutput, CloseReason, ConnectionState, Event};
+use mcp_proto::client::{CallId, CallOutput, CloseReason, ConnectionState, Event, IdMap};
 use mcp_proto::model::ServerDetails;
 
 use crate::Error;
@@ -65,8 +64,8 @@ pub(crate) struct Facade {
     input_bell: Sender<()>,
     _done: Sender<()>,
     pub(crate) shared: Arc<Shared>,
-    calls: HashMap<CallId, (u64, Sender<Result<CallOutput, Error>>)>,
-    keys: HashMap<u64, CallId>,
+    calls: IdMap<CallId, (u64, Sender<Result<CallOutput, Error>>)>,
+    keys: IdMap<u64, CallId>,
     waiters: Vec<Sender<Result<ServerDetails, Error>>>,
     /// The endpoint's origin, for HTTP: names it in transport errors.
     endpoint: Option<String>,
@@ -80,8 +79,8 @@ impl Facade {
             input_bell: channels.input_bell,
             _done: channels.done,
             shared,
-            calls: HashMap::new(),
-            keys: HashMap::new(),
+            calls: IdMap::default(),
+            keys: IdMap::default(),
             waiters: Vec::new(),
             endpoint,
         }

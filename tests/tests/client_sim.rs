@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use mcp_proto::client::{
-    AcceptDefaults, CallError, CallRequest, ClientConfig, CloseReason, ConnId, ConnectionState,
-    Event, InputAnswer, PeerError,
+    AcceptDefaults, CallError, CallId, CallRequest, ClientConfig, CloseReason, ConnId,
+    ConnectionState, Event, InputAnswer, PeerError,
 };
 use mcp_proto::jsonrpc::{DecodeError, Message};
 use mcp_proto::limits::Limits;
@@ -349,6 +349,78 @@ fn timeouts_fail_the_call_and_cancel_it_on_the_wire() {
             .unwrap();
         assert_eq!(text_of(&out), "x");
     }
+}
+
+/// The calls a test makes, and what it gives each: an `echo` whose text is its index.
+fn numbered_calls(sim: &mut Sim, count: usize, timeout: Duration) -> Vec<CallId> {
+    (0..count)
+        .map(|i| {
+            let req = CallRequest::call_tool("echo", json!({"text": i.to_string()}));
+            sim.client.call(sim.now, req.timeout(timeout)).unwrap()
+        })
+        .collect()
+}
+
+/// The calls in the order their `CallCompleted` events came.
+fn completion_order(sim: &Sim) -> Vec<CallId> {
+    sim.events
+        .iter()
+        .filter_map(|e| match e {
+            Event::CallCompleted { call, .. } => Some(*call),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn many_calls_go_out_time_out_and_end_in_the_order_they_were_made() {
+    // The machine keeps its calls in a hash map: whatever it does to all of them (write
+    // those queued before the handshake, expire them, fail them on close) must still
+    // follow the calls' order, or the events would depend on the hashing.
+    let silent = |m: &Value| match m["method"].as_str() {
+        Some("initialize") => vec![legacy_init(m)],
+        _ => vec![],
+    };
+    let mut sim = Sim::new(config(EraMode::Legacy), Scripted::new(silent));
+    let queued = numbered_calls(&mut sim, 40, Duration::from_secs(5));
+    sim.connect();
+    let texts: Vec<String> = sim
+        .sent_with_method("tools/call")
+        .iter()
+        .map(|m| {
+            m["params"]["arguments"]["text"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    let expected: Vec<String> = (0..40).map(|i: usize| i.to_string()).collect();
+    assert_eq!(texts, expected, "queued calls written out of order");
+
+    sim.advance(Duration::from_secs(5));
+    assert_eq!(
+        completion_order(&sim),
+        queued,
+        "timeouts reported out of order"
+    );
+    for call in &queued {
+        let outcome = sim.completion(*call).unwrap();
+        assert_eq!(
+            outcome.unwrap_err(),
+            CallError::Timeout(Duration::from_secs(5))
+        );
+    }
+
+    sim.events.clear();
+    let open = numbered_calls(&mut sim, 40, Duration::from_secs(60));
+    sim.step();
+    sim.client.close(sim.now);
+    sim.drain();
+    assert_eq!(
+        completion_order(&sim),
+        open,
+        "closed calls reported out of order"
+    );
 }
 
 #[test]
@@ -1212,6 +1284,33 @@ fn an_oversized_answer_without_a_readable_id_fails_every_written_call_at_once() 
         sim.client.state(),
         ConnectionState::Ready(Era::Legacy, ProtocolVersion::V2025_11_25)
     );
+}
+
+#[test]
+fn calls_failed_by_an_unreadable_oversized_answer_fail_in_the_order_they_were_made() {
+    let peer = answering(|name, id| match name {
+        "big" => Some(format!(
+            r#"{{"jsonrpc":"2.0","result":{{"text":"{}"}},"id":{id},"extra":1}}"#,
+            "x".repeat(5000)
+        )),
+        _ => None,
+    });
+    let mut sim = Sim::new(config(EraMode::Legacy).limits(small_messages()), peer);
+    sim.connect();
+    sim.events.clear();
+    let mut calls: Vec<CallId> = (0..30)
+        .map(|_| {
+            let silent = CallRequest::call_tool("silent", json!({}));
+            sim.client.call(sim.now, silent).unwrap()
+        })
+        .collect();
+    calls.push(
+        sim.client
+            .call(sim.now, CallRequest::call_tool("big", json!({})))
+            .unwrap(),
+    );
+    sim.run_until(|s| calls.iter().all(|c| s.completion(*c).is_some()));
+    assert_eq!(completion_order(&sim), calls);
 }
 
 #[test]

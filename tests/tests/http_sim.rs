@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use mcp_proto::client::http::HttpConfig;
 use mcp_proto::client::{
-    CallError, CallRequest, ClientConfig, CloseReason, ConnectionState, Event, PeerError,
+    CallError, CallId, CallRequest, ClientConfig, CloseReason, ConnId, ConnectionState, Event,
+    PeerError,
 };
 use mcp_proto::http::EndpointUrl;
 use mcp_proto::http::xmcp::InvalidAnnotation;
@@ -1016,4 +1017,49 @@ fn a_hung_call_lets_its_connection_go_and_does_not_hold_the_next_one() {
     // The connection the hung call was written on is let go, not kept forever.
     let hung = sim.hung[0];
     assert!(sim.closed.contains(&hung), "{hung:?} still open");
+}
+
+#[test]
+fn closing_with_many_exchanges_open_fails_and_closes_them_in_order() {
+    // Calls and exchanges sit in hash maps; what a close does to all of them must follow
+    // their order, not the maps'.
+    let mut sim = HttpSim::new(config(EraMode::Legacy), |req| {
+        match (req.method.as_str(), req.rpc_method()) {
+            ("POST", "initialize") => legacy_init(req, "s"),
+            ("POST", "notifications/initialized") => Reply::accepted(),
+            ("POST", "tools/call") => Reply::Silence,
+            ("GET", _) => Reply::with_body(405, &[], ""),
+            _ => Reply::accepted(),
+        }
+    });
+    sim.connect();
+    sim.events.clear();
+    let calls: Vec<CallId> = (0..12)
+        .map(|i| {
+            let hang = CallRequest::call_tool("hang", json!({ "n": i }));
+            sim.client.call(sim.now, hang).unwrap()
+        })
+        .collect();
+    while sim.step() {}
+    assert_eq!(sim.hung.len(), 12);
+    let hung = sim.hung.clone();
+    sim.closed.clear();
+    sim.client.close(sim.now);
+    while sim.step() {}
+    let failed: Vec<CallId> = sim
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::CallCompleted { call, .. } => Some(*call),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(failed, calls);
+    let closed: Vec<ConnId> = sim
+        .closed
+        .iter()
+        .copied()
+        .filter(|c| hung.contains(c))
+        .collect();
+    assert_eq!(closed, hung, "hung connections closed out of order");
 }

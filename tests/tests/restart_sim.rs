@@ -213,3 +213,33 @@ fn a_server_that_exits_on_its_first_probe_is_not_a_restart() {
     assert_eq!(era(&sim), Era::Legacy);
     assert!(restarting(&sim).is_empty());
 }
+
+#[test]
+fn the_calls_in_flight_when_the_server_exits_fail_in_the_order_they_were_made() {
+    // They sit in a hash map; their failures must not come out in its order.
+    let mut sim = Sim::new(config(RestartPolicy::up_to(3)), example::server());
+    sim.connect();
+    sim.events.clear();
+    let calls: Vec<CallId> = (0..40)
+        .map(|i| {
+            let hang = CallRequest::call_tool("hang", json!({ "n": i }));
+            sim.client.call(sim.now, hang).unwrap()
+        })
+        .collect();
+    sim.step();
+    assert_eq!(sim.sent_with_method("tools/call").len(), 40);
+    sim.client.handle_eof(sim.now, ConnId::STDIO);
+    sim.drain();
+    let failed: Vec<CallId> = sim
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::CallCompleted { call, outcome } => {
+                assert_eq!(outcome.clone().unwrap_err(), CallError::ServerExited);
+                Some(*call)
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(failed, calls);
+}

@@ -14,7 +14,6 @@
 //! report is dropped. A connection closed while its thread is still connecting is shut
 //! down as soon as it opens.
 
-use std::collections::HashMap;
 use std::io;
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -22,7 +21,7 @@ use std::time::Duration;
 
 use mcp_io::wire_log::ChannelLog;
 use mcp_io::{Flavour, Shutdown, TransportError, TransportErrorKind, WireLog};
-use mcp_proto::client::{ConnId, Origin, TransportFailure};
+use mcp_proto::client::{ConnId, IdMap, Origin, TransportFailure};
 use mcp_proto::http::EndpointUrl;
 
 use super::connector::{Connector, ShutdownHandle};
@@ -57,7 +56,7 @@ pub(crate) struct HttpConns {
     connect_timeout: Duration,
     /// Header names the wire log hides besides the built-in ones.
     redact_headers: Arc<[String]>,
-    conns: HashMap<ConnId, Conn>,
+    conns: IdMap<ConnId, Conn>,
     /// Where plain TCP connections are polled (Unix).
     #[cfg(unix)]
     polled: Arc<PollSet>,
@@ -80,7 +79,7 @@ impl HttpConns {
             connector,
             connect_timeout,
             redact_headers: redact_headers.into(),
-            conns: HashMap::new(),
+            conns: IdMap::default(),
             #[cfg(unix)]
             polled,
         };

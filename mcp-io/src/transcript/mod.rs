@@ -40,13 +40,12 @@
 
 mod head;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use mcp_proto::client::transcript::{
     NoRedaction, Redaction, Redactor, Replay, ReplayError, Summary,
 };
-use mcp_proto::client::{Client, ConnId};
+use mcp_proto::client::{Client, ConnId, IdMap};
 use serde_json::{Value, json};
 
 use crate::options::{Flavour, Options};
@@ -64,7 +63,7 @@ const RULES: &str = "wire-log";
 pub struct WireRedaction {
     extra: Arc<[String]>,
     /// The response being read on each connection.
-    responses: HashMap<ConnId, Head>,
+    responses: IdMap<ConnId, Head>,
 }
 
 impl WireRedaction {
@@ -74,7 +73,7 @@ impl WireRedaction {
     pub fn new(headers: &[String]) -> Self {
         WireRedaction {
             extra: headers.into(),
-            responses: HashMap::new(),
+            responses: IdMap::default(),
         }
     }
 

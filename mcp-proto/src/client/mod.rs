@@ -58,6 +58,7 @@ mod event;
 mod event_queue;
 pub mod form;
 pub mod http;
+mod id_hash;
 mod input;
 mod machine;
 mod output;
@@ -75,6 +76,7 @@ pub use event::{
     InputAnswer, InputId, InputRequest, InvalidParams, MAX_ECHO_BYTES, PeerError,
 };
 pub use form::{FormError, FormSchema};
+pub use id_hash::{IdHasher, IdMap, IdSet};
 pub use input::{
     LogLevel, LogMessage, Role, Root, SamplingMessage, SamplingRequest, SamplingResult, UrlRefused,
     check_elicitation_url, roots_result,

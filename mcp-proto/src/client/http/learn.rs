@@ -9,14 +9,12 @@
 //! `tools/list` in the session's list cache (2026 caching hints) stands in for it, and
 //! a `-32020` drops that cached listing along with the declarations.
 
-use std::collections::HashSet;
-
 use serde_json::Value;
 
 use super::HttpLink;
 use crate::Instant;
 use crate::client::session::{OutKind, Outgoing};
-use crate::client::{CallId, CallRequest, Event};
+use crate::client::{CallId, CallRequest, Event, IdSet};
 use crate::jsonrpc::codes;
 use crate::version::Era;
 
@@ -31,7 +29,7 @@ pub(super) struct Learning {
     /// still unknown is not in it, and its calls go without headers.
     pub(super) listed: bool,
     /// Calls already sent again after a `-32020`: never twice.
-    retried: HashSet<CallId>,
+    retried: IdSet<CallId>,
 }
 
 impl HttpLink {

@@ -50,7 +50,7 @@ mod tools;
 
 pub use sse2024::{HttpSseError, MAX_ENDPOINT_BYTES};
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
 use crate::Instant;
@@ -59,7 +59,8 @@ use super::event_queue::EventQueue;
 use super::session::{Outgoing, Session};
 use super::transmit::{ConnId, Origin, Transmit, TransportFailure};
 use super::{
-    ApiMisuse, CallId, CallRequest, ClientConfig, ConnectionState, Event, InputAnswer, InputId,
+    ApiMisuse, CallId, CallRequest, ClientConfig, ConnectionState, Event, IdMap, InputAnswer,
+    InputId,
 };
 use crate::auth::{AuthConfig, Authorizer};
 use crate::http::xmcp::ParamHeader;
@@ -141,7 +142,7 @@ pub(crate) struct HttpLink {
     /// The latest instant an input or command brought.
     now: Instant,
     next_exchange: u64,
-    exchanges: BTreeMap<ExchangeId, Exchange>,
+    exchanges: IdMap<ExchangeId, Exchange>,
     pool: Pool,
     events: EventQueue,
     session_id: Option<String>,
@@ -204,7 +205,7 @@ impl HttpLink {
             config: http,
             now,
             next_exchange: 0,
-            exchanges: BTreeMap::new(),
+            exchanges: IdMap::default(),
             pool,
             events,
             session_id: None,
@@ -505,12 +506,13 @@ impl HttpLink {
             let mut progressed = false;
             while let Some(rpc) = self.client.poll_abort() {
                 progressed = true;
-                let hit: Vec<ExchangeId> = self
+                let mut hit: Vec<ExchangeId> = self
                     .exchanges
                     .iter()
                     .filter(|(_, x)| x.rpc_id == Some(rpc))
                     .map(|(id, _)| *id)
                     .collect();
+                hit.sort_unstable();
                 for id in hit {
                     self.abort_exchange(id);
                 }
@@ -612,12 +614,13 @@ impl HttpLink {
     /// holds the requests after it) or a GET holds nothing for longer than
     /// `Limits::request_timeout`.
     fn expire_exchanges(&mut self, now: Instant) {
-        let expired: Vec<ExchangeId> = self
+        let mut expired: Vec<ExchangeId> = self
             .exchanges
             .iter()
             .filter(|(_, x)| x.head.is_none() && x.deadline.is_some_and(|d| d <= now))
             .map(|(id, _)| *id)
             .collect();
+        expired.sort_unstable();
         let timeout = self.client.config().limits.request_timeout;
         for id in expired {
             if let Some(x) = self.exchanges.remove(&id) {
@@ -636,7 +639,8 @@ impl HttpLink {
     }
 
     pub(super) fn abort_all(&mut self) {
-        let open: Vec<ExchangeId> = self.exchanges.keys().copied().collect();
+        let mut open: Vec<ExchangeId> = self.exchanges.keys().copied().collect();
+        open.sort_unstable();
         for id in open {
             self.abort_exchange(id);
         }

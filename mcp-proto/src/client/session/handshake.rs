@@ -326,12 +326,13 @@ impl Session {
             self.events
                 .push_back(Event::Connected(Box::new(details.clone())));
         }
-        let queued: Vec<_> = self
+        let mut queued: Vec<_> = self
             .calls
             .iter()
             .filter(|(_, c)| c.rpc_id.is_none() && c.pending.is_empty())
             .map(|(id, _)| *id)
             .collect();
+        queued.sort_unstable();
         for id in queued {
             self.send_call(now, id);
         }

@@ -150,12 +150,13 @@ impl Session {
                 _ => None,
             })
             .collect();
-        let written: Vec<CallId> = self
+        let mut written: Vec<CallId> = self
             .calls
             .iter()
             .filter(|(_, c)| c.rpc_id.is_some_and(|rpc| !unwritten.contains(&rpc)))
             .map(|(id, _)| *id)
             .collect();
+        written.sort_unstable();
         for call in written {
             // The server may still be working on it: tell it to stop, and ignore a late
             // answer.

@@ -74,7 +74,7 @@ pub(crate) mod request;
 mod tasks;
 mod transport;
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
 use crate::Instant;
@@ -88,7 +88,7 @@ pub(crate) use super::event::{
 };
 use super::event_queue::EventQueue;
 use super::input::{LogLevel, Root};
-use super::{ClientConfig, ListenEnd, ListenFilter};
+use super::{ClientConfig, IdMap, ListenEnd, ListenFilter};
 use answer::AnswerCheck;
 pub(crate) use request::CallRequest;
 
@@ -107,13 +107,13 @@ pub(crate) struct Session {
     next_rpc_id: i64,
     next_call: u64,
     next_input: u64,
-    calls: BTreeMap<CallId, Call>,
-    by_rpc: HashMap<i64, CallId>,
+    calls: IdMap<CallId, Call>,
+    by_rpc: IdMap<i64, CallId>,
     /// Ids whose answers are no longer wanted (timed out, cancelled, abandoned probes).
     ignored_ids: VecDeque<i64>,
     /// Ids answered recently, to tell duplicates from strangers.
     answered_ids: VecDeque<i64>,
-    inputs: HashMap<InputId, PendingInput>,
+    inputs: IdMap<InputId, PendingInput>,
     outgoing: VecDeque<Outgoing>,
     /// An emptied buffer to write the next request into (stdio: the caller's buffer that
     /// [`Session::poll_transmit`] took a message's place of). Kept only up to
@@ -332,11 +332,11 @@ impl Session {
             next_rpc_id: 0,
             next_call: 0,
             next_input: 0,
-            calls: BTreeMap::new(),
-            by_rpc: HashMap::new(),
+            calls: IdMap::default(),
+            by_rpc: IdMap::default(),
             ignored_ids: VecDeque::new(),
             answered_ids: VecDeque::new(),
-            inputs: HashMap::new(),
+            inputs: IdMap::default(),
             outgoing: VecDeque::new(),
             spare: Vec::new(),
             events,
@@ -553,12 +553,13 @@ impl Session {
         if self.paused_since.is_some() {
             return;
         }
-        let expired: Vec<CallId> = self
+        let mut expired: Vec<CallId> = self
             .calls
             .iter()
             .filter(|(_, c)| c.deadline.is_some_and(|d| d <= now))
             .map(|(id, _)| *id)
             .collect();
+        expired.sort_unstable();
         for id in expired {
             let Some(call) = self.calls.get(&id) else {
                 continue;
@@ -1280,7 +1281,8 @@ impl Session {
         self.state = State::Closed;
         self.handshake = None;
         self.restart_at = None;
-        let ids: Vec<CallId> = self.calls.keys().copied().collect();
+        let mut ids: Vec<CallId> = self.calls.keys().copied().collect();
+        ids.sort_unstable();
         for id in ids {
             self.complete(id, Err(CallError::Closed(reason.clone())));
         }
@@ -1301,12 +1303,13 @@ impl Session {
     /// not depend on the map's hashing, or a transcript replayed in another process
     /// would see them in another order). Calls not yet written stay queued.
     pub(crate) fn fail_in_flight(&mut self, error: &CallError) {
-        let in_flight: Vec<CallId> = self
+        let mut in_flight: Vec<CallId> = self
             .calls
             .iter()
             .filter(|(_, c)| c.rpc_id.is_some() || !c.pending.is_empty())
             .map(|(id, _)| *id)
             .collect();
+        in_flight.sort_unstable();
         for id in in_flight {
             self.complete(id, Err(error.clone()));
         }
