@@ -333,7 +333,10 @@ fn request_envelope<'a, P: Deserialize<'a>>(bytes: &'a [u8]) -> Option<Envelope<
     if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
         return None;
     }
-    let env: Envelope<'a, P> = serde_json::from_slice(bytes).ok()?;
+    // Checked as UTF-8 once, as a whole: read from bytes, serde_json would check every
+    // string it meets on its own, at several times the cost for short strings.
+    let text = std::str::from_utf8(bytes).ok()?;
+    let env: Envelope<'a, P> = serde_json::from_str(text).ok()?;
     let request = env.jsonrpc.map(RawValue::get) == Some("\"2.0\"")
         && env.result.is_none()
         && env.error.is_none();
@@ -463,8 +466,13 @@ impl Message {
                 Err(e) => Err(DecodeError::Json(e.to_string())),
             };
         }
-        let env: Envelope<'_> =
-            serde_json::from_slice(bytes).map_err(|e| DecodeError::Json(e.to_string()))?;
+        // UTF-8 checked once for the whole text (see `request_envelope`); text that is not
+        // UTF-8 is read from its bytes, so the error names where it breaks.
+        let env: Result<Envelope<'_>, _> = match std::str::from_utf8(bytes) {
+            Ok(text) => serde_json::from_str(text),
+            Err(_) => serde_json::from_slice(bytes),
+        };
+        let env = env.map_err(|e| DecodeError::Json(e.to_string()))?;
         if env.jsonrpc.map(RawValue::get) != Some("\"2.0\"") {
             return Err(DecodeError::Version);
         }
@@ -938,6 +946,24 @@ pub fn null_raw() -> Box<RawValue> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_that_is_not_utf8_is_named_where_it_breaks() {
+        // Valid text is read as a string; text that is not UTF-8 keeps the error
+        // serde_json gives for its bytes, with the line and column.
+        let bytes = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"a\xff\"}";
+        let want = serde_json::from_slice::<serde_json::Value>(bytes).unwrap_err();
+        assert_eq!(want.column(), 36);
+        assert_eq!(
+            Message::decode(bytes).unwrap_err(),
+            DecodeError::Json(want.to_string())
+        );
+        assert!(decode_request_object(bytes).is_none());
+        let fine = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"text\":\"h\u{e9}\"}}";
+        let (request, params) = decode_request_object(fine.as_bytes()).unwrap();
+        assert_eq!(request.method, "tools/call");
+        assert_eq!(params["text"], "h\u{e9}");
+    }
 
     fn dec(s: &str) -> Result<Message, DecodeError> {
         Message::decode(s.as_bytes())
