@@ -13,10 +13,10 @@
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
-/// A map keyed by ids this process assigns (see the [module docs](self)).
+/// A map keyed by ids this process assigns, hashed with [`IdHasher`] (read its limits).
 pub type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
 
-/// A set of ids this process assigns (see the [module docs](self)).
+/// A set of ids this process assigns, hashed with [`IdHasher`] (read its limits).
 pub type IdSet<K> = HashSet<K, BuildHasherDefault<IdHasher>>;
 
 /// A multiplicative hasher for integer ids: one rotation, one xor and one multiplication
@@ -24,8 +24,12 @@ pub type IdSet<K> = HashSet<K, BuildHasherDefault<IdHasher>>;
 ///
 /// Consecutive ids land in distinct buckets of any table up to 2⁶⁴ entries (multiplying
 /// by an odd constant permutes the low bits), and the high bits that hashbrown keeps as
-/// a tag differ from one id to the next. Not resistant to chosen keys: see the
-/// [module docs](self).
+/// a tag differ from one id to the next.
+///
+/// Not resistant to chosen keys: only for maps whose keys this process inserts (call,
+/// connection and input ids, the JSON-RPC ids it writes). A peer may still choose the key
+/// of a lookup, such as the id of a response, which finds nothing or the one entry it
+/// names; a map into which a peer's own keys are inserted must keep the default hasher.
 ///
 /// ```
 /// use mcp_proto::client::IdMap;
