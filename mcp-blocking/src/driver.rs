@@ -211,7 +211,7 @@ impl<F: Flavour> Link<F> {
     /// Runs until the machine reports `Connected`, or fails and releases the transport.
     pub(crate) fn connect(&self) -> Result<ServerDetails, Error> {
         let mut d = self.lock();
-        d.settle();
+        d.settle(clock::now());
         let (d, outcome) = self
             .wait(d, None, None, |d| {
                 let state = d.io.shared.lock();
@@ -279,8 +279,9 @@ impl<F: Flavour> Link<F> {
                 seen = now_seen;
                 // The machine tells the server and completes the call as cancelled (a
                 // call that completed meanwhile keeps its outcome).
-                let _ = d.core.machine.cancel(clock::now(), call);
-                d.settle();
+                let now = clock::now();
+                let _ = d.core.machine.cancel(now, call);
+                d.settle(now);
                 d.nudge();
                 if let Some(outcome) = d.take_outcome(call) {
                     return Some(outcome);
@@ -306,8 +307,9 @@ impl<F: Flavour> Link<F> {
         if let Some(reason) = d.closed() {
             return Err(Error::closed(reason, d.core.endpoint()));
         }
-        d.core.machine.set_roots(clock::now(), roots)?;
-        d.settle();
+        let now = clock::now();
+        d.core.machine.set_roots(now, roots)?;
+        d.settle(now);
         d.nudge();
         Ok(())
     }
@@ -315,8 +317,9 @@ impl<F: Flavour> Link<F> {
     /// Cancels a call (ends a subscription).
     pub(crate) fn cancel(&self, call: CallId) -> Result<(), Error> {
         let mut d = self.lock();
-        d.core.machine.cancel(clock::now(), call)?;
-        d.settle();
+        let now = clock::now();
+        d.core.machine.cancel(now, call)?;
+        d.settle(now);
         d.nudge();
         Ok(())
     }
@@ -351,8 +354,9 @@ impl<F: Flavour> Link<F> {
         let mut d = self.lock();
         if !d.released {
             d.released = true;
-            d.core.machine.close(clock::now());
-            d.settle();
+            let now = clock::now();
+            d.core.machine.close(now);
+            d.settle(now);
             d.nudge();
             let (again, ()) = self
                 .wait(d, None, None, |d| {
@@ -472,17 +476,16 @@ impl<F: Flavour> Driver<F> {
                 .as_mut()
                 .and_then(|rx| rx.recv(Some(Duration::ZERO)))
             {
-                self.feed(report);
+                self.feed(report, now);
             }
-            self.core.run_timers(clock::now());
-            self.settle();
-            now = clock::now();
+            self.core.run_timers(now);
+            now = self.settle(now);
         }
         if let Some(reason) = self.closed() {
             return Err(Error::closed(reason, self.core.endpoint()));
         }
         let call = self.core.machine.call(now, request)?;
-        self.settle();
+        self.settle(now);
         self.nudge();
         Ok(call)
     }
@@ -504,14 +507,15 @@ impl<F: Flavour> Driver<F> {
     /// came, settles and wakes whom it concerns.
     fn take(&mut self, report: Option<Report>) {
         self.leader_until = None;
+        let now = clock::now();
         match report {
             Some(report) => {
-                self.heard_at = Some(clock::now());
-                self.feed(report);
+                self.heard_at = Some(now);
+                self.feed(report, now);
             }
-            None => self.core.machine.handle_timeout(clock::now()),
+            None => self.core.machine.handle_timeout(now),
         }
-        self.settle();
+        self.settle(now);
     }
 
     /// When nobody leads and followers sleep, wakes one of them to lead.
@@ -538,7 +542,7 @@ impl<F: Flavour> Driver<F> {
     }
 
     /// Hands one report to the machine, unless its channel is closed or replaced.
-    fn feed(&mut self, report: Report) {
+    fn feed(&mut self, report: Report, now: Instant) {
         let Report {
             conn,
             generation,
@@ -556,7 +560,6 @@ impl<F: Flavour> Driver<F> {
         if !carrier.is_current(conn, generation) {
             return;
         }
-        let now = clock::now();
         match event {
             IoEvent::Connected => core.machine.handle_connected(now, conn),
             IoEvent::Data(data) => core.received(now, conn, &data, carrier.channel_log(conn)),
@@ -571,17 +574,18 @@ impl<F: Flavour> Driver<F> {
     }
 
     /// Executes every transmit and drains every event, until neither is left; then
-    /// wakes the followers that it concerns.
-    fn settle(&mut self) {
-        self.core.settle(&mut self.io);
+    /// wakes the followers that it concerns. `now` is the instant last read; the one
+    /// the settling ended with is returned (later when a handler ran).
+    fn settle(&mut self, now: Instant) -> Instant {
+        let mut now = self.core.settle(now, &mut self.io);
         // Bytes the carrier wrote on the spot (stdio on Unix) are counted at once, on the
         // channel the carrier names.
         while let Some((conn, written)) = self.io.carrier.take_written() {
-            let now = clock::now();
             self.core.machine.handle_written(now, conn, written);
-            self.core.settle(&mut self.io);
+            now = self.core.settle(now, &mut self.io);
         }
         self.wake();
+        now
     }
 
     /// Delivers their outcome to the followers whose call completed, and wakes those

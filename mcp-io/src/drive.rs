@@ -72,15 +72,20 @@ impl<F: Flavour> Core<F> {
 
     /// Executes every transmit of the machine through `io` and hands every event on
     /// (progress and input requests to the options, the rest to `io`), until neither is
-    /// left; then hands on the transcript lines of all that. The clock is read at every
-    /// step: an input handler may take its time (a person answering a prompt).
-    pub fn settle(&mut self, io: &mut impl Execute<F>) {
+    /// left; then hands on the transcript lines of all that.
+    ///
+    /// `now` is the instant the caller read last: executing a transmit or handing an
+    /// event to `io` hands things over and never waits, so it holds for the whole
+    /// settling. Handlers are another matter (a person answering a prompt may take
+    /// minutes): an answer is given at the time it comes, and a pass that ran a handler
+    /// reads the clock anew for the next one. Returns the instant the settling ended
+    /// with: `now`, or the later reading when a handler ran.
+    pub fn settle(&mut self, now: Instant, io: &mut impl Execute<F>) -> Instant {
+        let mut now = now;
         loop {
             let mut more = false;
+            let mut handled = false;
             self.buf.clear();
-            // One reading of the clock per pass: executing a transmit hands bytes over
-            // and never waits. Handlers (below) may wait, so each answer reads it anew.
-            let now = clock::now();
             while let Some(transmit) = self.machine.poll_transmit(now, &mut self.buf) {
                 self.execute(now, transmit, io);
                 self.buf.clear();
@@ -91,13 +96,17 @@ impl<F: Flavour> Core<F> {
                 let event = self
                     .options
                     .handle_event(event, |reply| reply.apply(machine, clock::now()));
-                if let Some(event) = event {
-                    io.event(event);
+                match event {
+                    Some(event) => io.event(event),
+                    None => handled = true,
                 }
                 more = true;
             }
             if !more {
                 break;
+            }
+            if handled {
+                now = clock::now();
             }
         }
         // A large message does not pin its size.
@@ -106,6 +115,7 @@ impl<F: Flavour> Core<F> {
         }
         let sink = &mut self.options.transcript;
         Recording::drain_into(&mut self.recording, &mut self.machine, sink);
+        now
     }
 
     fn execute(&mut self, now: Instant, transmit: Transmit, io: &mut impl Execute<F>) {
@@ -210,5 +220,106 @@ impl<F: Flavour> Core<F> {
     #[must_use]
     pub fn endpoint(&self) -> Option<&str> {
         self.machine.http_config().map(|c| c.url.origin())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use mcp_proto::EraMode;
+    use mcp_proto::client::{CallRequest, ClientConfig};
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::Sendable;
+
+    /// Keeps what the core hands over: the lines written and the events.
+    #[derive(Default)]
+    struct Recorder {
+        written: Vec<u8>,
+        events: Vec<Event>,
+    }
+
+    impl Recorder {
+        /// The messages written since the last look, parsed.
+        fn messages(&mut self) -> Vec<Value> {
+            let text = String::from_utf8(std::mem::take(&mut self.written)).unwrap();
+            text.lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect()
+        }
+    }
+
+    impl Execute<Sendable> for Recorder {
+        fn connect(&mut self, _: ConnId, _: &Origin) -> Result<(), TransportFailure> {
+            unreachable!("a stdio client opens no connection")
+        }
+        fn write(&mut self, _: ConnId, bytes: &[u8], _: &mut Option<WireLog<Sendable>>) {
+            self.written.extend_from_slice(bytes);
+        }
+        fn close(&mut self, _: ConnId, _: Duration, _: &mut Option<WireLog<Sendable>>) {}
+        fn respawn(&mut self, _: &mut Option<WireLog<Sendable>>) -> Result<bool, TransportFailure> {
+            Ok(true)
+        }
+        fn channel_log(&mut self, _: ConnId) -> Option<&mut ChannelLog> {
+            None
+        }
+        fn event(&mut self, event: Event) {
+            self.events.push(event);
+        }
+    }
+
+    fn line(message: &Value) -> Vec<u8> {
+        let mut bytes = serde_json::to_vec(message).unwrap();
+        bytes.push(b'\n');
+        bytes
+    }
+
+    /// Settling hands things over without waiting, so it keeps the instant it was given
+    /// (no clock reading per pass); once a handler ran, it goes on with a fresh reading,
+    /// and returns it.
+    #[test]
+    fn settling_keeps_the_callers_instant_until_a_handler_runs() {
+        let start = Instant::ZERO;
+        // The clock has moved past the origin: a fresh reading differs from `start`.
+        while clock::now() == start {}
+        let progress_seen = Arc::new(AtomicUsize::new(0));
+        let seen = Arc::clone(&progress_seen);
+        let options = Options::new().on_progress(move |_| {
+            seen.fetch_add(1, Ordering::Relaxed);
+        });
+        let config = ClientConfig::new("test", "1").era_mode(EraMode::Legacy);
+        let mut core = Core::new(Client::stdio(config, start), options);
+        let mut io = Recorder::default();
+
+        // The handshake: `initialize`, its answer, `notifications/initialized`.
+        assert_eq!(core.settle(start, &mut io), start);
+        let init = io.messages().remove(0);
+        assert_eq!(init["method"], "initialize");
+        let answer = json!({"jsonrpc": "2.0", "id": init["id"], "result": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "server", "version": "1"},
+        }});
+        core.received(start, ConnId::STDIO, &line(&answer), None);
+        assert_eq!(core.settle(start, &mut io), start);
+        assert_eq!(io.messages()[0]["method"], "notifications/initialized");
+
+        // A call asking for progress, and a progress notification for it: the handler
+        // takes it, and the settling ends with a later reading of the clock.
+        let request = CallRequest::call_tool("slow", json!({})).with_progress();
+        core.machine.call(start, request).unwrap();
+        assert_eq!(core.settle(start, &mut io), start);
+        let call = io.messages().remove(0);
+        let token = call["params"]["_meta"]["progressToken"].clone();
+        assert!(!token.is_null(), "{call}");
+        let progress = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+            "params": {"progressToken": token, "progress": 1}});
+        core.received(start, ConnId::STDIO, &line(&progress), None);
+        let ended = core.settle(start, &mut io);
+        assert_eq!(progress_seen.load(Ordering::Relaxed), 1);
+        assert!(ended > start, "a handler ran: the clock is read again");
     }
 }

@@ -283,7 +283,7 @@ impl<F: Flavour> Io<F> {
             commands_ready,
             ids: Vec::new(),
         };
-        io.drain();
+        io.drain(now);
         io
     }
 
@@ -306,13 +306,13 @@ impl<F: Flavour> Io<F> {
             let deadline = self.core.machine.poll_timeout();
             if deadline.is_some_and(|at| at <= now) {
                 self.core.machine.handle_timeout(now);
-                self.drain();
+                self.drain(now);
                 progress = true;
             }
             // The machine bounds its own end (`HttpConfig::close_timeout`); a process has
             // its grace period in `Process::end`.
             if self.core.machine.is_released() && self.chans.process.is_over() {
-                self.drain();
+                self.drain(now);
                 let reason = self.core.machine.close_reason();
                 return Poll::Ready(self.chans.facade.finish(reason));
             }
@@ -326,8 +326,8 @@ impl<F: Flavour> Io<F> {
     }
 
     /// Obeys the machine and hands its events to the facade, until it has nothing more.
-    fn drain(&mut self) {
-        self.core.settle(&mut self.chans);
+    fn drain(&mut self, now: Instant) {
+        self.core.settle(now, &mut self.chans);
     }
 
     /// The handles' commands, when one may have come: an empty channel costs a
@@ -354,7 +354,7 @@ impl<F: Flavour> Io<F> {
                 }
             }
             // `drain`, with `cx` borrowing `commands_ready`.
-            self.core.settle(&mut self.chans);
+            self.core.settle(now, &mut self.chans);
             progress = true;
         }
         if !pending {
@@ -397,7 +397,7 @@ impl<F: Flavour> Io<F> {
                 self.core.failed(now, ConnId::STDIO, failure, None);
             }
         }
-        self.drain();
+        self.drain(now);
         true
     }
 
@@ -427,7 +427,7 @@ impl<F: Flavour> Io<F> {
                         self.core.failed(now, id, e.failure(), None);
                     }
                 }
-                self.drain();
+                self.drain(now);
                 return true;
             }
             Some(Conn::Open(open)) => open,
@@ -451,7 +451,7 @@ impl<F: Flavour> Io<F> {
             let failure = self.chans.failure(step, e);
             let log = Execute::<F>::channel_log(&mut self.chans, id);
             self.core.failed(now, id, failure, log);
-            self.drain();
+            self.drain(now);
             true
         });
         if !woken {
@@ -485,7 +485,7 @@ impl<F: Flavour> Io<F> {
             if got.closed {
                 return self.lost(now, id, None);
             }
-            self.drain();
+            self.drain(now);
             progress = true;
         }
         // Stopped short of `Pending`: no wake-up will come for what is left.
@@ -524,7 +524,7 @@ impl<F: Flavour> Io<F> {
                 self.core.failed(now, id, failure, log);
             }
         }
-        self.drain();
+        self.drain(now);
         true
     }
 
