@@ -21,7 +21,8 @@
 //!   the driver joined with the calls by `async_io::block_on(zip(driver, work))`: one at a
 //!   time, or eight workers on one client keeping eight calls outstanding (HTTP/1.1
 //!   carries one exchange per connection, so that takes eight connections; they are
-//!   counted by a `Connector` wrapping `TcpConnector`);
+//!   counted by a `Connector` wrapping `TcpConnector`); and `1 in flight 64KiB`, one call
+//!   at a time with 64 KiB texts;
 //! * `bare http pair` — the reference point: one thread writing a JSON-RPC POST with
 //!   `serde_json` and hand-written HTTP/1.1 on one keep-alive connection, to a child
 //!   (`MCP_BENCH_SERVE=http-bare`) that answers with `serde_json`, no MCP logic. Compare
@@ -226,6 +227,14 @@ fn main() {
             if settings.selected(&key) {
                 smol_case(&settings, &key, mode, &text, n, in_flight);
             }
+        }
+    }
+    let text = payload(64 * 1024);
+    let n = settings.iters(1_000);
+    for (era, mode) in ERAS {
+        let key = format!("smol/async-io 1 in flight 64KiB {era}");
+        if settings.selected(&key) {
+            smol_case(&settings, &key, mode, &text, n, 1);
         }
     }
     settings.note(

@@ -19,7 +19,8 @@
 //!   setup: calls/s, and the latency of each call under that load;
 //! * `smol/async-io …` — the same two with `async_io::block_on` (what `smol::block_on`
 //!   is) instead: the reactor then runs on the calling thread instead of async-io's
-//!   helper thread, which saves a thread hand-off per readiness event;
+//!   helper thread, which saves a thread hand-off per readiness event; with this runner
+//!   also `1 in flight 64KiB`, one call at a time with 64 KiB texts;
 //! * `bare` — the reference point of "Targets" in `benches/README.md`: one thread writing
 //!   JSON-RPC with `serde_json` to a child that answers with `serde_json`, no MCP logic
 //!   (the child runs with `MCP_BENCH_SERVE=bare`). Compare ratios within one run.
@@ -238,6 +239,23 @@ fn main() {
                     smol_case(&settings, &case);
                 }
             }
+        }
+    }
+    // Large texts through mcp_smol, one call at a time (the reactor on this thread).
+    let text = payload(64 * 1024);
+    let n = settings.iters(2_000);
+    for (era, mode) in ERAS {
+        let key = format!("smol/async-io 1 in flight 64KiB {era}");
+        if settings.selected(&key) {
+            let case = SmolCase {
+                key: &key,
+                mode,
+                runner: Runner::AsyncIo,
+                text: &text,
+                n,
+                in_flight: 1,
+            };
+            smol_case(&settings, &case);
         }
     }
     settings.note(

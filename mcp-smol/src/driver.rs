@@ -64,8 +64,10 @@ use crate::wake::{Readiness, TaskWaker};
 
 /// Rounds of one poll before the driver yields to its executor even with more to do.
 const BUDGET: usize = 64;
-/// Bytes read from a channel at a time.
-const READ_CHUNK: usize = 16 * 1024;
+/// Bytes read from a channel at a time: what a Linux pipe holds, as mcp-blocking reads.
+/// A 64 KiB answer then takes one or two reads; in 16 KiB pieces, each piece went through
+/// the machine on its own (6 % more instructions per 64 KiB call over HTTP).
+const READ_CHUNK: usize = 64 * 1024;
 
 /// The future that does all the IO of one connection: for stdio it reads the server's
 /// stdout and stderr and writes its stdin; over HTTP it opens the connections the
