@@ -204,3 +204,68 @@ fn a_server_dying_mid_answer_fails_the_call_once_in_both_adapters() {
     assert_eq!(calls_received(&count), 1);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A legacy server that writes every answer in three pieces, 30 ms apart, so that each
+/// read the client makes finds only part of a message and the rest comes while it waits.
+const HALTING_SERVER: &str = r#"
+import json, sys, time
+def answer(msg_id, result):
+    text = json.dumps({"jsonrpc": "2.0", "id": msg_id, "result": result}) + "\n"
+    third = len(text) // 3
+    for piece in (text[:third], text[third:2 * third], text[2 * third:]):
+        sys.stdout.write(piece)
+        sys.stdout.flush()
+        time.sleep(0.03)
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" not in msg:
+        continue
+    if msg["method"] == "initialize":
+        answer(msg["id"], {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                           "serverInfo": {"name": "halting", "version": "1"}})
+    elif msg["method"] == "tools/list":
+        answer(msg["id"], {"tools": [{"name": "slow", "inputSchema": {"type": "object"}}]})
+"#;
+
+/// Answers that arrive in pieces: the client reads each piece as it comes (a short read)
+/// and must be woken for the next, without a timer to rescue it (a missed wake-up would
+/// end the calls only at the 5 s request timeout).
+fn halting_config() -> ClientConfig {
+    let mut limits = Limits::default();
+    limits.request_timeout = Duration::from_secs(5);
+    ClientConfig::new("hostile", "1.0")
+        .era_mode(EraMode::Legacy)
+        .limits(limits)
+}
+
+#[test]
+fn answers_written_in_pieces_are_read_as_they_come_in_both_adapters() {
+    let Some(python) = python() else {
+        eprintln!("skipped: no python");
+        return;
+    };
+    let started = Instant::now();
+    let command = mcp_blocking::StdioCommand::new(python).args(["-c", HALTING_SERVER]);
+    let mut client = mcp_blocking::Client::connect_stdio(command, halting_config()).unwrap();
+    for _ in 0..3 {
+        let tools = client.list_tools().expect("blocking: tools/list");
+        assert_eq!(tools[0].name, "slow");
+    }
+    client.close();
+
+    let command = mcp_smol::StdioCommand::new(python).args(["-c", HALTING_SERVER]);
+    let (client, driver) = mcp_smol::connect_stdio(command, halting_config()).expect("spawn");
+    let (_, names) = async_io::block_on(future::zip(driver, async {
+        let mut names = Vec::new();
+        for _ in 0..3 {
+            let tools = client.list_tools().await.expect("smol: tools/list");
+            names.push(tools[0].name.clone());
+        }
+        client.close().await;
+        names
+    }));
+    assert_eq!(names, ["slow"; 3]);
+    // Four answers of three pieces each per adapter: about 0.7 s in all.
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(4), "took {took:?}");
+}
