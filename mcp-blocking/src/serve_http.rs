@@ -1,6 +1,9 @@
 //! Running a sans-IO [`Server`] as a Streamable HTTP endpoint on std blocking sockets.
 //!
-//! One accept thread and one thread per connection. Every decision is made by the
+//! One accept thread and one thread per connection; a thread whose connection is over
+//! waits a little ([`WORKER_LINGER`], at most [`IDLE_WORKERS`] of them) for the next
+//! one, so a client that opens a connection per request (rmcp's client does) does not
+//! cost a thread started and ended per request. Every decision is made by the
 //! machines of `mcp_proto::server::http`: [`HttpEndpoint`] answers requests (the threads
 //! share it behind a mutex; tool handlers are synchronous, so each request holds the lock
 //! for as long as its handler runs), [`HttpHost`] admits connections, and one
@@ -44,11 +47,11 @@
 //! * **Stopping.** [`HttpServerHandle::stop`] (or setting the flag from
 //!   [`HttpServerHandle::stop_flag`]) makes every thread finish within well under a
 //!   second, and `stop` then joins them all; dropping the handle stops the server too.
-//!   Nothing looks at a stop flag periodically to get there: `stop` wakes the timer and
-//!   every open stream on their condition variables, ends the reading of every
-//!   connection (`shutdown(Read)` on a clone of its socket that the server keeps, which
-//!   returns a blocked read at once), and wakes the blocked `accept` by connecting to the
-//!   listener itself. Open streams are cancelled; a write blocked on a client that stopped
+//!   Nothing looks at a stop flag periodically to get there: `stop` wakes the timer,
+//!   every open stream and every thread waiting for a connection on their condition
+//!   variables, ends the reading of every connection (`shutdown(Read)` on a clone of its
+//!   socket that the server keeps, which returns a blocked read at once), and wakes the
+//!   blocked `accept` by connecting to the listener itself. Open streams are cancelled; a write blocked on a client that stopped
 //!   reading gives up after `send_timeout`. The flag alone notifies no one (it is a bare
 //!   `AtomicBool`), so once [`HttpServerHandle::stop_flag`] has handed it out, the timer
 //!   thread also wakes every [`FLAG_CHECK`] to look at it, and then stops the server as
@@ -67,6 +70,7 @@
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
+use std::mem;
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -88,6 +92,12 @@ const BACKOFF: Duration = Duration::from_millis(100);
 /// How long [`HttpServerHandle::stop`] waits for the `complete` results of the listens it
 /// ends to be written.
 const GRACE: Duration = Duration::from_millis(500);
+/// How long a connection's thread, its connection over, waits for the next one before it
+/// ends: a client that opens a connection per request (rmcp's, many scripts) is served
+/// without a thread started for each.
+const WORKER_LINGER: Duration = Duration::from_secs(2);
+/// Threads kept waiting for a connection at most; more end with their connection.
+const IDLE_WORKERS: usize = 8;
 /// How often an open stream with nothing to send checks that its client is still there
 /// when no peeking thread can tell it (pipelined bytes waiting, no thread to be had).
 const WATCH: Duration = Duration::from_millis(250);
@@ -280,6 +290,8 @@ pub fn serve_http_setup(
         sockets: Mutex::new(Sockets::default()),
         local_addr,
         host: HttpHost::for_options(&options),
+        idle: Mutex::new(Idle::default()),
+        handed: Condvar::new(),
     };
     let shared = Arc::new(shared);
     let accepting = Arc::clone(&shared);
@@ -312,6 +324,17 @@ struct Shared {
     sockets: Mutex<Sockets>,
     local_addr: SocketAddr,
     host: HttpHost,
+    /// Connections handed to threads that wait for one.
+    idle: Mutex<Idle>,
+    /// Signalled when a connection is handed over (or the server stops).
+    handed: Condvar,
+}
+
+/// The threads waiting for a connection, and the connections handed to them.
+#[derive(Default)]
+struct Idle {
+    waiting: usize,
+    handed: Vec<Connection>,
 }
 
 /// The sockets of the connections being served, by connection number.
@@ -347,6 +370,51 @@ impl Shared {
         self.stop.load(Ordering::SeqCst)
     }
 
+    fn idle(&self) -> MutexGuard<'_, Idle> {
+        self.idle.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Hands `conn` to a thread waiting for one; gives it back when none waits.
+    fn hand_over(&self, conn: Connection) -> Option<Connection> {
+        let mut idle = self.idle();
+        if idle.waiting <= idle.handed.len() {
+            return Some(conn);
+        }
+        idle.handed.push(conn);
+        self.handed.notify_one();
+        None
+    }
+
+    /// The next connection for a thread whose connection is over: one handed over
+    /// within [`WORKER_LINGER`], or `None` (the thread ends) when none came, when
+    /// [`IDLE_WORKERS`] threads wait already, or when the server stops. A connection
+    /// handed over is always taken: the thread looks before it gives up, under the lock
+    /// [`Shared::hand_over`] counts the waiting threads with.
+    fn next_connection(&self) -> Option<Connection> {
+        let mut idle = self.idle();
+        if idle.waiting >= IDLE_WORKERS {
+            return None;
+        }
+        idle.waiting += 1;
+        let deadline = std::time::Instant::now() + WORKER_LINGER;
+        let conn = loop {
+            if let Some(conn) = idle.handed.pop() {
+                break Some(conn);
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if self.stopping() || left.is_zero() {
+                break None;
+            }
+            idle = self
+                .handed
+                .wait_timeout(idle, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        };
+        idle.waiting -= 1;
+        conn
+    }
+
     /// Keeps a clone of a new connection's socket for [`Shared::stop_all`]: its number,
     /// or `None` when the server is stopping (or the socket cannot be cloned), and the
     /// connection must not be served.
@@ -379,6 +447,13 @@ impl Shared {
             let _endpoint = self.endpoint();
             self.output.notify_all();
             self.timer.notify_all();
+        }
+        {
+            // Under their lock: a thread about to wait for a connection sees the flag,
+            // or is woken; connections handed over and not yet taken are closed.
+            let mut idle = self.idle();
+            self.handed.notify_all();
+            idle.handed.clear();
         }
         // Under the sockets' lock, which `register` takes to look at the flag: every
         // connection either is in the map now or will never be served.
@@ -450,13 +525,17 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
                 let Some(id) = shared.register(&stream) else {
                     continue;
                 };
+                let conn = Connection::new(stream, machine, Arc::clone(shared), id);
+                let Some(conn) = shared.hand_over(conn) else {
+                    continue;
+                };
                 let serving = Arc::clone(shared);
-                let spawned = thread::Builder::new()
+                // A failed spawn drops the connection: closed, and forgotten.
+                if let Ok(worker) = thread::Builder::new()
                     .name("mcp-http-conn".to_owned())
-                    .spawn(move || Connection::new(stream, machine, serving, id).run());
-                match spawned {
-                    Ok(worker) => workers.push(worker),
-                    Err(_) => shared.unregister(id),
+                    .spawn(move || serve_connections(conn, &serving))
+                {
+                    workers.push(worker);
                 }
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -471,6 +550,19 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
     }
     if let Ok(timer) = timer {
         let _ = timer.join();
+    }
+}
+
+/// A connection's thread: serves `conn`, then the connections handed to it while it
+/// waits ([`Shared::next_connection`]), reusing its read buffer.
+fn serve_connections(mut conn: Connection, shared: &Shared) {
+    loop {
+        let buf = conn.run();
+        let Some(next) = shared.next_connection() else {
+            return;
+        };
+        conn = next;
+        conn.buf = buf;
     }
 }
 
@@ -556,7 +648,8 @@ impl Connection {
             machine,
             shared,
             id,
-            buf: vec![0; mcp_io::hosting::READ_CHUNK],
+            // Given by the thread that serves it ([`Connection::run`]).
+            buf: Vec::new(),
             out: Vec::new(),
             peeker: None,
             pipelined: false,
@@ -609,9 +702,13 @@ impl Connection {
         }
     }
 
-    fn run(mut self) {
+    /// Serves the connection until it closes; gives back its read buffer, for the next.
+    fn run(mut self) -> Vec<u8> {
+        if self.buf.is_empty() {
+            self.buf = vec![0; mcp_io::hosting::READ_CHUNK];
+        }
         if self.setup().is_err() {
-            return;
+            return mem::take(&mut self.buf);
         }
         loop {
             let now = clock::now();
@@ -626,7 +723,7 @@ impl Connection {
                     let _ = self.stream.shutdown(Shutdown::Write);
                 }
                 // Close (or anything newer this adapter cannot do).
-                Some(_) => return,
+                Some(_) => return mem::take(&mut self.buf),
                 None if self.machine.stream().is_some() => self.watch(),
                 None if self.machine.wants_input() => self.read(),
                 // `transmit` waited already (for the next deadline, or the stop).
@@ -635,8 +732,8 @@ impl Connection {
         }
     }
 
+    /// The socket blocks already: accepted from a listener set to block.
     fn setup(&self) -> io::Result<()> {
-        self.stream.set_nonblocking(false)?;
         self.stream.set_nodelay(true)?;
         let send_timeout = self.machine.config().send_timeout;
         self.stream

@@ -722,3 +722,49 @@ fn request_states_are_sealed_by_default() {
         }
     }
 }
+
+/// Thread ids of this process's threads that serve connections.
+#[cfg(target_os = "linux")]
+fn connection_threads() -> std::collections::BTreeSet<String> {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|entry| {
+            let dir = entry.ok()?.path();
+            let comm = std::fs::read_to_string(dir.join("comm")).ok()?;
+            (comm.trim() == "mcp-http-conn")
+                .then(|| dir.file_name().unwrap().to_string_lossy().into_owned())
+        })
+        .collect()
+}
+
+/// A client that opens a connection per request (as rmcp's does) is served by the threads
+/// that served the connections before, not by a thread started for each one; and `stop`
+/// wakes the threads waiting for a next connection instead of waiting for them to give up.
+#[cfg(target_os = "linux")]
+#[test]
+fn connection_threads_serve_one_connection_after_another() {
+    let server = start();
+    let mut seen = std::collections::BTreeSet::new();
+    for id in 0..20 {
+        let mut c = Conn::open(server.local_addr());
+        let text = json!({"name": "echo", "arguments": {"text": format!("n{id}")}});
+        let r = c.roundtrip(&modern(id, "tools/call", text, &[("Mcp-Name", "echo")]));
+        assert_eq!(r.json()["result"]["content"][0]["text"], format!("n{id}"));
+        // The thread serving this connection is alive now, waiting for its next request.
+        seen.extend(connection_threads());
+        drop(c);
+    }
+    // A connection accepted before the thread of the one just closed is back waiting
+    // gets a thread of its own; twenty would be one per connection.
+    assert!(seen.len() <= 4, "{} threads for 20 connections", seen.len());
+
+    // Let the last connection's thread see its client leave and wait for the next one.
+    std::thread::sleep(Duration::from_millis(100));
+    let started = Instant::now();
+    server.stop();
+    assert!(
+        started.elapsed() < Duration::from_millis(1000),
+        "stop took {:?}",
+        started.elapsed()
+    );
+}
