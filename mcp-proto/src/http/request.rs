@@ -149,38 +149,67 @@ impl<'a> HeadRef<'a> {
         self.few[..self.few_len].iter().chain(&self.more)
     }
 
-    /// As [`RequestHead::write`].
+    /// As [`RequestHead::write`]. The fields are checked as they are written, in one
+    /// pass over their bytes; a refused one takes back what was written of the head.
     pub(crate) fn write(
         &self,
         content_length: Option<usize>,
         out: &mut Vec<u8>,
     ) -> Result<(), RequestError> {
-        self.check()?;
-        let mut line = |parts: &[&[u8]]| {
-            for p in parts {
-                out.extend_from_slice(p);
+        let start = out.len();
+        let written = self.write_checked(content_length, out);
+        if written.is_err() {
+            out.truncate(start);
+        }
+        written
+    }
+
+    fn write_checked(
+        &self,
+        content_length: Option<usize>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), RequestError> {
+        self.check_request_line()?;
+        let fields: usize = self.fields().map(|(n, v)| n.len() + v.len() + 4).sum();
+        // The request line, `Host`, the fields, `Content-Length` and the blank line.
+        let fixed = self.method.len() + self.target.len() + self.host.len() + 19;
+        out.reserve(fixed + fields + 40);
+        for part in [
+            self.method,
+            " ",
+            self.target,
+            " HTTP/1.1\r\nHost: ",
+            self.host,
+        ] {
+            out.extend_from_slice(part.as_bytes());
+        }
+        out.extend_from_slice(b"\r\n");
+        for &(name, value) in self.fields() {
+            if !is_token(name) {
+                return Err(RequestError::InvalidHeaderName(name.to_owned()));
             }
-            out.extend_from_slice(b"\r\n");
-        };
-        line(&[
-            self.method.as_bytes(),
-            b" ",
-            self.target.as_bytes(),
-            b" HTTP/1.1",
-        ]);
-        line(&[b"Host: ", self.host.as_bytes()]);
-        for (name, value) in self.fields() {
-            line(&[name.as_bytes(), b": ", value.as_bytes()]);
+            if is_framing_header(name) {
+                return Err(RequestError::ReservedHeader(name.to_owned()));
+            }
+            if !is_field_value(value) {
+                return Err(RequestError::InvalidHeaderValue(name.to_owned()));
+            }
+            for part in [name, ": ", value, "\r\n"] {
+                out.extend_from_slice(part.as_bytes());
+            }
         }
         if let Some(n) = content_length {
             let mut digits = [0u8; 20];
-            line(&[b"Content-Length: ", decimal(n, &mut digits)]);
+            out.extend_from_slice(b"Content-Length: ");
+            out.extend_from_slice(decimal(n, &mut digits));
+            out.extend_from_slice(b"\r\n");
         }
-        line(&[]);
+        out.extend_from_slice(b"\r\n");
         Ok(())
     }
 
-    fn check(&self) -> Result<(), RequestError> {
+    /// Checks the method, the target and `Host`.
+    fn check_request_line(&self) -> Result<(), RequestError> {
         if !is_token(self.method) {
             return Err(RequestError::InvalidMethod(self.method.to_owned()));
         }
@@ -211,22 +240,20 @@ impl<'a> HeadRef<'a> {
         if !host_ok {
             return Err(RequestError::InvalidHost(self.host.to_owned()));
         }
-        for &(name, value) in self.fields() {
-            if !is_token(name) {
-                return Err(RequestError::InvalidHeaderName(name.to_owned()));
-            }
-            if ["host", "content-length", "transfer-encoding"]
-                .iter()
-                .any(|r| name.eq_ignore_ascii_case(r))
-            {
-                return Err(RequestError::ReservedHeader(name.to_owned()));
-            }
-            if !is_field_value(value) {
-                return Err(RequestError::InvalidHeaderValue(name.to_owned()));
-            }
-        }
         Ok(())
     }
+}
+
+/// Whether `name` is a field the head writes itself (`Host`, `Content-Length`) or one
+/// that would change its framing (`Transfer-Encoding`): looked at by length first.
+fn is_framing_header(name: &str) -> bool {
+    let reserved = match name.len() {
+        4 => "host",
+        14 => "content-length",
+        17 => "transfer-encoding",
+        _ => return false,
+    };
+    name.eq_ignore_ascii_case(reserved)
 }
 
 /// `n` in decimal, written at the end of `digits`.
