@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_channel::{Receiver, Sender};
+use mcp_io::oneshot::{self, Reply};
 use mcp_proto::client::{CallOutput, CallRequest, ClientConfig, InputHandler};
 use mcp_proto::jsonrpc::Notification;
 use mcp_proto::model::ServerDetails;
@@ -43,7 +44,7 @@ pub(crate) enum Command {
     Call {
         key: u64,
         request: CallRequest,
-        reply: Sender<Result<CallOutput, Error>>,
+        reply: Reply<Result<CallOutput, Error>>,
     },
     Cancel {
         key: u64,
@@ -51,7 +52,7 @@ pub(crate) enum Command {
     /// Start a 2026 subscription; its id is the reply (its end is an event).
     Listen {
         request: CallRequest,
-        reply: Sender<Result<mcp_proto::client::CallId, Error>>,
+        reply: Reply<Result<mcp_proto::client::CallId, Error>>,
     },
     /// End a subscription (or cancel a started task).
     EndListen(mcp_proto::client::CallId),
@@ -59,24 +60,24 @@ pub(crate) enum Command {
     Respond {
         input: mcp_proto::client::InputId,
         answer: mcp_proto::client::InputAnswer,
-        reply: Sender<Result<(), Error>>,
+        reply: Reply<Result<(), Error>>,
     },
     /// Replace the roots offered to the server.
     SetRoots {
         roots: Vec<mcp_proto::client::Root>,
-        reply: Sender<Result<(), Error>>,
+        reply: Reply<Result<(), Error>>,
     },
     /// The latest view of the task behind a call.
     TaskView {
         call: mcp_proto::client::CallId,
-        reply: Sender<Option<mcp_proto::client::Task>>,
+        reply: Reply<Option<mcp_proto::client::Task>>,
     },
     /// Start a call whose outcome is kept in the inbox (a task); its id is the reply.
     StartTask {
         request: CallRequest,
-        reply: Sender<Result<mcp_proto::client::CallId, Error>>,
+        reply: Reply<Result<mcp_proto::client::CallId, Error>>,
     },
-    Connected(Sender<Result<ServerDetails, Error>>),
+    Connected(Reply<Result<ServerDetails, Error>>),
     Configure(Configure),
     /// Close the connection.
     Close,
@@ -234,9 +235,9 @@ impl Client {
             }
             (None, None) => {}
         }
-        let (reply, rx) = async_channel::bounded(1);
+        let (reply, rx) = oneshot::channel();
         self.send(Command::Connected(reply))?;
-        rx.recv().await.unwrap_or_else(|_| Err(self.gone()))
+        rx.await.unwrap_or_else(|_| Err(self.gone()))
     }
 
     /// The server's era, once connected.
@@ -283,7 +284,7 @@ impl Client {
     /// machine refuses (too many in flight); [`Error::DriverGone`] when the driver was
     /// dropped.
     pub async fn request(&self, request: CallRequest) -> Result<CallOutput, Error> {
-        let (reply, rx) = async_channel::bounded(1);
+        let (reply, rx) = oneshot::channel();
         let key = self.shared.next_key();
         self.send(Command::Call {
             key,
@@ -294,7 +295,7 @@ impl Client {
             tx: &self.tx,
             key: Some(key),
         };
-        let outcome = rx.recv().await;
+        let outcome = rx.await;
         guard.key = None;
         outcome.unwrap_or_else(|_| Err(self.gone()))
     }
@@ -317,12 +318,12 @@ impl Client {
         &self,
         filter: &mcp_proto::client::ListenFilter,
     ) -> Result<mcp_proto::client::CallId, Error> {
-        let (reply, rx) = async_channel::bounded(1);
+        let (reply, rx) = oneshot::channel();
         self.send(Command::Listen {
             request: CallRequest::listen(filter),
             reply,
         })?;
-        rx.recv().await.unwrap_or_else(|_| Err(self.gone()))
+        rx.await.unwrap_or_else(|_| Err(self.gone()))
     }
 
     /// Ends the subscription `subscription` (`notifications/cancelled` on stdio,
@@ -404,9 +405,9 @@ impl Client {
         &self,
         request: CallRequest,
     ) -> Result<mcp_proto::client::CallId, Error> {
-        let (reply, rx) = async_channel::bounded(1);
+        let (reply, rx) = oneshot::channel();
         self.send(Command::StartTask { request, reply })?;
-        rx.recv().await.unwrap_or_else(|_| Err(self.gone()))
+        rx.await.unwrap_or_else(|_| Err(self.gone()))
     }
 
     /// Waits for the end of the call `call` started with [`Client::start_task`]: the
@@ -448,13 +449,13 @@ impl Client {
         input: mcp_proto::client::InputId,
         answer: mcp_proto::client::InputAnswer,
     ) -> Result<(), Error> {
-        let (reply, rx) = async_channel::bounded(1);
+        let (reply, rx) = oneshot::channel();
         self.send(Command::Respond {
             input,
             answer,
             reply,
         })?;
-        rx.recv().await.unwrap_or_else(|_| Err(self.gone()))
+        rx.await.unwrap_or_else(|_| Err(self.gone()))
     }
 
     /// Replaces the roots offered to the server: later `roots/list` requests get them,
@@ -464,16 +465,16 @@ impl Client {
     /// [`Error::Misuse`] when the [`ClientConfig`] did not declare roots;
     /// [`Error::Closed`] or [`Error::DriverGone`] when the connection is over.
     pub async fn set_roots(&self, roots: Vec<mcp_proto::client::Root>) -> Result<(), Error> {
-        let (reply, rx) = async_channel::bounded(1);
+        let (reply, rx) = oneshot::channel();
         self.send(Command::SetRoots { roots, reply })?;
-        rx.recv().await.unwrap_or_else(|_| Err(self.gone()))
+        rx.await.unwrap_or_else(|_| Err(self.gone()))
     }
     /// The latest view of the task behind the call `call`, while it runs (`None` before
     /// the server made one, after the call completed, or once the driver is gone).
     pub async fn task(&self, call: mcp_proto::client::CallId) -> Option<mcp_proto::client::Task> {
-        let (reply, rx) = async_channel::bounded(1);
+        let (reply, rx) = oneshot::channel();
         self.send(Command::TaskView { call, reply }).ok()?;
-        rx.recv().await.ok().flatten()
+        rx.await.ok().flatten()
     }
 
     /// Cancels the call `call` and the task behind it (`tasks/cancel`); its result is

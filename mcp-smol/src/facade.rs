@@ -15,6 +15,7 @@ use async_channel::{Receiver, Sender};
 use futures_lite::Stream;
 use mcp_io::Flavour;
 use mcp_io::drive::Core;
+use mcp_io::oneshot::Reply;
 use mcp_proto::Instant;
 use mcp_proto::client::{CallId, CallOutput, CloseReason, ConnectionState, Event, IdMap};
 use mcp_proto::model::ServerDetails;
@@ -64,9 +65,9 @@ pub(crate) struct Facade {
     input_bell: Sender<()>,
     _done: Sender<()>,
     pub(crate) shared: Arc<Shared>,
-    calls: IdMap<CallId, (u64, Sender<Result<CallOutput, Error>>)>,
+    calls: IdMap<CallId, (u64, Reply<Result<CallOutput, Error>>)>,
     keys: IdMap<u64, CallId>,
-    waiters: Vec<Sender<Result<ServerDetails, Error>>>,
+    waiters: Vec<Reply<Result<ServerDetails, Error>>>,
     /// The endpoint's origin, for HTTP: names it in transport errors.
     endpoint: Option<String>,
 }
@@ -100,11 +101,11 @@ impl Facade {
                     self.keys.insert(key, call);
                 }
                 Err(e) => {
-                    let _ = reply.try_send(Err(Error::from(e)));
+                    reply.send(Err(Error::from(e)));
                 }
             },
             Command::Listen { request, reply } => {
-                let _ = reply.try_send(machine.call(now, request).map_err(Error::from));
+                reply.send(machine.call(now, request).map_err(Error::from));
             }
             Command::EndListen(call) => {
                 let _ = machine.cancel(now, call);
@@ -114,20 +115,20 @@ impl Facade {
                 answer,
                 reply,
             } => {
-                let _ = reply.try_send(machine.respond(now, input, answer).map_err(Error::from));
+                reply.send(machine.respond(now, input, answer).map_err(Error::from));
             }
             Command::SetRoots { roots, reply } => {
-                let _ = reply.try_send(machine.set_roots(now, roots).map_err(Error::from));
+                reply.send(machine.set_roots(now, roots).map_err(Error::from));
             }
             Command::TaskView { call, reply } => {
-                let _ = reply.try_send(machine.task(call).cloned());
+                reply.send(machine.task(call).cloned());
             }
             Command::StartTask { request, reply } => {
                 let started = machine.call(now, request).map_err(Error::from);
                 if let Ok(call) = &started {
                     self.shared.lock().inbox.expect_outcome(*call);
                 }
-                let _ = reply.try_send(started);
+                reply.send(started);
             }
             Command::Cancel { key } => {
                 if let Some(call) = self.keys.remove(&key) {
@@ -136,7 +137,7 @@ impl Facade {
             }
             Command::Connected(reply) => match (machine.state(), machine.server()) {
                 (ConnectionState::Ready(..), Some(details)) => {
-                    let _ = reply.try_send(Ok(details.clone()));
+                    reply.send(Ok(details.clone()));
                 }
                 _ => self.waiters.push(reply),
             },
@@ -171,7 +172,7 @@ impl Facade {
         match event {
             Event::Connected(details) => {
                 for waiter in self.waiters.drain(..) {
-                    let _ = waiter.try_send(Ok((*details).clone()));
+                    waiter.send(Ok((*details).clone()));
                 }
             }
             Event::CallCompleted { call, .. } if !self.calls.contains_key(&call) => {
@@ -183,7 +184,7 @@ impl Facade {
                     self.keys.remove(&key);
                     let outcome = outcome.map_err(|e| Error::call(e, self.endpoint.as_deref()));
                     // A dropped receiver means the caller stopped waiting: nothing to do.
-                    let _ = reply.try_send(outcome);
+                    reply.send(outcome);
                 }
             }
             Event::Closed { reason } => {
@@ -222,17 +223,17 @@ impl Facade {
         while let Ok(command) = self.commands.0.try_recv() {
             match command {
                 Command::Call { reply, .. } => {
-                    let _ = reply.try_send(Err(ended.clone()));
+                    reply.send(Err(ended.clone()));
                 }
                 Command::Connected(reply) => self.waiters.push(reply),
                 Command::Listen { reply, .. } | Command::StartTask { reply, .. } => {
-                    let _ = reply.try_send(Err(ended.clone()));
+                    reply.send(Err(ended.clone()));
                 }
                 Command::Respond { reply, .. } | Command::SetRoots { reply, .. } => {
-                    let _ = reply.try_send(Err(ended.clone()));
+                    reply.send(Err(ended.clone()));
                 }
                 Command::TaskView { reply, .. } => {
-                    let _ = reply.try_send(None);
+                    reply.send(None);
                 }
                 Command::Cancel { .. }
                 | Command::EndListen(_)
@@ -241,11 +242,11 @@ impl Facade {
             }
         }
         for (_, (_, reply)) in self.calls.drain() {
-            let _ = reply.try_send(Err(ended.clone()));
+            reply.send(Err(ended.clone()));
         }
         self.keys.clear();
         for waiter in self.waiters.drain(..) {
-            let _ = waiter.try_send(Err(connect_error.clone()));
+            waiter.send(Err(connect_error.clone()));
         }
         match reason {
             CloseReason::Local => Ok(()),
