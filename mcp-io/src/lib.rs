@@ -87,6 +87,7 @@ pub mod heap;
 pub mod hosting;
 pub mod http;
 mod inbox;
+pub mod mailbox;
 pub mod oneshot;
 mod options;
 pub mod request;

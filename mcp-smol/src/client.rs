@@ -5,7 +5,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_channel::{Receiver, Sender};
+use async_channel::Receiver;
+use mcp_io::mailbox::{self, Poster};
 use mcp_io::oneshot::{self, Reply};
 use mcp_proto::client::{CallOutput, CallRequest, ClientConfig, InputHandler};
 use mcp_proto::jsonrpc::Notification;
@@ -99,7 +100,7 @@ pub(crate) enum Command {
 /// [`connected`](Self::connected) has resolved.
 #[derive(Clone)]
 pub struct Client {
-    tx: Sender<Command>,
+    tx: Poster<Command>,
     /// Rung by the driver when it queues a notification; closes with the driver.
     doorbell: Receiver<()>,
     /// Rung by the driver when it queues a request for input; closes with the driver.
@@ -191,7 +192,7 @@ impl Client {
 
     /// A handle and the driver's ends of its channels.
     fn with_channels(shared: Arc<Shared>) -> (Client, Channels) {
-        let (tx, rx) = async_channel::unbounded();
+        let (tx, rx) = mailbox::mailbox();
         let (bell_tx, bell_rx) = async_channel::bounded(1);
         let (input_tx, input_rx) = async_channel::bounded(1);
         let (done_tx, done_rx) = async_channel::bounded(1);
@@ -579,7 +580,7 @@ impl Client {
     }
 
     fn send(&self, command: Command) -> Result<(), Error> {
-        self.tx.try_send(command).map_err(|_| self.gone())
+        self.tx.post(command).map_err(|_| self.gone())
     }
 
     /// The error for a request the driver can no longer answer.
@@ -594,14 +595,14 @@ impl Client {
 
 /// Cancels a call whose future is dropped before the answer arrives.
 struct CancelOnDrop<'a> {
-    tx: &'a Sender<Command>,
+    tx: &'a Poster<Command>,
     key: Option<u64>,
 }
 
 impl Drop for CancelOnDrop<'_> {
     fn drop(&mut self) {
         if let Some(key) = self.key {
-            let _ = self.tx.try_send(Command::Cancel { key });
+            let _ = self.tx.post(Command::Cancel { key });
         }
     }
 }
@@ -614,7 +615,7 @@ mod tests {
     fn handles_and_futures_cross_threads() {
         fn send_sync<T: Send + Sync>(_: &T) {}
         fn send<T: Send>(_: &T) {}
-        let (tx, _rx) = async_channel::unbounded();
+        let (tx, _rx) = mailbox::mailbox();
         let (_btx, brx) = async_channel::bounded(1);
         let (_itx, irx) = async_channel::bounded(1);
         let (_dtx, drx) = async_channel::bounded(1);

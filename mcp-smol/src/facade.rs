@@ -7,14 +7,12 @@
 //! era cache is filled from the machine's verdict, and failures become errors as
 //! [`Error::closed`] and [`Error::call`] make them (shared with `mcp-blocking` too).
 
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
-use async_channel::{Receiver, Sender};
-use futures_lite::Stream;
+use async_channel::Sender;
 use mcp_io::Flavour;
 use mcp_io::drive::Core;
+use mcp_io::mailbox::Mailbox;
 use mcp_io::oneshot::Reply;
 use mcp_proto::Instant;
 use mcp_proto::client::{CallId, CallOutput, CloseReason, ConnectionState, Event, IdMap};
@@ -26,7 +24,7 @@ use mcp_io::Shared;
 
 /// The channels between the handles and the driver.
 pub(crate) struct Channels {
-    pub(crate) commands: Receiver<Command>,
+    pub(crate) commands: Mailbox<Command>,
     /// Rung when a notification is queued in the shared inbox.
     pub(crate) doorbell: Sender<()>,
     /// Rung when a request for input is queued there.
@@ -38,25 +36,7 @@ pub(crate) struct Channels {
 /// The command channel's receiving end. Dropping it (the driver ended or was dropped)
 /// closes the channel and drops the commands still queued, so that every call waiting
 /// for a reply learns that none will come.
-pub(crate) struct Commands(Pin<Box<Receiver<Command>>>);
-
-impl Commands {
-    pub(crate) fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Command>> {
-        self.0.as_mut().poll_next(cx)
-    }
-
-    /// No command is accepted any more; the queued ones can still be taken.
-    pub(crate) fn close(&self) {
-        self.0.close();
-    }
-}
-
-impl Drop for Commands {
-    fn drop(&mut self) {
-        self.0.close();
-        while self.0.try_recv().is_ok() {}
-    }
-}
+pub(crate) type Commands = Mailbox<Command>;
 
 /// The handles' side of a driver.
 pub(crate) struct Facade {
@@ -75,7 +55,7 @@ pub(crate) struct Facade {
 impl Facade {
     pub(crate) fn new(channels: Channels, shared: Arc<Shared>, endpoint: Option<String>) -> Facade {
         Facade {
-            commands: Commands(Box::pin(channels.commands)),
+            commands: channels.commands,
             doorbell: channels.doorbell,
             input_bell: channels.input_bell,
             _done: channels.done,
@@ -220,7 +200,7 @@ impl Facade {
                 ended.clone()
             }
         };
-        while let Ok(command) = self.commands.0.try_recv() {
+        while let Some(command) = self.commands.try_next() {
             match command {
                 Command::Call { reply, .. } => {
                     reply.send(Err(ended.clone()));
