@@ -890,8 +890,28 @@ impl HttpLog {
                 }
             });
         }
-        let extra = std::mem::take(&mut self.head.extra);
-        *self = Self::redacting(extra);
+        self.reset();
+    }
+
+    /// Ready for the next message, as new (the extra secret headers kept), without
+    /// giving up what it allocated: a connection's log is reset after every exchange.
+    fn reset(&mut self) {
+        self.lines.clear();
+        self.skip_partial = false;
+        // Every field named: one added later must be reset here too.
+        let Head {
+            in_body,
+            hiding,
+            past_start,
+            query,
+            extra: _,
+            body,
+        } = &mut self.head;
+        *in_body = false;
+        *hiding = false;
+        *past_start = false;
+        *query = Query::default();
+        *body = None;
     }
 
     /// Logs `data`, one whole message (a request as sent).
@@ -1089,10 +1109,14 @@ impl ChannelLog {
         match self {
             ChannelLog::Http(received) => {
                 received.finish(log, Direction::Received);
-                let request = HttpLog::redacting(Arc::clone(&received.head.extra));
-                request.log_whole(log, Direction::Sent, bytes);
+                // Without a log there is nothing to cut into lines.
+                if log.is_some() {
+                    let request = HttpLog::redacting(Arc::clone(&received.head.extra));
+                    request.log_whole(log, Direction::Sent, bytes);
+                }
             }
-            ChannelLog::Lines(_) => LineLog::whole(log, Direction::Sent, bytes),
+            ChannelLog::Lines(_) if log.is_some() => LineLog::whole(log, Direction::Sent, bytes),
+            ChannelLog::Lines(_) => {}
         }
     }
 
