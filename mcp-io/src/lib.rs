@@ -92,6 +92,8 @@ pub mod oneshot;
 mod options;
 pub mod request;
 mod shared;
+#[cfg(test)]
+mod test_waker;
 pub mod tls;
 pub mod transcript;
 mod transport;

@@ -170,38 +170,27 @@ impl<T> fmt::Debug for Mailbox<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::task::Wake;
-
-    #[derive(Default)]
-    struct Count(AtomicUsize);
-
-    impl Wake for Count {
-        fn wake(self: Arc<Self>) {
-            self.0.fetch_add(1, Ordering::SeqCst);
-        }
-    }
+    use crate::test_waker::counting;
 
     #[test]
     fn a_waiting_driver_is_woken_by_a_post_and_by_the_last_poster_leaving() {
-        let count = Arc::new(Count::default());
-        let waker = Waker::from(Arc::clone(&count));
+        let (count, waker) = counting();
         let mut cx = Context::from_waker(&waker);
         let (poster, mut mailbox) = mailbox::<u32>();
         let other = poster.clone();
         assert!(mailbox.poll_next(&mut cx).is_pending());
         other.post(1).unwrap();
-        assert_eq!(count.0.load(Ordering::SeqCst), 1);
+        assert_eq!(count.woken(), 1);
         // Not waiting: posts wake nobody, and are taken in order.
         other.post(2).unwrap();
-        assert_eq!(count.0.load(Ordering::SeqCst), 1);
+        assert_eq!(count.woken(), 1);
         assert_eq!(mailbox.poll_next(&mut cx), Poll::Ready(Some(1)));
         assert_eq!(mailbox.poll_next(&mut cx), Poll::Ready(Some(2)));
         assert!(mailbox.poll_next(&mut cx).is_pending());
         drop(other);
-        assert_eq!(count.0.load(Ordering::SeqCst), 1, "a poster is left");
+        assert_eq!(count.woken(), 1, "a poster is left");
         drop(poster);
-        assert_eq!(count.0.load(Ordering::SeqCst), 2);
+        assert_eq!(count.woken(), 2);
         assert_eq!(mailbox.poll_next(&mut cx), Poll::Ready(None));
     }
 

@@ -132,25 +132,13 @@ impl std::error::Error for Dropped {}
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_waker::counting;
     use std::pin::pin;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::task::Wake;
-
-    /// Counts its wake-ups.
-    #[derive(Default)]
-    struct Count(AtomicUsize);
-
-    impl Wake for Count {
-        fn wake(self: Arc<Self>) {
-            self.0.fetch_add(1, Ordering::SeqCst);
-        }
-    }
 
     #[test]
     fn the_awaiting_task_is_woken_once_by_a_send_and_by_a_drop() {
         for send in [true, false] {
-            let count = Arc::new(Count::default());
-            let waker = Waker::from(Arc::clone(&count));
+            let (count, waker) = counting();
             let mut cx = Context::from_waker(&waker);
             let (reply, answer) = channel::<String>();
             let mut answer = pin!(answer);
@@ -161,7 +149,7 @@ mod tests {
             } else {
                 drop(reply);
             }
-            assert_eq!(count.0.load(Ordering::SeqCst), 1, "send: {send}");
+            assert_eq!(count.woken(), 1, "send: {send}");
             let expected = if send {
                 Ok("done".to_owned())
             } else {
