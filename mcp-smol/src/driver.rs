@@ -332,8 +332,8 @@ impl<F: Flavour> Io<F> {
         self.core.settle(now, &mut self.chans);
     }
 
-    /// The handles' commands, when one may have come: an empty channel costs a
-    /// listener registration each time it is polled.
+    /// The handles' commands, when one may have come: polling an empty mailbox takes
+    /// its lock and leaves the waker there each time.
     fn poll_commands(&mut self, now: Instant) -> bool {
         if !self.commands_ready.take() {
             return false;
