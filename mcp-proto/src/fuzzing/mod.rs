@@ -48,8 +48,7 @@ pub fn stdio_framing(data: &[u8]) {
 /// `serde_json` parses, the id and kind of what decodes, from the start and from the
 /// end).
 pub fn jsonrpc_decode(data: &[u8]) {
-    if let Ok(value) = serde_json::from_slice::<serde_json::Value>(data) {
-        let depth = value_depth(&value);
+    if let Ok(TextDepth(depth)) = serde_json::from_slice::<TextDepth>(data) {
         assert!(
             jsonrpc::check_nesting(data, depth).is_ok(),
             "depth {depth} refused"
@@ -90,22 +89,69 @@ pub fn jsonrpc_decode(data: &[u8]) {
     }
 }
 
-/// Levels of arrays and objects in a value (a scalar is 0), without recursing.
-fn value_depth(value: &serde_json::Value) -> usize {
-    use serde_json::Value;
-    // Each container is one level more than the one holding it, empty or not.
-    let mut deepest = 0;
-    let mut stack = vec![(value, 0)];
-    while let Some((v, outer)) = stack.pop() {
-        let level = outer + 1;
-        match v {
-            Value::Array(items) => stack.extend(items.iter().map(|c| (c, level))),
-            Value::Object(members) => stack.extend(members.values().map(|c| (c, level))),
-            _ => continue,
-        }
-        deepest = deepest.max(level);
+/// The nesting depth of a JSON text as written: each container is one level more than the
+/// one holding it, empty or not. Read from the text, not from a parsed `Value`, which keeps
+/// only the last of repeated keys and may so be shallower than the text the bounded scan
+/// sees.
+struct TextDepth(usize);
+
+impl<'de> serde::Deserialize<'de> for TextDepth {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(DepthVisitor)
     }
-    deepest
+}
+
+struct DepthVisitor;
+
+impl<'de> serde::de::Visitor<'de> for DepthVisitor {
+    type Value = TextDepth;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<TextDepth, E> {
+        Ok(TextDepth(0))
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<TextDepth, E> {
+        Ok(TextDepth(0))
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<TextDepth, E> {
+        Ok(TextDepth(0))
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<TextDepth, E> {
+        Ok(TextDepth(0))
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<TextDepth, E> {
+        Ok(TextDepth(0))
+    }
+
+    fn visit_unit<E>(self) -> Result<TextDepth, E> {
+        Ok(TextDepth(0))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut items: A) -> Result<TextDepth, A::Error> {
+        let mut deepest = 0;
+        while let Some(TextDepth(d)) = items.next_element()? {
+            deepest = deepest.max(d);
+        }
+        Ok(TextDepth(deepest + 1))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(
+        self,
+        mut members: A,
+    ) -> Result<TextDepth, A::Error> {
+        let mut deepest = 0;
+        while let Some((serde::de::IgnoredAny, TextDepth(d))) = members.next_entry()? {
+            deepest = deepest.max(d);
+        }
+        Ok(TextDepth(deepest + 1))
+    }
 }
 
 /// A client driven by arbitrary server bytes, with calls in flight, input requests
@@ -338,6 +384,19 @@ mod tests {
             b"{\"k\":\"0123456789abcdef\x7f\\n\\t\\r\\b\\f/\"}",
         ] {
             super::json_paths(input);
+        }
+    }
+
+    /// A repeated key whose first value is the deepest part of the text: a parsed value
+    /// keeps only the last one, the bounded depth scan sees both (found by the fuzzer).
+    #[test]
+    fn depth_counts_what_a_repeated_key_drops() {
+        for input in [
+            &b"{\"a\":{\"b\":{}},\"a\":0}"[..],
+            b"[{\"k\":[[[]]],\"k\":[]}]",
+            b"{\"a\":1,\"a\":{\"b\":{\"c\":{}}}}",
+        ] {
+            super::jsonrpc_decode(input);
         }
     }
 }
