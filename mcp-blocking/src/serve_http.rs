@@ -51,12 +51,13 @@
 //!   every open stream and every thread waiting for a connection on their condition
 //!   variables, ends the reading of every connection (`shutdown(Read)` on a clone of its
 //!   socket that the server keeps, which returns a blocked read at once), and wakes the
-//!   blocked `accept` by connecting to the listener itself. Open streams are cancelled; a write blocked on a client that stopped
-//!   reading gives up after `send_timeout`. The flag alone notifies no one (it is a bare
-//!   `AtomicBool`), so once [`HttpServerHandle::stop_flag`] has handed it out, the timer
-//!   thread also wakes every [`FLAG_CHECK`] to look at it, and then stops the server as
-//!   `stop` does: the one periodic wake-up of an idle server, and only of one whose
-//!   application asked for the flag.
+//!   blocked `accept` by connecting to the listener itself. Open streams are cancelled;
+//!   a write blocked on a client that stopped reading gives up after `send_timeout`. The
+//!   flag alone notifies no one (it is a bare `AtomicBool`), so once
+//!   [`HttpServerHandle::stop_flag`] has handed it out, the timer thread also wakes every
+//!   [`FLAG_CHECK`] to look at it, and then stops the server as `stop` does: the one
+//!   periodic wake-up of an idle server, and only of one whose application asked for the
+//!   flag.
 //! * **What still looks periodically.** Besides a handed-out stop flag, only an open
 //!   stream whose client already sent its next request (pipelined bytes waiting in the
 //!   socket make every peek return at once, and hide whether the client is still there
@@ -260,8 +261,8 @@ pub fn serve_http_with(
 
 /// [`serve_http_with`], with `setup` run on the endpoint before the first connection is
 /// accepted, so that nothing is served without it: how a server is put behind a
-/// [`RequestGate`](mcp_proto::server::http::RequestGate) ([`HttpEndpoint::set_gate`]: bearer tokens, other paths of its origin
-/// such as metadata documents) and how stores shared by several server processes are put
+/// [`RequestGate`](mcp_proto::server::http::RequestGate) ([`HttpEndpoint::set_gate`]:
+/// bearer tokens, other paths of its origin such as metadata documents) and how stores shared by several server processes are put
 /// in place ([`HttpEndpoint::set_session_store`], [`HttpEndpoint::set_event_store`]; the
 /// `mcp-redis` crate has Redis ones). The stores are called under the endpoint's lock,
 /// so a store doing network IO holds every connection's thread for that long.

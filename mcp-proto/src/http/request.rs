@@ -149,8 +149,8 @@ impl<'a> HeadRef<'a> {
         self.few[..self.few_len].iter().chain(&self.more)
     }
 
-    /// As [`RequestHead::write`]. The fields are checked as they are written, in one
-    /// pass over their bytes; a refused one takes back what was written of the head.
+    /// As [`RequestHead::write`]. The fields are checked as they are written; a refused
+    /// one takes back what was written of the head.
     pub(crate) fn write(
         &self,
         content_length: Option<usize>,
@@ -170,10 +170,6 @@ impl<'a> HeadRef<'a> {
         out: &mut Vec<u8>,
     ) -> Result<(), RequestError> {
         self.check_request_line()?;
-        let fields: usize = self.fields().map(|(n, v)| n.len() + v.len() + 4).sum();
-        // The request line, `Host`, the fields, `Content-Length` and the blank line.
-        let fixed = self.method.len() + self.target.len() + self.host.len() + 19;
-        out.reserve(fixed + fields + 40);
         for part in [
             self.method,
             " ",
