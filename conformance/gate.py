@@ -32,6 +32,11 @@ import sys
 NON_PASS = ("FAILURE", "WARNING")
 
 
+def read_text(path):
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return f.read()
+
+
 def read_baseline(path, side="client"):
     """The `client:` (or `server:`) entries of an expected-failures file (scenario or
     scenario:check)."""
@@ -231,9 +236,9 @@ def main():
         prefix = "expected-failures-server-" if args.side == "server" else "expected-failures-"
         baseline = read_baseline(os.path.join(args.baselines, f"{prefix}{run}.yml"), args.side)
         exit_path = os.path.join(args.results, f"{run}.exit")
-        runner_exit = int(open(exit_path).read().strip()) if os.path.exists(exit_path) else -1
+        runner_exit = int(read_text(exit_path).strip()) if os.path.exists(exit_path) else -1
         log_path = os.path.join(args.results, f"{run}.log")
-        log_text = open(log_path, encoding="utf-8", errors="replace").read() if os.path.exists(log_path) else ""
+        log_text = read_text(log_path) if os.path.exists(log_path) else ""
         rows, problems = summarize(run, results_dir, scenarios, baseline, runner_exit, log_text,
                                    args.side)
         report["runs"].append(matrix(run, rows, baseline))

@@ -11,6 +11,11 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+def read_json(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
 def write(path, text):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
@@ -35,7 +40,7 @@ class GateTest(unittest.TestCase):
              "--scenarios", os.path.join(tmp, "scenarios.json"), "--baselines", tmp,
              "--runs", "9999-01-01"],
             capture_output=True, text=True)
-        report = json.load(open(os.path.join(out, "report.json")))
+        report = read_json(os.path.join(out, "report.json"))
         return p.returncode, report, p.stdout
 
     ok = [{"id": "c", "status": "SUCCESS"}]
@@ -113,7 +118,7 @@ class ServerGateTest(unittest.TestCase):
              "--scenarios", os.path.join(tmp, "scenarios.json"), "--baselines", tmp,
              "--runs", run],
             capture_output=True, text=True)
-        report = json.load(open(os.path.join(out, "report.json")))
+        report = read_json(os.path.join(out, "report.json"))
         return p.returncode, report, p.stdout
 
     ok = [{"id": "c", "status": "SUCCESS"}]
