@@ -277,8 +277,8 @@ fn absent<T>() -> Option<T> {
     None
 }
 
-/// The fields of a message; `P` is how `params` is read (kept as raw text, or read as a
-/// value by [`decode_request_object`]).
+/// The fields of a message; `P` is how `params` is read (kept as raw text, or read as
+/// [`SplitParams`] by [`decode_request_split`]).
 #[derive(Deserialize)]
 struct Envelope<'a, P = &'a RawValue> {
     #[serde(default, borrow)]
@@ -299,26 +299,12 @@ struct Envelope<'a, P = &'a RawValue> {
     error: Option<&'a RawValue>,
 }
 
-/// A request whose `params` are absent or an object, read in one pass with its params
-/// as a map (the returned [`Request::params`] is `None`): what [`Message::decode`] would
-/// return, for a server that works on the params as values anyway. `None` for anything
-/// else (another kind of message, params that are not an object, text that does not
-/// decode), which [`Message::decode`] then reads and names the error of. Nesting is not
-/// checked: check it first ([`check_nesting`]).
-pub(crate) fn decode_request_object(
-    bytes: &[u8],
-) -> Option<(Request, serde_json::Map<String, serde_json::Value>)> {
-    let env: Envelope<'_, serde_json::Value> = request_envelope(bytes)?;
-    let params = match env.params {
-        None => serde_json::Map::new(),
-        Some(serde_json::Value::Object(map)) => map,
-        Some(_) => return None,
-    };
-    Some((request_of(env.id, env.method)?, params))
-}
-
-/// [`decode_request_object`] with the params' `_meta` left as its text: for a server
-/// that may already hold the value of the same text.
+/// A request whose `params` are absent or an object, read in one pass: every member of
+/// its params as a value but `_meta`, which is left as its text for a server that may
+/// already hold the value of the same text (the returned [`Request::params`] is `None`).
+/// `None` for anything else (another kind of message, params that are not an object,
+/// text that does not decode), which [`Message::decode`] then reads and names the error
+/// of. Nesting is not checked: check it first ([`check_nesting`]).
 pub(crate) fn decode_request_split(bytes: &[u8]) -> Option<(Request, SplitParams<'_>)> {
     let env: Envelope<'_, SplitParams<'_>> = request_envelope(bytes)?;
     Some((
@@ -946,6 +932,18 @@ pub fn null_raw() -> Box<RawValue> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`decode_request_split`], with the `_meta` read back into the params.
+    fn decode_request_object(
+        bytes: &[u8],
+    ) -> Option<(Request, serde_json::Map<String, serde_json::Value>)> {
+        let (request, split) = decode_request_split(bytes)?;
+        let mut params = split.members;
+        if let Some(meta) = split.meta {
+            params.insert(META.to_owned(), serde_json::from_str(meta.get()).unwrap());
+        }
+        Some((request, params))
+    }
 
     #[test]
     fn text_that_is_not_utf8_is_named_where_it_breaks() {

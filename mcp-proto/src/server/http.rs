@@ -910,10 +910,18 @@ impl HttpEndpoint {
             let e = ErrorObject::new(codes::INVALID_REQUEST, format!("Invalid request: {e}"));
             return complete(HttpResponse::json_error(400, id.as_ref(), &e));
         }
-        // A request with an object (or no) params, the common case, is read in one pass;
-        // anything else the general way.
-        if let Some((request, params)) = jsonrpc::decode_request_object(&http.body) {
-            return self.request(now, request, Some(params), http, close);
+        // A request with an object (or no) params, the common case, is read in one pass,
+        // its `_meta` taken from the machine's last request when the text is the same (as
+        // on stdio); anything else the general way.
+        if let Some((request, split)) = jsonrpc::decode_request_split(&http.body) {
+            let (mut params, meta) = (split.members, split.meta);
+            if meta.is_none_or(|text| self.server.lend_meta(&mut params, text)) {
+                let reply = self.request(now, request, Some(&mut params), http, close);
+                if let Some(text) = meta {
+                    self.server.keep_meta(&mut params, text);
+                }
+                return reply;
+            }
         }
         let message = match Message::decode(&http.body) {
             Ok(m) => m,
@@ -933,7 +941,7 @@ impl HttpEndpoint {
             // The params are read once, here: the checks below look at them and the server
             // takes them as they are. Params that are not an object stay with the request
             // for the server to refuse.
-            let params = match request
+            let mut params = match request
                 .params
                 .as_deref()
                 .map(|p| serde_json::from_str(p.get()))
@@ -945,7 +953,7 @@ impl HttpEndpoint {
             if params.is_some() {
                 request.params = None;
             }
-            return self.request(now, request, params, http, close);
+            return self.request(now, request, params.as_mut(), http, close);
         }
         // A notification or response belongs to the session it names, if any.
         let session = match http.header(MCP_SESSION_ID) {
@@ -968,12 +976,12 @@ impl HttpEndpoint {
         &mut self,
         now: Instant,
         request: Request,
-        parsed: Option<Map<String, Value>>,
+        parsed: Option<&mut Map<String, Value>>,
         http: &HttpRequest,
         close: bool,
     ) -> HttpReply {
         let empty = Map::new();
-        let params = parsed.as_ref().unwrap_or(&empty);
+        let params = parsed.as_deref().unwrap_or(&empty);
         let era = if self.is_modern(&request.method, params, http) {
             Era::Modern
         } else {
@@ -1016,7 +1024,7 @@ impl HttpEndpoint {
     fn in_legacy_session(
         &mut self,
         now: Instant,
-        request: (Request, Option<Map<String, Value>>),
+        request: (Request, Option<&mut Map<String, Value>>),
         http: &HttpRequest,
         initialize: bool,
         framing: (bool, bool),
@@ -1290,7 +1298,7 @@ impl HttpEndpoint {
     fn run(
         &mut self,
         now: Instant,
-        (mut request, params): (Request, Option<Map<String, Value>>),
+        (mut request, params): (Request, Option<&mut Map<String, Value>>),
         era: Era,
         initialize: bool,
         (chunked, close): (bool, bool),
@@ -1315,7 +1323,7 @@ impl HttpEndpoint {
             },
         );
         match params {
-            Some(params) => self.server.handle_request_parsed(now, request, params),
+            Some(params) => self.server.serve_parsed(now, request, params),
             None => self.server.handle_message(now, Message::Request(request)),
         }
         self.route(Some(key));

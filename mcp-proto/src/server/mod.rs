@@ -397,18 +397,9 @@ impl Server {
     /// A request whose `params` the caller already read into `params` (an object; empty
     /// when absent) from a message it checked against this server's nesting limit, as
     /// [`Server::handle_message`] does: the same handling without reading the params a
-    /// second time. `req.params` is not looked at.
-    pub(crate) fn handle_request_parsed(
-        &mut self,
-        now: Instant,
-        req: Request,
-        mut params: Map<String, Value>,
-    ) {
-        self.serve_parsed(now, req, &mut params);
-    }
-
-    /// [`Server::handle_request_parsed`], leaving the params to the caller.
-    fn serve_parsed(&mut self, now: Instant, req: Request, params: &mut Params) {
+    /// second time. `req.params` is not looked at; what the handling leaves in `params`
+    /// (a lent `_meta`) stays with the caller.
+    pub(crate) fn serve_parsed(&mut self, now: Instant, req: Request, params: &mut Params) {
         if self.eof {
             return;
         }

@@ -1175,3 +1175,37 @@ fn a_listen_ends_under_the_clients_id_and_other_results_are_left_as_they_are() {
         "{body}"
     );
 }
+
+#[test]
+fn a_kept_meta_serves_only_posts_whose_meta_has_the_same_text() {
+    let mut ep = endpoint();
+    let text = serde_json::to_string(&meta()).unwrap();
+    let call = json!({"name": "add", "arguments": {"a": 2, "b": 3}});
+    let good = modern(1, "tools/call", call.clone(), Some("add"));
+    // The body names another version than the header: refused, whatever was kept.
+    let mut params = call.clone();
+    params["_meta"] = meta();
+    params["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("2025-11-25");
+    let body = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params});
+    let headers = [
+        ("MCP-Protocol-Version", V),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "add"),
+    ];
+    let retired = post(&body, &headers);
+    for round in 0..3 {
+        let r = complete(ep.handle_request(now(), &good));
+        assert_eq!(
+            body_json(&r)["result"]["content"][0]["text"],
+            "5",
+            "{round}"
+        );
+        assert!(
+            ep.server.keeps_meta(&text),
+            "{round}: the POST's _meta is kept"
+        );
+        let r = complete(ep.handle_request(now(), &retired));
+        assert_eq!(r.status, 400, "{round}: {}", body_json(&r));
+        assert!(!ep.server.keeps_meta(&text), "{round}");
+    }
+}
