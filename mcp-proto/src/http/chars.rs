@@ -68,12 +68,9 @@ pub(crate) fn is_field_value(s: &str) -> bool {
 fn all_printable(bytes: &[u8]) -> bool {
     const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
     const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
-    let mut words = bytes.chunks_exact(8);
-    for word in &mut words {
-        let Ok(word) = <[u8; 8]>::try_from(word) else {
-            return false;
-        };
-        let w = u64::from_ne_bytes(word);
+    let (words, rest) = bytes.as_chunks::<8>();
+    for word in words {
+        let w = u64::from_ne_bytes(*word);
         if w & HIGH != 0
             || w.wrapping_add(0x60 * ONES) & HIGH != HIGH
             || w.wrapping_add(ONES) & HIGH != 0
@@ -81,7 +78,7 @@ fn all_printable(bytes: &[u8]) -> bool {
             return false;
         }
     }
-    words.remainder().iter().all(|b| (0x20..0x7f).contains(b))
+    rest.iter().all(|b| (0x20..0x7f).contains(b))
 }
 
 #[cfg(test)]
