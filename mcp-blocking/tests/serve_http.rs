@@ -737,6 +737,21 @@ fn connection_threads() -> std::collections::BTreeSet<String> {
         .collect()
 }
 
+/// Whether thread `tid` of this process is blocked in `futex` (a condition variable's
+/// wait), as `/proc` says: the first field of its `syscall` file is the call's number.
+#[cfg(target_os = "linux")]
+fn waits_on_a_futex(tid: &str) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    const FUTEX: &str = "202";
+    #[cfg(target_arch = "aarch64")]
+    const FUTEX: &str = "98";
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    return true;
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    std::fs::read_to_string(format!("/proc/self/task/{tid}/syscall"))
+        .is_ok_and(|s| s.split_whitespace().next() == Some(FUTEX))
+}
+
 /// A client that opens a connection per request (as rmcp's does) is served by the threads
 /// that served the connections before, not by a thread started for each one; and `stop`
 /// wakes the threads waiting for a next connection instead of waiting for them to give up.
@@ -758,8 +773,15 @@ fn connection_threads_serve_one_connection_after_another() {
     // gets a thread of its own; twenty would be one per connection.
     assert!(seen.len() <= 4, "{} threads for 20 connections", seen.len());
 
-    // Let the last connection's thread see its client leave and wait for the next one.
-    std::thread::sleep(Duration::from_millis(100));
+    // Every connection thread has seen its client leave and waits for the next one.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !connection_threads().iter().all(|t| waits_on_a_futex(t)) {
+        assert!(
+            Instant::now() < deadline,
+            "the connection threads never waited"
+        );
+        std::thread::yield_now();
+    }
     let started = Instant::now();
     server.stop();
     assert!(
