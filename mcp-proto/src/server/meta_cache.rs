@@ -1,4 +1,5 @@
-//! The `_meta` of the last request read over [`Server::handle_json`], kept for the next.
+//! The `_meta` of the last request read over [`Server::handle_json`] (or posted to the
+//! [`HttpEndpoint`](super::http::HttpEndpoint) that holds the server), kept for the next.
 //!
 //! A 2026-07-28 client sends the same `_meta` (protocol version, capabilities, client
 //! information) with every request, byte for byte. Read into values, it is most of what
