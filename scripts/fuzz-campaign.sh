@@ -6,8 +6,8 @@
 # * New inputs go to fuzz/corpus/<target> (committed), which is minimised afterwards
 #   with `cargo fuzz cmin` to the inputs that reach distinct code edges (CMIN_FLAGS,
 #   default `-use_counters=0`: hit counts do not count, which keeps a corpus to a few
-#   hundred KiB with the same edge coverage); crashes go to fuzz/artifacts/<target>
-#   (not committed).
+#   hundred KiB with the same edge coverage; seeds with names of their own, which tests
+#   read, are kept); crashes go to fuzz/artifacts/<target> (not committed).
 # * One row per target is appended to fuzz/campaigns.tsv (date, target, seconds,
 #   executions, libFuzzer's final `cov:` and `ft:`, corpus files and bytes after
 #   minimising, new crash files), and the table in fuzz/README.md is regenerated from
@@ -78,9 +78,16 @@ for target in "${targets[@]}"; do
     executions=$(sed -n 's/^#\([0-9]*\).*/\1/p' <<<"$last")
   fi
   echo "== $target: minimising the corpus"
+  # Seeds with names of their own (not libFuzzer's 40-digit hashes) are read by tests
+  # and documented: cmin may drop them as redundant, so they are put back.
+  named="target/named-seeds/$target"
+  rm -rf "$named" && mkdir -p "$named"
+  find "corpus/$target" -maxdepth 1 -regextype posix-extended -type f \
+    ! -regex '.*/[0-9a-f]{40}' -exec cp {} "$named/" \;
   low cargo fuzz cmin -O "$target" "corpus/$target" -- \
     -rss_limit_mb="$rss_limit_mb" "${cmin_flags[@]}" >>"$log" 2>&1 ||
     echo "   cmin failed; the corpus is left as it was (see $log)"
+  cp -n "$named"/* "corpus/$target/" 2>/dev/null || true
   files=$(find "corpus/$target" -type f | wc -l)
   bytes=$(find "corpus/$target" -type f -printf '%s\n' | awk '{s += $1} END {print s + 0}')
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$target" \
