@@ -180,6 +180,7 @@ use super::notify;
 
 use super::Server;
 use super::legacy::LegacyState;
+use super::meta_cache::with_lent_meta;
 
 mod connection;
 mod events;
@@ -914,12 +915,10 @@ impl HttpEndpoint {
         // its `_meta` taken from the machine's last request when the text is the same (as
         // on stdio); anything else the general way.
         if let Some((request, split)) = jsonrpc::decode_request_split(&http.body) {
-            let (mut params, meta) = (split.members, split.meta);
-            if meta.is_none_or(|text| self.server.lend_meta(&mut params, text)) {
-                let reply = self.request(now, request, Some(&mut params), http, close);
-                if let Some(text) = meta {
-                    self.server.keep_meta(&mut params, text);
-                }
+            let serve = |e: &mut Self, params: &mut Map<String, Value>| {
+                e.request(now, request, Some(params), http, close)
+            };
+            if let Some(reply) = with_lent_meta(self, |e| &mut e.server, split, serve) {
                 return reply;
             }
         }

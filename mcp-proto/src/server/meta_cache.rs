@@ -16,7 +16,28 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::{Params, Server};
-use crate::jsonrpc::META;
+use crate::jsonrpc::{META, SplitParams};
+
+/// Runs `serve` on `host` with the params of a split request, its `_meta` lent from (and
+/// then given back to) the cache of the server `server(host)` names: the one way both the
+/// stdio and the HTTP path read a request. `None`, without running `serve`, when the
+/// `_meta` text does not read as a value (the caller takes the general path).
+pub(crate) fn with_lent_meta<H, R>(
+    host: &mut H,
+    server: impl Fn(&mut H) -> &mut Server,
+    split: SplitParams<'_>,
+    serve: impl FnOnce(&mut H, &mut Params) -> R,
+) -> Option<R> {
+    let (mut params, meta) = (split.members, split.meta);
+    if meta.is_some_and(|text| !server(host).lend_meta(&mut params, text)) {
+        return None;
+    }
+    let served = serve(host, &mut params);
+    if let Some(text) = meta {
+        server(host).keep_meta(&mut params, text);
+    }
+    Some(served)
+}
 
 /// The longest `_meta` text worth keeping (longer ones are read every time).
 const MAX_TEXT: usize = 4096;
@@ -34,7 +55,7 @@ impl Server {
     /// request when its text was the same, read otherwise. `false` when the text does not
     /// read as a value (beyond `serde_json`'s own nesting bound): the caller then takes
     /// the general path, which names the error.
-    pub(super) fn lend_meta(&mut self, params: &mut Params, text: &RawValue) -> bool {
+    fn lend_meta(&mut self, params: &mut Params, text: &RawValue) -> bool {
         let kept = self.meta.as_mut().filter(|m| *m.text == *text.get());
         let (key, value) = match kept.and_then(|m| m.entry.take()) {
             Some(entry) => entry,
@@ -48,7 +69,7 @@ impl Server {
     }
 
     /// Takes back the `_meta` of a handled request, read from (or lent for) `text`.
-    pub(super) fn keep_meta(&mut self, params: &mut Params, text: &RawValue) {
+    fn keep_meta(&mut self, params: &mut Params, text: &RawValue) {
         let text = text.get();
         if text.len() > MAX_TEXT {
             return;

@@ -280,12 +280,8 @@ impl Server {
         if jsonrpc::check_nesting(json, max_depth).is_ok()
             && let Some((request, split)) = jsonrpc::decode_request_split(json)
         {
-            let (mut params, meta) = (split.members, split.meta);
-            if meta.is_none_or(|text| self.lend_meta(&mut params, text)) {
-                self.serve_parsed(now, request, &mut params);
-                if let Some(text) = meta {
-                    self.keep_meta(&mut params, text);
-                }
+            let serve = |s: &mut Server, params: &mut Params| s.serve_parsed(now, request, params);
+            if meta_cache::with_lent_meta(self, |s| s, split, serve).is_some() {
                 return;
             }
         }
