@@ -150,14 +150,14 @@ impl Client {
         config: ClientConfig,
         options: Options<F>,
     ) -> Result<(Client, Driver<F>), Error> {
-        let child = crate::stdio::spawn(&command)?;
+        let (child, stdout) = crate::stdio::spawn(&command)?;
         let limit = command.stderr_bytes_kept();
         let inbox = Inbox::for_client(&config);
         let shared = Arc::new(Shared::new(inbox, limit, Some(child.id()), None));
         let (client, channels) = Client::with_channels(shared.clone());
         let driver = Driver::new(Setup {
             config,
-            transport: Transport::Stdio(command, child),
+            transport: Transport::Stdio(command, (child, stdout)),
             facade: Facade::new(channels, shared, None),
             options,
         });

@@ -6,12 +6,13 @@ use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use async_process::{ChildStdin, ChildStdout};
+use async_process::ChildStdin;
 use futures_lite::{AsyncRead, AsyncWrite};
 use mcp_io::tls::{Layer, Received};
 use mcp_io::wire_log::{ChannelLog, Sink};
 
 use crate::http::{AsyncStream, Opening};
+use crate::stdio::Stdout;
 use crate::wake::Readiness;
 
 /// A channel: being opened (with the TLS session to run over it, and the readiness it
@@ -43,7 +44,7 @@ pub(crate) enum Wire {
     /// The stdio server: its stdin is written, its stdout read.
     Pipes {
         stdin: Option<ChildStdin>,
-        stdout: ChildStdout,
+        stdout: Stdout,
     },
 }
 
@@ -61,6 +62,17 @@ impl AsyncRead for Wire {
 }
 
 impl Wire {
+    /// After a read that did not fill its buffer: `Pending` when the channel is known to
+    /// have nothing more now (`cx` is woken when it has), `Ready` when reading again may
+    /// find bytes. Where it cannot tell (a stream of a connector's own, a pipe off Unix),
+    /// `Ready`: the driver reads on until `Pending`.
+    pub(crate) fn poll_more(&self, cx: &mut Context<'_>) -> Poll<()> {
+        match self {
+            Wire::Pipes { stdout, .. } => stdout.poll_more(cx),
+            Wire::Net(stream) => crate::http::poll_more(&**stream, cx),
+        }
+    }
+
     fn writer(&mut self) -> io::Result<Pin<&mut (dyn AsyncWrite + Send + Unpin)>> {
         match self {
             Wire::Net(s) => Ok(Pin::new(s)),
@@ -68,6 +80,20 @@ impl Wire {
             Wire::Pipes { stdin: None, .. } => Err(io::ErrorKind::BrokenPipe.into()),
         }
     }
+}
+
+/// After a read of `source` that did not fill its buffer: `Pending` when no readiness
+/// event came since the one that led to the read (`cx` is then woken by the next), else
+/// `Ready`. async-io answers the first poll after an event as ready again, as it cannot
+/// know that the read which followed took everything: a second `Ready` is a newer event.
+/// An error is left for the next read to report.
+pub(crate) fn poll_readable_anew<T>(source: &async_io::Async<T>, cx: &mut Context<'_>) -> Poll<()> {
+    for _ in 0..2 {
+        if source.poll_readable(cx).is_pending() {
+            return Poll::Pending;
+        }
+    }
+    Poll::Ready(())
 }
 
 /// An open channel.

@@ -42,7 +42,6 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use async_io::Timer;
-use async_process::Child;
 use futures_lite::AsyncRead;
 use mcp_io::drive::{Core, Execute};
 use mcp_io::tls::Layer;
@@ -59,7 +58,7 @@ use crate::Error;
 use crate::conn::{Conn, Open, Wire};
 use crate::facade::Facade;
 use crate::http::Opener;
-use crate::stdio::{Change, Process};
+use crate::stdio::{Change, Process, Spawned};
 use crate::wake::{Readiness, TaskWaker};
 
 /// Rounds of one poll before the driver yields to its executor even with more to do.
@@ -118,7 +117,7 @@ pub(crate) struct Setup<F: Flavour> {
 #[cfg_attr(windows, allow(clippy::large_enum_variant))]
 pub(crate) enum Transport {
     /// The command (for restarts) and the process already started.
-    Stdio(StdioCommand, Child),
+    Stdio(StdioCommand, Spawned),
     Http(Box<HttpConfig>, Opener),
 }
 
@@ -254,8 +253,8 @@ impl<F: Flavour> Io<F> {
         let mut conns = BTreeMap::new();
         let task = Arc::new(TaskWaker::default());
         let (machine, process, command, opener) = match transport {
-            Transport::Stdio(command, child) => {
-                let (process, wire) = Process::start(child, &facade.shared);
+            Transport::Stdio(command, spawned) => {
+                let (process, wire) = Process::start(spawned, &facade.shared);
                 let ready = Readiness::new(&task);
                 let open = Open::new(wire, Layer::default(), &options.redact_headers, ready);
                 conns.insert(ConnId::STDIO, Conn::Open(open));
@@ -489,6 +488,15 @@ impl<F: Flavour> Io<F> {
             }
             self.drain(now);
             progress = true;
+            // A short read found the channel empty; where the channel can say so, wait
+            // for it to be readable instead of reading again to learn it.
+            if n < self.chunk.len()
+                && let Some(Conn::Open(open)) = self.chans.conns.get(&id)
+                && open.wire.poll_more(&mut open.ready.context()).is_pending()
+            {
+                pending = true;
+                break;
+            }
         }
         // Stopped short of `Pending`: no wake-up will come for what is left.
         if let Some(Conn::Open(open)) = self.chans.conns.get_mut(&id)

@@ -15,11 +15,13 @@
 //! `blocking` crate's thread pool (`blocking::unblock`, as `async-net` does), and its
 //! addresses are tried in turn. A [`Connector`] replaces all of this.
 
+use std::any::Any;
 use std::future::Future;
 use std::io;
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use async_io::Async;
 use futures_lite::{AsyncRead, AsyncWrite};
@@ -30,11 +32,24 @@ use mcp_proto::client::{Origin, TransportFailure};
 
 /// A byte stream HTTP/1.1 can be spoken on: what a [`Connector`] returns.
 ///
-/// Implemented for every `AsyncRead + AsyncWrite + Send + Unpin` type (`TcpStream`,
-/// `UnixStream`, a TLS stream, a pipe in a test).
-pub trait AsyncStream: AsyncRead + AsyncWrite + Send + Unpin {}
+/// Implemented for every `AsyncRead + AsyncWrite + Send + Unpin + 'static` type
+/// (`TcpStream`, `UnixStream`, a TLS stream, a pipe in a test). When the stream is an
+/// `async_io::Async<std::net::TcpStream>` (what [`TcpConnector`] returns), the driver
+/// waits for it to be readable after a short read instead of reading it again.
+pub trait AsyncStream: AsyncRead + AsyncWrite + Send + Unpin + Any {}
 
-impl<T: AsyncRead + AsyncWrite + Send + Unpin + ?Sized> AsyncStream for T {}
+impl<T: AsyncRead + AsyncWrite + Send + Unpin + Any + ?Sized> AsyncStream for T {}
+
+/// After a read of `stream` that did not fill its buffer: `Pending` when no readiness
+/// event came since (`cx` is then woken by the next one), `Ready` when reading again may
+/// find bytes. Only a plain async-io TCP stream can tell; any other is read again.
+pub(crate) fn poll_more(stream: &dyn AsyncStream, cx: &mut Context<'_>) -> Poll<()> {
+    let any: &dyn Any = stream;
+    match any.downcast_ref::<Async<TcpStream>>() {
+        Some(tcp) => crate::conn::poll_readable_anew(tcp, cx),
+        None => Poll::Ready(()),
+    }
+}
 
 /// The future a [`Connector`] returns.
 pub type ConnectFuture = Pin<Box<dyn Future<Output = io::Result<Box<dyn AsyncStream>>> + Send>>;

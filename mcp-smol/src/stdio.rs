@@ -31,6 +31,9 @@ const BUDGET: usize = 64;
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
+/// A server just started, and its stdout, read by the driver.
+pub(crate) type Spawned = (Child, Stdout);
+
 /// The server process, as far as the driver is concerned.
 // One per driver; on Windows, larger process handles make `Running` outgrow the others.
 #[cfg_attr(windows, allow(clippy::large_enum_variant))]
@@ -43,7 +46,7 @@ pub(crate) enum Process {
         stderr: Option<ChildStderr>,
     },
     /// The old process is being reaped and a new one started.
-    Restarting(BoxFuture<Result<Child, Error>>),
+    Restarting(BoxFuture<Result<Spawned, Error>>),
     /// Stdin is closed; the process gets its grace period (`SIGTERM` half-way), then is
     /// killed, and reaped.
     Ending(BoxFuture<Shutdown>),
@@ -61,10 +64,10 @@ pub(crate) enum Change {
 
 impl Process {
     /// The process that was just started, and its channel.
-    pub(crate) fn start(mut child: Child, shared: &Shared) -> (Process, Wire) {
+    pub(crate) fn start((mut child, stdout): Spawned, shared: &Shared) -> (Process, Wire) {
         let wire = Wire::Pipes {
             stdin: child.stdin.take(),
-            stdout: child.stdout.take().expect("stdout is piped"),
+            stdout,
         };
         shared.lock().pid = Some(child.id());
         let stderr = child.stderr.take();
@@ -107,9 +110,9 @@ impl Process {
                     &shared,
                 )
                 .await;
-                let child = spawn(&command)?;
+                let spawned = spawn(&command)?;
                 shared.lock().restarts += 1;
-                Ok(child)
+                Ok(spawned)
             }));
         }
     }
@@ -152,8 +155,8 @@ impl Process {
             },
             Process::Restarting(restart) => match restart.as_mut().poll(cx) {
                 Poll::Pending => Change::Nothing,
-                Poll::Ready(Ok(child)) => {
-                    let (process, wire) = Process::start(child, shared);
+                Poll::Ready(Ok(spawned)) => {
+                    let (process, wire) = Process::start(spawned, shared);
                     *self = process;
                     Change::Restarted(Ok(wire))
                 }
@@ -183,7 +186,7 @@ async fn escalate(
     mut child: Child,
     group: Group,
     grace: Duration,
-    stdout: &mut Option<ChildStdout>,
+    stdout: &mut Option<Stdout>,
     stderr: &mut Option<ChildStderr>,
     shared: &Shared,
 ) -> Shutdown {
@@ -253,7 +256,7 @@ async fn signal_group(pgid: u32, signal: Signal) {
 /// (set again: the conversion resets them), killed if its handle is dropped (the driver
 /// normally closes stdin and waits first). On Unix it leads its own process group (set
 /// by [`StdioCommand::to_command`], kept by the conversion).
-pub(crate) fn spawn(command: &StdioCommand) -> Result<Child, Error> {
+pub(crate) fn spawn(command: &StdioCommand) -> Result<Spawned, Error> {
     let spawn_error = |source| Error::spawn(command.program(), source);
     let mut child = Command::from(command.to_command().map_err(spawn_error)?);
     child
@@ -261,7 +264,61 @@ pub(crate) fn spawn(command: &StdioCommand) -> Result<Child, Error> {
         .stdout(Pipe::piped())
         .stderr(Pipe::piped())
         .kill_on_drop(true);
-    child.spawn().map_err(spawn_error)
+    let mut child = child.spawn().map_err(spawn_error)?;
+    let stdout = child.stdout.take().expect("stdout is piped");
+    // Dropping `child` on failure kills it.
+    let stdout = Stdout::new(stdout).map_err(spawn_error)?;
+    Ok((child, stdout))
+}
+
+/// The server's stdout. On Unix the pipe is registered with async-io directly rather than
+/// through async-process's wrapper, so that the driver can ask whether it is readable:
+/// after a read that did not fill its buffer, waiting for readiness costs no system call
+/// where reading on until `WouldBlock` costs two (async-io answers the first poll after
+/// an event as ready, as it cannot know that the read which followed took everything).
+pub(crate) struct Stdout {
+    #[cfg(unix)]
+    pipe: async_io::Async<std::fs::File>,
+    #[cfg(not(unix))]
+    pipe: ChildStdout,
+}
+
+impl Stdout {
+    #[cfg(unix)]
+    fn new(pipe: ChildStdout) -> std::io::Result<Stdout> {
+        let fd = std::os::fd::OwnedFd::try_from(pipe)?;
+        let pipe = async_io::Async::new(std::fs::File::from(fd))?;
+        Ok(Stdout { pipe })
+    }
+
+    #[cfg(not(unix))]
+    fn new(pipe: ChildStdout) -> std::io::Result<Stdout> {
+        Ok(Stdout { pipe })
+    }
+
+    /// After a short read: `Pending` when no new readiness event came since (`cx` is then
+    /// woken by the next one), `Ready` when reading again may find bytes.
+    #[cfg(unix)]
+    pub(crate) fn poll_more(&self, cx: &mut Context<'_>) -> Poll<()> {
+        crate::conn::poll_readable_anew(&self.pipe, cx)
+    }
+
+    /// Off Unix the pipe cannot say whether it is readable: always `Ready`, so the driver
+    /// reads on until `Pending`.
+    #[cfg(not(unix))]
+    pub(crate) fn poll_more(&self, _cx: &mut Context<'_>) -> Poll<()> {
+        Poll::Ready(())
+    }
+}
+
+impl AsyncRead for Stdout {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.get_mut().pipe).poll_read(cx, buf)
+    }
 }
 
 /// Reads stderr into the shared tail until `Pending`. True on progress.
@@ -291,11 +348,7 @@ async fn pause(time: Duration) {
 }
 
 /// Reads (and discards) stdout and captures stderr until both end.
-async fn drain(
-    stdout: &mut Option<ChildStdout>,
-    stderr: &mut Option<ChildStderr>,
-    shared: &Shared,
-) {
+async fn drain(stdout: &mut Option<Stdout>, stderr: &mut Option<ChildStderr>, shared: &Shared) {
     let mut buf = vec![0; 4096];
     poll_fn(|cx| {
         for _ in 0..BUDGET {
