@@ -17,8 +17,10 @@
 //!   bytes on the channel's output buffer, `Close` drops a connection or ends the stdio
 //!   process, `Respawn` restarts it) and each event goes to the facade;
 //! * it writes what is queued with `poll_write` (a peer that stops reading never stops
-//!   the reads), reads open channels until `Pending`, and arms one `async_io::Timer` at
-//!   the machine's next deadline.
+//!   the reads), reads open channels until `Pending` (or, after a read that did not fill
+//!   the buffer, until the stream says it is not readable: the stdio pipe and plain TCP
+//!   can, which spares the read that would only find nothing), and arms one
+//!   `async_io::Timer` at the machine's next deadline.
 //!
 //! Each channel (and the stdio process, its stderr included, and the handles' command
 //! channel) is polled with a waker of its own ([`crate::wake`]): a poll of the driver
