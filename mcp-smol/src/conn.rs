@@ -68,7 +68,10 @@ impl Wire {
     /// `Ready`: the driver reads on until `Pending`.
     pub(crate) fn poll_more(&self, cx: &mut Context<'_>) -> Poll<()> {
         match self {
-            Wire::Pipes { stdout, .. } => stdout.poll_more(cx),
+            #[cfg(unix)]
+            Wire::Pipes { stdout, .. } => poll_readable_anew(stdout, cx),
+            #[cfg(not(unix))]
+            Wire::Pipes { .. } => Poll::Ready(()),
             Wire::Net(stream) => crate::http::poll_more(&**stream, cx),
         }
     }

@@ -267,58 +267,28 @@ pub(crate) fn spawn(command: &StdioCommand) -> Result<Spawned, Error> {
     let mut child = child.spawn().map_err(spawn_error)?;
     let stdout = child.stdout.take().expect("stdout is piped");
     // Dropping `child` on failure kills it.
-    let stdout = Stdout::new(stdout).map_err(spawn_error)?;
+    let stdout = own_stdout(stdout).map_err(spawn_error)?;
     Ok((child, stdout))
 }
 
 /// The server's stdout. On Unix the pipe is registered with async-io directly rather than
 /// through async-process's wrapper, so that the driver can ask whether it is readable:
 /// after a read that did not fill its buffer, waiting for readiness costs no system call
-/// where reading on until `WouldBlock` costs two (async-io answers the first poll after
-/// an event as ready, as it cannot know that the read which followed took everything).
-pub(crate) struct Stdout {
-    #[cfg(unix)]
-    pipe: async_io::Async<std::fs::File>,
-    #[cfg(not(unix))]
-    pipe: ChildStdout,
+/// where reading on until `WouldBlock` costs two ([`crate::conn::poll_readable_anew`]).
+#[cfg(unix)]
+pub(crate) type Stdout = async_io::Async<std::fs::File>;
+/// The server's stdout.
+#[cfg(not(unix))]
+pub(crate) type Stdout = ChildStdout;
+
+#[cfg(unix)]
+fn own_stdout(pipe: ChildStdout) -> std::io::Result<Stdout> {
+    async_io::Async::new(std::os::fd::OwnedFd::try_from(pipe)?.into())
 }
 
-impl Stdout {
-    #[cfg(unix)]
-    fn new(pipe: ChildStdout) -> std::io::Result<Stdout> {
-        let fd = std::os::fd::OwnedFd::try_from(pipe)?;
-        let pipe = async_io::Async::new(std::fs::File::from(fd))?;
-        Ok(Stdout { pipe })
-    }
-
-    #[cfg(not(unix))]
-    fn new(pipe: ChildStdout) -> std::io::Result<Stdout> {
-        Ok(Stdout { pipe })
-    }
-
-    /// After a short read: `Pending` when no new readiness event came since (`cx` is then
-    /// woken by the next one), `Ready` when reading again may find bytes.
-    #[cfg(unix)]
-    pub(crate) fn poll_more(&self, cx: &mut Context<'_>) -> Poll<()> {
-        crate::conn::poll_readable_anew(&self.pipe, cx)
-    }
-
-    /// Off Unix the pipe cannot say whether it is readable: always `Ready`, so the driver
-    /// reads on until `Pending`.
-    #[cfg(not(unix))]
-    pub(crate) fn poll_more(&self, _cx: &mut Context<'_>) -> Poll<()> {
-        Poll::Ready(())
-    }
-}
-
-impl AsyncRead for Stdout {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut [u8],
-    ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.get_mut().pipe).poll_read(cx, buf)
-    }
+#[cfg(not(unix))]
+fn own_stdout(pipe: ChildStdout) -> std::io::Result<Stdout> {
+    Ok(pipe)
 }
 
 /// Reads stderr into the shared tail until `Pending`. True on progress.
