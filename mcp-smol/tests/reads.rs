@@ -10,30 +10,11 @@
 #![allow(clippy::result_large_err)]
 #![cfg(target_os = "linux")]
 
-use std::path::PathBuf;
-
 use mcp_smol::{ClientConfig, EraMode, StdioCommand};
 use serde_json::json;
 
-/// The example server binary, built by `cargo test` with the other examples (or here if
-/// only this test target was built).
-fn server_path() -> PathBuf {
-    let exe = std::env::current_exe().expect("current_exe");
-    let profile_dir = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("test binary lives in target/<profile>/deps");
-    let path = profile_dir.join("examples").join("example_server");
-    if !path.exists() {
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let status = std::process::Command::new(cargo)
-            .args(["build", "-p", "mcp-smol", "--example", "example_server"])
-            .status()
-            .expect("run cargo to build the example server");
-        assert!(status.success(), "building example_server failed");
-    }
-    path
-}
+mod common;
+use common::server_path;
 
 /// This process's `read` system calls so far.
 fn reads_so_far() -> u64 {

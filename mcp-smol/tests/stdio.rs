@@ -12,9 +12,8 @@
 
 use std::cell::RefCell;
 use std::future::Future;
-use std::path::PathBuf;
 use std::rc::Rc;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 #[cfg(target_os = "linux")]
 use std::time::Instant;
@@ -30,35 +29,7 @@ use serde_json::json;
 // ----- harness -----------------------------------------------------------------------
 
 mod common;
-use common::{BoxFuture, Spawn, bounded, join_all};
-
-/// The example server binary, built by `cargo test` with the other examples (or here if
-/// only this test target was built).
-fn server_path() -> PathBuf {
-    static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| {
-        let exe = std::env::current_exe().expect("current_exe");
-        // target/<profile>/deps/stdio-<hash>
-        let profile_dir = exe
-            .parent()
-            .and_then(|deps| deps.parent())
-            .expect("test binary lives in target/<profile>/deps");
-        let path = profile_dir
-            .join("examples")
-            .join(format!("example_server{}", std::env::consts::EXE_SUFFIX));
-        if !path.exists() {
-            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-            let status = std::process::Command::new(cargo)
-                .args(["build", "-p", "mcp-smol", "--example", "example_server"])
-                .status()
-                .expect("run cargo to build the example server");
-            assert!(status.success(), "building example_server failed");
-        }
-        assert!(path.exists(), "no example server at {}", path.display());
-        path
-    })
-    .clone()
-}
+use common::{BoxFuture, Spawn, bounded, join_all, server_path};
 
 fn server(args: &[&str]) -> StdioCommand {
     StdioCommand::new(server_path()).args(args.iter().copied())

@@ -1,15 +1,44 @@
-//! The harness both test files share: running a scenario with the driver on a
-//! `smol::Executor`, or joined with it and no executor at all.
+//! The harness the test files share: the example server's path, and running a scenario
+//! with the driver on a `smol::Executor`, or joined with it and no executor at all.
 #![allow(dead_code)]
 
 use std::future::Future;
+use std::path::PathBuf;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::task::Poll;
 use std::time::Duration;
 
 use futures_lite::future::{self, poll_fn};
 use mcp_smol::{Client, Driver, Error};
+
+/// The example server binary, built by `cargo test` with the other examples (or here if
+/// only this test target was built).
+pub fn server_path() -> PathBuf {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| {
+        let exe = std::env::current_exe().expect("current_exe");
+        // target/<profile>/deps/<test>-<hash>
+        let profile_dir = exe
+            .parent()
+            .and_then(|deps| deps.parent())
+            .expect("test binary lives in target/<profile>/deps");
+        let path = profile_dir
+            .join("examples")
+            .join(format!("example_server{}", std::env::consts::EXE_SUFFIX));
+        if !path.exists() {
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let status = std::process::Command::new(cargo)
+                .args(["build", "-p", "mcp-smol", "--example", "example_server"])
+                .status()
+                .expect("run cargo to build the example server");
+            assert!(status.success(), "building example_server failed");
+        }
+        assert!(path.exists(), "no example server at {}", path.display());
+        path
+    })
+    .clone()
+}
 
 pub type BoxFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 /// Starts a future as concurrently as the runner can: a task on an executor, or just
