@@ -2,10 +2,13 @@
 //! stdio server's stdin and stdout; the bytes still to write on it, its TLS session when
 //! the driver encrypts, its wire log, and its [`Readiness`].
 
+use std::any::Any;
 use std::io;
+use std::net::TcpStream;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use async_io::Async;
 use async_process::ChildStdin;
 use futures_lite::{AsyncRead, AsyncWrite};
 use mcp_io::tls::{Layer, Received};
@@ -72,7 +75,11 @@ impl Wire {
             Wire::Pipes { stdout, .. } => poll_readable_anew(stdout, cx),
             #[cfg(not(unix))]
             Wire::Pipes { .. } => Poll::Ready(()),
-            Wire::Net(stream) => crate::http::poll_more(&**stream, cx),
+            // Only a plain async-io TCP stream can tell.
+            Wire::Net(stream) => match (&**stream as &dyn Any).downcast_ref::<Async<TcpStream>>() {
+                Some(tcp) => poll_readable_anew(tcp, cx),
+                None => Poll::Ready(()),
+            },
         }
     }
 
@@ -90,7 +97,7 @@ impl Wire {
 /// `Ready`. async-io answers the first poll after an event as ready again, as it cannot
 /// know that the read which followed took everything: a second `Ready` is a newer event.
 /// An error is left for the next read to report.
-pub(crate) fn poll_readable_anew<T>(source: &async_io::Async<T>, cx: &mut Context<'_>) -> Poll<()> {
+pub(crate) fn poll_readable_anew<T>(source: &Async<T>, cx: &mut Context<'_>) -> Poll<()> {
     for _ in 0..2 {
         if source.poll_readable(cx).is_pending() {
             return Poll::Pending;

@@ -475,6 +475,9 @@ impl<F: Flavour> Io<F> {
                 Poll::Ready(Ok(n)) => n,
                 Poll::Ready(Err(e)) => return self.lost(now, id, Some(e)),
             };
+            // A short read found the channel empty; where the channel can say so, wait
+            // for it to be readable instead of reading again to learn it.
+            let emptied = n < self.chunk.len() && open.wire.poll_more(cx).is_pending();
             let (got, log) = match open.receive(&self.chunk[..n]) {
                 Ok(got) => got,
                 Err(e) => return self.lost(now, id, Some(e)),
@@ -490,12 +493,7 @@ impl<F: Flavour> Io<F> {
             }
             self.drain(now);
             progress = true;
-            // A short read found the channel empty; where the channel can say so, wait
-            // for it to be readable instead of reading again to learn it.
-            if n < self.chunk.len()
-                && let Some(Conn::Open(open)) = self.chans.conns.get(&id)
-                && open.wire.poll_more(&mut open.ready.context()).is_pending()
-            {
+            if emptied {
                 pending = true;
                 break;
             }

@@ -21,7 +21,6 @@ use std::io;
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use async_io::Async;
 use futures_lite::{AsyncRead, AsyncWrite};
@@ -39,17 +38,6 @@ use mcp_proto::client::{Origin, TransportFailure};
 pub trait AsyncStream: AsyncRead + AsyncWrite + Send + Unpin + Any {}
 
 impl<T: AsyncRead + AsyncWrite + Send + Unpin + Any + ?Sized> AsyncStream for T {}
-
-/// After a read of `stream` that did not fill its buffer: `Pending` when no readiness
-/// event came since (`cx` is then woken by the next one), `Ready` when reading again may
-/// find bytes. Only a plain async-io TCP stream can tell; any other is read again.
-pub(crate) fn poll_more(stream: &dyn AsyncStream, cx: &mut Context<'_>) -> Poll<()> {
-    let any: &dyn Any = stream;
-    match any.downcast_ref::<Async<TcpStream>>() {
-        Some(tcp) => crate::conn::poll_readable_anew(tcp, cx),
-        None => Poll::Ready(()),
-    }
-}
 
 /// The future a [`Connector`] returns.
 pub type ConnectFuture = Pin<Box<dyn Future<Output = io::Result<Box<dyn AsyncStream>>> + Send>>;
