@@ -741,15 +741,23 @@ fn connection_threads() -> std::collections::BTreeSet<String> {
 /// wait), as `/proc` says: the first field of its `syscall` file is the call's number.
 #[cfg(target_os = "linux")]
 fn waits_on_a_futex(tid: &str) -> bool {
-    #[cfg(target_arch = "x86_64")]
-    const FUTEX: &str = "202";
-    #[cfg(target_arch = "aarch64")]
-    const FUTEX: &str = "98";
-    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-    return true;
-    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    // `futex`'s number; the generic table (arm64, riscv64, loongarch64) has it at 98.
+    // Elsewhere the state is not checked.
+    let futex = if cfg!(target_arch = "x86_64") {
+        "202"
+    } else if cfg!(any(target_arch = "x86", target_arch = "arm")) {
+        "240"
+    } else if cfg!(any(
+        target_arch = "aarch64",
+        target_arch = "riscv64",
+        target_arch = "loongarch64"
+    )) {
+        "98"
+    } else {
+        return true;
+    };
     std::fs::read_to_string(format!("/proc/self/task/{tid}/syscall"))
-        .is_ok_and(|s| s.split_whitespace().next() == Some(FUTEX))
+        .is_ok_and(|s| s.split_whitespace().next() == Some(futex))
 }
 
 /// A client that opens a connection per request (as rmcp's does) is served by the threads
