@@ -5,7 +5,8 @@
 //! only moves bytes and waits. [`serve`] races one read against an `async_io::Timer` at
 //! the server's next deadline ([`Server::poll_timeout`]). [`serve_http`] is one future
 //! that polls, itself, the accept loop and one future per connection (no task is ever
-//! spawned, so any executor, or `block_on` alone, can run it):
+//! spawned, so any executor, or `block_on` alone, can run it), each only when its own
+//! waker fired:
 //!
 //! * [`HttpHost`] admits connections (one too many gets the machine's 503);
 //! * each [`HttpConnection`] says what to write, when to read and when to close; reads
@@ -35,8 +36,8 @@ use std::io;
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::task::Poll;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use async_io::{Async, Timer};
@@ -46,6 +47,8 @@ use mcp_io::clock;
 use mcp_proto::server::Server;
 pub use mcp_proto::server::http::HttpServeOptions;
 use mcp_proto::server::http::{HttpConnection, HttpEndpoint, HttpHost, HttpTransmit};
+
+use crate::wake::{Crew, Readiness, TaskWaker};
 
 /// How often an open stream with nothing to send checks that its client is still there,
 /// when bytes of a pipelined request keep its socket readable (else readiness tells).
@@ -245,58 +248,47 @@ impl Shared {
     }
 }
 
-type Task<'a> = Pin<Box<dyn Future<Output = ()> + 'a>>;
 type Accept<'a> = Pin<Box<dyn Future<Output = io::Result<Async<TcpStream>>> + 'a>>;
 
 /// Polls the stop signal, the listener, the endpoint's clock and every connection, until
-/// stopped with no connection left.
+/// stopped with no connection left. Each of them is polled with a waker of its own and
+/// only when that waker fired (see the `wake` module): an idle connection is not polled
+/// (no failed read of its socket) because another one progressed, nor is the listener
+/// (no failed accept).
 async fn run(listener: &Async<TcpListener>, shared: &Shared, stop: impl Future<Output = ()>) {
     let mut stop = Box::pin(stop);
     let mut accepted: Option<Accept<'_>> = None;
     let mut backoff: Option<Timer> = None;
-    let mut timer: Task<'_> = Box::pin(shared.timer());
-    let mut conns: Vec<Task<'_>> = Vec::new();
+    let mut timer = Box::pin(shared.timer());
+    let mut conns: Crew<dyn Future<Output = ()> + '_> = Crew::new();
+    let task = Arc::new(TaskWaker::default());
+    let [stop_ready, accept_ready, timer_ready] = [(); 3].map(|()| Readiness::new(&task));
     future::poll_fn(|cx| {
-        if !shared.stopping() && stop.as_mut().poll(cx).is_ready() {
+        task.register(cx.waker());
+        if !shared.stopping()
+            && stop_ready.take()
+            && stop.as_mut().poll(&mut stop_ready.context()).is_ready()
+        {
             shared.stopping.store(true, Ordering::SeqCst);
             shared.wake.notify(usize::MAX);
             shared.halt.notify(usize::MAX);
             accepted = None;
         }
-        if backoff
-            .as_mut()
-            .is_some_and(|t| Pin::new(t).poll(cx).is_ready())
-        {
-            backoff = None;
+        if !shared.stopping() && accept_ready.take() {
+            let mut cx = accept_ready.context();
+            accept(
+                listener,
+                shared,
+                &mut accepted,
+                &mut backoff,
+                &mut conns,
+                &mut cx,
+            );
         }
-        while !shared.stopping() && backoff.is_none() {
-            let pending = accepted
-                .get_or_insert_with(|| Box::pin(async { listener.accept().await.map(|(s, _)| s) }));
-            let Poll::Ready(result) = pending.as_mut().poll(cx) else {
-                break;
-            };
-            accepted = None;
-            match result {
-                Ok(stream) => {
-                    // None: too many connections on their way out already; drop it.
-                    if let Some(machine) = shared.host.accept(clock::now()) {
-                        conns.push(Box::pin(Connection::new(stream, machine, shared).run()));
-                    }
-                }
-                // Out of descriptors and the like: accept again a little later.
-                Err(_) => {
-                    let mut wait = Timer::after(BACKOFF);
-                    if Pin::new(&mut wait).poll(cx).is_pending() {
-                        backoff = Some(wait);
-                        break;
-                    }
-                }
-            }
+        if !shared.stopping() && timer_ready.take() {
+            let _ = timer.as_mut().poll(&mut timer_ready.context());
         }
-        if !shared.stopping() {
-            let _ = timer.as_mut().poll(cx);
-        }
-        conns.retain_mut(|conn| conn.as_mut().poll(cx).is_pending());
+        conns.poll(cx);
         if shared.stopping() && conns.is_empty() {
             Poll::Ready(())
         } else {
@@ -304,6 +296,47 @@ async fn run(listener: &Async<TcpListener>, shared: &Shared, stop: impl Future<O
         }
     })
     .await;
+}
+
+/// Accepts connections until none is waiting (or after an accept error, until
+/// [`BACKOFF`] passed), each a new member of `conns`.
+fn accept<'a>(
+    listener: &'a Async<TcpListener>,
+    shared: &'a Shared,
+    accepted: &mut Option<Accept<'a>>,
+    backoff: &mut Option<Timer>,
+    conns: &mut Crew<dyn Future<Output = ()> + 'a>,
+    cx: &mut Context<'_>,
+) {
+    if backoff
+        .as_mut()
+        .is_some_and(|t| Pin::new(t).poll(cx).is_ready())
+    {
+        *backoff = None;
+    }
+    while backoff.is_none() {
+        let pending = accepted
+            .get_or_insert_with(|| Box::pin(async { listener.accept().await.map(|(s, _)| s) }));
+        let Poll::Ready(result) = pending.as_mut().poll(cx) else {
+            break;
+        };
+        *accepted = None;
+        match result {
+            Ok(stream) => {
+                // None: too many connections on their way out already; drop it.
+                if let Some(machine) = shared.host.accept(clock::now()) {
+                    conns.push(Box::pin(Connection::new(stream, machine, shared).run()));
+                }
+            }
+            // Out of descriptors and the like: accept again a little later.
+            Err(_) => {
+                let mut wait = Timer::after(BACKOFF);
+                if Pin::new(&mut wait).poll(cx).is_pending() {
+                    *backoff = Some(wait);
+                }
+            }
+        }
+    }
 }
 
 /// One client connection: its socket and its machine. Dropping it closes the socket and

@@ -10,7 +10,13 @@
 //! No wake-up is lost: the mark is set before the driver's task is woken, and the driver
 //! clears it before it polls the channel, so a wake-up during that poll leaves the mark
 //! set for the next round.
+//!
+//! A [`Crew`] applies the same to a set of futures run inside one task (the connections
+//! of `serve_http`): a poll of the crew polls only the members woken since their last
+//! poll, so an idle member costs nothing when another one progresses.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Waker};
@@ -95,11 +101,48 @@ impl Readiness {
     }
 }
 
+/// Futures run inside one task, each polled with a waker of its own: a poll of the crew
+/// goes only to the members that woke (or are new) since their last poll. A member is
+/// dropped once it resolves.
+pub(crate) struct Crew<F: ?Sized> {
+    task: Arc<TaskWaker>,
+    members: Vec<(Readiness, Pin<Box<F>>)>,
+}
+
+impl<F: Future<Output = ()> + ?Sized> Crew<F> {
+    /// An empty crew.
+    pub(crate) fn new() -> Self {
+        Crew {
+            task: Arc::new(TaskWaker::default()),
+            members: Vec::new(),
+        }
+    }
+
+    /// Adds `member`, to be polled at the crew's next poll.
+    pub(crate) fn push(&mut self, member: Pin<Box<F>>) {
+        self.members.push((Readiness::new(&self.task), member));
+    }
+
+    /// Polls the members woken since their last poll, from the task polled with `cx`;
+    /// drops those that resolved.
+    pub(crate) fn poll(&mut self, cx: &Context<'_>) {
+        self.task.register(cx.waker());
+        self.members.retain_mut(|(ready, member)| {
+            !ready.take() || member.as_mut().poll(&mut ready.context()).is_pending()
+        });
+    }
+
+    /// Whether every member resolved.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicUsize;
-    use std::task::Wake;
+    use std::task::{Poll, Wake};
 
     struct Count(AtomicUsize);
 
@@ -128,6 +171,84 @@ mod tests {
             1,
             "set does not wake the task"
         );
+    }
+
+    /// A member that counts its polls and resolves at its third.
+    struct Member {
+        polls: Arc<AtomicUsize>,
+        waker: Arc<Mutex<Option<Waker>>>,
+    }
+
+    impl Future for Member {
+        type Output = ();
+        fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+            let n = self.polls.fetch_add(1, Ordering::SeqCst) + 1;
+            *self.waker.lock().unwrap() = Some(cx.waker().clone());
+            if n == 3 {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        }
+    }
+
+    fn member() -> (Member, Arc<AtomicUsize>, Arc<Mutex<Option<Waker>>>) {
+        let polls = Arc::new(AtomicUsize::new(0));
+        let waker = Arc::new(Mutex::new(None));
+        let m = Member {
+            polls: polls.clone(),
+            waker: waker.clone(),
+        };
+        (m, polls, waker)
+    }
+
+    #[test]
+    fn a_crew_polls_only_the_members_that_woke() {
+        let outer = Arc::new(Count(AtomicUsize::new(0)));
+        let outer_waker = Waker::from(outer.clone());
+        let cx = Context::from_waker(&outer_waker);
+        let mut crew: Crew<dyn Future<Output = ()>> = Crew::new();
+        let (a, a_polls, a_waker) = member();
+        let (b, b_polls, _) = member();
+        crew.push(Box::pin(a));
+        crew.push(Box::pin(b));
+        crew.poll(&cx);
+        assert_eq!(
+            (
+                a_polls.load(Ordering::SeqCst),
+                b_polls.load(Ordering::SeqCst)
+            ),
+            (1, 1)
+        );
+        crew.poll(&cx);
+        crew.poll(&cx);
+        assert_eq!(
+            (
+                a_polls.load(Ordering::SeqCst),
+                b_polls.load(Ordering::SeqCst)
+            ),
+            (1, 1),
+            "nobody woke: nobody is polled"
+        );
+        a_waker.lock().unwrap().take().unwrap().wake();
+        assert_eq!(
+            outer.0.load(Ordering::SeqCst),
+            1,
+            "a member's wake wakes the task"
+        );
+        crew.poll(&cx);
+        assert_eq!(
+            (
+                a_polls.load(Ordering::SeqCst),
+                b_polls.load(Ordering::SeqCst)
+            ),
+            (2, 1)
+        );
+        a_waker.lock().unwrap().take().unwrap().wake();
+        crew.poll(&cx);
+        assert_eq!(a_polls.load(Ordering::SeqCst), 3);
+        assert!(!crew.is_empty(), "b is still pending");
+        assert_eq!(crew.members.len(), 1, "a resolved and left");
     }
 
     #[test]
