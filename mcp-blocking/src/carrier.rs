@@ -16,6 +16,8 @@
 //! hides which of the two it is. The [`Bell`] wakes that thread either way.
 
 use std::io::{self, Read, Write};
+#[cfg(unix)]
+use std::sync::Arc;
 #[cfg(not(unix))]
 use std::sync::mpsc;
 use std::sync::mpsc::{Receiver, SyncSender};
@@ -65,6 +67,13 @@ pub(crate) trait Carrier<F: Flavour>: Send {
     /// Starts the server again (stdio).
     fn respawn(&mut self, _: &Bell) -> Result<(), TransportFailure> {
         Ok(())
+    }
+    /// The polled channels, when [`Carrier::write`] queued bytes there that the thread
+    /// holding the driver's lock writes once it lets go of it
+    /// ([`PollSet::write_due`](crate::poll_set::PollSet::write_due)).
+    #[cfg(unix)]
+    fn due_writes(&self) -> Option<&Arc<crate::poll_set::PollSet>> {
+        None
     }
 }
 

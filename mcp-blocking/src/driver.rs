@@ -149,6 +149,14 @@ impl<F: Flavour> Execute<F> for Io<F> {
     }
 }
 
+impl<F: Flavour> Io<F> {
+    /// The poll set whose queued bytes the thread releasing the driver's lock writes.
+    #[cfg(unix)]
+    pub(crate) fn due_writes(&self) -> Option<Arc<crate::poll_set::PollSet>> {
+        self.carrier.due_writes().cloned()
+    }
+}
+
 impl<F: Flavour> fmt::Debug for Link<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.driver.try_lock() {

@@ -11,6 +11,8 @@
 //!
 //! Berths are rung after the driver's lock is released, never under it ([`Locked`]'s
 //! `Drop`): a follower woken while the lock is still held would only block on it.
+//! The bytes queued under the lock for a polled channel are written there too (see the
+//! `poll_set` module).
 //! With several threads in flight this is what keeps the driver's lock from being
 //! handed from thread to thread on every call.
 
@@ -204,13 +206,20 @@ impl<F: Flavour> Drop for Locked<'_, F> {
         let Some(mut guard) = self.0.take() else {
             return;
         };
+        #[cfg(unix)]
+        let writes = guard.io.due_writes();
         if guard.followers.to_ring.is_empty() {
-            return;
+            drop(guard);
+        } else {
+            let berths = mem::take(&mut guard.followers.to_ring);
+            drop(guard);
+            for berth in &berths {
+                berth.ring();
+            }
         }
-        let berths = mem::take(&mut guard.followers.to_ring);
-        drop(guard);
-        for berth in &berths {
-            berth.ring();
+        #[cfg(unix)]
+        if let Some(set) = writes {
+            set.write_due();
         }
     }
 }

@@ -7,13 +7,19 @@
 //! waiting thread (the leader, see the `driver` module) moves the bytes of its channels
 //! itself, all of them non-blocking:
 //!
-//! * **Writing.** Whoever executes a `Transmit::Write` (under the driver's lock) writes
-//!   it at once, as far as the pipe or socket takes it. What it does not take waits in
-//!   the channel's outbox, and the leader is rung: from then on it polls that channel for
-//!   room and writes the rest. A write never blocks, so a peer that stops reading never
-//!   holds a caller past its deadline, and it never deadlocks against a stdio server
-//!   blocked on a full stdout. Bytes that reach a stdio server's stdin are counted for
-//!   the machine (`handle_written`), which bounds the outbox.
+//! * **Writing.** Whoever executes a `Transmit::Write` (under the driver's lock) puts
+//!   its bytes in the channel's outbox, and writes them once it has released that lock
+//!   ([`PollSet::write_due`], from the lock guard's drop): several threads with calls in
+//!   flight never queue on the driver's lock behind a system call. One thread writes at
+//!   a time (the writer lock, taken with `try_lock`); one that finds it taken leaves its
+//!   bytes to the thread holding it, which looks at the outboxes again after letting go,
+//!   so bytes written by several threads leave in one write and in the order they were
+//!   queued. A write goes as far as the pipe or socket takes it; when it does not take
+//!   everything, the channel is *stalled* and the leader is rung: from then on it polls
+//!   that channel for room and writes the rest. A write never blocks, so a peer that
+//!   stops reading never holds a caller past its deadline, and it never deadlocks against
+//!   a stdio server blocked on a full stdout. Bytes that reach a stdio server's stdin are
+//!   counted for the machine (`handle_written`), which bounds the outbox.
 //! * **Reading.** The leader polls every channel's input, the output of those with bytes
 //!   waiting, and the bell's socket (a [`Bell`] rung by another thread: a call with an
 //!   earlier deadline, a cancellation, output waiting, a channel added or removed, a
@@ -29,8 +35,9 @@ use std::io;
 use std::mem;
 use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 use std::time::Duration;
 
 use mcp_io::TransportErrorKind;
@@ -51,6 +58,11 @@ const INLINE_FDS: usize = 5;
 #[derive(Debug)]
 pub(crate) struct PollSet {
     state: Mutex<Vec<Chan>>,
+    /// Held by the one thread writing outboxes (outside `state`'s lock); taken before
+    /// `state` by whoever takes both.
+    writer: Mutex<()>,
+    /// Bytes were queued in an outbox that is not stalled since a writer last looked.
+    due: AtomicBool,
     bell: Bell,
 }
 
@@ -65,6 +77,8 @@ struct Chan {
     output: Option<Arc<OwnedFd>>,
     /// What the output has not taken yet.
     outbox: Vec<u8>,
+    /// The output did not take everything: the leader polls it for room.
+    stalled: bool,
     /// Bytes that reached the output since the machine was last told.
     written: usize,
     /// A write failed: reported by the leader's next wait.
@@ -108,6 +122,8 @@ impl PollSet {
         };
         let set = Arc::new(PollSet {
             state: Mutex::default(),
+            writer: Mutex::default(),
+            due: AtomicBool::new(false),
             bell: bell.clone(),
         });
         let polled = Polled {
@@ -150,6 +166,7 @@ impl PollSet {
             input: Some(input),
             output: Some(output),
             outbox: Vec::new(),
+            stalled: false,
             written: 0,
             failed: None,
         };
@@ -162,27 +179,107 @@ impl PollSet {
         Ok(())
     }
 
-    /// Writes `bytes` on `conn` after what waits already, as far as the output takes them
-    /// now; the leader writes the rest.
+    /// Queues `bytes` for `conn` after what waits already; [`PollSet::write_due`] (or
+    /// the leader, while the channel is stalled) writes them.
     pub(crate) fn send(&self, conn: ConnId, bytes: Vec<u8>) {
         let mut chans = self.lock();
         let Some(chan) = chans.iter_mut().find(|c| c.conn == conn) else {
             return;
         };
-        let Some(output) = chan.output.clone() else {
+        if chan.output.is_none() {
             return;
-        };
-        if !chan.outbox.is_empty() {
-            // The leader polls for room already (it was rung when the outbox filled).
+        }
+        if chan.outbox.is_empty() {
+            chan.outbox = bytes;
+        } else {
             chan.outbox.extend_from_slice(&bytes);
-            return;
         }
-        chan.outbox = bytes;
-        chan.flush(&output);
-        if !chan.outbox.is_empty() || chan.failed.is_some() {
-            drop(chans);
-            self.bell.ring(IoEvent::Nudge);
+        if !chan.stalled {
+            self.due.store(true, Ordering::Release);
         }
+    }
+
+    /// Whether bytes wait for [`PollSet::write_due`].
+    pub(crate) fn is_due(&self) -> bool {
+        self.due.load(Ordering::Acquire)
+    }
+
+    /// Writes what waits in the outboxes that are not stalled, unless another thread is
+    /// writing (it then writes these bytes too). Called with no other lock held.
+    pub(crate) fn write_due(&self) {
+        while self.is_due() {
+            let _writer = match self.writer.try_lock() {
+                Ok(w) => w,
+                Err(TryLockError::Poisoned(p)) => p.into_inner(),
+                // Its holder looks at `due` again after letting go.
+                Err(TryLockError::WouldBlock) => return,
+            };
+            self.due.store(false, Ordering::Release);
+            let mut ring = false;
+            loop {
+                let job = {
+                    let mut chans = self.lock();
+                    chans.iter_mut().find_map(|c| {
+                        let output = c.output.clone().filter(|_| !c.stalled)?;
+                        (!c.outbox.is_empty())
+                            .then(|| (c.conn, c.generation, output, mem::take(&mut c.outbox)))
+                    })
+                };
+                let Some((conn, generation, output, bytes)) = job else {
+                    break;
+                };
+                ring |= self.write_out(conn, generation, &output, bytes);
+            }
+            if ring {
+                self.bell.ring(IoEvent::Nudge);
+            }
+        }
+    }
+
+    /// Writes `bytes` (taken from the outbox of `conn`, generation `generation`) to
+    /// `output` as far as it takes them, under the writer lock; what it did not take goes
+    /// back in front of the outbox, which is then stalled. True when the leader must
+    /// look (the channel stalled or failed).
+    fn write_out(
+        &self,
+        conn: ConnId,
+        generation: u64,
+        output: &OwnedFd,
+        mut bytes: Vec<u8>,
+    ) -> bool {
+        let (at, failed) = write_some(output, &bytes);
+        let mut chans = self.lock();
+        // Detaching takes the writer lock: the channel is still there.
+        let Some(chan) = chans
+            .iter_mut()
+            .find(|c| c.conn == conn && c.generation == generation)
+        else {
+            return false;
+        };
+        chan.written += at;
+        if let Some(e) = failed {
+            chan.failed = Some(e);
+            chan.output = None;
+            chan.outbox = Vec::new();
+            return true;
+        }
+        if at < bytes.len() {
+            bytes.drain(..at);
+            bytes.extend_from_slice(&chan.outbox);
+            chan.outbox = bytes;
+            chan.stalled = true;
+            return true;
+        }
+        chan.stalled = false;
+        if !chan.outbox.is_empty() {
+            // Queued while the channel was stalled (or during this write).
+            self.due.store(true, Ordering::Release);
+        } else if bytes.capacity() <= MAX_KEPT_BUFFER {
+            // The emptied buffer is kept for the next bytes.
+            bytes.clear();
+            chan.outbox = bytes;
+        }
+        false
     }
 
     /// Bytes that reached `conn`'s output since last asked.
@@ -197,6 +294,8 @@ impl PollSet {
     /// Stops polling `conn` if it is generation `generation` (not a newer one): its
     /// output and what still waits for it (the caller finishes writing it, or drops it).
     pub(crate) fn detach(&self, conn: ConnId, generation: u64) -> Option<(Arc<OwnedFd>, Vec<u8>)> {
+        // A write in progress puts back what the output did not take first.
+        let _writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
         let mut chans = self.lock();
         let at = chans
             .iter()
@@ -209,33 +308,19 @@ impl PollSet {
     }
 }
 
-impl Chan {
-    /// Writes from the outbox until it is empty or the output is full.
-    fn flush(&mut self, output: &OwnedFd) {
-        let mut at = 0;
-        while at < self.outbox.len() {
-            match rustix::io::write(output, &self.outbox[at..]) {
-                Ok(n) => at += n,
-                Err(Errno::INTR) => {}
-                Err(Errno::AGAIN) => break,
-                Err(e) => {
-                    self.failed = Some(e.into());
-                    self.output = None;
-                    self.outbox = Vec::new();
-                    return;
-                }
-            }
-        }
-        self.written += at;
-        if at == self.outbox.len() {
-            self.outbox.clear();
-            if self.outbox.capacity() > MAX_KEPT_BUFFER {
-                self.outbox = Vec::new();
-            }
-        } else {
-            self.outbox.drain(..at);
+/// Writes `bytes` to `output` until it takes no more: how many it took, and the error
+/// that ended it, when one did.
+fn write_some(output: &OwnedFd, bytes: &[u8]) -> (usize, Option<io::Error>) {
+    let mut at = 0;
+    while at < bytes.len() {
+        match rustix::io::write(output, &bytes[at..]) {
+            Ok(n) => at += n,
+            Err(Errno::INTR) => {}
+            Err(Errno::AGAIN) => break,
+            Err(e) => return (at, Some(e.into())),
         }
     }
+    (at, None)
 }
 
 impl Polled {
@@ -272,9 +357,7 @@ impl Polled {
                     conn: chan.conn,
                     generation: chan.generation,
                     input: chan.input.clone(),
-                    output: (!chan.outbox.is_empty())
-                        .then(|| chan.output.clone())
-                        .flatten(),
+                    output: chan.stalled.then(|| chan.output.clone()).flatten(),
                     readable: false,
                     writable: false,
                 });
@@ -387,11 +470,23 @@ impl Polled {
 impl PollSet {
     /// The leader found room on `conn`'s output: writes what waits, and reports it.
     fn flush(&self, conn: ConnId, generation: u64, output: &OwnedFd) -> Option<Report> {
+        {
+            let _writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+            let bytes = {
+                let mut chans = self.lock();
+                let chan = chans
+                    .iter_mut()
+                    .find(|c| c.conn == conn && c.generation == generation)?;
+                mem::take(&mut chan.outbox)
+            };
+            self.write_out(conn, generation, output, bytes);
+        }
+        // What was queued while the channel was stalled.
+        self.write_due();
         let mut chans = self.lock();
         let chan = chans
             .iter_mut()
             .find(|c| c.conn == conn && c.generation == generation)?;
-        chan.flush(output);
         if let Some(e) = chan.failed.take() {
             let event = IoEvent::Failed(TransportErrorKind::Write, e);
             return Some(report(conn, generation, event));
@@ -499,6 +594,136 @@ mod tests {
         expect_writable[n / 2] = true;
         assert_eq!(readable, expect_readable, "{n} channels");
         assert_eq!(writable, expect_writable, "{n} channels");
+    }
+
+    /// A poll set with one channel over a socket pair: the set, its inlet, and the
+    /// server's end (blocking).
+    fn one_channel() -> (Arc<PollSet>, Inlet, UnixStream) {
+        let (ours, theirs) = UnixStream::pair().expect("pair");
+        let (set, _bell, inlet) = PollSet::channel().expect("poll set");
+        let fd = OwnedFd::from(ours);
+        set.attach(ConnId::STDIO, 0, fd, None).expect("attach");
+        (set, inlet, theirs)
+    }
+
+    fn read_exactly(from: &mut UnixStream, n: usize) -> Vec<u8> {
+        let mut got = vec![0; n];
+        io::Read::read_exact(from, &mut got).expect("read");
+        got
+    }
+
+    fn nothing_to_read(from: &UnixStream) -> bool {
+        from.set_nonblocking(true).expect("nonblocking");
+        let mut probe = [0u8; 1];
+        let empty = matches!(
+            io::Read::read(&mut &*from, &mut probe),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock
+        );
+        from.set_nonblocking(false).expect("blocking");
+        empty
+    }
+
+    #[test]
+    fn queued_bytes_are_written_by_write_due_not_by_send() {
+        let (set, _inlet, mut theirs) = one_channel();
+        set.send(ConnId::STDIO, b"one\n".to_vec());
+        set.send(ConnId::STDIO, b"two\n".to_vec());
+        assert!(nothing_to_read(&theirs), "send only queues");
+        assert!(set.is_due());
+        set.write_due();
+        assert!(!set.is_due());
+        assert_eq!(read_exactly(&mut theirs, 8), b"one\ntwo\n");
+        assert_eq!(set.take_written(ConnId::STDIO), 8);
+    }
+
+    #[test]
+    fn bytes_queued_while_another_thread_writes_are_left_to_it() {
+        let (set, _inlet, mut theirs) = one_channel();
+        let holder = set.writer.lock().expect("writer");
+        set.send(ConnId::STDIO, b"first\n".to_vec());
+        set.write_due();
+        assert!(
+            nothing_to_read(&theirs),
+            "the writer lock's holder writes them"
+        );
+        assert!(set.is_due(), "still due for the holder");
+        drop(holder);
+        // What the holder does after letting go: it looks again.
+        set.write_due();
+        assert_eq!(read_exactly(&mut theirs, 6), b"first\n");
+    }
+
+    #[test]
+    fn a_full_output_stalls_the_channel_for_the_leader_and_keeps_the_order() {
+        let (set, mut inlet, mut theirs) = one_channel();
+        let big: Vec<u8> = (0..4 << 20).map(|i| (i % 251) as u8).collect();
+        set.send(ConnId::STDIO, big.clone());
+        set.write_due();
+        let stalled = {
+            let chans = set.lock();
+            (chans[0].stalled, chans[0].outbox.len())
+        };
+        assert!(
+            stalled.0 && stalled.1 > 0,
+            "the socket took only part of 4 MiB"
+        );
+        // Queued while stalled: not due, the leader writes it once there is room.
+        set.send(ConnId::STDIO, b"tail".to_vec());
+        assert!(!set.is_due());
+        let reader = std::thread::spawn(move || read_exactly(&mut theirs, (4 << 20) + 4));
+        let polled = inlet.polled.as_mut().expect("polled");
+        let mut written = set.take_written(ConnId::STDIO);
+        // The leader's waits: a wait that finds nothing ready ends after 50 ms.
+        for _ in 0..10_000 {
+            if written == (4 << 20) + 4 {
+                break;
+            }
+            if let Some(Report {
+                event: IoEvent::Written(n),
+                ..
+            }) = polled.recv(&inlet.rx, Some(Duration::from_millis(50)))
+            {
+                written += n;
+            }
+        }
+        assert_eq!(written, (4 << 20) + 4, "everything reached the output");
+        let got = reader.join().expect("reader");
+        assert_eq!(&got[..4 << 20], &big[..]);
+        assert_eq!(&got[4 << 20..], b"tail");
+        assert!(!set.lock()[0].stalled);
+    }
+
+    #[test]
+    fn bytes_queued_during_the_leaders_write_to_a_stalled_channel_become_due() {
+        let (set, _inlet, mut theirs) = one_channel();
+        let output = {
+            let mut chans = set.lock();
+            chans[0].stalled = true;
+            chans[0].outbox = b"head".to_vec();
+            chans[0].output.clone().expect("output")
+        };
+        // The leader found room and took the outbox; meanwhile a caller queues more.
+        let _writer = set.writer.lock().expect("writer");
+        let head = mem::take(&mut set.lock()[0].outbox);
+        set.send(ConnId::STDIO, b"tail".to_vec());
+        assert!(!set.is_due(), "queued behind a stalled channel");
+        assert!(!set.write_out(ConnId::STDIO, 0, &output, head));
+        drop(_writer);
+        assert!(
+            set.is_due(),
+            "the channel took everything: what came meanwhile is due"
+        );
+        set.write_due();
+        assert_eq!(read_exactly(&mut theirs, 8), b"headtail");
+    }
+
+    #[test]
+    fn detaching_returns_what_was_not_written_in_order() {
+        let (set, _inlet, _theirs) = one_channel();
+        set.send(ConnId::STDIO, b"a".to_vec());
+        set.send(ConnId::STDIO, b"b".to_vec());
+        let (_, rest) = set.detach(ConnId::STDIO, 0).expect("attached");
+        assert_eq!(rest, b"ab");
     }
 
     #[test]

@@ -151,6 +151,12 @@ impl<F: Flavour> Carrier<F> for Stdio {
         self.shutdown.unwrap_or_default()
     }
 
+    #[cfg(unix)]
+    fn due_writes(&self) -> Option<&Arc<PollSet>> {
+        let Wiring::Polled(pipes) = &self.wiring;
+        pipes.is_due().then_some(pipes)
+    }
+
     fn take_written(&mut self) -> Option<(ConnId, usize)> {
         let written = match &self.wiring {
             #[cfg(unix)]

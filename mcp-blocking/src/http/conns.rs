@@ -181,6 +181,11 @@ impl<F: Flavour> Carrier<F> for HttpConns {
         }
     }
 
+    #[cfg(unix)]
+    fn due_writes(&self) -> Option<&Arc<PollSet>> {
+        self.polled.is_due().then_some(&self.polled)
+    }
+
     /// Shuts `conn` down and forgets it.
     fn close(&mut self, conn: ConnId, _: Duration, log: &mut Option<WireLog<F>>) {
         let Some(mut c) = self.conns.remove(&conn) else {
