@@ -16,7 +16,8 @@
 //! A [`Link`] is shared by the [`Client`](crate::Client) and its
 //! [`ClientHandle`](crate::ClientHandle)s: the [`Driver`] (machine, carrier, outcomes)
 //! sits behind one mutex, and there is no driver thread. A thread that starts a call
-//! executes its transmits itself, under the lock. Then, to wait, it becomes the
+//! executes its transmits itself, under the lock (bytes for a polled channel are only
+//! queued there, and written once the lock is released). Then, to wait, it becomes the
 //! *leader* when nobody else is: it takes the [`Inlet`] out of the driver (the report
 //! channel; for a stdio server on Unix, also the server's pipes, which it polls and reads
 //! itself), unlocks, waits on it until the machine's next deadline, locks again, feeds

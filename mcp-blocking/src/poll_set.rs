@@ -53,8 +53,9 @@ const LONGEST_POLL: Duration = Duration::from_secs(24 * 3600);
 /// Descriptors polled without allocating: the bell and two channels in both directions.
 const INLINE_FDS: usize = 5;
 
-/// The polled channels, shared by the carrier (writes, under the driver's lock), the
-/// threads that open connections, and the leader (polls and reads, unlocked).
+/// The polled channels, shared by the carrier (queues writes under the driver's lock, then
+/// writes them without it), the threads that open connections, and the leader (polls,
+/// reads and writes to stalled channels, unlocked).
 #[derive(Debug)]
 pub(crate) struct PollSet {
     state: Mutex<Vec<Chan>>,
