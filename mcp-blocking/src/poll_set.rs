@@ -41,7 +41,6 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 use std::time::Duration;
 
 use mcp_io::TransportErrorKind;
-use mcp_io::drive::MAX_KEPT_BUFFER;
 use mcp_proto::client::ConnId;
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::io::Errno;
@@ -275,10 +274,6 @@ impl PollSet {
         if !chan.outbox.is_empty() {
             // Queued while the channel was stalled (or during this write).
             self.due.store(true, Ordering::Release);
-        } else if bytes.capacity() <= MAX_KEPT_BUFFER {
-            // The emptied buffer is kept for the next bytes.
-            bytes.clear();
-            chan.outbox = bytes;
         }
         false
     }
