@@ -53,6 +53,10 @@ use crate::wake::{Crew, Readiness, TaskWaker};
 /// How often an open stream with nothing to send checks that its client is still there,
 /// when bytes of a pipelined request keep its socket readable (else readiness tells).
 const WATCH: Duration = Duration::from_millis(250);
+/// Turns of a connection's loop (each a read, a write or a wait) after which it lets
+/// the other connections and the listener run (or, for [`serve`], the executor's other
+/// tasks), even when all of its awaits were ready.
+const TURNS_BEFORE_YIELD: u32 = 64;
 /// How long the accept loop waits after an accept error (out of descriptors and the
 /// like) before accepting again, instead of spinning.
 const BACKOFF: Duration = Duration::from_millis(100);
@@ -101,7 +105,14 @@ pub async fn serve(
     mcp_io::heap::keep_freed_memory();
     let mut buf = vec![0u8; 64 * 1024];
     let mut out = Vec::new();
+    let mut turns: u32 = 0;
     loop {
+        // Input that never runs dry must not keep the executor's thread from its other
+        // tasks.
+        turns = turns.wrapping_add(1);
+        if turns.is_multiple_of(TURNS_BEFORE_YIELD) {
+            future::yield_now().await;
+        }
         let read = async { Some(input.read(&mut buf).await) };
         // Dropping a pending read consumes nothing, so the race loses no input.
         let event = match server.poll_timeout() {
@@ -365,7 +376,15 @@ impl<'a> Connection<'a> {
     }
 
     async fn run(mut self) {
+        let mut turns: u32 = 0;
         loop {
+            // A client that keeps its socket full (pipelined requests, read back as fast)
+            // would keep every await here ready, and this future would never give the
+            // others (and the listener) their turn.
+            turns = turns.wrapping_add(1);
+            if turns.is_multiple_of(TURNS_BEFORE_YIELD) {
+                future::yield_now().await;
+            }
             let now = clock::now();
             if self.shared.stopping() {
                 self.machine.close(now);

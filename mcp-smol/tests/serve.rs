@@ -209,6 +209,68 @@ fn one_connection_over_the_bound_gets_503() {
     served.stop().expect("serve_http ends cleanly");
 }
 
+/// A raw 2026-07-28 `server/discover` POST, as a client that pipelines sends it.
+fn discover(id: u64) -> Vec<u8> {
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "server/discover",
+        "params": {"_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+            "io.modelcontextprotocol/clientCapabilities": {}}}})
+    .to_string();
+    format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+         Mcp-Method: server/discover\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// A client that keeps its socket full of pipelined requests, and reads the answers as
+/// fast as they come, never leaves the server's awaits pending: the server must still
+/// accept and answer another client meanwhile (one future serves every connection).
+#[test]
+fn a_flooding_client_does_not_starve_another() {
+    let served = Served::start(HttpServeOptions::default());
+    let flood = TcpStream::connect(served.addr).expect("flooding connection");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let burst: Vec<u8> = (0..200).flat_map(discover).collect();
+    let writer = {
+        let (mut flood, stop) = (flood.try_clone().expect("clone"), stop.clone());
+        thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                if flood.write_all(&burst).is_err() {
+                    return;
+                }
+            }
+        })
+    };
+    let (under_way, first_answer) = mpsc::channel();
+    let reader = {
+        let mut flood = flood.try_clone().expect("clone");
+        thread::spawn(move || {
+            let mut buf = vec![0u8; 1 << 16];
+            while let Ok(n @ 1..) = flood.read(&mut buf) {
+                if buf[..n].windows(9).any(|w| w == b"HTTP/1.1 ") {
+                    let _ = under_way.send(());
+                }
+            }
+        })
+    };
+    first_answer
+        .recv_timeout(PATIENCE)
+        .expect("the flood is answered");
+    let mut other = TcpStream::connect(served.addr).expect("another connection");
+    other.write_all(&discover(1)).expect("request");
+    let answer = read_some(&mut other);
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let _ = flood.shutdown(std::net::Shutdown::Both);
+    writer.join().expect("writer");
+    reader.join().expect("reader");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    served.stop().expect("serve_http ends cleanly");
+}
+
 /// Stopping ends kept-alive connections at once (the idle timeout is a minute) and the
 /// listener with them.
 #[test]
@@ -374,4 +436,45 @@ fn serve_hands_the_server_its_deadlines() {
         .join()
         .expect("serve thread")
         .expect("serve ends at the end of input");
+}
+
+/// Input that is always ready: the same line, forever.
+struct Endless(&'static [u8], usize);
+
+impl futures_lite::AsyncRead for Endless {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        buf: &mut [u8],
+    ) -> std::task::Poll<io::Result<usize>> {
+        let mut n = 0;
+        while n < buf.len() {
+            let at = self.1;
+            let take = (self.0.len() - at).min(buf.len() - n);
+            buf[n..n + take].copy_from_slice(&self.0[at..at + take]);
+            n += take;
+            self.1 = (at + take) % self.0.len();
+        }
+        std::task::Poll::Ready(Ok(n))
+    }
+}
+
+/// Input that never runs dry must not keep the thread that polls `serve` from its other
+/// futures: `serve` yields now and then even when every read is ready.
+#[test]
+fn serve_lets_other_futures_run_under_endless_input() {
+    let (done, finished) = mpsc::channel();
+    thread::spawn(move || {
+        let mut server = example::server();
+        let serving = async {
+            let input = Endless(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\"}\n", 0);
+            let _ = mcp_smol::serve(&mut server, input, futures_lite::io::sink()).await;
+            "serve ended"
+        };
+        let _ = done.send(future::block_on(future::or(serving, async { "other ran" })));
+    });
+    assert_eq!(
+        finished.recv_timeout(PATIENCE).expect("serve gave way"),
+        "other ran"
+    );
 }
