@@ -11,11 +11,13 @@
 #   PEERS_REPEATS=5 PEERS_N_64B=10000 PEERS_N_64KIB=1000 bash benches/peers/run.sh
 #   PEERS_FILTER="-> ours http" PEERS_CALLGRIND=0 bash benches/peers/run.sh
 #   taskset -c 0 bash benches/peers/run.sh        # one CPU: steadier wall clock
+#   PEERS_WARM=1 bash benches/peers/run.sh        # CPUs kept busy: no wake-up from idle
 #
 # Knobs: PEERS_N_64B, PEERS_N_64KIB (timed calls per run; 8 in flight makes twice as
 # many), PEERS_REPEATS (runs per case, default 3), PEERS_CALLGRIND (ours | all | 0),
 # PEERS_CALLGRIND_N_64B, PEERS_CALLGRIND_N_64KIB, PEERS_FILTER (a substring of the case
-# names printed on stderr, such as "smol -> rmcp stdio"). See src/suite.rs.
+# names printed on stderr, such as "smol -> rmcp stdio"), PEERS_WARM (below). See
+# src/suite.rs.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,5 +27,18 @@ root=$(cd "$here/../.." && pwd)
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
 
 cargo build --release --manifest-path "$here/Cargo.toml"
+# PEERS_WARM=1: one busy loop per CPU at the lowest priority for the whole run. Where an
+# idle (virtual) CPU halts and takes tens of microseconds to wake, every small round trip
+# pays that wake-up, and by how much depends on what else runs; with the CPUs kept busy,
+# a woken thread runs at once (the loops give way to anything else) and the figures
+# repeat. The report says when it was on.
+if [[ "${PEERS_WARM:-0}" == 1 ]]; then
+    spinners=()
+    for _ in $(seq "$(nproc)"); do
+        nice -n 19 bash -c 'while :; do :; done' &
+        spinners+=("$!")
+    done
+    trap 'kill "${spinners[@]}" 2>/dev/null' EXIT
+fi
 "$CARGO_TARGET_DIR/release/mcp-peers" suite "$here/results.md"
 echo "written to $here/results.md" >&2

@@ -304,6 +304,13 @@ pub fn markdown(results: &[CaseResult], setup: &Setup) -> String {
         cpu_model(),
         shell("uname", &["-r"]),
     );
+    if std::env::var("PEERS_WARM").as_deref() == Ok("1") {
+        let _ = writeln!(
+            out,
+            "Every CPU was kept busy during the run by a busy loop at the lowest priority \
+             (`PEERS_WARM=1`), so that no woken thread waited for an idle CPU to wake up."
+        );
+    }
     let _ = writeln!(
         out,
         "Each wall-clock case ran {} times in a fresh client process with {} (64 B) or {} \
