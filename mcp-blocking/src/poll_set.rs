@@ -713,6 +713,74 @@ mod tests {
         assert_eq!(read_exactly(&mut theirs, 8), b"headtail");
     }
 
+    /// Four threads queue lines as callers do (under a lock standing for the driver's,
+    /// recording the order) and write them after letting go of it, while a leader thread
+    /// writes to the stalled channel and the peer reads slowly: the peer gets every line
+    /// once, whole, in the order they were queued.
+    #[test]
+    fn callers_and_the_leader_writing_at_once_keep_every_line_whole_and_in_order() {
+        use std::sync::atomic::AtomicBool;
+        const THREADS: usize = 4;
+        const LINES: usize = 1500;
+        let (set, mut inlet, mut theirs) = one_channel();
+        let queued = Arc::new(Mutex::new(Vec::<Vec<u8>>::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let leader = {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let polled = inlet.polled.as_mut().expect("polled");
+                while !stop.load(Ordering::SeqCst) {
+                    let _ = polled.recv(&inlet.rx, Some(Duration::from_millis(5)));
+                }
+            })
+        };
+        let line = |t: usize, i: usize| {
+            let mut line = format!("{t} {i} ").into_bytes();
+            line.resize(line.len() + 50 + (i * 37 + t * 11) % 900, b'a' + t as u8);
+            line.push(b'\n');
+            line
+        };
+        let total: usize = (0..THREADS)
+            .flat_map(|t| (0..LINES).map(move |i| line(t, i).len()))
+            .sum();
+        let callers: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let (set, queued) = (Arc::clone(&set), Arc::clone(&queued));
+                std::thread::spawn(move || {
+                    for i in 0..LINES {
+                        {
+                            let mut order = queued.lock().expect("order");
+                            set.send(ConnId::STDIO, line(t, i));
+                            order.push(line(t, i));
+                        }
+                        set.write_due();
+                    }
+                })
+            })
+            .collect();
+        theirs
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .expect("timeout");
+        let mut got = Vec::with_capacity(total);
+        let mut buf = [0u8; 4096];
+        while got.len() < total {
+            let n = io::Read::read(&mut theirs, &mut buf).expect("every byte in time");
+            assert!(n > 0, "the channel ended early");
+            got.extend_from_slice(&buf[..n]);
+        }
+        for caller in callers {
+            caller.join().expect("caller");
+        }
+        stop.store(true, Ordering::SeqCst);
+        leader.join().expect("leader");
+        let expected: Vec<u8> = queued.lock().expect("order").concat();
+        assert_eq!(got.len(), expected.len());
+        assert!(
+            got == expected,
+            "the bytes differ from the lines in the order queued"
+        );
+    }
+
     #[test]
     fn detaching_returns_what_was_not_written_in_order() {
         let (set, _inlet, _theirs) = one_channel();
