@@ -24,7 +24,11 @@
 //!   ([`HttpEndpoint::take_timer_moved`]), with its listener registered under the lock;
 //! * when `stop` resolves, no more connections are accepted, every machine is closed,
 //!   and the future resolves once each connection has finished. The stop future is
-//!   polled with the rest, so it wakes the whole future itself.
+//!   polled with the rest, so it wakes the whole future itself;
+//! * a connection whose awaits are all ready (a client that keeps its socket full of
+//!   pipelined requests and reads the answers as fast) still yields every
+//!   [`TURNS_BEFORE_YIELD`] turns of its loop, so that it cannot keep the other
+//!   connections and the listener from their turn.
 //!
 //! Nothing wakes on a period except an open stream whose client already sent its next
 //! request: the bytes waiting in the socket keep it readable, so the end of the
