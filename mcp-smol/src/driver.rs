@@ -90,7 +90,7 @@ const READ_CHUNK: usize = 64 * 1024;
 /// Dropping it early kills the server process and its group, or closes every connection,
 /// at once, and every call still waiting fails with [`Error::DriverGone`].
 ///
-/// `F` is the [flavour](Flavour) of the handlers in its [`Options`](crate::Options): a
+/// `F` is the [flavour](Flavour) of the handlers in its [`Options`]: a
 /// `Driver` (that is, `Driver<Sendable>`) is `Send` and runs on any executor; a
 /// `Driver<Local>`, from [`Options::local`](crate::Options::local), takes handlers that
 /// are not `Send`: run it on a `LocalExecutor`, or join it with your own future on one

@@ -3,7 +3,7 @@
 //! and, at the end, an error for whatever still waits.
 //!
 //! Nothing here does IO or decides anything about the protocol: progress and input
-//! requests are handled by [`Options::handle_event`] (shared with `mcp-blocking`), the
+//! requests are handled by [`Options::handle_event`](mcp_io::Options::handle_event) (shared with `mcp-blocking`), the
 //! era cache is filled from the machine's verdict, and failures become errors as
 //! [`Error::closed`] and [`Error::call`] make them (shared with `mcp-blocking` too).
 

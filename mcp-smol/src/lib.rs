@@ -9,7 +9,7 @@
 //! `mcp-blocking`'s, with `async` methods on a cloneable handle: the same names at the
 //! crate root ([`mcp_io::api`]), the same [`Error`], [`Options`] and [`HttpOptions`].
 //!
-//! It hosts servers too: [`serve`] and [`serve_stdio`] run a sans-IO
+//! It hosts servers too: [`serve`](fn@serve) and [`serve_stdio`] run a sans-IO
 //! [`mcp_proto::server::Server`] over byte streams, [`serve_http`] as a Streamable HTTP
 //! endpoint, each as one future that spawns nothing (`mcp-blocking`'s hosting, on async
 //! IO).
