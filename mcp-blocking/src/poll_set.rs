@@ -270,11 +270,6 @@ impl PollSet {
             chan.stalled = true;
             return true;
         }
-        chan.stalled = false;
-        if !chan.outbox.is_empty() {
-            // Queued while the channel was stalled (or during this write).
-            self.due.store(true, Ordering::Release);
-        }
         false
     }
 
@@ -380,10 +375,8 @@ impl Polled {
                 let input = Arc::clone(input);
                 return self.read(r.conn, r.generation, &input);
             }
-            if r.writable
-                && let Some(output) = &r.output
-            {
-                return self.set.flush(r.conn, r.generation, output);
+            if r.writable && r.output.is_some() {
+                return self.set.flush(r.conn, r.generation);
             }
         }
         // The bell, or nothing ready any more.
@@ -465,19 +458,19 @@ impl Polled {
 
 impl PollSet {
     /// The leader found room on `conn`'s output: writes what waits, and reports it.
-    fn flush(&self, conn: ConnId, generation: u64, output: &OwnedFd) -> Option<Report> {
+    ///
+    /// The channel stops being stalled and its outbox becomes due, so that it is written
+    /// the way callers' bytes are ([`PollSet::write_due`]); should another thread hold the
+    /// writer lock just then, that thread writes it.
+    fn flush(&self, conn: ConnId, generation: u64) -> Option<Report> {
         {
-            let _writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
-            let bytes = {
-                let mut chans = self.lock();
-                let chan = chans
-                    .iter_mut()
-                    .find(|c| c.conn == conn && c.generation == generation)?;
-                mem::take(&mut chan.outbox)
-            };
-            self.write_out(conn, generation, output, bytes);
+            let mut chans = self.lock();
+            let chan = chans
+                .iter_mut()
+                .find(|c| c.conn == conn && c.generation == generation)?;
+            chan.stalled = false;
+            self.due.store(true, Ordering::Release);
         }
-        // What was queued while the channel was stalled.
         self.write_due();
         let mut chans = self.lock();
         let chan = chans
@@ -690,27 +683,29 @@ mod tests {
     }
 
     #[test]
-    fn bytes_queued_during_the_leaders_write_to_a_stalled_channel_become_due() {
+    fn the_leader_writes_a_stalled_channel_with_what_was_queued_behind_it() {
         let (set, _inlet, mut theirs) = one_channel();
-        let output = {
+        {
             let mut chans = set.lock();
             chans[0].stalled = true;
             chans[0].outbox = b"head".to_vec();
-            chans[0].output.clone().expect("output")
-        };
-        // The leader found room and took the outbox; meanwhile a caller queues more.
-        let _writer = set.writer.lock().expect("writer");
-        let head = mem::take(&mut set.lock()[0].outbox);
+        }
         set.send(ConnId::STDIO, b"tail".to_vec());
         assert!(!set.is_due(), "queued behind a stalled channel");
-        assert!(!set.write_out(ConnId::STDIO, 0, &output, head));
-        drop(_writer);
-        assert!(
-            set.is_due(),
-            "the channel took everything: what came meanwhile is due"
-        );
         set.write_due();
+        assert!(
+            nothing_to_read(&theirs),
+            "a stalled channel waits for the leader"
+        );
+        // The leader found room.
+        let report = set.flush(ConnId::STDIO, 0).expect("a report");
+        assert!(
+            matches!(report.event, IoEvent::Written(8)),
+            "{:?}",
+            report.event
+        );
         assert_eq!(read_exactly(&mut theirs, 8), b"headtail");
+        assert!(!set.lock()[0].stalled);
     }
 
     /// Four threads queue lines as callers do (under a lock standing for the driver's,
