@@ -109,14 +109,11 @@ pub async fn serve(
     mcp_io::heap::keep_freed_memory();
     let mut buf = vec![0u8; 64 * 1024];
     let mut out = Vec::new();
-    let mut turns: u32 = 0;
+    let mut turns = Turns::default();
     loop {
         // Input that never runs dry must not keep the executor's thread from its other
         // tasks.
-        turns = turns.wrapping_add(1);
-        if turns.is_multiple_of(TURNS_BEFORE_YIELD) {
-            future::yield_now().await;
-        }
+        turns.take().await;
         let read = async { Some(input.read(&mut buf).await) };
         // Dropping a pending read consumes nothing, so the race loses no input.
         let event = match server.poll_timeout() {
@@ -275,8 +272,8 @@ async fn run(listener: &Async<TcpListener>, shared: &Shared, stop: impl Future<O
     let mut accepted: Option<Accept<'_>> = None;
     let mut backoff: Option<Timer> = None;
     let mut timer = Box::pin(shared.timer());
-    let mut conns: Crew<dyn Future<Output = ()> + '_> = Crew::new();
     let task = Arc::new(TaskWaker::default());
+    let mut conns: Crew<dyn Future<Output = ()> + '_> = Crew::new(&task);
     let [stop_ready, accept_ready, timer_ready] = [(); 3].map(|()| Readiness::new(&task));
     future::poll_fn(|cx| {
         task.register(cx.waker());
@@ -303,7 +300,7 @@ async fn run(listener: &Async<TcpListener>, shared: &Shared, stop: impl Future<O
         if !shared.stopping() && timer_ready.take() {
             let _ = timer.as_mut().poll(&mut timer_ready.context());
         }
-        conns.poll(cx);
+        conns.poll();
         if shared.stopping() && conns.is_empty() {
             Poll::Ready(())
         } else {
@@ -380,15 +377,12 @@ impl<'a> Connection<'a> {
     }
 
     async fn run(mut self) {
-        let mut turns: u32 = 0;
+        let mut turns = Turns::default();
         loop {
             // A client that keeps its socket full (pipelined requests, read back as fast)
             // would keep every await here ready, and this future would never give the
             // others (and the listener) their turn.
-            turns = turns.wrapping_add(1);
-            if turns.is_multiple_of(TURNS_BEFORE_YIELD) {
-                future::yield_now().await;
-            }
+            turns.take().await;
             let now = clock::now();
             if self.shared.stopping() {
                 self.machine.close(now);
@@ -476,6 +470,22 @@ impl<'a> Connection<'a> {
         let mut probe = [0u8; 1];
         let peeked = self.stream.get_ref().peek(&mut probe);
         mcp_io::hosting::handle_peek(&mut self.machine, clock::now(), peeked)
+    }
+}
+
+/// The turns a loop took since it last gave way.
+#[derive(Default)]
+struct Turns(u32);
+
+impl Turns {
+    /// Counts one turn; every [`TURNS_BEFORE_YIELD`]th yields once (resolves after
+    /// returning `Pending` once, with its own waker woken).
+    async fn take(&mut self) {
+        self.0 += 1;
+        if self.0 == TURNS_BEFORE_YIELD {
+            self.0 = 0;
+            future::yield_now().await;
+        }
     }
 }
 

@@ -110,10 +110,11 @@ pub(crate) struct Crew<F: ?Sized> {
 }
 
 impl<F: Future<Output = ()> + ?Sized> Crew<F> {
-    /// An empty crew.
-    pub(crate) fn new() -> Self {
+    /// An empty crew whose members' wake-ups wake `task` (the task's owner registers its
+    /// waker there before each poll).
+    pub(crate) fn new(task: &Arc<TaskWaker>) -> Self {
         Crew {
-            task: Arc::new(TaskWaker::default()),
+            task: Arc::clone(task),
             members: Vec::new(),
         }
     }
@@ -123,10 +124,8 @@ impl<F: Future<Output = ()> + ?Sized> Crew<F> {
         self.members.push((Readiness::new(&self.task), member));
     }
 
-    /// Polls the members woken since their last poll, from the task polled with `cx`;
-    /// drops those that resolved.
-    pub(crate) fn poll(&mut self, cx: &Context<'_>) {
-        self.task.register(cx.waker());
+    /// Polls the members woken since their last poll; drops those that resolved.
+    pub(crate) fn poll(&mut self) {
         self.members.retain_mut(|(ready, member)| {
             !ready.take() || member.as_mut().poll(&mut ready.context()).is_pending()
         });
@@ -207,12 +206,14 @@ mod tests {
         let outer = Arc::new(Count(AtomicUsize::new(0)));
         let outer_waker = Waker::from(outer.clone());
         let cx = Context::from_waker(&outer_waker);
-        let mut crew: Crew<dyn Future<Output = ()>> = Crew::new();
+        let task = Arc::new(TaskWaker::default());
+        task.register(cx.waker());
+        let mut crew: Crew<dyn Future<Output = ()>> = Crew::new(&task);
         let (a, a_polls, a_waker) = member();
         let (b, b_polls, _) = member();
         crew.push(Box::pin(a));
         crew.push(Box::pin(b));
-        crew.poll(&cx);
+        crew.poll();
         assert_eq!(
             (
                 a_polls.load(Ordering::SeqCst),
@@ -220,8 +221,8 @@ mod tests {
             ),
             (1, 1)
         );
-        crew.poll(&cx);
-        crew.poll(&cx);
+        crew.poll();
+        crew.poll();
         assert_eq!(
             (
                 a_polls.load(Ordering::SeqCst),
@@ -236,7 +237,7 @@ mod tests {
             1,
             "a member's wake wakes the task"
         );
-        crew.poll(&cx);
+        crew.poll();
         assert_eq!(
             (
                 a_polls.load(Ordering::SeqCst),
@@ -245,7 +246,7 @@ mod tests {
             (2, 1)
         );
         a_waker.lock().unwrap().take().unwrap().wake();
-        crew.poll(&cx);
+        crew.poll();
         assert_eq!(a_polls.load(Ordering::SeqCst), 3);
         assert!(!crew.is_empty(), "b is still pending");
         assert_eq!(crew.members.len(), 1, "a resolved and left");
