@@ -39,6 +39,8 @@ if [[ "${PEERS_WARM:-0}" == 1 ]]; then
         spinners+=("$!")
     done
     trap 'kill "${spinners[@]}" 2>/dev/null' EXIT
+    # What the report reads: the loops that run, not the wish for them.
+    export PEERS_WARM_LOOPS=${#spinners[@]}
 fi
 "$CARGO_TARGET_DIR/release/mcp-peers" suite "$here/results.md"
 echo "written to $here/results.md" >&2

@@ -304,11 +304,13 @@ pub fn markdown(results: &[CaseResult], setup: &Setup) -> String {
         cpu_model(),
         shell("uname", &["-r"]),
     );
-    if std::env::var("PEERS_WARM").as_deref() == Ok("1") {
+    // Set by run.sh once it has started the loops (`PEERS_WARM=1`).
+    if let Ok(loops) = std::env::var("PEERS_WARM_LOOPS") {
         let _ = writeln!(
             out,
             "Every CPU was kept busy during the run by a busy loop at the lowest priority \
-             (`PEERS_WARM=1`), so that no woken thread waited for an idle CPU to wake up."
+             ({loops} loops, `PEERS_WARM=1`), so that no woken thread waited for an idle CPU \
+             to wake up."
         );
     }
     let _ = writeln!(
