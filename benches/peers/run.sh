@@ -17,7 +17,8 @@
 # many), PEERS_REPEATS (runs per case, default 3), PEERS_CALLGRIND (ours | all | 0),
 # PEERS_CALLGRIND_N_64B, PEERS_CALLGRIND_N_64KIB, PEERS_FILTER (a substring of the case
 # names printed on stderr, such as "smol -> rmcp stdio"), PEERS_WARM (below). See
-# src/suite.rs.
+# src/suite.rs. A single case run by hand (`peers-ours case …`) writes each call's latency
+# in nanoseconds, in call order, to the file PEERS_LATENCIES names, for looking at a tail.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

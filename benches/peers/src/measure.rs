@@ -150,6 +150,14 @@ pub const OUTCOME_TAG: &str = "PEERS-OUTCOME ";
 impl Outcome {
     /// The figures of `timings` with the peak RSS read now.
     pub fn new(version: &str, timings: &Timings) -> Outcome {
+        if let Ok(path) = std::env::var("PEERS_LATENCIES") {
+            let lines: String = timings
+                .latencies
+                .iter()
+                .map(|l| format!("{}\n", l.as_nanos()))
+                .collect();
+            let _ = std::fs::write(path, lines);
+        }
         let mut sorted = timings.latencies.clone();
         sorted.sort_unstable();
         let quantile = |q: f64| {
