@@ -37,7 +37,9 @@ pub struct Limits {
     /// listing larger than this is not cached. Counted in
     /// [`Client::retained_bytes`](crate::client::Client::retained_bytes). Default 4 MiB.
     pub max_cache_bytes: usize,
-    /// MRTR rounds for one call (2026-07-28 `input_required`). Default 10.
+    /// MRTR rounds for one call (2026-07-28 `input_required`); in the legacy era, the
+    /// server's requests for input that may pause one call's deadline while they wait
+    /// for an answer (from the next one on, the call's deadline runs). Default 10.
     pub max_input_rounds: u32,
     /// Input requests in one MRTR round. Default 16.
     pub max_inputs_per_round: usize,

@@ -114,6 +114,107 @@ fn schema() -> Value {
         "n":{"type":"integer","default":7}},"required":["name"]})
 }
 
+// ----- deadlines while the server waits for input ----------------------------------------
+
+/// A legacy server that asks for a form when a tool is called, and asks again each time
+/// it gets an answer, never completing the call.
+fn legacy_asking_forever() -> impl mcp_tests::Peer {
+    let mut asked = 0;
+    Scripted::new(move |m: &Value| {
+        let ask = match m["method"].as_str() {
+            Some("initialize") => return vec![legacy_init(m)],
+            Some("tools/call") => true,
+            None => m["id"].as_str().is_some_and(|id| id.starts_with('q')),
+            _ => false,
+        };
+        if !ask {
+            return Vec::new();
+        }
+        asked += 1;
+        vec![
+            json!({"jsonrpc":"2.0","id":format!("q{asked}"),"method":"elicitation/create",
+            "params":{"message":"again?","requestedSchema":{"type":"object","properties":{}}}})
+            .to_string(),
+        ]
+    })
+}
+
+fn one_second_calls(rounds: u32) -> ClientConfig {
+    let mut limits = Limits::default();
+    limits.request_timeout = std::time::Duration::from_secs(1);
+    limits.max_input_rounds = rounds;
+    config(EraMode::Legacy).limits(limits)
+}
+
+/// The input requests not yet answered.
+fn unanswered(sim: &Sim, answered: usize) -> Vec<InputId> {
+    asked(sim)
+        .into_iter()
+        .skip(answered)
+        .map(|(i, _)| i)
+        .collect()
+}
+
+#[test]
+fn a_person_answering_slowly_does_not_time_the_call_out() {
+    let mut sim = Sim::new(
+        one_second_calls(3),
+        legacy_asking(json!({"method":"elicitation/create",
+            "params":{"message":"name?","requestedSchema":{"type":"object","properties":{}}}})),
+    );
+    sim.connect();
+    let id = call_until_asked(&mut sim);
+    // Ten times the call's timeout passes while the user thinks.
+    for _ in 0..10 {
+        sim.advance(std::time::Duration::from_secs(1));
+        sim.step();
+    }
+    assert!(sim.completion(id).is_none(), "the deadline is paused");
+    let input = unanswered(&sim, 0)[0];
+    let answer = InputAnswer::Result(json!({"action":"accept","content":{}}));
+    sim.client.respond(sim.now, input, answer).unwrap();
+    sim.run_until(|s| s.completion(id).is_some());
+    assert!(sim.completion(id).unwrap().is_ok());
+}
+
+#[test]
+fn a_server_that_keeps_asking_cannot_hold_a_call_past_its_timeout() {
+    use std::time::Duration;
+    // Answered automatically, each answer taking 300 ms: the first three requests pause
+    // the one-second deadline, from the fourth on it runs.
+    let mut sim = Sim::new(one_second_calls(3), legacy_asking_forever());
+    sim.connect();
+    let start = sim.now;
+    let id = call_until_asked(&mut sim);
+    let mut answered = 0;
+    while sim.completion(id).is_none() {
+        assert!(
+            answered < 100,
+            "the server held the call through {answered} requests"
+        );
+        for input in unanswered(&sim, answered) {
+            sim.advance(Duration::from_millis(300));
+            answered += 1;
+            // The call may have ended meanwhile, its inputs with it.
+            let answer = InputAnswer::Result(json!({"action":"accept","content":{}}));
+            let _ = sim.client.respond(sim.now, input, answer);
+        }
+        sim.step();
+    }
+    assert_eq!(
+        sim.completion(id).unwrap().unwrap_err(),
+        CallError::Timeout(Duration::from_secs(1))
+    );
+    // 1 s of its own plus the 0.9 s the first three answers took, give or take the
+    // answer in progress when it fell due.
+    let took = sim.now.saturating_duration_since(start);
+    assert!(
+        took >= Duration::from_millis(1900) && took <= Duration::from_millis(2200),
+        "{took:?}"
+    );
+    assert!((6..=8).contains(&answered), "{answered} requests answered");
+}
+
 // ----- form elicitation ---------------------------------------------------------------
 
 #[test]

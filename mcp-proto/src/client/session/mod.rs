@@ -28,7 +28,10 @@
 //! per-entry error). Roots configured in the [`ClientConfig`] are answered without asking
 //! anyone. Answers are checked (a form answer against its schema, defaults applied)
 //! before anything is sent. While a legacy server waits for the user, call deadlines are
-//! paused.
+//! paused, for at most [`Limits::max_input_rounds`](crate::Limits::max_input_rounds)
+//! requests per call: from the next one on, that call's deadline runs again (credited
+//! with the time it was paused so far), so a server that asks again and again, answered
+//! by a handler with no person behind it, cannot hold a call past its timeout forever.
 //!
 //! A 2025-11-25 `-32042` (URL elicitation required) presents its elicitations as
 //! input requests answered to nobody, then fails the call with
@@ -232,6 +235,9 @@ struct Call {
     deadline: Option<Instant>,
     timeout: Duration,
     rounds: u32,
+    /// Legacy: the server's input requests that paused this call's deadline. Past
+    /// `max_input_rounds` of them the call no longer pauses.
+    input_pauses: u32,
     input_bytes: usize,
     /// Current MRTR round: key, input id, answer.
     pending: Vec<(String, InputId, Option<Value>)>,
@@ -550,13 +556,10 @@ impl Session {
         {
             self.handle_handshake_timeout(now);
         }
-        if self.paused_since.is_some() {
-            return;
-        }
         let mut expired: Vec<CallId> = self
             .calls
             .iter()
-            .filter(|(_, c)| c.deadline.is_some_and(|d| d <= now))
+            .filter(|(_, c)| !self.held(c) && c.deadline.is_some_and(|d| d <= now))
             .map(|(id, _)| *id)
             .collect();
         expired.sort_unstable();
@@ -679,11 +682,9 @@ impl Session {
         }
         let handshake = self.handshake.as_ref().map(|h| h.deadline);
         let own = handshake.into_iter().chain(self.restart_at).min();
-        if self.paused_since.is_some() {
-            return own;
-        }
         self.calls
             .values()
+            .filter(|c| !self.held(c))
             .filter_map(|c| c.deadline)
             .chain(own)
             .min()
@@ -747,6 +748,7 @@ impl Session {
                 deadline: (!listen).then(|| now + timeout),
                 timeout,
                 rounds: 0,
+                input_pauses: 0,
                 input_bytes: 0,
                 pending: Vec::new(),
                 request_state: None,
@@ -1346,11 +1348,28 @@ impl Session {
         }
     }
 
-    /// Pauses call deadlines while a legacy server waits for the user.
+    /// Pauses call deadlines while a legacy server waits for the user; called once per
+    /// request for input. A call paused by more than `max_input_rounds` requests is
+    /// credited with the time paused so far and from then on keeps its deadline.
     fn pause_deadlines(&mut self, now: Instant) {
-        if self.paused_since.is_none() {
-            self.paused_since = Some(now);
+        let since = *self.paused_since.get_or_insert(now);
+        let most = self.config.limits.max_input_rounds;
+        for call in self.calls.values_mut() {
+            if call.input_pauses > most {
+                continue;
+            }
+            call.input_pauses += 1;
+            if call.input_pauses > most
+                && let Some(d) = &mut call.deadline
+            {
+                *d += now.saturating_duration_since(since);
+            }
         }
+    }
+
+    /// Whether `call`'s deadline is held now (a legacy server waits for the user).
+    fn held(&self, call: &Call) -> bool {
+        self.paused_since.is_some() && call.input_pauses <= self.config.limits.max_input_rounds
     }
 
     fn resume_deadlines(&mut self, now: Instant) {
@@ -1363,8 +1382,11 @@ impl Session {
         }
         if let Some(since) = self.paused_since.take() {
             let paused = now.saturating_duration_since(since);
+            let most = self.config.limits.max_input_rounds;
             for call in self.calls.values_mut() {
-                if let Some(d) = &mut call.deadline {
+                if call.input_pauses <= most
+                    && let Some(d) = &mut call.deadline
+                {
                     *d += paused;
                 }
             }
