@@ -5,6 +5,7 @@
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use mcp_blocking::mcp_proto::client::{
     InputAnswer, InputHandler, InputRequest, LogMessage, Root, SamplingResult,
@@ -55,15 +56,27 @@ pub fn roots(paths: &[String]) -> Result<Vec<Root>, String> {
         .collect()
 }
 
-/// Answers sampling requests with a command and passes everything else on.
+/// Answers sampling requests with a command (killed after `limit`) and passes everything
+/// else on.
 pub struct WithSampling<H> {
     inner: H,
     command: Option<String>,
+    limit: Duration,
+    /// Failures of the command so far: only the first few are printed.
+    failures: u32,
 }
 
+/// Failures of the sampling command printed in one run; the rest are counted.
+const SAMPLING_FAILURES_SHOWN: u32 = 3;
+
 impl<H> WithSampling<H> {
-    pub fn new(inner: H, command: Option<String>) -> Self {
-        WithSampling { inner, command }
+    pub fn new(inner: H, command: Option<String>, limit: Duration) -> Self {
+        WithSampling {
+            inner,
+            command,
+            limit,
+            failures: 0,
+        }
     }
 }
 
@@ -71,10 +84,17 @@ impl<H: InputHandler> InputHandler for WithSampling<H> {
     fn answer(&mut self, request: &InputRequest) -> InputAnswer {
         match (request, &self.command) {
             (InputRequest::Sampling(params), Some(command)) => {
-                match sample(command, &serde_json::to_vec(params).unwrap_or_default()) {
+                let input = serde_json::to_vec(params).unwrap_or_default();
+                match sample(command, &input, self.limit) {
                     Ok(result) => InputAnswer::sampled(result),
                     Err(why) => {
-                        eprintln!("sampling command failed: {}", clean(&why));
+                        self.failures += 1;
+                        if self.failures <= SAMPLING_FAILURES_SHOWN {
+                            eprintln!("sampling command failed: {}", clean(&why));
+                        }
+                        if self.failures == SAMPLING_FAILURES_SHOWN {
+                            eprintln!("(further failures of the sampling command are not shown)");
+                        }
                         InputAnswer::Error(ErrorObject::new(codes::INTERNAL_ERROR, why))
                     }
                 }
@@ -121,25 +141,55 @@ pub fn unanswered() -> Vec<&'static str> {
 }
 
 /// Runs `command` through the shell with `input` on its stdin; its stdout is the
-/// `CreateMessageResult`.
-fn sample(command: &str, input: &[u8]) -> Result<SamplingResult, String> {
-    let mut child = Command::new("/bin/sh")
+/// `CreateMessageResult`. Its stdin is written while its stdout is read (a command that
+/// answers before it has read everything cannot block on a full pipe), and a command
+/// that has not answered within `limit` is killed with everything it started.
+fn sample(command: &str, input: &[u8], limit: Duration) -> Result<SamplingResult, String> {
+    let mut shell = Command::new("/bin/sh");
+    shell
         .arg("-c")
         .arg(command)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+        .stderr(Stdio::inherit());
+    // Its own process group, so that what it starts goes when it is killed.
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut shell, 0);
+    let mut child = shell
         .spawn()
         .map_err(|e| format!("cannot start the sampling command: {e}"))?;
-    if let Some(mut stdin) = child.stdin.take() {
-        let _ = stdin.write_all(input);
-    }
-    let mut out = Vec::new();
-    if let Some(stdout) = child.stdout.take() {
-        use std::io::Read;
-        let _ = stdout.take(MAX_SAMPLING_OUTPUT).read_to_end(&mut out);
-    }
+    let (stdin, stdout) = (child.stdin.take(), child.stdout.take());
+    let (done, finished) = std::sync::mpsc::channel();
+    let out = std::thread::scope(|scope| {
+        if let Some(mut stdin) = stdin {
+            // A command that does not read its input gets a broken pipe: not our error.
+            scope.spawn(move || {
+                let _ = stdin.write_all(input);
+            });
+        }
+        scope.spawn(move || {
+            let mut out = Vec::new();
+            if let Some(stdout) = stdout {
+                use std::io::Read;
+                let _ = stdout.take(MAX_SAMPLING_OUTPUT).read_to_end(&mut out);
+            }
+            let _ = done.send(out);
+        });
+        let out = finished.recv_timeout(limit).ok();
+        if out.is_none() {
+            // Ends the writer and the reader too: the pipes' other ends go with the group.
+            let _ = mcp_io::ending::signal_group(child.id(), mcp_io::ending::Signal::Kill);
+            let _ = child.kill();
+        }
+        out
+    });
     let status = child.wait().map_err(|e| e.to_string())?;
+    let Some(out) = out else {
+        return Err(format!(
+            "the sampling command did not answer within {}s (killed)",
+            limit.as_secs_f64()
+        ));
+    };
     if !status.success() {
         return Err(format!("the sampling command exited with {status}"));
     }
@@ -162,6 +212,33 @@ pub fn log_line(server: &str, message: &LogMessage) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn a_sampling_command_is_fed_while_it_is_read_and_killed_at_its_limit() {
+        use std::time::Instant;
+        // `cat` answers before it has read everything: a command fed first and read
+        // after would block both sides on full pipes.
+        let big = vec![b'x'; 4 << 20];
+        let started = Instant::now();
+        let err = sample("cat", &big, Duration::from_secs(30)).unwrap_err();
+        assert!(err.contains("not a CreateMessageResult"), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(20));
+        // A command that never answers, and what it started in the background (which
+        // holds its stdout open), are killed at the limit.
+        let started = Instant::now();
+        let err = sample("sleep 30 & sleep 30", b"{}", Duration::from_millis(300)).unwrap_err();
+        assert!(err.contains("did not answer within 0.3s"), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(10));
+        // An answer.
+        let answer = r#"{"role":"assistant","content":{"type":"text","text":"hi"},"model":"m"}"#;
+        let ok = sample(
+            &format!("cat >/dev/null; echo '{answer}'"),
+            b"{}",
+            Duration::from_secs(30),
+        );
+        assert!(ok.is_ok(), "{ok:?}");
+    }
 
     #[test]
     fn roots_become_file_uris() {

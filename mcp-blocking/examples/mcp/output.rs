@@ -133,7 +133,8 @@ pub fn report(format: Format, verbose: bool, failure: &Failure) -> u8 {
             print_json(&json!({ "error": error }));
         }
         Format::Text => {
-            eprintln!("mcp: {}", clean(&message));
+            // A server's error text can be megabytes; `--format json` keeps all of it.
+            eprintln!("mcp: {}", clip(&clean(&message), MESSAGE_CHARS));
             match failure {
                 Failure::Usage(_) => eprintln!("(run `mcp help` for usage)"),
                 Failure::Mcp(e) | Failure::Hinted(e, _) => {
@@ -197,6 +198,9 @@ fn describe_exit(status: std::process::ExitStatus) -> String {
         None => "unknown status".to_owned(),
     }
 }
+
+/// Characters of a failure's message printed as text.
+const MESSAGE_CHARS: usize = 2000;
 
 /// At most `max` characters of `line`, marked when cut.
 pub fn clip(line: &str, max: usize) -> String {

@@ -106,6 +106,22 @@ pub fn launcher_hint(entry: &ServerEntry) -> Option<String> {
     })
 }
 
+/// Whether a server that could not connect looks like it failed to find a program or a
+/// file (exit status 127, or its stderr says so): only then is a missing `PATH` a likely
+/// cause, and worth a hint.
+fn looked_for_something(e: &mcp_blocking::Error) -> bool {
+    const SAID: [&str; 5] = [
+        "not found",
+        "No such file",
+        "ENOENT",
+        "No interpreter",
+        "cannot find",
+    ];
+    let status = e.exit_status().and_then(|s| s.code());
+    let stderr = e.stderr_tail().unwrap_or_default();
+    status == Some(127) || SAID.iter().any(|s| stderr.contains(s))
+}
+
 /// The era mode of an entry.
 pub fn era_mode(entry: &ServerEntry, name: &str) -> Result<EraMode, Failure> {
     EraMode::parse(&entry.era).ok_or_else(|| {
@@ -205,18 +221,29 @@ pub fn record_to(path: &Path) -> Result<(), Failure> {
     Ok(())
 }
 
+/// The shortest time between two progress lines on a terminal.
+const PROGRESS_EVERY: Duration = Duration::from_millis(100);
+
 /// Options: input handler, progress on a terminal, wire log with `-v`, transcript with
 /// `--record`.
 pub fn options(global: &Global, input: InputMode, server: &str) -> Options {
     let mut options = Options::new();
     let sampling = global.sampling_command.clone();
+    // The sampling command gets as long as a request does.
+    let limit = global.timeout.unwrap_or(Limits::default().request_timeout);
     options = match input {
-        InputMode::None => options.input_handler(WithSampling::new(DeclineAll, sampling)),
-        InputMode::Script => options.input_handler(WithSampling::new(extras::Unanswered, sampling)),
-        InputMode::AutoAccept => options.input_handler(WithSampling::new(AcceptDefaults, sampling)),
-        InputMode::Prompt => {
-            options.input_handler(WithSampling::new(TerminalForm::new(server), sampling))
+        InputMode::None => options.input_handler(WithSampling::new(DeclineAll, sampling, limit)),
+        InputMode::Script => {
+            options.input_handler(WithSampling::new(extras::Unanswered, sampling, limit))
         }
+        InputMode::AutoAccept => {
+            options.input_handler(WithSampling::new(AcceptDefaults, sampling, limit))
+        }
+        InputMode::Prompt => options.input_handler(WithSampling::new(
+            TerminalForm::new(server),
+            sampling,
+            limit,
+        )),
     };
     if global.log_level.is_some() {
         let server = server.to_owned();
@@ -232,9 +259,17 @@ pub fn options(global: &Global, input: InputMode, server: &str) -> Options {
         });
     }
     if output::show_progress() {
-        options = options.on_progress(|p| {
+        // A line at most every PROGRESS_EVERY (and the last one, when it says so): a
+        // server that floods progress must not make the terminal the bottleneck.
+        let mut last: Option<std::time::Instant> = None;
+        options = options.on_progress(move |p| {
+            let finished = p.total.is_some_and(|t| p.progress >= t);
+            if !finished && last.is_some_and(|at| at.elapsed() < PROGRESS_EVERY) {
+                return;
+            }
+            last = Some(std::time::Instant::now());
             let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
-            let msg = clean(p.message.as_deref().unwrap_or(""));
+            let msg = output::clip(&clean(p.message.as_deref().unwrap_or("")), 200);
             eprintln!("progress {}{total} {msg}", p.progress);
         });
     }
@@ -302,7 +337,9 @@ pub fn connect_with(
     let cmd = command(&entry, name)?;
     let client = Client::connect_stdio_with(cmd, config, options(global, input, name)).map_err(
         |e| match (launcher_hint(&entry), &e) {
-            (Some(hint), mcp_blocking::Error::Connect { .. }) => Failure::Hinted(e, hint),
+            (Some(hint), mcp_blocking::Error::Connect { .. }) if looked_for_something(&e) => {
+                Failure::Hinted(e, hint)
+            }
             _ => Failure::Mcp(e),
         },
     )?;
@@ -327,4 +364,28 @@ fn with_log_level(global: &Global, mut client: Client) -> Client {
 /// A bounded connection check: the timeout given, or 10 s.
 pub fn probe_timeout(global: &Global) -> Duration {
     global.timeout.unwrap_or(Duration::from_secs(10))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcp_blocking::mcp_proto::client::CloseReason;
+
+    #[cfg(unix)]
+    #[test]
+    fn the_path_hint_is_given_only_when_something_was_not_found() {
+        use std::os::unix::process::ExitStatusExt;
+        let failed = |code: i32, stderr: &str| mcp_blocking::Error::Connect {
+            reason: CloseReason::ServerExited { truncated: 0 },
+            stderr: stderr.to_owned(),
+            exit_status: Some(std::process::ExitStatus::from_raw(code << 8)),
+        };
+        assert!(looked_for_something(&failed(127, "")));
+        assert!(looked_for_something(&failed(
+            1,
+            "/usr/bin/env: 'node': No such file or directory"
+        )));
+        // A server that started and said what went wrong is not helped by PATH.
+        assert!(!looked_for_something(&failed(7, "bad config: port in use")));
+    }
 }
