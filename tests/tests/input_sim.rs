@@ -820,6 +820,33 @@ fn every_mrtr_bound_fails_the_call_with_a_typed_error() {
     assert_eq!(sim.sent_with_method("tools/call").len(), 3);
 }
 
+#[test]
+fn input_requests_over_the_byte_limit_are_refused_before_they_are_parsed() {
+    // 200,000 numbers where the requests were expected: refused by its size, not by
+    // what parsing it would have found (and cost).
+    let numbers = vec![0; 200_000];
+    let flood = Scripted::new(move |m: &Value| match m["method"].as_str() {
+        Some("server/discover") => vec![discover_ok(m)],
+        Some("tools/call") => vec![
+            json!({"jsonrpc":"2.0","id":m["id"],"result":{"resultType":"input_required",
+                "inputRequests":numbers,"requestState":"s"}})
+            .to_string(),
+        ],
+        _ => Vec::new(),
+    });
+    let mut limits = Limits::default();
+    limits.max_input_bytes_per_call = 100_000;
+    let mut sim = Sim::new(with_limits(limits), flood);
+    sim.connect();
+    let err = sim
+        .call(CallRequest::call_tool("t", json!({})))
+        .unwrap_err();
+    assert!(
+        matches!(&err, CallError::InvalidInputRequest(m) if m.contains("bytes, over the limit")),
+        "{err:?}"
+    );
+}
+
 // ----- logging ------------------------------------------------------------------------
 
 fn logs(sim: &Sim) -> Vec<(Option<mcp_proto::client::CallId>, LogLevel, String)> {

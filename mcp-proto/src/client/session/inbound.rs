@@ -72,10 +72,12 @@ struct ResultHead<'a> {
     result_type: Option<&'a str>,
 }
 
+/// An `input_required` result: each input request is kept as received until the round's
+/// bounds are checked.
 #[derive(Deserialize)]
-struct InputRequired {
-    #[serde(rename = "inputRequests", default)]
-    input_requests: Option<Map<String, Value>>,
+struct InputRequired<'a> {
+    #[serde(rename = "inputRequests", default, borrow)]
+    input_requests: Option<std::collections::BTreeMap<String, &'a RawValue>>,
     #[serde(rename = "requestState", default)]
     request_state: Option<String>,
 }
@@ -485,13 +487,8 @@ impl Session {
             let msg = format!("{} cannot answer input_required", call.request.method);
             return fail(self, CallError::InvalidResponse(msg));
         }
-        let parsed = match serde_json::from_str::<InputRequired>(raw.get()) {
-            Ok(p) => p,
-            Err(e) => {
-                let msg = format!("malformed input_required result: {e}");
-                return fail(self, CallError::InvalidResponse(msg));
-            }
-        };
+        // The bounds first, on the bytes as received: a tree of values costs many times
+        // the bytes it was parsed from.
         let limits = &self.config.limits;
         let rounds = call.rounds + 1;
         if rounds > limits.max_input_rounds {
@@ -502,6 +499,13 @@ impl Session {
             let msg = format!("input requests total {bytes} bytes, over the limit");
             return fail(self, CallError::InvalidInputRequest(msg));
         }
+        let parsed = match serde_json::from_str::<InputRequired<'_>>(raw.get()) {
+            Ok(p) => p,
+            Err(e) => {
+                let msg = format!("malformed input_required result: {e}");
+                return fail(self, CallError::InvalidResponse(msg));
+            }
+        };
         let requests = parsed.input_requests.unwrap_or_default();
         if requests.is_empty() && parsed.request_state.is_none() {
             let msg = "input_required without inputRequests or requestState".to_owned();
@@ -512,7 +516,14 @@ impl Session {
             return fail(self, CallError::InvalidInputRequest(msg));
         }
         let mut typed = Vec::with_capacity(requests.len());
-        for (key, value) in requests {
+        for (key, raw_request) in requests {
+            let value = match serde_json::from_str::<Value>(raw_request.get()) {
+                Ok(v) => v,
+                Err(e) => {
+                    let msg = format!("malformed input request {key:?}: {e}");
+                    return fail(self, CallError::InvalidResponse(msg));
+                }
+            };
             match self.embedded_input(value) {
                 Ok(Vetted::Ask(req, check)) => typed.push((key, Entry::Ask(req, check))),
                 Ok(Vetted::Answered(v)) => typed.push((key, Entry::Answered(v))),
