@@ -330,6 +330,40 @@ fn signature(name: &str, schema: Option<&Value>) -> String {
     format!("{name}({})", args.join(", "))
 }
 
+/// The row of one listed tool: its signature and the start of its description. Only what
+/// the row shows is parsed; the rest of its schema (which may be most of a message) is
+/// skipped, not built as values.
+fn tool_row(tool: &RawValue) -> Vec<String> {
+    #[derive(serde::Deserialize, Default)]
+    struct Row<'a> {
+        #[serde(default)]
+        name: String,
+        #[serde(default)]
+        description: Option<String>,
+        #[serde(rename = "inputSchema", default, borrow)]
+        input_schema: Option<&'a RawValue>,
+    }
+    /// The part of a schema a signature shows; the rest is skipped.
+    #[derive(serde::Deserialize, Default)]
+    struct Schema {
+        #[serde(default)]
+        required: Vec<Value>,
+        #[serde(default)]
+        properties: std::collections::BTreeMap<String, serde::de::IgnoredAny>,
+    }
+    let row: Row<'_> = serde_json::from_str(tool.get()).unwrap_or_default();
+    let schema = row.input_schema.map(|raw| {
+        let s: Schema = serde_json::from_str(raw.get()).unwrap_or_default();
+        let properties: Map<String, Value> =
+            s.properties.into_keys().map(|k| (k, Value::Null)).collect();
+        json!({"required": s.required, "properties": properties})
+    });
+    vec![
+        signature(&row.name, schema.as_ref()),
+        short(row.description.as_deref().unwrap_or(""), 72),
+    ]
+}
+
 fn parse_items(items: &[Box<RawValue>]) -> Vec<Value> {
     items
         .iter()
@@ -362,15 +396,7 @@ pub fn tools(global: &Global, server: &str) -> Result<u8, Failure> {
             print_json(&doc);
         }
         Format::Text => {
-            let rows: Vec<Vec<String>> = parse_items(&out.items)
-                .iter()
-                .map(|t| {
-                    vec![
-                        signature(str_of(t, "name"), t.get("inputSchema")),
-                        short(str_of(t, "description"), 72),
-                    ]
-                })
-                .collect();
+            let rows: Vec<Vec<String>> = out.items.iter().map(|t| tool_row(t)).collect();
             if rows.is_empty() && excluded.is_empty() {
                 println!("{server} offers no tools");
             }
@@ -612,15 +638,14 @@ pub fn tasks(global: &Global, server: &str) -> Result<u8, Failure> {
 }
 
 fn print_tool_result(result: &CallToolResult, saver: &mut Saver) {
-    let lines: Vec<String> = result
-        .blocks()
-        .map(|b| content::render(&b, saver))
-        .collect();
-    for line in &lines {
-        println!("{}", clean(line));
+    // A line at a time: a result can hold millions of blocks.
+    let mut printed = false;
+    for block in result.blocks() {
+        println!("{}", clean(&content::render(&block, saver)));
+        printed = true;
     }
     if let Some(s) = &result.structured_content
-        && lines.is_empty()
+        && !printed
     {
         let v: Value = serde_json::from_str(s.get()).unwrap_or(Value::Null);
         let text = serde_json::to_string_pretty(&v).unwrap_or_default();
@@ -1429,4 +1454,27 @@ pub fn tool_names(out: &CallOutput) -> Vec<String> {
         .iter()
         .map(|t| str_of(t, "name").to_owned())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_row_shows_the_signature_and_skips_the_rest_of_the_schema() {
+        let tool = serde_json::to_string(&json!({
+            "name": "search",
+            "description": "Finds things",
+            "inputSchema": {"type": "object", "required": ["query"],
+                "properties": {"limit": {"type": "integer", "enum": [1, 2, 3]},
+                               "query": {"type": "string"}}},
+            "annotations": {"readOnlyHint": true}
+        }))
+        .unwrap();
+        let raw = RawValue::from_string(tool).unwrap();
+        assert_eq!(tool_row(&raw), ["search(query, limit?)", "Finds things"]);
+        // Whatever is not shown is not looked at, and what is not an object is no row.
+        let odd = RawValue::from_string(r#"{"name":"x","inputSchema":{"properties":7}}"#.into());
+        assert_eq!(tool_row(&odd.unwrap()), ["x()", ""]);
+    }
 }
