@@ -125,8 +125,11 @@ impl<F: Flavour> Carrier<F> for Stdio {
     fn close(&mut self, _: ConnId, grace: Duration, log: &mut Option<WireLog<F>>) {
         self.log.finish(log);
         if let Some(mut p) = self.process.take() {
-            self.shutdown = Some(p.shutdown(grace));
-            self.shared.lock().pid = None;
+            let shutdown = p.shutdown(grace);
+            self.shutdown = Some(shutdown);
+            let mut shared = self.shared.lock();
+            shared.pid = None;
+            shared.shutdown = Some(shutdown);
         }
     }
 
@@ -172,8 +175,11 @@ impl<F: Flavour> Carrier<F> for Stdio {
     fn respawn(&mut self, _: &Bell) -> Result<(), TransportFailure> {
         if let Some(mut old) = self.process.take() {
             // Its stdout has ended already: that is what asked for the restart.
-            self.shutdown = Some(old.shutdown(Duration::ZERO));
-            self.shared.lock().pid = None;
+            let shutdown = old.shutdown(Duration::ZERO);
+            self.shutdown = Some(shutdown);
+            let mut shared = self.shared.lock();
+            shared.pid = None;
+            shared.shutdown = Some(shutdown);
         }
         self.generation += 1;
         self.log = ChannelLog::lines();

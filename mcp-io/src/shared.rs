@@ -82,7 +82,7 @@ impl Shared {
 
 /// Writes the methods of a client facade that read its [`Shared`] state
 /// (`poll_notification`, `dropped_notifications`, `recent_peer_errors`, `stderr_tail`,
-/// `process_id`, `restarts`, `excluded_tools`, `close_reason`), so that both adapters have
+/// `process_exit`, `process_id`, `restarts`, `excluded_tools`, `close_reason`), so that both adapters have
 /// one definition of them and their documentation. `client_state!(shared)` reads
 /// `self.shared`; `client_state!(driver.shared)` reads `self.driver.shared`. Each value is
 /// a copy, taken under the lock.
@@ -120,6 +120,14 @@ macro_rules! client_state {
         #[must_use]
         pub fn stderr_tail(&self) -> String {
             self.$($field).+.lock().stderr.text()
+        }
+
+        /// How the server process ended, once it has been reaped: its exit status, and
+        /// whether it had to be sent `SIGTERM` or killed. `None` while it runs (and
+        /// always over HTTP). After a restart, the last process that ended.
+        #[must_use]
+        pub fn process_exit(&self) -> Option<$crate::Shutdown> {
+            self.$($field).+.lock().shutdown
         }
 
         /// The server's process id, while it runs (`None` once it has been reaped). It

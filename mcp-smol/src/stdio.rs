@@ -101,7 +101,7 @@ impl Process {
                 let mut stdout = None;
                 future::or(drain(&mut stdout, &mut stderr, &shared), pause(FINAL_DRAIN)).await;
                 // Its stdout has ended already: no grace period.
-                escalate(
+                let ended = escalate(
                     child,
                     group,
                     Duration::ZERO,
@@ -110,6 +110,7 @@ impl Process {
                     &shared,
                 )
                 .await;
+                shared.lock().shutdown = Some(ended);
                 let spawned = spawn(&command)?;
                 shared.lock().restarts += 1;
                 Ok(spawned)

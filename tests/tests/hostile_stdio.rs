@@ -186,6 +186,11 @@ fn a_server_dying_mid_answer_fails_the_call_once_in_both_adapters() {
         1,
         "run once, never restarted to run again"
     );
+    // How it ended stays readable, from a handle too, once the client is gone.
+    let handle = client.handle();
+    drop(client);
+    let exit = handle.process_exit().expect("reaped");
+    assert_eq!(exit.status.and_then(|s| s.code()), Some(1), "{exit:?}");
 
     let count = dir.join("smol");
     let (program, args) = dying_command(&count);
@@ -202,6 +207,8 @@ fn a_server_dying_mid_answer_fails_the_call_once_in_both_adapters() {
         client.close_reason()
     );
     assert_eq!(calls_received(&count), 1);
+    let exit = client.process_exit().expect("reaped");
+    assert_eq!(exit.status.and_then(|s| s.code()), Some(1), "{exit:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -268,4 +275,55 @@ fn answers_written_in_pieces_are_read_as_they_come_in_both_adapters() {
     // Four answers of three pieces each per adapter: about 0.7 s in all.
     let took = started.elapsed();
     assert!(took < Duration::from_secs(4), "took {took:?}");
+}
+
+/// A legacy server that says why on stderr and exits with status 7 when a tool is called.
+const EXITING_SERVER: &str = r#"
+import json, os, sys
+init = json.loads(sys.stdin.readline())
+reply = {"jsonrpc": "2.0", "id": init["id"], "result": {"protocolVersion": "2025-11-25",
+         "capabilities": {"tools": {}}, "serverInfo": {"name": "exiting", "version": "1"}}}
+sys.stdout.write(json.dumps(reply) + "\n")
+sys.stdout.flush()
+for line in sys.stdin:
+    if json.loads(line).get("method") == "tools/call":
+        sys.stderr.write("out of tokens for this month\n")
+        sys.stderr.flush()
+        os._exit(7)
+"#;
+
+#[test]
+fn the_cli_says_how_a_server_that_exited_during_a_call_ended() {
+    let Some(python) = python() else {
+        eprintln!("skipped: no python");
+        return;
+    };
+    let home = mcp_tests::cli_home::CliHome::new(env!("CARGO_TARGET_TMPDIR"), "cli-exit");
+    let added = home.run(&[
+        "add",
+        "exiting",
+        "--era",
+        "legacy",
+        "--stdio",
+        python,
+        "--",
+        "-c",
+        EXITING_SERVER,
+    ]);
+    assert!(added.status.success(), "{added:?}");
+    let text = home.run(&["call", "exiting", "t"]);
+    let stderr = String::from_utf8_lossy(&text.stderr);
+    assert_eq!(text.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("the server exited: status 7"), "{stderr}");
+    assert!(stderr.contains("out of tokens for this month"), "{stderr}");
+    let json = home.run(&["--format", "json", "call", "exiting", "t"]);
+    let doc: serde_json::Value = serde_json::from_slice(&json.stdout).expect("one JSON document");
+    assert_eq!(doc["error"]["exitStatus"], 7, "{doc}");
+    assert!(
+        doc["error"]["stderr"]
+            .as_str()
+            .unwrap()
+            .contains("out of tokens"),
+        "{doc}"
+    );
 }

@@ -4,7 +4,11 @@
 use std::borrow::Cow;
 use std::io::{self, IsTerminal, Write};
 
-use mcp_blocking::Error;
+use std::process::ExitStatus;
+use std::sync::{Mutex, PoisonError};
+
+use mcp_blocking::mcp_proto::client::CloseReason;
+use mcp_blocking::{ClientHandle, Error};
 use serde::Serialize;
 use serde_json::json;
 
@@ -122,13 +126,14 @@ pub fn report(format: Format, verbose: bool, failure: &Failure) -> u8 {
             if let Some(hint) = hint {
                 error["hint"] = json!(hint);
             }
-            if let Some(status) = error_of(failure).and_then(Error::exit_status) {
+            let (status, tail) = error_of(failure).map(server_end).unwrap_or_default();
+            if let Some(status) = status {
                 error["exitStatus"] = json!(status.code());
             }
-            if let Some(tail) = error_of(failure).and_then(Error::stderr_tail)
+            if let Some(tail) = tail
                 && !tail.trim().is_empty()
             {
-                error["stderr"] = json!(last_lines(tail, STDERR_LINES).join("\n"));
+                error["stderr"] = json!(last_lines(&tail, STDERR_LINES).join("\n"));
             }
             print_json(&json!({ "error": error }));
         }
@@ -143,17 +148,18 @@ pub fn report(format: Format, verbose: bool, failure: &Failure) -> u8 {
                             "(to try the 2024-11-05 HTTP+SSE transport, add --accept-old-versions)"
                         );
                     }
-                    if let Some(status) = e.exit_status() {
+                    let (status, tail) = server_end(e);
+                    if let Some(status) = status {
                         eprintln!("the server exited: {}", describe_exit(status));
                     }
-                    if let Some(tail) = e.stderr_tail().filter(|t| !t.trim().is_empty()) {
+                    if let Some(tail) = tail.filter(|t| !t.trim().is_empty()) {
                         let n = if verbose {
                             4 * STDERR_LINES
                         } else {
                             STDERR_LINES
                         };
                         eprintln!("server stderr (last lines):");
-                        for line in last_lines(tail, n) {
+                        for line in last_lines(&tail, n) {
                             eprintln!("  | {}", clip(&clean(line), 200));
                         }
                     }
@@ -171,6 +177,31 @@ pub fn report(format: Format, verbose: bool, failure: &Failure) -> u8 {
 
 /// Lines of a server's stderr shown with a failure (four times as many with `-v`).
 const STDERR_LINES: usize = 10;
+
+/// The stdio server of this run, for how it ended when it exited during a call.
+static SERVER: Mutex<Option<ClientHandle>> = Mutex::new(None);
+
+/// Remembers `handle`'s server, so that a failure because it exited can say how it did
+/// and what it last wrote to stderr.
+pub fn watch_server(handle: ClientHandle) {
+    *SERVER.lock().unwrap_or_else(PoisonError::into_inner) = Some(handle);
+}
+
+/// How the stdio server ended and its last stderr, for a failure it caused: from the
+/// error when it never connected, from the client when it exited during a call (the
+/// client was dropped, so the server was reaped, by the time a failure is reported).
+fn server_end(e: &Error) -> (Option<ExitStatus>, Option<Cow<'_, str>>) {
+    if let Error::Closed(CloseReason::ServerExited { .. }) = e
+        && let Some(server) = SERVER
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+    {
+        let status = server.process_exit().and_then(|s| s.status);
+        return (status, Some(Cow::Owned(server.stderr_tail())));
+    }
+    (e.exit_status(), e.stderr_tail().map(Cow::Borrowed))
+}
 
 fn error_of(failure: &Failure) -> Option<&Error> {
     match failure {

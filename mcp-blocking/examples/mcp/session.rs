@@ -344,6 +344,7 @@ pub fn connect_with(
         },
     )?;
     crate::interrupt::watch(client.canceller());
+    output::watch_server(client.handle());
     Ok(with_log_level(global, client))
 }
 
