@@ -166,6 +166,14 @@ impl LineDecoder {
         }
     }
 
+    /// The oversized line being skipped, if one is: its size so far and its first bytes.
+    /// It is reported by [`LineDecoder::poll_line`] only once it ends; this lets the
+    /// receiver act before that (a line that never ends is never reported).
+    #[must_use]
+    pub fn oversized_in_progress(&self) -> Option<(usize, &[u8])> {
+        self.skipping.as_ref().map(|s| (s.seen, s.head.as_slice()))
+    }
+
     /// Bytes of an unfinished line held at end of input (a truncated last message).
     #[must_use]
     pub fn partial_len(&self) -> usize {

@@ -1253,6 +1253,49 @@ fn an_oversized_answer_with_a_readable_id_fails_its_call_at_once() {
 }
 
 #[test]
+fn an_oversized_answer_that_names_its_call_fails_it_before_the_line_ends() {
+    // The server starts an answer and never finishes the line: the call fails as soon as
+    // the line crosses the limit, not at its timeout (the line might never end).
+    let peer = answering(|name, id| (name != "endless").then(|| ok_answer(id)));
+    let mut sim = Sim::new(config(EraMode::Legacy).limits(small_messages()), peer);
+    sim.connect();
+    let start = sim.now;
+    let call = sim
+        .client
+        .call(sim.now, CallRequest::call_tool("endless", json!({})))
+        .unwrap();
+    sim.step();
+    let id = sim.sent_with_method("tools/call")[0]["id"].clone();
+    let head = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"text":""#);
+    sim.client
+        .handle_read(sim.now, ConnId::STDIO, head.as_bytes());
+    for _ in 0..3 {
+        sim.client
+            .handle_read(sim.now, ConnId::STDIO, "x".repeat(1000).as_bytes());
+    }
+    sim.drain();
+    match sim.completion(call) {
+        Some(Err(CallError::Peer(PeerError::Oversized { seen, limit: 1024 }))) => {
+            assert!(seen > 1024 && seen < 4000, "{seen}");
+        }
+        other => panic!("not failed as oversized while the line arrives: {other:?}"),
+    }
+    assert_eq!(sim.now, start, "failed at once, not at a timeout");
+    // When the line does end, it is not reported a second time, and the next answer is read.
+    sim.client
+        .handle_read(sim.now, ConnId::STDIO, "x".repeat(50_000).as_bytes());
+    sim.client.handle_read(sim.now, ConnId::STDIO, b"\"}}\n");
+    let out = sim.call(CallRequest::call_tool("fine", json!({}))).unwrap();
+    assert_eq!(text_of(&out), "ok");
+    let reports = sim
+        .events
+        .iter()
+        .filter(|e| matches!(e, Event::PeerError(PeerError::Oversized { .. })))
+        .count();
+    assert_eq!(reports, 1);
+}
+
+#[test]
 fn an_oversized_answer_without_a_readable_id_fails_every_written_call_at_once() {
     // The id sits between the result and another member: neither end of the line shows
     // it, so any call in flight may have been the one answered.

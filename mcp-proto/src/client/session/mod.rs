@@ -105,6 +105,9 @@ use crate::version::{Era, ProtocolVersion};
 pub(crate) struct Session {
     config: ClientConfig,
     decoder: LineDecoder,
+    /// The oversized line the decoder is skipping was handled when it crossed the
+    /// limit; its report at its end is to be ignored.
+    oversize_handled: bool,
     state: State,
     handshake: Option<Handshake>,
     next_rpc_id: i64,
@@ -333,6 +336,7 @@ impl Session {
         let mut client = Session {
             config,
             decoder,
+            oversize_handled: false,
             state: State::Connecting,
             handshake: None,
             next_rpc_id: 0,
@@ -412,6 +416,8 @@ impl Session {
     /// the call it answers at once, when its `id` can be read (for an oversized line:
     /// from its first or last bytes); an oversized line whose `id` cannot be read fails
     /// every call whose request was written, since it may have answered any of them.
+    /// An oversized line whose first bytes name the call fails it as soon as the line
+    /// crosses the limit, not when (if ever) it ends.
     pub fn handle_input(&mut self, now: Instant, data: &[u8]) {
         if self.state == State::Closed {
             return;
@@ -422,6 +428,11 @@ impl Session {
         loop {
             let item = match self.decoder.poll_line() {
                 None => break,
+                Some(Line::Oversized { .. }) if self.oversize_handled => {
+                    // Handled when it crossed the limit.
+                    self.oversize_handled = false;
+                    continue;
+                }
                 Some(Line::Oversized { seen, head, tail }) => {
                     let mut sniffed = jsonrpc::sniff(head);
                     if !sniffed.has_method && sniffed.id.is_none() {
@@ -443,6 +454,24 @@ impl Session {
                 break;
             }
         }
+        self.handle_oversize_in_progress(now, limit);
+    }
+
+    /// An oversized line still arriving whose first bytes say which call it answers
+    /// fails that call now: the line may never end.
+    fn handle_oversize_in_progress(&mut self, now: Instant, limit: usize) {
+        if self.oversize_handled || self.state == State::Closed {
+            return;
+        }
+        let Some((seen, head)) = self.decoder.oversized_in_progress() else {
+            return;
+        };
+        let sniffed = jsonrpc::sniff(head);
+        if sniffed.has_method || sniffed.id.is_none() {
+            return; // the end of the line may name it: wait for the report
+        }
+        self.oversize_handled = true;
+        self.handle_unusable(now, PeerError::Oversized { seen, limit }, &sniffed, true);
     }
 
     /// A message that did not decode (too deep, not JSON-RPC), for transports that frame
@@ -527,6 +556,7 @@ impl Session {
         }
         self.restart_wanted = false;
         self.decoder = LineDecoder::new(self.config.limits.max_message_bytes);
+        self.oversize_handled = false;
         self.outgoing.clear();
         self.queued_bytes = 0;
         self.unwritten = 0;
