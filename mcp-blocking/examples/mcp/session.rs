@@ -367,12 +367,11 @@ pub fn probe_timeout(global: &Global) -> Duration {
     global.timeout.unwrap_or(Duration::from_secs(10))
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
     use mcp_blocking::mcp_proto::client::CloseReason;
 
-    #[cfg(unix)]
     #[test]
     fn the_path_hint_is_given_only_when_something_was_not_found() {
         use std::os::unix::process::ExitStatusExt;
