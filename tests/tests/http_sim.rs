@@ -433,6 +433,12 @@ fn oversized_bodies_and_redirects_are_typed_errors() {
     let mut sim = HttpSim::new(cfg, |req| match req.rpc_method() {
         "server/discover" => discover_ok(req),
         "tools/list" => Reply::with_body(302, &[("Location", "http://127.0.0.1:10/mcp")], ""),
+        // A body announced far larger than a message may be, of which little comes.
+        _ if req.body["params"]["name"] == "announced" => Reply::Raw(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\
+              Content-Length: 1000000000000000\r\n\r\n{\"jsonrpc\""
+                .to_vec(),
+        ),
         _ => Reply::json(
             200,
             &result(
@@ -456,6 +462,16 @@ fn oversized_bodies_and_redirects_are_typed_errors() {
         [sim.request_conns[1]],
         "the oversized exchange's connection was closed, and no other"
     );
+    // Refused from its head: nothing more of it is waited for.
+    let start = sim.now;
+    let err = sim
+        .call(CallRequest::call_tool("announced", json!({})))
+        .unwrap_err();
+    assert!(
+        matches!(&err, CallError::Http(h) if h.detail.contains("of 1000000000000000 bytes over 1000")),
+        "{err:?}"
+    );
+    assert_eq!(sim.now, start, "failed at once, not at a timeout");
 }
 
 /// Every HTTP row of the era-detection vectors, through the machine: what it sends next

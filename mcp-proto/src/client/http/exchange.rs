@@ -257,6 +257,21 @@ impl HttpLink {
                 Body::Sse(Box::new(decoder))
             }
             (Purpose::Request { .. }, 200..=299) if content_type == "application/json" => {
+                // A body announced larger than a message may be is refused before any
+                // of it is read.
+                let max_message = self.client.config().limits.max_message_bytes;
+                let declared = head.header("content-length").map(str::trim);
+                if let Some(n) = declared.and_then(|n| n.parse::<u64>().ok())
+                    && n > max_message as u64
+                {
+                    let detail = format!("JSON body of {n} bytes over {max_message} bytes");
+                    x.head = Some(head);
+                    if let Some(x) = self.exchanges.remove(&id) {
+                        self.pool.abort(now, id);
+                        self.exchange_failed(now, x, None, None, Failure::Text(detail));
+                    }
+                    return;
+                }
                 Body::Json(Vec::new())
             }
             (_, 200..=299) => {
