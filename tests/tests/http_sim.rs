@@ -457,6 +457,11 @@ fn oversized_bodies_and_redirects_are_typed_errors() {
     );
     let err = sim.call(CallRequest::list_tools()).unwrap_err();
     assert_eq!(err.http_status(), Some(302));
+    assert!(
+        err.to_string()
+            .contains("redirect to http://127.0.0.1:10/mcp not followed"),
+        "{err}"
+    );
     assert_eq!(
         sim.closed,
         [sim.request_conns[1]],

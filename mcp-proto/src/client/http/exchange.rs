@@ -435,9 +435,14 @@ impl HttpLink {
                     Ok(Message::Response(r)) => Some(r),
                     _ => None,
                 };
-                // A JSON-RPC error speaks for itself; otherwise show the start of the body.
+                // A JSON-RPC error speaks for itself; a redirect says where it pointed;
+                // otherwise show the start of the body.
+                let location = x.head.as_ref().and_then(|h| h.header("location"));
                 let detail = if response.is_some() {
                     String::new()
+                } else if let Some(to) = location.filter(|_| (300..400).contains(&status)) {
+                    let to: String = to.chars().take(200).collect();
+                    format!("redirect to {to} not followed (use the URL it points to)")
                 } else {
                     String::from_utf8_lossy(&buf[..buf.len().min(200)]).into_owned()
                 };
