@@ -1571,3 +1571,54 @@ fn connecting_has_one_deadline_however_many_steps_it_takes() {
         "it did fall back"
     );
 }
+
+#[test]
+fn the_pages_of_a_listing_share_its_timeout() {
+    // Each page takes the server 2 s and names another: a 5 s listing ends at 5 s, not
+    // after 64 pages of 2 s each.
+    let peer = Scripted::new(|m: &Value| match m["method"].as_str() {
+        Some("initialize") => vec![legacy_init(m)],
+        _ => Vec::new(),
+    });
+    let mut sim = Sim::new(config(EraMode::Legacy), peer);
+    sim.connect();
+    let start = sim.now;
+    let call = sim
+        .client
+        .call(
+            sim.now,
+            CallRequest::list_tools().timeout(Duration::from_secs(5)),
+        )
+        .unwrap();
+    let mut pages = 0;
+    while sim.completion(call).is_none() {
+        assert!(pages < 10, "still listing after {pages} pages");
+        sim.step();
+        let Some(last) = sim
+            .sent_with_method("tools/list")
+            .last()
+            .map(|m| m["id"].clone())
+        else {
+            panic!("no request")
+        };
+        sim.advance(Duration::from_secs(2));
+        if sim.completion(call).is_some() {
+            break;
+        }
+        pages += 1;
+        let page = json!({"jsonrpc":"2.0","id":last,
+            "result":{"tools":[],"nextCursor":format!("c{pages}")}});
+        sim.client
+            .handle_read(sim.now, ConnId::STDIO, format!("{page}\n").as_bytes());
+        sim.drain();
+    }
+    assert_eq!(
+        sim.completion(call).unwrap().unwrap_err(),
+        CallError::Timeout(Duration::from_secs(5))
+    );
+    assert_eq!(pages, 2);
+    assert_eq!(
+        sim.now.saturating_duration_since(start),
+        Duration::from_secs(6)
+    );
+}

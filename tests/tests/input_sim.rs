@@ -1094,3 +1094,50 @@ fn roots_log_levels_and_refused_answers_are_recorded_and_replay() {
         assert_eq!(summary.transcripts, 1);
     }
 }
+
+#[test]
+fn the_rounds_of_a_call_share_its_timeout() {
+    // Each round takes the server 2 s and asks for nothing but another round: a 5 s call
+    // ends at its timeout, not after ten rounds of 2 s.
+    use mcp_proto::client::ConnId;
+    use std::time::Duration;
+    let peer = Scripted::new(|m: &Value| match m["method"].as_str() {
+        Some("server/discover") => vec![discover_ok(m)],
+        _ => Vec::new(),
+    });
+    let mut sim = Sim::new(config(EraMode::Auto), peer);
+    sim.connect();
+    let start = sim.now;
+    let call = sim
+        .client
+        .call(
+            sim.now,
+            CallRequest::call_tool("t", json!({})).timeout(Duration::from_secs(5)),
+        )
+        .unwrap();
+    let mut rounds = 0;
+    loop {
+        sim.step();
+        sim.advance(Duration::from_secs(2));
+        if sim.completion(call).is_some() {
+            break;
+        }
+        assert!(rounds < 10, "still going after {rounds} rounds");
+        rounds += 1;
+        let last = sim.sent_with_method("tools/call").last().unwrap()["id"].clone();
+        let again = json!({"jsonrpc":"2.0","id":last,"result":{
+            "resultType":"input_required","requestState":format!("r{rounds}")}});
+        sim.client
+            .handle_read(sim.now, ConnId::STDIO, format!("{again}\n").as_bytes());
+        sim.drain();
+    }
+    assert_eq!(
+        sim.completion(call).unwrap().unwrap_err(),
+        CallError::Timeout(Duration::from_secs(5))
+    );
+    assert_eq!(rounds, 2);
+    assert_eq!(
+        sim.now.saturating_duration_since(start),
+        Duration::from_secs(6)
+    );
+}

@@ -438,6 +438,8 @@ impl Session {
                     return;
                 }
                 call.cursor = Some(cursor);
+                // The pages of a listing share its timeout.
+                call.left = call.deadline.map(|d| d.saturating_duration_since(now));
                 self.send_call(now, id);
             }
             None => {
@@ -549,6 +551,9 @@ impl Session {
         call.rounds = rounds;
         call.input_bytes = bytes;
         call.request_state = parsed.request_state;
+        // The time a person takes to answer is not the server's; the rounds share one
+        // timeout otherwise.
+        call.left = call.deadline.map(|d| d.saturating_duration_since(now));
         call.deadline = None;
         call.pending = typed
             .iter()

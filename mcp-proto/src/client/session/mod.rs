@@ -237,6 +237,9 @@ struct Call {
     rpc_id: Option<i64>,
     deadline: Option<Instant>,
     timeout: Duration,
+    /// What is left of `timeout` for the next request of the same call (the next page of
+    /// a listing, the next input round): the server's time counts over all of them.
+    left: Option<Duration>,
     rounds: u32,
     /// Legacy: the server's input requests that paused this call's deadline. Past
     /// `max_input_rounds` of them the call no longer pauses.
@@ -777,6 +780,7 @@ impl Session {
                 // A subscription stays open as long as the server keeps it.
                 deadline: (!listen).then(|| now + timeout),
                 timeout,
+                left: None,
                 rounds: 0,
                 input_pauses: 0,
                 input_bytes: 0,
@@ -1039,7 +1043,8 @@ impl Session {
         out.push(b'}');
         call.pending.clear();
         call.rpc_id = Some(rpc_id);
-        call.deadline = (call.request.method != request::LISTEN).then(|| now + call.timeout);
+        let budget = call.left.take().unwrap_or(call.timeout);
+        call.deadline = (call.request.method != request::LISTEN).then(|| now + budget);
         call.acknowledged = false;
         self.push_out(out, OutKind::Request(rpc_id));
         self.by_rpc.insert(rpc_id, id);
