@@ -1084,3 +1084,43 @@ fn closing_with_many_exchanges_open_fails_and_closes_them_in_order() {
         .collect();
     assert_eq!(closed, hung, "hung connections closed out of order");
 }
+
+#[test]
+fn a_server_asking_faster_than_it_takes_the_answers_is_cut_off() {
+    // On a call's event stream that stays open, a legacy server sends 2,000 pings; each
+    // answer is a POST, and with one connection (the stream's) none can leave. The
+    // answers waiting for a connection are bounded as over stdio.
+    let mut http = HttpConfig::new(EndpointUrl::parse("http://127.0.0.1:9/mcp", false).unwrap());
+    http.pool.max_connections = 1;
+    let mut limits = mcp_proto::Limits::default();
+    limits.max_queued_output_bytes = 20_000;
+    let mut sim = HttpSim::with_http(config(EraMode::Legacy).limits(limits), http, |req| {
+        match (req.method.as_str(), req.rpc_method()) {
+            ("POST", "initialize") => legacy_init(req, "s"),
+            ("POST", "tools/call") => {
+                let pings: String = (0..2000)
+                    .map(|i| {
+                        format!("data: {{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"ping\"}}\n\n")
+                    })
+                    .collect();
+                let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\
+                            Transfer-Encoding: chunked\r\n\r\n";
+                Reply::Raw(format!("{head}{:x}\r\n{pings}\r\n", pings.len()).into_bytes())
+            }
+            ("GET", _) => Reply::with_body(405, &[], ""),
+            _ => Reply::accepted(),
+        }
+    });
+    sim.connect();
+    let err = sim
+        .call(CallRequest::call_tool("t", json!({})))
+        .unwrap_err();
+    let closed = sim.events.iter().find_map(|e| match e {
+        Event::Closed { reason } => Some(reason.clone()),
+        _ => None,
+    });
+    assert!(
+        matches!(closed, Some(CloseReason::PeerNotReading { waiting }) if waiting > 20_000),
+        "{closed:?} ({err:?})"
+    );
+}

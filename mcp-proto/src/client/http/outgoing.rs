@@ -106,6 +106,17 @@ impl HttpLink {
             return;
         };
         let Outgoing { json, kind } = msg;
+        if kind == OutKind::Response {
+            // An answer to the server's own request must not grow a queue the server
+            // does not take from (as over stdio): a server that asks faster than it
+            // accepts the answers is cut off.
+            let waiting = self.pool.waiting_bytes() + json.len();
+            if waiting > self.client.config().limits.max_queued_output_bytes {
+                self.client
+                    .close_with(crate::client::CloseReason::PeerNotReading { waiting });
+                return;
+            }
+        }
         let (rpc_id, method) = match kind {
             OutKind::Request(rpc) => match self.client.request_info(rpc) {
                 Some((method, _)) => (Some(rpc), method.to_owned()),

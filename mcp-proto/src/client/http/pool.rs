@@ -109,6 +109,13 @@ struct Conn {
     carried: u32,
 }
 
+impl Job {
+    /// Bytes of its request.
+    fn size(&self) -> usize {
+        self.bytes.0.len() + self.bytes.1.len()
+    }
+}
+
 impl Conn {
     fn job(&self) -> Option<&Job> {
         match &self.state {
@@ -150,6 +157,10 @@ pub(super) struct Pool {
     conns: BTreeMap<ConnId, Conn>,
     /// Jobs waiting for a connection, in order.
     queue: VecDeque<Job>,
+    /// Bytes of the requests of `queue`.
+    waiting_bytes: usize,
+    /// Jobs of `queue` that open long-lived streams.
+    waiting_streams: usize,
     commands: VecDeque<Command>,
     opened: u64,
     retries: u64,
@@ -164,6 +175,8 @@ impl Pool {
             next_conn: 1,
             conns: BTreeMap::new(),
             queue: VecDeque::new(),
+            waiting_bytes: 0,
+            waiting_streams: 0,
             commands: VecDeque::new(),
             opened: 0,
             retries: 0,
@@ -200,22 +213,57 @@ impl Pool {
         long_lived: bool,
         repeatable: bool,
     ) {
-        self.queue.push_back(Job {
+        let job = Job {
             exchange,
             bytes,
             long_lived,
             repeatable,
             retried: false,
             answered: false,
-        });
-        self.dispatch(now);
+        };
+        self.waiting_bytes += job.size();
+        self.waiting_streams += usize::from(job.long_lived);
+        // Behind other waiting jobs, with every connection busy and no room for another,
+        // a request cannot go now, and the jobs ahead were tried when the pool last
+        // changed: walking them again for each new job would cost the square of a long
+        // queue (a server flooding the client with requests to answer).
+        let no_room = !job.long_lived
+            && !self.queue.is_empty()
+            && self.conns.len() - self.streams() >= self.max()
+            && !self
+                .conns
+                .values()
+                .any(|c| matches!(c.state, ConnState::Idle { .. }));
+        self.queue.push_back(job);
+        if !no_room {
+            self.dispatch(now);
+        }
+    }
+
+    /// Bytes of the requests waiting for a connection.
+    pub(super) fn waiting_bytes(&self) -> usize {
+        self.waiting_bytes
+    }
+
+    fn streams(&self) -> usize {
+        self.conns.values().filter(|c| c.long_lived()).count()
     }
 
     /// The exchange is no longer wanted: dropped from the queue, or its connection
     /// closed (a response half read leaves nothing reusable).
     pub(super) fn abort(&mut self, now: Instant, exchange: ExchangeId) {
         let queued = self.queue.len();
-        self.queue.retain(|j| j.exchange != exchange);
+        let (mut bytes, mut streams) = (0, 0);
+        self.queue.retain(|j| {
+            let keep = j.exchange != exchange;
+            if !keep {
+                bytes += j.size();
+                streams += usize::from(j.long_lived);
+            }
+            keep
+        });
+        self.waiting_bytes -= bytes;
+        self.waiting_streams -= streams;
         if self.queue.len() != queued {
             return;
         }
@@ -319,6 +367,8 @@ impl Pool {
                 self.commands.push_back(Command::Close(conn));
                 job.retried = true;
                 self.retries += 1;
+                self.waiting_bytes += job.size();
+                self.waiting_streams += usize::from(job.long_lived);
                 self.queue.push_front(job);
                 self.dispatch(now);
                 return Outcome::None;
@@ -378,6 +428,8 @@ impl Pool {
     /// Closes every connection and forgets every job.
     pub(super) fn close_all(&mut self) {
         self.queue.clear();
+        self.waiting_bytes = 0;
+        self.waiting_streams = 0;
         let ids: Vec<ConnId> = self.conns.keys().copied().collect();
         for id in ids {
             self.close(id);
@@ -446,15 +498,47 @@ impl Pool {
     }
 
     /// Puts waiting jobs on connections, in order, as far as the bounds allow.
+    ///
+    /// Each queued job once, in order; one that finds no connection keeps its place. A
+    /// job of a kind with no room left (no idle connection to take or close, every
+    /// connection for its kind in use) is passed over without trying, and the walk stops
+    /// once no kind that is waiting has room: a long queue costs nothing while the pool
+    /// is full.
     fn dispatch(&mut self, now: Instant) {
-        // Each queued job once, in order; those that find no connection go back to the
-        // end, in the same order, in the queue's own buffer.
-        for _ in 0..self.queue.len() {
-            let Some(job) = self.queue.pop_front() else {
-                break;
+        let mut i = 0;
+        while i < self.queue.len() {
+            let idle = self
+                .conns
+                .values()
+                .any(|c| matches!(c.state, ConnState::Idle { .. }));
+            let streams = self.streams();
+            let full_for_requests = !idle && self.conns.len() - streams >= self.max();
+            let full_for_streams = !idle && streams >= self.max();
+            if full_for_requests && (full_for_streams || self.waiting_streams == 0) {
+                return;
+            }
+            let full = if self.queue[i].long_lived {
+                full_for_streams
+            } else {
+                full_for_requests
             };
-            if let Some(job) = self.place(now, job) {
-                self.queue.push_back(job);
+            if full {
+                i += 1;
+                continue;
+            }
+            let Some(job) = self.queue.remove(i) else {
+                return;
+            };
+            let (size, long_lived) = (job.size(), job.long_lived);
+            match self.place(now, job) {
+                Some(job) => {
+                    self.queue.insert(i, job);
+                    i += 1;
+                }
+                None => {
+                    self.waiting_bytes -= size;
+                    self.waiting_streams -= usize::from(long_lived);
+                }
             }
         }
     }
@@ -487,7 +571,7 @@ impl Pool {
                 return None;
             }
         }
-        let streams = self.conns.values().filter(|c| c.long_lived()).count();
+        let streams = self.streams();
         let requests = self.conns.len() - streams;
         let room = if job.long_lived {
             streams < self.max()
