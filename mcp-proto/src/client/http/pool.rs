@@ -223,21 +223,8 @@ impl Pool {
         };
         self.waiting_bytes += job.size();
         self.waiting_streams += usize::from(job.long_lived);
-        // Behind other waiting jobs, with every connection busy and no room for another,
-        // a request cannot go now, and the jobs ahead were tried when the pool last
-        // changed: walking them again for each new job would cost the square of a long
-        // queue (a server flooding the client with requests to answer).
-        let no_room = !job.long_lived
-            && !self.queue.is_empty()
-            && self.conns.len() - self.streams() >= self.max()
-            && !self
-                .conns
-                .values()
-                .any(|c| matches!(c.state, ConnState::Idle { .. }));
         self.queue.push_back(job);
-        if !no_room {
-            self.dispatch(now);
-        }
+        self.dispatch(now);
     }
 
     /// Bytes of the requests waiting for a connection.
