@@ -1124,3 +1124,43 @@ fn a_server_asking_faster_than_it_takes_the_answers_is_cut_off() {
         "{closed:?} ({err:?})"
     );
 }
+
+/// A probe answered on an event stream that crosses a limit got no answer: that is no
+/// evidence that the server is legacy, so the client does not fall back to `initialize`
+/// but fails, naming the limit.
+#[test]
+fn a_probe_answered_on_a_stream_that_crosses_a_limit_is_not_taken_for_legacy() {
+    let long_id = "i".repeat(2000);
+    let mut sim = HttpSim::new(config(EraMode::Auto), move |req| match req.rpc_method() {
+        "server/discover" => {
+            let Reply::Raw(ok) = discover_ok(req) else {
+                unreachable!()
+            };
+            let ok = String::from_utf8(ok).unwrap();
+            let body = ok.split("\r\n\r\n").nth(1).unwrap().to_owned();
+            Reply::sse(&[], &[(Some(long_id.as_str()), body.as_str())])
+        }
+        "initialize" => legacy_init(req, "s"),
+        _ => no_tools(req),
+    });
+    sim.connect();
+    assert!(sim.with_method("initialize").is_empty(), "no fallback");
+    let reason = sim.events.iter().find_map(|e| match e {
+        Event::Closed { reason } => Some(reason.clone()),
+        _ => None,
+    });
+    let Some(reason @ CloseReason::Http(_)) = reason else {
+        panic!("{reason:?} {:?}", sim.client.state());
+    };
+    assert!(
+        reason.to_string().contains("event id"),
+        "the limit is named: {reason}"
+    );
+    assert!(
+        sim.events
+            .iter()
+            .any(|e| matches!(e, Event::PeerError(PeerError::Sse(_)))),
+        "{:?}",
+        sim.events
+    );
+}

@@ -396,7 +396,11 @@ impl HttpLink {
             .into_iter()
             .filter(|r| self.client.is_awaiting(*r))
             .collect();
+        // A handshake answered on a stream that crossed a limit got no answer at all:
+        // that says nothing about the server's era, so it fails as a lost connection
+        // does (a success status without a message would read as a legacy server).
         let status = x.head.as_ref().map(|h| h.status);
+        let status = status.filter(|_| !owed.iter().any(|r| self.client.is_handshake(*r)));
         self.fail_owed(now, &owed, status, &format!("event stream cut: {error}"));
     }
 

@@ -78,6 +78,11 @@ impl Session {
             || self.handshake.as_ref().is_some_and(|h| h.rpc_id == rpc_id)
     }
 
+    /// Whether `rpc_id` is the request of the handshake (the probe or `initialize`).
+    pub(crate) fn is_handshake(&self, rpc_id: i64) -> bool {
+        self.handshake.as_ref().is_some_and(|h| h.rpc_id == rpc_id)
+    }
+
     /// Fails the call whose request `rpc_id` could not be sent.
     pub(crate) fn fail_request(&mut self, rpc_id: i64, error: CallError) {
         if let Some(call) = self.by_rpc.remove(&rpc_id) {
