@@ -752,3 +752,127 @@ fn over_http_ending_a_subscription_while_it_waits_to_reconnect_sends_nothing_mor
         Err(ApiMisuse::UnknownCall(sub))
     );
 }
+
+#[test]
+fn a_listen_never_acknowledged_ends_at_its_timeout_and_an_acknowledged_one_has_none() {
+    let (mut sim, server) = modern();
+    server.silent.set(true);
+    let start = sim.now;
+    let sub = sim
+        .client
+        .call(
+            sim.now,
+            CallRequest::listen(&ListenFilter::new().tools()).timeout(Duration::from_secs(5)),
+        )
+        .unwrap();
+    sim.run_until(|s| ended(s, sub).is_some());
+    assert_eq!(
+        ended(&sim, sub),
+        Some(ListenEnd::Failed(CallError::Timeout(Duration::from_secs(
+            5
+        ))))
+    );
+    assert_eq!(sim.now - start, Duration::from_secs(5));
+    // The server is told the listen is over.
+    sim.step();
+    assert_eq!(server.cancelled.borrow().len(), 1);
+    assert_eq!(
+        server.cancelled.borrow()[0]["params"]["requestId"],
+        server.listen_id(0)
+    );
+
+    // Acknowledged within its timeout: open for as long as it lasts.
+    server.silent.set(false);
+    let sub = sim
+        .client
+        .call(
+            sim.now,
+            CallRequest::listen(&ListenFilter::new().tools()).timeout(Duration::from_secs(5)),
+        )
+        .unwrap();
+    sim.run_until(|s| acknowledged(s, sub).is_some());
+    sim.advance(Duration::from_secs(3600));
+    assert_eq!(ended(&sim, sub), None);
+}
+
+/// The reconnection delays of the subscriptions so far, in order.
+fn reconnect_delays<F: FnMut(&SeenRequest) -> Reply>(sim: &HttpSim<F>) -> Vec<(u32, u64)> {
+    sim.events
+        .iter()
+        .filter_map(|e| match e {
+            Event::SubscriptionReconnecting { attempt, delay, .. } => {
+                Some((*attempt, delay.as_secs()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn over_http_a_server_that_acknowledges_and_drops_the_stream_is_backed_off_and_given_up() {
+    let script = |req: &SeenRequest| {
+        if let Some(r) = http_discover(req) {
+            return r;
+        }
+        Reply::sse_then_drop(None, &[(None, &ack_for(req))])
+    };
+    let mut sim = HttpSim::with_http(config(EraMode::Auto), http_config(4), script);
+    sim.connect();
+    let start = sim.now;
+    let sub = sim
+        .client
+        .call(sim.now, CallRequest::listen(&ListenFilter::new().tools()))
+        .unwrap();
+    sim.run_until(|s| http_ended(s, sub).is_some() || s.requests.len() > 40);
+    assert_eq!(
+        reconnect_delays(&sim),
+        [(1, 1), (2, 2), (3, 4), (4, 8), (5, 16)]
+    );
+    assert!(matches!(
+        http_ended(&sim, sub),
+        Some(ListenEnd::Failed(CallError::Http(_)))
+    ));
+    assert_eq!(sim.with_method("subscriptions/listen").len(), 6);
+    assert_eq!(sim.now - start, Duration::from_secs(31));
+}
+
+#[test]
+fn over_http_a_stream_that_lasted_starts_the_backoff_afresh() {
+    let mut listens = 0;
+    let script = move |req: &SeenRequest| {
+        if let Some(r) = http_discover(req) {
+            return r;
+        }
+        listens += 1;
+        match listens {
+            2 => Reply::sse_then_drop(None, &[(None, &ack_for(req))]),
+            _ => open_stream(&[ack_for(req)]),
+        }
+    };
+    let mut sim = HttpSim::with_http(config(EraMode::Auto), http_config(4), script);
+    sim.connect();
+    let sub = sim
+        .client
+        .call(sim.now, CallRequest::listen(&ListenFilter::new().tools()))
+        .unwrap();
+    let acks = |s: &HttpSim<_>| {
+        s.events
+            .iter()
+            .filter(|e| matches!(e, Event::SubscriptionAcknowledged { subscription, .. } if *subscription == sub))
+            .count()
+    };
+    sim.run_until(|s| acks(s) == 1);
+    // Up 10 s, then lost: not steady yet.
+    sim.advance(Duration::from_secs(10));
+    let stream = *sim.request_conns.last().unwrap();
+    sim.server_closes(stream);
+    sim.run_until(|s| acks(s) == 3);
+    assert_eq!(reconnect_delays(&sim), [(1, 1), (2, 2)]);
+    // Up 40 s: its loss starts again from the first delay.
+    sim.advance(Duration::from_secs(40));
+    let stream = *sim.request_conns.last().unwrap();
+    sim.server_closes(stream);
+    sim.run_until(|s| acks(s) == 4);
+    assert_eq!(reconnect_delays(&sim), [(1, 1), (2, 2), (1, 1)]);
+    assert_eq!(http_ended(&sim, sub), None);
+}

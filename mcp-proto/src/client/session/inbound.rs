@@ -853,7 +853,7 @@ impl Session {
         if n.method != "notifications/cancelled"
             && let Some(id) = self.subscription_of(&n)
         {
-            self.subscription_notification(id, n);
+            self.subscription_notification(now, id, n);
             return;
         }
         match n.method.as_str() {

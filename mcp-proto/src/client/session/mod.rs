@@ -46,8 +46,10 @@
 //! locally with [`CallError::NotInVersion`], as do `resources/subscribe` and
 //! `resources/unsubscribe`.
 //!
-//! A 2026 `subscriptions/listen` ([`CallRequest::listen`]) is a call without a deadline
-//! (at most [`MAX_SUBSCRIPTIONS`] at once). Notifications whose
+//! A 2026 `subscriptions/listen` ([`CallRequest::listen`]) is a call without an end to
+//! wait for (at most [`MAX_SUBSCRIPTIONS`] at once): only its acknowledgement is owed
+//! within the call's timeout; a listen not acknowledged in time ends with
+//! [`CallError::Timeout`]. Notifications whose
 //! `_meta["io.modelcontextprotocol/subscriptionId"]` names its JSON-RPC id (or, over
 //! HTTP, that arrive on its response stream) are its own: the acknowledgement becomes
 //! [`Event::SubscriptionAcknowledged`] (with what was refused), the rest
@@ -56,7 +58,7 @@
 //! for its id, the client's cancel, or a failure. A stream that closes without the end
 //! (HTTP) is not a failure: the listen is sent again after a backoff
 //! ([`Event::SubscriptionReconnecting`]), at most [`MAX_LISTEN_RECONNECTS`] times in a row
-//! without an acknowledgement. In the legacy era a listen ends at once with
+//! without a stream that lasted [`LISTEN_STEADY`] after its acknowledgement. In the legacy era a listen ends at once with
 //! [`CallError::NotInVersion`].
 //!
 //! A `tools/call` may come back as a task: a 2025-11-25 `CreateTaskResult` to a request
@@ -256,10 +258,11 @@ struct Call {
     progress_token: Option<u64>,
     /// Sent again once already on a new legacy session after the old one expired.
     resent_on_new_session: bool,
-    /// A subscription: reconnections since its last acknowledgement.
+    /// A subscription: reconnections in a row without a steady stream (see
+    /// [`LISTEN_STEADY`]).
     reconnects: u32,
-    /// A subscription: the current listen was acknowledged.
-    acknowledged: bool,
+    /// A subscription: when the current listen was acknowledged.
+    acknowledged_at: Option<Instant>,
     /// For a cacheable listing: the caching hints of its pages so far.
     cache: Option<cache::Pending>,
     /// The task behind the call, once the server made one.
@@ -326,8 +329,12 @@ pub(crate) const MAX_SUBSCRIPTIONS: usize = 16;
 pub(crate) const LISTEN_BACKOFF: Duration = Duration::from_secs(1);
 /// The longest wait before a subscription listens again.
 pub(crate) const MAX_LISTEN_DELAY: Duration = Duration::from_secs(30);
-/// Reconnections of a subscription in a row without an acknowledgement before it fails.
+/// Reconnections of a subscription in a row without a steady stream before it fails.
 pub(crate) const MAX_LISTEN_RECONNECTS: u32 = 5;
+/// How long a subscription's stream must have lasted since its acknowledgement for its
+/// loss to start the backoff afresh: a server that acknowledges and drops the stream at
+/// once is not listened to again every second forever.
+pub(crate) const LISTEN_STEADY: Duration = MAX_LISTEN_DELAY;
 
 impl Session {
     /// A new connection; the first bytes (probe or `initialize`) are ready to transmit.
@@ -600,7 +607,7 @@ impl Session {
             let Some(call) = self.calls.get(&id) else {
                 continue;
             };
-            if call.request.method == request::LISTEN {
+            if call.request.method == request::LISTEN && call.rpc_id.is_none() {
                 // The backoff before a reconnection is over: listen again.
                 self.send_call(now, id);
                 continue;
@@ -793,7 +800,7 @@ impl Session {
                 progress_token,
                 resent_on_new_session: false,
                 reconnects: 0,
-                acknowledged: false,
+                acknowledged_at: None,
                 cache: pending,
                 task: None,
                 augmented: false,
@@ -1044,8 +1051,9 @@ impl Session {
         call.pending.clear();
         call.rpc_id = Some(rpc_id);
         let budget = call.left.take().unwrap_or(call.timeout);
-        call.deadline = (call.request.method != request::LISTEN).then(|| now + budget);
-        call.acknowledged = false;
+        // A listen has no end to wait for, but its acknowledgement is owed in time.
+        call.deadline = Some(now + budget);
+        call.acknowledged_at = None;
         self.push_out(out, OutKind::Request(rpc_id));
         self.by_rpc.insert(rpc_id, id);
     }
@@ -1214,7 +1222,7 @@ impl Session {
 
     /// A 2026 notification for the subscription `id`: its acknowledgement, or one of
     /// the notifications it asked for.
-    fn subscription_notification(&mut self, id: CallId, n: jsonrpc::Notification) {
+    fn subscription_notification(&mut self, now: Instant, id: CallId, n: jsonrpc::Notification) {
         if n.method == "notifications/subscriptions/acknowledged" {
             let Some(call) = self.calls.get(&id) else {
                 return;
@@ -1233,8 +1241,8 @@ impl Session {
                 .unwrap_or_default();
             let refused = asked.missing_from(&granted);
             if let Some(call) = self.calls.get_mut(&id) {
-                call.reconnects = 0;
-                call.acknowledged = true;
+                call.acknowledged_at = Some(now);
+                call.deadline = None;
             }
             self.events.push_back(Event::SubscriptionAcknowledged {
                 subscription: id,
@@ -1243,7 +1251,11 @@ impl Session {
             });
             return;
         }
-        if self.calls.get(&id).is_some_and(|c| !c.acknowledged) {
+        if self
+            .calls
+            .get(&id)
+            .is_some_and(|c| c.acknowledged_at.is_none())
+        {
             self.peer_error(PeerError::BeforeAcknowledgement {
                 method: n.method.clone(),
             });
@@ -1261,12 +1273,19 @@ impl Session {
 
     /// The stream of the subscription `id` closed without its end (HTTP): listen again
     /// after a backoff that doubles from [`LISTEN_BACKOFF`] up to [`MAX_LISTEN_DELAY`],
-    /// at most [`MAX_LISTEN_RECONNECTS`] times in a row without an acknowledgement.
-    /// False when it is over instead.
+    /// at most [`MAX_LISTEN_RECONNECTS`] times in a row without a steady stream (one
+    /// acknowledged at least [`LISTEN_STEADY`] before it closed). False when it is over
+    /// instead.
     fn reconnect_subscription(&mut self, now: Instant, id: CallId) -> bool {
         let Some(call) = self.calls.get_mut(&id) else {
             return false;
         };
+        if call
+            .acknowledged_at
+            .is_some_and(|at| now.saturating_duration_since(at) >= LISTEN_STEADY)
+        {
+            call.reconnects = 0;
+        }
         if call.reconnects >= MAX_LISTEN_RECONNECTS || self.state == State::Closed {
             return false;
         }

@@ -268,8 +268,9 @@ impl CallRequest {
     /// names it in [`Event::SubscriptionAcknowledged`](crate::client::Event::SubscriptionAcknowledged),
     /// [`Event::SubscriptionNotification`](crate::client::Event::SubscriptionNotification)
     /// and [`Event::SubscriptionEnded`](crate::client::Event::SubscriptionEnded) (its
-    /// one completion). It has no timeout; [`Client::cancel`](crate::client::Client::cancel)
-    /// ends it (`notifications/cancelled` on stdio, closing the stream over HTTP). The
+    /// one completion). Only its acknowledgement must come within the call's timeout
+    /// (else it ends with [`CallError::Timeout`](crate::client::CallError::Timeout));
+    /// after that it has none. [`Client::cancel`](crate::client::Client::cancel) ends it (`notifications/cancelled` on stdio, closing the stream over HTTP). The
     /// legacy era has no such request: there it ends at once with
     /// [`CallError::NotInVersion`](crate::client::CallError::NotInVersion).
     #[must_use]
