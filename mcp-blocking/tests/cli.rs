@@ -622,7 +622,8 @@ fn typed_content_is_summarised_and_saved_without_overwriting() {
 
 /// A stdio server for `mcp listen` in either era: it acknowledges a
 /// `subscriptions/listen` and sends a tools list change and an update of the first
-/// resource asked for; a `resources/subscribe` gets `{}` and an update of its URI.
+/// resource asked for (a listen for `file:///silent` is never acknowledged); a
+/// `resources/subscribe` gets `{}` and an update of its URI.
 const LISTEN_SERVER: &str = r#"
 import json, sys
 def send(m):
@@ -645,6 +646,8 @@ for line in sys.stdin:
               "params": {"uri": m["params"]["uri"]}})
     elif method == "subscriptions/listen":
         wanted = m["params"]["notifications"]
+        if "file:///silent" in wanted.get("resourceSubscriptions", []):
+            continue
         meta = {"io.modelcontextprotocol/subscriptionId": mid}
         granted = {"toolsListChanged": True,
                    "resourceSubscriptions": wanted.get("resourceSubscriptions", [])[:1]}
@@ -724,6 +727,21 @@ fn listen_prints_change_notifications_in_both_eras() {
     assert_eq!(lines[1]["method"], "notifications/tools/list_changed");
     assert_eq!(lines[2]["method"], "notifications/resources/updated");
     assert_eq!(lines[2]["params"]["uri"], "file:///a");
+
+    // Never acknowledged: the listen ends at the timeout, and that is a failure.
+    let out = run(
+        &config,
+        &[
+            "listen",
+            "new",
+            "--resource",
+            "file:///silent",
+            "--timeout",
+            "1",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "ended failed: timed out after 1s\n");
 
     let out = run(
         &config,

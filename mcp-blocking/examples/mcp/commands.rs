@@ -923,16 +923,16 @@ pub fn listen(
                     );
                 }
                 Event::SubscriptionEnded { end, .. } => {
-                    let detail = match end {
-                        ListenEnd::Complete => "complete".to_owned(),
-                        ListenEnd::CancelledByServer => "cancelled by the server".to_owned(),
-                        ListenEnd::EndedByClient => "ended".to_owned(),
-                        ListenEnd::Failed(e) => format!("failed: {e}"),
-                        other => format!("{other:?}"),
+                    let (detail, status) = match end {
+                        ListenEnd::Complete => ("complete".to_owned(), 0),
+                        ListenEnd::CancelledByServer => ("cancelled by the server".to_owned(), 0),
+                        ListenEnd::EndedByClient => ("ended".to_owned(), 0),
+                        ListenEnd::Failed(e) => (format!("failed: {e}"), 1),
+                        other => (format!("{other:?}"), 1),
                     };
                     listen_line(global, "ended", &Value::String(detail), None);
                     client.close();
-                    return Ok(0);
+                    return Ok(status);
                 }
                 _ => {}
             }
