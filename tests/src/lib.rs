@@ -230,6 +230,41 @@ impl Sim {
         })
     }
 
+    /// A slow server: each time `call` has sent a `method` request, lets `delay` pass and
+    /// then answers it with `answer(id, n)` (the request's id, the answer's number from
+    /// 1), until the call completes. Returns how many answers were given; panics past
+    /// `most`.
+    pub fn answer_each_after(
+        &mut self,
+        call: CallId,
+        method: &str,
+        delay: Duration,
+        most: u32,
+        mut answer: impl FnMut(&Value, u32) -> Value,
+    ) -> u32 {
+        let mut answered = 0;
+        loop {
+            self.step();
+            self.advance(delay);
+            if self.completion(call).is_some() {
+                return answered;
+            }
+            assert!(answered < most, "still going after {answered} answers");
+            answered += 1;
+            let Some(id) = self
+                .sent_with_method(method)
+                .last()
+                .map(|m| m["id"].clone())
+            else {
+                panic!("no {method} request");
+            };
+            let message = answer(&id, answered);
+            self.client
+                .handle_read(self.now, ConnId::STDIO, format!("{message}\n").as_bytes());
+            self.drain();
+        }
+    }
+
     /// Advances the fake clock.
     pub fn advance(&mut self, d: Duration) {
         self.now += d;

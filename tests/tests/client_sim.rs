@@ -1590,28 +1590,13 @@ fn the_pages_of_a_listing_share_its_timeout() {
             CallRequest::list_tools().timeout(Duration::from_secs(5)),
         )
         .unwrap();
-    let mut pages = 0;
-    while sim.completion(call).is_none() {
-        assert!(pages < 10, "still listing after {pages} pages");
-        sim.step();
-        let Some(last) = sim
-            .sent_with_method("tools/list")
-            .last()
-            .map(|m| m["id"].clone())
-        else {
-            panic!("no request")
-        };
-        sim.advance(Duration::from_secs(2));
-        if sim.completion(call).is_some() {
-            break;
-        }
-        pages += 1;
-        let page = json!({"jsonrpc":"2.0","id":last,
-            "result":{"tools":[],"nextCursor":format!("c{pages}")}});
-        sim.client
-            .handle_read(sim.now, ConnId::STDIO, format!("{page}\n").as_bytes());
-        sim.drain();
-    }
+    let pages = sim.answer_each_after(
+        call,
+        "tools/list",
+        Duration::from_secs(2),
+        10,
+        |id, n| json!({"jsonrpc":"2.0","id":id,"result":{"tools":[],"nextCursor":format!("c{n}")}}),
+    );
     assert_eq!(
         sim.completion(call).unwrap().unwrap_err(),
         CallError::Timeout(Duration::from_secs(5))

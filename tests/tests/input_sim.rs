@@ -1099,7 +1099,6 @@ fn roots_log_levels_and_refused_answers_are_recorded_and_replay() {
 fn the_rounds_of_a_call_share_its_timeout() {
     // Each round takes the server 2 s and asks for nothing but another round: a 5 s call
     // ends at its timeout, not after ten rounds of 2 s.
-    use mcp_proto::client::ConnId;
     use std::time::Duration;
     let peer = Scripted::new(|m: &Value| match m["method"].as_str() {
         Some("server/discover") => vec![discover_ok(m)],
@@ -1115,22 +1114,10 @@ fn the_rounds_of_a_call_share_its_timeout() {
             CallRequest::call_tool("t", json!({})).timeout(Duration::from_secs(5)),
         )
         .unwrap();
-    let mut rounds = 0;
-    loop {
-        sim.step();
-        sim.advance(Duration::from_secs(2));
-        if sim.completion(call).is_some() {
-            break;
-        }
-        assert!(rounds < 10, "still going after {rounds} rounds");
-        rounds += 1;
-        let last = sim.sent_with_method("tools/call").last().unwrap()["id"].clone();
-        let again = json!({"jsonrpc":"2.0","id":last,"result":{
-            "resultType":"input_required","requestState":format!("r{rounds}")}});
-        sim.client
-            .handle_read(sim.now, ConnId::STDIO, format!("{again}\n").as_bytes());
-        sim.drain();
-    }
+    let rounds = sim.answer_each_after(call, "tools/call", Duration::from_secs(2), 10, |id, n| {
+        json!({"jsonrpc":"2.0","id":id,"result":{
+            "resultType":"input_required","requestState":format!("r{n}")}})
+    });
     assert_eq!(
         sim.completion(call).unwrap().unwrap_err(),
         CallError::Timeout(Duration::from_secs(5))
