@@ -3,12 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::HttpLink;
 use crate::client::Event;
-use crate::http::xmcp::tool_param_headers;
+use crate::http::xmcp::tool_declarations;
 use crate::jsonrpc::{self, RequestId, Response};
 use crate::version::Era;
 
@@ -71,19 +70,22 @@ impl HttpLink {
     ) -> Vec<(String, crate::http::xmcp::InvalidAnnotation)> {
         let mut excluded = Vec::new();
         tools.retain(|raw_tool| {
-            let tool: Value = serde_json::from_str(raw_tool.get()).unwrap_or(Value::Null);
-            let name = tool.get("name").and_then(Value::as_str).unwrap_or("");
-            let schema = tool.get("inputSchema").unwrap_or(&Value::Null);
-            match tool_param_headers(schema) {
+            // Read for its name and annotations only, never as a whole `Value`: a
+            // listing may be as large as a message.
+            let Some((name, declared)) = tool_declarations(raw_tool.get()) else {
+                // No name: nothing can call it, so nothing to learn.
+                return true;
+            };
+            match declared {
                 Ok(headers) => {
-                    self.tool_headers.insert(name.to_owned(), headers);
-                    self.excluded_tools.remove(name);
+                    self.excluded_tools.remove(&name);
+                    self.tool_headers.insert(name, headers);
                     true
                 }
                 Err(reason) => {
-                    self.tool_headers.remove(name);
-                    self.excluded_tools.insert(name.to_owned(), reason.clone());
-                    excluded.push((name.to_owned(), reason));
+                    self.tool_headers.remove(&name);
+                    self.excluded_tools.insert(name.clone(), reason.clone());
+                    excluded.push((name, reason));
                     false
                 }
             }

@@ -25,13 +25,21 @@
 //! * Instance data is not schema: `const`, `default`, `enum` and `examples` values are
 //!   not searched, and a *property named* `x-mcp-header` is just a property.
 //!
-//! The walk is iterative, so a deeply nested schema cannot overflow the stack.
-//! Declarations come out in a pre-order walk of the schema in `serde_json` map order.
+//! The schema is first read for what can bear on its annotations only (`pruned.rs`), so
+//! a large schema from a server costs about what its annotations take as text, and
+//! nesting past [`MAX_SCHEMA_DEPTH`] levels makes the tool invalid
+//! ([`InvalidAnnotation::TooDeep`]). The walk itself is iterative. Declarations come out
+//! in a pre-order walk of the schema in `serde_json` map order (keys sorted).
+
+mod pruned;
 
 use std::collections::HashMap;
 use std::fmt;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
+
+pub use pruned::MAX_SCHEMA_DEPTH;
+use pruned::Node;
 
 use super::chars::is_tchar;
 use super::headers::{HeaderError, MCP_PARAM_PREFIX, encode_header_value, primitive_text};
@@ -183,6 +191,13 @@ pub enum InvalidAnnotation {
         /// The limit in force.
         limit: usize,
     },
+    /// The schema nests deeper than [`MAX_SCHEMA_DEPTH`] levels: its annotations were not
+    /// checked.
+    #[error("inputSchema nested deeper than {limit} levels")]
+    TooDeep {
+        /// The limit in force.
+        limit: usize,
+    },
     /// Two annotations are equal ignoring case.
     #[error("x-mcp-header {name:?} at {at:?} duplicates {other:?}")]
     Duplicate {
@@ -260,24 +275,46 @@ pub fn is_valid_header_name(name: &str) -> bool {
 /// declarations, or the first reason the tool is invalid (see the module docs). A schema
 /// that is not an object has no annotations.
 pub fn tool_param_headers(input_schema: &Value) -> Result<Vec<ParamHeader>, InvalidAnnotation> {
-    let mut out: Vec<ParamHeader> = Vec::new();
-    if !input_schema.is_object() || !may_annotate(input_schema, 0) {
-        return Ok(out);
+    declarations(pruned::prune(input_schema))
+}
+
+/// A tool of a listing, as JSON text: its name and its declarations (or why it is
+/// invalid). `None` when it has no string `name`.
+pub(crate) fn tool_declarations(
+    raw_tool: &str,
+) -> Option<(String, Result<Vec<ParamHeader>, InvalidAnnotation>)> {
+    let (name, schema) = pruned::prune_tool(raw_tool)?;
+    Some((name, declarations(schema)))
+}
+
+fn declarations(schema: Result<Option<Node>, bool>) -> Result<Vec<ParamHeader>, InvalidAnnotation> {
+    match schema {
+        Ok(Some(root @ Node::Object(_))) => walk(&root),
+        Err(true) => Err(InvalidAnnotation::TooDeep {
+            limit: MAX_SCHEMA_DEPTH,
+        }),
+        // Not an object, nothing annotated, or not JSON at all.
+        _ => Ok(Vec::new()),
     }
+}
+
+/// The declarations of a pruned schema, in pre-order.
+fn walk(input_schema: &Node) -> Result<Vec<ParamHeader>, InvalidAnnotation> {
+    let mut out: Vec<ParamHeader> = Vec::new();
     let mut crumbs: Vec<Crumb<'_>> = Vec::new();
     // Names declared so far, lower-cased, with their index in `out`: duplicates are found
     // in constant time, so a schema full of annotations costs linear time.
     let mut seen: HashMap<String, usize> = HashMap::new();
     // (node, its crumb, the first keyword on the way that is not `properties`), walked
     // in pre-order thanks to reversed pushes.
-    let mut stack: Vec<(&Value, Option<usize>, Option<&str>)> = vec![(input_schema, None, None)];
+    let mut stack: Vec<(&Node, Option<usize>, Option<&str>)> = vec![(input_schema, None, None)];
     let mut children = Vec::new();
     while let Some((node, at, via)) = stack.pop() {
-        let obj = match node {
-            Value::Object(obj) => obj,
-            Value::Array(items) => {
-                for (i, item) in items.iter().enumerate() {
-                    let c = step(&mut crumbs, at, Token::Index(i), false);
+        let members = match node {
+            Node::Object(members) => members,
+            Node::Array(items) => {
+                for (i, item) in items {
+                    let c = step(&mut crumbs, at, Token::Index(*i), false);
                     children.push((item, c, via));
                 }
                 stack.extend(children.drain(..).rev());
@@ -285,13 +322,13 @@ pub fn tool_param_headers(input_schema: &Value) -> Result<Vec<ParamHeader>, Inva
             }
             _ => continue,
         };
-        if let Some(annotation) = obj.get(X_MCP_HEADER) {
+        if let Some(annotation) = Node::member(members, X_MCP_HEADER) {
             if out.len() == MAX_PARAM_HEADERS {
                 return Err(InvalidAnnotation::TooMany {
                     limit: MAX_PARAM_HEADERS,
                 });
             }
-            let found = check_annotation(obj, annotation, at, via, &crumbs)?;
+            let found = check_annotation(members, annotation, at, via, &crumbs)?;
             if let Some(&earlier) = seen.get(&found.name.to_ascii_lowercase()) {
                 return Err(InvalidAnnotation::Duplicate {
                     at: pointer(&crumbs, at),
@@ -302,20 +339,20 @@ pub fn tool_param_headers(input_schema: &Value) -> Result<Vec<ParamHeader>, Inva
             seen.insert(found.name.to_ascii_lowercase(), out.len());
             out.push(found);
         }
-        for (key, value) in obj {
-            if key == X_MCP_HEADER || DATA_KEYWORDS.contains(&key.as_str()) {
+        for (key, value) in members {
+            if key == X_MCP_HEADER {
                 continue;
             }
             let here = step(&mut crumbs, at, Token::Key(key), false);
             let keyword_via = via.or(Some(key.as_str()));
             match value {
-                Value::Object(map) if key == "properties" => {
+                Node::Object(map) if key == "properties" => {
                     for (name, schema) in map {
                         let c = step(&mut crumbs, here, Token::Key(name), via.is_none());
                         children.push((schema, c, via));
                     }
                 }
-                Value::Object(map) if SCHEMA_MAP_KEYWORDS.contains(&key.as_str()) => {
+                Node::Object(map) if SCHEMA_MAP_KEYWORDS.contains(&key.as_str()) => {
                     for (name, schema) in map {
                         let c = step(&mut crumbs, here, Token::Key(name), false);
                         children.push((schema, c, keyword_via));
@@ -327,22 +364,6 @@ pub fn tool_param_headers(input_schema: &Value) -> Result<Vec<ParamHeader>, Inva
         stack.extend(children.drain(..).rev());
     }
     Ok(out)
-}
-
-/// Whether `x-mcp-header` may be a key somewhere in `value`: false only when it is not a
-/// key of any object in it, so the walk above, which looks at fewer places, would find
-/// nothing. Costs no allocation; past a nesting depth it gives up and says true.
-fn may_annotate(value: &Value, depth: usize) -> bool {
-    const DEPTH: usize = 32;
-    match value {
-        Value::Object(obj) => {
-            depth >= DEPTH
-                || obj.contains_key(X_MCP_HEADER)
-                || obj.values().any(|v| may_annotate(v, depth + 1))
-        }
-        Value::Array(items) => depth >= DEPTH || items.iter().any(|v| may_annotate(v, depth + 1)),
-        _ => false,
-    }
 }
 
 /// Records one step and returns its index.
@@ -362,14 +383,14 @@ fn step<'a>(
 
 /// Validates the annotation found on `obj`.
 fn check_annotation(
-    obj: &Map<String, Value>,
-    annotation: &Value,
+    members: &[(String, Node)],
+    annotation: &Node,
     at: Option<usize>,
     via: Option<&str>,
     crumbs: &[Crumb<'_>],
 ) -> Result<ParamHeader, InvalidAnnotation> {
     let at_owned = || pointer(crumbs, at);
-    let Value::String(name) = annotation else {
+    let Node::Text(name) = annotation else {
         return Err(InvalidAnnotation::NotAString { at: at_owned() });
     };
     if name.is_empty() {
@@ -390,14 +411,14 @@ fn check_annotation(
     if at.is_none() {
         return Err(InvalidAnnotation::OnRoot);
     }
-    let kind = match obj.get("type") {
+    let kind = match Node::member(members, "type") {
         None => {
             return Err(InvalidAnnotation::MissingType {
                 at: at_owned(),
                 name: name.clone(),
             });
         }
-        Some(Value::String(t)) => match t.as_str() {
+        Some(Node::Text(t)) => match t.as_str() {
             "string" => Primitive::String,
             "integer" => Primitive::Integer,
             "boolean" => Primitive::Boolean,
@@ -456,7 +477,7 @@ pub fn extract_param_values(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Map, json};
 
     #[test]
     fn nested_and_data_keywords() {
@@ -556,10 +577,11 @@ mod tests {
         assert_eq!(tool_param_headers(&only_data), Ok(Vec::new()));
     }
 
-    #[test]
-    fn deep_schema_does_not_overflow() {
+    /// A schema `levels` properties deep (two containers per level) with an annotated
+    /// string at the bottom.
+    fn nested(levels: usize) -> Value {
         let mut v = json!({"type": "string", "x-mcp-header": "Deep"});
-        for _ in 0..100_000 {
+        for _ in 0..levels {
             // Built by hand: `json!` would re-serialise `v` recursively.
             let mut props = Map::new();
             props.insert("n".to_owned(), v);
@@ -568,9 +590,124 @@ mod tests {
             obj.insert("properties".to_owned(), Value::Object(props));
             v = Value::Object(obj);
         }
-        let got = tool_param_headers(&v).unwrap();
-        assert_eq!(got[0].path.len(), 100_000);
+        v
+    }
+
+    #[test]
+    fn a_deep_schema_is_refused_without_overflowing() {
+        let fits = nested(MAX_SCHEMA_DEPTH / 2 - 1);
+        assert_eq!(
+            tool_param_headers(&fits).unwrap()[0].path.len(),
+            MAX_SCHEMA_DEPTH / 2 - 1
+        );
+        let tool = json!({"name": "t", "inputSchema": fits}).to_string();
+        assert_eq!(tool_declarations(&tool).unwrap().1.unwrap().len(), 1);
+        let too_deep = Err(InvalidAnnotation::TooDeep {
+            limit: MAX_SCHEMA_DEPTH,
+        });
+        assert_eq!(tool_param_headers(&nested(MAX_SCHEMA_DEPTH / 2)), too_deep);
+        // Deeper than serde_json reads text: still this error, with the tool's name
+        // (given after its schema).
+        let deep = nested(1000);
+        let text = format!(r#"{{"inputSchema":{deep},"name":"t"}}"#);
+        assert_eq!(
+            tool_declarations(&text),
+            Some(("t".to_owned(), too_deep.clone()))
+        );
+        let v = nested(100_000);
+        assert_eq!(tool_param_headers(&v), too_deep);
         // Dropping a deeply nested Value recurses inside serde_json; leak it instead.
         std::mem::forget(v);
+    }
+
+    #[test]
+    fn a_tool_read_as_text_keeps_only_what_bears_on_its_annotations() {
+        let junk = vec![0; 100_000];
+        let objects = vec![json!({}); 10_000];
+        let many = vec!["x"; 1000];
+        let tool = json!({"name": "big", "description": "x".repeat(10_000), "inputSchema": {
+        "type": "object", "junk": junk, "objects": objects, "required": ["a"],
+        "properties": {
+            "a": {"type": "string", "x-mcp-header": "A", "enum": many},
+            "b": {"type": "integer", "description": "plain"},
+            "enum": {"type": "boolean", "x-mcp-header": "E"},
+            "list": {"type": "array", "items": [0, 1, {"type": "string", "x-mcp-header": "I"}]}
+        }}})
+        .to_string();
+        let (name, schema) = pruned::prune_tool(&tool).unwrap();
+        assert_eq!(name, "big");
+        let root = schema.unwrap().unwrap();
+        // root, properties, a (+ its annotation and type), enum (+ 2), list, items, the
+        // third item (+ 2).
+        assert_eq!(root.count(), 13, "{root:?}");
+        let Err(InvalidAnnotation::NotReachable { at, via }) = declarations(Ok(Some(root))) else {
+            panic!("the annotation under items is not reachable");
+        };
+        assert_eq!(
+            (at.as_str(), via.as_str()),
+            ("/properties/list/items/2", "items")
+        );
+    }
+
+    #[test]
+    fn text_and_value_give_the_same_declarations() {
+        let schemas = [
+            json!({"type": "object", "properties": {
+                "z": {"type": "string", "x-mcp-header": "Z"},
+                "a": {"type": "object", "properties": {"b": {"type": "boolean", "x-mcp-header": "B"}}},
+                "type": {"type": "integer", "x-mcp-header": "T"},
+                "default": {"type": "string", "x-mcp-header": "D"}}}),
+            json!({"type": "object", "properties": {"p": {"type": ["string", "null"], "x-mcp-header": "P"}}}),
+            json!({"type": "object", "properties": {"p": {"type": {"x-mcp-header": "Q"}, "x-mcp-header": "P"}}}),
+            json!({"type": "object", "properties": {"p": {"type": "string", "x-mcp-header": 7}}}),
+            json!({"type": "object", "properties": {"p": {"x-mcp-header": "P"}}}),
+            json!({"type": "object", "$defs": {"d": {"type": "string", "x-mcp-header": "D"}}}),
+            json!({"type": "object", "x-mcp-header": "Root"}),
+            json!([{"type": "string", "x-mcp-header": "A"}]),
+            annotated(70, "Last"),
+        ];
+        for schema in schemas {
+            let tool = json!({"name": "t", "inputSchema": schema}).to_string();
+            let (_, from_text) = tool_declarations(&tool).unwrap();
+            assert_eq!(from_text, tool_param_headers(&schema), "{schema}");
+        }
+        assert_eq!(
+            tool_param_headers(&json!({"type": "object", "properties": {
+                "z": {"type": "string", "x-mcp-header": "Z"},
+                "a": {"type": "object", "properties": {"b": {"type": "boolean", "x-mcp-header": "B"}}},
+                "type": {"type": "integer", "x-mcp-header": "T"},
+                "default": {"type": "string", "x-mcp-header": "D"}}}))
+            .unwrap()
+            .iter()
+            .map(|h| h.name.as_str())
+            .collect::<Vec<_>>(),
+            ["B", "D", "T", "Z"],
+            "pre-order, keys sorted; properties named like keywords are properties"
+        );
+    }
+
+    #[test]
+    fn of_repeated_keys_the_last_counts_as_in_a_value() {
+        let text = r#"{"name":"t","inputSchema":{"type":"object","properties":{
+            "a":{"type":"string","x-mcp-header":"A"},"a":{"type":"string"},
+            "b":{"type":"string"},"b":{"type":"integer","x-mcp-header":"B"}}}}"#;
+        let (_, declared) = tool_declarations(text).unwrap();
+        let value: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(declared, tool_param_headers(&value["inputSchema"]));
+        assert_eq!(
+            declared.unwrap(),
+            [ParamHeader {
+                name: "B".into(),
+                path: vec!["b".into()],
+                kind: Primitive::Integer
+            }]
+        );
+    }
+
+    #[test]
+    fn a_tool_without_a_string_name_is_not_read() {
+        assert_eq!(tool_declarations(r#"{"name":3,"inputSchema":{}}"#), None);
+        assert_eq!(tool_declarations(r#"{"inputSchema":{}}"#), None);
+        assert_eq!(tool_declarations("[]"), None);
     }
 }
