@@ -1,7 +1,7 @@
 //! Fuzz entry points for the SSE decoder and the 2026 header value codec.
 
 use crate::http::headers::{decode_header_bytes, decode_header_value, encode_header_value};
-use crate::http::xmcp::{extract_param_values, tool_param_headers};
+use crate::http::xmcp::{extract_param_values, tool_declarations, tool_param_headers};
 use crate::sse::{SseDecoder, SseError, SseEvent, SseLimits};
 
 /// Everything observable from decoding one stream (shared with the decoder's tests).
@@ -92,10 +92,18 @@ pub fn header_value(data: &[u8]) {
             Ok(s),
             "round trip failed"
         );
-        if let Ok(schema) = serde_json::from_str::<serde_json::Value>(s)
-            && let Ok(headers) = tool_param_headers(&schema)
-        {
-            let _ = extract_param_values(&headers, &schema);
+        if let Ok(schema) = serde_json::from_str::<serde_json::Value>(s) {
+            let declared = tool_param_headers(&schema);
+            // The schema read from text (as a client reads a listing) says the same.
+            let tool = format!(r#"{{"name":"t","inputSchema":{s}}}"#);
+            assert_eq!(
+                tool_declarations(&tool).map(|(_, d)| d),
+                Some(declared.clone()),
+                "text and value disagree"
+            );
+            if let Ok(headers) = declared {
+                let _ = extract_param_values(&headers, &schema);
+            }
         }
     }
     if let Ok(v) = decoded {
