@@ -43,7 +43,8 @@ pub struct Limits {
     pub max_input_rounds: u32,
     /// Input requests in one MRTR round. Default 16.
     pub max_inputs_per_round: usize,
-    /// Bytes of input requests accepted over all rounds of one call. Default 1 MiB.
+    /// Bytes of `input_required` results (input requests and `requestState` included)
+    /// accepted over all rounds of one call. Default 1 MiB.
     pub max_input_bytes_per_call: usize,
     /// Server→client requests (legacy) awaiting the user's answer. Default 64.
     pub max_pending_server_requests: usize,

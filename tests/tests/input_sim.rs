@@ -842,7 +842,7 @@ fn input_requests_over_the_byte_limit_are_refused_before_they_are_parsed() {
         .call(CallRequest::call_tool("t", json!({})))
         .unwrap_err();
     assert!(
-        matches!(&err, CallError::InvalidInputRequest(m) if m.contains("bytes, over the limit")),
+        matches!(&err, CallError::InvalidInputRequest(m) if m.contains("bytes over this call's rounds, over the limit of") && m.contains("max_input_bytes_per_call")),
         "{err:?}"
     );
 }

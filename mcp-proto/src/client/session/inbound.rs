@@ -498,7 +498,11 @@ impl Session {
         }
         let bytes = call.input_bytes + raw.get().len();
         if bytes > limits.max_input_bytes_per_call {
-            let msg = format!("input requests total {bytes} bytes, over the limit");
+            let msg = format!(
+                "input_required results total {bytes} bytes over this call's rounds, over the \
+                 limit of {} (max_input_bytes_per_call)",
+                limits.max_input_bytes_per_call
+            );
             return fail(self, CallError::InvalidInputRequest(msg));
         }
         let parsed = match serde_json::from_str::<InputRequired<'_>>(raw.get()) {
