@@ -461,6 +461,21 @@ fn server_text_is_neutralised_in_text_and_exact_in_json() {
     let message = stderr(&out);
     assert!(message.contains("no^[]0;such^Gtool"), "{message}");
     assert!(!message.contains(drives_a_terminal), "{message}");
+
+    // A long error message is cut in text, whole in JSON.
+    let long = format!("tool{}", "x".repeat(10_000));
+    let out = run(&config, &["call", "ex", &long]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let first = stderr(&out).lines().next().unwrap_or_default().to_owned();
+    assert!(
+        first.starts_with("mcp: ") && first.ends_with("x…"),
+        "{first}"
+    );
+    assert_eq!(first.chars().count(), "mcp: ".len() + 2000 + 1);
+    let out = run(&config, &["--format", "json", "call", "ex", &long]);
+    assert_eq!(out.status.code(), Some(1));
+    let message = json(&out)["error"]["message"].as_str().unwrap().to_owned();
+    assert!(message.contains(&long), "{}", message.len());
 }
 
 #[cfg(unix)]

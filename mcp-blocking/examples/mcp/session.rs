@@ -224,6 +224,30 @@ pub fn record_to(path: &Path) -> Result<(), Failure> {
 /// The shortest time between two progress lines on a terminal.
 const PROGRESS_EVERY: Duration = Duration::from_millis(100);
 
+/// Lets a line through at most once per period, and always the last one.
+struct Throttle {
+    every: Duration,
+    last: Option<std::time::Instant>,
+}
+
+impl Throttle {
+    fn new(every: Duration) -> Self {
+        Throttle { every, last: None }
+    }
+
+    /// Whether a line at `now` is shown; `last_one` lines always are.
+    fn admit(&mut self, now: std::time::Instant, last_one: bool) -> bool {
+        let soon = self
+            .last
+            .is_some_and(|at| now.saturating_duration_since(at) < self.every);
+        if soon && !last_one {
+            return false;
+        }
+        self.last = Some(now);
+        true
+    }
+}
+
 /// Options: input handler, progress on a terminal, wire log with `-v`, transcript with
 /// `--record`.
 pub fn options(global: &Global, input: InputMode, server: &str) -> Options {
@@ -261,13 +285,12 @@ pub fn options(global: &Global, input: InputMode, server: &str) -> Options {
     if output::show_progress() {
         // A line at most every PROGRESS_EVERY (and the last one, when it says so): a
         // server that floods progress must not make the terminal the bottleneck.
-        let mut last: Option<std::time::Instant> = None;
+        let mut throttle = Throttle::new(PROGRESS_EVERY);
         options = options.on_progress(move |p| {
             let finished = p.total.is_some_and(|t| p.progress >= t);
-            if !finished && last.is_some_and(|at| at.elapsed() < PROGRESS_EVERY) {
+            if !throttle.admit(std::time::Instant::now(), finished) {
                 return;
             }
-            last = Some(std::time::Instant::now());
             let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
             let msg = output::clip(&clean(p.message.as_deref().unwrap_or("")), 200);
             eprintln!("progress {}{total} {msg}", p.progress);
@@ -371,6 +394,21 @@ pub fn probe_timeout(global: &Global) -> Duration {
 mod tests {
     use super::*;
     use mcp_blocking::mcp_proto::client::CloseReason;
+
+    #[test]
+    fn progress_is_shown_at_most_every_period_and_always_at_the_end() {
+        let start = std::time::Instant::now();
+        let at = |ms| start + Duration::from_millis(ms);
+        let mut throttle = Throttle::new(Duration::from_millis(100));
+        let shown: Vec<u64> = (0..1000)
+            .map(|i| i * 3)
+            .filter(|&ms| throttle.admit(at(ms), false))
+            .collect();
+        // One line per 100 ms of a flood every 3 ms: at 0, 102, 204, …
+        assert_eq!(shown.len(), 30, "{shown:?}");
+        assert!(shown.windows(2).all(|w| w[1] - w[0] >= 100), "{shown:?}");
+        assert!(throttle.admit(at(3000), true), "the last line always shows");
+    }
 
     #[test]
     fn the_path_hint_is_given_only_when_something_was_not_found() {
