@@ -1,6 +1,6 @@
 //! The commands: managing the servers file, and using a server.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::time::Duration;
 
@@ -638,12 +638,16 @@ pub fn tasks(global: &Global, server: &str) -> Result<u8, Failure> {
 }
 
 fn print_tool_result(result: &CallToolResult, saver: &mut Saver) {
-    // A line at a time: a result can hold millions of blocks.
+    // A block at a time (a result can hold millions of them), written in large pieces
+    // rather than a system call per line.
     let mut printed = false;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     for block in result.blocks() {
-        println!("{}", clean(&content::render(&block, saver)));
+        let _ = writeln!(out, "{}", clean(&content::render(&block, saver)));
         printed = true;
     }
+    let _ = out.flush();
+    drop(out);
     if let Some(s) = &result.structured_content
         && !printed
     {
