@@ -513,6 +513,17 @@ fn http_config(max_connections: usize) -> HttpConfig {
     http
 }
 
+/// A connected HTTP simulation (a pool of four) with a listen for tool changes started.
+fn http_listening<F: FnMut(&SeenRequest) -> Reply>(script: F) -> (HttpSim<F>, CallId) {
+    let mut sim = HttpSim::with_http(config(EraMode::Auto), http_config(4), script);
+    sim.connect();
+    let sub = sim
+        .client
+        .call(sim.now, CallRequest::listen(&ListenFilter::new().tools()))
+        .unwrap();
+    (sim, sub)
+}
+
 fn http_discover(req: &SeenRequest) -> Option<Reply> {
     (req.rpc_method() == "server/discover").then(|| {
         http_result(
@@ -664,12 +675,7 @@ fn over_http_the_complete_result_ends_the_subscription_and_reconnects_are_bounde
             other => panic!("unexpected {other}"),
         }
     };
-    let mut sim = HttpSim::with_http(config(EraMode::Auto), http_config(4), script);
-    sim.connect();
-    let done = sim
-        .client
-        .call(sim.now, CallRequest::listen(&ListenFilter::new().tools()))
-        .unwrap();
+    let (mut sim, done) = http_listening(script);
     sim.run_until(|s| http_ended(s, done).is_some());
     assert_eq!(http_ended(&sim, done), Some(ListenEnd::Complete));
 
@@ -731,12 +737,7 @@ fn over_http_ending_a_subscription_while_it_waits_to_reconnect_sends_nothing_mor
         }
         Reply::NetworkError
     };
-    let mut sim = HttpSim::with_http(config(EraMode::Auto), http_config(4), script);
-    sim.connect();
-    let sub = sim
-        .client
-        .call(sim.now, CallRequest::listen(&ListenFilter::new().tools()))
-        .unwrap();
+    let (mut sim, sub) = http_listening(script);
     sim.run_until(|s| {
         s.events
             .iter()
@@ -758,13 +759,12 @@ fn a_listen_never_acknowledged_ends_at_its_timeout_and_an_acknowledged_one_has_n
     let (mut sim, server) = modern();
     server.silent.set(true);
     let start = sim.now;
-    let sub = sim
-        .client
-        .call(
-            sim.now,
-            CallRequest::listen(&ListenFilter::new().tools()).timeout(Duration::from_secs(5)),
-        )
-        .unwrap();
+    let listen_5s = |sim: &mut Sim| {
+        let request = CallRequest::listen(&ListenFilter::new().tools());
+        let request = request.timeout(Duration::from_secs(5));
+        sim.client.call(sim.now, request).unwrap()
+    };
+    let sub = listen_5s(&mut sim);
     sim.run_until(|s| ended(s, sub).is_some());
     assert_eq!(
         ended(&sim, sub),
@@ -783,13 +783,7 @@ fn a_listen_never_acknowledged_ends_at_its_timeout_and_an_acknowledged_one_has_n
 
     // Acknowledged within its timeout: open for as long as it lasts.
     server.silent.set(false);
-    let sub = sim
-        .client
-        .call(
-            sim.now,
-            CallRequest::listen(&ListenFilter::new().tools()).timeout(Duration::from_secs(5)),
-        )
-        .unwrap();
+    let sub = listen_5s(&mut sim);
     sim.run_until(|s| acknowledged(s, sub).is_some());
     sim.advance(Duration::from_secs(3600));
     assert_eq!(ended(&sim, sub), None);
@@ -816,13 +810,8 @@ fn over_http_a_server_that_acknowledges_and_drops_the_stream_is_backed_off_and_g
         }
         Reply::sse_then_drop(None, &[(None, &ack_for(req))])
     };
-    let mut sim = HttpSim::with_http(config(EraMode::Auto), http_config(4), script);
-    sim.connect();
+    let (mut sim, sub) = http_listening(script);
     let start = sim.now;
-    let sub = sim
-        .client
-        .call(sim.now, CallRequest::listen(&ListenFilter::new().tools()))
-        .unwrap();
     sim.run_until(|s| http_ended(s, sub).is_some() || s.requests.len() > 40);
     assert_eq!(
         reconnect_delays(&sim),
@@ -849,12 +838,7 @@ fn over_http_a_stream_that_lasted_starts_the_backoff_afresh() {
             _ => open_stream(&[ack_for(req)]),
         }
     };
-    let mut sim = HttpSim::with_http(config(EraMode::Auto), http_config(4), script);
-    sim.connect();
-    let sub = sim
-        .client
-        .call(sim.now, CallRequest::listen(&ListenFilter::new().tools()))
-        .unwrap();
+    let (mut sim, sub) = http_listening(script);
     let acks = |s: &HttpSim<_>| {
         s.events
             .iter()
