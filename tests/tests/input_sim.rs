@@ -285,6 +285,35 @@ fn an_unsupported_form_schema_is_refused_without_asking() {
     )));
 }
 
+#[test]
+fn an_oversized_form_schema_is_refused_unread() {
+    let choices: Vec<String> = (0..40_000).map(|i| format!("c{i}")).collect();
+    let elicit = json!({"method":"elicitation/create","params":{"message":"?",
+        "requestedSchema":{"type":"object","properties":{"p":{"type":"string","enum":choices}}}}});
+    let mut sim = Sim::new(config(EraMode::Legacy), legacy_asking(elicit.clone()));
+    sim.connect();
+    let out = sim.call(CallRequest::call_tool("t", json!({}))).unwrap();
+    assert_eq!(text(&out)["code"], -32602);
+    let message = text(&out)["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let oversized =
+        |m: &str| m.contains("the requested schema is") && m.contains("(at most 262144)");
+    assert!(oversized(&message), "{message}");
+    assert!(asked(&sim).is_empty());
+    // The same in a 2026 input round: the entry is declined.
+    let mut sim = Sim::new(config(EraMode::Auto), modern_asking(json!({"f": elicit})));
+    sim.connect();
+    let out = sim.call(CallRequest::call_tool("t", json!({}))).unwrap();
+    assert_eq!(text(&out), json!({"f":{"action":"decline"}}));
+    assert!(asked(&sim).is_empty());
+    assert!(sim.events.iter().any(|e| matches!(
+        e,
+        Event::PeerError(PeerError::RequestRefused { reason, .. }) if oversized(reason)
+    )));
+}
+
 // ----- sampling -----------------------------------------------------------------------
 
 struct Sampler;

@@ -24,6 +24,11 @@ use serde_json::{Map, Value};
 /// Most properties a form may have.
 pub const MAX_FORM_FIELDS: usize = 256;
 
+/// Largest requested schema read, as JSON text: a form of [`MAX_FORM_FIELDS`] fields with
+/// titles, descriptions and choices fits many times over, and a schema is read into
+/// values costing tens of bytes per choice, so a larger one is refused unread.
+pub const MAX_FORM_SCHEMA_BYTES: usize = 256 * 1024;
+
 /// Why a schema is not in the subset, or an answer does not satisfy it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]

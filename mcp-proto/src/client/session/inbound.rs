@@ -15,7 +15,7 @@ use super::{
     PendingInput, Session, cache, remember, request,
 };
 use crate::client::event::{MAX_ECHO_BYTES, clipped, id_text};
-use crate::client::form::FormSchema;
+use crate::client::form::{FormSchema, MAX_FORM_SCHEMA_BYTES};
 use crate::client::input::{LogMessage, SamplingRequest, check_elicitation_url, roots_result};
 use crate::json_scan::Member;
 use crate::jsonrpc::{self, ErrorObject, Notification, Request, RequestId, Sniffed, codes};
@@ -687,10 +687,15 @@ impl Session {
                     }
                     AnswerCheck::Url
                 } else {
-                    let schema = p
-                        .requested_schema
-                        .as_deref()
-                        .and_then(|s| serde_json::from_str::<Value>(s.get()).ok())
+                    let text = p.requested_schema.as_deref().map(RawValue::get);
+                    if let Some(text) = text.filter(|t| t.len() > MAX_FORM_SCHEMA_BYTES) {
+                        return Err(refuse(format!(
+                            "the requested schema is {} bytes (at most {MAX_FORM_SCHEMA_BYTES})",
+                            text.len()
+                        )));
+                    }
+                    let schema = text
+                        .and_then(|s| serde_json::from_str::<Value>(s).ok())
                         .ok_or_else(|| refuse("a form without a requestedSchema".into()))?;
                     let schema = FormSchema::parse(&schema)
                         .map_err(|e| refuse(format!("unsupported form schema: {e}")))?;
