@@ -44,8 +44,8 @@ use super::{
 };
 use crate::Instant;
 use crate::client::task::{
-    DEFAULT_POLL_INTERVAL, MAX_DEFAULT_POLL_INTERVAL, MIN_POLL_INTERVAL, RELATED_TASK_KEY, Task,
-    TaskProblem, TaskStatus,
+    DEFAULT_POLL_INTERVAL, MAX_DEFAULT_POLL_INTERVAL, MIN_POLL_INTERVAL, Task, TaskProblem,
+    TaskStatus,
 };
 use crate::jsonrpc::{self, ErrorObject, RequestId};
 use crate::version::Era;
@@ -125,14 +125,27 @@ fn task_params(task_id: &str) -> Map<String, Value> {
     params
 }
 
-/// The `taskId` of a `_meta["io.modelcontextprotocol/related-task"]` in `params`.
+/// The `taskId` of a `_meta["io.modelcontextprotocol/related-task"]` in `params`. Only
+/// that path is read: the rest is skipped, not built (the params of a server's request
+/// may be megabytes of messages).
 pub(super) fn related_task(params: Option<&RawValue>) -> Option<String> {
-    let v: Value = serde_json::from_str(params?.get()).ok()?;
-    v.get("_meta")?
-        .get(RELATED_TASK_KEY)?
-        .get("taskId")?
-        .as_str()
-        .map(str::to_owned)
+    #[derive(serde::Deserialize)]
+    struct Params<'a> {
+        #[serde(rename = "_meta", borrow)]
+        meta: Option<Meta<'a>>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Meta<'a> {
+        #[serde(rename = "io.modelcontextprotocol/related-task", borrow)]
+        related: Option<Related<'a>>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Related<'a> {
+        #[serde(rename = "taskId", borrow)]
+        task_id: Option<std::borrow::Cow<'a, str>>,
+    }
+    let p: Params<'_> = serde_json::from_str(params?.get()).ok()?;
+    Some(p.meta?.related?.task_id?.into_owned())
 }
 
 impl Session {
@@ -704,5 +717,31 @@ impl Session {
     /// The latest view of the task behind call `id`.
     pub(crate) fn task_of(&self, id: CallId) -> Option<&Task> {
         self.calls.get(&id)?.task.as_ref().map(|t| &t.task)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::related_task;
+    use crate::client::task::RELATED_TASK_KEY;
+    use serde_json::json;
+
+    fn of(params: serde_json::Value) -> Option<String> {
+        related_task(Some(&crate::jsonrpc::to_raw(&params)))
+    }
+
+    #[test]
+    fn the_related_task_is_read_from_meta_alone() {
+        let messages = vec![json!({"role": "user", "content": {}}); 1000];
+        let params = json!({"messages": messages, "_meta": {RELATED_TASK_KEY: {"taskId": "t-1"}}});
+        assert_eq!(of(params).as_deref(), Some("t-1"));
+        assert_eq!(
+            of(json!({"_meta": {RELATED_TASK_KEY: {"taskId": 7}}})),
+            None
+        );
+        assert_eq!(of(json!({"_meta": {RELATED_TASK_KEY: "t-1"}})), None);
+        assert_eq!(of(json!({"_meta": [1]})), None);
+        assert_eq!(of(json!({"taskId": "t-1"})), None);
+        assert_eq!(related_task(None), None);
     }
 }
