@@ -1607,3 +1607,25 @@ fn the_pages_of_a_listing_share_its_timeout() {
         Duration::from_secs(6)
     );
 }
+
+#[test]
+fn a_cursor_that_is_not_a_string_fails_the_listing() {
+    let peer = Scripted::new(|m: &Value| {
+        match m["method"].as_str() {
+        Some("initialize") => vec![legacy_init(m)],
+        Some("tools/list") => vec![
+            json!({"jsonrpc":"2.0","id":m["id"],"result":{"tools":[],"nextCursor":[0, 1, {"a": 2}]}})
+                .to_string(),
+        ],
+        _ => Vec::new(),
+    }
+    });
+    let mut sim = Sim::new(config(EraMode::Legacy), peer);
+    sim.connect();
+    let err = sim.call(CallRequest::list_tools()).unwrap_err();
+    assert_eq!(
+        err,
+        CallError::InvalidResponse("nextCursor must be a string".into())
+    );
+    assert_eq!(sim.sent_with_method("tools/list").len(), 1);
+}

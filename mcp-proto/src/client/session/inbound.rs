@@ -83,7 +83,17 @@ struct InputRequired<'a> {
 }
 
 /// The items of one listing page (verbatim), its `nextCursor` and its caching hints.
-type PageParts = (Vec<Box<RawValue>>, Option<Value>, Option<cache::Hint>);
+type PageParts = (Vec<Box<RawValue>>, NextCursor, Option<cache::Hint>);
+
+/// A page's `nextCursor`.
+enum NextCursor {
+    /// Absent or null.
+    Absent,
+    /// A string.
+    Text(String),
+    /// Anything else: an error, found without reading the value.
+    NotText,
+}
 
 /// Splits a listing result into its items under `key`, each verbatim, and its cursor.
 fn read_page(raw: &RawValue, key: &str) -> Result<PageParts, String> {
@@ -94,8 +104,12 @@ fn read_page(raw: &RawValue, key: &str) -> Result<PageParts, String> {
         .and_then(|list| serde_json::from_str::<Vec<Box<RawValue>>>(list.get()).ok())
         .ok_or_else(|| format!("listing result has no `{key}` array"))?;
     let next = match members.get("nextCursor") {
-        None => None,
-        Some(c) => Some(serde_json::from_str::<Value>(c.get()).map_err(|e| e.to_string())?),
+        None => NextCursor::Absent,
+        Some(c) => match serde_json::from_str::<Option<String>>(c.get()) {
+            Ok(Some(text)) => NextCursor::Text(text),
+            Ok(None) => NextCursor::Absent,
+            Err(_) => NextCursor::NotText,
+        },
     };
     let hint = cache::Hint::of(
         members.get("ttlMs").copied(),
@@ -418,9 +432,9 @@ impl Session {
         }
         let next = match next {
             // 2026: any string, even "", means more pages. 2025: "" is read as the end.
-            Some(Value::String(s)) if modern || !s.is_empty() => Some(Value::String(s)),
-            Some(Value::Null) | None | Some(Value::String(_)) => None,
-            Some(_) => {
+            NextCursor::Text(s) if modern || !s.is_empty() => Some(Value::String(s)),
+            NextCursor::Absent | NextCursor::Text(_) => None,
+            NextCursor::NotText => {
                 let msg = "nextCursor must be a string".to_owned();
                 self.complete(id, Err(CallError::InvalidResponse(msg)));
                 return;
