@@ -1233,11 +1233,17 @@ impl Session {
                 .get("notifications")
                 .map(ListenFilter::from_json)
                 .unwrap_or_default();
+            // Only `notifications` is read; the rest of the params is skipped.
+            #[derive(serde::Deserialize)]
+            struct Ack {
+                notifications: Option<Value>,
+            }
             let granted = n
                 .params
                 .as_deref()
-                .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
-                .and_then(|v| v.get("notifications").map(ListenFilter::from_json))
+                .and_then(|p| serde_json::from_str::<Ack>(p.get()).ok())
+                .and_then(|a| a.notifications)
+                .map(|v| ListenFilter::from_json(&v))
                 .unwrap_or_default();
             let refused = asked.missing_from(&granted);
             if let Some(call) = self.calls.get_mut(&id) {
