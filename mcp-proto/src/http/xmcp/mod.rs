@@ -33,7 +33,7 @@
 
 mod pruned;
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::fmt;
 
 use serde_json::Value;
@@ -302,9 +302,9 @@ fn declarations(schema: Result<Option<Node>, bool>) -> Result<Vec<ParamHeader>, 
 fn walk(input_schema: &Node) -> Result<Vec<ParamHeader>, InvalidAnnotation> {
     let mut out: Vec<ParamHeader> = Vec::new();
     let mut crumbs: Vec<Crumb<'_>> = Vec::new();
-    // Names declared so far, lower-cased, with their index in `out`: duplicates are found
-    // in constant time, so a schema full of annotations costs linear time.
-    let mut seen: HashMap<String, usize> = HashMap::new();
+    // Names declared so far, lower-cased, with their index in `out` (at most
+    // MAX_PARAM_HEADERS of them).
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
     // (node, its crumb, the first keyword on the way that is not `properties`), walked
     // in pre-order thanks to reversed pushes.
     let mut stack: Vec<(&Node, Option<usize>, Option<&str>)> = vec![(input_schema, None, None)];

@@ -14,7 +14,7 @@
 //! text or as a value.
 
 use std::cell::Cell;
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -206,7 +206,7 @@ impl<'de> Visitor<'de> for Seed<'_> {
         // Members kept, by key: a later member with the same key replaces the earlier
         // one, even one that is not kept (a `serde_json::Map` keeps the last).
         let mut kept: Vec<(String, Option<Node>)> = Vec::new();
-        let mut index: HashMap<String, usize> = HashMap::new();
+        let mut index: BTreeMap<String, usize> = BTreeMap::new();
         while let Some(key) = map.next_key::<String>()? {
             let node = if !schema {
                 map.next_value_seed(self.child(Place::Schema))?
