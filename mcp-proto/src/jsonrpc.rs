@@ -53,7 +53,7 @@ pub mod codes {
 }
 
 /// A JSON-RPC request id: a string or an integer, never null.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum RequestId {
     /// An integer id.

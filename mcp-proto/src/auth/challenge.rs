@@ -22,7 +22,7 @@
 //! [`MAX_PARAMS`] parameters per challenge, [`MAX_STRING_BYTES`] per name or value. The
 //! work is linear in the input.
 
-use std::collections::HashSet;
+use std::collections::BTreeSet;
 
 use crate::http::chars::is_tchar;
 
@@ -287,7 +287,7 @@ impl Parser<'_> {
     /// `#auth-param`: parameters separated by commas, up to the next challenge's scheme
     /// (a token after a comma that is not followed by `=`) or the end.
     fn params(&mut self, challenge: &mut Challenge) -> Result<(), ChallengeError> {
-        let mut seen: HashSet<String> = HashSet::new();
+        let mut seen: BTreeSet<String> = BTreeSet::new();
         loop {
             let name = self.token()?;
             if name.is_empty() {
@@ -419,7 +419,7 @@ impl BearerChallenge {
         let Some(scope) = self.scope.as_deref() else {
             return Vec::new();
         };
-        let mut seen = HashSet::new();
+        let mut seen = BTreeSet::new();
         scope
             .split_ascii_whitespace()
             .filter(|s| seen.insert(*s))

@@ -14,8 +14,8 @@
 //! (with [`EndpointUrl::parse`], insecure remotes allowed: the URL policy is the flow's
 //! to apply) and to build the URLs this module returns.
 
-use std::collections::HashMap;
-use std::collections::hash_map::Entry;
+use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
 use std::fmt;
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
@@ -533,12 +533,12 @@ impl FieldError {
 
 /// The members of a JSON object body; `null` members are dropped (same as absent).
 pub(crate) struct JsonObject {
-    members: HashMap<String, Value>,
+    members: BTreeMap<String, Value>,
 }
 
 /// The result of reading an object: its members and the first repeated name.
 struct Members {
-    members: HashMap<String, Value>,
+    members: BTreeMap<String, Value>,
     duplicate: Option<String>,
 }
 
@@ -551,7 +551,7 @@ impl<'de> Deserialize<'de> for Members {
                 f.write_str("a JSON object")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members, A::Error> {
-                let mut members = HashMap::new();
+                let mut members = BTreeMap::new();
                 let mut duplicate = None;
                 while let Some(key) = map.next_key::<String>()? {
                     let value: Value = map.next_value()?;

@@ -17,7 +17,7 @@
 //! unsupported: a client that cannot enforce a constraint does not pretend to. Every
 //! check is linear in the size of the schema and of the answer.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
 
@@ -81,7 +81,7 @@ enum Kind {
         min: Option<u64>,
         max: Option<u64>,
         format: Option<Format>,
-        options: Option<HashSet<String>>,
+        options: Option<BTreeSet<String>>,
     },
     Number {
         integer: bool,
@@ -90,7 +90,7 @@ enum Kind {
     },
     Boolean,
     Choices {
-        options: HashSet<String>,
+        options: BTreeSet<String>,
         min: Option<u64>,
         max: Option<u64>,
     },
@@ -123,7 +123,7 @@ struct Field {
 #[derive(Debug, Clone)]
 pub struct FormSchema {
     fields: Vec<Field>,
-    index: HashMap<String, usize>,
+    index: BTreeMap<String, usize>,
 }
 
 impl FormSchema {
@@ -158,7 +158,7 @@ impl FormSchema {
                 props.len()
             )));
         }
-        let mut required = HashSet::new();
+        let mut required = BTreeSet::new();
         match top.get("required") {
             None => {}
             Some(Value::Array(names)) => {
@@ -177,7 +177,7 @@ impl FormSchema {
             Some(_) => return Err(FormError::new("`required` is not an array")),
         }
         let mut fields = Vec::with_capacity(props.len());
-        let mut index = HashMap::with_capacity(props.len());
+        let mut index = BTreeMap::new();
         for (name, prop) in props {
             let field = parse_field(name, prop, required.contains(name.as_str()))?;
             index.insert(name.clone(), fields.len());
@@ -253,11 +253,11 @@ fn bound(prop: &Map<String, Value>, key: &str, name: &str) -> Result<Option<f64>
 }
 
 /// The values of a `oneOf`/`anyOf` of `{const, title}`.
-fn consts(list: &Value, name: &str) -> Result<HashSet<String>, FormError> {
+fn consts(list: &Value, name: &str) -> Result<BTreeSet<String>, FormError> {
     let list = list
         .as_array()
         .ok_or_else(|| FormError::new(format!("{name:?}: options are not an array")))?;
-    let mut out = HashSet::with_capacity(list.len());
+    let mut out = BTreeSet::new();
     for option in list {
         let value = option
             .get("const")
@@ -268,7 +268,7 @@ fn consts(list: &Value, name: &str) -> Result<HashSet<String>, FormError> {
     Ok(out)
 }
 
-fn strings(list: &Value, name: &str) -> Result<HashSet<String>, FormError> {
+fn strings(list: &Value, name: &str) -> Result<BTreeSet<String>, FormError> {
     let list = list
         .as_array()
         .ok_or_else(|| FormError::new(format!("{name:?}: `enum` is not an array")))?;
@@ -447,7 +447,7 @@ fn check_value(field: &Field, value: &Value) -> Result<(), FormError> {
             if min.is_some_and(|m| n < m) || max.is_some_and(|m| n > m) {
                 return fail(format!("{n} choices, outside the bounds"));
             }
-            let mut seen = HashSet::with_capacity(list.len());
+            let mut seen = BTreeSet::new();
             for v in list {
                 let Some(s) = v.as_str() else {
                     return fail("a choice is not a string".into());

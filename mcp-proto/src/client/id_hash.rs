@@ -8,16 +8,18 @@
 //!
 //! Only for maps whose keys this process inserts: a peer may still choose the key of a
 //! *lookup* (the id of a response), which finds nothing or the one entry it names, but a
-//! map into which a peer's own keys are inserted must keep the default hasher.
+//! map into which a peer's own keys are inserted is a `BTreeMap` (the default hasher
+//! resists such keys, but draws its own from the OS, which this crate never reads).
 
-use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// A map keyed by ids this process assigns, hashed with [`IdHasher`] (read its limits).
-pub type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
+#[allow(clippy::disallowed_types)] // a fixed hasher: no keys drawn from the OS
+pub type IdMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<IdHasher>>;
 
 /// A set of ids this process assigns, hashed with [`IdHasher`] (read its limits).
-pub type IdSet<K> = HashSet<K, BuildHasherDefault<IdHasher>>;
+#[allow(clippy::disallowed_types)] // a fixed hasher: no keys drawn from the OS
+pub type IdSet<K> = std::collections::HashSet<K, BuildHasherDefault<IdHasher>>;
 
 /// A multiplicative hasher for integer ids: one rotation, one xor and one multiplication
 /// per integer written.

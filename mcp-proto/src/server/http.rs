@@ -164,7 +164,7 @@
 //! may ask per round. A `Last-Event-ID` is parsed only up to [`MAX_EVENT_ID_BYTES`].
 
 use crate::Instant;
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 
 use serde_json::{Map, Value, json};
@@ -378,7 +378,8 @@ struct Exchange {
 }
 
 /// A map by endpoint key ([`HttpEndpoint::fresh_key`]), hashed with [`KeyHasher`].
-type KeyMap<V> = HashMap<i64, V, BuildHasherDefault<KeyHasher>>;
+#[allow(clippy::disallowed_types)] // a fixed hasher: no keys drawn from the OS
+type KeyMap<V> = std::collections::HashMap<i64, V, BuildHasherDefault<KeyHasher>>;
 
 /// Hashes endpoint keys with one multiplication instead of SipHash: the keys are counters
 /// the endpoint hands out itself, never chosen by a peer, so there is no flooding to
@@ -417,7 +418,7 @@ pub struct HttpEndpoint {
     exchanges: KeyMap<Exchange>,
     /// Server→client requests awaiting the client's response, by session and the id the
     /// client saw: the exchange, and the machine's own id of the request.
-    server_requests: HashMap<(Option<String>, RequestId), (i64, RequestId)>,
+    server_requests: BTreeMap<(Option<String>, RequestId), (i64, RequestId)>,
     /// Legacy sessions, when the endpoint has entropy for their ids.
     sessions: Option<Sessions>,
     /// Open streams that got output since their driver was last told.
@@ -455,7 +456,7 @@ impl HttpEndpoint {
             config,
             next_key: 0,
             exchanges: KeyMap::default(),
-            server_requests: HashMap::new(),
+            server_requests: BTreeMap::new(),
             sessions: None,
             ready: BTreeSet::new(),
             store: None,

@@ -17,7 +17,7 @@
 //! [`Instant`]) placed on the Unix clock by the epoch given at construction, and nonces
 //! come from a generator seeded by the caller.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
 use base64::Engine;
@@ -169,7 +169,7 @@ pub trait ConsumptionStore: Send {
 /// forgotten, and when `capacity` unexpired nonces are held, new ones are refused.
 #[derive(Debug)]
 pub struct MemoryConsumptionStore {
-    seen: HashMap<Vec<u8>, u64>,
+    seen: BTreeMap<Vec<u8>, u64>,
     /// Nonces by expiry order of insertion, to forget the expired ones cheaply.
     order: VecDeque<(u64, Vec<u8>)>,
     capacity: usize,
@@ -180,7 +180,7 @@ impl MemoryConsumptionStore {
     #[must_use]
     pub fn new(capacity: usize) -> Self {
         MemoryConsumptionStore {
-            seen: HashMap::new(),
+            seen: BTreeMap::new(),
             order: VecDeque::new(),
             capacity,
         }

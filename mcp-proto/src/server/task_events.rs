@@ -26,7 +26,7 @@
 //! [`Server::handle_timeout`] shows every due outcome, so an adapter that calls it on time
 //! makes tasks finish, notify and answer without anyone polling.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
@@ -50,7 +50,7 @@ impl Server {
         let expiry = if self.tasks.waiting.is_empty() {
             None
         } else {
-            let created: HashMap<&str, Instant> = (self.tasks.tasks_iter())
+            let created: BTreeMap<&str, Instant> = (self.tasks.tasks_iter())
                 .map(|t| (t.id(), t.created_at()))
                 .collect();
             (self.tasks.waiting.iter())
@@ -140,7 +140,7 @@ impl Server {
         let mut replies = Vec::new();
         {
             // Called after every input: one pass over each list, never one per pair.
-            let tasks: HashMap<&str, _> = self.tasks.tasks_iter().map(|t| (t.id(), t)).collect();
+            let tasks: BTreeMap<&str, _> = self.tasks.tasks_iter().map(|t| (t.id(), t)).collect();
             for w in waiting {
                 let reply = match tasks.get(w.task.as_str()) {
                     Some(t) if t.terminal() => t.result(),

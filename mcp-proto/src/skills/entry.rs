@@ -221,7 +221,7 @@ impl Listing {
     /// by their URIs.
     #[must_use]
     pub fn name_collisions(&self) -> Vec<&Skill> {
-        let mut counts: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        let mut counts: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
         for s in &self.skills {
             *counts.entry(s.name.as_str()).or_default() += 1;
         }

@@ -50,7 +50,7 @@ mod tools;
 
 pub use sse2024::{HttpSseError, MAX_ENDPOINT_BYTES};
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
 use crate::Instant;
@@ -147,10 +147,10 @@ pub(crate) struct HttpLink {
     events: EventQueue,
     session_id: Option<String>,
     /// `x-mcp-header` declarations by tool name, from the latest `tools/list`.
-    tool_headers: HashMap<String, Vec<ParamHeader>>,
+    tool_headers: BTreeMap<String, Vec<ParamHeader>>,
     /// Tools left out of `tools/list` for invalid annotations, with the reason: a call
     /// to one fails locally, since no header set could satisfy the server.
-    excluded_tools: HashMap<String, crate::http::xmcp::InvalidAnnotation>,
+    excluded_tools: BTreeMap<String, crate::http::xmcp::InvalidAnnotation>,
     /// Resumptions waiting for their delay: (when, last event id, ids owed, attempt).
     resumes: Vec<exchange::PendingResume>,
     get_stream: GetStream,
@@ -209,8 +209,8 @@ impl HttpLink {
             pool,
             events,
             session_id: None,
-            tool_headers: HashMap::new(),
-            excluded_tools: HashMap::new(),
+            tool_headers: BTreeMap::new(),
+            excluded_tools: BTreeMap::new(),
             resumes: Vec::new(),
             get_stream: GetStream::Idle,
             closing: false,

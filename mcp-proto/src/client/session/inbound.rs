@@ -1,7 +1,7 @@
 //! Everything the server sends: responses (including MRTR rounds and pages), requests
 //! for input (legacy era), and notifications.
 
-use std::collections::HashSet;
+use std::collections::BTreeSet;
 
 use crate::Instant;
 
@@ -158,7 +158,7 @@ impl Session {
 
     /// Fails (and cancels) every call whose current request has left the client.
     fn fail_written_calls(&mut self, error: &PeerError) {
-        let unwritten: HashSet<i64> = self
+        let unwritten: BTreeSet<i64> = self
             .outgoing
             .iter()
             .filter_map(|m| match m.kind {

@@ -79,7 +79,7 @@ pub(crate) mod request;
 mod tasks;
 mod transport;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
 use crate::Instant;
@@ -137,7 +137,7 @@ pub(crate) struct Session {
     /// for the HTTP headers; their answers are ignored.
     detached: VecDeque<(i64, &'static str, serde_json::Map<String, Value>)>,
     /// 2025-11-25: the `execution.taskSupport` of each tool of the latest `tools/list`.
-    task_support: HashMap<String, tasks::ToolTasks>,
+    task_support: BTreeMap<String, tasks::ToolTasks>,
     server: Option<ServerDetails>,
     /// Since when legacy server requests have been waiting for the user.
     paused_since: Option<Instant>,
@@ -363,7 +363,7 @@ impl Session {
             envelope: String::new(),
             task_envelope: String::new(),
             detached: VecDeque::new(),
-            task_support: HashMap::new(),
+            task_support: BTreeMap::new(),
             server: None,
             paused_since: None,
             transport: Transport::Stdio,

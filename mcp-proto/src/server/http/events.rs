@@ -8,7 +8,7 @@
 //! asks. They are not secret: the endpoint replays a stream only to the session that
 //! owns it ([`EventStream::session`]), whatever id a client sends.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 /// The longest `Last-Event-ID` worth parsing: two `u64` and a dash.
 pub const MAX_EVENT_ID_BYTES: usize = 41;
@@ -143,7 +143,7 @@ impl Log {
 #[derive(Debug)]
 pub struct MemoryEventStore {
     limits: EventStoreLimits,
-    logs: HashMap<u64, Log>,
+    logs: BTreeMap<u64, Log>,
     /// Every kept event in append order, for eviction by size (entries of events already
     /// evicted otherwise are skipped, and compacted away when they pile up).
     order: VecDeque<(u64, u64)>,
@@ -159,7 +159,7 @@ impl MemoryEventStore {
     pub fn new(limits: EventStoreLimits) -> Self {
         MemoryEventStore {
             limits,
-            logs: HashMap::new(),
+            logs: BTreeMap::new(),
             order: VecDeque::new(),
             held: 0,
             bytes: 0,

@@ -33,7 +33,7 @@
 //! store's business. Records coming out of a store are untrusted input:
 //! [`SessionRecord::decode`] bounds and checks them.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
@@ -182,7 +182,7 @@ pub struct MemorySessionStore {
 
 #[derive(Debug)]
 struct MemorySessions {
-    records: HashMap<String, (u64, Vec<u8>)>,
+    records: BTreeMap<String, (u64, Vec<u8>)>,
     /// (save counter, id), oldest first; entries of ids saved again since are stale.
     order: VecDeque<(u64, String)>,
     saves: u64,
@@ -195,7 +195,7 @@ impl MemorySessionStore {
     pub fn new(capacity: usize) -> Self {
         MemorySessionStore {
             inner: Arc::new(Mutex::new(MemorySessions {
-                records: HashMap::new(),
+                records: BTreeMap::new(),
                 order: VecDeque::new(),
                 saves: 0,
                 capacity: capacity.max(1),

@@ -2,7 +2,7 @@
 //! from a caller-seeded generator, each holding one client's legacy state while the
 //! machine serves another, bounded in number, expired when idle.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::Instant;
@@ -22,7 +22,7 @@ struct Entry {
 #[derive(Debug)]
 pub(super) struct Sessions {
     rng: Drbg,
-    table: HashMap<String, Entry>,
+    table: BTreeMap<String, Entry>,
     max: usize,
     idle: Duration,
 }
@@ -35,7 +35,7 @@ impl Sessions {
     pub(super) fn new(seed: &[u8], max: usize, idle: Duration) -> Self {
         Sessions {
             rng: Drbg::new(seed),
-            table: HashMap::new(),
+            table: BTreeMap::new(),
             max,
             idle,
         }

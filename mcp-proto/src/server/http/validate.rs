@@ -1,7 +1,7 @@
 //! The checks the endpoint makes before the server machine sees a message: `Origin`, and
 //! the 2026-07-28 request headers against the body (spec section 5.5).
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -233,7 +233,7 @@ pub(crate) fn check_params<'h>(
 ) -> Result<(), ErrorObject> {
     for decl in declared {
         let value = decl.path.iter().try_fold(arguments, |raw, key| {
-            let object: HashMap<&str, &RawValue> = serde_json::from_str(raw?.get()).ok()?;
+            let object: BTreeMap<&str, &RawValue> = serde_json::from_str(raw?.get()).ok()?;
             Some(object.get(key.as_str()).copied())
         });
         let value = value.flatten().filter(|v| v.get() != "null");
