@@ -263,17 +263,17 @@ fn a_form_answer_that_fails_its_schema_is_refused_and_defaults_are_applied() {
     }
 }
 
-#[test]
-fn an_unsupported_form_schema_is_refused_without_asking() {
-    let elicit = json!({"method":"elicitation/create","params":{"message":"?",
-        "requestedSchema":{"type":"object","properties":{"p":{"type":"string","pattern":"^a"}}}}});
-    // Legacy: -32602 to the server.
+/// `elicit` is refused without asking anyone, for a reason `why` recognises: with
+/// -32602 to a legacy server, and declined (reported as `RequestRefused`) in a 2026 round,
+/// where no per-entry error exists.
+fn refused_in_both_eras(elicit: &Value, why: impl Fn(&str) -> bool) {
     let mut sim = Sim::new(config(EraMode::Legacy), legacy_asking(elicit.clone()));
     sim.connect();
     let out = sim.call(CallRequest::call_tool("t", json!({}))).unwrap();
     assert_eq!(text(&out)["code"], -32602);
+    let message = text(&out)["message"].as_str().map(str::to_owned);
+    assert!(message.as_deref().is_some_and(&why), "{message:?}");
     assert!(asked(&sim).is_empty());
-    // Modern: the entry is declined (no per-entry error exists in MRTR).
     let mut sim = Sim::new(config(EraMode::Auto), modern_asking(json!({"f": elicit})));
     sim.connect();
     let out = sim.call(CallRequest::call_tool("t", json!({}))).unwrap();
@@ -281,8 +281,15 @@ fn an_unsupported_form_schema_is_refused_without_asking() {
     assert!(asked(&sim).is_empty());
     assert!(sim.events.iter().any(|e| matches!(
         e,
-        Event::PeerError(PeerError::RequestRefused { reason, .. }) if reason.contains("pattern")
+        Event::PeerError(PeerError::RequestRefused { reason, .. }) if why(reason)
     )));
+}
+
+#[test]
+fn an_unsupported_form_schema_is_refused_without_asking() {
+    let elicit = json!({"method":"elicitation/create","params":{"message":"?",
+        "requestedSchema":{"type":"object","properties":{"p":{"type":"string","pattern":"^a"}}}}});
+    refused_in_both_eras(&elicit, |m| m.contains("pattern"));
 }
 
 #[test]
@@ -290,28 +297,9 @@ fn an_oversized_form_schema_is_refused_unread() {
     let choices: Vec<String> = (0..40_000).map(|i| format!("c{i}")).collect();
     let elicit = json!({"method":"elicitation/create","params":{"message":"?",
         "requestedSchema":{"type":"object","properties":{"p":{"type":"string","enum":choices}}}}});
-    let mut sim = Sim::new(config(EraMode::Legacy), legacy_asking(elicit.clone()));
-    sim.connect();
-    let out = sim.call(CallRequest::call_tool("t", json!({}))).unwrap();
-    assert_eq!(text(&out)["code"], -32602);
-    let message = text(&out)["message"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
-    let oversized =
-        |m: &str| m.contains("the requested schema is") && m.contains("(at most 262144)");
-    assert!(oversized(&message), "{message}");
-    assert!(asked(&sim).is_empty());
-    // The same in a 2026 input round: the entry is declined.
-    let mut sim = Sim::new(config(EraMode::Auto), modern_asking(json!({"f": elicit})));
-    sim.connect();
-    let out = sim.call(CallRequest::call_tool("t", json!({}))).unwrap();
-    assert_eq!(text(&out), json!({"f":{"action":"decline"}}));
-    assert!(asked(&sim).is_empty());
-    assert!(sim.events.iter().any(|e| matches!(
-        e,
-        Event::PeerError(PeerError::RequestRefused { reason, .. }) if oversized(reason)
-    )));
+    refused_in_both_eras(&elicit, |m| {
+        m.contains("the requested schema is") && m.contains("(at most 262144)")
+    });
 }
 
 // ----- sampling -----------------------------------------------------------------------
