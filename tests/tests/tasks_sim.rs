@@ -532,6 +532,9 @@ fn legacy_server_without_the_capability_gets_a_plain_call() {
 
 // ----- 2026-07-28 extension -------------------------------------------------------------
 
+/// A task's result as a server wrote it (keys out of order, spaces).
+const VERBATIM: &str = r#"{"isError": false, "content": [{"type":"text","text":"passed"}], "_meta": {"z": 1, "a": 2}}"#;
+
 #[test]
 fn modern_plain_call_hides_a_task_polled_at_its_interval() {
     let polls = Rc::new(RefCell::new(0));
@@ -554,10 +557,20 @@ fn modern_plain_call_hides_a_task_polled_at_its_interval() {
                     modern_task("T", "working", Some(3000)),
                     json!({"statusMessage":"compiling"}),
                 ),
-                _ => with(
-                    modern_task("T", "completed", Some(3000)),
-                    json!({"result":{"content":[{"type":"text","text":"passed"}],"isError":false}}),
-                ),
+                _ => {
+                    // Written out: the result is passed on as written, its key order and
+                    // spacing kept.
+                    let head = with(
+                        json!({"resultType":"complete"}),
+                        modern_task("T", "completed", Some(3000)),
+                    );
+                    let head = head.to_string();
+                    let record = format!("{},\"result\":{VERBATIM}}}", &head[..head.len() - 1]);
+                    return vec![format!(
+                        r#"{{"jsonrpc":"2.0","id":{},"result":{record}}}"#,
+                        m["id"]
+                    )];
+                }
             };
             vec![answer(m, with(json!({"resultType":"complete"}), t))]
         }
@@ -567,6 +580,7 @@ fn modern_plain_call_hides_a_task_polled_at_its_interval() {
         .call(CallRequest::call_tool("run_pipeline", json!({})))
         .unwrap();
     assert_eq!(out.tool_result().unwrap().text(), "passed");
+    assert_eq!(out.result.get(), VERBATIM);
     let gets = times(&sim, "tasks/get");
     assert_eq!(gets.len(), 3);
     assert_eq!(

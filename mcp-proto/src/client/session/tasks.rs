@@ -148,6 +148,26 @@ pub(super) fn related_task(params: Option<&RawValue>) -> Option<String> {
     Some(p.meta?.related?.task_id?.into_owned())
 }
 
+/// A task record (a `tasks/get` result, a status notification's params): its members as
+/// values, but `result` verbatim, as the call's result is passed on (never rebuilt from a
+/// value, which would reorder its keys; and never read into values, which cost many
+/// times its size).
+fn task_record(text: &str) -> Result<(Map<String, Value>, Option<&RawValue>), String> {
+    let members: std::collections::BTreeMap<std::borrow::Cow<'_, str>, &RawValue> =
+        serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let mut object = Map::new();
+    let mut result = None;
+    for (key, raw) in members {
+        if key == "result" {
+            result = Some(raw);
+        } else {
+            let value = serde_json::from_str(raw.get()).map_err(|e| e.to_string())?;
+            object.insert(key.into_owned(), value);
+        }
+    }
+    Ok((object, result))
+}
+
 impl Session {
     /// Whether the task extension is declared on `request` (2026): asked for, a
     /// `tasks/*` request, a listen for task ids, or declared by the whole config.
@@ -269,8 +289,8 @@ impl Session {
                 track.failed_polls = 0;
                 let polls = track.polls;
                 let limit = self.config.limits.max_task_polls;
-                let object = match serde_json::from_str::<Map<String, Value>>(raw.get()) {
-                    Ok(o) => o,
+                let (object, result) = match task_record(raw.get()) {
+                    Ok(parts) => parts,
                     Err(e) => {
                         let p = TaskProblem::Malformed(format!("tasks/get result: {e}"));
                         return self.task_fail(id, p);
@@ -289,7 +309,7 @@ impl Session {
                         }
                     }
                 }
-                if !self.task_view(id, &object) {
+                if !self.task_view(id, &object, result) {
                     return;
                 }
                 if polls >= limit && self.calls.contains_key(&id) {
@@ -302,7 +322,13 @@ impl Session {
 
     /// Applies a task record (a poll, or a status notification) to the call `id`.
     /// False when the call is over (completed here or before).
-    pub(super) fn task_view(&mut self, id: CallId, object: &Map<String, Value>) -> bool {
+    /// `result` is the record's `result` member, verbatim (kept out of `object`).
+    pub(super) fn task_view(
+        &mut self,
+        id: CallId,
+        object: &Map<String, Value>,
+        result: Option<&RawValue>,
+    ) -> bool {
         let limit = self.config.limits.max_task_id_bytes;
         let Some(track) = self.calls.get(&id).and_then(|c| c.task.as_ref()) else {
             return false;
@@ -345,7 +371,8 @@ impl Session {
                 false
             }
             (TaskStatus::Completed, Era::Modern) => {
-                let Some(result) = object.get("result").filter(|r| r.is_object()) else {
+                let result = result.filter(|r| r.get().starts_with('{'));
+                let Some(result) = result else {
                     let p = TaskProblem::MissingPayload {
                         status: task.status,
                         member: "result",
@@ -357,7 +384,7 @@ impl Session {
                 self.complete(
                     id,
                     Ok(CallOutput {
-                        result: jsonrpc::to_raw(result),
+                        result: result.to_owned(),
                         items: Vec::new(),
                         pages: 1,
                         rounds,
@@ -679,11 +706,8 @@ impl Session {
         let Some(era) = self.era() else {
             return Ok(());
         };
-        let object: Map<String, Value> = params
-            .map(|p| serde_json::from_str(p.get()))
-            .transpose()
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| "no params".to_owned())?;
+        let params = params.ok_or_else(|| "no params".to_owned())?;
+        let (object, result) = task_record(params.get())?;
         let task = Task::from_object(&object, era, self.config.limits.max_task_id_bytes)
             .map_err(|p| p.to_string())?;
         let call = self
@@ -700,7 +724,7 @@ impl Session {
                 .push_back(Event::TaskStatus { call: None, task });
             return Ok(());
         };
-        if self.task_view(id, &object) {
+        if self.task_view(id, &object, result) {
             self.task_next(now, id);
         }
         Ok(())
