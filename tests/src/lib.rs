@@ -17,7 +17,8 @@ use std::time::Duration;
 use mcp_proto::Instant;
 
 use mcp_proto::client::{
-    CallError, CallId, CallOutput, Client, ClientConfig, ConnId, Event, InputHandler, Transmit,
+    CallError, CallId, CallOutput, CallRequest, Client, ClientConfig, ConnId, Event, InputHandler,
+    Transmit,
 };
 use mcp_proto::server::Server;
 use serde_json::Value;
@@ -40,6 +41,17 @@ impl Peer for Server {
 }
 
 /// A peer written as a function from each client message to the lines it answers with.
+/// How a call against [`Sim::answer_each_after`]'s slow server went.
+#[derive(Debug)]
+pub struct SlowRun {
+    /// The call's outcome.
+    pub outcome: Result<CallOutput, CallError>,
+    /// Answers the server gave before it.
+    pub answered: u32,
+    /// Time from the call to its outcome.
+    pub took: Duration,
+}
+
 pub struct Scripted<F: FnMut(&Value) -> Vec<String>> {
     script: F,
     pending: Vec<u8>,
@@ -230,24 +242,30 @@ impl Sim {
         })
     }
 
-    /// A slow server: each time `call` has sent a `method` request, lets `delay` pass and
-    /// then answers it with `answer(id, n)` (the request's id, the answer's number from
-    /// 1), until the call completes. Returns how many answers were given; panics past
-    /// `most`.
+    /// A slow server: makes `request`, then each time it has sent a `method` request,
+    /// lets `delay` pass and answers it with `answer(id, n)` (the request's id, the
+    /// answer's number from 1), until the call completes. Panics past `most` answers.
     pub fn answer_each_after(
         &mut self,
-        call: CallId,
+        request: CallRequest,
         method: &str,
         delay: Duration,
         most: u32,
         mut answer: impl FnMut(&Value, u32) -> Value,
-    ) -> u32 {
+    ) -> SlowRun {
+        let start = self.now;
+        let call = self.client.call(self.now, request).expect("call accepted");
         let mut answered = 0;
         loop {
             self.step();
             self.advance(delay);
-            if self.completion(call).is_some() {
-                return answered;
+            if let Some(outcome) = self.completion(call) {
+                let took = self.now.saturating_duration_since(start);
+                return SlowRun {
+                    outcome,
+                    answered,
+                    took,
+                };
             }
             assert!(answered < most, "still going after {answered} answers");
             answered += 1;

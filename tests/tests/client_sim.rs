@@ -1582,30 +1582,19 @@ fn the_pages_of_a_listing_share_its_timeout() {
     });
     let mut sim = Sim::new(config(EraMode::Legacy), peer);
     sim.connect();
-    let start = sim.now;
-    let call = sim
-        .client
-        .call(
-            sim.now,
-            CallRequest::list_tools().timeout(Duration::from_secs(5)),
-        )
-        .unwrap();
-    let pages = sim.answer_each_after(
-        call,
+    let run = sim.answer_each_after(
+        CallRequest::list_tools().timeout(Duration::from_secs(5)),
         "tools/list",
         Duration::from_secs(2),
         10,
         |id, n| json!({"jsonrpc":"2.0","id":id,"result":{"tools":[],"nextCursor":format!("c{n}")}}),
     );
     assert_eq!(
-        sim.completion(call).unwrap().unwrap_err(),
+        run.outcome.unwrap_err(),
         CallError::Timeout(Duration::from_secs(5))
     );
-    assert_eq!(pages, 2);
-    assert_eq!(
-        sim.now.saturating_duration_since(start),
-        Duration::from_secs(6)
-    );
+    assert_eq!(run.answered, 2, "pages");
+    assert_eq!(run.took, Duration::from_secs(6));
 }
 
 #[test]

@@ -1123,25 +1123,20 @@ fn the_rounds_of_a_call_share_its_timeout() {
     });
     let mut sim = Sim::new(config(EraMode::Auto), peer);
     sim.connect();
-    let start = sim.now;
-    let call = sim
-        .client
-        .call(
-            sim.now,
-            CallRequest::call_tool("t", json!({})).timeout(Duration::from_secs(5)),
-        )
-        .unwrap();
-    let rounds = sim.answer_each_after(call, "tools/call", Duration::from_secs(2), 10, |id, n| {
-        json!({"jsonrpc":"2.0","id":id,"result":{
+    let run = sim.answer_each_after(
+        CallRequest::call_tool("t", json!({})).timeout(Duration::from_secs(5)),
+        "tools/call",
+        Duration::from_secs(2),
+        10,
+        |id, n| {
+            json!({"jsonrpc":"2.0","id":id,"result":{
             "resultType":"input_required","requestState":format!("r{n}")}})
-    });
+        },
+    );
     assert_eq!(
-        sim.completion(call).unwrap().unwrap_err(),
+        run.outcome.unwrap_err(),
         CallError::Timeout(Duration::from_secs(5))
     );
-    assert_eq!(rounds, 2);
-    assert_eq!(
-        sim.now.saturating_duration_since(start),
-        Duration::from_secs(6)
-    );
+    assert_eq!(run.answered, 2, "rounds");
+    assert_eq!(run.took, Duration::from_secs(6));
 }
