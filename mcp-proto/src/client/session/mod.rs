@@ -58,8 +58,8 @@
 //! for its id, the client's cancel, or a failure. A stream that closes without the end
 //! (HTTP) is not a failure: the listen is sent again after a backoff
 //! ([`Event::SubscriptionReconnecting`]), at most [`MAX_LISTEN_RECONNECTS`] times in a row
-//! without a stream that lasted [`LISTEN_STEADY`] after its acknowledgement. In the legacy era a listen ends at once with
-//! [`CallError::NotInVersion`].
+//! without a stream that lasted [`LISTEN_STEADY`] after its acknowledgement. In the legacy
+//! era a listen ends at once with [`CallError::NotInVersion`].
 //!
 //! A `tools/call` may come back as a task: a 2025-11-25 `CreateTaskResult` to a request
 //! that carried `params.task`, or a 2026-07-28 `resultType: "task"` to one that declared
@@ -784,7 +784,8 @@ impl Session {
             Call {
                 request,
                 rpc_id: None,
-                // A subscription stays open as long as the server keeps it.
+                // A subscription's deadline starts when it is sent: what it owes in
+                // time is its acknowledgement (`send_call`).
                 deadline: (!listen).then(|| now + timeout),
                 timeout,
                 left: None,

@@ -270,7 +270,8 @@ impl CallRequest {
     /// and [`Event::SubscriptionEnded`](crate::client::Event::SubscriptionEnded) (its
     /// one completion). Only its acknowledgement must come within the call's timeout
     /// (else it ends with [`CallError::Timeout`](crate::client::CallError::Timeout));
-    /// after that it has none. [`Client::cancel`](crate::client::Client::cancel) ends it (`notifications/cancelled` on stdio, closing the stream over HTTP). The
+    /// after that it has none. [`Client::cancel`](crate::client::Client::cancel) ends it
+    /// (`notifications/cancelled` on stdio, closing the stream over HTTP). The
     /// legacy era has no such request: there it ends at once with
     /// [`CallError::NotInVersion`](crate::client::CallError::NotInVersion).
     #[must_use]

@@ -74,8 +74,7 @@ impl Session {
 
     /// Whether request `rpc_id` (a call or the handshake) still waits for its answer.
     pub(crate) fn is_awaiting(&self, rpc_id: i64) -> bool {
-        self.by_rpc.contains_key(&rpc_id)
-            || self.handshake.as_ref().is_some_and(|h| h.rpc_id == rpc_id)
+        self.by_rpc.contains_key(&rpc_id) || self.is_handshake(rpc_id)
     }
 
     /// Whether `rpc_id` is the request of the handshake (the probe or `initialize`).
@@ -90,7 +89,7 @@ impl Session {
                 c.rpc_id = None;
             }
             self.complete(call, Err(error));
-        } else if self.handshake.as_ref().is_some_and(|h| h.rpc_id == rpc_id) {
+        } else if self.is_handshake(rpc_id) {
             self.handshake = None;
             let reason = match error {
                 CallError::Authorization(e) => CloseReason::Authorization(e),

@@ -39,7 +39,7 @@ use std::fmt;
 use serde_json::Value;
 
 pub use pruned::MAX_SCHEMA_DEPTH;
-use pruned::Node;
+use pruned::{Node, Unread};
 
 use super::chars::is_tchar;
 use super::headers::{HeaderError, MCP_PARAM_PREFIX, encode_header_value, primitive_text};
@@ -287,10 +287,12 @@ pub(crate) fn tool_declarations(
     Some((name, declarations(schema)))
 }
 
-fn declarations(schema: Result<Option<Node>, bool>) -> Result<Vec<ParamHeader>, InvalidAnnotation> {
+fn declarations(
+    schema: Result<Option<Node>, Unread>,
+) -> Result<Vec<ParamHeader>, InvalidAnnotation> {
     match schema {
         Ok(Some(root @ Node::Object(_))) => walk(&root),
-        Err(true) => Err(InvalidAnnotation::TooDeep {
+        Err(Unread::TooDeep) => Err(InvalidAnnotation::TooDeep {
             limit: MAX_SCHEMA_DEPTH,
         }),
         // Not an object, nothing annotated, or not JSON at all.

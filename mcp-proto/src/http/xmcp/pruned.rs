@@ -59,10 +59,17 @@ impl Node {
     }
 }
 
+/// Why a schema was not read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Unread {
+    /// It nests deeper than [`MAX_SCHEMA_DEPTH`].
+    TooDeep,
+    /// It is not JSON this reading accepts.
+    Malformed,
+}
+
 /// Reads a schema, keeping what can bear on its annotations (`None`: nothing does).
-/// `Err(true)` when it nests deeper than [`MAX_SCHEMA_DEPTH`], `Err(false)` when the
-/// input could not be read at all.
-pub(super) fn prune<'de, D: Deserializer<'de>>(input: D) -> Result<Option<Node>, bool> {
+pub(super) fn prune<'de, D: Deserializer<'de>>(input: D) -> Result<Option<Node>, Unread> {
     let too_deep = Cell::new(false);
     let seed = Seed {
         place: Place::Schema,
@@ -70,12 +77,12 @@ pub(super) fn prune<'de, D: Deserializer<'de>>(input: D) -> Result<Option<Node>,
         too_deep: &too_deep,
     };
     seed.deserialize(input)
-        .map_err(|_: D::Error| too_deep.get())
+        .map_err(|_: D::Error| unread(&too_deep))
 }
 
 /// A tool read for its name and its schema's annotations: `None` when it has no string
-/// `name`; the schema is `Err(true)` when it nests too deeply.
-pub(super) fn prune_tool(raw: &str) -> Option<(String, Result<Option<Node>, bool>)> {
+/// `name`; the schema is [`Unread::TooDeep`] when it nests too deeply.
+pub(super) fn prune_tool(raw: &str) -> Option<(String, Result<Option<Node>, Unread>)> {
     let too_deep = Cell::new(false);
     let mut de = serde_json::Deserializer::from_str(raw);
     match (ToolSeed(&too_deep)).deserialize(&mut de) {
@@ -85,9 +92,17 @@ pub(super) fn prune_tool(raw: &str) -> Option<(String, Result<Option<Node>, bool
             // The name may come after the schema: read it alone.
             let mut de = serde_json::Deserializer::from_str(raw);
             let name = NameOnly.deserialize(&mut de).ok().flatten()?;
-            Some((name, Err(true)))
+            Some((name, Err(Unread::TooDeep)))
         }
         Err(_) => None,
+    }
+}
+
+fn unread(too_deep: &Cell<bool>) -> Unread {
+    if too_deep.get() {
+        Unread::TooDeep
+    } else {
+        Unread::Malformed
     }
 }
 
