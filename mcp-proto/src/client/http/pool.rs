@@ -109,6 +109,12 @@ struct Conn {
     carried: u32,
 }
 
+/// Kinds of job the pool has no room for (see [`Pool::full`]).
+struct Full {
+    requests: bool,
+    streams: bool,
+}
+
 impl Job {
     /// Bytes of its request.
     fn size(&self) -> usize {
@@ -492,31 +498,23 @@ impl Pool {
     /// once no kind that is waiting has room: a long queue costs nothing while the pool
     /// is full.
     fn dispatch(&mut self, now: Instant) {
+        // What has room changes only when a job is placed (or fails to be): the pool is
+        // looked at again then, not for each job passed over.
+        let mut full = self.full();
         let mut i = 0;
         while i < self.queue.len() {
-            let idle = self
-                .conns
-                .values()
-                .any(|c| matches!(c.state, ConnState::Idle { .. }));
-            let streams = self.streams();
-            let full_for_requests = !idle && self.conns.len() - streams >= self.max();
-            let full_for_streams = !idle && streams >= self.max();
-            if full_for_requests && (full_for_streams || self.waiting_streams == 0) {
+            if full.requests && (full.streams || self.waiting_streams == 0) {
                 return;
             }
-            let full = if self.queue[i].long_lived {
-                full_for_streams
-            } else {
-                full_for_requests
-            };
-            if full {
+            let long_lived = self.queue[i].long_lived;
+            if (long_lived && full.streams) || (!long_lived && full.requests) {
                 i += 1;
                 continue;
             }
             let Some(job) = self.queue.remove(i) else {
                 return;
             };
-            let (size, long_lived) = (job.size(), job.long_lived);
+            let size = job.size();
             match self.place(now, job) {
                 Some(job) => {
                     self.queue.insert(i, job);
@@ -527,6 +525,21 @@ impl Pool {
                     self.waiting_streams -= usize::from(long_lived);
                 }
             }
+            full = self.full();
+        }
+    }
+
+    /// Which kinds of job could not have a connection now: no idle one to take (or
+    /// close), and every connection for that kind in use.
+    fn full(&self) -> Full {
+        let idle = self
+            .conns
+            .values()
+            .any(|c| matches!(c.state, ConnState::Idle { .. }));
+        let streams = self.streams();
+        Full {
+            requests: !idle && self.conns.len() - streams >= self.max(),
+            streams: !idle && streams >= self.max(),
         }
     }
 
