@@ -66,7 +66,10 @@ pub struct Limits {
     /// which the server's own requests are no longer answered: a server that sends
     /// requests without reading its stdin ends the connection with
     /// [`crate::client::CloseReason::PeerNotReading`] instead of growing the queue. The
-    /// caller's own requests are never refused for it. Default 16 MiB.
+    /// caller's own requests are never refused for it. Over HTTP, the requests waiting
+    /// for a connection count instead, each with its head and the machine's record of it
+    /// (about a kilobyte), so that a flood of tiny answers is bounded by what it costs.
+    /// Default 16 MiB.
     pub max_queued_output_bytes: usize,
     /// Longest task id accepted from a server (bytes); a longer one fails the call
     /// with [`crate::client::TaskProblem::IdTooLong`]. Default 256.

@@ -1125,6 +1125,59 @@ fn a_server_asking_faster_than_it_takes_the_answers_is_cut_off() {
     );
 }
 
+/// What a waiting answer costs the machine is more than its text: its request head, the
+/// queued job and the record of its exchange. All of it counts against
+/// `max_queued_output_bytes`, so a flood of tiny requests whose answers cannot leave is
+/// cut off before it costs much more than the budget (60,000 pings took this simulation
+/// to 175 MiB under the default 16 MiB budget when only the answers' text counted; 37 MiB
+/// since).
+#[test]
+fn the_queue_budget_counts_each_waiting_answers_records_not_only_its_text() {
+    const BUDGET: usize = 1 << 20;
+    const PINGS: usize = 1500;
+    let mut http = HttpConfig::new(EndpointUrl::parse("http://127.0.0.1:9/mcp", false).unwrap());
+    http.pool.max_connections = 1;
+    let mut limits = mcp_proto::Limits::default();
+    limits.max_queued_output_bytes = BUDGET;
+    let mut sim = HttpSim::with_http(config(EraMode::Legacy).limits(limits), http, |req| {
+        match (req.method.as_str(), req.rpc_method()) {
+            ("POST", "initialize") => legacy_init(req, "s"),
+            ("POST", "tools/call") => {
+                let pings: String = (0..PINGS)
+                    .map(|i| {
+                        format!("data: {{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"ping\"}}\n\n")
+                    })
+                    .collect();
+                let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\
+                            Transfer-Encoding: chunked\r\n\r\n";
+                Reply::Raw(format!("{head}{:x}\r\n{pings}\r\n", pings.len()).into_bytes())
+            }
+            ("GET", _) => Reply::with_body(405, &[], ""),
+            _ => Reply::accepted(),
+        }
+    });
+    sim.connect();
+    let mut peak = 0;
+    let id = sim
+        .client
+        .call(sim.now, CallRequest::call_tool("t", json!({})));
+    sim.run_until(|s| {
+        peak = peak.max(s.client.retained_bytes());
+        s.events.iter().any(|e| matches!(e, Event::Closed { .. }))
+    });
+    let closed = sim.events.iter().find_map(|e| match e {
+        Event::Closed { reason } => Some(reason.clone()),
+        _ => None,
+    });
+    // The answers' text alone (1,500 pongs with their heads, about 450 KB) is within
+    // the budget; with their records it is not.
+    assert!(
+        matches!(closed, Some(CloseReason::PeerNotReading { waiting }) if waiting > BUDGET),
+        "{closed:?} (call {id:?})"
+    );
+    assert!(peak <= 2 * BUDGET, "retained {peak} bytes at the peak");
+}
+
 /// A probe answered on an event stream that crosses a limit got no answer: that is no
 /// evidence that the server is legacy, so the client does not fall back to `initialize`
 /// but fails, naming the limit.

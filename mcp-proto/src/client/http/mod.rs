@@ -462,6 +462,7 @@ impl HttpLink {
         let parked: usize = self.parked.iter().map(|p| p.msg.json.len()).sum();
         self.client.retained_bytes()
             + self.events.bytes()
+            + self.pool.waiting_bytes()
             + exchanges
             + held
             + parked
@@ -620,11 +621,14 @@ impl HttpLink {
             .filter(|(_, x)| x.head.is_none() && x.deadline.is_some_and(|d| d <= now))
             .map(|(id, _)| *id)
             .collect();
+        if expired.is_empty() {
+            return;
+        }
         expired.sort_unstable();
+        self.pool.abort_many(now, &expired);
         let timeout = self.client.config().limits.request_timeout;
         for id in expired {
             if let Some(x) = self.exchanges.remove(&id) {
-                self.pool.abort(now, id);
                 let detail = format!("no response within {timeout:?}");
                 self.exchange_failed(now, x, None, None, Failure::Text(detail));
             }
@@ -641,8 +645,7 @@ impl HttpLink {
     pub(super) fn abort_all(&mut self) {
         let mut open: Vec<ExchangeId> = self.exchanges.keys().copied().collect();
         open.sort_unstable();
-        for id in open {
-            self.abort_exchange(id);
-        }
+        self.exchanges.clear();
+        self.pool.abort_many(self.now, &open);
     }
 }
