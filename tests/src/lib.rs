@@ -3,6 +3,7 @@
 //! clock that jumps straight to the next deadline when nothing else can happen.
 
 pub mod cli_home;
+pub mod heap;
 pub mod http_sim;
 pub mod interop;
 pub mod raw_http;

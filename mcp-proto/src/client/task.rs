@@ -241,18 +241,96 @@ impl Task {
     /// # Errors
     /// A [`TaskProblem`] naming what is wrong.
     pub fn from_result(raw: &RawValue, era: Era, max_id: usize) -> Result<Task, TaskProblem> {
-        let value: Map<String, Value> = serde_json::from_str(raw.get())
-            .map_err(|e| TaskProblem::Malformed(format!("not a JSON object: {e}")))?;
-        match (era, value.get("task")) {
-            (Era::Legacy, Some(Value::Object(inner))) => Task::from_object(inner, era, max_id),
-            _ => Task::from_object(&value, era, max_id),
+        let not_object =
+            |e: serde_json::Error| TaskProblem::Malformed(format!("not a JSON object: {e}"));
+        let members = RecordMembers::read(raw.get()).map_err(not_object)?;
+        if era == Era::Legacy
+            && let Some(inner) = members.task.filter(|t| t.get().starts_with('{'))
+        {
+            let inner = RecordMembers::read(inner.get()).map_err(not_object)?;
+            return Task::from_object(&inner.object().map_err(not_object)?, era, max_id);
         }
+        Task::from_object(&members.object().map_err(not_object)?, era, max_id)
     }
 
     /// True when this record says the same as `other` for a person: status and message.
     #[must_use]
     pub fn same_view(&self, other: &Task) -> bool {
         self.status == other.status && self.status_message == other.status_message
+    }
+}
+
+/// The members of a task record that anything here reads, each as it came; any other
+/// member is stepped over unread, so a record padded with megabytes of members nobody
+/// reads costs no more than its text (read into a [`Map`], it cost many times that).
+#[derive(Debug, Default, serde::Deserialize)]
+pub(crate) struct RecordMembers<'a> {
+    #[serde(borrow)]
+    pub(crate) task: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) result: Option<&'a RawValue>,
+    #[serde(borrow, rename = "taskId")]
+    task_id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    status: Option<&'a RawValue>,
+    #[serde(borrow, rename = "statusMessage")]
+    status_message: Option<&'a RawValue>,
+    #[serde(borrow, rename = "createdAt")]
+    created_at: Option<&'a RawValue>,
+    #[serde(borrow, rename = "lastUpdatedAt")]
+    last_updated_at: Option<&'a RawValue>,
+    #[serde(borrow)]
+    ttl: Option<&'a RawValue>,
+    #[serde(borrow, rename = "pollInterval")]
+    poll_interval: Option<&'a RawValue>,
+    #[serde(borrow, rename = "ttlMs")]
+    ttl_ms: Option<&'a RawValue>,
+    #[serde(borrow, rename = "pollIntervalMs")]
+    poll_interval_ms: Option<&'a RawValue>,
+    #[serde(borrow, rename = "resultType")]
+    result_type: Option<&'a RawValue>,
+    #[serde(borrow)]
+    error: Option<&'a RawValue>,
+    #[serde(borrow, rename = "inputRequests")]
+    input_requests: Option<&'a RawValue>,
+}
+
+impl<'a> RecordMembers<'a> {
+    /// Reads the members of the object `text`.
+    ///
+    /// # Errors
+    /// When `text` is not an object, or names a member it reads twice.
+    pub(crate) fn read(text: &'a str) -> Result<Self, serde_json::Error> {
+        serde_json::from_str(text)
+    }
+
+    /// The members read as values, but `task` and `result` (which stay verbatim): what
+    /// [`Task::from_object`] and the session look at.
+    ///
+    /// # Errors
+    /// Never for a record that was read (each member is valid JSON).
+    pub(crate) fn object(&self) -> Result<Map<String, Value>, serde_json::Error> {
+        let members = [
+            ("taskId", self.task_id),
+            ("status", self.status),
+            ("statusMessage", self.status_message),
+            ("createdAt", self.created_at),
+            ("lastUpdatedAt", self.last_updated_at),
+            ("ttl", self.ttl),
+            ("pollInterval", self.poll_interval),
+            ("ttlMs", self.ttl_ms),
+            ("pollIntervalMs", self.poll_interval_ms),
+            ("resultType", self.result_type),
+            ("error", self.error),
+            ("inputRequests", self.input_requests),
+        ];
+        let mut object = Map::new();
+        for (key, raw) in members {
+            if let Some(raw) = raw {
+                object.insert(key.to_owned(), serde_json::from_str(raw.get())?);
+            }
+        }
+        Ok(object)
     }
 }
 

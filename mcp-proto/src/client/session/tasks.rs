@@ -44,8 +44,8 @@ use super::{
 };
 use crate::Instant;
 use crate::client::task::{
-    DEFAULT_POLL_INTERVAL, MAX_DEFAULT_POLL_INTERVAL, MIN_POLL_INTERVAL, Task, TaskProblem,
-    TaskStatus,
+    DEFAULT_POLL_INTERVAL, MAX_DEFAULT_POLL_INTERVAL, MIN_POLL_INTERVAL, RecordMembers, Task,
+    TaskProblem, TaskStatus,
 };
 use crate::jsonrpc::{self, ErrorObject, RequestId};
 use crate::version::Era;
@@ -148,24 +148,14 @@ pub(super) fn related_task(params: Option<&RawValue>) -> Option<String> {
     Some(p.meta?.related?.task_id?.into_owned())
 }
 
-/// A task record (a `tasks/get` result, a status notification's params): its members as
-/// values, but `result` verbatim, as the call's result is passed on (never rebuilt from a
-/// value, which would reorder its keys; and never read into values, which cost many
-/// times its size).
+/// A task record (a `tasks/get` result, a status notification's params): the members the
+/// session reads, as values, but `result` verbatim, as the call's result is passed on
+/// (never rebuilt from a value, which would reorder its keys; and never read into values,
+/// which cost many times its size). Members nobody reads are not kept.
 fn task_record(text: &str) -> Result<(Map<String, Value>, Option<&RawValue>), String> {
-    let members: std::collections::BTreeMap<std::borrow::Cow<'_, str>, &RawValue> =
-        serde_json::from_str(text).map_err(|e| e.to_string())?;
-    let mut object = Map::new();
-    let mut result = None;
-    for (key, raw) in members {
-        if key == "result" {
-            result = Some(raw);
-        } else {
-            let value = serde_json::from_str(raw.get()).map_err(|e| e.to_string())?;
-            object.insert(key.into_owned(), value);
-        }
-    }
-    Ok((object, result))
+    let members = RecordMembers::read(text).map_err(|e| e.to_string())?;
+    let object = members.object().map_err(|e| e.to_string())?;
+    Ok((object, members.result))
 }
 
 impl Session {
