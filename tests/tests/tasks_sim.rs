@@ -12,8 +12,8 @@ use std::time::Duration;
 use mcp_proto::Instant;
 use mcp_proto::Limits;
 use mcp_proto::client::{
-    AcceptDefaults, CallError, CallId, CallRequest, ClientConfig, Event, Task, TaskProblem,
-    TaskStatus,
+    AcceptDefaults, CallError, CallId, CallRequest, ClientConfig, Event, MAX_POLL_INTERVAL, Task,
+    TaskProblem, TaskStatus,
 };
 use mcp_proto::model::ClientCapabilities;
 use mcp_proto::version::{Era, EraMode};
@@ -1424,13 +1424,96 @@ fn a_task_past_its_ttl_is_given_up_and_cancelled() {
         err,
         CallError::Task(TaskProblem::Expired(Duration::from_millis(2500)))
     );
+    // Polls at 1 s and 2 s, the last look when the lifetime ends (2.5 s), then given up.
     assert_eq!(
         sim.now.saturating_duration_since(start),
-        Duration::from_secs(3)
+        Duration::from_millis(2500)
     );
     assert_eq!(sim.sent_with_method("tasks/get").len(), 3);
     sim.step();
     assert_eq!(sim.sent_with_method("tasks/cancel").len(), 1);
+}
+
+/// A server naming a poll interval of an hour (or of `u64::MAX` milliseconds) does not
+/// put the call to sleep for that long: the wait is capped at `MAX_POLL_INTERVAL`, and
+/// never runs past the task's `ttl`, which still ends it when due.
+#[test]
+fn a_huge_poll_interval_is_capped_and_the_ttl_still_ends_the_task() {
+    for (era, interval) in [
+        (Era::Legacy, json!(3_600_000)),
+        (Era::Legacy, json!(u64::MAX)),
+        (Era::Modern, json!(3_600_000)),
+        (Era::Modern, json!(u64::MAX)),
+    ] {
+        for ttl in [Some(2000), None] {
+            let record = {
+                let interval = interval.clone();
+                move || {
+                    let mut t = match era {
+                        Era::Legacy => legacy_task("H", "working", 0),
+                        _ => modern_task("H", "working", None),
+                    };
+                    let (ttl_key, poll_key) = match era {
+                        Era::Legacy => ("ttl", "pollInterval"),
+                        _ => ("ttlMs", "pollIntervalMs"),
+                    };
+                    t[poll_key] = interval.clone();
+                    t[ttl_key] = ttl.map_or(Value::Null, |ms| json!(ms));
+                    t
+                }
+            };
+            let (config, caps) = match era {
+                Era::Legacy => (legacy(), legacy_caps()),
+                _ => (modern(ClientCapabilities::none().with_tasks()), Value::Null),
+            };
+            let created = record.clone();
+            let mut sim = sim(config, caps, move |m| match (m["method"].as_str(), era) {
+                (Some("tools/call"), Era::Legacy) => vec![answer(m, json!({"task": created()}))],
+                (Some("tools/call"), _) => {
+                    vec![answer(m, with(json!({"resultType":"task"}), created()))]
+                }
+                (Some("tasks/get"), Era::Legacy) => vec![answer(m, record())],
+                (Some("tasks/get"), _) => {
+                    vec![answer(m, with(json!({"resultType":"complete"}), record()))]
+                }
+                _ => Vec::new(),
+            });
+            let began = sim.now;
+            let request = CallRequest::call_tool("x", json!({}));
+            let request = if era == Era::Legacy {
+                request.as_task(None)
+            } else {
+                request
+            };
+            let id = start(&mut sim, request);
+            match ttl {
+                Some(ms) => {
+                    let err = finish(&mut sim, id).unwrap_err();
+                    assert_eq!(
+                        err,
+                        CallError::Task(TaskProblem::Expired(Duration::from_millis(ms))),
+                        "{era:?} {interval}"
+                    );
+                    assert_eq!(
+                        sim.now.saturating_duration_since(began),
+                        Duration::from_millis(ms),
+                        "{era:?} {interval}: given up when its ttl ended"
+                    );
+                }
+                None => {
+                    // No lifetime: polled every minute, not every hour.
+                    sim.run_until(|s| s.sent_with_method("tasks/get").len() >= 3);
+                    let gets = times(&sim, "tasks/get");
+                    assert_eq!(
+                        spacing(&gets),
+                        vec![MAX_POLL_INTERVAL; 2],
+                        "{era:?} {interval}"
+                    );
+                    assert!(sim.completion(id).is_none());
+                }
+            }
+        }
+    }
 }
 
 #[test]

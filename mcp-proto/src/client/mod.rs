@@ -85,8 +85,8 @@ pub use machine::Client;
 pub use output::{AcceptDefaults, DeclineAll, InputHandler, ReadContents};
 pub use session::request::CallRequest;
 pub use task::{
-    DEFAULT_POLL_INTERVAL, MAX_DEFAULT_POLL_INTERVAL, MIN_POLL_INTERVAL, RELATED_TASK_KEY,
-    TASKS_EXTENSION, Task, TaskProblem, TaskStatus,
+    DEFAULT_POLL_INTERVAL, MAX_DEFAULT_POLL_INTERVAL, MAX_POLL_INTERVAL, MIN_POLL_INTERVAL,
+    RELATED_TASK_KEY, TASKS_EXTENSION, Task, TaskProblem, TaskStatus,
 };
 pub use transmit::{ConnId, Origin, Transmit, TransportFailure, TransportFailureKind};
 

@@ -30,9 +30,14 @@ pub const MIN_POLL_INTERVAL: Duration = Duration::from_millis(100);
 /// after every poll that shows no change, up to [`MAX_DEFAULT_POLL_INTERVAL`].
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(1);
 
-/// The longest wait between polls the client chooses by itself (a poll interval the
-/// server names is honoured as given, above [`MIN_POLL_INTERVAL`]).
+/// The longest wait between polls the client chooses by itself.
 pub const MAX_DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(30);
+
+/// The longest wait between polls, whatever the server asks: a `pollInterval` of an
+/// hour (or of `u64::MAX` milliseconds) would otherwise leave the call asleep for that
+/// long. Between [`MIN_POLL_INTERVAL`] and this, the server's interval is honoured as
+/// given; the wait never runs past the end of the task's `ttl` either.
+pub const MAX_POLL_INTERVAL: Duration = Duration::from_secs(60);
 
 /// Where a task stands. The three terminal statuses never change again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

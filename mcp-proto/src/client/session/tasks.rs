@@ -44,8 +44,8 @@ use super::{
 };
 use crate::Instant;
 use crate::client::task::{
-    DEFAULT_POLL_INTERVAL, MAX_DEFAULT_POLL_INTERVAL, MIN_POLL_INTERVAL, RecordMembers, Task,
-    TaskProblem, TaskStatus,
+    DEFAULT_POLL_INTERVAL, MAX_DEFAULT_POLL_INTERVAL, MAX_POLL_INTERVAL, MIN_POLL_INTERVAL,
+    RecordMembers, Task, TaskProblem, TaskStatus,
 };
 use crate::jsonrpc::{self, ErrorObject, RequestId};
 use crate::version::Era;
@@ -550,17 +550,21 @@ impl Session {
                 self.send_task_request(now, id, Sub::Get);
             }
             _ => {
-                if let Some(ttl) = track.task.ttl
-                    && now.saturating_duration_since(track.since) >= ttl
-                {
-                    // Past its lifetime and still not over: give up (tasks.md 4.4 MAY).
-                    return self.task_fail(id, TaskProblem::Expired(ttl));
-                }
-                let wait = track
+                let mut wait = track
                     .task
                     .poll_interval
                     .unwrap_or(track.backoff)
-                    .max(MIN_POLL_INTERVAL);
+                    .clamp(MIN_POLL_INTERVAL, MAX_POLL_INTERVAL);
+                if let Some(ttl) = track.task.ttl {
+                    let left = ttl.saturating_sub(now.saturating_duration_since(track.since));
+                    if left.is_zero() {
+                        // Past its lifetime and still not over: give up (tasks.md 4.4 MAY).
+                        return self.task_fail(id, TaskProblem::Expired(ttl));
+                    }
+                    // The last look is when the lifetime ends, however long the server
+                    // asked the client to wait.
+                    wait = wait.min(left);
+                }
                 call.deadline = Some(now + wait);
             }
         }
