@@ -16,6 +16,9 @@ use crate::jsonrpc::{Message, Response};
 use crate::sse::{SseDecoder, SseError};
 use crate::version::Era;
 
+/// The shortest wait before a lost event stream is resumed, whatever its `retry` says.
+const MIN_RESUME_DELAY: Duration = Duration::from_millis(100);
+
 /// Identifies one HTTP exchange (one request and its response).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) struct ExchangeId(pub(crate) u64);
@@ -595,8 +598,11 @@ impl HttpLink {
             ),
             _ => (None, None),
         };
-        // Attempts count streams that brought nothing; one that delivered starts afresh.
-        let attempt = if x.delivered > 0 { 0 } else { attempt + 1 };
+        // Attempts count streams that brought nothing new; one that delivered and moved
+        // the resumption point starts afresh. A stream that replays the very event it
+        // was asked to resume after, again and again, makes no progress.
+        let progressed = x.delivered > 0 && last_id != x.resume_from;
+        let attempt = if progressed { 0 } else { attempt + 1 };
         let legacy = self.era() == Some(Era::Legacy);
         if owed.is_empty() && !standalone {
             return;
@@ -659,9 +665,16 @@ impl HttpLink {
             .config
             .resume_backoff
             .saturating_mul(1u32 << attempt.min(16));
-        let delay = retry_ms
-            .map(Duration::from_millis)
-            .unwrap_or(backoff)
+        // The server's `retry` is honoured, but never below MIN_RESUME_DELAY (`retry: 0`
+        // made a reconnection loop as fast as the server closed streams), and once
+        // streams keep bringing nothing new the growing backoff wins over it.
+        let delay = match retry_ms.map(Duration::from_millis) {
+            Some(retry) if attempt > 1 => retry.max(backoff),
+            Some(retry) => retry,
+            None => backoff,
+        };
+        let delay = delay
+            .max(MIN_RESUME_DELAY)
             .min(self.config.max_resume_delay);
         self.resumes.push(PendingResume {
             due: now + delay,
