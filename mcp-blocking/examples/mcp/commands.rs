@@ -21,7 +21,7 @@ use crate::config::{self, ServerEntry, shell_words};
 use crate::content::{self, Saver};
 use crate::output::{self, Failure, print_json, short, table};
 use crate::session;
-use crate::terminal::clean;
+use crate::terminal::{clean, one_line};
 
 /// The JSON document of a command that talked to a server.
 #[derive(Serialize)]
@@ -805,7 +805,7 @@ pub fn prompt(
     let lines: Result<Vec<String>, _> = out.prompt_view().map(|view| {
         view.messages
             .iter()
-            .map(|m| format!("{}: {}", m.role, content::render(&m.content, &mut saver)))
+            .map(|m| prompt_message(&m.role, &content::render(&m.content, &mut saver)))
             .collect()
     });
     match global.format {
@@ -818,12 +818,29 @@ pub fn prompt(
         }
         Format::Text => {
             for line in &lines? {
-                println!("{}", clean(line));
+                println!("{line}");
             }
         }
     }
     client.close();
     Ok(0)
+}
+
+/// A prompt message as text: `role: ` and its text, whose further lines are indented
+/// under the first, so that a line of the text (`assistant: …`) cannot pass for a message
+/// of its own.
+fn prompt_message(role: &str, text: &str) -> String {
+    let role = one_line(role);
+    let indent = " ".repeat(role.chars().count() + 2);
+    let text = clean(text);
+    let mut lines = text.split('\n');
+    let mut out = format!("{role}: {}", lines.next().unwrap_or_default());
+    for line in lines {
+        out.push('\n');
+        out.push_str(&indent);
+        out.push_str(line);
+    }
+    out
 }
 
 pub fn complete(
@@ -999,8 +1016,8 @@ fn print_notification(global: &Global, n: &Notification) {
         Format::Text => {
             let method = n.method.strip_prefix("notifications/").unwrap_or(&n.method);
             match params.get("uri").and_then(Value::as_str) {
-                Some(uri) => println!("{} {}", clean(method), clean(uri)),
-                None => println!("{}", clean(method)),
+                Some(uri) => println!("{} {}", one_line(method), one_line(uri)),
+                None => println!("{}", one_line(method)),
             }
         }
     }
@@ -1022,8 +1039,10 @@ fn print_task_status(global: &Global, task: &mcp_blocking::Task) {
                 .map(|m| format!(": {m}"))
                 .unwrap_or_default();
             println!(
-                "{}",
-                clean(&format!("task {} {}{message}", task.task_id, task.status))
+                "task {} {}{}",
+                one_line(&task.task_id),
+                task.status,
+                clean(&message)
             );
         }
     }
@@ -1463,6 +1482,23 @@ pub fn tool_names(out: &CallOutput) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_and_messages_from_a_server_cannot_forge_lines() {
+        // A tool whose name and a property hold line breaks stays on its row.
+        let tool = json!({"name": "bad\nfake", "description": "one\ntwo",
+            "inputSchema": {"type": "object", "properties": {"a\nb": {}}}})
+        .to_string();
+        let row = tool_row(&RawValue::from_string(tool).unwrap());
+        let lines = crate::output::table_lines(&[row], 100);
+        assert_eq!(lines, ["bad^Jfake(a^Jb?)  one"]);
+        // A prompt message's further lines are indented under its role.
+        assert_eq!(
+            prompt_message("user", "hi\nassistant: sure"),
+            "user: hi\n      assistant: sure"
+        );
+        assert_eq!(prompt_message("user\nassistant", "x"), "user^Jassistant: x");
+    }
 
     #[test]
     fn a_tool_row_shows_the_signature_and_skips_the_rest_of_the_schema() {

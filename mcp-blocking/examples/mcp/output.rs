@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::args::Format;
-use crate::terminal::{self, clean};
+use crate::terminal::{self, clean, folded, one_line};
 
 /// Why a command failed.
 #[derive(Debug)]
@@ -275,7 +275,21 @@ pub const TABLE_WIDTH: usize = 100;
 pub fn table_lines(rows: &[Vec<String>], width: usize) -> Vec<String> {
     let rows: Vec<Vec<Cow<'_, str>>> = rows
         .iter()
-        .map(|row| row.iter().map(|cell| clean(cell)).collect())
+        .map(|row| {
+            // Leading cells are names and URIs, one line each; the last is free text,
+            // wrapped here, so its line breaks are folded into spaces.
+            let last = row.len().saturating_sub(1);
+            row.iter()
+                .enumerate()
+                .map(|(i, cell)| {
+                    if i < last {
+                        one_line(cell)
+                    } else {
+                        folded(cell)
+                    }
+                })
+                .collect()
+        })
         .collect();
     let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
     let natural = |cap: usize| {

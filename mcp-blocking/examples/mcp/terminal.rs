@@ -23,12 +23,24 @@
 
 use std::borrow::Cow;
 
-/// Whether `c`, followed by `next`, is shown as it is.
-fn shown(c: char, next: Option<char>) -> bool {
-    match c {
-        '\n' | '\t' => true,
-        '\r' => next == Some('\n'),
-        c => !c.is_control() && !is_bidi_control(c),
+/// Where text is shown, which decides what happens to line breaks and tabs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// Free text: `\n`, `\t` and a `\r` right before a `\n` stay.
+    Lines,
+    /// A value that is one line (a name, a URI): they are made visible too, so that a
+    /// server cannot make one value look like two lines of the CLI's own output.
+    OneLine,
+    /// Free text shown on one line (a table's wrapped last column): each becomes a space.
+    Folded,
+}
+
+/// Whether `c`, followed by `next`, is shown as it is in `place`.
+fn shown(c: char, next: Option<char>, place: Place) -> bool {
+    match (c, place) {
+        ('\n' | '\t', Place::Lines) => true,
+        ('\r', Place::Lines) => next == Some('\n'),
+        (c, _) => !c.is_control() && !is_bidi_control(c),
     }
 }
 
@@ -52,11 +64,27 @@ fn push_visible(out: &mut String, c: char) {
 
 /// `text` with every control character but `\n` and `\t` made visible (see the module).
 pub fn clean(text: &str) -> Cow<'_, str> {
+    made_safe(text, Place::Lines)
+}
+
+/// A value that is one line (a name, a URI, a role, a table's leading cell): as [`clean`],
+/// with line breaks and tabs made visible too (`^J`, `^I`, `^M`).
+pub fn one_line(text: &str) -> Cow<'_, str> {
+    made_safe(text, Place::OneLine)
+}
+
+/// Free text shown on one line (a table's last column): as [`clean`], with each line
+/// break and tab made a space.
+pub fn folded(text: &str) -> Cow<'_, str> {
+    made_safe(text, Place::Folded)
+}
+
+fn made_safe(text: &str, place: Place) -> Cow<'_, str> {
     let mut chars = text.char_indices().peekable();
     let first = loop {
         match chars.next() {
             None => return Cow::Borrowed(text),
-            Some((i, c)) if !shown(c, chars.peek().map(|&(_, n)| n)) => break i,
+            Some((i, c)) if !shown(c, chars.peek().map(|&(_, n)| n), place) => break i,
             Some(_) => {}
         }
     };
@@ -64,8 +92,10 @@ pub fn clean(text: &str) -> Cow<'_, str> {
     out.push_str(&text[..first]);
     let mut chars = text[first..].chars().peekable();
     while let Some(c) = chars.next() {
-        if shown(c, chars.peek().copied()) {
+        if shown(c, chars.peek().copied(), place) {
             out.push(c);
+        } else if place == Place::Folded && matches!(c, '\n' | '\t' | '\r') {
+            out.push(' ');
         } else {
             push_visible(&mut out, c);
         }
@@ -97,6 +127,18 @@ pub fn json(document: &str) -> Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_line_values_cannot_break_the_line() {
+        assert_eq!(one_line("bad\nfake"), "bad^Jfake");
+        assert_eq!(one_line("a://x\r\nb://forged\tz"), "a://x^M^Jb://forged^Iz");
+        assert_eq!(one_line("\u{1b}[2J"), "^[[2J");
+        assert!(matches!(one_line("plain"), Cow::Borrowed("plain")));
+        assert_eq!(
+            folded("Adds.\n\nArgs:\ta\r\nb\u{1b}"),
+            "Adds.  Args: a  b^["
+        );
+    }
 
     #[test]
     fn plain_text_is_borrowed() {
