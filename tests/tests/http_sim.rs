@@ -446,6 +446,37 @@ fn a_stream_replaying_its_resumption_point_is_given_up() {
     );
 }
 
+/// A JSON body that is not a JSON-RPC message fails the call saying why, with what most
+/// often explains it (a compressed body, a byte order mark), not only that it did not
+/// answer.
+#[test]
+fn an_unreadable_json_response_says_why() {
+    for (headers, body, expected) in [
+        (vec![], "<html>", "not a JSON-RPC message"),
+        (
+            vec![("Content-Encoding", "gzip")],
+            "\u{1f}\u{8b}",
+            "Content-Encoding gzip is not supported",
+        ),
+        (vec![], "\u{feff}{}", "byte order mark"),
+    ] {
+        let mut sim = HttpSim::new(config(EraMode::Auto), move |req| match req.rpc_method() {
+            "server/discover" => discover_ok(req),
+            _ => {
+                let mut hs = vec![("Content-Type", "application/json")];
+                hs.extend(headers.iter().copied());
+                Reply::with_body(200, &hs, body)
+            }
+        });
+        sim.connect();
+        let err = sim.call(CallRequest::list_tools()).unwrap_err();
+        assert!(
+            matches!(&err, CallError::Http(h) if h.detail.contains(expected)),
+            "{expected}: {err:?}"
+        );
+    }
+}
+
 #[test]
 fn a_modern_stream_lost_before_its_response_fails_the_call() {
     let mut sim = HttpSim::new(config(EraMode::Auto), |req| match req.rpc_method() {

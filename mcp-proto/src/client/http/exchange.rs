@@ -364,7 +364,7 @@ impl HttpLink {
             // What comes on a request's own stream belongs to that request (its log
             // messages, say).
             self.client.stream_origin = origin;
-            self.deliver(now, data.as_bytes());
+            let _ = self.deliver(now, data.as_bytes());
             self.client.stream_origin = None;
         }
         if let Some(error) = broken {
@@ -407,8 +407,9 @@ impl HttpLink {
         self.fail_owed(now, &owed, status, &format!("event stream cut: {error}"));
     }
 
-    /// One JSON-RPC message from the server, to the protocol machine.
-    pub(super) fn deliver(&mut self, now: Instant, json: &[u8]) {
+    /// One JSON-RPC message from the server, to the protocol machine. When it cannot be
+    /// decoded, why (also reported to the machine).
+    pub(super) fn deliver(&mut self, now: Instant, json: &[u8]) -> Option<String> {
         let max_depth = self.client.config().limits.max_nesting_depth;
         match Message::decode_with_max_depth(json, max_depth) {
             Ok(Message::Response(r)) => {
@@ -416,8 +417,13 @@ impl HttpLink {
                 self.client.dispatch_message(now, Message::Response(r));
             }
             Ok(m) => self.client.dispatch_message(now, m),
-            Err(error) => self.client.handle_undecodable(now, json, error),
+            Err(error) => {
+                let why = error.to_string();
+                self.client.handle_undecodable(now, json, error);
+                return Some(why);
+            }
         }
+        None
     }
 
     fn on_end(&mut self, now: Instant, x: Exchange) {
@@ -429,11 +435,29 @@ impl HttpLink {
         match x.body {
             Body::Json(ref buf) => {
                 let before = x.rpc_id.filter(|r| self.client.is_awaiting(*r));
-                self.deliver(now, buf);
+                let undecodable = self.deliver(now, buf);
                 if let Some(rpc) = before.filter(|r| self.client.is_awaiting(*r)) {
-                    // The body was not the answer (another id, or garbage).
-                    let detail = "the JSON response did not answer the request";
-                    self.fail_unanswered(now, rpc, status, detail.to_owned());
+                    // The body was not the answer: another id, or not a message (then say
+                    // why, with what most often explains it).
+                    let detail = match undecodable {
+                        None => "the JSON response did not answer the request".to_owned(),
+                        Some(why) => {
+                            let encoding =
+                                x.head.as_ref().and_then(|h| h.header("content-encoding"));
+                            let hint = match encoding.map(str::trim) {
+                                Some(e) if !e.eq_ignore_ascii_case("identity") => {
+                                    let e: String = e.chars().take(40).collect();
+                                    format!(" (Content-Encoding {e} is not supported)")
+                                }
+                                _ if buf.starts_with(b"\xEF\xBB\xBF") => {
+                                    " (it starts with a byte order mark)".to_owned()
+                                }
+                                _ => String::new(),
+                            };
+                            format!("the JSON response is not a JSON-RPC message: {why}{hint}")
+                        }
+                    };
+                    self.fail_unanswered(now, rpc, status, detail);
                 }
             }
             Body::Sse(_) => self.stream_ended(now, x, "the event stream ended"),

@@ -338,7 +338,9 @@ impl HttpLink {
                 let event_type = clipped(other).into_owned();
                 self.sse_fail(HttpSseError::MessageBeforeEndpoint { event_type });
             }
-            ("message", true) if !ev.data.is_empty() => self.deliver(now, ev.data.as_bytes()),
+            ("message", true) if !ev.data.is_empty() => {
+                let _ = self.deliver(now, ev.data.as_bytes());
+            }
             // Other event types are not this transport's: ignored.
             _ => {}
         }
