@@ -37,7 +37,8 @@ pub struct Limits {
     /// listing larger than this is not cached. Counted in
     /// [`Client::retained_bytes`](crate::client::Client::retained_bytes). Default 4 MiB.
     pub max_cache_bytes: usize,
-    /// MRTR rounds for one call (2026-07-28 `input_required`); in the legacy era, the
+    /// MRTR rounds for one call (2026-07-28 `input_required`, and the snapshots of a
+    /// 2026-07-28 task that ask for new input); in the legacy era, the
     /// server's requests for input that may pause one call's deadline while they wait
     /// for an answer (from the next one on, the call's deadline runs). Default 10.
     pub max_input_rounds: u32,

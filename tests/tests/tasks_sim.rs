@@ -743,6 +743,59 @@ fn modern_input_is_answered_with_tasks_update_once_per_key() {
     assert_eq!(times(&sim, "tasks/update")[0], times(&sim, "tasks/get")[0]);
 }
 
+/// A task that asks for fresh input on every snapshot is held to
+/// `Limits::max_input_rounds` rounds, as a call's own `input_required` rounds are (it was
+/// bounded only by the count of input requests, 160 by default, or its polls).
+#[test]
+fn modern_task_input_rounds_are_bounded() {
+    let mut caps = ClientCapabilities::with_elicitation().with_tasks();
+    caps.elicitation_url = false;
+    let polls = Rc::new(RefCell::new(0));
+    let p = polls.clone();
+    let mut sim = sim(modern(caps), Value::Null, move |m| {
+        match m["method"].as_str() {
+            Some("tools/call") => vec![answer(
+                m,
+                with(
+                    json!({"resultType":"task"}),
+                    modern_task("L", "working", Some(100)),
+                ),
+            )],
+            Some("tasks/get") => {
+                *p.borrow_mut() += 1;
+                let key = format!("q{}", *p.borrow());
+                let ask = json!({key: {"method":"elicitation/create","params":{"mode":"form",
+                    "message":"Again?","requestedSchema":{"type":"object",
+                    "properties":{"ok":{"type":"boolean","default":true}}}}}});
+                let t = with(
+                    modern_task("L", "input_required", Some(100)),
+                    json!({"inputRequests": ask}),
+                );
+                vec![answer(m, with(json!({"resultType":"complete"}), t))]
+            }
+            Some("tasks/update") => vec![answer(m, json!({"resultType":"complete"}))],
+            Some("tasks/cancel") => vec![answer(
+                m,
+                with(
+                    json!({"resultType":"complete"}),
+                    modern_task("L", "cancelled", None),
+                ),
+            )],
+            _ => Vec::new(),
+        }
+    });
+    sim.handler = Some(Box::new(AcceptDefaults));
+    let id = start(&mut sim, CallRequest::call_tool("loop", json!({})));
+    let err = finish(&mut sim, id).unwrap_err();
+    let rounds = Limits::default().max_input_rounds;
+    assert_eq!(err, CallError::TooManyRounds(rounds));
+    assert_eq!(
+        sim.sent_with_method("tasks/update").len(),
+        rounds as usize,
+        "every allowed round answered, none after"
+    );
+}
+
 #[test]
 fn modern_refused_task_input_cancels_the_task() {
     let mut caps = ClientCapabilities::none().with_tasks();

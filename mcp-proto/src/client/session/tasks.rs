@@ -102,6 +102,9 @@ pub(crate) struct TaskTrack {
     backoff: Duration,
     /// 2026: the input-request keys presented so far.
     presented: Vec<String>,
+    /// 2026: snapshots that brought input requests not presented before (rounds), at
+    /// most `Limits::max_input_rounds`, as for a call's own `input_required` rounds.
+    input_rounds: u32,
     /// 2026: the keys presented and not yet answered, with their input ids.
     pub(super) open: Vec<(String, InputId)>,
     /// 2026: answers not yet sent.
@@ -227,6 +230,7 @@ impl Session {
             polls: 0,
             backoff: DEFAULT_POLL_INTERVAL,
             presented: Vec::new(),
+            input_rounds: 0,
             open: Vec::new(),
             answers: Vec::new(),
             failed_polls: 0,
@@ -411,8 +415,9 @@ impl Session {
     /// False when the call is over.
     fn task_inputs(&mut self, id: CallId, requests: &Map<String, Value>) -> bool {
         let limits = &self.config.limits;
-        let (per_round, max_total, max_bytes) = (
+        let (per_round, max_rounds, max_total, max_bytes) = (
             limits.max_inputs_per_round,
+            limits.max_input_rounds,
             limits.max_inputs_per_round * limits.max_input_rounds as usize,
             limits.max_input_bytes_per_call,
         );
@@ -440,6 +445,10 @@ impl Session {
                 .iter()
                 .map(|(k, v)| k.len() + v.to_string().len())
                 .sum::<usize>();
+        if track.input_rounds >= max_rounds {
+            self.task_cancel_and_fail(id, CallError::TooManyRounds(max_rounds));
+            return false;
+        }
         if track.presented.len() + fresh.len() > max_total || bytes > max_bytes {
             let msg = "the task asked for more input than the limits allow".to_owned();
             self.task_cancel_and_fail(id, CallError::InvalidInputRequest(msg));
@@ -472,6 +481,7 @@ impl Session {
         let Some(track) = call.task.as_mut() else {
             return false;
         };
+        track.input_rounds += 1;
         for (key, _) in &answered {
             track.presented.push(key.clone());
         }
