@@ -1202,20 +1202,21 @@ fn closing_with_many_exchanges_open_fails_and_closes_them_in_order() {
     assert_eq!(closed, hung, "hung connections closed out of order");
 }
 
-#[test]
-fn a_server_asking_faster_than_it_takes_the_answers_is_cut_off() {
-    // On a call's event stream that stays open, a legacy server sends 2,000 pings; each
-    // answer is a POST, and with one connection (the stream's) none can leave. The
-    // answers waiting for a connection are bounded as over stdio.
+/// A legacy server that answers a call with an event stream of `pings` pings and keeps it
+/// open, over one connection: each answer is a POST, and none can leave. `budget` is the
+/// client's `max_queued_output_bytes`.
+fn pinging_server(pings: usize, budget: usize) -> HttpSim<impl FnMut(&SeenRequest) -> Reply> {
     let mut http = HttpConfig::new(EndpointUrl::parse("http://127.0.0.1:9/mcp", false).unwrap());
     http.pool.max_connections = 1;
     let mut limits = mcp_proto::Limits::default();
-    limits.max_queued_output_bytes = 20_000;
-    let mut sim = HttpSim::with_http(config(EraMode::Legacy).limits(limits), http, |req| {
-        match (req.method.as_str(), req.rpc_method()) {
+    limits.max_queued_output_bytes = budget;
+    let mut sim = HttpSim::with_http(
+        config(EraMode::Legacy).limits(limits),
+        http,
+        move |req| match (req.method.as_str(), req.rpc_method()) {
             ("POST", "initialize") => legacy_init(req, "s"),
             ("POST", "tools/call") => {
-                let pings: String = (0..2000)
+                let pings: String = (0..pings)
                     .map(|i| {
                         format!("data: {{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"ping\"}}\n\n")
                     })
@@ -1226,16 +1227,28 @@ fn a_server_asking_faster_than_it_takes_the_answers_is_cut_off() {
             }
             ("GET", _) => Reply::with_body(405, &[], ""),
             _ => Reply::accepted(),
-        }
-    });
+        },
+    );
     sim.connect();
+    sim
+}
+
+fn close_reason(sim: &HttpSim<impl FnMut(&SeenRequest) -> Reply>) -> Option<CloseReason> {
+    sim.events.iter().find_map(|e| match e {
+        Event::Closed { reason } => Some(reason.clone()),
+        _ => None,
+    })
+}
+
+#[test]
+fn a_server_asking_faster_than_it_takes_the_answers_is_cut_off() {
+    // 2,000 pings whose answers cannot leave: the answers waiting for a connection are
+    // bounded as over stdio.
+    let mut sim = pinging_server(2000, 20_000);
     let err = sim
         .call(CallRequest::call_tool("t", json!({})))
         .unwrap_err();
-    let closed = sim.events.iter().find_map(|e| match e {
-        Event::Closed { reason } => Some(reason.clone()),
-        _ => None,
-    });
+    let closed = close_reason(&sim);
     assert!(
         matches!(closed, Some(CloseReason::PeerNotReading { waiting }) if waiting > 20_000),
         "{closed:?} ({err:?})"
@@ -1251,29 +1264,7 @@ fn a_server_asking_faster_than_it_takes_the_answers_is_cut_off() {
 #[test]
 fn the_queue_budget_counts_each_waiting_answers_records_not_only_its_text() {
     const BUDGET: usize = 1 << 20;
-    const PINGS: usize = 1500;
-    let mut http = HttpConfig::new(EndpointUrl::parse("http://127.0.0.1:9/mcp", false).unwrap());
-    http.pool.max_connections = 1;
-    let mut limits = mcp_proto::Limits::default();
-    limits.max_queued_output_bytes = BUDGET;
-    let mut sim = HttpSim::with_http(config(EraMode::Legacy).limits(limits), http, |req| {
-        match (req.method.as_str(), req.rpc_method()) {
-            ("POST", "initialize") => legacy_init(req, "s"),
-            ("POST", "tools/call") => {
-                let pings: String = (0..PINGS)
-                    .map(|i| {
-                        format!("data: {{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"ping\"}}\n\n")
-                    })
-                    .collect();
-                let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\
-                            Transfer-Encoding: chunked\r\n\r\n";
-                Reply::Raw(format!("{head}{:x}\r\n{pings}\r\n", pings.len()).into_bytes())
-            }
-            ("GET", _) => Reply::with_body(405, &[], ""),
-            _ => Reply::accepted(),
-        }
-    });
-    sim.connect();
+    let mut sim = pinging_server(1500, BUDGET);
     let mut peak = 0;
     let id = sim
         .client
@@ -1282,10 +1273,7 @@ fn the_queue_budget_counts_each_waiting_answers_records_not_only_its_text() {
         peak = peak.max(s.client.retained_bytes());
         s.events.iter().any(|e| matches!(e, Event::Closed { .. }))
     });
-    let closed = sim.events.iter().find_map(|e| match e {
-        Event::Closed { reason } => Some(reason.clone()),
-        _ => None,
-    });
+    let closed = close_reason(&sim);
     // The answers' text alone (1,500 pongs with their heads, about 450 KB) is within
     // the budget; with their records it is not.
     assert!(
