@@ -280,6 +280,14 @@ fn a_session_that_keeps_expiring_fails_the_call_after_one_resend() {
     );
 }
 
+/// The requests that resumed a stream (those with a `Last-Event-ID`).
+fn resumptions(sim: &HttpSim<impl FnMut(&SeenRequest) -> Reply>) -> usize {
+    sim.requests
+        .iter()
+        .filter(|r| r.header("last-event-id").is_some())
+        .count()
+}
+
 #[test]
 fn a_dropped_sse_stream_is_resumed_with_last_event_id_after_retry() {
     let mut sim = HttpSim::new(config(EraMode::Legacy), |req| {
@@ -352,11 +360,7 @@ fn a_resumed_stream_that_delivers_nothing_does_not_loop() {
         matches!(&err, CallError::Http(h) if h.detail.contains("gave up")),
         "{err:?}"
     );
-    let resumes = sim
-        .requests
-        .iter()
-        .filter(|r| r.header("last-event-id").is_some())
-        .count();
+    let resumes = resumptions(&sim);
     assert_eq!(resumes, 5, "bounded attempts");
 }
 
@@ -394,11 +398,7 @@ fn a_stream_closed_at_once_with_retry_zero_is_not_resumed_in_a_loop() {
         )
         .unwrap();
     sim.run_until(|s| s.completion(id).is_some() || s.requests.len() > 1000);
-    let resumes = sim
-        .requests
-        .iter()
-        .filter(|r| r.header("last-event-id").is_some())
-        .count();
+    let resumes = resumptions(&sim);
     assert!(resumes <= 30, "{resumes} resumptions in 3 s");
     assert!(
         matches!(sim.completion(id), Some(Err(CallError::Timeout(_)))),
@@ -431,11 +431,7 @@ fn a_stream_replaying_its_resumption_point_is_given_up() {
         .call(sim.now, CallRequest::call_tool("t", json!({})))
         .unwrap();
     sim.run_until(|s| s.completion(id).is_some() || s.requests.len() > 1000);
-    let resumes = sim
-        .requests
-        .iter()
-        .filter(|r| r.header("last-event-id").is_some())
-        .count();
+    let resumes = resumptions(&sim);
     // One after the call's own stream (which brought something), then the five attempts
     // of streams that brought nothing new.
     assert_eq!(resumes, 6, "bounded attempts");
