@@ -134,12 +134,38 @@ impl CallOutput {
         read_contents(&self.result).map_err(|e| CallError::InvalidResponse(e.to_string()))
     }
 
-    /// The result of `tools/call`.
+    /// The result of `tools/call`. A result without `content` is accepted when it has
+    /// `structuredContent` (some servers send only that); with neither, it says nothing
+    /// and is refused, naming what it is instead when it is a task the call did not ask
+    /// for.
     ///
     /// # Errors
     /// [`CallError::InvalidResponse`] when it is not a `CallToolResult`.
     pub fn tool_result(&self) -> Result<CallToolResult, CallError> {
-        self.result_as()
+        let result: CallToolResult = self.result_as()?;
+        if result.content.is_empty() && result.structured_content.is_none() {
+            // Rare, so looked at only here: was `content` there at all?
+            #[derive(serde::Deserialize)]
+            struct Members {
+                content: Option<serde::de::IgnoredAny>,
+                task: Option<serde::de::IgnoredAny>,
+            }
+            let members: Members = self.result_as()?;
+            match (members.content, members.task) {
+                (Some(_), _) => {}
+                (None, Some(_)) => {
+                    return Err(CallError::InvalidResponse(
+                        "a task the call did not ask for, not a tool result".into(),
+                    ));
+                }
+                (None, None) => {
+                    return Err(CallError::InvalidResponse(
+                        "a tools/call result with neither content nor structuredContent".into(),
+                    ));
+                }
+            }
+        }
+        Ok(result)
     }
 }
 
@@ -191,5 +217,36 @@ impl InputHandler for DeclineAll {
                 "no input can be given",
             )),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn output(result: &str) -> CallOutput {
+        CallOutput {
+            result: RawValue::from_string(result.to_owned()).unwrap(),
+            items: Vec::new(),
+            pages: 1,
+            rounds: 0,
+        }
+    }
+
+    #[test]
+    fn a_tool_result_must_say_something() {
+        assert!(output(r#"{"content":[]}"#).tool_result().is_ok());
+        assert!(
+            output(r#"{"structuredContent":{"n":1}}"#)
+                .tool_result()
+                .is_ok()
+        );
+        let refused = |r: &str| match output(r).tool_result() {
+            Err(CallError::InvalidResponse(why)) => why,
+            other => panic!("{r}: {other:?}"),
+        };
+        assert!(refused("{}").contains("neither content nor structuredContent"));
+        let task = r#"{"task":{"taskId":"t","status":"working"}}"#;
+        assert!(refused(task).contains("a task the call did not ask for"));
     }
 }
