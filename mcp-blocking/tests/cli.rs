@@ -677,6 +677,68 @@ for line in sys.stdin:
         send({"jsonrpc": "2.0", "id": mid, "result": {}})
 "#;
 
+/// A legacy server whose tool runs as a task that fails, and whose `tasks/result` then
+/// gives a result that does not say so (no `isError`).
+const FAILING_TASK_SERVER: &str = r#"
+import json, sys
+def send(m):
+    sys.stdout.write(json.dumps(m) + "\n")
+    sys.stdout.flush()
+task = {"taskId": "T", "createdAt": "2025-12-01T09:00:00Z",
+        "lastUpdatedAt": "2025-12-01T09:00:00Z", "ttl": 60000, "pollInterval": 100}
+for line in sys.stdin:
+    m = json.loads(line)
+    method, mid = m.get("method"), m.get("id")
+    if method == "initialize":
+        send({"jsonrpc": "2.0", "id": mid, "result": {"protocolVersion": "2025-11-25",
+              "capabilities": {"tools": {}, "tasks": {"requests": {"tools": {"call": {}}}}},
+              "serverInfo": {"name": "failing", "version": "1"}}})
+    elif method == "tools/list":
+        send({"jsonrpc": "2.0", "id": mid, "result": {"tools": [{"name": "t",
+              "inputSchema": {"type": "object"}, "execution": {"taskSupport": "optional"}}]}})
+    elif method == "tools/call":
+        send({"jsonrpc": "2.0", "id": mid, "result": {"task": dict(task, status="working")}})
+    elif method == "tasks/get":
+        send({"jsonrpc": "2.0", "id": mid, "result": dict(task, status="failed",
+              statusMessage="boom")})
+    elif method == "tasks/result":
+        send({"jsonrpc": "2.0", "id": mid,
+              "result": {"content": [{"type": "text", "text": "half done"}]}})
+    elif mid is not None and method is not None:
+        send({"jsonrpc": "2.0", "id": mid, "result": {}})
+"#;
+
+/// A task that ended `failed` is a failed call (exit 3), even when the result it ends with
+/// does not say `isError`.
+#[test]
+fn a_failed_task_exits_3_whatever_its_result_says() {
+    let Some(python) = python() else {
+        eprintln!("skipped: no python");
+        return;
+    };
+    let config = common::temp_dir("failing-task").join("servers.json");
+    let out = run(
+        &config,
+        &[
+            "add",
+            "failing",
+            "--stdio",
+            python,
+            "--era",
+            "legacy",
+            "--",
+            "-c",
+            FAILING_TASK_SERVER,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = run(&config, &["call", "failing", "t", "--task"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "half done\n");
+    let err = stderr(&out);
+    assert!(err.contains("task T now failed: boom"), "{err}");
+}
+
 fn python() -> Option<&'static str> {
     ["python3", "python"].into_iter().find(|p| {
         Command::new(p)

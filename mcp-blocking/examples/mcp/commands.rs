@@ -478,18 +478,19 @@ pub fn call(
     if output::show_progress() {
         request = request.with_progress();
     }
-    let out = match task {
+    let (out, task_failed) = match task {
         Some(flags) => {
             let ttl = flags.ttl_secs.map(Duration::from_secs);
             run_task(global, &mut client, request.as_task(ttl))?
         }
         None => match client.request(request) {
-            Ok(out) => out,
+            Ok(out) => (out, false),
             Err(e) => return Err(input_needed(&client, Some(&e)).unwrap_or(Failure::Mcp(e))),
         },
     };
     let result = out.tool_result()?;
-    let failed = result.is_error == Some(true);
+    // A task that ended `failed` failed, even when its result does not say so.
+    let failed = result.is_error == Some(true) || task_failed;
     if let Some(needed) = input_needed(&client, None) {
         client.close();
         return Err(needed);
@@ -569,13 +570,15 @@ fn input_needed(client: &Client, error: Option<&mcp_blocking::Error>) -> Option<
 }
 
 /// Starts `request` as a task and follows it to its end, its creation and status
-/// changes on stderr (text output only: the JSON document stays the result's).
+/// changes on stderr (text output only: the JSON document stays the result's). With the
+/// result, whether the task was last seen `failed`.
 fn run_task(
     global: &Global,
     client: &mut Client,
     request: CallRequest,
-) -> Result<CallOutput, Failure> {
+) -> Result<(CallOutput, bool), Failure> {
     let call = client.start_task(request)?;
+    let mut failed = false;
     let outcome = loop {
         if let Some(outcome) = client.poll_task_result(call) {
             break outcome;
@@ -588,6 +591,7 @@ fn run_task(
             None if client.is_closed() => break client.task_result(call),
             None => continue,
         };
+        failed = task.status == mcp_blocking::TaskStatus::Failed;
         if global.format == Format::Text {
             let message = task
                 .status_message
@@ -596,12 +600,12 @@ fn run_task(
                 .unwrap_or_default();
             eprintln!(
                 "mcp: task {} {verb} {}{message}",
-                clean(&task.task_id),
+                one_line(&task.task_id),
                 task.status
             );
         }
     };
-    Ok(outcome?)
+    Ok((outcome?, failed))
 }
 
 /// `mcp tasks`: `tasks/list` (2025-11-25; the 2026-07-28 extension has none).
