@@ -737,6 +737,19 @@ fn parse_head(block: &[u8], max_headers: usize) -> Result<HttpRequest, HttpReque
             reason: "missing Host header",
         });
     }
+    // One value each (RFC 9112 3.2 for Host): with two, whatever checks the first (the
+    // loopback and Origin checks here) and whatever uses the last (a proxy in front)
+    // would disagree about where the request comes from and goes to.
+    if request.header_all("host").nth(1).is_some() {
+        return Err(HttpRequestError::InvalidHead {
+            reason: "more than one Host header",
+        });
+    }
+    if request.header_all("origin").nth(1).is_some() {
+        return Err(HttpRequestError::InvalidHead {
+            reason: "more than one Origin header",
+        });
+    }
     Ok(request)
 }
 

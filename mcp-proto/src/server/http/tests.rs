@@ -175,6 +175,22 @@ fn reader_errors_and_limits() {
             400,
         ),
         (
+            b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example\r\n\r\n".to_vec(),
+            HttpRequestError::InvalidHead {
+                reason: "more than one Host header",
+            },
+            400,
+        ),
+        (
+            b"POST / HTTP/1.1\r\nHost: x\r\nOrigin: http://127.0.0.1\r\n\
+              origin: http://evil.example\r\n\r\n"
+                .to_vec(),
+            HttpRequestError::InvalidHead {
+                reason: "more than one Origin header",
+            },
+            400,
+        ),
+        (
             b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nab".to_vec(),
             HttpRequestError::Truncated,
             400,
