@@ -21,6 +21,29 @@ use super::calls::{self, Target, error_result, invalid};
 use super::registry::ToolOutcome;
 use super::{Params, Server};
 
+/// The most bytes of client capabilities a legacy session keeps (as JSON); an
+/// `initialize` with more is refused. A session record, capabilities included, must fit a
+/// session store's [`MAX_SESSION_RECORD_BYTES`](super::http::MAX_SESSION_RECORD_BYTES).
+pub const MAX_CLIENT_CAPABILITIES_BYTES: usize = 64 * 1024;
+
+/// How many bytes `value` takes as compact JSON, counted without keeping them.
+pub(crate) fn json_size(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing a value to a sink that takes everything cannot fail.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
+
 /// The longest URI a session may subscribe to: with
 /// [`ServerLimits::max_subscriptions`](super::ServerLimits::max_subscriptions), it bounds
 /// what a session's subscriptions hold (a template resource may accept any URI).
@@ -235,6 +258,15 @@ impl Server {
             Some(v @ Value::Object(_)) => v.clone(),
             _ => json!({}),
         };
+        // Kept for the session's life (and handed to every request): a client cannot make
+        // the server hold megabytes per session with it.
+        let size = json_size(&client_caps);
+        if size > MAX_CLIENT_CAPABILITIES_BYTES {
+            return Err(invalid(format!(
+                "`capabilities` is {size} bytes, over the {MAX_CLIENT_CAPABILITIES_BYTES} a \
+                 session keeps"
+            )));
+        }
         self.session = Some(Session {
             version,
             client_caps,

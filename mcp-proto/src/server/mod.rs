@@ -107,6 +107,7 @@ pub mod tasks;
 mod tests;
 
 pub use config::{CacheScope, CompletionHandler, ResourceReader, ServerConfig, ServerLimits};
+pub use legacy::MAX_CLIENT_CAPABILITIES_BYTES;
 pub use notify::ListKind;
 pub use registry::{
     InputRequestSpec, Prompt, PromptArgument, PromptCall, PromptHandler, Resource, Tool, ToolCall,

@@ -209,6 +209,29 @@ fn legacy_counter_offer() {
     );
 }
 
+/// A session keeps its client's capabilities for its whole life: more than
+/// `MAX_CLIENT_CAPABILITIES_BYTES` of them are refused, and the session is not opened.
+#[test]
+fn legacy_capabilities_kept_by_a_session_are_bounded() {
+    let big = "x".repeat(super::MAX_CLIENT_CAPABILITIES_BYTES);
+    let mut p = Peer::new(example::server());
+    let reply = p.call(
+        json!(0),
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {"experimental": {"x": big}},
+               "clientInfo": {"name": "t", "version": "0"}}),
+    );
+    assert_eq!(reply["error"]["code"], -32602, "{reply}");
+    let message = reply["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("`capabilities` is 65561 bytes"),
+        "{message}"
+    );
+    // Not opened: the client may try again with less.
+    let reply = p.initialize("2025-11-25", json!({"experimental": {"x": "small"}}));
+    assert_eq!(reply["result"]["protocolVersion"], "2025-11-25", "{reply}");
+}
+
 #[test]
 fn legacy_requests_need_initialize() {
     let mut p = Peer::new(example::server());
