@@ -948,7 +948,13 @@ impl HttpEndpoint {
             {
                 None => Some(Map::new()),
                 Some(Ok(Value::Object(map))) => Some(map),
-                Some(_) => None,
+                Some(Ok(_)) => None,
+                // Valid JSON this reading refuses (a number out of range, a lone
+                // surrogate): named, before any check would take the params for absent.
+                Some(Err(why)) => {
+                    let e = ErrorObject::new(codes::INVALID_PARAMS, format!("`params`: {why}"));
+                    return complete(HttpResponse::json_error(400, Some(&request.id), &e));
+                }
             };
             if params.is_some() {
                 request.params = None;

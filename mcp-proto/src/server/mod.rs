@@ -409,8 +409,14 @@ impl Server {
         let mut params = match req.params.as_deref().map(|p| serde_json::from_str(p.get())) {
             None => Map::new(),
             Some(Ok(Value::Object(map))) => map,
-            Some(_) => {
+            Some(Ok(_)) => {
                 let e = ErrorObject::new(codes::INVALID_PARAMS, "`params` must be an object");
+                return self.send_error(Some(&req.id), &e);
+            }
+            // Valid JSON this reading refuses (a number out of range, a lone surrogate):
+            // say what, not that the params are no object.
+            Some(Err(why)) => {
+                let e = ErrorObject::new(codes::INVALID_PARAMS, format!("`params`: {why}"));
                 return self.send_error(Some(&req.id), &e);
             }
         };

@@ -232,6 +232,22 @@ fn legacy_capabilities_kept_by_a_session_are_bounded() {
     assert_eq!(reply["result"]["protocolVersion"], "2025-11-25", "{reply}");
 }
 
+/// Params that are JSON this server cannot read are named as such.
+#[test]
+fn unreadable_params_are_named() {
+    let mut p = Peer::new(example::server());
+    let out = p.raw(
+        br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1e400}}
+"#,
+    );
+    let message = out[0]["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("`params`: number out of range"),
+        "{message}"
+    );
+    assert_eq!(out[0]["error"]["code"], -32602);
+}
+
 #[test]
 fn legacy_requests_need_initialize() {
     let mut p = Peer::new(example::server());

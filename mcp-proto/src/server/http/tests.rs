@@ -549,6 +549,28 @@ fn transport_level_answers() {
     let r = complete(ep.handle_request(now(), &bad));
     assert_eq!((r.status, error_code(&r)), (400, -32600));
     assert_eq!(body_json(&r)["id"], 5);
+    // Params that are JSON but cannot be read (a number out of range, a lone surrogate)
+    // are named as such, not taken for params without `_meta`.
+    for (value, why) in [
+        ("1e400", "number out of range"),
+        (r#""\ud800""#, "hex escape"),
+    ] {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{{"name":"echo",
+               "arguments":{{"text":{value}}},"_meta":{{}}}}}}"#
+        );
+        let bad = post(&json!(null), &[]).with_body(body.into_bytes());
+        let r = complete(ep.handle_request(now(), &bad));
+        assert_eq!((r.status, error_code(&r)), (400, -32602));
+        let message = body_json(&r)["error"]["message"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            message.starts_with("`params`: ") && message.contains(why),
+            "{message}"
+        );
+    }
     let text = discover
         .clone()
         .without_header("Content-Type")
