@@ -190,8 +190,10 @@ impl Server {
                             && self.is_task_tool(&target.name) =>
                     {
                         let caps = self.session.as_ref().map(|s| s.client_caps.clone());
-                        let task = self.create_task(target, Era::Legacy, &caps.unwrap_or_default());
-                        self.send_result(&id, &json!({ "task": task }));
+                        match self.create_task(target, Era::Legacy, &caps.unwrap_or_default()) {
+                            Ok(task) => self.send_result(&id, &json!({ "task": task })),
+                            Err(e) => self.send_error(Some(&id), &e),
+                        }
                     }
                     Ok(target) if self.requires_task(&target.name) => {
                         let e = ErrorObject::new(

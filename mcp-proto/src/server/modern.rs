@@ -96,10 +96,12 @@ impl Server {
                             && !m.input_before_task
                             && params.get("requestState").is_none() =>
                     {
-                        calls::target_with(params, &self.config.tools, arguments).map(|target| {
-                            let task = self.create_task(target, Era::Modern, caps);
-                            as_created(task)
-                        })
+                        calls::target_with(params, &self.config.tools, arguments).and_then(
+                            |target| {
+                                let task = self.create_task(target, Era::Modern, caps)?;
+                                Ok(as_created(task))
+                            },
+                        )
                     }
                     _ => {
                         let as_task = declared && mode.is_some_and(|m| m.input_before_task);
@@ -281,7 +283,7 @@ impl Server {
             other if as_task => {
                 let first = Some((other, inputs, round));
                 let task = self.start_task(target, Era::Modern, caps, first);
-                return Some(Ok(as_created(task)));
+                return Some(task.map(as_created));
             }
             other => other.now(),
         };

@@ -54,7 +54,8 @@
 //! only where requestors are trusted or bound to an authorization context, and every
 //! timestamp reads [`TIMESTAMP`]. A task expires [`TTL_MS`] after its creation (it is then
 //! "not found"). Each requestor keeps at most [`MAX_TASKS`], the whole server
-//! [`MAX_STORED_TASKS`]; the oldest go first (ended ones before running ones).
+//! [`MAX_STORED_TASKS`]: to make room the oldest ended task goes, and when only running
+//! ones are left a new task is refused (a running task is never dropped for another's).
 //! Status notifications and the timer are in `task_events.rs`: a 2025 task's owner session
 //! gets `notifications/tasks/status` when its status changes, a 2026 task's principal
 //! `notifications/tasks` on a listen naming it, and a 2025 `tasks/result` on a task
@@ -75,10 +76,12 @@ use super::legacy::PendingCall;
 use super::registry::InputRequestSpec;
 use super::{Params, Server, ToolOutcome};
 
-/// Tasks kept at most per requestor; the oldest goes first.
+/// Tasks kept at most per requestor; the oldest ended one goes first, and with none
+/// ended a new one is refused.
 pub const MAX_TASKS: usize = 64;
 
-/// Tasks kept at most by the whole server; the oldest goes first.
+/// Tasks kept at most by the whole server; the oldest ended one goes first, and with
+/// none ended a new one is refused.
 pub const MAX_STORED_TASKS: usize = 1024;
 
 /// Tasks per 2025 `tasks/list` page.
@@ -235,25 +238,35 @@ impl TaskStore {
             .retain(|t| now.saturating_duration_since(t.created) < ttl);
     }
 
-    /// Makes room for one more task of `owner`.
-    fn make_room(&mut self, owner: &Owner) {
+    /// Makes room for one more task of `owner` by dropping the oldest ended task (of
+    /// `owner` when it is at [`MAX_TASKS`], of anyone when the server is at
+    /// [`MAX_STORED_TASKS`]). A running task is never dropped to make room: when only
+    /// running ones are left, the new task is refused, so that no requestor (and no
+    /// anonymous client, who all share one requestor in 2026-07-28) can make another's
+    /// work disappear by starting more of its own.
+    fn make_room(&mut self, owner: &Owner) -> Result<(), ErrorObject> {
         let mine = self.tasks.iter().filter(|t| &t.owner == owner).count();
-        if mine >= MAX_TASKS {
-            self.drop_oldest(|t| &t.owner == owner);
+        if mine >= MAX_TASKS && !self.drop_oldest_ended(|t| &t.owner == owner) {
+            return Err(ErrorObject::new(
+                codes::INTERNAL_ERROR,
+                format!(
+                    "Too many tasks running ({MAX_TASKS} at most per requestor); try again later"
+                ),
+            ));
         }
-        if self.tasks.len() >= MAX_STORED_TASKS {
-            self.drop_oldest(|_| true);
+        if self.tasks.len() >= MAX_STORED_TASKS && !self.drop_oldest_ended(|_| true) {
+            return Err(ErrorObject::new(
+                codes::INTERNAL_ERROR,
+                format!("Too many tasks running ({MAX_STORED_TASKS} at most); try again later"),
+            ));
         }
+        Ok(())
     }
 
-    /// Drops the oldest task `matching`, an ended one when there is one.
-    fn drop_oldest(&mut self, matching: impl Fn(&ServerTask) -> bool) {
-        let at = (self.tasks.iter())
-            .position(|t| matching(t) && t.terminal())
-            .or_else(|| self.tasks.iter().position(&matching));
-        if let Some(at) = at {
-            self.tasks.remove(at);
-        }
+    /// Drops the oldest ended task `matching`; false when there is none.
+    fn drop_oldest_ended(&mut self, matching: impl Fn(&ServerTask) -> bool) -> bool {
+        let at = (self.tasks.iter()).position(|t| matching(t) && t.terminal());
+        at.map(|at| self.tasks.remove(at)).is_some()
     }
 }
 
@@ -534,7 +547,12 @@ impl Server {
     }
 
     /// Creates a task for `target` and runs its handler; the task's record.
-    pub(super) fn create_task(&mut self, target: Target, era: Era, caps: &Value) -> Value {
+    pub(super) fn create_task(
+        &mut self,
+        target: Target,
+        era: Era,
+        caps: &Value,
+    ) -> Result<Value, ErrorObject> {
         self.start_task(target, era, caps, None)
     }
 
@@ -547,8 +565,12 @@ impl Server {
         era: Era,
         caps: &Value,
         first: Option<(ToolOutcome, Map<String, Value>, u32)>,
-    ) -> Value {
+    ) -> Result<Value, ErrorObject> {
         let now = self.now;
+        // Room first: a task refused without a first round never runs its handler.
+        let owner = self.task_owner(era);
+        self.tasks.expire(now);
+        self.tasks.make_room(&owner)?;
         let polls = (self.config.tools.iter())
             .find(|t| t.name == target.name)
             .and_then(|t| t.task_polls)
@@ -572,10 +594,7 @@ impl Server {
                 (outcome, Map::new(), 0)
             }
         };
-        let owner = self.task_owner(era);
         let store = &mut self.tasks;
-        store.expire(now);
-        store.make_room(&owner);
         let (seq, id) = store.mint_id();
         let mut task = ServerTask {
             id,
@@ -602,7 +621,7 @@ impl Server {
         task.announced = task.status;
         let record = task.record(store);
         store.tasks.push_back(task);
-        record
+        Ok(record)
     }
 
     /// The task `params.taskId` of the current requestor in `era`.
