@@ -122,7 +122,8 @@
 //!   that served it before is ended; a finished one ends after the replay.
 //! * A client leaving a session's stream ([`HttpEndpoint::cancel_stream`]) detaches it:
 //!   the request goes on and its events are stored for a resumption. Detached requests
-//!   count against `max_open_streams` and go with their session.
+//!   count against `max_open_streams`, and against the session's share of it (a quarter),
+//!   and go with their session.
 //! * Polling ([`HttpEndpointConfig::sse_polling`], 2025-11-25 sessions): an SSE answer to
 //!   a POST is only the priming event with `retry:`
 //!   ([`HttpEndpointConfig::sse_retry`]) and ends; the client resumes with `GET` and
@@ -226,7 +227,8 @@ pub struct HttpEndpointConfig {
     /// `https://app.example`). Default none.
     pub allowed_origins: Vec<String>,
     /// Exchanges that may stay open (unanswered tools, legacy calls waiting for input)
-    /// at once. Default 64.
+    /// at once; one legacy session may hold a quarter of them (at least one), detached
+    /// ones included. Default 64.
     pub max_open_streams: usize,
     /// Legacy sessions held at once (with [`HttpEndpoint::with_sessions`]); an
     /// `initialize` beyond them, once idle ones are dropped, gets 503. Default 1024.
@@ -539,6 +541,24 @@ impl HttpEndpoint {
     #[must_use]
     pub fn open_streams(&self) -> usize {
         self.exchanges.values().filter(|e| e.streaming).count()
+    }
+
+    /// The open streams one legacy session may hold, served or detached: a quarter of
+    /// `max_open_streams` (at least one), so that one session cannot take them all (its
+    /// detached streams last as long as it does).
+    fn session_stream_share(&self) -> usize {
+        (self.config.max_open_streams / 4).max(1)
+    }
+
+    /// Whether exchange `key` would take its session past its share of open streams.
+    fn session_streams_full(&self, key: i64) -> bool {
+        let Some(session) = self.exchanges.get(&key).and_then(|e| e.session.as_ref()) else {
+            return false;
+        };
+        let held = (self.exchanges.values())
+            .filter(|e| e.streaming && e.session.as_ref() == Some(session))
+            .count();
+        held >= self.session_stream_share()
     }
 
     /// Standalone `GET` streams held (served or waiting for their client to resume).
@@ -1359,6 +1379,18 @@ impl HttpEndpoint {
             let e = ErrorObject::new(
                 codes::INTERNAL_ERROR,
                 "Too many requests are waiting for an answer; try again later",
+            );
+            return HttpReply::Complete(HttpResponse::json_error(503, Some(&original), &e));
+        }
+        if !answered && self.session_streams_full(key) {
+            self.cancel(now, key, "too many open HTTP streams for its session");
+            let e = ErrorObject::new(
+                codes::INTERNAL_ERROR,
+                format!(
+                    "Too many requests of this session are waiting for an answer (at most \
+                     {}); try again later",
+                    self.session_stream_share()
+                ),
             );
             return HttpReply::Complete(HttpResponse::json_error(503, Some(&original), &e));
         }

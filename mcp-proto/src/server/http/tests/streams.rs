@@ -382,7 +382,7 @@ fn polling_closes_after_priming_with_retry() {
 #[test]
 fn detached_streams_are_bounded_and_end_with_the_session() {
     let config = HttpEndpointConfig {
-        max_open_streams: 2,
+        max_open_streams: 8,
         ..HttpEndpointConfig::default()
     };
     let mut ep = with_sessions(config);
@@ -391,14 +391,23 @@ fn detached_streams_are_bounded_and_end_with_the_session() {
         let st = stream(ep.handle_request(now(), &call(&s, "2025-11-25", id, "hang")));
         ep.cancel_stream(now(), &st);
     }
-    // Detached streams still count.
+    // Detached streams still count, against the session's share (a quarter of all)…
     let r = complete(ep.handle_request(now(), &call(&s, "2025-11-25", 5, "hang")));
     assert_eq!(r.status, 503);
+    let message = body_json(&r)["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(message.contains("of this session"), "{message}");
+    // …so that one session cannot keep the others from being served.
+    let other = open_session(&mut ep, "2025-11-25");
+    let _open = stream(ep.handle_request(now(), &call(&other, "2025-11-25", 1, "hang")));
+    assert_eq!(ep.open_streams(), 3);
     let delete = HttpRequest::new("DELETE", "/mcp")
         .with_header("Host", "127.0.0.1")
         .with_header("Mcp-Session-Id", s.as_str());
     ep.handle_request(now(), &delete);
-    assert_eq!(ep.open_streams(), 0);
+    assert_eq!(ep.open_streams(), 1);
 }
 
 #[test]
