@@ -568,6 +568,15 @@ impl Server {
     ) -> Result<Value, ErrorObject> {
         let now = self.now;
         // Room first: a task refused without a first round never runs its handler.
+        // It keeps the client's capabilities for its later rounds: no more of them than
+        // a legacy session keeps.
+        let size = super::legacy::json_size(caps);
+        if size > super::MAX_CLIENT_CAPABILITIES_BYTES {
+            return Err(calls::invalid(format!(
+                "client capabilities of {size} bytes, over the {} a task keeps",
+                super::MAX_CLIENT_CAPABILITIES_BYTES
+            )));
+        }
         let owner = self.task_owner(era);
         self.tasks.expire(now);
         self.tasks.make_room(&owner)?;

@@ -564,6 +564,24 @@ fn each_requestor_and_the_server_keep_a_bounded_number_of_tasks() {
     assert_eq!(get(&mut p, &newcomer)["status"], "working");
 }
 
+/// A task keeps its client's capabilities for its later rounds: no more of them than a
+/// legacy session keeps.
+#[test]
+fn a_task_refuses_to_keep_oversized_capabilities() {
+    let mut p = Peer::new(server());
+    let big = "x".repeat(crate::server::MAX_CLIENT_CAPABILITIES_BYTES);
+    let params = json!({"name": "slow", "_meta": meta(json!({
+        "extensions": {TASKS_EXTENSION: {}}, "experimental": {"x": big}}))});
+    let r = p.call(json!(1), "tools/call", params);
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    let message = r["error"]["message"].as_str().unwrap();
+    assert!(message.contains("a task keeps"), "{message}");
+    assert_eq!(
+        req(&mut p, "tools/call", json!({"name": "slow"}))["resultType"],
+        "task"
+    );
+}
+
 /// Opens a 2026 listen `id` for `task_ids` (declaring the extension); the
 /// acknowledgement's `notifications`.
 fn listen_tasks(p: &mut Peer, id: &str, task_ids: Value) -> Value {
