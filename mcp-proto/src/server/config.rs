@@ -42,6 +42,11 @@ pub struct ServerLimits {
     /// 2026-07-28: URIs in one listen's `resourceSubscriptions`, and task ids in its
     /// `taskIds`; more is `-32602`. Default 256.
     pub max_listen_items: usize,
+    /// Bytes of what clients sent that the stored tasks keep, over all of them: each
+    /// task's arguments, capabilities and answers, as JSON. A new task that would pass it
+    /// makes room by dropping the oldest ended tasks, and is refused (`-32603`) when only
+    /// running ones are left. Default 64 MiB.
+    pub max_task_bytes: usize,
 }
 
 impl Default for ServerLimits {
@@ -55,6 +60,7 @@ impl Default for ServerLimits {
             max_subscriptions: 256,
             max_listens: 16,
             max_listen_items: 256,
+            max_task_bytes: 64 * 1024 * 1024,
         }
     }
 }

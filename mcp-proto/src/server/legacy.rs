@@ -27,7 +27,7 @@ use super::{Params, Server};
 pub const MAX_CLIENT_CAPABILITIES_BYTES: usize = 64 * 1024;
 
 /// How many bytes `value` takes as compact JSON, counted without keeping them.
-pub(crate) fn json_size(value: &Value) -> usize {
+pub(crate) fn json_size(value: &impl serde::Serialize) -> usize {
     struct Count(usize);
     impl std::io::Write for Count {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {

@@ -147,6 +147,9 @@ pub(super) struct ServerTask {
     round: u32,
     /// The status last told to its owner (status notifications are sent for changes).
     pub(super) announced: &'static str,
+    /// What clients sent that it keeps (arguments, capabilities, answers), as JSON
+    /// bytes: counted against `ServerLimits::max_task_bytes`.
+    client_bytes: usize,
 }
 
 /// The tasks of a server.
@@ -244,7 +247,20 @@ impl TaskStore {
     /// running ones are left, the new task is refused, so that no requestor (and no
     /// anonymous client, who all share one requestor in 2026-07-28) can make another's
     /// work disappear by starting more of its own.
-    fn make_room(&mut self, owner: &Owner) -> Result<(), ErrorObject> {
+    fn make_room(
+        &mut self,
+        owner: &Owner,
+        bytes: usize,
+        max_bytes: usize,
+    ) -> Result<(), ErrorObject> {
+        while self.tasks.iter().map(|t| t.client_bytes).sum::<usize>() + bytes > max_bytes {
+            if !self.drop_oldest_ended(|_| true) {
+                return Err(ErrorObject::new(
+                    codes::INTERNAL_ERROR,
+                    format!("Too much task data held ({max_bytes} bytes at most); try again later"),
+                ));
+            }
+        }
         let mine = self.tasks.iter().filter(|t| &t.owner == owner).count();
         if mine >= MAX_TASKS && !self.drop_oldest_ended(|t| &t.owner == owner) {
             return Err(ErrorObject::new(
@@ -577,9 +593,16 @@ impl Server {
                 super::MAX_CLIENT_CAPABILITIES_BYTES
             )));
         }
+        let client_bytes = size + super::legacy::json_size(&target.arguments);
+        let client_bytes = client_bytes
+            + first
+                .as_ref()
+                .map_or(0, |(_, inputs, _)| super::legacy::json_size(inputs));
         let owner = self.task_owner(era);
-        self.tasks.expire(now);
-        self.tasks.make_room(&owner)?;
+        // Outcomes due by now show, so that tasks that ended can make room.
+        self.tasks.refresh_all(now);
+        let max_bytes = self.config.limits.max_task_bytes;
+        self.tasks.make_room(&owner, client_bytes, max_bytes)?;
         let polls = (self.config.tools.iter())
             .find(|t| t.name == target.name)
             .and_then(|t| t.task_polls)
@@ -625,6 +648,7 @@ impl Server {
             inputs,
             round,
             announced: "working",
+            client_bytes,
         };
         task.take(outcome, now, &self.config.limits);
         task.announced = task.status;

@@ -564,6 +564,42 @@ fn each_requestor_and_the_server_keep_a_bounded_number_of_tasks() {
     assert_eq!(get(&mut p, &newcomer)["status"], "working");
 }
 
+/// What clients sent that tasks keep is bounded in bytes over all tasks: past
+/// `max_task_bytes` ended tasks make room, and with only running ones left a new task is
+/// refused (2 MB tasks had taken the example server to 4 GB for 2 GB sent).
+#[test]
+fn the_bytes_tasks_keep_are_bounded() {
+    let no_args = json!({"type": "object"});
+    let mut config = ServerConfig::new(Implementation::new("t", "0")).with_tool(
+        Tool::new("slow", "", no_args, |_: &ToolCall<'_>| {
+            ToolOutcome::after(Duration::from_secs(2), ToolOutcome::text("slow done"))
+        })
+        .as_task(0),
+    );
+    config.limits.max_task_bytes = 10_000;
+    let mut p = Peer::new(Server::new(config));
+    let text = "x".repeat(4000);
+    let mut start = |p: &mut Peer| {
+        req(
+            p,
+            "tools/call",
+            json!({"name": "slow", "arguments": {"text": text}}),
+        )
+    };
+    for _ in 0..2 {
+        assert_eq!(start(&mut p)["resultType"], "task");
+    }
+    let refused = start(&mut p);
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("Too much task data held (10000 bytes"),
+        "{refused}"
+    );
+    // Once they ended, they make room.
+    at(&mut p, 2000);
+    assert_eq!(start(&mut p)["resultType"], "task");
+}
+
 /// A task keeps its client's capabilities for its later rounds: no more of them than a
 /// legacy session keeps.
 #[test]
