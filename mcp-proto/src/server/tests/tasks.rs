@@ -579,7 +579,7 @@ fn the_bytes_tasks_keep_are_bounded() {
     config.limits.max_task_bytes = 10_000;
     let mut p = Peer::new(Server::new(config));
     let text = "x".repeat(4000);
-    let mut start = |p: &mut Peer| {
+    let start = |p: &mut Peer| {
         req(
             p,
             "tools/call",
