@@ -961,20 +961,10 @@ impl HttpEndpoint {
             // The params are read once, here: the checks below look at them and the server
             // takes them as they are. Params that are not an object stay with the request
             // for the server to refuse.
-            let mut params = match request
-                .params
-                .as_deref()
-                .map(|p| serde_json::from_str(p.get()))
-            {
-                None => Some(Map::new()),
-                Some(Ok(Value::Object(map))) => Some(map),
-                Some(Ok(_)) => None,
-                // Valid JSON this reading refuses (a number out of range, a lone
-                // surrogate): named, before any check would take the params for absent.
-                Some(Err(why)) => {
-                    let e = ErrorObject::new(codes::INVALID_PARAMS, format!("`params`: {why}"));
-                    return complete(HttpResponse::json_error(400, Some(&request.id), &e));
-                }
+            // Unreadable params are refused here, before any check takes them for absent.
+            let mut params = match super::read_params(request.params.as_deref()) {
+                Ok(params) => params,
+                Err(e) => return complete(HttpResponse::json_error(400, Some(&request.id), &e)),
             };
             if params.is_some() {
                 request.params = None;

@@ -26,6 +26,19 @@ use super::{Params, Server};
 /// session store's [`MAX_SESSION_RECORD_BYTES`](super::http::MAX_SESSION_RECORD_BYTES).
 pub const MAX_CLIENT_CAPABILITIES_BYTES: usize = 64 * 1024;
 
+/// The size of client capabilities that `keeper` (a session, a task) is to keep for
+/// later, as JSON bytes; `-32602` naming it past [`MAX_CLIENT_CAPABILITIES_BYTES`].
+pub(crate) fn capabilities_kept(caps: &Value, keeper: &str) -> Result<usize, ErrorObject> {
+    let size = json_size(caps);
+    if size > MAX_CLIENT_CAPABILITIES_BYTES {
+        return Err(invalid(format!(
+            "`capabilities` is {size} bytes, over the {MAX_CLIENT_CAPABILITIES_BYTES} \
+             {keeper} keeps"
+        )));
+    }
+    Ok(size)
+}
+
 /// How many bytes `value` takes as compact JSON, counted without keeping them.
 pub(crate) fn json_size(value: &impl serde::Serialize) -> usize {
     struct Count(usize);
@@ -262,13 +275,7 @@ impl Server {
         };
         // Kept for the session's life (and handed to every request): a client cannot make
         // the server hold megabytes per session with it.
-        let size = json_size(&client_caps);
-        if size > MAX_CLIENT_CAPABILITIES_BYTES {
-            return Err(invalid(format!(
-                "`capabilities` is {size} bytes, over the {MAX_CLIENT_CAPABILITIES_BYTES} a \
-                 session keeps"
-            )));
-        }
+        capabilities_kept(&client_caps, "a session")?;
         self.session = Some(Session {
             version,
             client_caps,

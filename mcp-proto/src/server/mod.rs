@@ -123,6 +123,24 @@ pub use state::{PlainStateCodec, RequestState, RequestStateCodec, StateContext, 
 /// Request params as an object (absent params are an empty object).
 type Params = Map<String, Value>;
 
+/// A request's params read once: absent ones as an empty object, `None` when they are
+/// JSON but no object (each caller refuses that its own way), and an error naming why
+/// for JSON this reading refuses (a number out of range, a lone surrogate), which is
+/// neither absent nor the wrong shape.
+pub(crate) fn read_params(
+    raw: Option<&serde_json::value::RawValue>,
+) -> Result<Option<Params>, ErrorObject> {
+    match raw.map(|p| serde_json::from_str(p.get())) {
+        None => Ok(Some(Map::new())),
+        Some(Ok(Value::Object(map))) => Ok(Some(map)),
+        Some(Ok(_)) => Ok(None),
+        Some(Err(why)) => Err(ErrorObject::new(
+            codes::INVALID_PARAMS,
+            format!("`params`: {why}"),
+        )),
+    }
+}
+
 /// A sans-IO MCP server serving both eras. See the [module docs](self).
 #[derive(Debug)]
 pub struct Server {
@@ -406,19 +424,13 @@ impl Server {
     }
 
     fn on_request(&mut self, now: Instant, req: Request) {
-        let mut params = match req.params.as_deref().map(|p| serde_json::from_str(p.get())) {
-            None => Map::new(),
-            Some(Ok(Value::Object(map))) => map,
-            Some(Ok(_)) => {
+        let mut params = match read_params(req.params.as_deref()) {
+            Ok(Some(params)) => params,
+            Ok(None) => {
                 let e = ErrorObject::new(codes::INVALID_PARAMS, "`params` must be an object");
                 return self.send_error(Some(&req.id), &e);
             }
-            // Valid JSON this reading refuses (a number out of range, a lone surrogate):
-            // say what, not that the params are no object.
-            Some(Err(why)) => {
-                let e = ErrorObject::new(codes::INVALID_PARAMS, format!("`params`: {why}"));
-                return self.send_error(Some(&req.id), &e);
-            }
+            Err(e) => return self.send_error(Some(&req.id), &e),
         };
         self.on_parsed_request(now, req, &mut params);
     }

@@ -253,16 +253,18 @@ impl TaskStore {
         bytes: usize,
         max_bytes: usize,
     ) -> Result<(), ErrorObject> {
-        while self.tasks.iter().map(|t| t.client_bytes).sum::<usize>() + bytes > max_bytes {
-            if !self.drop_oldest_ended(|_| true) {
+        let mut held: usize = self.tasks.iter().map(|t| t.client_bytes).sum();
+        while held + bytes > max_bytes {
+            let Some(dropped) = self.drop_oldest_ended(|_| true) else {
                 return Err(ErrorObject::new(
                     codes::INTERNAL_ERROR,
                     format!("Too much task data held ({max_bytes} bytes at most); try again later"),
                 ));
-            }
+            };
+            held -= dropped;
         }
         let mine = self.tasks.iter().filter(|t| &t.owner == owner).count();
-        if mine >= MAX_TASKS && !self.drop_oldest_ended(|t| &t.owner == owner) {
+        if mine >= MAX_TASKS && self.drop_oldest_ended(|t| &t.owner == owner).is_none() {
             return Err(ErrorObject::new(
                 codes::INTERNAL_ERROR,
                 format!(
@@ -270,7 +272,7 @@ impl TaskStore {
                 ),
             ));
         }
-        if self.tasks.len() >= MAX_STORED_TASKS && !self.drop_oldest_ended(|_| true) {
+        if self.tasks.len() >= MAX_STORED_TASKS && self.drop_oldest_ended(|_| true).is_none() {
             return Err(ErrorObject::new(
                 codes::INTERNAL_ERROR,
                 format!("Too many tasks running ({MAX_STORED_TASKS} at most); try again later"),
@@ -279,10 +281,11 @@ impl TaskStore {
         Ok(())
     }
 
-    /// Drops the oldest ended task `matching`; false when there is none.
-    fn drop_oldest_ended(&mut self, matching: impl Fn(&ServerTask) -> bool) -> bool {
-        let at = (self.tasks.iter()).position(|t| matching(t) && t.terminal());
-        at.map(|at| self.tasks.remove(at)).is_some()
+    /// Drops the oldest ended task `matching`: the client bytes it kept, or `None` when
+    /// there is none.
+    fn drop_oldest_ended(&mut self, matching: impl Fn(&ServerTask) -> bool) -> Option<usize> {
+        let at = (self.tasks.iter()).position(|t| matching(t) && t.terminal())?;
+        self.tasks.remove(at).map(|t| t.client_bytes)
     }
 }
 
@@ -586,13 +589,7 @@ impl Server {
         // Room first: a task refused without a first round never runs its handler.
         // It keeps the client's capabilities for its later rounds: no more of them than
         // a legacy session keeps.
-        let size = super::legacy::json_size(caps);
-        if size > super::MAX_CLIENT_CAPABILITIES_BYTES {
-            return Err(calls::invalid(format!(
-                "client capabilities of {size} bytes, over the {} a task keeps",
-                super::MAX_CLIENT_CAPABILITIES_BYTES
-            )));
-        }
+        let size = super::legacy::capabilities_kept(caps, "a task")?;
         let client_bytes = size + super::legacy::json_size(&target.arguments);
         let client_bytes = client_bytes
             + first
