@@ -578,6 +578,44 @@ fn connection_limit() {
     server.stop();
 }
 
+/// Requests that stay open (a tool that never answers) cannot take every connection:
+/// with the defaults, once `max_open_streams` of them are open the next one is refused
+/// with a JSON-RPC error, and a prompt request on a new connection is still served.
+/// (With `max_connections` equal to `max_open_streams`, the 65th client was turned away
+/// at the door, whatever it asked.)
+#[test]
+fn open_streams_leave_connections_for_prompt_requests() {
+    let options = HttpServeOptions::default();
+    let streams = options.endpoint.max_open_streams;
+    let server = start();
+    let addr = server.local_addr();
+    let hang = |id| {
+        modern(
+            id,
+            "tools/call",
+            json!({"name": "hang"}),
+            &[("Mcp-Name", "hang")],
+        )
+    };
+    let held: Vec<Conn> = (0..streams)
+        .map(|i| {
+            let mut c = Conn::open(addr);
+            c.send(&hang(i64::try_from(i).unwrap()));
+            assert_eq!(c.head().header("content-type"), Some("text/event-stream"));
+            c
+        })
+        .collect();
+    let mut one_more = Conn::open(addr);
+    let refused = one_more.roundtrip(&hang(1000));
+    assert_eq!(refused.status(), 503);
+    assert_eq!(refused.error_code(), -32603, "{:?}", refused.json());
+    let mut prompt = Conn::open(addr);
+    let listed = prompt.roundtrip(&modern(1001, "tools/list", json!({}), &[]));
+    assert_eq!(listed.status(), 200, "{listed:?}");
+    drop(held);
+    server.stop();
+}
+
 /// Two clients dripping a request head, a byte every 800 ms, hold both places of a
 /// server with `max_connections = 2` only until the head deadline: a third client, told
 /// 503 meanwhile, is served within `head_timeout` + 1 s. (Before the head deadline, every

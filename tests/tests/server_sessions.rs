@@ -82,22 +82,100 @@ fn sessions_are_bounded_and_expire_when_idle() {
     config.session_idle_timeout = Duration::from_secs(60);
     let mut e = endpoint(config);
     let t0 = Instant::ZERO;
-    let a = initialize(&mut e, t0, json!({})).session.unwrap();
-    let _b = initialize(&mut e, t0, json!({})).session.unwrap();
-    let full = initialize(&mut e, t0, json!({}));
-    assert_eq!((full.status, full.session), (503, None));
-    // A keeps being used; B idles out, making room.
     let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let a = initialize(&mut e, t0, json!({})).session.unwrap();
     let t1 = t0.saturating_add(Duration::from_secs(50));
     assert_eq!(send(&mut e, t1, &post(Some(&a), &list)).status, 200);
+    // B idles out, making room for C without evicting anyone.
+    let b = initialize(&mut e, t0, json!({})).session.unwrap();
     let t2 = t0.saturating_add(Duration::from_secs(61));
     let c = initialize(&mut e, t2, json!({}));
     assert_eq!(c.status, 200);
     assert_eq!(e.sessions(), 2);
+    assert_eq!(send(&mut e, t2, &post(Some(&b), &list)).status, 404);
     assert_eq!(send(&mut e, t2, &post(Some(&a), &list)).status, 200);
     // A session idle past the timeout is gone even when nobody needed the room.
     let t3 = t2.saturating_add(Duration::from_secs(61));
     assert_eq!(send(&mut e, t3, &post(Some(&a), &list)).status, 404);
+}
+
+/// A flood of `initialize`s that never come back neither locks new clients out nor
+/// evicts a client that uses its session: each new session evicts the flood's oldest.
+#[test]
+fn a_full_session_table_evicts_sessions_nobody_came_back_to_first() {
+    let mut config = HttpEndpointConfig::default();
+    config.max_sessions = 4;
+    let mut e = endpoint(config);
+    let at = |s: u64| Instant::ZERO.saturating_add(Duration::from_secs(s));
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let a = initialize(&mut e, at(0), json!({})).session.unwrap();
+    assert_eq!(send(&mut e, at(1), &post(Some(&a), &list)).status, 200);
+    let flood: Vec<String> = (0..100)
+        .map(|i| {
+            let answer = initialize(&mut e, at(2 + i), json!({}));
+            assert_eq!(answer.status, 200, "initialize {i}: {}", answer.body);
+            answer.session.unwrap()
+        })
+        .collect();
+    assert_eq!(e.sessions(), 4);
+    // A was used longest ago, but its client came back: it stays.
+    assert_eq!(send(&mut e, at(200), &post(Some(&a), &list)).status, 200);
+    for (i, s) in (0..).zip(&flood) {
+        let expected = if i >= 97 { 200 } else { 404 };
+        assert_eq!(
+            send(&mut e, at(201 + i), &post(Some(s), &list)).status,
+            expected,
+            "{i}"
+        );
+    }
+    // Now every session came back: the one unused longest goes (flood[97], used at 298,
+    // before the others and A), and the newcomer gets its place.
+    assert_eq!(send(&mut e, at(400), &post(Some(&a), &list)).status, 200);
+    let late = initialize(&mut e, at(401), json!({}));
+    assert_eq!(late.status, 200);
+    assert_eq!(
+        send(&mut e, at(402), &post(Some(&flood[97]), &list)).status,
+        404
+    );
+    for s in [&a, &flood[98], &flood[99], &late.session.unwrap()] {
+        assert_eq!(send(&mut e, at(403), &post(Some(s), &list)).status, 200);
+    }
+}
+
+/// A session in use (an open stream its client holds, a call parked for its client's
+/// input) is never evicted; with every session in use an `initialize` gets 503.
+#[test]
+fn sessions_in_use_are_not_evicted() {
+    let mut config = HttpEndpointConfig::default();
+    config.max_sessions = 2;
+    let mut e = endpoint(config);
+    let t0 = Instant::ZERO;
+    let stream = |e: &mut HttpEndpoint, session: &str, tool: &str| {
+        let call = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+            "params": {"name": tool}});
+        match e.handle_request(t0, &post(Some(session), &call)) {
+            HttpReply::Stream(s) => s,
+            _ => panic!("{tool} answered"),
+        }
+    };
+    let a = initialize(&mut e, t0, json!({})).session.unwrap();
+    let b = initialize(&mut e, t0, json!({"elicitation": {}}))
+        .session
+        .unwrap();
+    let hang = stream(&mut e, &a, "hang");
+    // B's client leaves the stream of a call waiting for its input: the call is parked.
+    let confirm = stream(&mut e, &b, "confirm");
+    e.cancel_stream(t0, &confirm);
+    let full = initialize(&mut e, t0, json!({}));
+    assert_eq!((full.status, full.session), (503, None), "{}", full.body);
+    // A's client leaves its stream: `hang` goes on detached, parked for nobody's input,
+    // and A is no longer in use.
+    e.cancel_stream(t0, &hang);
+    let c = initialize(&mut e, t0, json!({}));
+    assert_eq!(c.status, 200, "{}", c.body);
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    assert_eq!(send(&mut e, t0, &post(Some(&a), &list)).status, 404);
+    assert_eq!(send(&mut e, t0, &post(Some(&b), &list)).status, 200);
 }
 
 #[test]

@@ -87,7 +87,9 @@
 //! [`HttpEndpointConfig::session_idle_timeout`]: 404, and the client initializes again),
 //! and is served with that session's state swapped into the machine. `DELETE` with the
 //! id ends the session, cancels its open exchanges and ends its `GET` stream. At most
-//! [`HttpEndpointConfig::max_sessions`] live at once (idle ones make room; then 503).
+//! [`HttpEndpointConfig::max_sessions`] live at once: when they are all there, an
+//! `initialize` evicts a session not in use, one whose client never came back first,
+//! then the one unused longest; with every session in use it gets 503.
 //! Server→client requests go out under fresh unguessable ids, and a client's response
 //! reaches the machine only when it names such an id sent to its own session; anything
 //! else (another session's id, the machine's counter, no id) is dropped with 202. A
@@ -228,10 +230,16 @@ pub struct HttpEndpointConfig {
     pub allowed_origins: Vec<String>,
     /// Exchanges that may stay open (unanswered tools, legacy calls waiting for input)
     /// at once; one legacy session may hold a quarter of them (at least one), detached
-    /// ones included. Default 64.
+    /// ones included. Default 64. Each open stream holds a connection while its client
+    /// is attached: keep this below the server's `max_connections` (128 by default), or
+    /// streams can take every connection.
     pub max_open_streams: usize,
-    /// Legacy sessions held at once (with [`HttpEndpoint::with_sessions`]); an
-    /// `initialize` beyond them, once idle ones are dropped, gets 503. Default 1024.
+    /// Legacy sessions held at once (with [`HttpEndpoint::with_sessions`]). An
+    /// `initialize` beyond them evicts a session that is not in use (no request being
+    /// handled, no stream a client holds, no call waiting for input): first one whose id
+    /// no request named since its `initialize`, else the one unused longest; its client
+    /// gets 404 and initializes again. With every session in use it gets 503. Default
+    /// 1024.
     pub max_sessions: usize,
     /// How long a legacy session may go unused before it is dropped (a session with an
     /// open exchange is never idle). Default 30 minutes.
@@ -1047,8 +1055,8 @@ impl HttpEndpoint {
     ) -> HttpReply {
         let id = request.0.id.clone();
         let session = if initialize {
-            let (exchanges, listeners) = (&self.exchanges, &self.listeners);
-            let busy = |s: &str| busy(exchanges, listeners, s);
+            let held = busy_sessions(&self.exchanges, &self.listeners);
+            let busy = |s: &str| held.contains(s);
             let mut expired = Vec::new();
             let created = self
                 .sessions
@@ -1217,17 +1225,12 @@ impl HttpEndpoint {
         }
         let scope = self.server.tasks.new_scope();
         let state = LegacyState::adopted(record, scope, max_subscriptions);
-        let (exchanges, listeners) = (&self.exchanges, &self.listeners);
+        let held = busy_sessions(&self.exchanges, &self.listeners);
         let mut expired = Vec::new();
-        let adopted = self.sessions.as_mut().map(|t| {
-            t.adopt(
-                session,
-                state,
-                now,
-                |s| busy(exchanges, listeners, s),
-                &mut expired,
-            )
-        });
+        let adopted = self
+            .sessions
+            .as_mut()
+            .map(|t| t.adopt(session, state, now, |s| held.contains(s), &mut expired));
         for gone in expired {
             self.drop_session_state(&gone);
         }
@@ -1356,10 +1359,11 @@ impl HttpEndpoint {
         }
         if !answered && self.open_streams() >= self.config.max_open_streams {
             // Sessions that idled out may still hold detached requests: they go first.
-            let (exchanges, listeners) = (&self.exchanges, &self.listeners);
-            let expired = self.sessions.as_mut().map_or_else(Vec::new, |t| {
-                t.sweep(now, |s| busy(exchanges, listeners, s))
-            });
+            let held = busy_sessions(&self.exchanges, &self.listeners);
+            let expired = self
+                .sessions
+                .as_mut()
+                .map_or_else(Vec::new, |t| t.sweep(now, |s| held.contains(s)));
             for gone in expired {
                 self.drop_session_state(&gone);
             }
@@ -1982,6 +1986,23 @@ fn write_events(out: &mut Vec<u8>, events: impl Iterator<Item = Event>) {
             None => sse_event(out, &event.data),
         }
     }
+}
+
+/// The sessions [`busy`] holds for, each found once: what a check of every session
+/// asks, without walking the exchanges per session.
+fn busy_sessions<'a>(
+    exchanges: &'a KeyMap<Exchange>,
+    listeners: &'a KeyMap<Listener>,
+) -> BTreeSet<&'a str> {
+    let held = exchanges
+        .values()
+        .filter(|e| e.attach.is_some() || !e.streaming)
+        .filter_map(|e| e.session.as_deref());
+    let listening = listeners
+        .values()
+        .filter(|l| l.attach.is_some())
+        .map(|l| l.session.as_str());
+    held.chain(listening).collect()
 }
 
 /// Whether `session` has a request being handled, or a client attached to one of its

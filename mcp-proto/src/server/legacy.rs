@@ -128,6 +128,11 @@ impl PendingCall {
 }
 
 impl LegacyState {
+    /// Whether no call of this session is parked waiting for its client's input.
+    pub(super) fn idle(&self) -> bool {
+        self.pending.is_empty()
+    }
+
     /// The shareable part of this state's session, once `initialize` succeeded.
     pub(super) fn record(&self) -> Option<super::http::SessionRecord> {
         let s = self.session.as_ref()?;

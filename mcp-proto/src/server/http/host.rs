@@ -32,7 +32,9 @@ pub struct HttpServeOptions {
     pub endpoint: HttpEndpointConfig,
     /// Request size and pipelining bounds.
     pub limits: HttpRequestLimits,
-    /// Connections served at once (0 counts as 1). Default 64.
+    /// Connections served at once (0 counts as 1). Default 128: twice the endpoint's
+    /// default `max_open_streams`, so that requests which stay open (each holds its
+    /// connection) leave room for prompt ones. Keep it above `max_open_streams`.
     pub max_connections: usize,
     /// A kept-alive connection with no new request for this long is closed; so is one
     /// whose client stops reading for this long. Default 30 s.
@@ -58,7 +60,7 @@ impl Default for HttpServeOptions {
         HttpServeOptions {
             endpoint: HttpEndpointConfig::default(),
             limits: connection.limits,
-            max_connections: 64,
+            max_connections: 128,
             idle_timeout: connection.idle_timeout,
             head_timeout: connection.head_timeout,
             min_body_bytes_per_sec: connection.min_body_bytes_per_sec,

@@ -1,6 +1,13 @@
 //! Legacy sessions of an [`HttpEndpoint`](super::HttpEndpoint): `Mcp-Session-Id`s drawn
 //! from a caller-seeded generator, each holding one client's legacy state while the
 //! machine serves another, bounded in number, expired when idle.
+//!
+//! When the table is full, an `initialize` still gets a session: sessions idle past
+//! the timeout go first, then one that is not in use (no request of it being handled,
+//! no stream a client holds, no parked call) is evicted, preferring one whose id no
+//! request has named since its `initialize` (what a flood of `initialize`s leaves),
+//! then the one unused longest. A client whose session was evicted gets 404 and
+//! initializes again. Only when every session is in use is the `initialize` refused.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -16,6 +23,9 @@ struct Entry {
     /// `None` while swapped into the machine.
     state: Option<LegacyState>,
     last_used: Instant,
+    /// A request named the session's id since its `initialize` (or another process
+    /// served it): its client came back.
+    returned: bool,
 }
 
 /// The session table.
@@ -47,27 +57,23 @@ impl Sessions {
         self.rng.token(16)
     }
 
-    /// A new session with an empty legacy state. Sessions idle longer than the idle
-    /// timeout (and not `busy`) are dropped first (their ids are added to `expired`);
-    /// when the table is still full, none is created.
+    /// A new session with an empty legacy state, made room for when the table is full
+    /// (the ids of the sessions dropped for it are added to `expired`); `Full` when
+    /// every session is `busy` or holds a parked call.
     pub(super) fn create(
         &mut self,
         now: Instant,
         busy: impl Fn(&str) -> bool,
         expired: &mut Vec<String>,
     ) -> Result<String, Full> {
-        if self.table.len() >= self.max {
-            expired.extend(self.sweep(now, busy));
-        }
-        if self.table.len() >= self.max {
-            return Err(Full);
-        }
+        self.make_room(now, busy, expired)?;
         let id = self.token();
         self.table.insert(
             id.clone(),
             Entry {
                 state: Some(LegacyState::default()),
                 last_used: now,
+                returned: false,
             },
         );
         Ok(id)
@@ -83,19 +89,42 @@ impl Sessions {
         busy: impl Fn(&str) -> bool,
         expired: &mut Vec<String>,
     ) -> Result<(), Full> {
-        if self.table.len() >= self.max {
-            expired.extend(self.sweep(now, busy));
-        }
-        if self.table.len() >= self.max {
-            return Err(Full);
-        }
+        self.make_room(now, busy, expired)?;
         self.table.insert(
             id.to_owned(),
             Entry {
                 state: Some(state),
                 last_used: now,
+                returned: true,
             },
         );
+        Ok(())
+    }
+
+    /// Room for one more session (see the module's documentation): the ids of the
+    /// sessions dropped for it are added to `expired`.
+    fn make_room(
+        &mut self,
+        now: Instant,
+        busy: impl Fn(&str) -> bool,
+        expired: &mut Vec<String>,
+    ) -> Result<(), Full> {
+        if self.table.len() < self.max {
+            return Ok(());
+        }
+        expired.extend(self.sweep(now, &busy));
+        if self.table.len() < self.max {
+            return Ok(());
+        }
+        let victim = self
+            .table
+            .iter()
+            .filter(|(id, e)| !busy(id) && e.state.as_ref().is_some_and(LegacyState::idle))
+            .min_by_key(|(_, e)| (e.returned, e.last_used))
+            .map(|(id, _)| id.clone())
+            .ok_or(Full)?;
+        self.table.remove(&victim);
+        expired.push(victim);
         Ok(())
     }
 
@@ -112,6 +141,7 @@ impl Sessions {
             return false;
         };
         entry.last_used = now;
+        entry.returned = true;
         if let Some(state) = &mut entry.state {
             f(state);
         }
@@ -140,16 +170,17 @@ impl Sessions {
         expired
     }
 
-    /// Whether `id` names a live session (not idle past its timeout unless `busy`). An
-    /// expired one is dropped.
+    /// Whether `id`, named by a request, is a live session (not idle past its timeout
+    /// unless `busy`): its client came back. An expired one is dropped.
     pub(super) fn knows(&mut self, id: &str, now: Instant, busy: bool) -> bool {
-        let Some(entry) = self.table.get(id) else {
+        let Some(entry) = self.table.get_mut(id) else {
             return false;
         };
         if !busy && now.saturating_duration_since(entry.last_used) >= self.idle {
             self.table.remove(id);
             return false;
         }
+        entry.returned = true;
         true
     }
 
