@@ -517,7 +517,7 @@ pub struct PromptView<'a> {
 struct PromptFields<'a> {
     #[serde(default, borrow, deserialize_with = "opt_cow")]
     description: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "crate::model::content_blocks")]
     messages: Vec<MessageFields<'a>>,
 }
 
@@ -533,7 +533,8 @@ impl<'a> PromptView<'a> {
     /// Reads a `GetPromptResult`.
     ///
     /// # Errors
-    /// The reason when it has no `messages` array of `{role, content}`.
+    /// The reason when it has no `messages` array of `{role, content}`, or one of more
+    /// than [`MAX_CONTENT_BLOCKS`](crate::model::MAX_CONTENT_BLOCKS) messages.
     pub fn parse(result: &'a RawValue) -> Result<Self, serde_json::Error> {
         let f: PromptFields<'a> = serde_json::from_str(result.get())?;
         Ok(PromptView {
@@ -554,13 +555,14 @@ impl<'a> PromptView<'a> {
 /// `Err` with the item verbatim when it has neither `text` nor `blob` (or both).
 ///
 /// # Errors
-/// The reason when the result has no `contents` array.
+/// The reason when the result has no `contents` array, or one of more than
+/// [`MAX_CONTENT_BLOCKS`](crate::model::MAX_CONTENT_BLOCKS) items.
 pub fn read_contents(
     result: &RawValue,
 ) -> Result<Vec<Result<ResourceContents<'_>, &RawValue>>, serde_json::Error> {
     #[derive(Deserialize)]
     struct Read<'a> {
-        #[serde(borrow)]
+        #[serde(borrow, deserialize_with = "crate::model::content_blocks")]
         contents: Vec<&'a RawValue>,
     }
     let read: Read<'_> = serde_json::from_str(result.get())?;

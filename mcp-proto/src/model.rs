@@ -192,11 +192,17 @@ pub struct Tool {
     pub extra: Map<String, Value>,
 }
 
+/// Content blocks one tool result may hold when it is read (and messages one prompt, items
+/// one `resources/read` result); more fails the read, naming this bound. Each block read costs a record of its own, many times the 3 bytes of a
+/// `{}`: without a count, an 8 MiB answer of empty blocks held 73 MB read as
+/// [`CallToolResult`] and 537 MB as typed views (`CallOutput::content`).
+pub const MAX_CONTENT_BLOCKS: usize = 100_000;
+
 /// The result of `tools/call`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct CallToolResult {
-    /// Content blocks, verbatim.
-    #[serde(default)]
+    /// Content blocks, verbatim (at most [`MAX_CONTENT_BLOCKS`] when read).
+    #[serde(default, deserialize_with = "content_blocks")]
     pub content: Vec<Box<RawValue>>,
     /// Structured output, verbatim.
     #[serde(
@@ -385,4 +391,38 @@ pub struct Completion {
     /// More values exist than were sent.
     #[serde(rename = "hasMore", default, skip_serializing_if = "Option::is_none")]
     pub has_more: Option<bool>,
+}
+
+/// Reads an array of at most [`MAX_CONTENT_BLOCKS`] elements, refusing the next one
+/// before it is kept: the bound on a tool result's `content` (owned or borrowed), a
+/// prompt's `messages` and a read resource's `contents`.
+pub(crate) fn content_blocks<'de, D, T>(deserializer: D) -> Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    struct Blocks<T>(std::marker::PhantomData<T>);
+
+    impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for Blocks<T> {
+        type Value = Vec<T>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an array")
+        }
+
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<T>, A::Error> {
+            let mut blocks = Vec::new();
+            while let Some(block) = seq.next_element()? {
+                if blocks.len() == MAX_CONTENT_BLOCKS {
+                    return Err(serde::de::Error::custom(format_args!(
+                        "an array of more than {MAX_CONTENT_BLOCKS} blocks (MAX_CONTENT_BLOCKS)"
+                    )));
+                }
+                blocks.push(block);
+            }
+            Ok(blocks)
+        }
+    }
+
+    deserializer.deserialize_seq(Blocks(std::marker::PhantomData))
 }

@@ -103,11 +103,12 @@ impl CallOutput {
     /// [`CallOutput::result`] (nothing is copied or decoded).
     ///
     /// # Errors
-    /// [`CallError::InvalidResponse`] when the result has no `content` array.
+    /// [`CallError::InvalidResponse`] when the result has no `content` array, or one of
+    /// more than [`MAX_CONTENT_BLOCKS`](crate::model::MAX_CONTENT_BLOCKS) blocks.
     pub fn content(&self) -> Result<Vec<Content<'_>>, CallError> {
         #[derive(serde::Deserialize)]
         struct Blocks<'a> {
-            #[serde(borrow)]
+            #[serde(borrow, deserialize_with = "crate::model::content_blocks")]
             content: Vec<&'a RawValue>,
         }
         let b: Blocks<'_> = serde_json::from_str(self.result.get())
@@ -140,7 +141,8 @@ impl CallOutput {
     /// for.
     ///
     /// # Errors
-    /// [`CallError::InvalidResponse`] when it is not a `CallToolResult`.
+    /// [`CallError::InvalidResponse`] when it is not a `CallToolResult` (more than
+    /// [`MAX_CONTENT_BLOCKS`](crate::model::MAX_CONTENT_BLOCKS) blocks included).
     pub fn tool_result(&self) -> Result<CallToolResult, CallError> {
         let result: CallToolResult = self.result_as()?;
         if result.content.is_empty() && result.structured_content.is_none() {
