@@ -238,10 +238,24 @@ fn confirm(call: &ToolCall<'_>) -> ToolOutcome {
     };
     match answer.get("action").and_then(Value::as_str) {
         Some("accept") => {
+            // A field left out takes the form's default; one of the wrong type is an
+            // answer the form did not allow.
             let content = answer.get("content");
             let field = |name: &str| content.and_then(|c| c.get(name));
-            let proceed = field("proceed").and_then(Value::as_bool).unwrap_or(true);
-            let name = field("name").and_then(Value::as_str).unwrap_or("friend");
+            let proceed = match field("proceed") {
+                None => true,
+                Some(v) => match v.as_bool() {
+                    Some(b) => b,
+                    None => return ToolOutcome::error_text("`proceed` must be a boolean"),
+                },
+            };
+            let name = match field("name") {
+                None => "friend",
+                Some(v) => match v.as_str() {
+                    Some(s) => s,
+                    None => return ToolOutcome::error_text("`name` must be a string"),
+                },
+            };
             ToolOutcome::text(format!("accepted: proceed={proceed} name={name}"))
         }
         Some("decline") => ToolOutcome::text("declined"),

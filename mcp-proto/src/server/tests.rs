@@ -539,6 +539,32 @@ fn modern_multi_round_and_round_cap() {
     );
 }
 
+/// `confirm` takes a field left out as the form's default, and refuses one of the wrong
+/// type (`"proceed": "notbool"` was read as the default, true).
+#[test]
+fn confirm_refuses_answers_of_the_wrong_type() {
+    let cases = [
+        (
+            json!({"proceed": "notbool"}),
+            error_text("`proceed` must be a boolean"),
+        ),
+        (
+            json!({"proceed": false, "name": 7}),
+            error_text("`name` must be a string"),
+        ),
+        (json!({}), text("accepted: proceed=true name=friend")),
+    ];
+    for (content, expected) in cases {
+        let mut p = Peer::new(example::server());
+        p.initialize("2025-11-25", json!({"elicitation": {}}));
+        p.send(json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                      "params": {"name": "confirm"}}));
+        let out = p.send(json!({"jsonrpc": "2.0", "id": 0,
+            "result": {"action": "accept", "content": content}}));
+        assert_eq!(out, [ok(json!(7), expected)]);
+    }
+}
+
 #[test]
 fn legacy_elicitation_round_trip() {
     for (version, mode) in [("2025-11-25", Some("form")), ("2025-06-18", None)] {
