@@ -432,23 +432,24 @@ impl Session {
             self.task_cancel_and_fail(id, CallError::InvalidInputRequest(msg));
             return false;
         }
+        if requests.keys().all(|k| track.presented.contains(k)) {
+            return true;
+        }
+        // A round too many is refused before anything of it is copied or measured.
+        if track.input_rounds >= max_rounds {
+            self.task_cancel_and_fail(id, CallError::TooManyRounds(max_rounds));
+            return false;
+        }
         let fresh: Vec<(String, Value)> = requests
             .iter()
             .filter(|(k, _)| !track.presented.contains(k))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
-        if fresh.is_empty() {
-            return true;
-        }
         let bytes = call.input_bytes
             + fresh
                 .iter()
                 .map(|(k, v)| k.len() + v.to_string().len())
                 .sum::<usize>();
-        if track.input_rounds >= max_rounds {
-            self.task_cancel_and_fail(id, CallError::TooManyRounds(max_rounds));
-            return false;
-        }
         if track.presented.len() + fresh.len() > max_total || bytes > max_bytes {
             let msg = "the task asked for more input than the limits allow".to_owned();
             self.task_cancel_and_fail(id, CallError::InvalidInputRequest(msg));
