@@ -42,8 +42,9 @@ pub struct ServerLimits {
     /// 2026-07-28: URIs in one listen's `resourceSubscriptions`, and task ids in its
     /// `taskIds`; more is `-32602`. Default 256.
     pub max_listen_items: usize,
-    /// Bytes of what clients sent that the stored tasks keep, over all of them: each
-    /// task's arguments, capabilities and answers, as JSON. A new task that would pass it
+    /// Bytes the stored tasks keep, over all of them: what clients sent (each task's
+    /// arguments, capabilities and answers) and the outcomes their handlers gave, as
+    /// JSON. A new task that would pass it
     /// makes room by dropping the oldest ended tasks, and is refused (`-32603`) when only
     /// running ones are left. Default 64 MiB.
     pub max_task_bytes: usize,

@@ -150,6 +150,9 @@ pub(super) struct ServerTask {
     /// What clients sent that it keeps (arguments, capabilities, answers), as JSON
     /// bytes: counted against `ServerLimits::max_task_bytes`.
     client_bytes: usize,
+    /// What its outcome holds, as JSON bytes, once the handler gave one: counted too (a
+    /// tool may return what it was sent, or more).
+    outcome_bytes: usize,
 }
 
 /// The tasks of a server.
@@ -253,7 +256,7 @@ impl TaskStore {
         bytes: usize,
         max_bytes: usize,
     ) -> Result<(), ErrorObject> {
-        let mut held: usize = self.tasks.iter().map(|t| t.client_bytes).sum();
+        let mut held: usize = self.tasks.iter().map(ServerTask::kept_bytes).sum();
         while held + bytes > max_bytes {
             let Some(dropped) = self.drop_oldest_ended(|_| true) else {
                 return Err(ErrorObject::new(
@@ -281,11 +284,11 @@ impl TaskStore {
         Ok(())
     }
 
-    /// Drops the oldest ended task `matching`: the client bytes it kept, or `None` when
-    /// there is none.
+    /// Drops the oldest ended task `matching`: the bytes it kept, or `None` when there
+    /// is none.
     fn drop_oldest_ended(&mut self, matching: impl Fn(&ServerTask) -> bool) -> Option<usize> {
         let at = (self.tasks.iter()).position(|t| matching(t) && t.terminal())?;
-        self.tasks.remove(at).map(|t| t.client_bytes)
+        self.tasks.remove(at).as_ref().map(ServerTask::kept_bytes)
     }
 }
 
@@ -342,6 +345,12 @@ impl ServerTask {
         matches!(self.status, "completed" | "failed" | "cancelled")
     }
 
+    /// The bytes counted against `ServerLimits::max_task_bytes`: what its client sent and
+    /// what its outcome holds.
+    fn kept_bytes(&self) -> usize {
+        self.client_bytes + self.outcome_bytes
+    }
+
     /// Takes in a handler outcome at `now`: held until due, shown at once if due.
     fn take(&mut self, outcome: ToolOutcome, now: Instant, limits: &super::ServerLimits) {
         let mut outcome = outcome;
@@ -362,6 +371,11 @@ impl ServerTask {
             ToolOutcome::Error(e) => Held::Outcome(Err(e)),
             ToolOutcome::NeedInput(asks) => self.hold_input(&asks, limits),
             _ => Held::Never,
+        };
+        self.outcome_bytes = match &held {
+            Held::Outcome(Ok(v)) => super::legacy::json_size(v),
+            Held::Outcome(Err(e)) => super::legacy::json_size(e),
+            _ => 0,
         };
         self.held = Some(held);
         self.refresh(now);
@@ -461,6 +475,7 @@ impl ServerTask {
         if !self.terminal() {
             self.status = "cancelled";
             self.held = None;
+            self.outcome_bytes = 0;
             self.input_requests.clear();
             self.updated = now;
         }
@@ -646,6 +661,7 @@ impl Server {
             round,
             announced: "working",
             client_bytes,
+            outcome_bytes: 0,
         };
         task.take(outcome, now, &self.config.limits);
         task.announced = task.status;
@@ -742,6 +758,7 @@ impl Server {
                         // Keys not outstanding are ignored, as are answers that are
                         // not objects (the request stays outstanding).
                         if answer.is_object() && task.input_requests.remove(&key).is_some() {
+                            task.client_bytes += key.len() + super::legacy::json_size(&answer);
                             task.inputs.insert(key, answer);
                         }
                     }

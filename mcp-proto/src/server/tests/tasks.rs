@@ -600,6 +600,64 @@ fn the_bytes_tasks_keep_are_bounded() {
     assert_eq!(start(&mut p)["resultType"], "task");
 }
 
+/// The outcome a handler gives counts against `max_task_bytes` too: a tool that returns
+/// more than it was sent (or echoes it) cannot take the server past the bound.
+#[test]
+fn the_outcomes_tasks_keep_count_against_the_bound() {
+    let no_args = json!({"type": "object"});
+    let big = "y".repeat(6000);
+    let mut config = ServerConfig::new(Implementation::new("t", "0")).with_tool(
+        Tool::new("bloat", "", no_args, move |_: &ToolCall<'_>| {
+            ToolOutcome::after(Duration::from_secs(2), ToolOutcome::text(big.clone()))
+        })
+        .as_task(0),
+    );
+    config.limits.max_task_bytes = 10_000;
+    let mut p = Peer::new(Server::new(config));
+    let start = |p: &mut Peer| req(p, "tools/call", json!({"name": "bloat"}));
+    assert_eq!(start(&mut p)["resultType"], "task");
+    assert_eq!(start(&mut p)["resultType"], "task");
+    let refused = start(&mut p);
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("Too much task data held (10000 bytes"),
+        "{refused}"
+    );
+    at(&mut p, 2000);
+    assert_eq!(start(&mut p)["resultType"], "task");
+}
+
+/// Answers a client gives in later rounds (`tasks/update`) count against
+/// `max_task_bytes` as its first-round ones do.
+#[test]
+fn the_answers_tasks_keep_count_against_the_bound() {
+    let no_args = json!({"type": "object"});
+    let mut config = ServerConfig::new(Implementation::new("t", "0")).with_tool(
+        Tool::new("ask", "", no_args, |call: &ToolCall<'_>| {
+            match answered(call, "who") {
+                Some(_) => ToolOutcome::after(Duration::from_secs(2), ToolOutcome::text("ok")),
+                None => ToolOutcome::NeedInput(vec![("who".into(), name_form())]),
+            }
+        })
+        .as_task(0),
+    );
+    config.limits.max_task_bytes = 10_000;
+    let mut p = Peer::new(Server::new(config));
+    let id = req(&mut p, "tools/call", json!({"name": "ask"}))["taskId"].clone();
+    assert_eq!(get(&mut p, &id)["status"], "input_required");
+    let answer = json!({"action": "accept", "content": {"name": "z".repeat(9_990)}});
+    let ack = req(
+        &mut p,
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {"who": answer}}),
+    );
+    assert_eq!(ack["resultType"], "complete", "{ack}");
+    assert_eq!(get(&mut p, &id)["status"], "working");
+    let refused = req(&mut p, "tools/call", json!({"name": "ask"}));
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("Too much task data held"), "{refused}");
+}
+
 /// A task keeps its client's capabilities for its later rounds: no more of them than a
 /// legacy session keeps.
 #[test]
