@@ -447,14 +447,28 @@ fn a_stream_replaying_its_resumption_point_is_given_up() {
 /// answer.
 #[test]
 fn an_unreadable_json_response_says_why() {
-    for (headers, body, expected) in [
-        (vec![], "<html>", "not a JSON-RPC message"),
+    use mcp_proto::client::{BodyHint, UnreadableBody};
+    let gzip = Some(BodyHint::ContentEncoding("gzip".into()));
+    for (headers, body, expected, hint) in [
+        (vec![], "<html>", "not a JSON-RPC message", None),
         (
             vec![("Content-Encoding", "gzip")],
             "\u{1f}\u{8b}",
             "Content-Encoding gzip is not supported",
+            gzip,
         ),
-        (vec![], "\u{feff}{}", "byte order mark"),
+        (
+            vec![],
+            "\u{feff}{}",
+            "byte order mark",
+            Some(BodyHint::ByteOrderMark),
+        ),
+        (
+            vec![],
+            r#"{"jsonrpc":"2.0","id":999,"result":{}}"#,
+            "did not answer the request",
+            None,
+        ),
     ] {
         let mut sim = HttpSim::new(config(EraMode::Auto), move |req| match req.rpc_method() {
             "server/discover" => discover_ok(req),
@@ -470,6 +484,15 @@ fn an_unreadable_json_response_says_why() {
             matches!(&err, CallError::Http(h) if h.detail.contains(expected)),
             "{expected}: {err:?}"
         );
+        // The cause is typed too, so that no one has to read the text.
+        let CallError::Http(failure) = err else {
+            unreachable!()
+        };
+        match failure.body.as_deref() {
+            Some(UnreadableBody::NotAMessage { hint: got, .. }) => assert_eq!(got, &hint),
+            Some(UnreadableBody::NotTheAnswer) => assert!(expected.contains("did not answer")),
+            other => panic!("{expected}: {other:?}"),
+        }
     }
 }
 

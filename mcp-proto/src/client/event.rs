@@ -453,6 +453,52 @@ pub struct HttpFailure {
     /// The failure below HTTP, when the exchange never got a response (refused, reset,
     /// TLS, timeout, …), as the driver reported it.
     pub transport: Option<Box<super::TransportFailure>>,
+    /// Why a successful JSON response was not the answer, when that was the failure.
+    pub body: Option<Box<UnreadableBody>>,
+}
+
+/// Why a successful (2xx) JSON response did not answer its request.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum UnreadableBody {
+    /// A JSON-RPC message, but not the answer (another id, a notification, a request).
+    #[error("the JSON response did not answer the request")]
+    NotTheAnswer,
+    /// Not a JSON-RPC message.
+    #[error("the JSON response is not a JSON-RPC message: {error}{}", hint.as_ref().map_or(String::new(), |h| format!(" ({h})")))]
+    NotAMessage {
+        /// Why it could not be decoded.
+        error: crate::jsonrpc::DecodeError,
+        /// What most likely explains it, when something does.
+        hint: Option<BodyHint>,
+    },
+}
+
+/// What most often explains a JSON response that cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BodyHint {
+    /// The server compressed it (this `Content-Encoding`, at most 40 characters of it);
+    /// the client asks for no encoding and reads none.
+    #[error("Content-Encoding {0} is not supported")]
+    ContentEncoding(String),
+    /// It starts with a UTF-8 byte order mark, which a JSON text sent over a network
+    /// must not have.
+    #[error("it starts with a byte order mark")]
+    ByteOrderMark,
+}
+
+impl BodyHint {
+    /// What explains `body`, received with `content_encoding`, when something does.
+    pub(crate) fn of(body: &[u8], content_encoding: Option<&str>) -> Option<BodyHint> {
+        match content_encoding.map(str::trim) {
+            Some(e) if !e.eq_ignore_ascii_case("identity") => {
+                Some(BodyHint::ContentEncoding(e.chars().take(40).collect()))
+            }
+            _ if body.starts_with(b"\xEF\xBB\xBF") => Some(BodyHint::ByteOrderMark),
+            _ => None,
+        }
+    }
 }
 
 impl HttpFailure {
@@ -464,6 +510,19 @@ impl HttpFailure {
             error,
             detail: detail.into(),
             transport: None,
+            body: None,
+        }
+    }
+
+    /// A successful JSON response (`status`) that was not the answer.
+    #[must_use]
+    pub fn unreadable(status: u16, why: UnreadableBody) -> Self {
+        HttpFailure {
+            status: Some(status),
+            error: None,
+            detail: why.to_string(),
+            transport: None,
+            body: Some(Box::new(why)),
         }
     }
 
@@ -475,6 +534,7 @@ impl HttpFailure {
             error: None,
             detail: failure.to_string(),
             transport: Some(Box::new(failure)),
+            body: None,
         }
     }
 }

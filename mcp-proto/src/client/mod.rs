@@ -72,8 +72,9 @@ pub use change::{
     Change, ListenEnd, ListenFilter, MAX_FILTER_URIS, SUBSCRIPTION_ID_KEY, subscription_id,
 };
 pub use event::{
-    ApiMisuse, CallError, CallId, CallOutput, CloseReason, ConnectionState, Event, HttpFailure,
-    InputAnswer, InputId, InputRequest, InvalidParams, MAX_ECHO_BYTES, PeerError,
+    ApiMisuse, BodyHint, CallError, CallId, CallOutput, CloseReason, ConnectionState, Event,
+    HttpFailure, InputAnswer, InputId, InputRequest, InvalidParams, MAX_ECHO_BYTES, PeerError,
+    UnreadableBody,
 };
 pub use form::{FormError, FormSchema};
 pub use id_hash::{IdHasher, IdMap, IdSet};

@@ -9,10 +9,10 @@ use crate::Instant;
 use super::{GetStream, HttpLink};
 use crate::client::PeerError;
 use crate::client::transmit::TransportFailure;
-use crate::client::{CloseReason, Event, HttpFailure};
+use crate::client::{BodyHint, CloseReason, Event, HttpFailure, UnreadableBody};
 use crate::http::headers::{MAX_SESSION_ID_BYTES, MCP_SESSION_ID};
 use crate::http::{ResponseEvent, ResponseHead, ResponseReader};
-use crate::jsonrpc::{Message, Response};
+use crate::jsonrpc::{DecodeError, Message, Response};
 use crate::sse::{SseDecoder, SseError};
 use crate::version::Era;
 
@@ -409,7 +409,7 @@ impl HttpLink {
 
     /// One JSON-RPC message from the server, to the protocol machine. When it cannot be
     /// decoded, why (also reported to the machine).
-    pub(super) fn deliver(&mut self, now: Instant, json: &[u8]) -> Option<String> {
+    pub(super) fn deliver(&mut self, now: Instant, json: &[u8]) -> Option<DecodeError> {
         let max_depth = self.client.config().limits.max_nesting_depth;
         match Message::decode_with_max_depth(json, max_depth) {
             Ok(Message::Response(r)) => {
@@ -418,9 +418,8 @@ impl HttpLink {
             }
             Ok(m) => self.client.dispatch_message(now, m),
             Err(error) => {
-                let why = error.to_string();
-                self.client.handle_undecodable(now, json, error);
-                return Some(why);
+                self.client.handle_undecodable(now, json, error.clone());
+                return Some(error);
             }
         }
         None
@@ -439,25 +438,18 @@ impl HttpLink {
                 if let Some(rpc) = before.filter(|r| self.client.is_awaiting(*r)) {
                     // The body was not the answer: another id, or not a message (then say
                     // why, with what most often explains it).
-                    let detail = match undecodable {
-                        None => "the JSON response did not answer the request".to_owned(),
-                        Some(why) => {
+                    let why = match undecodable {
+                        None => UnreadableBody::NotTheAnswer,
+                        Some(error) => {
                             let encoding =
                                 x.head.as_ref().and_then(|h| h.header("content-encoding"));
-                            let hint = match encoding.map(str::trim) {
-                                Some(e) if !e.eq_ignore_ascii_case("identity") => {
-                                    let e: String = e.chars().take(40).collect();
-                                    format!(" (Content-Encoding {e} is not supported)")
-                                }
-                                _ if buf.starts_with(b"\xEF\xBB\xBF") => {
-                                    " (it starts with a byte order mark)".to_owned()
-                                }
-                                _ => String::new(),
-                            };
-                            format!("the JSON response is not a JSON-RPC message: {why}{hint}")
+                            let hint = BodyHint::of(buf, encoding);
+                            UnreadableBody::NotAMessage { error, hint }
                         }
                     };
-                    self.fail_unanswered(now, rpc, status, detail);
+                    let failure = HttpFailure::unreadable(status, why);
+                    self.client
+                        .handle_http_failure(now, rpc, failure, None, None);
                 }
             }
             Body::Sse(_) => self.stream_ended(now, x, "the event stream ended"),
