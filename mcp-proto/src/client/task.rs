@@ -265,39 +265,34 @@ impl Task {
     }
 }
 
+/// The members of a task record read as values (by [`Task::from_object`] and the
+/// session), in the order [`RecordMembers::object`] gives them.
+const READ_MEMBERS: [&str; 12] = [
+    "taskId",
+    "status",
+    "statusMessage",
+    "createdAt",
+    "lastUpdatedAt",
+    "ttl",
+    "pollInterval",
+    "ttlMs",
+    "pollIntervalMs",
+    "resultType",
+    "error",
+    "inputRequests",
+];
+
 /// The members of a task record that anything here reads, each as it came; any other
 /// member is stepped over unread, so a record padded with megabytes of members nobody
 /// reads costs no more than its text (read into a [`Map`], it cost many times that).
-#[derive(Debug, Default, serde::Deserialize)]
+#[derive(Debug, Default)]
 pub(crate) struct RecordMembers<'a> {
-    #[serde(borrow)]
+    /// `task` (a 2025 `CreateTaskResult`'s record), verbatim.
     pub(crate) task: Option<&'a RawValue>,
-    #[serde(borrow)]
+    /// `result` (a 2026 record's outcome), verbatim.
     pub(crate) result: Option<&'a RawValue>,
-    #[serde(borrow, rename = "taskId")]
-    task_id: Option<&'a RawValue>,
-    #[serde(borrow)]
-    status: Option<&'a RawValue>,
-    #[serde(borrow, rename = "statusMessage")]
-    status_message: Option<&'a RawValue>,
-    #[serde(borrow, rename = "createdAt")]
-    created_at: Option<&'a RawValue>,
-    #[serde(borrow, rename = "lastUpdatedAt")]
-    last_updated_at: Option<&'a RawValue>,
-    #[serde(borrow)]
-    ttl: Option<&'a RawValue>,
-    #[serde(borrow, rename = "pollInterval")]
-    poll_interval: Option<&'a RawValue>,
-    #[serde(borrow, rename = "ttlMs")]
-    ttl_ms: Option<&'a RawValue>,
-    #[serde(borrow, rename = "pollIntervalMs")]
-    poll_interval_ms: Option<&'a RawValue>,
-    #[serde(borrow, rename = "resultType")]
-    result_type: Option<&'a RawValue>,
-    #[serde(borrow)]
-    error: Option<&'a RawValue>,
-    #[serde(borrow, rename = "inputRequests")]
-    input_requests: Option<&'a RawValue>,
+    /// The [`READ_MEMBERS`] present, verbatim, at their index there.
+    read: [Option<&'a RawValue>; READ_MEMBERS.len()],
 }
 
 impl<'a> RecordMembers<'a> {
@@ -309,33 +304,85 @@ impl<'a> RecordMembers<'a> {
         serde_json::from_str(text)
     }
 
-    /// The members read as values, but `task` and `result` (which stay verbatim): what
-    /// [`Task::from_object`] and the session look at.
+    /// The [`READ_MEMBERS`] present, read as values: what [`Task::from_object`] and the
+    /// session look at (`task` and `result` stay verbatim).
     ///
     /// # Errors
     /// Never for a record that was read (each member is valid JSON).
     pub(crate) fn object(&self) -> Result<Map<String, Value>, serde_json::Error> {
-        let members = [
-            ("taskId", self.task_id),
-            ("status", self.status),
-            ("statusMessage", self.status_message),
-            ("createdAt", self.created_at),
-            ("lastUpdatedAt", self.last_updated_at),
-            ("ttl", self.ttl),
-            ("pollInterval", self.poll_interval),
-            ("ttlMs", self.ttl_ms),
-            ("pollIntervalMs", self.poll_interval_ms),
-            ("resultType", self.result_type),
-            ("error", self.error),
-            ("inputRequests", self.input_requests),
-        ];
         let mut object = Map::new();
-        for (key, raw) in members {
+        for (key, raw) in READ_MEMBERS.iter().zip(self.read) {
             if let Some(raw) = raw {
-                object.insert(key.to_owned(), serde_json::from_str(raw.get())?);
+                object.insert((*key).to_owned(), serde_json::from_str(raw.get())?);
             }
         }
         Ok(object)
+    }
+}
+
+/// Which member a key of a record names, told without copying the key.
+enum RecordKey {
+    Task,
+    Result,
+    Read(usize),
+    Other,
+}
+
+impl<'de> serde::Deserialize<'de> for RecordKey {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Name;
+        impl serde::de::Visitor<'_> for Name {
+            type Value = RecordKey;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<RecordKey, E> {
+                Ok(match key {
+                    "task" => RecordKey::Task,
+                    "result" => RecordKey::Result,
+                    _ => READ_MEMBERS
+                        .iter()
+                        .position(|m| *m == key)
+                        .map_or(RecordKey::Other, RecordKey::Read),
+                })
+            }
+        }
+        deserializer.deserialize_str(Name)
+    }
+}
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for RecordMembers<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Members<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Members<'a> {
+            type Value = RecordMembers<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a task record (an object)")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                mut map: M,
+            ) -> Result<RecordMembers<'a>, M::Error> {
+                let mut members = RecordMembers::default();
+                while let Some(key) = map.next_key::<RecordKey>()? {
+                    let (slot, name) = match key {
+                        RecordKey::Task => (&mut members.task, "task"),
+                        RecordKey::Result => (&mut members.result, "result"),
+                        RecordKey::Read(i) => (&mut members.read[i], READ_MEMBERS[i]),
+                        RecordKey::Other => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                            continue;
+                        }
+                    };
+                    if slot.is_some() {
+                        return Err(serde::de::Error::duplicate_field(name));
+                    }
+                    *slot = Some(map.next_value()?);
+                }
+                Ok(members)
+            }
+        }
+        deserializer.deserialize_map(Members(std::marker::PhantomData))
     }
 }
 
@@ -349,6 +396,28 @@ mod tests {
             Value::Object(m) => m,
             _ => unreachable!(),
         }
+    }
+
+    #[test]
+    fn a_record_is_read_for_its_members_once_each() {
+        let text = r#"{"task\u0049d":"t","pad":[1,{"status":"x"}],"status":"working",
+            "result":{"b":1,"a":2},"ttl":null}"#;
+        let members = RecordMembers::read(text).unwrap();
+        assert_eq!(
+            members.object().unwrap(),
+            obj(json!({"taskId": "t", "status": "working", "ttl": null}))
+        );
+        assert_eq!(members.result.map(RawValue::get), Some(r#"{"b":1,"a":2}"#));
+        assert!(members.task.is_none());
+        for twice in [
+            r#"{"status":"working","status":"completed"}"#,
+            r#"{"result":1,"result":2}"#,
+            r#"{"taskId":"a","task\u0049d":"b"}"#,
+        ] {
+            let e = RecordMembers::read(twice).unwrap_err().to_string();
+            assert!(e.contains("duplicate field"), "{twice}: {e}");
+        }
+        assert!(RecordMembers::read("[1]").is_err());
     }
 
     #[test]
