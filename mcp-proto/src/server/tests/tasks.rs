@@ -564,85 +564,69 @@ fn each_requestor_and_the_server_keep_a_bounded_number_of_tasks() {
     assert_eq!(get(&mut p, &newcomer)["status"], "working");
 }
 
-/// What clients sent that tasks keep is bounded in bytes over all tasks: past
-/// `max_task_bytes` ended tasks make room, and with only running ones left a new task is
-/// refused (2 MB tasks had taken the example server to 4 GB for 2 GB sent).
-#[test]
-fn the_bytes_tasks_keep_are_bounded() {
+/// A server with one task tool, `name`, and a task budget of 10,000 bytes.
+fn budgeted(name: &str, tool: impl Fn(&ToolCall<'_>) -> ToolOutcome + Send + 'static) -> Peer {
     let no_args = json!({"type": "object"});
-    let mut config = ServerConfig::new(Implementation::new("t", "0")).with_tool(
-        Tool::new("slow", "", no_args, |_: &ToolCall<'_>| {
-            ToolOutcome::after(Duration::from_secs(2), ToolOutcome::text("slow done"))
-        })
-        .as_task(0),
-    );
+    let mut config = ServerConfig::new(Implementation::new("t", "0"))
+        .with_tool(Tool::new(name, "", no_args, tool).as_task(0));
     config.limits.max_task_bytes = 10_000;
-    let mut p = Peer::new(Server::new(config));
-    let text = "x".repeat(4000);
-    let start = |p: &mut Peer| {
-        req(
-            p,
-            "tools/call",
-            json!({"name": "slow", "arguments": {"text": text}}),
-        )
-    };
-    for _ in 0..2 {
-        assert_eq!(start(&mut p)["resultType"], "task");
-    }
-    let refused = start(&mut p);
-    let message = refused["error"]["message"].as_str().unwrap_or_default();
-    assert!(
-        message.contains("Too much task data held (10000 bytes"),
-        "{refused}"
-    );
-    // Once they ended, they make room.
-    at(&mut p, 2000);
-    assert_eq!(start(&mut p)["resultType"], "task");
+    Peer::new(Server::new(config))
 }
 
-/// The outcome a handler gives counts against `max_task_bytes` too: a tool that returns
-/// more than it was sent (or echoes it) cannot take the server past the bound.
-#[test]
-fn the_outcomes_tasks_keep_count_against_the_bound() {
-    let no_args = json!({"type": "object"});
-    let big = "y".repeat(6000);
-    let mut config = ServerConfig::new(Implementation::new("t", "0")).with_tool(
-        Tool::new("bloat", "", no_args, move |_: &ToolCall<'_>| {
-            ToolOutcome::after(Duration::from_secs(2), ToolOutcome::text(big.clone()))
-        })
-        .as_task(0),
-    );
-    config.limits.max_task_bytes = 10_000;
-    let mut p = Peer::new(Server::new(config));
-    let start = |p: &mut Peer| req(p, "tools/call", json!({"name": "bloat"}));
-    assert_eq!(start(&mut p)["resultType"], "task");
-    assert_eq!(start(&mut p)["resultType"], "task");
-    let refused = start(&mut p);
-    let message = refused["error"]["message"].as_str().unwrap_or_default();
+/// Asserts that `reply` refuses a task for the budget of [`budgeted`].
+fn refused_for_bytes(reply: &Value) {
+    let message = reply["error"]["message"].as_str().unwrap_or_default();
     assert!(
         message.contains("Too much task data held (10000 bytes"),
-        "{refused}"
+        "{reply}"
     );
-    at(&mut p, 2000);
-    assert_eq!(start(&mut p)["resultType"], "task");
+}
+
+/// What tasks keep is bounded in bytes over all tasks: what clients sent (2 MB tasks had
+/// taken the example server to 4 GB for 2 GB sent) and what their handlers gave (a tool
+/// may return more than it was sent). Past `max_task_bytes` ended tasks make room, and
+/// with only running ones left a new task is refused.
+#[test]
+fn the_bytes_tasks_keep_are_bounded() {
+    let after = |outcome| ToolOutcome::after(Duration::from_secs(2), outcome);
+    let sent = "x".repeat(4000);
+    let given = "y".repeat(6000);
+    let cases = [
+        (
+            budgeted("slow", move |_: &ToolCall<'_>| {
+                after(ToolOutcome::text("done"))
+            }),
+            json!({"name": "slow", "arguments": {"text": sent}}),
+        ),
+        (
+            budgeted("bloat", move |_: &ToolCall<'_>| {
+                after(ToolOutcome::text(&given))
+            }),
+            json!({"name": "bloat"}),
+        ),
+    ];
+    for (mut p, call) in cases {
+        for _ in 0..2 {
+            assert_eq!(
+                req(&mut p, "tools/call", call.clone())["resultType"],
+                "task"
+            );
+        }
+        refused_for_bytes(&req(&mut p, "tools/call", call.clone()));
+        // Once they ended, they make room.
+        at(&mut p, 2000);
+        assert_eq!(req(&mut p, "tools/call", call)["resultType"], "task");
+    }
 }
 
 /// Answers a client gives in later rounds (`tasks/update`) count against
 /// `max_task_bytes` as its first-round ones do.
 #[test]
 fn the_answers_tasks_keep_count_against_the_bound() {
-    let no_args = json!({"type": "object"});
-    let mut config = ServerConfig::new(Implementation::new("t", "0")).with_tool(
-        Tool::new("ask", "", no_args, |call: &ToolCall<'_>| {
-            match answered(call, "who") {
-                Some(_) => ToolOutcome::after(Duration::from_secs(2), ToolOutcome::text("ok")),
-                None => ToolOutcome::NeedInput(vec![("who".into(), name_form())]),
-            }
-        })
-        .as_task(0),
-    );
-    config.limits.max_task_bytes = 10_000;
-    let mut p = Peer::new(Server::new(config));
+    let mut p = budgeted("ask", |call: &ToolCall<'_>| match answered(call, "who") {
+        Some(_) => ToolOutcome::after(Duration::from_secs(2), ToolOutcome::text("ok")),
+        None => ToolOutcome::NeedInput(vec![("who".into(), name_form())]),
+    });
     let id = req(&mut p, "tools/call", json!({"name": "ask"}))["taskId"].clone();
     assert_eq!(get(&mut p, &id)["status"], "input_required");
     let answer = json!({"action": "accept", "content": {"name": "z".repeat(9_990)}});
@@ -653,9 +637,7 @@ fn the_answers_tasks_keep_count_against_the_bound() {
     );
     assert_eq!(ack["resultType"], "complete", "{ack}");
     assert_eq!(get(&mut p, &id)["status"], "working");
-    let refused = req(&mut p, "tools/call", json!({"name": "ask"}));
-    let message = refused["error"]["message"].as_str().unwrap_or_default();
-    assert!(message.contains("Too much task data held"), "{refused}");
+    refused_for_bytes(&req(&mut p, "tools/call", json!({"name": "ask"})));
 }
 
 /// A task keeps its client's capabilities for its later rounds: no more of them than a
