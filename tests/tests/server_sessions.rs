@@ -253,3 +253,57 @@ fn a_loopback_server_answers_only_to_loopback_host_names() {
         200
     );
 }
+
+/// A session serves only the principal its `initialize` was served as: with another
+/// principal's token (or none), its id is unknown, whatever the request, and the session
+/// is left as it was. Another principal could list tools in it, answer its client's
+/// input requests, resume its streams and end it.
+#[test]
+fn a_session_serves_only_the_principal_that_opened_it() {
+    let mut e = endpoint(HttpEndpointConfig::default());
+    let t0 = Instant::ZERO;
+    let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "t", "version": "1"}}});
+    let status = |e: &mut HttpEndpoint, who: Option<&str>, request: &HttpRequest| match e
+        .handle_request_as(t0, request, who)
+    {
+        HttpReply::Complete(r) => r.status,
+        _ => 200,
+    };
+    let opened = match e.handle_request_as(t0, &post(None, &body), Some("alice")) {
+        HttpReply::Complete(r) => r.header("mcp-session-id").map(str::to_owned),
+        _ => None,
+    };
+    let a = opened.expect("a session");
+    let list = post(
+        Some(&a),
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+    );
+    let answer = post(
+        Some(&a),
+        &json!({"jsonrpc": "2.0", "id": "x", "result": {"action": "accept"}}),
+    );
+    let listen = HttpRequest::new("GET", "/mcp")
+        .with_header("Host", "127.0.0.1")
+        .with_header("Accept", "text/event-stream")
+        .with_header("Mcp-Session-Id", a.as_str())
+        .with_header("MCP-Protocol-Version", "2025-11-25");
+    let delete = HttpRequest::new("DELETE", "/mcp")
+        .with_header("Host", "127.0.0.1")
+        .with_header("Mcp-Session-Id", a.as_str());
+    for who in [Some("bob"), None] {
+        for request in [&list, &answer, &listen, &delete] {
+            assert_eq!(
+                status(&mut e, who, request),
+                404,
+                "{who:?} {}",
+                request.method()
+            );
+        }
+    }
+    assert_eq!(e.sessions(), 1);
+    assert_eq!(status(&mut e, Some("alice"), &list), 200);
+    assert_eq!(status(&mut e, Some("alice"), &delete), 200);
+    assert_eq!(e.sessions(), 0);
+}

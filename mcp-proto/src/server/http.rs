@@ -85,7 +85,11 @@
 //! its own legacy state: handshake, parked calls, request counter. Every other legacy
 //! request must carry a live session id (none: 400; unknown, ended or idle past
 //! [`HttpEndpointConfig::session_idle_timeout`]: 404, and the client initializes again),
-//! and is served with that session's state swapped into the machine. `DELETE` with the
+//! and is served with that session's state swapped into the machine. A session serves
+//! only the principal its `initialize` was served as ([`HttpEndpoint::handle_request_as`];
+//! no principal for an unauthenticated client): for any other, its id is unknown (404)
+//! whatever the request (`POST`, a posted response, `GET`, `Last-Event-ID`, `DELETE`),
+//! so a leaked session id is not a credential. `DELETE` with the
 //! id ends the session, cancels its open exchanges and ends its `GET` stream. At most
 //! [`HttpEndpointConfig::max_sessions`] live at once: when they are all there, an
 //! `initialize` evicts a session not in use, one whose client never came back first,
@@ -1117,15 +1121,22 @@ impl HttpEndpoint {
         }
     }
 
-    /// Whether `session` names a live session (one with an open exchange never idles).
-    /// A session whose client is attached to one of its streams, or whose request is
-    /// being handled, is busy; one whose streams only wait for a resumption is not.
+    /// Whether `session` names a live session (one with an open exchange never idles) of
+    /// the principal being served. A session whose client is attached to one of its
+    /// streams, or whose request is being handled, is busy; one whose streams only wait
+    /// for a resumption is not.
     fn session_live(&mut self, session: &str, now: Instant) -> bool {
         if !self.consult_session_store(session, now) {
             if let Some(t) = &mut self.sessions {
                 t.remove(session);
             }
             self.drop_session_state(session);
+            return false;
+        }
+        // Another principal's session is unknown to this one, and left as it is.
+        let principal = self.server.principal.as_deref();
+        let state = self.sessions.as_ref().and_then(|t| t.state(session));
+        if state.is_some_and(|s| !s.serves(principal)) {
             return false;
         }
         let busy = busy(&self.exchanges, &self.listeners, session);

@@ -76,6 +76,9 @@ pub(super) struct Session {
     pub subscriptions: Vec<String>,
     /// What scopes this session's tasks: a number no other session of the machine has.
     pub task_scope: u64,
+    /// The principal its `initialize` was served as: over HTTP, the only one whose
+    /// requests the session serves.
+    pub principal: Option<String>,
 }
 
 /// Everything one legacy client's connection holds in the machine: its handshake, its
@@ -128,6 +131,14 @@ impl PendingCall {
 }
 
 impl LegacyState {
+    /// Whether requests from `principal` may be served in this state's session: the one
+    /// its `initialize` was served as (any, before a handshake).
+    pub(super) fn serves(&self, principal: Option<&str>) -> bool {
+        self.session
+            .as_ref()
+            .is_none_or(|s| s.principal.as_deref() == principal)
+    }
+
     /// Whether no call of this session is parked waiting for its client's input.
     pub(super) fn idle(&self) -> bool {
         self.pending.is_empty()
@@ -142,6 +153,7 @@ impl LegacyState {
             initialized: s.initialized,
             log_level: s.log_level,
             subscriptions: s.subscriptions.clone(),
+            principal: s.principal.clone(),
         })
     }
 
@@ -164,6 +176,7 @@ impl LegacyState {
                 log_level: record.log_level,
                 subscriptions,
                 task_scope,
+                principal: record.principal,
             }),
             pending: Vec::new(),
             next_out_id: 0,
@@ -288,6 +301,7 @@ impl Server {
             log_level: None,
             subscriptions: Vec::new(),
             task_scope: self.tasks.new_scope(),
+            principal: self.principal.clone(),
         });
         let mut capabilities = self.capabilities(Era::Legacy);
         self.add_task_capability(&mut capabilities, Era::Legacy);

@@ -65,6 +65,11 @@ pub struct SessionRecord {
     pub log_level: Option<LogLevel>,
     /// The resource URIs subscribed to.
     pub subscriptions: Vec<String>,
+    /// The principal whose `initialize` opened it (see
+    /// [`HttpEndpoint::handle_request_as`](super::HttpEndpoint::handle_request_as));
+    /// `None` for an unauthenticated client. Only requests from that principal are
+    /// served in the session.
+    pub principal: Option<String>,
 }
 
 /// The wire form of a [`SessionRecord`]: compact JSON with short keys.
@@ -77,6 +82,8 @@ struct Wire {
     l: Option<LogLevel>,
     #[serde(default)]
     s: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    p: Option<String>,
 }
 
 impl SessionRecord {
@@ -89,6 +96,7 @@ impl SessionRecord {
             i: self.initialized,
             l: self.log_level,
             s: self.subscriptions.clone(),
+            p: self.principal.clone(),
         };
         // Serialising plain data cannot fail.
         serde_json::to_vec(&wire).unwrap_or_default()
@@ -111,7 +119,11 @@ impl SessionRecord {
             .filter(|v| v.era() == Era::Legacy)
             .ok_or(SessionStoreError::Corrupt)?;
         let uris_ok = wire.s.len() <= MAX_RECORD_SUBSCRIPTIONS
-            && wire.s.iter().all(|u| u.len() <= MAX_RECORD_URI_BYTES);
+            && wire.s.iter().all(|u| u.len() <= MAX_RECORD_URI_BYTES)
+            && wire
+                .p
+                .as_ref()
+                .is_none_or(|p| p.len() <= MAX_RECORD_URI_BYTES);
         if !wire.c.is_object() || !uris_ok {
             return Err(SessionStoreError::Corrupt);
         }
@@ -121,6 +133,7 @@ impl SessionRecord {
             initialized: wire.i,
             log_level: wire.l,
             subscriptions: wire.s,
+            principal: wire.p,
         })
     }
 }
@@ -276,6 +289,7 @@ mod tests {
             initialized: true,
             log_level: Some(LogLevel::Warning),
             subscriptions: vec!["example://readme".into()],
+            principal: Some("alice".into()),
         }
     }
 
