@@ -307,3 +307,58 @@ fn a_session_serves_only_the_principal_that_opened_it() {
     assert_eq!(status(&mut e, Some("alice"), &delete), 200);
     assert_eq!(e.sessions(), 0);
 }
+
+/// Streams whose client went away make room for a client that is there: four sessions
+/// that each start their share of streams and close the connections used to keep every
+/// other client's streamed calls at 503 for as long as the sessions lived (30 minutes
+/// idle). Streams a client is attached to are never cut for another.
+#[test]
+fn detached_streams_make_room_for_attached_ones() {
+    let mut config = HttpEndpointConfig::default();
+    config.max_open_streams = 8;
+    let mut e = endpoint(config);
+    let t0 = Instant::ZERO;
+    let hang = |id: u32| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "hang"}})
+    };
+    let open = |e: &mut HttpEndpoint, session: &str, id: u32| match e
+        .handle_request(t0, &post(Some(session), &hang(id)))
+    {
+        HttpReply::Stream(s) => Ok(s),
+        HttpReply::Complete(r) => Err(r.status),
+        _ => Err(0),
+    };
+    let mut left = Vec::new();
+    for _ in 0..4 {
+        let s = initialize(&mut e, t0, json!({})).session.unwrap();
+        for id in 0..2 {
+            left.push(open(&mut e, &s, id).expect("a stream"));
+        }
+        // Its share is taken.
+        assert_eq!(open(&mut e, &s, 9).err(), Some(503));
+    }
+    assert_eq!(e.open_streams(), 8);
+    for s in &left {
+        e.cancel_stream(t0, s);
+    }
+    assert_eq!(e.open_streams(), 8, "detached, not cancelled");
+    // A newcomer is served: the oldest detached stream goes.
+    let newcomer = initialize(&mut e, t0, json!({})).session.unwrap();
+    let held = vec![
+        open(&mut e, &newcomer, 1).expect("room made"),
+        open(&mut e, &newcomer, 2).expect("room made"),
+    ];
+    assert_eq!(e.open_streams(), 8);
+    // Streams with their client there are not cut: with only those left, 503.
+    let mut attached = held;
+    for _ in 0..3 {
+        let s = initialize(&mut e, t0, json!({})).session.unwrap();
+        for id in 0..2 {
+            attached.push(open(&mut e, &s, id).expect("room made"));
+        }
+    }
+    let late = initialize(&mut e, t0, json!({})).session.unwrap();
+    assert_eq!(open(&mut e, &late, 1).err(), Some(503));
+    assert_eq!(attached.len(), 8);
+}

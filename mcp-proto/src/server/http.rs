@@ -76,8 +76,11 @@
 //! exchange of the poster's session and principal has that request id (two clients may
 //! use the same one); without a session or a principal it is ignored, since nothing
 //! ties an anonymous poster to any exchange: closing the stream cancels.
-//! At most [`HttpEndpointConfig::max_open_streams`] exchanges stay open; one more is
-//! cancelled and answered 503 with `-32603`.
+//! At most [`HttpEndpointConfig::max_open_streams`] exchanges stay open, a quarter of them
+//! per legacy session and per authenticated principal. When they are all open, the oldest
+//! stream whose client went away (a session's detached stream) is cancelled to make room;
+//! with none such, one more is cancelled and answered 503 with `-32603`, as is one past
+//! its session's or principal's share.
 //!
 //! **Legacy sessions.** An endpoint made with [`HttpEndpoint::with_sessions`] (the
 //! adapters' serve functions make theirs so, with the operating system's randomness)
@@ -233,8 +236,9 @@ pub struct HttpEndpointConfig {
     /// `https://app.example`). Default none.
     pub allowed_origins: Vec<String>,
     /// Exchanges that may stay open (unanswered tools, legacy calls waiting for input)
-    /// at once; one legacy session may hold a quarter of them (at least one), detached
-    /// ones included. Default 64. Each open stream holds a connection while its client
+    /// at once; one legacy session, and one authenticated principal, may hold a quarter
+    /// of them (at least one), detached ones included. When all are open, the oldest one
+    /// whose client went away is cancelled for a new one. Default 64. Each open stream holds a connection while its client
     /// is attached: keep this below the server's `max_connections` (128 by default), or
     /// streams can take every connection.
     pub max_open_streams: usize,
@@ -555,22 +559,77 @@ impl HttpEndpoint {
         self.exchanges.values().filter(|e| e.streaming).count()
     }
 
-    /// The open streams one legacy session may hold, served or detached: a quarter of
-    /// `max_open_streams` (at least one), so that one session cannot take them all (its
-    /// detached streams last as long as it does).
+    /// The open streams one legacy session, or one authenticated principal, may hold,
+    /// served or detached: a quarter of `max_open_streams` (at least one), so that one
+    /// client cannot take them all.
     fn session_stream_share(&self) -> usize {
         (self.config.max_open_streams / 4).max(1)
     }
 
-    /// Whether exchange `key` would take its session past its share of open streams.
-    fn session_streams_full(&self, key: i64) -> bool {
-        let Some(session) = self.exchanges.get(&key).and_then(|e| e.session.as_ref()) else {
-            return false;
+    /// Why exchange `key` may not become an open stream, after making room when it can
+    /// (the exchange is then cancelled): its session, or its authenticated principal,
+    /// holds its share already; or `max_open_streams` are open, once the sessions that
+    /// idled out went and the oldest stream no client is attached to was cancelled.
+    /// Streams whose client went away make room for one whose client is there: else a
+    /// few sessions that start streams and leave would hold every stream for as long as
+    /// they live.
+    fn stream_refused(&mut self, now: Instant, key: i64) -> Option<ErrorObject> {
+        let share = self.session_stream_share();
+        let exchange = self.exchanges.get(&key)?;
+        let (session, principal) = (exchange.session.as_ref(), exchange.principal.as_ref());
+        let streams = || self.exchanges.values().filter(|e| e.streaming);
+        let whose = if session
+            .is_some_and(|s| streams().filter(|e| e.session.as_ref() == Some(s)).count() >= share)
+        {
+            Some("this session")
+        } else if principal.is_some_and(|p| {
+            streams()
+                .filter(|e| e.principal.as_ref() == Some(p))
+                .count()
+                >= share
+        }) {
+            Some("this client")
+        } else {
+            None
         };
-        let held = (self.exchanges.values())
-            .filter(|e| e.streaming && e.session.as_ref() == Some(session))
-            .count();
-        held >= self.session_stream_share()
+        if let Some(whose) = whose {
+            self.cancel(now, key, "too many open HTTP streams for its client");
+            return Some(ErrorObject::new(
+                codes::INTERNAL_ERROR,
+                format!(
+                    "Too many requests of {whose} are waiting for an answer (at most {share}); \
+                     try again later"
+                ),
+            ));
+        }
+        if self.open_streams() >= self.config.max_open_streams {
+            // Sessions that idled out may still hold detached requests: they go first.
+            let held = busy_sessions(&self.exchanges, &self.listeners);
+            let expired = self
+                .sessions
+                .as_mut()
+                .map_or_else(Vec::new, |t| t.sweep(now, |s| held.contains(s)));
+            for gone in expired {
+                self.drop_session_state(&gone);
+            }
+        }
+        if self.open_streams() >= self.config.max_open_streams {
+            let detached = (self.exchanges.iter())
+                .filter(|(_, e)| e.streaming && e.attach.is_none())
+                .map(|(k, _)| *k)
+                .min();
+            if let Some(oldest) = detached {
+                self.cancel(now, oldest, "its client left, and another needed the room");
+            }
+        }
+        if self.open_streams() >= self.config.max_open_streams {
+            self.cancel(now, key, "too many open HTTP streams");
+            return Some(ErrorObject::new(
+                codes::INTERNAL_ERROR,
+                "Too many requests are waiting for an answer; try again later",
+            ));
+        }
+        None
     }
 
     /// Standalone `GET` streams held (served or waiting for their client to resume).
@@ -1368,36 +1427,8 @@ impl HttpEndpoint {
         {
             return HttpReply::Complete(answer(exchange, era, initialize));
         }
-        if !answered && self.open_streams() >= self.config.max_open_streams {
-            // Sessions that idled out may still hold detached requests: they go first.
-            let held = busy_sessions(&self.exchanges, &self.listeners);
-            let expired = self
-                .sessions
-                .as_mut()
-                .map_or_else(Vec::new, |t| t.sweep(now, |s| held.contains(s)));
-            for gone in expired {
-                self.drop_session_state(&gone);
-            }
-        }
-        if !answered && self.open_streams() >= self.config.max_open_streams {
-            self.cancel(now, key, "too many open HTTP streams");
-            let e = ErrorObject::new(
-                codes::INTERNAL_ERROR,
-                "Too many requests are waiting for an answer; try again later",
-            );
-            return HttpReply::Complete(HttpResponse::json_error(503, Some(&original), &e));
-        }
-        if !answered && self.session_streams_full(key) {
-            self.cancel(now, key, "too many open HTTP streams for its session");
-            let e = ErrorObject::new(
-                codes::INTERNAL_ERROR,
-                format!(
-                    "Too many requests of this session are waiting for an answer (at most \
-                     {}); try again later",
-                    self.session_stream_share()
-                ),
-            );
-            return HttpReply::Complete(HttpResponse::json_error(503, Some(&original), &e));
+        if !answered && let Some(refusal) = self.stream_refused(now, key) {
+            return HttpReply::Complete(HttpResponse::json_error(503, Some(&original), &refusal));
         }
         let mut body = Vec::new();
         let mut polling = false;

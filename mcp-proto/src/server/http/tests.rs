@@ -748,7 +748,7 @@ fn unanswered_calls_stay_open_until_cancelled() {
     let mut ep = HttpEndpoint::with_config(
         example::server(),
         HttpEndpointConfig {
-            max_open_streams: 2,
+            max_open_streams: 8,
             ..HttpEndpointConfig::default()
         },
     );
@@ -758,8 +758,15 @@ fn unanswered_calls_stay_open_until_cancelled() {
     let b = stream(ep.handle_request_as(now(), &hang(1), Some("alice")));
     assert!(a.response().body.is_empty());
     assert_eq!(ep.open_streams(), 2);
-    let r = complete(ep.handle_request(now(), &hang(2)));
+    // A principal holds a quarter of the open streams at most.
+    let r = complete(ep.handle_request_as(now(), &hang(2), Some("alice")));
     assert_eq!((r.status, error_code(&r)), (503, -32603));
+    let message = body_json(&r)["error"]["message"].clone();
+    assert!(
+        message.as_str().unwrap().contains("this client"),
+        "{message}"
+    );
+    assert_eq!(ep.open_streams(), 2);
     // A posted cancel naming an id two exchanges share is ignored.
     let cancel =
         json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}});
