@@ -204,8 +204,8 @@ fn a_loopback_server_answers_only_to_loopback_host_names() {
     let mut config = HttpEndpointConfig::default();
     config.restrict_hosts_for("127.0.0.1".parse().unwrap());
     let mut e = endpoint(config);
-    let discover = |host: Option<&str>| {
-        let mut r = HttpRequest::new("POST", "/mcp")
+    let discover_at = |target: &str, host: Option<&str>| {
+        let mut r = HttpRequest::new("POST", target)
             .with_header("Content-Type", "application/json")
             .with_header("MCP-Protocol-Version", "2026-07-28")
             .with_header("Mcp-Method", "server/discover");
@@ -219,6 +219,7 @@ fn a_loopback_server_answers_only_to_loopback_host_names() {
             .to_string(),
         )
     };
+    let discover = |host: Option<&str>| discover_at("/mcp", host);
     for ok in [
         "127.0.0.1:8080",
         "localhost",
@@ -243,6 +244,17 @@ fn a_loopback_server_answers_only_to_loopback_host_names() {
             403,
             "{bad:?}"
         );
+    }
+    // An absolute-form target names the host, and `Host` is ignored (RFC 9112, 3.2.2):
+    // `http://evil.example/mcp` with a loopback `Host` was served.
+    for (target, host, status) in [
+        ("http://evil.example/mcp", Some("127.0.0.1"), 403),
+        ("HTTP://evil.example:80/mcp?x", Some("localhost"), 403),
+        ("http://127.0.0.1:8080/mcp", Some("evil.example"), 200),
+        ("http://localhost/mcp", None, 200),
+    ] {
+        let reply = send(&mut e, Instant::ZERO, &discover_at(target, host));
+        assert_eq!(reply.status, status, "{target} {host:?}");
     }
     // Bound elsewhere (or told otherwise), any Host is served.
     let mut open = HttpEndpointConfig::default();

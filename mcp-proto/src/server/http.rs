@@ -948,8 +948,18 @@ impl HttpEndpoint {
 
     /// The `403` of a request from a `Host` or an `Origin` not allowed.
     fn refuse_foreign(&self, http: &HttpRequest) -> Option<HttpResponse> {
-        if !self.config.host_allowed(http.header_bytes("host")) {
-            let e = ErrorObject::new(codes::INVALID_REQUEST, "Forbidden: Host not allowed");
+        // An absolute-form target names the host itself, and `Host` is then ignored.
+        let host = match http.authority() {
+            Some(authority) => Some(authority.as_bytes()),
+            None => http.header_bytes("host"),
+        };
+        if !self.config.host_allowed(host) {
+            let why = if host.is_some() {
+                "Forbidden: Host not allowed"
+            } else {
+                "Forbidden: the request names no host (Host header)"
+            };
+            let e = ErrorObject::new(codes::INVALID_REQUEST, why);
             return Some(HttpResponse::json_error(403, None, &e));
         }
         if let Some(origin) = http.header_bytes("origin")

@@ -316,21 +316,32 @@ impl HttpRequest {
             .filter(|t| !t.is_empty())
     }
 
+    /// The authority of an absolute-form target (`POST http://host:port/mcp`), which
+    /// stands for the `Host` header (RFC 9112, 3.2.2); `None` for the usual origin form.
+    #[must_use]
+    pub fn authority(&self) -> Option<&str> {
+        let rest = self.after_scheme()?;
+        rest.split(['/', '?', '#']).next()
+    }
+
+    /// An absolute-form target without its scheme (`host:port/mcp`).
+    fn after_scheme(&self) -> Option<&str> {
+        let t = self.target();
+        ["http://", "https://"].iter().find_map(|scheme| {
+            t.get(..scheme.len())
+                .filter(|s| s.eq_ignore_ascii_case(scheme))
+                .and_then(|_| t.get(scheme.len()..))
+        })
+    }
+
     /// The path of the target: without the query, and for an absolute-form target
     /// (`http://host/mcp`) without scheme and authority.
     #[must_use]
     pub fn path(&self) -> &str {
-        let mut t = self.target();
-        for scheme in ["http://", "https://"] {
-            if let Some(rest) = t
-                .get(..scheme.len())
-                .filter(|s| s.eq_ignore_ascii_case(scheme))
-                .and_then(|_| t.get(scheme.len()..))
-            {
-                t = rest.find('/').map_or("/", |i| &rest[i..]);
-                break;
-            }
-        }
+        let t = match self.after_scheme() {
+            Some(rest) => rest.find('/').map_or("/", |i| &rest[i..]),
+            None => self.target(),
+        };
         t.split(['?', '#']).next().unwrap_or_default()
     }
 

@@ -405,6 +405,15 @@ fn modern_requests_and_header_validation() {
         &modern(3, "tools/call", call.clone(), Some("=?base64?YWRk?=")),
     ));
     assert_eq!(r.status, 200);
+    // A mismatch echoes at most 64 bytes of each value (a 60 KB header was echoed whole).
+    let long = "n".repeat(60_000);
+    let r = complete(ep.handle_request(now(), &modern(4, "tools/call", call.clone(), Some(&long))));
+    let message = body_json(&r)["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(message.contains(&long[..64]), "{message}");
+    assert!(message.len() < 200, "{} bytes", message.len());
 
     let cases: Vec<(HttpRequest, u16, i64)> = vec![
         // Missing MCP-Protocol-Version.

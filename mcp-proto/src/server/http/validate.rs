@@ -175,7 +175,9 @@ pub(crate) fn method_and_name(
         && name != body_name
     {
         return Err(mismatch(format!(
-            "Header mismatch: {MCP_NAME} header value '{name}' does not match body value '{body_name}'"
+            "Header mismatch: {MCP_NAME} header value '{}' does not match body value '{}'",
+            clipped(&name),
+            clipped(body_name)
         )));
     }
     Ok(Some(name))
@@ -258,7 +260,8 @@ pub(crate) fn check_params<'h>(
             .map_err(|e| mismatch(format!("Header mismatch: {name} header is invalid: {e}")))?;
         if !param_matches(decl.kind, value.get(), &text) {
             return Err(mismatch(format!(
-                "Header mismatch: {name} header value '{text}' does not match body value {}",
+                "Header mismatch: {name} header value '{}' does not match body value {}",
+                clipped(&text),
                 clipped(value.get())
             )));
         }
@@ -266,7 +269,8 @@ pub(crate) fn check_params<'h>(
     Ok(())
 }
 
-/// At most 64 bytes of `s`, for an error message.
+/// At most the first 64 bytes of `s` (on a character boundary): what an error message
+/// echoes of a value a client sent, which may be as long as a header or a body allows.
 fn clipped(s: &str) -> &str {
     let mut end = s.len().min(64);
     while !s.is_char_boundary(end) {
@@ -372,7 +376,9 @@ pub(crate) fn compare(name: &str, header: &[u8], body: &str) -> Result<(), Error
     }
     let shown = String::from_utf8_lossy(header);
     Err(mismatch(format!(
-        "Header mismatch: {name} header value '{shown}' does not match body value '{body}'"
+        "Header mismatch: {name} header value '{}' does not match body value '{}'",
+        clipped(&shown),
+        clipped(body)
     )))
 }
 
