@@ -739,6 +739,50 @@ fn a_failed_task_exits_3_whatever_its_result_says() {
     assert!(err.contains("task T now failed: boom"), "{err}");
 }
 
+const COMPLETING_SERVER: &str = r#"
+import json, sys
+def send(m):
+    sys.stdout.write(json.dumps(m) + "\n")
+    sys.stdout.flush()
+for line in sys.stdin:
+    m = json.loads(line)
+    method, mid = m.get("method"), m.get("id")
+    if method == "initialize":
+        send({"jsonrpc": "2.0", "id": mid, "result": {"protocolVersion": "2025-11-25",
+              "capabilities": {"completions": {}, "prompts": {}},
+              "serverInfo": {"name": "completing", "version": "1"}}})
+    elif method == "completion/complete":
+        send({"jsonrpc": "2.0", "id": mid, "result": {"completion": {
+              "values": ["v1", "v2\nforged"], "total": 2}}})
+    elif mid is not None and method is not None:
+        send({"jsonrpc": "2.0", "id": mid, "result": {}})
+"#;
+
+/// Completion values are one per line: one with a newline cannot pass for two.
+#[test]
+fn a_completion_value_cannot_forge_another() {
+    let Some(python) = python() else {
+        eprintln!("skipped: no python");
+        return;
+    };
+    let config = common::temp_dir("completing").join("servers.json");
+    let add = [
+        "add",
+        "c",
+        "--stdio",
+        python,
+        "--era",
+        "legacy",
+        "--",
+        "-c",
+        COMPLETING_SERVER,
+    ];
+    assert_eq!(run(&config, &add).status.code(), Some(0));
+    let out = run(&config, &["complete", "c", "--prompt", "p", "a", "x"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "v1\nv2^Jforged\n");
+}
+
 fn python() -> Option<&'static str> {
     ["python3", "python"].into_iter().find(|p| {
         Command::new(p)

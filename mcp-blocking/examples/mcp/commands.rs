@@ -869,7 +869,7 @@ pub fn complete(
         }),
         Format::Text => {
             for v in &completion.values {
-                println!("{}", clean(v));
+                println!("{}", one_line(v));
             }
             let shown = completion.values.len() as u64;
             match (completion.total, completion.has_more) {
