@@ -749,11 +749,18 @@ for line in sys.stdin:
     method, mid = m.get("method"), m.get("id")
     if method == "initialize":
         send({"jsonrpc": "2.0", "id": mid, "result": {"protocolVersion": "2025-11-25",
-              "capabilities": {"completions": {}, "prompts": {}},
+              "capabilities": {"completions": {}, "prompts": {}, "tools": {}},
               "serverInfo": {"name": "completing", "version": "1"}}})
     elif method == "completion/complete":
         send({"jsonrpc": "2.0", "id": mid, "result": {"completion": {
               "values": ["v1", "v2\nforged"], "total": 2}}})
+    elif method == "tools/list":
+        send({"jsonrpc": "2.0", "id": mid, "result": {"tools": [{"name": "pic",
+              "inputSchema": {"type": "object"}}]}})
+    elif method == "tools/call":
+        send({"jsonrpc": "2.0", "id": mid, "result": {"content": [
+              {"type": "image", "mimeType": "image/png", "data": "AAECAw=="},
+              {"type": "image", "mimeType": "image/png", "data": "not base64!"}]}})
     elif mid is not None and method is not None:
         send({"jsonrpc": "2.0", "id": mid, "result": {}})
 "#;
@@ -781,6 +788,44 @@ fn a_completion_value_cannot_forge_another() {
     let out = run(&config, &["complete", "c", "--prompt", "p", "a", "x"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(stdout(&out), "v1\nv2^Jforged\n");
+}
+
+/// A block `--save-content` could not write (its data is not base64) is named on its
+/// line, and the command exits 1: it did not do what it was asked (it exited 0).
+#[test]
+fn a_block_that_cannot_be_saved_fails_the_command() {
+    let Some(python) = python() else {
+        eprintln!("skipped: no python");
+        return;
+    };
+    let dir = common::temp_dir("unsaved");
+    let config = dir.join("servers.json");
+    let add = [
+        "add",
+        "c",
+        "--stdio",
+        python,
+        "--era",
+        "legacy",
+        "--",
+        "-c",
+        COMPLETING_SERVER,
+    ];
+    assert_eq!(run(&config, &add).status.code(), Some(0));
+    let saved = dir.join("saved");
+    let saved = saved.to_str().unwrap();
+    let out = run(&config, &["--save-content", saved, "call", "c", "pic"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains(", saved to "), "{text}");
+    assert!(text.contains("not saved: invalid base64"), "{text}");
+    assert!(
+        stderr(&out).contains("1 block(s) could not be saved"),
+        "{}",
+        stderr(&out)
+    );
+    // Without --save-content nothing was asked, and nothing failed.
+    assert_eq!(run(&config, &["call", "c", "pic"]).status.code(), Some(0));
 }
 
 fn python() -> Option<&'static str> {

@@ -511,6 +511,9 @@ pub fn call(
         Format::Text => print_tool_result(&result, &mut saver),
     }
     client.close();
+    if unsaved(&saver) {
+        return Ok(1);
+    }
     if failed {
         if global.format == Format::Text {
             eprintln!("mcp: the tool {tool} reported an error");
@@ -746,7 +749,7 @@ pub fn read(
         }
     }
     client.close();
-    Ok(0)
+    Ok(u8::from(unsaved(&saver)))
 }
 
 pub fn prompts(global: &Global, server: &str) -> Result<u8, Failure> {
@@ -827,7 +830,7 @@ pub fn prompt(
         }
     }
     client.close();
-    Ok(0)
+    Ok(u8::from(unsaved(&saver)))
 }
 
 /// A prompt message as text: `role: ` and its text, whose further lines are indented
@@ -1087,6 +1090,18 @@ fn json_line(value: &Value) {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{}", crate::terminal::json(&text));
     let _ = out.flush();
+}
+
+/// Whether `--save-content` failed to write a block it was asked to (each is named on its
+/// line in text output); says how many on stderr. The command then exits 1.
+fn unsaved(saver: &Saver) -> bool {
+    if saver.failed > 0 {
+        eprintln!(
+            "mcp: {} block(s) could not be saved to --save-content",
+            saver.failed
+        );
+    }
+    saver.failed > 0
 }
 
 /// Names the files `--save-content` wrote, on stderr (the JSON document is the server's).

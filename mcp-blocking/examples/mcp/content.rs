@@ -16,6 +16,9 @@ pub struct Saver {
     next: u32,
     /// Files written, for the JSON format's report on stderr.
     pub saved: Vec<PathBuf>,
+    /// Blocks that were to be written and could not be (data not base64, too large, a
+    /// file that could not be made): the command then exits 1.
+    pub failed: usize,
 }
 
 impl Saver {
@@ -25,6 +28,7 @@ impl Saver {
             dir: dir.map(Path::to_path_buf),
             next: 1,
             saved: Vec::new(),
+            failed: 0,
         }
     }
 
@@ -40,8 +44,9 @@ impl Saver {
         let n = self.next;
         self.next += 1;
         let written = write_new(dir, &file_stem(hint, n), extension(mime), data);
-        if let Ok(path) = &written {
-            self.saved.push(path.clone());
+        match &written {
+            Ok(path) => self.saved.push(path.clone()),
+            Err(_) => self.failed += 1,
         }
         Some(written)
     }
