@@ -147,6 +147,15 @@ pub fn parse_token_response(
         return Err(TokenError::OAuth(oauth_error(&obj)?));
     }
     let access_token = required_string(&obj, "access_token")?;
+    if !is_b64token(access_token) {
+        // It goes in `Authorization: Bearer …` as it is: a line break there would end
+        // the header (and the request could not be sent), a space would split it.
+        return Err(TokenError::Malformed(
+            "field `access_token` holds characters a Bearer token cannot carry (RFC 6750 \
+             b64token: letters, digits, - . _ ~ + / and trailing =)"
+                .to_owned(),
+        ));
+    }
     let token_type = required_string(&obj, "token_type")?;
     let token_type = if token_type.eq_ignore_ascii_case("Bearer") {
         "Bearer"
@@ -167,6 +176,11 @@ pub fn parse_token_response(
         })?),
     };
     let refresh_token = optional_string(&obj, "refresh_token")?.filter(|s| !s.is_empty());
+    if refresh_token.is_some_and(|t| !t.bytes().all(|b| (0x20..=0x7e).contains(&b))) {
+        return Err(TokenError::Malformed(
+            "field `refresh_token` holds characters outside VSCHAR (RFC 6749 A.17)".to_owned(),
+        ));
+    }
     let scope = optional_string(&obj, "scope")?;
     Ok(TokenResponse {
         access_token: access_token.to_owned(),
@@ -175,6 +189,15 @@ pub fn parse_token_response(
         refresh_token: refresh_token.map(str::to_owned),
         scope: scope.map(str::to_owned),
     })
+}
+
+/// Whether `token` is a `b64token` (RFC 6750 2.1): the syntax of a Bearer credential.
+fn is_b64token(token: &str) -> bool {
+    let body = token.trim_end_matches('=');
+    !body.is_empty()
+        && body
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-._~+/".contains(&b))
 }
 
 /// A non-negative whole number of seconds: a JSON integer, a float with no fraction, or
@@ -431,6 +454,23 @@ mod tests {
         assert_eq!(t.refresh_token.as_deref(), Some("r"));
         assert_eq!(t.scope.as_deref(), Some("mcp:basic"));
         assert_eq!(t.expires_in, None);
+    }
+
+    /// A token goes into `Authorization` as it is: one with a line break (a header of its
+    /// own, or a request that cannot be sent) or a space is refused when it arrives,
+    /// before it is stored.
+    #[test]
+    fn a_token_that_cannot_go_in_a_header_is_refused() {
+        for token in ["abc\r\nX-Injected: 1", "a b", "", "==", "t\u{e9}"] {
+            let body = json!({"access_token": token, "token_type": "Bearer"}).to_string();
+            malformed_mentions(err(200, &body), "access_token");
+        }
+        for token in ["eyJh.eyJz-_.sig", "abc+/==", "A~b"] {
+            let body = json!({"access_token": token, "token_type": "Bearer"}).to_string();
+            assert_eq!(ok(&body).access_token, token);
+        }
+        let body = json!({"access_token": "a", "token_type": "Bearer", "refresh_token": "r\n"});
+        malformed_mentions(err(200, &body.to_string()), "refresh_token");
     }
 
     #[test]
