@@ -500,11 +500,13 @@ impl<F: Flavour> Driver<F> {
     }
 
     /// The leader's next deadline: the machine's, or `until` if sooner. With no channel
-    /// open and no deadline nothing can ever arrive: the machine is closed.
+    /// open and no deadline at all nothing can ever arrive, and the wait would never end:
+    /// the machine is closed. A wait with an end just waits: an HTTP client with no
+    /// connection open is idle, not gone (its next request opens one).
     fn deadline(&mut self, until: Option<Instant>, now: Instant) -> Option<Instant> {
         match (self.core.machine.poll_timeout(), until) {
             (Some(at), Some(limit)) => Some(at.min(limit)),
-            (None, _) if self.io.carrier.is_idle() => {
+            (None, None) if self.io.carrier.is_idle() => {
                 self.core.machine.close(now);
                 Some(now)
             }

@@ -115,6 +115,36 @@ fn legacy_server_falls_back_and_keeps_its_session() {
     );
 }
 
+/// A legacy client whose server keeps no session (so there is no `GET` stream) and whose
+/// connections all went idle is idle, not gone: a wait for a notification ends with
+/// nothing, and the next call opens a connection. (The wait closed the client once its
+/// last connection expired: a CLI `listen` ended after 30 s with exit 0.)
+#[test]
+fn an_idle_legacy_client_without_connections_stays_usable() {
+    let server = TestServer::start(Behavior {
+        eras: Eras::Legacy,
+        session: false,
+        ..Behavior::default()
+    });
+    let http = HttpOptions::new().idle_timeout(Duration::from_millis(50));
+    let mut client =
+        Client::connect_http_with(&server.url(), config(), Options::new(), http).unwrap();
+    assert_eq!(client.era(), Era::Legacy);
+    assert!(
+        !client.machine().hears_server(),
+        "no session: the server cannot reach the client"
+    );
+    assert!(
+        client
+            .next_notification(Duration::from_millis(300))
+            .is_none()
+    );
+    assert!(!client.is_closed(), "{:?}", client.close_reason());
+    let echoed = client.call_tool("echo", json!({"text": "hi"})).unwrap();
+    assert_eq!(echoed.text(), "hi");
+    assert!(client.http_connections_opened() >= 2);
+}
+
 #[test]
 fn legacy_era_mode_skips_the_probe() {
     let server = TestServer::start(Behavior::default());

@@ -155,6 +155,25 @@ impl Client {
         }
     }
 
+    /// Whether the server can send this client something outside the client's requests
+    /// (notifications such as `resources/updated`, and requests, in the legacy era):
+    /// over stdio while connected; over Streamable HTTP while the session's `GET` stream
+    /// is open or being reopened, which is not the case when the server keeps no
+    /// session, refuses the stream (`405`) or it failed for good; on the 2024-11-05
+    /// HTTP+SSE transport while connected. False in the 2026-07-28 era, where
+    /// `subscriptions/listen` asks for what is wanted, and once closed.
+    #[must_use]
+    pub fn hears_server(&self) -> bool {
+        let legacy = matches!(
+            self.state(),
+            ConnectionState::Ready(crate::version::Era::Legacy, _)
+        );
+        match &self.link {
+            Link::Http(l) => legacy && l.hears_server(),
+            Link::Stdio(_) => legacy,
+        }
+    }
+
     /// Connection counters, for a client over HTTP.
     #[must_use]
     pub fn pool_stats(&self) -> Option<PoolStats> {

@@ -566,6 +566,18 @@ impl HttpLink {
         }
     }
 
+    /// Whether a legacy server can reach the client outside its requests: on the
+    /// 2024-11-05 transport always (its stream carries everything); on Streamable HTTP
+    /// while the session's `GET` stream is open or being reopened.
+    pub(crate) fn hears_server(&self) -> bool {
+        if self.sse.is_some() {
+            return !self.closing;
+        }
+        self.era() == Some(Era::Legacy)
+            && self.get_stream == GetStream::Active
+            && self.session_id.is_some()
+    }
+
     /// `notifications/initialized` was accepted (or refused): send what waited for it.
     pub(super) fn release_held(&mut self, now: Instant) {
         let Some(held) = self.held.take() else {
