@@ -220,3 +220,30 @@ fn a_404_on_a_url_without_a_path_suggests_mcp() {
     let out = run(&config, &["tools", &format!("{root}/other")]);
     assert!(!text(&out.stderr).contains("usually at /mcp"));
 }
+
+/// A legacy `listen` that can never hear anything fails and says why: a server that keeps
+/// no session has no stream to send notifications on; one that refuses its `GET` stream
+/// (405 here) leaves none either. Both exited 0 with nothing printed, after 30 s.
+#[test]
+fn a_legacy_listen_without_a_server_stream_fails_and_says_why() {
+    let config = common::temp_dir("listen-nostream").join("servers.json");
+    for (session, why) in [
+        (false, "keeps no session"),
+        (true, "was refused or lost for good"),
+    ] {
+        let server = TestServer::start(Behavior {
+            eras: http_support::Eras::Legacy,
+            session,
+            ..Behavior::default()
+        });
+        let started = std::time::Instant::now();
+        let out = run(&config, &["listen", &server.url(), "--list-changed"]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+        let line = text(&out.stdout);
+        assert!(
+            line.starts_with("ended failed: ") && line.contains(why),
+            "{line}"
+        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    }
+}

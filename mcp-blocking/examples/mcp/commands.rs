@@ -971,13 +971,31 @@ pub fn listen(
             client.subscribe_resource(uri)?;
         }
         // Task status notifications are task events; with --tasks, both kinds are
-        // waited for in turn.
+        // waited for in turn. Over HTTP the server's stream is looked at every second:
+        // once it is gone for good nothing more can come.
         let wait = if tasks.is_some() {
             Duration::from_millis(200)
+        } else if client.endpoint().is_some() {
+            Duration::from_secs(1)
         } else {
             wait
         };
         while more(printed) {
+            if !client.machine().hears_server() && !client.is_closed() {
+                let why = if client.http_session_id().is_none() {
+                    "the server keeps no session, so it has no stream to send notifications on"
+                } else {
+                    "the server's event stream (GET) was refused or lost for good"
+                };
+                listen_line(
+                    global,
+                    "ended",
+                    &Value::String(format!("failed: {why}")),
+                    None,
+                );
+                client.close();
+                return Ok(1);
+            }
             if tasks.is_some()
                 && let Some(Event::TaskStatus { task, .. }) = client.next_task_event(None, wait)
             {
@@ -1000,6 +1018,14 @@ pub fn listen(
                 print_notification(global, &n);
                 printed += 1;
             }
+        }
+        if !crate::interrupt::interrupted()
+            && let Some(reason) = client.close_reason()
+        {
+            // The connection went: nothing more can arrive, and that is a failure.
+            let detail = Value::String(format!("failed: {reason}"));
+            listen_line(global, "ended", &detail, None);
+            return Ok(1);
         }
         for uri in resources {
             let _ = client.unsubscribe_resource(uri);
