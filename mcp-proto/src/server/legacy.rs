@@ -218,6 +218,7 @@ impl Server {
                 match calls::take_target(params, &self.config.tools) {
                     Ok(target)
                         if params.get("task").is_some_and(Value::is_object)
+                            && self.session_has_tasks()
                             && self.is_task_tool(&target.name) =>
                     {
                         let caps = self.session.as_ref().map(|s| s.client_caps.clone());
@@ -258,15 +259,25 @@ impl Server {
                 let reply = self.subscribe(params, method == "resources/subscribe");
                 self.reply(&id, reply);
             }
-            "tasks/result" if self.park_task_result(&id, params) => {}
+            "tasks/result" if self.session_has_tasks() && self.park_task_result(&id, params) => {}
             _ => {
-                let reply = self
-                    .task_request(method, params, Era::Legacy, None)
+                let tasks = self.session_has_tasks();
+                let reply = (tasks.then(|| self.task_request(method, params, Era::Legacy, None)))
+                    .flatten()
                     .or_else(|| self.catalog(method, params, Era::Legacy))
                     .unwrap_or_else(|| Err(method_not_found(method)));
                 self.reply(&id, reply);
             }
         }
+    }
+
+    /// Whether the legacy session negotiated a version with tasks: 2025-11-25, not
+    /// 2025-06-18, whose schema has no `tasks` capability, no task-augmented `tools/call`
+    /// and no `tasks/*` methods (the `task` member of a call is then ignored).
+    fn session_has_tasks(&self) -> bool {
+        self.session
+            .as_ref()
+            .is_some_and(|s| s.version != ProtocolVersion::V2025_06_18)
     }
 
     fn initialize(&mut self, params: &Params) -> Result<Value, ErrorObject> {
@@ -304,7 +315,9 @@ impl Server {
             principal: self.principal.clone(),
         });
         let mut capabilities = self.capabilities(Era::Legacy);
-        self.add_task_capability(&mut capabilities, Era::Legacy);
+        if self.session_has_tasks() {
+            self.add_task_capability(&mut capabilities, Era::Legacy);
+        }
         let mut result = json!({
             "protocolVersion": version,
             "capabilities": capabilities,

@@ -291,6 +291,36 @@ fn a_required_task_is_refused_to_clients_that_cannot_take_one() {
     );
 }
 
+/// 2025-06-18 has no tasks: a session that negotiated it is offered none (no `tasks`
+/// capability), a call's `task` member is ignored and `tasks/*` are unknown methods (the
+/// call got a `CreateTaskResult`, which is not a 2025-06-18 `CallToolResult`).
+#[test]
+fn a_2025_06_18_session_has_no_tasks() {
+    let mut p = Peer::new(server());
+    let init = p.initialize("2025-06-18", json!({}));
+    assert_eq!(init["result"]["protocolVersion"], "2025-06-18");
+    assert!(
+        init["result"]["capabilities"].get("tasks").is_none(),
+        "{init}"
+    );
+    let r = p.call(json!(1), "tools/call", json!({"name": "plain", "task": {}}));
+    assert!(r["result"].get("task").is_none(), "{r}");
+    assert!(r["result"]["content"].is_array(), "{r}");
+    let r = p.call(json!(2), "tools/call", json!({"name": "must", "task": {}}));
+    assert_eq!(r["error"]["code"], -32601, "{r}");
+    for method in ["tasks/list", "tasks/get", "tasks/result", "tasks/cancel"] {
+        let r = p.call(json!(3), method, json!({"taskId": "x"}));
+        assert_eq!(r["error"]["code"], -32601, "{method}: {r}");
+    }
+    // 2025-11-25 has them.
+    let mut p = Peer::new(server());
+    let init = p.initialize("2025-11-25", json!({}));
+    assert!(
+        init["result"]["capabilities"]["tasks"].is_object(),
+        "{init}"
+    );
+}
+
 #[test]
 fn mrtr_rounds_come_before_the_task_they_lead_to() {
     let mut p = Peer::new(server());
@@ -783,16 +813,4 @@ fn a_held_tasks_result_ends_with_its_task_or_its_request() {
     assert!(result(&mut p, 5, &d).is_empty());
     p.server.handle_eof(p.now);
     assert_eq!(p.server.waiting_results(), 0);
-}
-
-#[test]
-fn a_2025_06_18_session_gets_no_status_notifications() {
-    let mut p = Peer::new(server());
-    p.initialize("2025-06-18", json!({}));
-    let r = p.call(json!(0), "tools/call", json!({"name": "slow", "task": {}}));
-    let id = r["result"]["task"]["taskId"].clone();
-    p.server.handle_timeout(p.now + Duration::from_secs(2));
-    assert!(p.raw(b"").is_empty());
-    let r = p.call(json!(1), "tasks/get", json!({"taskId": id}));
-    assert_eq!(r["result"]["status"], "completed");
 }
