@@ -238,9 +238,9 @@ pub struct HttpEndpointConfig {
     /// Exchanges that may stay open (unanswered tools, legacy calls waiting for input)
     /// at once; one legacy session, and one authenticated principal, may hold a quarter
     /// of them (at least one), detached ones included. When all are open, the oldest one
-    /// whose client went away is cancelled for a new one. Default 64. Each open stream holds a connection while its client
-    /// is attached: keep this below the server's `max_connections` (128 by default), or
-    /// streams can take every connection.
+    /// whose client went away is cancelled for a new one. Default 64. Each open stream
+    /// holds a connection while its client is attached: keep this below the server's
+    /// `max_connections` (128 by default), or streams can take every connection.
     pub max_open_streams: usize,
     /// Legacy sessions held at once (with [`HttpEndpoint::with_sessions`]). An
     /// `initialize` beyond them evicts a session that is not in use (no request being
@@ -1195,6 +1195,11 @@ impl HttpEndpoint {
     /// streams, or whose request is being handled, is busy; one whose streams only wait
     /// for a resumption is not.
     fn session_live(&mut self, session: &str, now: Instant) -> bool {
+        // Another principal's session is unknown to this one, and left as it is (not
+        // even kept alive): looked at before the store and again after an adoption.
+        if !self.serves_principal(session) {
+            return false;
+        }
         if !self.consult_session_store(session, now) {
             if let Some(t) = &mut self.sessions {
                 t.remove(session);
@@ -1202,10 +1207,7 @@ impl HttpEndpoint {
             self.drop_session_state(session);
             return false;
         }
-        // Another principal's session is unknown to this one, and left as it is.
-        let principal = self.server.principal.as_deref();
-        let state = self.sessions.as_ref().and_then(|t| t.state(session));
-        if state.is_some_and(|s| !s.serves(principal)) {
+        if !self.serves_principal(session) {
             return false;
         }
         let busy = busy(&self.exchanges, &self.listeners, session);
@@ -1217,6 +1219,13 @@ impl HttpEndpoint {
             self.drop_session_state(session);
         }
         live
+    }
+
+    /// Whether session `session`, if held here, serves the principal being served.
+    fn serves_principal(&self, session: &str) -> bool {
+        let principal = self.server.principal.as_deref();
+        let state = self.sessions.as_ref().and_then(|t| t.state(session));
+        state.is_none_or(|s| s.serves(principal))
     }
 
     /// Forgets what the endpoint holds for a session that expired (its legacy state,
