@@ -712,26 +712,9 @@ for line in sys.stdin:
 /// does not say `isError`.
 #[test]
 fn a_failed_task_exits_3_whatever_its_result_says() {
-    let Some(python) = python() else {
-        eprintln!("skipped: no python");
+    let Some(config) = with_python_server("failing-task", "failing", FAILING_TASK_SERVER) else {
         return;
     };
-    let config = common::temp_dir("failing-task").join("servers.json");
-    let out = run(
-        &config,
-        &[
-            "add",
-            "failing",
-            "--stdio",
-            python,
-            "--era",
-            "legacy",
-            "--",
-            "-c",
-            FAILING_TASK_SERVER,
-        ],
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let out = run(&config, &["call", "failing", "t", "--task"]);
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     assert_eq!(stdout(&out), "half done\n");
@@ -739,7 +722,9 @@ fn a_failed_task_exits_3_whatever_its_result_says() {
     assert!(err.contains("task T now failed: boom"), "{err}");
 }
 
-const COMPLETING_SERVER: &str = r#"
+/// Completes with a value holding a newline; its tool `pic` returns an image block and
+/// one whose data is not base64.
+const ODD_SERVER: &str = r#"
 import json, sys
 def send(m):
     sys.stdout.write(json.dumps(m) + "\n")
@@ -768,23 +753,9 @@ for line in sys.stdin:
 /// Completion values are one per line: one with a newline cannot pass for two.
 #[test]
 fn a_completion_value_cannot_forge_another() {
-    let Some(python) = python() else {
-        eprintln!("skipped: no python");
+    let Some(config) = with_python_server("completing", "c", ODD_SERVER) else {
         return;
     };
-    let config = common::temp_dir("completing").join("servers.json");
-    let add = [
-        "add",
-        "c",
-        "--stdio",
-        python,
-        "--era",
-        "legacy",
-        "--",
-        "-c",
-        COMPLETING_SERVER,
-    ];
-    assert_eq!(run(&config, &add).status.code(), Some(0));
     let out = run(&config, &["complete", "c", "--prompt", "p", "a", "x"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(stdout(&out), "v1\nv2^Jforged\n");
@@ -794,24 +765,10 @@ fn a_completion_value_cannot_forge_another() {
 /// line, and the command exits 1: it did not do what it was asked (it exited 0).
 #[test]
 fn a_block_that_cannot_be_saved_fails_the_command() {
-    let Some(python) = python() else {
-        eprintln!("skipped: no python");
+    let Some(config) = with_python_server("unsaved", "c", ODD_SERVER) else {
         return;
     };
-    let dir = common::temp_dir("unsaved");
-    let config = dir.join("servers.json");
-    let add = [
-        "add",
-        "c",
-        "--stdio",
-        python,
-        "--era",
-        "legacy",
-        "--",
-        "-c",
-        COMPLETING_SERVER,
-    ];
-    assert_eq!(run(&config, &add).status.code(), Some(0));
+    let dir = config.parent().unwrap().to_owned();
     let saved = dir.join("saved");
     let saved = saved.to_str().unwrap();
     let out = run(&config, &["--save-content", saved, "call", "c", "pic"]);
@@ -826,6 +783,22 @@ fn a_block_that_cannot_be_saved_fails_the_command() {
     );
     // Without --save-content nothing was asked, and nothing failed.
     assert_eq!(run(&config, &["call", "c", "pic"]).status.code(), Some(0));
+}
+
+/// A config (in a fresh directory for `test`) with server `name`: `script` run by Python
+/// over stdio, pinned to the legacy era. `None` (the test is skipped) without Python.
+fn with_python_server(test: &str, name: &str, script: &str) -> Option<PathBuf> {
+    let Some(python) = python() else {
+        eprintln!("skipped: no python");
+        return None;
+    };
+    let config = common::temp_dir(test).join("servers.json");
+    let add = [
+        "add", name, "--stdio", python, "--era", "legacy", "--", "-c", script,
+    ];
+    let out = run(&config, &add);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    Some(config)
 }
 
 fn python() -> Option<&'static str> {
