@@ -11,8 +11,11 @@
 //! close. The threads only accept, read, write, wait and wake:
 //!
 //! * **Accepting.** At most [`HttpServeOptions::max_connections`] connections are served
-//!   at once; one more is answered 503 with `Retry-After: 1` on its own thread, and when
-//!   as many (at least 16) are already being refused or closed, it is closed at once.
+//!   at once; one more takes the place of a connection that has only waited for (or
+//!   dripped) a request for a second or more ([`HttpHost`] evicts it; it learns so at its
+//!   next input or deadline), else it is answered 503 with `Retry-After: 1` on its own
+//!   thread, and when as many (at least 16) are already being refused or closed, it is
+//!   closed at once.
 //! * **Reading** happens only while the machine wants input, each read bounded by its
 //!   next deadline: a request head must be complete within
 //!   [`HttpServeOptions::head_timeout`], a body must keep up

@@ -552,12 +552,15 @@ fn connection_limit() {
     let mut options = HttpServeOptions::default();
     options.max_connections = 1;
     let server = serve_http_with(listener, example::server(), options).unwrap();
+    // A connection with a stream open is in use: never evicted for a newcomer.
     let mut a = Conn::open(server.local_addr());
-    assert_eq!(
-        a.roundtrip(&modern(1, "tools/list", json!({}), &[]))
-            .status(),
-        200
-    );
+    a.send(&modern(
+        1,
+        "tools/call",
+        json!({"name": "hang"}),
+        &[("Mcp-Name", "hang")],
+    ));
+    assert_eq!(a.head().status, 200);
     let mut b = Conn::open(server.local_addr());
     let r = b.roundtrip(&modern(1, "tools/list", json!({}), &[]));
     assert_eq!(r.status(), 503);
@@ -613,6 +616,32 @@ fn open_streams_leave_connections_for_prompt_requests() {
     let listed = prompt.roundtrip(&modern(1001, "tools/list", json!({}), &[]));
     assert_eq!(listed.status(), 200, "{listed:?}");
     drop(held);
+    server.stop();
+}
+
+/// Clients that hold every place without finishing a request (a head begun and never
+/// ended) do not keep a newcomer out once they have held it a second: the one waiting
+/// longest is evicted and answered 503, the newcomer served. (It was refused with 503
+/// until the head deadline; a body dripped within its rate held a place for hours.)
+#[test]
+fn a_newcomer_takes_the_place_of_a_connection_that_only_holds_it() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut options = HttpServeOptions::default();
+    options.max_connections = 2;
+    let server = serve_http_with(listener, example::server(), options).unwrap();
+    let addr = server.local_addr();
+    let holders: Vec<Conn> = (0..2)
+        .map(|_| {
+            let mut c = Conn::open(addr);
+            c.send(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000\r\n\r\n{");
+            c
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(1200));
+    let mut newcomer = Conn::open(addr);
+    let r = newcomer.roundtrip(&modern(1, "tools/list", json!({}), &[]));
+    assert_eq!(r.status(), 200, "{r:?}");
+    drop(holders);
     server.stop();
 }
 

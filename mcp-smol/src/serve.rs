@@ -8,7 +8,8 @@
 //! spawned, so any executor, or `block_on` alone, can run it), each only when its own
 //! waker fired:
 //!
-//! * [`HttpHost`] admits connections (one too many gets the machine's 503);
+//! * [`HttpHost`] admits connections (one too many takes the place of one that only
+//!   waits for a request, or gets the machine's 503);
 //! * each [`HttpConnection`] says what to write, when to read and when to close; reads
 //!   wait at most until its next deadline;
 //! * the shared [`HttpEndpoint`] sits behind a mutex, held only while a machine is

@@ -209,6 +209,32 @@ fn one_connection_over_the_bound_gets_503() {
     served.stop().expect("serve_http ends cleanly");
 }
 
+/// Connections that hold every place without finishing a request give way after a
+/// second: the one waiting longest is evicted (503), the newcomer served.
+#[test]
+fn a_newcomer_takes_the_place_of_a_connection_that_only_holds_it() {
+    let mut options = HttpServeOptions::default();
+    options.max_connections = 2;
+    let served = Served::start(options);
+    let holders: Vec<TcpStream> = (0..2)
+        .map(|_| {
+            let mut c = TcpStream::connect(served.addr).expect("holder");
+            c.write_all(
+                b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000\r\n\r\n{",
+            )
+            .expect("a head");
+            c
+        })
+        .collect();
+    thread::sleep(Duration::from_millis(1200));
+    let mut newcomer = TcpStream::connect(served.addr).expect("newcomer");
+    newcomer.write_all(&discover(1)).expect("request");
+    let answer = read_some(&mut newcomer);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    drop(holders);
+    served.stop().expect("serve_http ends cleanly");
+}
+
 /// A raw 2026-07-28 `server/discover` POST, as a client that pipelines sends it.
 fn discover(id: u64) -> Vec<u8> {
     let body = json!({"jsonrpc": "2.0", "id": id, "method": "server/discover",

@@ -199,6 +199,10 @@ pub enum HttpCloseReason {
     /// Over the connection bound: answered 503 ([`super::HttpHost`]).
     #[error("refused: too many connections")]
     Refused,
+    /// Its place went to a newcomer while it waited for a request or read one
+    /// ([`super::HttpHost`]): a request partly read was answered 503.
+    #[error("evicted: another client needed its place")]
+    Evicted,
     /// [`HttpConnection::close`]: the server is stopping.
     #[error("the server is stopping")]
     Stopped,
@@ -541,6 +545,7 @@ impl HttpConnection {
             }
             self.begin_close(reason);
         }
+        self.leave_if_evicted();
         loop {
             if !self.pending.is_empty() {
                 let len = self.pending.len();
@@ -666,6 +671,9 @@ impl HttpConnection {
         if self.continue_for.is_some_and(|n| n <= self.taken) {
             self.continue_for = None;
         }
+        if let Some(permit) = &mut self.permit {
+            permit.waiting_since(None);
+        }
         let request = match next {
             Ok(request) => request,
             Err(e) => {
@@ -675,6 +683,16 @@ impl HttpConnection {
             }
         };
         match endpoint.handle_request(now, &request) {
+            HttpReply::Complete(response) if self.evicted() => {
+                // Answered, and the last: its place went to another client.
+                let response = if response.closes_connection() {
+                    response
+                } else {
+                    response.with_header("Connection", "close")
+                };
+                response.write(&mut self.pending);
+                self.begin_close(HttpCloseReason::Evicted);
+            }
             HttpReply::Complete(response) => {
                 response.write(&mut self.pending);
                 if response.closes_connection() {
@@ -731,8 +749,38 @@ impl HttpConnection {
         }
     }
 
+    /// Whether a newcomer took this connection's place ([`super::HttpHost`]).
+    fn evicted(&self) -> bool {
+        self.permit.as_ref().is_some_and(Permit::evicted)
+    }
+
+    /// Closes an evicted connection that has no request to answer: with a `503` when
+    /// part of one came (the client may try again at once), else without a word.
+    fn leave_if_evicted(&mut self) {
+        let State::Reading(phase) = self.state else {
+            return;
+        };
+        if self.reader.has_request() || !self.evicted() {
+            return;
+        }
+        if !matches!(phase, Phase::Idle { .. }) {
+            let e = ErrorObject::new(
+                codes::INTERNAL_ERROR,
+                "Service Unavailable: another client needed this connection",
+            );
+            HttpResponse::json_error(503, None, &e)
+                .with_header("Connection", "close")
+                .with_header("Retry-After", "1")
+                .write(&mut self.pending);
+        }
+        self.begin_close(HttpCloseReason::Evicted);
+    }
+
     /// An exchange ended: the next request's phase, from what was read of it already.
     fn next_request(&mut self, now: Instant) {
+        if let Some(permit) = &mut self.permit {
+            permit.waiting_since(Some(now));
+        }
         let c = &self.config;
         self.state = State::Reading(match self.reader.progress() {
             Progress::Nothing => Phase::Idle {

@@ -11,13 +11,26 @@
 //! a word. So a flood of connections never costs more than the two bounds in threads or
 //! tasks.
 //!
+//! **Making room.** With every place taken, a newcomer may take the place of a served
+//! connection that is only waiting for a request, or reading one, and has been for at
+//! least [`EVICTABLE_AFTER`]: the one waiting longest is *evicted* and the newcomer is
+//! served. Clients that hold connections without using them (kept alive and idle, or
+//! dripping a request head or body within its deadlines) would otherwise hold every
+//! place for as long as those deadlines allow, hours for a slow 8 MiB body, and every
+//! other client would be refused. An evicted connection learns it at its next turn (its
+//! next input or deadline): a request already read in full is answered, with
+//! `Connection: close`; one partly read is answered `503` with `Retry-After: 1`; an idle
+//! one closes without a word. Until then it still counts, so the served connections may
+//! exceed `max_connections` by those being evicted, never by more than `max_connections`.
+//!
 //! A served connection that starts closing moves to the closing count when there is room
 //! there, so that its linger does not hold a place a new client could use; it frees its
 //! place when the machine is dropped. The counts live in the machines' permits, so an
 //! adapter has nothing to report: dropping a machine, on any path, frees what it held.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use crate::Instant;
@@ -34,7 +47,9 @@ pub struct HttpServeOptions {
     pub limits: HttpRequestLimits,
     /// Connections served at once (0 counts as 1). Default 128: twice the endpoint's
     /// default `max_open_streams`, so that requests which stay open (each holds its
-    /// connection) leave room for prompt ones. Keep it above `max_open_streams`.
+    /// connection) leave room for prompt ones. Keep it above `max_open_streams`. With
+    /// all taken, a newcomer takes the place of one that has only waited for a request
+    /// for [`EVICTABLE_AFTER`] or more (see [`HttpHost`]).
     pub max_connections: usize,
     /// A kept-alive connection with no new request for this long is closed; so is one
     /// whose client stops reading for this long. Default 30 s.
@@ -108,12 +123,35 @@ pub struct HttpHost {
     config: HttpConnectionConfig,
 }
 
+/// How long a served connection must have been waiting for a request (or reading one)
+/// before a newcomer may take its place when all are taken.
+pub const EVICTABLE_AFTER: Duration = Duration::from_secs(1);
+
 #[derive(Debug)]
 struct Counts {
     max_connections: usize,
     max_closing: usize,
     serving: AtomicUsize,
     closing: AtomicUsize,
+    /// Served connections evicted and not gone yet.
+    evicting: AtomicUsize,
+    /// The number of the next permit.
+    next: AtomicU64,
+    /// The served connections waiting for a request, or reading one, by permit number:
+    /// since when, and the flag that tells one it was evicted.
+    waiting: Mutex<BTreeMap<u64, Waiting>>,
+}
+
+#[derive(Debug)]
+struct Waiting {
+    since: Instant,
+    evicted: Arc<AtomicBool>,
+}
+
+impl Counts {
+    fn waiting(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Waiting>> {
+        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 impl HttpHost {
@@ -127,6 +165,9 @@ impl HttpHost {
                 max_closing: max_connections.max(16),
                 serving: AtomicUsize::new(0),
                 closing: AtomicUsize::new(0),
+                evicting: AtomicUsize::new(0),
+                next: AtomicU64::new(0),
+                waiting: Mutex::default(),
             }),
             config,
         }
@@ -145,29 +186,55 @@ impl HttpHost {
         HttpHost::new(options.max_connections, options.connection())
     }
 
-    /// The machine for a connection accepted at `now`: a served one, a refusing one
-    /// ([`HttpConnection::is_refusal`]) when `max_connections` are served, or `None`
-    /// when `max_connections` (at least 16) are already on their way out: close the
-    /// socket at once.
+    /// The machine for a connection accepted at `now`: a served one (in the place of an
+    /// evicted one when all are taken, see the module docs), a refusing one
+    /// ([`HttpConnection::is_refusal`]) when `max_connections` are served and none can
+    /// be evicted, or `None` when `max_connections` (at least 16) are already on their
+    /// way out: close the socket at once.
     #[must_use]
     pub fn accept(&self, now: Instant) -> Option<HttpConnection> {
         let max = self.counts.max_connections;
-        let permit = |leaving| Permit {
-            counts: Arc::clone(&self.counts),
-            leaving,
-        };
-        if take(&self.counts.serving, max) {
+        if take(&self.counts.serving, max) || self.evict(now) {
+            let permit = Permit::served(&self.counts, now);
             let conn = HttpConnection::new(now, self.config.clone());
-            return Some(conn.with_permit(permit(false)));
+            return Some(conn.with_permit(permit));
         }
         if take(&self.counts.closing, self.counts.max_closing) {
-            return Some(HttpConnection::refusal(
-                now,
-                self.config.clone(),
-                permit(true),
-            ));
+            let permit = Permit {
+                counts: Arc::clone(&self.counts),
+                leaving: true,
+                number: None,
+                evicted: Arc::default(),
+            };
+            return Some(HttpConnection::refusal(now, self.config.clone(), permit));
         }
         None
+    }
+
+    /// Evicts the served connection waiting longest for a request, if one has waited
+    /// [`EVICTABLE_AFTER`] and fewer than `max_connections` are being evicted already:
+    /// its place is then the newcomer's (counted now; the evicted one's goes when it
+    /// does).
+    fn evict(&self, now: Instant) -> bool {
+        let counts = &self.counts;
+        if !take(&counts.evicting, counts.max_connections) {
+            return false;
+        }
+        let mut waiting = counts.waiting();
+        let oldest = (waiting.iter())
+            .filter(|(_, w)| w.since.saturating_add(EVICTABLE_AFTER) <= now)
+            .min_by_key(|(_, w)| w.since)
+            .map(|(number, _)| *number);
+        let Some(victim) = oldest.and_then(|n| waiting.remove(&n)) else {
+            drop(waiting);
+            counts.evicting.fetch_sub(1, Ordering::SeqCst);
+            return false;
+        };
+        // Under the lock: a permit dropped meanwhile sees the flag once it got the lock.
+        victim.evicted.store(true, Ordering::SeqCst);
+        drop(waiting);
+        counts.serving.fetch_add(1, Ordering::SeqCst);
+        true
     }
 
     /// Connections served now (not refused, not closing).
@@ -198,12 +265,64 @@ pub(super) struct Permit {
     counts: Arc<Counts>,
     /// Counted among the closing connections rather than the served ones.
     leaving: bool,
+    /// Its number among the served, while it may be found waiting for a request.
+    number: Option<u64>,
+    /// Set when a newcomer took its place.
+    evicted: Arc<AtomicBool>,
 }
 
 impl Permit {
+    /// The permit of a connection served from `now` on, waiting for its first request.
+    fn served(counts: &Arc<Counts>, now: Instant) -> Permit {
+        let number = counts.next.fetch_add(1, Ordering::SeqCst);
+        let evicted = Arc::new(AtomicBool::new(false));
+        let entry = Waiting {
+            since: now,
+            evicted: Arc::clone(&evicted),
+        };
+        counts.waiting().insert(number, entry);
+        Permit {
+            counts: Arc::clone(counts),
+            leaving: false,
+            number: Some(number),
+            evicted,
+        }
+    }
+
+    /// Whether a newcomer took this connection's place.
+    pub(super) fn evicted(&self) -> bool {
+        self.evicted.load(Ordering::SeqCst)
+    }
+
+    /// The connection waits for a request (or reads one) since `since`, or (`None`) has
+    /// one to answer: only a waiting one may be evicted.
+    pub(super) fn waiting_since(&mut self, since: Option<Instant>) {
+        let Some(number) = self.number else {
+            return;
+        };
+        let mut waiting = self.counts.waiting();
+        match since {
+            _ if self.evicted.load(Ordering::SeqCst) => {}
+            Some(since) => {
+                waiting
+                    .entry(number)
+                    .or_insert_with(|| Waiting {
+                        since,
+                        evicted: Arc::clone(&self.evicted),
+                    })
+                    .since = since;
+            }
+            None => {
+                waiting.remove(&number);
+            }
+        }
+    }
+
     /// The connection started closing: its served place is free for a new client, when
-    /// there is room among the closing ones.
+    /// there is room among the closing ones; it can no longer be evicted.
     pub(super) fn leave(&mut self) {
+        self.waiting_since(None);
+        self.number = None;
         if !self.leaving && take(&self.counts.closing, self.counts.max_closing) {
             self.leaving = true;
             self.counts.serving.fetch_sub(1, Ordering::SeqCst);
@@ -213,6 +332,12 @@ impl Permit {
 
 impl Drop for Permit {
     fn drop(&mut self) {
+        if let Some(number) = self.number {
+            self.counts.waiting().remove(&number);
+        }
+        if self.evicted.load(Ordering::SeqCst) {
+            self.counts.evicting.fetch_sub(1, Ordering::SeqCst);
+        }
         let count = if self.leaving {
             &self.counts.closing
         } else {

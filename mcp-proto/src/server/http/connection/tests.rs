@@ -524,3 +524,59 @@ fn the_host_refuses_over_the_bound() {
     drop(served);
     assert!(!host.accept(at(0)).unwrap().is_refusal());
 }
+
+/// With every place taken, a newcomer takes the place of the connection that has waited
+/// longest (at least `EVICTABLE_AFTER`) for a request: one dripping a request gets 503,
+/// an idle one closes without a word, one whose request came in full is answered with
+/// `Connection: close`. Connections answering or streaming are never evicted.
+#[test]
+fn the_host_makes_room_by_evicting_the_connection_waiting_longest() {
+    let mut ep = endpoint();
+    let host = HttpHost::new(2, HttpConnectionConfig::default());
+    let mut dripping = host.accept(at(0)).unwrap();
+    dripping.handle_input(at(100), b"POST /mcp HTTP/1.1\r\nHo");
+    assert!(drain(&mut dripping, &mut ep, at(100)).bytes.is_empty());
+    let mut idle = host.accept(at(500)).unwrap();
+    // Nobody has waited a second yet: refused, as before.
+    assert!(host.accept(at(900)).unwrap().is_refusal());
+    let newcomer = host.accept(at(1000)).unwrap();
+    assert!(!newcomer.is_refusal());
+    assert_eq!(
+        host.connections(),
+        3,
+        "the evicted one counts until it goes"
+    );
+    let d = drain(&mut dripping, &mut ep, at(1000));
+    assert!(d.text().starts_with("HTTP/1.1 503 "), "{}", d.text());
+    assert!(d.text().contains("Retry-After: 1\r\n"));
+    assert_eq!(dripping.close_reason(), Some(&HttpCloseReason::Evicted));
+    drop(dripping);
+    assert_eq!(host.connections(), 2);
+    // Next the idle one (waiting since 500), not the newcomer (since 1000).
+    let second = host.accept(at(1600)).unwrap();
+    assert!(!second.is_refusal());
+    let d = drain(&mut idle, &mut ep, at(1600));
+    assert!(d.bytes.is_empty());
+    assert_eq!(d.closed, Some(HttpCloseReason::Evicted));
+    drop((idle, newcomer, second));
+    assert_eq!(host.connections(), 0);
+
+    // A request read in full before the evicted connection's turn is answered.
+    let host = HttpHost::new(1, HttpConnectionConfig::default());
+    let mut first = host.accept(at(0)).unwrap();
+    let _taker = host.accept(at(1000)).unwrap();
+    first.handle_input(at(1000), &ping(1));
+    let d = drain(&mut first, &mut ep, at(1000));
+    assert!(d.text().starts_with("HTTP/1.1 200 OK\r\n"), "{}", d.text());
+    assert!(d.text().contains("Connection: close\r\n"));
+    assert_eq!(first.close_reason(), Some(&HttpCloseReason::Evicted));
+
+    // A connection with a stream open is not waiting: it stays, the newcomer is refused.
+    let host = HttpHost::new(1, HttpConnectionConfig::default());
+    let mut streaming = host.accept(at(0)).unwrap();
+    streaming.handle_input(at(0), &hang(1));
+    drain(&mut streaming, &mut ep, at(0));
+    assert!(streaming.stream().is_some());
+    assert!(host.accept(at(5000)).unwrap().is_refusal());
+    assert!(streaming.close_reason().is_none());
+}
