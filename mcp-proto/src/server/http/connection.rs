@@ -349,6 +349,10 @@ pub struct HttpConnection {
     ending: Option<HttpCloseReason>,
     /// Its place in an [`super::HttpHost`], if it has one.
     permit: Option<Permit>,
+    /// When the last exchange ended, until the host is told the connection waits for a
+    /// request: once its last bytes were handed out and written (the adapter asks for
+    /// more), not while a slow reader still holds the answer.
+    waiting_from: Option<Instant>,
 }
 
 impl HttpConnection {
@@ -369,6 +373,7 @@ impl HttpConnection {
             broken: false,
             ending: None,
             permit: None,
+            waiting_from: None,
         }
     }
 
@@ -568,6 +573,12 @@ impl HttpConnection {
                 State::Closed(_) => return None,
             };
             if !progressed {
+                if let (State::Reading(_), Some(permit)) = (&self.state, &mut self.permit) {
+                    // Everything written: waiting for the next request from now on.
+                    if let Some(since) = self.waiting_from.take() {
+                        permit.waiting_since(Some(since));
+                    }
+                }
                 return None;
             }
         }
@@ -671,6 +682,7 @@ impl HttpConnection {
         if self.continue_for.is_some_and(|n| n <= self.taken) {
             self.continue_for = None;
         }
+        self.waiting_from = None;
         if let Some(permit) = &mut self.permit {
             permit.waiting_since(None);
         }
@@ -778,9 +790,7 @@ impl HttpConnection {
 
     /// An exchange ended: the next request's phase, from what was read of it already.
     fn next_request(&mut self, now: Instant) {
-        if let Some(permit) = &mut self.permit {
-            permit.waiting_since(Some(now));
-        }
+        self.waiting_from = Some(now);
         let c = &self.config;
         self.state = State::Reading(match self.reader.progress() {
             Progress::Nothing => Phase::Idle {

@@ -571,6 +571,22 @@ fn the_host_makes_room_by_evicting_the_connection_waiting_longest() {
     assert!(d.text().contains("Connection: close\r\n"));
     assert_eq!(first.close_reason(), Some(&HttpCloseReason::Evicted));
 
+    // One whose answer is not written yet (a client reading slowly holds it) is not
+    // waiting either; once the adapter comes back for more, it is.
+    let host = HttpHost::new(1, HttpConnectionConfig::default());
+    let mut writing = host.accept(at(0)).unwrap();
+    writing.handle_input(at(0), &ping(1));
+    let mut buf = Vec::new();
+    let handed = writing.poll_transmit(at(0), &mut ep, &mut buf);
+    assert!(matches!(handed, Some(HttpTransmit::Write { .. })));
+    assert!(host.accept(at(5000)).unwrap().is_refusal());
+    assert_eq!(writing.poll_transmit(at(5000), &mut ep, &mut buf), None);
+    assert!(!host.accept(at(5000)).unwrap().is_refusal());
+    assert_eq!(
+        drain(&mut writing, &mut ep, at(5000)).closed,
+        Some(HttpCloseReason::Evicted)
+    );
+
     // A connection with a stream open is not waiting: it stays, the newcomer is refused.
     let host = HttpHost::new(1, HttpConnectionConfig::default());
     let mut streaming = host.accept(at(0)).unwrap();
