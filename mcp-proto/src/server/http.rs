@@ -211,7 +211,7 @@ pub use events::{
     MemoryEventStore, Replay, StoredEvent, event_id, parse_event_id,
 };
 pub use gate::{GateVerdict, RequestGate};
-pub use host::{EVICTABLE_AFTER, HttpHost, HttpServeOptions};
+pub use host::{DEFAULT_MAX_BUFFERED_BYTES, EVICTABLE_AFTER, HttpHost, HttpServeOptions};
 pub use reader::{HttpRequest, HttpRequestError, HttpRequestLimits, HttpRequestReader};
 pub use response::{HttpResponse, HttpStream};
 pub use session_store::{

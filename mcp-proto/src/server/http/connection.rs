@@ -199,6 +199,11 @@ pub enum HttpCloseReason {
     /// Over the connection bound: answered 503 ([`super::HttpHost`]).
     #[error("refused: too many connections")]
     Refused,
+    /// All connections together held more bytes than the server allows
+    /// ([`super::HttpServeOptions::max_buffered_bytes`]) while this one read a request:
+    /// answered 503.
+    #[error("the server holds too many bytes of requests and answers")]
+    Overloaded,
     /// Its place went to a newcomer while it waited for a request or read one
     /// ([`super::HttpHost`]): a request partly read was answered 503.
     #[error("evicted: another client needed its place")]
@@ -353,6 +358,8 @@ pub struct HttpConnection {
     /// request: once its last bytes were handed out and written (the adapter asks for
     /// more), not while a slow reader still holds the answer.
     waiting_from: Option<Instant>,
+    /// Bytes of the last [`HttpTransmit::Write`], held by the adapter until it comes back.
+    in_flight: usize,
 }
 
 impl HttpConnection {
@@ -374,6 +381,7 @@ impl HttpConnection {
             ending: None,
             permit: None,
             waiting_from: None,
+            in_flight: 0,
         }
     }
 
@@ -418,6 +426,9 @@ impl HttpConnection {
         }
         if let State::Reading(phase) = &mut self.state {
             *phase = advance(*phase, now, self.reader.progress(), &self.config);
+        }
+        if self.account() && !self.reader.has_request() {
+            self.refuse_overloaded();
         }
     }
 
@@ -551,9 +562,12 @@ impl HttpConnection {
             self.begin_close(reason);
         }
         self.leave_if_evicted();
+        // The adapter came back: what it was handed is written.
+        self.in_flight = 0;
         loop {
             if !self.pending.is_empty() {
                 let len = self.pending.len();
+                self.in_flight = len;
                 if buf.is_empty() {
                     // Hand the bytes over instead of copying them; the adapter's cleared
                     // buffer comes back as ours, so both keep their capacity.
@@ -564,6 +578,7 @@ impl HttpConnection {
                 if let State::Streaming { last_write, .. } = &mut self.state {
                     *last_write = now;
                 }
+                self.account();
                 return Some(HttpTransmit::Write { len });
             }
             let progressed = match &self.state {
@@ -573,6 +588,7 @@ impl HttpConnection {
                 State::Closed(_) => return None,
             };
             if !progressed {
+                self.account();
                 if let (State::Reading(_), Some(permit)) = (&self.state, &mut self.permit) {
                     // Everything written: waiting for the next request from now on.
                     if let Some(since) = self.waiting_from.take() {
@@ -759,6 +775,30 @@ impl HttpConnection {
                 Some(HttpTransmit::Close { reason })
             }
         }
+    }
+
+    /// Tells the host what this connection holds (the request being read and those
+    /// queued, answers not written yet): whether all its connections hold too much.
+    fn account(&mut self) -> bool {
+        let held = self.reader.held_bytes() + self.pending.len() + self.in_flight;
+        self.permit.as_mut().is_some_and(|p| p.hold(held))
+    }
+
+    /// A request is being read while the server holds too much: `503`, and the
+    /// connection closes (what it held goes with it).
+    fn refuse_overloaded(&mut self) {
+        if !matches!(self.state, State::Reading(_)) || self.ending.is_some() {
+            return;
+        }
+        let e = ErrorObject::new(
+            codes::INTERNAL_ERROR,
+            "Service Unavailable: the server holds too much data in flight; try again later",
+        );
+        HttpResponse::json_error(503, None, &e)
+            .with_header("Connection", "close")
+            .with_header("Retry-After", "1")
+            .write(&mut self.pending);
+        self.begin_close(HttpCloseReason::Overloaded);
     }
 
     /// Whether a newcomer took this connection's place ([`super::HttpHost`]).

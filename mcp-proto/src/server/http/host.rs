@@ -45,6 +45,10 @@ pub struct HttpServeOptions {
     pub endpoint: HttpEndpointConfig,
     /// Request size and pipelining bounds.
     pub limits: HttpRequestLimits,
+    /// Bytes all connections may hold of requests being read and answers being written,
+    /// together; past it, a connection reading a request is answered 503 and closed.
+    /// Default 256 MiB ([`DEFAULT_MAX_BUFFERED_BYTES`]).
+    pub max_buffered_bytes: usize,
     /// Connections served at once (0 counts as 1). Default 128: twice the endpoint's
     /// default `max_open_streams`, so that requests which stay open (each holds its
     /// connection) leave room for prompt ones. Keep it above `max_open_streams`. With
@@ -75,6 +79,7 @@ impl Default for HttpServeOptions {
         HttpServeOptions {
             endpoint: HttpEndpointConfig::default(),
             limits: connection.limits,
+            max_buffered_bytes: DEFAULT_MAX_BUFFERED_BYTES,
             max_connections: 128,
             idle_timeout: connection.idle_timeout,
             head_timeout: connection.head_timeout,
@@ -127,6 +132,9 @@ pub struct HttpHost {
 /// before a newcomer may take its place when all are taken.
 pub const EVICTABLE_AFTER: Duration = Duration::from_secs(1);
 
+/// The default of [`HttpServeOptions::max_buffered_bytes`]: 256 MiB.
+pub const DEFAULT_MAX_BUFFERED_BYTES: usize = 256 * 1024 * 1024;
+
 #[derive(Debug)]
 struct Counts {
     max_connections: usize,
@@ -135,6 +143,9 @@ struct Counts {
     closing: AtomicUsize,
     /// Served connections evicted and not gone yet.
     evicting: AtomicUsize,
+    /// Bytes the connections hold (requests being read, answers being written).
+    held_bytes: AtomicUsize,
+    max_buffered_bytes: usize,
     /// The number of the next permit.
     next: AtomicU64,
     /// The served connections waiting for a request, or reading one, by permit number:
@@ -166,11 +177,30 @@ impl HttpHost {
                 serving: AtomicUsize::new(0),
                 closing: AtomicUsize::new(0),
                 evicting: AtomicUsize::new(0),
+                held_bytes: AtomicUsize::new(0),
+                max_buffered_bytes: DEFAULT_MAX_BUFFERED_BYTES,
                 next: AtomicU64::new(0),
                 waiting: Mutex::default(),
             }),
             config,
         }
+    }
+
+    /// At most `bytes` held by all its connections together (requests being read,
+    /// answers being written); see [`HttpServeOptions::max_buffered_bytes`]. Set before
+    /// the first connection is accepted.
+    #[must_use]
+    pub fn with_max_buffered_bytes(mut self, bytes: usize) -> Self {
+        if let Some(counts) = Arc::get_mut(&mut self.counts) {
+            counts.max_buffered_bytes = bytes;
+        }
+        self
+    }
+
+    /// Bytes its connections hold now.
+    #[must_use]
+    pub fn buffered_bytes(&self) -> usize {
+        self.counts.held_bytes.load(Ordering::SeqCst)
     }
 
     /// The configuration of the connections it hands out.
@@ -184,6 +214,7 @@ impl HttpHost {
     #[must_use]
     pub fn for_options(options: &HttpServeOptions) -> Self {
         HttpHost::new(options.max_connections, options.connection())
+            .with_max_buffered_bytes(options.max_buffered_bytes)
     }
 
     /// The machine for a connection accepted at `now`: a served one (in the place of an
@@ -205,6 +236,7 @@ impl HttpHost {
                 leaving: true,
                 number: None,
                 evicted: Arc::default(),
+                held: 0,
             };
             return Some(HttpConnection::refusal(now, self.config.clone(), permit));
         }
@@ -269,6 +301,8 @@ pub(super) struct Permit {
     number: Option<u64>,
     /// Set when a newcomer took its place.
     evicted: Arc<AtomicBool>,
+    /// Bytes it holds, as counted in the host's total.
+    held: usize,
 }
 
 impl Permit {
@@ -286,7 +320,21 @@ impl Permit {
             leaving: false,
             number: Some(number),
             evicted,
+            held: 0,
         }
+    }
+
+    /// The connection holds `bytes` now: whether all connections together hold more
+    /// than the host allows.
+    pub(super) fn hold(&mut self, bytes: usize) -> bool {
+        let total = &self.counts.held_bytes;
+        let now = if bytes >= self.held {
+            total.fetch_add(bytes - self.held, Ordering::SeqCst) + (bytes - self.held)
+        } else {
+            total.fetch_sub(self.held - bytes, Ordering::SeqCst) - (self.held - bytes)
+        };
+        self.held = bytes;
+        now > self.counts.max_buffered_bytes
     }
 
     /// Whether a newcomer took this connection's place.
@@ -332,6 +380,9 @@ impl Permit {
 
 impl Drop for Permit {
     fn drop(&mut self) {
+        self.counts
+            .held_bytes
+            .fetch_sub(self.held, Ordering::SeqCst);
         if let Some(number) = self.number {
             self.counts.waiting().remove(&number);
         }

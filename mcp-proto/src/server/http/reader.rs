@@ -507,6 +507,20 @@ impl HttpRequestReader {
     }
 
     /// How far the request being read has come.
+    /// Bytes it holds: what was received and not consumed, the body being read, and the
+    /// requests read and not taken yet.
+    pub(super) fn held_bytes(&self) -> usize {
+        let request = |r: &HttpRequest| r.text.len() + r.body.capacity();
+        let reading = match &self.state {
+            State::Body { request: r, .. } => request(r),
+            _ => 0,
+        };
+        let queued: usize = (self.queue.iter())
+            .map(|q| q.as_ref().map_or(0, request))
+            .sum();
+        self.buf.capacity() + reading + queued
+    }
+
     pub(super) fn progress(&self) -> Progress {
         match &self.state {
             State::Head { .. } if !self.buf.is_empty() => Progress::Head,

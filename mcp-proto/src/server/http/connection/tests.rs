@@ -596,3 +596,70 @@ fn the_host_makes_room_by_evicting_the_connection_waiting_longest() {
     assert!(host.accept(at(5000)).unwrap().is_refusal());
     assert!(streaming.close_reason().is_none());
 }
+
+/// What all connections hold of requests being read and answers not yet written is
+/// bounded together: past `max_buffered_bytes`, a connection reading a request is
+/// answered 503 and closes, and what it held is given back; requests read in full are
+/// still answered, and what an answer holds is counted until the adapter comes back.
+#[test]
+fn the_bytes_connections_hold_are_bounded_together() {
+    let mut ep = endpoint();
+    let host = HttpHost::new(4, HttpConnectionConfig::default()).with_max_buffered_bytes(20_000);
+    let head = |len: usize| {
+        format!(
+            "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {len}\r\n\r\n"
+        )
+    };
+    let mut a = host.accept(at(0)).unwrap();
+    a.handle_input(at(0), head(12_000).as_bytes());
+    a.handle_input(at(0), &[b' '; 11_000]);
+    assert!(a.close_reason().is_none());
+    assert!(host.buffered_bytes() >= 12_000, "{}", host.buffered_bytes());
+    let mut b = host.accept(at(0)).unwrap();
+    b.handle_input(at(0), head(12_000).as_bytes());
+    assert_eq!(b.close_reason(), Some(&HttpCloseReason::Overloaded));
+    let d = drain(&mut b, &mut ep, at(0));
+    assert!(d.text().starts_with("HTTP/1.1 503 "), "{}", d.text());
+    assert!(d.text().contains("Retry-After: 1\r\n"));
+    drop(b);
+    assert!(host.buffered_bytes() < 20_000, "{}", host.buffered_bytes());
+    drop(a);
+    assert_eq!(host.buffered_bytes(), 0);
+
+    // An answer counts until the adapter comes back for more.
+    let mut c = host.accept(at(0)).unwrap();
+    let text = "x".repeat(15_000);
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": text}, "_meta": meta}});
+    c.handle_input(
+        at(0),
+        &post(
+            &body.to_string(),
+            "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: echo\r\n",
+        ),
+    );
+    assert!(
+        c.close_reason().is_none(),
+        "a request read in full is answered"
+    );
+    let mut buf = Vec::new();
+    let handed = c.poll_transmit(at(0), &mut ep, &mut buf);
+    assert!(matches!(handed, Some(HttpTransmit::Write { len }) if len > 15_000));
+    assert!(host.buffered_bytes() >= 15_000, "{}", host.buffered_bytes());
+    let held = host.buffered_bytes();
+    let mut d = host.accept(at(0)).unwrap();
+    d.handle_input(at(0), head(20_000 - held + 100).as_bytes());
+    assert_eq!(d.close_reason(), Some(&HttpCloseReason::Overloaded));
+    drop(d);
+    buf.clear();
+    assert_eq!(c.poll_transmit(at(0), &mut ep, &mut buf), None);
+    assert!(
+        host.buffered_bytes() < held - 15_000,
+        "{} of {held}",
+        host.buffered_bytes()
+    );
+}
