@@ -145,7 +145,7 @@ struct Counts {
     evicting: AtomicUsize,
     /// Bytes the connections hold (requests being read, answers being written).
     held_bytes: AtomicUsize,
-    max_buffered_bytes: usize,
+    max_buffered_bytes: AtomicUsize,
     /// The number of the next permit.
     next: AtomicU64,
     /// The served connections waiting for a request, or reading one, by permit number:
@@ -178,7 +178,7 @@ impl HttpHost {
                 closing: AtomicUsize::new(0),
                 evicting: AtomicUsize::new(0),
                 held_bytes: AtomicUsize::new(0),
-                max_buffered_bytes: DEFAULT_MAX_BUFFERED_BYTES,
+                max_buffered_bytes: AtomicUsize::new(DEFAULT_MAX_BUFFERED_BYTES),
                 next: AtomicU64::new(0),
                 waiting: Mutex::default(),
             }),
@@ -187,13 +187,13 @@ impl HttpHost {
     }
 
     /// At most `bytes` held by all its connections together (requests being read,
-    /// answers being written); see [`HttpServeOptions::max_buffered_bytes`]. Set before
-    /// the first connection is accepted.
+    /// answers being written); see [`HttpServeOptions::max_buffered_bytes`]. Clones
+    /// share the bound.
     #[must_use]
-    pub fn with_max_buffered_bytes(mut self, bytes: usize) -> Self {
-        if let Some(counts) = Arc::get_mut(&mut self.counts) {
-            counts.max_buffered_bytes = bytes;
-        }
+    pub fn with_max_buffered_bytes(self, bytes: usize) -> Self {
+        self.counts
+            .max_buffered_bytes
+            .store(bytes, Ordering::SeqCst);
         self
     }
 
@@ -334,7 +334,7 @@ impl Permit {
             total.fetch_sub(self.held - bytes, Ordering::SeqCst) - (self.held - bytes)
         };
         self.held = bytes;
-        now > self.counts.max_buffered_bytes
+        now > self.counts.max_buffered_bytes.load(Ordering::Relaxed)
     }
 
     /// Whether a newcomer took this connection's place.
