@@ -68,7 +68,13 @@
 //! its reason ([`HttpCloseReason`]; the timeouts name their limit).
 //!
 //! **Over the bound.** [`super::HttpHost`] gives the connections it cannot serve a machine
-//! that writes `503` with `Retry-After: 1` and closes as above.
+//! that writes `503` with `Retry-After: 1` and closes as above. A served connection tells
+//! its host, through its permit, when it waits for a request (from the moment its last
+//! answer was written) and what it holds (the reader's bytes, answers not yet written).
+//! When the host gave its place to a newcomer, it closes at its next turn: a request read
+//! in full is answered with `Connection: close`, one partly read gets `503`, an idle
+//! connection closes without a word. When all connections together hold more than the
+//! host allows, one reading a request gets `503` and closes.
 //!
 //! [`idle_timeout`]: HttpConnectionConfig::idle_timeout
 //! [`head_timeout`]: HttpConnectionConfig::head_timeout
