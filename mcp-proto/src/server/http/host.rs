@@ -148,14 +148,16 @@ struct Counts {
     max_buffered_bytes: AtomicUsize,
     /// The number of the next permit.
     next: AtomicU64,
-    /// The served connections waiting for a request, or reading one, by permit number:
-    /// since when, and the flag that tells one it was evicted.
+    /// The served connections by permit number: since when each waits for a request (or
+    /// reads one), and the flag that tells one it was evicted. Entries stay while the
+    /// connection is served, so that the per-request updates only change them in place.
     waiting: Mutex<BTreeMap<u64, Waiting>>,
 }
 
 #[derive(Debug)]
 struct Waiting {
-    since: Instant,
+    /// `None` while it answers a request (or streams, or writes an answer).
+    since: Option<Instant>,
     evicted: Arc<AtomicBool>,
 }
 
@@ -254,9 +256,10 @@ impl HttpHost {
         }
         let mut waiting = counts.waiting();
         let oldest = (waiting.iter())
-            .filter(|(_, w)| w.since.saturating_add(EVICTABLE_AFTER) <= now)
-            .min_by_key(|(_, w)| w.since)
-            .map(|(number, _)| *number);
+            .filter_map(|(number, w)| Some((*number, w.since?)))
+            .filter(|(_, since)| since.saturating_add(EVICTABLE_AFTER) <= now)
+            .min_by_key(|(_, since)| *since)
+            .map(|(number, _)| number);
         let Some(victim) = oldest.and_then(|n| waiting.remove(&n)) else {
             drop(waiting);
             counts.evicting.fetch_sub(1, Ordering::SeqCst);
@@ -311,7 +314,7 @@ impl Permit {
         let number = counts.next.fetch_add(1, Ordering::SeqCst);
         let evicted = Arc::new(AtomicBool::new(false));
         let entry = Waiting {
-            since: now,
+            since: Some(now),
             evicted: Arc::clone(&evicted),
         };
         counts.waiting().insert(number, entry);
@@ -348,29 +351,18 @@ impl Permit {
         let Some(number) = self.number else {
             return;
         };
-        let mut waiting = self.counts.waiting();
-        match since {
-            _ if self.evicted.load(Ordering::SeqCst) => {}
-            Some(since) => {
-                waiting
-                    .entry(number)
-                    .or_insert_with(|| Waiting {
-                        since,
-                        evicted: Arc::clone(&self.evicted),
-                    })
-                    .since = since;
-            }
-            None => {
-                waiting.remove(&number);
-            }
+        // Gone from the table once evicted.
+        if let Some(entry) = self.counts.waiting().get_mut(&number) {
+            entry.since = since;
         }
     }
 
     /// The connection started closing: its served place is free for a new client, when
     /// there is room among the closing ones; it can no longer be evicted.
     pub(super) fn leave(&mut self) {
-        self.waiting_since(None);
-        self.number = None;
+        if let Some(number) = self.number.take() {
+            self.counts.waiting().remove(&number);
+        }
         if !self.leaving && take(&self.counts.closing, self.counts.max_closing) {
             self.leaving = true;
             self.counts.serving.fetch_sub(1, Ordering::SeqCst);
