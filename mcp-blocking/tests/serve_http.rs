@@ -647,8 +647,9 @@ fn a_newcomer_takes_the_place_of_a_connection_that_only_holds_it() {
 
 /// Two clients dripping a request head, a byte every 800 ms, hold both places of a
 /// server with `max_connections = 2` only until the head deadline: a third client, told
-/// 503 meanwhile, is served within `head_timeout` + 1 s. (Before the head deadline, every
-/// byte restarted a 30 s idle timer, and such clients held the server indefinitely.)
+/// 503 meanwhile, is served within `head_timeout` + 1 s (now after about a second, when
+/// it takes the place of one of them). (Before the head deadline, every byte restarted a
+/// 30 s idle timer, and such clients held the server indefinitely.)
 #[test]
 fn dripping_clients_cannot_hold_the_server() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();

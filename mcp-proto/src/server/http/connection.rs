@@ -796,15 +796,20 @@ impl HttpConnection {
         if !matches!(self.state, State::Reading(_)) || self.ending.is_some() {
             return;
         }
-        let e = ErrorObject::new(
-            codes::INTERNAL_ERROR,
+        self.write_unavailable(
             "Service Unavailable: the server holds too much data in flight; try again later",
         );
+        self.begin_close(HttpCloseReason::Overloaded);
+    }
+
+    /// A last `503` for a request this connection will not read to its end, with
+    /// `Retry-After: 1`: another connection may serve it at once.
+    fn write_unavailable(&mut self, why: &str) {
+        let e = ErrorObject::new(codes::INTERNAL_ERROR, why);
         HttpResponse::json_error(503, None, &e)
             .with_header("Connection", "close")
             .with_header("Retry-After", "1")
             .write(&mut self.pending);
-        self.begin_close(HttpCloseReason::Overloaded);
     }
 
     /// Whether a newcomer took this connection's place ([`super::HttpHost`]).
@@ -822,14 +827,7 @@ impl HttpConnection {
             return;
         }
         if !matches!(phase, Phase::Idle { .. }) {
-            let e = ErrorObject::new(
-                codes::INTERNAL_ERROR,
-                "Service Unavailable: another client needed this connection",
-            );
-            HttpResponse::json_error(503, None, &e)
-                .with_header("Connection", "close")
-                .with_header("Retry-After", "1")
-                .write(&mut self.pending);
+            self.write_unavailable("Service Unavailable: another client needed this connection");
         }
         self.begin_close(HttpCloseReason::Evicted);
     }
