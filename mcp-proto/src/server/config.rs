@@ -35,10 +35,15 @@ pub struct ServerLimits {
     /// `resources/subscribe` is refused with `-32603` (and a URI longer than 8 KiB with
     /// `-32602`). Default 256.
     pub max_subscriptions: usize,
-    /// 2026-07-28: `subscriptions/listen` streams open at once per principal (all
-    /// unauthenticated clients count as one); one more is refused with `-32603`.
-    /// Default 16.
+    /// 2026-07-28: `subscriptions/listen` streams open at once per authenticated
+    /// principal; one more is refused with `-32603`. Default 16.
     pub max_listens: usize,
+    /// 2026-07-28: `subscriptions/listen` streams open at once for all unauthenticated
+    /// clients together (nothing tells them apart: over HTTP they are also bounded by
+    /// the endpoint's open streams); one more is refused with `-32603`. Default 64: with
+    /// `max_listens` for them, the 17th anonymous client of an HTTP server could not
+    /// listen.
+    pub max_anonymous_listens: usize,
     /// 2026-07-28: URIs in one listen's `resourceSubscriptions`, and task ids in its
     /// `taskIds`; more is `-32602`. Default 256.
     pub max_listen_items: usize,
@@ -60,6 +65,7 @@ impl Default for ServerLimits {
             max_inputs_per_round: 16,
             max_subscriptions: 256,
             max_listens: 16,
+            max_anonymous_listens: 64,
             max_listen_items: 256,
             max_task_bytes: 64 * 1024 * 1024,
         }

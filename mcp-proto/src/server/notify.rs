@@ -27,7 +27,9 @@
 //! many task ids, each URI at most 8 KiB; `taskIds` without the tasks extension declared
 //! is `-32021`), then counted against
 //! [`ServerLimits::max_listens`](super::ServerLimits::max_listens) open listens per
-//! principal (one more is `-32603`). It is never answered at once: its first message is
+//! authenticated principal, and
+//! [`ServerLimits::max_anonymous_listens`](super::ServerLimits::max_anonymous_listens) for
+//! all unauthenticated clients together (one more is `-32603`). It is never answered at once: its first message is
 //! `notifications/subscriptions/acknowledged` with the subset the server honours (list
 //! changes only when their capability is advertised and list changes are reported,
 //! resource URIs only with resource subscriptions on, task ids only of the principal's own
@@ -347,14 +349,21 @@ impl Server {
                 "A subscription with this request id is already open",
             ));
         }
-        let max = self.config.limits.max_listens;
+        let limits = &self.config.limits;
+        let (max, whose) = match self.principal {
+            Some(_) => (limits.max_listens, "per client"),
+            None => (
+                limits.max_anonymous_listens,
+                "for unauthenticated clients together",
+            ),
+        };
         let open = (self.listens.iter())
             .filter(|l| l.principal == self.principal)
             .count();
         if open >= max {
             return Err(ErrorObject::new(
                 codes::INTERNAL_ERROR,
-                format!("Too many subscriptions (at most {max} open at once per client)"),
+                format!("Too many subscriptions (at most {max} open at once {whose})"),
             ));
         }
         // What the server honours.

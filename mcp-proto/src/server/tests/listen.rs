@@ -201,7 +201,8 @@ fn unsupported_types_are_left_out_of_the_acknowledgement() {
 #[test]
 fn bad_filters_and_too_many_listens_are_refused() {
     let mut p = Peer::new(server(|mut c| {
-        c.limits.max_listens = 2;
+        c.limits.max_listens = 1;
+        c.limits.max_anonymous_listens = 2;
         c.limits.max_listen_items = 2;
         c
     }));
@@ -259,11 +260,22 @@ fn bad_filters_and_too_many_listens_are_refused() {
     let over = call(&mut p, 12, json!({"_meta": m, "notifications": {}}));
     assert_eq!(over["error"]["code"], -32603);
     assert_eq!(over["result"], Value::Null);
-    // The bound is per principal.
+    let message = over["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("at most 2 open at once for unauthenticated clients"),
+        "{message}"
+    );
+    // Each authenticated principal has its own bound.
     p.server.set_principal(Some("bob".into()));
     assert_eq!(
         listen(&mut p, json!(12), json!({}))[0]["method"],
         "notifications/subscriptions/acknowledged"
+    );
+    let over = call(&mut p, 13, json!({"_meta": m, "notifications": {}}));
+    let message = over["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("at most 1 open at once per client"),
+        "{message}"
     );
     assert_eq!(p.server.subscriptions(), 3);
 }
