@@ -173,21 +173,15 @@ fn one_connection_over_the_bound_gets_503() {
     let mut options = HttpServeOptions::default();
     options.max_connections = 1;
     let served = Served::start(options);
-    // Admitted, and held (no request yet).
-    let first = TcpStream::connect(served.addr).expect("first connection");
+    // Admitted, and in use (a stream that stays open): never evicted for a newcomer.
+    let mut first = TcpStream::connect(served.addr).expect("first connection");
+    first.write_all(&hang(1)).expect("request");
+    let answer = read_some(&mut first);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     let mut second = TcpStream::connect(served.addr).expect("second connection");
     let answer = read_some(&mut second);
     assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
     drop(second);
-
-    // The first connection is still served.
-    let mut first = first;
-    first
-        .write_all(b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-        .expect("request");
-    let answer = read_some(&mut first);
-    assert!(answer.starts_with("HTTP/1.1 "), "{answer}");
-    assert!(!answer.starts_with("HTTP/1.1 503"), "{answer}");
     drop(first);
 
     // Its place is given back: a client gets in once the server has seen it close.
@@ -233,6 +227,22 @@ fn a_newcomer_takes_the_place_of_a_connection_that_only_holds_it() {
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     drop(holders);
     served.stop().expect("serve_http ends cleanly");
+}
+
+/// A raw 2026-07-28 `tools/call` of `hang`, which never answers: a stream that stays open.
+fn hang(id: u64) -> Vec<u8> {
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "hang", "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}}})
+    .to_string();
+    format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+         Mcp-Method: tools/call\r\nMcp-Name: hang\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
 }
 
 /// A raw 2026-07-28 `server/discover` POST, as a client that pipelines sends it.
