@@ -2049,12 +2049,12 @@ fn write_events(out: &mut Vec<u8>, events: impl Iterator<Item = Event>) {
     }
 }
 
-/// The sessions [`busy`] holds for, each found once: what a check of every session
-/// asks, without walking the exchanges per session.
-fn busy_sessions<'a>(
+/// The sessions with a request being handled, or a client attached to one of their
+/// streams (such a session does not idle out): each once per exchange or stream.
+fn busy_session_ids<'a>(
     exchanges: &'a KeyMap<Exchange>,
     listeners: &'a KeyMap<Listener>,
-) -> BTreeSet<&'a str> {
+) -> impl Iterator<Item = &'a str> {
     let held = exchanges
         .values()
         .filter(|e| e.attach.is_some() || !e.streaming)
@@ -2063,18 +2063,20 @@ fn busy_sessions<'a>(
         .values()
         .filter(|l| l.attach.is_some())
         .map(|l| l.session.as_str());
-    held.chain(listening).collect()
+    held.chain(listening)
 }
 
-/// Whether `session` has a request being handled, or a client attached to one of its
-/// streams (such a session does not idle out).
-fn busy(exchanges: &KeyMap<Exchange>, listeners: &KeyMap<Listener>, s: &str) -> bool {
-    exchanges
-        .values()
-        .any(|e| e.session.as_deref() == Some(s) && (e.attach.is_some() || !e.streaming))
-        || listeners
-            .values()
-            .any(|l| l.session == s && l.attach.is_some())
+/// The busy sessions, found in one walk: what a check of every session asks.
+fn busy_sessions<'a>(
+    exchanges: &'a KeyMap<Exchange>,
+    listeners: &'a KeyMap<Listener>,
+) -> BTreeSet<&'a str> {
+    busy_session_ids(exchanges, listeners).collect()
+}
+
+/// Whether `session` is busy (see [`busy_session_ids`]).
+fn busy(exchanges: &KeyMap<Exchange>, listeners: &KeyMap<Listener>, session: &str) -> bool {
+    busy_session_ids(exchanges, listeners).any(|s| s == session)
 }
 
 /// The HTTP status of a modern JSON-RPC error answer from the machine (spec 4.5). A
