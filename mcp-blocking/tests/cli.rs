@@ -781,6 +781,19 @@ fn a_block_that_cannot_be_saved_fails_the_command() {
         "{}",
         stderr(&out)
     );
+    // With --format json there is no block line: the reason is on stderr too.
+    let json_args = [
+        "--format",
+        "json",
+        "--save-content",
+        saved,
+        "call",
+        "c",
+        "pic",
+    ];
+    let out = run(&config, &json_args);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("invalid base64"), "{}", stderr(&out));
     // Without --save-content nothing was asked, and nothing failed.
     assert_eq!(run(&config, &["call", "c", "pic"]).status.code(), Some(0));
 }

@@ -1121,13 +1121,17 @@ fn json_line(value: &Value) {
 /// Whether `--save-content` failed to write a block it was asked to (each is named on its
 /// line in text output); says how many on stderr. The command then exits 1.
 fn unsaved(saver: &Saver) -> bool {
-    if saver.failed > 0 {
+    if !saver.failed.is_empty() {
         eprintln!(
             "mcp: {} block(s) could not be saved to --save-content",
-            saver.failed
+            saver.failed.len()
         );
+        // JSON output shows no block's line: the reasons go here.
+        for why in &saver.failed {
+            eprintln!("mcp:   {}", crate::terminal::one_line(why));
+        }
     }
-    saver.failed > 0
+    !saver.failed.is_empty()
 }
 
 /// Names the files `--save-content` wrote, on stderr (the JSON document is the server's).

@@ -16,9 +16,9 @@ pub struct Saver {
     next: u32,
     /// Files written, for the JSON format's report on stderr.
     pub saved: Vec<PathBuf>,
-    /// Blocks that were to be written and could not be (data not base64, too large, a
-    /// file that could not be made): the command then exits 1.
-    pub failed: usize,
+    /// Why each block that was to be written could not be (data not base64, too large,
+    /// a file that could not be made): the command then exits 1.
+    pub failed: Vec<String>,
 }
 
 impl Saver {
@@ -28,7 +28,7 @@ impl Saver {
             dir: dir.map(Path::to_path_buf),
             next: 1,
             saved: Vec::new(),
-            failed: 0,
+            failed: Vec::new(),
         }
     }
 
@@ -46,7 +46,7 @@ impl Saver {
         let written = write_new(dir, &file_stem(hint, n), extension(mime), data);
         match &written {
             Ok(path) => self.saved.push(path.clone()),
-            Err(_) => self.failed += 1,
+            Err(why) => self.failed.push(why.clone()),
         }
         Some(written)
     }
