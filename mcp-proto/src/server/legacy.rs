@@ -140,7 +140,7 @@ impl LegacyState {
     }
 
     /// Whether no call of this session is parked waiting for its client's input.
-    pub(super) fn idle(&self) -> bool {
+    pub(super) fn no_parked_calls(&self) -> bool {
         self.pending.is_empty()
     }
 

@@ -119,7 +119,9 @@ impl Sessions {
         let victim = self
             .table
             .iter()
-            .filter(|(id, e)| !busy(id) && e.state.as_ref().is_some_and(LegacyState::idle))
+            .filter(|(id, e)| {
+                !busy(id) && e.state.as_ref().is_some_and(LegacyState::no_parked_calls)
+            })
             .min_by_key(|(_, e)| (e.returned, e.last_used))
             .map(|(id, _)| id.clone())
             .ok_or(Full)?;
