@@ -739,6 +739,13 @@ fn parse_head(block: &[u8], max_headers: usize) -> Result<HttpRequest, HttpReque
             reason: "request line",
         });
     };
+    // RFC 9112 3.2: a target is a path and a query, or absolute; a fragment is the
+    // client's own business and never sent.
+    if target.contains('#') {
+        return Err(HttpRequestError::InvalidHead {
+            reason: "a fragment (#) in the request target",
+        });
+    }
     // httparse hands out slices of `block`; one that is not would be a broken promise,
     // refused as a head it could not place rather than trusted.
     let outside = HttpRequestError::InvalidHead {

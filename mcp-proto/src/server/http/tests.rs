@@ -182,6 +182,13 @@ fn reader_errors_and_limits() {
             400,
         ),
         (
+            b"POST /mcp#frag HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n".to_vec(),
+            HttpRequestError::InvalidHead {
+                reason: "a fragment (#) in the request target",
+            },
+            400,
+        ),
+        (
             b"POST / HTTP/1.1\r\nHost: x\r\nOrigin: http://127.0.0.1\r\n\
               origin: http://evil.example\r\n\r\n"
                 .to_vec(),
