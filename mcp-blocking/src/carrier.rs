@@ -162,6 +162,10 @@ pub(crate) enum IoEvent {
     Written(usize),
     /// End of input.
     Eof,
+    /// The stdio server's process exited (its stdout may still be open). Unix only:
+    /// elsewhere its exit is looked at once its stdout ended.
+    #[cfg_attr(not(unix), allow(dead_code))]
+    Exited,
     /// Connecting, reading or writing failed.
     Failed(TransportErrorKind, io::Error),
     /// Nothing from a channel: a [`Canceller`](crate::Canceller) wakes the driver.

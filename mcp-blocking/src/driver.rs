@@ -576,6 +576,7 @@ impl<F: Flavour> Driver<F> {
             IoEvent::Data(data) => core.received(now, conn, &data, carrier.channel_log(conn)),
             IoEvent::Written(bytes) => core.machine.handle_written(now, conn, bytes),
             IoEvent::Eof => core.ended(now, conn, carrier.channel_log(conn)),
+            IoEvent::Exited => core.machine.handle_process_exited(now),
             IoEvent::Failed(step, error) => {
                 let failure = carrier.failure(step, error);
                 core.failed(now, conn, failure, carrier.channel_log(conn));

@@ -16,6 +16,12 @@
 //! child's stderr in the bounded buffer of the connection's [`Shared`] state. Stderr is
 //! never mixed into the protocol.
 //!
+//! On Unix a **waiter** thread owns the [`Child`] and blocks in its `wait`: it keeps the
+//! exit status for the shutdown and reports the exit to the driver
+//! ([`IoEvent::Exited`]), so that the machine learns of it even while a process the
+//! server started holds its stdout open (the machine then ends the channel after its
+//! drain). Elsewhere the exit is looked at once stdout has ended.
+//!
 //! # Shutdown
 //!
 //! Closing closes the child's stdin once pending bytes are written; the child then has
@@ -31,10 +37,12 @@ use std::io::{self, Read};
 use std::mem;
 #[cfg(unix)]
 use std::os::fd::OwnedFd;
-use std::process::Child;
+use std::process::{Child, ExitStatus};
 use std::sync::Arc;
 #[cfg(not(unix))]
 use std::sync::mpsc::{self, Sender};
+#[cfg(unix)]
+use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
@@ -43,14 +51,18 @@ use mcp_io::wire_log::ChannelLog;
 use mcp_io::{Error, Flavour, Shared, Shutdown, StdioCommand, TransportErrorKind, WireLog, clock};
 use mcp_proto::client::{ConnId, TransportFailure, TransportFailureKind};
 
-use crate::carrier::{self, Bell, Carrier, Inlet};
+use crate::carrier::{self, Bell, Carrier, Inlet, Reporter};
 #[cfg(not(unix))]
-use crate::carrier::{Reporter, read_loop, write_loop};
+use crate::carrier::{read_loop, write_loop};
 #[cfg(unix)]
 use crate::poll_set::PollSet;
 
 /// How long shutdown waits for the IO threads after the child is reaped.
 const THREAD_JOIN_WAIT: Duration = Duration::from_millis(250);
+/// How long shutdown waits for the waiter to see the child die after `SIGKILL` to its
+/// group (Unix).
+#[cfg(unix)]
+const KILL_WAIT: Duration = Duration::from_secs(2);
 
 /// The stdio side of a driver: the command, the running process (a new one after a
 /// restart), and what outlives each process.
@@ -68,6 +80,8 @@ pub(crate) struct Stdio {
     shutdown: Option<Shutdown>,
     /// The lines received, for the wire log.
     log: ChannelLog,
+    /// Where a process's exit is reported.
+    bell: Bell,
 }
 
 /// Where a process's stdin and stdout go.
@@ -99,7 +113,7 @@ impl Stdio {
             let (bell, inlet) = carrier::channel();
             (Wiring::Threads(bell.clone()), bell, inlet)
         };
-        let process = Process::spawn(&command, &shared, &wiring, 1)?;
+        let process = Process::spawn(&command, &shared, &wiring, (&bell, 1))?;
         let stdio = Stdio {
             command,
             process: Some(process),
@@ -108,6 +122,7 @@ impl Stdio {
             generation: 1,
             shutdown: None,
             log: ChannelLog::lines(),
+            bell: bell.clone(),
         };
         Ok((stdio, bell, inlet))
     }
@@ -183,7 +198,8 @@ impl<F: Flavour> Carrier<F> for Stdio {
         }
         self.generation += 1;
         self.log = ChannelLog::lines();
-        match Process::spawn(&self.command, &self.shared, &self.wiring, self.generation) {
+        let reports = (&self.bell, self.generation);
+        match Process::spawn(&self.command, &self.shared, &self.wiring, reports) {
             Ok(p) => {
                 self.process = Some(p);
                 self.shared.lock().restarts += 1;
@@ -200,9 +216,119 @@ impl<F: Flavour> Carrier<F> for Stdio {
 /// A running server process and its IO threads.
 #[derive(Debug)]
 struct Process {
-    child: Child,
+    child: Reaper,
     out: Outlet,
     threads: Vec<JoinHandle<()>>,
+}
+
+/// How the server's exit is learnt.
+#[derive(Debug)]
+enum Reaper {
+    /// The waiter thread owns the child; its exit status comes on `exit` (`None`: it
+    /// could not be had), kept in `status` once it came.
+    #[cfg(unix)]
+    Waiter {
+        pid: u32,
+        exit: Receiver<Option<ExitStatus>>,
+        status: Option<Option<ExitStatus>>,
+    },
+    /// The child, looked at by shutdown.
+    #[cfg(not(unix))]
+    Child(Child),
+}
+
+impl Reaper {
+    /// Hands the child to a waiter thread that reports its exit as generation
+    /// `generation` (Unix); elsewhere keeps it. Should the thread not start, the child
+    /// is killed and the error returned.
+    fn new(
+        child: Child,
+        bell: &Bell,
+        generation: u64,
+    ) -> io::Result<(Reaper, Option<JoinHandle<()>>)> {
+        #[cfg(unix)]
+        {
+            let pid = child.id();
+            let (tx, exit) = std::sync::mpsc::sync_channel(1);
+            let reporter = Reporter::new(bell, ConnId::STDIO, generation);
+            let mut child = child;
+            let waiter = carrier::spawn("mcp-stdio-wait", move || {
+                let _ = tx.send(child.wait().ok());
+                reporter.send(carrier::IoEvent::Exited);
+            });
+            match waiter {
+                Ok(thread) => {
+                    let status = None;
+                    Ok((Reaper::Waiter { pid, exit, status }, Some(thread)))
+                }
+                Err(e) => {
+                    // The child went with the closure: its group is all that reaches it.
+                    let _ = ending::signal_group(pid, Signal::Kill);
+                    Err(e)
+                }
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = (bell, generation);
+            Ok((Reaper::Child(child), None))
+        }
+    }
+
+    fn id(&self) -> u32 {
+        match self {
+            #[cfg(unix)]
+            Reaper::Waiter { pid, .. } => *pid,
+            #[cfg(not(unix))]
+            Reaper::Child(child) => child.id(),
+        }
+    }
+
+    /// Whether the child has exited, waiting for it at most `wait`; with its status
+    /// when known.
+    fn exited(&mut self, wait: Duration) -> Option<Option<ExitStatus>> {
+        match self {
+            #[cfg(unix)]
+            Reaper::Waiter { exit, status, .. } => {
+                if status.is_none() {
+                    let came = match wait.is_zero() {
+                        true => exit.try_recv().map_err(|e| e == TryRecvError::Disconnected),
+                        false => exit
+                            .recv_timeout(wait)
+                            .map_err(|e| e == RecvTimeoutError::Disconnected),
+                    };
+                    *status = match came {
+                        Ok(exited) => Some(exited),
+                        // The waiter is gone without a word: nothing more will come.
+                        Err(true) => Some(None),
+                        Err(false) => None,
+                    };
+                }
+                *status
+            }
+            #[cfg(not(unix))]
+            Reaper::Child(child) => {
+                if let Ok(Some(status)) = child.try_wait() {
+                    return Some(Some(status));
+                }
+                thread::sleep(wait);
+                None
+            }
+        }
+    }
+
+    /// After `SIGKILL` to its group: the child's status once it is reaped.
+    fn killed(&mut self) -> Option<ExitStatus> {
+        match self {
+            #[cfg(unix)]
+            Reaper::Waiter { .. } => self.exited(KILL_WAIT).flatten(),
+            #[cfg(not(unix))]
+            Reaper::Child(child) => {
+                let _ = child.kill();
+                child.wait().ok()
+            }
+        }
+    }
 }
 
 /// Where [`Process::send`] puts bytes for the child's stdin.
@@ -224,7 +350,7 @@ impl Process {
         cmd: &StdioCommand,
         shared: &Arc<Shared>,
         wiring: &Wiring,
-        generation: u64,
+        (bell, generation): (&Bell, u64),
     ) -> Result<Process, Error> {
         let spawn_error = |source| Error::spawn(cmd.program(), source);
         let mut command = cmd.to_command().map_err(spawn_error)?;
@@ -236,11 +362,13 @@ impl Process {
             let _ = child.wait();
             return Err(spawn_error(io::Error::other("child pipes missing")));
         };
+        let (child, waiter) = Reaper::new(child, bell, generation).map_err(spawn_error)?;
         let mut process = Process {
             child,
             out: Outlet::Closed,
-            threads: Vec::with_capacity(3),
+            threads: Vec::with_capacity(4),
         };
+        process.threads.extend(waiter);
         let tail = Arc::clone(shared);
         let mut spawned = vec![carrier::spawn("mcp-stdio-stderr", move || {
             stderr_loop(stderr, &tail);
@@ -322,25 +450,25 @@ impl Process {
         self.close_stdin();
         let pid = self.child.id();
         let mut end = Escalation::new(clock::now(), grace);
-        let mut pause = Duration::from_millis(1);
+        let mut pause = Duration::ZERO;
         let status = loop {
-            // Not exited, or not known (an error): the escalation ends either.
-            if let Ok(Some(status)) = self.child.try_wait() {
-                break Some(status);
+            if let Some(status) = self.child.exited(pause) {
+                break status;
             }
             let now = clock::now();
             match end.step(now) {
                 Step::Wait(until) => {
-                    thread::sleep(pause.min(until.saturating_duration_since(now)));
-                    pause = (pause * 2).min(Duration::from_millis(20));
+                    pause = until
+                        .saturating_duration_since(now)
+                        .min(Duration::from_millis(20));
                 }
                 Step::Terminate => {
+                    pause = Duration::ZERO;
                     let _ = ending::signal_group(pid, Signal::Term);
                 }
                 Step::Kill => {
                     let _ = ending::signal_group(pid, Signal::Kill);
-                    let _ = self.child.kill();
-                    break self.child.wait().ok();
+                    break self.child.killed();
                 }
             }
         };

@@ -384,6 +384,11 @@ impl<F: Flavour> Io<F> {
                 chans.process_ready.set();
                 return true;
             }
+            Change::Exited => {
+                // Its stderr is read next round.
+                chans.process_ready.set();
+                self.core.machine.handle_process_exited(now);
+            }
             Change::Restarted(Ok(wire)) => {
                 // Its stderr has not been read yet.
                 chans.process_ready.set();

@@ -6,7 +6,9 @@
 //! [`mcp_io::ending::signal_group`] (it waits for `/bin/sh`) on the `blocking` pool.
 //!
 //! Its stdin and stdout are the machine's channel ([`Wire::Pipes`](crate::conn::Wire));
-//! what is here is the rest of the process's life, as futures the driver polls.
+//! what is here is the rest of the process's life, as futures the driver polls. Its exit
+//! is one of them ([`Change::Exited`]): the machine is told, and ends a stdout that a
+//! process the server started keeps open.
 
 use std::future::{Future, poll_fn};
 use std::pin::{Pin, pin};
@@ -44,6 +46,9 @@ pub(crate) enum Process {
         child: Child,
         group: Group,
         stderr: Option<ChildStderr>,
+        /// Resolves when the process exits (its stdout may outlive it); `None` once it
+        /// did.
+        exit: Option<BoxFuture<()>>,
     },
     /// The old process is being reaped and a new one started.
     Restarting(BoxFuture<Result<Spawned, Error>>),
@@ -60,6 +65,9 @@ pub(crate) enum Change {
     Restarted(Result<Wire, Error>),
     /// The process was reaped.
     Ended,
+    /// The process exited, and the machine is to be told (its stdout may still be open,
+    /// held by a process it started).
+    Exited,
 }
 
 impl Process {
@@ -72,11 +80,16 @@ impl Process {
         shared.lock().pid = Some(child.id());
         let stderr = child.stderr.take();
         let group = Group(Some(child.id()));
+        let status = child.status();
+        let exit: BoxFuture<()> = Box::pin(async move {
+            let _ = status.await;
+        });
         (
             Process::Running {
                 child,
                 group,
                 stderr,
+                exit: Some(exit),
             },
             wire,
         )
@@ -94,6 +107,7 @@ impl Process {
             child,
             group,
             mut stderr,
+            ..
         } = std::mem::replace(self, Process::None)
         {
             let (command, shared) = (command.clone(), shared.clone());
@@ -125,6 +139,7 @@ impl Process {
             child,
             group,
             mut stderr,
+            ..
         } = std::mem::replace(self, Process::None)
         else {
             return;
@@ -150,10 +165,18 @@ impl Process {
     ) -> Change {
         match self {
             Process::None => Change::Nothing,
-            Process::Running { stderr, .. } => match poll_stderr(stderr, buf, shared, cx) {
-                true => Change::Progress,
-                false => Change::Nothing,
-            },
+            Process::Running { stderr, exit, .. } => {
+                if let Some(exited) = exit
+                    && exited.as_mut().poll(cx).is_ready()
+                {
+                    *exit = None;
+                    return Change::Exited;
+                }
+                match poll_stderr(stderr, buf, shared, cx) {
+                    true => Change::Progress,
+                    false => Change::Nothing,
+                }
+            }
             Process::Restarting(restart) => match restart.as_mut().poll(cx) {
                 Poll::Pending => Change::Nothing,
                 Poll::Ready(Ok(spawned)) => {

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use mcp_proto::client::{
     AcceptDefaults, CallError, CallId, CallRequest, ClientConfig, CloseReason, ConnId,
-    ConnectionState, Event, InputAnswer, PeerError,
+    ConnectionState, EXIT_DRAIN, Event, InputAnswer, PeerError, Transmit,
 };
 use mcp_proto::jsonrpc::{DecodeError, Message};
 use mcp_proto::limits::Limits;
@@ -934,6 +934,114 @@ fn a_server_exiting_mid_call_fails_the_call_and_closes() {
         "Closed is last"
     );
     assert!(sim.client.call(sim.now, CallRequest::list_tools()).is_err());
+}
+
+/// A server that exits while a process it started keeps its stdout open: what it wrote
+/// before is still read during [`EXIT_DRAIN`], then the stdout counts as ended and the
+/// call in flight fails with the exit instead of waiting for its deadline (the 30 s of a
+/// handshake, or a call's timeout).
+#[test]
+fn a_server_whose_exit_leaves_its_stdout_open_ends_after_the_drain() {
+    let mut sim = Sim::new(config(EraMode::Auto), example::server());
+    sim.connect();
+    let hang = sim
+        .client
+        .call(sim.now, CallRequest::call_tool("hang", json!({})))
+        .unwrap();
+    let listed = sim.client.call(sim.now, CallRequest::list_tools()).unwrap();
+    // Both requests reach the server; its answer to tools/list is still in the pipe
+    // when the exit is reported.
+    let mut wire = Vec::new();
+    while let Some(t) = sim.client.poll_transmit(sim.now, &mut wire) {
+        if let Transmit::Write { conn, len } = t {
+            sim.client.handle_written(sim.now, conn, len);
+        }
+    }
+    sim.peer.handle(sim.now, &wire);
+    let mut answer = Vec::new();
+    sim.peer.transmit(&mut answer);
+    assert!(!answer.is_empty(), "the server answered tools/list");
+    sim.client.handle_process_exited(sim.now);
+    let exited = sim.now;
+    assert_eq!(sim.client.poll_timeout(), Some(exited + EXIT_DRAIN));
+    sim.now = exited + EXIT_DRAIN / 2;
+    sim.client.handle_read(sim.now, ConnId::STDIO, &answer);
+    sim.client.handle_timeout(sim.now);
+    sim.drain();
+    assert!(
+        matches!(sim.completion(listed), Some(Ok(_))),
+        "{:?}",
+        sim.events
+    );
+    assert!(
+        sim.completion(hang).is_none(),
+        "not ended before the drain is over"
+    );
+    assert_eq!(closed_reason(&sim), None);
+
+    sim.now = exited + EXIT_DRAIN;
+    sim.client.handle_timeout(sim.now);
+    sim.step();
+    let reason = CloseReason::ServerExited { truncated: 0 };
+    assert!(
+        matches!(sim.completion(hang), Some(Err(CallError::Closed(r))) if r == reason),
+        "{:?}",
+        sim.events
+    );
+    assert_eq!(closed_reason(&sim), Some(reason));
+    assert!(sim.channel_closed, "the process is released");
+}
+
+/// The usual exit: stdout ends with the process, whichever is reported first; the exit
+/// adds no deadline and no event of its own.
+#[test]
+fn an_exit_reported_with_the_end_of_stdout_changes_nothing() {
+    for exit_first in [true, false] {
+        let mut sim = Sim::new(config(EraMode::Auto), example::server());
+        sim.connect();
+        let hang = sim
+            .client
+            .call(sim.now, CallRequest::call_tool("hang", json!({})))
+            .unwrap();
+        sim.step();
+        if exit_first {
+            sim.client.handle_process_exited(sim.now);
+        }
+        sim.client.handle_eof(sim.now, ConnId::STDIO);
+        if !exit_first {
+            sim.client.handle_process_exited(sim.now);
+        }
+        sim.step();
+        let reason = CloseReason::ServerExited { truncated: 0 };
+        assert!(matches!(sim.completion(hang), Some(Err(CallError::Closed(r))) if r == reason));
+        let closes = sim
+            .events
+            .iter()
+            .filter(|e| matches!(e, Event::Closed { .. }))
+            .count();
+        assert_eq!(closes, 1, "exit first: {exit_first}");
+        assert_eq!(sim.client.poll_timeout(), None, "exit first: {exit_first}");
+    }
+}
+
+/// A server that exits on the era probe and leaves its stdout open is restarted as one
+/// that closed it would be; the fresh process inherits no drain of the old one's.
+#[test]
+fn an_exit_on_the_probe_with_stdout_held_open_restarts_the_server() {
+    let mut sim = Sim::new(config(EraMode::Auto), Scripted::new(|_: &Value| Vec::new()));
+    sim.restarts.push(Box::new(example::server()));
+    sim.step();
+    assert!(!sim.sent.is_empty(), "the probe was sent");
+    sim.client.handle_process_exited(sim.now);
+    sim.now += EXIT_DRAIN;
+    sim.client.handle_timeout(sim.now);
+    sim.connect();
+    assert_eq!(sim.respawns, 1);
+    assert_eq!(ready(&sim).0, Era::Legacy);
+    let out = sim
+        .call(CallRequest::call_tool("echo", json!({"text": "again"})))
+        .unwrap();
+    assert_eq!(text_of(&out), "again");
 }
 
 #[test]

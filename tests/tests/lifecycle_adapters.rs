@@ -1,5 +1,6 @@
 //! A stdio server process that exits after connecting, restarted through both adapters
-//! under a `RestartPolicy`; a blocking call cancelled from another thread. Against a
+//! under a `RestartPolicy` (also when a process it started keeps its stdout open); a
+//! blocking call cancelled from another thread. Against a
 //! scripted server process (Python) in both eras.
 #![cfg(unix)]
 
@@ -37,6 +38,11 @@ for line in sys.stdin:
         name = m["params"]["name"]
         if name == "crash":
             sys.exit(3)
+        elif name == "orphan":
+            # A child that inherits stdout and outlives this process, which exits.
+            import subprocess
+            subprocess.Popen(["sleep", "60"])
+            os._exit(5)
         elif name == "slow":
             pass
         elif name == "pid":
@@ -95,6 +101,55 @@ fn smol_restarts_a_server_that_exits() {
         let before = client.call_tool("pid", json!({})).await.unwrap().text();
         let err = client.call_tool("crash", json!({})).await.unwrap_err();
         assert_eq!(err.kind(), "server-exited", "{err}");
+        let after = client.call_tool("pid", json!({})).await.unwrap().text();
+        assert_ne!(before, after);
+        client.close().await;
+    };
+    let (driven, ()) = future::block_on(future::zip(driver, work));
+    driven.expect("closed locally");
+}
+
+/// Well inside the default 60 s request timeout, which ended such a call before the
+/// adapters reported the exit itself.
+const PROMPTLY: Duration = Duration::from_secs(15);
+
+/// The server exits while a process it started (`sleep 60`) holds its stdout open: the
+/// call fails as an exit once the machine's drain is over, not at its timeout, and the
+/// next call goes to a fresh server.
+#[test]
+fn blocking_ends_a_call_when_the_server_exits_with_its_stdout_held_open() {
+    let Some(python) = python() else {
+        eprintln!("skipped: no python");
+        return;
+    };
+    let command = mcp_blocking::StdioCommand::new(python).args(["-c", SERVER]);
+    let mut client = mcp_blocking::Client::connect_stdio(command, config(EraMode::Auto)).unwrap();
+    let before = client.call_tool("pid", json!({})).unwrap().text();
+    let started = Instant::now();
+    let err = client.call_tool("orphan", json!({})).unwrap_err();
+    let took = started.elapsed();
+    assert_eq!(err.kind(), "server-exited", "{err}");
+    assert!(took < PROMPTLY, "ended after {took:?}");
+    let after = client.call_tool("pid", json!({})).unwrap().text();
+    assert_ne!(before, after);
+    client.close();
+}
+
+#[test]
+fn smol_ends_a_call_when_the_server_exits_with_its_stdout_held_open() {
+    let Some(python) = python() else {
+        eprintln!("skipped: no python");
+        return;
+    };
+    let command = mcp_smol::StdioCommand::new(python).args(["-c", SERVER]);
+    let (client, driver) = mcp_smol::connect_stdio(command, config(EraMode::Auto)).unwrap();
+    let work = async move {
+        let before = client.call_tool("pid", json!({})).await.unwrap().text();
+        let started = Instant::now();
+        let err = client.call_tool("orphan", json!({})).await.unwrap_err();
+        let took = started.elapsed();
+        assert_eq!(err.kind(), "server-exited", "{err}");
+        assert!(took < PROMPTLY, "ended after {took:?}");
         let after = client.call_tool("pid", json!({})).await.unwrap().text();
         assert_ne!(before, after);
         client.close().await;

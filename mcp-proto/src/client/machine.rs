@@ -351,6 +351,19 @@ impl Client {
         self.record(now, || In::Eof { conn: conn.0 });
     }
 
+    /// The stdio server's process exited. Its stdout normally ends with it
+    /// ([`Client::handle_eof`]), and this report changes nothing then. When a process the
+    /// server started keeps the pipe open, what the server wrote before it exited is still
+    /// read for [`EXIT_DRAIN`](super::EXIT_DRAIN), and then its stdout counts as ended:
+    /// the calls in flight fail with the server's exit instead of waiting for their
+    /// deadlines. Ignored by an HTTP client.
+    pub fn handle_process_exited(&mut self, now: Instant) {
+        if let Link::Stdio(l) = &mut self.link {
+            l.handle_process_exited(now);
+        }
+        self.record(now, || In::ProcessExited);
+    }
+
     /// `conn` failed: it could not be opened (refused, DNS, TLS, the process would not
     /// start), or a read or write on it failed. The machine closes it.
     pub fn handle_transport_error(
@@ -371,10 +384,7 @@ impl Client {
     /// Time passed: fire every deadline at or before `now`.
     pub fn handle_timeout(&mut self, now: Instant) {
         match &mut self.link {
-            Link::Stdio(l) => {
-                l.session.handle_timeout(now);
-                l.pump();
-            }
+            Link::Stdio(l) => l.handle_timeout(now),
             Link::Http(l) => l.handle_timeout(now),
         }
         self.record(now, || In::Timeout);
@@ -531,7 +541,7 @@ impl Client {
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
         match &self.link {
-            Link::Stdio(l) => l.session.poll_timeout(),
+            Link::Stdio(l) => l.poll_timeout(),
             Link::Http(l) => l.poll_timeout(),
         }
     }

@@ -14,7 +14,8 @@
 //! * inputs: [`Client::handle_connected`], [`Client::handle_read`],
 //!   [`Client::handle_written`], [`Client::handle_eof`],
 //!   [`Client::handle_transport_error`] (with a typed [`TransportFailure`]),
-//!   [`Client::handle_timeout`];
+//!   [`Client::handle_timeout`], and for a stdio server whose exit the driver can see,
+//!   [`Client::handle_process_exited`];
 //! * commands: [`Client::call`], [`Client::respond`], [`Client::set_roots`],
 //!   [`Client::cancel`], [`Client::close`];
 //! * outputs, drained after every input and command: [`Client::poll_transmit`] (a
@@ -85,6 +86,7 @@ pub use input::{
 pub use machine::Client;
 pub use output::{AcceptDefaults, DeclineAll, InputHandler, ReadContents};
 pub use session::request::CallRequest;
+pub use stdio_link::EXIT_DRAIN;
 pub use task::{
     DEFAULT_POLL_INTERVAL, MAX_DEFAULT_POLL_INTERVAL, MAX_POLL_INTERVAL, MIN_POLL_INTERVAL,
     RELATED_TASK_KEY, TASKS_EXTENSION, Task, TaskProblem, TaskStatus,

@@ -4,6 +4,14 @@
 //! [`Transmit::Respawn`] when the server exited on the era probe (the session then speaks
 //! `initialize` to the fresh process), and for a [`Transmit::Close`] once the session is
 //! over, after the last bytes it still had to write.
+//!
+//! The server's stdout normally ends when its process exits. When a process it started
+//! holds the pipe open, the driver's report that the process exited
+//! ([`Client::handle_process_exited`](super::Client::handle_process_exited)) starts a
+//! drain of [`EXIT_DRAIN`]: what the server wrote before it exited is still read, and
+//! then its stdout counts as ended, as if the pipe had closed.
+
+use std::time::Duration;
 
 use super::session::Session;
 use super::transmit::{ConnId, Transmit, TransportFailure, TransportFailureKind};
@@ -24,10 +32,16 @@ enum Channel {
     Closed,
 }
 
+/// How long the stdout of a server whose process exited is still read, when something
+/// the server started keeps it open, before it counts as ended.
+pub const EXIT_DRAIN: Duration = Duration::from_millis(500);
+
 #[derive(Debug)]
 pub(crate) struct StdioLink {
     pub(crate) session: Session,
     channel: Channel,
+    /// The process exited while its stdout stayed open: when it counts as ended.
+    drained_at: Option<Instant>,
 }
 
 impl StdioLink {
@@ -35,6 +49,7 @@ impl StdioLink {
         let mut link = StdioLink {
             session: Session::new(config, now),
             channel: Channel::Open,
+            drained_at: None,
         };
         link.pump();
         link
@@ -76,9 +91,34 @@ impl StdioLink {
 
     pub(crate) fn handle_eof(&mut self, now: Instant, conn: ConnId) {
         if conn == ConnId::STDIO && self.channel == Channel::Open {
+            self.drained_at = None;
             self.session.handle_eof(now);
         }
         self.pump();
+    }
+
+    /// The server's process exited: its stdout ends at once, or counts as ended after
+    /// [`EXIT_DRAIN`].
+    pub(crate) fn handle_process_exited(&mut self, now: Instant) {
+        if self.channel == Channel::Open && self.drained_at.is_none() {
+            self.drained_at = Some(now + EXIT_DRAIN);
+        }
+    }
+
+    pub(crate) fn handle_timeout(&mut self, now: Instant) {
+        if self.drained_at.is_some_and(|at| at <= now) {
+            self.handle_eof(now, ConnId::STDIO);
+        }
+        self.session.handle_timeout(now);
+        self.pump();
+    }
+
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+        let session = self.session.poll_timeout();
+        match (session, self.drained_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     pub(crate) fn handle_transport_error(
@@ -96,6 +136,7 @@ impl StdioLink {
             (Channel::Open, TransportFailureKind::Closed) => {}
             (Channel::Open | Channel::Respawning, _) => {
                 self.channel = Channel::Open;
+                self.drained_at = None;
                 self.session.handle_eof(now);
                 self.session.close_with(CloseReason::Transport(failure));
             }
@@ -108,6 +149,7 @@ impl StdioLink {
         match self.channel {
             Channel::RespawnWanted => {
                 self.channel = Channel::Respawning;
+                self.drained_at = None;
                 return Some(Transmit::Respawn);
             }
             Channel::Respawning | Channel::Closed => return None,

@@ -155,7 +155,7 @@ impl<'de> serde::de::Visitor<'de> for DepthVisitor {
 }
 
 /// A client driven by arbitrary server bytes, with calls in flight, input requests
-/// answered, and time passing; it must never panic, and every call must complete
+/// answered, time passing, and the server ending; it must never panic, and every call must complete
 /// exactly once. `start` is any instant (the fuzz target passes the current time).
 pub fn client_with_server_bytes(data: &[u8], start: Instant) {
     let mut now = start;
@@ -198,7 +198,15 @@ pub fn client_with_server_bytes(data: &[u8], start: Instant) {
         now += Duration::from_millis(500);
         client.handle_timeout(now);
     }
-    client.handle_eof(now, ConnId::STDIO);
+    // The server's end: its stdout closing, or (odd lengths) its exit with the pipe held
+    // open by something it started, which ends the stdout after the drain.
+    if data.len() % 2 == 1 {
+        client.handle_process_exited(now);
+        now += crate::client::EXIT_DRAIN;
+        client.handle_timeout(now);
+    } else {
+        client.handle_eof(now, ConnId::STDIO);
+    }
     client.close(now);
     while let Some(ev) = client.poll_event() {
         if let Event::CallCompleted { call, .. } = ev {

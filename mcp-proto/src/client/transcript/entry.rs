@@ -115,6 +115,7 @@ pub(crate) enum In {
     Eof {
         conn: u64,
     },
+    ProcessExited,
     TransportError {
         conn: u64,
         kind: String,

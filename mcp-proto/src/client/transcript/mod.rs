@@ -9,7 +9,7 @@
 //! after the machine is made, makes every method that changes it append an entry:
 //!
 //! * inputs and commands (`"in"`): `connected`, `read` (with the bytes), `written`,
-//!   `eof`, `transport_error`, `timeout`, `call` (the request, and the call id or the
+//!   `eof`, `process_exited`, `transport_error`, `timeout`, `call` (the request, and the call id or the
 //!   misuse it returned), `respond`, `cancel`, `close`, `set_authorization`;
 //! * outputs the driver polled (`"out"`): each [`Transmit`](super::Transmit) (`connect`,
 //!   `write` with the bytes, `close`, `respawn`) or `no_transmit`, each event (its

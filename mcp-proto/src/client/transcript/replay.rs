@@ -320,6 +320,10 @@ impl Player {
                 m.handle_eof(now, ConnId(*conn));
                 return Ok(());
             }
+            In::ProcessExited => {
+                m.handle_process_exited(now);
+                return Ok(());
+            }
             In::TransportError { conn, kind, detail } => {
                 let kind = failure_kind(kind)
                     .ok_or_else(|| malformed(format!("unknown failure kind {kind:?}")))?;
