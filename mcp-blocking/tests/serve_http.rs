@@ -659,6 +659,7 @@ fn dripping_clients_cannot_hold_the_server() {
     let server = serve_http_with(listener, example::server(), options).unwrap();
     let addr = server.local_addr();
     let stop = Arc::new(AtomicBool::new(false));
+    let connected = Instant::now();
     let drippers: Vec<_> = (0..2)
         .map(|_| {
             let stop = Arc::clone(&stop);
@@ -695,7 +696,12 @@ fn dripping_clients_cannot_hold_the_server() {
         std::thread::sleep(Duration::from_millis(100));
     }
     assert!(started.elapsed() < limit, "{:?}", started.elapsed());
-    assert!(refused > 0, "the dripping clients never held the server");
+    // A dripper is evicted once it has held its place a second: only a first try well
+    // inside that second must have been refused (a machine stalled past it lets the
+    // newcomer in at once, which is right too).
+    if started.saturating_duration_since(connected) < Duration::from_millis(800) {
+        assert!(refused > 0, "the dripping clients never held the server");
+    }
     stop.store(true, Ordering::SeqCst);
     for dripper in drippers {
         dripper.join().unwrap();
