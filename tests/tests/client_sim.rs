@@ -35,6 +35,15 @@ fn closed_reason(sim: &Sim) -> Option<CloseReason> {
     })
 }
 
+/// A client connected to the example server, with a `hang` call started (not yet sent).
+fn hanging_call() -> (Sim, CallId) {
+    let mut sim = Sim::new(config(EraMode::Auto), example::server());
+    sim.connect();
+    let hang = CallRequest::call_tool("hang", json!({}));
+    let id = sim.client.call(sim.now, hang).unwrap();
+    (sim, id)
+}
+
 /// The answer of a legacy server to `initialize`: 2025-11-25, no capabilities.
 fn legacy_init(m: &Value) -> String {
     json!({"jsonrpc":"2.0","id":m["id"],"result":{"protocolVersion":"2025-11-25",
@@ -425,12 +434,7 @@ fn many_calls_go_out_time_out_and_end_in_the_order_they_were_made() {
 
 #[test]
 fn cancel_completes_once_and_tells_the_server() {
-    let mut sim = Sim::new(config(EraMode::Auto), example::server());
-    sim.connect();
-    let id = sim
-        .client
-        .call(sim.now, CallRequest::call_tool("hang", json!({})))
-        .unwrap();
+    let (mut sim, id) = hanging_call();
     sim.step();
     sim.client.cancel(sim.now, id).unwrap();
     assert!(
@@ -915,12 +919,7 @@ fn an_oversized_line_is_dropped_with_a_clear_error() {
 
 #[test]
 fn a_server_exiting_mid_call_fails_the_call_and_closes() {
-    let mut sim = Sim::new(config(EraMode::Auto), example::server());
-    sim.connect();
-    let id = sim
-        .client
-        .call(sim.now, CallRequest::call_tool("hang", json!({})))
-        .unwrap();
+    let (mut sim, id) = hanging_call();
     sim.step();
     sim.client
         .handle_read(sim.now, ConnId::STDIO, b"{\"jsonrpc\":\"2.0\",\"id\":");
@@ -942,12 +941,7 @@ fn a_server_exiting_mid_call_fails_the_call_and_closes() {
 /// handshake, or a call's timeout).
 #[test]
 fn a_server_whose_exit_leaves_its_stdout_open_ends_after_the_drain() {
-    let mut sim = Sim::new(config(EraMode::Auto), example::server());
-    sim.connect();
-    let hang = sim
-        .client
-        .call(sim.now, CallRequest::call_tool("hang", json!({})))
-        .unwrap();
+    let (mut sim, hang) = hanging_call();
     let listed = sim.client.call(sim.now, CallRequest::list_tools()).unwrap();
     // Both requests reach the server; its answer to tools/list is still in the pipe
     // when the exit is reported.
@@ -997,12 +991,7 @@ fn a_server_whose_exit_leaves_its_stdout_open_ends_after_the_drain() {
 #[test]
 fn an_exit_reported_with_the_end_of_stdout_changes_nothing() {
     for exit_first in [true, false] {
-        let mut sim = Sim::new(config(EraMode::Auto), example::server());
-        sim.connect();
-        let hang = sim
-            .client
-            .call(sim.now, CallRequest::call_tool("hang", json!({})))
-            .unwrap();
+        let (mut sim, hang) = hanging_call();
         sim.step();
         if exit_first {
             sim.client.handle_process_exited(sim.now);

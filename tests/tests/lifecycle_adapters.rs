@@ -63,6 +63,15 @@ fn config(mode: EraMode) -> ClientConfig {
         .restart(policy)
 }
 
+/// How the server exits: at once (`crash`), or leaving a process it started (`sleep 60`)
+/// with its stdout (`orphan`), which the adapters notice from the exit itself, not from
+/// the end of stdout.
+const EXITS: [&str; 2] = ["crash", "orphan"];
+
+/// Well inside the default 60 s request timeout, which ended the `orphan` call before
+/// the adapters reported the exit itself.
+const PROMPTLY: Duration = Duration::from_secs(15);
+
 #[test]
 fn blocking_restarts_a_server_that_exits_in_both_eras() {
     let Some(python) = python() else {
@@ -73,17 +82,22 @@ fn blocking_restarts_a_server_that_exits_in_both_eras() {
         let command = mcp_blocking::StdioCommand::new(python).args(["-c", SERVER]);
         let mut client = mcp_blocking::Client::connect_stdio(command, config(mode)).unwrap();
         assert_eq!(client.era(), era);
-        let before = client.call_tool("pid", json!({})).unwrap().text();
-        let err = client.call_tool("crash", json!({})).unwrap_err();
-        assert_eq!(err.kind(), "server-exited", "{err}");
-        assert!(matches!(
-            err,
-            mcp_blocking::Error::Call(CallError::ServerExited)
-        ));
-        // The next call goes to a fresh process, in the same era.
-        let after = client.call_tool("pid", json!({})).unwrap().text();
-        assert_ne!(before, after);
-        assert_eq!(client.era(), era);
+        for exit in EXITS {
+            let before = client.call_tool("pid", json!({})).unwrap().text();
+            let started = Instant::now();
+            let err = client.call_tool(exit, json!({})).unwrap_err();
+            let took = started.elapsed();
+            assert_eq!(err.kind(), "server-exited", "{exit}: {err}");
+            assert!(matches!(
+                err,
+                mcp_blocking::Error::Call(CallError::ServerExited)
+            ));
+            assert!(took < PROMPTLY, "{exit}: ended after {took:?}");
+            // The next call goes to a fresh process, in the same era.
+            let after = client.call_tool("pid", json!({})).unwrap().text();
+            assert_ne!(before, after);
+            assert_eq!(client.era(), era);
+        }
         let shutdown = client.close();
         assert!(!shutdown.killed);
     }
@@ -98,60 +112,16 @@ fn smol_restarts_a_server_that_exits() {
     let command = mcp_smol::StdioCommand::new(python).args(["-c", SERVER]);
     let (client, driver) = mcp_smol::connect_stdio(command, config(EraMode::Auto)).unwrap();
     let work = async move {
-        let before = client.call_tool("pid", json!({})).await.unwrap().text();
-        let err = client.call_tool("crash", json!({})).await.unwrap_err();
-        assert_eq!(err.kind(), "server-exited", "{err}");
-        let after = client.call_tool("pid", json!({})).await.unwrap().text();
-        assert_ne!(before, after);
-        client.close().await;
-    };
-    let (driven, ()) = future::block_on(future::zip(driver, work));
-    driven.expect("closed locally");
-}
-
-/// Well inside the default 60 s request timeout, which ended such a call before the
-/// adapters reported the exit itself.
-const PROMPTLY: Duration = Duration::from_secs(15);
-
-/// The server exits while a process it started (`sleep 60`) holds its stdout open: the
-/// call fails as an exit once the machine's drain is over, not at its timeout, and the
-/// next call goes to a fresh server.
-#[test]
-fn blocking_ends_a_call_when_the_server_exits_with_its_stdout_held_open() {
-    let Some(python) = python() else {
-        eprintln!("skipped: no python");
-        return;
-    };
-    let command = mcp_blocking::StdioCommand::new(python).args(["-c", SERVER]);
-    let mut client = mcp_blocking::Client::connect_stdio(command, config(EraMode::Auto)).unwrap();
-    let before = client.call_tool("pid", json!({})).unwrap().text();
-    let started = Instant::now();
-    let err = client.call_tool("orphan", json!({})).unwrap_err();
-    let took = started.elapsed();
-    assert_eq!(err.kind(), "server-exited", "{err}");
-    assert!(took < PROMPTLY, "ended after {took:?}");
-    let after = client.call_tool("pid", json!({})).unwrap().text();
-    assert_ne!(before, after);
-    client.close();
-}
-
-#[test]
-fn smol_ends_a_call_when_the_server_exits_with_its_stdout_held_open() {
-    let Some(python) = python() else {
-        eprintln!("skipped: no python");
-        return;
-    };
-    let command = mcp_smol::StdioCommand::new(python).args(["-c", SERVER]);
-    let (client, driver) = mcp_smol::connect_stdio(command, config(EraMode::Auto)).unwrap();
-    let work = async move {
-        let before = client.call_tool("pid", json!({})).await.unwrap().text();
-        let started = Instant::now();
-        let err = client.call_tool("orphan", json!({})).await.unwrap_err();
-        let took = started.elapsed();
-        assert_eq!(err.kind(), "server-exited", "{err}");
-        assert!(took < PROMPTLY, "ended after {took:?}");
-        let after = client.call_tool("pid", json!({})).await.unwrap().text();
-        assert_ne!(before, after);
+        for exit in EXITS {
+            let before = client.call_tool("pid", json!({})).await.unwrap().text();
+            let started = Instant::now();
+            let err = client.call_tool(exit, json!({})).await.unwrap_err();
+            let took = started.elapsed();
+            assert_eq!(err.kind(), "server-exited", "{exit}: {err}");
+            assert!(took < PROMPTLY, "{exit}: ended after {took:?}");
+            let after = client.call_tool("pid", json!({})).await.unwrap().text();
+            assert_ne!(before, after);
+        }
         client.close().await;
     };
     let (driven, ()) = future::block_on(future::zip(driver, work));
