@@ -21,8 +21,9 @@
 //!
 //! Nothing here prints: what the person is told is the `announce` callback's business.
 
+use std::collections::VecDeque;
 use std::fmt;
-use std::io::{self, Read, Write};
+use std::io::{self, Read as _, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -89,17 +90,31 @@ impl LoopbackCallback {
     /// answers it with a page saying the window can be closed, and returns the full
     /// callback URL (`http://127.0.0.1:<port>/callback?<query>`). Other requests get
     /// `404` (or `400` when malformed) and the wait goes on. Each connection has
-    /// [`CALLBACK_READ_TIMEOUT`] to send a head of at most [`MAX_CALLBACK_HEAD`] bytes.
+    /// [`CALLBACK_READ_TIMEOUT`] to send a head of at most [`MAX_CALLBACK_HEAD`] bytes;
+    /// up to [`MAX_CALLBACK_CONNECTIONS`] are read at once (the oldest goes for a new
+    /// one), so connections that send nothing cannot hold the browser's back.
     ///
     /// # Errors
     ///
     /// When nothing came in time, or the listener failed. The message never holds the
     /// query (it carries the authorization code).
     pub fn wait(&self, timeout: Duration) -> Result<String, String> {
+        self.wait_for_state(None, timeout)
+    }
+
+    /// [`LoopbackCallback::wait`] for the authorization whose `state` is `state`: a
+    /// callback with another `state` (stale, or forged by another local process or a web
+    /// page) is answered `400` and the wait goes on, where it would have ended the wait
+    /// and left the real callback unanswered.
+    ///
+    /// # Errors
+    ///
+    /// As [`LoopbackCallback::wait`].
+    pub fn wait_for_state(&self, state: Option<&str>, timeout: Duration) -> Result<String, String> {
         let deadline = Instant::now() + timeout;
-        self.listener
-            .set_nonblocking(true)
-            .map_err(|e| format!("the callback listener failed: {e}"))?;
+        let failed = |e: io::Error| format!("the callback listener failed: {e}");
+        self.listener.set_nonblocking(true).map_err(failed)?;
+        let mut reading: VecDeque<Incoming> = VecDeque::new();
         loop {
             let now = Instant::now();
             if now >= deadline {
@@ -109,53 +124,117 @@ impl LoopbackCallback {
                     timeout.as_secs()
                 ));
             }
-            match self.listener.accept() {
-                Ok((stream, _)) => {
-                    let left = deadline - now;
-                    if let Ok(Arrival::Callback(query)) = serve(stream, left) {
-                        return Ok(format!("{}?{query}", self.redirect_uri()));
+            let mut busy = false;
+            loop {
+                match self.listener.accept() {
+                    Ok((stream, _)) => {
+                        busy = true;
+                        if stream.set_nonblocking(true).is_err() {
+                            continue;
+                        }
+                        if reading.len() == MAX_CALLBACK_CONNECTIONS {
+                            reading.pop_front();
+                        }
+                        reading.push_back(Incoming::new(stream, now));
                     }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(failed(e)),
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    std::thread::sleep(Duration::from_millis(25).min(deadline - now));
+            }
+            let mut i = 0;
+            while i < reading.len() {
+                let head = match reading[i].read(now) {
+                    Read::More(progress) => {
+                        busy |= progress;
+                        i += 1;
+                        continue;
+                    }
+                    Read::Done(head) => head,
+                };
+                let Some(incoming) = reading.remove(i) else {
+                    break;
+                };
+                busy = true;
+                if let Ok(Arrival::Callback(query)) = serve(incoming.stream, head, state) {
+                    return Ok(format!("{}?{query}", self.redirect_uri()));
                 }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(format!("the callback listener failed: {e}")),
+            }
+            if !busy {
+                std::thread::sleep(Duration::from_millis(10).min(deadline - now));
             }
         }
     }
 }
 
-/// Reads one request head from `stream` and answers it.
-fn serve(mut stream: TcpStream, left: Duration) -> io::Result<Arrival> {
+/// How many connections the listener reads at once.
+pub const MAX_CALLBACK_CONNECTIONS: usize = 32;
+
+/// A connection whose request head is being read, without blocking.
+struct Incoming {
+    stream: TcpStream,
+    head: Vec<u8>,
+    since: Instant,
+}
+
+/// How far reading a head has come.
+enum Read {
+    /// Not complete yet (whether bytes came).
+    More(bool),
+    /// Complete (`Some`), or cut short, too long or too slow (`None`).
+    Done(Option<Vec<u8>>),
+}
+
+impl Incoming {
+    fn new(stream: TcpStream, now: Instant) -> Self {
+        Incoming {
+            stream,
+            head: Vec::new(),
+            since: now,
+        }
+    }
+
+    fn read(&mut self, now: Instant) -> Read {
+        let mut buf = [0u8; 1024];
+        let mut progress = false;
+        loop {
+            let head = &self.head;
+            if head.windows(4).any(|w| w == b"\r\n\r\n") || head.windows(2).any(|w| w == b"\n\n") {
+                return Read::Done(Some(std::mem::take(&mut self.head)));
+            }
+            if head.len() >= MAX_CALLBACK_HEAD
+                || now.saturating_duration_since(self.since) >= CALLBACK_READ_TIMEOUT
+            {
+                return Read::Done(None);
+            }
+            match self.stream.read(&mut buf) {
+                Ok(0) => return Read::Done(None),
+                Ok(n) => {
+                    progress = true;
+                    let room = MAX_CALLBACK_HEAD - self.head.len();
+                    self.head.extend_from_slice(&buf[..n.min(room)]);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Read::More(progress),
+                Err(_) => return Read::Done(None),
+            }
+        }
+    }
+}
+
+/// Answers one request head (`None`: incomplete); a callback whose `state` is not
+/// `state` (when given) is refused.
+fn serve(mut stream: TcpStream, head: Option<Vec<u8>>, state: Option<&str>) -> io::Result<Arrival> {
     stream.set_nonblocking(false)?;
-    let read_for = CALLBACK_READ_TIMEOUT
-        .min(left)
-        .max(Duration::from_millis(1));
-    stream.set_read_timeout(Some(read_for))?;
     stream.set_write_timeout(Some(CALLBACK_READ_TIMEOUT))?;
-    let started = Instant::now();
-    let mut head = Vec::with_capacity(1024);
-    let mut buf = [0u8; 1024];
-    let complete = loop {
-        if head.windows(4).any(|w| w == b"\r\n\r\n") || head.windows(2).any(|w| w == b"\n\n") {
-            break true;
-        }
-        if head.len() >= MAX_CALLBACK_HEAD || started.elapsed() >= read_for {
-            break false;
-        }
-        match stream.read(&mut buf) {
-            Ok(0) => break false,
-            Ok(n) => head.extend_from_slice(&buf[..n.min(MAX_CALLBACK_HEAD - head.len())]),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => break false,
-        }
-    };
+    let complete = head.is_some();
+    let head = head.unwrap_or_default();
     let line = head.split(|&b| b == b'\n').next().unwrap_or_default();
     let line = String::from_utf8_lossy(line);
     let mut words = line.trim_end_matches('\r').split(' ');
     let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    let query = query.split('#').next().unwrap_or_default();
     let arrival = if !complete {
         respond(
             &mut stream,
@@ -175,12 +254,39 @@ fn serve(mut stream: TcpStream, left: Duration) -> io::Result<Arrival> {
             "text/plain",
         )?;
         Arrival::Other
+    } else if state.is_some_and(|state| !has_state(query, state)) {
+        respond(
+            &mut stream,
+            "400 Bad Request",
+            "this callback does not belong to the authorization in progress\n",
+            "text/plain",
+        )?;
+        Arrival::Other
     } else {
-        let query = query.split('#').next().unwrap_or_default().to_owned();
         respond(&mut stream, "200 OK", DONE_PAGE, "text/html; charset=utf-8")?;
-        Arrival::Callback(query)
+        Arrival::Callback(query.to_owned())
     };
     Ok(arrival)
+}
+
+/// Whether `query` carries `state` exactly once, equal to `state`.
+fn has_state(query: &str, state: &str) -> bool {
+    let Ok(params) = mcp_proto::auth::form::callback_params(query) else {
+        return false;
+    };
+    let mut states = params.iter().filter(|(k, _)| k == "state");
+    matches!((states.next(), states.next()), (Some((_, v)), None) if v == state)
+}
+
+/// The `state` of an authorization request URL, when it has exactly one.
+fn state_of(authorize_url: &str) -> Option<String> {
+    let query = authorize_url.split_once('?')?.1;
+    let params = mcp_proto::auth::form::callback_params(query).ok()?;
+    let mut states = params.into_iter().filter(|(k, _)| k == "state");
+    match (states.next(), states.next()) {
+        (Some((_, v)), None) => Some(v),
+        _ => None,
+    }
 }
 
 fn respond(stream: &mut TcpStream, status: &str, body: &str, kind: &str) -> io::Result<()> {
@@ -299,7 +405,8 @@ impl AuthorizationHandler for BrowserApproval {
         if self.open_browser {
             let _ = open_in_browser(url);
         }
-        self.listener.wait(self.timeout)
+        let state = state_of(url);
+        self.listener.wait_for_state(state.as_deref(), self.timeout)
     }
 }
 
@@ -359,6 +466,55 @@ mod tests {
         assert!(done.starts_with("HTTP/1.1 200"), "{done}");
         assert!(done.contains("You can close this window"));
         assert!(!done.contains("c0de"));
+    }
+
+    /// Connections that send nothing are read beside the browser's, not before it: with
+    /// them served one at a time, forty of them held the callback for 200 s.
+    #[test]
+    fn silent_connections_do_not_hold_the_callback_back() {
+        let listener = LoopbackCallback::bind().unwrap();
+        let port = listener.port();
+        let browser = std::thread::spawn(move || {
+            let silent: Vec<TcpStream> = (0..40)
+                .map(|_| TcpStream::connect((Ipv4Addr::LOCALHOST, port)).unwrap())
+                .collect();
+            let done = get(port, "/callback?code=c&state=s");
+            drop(silent);
+            done
+        });
+        let started = Instant::now();
+        let url = listener.wait(Duration::from_secs(60)).unwrap();
+        let took = started.elapsed();
+        assert!(url.ends_with("/callback?code=c&state=s"), "{url}");
+        assert!(took < CALLBACK_READ_TIMEOUT, "took {took:?}");
+        assert!(browser.join().unwrap().starts_with("HTTP/1.1 200"));
+    }
+
+    /// A callback for another authorization (stale, or forged by anyone who can reach
+    /// the port) is refused and the wait goes on: it used to end the wait, the flow
+    /// then rejected its state, and nobody listened for the real one any more.
+    #[test]
+    fn a_callback_with_another_state_is_refused_and_the_wait_goes_on() {
+        let listener = LoopbackCallback::bind().unwrap();
+        let port = listener.port();
+        let mut approval = BrowserApproval::new(listener, |_| {})
+            .open_browser(false)
+            .timeout(Duration::from_secs(30));
+        let browser = std::thread::spawn(move || {
+            let forged = get(port, "/callback?code=evil&state=forged");
+            let twice = get(port, "/callback?code=evil&state=good&state=forged");
+            let real = get(port, "/callback?code=c0de&state=good");
+            (forged, twice, real)
+        });
+        let url = approval
+            .authorize("https://as.example/authorize?client_id=c&state=good&x=1")
+            .unwrap();
+        assert!(url.ends_with("/callback?code=c0de&state=good"), "{url}");
+        let (forged, twice, real) = browser.join().unwrap();
+        assert!(forged.starts_with("HTTP/1.1 400"), "{forged}");
+        assert!(forged.contains("does not belong"), "{forged}");
+        assert!(twice.starts_with("HTTP/1.1 400"), "{twice}");
+        assert!(real.starts_with("HTTP/1.1 200"), "{real}");
     }
 
     #[test]
