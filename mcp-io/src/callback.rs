@@ -91,8 +91,9 @@ impl LoopbackCallback {
     /// callback URL (`http://127.0.0.1:<port>/callback?<query>`). Other requests get
     /// `404` (or `400` when malformed) and the wait goes on. Each connection has
     /// [`CALLBACK_READ_TIMEOUT`] to send a head of at most [`MAX_CALLBACK_HEAD`] bytes;
-    /// up to [`MAX_CALLBACK_CONNECTIONS`] are read at once (the oldest goes for a new
-    /// one), so connections that send nothing cannot hold the browser's back.
+    /// up to [`MAX_CALLBACK_CONNECTIONS`] are read at once, and one that has sent nothing
+    /// for 100 ms gives its place to a newcomer, so connections that send nothing cannot
+    /// hold the browser's back, and a burst of them cannot push it out.
     ///
     /// # Errors
     ///
@@ -126,14 +127,23 @@ impl LoopbackCallback {
             }
             let mut busy = false;
             loop {
+                // Full: room is made only by a connection that has sent nothing for
+                // SILENT_GRACE; else the rest wait in the backlog. A browser's
+                // connection, which sends its request at once, is never the one to go.
+                if reading.len() >= MAX_CALLBACK_CONNECTIONS {
+                    let silent = reading.iter().position(|c| {
+                        c.head.is_empty() && now.saturating_duration_since(c.since) >= SILENT_GRACE
+                    });
+                    match silent {
+                        Some(i) => drop(reading.remove(i)),
+                        None => break,
+                    }
+                }
                 match self.listener.accept() {
                     Ok((stream, _)) => {
                         busy = true;
                         if stream.set_nonblocking(true).is_err() {
                             continue;
-                        }
-                        if reading.len() == MAX_CALLBACK_CONNECTIONS {
-                            reading.pop_front();
                         }
                         reading.push_back(Incoming::new(stream, now));
                     }
@@ -169,6 +179,9 @@ impl LoopbackCallback {
 
 /// How many connections the listener reads at once.
 pub const MAX_CALLBACK_CONNECTIONS: usize = 32;
+
+/// How long a connection may send nothing before it gives its place to a newcomer.
+const SILENT_GRACE: Duration = Duration::from_millis(100);
 
 /// A connection whose request head is being read, without blocking.
 struct Incoming {
@@ -488,6 +501,35 @@ mod tests {
         assert!(url.ends_with("/callback?code=c&state=s"), "{url}");
         assert!(took < CALLBACK_READ_TIMEOUT, "took {took:?}");
         assert!(browser.join().unwrap().starts_with("HTTP/1.1 200"));
+    }
+
+    /// A burst of silent connections right behind the browser's does not push it out
+    /// (they were accepted all at once and the oldest, the browser's, dropped unread).
+    #[test]
+    fn a_burst_behind_the_callback_does_not_push_it_out() {
+        let listener = LoopbackCallback::bind().unwrap();
+        let port = listener.port();
+        let browser = std::thread::spawn(move || {
+            let mut s = TcpStream::connect((Ipv4Addr::LOCALHOST, port)).unwrap();
+            write!(
+                s,
+                "GET /callback?code=c&state=s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+            )
+            .unwrap();
+            let burst: Vec<TcpStream> = (0..100)
+                .map(|_| TcpStream::connect((Ipv4Addr::LOCALHOST, port)).unwrap())
+                .collect();
+            let mut out = String::new();
+            let read = s.read_to_string(&mut out);
+            drop(burst);
+            (read.is_ok(), out)
+        });
+        // The burst is queued before the listener looks.
+        std::thread::sleep(Duration::from_millis(200));
+        let url = listener.wait(Duration::from_secs(30)).unwrap();
+        assert!(url.ends_with("/callback?code=c&state=s"), "{url}");
+        let (read, out) = browser.join().unwrap();
+        assert!(read && out.starts_with("HTTP/1.1 200"), "{out}");
     }
 
     /// A callback for another authorization (stale, or forged by anyone who can reach

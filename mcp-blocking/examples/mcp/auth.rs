@@ -456,9 +456,11 @@ fn login(
             "credentials": state.to_json(),
         })),
         Format::Text => {
-            println!("logged in to {name} at {}", creds.issuer);
+            // The issuer and the scope are the authorization server's text.
+            let issuer = crate::terminal::one_line(&creds.issuer);
+            println!("logged in to {name} at {issuer}");
             if let Some(s) = &creds.granted_scope {
-                println!("  scope {s}");
+                println!("  scope {}", crate::terminal::one_line(s));
             }
             println!("  credentials {}", state.describe());
         }
