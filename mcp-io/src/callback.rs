@@ -23,7 +23,7 @@
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::io::{self, Read as _, Write};
+use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -155,12 +155,12 @@ impl LoopbackCallback {
             let mut i = 0;
             while i < reading.len() {
                 let head = match reading[i].read(now) {
-                    Read::More(progress) => {
+                    HeadRead::More(progress) => {
                         busy |= progress;
                         i += 1;
                         continue;
                     }
-                    Read::Done(head) => head,
+                    HeadRead::Done(head) => head,
                 };
                 let Some(incoming) = reading.remove(i) else {
                     break;
@@ -191,7 +191,7 @@ struct Incoming {
 }
 
 /// How far reading a head has come.
-enum Read {
+enum HeadRead {
     /// Not complete yet (whether bytes came).
     More(bool),
     /// Complete (`Some`), or cut short, too long or too slow (`None`).
@@ -207,29 +207,29 @@ impl Incoming {
         }
     }
 
-    fn read(&mut self, now: Instant) -> Read {
+    fn read(&mut self, now: Instant) -> HeadRead {
         let mut buf = [0u8; 1024];
         let mut progress = false;
         loop {
             let head = &self.head;
             if head.windows(4).any(|w| w == b"\r\n\r\n") || head.windows(2).any(|w| w == b"\n\n") {
-                return Read::Done(Some(std::mem::take(&mut self.head)));
+                return HeadRead::Done(Some(std::mem::take(&mut self.head)));
             }
             if head.len() >= MAX_CALLBACK_HEAD
                 || now.saturating_duration_since(self.since) >= CALLBACK_READ_TIMEOUT
             {
-                return Read::Done(None);
+                return HeadRead::Done(None);
             }
             match self.stream.read(&mut buf) {
-                Ok(0) => return Read::Done(None),
+                Ok(0) => return HeadRead::Done(None),
                 Ok(n) => {
                     progress = true;
                     let room = MAX_CALLBACK_HEAD - self.head.len();
                     self.head.extend_from_slice(&buf[..n.min(room)]);
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Read::More(progress),
-                Err(_) => return Read::Done(None),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return HeadRead::More(progress),
+                Err(_) => return HeadRead::Done(None),
             }
         }
     }
@@ -284,16 +284,17 @@ fn serve(mut stream: TcpStream, head: Option<Vec<u8>>, state: Option<&str>) -> i
 
 /// Whether `query` carries `state` exactly once, equal to `state`.
 fn has_state(query: &str, state: &str) -> bool {
-    let Ok(params) = mcp_proto::auth::form::callback_params(query) else {
-        return false;
-    };
-    let mut states = params.iter().filter(|(k, _)| k == "state");
-    matches!((states.next(), states.next()), (Some((_, v)), None) if v == state)
+    the_state(query).is_some_and(|s| s == state)
 }
 
 /// The `state` of an authorization request URL, when it has exactly one.
 fn state_of(authorize_url: &str) -> Option<String> {
-    let query = authorize_url.split_once('?')?.1;
+    the_state(authorize_url.split_once('?')?.1)
+}
+
+/// The one `state` parameter of `query`; `None` without one, with two, or when the
+/// query does not parse.
+fn the_state(query: &str) -> Option<String> {
     let params = mcp_proto::auth::form::callback_params(query).ok()?;
     let mut states = params.into_iter().filter(|(k, _)| k == "state");
     match (states.next(), states.next()) {

@@ -114,11 +114,10 @@ impl StdioLink {
     }
 
     pub(crate) fn poll_timeout(&self) -> Option<Instant> {
-        let session = self.session.poll_timeout();
-        match (session, self.drained_at) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [self.session.poll_timeout(), self.drained_at]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     pub(crate) fn handle_transport_error(
