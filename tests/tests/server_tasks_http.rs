@@ -52,7 +52,17 @@ fn modern(method: &str, mut params: Value, name: Option<&str>) -> HttpRequest {
 
 /// The status, the session id and the JSON body of a complete reply.
 fn send(e: &mut HttpEndpoint, r: &HttpRequest, who: Option<&str>) -> (u16, Option<String>, Value) {
-    match e.handle_request_as(Instant::ZERO, r, who) {
+    send_at(e, Instant::ZERO, r, who)
+}
+
+/// [`send`] at `now`.
+fn send_at(
+    e: &mut HttpEndpoint,
+    now: Instant,
+    r: &HttpRequest,
+    who: Option<&str>,
+) -> (u16, Option<String>, Value) {
+    match e.handle_request_as(now, r, who) {
         HttpReply::Complete(r) => (
             r.status,
             r.header("mcp-session-id").map(str::to_owned),
@@ -63,10 +73,114 @@ fn send(e: &mut HttpEndpoint, r: &HttpRequest, who: Option<&str>) -> (u16, Optio
 }
 
 fn initialize(e: &mut HttpEndpoint) -> String {
+    initialize_as(e, Instant::ZERO, None)
+}
+
+/// A new legacy session of principal `who`, opened at `now`.
+fn initialize_as(e: &mut HttpEndpoint, now: Instant, who: Option<&str>) -> String {
     let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {},
         "clientInfo": {"name": "t", "version": "1"}}});
-    send(e, &legacy(None, &body), None).1.unwrap()
+    send_at(e, now, &legacy(None, &body), who).1.unwrap()
+}
+
+/// Asks session `session` (of `who`) at `now` for a `slow` task, which keeps running
+/// (it ends only after polls): its id, or the error answered.
+fn start_slow_task(
+    e: &mut HttpEndpoint,
+    now: Instant,
+    session: &str,
+    who: Option<&str>,
+) -> Result<String, Value> {
+    let create = call(
+        1,
+        "tools/call",
+        json!({"name": "slow", "arguments": {"text": "x"}, "task": {}}),
+    );
+    let (_, _, r) = send_at(e, now, &legacy(Some(session), &create), who);
+    match r["result"]["task"]["taskId"].as_str() {
+        Some(id) => Ok(id.to_owned()),
+        None => Err(r),
+    }
+}
+
+/// Starts `slow` tasks on `session` until one is refused: how many started, and the
+/// refusal.
+fn fill_session(
+    e: &mut HttpEndpoint,
+    now: Instant,
+    session: &str,
+    who: Option<&str>,
+) -> (usize, Value) {
+    for started in 0..1000 {
+        if let Err(refusal) = start_slow_task(e, now, session, who) {
+            return (started, refusal);
+        }
+    }
+    panic!("a session started 1000 tasks");
+}
+
+/// A principal opening session after session could take every task slot of the server
+/// (64 running tasks per session, 1,024 in all: 17 sessions did it), and nobody else
+/// could start a task until they expired. Its sessions together hold at most a quarter.
+#[test]
+fn one_principal_cannot_take_every_task_slot_by_opening_sessions() {
+    let mut e = endpoint();
+    let mut started = 0;
+    let mut last_refusal = Value::Null;
+    for _ in 0..17 {
+        let session = initialize_as(&mut e, Instant::ZERO, Some("mallory"));
+        let (n, refusal) = fill_session(&mut e, Instant::ZERO, &session, Some("mallory"));
+        started += n;
+        last_refusal = refusal;
+    }
+    assert_eq!(started, mcp_proto::server::tasks::MAX_TASKS_PER_PRINCIPAL);
+    let message = last_refusal["error"]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(message.contains("per principal"), "{last_refusal}");
+    let alice = initialize_as(&mut e, Instant::ZERO, Some("alice"));
+    let started = start_slow_task(&mut e, Instant::ZERO, &alice, Some("alice"));
+    assert!(started.is_ok(), "{started:?}");
+}
+
+/// The tasks of a legacy session that ended (`DELETE`) or expired are reachable by
+/// nobody: they go with it, freeing their slots (they held them until their own expiry,
+/// ten minutes on).
+#[test]
+fn a_sessions_tasks_go_with_the_session() {
+    let mut config = HttpEndpointConfig::default();
+    config.session_idle_timeout = std::time::Duration::from_secs(60);
+    let mut e = HttpEndpoint::with_sessions(example::with_tasks(), config, &[3; 32]);
+    let per_principal = mcp_proto::server::tasks::MAX_TASKS_PER_PRINCIPAL;
+    let per_session = mcp_proto::server::tasks::MAX_TASKS;
+    let sessions: Vec<String> = (0..per_principal / per_session)
+        .map(|_| initialize(&mut e))
+        .collect();
+    for s in &sessions {
+        assert_eq!(fill_session(&mut e, Instant::ZERO, s, None).0, per_session);
+    }
+    let late = initialize(&mut e);
+    assert!(start_slow_task(&mut e, Instant::ZERO, &late, None).is_err());
+    let delete = HttpRequest::new("DELETE", "/mcp")
+        .with_header("Host", "127.0.0.1")
+        .with_header("Mcp-Session-Id", &sessions[0])
+        .with_header("MCP-Protocol-Version", "2025-11-25");
+    assert_eq!(send(&mut e, &delete, None).0, 200);
+    assert_eq!(
+        fill_session(&mut e, Instant::ZERO, &late, None).0,
+        per_session
+    );
+    // The others idle out; the late one stays in use. A request naming an expired one
+    // finds it gone (404), its tasks with it.
+    let later = Instant::ZERO + std::time::Duration::from_secs(50);
+    let list = legacy(Some(&late), &call(2, "tasks/list", json!({})));
+    assert_eq!(send_at(&mut e, later, &list, None).0, 200);
+    let expired = Instant::ZERO + std::time::Duration::from_secs(61);
+    let list = legacy(Some(&sessions[1]), &call(3, "tasks/list", json!({})));
+    assert_eq!(send_at(&mut e, expired, &list, None).0, 404);
+    let fresh = initialize_as(&mut e, expired, None);
+    assert_eq!(fill_session(&mut e, expired, &fresh, None).0, per_session);
 }
 
 fn call(id: i64, method: &str, params: Value) -> Value {

@@ -738,6 +738,7 @@ impl HttpEndpoint {
     /// stream gets `notifications/tasks/status` there for its tasks that changed. Drain
     /// [`HttpEndpoint::poll_ready`] afterwards.
     pub fn handle_timeout(&mut self, now: Instant) {
+        self.drop_ended_sessions_tasks();
         self.server.handle_timeout(now);
         self.route(None);
         let sessions = self.listening_sessions();
@@ -1228,6 +1229,18 @@ impl HttpEndpoint {
         state.is_none_or(|s| s.serves(principal))
     }
 
+    /// Drops the tasks of the legacy sessions gone since the last time: nobody can reach
+    /// them any more, and they would hold their slots and bytes until they expire.
+    fn drop_ended_sessions_tasks(&mut self) {
+        let Some(t) = &mut self.sessions else {
+            return;
+        };
+        let scopes = t.take_ended_scopes();
+        if !scopes.is_empty() {
+            self.server.tasks.drop_scopes(&scopes);
+        }
+    }
+
     /// Forgets what the endpoint holds for a session that expired (its legacy state,
     /// parked calls included, is gone already): its exchanges, its `GET` stream (ended),
     /// its stored events.
@@ -1412,6 +1425,7 @@ impl HttpEndpoint {
         (chunked, close): (bool, bool),
         session: Option<String>,
     ) -> HttpReply {
+        self.drop_ended_sessions_tasks();
         let key = self.fresh_key();
         let original = std::mem::replace(&mut request.id, RequestId::Number(key));
         let resumable = session.clone().filter(|_| self.store.is_some());

@@ -139,6 +139,11 @@ impl LegacyState {
             .is_none_or(|s| s.principal.as_deref() == principal)
     }
 
+    /// The scope of this session's tasks, once `initialize` succeeded.
+    pub(super) fn task_scope(&self) -> Option<u64> {
+        self.session.as_ref().map(|s| s.task_scope)
+    }
+
     /// Whether no call of this session is parked waiting for its client's input.
     pub(super) fn no_parked_calls(&self) -> bool {
         self.pending.is_empty()

@@ -53,15 +53,17 @@
 //! real UTC times. Without it, ids are sequential (`task-1`, …), which the spec allows
 //! only where requestors are trusted or bound to an authorization context, and every
 //! timestamp reads [`TIMESTAMP`]. A task expires [`TTL_MS`] after its creation (it is then
-//! "not found"). Each requestor keeps at most [`MAX_TASKS`], the whole server
-//! [`MAX_STORED_TASKS`]: to make room the oldest ended task goes, and when only running
-//! ones are left a new task is refused (a running task is never dropped for another's).
+//! "not found"); a legacy session's tasks go with the session (over HTTP: ended, expired
+//! or evicted). Each requestor keeps at most [`MAX_TASKS`], each principal over all its
+//! sessions [`MAX_TASKS_PER_PRINCIPAL`], the whole server [`MAX_STORED_TASKS`]: to make
+//! room the oldest ended task goes, and when only running ones are left a new task is
+//! refused (a running task is never dropped for another's).
 //! Status notifications and the timer are in `task_events.rs`: a 2025 task's owner session
 //! gets `notifications/tasks/status` when its status changes, a 2026 task's principal
 //! `notifications/tasks` on a listen naming it, and a 2025 `tasks/result` on a task
 //! not ended is held until it ends.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
@@ -79,6 +81,12 @@ use super::{Params, Server, ToolOutcome};
 /// Tasks kept at most per requestor; the oldest ended one goes first, and with none
 /// ended a new one is refused.
 pub const MAX_TASKS: usize = 64;
+
+/// Tasks kept at most per principal, over all its legacy sessions and both eras (all
+/// unauthenticated clients are one principal here): a quarter of the server's, so that
+/// a principal opening session after session cannot take every slot. The oldest ended
+/// one of the principal goes first, and with none ended a new one is refused.
+pub const MAX_TASKS_PER_PRINCIPAL: usize = 256;
 
 /// Tasks kept at most by the whole server; the oldest ended one goes first, and with
 /// none ended a new one is refused.
@@ -237,6 +245,19 @@ impl TaskStore {
         }
     }
 
+    /// Drops the tasks of the legacy sessions whose task scopes are `scopes` (sessions
+    /// that ended: nobody can reach their tasks), with the `tasks/result` requests
+    /// waiting on them.
+    pub(super) fn drop_scopes(&mut self, scopes: &[u64]) {
+        let scopes: BTreeSet<u64> = scopes.iter().copied().collect();
+        let gone = |t: &ServerTask| t.owner.scope.is_some_and(|s| scopes.contains(&s));
+        let dropped: BTreeSet<String> = (self.tasks.iter().filter(|t| gone(t)))
+            .map(|t| t.id.clone())
+            .collect();
+        self.tasks.retain(|t| !gone(t));
+        self.waiting.retain(|w| !dropped.contains(&w.task));
+    }
+
     /// Drops the tasks whose lifetime is over.
     pub(super) fn expire(&mut self, now: Instant) {
         let ttl = Duration::from_millis(TTL_MS);
@@ -245,7 +266,8 @@ impl TaskStore {
     }
 
     /// Makes room for one more task of `owner` by dropping the oldest ended task (of
-    /// `owner` when it is at [`MAX_TASKS`], of anyone when the server is at
+    /// `owner` when it is at [`MAX_TASKS`], of its principal when that is at
+    /// [`MAX_TASKS_PER_PRINCIPAL`], of anyone when the server is at
     /// [`MAX_STORED_TASKS`]). A running task is never dropped to make room: when only
     /// running ones are left, the new task is refused, so that no requestor (and no
     /// anonymous client, who all share one requestor in 2026-07-28) can make another's
@@ -272,6 +294,17 @@ impl TaskStore {
                 codes::INTERNAL_ERROR,
                 format!(
                     "Too many tasks running ({MAX_TASKS} at most per requestor); try again later"
+                ),
+            ));
+        }
+        let same_principal = |t: &ServerTask| t.owner.principal == owner.principal;
+        let theirs = self.tasks.iter().filter(|t| same_principal(t)).count();
+        if theirs >= MAX_TASKS_PER_PRINCIPAL && self.drop_oldest_ended(same_principal).is_none() {
+            return Err(ErrorObject::new(
+                codes::INTERNAL_ERROR,
+                format!(
+                    "Too many tasks running ({MAX_TASKS_PER_PRINCIPAL} at most per principal, \
+                     over all its sessions); try again later"
                 ),
             ));
         }

@@ -8,6 +8,10 @@
 //! request has named since its `initialize` (what a flood of `initialize`s leaves),
 //! then the one unused longest. A client whose session was evicted gets 404 and
 //! initializes again. Only when every session is in use is the `initialize` refused.
+//!
+//! A session's tasks are reachable through it only: the task scope of every session
+//! that goes (ended, expired, evicted) is kept until the endpoint takes it
+//! ([`Sessions::take_ended_scopes`]) to drop those tasks.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -35,6 +39,8 @@ pub(super) struct Sessions {
     table: BTreeMap<String, Entry>,
     max: usize,
     idle: Duration,
+    /// The task scopes of the sessions gone since the endpoint last took them.
+    ended_scopes: Vec<u64>,
 }
 
 /// Why no session could be created.
@@ -48,7 +54,30 @@ impl Sessions {
             table: BTreeMap::new(),
             max,
             idle,
+            ended_scopes: Vec::new(),
         }
+    }
+
+    /// Keeps the task scope of a session's state that goes.
+    fn ended(&mut self, state: Option<&LegacyState>) {
+        if let Some(scope) = state.and_then(LegacyState::task_scope) {
+            self.ended_scopes.push(scope);
+        }
+    }
+
+    /// Drops the entry of `id`, keeping its task scope; whether it was there.
+    fn drop_entry(&mut self, id: &str) -> bool {
+        let Some(entry) = self.table.remove(id) else {
+            return false;
+        };
+        self.ended(entry.state.as_ref());
+        true
+    }
+
+    /// The task scopes of the sessions gone since the last call (a state swapped into
+    /// the machine when its session went counts once it is put back).
+    pub(super) fn take_ended_scopes(&mut self) -> Vec<u64> {
+        std::mem::take(&mut self.ended_scopes)
     }
 
     /// A fresh unguessable token (128 bits, base64url): session ids and the public ids
@@ -125,7 +154,7 @@ impl Sessions {
             .min_by_key(|(_, e)| (e.returned, e.last_used))
             .map(|(id, _)| id.clone())
             .ok_or(Full)?;
-        self.table.remove(&victim);
+        self.drop_entry(&victim);
         expired.push(victim);
         Ok(())
     }
@@ -161,14 +190,13 @@ impl Sessions {
     /// Drops the sessions idle longer than the idle timeout (and not `busy`); their ids.
     pub(super) fn sweep(&mut self, now: Instant, busy: impl Fn(&str) -> bool) -> Vec<String> {
         let idle = self.idle;
-        let mut expired = Vec::new();
-        self.table.retain(|id, e| {
-            let keep = busy(id) || now.saturating_duration_since(e.last_used) < idle;
-            if !keep {
-                expired.push(id.clone());
-            }
-            keep
-        });
+        let expired: Vec<String> = (self.table.iter())
+            .filter(|(id, e)| !busy(id) && now.saturating_duration_since(e.last_used) >= idle)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &expired {
+            self.drop_entry(id);
+        }
         expired
     }
 
@@ -179,7 +207,7 @@ impl Sessions {
             return false;
         };
         if !busy && now.saturating_duration_since(entry.last_used) >= self.idle {
-            self.table.remove(id);
+            self.drop_entry(id);
             return false;
         }
         entry.returned = true;
@@ -200,14 +228,16 @@ impl Sessions {
 
     /// Puts the state of `id` back.
     pub(super) fn put_back(&mut self, id: &str, state: LegacyState) {
-        if let Some(entry) = self.table.get_mut(id) {
-            entry.state = Some(state);
+        match self.table.get_mut(id) {
+            Some(entry) => entry.state = Some(state),
+            // The session went while its state was in the machine.
+            None => self.ended(Some(&state)),
         }
     }
 
     /// Ends session `id`; whether it existed.
     pub(super) fn remove(&mut self, id: &str) -> bool {
-        self.table.remove(id).is_some()
+        self.drop_entry(id)
     }
 
     /// Sessions held.
