@@ -49,7 +49,8 @@ pub struct ServerLimits {
     pub max_listen_items: usize,
     /// Bytes the stored tasks keep, over all of them: what clients sent (each task's
     /// arguments, capabilities and answers) and the outcomes their handlers gave, as
-    /// JSON. A new task that would pass it
+    /// held in memory (estimated from above; a parsed value takes many times its JSON
+    /// text, ten times and more for small members). A new task that would pass it
     /// makes room by dropping the oldest ended tasks, and is refused (`-32603`) when only
     /// running ones are left. Default 64 MiB.
     pub max_task_bytes: usize,

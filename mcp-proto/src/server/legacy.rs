@@ -21,22 +21,61 @@ use super::calls::{self, Target, error_result, invalid};
 use super::registry::ToolOutcome;
 use super::{Params, Server};
 
-/// The most bytes of client capabilities a legacy session keeps (as JSON); an
-/// `initialize` with more is refused. A session record, capabilities included, must fit a
-/// session store's [`MAX_SESSION_RECORD_BYTES`](super::http::MAX_SESSION_RECORD_BYTES).
+/// The most bytes of client capabilities a legacy session keeps, as JSON and as held in
+/// memory ([`held_bytes`]); an `initialize` with more is refused. A session record,
+/// capabilities included, must fit a session store's
+/// [`MAX_SESSION_RECORD_BYTES`](super::http::MAX_SESSION_RECORD_BYTES).
 pub const MAX_CLIENT_CAPABILITIES_BYTES: usize = 64 * 1024;
 
-/// The size of client capabilities that `keeper` (a session, a task) is to keep for
-/// later, as JSON bytes; `-32602` naming it past [`MAX_CLIENT_CAPABILITIES_BYTES`].
+/// The bytes of memory client capabilities that `keeper` (a session, a task) is to keep
+/// for later hold ([`held_bytes`]); `-32602` naming it when they pass
+/// [`MAX_CLIENT_CAPABILITIES_BYTES`] as JSON or in memory.
 pub(crate) fn capabilities_kept(caps: &Value, keeper: &str) -> Result<usize, ErrorObject> {
     let size = json_size(caps);
-    if size > MAX_CLIENT_CAPABILITIES_BYTES {
+    let held = held_bytes(caps);
+    if size.max(held) > MAX_CLIENT_CAPABILITIES_BYTES {
         return Err(invalid(format!(
-            "`capabilities` is {size} bytes, over the {MAX_CLIENT_CAPABILITIES_BYTES} \
-             {keeper} keeps"
+            "`capabilities` is {size} bytes ({held} held in memory), over the \
+             {MAX_CLIENT_CAPABILITIES_BYTES} {keeper} keeps"
         )));
     }
-    Ok(size)
+    Ok(held)
+}
+
+/// The bytes of memory `value` holds, estimated from above: a parsed value costs many
+/// times its JSON text (an object member of 12 bytes of text takes about 150), so what a
+/// server keeps for a client is counted this way, not by its text. Each value is 32
+/// bytes, each heap block 16 more for the allocator; an array holds its capacity; an
+/// object member holds its key and, in a B-tree node that may be half empty, twice its
+/// slot. Recursive: what the server keeps from a client was nested at most
+/// `max_nesting_depth` deep.
+pub(crate) fn held_bytes(value: &Value) -> usize {
+    std::mem::size_of::<Value>() + held_beyond_slot(value)
+}
+
+/// What `value` holds beyond its own slot.
+fn held_beyond_slot(value: &Value) -> usize {
+    const VALUE: usize = std::mem::size_of::<Value>();
+    const BLOCK: usize = 16;
+    const MEMBER: usize = 2 * (std::mem::size_of::<String>() + VALUE);
+    match value {
+        Value::String(s) => s.capacity() + BLOCK,
+        Value::Array(items) => {
+            let slots = items.capacity() * VALUE + BLOCK;
+            slots + items.iter().map(held_beyond_slot).sum::<usize>()
+        }
+        Value::Object(members) => (members.iter())
+            .map(|(k, v)| MEMBER + k.capacity() + BLOCK + held_beyond_slot(v))
+            .sum(),
+        _ => 0,
+    }
+}
+
+/// The bytes of memory an error object holds ([`held_bytes`]).
+pub(crate) fn error_held_bytes(e: &ErrorObject) -> usize {
+    std::mem::size_of::<ErrorObject>()
+        + e.message.capacity()
+        + e.data.as_ref().map_or(0, held_bytes)
 }
 
 /// How many bytes `value` takes as compact JSON, counted without keeping them.

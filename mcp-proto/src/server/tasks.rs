@@ -155,10 +155,10 @@ pub(super) struct ServerTask {
     round: u32,
     /// The status last told to its owner (status notifications are sent for changes).
     pub(super) announced: &'static str,
-    /// What clients sent that it keeps (arguments, capabilities, answers), as JSON
-    /// bytes: counted against `ServerLimits::max_task_bytes`.
+    /// What clients sent that it keeps (arguments, capabilities, answers), as bytes held
+    /// in memory (estimated): counted against `ServerLimits::max_task_bytes`.
     client_bytes: usize,
-    /// What its outcome holds, as JSON bytes, once the handler gave one: counted too (a
+    /// What its outcome holds in memory, once the handler gave one: counted too (a
     /// tool may return what it was sent, or more).
     outcome_bytes: usize,
 }
@@ -406,8 +406,8 @@ impl ServerTask {
             _ => Held::Never,
         };
         self.outcome_bytes = match &held {
-            Held::Outcome(Ok(v)) => super::legacy::json_size(v),
-            Held::Outcome(Err(e)) => super::legacy::json_size(e),
+            Held::Outcome(Ok(v)) => super::legacy::held_bytes(v),
+            Held::Outcome(Err(e)) => super::legacy::error_held_bytes(e),
             _ => 0,
         };
         self.held = Some(held);
@@ -638,11 +638,13 @@ impl Server {
         // It keeps the client's capabilities for its later rounds: no more of them than
         // a legacy session keeps.
         let size = super::legacy::capabilities_kept(caps, "a task")?;
-        let client_bytes = size + super::legacy::json_size(&target.arguments);
+        let client_bytes = size + super::legacy::held_bytes(&target.arguments);
         let client_bytes = client_bytes
-            + first
-                .as_ref()
-                .map_or(0, |(_, inputs, _)| super::legacy::json_size(inputs));
+            + first.as_ref().map_or(0, |(_, inputs, _)| {
+                (inputs.iter())
+                    .map(|(k, v)| k.len() + super::legacy::held_bytes(v))
+                    .sum::<usize>()
+            });
         let owner = self.task_owner(era);
         // Outcomes due by now show, so that tasks that ended can make room.
         self.tasks.refresh_all(now);
@@ -791,7 +793,7 @@ impl Server {
                         // Keys not outstanding are ignored, as are answers that are
                         // not objects (the request stays outstanding).
                         if answer.is_object() && task.input_requests.remove(&key).is_some() {
-                            task.client_bytes += key.len() + super::legacy::json_size(&answer);
+                            task.client_bytes += key.len() + super::legacy::held_bytes(&answer);
                             task.inputs.insert(key, answer);
                         }
                     }
