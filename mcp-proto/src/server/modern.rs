@@ -20,6 +20,7 @@ use crate::version::{Era, ProtocolVersion};
 use super::calls::{self, invalid};
 use super::legacy::method_not_found;
 use super::registry::{InputRequestSpec, ToolOutcome};
+use super::seal::MAX_SEALED_STATE_BYTES;
 use super::state::{RequestState, StateContext, StateRefusal};
 use super::{Params, Server};
 
@@ -389,6 +390,17 @@ impl Server {
                 // single-use tool, whose answers must come with a state opened once
                 // (else a first try with answers would replay its effect at will).
                 let stateless = params.get("requestState").is_none() && !binding.single_use;
+                let most = (self.config.limits.max_inputs_per_round)
+                    .saturating_mul(self.config.limits.max_input_rounds as usize);
+                if stateless && answers.len() > most {
+                    return Err(invalid(format!(
+                        "`inputResponses` carries {} answers; a call is asked for at most \
+                         {most} ({} per round, {} rounds)",
+                        answers.len(),
+                        self.config.limits.max_inputs_per_round,
+                        self.config.limits.max_input_rounds
+                    )));
+                }
                 for (key, answer) in answers {
                     if stateless || asked.contains(key) {
                         inputs.insert(key.clone(), answer.clone());
@@ -443,6 +455,14 @@ impl Server {
             done.inputs,
         );
         let token = self.config.state_codec.seal(&binding.context(), &state);
+        if token.len() > MAX_SEALED_STATE_BYTES {
+            // Issued, it would be refused when it comes back: the call could never go on.
+            return Err(invalid(format!(
+                "the answers this call carries take {} bytes as `requestState`, over the \
+                 {MAX_SEALED_STATE_BYTES} it may hold",
+                token.len()
+            )));
+        }
         Ok(json!({
             "resultType": "input_required",
             "inputRequests": requests,

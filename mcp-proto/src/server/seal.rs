@@ -28,7 +28,9 @@ use super::state::{RequestState, RequestStateCodec, StateContext, StateRefusal};
 use crate::Instant;
 use crate::auth::crypto::{Drbg, constant_time_eq, hmac_sha256, sha256};
 
-/// The longest token opened; anything longer is refused unread.
+/// The longest token opened; anything longer is refused unread. A server never issues
+/// a longer `requestState`, whatever its codec: a call whose answers would need one is
+/// refused (`-32602`) instead.
 pub const MAX_SEALED_STATE_BYTES: usize = 256 * 1024;
 /// The longest key id.
 pub const MAX_KEY_ID_BYTES: usize = 32;

@@ -1327,3 +1327,52 @@ fn requests_read_with_a_kept_meta_get_the_replies_of_requests_read_in_full() {
         );
     }
 }
+
+/// A first try's answers go to the handler and into the state of the next round: never
+/// more answers than a call could be asked for, and never a state too large to open
+/// again (600,000 unasked answers made a 10 MB `requestState` the server then refused).
+#[test]
+fn a_first_tries_answers_are_bounded() {
+    let caps = json!({"elicitation": {"form": {}}});
+    let answers = |n: usize, size: usize| -> Value {
+        let filler = "x".repeat(size);
+        (0..n)
+            .map(|i| {
+                (
+                    format!("k{i}"),
+                    json!({"action": "accept", "content": {"f": filler}}),
+                )
+            })
+            .collect::<serde_json::Map<_, _>>()
+            .into()
+    };
+    let limits = crate::server::ServerLimits::default();
+    let most = limits.max_inputs_per_round * limits.max_input_rounds as usize;
+    let mut sealed = example::server();
+    sealed.seal_request_states([5; 32], 1_800_000_000_000);
+    for server in [example::server(), sealed] {
+        let mut p = Peer::new(server);
+        let try_with = |p: &mut Peer, inputs: Value| {
+            let params = json!({"name": "confirm", "inputResponses": inputs});
+            p.call(json!(1), "tools/call", modern(params, caps.clone()))
+        };
+        let r = try_with(&mut p, answers(most + 1, 0));
+        assert_eq!(r["error"]["code"], -32602, "{r}");
+        let message = r["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("`inputResponses` carries 161 answers"),
+            "{message}"
+        );
+        let r = try_with(&mut p, answers(100, 4000));
+        assert_eq!(r["error"]["code"], -32602, "{r}");
+        let message = r["error"]["message"].as_str().unwrap();
+        assert!(message.contains("as `requestState`"), "{message}");
+        // Under both bounds, the state issued opens again.
+        let r = try_with(&mut p, answers(most, 100));
+        let state = r["result"]["requestState"].as_str().expect("a state");
+        let retry = json!({"name": "confirm", "requestState": state,
+            "inputResponses": {"confirm": {"action": "decline"}}});
+        let r = p.call(json!(2), "tools/call", modern(retry, caps.clone()));
+        assert_eq!(r, ok(json!(2), complete(text("declined"))));
+    }
+}
