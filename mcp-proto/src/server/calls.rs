@@ -10,6 +10,17 @@ use super::Params;
 use super::config::ServerLimits;
 use super::registry::{InputRequestSpec, Tool, ToolCall, ToolOutcome};
 
+/// At most the first 64 bytes of `s` (on a character boundary): what an error message
+/// echoes of a value a client sent (a method, a name, a key, a version), which may be as
+/// long as a header or a body allows.
+pub(crate) fn clipped(s: &str) -> &str {
+    let mut end = s.len().min(64);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
 /// Which tool, with which arguments.
 #[derive(Debug, Clone)]
 pub(super) struct Target {
@@ -42,7 +53,7 @@ fn tool_name<'p>(params: &'p Params, tools: &[Tool]) -> Result<&'p str, ErrorObj
         return Err(invalid("`name` must be a string"));
     };
     if !tools.iter().any(|t| t.name == name) {
-        return Err(invalid(format!("Unknown tool: {name}")));
+        return Err(invalid(format!("Unknown tool: {}", clipped(name))));
     }
     Ok(name)
 }
@@ -66,7 +77,7 @@ pub(super) fn invoke(
     progress_token: Option<&Value>,
 ) -> ToolOutcome {
     let Some(tool) = tools.iter_mut().find(|t| t.name == target.name) else {
-        return ToolOutcome::Error(invalid(format!("Unknown tool: {}", target.name)));
+        return ToolOutcome::Error(invalid(format!("Unknown tool: {}", clipped(&target.name))));
     };
     let call = ToolCall {
         name: &target.name,

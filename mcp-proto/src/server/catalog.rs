@@ -141,7 +141,7 @@ impl Server {
                 },
                 "Resource not found",
             )
-            .with_data(json!({"uri": uri}))),
+            .with_data(json!({"uri": super::calls::clipped(uri)}))),
         }
     }
 
@@ -214,7 +214,10 @@ impl Server {
             return Err(invalid("`name` must be a string"));
         };
         let Some(prompt) = self.config.prompts.iter().find(|p| p.name == name) else {
-            return Err(invalid(format!("Unknown prompt: {name}")));
+            return Err(invalid(format!(
+                "Unknown prompt: {}",
+                super::calls::clipped(name)
+            )));
         };
         let args = match params.get("arguments") {
             None | Some(Value::Null) => Map::new(),
@@ -244,7 +247,10 @@ impl Server {
         client_capabilities: &Value,
     ) -> ToolOutcome {
         let Some(prompt) = self.config.prompts.iter_mut().find(|p| p.name == name) else {
-            return ToolOutcome::Error(invalid(format!("Unknown prompt: {name}")));
+            return ToolOutcome::Error(invalid(format!(
+                "Unknown prompt: {}",
+                super::calls::clipped(name)
+            )));
         };
         let call = PromptCall {
             name,

@@ -339,7 +339,7 @@ impl Server {
             .filter(|v| v.era() == Era::Legacy && policy.accepts(*v));
         let Some(version) = echoed.or_else(|| policy.newest(Era::Legacy)) else {
             return Err(invalid("Unsupported protocol version").with_data(
-                json!({"supported": self.supported_versions(), "requested": requested}),
+                json!({"supported": self.supported_versions(), "requested": calls::clipped(requested)}),
             ));
         };
         let client_caps = match params.get("capabilities") {
@@ -403,7 +403,7 @@ impl Server {
         if on && !self.resource_exists(uri) {
             return Err(
                 ErrorObject::new(codes::RESOURCE_NOT_FOUND, "Resource not found")
-                    .with_data(json!({"uri": uri})),
+                    .with_data(json!({"uri": calls::clipped(uri)})),
             );
         }
         let max = self.config.limits.max_subscriptions;
@@ -565,7 +565,8 @@ impl Server {
                 self.cancel_outstanding(&call, "the tool call failed");
                 let text = format!(
                     "input request `{key}` failed: {} (code {})",
-                    e.message, e.code
+                    calls::clipped(&e.message),
+                    e.code
                 );
                 self.answer_call(&call, Ok(error_result(text)));
             }
@@ -606,6 +607,6 @@ pub(super) fn progress_token(params: &Params) -> Option<Value> {
 pub(super) fn method_not_found(method: &str) -> ErrorObject {
     ErrorObject::new(
         codes::METHOD_NOT_FOUND,
-        format!("Method not found: {method}"),
+        format!("Method not found: {}", calls::clipped(method)),
     )
 }

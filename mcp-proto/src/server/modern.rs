@@ -171,9 +171,15 @@ impl Server {
             Some(v) if v.era() == Era::Modern && self.config.versions.accepts(v) => Ok((v, caps)),
             _ => Err(ErrorObject::new(
                 codes::UNSUPPORTED_PROTOCOL_VERSION,
-                format!("Unsupported protocol version: {requested}"),
+                format!(
+                    "Unsupported protocol version: {}",
+                    calls::clipped(requested)
+                ),
             )
-            .with_data(json!({"supported": self.supported_versions(), "requested": requested}))),
+            .with_data(json!({
+                "supported": self.supported_versions(),
+                "requested": calls::clipped(requested),
+            }))),
         }
     }
 
@@ -379,8 +385,9 @@ impl Server {
             Some(Value::Object(answers)) => {
                 if let Some((key, _)) = answers.iter().find(|(_, a)| !a.is_object()) {
                     return Err(invalid(format!(
-                        "`inputResponses.{key}` must be an object (an ElicitResult, \
-                         CreateMessageResult or ListRootsResult)"
+                        "`inputResponses.{}` must be an object (an ElicitResult, \
+                         CreateMessageResult or ListRootsResult)",
+                        calls::clipped(key)
                     )));
                 }
                 // With a state, only keys asked in its last round count. Without one (a

@@ -1376,3 +1376,58 @@ fn a_first_tries_answers_are_bounded() {
         assert_eq!(r, ok(json!(2), complete(text("declined"))));
     }
 }
+
+/// An error names what a client sent wrong without echoing all of it: a method, a tool
+/// or prompt name, a URI, a version or an answer key as long as the message allows came
+/// back whole (a 7 MB key made a 7 MB answer), twice for a version (message and data).
+#[test]
+fn errors_echo_at_most_a_clip_of_what_was_sent() {
+    let long = "Z".repeat(100_000);
+    let caps = json!({"elicitation": {"form": {}}});
+    let mut bad_answer = serde_json::Map::new();
+    bad_answer.insert(long.clone(), json!(1));
+    let cases = [
+        (long.as_str(), modern(json!({}), caps.clone())),
+        ("tools/call", modern(json!({"name": long}), caps.clone())),
+        ("prompts/get", modern(json!({"name": long}), caps.clone())),
+        ("resources/read", modern(json!({"uri": long}), caps.clone())),
+        (
+            "tools/call",
+            modern(
+                json!({"name": "confirm", "inputResponses": bad_answer}),
+                caps.clone(),
+            ),
+        ),
+        (
+            "tools/list",
+            json!({"_meta": {"io.modelcontextprotocol/protocolVersion": long,
+                "io.modelcontextprotocol/clientCapabilities": {}}}),
+        ),
+    ];
+    for (method, params) in cases {
+        let mut p = Peer::new(example::server());
+        let reply = p.call(json!(1), method, params);
+        assert!(
+            reply["error"]["code"].is_i64(),
+            "{method:.40}: not an error"
+        );
+        let text = reply.to_string();
+        assert!(text.contains("ZZZZ"), "{method:.40}: names nothing: {text}");
+        assert!(text.len() < 1024, "{method:.40}: {} bytes", text.len());
+    }
+    // A legacy initialize with an unknown version names it clipped too.
+    let mut p = Peer::new(example::server_with(|c| {
+        c.versions.accepted = vec![ProtocolVersion::V2026_07_28];
+    }));
+    let reply = p.call(
+        json!(0),
+        "initialize",
+        json!({"protocolVersion": long, "capabilities": {}, "clientInfo": info()}),
+    );
+    let text = reply.to_string();
+    assert!(
+        text.contains("ZZZZ") && text.len() < 1024,
+        "{} bytes",
+        text.len()
+    );
+}

@@ -13,6 +13,7 @@ use crate::jsonrpc::{ErrorObject, codes};
 use crate::version::{Era, ProtocolVersion};
 
 use super::super::Server;
+use super::super::calls::clipped;
 use super::reader::HttpRequest;
 
 const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -267,16 +268,6 @@ pub(crate) fn check_params<'h>(
         }
     }
     Ok(())
-}
-
-/// At most the first 64 bytes of `s` (on a character boundary): what an error message
-/// echoes of a value a client sent, which may be as long as a header or a body allows.
-fn clipped(s: &str) -> &str {
-    let mut end = s.len().min(64);
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
 }
 
 /// Whether the header text `text` equals the body value written as `raw` JSON.
