@@ -14,7 +14,12 @@ use super::registry::{InputRequestSpec, Tool, ToolCall, ToolOutcome};
 /// echoes of a value a client sent (a method, a name, a key, a version), which may be as
 /// long as a header or a body allows.
 pub(crate) fn clipped(s: &str) -> &str {
-    let mut end = s.len().min(64);
+    clipped_to(s, 64)
+}
+
+/// At most the first `max` bytes of `s`, on a character boundary.
+pub(crate) fn clipped_to(s: &str, max: usize) -> &str {
+    let mut end = s.len().min(max);
     while !s.is_char_boundary(end) {
         end -= 1;
     }

@@ -565,7 +565,8 @@ impl Server {
                 self.cancel_outstanding(&call, "the tool call failed");
                 let text = format!(
                     "input request `{key}` failed: {} (code {})",
-                    calls::clipped(&e.message),
+                    // A client's error message, echoed to that client: a sentence's worth.
+                    calls::clipped_to(&e.message, 256),
                     e.code
                 );
                 self.answer_call(&call, Ok(error_result(text)));
