@@ -194,6 +194,10 @@ pub enum DecodeError {
     /// JSON, but not an object (batches were removed in 2025-06-18).
     #[error("a JSON-RPC message must be a JSON object")]
     NotAnObject,
+    /// A JSON object, but a member of the envelope has the wrong type (a `method` that
+    /// is not a string, …): the parser's words, naming what it expected.
+    #[error("a member has the wrong type: {0}")]
+    Member(String),
     /// `jsonrpc` is missing or is not `"2.0"`.
     #[error("`jsonrpc` must be \"2.0\"")]
     Version,
@@ -458,7 +462,17 @@ impl Message {
             Ok(text) => serde_json::from_str(text),
             Err(_) => serde_json::from_slice(bytes),
         };
-        let env = env.map_err(|e| DecodeError::Json(e.to_string()))?;
+        let env = env.map_err(|e| {
+            // Valid JSON whose envelope does not read is an invalid message, not a parse
+            // error (a second pass, only for messages that fail).
+            let json = std::str::from_utf8(bytes)
+                .is_ok_and(|text| serde_json::from_str::<de::IgnoredAny>(text).is_ok());
+            if json {
+                DecodeError::Member(e.to_string())
+            } else {
+                DecodeError::Json(e.to_string())
+            }
+        })?;
         if env.jsonrpc.map(RawValue::get) != Some("\"2.0\"") {
             return Err(DecodeError::Version);
         }
@@ -636,6 +650,9 @@ pub(crate) struct Sniffed {
     /// A top-level `method` member was seen: a request or a notification, so not the
     /// answer to anything.
     pub(crate) has_method: bool,
+    /// Every top-level member was read (up to the object's closing brace): no `method`
+    /// seen means there is none.
+    pub(crate) whole: bool,
 }
 
 /// Walks the top-level members of a JSON object, skipping their values without decoding
@@ -672,6 +689,7 @@ pub(crate) fn sniff(bytes: &[u8]) -> Sniffed {
         }
         i = skip_ws(bytes, value_end);
         if bytes.get(i) != Some(&b',') {
+            out.whole = bytes.get(i) == Some(&b'}');
             return out;
         }
         i += 1;
@@ -1265,7 +1283,11 @@ mod tests {
             s(r#"{"id":"a\"b","result":1}"#).id,
             Some(RequestId::String("a\"b".into()))
         );
-        assert_eq!(s(r#"{"result":{"id":1}}"#), Sniffed::default());
+        let whole_without_id = Sniffed {
+            whole: true,
+            ..Sniffed::default()
+        };
+        assert_eq!(s(r#"{"result":{"id":1}}"#), whole_without_id);
         assert_eq!(s(r#"{"i\u0064":8,"result":1}"#).id, id(8));
         assert_eq!(s(r#"{"id":1.5,"result":1}"#).id, None);
         assert_eq!(s(r#"{"id":null,"error":{}}"#).id, None);
@@ -1275,6 +1297,8 @@ mod tests {
         // A truncated prefix: members cut off are not read.
         assert_eq!(s(r#"{"jsonrpc":"2.0","id":12"#).id, None);
         assert_eq!(s(r#"{"jsonrpc":"2.0","id":12,"res"#).id, id(12));
+        assert!(!s(r#"{"jsonrpc":"2.0","id":12,"res"#).whole);
+        assert!(s(r#"{"jsonrpc":"2.0","id":12} "#).whole);
         assert!(s(r#"{"method":"notifications/message","params":{"data":"xx"#).has_method);
         assert_eq!(s("[1]"), Sniffed::default());
         assert_eq!(s("not json"), Sniffed::default());

@@ -330,6 +330,7 @@ impl Server {
                     let sniffed = jsonrpc::Sniffed {
                         id: r.id,
                         has_method: false,
+                        whole: true,
                     };
                     self.refuse(&sniffed, e);
                 }
@@ -368,6 +369,19 @@ impl Server {
                 id: Some(id.clone()),
                 outcome,
             });
+            return;
+        }
+        if sniffed.whole && !sniffed.has_method && sniffed.id.is_some() {
+            // A response, malformed, to nothing this server asked: an error carrying its
+            // id would read, to the client, as the answer to its own request of that id.
+            let error = ErrorObject::new(
+                error.code,
+                format!(
+                    "{} (in a response to no request of the server)",
+                    error.message
+                ),
+            );
+            self.send_error(None, &error);
             return;
         }
         self.send_error(sniffed.id.as_ref(), &error);

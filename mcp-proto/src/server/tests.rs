@@ -1431,3 +1431,38 @@ fn errors_echo_at_most_a_clip_of_what_was_sent() {
         text.len()
     );
 }
+
+/// A malformed response to no request of the server is answered with id null: answered
+/// with its id, the client took the error for the answer to its own request of that id
+/// (request 5 got two answers). A message whose `method` is not a string is valid JSON:
+/// an invalid request answered with its id, not a parse error.
+#[test]
+fn malformed_responses_and_members_are_answered_as_what_they_are() {
+    let mut p = Peer::new(example::server());
+    p.initialize("2025-11-25", json!({"elicitation": {}}));
+    let out = p.send(json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                            "params": {"name": "confirm", "arguments": {}}}));
+    assert_eq!(out[0]["method"], "elicitation/create");
+    let asked = out[0]["id"].clone();
+    assert_ne!(asked, json!(5));
+    let reply = p.raw(b"{\"jsonrpc\":\"2.0\",\"id\":5}\n");
+    assert_eq!(reply.len(), 1, "{reply:?}");
+    assert_eq!(reply[0]["id"], json!(null), "{reply:?}");
+    assert_eq!(reply[0]["error"]["code"], -32600);
+    let message = reply[0]["error"]["message"].as_str().unwrap();
+    assert!(message.contains("response to no request"), "{message}");
+    // Request 5 gets its one answer when the elicitation does.
+    let out = p.send(json!({"jsonrpc": "2.0", "id": asked, "result": {"action": "decline"}}));
+    assert_eq!(out, [ok(json!(5), text("declined"))]);
+    for line in [
+        &b"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":5}\n"[..],
+        b"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\",\"params\":{},\"jsonrpc\":7}\n",
+    ] {
+        let reply = p.raw(line);
+        assert_eq!(reply[0]["id"], json!(3), "{reply:?}");
+        assert_eq!(reply[0]["error"]["code"], -32600, "{reply:?}");
+    }
+    let reply = p.raw(b"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":5}\n");
+    let message = reply[0]["error"]["message"].as_str().unwrap();
+    assert!(message.contains("wrong type"), "{message}");
+}
