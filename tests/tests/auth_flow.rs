@@ -927,6 +927,30 @@ fn an_expired_token_is_not_offered() {
     assert_eq!(sim.auth.authorization(), None);
 }
 
+/// A token that lives a minute or less is used for three quarters of its life: a fixed
+/// minute of margin counted it expired on arrival, and it was never sent.
+#[test]
+fn a_short_lived_token_is_offered_for_most_of_its_life() {
+    let mut world = standard_world();
+    let short = json!({"access_token": "at-short", "token_type": "Bearer", "expires_in": 40,
+        "refresh_token": "rt-1"});
+    world.set(&format!("{AS}/token"), ok(&short));
+    let mut sim = Sim::new(config(), world);
+    sim.authorize_fully();
+    assert_eq!(sim.auth.authorization().as_deref(), Some("Bearer at-short"));
+    let creds = sim.auth.credentials();
+    assert_eq!(
+        creds.expires_at.zip(creds.obtained_at),
+        Some((UNIX_START + 40, UNIX_START))
+    );
+    sim.now += Duration::from_secs(29);
+    sim.auth.handle_timeout(sim.now);
+    assert!(sim.auth.authorization().is_some());
+    sim.now += Duration::from_secs(2);
+    sim.auth.handle_timeout(sim.now);
+    assert_eq!(sim.auth.authorization(), None);
+}
+
 // ----- step-up -----------------------------------------------------------------------
 
 #[test]
@@ -1121,6 +1145,7 @@ fn stored(server_url: &str, expires_at: Option<u64>) -> Credentials {
         access_token: Some("stored-at".into()),
         token_type: "Bearer".into(),
         expires_at,
+        obtained_at: None,
         refresh_token: Some("stored-rt".into()),
         requested_scope: Some("mcp:read".into()),
         granted_scope: Some("mcp:read".into()),

@@ -911,6 +911,7 @@ fn stored_credentials_are_sent_from_the_first_request_without_any_flow() {
         access_token: Some("stored-at".into()),
         token_type: "Bearer".into(),
         expires_at: Some(UNIX_START + 3600),
+        obtained_at: Some(UNIX_START),
         refresh_token: None,
         requested_scope: None,
         granted_scope: None,

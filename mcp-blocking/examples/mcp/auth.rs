@@ -148,6 +148,7 @@ pub fn setup(
         c.access_token = None;
         c.refresh_token = None;
         c.expires_at = None;
+        c.obtained_at = None;
     }
     let listener = LoopbackCallback::bind()
         .map_err(|e| Failure::Auth(format!("cannot listen for the browser on 127.0.0.1: {e}")))?;

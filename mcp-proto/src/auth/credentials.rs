@@ -58,6 +58,10 @@ pub struct Credentials {
     /// When the access token expires, in seconds since the Unix epoch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<u64>,
+    /// When the access token was received, in seconds since the Unix epoch: with
+    /// `expires_at`, its lifetime, which sets the margin [`Credentials::is_expired`] keeps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub obtained_at: Option<u64>,
     /// The refresh token.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refresh_token: Option<String>,
@@ -71,6 +75,9 @@ pub struct Credentials {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revocation_endpoint: Option<String>,
 }
+
+/// How long before its expiry a token is no longer sent, at most, in seconds.
+const EXPIRY_MARGIN: u64 = 60;
 
 fn bearer() -> String {
     "Bearer".to_owned()
@@ -87,6 +94,7 @@ impl fmt::Debug for Credentials {
             .field("access_token", &secret(&self.access_token))
             .field("token_type", &self.token_type)
             .field("expires_at", &self.expires_at)
+            .field("obtained_at", &self.obtained_at)
             .field("refresh_token", &secret(&self.refresh_token))
             .field("requested_scope", &self.requested_scope)
             .field("granted_scope", &self.granted_scope)
@@ -96,11 +104,19 @@ impl fmt::Debug for Credentials {
 }
 
 impl Credentials {
-    /// Whether the access token is known to be expired at `unix_now` (with a minute of
-    /// margin). A token without an expiry is assumed valid until a server refuses it.
+    /// Whether the access token is known to be expired at `unix_now`, or close enough to
+    /// it not to be sent: a minute before its expiry, or a quarter of its lifetime
+    /// before when that is shorter (a token that lives 60 s or less, which a fixed
+    /// minute counted expired on arrival, is used for three quarters of its life). A
+    /// token without an expiry is assumed valid until a server refuses it.
     #[must_use]
     pub fn is_expired(&self, unix_now: u64) -> bool {
-        self.expires_at.is_some_and(|t| unix_now + 60 >= t)
+        let Some(expires_at) = self.expires_at else {
+            return false;
+        };
+        let lifetime = self.obtained_at.map(|o| expires_at.saturating_sub(o));
+        let margin = lifetime.map_or(EXPIRY_MARGIN, |l| (l / 4).min(EXPIRY_MARGIN));
+        unix_now.saturating_add(margin) >= expires_at
     }
 
     /// The `Authorization` header value, when there is an access token.

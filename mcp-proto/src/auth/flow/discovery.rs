@@ -101,6 +101,7 @@ impl Authorizer {
             self.creds.access_token = None;
             self.creds.refresh_token = None;
             self.creds.expires_at = None;
+            self.creds.obtained_at = None;
             if moved
                 || self
                     .creds

@@ -229,7 +229,9 @@ impl Authorizer {
             Ok(t) => {
                 self.creds.access_token = Some(t.access_token);
                 self.creds.token_type = t.token_type;
-                self.creds.expires_at = t.expires_in.map(|s| self.unix(now).saturating_add(s));
+                let unix_now = self.unix(now);
+                self.creds.expires_at = t.expires_in.map(|s| unix_now.saturating_add(s));
+                self.creds.obtained_at = Some(unix_now);
                 if t.refresh_token.is_some() {
                     self.creds.refresh_token = t.refresh_token;
                 }

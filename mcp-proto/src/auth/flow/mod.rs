@@ -263,6 +263,7 @@ impl Authorizer {
                 access_token: None,
                 token_type: "Bearer".to_owned(),
                 expires_at: None,
+                obtained_at: None,
                 refresh_token: None,
                 requested_scope: None,
                 granted_scope: None,
