@@ -905,6 +905,18 @@ fn a_refused_refresh_falls_back_to_a_full_authorization() {
     assert_eq!(sim.open_urls().len(), 2);
     assert_eq!(sim.failure(), None);
     assert_eq!(sim.auth.credentials().refresh_token, None);
+    // The store is told: neither dead token is tried again by the next run.
+    let told = (sim.events.iter().rev())
+        .find_map(|e| match e {
+            AuthEvent::CredentialsChanged(c) => Some(c.clone()),
+            _ => None,
+        })
+        .expect("the credentials told");
+    assert_eq!(
+        (told.access_token.as_deref(), told.refresh_token.as_deref()),
+        (None, None)
+    );
+    assert_eq!(sim.auth.authorization(), None);
     sim.world
         .set(&format!("{AS}/token"), token("at-9", Some("rt-9")));
     sim.approve();

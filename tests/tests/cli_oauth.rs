@@ -311,3 +311,50 @@ fn login_call_status_logout_without_leaking_a_secret() {
         );
     }
 }
+
+/// Tokens the authorization server no longer knows: the refresh is refused
+/// (`invalid_grant`). A run without input then fails naming the login to run (the first
+/// such run did not: the refusal came on a call after connecting), and the dead tokens
+/// are not kept to be tried again by every later run.
+#[test]
+fn dead_tokens_are_forgotten_and_the_login_is_named() {
+    if !python_available() {
+        eprintln!("skipped: python3 is not installed");
+        return;
+    }
+    let home = Home::new(
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-oauth"),
+        "dead-tokens",
+    );
+    let fixture = Fixture::start(&home.dir);
+    let add = home.run(&["add", "srv", "--url", &fixture.url(), "--era", "legacy"]);
+    assert!(add.status.success(), "{}", text(&add.stderr));
+    let (out, stderr) = login(&home);
+    assert!(out.status.success(), "login failed:\n{stderr}");
+    let mut s = TcpStream::connect(("127.0.0.1", fixture.port)).unwrap();
+    write!(
+        s,
+        "POST /forget?after=2 HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    let _ = s.read_to_string(&mut answer);
+    assert!(
+        answer.starts_with("HTTP/1.0 200") || answer.starts_with("HTTP/1.1 200"),
+        "{answer}"
+    );
+    // The first run connects (`initialize` and `notifications/initialized` still pass)
+    // and meets the refusal on its `tools/list`; the second meets it connecting.
+    for run in 1..=2 {
+        let refused = home.run(&["--no-input", "tools", "srv"]);
+        assert_eq!(refused.status.code(), Some(1), "run {run}");
+        assert!(
+            text(&refused.stderr).contains("run `mcp auth login srv` first"),
+            "run {run}: {}",
+            text(&refused.stderr)
+        );
+        let status = home.run(&["auth", "status", "srv"]);
+        let shown = text(&status.stdout);
+        assert!(shown.contains("registered, no token"), "run {run}: {shown}");
+    }
+}

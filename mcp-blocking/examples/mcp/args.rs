@@ -207,6 +207,26 @@ pub enum Command {
     },
 }
 
+impl Command {
+    /// The server a command connects to, when it connects to one by name.
+    pub fn server(&self) -> Option<&str> {
+        match self {
+            Command::Tools { server }
+            | Command::Call { server, .. }
+            | Command::Tasks { server }
+            | Command::Resources { server }
+            | Command::Read { server, .. }
+            | Command::Prompts { server }
+            | Command::Skills { server, .. }
+            | Command::Complete { server, .. }
+            | Command::Prompt { server, .. }
+            | Command::Listen { server, .. } => Some(server),
+            Command::Test { name } => Some(name),
+            _ => None,
+        }
+    }
+}
+
 /// `mcp auth <action>`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AuthAction {

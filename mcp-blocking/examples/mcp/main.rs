@@ -56,7 +56,14 @@ fn main() -> ExitCode {
     {
         return ExitCode::from(output::report(global.format, global.verbose, &failure));
     }
-    let code = match run(&global, invocation.command) {
+    // An authorization that needed a person, in a run that takes no input, names the
+    // login to run, whether connecting or a later call met it.
+    let server = invocation.command.server().map(str::to_owned);
+    let result = run(&global, invocation.command).map_err(|failure| match (failure, &server) {
+        (Failure::Mcp(e), Some(name)) => auth::explain(e, name),
+        (failure, _) => failure,
+    });
+    let code = match result {
         _ if interrupt::interrupted() => {
             eprintln!("mcp: interrupted (what was in flight was cancelled at the server)");
             130

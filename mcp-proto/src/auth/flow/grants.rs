@@ -255,7 +255,15 @@ impl Authorizer {
                         }
                     }
                     "invalid_grant" if grant == TokenGrant::Refresh => {
+                        // The refresh token is dead, and the access token it was to
+                        // replace is refused or expired: neither is kept (a store that
+                        // kept them tried them again on every run).
                         self.creds.refresh_token = None;
+                        self.creds.access_token = None;
+                        self.creds.expires_at = None;
+                        self.creds.obtained_at = None;
+                        self.events
+                            .push_back(AuthEvent::CredentialsChanged(Box::new(self.creds.clone())));
                         self.ensure_client(now);
                     }
                     "invalid_grant" if grant == TokenGrant::Code && !self.retried_code => {
