@@ -127,7 +127,7 @@ mod serve;
 mod serve_http;
 
 pub use client::{Canceller, Client, ClientHandle, MachineRef};
-pub use http::{Connector, HttpOptions, TcpConnector, send_auth_request};
+pub use http::{Connector, HttpOptions, TcpConnector, send_auth_request, send_auth_request_within};
 /// The names both adapters export (the protocol types, [`Options`], [`Error`],
 /// [`StdioCommand`], the crates behind the API, …), one list shared with `mcp-smol`.
 pub use mcp_io::api::*;

@@ -5,8 +5,9 @@
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::thread;
+use std::time::Duration;
 
-use mcp_blocking::{HttpOptions, send_auth_request};
+use mcp_blocking::{HttpOptions, send_auth_request, send_auth_request_within};
 use mcp_proto::auth::{Credentials, revocation_requests};
 use mcp_proto::client::Origin;
 use mcp_proto::http::EndpointUrl;
@@ -81,6 +82,34 @@ fn a_revocation_request_is_sent_on_a_connection_of_its_own() {
         seen.ends_with("token=rt-1&token_type_hint=refresh_token"),
         "{seen}"
     );
+}
+
+/// A revocation endpoint that accepts and never answers holds the caller no longer than
+/// the timeout it gave, and the error says so (it held `mcp auth logout --timeout 3` for
+/// 60 s: 30 s for each of two tokens).
+#[test]
+fn a_silent_authorization_server_holds_a_lone_request_only_for_its_timeout() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/revoke", listener.local_addr().unwrap());
+    let (done, wait) = std::sync::mpsc::channel::<()>();
+    let holder = thread::spawn(move || {
+        let (socket, _) = listener.accept().unwrap();
+        // Silent until the client gave up (or 10 s).
+        let _ = wait.recv_timeout(Duration::from_secs(10));
+        drop(socket);
+    });
+    let request = revocation_requests(&credentials(&url), false)
+        .unwrap()
+        .remove(0);
+    let started = std::time::Instant::now();
+    let err = send_auth_request_within(request, &HttpOptions::new(), Duration::from_millis(300))
+        .unwrap_err();
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(3), "held {took:?}");
+    let text = err.to_string();
+    assert!(text.contains("no response within 0.3 s"), "{text}");
+    done.send(()).unwrap();
+    holder.join().unwrap();
 }
 
 #[test]

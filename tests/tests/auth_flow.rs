@@ -1379,7 +1379,7 @@ fn an_unanswered_request_times_out_and_its_late_answer_is_ignored() {
     assert_eq!(
         sim.auth.poll_event(),
         Some(AuthEvent::Failed(AuthError::Timeout {
-            what: "an authorization request".into()
+            what: format!("the authorization request GET {PRM_PATH}")
         }))
     );
     assert!(!sim.auth.wants_response(req.id));

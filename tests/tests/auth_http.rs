@@ -870,9 +870,35 @@ fn an_authorization_request_that_never_answers_times_out() {
     assert_eq!(
         net.closed(),
         Some(CloseReason::Authorization(AuthError::Timeout {
-            what: "an authorization request".into()
+            what: "the authorization request GET https://auth.example.com/.well-known/oauth-authorization-server".into()
         }))
     );
+}
+
+/// Connecting waits on the flow, within the connect deadline (not the probe's short
+/// window: the server did answer, with `401`), and a request of the flow that hangs
+/// past it is named: the handshake's own timeout blamed `server/discover`.
+#[test]
+fn a_hanging_authorization_request_is_named_when_connecting_runs_out_of_time() {
+    let url = EndpointUrl::parse(MCP, false).expect("url");
+    let mut http = HttpConfig::new(url);
+    http.auth = Some(auth_config());
+    http.unix_time = UNIX_START;
+    let mut config = ClientConfig::new("auth-http", "1.0");
+    config.era_mode = mcp_proto::version::EraMode::Auto;
+    config.limits.probe_timeout = Duration::from_secs(3);
+    config.limits.connect_timeout = Duration::from_secs(10);
+    let mut net = Net::new(auth_config());
+    net.client = Client::http(config, http, Instant::ZERO);
+    net.silent.push(PRM.into());
+    net.run_until(|n| n.closed().is_some());
+    assert_eq!(
+        net.closed(),
+        Some(CloseReason::Authorization(AuthError::Timeout {
+            what: format!("the authorization request GET {PRM}")
+        }))
+    );
+    assert_eq!(net.now, Instant::ZERO + Duration::from_secs(10));
 }
 
 #[test]

@@ -14,7 +14,7 @@ use mcp_blocking::mcp_proto::auth::revocation_requests;
 use mcp_blocking::{
     AuthConfig, AuthError, BrowserApproval, CallError, ClientIdentity, CloseReason,
     CredentialStore, Credentials, EndpointUrl, FileCredentialStore, HttpOptions, LoopbackCallback,
-    Options, send_auth_request,
+    Options, send_auth_request_within,
 };
 use serde_json::{Value, json};
 
@@ -40,6 +40,8 @@ pub struct Plan {
     /// Scopes asked for besides the server's (`auth login --scopes`); empty: the
     /// entry's `--oauth-scopes`.
     pub scopes: Vec<String>,
+    /// `--timeout`: also the bound on each of the flow's requests.
+    pub timeout: Option<Duration>,
 }
 
 impl Plan {
@@ -51,6 +53,7 @@ impl Plan {
             fresh: false,
             saved: Arc::default(),
             scopes: Vec::new(),
+            timeout: global.timeout,
         }
     }
 }
@@ -164,6 +167,10 @@ pub fn setup(
     auth.identity = identity(entry.oauth.as_ref())?;
     auth.credentials = saved;
     auth.interactive = plan.interactive;
+    if let Some(t) = plan.timeout {
+        // `--timeout` bounds each of the flow's requests too.
+        auth.request_timeout = auth.request_timeout.min(t);
+    }
     if let Some(o) = &entry.oauth {
         auth.resource.clone_from(&o.resource);
         auth.scopes.clone_from(&o.scopes);
@@ -428,6 +435,7 @@ fn login(
         fresh: true,
         saved: Arc::default(),
         scopes: scopes.to_vec(),
+        timeout: global.timeout,
     };
     let mut client = session::connect_with(global, name, entry.clone(), None, &plan)?;
     client.set_grace_period(Duration::from_millis(500));
@@ -574,14 +582,21 @@ fn revoke(c: &Credentials, global: &Global) -> Revocation {
         Ok(r) => r,
         Err(e) => return Revocation::Skipped(e.to_string()),
     };
-    let mut http = HttpOptions::new();
-    if let Some(t) = global.timeout {
-        http.connect_timeout = t;
-    }
+    let http = HttpOptions::new();
+    // One deadline for both revocations: `--timeout`, else the library's bound for one
+    // request (connecting, then 30 s for the response).
+    let total = global
+        .timeout
+        .unwrap_or(http.connect_timeout + Duration::from_secs(30));
+    let deadline = std::time::Instant::now() + total;
     let mut revoked = false;
     let mut trouble = None;
     for request in requests {
-        match send_auth_request(request, &http) {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        match send_auth_request_within(request, &http, left) {
             Ok(r) if r.status == 200 => revoked = true,
             Ok(r) => trouble = Some(format!("the server answered {}", r.status)),
             Err(e) => trouble = Some(e.to_string()),

@@ -45,7 +45,7 @@ pub(crate) use conns::HttpConns;
 use mcp_io::http::HttpStart;
 #[cfg(feature = "tls")]
 pub use mcp_io::http::default_tls_config;
-pub use one_shot::send_auth_request;
+pub use one_shot::{send_auth_request, send_auth_request_within};
 #[cfg(feature = "tls")]
 pub use tls::TlsConnector;
 

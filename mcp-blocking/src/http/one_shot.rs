@@ -4,8 +4,9 @@
 
 use std::io::{Read, Write};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use mcp_io::{Error, TransportError, TransportErrorKind};
 use mcp_proto::auth::{AuthRequest, AuthResponse, Exchange};
@@ -17,13 +18,31 @@ const RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Sends `request` on a connection of its own (through `http`'s connector, TLS for
 /// `https`, only to public addresses when the request says so) and returns the response,
-/// its body capped at 64 KiB. No redirect is followed.
+/// its body capped at 64 KiB. No redirect is followed. Connecting may take
+/// `http.connect_timeout`, the response 30 s more; [`send_auth_request_within`] bounds
+/// the whole.
 ///
 /// # Errors
 ///
 /// [`Error::Transport`] when the server cannot be reached or the response cannot be
-/// read within 30 s.
+/// read in time.
 pub fn send_auth_request(request: AuthRequest, http: &HttpOptions) -> Result<AuthResponse, Error> {
+    send_auth_request_within(request, http, http.connect_timeout + RESPONSE_TIMEOUT)
+}
+
+/// [`send_auth_request`] within `timeout` in all: connecting (at most
+/// `http.connect_timeout` of it) and the response together.
+///
+/// # Errors
+///
+/// [`Error::Transport`] when the server cannot be reached, or the response cannot be
+/// read within `timeout` (a read error naming the timeout).
+pub fn send_auth_request_within(
+    request: AuthRequest,
+    http: &HttpOptions,
+    timeout: Duration,
+) -> Result<AuthResponse, Error> {
+    let deadline = Instant::now() + timeout;
     let endpoint = request.url.origin().to_owned();
     let url = request.url.clone();
     let failed = |kind, e| Error::Transport(TransportError::new(kind, &endpoint, e));
@@ -40,7 +59,7 @@ pub fn send_auth_request(request: AuthRequest, http: &HttpOptions) -> Result<Aut
         None => Arc::new(super::TcpConnector),
     };
     let stream = connector
-        .connect_origin(exchange.origin(), &url, http.connect_timeout)
+        .connect_origin(exchange.origin(), &url, http.connect_timeout.min(timeout))
         .and_then(|s| s.split())
         .map_err(|e| failed(TransportErrorKind::Connect, e))?;
     let (mut reader, mut writer) = (stream.reader, stream.writer);
@@ -52,25 +71,46 @@ pub fn send_auth_request(request: AuthRequest, http: &HttpOptions) -> Result<Aut
     // the response has not come in time (the sender dropped first means it came).
     let shutdown = stream.shutdown;
     let (answered, waiting) = mpsc::channel::<()>();
+    let timed_out = Arc::new(AtomicBool::new(false));
+    let timer_fired = Arc::clone(&timed_out);
+    let left = deadline.saturating_duration_since(Instant::now());
     std::thread::spawn(move || {
-        if waiting.recv_timeout(RESPONSE_TIMEOUT) == Err(RecvTimeoutError::Timeout) {
+        if waiting.recv_timeout(left) == Err(RecvTimeoutError::Timeout) {
+            timer_fired.store(true, Ordering::SeqCst);
             shutdown.shutdown();
         }
     });
+    let late = || {
+        let e = std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!("no response within {}", seconds(timeout)),
+        );
+        failed(TransportErrorKind::Read, e)
+    };
     let mut buf = vec![0u8; 16 * 1024];
     let outcome = loop {
         let done = match reader.read(&mut buf) {
             Ok(0) => exchange.handle_eof(),
             Ok(n) => exchange.handle_input(&buf[..n]),
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => None,
+            Err(_) if timed_out.load(Ordering::SeqCst) => break Err(late()),
             Err(e) => break Err(failed(TransportErrorKind::Read, e)),
         };
         if let Some(done) = done {
-            break done
-                .map(|(_, response)| response)
-                .map_err(|e| failed(TransportErrorKind::Read, std::io::Error::other(e)));
+            break done.map(|(_, response)| response).map_err(|e| {
+                if timed_out.load(Ordering::SeqCst) {
+                    late()
+                } else {
+                    failed(TransportErrorKind::Read, std::io::Error::other(e))
+                }
+            });
         }
     };
     drop(answered);
     outcome
+}
+
+/// `timeout` for people, to a tenth of a second.
+fn seconds(timeout: Duration) -> String {
+    format!("{:.1} s", timeout.as_secs_f64())
 }

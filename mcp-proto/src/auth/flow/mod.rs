@@ -210,6 +210,9 @@ pub struct Authorizer {
     trigger: Trigger,
     challenge: Option<BearerChallenge>,
     in_flight: Option<(AuthRequestId, Instant)>,
+    /// What the request in flight asks, for its timeout's error: method, origin and
+    /// path (no query).
+    in_flight_what: String,
     outbox: VecDeque<AuthRequest>,
     events: VecDeque<AuthEvent>,
     next_id: u64,
@@ -285,6 +288,7 @@ impl Authorizer {
             trigger: Trigger::Unauthorized,
             challenge: None,
             in_flight: None,
+            in_flight_what: String::new(),
             outbox: VecDeque::new(),
             events: VecDeque::new(),
             next_id: 0,
@@ -445,6 +449,21 @@ impl Authorizer {
             .min()
     }
 
+    /// The operation waiting on the flow (connecting, say) ran out of time at `now`: a
+    /// flow waiting for one of its requests fails with [`AuthError::Timeout`] naming that
+    /// request, so that the failure says what was slow, not only that the operation was.
+    /// Nothing happens when the flow waits for nothing or for a person's approval (which
+    /// holds the operation's deadlines, and has its own).
+    pub fn handle_deadline_passed(&mut self, now: Instant) {
+        self.now = now;
+        if self.in_flight.take().is_some() {
+            let what = std::mem::take(&mut self.in_flight_what);
+            self.fail(AuthError::Timeout {
+                what: format!("the authorization request {what}"),
+            });
+        }
+    }
+
     /// Fails the flow whose request or approval took too long.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.now = now;
@@ -452,8 +471,9 @@ impl Authorizer {
             && deadline <= now
         {
             self.in_flight = None;
+            let what = std::mem::take(&mut self.in_flight_what);
             self.fail(AuthError::Timeout {
-                what: "an authorization request".into(),
+                what: format!("the authorization request {what}"),
             });
             return;
         }
@@ -546,6 +566,7 @@ impl Authorizer {
         let id = AuthRequestId(self.next_id);
         self.next_id += 1;
         self.in_flight = Some((id, now + self.config.request_timeout));
+        self.in_flight_what = clip(&format!("{method} {}{}", url.origin(), url.path()));
         let mut all = vec![("Accept".to_owned(), "application/json".to_owned())];
         all.extend(headers);
         let public_only = self.mcp_is_public() && url.origin() != self.mcp_url.origin();

@@ -107,6 +107,9 @@ impl HttpLink {
             tries: parked.tries + 1,
             ..parked
         });
+        // The server answered: connecting now waits on the flow, within its own
+        // deadline rather than the probe's short window.
+        self.client.handshake_waits_on_authorization();
         self.drive_auth(now);
         true
     }
@@ -219,8 +222,15 @@ impl HttpLink {
 
     /// Times out the flow's requests and approval, closing connections it gave up.
     pub(super) fn auth_timeout(&mut self, now: Instant) {
+        let handshake_due = self.client.handshake_deadline().is_some_and(|d| d <= now);
+        // (Its deadline is the connect deadline while the flow runs.)
         if let Some(auth) = &mut self.auth {
             auth.handle_timeout(now);
+            if handshake_due {
+                // Connecting waits on the flow: its failure names the request that hung
+                // (the handshake's own message would blame the server's silence).
+                auth.handle_deadline_passed(now);
+            }
             self.side.retain(|id| auth.wants_response(id));
             self.drive_auth(now);
         }

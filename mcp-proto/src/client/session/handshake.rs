@@ -180,6 +180,15 @@ impl Session {
         true
     }
 
+    /// The handshake's request was refused for want of authorization and waits on the
+    /// flow: the server answered, so the probe's short window no longer applies; the
+    /// handshake keeps the connect deadline, the one bound of the whole operation.
+    pub(crate) fn handshake_waits_on_authorization(&mut self) {
+        if let Some(h) = &mut self.handshake {
+            h.deadline = self.connect_deadline;
+        }
+    }
+
     /// When the handshake in flight gives up.
     pub(crate) fn handshake_deadline(&self) -> Option<Instant> {
         self.handshake.as_ref().map(|h| h.deadline)
