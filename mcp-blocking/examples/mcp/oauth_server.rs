@@ -28,8 +28,10 @@
 //! * `POST /revoke`: token revocation (RFC 7009); always `200`.
 //!
 //! Tokens and codes are 32 bytes from a generator seeded by the operating system. Every
-//! table is bounded ([`MAX_ENTRIES`], the oldest entry goes first) and request bodies
-//! are bounded by the endpoint's request limits and [`MAX_BODY`].
+//! table is bounded ([`MAX_ENTRIES`], the entry unused longest goes first: an access token
+//! used on `/mcp` counts as a use of its refresh token and its client too, so that a run
+//! of logins by others pushes out the idle, not a client at work) and request bodies are
+//! bounded by the endpoint's request limits and [`MAX_BODY`].
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
@@ -56,8 +58,8 @@ const MAX_URI: usize = 512;
 const PRM_PATH: &str = "/.well-known/oauth-protected-resource";
 const AS_PATH: &str = "/.well-known/oauth-authorization-server";
 
-/// A table of at most [`MAX_ENTRIES`] entries; inserting into a full one drops the
-/// oldest.
+/// A table of at most [`MAX_ENTRIES`] entries; inserting into a full one drops the one
+/// unused longest ([`Table::touch`] marks a use).
 struct Table<T> {
     order: VecDeque<String>,
     map: HashMap<String, T>,
@@ -82,6 +84,16 @@ impl<T> Table<T> {
         }
         self.order.push_back(key.clone());
         self.map.insert(key, value);
+    }
+
+    /// Marks `key` as just used: it goes last when room is made.
+    fn touch(&mut self, key: &str) {
+        if self.map.contains_key(key)
+            && let Some(at) = self.order.iter().position(|k| k == key)
+            && let Some(k) = self.order.remove(at)
+        {
+            self.order.push_back(k);
+        }
     }
 
     fn remove(&mut self, key: &str) -> Option<T> {
@@ -193,9 +205,15 @@ impl ExampleAuth {
         };
         self.access.retain(|a| a.expires > now);
         match self.access.map.get(token) {
-            Some(a) if a.resource == self.resource => GateVerdict::Pass {
-                principal: Some(a.client_id.clone()),
-            },
+            Some(a) if a.resource == self.resource => {
+                let (client_id, refresh) = (a.client_id.clone(), a.refresh.clone());
+                self.access.touch(token);
+                self.refresh.touch(&refresh);
+                self.clients.touch(&client_id);
+                GateVerdict::Pass {
+                    principal: Some(client_id),
+                }
+            }
             _ => GateVerdict::Answer(unauthorized(format!(
                 "Bearer resource_metadata=\"{}\", error=\"invalid_token\", \
                  error_description=\"unknown, expired or revoked token\"",
@@ -535,6 +553,35 @@ mod tests {
         assert_eq!(auth.access.order.len(), MAX_ENTRIES);
         assert_eq!(auth.refresh.map.len(), MAX_ENTRIES);
         assert_eq!(status(&mut auth, Instant::ZERO, &first), Some(401));
+    }
+
+    /// Logins by others push out what is idle, not a client at work: its access token,
+    /// refresh token and registration stay while it uses the token (256 anonymous logins
+    /// evicted a logged-in user).
+    #[test]
+    fn a_client_at_work_outlives_a_run_of_other_logins() {
+        let mut auth = ExampleAuth::new("127.0.0.1:1", &[7; 32]);
+        auth.clients.insert("client".into(), Vec::new());
+        let issued = auth.issue(Instant::ZERO, "client".into());
+        let token = access_token(&issued);
+        let body: Value = serde_json::from_slice(&issued.body).unwrap();
+        let refresh = body["refresh_token"].as_str().unwrap().to_owned();
+        for round in 0..3 * MAX_ENTRIES {
+            let other = format!("other-{round}");
+            auth.clients.insert(other.clone(), Vec::new());
+            let _ = auth.issue(Instant::ZERO, other);
+            if round % 100 == 0 {
+                assert_eq!(
+                    status(&mut auth, Instant::ZERO, &token),
+                    None,
+                    "round {round}"
+                );
+            }
+        }
+        assert_eq!(status(&mut auth, Instant::ZERO, &token), None);
+        assert!(auth.refresh.map.contains_key(&refresh));
+        assert!(auth.clients.map.contains_key("client"));
+        assert_eq!(auth.access.order.len(), MAX_ENTRIES);
     }
 
     #[test]
