@@ -22,7 +22,8 @@ use super::registry::ToolOutcome;
 use super::{Params, Server};
 
 /// The most bytes of client capabilities a legacy session keeps, as JSON and as held in
-/// memory ([`held_bytes`]); an `initialize` with more is refused. A session record,
+/// memory (estimated from above: a parsed value takes many times its text); an
+/// `initialize` with more is refused. A session record,
 /// capabilities included, must fit a session store's
 /// [`MAX_SESSION_RECORD_BYTES`](super::http::MAX_SESSION_RECORD_BYTES).
 pub const MAX_CLIENT_CAPABILITIES_BYTES: usize = 64 * 1024;
