@@ -461,10 +461,16 @@ fn server_text_is_neutralised_in_text_and_exact_in_json() {
     let message = stderr(&out);
     assert!(message.contains("no^[]0;such^Gtool"), "{message}");
     assert!(!message.contains(drives_a_terminal), "{message}");
+}
 
-    // A long error message is cut in text, whole in JSON.
+/// A long error message from a server is cut in text, whole in JSON.
+#[test]
+fn a_long_server_error_is_cut_in_text_and_whole_in_json() {
+    let Some(config) = with_python_server("long-error", "c", ODD_SERVER) else {
+        return;
+    };
     let long = format!("tool{}", "x".repeat(10_000));
-    let out = run(&config, &["call", "ex", &long]);
+    let out = run(&config, &["call", "c", "long"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let first = stderr(&out).lines().next().unwrap_or_default().to_owned();
     assert!(
@@ -472,7 +478,7 @@ fn server_text_is_neutralised_in_text_and_exact_in_json() {
         "{first}"
     );
     assert_eq!(first.chars().count(), "mcp: ".len() + 2000 + 1);
-    let out = run(&config, &["--format", "json", "call", "ex", &long]);
+    let out = run(&config, &["--format", "json", "call", "c", "long"]);
     assert_eq!(out.status.code(), Some(1));
     let message = json(&out)["error"]["message"].as_str().unwrap().to_owned();
     assert!(message.contains(&long), "{}", message.len());
@@ -742,6 +748,9 @@ for line in sys.stdin:
     elif method == "tools/list":
         send({"jsonrpc": "2.0", "id": mid, "result": {"tools": [{"name": "pic",
               "inputSchema": {"type": "object"}}]}})
+    elif method == "tools/call" and m["params"]["name"] == "long":
+        send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32000,
+              "message": "tool" + "x" * 10000}})
     elif method == "tools/call":
         send({"jsonrpc": "2.0", "id": mid, "result": {"content": [
               {"type": "image", "mimeType": "image/png", "data": "AAECAw=="},
