@@ -176,21 +176,29 @@ fn mode(path: &Path) -> u32 {
     std::fs::metadata(path).unwrap().permissions().mode() & 0o777
 }
 
-#[test]
-fn login_call_status_logout_without_leaking_a_secret() {
+/// A home for `test` with the fixture running and `srv` added (legacy era): the home,
+/// the fixture and the `add` run; `None` (the test is skipped) without Python.
+fn with_fixture(test: &str) -> Option<(Home, Fixture, Output)> {
     if !python_available() {
         eprintln!("skipped: python3 is not installed");
-        return;
+        return None;
     }
     let home = Home::new(
         Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-oauth"),
-        "flow",
+        test,
     );
     let fixture = Fixture::start(&home.dir);
-    let mut everything = String::new();
-
     let add = home.run(&["add", "srv", "--url", &fixture.url(), "--era", "legacy"]);
     assert!(add.status.success(), "{}", text(&add.stderr));
+    Some((home, fixture, add))
+}
+
+#[test]
+fn login_call_status_logout_without_leaking_a_secret() {
+    let Some((home, fixture, add)) = with_fixture("flow") else {
+        return;
+    };
+    let mut everything = String::new();
     record(&mut everything, &add);
 
     // Without a person, a server that wants authorization fails at once, naming the fix.
@@ -318,17 +326,9 @@ fn login_call_status_logout_without_leaking_a_secret() {
 /// are not kept to be tried again by every later run.
 #[test]
 fn dead_tokens_are_forgotten_and_the_login_is_named() {
-    if !python_available() {
-        eprintln!("skipped: python3 is not installed");
+    let Some((home, fixture, _)) = with_fixture("dead-tokens") else {
         return;
-    }
-    let home = Home::new(
-        Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-oauth"),
-        "dead-tokens",
-    );
-    let fixture = Fixture::start(&home.dir);
-    let add = home.run(&["add", "srv", "--url", &fixture.url(), "--era", "legacy"]);
-    assert!(add.status.success(), "{}", text(&add.stderr));
+    };
     let (out, stderr) = login(&home);
     assert!(out.status.success(), "login failed:\n{stderr}");
     let mut s = TcpStream::connect(("127.0.0.1", fixture.port)).unwrap();
