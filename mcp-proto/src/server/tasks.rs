@@ -281,10 +281,7 @@ impl TaskStore {
         let mut held: usize = self.tasks.iter().map(ServerTask::kept_bytes).sum();
         while held + bytes > max_bytes {
             let Some(dropped) = self.drop_oldest_ended(|_| true) else {
-                return Err(ErrorObject::new(
-                    codes::INTERNAL_ERROR,
-                    format!("Too much task data held ({max_bytes} bytes at most); try again later"),
-                ));
+                return Err(too_much_task_data(max_bytes));
             };
             held -= dropped;
         }
@@ -323,6 +320,14 @@ impl TaskStore {
         let at = (self.tasks.iter()).position(|t| matching(t) && t.terminal())?;
         self.tasks.remove(at).as_ref().map(ServerTask::kept_bytes)
     }
+}
+
+/// The `-32603` for task data past `ServerLimits::max_task_bytes` (`max_bytes`).
+fn too_much_task_data(max_bytes: usize) -> ErrorObject {
+    ErrorObject::new(
+        codes::INTERNAL_ERROR,
+        format!("Too much task data held ({max_bytes} bytes at most); try again later"),
+    )
 }
 
 pub(super) fn not_found(id: &str) -> ErrorObject {
@@ -473,6 +478,12 @@ impl ServerTask {
             (Err(_), _) => "failed",
             (Ok(r), Era::Legacy) if r.get("isError") == Some(&Value::Bool(true)) => "failed",
             (Ok(_), _) => "completed",
+        };
+        // What it shows from now on is what it holds (a 2025 task's end after its
+        // input was never held before).
+        self.outcome_bytes = match &outcome {
+            Ok(v) => super::legacy::held_bytes(v),
+            Err(e) => super::legacy::error_held_bytes(e),
         };
         self.outcome = Some(outcome);
         self.held = None;
@@ -750,6 +761,7 @@ impl Server {
         let limits = &self.config.limits;
         let tools = &mut self.config.tools;
         let store = &mut self.tasks;
+        let held: usize = store.tasks.iter().map(ServerTask::kept_bytes).sum();
         let task = &mut store.tasks[at];
         Some(match (method, era) {
             ("tasks/get", _) => {
@@ -789,14 +801,24 @@ impl Server {
                     }
                 };
                 if task.status == "input_required" {
-                    for (key, answer) in answers {
-                        // Keys not outstanding are ignored, as are answers that are
-                        // not objects (the request stays outstanding).
-                        if answer.is_object() && task.input_requests.remove(&key).is_some() {
-                            task.client_bytes += key.len() + super::legacy::held_bytes(&answer);
-                            task.inputs.insert(key, answer);
-                        }
+                    // Keys not outstanding are ignored, as are answers that are not
+                    // objects (the request stays outstanding).
+                    let taken: Vec<(String, Value)> = (answers.into_iter())
+                        .filter(|(k, a)| a.is_object() && task.input_requests.contains_key(k))
+                        .collect();
+                    let size: usize = (taken.iter())
+                        .map(|(k, a)| k.len() + super::legacy::held_bytes(a))
+                        .sum();
+                    let max_bytes = limits.max_task_bytes;
+                    if held + size > max_bytes {
+                        // None is taken: the requests stay outstanding.
+                        return Some(Err(too_much_task_data(max_bytes)));
                     }
+                    for (key, answer) in taken {
+                        task.input_requests.remove(&key);
+                        task.inputs.insert(key, answer);
+                    }
+                    task.client_bytes += size;
                     if task.input_requests.is_empty() {
                         task.status = "working";
                         task.updated = now;

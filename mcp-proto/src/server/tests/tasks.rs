@@ -659,7 +659,7 @@ fn the_answers_tasks_keep_count_against_the_bound() {
     });
     let id = req(&mut p, "tools/call", json!({"name": "ask"}))["taskId"].clone();
     assert_eq!(get(&mut p, &id)["status"], "input_required");
-    let answer = json!({"action": "accept", "content": {"name": "z".repeat(9_990)}});
+    let answer = json!({"action": "accept", "content": {"name": "z".repeat(8_500)}});
     let ack = req(
         &mut p,
         "tasks/update",
@@ -668,6 +668,28 @@ fn the_answers_tasks_keep_count_against_the_bound() {
     assert_eq!(ack["resultType"], "complete", "{ack}");
     assert_eq!(get(&mut p, &id)["status"], "working");
     refused_for_bytes(&req(&mut p, "tools/call", json!({"name": "ask"})));
+}
+
+/// An answer that would take what tasks keep past `max_task_bytes` is refused, and the
+/// request stays outstanding: answers were taken whatever their size (one task could
+/// hold an 8 MiB answer, and one such in each later round, past any bound).
+#[test]
+fn an_answer_past_the_bound_is_refused_and_stays_asked() {
+    let mut p = budgeted("ask", |call: &ToolCall<'_>| match answered(call, "who") {
+        Some(_) => ToolOutcome::after(Duration::from_secs(2), ToolOutcome::text("ok")),
+        None => ToolOutcome::NeedInput(vec![("who".into(), name_form())]),
+    });
+    let id = req(&mut p, "tools/call", json!({"name": "ask"}))["taskId"].clone();
+    assert_eq!(get(&mut p, &id)["status"], "input_required");
+    let update = |name: String| {
+        let answer = json!({"action": "accept", "content": {"name": name}});
+        json!({"taskId": id, "inputResponses": {"who": answer}})
+    };
+    refused_for_bytes(&req(&mut p, "tasks/update", update("z".repeat(20_000))));
+    assert_eq!(get(&mut p, &id)["status"], "input_required");
+    let ack = req(&mut p, "tasks/update", update("zoe".into()));
+    assert_eq!(ack["resultType"], "complete", "{ack}");
+    assert_eq!(get(&mut p, &id)["status"], "working");
 }
 
 /// A task keeps its client's capabilities for its later rounds: no more of them than a
