@@ -649,16 +649,23 @@ fn the_bytes_tasks_keep_are_bounded() {
     }
 }
 
-/// Answers a client gives in later rounds (`tasks/update`) count against
-/// `max_task_bytes` as its first-round ones do.
-#[test]
-fn the_answers_tasks_keep_count_against_the_bound() {
+/// A [`budgeted`] server whose task tool `ask` asks for `who` (then ends 2 s later), and
+/// the id of a task of it, waiting for that input.
+fn asking_within_budget() -> (Peer, Value) {
     let mut p = budgeted("ask", |call: &ToolCall<'_>| match answered(call, "who") {
         Some(_) => ToolOutcome::after(Duration::from_secs(2), ToolOutcome::text("ok")),
         None => ToolOutcome::NeedInput(vec![("who".into(), name_form())]),
     });
     let id = req(&mut p, "tools/call", json!({"name": "ask"}))["taskId"].clone();
     assert_eq!(get(&mut p, &id)["status"], "input_required");
+    (p, id)
+}
+
+/// Answers a client gives in later rounds (`tasks/update`) count against
+/// `max_task_bytes` as its first-round ones do.
+#[test]
+fn the_answers_tasks_keep_count_against_the_bound() {
+    let (mut p, id) = asking_within_budget();
     let answer = json!({"action": "accept", "content": {"name": "z".repeat(8_500)}});
     let ack = req(
         &mut p,
@@ -675,12 +682,7 @@ fn the_answers_tasks_keep_count_against_the_bound() {
 /// hold an 8 MiB answer, and one such in each later round, past any bound).
 #[test]
 fn an_answer_past_the_bound_is_refused_and_stays_asked() {
-    let mut p = budgeted("ask", |call: &ToolCall<'_>| match answered(call, "who") {
-        Some(_) => ToolOutcome::after(Duration::from_secs(2), ToolOutcome::text("ok")),
-        None => ToolOutcome::NeedInput(vec![("who".into(), name_form())]),
-    });
-    let id = req(&mut p, "tools/call", json!({"name": "ask"}))["taskId"].clone();
-    assert_eq!(get(&mut p, &id)["status"], "input_required");
+    let (mut p, id) = asking_within_budget();
     let update = |name: String| {
         let answer = json!({"action": "accept", "content": {"name": name}});
         json!({"taskId": id, "inputResponses": {"who": answer}})
