@@ -54,6 +54,11 @@ pub struct ServerLimits {
     /// makes room by dropping the oldest ended tasks, and is refused (`-32603`) when only
     /// running ones are left. Default 64 MiB.
     pub max_task_bytes: usize,
+    /// Legacy era: bytes of answers kept for the tool calls of one session that wait for
+    /// more input (their earlier rounds' answers), as held in memory (estimated as for
+    /// `max_task_bytes`). An answer that would pass it fails its call with an `isError`
+    /// result. Default 16 MiB.
+    pub max_input_bytes: usize,
 }
 
 impl Default for ServerLimits {
@@ -69,6 +74,7 @@ impl Default for ServerLimits {
             max_anonymous_listens: 64,
             max_listen_items: 256,
             max_task_bytes: 64 * 1024 * 1024,
+            max_input_bytes: 16 * 1024 * 1024,
         }
     }
 }

@@ -147,6 +147,9 @@ pub(super) struct PendingCall {
     /// The task whose input this is (a 2025 `tasks/result` waiting for it): its
     /// requests carry the related-task `_meta`, and its end ends the task.
     task: Option<String>,
+    /// What the answers in `inputs` hold in memory (estimated), counted against
+    /// `ServerLimits::max_input_bytes`.
+    input_bytes: usize,
 }
 
 impl PendingCall {
@@ -158,6 +161,7 @@ impl PendingCall {
         (inputs, round): (Map<String, Value>, u32),
         task: String,
     ) -> Self {
+        let input_bytes = (inputs.iter()).map(|(k, v)| k.len() + held_bytes(v)).sum();
         PendingCall {
             client_id,
             target,
@@ -166,6 +170,7 @@ impl PendingCall {
             round,
             progress_token: None,
             task: Some(task),
+            input_bytes,
         }
     }
 }
@@ -290,6 +295,7 @@ impl Server {
                         round: 0,
                         progress_token: progress_token(params),
                         task: None,
+                        input_bytes: 0,
                     }),
                     Err(e) => self.send_error(Some(&id), &e),
                 }
@@ -549,11 +555,26 @@ impl Server {
             Some((ci, wi))
         });
         let Some((ci, wi)) = found else { return };
+        let held: usize = self.pending.iter().map(|c| c.input_bytes).sum();
+        let max_bytes = self.config.limits.max_input_bytes;
         let call = &mut self.pending[ci];
         let (_, key) = call.waiting.remove(wi);
         match response.outcome {
             Ok(raw) => {
-                let answer = serde_json::from_str(raw.get()).unwrap_or(Value::Null);
+                let answer: Value = serde_json::from_str(raw.get()).unwrap_or(Value::Null);
+                let size = key.len() + held_bytes(&answer);
+                if held + size > max_bytes {
+                    let call = self.pending.remove(ci);
+                    self.cancel_outstanding(&call, "the tool call failed");
+                    let text = format!(
+                        "the answers to the input requests of tool `{}` would hold more than \
+                         {max_bytes} bytes (max_input_bytes)",
+                        call.target.name
+                    );
+                    self.answer_call(&call, Ok(error_result(text)));
+                    return;
+                }
+                call.input_bytes += size;
                 call.inputs.insert(key, answer);
                 if call.waiting.is_empty() {
                     let mut call = self.pending.remove(ci);

@@ -539,6 +539,32 @@ fn modern_multi_round_and_round_cap() {
     );
 }
 
+/// A legacy call waiting for more input keeps its earlier answers: no more of them than
+/// `max_input_bytes` (they were kept whatever their size, round after round).
+#[test]
+fn a_legacy_calls_kept_answers_are_bounded() {
+    let mut p = Peer::new(example::server_with(|c| {
+        c.tools
+            .push(Tool::new("two", "", json!({"type": "object"}), two_rounds));
+        c.limits.max_input_bytes = 10_000;
+    }));
+    p.initialize("2025-11-25", json!({"elicitation": {}}));
+    let out = p.send(json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                            "params": {"name": "two"}}));
+    let asked = out[0]["id"].clone();
+    let answer = |id: &Value, v: &str| json!({"jsonrpc": "2.0", "id": id, "result": {"action": "accept", "v": v}});
+    // `a`, small: `b` is asked.
+    let out = p.send(answer(&asked, "small"));
+    assert_eq!(out[0]["method"], "elicitation/create", "{out:?}");
+    let asked = out[0]["id"].clone();
+    let out = p.send(answer(&asked, &"v".repeat(20_000)));
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(out[0]["id"], 7);
+    assert_eq!(out[0]["result"]["isError"], true, "{out:?}");
+    let message = out[0]["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(message.contains("max_input_bytes"), "{message}");
+}
+
 /// `confirm` takes a field left out as the form's default, and refuses one of the wrong
 /// type (`"proceed": "notbool"` was read as the default, true).
 #[test]
