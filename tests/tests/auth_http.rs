@@ -746,6 +746,38 @@ fn deadlines_are_held_while_a_person_approves() {
     assert_eq!(text(&out), "run 1");
 }
 
+/// Connecting waits for a person as long as the approval's own bound allows: an approval
+/// that came after the connect deadline had passed failed the token request as soon as
+/// it went out ("timed out waiting for the authorization request POST …/token").
+#[test]
+fn connecting_waits_for_a_slow_approval() {
+    let url = EndpointUrl::parse(MCP, false).expect("url");
+    let mut http = HttpConfig::new(url);
+    http.auth = Some(auth_config());
+    http.unix_time = UNIX_START;
+    let mut config = ClientConfig::new("auth-http", "1.0");
+    config.limits.connect_timeout = Duration::from_secs(10);
+    let mut net = Net::new(auth_config());
+    net.client = Client::http(config, http, Instant::ZERO);
+    net.run_until(|n| !n.approval_urls().is_empty());
+    net.now += Duration::from_secs(65);
+    net.client.handle_timeout(net.now);
+    net.settle();
+    assert!(net.closed().is_none(), "{:?}", net.closed());
+    // The browser comes back; time is looked at while the token request is out.
+    let url = net.approval_urls().pop().expect("an authorization request");
+    let params = parse_pairs(url.split_once('?').expect("query").1).expect("query");
+    let state = &params.iter().find(|(k, _)| k == "state").expect("state").1;
+    let callback =
+        format!("{REDIRECT}?code=code-x&state={state}&iss=https%3A%2F%2Fauth.example.com");
+    net.client
+        .handle_authorization_callback(net.now, &callback)
+        .expect("callback");
+    net.client.handle_timeout(net.now);
+    net.run_until(|n| n.connected() || n.closed().is_some());
+    assert!(net.connected(), "{:?}", net.closed());
+}
+
 #[test]
 fn the_approval_timing_out_fails_the_waiting_call() {
     let mut net = Net::new(auth_config());

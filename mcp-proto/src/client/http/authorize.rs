@@ -222,7 +222,10 @@ impl HttpLink {
 
     /// Times out the flow's requests and approval, closing connections it gave up.
     pub(super) fn auth_timeout(&mut self, now: Instant) {
-        let handshake_due = self.client.handshake_deadline().is_some_and(|d| d <= now);
+        // Not while a person approves: the deadlines are held then, and move on by the
+        // time it took once the flow ends.
+        let handshake_due = !self.client.paused_for_approval()
+            && self.client.handshake_deadline().is_some_and(|d| d <= now);
         // (Its deadline is the connect deadline while the flow runs.)
         if let Some(auth) = &mut self.auth {
             auth.handle_timeout(now);

@@ -1392,6 +1392,11 @@ impl Session {
         }
     }
 
+    /// Whether the deadlines are held for a person's approval.
+    pub(crate) fn paused_for_approval(&self) -> bool {
+        self.approval_since.is_some()
+    }
+
     /// The approval ended: every deadline moves by the time it took.
     pub(crate) fn resume_after_approval(&mut self, now: Instant) {
         let Some(since) = self.approval_since.take() else {
