@@ -287,6 +287,11 @@ fn auth_config() -> AuthConfig {
 
 impl Net {
     fn new(auth: AuthConfig) -> Net {
+        Net::with_config(auth, ClientConfig::new("auth-http", "1.0"))
+    }
+
+    /// [`Net::new`] with the client's `config`.
+    fn with_config(auth: AuthConfig, config: ClientConfig) -> Net {
         let url = EndpointUrl::parse(MCP, false).expect("url");
         let mut http = HttpConfig::new(url);
         http.auth = Some(auth);
@@ -294,7 +299,7 @@ impl Net {
         let now = Instant::ZERO;
         Net {
             now,
-            client: Client::http(ClientConfig::new("auth-http", "1.0"), http, now),
+            client: Client::http(config, http, now),
             state: Rc::new(RefCell::new(State::new())),
             seen: Vec::new(),
             events: Vec::new(),
@@ -751,14 +756,9 @@ fn deadlines_are_held_while_a_person_approves() {
 /// it went out ("timed out waiting for the authorization request POST …/token").
 #[test]
 fn connecting_waits_for_a_slow_approval() {
-    let url = EndpointUrl::parse(MCP, false).expect("url");
-    let mut http = HttpConfig::new(url);
-    http.auth = Some(auth_config());
-    http.unix_time = UNIX_START;
     let mut config = ClientConfig::new("auth-http", "1.0");
     config.limits.connect_timeout = Duration::from_secs(10);
-    let mut net = Net::new(auth_config());
-    net.client = Client::http(config, http, Instant::ZERO);
+    let mut net = Net::with_config(auth_config(), config);
     net.run_until(|n| !n.approval_urls().is_empty());
     net.now += Duration::from_secs(65);
     net.client.handle_timeout(net.now);
@@ -912,16 +912,11 @@ fn an_authorization_request_that_never_answers_times_out() {
 /// past it is named: the handshake's own timeout blamed `server/discover`.
 #[test]
 fn a_hanging_authorization_request_is_named_when_connecting_runs_out_of_time() {
-    let url = EndpointUrl::parse(MCP, false).expect("url");
-    let mut http = HttpConfig::new(url);
-    http.auth = Some(auth_config());
-    http.unix_time = UNIX_START;
     let mut config = ClientConfig::new("auth-http", "1.0");
     config.era_mode = mcp_proto::version::EraMode::Auto;
     config.limits.probe_timeout = Duration::from_secs(3);
     config.limits.connect_timeout = Duration::from_secs(10);
-    let mut net = Net::new(auth_config());
-    net.client = Client::http(config, http, Instant::ZERO);
+    let mut net = Net::with_config(auth_config(), config);
     net.silent.push(PRM.into());
     net.run_until(|n| n.closed().is_some());
     assert_eq!(
