@@ -14,9 +14,8 @@ static HEAP: CountingAlloc = CountingAlloc;
 const TASKS: &str = "io.modelcontextprotocol/tasks";
 
 /// A 2026 `tools/call` of `keep` declaring the tasks extension, its arguments padded
-/// with `zeros` zeros (two bytes of text each, 32 bytes and more each once parsed).
-fn padded_call(id: usize, zeros: usize) -> Vec<u8> {
-    let pad = vec![0u8; zeros];
+/// with `pad`.
+fn padded_call(id: usize, pad: &Value) -> Vec<u8> {
     serde_json::to_vec(
         &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
         "name": "keep", "arguments": {"pad": pad},
@@ -33,12 +32,27 @@ fn padded_call(id: usize, zeros: usize) -> Vec<u8> {
 /// tiny members took the example server to 698 MB for a 64 MiB bound).
 #[test]
 fn the_task_byte_bound_counts_memory_not_text() {
+    // Two bytes of text each, 32 bytes and more each once parsed.
+    assert_task_bytes_bounded(&json!(vec![0u8; 20_000]));
+}
+
+/// An object of one member takes a whole B-tree node (about 630 bytes) for 7 bytes of
+/// text: counted at 128 bytes a member, 22 such tasks under a 64 MiB bound raised the
+/// example server's resident memory by 288 MB.
+#[test]
+fn the_task_byte_bound_counts_a_maps_node_whole() {
+    assert_task_bytes_bounded(&json!(vec![json!({"a": 0}); 2_000]));
+}
+
+/// Starts tasks padded with `pad` under a 4 MiB `max_task_bytes` until one is refused,
+/// and checks what they held at the peak.
+fn assert_task_bytes_bounded(pad: &Value) {
     const BOUND: usize = 4 * 1024 * 1024;
     let keep = |_: &ToolCall<'_>| ToolOutcome::NoAnswer;
     let mut config = ServerConfig::new(Implementation::new("t", "0"))
         .with_tool(Tool::new("keep", "", json!({"type": "object"}), keep).as_task(0));
     config.limits.max_task_bytes = BOUND;
-    let requests: Vec<Vec<u8>> = (0..200).map(|i| padded_call(i, 20_000)).collect();
+    let requests: Vec<Vec<u8>> = (0..200).map(|i| padded_call(i, pad)).collect();
     let ((started, refusal, server), peak) = peak_during(move || {
         let mut server = Server::new(config);
         let mut started = 0;
@@ -53,7 +67,7 @@ fn the_task_byte_bound_counts_memory_not_text() {
         (started, Value::Null, server)
     });
     drop(server);
-    // The requests themselves (40 KB each, 8 MB in all) were allocated before.
+    // The requests themselves were allocated before.
     assert!(
         peak < BOUND + BOUND / 2,
         "{started} tasks held {peak} bytes for a bound of {BOUND}"

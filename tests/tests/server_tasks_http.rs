@@ -183,6 +183,44 @@ fn a_sessions_tasks_go_with_the_session() {
     assert_eq!(fill_session(&mut e, expired, &fresh, None).0, per_session);
 }
 
+/// Anonymous legacy sessions share one principal: making room among its tasks dropped
+/// the oldest ended one of any of them, so one client starting tasks in sessions of its
+/// own erased another's finished result before it was fetched. Now only a task whose
+/// end reached its owner (or the requestor's own) goes; until then the new task waits.
+#[test]
+fn another_sessions_unfetched_result_is_never_dropped_to_make_room() {
+    let mut e = endpoint();
+    let victim = initialize(&mut e);
+    let id = start_slow_task(&mut e, Instant::ZERO, &victim, None).unwrap();
+    let get = legacy(Some(&victim), &call(2, "tasks/get", json!({"taskId": id})));
+    for _ in 0..example::SLOW_POLLS {
+        send(&mut e, &get, None);
+    }
+    assert_eq!(send(&mut e, &get, None).2["result"]["status"], "completed");
+    // Another client fills the anonymous principal's slots, session after session.
+    let mut started = 0;
+    let mut refusal = Value::Null;
+    while refusal.is_null() {
+        let session = initialize(&mut e);
+        let (n, r) = fill_session(&mut e, Instant::ZERO, &session, None);
+        (started, refusal) = (started + n, if n == 0 { r } else { Value::Null });
+    }
+    let per_principal = mcp_proto::server::tasks::MAX_TASKS_PER_PRINCIPAL;
+    assert_eq!(started, per_principal - 1, "{refusal}");
+    let result = legacy(
+        Some(&victim),
+        &call(3, "tasks/result", json!({"taskId": id})),
+    );
+    let (_, _, r) = send(&mut e, &result, None);
+    assert_eq!(r["result"]["content"][0]["text"], "x", "{r}");
+    // Fetched, it may go for another's task.
+    let late = initialize(&mut e);
+    let started = start_slow_task(&mut e, Instant::ZERO, &late, None);
+    assert!(started.is_ok(), "{started:?}");
+    let (_, _, r) = send(&mut e, &result, None);
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+}
+
 fn call(id: i64, method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 }

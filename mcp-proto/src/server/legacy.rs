@@ -18,6 +18,7 @@ use crate::jsonrpc::{ErrorObject, RequestId, Response, codes};
 use crate::version::{Era, ProtocolVersion};
 
 use super::calls::{self, Target, error_result, invalid};
+use super::held::{held_bytes, json_size};
 use super::registry::ToolOutcome;
 use super::{Params, Server};
 
@@ -41,60 +42,6 @@ pub(crate) fn capabilities_kept(caps: &Value, keeper: &str) -> Result<usize, Err
         )));
     }
     Ok(held)
-}
-
-/// The bytes of memory `value` holds, estimated from above: a parsed value costs many
-/// times its JSON text (an object member of 12 bytes of text takes about 150), so what a
-/// server keeps for a client is counted this way, not by its text. Each value is 32
-/// bytes, each heap block 16 more for the allocator; an array holds its capacity; an
-/// object member holds its key and, in a B-tree node that may be half empty, twice its
-/// slot. Recursive: what the server keeps from a client was nested at most
-/// `max_nesting_depth` deep.
-pub(crate) fn held_bytes(value: &Value) -> usize {
-    std::mem::size_of::<Value>() + held_beyond_slot(value)
-}
-
-/// What `value` holds beyond its own slot.
-fn held_beyond_slot(value: &Value) -> usize {
-    const VALUE: usize = std::mem::size_of::<Value>();
-    const BLOCK: usize = 16;
-    const MEMBER: usize = 2 * (std::mem::size_of::<String>() + VALUE);
-    match value {
-        Value::String(s) => s.capacity() + BLOCK,
-        Value::Array(items) => {
-            let slots = items.capacity() * VALUE + BLOCK;
-            slots + items.iter().map(held_beyond_slot).sum::<usize>()
-        }
-        Value::Object(members) => (members.iter())
-            .map(|(k, v)| MEMBER + k.capacity() + BLOCK + held_beyond_slot(v))
-            .sum(),
-        _ => 0,
-    }
-}
-
-/// The bytes of memory an error object holds ([`held_bytes`]).
-pub(crate) fn error_held_bytes(e: &ErrorObject) -> usize {
-    std::mem::size_of::<ErrorObject>()
-        + e.message.capacity()
-        + e.data.as_ref().map_or(0, held_bytes)
-}
-
-/// How many bytes `value` takes as compact JSON, counted without keeping them.
-pub(crate) fn json_size(value: &impl serde::Serialize) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    // Writing a value to a sink that takes everything cannot fail.
-    let _ = serde_json::to_writer(&mut count, value);
-    count.0
 }
 
 /// The longest URI a session may subscribe to: with

@@ -26,7 +26,7 @@
 //! [`Server::handle_timeout`] shows every due outcome, so an adapter that calls it on time
 //! makes tasks finish, notify and answer without anyone polling.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use serde_json::{Map, Value};
@@ -138,12 +138,16 @@ impl Server {
         let waiting = std::mem::take(&mut self.tasks.waiting);
         let mut still = Vec::new();
         let mut replies = Vec::new();
+        let mut delivered = BTreeSet::new();
         {
             // Called after every input: one pass over each list, never one per pair.
             let tasks: BTreeMap<&str, _> = self.tasks.tasks_iter().map(|t| (t.id(), t)).collect();
             for w in waiting {
                 let reply = match tasks.get(w.task.as_str()) {
-                    Some(t) if t.terminal() => t.result(),
+                    Some(t) if t.terminal() => {
+                        delivered.insert(w.task);
+                        t.result()
+                    }
                     Some(_) => {
                         still.push(w);
                         continue;
@@ -153,6 +157,7 @@ impl Server {
                 replies.push((w.request, reply));
             }
         }
+        self.tasks.mark_delivered(&delivered);
         for (request, reply) in replies {
             self.reply(&request, reply);
         }

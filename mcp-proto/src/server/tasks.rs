@@ -56,8 +56,9 @@
 //! "not found"); a legacy session's tasks go with the session (over HTTP: ended, expired
 //! or evicted). Each requestor keeps at most [`MAX_TASKS`], each principal over all its
 //! sessions [`MAX_TASKS_PER_PRINCIPAL`], the whole server [`MAX_STORED_TASKS`]: to make
-//! room the oldest ended task goes, and when only running ones are left a new task is
-//! refused (a running task is never dropped for another's).
+//! room the oldest ended task goes, and when none may go a new task is refused. Only the
+//! requestor's own tasks and tasks whose end reached their owner may go: a running task,
+//! or one whose result was not fetched yet, is never dropped for another's.
 //! Status notifications and the timer are in `task_events.rs`: a 2025 task's owner session
 //! gets `notifications/tasks/status` when its status changes, a 2026 task's principal
 //! `notifications/tasks` on a listen naming it, and a 2025 `tasks/result` on a task
@@ -161,6 +162,10 @@ pub(super) struct ServerTask {
     /// What its outcome holds in memory, once the handler gave one: counted too (a
     /// tool may return what it was sent, or more).
     outcome_bytes: usize,
+    /// Its end reached its owner (a 2025 `tasks/result` answered, a 2026 `tasks/get`
+    /// showing the result or error, or a cancellation): from then on it may go to make
+    /// room for another requestor's task.
+    delivered: bool,
 }
 
 /// The tasks of a server.
@@ -231,6 +236,13 @@ impl TaskStore {
         self.tasks.is_empty() && self.waiting.is_empty()
     }
 
+    /// Notes that the ends of the tasks `ids` reached their owners.
+    pub(super) fn mark_delivered(&mut self, ids: &BTreeSet<String>) {
+        for t in &mut self.tasks {
+            t.delivered |= ids.contains(&t.id);
+        }
+    }
+
     pub(super) fn mark_announced(&mut self, at: usize) {
         if let Some(t) = self.tasks.get_mut(at) {
             t.announced = t.status;
@@ -268,25 +280,32 @@ impl TaskStore {
     /// Makes room for one more task of `owner` by dropping the oldest ended task (of
     /// `owner` when it is at [`MAX_TASKS`], of its principal when that is at
     /// [`MAX_TASKS_PER_PRINCIPAL`], of anyone when the server is at
-    /// [`MAX_STORED_TASKS`]). A running task is never dropped to make room: when only
-    /// running ones are left, the new task is refused, so that no requestor (and no
-    /// anonymous client, who all share one requestor in 2026-07-28) can make another's
-    /// work disappear by starting more of its own.
+    /// [`MAX_STORED_TASKS`] or past `max_bytes`). Only `owner`'s own tasks and tasks
+    /// whose end reached their owner can go: a running task, or one whose result nobody
+    /// fetched yet, is never dropped for another requestor's, and with no task left
+    /// that may go the new one is refused. Otherwise a requestor (an anonymous legacy
+    /// session, who all share one principal) could erase another's finished work by
+    /// starting tasks of its own; it can hold slots only as long as tasks live.
     fn make_room(
         &mut self,
         owner: &Owner,
         bytes: usize,
         max_bytes: usize,
     ) -> Result<(), ErrorObject> {
+        let may_go = |t: &ServerTask| t.terminal() && (t.delivered || &t.owner == owner);
         let mut held: usize = self.tasks.iter().map(ServerTask::kept_bytes).sum();
         while held + bytes > max_bytes {
-            let Some(dropped) = self.drop_oldest_ended(|_| true) else {
+            let Some(dropped) = self.drop_oldest(may_go) else {
                 return Err(too_much_task_data(max_bytes));
             };
             held -= dropped;
         }
         let mine = self.tasks.iter().filter(|t| &t.owner == owner).count();
-        if mine >= MAX_TASKS && self.drop_oldest_ended(|t| &t.owner == owner).is_none() {
+        if mine >= MAX_TASKS
+            && self
+                .drop_oldest(|t| &t.owner == owner && may_go(t))
+                .is_none()
+        {
             return Err(ErrorObject::new(
                 codes::INTERNAL_ERROR,
                 format!(
@@ -296,7 +315,9 @@ impl TaskStore {
         }
         let same_principal = |t: &ServerTask| t.owner.principal == owner.principal;
         let theirs = self.tasks.iter().filter(|t| same_principal(t)).count();
-        if theirs >= MAX_TASKS_PER_PRINCIPAL && self.drop_oldest_ended(same_principal).is_none() {
+        if theirs >= MAX_TASKS_PER_PRINCIPAL
+            && (self.drop_oldest(|t| same_principal(t) && may_go(t))).is_none()
+        {
             return Err(ErrorObject::new(
                 codes::INTERNAL_ERROR,
                 format!(
@@ -305,7 +326,7 @@ impl TaskStore {
                 ),
             ));
         }
-        if self.tasks.len() >= MAX_STORED_TASKS && self.drop_oldest_ended(|_| true).is_none() {
+        if self.tasks.len() >= MAX_STORED_TASKS && self.drop_oldest(may_go).is_none() {
             return Err(ErrorObject::new(
                 codes::INTERNAL_ERROR,
                 format!("Too many tasks running ({MAX_STORED_TASKS} at most); try again later"),
@@ -314,10 +335,9 @@ impl TaskStore {
         Ok(())
     }
 
-    /// Drops the oldest ended task `matching`: the bytes it kept, or `None` when there
-    /// is none.
-    fn drop_oldest_ended(&mut self, matching: impl Fn(&ServerTask) -> bool) -> Option<usize> {
-        let at = (self.tasks.iter()).position(|t| matching(t) && t.terminal())?;
+    /// Drops the oldest task `matching`: the bytes it kept, or `None` when there is none.
+    fn drop_oldest(&mut self, matching: impl Fn(&ServerTask) -> bool) -> Option<usize> {
+        let at = self.tasks.iter().position(matching)?;
         self.tasks.remove(at).as_ref().map(ServerTask::kept_bytes)
     }
 }
@@ -411,8 +431,8 @@ impl ServerTask {
             _ => Held::Never,
         };
         self.outcome_bytes = match &held {
-            Held::Outcome(Ok(v)) => super::legacy::held_bytes(v),
-            Held::Outcome(Err(e)) => super::legacy::error_held_bytes(e),
+            Held::Outcome(Ok(v)) => super::held::held_bytes(v),
+            Held::Outcome(Err(e)) => super::held::error_held_bytes(e),
             _ => 0,
         };
         self.held = Some(held);
@@ -482,8 +502,8 @@ impl ServerTask {
         // What it shows from now on is what it holds (a 2025 task's end after its
         // input was never held before).
         self.outcome_bytes = match &outcome {
-            Ok(v) => super::legacy::held_bytes(v),
-            Err(e) => super::legacy::error_held_bytes(e),
+            Ok(v) => super::held::held_bytes(v),
+            Err(e) => super::held::error_held_bytes(e),
         };
         self.outcome = Some(outcome);
         self.held = None;
@@ -516,6 +536,7 @@ impl ServerTask {
     }
 
     fn cancel(&mut self, now: Instant) {
+        self.delivered = true;
         if !self.terminal() {
             self.status = "cancelled";
             self.held = None;
@@ -649,11 +670,11 @@ impl Server {
         // It keeps the client's capabilities for its later rounds: no more of them than
         // a legacy session keeps.
         let size = super::legacy::capabilities_kept(caps, "a task")?;
-        let client_bytes = size + super::legacy::held_bytes(&target.arguments);
+        let client_bytes = size + super::held::held_bytes(&target.arguments);
         let client_bytes = client_bytes
             + first.as_ref().map_or(0, |(_, inputs, _)| {
                 (inputs.iter())
-                    .map(|(k, v)| k.len() + super::legacy::held_bytes(v))
+                    .map(|(k, v)| k.len() + super::held::held_bytes(v))
                     .sum::<usize>()
             });
         let owner = self.task_owner(era);
@@ -708,6 +729,7 @@ impl Server {
             announced: "working",
             client_bytes,
             outcome_bytes: 0,
+            delivered: false,
         };
         task.take(outcome, now, &self.config.limits);
         task.announced = task.status;
@@ -769,6 +791,8 @@ impl Server {
                     task.polls_left = task.polls_left.saturating_sub(1);
                 }
                 task.refresh(now);
+                // A 2026 task's record carries its result or error.
+                task.delivered |= era == Era::Modern && task.terminal();
                 let task = &store.tasks[at];
                 Ok(match era {
                     Era::Legacy => task.record(store),
@@ -776,7 +800,10 @@ impl Server {
                 })
             }
             // Only a task that has ended gets here (see `park_task_result`).
-            ("tasks/result", _) => task.result(),
+            ("tasks/result", _) => {
+                task.delivered = true;
+                task.result()
+            }
             ("tasks/cancel", Era::Legacy) if task.terminal() => Err(ErrorObject::new(
                 codes::INVALID_PARAMS,
                 format!(
@@ -807,7 +834,7 @@ impl Server {
                         .filter(|(k, a)| a.is_object() && task.input_requests.contains_key(k))
                         .collect();
                     let size: usize = (taken.iter())
-                        .map(|(k, a)| k.len() + super::legacy::held_bytes(a))
+                        .map(|(k, a)| k.len() + super::held::held_bytes(a))
                         .sum();
                     let max_bytes = limits.max_task_bytes;
                     if held + size > max_bytes {
@@ -902,6 +929,7 @@ impl Server {
             ));
         }
         task.finish(reply.clone(), now);
+        task.delivered = true;
         let mut reply = reply?;
         if let Some(o) = reply.as_object_mut() {
             o.insert("_meta".into(), json!({ RELATED_TASK_KEY: {"taskId": id} }));

@@ -594,12 +594,12 @@ fn each_requestor_and_the_server_keep_a_bounded_number_of_tasks() {
     assert_eq!(get(&mut p, &newcomer)["status"], "working");
 }
 
-/// A server with one task tool, `name`, and a task budget of 10,000 bytes.
+/// A server with one task tool, `name`, and a task budget of 20,000 bytes.
 fn budgeted(name: &str, tool: impl Fn(&ToolCall<'_>) -> ToolOutcome + Send + 'static) -> Peer {
     let no_args = json!({"type": "object"});
     let mut config = ServerConfig::new(Implementation::new("t", "0"))
         .with_tool(Tool::new(name, "", no_args, tool).as_task(0));
-    config.limits.max_task_bytes = 10_000;
+    config.limits.max_task_bytes = 20_000;
     Peer::new(Server::new(config))
 }
 
@@ -607,7 +607,7 @@ fn budgeted(name: &str, tool: impl Fn(&ToolCall<'_>) -> ToolOutcome + Send + 'st
 fn refused_for_bytes(reply: &Value) {
     let message = reply["error"]["message"].as_str().unwrap_or_default();
     assert!(
-        message.contains("Too much task data held (10000 bytes"),
+        message.contains("Too much task data held (20000 bytes"),
         "{reply}"
     );
 }
@@ -619,7 +619,7 @@ fn refused_for_bytes(reply: &Value) {
 #[test]
 fn the_bytes_tasks_keep_are_bounded() {
     let after = |outcome| ToolOutcome::after(Duration::from_secs(2), outcome);
-    let sent = "x".repeat(4000);
+    let sent = "x".repeat(6000);
     let given = "y".repeat(6000);
     let cases = [
         (
@@ -649,6 +649,29 @@ fn the_bytes_tasks_keep_are_bounded() {
     }
 }
 
+/// Room under `max_task_bytes` is never made from another's ended task whose result
+/// its owner has not fetched: the newcomer is refused until it has been.
+#[test]
+fn an_unfetched_result_is_not_dropped_for_anothers_bytes() {
+    let sent = "x".repeat(6000);
+    let mut p = budgeted("slow", |_: &ToolCall<'_>| {
+        ToolOutcome::after(Duration::from_secs(2), ToolOutcome::text("done"))
+    });
+    let call = json!({"name": "slow", "arguments": {"text": sent}});
+    let start = |p: &mut Peer, who: &str| {
+        p.server.set_principal(Some(who.into()));
+        req(p, "tools/call", call.clone())
+    };
+    let alice = start(&mut p, "alice")["taskId"].clone();
+    at(&mut p, 2000);
+    assert_eq!(start(&mut p, "mallory")["resultType"], "task");
+    refused_for_bytes(&start(&mut p, "mallory"));
+    p.server.set_principal(Some("alice".into()));
+    let done = get(&mut p, &alice);
+    assert_eq!(done["result"]["content"][0]["text"], "done", "{done}");
+    assert_eq!(start(&mut p, "mallory")["resultType"], "task");
+}
+
 /// A [`budgeted`] server whose task tool `ask` asks for `who` (then ends 2 s later), and
 /// the id of a task of it, waiting for that input.
 fn asking_within_budget() -> (Peer, Value) {
@@ -666,7 +689,7 @@ fn asking_within_budget() -> (Peer, Value) {
 #[test]
 fn the_answers_tasks_keep_count_against_the_bound() {
     let (mut p, id) = asking_within_budget();
-    let answer = json!({"action": "accept", "content": {"name": "z".repeat(8_500)}});
+    let answer = json!({"action": "accept", "content": {"name": "z".repeat(15_000)}});
     let ack = req(
         &mut p,
         "tasks/update",
@@ -687,7 +710,7 @@ fn an_answer_past_the_bound_is_refused_and_stays_asked() {
         let answer = json!({"action": "accept", "content": {"name": name}});
         json!({"taskId": id, "inputResponses": {"who": answer}})
     };
-    refused_for_bytes(&req(&mut p, "tasks/update", update("z".repeat(20_000))));
+    refused_for_bytes(&req(&mut p, "tasks/update", update("z".repeat(40_000))));
     assert_eq!(get(&mut p, &id)["status"], "input_required");
     let ack = req(&mut p, "tasks/update", update("zoe".into()));
     assert_eq!(ack["resultType"], "complete", "{ack}");

@@ -1,0 +1,80 @@
+//! What a value a client sent costs the server to keep: its bytes in memory, estimated
+//! from above. A parsed value costs many times its JSON text (`{"a":0}`, 7 bytes of
+//! text, takes a whole B-tree node of about 630 bytes), so whatever the server keeps
+//! for a client (task arguments and results, answers between rounds, capabilities) is
+//! counted this way, never by its text.
+
+use serde_json::Value;
+
+use crate::jsonrpc::ErrorObject;
+
+/// Each `Value`, wherever it sits.
+const VALUE: usize = std::mem::size_of::<Value>();
+/// What an allocator spends on each heap block beyond what was asked for.
+const BLOCK: usize = 16;
+/// Members in one node of a `serde_json::Map` (std's `BTreeMap`, `B = 6`).
+const NODE_MEMBERS: usize = 11;
+/// Members every node but the root holds at least: a map of `n` members has at most
+/// `1 + (n - 1) / 5` nodes.
+const NODE_MIN_MEMBERS: usize = 5;
+/// One node of a map, taken whole whatever it holds: its keys and values, its child
+/// edges (internal nodes) and a header (parent, index, length).
+const MAP_NODE: usize = NODE_MEMBERS * (std::mem::size_of::<String>() + VALUE)
+    + (NODE_MEMBERS + 1) * std::mem::size_of::<usize>()
+    + 16;
+
+/// The bytes of memory `value` holds, estimated from above: 32 bytes a value, an
+/// array's capacity, a map's nodes at full size (a node for one member is as big as for
+/// eleven), each key and string its capacity, and each heap block 16 bytes more for the
+/// allocator. Recursive: what the server keeps from a client was nested at most
+/// `max_nesting_depth` deep.
+pub(crate) fn held_bytes(value: &Value) -> usize {
+    VALUE + held_beyond_slot(value)
+}
+
+/// What `value` holds beyond its own slot.
+fn held_beyond_slot(value: &Value) -> usize {
+    match value {
+        Value::String(s) => s.capacity() + BLOCK,
+        Value::Array(items) => {
+            let slots = items.capacity() * VALUE + BLOCK;
+            slots + items.iter().map(held_beyond_slot).sum::<usize>()
+        }
+        Value::Object(members) => {
+            let nodes = match members.len() {
+                0 => 0,
+                n => 1 + (n - 1) / NODE_MIN_MEMBERS,
+            };
+            let members_held: usize = (members.iter())
+                .map(|(k, v)| k.capacity() + BLOCK + held_beyond_slot(v))
+                .sum();
+            nodes * (MAP_NODE + BLOCK) + members_held
+        }
+        _ => 0,
+    }
+}
+
+/// The bytes of memory an error object holds ([`held_bytes`]).
+pub(crate) fn error_held_bytes(e: &ErrorObject) -> usize {
+    std::mem::size_of::<ErrorObject>()
+        + e.message.capacity()
+        + e.data.as_ref().map_or(0, held_bytes)
+}
+
+/// How many bytes `value` takes as compact JSON, counted without keeping them.
+pub(crate) fn json_size(value: &impl serde::Serialize) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing a value to a sink that takes everything cannot fail.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
