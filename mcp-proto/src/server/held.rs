@@ -61,6 +61,29 @@ pub(crate) fn error_held_bytes(e: &ErrorObject) -> usize {
         + e.data.as_ref().map_or(0, held_bytes)
 }
 
+/// How many bytes `value` takes as compact JSON when that is at most `limit`; `None`
+/// past it. Serialising stops at the limit: the cost is bounded by `limit`, not by the
+/// value.
+pub(crate) fn json_size_within(value: &impl serde::Serialize, limit: usize) -> Option<usize> {
+    struct Count(usize, usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            if self.0 > self.1 {
+                return Err(std::io::ErrorKind::FileTooLarge.into());
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0, limit);
+    serde_json::to_writer(&mut count, value)
+        .ok()
+        .map(|()| count.0)
+}
+
 /// How many bytes `value` takes as compact JSON, counted without keeping them.
 pub(crate) fn json_size(value: &impl serde::Serialize) -> usize {
     struct Count(usize);

@@ -18,6 +18,7 @@ use crate::jsonrpc::{ErrorObject, RequestId, codes, write_result_head};
 use crate::version::{Era, ProtocolVersion};
 
 use super::calls::{self, invalid};
+use super::held::json_size_within;
 use super::legacy::method_not_found;
 use super::registry::{InputRequestSpec, ToolOutcome};
 use super::seal::MAX_SEALED_STATE_BYTES;
@@ -444,6 +445,13 @@ impl Server {
             )
             .with_data(json!({"requiredCapabilities": missing})));
         }
+        if json_size_within(&done.inputs, MAX_SEALED_STATE_BYTES).is_none() {
+            // Too long for a state whatever the codec: refused before sealing, which
+            // would cost time in proportion to all of it.
+            return Err(state_too_long(format!(
+                "more than {MAX_SEALED_STATE_BYTES} bytes as JSON"
+            )));
+        }
         let mut requests = Map::new();
         for (key, spec) in asks {
             let (method, p) = calls::render(spec, version);
@@ -464,11 +472,8 @@ impl Server {
         let token = self.config.state_codec.seal(&binding.context(), &state);
         if token.len() > MAX_SEALED_STATE_BYTES {
             // Issued, it would be refused when it comes back: the call could never go on.
-            return Err(invalid(format!(
-                "the answers this call carries take {} bytes as `requestState`, over the \
-                 {MAX_SEALED_STATE_BYTES} it may hold",
-                token.len()
-            )));
+            let size = token.len();
+            return Err(state_too_long(format!("{size} bytes as `requestState`")));
         }
         Ok(json!({
             "resultType": "input_required",
@@ -476,6 +481,14 @@ impl Server {
             "requestState": token,
         }))
     }
+}
+
+/// The `-32602` for answers that take `size`, more than a `requestState` may hold.
+fn state_too_long(size: String) -> ErrorObject {
+    invalid(format!(
+        "the answers this call carries take {size}, over the {MAX_SEALED_STATE_BYTES} \
+         bytes a `requestState` may hold"
+    ))
 }
 
 /// What a request's `requestState` is bound to: the principal, the method, the name (tool

@@ -30,7 +30,7 @@ use crate::auth::crypto::{Drbg, constant_time_eq, hmac_sha256, sha256};
 
 /// The longest token opened; anything longer is refused unread. A server never issues
 /// a longer `requestState`, whatever its codec: a call whose answers would need one is
-/// refused (`-32602`) instead.
+/// refused (`-32602`) instead, before sealing when the answers alone take more as JSON.
 pub const MAX_SEALED_STATE_BYTES: usize = 256 * 1024;
 /// The longest key id.
 pub const MAX_KEY_ID_BYTES: usize = 32;

@@ -1376,7 +1376,7 @@ fn a_first_tries_answers_are_bounded() {
     let most = limits.max_inputs_per_round * limits.max_input_rounds as usize;
     let mut sealed = example::server();
     sealed.seal_request_states([5; 32], 1_800_000_000_000);
-    for server in [example::server(), sealed] {
+    for (server, is_sealed) in [(example::server(), false), (sealed, true)] {
         let mut p = Peer::new(server);
         let try_with = |p: &mut Peer, inputs: Value| {
             let params = json!({"name": "confirm", "inputResponses": inputs});
@@ -1392,7 +1392,18 @@ fn a_first_tries_answers_are_bounded() {
         let r = try_with(&mut p, answers(100, 4000));
         assert_eq!(r["error"]["code"], -32602, "{r}");
         let message = r["error"]["message"].as_str().unwrap();
-        assert!(message.contains("as `requestState`"), "{message}");
+        assert!(
+            message.contains("more than 262144 bytes as JSON"),
+            "{message}"
+        );
+        // Under the JSON bound, over it once sealed (a third more in base64).
+        let r = try_with(&mut p, answers(60, 4000));
+        if is_sealed {
+            let message = r["error"]["message"].as_str().unwrap_or_default();
+            assert!(message.contains("as `requestState`"), "{message}");
+        } else {
+            assert_eq!(r["result"]["resultType"], "input_required");
+        }
         // Under both bounds, the state issued opens again.
         let r = try_with(&mut p, answers(most, 100));
         let state = r["result"]["requestState"].as_str().expect("a state");
