@@ -1010,9 +1010,8 @@ impl HttpEndpoint {
         }
         let max_depth = self.server.config().limits.max_nesting_depth;
         if let Err(e) = jsonrpc::check_nesting(&http.body, max_depth) {
-            let id = jsonrpc::sniff(&http.body).id;
             let e = ErrorObject::new(codes::INVALID_REQUEST, format!("Invalid request: {e}"));
-            return complete(HttpResponse::json_error(400, id.as_ref(), &e));
+            return complete(self.refuse_body(now, http, e));
         }
         // A request with an object (or no) params, the common case, is read in one pass,
         // its `_meta` taken from the machine's last request when the text is the same (as
@@ -1030,13 +1029,12 @@ impl HttpEndpoint {
             Err(e) => {
                 // Read again as any JSON only now, to tell text that is not JSON (a parse
                 // error) from a message of the wrong shape (answered with its id).
-                let Ok(value) = serde_json::from_slice::<Value>(&http.body) else {
+                if serde_json::from_slice::<serde::de::IgnoredAny>(&http.body).is_err() {
                     let e = ErrorObject::new(codes::PARSE_ERROR, "Parse error");
                     return complete(HttpResponse::json_error(400, None, &e));
-                };
-                let id = value.get("id").and_then(id_of);
+                }
                 let e = ErrorObject::new(codes::INVALID_REQUEST, format!("Invalid request: {e}"));
-                return complete(HttpResponse::json_error(400, id.as_ref(), &e));
+                return complete(self.refuse_body(now, http, e));
             }
         };
         if let Message::Request(mut request) = message {
@@ -1805,6 +1803,46 @@ impl HttpEndpoint {
     /// A posted JSON-RPC response (the answer to a server→client request): 202. Only
     /// an answer to a request sent to this session (or, without sessions, to anyone)
     /// under the id the client saw reaches the machine; anything else is dropped.
+    /// The `400` for a body that is JSON but no valid message (`error`). When it answers
+    /// a request the server sent on the session it names (no `method`, the request's
+    /// `id`), that request gets `error` as its answer, as over stdio: the call waiting
+    /// for it fails rather than waiting for an answer that already came. An error about
+    /// a response carries id null (with its own id the client would read it as the
+    /// answer to its request of that id).
+    fn refuse_body(
+        &mut self,
+        now: Instant,
+        http: &HttpRequest,
+        error: ErrorObject,
+    ) -> HttpResponse {
+        let sniffed = jsonrpc::sniff(&http.body);
+        let answering = !sniffed.has_method && sniffed.id.is_some();
+        if answering && let Some(id) = sniffed.id {
+            let session = match http.header(MCP_SESSION_ID) {
+                Some(s) if self.sessions.is_some() => {
+                    if !self.session_live(s, now) {
+                        return session_not_found();
+                    }
+                    Some(s.to_owned())
+                }
+                _ => None,
+            };
+            if self
+                .server_requests
+                .contains_key(&(session.clone(), id.clone()))
+            {
+                let outcome = Err(error.clone());
+                let answer = Response {
+                    id: Some(id),
+                    outcome,
+                };
+                let _ = self.client_response(now, answer, session);
+            }
+            return HttpResponse::json_error(400, None, &error);
+        }
+        HttpResponse::json_error(400, sniffed.id.as_ref(), &error)
+    }
+
     fn client_response(
         &mut self,
         now: Instant,

@@ -732,6 +732,41 @@ fn legacy_input_over_an_open_stream() {
     assert_eq!(ep.open_streams(), 0);
 }
 
+/// A malformed answer to the server's request (both `result` and `error`, neither,
+/// nested too deep) is refused with `400` and id null, and is the answer the call was
+/// waiting for, as over stdio: the call ended only at its timeout, if ever.
+#[test]
+fn a_malformed_answer_over_http_ends_the_call_waiting_for_it() {
+    let too_deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+    let malformed = [
+        r#"{"jsonrpc":"2.0","id":ID,"result":{"action":"decline"},"error":{"code":1,"message":"x"}}"#
+            .to_owned(),
+        r#"{"jsonrpc":"2.0","id":ID}"#.to_owned(),
+        format!(r#"{{"jsonrpc":"2.0","id":ID,"result":{{"action":"decline","x":{too_deep}}}}}"#),
+    ];
+    for body in malformed {
+        let mut ep = endpoint();
+        initialize(&mut ep, json!({"elicitation": {}}));
+        let s =
+            stream(ep.handle_request(now(), &legacy(5, "tools/call", json!({"name": "confirm"}))));
+        let asked = sse_messages(&s.response().body)[0]["id"].to_string();
+        let post = HttpRequest::new("POST", "/mcp")
+            .with_header("Host", "127.0.0.1")
+            .with_header("Content-Type", "application/json")
+            .with_header("Accept", "application/json, text/event-stream")
+            .with_body(body.replace("ID", &asked));
+        let r = complete(ep.handle_request(now(), &post));
+        assert_eq!((r.status, error_code(&r)), (400, -32600), "{body}");
+        assert_eq!(body_json(&r)["id"], Value::Null, "{body}");
+        assert_eq!(ep.poll_ready(), Some(s.id()), "{body}");
+        let mut out = Vec::new();
+        assert_eq!(ep.poll_stream(&s, &mut out), StreamStatus::Finished);
+        let answer = &sse_messages(&out)[0];
+        assert_eq!(answer["id"], 5, "{answer}");
+        assert!(answer.to_string().contains("Invalid request"), "{answer}");
+    }
+}
+
 #[test]
 fn a_posted_cancel_reports_the_stream_it_ends() {
     let mut ep = endpoint();
