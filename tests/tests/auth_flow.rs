@@ -963,6 +963,22 @@ fn a_short_lived_token_is_offered_for_most_of_its_life() {
     assert_eq!(sim.auth.authorization(), None);
 }
 
+/// `expires_in: 0` says no lifetime (as `golang.org/x/oauth2` and others read it): the
+/// token is used until the server refuses it. Counted as expiring on arrival, it was
+/// never sent, and the login failed as "the server requires authorization (HTTP 401)".
+#[test]
+fn a_token_of_no_stated_lifetime_is_offered() {
+    let mut world = standard_world();
+    let zero = json!({"access_token": "at-zero", "token_type": "Bearer", "expires_in": 0});
+    world.set(&format!("{AS}/token"), ok(&zero));
+    let mut sim = Sim::new(config(), world);
+    sim.authorize_fully();
+    assert_eq!(sim.auth.credentials().expires_at, None);
+    sim.now += Duration::from_secs(3600);
+    sim.auth.handle_timeout(sim.now);
+    assert_eq!(sim.auth.authorization().as_deref(), Some("Bearer at-zero"));
+}
+
 // ----- step-up -----------------------------------------------------------------------
 
 #[test]

@@ -26,7 +26,7 @@ pub struct TokenResponse {
     /// `token_type`, normalized: `"Bearer"` or `"DPoP"` whatever the case sent.
     pub token_type: String,
     /// `expires_in` in seconds, when given (a numeric string is accepted; a value too
-    /// large for `u64` saturates).
+    /// large for `u64` saturates). The flow reads `0` as no lifetime stated.
     pub expires_in: Option<u64>,
     /// `refresh_token`, when given and not empty.
     pub refresh_token: Option<String>,

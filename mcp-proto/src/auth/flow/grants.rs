@@ -230,7 +230,9 @@ impl Authorizer {
                 self.creds.access_token = Some(t.access_token);
                 self.creds.token_type = t.token_type;
                 let unix_now = self.unix(now);
-                self.creds.expires_at = t.expires_in.map(|s| unix_now.saturating_add(s));
+                // `expires_in: 0` states no lifetime: the token is used until refused.
+                let lifetime = t.expires_in.filter(|&s| s > 0);
+                self.creds.expires_at = lifetime.map(|s| unix_now.saturating_add(s));
                 self.creds.obtained_at = Some(unix_now);
                 if t.refresh_token.is_some() {
                     self.creds.refresh_token = t.refresh_token;
