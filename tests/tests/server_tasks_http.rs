@@ -183,6 +183,39 @@ fn a_sessions_tasks_go_with_the_session() {
     assert_eq!(fill_session(&mut e, expired, &fresh, None).0, per_session);
 }
 
+/// Without sessions, each `initialize` replaces the one before, whose tasks nobody can
+/// reach any more: they go with it (they held their slots until they expired, and after
+/// four handshakes no task could start for ten minutes).
+#[test]
+fn a_replaced_stateless_sessions_tasks_go_with_it() {
+    let mut e = HttpEndpoint::new(example::with_tasks());
+    let per_principal = mcp_proto::server::tasks::MAX_TASKS_PER_PRINCIPAL;
+    let per_session = mcp_proto::server::tasks::MAX_TASKS;
+    let initialize = |e: &mut HttpEndpoint| {
+        let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}});
+        assert_eq!(send(e, &legacy(None, &body), None).0, 200);
+    };
+    for _ in 0..=per_principal / per_session {
+        initialize(&mut e);
+        let mut started = 0;
+        while started <= per_session {
+            let create = call(
+                1,
+                "tools/call",
+                json!({"name": "slow", "arguments": {"text": "x"}, "task": {}}),
+            );
+            let r = legacy(None, &create).with_header("MCP-Protocol-Version", "2025-11-25");
+            if send(&mut e, &r, None).2["result"]["task"]["taskId"].is_null() {
+                break;
+            }
+            started += 1;
+        }
+        assert_eq!(started, per_session);
+    }
+}
+
 /// Anonymous legacy sessions share one principal: making room among its tasks dropped
 /// the oldest ended one of any of them, so one client starting tasks in sessions of its
 /// own erased another's finished result before it was fetched. Now only a task whose

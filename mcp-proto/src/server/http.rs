@@ -1094,8 +1094,11 @@ impl HttpEndpoint {
             }
             _ if request.method == "initialize" => {
                 if self.sessions.is_none() {
-                    // Stateless legacy: every client's handshake replaces the last one.
-                    self.server.session = None;
+                    // Stateless legacy: every client's handshake replaces the last one,
+                    // and the tasks of the one replaced become unreachable: they go.
+                    if let Some(replaced) = self.server.session.take() {
+                        self.server.tasks.drop_scopes(&[replaced.task_scope]);
+                    }
                 }
             }
             _ => {

@@ -54,7 +54,7 @@
 //! only where requestors are trusted or bound to an authorization context, and every
 //! timestamp reads [`TIMESTAMP`]. A task expires [`TTL_MS`] after its creation (it is then
 //! "not found"); a legacy session's tasks go with the session (over HTTP: ended, expired
-//! or evicted). Each requestor keeps at most [`MAX_TASKS`], each principal over all its
+//! or evicted, or replaced by the next `initialize` on an endpoint without sessions). Each requestor keeps at most [`MAX_TASKS`], each principal over all its
 //! sessions [`MAX_TASKS_PER_PRINCIPAL`], the whole server [`MAX_STORED_TASKS`]: to make
 //! room the oldest ended task goes, and when none may go a new task is refused. Only the
 //! requestor's own tasks and tasks whose end reached their owner may go: a running task,
