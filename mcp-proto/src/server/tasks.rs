@@ -280,7 +280,8 @@ impl TaskStore {
     /// Makes room for one more task of `owner` by dropping the oldest ended task (of
     /// `owner` when it is at [`MAX_TASKS`], of its principal when that is at
     /// [`MAX_TASKS_PER_PRINCIPAL`], of anyone when the server is at
-    /// [`MAX_STORED_TASKS`] or past `max_bytes`). Only `owner`'s own tasks and tasks
+    /// [`MAX_STORED_TASKS`] or past `max_bytes`). Only `owner`'s own tasks (unless it
+    /// is the anonymous 2026 requestor, which is every unauthenticated client) and tasks
     /// whose end reached their owner can go: a running task, or one whose result nobody
     /// fetched yet, is never dropped for another requestor's, and with no task left
     /// that may go the new one is refused. Otherwise a requestor (an anonymous legacy
@@ -292,7 +293,10 @@ impl TaskStore {
         bytes: usize,
         max_bytes: usize,
     ) -> Result<(), ErrorObject> {
-        let may_go = |t: &ServerTask| t.terminal() && (t.delivered || &t.owner == owner);
+        // Unauthenticated 2026 clients are all one requestor: "its own" would be
+        // anyone's.
+        let known = owner.principal.is_some() || owner.scope.is_some();
+        let may_go = |t: &ServerTask| t.terminal() && (t.delivered || (known && &t.owner == owner));
         let mut held: usize = self.tasks.iter().map(ServerTask::kept_bytes).sum();
         while held + bytes > max_bytes {
             let Some(dropped) = self.drop_oldest(may_go) else {

@@ -636,15 +636,18 @@ fn the_bytes_tasks_keep_are_bounded() {
         ),
     ];
     for (mut p, call) in cases {
+        let mut ids = Vec::new();
         for _ in 0..2 {
-            assert_eq!(
-                req(&mut p, "tools/call", call.clone())["resultType"],
-                "task"
-            );
+            let created = req(&mut p, "tools/call", call.clone());
+            assert_eq!(created["resultType"], "task");
+            ids.push(created["taskId"].clone());
         }
         refused_for_bytes(&req(&mut p, "tools/call", call.clone()));
-        // Once they ended, they make room.
+        // Once they ended and their results were fetched, they make room.
         at(&mut p, 2000);
+        for id in &ids {
+            assert_eq!(get(&mut p, id)["status"], "completed");
+        }
         assert_eq!(req(&mut p, "tools/call", call)["resultType"], "task");
     }
 }
@@ -670,6 +673,27 @@ fn an_unfetched_result_is_not_dropped_for_anothers_bytes() {
     let done = get(&mut p, &alice);
     assert_eq!(done["result"]["content"][0]["text"], "done", "{done}");
     assert_eq!(start(&mut p, "mallory")["resultType"], "task");
+}
+
+/// Every unauthenticated 2026 client is one requestor: a task of its is not "its own"
+/// to any of them. One that starts tasks never drops another's unfetched result.
+#[test]
+fn an_anonymous_clients_unfetched_result_is_not_dropped_for_another_anonymous_one() {
+    let sent = "x".repeat(6000);
+    let mut p = budgeted("slow", |_: &ToolCall<'_>| {
+        ToolOutcome::after(Duration::from_secs(2), ToolOutcome::text("done"))
+    });
+    let call = json!({"name": "slow", "arguments": {"text": sent}});
+    let first = req(&mut p, "tools/call", call.clone())["taskId"].clone();
+    at(&mut p, 2000);
+    assert_eq!(
+        req(&mut p, "tools/call", call.clone())["resultType"],
+        "task"
+    );
+    refused_for_bytes(&req(&mut p, "tools/call", call.clone()));
+    let done = get(&mut p, &first);
+    assert_eq!(done["result"]["content"][0]["text"], "done", "{done}");
+    assert_eq!(req(&mut p, "tools/call", call)["resultType"], "task");
 }
 
 /// A [`budgeted`] server whose task tool `ask` asks for `who` (then ends 2 s later), and
