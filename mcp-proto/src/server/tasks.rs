@@ -54,11 +54,13 @@
 //! only where requestors are trusted or bound to an authorization context, and every
 //! timestamp reads [`TIMESTAMP`]. A task expires [`TTL_MS`] after its creation (it is then
 //! "not found"); a legacy session's tasks go with the session (over HTTP: ended, expired
-//! or evicted, or replaced by the next `initialize` on an endpoint without sessions). Each requestor keeps at most [`MAX_TASKS`], each principal over all its
-//! sessions [`MAX_TASKS_PER_PRINCIPAL`], the whole server [`MAX_STORED_TASKS`]: to make
-//! room the oldest ended task goes, and when none may go a new task is refused. Only the
-//! requestor's own tasks and tasks whose end reached their owner may go: a running task,
-//! or one whose result was not fetched yet, is never dropped for another's.
+//! or evicted, or replaced by the next `initialize` on an endpoint without sessions).
+//! Each requestor keeps at most [`MAX_TASKS`], each principal over all its sessions
+//! [`MAX_TASKS_PER_PRINCIPAL`], the whole server [`MAX_STORED_TASKS`]: to make room the
+//! oldest ended task that may go goes, and when none may a new task is refused. The
+//! requestor's own ended tasks may go (not the anonymous 2026 requestor's: that is every
+//! unauthenticated client), and anyone's whose end reached its owner: a running task, or
+//! one whose result was not fetched yet, is never dropped for another's (decision 107).
 //! Status notifications and the timer are in `task_events.rs`: a 2025 task's owner session
 //! gets `notifications/tasks/status` when its status changes, a 2026 task's principal
 //! `notifications/tasks` on a listen naming it, and a 2025 `tasks/result` on a task
