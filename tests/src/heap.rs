@@ -60,3 +60,11 @@ pub fn peak_during<R>(f: impl FnOnce() -> R) -> (R, usize) {
     let peak = PEAK.with(Cell::get);
     (out, usize::try_from(peak - start).unwrap_or(0))
 }
+
+/// Runs `f` and returns its value with how many more bytes are live on this thread
+/// after it than before (what the value returned holds, when `f` keeps nothing else).
+pub fn live_after<R>(f: impl FnOnce() -> R) -> (R, isize) {
+    let start = LIVE.with(Cell::get);
+    let out = f();
+    (out, LIVE.with(Cell::get) - start)
+}

@@ -5,7 +5,7 @@
 use mcp_proto::Instant;
 use mcp_proto::model::Implementation;
 use mcp_proto::server::{Server, ServerConfig, Tool, ToolCall, ToolOutcome};
-use mcp_tests::heap::{CountingAlloc, peak_during};
+use mcp_tests::heap::{CountingAlloc, live_after, peak_during};
 use serde_json::{Value, json};
 
 #[global_allocator]
@@ -75,4 +75,48 @@ fn assert_task_bytes_bounded(pad: &Value) {
     assert!(started >= 1, "no task started: {refusal}");
     let message = refusal["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("Too much task data held"), "{refusal}");
+}
+
+/// What the server counts a value as holding is never below what it holds: checked
+/// against the allocator for the shapes a client can pick, each many times over (a
+/// one-member object takes a B-tree node of about 630 bytes; counted at 128, such
+/// values held five times their share).
+#[test]
+fn the_held_estimate_is_never_below_the_heap() {
+    let nest = |open: &str, inner: &str, close: &str, depth: usize| {
+        format!("{}{inner}{}", open.repeat(depth), close.repeat(depth))
+    };
+    let many = |item: &str, n: usize| format!("[{}]", vec![item; n].join(","));
+    let members = |n: usize, key_len: usize| {
+        let items: Vec<String> = (0..n).map(|i| format!("\"{i:0key_len$}\":0")).collect();
+        format!("{{{}}}", items.join(","))
+    };
+    let shapes = [
+        ("zeros", many("0", 20_000)),
+        ("one-member objects", many(r#"{"a":0}"#, 2_000)),
+        (
+            "six-member objects",
+            many(r#"{"a":0,"b":0,"c":0,"d":0,"e":0,"f":0}"#, 500),
+        ),
+        ("twelve-member objects", many(&members(12, 2), 500)),
+        ("empty objects", many("{}", 5_000)),
+        ("empty arrays", many("[]", 5_000)),
+        ("one-element arrays", many("[0]", 5_000)),
+        ("short strings", many(r#""x""#, 5_000)),
+        ("floats", many("1.5e300", 5_000)),
+        ("a large map", members(20_000, 6)),
+        ("long keys", members(200, 4_000)),
+        ("nested one-member objects", nest(r#"{"a":"#, "0", "}", 100)),
+        ("nested arrays", nest("[", "0", "]", 100)),
+        ("objects of arrays", many(r#"{"a":[[],[0],{}]}"#, 1_000)),
+    ];
+    for (name, text) in shapes {
+        let (value, live) = live_after(|| serde_json::from_str::<Value>(&text).unwrap());
+        let estimate = mcp_proto::fuzzing::server::held_bytes(&value);
+        let live = usize::try_from(live).unwrap_or(0);
+        assert!(
+            estimate >= live,
+            "{name}: estimated {estimate} bytes, holds {live}"
+        );
+    }
 }

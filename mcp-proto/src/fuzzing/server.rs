@@ -11,6 +11,13 @@ use crate::server::{
 };
 use crate::version::{ProtocolVersion, VersionPolicy};
 
+/// The server's estimate of the memory `value` holds, for tests that check it against
+/// an allocator's count (it must never be below).
+#[must_use]
+pub fn held_bytes(value: &Value) -> usize {
+    crate::server::held::held_bytes(value)
+}
+
 /// Largest stdio line the fuzzed servers take (longer ones are refused): small, so that
 /// the oversized-line path is reached with short inputs.
 pub const MAX_LINE: usize = 2048;

@@ -10,8 +10,15 @@ use crate::jsonrpc::ErrorObject;
 
 /// Each `Value`, wherever it sits.
 const VALUE: usize = std::mem::size_of::<Value>();
-/// What an allocator spends on each heap block beyond what was asked for.
-const BLOCK: usize = 16;
+/// What a heap block asked for `size` bytes takes: nothing for none, else the size with
+/// a word of header, at least 32 bytes, in steps of 16 (glibc's malloc; other
+/// allocators' size classes take no more).
+fn block(size: usize) -> usize {
+    match size {
+        0 => 0,
+        n => (n + 8).max(32).next_multiple_of(16),
+    }
+}
 /// Members in one node of a `serde_json::Map` (std's `BTreeMap`, `B = 6`).
 const NODE_MEMBERS: usize = 11;
 /// Members every node but the root holds at least: a map of `n` members has at most
@@ -25,8 +32,8 @@ const MAP_NODE: usize = NODE_MEMBERS * (std::mem::size_of::<String>() + VALUE)
 
 /// The bytes of memory `value` holds, estimated from above: 32 bytes a value, an
 /// array's capacity, a map's nodes at full size (a node for one member is as big as for
-/// eleven), each key and string its capacity, and each heap block 16 bytes more for the
-/// allocator. Recursive: what the server keeps from a client was nested at most
+/// eleven), each key and string its capacity, each heap block as the allocator takes it
+/// (a one-byte string takes 32). Recursive: what the server keeps from a client was nested at most
 /// `max_nesting_depth` deep.
 pub(crate) fn held_bytes(value: &Value) -> usize {
     VALUE + held_beyond_slot(value)
@@ -35,9 +42,9 @@ pub(crate) fn held_bytes(value: &Value) -> usize {
 /// What `value` holds beyond its own slot.
 fn held_beyond_slot(value: &Value) -> usize {
     match value {
-        Value::String(s) => s.capacity() + BLOCK,
+        Value::String(s) => block(s.capacity()),
         Value::Array(items) => {
-            let slots = items.capacity() * VALUE + BLOCK;
+            let slots = block(items.capacity() * VALUE);
             slots + items.iter().map(held_beyond_slot).sum::<usize>()
         }
         Value::Object(members) => {
@@ -46,9 +53,9 @@ fn held_beyond_slot(value: &Value) -> usize {
                 n => 1 + (n - 1) / NODE_MIN_MEMBERS,
             };
             let members_held: usize = (members.iter())
-                .map(|(k, v)| k.capacity() + BLOCK + held_beyond_slot(v))
+                .map(|(k, v)| block(k.capacity()) + held_beyond_slot(v))
                 .sum();
-            nodes * (MAP_NODE + BLOCK) + members_held
+            nodes * block(MAP_NODE) + members_held
         }
         _ => 0,
     }
@@ -57,7 +64,7 @@ fn held_beyond_slot(value: &Value) -> usize {
 /// The bytes of memory an error object holds ([`held_bytes`]).
 pub(crate) fn error_held_bytes(e: &ErrorObject) -> usize {
     std::mem::size_of::<ErrorObject>()
-        + e.message.capacity()
+        + block(e.message.capacity())
         + e.data.as_ref().map_or(0, held_bytes)
 }
 

@@ -92,7 +92,7 @@ mod calls;
 mod catalog;
 mod config;
 pub mod example;
-mod held;
+pub(crate) mod held;
 pub mod http;
 mod legacy;
 mod meta_cache;
