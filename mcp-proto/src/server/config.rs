@@ -54,10 +54,10 @@ pub struct ServerLimits {
     /// makes room by dropping the oldest ended tasks, and is refused (`-32603`) when only
     /// running ones are left. Default 64 MiB.
     pub max_task_bytes: usize,
-    /// Legacy era: bytes of answers kept for the tool calls of one session that wait for
-    /// more input (their earlier rounds' answers), as held in memory (estimated as for
-    /// `max_task_bytes`). An answer that would pass it fails its call with an `isError`
-    /// result. Default 16 MiB.
+    /// Legacy era: bytes kept for the tool calls of one session that wait for more input
+    /// (their arguments and their earlier rounds' answers), as held in memory (estimated
+    /// as for `max_task_bytes`). A call that would pass it by waiting, or an answer that
+    /// would, fails its call with an `isError` result. Default 16 MiB.
     pub max_input_bytes: usize,
 }
 

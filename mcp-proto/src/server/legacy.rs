@@ -94,8 +94,8 @@ pub(super) struct PendingCall {
     /// The task whose input this is (a 2025 `tasks/result` waiting for it): its
     /// requests carry the related-task `_meta`, and its end ends the task.
     task: Option<String>,
-    /// What the answers in `inputs` hold in memory (estimated), counted against
-    /// `ServerLimits::max_input_bytes`.
+    /// What its arguments and the answers in `inputs` hold in memory (estimated),
+    /// counted against `ServerLimits::max_input_bytes` while it waits.
     input_bytes: usize,
 }
 
@@ -108,7 +108,8 @@ impl PendingCall {
         (inputs, round): (Map<String, Value>, u32),
         task: String,
     ) -> Self {
-        let input_bytes = (inputs.iter()).map(|(k, v)| k.len() + held_bytes(v)).sum();
+        let answers: usize = (inputs.iter()).map(|(k, v)| k.len() + held_bytes(v)).sum();
+        let input_bytes = answers + held_bytes(&target.arguments);
         PendingCall {
             client_id,
             target,
@@ -236,13 +237,13 @@ impl Server {
                     }
                     Ok(target) => self.legacy_run(PendingCall {
                         client_id: id,
+                        input_bytes: held_bytes(&target.arguments),
                         target,
                         inputs: Map::new(),
                         waiting: Vec::new(),
                         round: 0,
                         progress_token: progress_token(params),
                         task: None,
-                        input_bytes: 0,
                     }),
                     Err(e) => self.send_error(Some(&id), &e),
                 }
@@ -471,6 +472,16 @@ impl Server {
                 "Too many input requests awaiting the client's answers",
             );
             return self.answer_call(&call, Err(e));
+        }
+        // Parked, it keeps its arguments and answers until the client answers.
+        let held: usize = self.pending.iter().map(|c| c.input_bytes).sum();
+        let max_bytes = self.config.limits.max_input_bytes;
+        if held.saturating_add(call.input_bytes) > max_bytes {
+            let text = format!(
+                "tool `{name}` needs input, but waiting for it would hold its arguments and \
+                 answers past {max_bytes} bytes (max_input_bytes)"
+            );
+            return self.answer_call(&call, Ok(error_result(text)));
         }
         for (key, spec) in &asks {
             let (method, mut params) = calls::render(spec, version);

@@ -565,6 +565,28 @@ fn a_legacy_calls_kept_answers_are_bounded() {
     assert!(message.contains("max_input_bytes"), "{message}");
 }
 
+/// A legacy call waiting for input keeps its arguments too: they count against
+/// `max_input_bytes` (an 8 MB `confirm` call of one-member objects held 770 MB while
+/// it waited, counted nowhere, and 64 such calls could be parked at once).
+#[test]
+fn a_waiting_legacy_calls_arguments_count_against_the_bound() {
+    let mut p = Peer::new(example::server_with(|c| c.limits.max_input_bytes = 100_000));
+    p.initialize("2025-11-25", json!({"elicitation": {}}));
+    let call = |id: u64, pad: usize| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": "confirm", "arguments": {"p": vec![json!({"": 0}); pad]}}})
+    };
+    let out = p.send(call(1, 80));
+    assert_eq!(out[0]["method"], "elicitation/create", "{out:?}");
+    // Another waiting call would take the session's parked calls past the bound.
+    let out = p.send(call(2, 80));
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(out[0]["id"], 2, "{out:?}");
+    assert_eq!(out[0]["result"]["isError"], true, "{out:?}");
+    let message = out[0]["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(message.contains("max_input_bytes"), "{message}");
+}
+
 /// `confirm` takes a field left out as the form's default, and refuses one of the wrong
 /// type (`"proceed": "notbool"` was read as the default, true).
 #[test]
