@@ -94,6 +94,7 @@ impl Server {
         let listens = &self.listens;
         let store = &self.tasks;
         let mut told: Vec<usize> = Vec::new();
+        let mut delivered = BTreeSet::new();
         for (at, task) in store.tasks_iter().enumerate() {
             if task.status() == task.announced {
                 continue;
@@ -112,6 +113,10 @@ impl Server {
                             && let Value::Object(detailed) = task.detailed(store)
                         {
                             modern.push((l.id.clone(), detailed));
+                            // The notification carries its result or error.
+                            if task.terminal() {
+                                delivered.insert(task.id().to_owned());
+                            }
                         }
                     }
                 }
@@ -121,6 +126,7 @@ impl Server {
         for at in told {
             self.tasks.mark_announced(at);
         }
+        self.tasks.mark_delivered(&delivered);
         for record in legacy {
             self.send_notification("notifications/tasks/status", &record);
         }

@@ -164,8 +164,8 @@ pub(super) struct ServerTask {
     /// What its outcome holds in memory, once the handler gave one: counted too (a
     /// tool may return what it was sent, or more).
     outcome_bytes: usize,
-    /// Its end reached its owner (a 2025 `tasks/result` answered, a 2026 `tasks/get`
-    /// showing the result or error, or a cancellation): from then on it may go to make
+    /// Its end reached its owner (a 2025 `tasks/result` answered, a 2026 `tasks/get` or
+    /// `notifications/tasks` showing the result or error, or a cancellation): from then on it may go to make
     /// room for another requestor's task.
     delivered: bool,
 }

@@ -675,6 +675,34 @@ fn an_unfetched_result_is_not_dropped_for_anothers_bytes() {
     assert_eq!(start(&mut p, "mallory")["resultType"], "task");
 }
 
+/// A result told on a listen (`notifications/tasks`, with the result inlined) reached
+/// its owner: the task may then go for another's, as after a `tasks/get`.
+#[test]
+fn a_result_told_on_a_listen_counts_as_fetched() {
+    let sent = "x".repeat(6000);
+    let mut p = budgeted("slow", |_: &ToolCall<'_>| {
+        ToolOutcome::after(Duration::from_secs(2), ToolOutcome::text("done"))
+    });
+    let call = json!({"name": "slow", "arguments": {"text": sent}});
+    p.server.set_principal(Some("alice".into()));
+    let alice = req(&mut p, "tools/call", call.clone())["taskId"].clone();
+    listen_tasks(&mut p, "A", json!([alice]));
+    p.server.handle_timeout(p.now + Duration::from_secs(2));
+    let told = p.raw(b"");
+    assert_eq!(
+        told[0]["params"]["result"]["content"][0]["text"], "done",
+        "{told:?}"
+    );
+    at(&mut p, 2000);
+    p.server.set_principal(Some("mallory".into()));
+    for _ in 0..2 {
+        assert_eq!(
+            req(&mut p, "tools/call", call.clone())["resultType"],
+            "task"
+        );
+    }
+}
+
 /// Every unauthenticated 2026 client is one requestor: a task of its is not "its own"
 /// to any of them. One that starts tasks never drops another's unfetched result.
 #[test]
