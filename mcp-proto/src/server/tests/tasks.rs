@@ -652,15 +652,21 @@ fn the_bytes_tasks_keep_are_bounded() {
     }
 }
 
+/// A [`budgeted`] server whose task tool `slow` ends with "done" 2 s after it starts,
+/// and a call of it sending 6,000 bytes (two fit the budget, not three).
+fn done_in_two_seconds() -> (Peer, Value) {
+    let p = budgeted("slow", |_: &ToolCall<'_>| {
+        ToolOutcome::after(Duration::from_secs(2), ToolOutcome::text("done"))
+    });
+    let sent = "x".repeat(6000);
+    (p, json!({"name": "slow", "arguments": {"text": sent}}))
+}
+
 /// Room under `max_task_bytes` is never made from another's ended task whose result
 /// its owner has not fetched: the newcomer is refused until it has been.
 #[test]
 fn an_unfetched_result_is_not_dropped_for_anothers_bytes() {
-    let sent = "x".repeat(6000);
-    let mut p = budgeted("slow", |_: &ToolCall<'_>| {
-        ToolOutcome::after(Duration::from_secs(2), ToolOutcome::text("done"))
-    });
-    let call = json!({"name": "slow", "arguments": {"text": sent}});
+    let (mut p, call) = done_in_two_seconds();
     let start = |p: &mut Peer, who: &str| {
         p.server.set_principal(Some(who.into()));
         req(p, "tools/call", call.clone())
@@ -679,11 +685,7 @@ fn an_unfetched_result_is_not_dropped_for_anothers_bytes() {
 /// its owner: the task may then go for another's, as after a `tasks/get`.
 #[test]
 fn a_result_told_on_a_listen_counts_as_fetched() {
-    let sent = "x".repeat(6000);
-    let mut p = budgeted("slow", |_: &ToolCall<'_>| {
-        ToolOutcome::after(Duration::from_secs(2), ToolOutcome::text("done"))
-    });
-    let call = json!({"name": "slow", "arguments": {"text": sent}});
+    let (mut p, call) = done_in_two_seconds();
     p.server.set_principal(Some("alice".into()));
     let alice = req(&mut p, "tools/call", call.clone())["taskId"].clone();
     listen_tasks(&mut p, "A", json!([alice]));
@@ -707,11 +709,7 @@ fn a_result_told_on_a_listen_counts_as_fetched() {
 /// to any of them. One that starts tasks never drops another's unfetched result.
 #[test]
 fn an_anonymous_clients_unfetched_result_is_not_dropped_for_another_anonymous_one() {
-    let sent = "x".repeat(6000);
-    let mut p = budgeted("slow", |_: &ToolCall<'_>| {
-        ToolOutcome::after(Duration::from_secs(2), ToolOutcome::text("done"))
-    });
-    let call = json!({"name": "slow", "arguments": {"text": sent}});
+    let (mut p, call) = done_in_two_seconds();
     let first = req(&mut p, "tools/call", call.clone())["taskId"].clone();
     at(&mut p, 2000);
     assert_eq!(
