@@ -93,18 +93,5 @@ pub(crate) fn json_size_within(value: &impl serde::Serialize, limit: usize) -> O
 
 /// How many bytes `value` takes as compact JSON, counted without keeping them.
 pub(crate) fn json_size(value: &impl serde::Serialize) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    // Writing a value to a sink that takes everything cannot fail.
-    let _ = serde_json::to_writer(&mut count, value);
-    count.0
+    json_size_within(value, usize::MAX).unwrap_or(usize::MAX)
 }

@@ -1052,14 +1052,9 @@ impl HttpEndpoint {
             return self.request(now, request, params.as_mut(), http, close);
         }
         // A notification or response belongs to the session it names, if any.
-        let session = match http.header(MCP_SESSION_ID) {
-            Some(id) if self.sessions.is_some() => {
-                if !self.session_live(id, now) {
-                    return complete(session_not_found());
-                }
-                Some(id.to_owned())
-            }
-            _ => None,
+        let session = match self.named_session(now, http) {
+            Ok(session) => session,
+            Err(not_found) => return complete(not_found),
         };
         match message {
             Message::Notification(n) => complete(self.notification(now, n, session)),
@@ -1189,6 +1184,24 @@ impl HttpEndpoint {
                 }
                 other
             }
+        }
+    }
+
+    /// The session a notification or response names (`Mcp-Session-Id`, with sessions),
+    /// or the `404` for one not live.
+    fn named_session(
+        &mut self,
+        now: Instant,
+        http: &HttpRequest,
+    ) -> Result<Option<String>, HttpResponse> {
+        match http.header(MCP_SESSION_ID) {
+            Some(id) if self.sessions.is_some() => {
+                if !self.session_live(id, now) {
+                    return Err(session_not_found());
+                }
+                Ok(Some(id.to_owned()))
+            }
+            _ => Ok(None),
         }
     }
 
@@ -1803,9 +1816,6 @@ impl HttpEndpoint {
         HttpResponse::new(202)
     }
 
-    /// A posted JSON-RPC response (the answer to a server→client request): 202. Only
-    /// an answer to a request sent to this session (or, without sessions, to anyone)
-    /// under the id the client saw reaches the machine; anything else is dropped.
     /// The `400` for a body that is JSON but no valid message (`error`). When it answers
     /// a request the server sent on the session it names (no `method`, the request's
     /// `id`), that request gets `error` as its answer, as over stdio: the call waiting
@@ -1819,16 +1829,12 @@ impl HttpEndpoint {
         error: ErrorObject,
     ) -> HttpResponse {
         let sniffed = jsonrpc::sniff(&http.body);
-        let answering = !sniffed.has_method && sniffed.id.is_some();
-        if answering && let Some(id) = sniffed.id {
-            let session = match http.header(MCP_SESSION_ID) {
-                Some(s) if self.sessions.is_some() => {
-                    if !self.session_live(s, now) {
-                        return session_not_found();
-                    }
-                    Some(s.to_owned())
-                }
-                _ => None,
+        if !sniffed.has_method
+            && let Some(id) = sniffed.id
+        {
+            let session = match self.named_session(now, http) {
+                Ok(session) => session,
+                Err(not_found) => return not_found,
             };
             if self
                 .server_requests
@@ -1846,6 +1852,9 @@ impl HttpEndpoint {
         HttpResponse::json_error(400, sniffed.id.as_ref(), &error)
     }
 
+    /// A posted JSON-RPC response (the answer to a server→client request): 202. Only
+    /// an answer to a request sent to this session (or, without sessions, to anyone)
+    /// under the id the client saw reaches the machine; anything else is dropped.
     fn client_response(
         &mut self,
         now: Instant,
