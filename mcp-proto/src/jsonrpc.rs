@@ -598,7 +598,7 @@ fn opening_brackets_within(bytes: &[u8], max: usize) -> bool {
 
 /// The index just past the quote that closes the string whose contents start at `from`,
 /// or `None` when the text ends first.
-fn string_end(bytes: &[u8], from: usize) -> Option<usize> {
+pub(crate) fn string_end(bytes: &[u8], from: usize) -> Option<usize> {
     let mut i = from;
     // Most strings (member names, short values) end within a few bytes: look at those
     // directly before paying for a vectorised search.

@@ -4,7 +4,7 @@
 
 use mcp_proto::Instant;
 use mcp_proto::model::Implementation;
-use mcp_proto::server::{Server, ServerConfig, Tool, ToolCall, ToolOutcome};
+use mcp_proto::server::{Server, ServerConfig, Tool, ToolCall, ToolOutcome, example};
 use mcp_tests::heap::{CountingAlloc, live_after, peak_during};
 use serde_json::{Value, json};
 
@@ -25,6 +25,45 @@ fn padded_call(id: usize, pad: &Value) -> Vec<u8> {
         }}}),
     )
     .unwrap()
+}
+
+/// A 2026 `tools/call` of the example server's `echo` with `n` one-member objects
+/// beside its text: seven bytes of JSON each, a map node of over 700 bytes once parsed.
+fn echo_of_objects(n: usize) -> Vec<u8> {
+    serde_json::to_vec(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "echo", "arguments": {"text": "x", "p": vec![json!({"": 0}); n]},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}}}),
+    )
+    .unwrap()
+}
+
+/// A message is refused on what it would take once parsed, estimated from its text
+/// before anything of it is parsed: the example server took about 730 MB, per
+/// connection, to parse one 8 MiB `tools/call` of one-member objects.
+#[test]
+fn a_message_too_large_once_parsed_is_refused_before_parsing() {
+    const BOUND: usize = 4 * 1024 * 1024;
+    let mut server = example::server_with(|c| c.limits.max_parsed_bytes = BOUND);
+    // 28 KB of text, long enough to be scanned, about 3.2 MB once parsed: served.
+    let within = echo_of_objects(4_000);
+    server.handle_json(Instant::ZERO, &within);
+    let reply: Value = serde_json::from_slice(&server.poll_message().unwrap()).unwrap();
+    assert_eq!(reply["result"]["content"][0]["text"], "x", "{reply}");
+    // 700 KB of text, about 80 MB once parsed.
+    let past = echo_of_objects(100_000);
+    let ((), peak) = peak_during(|| server.handle_json(Instant::ZERO, &past));
+    let reply: Value = serde_json::from_slice(&server.poll_message().unwrap()).unwrap();
+    assert_eq!(reply["id"], 1, "{reply}");
+    assert_eq!(reply["error"]["code"], -32600, "{reply}");
+    let message = reply["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(&format!("more than {BOUND} bytes"))
+            && message.contains("max_parsed_bytes"),
+        "{reply}"
+    );
+    assert!(peak < 64 * 1024, "refusing took {peak} bytes at its peak");
 }
 
 /// Tasks keep what their clients sent; `max_task_bytes` bounds it in memory. Counted as
@@ -83,6 +122,43 @@ fn assert_task_bytes_bounded(pad: &Value) {
 /// values held five times their share).
 #[test]
 fn the_held_estimate_is_never_below_the_heap() {
+    for (name, text) in shapes() {
+        let (value, live) = live_after(|| serde_json::from_str::<Value>(&text).unwrap());
+        let estimate = mcp_proto::fuzzing::server::held_bytes(&value);
+        let live = usize::try_from(live).unwrap_or(0);
+        assert!(
+            estimate >= live,
+            "{name}: estimated {estimate} bytes, holds {live}"
+        );
+    }
+}
+
+/// What the server estimates a message takes once parsed, from its text before parsing
+/// it, is never below what parsing takes at its peak nor what the parsed value is
+/// counted as holding, and not far above the latter (a message is refused on it).
+#[test]
+fn the_estimate_from_text_is_never_below_the_parse() {
+    for (name, text) in shapes() {
+        let estimate = mcp_proto::fuzzing::server::parsed_bytes(text.as_bytes());
+        let (value, peak) = peak_during(|| serde_json::from_str::<Value>(&text).unwrap());
+        let held = mcp_proto::fuzzing::server::held_bytes(&value);
+        assert!(
+            estimate >= peak && estimate >= held,
+            "{name}: estimated {estimate} bytes from the text, parsing peaked at {peak}, \
+             the value is counted as {held}"
+        );
+        // Members repeated in one object are counted each time (the parser builds each
+        // before dropping the last): the shapes here repeat none.
+        assert!(
+            estimate <= 2 * held,
+            "{name}: estimated {estimate} bytes from the text, the value is counted as {held}"
+        );
+    }
+}
+
+/// JSON texts of the shapes a client can pick to make a parsed value large, each many
+/// times over.
+fn shapes() -> Vec<(&'static str, String)> {
     let nest = |open: &str, inner: &str, close: &str, depth: usize| {
         format!("{}{inner}{}", open.repeat(depth), close.repeat(depth))
     };
@@ -109,14 +185,13 @@ fn the_held_estimate_is_never_below_the_heap() {
         ("nested one-member objects", nest(r#"{"a":"#, "0", "}", 100)),
         ("nested arrays", nest("[", "0", "]", 100)),
         ("objects of arrays", many(r#"{"a":[[],[0],{}]}"#, 1_000)),
+        ("escaped strings", many(r#""\u0041\n\"x""#, 2_000)),
+        ("spaced members", {
+            let items: Vec<String> = (0..50)
+                .map(|i| format!(" \"{i}\" : [ 1 , \"v\" ] "))
+                .collect();
+            format!("{{ {} }}", items.join(","))
+        }),
     ];
-    for (name, text) in shapes {
-        let (value, live) = live_after(|| serde_json::from_str::<Value>(&text).unwrap());
-        let estimate = mcp_proto::fuzzing::server::held_bytes(&value);
-        let live = usize::try_from(live).unwrap_or(0);
-        assert!(
-            estimate >= live,
-            "{name}: estimated {estimate} bytes, holds {live}"
-        );
-    }
+    shapes.into_iter().collect()
 }

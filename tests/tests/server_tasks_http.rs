@@ -254,6 +254,64 @@ fn another_sessions_unfetched_result_is_never_dropped_to_make_room() {
     assert_eq!(r["error"]["code"], -32602, "{r}");
 }
 
+/// A full session table evicts an idle session to make room for a new one, but never
+/// one with a task still running or whose result its client has not fetched: the task
+/// would go with it. A flood of `initialize`s erased another client's finished result.
+#[test]
+fn a_session_with_a_result_due_is_not_evicted_for_room() {
+    let mut config = HttpEndpointConfig::default();
+    config.max_sessions = 3;
+    let mut server = example::with_tasks();
+    server.seed_tasks([9; 32], 1_764_633_600_000);
+    let mut e = HttpEndpoint::with_sessions(server, config, &[3; 32]);
+    // The victim's task ends; its client has not fetched the result.
+    let finished = initialize(&mut e);
+    let id = start_slow_task(&mut e, Instant::ZERO, &finished, None).unwrap();
+    let get = legacy(
+        Some(&finished),
+        &call(2, "tasks/get", json!({"taskId": id})),
+    );
+    for _ in 0..example::SLOW_POLLS {
+        send(&mut e, &get, None);
+    }
+    assert_eq!(send(&mut e, &get, None).2["result"]["status"], "completed");
+    // Another's task still runs.
+    let running = initialize(&mut e);
+    let other = start_slow_task(&mut e, Instant::ZERO, &running, None).unwrap();
+    // A flood of handshakes, each session then used (so not evicted first as one
+    // nobody came back to): each evicts the one before it, never the two above, though
+    // they are the ones unused longest.
+    let later = Instant::ZERO + std::time::Duration::from_secs(1);
+    for _ in 0..10 {
+        let flood = initialize_as(&mut e, later, None);
+        let list = legacy(Some(&flood), &call(5, "tools/list", json!({})));
+        assert_eq!(send_at(&mut e, later, &list, None).0, 200);
+    }
+    let result = legacy(
+        Some(&finished),
+        &call(3, "tasks/result", json!({"taskId": id})),
+    );
+    let (status, _, r) = send(&mut e, &result, None);
+    assert_eq!(status, 200, "{r}");
+    assert_eq!(r["result"]["content"][0]["text"], "x", "{r}");
+    let get = legacy(
+        Some(&running),
+        &call(4, "tasks/get", json!({"taskId": other})),
+    );
+    let (status, _, r) = send(&mut e, &get, None);
+    assert_eq!(status, 200, "{r}");
+    assert_eq!(r["result"]["status"], "working", "{r}");
+    // Fetched, the result no longer holds its session: once it is the session unused
+    // longest, a handshake evicts it.
+    for s in [&running, &initialize_as(&mut e, later, None)] {
+        let list = legacy(Some(s), &call(5, "tools/list", json!({})));
+        assert_eq!(send_at(&mut e, later, &list, None).0, 200);
+    }
+    initialize_as(&mut e, later, None);
+    let (status, _, r) = send_at(&mut e, later, &result, None);
+    assert_eq!(status, 404, "{r}");
+}
+
 fn call(id: i64, method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 }

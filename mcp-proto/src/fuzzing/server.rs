@@ -18,6 +18,14 @@ pub fn held_bytes(value: &Value) -> usize {
     crate::server::held::held_bytes(value)
 }
 
+/// The server's estimate, from JSON text alone, of the memory the text takes once
+/// parsed, for tests that check it against an allocator's count and against
+/// [`held_bytes`] of the parsed value (it must never be below either).
+#[must_use]
+pub fn parsed_bytes(text: &[u8]) -> usize {
+    crate::server::held::parsed_bytes(text)
+}
+
 /// Largest stdio line the fuzzed servers take (longer ones are refused): small, so that
 /// the oversized-line path is reached with short inputs.
 pub const MAX_LINE: usize = 2048;

@@ -22,6 +22,13 @@ pub struct ServerLimits {
     /// Default [`Limits::DEFAULT_MAX_NESTING_DEPTH`](crate::Limits::DEFAULT_MAX_NESTING_DEPTH)
     /// (64), for the reasons given there.
     pub max_nesting_depth: usize,
+    /// Memory one message may take once parsed, estimated from its text in one pass
+    /// before it is parsed (as for `max_task_bytes`: `{"a":0}`, seven bytes of text,
+    /// takes a map node of over 700 bytes). A message past it is answered with `-32600`
+    /// naming the limit, never parsed. Messages of up to a 256th of it are not scanned.
+    /// Default 64 MiB: eight times `max_line_bytes` of text, where an 8 MiB message of
+    /// one-member objects would take close to a gigabyte.
+    pub max_parsed_bytes: usize,
     /// Legacy era: server→client input requests (`elicitation/create`, …) awaiting the
     /// client's answer, over all calls. A tool call that would exceed it fails with
     /// `-32603`. Default 64.
@@ -66,6 +73,7 @@ impl Default for ServerLimits {
         ServerLimits {
             max_line_bytes: 8 * 1024 * 1024,
             max_nesting_depth: crate::Limits::DEFAULT_MAX_NESTING_DEPTH,
+            max_parsed_bytes: 64 * 1024 * 1024,
             max_pending_inputs: 64,
             max_input_rounds: 10,
             max_inputs_per_round: 16,

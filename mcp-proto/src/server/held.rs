@@ -95,3 +95,140 @@ pub(crate) fn json_size_within(value: &impl serde::Serialize, limit: usize) -> O
 pub(crate) fn json_size(value: &impl serde::Serialize) -> usize {
     json_size_within(value, usize::MAX).unwrap_or(usize::MAX)
 }
+
+/// The most memory any byte of JSON text takes once parsed, as [`parsed_bytes`] counts
+/// it, with room to spare: the densest text is nested one-member objects, `{"":` and
+/// its `}` taking a map node (736 bytes) for five bytes.
+const MAX_PARSED_PER_BYTE: usize = 256;
+
+/// Whether parsing `text` into values takes at most `limit` bytes of memory, as
+/// [`parsed_bytes`] estimates it. Text short enough that even its densest form would fit
+/// is not scanned. Nesting must have been bounded first ([`crate::jsonrpc::check_nesting`]).
+pub(crate) fn parse_fits(text: &[u8], limit: usize) -> bool {
+    text.len().saturating_mul(MAX_PARSED_PER_BYTE) <= limit || scan_parsed(text, limit).is_some()
+}
+
+/// The bytes of memory `text` takes once parsed into a `Value`, estimated from the text
+/// in one pass, without parsing it, and from above as [`held_bytes`] counts it: each
+/// array at the capacity it grows to while parsed (powers of two from four), each map
+/// a node per five members, each string and key the length of its text. Text that is not
+/// JSON is estimated for what a parser builds before it meets the error.
+pub(crate) fn parsed_bytes(text: &[u8]) -> usize {
+    scan_parsed(text, usize::MAX).unwrap_or(usize::MAX)
+}
+
+/// An array or object the scan is inside of.
+enum Open {
+    Array { items: usize },
+    Object { members: usize, key_next: bool },
+}
+
+impl Open {
+    /// What the container takes beyond the slot it sits in, its contents' own heap aside.
+    fn held(&self) -> usize {
+        match *self {
+            Open::Array { items: 0 } | Open::Object { members: 0, .. } => 0,
+            Open::Array { items } => block(items.next_power_of_two().max(4) * VALUE),
+            Open::Object { members, .. } => {
+                (1 + (members - 1) / NODE_MIN_MEMBERS) * block(MAP_NODE)
+            }
+        }
+    }
+}
+
+/// Deeper than this, the scan gives up (counts the text as too large) rather than keep
+/// a frame per level: nesting is bounded far below it before any text is scanned.
+const SCAN_MAX_DEPTH: usize = 100_000;
+
+/// [`parsed_bytes`], `None` as soon as the estimate passes `limit`. Linear in the text:
+/// each byte is looked at once, strings skipped with a vectorised search.
+fn scan_parsed(text: &[u8], limit: usize) -> Option<usize> {
+    // A value starts: as an array's item it takes a slot in the array's block (counted
+    // when the array closes); as a member's value or the top level, the slot is counted
+    // with its map node or up front.
+    fn value_starts(open: &mut [Open]) {
+        if let Some(Open::Array { items }) = open.last_mut() {
+            *items += 1;
+        }
+    }
+    let mut open: Vec<Open> = Vec::new();
+    let mut total = VALUE;
+    let mut i = 0;
+    while let Some(&b) = text.get(i) {
+        match b {
+            b'"' => {
+                let end = crate::jsonrpc::string_end(text, i + 1);
+                let len = end.map_or(text.len(), |e| e - 1) - (i + 1);
+                match open.last_mut() {
+                    Some(Open::Object {
+                        members,
+                        key_next: key_next @ true,
+                    }) => {
+                        *members += 1;
+                        *key_next = false;
+                    }
+                    _ => value_starts(&mut open),
+                }
+                total = total.saturating_add(block(len));
+                i = end.unwrap_or(text.len());
+            }
+            b'{' | b'[' => {
+                value_starts(&mut open);
+                if open.len() >= SCAN_MAX_DEPTH {
+                    return None;
+                }
+                open.push(if b == b'{' {
+                    Open::Object {
+                        members: 0,
+                        key_next: true,
+                    }
+                } else {
+                    Open::Array { items: 0 }
+                });
+                i += 1;
+            }
+            b'}' | b']' => {
+                if let Some(closed) = open.pop() {
+                    total = total.saturating_add(closed.held());
+                }
+                i += 1;
+            }
+            b',' => {
+                if let Some(Open::Object { key_next, .. }) = open.last_mut() {
+                    *key_next = true;
+                }
+                i += 1;
+            }
+            b':' | b' ' | b'\t' | b'\n' | b'\r' => i += 1,
+            _ => {
+                // A number or a literal: no heap of its own.
+                value_starts(&mut open);
+                i += 1;
+                while text.get(i).is_some_and(|c| {
+                    !matches!(
+                        c,
+                        b',' | b':'
+                            | b'"'
+                            | b'['
+                            | b']'
+                            | b'{'
+                            | b'}'
+                            | b' '
+                            | b'\t'
+                            | b'\n'
+                            | b'\r'
+                    )
+                }) {
+                    i += 1;
+                }
+            }
+        }
+        if total > limit {
+            return None;
+        }
+    }
+    // Text that ends inside containers: what the parser had built when it stopped.
+    let unclosed: usize = open.iter().map(Open::held).sum();
+    let total = total.saturating_add(unclosed);
+    (total <= limit).then_some(total)
+}

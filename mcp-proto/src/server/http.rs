@@ -220,7 +220,7 @@ pub use session_store::{
 };
 
 use response::{sse_event, sse_event_with_id};
-use sessions::Sessions;
+use sessions::{InUse, Sessions};
 use validate::{legacy_version_header, modern_checks, origin_allowed};
 
 /// The endpoint path the bundled adapters and the CLI serve: `/mcp`.
@@ -1008,9 +1008,7 @@ impl HttpEndpoint {
                 return complete(HttpResponse::json_error(415, None, &e));
             }
         }
-        let max_depth = self.server.config().limits.max_nesting_depth;
-        if let Err(e) = jsonrpc::check_nesting(&http.body, max_depth) {
-            let e = ErrorObject::new(codes::INVALID_REQUEST, format!("Invalid request: {e}"));
+        if let Err(e) = self.server.admit(&http.body) {
             return complete(self.refuse_body(now, http, e));
         }
         // A request with an object (or no) params, the common case, is read in one pass,
@@ -1126,12 +1124,16 @@ impl HttpEndpoint {
         let id = request.0.id.clone();
         let session = if initialize {
             let held = busy_sessions(&self.exchanges, &self.listeners);
-            let busy = |s: &str| held.contains(s);
+            let due = self.server.tasks.scopes_with_results_due();
+            let in_use = InUse {
+                busy: |s: &str| held.contains(s),
+                results_due: |scope| due.contains(&scope),
+            };
             let mut expired = Vec::new();
             let created = self
                 .sessions
                 .as_mut()
-                .map(|t| t.create(now, busy, &mut expired));
+                .map(|t| t.create(now, in_use, &mut expired));
             for gone in expired {
                 self.drop_session_state(&gone);
             }
@@ -1342,11 +1344,16 @@ impl HttpEndpoint {
         let scope = self.server.tasks.new_scope();
         let state = LegacyState::adopted(record, scope, max_subscriptions);
         let held = busy_sessions(&self.exchanges, &self.listeners);
+        let due = self.server.tasks.scopes_with_results_due();
+        let in_use = InUse {
+            busy: |s: &str| held.contains(s),
+            results_due: |scope| due.contains(&scope),
+        };
         let mut expired = Vec::new();
         let adopted = self
             .sessions
             .as_mut()
-            .map(|t| t.adopt(session, state, now, |s| held.contains(s), &mut expired));
+            .map(|t| t.adopt(session, state, now, in_use, &mut expired));
         for gone in expired {
             self.drop_session_state(&gone);
         }

@@ -293,19 +293,20 @@ impl Server {
     /// Feeds one whole JSON-RPC message (for transports with their own framing). It is
     /// checked against [`ServerLimits::max_nesting_depth`] before it is decoded.
     pub fn handle_json(&mut self, now: Instant, json: &[u8]) {
-        let max_depth = self.config.limits.max_nesting_depth;
+        if let Err(e) = self.admit(json) {
+            self.refuse(&jsonrpc::sniff(json), e);
+            return;
+        }
         // A request with object params (nearly every message a server gets) is read in
         // one pass, its params straight into the map the handling works on; anything
         // else, or anything wrong, takes the general path, which names the error.
-        if jsonrpc::check_nesting(json, max_depth).is_ok()
-            && let Some((request, split)) = jsonrpc::decode_request_split(json)
-        {
+        if let Some((request, split)) = jsonrpc::decode_request_split(json) {
             let serve = |s: &mut Server, params: &mut Params| s.serve_parsed(now, request, params);
             if meta_cache::with_lent_meta(self, |s| s, split, serve).is_some() {
                 return;
             }
         }
-        match Message::decode_with_max_depth(json, max_depth) {
+        match Message::decode(json) {
             Ok(message) => self.dispatch(now, message),
             Err(DecodeError::Json(_)) => {
                 self.send_error(None, &ErrorObject::new(codes::PARSE_ERROR, "Parse error"));
@@ -315,6 +316,26 @@ impl Server {
                 self.refuse(&jsonrpc::sniff(json), e);
             }
         }
+    }
+
+    /// Whether a message's text may be parsed: nested no deeper than
+    /// [`ServerLimits::max_nesting_depth`] and taking no more than
+    /// [`ServerLimits::max_parsed_bytes`] once parsed, both checked in linear passes over
+    /// the text. The error is the `-32600` to answer it with.
+    pub(crate) fn admit(&self, json: &[u8]) -> Result<(), ErrorObject> {
+        let limits = &self.config.limits;
+        let invalid = |why: String| ErrorObject::new(codes::INVALID_REQUEST, why);
+        if let Err(e) = jsonrpc::check_nesting(json, limits.max_nesting_depth) {
+            return Err(invalid(format!("Invalid request: {e}")));
+        }
+        if !held::parse_fits(json, limits.max_parsed_bytes) {
+            return Err(invalid(format!(
+                "Invalid request: the message would take more than {} bytes of memory once \
+                 parsed (max_parsed_bytes)",
+                limits.max_parsed_bytes
+            )));
+        }
+        Ok(())
     }
 
     /// Feeds one decoded message. Ignored after end of input. A message nested deeper

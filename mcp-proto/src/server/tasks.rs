@@ -259,6 +259,15 @@ impl TaskStore {
         }
     }
 
+    /// The task scopes of legacy sessions with a task still running or whose end its
+    /// client was not told yet: such a session must not be evicted for another's room.
+    pub(super) fn scopes_with_results_due(&self) -> BTreeSet<u64> {
+        (self.tasks.iter())
+            .filter(|t| !(t.terminal() && t.delivered))
+            .filter_map(|t| t.owner.scope)
+            .collect()
+    }
+
     /// Drops the tasks of the legacy sessions whose task scopes are `scopes` (sessions
     /// that ended: nobody can reach their tasks), with the `tasks/result` requests
     /// waiting on them.

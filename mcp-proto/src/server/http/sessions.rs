@@ -4,7 +4,8 @@
 //!
 //! When the table is full, an `initialize` still gets a session: sessions idle past
 //! the timeout go first, then one that is not in use (no request of it being handled,
-//! no stream a client holds, no parked call) is evicted, preferring one whose id no
+//! no stream a client holds, no parked call, no task running or with an end its client
+//! was not told) is evicted, preferring one whose id no
 //! request has named since its `initialize` (what a flood of `initialize`s leaves),
 //! then the one unused longest. A client whose session was evicted gets 404 and
 //! initializes again. Only when every session is in use is the `initialize` refused.
@@ -41,6 +42,16 @@ pub(super) struct Sessions {
     idle: Duration,
     /// The task scopes of the sessions gone since the endpoint last took them.
     ended_scopes: Vec<u64>,
+}
+
+/// What keeps a session from being evicted to make room for another.
+pub(super) struct InUse<B, R> {
+    /// Whether the session of this id has a request being handled or a stream a client
+    /// holds.
+    pub(super) busy: B,
+    /// Whether the tasks of this task scope include one still running or with an end
+    /// its client was not told.
+    pub(super) results_due: R,
 }
 
 /// Why no session could be created.
@@ -88,14 +99,15 @@ impl Sessions {
 
     /// A new session with an empty legacy state, made room for when the table is full
     /// (the ids of the sessions dropped for it are added to `expired`); `Full` when
-    /// every session is `busy` or holds a parked call.
+    /// every session is in use: `busy`, holding a parked call, or with a task scope
+    /// that `results_due`.
     pub(super) fn create(
         &mut self,
         now: Instant,
-        busy: impl Fn(&str) -> bool,
+        in_use: InUse<impl Fn(&str) -> bool, impl Fn(u64) -> bool>,
         expired: &mut Vec<String>,
     ) -> Result<String, Full> {
-        self.make_room(now, busy, expired)?;
+        self.make_room(now, in_use, expired)?;
         let id = self.token();
         self.table.insert(
             id.clone(),
@@ -115,10 +127,10 @@ impl Sessions {
         id: &str,
         state: LegacyState,
         now: Instant,
-        busy: impl Fn(&str) -> bool,
+        in_use: InUse<impl Fn(&str) -> bool, impl Fn(u64) -> bool>,
         expired: &mut Vec<String>,
     ) -> Result<(), Full> {
-        self.make_room(now, busy, expired)?;
+        self.make_room(now, in_use, expired)?;
         self.table.insert(
             id.to_owned(),
             Entry {
@@ -135,22 +147,24 @@ impl Sessions {
     fn make_room(
         &mut self,
         now: Instant,
-        busy: impl Fn(&str) -> bool,
+        in_use: InUse<impl Fn(&str) -> bool, impl Fn(u64) -> bool>,
         expired: &mut Vec<String>,
     ) -> Result<(), Full> {
         if self.table.len() < self.max {
             return Ok(());
         }
+        let InUse { busy, results_due } = in_use;
         expired.extend(self.sweep(now, &busy));
         if self.table.len() < self.max {
             return Ok(());
         }
+        let idle = |state: &LegacyState| {
+            state.no_parked_calls() && !state.task_scope().is_some_and(&results_due)
+        };
         let victim = self
             .table
             .iter()
-            .filter(|(id, e)| {
-                !busy(id) && e.state.as_ref().is_some_and(LegacyState::no_parked_calls)
-            })
+            .filter(|(id, e)| !busy(id) && e.state.as_ref().is_some_and(idle))
             .min_by_key(|(_, e)| (e.returned, e.last_used))
             .map(|(id, _)| id.clone())
             .ok_or(Full)?;

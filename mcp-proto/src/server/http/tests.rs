@@ -565,6 +565,17 @@ fn transport_level_answers() {
     let r = complete(ep.handle_request(now(), &bad));
     assert_eq!((r.status, error_code(&r)), (400, -32600));
     assert_eq!(body_json(&r)["id"], 5);
+    // 700 KB that would take over 64 MiB once parsed: refused before it is, with the id.
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{{"name":"echo",
+           "arguments":{{"text":"x","p":[{}]}}}}}}"#,
+        vec![r#"{"":0}"#; 100_000].join(",")
+    );
+    let r = complete(ep.handle_request(now(), &post(&json!(null), &[]).with_body(big)));
+    assert_eq!((r.status, error_code(&r)), (400, -32600));
+    assert_eq!(body_json(&r)["id"], 8);
+    let message = body_json(&r)["error"]["message"].to_string();
+    assert!(message.contains("(max_parsed_bytes)"), "{message}");
     // Params that are JSON but cannot be read (a number out of range, a lone surrogate)
     // are named as such, not taken for params without `_meta`.
     for (value, why) in [
@@ -733,16 +744,19 @@ fn legacy_input_over_an_open_stream() {
 }
 
 /// A malformed answer to the server's request (both `result` and `error`, neither,
-/// nested too deep) is refused with `400` and id null, and is the answer the call was
+/// nested too deep, too large once parsed) is refused with `400` and id null, and is the answer the call was
 /// waiting for, as over stdio: the call ended only at its timeout, if ever.
 #[test]
 fn a_malformed_answer_over_http_ends_the_call_waiting_for_it() {
     let too_deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+    // Over 64 MiB once parsed.
+    let too_large = vec![r#"{"":0}"#; 100_000].join(",");
     let malformed = [
         r#"{"jsonrpc":"2.0","id":ID,"result":{"action":"decline"},"error":{"code":1,"message":"x"}}"#
             .to_owned(),
         r#"{"jsonrpc":"2.0","id":ID}"#.to_owned(),
         format!(r#"{{"jsonrpc":"2.0","id":ID,"result":{{"action":"decline","x":{too_deep}}}}}"#),
+        format!(r#"{{"jsonrpc":"2.0","id":ID,"result":{{"action":"decline","x":[{too_large}]}}}}"#),
     ];
     for body in malformed {
         let mut ep = endpoint();
