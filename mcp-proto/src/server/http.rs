@@ -244,7 +244,8 @@ pub struct HttpEndpointConfig {
     pub max_open_streams: usize,
     /// Legacy sessions held at once (with [`HttpEndpoint::with_sessions`]). An
     /// `initialize` beyond them evicts a session that is not in use (no request being
-    /// handled, no stream a client holds, no call waiting for input): first one whose id
+    /// handled, no stream a client holds, no call waiting for input, no task running or
+    /// with a result its client has not fetched): first one whose id
     /// no request named since its `initialize`, else the one unused longest; its client
     /// gets 404 and initializes again. With every session in use it gets 503. Default
     /// 1024.
