@@ -312,6 +312,40 @@ fn a_session_with_a_result_due_is_not_evicted_for_room() {
     assert_eq!(status, 404, "{r}");
 }
 
+/// One principal may hold only its share of `max_task_bytes`: tasks it never ends no
+/// longer keep every other principal from starting one for the tasks' lifetime.
+#[test]
+fn one_principal_cannot_take_every_task_byte() {
+    const BOUND: usize = 1024 * 1024;
+    let server = example::server_with(|c| {
+        example::add_task_tool(c);
+        c.limits.max_task_bytes = BOUND;
+        c.limits.max_task_bytes_per_principal = BOUND / 4;
+    });
+    let mut e = HttpEndpoint::new(server);
+    // About 128 KiB held each, counted as parsed.
+    let padded = json!({"name": "slow", "arguments": {"text": "x", "pad": vec![0; 4_000]}});
+    let call = modern("tools/call", padded, Some("slow"));
+    let mut started = 0;
+    let refusal = loop {
+        let (_, _, r) = send(&mut e, &call, Some("mallory"));
+        if r["result"]["resultType"] != "task" {
+            break r;
+        }
+        started += 1;
+    };
+    let message = refusal["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(&format!("{} bytes at most per principal", BOUND / 4)),
+        "{refusal}"
+    );
+    assert!((1..4).contains(&started), "{started} tasks: {refusal}");
+    for who in ["alice", "bob", "carol"] {
+        let (_, _, r) = send(&mut e, &call, Some(who));
+        assert_eq!(r["result"]["resultType"], "task", "{who}: {r}");
+    }
+}
+
 fn call(id: i64, method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 }

@@ -61,6 +61,14 @@ pub struct ServerLimits {
     /// makes room by dropping the oldest ended tasks, and is refused (`-32603`) when only
     /// running ones are left. Default 64 MiB.
     pub max_task_bytes: usize,
+    /// Of `max_task_bytes`, what the tasks of one principal may keep, over all its
+    /// sessions and both eras (all unauthenticated clients together are one principal):
+    /// a new task or answer past it makes room by dropping that principal's oldest ended
+    /// tasks, and is refused (`-32603`) when none may go. Without it, one principal's
+    /// tasks, never ended, kept every other from starting one for their lifetime.
+    /// Default 16 MiB, a quarter of `max_task_bytes`, as the count of a principal's tasks
+    /// is of the server's.
+    pub max_task_bytes_per_principal: usize,
     /// Legacy era: bytes kept for the tool calls of one session that wait for more input
     /// (their arguments and their earlier rounds' answers), as held in memory (estimated
     /// as for `max_task_bytes`). A call that would pass it by waiting, or an answer that
@@ -82,6 +90,7 @@ impl Default for ServerLimits {
             max_anonymous_listens: 64,
             max_listen_items: 256,
             max_task_bytes: 64 * 1024 * 1024,
+            max_task_bytes_per_principal: 16 * 1024 * 1024,
             max_input_bytes: 16 * 1024 * 1024,
         }
     }

@@ -97,8 +97,8 @@ pub(crate) fn json_size(value: &impl serde::Serialize) -> usize {
 }
 
 /// The most memory any byte of JSON text takes once parsed, as [`parsed_bytes`] counts
-/// it, with room to spare: the densest text is nested one-member objects, `{"":` and
-/// its `}` taking a map node (736 bytes) for five bytes.
+/// it, with room to spare: the densest text is nested one-member objects, `{"":` taking
+/// a map node (736 bytes) for four bytes.
 const MAX_PARSED_PER_BYTE: usize = 256;
 
 /// Whether parsing `text` into values takes at most `limit` bytes of memory, as
@@ -143,12 +143,15 @@ const SCAN_MAX_DEPTH: usize = 100_000;
 /// [`parsed_bytes`], `None` as soon as the estimate passes `limit`. Linear in the text:
 /// each byte is looked at once, strings skipped with a vectorised search.
 fn scan_parsed(text: &[u8], limit: usize) -> Option<usize> {
-    // A value starts: as an array's item it takes a slot in the array's block (counted
-    // when the array closes); as a member's value or the top level, the slot is counted
-    // with its map node or up front.
+    // A value starts: as an array's item it takes a slot in the array's block, as a
+    // member's value a place in a map node (both counted when their container closes),
+    // at the top level the slot counted up front. A member counts from its value: a
+    // parser inserts none before.
     fn value_starts(open: &mut [Open]) {
-        if let Some(Open::Array { items }) = open.last_mut() {
-            *items += 1;
+        match open.last_mut() {
+            Some(Open::Array { items }) => *items += 1,
+            Some(Open::Object { members, .. }) => *members += 1,
+            None => {}
         }
     }
     let mut open: Vec<Open> = Vec::new();
@@ -161,12 +164,9 @@ fn scan_parsed(text: &[u8], limit: usize) -> Option<usize> {
                 let len = end.map_or(text.len(), |e| e - 1) - (i + 1);
                 match open.last_mut() {
                     Some(Open::Object {
-                        members,
                         key_next: key_next @ true,
-                    }) => {
-                        *members += 1;
-                        *key_next = false;
-                    }
+                        ..
+                    }) => *key_next = false,
                     _ => value_starts(&mut open),
                 }
                 total = total.saturating_add(block(len));

@@ -79,7 +79,7 @@ use crate::version::{Era, ProtocolVersion};
 use super::calls::{self, Target};
 use super::legacy::PendingCall;
 use super::registry::InputRequestSpec;
-use super::{Params, Server, ToolOutcome};
+use super::{Params, Server, ServerLimits, ToolOutcome};
 
 /// Tasks kept at most per requestor; the oldest ended one goes first, and with none
 /// ended a new one is refused.
@@ -290,7 +290,8 @@ impl TaskStore {
 
     /// Makes room for one more task of `owner` by dropping the oldest ended task (of
     /// `owner` when it is at [`MAX_TASKS`], of its principal when that is at
-    /// [`MAX_TASKS_PER_PRINCIPAL`], of anyone when the server is at
+    /// [`MAX_TASKS_PER_PRINCIPAL`] or a quarter of `max_bytes`, of anyone when the
+    /// server is at
     /// [`MAX_STORED_TASKS`] or past `max_bytes`). Only `owner`'s own tasks (unless it
     /// is the anonymous 2026 requestor, which is every unauthenticated client) and tasks
     /// whose end reached their owner can go: a running task, or one whose result nobody
@@ -302,13 +303,23 @@ impl TaskStore {
         &mut self,
         owner: &Owner,
         bytes: usize,
-        max_bytes: usize,
+        limits: &ServerLimits,
     ) -> Result<(), ErrorObject> {
+        let (max_bytes, share) = (limits.max_task_bytes, limits.max_task_bytes_per_principal);
         // Unauthenticated 2026 clients are all one requestor: "its own" would be
         // anyone's.
         let known = owner.principal.is_some() || owner.scope.is_some();
         let may_go = |t: &ServerTask| t.terminal() && (t.delivered || (known && &t.owner == owner));
+        let same_principal = |t: &ServerTask| t.owner.principal == owner.principal;
         let mut held: usize = self.tasks.iter().map(ServerTask::kept_bytes).sum();
+        let mut theirs = self.principal_bytes(owner.principal.as_deref());
+        while theirs + bytes > share {
+            let Some(dropped) = self.drop_oldest(|t| same_principal(t) && may_go(t)) else {
+                return Err(too_much_principal_data(share));
+            };
+            theirs -= dropped;
+            held -= dropped;
+        }
         while held + bytes > max_bytes {
             let Some(dropped) = self.drop_oldest(may_go) else {
                 return Err(too_much_task_data(max_bytes));
@@ -328,7 +339,6 @@ impl TaskStore {
                 ),
             ));
         }
-        let same_principal = |t: &ServerTask| t.owner.principal == owner.principal;
         let theirs = self.tasks.iter().filter(|t| same_principal(t)).count();
         if theirs >= MAX_TASKS_PER_PRINCIPAL
             && (self.drop_oldest(|t| same_principal(t) && may_go(t))).is_none()
@@ -350,11 +360,31 @@ impl TaskStore {
         Ok(())
     }
 
+    /// The bytes the tasks of `principal` keep.
+    fn principal_bytes(&self, principal: Option<&str>) -> usize {
+        (self.tasks.iter())
+            .filter(|t| t.owner.principal.as_deref() == principal)
+            .map(ServerTask::kept_bytes)
+            .sum()
+    }
+
     /// Drops the oldest task `matching`: the bytes it kept, or `None` when there is none.
     fn drop_oldest(&mut self, matching: impl Fn(&ServerTask) -> bool) -> Option<usize> {
         let at = self.tasks.iter().position(matching)?;
         self.tasks.remove(at).as_ref().map(ServerTask::kept_bytes)
     }
+}
+
+/// The `-32603` for task data past `ServerLimits::max_task_bytes_per_principal`
+/// (`share`).
+fn too_much_principal_data(share: usize) -> ErrorObject {
+    ErrorObject::new(
+        codes::INTERNAL_ERROR,
+        format!(
+            "Too much task data held ({share} bytes at most per principal, over all its \
+             sessions); try again later"
+        ),
+    )
 }
 
 /// The `-32603` for task data past `ServerLimits::max_task_bytes` (`max_bytes`).
@@ -425,7 +455,7 @@ impl ServerTask {
     }
 
     /// Takes in a handler outcome at `now`: held until due, shown at once if due.
-    fn take(&mut self, outcome: ToolOutcome, now: Instant, limits: &super::ServerLimits) {
+    fn take(&mut self, outcome: ToolOutcome, now: Instant, limits: &ServerLimits) {
         let mut outcome = outcome;
         self.due = now;
         while let ToolOutcome::After {
@@ -695,8 +725,8 @@ impl Server {
         let owner = self.task_owner(era);
         // Outcomes due by now show, so that tasks that ended can make room.
         self.tasks.refresh_all(now);
-        let max_bytes = self.config.limits.max_task_bytes;
-        self.tasks.make_room(&owner, client_bytes, max_bytes)?;
+        self.tasks
+            .make_room(&owner, client_bytes, &self.config.limits)?;
         let polls = (self.config.tools.iter())
             .find(|t| t.name == target.name)
             .and_then(|t| t.task_polls)
@@ -799,6 +829,7 @@ impl Server {
         let tools = &mut self.config.tools;
         let store = &mut self.tasks;
         let held: usize = store.tasks.iter().map(ServerTask::kept_bytes).sum();
+        let theirs = store.principal_bytes(store.tasks[at].owner.principal.as_deref());
         let task = &mut store.tasks[at];
         Some(match (method, era) {
             ("tasks/get", _) => {
@@ -851,9 +882,13 @@ impl Server {
                     let size: usize = (taken.iter())
                         .map(|(k, a)| k.len() + super::held::held_bytes(a))
                         .sum();
+                    // None is taken past a bound: the requests stay outstanding.
+                    let share = limits.max_task_bytes_per_principal;
+                    if theirs + size > share {
+                        return Some(Err(too_much_principal_data(share)));
+                    }
                     let max_bytes = limits.max_task_bytes;
                     if held + size > max_bytes {
-                        // None is taken: the requests stay outstanding.
                         return Some(Err(too_much_task_data(max_bytes)));
                     }
                     for (key, answer) in taken {

@@ -596,10 +596,20 @@ fn each_requestor_and_the_server_keep_a_bounded_number_of_tasks() {
 
 /// A server with one task tool, `name`, and a task budget of 20,000 bytes.
 fn budgeted(name: &str, tool: impl Fn(&ToolCall<'_>) -> ToolOutcome + Send + 'static) -> Peer {
+    budgeted_per_principal(name, tool, 20_000)
+}
+
+/// [`budgeted`], each principal's tasks keeping at most `share` bytes of it.
+fn budgeted_per_principal(
+    name: &str,
+    tool: impl Fn(&ToolCall<'_>) -> ToolOutcome + Send + 'static,
+    share: usize,
+) -> Peer {
     let no_args = json!({"type": "object"});
     let mut config = ServerConfig::new(Implementation::new("t", "0"))
         .with_tool(Tool::new(name, "", no_args, tool).as_task(0));
     config.limits.max_task_bytes = 20_000;
+    config.limits.max_task_bytes_per_principal = share;
     Peer::new(Server::new(config))
 }
 
@@ -725,10 +735,16 @@ fn an_anonymous_clients_unfetched_result_is_not_dropped_for_another_anonymous_on
 /// A [`budgeted`] server whose task tool `ask` asks for `who` (then ends 2 s later), and
 /// the id of a task of it, waiting for that input.
 fn asking_within_budget() -> (Peer, Value) {
-    let mut p = budgeted("ask", |call: &ToolCall<'_>| match answered(call, "who") {
+    asking_within_share(20_000)
+}
+
+/// [`asking_within_budget`], each principal keeping at most `share` bytes.
+fn asking_within_share(share: usize) -> (Peer, Value) {
+    let ask = |call: &ToolCall<'_>| match answered(call, "who") {
         Some(_) => ToolOutcome::after(Duration::from_secs(2), ToolOutcome::text("ok")),
         None => ToolOutcome::NeedInput(vec![("who".into(), name_form())]),
-    });
+    };
+    let mut p = budgeted_per_principal("ask", ask, share);
     let id = req(&mut p, "tools/call", json!({"name": "ask"}))["taskId"].clone();
     assert_eq!(get(&mut p, &id)["status"], "input_required");
     (p, id)
@@ -765,6 +781,23 @@ fn an_answer_past_the_bound_is_refused_and_stays_asked() {
     let ack = req(&mut p, "tasks/update", update("zoe".into()));
     assert_eq!(ack["resultType"], "complete", "{ack}");
     assert_eq!(get(&mut p, &id)["status"], "working");
+}
+
+/// An answer counts against its principal's share of `max_task_bytes` as a new task
+/// does: refused past it, the request staying outstanding.
+#[test]
+fn an_answer_past_the_principals_share_is_refused() {
+    let (mut p, id) = asking_within_share(8_000);
+    let update = |name: String| {
+        let answer = json!({"action": "accept", "content": {"name": name}});
+        json!({"taskId": id, "inputResponses": {"who": answer}})
+    };
+    let r = req(&mut p, "tasks/update", update("z".repeat(10_000)));
+    let message = r["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("8000 bytes at most per principal"), "{r}");
+    assert_eq!(get(&mut p, &id)["status"], "input_required");
+    let ack = req(&mut p, "tasks/update", update("zoe".into()));
+    assert_eq!(ack["resultType"], "complete", "{ack}");
 }
 
 /// A task keeps its client's capabilities for its later rounds: no more of them than a
