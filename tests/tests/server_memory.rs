@@ -3,6 +3,7 @@
 //! client hold ten times and more of it.
 
 use mcp_proto::Instant;
+use mcp_proto::jsonrpc::Message;
 use mcp_proto::model::Implementation;
 use mcp_proto::server::{Server, ServerConfig, Tool, ToolCall, ToolOutcome, example};
 use mcp_tests::heap::{CountingAlloc, live_after, peak_during};
@@ -63,6 +64,12 @@ fn a_message_too_large_once_parsed_is_refused_before_parsing() {
             && message.contains("max_parsed_bytes"),
         "{reply}"
     );
+    assert!(peak < 64 * 1024, "refusing took {peak} bytes at its peak");
+    // Decoded by the caller (params kept as text), the same.
+    let decoded = Message::decode(&past).unwrap();
+    let ((), peak) = peak_during(|| server.handle_message(Instant::ZERO, decoded));
+    let reply: Value = serde_json::from_slice(&server.poll_message().unwrap()).unwrap();
+    assert_eq!(reply["error"]["code"], -32600, "{reply}");
     assert!(peak < 64 * 1024, "refusing took {peak} bytes at its peak");
 }
 

@@ -329,23 +329,38 @@ impl Server {
             return Err(invalid(format!("Invalid request: {e}")));
         }
         if !held::parse_fits(json, limits.max_parsed_bytes) {
-            return Err(invalid(format!(
-                "Invalid request: the message would take more than {} bytes of memory once \
-                 parsed (max_parsed_bytes)",
-                limits.max_parsed_bytes
-            )));
+            return Err(too_large_once_parsed(limits.max_parsed_bytes));
         }
         Ok(())
     }
 
     /// Feeds one decoded message. Ignored after end of input. A message nested deeper
-    /// than [`ServerLimits::max_nesting_depth`] is refused like an undecodable one.
+    /// than [`ServerLimits::max_nesting_depth`], or whose params or result would take
+    /// more than [`ServerLimits::max_parsed_bytes`] once parsed, is refused like an
+    /// undecodable one.
     pub fn handle_message(&mut self, now: Instant, message: Message) {
         if self.eof {
             return;
         }
-        if let Err(e) = message.check_nesting(self.config.limits.max_nesting_depth) {
-            let e = ErrorObject::new(codes::INVALID_REQUEST, format!("Invalid request: {e}"));
+        let limits = &self.config.limits;
+        let refusal = match message.check_nesting(limits.max_nesting_depth) {
+            Err(e) => Some(ErrorObject::new(
+                codes::INVALID_REQUEST,
+                format!("Invalid request: {e}"),
+            )),
+            Ok(()) => {
+                let verbatim = match &message {
+                    Message::Request(r) => r.params.as_deref(),
+                    Message::Notification(n) => n.params.as_deref(),
+                    Message::Response(r) => r.outcome.as_deref().ok(),
+                };
+                let max = limits.max_parsed_bytes;
+                verbatim
+                    .filter(|raw| !held::parse_fits(raw.get().as_bytes(), max))
+                    .map(|_| too_large_once_parsed(max))
+            }
+        };
+        if let Some(e) = refusal {
             match message {
                 Message::Request(r) => self.send_error(Some(&r.id), &e),
                 Message::Response(r) => {
@@ -597,4 +612,16 @@ fn id_of(v: &Value) -> Option<RequestId> {
         Value::Number(n) => n.as_i64().map(RequestId::Number),
         _ => None,
     }
+}
+
+/// The `-32600` for a message that would take more than `max` bytes once parsed
+/// ([`ServerLimits::max_parsed_bytes`]).
+fn too_large_once_parsed(max: usize) -> ErrorObject {
+    ErrorObject::new(
+        codes::INVALID_REQUEST,
+        format!(
+            "Invalid request: the message would take more than {max} bytes of memory once \
+             parsed (max_parsed_bytes)"
+        ),
+    )
 }
