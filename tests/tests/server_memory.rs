@@ -5,6 +5,8 @@
 use mcp_proto::Instant;
 use mcp_proto::jsonrpc::Message;
 use mcp_proto::model::Implementation;
+use mcp_proto::server::http::HttpRequest;
+use mcp_proto::server::http::gateway::{GatewayVerdict, check_request};
 use mcp_proto::server::{Server, ServerConfig, Tool, ToolCall, ToolOutcome, example};
 use mcp_tests::heap::{CountingAlloc, live_after, peak_during};
 use serde_json::{Value, json};
@@ -71,6 +73,38 @@ fn a_message_too_large_once_parsed_is_refused_before_parsing() {
     let reply: Value = serde_json::from_slice(&server.poll_message().unwrap()).unwrap();
     assert_eq!(reply["error"]["code"], -32600, "{reply}");
     assert!(peak < 64 * 1024, "refusing took {peak} bytes at its peak");
+}
+
+/// A gateway checks the mirrored headers on what it reads of the body, borrowed: parsing
+/// the body whole took a hundred times its text for a routing decision. A repeated
+/// member counts with its last value, as the server reads it.
+#[test]
+fn the_gateway_routes_without_parsing_the_body() {
+    let objects = vec![r#"{"":0}"#; 100_000].join(",");
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"decoy",
+           "arguments":{{"p":[{objects}]}},"name":"route",
+           "_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}}}}"#
+    );
+    let request = |name: &str| {
+        HttpRequest::new("POST", "/mcp")
+            .with_header("MCP-Protocol-Version", "2026-07-28")
+            .with_header("Mcp-Method", "tools/call")
+            .with_header("Mcp-Name", name)
+            .with_body(body.clone())
+    };
+    let routed = request("route");
+    let (verdict, peak) = peak_during(|| check_request(&routed, |_| None));
+    match verdict {
+        GatewayVerdict::Validated(route) => assert_eq!(route.name.as_deref(), Some("route")),
+        other => panic!("{other:?}"),
+    }
+    assert!(peak < 64 * 1024, "checking took {peak} bytes at its peak");
+    let decoy = request("decoy");
+    assert!(matches!(
+        check_request(&decoy, |_| None),
+        GatewayVerdict::Rejected(_)
+    ));
 }
 
 /// Tasks keep what their clients sent; `max_task_bytes` bounds it in memory. Counted as

@@ -10,7 +10,12 @@
 //! HTTP `400` with a plain-text reason ([`GatewayRejection::response`]): an intermediary
 //! need not build a JSON-RPC error.
 
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::reader::HttpRequest;
 use super::response::HttpResponse;
@@ -135,9 +140,9 @@ fn check<'s>(
     let reason = |e: crate::jsonrpc::ErrorObject| GatewayRejection::bad(e.message);
     // Notifications and responses carry nothing to route on, and the server checks no
     // header on them: pass them through, whatever their headers say.
-    let body: Option<Value> = serde_json::from_slice(&request.body).ok();
+    let body = read_body(&request.body);
     if let Some(b) = &body
-        && (b.get("method").is_none() || b.get("id").is_none())
+        && (b.method.is_none() || b.id.is_none())
     {
         return Ok(None);
     }
@@ -162,21 +167,26 @@ fn check<'s>(
         });
     }
     let body = body.ok_or_else(|| GatewayRejection::bad("the body is not JSON"))?;
-    let Some(method) = body.get("method").and_then(Value::as_str) else {
+    let Some(method) = body.method.as_deref().and_then(string) else {
         return Err(GatewayRejection::bad("the body is not a JSON-RPC request"));
     };
-    let params = body.get("params");
+    let method = method.as_str();
+    let params = body
+        .params
+        .map(|p| read_members(p, &["_meta", "name", "uri", "taskId"]));
     let body_version = params
-        .and_then(|p| p.get("_meta"))
-        .and_then(|m| m.get(PROTOCOL_VERSION))
-        .and_then(Value::as_str)
+        .as_ref()
+        .and_then(|p| p.value("_meta"))
+        .and_then(|m| read_members(m, &[PROTOCOL_VERSION]).value(PROTOCOL_VERSION))
+        .and_then(string)
         .ok_or_else(|| {
             GatewayRejection::bad(format!("the body carries no `_meta` `{PROTOCOL_VERSION}`"))
         })?;
-    compare(MCP_PROTOCOL_VERSION, header_version, body_version).map_err(reason)?;
+    compare(MCP_PROTOCOL_VERSION, header_version, &body_version).map_err(reason)?;
     let body_name = crate::http::headers::mcp_name_source(method)
-        .and_then(|field| params.and_then(|p| p.get(field)))
-        .and_then(Value::as_str);
+        .and_then(|field| params.as_ref().and_then(|p| p.value(field)))
+        .and_then(string);
+    let body_name = body_name.as_deref();
     let name = method_and_name(request, method, body_name).map_err(reason)?;
     let mut route = Route {
         method: method.to_owned(),
@@ -207,4 +217,93 @@ fn check<'s>(
         }
     }
     Ok(Some(route))
+}
+
+/// What the gateway reads of a body: the text of its `id`, `method` and `params`,
+/// borrowed (a parsed body would take a hundred times its text, for a routing
+/// decision). `None` for text that is not JSON; a JSON value that is not an object reads
+/// as one without members.
+fn read_body(body: &[u8]) -> Option<Envelope<'_>> {
+    let text = std::str::from_utf8(body).ok()?;
+    if text.trim_start().starts_with('{') {
+        serde_json::from_str(text).ok()
+    } else {
+        serde_json::from_str::<IgnoredAny>(text).ok()?;
+        Some(Envelope::default())
+    }
+}
+
+/// The members of a JSON-RPC message the gateway looks at.
+#[derive(Default, Deserialize)]
+struct Envelope<'a> {
+    #[serde(default, borrow, deserialize_with = "present")]
+    id: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    method: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    params: Option<&'a RawValue>,
+}
+
+/// A member that is there, even as `null`.
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
+}
+
+/// The text of a JSON string, unescaped; `None` for any other value.
+fn string(raw: &RawValue) -> Option<String> {
+    serde_json::from_str(raw.get()).ok()
+}
+
+/// Some members of a JSON object, by name, as their text: the last of each name, as a
+/// server reading the object keeps (nothing when the text is not an object).
+struct Members<'a> {
+    found: Vec<(&'static str, &'a RawValue)>,
+}
+
+impl<'a> Members<'a> {
+    /// The text of member `name`, when it was asked for and is there.
+    fn value(&self, name: &str) -> Option<&'a RawValue> {
+        (self.found.iter().rev())
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| *v)
+    }
+}
+
+/// Reads the members named in `wanted` out of the object `raw`, skipping the others
+/// without keeping them.
+fn read_members<'a>(raw: &'a RawValue, wanted: &[&'static str]) -> Members<'a> {
+    struct Reader<'w>(&'w [&'static str]);
+    impl<'de, 'w> DeserializeSeed<'de> for Reader<'w> {
+        type Value = Vec<(&'static str, &'de RawValue)>;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_map(self)
+        }
+    }
+    impl<'de, 'w> Visitor<'de> for Reader<'w> {
+        type Value = Vec<(&'static str, &'de RawValue)>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut found = Vec::new();
+            while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                match self.0.iter().find(|w| **w == key) {
+                    // Each name kept once, its last value: a repeated member costs
+                    // nothing more.
+                    Some(name) => {
+                        let value = map.next_value::<&'de RawValue>()?;
+                        found.retain(|(n, _): &(&str, _)| n != name);
+                        found.push((*name, value));
+                    }
+                    None => {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+            }
+            Ok(found)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(raw.get());
+    let found = Reader(wanted).deserialize(&mut de).unwrap_or_default();
+    Members { found }
 }
