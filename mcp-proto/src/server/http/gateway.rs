@@ -167,7 +167,7 @@ fn check<'s>(
         });
     }
     let body = body.ok_or_else(|| GatewayRejection::bad("the body is not JSON"))?;
-    let Some(method) = body.method.as_deref().and_then(string) else {
+    let Some(method) = body.method.and_then(string) else {
         return Err(GatewayRejection::bad("the body is not a JSON-RPC request"));
     };
     let method = method.as_str();
