@@ -120,7 +120,17 @@ pub(crate) fn parsed_bytes(text: &[u8]) -> usize {
 /// An array or object the scan is inside of.
 enum Open {
     Array { items: usize },
-    Object { members: usize, key_next: bool },
+    Object { members: usize, next: Next },
+}
+
+/// What an object takes next: a member's name (after `{` or `,`), its value, or the
+/// comma after it. Anything else out of turn is not JSON, and a parser builds nothing
+/// of it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Next {
+    Key,
+    Value,
+    Comma,
 }
 
 impl Open {
@@ -150,8 +160,11 @@ fn scan_parsed(text: &[u8], limit: usize) -> Option<usize> {
     fn value_starts(open: &mut [Open]) {
         match open.last_mut() {
             Some(Open::Array { items }) => *items += 1,
-            Some(Open::Object { members, .. }) => *members += 1,
-            None => {}
+            Some(Open::Object { members, next }) if *next == Next::Value => {
+                *members += 1;
+                *next = Next::Comma;
+            }
+            _ => {}
         }
     }
     let mut open: Vec<Open> = Vec::new();
@@ -164,9 +177,9 @@ fn scan_parsed(text: &[u8], limit: usize) -> Option<usize> {
                 let len = end.map_or(text.len(), |e| e - 1) - (i + 1);
                 match open.last_mut() {
                     Some(Open::Object {
-                        key_next: key_next @ true,
+                        next: next @ Next::Key,
                         ..
-                    }) => *key_next = false,
+                    }) => *next = Next::Value,
                     _ => value_starts(&mut open),
                 }
                 total = total.saturating_add(block(len));
@@ -180,7 +193,7 @@ fn scan_parsed(text: &[u8], limit: usize) -> Option<usize> {
                 open.push(if b == b'{' {
                     Open::Object {
                         members: 0,
-                        key_next: true,
+                        next: Next::Key,
                     }
                 } else {
                     Open::Array { items: 0 }
@@ -194,8 +207,8 @@ fn scan_parsed(text: &[u8], limit: usize) -> Option<usize> {
                 i += 1;
             }
             b',' => {
-                if let Some(Open::Object { key_next, .. }) = open.last_mut() {
-                    *key_next = true;
+                if let Some(Open::Object { next, .. }) = open.last_mut() {
+                    *next = Next::Key;
                 }
                 i += 1;
             }
