@@ -149,7 +149,7 @@ impl Error {
                 CallError::Peer(
                     PeerError::Oversized { .. }
                     | PeerError::Malformed {
-                        error: DecodeError::TooDeep { .. },
+                        error: DecodeError::TooDeep { .. } | DecodeError::TooLargeOnceParsed { .. },
                     },
                 ) => "limit",
                 CallError::Peer(_) => "invalid-response",

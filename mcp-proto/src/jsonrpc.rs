@@ -223,6 +223,16 @@ pub enum DecodeError {
         /// `ServerLimits::max_nesting_depth` in the server.
         limit: usize,
     },
+    /// What would be parsed of the message takes more memory than the limit, as
+    /// estimated from its text before decoding it.
+    #[error(
+        "the message would take more than {limit} bytes of memory once parsed (max_parsed_bytes)"
+    )]
+    TooLargeOnceParsed {
+        /// The limit in force: `Limits::max_parsed_bytes` in the client,
+        /// `ServerLimits::max_parsed_bytes` in the server.
+        limit: usize,
+    },
 }
 
 /// The `id` member as it appeared: absent, null, or a usable id.
@@ -409,6 +419,28 @@ impl Message {
         Message::decode(bytes)
     }
 
+    /// [`Message::decode_with_max_depth`], also refusing a message whose parts read into
+    /// values would take more than `max_parsed` bytes of memory once parsed, estimated
+    /// from the text in one linear pass before anything is decoded (text of at most a
+    /// 256th of `max_parsed` is not scanned). A successful response's `result`, kept
+    /// verbatim, is not counted; the params of a request or notification and an error
+    /// (its `data` is decoded into a value) are.
+    ///
+    /// # Errors
+    /// [`DecodeError::TooLargeOnceParsed`], or what [`Message::decode_with_max_depth`]
+    /// reports.
+    pub fn decode_within(
+        bytes: &[u8],
+        max_depth: usize,
+        max_parsed: usize,
+    ) -> Result<Message, DecodeError> {
+        check_nesting(bytes, max_depth)?;
+        if !crate::held::parse_fits(bytes, max_parsed) && !is_success_response(bytes) {
+            return Err(DecodeError::TooLargeOnceParsed { limit: max_parsed });
+        }
+        Message::decode(bytes)
+    }
+
     /// Checks that this message nests arrays and objects no more than `max_depth` levels
     /// deep (the message object is level 1), for messages that were not decoded with
     /// [`Message::decode_with_max_depth`]. Costs one pass over the verbatim parts.
@@ -534,6 +566,15 @@ impl Message {
             },
         }
     }
+}
+
+/// Whether `bytes` is a response with a `result` (kept verbatim when decoded), read
+/// without decoding any member.
+fn is_success_response(bytes: &[u8]) -> bool {
+    std::str::from_utf8(bytes)
+        .ok()
+        .and_then(|text| serde_json::from_str::<Envelope<'_>>(text).ok())
+        .is_some_and(|env| env.method.is_none() && env.error.is_none() && env.result.is_some())
 }
 
 // ----- bounded scans over raw JSON text ----------------------------------------------

@@ -21,6 +21,14 @@ pub struct Limits {
     /// message over the limit fails the call it answers with
     /// [`crate::jsonrpc::DecodeError::TooDeep`].
     pub max_nesting_depth: usize,
+    /// Memory a message may take once parsed, estimated from its text in one pass before
+    /// it is decoded (`{"a":0}`, seven bytes of text, takes a map node of over 700 bytes
+    /// as a value). Counted over what the client reads into values: a request's or
+    /// notification's params, an error (its `data`); a successful result, kept verbatim,
+    /// is not counted, but the parts of one the client reads (the input requests of an
+    /// `input_required` result) are. A message past it fails the call it answers with
+    /// [`crate::jsonrpc::DecodeError::TooLargeOnceParsed`]. Default 64 MiB.
+    pub max_parsed_bytes: usize,
     /// Calls in flight at once (user calls plus internal ones). Default 1024.
     pub max_calls_in_flight: usize,
     /// Pages fetched by one paginated listing before it fails. Default 64.
@@ -109,6 +117,7 @@ impl Default for Limits {
         Limits {
             max_message_bytes: 8 * 1024 * 1024,
             max_nesting_depth: Limits::DEFAULT_MAX_NESTING_DEPTH,
+            max_parsed_bytes: 64 * 1024 * 1024,
             max_calls_in_flight: 1024,
             max_list_pages: 64,
             max_list_items: 100_000,

@@ -1222,6 +1222,57 @@ fn a_response_nested_past_the_depth_limit_fails_its_call_at_once() {
     );
 }
 
+/// `[{"":0},…]`, `n` one-member objects: seven bytes of text each, a map node of over
+/// 700 bytes each once parsed.
+fn one_member_objects(n: usize) -> String {
+    format!("[{}]", vec![r#"{"":0}"#; n].join(","))
+}
+
+/// What the client reads into values is bounded as memory, estimated from the text
+/// before decoding: an error whose `data` is 700 KB of one-member objects (about 80 MB
+/// once parsed; the client decoded it whole) fails its call at once, naming the limit.
+/// A result as large, kept verbatim, is delivered.
+#[test]
+fn an_error_too_large_once_parsed_fails_its_call_unparsed() {
+    let peer = answering(|name, id| {
+        let padding = one_member_objects(100_000);
+        Some(match name {
+            "error" => format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-1,"message":"x","data":{padding}}}}}"#
+            ),
+            "result" => {
+                format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[],"x":{padding}}}}}"#)
+            }
+            _ => ok_answer(id),
+        })
+    });
+    let mut limits = Limits::default();
+    limits.max_parsed_bytes = 4 * 1024 * 1024;
+    let mut sim = Sim::new(config(EraMode::Legacy).limits(limits), peer);
+    sim.connect();
+    let start = sim.now;
+    let (error, other) = two_calls(
+        &mut sim,
+        CallRequest::call_tool("error", json!({})),
+        CallRequest::call_tool("fine", json!({})),
+    );
+    let limit = 4 * 1024 * 1024;
+    let expected = CallError::Peer(PeerError::Malformed {
+        error: DecodeError::TooLargeOnceParsed { limit },
+    });
+    assert_eq!(error.unwrap_err(), expected);
+    assert_eq!(text_of(&other.unwrap()), "ok");
+    assert_eq!(sim.now, start, "failed at once, not at a timeout");
+    assert!(
+        expected.to_string().contains("(max_parsed_bytes)"),
+        "{expected}"
+    );
+    let out = sim
+        .call(CallRequest::call_tool("result", json!({})))
+        .unwrap();
+    assert!(out.result.get().len() > 700_000, "kept verbatim");
+}
+
 #[test]
 fn a_response_exactly_at_the_depth_limit_is_accepted() {
     // The message object is level 1, `result` level 2: a result of 63 levels makes a

@@ -864,6 +864,40 @@ fn input_requests_over_the_byte_limit_are_refused_before_they_are_parsed() {
     );
 }
 
+/// Input requests within the byte bound but too large once parsed (one-member objects,
+/// seven bytes of text each, over 700 bytes each as values) are refused before they
+/// are parsed.
+#[test]
+fn input_requests_too_large_once_parsed_are_refused_before_they_are_parsed() {
+    let flood = Scripted::new(move |m: &Value| match m["method"].as_str() {
+        Some("server/discover") => vec![discover_ok(m)],
+        Some("tools/call") => {
+            let padding = vec![json!({"": 0}); 100_000];
+            let mut requests = form(1);
+            requests["k0"]["params"]["padding"] = json!(padding);
+            vec![
+                json!({"jsonrpc":"2.0","id":m["id"],"result":{"resultType":"input_required",
+                    "inputRequests":requests,"requestState":"s"}})
+                .to_string(),
+            ]
+        }
+        _ => Vec::new(),
+    });
+    let mut limits = Limits::default();
+    limits.max_parsed_bytes = 4 * 1024 * 1024;
+    let mut sim = Sim::new(with_limits(limits), flood);
+    sim.handler = Some(Box::new(mcp_proto::client::AcceptDefaults));
+    sim.connect();
+    let err = sim
+        .call(CallRequest::call_tool("t", json!({})))
+        .unwrap_err();
+    assert!(
+        matches!(&err, CallError::InvalidInputRequest(m) if m.contains("4194304 bytes of memory once parsed (max_parsed_bytes)")),
+        "{err:?}"
+    );
+    assert!(asked(&sim).is_empty(), "nobody asked");
+}
+
 // ----- logging ------------------------------------------------------------------------
 
 fn logs(sim: &Sim) -> Vec<(Option<mcp_proto::client::CallId>, LogLevel, String)> {

@@ -621,8 +621,9 @@ pub enum CloseReason {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum PeerError {
-    /// A message that is not a JSON-RPC message, or is nested deeper than
-    /// `Limits::max_nesting_depth` ([`DecodeError::TooDeep`]).
+    /// A message that is not a JSON-RPC message, is nested deeper than
+    /// `Limits::max_nesting_depth` ([`DecodeError::TooDeep`]), or would take more than
+    /// `Limits::max_parsed_bytes` once parsed ([`DecodeError::TooLargeOnceParsed`]).
     #[error("malformed message: {error}")]
     Malformed {
         /// What is wrong.

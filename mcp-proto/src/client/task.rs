@@ -282,6 +282,11 @@ const READ_MEMBERS: [&str; 12] = [
     "inputRequests",
 ];
 
+/// The most memory the members of a task record read into values (its error, its input
+/// requests, …) may take once parsed, estimated from their text: a record past it is
+/// malformed. Its `result` is kept verbatim and not counted.
+pub(crate) const MAX_RECORD_PARSED_BYTES: usize = 16 * 1024 * 1024;
+
 /// The members of a task record that anything here reads, each as it came; any other
 /// member is stepped over unread, so a record padded with megabytes of members nobody
 /// reads costs no more than its text (read into a [`Map`], it cost many times that).
@@ -308,8 +313,24 @@ impl<'a> RecordMembers<'a> {
     /// session look at (`task` and `result` stay verbatim).
     ///
     /// # Errors
-    /// Never for a record that was read (each member is valid JSON).
+    /// When they would take more than [`MAX_RECORD_PARSED_BYTES`] once parsed (the
+    /// estimate is taken from their text first); never else for a record that was read
+    /// (each member is valid JSON).
     pub(crate) fn object(&self) -> Result<Map<String, Value>, serde_json::Error> {
+        let members = self.read.iter().flatten();
+        let text: usize = members.clone().map(|raw| raw.get().len()).sum();
+        let estimate = || {
+            (members.map(|raw| crate::held::parsed_bytes(raw.get().as_bytes())))
+                .fold(0, usize::saturating_add)
+        };
+        if !crate::held::parse_fits_by_length(text, MAX_RECORD_PARSED_BYTES)
+            && estimate() > MAX_RECORD_PARSED_BYTES
+        {
+            return Err(serde::de::Error::custom(format!(
+                "its members would take more than {MAX_RECORD_PARSED_BYTES} bytes of memory \
+                 once parsed"
+            )));
+        }
         let mut object = Map::new();
         for (key, raw) in READ_MEMBERS.iter().zip(self.read) {
             if let Some(raw) = raw {
@@ -396,6 +417,25 @@ mod tests {
             Value::Object(m) => m,
             _ => unreachable!(),
         }
+    }
+
+    /// The members read into values are bounded as memory, not text: an `error` of
+    /// 3 MB of one-member objects (over 300 MB once parsed) makes the record malformed,
+    /// unparsed; a `result` as large, kept verbatim, does not.
+    #[test]
+    fn a_record_whose_read_members_are_too_large_once_parsed_is_malformed() {
+        let padding = format!("[{}]", vec![r#"{"":0}"#; 400_000].join(","));
+        let record = |member: &str| {
+            format!(r#"{{"taskId":"t","status":"failed","{member}":{{"x":{padding}}}}}"#)
+        };
+        let raw = RawValue::from_string(record("error")).unwrap();
+        let e = Task::from_result(&raw, Era::Modern, 64).unwrap_err();
+        assert!(e.to_string().contains("bytes of memory once parsed"), "{e}");
+        let raw = RawValue::from_string(record("result")).unwrap();
+        assert_eq!(
+            Task::from_result(&raw, Era::Modern, 64).unwrap().task_id,
+            "t"
+        );
     }
 
     #[test]

@@ -62,12 +62,12 @@ pub fn jsonrpc_decode(data: &[u8]) {
     }
     // The server refuses text on this estimate before parsing it, and skips the scan
     // for text short enough that even its densest form would fit.
-    let estimate = crate::server::held::parsed_bytes(data);
+    let estimate = crate::held::parsed_bytes(data);
     if !data.is_empty() {
         assert!(estimate <= data.len() * 256, "{estimate} bytes estimated");
     }
     if let Ok(value) = serde_json::from_slice::<serde_json::Value>(data) {
-        let held = crate::server::held::held_bytes(&value);
+        let held = crate::held::held_bytes(&value);
         assert!(estimate >= held, "{estimate} estimated, {held} held");
     }
     let Ok(m) = Message::decode(data) else {

@@ -15,7 +15,7 @@ use crate::version::{ProtocolVersion, VersionPolicy};
 /// an allocator's count (it must never be below).
 #[must_use]
 pub fn held_bytes(value: &Value) -> usize {
-    crate::server::held::held_bytes(value)
+    crate::held::held_bytes(value)
 }
 
 /// The server's estimate, from JSON text alone, of the memory the text takes once
@@ -23,7 +23,7 @@ pub fn held_bytes(value: &Value) -> usize {
 /// [`held_bytes`] of the parsed value (it must never be below either).
 #[must_use]
 pub fn parsed_bytes(text: &[u8]) -> usize {
-    crate::server::held::parsed_bytes(text)
+    crate::held::parsed_bytes(text)
 }
 
 /// Largest stdio line the fuzzed servers take (longer ones are refused): small, so that

@@ -18,9 +18,9 @@ use crate::jsonrpc::{ErrorObject, RequestId, Response, codes};
 use crate::version::{Era, ProtocolVersion};
 
 use super::calls::{self, Target, error_result, invalid};
-use super::held::{held_bytes, json_size};
 use super::registry::ToolOutcome;
 use super::{Params, Server};
+use crate::held::{held_bytes, json_size};
 
 /// The most bytes of client capabilities a legacy session keeps, as JSON and as held in
 /// memory (estimated from above: a parsed value takes many times its text); an

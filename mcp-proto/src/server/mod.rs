@@ -92,7 +92,6 @@ mod calls;
 mod catalog;
 mod config;
 pub mod example;
-pub(crate) mod held;
 pub mod http;
 mod legacy;
 mod meta_cache;
@@ -328,7 +327,7 @@ impl Server {
         if let Err(e) = jsonrpc::check_nesting(json, limits.max_nesting_depth) {
             return Err(invalid(format!("Invalid request: {e}")));
         }
-        if !held::parse_fits(json, limits.max_parsed_bytes) {
+        if !crate::held::parse_fits(json, limits.max_parsed_bytes) {
             return Err(too_large_once_parsed(limits.max_parsed_bytes));
         }
         Ok(())
@@ -356,7 +355,7 @@ impl Server {
                 };
                 let max = limits.max_parsed_bytes;
                 verbatim
-                    .filter(|raw| !held::parse_fits(raw.get().as_bytes(), max))
+                    .filter(|raw| !crate::held::parse_fits(raw.get().as_bytes(), max))
                     .map(|_| too_large_once_parsed(max))
             }
         };
@@ -617,11 +616,6 @@ fn id_of(v: &Value) -> Option<RequestId> {
 /// The `-32600` for a message that would take more than `max` bytes once parsed
 /// ([`ServerLimits::max_parsed_bytes`]).
 fn too_large_once_parsed(max: usize) -> ErrorObject {
-    ErrorObject::new(
-        codes::INVALID_REQUEST,
-        format!(
-            "Invalid request: the message would take more than {max} bytes of memory once \
-             parsed (max_parsed_bytes)"
-        ),
-    )
+    let e = jsonrpc::DecodeError::TooLargeOnceParsed { limit: max };
+    ErrorObject::new(codes::INVALID_REQUEST, format!("Invalid request: {e}"))
 }

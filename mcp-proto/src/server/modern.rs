@@ -18,12 +18,12 @@ use crate::jsonrpc::{ErrorObject, RequestId, codes, write_result_head};
 use crate::version::{Era, ProtocolVersion};
 
 use super::calls::{self, invalid};
-use super::held::json_size_within;
 use super::legacy::method_not_found;
 use super::registry::{InputRequestSpec, ToolOutcome};
 use super::seal::MAX_SEALED_STATE_BYTES;
 use super::state::{RequestState, StateContext, StateRefusal};
 use super::{Params, Server};
+use crate::held::json_size_within;
 
 const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";

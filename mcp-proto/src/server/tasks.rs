@@ -476,8 +476,8 @@ impl ServerTask {
             _ => Held::Never,
         };
         self.outcome_bytes = match &held {
-            Held::Outcome(Ok(v)) => super::held::held_bytes(v),
-            Held::Outcome(Err(e)) => super::held::error_held_bytes(e),
+            Held::Outcome(Ok(v)) => crate::held::held_bytes(v),
+            Held::Outcome(Err(e)) => crate::held::error_held_bytes(e),
             _ => 0,
         };
         self.held = Some(held);
@@ -547,8 +547,8 @@ impl ServerTask {
         // What it shows from now on is what it holds (a 2025 task's end after its
         // input was never held before).
         self.outcome_bytes = match &outcome {
-            Ok(v) => super::held::held_bytes(v),
-            Err(e) => super::held::error_held_bytes(e),
+            Ok(v) => crate::held::held_bytes(v),
+            Err(e) => crate::held::error_held_bytes(e),
         };
         self.outcome = Some(outcome);
         self.held = None;
@@ -715,11 +715,11 @@ impl Server {
         // It keeps the client's capabilities for its later rounds: no more of them than
         // a legacy session keeps.
         let size = super::legacy::capabilities_kept(caps, "a task")?;
-        let client_bytes = size + super::held::held_bytes(&target.arguments);
+        let client_bytes = size + crate::held::held_bytes(&target.arguments);
         let client_bytes = client_bytes
             + first.as_ref().map_or(0, |(_, inputs, _)| {
                 (inputs.iter())
-                    .map(|(k, v)| k.len() + super::held::held_bytes(v))
+                    .map(|(k, v)| k.len() + crate::held::held_bytes(v))
                     .sum::<usize>()
             });
         let owner = self.task_owner(era);
@@ -880,7 +880,7 @@ impl Server {
                         .filter(|(k, a)| a.is_object() && task.input_requests.contains_key(k))
                         .collect();
                     let size: usize = (taken.iter())
-                        .map(|(k, a)| k.len() + super::held::held_bytes(a))
+                        .map(|(k, a)| k.len() + crate::held::held_bytes(a))
                         .sum();
                     // None is taken past a bound: the requests stay outstanding.
                     let share = limits.max_task_bytes_per_principal;

@@ -410,8 +410,8 @@ impl HttpLink {
     /// One JSON-RPC message from the server, to the protocol machine. When it cannot be
     /// decoded, why (also reported to the machine).
     pub(super) fn deliver(&mut self, now: Instant, json: &[u8]) -> Option<DecodeError> {
-        let max_depth = self.client.config().limits.max_nesting_depth;
-        match Message::decode_with_max_depth(json, max_depth) {
+        let limits = &self.client.config().limits;
+        match Message::decode_within(json, limits.max_nesting_depth, limits.max_parsed_bytes) {
             Ok(Message::Response(r)) => {
                 let r = self.inspect_response(r);
                 self.client.dispatch_message(now, Message::Response(r));

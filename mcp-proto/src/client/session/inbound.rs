@@ -519,6 +519,15 @@ impl Session {
             );
             return fail(self, CallError::InvalidInputRequest(msg));
         }
+        // Its input requests are read into values: bounded as such, not as text.
+        if !crate::held::parse_fits(raw.get().as_bytes(), limits.max_parsed_bytes) {
+            let limit = limits.max_parsed_bytes;
+            let error = crate::jsonrpc::DecodeError::TooLargeOnceParsed { limit };
+            return fail(
+                self,
+                CallError::InvalidInputRequest(format!("input_required: {error}")),
+            );
+        }
         let parsed = match serde_json::from_str::<InputRequired<'_>>(raw.get()) {
             Ok(p) => p,
             Err(e) => {

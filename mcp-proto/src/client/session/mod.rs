@@ -433,6 +433,7 @@ impl Session {
             return;
         }
         let max_depth = self.config.limits.max_nesting_depth;
+        let max_parsed = self.config.limits.max_parsed_bytes;
         let limit = self.config.limits.max_message_bytes;
         self.decoder.handle_input(data);
         loop {
@@ -450,7 +451,7 @@ impl Session {
                     }
                     Err((PeerError::Oversized { seen, limit }, sniffed))
                 }
-                Some(Line::Message(line)) => Message::decode_with_max_depth(line, max_depth)
+                Some(Line::Message(line)) => Message::decode_within(line, max_depth, max_parsed)
                     .map_err(|error| (PeerError::Malformed { error }, jsonrpc::sniff(line))),
             };
             match item {

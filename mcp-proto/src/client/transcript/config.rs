@@ -63,6 +63,7 @@ macro_rules! diff {
 diff!(Limits {
     max_message_bytes,
     max_nesting_depth,
+    max_parsed_bytes,
     max_calls_in_flight,
     max_list_pages,
     max_list_items,

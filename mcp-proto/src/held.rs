@@ -1,8 +1,9 @@
-//! What a value a client sent costs the server to keep: its bytes in memory, estimated
+//! What a value a peer sent costs to keep or to parse: its bytes in memory, estimated
 //! from above. A parsed value costs many times its JSON text (`{"a":0}`, 7 bytes of
-//! text, takes a whole B-tree node of about 630 bytes), so whatever the server keeps
-//! for a client (task arguments and results, answers between rounds, capabilities) is
-//! counted this way, never by its text.
+//! text, takes a whole B-tree node of over 700 bytes), so whatever a server keeps for a
+//! client (task arguments and results, answers between rounds, capabilities) is counted
+//! this way, never by its text, and a message is estimated from its text before it is
+//! parsed ([`parse_fits`]).
 
 use serde_json::Value;
 
@@ -105,7 +106,12 @@ const MAX_PARSED_PER_BYTE: usize = 256;
 /// [`parsed_bytes`] estimates it. Text short enough that even its densest form would fit
 /// is not scanned. Nesting must have been bounded first ([`crate::jsonrpc::check_nesting`]).
 pub(crate) fn parse_fits(text: &[u8], limit: usize) -> bool {
-    text.len().saturating_mul(MAX_PARSED_PER_BYTE) <= limit || scan_parsed(text, limit).is_some()
+    parse_fits_by_length(text.len(), limit) || scan_parsed(text, limit).is_some()
+}
+
+/// Whether any JSON text of `len` bytes, however dense, fits `limit` once parsed.
+pub(crate) fn parse_fits_by_length(len: usize, limit: usize) -> bool {
+    len.saturating_mul(MAX_PARSED_PER_BYTE) <= limit
 }
 
 /// The bytes of memory `text` takes once parsed into a `Value`, estimated from the text
