@@ -13,6 +13,10 @@
 //! `serde_json::from_slice::<&RawValue>` (validation only, no allocation: the floor) and
 //! `serde_json::from_slice::<Value>` (a full untyped parse).
 //!
+//! Last, the estimate of the memory a body takes once parsed (scanned from its text
+//! before a server parses it, `max_parsed_bytes`) beside that parse, on 1 MiB of text, of
+//! zeros and of one-member objects.
+//!
 //! ```text
 //! cargo bench -p mcp-benches --bench jsonrpc_decode [-- FILTER…]
 //! MCP_BENCH_ITERS=10000 MCP_BENCH_QUIET=1 valgrind --tool=callgrind "$BIN" decode 64KiB
@@ -149,6 +153,44 @@ fn main() {
             }
             settings.measure(&case, "msgs", n, *batch, Some(size), || {
                 decode(black_box(bytes));
+            });
+        }
+    }
+    // The estimate of what a message takes once parsed, scanned from its text before
+    // a server (or a client, for what it reads) parses it: its cost beside the parse it
+    // guards, on 1 MiB bodies of three shapes.
+    let mib = 1024 * 1024;
+    let bodies = [
+        (
+            "1MiB text",
+            serde_json::to_vec(&json!({"text": payload(mib)})).expect("JSON"),
+        ),
+        (
+            "1MiB zeros",
+            serde_json::to_vec(&vec![0u8; mib / 2]).expect("JSON"),
+        ),
+        (
+            "1MiB one-member objects",
+            serde_json::to_vec(&vec![json!({"a": 0}); mib / 8]).expect("JSON"),
+        ),
+    ];
+    for (name, bytes) in &bodies {
+        let size = bytes.len();
+        let scans: [(&str, Decoder); 2] = [
+            ("parse estimate", |b| {
+                black_box(mcp_proto::fuzzing::server::parsed_bytes(b));
+            }),
+            ("serde_json Value", |b| {
+                black_box(serde_json::from_slice::<Value>(b).ok());
+            }),
+        ];
+        for (how, scan) in scans {
+            let case = format!("{how} {name} ({size} B)");
+            if !settings.selected(&case) {
+                continue;
+            }
+            settings.measure(&case, "msgs", settings.iters(200), 1, Some(size), || {
+                scan(black_box(bytes));
             });
         }
     }
