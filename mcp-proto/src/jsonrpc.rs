@@ -420,11 +420,11 @@ impl Message {
     }
 
     /// [`Message::decode_with_max_depth`], also refusing a message whose parts read into
-    /// values would take more than `max_parsed` bytes of memory once parsed, estimated
-    /// from the text in one linear pass before anything is decoded (text of at most a
-    /// 256th of `max_parsed` is not scanned). A successful response's `result`, kept
-    /// verbatim, is not counted; the params of a request or notification and an error
-    /// (its `data` is decoded into a value) are.
+    /// values would take more than `max_parsed` bytes of memory once parsed: an `error`
+    /// (decoded here, its `data` into a value) and the params of a request or
+    /// notification (which a receiver reads), each estimated from its text in one linear
+    /// pass before it is parsed (text of at most a 256th of `max_parsed` is not scanned).
+    /// A successful response's `result`, kept verbatim, is not counted.
     ///
     /// # Errors
     /// [`DecodeError::TooLargeOnceParsed`], or what [`Message::decode_with_max_depth`]
@@ -435,10 +435,18 @@ impl Message {
         max_parsed: usize,
     ) -> Result<Message, DecodeError> {
         check_nesting(bytes, max_depth)?;
-        if !crate::held::parse_fits(bytes, max_parsed) && !is_success_response(bytes) {
-            return Err(DecodeError::TooLargeOnceParsed { limit: max_parsed });
+        let message = Message::decode_bounded(bytes, max_parsed)?;
+        let params = match &message {
+            Message::Request(r) => r.params.as_deref(),
+            Message::Notification(n) => n.params.as_deref(),
+            Message::Response(_) => None,
+        };
+        match params {
+            Some(p) if !crate::held::parse_fits(p.get().as_bytes(), max_parsed) => {
+                Err(DecodeError::TooLargeOnceParsed { limit: max_parsed })
+            }
+            _ => Ok(message),
         }
-        Message::decode(bytes)
     }
 
     /// Checks that this message nests arrays and objects no more than `max_depth` levels
@@ -480,6 +488,13 @@ impl Message {
     /// # Errors
     /// A [`DecodeError`] naming what is wrong with the envelope.
     pub fn decode(bytes: &[u8]) -> Result<Message, DecodeError> {
+        Message::decode_bounded(bytes, usize::MAX)
+    }
+
+    /// [`Message::decode`], refusing an `error` that would take more than `max_parsed`
+    /// bytes once parsed (it is decoded into an [`ErrorObject`], its `data` a value);
+    /// everything else is kept verbatim.
+    fn decode_bounded(bytes: &[u8], max_parsed: usize) -> Result<Message, DecodeError> {
         let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
         if first.is_some_and(|b| *b != b'{') {
             // Validate it is JSON at all so the error says the right thing.
@@ -540,6 +555,9 @@ impl Message {
                 _ => Err(DecodeError::Id),
             },
             (None, None, Some(error)) => {
+                if !crate::held::parse_fits(error.get().as_bytes(), max_parsed) {
+                    return Err(DecodeError::TooLargeOnceParsed { limit: max_parsed });
+                }
                 let error: ErrorObject =
                     serde_json::from_str(error.get()).map_err(|_| DecodeError::ErrorObject)?;
                 let id = match env.id {
@@ -566,15 +584,6 @@ impl Message {
             },
         }
     }
-}
-
-/// Whether `bytes` is a response with a `result` (kept verbatim when decoded), read
-/// without decoding any member.
-fn is_success_response(bytes: &[u8]) -> bool {
-    std::str::from_utf8(bytes)
-        .ok()
-        .and_then(|text| serde_json::from_str::<Envelope<'_>>(text).ok())
-        .is_some_and(|env| env.method.is_none() && env.error.is_none() && env.result.is_some())
 }
 
 // ----- bounded scans over raw JSON text ----------------------------------------------
