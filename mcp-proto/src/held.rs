@@ -102,11 +102,38 @@ pub(crate) fn json_size(value: &impl serde::Serialize) -> usize {
 /// a map node (736 bytes) for four bytes.
 const MAX_PARSED_PER_BYTE: usize = 256;
 
-/// Whether parsing `text` into values takes at most `limit` bytes of memory, as
-/// [`parsed_bytes`] estimates it. Text short enough that even its densest form would fit
-/// is not scanned. Nesting must have been bounded first ([`crate::jsonrpc::check_nesting`]).
+/// Why a peer's text is not parsed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Unparsable {
+    /// It would take more memory than the limit once parsed.
+    TooLarge,
+    /// A member's name starts with [`RESERVED_PREFIX`].
+    ReservedName,
+}
+
+/// What member names `serde_json` gives a meaning of its own start with. Read into a
+/// `Value`, an object whose first member is `"$serde_json::private::RawValue"` is
+/// replaced by its string parsed as JSON: text in a string, unseen by the checks of
+/// depth and size made on the text, each level with a fresh recursion limit.
+pub(crate) const RESERVED_PREFIX: &str = "$serde_json::";
+
+/// Whether `text` may be parsed into values: no member named with [`RESERVED_PREFIX`],
+/// and at most `limit` bytes of memory once parsed, as [`parsed_bytes`] estimates it.
+/// Text that holds no `$` (plain or escaped) and is short enough that even its densest
+/// form would fit is not scanned. Nesting must have been bounded first
+/// ([`crate::jsonrpc::check_nesting`]).
+pub(crate) fn check_parse(text: &[u8], limit: usize) -> Result<(), Unparsable> {
+    let names =
+        memchr::memchr(b'$', text).is_some() || memchr::memmem::find(text, b"\\u0024").is_some();
+    if !names && parse_fits_by_length(text.len(), limit) {
+        return Ok(());
+    }
+    scan_parsed(text, limit, names).map(|_| ())
+}
+
+/// Whether `text` may be parsed into values within `limit` ([`check_parse`]).
 pub(crate) fn parse_fits(text: &[u8], limit: usize) -> bool {
-    parse_fits_by_length(text.len(), limit) || scan_parsed(text, limit).is_some()
+    check_parse(text, limit).is_ok()
 }
 
 /// Whether any JSON text of `len` bytes, however dense, fits `limit` once parsed.
@@ -120,7 +147,20 @@ pub(crate) fn parse_fits_by_length(len: usize, limit: usize) -> bool {
 /// a node per five members, each string and key the length of its text. Text that is not
 /// JSON is estimated for what a parser builds before it meets the error.
 pub(crate) fn parsed_bytes(text: &[u8]) -> usize {
-    scan_parsed(text, usize::MAX).unwrap_or(usize::MAX)
+    scan_parsed(text, usize::MAX, false).unwrap_or(usize::MAX)
+}
+
+/// Whether the member name whose text (between its quotes) is `raw` starts with
+/// [`RESERVED_PREFIX`] once its escapes are read.
+fn reserved_name(raw: &[u8]) -> bool {
+    if !raw.contains(&b'\\') {
+        return raw.starts_with(RESERVED_PREFIX.as_bytes());
+    }
+    let mut quoted = Vec::with_capacity(raw.len() + 2);
+    quoted.push(b'"');
+    quoted.extend_from_slice(raw);
+    quoted.push(b'"');
+    serde_json::from_slice::<String>(&quoted).is_ok_and(|name| name.starts_with(RESERVED_PREFIX))
 }
 
 /// An array or object the scan is inside of.
@@ -156,9 +196,11 @@ impl Open {
 /// a frame per level: nesting is bounded far below it before any text is scanned.
 const SCAN_MAX_DEPTH: usize = 100_000;
 
-/// [`parsed_bytes`], `None` as soon as the estimate passes `limit`. Linear in the text:
-/// each byte is looked at once, strings skipped with a vectorised search.
-fn scan_parsed(text: &[u8], limit: usize) -> Option<usize> {
+/// [`parsed_bytes`], refused as soon as the estimate passes `limit`, and, with `names`,
+/// at a member name starting with [`RESERVED_PREFIX`]. Linear in the text: each byte is
+/// looked at once, strings skipped with a vectorised search (a name is read again only
+/// when it holds an escape).
+fn scan_parsed(text: &[u8], limit: usize, names: bool) -> Result<usize, Unparsable> {
     // A value starts: as an array's item it takes a slot in the array's block, as a
     // member's value a place in a map node (both counted when their container closes),
     // at the top level the slot counted up front. A member counts from its value: a
@@ -185,7 +227,12 @@ fn scan_parsed(text: &[u8], limit: usize) -> Option<usize> {
                     Some(Open::Object {
                         next: next @ Next::Key,
                         ..
-                    }) => *next = Next::Value,
+                    }) => {
+                        *next = Next::Value;
+                        if names && reserved_name(&text[i + 1..i + 1 + len]) {
+                            return Err(Unparsable::ReservedName);
+                        }
+                    }
                     _ => value_starts(&mut open),
                 }
                 total = total.saturating_add(block(len));
@@ -194,7 +241,7 @@ fn scan_parsed(text: &[u8], limit: usize) -> Option<usize> {
             b'{' | b'[' => {
                 value_starts(&mut open);
                 if open.len() >= SCAN_MAX_DEPTH {
-                    return None;
+                    return Err(Unparsable::TooLarge);
                 }
                 open.push(if b == b'{' {
                     Open::Object {
@@ -243,11 +290,14 @@ fn scan_parsed(text: &[u8], limit: usize) -> Option<usize> {
             }
         }
         if total > limit {
-            return None;
+            return Err(Unparsable::TooLarge);
         }
     }
     // Text that ends inside containers: what the parser had built when it stopped.
     let unclosed: usize = open.iter().map(Open::held).sum();
     let total = total.saturating_add(unclosed);
-    (total <= limit).then_some(total)
+    if total > limit {
+        return Err(Unparsable::TooLarge);
+    }
+    Ok(total)
 }

@@ -233,6 +233,21 @@ pub enum DecodeError {
         /// `ServerLimits::max_parsed_bytes` in the server.
         limit: usize,
     },
+    /// A member is named `$serde_json::…`: the JSON parser gives such names a meaning of
+    /// its own (an object named so is replaced by its string parsed as JSON, past every
+    /// check made on the text), so no message may use them.
+    #[error("a member is named `$serde_json::…`, a name the JSON parser reserves")]
+    ReservedName,
+}
+
+impl DecodeError {
+    /// The error for text [`crate::held::check_parse`] refused under `limit`.
+    pub(crate) fn unparsable(why: crate::held::Unparsable, limit: usize) -> Self {
+        match why {
+            crate::held::Unparsable::TooLarge => DecodeError::TooLargeOnceParsed { limit },
+            crate::held::Unparsable::ReservedName => DecodeError::ReservedName,
+        }
+    }
 }
 
 /// The `id` member as it appeared: absent, null, or a usable id.
@@ -436,15 +451,15 @@ impl Message {
     ) -> Result<Message, DecodeError> {
         check_nesting(bytes, max_depth)?;
         let message = Message::decode_bounded(bytes, max_parsed)?;
-        let params = match &message {
-            Message::Request(r) => r.params.as_deref(),
-            Message::Notification(n) => n.params.as_deref(),
-            Message::Response(_) => None,
+        // A result is kept verbatim: only its member names are checked, for whoever reads
+        // it into values later.
+        let (verbatim, limit) = match &message {
+            Message::Request(r) => (r.params.as_deref(), max_parsed),
+            Message::Notification(n) => (n.params.as_deref(), max_parsed),
+            Message::Response(r) => (r.outcome.as_deref().ok(), usize::MAX),
         };
-        match params {
-            Some(p) if !crate::held::parse_fits(p.get().as_bytes(), max_parsed) => {
-                Err(DecodeError::TooLargeOnceParsed { limit: max_parsed })
-            }
+        match verbatim.map(|raw| crate::held::check_parse(raw.get().as_bytes(), limit)) {
+            Some(Err(why)) => Err(DecodeError::unparsable(why, max_parsed)),
             _ => Ok(message),
         }
     }
@@ -555,8 +570,8 @@ impl Message {
                 _ => Err(DecodeError::Id),
             },
             (None, None, Some(error)) => {
-                if !crate::held::parse_fits(error.get().as_bytes(), max_parsed) {
-                    return Err(DecodeError::TooLargeOnceParsed { limit: max_parsed });
+                if let Err(why) = crate::held::check_parse(error.get().as_bytes(), max_parsed) {
+                    return Err(DecodeError::unparsable(why, max_parsed));
                 }
                 let error: ErrorObject =
                     serde_json::from_str(error.get()).map_err(|_| DecodeError::ErrorObject)?;

@@ -1273,6 +1273,34 @@ fn an_error_too_large_once_parsed_fails_its_call_unparsed() {
     assert!(out.result.get().len() > 700_000, "kept verbatim");
 }
 
+/// A result naming a member `$serde_json::private::RawValue` would be read, by whoever
+/// parses it into values, as its string parsed as JSON: nesting and size past every
+/// check made on the text. It fails its call; a `$` elsewhere does not.
+#[test]
+fn a_result_naming_a_member_as_the_parser_reserves_fails_its_call() {
+    let peer = answering(|name, id| {
+        Some(match name {
+            "reserved" => format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[],"x":{{"\u0024serde_json::private::RawValue":"[[[1]]]"}}}}}}"#
+            ),
+            _ => format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"$5"}}],"$schema":"x"}}}}"#
+            ),
+        })
+    });
+    let mut sim = Sim::new(config(EraMode::Legacy), peer);
+    sim.connect();
+    let err = sim
+        .call(CallRequest::call_tool("reserved", json!({})))
+        .unwrap_err();
+    let expected = CallError::Peer(PeerError::Malformed {
+        error: DecodeError::ReservedName,
+    });
+    assert_eq!(err, expected);
+    let out = sim.call(CallRequest::call_tool("fine", json!({}))).unwrap();
+    assert_eq!(text_of(&out), "$5");
+}
+
 #[test]
 fn a_response_exactly_at_the_depth_limit_is_accepted() {
     // The message object is level 1, `result` level 2: a result of 63 levels makes a

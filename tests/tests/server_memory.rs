@@ -75,6 +75,63 @@ fn a_message_too_large_once_parsed_is_refused_before_parsing() {
     assert!(peak < 64 * 1024, "refusing took {peak} bytes at its peak");
 }
 
+/// A member named `$serde_json::private::RawValue` (plainly or with escapes, at any
+/// depth) makes the parser read its string as JSON: text inside a string, which the
+/// checks of size and depth made on the text never saw (a 7.8 MB body took 604 MB, and
+/// a 19 KB one nested 1,300 levels deep overflowed a connection thread's stack). Any
+/// such name is refused before parsing, however short the message.
+#[test]
+fn a_member_name_the_parser_reserves_is_refused_before_parsing() {
+    let inner = one_member_objects(50_000);
+    let mut server = example::server();
+    for name in [
+        "$serde_json::private::RawValue",
+        r"\u0024serde_json::private::RawValue",
+        r"$serde_json::private::Raw\u0056alue",
+    ] {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"echo",
+               "arguments":{{"text":"x","p":{{"{name}":{}}}}},
+               "_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28",
+               "io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#,
+            serde_json::to_string(&inner).unwrap()
+        );
+        let ((), peak) = peak_during(|| server.handle_json(Instant::ZERO, body.as_bytes()));
+        let reply: Value = serde_json::from_slice(&server.poll_message().unwrap()).unwrap();
+        assert_eq!(reply["error"]["code"], -32600, "{name}: {reply}");
+        let message = reply["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("a name the JSON parser reserves"),
+            "{reply}"
+        );
+        assert!(
+            peak < 64 * 1024,
+            "{name}: refusing took {peak} bytes at its peak"
+        );
+    }
+    // Short, nested: refused too (no text is too short to be scanned for it).
+    let nested = r#"{"jsonrpc":"2.0","id":2,"method":"ping","params":{"a":{"$serde_json::private::RawValue":"[[1]]"}}}"#;
+    server.handle_json(Instant::ZERO, nested.as_bytes());
+    let reply: Value = serde_json::from_slice(&server.poll_message().unwrap()).unwrap();
+    assert_eq!(reply["error"]["code"], -32600, "{reply}");
+    // A `$` elsewhere (a JSON Schema's `$schema`, a price) is no such name.
+    let fine = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo",
+        "arguments":{"text":"$5 \u0024serde_json::","$schema":"x"},
+        "_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    server.handle_json(Instant::ZERO, fine.as_bytes());
+    let reply: Value = serde_json::from_slice(&server.poll_message().unwrap()).unwrap();
+    assert_eq!(
+        reply["result"]["content"][0]["text"], "$5 $serde_json::",
+        "{reply}"
+    );
+}
+
+/// `[{"":0},…]`, `n` one-member objects.
+fn one_member_objects(n: usize) -> String {
+    format!("[{}]", vec![r#"{"":0}"#; n].join(","))
+}
+
 /// A gateway checks the mirrored headers on what it reads of the body, borrowed: parsing
 /// the body whole took a hundred times its text for a routing decision. A repeated
 /// member counts with its last value, as the server reads it.

@@ -327,10 +327,8 @@ impl Server {
         if let Err(e) = jsonrpc::check_nesting(json, limits.max_nesting_depth) {
             return Err(invalid(format!("Invalid request: {e}")));
         }
-        if !crate::held::parse_fits(json, limits.max_parsed_bytes) {
-            return Err(too_large_once_parsed(limits.max_parsed_bytes));
-        }
-        Ok(())
+        crate::held::check_parse(json, limits.max_parsed_bytes)
+            .map_err(|why| unparsable(why, limits.max_parsed_bytes))
     }
 
     /// Feeds one decoded message. Ignored after end of input. A message nested deeper
@@ -355,8 +353,8 @@ impl Server {
                 };
                 let max = limits.max_parsed_bytes;
                 verbatim
-                    .filter(|raw| !crate::held::parse_fits(raw.get().as_bytes(), max))
-                    .map(|_| too_large_once_parsed(max))
+                    .and_then(|raw| crate::held::check_parse(raw.get().as_bytes(), max).err())
+                    .map(|why| unparsable(why, max))
             }
         };
         if let Some(e) = refusal {
@@ -613,9 +611,10 @@ fn id_of(v: &Value) -> Option<RequestId> {
     }
 }
 
-/// The `-32600` for a message that would take more than `max` bytes once parsed
-/// ([`ServerLimits::max_parsed_bytes`]).
-fn too_large_once_parsed(max: usize) -> ErrorObject {
-    let e = jsonrpc::DecodeError::TooLargeOnceParsed { limit: max };
+/// The `-32600` for a message whose text may not be parsed: too large once parsed
+/// (past `max`, [`ServerLimits::max_parsed_bytes`]), or naming a member as the parser
+/// reserves.
+fn unparsable(why: crate::held::Unparsable, max: usize) -> ErrorObject {
+    let e = jsonrpc::DecodeError::unparsable(why, max);
     ErrorObject::new(codes::INVALID_REQUEST, format!("Invalid request: {e}"))
 }
