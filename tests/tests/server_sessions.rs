@@ -178,6 +178,45 @@ fn sessions_in_use_are_not_evicted() {
     assert_eq!(send(&mut e, t0, &post(Some(&b), &list)).status, 200);
 }
 
+/// Attached `GET` streams are bounded over all sessions: each holds a connection, and
+/// one client opening a session and a stream after another took every connection of
+/// the server. One more gets 503; once a client leaves its stream, another may open one.
+#[test]
+fn get_streams_are_bounded_over_all_sessions() {
+    let mut config = HttpEndpointConfig::default();
+    config.max_get_streams = 2;
+    let mut e = endpoint(config);
+    let t0 = Instant::ZERO;
+    let get = |session: &str| {
+        HttpRequest::new("GET", "/mcp")
+            .with_header("Host", "127.0.0.1")
+            .with_header("Accept", "text/event-stream")
+            .with_header("Mcp-Session-Id", session)
+            .with_header("MCP-Protocol-Version", "2025-11-25")
+    };
+    let sessions: Vec<String> = (0..3)
+        .map(|_| initialize(&mut e, t0, json!({})).session.unwrap())
+        .collect();
+    let mut streams = Vec::new();
+    for s in &sessions[..2] {
+        match e.handle_request(t0, &get(s)) {
+            HttpReply::Stream(stream) => streams.push(stream),
+            _ => panic!("no GET stream"),
+        }
+    }
+    let refused = send(&mut e, t0, &get(&sessions[2]));
+    assert_eq!(refused.status, 503, "{}", refused.body);
+    let message = refused.body["error"]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(message.contains("Too many GET streams"), "{}", refused.body);
+    e.cancel_stream(t0, &streams[0]);
+    assert!(matches!(
+        e.handle_request(t0, &get(&sessions[2])),
+        HttpReply::Stream(_)
+    ));
+}
+
 #[test]
 fn delete_ends_a_session_and_cancels_its_open_exchanges() {
     let mut e = endpoint(HttpEndpointConfig::default());

@@ -169,7 +169,7 @@
 //!
 //! **Bounds.** Bodies, heads and pipelining are bounded by [`HttpRequestLimits`]; open
 //! exchanges (detached ones included) by `max_open_streams`; `GET` streams by sessions
-//! (one each); stored events by the store ([`EventStoreLimits`]); the machine's own
+//! (one each) and, attached, by `max_get_streams`; stored events by the store ([`EventStoreLimits`]); the machine's own
 //! limits bound parked calls. An exchange's queued events are bounded by what its tool
 //! may ask per round. A `Last-Event-ID` is parsed only up to [`MAX_EVENT_ID_BYTES`].
 
@@ -242,6 +242,12 @@ pub struct HttpEndpointConfig {
     /// holds a connection while its client is attached: keep this below the server's
     /// `max_connections` (128 by default), or streams can take every connection.
     pub max_open_streams: usize,
+    /// Legacy `GET` streams a client is attached to at once, over all sessions (one per
+    /// session at most); one more, opened or resumed, gets `503`. Default 32. Each holds
+    /// a connection: unbounded, one anonymous client opening 128 sessions and a stream on
+    /// each took every connection of the server (128 by default) for as long as it read
+    /// them. Keep `max_open_streams` plus this below the server's `max_connections`.
+    pub max_get_streams: usize,
     /// Legacy sessions held at once (with [`HttpEndpoint::with_sessions`]). An
     /// `initialize` beyond them evicts a session that is not in use (no request being
     /// handled, no stream a client holds, no call waiting for input, no task running or
@@ -313,6 +319,7 @@ impl Default for HttpEndpointConfig {
             path: DEFAULT_PATH.to_owned(),
             allowed_origins: Vec::new(),
             max_open_streams: 64,
+            max_get_streams: 32,
             max_sessions: 1024,
             session_idle_timeout: std::time::Duration::from_secs(30 * 60),
             allowed_hosts: None,
@@ -631,6 +638,23 @@ impl HttpEndpoint {
             ));
         }
         None
+    }
+
+    /// The `503` for one more `GET` stream when `max_get_streams` are attached.
+    fn get_streams_full(&self) -> Option<HttpReply> {
+        let attached = (self.listeners.values())
+            .filter(|l| l.attach.is_some() && !l.ended)
+            .count();
+        (attached >= self.config.max_get_streams).then(|| {
+            let e = ErrorObject::new(
+                codes::INTERNAL_ERROR,
+                format!(
+                    "Too many GET streams are open (at most {}); try again later",
+                    self.config.max_get_streams
+                ),
+            );
+            HttpReply::Complete(HttpResponse::json_error(503, None, &e))
+        })
     }
 
     /// Standalone `GET` streams held (served or waiting for their client to resume).
@@ -1582,6 +1606,9 @@ impl HttpEndpoint {
             );
             return complete(HttpResponse::json_error(409, None, &e));
         }
+        if let Some(refused) = self.get_streams_full() {
+            return refused;
+        }
         // A GET stream whose client went away without resuming is replaced.
         self.listeners.retain(|_, l| l.session != session);
         let key = self.fresh_key();
@@ -1640,6 +1667,10 @@ impl HttpEndpoint {
             .find(|(_, l)| l.stream == number && !l.ended)
             .map(|(k, _)| *k);
         if let Some(key) = listener {
+            let detached = self.listeners.get(&key).is_some_and(|l| l.attach.is_none());
+            if detached && let Some(refused) = self.get_streams_full() {
+                return refused;
+            }
             let attach = self.fresh_attach();
             if let Some(l) = self.listeners.get_mut(&key) {
                 l.attach = Some(attach);
