@@ -375,6 +375,14 @@ impl TaskStore {
     }
 }
 
+/// What an outcome may take when the tasks keep `held` bytes without it, `theirs` of them
+/// its principal's: what both bounds on task data leave.
+fn outcome_room(limits: &ServerLimits, held: usize, theirs: usize) -> usize {
+    let total = limits.max_task_bytes.saturating_sub(held);
+    let share = limits.max_task_bytes_per_principal.saturating_sub(theirs);
+    total.min(share)
+}
+
 /// The `-32603` for task data past `ServerLimits::max_task_bytes_per_principal`
 /// (`share`).
 fn too_much_principal_data(share: usize) -> ErrorObject {
@@ -454,8 +462,12 @@ impl ServerTask {
         self.client_bytes + self.outcome_bytes
     }
 
-    /// Takes in a handler outcome at `now`: held until due, shown at once if due.
-    fn take(&mut self, outcome: ToolOutcome, now: Instant, limits: &ServerLimits) {
+    /// Takes in a handler outcome at `now`: held until due, shown at once if due. An
+    /// outcome that would take more than `room` bytes (what the bounds on task data
+    /// leave it, [`ServerLimits::max_task_bytes`] and its principal's share) is kept as
+    /// an error naming its size instead: the bounds were checked on what the client
+    /// sent, and a tool may give back more.
+    fn take(&mut self, outcome: ToolOutcome, now: Instant, limits: &ServerLimits, room: usize) {
         let mut outcome = outcome;
         self.due = now;
         while let ToolOutcome::After {
@@ -475,11 +487,23 @@ impl ServerTask {
             ToolOutcome::NeedInput(asks) => self.hold_input(&asks, limits),
             _ => Held::Never,
         };
-        self.outcome_bytes = match &held {
+        let size = |held: &Held| match held {
             Held::Outcome(Ok(v)) => crate::held::held_bytes(v),
             Held::Outcome(Err(e)) => crate::held::error_held_bytes(e),
             _ => 0,
         };
+        let mut held = held;
+        let bytes = size(&held);
+        if bytes > room {
+            held = Held::Outcome(Err(ErrorObject::new(
+                codes::INTERNAL_ERROR,
+                format!(
+                    "Too much task data held: the task's outcome takes {bytes} bytes, more \
+                     than the {room} the server may still keep for its client"
+                ),
+            )));
+        }
+        self.outcome_bytes = size(&held);
         self.held = Some(held);
         self.refresh(now);
     }
@@ -776,7 +800,18 @@ impl Server {
             outcome_bytes: 0,
             delivered: false,
         };
-        task.take(outcome, now, &self.config.limits);
+        let limits = &self.config.limits;
+        let room = outcome_room(
+            limits,
+            store
+                .tasks
+                .iter()
+                .map(ServerTask::kept_bytes)
+                .sum::<usize>()
+                + client_bytes,
+            store.principal_bytes(task.owner.principal.as_deref()) + client_bytes,
+        );
+        task.take(outcome, now, limits, room);
         task.announced = task.status;
         let record = task.record(store);
         store.tasks.push_back(task);
@@ -896,6 +931,11 @@ impl Server {
                         task.inputs.insert(key, answer);
                     }
                     task.client_bytes += size;
+                    let room = outcome_room(
+                        limits,
+                        held + size - task.outcome_bytes,
+                        theirs + size - task.outcome_bytes,
+                    );
                     if task.input_requests.is_empty() {
                         task.status = "working";
                         task.updated = now;
@@ -908,7 +948,7 @@ impl Server {
                             &task.caps,
                             None,
                         );
-                        task.take(outcome, now, limits);
+                        task.take(outcome, now, limits, room);
                     }
                 }
                 Ok(json!({}))

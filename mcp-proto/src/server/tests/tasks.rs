@@ -624,27 +624,18 @@ fn refused_for_bytes(reply: &Value) {
 
 /// What tasks keep is bounded in bytes over all tasks: what clients sent (2 MB tasks had
 /// taken the example server to 4 GB for 2 GB sent) and what their handlers gave (a tool
-/// may return more than it was sent). Past `max_task_bytes` ended tasks make room, and
-/// with only running ones left a new task is refused.
+/// may return more than it was sent: see the next test). Past `max_task_bytes` ended
+/// tasks make room, and with only running ones left a new task is refused.
 #[test]
 fn the_bytes_tasks_keep_are_bounded() {
     let after = |outcome| ToolOutcome::after(Duration::from_secs(2), outcome);
-    let sent = "x".repeat(6000);
-    let given = "y".repeat(6000);
-    let cases = [
-        (
-            budgeted("slow", move |_: &ToolCall<'_>| {
-                after(ToolOutcome::text("done"))
-            }),
-            json!({"name": "slow", "arguments": {"text": sent}}),
-        ),
-        (
-            budgeted("bloat", move |_: &ToolCall<'_>| {
-                after(ToolOutcome::text(&given))
-            }),
-            json!({"name": "bloat"}),
-        ),
-    ];
+    let sent = "x".repeat(5000);
+    let cases = [(
+        budgeted("slow", move |_: &ToolCall<'_>| {
+            after(ToolOutcome::text("done"))
+        }),
+        json!({"name": "slow", "arguments": {"text": sent}}),
+    )];
     for (mut p, call) in cases {
         let mut ids = Vec::new();
         for _ in 0..2 {
@@ -662,13 +653,41 @@ fn the_bytes_tasks_keep_are_bounded() {
     }
 }
 
+/// A tool may give back more than it was sent, and the bounds were checked on what was
+/// sent: an outcome past what they leave is kept as an error naming its size, never
+/// past them (outcomes were counted after the fact: each principal held half again its
+/// share, and the server's bound was passed by as much as a tool returned).
+#[test]
+fn an_outcome_past_the_task_byte_bound_is_kept_as_an_error() {
+    let given = "y".repeat(12_000);
+    let mut p = budgeted("bloat", move |_: &ToolCall<'_>| {
+        ToolOutcome::after(Duration::from_secs(2), ToolOutcome::text(&given))
+    });
+    let first = req(&mut p, "tools/call", json!({"name": "bloat"}))["taskId"].clone();
+    let second = req(&mut p, "tools/call", json!({"name": "bloat"}))["taskId"].clone();
+    at(&mut p, 2000);
+    let done = get(&mut p, &first);
+    assert_eq!(
+        done["result"]["content"][0]["text"].as_str().map(str::len),
+        Some(12_000)
+    );
+    let failed = get(&mut p, &second);
+    assert_eq!(failed["status"], "failed", "{failed}");
+    let message = failed["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("Too much task data held: the task's outcome takes"),
+        "{failed}"
+    );
+}
+
 /// A [`budgeted`] server whose task tool `slow` ends with "done" 2 s after it starts,
-/// and a call of it sending 6,000 bytes (two fit the budget, not three).
+/// and a call of it sending 5,000 bytes (two fit the budget with their outcomes, not
+/// three).
 fn done_in_two_seconds() -> (Peer, Value) {
     let p = budgeted("slow", |_: &ToolCall<'_>| {
         ToolOutcome::after(Duration::from_secs(2), ToolOutcome::text("done"))
     });
-    let sent = "x".repeat(6000);
+    let sent = "x".repeat(5000);
     (p, json!({"name": "slow", "arguments": {"text": sent}}))
 }
 
