@@ -25,6 +25,16 @@ const NODE_MEMBERS: usize = 11;
 /// Members every node but the root holds at least: a map of `n` members has at most
 /// `1 + (n - 1) / 5` nodes.
 const NODE_MIN_MEMBERS: usize = 5;
+/// The most nodes a map of `n` members takes: one while they fit in a leaf, then one
+/// per [`NODE_MIN_MEMBERS`] (every node but the root holds at least that many).
+fn map_nodes(n: usize) -> usize {
+    match n {
+        0 => 0,
+        1..=NODE_MEMBERS => 1,
+        n => 1 + (n - 1) / NODE_MIN_MEMBERS,
+    }
+}
+
 /// One node of a map, taken whole whatever it holds: its keys and values, its child
 /// edges (internal nodes) and a header (parent, index, length).
 const MAP_NODE: usize = NODE_MEMBERS * (std::mem::size_of::<String>() + VALUE)
@@ -49,10 +59,7 @@ fn held_beyond_slot(value: &Value) -> usize {
             slots + items.iter().map(held_beyond_slot).sum::<usize>()
         }
         Value::Object(members) => {
-            let nodes = match members.len() {
-                0 => 0,
-                n => 1 + (n - 1) / NODE_MIN_MEMBERS,
-            };
+            let nodes = map_nodes(members.len());
             let members_held: usize = (members.iter())
                 .map(|(k, v)| block(k.capacity()) + held_beyond_slot(v))
                 .sum();
@@ -186,7 +193,7 @@ impl Open {
             Open::Array { items: 0 } | Open::Object { members: 0, .. } => 0,
             Open::Array { items } => block(items.next_power_of_two().max(4) * VALUE),
             Open::Object { members, .. } => {
-                (1 + (members - 1) / NODE_MIN_MEMBERS) * block(MAP_NODE)
+                map_nodes(members) * block(MAP_NODE)
             }
         }
     }
