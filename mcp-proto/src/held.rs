@@ -192,9 +192,7 @@ impl Open {
         match *self {
             Open::Array { items: 0 } | Open::Object { members: 0, .. } => 0,
             Open::Array { items } => block(items.next_power_of_two().max(4) * VALUE),
-            Open::Object { members, .. } => {
-                map_nodes(members) * block(MAP_NODE)
-            }
+            Open::Object { members, .. } => map_nodes(members) * block(MAP_NODE),
         }
     }
 }

@@ -901,9 +901,11 @@ impl Server {
             }
             // tasks/update
             _ => {
+                // Read in place: only the answers taken are copied, once they fit.
+                let empty = Map::new();
                 let answers = match params.get("inputResponses") {
-                    None => Map::new(),
-                    Some(Value::Object(a)) => a.clone(),
+                    None => &empty,
+                    Some(Value::Object(a)) => a,
                     Some(_) => {
                         return Some(Err(calls::invalid("`inputResponses` must be an object")));
                     }
@@ -911,8 +913,8 @@ impl Server {
                 if task.status == "input_required" {
                     // Keys not outstanding are ignored, as are answers that are not
                     // objects (the request stays outstanding).
-                    let taken: Vec<(String, Value)> = (answers.into_iter())
-                        .filter(|(k, a)| a.is_object() && task.input_requests.contains_key(k))
+                    let taken: Vec<(&String, &Value)> = (answers.iter())
+                        .filter(|(k, a)| a.is_object() && task.input_requests.contains_key(*k))
                         .collect();
                     let size: usize = (taken.iter())
                         .map(|(k, a)| k.len() + crate::held::held_bytes(a))
@@ -927,8 +929,8 @@ impl Server {
                         return Some(Err(too_much_task_data(max_bytes)));
                     }
                     for (key, answer) in taken {
-                        task.input_requests.remove(&key);
-                        task.inputs.insert(key, answer);
+                        task.input_requests.remove(key);
+                        task.inputs.insert(key.clone(), answer.clone());
                     }
                     task.client_bytes += size;
                     let room = outcome_room(
