@@ -601,6 +601,35 @@ impl Message {
     }
 }
 
+/// Checks JSON text from a peer before it is read into values (`serde_json::Value`, or a
+/// type holding some): nested no deeper than `max_depth`, taking no more than
+/// `max_parsed` bytes of memory once parsed (estimated from the text in one pass; text
+/// of at most a 256th of it is not scanned for this), and naming no member
+/// `$serde_json::…` (which `serde_json` reads as text to parse, past both checks). The
+/// machines check every message this way; this is for other JSON an application reads
+/// from a peer.
+///
+/// ```
+/// use mcp_proto::jsonrpc::{DecodeError, check_untrusted_json};
+///
+/// assert!(check_untrusted_json(br#"{"a":[1,2]}"#, 64, 1 << 20).is_ok());
+/// let hidden = br#"{"a":{"$serde_json::private::RawValue":"[[[[1]]]]"}}"#;
+/// assert_eq!(check_untrusted_json(hidden, 64, 1 << 20), Err(DecodeError::ReservedName));
+/// ```
+///
+/// # Errors
+/// [`DecodeError::TooDeep`], [`DecodeError::TooLargeOnceParsed`] or
+/// [`DecodeError::ReservedName`].
+pub fn check_untrusted_json(
+    bytes: &[u8],
+    max_depth: usize,
+    max_parsed: usize,
+) -> Result<(), DecodeError> {
+    check_nesting(bytes, max_depth)?;
+    crate::held::check_parse(bytes, max_parsed)
+        .map_err(|why| DecodeError::unparsable(why, max_parsed))
+}
+
 // ----- bounded scans over raw JSON text ----------------------------------------------
 //
 // These never recurse and never allocate more than an id: each looks at every byte at

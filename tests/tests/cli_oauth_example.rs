@@ -300,6 +300,16 @@ fn serve_example_oauth_refuses_what_it_must() {
     );
     assert_eq!(r.status, 400);
     assert_eq!(r.json()["error"], "invalid_redirect_uri");
+    // A member named as the JSON parser reserves (its string would be parsed as JSON,
+    // nested past any depth checked) is refused before the body is read.
+    let r = http(
+        "POST",
+        &format!("{issuer}/register"),
+        &[],
+        r#"{"redirect_uris":["http://127.0.0.1/cb"],"x":{"$serde_json::private::RawValue":"[[1]]"}}"#,
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert_eq!(r.json()["error"], "invalid_client_metadata");
 
     // A resource other than this server's is refused at the redirect.
     let verifier = "v".repeat(43);

@@ -223,6 +223,12 @@ impl ExampleAuth {
     }
 
     fn register(&mut self, request: &HttpRequest) -> HttpResponse {
+        // Anyone may register: the body is checked before it is read into values (a
+        // member named `$serde_json::private::RawValue` nests past any depth checked).
+        let checked = mcp_proto::jsonrpc::check_untrusted_json(&request.body, 64, 1 << 20);
+        if let Err(e) = checked {
+            return oauth_error(400, "invalid_client_metadata", &e.to_string());
+        }
         let body: Value = match serde_json::from_slice(&request.body) {
             Ok(v @ Value::Object(_)) => v,
             _ => return oauth_error(400, "invalid_client_metadata", "expected a JSON object"),

@@ -585,6 +585,11 @@ impl JsonObject {
                 Err(e) => ObjectError::InvalidJson(e.to_string()),
             });
         }
+        // Within the size bound already; nested no deeper than a message may be, and no
+        // member named as the parser reserves (it would parse a string as JSON, deeper).
+        let depth = crate::Limits::DEFAULT_MAX_NESTING_DEPTH;
+        crate::jsonrpc::check_untrusted_json(body, depth, usize::MAX)
+            .map_err(|e| ObjectError::InvalidJson(e.to_string()))?;
         let parsed: Members =
             serde_json::from_slice(body).map_err(|e| ObjectError::InvalidJson(e.to_string()))?;
         if let Some(name) = parsed.duplicate {
@@ -650,6 +655,19 @@ pub(crate) fn clip(s: &str, max: usize) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An authorization server's document naming a member as the JSON parser reserves
+    /// (its string would be parsed as JSON, nested past any depth checked) is not JSON
+    /// the client reads.
+    #[test]
+    fn a_member_named_as_the_parser_reserves_is_refused() {
+        let body = br#"{"issuer":{"$serde_json::private::RawValue":"\"x\""}}"#;
+        match JsonObject::parse(body) {
+            Err(ObjectError::InvalidJson(why)) => assert!(why.contains("reserves"), "{why}"),
+            Err(other) => panic!("{other}"),
+            Ok(o) => panic!("read: {:?}", o.get("issuer")),
+        }
+    }
 
     fn url(s: &str) -> EndpointUrl {
         EndpointUrl::parse(s, true).unwrap()

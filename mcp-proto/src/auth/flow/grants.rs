@@ -190,8 +190,13 @@ impl Authorizer {
     /// The identity provider's answer to the token exchange: the ID-JAG goes on to the
     /// JWT bearer grant at the authorization server.
     pub(super) fn on_id_jag(&mut self, now: Instant, response: &AuthResponse) {
+        let depth = crate::Limits::DEFAULT_MAX_NESTING_DEPTH;
         let parsed: Option<serde_json::Value> = (response.status == 200)
-            .then(|| serde_json::from_slice(&response.body).ok())
+            .then(|| {
+                let max = super::super::metadata::MAX_BODY_BYTES * 256;
+                crate::jsonrpc::check_untrusted_json(&response.body, depth, max).ok()?;
+                serde_json::from_slice(&response.body).ok()
+            })
             .flatten();
         let assertion = parsed.as_ref().and_then(|v| {
             let issued = v
