@@ -3,7 +3,7 @@
 //! text, takes a whole B-tree node of over 700 bytes), so whatever a server keeps for a
 //! client (task arguments and results, answers between rounds, capabilities) is counted
 //! this way, never by its text, and a message is estimated from its text before it is
-//! parsed ([`parse_fits`]).
+//! parsed ([`check_parse`]).
 
 use serde_json::Value;
 
@@ -136,11 +136,6 @@ pub(crate) fn check_parse(text: &[u8], limit: usize) -> Result<(), Unparsable> {
         return Ok(());
     }
     scan_parsed(text, limit, names).map(|_| ())
-}
-
-/// Whether `text` may be parsed into values within `limit` ([`check_parse`]).
-pub(crate) fn parse_fits(text: &[u8], limit: usize) -> bool {
-    check_parse(text, limit).is_ok()
 }
 
 /// Whether any JSON text of `len` bytes, however dense, fits `limit` once parsed.

@@ -298,7 +298,10 @@ impl<'de> Deserialize<'de> for IdField {
     }
 }
 
-fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+/// A member that is there, even as `null` (serde reads `null` as absent otherwise).
+pub(crate) fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
     T::deserialize(d).map(Some)
 }
 

@@ -323,12 +323,8 @@ impl Server {
     /// the text. The error is the `-32600` to answer it with.
     pub(crate) fn admit(&self, json: &[u8]) -> Result<(), ErrorObject> {
         let limits = &self.config.limits;
-        let invalid = |why: String| ErrorObject::new(codes::INVALID_REQUEST, why);
-        if let Err(e) = jsonrpc::check_nesting(json, limits.max_nesting_depth) {
-            return Err(invalid(format!("Invalid request: {e}")));
-        }
-        crate::held::check_parse(json, limits.max_parsed_bytes)
-            .map_err(|why| unparsable(why, limits.max_parsed_bytes))
+        jsonrpc::check_untrusted_json(json, limits.max_nesting_depth, limits.max_parsed_bytes)
+            .map_err(|e| ErrorObject::new(codes::INVALID_REQUEST, format!("Invalid request: {e}")))
     }
 
     /// Feeds one decoded message. Ignored after end of input. A message nested deeper
@@ -340,24 +336,23 @@ impl Server {
             return;
         }
         let limits = &self.config.limits;
-        let refusal = match message.check_nesting(limits.max_nesting_depth) {
-            Err(e) => Some(ErrorObject::new(
-                codes::INVALID_REQUEST,
-                format!("Invalid request: {e}"),
-            )),
-            Ok(()) => {
-                let verbatim = match &message {
-                    Message::Request(r) => r.params.as_deref(),
-                    Message::Notification(n) => n.params.as_deref(),
-                    Message::Response(r) => r.outcome.as_deref().ok(),
-                };
-                let max = limits.max_parsed_bytes;
-                verbatim
-                    .and_then(|raw| crate::held::check_parse(raw.get().as_bytes(), max).err())
-                    .map(|why| unparsable(why, max))
-            }
+        let verbatim = match &message {
+            Message::Request(r) => r.params.as_deref(),
+            Message::Notification(n) => n.params.as_deref(),
+            Message::Response(r) => r.outcome.as_deref().ok(),
         };
-        if let Some(e) = refusal {
+        // Nesting on the whole message (an error's data was decoded already), size and
+        // names on the text the server will parse.
+        let checked = message
+            .check_nesting(limits.max_nesting_depth)
+            .and_then(|()| {
+                let max = limits.max_parsed_bytes;
+                let text = verbatim.map_or(&b""[..], |raw| raw.get().as_bytes());
+                crate::held::check_parse(text, max)
+                    .map_err(|why| jsonrpc::DecodeError::unparsable(why, max))
+            });
+        if let Err(e) = checked {
+            let e = ErrorObject::new(codes::INVALID_REQUEST, format!("Invalid request: {e}"));
             match message {
                 Message::Request(r) => self.send_error(Some(&r.id), &e),
                 Message::Response(r) => {
@@ -609,12 +604,4 @@ fn id_of(v: &Value) -> Option<RequestId> {
         Value::Number(n) => n.as_i64().map(RequestId::Number),
         _ => None,
     }
-}
-
-/// The `-32600` for a message whose text may not be parsed: too large once parsed
-/// (past `max`, [`ServerLimits::max_parsed_bytes`]), or naming a member as the parser
-/// reserves.
-fn unparsable(why: crate::held::Unparsable, max: usize) -> ErrorObject {
-    let e = jsonrpc::DecodeError::unparsable(why, max);
-    ErrorObject::new(codes::INVALID_REQUEST, format!("Invalid request: {e}"))
 }

@@ -520,9 +520,9 @@ impl Session {
             return fail(self, CallError::InvalidInputRequest(msg));
         }
         // Its input requests are read into values: bounded as such, not as text.
-        if !crate::held::parse_fits(raw.get().as_bytes(), limits.max_parsed_bytes) {
-            let limit = limits.max_parsed_bytes;
-            let error = crate::jsonrpc::DecodeError::TooLargeOnceParsed { limit };
+        let max = limits.max_parsed_bytes;
+        if let Err(why) = crate::held::check_parse(raw.get().as_bytes(), max) {
+            let error = crate::jsonrpc::DecodeError::unparsable(why, max);
             return fail(
                 self,
                 CallError::InvalidInputRequest(format!("input_required: {error}")),

@@ -236,17 +236,12 @@ fn read_body(body: &[u8]) -> Option<Envelope<'_>> {
 /// The members of a JSON-RPC message the gateway looks at.
 #[derive(Default, Deserialize)]
 struct Envelope<'a> {
-    #[serde(default, borrow, deserialize_with = "present")]
+    #[serde(default, borrow, deserialize_with = "crate::jsonrpc::present")]
     id: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
+    #[serde(default, borrow, deserialize_with = "crate::jsonrpc::present")]
     method: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
+    #[serde(default, borrow, deserialize_with = "crate::jsonrpc::present")]
     params: Option<&'a RawValue>,
-}
-
-/// A member that is there, even as `null`.
-fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
-    <&RawValue>::deserialize(d).map(Some)
 }
 
 /// The text of a JSON string, unescaped; `None` for any other value.
