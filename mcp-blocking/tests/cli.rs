@@ -759,6 +759,77 @@ for line in sys.stdin:
         send({"jsonrpc": "2.0", "id": mid, "result": {}})
 "#;
 
+/// A server whose answers are small as text and huge once read into values: a million
+/// `{"":0}` objects (7 MB) as a tool's structured output and inside a listed resource, a
+/// tool schema naming 100,000 required properties (sorting them by their place in
+/// `required` was quadratic).
+const BLOATED_SERVER: &str = r#"
+import json, sys
+blob = "[" + ",".join(['{"":0}'] * 1000000) + "]"
+names = ",".join('"p%d"' % k for k in range(100000))
+def send(text):
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+for line in sys.stdin:
+    m = json.loads(line)
+    method, mid = m.get("method"), json.dumps(m.get("id"))
+    if method == "initialize":
+        send(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": {
+             "protocolVersion": "2025-11-25", "capabilities": {"tools": {}, "resources": {}},
+             "serverInfo": {"name": "bloated", "version": "1"}}}))
+    elif method == "tools/call":
+        send('{"jsonrpc":"2.0","id":%s,"result":{"content":[],"structuredContent":{"z":%s,"a":1}}}' % (mid, blob))
+    elif method == "resources/list":
+        send('{"jsonrpc":"2.0","id":%s,"result":{"resources":[{"uri":"a://b","name":"b","junk":%s}]}}' % (mid, blob))
+    elif method == "tools/list":
+        send('{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"t","inputSchema":{"type":"object","required":[%s],"properties":{%s}}}]}}'
+             % (mid, names, names.replace('",', '":0,') + ":0"))
+    elif m.get("id") is not None and method is not None:
+        send('{"jsonrpc":"2.0","id":%s,"result":{}}' % mid)
+"#;
+
+/// What a server sends is shown without being read into values: each of these took
+/// hundreds of megabytes (a million small objects read as a `serde_json::Value` take
+/// ~700 MB), and now runs within 256 MiB of data segment (`ulimit -d`), as an abort of
+/// the old code showed. Structured output keeps the server's key order.
+#[cfg(unix)]
+#[test]
+fn answers_huge_once_parsed_are_shown_within_bounded_memory() {
+    let Some(config) = with_python_server("bloated", "b", BLOATED_SERVER) else {
+        return;
+    };
+    let bounded = |args: &[&str]| {
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(r#"ulimit -d 262144 && exec "$0" "$@""#)
+            .arg(mcp())
+            .arg("--config")
+            .arg(&config)
+            .args(args)
+            .env_remove("MCP_CONFIG")
+            .stdin(Stdio::null())
+            .output()
+            .expect("run mcp");
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        stdout(&out)
+    };
+    let text = bounded(&["call", "b", "t"]);
+    assert!(
+        text.starts_with("{\n  \"z\": [\n    {\n      \"\": 0\n    },"),
+        "{}",
+        &text[..80]
+    );
+    assert!(
+        text.ends_with("    }\n  ],\n  \"a\": 1\n}\n"),
+        "{}",
+        &text[text.len() - 80..]
+    );
+    assert_eq!(text.matches("\"\": 0").count(), 1_000_000);
+    assert_eq!(bounded(&["resources", "b"]), "a://b  b\n");
+    // Required first, in their order; at most 64 named; the table cuts the line.
+    assert!(bounded(&["tools", "b"]).starts_with("t(p0, p1, p2, p3,"));
+}
+
 /// Completion values are one per line: one with a newline cannot pass for two.
 #[test]
 fn a_completion_value_cannot_forge_another() {

@@ -298,36 +298,107 @@ pub fn remove(global: &Global, name: &str) -> Result<u8, Failure> {
 
 // ----- using a server ---------------------------------------------------------------
 
-/// `name(a, b?)` from an object schema: required arguments plain, optional ones with `?`.
-fn signature(name: &str, schema: Option<&Value>) -> String {
+/// Parameters a signature names at most; more show as `…`.
+const MAX_SHOWN_PARAMS: usize = 64;
+/// Entries of a schema's `required` read at most.
+const MAX_REQUIRED: usize = 256;
+
+/// `name(a, b?)` from an object schema's property names and `required`: required
+/// arguments first (in the order `required` lists them) and plain, optional ones with `?`.
+fn signature(name: &str, schema: Option<&Schema>) -> String {
     let Some(schema) = schema else {
         return name.to_owned();
     };
-    let required: Vec<&str> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    let args: Vec<String> = schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .map(|p| {
-            let mut names: Vec<&String> = p.keys().collect();
-            // Required first, in the order `required` lists them.
-            names.sort_by_key(|n| required.iter().position(|r| r == n).unwrap_or(usize::MAX));
-            names
-                .into_iter()
-                .map(|n| {
-                    if required.contains(&n.as_str()) {
-                        n.clone()
-                    } else {
-                        format!("{n}?")
-                    }
-                })
-                .collect()
+    let required = &schema.required.items;
+    let mut names: Vec<&String> = schema.properties.items.iter().collect();
+    names.sort_by_key(|n| {
+        (
+            required.iter().position(|r| r == *n).unwrap_or(usize::MAX),
+            *n,
+        )
+    });
+    let mut args: Vec<String> = names
+        .into_iter()
+        .map(|n| {
+            if required.contains(n) {
+                n.clone()
+            } else {
+                format!("{n}?")
+            }
         })
-        .unwrap_or_default();
+        .collect();
+    if schema.properties.more {
+        args.push("…".to_owned());
+    }
     format!("{name}({})", args.join(", "))
+}
+
+/// The part of a schema a signature shows; the rest is skipped as it is read, and so is
+/// what lies past the first [`MAX_SHOWN_PARAMS`] property names and [`MAX_REQUIRED`]
+/// required ones: a listing is the server's to size, and the table shows a line.
+#[derive(serde::Deserialize, Default)]
+struct Schema {
+    #[serde(default)]
+    required: Capped<String, MAX_REQUIRED>,
+    #[serde(default)]
+    properties: Capped<String, MAX_SHOWN_PARAMS>,
+}
+
+/// The first `N` elements of an array (or member names of an object) as `T`; the rest are
+/// skipped unread, and `more` says there were some.
+struct Capped<T, const N: usize> {
+    items: Vec<T>,
+    more: bool,
+}
+
+impl<T, const N: usize> Default for Capped<T, N> {
+    fn default() -> Self {
+        Capped {
+            items: Vec::new(),
+            more: false,
+        }
+    }
+}
+
+impl<'de, T: serde::Deserialize<'de>, const N: usize> serde::Deserialize<'de> for Capped<T, N> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
+        struct Reader<T, const N: usize>(std::marker::PhantomData<T>);
+        impl<'de, T: serde::Deserialize<'de>, const N: usize> Visitor<'de> for Reader<T, N> {
+            type Value = Capped<T, N>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an array or an object")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut capped = Capped::default();
+                while capped.items.len() < N {
+                    match seq.next_element()? {
+                        Some(item) => capped.items.push(item),
+                        None => return Ok(capped),
+                    }
+                }
+                while seq.next_element::<IgnoredAny>()?.is_some() {
+                    capped.more = true;
+                }
+                Ok(capped)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut capped = Capped::default();
+                while capped.items.len() < N {
+                    match map.next_key()? {
+                        Some(key) => capped.items.push(key),
+                        None => return Ok(capped),
+                    }
+                    map.next_value::<IgnoredAny>()?;
+                }
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {
+                    capped.more = true;
+                }
+                Ok(capped)
+            }
+        }
+        d.deserialize_any(Reader(std::marker::PhantomData))
+    }
 }
 
 /// The row of one listed tool: its signature and the start of its description. Only what
@@ -343,36 +414,64 @@ fn tool_row(tool: &RawValue) -> Vec<String> {
         #[serde(rename = "inputSchema", default, borrow)]
         input_schema: Option<&'a RawValue>,
     }
-    /// The part of a schema a signature shows; the rest is skipped.
-    #[derive(serde::Deserialize, Default)]
-    struct Schema {
-        #[serde(default)]
-        required: Vec<Value>,
-        #[serde(default)]
-        properties: std::collections::BTreeMap<String, serde::de::IgnoredAny>,
-    }
     let row: Row<'_> = serde_json::from_str(tool.get()).unwrap_or_default();
-    let schema = row.input_schema.map(|raw| {
-        let s: Schema = serde_json::from_str(raw.get()).unwrap_or_default();
-        let properties: Map<String, Value> =
-            s.properties.into_keys().map(|k| (k, Value::Null)).collect();
-        json!({"required": s.required, "properties": properties})
-    });
+    let schema = row
+        .input_schema
+        .map(|raw| serde_json::from_str::<Schema>(raw.get()).unwrap_or_default());
     vec![
         signature(&row.name, schema.as_ref()),
         short(row.description.as_deref().unwrap_or(""), 72),
     ]
 }
 
-fn parse_items(items: &[Box<RawValue>]) -> Vec<Value> {
+/// What the text output shows of a listed tool, resource, template or prompt. Every
+/// other member is skipped as it is read, so an item costs no more than these strings
+/// whatever else it holds (read into values, each `{"":0}` it nests takes hundreds of
+/// bytes); an item whose shown members have other types shows blank.
+#[derive(serde::Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct Listed {
+    name: Option<String>,
+    uri: Option<String>,
+    uri_template: Option<String>,
+    mime_type: Option<String>,
+    description: Option<String>,
+    arguments: Capped<ListedArgument, MAX_SHOWN_PARAMS>,
+    input_schema: Option<Box<RawValue>>,
+}
+
+/// A prompt's argument, as its row shows it.
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct ListedArgument {
+    name: Option<String>,
+    required: Option<bool>,
+}
+
+fn parse_items(items: &[Box<RawValue>]) -> Vec<Listed> {
     items
         .iter()
-        .map(|i| serde_json::from_str(i.get()).unwrap_or(Value::Null))
+        .map(|i| serde_json::from_str(i.get()).unwrap_or_default())
         .collect()
 }
 
-fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
-    v.get(key).and_then(Value::as_str).unwrap_or("")
+/// JSON text from the server read into a value, unless it would take more memory
+/// once parsed than the library lets a message take (or nests deeper): `None` then.
+fn untrusted_value(raw: &RawValue) -> Option<Value> {
+    let limits = mcp_blocking::mcp_proto::Limits::default();
+    let depth = limits.max_nesting_depth;
+    mcp_blocking::mcp_proto::jsonrpc::check_untrusted_json(
+        raw.get().as_bytes(),
+        depth,
+        limits.max_parsed_bytes,
+    )
+    .ok()?;
+    serde_json::from_str(raw.get()).ok()
+}
+
+/// A string member as shown: empty when absent.
+fn shown(s: &Option<String>) -> &str {
+    s.as_deref().unwrap_or("")
 }
 
 pub fn tools(global: &Global, server: &str) -> Result<u8, Failure> {
@@ -468,8 +567,9 @@ pub fn call(
         let listed = client.request(CallRequest::list_tools())?;
         let schema = parse_items(&listed.items)
             .into_iter()
-            .find(|t| str_of(t, "name") == tool)
-            .and_then(|t| t.get("inputSchema").cloned());
+            .find(|t| shown(&t.name) == tool)
+            .and_then(|t| t.input_schema)
+            .and_then(|raw| untrusted_value(&raw));
         for (k, v) in args {
             arguments.insert(k.clone(), coerce(schema.as_ref(), k, v)?);
         }
@@ -653,15 +753,13 @@ fn print_tool_result(result: &CallToolResult, saver: &mut Saver) {
         let _ = writeln!(out, "{}", clean(&content::render(&block, saver)));
         printed = true;
     }
-    let _ = out.flush();
-    drop(out);
+    // Indented as it is read, never parsed into values: the server chose its size.
     if let Some(s) = &result.structured_content
         && !printed
     {
-        let v: Value = serde_json::from_str(s.get()).unwrap_or(Value::Null);
-        let text = serde_json::to_string_pretty(&v).unwrap_or_default();
-        println!("{}", clean(&text));
+        let _ = crate::terminal::write_pretty(&mut out, s.get()).and_then(|()| writeln!(out));
     }
+    let _ = out.flush();
 }
 
 pub fn resources(global: &Global, server: &str) -> Result<u8, Failure> {
@@ -684,9 +782,9 @@ pub fn resources(global: &Global, server: &str) -> Result<u8, Failure> {
                 .iter()
                 .map(|r| {
                     vec![
-                        str_of(r, "uri").to_owned(),
-                        str_of(r, "name").to_owned(),
-                        str_of(r, "mimeType").to_owned(),
+                        shown(&r.uri).to_owned(),
+                        shown(&r.name).to_owned(),
+                        shown(&r.mime_type).to_owned(),
                     ]
                 })
                 .collect();
@@ -698,9 +796,9 @@ pub fn resources(global: &Global, server: &str) -> Result<u8, Failure> {
                 .iter()
                 .map(|t| {
                     vec![
-                        str_of(t, "uriTemplate").to_owned(),
-                        str_of(t, "name").to_owned(),
-                        str_of(t, "mimeType").to_owned(),
+                        shown(&t.uri_template).to_owned(),
+                        shown(&t.name).to_owned(),
+                        shown(&t.mime_type).to_owned(),
                     ]
                 })
                 .collect();
@@ -764,23 +862,25 @@ pub fn prompts(global: &Global, server: &str) -> Result<u8, Failure> {
             let rows: Vec<Vec<String>> = parse_items(&out.items)
                 .iter()
                 .map(|p| {
-                    let args: Vec<String> = p
-                        .get("arguments")
-                        .and_then(Value::as_array)
-                        .into_iter()
-                        .flatten()
+                    let mut args: Vec<String> = p
+                        .arguments
+                        .items
+                        .iter()
                         .map(|a| {
-                            let n = str_of(a, "name");
-                            if a.get("required").and_then(Value::as_bool) == Some(true) {
+                            let n = shown(&a.name);
+                            if a.required == Some(true) {
                                 n.to_owned()
                             } else {
                                 format!("{n}?")
                             }
                         })
                         .collect();
+                    if p.arguments.more {
+                        args.push("…".to_owned());
+                    }
                     vec![
-                        format!("{}({})", str_of(p, "name"), args.join(", ")),
-                        short(str_of(p, "description"), 72),
+                        format!("{}({})", shown(&p.name), args.join(", ")),
+                        short(shown(&p.description), 72),
                     ]
                 })
                 .collect();
@@ -1524,7 +1624,7 @@ pub fn serve_example(
 pub fn tool_names(out: &CallOutput) -> Vec<String> {
     parse_items(&out.items)
         .iter()
-        .map(|t| str_of(t, "name").to_owned())
+        .map(|t| shown(&t.name).to_owned())
         .collect()
 }
 

@@ -124,9 +124,116 @@ pub fn json(document: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// JSON text a server wrote, indented as `serde_json::to_string_pretty` indents it, and
+/// written to `out` as it is read: one pass, nothing parsed into values, so a result of
+/// millions of small objects costs no more memory than its text (read into values, each
+/// `{"":0}` takes a map node of hundreds of bytes). Key order, numbers and escapes stay as
+/// the server wrote them, and each string is made safe as [`json`] does. `raw` is one JSON
+/// value (a `RawValue`'s text); whitespace between its tokens is dropped.
+pub fn write_pretty(out: &mut impl std::io::Write, raw: &str) -> std::io::Result<()> {
+    let bytes = raw.as_bytes();
+    let mut depth = 0usize;
+    let mut i = 0;
+    let newline = |out: &mut dyn std::io::Write, depth: usize| -> std::io::Result<()> {
+        out.write_all(b"\n")?;
+        for _ in 0..depth {
+            out.write_all(b"  ")?;
+        }
+        Ok(())
+    };
+    while i < bytes.len() {
+        let c = bytes[i];
+        match c {
+            b'"' => {
+                let start = i;
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                let end = (i + 1).min(bytes.len());
+                out.write_all(json(raw.get(start..end).unwrap_or(&raw[start..])).as_bytes())?;
+                i = end;
+                continue;
+            }
+            b'{' | b'[' => {
+                let close = if c == b'{' { b'}' } else { b']' };
+                let next = i
+                    + 1
+                    + bytes[i + 1..]
+                        .iter()
+                        .take_while(|b| b.is_ascii_whitespace())
+                        .count();
+                if bytes.get(next) == Some(&close) {
+                    out.write_all(&[c, close])?;
+                    i = next + 1;
+                    continue;
+                }
+                out.write_all(&[c])?;
+                depth += 1;
+                newline(out, depth)?;
+            }
+            b'}' | b']' => {
+                depth = depth.saturating_sub(1);
+                newline(out, depth)?;
+                out.write_all(&[c])?;
+            }
+            b',' => {
+                out.write_all(b",")?;
+                newline(out, depth)?;
+            }
+            b':' => out.write_all(b": ")?,
+            c if c.is_ascii_whitespace() => {}
+            _ => {
+                // A number or a literal, up to the next token or space.
+                let len = bytes[i..]
+                    .iter()
+                    .take_while(|b| !b"{}[],:\" \t\r\n".contains(b))
+                    .count();
+                out.write_all(&bytes[i..i + len])?;
+                i += len;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What `write_pretty` writes for `raw`.
+    fn pretty(raw: &str) -> String {
+        let mut out = Vec::new();
+        write_pretty(&mut out, raw).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn verbatim_json_is_indented_as_serde_json_indents_it() {
+        for raw in [
+            r#"{"a":1,"b":[true,null,-1.5,"x"],"c":{},"d":[],"e":{"f":[{"g":"h"}]}}"#,
+            r#"[ 1 , { "k" : "v \" ]} " } , [ ] ,{ } ]"#,
+            r#""just text""#,
+            "42",
+            r#"{"nested":[[[[]]]],"s":"\u00e9\n"}"#,
+        ] {
+            let value: serde_json::Value = serde_json::from_str(raw).unwrap();
+            let expected = serde_json::to_string_pretty(&value).unwrap();
+            // serde_json writes the strings it parsed again; these keep their escapes.
+            let expected = expected.replace("é\\n", "\\u00e9\\n");
+            assert_eq!(pretty(raw), expected, "{raw}");
+        }
+        // Numbers as written, and the server's key order (a value's map would sort it).
+        assert_eq!(pretty("[-1.5e3]"), "[\n  -1.5e3\n]");
+        assert_eq!(pretty(r#"{"z":1,"a":2}"#), "{\n  \"z\": 1,\n  \"a\": 2\n}");
+        // Characters a terminal acts on are escaped inside strings, as `json` does.
+        assert_eq!(
+            pretty("[\"\u{202e}x\u{9b}\"]"),
+            "[\n  \"\\u202ex\\u009b\"\n]"
+        );
+    }
 
     #[test]
     fn one_line_values_cannot_break_the_line() {
