@@ -763,6 +763,7 @@ for line in sys.stdin:
 /// `{"":0}` objects (7 MB) as a tool's structured output and inside a listed resource, a
 /// tool schema naming 100,000 required properties (sorting them by their place in
 /// `required` was quadratic).
+#[cfg(unix)]
 const BLOATED_SERVER: &str = r#"
 import json, sys
 blob = "[" + ",".join(['{"":0}'] * 1000000) + "]"
