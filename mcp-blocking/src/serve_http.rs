@@ -12,8 +12,8 @@
 //!
 //! * **Accepting.** At most [`HttpServeOptions::max_connections`] connections are served
 //!   at once; one more takes the place of a connection that has only waited for (or
-//!   dripped) a request for a second or more ([`HttpHost`] evicts it; it learns so at its
-//!   next input or deadline), else it is answered 503 with `Retry-After: 1` on its own
+//!   dripped) a request for a second or more ([`HttpHost`] evicts it, and wakes its
+//!   thread by ending its socket's reading), else it is answered 503 with `Retry-After: 1` on its own
 //!   thread, and when as many (at least 16) are already being refused or closed, it is
 //!   closed at once.
 //! * **Reading** happens only while the machine wants input, each read bounded by its
@@ -78,6 +78,7 @@ use std::mem;
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::task::{Wake, Waker};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
@@ -529,6 +530,11 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
                 let Some(id) = shared.register(&stream) else {
                     continue;
                 };
+                let mut machine = machine;
+                machine.set_eviction_waker(Waker::from(Arc::new(Evicted {
+                    shared: Arc::downgrade(shared),
+                    id,
+                })));
                 let conn = Connection::new(stream, machine, Arc::clone(shared), id);
                 let Some(conn) = shared.hand_over(conn) else {
                     continue;
@@ -554,6 +560,24 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
     }
     if let Ok(timer) = timer {
         let _ = timer.join();
+    }
+}
+
+/// What wakes a connection's thread when the host gives its place to a newcomer: the
+/// end of its socket's reading (on the server's clone of it), which returns a blocked
+/// read at once; the machine, evicted, then closes.
+struct Evicted {
+    shared: std::sync::Weak<Shared>,
+    id: u64,
+}
+
+impl Wake for Evicted {
+    fn wake(self: Arc<Self>) {
+        if let Some(shared) = self.shared.upgrade()
+            && let Some(socket) = shared.sockets().open.get(&self.id)
+        {
+            let _ = socket.shutdown(Shutdown::Read);
+        }
     }
 }
 

@@ -641,7 +641,48 @@ fn a_newcomer_takes_the_place_of_a_connection_that_only_holds_it() {
     let mut newcomer = Conn::open(addr);
     let r = newcomer.roundtrip(&modern(1, "tools/list", json!({}), &[]));
     assert_eq!(r.status(), 200, "{r:?}");
+    // The one waiting longest is told at once, not at its body deadline (5 s).
+    let mut holders = holders.into_iter();
+    let mut evicted = holders.next().unwrap();
+    let told = Instant::now();
+    let mut answer = Vec::new();
+    let _ = evicted.stream.read_to_end(&mut answer);
+    assert!(
+        told.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        told.elapsed()
+    );
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 503 "), "{answer}");
     drop(holders);
+    server.stop();
+}
+
+/// A connection that never sent a byte is evicted for a newcomer once it has waited a
+/// second, and closed at once: it used to stay until its head deadline (10 s), holding
+/// its place among those being evicted, so that a client opening 20 idle connections a
+/// second kept every other client refused.
+#[test]
+fn an_evicted_idle_connection_is_closed_at_once() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut options = HttpServeOptions::default();
+    options.max_connections = 1;
+    let server = serve_http_with(listener, example::server(), options).unwrap();
+    let addr = server.local_addr();
+    let mut idle = Conn::open(addr);
+    std::thread::sleep(Duration::from_millis(1200));
+    let mut newcomer = Conn::open(addr);
+    let r = newcomer.roundtrip(&modern(1, "tools/list", json!({}), &[]));
+    assert_eq!(r.status(), 200, "{r:?}");
+    let told = Instant::now();
+    let mut rest = Vec::new();
+    let read = idle.stream.read_to_end(&mut rest);
+    assert!(read.is_ok() && rest.is_empty(), "{read:?} {rest:?}");
+    assert!(
+        told.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        told.elapsed()
+    );
     server.stop();
 }
 

@@ -42,7 +42,7 @@ use std::net::{Shutdown, TcpListener, TcpStream};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 use async_io::{Async, Timer};
@@ -357,6 +357,8 @@ fn accept<'a>(
 struct Connection<'a> {
     stream: Async<TcpStream>,
     machine: HttpConnection,
+    /// Notified when the host gives the connection's place to a newcomer.
+    evicted: Arc<Evicted>,
     shared: &'a Shared,
     buf: Vec<u8>,
     out: Vec<u8>,
@@ -365,11 +367,14 @@ struct Connection<'a> {
 }
 
 impl<'a> Connection<'a> {
-    fn new(stream: Async<TcpStream>, machine: HttpConnection, shared: &'a Shared) -> Self {
+    fn new(stream: Async<TcpStream>, mut machine: HttpConnection, shared: &'a Shared) -> Self {
         let _ = stream.get_ref().set_nodelay(true);
+        let evicted = Arc::new(Evicted(Event::new()));
+        machine.set_eviction_waker(Waker::from(Arc::clone(&evicted)));
         Connection {
             stream,
             machine,
+            evicted,
             shared,
             buf: vec![0; mcp_io::hosting::READ_CHUNK],
             out: Vec::new(),
@@ -429,10 +434,13 @@ impl<'a> Connection<'a> {
                 }
                 None if self.machine.wants_input() => {
                     self.pipelined = false;
+                    // Listening before the deadline is read: an eviction after this
+                    // wakes the wait, one before made the deadline due.
+                    let evicted = self.evicted.0.listen();
                     let due = self.machine.poll_timeout();
                     let read = async { Some(self.stream.read(&mut self.buf).await) };
                     let other = async {
-                        listener.or(until(due)).await;
+                        listener.or(until(due)).or(evicted).await;
                         None
                     };
                     let event = read.or(other).await;
@@ -471,6 +479,16 @@ impl<'a> Connection<'a> {
         let mut probe = [0u8; 1];
         let peeked = self.stream.get_ref().peek(&mut probe);
         mcp_io::hosting::handle_peek(&mut self.machine, clock::now(), peeked)
+    }
+}
+
+/// What the host wakes when it gives a connection's place to a newcomer: the wait of
+/// the connection's reading, which then finds its deadline due and closes.
+struct Evicted(Event);
+
+impl Wake for Evicted {
+    fn wake(self: Arc<Self>) {
+        self.0.notify(usize::MAX);
     }
 }
 

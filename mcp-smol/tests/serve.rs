@@ -233,7 +233,45 @@ fn a_newcomer_takes_the_place_of_a_connection_that_only_holds_it() {
     newcomer.write_all(&discover(1)).expect("request");
     let answer = read_some(&mut newcomer);
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    // The one waiting longest is told at once, not at its body deadline (5 s).
+    let mut holders = holders.into_iter();
+    let mut evicted = holders.next().expect("a holder");
+    let told = Instant::now();
+    let answer = read_some(&mut evicted);
+    assert!(
+        told.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        told.elapsed()
+    );
+    assert!(answer.starts_with("HTTP/1.1 503 "), "{answer}");
     drop(holders);
+    served.stop().expect("serve_http ends cleanly");
+}
+
+/// A connection that never sent a byte is evicted for a newcomer once it has waited a
+/// second, and closed at once: it used to stay until its head deadline (10 s), holding
+/// its place among those being evicted.
+#[test]
+fn an_evicted_idle_connection_is_closed_at_once() {
+    let mut options = HttpServeOptions::default();
+    options.max_connections = 1;
+    let served = Served::start(options);
+    let mut idle = TcpStream::connect(served.addr).expect("idle");
+    thread::sleep(Duration::from_millis(1200));
+    let mut newcomer = TcpStream::connect(served.addr).expect("newcomer");
+    newcomer.write_all(&discover(1)).expect("request");
+    let answer = read_some(&mut newcomer);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let told = Instant::now();
+    idle.set_read_timeout(Some(PATIENCE)).expect("read timeout");
+    let mut rest = Vec::new();
+    let read = idle.read_to_end(&mut rest);
+    assert!(read.is_ok() && rest.is_empty(), "{read:?} {rest:?}");
+    assert!(
+        told.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        told.elapsed()
+    );
     served.stop().expect("serve_http ends cleanly");
 }
 

@@ -71,8 +71,9 @@
 //! that writes `503` with `Retry-After: 1` and closes as above. A served connection tells
 //! its host, through its permit, when it waits for a request (from the moment its last
 //! answer was written) and what it holds (the reader's bytes, answers not yet written).
-//! When the host gave its place to a newcomer, it closes at its next turn: a request read
-//! in full is answered with `Connection: close`, one partly read gets `503`, an idle
+//! When the host gave its place to a newcomer, it closes at its next turn, which comes at
+//! once (its deadline is due, and the waker its adapter registered is woken): a request
+//! read in full is answered with `Connection: close`, one partly read gets `503`, an idle
 //! connection closes without a word. When all connections together hold more than the
 //! host allows, one reading a request gets `503` and closes.
 //!
@@ -83,6 +84,7 @@
 //! [`sse_keepalive`]: HttpConnectionConfig::sse_keepalive
 //! [`linger`]: HttpConnectionConfig::linger
 
+use std::task::Waker;
 use std::time::Duration;
 
 use crate::Instant;
@@ -396,6 +398,19 @@ impl HttpConnection {
         self
     }
 
+    /// What wakes the adapter when its [`super::HttpHost`] gives this connection's place
+    /// to a newcomer (at once if it has): waking it must bring the adapter back to the
+    /// machine, from a blocked read or a wait until the deadline (the blocking adapter
+    /// ends the socket's reading, an async one wakes the connection's task). From then
+    /// on the connection's deadline is due, and it closes at its next turn. Without a
+    /// waker it learns it at its next input or deadline, which for a fresh connection is
+    /// `head_timeout` away. A connection without a host place never calls it.
+    pub fn set_eviction_waker(&mut self, waker: Waker) {
+        if let Some(permit) = &mut self.permit {
+            permit.set_waker(waker);
+        }
+    }
+
     /// A connection over the bound: `503` with `Retry-After: 1`, then a graceful close.
     pub(super) fn refusal(now: Instant, config: HttpConnectionConfig, permit: Permit) -> Self {
         let mut conn = HttpConnection::new(now, config).with_permit(permit);
@@ -441,6 +456,11 @@ impl HttpConnection {
     /// The client ended its input (a read returned 0).
     pub fn handle_eof(&mut self, _now: Instant) {
         self.eof = true;
+        if matches!(self.state, State::Reading(_)) && !self.reader.has_request() && self.evicted() {
+            // Evicted (an adapter may end the socket's reading to say so): what was read
+            // of a request is answered as the eviction says, not as a request cut short.
+            return;
+        }
         self.reader.handle_eof();
         match &mut self.state {
             State::Streaming { .. } => {
@@ -622,6 +642,8 @@ impl HttpConnection {
     pub fn poll_timeout(&self) -> Option<Instant> {
         match &self.state {
             State::Reading(_) if self.reader.has_request() => None,
+            // Its place went to a newcomer: due now, to close.
+            State::Reading(_) if self.evicted() => Some(Instant::ZERO),
             State::Reading(phase) => Some(phase.deadline()),
             State::Streaming { last_write, .. } if !self.config.sse_keepalive.is_zero() => {
                 Some(*last_write + self.config.sse_keepalive)

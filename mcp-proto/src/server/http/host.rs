@@ -17,11 +17,16 @@
 //! served. Clients that hold connections without using them (kept alive and idle, or
 //! dripping a request head or body within its deadlines) would otherwise hold every
 //! place for as long as those deadlines allow, hours for a slow 8 MiB body, and every
-//! other client would be refused. An evicted connection learns it at its next turn (its
-//! next input or deadline): a request already read in full is answered, with
-//! `Connection: close`; one partly read is answered `503` with `Retry-After: 1`; an idle
-//! one closes without a word. Until then it still counts, so the served connections may
-//! exceed `max_connections` by those being evicted, never by more than `max_connections`.
+//! other client would be refused. An evicted connection is told at once: the waker its
+//! adapter registered ([`HttpConnection::set_eviction_waker`]) is woken (the blocking
+//! adapter ends the socket's reading, an async one wakes the connection's task) and its
+//! deadline is due; without a waker it learns it at its next input or deadline. A
+//! request already read in full is answered, with `Connection: close`; one partly read is
+//! answered `503` with `Retry-After: 1`; an idle one closes without a word. Until then it
+//! still counts, so the served connections may exceed `max_connections` by those being
+//! evicted, never by more than `max_connections`; one left until its own deadline (10 s
+//! for a fresh connection) held that place as long, and a client opening idle
+//! connections fast enough kept the evicting places full and others refused.
 //!
 //! A served connection that starts closing moves to the closing count when there is room
 //! there, so that its linger does not hold a place a new client could use; it frees its
@@ -31,6 +36,7 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::task::Waker;
 use std::time::Duration;
 
 use crate::Instant;
@@ -159,6 +165,8 @@ struct Waiting {
     /// `None` while it answers a request (or streams, or writes an answer).
     since: Option<Instant>,
     evicted: Arc<AtomicBool>,
+    /// What its adapter wants woken when it is evicted.
+    waker: Option<Waker>,
 }
 
 impl Counts {
@@ -269,6 +277,9 @@ impl HttpHost {
         victim.evicted.store(true, Ordering::SeqCst);
         drop(waiting);
         counts.serving.fetch_add(1, Ordering::SeqCst);
+        if let Some(waker) = victim.waker {
+            waker.wake();
+        }
         true
     }
 
@@ -316,6 +327,7 @@ impl Permit {
         let entry = Waiting {
             since: Some(now),
             evicted: Arc::clone(&evicted),
+            waker: None,
         };
         counts.waiting().insert(number, entry);
         Permit {
@@ -338,6 +350,21 @@ impl Permit {
         };
         self.held = bytes;
         now > self.counts.max_buffered_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Wakes `waker` when a newcomer takes this connection's place; at once if one has.
+    pub(super) fn set_waker(&mut self, waker: Waker) {
+        let mut waiting = self.counts.waiting();
+        match self.number.and_then(|n| waiting.get_mut(&n)) {
+            Some(entry) => entry.waker = Some(waker),
+            None => {
+                drop(waiting);
+                // Gone from the table: evicted (flagged under the lock), or closing.
+                if self.evicted() {
+                    waker.wake();
+                }
+            }
+        }
     }
 
     /// Whether a newcomer took this connection's place.

@@ -597,6 +597,71 @@ fn the_host_makes_room_by_evicting_the_connection_waiting_longest() {
     assert!(streaming.close_reason().is_none());
 }
 
+/// A wake-up counter, for the eviction waker.
+struct Wakes(std::sync::atomic::AtomicUsize);
+
+impl std::task::Wake for Wakes {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+fn wakes() -> (std::sync::Arc<Wakes>, std::task::Waker) {
+    let count = std::sync::Arc::new(Wakes(0.into()));
+    let waker = std::task::Waker::from(std::sync::Arc::clone(&count));
+    (count, waker)
+}
+
+/// An evicted connection is told at once: its adapter's waker is woken and its deadline
+/// is due, so the adapter comes back and it closes then, not at its own deadline (10 s
+/// for a fresh connection, during which it held a place among those being evicted).
+#[test]
+fn an_evicted_connection_is_woken_and_due_at_once() {
+    let mut ep = endpoint();
+    let host = HttpHost::new(1, HttpConnectionConfig::default());
+    let mut idle = host.accept(at(0)).unwrap();
+    let (count, waker) = wakes();
+    idle.set_eviction_waker(waker);
+    assert_eq!(idle.poll_timeout(), Some(at(10_000)), "its head deadline");
+    assert_eq!(count.0.load(std::sync::atomic::Ordering::SeqCst), 0);
+    let _newcomer = host.accept(at(1000)).unwrap();
+    assert_eq!(count.0.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert!(idle.poll_timeout().is_some_and(|t| t <= at(1000)));
+    assert!(idle.handle_due(at(1000)));
+    assert_eq!(
+        drain(&mut idle, &mut ep, at(1000)).closed,
+        Some(HttpCloseReason::Evicted)
+    );
+    // An adapter that ends the socket's reading to wake it: the end of input is the
+    // eviction's, and what came of a request is answered 503, not as a request cut short.
+    let host = HttpHost::new(1, HttpConnectionConfig::default());
+    let mut partial = host.accept(at(0)).unwrap();
+    partial.handle_input(
+        at(10),
+        b"POST /mcp HTTP/1.1\r\nHost: a\r\nContent-Length: 9\r\n\r\n{",
+    );
+    let _newcomer = host.accept(at(1000)).unwrap();
+    partial.handle_eof(at(1000));
+    let d = drain(&mut partial, &mut ep, at(1000));
+    assert!(d.text().starts_with("HTTP/1.1 503 "), "{}", d.text());
+    assert_eq!(d.closed, Some(HttpCloseReason::Evicted));
+    // A waker registered after the eviction is woken at once.
+    let host = HttpHost::new(1, HttpConnectionConfig::default());
+    let mut late = host.accept(at(0)).unwrap();
+    let _newcomer = host.accept(at(1000)).unwrap();
+    let (count, waker) = wakes();
+    late.set_eviction_waker(waker);
+    assert_eq!(count.0.load(std::sync::atomic::Ordering::SeqCst), 1);
+    // One that is not evicted is never woken.
+    let host = HttpHost::new(2, HttpConnectionConfig::default());
+    let mut kept = host.accept(at(0)).unwrap();
+    let (count, waker) = wakes();
+    kept.set_eviction_waker(waker);
+    let _other = host.accept(at(5000)).unwrap();
+    assert_eq!(count.0.load(std::sync::atomic::Ordering::SeqCst), 0);
+    assert_eq!(kept.poll_timeout(), Some(at(10_000)));
+}
+
 /// What all connections hold of requests being read and answers not yet written is
 /// bounded together: past `max_buffered_bytes`, a connection reading a request is
 /// answered 503 and closes, and what it held is given back; requests read in full are
