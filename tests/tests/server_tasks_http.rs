@@ -312,6 +312,69 @@ fn a_session_with_a_result_due_is_not_evicted_for_room() {
     assert_eq!(status, 404, "{r}");
 }
 
+/// Sessions held only by their tasks (running, or with a result nobody fetched) give way
+/// to a principal holding fewer: the principal holding the most loses its session unused
+/// longest, while it holds more than one beyond the newcomer's principal. Four
+/// principals pinning the table with tasks kept everyone else's `initialize` at 503 for
+/// the tasks' lifetime; now the table is shared out, and a principal at its share is
+/// never evicted for another.
+#[test]
+fn sessions_held_by_tasks_are_shared_out_between_principals() {
+    let mut config = HttpEndpointConfig::default();
+    config.max_sessions = 4;
+    let mut server = example::with_tasks();
+    server.seed_tasks([9; 32], 1_764_633_600_000);
+    let mut e = HttpEndpoint::with_sessions(server, config, &[3; 32]);
+    let pinned = |e: &mut HttpEndpoint, secs: u64, who: &str| {
+        let now = Instant::ZERO + std::time::Duration::from_secs(secs);
+        let session = initialize_as(e, now, Some(who));
+        let task = start_slow_task(e, now, &session, Some(who)).unwrap();
+        (session, task)
+    };
+    let tries = |e: &mut HttpEndpoint, who: &str| {
+        let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}});
+        send_at(
+            e,
+            Instant::ZERO + std::time::Duration::from_secs(99),
+            &legacy(None, &body),
+            Some(who),
+        )
+        .0
+    };
+    let mallory: Vec<_> = (0..3).map(|i| pinned(&mut e, i, "mallory")).collect();
+    let alice = pinned(&mut e, 3, "alice");
+    // Full, and every session in use: mallory holds three, bob none.
+    let bob = pinned(&mut e, 4, "bob");
+    // Mallory's session unused longest went, with its task.
+    let get = |(session, task): &(String, String)| {
+        legacy(
+            Some(session),
+            &call(2, "tasks/get", json!({"taskId": task})),
+        )
+    };
+    let who = Some("mallory");
+    assert_eq!(send(&mut e, &get(&mallory[0]), who).0, 404);
+    assert_eq!(send(&mut e, &get(&mallory[1]), who).0, 200);
+    // Mallory holds two, carol none: one more of mallory's goes.
+    let carol = pinned(&mut e, 5, "carol");
+    assert_eq!(send(&mut e, &get(&mallory[1]), who).0, 404);
+    // Everyone holds one: nobody gives way, to a new principal or to mallory.
+    assert_eq!(tries(&mut e, "dave"), 503);
+    assert_eq!(tries(&mut e, "mallory"), 503);
+    for (held, who) in [
+        (&mallory[2], "mallory"),
+        (&alice, "alice"),
+        (&bob, "bob"),
+        (&carol, "carol"),
+    ] {
+        let (status, _, r) = send(&mut e, &get(held), Some(who));
+        assert_eq!(status, 200, "{who}: {r}");
+        assert_eq!(r["result"]["status"], "working", "{who}: {r}");
+    }
+}
+
 /// One principal may hold only its share of `max_task_bytes`: tasks it never ends no
 /// longer keep every other principal from starting one for the tasks' lifetime.
 #[test]

@@ -1151,6 +1151,7 @@ impl HttpEndpoint {
             let held = busy_sessions(&self.exchanges, &self.listeners);
             let due = self.server.tasks.scopes_with_results_due();
             let in_use = InUse {
+                newcomer: self.server.principal.as_deref(),
                 busy: |s: &str| held.contains(s),
                 results_due: |scope| due.contains(&scope),
             };
@@ -1370,7 +1371,9 @@ impl HttpEndpoint {
         let state = LegacyState::adopted(record, scope, max_subscriptions);
         let held = busy_sessions(&self.exchanges, &self.listeners);
         let due = self.server.tasks.scopes_with_results_due();
+        let principal = state.principal().map(str::to_owned);
         let in_use = InUse {
+            newcomer: principal.as_deref(),
             busy: |s: &str| held.contains(s),
             results_due: |scope| due.contains(&scope),
         };

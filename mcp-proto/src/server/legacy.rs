@@ -132,6 +132,12 @@ impl LegacyState {
             .is_none_or(|s| s.principal.as_deref() == principal)
     }
 
+    /// The principal its `initialize` was served as (`None`: unauthenticated, or no
+    /// handshake yet).
+    pub(super) fn principal(&self) -> Option<&str> {
+        self.session.as_ref().and_then(|s| s.principal.as_deref())
+    }
+
     /// The scope of this session's tasks, once `initialize` succeeded.
     pub(super) fn task_scope(&self) -> Option<u64> {
         self.session.as_ref().map(|s| s.task_scope)

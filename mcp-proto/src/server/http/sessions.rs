@@ -8,7 +8,16 @@
 //! was not told) is evicted, preferring one whose id no
 //! request has named since its `initialize` (what a flood of `initialize`s leaves),
 //! then the one unused longest. A client whose session was evicted gets 404 and
-//! initializes again. Only when every session is in use is the `initialize` refused.
+//! initializes again.
+//!
+//! When every session is in use, one held only by its tasks (none of its requests
+//! handled, no stream, no parked call) still gives way to a principal that holds fewer:
+//! the one unused longest of the principal holding the most such sessions goes, if that
+//! principal holds more than one beyond what the newcomer's holds. So tasks whose results
+//! nobody fetches cannot keep a principal out of the table: principals end up holding
+//! it in equal shares, and only when every principal holds as many as the newcomer's
+//! (or one more) is the `initialize` refused. The session that goes takes its tasks with
+//! it (their results are lost to a principal holding more than anyone else).
 //!
 //! A session's tasks are reachable through it only: the task scope of every session
 //! that goes (ended, expired, evicted) is kept until the endpoint takes it
@@ -45,7 +54,9 @@ pub(super) struct Sessions {
 }
 
 /// What keeps a session from being evicted to make room for another.
-pub(super) struct InUse<B, R> {
+pub(super) struct InUse<'a, B, R> {
+    /// The principal of the session that needs the room.
+    pub(super) newcomer: Option<&'a str>,
     /// Whether the session of this id has a request being handled or a stream a client
     /// holds.
     pub(super) busy: B,
@@ -104,7 +115,7 @@ impl Sessions {
     pub(super) fn create(
         &mut self,
         now: Instant,
-        in_use: InUse<impl Fn(&str) -> bool, impl Fn(u64) -> bool>,
+        in_use: InUse<'_, impl Fn(&str) -> bool, impl Fn(u64) -> bool>,
         expired: &mut Vec<String>,
     ) -> Result<String, Full> {
         self.make_room(now, in_use, expired)?;
@@ -127,7 +138,7 @@ impl Sessions {
         id: &str,
         state: LegacyState,
         now: Instant,
-        in_use: InUse<impl Fn(&str) -> bool, impl Fn(u64) -> bool>,
+        in_use: InUse<'_, impl Fn(&str) -> bool, impl Fn(u64) -> bool>,
         expired: &mut Vec<String>,
     ) -> Result<(), Full> {
         self.make_room(now, in_use, expired)?;
@@ -147,13 +158,17 @@ impl Sessions {
     fn make_room(
         &mut self,
         now: Instant,
-        in_use: InUse<impl Fn(&str) -> bool, impl Fn(u64) -> bool>,
+        in_use: InUse<'_, impl Fn(&str) -> bool, impl Fn(u64) -> bool>,
         expired: &mut Vec<String>,
     ) -> Result<(), Full> {
         if self.table.len() < self.max {
             return Ok(());
         }
-        let InUse { busy, results_due } = in_use;
+        let InUse {
+            newcomer,
+            busy,
+            results_due,
+        } = in_use;
         expired.extend(self.sweep(now, &busy));
         if self.table.len() < self.max {
             return Ok(());
@@ -166,11 +181,44 @@ impl Sessions {
             .iter()
             .filter(|(id, e)| !busy(id) && e.state.as_ref().is_some_and(idle))
             .min_by_key(|(_, e)| (e.returned, e.last_used))
-            .map(|(id, _)| id.clone())
+            .map(|(id, _)| id.clone());
+        let victim = victim
+            .or_else(|| self.fair_share_victim(newcomer, &busy))
             .ok_or(Full)?;
         self.drop_entry(&victim);
         expired.push(victim);
         Ok(())
+    }
+
+    /// With every session in use: the one unused longest among those held only by their
+    /// tasks, of the principal holding the most of them, if that is more than one beyond
+    /// what `newcomer`'s principal holds (see the module's documentation). One pass.
+    fn fair_share_victim(
+        &self,
+        newcomer: Option<&str>,
+        busy: impl Fn(&str) -> bool,
+    ) -> Option<String> {
+        // Per principal: how many it holds, and its one unused longest.
+        let mut held: BTreeMap<Option<&str>, (usize, Instant, &str)> = BTreeMap::new();
+        for (id, entry) in &self.table {
+            let Some(state) = &entry.state else {
+                continue;
+            };
+            if busy(id) || !state.no_parked_calls() {
+                continue;
+            }
+            let principal = state.principal();
+            let slot = held
+                .entry(principal)
+                .or_insert((0, entry.last_used, id.as_str()));
+            slot.0 += 1;
+            if entry.last_used < slot.1 {
+                (slot.1, slot.2) = (entry.last_used, id.as_str());
+            }
+        }
+        let mine = held.get(&newcomer).map_or(0, |h| h.0);
+        let (count, _, oldest) = held.values().max_by_key(|h| h.0)?;
+        (*count > mine + 1).then(|| (*oldest).to_owned())
     }
 
     /// Runs `f` on the state of `id` when it is here and not swapped into the machine,
