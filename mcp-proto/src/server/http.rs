@@ -253,8 +253,10 @@ pub struct HttpEndpointConfig {
     /// handled, no stream a client holds, no call waiting for input, no task running or
     /// with a result its client has not fetched): first one whose id
     /// no request named since its `initialize`, else the one unused longest; its client
-    /// gets 404 and initializes again. With every session in use it gets 503. Default
-    /// 1024.
+    /// gets 404 and initializes again. With every session in use, one held only by its
+    /// tasks gives way to a principal holding at least two fewer such sessions than the
+    /// principal holding the most (which loses its session unused longest); otherwise
+    /// the `initialize` gets 503. Default 1024.
     pub max_sessions: usize,
     /// How long a legacy session may go unused before it is dropped (a session with an
     /// open exchange is never idle). Default 30 minutes.
