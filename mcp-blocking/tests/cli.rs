@@ -760,14 +760,14 @@ for line in sys.stdin:
 "#;
 
 /// A server whose answers are small as text and huge once read into values: a million
-/// `{"":0}` objects (7 MB) as a tool's structured output and inside a listed resource, a
-/// tool schema naming 100,000 required properties (sorting them by their place in
-/// `required` was quadratic).
+/// `{"":0}` objects (7 MB) as a tool's structured output, inside a listed resource and
+/// inside a listed tool, whose schema also names 50,000 required properties (sorting them
+/// by their place in `required` was quadratic).
 #[cfg(unix)]
 const BLOATED_SERVER: &str = r#"
 import json, sys
 blob = "[" + ",".join(['{"":0}'] * 1000000) + "]"
-names = ",".join('"p%d"' % k for k in range(100000))
+names = ",".join('"p%d"' % k for k in range(50000))
 def send(text):
     sys.stdout.write(text + "\n")
     sys.stdout.flush()
@@ -783,14 +783,14 @@ for line in sys.stdin:
     elif method == "resources/list":
         send('{"jsonrpc":"2.0","id":%s,"result":{"resources":[{"uri":"a://b","name":"b","junk":%s}]}}' % (mid, blob))
     elif method == "tools/list":
-        send('{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"t","inputSchema":{"type":"object","required":[%s],"properties":{%s}}}]}}'
-             % (mid, names, names.replace('",', '":0,') + ":0"))
+        send('{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"t","x":%s,"inputSchema":{"type":"object","required":[%s],"properties":{%s}}}]}}'
+             % (mid, blob, names, names.replace('",', '":0,') + ":0"))
     elif m.get("id") is not None and method is not None:
         send('{"jsonrpc":"2.0","id":%s,"result":{}}' % mid)
 "#;
 
 /// What a server sends is shown without being read into values: each of these took
-/// hundreds of megabytes (a million small objects read as a `serde_json::Value` take
+/// hundreds of megabytes (and `tools --format json` read the listing whole) (a million small objects read as a `serde_json::Value` take
 /// ~700 MB), and now runs within 256 MiB of data segment (`ulimit -d`), as an abort of
 /// the old code showed. Structured output keeps the server's key order.
 #[cfg(unix)]
@@ -829,6 +829,14 @@ fn answers_huge_once_parsed_are_shown_within_bounded_memory() {
     assert_eq!(bounded(&["resources", "b"]), "a://b  b\n");
     // Required first, in their order; at most 64 named; the table cuts the line.
     assert!(bounded(&["tools", "b"]).starts_with("t(p0, p1, p2, p3,"));
+    // JSON output writes the listing as it came.
+    let listed = bounded(&["--format", "json", "tools", "b"]);
+    assert!(
+        listed.contains("\"tools\": [\n    {\"name\":\"t\",\"x\":[{\"\":0},"),
+        "{}",
+        &listed[..200]
+    );
+    assert_eq!(listed.matches("{\"\":0}").count(), 1_000_000);
 }
 
 /// Completion values are one per line: one with a newline cannot pass for two.

@@ -42,6 +42,8 @@ struct Doc<'a> {
     resource_templates: Option<&'a [Box<RawValue>]>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tasks: Option<&'a [Box<RawValue>]>,
+    #[serde(rename = "excludedTools", skip_serializing_if = "Option::is_none")]
+    excluded_tools: Option<Vec<Value>>,
 }
 
 impl<'a> Doc<'a> {
@@ -56,6 +58,7 @@ impl<'a> Doc<'a> {
             prompts: None,
             resource_templates: None,
             tasks: None,
+            excluded_tools: None,
         }
     }
 }
@@ -484,15 +487,13 @@ pub fn tools(global: &Global, server: &str) -> Result<u8, Failure> {
         .collect();
     match global.format {
         Format::Json => {
-            let mut doc = serde_json::to_value(Doc {
+            // Written straight from the listing: the tools verbatim, never read into
+            // values (a tool may carry megabytes of small objects).
+            print_json(&Doc {
                 tools: Some(&out.items),
+                excluded_tools: (!excluded.is_empty()).then_some(excluded),
                 ..Doc::new(server, &client)
-            })
-            .unwrap_or(Value::Null);
-            if !excluded.is_empty() {
-                doc["excludedTools"] = Value::Array(excluded);
-            }
-            print_json(&doc);
+            });
         }
         Format::Text => {
             let rows: Vec<Vec<String>> = out.items.iter().map(|t| tool_row(t)).collect();
