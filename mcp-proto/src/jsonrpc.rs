@@ -883,14 +883,16 @@ fn value_end(bytes: &[u8], i: usize) -> Option<usize> {
     }
 }
 
-/// A request id from the text of one JSON value: a string or an integer.
+/// A request id from the text of one JSON value: a string or an integer, read as the
+/// decoder reads it (`serde_json` reads `-0` as a float, which is no id: an error
+/// answering it names no id rather than `0`).
 fn parse_id(value: &[u8]) -> Option<RequestId> {
     if value.first() == Some(&b'"') {
         return serde_json::from_slice::<String>(value)
             .ok()
             .map(RequestId::String);
     }
-    if !value.iter().all(|b| b.is_ascii_digit() || *b == b'-') {
+    if value == b"-0" || !value.iter().all(|b| b.is_ascii_digit() || *b == b'-') {
         return None;
     }
     std::str::from_utf8(value)
@@ -1388,6 +1390,13 @@ mod tests {
         assert_eq!(s(r#"{"i\u0064":8,"result":1}"#).id, id(8));
         assert_eq!(s(r#"{"id":1.5,"result":1}"#).id, None);
         assert_eq!(s(r#"{"id":null,"error":{}}"#).id, None);
+        // As the decoder reads it: `-0` is no id (an error answering it said `0`).
+        assert_eq!(
+            dec(r#"{"jsonrpc":"2.0","id":-0,"method":"x"}"#).unwrap_err(),
+            DecodeError::Id
+        );
+        assert_eq!(s(r#"{"id":-0,"method":"x"}"#).id, None);
+        assert_eq!(s(r#"{"id":-10,"method":"x"}"#).id, id(-10));
         let request = s(r#"{"jsonrpc":"2.0","method":"x","id":4}"#);
         assert!(request.has_method);
         assert_eq!(request.id, id(4));

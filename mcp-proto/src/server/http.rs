@@ -188,9 +188,9 @@ use crate::version::{Era, ProtocolVersion};
 
 use super::notify;
 
-use super::Server;
 use super::legacy::LegacyState;
 use super::meta_cache::with_lent_meta;
+use super::{Server, id_of};
 
 mod connection;
 mod events;
@@ -2217,13 +2217,4 @@ fn sse_head(body: Vec<u8>) -> HttpResponse {
         .with_body("text/event-stream", body)
         .with_header("Cache-Control", "no-cache")
         .with_header("X-Accel-Buffering", "no")
-}
-
-/// A request id from a JSON value: a string or an integer.
-fn id_of(v: &Value) -> Option<RequestId> {
-    match v {
-        Value::String(s) => Some(RequestId::String(s.clone())),
-        Value::Number(n) => n.as_i64().map(RequestId::Number),
-        _ => None,
-    }
 }

@@ -598,7 +598,7 @@ impl Server {
 }
 
 /// A request id from a JSON value: a string or an integer.
-fn id_of(v: &Value) -> Option<RequestId> {
+pub(crate) fn id_of(v: &Value) -> Option<RequestId> {
     match v {
         Value::String(s) => Some(RequestId::String(s.clone())),
         Value::Number(n) => n.as_i64().map(RequestId::Number),
