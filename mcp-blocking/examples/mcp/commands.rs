@@ -320,20 +320,28 @@ fn signature(name: &str, schema: Option<&Schema>) -> String {
             *n,
         )
     });
-    let mut args: Vec<String> = names
+    let params = names
         .into_iter()
-        .map(|n| {
-            if required.contains(n) {
-                n.clone()
+        .map(|n| (n.as_str(), required.contains(n)));
+    format!("{name}({})", parameter_list(params, schema.properties.more))
+}
+
+/// `a, b?, …`: parameters as a signature names them (optional ones with `?`), then `…`
+/// when more were left out.
+fn parameter_list<'a>(params: impl Iterator<Item = (&'a str, bool)>, more: bool) -> String {
+    let mut shown: Vec<String> = params
+        .map(|(n, required)| {
+            if required {
+                n.to_owned()
             } else {
                 format!("{n}?")
             }
         })
         .collect();
-    if schema.properties.more {
-        args.push("…".to_owned());
+    if more {
+        shown.push("…".to_owned());
     }
-    format!("{name}({})", args.join(", "))
+    shown.join(", ")
 }
 
 /// The part of a schema a signature shows; the rest is skipped as it is read, and so is
@@ -863,24 +871,11 @@ pub fn prompts(global: &Global, server: &str) -> Result<u8, Failure> {
             let rows: Vec<Vec<String>> = parse_items(&out.items)
                 .iter()
                 .map(|p| {
-                    let mut args: Vec<String> = p
-                        .arguments
-                        .items
-                        .iter()
-                        .map(|a| {
-                            let n = shown(&a.name);
-                            if a.required == Some(true) {
-                                n.to_owned()
-                            } else {
-                                format!("{n}?")
-                            }
-                        })
-                        .collect();
-                    if p.arguments.more {
-                        args.push("…".to_owned());
-                    }
+                    let args = (p.arguments.items.iter())
+                        .map(|a| (shown(&a.name), a.required == Some(true)));
+                    let args = parameter_list(args, p.arguments.more);
                     vec![
-                        format!("{}({})", shown(&p.name), args.join(", ")),
+                        format!("{}({args})", shown(&p.name)),
                         short(shown(&p.description), 72),
                     ]
                 })
