@@ -13,9 +13,9 @@
 //! * **Accepting.** At most [`HttpServeOptions::max_connections`] connections are served
 //!   at once; one more takes the place of a connection that has only waited for (or
 //!   dripped) a request for a second or more ([`HttpHost`] evicts it, and wakes its
-//!   thread by ending its socket's reading), else it is answered 503 with `Retry-After: 1` on its own
-//!   thread, and when as many (at least 16) are already being refused or closed, it is
-//!   closed at once.
+//!   thread by ending its socket's reading), else it is answered 503 with
+//!   `Retry-After: 1` on its own thread, and when as many (at least 16) are already being
+//!   refused or closed, it is closed at once.
 //! * **Reading** happens only while the machine wants input, each read bounded by its
 //!   next deadline: a request head must be complete within
 //!   [`HttpServeOptions::head_timeout`], a body must keep up
@@ -524,13 +524,12 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
             Ok((stream, _)) => {
                 workers.retain(|w| !w.is_finished());
                 // None: too many connections on their way out already; drop this one.
-                let Some(machine) = shared.host.accept(clock::now()) else {
+                let Some(mut machine) = shared.host.accept(clock::now()) else {
                     continue;
                 };
                 let Some(id) = shared.register(&stream) else {
                     continue;
                 };
-                let mut machine = machine;
                 machine.set_eviction_waker(Waker::from(Arc::new(Evicted {
                     shared: Arc::downgrade(shared),
                     id,
