@@ -378,7 +378,10 @@ impl<'de, T: serde::Deserialize<'de>, const N: usize> serde::Deserialize<'de> fo
         impl<'de, T: serde::Deserialize<'de>, const N: usize> Visitor<'de> for Reader<T, N> {
             type Value = Capped<T, N>;
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("an array or an object")
+                f.write_str("an array, an object or null")
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+                Ok(Capped::default())
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
                 let mut capped = Capped::default();
@@ -1643,6 +1646,27 @@ mod tests {
             "user: hi\n      assistant: sure"
         );
         assert_eq!(prompt_message("user\nassistant", "x"), "user^Jassistant: x");
+    }
+
+    #[test]
+    fn rows_read_what_they_show_and_tolerate_null_or_long_lists() {
+        let raw = |v: Value| RawValue::from_string(v.to_string()).unwrap();
+        // `null` where a list is expected reads as empty.
+        let tool = json!({"name": "t", "inputSchema": {"type": "object", "required": null,
+            "properties": {"a": {}}}});
+        assert_eq!(tool_row(&raw(tool))[0], "t(a?)");
+        let prompt = raw(json!({"name": "p", "arguments": null, "description": "d"}));
+        let listed = parse_items(&[prompt]);
+        assert_eq!(shown(&listed[0].name), "p");
+        assert!(listed[0].arguments.items.is_empty());
+        // Past 64 parameters a signature says `…`; required ones come first.
+        let properties: Map<String, Value> =
+            (0..100).map(|i| (format!("p{i:03}"), json!({}))).collect();
+        let tool = json!({"name": "t", "inputSchema": {"type": "object",
+            "required": ["p050"], "properties": properties}});
+        let signature = &tool_row(&raw(tool))[0];
+        assert!(signature.starts_with("t(p050, p000?, p001?"), "{signature}");
+        assert!(signature.ends_with("p063?, …)"), "{signature}");
     }
 
     #[test]
