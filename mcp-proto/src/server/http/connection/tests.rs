@@ -662,6 +662,73 @@ fn an_evicted_connection_is_woken_and_due_at_once() {
     assert_eq!(kept.poll_timeout(), Some(at(10_000)));
 }
 
+/// Accepts, drops and inputs in a pseudo-random order (a fixed seed): a connection's
+/// waker is woken exactly when it is evicted, at most once; an evicted connection is due
+/// at once and closes at its next turn; the served connections never exceed twice the
+/// bound; and once every machine is dropped the host holds nothing.
+#[test]
+fn eviction_wakes_exactly_the_evicted_connections() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let mut ep = endpoint();
+    let host = HttpHost::new(4, HttpConnectionConfig::default());
+    let mut live: Vec<(HttpConnection, std::sync::Arc<Wakes>)> = Vec::new();
+    let mut told = 0;
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = || {
+        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+        seed >> 33
+    };
+    for step in 0..2_000u64 {
+        let now = at(step * 300);
+        match next() % 4 {
+            0 | 1 => {
+                if let Some(mut conn) = host.accept(now) {
+                    let (count, waker) = wakes();
+                    conn.set_eviction_waker(waker);
+                    live.push((conn, count));
+                }
+            }
+            2 if !live.is_empty() => {
+                let i = (next() as usize) % live.len();
+                live.swap_remove(i);
+            }
+            _ if !live.is_empty() => {
+                // A request answered: the connection waits for the next one from now.
+                let i = (next() as usize) % live.len();
+                let (conn, _) = &mut live[i];
+                if conn.close_reason().is_none() && !conn.is_refusal() {
+                    conn.handle_input(now, &ping(1));
+                    drain(conn, &mut ep, now);
+                }
+            }
+            _ => {}
+        }
+        assert!(host.connections() <= 8, "{}", host.connections());
+        for (conn, count) in &mut live {
+            let woken = count.0.load(SeqCst);
+            assert!(woken <= 1, "woken {woken} times");
+            if woken == 1 && conn.close_reason().is_none() {
+                assert!(conn.poll_timeout().is_some_and(|t| t <= now));
+                drain(conn, &mut ep, now);
+                assert_eq!(conn.close_reason(), Some(&HttpCloseReason::Evicted));
+                told += 1;
+            }
+        }
+    }
+    assert!(
+        told > 50,
+        "only {told} evictions: the run does not exercise them"
+    );
+    // Whoever was evicted was woken: every connection closed as evicted was told.
+    for (conn, count) in &live {
+        if conn.close_reason() == Some(&HttpCloseReason::Evicted) {
+            assert_eq!(count.0.load(SeqCst), 1);
+        }
+    }
+    drop(live);
+    assert_eq!((host.connections(), host.closing()), (0, 0));
+}
+
 /// What all connections hold of requests being read and answers not yet written is
 /// bounded together: past `max_buffered_bytes`, a connection reading a request is
 /// answered 503 and closes, and what it held is given back; requests read in full are
