@@ -369,7 +369,7 @@ struct Connection<'a> {
 impl<'a> Connection<'a> {
     fn new(stream: Async<TcpStream>, mut machine: HttpConnection, shared: &'a Shared) -> Self {
         let _ = stream.get_ref().set_nodelay(true);
-        let evicted = Arc::new(Evicted(Event::new()));
+        let evicted = Arc::new(Evicted::default());
         machine.set_eviction_waker(Waker::from(Arc::clone(&evicted)));
         Connection {
             stream,
@@ -434,13 +434,13 @@ impl<'a> Connection<'a> {
                 }
                 None if self.machine.wants_input() => {
                     self.pipelined = false;
-                    // Listening before the deadline is read: an eviction after this
-                    // wakes the wait, one before made the deadline due.
-                    let evicted = self.evicted.0.listen();
+                    // An eviction before the deadline is read made it due; one after
+                    // ends the wait.
                     let due = self.machine.poll_timeout();
+                    let evicted = &self.evicted;
                     let read = async { Some(self.stream.read(&mut self.buf).await) };
                     let other = async {
-                        listener.or(until(due)).or(evicted).await;
+                        listener.or(until(due)).or(evicted.wait()).await;
                         None
                     };
                     let event = read.or(other).await;
@@ -483,12 +483,43 @@ impl<'a> Connection<'a> {
 }
 
 /// What the host wakes when it gives a connection's place to a newcomer: the wait of
-/// the connection's reading, which then finds its deadline due and closes.
-struct Evicted(Event);
+/// the connection's reading, which then finds its deadline due and closes. Waiting
+/// allocates nothing (a listener per read would, on every request).
+#[derive(Default)]
+struct Evicted {
+    done: AtomicBool,
+    waiter: Mutex<Option<Waker>>,
+}
+
+impl Evicted {
+    fn waiter(&self) -> MutexGuard<'_, Option<Waker>> {
+        self.waiter.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Resolves once the connection is evicted.
+    async fn wait(&self) {
+        future::poll_fn(|cx| {
+            if self.done.load(Ordering::SeqCst) {
+                return Poll::Ready(());
+            }
+            *self.waiter() = Some(cx.waker().clone());
+            // Looked at again after the waker is in place: no wake-up is lost.
+            if self.done.load(Ordering::SeqCst) {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        })
+        .await;
+    }
+}
 
 impl Wake for Evicted {
     fn wake(self: Arc<Self>) {
-        self.0.notify(usize::MAX);
+        self.done.store(true, Ordering::SeqCst);
+        if let Some(waiter) = self.waiter().take() {
+            waiter.wake();
+        }
     }
 }
 
