@@ -419,16 +419,7 @@ impl<'de, T: serde::Deserialize<'de>, const N: usize> serde::Deserialize<'de> fo
 /// the row shows is parsed; the rest of its schema (which may be most of a message) is
 /// skipped, not built as values.
 fn tool_row(tool: &RawValue) -> Vec<String> {
-    #[derive(serde::Deserialize, Default)]
-    struct Row<'a> {
-        #[serde(default)]
-        name: String,
-        #[serde(default)]
-        description: Option<String>,
-        #[serde(rename = "inputSchema", default, borrow)]
-        input_schema: Option<&'a RawValue>,
-    }
-    let row: Row<'_> = serde_json::from_str(tool.get()).unwrap_or_default();
+    let row = ToolRow::read(tool);
     let schema = row
         .input_schema
         .map(|raw| serde_json::from_str::<Schema>(raw.get()).unwrap_or_default());
@@ -436,6 +427,24 @@ fn tool_row(tool: &RawValue) -> Vec<String> {
         signature(&row.name, schema.as_ref()),
         short(row.description.as_deref().unwrap_or(""), 72),
     ]
+}
+
+/// A listed tool as its row and `call --arg` read it: its schema borrowed, unparsed.
+#[derive(serde::Deserialize, Default)]
+struct ToolRow<'a> {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(rename = "inputSchema", default, borrow)]
+    input_schema: Option<&'a RawValue>,
+}
+
+impl<'a> ToolRow<'a> {
+    /// `tool` read; an empty row when it is not a tool object.
+    fn read(tool: &'a RawValue) -> Self {
+        serde_json::from_str(tool.get()).unwrap_or_default()
+    }
 }
 
 /// What the text output shows of a listed tool, resource, template or prompt. Every
@@ -451,7 +460,6 @@ struct Listed {
     mime_type: Option<String>,
     description: Option<String>,
     arguments: Capped<ListedArgument, MAX_SHOWN_PARAMS>,
-    input_schema: Option<Box<RawValue>>,
 }
 
 /// A prompt's argument, as its row shows it.
@@ -577,11 +585,12 @@ pub fn call(
     let mut client = session::connect(global, server, input)?;
     if !args.is_empty() {
         let listed = client.request(CallRequest::list_tools())?;
-        let schema = parse_items(&listed.items)
-            .into_iter()
-            .find(|t| shown(&t.name) == tool)
+        // Only the called tool's schema is read into a value, once it is checked.
+        let schema = (listed.items.iter())
+            .map(|t| ToolRow::read(t))
+            .find(|t| t.name == tool)
             .and_then(|t| t.input_schema)
-            .and_then(|raw| untrusted_value(&raw));
+            .and_then(untrusted_value);
         for (k, v) in args {
             arguments.insert(k.clone(), coerce(schema.as_ref(), k, v)?);
         }
