@@ -78,10 +78,19 @@ fn initialize(e: &mut HttpEndpoint) -> String {
 
 /// A new legacy session of principal `who`, opened at `now`.
 fn initialize_as(e: &mut HttpEndpoint, now: Instant, who: Option<&str>) -> String {
+    try_initialize(e, now, who).1.unwrap()
+}
+
+/// An `initialize` of principal `who` at `now`: its status, session and body.
+fn try_initialize(
+    e: &mut HttpEndpoint,
+    now: Instant,
+    who: Option<&str>,
+) -> (u16, Option<String>, Value) {
     let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {},
         "clientInfo": {"name": "t", "version": "1"}}});
-    send_at(e, now, &legacy(None, &body), who).1.unwrap()
+    send_at(e, now, &legacy(None, &body), who)
 }
 
 /// Asks session `session` (of `who`) at `now` for a `slow` task, which keeps running
@@ -332,16 +341,8 @@ fn sessions_held_by_tasks_are_shared_out_between_principals() {
         (session, task)
     };
     let tries = |e: &mut HttpEndpoint, who: &str| {
-        let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"}}});
-        send_at(
-            e,
-            Instant::ZERO + std::time::Duration::from_secs(99),
-            &legacy(None, &body),
-            Some(who),
-        )
-        .0
+        let later = Instant::ZERO + std::time::Duration::from_secs(99);
+        try_initialize(e, later, Some(who)).0
     };
     let mallory: Vec<_> = (0..3).map(|i| pinned(&mut e, i, "mallory")).collect();
     let alice = pinned(&mut e, 3, "alice");
