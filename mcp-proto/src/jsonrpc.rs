@@ -884,22 +884,12 @@ fn value_end(bytes: &[u8], i: usize) -> Option<usize> {
 }
 
 /// A request id from the text of one JSON value: a string or an integer, read as the
-/// decoder reads it (`serde_json` reads `-0` as a float, which is no id: an error
-/// answering it names no id rather than `0`).
+/// decoder reads `id` ([`IdField`]; `-0`, which `serde_json` reads as a float, is none).
 fn parse_id(value: &[u8]) -> Option<RequestId> {
-    if value.first() == Some(&b'"') {
-        return serde_json::from_slice::<String>(value)
-            .ok()
-            .map(RequestId::String);
+    match serde_json::from_slice::<IdField>(value) {
+        Ok(IdField::Valid(id)) => Some(id),
+        _ => None,
     }
-    if value == b"-0" || !value.iter().all(|b| b.is_ascii_digit() || *b == b'-') {
-        return None;
-    }
-    std::str::from_utf8(value)
-        .ok()?
-        .parse::<i64>()
-        .ok()
-        .map(RequestId::Number)
 }
 
 fn push_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
