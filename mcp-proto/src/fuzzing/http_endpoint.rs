@@ -21,7 +21,7 @@ use super::server::{MAX_LINE, fuzz_server, max_reply};
 const MAX_OPEN: usize = 3;
 
 /// Request bounds of the fuzzed connection.
-fn request_limits() -> HttpRequestLimits {
+pub(super) fn request_limits() -> HttpRequestLimits {
     HttpRequestLimits {
         max_head_bytes: 2048,
         max_headers: 16,

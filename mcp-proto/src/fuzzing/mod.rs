@@ -229,10 +229,12 @@ pub fn client_with_server_bytes(data: &[u8], start: Instant) {
     }
 }
 
+pub mod auth_flow;
 pub mod gateway;
 pub mod http;
 pub mod http_client;
 pub mod http_endpoint;
+pub mod http_host;
 pub mod server;
 pub mod sse;
 
