@@ -17,7 +17,7 @@ use crate::Instant;
 use crate::auth::form::callback_params;
 use crate::auth::{
     AuthConfig, AuthEvent, AuthRequest, AuthResponse, Authorizer, ClientIdentity,
-    ClientRegistration, Credentials, Grant,
+    ClientRegistration, Credentials, Grant, Signer,
 };
 use crate::http::{EndpointUrl, Scheme};
 use crate::version::ProtocolVersion;
@@ -31,6 +31,30 @@ const ISSUERS: [&str; 4] = [
     "https://mcp.example.com",
     "http://127.0.0.1:9",
 ];
+/// The identity provider of enterprise-managed authorization.
+const IDP: &str = "https://idp.example.com";
+
+/// The world's origins: a secret may reach none of them but its own.
+fn known(origin: &str) -> bool {
+    ISSUERS.contains(&origin) || origin == IDP
+}
+
+/// A DPoP key that signs with zeros (the machine only places the signature).
+struct ZeroSigner;
+
+impl Signer for ZeroSigner {
+    fn algorithm(&self) -> &str {
+        "ES256"
+    }
+
+    fn sign(&self, _message: &[u8]) -> Result<Vec<u8>, String> {
+        Ok(vec![0; 64])
+    }
+
+    fn public_jwk(&self) -> Value {
+        json!({"kty": "EC", "crv": "P-256", "x": "AA", "y": "AA"})
+    }
+}
 const REDIRECT: &str = "http://127.0.0.1:3333/callback";
 
 /// Every secret the world hands out contains this; fuzz text never does (it is rewritten),
@@ -62,9 +86,11 @@ struct World<'a> {
     authorized: u32,
 }
 
-/// The first byte configures the client (interactive, grant, stored credentials, legacy
-/// fallback, a pre-registered client, the protocol version); the rest drives the world,
-/// a byte per decision, some followed by a length-prefixed segment.
+/// The first two bytes configure the client (interactive, grant, stored credentials,
+/// legacy fallback, a pre-registered client, the protocol version, the issuer of what is
+/// stored; enterprise-managed authorization through an identity provider, a DPoP key,
+/// private servers allowed); the rest drives the world, a byte per decision, some
+/// followed by a length-prefixed segment.
 ///
 /// Invariants: no panic; at most `max_requests` requests per flow; every request goes to
 /// `https` or loopback `http`, and to a public address only when it leaves the MCP
@@ -79,10 +105,10 @@ pub fn auth_flow(data: &[u8]) {
 
 /// [`auth_flow`], saying how many flows ended authorized.
 fn run(data: &[u8]) -> u32 {
-    let Some((&control, input)) = data.split_first() else {
+    let [control, more, input @ ..] = data else {
         return 0;
     };
-    let mut w = World::new(control, input);
+    let mut w = World::new(*control, *more, input);
     let mut rounds = 0;
     loop {
         rounds += 1;
@@ -112,7 +138,7 @@ fn run(data: &[u8]) -> u32 {
 }
 
 impl<'a> World<'a> {
-    fn new(control: u8, input: &'a [u8]) -> Self {
+    fn new(control: u8, more: u8, input: &'a [u8]) -> Self {
         let mut config = AuthConfig::new(REDIRECT, [7; 32]);
         config.interactive = control & 1 == 0;
         if control & 2 != 0 {
@@ -159,6 +185,22 @@ impl<'a> World<'a> {
                 revocation_endpoint: None,
             });
         }
+        if more & 1 != 0 {
+            let id_token = format!("IDT-{MARK}");
+            let secret = format!("IDPCS-{MARK}");
+            secrets.insert(id_token.clone(), Some(IDP.to_owned()));
+            secrets.insert(secret.clone(), Some(IDP.to_owned()));
+            config.grant = Grant::EnterpriseManaged {
+                idp_token_endpoint: format!("{IDP}/token"),
+                id_token,
+                idp_client_id: "idp-client".into(),
+                idp_client_secret: Some(secret),
+            };
+        }
+        if more & 2 != 0 {
+            config.dpop = Some(std::sync::Arc::new(ZeroSigner));
+        }
+        config.allow_private_servers = more & 4 != 0;
         let url = EndpointUrl::parse(MCP, false).expect("the MCP URL");
         World {
             auth: Authorizer::new(config.clone(), &url, Instant::ZERO, 1_800_000_000),
@@ -242,7 +284,7 @@ impl<'a> World<'a> {
             "plain http to {}",
             url.as_str()
         );
-        if url.origin() != MCP_ORIGIN {
+        if url.origin() != MCP_ORIGIN && !self.config.allow_private_servers {
             assert!(request.public_only, "{} not public only", url.as_str());
         }
         let shown = format!("{request:?}");
@@ -255,7 +297,7 @@ impl<'a> World<'a> {
         sent.push_str(&String::from_utf8_lossy(
             request.body.as_deref().unwrap_or_default(),
         ));
-        let known = ISSUERS.contains(&url.origin());
+        let known = known(url.origin());
         for (secret, issuer) in &self.secrets {
             assert!(!shown.contains(secret.as_str()), "a secret in {shown}");
             if sent.contains(secret.as_str()) {
@@ -349,6 +391,7 @@ impl<'a> World<'a> {
                         "client_secret_basic"],
                     "scopes_supported": ["mcp:read", "mcp:write", "offline_access"],
                     "authorization_response_iss_parameter_supported": true,
+                    "dpop_signing_alg_values_supported": ["ES256"],
                     "client_id_metadata_document_supported": false,
                 }),
             );
@@ -356,7 +399,7 @@ impl<'a> World<'a> {
         self.issued += 1;
         let n = self.issued;
         // Secrets from an endpoint elsewhere cannot be told whose they are: not bound.
-        let issuer = ISSUERS.contains(&origin.as_str()).then(|| origin.clone());
+        let issuer = known(&origin).then(|| origin.clone());
         if url.ends_with("/register") {
             let secret = format!("CS-{n}-{MARK}");
             if issuer.is_some() {
@@ -367,6 +410,15 @@ impl<'a> World<'a> {
                 json!({"client_id": format!("client-{n}"), "client_secret": secret,
                     "redirect_uris": [REDIRECT],
                     "token_endpoint_auth_method": "client_secret_post"}),
+            );
+        }
+        if origin == IDP {
+            // The ID-JAG goes on to an authorization server: not bound here.
+            return ok(
+                200,
+                json!({"access_token": format!("idjag-{n}"), "token_type": "N_A",
+                    "issued_token_type": "urn:ietf:params:oauth:token-type:id-jag",
+                    "expires_in": 300}),
             );
         }
         if url.ends_with("/token") {
@@ -452,18 +504,27 @@ impl<'a> World<'a> {
 #[cfg(test)]
 mod tests {
     /// The canned world authorizes (through an approval, with client credentials, by a
-    /// stored refresh token, with a pre-registered client, in either version), and not
-    /// with the wrong `state`, without a code, or when the metadata fetch fails.
+    /// stored refresh token, with a pre-registered client, in either version, with a DPoP
+    /// key, through an identity provider), and not with the wrong `state`, without a
+    /// code, or when the metadata fetch fails.
     #[test]
     fn the_canned_world_authorizes_and_broken_answers_do_not() {
-        for control in [0u8, 2 | 0x10, 4, 0x10, 0x20] {
-            assert_eq!(super::run(&[control, 0]), 1, "control {control:#x}");
+        for (control, more) in [
+            (0u8, 0u8),
+            (2 | 0x10, 0),
+            (4, 0),
+            (0x10, 0),
+            (0x20, 0),
+            (0, 2),
+            (0x10, 1),
+        ] {
+            assert_eq!(super::run(&[control, more, 0]), 1, "{control:#x} {more:#x}");
         }
         // The stored refresh token of auth2: refreshed there.
-        assert_eq!(super::run(&[4 | 0x40, 0, 0, 0, 0, 0, 0]), 1);
+        assert_eq!(super::run(&[4 | 0x40, 0, 0, 0, 0, 0, 0, 0]), 1);
         // The approval comes back with another state; denied; the first request fails.
-        assert_eq!(super::run(&[0, 0, 0, 0, 0, 0, 2]), 0);
-        assert_eq!(super::run(&[0, 0, 0, 0, 0, 0, 5]), 0);
-        assert_eq!(super::run(&[0, 0, 4]), 0);
+        assert_eq!(super::run(&[0, 0, 0, 0, 0, 0, 0, 2]), 0);
+        assert_eq!(super::run(&[0, 0, 0, 0, 0, 0, 0, 5]), 0);
+        assert_eq!(super::run(&[0, 0, 0, 4]), 0);
     }
 }

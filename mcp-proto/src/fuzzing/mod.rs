@@ -43,6 +43,45 @@ pub fn stdio_framing(data: &[u8]) {
     assert_eq!(whole, split, "framing depends on chunking");
 }
 
+/// Elicitation form schemas (what a server asks the client to fill) and answers: the
+/// input is a schema, a NUL byte, and an answer, both JSON. A schema parses or is refused
+/// without panicking, at most `MAX_FORM_FIELDS` fields; an answer it accepts (defaults
+/// filled in) holds only its fields, is accepted again unchanged, and so is the form of
+/// defaults alone when that is accepted.
+pub fn form_schema(data: &[u8]) {
+    use crate::client::FormSchema;
+    use crate::client::form::MAX_FORM_FIELDS;
+    let (schema, answer) = match data.iter().position(|b| *b == 0) {
+        Some(i) => (&data[..i], &data[i + 1..]),
+        None => (data, &b"{}"[..]),
+    };
+    let Ok(schema) = serde_json::from_slice::<serde_json::Value>(schema) else {
+        return;
+    };
+    let Ok(form) = FormSchema::parse(&schema) else {
+        return;
+    };
+    let names: std::collections::BTreeSet<&str> = form.field_names().collect();
+    assert!(names.len() <= MAX_FORM_FIELDS, "{} fields", names.len());
+    let answers = [
+        serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(answer).ok(),
+        Some(serde_json::Map::new()),
+    ];
+    for answer in answers.into_iter().flatten() {
+        if let Ok(filled) = form.check(answer) {
+            assert!(
+                filled.keys().all(|k| names.contains(k.as_str())),
+                "an answer with a field the form lacks"
+            );
+            assert_eq!(
+                form.check(filled.clone()).as_ref(),
+                Ok(&filled),
+                "an accepted answer is refused or changed when checked again"
+            );
+        }
+    }
+}
+
 /// JSON-RPC decoding: anything that decodes re-encodes to something that decodes to the
 /// same kind of message; the bounded scans agree with the decoder (the depth of what
 /// `serde_json` parses, the id and kind of what decodes, from the start and from the
