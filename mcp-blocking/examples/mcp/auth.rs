@@ -464,17 +464,21 @@ fn login(
             "scope": creds.granted_scope,
             "credentials": state.to_json(),
         })),
-        Format::Text => {
-            // The issuer and the scope are the authorization server's text.
-            let issuer = crate::terminal::one_line(&creds.issuer);
-            println!("logged in to {name} at {issuer}");
-            if let Some(s) = &creds.granted_scope {
-                println!("  scope {}", crate::terminal::one_line(s));
-            }
-            println!("  credentials {}", state.describe());
-        }
+        Format::Text => print!("{}", logged_in_text(name, &creds, &state)),
     }
     Ok(0)
+}
+
+/// What `auth login` prints once logged in. The issuer and the scope are the
+/// authorization server's text: each is made one line that cannot steer the terminal.
+fn logged_in_text(name: &str, creds: &Credentials, state: &State) -> String {
+    let issuer = crate::terminal::one_line(&creds.issuer);
+    let mut text = format!("logged in to {name} at {issuer}\n");
+    if let Some(s) = &creds.granted_scope {
+        text.push_str(&format!("  scope {}\n", crate::terminal::one_line(s)));
+    }
+    text.push_str(&format!("  credentials {}\n", state.describe()));
+    text
 }
 
 fn status(global: &Global, name: &str, entry: &ServerEntry, url: &str) -> Result<u8, Failure> {
@@ -605,5 +609,38 @@ fn revoke(c: &Credentials, global: &Global) -> Revocation {
     match (revoked, trouble) {
         (true, _) => Revocation::Done,
         (false, why) => Revocation::Skipped(why.unwrap_or_default()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An authorization server's issuer and scope cannot add lines or send the
+    /// terminal control sequences (a window title, a cleared screen).
+    #[test]
+    fn the_login_summary_shows_the_servers_text_on_one_line_each() {
+        let creds = Credentials {
+            server_url: "https://mcp.example.com/mcp".into(),
+            resource: "https://mcp.example.com/mcp".into(),
+            issuer: "https://as.example\u{1b}]0;pwned\u{7}".into(),
+            client: None,
+            access_token: Some("t".into()),
+            token_type: "Bearer".into(),
+            expires_at: None,
+            obtained_at: None,
+            refresh_token: None,
+            requested_scope: None,
+            granted_scope: Some("read\n\u{1b}[2Jlogged in to bank at https://bank\r".into()),
+            revocation_endpoint: None,
+        };
+        let text = logged_in_text("ex", &creds, &State::Valid(None));
+        assert_eq!(text.lines().count(), 3, "{text:?}");
+        assert!(!text.contains(['\u{1b}', '\u{7}', '\r']), "{text:?}");
+        assert!(
+            text.starts_with("logged in to ex at https://as.example"),
+            "{text:?}"
+        );
+        assert!(text.contains("  scope read"), "{text:?}");
     }
 }
