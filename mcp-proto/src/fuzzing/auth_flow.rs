@@ -292,6 +292,12 @@ impl<'a> World<'a> {
         for (name, value) in &request.headers {
             sent.push_str(name);
             sent.push_str(value);
+            // `client_secret_basic`: the secret is in there, base64-encoded.
+            if let Some(basic) = value.strip_prefix("Basic ") {
+                use base64::Engine as _;
+                let decoded = base64::engine::general_purpose::STANDARD.decode(basic);
+                sent.push_str(&String::from_utf8_lossy(&decoded.unwrap_or_default()));
+            }
         }
         sent.push_str(url.as_str());
         sent.push_str(&String::from_utf8_lossy(
