@@ -620,6 +620,58 @@ fn pre_registered_credentials_bound_to_another_issuer_are_never_shown() {
     assert!(sim.requests_to(&format!("{AS}/token")).is_empty());
 }
 
+/// The grants without a person (client credentials, a JWT bearer assertion, an ID-JAG
+/// from an identity provider) take pre-registered credentials too: bound to another
+/// issuer, they fail the flow before any token request of that issuer, as the code flow
+/// does, instead of sending the secret there.
+#[test]
+fn grants_without_a_person_never_show_credentials_bound_to_another_issuer() {
+    let other = "https://other-as.example.com";
+    let idp_token = "https://idp.example.com/token";
+    let grants = [
+        Grant::ClientCredentials,
+        Grant::JwtBearer {
+            assertion: "eyJhbGciOiJub25lIn0.e30.".into(),
+        },
+        Grant::EnterpriseManaged {
+            idp_token_endpoint: idp_token.into(),
+            id_token: "id-token".into(),
+            idp_client_id: "idp-client".into(),
+            idp_client_secret: None,
+        },
+    ];
+    for grant in grants {
+        let what = format!("{grant:?}");
+        let mut c = pre_registered(Some(other));
+        c.grant = grant;
+        let id_jag = json!({"access_token": "id-jag", "token_type": "N_A",
+            "issued_token_type": "urn:ietf:params:oauth:token-type:id-jag"});
+        let world = standard_world().route(idp_token, ok(&id_jag));
+        let mut sim = Sim::new(c, world);
+        sim.unauthorized(None);
+        assert_eq!(
+            sim.failure(),
+            Some(AuthError::ClientBoundElsewhere {
+                bound: other.into(),
+                issuer: AS.into(),
+            }),
+            "{what}: {:?}",
+            sim.urls()
+        );
+        assert!(
+            sim.requests_to(&format!("{AS}/token")).is_empty(),
+            "{what}: {:?}",
+            sim.urls()
+        );
+        assert!(
+            sim.sent
+                .iter()
+                .all(|r| header(r, "authorization").is_none()),
+            "{what}"
+        );
+    }
+}
+
 // ----- the authorization request and the code exchange -------------------------------
 
 #[test]

@@ -26,10 +26,14 @@ impl Authorizer {
                 "client_secret_basic"
             }
         };
-        if !self.use_pre_registered(method) {
-            return self.fail(AuthError::NeedClientCredentials {
-                detail: "client_credentials needs pre-registered credentials".into(),
-            });
+        match self.use_pre_registered(method) {
+            Ok(true) => {}
+            Ok(false) => {
+                return self.fail(AuthError::NeedClientCredentials {
+                    detail: "client_credentials needs pre-registered credentials".into(),
+                });
+            }
+            Err(e) => return self.fail(e),
         }
         self.scoped_grant(
             now,
@@ -47,7 +51,9 @@ impl Authorizer {
                 "none"
             }
         };
-        self.use_pre_registered(method);
+        if let Err(e) = self.use_pre_registered(method) {
+            return self.fail(e);
+        }
         let pairs = vec![
             ("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"),
             ("assertion", assertion),
@@ -56,16 +62,29 @@ impl Authorizer {
     }
 
     /// Takes the pre-registered credentials as the client, authenticated at the token
-    /// endpoint by `method(has a secret)`. False without them.
-    fn use_pre_registered(&mut self, method: impl FnOnce(bool) -> &'static str) -> bool {
+    /// endpoint by `method(has a secret)`. False without them; an error, and nothing
+    /// taken, when they are bound to another issuer than this flow's (they are never
+    /// shown to it, as in the code flow).
+    fn use_pre_registered(
+        &mut self,
+        method: impl FnOnce(bool) -> &'static str,
+    ) -> Result<bool, AuthError> {
         let ClientIdentity::PreRegistered {
             client_id,
             client_secret,
-            ..
+            issuer: bound,
         } = self.config.identity.clone()
         else {
-            return false;
+            return Ok(false);
         };
+        if let Some(bound) = bound
+            && bound != self.creds.issuer
+        {
+            return Err(AuthError::ClientBoundElsewhere {
+                bound,
+                issuer: self.creds.issuer.clone(),
+            });
+        }
         self.creds.client = Some(ClientRegistration {
             issuer: self.creds.issuer.clone(),
             client_id,
@@ -73,7 +92,7 @@ impl Authorizer {
             client_secret,
             source: "pre-registered".into(),
         });
-        true
+        Ok(true)
     }
 
     /// A token request of a grant without a person: `pairs` and the scope, if any.
