@@ -21,9 +21,9 @@ impl Authorizer {
         let signs = self.config.signer.is_some();
         let method = |_| {
             if signs {
-                "private_key_jwt"
+                "private_key_jwt".to_owned()
             } else {
-                "client_secret_basic"
+                "client_secret_basic".to_owned()
             }
         };
         match self.use_pre_registered(method) {
@@ -46,9 +46,9 @@ impl Authorizer {
         // The client authenticates when it has credentials; the assertion is what counts.
         let method = |secret| {
             if secret {
-                "client_secret_basic"
+                "client_secret_basic".to_owned()
             } else {
-                "none"
+                "none".to_owned()
             }
         };
         if let Err(e) = self.use_pre_registered(method) {
@@ -63,11 +63,11 @@ impl Authorizer {
 
     /// Takes the pre-registered credentials as the client, authenticated at the token
     /// endpoint by `method(has a secret)`. False without them; an error, and nothing
-    /// taken, when they are bound to another issuer than this flow's (they are never
-    /// shown to it, as in the code flow).
-    fn use_pre_registered(
+    /// taken, when they are bound to another issuer than this flow's: they are never
+    /// shown to it, whatever the grant.
+    pub(super) fn use_pre_registered(
         &mut self,
-        method: impl FnOnce(bool) -> &'static str,
+        method: impl FnOnce(bool) -> String,
     ) -> Result<bool, AuthError> {
         let ClientIdentity::PreRegistered {
             client_id,
@@ -88,7 +88,7 @@ impl Authorizer {
         self.creds.client = Some(ClientRegistration {
             issuer: self.creds.issuer.clone(),
             client_id,
-            auth_method: method(client_secret.is_some()).to_owned(),
+            auth_method: method(client_secret.is_some()),
             client_secret,
             source: "pre-registered".into(),
         });

@@ -52,26 +52,11 @@ impl Authorizer {
                 .filter(|_| asm.client_id_metadata_document_supported)
         };
         match self.config.identity.clone() {
-            ClientIdentity::PreRegistered {
-                client_id,
-                client_secret,
-                issuer: bound,
-            } => {
-                if bound.as_ref().is_some_and(|b| *b != issuer) {
-                    return self.fail(AuthError::ClientBoundElsewhere {
-                        bound: bound.unwrap_or_default(),
-                        issuer,
-                    });
+            ClientIdentity::PreRegistered { .. } => {
+                match self.use_pre_registered(|secret| choose_auth_method(&asm, None, secret)) {
+                    Ok(_) => self.authorize(now),
+                    Err(e) => self.fail(e),
                 }
-                let method = choose_auth_method(&asm, None, client_secret.is_some());
-                self.creds.client = Some(ClientRegistration {
-                    issuer,
-                    client_id,
-                    client_secret,
-                    auth_method: method,
-                    source: "pre-registered".into(),
-                });
-                self.authorize(now);
             }
             ClientIdentity::Auto { cimd_url } if cimd(&cimd_url).is_some() => {
                 self.use_cimd(now, cimd_url.unwrap_or_default());
