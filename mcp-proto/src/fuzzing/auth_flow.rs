@@ -303,13 +303,13 @@ impl<'a> World<'a> {
         sent.push_str(&String::from_utf8_lossy(
             request.body.as_deref().unwrap_or_default(),
         ));
-        let known = known(url.origin());
+        let in_world = known(url.origin());
         for (secret, issuer) in &self.secrets {
             assert!(!shown.contains(secret.as_str()), "a secret in {shown}");
             if sent.contains(secret.as_str()) {
                 assert!(issuer.is_some(), "an access token sent to {}", url.as_str());
                 assert!(
-                    !known || issuer.as_deref() == Some(url.origin()),
+                    !in_world || issuer.as_deref() == Some(url.origin()),
                     "a secret of {issuer:?} sent to {}",
                     url.as_str()
                 );

@@ -93,7 +93,9 @@ impl Conn {
     }
 
     /// The machine wrote `bytes`: they continue a well-formed sequence of responses.
-    fn written(&mut self, bytes: &[u8]) {
+    /// Returns the `Mcp-Session-Id` of a response head among them.
+    fn written(&mut self, bytes: &[u8]) -> Option<Vec<u8>> {
+        let mut session = None;
         assert!(
             !self.last_written,
             "bytes written after a response that closes the connection: {:?}",
@@ -131,10 +133,16 @@ impl Conn {
                     "the machine wrote a malformed response ({e}): {:?}",
                     String::from_utf8_lossy(bytes)
                 ),
+                ResponseEvent::Head(head) => {
+                    if let Some(id) = head.header("mcp-session-id") {
+                        session = Some(id.as_bytes().to_vec());
+                    }
+                }
                 _ => {}
             }
         }
         self.responses = Some(reader);
+        session
     }
 }
 
@@ -362,9 +370,8 @@ impl Harness {
                     match c.machine.poll_transmit(now, &mut self.endpoint, &mut buf) {
                         Some(HttpTransmit::Write { len }) => {
                             assert_eq!(len, buf.len(), "a write names the bytes it appended");
-                            c.written(&buf);
-                            if let Some(id) = session_id(&buf) {
-                                self.session = Some(id.to_vec());
+                            if let Some(id) = c.written(&buf) {
+                                self.session = Some(id);
                             }
                             if c.gone {
                                 // A peek sees the requests still unread, not the end:
@@ -414,15 +421,6 @@ impl Harness {
             self.host.connections()
         );
     }
-}
-
-/// The value of a `Mcp-Session-Id` header in a response head, if `bytes` has one.
-fn session_id(bytes: &[u8]) -> Option<&[u8]> {
-    let at = memchr::memmem::find(bytes, b"mcp-session-id: ")
-        .or_else(|| memchr::memmem::find(bytes, b"Mcp-Session-Id: "))?;
-    let value = &bytes[at + b"mcp-session-id: ".len()..];
-    let end = memchr::memchr(b'\r', value)?;
-    Some(&value[..end])
 }
 
 #[cfg(test)]
