@@ -488,21 +488,18 @@ impl<'a> Connection<'a> {
 #[derive(Default)]
 struct Evicted {
     done: AtomicBool,
-    waiter: Mutex<Option<Waker>>,
+    /// The read's task, as its last wait registered it.
+    waiter: TaskWaker,
 }
 
 impl Evicted {
-    fn waiter(&self) -> MutexGuard<'_, Option<Waker>> {
-        self.waiter.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     /// Resolves once the connection is evicted.
     async fn wait(&self) {
         future::poll_fn(|cx| {
             if self.done.load(Ordering::SeqCst) {
                 return Poll::Ready(());
             }
-            *self.waiter() = Some(cx.waker().clone());
+            self.waiter.register(cx.waker());
             // Looked at again after the waker is in place: no wake-up is lost.
             if self.done.load(Ordering::SeqCst) {
                 Poll::Ready(())
@@ -517,9 +514,7 @@ impl Evicted {
 impl Wake for Evicted {
     fn wake(self: Arc<Self>) {
         self.done.store(true, Ordering::SeqCst);
-        if let Some(waiter) = self.waiter().take() {
-            waiter.wake();
-        }
+        self.waiter.wake();
     }
 }
 

@@ -34,7 +34,8 @@ impl TaskWaker {
         }
     }
 
-    fn wake(&self) {
+    /// Wakes the waker last registered, if any.
+    pub(crate) fn wake(&self) {
         // Woken outside the lock: an executor may run code of its own on a wake-up.
         let waker = self
             .0
