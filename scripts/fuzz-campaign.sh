@@ -13,6 +13,8 @@
 #   minimising, new crash files), and the table in fuzz/README.md is regenerated from
 #   it (scripts/fuzz-table.py).
 # * libFuzzer's output is kept in fuzz/target/campaign-logs/.
+# * FUZZ_FLAGS adds libFuzzer flags (say `-len_control=10 -max_len=256`, for a target
+#   whose inputs are sequences of operations that only matter when long).
 #
 # A crash does not stop the campaign: the next target runs, and the script exits with
 # status 1 at the end.
@@ -25,6 +27,7 @@ cd "$root/fuzz"
 per_target="${SECONDS_PER_TARGET:-600}"
 rss_limit_mb="${RSS_LIMIT_MB:-2048}"
 read -r -a cmin_flags <<<"${CMIN_FLAGS:--use_counters=0}"
+read -r -a fuzz_flags <<<"${FUZZ_FLAGS:-}"
 niceness="${NICE:-19}"
 log_dir="$root/fuzz/target/campaign-logs"
 table="$root/fuzz/campaigns.tsv"
@@ -61,7 +64,7 @@ for target in "${targets[@]}"; do
   status=0
   low cargo fuzz run -O "$target" "corpus/$target" -- \
     -max_total_time="$per_target" -rss_limit_mb="$rss_limit_mb" -print_final_stats=1 \
-    >"$log" 2>&1 || status=$?
+    ${fuzz_flags[@]+"${fuzz_flags[@]}"} >"$log" 2>&1 || status=$?
   seconds=$(($(date +%s) - start))
   crashes=$(($(count_crashes "$target") - before))
   if [ "$status" -ne 0 ]; then

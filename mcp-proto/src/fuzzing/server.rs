@@ -48,7 +48,7 @@ pub fn fuzz_server(variant: u8) -> Server {
     example::server_with(|c| configure(c, variant))
 }
 
-fn configure(c: &mut ServerConfig, variant: u8) {
+pub(super) fn configure(c: &mut ServerConfig, variant: u8) {
     c.limits.max_line_bytes = MAX_LINE;
     c.limits.max_nesting_depth = 16;
     c.limits.max_pending_inputs = 6;

@@ -1,0 +1,4 @@
+#![no_main]
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    mcp_proto::fuzzing::client_server::client_server_stdio(data);
+});

@@ -1,0 +1,394 @@
+//! The Streamable HTTP world: connections the client opens, served by an [`HttpHost`]
+//! and one [`HttpConnection`] each, as the adapters run them.
+
+use crate::Instant;
+use crate::client::http::HttpConfig;
+use crate::client::{
+    Client, ClientConfig, ConnId, Transmit, TransportFailure, TransportFailureKind,
+};
+use crate::http::EndpointUrl;
+use crate::server::http::{
+    HttpConnection, HttpConnectionConfig, HttpEndpoint, HttpEndpointConfig, HttpHost, HttpTransmit,
+};
+
+use super::{Ledger, Wire, server};
+
+/// Connections the client may carry requests on (as many more may carry streams).
+const CLIENT_CONNECTIONS: usize = 3;
+
+/// Places of the server (small, so that refusals are reached).
+const SERVER_PLACES: usize = 4;
+
+/// A connection as both ends see it.
+struct Link {
+    conn: ConnId,
+    /// The client was told it is open (else it is still connecting).
+    connected: bool,
+    /// The server's side, until the server closes it.
+    server: Option<HttpConnection>,
+    /// The client closed its side (`Transmit::Close`) or was told it ended.
+    client_done: bool,
+    /// The client closed its socket: the server reads the end after `unread`, and what
+    /// it writes fails.
+    client_closed: bool,
+    /// The server was told of the end of its input.
+    server_eof_told: bool,
+    /// The server's side ended: the client reads the end after `down`.
+    server_closed: bool,
+    /// Bytes the client wrote, on the way.
+    up: Vec<u8>,
+    /// Bytes that reached the server and that it has not read.
+    unread: Vec<u8>,
+    /// Bytes the server wrote, on the way.
+    down: Vec<u8>,
+    /// The network holds this connection's bytes back.
+    held: bool,
+}
+
+/// The client, the server, the connections between them.
+pub(super) struct HttpWorld {
+    client: Client,
+    host: HttpHost,
+    endpoint: HttpEndpoint,
+    variant: u8,
+    sse_polling: bool,
+    links: Vec<Link>,
+    now: Instant,
+    /// Connections still to refuse.
+    refuse: u8,
+    /// New connections stay connecting until released.
+    slow_connects: bool,
+}
+
+fn endpoint(variant: u8, sse_polling: bool, ledger: &Ledger) -> HttpEndpoint {
+    let config = HttpEndpointConfig {
+        max_open_streams: 4,
+        sse_polling,
+        ..HttpEndpointConfig::default()
+    };
+    HttpEndpoint::with_sessions(server(variant, &ledger.runs), config, &[9; 32])
+}
+
+impl HttpWorld {
+    pub(super) fn new(
+        config: ClientConfig,
+        variant: u8,
+        sse_polling: bool,
+        ledger: &Ledger,
+    ) -> Self {
+        let url = EndpointUrl::parse("http://127.0.0.1:9/mcp", false).expect("a valid URL");
+        let mut http = HttpConfig::new(url);
+        http.pool.max_connections = CLIENT_CONNECTIONS;
+        HttpWorld {
+            client: Client::http(config, http, Instant::ZERO),
+            host: HttpHost::new(SERVER_PLACES, HttpConnectionConfig::default()),
+            endpoint: endpoint(variant, sse_polling, ledger),
+            variant,
+            sse_polling,
+            links: Vec::new(),
+            now: Instant::ZERO,
+            refuse: 0,
+            slow_connects: false,
+        }
+    }
+
+    fn pick(&mut self, operand: u8) -> Option<&mut Link> {
+        let n = self.links.len();
+        (n > 0).then(|| &mut self.links[usize::from(operand) % n])
+    }
+
+    /// A few of a held connection's bytes go through, up or down.
+    fn trickle(&mut self, operand: u8) {
+        let now = self.now;
+        let n = 1usize << (operand >> 1);
+        let Some(link) = self.pick(operand) else {
+            return;
+        };
+        if operand & 1 == 0 {
+            let n = n.min(link.up.len());
+            let bytes: Vec<u8> = link.up.drain(..n).collect();
+            link.unread.extend_from_slice(&bytes);
+        } else if !link.client_done && link.connected {
+            let n = n.min(link.down.len());
+            let (conn, bytes) = (link.conn, link.down.drain(..n).collect::<Vec<u8>>());
+            if !bytes.is_empty() {
+                self.client.handle_read(now, conn, &bytes);
+            }
+        }
+    }
+
+    /// The connection is cut: both ends see it fail; what was on the way is lost.
+    fn cut(&mut self, operand: u8) {
+        let now = self.now;
+        let n = self.links.len();
+        if n == 0 {
+            return;
+        }
+        let link = &mut self.links[usize::from(operand) % n];
+        link.up.clear();
+        link.down.clear();
+        link.unread.clear();
+        if let Some(server) = &mut link.server {
+            server.handle_transport_error(now);
+        }
+        link.client_closed = true;
+        if !link.client_done {
+            link.client_done = true;
+            let failure = TransportFailure::new(TransportFailureKind::Reset, "cut");
+            self.client.handle_transport_error(now, link.conn, failure);
+        }
+    }
+
+    /// A new server process: every connection fails, every session is gone.
+    fn restart(&mut self, ledger: &Ledger) {
+        let now = self.now;
+        for link in std::mem::take(&mut self.links) {
+            if !link.client_done {
+                let failure = TransportFailure::new(TransportFailureKind::Reset, "restart");
+                self.client.handle_transport_error(now, link.conn, failure);
+            }
+        }
+        self.host = HttpHost::new(SERVER_PLACES, HttpConnectionConfig::default());
+        self.endpoint = endpoint(self.variant, self.sse_polling, ledger);
+    }
+
+    fn client_turn(&mut self, ledger: &mut Ledger) -> bool {
+        let now = self.now;
+        let mut progressed = false;
+        if self.client.poll_timeout().is_some_and(|t| t <= now) {
+            self.client.handle_timeout(now);
+            progressed = true;
+        }
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            let Some(t) = self.client.poll_transmit(now, &mut buf) else {
+                break;
+            };
+            progressed = true;
+            match t {
+                Transmit::Connect { conn, .. } => self.connect(conn),
+                Transmit::Write { conn, len } => {
+                    assert_eq!(len, buf.len(), "a write names the bytes it appended");
+                    let link = self
+                        .links
+                        .iter_mut()
+                        .find(|l| l.conn == conn && !l.client_done)
+                        .unwrap_or_else(|| panic!("a write on {conn:?}, which is not open"));
+                    assert!(link.connected, "a write on {conn:?} before it connected");
+                    link.up.extend_from_slice(&buf);
+                }
+                Transmit::Close { conn } => {
+                    if let Some(link) = self.links.iter_mut().find(|l| l.conn == conn) {
+                        link.client_done = true;
+                        link.client_closed = true;
+                        link.down.clear();
+                    }
+                }
+                other => panic!("an HTTP client asked for {other:?}"),
+            }
+        }
+        progressed | ledger.events(&mut self.client, now)
+    }
+
+    fn connect(&mut self, conn: ConnId) {
+        let now = self.now;
+        if self.refuse > 0 {
+            self.refuse -= 1;
+            let failure = TransportFailure::new(TransportFailureKind::Refused, "refused");
+            self.client.handle_transport_error(now, conn, failure);
+            return;
+        }
+        assert!(
+            self.links.iter().all(|l| l.conn != conn),
+            "connection {conn:?} opened twice"
+        );
+        let server = self.host.accept(now);
+        let server_closed = server.is_none();
+        self.links.push(Link {
+            conn,
+            connected: !self.slow_connects,
+            server,
+            client_done: false,
+            client_closed: false,
+            server_eof_told: false,
+            server_closed,
+            up: Vec::new(),
+            unread: Vec::new(),
+            down: Vec::new(),
+            held: false,
+        });
+        if !self.slow_connects {
+            self.client.handle_connected(now, conn);
+        }
+    }
+
+    fn network_turn(&mut self) -> bool {
+        let now = self.now;
+        let mut progressed = false;
+        let mut i = 0;
+        while i < self.links.len() {
+            let link = &mut self.links[i];
+            if !link.held && !link.up.is_empty() {
+                let up = std::mem::take(&mut link.up);
+                link.unread.extend_from_slice(&up);
+                progressed = true;
+            }
+            if !link.client_done && link.connected && !link.held {
+                if !link.down.is_empty() {
+                    let down = std::mem::take(&mut link.down);
+                    self.client.handle_read(now, link.conn, &down);
+                    progressed = true;
+                }
+                if link.server_closed {
+                    link.client_done = true;
+                    self.client.handle_eof(now, link.conn);
+                    progressed = true;
+                }
+            }
+            if link.client_done && link.server.is_none() {
+                self.links.swap_remove(i);
+            } else {
+                i += 1;
+            }
+        }
+        progressed
+    }
+
+    fn server_turn(&mut self) -> bool {
+        let now = self.now;
+        let mut progressed = self.endpoint.handle_due(now);
+        let mut buf = Vec::new();
+        for link in &mut self.links {
+            let Some(server) = &mut link.server else {
+                continue;
+            };
+            progressed |= server.handle_due(now);
+            if server.wants_input() && !link.unread.is_empty() {
+                let unread = std::mem::take(&mut link.unread);
+                server.handle_input(now, &unread);
+                progressed = true;
+            } else if link.client_closed
+                && !link.server_eof_told
+                && link.unread.is_empty()
+                && link.up.is_empty()
+                && (server.wants_input() || server.stream().is_some())
+            {
+                server.handle_eof(now);
+                link.server_eof_told = true;
+                progressed = true;
+            }
+            loop {
+                buf.clear();
+                match server.poll_transmit(now, &mut self.endpoint, &mut buf) {
+                    Some(HttpTransmit::Write { len }) => {
+                        assert_eq!(len, buf.len(), "a write names the bytes it appended");
+                        if link.client_closed {
+                            server.handle_transport_error(now);
+                        } else {
+                            link.down.extend_from_slice(&buf);
+                        }
+                        progressed = true;
+                    }
+                    Some(HttpTransmit::Close { .. }) => {
+                        link.server = None;
+                        link.server_closed = true;
+                        progressed = true;
+                        break;
+                    }
+                    Some(_) => progressed = true,
+                    None => break,
+                }
+            }
+        }
+        while self.endpoint.poll_ready().is_some() {
+            progressed = true;
+        }
+        progressed
+    }
+}
+
+impl Wire for HttpWorld {
+    fn client(&mut self) -> &mut Client {
+        &mut self.client
+    }
+
+    fn now(&mut self) -> &mut Instant {
+        &mut self.now
+    }
+
+    fn network(&mut self, kind: u8, operand: u8, ledger: &Ledger) {
+        let now = self.now;
+        match kind {
+            6 => {
+                if let Some(link) = self.pick(operand) {
+                    link.held = !link.held;
+                }
+            }
+            7 => self.trickle(operand),
+            8 => self.cut(operand),
+            9 => {
+                if let Some(link) = self.pick(operand)
+                    && let Some(server) = &mut link.server
+                {
+                    server.close(now);
+                }
+            }
+            10 => self.refuse = operand,
+            11 => self.restart(ledger),
+            13 => self.slow_connects = !self.slow_connects,
+            14 => {
+                for link in &mut self.links {
+                    if !link.connected && !link.client_done {
+                        link.connected = true;
+                        self.client.handle_connected(now, link.conn);
+                    }
+                }
+            }
+            _ => self.heal_links(),
+        }
+    }
+
+    fn turn(&mut self, ledger: &mut Ledger) -> bool {
+        let mut progressed = self.client_turn(ledger);
+        progressed |= self.network_turn();
+        progressed | self.server_turn()
+    }
+
+    fn check(&mut self) {
+        let open = self.links.iter().filter(|l| !l.client_done).count();
+        assert!(
+            open <= 2 * CLIENT_CONNECTIONS,
+            "{open} connections open for a pool of {CLIENT_CONNECTIONS}"
+        );
+    }
+
+    fn heal(&mut self) {
+        self.heal_links();
+        self.refuse = 0;
+        self.slow_connects = false;
+        let now = self.now;
+        for link in &mut self.links {
+            if !link.connected && !link.client_done {
+                link.connected = true;
+                self.client.handle_connected(now, link.conn);
+            }
+        }
+    }
+
+    fn server_deadline(&self) -> Option<Instant> {
+        self.links
+            .iter()
+            .filter_map(|l| l.server.as_ref()?.poll_timeout())
+            .chain(self.endpoint.poll_timeout())
+            .min()
+    }
+}
+
+impl HttpWorld {
+    fn heal_links(&mut self) {
+        for link in &mut self.links {
+            link.held = false;
+        }
+    }
+}

@@ -1,0 +1,428 @@
+//! The client machine against the crate's own server, over a connection the fuzz input
+//! breaks: Streamable HTTP (the [`http`] world) or a stdio process (the [`stdio`] world).
+//!
+//! The other client targets answer the client with arbitrary bytes, which seldom get past
+//! the first parse; here a real server answers, so what gets exercised is the client's
+//! policy: era negotiation, legacy sessions (and their loss when the server restarts),
+//! the connection pool, open SSE streams, process restarts, rounds of input, header
+//! learning, cancellation and deadlines. Every byte arrives in order unless the input
+//! holds a connection back, cuts it, has the server close it or its process exit,
+//! refuses new connections or processes, or leaves them connecting; time passes in
+//! jumps.
+//!
+//! Both worlds share the calls (the [`Ledger`]) and the checks on what they got.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::Instant;
+use crate::client::{
+    AcceptDefaults, CallError, CallId, CallOutput, CallRequest, Client, ClientConfig, Event,
+    InputHandler,
+};
+use crate::jsonrpc::codes;
+use crate::model::ClientCapabilities;
+use crate::server::{Server, Tool, ToolCall, ToolOutcome, example};
+use crate::version::EraMode;
+
+use super::server::configure;
+
+mod http;
+mod stdio;
+
+/// Turns of the drive loop after which both sides must have settled.
+const MAX_TURNS: usize = 1024;
+
+/// Bytes the client machine may hold between operations (its buffers, queued requests,
+/// the calls' state), far above what this workload needs.
+const MAX_RETAINED: usize = 1 << 20;
+
+/// Operations read from one input.
+const MAX_OPERATIONS: usize = 256;
+
+/// What a call asked for, to check what it got.
+#[derive(Debug, Clone)]
+enum Asked {
+    /// `count` with this number: the server runs it at most once, and a result that
+    /// arrives carries the number.
+    Count(u64),
+    /// `tools/list`: a result lists `count`.
+    List,
+    /// `ask`: rounds of input.
+    Ask,
+    /// `hang`: never answered, ends by cancellation, deadline or close.
+    Hang,
+}
+
+/// The calls started, what they asked, how they ended; and the server's runs of `count`.
+struct Ledger {
+    /// Executions of `count` on the server (any process of it), by number.
+    runs: Arc<Mutex<Vec<u64>>>,
+    calls: BTreeMap<CallId, Asked>,
+    /// Calls completed, in order.
+    completed: Vec<CallId>,
+    next_count: u64,
+    /// The client declared elicitation, sampling and roots.
+    capable: bool,
+    /// The client's era mode and the server's versions can meet.
+    compatible: bool,
+}
+
+/// One side of the world the client talks to, with the network or pipes in between.
+trait Wire {
+    /// The client machine.
+    fn client(&mut self) -> &mut Client;
+    /// The fake clock.
+    fn now(&mut self) -> &mut Instant;
+    /// A network operation (kinds 6 and up; see the targets).
+    fn network(&mut self, kind: u8, operand: u8, ledger: &Ledger);
+    /// One turn of the client's commands, the network and the server; whether anything
+    /// happened.
+    fn turn(&mut self, ledger: &mut Ledger) -> bool;
+    /// The checks that hold between operations, beyond the ledger's.
+    fn check(&mut self);
+    /// Holds nothing back and refuses nothing from now on.
+    fn heal(&mut self);
+    /// The server's next deadline.
+    fn server_deadline(&self) -> Option<Instant>;
+}
+
+/// The server with the fuzz tools and `count`, which logs each run in `runs`.
+fn server(variant: u8, runs: &Arc<Mutex<Vec<u64>>>) -> Server {
+    let runs = Arc::clone(runs);
+    example::server_with(move |c| {
+        configure(c, variant);
+        c.tools.push(Tool::new(
+            "count",
+            "Logs `n` and answers it",
+            json!({"type": "object", "properties": {"n": {"type": "integer"}}}),
+            move |call: &ToolCall<'_>| {
+                let n = call.arguments.get("n").and_then(Value::as_u64).unwrap_or(0);
+                runs.lock().unwrap_or_else(PoisonError::into_inner).push(n);
+                ToolOutcome::text(n.to_string())
+            },
+        ));
+    })
+}
+
+/// The text of a tool result's first block.
+fn first_text(output: &CallOutput) -> Option<String> {
+    let result: Value = serde_json::from_str(output.result.get()).ok()?;
+    Some(result["content"][0]["text"].as_str()?.to_owned())
+}
+
+/// The HTTP client against an [`HttpEndpoint`](crate::server::http::HttpEndpoint) with
+/// legacy sessions. The first byte: the client's era mode (low two bits: auto, legacy,
+/// modern), the server's variant (bits 2–3, as the other server targets pick it), SSE
+/// polling (bit 4), a client without elicitation, sampling and roots (bit 5). Then one
+/// operation per byte (low four bits; the high four are the operand): 0 and 12 call
+/// `count`, 1 lists tools, 2 calls `ask` for input, 3 calls `hang`, 4 cancels a call, 5
+/// lets time pass (2^(operand+2) ms); then the network's: 6 holds back or releases a
+/// connection, 7 lets a few of a held connection's bytes through (either way), 8 cuts a
+/// connection, 9 has the server close one, 10 refuses the next connections, 11 restarts
+/// the server (its sessions lost), 13 leaves new connections connecting (or not), 14
+/// lets them connect, 15 releases every connection.
+///
+/// Invariants: nothing panics; after every operation both sides settle within a bounded
+/// number of turns and the client keeps no deadline already past; the client writes
+/// only on connections it opened and that are open, opens no more than twice its pool's
+/// bound at once, and holds no more than [`MAX_RETAINED`] bytes; `count` runs at most
+/// once per call, and a call that gets a result gets its own; no call is refused for
+/// how the client sent it (`-32020`, an invalid request, a 400 without a reason the
+/// client's configuration explains); once the network heals, a new call and a listing
+/// succeed (when the client's era mode and the server's versions can meet); after the
+/// client closes, every call has completed exactly once.
+pub fn client_server(data: &[u8]) {
+    let Some((&control, input)) = data.split_first() else {
+        return;
+    };
+    let (config, mut ledger) = setup(control);
+    let mut w = http::HttpWorld::new(config, (control >> 2) & 3, control & 16 != 0, &ledger);
+    run(&mut w, &mut ledger, input);
+}
+
+/// The stdio client against the [`Server`] machine as its process, restarted when the
+/// client asks. The first byte as for [`client_server`] (bit 4 unused); operations 0–5
+/// too; then 6 holds back or releases the pipes, 7 lets a few held bytes through
+/// (either way), 8 and 9 end the process (at once, or after what it has written is
+/// read), 10 makes the next starts fail, 11 ends the process and lets a second pass,
+/// 15 releases the pipes.
+///
+/// Invariants as for [`client_server`], restarts in place of a pool: the client writes
+/// only to a process that is running, `count` never runs twice (a call in flight when
+/// the process exits is not sent again), and a call and a listing succeed after the
+/// process restarts.
+pub fn client_server_stdio(data: &[u8]) {
+    let Some((&control, input)) = data.split_first() else {
+        return;
+    };
+    let (config, mut ledger) = setup(control);
+    let mut w = stdio::StdioWorld::new(config, (control >> 2) & 3, &ledger);
+    run(&mut w, &mut ledger, input);
+}
+
+/// The client's configuration and the ledger, from the first byte.
+fn setup(control: u8) -> (ClientConfig, Ledger) {
+    let mode = match control & 3 {
+        1 => EraMode::Legacy,
+        2 => EraMode::Modern,
+        _ => EraMode::Auto,
+    };
+    let variant = (control >> 2) & 3;
+    let capable = control & 32 == 0;
+    let mut caps = ClientCapabilities::none();
+    caps.elicitation_form = capable;
+    caps.sampling = capable;
+    caps.roots = capable;
+    let config = ClientConfig::new("fuzz", "0")
+        .era_mode(mode)
+        .capabilities(caps);
+    let compatible = match mode {
+        EraMode::Legacy => variant != 2,
+        EraMode::Modern => variant != 1,
+        _ => true,
+    };
+    let ledger = Ledger {
+        runs: Arc::new(Mutex::new(Vec::new())),
+        calls: BTreeMap::new(),
+        completed: Vec::new(),
+        next_count: 0,
+        capable,
+        compatible,
+    };
+    (config, ledger)
+}
+
+/// The operations, then the healed network's checks, then the close.
+fn run(w: &mut impl Wire, ledger: &mut Ledger, input: &[u8]) {
+    for &op in input.iter().take(MAX_OPERATIONS) {
+        let operand = op >> 4;
+        match op & 15 {
+            kind @ 0..=4 | kind @ 12 => ledger.operate(w, kind, operand),
+            5 => *w.now() += Duration::from_millis(1 << (operand + 2)),
+            kind => w.network(kind, operand, ledger),
+        }
+        settle(w, ledger);
+    }
+    // The network heals; what is in flight ends, by answer or deadline.
+    w.heal();
+    settle(w, ledger);
+    advance(w, ledger, Duration::from_secs(70));
+    if ledger.compatible {
+        let now = *w.now();
+        let n = ledger.start_count(w.client(), now);
+        let list = ledger.start(w.client(), now, CallRequest::list_tools(), Asked::List);
+        let end = *w.now() + Duration::from_secs(70);
+        let fresh = [n, list];
+        let done = |l: &Ledger| fresh.iter().flatten().all(|c| l.completed.contains(c));
+        while *w.now() < end && !done(ledger) {
+            advance(w, ledger, Duration::from_millis(10));
+        }
+        for call in fresh.into_iter().flatten() {
+            let ok = ledger.completed.contains(&call);
+            assert!(ok, "a call after the network healed never completed");
+        }
+    }
+    let now = *w.now();
+    w.client().close(now);
+    settle(w, ledger);
+    advance(w, ledger, Duration::from_secs(20));
+    for call in ledger.calls.keys() {
+        let times = ledger.completed.iter().filter(|c| *c == call).count();
+        assert_eq!(times, 1, "call {call:?} completed {times} times");
+    }
+}
+
+/// Both sides take their turns until neither has anything left to do; then the checks
+/// that hold between operations.
+fn settle(w: &mut impl Wire, ledger: &mut Ledger) {
+    let mut turns = 0;
+    while w.turn(ledger) {
+        turns += 1;
+        assert!(turns <= MAX_TURNS, "the client and server never settle");
+    }
+    let now = *w.now();
+    let due = w.client().poll_timeout();
+    assert!(
+        due.is_none_or(|t| t > now),
+        "the client keeps a deadline already past ({due:?} at {now:?}): its adapter would spin"
+    );
+    let retained = w.client().retained_bytes();
+    assert!(
+        retained <= MAX_RETAINED,
+        "the client holds {retained} bytes"
+    );
+    w.check();
+    ledger.check_runs();
+}
+
+/// Time passes by `span`, stopping at every deadline of either side on the way.
+fn advance(w: &mut impl Wire, ledger: &mut Ledger, span: Duration) {
+    let end = *w.now() + span;
+    while *w.now() < end {
+        let now = *w.now();
+        let next = w
+            .server_deadline()
+            .into_iter()
+            .chain(w.client().poll_timeout())
+            .fold(end, Instant::min);
+        *w.now() = next.max(now + Duration::from_millis(1)).min(end);
+        settle(w, ledger);
+    }
+}
+
+impl Ledger {
+    /// Operations 0–4 and 12: calls started and cancelled.
+    fn operate(&mut self, w: &mut impl Wire, kind: u8, operand: u8) {
+        let now = *w.now();
+        let client = w.client();
+        match kind {
+            1 => {
+                self.start(client, now, CallRequest::list_tools(), Asked::List);
+            }
+            2 => {
+                let keys: Vec<&str> = [(1, "e1"), (2, "s1"), (4, "r1")]
+                    .iter()
+                    .filter(|(bit, _)| operand & bit != 0)
+                    .map(|(_, k)| *k)
+                    .collect();
+                let rounds = 1 + (operand >> 3);
+                let args = json!({"keys": keys, "rounds": rounds, "tag": format!("t{operand}")});
+                self.start(client, now, CallRequest::call_tool("ask", args), Asked::Ask);
+            }
+            3 => {
+                let request = CallRequest::call_tool("hang", json!({}));
+                self.start(client, now, request, Asked::Hang);
+            }
+            4 => {
+                let open: Vec<CallId> = self
+                    .calls
+                    .keys()
+                    .filter(|c| !self.completed.contains(c))
+                    .copied()
+                    .collect();
+                if !open.is_empty() {
+                    let _ = client.cancel(now, open[usize::from(operand) % open.len()]);
+                }
+            }
+            _ => {
+                self.start_count(client, now);
+            }
+        }
+    }
+
+    fn start(
+        &mut self,
+        client: &mut Client,
+        now: Instant,
+        request: CallRequest,
+        asked: Asked,
+    ) -> Option<CallId> {
+        let call = client.call(now, request).ok()?;
+        self.calls.insert(call, asked);
+        Some(call)
+    }
+
+    fn start_count(&mut self, client: &mut Client, now: Instant) -> Option<CallId> {
+        self.next_count += 1;
+        let n = self.next_count;
+        let request = CallRequest::call_tool("count", json!({"n": n}));
+        self.start(client, now, request, Asked::Count(n))
+    }
+
+    /// The client's events: input answered with defaults, completions checked.
+    fn events(&mut self, client: &mut Client, now: Instant) -> bool {
+        let mut any = false;
+        while let Some(event) = client.poll_event() {
+            any = true;
+            match event {
+                Event::InputRequested { input, request, .. } => {
+                    let answer = AcceptDefaults.answer(&request);
+                    let _ = client.respond(now, input, answer);
+                }
+                Event::CallCompleted { call, outcome } => self.completed(call, &outcome),
+                _ => {}
+            }
+        }
+        any
+    }
+
+    fn completed(&mut self, call: CallId, outcome: &Result<CallOutput, CallError>) {
+        assert!(
+            !self.completed.contains(&call),
+            "call {call:?} completed twice"
+        );
+        self.completed.push(call);
+        let asked = self.calls.get(&call).cloned();
+        match (&asked, outcome) {
+            (Some(Asked::Count(n)), Ok(output)) => {
+                assert_eq!(
+                    first_text(output),
+                    Some(n.to_string()),
+                    "count {n} got another call's result: {}",
+                    output.result.get()
+                );
+            }
+            (Some(Asked::List), Ok(output)) => {
+                let listed = output.items.iter().any(|i| i.get().contains("\"count\""));
+                assert!(listed, "a listing without count: {:?}", output.items);
+            }
+            (_, Err(e)) => self.check_refusal(asked.as_ref(), e),
+            _ => {}
+        }
+    }
+
+    /// A call refused by the server: only for what this client lacks (a capability it
+    /// was not given, a version its era mode excludes), never for how it sent the request.
+    fn check_refusal(&self, asked: Option<&Asked>, error: &CallError) {
+        let (status, error) = match error {
+            CallError::Server(e) => (None, Some(e)),
+            CallError::Http(f) => (f.status, f.error.as_ref()),
+            _ => return,
+        };
+        let allowed = match error.map(|e| e.code) {
+            Some(codes::MISSING_REQUIRED_CLIENT_CAPABILITY) => !self.capable,
+            Some(codes::INVALID_PARAMS | codes::UNSUPPORTED_PROTOCOL_VERSION) => !self.compatible,
+            Some(codes::HEADER_MISMATCH | codes::INVALID_REQUEST | codes::PARSE_ERROR) => false,
+            _ => status != Some(400),
+        };
+        assert!(allowed, "{asked:?} refused: {status:?} {error:?}");
+    }
+
+    /// `count` ran at most once for each number.
+    fn check_runs(&self) {
+        let runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut seen = runs.clone();
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen.len(), runs.len(), "a call ran twice: {runs:?}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every configuration of both worlds, with a few of each operation.
+    #[test]
+    fn smoke() {
+        let scripts: [&[u8]; 3] = [
+            &[0, 1, 2 | 0x10, 0x25, 0, 3, 4, 0x65, 0x08, 0x0b, 0, 1],
+            &[0x06, 0, 0x17, 0x37, 0x0a | 0x20, 0, 0x0d, 0, 0x0e, 0x09, 0],
+            &[
+                0, 0x08, 1, 0x09, 0x1a, 0, 0x0b, 0x25, 3, 0x16, 0x47, 0x0f, 0,
+            ],
+        ];
+        for control in 0u8..64 {
+            for script in scripts {
+                let mut input = vec![control];
+                input.extend_from_slice(script);
+                client_server(&input);
+                client_server_stdio(&input);
+            }
+        }
+    }
+}
