@@ -16,11 +16,15 @@ use super::{Ledger, Wire, server};
 /// Connections the client may carry requests on (as many more may carry streams).
 const CLIENT_CONNECTIONS: usize = 3;
 
-/// Places of the server (small, so that refusals are reached).
-const SERVER_PLACES: usize = 4;
+/// Places of the server: as many as two clients may hold (requests and streams), so
+/// that the server refuses no connection of its own accord (the `http_host` target
+/// drives its refusals and evictions; here the network refuses).
+const SERVER_PLACES: usize = 4 * CLIENT_CONNECTIONS;
 
 /// A connection as both ends see it.
 struct Link {
+    /// The client that opened it (its index).
+    owner: usize,
     conn: ConnId,
     /// The client was told it is open (else it is still connecting).
     connected: bool,
@@ -45,9 +49,10 @@ struct Link {
     held: bool,
 }
 
-/// The client, the server, the connections between them.
+/// The clients, the server, the connections between them.
 pub(super) struct HttpWorld {
-    client: Client,
+    /// One client, or two sharing the server.
+    clients: Vec<Client>,
     host: HttpHost,
     endpoint: HttpEndpoint,
     variant: u8,
@@ -58,20 +63,24 @@ pub(super) struct HttpWorld {
     refuse: u8,
     /// New connections stay connecting until released.
     slow_connects: bool,
+    /// Server processes started so far: each seeds its session ids afresh, as the
+    /// adapters do.
+    starts: u8,
 }
 
-fn endpoint(variant: u8, sse_polling: bool, ledger: &Ledger) -> HttpEndpoint {
+fn endpoint(variant: u8, sse_polling: bool, starts: u8, ledger: &Ledger) -> HttpEndpoint {
     let config = HttpEndpointConfig {
         max_open_streams: 4,
         sse_polling,
         ..HttpEndpointConfig::default()
     };
-    HttpEndpoint::with_sessions(server(variant, &ledger.runs), config, &[9; 32])
+    HttpEndpoint::with_sessions(server(variant, &ledger.runs), config, &[starts; 32])
 }
 
 impl HttpWorld {
     pub(super) fn new(
-        config: ClientConfig,
+        config: &ClientConfig,
+        clients: usize,
         variant: u8,
         sse_polling: bool,
         ledger: &Ledger,
@@ -80,15 +89,18 @@ impl HttpWorld {
         let mut http = HttpConfig::new(url);
         http.pool.max_connections = CLIENT_CONNECTIONS;
         HttpWorld {
-            client: Client::http(config, http, Instant::ZERO),
+            clients: (0..clients)
+                .map(|_| Client::http(config.clone(), http.clone(), Instant::ZERO))
+                .collect(),
             host: HttpHost::new(SERVER_PLACES, HttpConnectionConfig::default()),
-            endpoint: endpoint(variant, sse_polling, ledger),
+            endpoint: endpoint(variant, sse_polling, 0, ledger),
             variant,
             sse_polling,
             links: Vec::new(),
             now: Instant::ZERO,
             refuse: 0,
             slow_connects: false,
+            starts: 0,
         }
     }
 
@@ -110,9 +122,10 @@ impl HttpWorld {
             link.unread.extend_from_slice(&bytes);
         } else if !link.client_done && link.connected {
             let n = n.min(link.down.len());
-            let (conn, bytes) = (link.conn, link.down.drain(..n).collect::<Vec<u8>>());
+            let (owner, conn) = (link.owner, link.conn);
+            let bytes: Vec<u8> = link.down.drain(..n).collect();
             if !bytes.is_empty() {
-                self.client.handle_read(now, conn, &bytes);
+                self.clients[owner].handle_read(now, conn, &bytes);
             }
         }
     }
@@ -135,7 +148,7 @@ impl HttpWorld {
         if !link.client_done {
             link.client_done = true;
             let failure = TransportFailure::new(TransportFailureKind::Reset, "cut");
-            self.client.handle_transport_error(now, link.conn, failure);
+            self.clients[link.owner].handle_transport_error(now, link.conn, failure);
         }
     }
 
@@ -145,41 +158,46 @@ impl HttpWorld {
         for link in std::mem::take(&mut self.links) {
             if !link.client_done {
                 let failure = TransportFailure::new(TransportFailureKind::Reset, "restart");
-                self.client.handle_transport_error(now, link.conn, failure);
+                self.clients[link.owner].handle_transport_error(now, link.conn, failure);
             }
         }
         self.host = HttpHost::new(SERVER_PLACES, HttpConnectionConfig::default());
-        self.endpoint = endpoint(self.variant, self.sse_polling, ledger);
+        self.starts = self.starts.wrapping_add(1);
+        self.endpoint = endpoint(self.variant, self.sse_polling, self.starts, ledger);
     }
 
-    fn client_turn(&mut self, ledger: &mut Ledger) -> bool {
+    fn client_turn(&mut self, who: usize, ledger: &mut Ledger) -> bool {
         let now = self.now;
         let mut progressed = false;
-        if self.client.poll_timeout().is_some_and(|t| t <= now) {
-            self.client.handle_timeout(now);
+        if self.clients[who].poll_timeout().is_some_and(|t| t <= now) {
+            self.clients[who].handle_timeout(now);
             progressed = true;
         }
         let mut buf = Vec::new();
         loop {
             buf.clear();
-            let Some(t) = self.client.poll_transmit(now, &mut buf) else {
+            let Some(t) = self.clients[who].poll_transmit(now, &mut buf) else {
                 break;
             };
             progressed = true;
             match t {
-                Transmit::Connect { conn, .. } => self.connect(conn),
+                Transmit::Connect { conn, .. } => self.connect(who, conn),
                 Transmit::Write { conn, len } => {
                     assert_eq!(len, buf.len(), "a write names the bytes it appended");
                     let link = self
                         .links
                         .iter_mut()
-                        .find(|l| l.conn == conn && !l.client_done)
+                        .find(|l| l.owner == who && l.conn == conn && !l.client_done)
                         .unwrap_or_else(|| panic!("a write on {conn:?}, which is not open"));
                     assert!(link.connected, "a write on {conn:?} before it connected");
                     link.up.extend_from_slice(&buf);
                 }
                 Transmit::Close { conn } => {
-                    if let Some(link) = self.links.iter_mut().find(|l| l.conn == conn) {
+                    let link = self
+                        .links
+                        .iter_mut()
+                        .find(|l| l.owner == who && l.conn == conn);
+                    if let Some(link) = link {
                         link.client_done = true;
                         link.client_closed = true;
                         link.down.clear();
@@ -188,24 +206,25 @@ impl HttpWorld {
                 other => panic!("an HTTP client asked for {other:?}"),
             }
         }
-        progressed | ledger.events(&mut self.client, now)
+        progressed | ledger.events(who, &mut self.clients[who], now)
     }
 
-    fn connect(&mut self, conn: ConnId) {
+    fn connect(&mut self, who: usize, conn: ConnId) {
         let now = self.now;
         if self.refuse > 0 {
             self.refuse -= 1;
             let failure = TransportFailure::new(TransportFailureKind::Refused, "refused");
-            self.client.handle_transport_error(now, conn, failure);
+            self.clients[who].handle_transport_error(now, conn, failure);
             return;
         }
         assert!(
-            self.links.iter().all(|l| l.conn != conn),
+            self.links.iter().all(|l| l.owner != who || l.conn != conn),
             "connection {conn:?} opened twice"
         );
         let server = self.host.accept(now);
         let server_closed = server.is_none();
         self.links.push(Link {
+            owner: who,
             conn,
             connected: !self.slow_connects,
             server,
@@ -219,7 +238,7 @@ impl HttpWorld {
             held: false,
         });
         if !self.slow_connects {
-            self.client.handle_connected(now, conn);
+            self.clients[who].handle_connected(now, conn);
         }
     }
 
@@ -237,12 +256,12 @@ impl HttpWorld {
             if !link.client_done && link.connected && !link.held {
                 if !link.down.is_empty() {
                     let down = std::mem::take(&mut link.down);
-                    self.client.handle_read(now, link.conn, &down);
+                    self.clients[link.owner].handle_read(now, link.conn, &down);
                     progressed = true;
                 }
                 if link.server_closed {
                     link.client_done = true;
-                    self.client.handle_eof(now, link.conn);
+                    self.clients[link.owner].handle_eof(now, link.conn);
                     progressed = true;
                 }
             }
@@ -309,8 +328,8 @@ impl HttpWorld {
 }
 
 impl Wire for HttpWorld {
-    fn client(&mut self) -> &mut Client {
-        &mut self.client
+    fn clients(&mut self) -> &mut [Client] {
+        &mut self.clients
     }
 
     fn now(&mut self) -> &mut Instant {
@@ -337,20 +356,16 @@ impl Wire for HttpWorld {
             10 => self.refuse = operand,
             11 => self.restart(ledger),
             13 => self.slow_connects = !self.slow_connects,
-            14 => {
-                for link in &mut self.links {
-                    if !link.connected && !link.client_done {
-                        link.connected = true;
-                        self.client.handle_connected(now, link.conn);
-                    }
-                }
-            }
+            14 => self.connect_all(),
             _ => self.heal_links(),
         }
     }
 
     fn turn(&mut self, ledger: &mut Ledger) -> bool {
-        let mut progressed = self.client_turn(ledger);
+        let mut progressed = false;
+        for who in 0..self.clients.len() {
+            progressed |= self.client_turn(who, ledger);
+        }
         progressed |= self.network_turn();
         progressed | self.server_turn()
     }
@@ -367,13 +382,19 @@ impl Wire for HttpWorld {
         self.heal_links();
         self.refuse = 0;
         self.slow_connects = false;
-        let now = self.now;
-        for link in &mut self.links {
-            if !link.connected && !link.client_done {
-                link.connected = true;
-                self.client.handle_connected(now, link.conn);
-            }
-        }
+        self.connect_all();
+    }
+
+    fn check_released(&mut self) {
+        let released = self.clients.iter().all(Client::is_released);
+        assert!(released, "a closed client holds connections");
+        assert!(self.links.is_empty(), "connections left open");
+        assert_eq!(
+            self.endpoint.open_streams(),
+            0,
+            "streams left on the server"
+        );
+        assert_eq!(self.host.connections(), 0, "places held on the server");
     }
 
     fn server_deadline(&self) -> Option<Instant> {
@@ -386,6 +407,17 @@ impl Wire for HttpWorld {
 }
 
 impl HttpWorld {
+    /// Connections left connecting connect.
+    fn connect_all(&mut self) {
+        let now = self.now;
+        for link in &mut self.links {
+            if !link.connected && !link.client_done {
+                link.connected = true;
+                self.clients[link.owner].handle_connected(now, link.conn);
+            }
+        }
+    }
+
     fn heal_links(&mut self) {
         for link in &mut self.links {
             link.held = false;

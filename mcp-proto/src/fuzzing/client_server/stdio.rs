@@ -11,7 +11,8 @@ use super::{Ledger, Wire, server};
 
 /// The client, the process, the pipes between them.
 pub(super) struct StdioWorld {
-    client: Client,
+    /// One client.
+    clients: Vec<Client>,
     variant: u8,
     /// The running process, until it exits.
     server: Option<Server>,
@@ -37,7 +38,7 @@ impl StdioWorld {
     pub(super) fn new(config: ClientConfig, variant: u8, ledger: &Ledger) -> Self {
         let config = config.restart(RestartPolicy::up_to(1000));
         StdioWorld {
-            client: Client::stdio(config, Instant::ZERO),
+            clients: vec![Client::stdio(config, Instant::ZERO)],
             variant,
             server: Some(server(variant, &ledger.runs)),
             up: Vec::new(),
@@ -60,7 +61,7 @@ impl StdioWorld {
         self.exited = true;
         self.exit_after_eof = after_eof;
         if !after_eof {
-            self.client.handle_process_exited(self.now);
+            self.clients[0].handle_process_exited(self.now);
         }
     }
 
@@ -75,7 +76,7 @@ impl StdioWorld {
             let n = n.min(self.down.len());
             let bytes: Vec<u8> = self.down.drain(..n).collect();
             if !bytes.is_empty() {
-                self.client.handle_read(self.now, ConnId::STDIO, &bytes);
+                self.clients[0].handle_read(self.now, ConnId::STDIO, &bytes);
             }
         }
     }
@@ -83,22 +84,21 @@ impl StdioWorld {
     fn deliver_up(&mut self, bytes: &[u8]) {
         if let Some(server) = &mut self.server {
             server.handle_input(self.now, bytes);
-            self.client
-                .handle_written(self.now, ConnId::STDIO, bytes.len());
+            self.clients[0].handle_written(self.now, ConnId::STDIO, bytes.len());
         }
     }
 
     fn client_turn(&mut self, ledger: &mut Ledger) -> bool {
         let now = self.now;
         let mut progressed = false;
-        if self.client.poll_timeout().is_some_and(|t| t <= now) {
-            self.client.handle_timeout(now);
+        if self.clients[0].poll_timeout().is_some_and(|t| t <= now) {
+            self.clients[0].handle_timeout(now);
             progressed = true;
         }
         let mut buf = Vec::new();
         loop {
             buf.clear();
-            let Some(t) = self.client.poll_transmit(now, &mut buf) else {
+            let Some(t) = self.clients[0].poll_transmit(now, &mut buf) else {
                 break;
             };
             progressed = true;
@@ -121,8 +121,7 @@ impl StdioWorld {
                     if self.failing_starts > 0 {
                         self.failing_starts -= 1;
                         let failure = TransportFailure::new(TransportFailureKind::Spawn, "no");
-                        self.client
-                            .handle_transport_error(now, ConnId::STDIO, failure);
+                        self.clients[0].handle_transport_error(now, ConnId::STDIO, failure);
                         continue;
                     }
                     self.server = Some(server(self.variant, &ledger.runs));
@@ -130,12 +129,12 @@ impl StdioWorld {
                     self.down.clear();
                     self.exited = false;
                     self.eof_told = false;
-                    self.client.handle_connected(now, ConnId::STDIO);
+                    self.clients[0].handle_connected(now, ConnId::STDIO);
                 }
                 other => panic!("a stdio client asked for {other:?}"),
             }
         }
-        progressed | ledger.events(&mut self.client, now)
+        progressed | ledger.events(0, &mut self.clients[0], now)
     }
 
     /// The client was told this process's stdout ended (and has not restarted it).
@@ -157,14 +156,14 @@ impl StdioWorld {
         if !self.eof_told {
             if !self.down.is_empty() {
                 let down = std::mem::take(&mut self.down);
-                self.client.handle_read(now, ConnId::STDIO, &down);
+                self.clients[0].handle_read(now, ConnId::STDIO, &down);
                 progressed = true;
             }
             if self.exited {
                 self.eof_told = true;
-                self.client.handle_eof(now, ConnId::STDIO);
+                self.clients[0].handle_eof(now, ConnId::STDIO);
                 if self.exit_after_eof {
-                    self.client.handle_process_exited(now);
+                    self.clients[0].handle_process_exited(now);
                 }
                 progressed = true;
             }
@@ -192,8 +191,8 @@ impl StdioWorld {
 }
 
 impl Wire for StdioWorld {
-    fn client(&mut self) -> &mut Client {
-        &mut self.client
+    fn clients(&mut self) -> &mut [Client] {
+        &mut self.clients
     }
 
     fn now(&mut self) -> &mut Instant {
@@ -223,6 +222,17 @@ impl Wire for StdioWorld {
     fn heal(&mut self) {
         self.held = false;
         self.failing_starts = 0;
+    }
+
+    fn check_released(&mut self) {
+        assert!(
+            self.clients[0].is_released(),
+            "the closed client holds its process"
+        );
+        assert!(
+            self.server.is_none(),
+            "the process still runs after the client closed"
+        );
     }
 
     fn server_deadline(&self) -> Option<Instant> {
