@@ -265,6 +265,52 @@ fn a_call_that_meets_an_expired_session_is_sent_once_on_a_new_one() {
     );
 }
 
+/// Reads in flight when the session expires are harmless to repeat: they are sent again
+/// on the new session (once) instead of failing with the tool call's expiry. A listing
+/// and a resource read hang on the old session; a tool call meets the 404.
+#[test]
+fn reads_in_flight_when_a_session_expires_are_sent_again_on_the_new_one() {
+    let mut forgetful = forgetful_server(|s| s == "s1");
+    let mut sim = HttpSim::new(config(EraMode::Legacy), move |req| {
+        let on_s1 = req.header("mcp-session-id") == Some("s1");
+        match req.rpc_method() {
+            "tools/list" | "resources/read" if on_s1 => Reply::Silence,
+            "tools/list" => Reply::json(200, &result(req, json!({"tools": []}))),
+            "resources/read" => Reply::json(200, &result(req, json!({"contents": []}))),
+            _ => forgetful(req),
+        }
+    });
+    sim.connect();
+    let list = sim.client.call(sim.now, CallRequest::list_tools()).unwrap();
+    let read = sim
+        .client
+        .call(sim.now, CallRequest::read_resource("x://y"))
+        .unwrap();
+    let hang = sim
+        .client
+        .call(sim.now, CallRequest::call_tool("hang", json!({})))
+        .unwrap();
+    sim.step();
+    let out = sim.call(CallRequest::call_tool("t", json!({}))).unwrap();
+    assert_eq!(out.tool_result().unwrap().text(), "fresh");
+    sim.run_until(|s| s.completion(list).is_some() && s.completion(read).is_some());
+    assert!(sim.completion(list).unwrap().is_ok(), "the listing");
+    assert!(sim.completion(read).unwrap().is_ok(), "the read");
+    for method in ["tools/list", "resources/read"] {
+        let sessions: Vec<_> = sim
+            .with_method(method)
+            .iter()
+            .map(|r| r.header("mcp-session-id"))
+            .collect();
+        assert_eq!(sessions, [Some("s1"), Some("s2")], "{method}");
+    }
+    // A tool call that may have run is not repeated.
+    assert_eq!(
+        sim.completion(hang).unwrap().unwrap_err(),
+        CallError::SessionExpired
+    );
+}
+
 #[test]
 fn a_session_that_keeps_expiring_fails_the_call_after_one_resend() {
     let mut sim = HttpSim::new(config(EraMode::Legacy), forgetful_server(|_| true));

@@ -8,6 +8,7 @@ use crate::Instant;
 
 use super::{GetStream, HttpLink};
 use crate::client::PeerError;
+use crate::client::session::request::repeatable_method;
 use crate::client::transmit::TransportFailure;
 use crate::client::{BodyHint, CloseReason, Event, HttpFailure, UnreadableBody};
 use crate::http::headers::{MAX_SESSION_ID_BYTES, MCP_SESSION_ID};
@@ -78,25 +79,7 @@ impl Purpose {
     /// (`tools/call`, and any method this client does not know to be a read).
     pub(super) fn is_repeatable(&self) -> bool {
         match self {
-            Purpose::Request { method } => matches!(
-                method.as_str(),
-                "initialize"
-                    | "server/discover"
-                    | "ping"
-                    | "tools/list"
-                    | "resources/list"
-                    | "resources/templates/list"
-                    | "resources/read"
-                    | "prompts/list"
-                    | "prompts/get"
-                    | "completion/complete"
-                    | "logging/setLevel"
-                    | "resources/subscribe"
-                    | "resources/unsubscribe"
-                    | "tasks/get"
-                    | "tasks/list"
-                    | "tasks/result"
-            ),
+            Purpose::Request { method } => repeatable_method(method),
             // Notifications and responses are idempotent to the server (a response to
             // an id already answered is ignored); GETs and DELETEs too.
             Purpose::Notify

@@ -38,6 +38,31 @@ pub(crate) const TASKS_UPDATE: &str = "tasks/update";
 pub(crate) const TASKS_CANCEL: &str = "tasks/cancel";
 pub(crate) const TASKS_LIST: &str = "tasks/list";
 
+/// Whether sending a request with `method` a second time is harmless, should the first
+/// one have reached the server after all: it reads, or sets what it sets again
+/// (everything but `tools/call` and the methods this client does not know to be so).
+pub(crate) fn repeatable_method(method: &str) -> bool {
+    matches!(
+        method,
+        "initialize"
+            | "server/discover"
+            | "ping"
+            | "tools/list"
+            | "resources/list"
+            | "resources/templates/list"
+            | "resources/read"
+            | "prompts/list"
+            | "prompts/get"
+            | "completion/complete"
+            | "logging/setLevel"
+            | "resources/subscribe"
+            | "resources/unsubscribe"
+            | TASKS_GET
+            | TASKS_LIST
+            | TASKS_RESULT
+    )
+}
+
 impl CallRequest {
     /// Any method with params (a JSON object; `Value::Null` means none).
     ///

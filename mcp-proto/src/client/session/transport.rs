@@ -200,24 +200,41 @@ impl Session {
     /// The legacy session is gone (HTTP 404 on a request carrying its id): a fresh
     /// `initialize` starts a new session. The call whose request drew the 404
     /// (`never_ran`: the server did not know the session, so it did not run it) is sent
-    /// again on the new session, once; a second expiry fails it. Other calls in flight
-    /// fail with [`CallError::SessionExpired`]: whether they ran cannot be known, and a
-    /// call is never run twice behind the caller's back. Calls not yet written wait for
-    /// the new session.
+    /// again on the new session, once; a second expiry fails it. So are the other calls
+    /// in flight whose requests are harmless to repeat (listings, reads: see
+    /// [`repeatable_method`](super::request::repeatable_method); not the task methods, whose
+    /// tasks belong to the old session). The rest fail with
+    /// [`CallError::SessionExpired`]: whether they ran cannot be known, and a call is
+    /// never run twice behind the caller's back. Calls not yet written wait for the new
+    /// session.
     pub(crate) fn handle_session_expired(&mut self, now: Instant, never_ran: Option<i64>) {
         let State::Ready(Era::Legacy, version) = self.state else {
             return;
         };
-        let retry = never_ran
-            .and_then(|rpc| self.by_rpc.get(&rpc).copied())
-            .filter(|id| self.calls.get(id).is_some_and(|c| !c.resent_on_new_session));
-        if let Some(id) = retry
-            && let Some(c) = self.calls.get_mut(&id)
-            && let Some(rpc) = c.rpc_id.take()
-        {
-            c.resent_on_new_session = true;
-            self.by_rpc.remove(&rpc);
-            super::remember(&mut self.ignored_ids, rpc);
+        let drew_the_404 = never_ran.and_then(|rpc| self.by_rpc.get(&rpc).copied());
+        let mut again: Vec<CallId> = self
+            .calls
+            .iter()
+            .filter(|(id, c)| {
+                let method = c.request.method.as_str();
+                let read = super::request::repeatable_method(method)
+                    && !method.starts_with("tasks/")
+                    && c.task.is_none();
+                c.rpc_id.is_some()
+                    && !c.resent_on_new_session
+                    && (read || Some(**id) == drew_the_404)
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        again.sort_unstable();
+        for id in again {
+            if let Some(c) = self.calls.get_mut(&id)
+                && let Some(rpc) = c.rpc_id.take()
+            {
+                c.resent_on_new_session = true;
+                self.by_rpc.remove(&rpc);
+                super::remember(&mut self.ignored_ids, rpc);
+            }
         }
         self.fail_in_flight(&CallError::SessionExpired);
         self.paused_since = None;
