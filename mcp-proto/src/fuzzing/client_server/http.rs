@@ -371,11 +371,14 @@ impl Wire for HttpWorld {
     }
 
     fn check(&mut self) {
-        let open = self.links.iter().filter(|l| !l.client_done).count();
-        assert!(
-            open <= 2 * CLIENT_CONNECTIONS,
-            "{open} connections open for a pool of {CLIENT_CONNECTIONS}"
-        );
+        for who in 0..self.clients.len() {
+            let open = self.links.iter().filter(|l| l.owner == who && !l.client_done);
+            let open = open.count();
+            assert!(
+                open <= 2 * CLIENT_CONNECTIONS,
+                "{open} connections open for a pool of {CLIENT_CONNECTIONS}"
+            );
+        }
     }
 
     fn heal(&mut self) {

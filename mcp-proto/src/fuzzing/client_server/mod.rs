@@ -33,8 +33,10 @@ use super::server::configure;
 mod http;
 mod stdio;
 
-/// Turns of the drive loop after which both sides must have settled.
-const MAX_TURNS: usize = 1024;
+/// Turns of the drive loop after which both sides must have settled: a turn moves about
+/// one exchange per connection, and 256 operations may queue a few hundred listings of
+/// ten pages each.
+const MAX_TURNS: usize = 16 * 1024;
 
 /// Bytes the client machine may hold between operations (its buffers, queued requests,
 /// the calls' state), far above what this workload needs.
