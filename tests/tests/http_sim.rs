@@ -258,11 +258,59 @@ fn a_call_that_meets_an_expired_session_is_sent_once_on_a_new_one() {
         sim.with_method("initialize")[1].header("mcp-session-id"),
         None
     );
-    // Whether the other call ran is unknown: it fails, and is never sent again.
-    assert_eq!(
-        sim.completion(other).unwrap().unwrap_err(),
-        CallError::SessionExpired
+    // The other call's request was sent on the old session and its answer has not
+    // begun: it waits for that answer (or its deadline), never sent again meanwhile.
+    assert!(sim.completion(other).is_none(), "still in flight");
+    sim.run_until(|s| s.completion(other).is_some());
+    assert!(
+        matches!(sim.completion(other), Some(Err(CallError::Timeout(_)))),
+        "{:?}",
+        sim.completion(other)
     );
+    assert_eq!(sim.with_method("tools/call").len(), 3, "hang sent once");
+}
+
+/// Two tool calls in flight when the server forgets the session: each draws a 404 of
+/// its own, which says it never ran, so each is sent again on the new session (once),
+/// not only the one whose 404 came first; the session is replaced once.
+#[test]
+fn every_call_refused_for_an_expired_session_is_sent_again_on_the_new_one() {
+    let mut sim = HttpSim::new(config(EraMode::Legacy), forgetful_server(|s| s == "s1"));
+    sim.connect();
+    let first = sim
+        .client
+        .call(sim.now, CallRequest::call_tool("t", json!({"n": 1})))
+        .unwrap();
+    let second = sim
+        .client
+        .call(sim.now, CallRequest::call_tool("t", json!({"n": 2})))
+        .unwrap();
+    sim.run_until(|s| s.completion(first).is_some() && s.completion(second).is_some());
+    for call in [first, second] {
+        let out = sim.completion(call).unwrap().unwrap();
+        assert_eq!(out.tool_result().unwrap().text(), "fresh");
+    }
+    let mut sent: Vec<_> = sim
+        .with_method("tools/call")
+        .iter()
+        .map(|c| {
+            (
+                c.body["params"]["arguments"]["n"].clone(),
+                c.header("mcp-session-id"),
+            )
+        })
+        .collect();
+    sent.sort_by_key(|(n, s)| (n.as_i64(), s.map(str::to_owned)));
+    assert_eq!(
+        sent,
+        [
+            (json!(1), Some("s1")),
+            (json!(1), Some("s2")),
+            (json!(2), Some("s1")),
+            (json!(2), Some("s2"))
+        ]
+    );
+    assert_eq!(sim.with_method("initialize").len(), 2, "one new session");
 }
 
 /// Reads in flight when the session expires are harmless to repeat: they are sent again
@@ -304,11 +352,9 @@ fn reads_in_flight_when_a_session_expires_are_sent_again_on_the_new_one() {
             .collect();
         assert_eq!(sessions, [Some("s1"), Some("s2")], "{method}");
     }
-    // A tool call that may have run is not repeated.
-    assert_eq!(
-        sim.completion(hang).unwrap().unwrap_err(),
-        CallError::SessionExpired
-    );
+    // A tool call whose answer has not begun waits for it, and is not repeated.
+    assert!(sim.completion(hang).is_none());
+    assert_eq!(sim.with_method("tools/call").len(), 3, "hang once, t twice");
 }
 
 #[test]

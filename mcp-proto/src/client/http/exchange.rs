@@ -125,6 +125,8 @@ pub(super) struct Exchange {
     pub(super) body: Body,
     /// The request carried the session id.
     pub(super) had_session: bool,
+    /// The legacy session it was sent on (see `HttpLink::session_epoch`).
+    pub(super) session_epoch: u32,
     /// SSE: messages delivered on this stream.
     pub(super) delivered: u32,
     /// GET: the `Last-Event-ID` it resumes from.
@@ -497,6 +499,14 @@ impl HttpLink {
             self.sse_refused(status, detail);
             return;
         }
+        if status == Some(404) && x.had_session && x.session_epoch != self.session_epoch {
+            // A request of a session replaced meanwhile (another request drew its 404,
+            // and the new one may not be ready yet): it never ran either.
+            if let Some(rpc) = x.rpc_id {
+                self.client.handle_old_session_refused(now, rpc);
+            }
+            return;
+        }
         if status == Some(404) && x.had_session && self.era() == Some(Era::Legacy) {
             // The server did not know the session: this request never ran.
             let never_ran = match x.purpose {
@@ -703,14 +713,29 @@ impl HttpLink {
         }
     }
 
+    /// The legacy session is gone. Every exchange of it ends, but the requests that
+    /// must not be sent twice and whose answers have not begun: their own answer (a
+    /// `404` too, most likely, which says they never ran) decides whether they are sent
+    /// again on the new session.
     fn session_expired(&mut self, now: Instant, never_ran: Option<i64>) {
         self.session_id = None;
+        self.session_epoch = self.session_epoch.wrapping_add(1);
         self.held = None;
         self.resumes.clear();
         self.get_stream = GetStream::Idle;
-        self.abort_all();
+        let waiting: Vec<i64> = self
+            .exchanges
+            .values()
+            .filter(|x| {
+                x.head.is_none()
+                    && matches!(x.purpose, Purpose::Request { .. })
+                    && !x.purpose.is_repeatable()
+            })
+            .filter_map(|x| x.rpc_id)
+            .collect();
+        self.abort_all_but(&waiting);
         self.events
             .push_back(Event::PeerError(PeerError::SessionExpired));
-        self.client.handle_session_expired(now, never_ran);
+        self.client.handle_session_expired(now, never_ran, &waiting);
     }
 }

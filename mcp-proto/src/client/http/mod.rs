@@ -146,6 +146,9 @@ pub(crate) struct HttpLink {
     pool: Pool,
     events: EventQueue,
     session_id: Option<String>,
+    /// Legacy sessions replaced so far: an exchange sent on an older one is told apart
+    /// when its answer comes after the session was replaced.
+    session_epoch: u32,
     /// `x-mcp-header` declarations by tool name, from the latest `tools/list`.
     tool_headers: BTreeMap<String, Vec<ParamHeader>>,
     /// Tools left out of `tools/list` for invalid annotations, with the reason: a call
@@ -209,6 +212,7 @@ impl HttpLink {
             pool,
             events,
             session_id: None,
+            session_epoch: 0,
             tool_headers: BTreeMap::new(),
             excluded_tools: BTreeMap::new(),
             resumes: Vec::new(),
@@ -655,9 +659,22 @@ impl HttpLink {
     }
 
     pub(super) fn abort_all(&mut self) {
-        let mut open: Vec<ExchangeId> = self.exchanges.keys().copied().collect();
+        self.abort_all_but(&[]);
+    }
+
+    /// Forgets every exchange but the requests of `spared` (JSON-RPC ids).
+    pub(super) fn abort_all_but(&mut self, spared: &[i64]) {
+        let spare = |x: &Exchange| x.rpc_id.is_some_and(|r| spared.contains(&r));
+        let mut open: Vec<ExchangeId> = self
+            .exchanges
+            .iter()
+            .filter(|(_, x)| !spare(x))
+            .map(|(id, _)| *id)
+            .collect();
         open.sort_unstable();
-        self.exchanges.clear();
+        for id in &open {
+            self.exchanges.remove(id);
+        }
         self.pool.abort_many(self.now, &open);
     }
 }

@@ -71,6 +71,7 @@ impl HttpLink {
             head: None,
             body: Body::Unknown,
             had_session: self.session_id.is_some(),
+            session_epoch: self.session_epoch,
             delivered: 0,
             resume_from: None,
             replay: None,

@@ -1367,9 +1367,16 @@ impl Session {
     /// not depend on the map's hashing, or a transcript replayed in another process
     /// would see them in another order). Calls not yet written stay queued.
     pub(crate) fn fail_in_flight(&mut self, error: &CallError) {
+        self.fail_in_flight_but(error, &[]);
+    }
+
+    /// [`Session::fail_in_flight`], but the calls whose requests (JSON-RPC ids) are
+    /// `spared` stay in flight.
+    pub(crate) fn fail_in_flight_but(&mut self, error: &CallError, spared: &[i64]) {
         let mut in_flight: Vec<CallId> = self
             .calls
             .iter()
+            .filter(|(_, c)| !c.rpc_id.is_some_and(|r| spared.contains(&r)))
             .filter(|(_, c)| c.rpc_id.is_some() || !c.pending.is_empty())
             .map(|(id, _)| *id)
             .collect();

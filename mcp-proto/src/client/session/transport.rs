@@ -203,11 +203,17 @@ impl Session {
     /// again on the new session, once; a second expiry fails it. So are the other calls
     /// in flight whose requests are harmless to repeat (listings, reads: see
     /// [`repeatable_method`](super::request::repeatable_method); not the task methods, whose
-    /// tasks belong to the old session). The rest fail with
-    /// [`CallError::SessionExpired`]: whether they ran cannot be known, and a call is
-    /// never run twice behind the caller's back. Calls not yet written wait for the new
-    /// session.
-    pub(crate) fn handle_session_expired(&mut self, now: Instant, never_ran: Option<i64>) {
+    /// tasks belong to the old session). The requests of `waiting` (JSON-RPC ids) wait
+    /// for their own answer ([`Session::handle_old_session_refused`] when it is a `404`).
+    /// The rest fail with [`CallError::SessionExpired`]: whether they ran cannot be
+    /// known, and a call is never run twice behind the caller's back. Calls not yet
+    /// written wait for the new session.
+    pub(crate) fn handle_session_expired(
+        &mut self,
+        now: Instant,
+        never_ran: Option<i64>,
+        waiting: &[i64],
+    ) {
         let State::Ready(Era::Legacy, version) = self.state else {
             return;
         };
@@ -236,12 +242,34 @@ impl Session {
                 super::remember(&mut self.ignored_ids, rpc);
             }
         }
-        self.fail_in_flight(&CallError::SessionExpired);
+        self.fail_in_flight_but(&CallError::SessionExpired, waiting);
         self.paused_since = None;
         self.server = None;
         self.state = State::Connecting;
         // A new session is a new connecting operation, with a deadline of its own.
         self.connect_deadline = now + self.config.limits.connect_timeout;
         self.send_initialize(now, version);
+    }
+
+    /// A request of a legacy session already replaced drew a `404` of its own: it never
+    /// ran. Its call is sent on the new session, unless it was sent again once already.
+    pub(crate) fn handle_old_session_refused(&mut self, now: Instant, rpc: i64) {
+        let Some(id) = self.by_rpc.remove(&rpc) else {
+            return;
+        };
+        super::remember(&mut self.ignored_ids, rpc);
+        let Some(c) = self.calls.get_mut(&id) else {
+            return;
+        };
+        c.rpc_id = None;
+        if c.resent_on_new_session {
+            self.complete(id, Err(CallError::SessionExpired));
+            return;
+        }
+        c.resent_on_new_session = true;
+        // Sent now if the new session is ready, else with the calls it waits for.
+        if matches!(self.state, State::Ready(..)) {
+            self.send_call(now, id);
+        }
     }
 }

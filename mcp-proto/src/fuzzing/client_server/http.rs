@@ -372,7 +372,10 @@ impl Wire for HttpWorld {
 
     fn check(&mut self) {
         for who in 0..self.clients.len() {
-            let open = self.links.iter().filter(|l| l.owner == who && !l.client_done);
+            let open = self
+                .links
+                .iter()
+                .filter(|l| l.owner == who && !l.client_done);
             let open = open.count();
             assert!(
                 open <= 2 * CLIENT_CONNECTIONS,
