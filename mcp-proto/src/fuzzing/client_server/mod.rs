@@ -1,5 +1,5 @@
 //! The client machine against the crate's own server, over a connection the fuzz input
-//! breaks: Streamable HTTP (the [`http`] world) or a stdio process (the [`stdio`] world).
+//! breaks: Streamable HTTP (the `http` world) or a stdio process (the `stdio` world).
 //!
 //! The other client targets answer the client with arbitrary bytes, which seldom get past
 //! the first parse; here a real server answers, so what gets exercised is the client's
@@ -10,7 +10,7 @@
 //! refuses new connections or processes, or leaves them connecting; time passes in
 //! jumps.
 //!
-//! Both worlds share the calls (the [`Ledger`]) and the checks on what they got.
+//! Both worlds share the calls (the `Ledger`) and the checks on what they got.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -137,7 +137,7 @@ fn first_text(output: &CallOutput) -> Option<String> {
 /// Invariants: nothing panics; after every operation both sides settle within a bounded
 /// number of turns and the client keeps no deadline already past; the client writes
 /// only on connections it opened and that are open, opens no more than twice its pool's
-/// bound at once, and holds no more than [`MAX_RETAINED`] bytes; `count` runs at most
+/// bound at once, and holds no more than 1 MiB; `count` runs at most
 /// once per call, and a call that gets a result gets its own; no call is refused for
 /// how the client sent it (`-32020`, an invalid request, a 400 without a reason the
 /// client's configuration explains); once the network heals, a new call and a listing
