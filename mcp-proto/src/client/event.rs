@@ -300,8 +300,10 @@ pub enum CallError {
         "the server exited while the call was in flight (it is being restarted; the call was not sent again)"
     )]
     ServerExited,
-    /// The legacy session expired (HTTP 404) while the call was in flight; a new session
-    /// is being set up. The call was not replayed.
+    /// The legacy session expired (HTTP 404) while the call was in flight, and whether
+    /// it ran cannot be known (its answer had begun on the old session), or it met an
+    /// expired session a second time; a new session is being set up. The call was not
+    /// replayed.
     #[error("the session expired while the call was in flight")]
     SessionExpired,
     /// The request could not be written (a header name or value that cannot go on the
@@ -704,7 +706,9 @@ pub enum PeerError {
         detail: String,
     },
     /// Streamable HTTP: the legacy session expired (HTTP 404); a new one is being set
-    /// up. Calls in flight fail with [`CallError::SessionExpired`].
+    /// up. Calls in flight that never ran (reads, and requests refused with a 404 of
+    /// their own) are sent on it once; those whose answers had begun fail with
+    /// [`CallError::SessionExpired`].
     #[error("the session expired (HTTP 404); starting a new one")]
     SessionExpired,
     /// Streamable HTTP: a notification or a response to a server request could not be
