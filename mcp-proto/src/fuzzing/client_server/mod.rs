@@ -155,14 +155,14 @@ pub fn client_server(data: &[u8]) {
 }
 
 /// The stdio client against the [`Server`] machine as its process, restarted when the
-/// client asks. The first byte as for [`client_server`] (bit 4 unused); operations 0–5
-/// too; then 6 holds back or releases the pipes, 7 lets a few held bytes through
-/// (either way), 8 and 9 end the process (at once, or after what it has written is
-/// read), 10 makes the next starts fail, 11 ends the process and lets a second pass,
-/// 15 releases the pipes.
+/// client asks. The first byte as for [`client_server`] (bits 4 and 6 unused: one
+/// client); operations 0–5 too; then 6 holds back or releases the pipes, 7 lets a few
+/// held bytes through (either way), 8 and 11 end the process at once (its exit reported
+/// before the end of its output is read), 9 ends it after what it wrote is read, 10
+/// makes the next starts fail, 15 releases the pipes.
 ///
-/// Invariants as for [`client_server`], restarts in place of a pool: the client writes
-/// only to a process that is running, `count` never runs twice (a call in flight when
+/// Invariants as for [`client_server`], restarts in place of a pool: the client never
+/// writes to a process whose end it read, `count` never runs twice (a call in flight when
 /// the process exits is not sent again), and a call and a listing succeed after the
 /// process restarts.
 pub fn client_server_stdio(data: &[u8]) {

@@ -106,7 +106,7 @@ impl StdioWorld {
                 Transmit::Write { conn, len } => {
                     assert_eq!(conn, ConnId::STDIO, "a stdio client wrote on {conn:?}");
                     assert_eq!(len, buf.len(), "a write names the bytes it appended");
-                    assert!(!self.eof_track(), "a write to a process known to be gone");
+                    assert!(!self.eof_told, "a write to a process known to be gone");
                     if self.server.is_some() {
                         self.up.extend_from_slice(&buf);
                     }
@@ -135,11 +135,6 @@ impl StdioWorld {
             }
         }
         progressed | ledger.events(0, &mut self.clients[0], now)
-    }
-
-    /// The client was told this process's stdout ended (and has not restarted it).
-    fn eof_track(&self) -> bool {
-        self.eof_told
     }
 
     fn pipes_turn(&mut self) -> bool {
