@@ -343,9 +343,14 @@ impl<F: FnMut(&SeenRequest) -> Reply> HttpSim<F> {
         self.step();
     }
 
+    /// A call started, not run: it goes out at the next step.
+    pub fn start(&mut self, request: CallRequest) -> CallId {
+        self.client.call(self.now, request).expect("call")
+    }
+
     /// A call, run to completion.
     pub fn call(&mut self, request: CallRequest) -> Result<CallOutput, CallError> {
-        let id = self.client.call(self.now, request).expect("call");
+        let id = self.start(request);
         self.run_until(|s| s.completion(id).is_some());
         // Whatever the machine decided along with the completion (closing a connection).
         self.step();

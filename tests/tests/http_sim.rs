@@ -239,10 +239,7 @@ fn a_call_that_meets_an_expired_session_is_sent_once_on_a_new_one() {
     let mut sim = HttpSim::new(config(EraMode::Legacy), forgetful_server(|s| s == "s1"));
     sim.connect();
     // Another call is in flight on the old session when it expires.
-    let other = sim
-        .client
-        .call(sim.now, CallRequest::call_tool("hang", json!({})))
-        .unwrap();
+    let other = sim.start(CallRequest::call_tool("hang", json!({})));
     sim.step();
     let out = sim.call(CallRequest::call_tool("t", json!({}))).unwrap();
     assert_eq!(out.tool_result().unwrap().text(), "fresh");
@@ -277,14 +274,8 @@ fn a_call_that_meets_an_expired_session_is_sent_once_on_a_new_one() {
 fn every_call_refused_for_an_expired_session_is_sent_again_on_the_new_one() {
     let mut sim = HttpSim::new(config(EraMode::Legacy), forgetful_server(|s| s == "s1"));
     sim.connect();
-    let first = sim
-        .client
-        .call(sim.now, CallRequest::call_tool("t", json!({"n": 1})))
-        .unwrap();
-    let second = sim
-        .client
-        .call(sim.now, CallRequest::call_tool("t", json!({"n": 2})))
-        .unwrap();
+    let first = sim.start(CallRequest::call_tool("t", json!({"n": 1})));
+    let second = sim.start(CallRequest::call_tool("t", json!({"n": 2})));
     sim.run_until(|s| s.completion(first).is_some() && s.completion(second).is_some());
     for call in [first, second] {
         let out = sim.completion(call).unwrap().unwrap();
@@ -329,15 +320,9 @@ fn reads_in_flight_when_a_session_expires_are_sent_again_on_the_new_one() {
         }
     });
     sim.connect();
-    let list = sim.client.call(sim.now, CallRequest::list_tools()).unwrap();
-    let read = sim
-        .client
-        .call(sim.now, CallRequest::read_resource("x://y"))
-        .unwrap();
-    let hang = sim
-        .client
-        .call(sim.now, CallRequest::call_tool("hang", json!({})))
-        .unwrap();
+    let list = sim.start(CallRequest::list_tools());
+    let read = sim.start(CallRequest::read_resource("x://y"));
+    let hang = sim.start(CallRequest::call_tool("hang", json!({})));
     sim.step();
     let out = sim.call(CallRequest::call_tool("t", json!({}))).unwrap();
     assert_eq!(out.tool_result().unwrap().text(), "fresh");
