@@ -1418,3 +1418,58 @@ fn a_probe_answered_on_a_stream_that_crosses_a_limit_is_not_taken_for_legacy() {
         sim.events
     );
 }
+
+/// A task-augmented call between two polls of its task when the session expires (a
+/// listing draws the 404): its task belongs to the old session, so the call fails with
+/// the expiry. Its `tools/call` already ran and made the task: it is never sent again,
+/// which would run the tool a second time.
+#[test]
+fn a_task_being_polled_when_the_session_expires_is_not_made_again() {
+    let mut inits = 0;
+    let mut sim = HttpSim::new(config(EraMode::Legacy), move |req| {
+        let on_s1 = req.header("mcp-session-id") == Some("s1");
+        match (req.method.as_str(), req.rpc_method()) {
+            ("POST", "initialize") => {
+                inits += 1;
+                let caps = json!({"tools":{},"tasks":{"requests":{"tools":{"call":{}}}}});
+                let body = result(
+                    req,
+                    json!({"protocolVersion":"2025-11-25","capabilities":caps,
+                        "serverInfo":{"name":"legacy","version":"1"}}),
+                );
+                let session = format!("s{inits}");
+                let headers = [
+                    ("Content-Type", "application/json"),
+                    ("Mcp-Session-Id", session.as_str()),
+                ];
+                Reply::with_body(200, &headers, &body.to_string())
+            }
+            ("POST", "notifications/initialized") => Reply::accepted(),
+            ("GET", _) => Reply::with_body(405, &[], ""),
+            ("POST", "tools/call") if on_s1 => {
+                let task = json!({"taskId":"t1","status":"working","pollInterval":5000,
+                    "createdAt":"2026-01-01T00:00:00Z","lastUpdatedAt":"2026-01-01T00:00:00Z"});
+                Reply::json(200, &result(req, json!({ "task": task })))
+            }
+            _ => Reply::with_body(404, &[], "session gone"),
+        }
+    });
+    sim.connect();
+    let task = sim.start(CallRequest::call_tool("slow", json!({})).as_task(None));
+    sim.run_until(|s| {
+        s.events
+            .iter()
+            .any(|e| matches!(e, Event::TaskCreated { .. }))
+    });
+    // Before the first poll, a listing meets the expired session.
+    let list = sim.start(CallRequest::list_tools());
+    sim.run_until(|s| s.completion(task).is_some());
+    assert!(
+        matches!(sim.completion(task), Some(Err(CallError::SessionExpired))),
+        "{:?}",
+        sim.completion(task)
+    );
+    sim.run_until(|s| s.completion(list).is_some());
+    assert_eq!(sim.with_method("tools/call").len(), 1, "the tool ran once");
+    assert!(sim.with_method("tasks/get").is_empty());
+}

@@ -243,3 +243,51 @@ fn the_calls_in_flight_when_the_server_exits_fail_in_the_order_they_were_made() 
         .collect();
     assert_eq!(failed, calls);
 }
+
+/// A call following its task, between two polls, when the process exits: the task was
+/// the old process's, so the call fails with the exit. Its `tools/call` already ran and
+/// made the task: the fresh process never gets it (that would run the tool again).
+#[test]
+fn a_task_being_polled_when_the_server_exits_is_not_made_again_on_the_fresh_one() {
+    use mcp_proto::server::{Tool, ToolCall, ToolOutcome};
+    let server = || {
+        example::server_with(|c| {
+            let slow = Tool::new(
+                "slow",
+                "A task",
+                json!({"type": "object"}),
+                |_: &ToolCall<'_>| ToolOutcome::text("done"),
+            );
+            c.tools.push(slow.as_task(5));
+        })
+    };
+    let mut sim = Sim::new(config(RestartPolicy::up_to(1)), server());
+    sim.connect();
+    let request = CallRequest::call_tool("slow", json!({})).as_task(None);
+    let task = sim.client.call(sim.now, request).unwrap();
+    sim.run_until(|s| {
+        s.events
+            .iter()
+            .any(|e| matches!(e, Event::TaskCreated { .. }))
+    });
+    assert!(sim.completion(task).is_none(), "the task is being polled");
+    sim.client.handle_eof(sim.now, ConnId::STDIO);
+    sim.drain();
+    sim.restarts.push(Box::new(server()));
+    sim.run_until(|s| s.completion(task).is_some());
+    assert!(
+        matches!(sim.completion(task), Some(Err(CallError::ServerExited))),
+        "{:?}",
+        sim.completion(task)
+    );
+    // The fresh process connects; the tool never reaches it.
+    let out = sim.call(echo("after")).unwrap();
+    assert_eq!(out.tool_result().unwrap().text(), "after");
+    assert_eq!(sim.respawns, 1);
+    let slow: Vec<_> = sim.sent_with_method("tools/call");
+    let slow = slow
+        .iter()
+        .filter(|m| m["params"]["name"] == "slow")
+        .count();
+    assert_eq!(slow, 1, "the tool ran once");
+}

@@ -1363,7 +1363,8 @@ impl Session {
 
     /// The peer the calls in flight were sent to is gone (a new session, a new
     /// process): each such call fails with `error` (never re-sent: whether it ran
-    /// cannot be known), and every pending input is void, in id order (the events must
+    /// cannot be known; a call whose task that peer holds, between two polls, too),
+    /// and every pending input is void, in id order (the events must
     /// not depend on the map's hashing, or a transcript replayed in another process
     /// would see them in another order). Calls not yet written stay queued.
     pub(crate) fn fail_in_flight(&mut self, error: &CallError) {
@@ -1377,7 +1378,9 @@ impl Session {
             .calls
             .iter()
             .filter(|(_, c)| !c.rpc_id.is_some_and(|r| spared.contains(&r)))
-            .filter(|(_, c)| c.rpc_id.is_some() || !c.pending.is_empty())
+            // A call following its task is in flight between polls too: the task is
+            // the old peer's, and sending the call's request again would make another.
+            .filter(|(_, c)| c.rpc_id.is_some() || !c.pending.is_empty() || c.task.is_some())
             .map(|(id, _)| *id)
             .collect();
         in_flight.sort_unstable();

@@ -153,7 +153,7 @@ impl HttpWorld {
     }
 
     /// A new server process: every connection fails, every session is gone.
-    fn restart(&mut self, ledger: &Ledger) {
+    fn restart(&mut self, ledger: &mut Ledger) {
         let now = self.now;
         for link in std::mem::take(&mut self.links) {
             if !link.client_done {
@@ -163,6 +163,7 @@ impl HttpWorld {
         }
         self.host = HttpHost::new(SERVER_PLACES, HttpConnectionConfig::default());
         self.starts = self.starts.wrapping_add(1);
+        ledger.servers += 1;
         self.endpoint = endpoint(self.variant, self.sse_polling, self.starts, ledger);
     }
 
@@ -336,7 +337,7 @@ impl Wire for HttpWorld {
         &mut self.now
     }
 
-    fn network(&mut self, kind: u8, operand: u8, ledger: &Ledger) {
+    fn network(&mut self, kind: u8, operand: u8, ledger: &mut Ledger) {
         let now = self.now;
         match kind {
             6 => {

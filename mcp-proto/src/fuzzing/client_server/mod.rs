@@ -57,6 +57,10 @@ enum Asked {
     Ask,
     /// `hang`: never answered, ends by cancellation, deadline or close.
     Hang,
+    /// `count_later` with this number, as a task, started while the server's life
+    /// (process) was the second number: like `Count`, and the task may be lost with
+    /// that process.
+    Task(u64, u64),
 }
 
 /// The calls started, what they asked, how they ended; and the server's runs of `count`.
@@ -68,6 +72,8 @@ struct Ledger {
     /// How each completed call ended (the text of its error).
     outcomes: BTreeMap<(usize, CallId), Result<(), String>>,
     next_count: u64,
+    /// Server processes started so far (a task lives and dies with its process).
+    servers: u64,
     /// The client declared elicitation, sampling and roots.
     capable: bool,
     /// The client's era mode and the server's versions can meet.
@@ -81,7 +87,7 @@ trait Wire {
     /// The fake clock.
     fn now(&mut self) -> &mut Instant;
     /// A network operation (kinds 6 and up; see the targets).
-    fn network(&mut self, kind: u8, operand: u8, ledger: &Ledger);
+    fn network(&mut self, kind: u8, operand: u8, ledger: &mut Ledger);
     /// One turn of the clients' commands, the network and the server; whether anything
     /// happened.
     fn turn(&mut self, ledger: &mut Ledger) -> bool;
@@ -95,8 +101,10 @@ trait Wire {
     fn check_released(&mut self);
 }
 
-/// The server with the fuzz tools and `count`, which logs each run in `runs`.
+/// The server with the fuzz tools, `count`, which logs each run in `runs`, and
+/// `count_later`, which does the same as a task.
 fn server(variant: u8, runs: &Arc<Mutex<Vec<u64>>>) -> Server {
+    let task_runs = Arc::clone(runs);
     let runs = Arc::clone(runs);
     example::server_with(move |c| {
         configure(c, variant);
@@ -110,6 +118,20 @@ fn server(variant: u8, runs: &Arc<Mutex<Vec<u64>>>) -> Server {
                 ToolOutcome::text(n.to_string())
             },
         ));
+        let runs = Arc::clone(&task_runs);
+        c.tools.push(
+            Tool::new(
+                "count_later",
+                "Logs `n` and answers it, as a task when asked (done after one poll)",
+                json!({"type": "object", "properties": {"n": {"type": "integer"}}}),
+                move |call: &ToolCall<'_>| {
+                    let n = call.arguments.get("n").and_then(Value::as_u64).unwrap_or(0);
+                    runs.lock().unwrap_or_else(PoisonError::into_inner).push(n);
+                    ToolOutcome::text(n.to_string())
+                },
+            )
+            .as_task(1),
+        );
     })
 }
 
@@ -124,8 +146,8 @@ fn first_text(output: &CallOutput) -> Option<String> {
 /// modern), the server's variant (bits 2–3, as the other server targets pick it), SSE
 /// polling (bit 4), clients without elicitation, sampling and roots (bit 5), two
 /// clients sharing the server instead of one (bit 6). Then one
-/// operation per byte (low four bits; the high four are the operand): 0 and 12 call
-/// `count`, 1 lists tools, 2 calls `ask` for input, 3 calls `hang`, 4 cancels a call, 5
+/// operation per byte (low four bits; the high four are the operand): 0 calls `count`,
+/// 12 calls `count_later` as a task (polled to its end), 1 lists tools, 2 calls `ask` for input, 3 calls `hang`, 4 cancels a call, 5
 /// lets time pass (2^(operand+2) ms); then the network's: 6 holds back or releases a
 /// connection, 7 lets a few of a held connection's bytes through (either way), 8 cuts a
 /// connection, 9 has the server close one, 10 refuses the next connections, 11 restarts
@@ -135,8 +157,9 @@ fn first_text(output: &CallOutput) -> Option<String> {
 /// Invariants: nothing panics; after every operation both sides settle within a bounded
 /// number of turns and the client keeps no deadline already past; the client writes
 /// only on connections it opened and that are open, opens no more than twice its pool's
-/// bound at once, and holds no more than 1 MiB; `count` runs at most
-/// once per call, and a call that gets a result gets its own; no call is refused for
+/// bound at once, and holds no more than 1 MiB; `count` and `count_later` run at most
+/// once per call, and a call that gets a result gets its own (a task may be lost only
+/// with the server process that held it); no call is refused for
 /// how the client sent it (`-32020`, an invalid request, a 400 without a reason the
 /// client's configuration explains); once the network heals, a new call and a listing
 /// succeed (when the client's era mode and the server's versions can meet); after the
@@ -154,7 +177,7 @@ pub fn client_server(data: &[u8]) {
 
 /// The stdio client against the [`Server`] machine as its process, restarted when the
 /// client asks. The first byte as for [`client_server`] (bits 4 and 6 unused: one
-/// client); operations 0–5 too; then 6 holds back or releases the pipes, 7 lets a few
+/// client); operations 0–5 and 12 too; then 6 holds back or releases the pipes, 7 lets a few
 /// held bytes through (either way), 8 and 11 end the process at once (its exit reported
 /// before the end of its output is read), 9 ends it after what it wrote is read, 10
 /// makes the next starts fail, 15 releases the pipes.
@@ -198,6 +221,7 @@ fn setup(control: u8) -> (ClientConfig, Ledger) {
         calls: BTreeMap::new(),
         outcomes: BTreeMap::new(),
         next_count: 0,
+        servers: 1,
         capable,
         compatible,
     };
@@ -209,7 +233,7 @@ fn run(w: &mut impl Wire, ledger: &mut Ledger, input: &[u8]) {
     for &op in input.iter().take(MAX_OPERATIONS) {
         let operand = op >> 4;
         match op & 15 {
-            kind @ 0..=4 | kind @ 12 => ledger.operate(w, kind, operand),
+            kind @ (0..=4 | 12) => ledger.operate(w, kind, operand),
             5 => *w.now() += Duration::from_millis(1 << (operand + 2)),
             kind => w.network(kind, operand, ledger),
         }
@@ -224,7 +248,8 @@ fn run(w: &mut impl Wire, ledger: &mut Ledger, input: &[u8]) {
         let mut fresh = Vec::new();
         for who in 0..w.clients().len() {
             let client = &mut w.clients()[who];
-            fresh.push(ledger.start_count(who, client, now));
+            fresh.push(ledger.start_count(who, client, now, false));
+            fresh.push(ledger.start_count(who, client, now, true));
             let list = CallRequest::list_tools();
             fresh.push(ledger.start(who, client, now, list, Asked::List));
         }
@@ -300,8 +325,8 @@ fn advance(w: &mut impl Wire, ledger: &mut Ledger, span: Duration) {
 }
 
 impl Ledger {
-    /// Operations 0–4 and 12: calls started (`count`, a listing and `hang` on the client
-    /// the operand picks, `ask` on the first) and cancelled.
+    /// Operations 0–4 and 12: calls started (`count`, a listing, `hang` and
+    /// `count_later` on the client the operand picks, `ask` on the first) and cancelled.
     fn operate(&mut self, w: &mut impl Wire, kind: u8, operand: u8) {
         let now = *w.now();
         let clients = w.clients();
@@ -339,7 +364,7 @@ impl Ledger {
                 }
             }
             _ => {
-                self.start_count(who, &mut clients[who], now);
+                self.start_count(who, &mut clients[who], now, kind == 12);
             }
         }
     }
@@ -357,16 +382,23 @@ impl Ledger {
         Some((who, call))
     }
 
+    /// `count`, or `count_later` as a task, with the next number.
     fn start_count(
         &mut self,
         who: usize,
         client: &mut Client,
         now: Instant,
+        task: bool,
     ) -> Option<(usize, CallId)> {
         self.next_count += 1;
         let n = self.next_count;
-        let request = CallRequest::call_tool("count", json!({"n": n}));
-        self.start(who, client, now, request, Asked::Count(n))
+        if task {
+            let request = CallRequest::call_tool("count_later", json!({"n": n})).as_task(None);
+            self.start(who, client, now, request, Asked::Task(n, self.servers))
+        } else {
+            let request = CallRequest::call_tool("count", json!({"n": n}));
+            self.start(who, client, now, request, Asked::Count(n))
+        }
     }
 
     /// Client `who`'s events: input answered with defaults, completions checked.
@@ -392,7 +424,7 @@ impl Ledger {
         assert!(earlier.is_none(), "call {call:?} completed twice");
         let asked = self.calls.get(&call).cloned();
         match (&asked, outcome) {
-            (Some(Asked::Count(n)), Ok(output)) => {
+            (Some(Asked::Count(n) | Asked::Task(n, _)), Ok(output)) => {
                 assert_eq!(
                     first_text(output),
                     Some(n.to_string()),
@@ -423,7 +455,10 @@ impl Ledger {
         if status == Some(408) {
             return;
         }
+        // A task is lost with the process that held it.
+        let lost = matches!(asked, Some(Asked::Task(_, life)) if *life < self.servers);
         let allowed = match error.map(|e| e.code) {
+            Some(codes::INVALID_PARAMS) if lost => true,
             Some(codes::MISSING_REQUIRED_CLIENT_CAPABILITY) => !self.capable,
             Some(codes::INVALID_PARAMS | codes::UNSUPPORTED_PROTOCOL_VERSION) => !self.compatible,
             Some(codes::HEADER_MISMATCH | codes::INVALID_REQUEST | codes::PARSE_ERROR) => false,
@@ -450,7 +485,22 @@ mod tests {
     #[test]
     fn smoke() {
         let scripts: [&[u8]; 3] = [
-            &[0, 1, 2 | 0x10, 0x25, 0, 3, 4, 0x65, 0x08, 0x0b, 0, 1],
+            &[
+                0,
+                1,
+                2 | 0x10,
+                0x25,
+                0x0c,
+                0,
+                3,
+                4,
+                0x65,
+                0x08,
+                0x0b,
+                0x1c,
+                0,
+                1,
+            ],
             &[0x06, 0, 0x17, 0x37, 0x0a | 0x20, 0, 0x0d, 0, 0x0e, 0x09, 0],
             &[
                 0, 0x08, 1, 0x09, 0x1a, 0, 0x0b, 0x25, 3, 0x16, 0x47, 0x0f, 0,

@@ -125,6 +125,7 @@ impl StdioWorld {
                         continue;
                     }
                     self.server = Some(server(self.variant, &ledger.runs));
+                    ledger.servers += 1;
                     self.up.clear();
                     self.down.clear();
                     self.exited = false;
@@ -194,7 +195,7 @@ impl Wire for StdioWorld {
         &mut self.now
     }
 
-    fn network(&mut self, kind: u8, operand: u8, _: &Ledger) {
+    fn network(&mut self, kind: u8, operand: u8, _: &mut Ledger) {
         match kind {
             6 => self.held = !self.held,
             7 => self.trickle(operand),
