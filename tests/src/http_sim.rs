@@ -174,6 +174,8 @@ pub struct HttpSim<F: FnMut(&SeenRequest) -> Reply> {
     pub requests: Vec<SeenRequest>,
     /// The connection each request in `requests` was written on.
     pub request_conns: Vec<ConnId>,
+    /// When each request in `requests` was written (the fake clock).
+    pub request_times: Vec<Instant>,
     /// Every event.
     pub events: Vec<Event>,
     /// Every `Transmit::Connect`, in order.
@@ -205,6 +207,7 @@ impl<F: FnMut(&SeenRequest) -> Reply> HttpSim<F> {
             script,
             requests: Vec::new(),
             request_conns: Vec::new(),
+            request_times: Vec::new(),
             events: Vec::new(),
             connects: Vec::new(),
             closed: Vec::new(),
@@ -261,6 +264,7 @@ impl<F: FnMut(&SeenRequest) -> Reply> HttpSim<F> {
                     let reply = (self.script)(&req);
                     self.requests.push(req);
                     self.request_conns.push(conn);
+                    self.request_times.push(self.now);
                     self.deferred.push_back((conn, reply));
                 }
                 Transmit::Close { conn } => {

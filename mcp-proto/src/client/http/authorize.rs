@@ -9,6 +9,8 @@
 //! [`MAX_AUTH_TRIES`] times more; the flow bounds its own step-ups. While a flow runs,
 //! new requests wait with the parked ones rather than meet the same refusal.
 
+use std::sync::Arc;
+
 use crate::Instant;
 use crate::auth::challenge::bearer_challenge;
 use crate::auth::{AuthError, AuthEvent, AuthRequest, Authorizer};
@@ -23,30 +25,44 @@ use super::side::SideOutcome;
 /// step-ups.
 pub(super) const MAX_AUTH_TRIES: u8 = 3;
 
-/// A message waiting for an authorization to end, with the times it was refused so far.
+/// A message waiting to be sent again (for an authorization to end, or out a server's
+/// `Retry-After`), with the times it was refused for want of authorization (`tries`)
+/// and turned away by a busy server so far.
 #[derive(Debug)]
 pub(super) struct Parked {
     pub(super) msg: Outgoing,
     pub(super) tries: u8,
+    pub(super) turned_away: u8,
+}
+
+/// A request's message kept with its exchange until the response's head shows whether
+/// it must be sent again: a refusal for want of authorization, a busy server. The body
+/// is the one the pool sends, shared.
+#[derive(Debug)]
+pub(super) struct Replay {
+    pub(super) json: Arc<[u8]>,
+    pub(super) kind: OutKind,
+    pub(super) tries: u8,
+    pub(super) turned_away: u8,
+}
+
+impl Replay {
+    pub(super) fn into_parked(self) -> Parked {
+        Parked {
+            msg: Outgoing {
+                json: self.json.to_vec(),
+                kind: self.kind,
+            },
+            tries: self.tries,
+            turned_away: self.turned_away,
+        }
+    }
 }
 
 impl HttpLink {
     /// Whether new messages must wait: a flow is running.
     pub(super) fn auth_busy(&self) -> bool {
         self.auth.as_ref().is_some_and(Authorizer::is_busy)
-    }
-
-    /// A copy of the message to keep with its exchange, so it can be sent again after a
-    /// refusal: only when authorization is configured.
-    pub(super) fn replay_copy(&self, json: &[u8], kind: OutKind, tries: u8) -> Option<Parked> {
-        self.auth.as_ref()?;
-        Some(Parked {
-            msg: Outgoing {
-                json: json.to_vec(),
-                kind,
-            },
-            tries,
-        })
     }
 
     /// The exchange `x` was refused with `status`: parks its message and starts (or
@@ -61,7 +77,7 @@ impl HttpLink {
         let Some(auth) = &mut self.auth else {
             return false;
         };
-        let Some(parked) = x.replay.take() else {
+        let Some(parked) = x.replay.take().map(Replay::into_parked) else {
             return false;
         };
         if parked.tries >= MAX_AUTH_TRIES {

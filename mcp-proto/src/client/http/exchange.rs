@@ -15,7 +15,7 @@ use crate::http::headers::{MAX_SESSION_ID_BYTES, MCP_SESSION_ID};
 use crate::http::{ResponseEvent, ResponseHead, ResponseReader};
 use crate::jsonrpc::{DecodeError, Message, Response};
 use crate::sse::{SseDecoder, SseError};
-use crate::version::Era;
+use crate::version::{Era, ProtocolVersion};
 
 /// The shortest wait before a lost event stream is resumed, whatever its `retry` says.
 const MIN_RESUME_DELAY: Duration = Duration::from_millis(100);
@@ -67,8 +67,8 @@ pub(super) enum Purpose {
     /// A GET: the server's own stream (`owed` empty) or the resumption of a stream that
     /// still owes the responses to `owed`.
     Get { owed: Vec<i64>, attempt: u32 },
-    /// `DELETE` of the session.
-    Delete,
+    /// `DELETE` of the session, with the version its head names.
+    Delete { version: Option<ProtocolVersion> },
     /// The GET stream of the 2024-11-05 HTTP+SSE transport (`sse2024.rs`).
     SseStream,
 }
@@ -85,7 +85,7 @@ impl Purpose {
             Purpose::Notify
             | Purpose::Initialized
             | Purpose::Get { .. }
-            | Purpose::Delete
+            | Purpose::Delete { .. }
             | Purpose::SseStream => true,
         }
     }
@@ -135,9 +135,10 @@ pub(super) struct Exchange {
     /// GET stream, the `202` to a notification or a response): exchanges not tied to a
     /// call have a deadline of their own. Requests have their call's.
     pub(super) deadline: Option<Instant>,
-    /// The message, kept to send again should the server refuse it for want of
-    /// authorization (only when authorization is configured).
-    pub(super) replay: Option<super::authorize::Parked>,
+    /// A request's message, kept to send again should the server refuse it for want
+    /// of authorization or turn it away for being busy; dropped once the response's
+    /// head says neither.
+    pub(super) replay: Option<super::authorize::Replay>,
 }
 
 /// A resumption waiting for its delay.
@@ -191,6 +192,10 @@ impl HttpLink {
             return;
         };
         let status = head.status;
+        if !matches!(status, 401 | 403 | 429 | 503) {
+            // Sent again only after a refusal or a busy server's: the copy can go.
+            x.replay = None;
+        }
         if (200..300).contains(&status)
             && matches!(x.purpose, Purpose::Request { .. })
             && let Some(auth) = &mut self.auth
@@ -232,7 +237,7 @@ impl HttpLink {
         }
         let old_transport = self.sse.is_some();
         x.body = match (&x.purpose, status) {
-            (Purpose::Delete, _) => Body::Ignore,
+            (Purpose::Delete { .. }, _) => Body::Ignore,
             // HTTP+SSE: a POST's success carries no answer; the stream does.
             (Purpose::Request { .. }, 200..=299) if old_transport => Body::Ignore,
             (_, 200..=299) if status == 202 || status == 204 => Body::Ignore,
@@ -412,6 +417,10 @@ impl HttpLink {
 
     fn on_end(&mut self, now: Instant, x: Exchange) {
         let status = x.head.as_ref().map_or(0, |h| h.status);
+        if let Purpose::Delete { version } = x.purpose {
+            self.retry_delete_when_turned_away(now, x.head.as_ref(), version);
+            return;
+        }
         if matches!(x.purpose, Purpose::Initialized) && (200..300).contains(&status) {
             self.release_held(now);
             return;
@@ -516,6 +525,9 @@ impl HttpLink {
             self.session_expired(now, never_ran);
             return;
         }
+        if self.retry_when_turned_away(now, &mut x, status) {
+            return;
+        }
         if let Some(code @ (401 | 403)) = status
             && self.intercept_refusal(now, &mut x, code)
         {
@@ -576,7 +588,7 @@ impl HttpLink {
                     self.fail_owed(now, &owed, status, &detail);
                 }
             }
-            Purpose::Delete | Purpose::SseStream => {}
+            Purpose::Delete { .. } | Purpose::SseStream => {}
         }
     }
 
@@ -723,6 +735,9 @@ impl HttpLink {
         self.held = None;
         self.resumes.clear();
         self.get_stream = GetStream::Idle;
+        // Requests waiting out a busy server's `Retry-After` never ran either.
+        let mut never_ran: Vec<i64> = never_ran.into_iter().collect();
+        never_ran.extend(self.take_retries());
         let waiting: Vec<i64> = self
             .exchanges
             .values()
@@ -736,6 +751,7 @@ impl HttpLink {
         self.abort_all_but(&waiting);
         self.events
             .push_back(Event::PeerError(PeerError::SessionExpired));
-        self.client.handle_session_expired(now, never_ran, &waiting);
+        self.client
+            .handle_session_expired(now, &never_ran, &waiting);
     }
 }

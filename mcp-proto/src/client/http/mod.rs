@@ -16,12 +16,17 @@
 //! `data`); during the `server/discover` probe it is classified as era evidence instead
 //! (`400/404/405` with a non-modern body mean legacy; `401`, `403`, `5xx` and network
 //! errors are no evidence at all).
+//! A server too busy for a request (`503` or `429` with `Retry-After` in seconds) has
+//! not handled it: it is sent again after the wait, a bounded number of times and only
+//! within its deadline (`busy.rs`).
 //!
 //! Per era:
 //! * **2025-06-18 / 2025-11-25**: `MCP-Session-Id` is captured from the `initialize`
 //!   response and sent on every later request, with `MCP-Protocol-Version`. A `404` on a
-//!   request that carried the session means the session expired: calls in flight fail
-//!   with [`CallError::SessionExpired`](super::CallError::SessionExpired) and a fresh `initialize` starts a new one. After
+//!   request that carried the session means the session expired: a fresh `initialize`
+//!   starts a new one, the requests that never ran (that `404`, reads, requests whose
+//!   own answer then says so) are sent on it once, and calls whose fate cannot be known
+//!   fail with [`CallError::SessionExpired`](super::CallError::SessionExpired). After
 //!   the handshake a GET opens the server's own stream (a `405` means it has none). An SSE
 //!   stream that ends before the response it owes is resumed with a GET carrying
 //!   `Last-Event-ID`, after the server's `retry` delay (or an exponential backoff), a
@@ -40,6 +45,7 @@
 //!   comes on that stream. See `sse2024.rs` and [`HttpSseError`].
 
 mod authorize;
+mod busy;
 mod exchange;
 mod learn;
 mod outgoing;
@@ -48,9 +54,11 @@ mod side;
 pub(crate) mod sse2024;
 mod tools;
 
+pub use busy::BUSY_BACKOFF;
 pub use sse2024::{HttpSseError, MAX_ENDPOINT_BYTES};
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::Instant;
@@ -90,6 +98,16 @@ pub struct HttpConfig {
     pub resume_backoff: Duration,
     /// Longest wait between attempts, whatever the server asks. Default 30 s.
     pub max_resume_delay: Duration,
+    /// Times one request turned away by a busy server (`503` or `429` with a
+    /// `Retry-After` in seconds) is sent again after the wait, before the call fails
+    /// with that status. The waits grow (see [`BUSY_BACKOFF`]) and must end before the
+    /// request's deadline, which usually bounds the tries first. Default 8; 0 never
+    /// sends again.
+    pub max_busy_retries: u8,
+    /// The longest `Retry-After` waited out; a longer one (or one past the request's
+    /// deadline) fails the call at once. The growing wait between tries stops here too.
+    /// Default 10 s.
+    pub max_retry_after: Duration,
     /// Open the legacy GET stream for server-initiated messages. Default true.
     pub open_get_stream: bool,
     /// `Authorization` header value, if any (e.g. `Bearer …`). Never logged.
@@ -123,6 +141,8 @@ impl HttpConfig {
             max_resume_attempts: 5,
             resume_backoff: Duration::from_millis(500),
             max_resume_delay: Duration::from_secs(30),
+            max_busy_retries: 8,
+            max_retry_after: Duration::from_secs(10),
             open_get_stream: true,
             authorization: None,
             user_agent: concat!("mcp-proto/", env!("CARGO_PKG_VERSION")).to_owned(),
@@ -156,6 +176,8 @@ pub(crate) struct HttpLink {
     excluded_tools: BTreeMap<String, crate::http::xmcp::InvalidAnnotation>,
     /// Resumptions waiting for their delay: (when, last event id, ids owed, attempt).
     resumes: Vec<exchange::PendingResume>,
+    /// Requests waiting out a busy server's `Retry-After`.
+    retries: Vec<busy::PendingRetry>,
     get_stream: GetStream,
     closing: bool,
     /// After close: when whatever is still in flight is given up.
@@ -216,6 +238,7 @@ impl HttpLink {
             tool_headers: BTreeMap::new(),
             excluded_tools: BTreeMap::new(),
             resumes: Vec::new(),
+            retries: Vec::new(),
             get_stream: GetStream::Idle,
             closing: false,
             close_deadline: None,
@@ -317,6 +340,7 @@ impl HttpLink {
         self.client.close(now);
         self.abort_all();
         self.resumes.clear();
+        self.retries.clear();
         self.parked.clear();
         self.side.retain(|_| false);
         if self.session_id.is_some() {
@@ -329,14 +353,18 @@ impl HttpLink {
     /// After close: once nothing is in flight (the `DELETE` answered), every connection
     /// closes.
     fn release_if_done(&mut self) {
-        if self.closing && self.exchanges.is_empty() {
+        if self.closing && self.exchanges.is_empty() && self.retries.is_empty() {
             self.pool.close_all();
         }
     }
 
     /// Whether the link has nothing left to do: closed, and every connection released.
     pub(crate) fn is_released(&self) -> bool {
-        self.closing && self.exchanges.is_empty() && self.pool.is_empty() && self.side.is_empty()
+        self.closing
+            && self.exchanges.is_empty()
+            && self.retries.is_empty()
+            && self.pool.is_empty()
+            && self.side.is_empty()
     }
 
     // ----- inputs -------------------------------------------------------------------
@@ -443,6 +471,7 @@ impl HttpLink {
         self.sse_timeout(now);
         self.client.handle_timeout(now);
         self.start_due_resumes(now);
+        self.start_due_retries(now);
         self.pump(now);
         self.release_if_done();
     }
@@ -464,12 +493,14 @@ impl HttpLink {
             .sum();
         let held: usize = self.held.iter().flatten().map(|m| m.json.len()).sum();
         let parked: usize = self.parked.iter().map(|p| p.msg.json.len()).sum();
+        let retries: usize = self.retries.iter().map(|r| r.retained_bytes()).sum();
         self.client.retained_bytes()
             + self.events.bytes()
             + self.pool.waiting_bytes()
             + exchanges
             + held
             + parked
+            + retries
             + self.side.retained_bytes()
             + self.sse_retained_bytes()
     }
@@ -482,7 +513,8 @@ impl HttpLink {
         if self.is_released() {
             return None;
         }
-        let resume = self.resumes.iter().map(|r| r.due).min();
+        let resume = self.resumes.iter().map(|r| r.due);
+        let resume = resume.chain(self.retries.iter().map(|r| r.due)).min();
         let exchanges = self
             .exchanges
             .values()
@@ -564,6 +596,7 @@ impl HttpLink {
                 self.closing = true;
                 self.abort_all();
                 self.resumes.clear();
+                self.retries.clear();
                 self.pool.close_all();
             }
             _ => {}
@@ -610,7 +643,7 @@ impl HttpLink {
     }
 
     /// Opens exchange `id` with the request `bytes` (head and body, apart).
-    fn insert_exchange(&mut self, id: ExchangeId, x: Exchange, bytes: (Vec<u8>, Vec<u8>)) {
+    fn insert_exchange(&mut self, id: ExchangeId, x: Exchange, bytes: (Vec<u8>, Arc<[u8]>)) {
         // A GET stream or a 2026 subscription: open for as long as the server keeps it,
         // so it does not take one of the request connections.
         let long_lived = match &x.purpose {

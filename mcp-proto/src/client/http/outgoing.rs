@@ -1,10 +1,12 @@
 //! Turning the protocol machine's messages into HTTP requests.
 
+use std::sync::Arc;
+
 use crate::Instant;
 
 use serde_json::{Map, Value};
 
-use super::authorize::Parked;
+use super::authorize::{Parked, Replay};
 use super::exchange::{Body, Exchange, Purpose};
 use super::{GetStream, HttpLink};
 use crate::auth::Authorizer;
@@ -58,7 +60,7 @@ impl HttpLink {
         method: &str,
     ) -> Exchange {
         let deadline = match purpose {
-            Purpose::Request { .. } | Purpose::Delete => None,
+            Purpose::Request { .. } | Purpose::Delete { .. } => None,
             Purpose::Notify | Purpose::Initialized | Purpose::Get { .. } | Purpose::SseStream => {
                 Some(self.now + self.client.config().limits.request_timeout)
             }
@@ -82,16 +84,22 @@ impl HttpLink {
     /// name, arguments) comes from the machine's own record of the request, not from
     /// parsing the message again.
     pub(super) fn send_message(&mut self, now: Instant, msg: Outgoing) {
-        self.send_message_try(now, msg, 0);
+        let parked = Parked {
+            msg,
+            tries: 0,
+            turned_away: 0,
+        };
+        self.send_parked(now, parked);
     }
 
-    /// Sends a message the authorization flow held back.
+    /// Sends a message again (after an authorization, or a busy server's wait), or for
+    /// the first time.
     pub(super) fn send_parked(&mut self, now: Instant, parked: Parked) {
-        self.send_message_try(now, parked.msg, parked.tries);
-    }
-
-    /// Sends `msg`, refused `tries` times for want of authorization so far.
-    fn send_message_try(&mut self, now: Instant, msg: Outgoing, tries: u8) {
+        let Parked {
+            msg,
+            tries,
+            turned_away,
+        } = parked;
         let Some(msg) = self.hold_for_endpoint(msg) else {
             return;
         };
@@ -100,7 +108,11 @@ impl HttpLink {
             return;
         }
         if self.auth_busy() {
-            self.parked.push_back(Parked { msg, tries });
+            self.parked.push_back(Parked {
+                msg,
+                tries,
+                turned_away,
+            });
             return;
         }
         let Some(msg) = self.hold_for_tool_headers(now, msg) else {
@@ -176,7 +188,13 @@ impl HttpLink {
             }
             return;
         }
-        let replay = self.replay_copy(&json, kind, tries);
+        let json: Arc<[u8]> = json.into();
+        let replay = Replay {
+            json: Arc::clone(&json),
+            kind,
+            tries,
+            turned_away,
+        };
         let purpose = if rpc_id.is_some() {
             Purpose::Request { method }
         } else if method == "notifications/initialized" {
@@ -187,7 +205,9 @@ impl HttpLink {
         };
         let _ = now;
         let mut x = self.new_exchange(purpose, rpc_id, "POST");
-        x.replay = replay;
+        // A request may be sent again after a refusal or a busy server's wait; anything
+        // else only after a refusal.
+        x.replay = (rpc_id.is_some() || self.auth.is_some()).then_some(replay);
         let id = self.alloc_exchange();
         self.insert_exchange(id, x, (bytes, json));
     }
@@ -259,7 +279,7 @@ impl HttpLink {
         let mut x = self.new_exchange(Purpose::Get { owed, attempt }, None, "GET");
         x.resume_from = last_event_id;
         let id = self.alloc_exchange();
-        self.insert_exchange(id, x, (bytes, Vec::new()));
+        self.insert_exchange(id, x, (bytes, Arc::default()));
     }
 
     /// `DELETE` of the legacy session.
@@ -283,9 +303,9 @@ impl HttpLink {
         if written.is_err() {
             return;
         }
-        let x = self.new_exchange(Purpose::Delete, None, "DELETE");
+        let x = self.new_exchange(Purpose::Delete { version }, None, "DELETE");
         let id = self.alloc_exchange();
-        self.insert_exchange(id, x, (bytes, Vec::new()));
+        self.insert_exchange(id, x, (bytes, Arc::default()));
     }
 }
 

@@ -33,6 +33,7 @@
 //! when one is over and whether the connection can be reused.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::exchange::ExchangeId;
@@ -86,8 +87,10 @@ pub struct PoolStats {
 struct Job {
     exchange: ExchangeId,
     /// The request's head and body, kept until a byte of its response arrives (for the
-    /// one retry). Apart, so that a body is copied once: into the transmit buffer.
-    bytes: (Vec<u8>, Vec<u8>),
+    /// one retry). Apart, so that a body is copied once: into the transmit buffer. The
+    /// body is shared with the exchange's copy for sending it again (a refusal, a
+    /// server too busy).
+    bytes: (Vec<u8>, Arc<[u8]>),
     long_lived: bool,
     /// Sending it twice is harmless (see the module docs).
     repeatable: bool,
@@ -225,7 +228,7 @@ impl Pool {
         &mut self,
         now: Instant,
         exchange: ExchangeId,
-        bytes: (Vec<u8>, Vec<u8>),
+        bytes: (Vec<u8>, Arc<[u8]>),
         long_lived: bool,
         repeatable: bool,
     ) {

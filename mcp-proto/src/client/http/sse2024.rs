@@ -290,7 +290,7 @@ impl HttpLink {
         }
         let x = self.new_exchange(Purpose::SseStream, None, "GET");
         let id = self.alloc_exchange();
-        self.insert_exchange(id, x, (bytes, Vec::new()));
+        self.insert_exchange(id, x, (bytes, std::sync::Arc::default()));
     }
 
     /// Whether messages wait for the endpoint: then `msg` joins them.

@@ -43,6 +43,15 @@ impl Session {
         }
     }
 
+    /// When request `rpc_id` is given up: its call's deadline, or the handshake's.
+    pub(crate) fn deadline_of(&self, rpc_id: i64) -> Option<Instant> {
+        if let Some(c) = self.by_rpc.get(&rpc_id).and_then(|c| self.calls.get(c)) {
+            return c.deadline;
+        }
+        let handshake = self.handshake.as_ref().filter(|h| h.rpc_id == rpc_id);
+        handshake.map(|h| h.deadline)
+    }
+
     /// The call whose current request is `rpc_id`.
     pub(crate) fn call_of(&self, rpc_id: i64) -> Option<CallId> {
         self.by_rpc.get(&rpc_id).copied()
@@ -198,9 +207,10 @@ impl Session {
     }
 
     /// The legacy session is gone (HTTP 404 on a request carrying its id): a fresh
-    /// `initialize` starts a new session. The call whose request drew the 404
-    /// (`never_ran`: the server did not know the session, so it did not run it) is sent
-    /// again on the new session, once; a second expiry fails it. So are the other calls
+    /// `initialize` starts a new session. The calls whose requests never ran
+    /// (`never_ran`: the one that drew the 404, since the server did not know the
+    /// session; those waiting out a busy server's `Retry-After`) are sent again on the
+    /// new session, once; a second expiry fails them. So are the other calls
     /// in flight whose requests are harmless to repeat (listings, reads: see
     /// [`repeatable_method`](super::request::repeatable_method); not the task methods, whose
     /// tasks belong to the old session). The requests of `waiting` (JSON-RPC ids) wait
@@ -211,13 +221,16 @@ impl Session {
     pub(crate) fn handle_session_expired(
         &mut self,
         now: Instant,
-        never_ran: Option<i64>,
+        never_ran: &[i64],
         waiting: &[i64],
     ) {
         let State::Ready(Era::Legacy, version) = self.state else {
             return;
         };
-        let drew_the_404 = never_ran.and_then(|rpc| self.by_rpc.get(&rpc).copied());
+        let never_ran: std::collections::BTreeSet<CallId> = never_ran
+            .iter()
+            .filter_map(|rpc| self.by_rpc.get(rpc).copied())
+            .collect();
         let mut again: Vec<CallId> = self
             .calls
             .iter()
@@ -226,9 +239,7 @@ impl Session {
                 let read = super::request::repeatable_method(method)
                     && !method.starts_with("tasks/")
                     && c.task.is_none();
-                c.rpc_id.is_some()
-                    && !c.resent_on_new_session
-                    && (read || Some(**id) == drew_the_404)
+                c.rpc_id.is_some() && !c.resent_on_new_session && (read || never_ran.contains(id))
             })
             .map(|(id, _)| *id)
             .collect();

@@ -113,6 +113,8 @@ diff!(HttpConfig {
     max_resume_attempts,
     resume_backoff,
     max_resume_delay,
+    max_busy_retries,
+    max_retry_after,
     open_get_stream,
     authorization,
     user_agent,
