@@ -18,8 +18,12 @@ const CLIENT_CONNECTIONS: usize = 3;
 
 /// Places of the server: as many as two clients may hold (requests and streams), so
 /// that the server refuses no connection of its own accord (the `http_host` target
-/// drives its refusals and evictions; here the network refuses).
+/// drives its refusals and evictions; here the network refuses)...
 const SERVER_PLACES: usize = 4 * CLIENT_CONNECTIONS;
+
+/// ...or a busy server's: as many as one client's connections, so that some are
+/// answered `503` with `Retry-After`, or take the place of an idle one.
+const BUSY_SERVER_PLACES: usize = CLIENT_CONNECTIONS;
 
 /// A connection as both ends see it.
 struct Link {
@@ -66,11 +70,21 @@ pub(super) struct HttpWorld {
     /// Server processes started so far: each seeds its session ids afresh, as the
     /// adapters do.
     starts: u8,
+    /// The server's places (connections it serves at once).
+    places: usize,
 }
 
-fn endpoint(variant: u8, sse_polling: bool, starts: u8, ledger: &Ledger) -> HttpEndpoint {
+/// The endpoint of a server with `places`: open streams are bounded to a third of them,
+/// so that requests always have room (as `HttpServeOptions` asks of a server).
+fn endpoint(
+    variant: u8,
+    sse_polling: bool,
+    places: usize,
+    starts: u8,
+    ledger: &Ledger,
+) -> HttpEndpoint {
     let config = HttpEndpointConfig {
-        max_open_streams: 4,
+        max_open_streams: places / 3,
         sse_polling,
         ..HttpEndpointConfig::default()
     };
@@ -83,8 +97,14 @@ impl HttpWorld {
         clients: usize,
         variant: u8,
         sse_polling: bool,
+        busy: bool,
         ledger: &Ledger,
     ) -> Self {
+        let places = if busy {
+            BUSY_SERVER_PLACES
+        } else {
+            SERVER_PLACES
+        };
         let url = EndpointUrl::parse("http://127.0.0.1:9/mcp", false).expect("a valid URL");
         let mut http = HttpConfig::new(url);
         http.pool.max_connections = CLIENT_CONNECTIONS;
@@ -92,8 +112,8 @@ impl HttpWorld {
             clients: (0..clients)
                 .map(|_| Client::http(config.clone(), http.clone(), Instant::ZERO))
                 .collect(),
-            host: HttpHost::new(SERVER_PLACES, HttpConnectionConfig::default()),
-            endpoint: endpoint(variant, sse_polling, 0, ledger),
+            host: HttpHost::new(places, HttpConnectionConfig::default()),
+            endpoint: endpoint(variant, sse_polling, places, 0, ledger),
             variant,
             sse_polling,
             links: Vec::new(),
@@ -101,6 +121,7 @@ impl HttpWorld {
             refuse: 0,
             slow_connects: false,
             starts: 0,
+            places,
         }
     }
 
@@ -161,10 +182,16 @@ impl HttpWorld {
                 self.clients[link.owner].handle_transport_error(now, link.conn, failure);
             }
         }
-        self.host = HttpHost::new(SERVER_PLACES, HttpConnectionConfig::default());
+        self.host = HttpHost::new(self.places, HttpConnectionConfig::default());
         self.starts = self.starts.wrapping_add(1);
         ledger.servers += 1;
-        self.endpoint = endpoint(self.variant, self.sse_polling, self.starts, ledger);
+        self.endpoint = endpoint(
+            self.variant,
+            self.sse_polling,
+            self.places,
+            self.starts,
+            ledger,
+        );
     }
 
     fn client_turn(&mut self, who: usize, ledger: &mut Ledger) -> bool {

@@ -145,7 +145,9 @@ fn first_text(output: &CallOutput) -> Option<String> {
 /// legacy sessions. The first byte: the client's era mode (low two bits: auto, legacy,
 /// modern), the server's variant (bits 2–3, as the other server targets pick it), SSE
 /// polling (bit 4), clients without elicitation, sampling and roots (bit 5), two
-/// clients sharing the server instead of one (bit 6). Then one
+/// clients sharing the server instead of one (bit 6), a busy server with three places
+/// and one stream (bit 7: connections past them are answered `503` with
+/// `Retry-After`). Then one
 /// operation per byte (low four bits; the high four are the operand): 0 calls `count`,
 /// 12 calls `count_later` as a task (polled to its end), 1 lists tools, 2 calls `ask` for input, 3 calls `hang`, 4 cancels a call, 5
 /// lets time pass (2^(operand+2) ms); then the network's: 6 holds back or releases a
@@ -171,7 +173,8 @@ pub fn client_server(data: &[u8]) {
     let (config, mut ledger) = setup(control);
     let clients = if control & 64 == 0 { 1 } else { 2 };
     let (variant, sse_polling) = ((control >> 2) & 3, control & 16 != 0);
-    let mut w = http::HttpWorld::new(&config, clients, variant, sse_polling, &ledger);
+    let busy = control & 128 != 0;
+    let mut w = http::HttpWorld::new(&config, clients, variant, sse_polling, busy, &ledger);
     run(&mut w, &mut ledger, input);
 }
 
@@ -506,7 +509,7 @@ mod tests {
                 0, 0x08, 1, 0x09, 0x1a, 0, 0x0b, 0x25, 3, 0x16, 0x47, 0x0f, 0,
             ],
         ];
-        for control in 0u8..128 {
+        for control in 0u8..=255 {
             for script in scripts {
                 let mut input = vec![control];
                 input.extend_from_slice(script);
