@@ -1473,3 +1473,39 @@ fn a_task_being_polled_when_the_session_expires_is_not_made_again() {
     assert_eq!(sim.with_method("tools/call").len(), 1, "the tool ran once");
     assert!(sim.with_method("tasks/get").is_empty());
 }
+
+/// A call waiting for its own answer on a session replaced meanwhile can be cancelled:
+/// it completes once, as cancelled, and its old exchange is given up.
+#[test]
+fn a_call_waiting_on_a_replaced_session_can_be_cancelled() {
+    let mut sim = HttpSim::new(config(EraMode::Legacy), forgetful_server(|s| s == "s1"));
+    sim.connect();
+    let hang = sim.start(CallRequest::call_tool("hang", json!({})));
+    sim.step();
+    let out = sim.call(CallRequest::call_tool("t", json!({}))).unwrap();
+    assert_eq!(out.tool_result().unwrap().text(), "fresh");
+    assert!(
+        sim.completion(hang).is_none(),
+        "still waiting on the old session"
+    );
+    let hang_conn = sim.request_conns[sim
+        .requests
+        .iter()
+        .position(|r| r.body["params"]["name"] == "hang")
+        .unwrap()];
+    sim.client.cancel(sim.now, hang).unwrap();
+    sim.step();
+    assert!(matches!(
+        sim.completion(hang),
+        Some(Err(CallError::Cancelled))
+    ));
+    assert!(sim.closed.contains(&hang_conn), "its exchange is given up");
+    sim.advance(Duration::from_secs(120));
+    let completions = sim
+        .events
+        .iter()
+        .filter(|e| matches!(e, Event::CallCompleted { call, .. } if *call == hang))
+        .count();
+    assert_eq!(completions, 1);
+    assert_eq!(sim.with_method("tools/call").len(), 3, "hang, t, t again");
+}
