@@ -291,3 +291,45 @@ fn a_task_being_polled_when_the_server_exits_is_not_made_again_on_the_fresh_one(
         .count();
     assert_eq!(slow, 1, "the tool ran once");
 }
+
+/// A server whose process exited while something it started keeps its stdout open:
+/// after the drain its stdout counts as ended, calls in flight failed and a restart is
+/// due. What the old pipe brings after that is the gone process's: a request in it is
+/// not shown to the user, nothing is written back, and the fresh process is not
+/// answered a request it never made.
+#[test]
+fn what_a_gone_process_writes_after_its_drain_is_not_read() {
+    use mcp_proto::client::{AcceptDefaults, EXIT_DRAIN};
+    let mut sim = Sim::new(
+        config(RestartPolicy::up_to(1))
+            .era_mode(EraMode::Legacy)
+            .capabilities(mcp_proto::model::ClientCapabilities::with_elicitation()),
+        example::legacy_only(),
+    );
+    sim.handler = Some(Box::new(AcceptDefaults));
+    sim.connect();
+    sim.client.handle_process_exited(sim.now);
+    sim.advance(EXIT_DRAIN);
+    assert_eq!(restarting(&sim).len(), 1, "{:?}", sim.events);
+    let late = json!({"jsonrpc":"2.0","id":77,"method":"elicitation/create","params":{
+        "message":"still there?","requestedSchema":{"type":"object","properties":{}}}});
+    let mut line = late.to_string().into_bytes();
+    line.push(b'\n');
+    sim.client.handle_read(sim.now, ConnId::STDIO, &line);
+    sim.client.handle_eof(sim.now, ConnId::STDIO);
+    sim.drain();
+    assert!(
+        !sim.events.iter().any(|e| matches!(e, Event::InputRequested { .. })),
+        "{:?}",
+        sim.events
+    );
+    let mut wire = Vec::new();
+    while let Some(t) = sim.client.poll_transmit(sim.now, &mut wire) {
+        assert!(!matches!(t, Transmit::Write { .. }), "wrote {t:?}");
+    }
+    // The fresh process connects and is never answered request 77.
+    sim.restarts.push(Box::new(example::legacy_only()));
+    let out = sim.call(echo("fresh")).unwrap();
+    assert_eq!(out.tool_result().unwrap().text(), "fresh");
+    assert!(sim.sent.iter().all(|m| m["id"] != 77), "{:?}", sim.sent);
+}

@@ -9,7 +9,10 @@
 //! holds the pipe open, the driver's report that the process exited
 //! ([`Client::handle_process_exited`](super::Client::handle_process_exited)) starts a
 //! drain of [`EXIT_DRAIN`]: what the server wrote before it exited is still read, and
-//! then its stdout counts as ended, as if the pipe had closed.
+//! then its stdout counts as ended, as if the pipe had closed. From then on nothing more
+//! is read from that process, even if its pipe brings more: the session has failed what
+//! it had in flight and voided its inputs, and a request read later would be answered
+//! to a process that is gone (or, after a restart, to another one).
 
 use std::time::Duration;
 
@@ -22,6 +25,9 @@ use crate::Instant;
 enum Channel {
     /// Bytes flow.
     Open,
+    /// The server's stdout ended (or counts as ended): nothing more is read from this
+    /// process; a fresh one or the close comes next.
+    Ended,
     /// A fresh process is wanted; nothing is written until it is there.
     RespawnWanted,
     /// Waiting for the driver to report the fresh process.
@@ -57,11 +63,14 @@ impl StdioLink {
 
     /// Acts on what the session wants of the channel.
     pub(crate) fn pump(&mut self) {
-        if self.session.restart_wanted && self.channel == Channel::Open {
+        if self.session.restart_wanted && matches!(self.channel, Channel::Open | Channel::Ended) {
             self.channel = Channel::RespawnWanted;
         }
         if self.session.state() == ConnectionState::Closed
-            && matches!(self.channel, Channel::Open | Channel::RespawnWanted)
+            && matches!(
+                self.channel,
+                Channel::Open | Channel::Ended | Channel::RespawnWanted
+            )
         {
             self.channel = Channel::CloseWanted;
         }
@@ -92,6 +101,7 @@ impl StdioLink {
     pub(crate) fn handle_eof(&mut self, now: Instant, conn: ConnId) {
         if conn == ConnId::STDIO && self.channel == Channel::Open {
             self.drained_at = None;
+            self.channel = Channel::Ended;
             self.session.handle_eof(now);
         }
         self.pump();
@@ -151,7 +161,8 @@ impl StdioLink {
                 self.drained_at = None;
                 return Some(Transmit::Respawn);
             }
-            Channel::Respawning | Channel::Closed => return None,
+            // Nothing is written to a process whose end was read.
+            Channel::Ended | Channel::Respawning | Channel::Closed => return None,
             Channel::Open | Channel::CloseWanted => {}
         }
         let len = self.session.poll_transmit(now, buf);
