@@ -88,7 +88,7 @@ fn endpoint(
         sse_polling,
         ..HttpEndpointConfig::default()
     };
-    HttpEndpoint::with_sessions(server(variant, &ledger.runs), config, &[starts; 32])
+    HttpEndpoint::with_sessions(server(variant, ledger), config, &[starts; 32])
 }
 
 impl HttpWorld {

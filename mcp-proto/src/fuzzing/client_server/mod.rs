@@ -53,8 +53,9 @@ enum Asked {
     Count(u64),
     /// `tools/list`: a result lists `count`.
     List,
-    /// `ask`: rounds of input.
-    Ask,
+    /// `ask`: rounds of input, started while the server's life was this number (a
+    /// round's `requestState` is sealed for that process only).
+    Ask(u64),
     /// `hang`: never answered, ends by cancellation, deadline or close.
     Hang,
     /// `count_later` with this number, as a task, started while the server's life
@@ -102,8 +103,20 @@ trait Wire {
 }
 
 /// The server with the fuzz tools, `count`, which logs each run in `runs`, and
-/// `count_later`, which does the same as a task.
-fn server(variant: u8, runs: &Arc<Mutex<Vec<u64>>>) -> Server {
+/// `count_later`, which does the same as a task; seeded for the server's life
+/// `ledger.servers` as the adapters seed each process: task ids nobody can guess and
+/// that differ between processes, `requestState` sealed under a key of its own.
+fn server(variant: u8, ledger: &Ledger) -> Server {
+    let mut seed = [0; 32];
+    seed[..8].copy_from_slice(&ledger.servers.to_be_bytes());
+    let mut server = configured_server(variant, &ledger.runs);
+    server.seal_request_states(seed, 0);
+    seed[31] = 1;
+    server.seed_tasks(seed, 0);
+    server
+}
+
+fn configured_server(variant: u8, runs: &Arc<Mutex<Vec<u64>>>) -> Server {
     let task_runs = Arc::clone(runs);
     let runs = Arc::clone(runs);
     example::server_with(move |c| {
@@ -348,7 +361,8 @@ impl Ledger {
                 let rounds = 1 + (operand >> 3);
                 let args = json!({"keys": keys, "rounds": rounds, "tag": format!("t{operand}")});
                 let request = CallRequest::call_tool("ask", args);
-                self.start(0, &mut clients[0], now, request, Asked::Ask);
+                let life = self.servers;
+                self.start(0, &mut clients[0], now, request, Asked::Ask(life));
             }
             3 => {
                 let request = CallRequest::call_tool("hang", json!({}));
@@ -458,8 +472,10 @@ impl Ledger {
         if status == Some(408) {
             return;
         }
-        // A task is lost with the process that held it.
-        let lost = matches!(asked, Some(Asked::Task(_, life)) if *life < self.servers);
+        // A task is lost with the process that held it, and a round's state opens only
+        // in the process that sealed it.
+        let lost =
+            matches!(asked, Some(Asked::Task(_, life) | Asked::Ask(life)) if *life < self.servers);
         let allowed = match error.map(|e| e.code) {
             Some(codes::INVALID_PARAMS) if lost => true,
             Some(codes::MISSING_REQUIRED_CLIENT_CAPABILITY) => !self.capable,

@@ -40,7 +40,7 @@ impl StdioWorld {
         StdioWorld {
             clients: vec![Client::stdio(config, Instant::ZERO)],
             variant,
-            server: Some(server(variant, &ledger.runs)),
+            server: Some(server(variant, ledger)),
             up: Vec::new(),
             down: Vec::new(),
             held: false,
@@ -124,8 +124,8 @@ impl StdioWorld {
                         self.clients[0].handle_transport_error(now, ConnId::STDIO, failure);
                         continue;
                     }
-                    self.server = Some(server(self.variant, &ledger.runs));
                     ledger.servers += 1;
+                    self.server = Some(server(self.variant, ledger));
                     self.up.clear();
                     self.down.clear();
                     self.exited = false;
