@@ -76,6 +76,26 @@ fn modern_busy(
     }
 }
 
+/// The legacy handshake of a server whose `initialize` opens session `session`: the
+/// answer to the handshake's requests and to the `GET` (no stream), else `None`.
+fn legacy_handshake(req: &SeenRequest, session: &str) -> Option<Reply> {
+    Some(match (req.method.as_str(), req.rpc_method()) {
+        ("POST", "initialize") => {
+            let body = json!({"jsonrpc":"2.0","id":req.body["id"],"result":{
+                "protocolVersion":"2025-11-25","capabilities":{"tools":{}},
+                "serverInfo":{"name":"legacy","version":"1"}}});
+            let headers = [
+                ("Content-Type", "application/json"),
+                ("Mcp-Session-Id", session),
+            ];
+            Reply::with_body(200, &headers, &body.to_string())
+        }
+        ("POST", "notifications/initialized") => Reply::accepted(),
+        ("GET", _) => Reply::with_body(405, &[], ""),
+        _ => return None,
+    })
+}
+
 fn echo(text: &str) -> CallRequest {
     CallRequest::call_tool("echo", json!({ "text": text }))
 }
@@ -119,19 +139,10 @@ fn a_call_turned_away_with_retry_after_is_sent_again_unchanged_after_the_wait() 
 fn a_429_is_waited_out_like_a_503_on_a_legacy_session() {
     let mut calls = 0;
     let mut sim = HttpSim::new(config(EraMode::Legacy), move |req| {
+        if let Some(reply) = legacy_handshake(req, "s1") {
+            return reply;
+        }
         match (req.method.as_str(), req.rpc_method()) {
-            ("POST", "initialize") => {
-                let body = json!({"jsonrpc":"2.0","id":req.body["id"],"result":{
-                    "protocolVersion":"2025-11-25","capabilities":{"tools":{}},
-                    "serverInfo":{"name":"legacy","version":"1"}}});
-                let headers = [
-                    ("Content-Type", "application/json"),
-                    ("Mcp-Session-Id", "s1"),
-                ];
-                Reply::with_body(200, &headers, &body.to_string())
-            }
-            ("POST", "notifications/initialized") => Reply::accepted(),
-            ("GET", _) => Reply::with_body(405, &[], ""),
             ("POST", "tools/call") => {
                 calls += 1;
                 if calls == 1 {
@@ -320,21 +331,11 @@ fn a_call_waiting_out_a_busy_server_when_the_session_expires_goes_to_the_new_ses
     let mut inits = 0;
     let mut sim = HttpSim::new(config(EraMode::Legacy), move |req| {
         let session = req.header("mcp-session-id").map(str::to_owned);
+        inits += usize::from(req.rpc_method() == "initialize");
+        if let Some(reply) = legacy_handshake(req, &format!("s{inits}")) {
+            return reply;
+        }
         match (req.method.as_str(), req.rpc_method()) {
-            ("POST", "initialize") => {
-                inits += 1;
-                let body = json!({"jsonrpc":"2.0","id":req.body["id"],"result":{
-                    "protocolVersion":"2025-11-25","capabilities":{"tools":{}},
-                    "serverInfo":{"name":"legacy","version":"1"}}});
-                let sid = format!("s{inits}");
-                let headers = [
-                    ("Content-Type", "application/json"),
-                    ("Mcp-Session-Id", sid.as_str()),
-                ];
-                Reply::with_body(200, &headers, &body.to_string())
-            }
-            ("POST", "notifications/initialized") => Reply::accepted(),
-            ("GET", _) => Reply::with_body(405, &[], ""),
             ("POST", "tools/call") if session.as_deref() == Some("s2") => tool_result(req),
             ("POST", "tools/call") if req.body["params"]["arguments"]["text"] == "busy" => {
                 busy(req, 503, Some("5"))
@@ -371,19 +372,10 @@ fn a_call_waiting_out_a_busy_server_when_the_session_expires_goes_to_the_new_ses
 fn a_delete_turned_away_at_close_is_sent_again_within_the_close_deadline() {
     let mut deletes = 0;
     let mut sim = HttpSim::new(config(EraMode::Legacy), move |req| {
+        if let Some(reply) = legacy_handshake(req, "s1") {
+            return reply;
+        }
         match (req.method.as_str(), req.rpc_method()) {
-            ("POST", "initialize") => {
-                let body = json!({"jsonrpc":"2.0","id":req.body["id"],"result":{
-                    "protocolVersion":"2025-11-25","capabilities":{"tools":{}},
-                    "serverInfo":{"name":"legacy","version":"1"}}});
-                let headers = [
-                    ("Content-Type", "application/json"),
-                    ("Mcp-Session-Id", "s1"),
-                ];
-                Reply::with_body(200, &headers, &body.to_string())
-            }
-            ("POST", "notifications/initialized") => Reply::accepted(),
-            ("GET", _) => Reply::with_body(405, &[], ""),
             ("DELETE", _) => {
                 deletes += 1;
                 if deletes == 1 {
@@ -424,19 +416,10 @@ fn a_delete_turned_away_at_close_is_sent_again_within_the_close_deadline() {
 #[test]
 fn a_delete_turned_away_for_longer_than_the_close_allows_is_left() {
     let mut sim = HttpSim::new(config(EraMode::Legacy), move |req| {
+        if let Some(reply) = legacy_handshake(req, "s1") {
+            return reply;
+        }
         match (req.method.as_str(), req.rpc_method()) {
-            ("POST", "initialize") => {
-                let body = json!({"jsonrpc":"2.0","id":req.body["id"],"result":{
-                    "protocolVersion":"2025-11-25","capabilities":{"tools":{}},
-                    "serverInfo":{"name":"legacy","version":"1"}}});
-                let headers = [
-                    ("Content-Type", "application/json"),
-                    ("Mcp-Session-Id", "s1"),
-                ];
-                Reply::with_body(200, &headers, &body.to_string())
-            }
-            ("POST", "notifications/initialized") => Reply::accepted(),
-            ("GET", _) => Reply::with_body(405, &[], ""),
             ("DELETE", _) => Reply::with_body(503, &[("Retry-After", "5")], ""),
             _ => Reply::with_body(400, &[], "?"),
         }
