@@ -319,7 +319,9 @@ fn what_a_gone_process_writes_after_its_drain_is_not_read() {
     sim.client.handle_eof(sim.now, ConnId::STDIO);
     sim.drain();
     assert!(
-        !sim.events.iter().any(|e| matches!(e, Event::InputRequested { .. })),
+        !sim.events
+            .iter()
+            .any(|e| matches!(e, Event::InputRequested { .. })),
         "{:?}",
         sim.events
     );
