@@ -57,10 +57,10 @@
 //! or evicted, or replaced by the next `initialize` on an endpoint without sessions).
 //! Each requestor keeps at most [`MAX_TASKS`], each principal over all its sessions
 //! [`MAX_TASKS_PER_PRINCIPAL`], the whole server [`MAX_STORED_TASKS`]: to make room the
-//! oldest ended task that may go goes, and when none may a new task is refused. The
-//! requestor's own ended tasks may go (not the anonymous 2026 requestor's: that is every
-//! unauthenticated client), and anyone's whose end reached its owner: a running task, or
-//! one whose result was not fetched yet, is never dropped for another's (decision 107).
+//! oldest ended task that may go goes, and when none may a new task is refused. A task
+//! may go once its end reached its owner: a running task, or one whose result was not
+//! fetched yet, is never dropped, not for another's task (decision 107) nor for its own
+//! requestor's next (decision 121).
 //! Status notifications and the timer are in `task_events.rs`: a 2025 task's owner session
 //! gets `notifications/tasks/status` when its status changes, a 2026 task's principal
 //! `notifications/tasks` on a listen naming it, and a 2025 `tasks/result` on a task
@@ -292,13 +292,13 @@ impl TaskStore {
     /// `owner` when it is at [`MAX_TASKS`], of its principal when that is at
     /// [`MAX_TASKS_PER_PRINCIPAL`] or a quarter of `max_bytes`, of anyone when the
     /// server is at
-    /// [`MAX_STORED_TASKS`] or past `max_bytes`). Only `owner`'s own tasks (unless it
-    /// is the anonymous 2026 requestor, which is every unauthenticated client) and tasks
-    /// whose end reached their owner can go: a running task, or one whose result nobody
-    /// fetched yet, is never dropped for another requestor's, and with no task left
-    /// that may go the new one is refused. Otherwise a requestor (an anonymous legacy
-    /// session, who all share one principal) could erase another's finished work by
-    /// starting tasks of its own; it can hold slots only as long as tasks live.
+    /// [`MAX_STORED_TASKS`] or past `max_bytes`). Only tasks whose end reached their
+    /// owner can go: a running task, or one whose result nobody fetched yet, is never
+    /// dropped, and with no task left that may go the new one is refused. Otherwise a
+    /// requestor (an anonymous legacy session, who all share one principal) could erase
+    /// another's finished work by starting tasks of its own, and a client with many tasks
+    /// lost a result between seeing its task end and fetching it; a requestor can hold
+    /// slots only as long as tasks live.
     fn make_room(
         &mut self,
         owner: &Owner,
@@ -306,10 +306,9 @@ impl TaskStore {
         limits: &ServerLimits,
     ) -> Result<(), ErrorObject> {
         let (max_bytes, share) = (limits.max_task_bytes, limits.max_task_bytes_per_principal);
-        // Unauthenticated 2026 clients are all one requestor: "its own" would be
-        // anyone's.
-        let known = owner.principal.is_some() || owner.scope.is_some();
-        let may_go = |t: &ServerTask| t.terminal() && (t.delivered || (known && &t.owner == owner));
+        // Only a task whose end reached its owner: not even the requestor's own, whose
+        // result it may be about to fetch (it polled the status, the result is next).
+        let may_go = |t: &ServerTask| t.terminal() && t.delivered;
         let same_principal = |t: &ServerTask| t.owner.principal == owner.principal;
         let mut held: usize = self.tasks.iter().map(ServerTask::kept_bytes).sum();
         let mut theirs = self.principal_bytes(owner.principal.as_deref());

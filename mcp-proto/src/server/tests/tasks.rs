@@ -594,6 +594,42 @@ fn each_requestor_and_the_server_keep_a_bounded_number_of_tasks() {
     assert_eq!(get(&mut p, &newcomer)["status"], "working");
 }
 
+/// A requestor at its task bound whose ended task has not had its result fetched (a
+/// 2025 client polls the status, then asks for the result): its next task is refused,
+/// the ended one is kept, and its result is still there to fetch. Dropping it made the
+/// client's call fail with "Task not found" after its tool had run.
+#[test]
+fn a_requestors_own_unfetched_result_is_not_dropped_for_its_next_task() {
+    use crate::server::tasks::MAX_TASKS;
+    let mut p = Peer::new(server());
+    p.initialize("2025-11-25", json!({}));
+    // The answer to a request (status notifications of the tasks that ended come after
+    // it, once).
+    let ask = |p: &mut Peer, id: usize, method: &str, params: Value| {
+        let out = p.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        out.into_iter().next().expect("an answer")
+    };
+    let slow = json!({"name": "slow", "task": {}});
+    let first = ask(&mut p, 1, "tools/call", slow.clone())["result"]["task"]["taskId"].clone();
+    for n in 1..MAX_TASKS {
+        let r = ask(&mut p, 1 + n, "tools/call", slow.clone());
+        assert!(r["result"]["task"]["taskId"].is_string(), "{r}");
+    }
+    // Every task ends; the first one's status is seen, its result not yet fetched.
+    at(&mut p, 3000);
+    let r = ask(&mut p, 500, "tasks/get", json!({"taskId": first}));
+    assert_eq!(r["result"]["status"], "completed", "{r}");
+    let r = ask(&mut p, 501, "tools/call", slow.clone());
+    assert_eq!(r["error"]["code"], -32603, "{r}");
+    let r = ask(&mut p, 502, "tasks/result", json!({"taskId": first}));
+    assert_eq!(r["result"]["content"][0]["text"], "slow done", "{r}");
+    // Fetched, it may go: the next task takes its place.
+    let r = ask(&mut p, 503, "tools/call", slow);
+    assert!(r["result"]["task"]["taskId"].is_string(), "{r}");
+    let r = ask(&mut p, 504, "tasks/get", json!({"taskId": first}));
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+}
+
 /// A server with one task tool, `name`, and a task budget of 20,000 bytes.
 fn budgeted(name: &str, tool: impl Fn(&ToolCall<'_>) -> ToolOutcome + Send + 'static) -> Peer {
     budgeted_per_principal(name, tool, 20_000)
