@@ -74,8 +74,9 @@ pub(super) struct HttpWorld {
     places: usize,
 }
 
-/// The endpoint of a server with `places`: open streams are bounded to a third of them,
-/// so that requests always have room (as `HttpServeOptions` asks of a server).
+/// The endpoint of a server with `places`: open streams and `GET` streams are bounded to
+/// a third of them each, so that requests always have room (as `HttpServeOptions` asks
+/// of a server).
 fn endpoint(
     variant: u8,
     sse_polling: bool,
@@ -85,6 +86,7 @@ fn endpoint(
 ) -> HttpEndpoint {
     let config = HttpEndpointConfig {
         max_open_streams: places / 3,
+        max_get_streams: places / 3,
         sse_polling,
         ..HttpEndpointConfig::default()
     };

@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use crate::Instant;
 use crate::client::{
     AcceptDefaults, CallError, CallId, CallOutput, CallRequest, Client, ClientConfig, Event,
-    InputHandler,
+    InputHandler, ListenEnd, ListenFilter,
 };
 use crate::jsonrpc::codes;
 use crate::model::ClientCapabilities;
@@ -159,11 +159,12 @@ fn first_text(output: &CallOutput) -> Option<String> {
 /// modern), the server's variant (bits 2–3, as the other server targets pick it), SSE
 /// polling (bit 4), clients without elicitation, sampling and roots (bit 5), two
 /// clients sharing the server instead of one (bit 6), a busy server with three places
-/// and one stream (bit 7: connections past them are answered `503` with
-/// `Retry-After`). Then one
-/// operation per byte (low four bits; the high four are the operand): 0 calls `count`,
-/// 12 calls `count_later` as a task (polled to its end), 1 lists tools, 2 calls `ask` for input, 3 calls `hang`, 4 cancels a call, 5
-/// lets time pass (2^(operand+2) ms); then the network's: 6 holds back or releases a
+/// and one stream of each kind (bit 7: connections past them are answered `503` with
+/// `Retry-After`). Then one operation per byte (low four bits; the high four are the
+/// operand): 0 calls `count`, 12 calls `count_later` as a task (polled to its end), 1
+/// lists tools, 2 calls `ask` for input, 3 calls `hang` (operand 8 and up: opens a 2026
+/// `subscriptions/listen` instead), 4 cancels a call, 5 lets time pass
+/// (2^(operand+2) ms); then the network's: 6 holds back or releases a
 /// connection, 7 lets a few of a held connection's bytes through (either way), 8 cuts a
 /// connection, 9 has the server close one, 10 refuses the next connections, 11 restarts
 /// the server (its sessions lost), 13 leaves new connections connecting (or not), 14
@@ -365,7 +366,13 @@ impl Ledger {
                 self.start(0, &mut clients[0], now, request, Asked::Ask(life));
             }
             3 => {
-                let request = CallRequest::call_tool("hang", json!({}));
+                // Operand 8 and up: a 2026 `subscriptions/listen`, open until cancelled
+                // or closed (refused locally in the legacy era).
+                let request = if operand & 8 == 0 {
+                    CallRequest::call_tool("hang", json!({}))
+                } else {
+                    CallRequest::listen(&ListenFilter::new().tools().prompts().resources())
+                };
                 self.start(who, &mut clients[who], now, request, Asked::Hang);
             }
             4 => {
@@ -429,10 +436,28 @@ impl Ledger {
                     let _ = client.respond(now, input, answer);
                 }
                 Event::CallCompleted { call, outcome } => self.completed((who, call), &outcome),
+                // A listen ends with this event instead of a completion.
+                Event::SubscriptionEnded { subscription, end } => {
+                    let outcome = match end {
+                        ListenEnd::Failed(e) => Err(e),
+                        _ => Ok(()),
+                    };
+                    self.ended((who, subscription), outcome);
+                }
                 _ => {}
             }
         }
         any
+    }
+
+    /// A listen ended.
+    fn ended(&mut self, call: (usize, CallId), outcome: Result<(), CallError>) {
+        let brief = outcome.as_ref().map_err(ToString::to_string).cloned();
+        let earlier = self.outcomes.insert(call, brief);
+        assert!(earlier.is_none(), "listen {call:?} ended twice");
+        if let Err(e) = outcome {
+            self.check_refusal(self.calls.get(&call), &e);
+        }
     }
 
     fn completed(&mut self, call: (usize, CallId), outcome: &Result<CallOutput, CallError>) {
@@ -520,7 +545,22 @@ mod tests {
                 0,
                 1,
             ],
-            &[0x06, 0, 0x17, 0x37, 0x0a | 0x20, 0, 0x0d, 0, 0x0e, 0x09, 0],
+            &[
+                0x06,
+                0,
+                0x83,
+                0x17,
+                0x37,
+                0x0a | 0x20,
+                0,
+                0x0d,
+                0x93,
+                0,
+                0x0e,
+                0x09,
+                0x04,
+                0,
+            ],
             &[
                 0, 0x08, 1, 0x09, 0x1a, 0, 0x0b, 0x25, 3, 0x16, 0x47, 0x0f, 0,
             ],
