@@ -462,3 +462,88 @@ fn an_empty_read_before_the_request_is_written_changes_nothing() {
         "{len} bytes"
     );
 }
+
+/// `modern`, with every 2026 listen left open (a stream that is never answered).
+fn modern_listening(req: &SeenRequest) -> Reply {
+    match req.rpc_method() {
+        "subscriptions/listen" => Reply::Silence,
+        _ => modern(req),
+    }
+}
+
+fn listen() -> CallRequest {
+    CallRequest::listen(&mcp_proto::client::ListenFilter::new().tools())
+}
+
+/// The stream bound counts streams whichever connection carries them: a listen that
+/// finds an idle keep-alive connection takes it only while fewer than the bound are
+/// streams. Listens used to take every idle connection, past the bound.
+#[test]
+fn a_listen_takes_an_idle_connection_only_within_the_stream_bound() {
+    let mut sim = HttpSim::with_http(config(EraMode::Auto), http(pool(2)), modern_listening);
+    sim.connect();
+    let mut idle_two = |sim: &mut HttpSim<_>| {
+        let calls: Vec<_> = (0..2)
+            .map(|_| sim.client.call(sim.now, call("t")).unwrap())
+            .collect();
+        sim.run_until(|s| calls.iter().all(|c| s.completion(*c).is_some()));
+        assert_eq!(sim.client.pool_stats().unwrap().idle, 2);
+    };
+    // Two idle connections become the two streams the bound allows.
+    idle_two(&mut sim);
+    for _ in 0..2 {
+        sim.client.call(sim.now, listen()).unwrap();
+    }
+    sim.step();
+    // Two idle connections again; a third listen waits instead of taking one.
+    idle_two(&mut sim);
+    sim.client.call(sim.now, listen()).unwrap();
+    for _ in 0..5 {
+        sim.step();
+    }
+    assert_eq!(
+        sim.with_method("subscriptions/listen").len(),
+        2,
+        "the third waits"
+    );
+    let stats = sim.client.pool_stats().unwrap();
+    assert_eq!((stats.open, stats.idle), (4, 2), "{stats:?}");
+}
+
+/// A connection whose listen ended gracefully goes back to the pool as an idle request
+/// connection: over the request bound, the longest idle one closes. Each listen that
+/// ended used to leave one more open connection behind, until the idle timeout.
+#[test]
+fn a_connection_whose_listen_ended_stays_within_the_request_bound() {
+    let mut sim = HttpSim::with_http(config(EraMode::Auto), http(pool(1)), modern_listening);
+    sim.connect();
+    let sub = sim.client.call(sim.now, listen()).unwrap();
+    sim.run_until(|s| !s.with_method("subscriptions/listen").is_empty());
+    sim.step();
+    let at = sim
+        .requests
+        .iter()
+        .position(|r| r.rpc_method() == "subscriptions/listen");
+    let (stream, id) = (
+        sim.request_conns[at.unwrap()],
+        sim.requests[at.unwrap()].body["id"].clone(),
+    );
+    // A call beside the stream, on a connection of its own, idle after.
+    sim.call(call("t")).unwrap();
+    assert_eq!(sim.client.pool_stats().unwrap().idle, 1);
+    // The server ends the listen; its connection is kept alive.
+    let body = json!({"jsonrpc":"2.0","id":id,"result":{"resultType":"complete"}}).to_string();
+    let response = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    sim.server_sends(stream, response.as_bytes());
+    sim.run_until(|s| {
+        s.events.iter().any(
+            |e| matches!(e, Event::SubscriptionEnded { subscription, .. } if *subscription == sub),
+        )
+    });
+    sim.step();
+    let stats = sim.client.pool_stats().unwrap();
+    assert_eq!((stats.open, stats.idle), (1, 1), "{stats:?}");
+}

@@ -10,8 +10,10 @@
 //! pipelining): HTTP/1.1 keep-alive, never HTTP/2.
 //!
 //! Two bounds, each [`PoolConfig::max_connections`]: one for requests (idle connections
-//! count here), one for long-lived GET streams (the legacy server stream and
-//! resumptions), so a server that holds streams open can never starve the calls.
+//! count here), one for long-lived streams (the legacy server stream, resumptions, 2026
+//! listens), so a server that holds streams open can never starve the calls. A stream
+//! takes an idle connection only within the stream bound, and a connection whose stream
+//! ended joins the requests' side, where the longest idle one closes when it is over.
 //!
 //! A connection is *connecting* (until the driver reports it connected, within
 //! [`PoolConfig::connect_timeout`]), *busy* with a job, or *idle* (since an instant; after
@@ -299,10 +301,32 @@ impl Pool {
         if reusable && let Some(conn) = self.conns.get_mut(&id) {
             conn.state = ConnState::Idle { since: now };
             conn.carried += 1;
+            self.trim_idle();
         } else {
             self.close(id);
         }
         self.dispatch(now);
+    }
+
+    /// Closes the longest-idle connections while the request side is over its bound: an
+    /// idle connection counts there, and one that carried a long-lived stream joins it
+    /// when the stream ends (else every listen that ended would leave one more open
+    /// connection behind, until the idle timeout).
+    fn trim_idle(&mut self) {
+        while self.conns.len() - self.streams() > self.max() {
+            let oldest = self
+                .conns
+                .iter()
+                .filter_map(|(id, c)| match c.state {
+                    ConnState::Idle { since } => Some((since, *id)),
+                    _ => None,
+                })
+                .min();
+            let Some((_, id)) = oldest else {
+                return;
+            };
+            self.close(id);
+        }
     }
 
     /// The driver connected `conn`: its request goes out.
@@ -563,12 +587,17 @@ impl Pool {
         let streams = self.streams();
         Full {
             requests: !idle && self.conns.len() - streams >= self.max(),
-            streams: !idle && streams >= self.max(),
+            // The stream bound counts streams, whichever connection carries them: an
+            // idle one taken for a stream is one stream more.
+            streams: streams >= self.max(),
         }
     }
 
     /// Puts `job` on a connection, or hands it back when none can be had.
     fn place(&mut self, now: Instant, job: Job) -> Option<Job> {
+        if job.long_lived && self.streams() >= self.max() {
+            return Some(job);
+        }
         // Reuse: the most recently idle connection that has not expired. A retried job
         // takes only a fresh connection; one that must not be sent twice only a
         // connection idle for less than `fresh_for`, which the server is not about to
