@@ -432,3 +432,68 @@ fn a_delete_turned_away_for_longer_than_the_close_allows_is_left() {
     let deletes = sim.requests.iter().filter(|r| r.method == "DELETE").count();
     assert_eq!(deletes, 1);
 }
+
+/// A call turned away on a legacy session that was replaced meanwhile (its `503` came
+/// after another call's `404`): when its wait is over, the new session may still be in
+/// the making (here its `initialize` waits out a `503` of its own). The call is not sent
+/// without a session; it goes to the new one once that is ready, as a request that
+/// never ran.
+#[test]
+fn a_call_turned_away_on_a_replaced_session_waits_for_the_new_one() {
+    let mut inits = 0;
+    let mut sim = HttpSim::new(config(EraMode::Legacy), move |req| {
+        let session = req.header("mcp-session-id").map(str::to_owned);
+        let text = req.body["params"]["arguments"]["text"]
+            .as_str()
+            .unwrap_or("");
+        if req.rpc_method() == "initialize" {
+            inits += 1;
+            if inits == 2 {
+                return busy(req, 503, Some("1"));
+            }
+        }
+        if let Some(reply) = legacy_handshake(req, if inits == 1 { "s1" } else { "s2" }) {
+            return reply;
+        }
+        match (session.as_deref(), text) {
+            (Some("s2"), _) => tool_result(req),
+            (Some("s1"), "busy") => Reply::Silence,
+            (Some("s1"), _) => Reply::with_body(404, &[], "session gone"),
+            _ => Reply::with_body(400, &[], "no session"),
+        }
+    });
+    sim.connect();
+    let busy_call = sim.start(echo("busy"));
+    sim.step();
+    let gone = sim.start(echo("expires"));
+    sim.run_until(|s| s.with_method("initialize").len() == 2);
+    sim.step();
+    let at = sim
+        .requests
+        .iter()
+        .position(|r| r.body["params"]["arguments"]["text"] == "busy")
+        .unwrap();
+    // The old session's answer to `busy` comes now: the server is busy. Its wait ends
+    // with the new session's `initialize` waiting out its own.
+    sim.server_sends(
+        sim.request_conns[at],
+        b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\n\r\n",
+    );
+    sim.run_until(|s| s.completion(busy_call).is_some() && s.completion(gone).is_some());
+    let sent = sim.with_method("tools/call");
+    assert!(
+        sent.iter().all(|c| c.header("mcp-session-id").is_some()),
+        "a call went out without a session"
+    );
+    let out = sim
+        .completion(busy_call)
+        .unwrap()
+        .expect("sent on the new session");
+    assert_eq!(out.tool_result().unwrap().text(), "busy");
+    let busy_sent: Vec<_> = sent
+        .into_iter()
+        .filter(|c| c.body["params"]["arguments"]["text"] == "busy")
+        .map(|c| c.header("mcp-session-id"))
+        .collect();
+    assert_eq!(busy_sent, [Some("s1"), Some("s2")]);
+}

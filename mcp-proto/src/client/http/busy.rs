@@ -20,6 +20,7 @@
 use std::time::Duration;
 
 use crate::Instant;
+use crate::client::ConnectionState;
 use crate::client::session::{OutKind, Outgoing};
 use crate::http::ResponseHead;
 use crate::version::ProtocolVersion;
@@ -37,6 +38,9 @@ pub const BUSY_BACKOFF: Duration = Duration::from_millis(500);
 pub(super) struct PendingRetry {
     pub(super) due: Instant,
     pub(super) again: Again,
+    /// The legacy session the request was turned away on (see
+    /// `HttpLink::session_epoch`).
+    pub(super) epoch: u32,
 }
 
 /// What is sent again.
@@ -107,6 +111,7 @@ impl HttpLink {
         self.retries.push(PendingRetry {
             due,
             again: Again::Message(parked),
+            epoch: x.session_epoch,
         });
         true
     }
@@ -125,7 +130,8 @@ impl HttpLink {
         let due = now + wait.max(BUSY_BACKOFF);
         if self.close_deadline.is_some_and(|d| due < d) {
             let again = Again::Delete(version);
-            self.retries.push(PendingRetry { due, again });
+            let epoch = self.session_epoch;
+            self.retries.push(PendingRetry { due, again, epoch });
         }
     }
 
@@ -148,13 +154,23 @@ impl HttpLink {
             .partition(|r| r.due <= now);
         self.retries = later;
         for retry in due {
-            let wanted = retry
-                .rpc_id()
-                .is_some_and(|rpc| self.client.is_awaiting(rpc));
+            let Some(rpc) = retry.rpc_id().filter(|rpc| self.client.is_awaiting(*rpc)) else {
+                if let Again::Delete(version) = retry.again {
+                    self.send_delete(version);
+                }
+                continue;
+            };
+            // The legacy session it was turned away on was replaced since, or a new one
+            // is still being made: the session sends the call on the new one (its
+            // request never ran), as for a late `404`.
+            let replaced = retry.epoch != self.session_epoch
+                || !matches!(self.client.state(), ConnectionState::Ready(..));
             match retry.again {
-                Again::Message(parked) if wanted => self.send_parked(now, parked),
-                Again::Delete(version) => self.send_delete(version),
-                Again::Message(_) => {}
+                Again::Message(_) if replaced && !self.client.is_handshake(rpc) => {
+                    self.client.handle_old_session_refused(now, rpc);
+                }
+                Again::Message(parked) => self.send_parked(now, parked),
+                Again::Delete(_) => {}
             }
         }
     }
