@@ -314,19 +314,20 @@ impl Pool {
     /// connection behind, until the idle timeout).
     fn trim_idle(&mut self) {
         while self.conns.len() - self.streams() > self.max() {
-            let oldest = self
-                .conns
-                .iter()
-                .filter_map(|(id, c)| match c.state {
-                    ConnState::Idle { since } => Some((since, *id)),
-                    _ => None,
-                })
-                .min();
-            let Some((_, id)) = oldest else {
+            let Some(id) = self.longest_idle() else {
                 return;
             };
             self.close(id);
         }
+    }
+
+    /// The connection idle for longest, if any.
+    fn longest_idle(&self) -> Option<ConnId> {
+        let idle = self.conns.iter().filter_map(|(id, c)| match c.state {
+            ConnState::Idle { since } => Some((since, *id)),
+            _ => None,
+        });
+        idle.min().map(|(_, id)| id)
     }
 
     /// The driver connected `conn`: its request goes out.
@@ -632,16 +633,8 @@ impl Pool {
             true
         } else {
             // Make room by closing the longest-idle connection, if any.
-            let oldest = self
-                .conns
-                .iter()
-                .filter_map(|(id, c)| match c.state {
-                    ConnState::Idle { since } => Some((since, *id)),
-                    _ => None,
-                })
-                .min();
-            match oldest {
-                Some((_, id)) => {
+            match self.longest_idle() {
+                Some(id) => {
                     self.close(id);
                     true
                 }

@@ -117,35 +117,30 @@ fn server(variant: u8, ledger: &Ledger) -> Server {
 }
 
 fn configured_server(variant: u8, runs: &Arc<Mutex<Vec<u64>>>) -> Server {
-    let task_runs = Arc::clone(runs);
     let runs = Arc::clone(runs);
     example::server_with(move |c| {
         configure(c, variant);
-        c.tools.push(Tool::new(
-            "count",
-            "Logs `n` and answers it",
-            json!({"type": "object", "properties": {"n": {"type": "integer"}}}),
-            move |call: &ToolCall<'_>| {
-                let n = call.arguments.get("n").and_then(Value::as_u64).unwrap_or(0);
-                runs.lock().unwrap_or_else(PoisonError::into_inner).push(n);
-                ToolOutcome::text(n.to_string())
-            },
-        ));
-        let runs = Arc::clone(&task_runs);
-        c.tools.push(
-            Tool::new(
-                "count_later",
-                "Logs `n` and answers it, as a task when asked (done after one poll)",
-                json!({"type": "object", "properties": {"n": {"type": "integer"}}}),
-                move |call: &ToolCall<'_>| {
-                    let n = call.arguments.get("n").and_then(Value::as_u64).unwrap_or(0);
-                    runs.lock().unwrap_or_else(PoisonError::into_inner).push(n);
-                    ToolOutcome::text(n.to_string())
-                },
-            )
-            .as_task(1),
-        );
+        c.tools
+            .push(counting("count", "Logs `n` and answers it", &runs));
+        let later = "Logs `n` and answers it, as a task when asked (done after one poll)";
+        c.tools
+            .push(counting("count_later", later, &runs).as_task(1));
     })
+}
+
+/// A tool that logs its argument `n` in `runs` and answers it.
+fn counting(name: &str, description: &str, runs: &Arc<Mutex<Vec<u64>>>) -> Tool {
+    let runs = Arc::clone(runs);
+    Tool::new(
+        name,
+        description,
+        json!({"type": "object", "properties": {"n": {"type": "integer"}}}),
+        move |call: &ToolCall<'_>| {
+            let n = call.arguments.get("n").and_then(Value::as_u64).unwrap_or(0);
+            runs.lock().unwrap_or_else(PoisonError::into_inner).push(n);
+            ToolOutcome::text(n.to_string())
+        },
+    )
 }
 
 /// The text of a tool result's first block.
