@@ -12,8 +12,10 @@
 //! of at most `max_retry_after`, and only when the wait ends before the request's
 //! deadline (its call's, or the handshake's). Otherwise the call fails at once with the
 //! status, as it does without a `Retry-After` (an HTTP date is not read: the machine has
-//! no wall clock). A request cancelled or timed out while it waits is not sent.
-//! Notifications and responses are not sent again. The legacy session's `DELETE` at
+//! no wall clock). A request cancelled or timed out while it waits is not sent. One
+//! whose legacy session was replaced while it waited, or whose new session is still
+//! being made, goes to the session, which sends it on the new session once (it never
+//! ran). Notifications and responses are not sent again. The legacy session's `DELETE` at
 //! close is, within the close's own deadline (`HttpConfig::close_timeout`): else the
 //! server keeps the session until it drops it by itself.
 
