@@ -482,7 +482,7 @@ fn listen() -> CallRequest {
 fn a_listen_takes_an_idle_connection_only_within_the_stream_bound() {
     let mut sim = HttpSim::with_http(config(EraMode::Auto), http(pool(2)), modern_listening);
     sim.connect();
-    let mut idle_two = |sim: &mut HttpSim<_>| {
+    let idle_two = |sim: &mut HttpSim<_>| {
         let calls: Vec<_> = (0..2)
             .map(|_| sim.client.call(sim.now, call("t")).unwrap())
             .collect();
