@@ -497,3 +497,39 @@ fn a_call_turned_away_on_a_replaced_session_waits_for_the_new_one() {
         .collect();
     assert_eq!(busy_sent, [Some("s1"), Some("s2")]);
 }
+
+/// Past the close's deadline nothing more is sent: a `DELETE` whose wait would end just
+/// before it, seen only after it (the driver woke late), is given up with the rest,
+/// and the client is released. Sent then, it would have had no deadline left to end it.
+#[test]
+fn a_delete_retry_seen_after_the_close_deadline_is_given_up() {
+    let mut deletes = 0;
+    let mut sim = HttpSim::new(config(EraMode::Legacy), move |req| {
+        if let Some(reply) = legacy_handshake(req, "s1") {
+            return reply;
+        }
+        match req.method.as_str() {
+            "DELETE" => {
+                deletes += 1;
+                if deletes == 1 {
+                    Reply::with_body(503, &[("Retry-After", "1")], "")
+                } else {
+                    Reply::Silence
+                }
+            }
+            _ => Reply::with_body(400, &[], "?"),
+        }
+    });
+    sim.connect();
+    sim.client.close(sim.now);
+    sim.step();
+    assert!(!sim.client.is_released(), "the DELETE waits out the server");
+    // One wake-up, past both the wait (1 s) and the close's deadline (2 s).
+    sim.now += Duration::from_secs(3);
+    sim.client.handle_timeout(sim.now);
+    sim.step();
+    assert!(sim.client.is_released());
+    assert_eq!(sim.client.poll_timeout(), None);
+    let deletes = sim.requests.iter().filter(|r| r.method == "DELETE").count();
+    assert_eq!(deletes, 1);
+}

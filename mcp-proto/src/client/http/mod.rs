@@ -454,9 +454,11 @@ impl HttpLink {
     pub(crate) fn handle_timeout(&mut self, now: Instant) {
         self.now = now;
         if self.close_deadline.is_some_and(|d| d <= now) {
-            // The last exchanges took too long: give them up.
+            // The last exchanges took too long: give them up, with the `DELETE` that
+            // waits out a busy server (sent now, it would have no deadline left).
             self.close_deadline = None;
             self.abort_all();
+            self.retries.clear();
             self.pool.close_all();
         }
         for (exchange, failure) in self.pool.handle_timeout(now) {
