@@ -40,7 +40,7 @@ pub(super) struct Parked {
 /// is the one the pool sends, shared.
 #[derive(Debug)]
 pub(super) struct Replay {
-    pub(super) json: Arc<[u8]>,
+    pub(super) json: Arc<Vec<u8>>,
     pub(super) kind: OutKind,
     pub(super) tries: u8,
     pub(super) turned_away: u8,
@@ -50,7 +50,8 @@ impl Replay {
     pub(super) fn into_parked(self) -> Parked {
         Parked {
             msg: Outgoing {
-                json: self.json.to_vec(),
+                // The pool let go of its share once the response began: no copy then.
+                json: Arc::unwrap_or_clone(self.json),
                 kind: self.kind,
             },
             tries: self.tries,

@@ -156,23 +156,28 @@ impl HttpLink {
             .partition(|r| r.due <= now);
         self.retries = later;
         for retry in due {
-            let Some(rpc) = retry.rpc_id().filter(|rpc| self.client.is_awaiting(*rpc)) else {
-                if let Again::Delete(version) = retry.again {
+            let parked = match retry.again {
+                Again::Delete(version) => {
                     self.send_delete(version);
+                    continue;
                 }
+                Again::Message(parked) => parked,
+            };
+            let OutKind::Request(rpc) = parked.msg.kind else {
                 continue;
             };
+            if !self.client.is_awaiting(rpc) {
+                continue;
+            }
             // The legacy session it was turned away on was replaced since, or a new one
             // is still being made: the session sends the call on the new one (its
             // request never ran), as for a late `404`.
             let replaced = retry.epoch != self.session_epoch
                 || !matches!(self.client.state(), ConnectionState::Ready(..));
-            match retry.again {
-                Again::Message(_) if replaced && !self.client.is_handshake(rpc) => {
-                    self.client.handle_old_session_refused(now, rpc);
-                }
-                Again::Message(parked) => self.send_parked(now, parked),
-                Again::Delete(_) => {}
+            if replaced && !self.client.is_handshake(rpc) {
+                self.client.handle_old_session_refused(now, rpc);
+            } else {
+                self.send_parked(now, parked);
             }
         }
     }

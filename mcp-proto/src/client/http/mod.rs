@@ -645,7 +645,7 @@ impl HttpLink {
     }
 
     /// Opens exchange `id` with the request `bytes` (head and body, apart).
-    fn insert_exchange(&mut self, id: ExchangeId, x: Exchange, bytes: (Vec<u8>, Arc<[u8]>)) {
+    fn insert_exchange(&mut self, id: ExchangeId, x: Exchange, bytes: (Vec<u8>, Arc<Vec<u8>>)) {
         // A GET stream or a 2026 subscription: open for as long as the server keeps it,
         // so it does not take one of the request connections.
         let long_lived = match &x.purpose {

@@ -188,7 +188,8 @@ impl HttpLink {
             }
             return;
         }
-        let json: Arc<[u8]> = json.into();
+        // Shared, not copied: the pool writes it, the exchange may send it again.
+        let json = Arc::new(json);
         let replay = Replay {
             json: Arc::clone(&json),
             kind,

@@ -92,7 +92,7 @@ struct Job {
     /// one retry). Apart, so that a body is copied once: into the transmit buffer. The
     /// body is shared with the exchange's copy for sending it again (a refusal, a
     /// server too busy).
-    bytes: (Vec<u8>, Arc<[u8]>),
+    bytes: (Vec<u8>, Arc<Vec<u8>>),
     long_lived: bool,
     /// Sending it twice is harmless (see the module docs).
     repeatable: bool,
@@ -230,7 +230,7 @@ impl Pool {
         &mut self,
         now: Instant,
         exchange: ExchangeId,
-        bytes: (Vec<u8>, Arc<[u8]>),
+        bytes: (Vec<u8>, Arc<Vec<u8>>),
         long_lived: bool,
         repeatable: bool,
     ) {
