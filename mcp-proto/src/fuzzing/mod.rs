@@ -275,6 +275,7 @@ pub mod http;
 pub mod http_client;
 pub mod http_endpoint;
 pub mod http_host;
+pub mod isolation;
 pub mod server;
 pub mod sse;
 
