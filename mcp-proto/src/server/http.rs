@@ -629,7 +629,7 @@ impl HttpEndpoint {
                 .map(|(k, _)| *k)
                 .min();
             if let Some(oldest) = detached {
-                self.cancel(now, oldest, "its client left, and another needed the room");
+                self.end_for_room(now, oldest);
             }
         }
         if self.open_streams() >= self.config.max_open_streams {
@@ -2080,6 +2080,28 @@ impl HttpEndpoint {
             e.server.handle_message(now, Message::Notification(n));
             e.route(None);
         });
+    }
+
+    /// Ends exchange `key`, whose client is not attached, to make room for another: with
+    /// an error answer stored in its stream, so that a client resuming it later (a
+    /// polling client between two polls, one that reconnects) learns the request ended,
+    /// rather than finding its stream silent forever.
+    fn end_for_room(&mut self, now: Instant, key: i64) {
+        const WHY: &str = "its client left, and another needed the room";
+        if let Some(original) = self.exchanges.get(&key).map(|e| e.original.clone()) {
+            let error = ErrorObject::new(
+                codes::INTERNAL_ERROR,
+                format!("Cancelled by the server: {WHY}; send the request again"),
+            );
+            let mut out = Vec::new();
+            Message::Response(Response {
+                id: Some(original),
+                outcome: Err(error),
+            })
+            .encode(&mut out);
+            self.queue_for_exchange(key, out);
+        }
+        self.cancel(now, key, WHY);
     }
 
     /// Removes an exchange and the server→client requests routed to it.

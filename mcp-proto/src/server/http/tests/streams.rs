@@ -379,6 +379,35 @@ fn polling_closes_after_priming_with_retry() {
     assert_eq!(messages(&r.body).len(), 2);
 }
 
+/// A request whose client is not attached (here a polling client's, between two polls)
+/// that is ended to make room for another's leaves an error answer in its stream: the
+/// client's next poll learns why, where it used to find the stream silent at every
+/// poll, for ever.
+#[test]
+fn a_request_ended_for_room_answers_its_polling_client_with_an_error() {
+    let config = HttpEndpointConfig {
+        max_open_streams: 1,
+        sse_polling: true,
+        ..HttpEndpointConfig::default()
+    };
+    let mut ep = with_sessions(config);
+    let polled = open_session(&mut ep, "2025-11-25");
+    let r = complete(ep.handle_request(now(), &call(&polled, "2025-11-25", 7, "hang")));
+    let priming = events(&r.body)[0].0.clone().unwrap();
+    assert_eq!(ep.open_streams(), 1);
+    // Another client's call needs the only place.
+    let other = open_session(&mut ep, "2025-11-25");
+    let r = complete(ep.handle_request(now(), &call(&other, "2025-11-25", 1, "hang")));
+    assert_eq!(r.status, 200);
+    assert_eq!(ep.open_streams(), 1);
+    let r = complete(ep.handle_request(now(), &get(Some(&polled), Some(&priming))));
+    let got = messages(&r.body);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0]["id"], 7);
+    let why = got[0]["error"]["message"].as_str().unwrap_or_default();
+    assert!(why.contains("another needed the room"), "{why}");
+}
+
 #[test]
 fn detached_streams_are_bounded_and_end_with_the_session() {
     let config = HttpEndpointConfig {
