@@ -13,15 +13,19 @@
 //! call at a time), and the tables are large enough that the attacker cannot evict it, so
 //! an error it gets is a finding, with one exception: anonymous clients are told apart
 //! by their sessions only (and a 2026 client has none), so an anonymous attacker may hold
-//! every open stream, and a request of the victim's that needs one may get `503`; the
+//! every open stream, and a request of the victim's that needs one may get `503`, or,
+//! when the victim polls, be ended between two polls with an error that says so; the
 //! victim then gives up that work.
+
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::{Value, json};
 
 use crate::Instant;
 use crate::http::{HttpLimits, ResponseEvent, ResponseReader};
 use crate::server::http::{
-    HttpEndpoint, HttpEndpointConfig, HttpReply, HttpRequest, HttpStream, StreamStatus,
+    EventStore, EventStoreError, EventStoreLimits, EventStream, HttpEndpoint, HttpEndpointConfig,
+    HttpReply, HttpRequest, HttpStream, MemoryEventStore, MemorySessionStore, Replay, StreamStatus,
 };
 use crate::server::{InputRequestSpec, Tool, ToolCall, ToolOutcome, example};
 use crate::sse::{SseDecoder, SseLimits};
@@ -220,7 +224,11 @@ struct Taken {
 }
 
 struct World {
+    /// The victim's endpoint.
     ep: HttpEndpoint,
+    /// The attacker's, when it is another process of the same server (sharing the
+    /// session and event stores): else the attacker talks to `ep` too.
+    other: Option<HttpEndpoint>,
     now: Instant,
     victim: Victim,
     leaked: Leaked,
@@ -237,7 +245,8 @@ struct World {
 /// The first byte: bits 0–1 the principals (victim and attacker: alice and mallory,
 /// anonymous and mallory, alice and anonymous), bit 2 the victim's legacy version
 /// (2025-11-25 or 2025-06-18), bit 3 polling (SEP-1699: the victim fetches its legacy
-/// call's messages with `GET`s). Then operations: a byte below 0x80 is a step of the
+/// call's messages with `GET`s), bit 4 the attacker talking to a second process of the
+/// server that shares the first's session and event stores. Then operations: a byte below 0x80 is a step of the
 /// victim's (its low four bits pick new work when it has none), a byte from 0x80 on is
 /// one of the attacker's (its low five bits the request, see [`World::attack`]) followed
 /// by an option byte (and, for a raw body, its length and bytes).
@@ -256,14 +265,30 @@ pub fn isolation(data: &[u8]) {
         sse_polling: control & 8 != 0,
         ..HttpEndpointConfig::default()
     };
-    let mut server = example::server_with(|c| {
-        configure(c, 0);
-        c.tools.push(confide());
-    });
-    server.seal_request_states([7; 32], 0);
-    server.seed_tasks([8; 32], 0);
+    // One process of the server, or two sharing their stores (keys alike, as a
+    // deployment's processes share them; task ids and session ids drawn apart).
+    let process = |seed: u8| {
+        let mut server = example::server_with(|c| {
+            configure(c, 0);
+            c.tools.push(confide());
+        });
+        server.seal_request_states([7; 32], 0);
+        server.seed_tasks([seed; 32], 0);
+        HttpEndpoint::with_sessions(server, config.clone(), &[seed + 1; 32])
+    };
+    let mut ep = process(8);
+    let mut other = (control & 16 != 0).then(|| process(18));
+    if let Some(b) = &mut other {
+        let sessions = MemorySessionStore::default();
+        let events = SharedEvents::default();
+        for e in [&mut ep, b] {
+            e.set_session_store(Box::new(sessions.clone()));
+            e.set_event_store(Box::new(events.clone()));
+        }
+    }
     let mut w = World {
-        ep: HttpEndpoint::with_sessions(server, config, &[9; 32]),
+        ep,
+        other,
         now: Instant::ZERO,
         victim: Victim {
             principal: victim,
@@ -306,7 +331,8 @@ pub fn isolation(data: &[u8]) {
     }
     // The attacker's clients go away; the victim's work ends as it would alone.
     for taken in std::mem::take(&mut w.taken) {
-        w.ep.cancel_stream(w.now, &taken.watched.stream);
+        let now = w.now;
+        w.mallory_ep().cancel_stream(now, &taken.watched.stream);
     }
     w.settle();
     for _ in 0..8 {
@@ -343,14 +369,16 @@ const RAW: u8 = 17;
 impl World {
     /// Deadlines due; the attacker's streams polled and checked.
     fn settle(&mut self) {
-        if self.ep.poll_timeout().is_some_and(|t| t <= self.now) {
-            self.ep.handle_timeout(self.now);
+        for ep in std::iter::once(&mut self.ep).chain(&mut self.other) {
+            if ep.poll_timeout().is_some_and(|t| t <= self.now) {
+                ep.handle_timeout(self.now);
+            }
+            while ep.poll_ready().is_some() {}
         }
-        while self.ep.poll_ready().is_some() {}
         let mut i = 0;
         while i < self.taken.len() {
             let t = &mut self.taken[i];
-            t.watched.poll(&mut self.ep);
+            t.watched.poll(self.other.as_mut().unwrap_or(&mut self.ep));
             self.leaked.check(&t.watched.wire, &t.sent, &self.victim);
             if t.watched.finished {
                 self.taken.remove(i);
@@ -568,6 +596,12 @@ impl World {
                 assert!(answered, "no result after the input: {:?}", ask.messages);
                 let response = response_in(&ask.messages).cloned().unwrap_or_default();
                 assert_eq!(response["id"], ask.id, "the victim got another's answer");
+                let why = response["error"]["message"].as_str().unwrap_or_default();
+                if self.mallory.is_none() && why.contains("another needed the room") {
+                    // Between two polls its call was ended for an anonymous attacker's
+                    // stream (see the module's documentation), and it was told.
+                    return;
+                }
                 check_text(&response, &ask.secret);
             }
             Some(Pending::ModernAsk { state, key, secret }) => {
@@ -831,7 +865,8 @@ impl World {
                 // The client of the attacker's oldest stream goes away.
                 if !self.taken.is_empty() {
                     let t = self.taken.remove(0);
-                    self.ep.cancel_stream(self.now, &t.watched.stream);
+                    let now = self.now;
+                    self.mallory_ep().cancel_stream(now, &t.watched.stream);
                 }
                 return;
             }
@@ -936,7 +971,8 @@ impl World {
             sent.extend_from_slice(value);
         }
         sent.extend_from_slice(&r.body);
-        match self.ep.handle_request_as(self.now, &r, self.mallory) {
+        let (now, who) = (self.now, self.mallory);
+        match self.mallory_ep().handle_request_as(now, &r, who) {
             HttpReply::Complete(response) => {
                 let mut wire = Vec::new();
                 response.write(&mut wire);
@@ -958,12 +994,46 @@ impl World {
         }
     }
 
+    /// The endpoint the attacker talks to.
+    fn mallory_ep(&mut self) -> &mut HttpEndpoint {
+        self.other.as_mut().unwrap_or(&mut self.ep)
+    }
+
     fn note_own_events(&mut self, wire: &[u8]) {
         for line in wire.split(|b| *b == b'\n') {
             if let Some(id) = line.strip_prefix(b"id: ") {
                 self.own_event = Some(String::from_utf8_lossy(id).trim().to_owned());
             }
         }
+    }
+}
+
+/// A [`MemoryEventStore`] two endpoints append to and replay from.
+#[derive(Debug, Clone)]
+struct SharedEvents(Arc<Mutex<MemoryEventStore>>);
+
+impl Default for SharedEvents {
+    fn default() -> Self {
+        let store = MemoryEventStore::new(EventStoreLimits::default());
+        Self(Arc::new(Mutex::new(store)))
+    }
+}
+
+impl SharedEvents {
+    fn store(&self) -> std::sync::MutexGuard<'_, MemoryEventStore> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl EventStore for SharedEvents {
+    fn append(&mut self, stream: &EventStream, message: &[u8]) -> Result<String, EventStoreError> {
+        self.store().append(stream, message)
+    }
+    fn replay_after(&self, event_id: &str) -> Result<Replay, EventStoreError> {
+        self.store().replay_after(event_id)
+    }
+    fn forget_session(&mut self, session: &str) {
+        self.store().forget_session(session);
     }
 }
 
@@ -1022,11 +1092,21 @@ fn check_text(response: &Value, secret: &str) {
 mod tests {
     use super::*;
 
+    /// An anonymous attacker's listens fill the open streams while the victim's legacy
+    /// call waits for its input between two polls: its call is ended for room, and its
+    /// next poll must say so (it used to find nothing, at every poll).
+    #[test]
+    fn a_polled_call_ended_for_room_is_told() {
+        let mut input = vec![0x0a, 0xd5, 0, 0xd5, 0, 0xd5, 0, 0x42];
+        input.extend_from_slice(&[0xd5, 0, 0xd5, 0, 0xd5, 0, 0xd5, 0, 0xd5]);
+        isolation(&input);
+    }
+
     /// Every kind of the victim's work, alone and with each of the attacker's requests
     /// in between its steps.
     #[test]
     fn smoke() {
-        for control in [0u8, 1, 2, 4, 8, 9, 10, 12] {
+        for control in [0u8, 1, 2, 4, 8, 9, 10, 12, 16, 17, 18, 24, 26] {
             for work in 0..16u8 {
                 isolation(&[control, work, work, work, work]);
                 for kind in 0..23u8 {
