@@ -1,0 +1,434 @@
+//! Two clients of one HTTP endpoint, authenticated as different principals: a victim
+//! that runs well-formed work to its end, and an attacker driven by the fuzz input that
+//! knows every secret of the victim's (its session id, request ids, the ids of the
+//! server's requests to it, its task ids, its `requestState`, the event ids of its
+//! streams) and uses them in any request it likes.
+//!
+//! What must hold: nothing the attacker receives carries the victim's data (its tool
+//! arguments and answers, which all hold `Vsecret`), its session id or its task ids,
+//! unless the attacker sent them itself; and the victim's work is untouched: each of its
+//! calls gets the answer it would get alone, its input requests are answered by it only,
+//! its tasks are neither cancelled nor read by anyone else, and nothing of the attacker's
+//! reaches it. The victim keeps within its fair share of every bound (one session, one
+//! call at a time), and the tables are large enough that the attacker cannot evict it, so
+//! an error it gets is a finding, with one exception: anonymous clients are told apart
+//! by their sessions only (and a 2026 client has none), so an anonymous attacker may hold
+//! every open stream, and a request of the victim's that needs one may get `503`, or,
+//! when the victim polls, be ended between two polls with an error that says so; the
+//! victim then gives up that work.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde_json::{Value, json};
+
+use crate::Instant;
+use crate::http::ResponseReader;
+use crate::server::http::{
+    EventStore, EventStoreError, EventStoreLimits, EventStream, HttpEndpoint, HttpEndpointConfig,
+    HttpStream, MemoryEventStore, MemorySessionStore, Replay,
+};
+use crate::server::{InputRequestSpec, Tool, ToolCall, ToolOutcome, example};
+use crate::sse::SseDecoder;
+
+use super::server::configure;
+
+mod attacker;
+mod victim;
+mod watched;
+
+use watched::response_in;
+
+/// What the victim's data carries, and the attacker's input never does.
+const SECRET: &str = "Vsecret";
+
+/// What the attacker's data carries: never seen by the victim.
+const MALLORY: &str = "Msecret";
+
+/// Operations read from one input.
+const MAX_OPERATIONS: usize = 96;
+
+/// Open streams the endpoint allows: the attacker may hold a quarter.
+const MAX_OPEN: usize = 8;
+
+const MODERN: &str = "2026-07-28";
+
+const TASKS_EXT: &str = "io.modelcontextprotocol/tasks";
+
+/// A stream handed out, read as it is written.
+struct Watched {
+    stream: HttpStream,
+    /// Everything written for it so far, head first.
+    wire: Vec<u8>,
+    reader: ResponseReader,
+    sse: SseDecoder,
+    /// The JSON-RPC messages read and not taken yet.
+    messages: Vec<Value>,
+    /// The last SSE event id read.
+    last_event: Option<String>,
+    finished: bool,
+}
+
+/// The victim's work that takes more than one request.
+enum Pending {
+    /// A legacy `ask` call waiting for the victim's answer to the server's
+    /// `elicitation/create`.
+    LegacyAsk(Box<LegacyAsk>),
+    /// A modern `ask` call that needs input: the next round carries the state.
+    ModernAsk {
+        state: String,
+        key: String,
+        secret: String,
+    },
+    /// A task of the victim's (its id), polled until it completes.
+    Task {
+        id: String,
+        modern: bool,
+        secret: String,
+        polls: u32,
+    },
+}
+
+/// A legacy call whose messages come on its stream, or (polling) on the `GET`s that
+/// resume it.
+struct LegacyAsk {
+    /// Its stream, while open.
+    watched: Option<Watched>,
+    /// The messages read so far.
+    messages: Vec<Value>,
+    /// The last event id read, to resume after.
+    last_event: Option<String>,
+    /// The id of the victim's request.
+    id: Value,
+    /// The id of the server's `elicitation/create`, once read.
+    asked: Option<Value>,
+    secret: String,
+    /// A request of its was refused for room (see `victim_reply`): the victim gave up.
+    refused: bool,
+}
+
+/// The victim: one legacy session, one call at a time.
+struct Victim {
+    principal: Option<&'static str>,
+    version: &'static str,
+    session: Option<String>,
+    next_id: i64,
+    next_secret: u64,
+    pending: Option<Pending>,
+    /// Its session's `GET` stream, while open.
+    listening: Option<Watched>,
+}
+
+/// What the attacker knows of the victim.
+#[derive(Default)]
+struct Leaked {
+    session: Option<String>,
+    /// The id of the victim's latest request (JSON).
+    request_id: Option<Value>,
+    /// The id of the server's latest request to the victim (JSON).
+    asked: Option<Value>,
+    task: Option<String>,
+    state: Option<String>,
+    /// The last SSE event id the victim saw.
+    event: Option<String>,
+}
+
+/// A stream of the attacker's, with what its request carried of the victim's.
+struct Taken {
+    watched: Watched,
+    sent: Vec<u8>,
+}
+
+struct World {
+    /// The victim's endpoint.
+    ep: HttpEndpoint,
+    /// The attacker's, when it is another process of the same server (sharing the
+    /// session and event stores): else the attacker talks to `ep` too.
+    other: Option<HttpEndpoint>,
+    now: Instant,
+    victim: Victim,
+    leaked: Leaked,
+    mallory: Option<&'static str>,
+    /// The attacker's latest session id and SSE event id.
+    own_session: Option<String>,
+    own_event: Option<String>,
+    next_mallory_id: i64,
+    taken: Vec<Taken>,
+}
+
+/// The fuzz target: see the module's documentation.
+///
+/// The first byte: bits 0–1 the principals (victim and attacker: alice and mallory,
+/// anonymous and mallory, alice and anonymous), bit 2 the victim's legacy version
+/// (2025-11-25 or 2025-06-18), bit 3 polling (SEP-1699: the victim fetches its legacy
+/// call's messages with `GET`s), bit 4 the attacker talking to a second process of the
+/// server that shares the first's session and event stores. Then operations: a byte below 0x80 is a step of the
+/// victim's (its low four bits pick new work when it has none), a byte from 0x80 on is
+/// one of the attacker's (its low five bits the request, see [`World::attack`]) followed
+/// by an option byte (and, for a raw body, its length and bytes).
+pub fn isolation(data: &[u8]) {
+    let Some((&control, mut input)) = data.split_first() else {
+        return;
+    };
+    let (victim, mallory) = match control & 3 {
+        1 => (None, Some("mallory")),
+        2 => (Some("alice"), None),
+        _ => (Some("alice"), Some("mallory")),
+    };
+    let config = HttpEndpointConfig {
+        max_open_streams: MAX_OPEN,
+        max_sessions: 4 * MAX_OPERATIONS,
+        sse_polling: control & 8 != 0,
+        ..HttpEndpointConfig::default()
+    };
+    // One process of the server, or two sharing their stores (keys alike, as a
+    // deployment's processes share them; task ids and session ids drawn apart).
+    let process = |seed: u8| {
+        let mut server = example::server_with(|c| {
+            configure(c, 0);
+            c.tools.push(confide());
+        });
+        server.seal_request_states([7; 32], 0);
+        server.seed_tasks([seed; 32], 0);
+        HttpEndpoint::with_sessions(server, config.clone(), &[seed + 1; 32])
+    };
+    let mut ep = process(8);
+    let mut other = (control & 16 != 0).then(|| process(18));
+    if let Some(b) = &mut other {
+        let sessions = MemorySessionStore::default();
+        let events = SharedEvents::default();
+        for e in [&mut ep, b] {
+            e.set_session_store(Box::new(sessions.clone()));
+            e.set_event_store(Box::new(events.clone()));
+        }
+    }
+    let mut w = World {
+        ep,
+        other,
+        now: Instant::ZERO,
+        victim: Victim {
+            principal: victim,
+            version: if control & 4 == 0 {
+                "2025-11-25"
+            } else {
+                "2025-06-18"
+            },
+            session: None,
+            next_id: 1,
+            next_secret: 0,
+            pending: None,
+            listening: None,
+        },
+        leaked: Leaked::default(),
+        mallory,
+        own_session: None,
+        own_event: None,
+        next_mallory_id: 1,
+        taken: Vec::new(),
+    };
+    for _ in 0..MAX_OPERATIONS {
+        let Some((&op, rest)) = input.split_first() else {
+            break;
+        };
+        input = rest;
+        if op < 0x80 {
+            w.victim_step(op);
+        } else {
+            let (&option, rest) = input.split_first().unwrap_or((&0, &[]));
+            input = rest;
+            let mut raw: &[u8] = &[];
+            if op & 0x1f == RAW {
+                let len = usize::from(option >> 2).min(input.len());
+                (raw, input) = input.split_at(len);
+            }
+            w.attack(op & 0x1f, option, raw);
+        }
+        w.settle();
+    }
+    // The attacker's clients go away; the victim's work ends as it would alone.
+    for taken in std::mem::take(&mut w.taken) {
+        let now = w.now;
+        w.mallory_ep().cancel_stream(now, &taken.watched.stream);
+    }
+    w.settle();
+    for _ in 0..8 {
+        if w.victim.pending.is_none() {
+            break;
+        }
+        w.victim_step(0);
+        w.settle();
+    }
+    assert!(w.victim.pending.is_none(), "the victim's work did not end");
+}
+
+/// A task tool that asks for `k` inside its task, then answers with what it got: over
+/// `tasks/result` in 2025, `tasks/update` in 2026.
+fn confide() -> Tool {
+    Tool::new(
+        "confide",
+        "Asks for `k`, then tells what it got",
+        json!({"type": "object"}),
+        |call: &ToolCall<'_>| match call.inputs.get("k") {
+            Some(answer) => ToolOutcome::text(answer.to_string()),
+            None => {
+                let ask = InputRequestSpec::form("k?", json!({"type": "object"}));
+                ToolOutcome::NeedInput(vec![("k".to_owned(), ask)])
+            }
+        },
+    )
+    .as_task(0)
+}
+
+/// The attacker's request of a raw body (the option byte's high six bits its length).
+const RAW: u8 = 17;
+
+impl World {
+    /// Deadlines due; the attacker's streams polled and checked.
+    fn settle(&mut self) {
+        for ep in std::iter::once(&mut self.ep).chain(&mut self.other) {
+            if ep.poll_timeout().is_some_and(|t| t <= self.now) {
+                ep.handle_timeout(self.now);
+            }
+            while ep.poll_ready().is_some() {}
+        }
+        let mut i = 0;
+        while i < self.taken.len() {
+            let t = &mut self.taken[i];
+            t.watched.poll(self.other.as_mut().unwrap_or(&mut self.ep));
+            self.leaked.check(&t.watched.wire, &t.sent);
+            if t.watched.finished {
+                self.taken.remove(i);
+            } else {
+                i += 1;
+            }
+        }
+        if let Some(Pending::LegacyAsk(ask)) = &mut self.victim.pending {
+            ask.poll(&mut self.ep);
+            if let Some(asked) = &ask.asked {
+                assert!(
+                    response_in(&ask.messages).is_none(),
+                    "the victim's call was answered before the victim answered {asked}: {:?}",
+                    ask.messages
+                );
+            }
+        }
+        if let Some(w) = &mut self.victim.listening {
+            w.poll(&mut self.ep);
+            assert_no_mallory(&w.wire);
+            w.messages.clear();
+            if w.finished {
+                self.victim.listening = None;
+            }
+        }
+    }
+}
+
+/// A [`MemoryEventStore`] two endpoints append to and replay from.
+#[derive(Debug, Clone)]
+struct SharedEvents(Arc<Mutex<MemoryEventStore>>);
+
+impl Default for SharedEvents {
+    fn default() -> Self {
+        let store = MemoryEventStore::new(EventStoreLimits::default());
+        Self(Arc::new(Mutex::new(store)))
+    }
+}
+
+impl SharedEvents {
+    fn store(&self) -> std::sync::MutexGuard<'_, MemoryEventStore> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl EventStore for SharedEvents {
+    fn append(&mut self, stream: &EventStream, message: &[u8]) -> Result<String, EventStoreError> {
+        self.store().append(stream, message)
+    }
+    fn replay_after(&self, event_id: &str) -> Result<Replay, EventStoreError> {
+        self.store().replay_after(event_id)
+    }
+    fn forget_session(&mut self, session: &str) {
+        self.store().forget_session(session);
+    }
+}
+
+/// What a victim's request got: see [`World::victim_reply`].
+#[derive(Default)]
+struct Got {
+    /// Refused for want of room that anonymous attackers hold (see `victim_reply`).
+    refused: bool,
+    messages: Vec<Value>,
+    last_event: Option<String>,
+    open: Option<Watched>,
+}
+
+impl Leaked {
+    /// What the attacker received (`wire`) for a request of `sent` bytes: none of the
+    /// victim's data, and its session id and task id only when the request held them.
+    fn check(&self, wire: &[u8], sent: &[u8]) {
+        let text = String::from_utf8_lossy(wire);
+        assert!(
+            !text.contains(SECRET),
+            "the attacker received the victim's data: {text}"
+        );
+        let sent = String::from_utf8_lossy(sent);
+        for secret in [&self.session, &self.task].into_iter().flatten() {
+            assert!(
+                sent.contains(secret.as_str()) || !text.contains(secret.as_str()),
+                "the attacker received the victim's id {secret}: {text}"
+            );
+        }
+    }
+}
+
+fn assert_no_mallory(wire: &[u8]) {
+    let text = String::from_utf8_lossy(wire);
+    assert!(
+        !text.contains(MALLORY),
+        "the attacker's data reached the victim: {text}"
+    );
+}
+
+/// A successful result whose text holds `secret`.
+fn check_text(response: &Value, secret: &str) {
+    let text = response.to_string();
+    assert!(
+        response.get("error").is_none() && text.contains(secret),
+        "the victim's result is not its own ({secret}): {response}"
+    );
+    assert!(
+        response["result"]["isError"] != true,
+        "the victim's call failed: {response}"
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An anonymous attacker's listens fill the open streams while the victim's legacy
+    /// call waits for its input between two polls: its call is ended for room, and its
+    /// next poll must say so (it used to find nothing, at every poll).
+    #[test]
+    fn a_polled_call_ended_for_room_is_told() {
+        let mut input = vec![0x0a, 0xd5, 0, 0xd5, 0, 0xd5, 0, 0x42];
+        input.extend_from_slice(&[0xd5, 0, 0xd5, 0, 0xd5, 0, 0xd5, 0, 0xd5]);
+        isolation(&input);
+    }
+
+    /// Every kind of the victim's work, alone and with each of the attacker's requests
+    /// in between its steps.
+    #[test]
+    fn smoke() {
+        for control in [0u8, 1, 2, 4, 8, 9, 10, 12, 16, 17, 18, 24, 26] {
+            for work in 0..16u8 {
+                isolation(&[control, work, work, work, work]);
+                for kind in 0..23u8 {
+                    for option in [0u8, 2, 6, 0x12, 0x42, 0x4a] {
+                        let input = [control, work, 0x80 | kind, option, 0, 0x80 | kind, option];
+                        isolation(&input);
+                    }
+                }
+            }
+        }
+    }
+}
