@@ -14,9 +14,11 @@ impl World {
     /// rather than its own on a GET; bits 5–6 the request id: a fresh one, the victim's
     /// latest, the server's latest request to the victim, 1).
     pub(super) fn attack(&mut self, kind: u8, option: u8, raw: &[u8]) {
-        let victim_task = self.leaked.task.clone().unwrap_or_default();
+        let victim_task = self.usable_task().unwrap_or_default();
         let asked = self.leaked.asked.clone().unwrap_or(json!(0));
-        let state = self.leaked.state.clone().unwrap_or_default();
+        let state = (self.leaked.state.clone())
+            .filter(|_| !self.one_principal())
+            .unwrap_or_default();
         let answer = json!({"action": "accept", "content": {"v": MALLORY}});
         let (method, params): (&str, Value) = match kind {
             0 => (
@@ -120,11 +122,13 @@ impl World {
     /// victim's.
     fn fill(&self, text: &str) -> String {
         let l = &self.leaked;
+        let kept = self.one_principal();
         let or = |v: &Option<String>| v.clone().unwrap_or_default();
+        let bearer = |v: &Option<String>| v.clone().filter(|_| !kept).unwrap_or_default();
         let json = |v: &Option<Value>| v.as_ref().map(Value::to_string).unwrap_or_default();
-        text.replace("$session", &or(&l.session))
-            .replace("$task", &or(&l.task))
-            .replace("$state", &or(&l.state))
+        text.replace("$session", &bearer(&l.session))
+            .replace("$task", &self.usable_task().unwrap_or_default())
+            .replace("$state", &bearer(&l.state))
             .replace("$asked", &json(&l.asked))
             .replace("$id", &json(&l.request_id))
             .replace("$event", &or(&l.event))
@@ -136,7 +140,7 @@ impl World {
             .with_header("Accept", "application/json, text/event-stream");
         let session = match option & 3 {
             0 => None,
-            2 => self.leaked.session.clone(),
+            2 if !self.one_principal() => self.leaked.session.clone(),
             _ => self.own_session.clone(),
         };
         if let Some(s) = &session {
@@ -212,6 +216,12 @@ impl World {
                 self.taken.push(Taken { watched, sent });
             }
         }
+    }
+
+    /// The victim's task id, unless it is a bearer secret (see [`World::one_principal`]).
+    fn usable_task(&self) -> Option<String> {
+        let kept = self.one_principal() && self.leaked.task_modern;
+        self.leaked.task.clone().filter(|_| !kept)
     }
 
     /// The endpoint the attacker talks to.

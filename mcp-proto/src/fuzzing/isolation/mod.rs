@@ -2,7 +2,9 @@
 //! that runs well-formed work to its end, and an attacker driven by the fuzz input that
 //! knows every secret of the victim's (its session id, request ids, the ids of the
 //! server's requests to it, its task ids, its `requestState`, the event ids of its
-//! streams) and uses them in any request it likes.
+//! streams) and uses them in any request it likes. Or both anonymous: then the victim's
+//! session id is all that tells them apart, and the attacker knows everything but the
+//! victim's bearer secrets (the session id, 2026 task ids, `requestState`).
 //!
 //! What must hold: nothing the attacker receives carries the victim's data (its tool
 //! arguments and answers, which all hold `Vsecret`), its session id or its task ids,
@@ -127,6 +129,8 @@ struct Leaked {
     /// The id of the server's latest request to the victim (JSON).
     asked: Option<Value>,
     task: Option<String>,
+    /// That task is a 2026 one (reachable by its principal, not bound to a session).
+    task_modern: bool,
     state: Option<String>,
     /// The last SSE event id the victim saw.
     event: Option<String>,
@@ -158,7 +162,7 @@ struct World {
 /// The fuzz target: see the module's documentation.
 ///
 /// The first byte: bits 0–1 the principals (victim and attacker: alice and mallory,
-/// anonymous and mallory, alice and anonymous), bit 2 the victim's legacy version
+/// anonymous and mallory, alice and anonymous, both anonymous), bit 2 the victim's legacy version
 /// (2025-11-25 or 2025-06-18), bit 3 polling (SEP-1699: the victim fetches its legacy
 /// call's messages with `GET`s), bit 4 the attacker talking to a second process of the
 /// server that shares the first's session and event stores. Then operations: a byte below 0x80 is a step of the
@@ -172,6 +176,7 @@ pub fn isolation(data: &[u8]) {
     let (victim, mallory) = match control & 3 {
         1 => (None, Some("mallory")),
         2 => (Some("alice"), None),
+        3 => (None, None),
         _ => (Some("alice"), Some("mallory")),
     };
     let config = HttpEndpointConfig {
@@ -282,6 +287,14 @@ fn confide() -> Tool {
 const RAW: u8 = 17;
 
 impl World {
+    /// Both clients are anonymous: one principal, told apart by the victim's session id
+    /// alone, so its bearer secrets (the session id, its 2026 task ids, its
+    /// `requestState`) are kept from the attacker, and it runs no 2026 task (which any
+    /// anonymous client may list).
+    fn one_principal(&self) -> bool {
+        self.victim.principal.is_none() && self.mallory.is_none()
+    }
+
     /// Deadlines due; the attacker's streams polled and checked.
     fn settle(&mut self) {
         for ep in std::iter::once(&mut self.ep).chain(&mut self.other) {
@@ -419,7 +432,7 @@ mod tests {
     /// in between its steps.
     #[test]
     fn smoke() {
-        for control in [0u8, 1, 2, 4, 8, 9, 10, 12, 16, 17, 18, 24, 26] {
+        for control in [0u8, 1, 2, 3, 4, 8, 9, 10, 11, 12, 16, 17, 18, 19, 24, 26] {
             for work in 0..16u8 {
                 isolation(&[control, work, work, work, work]);
                 for kind in 0..23u8 {

@@ -309,7 +309,8 @@ impl World {
 
     fn victim_start(&mut self, op: u8) {
         let secret = self.secret();
-        let modern = op & 1 == 1;
+        // No 2026 task when both clients are one principal (see `one_principal`).
+        let modern = op & 1 == 1 && !(self.one_principal() && matches!(op >> 1, 2 | 4));
         if !modern {
             self.ensure_session();
         }
@@ -365,6 +366,7 @@ impl World {
                 match id.as_str() {
                     Some(id) => {
                         self.leaked.task = Some(id.to_owned());
+                        self.leaked.task_modern = modern;
                         self.victim.pending = Some(Pending::Task {
                             id: id.to_owned(),
                             modern,
