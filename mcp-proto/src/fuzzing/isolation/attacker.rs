@@ -44,7 +44,8 @@ impl World {
                 let body = if kind == 8 {
                     json!({"jsonrpc": "2.0", "id": asked, "result": answer})
                 } else {
-                    json!({"jsonrpc": "2.0", "id": asked, "error": {"code": -1, "message": MALLORY}})
+                    let error = json!({"code": -1, "message": MALLORY});
+                    json!({"jsonrpc": "2.0", "id": asked, "error": error})
                 };
                 return self.mallory_send("POST", option, Some(body));
             }

@@ -162,13 +162,15 @@ struct World {
 /// The fuzz target: see the module's documentation.
 ///
 /// The first byte: bits 0–1 the principals (victim and attacker: alice and mallory,
-/// anonymous and mallory, alice and anonymous, both anonymous), bit 2 the victim's legacy version
-/// (2025-11-25 or 2025-06-18), bit 3 polling (SEP-1699: the victim fetches its legacy
-/// call's messages with `GET`s), bit 4 the attacker talking to a second process of the
-/// server that shares the first's session and event stores. Then operations: a byte below 0x80 is a step of the
-/// victim's (its low four bits pick new work when it has none), a byte from 0x80 on is
-/// one of the attacker's (its low five bits the request, see [`World::attack`]) followed
-/// by an option byte (and, for a raw body, its length and bytes).
+/// anonymous and mallory, alice and anonymous, both anonymous), bit 2 the victim's
+/// legacy version (2025-11-25 or 2025-06-18), bit 3 polling (SEP-1699: the victim
+/// fetches its legacy call's messages with `GET`s), bit 4 the attacker talking to a
+/// second process of the server that shares the first's session and event stores.
+///
+/// Then operations: a byte below 0x80 is a step of the victim's (its low four bits pick
+/// new work when it has none), a byte from 0x80 on is one of the attacker's (its low five
+/// bits the request, see `World::attack`) followed by an option byte (and, for a raw
+/// body, its length and bytes).
 pub fn isolation(data: &[u8]) {
     let Some((&control, mut input)) = data.split_first() else {
         return;
