@@ -238,7 +238,8 @@ pub struct HttpEndpointConfig {
     /// Exchanges that may stay open (unanswered tools, legacy calls waiting for input)
     /// at once; one legacy session, and one authenticated principal, may hold a quarter
     /// of them (at least one), detached ones included. When all are open, the oldest one
-    /// whose client went away is cancelled for a new one. Default 64. Each open stream
+    /// whose client went away is cancelled for a new one (a JSON-RPC error in its stream
+    /// tells its client, should it resume). Default 64. Each open stream
     /// holds a connection while its client is attached: keep this below the server's
     /// `max_connections` (128 by default), or streams can take every connection.
     pub max_open_streams: usize,
@@ -2087,11 +2088,11 @@ impl HttpEndpoint {
     /// polling client between two polls, one that reconnects) learns the request ended,
     /// rather than finding its stream silent forever.
     fn end_for_room(&mut self, now: Instant, key: i64) {
-        const WHY: &str = "its client left, and another needed the room";
+        const WHY: &str = "no client was attached, and another request needed the room";
         if let Some(original) = self.exchanges.get(&key).map(|e| e.original.clone()) {
             let error = ErrorObject::new(
                 codes::INTERNAL_ERROR,
-                format!("Cancelled by the server: {WHY}; send the request again"),
+                format!("Cancelled by the server: {WHY}"),
             );
             let mut out = Vec::new();
             Message::Response(Response {

@@ -202,7 +202,7 @@ impl World {
                 let response = response_in(&ask.messages).cloned().unwrap_or_default();
                 assert_eq!(response["id"], ask.id, "the victim got another's answer");
                 let why = response["error"]["message"].as_str().unwrap_or_default();
-                if self.mallory.is_none() && why.contains("another needed the room") {
+                if self.mallory.is_none() && why.contains("another request needed the room") {
                     // Between two polls its call was ended for an anonymous attacker's
                     // stream (see the module's documentation), and it was told.
                     return;

@@ -405,7 +405,7 @@ fn a_request_ended_for_room_answers_its_polling_client_with_an_error() {
     assert_eq!(got.len(), 1, "{got:?}");
     assert_eq!(got[0]["id"], 7);
     let why = got[0]["error"]["message"].as_str().unwrap_or_default();
-    assert!(why.contains("another needed the room"), "{why}");
+    assert!(why.contains("another request needed the room"), "{why}");
 }
 
 #[test]
