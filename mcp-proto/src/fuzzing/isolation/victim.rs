@@ -81,7 +81,7 @@ impl World {
                     self.victim.session = Some(s.to_owned());
                     self.leaked.session = Some(s.to_owned());
                 }
-                if r.status == 503 && self.mallory.is_none() && self.victim.principal.is_some() {
+                if r.status == 503 && self.mallory.is_none() {
                     // Anonymous clients are told apart by their sessions only, and a
                     // 2026 client has none: together they may hold every open stream.
                     got.refused = true;
