@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 
 use crate::server::http::{HttpEndpoint, HttpReply, HttpRequest};
 
+use super::watched::sse_body;
 use super::{MALLORY, MODERN, RAW, SECRET, TASKS_EXT, Taken, Watched, World};
 
 impl World {
@@ -207,13 +208,18 @@ impl World {
                 {
                     self.own_session = Some(s.to_owned());
                 }
-                self.note_own_events(&wire);
+                if response.header("content-type") == Some("text/event-stream")
+                    && let (_, Some(event)) = sse_body(&response.body)
+                {
+                    self.own_event = Some(event);
+                }
             }
             HttpReply::Stream(stream) => {
                 let watched = Watched::new(stream);
                 self.leaked.check(&watched.wire, &sent);
-                let wire = watched.wire.clone();
-                self.note_own_events(&wire);
+                if watched.last_event.is_some() {
+                    self.own_event.clone_from(&watched.last_event);
+                }
                 self.taken.push(Taken { watched, sent });
             }
         }
@@ -228,13 +234,5 @@ impl World {
     /// The endpoint the attacker talks to.
     pub(super) fn mallory_ep(&mut self) -> &mut HttpEndpoint {
         self.other.as_mut().unwrap_or(&mut self.ep)
-    }
-
-    fn note_own_events(&mut self, wire: &[u8]) {
-        for line in wire.split(|b| *b == b'\n') {
-            if let Some(id) = line.strip_prefix(b"id: ") {
-                self.own_event = Some(String::from_utf8_lossy(id).trim().to_owned());
-            }
-        }
     }
 }

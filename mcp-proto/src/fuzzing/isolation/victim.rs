@@ -4,9 +4,8 @@
 use serde_json::{Value, json};
 
 use crate::server::http::{HttpReply, HttpRequest};
-use crate::sse::{SseDecoder, SseLimits};
 
-use super::watched::{elicitation, response_in};
+use super::watched::{elicitation, response_in, sse_body};
 use super::{
     Got, LegacyAsk, MODERN, Pending, SECRET, TASKS_EXT, Watched, World, assert_no_mallory,
     check_text,
@@ -94,16 +93,9 @@ impl World {
                     String::from_utf8_lossy(&r.body)
                 );
                 if r.header("content-type") == Some("text/event-stream") {
-                    let mut d = SseDecoder::new(SseLimits::new(1 << 20, 1 << 22));
-                    d.handle_input(&r.body);
-                    for e in d.events().flatten() {
-                        if e.id.is_some() {
-                            got.last_event.clone_from(&e.id);
-                            self.leaked.event.clone_from(&e.id);
-                        }
-                        if let Ok(m) = serde_json::from_str::<Value>(&e.data) {
-                            got.messages.push(m);
-                        }
+                    (got.messages, got.last_event) = sse_body(&r.body);
+                    if got.last_event.is_some() {
+                        self.leaked.event.clone_from(&got.last_event);
                     }
                 } else if let Ok(m) = serde_json::from_slice(&r.body) {
                     got.messages.push(m);

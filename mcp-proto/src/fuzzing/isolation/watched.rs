@@ -26,15 +26,14 @@ impl Watched {
         w
     }
 
-    /// Polls the stream; what it wrote, read.
-    pub(super) fn poll(&mut self, ep: &mut HttpEndpoint) -> Vec<u8> {
+    /// Polls the stream and reads what it wrote.
+    pub(super) fn poll(&mut self, ep: &mut HttpEndpoint) {
         if self.finished {
-            return Vec::new();
+            return;
         }
         let mut out = Vec::new();
         self.finished = ep.poll_stream(&self.stream, &mut out) == StreamStatus::Finished;
         self.read(&out);
-        out
     }
 
     fn read(&mut self, bytes: &[u8]) {
@@ -59,6 +58,22 @@ impl Watched {
             self.messages.push(m);
         }
     }
+}
+
+/// The JSON-RPC messages of a complete SSE body, and its last event id.
+pub(super) fn sse_body(body: &[u8]) -> (Vec<Value>, Option<String>) {
+    let mut decoder = SseDecoder::new(SseLimits::new(1 << 20, 1 << 22));
+    decoder.handle_input(body);
+    let (mut messages, mut last_event) = (Vec::new(), None);
+    for event in decoder.events().flatten() {
+        if event.id.is_some() {
+            last_event = event.id;
+        }
+        if let Ok(m) = serde_json::from_str::<Value>(&event.data) {
+            messages.push(m);
+        }
+    }
+    (messages, last_event)
 }
 
 /// The response among `messages`, if any.
