@@ -77,10 +77,18 @@
 //! use the same one); without a session or a principal it is ignored, since nothing
 //! ties an anonymous poster to any exchange: closing the stream cancels.
 //! At most [`HttpEndpointConfig::max_open_streams`] exchanges stay open, a quarter of them
-//! per legacy session and per authenticated principal. When they are all open, the oldest
-//! stream whose client went away (a session's detached stream) is cancelled to make room;
-//! with none such, one more is cancelled and answered 503 with `-32603`, as is one past
-//! its session's or principal's share.
+//! per legacy session and per authenticated principal. When they are all open, one is
+//! ended to make room, with a JSON-RPC error that tells its client why: the oldest stream
+//! whose client went away (a session's detached stream) of the newcomer's own principal,
+//! or, for an authenticated newcomer, of an anonymous client or of a principal holding at
+//! least as many streams as its own; else, for an authenticated newcomer, the oldest
+//! stream of the anonymous clients, when they hold more than one beyond what its
+//! principal holds.
+//! Anonymous clients count as one principal: nothing tells them apart (sessions are free
+//! to make), so together they may fill what no principal uses but cannot keep one out,
+//! nor end a principal's stream. With no stream to end, one more is cancelled and
+//! answered 503 with `-32603`, as is one past its session's or principal's share.
+//! `GET` streams give way the same way (decision 123 in `docs/decisions.md`).
 //!
 //! **Legacy sessions.** An endpoint made with [`HttpEndpoint::with_sessions`] (the
 //! adapters' serve functions make theirs so, with the operating system's randomness)
@@ -239,12 +247,18 @@ pub struct HttpEndpointConfig {
     /// at once; one legacy session, and one authenticated principal, may hold a quarter
     /// of them (at least one), detached ones included. When all are open, the oldest one
     /// whose client went away is cancelled for a new one (a JSON-RPC error in its stream
-    /// tells its client, should it resume). Default 64. Each open stream
+    /// tells its client, should it resume): the newcomer's own principal's, or for an
+    /// authenticated newcomer an anonymous client's or one of a principal holding at least
+    /// as many; an authenticated newcomer also takes the place of the oldest
+    /// anonymous client's stream when anonymous clients hold more than one beyond what
+    /// its principal holds (the module docs say more). Default 64. Each open stream
     /// holds a connection while its client is attached: keep this below the server's
     /// `max_connections` (128 by default), or streams can take every connection.
     pub max_open_streams: usize,
     /// Legacy `GET` streams a client is attached to at once, over all sessions (one per
-    /// session at most); one more, opened or resumed, gets `503`. Default 32. Each holds
+    /// session at most); one more, opened or resumed, gets `503`, unless it is an
+    /// authenticated client's and anonymous clients hold more than one beyond what its
+    /// principal holds: their oldest then ends for it. Default 32. Each holds
     /// a connection: unbounded, one anonymous client opening 128 sessions and a stream on
     /// each took every connection of the server (128 by default) for as long as it read
     /// them. Keep `max_open_streams` plus this below the server's `max_connections`.
@@ -369,6 +383,8 @@ struct Event {
 #[derive(Debug)]
 struct Listener {
     session: String,
+    /// The principal of its session (authenticated by the application), if any.
+    principal: Option<String>,
     /// Its resumable stream number.
     stream: u64,
     /// Events not handed out yet (only while a connection serves it).
@@ -567,7 +583,10 @@ impl HttpEndpoint {
     /// resumable streams, also those whose client went away and may resume).
     #[must_use]
     pub fn open_streams(&self) -> usize {
-        self.exchanges.values().filter(|e| e.streaming).count()
+        self.exchanges
+            .values()
+            .filter(|e| is_open_stream(e))
+            .count()
     }
 
     /// The open streams one legacy session, or one authenticated principal, may hold,
@@ -580,20 +599,20 @@ impl HttpEndpoint {
     /// Why exchange `key` may not become an open stream, after making room when it can
     /// (the exchange is then cancelled): its session, or its authenticated principal,
     /// holds its share already; or `max_open_streams` are open, once the sessions that
-    /// idled out went and the oldest stream no client is attached to was cancelled.
-    /// Streams whose client went away make room for one whose client is there: else a
-    /// few sessions that start streams and leave would hold every stream for as long as
-    /// they live.
+    /// idled out went and one stream was ended for room if one may be
+    /// ([`HttpEndpoint::stream_to_end_for`]). Streams whose client went away make room
+    /// for one whose client is there: else a few sessions that start streams and leave
+    /// would hold every stream for as long as they live.
     fn stream_refused(&mut self, now: Instant, key: i64) -> Option<ErrorObject> {
         let share = self.session_stream_share();
         let exchange = self.exchanges.get(&key)?;
-        let (session, principal) = (exchange.session.as_ref(), exchange.principal.as_ref());
-        let streams = || self.exchanges.values().filter(|e| e.streaming);
+        let (session, principal) = (exchange.session.as_ref(), exchange.principal.clone());
+        let streams = || self.exchanges.values().filter(|e| is_open_stream(e));
         let whose = if session
             .is_some_and(|s| streams().filter(|e| e.session.as_ref() == Some(s)).count() >= share)
         {
             Some("this session")
-        } else if principal.is_some_and(|p| {
+        } else if principal.as_ref().is_some_and(|p| {
             streams()
                 .filter(|e| e.principal.as_ref() == Some(p))
                 .count()
@@ -624,14 +643,10 @@ impl HttpEndpoint {
                 self.drop_session_state(&gone);
             }
         }
-        if self.open_streams() >= self.config.max_open_streams {
-            let detached = (self.exchanges.iter())
-                .filter(|(_, e)| e.streaming && e.attach.is_none())
-                .map(|(k, _)| *k)
-                .min();
-            if let Some(oldest) = detached {
-                self.end_for_room(now, oldest);
-            }
+        if self.open_streams() >= self.config.max_open_streams
+            && let Some((oldest, why)) = self.stream_to_end_for(principal.as_deref())
+        {
+            self.end_for_room(now, oldest, why);
         }
         if self.open_streams() >= self.config.max_open_streams {
             self.cancel(now, key, "too many open HTTP streams");
@@ -643,21 +658,86 @@ impl HttpEndpoint {
         None
     }
 
-    /// The `503` for one more `GET` stream when `max_get_streams` are attached.
-    fn get_streams_full(&self) -> Option<HttpReply> {
-        let attached = (self.listeners.values())
-            .filter(|l| l.attach.is_some() && !l.ended)
-            .count();
-        (attached >= self.config.max_get_streams).then(|| {
-            let e = ErrorObject::new(
-                codes::INTERNAL_ERROR,
-                format!(
-                    "Too many GET streams are open (at most {}); try again later",
-                    self.config.max_get_streams
-                ),
-            );
-            HttpReply::Complete(HttpResponse::json_error(503, None, &e))
-        })
+    /// The open stream to end for one more of `newcomer`'s when every one is taken, and
+    /// why. First the oldest no client is attached to, of the newcomer's own group or,
+    /// for an authenticated newcomer, of the anonymous clients or of a principal holding
+    /// at least as many open streams as the newcomer's; else, for an authenticated
+    /// newcomer, the oldest of the anonymous clients' when they hold more than one beyond
+    /// what its principal holds. A group is one principal, or every anonymous client
+    /// together: anonymous clients cannot be told apart (a session is free to make), so
+    /// together they may take only what no principal needs, and never end a principal's
+    /// stream.
+    fn stream_to_end_for(&self, newcomer: Option<&str>) -> Option<(i64, &'static str)> {
+        let open = || self.exchanges.iter().filter(|(_, e)| is_open_stream(e));
+        let mut held: BTreeMap<Option<&str>, usize> = BTreeMap::new();
+        for (_, e) in open() {
+            *held.entry(e.principal.as_deref()).or_default() += 1;
+        }
+        let mine = held.get(&newcomer).copied().unwrap_or(0);
+        let may_end = |e: &Exchange| {
+            let group = e.principal.as_deref();
+            group == newcomer
+                || (newcomer.is_some()
+                    && (group.is_none() || held.get(&group).copied().unwrap_or(0) >= mine))
+        };
+        let detached = open()
+            .filter(|(_, e)| e.attach.is_none() && may_end(e))
+            .map(|(k, _)| *k)
+            .min();
+        if let Some(key) = detached {
+            return Some((key, ROOM_DETACHED));
+        }
+        let anonymous = held.get(&None).copied().unwrap_or(0);
+        if newcomer.is_none() || anonymous <= mine + 1 {
+            return None;
+        }
+        let oldest = open()
+            .filter(|(_, e)| e.principal.is_none())
+            .map(|(k, _)| *k);
+        oldest.min().map(|key| (key, ROOM_ANONYMOUS))
+    }
+
+    /// The `503` for one more `GET` stream of the principal being served when
+    /// `max_get_streams` are attached, after making room when it can: an authenticated
+    /// client's takes the place of the oldest an anonymous client is attached to, when
+    /// anonymous clients hold more than one beyond what its principal holds (as for open
+    /// streams, see [`HttpEndpoint::stream_to_end_for`]). That stream ends (what it
+    /// sent stays stored for a `Last-Event-ID`); its client may open another when there
+    /// is room.
+    fn get_streams_full(&mut self) -> Option<HttpReply> {
+        let attached = || (self.listeners.iter()).filter(|(_, l)| l.attach.is_some() && !l.ended);
+        if attached().count() < self.config.max_get_streams {
+            return None;
+        }
+        if let Some(newcomer) = self.server.principal.as_deref() {
+            let (mut mine, mut anonymous, mut oldest) = (0, 0, None);
+            for (key, l) in attached() {
+                match l.principal.as_deref() {
+                    None => {
+                        anonymous += 1;
+                        oldest = Some(oldest.map_or(*key, |o: i64| o.min(*key)));
+                    }
+                    Some(p) if p == newcomer => mine += 1,
+                    Some(_) => {}
+                }
+            }
+            if anonymous > mine + 1
+                && let Some(key) = oldest
+                && let Some(l) = self.listeners.get_mut(&key)
+            {
+                l.ended = true;
+                self.ready.insert(key);
+                return None;
+            }
+        }
+        let e = ErrorObject::new(
+            codes::INTERNAL_ERROR,
+            format!(
+                "Too many GET streams are open (at most {}); try again later",
+                self.config.max_get_streams
+            ),
+        );
+        Some(HttpReply::Complete(HttpResponse::json_error(503, None, &e)))
     }
 
     /// Standalone `GET` streams held (served or waiting for their client to resume).
@@ -965,6 +1045,11 @@ impl HttpEndpoint {
             return;
         };
         if exchange.attach != Some(stream.attach) {
+            return;
+        }
+        if exchange.answered {
+            // Its answer is stored (a session's stream) or nobody will read it.
+            self.forget(stream.key);
             return;
         }
         if exchange.stream.is_some() {
@@ -1629,6 +1714,7 @@ impl HttpEndpoint {
             key,
             Listener {
                 session,
+                principal: self.server.principal.clone(),
                 stream: number,
                 events: VecDeque::new(),
                 attach: Some(attach),
@@ -2069,40 +2155,51 @@ impl HttpEndpoint {
 
     /// Tells the machine the request `key` is cancelled and forgets it.
     fn cancel(&mut self, now: Instant, key: i64, reason: &str) {
-        let Some(exchange) = self.forget(key) else {
-            return;
-        };
+        if let Some(exchange) = self.forget(key) {
+            self.tell_cancelled(now, exchange.session.as_deref(), key, reason);
+        }
+    }
+
+    /// Hands the machine `notifications/cancelled` for the request `key` of `session`.
+    fn tell_cancelled(&mut self, now: Instant, session: Option<&str>, key: i64, reason: &str) {
         let params = json!({"requestId": key, "reason": reason});
         let n = Notification {
             method: "notifications/cancelled".to_owned(),
             params: Some(crate::jsonrpc::to_raw(&params)),
         };
-        self.in_session(exchange.session.as_deref(), now, |e| {
+        self.in_session(session, now, |e| {
             e.server.handle_message(now, Message::Notification(n));
             e.route(None);
         });
     }
 
-    /// Ends exchange `key`, whose client is not attached, to make room for another: with
-    /// an error answer stored in its stream, so that a client resuming it later (a
-    /// polling client between two polls, one that reconnects) learns the request ended,
-    /// rather than finding its stream silent forever.
-    fn end_for_room(&mut self, now: Instant, key: i64) {
-        const WHY: &str = "no client was attached, and another request needed the room";
-        if let Some(original) = self.exchanges.get(&key).map(|e| e.original.clone()) {
-            let error = ErrorObject::new(
-                codes::INTERNAL_ERROR,
-                format!("Cancelled by the server: {WHY}"),
-            );
-            let mut out = Vec::new();
-            Message::Response(Response {
-                id: Some(original),
-                outcome: Err(error),
-            })
-            .encode(&mut out);
-            self.queue_for_exchange(key, out);
+    /// Ends the open stream of exchange `key` to make room for another, `why`: with an
+    /// error answer, so that its client learns the request ended rather than finding its
+    /// stream silent forever. An attached client gets it at the stream's next poll; for
+    /// one not attached it is stored in its stream, for when it resumes (a polling client
+    /// between two polls, one that reconnects).
+    fn end_for_room(&mut self, now: Instant, key: i64, why: &str) {
+        let Some(exchange) = self.exchanges.get_mut(&key) else {
+            return;
+        };
+        let error = ErrorObject::new(
+            codes::INTERNAL_ERROR,
+            format!("Cancelled by the server: {why}"),
+        );
+        exchange.error_code = Some(error.code);
+        exchange.answered = true;
+        let (attached, session) = (exchange.attach.is_some(), exchange.session.clone());
+        let mut out = Vec::new();
+        Message::Response(Response {
+            id: Some(exchange.original.clone()),
+            outcome: Err(error),
+        })
+        .encode(&mut out);
+        self.queue_for_exchange(key, out);
+        if !attached {
+            self.forget(key);
         }
-        self.cancel(now, key, WHY);
+        self.tell_cancelled(now, session.as_deref(), key, why);
     }
 
     /// Removes an exchange and the server→client requests routed to it.
@@ -2137,6 +2234,18 @@ fn with_subscription_id(
         meta.insert(notify::SUBSCRIPTION_ID.into(), json!(original));
     }
     crate::jsonrpc::to_raw(&value)
+}
+
+/// Why a stream no client was attached to was ended for room.
+const ROOM_DETACHED: &str = "no client was attached, and another request needed the room";
+
+/// Why an anonymous client's stream was ended for room.
+const ROOM_ANONYMOUS: &str = "every open stream was taken, and an authenticated client \
+     needed one (unauthenticated clients give way)";
+
+/// An exchange handed out as an open stream and not answered yet.
+fn is_open_stream(e: &Exchange) -> bool {
+    e.streaming && !e.answered
 }
 
 /// 404 for a legacy session that is unknown, ended or expired: the client starts a new

@@ -14,10 +14,11 @@
 //! reaches it. The victim keeps within its fair share of every bound (one session, one
 //! call at a time), and the tables are large enough that the attacker cannot evict it, so
 //! an error it gets is a finding, with one exception: anonymous clients are told apart
-//! by their sessions only (and a 2026 client has none), so an anonymous attacker may hold
-//! every open stream, and a request of the victim's that needs one may get `503`, or,
-//! when the victim polls, be ended between two polls with an error that says so; the
-//! victim then gives up that work.
+//! by their sessions only (and a 2026 client has none), so when both are anonymous the
+//! attacker may hold every open stream, and a request of the victim's that needs one may
+//! get `503`, or, when the victim polls, be ended between two polls with an error that
+//! says so; the victim then gives up that work. An authenticated victim has no such
+//! excuse: anonymous clients give way to it (decision 123).
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -369,7 +370,8 @@ impl EventStore for SharedEvents {
 /// What a victim's request got: see [`World::victim_reply`].
 #[derive(Default)]
 struct Got {
-    /// Refused for want of room that anonymous attackers hold (see `victim_reply`).
+    /// Refused for want of room that an anonymous attacker holds, the victim anonymous
+    /// too (see `victim_reply`).
     refused: bool,
     messages: Vec<Value>,
     last_event: Option<String>,
@@ -421,13 +423,16 @@ mod tests {
     use super::*;
 
     /// An anonymous attacker's listens fill the open streams while the victim's legacy
-    /// call waits for its input between two polls: its call is ended for room, and its
-    /// next poll must say so (it used to find nothing, at every poll).
+    /// call waits for its input between two polls. An anonymous victim's call is ended
+    /// for room, and its next poll must say so (it used to find nothing, at every poll);
+    /// an authenticated victim's is not ended (it used to be).
     #[test]
     fn a_polled_call_ended_for_room_is_told() {
-        let mut input = vec![0x0a, 0xd5, 0, 0xd5, 0, 0xd5, 0, 0x42];
-        input.extend_from_slice(&[0xd5, 0, 0xd5, 0, 0xd5, 0, 0xd5, 0, 0xd5]);
-        isolation(&input);
+        for principals in [3, 2] {
+            let mut input = vec![8 | principals, 0xd5, 0, 0xd5, 0, 0xd5, 0, 0x42];
+            input.extend_from_slice(&[0xd5, 0, 0xd5, 0, 0xd5, 0, 0xd5, 0, 0xd5]);
+            isolation(&input);
+        }
     }
 
     /// Every kind of the victim's work, alone and with each of the attacker's requests

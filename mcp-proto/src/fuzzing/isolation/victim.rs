@@ -80,9 +80,10 @@ impl World {
                     self.victim.session = Some(s.to_owned());
                     self.leaked.session = Some(s.to_owned());
                 }
-                if r.status == 503 && self.mallory.is_none() {
+                if r.status == 503 && self.one_principal() {
                     // Anonymous clients are told apart by their sessions only, and a
-                    // 2026 client has none: together they may hold every open stream.
+                    // 2026 client has none: together they may hold every open stream
+                    // (but give way to an authenticated victim).
                     got.refused = true;
                     return got;
                 }
@@ -194,9 +195,9 @@ impl World {
                 let response = response_in(&ask.messages).cloned().unwrap_or_default();
                 assert_eq!(response["id"], ask.id, "the victim got another's answer");
                 let why = response["error"]["message"].as_str().unwrap_or_default();
-                if self.mallory.is_none() && why.contains("another request needed the room") {
-                    // Between two polls its call was ended for an anonymous attacker's
-                    // stream (see the module's documentation), and it was told.
+                if self.one_principal() && why.contains("another request needed the room") {
+                    // Between two polls its anonymous call was ended for the anonymous
+                    // attacker's stream (see the module's documentation), and it was told.
                     return;
                 }
                 check_text(&response, &ask.secret);

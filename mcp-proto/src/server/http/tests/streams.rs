@@ -18,7 +18,7 @@ fn steps_server() -> Server {
     example::server_with(|c| c.tools.push(tool))
 }
 
-fn with_sessions(config: HttpEndpointConfig) -> HttpEndpoint {
+pub(super) fn with_sessions(config: HttpEndpointConfig) -> HttpEndpoint {
     with_sessions_seeded(config, &[7; 32])
 }
 

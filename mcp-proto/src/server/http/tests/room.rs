@@ -1,0 +1,143 @@
+//! Who gives way when every open stream or `GET` stream is taken: anonymous clients,
+//! who count as one principal, to authenticated ones (decision 123).
+
+use super::streams::{events, get, messages, with_sessions};
+use super::*;
+
+fn hang(id: i64) -> HttpRequest {
+    modern(id, "tools/call", json!({"name": "hang"}), Some("hang"))
+}
+
+/// A legacy session at 2025-11-25 initialized as `principal`; its id.
+fn session_of(ep: &mut HttpEndpoint, principal: Option<&str>) -> String {
+    let init = post(
+        &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}),
+        &[],
+    );
+    let r = complete(ep.handle_request_as(now(), &init, principal));
+    assert_eq!(r.status, 200, "{r:?}");
+    r.header("mcp-session-id").unwrap().to_owned()
+}
+
+/// What an open stream says at its next poll, and whether it finished.
+fn poll(ep: &mut HttpEndpoint, s: &HttpStream) -> (Vec<Value>, StreamStatus) {
+    let mut out = Vec::new();
+    let status = ep.poll_stream(s, &mut out);
+    (messages(&super::streams::dechunk(&out)), status)
+}
+
+#[test]
+fn anonymous_streams_give_way_to_authenticated_clients_down_to_a_fair_share() {
+    let config = HttpEndpointConfig {
+        max_open_streams: 4,
+        ..HttpEndpointConfig::default()
+    };
+    let mut ep = HttpEndpoint::with_config(example::server(), config);
+    let anonymous: Vec<HttpStream> = (0..4)
+        .map(|id| stream(ep.handle_request(now(), &hang(id))))
+        .collect();
+    // Anonymous clients may fill every stream, but not take one from each other.
+    let r = complete(ep.handle_request(now(), &hang(9)));
+    assert_eq!((r.status, error_code(&r)), (503, -32603));
+    // Alice's call takes the place of the oldest anonymous one, which is told why.
+    let _alice = stream(ep.handle_request_as(now(), &hang(1), Some("alice")));
+    assert_eq!(ep.open_streams(), 4);
+    let (got, status) = poll(&mut ep, &anonymous[0]);
+    assert_eq!(status, StreamStatus::Finished);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(
+        (got[0]["id"].clone(), got[0]["error"]["code"].clone()),
+        (json!(0), json!(-32603))
+    );
+    let why = got[0]["error"]["message"].as_str().unwrap();
+    assert!(why.contains("an authenticated client needed one"), "{why}");
+    assert_eq!(poll(&mut ep, &anonymous[1]).1, StreamStatus::Open);
+    // The anonymous clients keep their place once they hold no more than one beyond a
+    // principal's: bob and carol get theirs, dave does not.
+    let _bob = stream(ep.handle_request_as(now(), &hang(1), Some("bob")));
+    let _carol = stream(ep.handle_request_as(now(), &hang(1), Some("carol")));
+    let r = complete(ep.handle_request_as(now(), &hang(1), Some("dave")));
+    assert_eq!(r.status, 503);
+    assert_eq!(ep.open_streams(), 4);
+    assert_eq!(poll(&mut ep, &anonymous[3]).1, StreamStatus::Open);
+    // An anonymous client never ends a principal's stream.
+    let r = complete(ep.handle_request(now(), &hang(9)));
+    assert_eq!(r.status, 503);
+    assert_eq!(ep.open_streams(), 4);
+}
+
+/// An anonymous request may end another anonymous client's stream whose client went
+/// away, but not that of a principal's polling client between two polls.
+#[test]
+fn a_polling_principals_call_is_not_ended_for_an_anonymous_one() {
+    let config = HttpEndpointConfig {
+        max_open_streams: 2,
+        sse_polling: true,
+        ..HttpEndpointConfig::default()
+    };
+    let mut ep = with_sessions(config);
+    let alice = session_of(&mut ep, Some("alice"));
+    let call = super::streams::call(&alice, "2025-11-25", 7, "hang");
+    let r = complete(ep.handle_request_as(now(), &call, Some("alice")));
+    let priming = events(&r.body)[0].0.clone().unwrap();
+    let _anonymous = stream(ep.handle_request(now(), &hang(1)));
+    assert_eq!(ep.open_streams(), 2);
+    let r = complete(ep.handle_request(now(), &hang(2)));
+    assert_eq!(r.status, 503);
+    // Alice's next poll finds her call still running.
+    let poll = get(Some(&alice), Some(&priming));
+    let r = complete(ep.handle_request_as(now(), &poll, Some("alice")));
+    assert_eq!((r.status, messages(&r.body)), (200, vec![]));
+    assert_eq!(ep.open_streams(), 2);
+    // An authenticated newcomer may end it, as it may any principal's holding as many.
+    let _bob = stream(ep.handle_request_as(now(), &hang(3), Some("bob")));
+    let r = complete(ep.handle_request_as(now(), &poll, Some("alice")));
+    let why = messages(&r.body)[0]["error"]["message"].clone();
+    assert!(why.as_str().unwrap().contains("needed the room"), "{why}");
+}
+
+#[test]
+fn anonymous_get_streams_give_way_to_authenticated_clients_down_to_a_fair_share() {
+    let config = HttpEndpointConfig {
+        max_get_streams: 3,
+        ..HttpEndpointConfig::default()
+    };
+    let mut ep = with_sessions(config);
+    let listen = |ep: &mut HttpEndpoint, principal: Option<&str>| {
+        let session = session_of(ep, principal);
+        ep.handle_request_as(now(), &get(Some(&session), None), principal)
+    };
+    let anonymous: Vec<HttpStream> = (0..3).map(|_| stream(listen(&mut ep, None))).collect();
+    assert_eq!(complete(listen(&mut ep, None)).status, 503);
+    let _alice = stream(listen(&mut ep, Some("alice")));
+    assert_eq!(poll(&mut ep, &anonymous[0]).1, StreamStatus::Finished);
+    assert_eq!(poll(&mut ep, &anonymous[1]).1, StreamStatus::Open);
+    let _bob = stream(listen(&mut ep, Some("bob")));
+    assert_eq!(complete(listen(&mut ep, Some("carol"))).status, 503);
+    assert_eq!(complete(listen(&mut ep, None)).status, 503);
+    assert_eq!(poll(&mut ep, &anonymous[2]).1, StreamStatus::Open);
+}
+
+/// A session's stream whose answer arrived and whose client left before reading it is
+/// forgotten (its answer is stored for a resumption), where it used to stay until its
+/// session ended.
+#[test]
+fn a_stream_answered_and_left_before_its_poll_is_forgotten() {
+    let mut ep = with_sessions(HttpEndpointConfig::default());
+    let s = super::streams::open_session(&mut ep, "2025-11-25");
+    let call = super::streams::call(&s, "2025-11-25", 4, "confirm");
+    let open = stream(ep.handle_request(now(), &call));
+    let head = events(&open.response().body);
+    let ask: Value = serde_json::from_str(&head[1].2).unwrap();
+    let answer = json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "decline"}});
+    let r = complete(ep.handle_request(now(), &post(&answer, &[("Mcp-Session-Id", &s)])));
+    assert_eq!((r.status, ep.open_streams()), (202, 0));
+    ep.cancel_stream(now(), &open);
+    assert!(ep.exchanges.is_empty(), "{:?}", ep.exchanges);
+    // A resumption still gets the answer, from the store.
+    let last = head[1].0.clone().unwrap();
+    let r = complete(ep.handle_request(now(), &get(Some(&s), Some(&last))));
+    assert_eq!(messages(&r.body)[0]["id"], 4);
+}
