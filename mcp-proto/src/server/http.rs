@@ -79,7 +79,8 @@
 //! At most [`HttpEndpointConfig::max_open_streams`] exchanges stay open, a quarter of them
 //! per legacy session and per authenticated principal. When they are all open, one is
 //! ended to make room, with a JSON-RPC error that tells its client why: the oldest stream
-//! whose client went away (a session's detached stream) of the newcomer's own principal,
+//! whose client went away (a session's detached stream, its client not polling or late
+//! for its next poll) of the newcomer's own principal,
 //! or, for an authenticated newcomer, of an anonymous client or of a principal holding at
 //! least as many streams as its own; else, for an authenticated newcomer, the oldest
 //! stream of the anonymous clients, when they hold more than one beyond what its
@@ -145,7 +146,9 @@
 //!   a POST is only the priming event with `retry:`
 //!   ([`HttpEndpointConfig::sse_retry`]) and ends; the client resumes with `GET` and
 //!   `Last-Event-ID`, and each such `GET` of an unfinished request gets what is new,
-//!   `retry:`, and its end, until the response.
+//!   `retry:`, and its end, until the response. Between two polls the request is
+//!   detached but its client is not gone: it is not ended for room until the client is
+//!   late for its next poll (`sse_retry` and ten seconds after the last one).
 //!
 //! **Listens and changes.** A 2026-07-28 `subscriptions/listen` is a request the machine
 //! never answers at once: its reply is an [`HttpStream`] whose first event is the
@@ -246,7 +249,8 @@ pub struct HttpEndpointConfig {
     /// Exchanges that may stay open (unanswered tools, legacy calls waiting for input)
     /// at once; one legacy session, and one authenticated principal, may hold a quarter
     /// of them (at least one), detached ones included. When all are open, the oldest one
-    /// whose client went away is cancelled for a new one (a JSON-RPC error in its stream
+    /// whose client went away (a polling client: once it is late for its next poll) is
+    /// cancelled for a new one (a JSON-RPC error in its stream
     /// tells its client, should it resume): the newcomer's own principal's, or for an
     /// authenticated newcomer an anonymous client's or one of a principal holding at least
     /// as many; an authenticated newcomer also takes the place of the oldest
@@ -417,6 +421,10 @@ struct Exchange {
     /// The attachment a connection serves; `None` while no connection does (not
     /// streaming yet, or a resumable stream whose client went away or was told to poll).
     attach: Option<u64>,
+    /// While its client polls (SEP-1699): when its next poll is due at the latest
+    /// ([`HttpEndpoint::next_poll_due`]). Until then the client is not gone, and its
+    /// stream is not ended for room.
+    poll_due: Option<Instant>,
     /// A `subscriptions/listen`: its result names its subscription by the endpoint's id,
     /// which becomes the client's on the way out.
     listen: bool,
@@ -644,7 +652,7 @@ impl HttpEndpoint {
             }
         }
         if self.open_streams() >= self.config.max_open_streams
-            && let Some((oldest, why)) = self.stream_to_end_for(principal.as_deref())
+            && let Some((oldest, why)) = self.stream_to_end_for(now, principal.as_deref())
         {
             self.end_for_room(now, oldest, why);
         }
@@ -659,7 +667,8 @@ impl HttpEndpoint {
     }
 
     /// The open stream to end for one more of `newcomer`'s when every one is taken, and
-    /// why. First the oldest no client is attached to, of the newcomer's own group or,
+    /// why. First the oldest whose client is gone (not attached, and not a polling client
+    /// before its next poll is due), of the newcomer's own group or,
     /// for an authenticated newcomer, of the anonymous clients or of a principal holding
     /// at least as many open streams as the newcomer's; else, for an authenticated
     /// newcomer, the oldest of the anonymous clients' when they hold more than one beyond
@@ -667,7 +676,11 @@ impl HttpEndpoint {
     /// together: anonymous clients cannot be told apart (a session is free to make), so
     /// together they may take only what no principal needs, and never end a principal's
     /// stream.
-    fn stream_to_end_for(&self, newcomer: Option<&str>) -> Option<(i64, &'static str)> {
+    fn stream_to_end_for(
+        &self,
+        now: Instant,
+        newcomer: Option<&str>,
+    ) -> Option<(i64, &'static str)> {
         let open = || self.exchanges.iter().filter(|(_, e)| is_open_stream(e));
         let mut held: BTreeMap<Option<&str>, usize> = BTreeMap::new();
         for (_, e) in open() {
@@ -680,8 +693,9 @@ impl HttpEndpoint {
                 || (newcomer.is_some()
                     && (group.is_none() || held.get(&group).copied().unwrap_or(0) >= mine))
         };
+        let gone = |e: &Exchange| e.attach.is_none() && e.poll_due.is_none_or(|due| due <= now);
         let detached = open()
-            .filter(|(_, e)| e.attach.is_none() && may_end(e))
+            .filter(|(_, e)| gone(e) && may_end(e))
             .map(|(k, _)| *k)
             .min();
         if let Some(key) = detached {
@@ -695,6 +709,12 @@ impl HttpEndpoint {
             .filter(|(_, e)| e.principal.is_none())
             .map(|(k, _)| *k);
         oldest.min().map(|key| (key, ROOM_ANONYMOUS))
+    }
+
+    /// When the next poll of a client told to poll now is due at the latest: the `retry:`
+    /// it was given, and [`POLL_GRACE`] for its own delays.
+    fn next_poll_due(&self, now: Instant) -> Instant {
+        now.saturating_add(self.config.sse_retry.saturating_add(POLL_GRACE))
     }
 
     /// The `503` for one more `GET` stream of the principal being served when
@@ -1578,6 +1598,7 @@ impl HttpEndpoint {
                 principal: self.server.principal.clone(),
                 stream: None,
                 attach: None,
+                poll_due: None,
                 listen: request.method == "subscriptions/listen",
             },
         );
@@ -1632,10 +1653,12 @@ impl HttpEndpoint {
         }
         if answered || polling {
             // Everything is known (and stored), or the client is to poll for the rest.
+            let due = self.next_poll_due(now);
             if answered {
                 self.forget(key);
             } else if let Some(exchange) = self.exchanges.get_mut(&key) {
                 exchange.streaming = true;
+                exchange.poll_due = Some(due);
             }
             return HttpReply::Complete(sse_head(body));
         }
@@ -1684,7 +1707,7 @@ impl HttpEndpoint {
         let primes = self.in_session(Some(&session), now, |e| e.primes());
         let framing = (http.version == HttpVersion::Http11, !http.keep_alive());
         if let Some(last) = http.header_bytes("last-event-id") {
-            return self.resume(&session, last, primes, framing);
+            return self.resume(now, &session, last, primes, framing);
         }
         let served = self
             .listeners
@@ -1729,6 +1752,7 @@ impl HttpEndpoint {
     /// evicted or of another session's stream gets 400 and nothing else.
     fn resume(
         &mut self,
+        now: Instant,
         session: &str,
         last: &[u8],
         primes: bool,
@@ -1790,8 +1814,10 @@ impl HttpEndpoint {
             return HttpReply::Complete(sse_head(body));
         };
         if primes && self.config.sse_polling {
+            let due = self.next_poll_due(now);
             if let Some(e) = self.exchanges.get_mut(&key) {
                 e.attach = None;
+                e.poll_due = Some(due);
                 e.events.clear();
             }
             body.extend_from_slice(
@@ -2235,6 +2261,9 @@ fn with_subscription_id(
     }
     crate::jsonrpc::to_raw(&value)
 }
+
+/// How late past its `retry:` a polling client may come back before it counts as gone.
+const POLL_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Why a stream no client was attached to was ended for room.
 const ROOM_DETACHED: &str = "no client was attached, and another request needed the room";

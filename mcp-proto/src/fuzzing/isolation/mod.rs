@@ -423,13 +423,15 @@ mod tests {
     use super::*;
 
     /// An anonymous attacker's listens fill the open streams while the victim's legacy
-    /// call waits for its input between two polls. An anonymous victim's call is ended
-    /// for room, and its next poll must say so (it used to find nothing, at every poll);
-    /// an authenticated victim's is not ended (it used to be).
+    /// call waits for its input between two polls, the victim late for its next poll
+    /// (15 s pass). An anonymous victim's call is ended for room, and its next poll must
+    /// say so (it used to find nothing, at every poll); an authenticated victim's is not
+    /// ended (it used to be).
     #[test]
     fn a_polled_call_ended_for_room_is_told() {
         for principals in [3, 2] {
             let mut input = vec![8 | principals, 0xd5, 0, 0xd5, 0, 0xd5, 0, 0x42];
+            input.extend_from_slice(&[0x92, 0xff, 0x92, 0xff, 0x92, 0xff]);
             input.extend_from_slice(&[0xd5, 0, 0xd5, 0, 0xd5, 0, 0xd5, 0, 0xd5]);
             isolation(&input);
         }

@@ -1007,6 +1007,7 @@ fn answer_is_sse_when_messages_precede_the_response() {
         principal: None,
         stream: None,
         attach: None,
+        poll_due: None,
         listen: false,
     };
     let r = answer(exchange, Era::Modern, false);

@@ -68,8 +68,8 @@ fn anonymous_streams_give_way_to_authenticated_clients_down_to_a_fair_share() {
     assert_eq!(ep.open_streams(), 4);
 }
 
-/// An anonymous request may end another anonymous client's stream whose client went
-/// away, but not that of a principal's polling client between two polls.
+/// A principal's polling client keeps its call: an anonymous request never ends it, and
+/// an authenticated one only once the client is late for its next poll.
 #[test]
 fn a_polling_principals_call_is_not_ended_for_an_anonymous_one() {
     let config = HttpEndpointConfig {
@@ -86,14 +86,19 @@ fn a_polling_principals_call_is_not_ended_for_an_anonymous_one() {
     assert_eq!(ep.open_streams(), 2);
     let r = complete(ep.handle_request(now(), &hang(2)));
     assert_eq!(r.status, 503);
-    // Alice's next poll finds her call still running.
+    // Alice's next poll finds her call still running; it is due within `retry:` (1 s)
+    // and ten seconds of each poll.
     let poll = get(Some(&alice), Some(&priming));
-    let r = complete(ep.handle_request_as(now(), &poll, Some("alice")));
+    let at = |s| now() + std::time::Duration::from_secs(s);
+    let r = complete(ep.handle_request_as(at(5), &poll, Some("alice")));
     assert_eq!((r.status, messages(&r.body)), (200, vec![]));
     assert_eq!(ep.open_streams(), 2);
-    // An authenticated newcomer may end it, as it may any principal's holding as many.
-    let _bob = stream(ep.handle_request_as(now(), &hang(3), Some("bob")));
-    let r = complete(ep.handle_request_as(now(), &poll, Some("alice")));
+    let r = complete(ep.handle_request_as(at(15), &hang(3), Some("bob")));
+    assert_eq!(r.status, 503);
+    // Once she is late, an authenticated newcomer may end it, as it may any principal's
+    // holding as many streams as its own.
+    let _bob = stream(ep.handle_request_as(at(16), &hang(3), Some("bob")));
+    let r = complete(ep.handle_request_as(at(16), &poll, Some("alice")));
     let why = messages(&r.body)[0]["error"]["message"].clone();
     assert!(why.as_str().unwrap().contains("needed the room"), "{why}");
 }

@@ -379,10 +379,11 @@ fn polling_closes_after_priming_with_retry() {
     assert_eq!(messages(&r.body).len(), 2);
 }
 
-/// A request whose client is not attached (here a polling client's, between two polls)
-/// that is ended to make room for another's leaves an error answer in its stream: the
-/// client's next poll learns why, where it used to find the stream silent at every
-/// poll, for ever.
+/// A request whose client is not attached (here a polling client's, late for its next
+/// poll) that is ended to make room for another's leaves an error answer in its stream:
+/// the client's next poll learns why, where it used to find the stream silent at every
+/// poll, for ever. Before its poll is due, the polling client is not gone (it used to be
+/// ended between any two polls).
 #[test]
 fn a_request_ended_for_room_answers_its_polling_client_with_an_error() {
     let config = HttpEndpointConfig {
@@ -395,12 +396,17 @@ fn a_request_ended_for_room_answers_its_polling_client_with_an_error() {
     let r = complete(ep.handle_request(now(), &call(&polled, "2025-11-25", 7, "hang")));
     let priming = events(&r.body)[0].0.clone().unwrap();
     assert_eq!(ep.open_streams(), 1);
-    // Another client's call needs the only place.
+    // Another client's call needs the only place: it waits until the polling client is
+    // late for its next poll (`retry:` and ten seconds).
     let other = open_session(&mut ep, "2025-11-25");
-    let r = complete(ep.handle_request(now(), &call(&other, "2025-11-25", 1, "hang")));
+    let hang = call(&other, "2025-11-25", 1, "hang");
+    let late = now() + std::time::Duration::from_secs(11);
+    let r = complete(ep.handle_request(late - std::time::Duration::from_millis(1), &hang));
+    assert_eq!(r.status, 503);
+    let r = complete(ep.handle_request(late, &hang));
     assert_eq!(r.status, 200);
     assert_eq!(ep.open_streams(), 1);
-    let r = complete(ep.handle_request(now(), &get(Some(&polled), Some(&priming))));
+    let r = complete(ep.handle_request(late, &get(Some(&polled), Some(&priming))));
     let got = messages(&r.body);
     assert_eq!(got.len(), 1, "{got:?}");
     assert_eq!(got[0]["id"], 7);
