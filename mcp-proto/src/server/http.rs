@@ -591,6 +591,12 @@ impl HttpEndpoint {
     /// resumable streams, also those whose client went away and may resume).
     #[must_use]
     pub fn open_streams(&self) -> usize {
+        self.exchanges.values().filter(|e| e.streaming).count()
+    }
+
+    /// Open streams still waiting for their answer: those that count against
+    /// `max_open_streams` (one whose answer waits for its stream's next poll is done).
+    fn waiting_streams(&self) -> usize {
         self.exchanges
             .values()
             .filter(|e| is_open_stream(e))
@@ -640,7 +646,7 @@ impl HttpEndpoint {
                 ),
             ));
         }
-        if self.open_streams() >= self.config.max_open_streams {
+        if self.waiting_streams() >= self.config.max_open_streams {
             // Sessions that idled out may still hold detached requests: they go first.
             let held = busy_sessions(&self.exchanges, &self.listeners);
             let expired = self
@@ -651,12 +657,12 @@ impl HttpEndpoint {
                 self.drop_session_state(&gone);
             }
         }
-        if self.open_streams() >= self.config.max_open_streams
+        if self.waiting_streams() >= self.config.max_open_streams
             && let Some((oldest, why)) = self.stream_to_end_for(now, principal.as_deref())
         {
             self.end_for_room(now, oldest, why);
         }
-        if self.open_streams() >= self.config.max_open_streams {
+        if self.waiting_streams() >= self.config.max_open_streams {
             self.cancel(now, key, "too many open HTTP streams");
             return Some(ErrorObject::new(
                 codes::INTERNAL_ERROR,
