@@ -1475,7 +1475,9 @@ fn a_task_being_polled_when_the_session_expires_is_not_made_again() {
 }
 
 /// A call waiting for its own answer on a session replaced meanwhile can be cancelled:
-/// it completes once, as cancelled, and its old exchange is given up.
+/// it completes once, as cancelled, and its old exchange is given up without a
+/// `notifications/cancelled` (it went out on the new session, naming an id that session
+/// never saw).
 #[test]
 fn a_call_waiting_on_a_replaced_session_can_be_cancelled() {
     let mut sim = HttpSim::new(config(EraMode::Legacy), forgetful_server(|s| s == "s1"));
@@ -1500,6 +1502,10 @@ fn a_call_waiting_on_a_replaced_session_can_be_cancelled() {
         Some(Err(CallError::Cancelled))
     ));
     assert!(sim.closed.contains(&hang_conn), "its exchange is given up");
+    // Its session is gone, and its call with it: nothing to tell the new one, which
+    // never saw its id.
+    let cancels = sim.with_method("notifications/cancelled");
+    assert!(cancels.is_empty(), "{cancels:?}");
     sim.advance(Duration::from_secs(120));
     let completions = sim
         .events

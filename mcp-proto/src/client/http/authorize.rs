@@ -199,7 +199,7 @@ impl HttpLink {
                     self.client
                         .fail_request(rpc, CallError::Authorization(e.clone()));
                 }
-                OutKind::Notification(_) | OutKind::Response => {
+                OutKind::Notification(_) | OutKind::Cancel(_) | OutKind::Response => {
                     self.events
                         .push_back(Event::PeerError(PeerError::MessageRefused {
                             status: Some(401),

@@ -26,7 +26,9 @@
 //!   request that carried the session means the session expired: a fresh `initialize`
 //!   starts a new one, the requests that never ran (that `404`, reads, requests whose
 //!   own answer then says so) are sent on it once, and calls whose fate cannot be known
-//!   fail with [`CallError::SessionExpired`](super::CallError::SessionExpired). After
+//!   fail with [`CallError::SessionExpired`](super::CallError::SessionExpired). A call
+//!   still waiting on a replaced session is cancelled by giving its exchange up, with no
+//!   `notifications/cancelled` (the new session never saw its id). After
 //!   the handshake a GET opens the server's own stream (a `405` means it has none). An SSE
 //!   stream that ends before the response it owes is resumed with a GET carrying
 //!   `Last-Event-ID`, after the server's `retry` delay (or an exponential backoff), a
@@ -178,6 +180,11 @@ pub(crate) struct HttpLink {
     resumes: Vec<exchange::PendingResume>,
     /// Requests waiting out a busy server's `Retry-After`.
     retries: Vec<busy::PendingRetry>,
+    /// Requests whose exchange on a replaced legacy session was just given up (the
+    /// `pump`'s current turn): their `notifications/cancelled` is not sent, since it
+    /// would go on the new session, which never saw them (the old one ended, and its
+    /// requests with it).
+    stale_cancels: Vec<i64>,
     get_stream: GetStream,
     closing: bool,
     /// After close: when whatever is still in flight is given up.
@@ -239,6 +246,7 @@ impl HttpLink {
             excluded_tools: BTreeMap::new(),
             resumes: Vec::new(),
             retries: Vec::new(),
+            stale_cancels: Vec::new(),
             get_stream: GetStream::Idle,
             closing: false,
             close_deadline: None,
@@ -553,6 +561,13 @@ impl HttpLink {
                     .collect();
                 hit.sort_unstable();
                 for id in hit {
+                    let stale = self
+                        .exchanges
+                        .get(&id)
+                        .is_some_and(|x| x.had_session && x.session_epoch != self.session_epoch);
+                    if stale && !self.stale_cancels.contains(&rpc) {
+                        self.stale_cancels.push(rpc);
+                    }
                     self.abort_exchange(id);
                 }
             }
@@ -575,6 +590,7 @@ impl HttpLink {
                 break;
             }
         }
+        self.stale_cancels.clear();
     }
 
     fn observe_event(&mut self, _now: Instant, ev: &Event) {

@@ -100,6 +100,11 @@ impl HttpLink {
             tries,
             turned_away,
         } = parked;
+        if let OutKind::Cancel(rpc) = msg.kind
+            && self.stale_cancels.contains(&rpc)
+        {
+            return;
+        }
         let Some(msg) = self.hold_for_endpoint(msg) else {
             return;
         };
@@ -137,6 +142,7 @@ impl HttpLink {
                 None => return,
             },
             OutKind::Notification(method) => (None, method.to_owned()),
+            OutKind::Cancel(_) => (None, "notifications/cancelled".to_owned()),
             OutKind::Response => (None, String::new()),
         };
         let version = self.client.header_version();

@@ -194,6 +194,8 @@ pub(crate) enum OutKind {
     Request(i64),
     /// A notification with this method.
     Notification(&'static str),
+    /// `notifications/cancelled` for the request with this JSON-RPC id.
+    Cancel(i64),
     /// A response to a server request.
     Response,
 }
@@ -1132,7 +1134,7 @@ impl Session {
         let params = jsonrpc::to_raw(&serde_json::json!({"requestId": rpc_id, "reason": reason}));
         let mut out = Vec::new();
         jsonrpc::encode_notification(&mut out, "notifications/cancelled", Some(&params));
-        self.push_out(out, OutKind::Notification("notifications/cancelled"));
+        self.push_out(out, OutKind::Cancel(rpc_id));
         if self.transport == Transport::Http {
             // Legacy over HTTP: the notification is the cancellation, and the exchange
             // that was waiting for the answer is let go too, so that a server that never
