@@ -180,7 +180,7 @@
 //!
 //! **Bounds.** Bodies, heads and pipelining are bounded by [`HttpRequestLimits`]; open
 //! exchanges (detached ones included) by `max_open_streams`; `GET` streams by sessions
-//! (one each) and, attached, by `max_get_streams`; stored events by the store ([`EventStoreLimits`]); the machine's own
+//! (one each) and, attached, by `max_get_streams` (a quarter of them per principal); stored events by the store ([`EventStoreLimits`]); the machine's own
 //! limits bound parked calls. An exchange's queued events are bounded by what its tool
 //! may ask per round. A `Last-Event-ID` is parsed only up to [`MAX_EVENT_ID_BYTES`].
 
@@ -260,7 +260,8 @@ pub struct HttpEndpointConfig {
     /// `max_connections` (128 by default), or streams can take every connection.
     pub max_open_streams: usize,
     /// Legacy `GET` streams a client is attached to at once, over all sessions (one per
-    /// session at most); one more, opened or resumed, gets `503`, unless it is an
+    /// session at most, a quarter of them per authenticated principal); one more, opened
+    /// or resumed, gets `503`, unless it is an
     /// authenticated client's and anonymous clients hold more than one beyond what its
     /// principal holds: their oldest then ends for it. Default 32. Each holds
     /// a connection: unbounded, one anonymous client opening 128 sessions and a stream on
@@ -723,47 +724,57 @@ impl HttpEndpoint {
         now.saturating_add(self.config.sse_retry.saturating_add(POLL_GRACE))
     }
 
-    /// The `503` for one more `GET` stream of the principal being served when
-    /// `max_get_streams` are attached, after making room when it can: an authenticated
+    /// The `503` for one more `GET` stream of the principal being served: when that
+    /// principal has a quarter of `max_get_streams` attached already (at least one), or
+    /// when `max_get_streams` are attached and no room can be made. An authenticated
     /// client's takes the place of the oldest an anonymous client is attached to, when
     /// anonymous clients hold more than one beyond what its principal holds (as for open
     /// streams, see [`HttpEndpoint::stream_to_end_for`]). That stream ends (what it
     /// sent stays stored for a `Last-Event-ID`); its client may open another when there
     /// is room.
     fn get_streams_full(&mut self) -> Option<HttpReply> {
-        let attached = || (self.listeners.iter()).filter(|(_, l)| l.attach.is_some() && !l.ended);
-        if attached().count() < self.config.max_get_streams {
+        let newcomer = self.server.principal.as_deref();
+        let share = (self.config.max_get_streams / 4).max(1);
+        let (mut total, mut mine, mut anonymous, mut oldest) = (0, 0, 0, None);
+        for (key, l) in &self.listeners {
+            if l.attach.is_none() || l.ended {
+                continue;
+            }
+            total += 1;
+            match l.principal.as_deref() {
+                None => {
+                    anonymous += 1;
+                    oldest = Some(oldest.map_or(*key, |o: i64| o.min(*key)));
+                }
+                p if p == newcomer => mine += 1,
+                Some(_) => {}
+            }
+        }
+        let refused = |why: String| {
+            let e = ErrorObject::new(codes::INTERNAL_ERROR, why);
+            Some(HttpReply::Complete(HttpResponse::json_error(503, None, &e)))
+        };
+        if newcomer.is_some() && mine >= share {
+            return refused(format!(
+                "Too many GET streams of this client are open (at most {share}); try again later"
+            ));
+        }
+        if total < self.config.max_get_streams {
             return None;
         }
-        if let Some(newcomer) = self.server.principal.as_deref() {
-            let (mut mine, mut anonymous, mut oldest) = (0, 0, None);
-            for (key, l) in attached() {
-                match l.principal.as_deref() {
-                    None => {
-                        anonymous += 1;
-                        oldest = Some(oldest.map_or(*key, |o: i64| o.min(*key)));
-                    }
-                    Some(p) if p == newcomer => mine += 1,
-                    Some(_) => {}
-                }
-            }
-            if anonymous > mine + 1
-                && let Some(key) = oldest
-                && let Some(l) = self.listeners.get_mut(&key)
-            {
-                l.ended = true;
-                self.ready.insert(key);
-                return None;
-            }
+        if newcomer.is_some()
+            && anonymous > mine + 1
+            && let Some(key) = oldest
+            && let Some(l) = self.listeners.get_mut(&key)
+        {
+            l.ended = true;
+            self.ready.insert(key);
+            return None;
         }
-        let e = ErrorObject::new(
-            codes::INTERNAL_ERROR,
-            format!(
-                "Too many GET streams are open (at most {}); try again later",
-                self.config.max_get_streams
-            ),
-        );
-        Some(HttpReply::Complete(HttpResponse::json_error(503, None, &e)))
+        refused(format!(
+            "Too many GET streams are open (at most {}); try again later",
+            self.config.max_get_streams
+        ))
     }
 
     /// Standalone `GET` streams held (served or waiting for their client to resume).

@@ -148,3 +148,31 @@ fn a_stream_answered_and_left_before_its_poll_is_forgotten() {
     let r = complete(ep.handle_request(now(), &get(Some(&s), Some(&last))));
     assert_eq!(messages(&r.body)[0]["id"], 4);
 }
+
+/// A principal may hold a quarter of the `GET` streams, as of the open streams: one
+/// principal's many sessions cannot keep another's out.
+#[test]
+fn a_principal_holds_a_quarter_of_the_get_streams() {
+    let config = HttpEndpointConfig {
+        max_get_streams: 8,
+        ..HttpEndpointConfig::default()
+    };
+    let mut ep = with_sessions(config);
+    let listen = |ep: &mut HttpEndpoint, principal: Option<&str>| {
+        let session = session_of(ep, principal);
+        ep.handle_request_as(now(), &get(Some(&session), None), principal)
+    };
+    let _alice: Vec<HttpStream> = (0..2)
+        .map(|_| stream(listen(&mut ep, Some("alice"))))
+        .collect();
+    let r = complete(listen(&mut ep, Some("alice")));
+    assert_eq!(r.status, 503);
+    let why = body_json(&r)["error"]["message"].clone();
+    assert!(why.as_str().unwrap().contains("of this client"), "{why}");
+    let _bob = stream(listen(&mut ep, Some("bob")));
+    // Anonymous clients, as one, are bounded by the total only.
+    for _ in 0..5 {
+        stream(listen(&mut ep, None));
+    }
+    assert_eq!(complete(listen(&mut ep, None)).status, 503);
+}
