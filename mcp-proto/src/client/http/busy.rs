@@ -175,7 +175,7 @@ impl HttpLink {
             let replaced = retry.epoch != self.session_epoch
                 || !matches!(self.client.state(), ConnectionState::Ready(..));
             if replaced && !self.client.is_handshake(rpc) {
-                self.client.handle_old_session_refused(now, rpc);
+                self.client.handle_refused_on_replaced_session(now, rpc);
             } else {
                 self.send_parked(now, parked);
             }

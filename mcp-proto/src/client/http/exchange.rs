@@ -512,7 +512,7 @@ impl HttpLink {
             // A request of a session replaced meanwhile (another request drew its 404,
             // and the new one may not be ready yet): it never ran either.
             if let Some(rpc) = x.rpc_id {
-                self.client.handle_old_session_refused(now, rpc);
+                self.client.handle_refused_on_replaced_session(now, rpc);
             }
             return;
         }

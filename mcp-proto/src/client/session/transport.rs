@@ -214,7 +214,7 @@ impl Session {
     /// in flight whose requests are harmless to repeat (listings, reads: see
     /// [`repeatable_method`](super::request::repeatable_method); not the task methods, whose
     /// tasks belong to the old session). The requests of `waiting` (JSON-RPC ids) wait
-    /// for their own answer ([`Session::handle_old_session_refused`] when it is a `404`).
+    /// for their own answer ([`Session::handle_refused_on_replaced_session`] when it is a `404`).
     /// The rest fail with [`CallError::SessionExpired`]: whether they ran cannot be
     /// known, and a call is never run twice behind the caller's back. Calls not yet
     /// written wait for the new session.
@@ -262,9 +262,11 @@ impl Session {
         self.send_initialize(now, version);
     }
 
-    /// A request of a legacy session already replaced drew a `404` of its own: it never
-    /// ran. Its call is sent on the new session, unless it was sent again once already.
-    pub(crate) fn handle_old_session_refused(&mut self, now: Instant, rpc: i64) {
+    /// A request of a legacy session already replaced was refused: a `404` of its own,
+    /// or a busy server's wait that outlived its session (or ended while the new one is
+    /// being made). It never ran: its call is sent on the new session, unless it was sent
+    /// again once already.
+    pub(crate) fn handle_refused_on_replaced_session(&mut self, now: Instant, rpc: i64) {
         let Some(id) = self.by_rpc.remove(&rpc) else {
             return;
         };
