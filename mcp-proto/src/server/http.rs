@@ -120,6 +120,9 @@
 //! that has them. With a shared [`EventStore`] as well, a stream begun on one endpoint is
 //! resumed on another: stream numbers start at a random base so their event ids do not
 //! collide, and in polling mode a replay of a stream running elsewhere ends with `retry:`.
+//! A session one endpoint drops for idleness or for room may live on elsewhere: its
+//! stored events are forgotten only when it ends for good (`DELETE`, or the store no
+//! longer knowing it).
 //!
 //! **Resumable streams** (legacy sessions only; decisions 63–68 in `docs/decisions.md`).
 //! Every SSE stream of a session (an SSE answer to a POST, the `GET` stream) gets a
@@ -655,7 +658,7 @@ impl HttpEndpoint {
                 .as_mut()
                 .map_or_else(Vec::new, |t| t.sweep(now, |s| held.contains(s)));
             for gone in expired {
-                self.drop_session_state(&gone);
+                self.drop_session_state(&gone, false);
             }
         }
         if self.waiting_streams() >= self.config.max_open_streams
@@ -1286,7 +1289,7 @@ impl HttpEndpoint {
                 .as_mut()
                 .map(|t| t.create(now, in_use, &mut expired));
             for gone in expired {
-                self.drop_session_state(&gone);
+                self.drop_session_state(&gone, false);
             }
             match created {
                 Some(Ok(session)) => session,
@@ -1372,7 +1375,7 @@ impl HttpEndpoint {
             if let Some(t) = &mut self.sessions {
                 t.remove(session);
             }
-            self.drop_session_state(session);
+            self.drop_session_state(session, true);
             return false;
         }
         if !self.serves_principal(session) {
@@ -1384,7 +1387,7 @@ impl HttpEndpoint {
             .as_mut()
             .is_some_and(|t| t.knows(session, now, busy));
         if !live {
-            self.drop_session_state(session);
+            self.drop_session_state(session, false);
         }
         live
     }
@@ -1408,10 +1411,13 @@ impl HttpEndpoint {
         }
     }
 
-    /// Forgets what the endpoint holds for a session that expired (its legacy state,
-    /// parked calls included, is gone already): its exchanges, its `GET` stream (ended),
-    /// its stored events.
-    fn drop_session_state(&mut self, session: &str) {
+    /// Forgets what the endpoint holds for a session it no longer serves (its legacy
+    /// state, parked calls included, is gone already): its exchanges and its `GET` stream
+    /// (ended); and its stored events once the session ended for good: always without a
+    /// session store, and with one only when the store no longer knows the session
+    /// (`ended_everywhere`). A session this endpoint dropped for idleness or for room may
+    /// live on in another process, whose streams the shared event store still serves.
+    fn drop_session_state(&mut self, session: &str, ended_everywhere: bool) {
         let keys: Vec<i64> = self
             .exchanges
             .iter()
@@ -1423,7 +1429,8 @@ impl HttpEndpoint {
             self.ready.insert(key);
         }
         self.end_listeners(session);
-        if let Some(store) = &mut self.store {
+        let ended = ended_everywhere || self.session_store.is_none();
+        if ended && let Some(store) = &mut self.store {
             store.forget_session(session);
         }
     }
@@ -1508,7 +1515,7 @@ impl HttpEndpoint {
             .as_mut()
             .map(|t| t.adopt(session, state, now, in_use, &mut expired));
         for gone in expired {
-            self.drop_session_state(&gone);
+            self.drop_session_state(&gone, false);
         }
         // No room here for a session another endpoint opened: this one answers as for an
         // unknown session (404; the client initializes again, perhaps elsewhere). The

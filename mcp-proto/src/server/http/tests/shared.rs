@@ -137,3 +137,26 @@ fn shared_state_changes_reach_the_other_endpoint() {
         .unwrap();
     assert!(local.initialized, "A refreshed its copy from the store");
 }
+
+/// A session idle on one endpoint but in use on the other is dropped by the first one's
+/// sweep (when it needs room) from its own table only: its events stay in the shared
+/// store, and the other endpoint resumes its stream (it used to answer 400).
+#[test]
+fn a_sweep_for_room_leaves_a_session_in_use_elsewhere() {
+    let (mut a, mut b) = pair(true);
+    let s = open(&mut a);
+    let minutes = |m: u64| now() + std::time::Duration::from_secs(60 * m);
+    let r = complete(b.handle_request(minutes(29), &call(&s, "2025-11-25", 1, "confirm")));
+    let priming = events(&r.body)[0].0.clone().unwrap();
+    // A needs room for a stream at minute 31: it sweeps its idle sessions.
+    let hang = modern(1, "tools/call", json!({"name": "hang"}), Some("hang"));
+    let mut held = Vec::new();
+    for _ in 0..64 {
+        held.push(stream(a.handle_request(minutes(31), &hang)));
+    }
+    let _ = a.handle_request(minutes(31), &hang);
+    let r = complete(b.handle_request(minutes(31), &get(Some(&s), Some(&priming))));
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let got = messages(&r.body);
+    assert_eq!(got[0]["method"], "elicitation/create", "{got:?}");
+}
