@@ -90,7 +90,8 @@ impl World {
                 if !self.taken.is_empty() {
                     let t = self.taken.remove(0);
                     let now = self.now;
-                    self.mallory_ep().cancel_stream(now, &t.watched.stream);
+                    super::pick(&mut self.ep, &mut self.other, t.first)
+                        .cancel_stream(now, &t.watched.stream);
                 }
                 return;
             }
@@ -220,7 +221,12 @@ impl World {
                 if watched.last_event.is_some() {
                     self.own_event.clone_from(&watched.last_event);
                 }
-                self.taken.push(Taken { watched, sent });
+                let first = self.attacker_first;
+                self.taken.push(Taken {
+                    watched,
+                    sent,
+                    first,
+                });
             }
         }
     }
@@ -231,8 +237,9 @@ impl World {
         self.leaked.task.clone().filter(|_| !kept)
     }
 
-    /// The endpoint the attacker talks to.
+    /// The endpoint the attacker talks to: the second process when there is one, unless
+    /// the load balancer picked the first.
     pub(super) fn mallory_ep(&mut self) -> &mut HttpEndpoint {
-        self.other.as_mut().unwrap_or(&mut self.ep)
+        super::pick(&mut self.ep, &mut self.other, self.attacker_first)
     }
 }

@@ -53,6 +53,11 @@ const MAX_OPERATIONS: usize = 96;
 /// Open streams the endpoint allows: the attacker may hold a quarter.
 const MAX_OPEN: usize = 8;
 
+/// Sessions idle this long expire (with a load balancer; else the default, 30 minutes):
+/// within reach of the attacker's time steps. A victim idle this long gives up its work
+/// and its session, and starts again.
+const BALANCED_IDLE: std::time::Duration = std::time::Duration::from_secs(20);
+
 const MODERN: &str = "2026-07-28";
 
 const TASKS_EXT: &str = "io.modelcontextprotocol/tasks";
@@ -119,6 +124,12 @@ struct Victim {
     pending: Option<Pending>,
     /// Its session's `GET` stream, while open.
     listening: Option<Watched>,
+    /// Its current work (and its session's requests) go to the first process.
+    on_first: bool,
+    /// Its `GET` stream is served by the first process.
+    listening_first: bool,
+    /// When it last sent a request.
+    last_active: Instant,
 }
 
 /// What the attacker knows of the victim.
@@ -141,6 +152,8 @@ struct Leaked {
 struct Taken {
     watched: Watched,
     sent: Vec<u8>,
+    /// Served by the first process (see [`pick`]).
+    first: bool,
 }
 
 struct World {
@@ -158,6 +171,11 @@ struct World {
     own_event: Option<String>,
     next_mallory_id: i64,
     taken: Vec<Taken>,
+    /// A load balancer between the two processes: each piece of the victim's work, and
+    /// each request of the attacker's, goes to the one its input byte picks.
+    balanced: bool,
+    /// The attacker's current request goes to the first process.
+    attacker_first: bool,
 }
 
 /// The fuzz target: see the module's documentation.
@@ -166,11 +184,14 @@ struct World {
 /// anonymous and mallory, alice and anonymous, both anonymous), bit 2 the victim's
 /// legacy version (2025-11-25 or 2025-06-18), bit 3 polling (SEP-1699: the victim
 /// fetches its legacy call's messages with `GET`s), bit 4 the attacker talking to a
-/// second process of the server that shares the first's session and event stores.
+/// second process of the server that shares the first's session and event stores, bit 5
+/// (with bit 4) a load balancer: both clients use both processes, and sessions idle
+/// for [`BALANCED_IDLE`] expire.
 ///
 /// Then operations: a byte below 0x80 is a step of the victim's (its low four bits pick
-/// new work when it has none), a byte from 0x80 on is one of the attacker's (its low five
-/// bits the request, see `World::attack`) followed by an option byte (and, for a raw
+/// new work when it has none, bit 6 then the process that serves that work), a byte
+/// from 0x80 on is one of the attacker's (its low five bits the request, see
+/// `World::attack`, bit 5 the first process) followed by an option byte (and, for a raw
 /// body, its length and bytes).
 pub fn isolation(data: &[u8]) {
     let Some((&control, mut input)) = data.split_first() else {
@@ -182,7 +203,13 @@ pub fn isolation(data: &[u8]) {
         3 => (None, None),
         _ => (Some("alice"), Some("mallory")),
     };
+    let balanced = control & 0x30 == 0x30;
     let config = HttpEndpointConfig {
+        session_idle_timeout: if balanced {
+            BALANCED_IDLE
+        } else {
+            HttpEndpointConfig::default().session_idle_timeout
+        },
         max_open_streams: MAX_OPEN,
         max_sessions: 4 * MAX_OPERATIONS,
         sse_polling: control & 8 != 0,
@@ -225,6 +252,9 @@ pub fn isolation(data: &[u8]) {
             next_secret: 0,
             pending: None,
             listening: None,
+            on_first: true,
+            listening_first: true,
+            last_active: Instant::ZERO,
         },
         leaked: Leaked::default(),
         mallory,
@@ -232,6 +262,8 @@ pub fn isolation(data: &[u8]) {
         own_event: None,
         next_mallory_id: 1,
         taken: Vec::new(),
+        balanced,
+        attacker_first: false,
     };
     for _ in 0..MAX_OPERATIONS {
         let Some((&op, rest)) = input.split_first() else {
@@ -248,6 +280,7 @@ pub fn isolation(data: &[u8]) {
                 let len = usize::from(option >> 2).min(input.len());
                 (raw, input) = input.split_at(len);
             }
+            w.attacker_first = balanced && op & 0x20 != 0;
             w.attack(op & 0x1f, option, raw);
         }
         w.settle();
@@ -255,7 +288,7 @@ pub fn isolation(data: &[u8]) {
     // The attacker's clients go away; the victim's work ends as it would alone.
     for taken in std::mem::take(&mut w.taken) {
         let now = w.now;
-        w.mallory_ep().cancel_stream(now, &taken.watched.stream);
+        pick(&mut w.ep, &mut w.other, taken.first).cancel_stream(now, &taken.watched.stream);
     }
     w.settle();
     for _ in 0..8 {
@@ -309,7 +342,7 @@ impl World {
         let mut i = 0;
         while i < self.taken.len() {
             let t = &mut self.taken[i];
-            t.watched.poll(self.other.as_mut().unwrap_or(&mut self.ep));
+            t.watched.poll(pick(&mut self.ep, &mut self.other, t.first));
             self.leaked.check(&t.watched.wire, &t.sent);
             if t.watched.finished {
                 self.taken.remove(i);
@@ -318,7 +351,7 @@ impl World {
             }
         }
         if let Some(Pending::LegacyAsk(ask)) = &mut self.victim.pending {
-            ask.poll(&mut self.ep);
+            ask.poll(pick(&mut self.ep, &mut self.other, self.victim.on_first));
             if let Some(asked) = &ask.asked {
                 assert!(
                     response_in(&ask.messages).is_none(),
@@ -328,7 +361,11 @@ impl World {
             }
         }
         if let Some(w) = &mut self.victim.listening {
-            w.poll(&mut self.ep);
+            w.poll(pick(
+                &mut self.ep,
+                &mut self.other,
+                self.victim.listening_first,
+            ));
             assert_no_mallory(&w.wire);
             w.messages.clear();
             if w.finished {
@@ -364,6 +401,18 @@ impl EventStore for SharedEvents {
     }
     fn forget_session(&mut self, session: &str) {
         self.store().forget_session(session);
+    }
+}
+
+/// The first process (`ep`), or the other one when there is one.
+fn pick<'a>(
+    ep: &'a mut HttpEndpoint,
+    other: &'a mut Option<HttpEndpoint>,
+    first: bool,
+) -> &'a mut HttpEndpoint {
+    match other {
+        Some(other) if !first => other,
+        _ => ep,
     }
 }
 
@@ -437,11 +486,29 @@ mod tests {
         }
     }
 
+    /// Behind a load balancer: the victim's session begun on the first process, its
+    /// polled call on the second; 25 s on, the attacker's calls fill the first one's
+    /// streams, and it sweeps the sessions idle by its own clock. The victim's session is
+    /// one of them, though in use on the second process: its next poll there must still
+    /// find its call (the sweep used to forget its events in the shared store: `400`).
+    #[test]
+    fn a_session_swept_by_one_process_is_resumed_on_the_other() {
+        let mut input = vec![0x3a, 0x40, 0x92, 0xff, 0x92, 0xff, 0x92, 0xff, 0x02];
+        input.extend_from_slice(&[0x92, 0xff, 0x92, 0xff]);
+        for _ in 0..9 {
+            input.extend_from_slice(&[0xae, 0x00]);
+        }
+        input.push(0x00);
+        isolation(&input);
+    }
+
     /// Every kind of the victim's work, alone and with each of the attacker's requests
     /// in between its steps.
     #[test]
     fn smoke() {
-        for control in [0u8, 1, 2, 3, 4, 8, 9, 10, 11, 12, 16, 17, 18, 19, 24, 26] {
+        for control in [
+            0u8, 1, 2, 3, 4, 8, 9, 10, 11, 12, 16, 17, 18, 19, 24, 26, 48, 59,
+        ] {
             for work in 0..16u8 {
                 isolation(&[control, work, work, work, work]);
                 for kind in 0..23u8 {

@@ -7,8 +7,8 @@ use crate::server::http::{HttpReply, HttpRequest};
 
 use super::watched::{elicitation, response_in, sse_body};
 use super::{
-    Got, LegacyAsk, MODERN, Pending, SECRET, TASKS_EXT, Watched, World, assert_no_mallory,
-    check_text,
+    BALANCED_IDLE, Got, LegacyAsk, MODERN, Pending, SECRET, TASKS_EXT, Watched, World,
+    assert_no_mallory, check_text, pick,
 };
 
 impl World {
@@ -71,7 +71,9 @@ impl World {
     fn victim_reply(&mut self, request: &HttpRequest) -> Got {
         let principal = self.victim.principal;
         let mut got = Got::default();
-        match self.ep.handle_request_as(self.now, request, principal) {
+        self.victim.last_active = self.now;
+        let ep = pick(&mut self.ep, &mut self.other, self.victim.on_first);
+        match ep.handle_request_as(self.now, request, principal) {
             HttpReply::Complete(r) => {
                 let mut wire = Vec::new();
                 r.write(&mut wire);
@@ -104,7 +106,7 @@ impl World {
             }
             HttpReply::Stream(s) => {
                 let mut w = Watched::new(s);
-                w.poll(&mut self.ep);
+                w.poll(pick(&mut self.ep, &mut self.other, self.victim.on_first));
                 assert_no_mallory(&w.wire);
                 got.messages = std::mem::take(&mut w.messages);
                 got.last_event.clone_from(&w.last_event);
@@ -136,7 +138,7 @@ impl World {
     /// stream, else `GET`s resuming it (polling). Whether it did.
     fn follow(&mut self, ask: &mut LegacyAsk, want: fn(&[Value]) -> bool) -> bool {
         for _ in 0..4 {
-            ask.poll(&mut self.ep);
+            ask.poll(pick(&mut self.ep, &mut self.other, self.victim.on_first));
             if want(&ask.messages) {
                 return true;
             }
@@ -152,6 +154,22 @@ impl World {
             ask.take(got);
         }
         want(&ask.messages)
+    }
+
+    /// The victim idled as long as a session may (with a load balancer): its client goes
+    /// away, giving up its work and its session, and the next work starts afresh.
+    fn victim_leaves(&mut self) {
+        let now = self.now;
+        if let Some(w) = self.victim.listening.take() {
+            pick(&mut self.ep, &mut self.other, self.victim.listening_first)
+                .cancel_stream(now, &w.stream);
+        }
+        if let Some(Pending::LegacyAsk(ask)) = self.victim.pending.take()
+            && let Some(w) = ask.watched
+        {
+            pick(&mut self.ep, &mut self.other, self.victim.on_first).cancel_stream(now, &w.stream);
+        }
+        self.victim.session = None;
     }
 
     fn secret(&mut self) -> String {
@@ -179,8 +197,15 @@ impl World {
 
     /// One step of the victim's: the next of its pending work, or new work.
     pub(super) fn victim_step(&mut self, op: u8) {
+        let idle = self.now.saturating_duration_since(self.victim.last_active);
+        if self.balanced && idle >= BALANCED_IDLE {
+            self.victim_leaves();
+        }
         match self.victim.pending.take() {
-            None => self.victim_start(op & 15),
+            None => {
+                self.victim.on_first = !self.balanced || op & 0x40 != 0;
+                self.victim_start(op & 15);
+            }
             Some(Pending::LegacyAsk(mut ask)) => {
                 let body = json!({"jsonrpc": "2.0", "id": ask.asked, "result":
                     {"action": "accept", "content": {"v": ask.secret}}});
@@ -376,6 +401,7 @@ impl World {
                     let request = self.victim_get(None);
                     let got = self.victim_reply(&request);
                     self.victim.listening = got.open.filter(|w| !w.finished);
+                    self.victim.listening_first = self.victim.on_first;
                 }
             }
             // A listing.
