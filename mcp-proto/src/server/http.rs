@@ -78,18 +78,17 @@
 //! ties an anonymous poster to any exchange: closing the stream cancels.
 //! At most [`HttpEndpointConfig::max_open_streams`] exchanges stay open, a quarter of them
 //! per legacy session and per authenticated principal. When they are all open, one is
-//! ended to make room, with a JSON-RPC error that tells its client why: the oldest stream
-//! whose client went away (a session's detached stream, its client not polling or late
-//! for its next poll) of the newcomer's own principal,
-//! or, for an authenticated newcomer, of an anonymous client or of a principal holding at
-//! least as many streams as its own; else, for an authenticated newcomer, the oldest
-//! stream of the anonymous clients, when they hold more than one beyond what its
-//! principal holds.
+//! ended to make room, with a JSON-RPC error that tells its client why. First the oldest
+//! stream whose client went away (a session's detached stream whose client does not
+//! poll, or is late for its next poll): one of the newcomer's own principal, or, for an
+//! authenticated newcomer, one of the anonymous clients or of a principal holding at
+//! least as many streams. Else, for an authenticated newcomer, the oldest stream of the
+//! anonymous clients, when they hold more than one beyond what its principal holds.
 //! Anonymous clients count as one principal: nothing tells them apart (sessions are free
 //! to make), so together they may fill what no principal uses but cannot keep one out,
 //! nor end a principal's stream. With no stream to end, one more is cancelled and
 //! answered 503 with `-32603`, as is one past its session's or principal's share.
-//! `GET` streams give way the same way (decision 123 in `docs/decisions.md`).
+//! `GET` streams give way the same way (decisions 123 and 124 in `docs/decisions.md`).
 //!
 //! **Legacy sessions.** An endpoint made with [`HttpEndpoint::with_sessions`] (the
 //! adapters' serve functions make theirs so, with the operating system's randomness)
@@ -183,8 +182,9 @@
 //!
 //! **Bounds.** Bodies, heads and pipelining are bounded by [`HttpRequestLimits`]; open
 //! exchanges (detached ones included) by `max_open_streams`; `GET` streams by sessions
-//! (one each) and, attached, by `max_get_streams` (a quarter of them per principal); stored events by the store ([`EventStoreLimits`]); the machine's own
-//! limits bound parked calls. An exchange's queued events are bounded by what its tool
+//! (one each) and, attached, by `max_get_streams` (a quarter of them per principal);
+//! stored events by the store ([`EventStoreLimits`]); the machine's own limits bound
+//! parked calls. An exchange's queued events are bounded by what its tool
 //! may ask per round. A `Last-Event-ID` is parsed only up to [`MAX_EVENT_ID_BYTES`].
 
 use crate::Instant;
@@ -253,20 +253,20 @@ pub struct HttpEndpointConfig {
     /// at once; one legacy session, and one authenticated principal, may hold a quarter
     /// of them (at least one), detached ones included. When all are open, the oldest one
     /// whose client went away (a polling client: once it is late for its next poll) is
-    /// cancelled for a new one (a JSON-RPC error in its stream
-    /// tells its client, should it resume): the newcomer's own principal's, or for an
-    /// authenticated newcomer an anonymous client's or one of a principal holding at least
-    /// as many; an authenticated newcomer also takes the place of the oldest
-    /// anonymous client's stream when anonymous clients hold more than one beyond what
-    /// its principal holds (the module docs say more). Default 64. Each open stream
-    /// holds a connection while its client is attached: keep this below the server's
-    /// `max_connections` (128 by default), or streams can take every connection.
+    /// cancelled for a new one, and a JSON-RPC error in its stream tells its client,
+    /// should it resume: one of the newcomer's own principal, or for an authenticated
+    /// newcomer one of an anonymous client or of a principal holding at least as many.
+    /// An authenticated newcomer also takes the place of the oldest anonymous client's
+    /// stream when anonymous clients hold more than one beyond what its principal holds
+    /// (the module docs say more). Default 64. Each open stream holds a connection while
+    /// its client is attached: keep this below the server's `max_connections` (128 by
+    /// default), or streams can take every connection.
     pub max_open_streams: usize,
     /// Legacy `GET` streams a client is attached to at once, over all sessions (one per
     /// session at most, a quarter of them per authenticated principal); one more, opened
-    /// or resumed, gets `503`, unless it is an
-    /// authenticated client's and anonymous clients hold more than one beyond what its
-    /// principal holds: their oldest then ends for it. Default 32. Each holds
+    /// or resumed, gets `503`, unless it is an authenticated client's and anonymous
+    /// clients hold more than one beyond what its principal holds: their oldest then ends
+    /// for it. Default 32. Each holds
     /// a connection: unbounded, one anonymous client opening 128 sessions and a stream on
     /// each took every connection of the server (128 by default) for as long as it read
     /// them. Keep `max_open_streams` plus this below the server's `max_connections`.
@@ -678,9 +678,9 @@ impl HttpEndpoint {
 
     /// The open stream to end for one more of `newcomer`'s when every one is taken, and
     /// why. First the oldest whose client is gone (not attached, and not a polling client
-    /// before its next poll is due), of the newcomer's own group or,
-    /// for an authenticated newcomer, of the anonymous clients or of a principal holding
-    /// at least as many open streams as the newcomer's; else, for an authenticated
+    /// before its next poll is due), of the newcomer's own group or, for an
+    /// authenticated newcomer, of the anonymous clients or of a principal holding at
+    /// least as many open streams as the newcomer's; else, for an authenticated
     /// newcomer, the oldest of the anonymous clients' when they hold more than one beyond
     /// what its principal holds. A group is one principal, or every anonymous client
     /// together: anonymous clients cannot be told apart (a session is free to make), so
