@@ -21,6 +21,20 @@ fn session_of(ep: &mut HttpEndpoint, principal: Option<&str>) -> String {
     r.header("mcp-session-id").unwrap().to_owned()
 }
 
+/// An endpoint with sessions that serves `max` attached `GET` streams.
+fn with_get_streams(max: usize) -> HttpEndpoint {
+    with_sessions(HttpEndpointConfig {
+        max_get_streams: max,
+        ..HttpEndpointConfig::default()
+    })
+}
+
+/// A new session of `principal`'s, and its `GET` stream.
+fn listen(ep: &mut HttpEndpoint, principal: Option<&str>) -> HttpReply {
+    let session = session_of(ep, principal);
+    ep.handle_request_as(now(), &get(Some(&session), None), principal)
+}
+
 /// What an open stream says at its next poll, and whether it finished.
 fn poll(ep: &mut HttpEndpoint, s: &HttpStream) -> (Vec<Value>, StreamStatus) {
     let mut out = Vec::new();
@@ -106,15 +120,7 @@ fn a_polling_principals_call_is_not_ended_for_an_anonymous_one() {
 
 #[test]
 fn anonymous_get_streams_give_way_to_authenticated_clients_down_to_a_fair_share() {
-    let config = HttpEndpointConfig {
-        max_get_streams: 3,
-        ..HttpEndpointConfig::default()
-    };
-    let mut ep = with_sessions(config);
-    let listen = |ep: &mut HttpEndpoint, principal: Option<&str>| {
-        let session = session_of(ep, principal);
-        ep.handle_request_as(now(), &get(Some(&session), None), principal)
-    };
+    let mut ep = with_get_streams(3);
     let anonymous: Vec<HttpStream> = (0..3).map(|_| stream(listen(&mut ep, None))).collect();
     assert_eq!(complete(listen(&mut ep, None)).status, 503);
     let _alice = stream(listen(&mut ep, Some("alice")));
@@ -153,15 +159,7 @@ fn a_stream_answered_and_left_before_its_poll_is_forgotten() {
 /// principal's many sessions cannot keep another's out.
 #[test]
 fn a_principal_holds_a_quarter_of_the_get_streams() {
-    let config = HttpEndpointConfig {
-        max_get_streams: 8,
-        ..HttpEndpointConfig::default()
-    };
-    let mut ep = with_sessions(config);
-    let listen = |ep: &mut HttpEndpoint, principal: Option<&str>| {
-        let session = session_of(ep, principal);
-        ep.handle_request_as(now(), &get(Some(&session), None), principal)
-    };
+    let mut ep = with_get_streams(8);
     let _alice: Vec<HttpStream> = (0..2)
         .map(|_| stream(listen(&mut ep, Some("alice"))))
         .collect();
