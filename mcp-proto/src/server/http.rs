@@ -611,7 +611,7 @@ impl HttpEndpoint {
     /// served or detached: a quarter of `max_open_streams` (at least one), so that one
     /// client cannot take them all.
     fn session_stream_share(&self) -> usize {
-        (self.config.max_open_streams / 4).max(1)
+        fair_share(self.config.max_open_streams)
     }
 
     /// Why exchange `key` may not become an open stream, after making room when it can
@@ -737,7 +737,7 @@ impl HttpEndpoint {
     /// is room.
     fn get_streams_full(&mut self) -> Option<HttpReply> {
         let newcomer = self.server.principal.as_deref();
-        let share = (self.config.max_get_streams / 4).max(1);
+        let share = fair_share(self.config.max_get_streams);
         let (mut total, mut mine, mut anonymous, mut oldest) = (0, 0, 0, None);
         for (key, l) in &self.listeners {
             if l.attach.is_none() || l.ended {
@@ -2087,36 +2087,14 @@ impl HttpEndpoint {
                         self.queue_for_listener(k, bytes);
                     }
                 }
-                Message::Response(mut r) => {
+                Message::Response(r) => {
                     let key = match &r.id {
                         Some(RequestId::Number(k)) => Some(*k),
                         None => context,
                         Some(RequestId::String(_)) => None,
                     };
-                    let Some(key) = key else { continue };
-                    let Some(exchange) = self.exchanges.get_mut(&key) else {
-                        continue;
-                    };
-                    if exchange.answered {
-                        continue;
-                    }
-                    r.id = Some(exchange.original.clone());
-                    if let Ok(result) = &mut r.outcome
-                        && exchange.listen
-                        && result.get().contains(notify::SUBSCRIPTION_ID)
-                    {
-                        // A listen's end names its subscription by the client's id.
-                        *result = with_subscription_id(result, &exchange.original);
-                    }
-                    exchange.error_code = r.outcome.as_ref().err().map(|e| e.code);
-                    exchange.answered = true;
-                    let detached = exchange.streaming && exchange.attach.is_none();
-                    let mut out = Vec::new();
-                    Message::Response(r).encode(&mut out);
-                    self.queue_for_exchange(key, out);
-                    if detached {
-                        // Stored: a resumption replays it; nobody waits for it here.
-                        self.forget(key);
+                    if let Some(key) = key {
+                        self.answer_exchange(key, r);
                     }
                 }
                 Message::Request(mut r) => {
@@ -2229,27 +2207,49 @@ impl HttpEndpoint {
     /// one not attached it is stored in its stream, for when it resumes (a polling client
     /// between two polls, one that reconnects).
     fn end_for_room(&mut self, now: Instant, key: i64, why: &str) {
-        let Some(exchange) = self.exchanges.get_mut(&key) else {
+        let Some(session) = self.exchanges.get(&key).map(|e| e.session.clone()) else {
             return;
         };
         let error = ErrorObject::new(
             codes::INTERNAL_ERROR,
             format!("Cancelled by the server: {why}"),
         );
-        exchange.error_code = Some(error.code);
-        exchange.answered = true;
-        let (attached, session) = (exchange.attach.is_some(), exchange.session.clone());
-        let mut out = Vec::new();
-        Message::Response(Response {
-            id: Some(exchange.original.clone()),
+        let response = Response {
+            id: None,
             outcome: Err(error),
-        })
-        .encode(&mut out);
+        };
+        self.answer_exchange(key, response);
+        self.tell_cancelled(now, session.as_deref(), key, why);
+    }
+
+    /// Hands exchange `key` its answer `r`, under the client's id (a listen's end names
+    /// its subscription by the client's id too). An answer for a stream no client is
+    /// attached to is stored for a resumption, and the exchange forgotten. An exchange
+    /// keeps its first answer.
+    fn answer_exchange(&mut self, key: i64, mut r: Response) {
+        let Some(exchange) = self.exchanges.get_mut(&key) else {
+            return;
+        };
+        if exchange.answered {
+            return;
+        }
+        r.id = Some(exchange.original.clone());
+        if let Ok(result) = &mut r.outcome
+            && exchange.listen
+            && result.get().contains(notify::SUBSCRIPTION_ID)
+        {
+            *result = with_subscription_id(result, &exchange.original);
+        }
+        exchange.error_code = r.outcome.as_ref().err().map(|e| e.code);
+        exchange.answered = true;
+        let detached = exchange.streaming && exchange.attach.is_none();
+        let mut out = Vec::new();
+        Message::Response(r).encode(&mut out);
         self.queue_for_exchange(key, out);
-        if !attached {
+        if detached {
+            // Stored: a resumption replays it; nobody waits for it here.
             self.forget(key);
         }
-        self.tell_cancelled(now, session.as_deref(), key, why);
     }
 
     /// Removes an exchange and the server→client requests routed to it.
@@ -2295,6 +2295,12 @@ const ROOM_DETACHED: &str = "no client was attached, and another request needed 
 /// Why an anonymous client's stream was ended for room.
 const ROOM_ANONYMOUS: &str = "every open stream was taken, and an authenticated client \
      needed one (unauthenticated clients give way)";
+
+/// What one session or principal may hold of a `bound` shared by all: a quarter, at
+/// least one.
+fn fair_share(bound: usize) -> usize {
+    (bound / 4).max(1)
+}
 
 /// An exchange handed out as an open stream and not answered yet.
 fn is_open_stream(e: &Exchange) -> bool {
