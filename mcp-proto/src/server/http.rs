@@ -712,7 +712,7 @@ impl HttpEndpoint {
             return Some((key, ROOM_DETACHED));
         }
         let anonymous = held.get(&None).copied().unwrap_or(0);
-        if newcomer.is_none() || anonymous <= mine + 1 {
+        if newcomer.is_none() || !anonymous_give_way(anonymous, mine) {
             return None;
         }
         let oldest = open()
@@ -766,7 +766,7 @@ impl HttpEndpoint {
             return None;
         }
         if newcomer.is_some()
-            && anonymous > mine + 1
+            && anonymous_give_way(anonymous, mine)
             && let Some(key) = oldest
             && let Some(l) = self.listeners.get_mut(&key)
         {
@@ -2300,6 +2300,13 @@ const ROOM_ANONYMOUS: &str = "every open stream was taken, and an authenticated 
 /// least one.
 fn fair_share(bound: usize) -> usize {
     (bound / 4).max(1)
+}
+
+/// Whether anonymous clients, holding `anonymous` streams of a kind, give one up to an
+/// authenticated newcomer whose principal holds `mine`: when they hold more than one
+/// beyond it, so that neither side takes the other's last place back and forth.
+fn anonymous_give_way(anonymous: usize, mine: usize) -> bool {
+    anonymous > mine + 1
 }
 
 /// An exchange handed out as an open stream and not answered yet.
