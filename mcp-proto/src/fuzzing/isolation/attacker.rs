@@ -239,7 +239,7 @@ impl World {
 
     /// The endpoint the attacker talks to: the second process when there is one, unless
     /// the load balancer picked the first.
-    pub(super) fn mallory_ep(&mut self) -> &mut HttpEndpoint {
+    fn mallory_ep(&mut self) -> &mut HttpEndpoint {
         super::pick(&mut self.ep, &mut self.other, self.attacker_first)
     }
 }

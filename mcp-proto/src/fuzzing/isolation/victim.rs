@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::server::http::{HttpReply, HttpRequest};
+use crate::server::http::{HttpEndpoint, HttpReply, HttpRequest};
 
 use super::watched::{elicitation, response_in, sse_body};
 use super::{
@@ -72,8 +72,8 @@ impl World {
         let principal = self.victim.principal;
         let mut got = Got::default();
         self.victim.last_active = self.now;
-        let ep = pick(&mut self.ep, &mut self.other, self.victim.on_first);
-        match ep.handle_request_as(self.now, request, principal) {
+        let now = self.now;
+        match self.victim_ep().handle_request_as(now, request, principal) {
             HttpReply::Complete(r) => {
                 let mut wire = Vec::new();
                 r.write(&mut wire);
@@ -106,7 +106,7 @@ impl World {
             }
             HttpReply::Stream(s) => {
                 let mut w = Watched::new(s);
-                w.poll(pick(&mut self.ep, &mut self.other, self.victim.on_first));
+                w.poll(self.victim_ep());
                 assert_no_mallory(&w.wire);
                 got.messages = std::mem::take(&mut w.messages);
                 got.last_event.clone_from(&w.last_event);
@@ -138,7 +138,7 @@ impl World {
     /// stream, else `GET`s resuming it (polling). Whether it did.
     fn follow(&mut self, ask: &mut LegacyAsk, want: fn(&[Value]) -> bool) -> bool {
         for _ in 0..4 {
-            ask.poll(pick(&mut self.ep, &mut self.other, self.victim.on_first));
+            ask.poll(self.victim_ep());
             if want(&ask.messages) {
                 return true;
             }
@@ -156,6 +156,11 @@ impl World {
         want(&ask.messages)
     }
 
+    /// The process serving the victim's current work.
+    fn victim_ep(&mut self) -> &mut HttpEndpoint {
+        pick(&mut self.ep, &mut self.other, self.victim.on_first)
+    }
+
     /// The victim idled as long as a session may (with a load balancer): its client goes
     /// away, giving up its work and its session, and the next work starts afresh.
     fn victim_leaves(&mut self) {
@@ -167,7 +172,7 @@ impl World {
         if let Some(Pending::LegacyAsk(ask)) = self.victim.pending.take()
             && let Some(w) = ask.watched
         {
-            pick(&mut self.ep, &mut self.other, self.victim.on_first).cancel_stream(now, &w.stream);
+            self.victim_ep().cancel_stream(now, &w.stream);
         }
         self.victim.session = None;
     }
