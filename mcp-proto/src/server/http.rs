@@ -177,8 +177,10 @@
 //!
 //! **Without sessions** ([`HttpEndpoint::new`], [`HttpEndpoint::with_config`]: no
 //! entropy), legacy state is process-wide: each `initialize` replaces the handshake, and
-//! two interleaving legacy clients see the later one's capabilities. That mode is for
-//! tests and single-client pipes.
+//! two interleaving legacy clients see the later one's capabilities; the ids of the
+//! server's requests are the machine's counter, so an answer is taken from the principal
+//! the request went to only, and any anonymous client may answer an anonymous one's. That
+//! mode is for tests and single-client pipes.
 //!
 //! **Bounds.** Bodies, heads and pipelining are bounded by [`HttpRequestLimits`]; open
 //! exchanges (detached ones included) by `max_open_streams`; `GET` streams by sessions
@@ -474,8 +476,9 @@ pub struct HttpEndpoint {
     /// Requests being answered, by endpoint id.
     exchanges: KeyMap<Exchange>,
     /// Server→client requests awaiting the client's response, by session and the id the
-    /// client saw: the exchange, and the machine's own id of the request.
-    server_requests: BTreeMap<(Option<String>, RequestId), (i64, RequestId)>,
+    /// client saw: the exchange, the machine's own id of the request, and the principal
+    /// the request went to, the only one whose answer is taken.
+    server_requests: BTreeMap<(Option<String>, RequestId), (i64, RequestId, Option<String>)>,
     /// Legacy sessions, when the endpoint has entropy for their ids.
     sessions: Option<Sessions>,
     /// Open streams that got output since their driver was last told.
@@ -2035,7 +2038,10 @@ impl HttpEndpoint {
 
     /// A posted JSON-RPC response (the answer to a server→client request): 202. Only
     /// an answer to a request sent to this session (or, without sessions, to anyone)
-    /// under the id the client saw reaches the machine; anything else is dropped.
+    /// under the id the client saw, from the principal it was sent to, reaches the
+    /// machine; anything else is dropped, and leaves the request waiting for its own
+    /// client's answer. Without sessions the ids are the machine's counter: the
+    /// principal is all that keeps one client from answering another's request.
     fn client_response(
         &mut self,
         now: Instant,
@@ -2045,7 +2051,16 @@ impl HttpEndpoint {
         let Some(id) = r.id.take() else {
             return HttpResponse::new(202);
         };
-        let Some((key, machine_id)) = self.server_requests.remove(&(session.clone(), id)) else {
+        let asked = (session.clone(), id);
+        let principal = self.server.principal.as_ref();
+        if !self
+            .server_requests
+            .get(&asked)
+            .is_some_and(|(_, _, to)| to.as_ref() == principal)
+        {
+            return HttpResponse::new(202);
+        }
+        let Some((key, machine_id, _)) = self.server_requests.remove(&asked) else {
             return HttpResponse::new(202);
         };
         r.id = Some(machine_id);
@@ -2110,12 +2125,16 @@ impl HttpEndpoint {
                         None => r.id.clone(),
                     };
                     let machine_id = std::mem::replace(&mut r.id, public.clone());
-                    let owner = match self.exchanges.get(&k) {
-                        Some(e) => e.session.clone(),
-                        None => self.listeners.get(&k).map(|l| l.session.clone()),
+                    let (owner, principal) = match self.exchanges.get(&k) {
+                        Some(e) => (e.session.clone(), e.principal.clone()),
+                        None => self
+                            .listeners
+                            .get(&k)
+                            .map(|l| (Some(l.session.clone()), l.principal.clone()))
+                            .unwrap_or_default(),
                     };
                     self.server_requests
-                        .insert((owner, public), (k, machine_id));
+                        .insert((owner, public), (k, machine_id, principal));
                     let mut out = Vec::new();
                     Message::Request(r).encode(&mut out);
                     if open.is_some() {
@@ -2256,7 +2275,7 @@ impl HttpEndpoint {
     fn forget(&mut self, key: i64) -> Option<Exchange> {
         let exchange = self.exchanges.remove(&key)?;
         self.ready.remove(&key);
-        self.server_requests.retain(|_, (k, _)| *k != key);
+        self.server_requests.retain(|_, (k, _, _)| *k != key);
         Some(exchange)
     }
 

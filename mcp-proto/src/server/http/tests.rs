@@ -1321,3 +1321,46 @@ fn a_kept_meta_serves_only_posts_whose_meta_has_the_same_text() {
         assert!(!ep.server.keeps_meta(&text), "{round}");
     }
 }
+
+/// Without sessions the ids of the server's requests are the machine's counter (the
+/// first is 0): another principal's answer under that id, well-formed or not, or an
+/// anonymous one, must not reach an authenticated client's call (it did: the call went
+/// on with the attacker's answer). The call waits for its own client's answer.
+#[test]
+fn without_sessions_only_its_principal_answers_a_servers_request() {
+    let mut ep = endpoint();
+    initialize(&mut ep, json!({"elicitation": {}}));
+    let call = legacy(5, "tools/call", json!({"name": "confirm"}));
+    let s = stream(ep.handle_request_as(now(), &call, Some("alice")));
+    let first = sse_messages(&s.response().body);
+    assert_eq!(first[0]["method"], "elicitation/create");
+    let answer = |name: &str| {
+        post(
+            &json!({"jsonrpc": "2.0", "id": first[0]["id"], "result": {
+                "action": "accept", "content": {"proceed": true, "name": name}}}),
+            &[],
+        )
+    };
+    let malformed = post(
+        &json!({"jsonrpc": "2.0", "id": first[0]["id"], "result": {}, "error": {}}),
+        &[],
+    );
+    for who in [Some("mallory"), None] {
+        let r = complete(ep.handle_request_as(now(), &answer("Mallory"), who));
+        assert_eq!(r.status, 202);
+        let r = complete(ep.handle_request_as(now(), &malformed, who));
+        assert_eq!(r.status, 400);
+        let mut out = Vec::new();
+        assert_eq!(ep.poll_stream(&s, &mut out), StreamStatus::Open, "{who:?}");
+        assert!(out.is_empty(), "{who:?}: {}", String::from_utf8_lossy(&out));
+    }
+    let r = complete(ep.handle_request_as(now(), &answer("Ada"), Some("alice")));
+    assert_eq!(r.status, 202);
+    let mut out = Vec::new();
+    assert_eq!(ep.poll_stream(&s, &mut out), StreamStatus::Finished);
+    let messages = sse_messages(&out);
+    assert_eq!(
+        messages[0]["result"]["content"][0]["text"],
+        "accepted: proceed=true name=Ada"
+    );
+}
