@@ -12,7 +12,7 @@
 //! calls gets the answer it would get alone, its input requests are answered by it only,
 //! its tasks are neither cancelled nor read by anyone else, and nothing of the attacker's
 //! reaches it. The victim keeps within its fair share of every bound (one session, one
-//! call at a time), and the tables are large enough that the attacker cannot evict it, so
+//! piece of work at a time, with calls answered at once beside it), and the tables are large enough that the attacker cannot evict it, so
 //! an error it gets is a finding, with one exception: anonymous clients are told apart
 //! by their sessions only (and a 2026 client has none), so when both are anonymous the
 //! attacker may hold every open stream, and a request of the victim's that needs one may
@@ -114,7 +114,8 @@ struct LegacyAsk {
     refused: bool,
 }
 
-/// The victim: one legacy session, one call at a time.
+/// The victim: one legacy session, one piece of work at a time, and calls answered at
+/// once beside it.
 struct Victim {
     principal: Option<&'static str>,
     version: &'static str,
@@ -189,7 +190,8 @@ struct World {
 /// for `BALANCED_IDLE` (20 s) expire.
 ///
 /// Then operations: a byte below 0x80 is a step of the victim's (its low four bits pick
-/// new work when it has none, bit 6 then the process that serves that work), a byte
+/// new work when it has none, bit 6 then the process that serves that work; with bit 5,
+/// while work waits, a call answered at once beside it instead of the next step), a byte
 /// from 0x80 on is one of the attacker's (its low five bits the request, see
 /// `World::attack`, bit 5 the first process) followed by an option byte (and, for a raw
 /// body, its length and bytes).
@@ -514,6 +516,18 @@ mod tests {
                 for kind in 0..23u8 {
                     for option in [0u8, 2, 6, 0x12, 0x42, 0x4a] {
                         let input = [control, work, 0x80 | kind, option, 0, 0x80 | kind, option];
+                        isolation(&input);
+                    }
+                }
+                // A call answered at once while work that waits (a call asking for
+                // input, a task) waits, the attacker between.
+                if !matches!(work >> 1, 1 | 2 | 4) {
+                    continue;
+                }
+                for side in [0x20, 0x23] {
+                    isolation(&[control, work, side, work, side, work]);
+                    for kind in 0..23u8 {
+                        let input = [control, work, side, 0x80 | kind, 0x4a, side, 0];
                         isolation(&input);
                     }
                 }

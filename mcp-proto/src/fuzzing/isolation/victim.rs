@@ -206,6 +206,9 @@ impl World {
         if self.balanced && idle >= BALANCED_IDLE {
             self.victim_leaves();
         }
+        if op & 0x20 != 0 && self.victim.pending.is_some() {
+            return self.victim_side_call(op);
+        }
         match self.victim.pending.take() {
             None => {
                 self.victim.on_first = !self.balanced || op & 0x40 != 0;
@@ -291,6 +294,28 @@ impl World {
                 }
             }
         }
+    }
+
+    /// A call answered at once (`echo`, or `tools/list`), in either era, made while other
+    /// work of the victim's waits: a call waiting for its input has its stream open, a
+    /// task runs. Its answer is its own, and the waiting work goes on untouched (checked
+    /// as it goes on). The attacker keeps aiming at the waiting work's request id.
+    fn victim_side_call(&mut self, op: u8) {
+        let modern = op & 1 == 1;
+        if !modern {
+            self.ensure_session();
+        }
+        let aimed = self.leaked.request_id.clone();
+        if op & 2 == 0 {
+            let secret = self.secret();
+            let params = json!({"name": "echo", "arguments": {"text": secret}});
+            let result = self.victim_call("tools/call", params, modern);
+            check_text(&result, &secret);
+        } else {
+            let listed = self.victim_call("tools/list", json!({}), modern);
+            assert!(listed["result"]["tools"].is_array(), "{listed}");
+        }
+        self.leaked.request_id = aimed;
     }
 
     /// A legacy request answered over a stream after the server's `elicitation/create`,
