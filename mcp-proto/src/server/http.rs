@@ -389,6 +389,17 @@ struct Event {
     data: Vec<u8>,
 }
 
+/// A server→client request awaiting its client's response.
+#[derive(Debug)]
+struct ServerRequest {
+    /// The exchange (or `GET` stream) it went out on.
+    exchange: i64,
+    /// The machine's own id of the request.
+    machine_id: RequestId,
+    /// The principal it went to: the only one whose answer is taken.
+    principal: Option<String>,
+}
+
 /// A legacy session's standalone `GET` stream.
 #[derive(Debug)]
 struct Listener {
@@ -476,9 +487,8 @@ pub struct HttpEndpoint {
     /// Requests being answered, by endpoint id.
     exchanges: KeyMap<Exchange>,
     /// Server→client requests awaiting the client's response, by session and the id the
-    /// client saw: the exchange, the machine's own id of the request, and the principal
-    /// the request went to, the only one whose answer is taken.
-    server_requests: BTreeMap<(Option<String>, RequestId), (i64, RequestId, Option<String>)>,
+    /// client saw.
+    server_requests: BTreeMap<(Option<String>, RequestId), ServerRequest>,
     /// Legacy sessions, when the endpoint has entropy for their ids.
     sessions: Option<Sessions>,
     /// Open streams that got output since their driver was last told.
@@ -2053,14 +2063,19 @@ impl HttpEndpoint {
         };
         let asked = (session.clone(), id);
         let principal = self.server.principal.as_ref();
-        if !self
+        if self
             .server_requests
             .get(&asked)
-            .is_some_and(|(_, _, to)| to.as_ref() == principal)
+            .is_none_or(|asked| asked.principal.as_ref() != principal)
         {
             return HttpResponse::new(202);
         }
-        let Some((key, machine_id, _)) = self.server_requests.remove(&asked) else {
+        let Some(ServerRequest {
+            exchange: key,
+            machine_id,
+            ..
+        }) = self.server_requests.remove(&asked)
+        else {
             return HttpResponse::new(202);
         };
         r.id = Some(machine_id);
@@ -2133,8 +2148,12 @@ impl HttpEndpoint {
                             .map(|l| (Some(l.session.clone()), l.principal.clone()))
                             .unwrap_or_default(),
                     };
-                    self.server_requests
-                        .insert((owner, public), (k, machine_id, principal));
+                    let asked = ServerRequest {
+                        exchange: k,
+                        machine_id,
+                        principal,
+                    };
+                    self.server_requests.insert((owner, public), asked);
                     let mut out = Vec::new();
                     Message::Request(r).encode(&mut out);
                     if open.is_some() {
@@ -2275,7 +2294,8 @@ impl HttpEndpoint {
     fn forget(&mut self, key: i64) -> Option<Exchange> {
         let exchange = self.exchanges.remove(&key)?;
         self.ready.remove(&key);
-        self.server_requests.retain(|_, (k, _, _)| *k != key);
+        self.server_requests
+            .retain(|_, asked| asked.exchange != key);
         Some(exchange)
     }
 
