@@ -175,6 +175,13 @@ struct World {
     /// A load balancer between the two processes: each piece of the victim's work, and
     /// each request of the attacker's, goes to the one its input byte picks.
     balanced: bool,
+    /// An endpoint without sessions: legacy state is the process's, so each legacy
+    /// `initialize` (the attacker's too) replaces the handshake, and a new one takes a
+    /// new task scope. The victim initializes again before each legacy request it starts,
+    /// and its tasks and its stream are 2026 ones (a `GET` stream needs a session); the
+    /// clients are never both anonymous (anonymous clients are then one client). What
+    /// still holds: neither sees, answers or cancels the other's requests.
+    stateless: bool,
     /// The attacker's current request goes to the first process.
     attacker_first: bool,
 }
@@ -187,7 +194,8 @@ struct World {
 /// fetches its legacy call's messages with `GET`s), bit 4 the attacker talking to a
 /// second process of the server that shares the first's session and event stores, bit 5
 /// (with bit 4) a load balancer: both clients use both processes, and sessions idle
-/// for `BALANCED_IDLE` (20 s) expire.
+/// for `BALANCED_IDLE` (20 s) expire; bit 5 without bit 4 an endpoint without sessions
+/// (see [`World::stateless`]).
 ///
 /// Then operations: a byte below 0x80 is a step of the victim's (its low four bits pick
 /// new work when it has none, bit 6 then the process that serves that work; with bit 5,
@@ -199,13 +207,15 @@ pub fn isolation(data: &[u8]) {
     let Some((&control, mut input)) = data.split_first() else {
         return;
     };
+    let balanced = control & 0x30 == 0x30;
+    let stateless = control & 0x30 == 0x20;
     let (victim, mallory) = match control & 3 {
         1 => (None, Some("mallory")),
         2 => (Some("alice"), None),
-        3 => (None, None),
+        // Without sessions anonymous clients share everything (see `World::stateless`).
+        3 if !stateless => (None, None),
         _ => (Some("alice"), Some("mallory")),
     };
-    let balanced = control & 0x30 == 0x30;
     let config = HttpEndpointConfig {
         session_idle_timeout: if balanced {
             BALANCED_IDLE
@@ -226,6 +236,9 @@ pub fn isolation(data: &[u8]) {
         });
         server.seal_request_states([7; 32], 0);
         server.seed_tasks([seed; 32], 0);
+        if stateless {
+            return HttpEndpoint::with_config(server, config.clone());
+        }
         HttpEndpoint::with_sessions(server, config.clone(), &[seed + 1; 32])
     };
     let mut ep = process(8);
@@ -265,6 +278,7 @@ pub fn isolation(data: &[u8]) {
         next_mallory_id: 1,
         taken: Vec::new(),
         balanced,
+        stateless,
         attacker_first: false,
     };
     for _ in 0..MAX_OPERATIONS {
@@ -504,12 +518,23 @@ mod tests {
         isolation(&input);
     }
 
+    /// Without sessions the server's requests have the machine's ids (the first is 0):
+    /// the attacker's answer under the id of the victim's `elicitation/create`, as another
+    /// principal or anonymous, must not reach the victim's call (it did).
+    #[test]
+    fn without_sessions_the_attacker_cannot_answer_the_victims_request() {
+        for principals in [0, 2, 1] {
+            isolation(&[0x20 | principals, 0x02, 0x88, 0x04, 0x00]);
+            isolation(&[0x20 | principals, 0x02, 0x89, 0x04, 0x00]);
+        }
+    }
+
     /// Every kind of the victim's work, alone and with each of the attacker's requests
     /// in between its steps.
     #[test]
     fn smoke() {
         for control in [
-            0u8, 1, 2, 3, 4, 8, 9, 10, 11, 12, 16, 17, 18, 19, 24, 26, 48, 59,
+            0u8, 1, 2, 3, 4, 8, 9, 10, 11, 12, 16, 17, 18, 19, 24, 26, 48, 59, 32, 33, 34, 36,
         ] {
             for work in 0..16u8 {
                 isolation(&[control, work, work, work, work]);

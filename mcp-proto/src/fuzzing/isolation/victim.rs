@@ -183,7 +183,7 @@ impl World {
     }
 
     fn ensure_session(&mut self) {
-        if self.victim.session.is_some() {
+        if self.victim.session.is_some() && !self.stateless {
             return;
         }
         let version = self.victim.version;
@@ -193,7 +193,12 @@ impl World {
                 "clientInfo": {"name": SECRET, "version": "1"}}),
             false,
         );
-        assert!(self.victim.session.is_some(), "no session for the victim");
+        assert!(
+            self.victim.session.is_some() != self.stateless,
+            "the victim's session is {:?} on an endpoint {} sessions",
+            self.victim.session,
+            if self.stateless { "without" } else { "with" }
+        );
         let body = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
         let request = self.victim_request(&body, false);
         let got = self.victim_reply(&request);
@@ -357,8 +362,10 @@ impl World {
 
     fn victim_start(&mut self, op: u8) {
         let secret = self.secret();
-        // No 2026 task when both clients are one principal (see `one_principal`).
-        let modern = op & 1 == 1 && !(self.one_principal() && matches!(op >> 1, 2 | 4));
+        // No 2026 task when both clients are one principal (see `one_principal`); only
+        // calls in the legacy era without sessions (see `World::stateless`).
+        let modern = (op & 1 == 1 && !(self.one_principal() && matches!(op >> 1, 2 | 4)))
+            || (self.stateless && !matches!(op >> 1, 0 | 1));
         if !modern {
             self.ensure_session();
         }
