@@ -1597,6 +1597,64 @@ fn import_reads_other_clients_configs_and_never_keeps_values() {
     );
 }
 
+/// What other clients put in HTTP entries: a URL is checked as `add --url` checks it
+/// (nothing is written when one is refused), a bearer token named by a variable becomes
+/// `bearerTokenEnv`, other headers are left out and said so, with their values never
+/// written, and `${…}` in arguments is reported as not expanded.
+#[test]
+fn import_checks_urls_and_maps_bearer_headers() {
+    let dir = common::temp_dir("import-http");
+    let config = dir.join("servers.json");
+    let theirs = dir.join("cursor.json");
+    let import = |body: &str| {
+        std::fs::write(&theirs, body).unwrap();
+        run(&config, &["import", theirs.to_str().unwrap()])
+    };
+    for (url, why) in [
+        ("ftp://x/mcp", "unsupported scheme"),
+        ("http://example.com/mcp", "only allowed to loopback hosts"),
+    ] {
+        let out = import(&format!(
+            r#"{{"mcpServers": {{"ok": {{"command": "x"}}, "bad": {{"url": "{url}"}}}}}}"#
+        ));
+        assert_eq!(out.status.code(), Some(1), "{url}");
+        assert!(
+            stderr(&out).contains("bad: ") && stderr(&out).contains(why),
+            "{}",
+            stderr(&out)
+        );
+        assert!(!config.exists(), "{url}: a refused import writes nothing");
+    }
+    let out = import(
+        r#"{"mcpServers": {
+            "a": {"type": "http", "url": "https://a.example/mcp",
+                  "headers": {"Authorization": "Bearer ${A_TOKEN}"}},
+            "b": {"url": "https://b.example/mcp",
+                  "headers": {"authorization": "Bearer ${env:B_TOKEN}", "X-Api-Key": "k3y-value"}},
+            "c": {"serverUrl": "https://c.example/mcp",
+                  "headers": {"Authorization": "Bearer lit3ral-token"}},
+            "d": {"command": "node", "args": ["${workspaceFolder}/server.js"]}}}"#,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("read from $A_TOKEN"), "{text}");
+    assert!(text.contains("header X-Api-Key left out"), "{text}");
+    assert!(text.contains("header Authorization left out"), "{text}");
+    assert!(text.contains("expands no"), "{text}");
+    let written = std::fs::read_to_string(&config).unwrap();
+    for secret in ["k3y-value", "lit3ral-token"] {
+        assert!(!written.contains(secret), "{written}");
+    }
+    let entry = |name: &str| {
+        let out = run(&config, &["--format", "json", "get", name]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        serde_json::from_str::<serde_json::Value>(&stdout(&out)).unwrap()
+    };
+    assert_eq!(entry("a")["bearerTokenEnv"], "A_TOKEN", "{}", entry("a"));
+    assert_eq!(entry("b")["bearerTokenEnv"], "B_TOKEN", "{}", entry("b"));
+    assert!(entry("c").get("bearerTokenEnv").is_none(), "{}", entry("c"));
+}
+
 #[test]
 fn text_tables_fit_100_columns() {
     let config = common::temp_dir("wide").join("servers.json");

@@ -332,6 +332,26 @@ fn server_everything_sse_through_the_cli() {
         let stderr = String::from_utf8_lossy(&refused.stderr);
         assert_eq!(refused.status.code(), Some(1), "{stderr}");
         assert!(stderr.contains("--accept-old-versions"), "{stderr}");
+        // Another client's config naming it `"type": "sse"` imports as a server that
+        // accepts the old transport, with no flag.
+        let theirs = home.join("claude.json");
+        let text = format!(
+            r#"{{"mcpServers": {{"old": {{"type": "sse", "url": "{}"}}}}}}"#,
+            server.url
+        );
+        std::fs::write(&theirs, text).expect("write their config");
+        let imported = run_cli(&home, &["import", theirs.to_str().expect("utf-8 path")]);
+        let stdout = String::from_utf8_lossy(&imported.stdout);
+        assert!(imported.status.success(), "{stdout}");
+        assert!(stdout.contains("acceptOldVersions"), "{stdout}");
+        let out = run_cli(&home, &["tools", "old"]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(stdout.contains("echo"), "{stdout}");
         let _ = std::fs::remove_dir_all(&home);
     });
 }

@@ -88,11 +88,14 @@ pub fn import(global: &Global, file: &Path, dry_run: bool) -> Result<u8, Failure
     let mut added = Vec::new();
     for (name, entry) in servers {
         check_name_for_import(name)?;
-        let (entry, values) = config::import_entry(name, entry).map_err(Failure::Config)?;
+        let imported = config::import_entry(name, entry).map_err(Failure::Config)?;
         let replaced = ours.servers.contains_key(name);
-        added.push(json!({"name": name, "entry": entry, "replaced": replaced,
-            "droppedEnvValues": values}));
-        ours.servers.insert(name.clone(), entry);
+        added.push(
+            json!({"name": name, "entry": imported.entry, "replaced": replaced,
+            "droppedEnvValues": imported.dropped_env_values,
+            "droppedHeaders": imported.dropped_headers, "notes": imported.notes}),
+        );
+        ours.servers.insert(name.clone(), imported.entry);
     }
     if !dry_run {
         config::save(&path, &ours).map_err(Failure::Config)?;
@@ -118,6 +121,9 @@ pub fn import(global: &Global, file: &Path, dry_run: bool) -> Result<u8, Failure
                 }
                 if let Some(hint) = crate::session::launcher_hint(&entry) {
                     println!("  warning: {hint}");
+                }
+                for note in a["notes"].as_array().into_iter().flatten() {
+                    println!("  note: {}", note.as_str().unwrap_or_default());
                 }
             }
             if dry_run {

@@ -36,7 +36,7 @@ pub struct ServerEntry {
     /// Names of the variables passed to the child.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub env: Vec<String>,
-    /// An HTTP server (not supported yet by this CLI).
+    /// The Streamable HTTP endpoint of an HTTP server (absent for stdio servers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
     /// `legacy`, `auto` or `modern`.
@@ -155,9 +155,23 @@ pub fn load(path: &Path) -> Result<ConfigFile, String> {
         .map_err(|e| format!("{}: not a valid servers file: {e}", path.display()))
 }
 
-/// One server of another client's `mcpServers` file, as our entry, with the names of
-/// the environment variables whose values that file held (they are not kept).
-pub fn import_entry(name: &str, theirs: &Value) -> Result<(ServerEntry, Vec<String>), String> {
+/// One server of another client's `mcpServers` file, as our entry.
+pub struct Imported {
+    pub entry: ServerEntry,
+    /// The names of the environment variables whose values that file held (not kept).
+    pub dropped_env_values: Vec<String>,
+    /// The names of the headers not imported (their values are never kept).
+    pub dropped_headers: Vec<String>,
+    /// What the user should know: what was mapped, what is not supported.
+    pub notes: Vec<String>,
+}
+
+/// One server of another client's `mcpServers` file (Claude Desktop and Code, Cursor,
+/// Windsurf's `serverUrl`): `command`, `args`, `env`, `url`, `type`, `headers`. A URL
+/// is checked as `mcp add --url` checks it. An `Authorization: Bearer ${NAME}` header
+/// becomes `bearerTokenEnv` NAME; any other header is left out, and said so. `type: sse`
+/// (the 2024-11-05 HTTP+SSE transport) sets `acceptOldVersions`.
+pub fn import_entry(name: &str, theirs: &Value) -> Result<Imported, String> {
     let text = |key: &str| theirs.get(key).and_then(Value::as_str).map(str::to_owned);
     let args = match theirs.get("args") {
         None | Some(Value::Null) => Vec::new(),
@@ -171,7 +185,7 @@ pub fn import_entry(name: &str, theirs: &Value) -> Result<(ServerEntry, Vec<Stri
             .collect::<Result<_, _>>()?,
         Some(_) => return Err(format!("{name}: \"args\" must be a list of strings")),
     };
-    let (env, dropped_values) = match theirs.get("env") {
+    let (env, dropped_env_values) = match theirs.get("env") {
         None | Some(Value::Null) => (Vec::new(), Vec::new()),
         Some(Value::Object(map)) => {
             let names: Vec<String> = map.keys().cloned().collect();
@@ -189,17 +203,102 @@ pub fn import_entry(name: &str, theirs: &Value) -> Result<(ServerEntry, Vec<Stri
     if command.is_none() && url.is_none() {
         return Err(format!("{name}: neither \"command\" nor \"url\""));
     }
-    let entry = ServerEntry {
-        command,
-        args,
-        env,
-        url,
-        era: auto(),
-        oauth: None,
-        bearer_token_env: None,
-        extra: Map::new(),
+    let mut imported = Imported {
+        entry: ServerEntry {
+            command,
+            args,
+            env,
+            url,
+            era: auto(),
+            oauth: None,
+            bearer_token_env: None,
+            extra: Map::new(),
+        },
+        dropped_env_values,
+        dropped_headers: Vec::new(),
+        notes: Vec::new(),
     };
-    Ok((entry, dropped_values))
+    if let Some(url) = &imported.entry.url
+        && imported.entry.command.is_none()
+    {
+        crate::args::check_url(url).map_err(|e| format!("{name}: {e}"))?;
+        import_http(name, theirs, &mut imported)?;
+    }
+    let entry = &imported.entry;
+    let words = entry.command.iter().chain(&entry.args).chain(&entry.url);
+    if let Some(word) = words.into_iter().find(|w| w.contains("${")) {
+        imported.notes.push(format!(
+            "{word:?} is passed as it is: this CLI expands no ${{…}} variables"
+        ));
+    }
+    if theirs.get("cwd").is_some() {
+        imported
+            .notes
+            .push("\"cwd\" is left out: the command runs in the directory mcp runs in".to_owned());
+    }
+    Ok(imported)
+}
+
+/// The HTTP-only fields of an imported entry: `type` and `headers`.
+fn import_http(name: &str, theirs: &Value, imported: &mut Imported) -> Result<(), String> {
+    if theirs.get("type").and_then(Value::as_str) == Some("sse") {
+        imported
+            .entry
+            .extra
+            .insert("acceptOldVersions".to_owned(), Value::Bool(true));
+        imported.notes.push(
+            "type sse: the 2024-11-05 HTTP+SSE transport, accepted for this server \
+             (acceptOldVersions)"
+                .to_owned(),
+        );
+    }
+    let headers = match theirs.get("headers") {
+        None | Some(Value::Null) => return Ok(()),
+        Some(Value::Object(map)) => map,
+        Some(_) => return Err(format!("{name}: \"headers\" must be a map")),
+    };
+    for (header, value) in headers {
+        let bearer = header
+            .eq_ignore_ascii_case("authorization")
+            .then(|| value.as_str().and_then(bearer_variable))
+            .flatten();
+        if let Some(variable) = bearer {
+            imported.notes.push(format!(
+                "its bearer token is read from ${variable} when it is used (bearerTokenEnv)"
+            ));
+            imported.entry.bearer_token_env = Some(variable.to_owned());
+        } else {
+            imported.dropped_headers.push(header.clone());
+        }
+    }
+    if !imported.dropped_headers.is_empty() {
+        imported.notes.push(format!(
+            "header {} left out: values are never copied, and the only header this CLI \
+             sends for a server is a bearer token named by a variable \
+             (`mcp add {name} --url URL --bearer-token-env NAME`)",
+            imported.dropped_headers.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+/// The variable of `Bearer ${NAME}`, `Bearer ${env:NAME}` or `Bearer $NAME`.
+fn bearer_variable(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim().split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return None;
+    }
+    let token = token.trim();
+    let name = match token.strip_prefix("${") {
+        Some(rest) => rest.strip_suffix('}')?,
+        None => token.strip_prefix('$')?,
+    };
+    let name = name.strip_prefix("env:").unwrap_or(name);
+    let mut chars = name.chars();
+    let first = chars.next()?;
+    let valid = (first.is_ascii_alphabetic() || first == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    valid.then_some(name)
 }
 
 /// Writes the file (via a temporary file and a rename, so it is never half-written).

@@ -177,7 +177,8 @@ pub fn client_config(global: &Global, mode: EraMode, input: InputMode) -> Client
 
 /// The global flags with what the server's config entry adds: its `roots` after those
 /// of `--root` (each made a `file://` URI now, so that a bad path is a usage error),
-/// and its `sampling` command and `logLevel` where the flags name none.
+/// its `sampling` command and `logLevel` where the flags name none, and its
+/// `acceptOldVersions` (`true`: as `--accept-old-versions`).
 pub fn with_entry(global: &Global, entry: &ServerEntry) -> Result<Global, Failure> {
     let mut merged = global.clone();
     let strings = |key: &str| -> Vec<String> {
@@ -201,6 +202,9 @@ pub fn with_entry(global: &Global, entry: &ServerEntry) -> Result<Global, Failur
     }
     if merged.log_level.is_none() {
         merged.log_level = strings("logLevel").into_iter().next();
+    }
+    if entry.extra.get("acceptOldVersions") == Some(&serde_json::Value::Bool(true)) {
+        merged.accept_old_versions = true;
     }
     Ok(merged)
 }
