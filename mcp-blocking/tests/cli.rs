@@ -1655,6 +1655,49 @@ fn import_checks_urls_and_maps_bearer_headers() {
     assert!(entry("c").get("bearerTokenEnv").is_none(), "{}", entry("c"));
 }
 
+/// An entry whose bearer token variable is not set fails at once, saying which variable
+/// (it went on to OAuth as if none were named), and `doctor` and `status` say so too.
+#[test]
+fn an_unset_bearer_token_variable_is_named() {
+    let config = common::temp_dir("bearer-unset").join("servers.json");
+    let var = "MCP_TEST_UNSET_BEARER_7";
+    let out = run(
+        &config,
+        &[
+            "add",
+            "web",
+            "--url",
+            "http://127.0.0.1:9/mcp",
+            "--bearer-token-env",
+            var,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = run(&config, &["--no-input", "tools", "web"]);
+    assert_ne!(out.status.code(), Some(0));
+    let said = stderr(&out);
+    assert!(
+        said.contains(&format!("${var}, which is not set")),
+        "{said}"
+    );
+    assert!(!said.contains("connect"), "it tried to connect: {said}");
+    let out = run(&config, &["doctor"]);
+    assert_eq!(out.status.code(), Some(1));
+    let said = stdout(&out);
+    assert!(
+        said.contains(&format!(
+            "fail  web: credentials bearer token variable ${var} not set"
+        )),
+        "{said}"
+    );
+    let out = run_with_env(
+        &config,
+        &["--format", "json", "status", "web"],
+        &[(var, "tok")],
+    );
+    assert!(stdout(&out).contains("\"external\""), "{}", stdout(&out));
+}
+
 #[test]
 fn text_tables_fit_100_columns() {
     let config = common::temp_dir("wide").join("servers.json");

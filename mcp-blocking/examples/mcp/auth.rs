@@ -134,11 +134,14 @@ pub fn setup(
     mut options: Options,
     plan: &Plan,
 ) -> Result<(HttpOptions, Options), Failure> {
-    if !plan.fresh
-        && let Some((_, token)) = bearer_from_env(entry)
-    {
-        http.authorization = Some(format!("Bearer {token}"));
-        return Ok((http, options));
+    if !plan.fresh {
+        if let Some((_, token)) = bearer_from_env(entry) {
+            http.authorization = Some(format!("Bearer {token}"));
+            return Ok((http, options));
+        }
+        if let Some(var) = &entry.bearer_token_env {
+            return Err(Failure::Auth(unset_advice(name, var)));
+        }
     }
     let store = store()?;
     let key = binding_url(url);
@@ -244,12 +247,26 @@ pub enum State {
     NoToken,
     /// The store cannot be read.
     Unreadable(String),
+    /// The entry's bearer token variable (`bearerTokenEnv`) is not set: its connections
+    /// fail until it is.
+    Unset(String),
+}
+
+/// What to do when `name`'s bearer token variable `var` is not set.
+fn unset_advice(name: &str, var: &str) -> String {
+    format!(
+        "server {name} sends its bearer token from ${var}, which is not set: set it, or \
+         remove bearerTokenEnv from the entry to use OAuth"
+    )
 }
 
 /// The state of `entry`'s credentials.
 pub fn state(entry: &ServerEntry) -> State {
     if let Some((var, _)) = bearer_from_env(entry) {
         return State::External(var);
+    }
+    if let Some(var) = &entry.bearer_token_env {
+        return State::Unset(var.clone());
     }
     let Some(url) = &entry.url else {
         return State::None;
@@ -296,6 +313,7 @@ impl State {
             State::Expired => "expired".into(),
             State::NoToken => "registered, no token".into(),
             State::Unreadable(e) => format!("unreadable ({e})"),
+            State::Unset(var) => format!("bearer token variable ${var} not set"),
         }
     }
 
@@ -304,7 +322,7 @@ impl State {
         match self {
             State::External(_) | State::Valid(_) | State::Refreshable => "ok",
             State::None | State::Expired | State::NoToken => "warn",
-            State::Unreadable(_) => "fail",
+            State::Unreadable(_) | State::Unset(_) => "fail",
         }
     }
 
@@ -314,6 +332,7 @@ impl State {
             State::None | State::Expired | State::NoToken | State::Unreadable(_) => {
                 format!(" (if the server asks for authorization: mcp auth login {name})")
             }
+            State::Unset(_) => format!(" (set it, or remove bearerTokenEnv from {name})"),
             _ => String::new(),
         };
         format!("credentials {}{fix}", self.describe())
@@ -329,6 +348,7 @@ impl State {
             State::Expired => ("expired", None),
             State::NoToken => ("no-token", None),
             State::Unreadable(_) => ("unreadable", None),
+            State::Unset(_) => ("unset", None),
         };
         json!({"state": state, "expiresAt": until, "description": self.describe()})
     }
