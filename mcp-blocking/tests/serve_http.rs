@@ -383,6 +383,26 @@ fn transport_answers() {
         &[("Origin", "http://localhost:6274")],
     ));
     assert_eq!(r.status(), 200);
+    assert_eq!(
+        r.head.header("access-control-allow-origin"),
+        Some("http://localhost:6274")
+    );
+    // That page's CORS preflight: 204, then the connection goes on.
+    let r = c.roundtrip(&request(
+        "OPTIONS",
+        &[
+            ("Origin", "http://localhost:6274"),
+            ("Access-Control-Request-Method", "POST"),
+            ("Access-Control-Request-Headers", "content-type, mcp-method"),
+        ],
+        b"",
+    ));
+    assert_eq!(r.status(), 204);
+    assert_eq!(
+        r.head.header("access-control-allow-headers"),
+        Some("content-type, mcp-method")
+    );
+    assert!(r.keep_alive);
     // Invalid JSON: 400 -32700 with id null.
     let r = c.roundtrip(&request("POST", &[], b"{nope"));
     assert_eq!((r.status(), r.error_code()), (400, -32700));

@@ -21,8 +21,10 @@
 //!
 //! **Checks before the machine**, in this order: `Host` (when
 //! [`HttpEndpointConfig::allowed_hosts`] is set, a name outside it: 403) → `Origin` (present and neither loopback
-//! nor listed in [`HttpEndpointConfig::allowed_origins`]: 403) → the application's
-//! [`RequestGate`], when one is set (it may answer the request itself: a `401` for a missing
+//! nor listed in [`HttpEndpointConfig::allowed_origins`]: 403) → a CORS preflight
+//! (`OPTIONS` with `Origin` and `Access-Control-Request-Method`: 204, on any path; every
+//! other response to a request with an accepted `Origin` names it, see the `cors` module)
+//! → the application's [`RequestGate`], when one is set (it may answer the request itself: a `401` for a missing
 //! bearer token, a metadata document) → path (not
 //! [`HttpEndpointConfig::path`]: 404) → method (`DELETE` and `GET` with sessions, see
 //! below; anything else but `POST`: 405 with `Allow: POST`, or `GET, POST, DELETE` with
@@ -209,6 +211,7 @@ use super::meta_cache::with_lent_meta;
 use super::{Server, id_of};
 
 mod connection;
+mod cors;
 mod events;
 mod gate;
 pub mod gateway;
@@ -928,33 +931,35 @@ impl HttpEndpoint {
         principal: Option<&str>,
     ) -> HttpReply {
         let close = !request.keep_alive();
-        let reply = if let Some(refused) = self.refuse_foreign(request) {
-            HttpReply::Complete(refused)
-        } else {
-            let verdict = self.gate.as_mut().map(|g| g.check(now, request));
-            match verdict {
-                Some(GateVerdict::Answer(response)) => HttpReply::Complete(response),
-                Some(GateVerdict::Pass { principal }) => {
-                    self.server.set_principal(principal);
-                    self.dispatch(now, request, close)
-                }
-                None => {
-                    self.server.set_principal(principal.map(str::to_owned));
-                    self.dispatch(now, request, close)
-                }
+        // A refusal, and a preflight (which carries no credentials for the gate), are
+        // answered first; neither needs more CORS headers than it has.
+        if let Some(early) = self
+            .refuse_foreign(request)
+            .or_else(|| cors::preflight(request))
+        {
+            return HttpReply::Complete(finish_complete(request, close, early));
+        }
+        let verdict = self.gate.as_mut().map(|g| g.check(now, request));
+        let reply = match verdict {
+            Some(GateVerdict::Answer(response)) => HttpReply::Complete(response),
+            Some(GateVerdict::Pass { principal }) => {
+                self.server.set_principal(principal);
+                self.dispatch(now, request, close)
+            }
+            None => {
+                self.server.set_principal(principal.map(str::to_owned));
+                self.dispatch(now, request, close)
             }
         };
         match reply {
             HttpReply::Complete(mut response) => {
-                if close && !response.closes_connection() {
-                    response = response.with_header("Connection", "close");
-                }
-                if request.method() == "HEAD" {
-                    response.body.clear();
-                }
-                HttpReply::Complete(response)
+                cors::allow_headers(request, &mut response.headers);
+                HttpReply::Complete(finish_complete(request, close, response))
             }
-            HttpReply::Stream(stream) => HttpReply::Stream(stream),
+            HttpReply::Stream(mut stream) => {
+                cors::allow_headers(request, &mut stream.head.headers);
+                HttpReply::Stream(stream)
+            }
         }
     }
 
@@ -2361,6 +2366,18 @@ fn session_not_found() -> HttpResponse {
         "Session not found: it ended or expired; send initialize again",
     );
     HttpResponse::json_error(404, None, &e)
+}
+
+/// `response` with `Connection: close` when the connection ends after it, and without a
+/// body for a `HEAD` request.
+fn finish_complete(request: &HttpRequest, close: bool, mut response: HttpResponse) -> HttpResponse {
+    if close && !response.closes_connection() {
+        response = response.with_header("Connection", "close");
+    }
+    if request.method() == "HEAD" {
+        response.body.clear();
+    }
+    response
 }
 
 /// The complete answer to an exchange whose response arrived.

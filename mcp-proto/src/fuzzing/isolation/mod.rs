@@ -195,7 +195,7 @@ struct World {
 /// second process of the server that shares the first's session and event stores, bit 5
 /// (with bit 4) a load balancer: both clients use both processes, and sessions idle
 /// for `BALANCED_IDLE` (20 s) expire; bit 5 without bit 4 an endpoint without sessions
-/// (see [`World::stateless`]).
+/// (see `World::stateless`).
 ///
 /// Then operations: a byte below 0x80 is a step of the victim's (its low four bits pick
 /// new work when it has none, bit 6 then the process that serves that work; with bit 5,

@@ -7,6 +7,7 @@ use super::*;
 use crate::server::example;
 use crate::server::{Tool, ToolCall, ToolOutcome};
 
+mod cors;
 mod listens;
 mod room;
 mod shared;
