@@ -89,8 +89,10 @@
 //! Anonymous clients count as one principal: nothing tells them apart (sessions are free
 //! to make), so together they may fill what no principal uses but cannot keep one out,
 //! nor end a principal's stream. With no stream to end, one more is cancelled and
-//! answered 503 with `-32603`, as is one past its session's or principal's share.
-//! `GET` streams give way the same way (decisions 123 and 124 in `docs/decisions.md`).
+//! answered 503 with `-32603`, as is one past its session's or principal's share, unless
+//! one of that session's or principal's own streams whose client went away can make room
+//! (it is ended the same way). `GET` streams give way the same way (decisions 123, 124
+//! and 128 in `docs/decisions.md`).
 //!
 //! **Legacy sessions.** An endpoint made with [`HttpEndpoint::with_sessions`] (the
 //! adapters' serve functions make theirs so, with the operating system's randomness)
@@ -256,7 +258,8 @@ pub struct HttpEndpointConfig {
     pub allowed_origins: Vec<String>,
     /// Exchanges that may stay open (unanswered tools, legacy calls waiting for input)
     /// at once; one legacy session, and one authenticated principal, may hold a quarter
-    /// of them (at least one), detached ones included. When all are open, the oldest one
+    /// of them (at least one), detached ones included (a newcomer past that share ends
+    /// the oldest of its own whose client went away, if any). When all are open, the oldest one
     /// whose client went away (a polling client: once it is late for its next poll) is
     /// cancelled for a new one, and a JSON-RPC error in its stream tells its client,
     /// should it resume: one of the newcomer's own principal, or for an authenticated
@@ -640,7 +643,16 @@ impl HttpEndpoint {
     fn stream_refused(&mut self, now: Instant, key: i64) -> Option<ErrorObject> {
         let share = self.session_stream_share();
         let exchange = self.exchanges.get(&key)?;
-        let (session, principal) = (exchange.session.as_ref(), exchange.principal.clone());
+        let (session, principal) = (exchange.session.clone(), exchange.principal.clone());
+        // Its own streams whose client is gone make room within its share first: a
+        // client whose connection dropped while its requests waited (and who started
+        // again, perhaps in a new session) is not locked out by what it left behind.
+        if let Some(oldest) =
+            self.own_gone_stream(now, session.as_deref(), principal.as_deref(), share)
+        {
+            self.end_for_room(now, oldest, ROOM_DETACHED);
+        }
+        let (session, principal) = (session.as_ref(), principal);
         let streams = || self.exchanges.values().filter(|e| is_open_stream(e));
         let whose = if session
             .is_some_and(|s| streams().filter(|e| e.session.as_ref() == Some(s)).count() >= share)
@@ -692,6 +704,34 @@ impl HttpEndpoint {
         None
     }
 
+    /// The oldest open stream whose client is gone (see
+    /// [`HttpEndpoint::stream_to_end_for`]) of `session`, when that session holds its
+    /// `share` of open streams, else of authenticated `principal` when it holds its own.
+    fn own_gone_stream(
+        &self,
+        now: Instant,
+        session: Option<&str>,
+        principal: Option<&str>,
+        share: usize,
+    ) -> Option<i64> {
+        let open = || self.exchanges.iter().filter(|(_, e)| is_open_stream(e));
+        let of_session = |e: &Exchange| session.is_some() && e.session.as_deref() == session;
+        let of_principal =
+            |e: &Exchange| principal.is_some() && e.principal.as_deref() == principal;
+        let whose: &dyn Fn(&Exchange) -> bool =
+            if open().filter(|(_, e)| of_session(e)).count() >= share {
+                &of_session
+            } else if open().filter(|(_, e)| of_principal(e)).count() >= share {
+                &of_principal
+            } else {
+                return None;
+            };
+        open()
+            .filter(|(_, e)| whose(e) && is_gone(e, now))
+            .map(|(k, _)| *k)
+            .min()
+    }
+
     /// The open stream to end for one more of `newcomer`'s when every one is taken, and
     /// why. First the oldest whose client is gone (not attached, and not a polling client
     /// before its next poll is due), of the newcomer's own group or, for an
@@ -719,9 +759,8 @@ impl HttpEndpoint {
                 || (newcomer.is_some()
                     && (group.is_none() || held.get(&group).copied().unwrap_or(0) >= mine))
         };
-        let gone = |e: &Exchange| e.attach.is_none() && e.poll_due.is_none_or(|due| due <= now);
         let detached = open()
-            .filter(|(_, e)| gone(e) && may_end(e))
+            .filter(|(_, e)| is_gone(e, now) && may_end(e))
             .map(|(k, _)| *k)
             .min();
         if let Some(key) = detached {
@@ -2356,6 +2395,12 @@ fn anonymous_give_way(anonymous: usize, mine: usize) -> bool {
 /// An exchange handed out as an open stream and not answered yet.
 fn is_open_stream(e: &Exchange) -> bool {
     e.streaming && !e.answered
+}
+
+/// Whether the client of exchange `e` is gone: not attached, and not a polling client
+/// whose next poll is not due yet.
+fn is_gone(e: &Exchange, now: Instant) -> bool {
+    e.attach.is_none() && e.poll_due.is_none_or(|due| due <= now)
 }
 
 /// 404 for a legacy session that is unknown, ended or expired: the client starts a new

@@ -529,6 +529,18 @@ mod tests {
         }
     }
 
+    /// Behind a load balancer, polling: the victim idles out twice while its 2025 task
+    /// waits for its input on a `tasks/result` it polls, so it leaves two calls waiting in
+    /// sessions it gave up, its share of open streams. Its next such call, in a new
+    /// session, must take the place of one it left (it got `503` "Too many requests of
+    /// this client").
+    #[test]
+    fn a_victim_is_not_locked_out_by_the_calls_it_left() {
+        isolation(include_bytes!(
+            "../../../../fuzz/regressions/isolation/principal-locked-out-by-calls-it-left"
+        ));
+    }
+
     /// Every kind of the victim's work, alone and with each of the attacker's requests
     /// in between its steps.
     #[test]

@@ -1,7 +1,7 @@
 //! Who gives way when every open stream or `GET` stream is taken: anonymous clients,
 //! who count as one principal, to authenticated ones (decision 123).
 
-use super::streams::{events, get, messages, with_sessions};
+use super::streams::{call, events, get, messages, with_sessions};
 use super::*;
 
 fn hang(id: i64) -> HttpRequest {
@@ -173,4 +173,45 @@ fn a_principal_holds_a_quarter_of_the_get_streams() {
         stream(listen(&mut ep, None));
     }
     assert_eq!(complete(listen(&mut ep, None)).status, 503);
+}
+
+/// A principal whose clients went away while two of its calls waited (its share of open
+/// streams) is not locked out: its next call takes the place of the oldest it left, whose
+/// client, should it resume, is told. It used to get `503` for as long as the calls it
+/// left waited (with sessions, until the session went). Its share still holds while its
+/// clients are there.
+#[test]
+fn a_principals_own_gone_streams_make_room_within_its_share() {
+    let mut ep = with_sessions(HttpEndpointConfig {
+        max_open_streams: 8,
+        ..HttpEndpointConfig::default()
+    });
+    let alice = Some("alice");
+    let left = session_of(&mut ep, alice);
+    let hang_in = |session: &str, id| call(session, "2025-11-25", id, "hang");
+    let gone: Vec<HttpStream> = (1..=2)
+        .map(|id| stream(ep.handle_request_as(now(), &hang_in(&left, id), alice)))
+        .collect();
+    let primed = events(&gone[0].response().body)[0].0.clone().unwrap();
+    for s in &gone {
+        ep.cancel_stream(now(), s);
+    }
+    assert_eq!(ep.open_streams(), 2, "detached, not cancelled");
+    let again = session_of(&mut ep, alice);
+    let third = stream(ep.handle_request_as(now(), &hang_in(&again, 3), alice));
+    assert_eq!(ep.open_streams(), 2);
+    // The oldest call left behind ended, and says why when its client resumes.
+    let resumed = complete(ep.handle_request_as(now(), &get(Some(&left), Some(&primed)), alice));
+    let got = messages(&resumed.body);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0]["id"], 1);
+    let why = got[0]["error"]["message"].as_str().unwrap();
+    assert!(why.contains("no client was attached"), "{why}");
+    // With its clients attached, its share holds.
+    let fourth = stream(ep.handle_request_as(now(), &hang_in(&again, 4), alice));
+    let r = complete(ep.handle_request_as(now(), &hang_in(&again, 5), alice));
+    assert_eq!((r.status, error_code(&r)), (503, -32603));
+    for s in [&third, &fourth] {
+        assert_eq!(poll(&mut ep, s).1, StreamStatus::Open);
+    }
 }

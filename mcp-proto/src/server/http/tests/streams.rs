@@ -426,8 +426,14 @@ fn detached_streams_are_bounded_and_end_with_the_session() {
         let st = stream(ep.handle_request(now(), &call(&s, "2025-11-25", id, "hang")));
         ep.cancel_stream(now(), &st);
     }
-    // Detached streams still count, against the session's share (a quarter of all)…
-    let r = complete(ep.handle_request(now(), &call(&s, "2025-11-25", 5, "hang")));
+    // Detached streams still count against the session's share (a quarter of all): each
+    // more call of its takes the place of its oldest detached one (decision 128)…
+    let _held: Vec<HttpStream> = (5..7)
+        .map(|id| stream(ep.handle_request(now(), &call(&s, "2025-11-25", id, "hang"))))
+        .collect();
+    assert_eq!(ep.open_streams(), 2);
+    // …and with its client attached to all it holds, one more is refused…
+    let r = complete(ep.handle_request(now(), &call(&s, "2025-11-25", 7, "hang")));
     assert_eq!(r.status, 503);
     let message = body_json(&r)["error"]["message"]
         .as_str()
