@@ -123,6 +123,9 @@ struct Victim {
     next_id: i64,
     next_secret: u64,
     pending: Option<Pending>,
+    /// Other work of its that waits meanwhile, and whether the first process serves it
+    /// (see `World::swap_work`).
+    parked: Option<(Pending, bool)>,
     /// Its session's `GET` stream, while open.
     listening: Option<Watched>,
     /// Its current work (and its session's requests) go to the first process.
@@ -199,7 +202,8 @@ struct World {
 ///
 /// Then operations: a byte below 0x80 is a step of the victim's (its low four bits pick
 /// new work when it has none, bit 6 then the process that serves that work; with bit 5,
-/// while work waits, a call answered at once beside it instead of the next step), a byte
+/// while work waits, a call answered at once beside it instead of the next step; with
+/// bit 4, its other piece of work first becomes the current one: it may have two), a byte
 /// from 0x80 on is one of the attacker's (its low five bits the request, see
 /// `World::attack`, bit 5 the first process) followed by an option byte (and, for a raw
 /// body, its length and bytes).
@@ -266,6 +270,7 @@ pub fn isolation(data: &[u8]) {
             next_id: 1,
             next_secret: 0,
             pending: None,
+            parked: None,
             listening: None,
             on_first: true,
             listening_first: true,
@@ -307,14 +312,20 @@ pub fn isolation(data: &[u8]) {
         pick(&mut w.ep, &mut w.other, taken.first).cancel_stream(now, &taken.watched.stream);
     }
     w.settle();
-    for _ in 0..8 {
+    for _ in 0..16 {
+        if w.victim.pending.is_none() {
+            w.swap_work();
+        }
         if w.victim.pending.is_none() {
             break;
         }
         w.victim_step(0);
         w.settle();
     }
-    assert!(w.victim.pending.is_none(), "the victim's work did not end");
+    assert!(
+        w.victim.pending.is_none() && w.victim.parked.is_none(),
+        "the victim's work did not end"
+    );
 }
 
 /// A task tool that asks for `k` inside its task, then answers with what it got: over
@@ -366,14 +377,22 @@ impl World {
                 i += 1;
             }
         }
-        if let Some(Pending::LegacyAsk(ask)) = &mut self.victim.pending {
-            ask.poll(pick(&mut self.ep, &mut self.other, self.victim.on_first));
-            if let Some(asked) = &ask.asked {
-                assert!(
-                    response_in(&ask.messages).is_none(),
-                    "the victim's call was answered before the victim answered {asked}: {:?}",
-                    ask.messages
-                );
+        let parked = self.victim.parked.as_mut().map(|(p, first)| (p, *first));
+        let current = self
+            .victim
+            .pending
+            .as_mut()
+            .map(|p| (p, self.victim.on_first));
+        for (work, first) in current.into_iter().chain(parked) {
+            if let Pending::LegacyAsk(ask) = work {
+                ask.poll(pick(&mut self.ep, &mut self.other, first));
+                if let Some(asked) = &ask.asked {
+                    assert!(
+                        response_in(&ask.messages).is_none(),
+                        "the victim's call was answered before the victim answered {asked}: {:?}",
+                        ask.messages
+                    );
+                }
             }
         }
         if let Some(w) = &mut self.victim.listening {
@@ -566,6 +585,16 @@ mod tests {
                     for kind in 0..23u8 {
                         let input = [control, work, side, 0x80 | kind, 0x4a, side, 0];
                         isolation(&input);
+                    }
+                }
+                // Two pieces of work waiting at once, in turns.
+                for other in [2u8, 3, 8, 9] {
+                    isolation(&[control, work, 0x10 | other, 0x10, 0x10, 0, 0x10]);
+                    for kind in [2u8, 8, 9, 19] {
+                        for option in [0x04u8, 0x44] {
+                            let input = [control, work, 0x10 | other, 0x80 | kind, option, 0x10];
+                            isolation(&input);
+                        }
                     }
                 }
             }

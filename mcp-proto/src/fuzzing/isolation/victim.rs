@@ -169,12 +169,35 @@ impl World {
             pick(&mut self.ep, &mut self.other, self.victim.listening_first)
                 .cancel_stream(now, &w.stream);
         }
-        if let Some(Pending::LegacyAsk(ask)) = self.victim.pending.take()
-            && let Some(w) = ask.watched
-        {
-            self.victim_ep().cancel_stream(now, &w.stream);
+        let parked = self.victim.parked.take();
+        let current = self
+            .victim
+            .pending
+            .take()
+            .map(|p| (p, self.victim.on_first));
+        for (work, first) in current.into_iter().chain(parked) {
+            if let Pending::LegacyAsk(ask) = work
+                && let Some(w) = ask.watched
+            {
+                pick(&mut self.ep, &mut self.other, first).cancel_stream(now, &w.stream);
+            }
         }
         self.victim.session = None;
+    }
+
+    /// The victim's other piece of work (if any) becomes the current one, and the
+    /// current one (if any) waits: it may have two going at once, in one session.
+    pub(super) fn swap_work(&mut self) {
+        let current = self
+            .victim
+            .pending
+            .take()
+            .map(|p| (p, self.victim.on_first));
+        if let Some((work, first)) = self.victim.parked.take() {
+            self.victim.pending = Some(work);
+            self.victim.on_first = first;
+        }
+        self.victim.parked = current;
     }
 
     fn secret(&mut self) -> String {
@@ -210,6 +233,9 @@ impl World {
         let idle = self.now.saturating_duration_since(self.victim.last_active);
         if self.balanced && idle >= BALANCED_IDLE {
             self.victim_leaves();
+        }
+        if op & 0x10 != 0 {
+            self.swap_work();
         }
         if op & 0x20 != 0 && self.victim.pending.is_some() {
             return self.victim_side_call(op);
