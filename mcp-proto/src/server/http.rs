@@ -180,11 +180,13 @@
 //! again; with no deadline it sleeps until woken.
 //!
 //! **Without sessions** ([`HttpEndpoint::new`], [`HttpEndpoint::with_config`]: no
-//! entropy), legacy state is process-wide: each `initialize` replaces the handshake, and
-//! two interleaving legacy clients see the later one's capabilities; the ids of the
-//! server's requests are the machine's counter, so an answer is taken from the principal
-//! the request went to only, and any anonymous client may answer an anonymous one's. That
-//! mode is for tests and single-client pipes.
+//! entropy), legacy state is process-wide: each `initialize` replaces the handshake (two
+//! interleaving legacy clients see the later one's capabilities), and the machine's
+//! bounds on calls waiting for input
+//! ([`max_pending_inputs`](super::ServerLimits::max_pending_inputs), `max_input_bytes`)
+//! are shared by all. The ids of the server's requests are the machine's counter, so an
+//! answer is taken from the principal the request went to only, and any anonymous client
+//! may answer an anonymous one's. That mode is for tests and single-client pipes.
 //!
 //! **Bounds.** Bodies, heads and pipelining are bounded by [`HttpRequestLimits`]; open
 //! exchanges (detached ones included) by `max_open_streams`; `GET` streams by sessions

@@ -179,8 +179,9 @@ struct World {
     /// each request of the attacker's, goes to the one its input byte picks.
     balanced: bool,
     /// An endpoint without sessions: legacy state is the process's, so each legacy
-    /// `initialize` (the attacker's too) replaces the handshake, and a new one takes a
-    /// new task scope. The victim initializes again before each legacy request it starts,
+    /// `initialize` (the attacker's too) replaces the handshake, a new one takes a new
+    /// task scope, and the calls waiting for input share the machine's bounds (a call of
+    /// the victim's refused for them is given up). The victim initializes again before each legacy request it starts,
     /// and its tasks and its stream are 2026 ones (a `GET` stream needs a session); the
     /// clients are never both anonymous (anonymous clients are then one client). What
     /// still holds: neither sees, answers or cancels the other's requests.

@@ -375,6 +375,11 @@ impl World {
         if ask.refused {
             return;
         }
+        if self.stateless && !asked && response_in(&ask.messages).is_some_and(over_shared_bound) {
+            // Without sessions the bounds of the calls waiting for input are the whole
+            // process's (see `World::stateless`): the victim gives this call up.
+            return;
+        }
         assert!(asked, "no elicitation: {:?}", ask.messages);
         assert!(
             response_in(&ask.messages).is_none(),
@@ -474,4 +479,14 @@ impl World {
             }
         }
     }
+}
+
+/// Whether `response` refuses a call that asks for input for a bound on all the calls
+/// waiting for input (`max_pending_inputs`, `max_input_bytes`).
+fn over_shared_bound(response: &Value) -> bool {
+    let error = response["error"]["message"].as_str().unwrap_or_default();
+    let text = response["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    error.contains("Too many input requests awaiting") || text.contains("(max_input_bytes)")
 }
