@@ -196,6 +196,7 @@
 //! may ask per round. A `Last-Event-ID` is parsed only up to [`MAX_EVENT_ID_BYTES`].
 
 use crate::Instant;
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -261,8 +262,8 @@ pub struct HttpEndpointConfig {
     /// Exchanges that may stay open (unanswered tools, legacy calls waiting for input)
     /// at once; one legacy session, and one authenticated principal, may hold a quarter
     /// of them (at least one), detached ones included (a newcomer past that share ends
-    /// the oldest of its own whose client went away, if any). When all are open, the oldest one
-    /// whose client went away (a polling client: once it is late for its next poll) is
+    /// the oldest of its own whose client went away, if any). When all are open, the
+    /// oldest one whose client went away (a polling client: once it is late for its next poll) is
     /// cancelled for a new one, and a JSON-RPC error in its stream tells its client,
     /// should it resume: one of the newcomer's own principal, or for an authenticated
     /// newcomer one of an anonymous client or of a principal holding at least as many.
@@ -2107,22 +2108,13 @@ impl HttpEndpoint {
         let Some(id) = r.id.take() else {
             return HttpResponse::new(202);
         };
-        let asked = (session.clone(), id);
         let principal = self.server.principal.as_ref();
-        if self
-            .server_requests
-            .get(&asked)
-            .is_none_or(|asked| asked.principal.as_ref() != principal)
-        {
-            return HttpResponse::new(202);
-        }
-        let Some(ServerRequest {
-            exchange: key,
-            machine_id,
-            ..
-        }) = self.server_requests.remove(&asked)
-        else {
-            return HttpResponse::new(202);
+        let (key, machine_id) = match self.server_requests.entry((session.clone(), id)) {
+            Entry::Occupied(asked) if asked.get().principal.as_ref() == principal => {
+                let asked = asked.remove();
+                (asked.exchange, asked.machine_id)
+            }
+            _ => return HttpResponse::new(202),
         };
         r.id = Some(machine_id);
         self.in_session(session.as_deref(), now, |e| {
