@@ -211,6 +211,28 @@ fn one_connection_over_the_bound_gets_503() {
     served.stop().expect("serve_http ends cleanly");
 }
 
+/// A browser page of a loopback origin may talk to the server: its CORS preflight is
+/// answered, as the machine decides (it was `405`).
+#[test]
+fn a_browser_preflight_is_answered() {
+    let served = Served::start(HttpServeOptions::default());
+    let mut page = TcpStream::connect(served.addr).expect("connect");
+    page.write_all(
+        b"OPTIONS /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: http://localhost:6274\r\n\
+          Access-Control-Request-Method: POST\r\n\
+          Access-Control-Request-Headers: content-type\r\n\r\n",
+    )
+    .expect("preflight");
+    let answer = read_some(&mut page);
+    assert!(answer.starts_with("HTTP/1.1 204"), "{answer}");
+    assert!(
+        answer.contains("Access-Control-Allow-Origin: http://localhost:6274\r\n"),
+        "{answer}"
+    );
+    drop(page);
+    served.stop().expect("serve_http ends cleanly");
+}
+
 /// Connections that hold every place without finishing a request give way after a
 /// second: the one waiting longest is evicted (503), the newcomer served.
 #[test]
