@@ -62,7 +62,8 @@ pub(super) fn preflight(request: &HttpRequest) -> Option<HttpResponse> {
 }
 
 /// The headers that let the page of `request`'s `Origin` (already accepted) read a
-/// response to it; none without an `Origin`.
+/// response to it; none without an `Origin`, nor when the response names one already
+/// (an application's gate that writes its own).
 pub(super) fn allow_headers(
     request: &HttpRequest,
     headers: &mut Vec<(Cow<'static, str>, Cow<'static, str>)>,
@@ -70,6 +71,12 @@ pub(super) fn allow_headers(
     let Some(origin) = request.header("origin") else {
         return;
     };
+    if headers
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("access-control-allow-origin"))
+    {
+        return;
+    }
     headers.push((
         Cow::Borrowed("Access-Control-Allow-Origin"),
         Cow::Owned(origin.to_owned()),

@@ -125,4 +125,19 @@ fn responses_to_an_accepted_origin_are_readable() {
     assert_eq!(r.status, 401);
     assert_eq!(all(&r, "access-control-allow-origin"), [PAGE]);
     assert_eq!(r.header("www-authenticate"), Some("Bearer"));
+    // A gate that writes its own CORS headers keeps them, not doubled.
+    let mut own = HttpEndpoint::new(example::server());
+    own.set_gate(Box::new(OwnCors));
+    let r = complete(own.handle_request(now(), &discover));
+    assert_eq!(all(&r, "access-control-allow-origin"), ["*"]);
+}
+
+/// A gate that answers every request itself, with its own CORS header.
+#[derive(Debug)]
+struct OwnCors;
+
+impl RequestGate for OwnCors {
+    fn check(&mut self, _now: Instant, _request: &HttpRequest) -> GateVerdict {
+        GateVerdict::Answer(HttpResponse::new(401).with_header("Access-Control-Allow-Origin", "*"))
+    }
 }
