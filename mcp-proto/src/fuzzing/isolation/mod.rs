@@ -136,6 +136,15 @@ struct Victim {
     last_active: Instant,
 }
 
+impl Victim {
+    /// Its current and its parked work, each with whether the first process serves it.
+    fn works(&mut self) -> impl Iterator<Item = (&mut Pending, bool)> {
+        let current = self.pending.as_mut().map(|p| (p, self.on_first));
+        let parked = self.parked.as_mut().map(|(p, first)| (p, *first));
+        current.into_iter().chain(parked)
+    }
+}
+
 /// What the attacker knows of the victim.
 #[derive(Default)]
 struct Leaked {
@@ -378,13 +387,7 @@ impl World {
                 i += 1;
             }
         }
-        let parked = self.victim.parked.as_mut().map(|(p, first)| (p, *first));
-        let current = self
-            .victim
-            .pending
-            .as_mut()
-            .map(|p| (p, self.victim.on_first));
-        for (work, first) in current.into_iter().chain(parked) {
+        for (work, first) in self.victim.works() {
             if let Pending::LegacyAsk(ask) = work {
                 ask.poll(pick(&mut self.ep, &mut self.other, first));
                 if let Some(asked) = &ask.asked {

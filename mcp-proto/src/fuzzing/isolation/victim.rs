@@ -169,19 +169,14 @@ impl World {
             pick(&mut self.ep, &mut self.other, self.victim.listening_first)
                 .cancel_stream(now, &w.stream);
         }
-        let parked = self.victim.parked.take();
-        let current = self
-            .victim
-            .pending
-            .take()
-            .map(|p| (p, self.victim.on_first));
-        for (work, first) in current.into_iter().chain(parked) {
+        for (work, first) in self.victim.works() {
             if let Pending::LegacyAsk(ask) = work
-                && let Some(w) = ask.watched
+                && let Some(w) = &ask.watched
             {
                 pick(&mut self.ep, &mut self.other, first).cancel_stream(now, &w.stream);
             }
         }
+        (self.victim.pending, self.victim.parked) = (None, None);
         self.victim.session = None;
     }
 
