@@ -647,32 +647,23 @@ impl HttpEndpoint {
         let share = self.session_stream_share();
         let exchange = self.exchanges.get(&key)?;
         let (session, principal) = (exchange.session.clone(), exchange.principal.clone());
+        let (session, principal) = (session.as_deref(), principal.as_deref());
+        let mut whose = self.share_taken(session, principal, share);
         // Its own streams whose client is gone make room within its share first: a
         // client whose connection dropped while its requests waited (and who started
         // again, perhaps in a new session) is not locked out by what it left behind.
-        if let Some(oldest) =
-            self.own_gone_stream(now, session.as_deref(), principal.as_deref(), share)
+        if let Some(holder) = whose
+            && let Some(oldest) = self.oldest_gone_of(now, holder, session, principal)
         {
             self.end_for_room(now, oldest, ROOM_DETACHED);
+            whose = self.share_taken(session, principal, share);
         }
-        let (session, principal) = (session.as_ref(), principal);
-        let streams = || self.exchanges.values().filter(|e| is_open_stream(e));
-        let whose = if session
-            .is_some_and(|s| streams().filter(|e| e.session.as_ref() == Some(s)).count() >= share)
-        {
-            Some("this session")
-        } else if principal.as_ref().is_some_and(|p| {
-            streams()
-                .filter(|e| e.principal.as_ref() == Some(p))
-                .count()
-                >= share
-        }) {
-            Some("this client")
-        } else {
-            None
-        };
-        if let Some(whose) = whose {
+        if let Some(holder) = whose {
             self.cancel(now, key, "too many open HTTP streams for its client");
+            let whose = match holder {
+                Holder::Session => "this session",
+                Holder::Principal => "this client",
+            };
             return Some(ErrorObject::new(
                 codes::INTERNAL_ERROR,
                 format!(
@@ -693,7 +684,7 @@ impl HttpEndpoint {
             }
         }
         if self.waiting_streams() >= self.config.max_open_streams
-            && let Some((oldest, why)) = self.stream_to_end_for(now, principal.as_deref())
+            && let Some((oldest, why)) = self.stream_to_end_for(now, principal)
         {
             self.end_for_room(now, oldest, why);
         }
@@ -707,32 +698,38 @@ impl HttpEndpoint {
         None
     }
 
-    /// The oldest open stream whose client is gone (see
-    /// [`HttpEndpoint::stream_to_end_for`]) of `session`, when that session holds its
-    /// `share` of open streams, else of authenticated `principal` when it holds its own.
-    fn own_gone_stream(
+    /// Which of `session` and authenticated `principal` (the session first) holds its
+    /// `share` of open streams already, detached ones included.
+    fn share_taken(
         &self,
-        now: Instant,
         session: Option<&str>,
         principal: Option<&str>,
         share: usize,
+    ) -> Option<Holder> {
+        [Holder::Session, Holder::Principal]
+            .into_iter()
+            .find(|&holder| {
+                let held = self
+                    .exchanges
+                    .values()
+                    .filter(|e| is_open_stream(e) && holder.holds(e, session, principal));
+                held.count() >= share
+            })
+    }
+
+    /// The oldest open stream of `holder` whose client is gone (see
+    /// [`HttpEndpoint::stream_to_end_for`]).
+    fn oldest_gone_of(
+        &self,
+        now: Instant,
+        holder: Holder,
+        session: Option<&str>,
+        principal: Option<&str>,
     ) -> Option<i64> {
-        let open = || self.exchanges.iter().filter(|(_, e)| is_open_stream(e));
-        let of_session = |e: &Exchange| session.is_some() && e.session.as_deref() == session;
-        let of_principal =
-            |e: &Exchange| principal.is_some() && e.principal.as_deref() == principal;
-        let whose: &dyn Fn(&Exchange) -> bool =
-            if open().filter(|(_, e)| of_session(e)).count() >= share {
-                &of_session
-            } else if open().filter(|(_, e)| of_principal(e)).count() >= share {
-                &of_principal
-            } else {
-                return None;
-            };
-        open()
-            .filter(|(_, e)| whose(e) && is_gone(e, now))
-            .map(|(k, _)| *k)
-            .min()
+        let gone = self.exchanges.iter().filter(|(_, e)| {
+            is_open_stream(e) && holder.holds(e, session, principal) && is_gone(e, now)
+        });
+        gone.map(|(k, _)| *k).min()
     }
 
     /// The open stream to end for one more of `newcomer`'s when every one is taken, and
@@ -2389,6 +2386,25 @@ fn anonymous_give_way(anonymous: usize, mine: usize) -> bool {
 /// An exchange handed out as an open stream and not answered yet.
 fn is_open_stream(e: &Exchange) -> bool {
     e.streaming && !e.answered
+}
+
+/// Who holds a share of the open streams: a legacy session, or an authenticated
+/// principal.
+#[derive(Clone, Copy, Debug)]
+enum Holder {
+    Session,
+    Principal,
+}
+
+impl Holder {
+    /// Whether exchange `e` is `session`'s (for [`Holder::Session`]) or authenticated
+    /// `principal`'s (for [`Holder::Principal`]).
+    fn holds(self, e: &Exchange, session: Option<&str>, principal: Option<&str>) -> bool {
+        match self {
+            Holder::Session => session.is_some() && e.session.as_deref() == session,
+            Holder::Principal => principal.is_some() && e.principal.as_deref() == principal,
+        }
+    }
 }
 
 /// Whether the client of exchange `e` is gone: not attached, and not a polling client
