@@ -1655,6 +1655,83 @@ fn import_checks_urls_and_maps_bearer_headers() {
     assert!(entry("c").get("bearerTokenEnv").is_none(), "{}", entry("c"));
 }
 
+/// VS Code's `mcp.json` (`servers`, with comments and trailing commas, `${input:…}`
+/// prompts, `envFile`) and its settings (`mcp.servers`), and Zed's `context_servers`
+/// (a `command` object) import as `mcpServers` files do; a file with none of these says
+/// where it looked.
+#[test]
+fn import_reads_vscode_and_zed_configs() {
+    let dir = common::temp_dir("import-editors");
+    let config = dir.join("servers.json");
+    let theirs = dir.join("mcp.json");
+    let import = |body: &str| {
+        std::fs::write(&theirs, body).unwrap();
+        run(&config, &["import", theirs.to_str().unwrap()])
+    };
+    let out = import(
+        r#"{
+          // workspace servers
+          "inputs": [{"type": "promptString", "id": "api-key", "description": "a // b", "password": true}],
+          "servers": {
+            "fs": {"type": "stdio", "command": "npx", "args": ["-y", "server-filesystem", "/*x*/"],
+                   "env": {"API_KEY": "${input:api-key}"}, "envFile": "${workspaceFolder}/.env"},
+            /* a remote one */
+            "remote": {"type": "http", "url": "https://example.com/mcp",
+                       "headers": {"Authorization": "Bearer ${input:api-key}"},},
+          },
+        }"#,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("add fs: stdio npx -y server-filesystem '/*x*/'"),
+        "{text}"
+    );
+    assert!(text.contains("VS Code input \"api-key\""), "{text}");
+    assert!(text.contains("\"envFile\" is left out"), "{text}");
+    assert!(text.contains("header Authorization left out"), "{text}");
+    let entry = |name: &str| {
+        let out = run(&config, &["--format", "json", "get", name]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        serde_json::from_str::<serde_json::Value>(&stdout(&out)).unwrap()
+    };
+    assert_eq!(
+        entry("fs")["env"],
+        serde_json::json!(["API_KEY"]),
+        "{}",
+        entry("fs")
+    );
+    assert_eq!(entry("remote")["url"], "https://example.com/mcp");
+    let out =
+        import(r#"{"mcp": {"servers": {"settings": {"command": "node", "args": ["s.js"]}}}}"#);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(entry("settings")["args"], serde_json::json!(["s.js"]));
+    let out = import(
+        r#"{"theme": "One", "context_servers": {
+            "pg": {"command": {"path": "/usr/bin/pg-mcp", "args": ["--db", "x"], "env": {"PGPASS": "pw-value"}}},
+            "time": {"source": "custom", "command": "uvx", "args": ["mcp-server-time"]}}}"#,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let pg = entry("pg");
+    assert_eq!(pg["command"], "/usr/bin/pg-mcp", "{pg}");
+    assert_eq!(pg["args"], serde_json::json!(["--db", "x"]), "{pg}");
+    assert_eq!(pg["env"], serde_json::json!(["PGPASS"]), "{pg}");
+    assert_eq!(entry("time")["command"], "uvx");
+    let written = std::fs::read_to_string(&config).unwrap();
+    assert!(!written.contains("pw-value"), "{written}");
+    let out = import(r#"{"editor": {}}"#);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains(r#""mcpServers", "servers", "mcp.servers" or "context_servers""#),
+        "{}",
+        stderr(&out)
+    );
+    // Not JSON even with comments allowed: the strict parser's error.
+    let out = import(r#"{"servers": {,}}"#);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("not JSON"), "{}", stderr(&out));
+}
+
 /// An entry whose bearer token variable is not set fails at once, saying which variable
 /// (it went on to OAuth as if none were named), and `doctor` and `status` say so too.
 #[test]

@@ -182,7 +182,7 @@ pub enum Command {
     Replay {
         file: PathBuf,
     },
-    /// `mcp import FILE [--dry-run]`: the `mcpServers` of another client's config.
+    /// `mcp import FILE [--dry-run]`: the servers of another client's config.
     Import {
         file: PathBuf,
         dry_run: bool,
@@ -1148,7 +1148,8 @@ Servers:
         [--oauth-client-id ID-or-CIMD-URL] [--oauth-client-secret-env ENV] [--oauth-issuer URL]
         [--bearer-token-env ENV]
   mcp list | mcp get <name> | mcp remove <name>
-  mcp import <file> [--dry-run]    add the servers of another client's config (\"mcpServers\")
+  mcp import <file> [--dry-run]    add the servers of another client's config (Claude, Cursor,
+        VS Code, Zed, …)
   mcp auth login <name> [--scopes S,S] [--no-browser]   authorize in a browser, keep the tokens
   mcp auth status <name> | mcp auth logout <name>
   mcp test <name>                  connect, authenticate, negotiate, list tools; calls no tool

@@ -69,24 +69,21 @@ fn config_path(global: &Global) -> Result<std::path::PathBuf, Failure> {
 
 // ----- the servers file ------------------------------------------------------------
 
-/// `mcp import FILE`: reads the `mcpServers` map other MCP clients write (command,
-/// args, env, url), shows what it adds (environment values are not kept: only the
-/// names, whose values are read when the server starts), and writes our config.
+/// `mcp import FILE`: reads the servers map other MCP clients write (command, args,
+/// env, url; see [`config::servers_to_import`] for the shapes), shows what it adds
+/// (environment values are not kept: only the names, whose values are read when the
+/// server starts), and writes our config.
 pub fn import(global: &Global, file: &Path, dry_run: bool) -> Result<u8, Failure> {
     let text =
         std::fs::read(file).map_err(|e| Failure::Config(format!("{}: {e}", file.display())))?;
-    let theirs: Value = serde_json::from_slice(&text)
+    let theirs = config::parse_jsonc(&text)
         .map_err(|e| Failure::Config(format!("{}: not JSON: {e}", file.display())))?;
-    let Some(servers) = theirs.get("mcpServers").and_then(Value::as_object) else {
-        return Err(Failure::Config(format!(
-            "{}: no \"mcpServers\" object to import",
-            file.display()
-        )));
-    };
+    let servers = config::servers_to_import(&theirs)
+        .map_err(|e| Failure::Config(format!("{}: {e}", file.display())))?;
     let path = config_path(global)?;
     let mut ours = config::load(&path).map_err(Failure::Config)?;
     let mut added = Vec::new();
-    for (name, entry) in servers {
+    for (name, entry) in &servers {
         check_name_for_import(name)?;
         let imported = config::import_entry(name, entry).map_err(Failure::Config)?;
         let replaced = ours.servers.contains_key(name);

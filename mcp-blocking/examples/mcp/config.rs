@@ -145,7 +145,10 @@ pub fn load(path: &Path) -> Result<ConfigFile, String> {
             if entry.get("env").is_some_and(Value::is_object) {
                 return Err(format!(
                     "{}: server {name}: \"env\" is a map; list variable names instead \
-                     (values are read at start, never stored), e.g. \"env\": [\"PATH\", \"HOME\"]",
+                     (values are read at start, never stored), e.g. \"env\": [\"PATH\", \"HOME\"]; \
+                     a file another client wrote (VS Code's mcp.json) is brought in with \
+                     `mcp import {}`",
+                    path.display(),
                     path.display()
                 ));
             }
@@ -153,6 +156,109 @@ pub fn load(path: &Path) -> Result<ConfigFile, String> {
     }
     serde_json::from_value(raw)
         .map_err(|e| format!("{}: not a valid servers file: {e}", path.display()))
+}
+
+/// Another client's config file: JSON, or, when that does not parse, JSON with comments
+/// and trailing commas (VS Code's `mcp.json` and settings, Zed's settings). The error is
+/// the strict parse's.
+pub fn parse_jsonc(bytes: &[u8]) -> Result<Value, serde_json::Error> {
+    serde_json::from_slice(bytes).or_else(|strict| {
+        let text = String::from_utf8_lossy(bytes);
+        serde_json::from_str(&strip_jsonc(&text)).map_err(|_| strict)
+    })
+}
+
+/// `text` without `//` and `/* */` comments and without commas that close no element
+/// (before `}` or `]`), strings left as they are.
+fn strip_jsonc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    // Where the last comma written sits, while only blanks and comments followed it.
+    let mut pending_comma: Option<usize> = None;
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                pending_comma = None;
+                out.push(c);
+                while let Some(c) = chars.next() {
+                    out.push(c);
+                    match c {
+                        '\\' => out.extend(chars.next()),
+                        '"' => break,
+                        _ => {}
+                    }
+                }
+            }
+            '/' if chars.peek() == Some(&'/') => while chars.next_if(|&c| c != '\n').is_some() {},
+            '/' if chars.peek() == Some(&'*') => {
+                chars.next();
+                let mut last = ' ';
+                for c in chars.by_ref() {
+                    if last == '*' && c == '/' {
+                        break;
+                    }
+                    last = c;
+                }
+                out.push(' ');
+            }
+            '}' | ']' => {
+                if let Some(at) = pending_comma.take() {
+                    out.replace_range(at..=at, " ");
+                }
+                out.push(c);
+            }
+            ',' => {
+                // Only a comma after an element may close nothing.
+                let after = out.trim_end().chars().last();
+                pending_comma = (!matches!(after, Some('{' | '[' | ','))).then_some(out.len());
+                out.push(c);
+            }
+            c if c.is_whitespace() => out.push(c),
+            c => {
+                pending_comma = None;
+                out.push(c);
+            }
+        }
+    }
+    out
+}
+
+/// The servers another client's config lists, by name, in the shapes they write:
+/// `mcpServers` (Claude Desktop and Code, Cursor, Windsurf, …), `servers` (VS Code's
+/// `mcp.json`, and our own file), `mcp.servers` (VS Code's settings) or
+/// `context_servers` (Zed, whose `command` may be an object of `path`, `args`, `env`).
+pub fn servers_to_import(theirs: &Value) -> Result<Vec<(String, Value)>, String> {
+    let found = [
+        theirs.get("mcpServers"),
+        theirs.get("servers"),
+        theirs.get("mcp").and_then(|m| m.get("servers")),
+        theirs.get("context_servers"),
+    ];
+    let Some(servers) = found.into_iter().flatten().find_map(Value::as_object) else {
+        return Err(
+            "no servers to import: looked for an object under \"mcpServers\", \
+                    \"servers\", \"mcp.servers\" or \"context_servers\""
+                .to_owned(),
+        );
+    };
+    let flatten = |entry: &Value| {
+        let mut entry = entry.clone();
+        if let Some(Value::Object(command)) = entry.get("command").cloned()
+            && let Some(fields) = entry.as_object_mut()
+        {
+            fields.remove("command");
+            for (ours, theirs) in [("command", "path"), ("args", "args"), ("env", "env")] {
+                if let Some(v) = command.get(theirs) {
+                    fields.insert(ours.to_owned(), v.clone());
+                }
+            }
+        }
+        entry
+    };
+    Ok(servers
+        .iter()
+        .map(|(name, entry)| (name.clone(), flatten(entry)))
+        .collect())
 }
 
 /// One server of another client's `mcpServers` file, as our entry.
@@ -231,6 +337,19 @@ pub fn import_entry(name: &str, theirs: &Value) -> Result<Imported, String> {
             "{word:?} is passed as it is: this CLI expands no ${{…}} variables"
         ));
     }
+    if let Some(input) = vscode_input(theirs.get("env")) {
+        imported.notes.push(format!(
+            "its environment uses the VS Code input {input:?}, which this CLI cannot prompt \
+             for: set the variable itself before running"
+        ));
+    }
+    if theirs.get("envFile").is_some() {
+        imported.notes.push(
+            "\"envFile\" is left out: the server gets only the variables listed, from \
+             mcp's own environment"
+                .to_owned(),
+        );
+    }
     if theirs.get("cwd").is_some() {
         imported
             .notes
@@ -271,6 +390,11 @@ fn import_http(name: &str, theirs: &Value, imported: &mut Imported) -> Result<()
             imported.dropped_headers.push(header.clone());
         }
     }
+    if let Some(input) = vscode_input(Some(&Value::Object(headers.clone()))) {
+        imported.notes.push(format!(
+            "a header uses the VS Code input {input:?}, which this CLI cannot prompt for"
+        ));
+    }
     if !imported.dropped_headers.is_empty() {
         imported.notes.push(format!(
             "header {} left out: values are never copied, and the only header this CLI \
@@ -280,6 +404,15 @@ fn import_http(name: &str, theirs: &Value, imported: &mut Imported) -> Result<()
         ));
     }
     Ok(())
+}
+
+/// The id of the first VS Code input (`${input:ID}`) among the string values of `map`.
+fn vscode_input(map: Option<&Value>) -> Option<String> {
+    let values = map?.as_object()?.values().filter_map(Value::as_str);
+    values.into_iter().find_map(|v| {
+        let rest = &v[v.find("${input:")? + "${input:".len()..];
+        Some(rest[..rest.find('}')?].to_owned())
+    })
 }
 
 /// The variable of `Bearer ${NAME}`, `Bearer ${env:NAME}` or `Bearer $NAME`.
