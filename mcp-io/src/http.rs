@@ -86,6 +86,12 @@ pub struct HttpOptions<C: ?Sized> {
     /// The `Authorization` header value sent with every request (`Bearer …`). Never
     /// written to the wire log, never shown by `Debug`.
     pub authorization: Option<String>,
+    /// More headers for every request to the MCP server, never to an authorization
+    /// server ([`HttpConfig::headers`], which says which names are the client's own).
+    /// `Debug` shows their names only; the wire log hides a value only under a name its
+    /// redaction knows (add one with [`Options::redact_header`](crate::Options::redact_header)).
+    /// Default none.
+    pub headers: Vec<(String, String)>,
     /// Permit plain `http` to hosts that are not loopback. Default false: only
     /// `localhost`, 127.0.0.0/8 and `::1` may be reached without TLS.
     pub allow_insecure_remote: bool,
@@ -121,6 +127,7 @@ impl<C: ?Sized> HttpOptions<C> {
             tls: None,
             connector: None,
             authorization: None,
+            headers: Vec::new(),
             allow_insecure_remote: false,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
@@ -169,6 +176,22 @@ impl<C: ?Sized> HttpOptions<C> {
     #[must_use]
     pub fn authorization(mut self, value: impl Into<String>) -> Self {
         self.authorization = Some(value.into());
+        self
+    }
+
+    /// The same options with one more header for every request to the MCP server (see
+    /// [`HttpOptions::headers`]).
+    ///
+    /// ```
+    /// use mcp_io::http::HttpOptions;
+    ///
+    /// let http = HttpOptions::<()>::new().header("X-Api-Key", "k3y");
+    /// assert_eq!(http.headers, [("X-Api-Key".to_owned(), "k3y".to_owned())]);
+    /// assert!(!format!("{http:?}").contains("k3y"));
+    /// ```
+    #[must_use]
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
         self
     }
 
@@ -258,6 +281,7 @@ impl<C: ?Sized> HttpOptions<C> {
         };
         let mut http = HttpConfig::new(endpoint.clone());
         http.authorization.clone_from(&self.authorization);
+        http.headers.clone_from(&self.headers);
         http.user_agent = format!("{adapter}/{}", env!("CARGO_PKG_VERSION"));
         http.pool.max_connections = self.max_connections.max(1);
         http.pool.idle_timeout = self.idle_timeout;
@@ -298,6 +322,7 @@ impl<C: ?Sized> Clone for HttpOptions<C> {
             tls: self.tls.clone(),
             connector: self.connector.clone(),
             authorization: self.authorization.clone(),
+            headers: self.headers.clone(),
             era_cache: self.era_cache.clone(),
             auth: self.auth.clone(),
             ..*self
@@ -320,6 +345,10 @@ impl<C: ?Sized> fmt::Debug for HttpOptions<C> {
             .field(
                 "authorization",
                 &crate::wire_log::redacted(&self.authorization),
+            )
+            .field(
+                "headers",
+                &self.headers.iter().map(|(n, _)| n).collect::<Vec<_>>(),
             )
             .field("allow_insecure_remote", &self.allow_insecure_remote)
             .field("connect_timeout", &self.connect_timeout)
@@ -545,6 +574,7 @@ mod tests {
         cache.record("http://127.0.0.1:1", ProtocolVersion::V2025_11_25);
         let http = HttpOptions::<()>::new()
             .bearer_token("x")
+            .header("X-Api-Key", "k")
             .max_connections(0)
             .era_cache(cache);
         let config = ClientConfig::new("a", "1");
@@ -558,6 +588,7 @@ mod tests {
             )
             .expect("loopback");
         assert_eq!(start.http.authorization.as_deref(), Some("Bearer x"));
+        assert_eq!(start.http.headers, [("X-Api-Key".into(), "k".into())]);
         assert!(start.http.user_agent.starts_with("agent/"));
         assert_eq!(start.http.pool.max_connections, 1);
         assert_eq!(

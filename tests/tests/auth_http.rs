@@ -292,8 +292,14 @@ impl Net {
 
     /// [`Net::new`] with the client's `config`.
     fn with_config(auth: AuthConfig, config: ClientConfig) -> Net {
+        Net::with_headers(auth, config, Vec::new())
+    }
+
+    /// [`Net::with_config`] with these [`HttpConfig::headers`].
+    fn with_headers(auth: AuthConfig, config: ClientConfig, headers: Vec<(String, String)>) -> Net {
         let url = EndpointUrl::parse(MCP, false).expect("url");
         let mut http = HttpConfig::new(url);
+        http.headers = headers;
         http.auth = Some(auth);
         http.unix_time = UNIX_START;
         let now = Instant::ZERO;
@@ -570,6 +576,31 @@ fn the_first_refusal_runs_the_flow_and_the_refused_request_is_sent_again_with_th
         assert_eq!(s.header("authorization"), Some("Bearer at-1"));
     }
     net.assert_tokens_only_to_the_mcp_server();
+}
+
+/// The configured headers (an API key, say) go to the MCP server only: never to its
+/// metadata, the authorization server's discovery, registration or token endpoint.
+#[test]
+fn configured_headers_never_reach_the_authorization_flow() {
+    let headers = vec![("X-Api-Key".to_owned(), "k-123".to_owned())];
+    let mut net = Net::with_headers(
+        auth_config(),
+        ClientConfig::new("auth-http", "1.0"),
+        headers,
+    );
+    net.run_until(|n| !n.approval_urls().is_empty() || n.closed().is_some());
+    net.approve().expect("callback");
+    net.run_until(|n| n.connected() || n.closed().is_some());
+    assert!(net.connected(), "{:#?}", net.events);
+    net.call(tool()).expect("call");
+    let (mcp, flow): (Vec<&Seen>, Vec<&Seen>) = net.seen.iter().partition(|s| s.is_mcp());
+    assert!(mcp.len() >= 3 && flow.len() >= 4, "{:#?}", net.seen);
+    for s in mcp {
+        assert_eq!(s.header("x-api-key"), Some("k-123"), "{}", s.url());
+    }
+    for s in flow {
+        assert_eq!(s.header("x-api-key"), None, "{}", s.url());
+    }
 }
 
 #[test]

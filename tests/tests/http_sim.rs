@@ -211,6 +211,65 @@ fn legacy_sessions_headers_and_delete() {
     assert_eq!(last.header("mcp-protocol-version"), Some("2025-11-25"));
 }
 
+/// The configured headers go with every request to the server (the `initialize`, the
+/// GET stream, calls, the `DELETE` at the end), after the client's own; a header the
+/// client writes itself fails the request that would carry it (here the first, so the
+/// connection closes), naming the header, instead of being sent twice or overriding the
+/// client's.
+#[test]
+fn configured_headers_go_with_every_request_and_may_not_replace_the_clients() {
+    let url = EndpointUrl::parse("http://127.0.0.1:9/mcp", false).unwrap();
+    let mut http = HttpConfig::new(url.clone());
+    http.headers = vec![
+        ("X-Api-Key".into(), "k-123".into()),
+        ("X-Tenant".into(), "acme".into()),
+    ];
+    let mut sim = HttpSim::with_http(config(EraMode::Legacy), http, |req| {
+        match (req.method.as_str(), req.rpc_method()) {
+            ("POST", "initialize") => legacy_init(req, "sess-1"),
+            ("POST", "notifications/initialized") => Reply::accepted(),
+            ("GET", _) => Reply::with_body(405, &[("Allow", "POST")], ""),
+            ("POST", "tools/list") => Reply::json(200, &result(req, json!({"tools":[]}))),
+            ("DELETE", _) => Reply::with_body(200, &[], ""),
+            _ => Reply::with_body(400, &[], "?"),
+        }
+    });
+    sim.connect();
+    sim.call(CallRequest::list_tools()).unwrap();
+    sim.client.close(sim.now);
+    sim.step();
+    let methods: Vec<_> = sim.requests.iter().map(|r| r.method.as_str()).collect();
+    assert!(
+        methods.contains(&"GET") && methods.contains(&"DELETE"),
+        "{methods:?}"
+    );
+    for r in &sim.requests {
+        assert_eq!(r.header("x-api-key"), Some("k-123"), "{r:?}");
+        assert_eq!(r.header("x-tenant"), Some("acme"), "{r:?}");
+    }
+
+    for reserved in [
+        "mcp-session-id",
+        "Authorization",
+        "Mcp-Param-Region",
+        "Accept",
+        "Host",
+    ] {
+        let mut http = HttpConfig::new(url.clone());
+        http.headers = vec![(reserved.into(), "mine".into())];
+        let mut sim = HttpSim::with_http(config(EraMode::Modern), http, modern_server);
+        while sim.step() {}
+        match &sim.events[..] {
+            [Event::Closed { reason }] => {
+                let why = reason.to_string();
+                assert!(why.contains(reserved), "{reserved}: {why}");
+            }
+            other => panic!("{reserved}: {other:?}"),
+        }
+        assert!(sim.requests.is_empty(), "{reserved}: nothing is sent");
+    }
+}
+
 /// A legacy server that forgets sessions: `initialize` hands out `s1`, `s2`, …; a
 /// `tools/call` on a session it forgot is a 404, and `hang` calls never get an answer.
 fn forgetful_server(forgotten: fn(&str) -> bool) -> impl FnMut(&SeenRequest) -> Reply {

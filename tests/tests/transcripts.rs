@@ -233,6 +233,13 @@ fn a_legacy_http_run_replays_with_its_secrets_redacted() {
     let url = "http://127.0.0.1:9/mcp?access_token=qs3cr3t&page=1";
     let mut http = HttpConfig::new(EndpointUrl::parse(url, false).unwrap());
     http.authorization = Some("Bearer tok-s3cr3t".into());
+    // Configured headers: the one the redaction names is hidden in the header's record
+    // of the configuration as in the requests, the other kept in both, so the replay
+    // writes what the recording shows.
+    http.headers = vec![
+        ("X-Tenant".into(), "t3nant-s3cr3t".into()),
+        ("X-Region".into(), "eu-west".into()),
+    ];
     let mut sim = HttpSim::with_http(config(EraMode::Legacy), http, legacy_with_session);
     sim.client.start_recording();
     let mut recording = Recording::new(&["X-Tenant".to_owned()]);
@@ -276,7 +283,14 @@ fn a_legacy_http_run_replays_with_its_secrets_redacted() {
     assert_eq!(sim.requests.last().unwrap().method, "DELETE");
 
     let text = drain(&mut sim.client, &mut recording);
-    for secret in [SESSION, "c00kie", "tok-s3cr3t", "tok2-s3cr3t", "qs3cr3t"] {
+    for secret in [
+        SESSION,
+        "c00kie",
+        "tok-s3cr3t",
+        "tok2-s3cr3t",
+        "qs3cr3t",
+        "t3nant-s3cr3t",
+    ] {
         assert!(
             !text.contains(secret),
             "{secret} in the transcript:\n{text}"
@@ -284,6 +298,8 @@ fn a_legacy_http_run_replays_with_its_secrets_redacted() {
     }
     assert!(text.contains(r#""url":"http://127.0.0.1:9/mcp?access_token=redacted&page=1""#));
     assert!(text.contains(r#"Mcp-Session-Id: [redacted]\r\n"#));
+    assert!(text.contains(r#"X-Region: eu-west\r\n"#), "{text}");
+    assert!(text.contains(r#"["X-Region","eu-west"]"#), "{text}");
     assert!(text.contains(r#"POST /mcp?access_token=[redacted]&page=1 HTTP/1.1"#));
     assert!(text.contains(r#""redaction":{"headers":["X-Tenant"],"rules":"wire-log"}"#));
     assert!(replays(&text) > 40);

@@ -116,6 +116,17 @@ pub struct HttpConfig {
     pub authorization: Option<String>,
     /// `User-Agent`. Default `mcp-proto/<version>`.
     pub user_agent: String,
+    /// More headers for every request to the MCP server (an API key some servers want
+    /// in `X-Api-Key`, a tenant, a routing hint), written after the client's own;
+    /// never sent to an authorization server. A name the client writes itself
+    /// (`Accept`, `Authorization`, `Content-Type`, `Last-Event-ID`, `Mcp-Session-Id`,
+    /// `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`, `User-Agent`,
+    /// `Connection`, `Host`, `Content-Length`, `Transfer-Encoding`), a name that is not a
+    /// token or a value with control bytes fails each request that would carry it,
+    /// with [`RequestError`](crate::http::RequestError) naming the header. A credential
+    /// among them is hidden from wire logs only under a name their redaction knows.
+    /// Default none.
+    pub headers: Vec<(String, String)>,
     /// How connections are opened, bounded and kept.
     pub pool: PoolConfig,
     /// After [`super::Client::close`], how long the last exchanges (a legacy session's
@@ -148,6 +159,7 @@ impl HttpConfig {
             open_get_stream: true,
             authorization: None,
             user_agent: concat!("mcp-proto/", env!("CARGO_PKG_VERSION")).to_owned(),
+            headers: Vec::new(),
             pool: PoolConfig::default(),
             close_timeout: Duration::from_secs(2),
             auth: None,

@@ -47,6 +47,12 @@ impl HttpLink {
         if let Some(sid) = &self.session_id {
             head.push(MCP_SESSION_ID, sid);
         }
+        for (name, value) in &self.config.headers {
+            if is_written_by_client(name) {
+                return Err(RequestError::ReservedHeader(name.clone()));
+            }
+            head.push(name, value);
+        }
         for &(name, value) in extra {
             head.push(name, value);
         }
@@ -329,4 +335,25 @@ pub(super) fn auth_headers(
         Some(auth) => auth.request_headers(now, method, url),
         None => Vec::new(),
     }
+}
+
+/// Whether the client writes header `name` itself, so that the caller's
+/// [`HttpConfig::headers`](super::HttpConfig::headers) may not.
+fn is_written_by_client(name: &str) -> bool {
+    const OWN: [&str; 10] = [
+        "accept",
+        "authorization",
+        "content-type",
+        "last-event-id",
+        "mcp-session-id",
+        "mcp-protocol-version",
+        "mcp-method",
+        "mcp-name",
+        "user-agent",
+        "connection",
+    ];
+    OWN.iter().any(|own| name.eq_ignore_ascii_case(own))
+        || name
+            .get(..headers::MCP_PARAM_PREFIX.len())
+            .is_some_and(|p| p.eq_ignore_ascii_case(headers::MCP_PARAM_PREFIX))
 }

@@ -118,6 +118,7 @@ diff!(HttpConfig {
     open_get_stream,
     authorization,
     user_agent,
+    headers,
     close_timeout,
     unix_time,
 } without { url, limits, sse_limits, pool, auth });
@@ -299,6 +300,19 @@ impl HttpRepr {
     /// The `Authorization` value, which a redaction replaces.
     pub(crate) fn authorization_mut(&mut self) -> Option<&mut Value> {
         self.fields.get_mut("authorization")
+    }
+
+    /// The [`HttpConfig::headers`] (`[name, value]` pairs), whose values a redaction
+    /// may replace.
+    pub(crate) fn headers_mut(&mut self) -> impl Iterator<Item = (&str, &mut String)> {
+        let pairs = self.fields.get_mut("headers").and_then(Value::as_array_mut);
+        pairs.into_iter().flatten().filter_map(|pair| {
+            let [Value::String(name), Value::String(value)] = pair.as_array_mut()?.as_mut_slice()
+            else {
+                return None;
+            };
+            Some((name.as_str(), value))
+        })
     }
 }
 

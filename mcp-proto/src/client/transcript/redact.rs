@@ -52,8 +52,8 @@ impl Redaction for NoRedaction {
 
 /// Rewrites the lines of one recording (from
 /// [`Client::poll_transcript`](crate::client::Client::poll_transcript), in order) through
-/// a [`Redaction`]: HTTP requests and responses, the URL and `Authorization` of the
-/// header, `set_authorization` values. The header records
+/// a [`Redaction`]: HTTP requests and responses, the URL, `Authorization` and the
+/// configured headers that requests hide of the header, `set_authorization` values. The header records
 /// [`Redaction::describe`].
 #[derive(Debug)]
 pub struct Redactor<R> {
@@ -84,6 +84,11 @@ impl<R: Redaction> Redactor<R> {
                     if let Some(Value::String(value)) = http.authorization_mut() {
                         *value = r.credential(value);
                     }
+                    for (name, value) in http.headers_mut() {
+                        if hides_header(r, name, value) {
+                            *value = r.credential(value);
+                        }
+                    }
                 }
                 let described = r.describe();
                 header.redaction = (!described.is_null()).then_some(described);
@@ -106,4 +111,13 @@ impl<R: Redaction> Redactor<R> {
             _ => line,
         }
     }
+}
+
+/// Whether `redaction` hides header `name` when a request carries it: then the
+/// header's record of [`HttpConfig::headers`](crate::client::http::HttpConfig::headers)
+/// hides its value too, and a replay writes what the redacted recording shows.
+fn hides_header(redaction: &mut dyn Redaction, name: &str, value: &str) -> bool {
+    let probe = format!("GET / HTTP/1.1\r\n{name}: {value}\r\n\r\n");
+    // A connection no machine numbers, so no response in progress is disturbed.
+    redaction.request(ConnId(u64::MAX), probe.as_bytes()) != probe.as_bytes()
 }
