@@ -1633,7 +1633,9 @@ fn import_checks_urls_and_maps_bearer_headers() {
                   "headers": {"authorization": "Bearer ${env:B_TOKEN}", "X-Api-Key": "k3y-value"}},
             "c": {"serverUrl": "https://c.example/mcp",
                   "headers": {"Authorization": "Bearer lit3ral-token"}},
-            "d": {"command": "node", "args": ["${workspaceFolder}/server.js"]}}}"#,
+            "d": {"command": "node", "args": ["${workspaceFolder}/server.js"]},
+            "e": {"url": "https://e.example/mcp",
+                  "headers": {"X-Api-Key": "${env:E_KEY}", "X-Org": "lit3ral-org"}}}}"#,
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
@@ -1642,7 +1644,7 @@ fn import_checks_urls_and_maps_bearer_headers() {
     assert!(text.contains("header Authorization left out"), "{text}");
     assert!(text.contains("expands no"), "{text}");
     let written = std::fs::read_to_string(&config).unwrap();
-    for secret in ["k3y-value", "lit3ral-token"] {
+    for secret in ["k3y-value", "lit3ral-token", "lit3ral-org"] {
         assert!(!written.contains(secret), "{written}");
     }
     let entry = |name: &str| {
@@ -1653,6 +1655,14 @@ fn import_checks_urls_and_maps_bearer_headers() {
     assert_eq!(entry("a")["bearerTokenEnv"], "A_TOKEN", "{}", entry("a"));
     assert_eq!(entry("b")["bearerTokenEnv"], "B_TOKEN", "{}", entry("b"));
     assert!(entry("c").get("bearerTokenEnv").is_none(), "{}", entry("c"));
+    assert_eq!(
+        entry("e")["headerEnv"],
+        serde_json::json!({"X-Api-Key": "E_KEY"}),
+        "{}",
+        entry("e")
+    );
+    assert!(text.contains("header X-Api-Key is read from $E_KEY"), "{text}");
+    assert!(text.contains("header X-Org left out"), "{text}");
 }
 
 /// VS Code's `mcp.json` (`servers`, with comments and trailing commas, `${input:…}`

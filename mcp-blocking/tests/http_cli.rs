@@ -247,3 +247,89 @@ fn a_legacy_listen_without_a_server_stream_fails_and_says_why() {
         assert!(started.elapsed() < std::time::Duration::from_secs(20));
     }
 }
+
+/// `add --header-env HEADER=NAME`: the header goes with every request, its value read
+/// from the variable when the server is used (never stored, hidden in `-v`'s wire log);
+/// an unset variable fails at once, naming it; a header the client writes itself is a
+/// usage error.
+#[test]
+fn header_env_sends_a_header_read_from_a_variable() {
+    let dir = common::temp_dir("header-env");
+    let config = dir.join("servers.json");
+    let server = TestServer::start(Behavior::default());
+    let var = "MCP_TEST_HEADER_ENV_KEY";
+    let add = run(
+        &config,
+        &[
+            "add",
+            "keyed",
+            "--url",
+            &server.url(),
+            "--header-env",
+            &format!("X-Api-Key={var}"),
+        ],
+    );
+    assert_eq!(add.status.code(), Some(0), "{}", text(&add.stderr));
+    assert!(text(&add.stdout).contains(&format!("header X-Api-Key from ${var}")));
+    let with_key = |args: &[&str]| {
+        Command::new(common::example("mcp"))
+            .arg("--config")
+            .arg(&config)
+            .args(args)
+            .env_remove("MCP_CONFIG")
+            .env(var, "k3y-s3cr3t")
+            .stdin(Stdio::null())
+            .output()
+            .expect("run mcp")
+    };
+    let out = with_key(&["-v", "tools", "keyed"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let seen = server.seen();
+    assert!(!seen.is_empty());
+    for r in &seen {
+        assert_eq!(r.header("x-api-key"), Some("k3y-s3cr3t"), "{r:?}");
+    }
+    assert!(
+        text(&out.stderr).contains("X-Api-Key:"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(
+        !text(&out.stderr).contains("k3y-s3cr3t"),
+        "{}",
+        text(&out.stderr)
+    );
+    let written = std::fs::read_to_string(&config).unwrap();
+    assert!(
+        written.contains(r#""X-Api-Key": "MCP_TEST_HEADER_ENV_KEY""#),
+        "{written}"
+    );
+
+    let before = server.seen().len();
+    let out = run(&config, &["tools", "keyed"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains(&format!("${var}, which is not set")),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(server.seen().len(), before, "nothing was sent");
+
+    for (flag, why) in [
+        ("Authorization=T", "--bearer-token-env"),
+        ("Mcp-Session-Id=T", "writes itself"),
+        ("X Key=T", "not a header name"),
+        ("X-Key", "HEADER=VARIABLE"),
+    ] {
+        let out = run(
+            &config,
+            &["add", "bad", "--url", &server.url(), "--header-env", flag],
+        );
+        assert_eq!(out.status.code(), Some(2), "{flag}");
+        assert!(
+            text(&out.stderr).contains(why),
+            "{flag}: {}",
+            text(&out.stderr)
+        );
+    }
+}

@@ -89,6 +89,8 @@ pub enum Command {
         oauth: Option<Box<OAuthEntry>>,
         /// `--bearer-token-env NAME`.
         bearer_token_env: Option<String>,
+        /// `--header-env HEADER=NAME`, repeated.
+        header_env: std::collections::BTreeMap<String, String>,
     },
     List,
     Get {
@@ -344,6 +346,7 @@ fn command_flags(command: &str) -> Option<&'static [(&'static str, Kind)]> {
             ("--oauth-client-secret-env", Kind::Value),
             ("--oauth-issuer", Kind::Value),
             ("--bearer-token-env", Kind::Value),
+            ("--header-env", Kind::Repeat),
         ],
         "call" => &[
             ("--args", Kind::Value),
@@ -676,9 +679,12 @@ fn build(name: &str, mut w: Words) -> Result<Command, Usage> {
             if let Some(e) = &bearer_token_env {
                 check_env_name(e)?;
             }
-            if url.is_none() && (oauth.is_some() || bearer_token_env.is_some()) {
+            let header_env = header_env_flags(&w)?;
+            if url.is_none()
+                && (oauth.is_some() || bearer_token_env.is_some() || !header_env.is_empty())
+            {
                 return Err(Usage::new(
-                    "--oauth-* and --bearer-token-env are for --url servers only",
+                    "--oauth-*, --bearer-token-env and --header-env are for --url servers only",
                 ));
             }
             Command::Add {
@@ -690,6 +696,7 @@ fn build(name: &str, mut w: Words) -> Result<Command, Usage> {
                 era,
                 oauth,
                 bearer_token_env,
+                header_env,
             }
         }
         "list" => {
@@ -1047,6 +1054,64 @@ fn check_name(name: &str) -> Result<(), Usage> {
     }
 }
 
+/// The `--header-env HEADER=NAME` flags of `add`: a header for every request, its value
+/// read from variable NAME when the server is used. The header must be a token and not
+/// one the client writes itself (`Authorization` has `--bearer-token-env`).
+fn header_env_flags(w: &Words) -> Result<std::collections::BTreeMap<String, String>, Usage> {
+    let mut headers = std::collections::BTreeMap::new();
+    for flag in w.values("--header-env") {
+        let Some((header, var)) = flag.split_once('=') else {
+            return Err(Usage::new(format!(
+                "--header-env takes HEADER=VARIABLE (the value is read from the variable \
+                 when the server is used, never stored), not {flag:?}"
+            )));
+        };
+        check_header_name(header)?;
+        check_env_name(var)?;
+        if headers.insert(header.to_owned(), var.to_owned()).is_some() {
+            return Err(Usage::new(format!("--header-env names {header} twice")));
+        }
+    }
+    Ok(headers)
+}
+
+/// A header a `--header-env` (or an imported entry) may set.
+pub fn check_header_name(header: &str) -> Result<(), Usage> {
+    let token = !header.is_empty()
+        && header
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+    if !token {
+        return Err(Usage::new(format!("{header:?} is not a header name")));
+    }
+    if header.eq_ignore_ascii_case("authorization") {
+        return Err(Usage::new(
+            "the Authorization header is set with --bearer-token-env NAME (or OAuth)",
+        ));
+    }
+    let own = [
+        "accept",
+        "content-type",
+        "content-length",
+        "transfer-encoding",
+        "host",
+        "connection",
+        "user-agent",
+        "last-event-id",
+        "mcp-session-id",
+        "mcp-protocol-version",
+        "mcp-method",
+        "mcp-name",
+    ];
+    let lower = header.to_ascii_lowercase();
+    if own.contains(&lower.as_str()) || lower.starts_with("mcp-param-") {
+        return Err(Usage::new(format!(
+            "{header} is a header the client writes itself"
+        )));
+    }
+    Ok(())
+}
+
 fn check_env_name(name: &str) -> Result<(), Usage> {
     if name.contains('=') {
         return Err(Usage::new(format!(
@@ -1146,7 +1211,7 @@ Servers:
   mcp add <name> --url <https-or-loopback-url> [--era legacy|auto|modern]
         [--oauth-resource URL] [--oauth-scopes S,S] [--oauth-client-registration auto|cimd|dcr]
         [--oauth-client-id ID-or-CIMD-URL] [--oauth-client-secret-env ENV] [--oauth-issuer URL]
-        [--bearer-token-env ENV]
+        [--bearer-token-env ENV] [--header-env HEADER=ENV]...
   mcp list | mcp get <name> | mcp remove <name>
   mcp import <file> [--dry-run]    add the servers of another client's config (Claude, Cursor,
         VS Code, Zed, …)

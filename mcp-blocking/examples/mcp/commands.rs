@@ -188,6 +188,9 @@ pub fn add(global: &Global, name: &str, entry: ServerEntry) -> Result<u8, Failur
             if let Some(var) = &entry.bearer_token_env {
                 println!("  bearer token from ${var} (the name only: never stored)");
             }
+            for (header, var) in &entry.header_env {
+                println!("  header {header} from ${var} (the name only: never stored)");
+            }
             println!("  in {}", path.display());
             if let Some(hint) = crate::session::launcher_hint(&entry) {
                 eprintln!("mcp: warning: {hint}");
@@ -274,6 +277,12 @@ pub fn get(global: &Global, name: &str) -> Result<u8, Failure> {
             }
             if let Some(var) = &entry.bearer_token_env {
                 rows.push(vec!["bearer token".into(), format!("${var} (name only)")]);
+            }
+            for (header, var) in &entry.header_env {
+                rows.push(vec![
+                    format!("header {header}"),
+                    format!("${var} (name only)"),
+                ]);
             }
             if entry.url.is_some() {
                 let state = crate::auth::state(&entry);

@@ -52,6 +52,14 @@ pub struct ServerEntry {
         skip_serializing_if = "Option::is_none"
     )]
     pub bearer_token_env: Option<String>,
+    /// More headers for every request, each header's value read from the variable it
+    /// names when the server is used (header name → variable NAME; never a value).
+    #[serde(
+        default,
+        rename = "headerEnv",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
+    pub header_env: BTreeMap<String, String>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -318,6 +326,7 @@ pub fn import_entry(name: &str, theirs: &Value) -> Result<Imported, String> {
             era: auto(),
             oauth: None,
             bearer_token_env: None,
+            header_env: BTreeMap::new(),
             extra: Map::new(),
         },
         dropped_env_values,
@@ -381,11 +390,20 @@ fn import_http(name: &str, theirs: &Value, imported: &mut Imported) -> Result<()
             .eq_ignore_ascii_case("authorization")
             .then(|| value.as_str().and_then(bearer_variable))
             .flatten();
+        // Another header whose whole value names a variable: read from it when used.
+        let variable = (bearer.is_none() && crate::args::check_header_name(header).is_ok())
+            .then(|| value.as_str().and_then(variable_reference))
+            .flatten();
         if let Some(variable) = bearer {
             imported.notes.push(format!(
                 "its bearer token is read from ${variable} when it is used (bearerTokenEnv)"
             ));
             imported.entry.bearer_token_env = Some(variable.to_owned());
+        } else if let Some(variable) = variable {
+            imported.notes.push(format!(
+                "header {header} is read from ${variable} when it is used (headerEnv)"
+            ));
+            (imported.entry.header_env).insert(header.clone(), variable.to_owned());
         } else {
             imported.dropped_headers.push(header.clone());
         }
@@ -397,9 +415,9 @@ fn import_http(name: &str, theirs: &Value, imported: &mut Imported) -> Result<()
     }
     if !imported.dropped_headers.is_empty() {
         imported.notes.push(format!(
-            "header {} left out: values are never copied, and the only header this CLI \
-             sends for a server is a bearer token named by a variable \
-             (`mcp add {name} --url URL --bearer-token-env NAME`)",
+            "header {} left out: values are never copied; a header read from a variable \
+             when the server is used is kept (`mcp add {name} --url URL \
+             --header-env HEADER=NAME`, `--bearer-token-env NAME` for a bearer token)",
             imported.dropped_headers.join(", ")
         ));
     }
@@ -421,7 +439,12 @@ fn bearer_variable(value: &str) -> Option<&str> {
     if !scheme.eq_ignore_ascii_case("bearer") {
         return None;
     }
-    let token = token.trim();
+    variable_reference(token)
+}
+
+/// The variable of `${NAME}`, `${env:NAME}` or `$NAME`, the whole of `value`.
+fn variable_reference(value: &str) -> Option<&str> {
+    let token = value.trim();
     let name = match token.strip_prefix("${") {
         Some(rest) => rest.strip_suffix('}')?,
         None => token.strip_prefix('$')?,

@@ -103,6 +103,7 @@ fn run(global: &Global, command: Command) -> Result<u8, Failure> {
             era,
             oauth,
             bearer_token_env,
+            header_env,
         } => commands::add(
             global,
             &name,
@@ -114,6 +115,7 @@ fn run(global: &Global, command: Command) -> Result<u8, Failure> {
                 era,
                 oauth: oauth.map(|o| *o),
                 bearer_token_env,
+                header_env,
                 extra: serde_json::Map::new(),
             },
         ),

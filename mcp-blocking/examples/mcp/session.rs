@@ -25,6 +25,29 @@ use crate::terminal::clean;
 /// The client name and version sent to servers.
 pub const CLIENT_NAME: &str = "mcp-cli";
 
+/// The entry's `headerEnv` headers, each value read from its variable now (an unset or
+/// empty one fails, naming it) and hidden from the wire log of `-v`.
+fn with_headers(
+    name: &str,
+    entry: &ServerEntry,
+    mut http: HttpOptions,
+    mut options: Options,
+) -> Result<(HttpOptions, Options), Failure> {
+    for (header, var) in &entry.header_env {
+        crate::args::check_header_name(header)
+            .map_err(|u| Failure::Config(format!("server {name}: headerEnv: {}", u.0)))?;
+        let value = std::env::var(var).unwrap_or_default();
+        if value.trim().is_empty() {
+            return Err(Failure::Config(format!(
+                "server {name} sends header {header} from ${var}, which is not set"
+            )));
+        }
+        http = http.header(header, value.trim());
+        options = options.redact_header(header);
+    }
+    Ok((http, options))
+}
+
 /// A configured server, looked up by name, or an entry for a literal `http(s)://` URL.
 pub fn entry(global: &Global, name: &str) -> Result<ServerEntry, Failure> {
     if crate::args::is_url(name) {
@@ -37,6 +60,7 @@ pub fn entry(global: &Global, name: &str) -> Result<ServerEntry, Failure> {
             era: "auto".to_owned(),
             oauth: None,
             bearer_token_env: None,
+            header_env: Default::default(),
             extra: serde_json::Map::new(),
         });
     }
@@ -350,8 +374,8 @@ pub fn connect_with(
             let default = http.connect_timeout;
             http = http.connect_timeout(t.min(default));
         }
-        let (http, options) =
-            auth::setup(name, &entry, url, http, options(global, input, name), plan)?;
+        let (http, options) = with_headers(name, &entry, http, options(global, input, name))?;
+        let (http, options) = auth::setup(name, &entry, url, http, options, plan)?;
         let client = Client::connect_http_with(url, config, options, http).map_err(|e| {
             match (e.http_status(), path_hint(url)) {
                 (Some(404), Some(hint)) => Failure::Hinted(e, hint),
