@@ -196,6 +196,58 @@ fn call_as_json() {
     assert_eq!(stdout(&out), "hello\n");
 }
 
+/// `--args @FILE` reads the arguments from a file, `--args -` from standard input; a
+/// file that cannot be read is a usage error naming it.
+#[test]
+fn call_reads_its_arguments_from_a_file_or_stdin() {
+    let config = config_with_example("args-from");
+    let file = config.with_file_name("args.json");
+    std::fs::write(&file, r#"{"text": "from a file"}"#).unwrap();
+    let out = run(
+        &config,
+        &[
+            "call",
+            "ex",
+            "echo",
+            "--args",
+            &format!("@{}", file.display()),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "from a file\n");
+
+    let mut child = Command::new(mcp())
+        .arg("--config")
+        .arg(&config)
+        .args(["call", "ex", "echo", "--args", "-"])
+        .env_remove("MCP_CONFIG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run mcp");
+    let mut stdin = child.stdin.take().unwrap();
+    std::io::Write::write_all(&mut stdin, br#"{"text": "from stdin"}"#).unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "from stdin\n");
+
+    let missing = config.with_file_name("missing.json");
+    let out = run(
+        &config,
+        &[
+            "call",
+            "ex",
+            "echo",
+            "--args",
+            &format!("@{}", missing.display()),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("missing.json"), "{}", stderr(&out));
+}
+
 #[test]
 fn confirm_with_auto_accept_and_without_input() {
     let config = config_with_example("confirm");
@@ -1661,7 +1713,10 @@ fn import_checks_urls_and_maps_bearer_headers() {
         "{}",
         entry("e")
     );
-    assert!(text.contains("header X-Api-Key is read from $E_KEY"), "{text}");
+    assert!(
+        text.contains("header X-Api-Key is read from $E_KEY"),
+        "{text}"
+    );
     assert!(text.contains("header X-Org left out"), "{text}");
 }
 

@@ -1223,8 +1223,8 @@ Servers:
 
 Using a server:
   mcp tools <server>
-  mcp call <server> <tool> [--args JSON] [--arg key=value]... [--auto-accept] [--no-input]
-        [--task [--task-ttl SECS]]   run the call as a task (2025-11-25 task-augmented call,
+  mcp call <server> <tool> [--args JSON|@FILE|-] [--arg key=value]... [--auto-accept]
+        [--no-input] [--task [--task-ttl SECS]]   run the call as a task (2025-11-25 task-augmented call,
         or 2026-07-28 with the tasks extension declared); its status changes on stderr,
         then the result as for any call
   mcp tasks <server>               the server's tasks (tasks/list, 2025-11-25 only)

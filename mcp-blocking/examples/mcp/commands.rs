@@ -577,6 +577,23 @@ fn coerce(schema: Option<&Value>, key: &str, raw: &str) -> Result<Value, Failure
     }
 }
 
+/// The text of `--args`: the JSON itself, `@FILE` for a file's contents, or `-` for
+/// standard input (JSON never starts with `@`, and `-` alone is no JSON value).
+fn args_text(flag: &str) -> Result<String, Failure> {
+    let read = |what: &str, got: std::io::Result<String>| {
+        got.map_err(|e| Failure::Usage(format!("--args {what}: {e}")))
+    };
+    if flag == "-" {
+        let mut text = String::new();
+        let got = std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map(|_| text);
+        read("- (standard input)", got)
+    } else if let Some(path) = flag.strip_prefix('@') {
+        read(flag, std::fs::read_to_string(path))
+    } else {
+        Ok(flag.to_owned())
+    }
+}
+
 pub fn call(
     global: &Global,
     server: &str,
@@ -586,7 +603,8 @@ pub fn call(
     input: Option<InputMode>,
     task: Option<TaskFlags>,
 ) -> Result<u8, Failure> {
-    let mut arguments = match args_json {
+    let args_json = args_json.map(args_text).transpose()?;
+    let mut arguments = match args_json.as_deref() {
         None => Map::new(),
         Some(text) => match serde_json::from_str::<Value>(text) {
             Ok(Value::Object(m)) => m,
