@@ -20,6 +20,14 @@ use crate::version::{Era, ProtocolVersion};
 /// The shortest wait before a lost event stream is resumed, whatever its `retry` says.
 const MIN_RESUME_DELAY: Duration = Duration::from_millis(100);
 
+/// How long an event stream that owes nothing more may take to end before its
+/// connection is given up (see [`Exchange::settled`]).
+pub(super) const SETTLED_LINGER: Duration = Duration::from_secs(1);
+
+/// Legacy sessions in a row that the server refused with `404` before any request on
+/// them succeeded, at which the connection ends instead of making another.
+const MAX_FRESH_SESSIONS_LOST: u8 = 2;
+
 /// Identifies one HTTP exchange (one request and its response).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) struct ExchangeId(pub(crate) u64);
@@ -139,6 +147,11 @@ pub(super) struct Exchange {
     /// of authorization or turn it away for being busy; dropped once the response's
     /// head says neither.
     pub(super) replay: Option<super::authorize::Replay>,
+    /// An event stream that brought every answer it owed but has not ended: its
+    /// connection is given up at `deadline` ([`SETTLED_LINGER`] after), or at once when
+    /// a request waits for a connection, so that a server that never ends its streams
+    /// cannot hold the pool.
+    pub(super) settled: bool,
 }
 
 /// A resumption waiting for its delay.
@@ -195,6 +208,11 @@ impl HttpLink {
         if !matches!(status, 401 | 403 | 429 | 503) {
             // Sent again only after a refusal or a busy server's: the copy can go.
             x.replay = None;
+        }
+        if (200..300).contains(&status) && x.had_session && x.session_epoch == self.session_epoch {
+            // The server knows the session: a later 404 is an expiry, not a refusal of
+            // every new session.
+            self.fresh_sessions_lost = 0;
         }
         if (200..300).contains(&status)
             && matches!(x.purpose, Purpose::Request { .. })
@@ -359,6 +377,30 @@ impl HttpLink {
         }
         if let Some(error) = broken {
             self.stream_broken(now, id, error);
+            return;
+        }
+        self.settle_if_answered(now, id);
+    }
+
+    /// Marks a request's stream, or a resumption, [`Exchange::settled`] once none of
+    /// the answers it owed is awaited any more.
+    fn settle_if_answered(&mut self, now: Instant, id: ExchangeId) {
+        let Some(x) = self.exchanges.get(&id) else {
+            return;
+        };
+        if x.settled || !matches!(x.body, Body::Sse(_)) {
+            return;
+        }
+        let answered = match &x.purpose {
+            Purpose::Request { .. } => x.rpc_id.is_none_or(|r| !self.client.is_awaiting(r)),
+            Purpose::Get { owed, .. } if !owed.is_empty() => {
+                owed.iter().all(|r| !self.client.is_awaiting(*r))
+            }
+            _ => false,
+        };
+        if answered && let Some(x) = self.exchanges.get_mut(&id) {
+            x.settled = true;
+            x.deadline = Some(now + SETTLED_LINGER);
         }
     }
 
@@ -468,6 +510,21 @@ impl HttpLink {
             Body::Ignore | Body::Unknown if matches!(x.purpose, Purpose::SseStream) => {
                 self.sse_refused(Some(status), "no event stream in the response".into());
             }
+            Body::Ignore | Body::Unknown if matches!(x.purpose, Purpose::Get { .. }) => {
+                // A success without a stream (`202`, `204`): the server's own stream is
+                // not there, and a resumption brings nothing of what it owed.
+                let Purpose::Get { owed, .. } = &x.purpose else {
+                    return;
+                };
+                if owed.is_empty() {
+                    self.get_stream = GetStream::Unavailable;
+                } else {
+                    let detail = format!(
+                        "resuming the event stream failed: HTTP {status} carried no event stream"
+                    );
+                    self.fail_owed(now, owed, Some(status), &detail);
+                }
+            }
             Body::Ignore | Body::Unknown => {
                 // HTTP+SSE: the answer comes on the stream.
                 if let Purpose::Request { .. } = x.purpose
@@ -514,6 +571,13 @@ impl HttpLink {
             if let Some(rpc) = x.rpc_id {
                 self.client.handle_refused_on_replaced_session(now, rpc);
             }
+            return;
+        }
+        if status == Some(404) && matches!(&x.purpose, Purpose::Get { owed, .. } if owed.is_empty())
+        {
+            // The server's own stream is optional: a 404 there (a route that serves only
+            // POST) says nothing about the session, which the next POST tells.
+            self.get_stream = GetStream::Unavailable;
             return;
         }
         if status == Some(404) && x.had_session && self.era() == Some(Era::Legacy) {
@@ -730,6 +794,20 @@ impl HttpLink {
     /// `404` too, most likely, which says they never ran) decides whether they are sent
     /// again on the new session.
     fn session_expired(&mut self, now: Instant, never_ran: Option<i64>) {
+        // A session the server never once knew: counted, and the second in a row ends
+        // the connection rather than making sessions as fast as they are refused.
+        self.fresh_sessions_lost = self.fresh_sessions_lost.saturating_add(1);
+        if self.fresh_sessions_lost >= MAX_FRESH_SESSIONS_LOST {
+            let detail = format!(
+                "the server did not know the session it had just made ({} new sessions \
+                 in a row refused with 404 before any request on them succeeded)",
+                self.fresh_sessions_lost
+            );
+            self.abort_all_but(&[]);
+            self.client
+                .close_with(CloseReason::Http(HttpFailure::new(Some(404), None, detail)));
+            return;
+        }
         self.session_id = None;
         self.session_epoch = self.session_epoch.wrapping_add(1);
         self.held = None;

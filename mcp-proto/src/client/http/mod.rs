@@ -183,6 +183,10 @@ pub(crate) struct HttpLink {
     /// Legacy sessions replaced so far: an exchange sent on an older one is told apart
     /// when its answer comes after the session was replaced.
     session_epoch: u32,
+    /// Legacy sessions in a row that expired (`404`) before the server answered any
+    /// request on them with success: a server that forgets every session it makes is
+    /// not asked for another one without end.
+    fresh_sessions_lost: u8,
     /// `x-mcp-header` declarations by tool name, from the latest `tools/list`.
     tool_headers: BTreeMap<String, Vec<ParamHeader>>,
     /// Tools left out of `tools/list` for invalid annotations, with the reason: a call
@@ -254,6 +258,7 @@ impl HttpLink {
             events,
             session_id: None,
             session_epoch: 0,
+            fresh_sessions_lost: 0,
             tool_headers: BTreeMap::new(),
             excluded_tools: BTreeMap::new(),
             resumes: Vec::new(),
@@ -540,7 +545,7 @@ impl HttpLink {
         let exchanges = self
             .exchanges
             .values()
-            .filter(|x| x.head.is_none())
+            .filter(|x| x.head.is_none() || x.settled)
             .filter_map(|x| x.deadline)
             .min();
         [
@@ -601,6 +606,9 @@ impl HttpLink {
             if !progressed {
                 break;
             }
+        }
+        if self.pool.has_waiting_requests() && self.exchanges.values().any(|x| x.settled) {
+            self.release_settled(now);
         }
         self.stale_cancels.clear();
     }
@@ -693,7 +701,28 @@ impl HttpLink {
     /// that never answers a notification (`notifications/initialized` included, which
     /// holds the requests after it) or a GET holds nothing for longer than
     /// `Limits::request_timeout`.
+    /// Gives up the connections of [`settled`](Exchange::settled) streams: those past
+    /// their linger, and all of them while a request waits for a connection.
+    fn release_settled(&mut self, now: Instant) {
+        let pressed = self.pool.has_waiting_requests();
+        let mut done: Vec<ExchangeId> = self
+            .exchanges
+            .iter()
+            .filter(|(_, x)| x.settled && (pressed || x.deadline.is_some_and(|d| d <= now)))
+            .map(|(id, _)| *id)
+            .collect();
+        if done.is_empty() {
+            return;
+        }
+        done.sort_unstable();
+        for id in &done {
+            self.exchanges.remove(id);
+        }
+        self.pool.abort_many(now, &done);
+    }
+
     fn expire_exchanges(&mut self, now: Instant) {
+        self.release_settled(now);
         let mut expired: Vec<ExchangeId> = self
             .exchanges
             .iter()

@@ -83,6 +83,7 @@ impl HttpLink {
             delivered: 0,
             resume_from: None,
             replay: None,
+            settled: false,
         }
     }
 

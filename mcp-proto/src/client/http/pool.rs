@@ -250,6 +250,11 @@ impl Pool {
 
     /// Bytes of the requests waiting for a connection, with their records
     /// ([`JOB_RECORD_BYTES`] each).
+    /// Whether a request (not a long-lived stream) waits for a connection.
+    pub(super) fn has_waiting_requests(&self) -> bool {
+        self.queue.len() > self.waiting_streams
+    }
+
     pub(super) fn waiting_bytes(&self) -> usize {
         self.waiting_bytes
     }
