@@ -265,3 +265,26 @@ fn a_server_refusing_every_new_session_closes_the_client_with_its_call() {
         "the call never ran"
     );
 }
+
+/// A `200` to `notifications/initialized` whose body never ends: the calls that waited
+/// for it go at its head, and its connection is not held.
+#[test]
+fn an_accepted_initialized_whose_body_never_ends_holds_nothing_up() {
+    let mut sim = HttpSim::new(config(EraMode::Legacy), |req| {
+        match (req.method.as_str(), req.rpc_method()) {
+            ("POST", "initialize") => legacy_init(req),
+            ("POST", "notifications/initialized") => sse_never_ending("data: {}\n\n"),
+            ("GET", _) => Reply::with_body(405, &[], ""),
+            ("POST", "tools/list") => Reply::json(200, &result(req, json!({"tools":[]}))),
+            _ => Reply::with_body(400, &[], "?"),
+        }
+    });
+    sim.connect();
+    let start = sim.now;
+    let out = sim.call(CallRequest::list_tools());
+    assert!(
+        out.is_ok() && sim.now - start < Duration::from_secs(2),
+        "{out:?} after {:?}",
+        sim.now - start
+    );
+}

@@ -297,6 +297,18 @@ impl HttpLink {
             _ => Body::Failure(Vec::with_capacity(max_error.min(4096))),
         };
         x.head = Some(head);
+        if (200..300).contains(&status)
+            && matches!(x.purpose, Purpose::Notify | Purpose::Initialized)
+        {
+            // Accepted: the head says all. A body that never ends holds nothing up (the
+            // messages waiting for `notifications/initialized` go now) and its
+            // connection only for a while.
+            x.settled = true;
+            x.deadline = Some(now + SETTLED_LINGER);
+            if matches!(x.purpose, Purpose::Initialized) {
+                self.release_held(now);
+            }
+        }
     }
 
     fn on_body(&mut self, now: Instant, id: ExchangeId, bytes: Vec<u8>) {
