@@ -267,7 +267,7 @@ fn a_server_refusing_every_new_session_closes_the_client_with_its_call() {
 }
 
 /// A `200` to `notifications/initialized` whose body never ends: the calls that waited
-/// for it go at its head, and its connection is not held.
+/// for it go once the bytes at hand do not end it, and its connection is not held.
 #[test]
 fn an_accepted_initialized_whose_body_never_ends_holds_nothing_up() {
     let mut sim = HttpSim::new(config(EraMode::Legacy), |req| {
@@ -287,4 +287,29 @@ fn an_accepted_initialized_whose_body_never_ends_holds_nothing_up() {
         "{out:?} after {:?}",
         sim.now - start
     );
+}
+
+/// A request answered `202` with a body that never ends carried no response: its call
+/// fails once the bytes at hand do not end the body, not at its deadline.
+#[test]
+fn a_request_accepted_without_a_response_fails_without_waiting_for_its_body() {
+    let mut sim = HttpSim::new(config(EraMode::Legacy), |req| {
+        match (req.method.as_str(), req.rpc_method()) {
+            ("POST", "initialize") => legacy_init(req),
+            ("POST", "notifications/initialized") => Reply::accepted(),
+            ("GET", _) => Reply::with_body(405, &[], ""),
+            ("POST", "tools/call") => Reply::Raw(
+                b"HTTP/1.1 202 Accepted\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n \r\n".to_vec(),
+            ),
+            _ => Reply::with_body(400, &[], "?"),
+        }
+    });
+    sim.connect();
+    let start = sim.now;
+    let error = sim
+        .call(CallRequest::call_tool("t", json!({})))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(sim.now, start, "{error}");
+    assert!(error.contains("HTTP 202 carried no response"), "{error}");
 }

@@ -152,6 +152,9 @@ pub(super) struct Exchange {
     /// a request waits for a connection, so that a server that never ends its streams
     /// cannot hold the pool.
     pub(super) settled: bool,
+    /// A settled success without a stream was acted on before its end
+    /// (`accepted_without_stream`).
+    pub(super) decided: bool,
 }
 
 /// A resumption waiting for its delay.
@@ -171,6 +174,14 @@ impl HttpLink {
                 return;
             };
             let Some(ev) = x.reader.poll_event() else {
+                // A success with nothing to read whose body did not end with the bytes
+                // at hand may never end: decide without it.
+                if x.settled && !x.decided && matches!(x.body, Body::Ignore) {
+                    x.decided = true;
+                    let status = x.head.as_ref().map_or(0, |h| h.status);
+                    let (purpose, rpc) = (x.purpose.clone(), x.rpc_id);
+                    self.accepted_without_stream(now, &purpose, rpc, status);
+                }
                 return;
             };
             match ev {
@@ -298,16 +309,46 @@ impl HttpLink {
         };
         x.head = Some(head);
         if (200..300).contains(&status)
-            && matches!(x.purpose, Purpose::Notify | Purpose::Initialized)
+            && matches!(x.body, Body::Ignore)
+            && !matches!(x.purpose, Purpose::Delete { .. } | Purpose::SseStream)
         {
-            // Accepted: the head says all. A body that never ends holds nothing up (the
-            // messages waiting for `notifications/initialized` go now) and its
-            // connection only for a while.
+            // Its connection goes after a while should the body never end.
             x.settled = true;
             x.deadline = Some(now + SETTLED_LINGER);
-            if matches!(x.purpose, Purpose::Initialized) {
-                self.release_held(now);
+        }
+    }
+
+    /// A success whose body carries nothing to read (`202`, `204`, the answer to a
+    /// notification, a POST of the 2024-11-05 transport), decided at its end, or as soon
+    /// as the bytes at hand did not end it: the head says all, so a body that never ends
+    /// holds nothing up, and its connection only for a while ([`Exchange::settled`]).
+    /// What waited for `notifications/initialized` goes; a request, or a resumption,
+    /// that this leaves without its answer fails; the session has no `GET` stream.
+    fn accepted_without_stream(
+        &mut self,
+        now: Instant,
+        purpose: &Purpose,
+        rpc_id: Option<i64>,
+        status: u16,
+    ) {
+        match purpose {
+            Purpose::Initialized => self.release_held(now),
+            Purpose::Request { .. } if !self.on_http_sse() => {
+                if let Some(rpc) = rpc_id.filter(|r| self.client.is_awaiting(*r)) {
+                    let detail = format!("HTTP {status} carried no response");
+                    self.fail_unanswered(now, rpc, status, detail);
+                }
             }
+            Purpose::Get { owed, .. } if owed.is_empty() => {
+                self.get_stream = GetStream::Unavailable;
+            }
+            Purpose::Get { owed, .. } => {
+                let detail = format!(
+                    "resuming the event stream failed: HTTP {status} carried no event stream"
+                );
+                self.fail_owed(now, owed, Some(status), &detail);
+            }
+            _ => {}
         }
     }
 
@@ -522,19 +563,9 @@ impl HttpLink {
             Body::Ignore | Body::Unknown if matches!(x.purpose, Purpose::SseStream) => {
                 self.sse_refused(Some(status), "no event stream in the response".into());
             }
-            Body::Ignore | Body::Unknown if matches!(x.purpose, Purpose::Get { .. }) => {
-                // A success without a stream (`202`, `204`): the server's own stream is
-                // not there, and a resumption brings nothing of what it owed.
-                let Purpose::Get { owed, .. } = &x.purpose else {
-                    return;
-                };
-                if owed.is_empty() {
-                    self.get_stream = GetStream::Unavailable;
-                } else {
-                    let detail = format!(
-                        "resuming the event stream failed: HTTP {status} carried no event stream"
-                    );
-                    self.fail_owed(now, owed, Some(status), &detail);
+            Body::Ignore if x.settled => {
+                if !x.decided {
+                    self.accepted_without_stream(now, &x.purpose, x.rpc_id, status);
                 }
             }
             Body::Ignore | Body::Unknown => {

@@ -84,6 +84,7 @@ impl HttpLink {
             resume_from: None,
             replay: None,
             settled: false,
+            decided: false,
         }
     }
 
