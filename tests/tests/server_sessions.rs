@@ -276,6 +276,11 @@ fn a_loopback_server_answers_only_to_loopback_host_names() {
         Some("evil.example"),
         Some("evil.example:8080"),
         Some("127.0.0.2"),
+        // Only a port may follow a bracketed address.
+        Some("[::1]evil.example"),
+        Some("[::1].evil.example:80"),
+        Some("[::1]:"),
+        Some("[::1]:80x"),
         None,
     ] {
         assert_eq!(

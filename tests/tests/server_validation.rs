@@ -309,3 +309,119 @@ fn the_gateway_fuzz_target_holds_on_its_seeds() {
         mcp_proto::fuzzing::gateway::gateway(&std::fs::read(entry.unwrap().path()).unwrap());
     }
 }
+
+/// The `Mcp-Param-*` checks (spec 5.5) see the argument the tool gets, however the body
+/// spells it: a member name written with a JSON escape, or `arguments` given twice (the
+/// machine keeps the last). Either once made the check find no argument, so a call
+/// without its header ran with the mirrored value, and the gateway validator reported it
+/// valid with no value.
+mod mirrored_arguments_are_seen_however_they_are_spelled {
+    use mcp_proto::Instant;
+    use mcp_proto::model::Implementation;
+    use mcp_proto::server::http::gateway::{GatewayVerdict, check_request};
+    use mcp_proto::server::http::{HttpEndpoint, HttpReply, HttpRequest};
+    use mcp_proto::server::{Server, ServerConfig, Tool, ToolCall, ToolOutcome};
+    use mcp_proto::version::{ProtocolVersion, VersionPolicy};
+    use serde_json::{Value, json};
+
+    fn schema() -> Value {
+        json!({"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "target": {"type": "object", "properties": {
+                "zone": {"type": "string", "x-mcp-header": "Zone"}}},
+            "query": {"type": "string"}}})
+    }
+
+    fn endpoint() -> HttpEndpoint {
+        let mut config = ServerConfig::new(Implementation::new("t", "1"));
+        config.versions = VersionPolicy {
+            accepted: vec![ProtocolVersion::V2026_07_28],
+        };
+        config.tools.push(Tool::new(
+            "execute_sql",
+            "runs SQL in a region",
+            schema(),
+            |call: &ToolCall<'_>| ToolOutcome::text(format!("ran in {}", call.arguments["region"])),
+        ));
+        HttpEndpoint::new(Server::new(config))
+    }
+
+    /// A `tools/call` of `execute_sql` whose params hold `params_members` (raw JSON),
+    /// without any `Mcp-Param-*` header.
+    fn call(params_members: &str) -> HttpRequest {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"execute_sql",{params_members},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#
+        );
+        HttpRequest::new("POST", "/mcp")
+            .with_header("Host", "127.0.0.1")
+            .with_header("Content-Type", "application/json")
+            .with_header("Accept", "application/json, text/event-stream")
+            .with_header("MCP-Protocol-Version", "2026-07-28")
+            .with_header("Mcp-Method", "tools/call")
+            .with_header("Mcp-Name", "execute_sql")
+            .with_body(body)
+    }
+
+    fn answer(request: &HttpRequest) -> (u16, Value) {
+        match endpoint().handle_request(Instant::ZERO, request) {
+            HttpReply::Complete(r) => (r.status, serde_json::from_slice(&r.body).unwrap()),
+            _ => panic!("a stream"),
+        }
+    }
+
+    const HIDDEN: [&str; 6] = [
+        r#""arguments":{"region":"eu","qu\u0065ry":"q"}"#,
+        r#""arguments":{"regi\u006fn":"eu"}"#,
+        r#""arguments":{},"arguments":{"region":"eu"}"#,
+        r#""argum\u0065nts":{"region":"eu"}"#,
+        r#""arguments":{"target":{"z\u006fne":"a"}}"#,
+        r#""arguments":{"target":{"zone":"b"},"t\u0061rget":{"zone":"a"}}"#,
+    ];
+
+    #[test]
+    fn the_plain_body_is_refused_without_its_header() {
+        let (status, body) = answer(&call(r#""arguments":{"region":"eu","query":"q"}"#));
+        assert_eq!(
+            (status, body["error"]["code"].as_i64()),
+            (400, Some(-32020)),
+            "{body}"
+        );
+    }
+
+    #[test]
+    fn an_escaped_or_repeated_member_does_not_hide_the_argument() {
+        for members in HIDDEN {
+            let (status, body) = answer(&call(members));
+            assert_eq!(
+                (status, body["error"]["code"].as_i64()),
+                (400, Some(-32020)),
+                "{members}: {body}"
+            );
+            assert!(
+                body["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("missing Mcp-Param-"),
+                "{members}: {body}"
+            );
+        }
+        // With the header, the escaped spelling is served, with the value it names.
+        let request =
+            call(r#""arguments":{"regi\u006fn":"eu"}"#).with_header("Mcp-Param-Region", "eu");
+        let (status, body) = answer(&request);
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["result"]["content"][0]["text"], "ran in \"eu\"");
+    }
+
+    #[test]
+    fn the_gateway_refuses_them_too() {
+        let s = schema();
+        for members in HIDDEN {
+            let verdict = check_request(&call(members), |n| (n == "execute_sql").then_some(&s));
+            assert!(
+                matches!(verdict, GatewayVerdict::Rejected(_)),
+                "{members}: {verdict:?}"
+            );
+        }
+    }
+}

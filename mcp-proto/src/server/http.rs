@@ -338,8 +338,18 @@ impl HttpEndpointConfig {
         let host = host.trim();
         // Without the port: `[v6]:port`, `name:port`, or a bare name.
         let name = if host.starts_with('[') {
-            host.split_once(']')
-                .map_or(host, |(h, _)| &host[..=h.len()])
+            // Only a port may follow the bracket (`[::1]evil.example` names no host).
+            match host.split_once(']') {
+                Some((h, "")) => &host[..=h.len()],
+                Some((h, port))
+                    if port.len() > 1
+                        && port.starts_with(':')
+                        && port[1..].bytes().all(|b| b.is_ascii_digit()) =>
+                {
+                    &host[..=h.len()]
+                }
+                _ => return false,
+            }
         } else {
             host.rsplit_once(':')
                 .filter(|(_, port)| port.bytes().all(|b| b.is_ascii_digit()))

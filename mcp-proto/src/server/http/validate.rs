@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
@@ -211,20 +210,19 @@ fn param_checks(
     })
 }
 
-/// The `params.arguments` of a JSON-RPC request body, as written.
+/// The `params.arguments` of a JSON-RPC request body, as written: the member the
+/// machine reads, whatever the spelling of its name (`"argum\u0065nts"`), and the last
+/// of several, as the machine keeps the last.
 pub(crate) fn raw_arguments(body: &[u8]) -> Option<&RawValue> {
-    #[derive(Deserialize)]
-    struct Body<'a> {
-        #[serde(borrow, default)]
-        params: Option<Params<'a>>,
-    }
-    #[derive(Deserialize)]
-    struct Params<'a> {
-        #[serde(borrow, default)]
-        arguments: Option<&'a RawValue>,
-    }
-    let body: Body<'_> = serde_json::from_slice(body).ok()?;
-    body.params?.arguments
+    let body = std::str::from_utf8(body).ok()?;
+    let top = members(body)?;
+    members(top.get("params")?.get())?.get("arguments").copied()
+}
+
+/// The members of the JSON object written as `json`, by decoded name, the last one of a
+/// name kept (as `serde_json::Map` keeps it); `None` when `json` is not an object.
+fn members(json: &str) -> Option<BTreeMap<String, &RawValue>> {
+    serde_json::from_str(json).ok()
 }
 
 /// Checks each declared header against the argument it mirrors: present exactly when
@@ -235,9 +233,9 @@ pub(crate) fn check_params<'h>(
     mut header: impl FnMut(&str) -> Result<Option<&'h [u8]>, ErrorObject>,
 ) -> Result<(), ErrorObject> {
     for decl in declared {
+        // Names decoded (an escape in any of them must not hide the argument).
         let value = decl.path.iter().try_fold(arguments, |raw, key| {
-            let object: BTreeMap<&str, &RawValue> = serde_json::from_str(raw?.get()).ok()?;
-            Some(object.get(key.as_str()).copied())
+            Some(members(raw?.get())?.get(key.as_str()).copied())
         });
         let value = value.flatten().filter(|v| v.get() != "null");
         let name = decl.header_name();
