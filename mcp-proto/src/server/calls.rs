@@ -6,8 +6,12 @@ use serde_json::{Map, Value, json};
 use crate::jsonrpc::{ErrorObject, codes};
 use crate::version::{Era, ProtocolVersion};
 
+use std::cell::RefCell;
+use std::sync::Arc;
+
 use super::Params;
 use super::config::ServerLimits;
+use super::deferred::{Deferral, Queue, Slot};
 use super::registry::{InputRequestSpec, Tool, ToolCall, ToolOutcome};
 
 /// At most the first 64 bytes of `s` (on a character boundary): what an error message
@@ -72,17 +76,26 @@ fn object_or_empty(arguments: Option<Value>) -> Result<Value, ErrorObject> {
     }
 }
 
-/// Runs the handler of tool `target.name` once.
+/// Runs the handler of tool `target.name` once. Its outcome, and when that is
+/// [`ToolOutcome::Deferred`], the deferral the handler took (`work` is its number). A
+/// `Deferred` without a completer taken is `-32603` (nothing could ever answer it); a
+/// completer taken for another outcome is cancelled at once.
 pub(super) fn invoke(
     tools: &mut [Tool],
     target: &Target,
     inputs: &Map<String, Value>,
     (era, round): (Era, u32),
     client_capabilities: &Value,
-    progress_token: Option<&Value>,
-) -> ToolOutcome {
+    (progress_token, queue, work): (Option<&Value>, &Arc<Queue>, u64),
+) -> (ToolOutcome, Option<Deferral>) {
     let Some(tool) = tools.iter_mut().find(|t| t.name == target.name) else {
-        return ToolOutcome::Error(invalid(format!("Unknown tool: {}", clipped(&target.name))));
+        let unknown = invalid(format!("Unknown tool: {}", clipped(&target.name)));
+        return (ToolOutcome::Error(unknown), None);
+    };
+    let slot = Slot {
+        work,
+        queue: Arc::clone(queue),
+        taken: RefCell::default(),
     };
     let call = ToolCall {
         name: &target.name,
@@ -92,8 +105,31 @@ pub(super) fn invoke(
         round,
         client_capabilities,
         progress_token,
+        deferral: Some(&slot),
     };
-    (tool.handler)(&call)
+    let outcome = (tool.handler)(&call);
+    let taken = slot.taken.into_inner();
+    match (outcome, taken) {
+        (ToolOutcome::Deferred, Some(cancelled)) => {
+            (ToolOutcome::Deferred, Some(Deferral { work, cancelled }))
+        }
+        (ToolOutcome::Deferred, None) => {
+            let message = format!(
+                "tool `{}` deferred its work without taking a completer (ToolCall::defer)",
+                target.name
+            );
+            (
+                ToolOutcome::Error(ErrorObject::new(codes::INTERNAL_ERROR, message)),
+                None,
+            )
+        }
+        (outcome, taken) => {
+            if let Some(cancelled) = taken {
+                Deferral { work, cancelled }.cancel();
+            }
+            (outcome, None)
+        }
+    }
 }
 
 /// The reply for a finished call: the handler's result, which must be an object.

@@ -33,6 +33,14 @@ pub struct ServerLimits {
     /// client's answer, over all calls. A tool call that would exceed it fails with
     /// `-32603`. Default 64.
     pub max_pending_inputs: usize,
+    /// Tool calls whose work was deferred ([`ToolOutcome::Deferred`](super::ToolOutcome::Deferred))
+    /// waiting for it at once, over every session and client; one more is answered
+    /// with `-32603` at once and its completer cancelled. Default 1024.
+    pub max_deferred_calls: usize,
+    /// What the calls waiting for deferred work may hold in memory together (their
+    /// arguments and answers so far, estimated); a call past it is answered with
+    /// `-32603` at once. Default 64 MiB.
+    pub max_deferred_bytes: usize,
     /// Input rounds one tool call may take (both eras) before it fails with an `isError`
     /// result. Default 10.
     pub max_input_rounds: u32,
@@ -83,6 +91,8 @@ impl Default for ServerLimits {
             max_nesting_depth: crate::Limits::DEFAULT_MAX_NESTING_DEPTH,
             max_parsed_bytes: 64 * 1024 * 1024,
             max_pending_inputs: 64,
+            max_deferred_calls: 1024,
+            max_deferred_bytes: 64 * 1024 * 1024,
             max_input_rounds: 10,
             max_inputs_per_round: 16,
             max_subscriptions: 256,

@@ -963,6 +963,43 @@ impl HttpEndpoint {
         }
     }
 
+    /// Registers the waker to wake when a tool's deferred work completes
+    /// ([`Server::set_deferred_waker`]); the driver then calls
+    /// [`HttpEndpoint::handle_deferred`].
+    pub fn set_deferred_waker(&mut self, waker: std::task::Waker) {
+        self.server.set_deferred_waker(waker);
+    }
+
+    /// Whether completed deferred work waits for [`HttpEndpoint::handle_deferred`].
+    #[must_use]
+    pub fn has_deferred_done(&self) -> bool {
+        self.server.has_deferred_done()
+    }
+
+    /// Goes on with every call whose deferred work completed (see
+    /// [`crate::server::deferred`]): each in its legacy session, swapped into the machine
+    /// as for its client's own input, its output to the call's stream (a stream that
+    /// went away, detached or resumed, gets it as any output). Then what
+    /// [`HttpEndpoint::handle_timeout`] does, for the tasks whose work completed. Drain
+    /// [`HttpEndpoint::poll_ready`] afterwards.
+    pub fn handle_deferred(&mut self, now: Instant) {
+        while let Some((work, outcome, request)) = self.server.poll_deferred() {
+            let key = match request {
+                RequestId::Number(key) => Some(key),
+                RequestId::String(_) => None,
+            };
+            let exchange = key.and_then(|k| self.exchanges.get(&k));
+            let session = exchange.and_then(|e| e.session.clone());
+            let principal = exchange.and_then(|e| e.principal.clone());
+            self.server.set_principal(principal);
+            self.in_session(session.as_deref(), now, |e| {
+                e.server.resume_deferred(now, work, outcome);
+                e.route(key);
+            });
+        }
+        self.handle_timeout(now);
+    }
+
     /// Serves one request from a client that is not authenticated (no principal). Never
     /// fails: every problem is an HTTP answer.
     pub fn handle_request(&mut self, now: Instant, request: &HttpRequest) -> HttpReply {

@@ -18,6 +18,7 @@ use crate::jsonrpc::{ErrorObject, RequestId, Response, codes};
 use crate::version::{Era, ProtocolVersion};
 
 use super::calls::{self, Target, error_result, invalid};
+use super::deferred::{Deferral, Kind};
 use super::registry::ToolOutcome;
 use super::{Params, Server};
 use crate::held::{held_bytes, json_size};
@@ -97,6 +98,17 @@ pub(super) struct PendingCall {
     /// What its arguments and the answers in `inputs` hold in memory (estimated),
     /// counted against `ServerLimits::max_input_bytes` while it waits.
     input_bytes: usize,
+    /// The deferred work it waits for instead of answers; cancelled when the call is
+    /// dropped first (cancelled, its session gone).
+    deferral: Option<Deferral>,
+}
+
+impl Drop for PendingCall {
+    fn drop(&mut self) {
+        if let Some(deferral) = self.deferral.take() {
+            deferral.cancel();
+        }
+    }
 }
 
 impl PendingCall {
@@ -119,7 +131,18 @@ impl PendingCall {
             progress_token: None,
             task: Some(task),
             input_bytes,
+            deferral: None,
         }
+    }
+
+    /// The number of the deferred work it waits for, if any.
+    pub(super) fn deferred_work(&self) -> Option<u64> {
+        self.deferral.as_ref().map(|d| d.work)
+    }
+
+    /// Its work completed: nothing is left to cancel.
+    pub(super) fn take_deferral(&mut self) {
+        self.deferral = None;
     }
 }
 
@@ -250,6 +273,7 @@ impl Server {
                         round: 0,
                         progress_token: progress_token(params),
                         task: None,
+                        deferral: None,
                     }),
                     Err(e) => self.send_error(Some(&id), &e),
                 }
@@ -405,19 +429,37 @@ impl Server {
         subscribed
     }
 
-    /// Runs the handler of a (new or resumed) call and acts on its outcome.
-    fn legacy_run(&mut self, call: PendingCall) {
+    /// Runs the handler of a (new or resumed) call and acts on its outcome: a deferred
+    /// call is parked until its work completes
+    /// ([`Server::resume_deferred`](super::Server::resume_deferred)).
+    fn legacy_run(&mut self, mut call: PendingCall) {
         let caps = self.session.as_ref().map(|s| s.client_caps.clone());
-        let outcome = calls::invoke(
+        let work = self.new_work();
+        let (outcome, deferral) = calls::invoke(
             &mut self.config.tools,
             &call.target,
             &call.inputs,
             (Era::Legacy, call.round),
             caps.as_ref().unwrap_or(&Value::Null),
-            call.progress_token.as_ref(),
-        )
-        .now();
-        self.legacy_act(call, outcome);
+            (call.progress_token.as_ref(), &self.deferred_queue, work),
+        );
+        if let Some(deferral) = deferral {
+            let parked = self.park_deferred(
+                deferral.clone(),
+                call.client_id.clone(),
+                call.input_bytes,
+                Kind::Legacy,
+            );
+            match parked {
+                Ok(()) => {
+                    call.deferral = Some(deferral);
+                    self.pending.push(call);
+                }
+                Err(e) => self.answer_call(&call, Err(e)),
+            }
+            return;
+        }
+        self.legacy_act(call, outcome.now());
     }
 
     /// The answer to the request a call serves: to a `tools/call`, `reply`; to a task's
@@ -451,6 +493,14 @@ impl Server {
             ToolOutcome::Error(e) => return self.answer_call(&call, Err(e)),
             // `now()` left no delay.
             ToolOutcome::NoAnswer | ToolOutcome::After { .. } => return,
+            // Parked by `legacy_run`, which alone can take a deferral.
+            ToolOutcome::Deferred => {
+                let e = ErrorObject::new(
+                    codes::INTERNAL_ERROR,
+                    "the tool call cannot be deferred here",
+                );
+                return self.answer_call(&call, Err(e));
+            }
         };
         let name = &call.target.name;
         if let Some(reply) = calls::refuse(name, &asks, call.round, &self.config.limits) {
@@ -560,10 +610,14 @@ impl Server {
         }
     }
 
-    /// `notifications/cancelled` for a client request: drop its parked call, if any.
+    /// `notifications/cancelled` for a client request: drop its parked call, if any
+    /// (deferred work is told, as the call drops).
     pub(super) fn cancel_pending(&mut self, id: &RequestId) {
         while let Some(i) = self.pending.iter().position(|c| c.client_id == *id) {
             let call = self.pending.remove(i);
+            if let Some(work) = call.deferred_work() {
+                self.deferred.remove(&work);
+            }
             self.cancel_outstanding(&call, "the tool call was cancelled");
         }
     }

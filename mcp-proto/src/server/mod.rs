@@ -91,6 +91,7 @@ use crate::version::ProtocolVersion;
 mod calls;
 mod catalog;
 mod config;
+pub mod deferred;
 pub mod example;
 pub mod http;
 mod legacy;
@@ -107,6 +108,7 @@ pub mod tasks;
 mod tests;
 
 pub use config::{CacheScope, CompletionHandler, ResourceReader, ServerConfig, ServerLimits};
+pub use deferred::Completer;
 pub use legacy::MAX_CLIENT_CAPABILITIES_BYTES;
 pub use notify::ListKind;
 pub use registry::{
@@ -170,6 +172,12 @@ pub struct Server {
     info_json: Vec<u8>,
     /// The `_meta` of the last request read by [`Server::handle_json`].
     meta: Option<meta_cache::MetaCache>,
+    /// Where completers put the outcomes of deferred work.
+    deferred_queue: std::sync::Arc<deferred::Queue>,
+    /// The number of the next invocation's work.
+    next_work: u64,
+    /// Calls waiting for deferred work, by its number.
+    deferred: std::collections::BTreeMap<u64, deferred::Parked>,
 }
 
 impl Server {
@@ -193,6 +201,9 @@ impl Server {
             listens: Vec::new(),
             changes: None,
             meta: None,
+            deferred_queue: std::sync::Arc::default(),
+            next_work: 0,
+            deferred: std::collections::BTreeMap::new(),
         }
     }
 
@@ -500,6 +511,7 @@ impl Server {
             "notifications/cancelled" => {
                 if let Some(id) = params.as_ref().and_then(|p| id_of(p.get("requestId")?)) {
                     self.cancel_pending(&id);
+                    self.cancel_deferred(&id);
                     self.cancel_listen(&id);
                     self.cancel_waiting(&id);
                 }

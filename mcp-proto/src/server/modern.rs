@@ -17,13 +17,16 @@ use crate::json_write::{map_size_hint, write_str, write_value};
 use crate::jsonrpc::{ErrorObject, RequestId, codes, write_result_head};
 use crate::version::{Era, ProtocolVersion};
 
-use super::calls::{self, invalid};
+use std::borrow::Cow;
+
+use super::calls::{self, Target, invalid};
+use super::deferred::{Deferral, Kind};
 use super::legacy::method_not_found;
 use super::registry::{InputRequestSpec, ToolOutcome};
 use super::seal::MAX_SEALED_STATE_BYTES;
 use super::state::{RequestState, StateContext, StateRefusal};
 use super::{Params, Server};
-use crate::held::json_size_within;
+use crate::held::{held_bytes, json_size_within};
 
 const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
@@ -108,7 +111,7 @@ impl Server {
                     _ => {
                         let as_task = declared && mode.is_some_and(|m| m.input_before_task);
                         let call = (params, arguments);
-                        match self.modern_call(now, call, version, caps, as_task) {
+                        match self.modern_call(now, id, call, version, caps, as_task) {
                             Some(reply) => reply,
                             None => return,
                         }
@@ -246,11 +249,13 @@ impl Server {
         self.outbound.push_back(out);
     }
 
-    /// A modern `tools/call`, first try or MRTR retry. `None`: never answer. `as_task`:
-    /// the first outcome that is not a request for input becomes a task.
+    /// A modern `tools/call` (request `id`), first try or MRTR retry. `None`: not
+    /// answered now (never, or when its deferred work completes). `as_task`: the first
+    /// outcome that is not a request for input becomes a task.
     fn modern_call(
         &mut self,
         now: Instant,
+        id: &RequestId,
         (params, arguments): (&Params, Option<Value>),
         version: ProtocolVersion,
         caps: &Value,
@@ -278,49 +283,109 @@ impl Server {
             Err(e) => return Some(Err(e)),
         };
         let progress = super::legacy::progress_token(params);
-        let outcome = calls::invoke(
+        let work = self.new_work();
+        let (outcome, deferral) = calls::invoke(
             &mut self.config.tools,
             &target,
             &inputs,
             (Era::Modern, round),
             caps,
-            progress.as_ref(),
+            (progress.as_ref(), &self.deferred_queue, work),
         );
+        let log_level = if self.config.logging {
+            params
+                .get("_meta")
+                .and_then(|m| m.get(LOG_LEVEL))
+                .and_then(Value::as_str)
+                .and_then(crate::client::LogLevel::parse)
+        } else {
+            None
+        };
+        let call = ModernCall {
+            request: id.clone(),
+            target,
+            inputs,
+            round,
+            version,
+            caps: Cow::Borrowed(caps),
+            progress,
+            log_level,
+            principal,
+            single_use,
+            bound_arguments,
+            as_task,
+        };
+        self.modern_act(now, call, outcome, deferral)
+    }
+
+    /// Acts on the outcome of a modern call's handler (now, or when its deferred work
+    /// completed): answers it, asks for input with an `input_required` result, makes
+    /// it a task, or parks it until its work completes (`None`, as for no answer).
+    pub(super) fn modern_act(
+        &mut self,
+        now: Instant,
+        call: ModernCall<'_>,
+        outcome: ToolOutcome,
+        deferral: Option<Deferral>,
+    ) -> Option<Result<Value, ErrorObject>> {
         let outcome = match outcome {
+            ToolOutcome::Deferred if call.as_task && deferral.is_some() => {
+                // The task is made now and shows `working` until the work completes.
+                let first = Some((ToolOutcome::Deferred, call.inputs, call.round));
+                let task = self.start_task(call.target, Era::Modern, &call.caps, first, deferral);
+                return Some(task.map(as_created));
+            }
+            ToolOutcome::Deferred => {
+                let Some(deferral) = deferral else {
+                    let e = "the tool call cannot be deferred here";
+                    return Some(Err(ErrorObject::new(codes::INTERNAL_ERROR, e)));
+                };
+                let bytes = held_bytes(&call.target.arguments)
+                    + (call.inputs.iter())
+                        .map(|(k, v)| k.len() + held_bytes(v))
+                        .sum::<usize>();
+                let request = call.request.clone();
+                let parked = Kind::Modern(Box::new(call.into_owned()));
+                return match self.park_deferred(deferral, request, bytes, parked) {
+                    Ok(()) => None,
+                    Err(e) => Some(Err(e)),
+                };
+            }
             ToolOutcome::NeedInput(asks) => ToolOutcome::NeedInput(asks),
-            other if as_task => {
-                let first = Some((other, inputs, round));
-                let task = self.start_task(target, Era::Modern, caps, first);
+            other if call.as_task => {
+                let first = Some((other, call.inputs, call.round));
+                let task = self.start_task(call.target, Era::Modern, &call.caps, first, None);
                 return Some(task.map(as_created));
             }
             other => other.now(),
         };
         let asks = match outcome {
             ToolOutcome::NeedInput(asks) => asks,
-            ToolOutcome::Done(v) => return Some(calls::done(&target.name, v)),
+            ToolOutcome::Done(v) => return Some(calls::done(&call.target.name, v)),
             ToolOutcome::DoneWithNotes { notes, result } => {
-                let level = if self.config.logging {
-                    params
-                        .get("_meta")
-                        .and_then(|m| m.get(LOG_LEVEL))
-                        .and_then(Value::as_str)
-                        .and_then(crate::client::LogLevel::parse)
-                } else {
-                    None
-                };
-                self.send_notes(&notes, level, progress.as_ref());
-                return Some(calls::done(&target.name, result));
+                self.send_notes(&notes, call.log_level, call.progress.as_ref());
+                return Some(calls::done(&call.target.name, result));
             }
             ToolOutcome::Error(e) => return Some(Err(e)),
-            // `now()` left no delay.
-            ToolOutcome::NoAnswer | ToolOutcome::After { .. } => return None,
+            // `now()` left no delay; a deferral was taken above.
+            ToolOutcome::NoAnswer | ToolOutcome::After { .. } | ToolOutcome::Deferred => {
+                return None;
+            }
+        };
+        let binding = Binding {
+            now,
+            principal: call.principal.as_deref(),
+            method: "tools/call",
+            name: &call.target.name,
+            arguments: call.bound_arguments.then_some(&call.target.arguments),
+            single_use: call.single_use,
         };
         let round = Round {
-            name: &target.name,
-            round,
-            inputs,
+            name: &call.target.name,
+            round: call.round,
+            inputs: call.inputs,
         };
-        Some(self.ask(&binding, round, &asks, caps, version))
+        Some(self.ask(&binding, round, &asks, &call.caps, call.version))
     }
 
     /// A modern `prompts/get`, first try or MRTR retry: the prompt's handler may ask for
@@ -489,6 +554,45 @@ fn state_too_long(size: String) -> ErrorObject {
         "the answers this call carries take {size}, over the {MAX_SEALED_STATE_BYTES} \
          bytes a `requestState` may hold"
     ))
+}
+
+/// A 2026 tool call between its handler's runs: what answering it, asking for more
+/// input or making it a task needs. Borrowed from the request while it is handled;
+/// owned while it waits for deferred work.
+#[derive(Debug)]
+pub(crate) struct ModernCall<'a> {
+    pub(crate) request: RequestId,
+    target: Target,
+    inputs: Map<String, Value>,
+    round: u32,
+    version: ProtocolVersion,
+    caps: Cow<'a, Value>,
+    progress: Option<Value>,
+    log_level: Option<crate::client::LogLevel>,
+    principal: Option<String>,
+    single_use: bool,
+    bound_arguments: bool,
+    as_task: bool,
+}
+
+impl ModernCall<'_> {
+    /// The same call, owning what it borrowed.
+    fn into_owned(self) -> ModernCall<'static> {
+        ModernCall {
+            caps: Cow::Owned(self.caps.into_owned()),
+            request: self.request,
+            target: self.target,
+            inputs: self.inputs,
+            round: self.round,
+            version: self.version,
+            progress: self.progress,
+            log_level: self.log_level,
+            principal: self.principal,
+            single_use: self.single_use,
+            bound_arguments: self.bound_arguments,
+            as_task: self.as_task,
+        }
+    }
 }
 
 /// What a request's `requestState` is bound to: the principal, the method, the name (tool

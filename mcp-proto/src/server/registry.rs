@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
+use super::deferred::{Completer, Slot};
 use crate::client::LogLevel;
 use crate::jsonrpc::ErrorObject;
 use crate::version::Era;
@@ -168,9 +169,29 @@ pub struct ToolCall<'a> {
     /// The request's `_meta.progressToken`, when it carries one: the handler may then
     /// report [`ToolNote::Progress`].
     pub progress_token: Option<&'a Value>,
+    /// Where this invocation's work may be deferred to (absent for a handler called
+    /// directly, as in a test).
+    pub(crate) deferral: Option<&'a Slot>,
 }
 
 impl<'a> ToolCall<'a> {
+    /// Defers this call: the handler returns [`ToolOutcome::Deferred`], moves the
+    /// completer to wherever the work runs, and the call is answered when the work
+    /// completes it (see the [`deferred`](super::deferred) module). Outside a server (a
+    /// handler called directly) the completer goes nowhere and the handler's
+    /// `Deferred` is its outcome.
+    pub fn defer(&self) -> Completer {
+        match self.deferral {
+            Some(slot) => slot.completer(),
+            None => Slot {
+                work: 0,
+                queue: std::sync::Arc::default(),
+                taken: std::cell::RefCell::default(),
+            }
+            .completer(),
+        }
+    }
+
     /// A first-round call (for testing handlers directly).
     #[must_use]
     pub fn new(name: &'a str, arguments: &'a Value, inputs: &'a Map<String, Value>) -> Self {
@@ -182,6 +203,7 @@ impl<'a> ToolCall<'a> {
             round: 0,
             client_capabilities: &NO_CAPABILITIES,
             progress_token: None,
+            deferral: None,
         }
     }
 }
@@ -257,6 +279,11 @@ pub enum ToolOutcome {
         /// The outcome.
         outcome: Box<ToolOutcome>,
     },
+    /// The work goes on elsewhere: the handler took a completer with
+    /// [`ToolCall::defer`] and the call is answered when the completer is (see the
+    /// [`deferred`](super::deferred) module). Tools only; without a completer taken,
+    /// the call fails with `-32603`.
+    Deferred,
 }
 
 /// A notification a tool sends while it runs (see [`ToolOutcome::DoneWithNotes`]).

@@ -78,6 +78,9 @@ impl Server {
         if self.tasks.is_empty() {
             return;
         }
+        if !self.deferred.is_empty() {
+            self.forget_ended_task_work();
+        }
         self.settle_results();
         self.announce_tasks();
     }

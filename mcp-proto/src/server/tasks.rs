@@ -77,6 +77,7 @@ use crate::jsonrpc::{ErrorObject, RequestId, codes};
 use crate::version::{Era, ProtocolVersion};
 
 use super::calls::{self, Target};
+use super::deferred::{Deferral, Kind};
 use super::legacy::PendingCall;
 use super::registry::InputRequestSpec;
 use super::{Params, Server, ServerLimits, ToolOutcome};
@@ -360,6 +361,11 @@ impl TaskStore {
     }
 
     /// The bytes the tasks of `principal` keep.
+    /// Whether task `id` is there and has not ended.
+    pub(super) fn is_running(&self, id: &str) -> bool {
+        self.tasks.iter().any(|t| t.id == id && !t.terminal())
+    }
+
     fn principal_bytes(&self, principal: Option<&str>) -> usize {
         (self.tasks.iter())
             .filter(|t| t.owner.principal.as_deref() == principal)
@@ -720,7 +726,7 @@ impl Server {
         era: Era,
         caps: &Value,
     ) -> Result<Value, ErrorObject> {
-        self.start_task(target, era, caps, None)
+        self.start_task(target, era, caps, None, None)
     }
 
     /// Creates a task for `target` holding `first` (the outcome of the handler's round
@@ -732,6 +738,7 @@ impl Server {
         era: Era,
         caps: &Value,
         first: Option<(ToolOutcome, Map<String, Value>, u32)>,
+        first_deferral: Option<Deferral>,
     ) -> Result<Value, ErrorObject> {
         let now = self.now;
         // Room first: a task refused without a first round never runs its handler.
@@ -759,18 +766,19 @@ impl Server {
             Era::Modern => self.config.versions.newest(Era::Modern),
         }
         .unwrap_or(ProtocolVersion::V2026_07_28);
-        let (outcome, inputs, round) = match first {
-            Some(first) => first,
+        let ((outcome, inputs, round), deferral) = match first {
+            Some(first) => (first, first_deferral),
             None => {
-                let outcome = calls::invoke(
+                let work = self.new_work();
+                let (outcome, deferral) = calls::invoke(
                     &mut self.config.tools,
                     &target,
                     &Map::new(),
                     (era, 0),
                     caps,
-                    None,
+                    (None, &self.deferred_queue, work),
                 );
-                (outcome, Map::new(), 0)
+                ((outcome, Map::new(), 0), deferral)
             }
         };
         let store = &mut self.tasks;
@@ -813,8 +821,40 @@ impl Server {
         task.take(outcome, now, limits, room);
         task.announced = task.status;
         let record = task.record(store);
+        let id = task.id.clone();
         store.tasks.push_back(task);
+        if let Some(deferral) = deferral {
+            // Its work goes on elsewhere: the task shows `working` until it completes
+            // (the bytes it keeps count against the task bounds already).
+            let request = RequestId::String(id.clone());
+            if let Err(e) = self.park_deferred(deferral, request, 0, Kind::Task(id.clone())) {
+                self.task_work_done(now, &id, ToolOutcome::Error(e));
+            }
+        }
         Ok(record)
+    }
+
+    /// The deferred work of task `id` completed with `outcome`: held until due (and
+    /// shown) as a handler's outcome is. A task that ended meanwhile drops it.
+    pub(super) fn task_work_done(&mut self, now: Instant, id: &str, outcome: ToolOutcome) {
+        let limits = &self.config.limits;
+        let store = &mut self.tasks;
+        let Some(at) = store.tasks.iter().position(|t| t.id == id) else {
+            return;
+        };
+        if store.tasks[at].terminal() {
+            return;
+        }
+        let held: usize = store.tasks.iter().map(ServerTask::kept_bytes).sum();
+        let theirs = store.principal_bytes(store.tasks[at].owner.principal.as_deref());
+        let task = &mut store.tasks[at];
+        let room = outcome_room(
+            limits,
+            held - task.outcome_bytes,
+            theirs - task.outcome_bytes,
+        );
+        task.updated = now;
+        task.take(outcome, now, limits, room);
     }
 
     /// The task `params.taskId` of the current requestor in `era`.
@@ -859,13 +899,16 @@ impl Server {
             Err(e) => return Some(Err(e)),
         };
         let now = self.now;
+        let work = self.new_work();
+        let mut deferred: Option<(Deferral, String)> = None;
+        let queue = &self.deferred_queue;
         let limits = &self.config.limits;
         let tools = &mut self.config.tools;
         let store = &mut self.tasks;
         let held: usize = store.tasks.iter().map(ServerTask::kept_bytes).sum();
         let theirs = store.principal_bytes(store.tasks[at].owner.principal.as_deref());
         let task = &mut store.tasks[at];
-        Some(match (method, era) {
+        let reply = match (method, era) {
             ("tasks/get", _) => {
                 if task.status == "working" {
                     task.polls_left = task.polls_left.saturating_sub(1);
@@ -941,20 +984,28 @@ impl Server {
                         task.status = "working";
                         task.updated = now;
                         task.round = task.round.saturating_add(1);
-                        let outcome = calls::invoke(
+                        let (outcome, deferral) = calls::invoke(
                             tools,
                             &task.target,
                             &task.inputs,
                             (Era::Modern, task.round),
                             &task.caps,
-                            None,
+                            (None, queue, work),
                         );
                         task.take(outcome, now, limits, room);
+                        deferred = deferral.map(|d| (d, task.id.clone()));
                     }
                 }
                 Ok(json!({}))
             }
-        })
+        };
+        if let Some((deferral, id)) = deferred {
+            let request = RequestId::String(id.clone());
+            if let Err(e) = self.park_deferred(deferral, request, 0, Kind::Task(id.clone())) {
+                self.task_work_done(now, &id, ToolOutcome::Error(e));
+            }
+        }
+        Some(reply)
     }
 
     /// A 2025 `tasks/result` (request `id`) for a task that has not ended: it counts as

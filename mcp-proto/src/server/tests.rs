@@ -121,6 +121,7 @@ fn caps() -> Value {
     serde_json::from_str(ALL_CAPS).unwrap()
 }
 
+mod deferred;
 mod features;
 mod listen;
 mod tasks;

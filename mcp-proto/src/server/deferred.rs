@@ -1,0 +1,394 @@
+//! Tool work that finishes later, elsewhere: a handler that would block (a database
+//! query, a call to another service, a model) hands its work to a thread or a task of
+//! the application's and returns at once, and the call is answered when the work is.
+//!
+//! # Theory of operation
+//!
+//! A handler calls [`ToolCall::defer`](super::ToolCall::defer), which gives it a
+//! [`Completer`] (`Send`, `'static`), moves the completer to wherever the work runs, and
+//! returns [`ToolOutcome::Deferred`]. The machine then parks the call as it parks one
+//! waiting for the client's input: a legacy call stays in its session's parked calls, a
+//! 2026 call keeps what answering it needs (its `requestState` binding, its round, the
+//! client's capabilities), a task shows `working`. Nothing is answered and nothing
+//! blocks: the machine serves other requests meanwhile.
+//!
+//! [`Completer::complete`] puts the outcome in a queue the machine shares with every
+//! completer (a mutex, no IO) and wakes the [`Waker`] the driver registered
+//! ([`Server::set_deferred_waker`](super::Server::set_deferred_waker)). The driver then
+//! calls [`Server::handle_deferred`](super::Server::handle_deferred) (or
+//! [`HttpEndpoint::handle_deferred`](super::http::HttpEndpoint::handle_deferred), which
+//! first puts the call's legacy session back in the machine), and the call goes on
+//! exactly as if its handler had returned that outcome then: answered, asking the client
+//! for input (the next round runs the handler again, which may defer again), or its task
+//! ending. A completer dropped without an outcome completes with an error, so no call
+//! waits for work that is gone.
+//!
+//! A call that ends first (its client cancelled it, closed its stream, its session
+//! ended) is forgotten: [`Completer::is_cancelled`] turns true for the work to stop
+//! early, and its outcome, when it comes, is dropped. At most
+//! [`ServerLimits::max_deferred_calls`](super::ServerLimits::max_deferred_calls) calls
+//! wait at once; one more is answered with an error at once and its completer is
+//! cancelled.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::Waker;
+
+use super::Server;
+use super::modern::ModernCall;
+use super::registry::ToolOutcome;
+use crate::Instant;
+use crate::jsonrpc::{ErrorObject, RequestId, codes};
+
+/// What the machine and every completer share: the outcomes that came in, and the waker
+/// of the driver.
+#[derive(Debug, Default)]
+pub(crate) struct Queue {
+    inner: Mutex<QueueInner>,
+}
+
+#[derive(Debug, Default)]
+struct QueueInner {
+    done: VecDeque<(u64, ToolOutcome)>,
+    waker: Option<Waker>,
+}
+
+impl Queue {
+    fn push(&self, work: u64, outcome: ToolOutcome) {
+        let waker = {
+            let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+            inner.done.push_back((work, outcome));
+            inner.waker.clone()
+        };
+        // Woken outside the lock: a driver's waker may take locks of its own.
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+
+    pub(crate) fn pop(&self) -> Option<(u64, ToolOutcome)> {
+        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        inner.done.pop_front()
+    }
+
+    pub(crate) fn set_waker(&self, waker: Waker) {
+        let wake_now = {
+            let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+            inner.waker = Some(waker.clone());
+            !inner.done.is_empty()
+        };
+        if wake_now {
+            waker.wake();
+        }
+    }
+
+    pub(crate) fn has_done(&self) -> bool {
+        let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        !inner.done.is_empty()
+    }
+}
+
+/// The deferral a handler may take during one invocation: the work's number, chosen
+/// before the handler runs, and the completer's cancellation flag once it was taken.
+#[derive(Debug)]
+pub(crate) struct Slot {
+    pub(crate) work: u64,
+    pub(crate) queue: Arc<Queue>,
+    pub(crate) taken: RefCell<Option<Arc<AtomicBool>>>,
+}
+
+impl Slot {
+    /// A completer for this invocation's work (the same flag each time it is asked).
+    pub(crate) fn completer(&self) -> Completer {
+        let cancelled = Arc::clone(
+            self.taken
+                .borrow_mut()
+                .get_or_insert_with(|| Arc::new(AtomicBool::new(false))),
+        );
+        Completer {
+            work: self.work,
+            queue: Arc::clone(&self.queue),
+            cancelled,
+            done: false,
+        }
+    }
+}
+
+/// A deferred call the machine parked: the work's number and the flag its completer
+/// reads.
+#[derive(Debug, Clone)]
+pub(crate) struct Deferral {
+    pub(crate) work: u64,
+    pub(crate) cancelled: Arc<AtomicBool>,
+}
+
+impl Deferral {
+    /// The call ended before its work: the completer is told.
+    pub(crate) fn cancel(&self) {
+        self.cancelled.store(true, Ordering::Release);
+    }
+}
+
+/// Finishes a deferred tool call from anywhere (see the [module docs](self)). Made by
+/// [`ToolCall::defer`](super::ToolCall::defer); `Send` and `'static`, so it can move to
+/// another thread or task.
+///
+/// ```
+/// use mcp_proto::Instant;
+/// use mcp_proto::model::Implementation;
+/// use mcp_proto::server::{Server, ServerConfig, Tool, ToolCall, ToolOutcome};
+/// use serde_json::json;
+///
+/// let mut config = ServerConfig::new(Implementation::new("slow", "1"));
+/// config.tools.push(Tool::new("slow", "Answers later", json!({"type": "object"}),
+///     |call: &ToolCall<'_>| {
+///         let completer = call.defer();
+///         std::thread::spawn(move || completer.complete(ToolOutcome::text("done")));
+///         ToolOutcome::Deferred
+///     }));
+/// let mut server = Server::new(config);
+/// let t0 = Instant::ZERO;
+/// server.handle_input(t0, br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}
+/// {"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow"}}
+/// "#);
+/// let mut out = Vec::new();
+/// while let Some(line) = server.poll_message() { out.push(line) }
+/// assert_eq!(out.len(), 1, "only initialize is answered at once");
+/// // A driver waits for its waker (`Server::set_deferred_waker`); here, for the queue.
+/// while !server.has_deferred_done() { std::thread::yield_now() }
+/// server.handle_deferred(t0);
+/// let answer = server.poll_message().unwrap();
+/// assert!(String::from_utf8(answer).unwrap().contains(r#""text":"done""#));
+/// ```
+#[must_use = "a completer dropped without an outcome fails its call"]
+pub struct Completer {
+    work: u64,
+    queue: Arc<Queue>,
+    cancelled: Arc<AtomicBool>,
+    done: bool,
+}
+
+impl Completer {
+    /// Hands the call its outcome, as the handler would have returned it: `Done`,
+    /// `Error`, `NeedInput` (the client is asked, and the handler runs again with the
+    /// answers), `After`, … (`Deferred` and `NoAnswer` end the call with an error).
+    /// Dropped when the call ended first.
+    pub fn complete(mut self, outcome: ToolOutcome) {
+        self.done = true;
+        self.queue.push(self.work, outcome);
+    }
+
+    /// Whether the call ended before its work (cancelled by its client, its stream or
+    /// session gone, refused for too many deferred calls): the work may stop, since its
+    /// outcome will be dropped.
+    #[must_use]
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Acquire)
+    }
+}
+
+impl Drop for Completer {
+    fn drop(&mut self) {
+        if !self.done {
+            let error = crate::jsonrpc::ErrorObject::new(
+                crate::jsonrpc::codes::INTERNAL_ERROR,
+                "the tool's deferred work ended without an outcome",
+            );
+            self.queue.push(self.work, ToolOutcome::Error(error));
+        }
+    }
+}
+
+impl fmt::Debug for Completer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Completer")
+            .field("work", &self.work)
+            .field("cancelled", &self.is_cancelled())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A call waiting for its deferred work.
+#[derive(Debug)]
+pub(crate) struct Parked {
+    pub(crate) deferral: Deferral,
+    /// The request it answers (over HTTP, the endpoint's number for it).
+    pub(crate) request: RequestId,
+    /// What it holds in memory (arguments, answers so far), estimated.
+    pub(crate) bytes: usize,
+    pub(crate) kind: Kind,
+}
+
+/// Where a deferred call waits.
+#[derive(Debug)]
+pub(crate) enum Kind {
+    /// A legacy call, parked with its session's calls (which hold its [`Deferral`] too,
+    /// and cancel it when they drop it).
+    Legacy,
+    /// A 2026 call, with what answering it needs.
+    Modern(Box<ModernCall<'static>>),
+    /// A task's work: the task shows `working` until it comes.
+    Task(String),
+}
+
+impl Server {
+    /// Registers the waker to wake when deferred work completes (each completion wakes
+    /// it; one that came before is woken for at once). The driver then calls
+    /// [`Server::handle_deferred`].
+    pub fn set_deferred_waker(&mut self, waker: Waker) {
+        self.deferred_queue.set_waker(waker);
+    }
+
+    /// Whether calls wait for deferred work: a driver that blocks on its input must
+    /// then be able to wake for a completion too.
+    #[must_use]
+    pub fn has_deferred_calls(&self) -> bool {
+        !self.deferred.is_empty()
+    }
+
+    /// Whether completed deferred work waits for [`Server::handle_deferred`].
+    #[must_use]
+    pub fn has_deferred_done(&self) -> bool {
+        self.deferred_queue.has_done()
+    }
+
+    /// Goes on with every call whose deferred work completed, as if its handler had
+    /// returned that outcome now (see the [`deferred`](self) module). Drain the output
+    /// afterwards. Over HTTP, use [`HttpEndpoint::handle_deferred`](super::http::HttpEndpoint::handle_deferred)
+    /// instead, which puts each call's session back first.
+    pub fn handle_deferred(&mut self, now: Instant) {
+        while let Some((work, outcome, _)) = self.poll_deferred() {
+            self.resume_deferred(now, work, outcome);
+        }
+        self.after_input();
+    }
+
+    /// The number for the next invocation's work.
+    pub(super) fn new_work(&mut self) -> u64 {
+        self.next_work = self.next_work.wrapping_add(1);
+        self.next_work
+    }
+
+    /// Parks a deferred call, within
+    /// [`ServerLimits::max_deferred_calls`](super::ServerLimits::max_deferred_calls):
+    /// past it, the completer is cancelled and the error to answer with is returned.
+    pub(super) fn park_deferred(
+        &mut self,
+        deferral: Deferral,
+        request: RequestId,
+        bytes: usize,
+        kind: Kind,
+    ) -> Result<(), ErrorObject> {
+        let limits = &self.config.limits;
+        let (max, max_bytes) = (limits.max_deferred_calls, limits.max_deferred_bytes);
+        let held: usize = self.deferred.values().map(|p| p.bytes).sum();
+        let refusal = if self.deferred.len() >= max {
+            Some(format!(
+                "Too many tool calls wait for deferred work (max_deferred_calls {max})"
+            ))
+        } else if held.saturating_add(bytes) > max_bytes {
+            Some(format!(
+                "The tool calls waiting for deferred work would hold more than {max_bytes} \
+                 bytes (max_deferred_bytes)"
+            ))
+        } else {
+            None
+        };
+        if let Some(message) = refusal {
+            deferral.cancel();
+            return Err(ErrorObject::new(codes::INTERNAL_ERROR, message));
+        }
+        let work = deferral.work;
+        self.deferred.insert(
+            work,
+            Parked {
+                deferral,
+                request,
+                bytes,
+                kind,
+            },
+        );
+        Ok(())
+    }
+
+    /// The next completed work whose call still waits: its number, its outcome and the
+    /// request its call answers. Outcomes of calls that ended first are dropped.
+    pub(crate) fn poll_deferred(&mut self) -> Option<(u64, ToolOutcome, RequestId)> {
+        loop {
+            let (work, outcome) = self.deferred_queue.pop()?;
+            if let Some(parked) = self.deferred.get(&work) {
+                return Some((work, outcome, parked.request.clone()));
+            }
+        }
+    }
+
+    /// Goes on with the call of `work` (its legacy session in the machine) with
+    /// `outcome`.
+    pub(crate) fn resume_deferred(&mut self, now: Instant, work: u64, outcome: ToolOutcome) {
+        self.now = self.now.max(now);
+        let Some(parked) = self.deferred.remove(&work) else {
+            return;
+        };
+        let outcome = match outcome.now() {
+            ToolOutcome::Deferred | ToolOutcome::NoAnswer => ToolOutcome::Error(ErrorObject::new(
+                codes::INTERNAL_ERROR,
+                "a deferred tool call was completed without an outcome",
+            )),
+            outcome => outcome,
+        };
+        match parked.kind {
+            Kind::Legacy => {
+                let at = self
+                    .pending
+                    .iter()
+                    .position(|c| c.deferred_work() == Some(work));
+                if let Some(at) = at {
+                    let mut call = self.pending.remove(at);
+                    call.take_deferral();
+                    self.legacy_act(call, outcome);
+                }
+            }
+            Kind::Modern(call) => {
+                let request = call.request.clone();
+                if let Some(reply) = self.modern_act(now, *call, outcome, None) {
+                    self.reply(&request, reply);
+                }
+            }
+            Kind::Task(task) => self.task_work_done(now, &task, outcome),
+        }
+    }
+
+    /// `notifications/cancelled` for `request`: its 2026 deferred call ends (legacy
+    /// ones end with their parked call).
+    pub(super) fn cancel_deferred(&mut self, request: &RequestId) {
+        let ended: Vec<u64> = (self.deferred.iter())
+            .filter(|(_, p)| matches!(p.kind, Kind::Modern(_)) && p.request == *request)
+            .map(|(w, _)| *w)
+            .collect();
+        for work in ended {
+            if let Some(p) = self.deferred.remove(&work) {
+                p.deferral.cancel();
+            }
+        }
+    }
+
+    /// Tasks that ended (cancelled, expired, dropped) while their work was deferred:
+    /// the work is told.
+    pub(super) fn forget_ended_task_work(&mut self) {
+        let ended: Vec<u64> = (self.deferred.iter())
+            .filter(|(_, p)| match &p.kind {
+                Kind::Task(id) => !self.tasks.is_running(id),
+                _ => false,
+            })
+            .map(|(w, _)| *w)
+            .collect();
+        for work in ended {
+            if let Some(p) = self.deferred.remove(&work) {
+                p.deferral.cancel();
+            }
+        }
+    }
+}
