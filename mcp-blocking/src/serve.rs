@@ -3,7 +3,8 @@
 use mcp_io::clock;
 use std::io::{self, Read, Write};
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::Waker;
 use std::thread;
 
 use mcp_proto::server::Server;
@@ -29,11 +30,13 @@ pub fn serve_stdio(mut server: Server) -> io::Result<()> {
 /// outcome falling due) as they pass, then handles the end of input and writes what is
 /// left.
 ///
-/// While the server has no deadline (the usual case), the calling thread reads `input`
-/// itself: a request goes from the read to the reply with no hand-off between threads.
-/// While it has one, a blocking read could not be interrupted when the deadline passes,
-/// so the reads move to a helper thread and the calling thread waits for either; once no
-/// deadline is left and the helper's read has come back, the calling thread reads again.
+/// While the server has no deadline and no call waits for deferred work (the usual
+/// case), the calling thread reads `input` itself: a request goes from the read to the
+/// reply with no hand-off between threads. Otherwise a blocking read could not be
+/// interrupted when the deadline passes or the work completes, so the reads move to a
+/// helper thread and the calling thread waits for either (a completion wakes it through
+/// [`Server::set_deferred_waker`]); once neither is left and the helper's read has come
+/// back, the calling thread reads again.
 /// After a write error it returns once a read in progress on the helper returns.
 ///
 /// ```
@@ -58,7 +61,9 @@ pub fn serve(server: &mut Server, input: impl Read + Send, output: impl Write) -
     mcp_io::heap::keep_freed_memory();
     let input = Mutex::new(input);
     let (ask, asked) = mpsc::channel::<()>();
-    let (tx, rx) = mpsc::sync_channel::<Chunk>(1);
+    let (tx, rx) = mpsc::sync_channel::<Wake>(1);
+    // Deferred tool work that completes wakes the loop as input does.
+    server.set_deferred_waker(Waker::from(Arc::new(DeferredDone(tx.clone()))));
     thread::scope(|scope| {
         let input = &input;
         // The helper reads only when asked; dropping `ask` (returning) ends it.
@@ -69,7 +74,7 @@ pub fn serve(server: &mut Server, input: impl Read + Send, output: impl Write) -
                     Ok(n) => Ok(buf[..n].to_vec()),
                     Err(e) => Err(e),
                 };
-                if tx.send(chunk).is_err() {
+                if tx.send(Wake::Input(chunk)).is_err() {
                     return;
                 }
             }
@@ -89,6 +94,22 @@ pub fn serve(server: &mut Server, input: impl Read + Send, output: impl Write) -
 /// What the helper read: bytes (none at the end of input) or the error.
 type Chunk = io::Result<Vec<u8>>;
 
+/// What wakes the loop while it waits: the helper's read, or deferred work completed.
+enum Wake {
+    Input(Chunk),
+    Deferred,
+}
+
+/// The waker of deferred work: a message to the loop, unless one already waits there
+/// (the loop looks for completed work on every turn anyway).
+struct DeferredDone(mpsc::SyncSender<Wake>);
+
+impl std::task::Wake for DeferredDone {
+    fn wake(self: Arc<Self>) {
+        let _ = self.0.try_send(Wake::Deferred);
+    }
+}
+
 /// The bytes asked of `input` in one read.
 const READ_CHUNK: usize = 64 * 1024;
 
@@ -103,14 +124,21 @@ impl<W: Write> Run<'_, W> {
         &mut self,
         input: &Mutex<R>,
         ask: &mpsc::Sender<()>,
-        rx: &mpsc::Receiver<Chunk>,
+        rx: &mpsc::Receiver<Wake>,
     ) -> io::Result<()> {
         let mut buf = vec![0u8; READ_CHUNK];
         // Whether the helper is reading (its chunk not yet received).
         let mut helper_reads = false;
         loop {
+            if self.server.has_deferred_done() {
+                self.server.handle_deferred(clock::now());
+                self.write_pending()?;
+            }
             let deadline = self.server.poll_timeout();
-            if deadline.is_none() && !helper_reads {
+            // While a call waits for deferred work, its completion must be able to
+            // interrupt the wait: reads go to the helper.
+            let waits = self.server.has_deferred_calls();
+            if deadline.is_none() && !waits && !helper_reads {
                 let n = read_some(&mut *lock(input), &mut buf)?;
                 if n == 0 {
                     break;
@@ -127,7 +155,8 @@ impl<W: Write> Run<'_, W> {
                     Some(due) => rx.recv_timeout(due.saturating_duration_since(clock::now())),
                 };
                 match chunk {
-                    Ok(chunk) => {
+                    Ok(Wake::Deferred) => self.server.handle_deferred(clock::now()),
+                    Ok(Wake::Input(chunk)) => {
                         helper_reads = false;
                         let bytes = chunk?;
                         if bytes.is_empty() {

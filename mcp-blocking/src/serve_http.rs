@@ -6,7 +6,8 @@
 //! cost a thread started and ended per request. Every decision is made by the
 //! machines of `mcp_proto::server::http`: [`HttpEndpoint`] answers requests (the threads
 //! share it behind a mutex; tool handlers are synchronous, so each request holds the lock
-//! for as long as its handler runs), [`HttpHost`] admits connections, and one
+//! for as long as its handler runs; a handler with slow work defers it, see
+//! `mcp_proto::server::deferred`), [`HttpHost`] admits connections, and one
 //! [`HttpConnection`] per connection decides what to write, when to read and when to
 //! close. The threads only accept, read, write, wait and wake:
 //!
@@ -47,6 +48,11 @@
 //!   an application's [`HttpServerHandle::with_endpoint`]) wakes it
 //!   ([`HttpEndpoint::take_timer_moved`]), under the endpoint's lock, so no change is
 //!   missed and nothing polls.
+//! * **Deferred work.** A completer that completes rings a bell (a flag and a condition
+//!   variable under a lock of their own, never the endpoint's: the completing thread may
+//!   hold that one); a thread of its own (`mcp-http-deferred`) waits on the bell, hands
+//!   the endpoint the completed work ([`HttpEndpoint::handle_deferred`]) and wakes the
+//!   streams that got output.
 //! * **Stopping.** [`HttpServerHandle::stop`] (or setting the flag from
 //!   [`HttpServerHandle::stop_flag`]) makes every thread finish within well under a
 //!   second, and `stop` then joins them all; dropping the handle stops the server too.
@@ -297,8 +303,12 @@ pub fn serve_http_setup(
         host: HttpHost::for_options(&options),
         idle: Mutex::new(Idle::default()),
         handed: Condvar::new(),
+        deferred: Bell::default(),
     };
     let shared = Arc::new(shared);
+    shared
+        .endpoint()
+        .set_deferred_waker(Waker::from(Arc::new(DeferredDone(Arc::downgrade(&shared)))));
     let accepting = Arc::clone(&shared);
     let thread = thread::Builder::new()
         .name("mcp-http-accept".to_owned())
@@ -333,6 +343,58 @@ struct Shared {
     idle: Mutex<Idle>,
     /// Signalled when a connection is handed over (or the server stops).
     handed: Condvar,
+    /// Rung when a tool's deferred work completed (or the server stops).
+    deferred: Bell,
+}
+
+/// A flag and its condition variable, under a lock of their own: a completer rings it
+/// from any thread, even one that holds the endpoint's lock (a handler completing work),
+/// which a completer taking that lock itself would deadlock on.
+#[derive(Default)]
+struct Bell {
+    rung: Mutex<bool>,
+    ringing: Condvar,
+}
+
+impl Bell {
+    fn ring(&self) {
+        *self.rung.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        self.ringing.notify_all();
+    }
+
+    /// Waits until rung, and clears it; `false` once the server stops.
+    fn wait(&self, shared: &Shared) -> bool {
+        let mut rung = self.rung.lock().unwrap_or_else(PoisonError::into_inner);
+        while !*rung {
+            rung = self
+                .ringing
+                .wait(rung)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        *rung = false;
+        !shared.stopping()
+    }
+}
+
+/// The waker of deferred tool work: rings the deferred thread's bell.
+struct DeferredDone(std::sync::Weak<Shared>);
+
+impl Wake for DeferredDone {
+    fn wake(self: Arc<Self>) {
+        if let Some(shared) = self.0.upgrade() {
+            shared.deferred.ring();
+        }
+    }
+}
+
+/// The deferred thread: each time deferred tool work completes, the calls waiting for
+/// it go on ([`HttpEndpoint::handle_deferred`]) and their streams are woken.
+fn deferred_loop(shared: &Shared) {
+    while shared.deferred.wait(shared) {
+        let mut endpoint = shared.endpoint();
+        endpoint.handle_deferred(clock::now());
+        shared.wake(&mut endpoint);
+    }
 }
 
 /// The threads waiting for a connection, and the connections handed to them.
@@ -453,6 +515,7 @@ impl Shared {
             self.output.notify_all();
             self.timer.notify_all();
         }
+        self.deferred.ring();
         {
             // Under their lock: a thread about to wait for a connection sees the flag,
             // or is woken; connections handed over and not yet taken are closed.
@@ -517,6 +580,12 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
             .name("mcp-http-timer".to_owned())
             .spawn(move || timer_loop(&shared))
     };
+    let deferred = {
+        let shared = Arc::clone(shared);
+        thread::Builder::new()
+            .name("mcp-http-deferred".to_owned())
+            .spawn(move || deferred_loop(&shared))
+    };
     let mut workers: Vec<JoinHandle<()>> = Vec::new();
     while !shared.stopping() {
         match listener.accept() {
@@ -559,6 +628,9 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
     }
     if let Ok(timer) = timer {
         let _ = timer.join();
+    }
+    if let Ok(deferred) = deferred {
+        let _ = deferred.join();
     }
 }
 

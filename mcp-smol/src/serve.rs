@@ -3,7 +3,8 @@
 //!
 //! Theory of operation. Every decision is made by mcp-proto's machines; this module
 //! only moves bytes and waits. [`serve`] races one read against an `async_io::Timer` at
-//! the server's next deadline ([`Server::poll_timeout`]). [`serve_http`] is one future
+//! the server's next deadline ([`Server::poll_timeout`]) and against deferred tool work
+//! completing ([`Server::set_deferred_waker`]). [`serve_http`] is one future
 //! that polls, itself, the accept loop and one future per connection (no task is ever
 //! spawned, so any executor, or `block_on` alone, can run it), each only when its own
 //! waker fired:
@@ -23,6 +24,8 @@
 //!   until the next one ([`HttpEndpoint::arm_timer`]), or until notified when there is
 //!   none: whoever changes the endpoint so that a deadline falls due sooner notifies it
 //!   ([`HttpEndpoint::take_timer_moved`]), with its listener registered under the lock;
+//!   deferred tool work that completes notifies it too (the endpoint's deferred waker),
+//!   and it hands the endpoint that work ([`HttpEndpoint::handle_deferred`]);
 //! * when `stop` resolves, no more connections are accepted, every machine is closed,
 //!   and the future resolves once each connection has finished. The stop future is
 //!   polled with the rest, so it wakes the whole future itself;
@@ -111,33 +114,58 @@ pub async fn serve(
     let mut buf = vec![0u8; 64 * 1024];
     let mut out = Vec::new();
     let mut turns = Turns::default();
+    // Deferred tool work that completes wakes the loop as input does.
+    let done = Arc::new(Event::new());
+    server.set_deferred_waker(Waker::from(Arc::new(Notify(Arc::clone(&done)))));
     loop {
         // Input that never runs dry must not keep the executor's thread from its other
         // tasks.
         turns.take().await;
-        let read = async { Some(input.read(&mut buf).await) };
+        // Listening before looking loses no completion.
+        let completed = done.listen();
+        if server.has_deferred_done() {
+            server.handle_deferred(clock::now());
+            write_pending(server, &mut out, &mut output).await?;
+            continue;
+        }
+        let read = async { Some(Some(input.read(&mut buf).await)) };
+        let completed = async {
+            completed.await;
+            Some(None)
+        };
         // Dropping a pending read consumes nothing, so the race loses no input.
         let event = match server.poll_timeout() {
-            None => read.await,
+            None => read.or(completed).await,
             Some(due) => {
                 let timer = async {
                     Timer::at(clock::to_std(due)).await;
                     None
                 };
-                read.or(timer).await
+                read.or(completed).or(timer).await
             }
         };
         match event {
-            Some(Ok(0)) => break,
-            Some(Ok(n)) => server.handle_input(clock::now(), &buf[..n]),
-            Some(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Some(Err(e)) => return Err(e),
+            Some(Some(Ok(0))) => break,
+            Some(Some(Ok(n))) => server.handle_input(clock::now(), &buf[..n]),
+            Some(Some(Err(e))) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Some(Some(Err(e))) => return Err(e),
+            // Handled at the top of the loop.
+            Some(None) => continue,
             None => server.handle_timeout(clock::now()),
         }
         write_pending(server, &mut out, &mut output).await?;
     }
     server.handle_eof(clock::now());
     write_pending(server, &mut out, &mut output).await
+}
+
+/// Notifies an event when woken: the waker of deferred tool work.
+struct Notify(Arc<Event>);
+
+impl Wake for Notify {
+    fn wake(self: Arc<Self>) {
+        self.0.notify(usize::MAX);
+    }
 }
 
 async fn write_pending(
@@ -197,10 +225,14 @@ pub async fn serve_http(
 ) -> io::Result<()> {
     let local_addr = listener.get_ref().local_addr()?;
     let endpoint = mcp_io::hosting::http_endpoint(server, &options, local_addr.ip(), setup)?;
+    let timer = Arc::new(Event::new());
+    let mut endpoint = endpoint;
+    // Deferred tool work that completes wakes the timer future, which goes on with it.
+    endpoint.set_deferred_waker(Waker::from(Arc::new(Notify(Arc::clone(&timer)))));
     let shared = Shared {
         endpoint: Mutex::new(endpoint),
         wake: Event::new(),
-        timer: Event::new(),
+        timer,
         halt: Event::new(),
         stopping: AtomicBool::new(false),
         host: HttpHost::for_options(&options),
@@ -214,8 +246,9 @@ struct Shared {
     endpoint: Mutex<HttpEndpoint>,
     /// Notified when an open stream may have output, or the server stops.
     wake: Event,
-    /// Notified when the endpoint's next deadline moved earlier; the timer waits on it.
-    timer: Event,
+    /// Notified when the endpoint's next deadline moved earlier, or deferred tool work
+    /// completed; the timer waits on it.
+    timer: Arc<Event>,
     /// Notified when the server stops; connections without an open stream wait on it.
     halt: Event,
     stopping: AtomicBool,
@@ -240,17 +273,25 @@ impl Shared {
         }
     }
 
-    /// Hands the endpoint the time whenever its next deadline passes; sleeps until then,
-    /// or until notified that a deadline moved earlier. Never resolves.
+    /// Hands the endpoint the time whenever its next deadline passes, and goes on with
+    /// the calls whose deferred work completed ([`HttpEndpoint::handle_deferred`]);
+    /// sleeps until then, or until notified that a deadline moved earlier or work
+    /// completed. Never resolves.
     async fn timer(&self) {
         loop {
-            // Listening before arming, under the lock, loses no notification.
+            // Listening before arming and looking, under the lock, loses no
+            // notification.
             let (due, moved) = {
                 let mut endpoint = self.endpoint();
+                let moved = self.timer.listen();
+                if endpoint.has_deferred_done() {
+                    endpoint.handle_deferred(clock::now());
+                    self.wake(&mut endpoint);
+                }
                 if endpoint.handle_due(clock::now()) {
                     self.wake(&mut endpoint);
                 }
-                (endpoint.arm_timer(), self.timer.listen())
+                (endpoint.arm_timer(), moved)
             };
             moved.or(until(due)).await;
         }
