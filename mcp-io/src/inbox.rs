@@ -203,6 +203,11 @@ impl Inbox {
     fn push_subscription_event(&mut self, event: Event) {
         let size = match &event {
             Event::SubscriptionNotification { notification, .. } => notification.retained_bytes(),
+            Event::SubscriptionAcknowledged {
+                acknowledged,
+                refused,
+                ..
+            } => acknowledged.retained_bytes() + refused.retained_bytes(),
             _ => 0,
         } + std::mem::size_of::<Event>();
         while !self.subscription_events.is_empty()

@@ -801,6 +801,20 @@ pub(crate) fn sniff(bytes: &[u8]) -> Sniffed {
 /// it is a top-level one; and a `,` (or `{`) then `"id"` cannot be the inside of a
 /// string that the text closes later. Linear in `tail`.
 pub(crate) fn sniff_trailing_id(tail: &[u8]) -> Option<RequestId> {
+    trailing_member(tail, b"\"id\"").and_then(parse_id)
+}
+
+/// Whether the text whose last bytes are `tail` ends with a top-level `method` member
+/// (`…,"method":"tools/call"}`): a request or a notification, whatever came before.
+/// Serialisers that write members in alphabetical order, or `params` first, put it there.
+pub(crate) fn sniff_trailing_method(tail: &[u8]) -> bool {
+    trailing_member(tail, b"\"method\"").is_some_and(|v| v.starts_with(b"\""))
+}
+
+/// The value (a string with its quotes, or a number) of the member named `quoted_name`
+/// (as written, quotes included) when it is the last top-level member of the text whose
+/// last bytes are `tail` (see [`sniff_trailing_id`] for why that is sound).
+fn trailing_member<'t>(tail: &'t [u8], quoted_name: &[u8]) -> Option<&'t [u8]> {
     let t = tail.trim_ascii_end().strip_suffix(b"}")?.trim_ascii_end();
     let value_start = if let Some(body) = t.strip_suffix(b"\"") {
         // The opening quote is the last one not escaped by an odd run of backslashes.
@@ -820,11 +834,11 @@ pub(crate) fn sniff_trailing_id(tail: &[u8]) -> Option<RequestId> {
     };
     let (before, value) = t.split_at(value_start);
     let before = before.trim_ascii_end().strip_suffix(b":")?.trim_ascii_end();
-    let before = before.strip_suffix(b"\"id\"")?.trim_ascii_end();
+    let before = before.strip_suffix(quoted_name)?.trim_ascii_end();
     if !(before.ends_with(b",") || before.ends_with(b"{")) {
         return None;
     }
-    parse_id(value)
+    Some(value)
 }
 
 /// The name of a member from the text between its quotes: as is, or unescaped when it

@@ -243,10 +243,11 @@ pub enum ProbeVerdict {
 
 #[derive(Deserialize)]
 struct DiscoverShape<'a> {
+    // Borrowed unless written with escapes (`"2026\u002d07\u002d28"` is a version too).
     #[serde(rename = "supportedVersions", borrow)]
-    supported_versions: Option<Vec<&'a str>>,
-    #[serde(rename = "resultType")]
-    result_type: Option<&'a str>,
+    supported_versions: Option<Vec<std::borrow::Cow<'a, str>>>,
+    #[serde(rename = "resultType", borrow)]
+    result_type: Option<std::borrow::Cow<'a, str>>,
     capabilities: Option<serde::de::IgnoredAny>,
 }
 
@@ -275,6 +276,7 @@ pub fn classify_probe(
             if shape.result_type.is_some_and(|t| t != "complete") {
                 return legacy(false);
             }
+            let list: Vec<&str> = list.iter().map(|v| v.as_ref()).collect();
             classify_version_list(&list, probed, policy, true)
         }
         ProbeOutcome::Error(e) => {

@@ -4,6 +4,7 @@
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
+use std::collections::BTreeSet;
 
 use crate::jsonrpc::{Notification, RequestId};
 
@@ -228,25 +229,62 @@ impl ListenFilter {
     }
 
     /// What `self` asks for that `granted` leaves out (empty when all was granted).
+    /// Linear in both (the URIs and ids granted are looked up in a set).
     #[must_use]
     pub fn missing_from(&self, granted: &ListenFilter) -> ListenFilter {
+        let uris: BTreeSet<&str> = granted
+            .resource_subscriptions
+            .iter()
+            .map(String::as_str)
+            .collect();
+        let tasks: BTreeSet<&str> = granted.task_ids.iter().map(String::as_str).collect();
         ListenFilter {
             tools_list_changed: self.tools_list_changed && !granted.tools_list_changed,
             prompts_list_changed: self.prompts_list_changed && !granted.prompts_list_changed,
             resources_list_changed: self.resources_list_changed && !granted.resources_list_changed,
-            resource_subscriptions: self
-                .resource_subscriptions
-                .iter()
-                .filter(|u| !granted.resource_subscriptions.contains(u))
+            resource_subscriptions: (self.resource_subscriptions.iter())
+                .filter(|u| !uris.contains(u.as_str()))
                 .cloned()
                 .collect(),
-            task_ids: self
-                .task_ids
-                .iter()
-                .filter(|t| !granted.task_ids.contains(t))
+            task_ids: (self.task_ids.iter())
+                .filter(|t| !tasks.contains(t.as_str()))
                 .cloned()
                 .collect(),
         }
+    }
+
+    /// What `self` (a server's grant) holds of what `asked` asks for: a grant of more
+    /// than was asked is not kept. Linear in both (the grant is looked up in a set).
+    #[must_use]
+    pub fn within(&self, asked: &ListenFilter) -> ListenFilter {
+        let uris: BTreeSet<&str> = self
+            .resource_subscriptions
+            .iter()
+            .map(String::as_str)
+            .collect();
+        let tasks: BTreeSet<&str> = self.task_ids.iter().map(String::as_str).collect();
+        ListenFilter {
+            tools_list_changed: self.tools_list_changed && asked.tools_list_changed,
+            prompts_list_changed: self.prompts_list_changed && asked.prompts_list_changed,
+            resources_list_changed: self.resources_list_changed && asked.resources_list_changed,
+            resource_subscriptions: (asked.resource_subscriptions.iter())
+                .filter(|u| uris.contains(u.as_str()))
+                .cloned()
+                .collect(),
+            task_ids: (asked.task_ids.iter())
+                .filter(|t| tasks.contains(t.as_str()))
+                .cloned()
+                .collect(),
+        }
+    }
+
+    /// What it holds on the heap, estimated (its strings and their slots).
+    #[must_use]
+    pub fn retained_bytes(&self) -> usize {
+        let strings = self.resource_subscriptions.iter().chain(&self.task_ids);
+        strings
+            .map(|s| s.len() + std::mem::size_of::<String>())
+            .sum()
     }
 }
 

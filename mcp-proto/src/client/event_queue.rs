@@ -2,13 +2,16 @@
 //!
 //! A server can make the client hold events without any call of the client's own:
 //! notifications (progress included) and reports of its protocol errors. Those are the
-//! *droppable* kinds. Each is admitted only while the droppable events waiting stay
+//! *droppable* kinds, with the reports of server requests for input the client did not
+//! declare ([`Event::InputUndeclared`]: refused already). Each is admitted only while the droppable events waiting stay
 //! within [`Limits::max_queued_notifications`] in number and
 //! [`Limits::max_queued_event_bytes`] in bytes; past either bound it is dropped, and the
 //! drop is counted in an [`Event::NotificationsDropped`] at the tail of the queue (one
 //! per run of drops, so the queue cannot fill with drop reports either). Every other event
 //! answers something the client asked for (a call's completion, a request for input, the
-//! end) and is bounded by what was asked: it is always kept.
+//! end) and is bounded by what was asked: it is always kept, but for a request for input
+//! voided ([`Event::InputCancelled`]) before it was polled, which is taken back with its
+//! cancellation.
 //!
 //! Peer-supplied text in a [`PeerError`](super::PeerError) is cut to
 //! [`MAX_ECHO_BYTES`](super::MAX_ECHO_BYTES) on the way in.
@@ -57,6 +60,9 @@ impl EventQueue {
     pub(crate) fn push_back(&mut self, event: Event) {
         let event = match event {
             Event::NotificationsDropped { count } => return self.count_dropped(count),
+            // A request for input voided before anyone saw it: neither is kept (a server
+            // asking and cancelling at once cannot fill the queue with both).
+            Event::InputCancelled { input } if self.withdraw_request(input) => return,
             // Whatever the peer wrote is cut short before it is kept.
             Event::PeerError(e) => Event::PeerError(e.clipped()),
             event => event,
@@ -86,6 +92,19 @@ impl EventQueue {
         Some(event)
     }
 
+    /// Takes back the queued [`Event::InputRequested`] for `input`, when it was not
+    /// polled yet.
+    fn withdraw_request(&mut self, input: super::InputId) -> bool {
+        let at = self.events.iter().position(
+            |(e, _)| matches!(e, Event::InputRequested { input: queued, .. } if *queued == input),
+        );
+        let Some((_, size)) = at.and_then(|at| self.events.remove(at)) else {
+            return false;
+        };
+        self.bytes -= size;
+        true
+    }
+
     /// Bytes retained by the events waiting.
     pub(crate) fn bytes(&self) -> usize {
         self.bytes
@@ -113,6 +132,7 @@ fn is_droppable(event: &Event) -> bool {
             | Event::ElicitationCompleted { .. }
             | Event::SubscriptionNotification { .. }
             | Event::TaskStatus { .. }
+            | Event::InputUndeclared { .. }
     )
 }
 
@@ -136,6 +156,11 @@ pub(crate) fn retained_size(event: &Event) -> usize {
                 message.data.get().len() + message.logger.as_ref().map_or(0, String::len)
             }
             Event::ElicitationCompleted { elicitation_id } => elicitation_id.len(),
+            Event::SubscriptionAcknowledged {
+                acknowledged,
+                refused,
+                ..
+            } => acknowledged.retained_bytes() + refused.retained_bytes(),
             Event::SubscriptionNotification {
                 notification,
                 change,

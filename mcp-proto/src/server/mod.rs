@@ -275,7 +275,10 @@ impl Server {
                 Some(Line::Message(m)) => m.to_vec(),
                 Some(Line::Oversized { head, tail, .. }) => {
                     let mut sniffed = jsonrpc::sniff(head);
-                    if !sniffed.has_method && sniffed.id.is_none() {
+                    // A `method` written last makes it a request, whatever its id says
+                    // (never the answer to one of the server's requests).
+                    sniffed.has_method |= jsonrpc::sniff_trailing_method(tail);
+                    if sniffed.id.is_none() {
                         sniffed.id = jsonrpc::sniff_trailing_id(tail);
                     }
                     let limit = self.config.limits.max_line_bytes;

@@ -66,10 +66,12 @@ enum Entry {
     Answered(Value),
 }
 
+/// The `resultType` of a result: a string that may be written with escapes (borrowed
+/// when it is not), or anything else, which the caller refuses by name.
 #[derive(Deserialize)]
-struct ResultHead<'a> {
-    #[serde(rename = "resultType", default, borrow)]
-    result_type: Option<&'a str>,
+struct ResultHead {
+    #[serde(rename = "resultType", default)]
+    result_type: Option<serde_json::Value>,
 }
 
 /// An `input_required` result: each input request is kept as received until the round's
@@ -351,13 +353,17 @@ impl Session {
             };
             let parsed = match quick {
                 Some(head) => Ok(head),
-                None => serde_json::from_str::<ResultHead<'_>>(raw.get())
-                    .map(|h| h.result_type.map(str::to_owned)),
+                None => serde_json::from_str::<ResultHead>(raw.get())
+                    .map_err(|e| format!("result is not an object: {e}"))
+                    .and_then(|h| match h.result_type {
+                        None | Some(Value::Null) => Ok(None),
+                        Some(Value::String(t)) => Ok(Some(t)),
+                        Some(other) => Err(format!("`resultType` is not a string: {other}")),
+                    }),
             };
             let head = match parsed {
                 Ok(h) => h,
-                Err(e) => {
-                    let msg = format!("result is not an object: {e}");
+                Err(msg) => {
                     self.complete(id, Err(CallError::InvalidResponse(msg)));
                     return;
                 }

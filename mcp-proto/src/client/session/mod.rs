@@ -241,6 +241,8 @@ struct Call {
     rpc_id: Option<i64>,
     deadline: Option<Instant>,
     timeout: Duration,
+    /// When it was made: a pause of the deadlines that began before counts from then.
+    made: Instant,
     /// What is left of `timeout` for the next request of the same call (the next page of
     /// a listing, the next input round): the server's time counts over all of them.
     left: Option<Duration>,
@@ -448,7 +450,10 @@ impl Session {
                 }
                 Some(Line::Oversized { seen, head, tail }) => {
                     let mut sniffed = jsonrpc::sniff(head);
-                    if !sniffed.has_method && sniffed.id.is_none() {
+                    // A `method` written last makes it the server's request, never the
+                    // answer to a call of the same id.
+                    sniffed.has_method |= jsonrpc::sniff_trailing_method(tail);
+                    if sniffed.id.is_none() {
                         sniffed.id = jsonrpc::sniff_trailing_id(tail);
                     }
                     Err((PeerError::Oversized { seen, limit }, sniffed))
@@ -791,6 +796,7 @@ impl Session {
                 // time is its acknowledgement (`send_call`).
                 deadline: (!listen).then(|| now + timeout),
                 timeout,
+                made: now,
                 left: None,
                 rounds: 0,
                 input_pauses: 0,
@@ -1068,7 +1074,7 @@ impl Session {
         #[derive(serde::Deserialize)]
         struct Execution<'a> {
             #[serde(rename = "taskSupport", borrow, default)]
-            task_support: Option<&'a str>,
+            task_support: Option<std::borrow::Cow<'a, str>>,
         }
         #[derive(serde::Deserialize)]
         struct ToolHead<'a> {
@@ -1082,7 +1088,7 @@ impl Session {
             .iter()
             .filter_map(|raw| serde_json::from_str::<ToolHead<'_>>(raw.get()).ok())
             .map(|t| {
-                let support = t.execution.as_ref().and_then(|e| e.task_support);
+                let support = t.execution.as_ref().and_then(|e| e.task_support.as_deref());
                 (t.name.into_owned(), tasks::ToolTasks::of(support))
             })
             .collect();
@@ -1231,6 +1237,15 @@ impl Session {
             let Some(call) = self.calls.get(&id) else {
                 return;
             };
+            if call.acknowledged_at.is_some() {
+                // Answers nothing the caller asked: not kept (a server repeating it
+                // could otherwise fill the queue with filters).
+                self.peer_error(PeerError::MalformedNotification {
+                    method: n.method,
+                    detail: "a second acknowledgement of the same listen (ignored)".to_owned(),
+                });
+                return;
+            }
             let asked = call
                 .request
                 .params
@@ -1248,7 +1263,8 @@ impl Session {
                 .and_then(|p| serde_json::from_str::<Ack>(p.get()).ok())
                 .and_then(|a| a.notifications)
                 .map(|v| ListenFilter::from_json(&v))
-                .unwrap_or_default();
+                .unwrap_or_default()
+                .within(&asked);
             let refused = asked.missing_from(&granted);
             if let Some(call) = self.calls.get_mut(&id) {
                 call.acknowledged_at = Some(now);
@@ -1460,13 +1476,13 @@ impl Session {
             return;
         }
         if let Some(since) = self.paused_since.take() {
-            let paused = now.saturating_duration_since(since);
             let most = self.config.limits.max_input_rounds;
             for call in self.calls.values_mut() {
                 if call.input_pauses <= most
                     && let Some(d) = &mut call.deadline
                 {
-                    *d += paused;
+                    // A call made during the pause was held only since it was made.
+                    *d += now.saturating_duration_since(since.max(call.made));
                 }
             }
         }

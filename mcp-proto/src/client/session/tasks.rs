@@ -113,6 +113,9 @@ pub(crate) struct TaskTrack {
     failed_polls: u32,
     /// When the client learned of the task: its `ttl` counts from here.
     since: Instant,
+    /// Views that came after a terminal one and said otherwise (ignored: the first
+    /// terminal status is final); the payload is then fetched after a wait, not at once.
+    stale_views: u32,
 }
 
 impl TaskTrack {
@@ -235,6 +238,7 @@ impl Session {
             answers: Vec::new(),
             failed_polls: 0,
             since: now,
+            stale_views: 0,
         }));
         // The progress of a 2026 task ends with its creation; a 2025 token stays valid.
         if era == Era::Modern {
@@ -342,6 +346,26 @@ impl Session {
             };
             self.task_fail(id, p);
             return false;
+        }
+        let known = track.task.status;
+        if known.is_terminal() && task.status != known {
+            if task.status.is_terminal() {
+                // Two different ends: which one the task had cannot be known.
+                let p = TaskProblem::Malformed(format!(
+                    "the task was {} and is now said to be {}",
+                    known.as_str(),
+                    task.status.as_str()
+                ));
+                self.complete(id, Err(CallError::Task(p)));
+                return false;
+            }
+            // A view older than the end already seen (a poll answered before a status
+            // notification it crossed): the first terminal status is final.
+            if let Some(track) = self.calls.get_mut(&id).and_then(|c| c.task.as_mut()) {
+                track.stale_views += 1;
+                track.backoff = (track.backoff * 2).min(MAX_DEFAULT_POLL_INTERVAL);
+            }
+            return true;
         }
         let changed = !task.same_view(&track.task);
         if let Some(track) = self.calls.get_mut(&id).and_then(|c| c.task.as_mut()) {
@@ -556,9 +580,14 @@ impl Session {
             ) => {
                 self.send_task_request(now, id, Sub::Result);
             }
-            (TaskStatus::Completed | TaskStatus::Failed, Era::Modern) => {
+            (TaskStatus::Completed | TaskStatus::Failed, Era::Modern) if track.stale_views == 0 => {
                 // Terminal without its payload in hand: fetch it.
                 self.send_task_request(now, id, Sub::Get);
+            }
+            (TaskStatus::Completed | TaskStatus::Failed, Era::Modern) => {
+                // Its payload was asked for and a stale view came instead: again, after
+                // a wait (the poll timer fetches it), within the call's poll bound.
+                call.deadline = Some(now + track.backoff);
             }
             _ => {
                 let mut wait = track
@@ -640,8 +669,10 @@ impl Session {
             params.insert("inputResponses".into(), Value::Object(answers));
         }
         // A 2025 tasks/result is held by the server until the task ends, which takes
-        // as long as the person answering its requests takes: no deadline then.
+        // as long as the person answering its requests takes: no deadline then but the
+        // end of the task's lifetime, which no wait outlives.
         let open_ended = sub == Sub::Result && track.task.status == TaskStatus::InputRequired;
+        let expiry = track.task.ttl.map(|ttl| track.since + ttl);
         let out = self.write_task_request(rpc_id, sub.method(), &params);
         let Some(call) = self.calls.get_mut(&id) else {
             return;
@@ -650,7 +681,11 @@ impl Session {
             track.wire = Some((sub, params));
         }
         call.rpc_id = Some(rpc_id);
-        call.deadline = (!open_ended).then(|| now + call.timeout);
+        call.deadline = if open_ended {
+            expiry
+        } else {
+            Some(now + call.timeout)
+        };
         self.push_out(out, OutKind::Request(rpc_id));
         self.by_rpc.insert(rpc_id, id);
     }
@@ -731,6 +766,16 @@ impl Session {
         };
         if self.task_view(id, &object, result) {
             self.task_next(now, id);
+        }
+        // The task ended while its `tasks/result` waited without a deadline of its own
+        // (the person's time): its answer is due now, within the call's timeout.
+        if let Some(call) = self.calls.get_mut(&id)
+            && let Some(track) = &call.task
+            && track.task.status.is_terminal()
+            && matches!(track.wire, Some((Sub::Result, _)))
+        {
+            let due = now + call.timeout;
+            call.deadline = Some(call.deadline.map_or(due, |d| d.min(due)));
         }
         Ok(())
     }
