@@ -232,49 +232,35 @@ impl ListenFilter {
     /// Linear in both (the URIs and ids granted are looked up in a set).
     #[must_use]
     pub fn missing_from(&self, granted: &ListenFilter) -> ListenFilter {
-        let uris: BTreeSet<&str> = granted
-            .resource_subscriptions
-            .iter()
-            .map(String::as_str)
-            .collect();
-        let tasks: BTreeSet<&str> = granted.task_ids.iter().map(String::as_str).collect();
-        ListenFilter {
-            tools_list_changed: self.tools_list_changed && !granted.tools_list_changed,
-            prompts_list_changed: self.prompts_list_changed && !granted.prompts_list_changed,
-            resources_list_changed: self.resources_list_changed && !granted.resources_list_changed,
-            resource_subscriptions: (self.resource_subscriptions.iter())
-                .filter(|u| !uris.contains(u.as_str()))
-                .cloned()
-                .collect(),
-            task_ids: (self.task_ids.iter())
-                .filter(|t| !tasks.contains(t.as_str()))
-                .cloned()
-                .collect(),
-        }
+        self.sorted_by(granted, false)
     }
 
     /// What `self` (a server's grant) holds of what `asked` asks for: a grant of more
     /// than was asked is not kept. Linear in both (the grant is looked up in a set).
     #[must_use]
     pub fn within(&self, asked: &ListenFilter) -> ListenFilter {
-        let uris: BTreeSet<&str> = self
-            .resource_subscriptions
-            .iter()
-            .map(String::as_str)
-            .collect();
-        let tasks: BTreeSet<&str> = self.task_ids.iter().map(String::as_str).collect();
+        asked.sorted_by(self, true)
+    }
+
+    /// What `self` asks for that `granted` grants (`kept`), or leaves out.
+    fn sorted_by(&self, granted: &ListenFilter, kept: bool) -> ListenFilter {
+        fn set(items: &[String]) -> BTreeSet<&str> {
+            items.iter().map(String::as_str).collect()
+        }
+        let (uris, tasks) = (set(&granted.resource_subscriptions), set(&granted.task_ids));
+        let pick = |items: &[String], set: &BTreeSet<&str>| -> Vec<String> {
+            (items.iter())
+                .filter(|i| set.contains(i.as_str()) == kept)
+                .cloned()
+                .collect()
+        };
         ListenFilter {
-            tools_list_changed: self.tools_list_changed && asked.tools_list_changed,
-            prompts_list_changed: self.prompts_list_changed && asked.prompts_list_changed,
-            resources_list_changed: self.resources_list_changed && asked.resources_list_changed,
-            resource_subscriptions: (asked.resource_subscriptions.iter())
-                .filter(|u| uris.contains(u.as_str()))
-                .cloned()
-                .collect(),
-            task_ids: (asked.task_ids.iter())
-                .filter(|t| tasks.contains(t.as_str()))
-                .cloned()
-                .collect(),
+            tools_list_changed: self.tools_list_changed && granted.tools_list_changed == kept,
+            prompts_list_changed: self.prompts_list_changed && granted.prompts_list_changed == kept,
+            resources_list_changed: self.resources_list_changed
+                && granted.resources_list_changed == kept,
+            resource_subscriptions: pick(&self.resource_subscriptions, &uris),
+            task_ids: pick(&self.task_ids, &tasks),
         }
     }
 
