@@ -97,6 +97,18 @@ pub(super) fn configure(c: &mut ServerConfig, variant: u8) {
         )
         .as_task(0),
     );
+    // Deferred work, completed at once from inside the handler (what a completer on
+    // another thread would do, without the thread): the outcome `then` names is handed to
+    // the call when the driver calls `handle_deferred`. As a task when asked.
+    c.tools.push(
+        Tool::new(
+            "defer",
+            "Defers its work, whose outcome is `then`: text (default), ask, error, none, drop, lazy",
+            json!({"type": "object", "properties": {"then": {"type": "string"}}}),
+            deferred,
+        )
+        .as_task(0),
+    );
     match variant % 4 {
         1 => {
             c.versions = VersionPolicy {
@@ -111,6 +123,31 @@ pub(super) fn configure(c: &mut ServerConfig, variant: u8) {
         3 => c.page_size = Some(1),
         _ => {}
     }
+}
+
+/// The deferring tool: see [`configure`]. Its second round (after `ask`) answers.
+fn deferred(call: &ToolCall<'_>) -> ToolOutcome {
+    if call.inputs.contains_key("d") {
+        return ToolOutcome::text("asked and answered");
+    }
+    let then = call.arguments.get("then").and_then(Value::as_str);
+    let outcome = match then.unwrap_or("text") {
+        "ask" => ToolOutcome::NeedInput(vec![(
+            "d".to_owned(),
+            InputRequestSpec::form("d?", json!({"type": "object"})),
+        )]),
+        "error" => ToolOutcome::Error(crate::jsonrpc::ErrorObject::new(-32001, "deferred error")),
+        "none" => ToolOutcome::NoAnswer,
+        // The completer is dropped without an outcome, or never taken.
+        "drop" => {
+            drop(call.defer());
+            return ToolOutcome::Deferred;
+        }
+        "lazy" => return ToolOutcome::Deferred,
+        _ => ToolOutcome::text("deferred text"),
+    };
+    call.defer().complete(outcome);
+    ToolOutcome::Deferred
 }
 
 /// The fuzz tool: see [`fuzz_server`].
@@ -184,6 +221,10 @@ fn run<'a>(variant: u8, pieces: impl IntoIterator<Item = &'a [u8]>, eof: bool) -
         server.handle_input(now, piece);
         drain(&mut server, &mut out, &mut closed_at);
     }
+    // Deferred work is gone on with once, after all the input: the same point however
+    // the input was split.
+    server.handle_deferred(now);
+    drain(&mut server, &mut out, &mut closed_at);
     if eof {
         server.handle_eof(now);
         drain(&mut server, &mut out, &mut closed_at);
