@@ -75,11 +75,12 @@ impl Server {
 
     /// What follows every input: status notifications and held `tasks/result` answers.
     pub(super) fn after_input(&mut self) {
-        if self.tasks.is_empty() {
-            return;
-        }
+        // Before the early return: the last task may have just gone.
         if !self.deferred.is_empty() {
             self.forget_ended_task_work();
+        }
+        if self.tasks.is_empty() {
+            return;
         }
         self.settle_results();
         self.announce_tasks();

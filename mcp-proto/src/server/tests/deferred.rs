@@ -268,3 +268,22 @@ fn a_task_shows_working_until_its_work_completes() {
     peer.call(json!(4), "tasks/cancel", cancel);
     assert!(take(&outbox).is_cancelled());
 }
+
+/// A task whose work is deferred and that expires (the last task gone): its work is
+/// told.
+#[test]
+fn an_expired_task_cancels_its_work() {
+    let outbox = Outbox::default();
+    let mut peer = Peer::new(server(&outbox));
+    let caps = json!({"extensions": {TASKS_EXTENSION: {}}});
+    let params = json!({"name": "later_task", "_meta": meta(caps.clone())});
+    let created = peer.call(json!(1), "tools/call", params);
+    let task = created["result"]["taskId"].as_str().unwrap().to_owned();
+    let completer = take(&outbox);
+    let ttl = std::time::Duration::from_millis(crate::server::tasks::TTL_MS);
+    peer.now = peer.now + ttl + std::time::Duration::from_secs(1);
+    let get = json!({"taskId": task, "_meta": meta(caps)});
+    let reply = peer.call(json!(2), "tasks/get", get);
+    assert_eq!(reply["error"]["code"], -32602, "{reply}");
+    assert!(completer.is_cancelled());
+}
