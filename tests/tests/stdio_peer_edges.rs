@@ -3,17 +3,13 @@
 //! written with escapes (`resultType`, `supportedVersions`), and servers that flood the
 //! event queue with input requests they cancel at once or that the client never
 //! declared (decision 132).
-#![allow(unused)]
-use std::time::Duration;
-
 use mcp_proto::client::{
-    CallError, CallId, CallRequest, ClientConfig, CloseReason, ConnId, ConnectionState, Event,
-    PeerError,
+    CallError, CallId, CallRequest, ClientConfig, ConnId, ConnectionState, Event, PeerError,
 };
 use mcp_proto::limits::Limits;
 use mcp_proto::model::ClientCapabilities;
 use mcp_proto::server::example;
-use mcp_proto::version::{Era, EraMode, ProtocolVersion};
+use mcp_proto::version::{Era, EraMode};
 use mcp_tests::{Scripted, Sim};
 use serde_json::{Value, json};
 

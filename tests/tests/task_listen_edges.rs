@@ -170,7 +170,6 @@ fn a_legacy_terminal_status_is_final_over_a_stale_poll() {
         .unwrap();
     sim.run_until(|s| s.completion(id).is_some());
     let seen = statuses(&sim, id);
-    eprintln!("statuses: {seen:?}; tasks/get sent: {}", gets.borrow());
     // Expected (tasks.md 2.1, decision 38): the first terminal status is final; the
     // client asks tasks/result right after `completed` and never reports the task
     // working again.
@@ -259,7 +258,6 @@ fn an_open_legacy_tasks_result_is_due_once_the_task_ended() {
     let done = run_for(&mut sim, Duration::from_secs(3600), |s| {
         s.completion(id).is_some()
     });
-    eprintln!("statuses {:?}", statuses(&sim, id));
     assert!(
         statuses(&sim, id).contains(&TaskStatus::Completed),
         "the client saw the task completed"
@@ -349,7 +347,6 @@ fn a_modern_completed_task_is_not_moved_back_by_working_polls() {
         .unwrap();
     sim.run_until(|s| s.completion(id).is_some());
     let seen = statuses(&sim, id);
-    eprintln!("statuses {seen:?} gets {}", gets.borrow());
     let first_terminal = seen.iter().position(|s| s.is_terminal()).unwrap();
     assert!(
         seen[first_terminal..].iter().all(|s| s.is_terminal()),
@@ -438,7 +435,6 @@ fn repeated_undeclared_input_requests_stay_within_the_event_budget() {
             undeclared += 1;
         }
     }
-    eprintln!("held {held} bytes, {undeclared} InputUndeclared events queued");
     assert!(
         held <= 64 * 1024,
         "20 000 refused requests left {held} bytes of events ({undeclared} InputUndeclared)"
@@ -471,7 +467,6 @@ fn a_call_made_during_a_legacy_input_pause_is_held_only_from_then() {
         .unwrap();
     sim.advance(Duration::from_secs(100));
     // A new call, 30 s timeout, to a server that never answers it.
-    let start = sim.now;
     let id = sim
         .client
         .call(
@@ -491,9 +486,7 @@ fn a_call_made_during_a_legacy_input_pause_is_held_only_from_then() {
     sim.step();
     let answered_at = sim.now;
     sim.run_until(|s| s.completion(id).is_some());
-    let took = sim.now.saturating_duration_since(start);
     let after_answer = sim.now.saturating_duration_since(answered_at);
-    eprintln!("call took {took:?}; {after_answer:?} after the pause ended");
     assert!(matches!(
         sim.completion(id),
         Some(Err(CallError::Timeout(_)))
@@ -578,7 +571,6 @@ fn a_zero_poll_interval_is_clamped_and_a_wrong_task_id_fails_with_a_cancel() {
     sim.run_until(|s| s.completion(id).is_some());
     let e = sim.completion(id).unwrap().unwrap_err();
     sim.step();
-    eprintln!("{e:?} after {:?}", sim.now.saturating_duration_since(t0));
     assert!(sim.now.saturating_duration_since(t0) >= Duration::from_millis(400));
     assert!(matches!(
         e,
