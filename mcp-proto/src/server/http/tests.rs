@@ -8,6 +8,7 @@ use crate::server::example;
 use crate::server::{Tool, ToolCall, ToolOutcome};
 
 mod cors;
+mod deferred;
 mod listens;
 mod room;
 mod shared;
