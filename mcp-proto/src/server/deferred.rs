@@ -31,7 +31,7 @@
 //! cancelled.
 
 use std::cell::RefCell;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -222,6 +222,54 @@ pub(crate) struct Parked {
     pub(crate) kind: Kind,
 }
 
+/// The calls waiting for deferred work, by its number, with running totals so that
+/// parking one never walks the others.
+#[derive(Debug, Default)]
+pub(crate) struct ParkedCalls {
+    calls: BTreeMap<u64, Parked>,
+    /// The sum of their [`Parked::bytes`].
+    bytes: usize,
+    /// How many are a task's work.
+    tasks: usize,
+}
+
+impl ParkedCalls {
+    pub(crate) fn len(&self) -> usize {
+        self.calls.len()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.calls.is_empty()
+    }
+
+    fn insert(&mut self, work: u64, parked: Parked) {
+        self.bytes = self.bytes.saturating_add(parked.bytes);
+        self.tasks += usize::from(matches!(parked.kind, Kind::Task(_)));
+        if let Some(old) = self.calls.insert(work, parked) {
+            self.forget(&old);
+        }
+    }
+
+    pub(crate) fn remove(&mut self, work: &u64) -> Option<Parked> {
+        let parked = self.calls.remove(work)?;
+        self.forget(&parked);
+        Some(parked)
+    }
+
+    fn forget(&mut self, parked: &Parked) {
+        self.bytes = self.bytes.saturating_sub(parked.bytes);
+        self.tasks -= usize::from(matches!(parked.kind, Kind::Task(_)));
+    }
+
+    fn get(&self, work: &u64) -> Option<&Parked> {
+        self.calls.get(work)
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&u64, &Parked)> {
+        self.calls.iter()
+    }
+}
+
 /// Where a deferred call waits.
 #[derive(Debug)]
 pub(crate) enum Kind {
@@ -284,7 +332,7 @@ impl Server {
     ) -> Result<(), ErrorObject> {
         let limits = &self.config.limits;
         let (max, max_bytes) = (limits.max_deferred_calls, limits.max_deferred_bytes);
-        let held: usize = self.deferred.values().map(|p| p.bytes).sum();
+        let held = self.deferred.bytes;
         let refusal = if self.deferred.len() >= max {
             Some(format!(
                 "Too many tool calls wait for deferred work (max_deferred_calls {max})"
@@ -377,10 +425,17 @@ impl Server {
 
     /// Tasks that ended (cancelled, expired, dropped) while their work was deferred:
     /// the work is told.
+    ///
+    /// Runs after every input while work waits: one pass over the tasks and one over
+    /// the parked calls, never one over the tasks per parked call.
     pub(super) fn forget_ended_task_work(&mut self) {
+        if self.deferred.tasks == 0 {
+            return;
+        }
+        let running = self.tasks.running_ids();
         let ended: Vec<u64> = (self.deferred.iter())
             .filter(|(_, p)| match &p.kind {
-                Kind::Task(id) => !self.tasks.is_running(id),
+                Kind::Task(id) => !running.contains(id.as_str()),
                 _ => false,
             })
             .map(|(w, _)| *w)

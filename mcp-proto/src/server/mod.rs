@@ -177,7 +177,7 @@ pub struct Server {
     /// The number of the next invocation's work.
     next_work: u64,
     /// Calls waiting for deferred work, by its number.
-    deferred: std::collections::BTreeMap<u64, deferred::Parked>,
+    deferred: deferred::ParkedCalls,
 }
 
 impl Server {
@@ -203,7 +203,7 @@ impl Server {
             meta: None,
             deferred_queue: std::sync::Arc::default(),
             next_work: 0,
-            deferred: std::collections::BTreeMap::new(),
+            deferred: deferred::ParkedCalls::default(),
         }
     }
 

@@ -362,8 +362,12 @@ impl TaskStore {
 
     /// The bytes the tasks of `principal` keep.
     /// Whether task `id` is there and has not ended.
-    pub(super) fn is_running(&self, id: &str) -> bool {
-        self.tasks.iter().any(|t| t.id == id && !t.terminal())
+    /// The ids of the tasks that have not ended.
+    pub(super) fn running_ids(&self) -> std::collections::BTreeSet<&str> {
+        (self.tasks.iter())
+            .filter(|t| !t.terminal())
+            .map(|t| t.id.as_str())
+            .collect()
     }
 
     fn principal_bytes(&self, principal: Option<&str>) -> usize {

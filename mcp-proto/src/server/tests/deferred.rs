@@ -240,6 +240,43 @@ fn deferred_calls_are_bounded() {
     assert!(peer.send(call).is_empty());
 }
 
+/// The bytes parked calls hold are bounded too, and a call that completes gives its
+/// bytes back: after it, a call as large fits again, and after the refusal too.
+#[test]
+fn deferred_bytes_are_bounded_and_given_back() {
+    let outbox = Outbox::default();
+    let mut config_server = server(&outbox);
+    config_server.config.limits.max_deferred_bytes = 25_000;
+    let mut peer = Peer::new(config_server);
+    let params = json!({
+        "name": "later",
+        "arguments": {"blob": "x".repeat(10_000)},
+        "_meta": meta(json!({})),
+    });
+    let send = |peer: &mut Peer, id: u32| {
+        let call = json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":params});
+        peer.send(call)
+    };
+    for id in 1..=2 {
+        assert!(send(&mut peer, id).is_empty());
+    }
+    let reply = send(&mut peer, 3);
+    assert_eq!(reply.len(), 1, "{reply:?}");
+    assert!(
+        reply[0]["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("max_deferred_bytes")),
+        "{reply:?}"
+    );
+    assert!(outbox.lock().unwrap().remove(2).is_cancelled());
+    for round in 0..3 {
+        take(&outbox).complete(ToolOutcome::text("one"));
+        assert_eq!(deferred_output(&mut peer).len(), 1, "round {round}");
+        assert!(send(&mut peer, 10 + round).is_empty(), "round {round}");
+    }
+    assert!(!send(&mut peer, 20).is_empty(), "still bounded");
+}
+
 /// A task tool that defers: the task is made at once and shows `working` until the work
 /// completes, then its result; a cancelled task tells its work.
 #[test]
