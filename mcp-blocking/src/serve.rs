@@ -130,10 +130,7 @@ impl<W: Write> Run<'_, W> {
         // Whether the helper is reading (its chunk not yet received).
         let mut helper_reads = false;
         loop {
-            if self.server.has_deferred_done() {
-                self.server.handle_deferred(clock::now());
-                self.write_pending()?;
-            }
+            // Completed deferred work is due at once.
             let deadline = self.server.poll_timeout();
             // While a call waits for deferred work, its completion must be able to
             // interrupt the wait: reads go to the helper.
@@ -155,7 +152,7 @@ impl<W: Write> Run<'_, W> {
                     Some(due) => rx.recv_timeout(due.saturating_duration_since(clock::now())),
                 };
                 match chunk {
-                    Ok(Wake::Deferred) => self.server.handle_deferred(clock::now()),
+                    Ok(Wake::Deferred) => self.server.handle_timeout(clock::now()),
                     Ok(Wake::Input(chunk)) => {
                         helper_reads = false;
                         let bytes = chunk?;

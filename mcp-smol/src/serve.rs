@@ -24,8 +24,8 @@
 //!   until the next one ([`HttpEndpoint::arm_timer`]), or until notified when there is
 //!   none: whoever changes the endpoint so that a deadline falls due sooner notifies it
 //!   ([`HttpEndpoint::take_timer_moved`]), with its listener registered under the lock;
-//!   deferred tool work that completes notifies it too (the endpoint's deferred waker),
-//!   and it hands the endpoint that work ([`HttpEndpoint::handle_deferred`]);
+//!   deferred tool work that completes notifies it too (the endpoint's deferred waker):
+//!   such work is due at once ([`HttpEndpoint::poll_timeout`]);
 //! * when `stop` resolves, no more connections are accepted, every machine is closed,
 //!   and the future resolves once each connection has finished. The stop future is
 //!   polled with the rest, so it wakes the whole future itself;
@@ -121,13 +121,8 @@ pub async fn serve(
         // Input that never runs dry must not keep the executor's thread from its other
         // tasks.
         turns.take().await;
-        // Listening before looking loses no completion.
+        // Listening before looking (completed work is due at once) loses no completion.
         let completed = done.listen();
-        if server.has_deferred_done() {
-            server.handle_deferred(clock::now());
-            write_pending(server, &mut out, &mut output).await?;
-            continue;
-        }
         let read = async { Some(Some(input.read(&mut buf).await)) };
         let completed = async {
             completed.await;
@@ -149,9 +144,7 @@ pub async fn serve(
             Some(Some(Ok(n))) => server.handle_input(clock::now(), &buf[..n]),
             Some(Some(Err(e))) if e.kind() == io::ErrorKind::Interrupted => continue,
             Some(Some(Err(e))) => return Err(e),
-            // Handled at the top of the loop.
-            Some(None) => continue,
-            None => server.handle_timeout(clock::now()),
+            Some(None) | None => server.handle_timeout(clock::now()),
         }
         write_pending(server, &mut out, &mut output).await?;
     }
@@ -273,8 +266,8 @@ impl Shared {
         }
     }
 
-    /// Hands the endpoint the time whenever its next deadline passes, and goes on with
-    /// the calls whose deferred work completed ([`HttpEndpoint::handle_deferred`]);
+    /// Hands the endpoint the time whenever its next deadline passes, which includes
+    /// going on with the calls whose deferred work completed (due at once);
     /// sleeps until then, or until notified that a deadline moved earlier or work
     /// completed. Never resolves.
     async fn timer(&self) {
@@ -284,10 +277,7 @@ impl Shared {
             let (due, moved) = {
                 let mut endpoint = self.endpoint();
                 let moved = self.timer.listen();
-                if endpoint.has_deferred_done() {
-                    endpoint.handle_deferred(clock::now());
-                    self.wake(&mut endpoint);
-                }
+                // Completed deferred work is due at once.
                 if endpoint.handle_due(clock::now()) {
                     self.wake(&mut endpoint);
                 }

@@ -285,7 +285,8 @@ pub(crate) enum Kind {
 impl Server {
     /// Registers the waker to wake when deferred work completes (each completion wakes
     /// it; one that came before is woken for at once). The driver then calls
-    /// [`Server::handle_deferred`].
+    /// [`Server::handle_deferred`], or [`Server::handle_timeout`], which does the same
+    /// and more: completed work makes [`Server::poll_timeout`] due at once.
     pub fn set_deferred_waker(&mut self, waker: Waker) {
         self.deferred_queue.set_waker(waker);
     }
@@ -308,10 +309,15 @@ impl Server {
     /// afterwards. Over HTTP, use [`HttpEndpoint::handle_deferred`](super::http::HttpEndpoint::handle_deferred)
     /// instead, which puts each call's session back first.
     pub fn handle_deferred(&mut self, now: Instant) {
+        self.resume_completed(now);
+        self.after_input();
+    }
+
+    /// Resumes every call whose work completed.
+    pub(super) fn resume_completed(&mut self, now: Instant) {
         while let Some((work, outcome, _)) = self.poll_deferred() {
             self.resume_deferred(now, work, outcome);
         }
-        self.after_input();
     }
 
     /// The number for the next invocation's work.

@@ -939,20 +939,22 @@ impl HttpEndpoint {
 
     /// When [`HttpEndpoint::handle_timeout`] is next due: the machine's
     /// [`Server::poll_timeout`] (a task outcome falling due, a held `tasks/result`
-    /// expiring).
+    /// expiring; completed deferred work, at once).
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.server.poll_timeout()
     }
 
-    /// Time passed ([`Server::handle_timeout`]): due task outcomes are shown, held
-    /// `tasks/result` requests whose task ended are answered on their streams, 2026
+    /// Time passed ([`Server::handle_timeout`]): the calls whose deferred work completed
+    /// go on (as [`HttpEndpoint::handle_deferred`] says), due task outcomes are shown,
+    /// held `tasks/result` requests whose task ended are answered on their streams, 2026
     /// listens get their `notifications/tasks`, and each legacy session with a `GET`
     /// stream gets `notifications/tasks/status` there for its tasks that changed. Drain
     /// [`HttpEndpoint::poll_ready`] afterwards.
     pub fn handle_timeout(&mut self, now: Instant) {
+        self.resume_completed(now);
         self.drop_ended_sessions_tasks();
-        self.server.handle_timeout(now);
+        self.server.time_passed(now);
         self.route(None);
         let sessions = self.listening_sessions();
         for session in sessions {
@@ -965,7 +967,8 @@ impl HttpEndpoint {
 
     /// Registers the waker to wake when a tool's deferred work completes
     /// ([`Server::set_deferred_waker`]); the driver then calls
-    /// [`HttpEndpoint::handle_deferred`].
+    /// [`HttpEndpoint::handle_deferred`] or [`HttpEndpoint::handle_due`] (completed
+    /// work is due at once).
     pub fn set_deferred_waker(&mut self, waker: std::task::Waker) {
         self.server.set_deferred_waker(waker);
     }
@@ -983,6 +986,11 @@ impl HttpEndpoint {
     /// [`HttpEndpoint::handle_timeout`] does, for the tasks whose work completed. Drain
     /// [`HttpEndpoint::poll_ready`] afterwards.
     pub fn handle_deferred(&mut self, now: Instant) {
+        self.handle_timeout(now);
+    }
+
+    /// Resumes every call whose work completed, each in its own session.
+    fn resume_completed(&mut self, now: Instant) {
         while let Some((work, outcome, request)) = self.server.poll_deferred() {
             let key = match request {
                 RequestId::Number(key) => Some(key),
@@ -997,7 +1005,6 @@ impl HttpEndpoint {
                 e.route(key);
             });
         }
-        self.handle_timeout(now);
     }
 
     /// Serves one request from a client that is not authenticated (no principal). Never

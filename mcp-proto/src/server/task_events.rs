@@ -41,9 +41,14 @@ use super::tasks::TTL_MS;
 impl Server {
     /// The earliest instant at which [`Server::handle_timeout`] has something to do: a
     /// task's held outcome falls due, or a held `tasks/result`'s task expires. `None`
-    /// when nothing waits for time.
+    /// when nothing waits for time. Deferred tool work that completed is due at once
+    /// (an instant already past): a driver that wakes for completions
+    /// ([`Server::set_deferred_waker`]) and for this deadline needs nothing else.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
+        if self.has_deferred_done() {
+            return Some(self.now);
+        }
         let ttl = Duration::from_millis(TTL_MS);
         let due = self.tasks.tasks_iter().filter_map(|t| t.due_at()).min();
         // Called after every input: one pass over each list, never one per pair.
@@ -64,9 +69,17 @@ impl Server {
         }
     }
 
-    /// Time passed: every task outcome due by `now` is shown, and what that changes is
-    /// told and answered. Drain the output afterwards.
+    /// Time passed: the calls whose deferred work completed go on
+    /// ([`Server::handle_deferred`]), every task outcome due by `now` is shown, and what
+    /// that changes is told and answered. Drain the output afterwards.
     pub fn handle_timeout(&mut self, now: Instant) {
+        self.resume_completed(now);
+        self.time_passed(now);
+    }
+
+    /// [`Server::handle_timeout`] but for deferred work (which the HTTP endpoint resumes
+    /// itself, each call in its own session).
+    pub(crate) fn time_passed(&mut self, now: Instant) {
         self.now = self.now.max(now);
         let now = self.now;
         self.tasks.refresh_all(now);

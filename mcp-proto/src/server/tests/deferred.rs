@@ -106,6 +106,27 @@ fn a_legacy_call_is_answered_when_its_work_completes_and_others_are_served_meanw
     assert!(!peer.server.has_deferred_done());
 }
 
+/// Completed work is due at once: a driver that only hands the machine its deadlines
+/// ([`Server::poll_timeout`], [`Server::handle_timeout`]) goes on with it too.
+#[test]
+fn completed_work_is_due_at_once_and_handled_as_time_passing() {
+    let outbox = Outbox::default();
+    let mut peer = Peer::new(server(&outbox));
+    peer.initialize("2025-11-25", json!({}));
+    let call = json!({"name": "later", "arguments": {}});
+    let request = json!({"jsonrpc":"2.0","id":7,"method":"tools/call","params":call});
+    assert!(peer.send(request).is_empty());
+    assert_eq!(peer.server.poll_timeout(), None, "nothing is due while work runs");
+    take(&outbox).complete(ToolOutcome::text("done"));
+    let due = peer.server.poll_timeout().expect("completed work is due");
+    assert!(due <= peer.now);
+    peer.server.handle_timeout(peer.now);
+    let out = peer.raw(b"");
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(out[0]["result"]["content"][0]["text"], "done");
+    assert_eq!(peer.server.poll_timeout(), None);
+}
+
 #[test]
 fn a_modern_call_is_answered_when_its_work_completes() {
     let outbox = Outbox::default();

@@ -55,8 +55,11 @@ fn a_completed_call_answers_on_its_own_sessions_stream() {
         "{text}"
     );
     assert!(!drain(&mut ep, &stream_a).contains("for"));
+    // Completed work is due at once: a driver that only hands the endpoint its
+    // deadlines goes on with it, in its own session, as well.
     first.complete(ToolOutcome::text("for a"));
-    ep.handle_deferred(now());
+    assert!(ep.poll_timeout().is_some_and(|t| t <= now()));
+    assert!(ep.handle_due(now()));
     let text = drain(&mut ep, &stream_a);
     assert!(text.contains("for a"), "{text}");
 }
