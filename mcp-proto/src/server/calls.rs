@@ -94,7 +94,7 @@ pub(super) fn invoke(
     };
     let slot = Slot {
         work,
-        queue: Arc::clone(queue),
+        queue,
         taken: RefCell::default(),
     };
     let call = ToolCall {
@@ -108,10 +108,10 @@ pub(super) fn invoke(
         deferral: Some(&slot),
     };
     let outcome = (tool.handler)(&call);
-    let taken = slot.taken.into_inner();
+    let taken = slot.release();
     match (outcome, taken) {
-        (ToolOutcome::Deferred, Some(cancelled)) => {
-            (ToolOutcome::Deferred, Some(Deferral { work, cancelled }))
+        (ToolOutcome::Deferred, Some(state)) => {
+            (ToolOutcome::Deferred, Some(Deferral { work, state }))
         }
         (ToolOutcome::Deferred, None) => {
             let message = format!(
@@ -124,8 +124,8 @@ pub(super) fn invoke(
             )
         }
         (outcome, taken) => {
-            if let Some(cancelled) = taken {
-                Deferral { work, cancelled }.cancel();
+            if let Some(state) = taken {
+                Deferral { work, state }.cancel();
             }
             (outcome, None)
         }

@@ -20,11 +20,14 @@
 //! first puts the call's legacy session back in the machine), and the call goes on
 //! exactly as if its handler had returned that outcome then: answered, asking the client
 //! for input (the next round runs the handler again, which may defer again), or its task
-//! ending. A completer dropped without an outcome completes with an error, so no call
-//! waits for work that is gone.
+//! ending. Completed work is also due at once ([`Server::poll_timeout`](super::Server::poll_timeout)),
+//! and [`Server::handle_timeout`](super::Server::handle_timeout) goes on with it, so a
+//! driver that wakes for its deadlines needs nothing else. A handler may ask for more
+//! than one completer (they share the work); when the last one is dropped without an
+//! outcome, the call completes with an error, so no call waits for work that is gone.
 //!
-//! A call that ends first (its client cancelled it, closed its stream, its session
-//! ended) is forgotten: [`Completer::is_cancelled`] turns true for the work to stop
+//! A call that ends first (its client cancelled it, closed its stream or the input, its
+//! session or task ended, the server was dropped) is forgotten: [`Completer::is_cancelled`] turns true for the work to stop
 //! early, and its outcome, when it comes, is dropped. At most
 //! [`ServerLimits::max_deferred_calls`](super::ServerLimits::max_deferred_calls) calls
 //! wait at once; one more is answered with an error at once and its completer is
@@ -33,7 +36,7 @@
 use std::cell::RefCell;
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::Waker;
 
@@ -92,43 +95,91 @@ impl Queue {
 }
 
 /// The deferral a handler may take during one invocation: the work's number, chosen
-/// before the handler runs, and the completer's cancellation flag once it was taken.
+/// before the handler runs, and the work's shared state once a completer was taken.
 #[derive(Debug)]
-pub(crate) struct Slot {
+pub(crate) struct Slot<'q> {
     pub(crate) work: u64,
-    pub(crate) queue: Arc<Queue>,
-    pub(crate) taken: RefCell<Option<Arc<AtomicBool>>>,
+    pub(crate) queue: &'q Arc<Queue>,
+    pub(crate) taken: RefCell<Option<Arc<WorkState>>>,
 }
 
-impl Slot {
-    /// A completer for this invocation's work (the same flag each time it is asked).
+impl Slot<'_> {
+    /// A completer for this invocation's work (all of them share one state: the same
+    /// cancellation flag, and the call fails for want of an outcome only when the last
+    /// one is dropped without one).
     pub(crate) fn completer(&self) -> Completer {
-        let cancelled = Arc::clone(
-            self.taken
-                .borrow_mut()
-                .get_or_insert_with(|| Arc::new(AtomicBool::new(false))),
-        );
+        let state = Arc::clone(self.taken.borrow_mut().get_or_insert_with(|| {
+            // The slot holds the work too while the handler runs: a completer it
+            // takes only to look at and drops before taking the one it keeps is not
+            // the last.
+            Arc::new(WorkState {
+                completers: AtomicUsize::new(1),
+                ..WorkState::default()
+            })
+        }));
+        state.completers.fetch_add(1, Ordering::AcqRel);
         Completer {
             work: self.work,
-            queue: Arc::clone(&self.queue),
-            cancelled,
+            queue: Arc::clone(self.queue),
+            state,
             done: false,
         }
     }
 }
 
-/// A deferred call the machine parked: the work's number and the flag its completer
-/// reads.
+impl Slot<'_> {
+    /// The handler returned: the slot lets go of the work (failing the call when no
+    /// completer is left to give it an outcome). The work's state, when one was taken.
+    pub(crate) fn release(self) -> Option<Arc<WorkState>> {
+        let state = self.taken.into_inner()?;
+        state.let_go(self.queue, self.work, false);
+        Some(state)
+    }
+}
+
+/// What the machine and the completers of one work share.
+#[derive(Debug, Default)]
+pub(crate) struct WorkState {
+    /// The call ended before its work: the completers are told.
+    cancelled: AtomicBool,
+    /// Completers alive.
+    completers: AtomicUsize,
+    /// One of them completed.
+    completed: AtomicBool,
+}
+
+impl WorkState {
+    /// A holder of the work lets go (`done`: having given it its outcome); the last one
+    /// to let go with no outcome given fails the call.
+    fn let_go(&self, queue: &Queue, work: u64, done: bool) {
+        let last = self.completers.fetch_sub(1, Ordering::AcqRel) == 1;
+        if !done && last && !self.completed.load(Ordering::Acquire) {
+            let error = ErrorObject::new(
+                codes::INTERNAL_ERROR,
+                "the tool's deferred work ended without an outcome",
+            );
+            queue.push(work, ToolOutcome::Error(error));
+        }
+    }
+}
+
+/// A deferred call the machine parked: the work's number and the state its completers
+/// read.
 #[derive(Debug, Clone)]
 pub(crate) struct Deferral {
     pub(crate) work: u64,
-    pub(crate) cancelled: Arc<AtomicBool>,
+    pub(crate) state: Arc<WorkState>,
 }
 
 impl Deferral {
     /// The call ended before its work: the completer is told.
     pub(crate) fn cancel(&self) {
-        self.cancelled.store(true, Ordering::Release);
+        self.state.cancelled.store(true, Ordering::Release);
+    }
+
+    /// Whether the call ended (its entry waits only for the work to let go).
+    fn is_cancelled(&self) -> bool {
+        self.state.cancelled.load(Ordering::Acquire)
     }
 }
 
@@ -167,7 +218,7 @@ impl Deferral {
 pub struct Completer {
     work: u64,
     queue: Arc<Queue>,
-    cancelled: Arc<AtomicBool>,
+    state: Arc<WorkState>,
     done: bool,
 }
 
@@ -175,9 +226,11 @@ impl Completer {
     /// Hands the call its outcome, as the handler would have returned it: `Done`,
     /// `Error`, `NeedInput` (the client is asked, and the handler runs again with the
     /// answers), `After`, … (`Deferred` and `NoAnswer` end the call with an error).
-    /// Dropped when the call ended first.
+    /// Dropped when the call ended first, or when another completer of the same work
+    /// ([`ToolCall::defer`](super::ToolCall::defer) asked twice) completed first.
     pub fn complete(mut self, outcome: ToolOutcome) {
         self.done = true;
+        self.state.completed.store(true, Ordering::Release);
         self.queue.push(self.work, outcome);
     }
 
@@ -186,19 +239,14 @@ impl Completer {
     /// outcome will be dropped.
     #[must_use]
     pub fn is_cancelled(&self) -> bool {
-        self.cancelled.load(Ordering::Acquire)
+        self.state.cancelled.load(Ordering::Acquire)
     }
 }
 
 impl Drop for Completer {
+    /// The last completer of a work dropped with no outcome given fails its call.
     fn drop(&mut self) {
-        if !self.done {
-            let error = crate::jsonrpc::ErrorObject::new(
-                crate::jsonrpc::codes::INTERNAL_ERROR,
-                "the tool's deferred work ended without an outcome",
-            );
-            self.queue.push(self.work, ToolOutcome::Error(error));
-        }
+        self.state.let_go(&self.queue, self.work, self.done);
     }
 }
 
@@ -267,6 +315,33 @@ impl ParkedCalls {
 
     fn iter(&self) -> impl Iterator<Item = (&u64, &Parked)> {
         self.calls.iter()
+    }
+
+    /// Forgets the calls that ended while their work runs on (a legacy call dropped
+    /// with its session): their slots are free again.
+    fn sweep_cancelled(&mut self) {
+        let ended: Vec<u64> = (self.calls.iter())
+            .filter(|(_, p)| p.deferral.is_cancelled())
+            .map(|(w, _)| *w)
+            .collect();
+        for work in ended {
+            self.remove(&work);
+        }
+    }
+
+    /// Every call ends: its work is told.
+    pub(crate) fn cancel_all(&mut self) {
+        for parked in std::mem::take(&mut self.calls).into_values() {
+            parked.deferral.cancel();
+        }
+        (self.bytes, self.tasks) = (0, 0);
+    }
+}
+
+impl Drop for ParkedCalls {
+    /// The machine went away: no call can be answered, and the work is told.
+    fn drop(&mut self) {
+        self.cancel_all();
     }
 }
 
@@ -338,6 +413,11 @@ impl Server {
     ) -> Result<(), ErrorObject> {
         let limits = &self.config.limits;
         let (max, max_bytes) = (limits.max_deferred_calls, limits.max_deferred_bytes);
+        let over = |d: &ParkedCalls| d.len() >= max || d.bytes.saturating_add(bytes) > max_bytes;
+        if over(&self.deferred) {
+            // Only at the bound: calls that ended may still hold a place.
+            self.deferred.sweep_cancelled();
+        }
         let held = self.deferred.bytes;
         let refusal = if self.deferred.len() >= max {
             Some(format!(
@@ -407,8 +487,11 @@ impl Server {
             }
             Kind::Modern(call) => {
                 let request = call.request.clone();
-                if let Some(reply) = self.modern_act(now, *call, outcome, None) {
-                    self.reply(&request, reply);
+                match self.modern_act(now, *call, outcome, None) {
+                    // What every 2026 result carries, as for a call answered at once.
+                    Some(Ok(result)) => self.send_modern_result(&request, &result, false),
+                    Some(Err(e)) => self.reply(&request, Err(e)),
+                    None => {}
                 }
             }
             Kind::Task(task) => self.task_work_done(now, &task, outcome),

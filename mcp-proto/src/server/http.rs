@@ -956,6 +956,7 @@ impl HttpEndpoint {
         self.drop_ended_sessions_tasks();
         self.server.time_passed(now);
         self.route(None);
+        self.ask_in_sessions(now);
         let sessions = self.listening_sessions();
         for session in sessions {
             self.in_session(Some(&session), now, |e| {
@@ -987,6 +988,25 @@ impl HttpEndpoint {
     /// [`HttpEndpoint::poll_ready`] afterwards.
     pub fn handle_deferred(&mut self, now: Instant) {
         self.handle_timeout(now);
+    }
+
+    /// The held 2025 `tasks/result` requests whose task now asks for input (its
+    /// deferred or delayed work asked) ask in their own session, on their own stream.
+    fn ask_in_sessions(&mut self, now: Instant) {
+        let mut sessions: Vec<String> = (self.server.results_to_ask_on().iter())
+            .filter_map(|r| match r {
+                RequestId::Number(k) => self.exchanges.get(k)?.session.clone(),
+                RequestId::String(_) => None,
+            })
+            .collect();
+        sessions.sort_unstable();
+        sessions.dedup();
+        for session in sessions {
+            self.in_session(Some(&session), now, |e| {
+                e.server.after_input();
+                e.route(None);
+            });
+        }
     }
 
     /// Resumes every call whose work completed, each in its own session.
@@ -2217,11 +2237,18 @@ impl HttpEndpoint {
                     }
                 }
                 Message::Request(mut r) => {
-                    let target = match open {
-                        Some(k) => Some(k),
-                        None => self.current_listener(),
+                    // On the stream of the call it asks for, else of the request being
+                    // handled, else the session's `GET` stream.
+                    let serving = match self.server.call_asking(&r.id) {
+                        Some(RequestId::Number(k)) => Some(*k),
+                        _ => None,
                     };
-                    let Some(k) = target else { continue };
+                    let serving =
+                        serving.filter(|k| self.exchanges.get(k).is_some_and(|e| !e.answered));
+                    let on_exchange = serving.or(open);
+                    let Some(k) = on_exchange.or_else(|| self.current_listener()) else {
+                        continue;
+                    };
                     // With sessions the client sees an unguessable id, never the
                     // machine's counter.
                     let public = match &mut self.sessions {
@@ -2245,7 +2272,7 @@ impl HttpEndpoint {
                     self.server_requests.insert((owner, public), asked);
                     let mut out = Vec::new();
                     Message::Request(r).encode(&mut out);
-                    if open.is_some() {
+                    if on_exchange.is_some() {
                         self.queue_for_exchange(k, out);
                     } else {
                         self.queue_for_listener(k, out);

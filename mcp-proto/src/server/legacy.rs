@@ -19,7 +19,7 @@ use crate::version::{Era, ProtocolVersion};
 
 use super::calls::{self, Target, error_result, invalid};
 use super::deferred::{Deferral, Kind};
-use super::registry::ToolOutcome;
+use super::registry::{InputRequestSpec, ToolOutcome};
 use super::{Params, Server};
 use crate::held::{held_bytes, json_size};
 
@@ -101,6 +101,9 @@ pub(super) struct PendingCall {
     /// The deferred work it waits for instead of answers; cancelled when the call is
     /// dropped first (cancelled, its session gone).
     deferral: Option<Deferral>,
+    /// For a task's round, what it asked: given back to the task when the
+    /// `tasks/result` it went out on is cancelled before the answers came.
+    asked: Vec<(String, InputRequestSpec)>,
 }
 
 impl Drop for PendingCall {
@@ -132,6 +135,7 @@ impl PendingCall {
             task: Some(task),
             input_bytes,
             deferral: None,
+            asked: Vec::new(),
         }
     }
 
@@ -274,6 +278,7 @@ impl Server {
                         progress_token: progress_token(params),
                         task: None,
                         deferral: None,
+                        asked: Vec::new(),
                     }),
                     Err(e) => self.send_error(Some(&id), &e),
                 }
@@ -444,6 +449,11 @@ impl Server {
             (call.progress_token.as_ref(), &self.deferred_queue, work),
         );
         if let Some(deferral) = deferral {
+            if let Some(task) = call.task.clone() {
+                // A task's round: the task waits for the work, as for its first round.
+                let round = (std::mem::take(&mut call.inputs), call.round);
+                return self.task_round_deferred(call.client_id.clone(), &task, round, deferral);
+            }
             let parked = self.park_deferred(
                 deferral.clone(),
                 call.client_id.clone(),
@@ -539,6 +549,9 @@ impl Server {
             );
             return self.answer_call(&call, Ok(error_result(text)));
         }
+        if call.task.is_some() {
+            call.asked.clone_from(&asks);
+        }
         for (key, spec) in &asks {
             let (method, mut params) = calls::render(spec, version);
             if let Some(task) = &call.task {
@@ -554,14 +567,20 @@ impl Server {
         self.pending.push(call);
     }
 
-    /// A response from the client: the answer to one of our input requests.
     /// Whether `id` is one of our requests still waiting for the client's answer.
     pub(super) fn is_awaited(&self, id: &RequestId) -> bool {
-        self.pending
-            .iter()
-            .any(|c| c.waiting.iter().any(|(w, _)| w == id))
+        self.call_asking(id).is_some()
     }
 
+    /// The client request (a `tools/call`, a task's `tasks/result`) whose call asked
+    /// with our request `id`, still unanswered.
+    pub(crate) fn call_asking(&self, id: &RequestId) -> Option<&RequestId> {
+        (self.pending.iter())
+            .find(|c| c.waiting.iter().any(|(w, _)| w == id))
+            .map(|c| &c.client_id)
+    }
+
+    /// A response from the client: the answer to one of our input requests.
     pub(super) fn legacy_response(&mut self, response: Response) {
         let Some(id) = response.id else { return };
         let found = self.pending.iter().enumerate().find_map(|(ci, c)| {
@@ -614,11 +633,17 @@ impl Server {
     /// (deferred work is told, as the call drops).
     pub(super) fn cancel_pending(&mut self, id: &RequestId) {
         while let Some(i) = self.pending.iter().position(|c| c.client_id == *id) {
-            let call = self.pending.remove(i);
+            let mut call = self.pending.remove(i);
             if let Some(work) = call.deferred_work() {
                 self.deferred.remove(&work);
             }
             self.cancel_outstanding(&call, "the tool call was cancelled");
+            if let Some(task) = &call.task
+                && !call.waiting.is_empty()
+            {
+                // Only the wait ended, not the task: the next `tasks/result` asks again.
+                self.tasks.ask_again(task, std::mem::take(&mut call.asked));
+            }
         }
     }
 

@@ -295,9 +295,11 @@ impl Server {
     }
 
     /// The transport reached end of input. A truncated last line is dropped, parked
-    /// calls are abandoned, and later input is ignored. Queued output stays drainable.
+    /// calls are abandoned (deferred work is told: [`Completer::is_cancelled`]), and
+    /// later input is ignored. Queued output stays drainable.
     pub fn handle_eof(&mut self, _now: Instant) {
         self.eof = true;
+        self.deferred.cancel_all();
         self.pending.clear();
         self.listens.clear();
         self.tasks.waiting.clear();

@@ -171,7 +171,7 @@ pub struct ToolCall<'a> {
     pub progress_token: Option<&'a Value>,
     /// Where this invocation's work may be deferred to (absent for a handler called
     /// directly, as in a test).
-    pub(crate) deferral: Option<&'a Slot>,
+    pub(crate) deferral: Option<&'a Slot<'a>>,
 }
 
 impl<'a> ToolCall<'a> {
@@ -185,7 +185,7 @@ impl<'a> ToolCall<'a> {
             Some(slot) => slot.completer(),
             None => Slot {
                 work: 0,
-                queue: std::sync::Arc::default(),
+                queue: &std::sync::Arc::default(),
                 taken: std::cell::RefCell::default(),
             }
             .completer(),

@@ -152,15 +152,19 @@ impl Server {
         }
     }
 
-    /// Answers the held `tasks/result` requests whose task ended or is gone.
+    /// Answers the held `tasks/result` requests whose task ended or is gone; a 2025
+    /// task of the session in the machine that now needs input asks on its held
+    /// `tasks/result` (as on one that came while it needed input).
     fn settle_results(&mut self) {
         if self.tasks.waiting.is_empty() {
             return;
         }
         self.tasks.expire(self.now);
+        let scope = self.session.as_ref().map(|s| s.task_scope);
         let waiting = std::mem::take(&mut self.tasks.waiting);
         let mut still = Vec::new();
         let mut replies = Vec::new();
+        let mut asks = Vec::new();
         let mut delivered = BTreeSet::new();
         {
             // Called after every input: one pass over each list, never one per pair.
@@ -170,6 +174,10 @@ impl Server {
                     Some(t) if t.terminal() => {
                         delivered.insert(w.task);
                         t.result()
+                    }
+                    Some(t) if scope.is_some() && t.scope() == scope && t.asks_legacy_input() => {
+                        asks.push(w);
+                        continue;
                     }
                     Some(_) => {
                         still.push(w);
@@ -185,6 +193,26 @@ impl Server {
             self.reply(&request, reply);
         }
         self.tasks.waiting.extend(still);
+        for w in asks {
+            self.ask_for_task(&w.request, &w.task);
+        }
+    }
+
+    /// The held 2025 `tasks/result` requests whose task now asks for input: each asks
+    /// once its task's session is the one in the machine (over HTTP, the endpoint puts
+    /// it there).
+    pub(crate) fn results_to_ask_on(&self) -> Vec<RequestId> {
+        if self.tasks.waiting.is_empty() {
+            return Vec::new();
+        }
+        let asking: BTreeSet<&str> = (self.tasks.tasks_iter())
+            .filter(|t| t.asks_legacy_input())
+            .map(|t| t.id())
+            .collect();
+        (self.tasks.waiting.iter())
+            .filter(|w| asking.contains(w.task.as_str()))
+            .map(|w| w.request.clone())
+            .collect()
     }
 
     /// `notifications/cancelled` for a held `tasks/result`: it is dropped.

@@ -231,6 +231,17 @@ impl TaskStore {
         }
     }
 
+    /// The `tasks/result` that 2025 task `id`'s input requests went out on was
+    /// cancelled before they were answered: the next one asks them again.
+    pub(super) fn ask_again(&mut self, id: &str, asks: Vec<(String, InputRequestSpec)>) {
+        let found = (self.tasks.iter_mut()).find(|t| t.id == id && t.status == "input_required");
+        if let Some(task) = found
+            && task.legacy_asks.is_empty()
+        {
+            task.legacy_asks = asks;
+        }
+    }
+
     pub(super) fn tasks_iter(&self) -> impl Iterator<Item = &ServerTask> {
         self.tasks.iter()
     }
@@ -442,6 +453,12 @@ impl ServerTask {
 
     pub(super) fn scope(&self) -> Option<u64> {
         self.owner.scope
+    }
+
+    /// Whether it is a 2025 task whose input requests wait for a `tasks/result` to go
+    /// out on.
+    pub(super) fn asks_legacy_input(&self) -> bool {
+        self.status == "input_required" && !self.legacy_asks.is_empty()
     }
 
     pub(super) fn principal(&self) -> Option<&str> {
@@ -744,6 +761,25 @@ impl Server {
         first: Option<(ToolOutcome, Map<String, Value>, u32)>,
         first_deferral: Option<Deferral>,
     ) -> Result<Value, ErrorObject> {
+        let refused = first_deferral.clone();
+        let started = self.start_task_with(target, era, caps, first, first_deferral);
+        if started.is_err()
+            && let Some(deferral) = refused
+        {
+            // The work deferred before the task could be made is told.
+            deferral.cancel();
+        }
+        started
+    }
+
+    fn start_task_with(
+        &mut self,
+        target: Target,
+        era: Era,
+        caps: &Value,
+        first: Option<(ToolOutcome, Map<String, Value>, u32)>,
+        first_deferral: Option<Deferral>,
+    ) -> Result<Value, ErrorObject> {
         let now = self.now;
         // Room first: a task refused without a first round never runs its handler.
         // It keeps the client's capabilities for its later rounds: no more of them than
@@ -1018,6 +1054,63 @@ impl Server {
     /// task, parked as a tool call is; otherwise it is held until the task ends
     /// ([`Server::settle_results`]). `false` (nothing done) for a task that ended or is
     /// not found: the caller answers at once.
+    /// A 2025 task's input round, run for its `tasks/result` (`request`), deferred its
+    /// work: the task takes the round back (its answers and number), shows `working`
+    /// and waits for the work as for a first round that deferred, and the
+    /// `tasks/result` is held until the task ends or asks again. A client that drops
+    /// that wait (cancels the request) leaves the task and its work running.
+    pub(super) fn task_round_deferred(
+        &mut self,
+        request: RequestId,
+        id: &str,
+        (inputs, round): (Map<String, Value>, u32),
+        deferral: Deferral,
+    ) {
+        let now = self.now;
+        let size = |m: &Map<String, Value>| -> usize {
+            (m.iter())
+                .map(|(k, v)| k.len() + crate::held::held_bytes(v))
+                .sum()
+        };
+        let found = (self.tasks.tasks.iter_mut()).find(|t| t.id == id && !t.terminal());
+        if let Some(task) = found {
+            task.client_bytes = task.client_bytes - size(&task.inputs) + size(&inputs);
+            task.inputs = inputs;
+            task.round = round;
+            task.status = "working";
+            task.held = None;
+            task.updated = now;
+            // Parked under its `tasks/result`, whose session the work goes on in.
+            let kind = Kind::Task(id.to_owned());
+            if let Err(e) = self.park_deferred(deferral, request.clone(), 0, kind) {
+                self.task_work_done(now, id, ToolOutcome::Error(e));
+            }
+        } else {
+            deferral.cancel();
+        }
+        self.tasks.waiting.push(Waiting {
+            request,
+            task: id.to_owned(),
+        });
+    }
+
+    /// Sends a 2025 task's input requests on its `tasks/result` (`request`), as the
+    /// tool call it stands for: the request then waits for the end of the task.
+    pub(super) fn ask_for_task(&mut self, request: &RequestId, id: &str) {
+        let Some(task) = self.tasks.tasks.iter_mut().find(|t| t.id == id) else {
+            return;
+        };
+        let asks = std::mem::take(&mut task.legacy_asks);
+        let inputs = (task.inputs.clone(), task.round);
+        let call = PendingCall::for_task(
+            request.clone(),
+            task.target.clone(),
+            inputs,
+            task.id.clone(),
+        );
+        self.legacy_act(call, ToolOutcome::NeedInput(asks));
+    }
+
     pub(super) fn park_task_result(&mut self, id: &RequestId, params: &Params) -> bool {
         let Ok(at) = self.task_index(params, Era::Legacy) else {
             return false;
@@ -1032,12 +1125,9 @@ impl Server {
         if task.terminal() {
             return false;
         }
-        if task.status == "input_required" && !task.legacy_asks.is_empty() {
-            let asks = std::mem::take(&mut task.legacy_asks);
-            let inputs = (task.inputs.clone(), task.round);
-            let call =
-                PendingCall::for_task(id.clone(), task.target.clone(), inputs, task.id.clone());
-            self.legacy_act(call, ToolOutcome::NeedInput(asks));
+        if task.asks_legacy_input() {
+            let task = task.id.clone();
+            self.ask_for_task(id, &task);
             return true;
         }
         let task = task.id.clone();

@@ -122,6 +122,7 @@ fn caps() -> Value {
 }
 
 mod deferred;
+mod deferred_edges;
 mod features;
 mod listen;
 mod tasks;

@@ -116,7 +116,11 @@ fn completed_work_is_due_at_once_and_handled_as_time_passing() {
     let call = json!({"name": "later", "arguments": {}});
     let request = json!({"jsonrpc":"2.0","id":7,"method":"tools/call","params":call});
     assert!(peer.send(request).is_empty());
-    assert_eq!(peer.server.poll_timeout(), None, "nothing is due while work runs");
+    assert_eq!(
+        peer.server.poll_timeout(),
+        None,
+        "nothing is due while work runs"
+    );
     take(&outbox).complete(ToolOutcome::text("done"));
     let due = peer.server.poll_timeout().expect("completed work is due");
     assert!(due <= peer.now);
