@@ -44,7 +44,8 @@
 //! header checks of spec section 5.5 (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`
 //! decoded with [`decode_header_bytes`](crate::http::headers::decode_header_bytes),
 //! `Mcp-Param-*` for tools with `x-mcp-header` annotations): a failure is 400 with
-//! `-32020` and the body's id. A legacy request other than `initialize` that carries an
+//! `-32020` and the body's id. A legacy request other than `initialize` (a POSTed
+//! request, notification or response, a `GET`, a `DELETE`) that carries an
 //! `MCP-Protocol-Version` header must name a served legacy version, else 400 with
 //! `-32600` and `data: {supported, requested}`.
 //!
@@ -341,10 +342,9 @@ impl HttpEndpointConfig {
             // Only a port may follow the bracket (`[::1]evil.example` names no host).
             match host.split_once(']') {
                 Some((h, "")) => &host[..=h.len()],
+                // `port = *DIGIT`: an empty one too, as for a name.
                 Some((h, port))
-                    if port.len() > 1
-                        && port.starts_with(':')
-                        && port[1..].bytes().all(|b| b.is_ascii_digit()) =>
+                    if port.starts_with(':') && port[1..].bytes().all(|b| b.is_ascii_digit()) =>
                 {
                     &host[..=h.len()]
                 }
@@ -1265,6 +1265,9 @@ impl HttpEndpoint {
         let stateful =
             self.sessions.is_some() && self.server.config().versions.newest(Era::Legacy).is_some();
         if http.method() == "DELETE" && stateful {
+            if let Err(e) = legacy_version_header(&self.server, http) {
+                return complete(HttpResponse::json_error(400, None, &e));
+            }
             return complete(self.end_session(now, http));
         }
         let modern_get = http
@@ -1332,6 +1335,15 @@ impl HttpEndpoint {
                 request.params = None;
             }
             return self.request(now, request, params.as_mut(), http, close);
+        }
+        // A notification or response of a legacy client names a version it serves, as
+        // its requests do (a 2026 one is checked by the machine, with its `_meta`).
+        let modern = (http
+            .header(MCP_PROTOCOL_VERSION)
+            .and_then(ProtocolVersion::parse))
+        .is_some_and(|v| v.era() == Era::Modern);
+        if !modern && let Err(e) = legacy_version_header(&self.server, http) {
+            return complete(HttpResponse::json_error(400, None, &e));
         }
         // A notification or response belongs to the session it names, if any.
         let session = match self.named_session(now, http) {
@@ -1833,13 +1845,7 @@ impl HttpEndpoint {
     /// opens the session's standalone stream (at most one served at once: 409).
     fn get_stream(&mut self, now: Instant, http: &HttpRequest) -> HttpReply {
         let complete = HttpReply::Complete;
-        let accepts_sse = http.header("accept").is_some_and(|a| {
-            a.split(',').any(|m| {
-                let media = m.split(';').next().unwrap_or_default().trim();
-                media.eq_ignore_ascii_case("text/event-stream") || media == "*/*"
-            })
-        });
-        if !accepts_sse {
+        if !validate::accepts_event_stream(http) {
             let e = ErrorObject::new(
                 codes::INVALID_REQUEST,
                 "Not Acceptable: a GET stream needs Accept: text/event-stream",

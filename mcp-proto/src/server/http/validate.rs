@@ -78,6 +78,40 @@ pub(super) fn legacy_version_header(
     }
 }
 
+/// Whether the request's `Accept` (every field line, as one list) takes `text/event-stream`
+/// (RFC 9110 section 12.5.1): the most specific range that matches it (`text/event-stream`,
+/// then `text/*`, then `*/*`) decides, and `q=0` there means it is not acceptable.
+pub(super) fn accepts_event_stream(http: &HttpRequest) -> bool {
+    let mut best: Option<(u8, bool)> = None;
+    for line in http.header_all("accept") {
+        for range in line.split(|b| *b == b',') {
+            let mut parts = range.split(|b| *b == b';');
+            let media = parts.next().unwrap_or_default().trim_ascii();
+            let specificity = if media.eq_ignore_ascii_case(b"text/event-stream") {
+                3
+            } else if media.eq_ignore_ascii_case(b"text/*") {
+                2
+            } else if media == b"*/*" {
+                1
+            } else {
+                continue;
+            };
+            let refused = parts.any(|p| {
+                let p = p.trim_ascii();
+                let Some(q) = p.strip_prefix(b"q=").or_else(|| p.strip_prefix(b"Q=")) else {
+                    return false;
+                };
+                // `q=0`, `q=0.`, `q=0.000`: weight zero.
+                q.first() == Some(&b'0') && q[1..].iter().all(|b| matches!(b, b'.' | b'0'))
+            });
+            if best.is_none_or(|(s, _)| specificity > s) {
+                best = Some((specificity, !refused));
+            }
+        }
+    }
+    best.is_some_and(|(_, accepted)| accepted)
+}
+
 /// The one value of header `name`: `None` when absent, `-32020` when it appears several
 /// times with different values.
 pub(crate) fn single_header<'a>(
@@ -146,7 +180,8 @@ pub(super) fn modern_checks(
 /// ([`mcp_name_source`](crate::http::headers::mcp_name_source): `tools/call`,
 /// `prompts/get`, `resources/read`, and the tasks extension's `tasks/get`,
 /// `tasks/update`, `tasks/cancel`), `Mcp-Name` (decoded) equal to the body's name, URI
-/// or task id. Returns the decoded name.
+/// or task id; a body without that string differs from any header. Returns the decoded
+/// name.
 pub(crate) fn method_and_name(
     http: &HttpRequest,
     method: &str,
@@ -171,16 +206,22 @@ pub(crate) fn method_and_name(
             "Header mismatch: {MCP_NAME} header is invalid: {e}"
         ))
     })?;
-    if let Some(body_name) = body_name
-        && name != body_name
-    {
-        return Err(mismatch(format!(
+    match body_name {
+        Some(body_name) if name == body_name => Ok(Some(name)),
+        Some(body_name) => Err(mismatch(format!(
             "Header mismatch: {MCP_NAME} header value '{}' does not match body value '{}'",
             clipped(&name),
             clipped(body_name)
-        )));
+        ))),
+        // The header names what the body does not (absent, or not a string): they
+        // differ, and a proxy acting on the header must not pass it.
+        None => Err(mismatch(format!(
+            "Header mismatch: {MCP_NAME} header value '{}' does not match the body, which \
+             names no {} (a string)",
+            clipped(&name),
+            crate::http::headers::mcp_name_source(method).unwrap_or("name")
+        ))),
     }
-    Ok(Some(name))
 }
 
 /// The `Mcp-Param-*` headers of a `tools/call` against the tool's declarations. The
