@@ -42,6 +42,12 @@ pub fn revocation_requests(
         url: endpoint.clone(),
         reason: e.to_string(),
     })?;
+    // As every request to an authorization server a public MCP server named (decision
+    // 30): public addresses only. Credentials that do not say their server are taken
+    // for a public one's.
+    let public_only = EndpointUrl::parse(&credentials.server_url, true).map_or(true, |server| {
+        super::flow::public_only_for(&server, false, &url)
+    });
     let tokens = [
         (&credentials.refresh_token, "refresh_token"),
         (&credentials.access_token, "access_token"),
@@ -73,7 +79,7 @@ pub fn revocation_requests(
             url: url.clone(),
             headers,
             body: Some(form::encode_pairs(&refs).into_bytes()),
-            public_only: false,
+            public_only,
         });
     }
     Ok(out)

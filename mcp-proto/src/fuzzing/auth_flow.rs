@@ -390,6 +390,7 @@ impl<'a> World<'a> {
                     "token_endpoint": format!("{origin}/token"),
                     "registration_endpoint": format!("{origin}/register"),
                     "revocation_endpoint": format!("{origin}/revoke"),
+                    "response_types_supported": ["code"],
                     "code_challenge_methods_supported": ["S256"],
                     "grant_types_supported": ["authorization_code", "refresh_token",
                         "client_credentials"],

@@ -115,12 +115,22 @@ impl Authorizer {
     /// [`AuthError::NotWaiting`] when no approval is pending, and
     /// [`AuthError::StateMismatch`] for a callback that does not belong to it (the flow
     /// keeps waiting: it may be a stale or forged request). Other errors also end the
-    /// flow, with [`AuthEvent::Failed`].
+    /// flow, with [`AuthEvent::Failed`]: among them [`AuthError::Timeout`] for a callback
+    /// that comes after the approval's time ran out (`now` past it), never redeemed.
     pub fn handle_callback(&mut self, now: Instant, url: &str) -> Result<(), AuthError> {
         self.now = now;
         let Step::Approval { pending } = &self.step else {
             return Err(AuthError::NotWaiting);
         };
+        if pending.deadline <= now {
+            // Expired: never redeemed, though the driver handed in the callback before
+            // the timeout.
+            let e = AuthError::Timeout {
+                what: "the approval in the browser".into(),
+            };
+            self.fail(e.clone());
+            return Err(e);
+        }
         let params = form::callback_params(url).map_err(|e| AuthError::InvalidCallback {
             detail: e.to_string(),
         })?;
@@ -153,7 +163,15 @@ impl Authorizer {
             self.fail(e.clone());
             return Err(e);
         }
-        if let Ok(Some(error)) = one("error") {
+        let error = match one("error") {
+            Ok(error) => error,
+            // A repeated `error` is a malformed callback, never one whose code is taken.
+            Err(e) => {
+                self.fail(e.clone());
+                return Err(e);
+            }
+        };
+        if let Some(error) = error {
             let description = one("error_description").ok().flatten().map(clip);
             let e = AuthError::Denied {
                 error: clip(error),

@@ -18,9 +18,15 @@ impl Authorizer {
         if !self.config.legacy_fallback {
             return self.fail(AuthError::NoResourceMetadata);
         }
-        // 2025-03-26: the MCP server's origin is the authorization server.
+        // 2025-03-26: the MCP server's origin is the authorization server, under the
+        // issuer its metadata spelled, once known (a trailing `/`): the same server, so
+        // its tokens and registration stay.
         self.resource_metadata = None;
-        let issuer = self.mcp_url.origin().to_owned();
+        let origin = self.mcp_url.origin();
+        let spelled = (!self.creds.issuer.is_empty())
+            .then_some(&self.creds.issuer)
+            .filter(|i| EndpointUrl::parse(i, true).is_ok_and(|u| u.origin() == origin));
+        let issuer = spelled.cloned().unwrap_or_else(|| origin.to_owned());
         let urls = metadata::legacy_server_metadata_urls(&self.mcp_url);
         self.use_issuer(now, issuer, urls, true);
     }
@@ -235,9 +241,9 @@ impl Authorizer {
                 None if self.config.protocol_version < ProtocolVersion::V2025_11_25 => {}
                 _ => return Err(AuthError::NoPkce),
             }
-            if let Some(types) = &asm.response_types_supported
-                && !types.iter().any(|t| t == "code")
-            {
+            // REQUIRED (RFC 8414 section 2): absent is refused as lacking `code`.
+            let types = asm.response_types_supported.as_deref().unwrap_or_default();
+            if !types.iter().any(|t| t == "code") {
                 return Err(AuthError::InvalidMetadata {
                     what: "authorization server metadata",
                     detail: "response_types_supported lacks \"code\"".into(),

@@ -131,7 +131,7 @@ impl Authorizer {
             "sub": client_id,
             "aud": self.creds.issuer,
             "iat": iat,
-            "exp": iat + 300,
+            "exp": iat.saturating_add(300),
             "jti": self.rng.token(16),
         });
         sign_jwt(signer.as_ref(), &header, &claims)

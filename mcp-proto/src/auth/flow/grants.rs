@@ -7,7 +7,14 @@ impl Authorizer {
         let Some(refresh) = self.creds.refresh_token.clone() else {
             return self.ensure_client(now);
         };
-        if self.creds.client.is_none() {
+        // A registration bound to another issuer is never shown to this one.
+        let issuer = &self.creds.issuer;
+        if !self
+            .creds
+            .client
+            .as_ref()
+            .is_some_and(|c| c.issuer == *issuer)
+        {
             return self.ensure_client(now);
         }
         self.token_request(

@@ -38,6 +38,10 @@ impl Authorizer {
             // Every way on from here ends at a person's approval.
             return self.fail(AuthError::ApprovalNeeded);
         }
+        if let Err(e) = self.check_redirect() {
+            // Before it is registered or sent: codes would travel in clear.
+            return self.fail(e);
+        }
         let issuer = self.creds.issuer.clone();
         if let Some(c) = &self.creds.client
             && c.issuer == issuer
@@ -129,6 +133,22 @@ impl Authorizer {
         if self.send(now, "POST", endpoint, headers, Some(body)) {
             self.step = Step::Register { issuer };
         }
+    }
+
+    /// The redirect URI is loopback `http`, `https`, or a native app's own scheme
+    /// (RFC 8252): a plain `http` one to another host is refused.
+    fn check_redirect(&self) -> Result<(), AuthError> {
+        let uri = &self.config.redirect_uri;
+        let scheme = uri.split_once(':').map_or("", |(s, _)| s);
+        if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
+            return Ok(());
+        }
+        EndpointUrl::parse(uri, self.config.allow_insecure)
+            .map(|_| ())
+            .map_err(|e| AuthError::UrlPolicy {
+                url: clip(uri),
+                reason: format!("a redirect URI must be loopback http or https ({e})"),
+            })
     }
 
     pub(super) fn redirect_is_native(&self) -> bool {

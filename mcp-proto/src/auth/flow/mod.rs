@@ -41,6 +41,8 @@ mod approval;
 mod discovery;
 mod dpop;
 mod grants;
+#[cfg(test)]
+mod hostile_tests;
 mod identity;
 
 use std::collections::VecDeque;
@@ -336,7 +338,7 @@ impl Authorizer {
     }
 
     fn unix(&self, now: Instant) -> u64 {
-        self.unix_at_start + now.saturating_duration_since(self.started).as_secs()
+        (self.unix_at_start).saturating_add(now.saturating_duration_since(self.started).as_secs())
     }
 
     // ----- triggers -----------------------------------------------------------------
@@ -569,7 +571,7 @@ impl Authorizer {
         self.in_flight_what = clip(&format!("{method} {}{}", url.origin(), url.path()));
         let mut all = vec![("Accept".to_owned(), "application/json".to_owned())];
         all.extend(headers);
-        let public_only = self.mcp_is_public() && url.origin() != self.mcp_url.origin();
+        let public_only = public_only_for(&self.mcp_url, self.config.allow_private_servers, &url);
         self.outbox.push_back(AuthRequest {
             id,
             method,
@@ -579,15 +581,6 @@ impl Authorizer {
             public_only,
         });
         true
-    }
-
-    /// Whether the MCP server is taken for a public one: a DNS name other than
-    /// `localhost`, or an IP literal that is not loopback, private or link-local (unless
-    /// [`AuthConfig::allow_private_servers`]).
-    fn mcp_is_public(&self) -> bool {
-        !self.config.allow_private_servers
-            && !self.mcp_url.is_loopback()
-            && self.mcp_url.ip().is_none_or(is_public)
     }
 
     fn fail(&mut self, error: AuthError) {
@@ -631,7 +624,10 @@ fn choose_auth_method(asm: &ServerMetadata, returned: Option<&str>, has_secret: 
 }
 
 /// Whether `ip` is an address on the public internet: not loopback, unspecified,
-/// private (RFC 1918, unique local), link-local, shared (CGNAT) or documentation.
+/// private (RFC 1918, unique local), link-local, shared (CGNAT), documentation,
+/// benchmarking, multicast or reserved; an IPv6 address that carries an IPv4 one
+/// (IPv4-mapped, IPv4-compatible, NAT64 `64:ff9b::/96`, 6to4 `2002::/16`) is judged by the
+/// IPv4 address it reaches, and local-use NAT64 (`64:ff9b:1::/48`) is never public.
 #[must_use]
 pub fn is_public(ip: std::net::IpAddr) -> bool {
     match ip {
@@ -643,19 +639,59 @@ pub fn is_public(ip: std::net::IpAddr) -> bool {
                 || v4.is_unspecified()
                 || v4.is_broadcast()
                 || v4.is_documentation()
-                || (a == 100 && (64..128).contains(&b)))
+                || v4.is_multicast()
+                || a == 0
+                || a >= 240
+                || (a == 100 && (64..128).contains(&b))
+                || (a == 198 && (18..20).contains(&b)))
         }
         std::net::IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
+            if let Some(v4) = embedded_ipv4(v6) {
                 return is_public(std::net::IpAddr::V4(v4));
             }
-            let first = v6.segments()[0];
+            let s = v6.segments();
             !(v6.is_loopback()
                 || v6.is_unspecified()
-                || (first & 0xfe00) == 0xfc00
-                || (first & 0xffc0) == 0xfe80)
+                || v6.is_multicast()
+                || (s[0] & 0xfe00) == 0xfc00
+                || (s[0] & 0xffc0) == 0xfe80
+                || (s[0], s[1]) == (0x2001, 0x0db8)
+                || (s[0], s[1], s[2]) == (0x0064, 0xff9b, 0x0001))
         }
     }
+}
+
+/// The IPv4 address an IPv6 one reaches: IPv4-mapped (`::ffff:a.b.c.d`),
+/// IPv4-compatible (`::a.b.c.d`), NAT64 with the well-known prefix (`64:ff9b::a.b.c.d`,
+/// RFC 6052), 6to4 (`2002:aabb:ccdd::/48`).
+fn embedded_ipv4(v6: std::net::Ipv6Addr) -> Option<std::net::Ipv4Addr> {
+    let s = v6.segments();
+    let o = v6.octets();
+    let last = std::net::Ipv4Addr::new(o[12], o[13], o[14], o[15]);
+    if let Some(v4) = v6.to_ipv4_mapped() {
+        return Some(v4);
+    }
+    if s[..6] == [0; 6] && !v6.is_loopback() && !v6.is_unspecified() {
+        return Some(last);
+    }
+    if s[..6] == [0x0064, 0xff9b, 0, 0, 0, 0] {
+        return Some(last);
+    }
+    (s[0] == 0x2002).then(|| std::net::Ipv4Addr::new(o[2], o[3], o[4], o[5]))
+}
+
+/// Whether a request to `url` for the MCP server at `mcp` may reach public addresses
+/// only: when the server is taken for a public one (a DNS name other than `localhost`,
+/// or an IP literal that is not loopback, private or link-local, unless
+/// `allow_private_servers`) and `url` is on another origin (decision 30).
+pub(crate) fn public_only_for(
+    mcp: &EndpointUrl,
+    allow_private_servers: bool,
+    url: &EndpointUrl,
+) -> bool {
+    let mcp_is_public =
+        !allow_private_servers && !mcp.is_loopback() && mcp.ip().is_none_or(is_public);
+    mcp_is_public && url.origin() != mcp.origin()
 }
 
 /// A compact JWS: base64url header, claims and signature.
