@@ -214,12 +214,6 @@ fn an_open_legacy_tasks_result_ends_with_the_task_lifetime() {
     let done = run_for(&mut sim, Duration::from_secs(3600), |s| {
         s.completion(id).is_some()
     });
-    eprintln!(
-        "tasks/result sent: {}, poll_timeout: {:?}, now: {:?}",
-        sim.sent_with_method("tasks/result").len(),
-        sim.client.poll_timeout(),
-        sim.now
-    );
     assert!(
         done,
         "an hour later the call (timeout 5 s, task ttl 60 s) has not completed and the \
@@ -302,11 +296,6 @@ fn a_modern_task_said_failed_then_completed_fails_its_call() {
         .unwrap();
     sim.run_until(|s| s.completion(id).is_some());
     let outcome = sim.completion(id).unwrap();
-    eprintln!(
-        "statuses {:?} outcome {:?}",
-        statuses(&sim, id),
-        outcome.as_ref().map(|_| ())
-    );
     assert!(
         outcome.is_err(),
         "the task was first reported failed; it must not then complete successfully"
@@ -395,10 +384,6 @@ fn a_repeated_listen_acknowledgement_is_not_kept() {
         feed(&mut sim, &ack);
     }
     let held = sim.client.retained_bytes() - before;
-    eprintln!(
-        "held {held} bytes after 64 acks (budget {} bytes)",
-        256 * 1024
-    );
     let _ = id;
     assert!(
         held <= 2 * 1024 * 1024,

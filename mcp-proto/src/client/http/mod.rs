@@ -192,6 +192,13 @@ pub(crate) struct HttpLink {
     /// Tools left out of `tools/list` for invalid annotations, with the reason: a call
     /// to one fails locally, since no header set could satisfy the server.
     excluded_tools: BTreeMap<String, crate::http::xmcp::InvalidAnnotation>,
+    /// The tools named by the listing in progress (its pages so far): at its end, the
+    /// declarations of every other tool are forgotten.
+    listed_names: std::collections::BTreeSet<String>,
+    /// At most this many names are learned (`Limits::max_list_items`: one listing).
+    max_learned_tools: usize,
+    /// Names were let go during the listing in progress (past `max_learned_tools`).
+    names_let_go: bool,
     /// Resumptions waiting for their delay: (when, last event id, ids owed, attempt).
     resumes: Vec<exchange::PendingResume>,
     /// Requests waiting out a busy server's `Retry-After`.
@@ -236,6 +243,7 @@ impl HttpLink {
     /// A new connection; the first request (probe or `initialize`) is ready to transmit.
     pub(crate) fn new(config: ClientConfig, http: HttpConfig, now: Instant) -> Self {
         let events = EventQueue::new(&config.limits);
+        let max_learned_tools = config.limits.max_list_items;
         let mut client = Session::new(config, now);
         client.use_http_transport();
         let pool = Pool::new(Origin::of(&http.url), http.pool.clone());
@@ -261,6 +269,9 @@ impl HttpLink {
             fresh_sessions_lost: 0,
             tool_headers: BTreeMap::new(),
             excluded_tools: BTreeMap::new(),
+            listed_names: std::collections::BTreeSet::new(),
+            max_learned_tools,
+            names_let_go: false,
             resumes: Vec::new(),
             retries: Vec::new(),
             stale_cancels: Vec::new(),
@@ -530,6 +541,7 @@ impl HttpLink {
             + retries
             + self.side.retained_bytes()
             + self.sse_retained_bytes()
+            + self.learned_bytes()
     }
 
     pub(crate) fn poll_event(&mut self) -> Option<Event> {

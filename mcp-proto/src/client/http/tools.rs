@@ -38,12 +38,15 @@ impl HttpLink {
         else {
             return r;
         };
-        // The last page of a listing (no cursor to follow): every tool the server has is
-        // now known, and a call to any other needs no declarations.
-        if result.get("nextCursor").is_none_or(|c| c.get() == "null") {
-            self.learning.listed = true;
-        }
+        let last = result.get("nextCursor").is_none_or(|c| c.get() == "null");
         let excluded = self.learn_tools_retaining(&mut tools);
+        if last {
+            // The last page of a listing (no cursor to follow): every tool the server
+            // has is now known (unless names had to be let go), and a call to any other
+            // needs no declarations.
+            self.learning.listed = !self.names_let_go;
+            self.forget_unlisted_tools();
+        }
         if excluded.is_empty() {
             return r;
         }
@@ -57,9 +60,33 @@ impl HttpLink {
         }
     }
 
-    /// Learns the declarations of tools already inspected (a cached listing).
+    /// Learns the declarations of tools already inspected (a cached listing, whole).
     pub(super) fn learn_tools(&mut self, mut tools: Vec<Box<RawValue>>) {
+        self.listed_names.clear();
         let _ = self.learn_tools_retaining(&mut tools);
+        self.forget_unlisted_tools();
+    }
+
+    /// A listing ended: what it did not list is forgotten, so that what the server can
+    /// make the client keep is one listing's worth, not the union of every listing.
+    fn forget_unlisted_tools(&mut self) {
+        self.names_let_go = false;
+        let listed = std::mem::take(&mut self.listed_names);
+        self.tool_headers.retain(|name, _| listed.contains(name));
+        self.excluded_tools.retain(|name, _| listed.contains(name));
+    }
+
+    /// What the learned declarations hold in memory (names and header paths).
+    pub(super) fn learned_bytes(&self) -> usize {
+        let headers = (self.tool_headers.iter()).map(|(name, headers)| {
+            let paths = (headers.iter())
+                .map(|h| h.name.len() + h.path.iter().map(String::len).sum::<usize>())
+                .sum::<usize>();
+            name.len() + paths
+        });
+        let excluded = self.excluded_tools.keys().map(String::len);
+        let listed = self.listed_names.iter().map(String::len);
+        headers.chain(excluded).chain(listed).sum()
     }
 
     /// Learns each tool's declarations, and removes the tools whose declarations are
@@ -76,6 +103,15 @@ impl HttpLink {
                 // No name: nothing can call it, so nothing to learn.
                 return true;
             };
+            if self.listed_names.len() >= self.max_learned_tools {
+                // Listings that never ended (more pages than a listing may have) piled
+                // up names: start over from this page.
+                self.listed_names.clear();
+                self.tool_headers.clear();
+                self.excluded_tools.clear();
+                self.names_let_go = true;
+            }
+            self.listed_names.insert(name.clone());
             match declared {
                 Ok(headers) => {
                     self.excluded_tools.remove(&name);

@@ -459,7 +459,10 @@ impl Session {
                 }
                 call.cursor = Some(cursor);
                 // The pages of a listing share its timeout.
-                call.left = call.deadline.map(|d| d.saturating_duration_since(now));
+                let left = self.calls.get(&id).and_then(|c| self.time_left(c, now));
+                if let Some(call) = self.calls.get_mut(&id) {
+                    call.left = left;
+                }
                 self.send_call(now, id);
             }
             None => {

@@ -241,8 +241,9 @@ struct Call {
     rpc_id: Option<i64>,
     deadline: Option<Instant>,
     timeout: Duration,
-    /// When it was made: a pause of the deadlines that began before counts from then.
-    made: Instant,
+    /// When its deadline was last set (at first, when it was made): a pause of the
+    /// deadlines that began before counts from then.
+    armed: Instant,
     /// What is left of `timeout` for the next request of the same call (the next page of
     /// a listing, the next input round): the server's time counts over all of them.
     left: Option<Duration>,
@@ -796,7 +797,7 @@ impl Session {
                 // time is its acknowledgement (`send_call`).
                 deadline: (!listen).then(|| now + timeout),
                 timeout,
-                made: now,
+                armed: now,
                 left: None,
                 rounds: 0,
                 input_pauses: 0,
@@ -1062,7 +1063,7 @@ impl Session {
         call.rpc_id = Some(rpc_id);
         let budget = call.left.take().unwrap_or(call.timeout);
         // A listen has no end to wait for, but its acknowledgement is owed in time.
-        call.deadline = Some(now + budget);
+        call.arm(now, budget);
         call.acknowledged_at = None;
         self.push_out(out, OutKind::Request(rpc_id));
         self.by_rpc.insert(rpc_id, id);
@@ -1320,7 +1321,7 @@ impl Session {
             .min(MAX_LISTEN_DELAY);
         call.reconnects += 1;
         call.rpc_id = None;
-        call.deadline = Some(now + delay);
+        call.arm(now, delay);
         let attempt = call.reconnects;
         self.events.push_back(Event::SubscriptionReconnecting {
             subscription: id,
@@ -1457,7 +1458,8 @@ impl Session {
             if call.input_pauses > most
                 && let Some(d) = &mut call.deadline
             {
-                *d += now.saturating_duration_since(since);
+                // Held only since its deadline was set, if that was during the pause.
+                *d += now.saturating_duration_since(since.max(call.armed));
             }
         }
     }
@@ -1465,6 +1467,16 @@ impl Session {
     /// Whether `call`'s deadline is held now (a legacy server waits for the user).
     fn held(&self, call: &Call) -> bool {
         self.paused_since.is_some() && call.input_pauses <= self.config.limits.max_input_rounds
+    }
+
+    /// What is left of `call`'s time at `now`: while its deadline is held, what was left
+    /// when the hold began for it (the person's time is not the server's).
+    fn time_left(&self, call: &Call, now: Instant) -> Option<Duration> {
+        let clock = match self.paused_since {
+            Some(since) if self.held(call) => since.max(call.armed).min(now),
+            _ => now,
+        };
+        call.deadline.map(|d| d.saturating_duration_since(clock))
     }
 
     fn resume_deadlines(&mut self, now: Instant) {
@@ -1481,11 +1493,20 @@ impl Session {
                 if call.input_pauses <= most
                     && let Some(d) = &mut call.deadline
                 {
-                    // A call made during the pause was held only since it was made.
-                    *d += now.saturating_duration_since(since.max(call.made));
+                    // A deadline set during the pause (a call made, a page asked
+                    // for) was held only since it was set.
+                    *d += now.saturating_duration_since(since.max(call.armed));
                 }
             }
         }
+    }
+}
+
+impl Call {
+    /// Sets its deadline `wait` from `now`.
+    fn arm(&mut self, now: Instant, wait: Duration) {
+        self.deadline = Some(now + wait);
+        self.armed = now;
     }
 }
 

@@ -587,7 +587,8 @@ impl Session {
             (TaskStatus::Completed | TaskStatus::Failed, Era::Modern) => {
                 // Its payload was asked for and a stale view came instead: again, after
                 // a wait (the poll timer fetches it), within the call's poll bound.
-                call.deadline = Some(now + track.backoff);
+                let backoff = track.backoff;
+                call.arm(now, backoff);
             }
             _ => {
                 let mut wait = track
@@ -605,7 +606,7 @@ impl Session {
                     // asked the client to wait.
                     wait = wait.min(left);
                 }
-                call.deadline = Some(now + wait);
+                call.arm(now, wait);
             }
         }
     }
@@ -630,7 +631,7 @@ impl Session {
         track.failed_polls += 1;
         track.wire = None;
         call.rpc_id = None;
-        call.deadline = Some(now + wait);
+        call.arm(now, wait);
         remember(&mut self.ignored_ids, rpc_id);
         true
     }
@@ -668,11 +669,10 @@ impl Session {
             let answers: Map<String, Value> = track.answers.drain(..).collect();
             params.insert("inputResponses".into(), Value::Object(answers));
         }
-        // A 2025 tasks/result is held by the server until the task ends, which takes
-        // as long as the person answering its requests takes: no deadline then but the
-        // end of the task's lifetime, which no wait outlives.
-        let open_ended = sub == Sub::Result && track.task.status == TaskStatus::InputRequired;
-        let expiry = track.task.ttl.map(|ttl| track.since + ttl);
+        // A 2025 tasks/result is held by the server until the task ends, which takes as
+        // long as the person answering its requests takes: that time holds the call's
+        // deadline as any legacy input request does (`pause_deadlines`), from when the
+        // server asks; a task that says it needs input and asks nothing gets none.
         let out = self.write_task_request(rpc_id, sub.method(), &params);
         let Some(call) = self.calls.get_mut(&id) else {
             return;
@@ -681,11 +681,8 @@ impl Session {
             track.wire = Some((sub, params));
         }
         call.rpc_id = Some(rpc_id);
-        call.deadline = if open_ended {
-            expiry
-        } else {
-            Some(now + call.timeout)
-        };
+        let timeout = call.timeout;
+        call.arm(now, timeout);
         self.push_out(out, OutKind::Request(rpc_id));
         self.by_rpc.insert(rpc_id, id);
     }
@@ -775,7 +772,10 @@ impl Session {
             && matches!(track.wire, Some((Sub::Result, _)))
         {
             let due = now + call.timeout;
-            call.deadline = Some(call.deadline.map_or(due, |d| d.min(due)));
+            if call.deadline.is_none_or(|d| due < d) {
+                let timeout = call.timeout;
+                call.arm(now, timeout);
+            }
         }
         Ok(())
     }

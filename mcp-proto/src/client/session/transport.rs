@@ -249,6 +249,12 @@ impl Session {
                 && let Some(rpc) = c.rpc_id.take()
             {
                 c.resent_on_new_session = true;
+                // A listing starts over: cursors are not kept across sessions (2025
+                // pagination), nor are the old session's pages.
+                c.cursor = None;
+                c.items = Vec::new();
+                c.item_bytes = 0;
+                c.pages = 0;
                 self.by_rpc.remove(&rpc);
                 super::remember(&mut self.ignored_ids, rpc);
             }
