@@ -9,11 +9,11 @@ impl Authorizer {
         };
         // A registration bound to another issuer is never shown to this one.
         let issuer = &self.creds.issuer;
-        if !self
+        if self
             .creds
             .client
             .as_ref()
-            .is_some_and(|c| c.issuer == *issuer)
+            .is_none_or(|c| c.issuer != *issuer)
         {
             return self.ensure_client(now);
         }
