@@ -261,6 +261,28 @@ fn a_silent_probe_falls_back_after_the_probe_timeout() {
     assert_eq!(sim.now - start, Limits::default().probe_timeout);
 }
 
+/// A connect budget as short as the probe window (`mcp --timeout 2`): the probe takes
+/// at most half of it, so the `initialize` fallback is still sent and answered.
+#[test]
+fn a_short_connect_budget_leaves_the_fallback_its_time() {
+    let peer = Scripted::new(|m: &Value| match m["method"].as_str() {
+        Some("initialize") => vec![legacy_init(m)],
+        _ => Vec::new(),
+    });
+    let mut limits = Limits::default();
+    limits.connect_timeout = Duration::from_secs(2);
+    limits.initialize_timeout = Duration::from_secs(2);
+    let mut sim = Sim::new(config(EraMode::Auto).limits(limits), peer);
+    let start = sim.now;
+    sim.connect();
+    assert_eq!(ready(&sim).0, Era::Legacy);
+    assert_eq!(
+        sim.now - start,
+        Duration::from_secs(1),
+        "half of the budget"
+    );
+}
+
 /// A modern-only server whose first `server/discover` goes unanswered (slow to start,
 /// answering only `answered_probes` of them) and which refuses `initialize` with -32022.
 fn slow_modern_server(answer_from_probe: usize) -> impl mcp_tests::Peer {
