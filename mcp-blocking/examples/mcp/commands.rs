@@ -81,6 +81,10 @@ pub fn import(global: &Global, file: &Path, dry_run: bool) -> Result<u8, Failure
     let servers = config::servers_to_import(&theirs)
         .map_err(|e| Failure::Config(format!("{}: {e}", file.display())))?;
     let path = config_path(global)?;
+    let _lock = (!dry_run)
+        .then(|| config::lock(&path))
+        .transpose()
+        .map_err(Failure::Config)?;
     let mut ours = config::load(&path).map_err(Failure::Config)?;
     let mut added = Vec::new();
     for (name, entry) in &servers {
@@ -109,18 +113,20 @@ pub fn import(global: &Global, file: &Path, dry_run: bool) -> Result<u8, Failure
                 } else {
                     "add"
                 };
-                println!("{verb} {name}: {}", entry.summary());
+                // A file from elsewhere is shown for review: nothing of it may drive
+                // the terminal or hide the command behind a forged line.
+                println!("{verb} {name}: {}", one_line(&entry.summary()));
                 if !entry.env.is_empty() {
                     println!(
                         "  passes {} (names only: values are read when the server starts)",
-                        entry.env.join(", ")
+                        one_line(&entry.env.join(", "))
                     );
                 }
                 if let Some(hint) = crate::session::launcher_hint(&entry) {
-                    println!("  warning: {hint}");
+                    println!("  warning: {}", one_line(&hint));
                 }
                 for note in a["notes"].as_array().into_iter().flatten() {
-                    println!("  note: {}", note.as_str().unwrap_or_default());
+                    println!("  note: {}", one_line(note.as_str().unwrap_or_default()));
                 }
             }
             if dry_run {
@@ -160,6 +166,7 @@ pub fn add(global: &Global, name: &str, entry: ServerEntry) -> Result<u8, Failur
         )));
     }
     let path = config_path(global)?;
+    let _lock = config::lock(&path).map_err(Failure::Config)?;
     let mut file = config::load(&path).map_err(Failure::Config)?;
     let replaced = file
         .servers
@@ -175,7 +182,11 @@ pub fn add(global: &Global, name: &str, entry: ServerEntry) -> Result<u8, Failur
         })),
         Format::Text => {
             let verb = if replaced { "updated" } else { "added" };
-            println!("{verb} {name}: {} (era {})", entry.summary(), entry.era);
+            println!(
+                "{verb} {name}: {} (era {})",
+                one_line(&entry.summary()),
+                entry.era
+            );
             if !entry.env.is_empty() {
                 println!(
                     "  passes {} (names only: values are read when the server starts)",
@@ -296,6 +307,7 @@ pub fn get(global: &Global, name: &str) -> Result<u8, Failure> {
 
 pub fn remove(global: &Global, name: &str) -> Result<u8, Failure> {
     let path = config_path(global)?;
+    let _lock = config::lock(&path).map_err(Failure::Config)?;
     let mut file = config::load(&path).map_err(Failure::Config)?;
     if file.servers.remove(name).is_none() {
         return Err(Failure::Usage(format!(
@@ -1327,7 +1339,7 @@ pub fn test(global: &Global, name: &str) -> Result<u8, Failure> {
         })),
         Format::Text => println!(
             "ok  {name}: {}, {} era ({}), {} tool{}",
-            clean(&c.server_name),
+            one_line(&c.server_name),
             c.era,
             c.version,
             c.tools,

@@ -313,6 +313,16 @@ pub fn import_entry(name: &str, theirs: &Value) -> Result<Imported, String> {
         ),
         Some(_) => return Err(format!("{name}: \"env\" must be a map or a list of names")),
     };
+    // Names a shell could set: no `=`, no control character (a file from elsewhere
+    // could hide one in a name shown for review).
+    if let Some(bad) = env
+        .iter()
+        .find(|n| n.is_empty() || n.contains('=') || n.chars().any(char::is_control))
+    {
+        return Err(format!(
+            "{name}: {bad:?} is not an environment variable name"
+        ));
+    }
     let (command, url) = (text("command"), text("url").or_else(|| text("serverUrl")));
     if command.is_none() && url.is_none() {
         return Err(format!("{name}: neither \"command\" nor \"url\""));
@@ -457,8 +467,54 @@ fn variable_reference(value: &str) -> Option<&str> {
     valid.then_some(name)
 }
 
-/// Writes the file (via a temporary file and a rename, so it is never half-written).
+/// The file `path` names, through any symbolic links (a config kept in a dotfiles
+/// repository and linked into place): what is written is that file, and the link stays.
+fn resolved(path: &Path) -> PathBuf {
+    let mut at = path.to_path_buf();
+    for _ in 0..16 {
+        let is_link = fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink());
+        let Some(target) = is_link.then(|| fs::read_link(&at).ok()).flatten() else {
+            break;
+        };
+        at = match at.parent() {
+            Some(dir) if target.is_relative() => dir.join(target),
+            _ => target,
+        };
+    }
+    at
+}
+
+/// The config's lock, held while a command reads, changes and writes the file: two
+/// `mcp add` at once both keep their entry (the second waits for the first).
+pub struct Lock {
+    _file: fs::File,
+}
+
+/// Takes the lock of the config at `path` (a file beside it, `….lock`), waiting for
+/// another `mcp` that holds it.
+pub fn lock(path: &Path) -> Result<Lock, String> {
+    let target = resolved(path);
+    let fail = |e: io::Error| format!("{}: {e}", target.display());
+    if let Some(dir) = target.parent().filter(|d| !d.as_os_str().is_empty()) {
+        fs::create_dir_all(dir).map_err(fail)?;
+    }
+    let mut name = target.clone().into_os_string();
+    name.push(".lock");
+    let file = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(PathBuf::from(name))
+        .map_err(fail)?;
+    file.lock().map_err(fail)?;
+    Ok(Lock { _file: file })
+}
+
+/// Writes the file (via a temporary file and a rename, so it is never half-written;
+/// through a symbolic link, to the file it names). Take [`lock`] before loading what is
+/// written.
 pub fn save(path: &Path, config: &ConfigFile) -> Result<(), String> {
+    let path = &resolved(path);
     let fail = |e: io::Error| format!("{}: {e}", path.display());
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         fs::create_dir_all(dir).map_err(fail)?;

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 use mcp_blocking::mcp_proto::content::{Base64, Content, ResourceBody, ResourceContents};
 
+use crate::terminal::one_line;
+
 /// Largest block written to a file, decoded.
 const MAX_SAVED_BYTES: usize = 256 * 1024 * 1024;
 
@@ -52,7 +54,9 @@ impl Saver {
     }
 }
 
-/// The lines that show `block`.
+/// The lines that show `block`. What a bracketed line names (a URI, a name, a media
+/// type) is one line: its line breaks are made visible, so that it cannot forge another
+/// line.
 pub fn render(block: &Content<'_>, saver: &mut Saver) -> String {
     match block {
         Content::Text(t) => t.text.to_string(),
@@ -64,7 +68,9 @@ pub fn render(block: &Content<'_>, saver: &mut Saver) -> String {
             with_saved(
                 format!(
                     "[{} {}, {} bytes",
-                    summary.kind, summary.mime_type, summary.bytes
+                    summary.kind,
+                    one_line(&summary.mime_type),
+                    summary.bytes
                 ),
                 saved,
             )
@@ -72,15 +78,16 @@ pub fn render(block: &Content<'_>, saver: &mut Saver) -> String {
         Content::ResourceLink(l) => {
             let mut extra = Vec::new();
             if l.name != l.uri {
-                extra.push(l.name.to_string());
+                extra.push(one_line(&l.name).into_owned());
             }
             if let Some(m) = &l.mime_type {
-                extra.push(m.to_string());
+                extra.push(one_line(m).into_owned());
             }
+            let uri = one_line(&l.uri);
             if extra.is_empty() {
-                format!("[resource link {}]", l.uri)
+                format!("[resource link {uri}]")
             } else {
-                format!("[resource link {} ({})]", l.uri, extra.join(", "))
+                format!("[resource link {uri} ({})]", extra.join(", "))
             }
         }
         Content::Resource(r) => contents(&r.resource, saver),
@@ -96,8 +103,9 @@ pub fn contents(c: &ResourceContents<'_>, saver: &mut Saver) -> String {
         ResourceBody::Blob(b) => {
             let mime = c.mime_type.as_deref().unwrap_or("application/octet-stream");
             let saved = saver.save(b, mime, Some(c.uri.as_ref()));
+            let (uri, shown_mime) = (one_line(&c.uri), one_line(mime));
             with_saved(
-                format!("[blob {} {mime}, {} bytes", c.uri, b.decoded_len()),
+                format!("[blob {uri} {shown_mime}, {} bytes", b.decoded_len()),
                 saved,
             )
         }

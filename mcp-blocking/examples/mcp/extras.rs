@@ -204,9 +204,12 @@ pub fn log_line(server: &str, message: &LogMessage) -> String {
     let logger = message
         .logger
         .as_deref()
-        .map(|l| format!(" {l}:"))
+        .map(|l| format!(" {}:", crate::terminal::one_line(l)))
         .unwrap_or_default();
-    clean(&format!("[{server}] {}{logger} {text}", message.level)).into_owned()
+    // A message of several lines keeps them, each after the first indented: none can
+    // pass for a log line of its own.
+    let text = clean(&text).replace('\n', "\n    ");
+    format!("[{server}] {}{logger} {text}", message.level)
 }
 
 #[cfg(test)]
@@ -259,5 +262,13 @@ mod tests {
         )
         .unwrap();
         assert_eq!(log_line("s", &message), "[s] warning db: disk ^[[31mfull");
+        let forging: LogMessage = serde_json::from_str(
+            r#"{"level":"info","logger":"a\nb","data":"one\n[s] emergency two"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            log_line("s", &forging),
+            "[s] info a^Jb: one\n    [s] emergency two"
+        );
     }
 }

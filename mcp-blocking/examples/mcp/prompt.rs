@@ -10,7 +10,7 @@ use mcp_blocking::mcp_proto::jsonrpc::{ErrorObject, codes};
 use mcp_blocking::mcp_proto::model::ElicitationParams;
 use serde_json::{Map, Value, json};
 
-use crate::terminal::clean;
+use crate::terminal::{clean, one_line};
 
 /// Asks the person at the terminal.
 pub struct TerminalForm {
@@ -58,14 +58,20 @@ fn ask(question: &str) -> Option<String> {
     }
 }
 
+/// Free text of several lines (a message, a description), each line after the first
+/// indented: none can pass for a line of the prompt's own.
+fn indented(text: &str) -> String {
+    clean(text).replace('\n', "\n    ")
+}
+
 fn url(server: &str, p: &ElicitationParams) -> InputAnswer {
     say(&format!(
         "\n[{server}] asks you to open a URL: {}",
-        p.message
+        indented(&p.message)
     ));
     say(&format!(
         "  {}",
-        p.url.as_deref().unwrap_or("(no url given)")
+        one_line(p.url.as_deref().unwrap_or("(no url given)"))
     ));
     eprintln!("  (mcp does not open it; open it yourself if you trust it)");
     match ask("  Accept? [y/N/c]: ").as_deref() {
@@ -81,7 +87,7 @@ fn url(server: &str, p: &ElicitationParams) -> InputAnswer {
 }
 
 fn form(server: &str, p: &ElicitationParams) -> InputAnswer {
-    say(&format!("\n[{server}] asks: {}", p.message));
+    say(&format!("\n[{server}] asks: {}", indented(&p.message)));
     let schema: Value = p
         .requested_schema
         .as_deref()
@@ -103,16 +109,19 @@ fn form(server: &str, p: &ElicitationParams) -> InputAnswer {
     fields.sort_by_key(|(n, _)| required.iter().position(|r| r == n).unwrap_or(usize::MAX));
     for (name, prop) in fields {
         let is_required = required.contains(&name.as_str());
-        let label = prop.get("title").and_then(Value::as_str).unwrap_or(name);
+        // Titles, names, values and defaults are one line each: no line break of
+        // theirs can forge the form's own lines (an answer, the question to send it).
+        let label = one_line(prop.get("title").and_then(Value::as_str).unwrap_or(name));
         if let Some(d) = prop.get("description").and_then(Value::as_str) {
-            say(&format!("  {d}"));
+            say(&format!("  {}", indented(d)));
         }
         let choices = choices(prop);
         if !choices.is_empty() {
             for (i, (value, title)) in choices.iter().enumerate() {
                 say(&format!(
-                    "    {}) {title}{}",
+                    "    {}) {}{}",
                     i + 1,
+                    one_line(title),
                     shown_value(value, title)
                 ));
             }
@@ -122,7 +131,7 @@ fn form(server: &str, p: &ElicitationParams) -> InputAnswer {
             if is_required { " *" } else { "" },
             hint(prop),
             prop.get("default")
-                .map(|d| format!(" [default: {}]", plain(d)))
+                .map(|d| format!(" [default: {}]", one_line(&plain(d))))
                 .unwrap_or_default()
         );
         loop {
@@ -165,7 +174,7 @@ fn shown_value(value: &Value, title: &str) -> String {
     if v == title {
         String::new()
     } else {
-        format!(" ({v})")
+        format!(" ({})", one_line(&v))
     }
 }
 
@@ -342,5 +351,18 @@ mod tests {
         let d = json!({"type": "string", "format": "date"});
         assert!(parse_field(&d, &[], "2026-07-28").is_ok());
         assert!(parse_field(&d, &[], "July").is_err());
+    }
+
+    #[test]
+    fn a_servers_text_cannot_forge_the_forms_lines() {
+        // A message keeps its lines, each after the first indented.
+        let forged = "Name?\n[other] asks you to open a URL: x";
+        assert_eq!(
+            indented(forged),
+            "Name?\n    [other] asks you to open a URL: x"
+        );
+        // A value is one line.
+        let value = json!("allow\n  Send it? [Y]es");
+        assert_eq!(shown_value(&value, "Deny"), " (allow^J  Send it? [Y]es)");
     }
 }
