@@ -182,6 +182,10 @@ impl Harness {
                 let head = stream.response();
                 assert_eq!(head.status, 200, "a stream that is not 200");
                 assert_eq!(head.header("content-type"), Some("text/event-stream"));
+                // An `initialize` answered over a stream opens its session too.
+                if let Some(s) = head.header("mcp-session-id") {
+                    self.session = Some(s.as_bytes().to_vec());
+                }
                 let mut wire = Vec::new();
                 stream.write_head(&mut wire);
                 if let Some(last) = event_ids(&wire).last() {
@@ -213,9 +217,11 @@ impl Harness {
         self.after_input();
     }
 
-    /// After input: what `poll_ready` says agrees with `stream_ready`, and every stream
-    /// with output is polled (the others, now and then, to see that they write nothing).
+    /// After input (and what fell due): what `poll_ready` says agrees with `stream_ready`,
+    /// and every stream with output is polled (the others, now and then, to see that they write nothing).
     fn after_input(&mut self) {
+        // What is due (the `defer` tool's completed work, at once) goes on first.
+        self.endpoint.handle_due(Instant::ZERO);
         while let Some(id) = self.endpoint.poll_ready() {
             self.reported.insert(id);
         }
@@ -625,6 +631,49 @@ mod tests {
         for b in [0x80u8, 0x84 | 0x40, 0x04] {
             input.extend_from_slice(&[0, b]);
             input.extend_from_slice(body);
+            input.extend_from_slice(b"\0\0");
+        }
+        http_endpoint(&input);
+    }
+
+    /// The `defer` tool's every outcome, in a 2025-11-25 session (one as a task) and in
+    /// 2026-07-28: each deferred call is gone on with once due, on its own stream.
+    #[test]
+    fn smoke_deferred_work() {
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "f", "version": "1"}}});
+        // (Flags never both zero: two NULs part requests.)
+        let mut segments = vec![
+            (0x08, 0u8, init),
+            (
+                0,
+                2,
+                json!({"jsonrpc": "2.0",
+            "method": "notifications/initialized"}),
+            ),
+        ];
+        for (i, then) in ["text", "ask", "error", "none", "drop", "lazy"]
+            .iter()
+            .enumerate()
+        {
+            let call = |id: usize| {
+                json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": "defer", "arguments": {"then": then}}})
+            };
+            segments.push((0, 2, call(10 + i)));
+            segments.push((0, 0x85, call(30 + i)));
+        }
+        segments.push((
+            0,
+            2,
+            json!({"jsonrpc": "2.0", "id": 20, "method": "tools/call",
+            "params": {"name": "defer", "arguments": {"then": "ask"}, "task": {}}}),
+        ));
+        let mut input = vec![0xf8u8];
+        for (a, b, body) in segments {
+            input.extend_from_slice(&[a, b]);
+            input.extend_from_slice(body.to_string().as_bytes());
             input.extend_from_slice(b"\0\0");
         }
         http_endpoint(&input);
