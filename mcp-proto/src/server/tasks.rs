@@ -1074,7 +1074,8 @@ impl Server {
         };
         let found = (self.tasks.tasks.iter_mut()).find(|t| t.id == id && !t.terminal());
         if let Some(task) = found {
-            task.client_bytes = task.client_bytes - size(&task.inputs) + size(&inputs);
+            task.client_bytes = (task.client_bytes.saturating_sub(size(&task.inputs)))
+                .saturating_add(size(&inputs));
             task.inputs = inputs;
             task.round = round;
             task.status = "working";
