@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use mcp_proto::Instant;
 use mcp_proto::auth::Credentials;
-use mcp_proto::client::{CallId, DeclineAll, Event, InputHandler, LogMessage};
+use mcp_proto::client::{CallId, DeclineAll, Event, InputAnswer, InputHandler, LogMessage};
+use mcp_proto::jsonrpc::ErrorObject;
 
 use crate::auth::{AuthorizationHandler, Reply};
 
@@ -511,7 +512,16 @@ impl<F: Flavour> Options<F> {
             }
             e @ Event::InputRequested { .. } if self.queue_input => Some(e),
             Event::InputRequested { input, request, .. } => {
-                reply(Reply::Input(input, self.input_handler.answer(&request)));
+                // A handler that panics still answers: the request is refused with what
+                // it said, so that no call waits for an answer that will never come (in
+                // `mcp-blocking` the handler runs on whichever thread drives, which the
+                // panic would take down with an unrelated call of its own).
+                let handler = &mut self.input_handler;
+                let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    handler.answer(&request)
+                }))
+                .unwrap_or_else(|panic| InputAnswer::Error(handler_panicked(&*panic)));
+                reply(Reply::Input(input, answer));
                 None
             }
             Event::AuthorizationRequested { url } => {
@@ -626,4 +636,15 @@ mod tests {
         let _ = options.input_handler.answer(&InputRequest::Roots);
         assert_eq!(*asked.borrow(), 1);
     }
+}
+
+/// The refusal sent for a request whose input handler panicked, with the panic's message.
+fn handler_panicked(panic: &(dyn std::any::Any + Send)) -> ErrorObject {
+    let said = (panic.downcast_ref::<&str>().copied())
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)");
+    ErrorObject::new(
+        mcp_proto::jsonrpc::codes::INTERNAL_ERROR,
+        format!("the client's input handler failed: {said}"),
+    )
 }

@@ -16,7 +16,7 @@ use mcp_proto::version::{Era, ProtocolVersion};
 use mcp_io::{Flavour, Inbox, Options, ProgressHandler, Shared, Shutdown, StdioCommand, WireLog};
 
 use crate::driver::{Driver, Setup, Transport};
-use crate::facade::{Channels, Facade};
+use crate::facade::{Bell, Channels, Facade};
 use crate::http::Opener;
 use crate::{Error, HttpOptions};
 
@@ -101,10 +101,11 @@ pub(crate) enum Command {
 #[derive(Clone)]
 pub struct Client {
     tx: Poster<Command>,
-    /// Rung by the driver when it queues a notification; closes with the driver.
-    doorbell: Receiver<()>,
+    /// Rung by the driver when it queues a notification (or a started task's outcome);
+    /// closes with the driver.
+    doorbell: Arc<Bell>,
     /// Rung by the driver when it queues a request for input; closes with the driver.
-    input_bell: Receiver<()>,
+    input_bell: Arc<Bell>,
     /// Never carries a message: it closes when the driver finishes or is dropped.
     done: Receiver<()>,
     shared: Arc<Shared>,
@@ -193,19 +194,18 @@ impl Client {
     /// A handle and the driver's ends of its channels.
     fn with_channels(shared: Arc<Shared>) -> (Client, Channels) {
         let (tx, rx) = mailbox::mailbox();
-        let (bell_tx, bell_rx) = async_channel::bounded(1);
-        let (input_tx, input_rx) = async_channel::bounded(1);
+        let (doorbell, input_bell) = (Arc::new(Bell::default()), Arc::new(Bell::default()));
         let (done_tx, done_rx) = async_channel::bounded(1);
         let channels = Channels {
             commands: rx,
-            doorbell: bell_tx,
-            input_bell: input_tx,
+            doorbell: Arc::clone(&doorbell),
+            input_bell: Arc::clone(&input_bell),
             done: done_tx,
         };
         let client = Client {
             tx,
-            doorbell: bell_rx,
-            input_bell: input_rx,
+            doorbell,
+            input_bell,
             done: done_rx,
             shared,
         };
@@ -344,14 +344,8 @@ impl Client {
         &self,
         only: Option<mcp_proto::client::CallId>,
     ) -> Option<mcp_proto::client::Event> {
-        loop {
-            if let Some(e) = self.shared.lock().inbox.take_subscription_event(only) {
-                return Some(e);
-            }
-            if self.doorbell.recv().await.is_err() {
-                return self.shared.lock().inbox.take_subscription_event(only);
-            }
-        }
+        let take = || self.shared.lock().inbox.take_subscription_event(only);
+        self.doorbell.until(take).await
     }
 
     /// Waits for the next request for input (elicitation, sampling, roots, 2026
@@ -382,14 +376,8 @@ impl Client {
     /// # }
     /// ```
     pub async fn next_input_request(&self) -> Option<mcp_io::PendingInput> {
-        loop {
-            if let Some(p) = self.shared.lock().inbox.take_input_request() {
-                return Some(p);
-            }
-            if self.input_bell.recv().await.is_err() {
-                return self.shared.lock().inbox.take_input_request();
-            }
-        }
+        let take = || self.shared.lock().inbox.take_input_request();
+        self.input_bell.until(take).await
     }
     /// Starts `request` (a [`CallRequest::call_tool`] made a task with
     /// [`CallRequest::as_task`]) and resolves to its id once the machine has it. The
@@ -420,20 +408,10 @@ impl Client {
     /// [`Error::Call`] for a failed call or task, [`Error::Closed`] when the connection
     /// ended first.
     pub async fn task_result(&self, call: mcp_proto::client::CallId) -> Result<CallOutput, Error> {
-        loop {
-            let taken = self.shared.lock().inbox.take_outcome(call);
-            if let Some(outcome) = taken {
-                return outcome.map_err(|e| Error::call(e, self.endpoint().as_deref()));
-            }
-            if self.doorbell.recv().await.is_err() {
-                let taken = self.shared.lock().inbox.take_outcome(call);
-                return match taken {
-                    Some(outcome) => {
-                        outcome.map_err(|e| Error::call(e, self.endpoint().as_deref()))
-                    }
-                    None => Err(self.gone()),
-                };
-            }
+        let take = || self.shared.lock().inbox.take_outcome(call);
+        match self.doorbell.until(take).await {
+            Some(outcome) => outcome.map_err(|e| Error::call(e, self.endpoint().as_deref())),
+            None => Err(self.gone()),
         }
     }
 
@@ -495,14 +473,8 @@ impl Client {
         &self,
         only: Option<mcp_proto::client::CallId>,
     ) -> Option<mcp_proto::client::Event> {
-        loop {
-            if let Some(e) = self.shared.lock().inbox.take_task_event(only) {
-                return Some(e);
-            }
-            if self.doorbell.recv().await.is_err() {
-                return self.shared.lock().inbox.take_task_event(only);
-            }
-        }
+        let take = || self.shared.lock().inbox.take_task_event(only);
+        self.doorbell.until(take).await
     }
 
     /// Replaces the handler that answers requests for input (elicitation, sampling,
@@ -533,15 +505,8 @@ impl Client {
     /// Waits for the next server notification; `None` once the connection is over and
     /// every notification has been taken.
     pub async fn next_notification(&self) -> Option<Notification> {
-        loop {
-            if let Some(n) = self.poll_notification() {
-                return Some(n);
-            }
-            if self.doorbell.recv().await.is_err() {
-                // The driver is gone: what it queued last is all there is.
-                return self.poll_notification();
-            }
-        }
+        // Once the driver is gone, what it queued last is all there is.
+        self.doorbell.until(|| self.poll_notification()).await
     }
 
     /// Whether the connection is over (closed by either side, or the driver is gone).
@@ -616,13 +581,11 @@ mod tests {
         fn send_sync<T: Send + Sync>(_: &T) {}
         fn send<T: Send>(_: &T) {}
         let (tx, _rx) = mailbox::mailbox();
-        let (_btx, brx) = async_channel::bounded(1);
-        let (_itx, irx) = async_channel::bounded(1);
         let (_dtx, drx) = async_channel::bounded(1);
         let client = Client {
             tx,
-            doorbell: brx,
-            input_bell: irx,
+            doorbell: Arc::default(),
+            input_bell: Arc::default(),
             done: drx,
             shared: Arc::new(Shared::new(Inbox::default(), 16, Some(1), None)),
         };

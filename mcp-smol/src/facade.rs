@@ -8,8 +8,10 @@
 //! [`Error::closed`] and [`Error::call`] make them (shared with `mcp-blocking` too).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_channel::Sender;
+use event_listener::Event as Listeners;
 use mcp_io::Flavour;
 use mcp_io::drive::Core;
 use mcp_io::mailbox::Mailbox;
@@ -22,13 +24,52 @@ use crate::Error;
 use crate::client::Command;
 use mcp_io::Shared;
 
+/// A bell every waiter hears (a channel's token would wake only one of them, and the
+/// others would wait on for what is already queued): rung when the driver queues
+/// something in the shared inbox, closed when the driver goes.
+#[derive(Debug, Default)]
+pub(crate) struct Bell {
+    listeners: Listeners,
+    closed: AtomicBool,
+}
+
+impl Bell {
+    fn ring(&self) {
+        self.listeners.notify(usize::MAX);
+    }
+
+    fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        self.ring();
+    }
+
+    /// What `take` finds, as soon as it finds something; once the bell is closed (the
+    /// driver gone), what it finds then, or `None`.
+    pub(crate) async fn until<T>(&self, mut take: impl FnMut() -> Option<T>) -> Option<T> {
+        loop {
+            if let Some(found) = take() {
+                return Some(found);
+            }
+            // Listening before looking again loses no ring.
+            let rung = self.listeners.listen();
+            if let Some(found) = take() {
+                return Some(found);
+            }
+            if self.closed.load(Ordering::SeqCst) {
+                return take();
+            }
+            rung.await;
+        }
+    }
+}
+
 /// The channels between the handles and the driver.
 pub(crate) struct Channels {
     pub(crate) commands: Mailbox<Command>,
     /// Rung when a notification is queued in the shared inbox.
-    pub(crate) doorbell: Sender<()>,
+    pub(crate) doorbell: Arc<Bell>,
     /// Rung when a request for input is queued there.
-    pub(crate) input_bell: Sender<()>,
+    pub(crate) input_bell: Arc<Bell>,
     /// Dropped when the driver finishes.
     pub(crate) done: Sender<()>,
 }
@@ -41,8 +82,8 @@ pub(crate) type Commands = Mailbox<Command>;
 /// The handles' side of a driver.
 pub(crate) struct Facade {
     pub(crate) commands: Commands,
-    doorbell: Sender<()>,
-    input_bell: Sender<()>,
+    doorbell: Arc<Bell>,
+    input_bell: Arc<Bell>,
     _done: Sender<()>,
     pub(crate) shared: Arc<Shared>,
     calls: IdMap<CallId, (u64, Reply<Result<CallOutput, Error>>)>,
@@ -50,6 +91,14 @@ pub(crate) struct Facade {
     waiters: Vec<Reply<Result<ServerDetails, Error>>>,
     /// The endpoint's origin, for HTTP: names it in transport errors.
     endpoint: Option<String>,
+}
+
+impl Drop for Facade {
+    /// The driver is gone: every waiter takes what is queued, then learns it.
+    fn drop(&mut self) {
+        self.doorbell.close();
+        self.input_bell.close();
+    }
 }
 
 impl Facade {
@@ -140,12 +189,11 @@ impl Facade {
         );
         let input = matches!(event, Event::InputRequested { .. });
         let Some(event) = self.shared.lock().inbox.keep(event) else {
-            // Full means rung already: the waiters will find this one too.
             if notification {
-                let _ = self.doorbell.try_send(());
+                self.doorbell.ring();
             }
             if input {
-                let _ = self.input_bell.try_send(());
+                self.input_bell.ring();
             }
             return;
         };
@@ -157,7 +205,7 @@ impl Facade {
             }
             Event::CallCompleted { call, .. } if !self.calls.contains_key(&call) => {
                 // A started task's outcome, kept in the inbox: wake its waiter.
-                let _ = self.doorbell.try_send(());
+                self.doorbell.ring();
             }
             Event::CallCompleted { call, outcome } => {
                 if let Some((key, reply)) = self.calls.remove(&call) {

@@ -42,6 +42,12 @@ enum Channel {
 /// the server started keeps it open, before it counts as ended.
 pub const EXIT_DRAIN: Duration = Duration::from_millis(500);
 
+/// How long the stdout of a server that stopped reading its stdin (a write failed as
+/// closed) is still read before it counts as ended: a server on its way out ends it
+/// sooner, and one that stays alive without reading cannot hold calls whose requests it
+/// will never see until their timeouts.
+pub const STOPPED_READING_DRAIN: Duration = Duration::from_secs(2);
+
 #[derive(Debug)]
 pub(crate) struct StdioLink {
     pub(crate) session: Session,
@@ -141,8 +147,11 @@ impl StdioLink {
         }
         match (self.channel, failure.kind) {
             // The server stopped reading its stdin: it is on its way out, and the end of
-            // its stdout says the rest.
-            (Channel::Open, TransportFailureKind::Closed) => {}
+            // its stdout says the rest, within a bound.
+            (Channel::Open, TransportFailureKind::Closed) => {
+                let by = now + STOPPED_READING_DRAIN;
+                self.drained_at = Some(self.drained_at.map_or(by, |at| at.min(by)));
+            }
             (Channel::Open | Channel::Respawning, _) => {
                 self.channel = Channel::Open;
                 self.drained_at = None;
