@@ -601,6 +601,17 @@ pub fn push_newest<T>(queue: &mut VecDeque<T>, item: T, max: usize) -> bool {
     dropped
 }
 
+/// The refusal sent for a request whose input handler panicked, with the panic's message.
+fn handler_panicked(panic: &(dyn std::any::Any + Send)) -> ErrorObject {
+    let said = (panic.downcast_ref::<&str>().copied())
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)");
+    ErrorObject::new(
+        mcp_proto::jsonrpc::codes::INTERNAL_ERROR,
+        format!("the client's input handler failed: {said}"),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use std::cell::RefCell;
@@ -636,15 +647,4 @@ mod tests {
         let _ = options.input_handler.answer(&InputRequest::Roots);
         assert_eq!(*asked.borrow(), 1);
     }
-}
-
-/// The refusal sent for a request whose input handler panicked, with the panic's message.
-fn handler_panicked(panic: &(dyn std::any::Any + Send)) -> ErrorObject {
-    let said = (panic.downcast_ref::<&str>().copied())
-        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("(no message)");
-    ErrorObject::new(
-        mcp_proto::jsonrpc::codes::INTERNAL_ERROR,
-        format!("the client's input handler failed: {said}"),
-    )
 }

@@ -3,6 +3,8 @@
 //! panics (`mcp-blocking`, where it runs on whichever thread drives), and a server that
 //! stops reading its stdin but stays alive (both). Every limit here only detects a hang.
 
+#![allow(clippy::result_large_err)]
+
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -111,11 +113,12 @@ fn two_notification_waiters_each_get_one() {
         );
         client.close().await;
     };
-    within(
+    let (driven, ()) = within(
         "two notification waiters",
         Duration::from_secs(20),
         move || future::block_on(future::zip(driver, work)),
     );
+    driven.expect("the driver ends cleanly");
 }
 
 struct Panics;
@@ -225,7 +228,9 @@ fn a_server_that_stops_reading_ends_the_next_call_soon() {
         );
         client.close().await;
     };
-    within("smol", Duration::from_secs(20), move || {
+    // The driver ends with the server's end, which it saw.
+    let (driven, ()) = within("smol", Duration::from_secs(20), move || {
         future::block_on(future::zip(driver, work))
     });
+    assert!(driven.is_err(), "{driven:?}");
 }
