@@ -66,7 +66,7 @@ use std::time::Duration;
 use crate::Instant;
 
 use super::event_queue::EventQueue;
-use super::session::{Outgoing, Session};
+use super::session::{Outgoing, Session, Transport};
 use super::transmit::{ConnId, Origin, Transmit, TransportFailure};
 use super::{
     ApiMisuse, CallId, CallRequest, ClientConfig, ConnectionState, Event, IdMap, InputAnswer,
@@ -244,8 +244,10 @@ impl HttpLink {
     pub(crate) fn new(config: ClientConfig, http: HttpConfig, now: Instant) -> Self {
         let events = EventQueue::new(&config.limits);
         let max_learned_tools = config.limits.max_list_items;
-        let mut client = Session::new(config, now);
-        client.use_http_transport();
+        // HTTP semantics: 2026 cancellation aborts the exchange instead of writing
+        // `notifications/cancelled`, and silence during the probe is an outage rather
+        // than legacy evidence.
+        let client = Session::over(config, now, Transport::Http);
         let pool = Pool::new(Origin::of(&http.url), http.pool.clone());
         let auth_max_body = http.auth.as_ref().map_or(0, |a| a.max_body_bytes);
         let auth = http

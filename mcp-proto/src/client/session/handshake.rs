@@ -126,10 +126,13 @@ impl Session {
         self.push_out(out, OutKind::Request(rpc_id));
         // A pinned modern client is not deciding a fallback: give it the full handshake
         // time rather than the short probe window.
-        // Deciding, the probe takes at most half of what is left of connecting, so that
-        // a short connect budget still leaves the `initialize` fallback its time.
+        // Deciding over stdio, where silence is legacy evidence, the probe takes at most
+        // half of what is left of connecting, so that a short connect budget still leaves
+        // the `initialize` fallback its time.
         let wait = if self.config.era_mode == EraMode::Modern {
             self.config.limits.initialize_timeout
+        } else if self.transport == Transport::Http {
+            self.config.limits.probe_timeout
         } else {
             let left = self.connect_deadline.saturating_duration_since(now);
             self.config.limits.probe_timeout.min(left / 2)

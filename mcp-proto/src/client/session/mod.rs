@@ -203,7 +203,7 @@ pub(crate) enum OutKind {
 /// The kind of transport under the machine: it changes how calls are cancelled and what
 /// counts as era evidence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Transport {
+pub(crate) enum Transport {
     Stdio,
     Http,
 }
@@ -345,6 +345,11 @@ impl Session {
     /// A new connection; the first bytes (probe or `initialize`) are ready to transmit.
     #[must_use]
     pub fn new(config: ClientConfig, now: Instant) -> Session {
+        Session::over(config, now, Transport::Stdio)
+    }
+
+    /// A new connection over `transport` (see [`Session::new`]).
+    pub(crate) fn over(config: ClientConfig, now: Instant, transport: Transport) -> Session {
         let decoder = LineDecoder::new(config.limits.max_message_bytes);
         let connect_deadline = now + config.limits.connect_timeout;
         let events = EventQueue::new(&config.limits);
@@ -371,7 +376,7 @@ impl Session {
             task_support: BTreeMap::new(),
             server: None,
             paused_since: None,
-            transport: Transport::Stdio,
+            transport,
             close_reason: None,
             aborts: VecDeque::new(),
             restart_wanted: false,

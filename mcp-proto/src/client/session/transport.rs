@@ -3,20 +3,11 @@
 
 use crate::Instant;
 
-use super::{
-    CallError, CallId, CloseReason, HttpFailure, Phase, ProtocolVersion, Session, State, Transport,
-};
+use super::{CallError, CallId, CloseReason, HttpFailure, Phase, ProtocolVersion, Session, State};
 use crate::jsonrpc::Response;
 use crate::version::{Era, HttpProbeOutcome, HttpProbeVerdict, classify_http_probe};
 
 impl Session {
-    /// Switches the machine to HTTP semantics: 2026 cancellation aborts the exchange
-    /// instead of writing `notifications/cancelled`, and silence during the probe is an
-    /// outage rather than legacy evidence.
-    pub(crate) fn use_http_transport(&mut self) {
-        self.transport = Transport::Http;
-    }
-
     /// The method and params of request `rpc_id` as the caller gave them (`None` params
     /// for the handshake's own requests), so a transport need not parse the message.
     pub(crate) fn request_info(
