@@ -186,13 +186,30 @@ pub(super) fn missing_capabilities(
 ) -> Option<Value> {
     let mut missing = Map::new();
     for (_, spec) in asks {
-        let (name, ok) = match spec {
-            InputRequestSpec::Elicitation { .. } => ("elicitation", supports_form(caps)),
-            InputRequestSpec::Sampling(_) => ("sampling", caps.get("sampling").is_some()),
-            InputRequestSpec::Roots => ("roots", caps.get("roots").is_some()),
+        let (name, lacking) = match spec {
+            InputRequestSpec::Elicitation { .. } => {
+                ("elicitation", (!supports_form(caps)).then(|| json!({})))
+            }
+            InputRequestSpec::Sampling(params) => {
+                // Tool use in sampling needs `sampling.tools` too (the client must refuse
+                // a request with `tools` or `toolChoice` it did not declare).
+                let sampling = caps.get("sampling");
+                let tools = params.get("tools").is_some() || params.get("toolChoice").is_some();
+                let lacking = match sampling {
+                    None => Some(json!({})),
+                    Some(s) if tools && s.get("tools").is_none() => Some(json!({"tools": {}})),
+                    Some(_) => None,
+                };
+                ("sampling", lacking)
+            }
+            InputRequestSpec::Roots => ("roots", caps.get("roots").is_none().then(|| json!({}))),
         };
-        if !ok {
-            missing.insert(name.to_owned(), json!({}));
+        if let Some(lacking) = lacking {
+            // `sampling: {tools}` says more than `sampling: {}`: it is kept.
+            let kept = missing.entry(name.to_owned()).or_insert_with(|| json!({}));
+            if let (Some(k), Value::Object(l)) = (kept.as_object_mut(), lacking) {
+                k.extend(l);
+            }
         }
     }
     (!missing.is_empty()).then_some(Value::Object(missing))

@@ -340,10 +340,26 @@ impl Server {
                     let e = "the tool call cannot be deferred here";
                     return Some(Err(ErrorObject::new(codes::INTERNAL_ERROR, e)));
                 };
+                // All it keeps counts: arguments, answers, the client's capabilities (no
+                // more of them than a session keeps), its id and progress token.
+                let caps = match super::legacy::capabilities_kept(&call.caps, "a deferred call") {
+                    Ok(size) => size,
+                    Err(e) => {
+                        deferral.cancel();
+                        return Some(Err(e));
+                    }
+                };
+                let id = match &call.request {
+                    RequestId::String(s) => s.len(),
+                    RequestId::Number(_) => 8,
+                };
                 let bytes = held_bytes(&call.target.arguments)
                     + (call.inputs.iter())
                         .map(|(k, v)| k.len() + held_bytes(v))
-                        .sum::<usize>();
+                        .sum::<usize>()
+                    + caps
+                    + id
+                    + call.progress.as_ref().map_or(0, held_bytes);
                 let request = call.request.clone();
                 let parked = Kind::Modern(Box::new(call.into_owned()));
                 return match self.park_deferred(deferral, request, bytes, parked) {

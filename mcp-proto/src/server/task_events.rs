@@ -113,7 +113,7 @@ impl Server {
         let mut told: Vec<usize> = Vec::new();
         let mut delivered = BTreeSet::new();
         for (at, task) in store.tasks_iter().enumerate() {
-            if task.status() == task.announced {
+            if !task.changed_since_announced() {
                 continue;
             }
             match task.era() {

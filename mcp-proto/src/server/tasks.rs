@@ -157,8 +157,10 @@ pub(super) struct ServerTask {
     version: ProtocolVersion,
     inputs: Map<String, Value>,
     round: u32,
-    /// The status last told to its owner (status notifications are sent for changes).
-    pub(super) announced: &'static str,
+    /// The status last told to its owner, and in which input round (status
+    /// notifications are sent for changes: a new round asking for input again is one,
+    /// though the status reads the same).
+    announced: (&'static str, u32),
     /// What clients sent that it keeps (arguments, capabilities, answers), as bytes held
     /// in memory (estimated): counted against `ServerLimits::max_task_bytes`.
     client_bytes: usize,
@@ -259,7 +261,7 @@ impl TaskStore {
 
     pub(super) fn mark_announced(&mut self, at: usize) {
         if let Some(t) = self.tasks.get_mut(at) {
-            t.announced = t.status;
+            t.announced = (t.status, t.round);
         }
     }
 
@@ -443,8 +445,9 @@ impl ServerTask {
         &self.id
     }
 
-    pub(super) fn status(&self) -> &'static str {
-        self.status
+    /// Whether its status or input round moved on since it was last told of.
+    pub(super) fn changed_since_announced(&self) -> bool {
+        self.announced != (self.status, self.round)
     }
 
     pub(super) fn era(&self) -> Era {
@@ -546,6 +549,17 @@ impl ServerTask {
         if self.era == Era::Legacy {
             // Sent (or refused for a missing capability) when a tasks/result waits.
             return Held::LegacyInput(asks.to_vec());
+        }
+        // A key is unique for the task's whole life (tasks extension): a client answers
+        // each once, so one asked again would never be answered.
+        if let Some((key, _)) = asks.iter().find(|(k, _)| self.inputs.contains_key(k)) {
+            return Held::Outcome(Err(ErrorObject::new(
+                codes::INTERNAL_ERROR,
+                format!(
+                    "tool `{name}` asked again for input `{}`, already answered in this task",
+                    calls::clipped(key)
+                ),
+            )));
         }
         if let Some(missing) = calls::missing_capabilities(&self.caps, asks) {
             return Held::Outcome(Err(ErrorObject::new(
@@ -842,7 +856,7 @@ impl Server {
             version,
             inputs,
             round,
-            announced: "working",
+            announced: ("working", 0),
             client_bytes,
             outcome_bytes: 0,
             delivered: false,
@@ -859,7 +873,7 @@ impl Server {
             store.principal_bytes(task.owner.principal.as_deref()) + client_bytes,
         );
         task.take(outcome, now, limits, room);
-        task.announced = task.status;
+        task.announced = (task.status, task.round);
         let record = task.record(store);
         let id = task.id.clone();
         store.tasks.push_back(task);

@@ -125,6 +125,7 @@ mod deferred;
 mod deferred_edges;
 mod features;
 mod listen;
+mod modern_hostile;
 mod tasks;
 
 #[test]
