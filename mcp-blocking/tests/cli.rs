@@ -32,20 +32,11 @@ fn mcp() -> PathBuf {
 
 /// Runs the CLI with a private config file, stdin closed, and a clean-ish environment.
 fn run(config: &Path, args: &[&str]) -> Output {
-    run_with_env(config, args, &[])
+    common::run_cli(config, args, &[])
 }
 
 fn run_with_env(config: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(mcp());
-    cmd.arg("--config")
-        .arg(config)
-        .args(args)
-        .env_remove("MCP_CONFIG")
-        .stdin(Stdio::null());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd.output().expect("run mcp")
+    common::run_cli(config, args, env)
 }
 
 fn stdout(o: &Output) -> String {
@@ -955,14 +946,7 @@ fn with_python_server(test: &str, name: &str, script: &str) -> Option<PathBuf> {
     Some(config)
 }
 
-fn python() -> Option<&'static str> {
-    ["python3", "python"].into_iter().find(|p| {
-        Command::new(p)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-    })
-}
+use common::python;
 
 #[test]
 fn listen_prints_change_notifications_in_both_eras() {

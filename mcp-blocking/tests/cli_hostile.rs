@@ -9,28 +9,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 fn run(config: &Path, args: &[&str]) -> Output {
-    Command::new(common::example("mcp"))
-        .arg("--config")
-        .arg(config)
-        .args(args)
-        .env_remove("MCP_CONFIG")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run mcp")
+    common::run_cli(config, args, &[])
 }
 
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn python() -> Option<&'static str> {
-    ["python3", "python"].into_iter().find(|p| {
-        Command::new(p)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-    })
-}
+use common::{python, text};
 
 /// A config with server `name`: `script` run by Python over stdio, in `era`.
 fn with_python_server(test: &str, name: &str, era: &str, script: &str) -> Option<PathBuf> {

@@ -13,19 +13,10 @@ use http_support::{Behavior, TestServer};
 use serde_json::{Value, json};
 
 fn run(config: &Path, args: &[&str]) -> Output {
-    Command::new(common::example("mcp"))
-        .arg("--config")
-        .arg(config)
-        .args(args)
-        .env_remove("MCP_CONFIG")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run mcp")
+    common::run_cli(config, args, &[])
 }
 
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use common::text;
 
 fn json(o: &Output) -> Value {
     serde_json::from_slice(&o.stdout)

@@ -1,9 +1,10 @@
-//! Helpers shared by the integration tests: where the example binaries are.
+//! Helpers shared by the integration tests: where the example binaries are, running the
+//! CLI, finding Python.
 
 #![allow(dead_code)]
 
-use std::path::PathBuf;
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
 use std::sync::Mutex;
 
 static BUILD: Mutex<()> = Mutex::new(());
@@ -44,3 +45,32 @@ pub fn temp_dir(test: &str) -> PathBuf {
 
 /// A canned legacy `initialize` result for request id 0, as one line.
 pub const INIT_RESULT: &str = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"sh-server","version":"0"}}}"#;
+
+/// Runs the CLI with a private config file, stdin closed, `env` added to its environment.
+pub fn run_cli(config: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(example("mcp"));
+    cmd.arg("--config")
+        .arg(config)
+        .args(args)
+        .env_remove("MCP_CONFIG")
+        .stdin(Stdio::null());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("run mcp")
+}
+
+/// Bytes of output as text.
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A Python to run scripted servers with, if there is one.
+pub fn python() -> Option<&'static str> {
+    ["python3", "python"].into_iter().find(|p| {
+        Command::new(p)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
+}

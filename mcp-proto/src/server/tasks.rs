@@ -775,30 +775,18 @@ impl Server {
         first: Option<(ToolOutcome, Map<String, Value>, u32)>,
         first_deferral: Option<Deferral>,
     ) -> Result<Value, ErrorObject> {
-        let refused = first_deferral.clone();
-        let started = self.start_task_with(target, era, caps, first, first_deferral);
-        if started.is_err()
-            && let Some(deferral) = refused
-        {
-            // The work deferred before the task could be made is told.
-            deferral.cancel();
-        }
-        started
-    }
-
-    fn start_task_with(
-        &mut self,
-        target: Target,
-        era: Era,
-        caps: &Value,
-        first: Option<(ToolOutcome, Map<String, Value>, u32)>,
-        first_deferral: Option<Deferral>,
-    ) -> Result<Value, ErrorObject> {
+        // A task refused tells the work its tool deferred before it could be made.
+        let refused = |e: ErrorObject| {
+            if let Some(deferral) = &first_deferral {
+                deferral.cancel();
+            }
+            e
+        };
         let now = self.now;
         // Room first: a task refused without a first round never runs its handler.
         // It keeps the client's capabilities for its later rounds: no more of them than
         // a legacy session keeps.
-        let size = super::legacy::capabilities_kept(caps, "a task")?;
+        let size = super::legacy::capabilities_kept(caps, "a task").map_err(refused)?;
         let client_bytes = size + crate::held::held_bytes(&target.arguments);
         let client_bytes = client_bytes
             + first.as_ref().map_or(0, |(_, inputs, _)| {
@@ -810,7 +798,8 @@ impl Server {
         // Outcomes due by now show, so that tasks that ended can make room.
         self.tasks.refresh_all(now);
         self.tasks
-            .make_room(&owner, client_bytes, &self.config.limits)?;
+            .make_room(&owner, client_bytes, &self.config.limits)
+            .map_err(refused)?;
         let polls = (self.config.tools.iter())
             .find(|t| t.name == target.name)
             .and_then(|t| t.task_polls)

@@ -14,7 +14,7 @@ use crate::server::{
 };
 
 /// The completers the `later` tool handed out, in order.
-type Outbox = Arc<Mutex<Vec<Completer>>>;
+pub(super) type Outbox = Arc<Mutex<Vec<Completer>>>;
 
 /// `later` (defers; the test completes it), `ask_later` (defers its first round, whose
 /// outcome asks for a name; the second round answers with it), `lazy` (returns
@@ -60,7 +60,7 @@ fn server(outbox: &Outbox) -> Server {
     Server::new(config)
 }
 
-fn name_form() -> ToolOutcome {
+pub(super) fn name_form() -> ToolOutcome {
     ToolOutcome::NeedInput(vec![(
         "name".to_owned(),
         InputRequestSpec::form(
@@ -70,12 +70,12 @@ fn name_form() -> ToolOutcome {
     )])
 }
 
-fn take(outbox: &Outbox) -> Completer {
+pub(super) fn take(outbox: &Outbox) -> Completer {
     outbox.lock().unwrap().remove(0)
 }
 
 /// What the machine wrote after its deferred work was handled.
-fn deferred_output(peer: &mut Peer) -> Vec<Value> {
+pub(super) fn deferred_output(peer: &mut Peer) -> Vec<Value> {
     peer.server.handle_deferred(peer.now);
     peer.raw(b"")
 }

@@ -4,28 +4,13 @@
 //! with the task, not with a dropped wait), a refused task telling its work, and a
 //! second completer of the same work.
 
-use std::sync::{Arc, Mutex};
-
 use serde_json::{Value, json};
 
+use super::deferred::{Outbox, deferred_output, name_form, take};
 use super::{Peer, meta};
 use crate::client::TASKS_EXTENSION;
 use crate::model::Implementation;
-use crate::server::{
-    Completer, InputRequestSpec, Server, ServerConfig, Tool, ToolCall, ToolOutcome,
-};
-
-type Outbox = Arc<Mutex<Vec<Completer>>>;
-
-fn name_form() -> ToolOutcome {
-    ToolOutcome::NeedInput(vec![(
-        "name".to_owned(),
-        InputRequestSpec::form(
-            "Name?",
-            json!({"type": "object", "properties": {"name": {"type": "string"}}}),
-        ),
-    )])
-}
+use crate::server::{Server, ServerConfig, Tool, ToolCall, ToolOutcome};
 
 /// `later` defers every round; `task_later` (a task tool) defers its first round, and
 /// answers its second; `task_ask_then_later` (a task tool) asks for a name at once, then
@@ -79,13 +64,30 @@ fn server(outbox: &Outbox) -> Server {
     Server::new(config)
 }
 
-fn take(outbox: &Outbox) -> Completer {
-    outbox.lock().unwrap().remove(0)
+/// A 2025-11-25 session (declaring elicitation) that made `tool` a task (request 1): its
+/// id.
+fn legacy_task(peer: &mut Peer, tool: &str) -> Value {
+    peer.initialize("2025-11-25", json!({"elicitation": {}}));
+    let call = json!({"name": tool, "task": {}});
+    peer.call(json!(1), "tools/call", call)["result"]["task"]["taskId"].clone()
 }
 
-fn deferred_output(peer: &mut Peer) -> Vec<Value> {
-    peer.server.handle_deferred(peer.now);
-    peer.raw(b"")
+/// A 2025-11-25 session whose `task_ask_then_later` task asked for a name on its
+/// `tasks/result` (request 2), was answered, and deferred the round that has it: the
+/// task's id, what answering said, and the round's completer.
+fn answered_round(
+    peer: &mut Peer,
+    outbox: &Outbox,
+) -> (Value, Vec<Value>, crate::server::Completer) {
+    let id = legacy_task(peer, "task_ask_then_later");
+    let sent = peer.send(json!({"jsonrpc":"2.0","id":2,"method":"tasks/result",
+        "params":{"taskId": id}}));
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0]["method"], "elicitation/create");
+    let answer = json!({"jsonrpc":"2.0","id":sent[0]["id"],"result":
+        {"action":"accept","content":{"name":"Ada"}}});
+    let told = peer.send(answer);
+    (id, told, take(outbox))
 }
 
 /// A 2026 result MUST carry `resultType` and SHOULD carry the server's info in
@@ -194,26 +196,12 @@ fn a_dropped_server_tells_modern_and_task_work() {
 fn a_cancelled_legacy_task_tells_its_deferred_input_round() {
     let outbox = Outbox::default();
     let mut peer = Peer::new(server(&outbox));
-    peer.initialize("2025-11-25", json!({"elicitation": {}}));
-    let r = peer.call(
-        json!(1),
-        "tools/call",
-        json!({"name": "task_ask_then_later", "task": {}}),
-    );
-    let id = r["result"]["task"]["taskId"].clone();
-    let sent = peer.send(json!({"jsonrpc":"2.0","id":2,"method":"tasks/result",
-        "params":{"taskId": id}}));
-    assert_eq!(sent.len(), 1, "{sent:?}");
-    assert_eq!(sent[0]["method"], "elicitation/create");
-    let answer = json!({"jsonrpc":"2.0","id":sent[0]["id"],"result":
-        {"action":"accept","content":{"name":"Ada"}}});
-    let told = peer.send(answer);
+    let (id, told, completer) = answered_round(&mut peer, &outbox);
     assert!(
         told.iter()
             .all(|m| m["method"] == "notifications/tasks/status"),
         "the next round defers: {told:?}"
     );
-    let completer = take(&outbox);
     let out = peer.send(json!({"jsonrpc":"2.0","id":3,"method":"tasks/cancel",
         "params":{"taskId": id}}));
     assert_eq!(out[0]["result"]["status"], "cancelled", "{out:?}");
@@ -231,13 +219,7 @@ fn a_cancelled_legacy_task_tells_its_deferred_input_round() {
 fn a_legacy_task_whose_work_needs_input_asks_on_the_held_tasks_result() {
     let outbox = Outbox::default();
     let mut peer = Peer::new(server(&outbox));
-    peer.initialize("2025-11-25", json!({"elicitation": {}}));
-    let r = peer.call(
-        json!(1),
-        "tools/call",
-        json!({"name": "task_later", "task": {}}),
-    );
-    let id = r["result"]["task"]["taskId"].clone();
+    let id = legacy_task(&mut peer, "task_later");
     assert!(
         peer.send(json!({"jsonrpc":"2.0","id":2,"method":"tasks/result",
             "params":{"taskId": id}}))
@@ -261,22 +243,10 @@ fn a_legacy_task_whose_work_needs_input_asks_on_the_held_tasks_result() {
 fn a_legacy_task_shows_working_while_its_answered_round_is_deferred() {
     let outbox = Outbox::default();
     let mut peer = Peer::new(server(&outbox));
-    peer.initialize("2025-11-25", json!({"elicitation": {}}));
-    let r = peer.call(
-        json!(1),
-        "tools/call",
-        json!({"name": "task_ask_then_later", "task": {}}),
-    );
-    let id = r["result"]["task"]["taskId"].clone();
-    let sent = peer.send(json!({"jsonrpc":"2.0","id":2,"method":"tasks/result",
-        "params":{"taskId": id}}));
-    let answer = json!({"jsonrpc":"2.0","id":sent[0]["id"],"result":
-        {"action":"accept","content":{"name":"Ada"}}});
-    let told = peer.send(answer);
+    let (id, told, _completer) = answered_round(&mut peer, &outbox);
     assert_eq!(told.len(), 1, "{told:?}");
     assert_eq!(told[0]["method"], "notifications/tasks/status");
     assert_eq!(told[0]["params"]["status"], "working", "{told:?}");
-    let _completer = take(&outbox);
     let status = peer.call(json!(3), "tasks/get", json!({"taskId": id}));
     assert_eq!(status["result"]["status"], "working", "{status}");
 }
@@ -327,24 +297,12 @@ fn a_refused_task_tells_the_work_its_tool_deferred() {
 fn dropping_a_tasks_result_wait_does_not_end_the_tasks_work() {
     let outbox = Outbox::default();
     let mut peer = Peer::new(server(&outbox));
-    peer.initialize("2025-11-25", json!({"elicitation": {}}));
-    let r = peer.call(
-        json!(1),
-        "tools/call",
-        json!({"name": "task_ask_then_later", "task": {}}),
-    );
-    let id = r["result"]["task"]["taskId"].clone();
-    let sent = peer.send(json!({"jsonrpc":"2.0","id":2,"method":"tasks/result",
-        "params":{"taskId": id}}));
-    let answer = json!({"jsonrpc":"2.0","id":sent[0]["id"],"result":
-        {"action":"accept","content":{"name":"Ada"}}});
-    let told = peer.send(answer);
+    let (id, told, completer) = answered_round(&mut peer, &outbox);
     assert!(
         told.iter()
             .all(|m| m["method"] == "notifications/tasks/status"),
         "{told:?}"
     );
-    let completer = take(&outbox);
     let out = peer.send(json!({"jsonrpc":"2.0","method":"notifications/cancelled",
         "params":{"requestId":2}}));
     assert!(out.is_empty(), "{out:?}");
@@ -371,13 +329,7 @@ fn dropping_a_tasks_result_wait_does_not_end_the_tasks_work() {
 fn a_dropped_tasks_result_wait_leaves_its_questions_to_the_next() {
     let outbox = Outbox::default();
     let mut peer = Peer::new(server(&outbox));
-    peer.initialize("2025-11-25", json!({"elicitation": {}}));
-    let r = peer.call(
-        json!(1),
-        "tools/call",
-        json!({"name": "task_ask_then_later", "task": {}}),
-    );
-    let id = r["result"]["task"]["taskId"].clone();
+    let id = legacy_task(&mut peer, "task_ask_then_later");
     let first = peer.send(json!({"jsonrpc":"2.0","id":2,"method":"tasks/result",
         "params":{"taskId": id}}));
     assert_eq!(first[0]["method"], "elicitation/create", "{first:?}");
