@@ -202,18 +202,19 @@ fn legacy_task(status: &str) -> Value {
         "lastUpdatedAt":"2025-01-01T00:00:00Z","ttl":null})
 }
 
-/// A 2025 task that says `input_required`, has no lifetime, and then asks nobody
-/// anything: the `tasks/result` the client opens keeps the call's timeout (only a
-/// person's time, once a request for input is out, holds it).
-#[test]
-fn a_task_that_needs_input_but_asks_nothing_keeps_the_calls_timeout() {
-    let script = Scripted::new(|m: &Value| match m["method"].as_str() {
+/// A legacy server whose `tools/call` makes a task that says `input_required` at once
+/// (no lifetime), and answers anything else with `rest`; a call of it as a task (60 s
+/// timeout), made and its first requests written.
+fn task_needing_input(
+    mut rest: impl FnMut(&Value) -> Vec<String> + 'static,
+) -> (Sim, mcp_proto::client::CallId) {
+    let script = Scripted::new(move |m: &Value| match m["method"].as_str() {
         Some("initialize") => vec![legacy_init(m, task_caps())],
         Some("tools/call") => vec![
             json!({"jsonrpc":"2.0","id":m["id"],"result":{"task":legacy_task("input_required")}})
                 .to_string(),
         ],
-        _ => Vec::new(),
+        _ => rest(m),
     });
     let mut sim = Sim::new(config(EraMode::Legacy), script);
     sim.connect();
@@ -222,6 +223,15 @@ fn a_task_that_needs_input_but_asks_nothing_keeps_the_calls_timeout() {
         .timeout(Duration::from_secs(60));
     let call = sim.client.call(sim.now, call).unwrap();
     while sim.step() {}
+    (sim, call)
+}
+
+/// A 2025 task that says `input_required`, has no lifetime, and then asks nobody
+/// anything: the `tasks/result` the client opens keeps the call's timeout (only a
+/// person's time, once a request for input is out, holds it).
+#[test]
+fn a_task_that_needs_input_but_asks_nothing_keeps_the_calls_timeout() {
+    let (mut sim, call) = task_needing_input(|_| Vec::new());
     assert_eq!(sim.sent_with_method("tasks/result").len(), 1);
     assert!(sim.client.poll_timeout().is_some(), "a deadline is armed");
     sim.run_until(|s| s.completion(call).is_some());
@@ -242,12 +252,7 @@ fn a_task_that_needs_input_but_asks_nothing_keeps_the_calls_timeout() {
 /// follows completes the call.
 #[test]
 fn a_task_whose_person_takes_long_is_not_timed_out() {
-    let script = Scripted::new(|m: &Value| match m["method"].as_str() {
-        Some("initialize") => vec![legacy_init(m, task_caps())],
-        Some("tools/call") => vec![
-            json!({"jsonrpc":"2.0","id":m["id"],"result":{"task":legacy_task("input_required")}})
-                .to_string(),
-        ],
+    let (mut sim, call) = task_needing_input(|m| match m["method"].as_str() {
         Some("tasks/result") => vec![elicit("q-task", Some("t1"))],
         None if m["id"] == "q-task" => vec![
             json!({"jsonrpc":"2.0","method":"notifications/tasks/status",
@@ -256,13 +261,6 @@ fn a_task_whose_person_takes_long_is_not_timed_out() {
         ],
         _ => Vec::new(),
     });
-    let mut sim = Sim::new(config(EraMode::Legacy), script);
-    sim.connect();
-    let call = CallRequest::call_tool("t", json!({}))
-        .as_task(None)
-        .timeout(Duration::from_secs(60));
-    let call = sim.client.call(sim.now, call).unwrap();
-    while sim.step() {}
     let asked = inputs_asked(&sim);
     assert_eq!(asked.len(), 1, "{:?}", sim.events);
     sim.advance(Duration::from_secs(600));
