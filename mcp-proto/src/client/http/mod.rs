@@ -192,9 +192,10 @@ pub(crate) struct HttpLink {
     /// Tools left out of `tools/list` for invalid annotations, with the reason: a call
     /// to one fails locally, since no header set could satisfy the server.
     excluded_tools: BTreeMap<String, crate::http::xmcp::InvalidAnnotation>,
-    /// The tools named by the listing in progress (its pages so far): at its end, the
-    /// declarations of every other tool are forgotten.
-    listed_names: std::collections::BTreeSet<String>,
+    /// The tools named by each listing in progress (its pages so far): at its end, the
+    /// declarations of every tool that neither it nor another listing in progress named
+    /// are forgotten.
+    listed_names: BTreeMap<Option<CallId>, std::collections::BTreeSet<String>>,
     /// At most this many names are learned (`Limits::max_list_items`: one listing).
     max_learned_tools: usize,
     /// Names were let go during the listing in progress (past `max_learned_tools`).
@@ -271,7 +272,7 @@ impl HttpLink {
             fresh_sessions_lost: 0,
             tool_headers: BTreeMap::new(),
             excluded_tools: BTreeMap::new(),
-            listed_names: std::collections::BTreeSet::new(),
+            listed_names: BTreeMap::new(),
             max_learned_tools,
             names_let_go: false,
             resumes: Vec::new(),

@@ -1,12 +1,12 @@
 //! `tools/list` results over HTTP: learn each tool's `x-mcp-header` declarations, and
 //! drop (and report) tools whose declarations are invalid.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::value::RawValue;
 
 use super::HttpLink;
-use crate::client::Event;
+use crate::client::{CallId, Event};
 use crate::http::xmcp::tool_declarations;
 use crate::jsonrpc::{self, RequestId, Response};
 use crate::version::Era;
@@ -39,13 +39,14 @@ impl HttpLink {
             return r;
         };
         let last = result.get("nextCursor").is_none_or(|c| c.get() == "null");
-        let excluded = self.learn_tools_retaining(&mut tools);
+        let listing = self.client.call_of(rpc);
+        let excluded = self.learn_tools_retaining(listing, &mut tools);
         if last {
             // The last page of a listing (no cursor to follow): every tool the server
             // has is now known (unless names had to be let go), and a call to any other
             // needs no declarations.
             self.learning.listed = !self.names_let_go;
-            self.forget_unlisted_tools();
+            self.forget_unlisted_tools(listing);
         }
         if excluded.is_empty() {
             return r;
@@ -62,18 +63,26 @@ impl HttpLink {
 
     /// Learns the declarations of tools already inspected (a cached listing, whole).
     pub(super) fn learn_tools(&mut self, mut tools: Vec<Box<RawValue>>) {
-        self.listed_names.clear();
-        let _ = self.learn_tools_retaining(&mut tools);
-        self.forget_unlisted_tools();
+        let _ = self.learn_tools_retaining(None, &mut tools);
+        self.forget_unlisted_tools(None);
     }
 
-    /// A listing ended: what it did not list is forgotten, so that what the server can
-    /// make the client keep is one listing's worth, not the union of every listing.
-    fn forget_unlisted_tools(&mut self) {
+    /// `listing` ended: what neither it nor another listing still running named is
+    /// forgotten, so that what the server can make the client keep is what its listings
+    /// in progress hold, not the union of every listing.
+    fn forget_unlisted_tools(&mut self, listing: Option<CallId>) {
         self.names_let_go = false;
-        let listed = std::mem::take(&mut self.listed_names);
-        self.tool_headers.retain(|name, _| listed.contains(name));
-        self.excluded_tools.retain(|name, _| listed.contains(name));
+        let client = &self.client;
+        let ended = |id: &Option<CallId>| id.is_none_or(|c| !client.is_running(c));
+        let mut named: BTreeSet<String> = self.listed_names.remove(&listing).unwrap_or_default();
+        // Listings that ended without their last page (failed, cancelled) name nothing.
+        self.listed_names
+            .retain(|id, _| !ended(id) && *id != listing);
+        for names in self.listed_names.values() {
+            named.extend(names.iter().cloned());
+        }
+        self.tool_headers.retain(|name, _| named.contains(name));
+        self.excluded_tools.retain(|name, _| named.contains(name));
     }
 
     /// What the learned declarations hold in memory (names and header paths).
@@ -85,7 +94,7 @@ impl HttpLink {
             name.len() + paths
         });
         let excluded = self.excluded_tools.keys().map(String::len);
-        let listed = self.listed_names.iter().map(String::len);
+        let listed = self.listed_names.values().flatten().map(String::len);
         headers.chain(excluded).chain(listed).sum()
     }
 
@@ -93,6 +102,7 @@ impl HttpLink {
     /// invalid, returning them with the reason.
     fn learn_tools_retaining(
         &mut self,
+        listing: Option<CallId>,
         tools: &mut Vec<Box<RawValue>>,
     ) -> Vec<(String, crate::http::xmcp::InvalidAnnotation)> {
         let mut excluded = Vec::new();
@@ -103,15 +113,17 @@ impl HttpLink {
                 // No name: nothing can call it, so nothing to learn.
                 return true;
             };
-            if self.listed_names.len() >= self.max_learned_tools {
-                // Listings that never ended (more pages than a listing may have) piled
-                // up names: start over from this page.
+            let held: usize = self.listed_names.values().map(BTreeSet::len).sum();
+            if held >= self.max_learned_tools {
+                // Listings piled up names (many at once, or pages past what a listing
+                // may have): start over from this page.
                 self.listed_names.clear();
                 self.tool_headers.clear();
                 self.excluded_tools.clear();
                 self.names_let_go = true;
             }
-            self.listed_names.insert(name.clone());
+            let names = self.listed_names.entry(listing).or_default();
+            names.insert(name.clone());
             match declared {
                 Ok(headers) => {
                     self.excluded_tools.remove(&name);

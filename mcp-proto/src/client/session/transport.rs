@@ -44,6 +44,11 @@ impl Session {
     }
 
     /// The call whose current request is `rpc_id`.
+    /// Whether call `id` has not completed yet.
+    pub(crate) fn is_running(&self, id: CallId) -> bool {
+        self.calls.contains_key(&id)
+    }
+
     pub(crate) fn call_of(&self, rpc_id: i64) -> Option<CallId> {
         self.by_rpc.get(&rpc_id).copied()
     }
