@@ -173,22 +173,51 @@ impl RedisClient {
             encode_command(&mut out, args);
         }
         let stream = self.stream.as_mut().ok_or(RedisError::Closed)?;
-        stream.set_write_timeout(Some(self.options.command_timeout))?;
-        stream.write_all(&out)?;
+        // Each write waits at most what is left of the deadline: a server reading slowly
+        // must not stretch the command past it.
+        let mut sent = 0;
+        while sent < out.len() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(RedisError::Timeout(self.options.command_timeout));
+            }
+            stream.set_write_timeout(Some(left))?;
+            match stream.write(&out[sent..]) {
+                Ok(0) => return Err(RedisError::Closed),
+                Ok(n) => sent += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    return Err(RedisError::Timeout(self.options.command_timeout));
+                }
+                Err(e) => return Err(RedisError::Io(e)),
+            }
+        }
         let mut replies = Vec::with_capacity(commands.len());
         let mut chunk = [0u8; 16 * 1024];
+        // Bytes of the replies parsed so far: the bound is on the whole pipeline.
+        let mut taken = 0usize;
         while replies.len() < commands.len() {
-            if let Some((reply, used)) = parse_reply(&self.buf, &self.options.limits)? {
+            let parsed = parse_reply(&self.buf, &self.options.limits)?;
+            if let Some((_, used)) = &parsed {
+                taken = taken.saturating_add(*used);
+            }
+            let size = taken.saturating_add(if parsed.is_some() { 0 } else { self.buf.len() });
+            if size > self.options.limits.max_reply_bytes {
+                return Err(RedisError::Protocol(RespError::TooLarge {
+                    what: "reply",
+                    size: size as u64,
+                    limit: self.options.limits.max_reply_bytes,
+                }));
+            }
+            if let Some((reply, used)) = parsed {
                 self.buf.drain(..used);
                 replies.push(reply);
                 continue;
-            }
-            if self.buf.len() > self.options.limits.max_reply_bytes {
-                return Err(RedisError::Protocol(RespError::TooLarge {
-                    what: "reply",
-                    size: self.buf.len() as u64,
-                    limit: self.options.limits.max_reply_bytes,
-                }));
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {

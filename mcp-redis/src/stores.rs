@@ -9,6 +9,10 @@
 //!   number minus one (`INCR`); `evown:<n>` the session that owns it; `evsess:<id>` the
 //!   set of a session's stream numbers, to forget them with the session. All expire
 //!   after [`RedisEventLimits::ttl`] without an append.
+//! * `evcount:`: how many events were ever appended under the prefix (`INCR`, never
+//!   expiring). A stream whose keys are new (first used, or expired) begins its sequence
+//!   numbers there, so that no event id is ever issued twice: a client resuming a stream
+//!   that expired and went on is told its events were evicted, not replayed with a gap.
 
 use std::fmt::Write as _;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -267,11 +271,13 @@ impl EventStore for RedisEventStore {
         let ttl = millis(self.limits.ttl);
         let session = stream.session.as_bytes();
         let mut client = self.redis.client();
+        let count = self.redis.key("evcount", "");
         let claimed = client
             .pipeline(&[
                 &[b"SET", &own, session, b"NX", b"PX", &ttl],
                 &[b"GET", &own],
                 &[b"INCR", &seq],
+                &[b"INCR", &count],
             ])
             .map_err(|_| EventStoreError::Unavailable)?;
         // Stream numbers are never shared between sessions: refuse rather than mix.
@@ -284,20 +290,35 @@ impl EventStore for RedisEventStore {
             .and_then(|n| u64::try_from(n).ok())
             .filter(|n| *n >= 1)
             .ok_or(EventStoreError::Unavailable)?;
-        let number = next - 1;
+        let appended = claimed
+            .get(3)
+            .and_then(integer)
+            .and_then(|n| u64::try_from(n).ok())
+            .filter(|n| *n >= 1)
+            .ok_or(EventStoreError::Unavailable)?;
+        // A new sequence (the stream's first event, or the first after its keys expired)
+        // begins at the count of events appended before this one, above every number
+        // issued so far (stream numbers are the endpoint's, so only this process appends
+        // to this stream: nothing races the `SET` below).
+        let fresh = next == 1;
+        let number = if fresh { appended - 1 } else { next - 1 };
+        let restart = number.saturating_add(1).to_string();
         let mut element = format!("{number}:").into_bytes();
         element.extend_from_slice(message);
         let keep = format!("-{}", self.limits.max_events_per_stream.max(1));
+        let set_seq: &[&[u8]] = &[b"SET", &seq, restart.as_bytes(), b"PX", &ttl];
+        let store: [&[&[u8]]; 7] = [
+            &[b"RPUSH", &list, &element],
+            &[b"LTRIM", &list, keep.as_bytes(), b"-1"],
+            &[b"PEXPIRE", &list, &ttl],
+            &[b"PEXPIRE", &seq, &ttl],
+            &[b"PEXPIRE", &own, &ttl],
+            &[b"SADD", &sess, n.as_bytes()],
+            &[b"PEXPIRE", &sess, &ttl],
+        ];
+        let commands: Vec<&[&[u8]]> = fresh.then_some(set_seq).into_iter().chain(store).collect();
         let replies = client
-            .pipeline(&[
-                &[b"RPUSH", &list, &element],
-                &[b"LTRIM", &list, keep.as_bytes(), b"-1"],
-                &[b"PEXPIRE", &list, &ttl],
-                &[b"PEXPIRE", &seq, &ttl],
-                &[b"PEXPIRE", &own, &ttl],
-                &[b"SADD", &sess, n.as_bytes()],
-                &[b"PEXPIRE", &sess, &ttl],
-            ])
+            .pipeline(&commands)
             .map_err(|_| EventStoreError::Unavailable)?;
         if replies.iter().any(|r| matches!(r, Reply::Error(_))) {
             return Err(EventStoreError::Unavailable);

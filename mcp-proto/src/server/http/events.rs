@@ -3,9 +3,12 @@
 //! and [`MemoryEventStore`], a bounded one in memory.
 //!
 //! Event ids are `<stream>-<seq>`: the endpoint-unique number of the stream, then the
-//! event's place in it (from 0, the priming event of a 2025-11-25 stream). They are
-//! unique across every stream of every session and name their stream, as spec 2025-11-25
-//! asks. They are not secret: the endpoint replays a stream only to the session that
+//! event's place in it. A stream's sequence numbers are consecutive from where its log
+//! began; [`MemoryEventStore`] begins a log at the number of events it stored before it,
+//! so that a stream it dropped to stay within its bounds and that goes on later never
+//! hands out an id again (a client resuming from before the gap is told the events were
+//! evicted). They are unique across every stream of every session and name their stream,
+//! as spec 2025-11-25 asks. They are not secret: the endpoint replays a stream only to the session that
 //! owns it ([`EventStream::session`]), whatever id a client sends.
 
 use std::collections::{BTreeMap, VecDeque};
@@ -125,7 +128,8 @@ struct Log {
     session: String,
     /// Kept events, by sequence number, oldest first.
     events: VecDeque<(u64, Vec<u8>)>,
-    /// The sequence number of the next event.
+    /// The sequence number of the next event (a log begins at the store's count of
+    /// earlier appends).
     next_seq: u64,
     /// When it was last appended to (the store's append counter).
     touched: u64,
@@ -248,12 +252,16 @@ impl EventStore for MemoryEventStore {
                     None => break,
                 }
             }
+            // The log begins at the number of appends before this one: every sequence
+            // number issued so far is below it, including those of an earlier log of
+            // this stream that was evicted, whose ids must neither be issued again nor
+            // resume without the events that were lost.
             self.logs.insert(
                 stream.number,
                 Log {
                     session: stream.session.clone(),
                     events: VecDeque::new(),
-                    next_seq: 0,
+                    next_seq: self.appends - 1,
                     touched: 0,
                 },
             );
@@ -368,7 +376,7 @@ mod tests {
         let a2 = store.append(&a, b"{\"a\":2}").unwrap();
         assert_eq!(
             (a0.as_str(), b0.as_str(), a1.as_str()),
-            ("1-0", "2-0", "1-1")
+            ("1-0", "2-1", "1-1")
         );
         let replay = store.replay_after(&a0).unwrap();
         assert_eq!(replay.stream, a);
