@@ -704,7 +704,8 @@ fn input_needed(client: &Client, error: Option<&mcp_blocking::Error>) -> Option<
             .and_then(|d| d.get("requiredCapabilities"))
             .and_then(Value::as_object)
     {
-        kinds.extend(required.keys().cloned());
+        // Names the server chose: one line each in the message.
+        kinds.extend(required.keys().map(|k| one_line(k).into_owned()));
     }
     kinds.sort();
     kinds.dedup();
@@ -762,7 +763,7 @@ fn run_task(
             let message = task
                 .status_message
                 .as_deref()
-                .map(|m| format!(": {}", clean(m)))
+                .map(|m| format!(": {}", one_line(m)))
                 .unwrap_or_default();
             eprintln!(
                 "mcp: task {} {verb} {}{message}",
@@ -1187,17 +1188,25 @@ pub fn listen(
 
 /// One notification of `mcp listen`: `method [uri]` as text, the notification as a JSON line.
 fn print_notification(global: &Global, n: &Notification) {
-    let params = n
-        .params
-        .as_deref()
-        .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
-        .unwrap_or(Value::Null);
     match global.format {
         Format::Json => {
-            json_line(&json!({"event": "notification", "method": n.method, "params": params}))
+            // The params as the server wrote them (a number JSON reads as a double
+            // stays exact), on one line.
+            let raw = n
+                .params
+                .as_deref()
+                .map_or("null".into(), |p| compact(p.get()));
+            let method = serde_json::to_string(&n.method).unwrap_or_default();
+            let line = format!(r#"{{"event":"notification","method":{method},"params":{raw}}}"#);
+            raw_line(&line);
         }
         Format::Text => {
             let method = n.method.strip_prefix("notifications/").unwrap_or(&n.method);
+            let params = n
+                .params
+                .as_deref()
+                .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+                .unwrap_or(Value::Null);
             match params.get("uri").and_then(Value::as_str) {
                 Some(uri) => println!("{} {}", one_line(method), one_line(uri)),
                 None => println!("{}", one_line(method)),
@@ -1209,12 +1218,30 @@ fn print_notification(global: &Global, n: &Notification) {
 /// A task status of `mcp listen --tasks` (2025-11-25): `task <id> <status>` as text.
 fn print_task_status(global: &Global, task: &mcp_blocking::Task) {
     match global.format {
-        Format::Json => json_line(&json!({
-            "event": "notification",
-            "method": "notifications/tasks/status",
-            "params": {"taskId": task.task_id, "status": task.status.as_str(),
-                "statusMessage": task.status_message, "lastUpdatedAt": task.last_updated_at},
-        })),
+        Format::Json => {
+            // The task's fields the server sent, none it did not.
+            let mut params = json!({"taskId": task.task_id, "status": task.status.as_str()});
+            if let Some(m) = &task.status_message {
+                params["statusMessage"] = json!(m);
+            }
+            for (key, at) in [
+                ("createdAt", &task.created_at),
+                ("lastUpdatedAt", &task.last_updated_at),
+            ] {
+                if !at.is_empty() {
+                    params[key] = json!(at);
+                }
+            }
+            params["ttl"] = json!(task.ttl.map(|t| t.as_millis() as u64));
+            if let Some(p) = task.poll_interval {
+                params["pollInterval"] = json!(p.as_millis() as u64);
+            }
+            json_line(&json!({
+                "event": "notification",
+                "method": "notifications/tasks/status",
+                "params": params,
+            }))
+        }
         Format::Text => {
             let message = task
                 .status_message
@@ -1225,7 +1252,7 @@ fn print_task_status(global: &Global, task: &mcp_blocking::Task) {
                 "task {} {}{}",
                 one_line(&task.task_id),
                 task.status,
-                clean(&message)
+                one_line(&message)
             );
         }
     }
@@ -1249,10 +1276,10 @@ fn listen_line(global: &Global, event: &str, detail: &Value, refused: Option<&Li
             match refused.filter(|r| !r.is_empty()) {
                 Some(r) => println!(
                     "{event} {} (refused {})",
-                    clean(&text),
-                    clean(&r.to_json().to_string())
+                    one_line(&text),
+                    one_line(&r.to_json().to_string())
                 ),
-                None => println!("{event} {}", clean(&text)),
+                None => println!("{event} {}", one_line(&text)),
             }
         }
     }
@@ -1261,11 +1288,41 @@ fn listen_line(global: &Global, event: &str, detail: &Value, refused: Option<&Li
 /// One compact JSON document on its own line (escaped for a terminal like
 /// [`print_json`]).
 fn json_line(value: &Value) {
+    raw_line(&serde_json::to_string(value).unwrap_or_default());
+}
+
+/// A JSON document already written on one line, on its own line (escaped for a
+/// terminal like [`print_json`]).
+fn raw_line(text: &str) {
     use std::io::Write;
-    let text = serde_json::to_string(value).unwrap_or_default();
     let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{}", crate::terminal::json(&text));
+    let _ = writeln!(out, "{}", crate::terminal::json(text));
     let _ = out.flush();
+}
+
+/// Valid JSON text without the whitespace between its tokens: one line, every value
+/// as it was written.
+fn compact(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for c in json.chars() {
+        if in_string {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+        } else if c == '"' {
+            in_string = true;
+            out.push(c);
+        } else if !matches!(c, ' ' | '\t' | '\n' | '\r') {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Whether `--save-content` failed to write a block it was asked to (each is named on its

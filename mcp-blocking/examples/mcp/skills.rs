@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use crate::args::{Format, Global, InputMode};
 use crate::output::{Failure, print_json, short, table};
 use crate::session;
-use crate::terminal::clean;
+use crate::terminal::{clean, one_line};
 
 /// What to do once a skill is loaded.
 #[derive(Clone, Copy)]
@@ -92,12 +92,12 @@ fn list(global: &Global, server: &str, client: &mut Client) -> Result<u8, Failur
             for clash in listing.name_collisions() {
                 eprintln!(
                     "note: the name {} is not unique; use the URI {}",
-                    clean(&clash.name),
-                    clean(&clash.uri)
+                    one_line(&clash.name),
+                    one_line(&clash.uri)
                 );
             }
             for rejected in &listing.rejected {
-                eprintln!("rejected: {}", clean(&rejected.to_string()));
+                eprintln!("rejected: {}", one_line(&rejected.to_string()));
             }
         }
     }
@@ -124,7 +124,8 @@ fn load(
                 )));
             }
             many => {
-                let uris: Vec<String> = many.iter().map(|s| clean(&s.uri).into_owned()).collect();
+                let uris: Vec<String> =
+                    many.iter().map(|s| one_line(&s.uri).into_owned()).collect();
                 return Err(Failure::Usage(format!(
                     "{} skills are named {wanted:?}; name one by its URI: {}",
                     many.len(),
@@ -162,7 +163,7 @@ fn load(
             print!("{}{end}", clean(&text));
             eprintln!(
                 "(skill {} from {server}, verified against its entry)",
-                clean(&loaded.entry().uri)
+                one_line(&loaded.entry().uri)
             );
         }
     }
@@ -247,7 +248,7 @@ fn directory(
                 })
                 .collect();
             if rows.is_empty() {
-                println!("{} is empty", clean(&uri));
+                println!("{} is empty", one_line(&uri));
             }
             table(&rows);
         }

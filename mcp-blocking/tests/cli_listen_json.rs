@@ -1,0 +1,156 @@
+//! `mcp listen --format json`: a notification line's `params` are the
+//! server's, against stdio servers written in Python. Each test names the line of
+//! `docs/cli.md` it holds the CLI to.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use common::{python, text};
+
+fn run(config: &Path, args: &[&str]) -> Output {
+    common::run_cli(config, args, &[])
+}
+
+/// A config with server `name`: `script` run by Python over stdio, in `era`. `None`
+/// (the test is skipped) without Python.
+fn with_python_server(test: &str, name: &str, era: &str, script: &str) -> Option<PathBuf> {
+    let Some(python) = python() else {
+        eprintln!("skipped: no python");
+        return None;
+    };
+    let config = common::temp_dir(test).join("servers.json");
+    let add = [
+        "add", name, "--stdio", python, "--era", era, "--", "-c", script,
+    ];
+    let out = run(&config, &add);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    Some(config)
+}
+
+/// A server whose notifications carry a number JSON cannot hold in a double, in both
+/// eras; the legacy task status carries fields beyond those the CLI shows as text.
+const EXACT_PARAMS_SERVER: &str = r#"
+import json, sys
+def send(m):
+    sys.stdout.write(json.dumps(m) + "\n"); sys.stdout.flush()
+for line in sys.stdin:
+    m = json.loads(line)
+    method, mid = m.get("method"), m.get("id")
+    if method == "server/discover":
+        send({"jsonrpc": "2.0", "id": mid, "result": {"resultType": "complete",
+              "supportedVersions": ["2026-07-28"],
+              "capabilities": {"resources": {"subscribe": True}}}})
+    elif method == "initialize":
+        send({"jsonrpc": "2.0", "id": mid, "result": {"protocolVersion": "2025-11-25",
+              "capabilities": {"resources": {"subscribe": True}, "tasks": {"list": {}}},
+              "serverInfo": {"name": "x", "version": "1"}}})
+    elif method == "notifications/initialized":
+        send({"jsonrpc": "2.0", "method": "notifications/tasks/status",
+              "params": {"taskId": "bg-1", "status": "working",
+                         "createdAt": "2026-01-01T00:00:00Z",
+                         "lastUpdatedAt": "2026-01-01T00:00:00Z", "ttl": 60000,
+                         "pollInterval": 250}})
+    elif method == "resources/subscribe":
+        send({"jsonrpc": "2.0", "id": mid, "result": {}})
+        send({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+              "params": {"uri": m["params"]["uri"], "revision": 12345678901234567890123}})
+    elif method == "subscriptions/listen":
+        meta = {"io.modelcontextprotocol/subscriptionId": mid}
+        send({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+              "params": {"_meta": meta, "notifications": m["params"]["notifications"]}})
+        send({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+              "params": {"_meta": meta, "uri": "file:///a", "revision": 12345678901234567890123}})
+    elif mid is not None and method is not None:
+        send({"jsonrpc": "2.0", "id": mid, "result": {}})
+"#;
+
+/// docs/cli.md, `listen`: "with `--format json` each line is one JSON document:
+/// `{"event": "notification", "method": …, "params": …}`", and Output: "With `--format
+/// json`, stdout receives … every value exactly as the server sent it". A large integer
+/// in a notification's params must come out as the server wrote it, not rounded to a
+/// double (`1.2345678901234568e+22`).
+#[test]
+fn listen_json_keeps_the_servers_numbers() {
+    let Some(python) = python() else {
+        eprintln!("skipped: no python");
+        return;
+    };
+    let config = common::temp_dir("cli-text-listen-exact").join("servers.json");
+    for (name, era) in [("new", "modern"), ("old", "legacy")] {
+        let add = [
+            "add",
+            name,
+            "--stdio",
+            python,
+            "--era",
+            era,
+            "--",
+            "-c",
+            EXACT_PARAMS_SERVER,
+        ];
+        let out = run(&config, &add);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let out = run(
+            &config,
+            &[
+                "--format",
+                "json",
+                "listen",
+                name,
+                "--resource",
+                "file:///a",
+                "--max-events",
+                "1",
+            ],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let stdout = text(&out.stdout);
+        let line = stdout
+            .lines()
+            .find(|l| l.contains("notifications/resources/updated"))
+            .unwrap_or_else(|| panic!("{era}: no notification line:\n{stdout}"));
+        assert!(
+            line.contains("12345678901234567890123"),
+            "{era}: the server's number was changed: {line}"
+        );
+    }
+}
+
+/// docs/cli.md, `listen --format json`: a notification line's `params` are the server's
+/// ("every value exactly as the server sent it"); a 2025-11-25 task status notification
+/// keeps its `createdAt`, `ttl` and `pollInterval`, and gets no `statusMessage` the
+/// server did not send.
+#[test]
+fn listen_json_gives_a_task_status_notifications_params_as_sent() {
+    let Some(config) =
+        with_python_server("cli-text-task-params", "old", "legacy", EXACT_PARAMS_SERVER)
+    else {
+        return;
+    };
+    let out = run(
+        &config,
+        &[
+            "--format",
+            "json",
+            "listen",
+            "old",
+            "--tasks",
+            "--max-events",
+            "1",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let line: serde_json::Value =
+        serde_json::from_str(stdout.lines().next().unwrap_or_default()).expect("a JSON line");
+    assert_eq!(line["method"], "notifications/tasks/status", "{line}");
+    assert_eq!(
+        line["params"],
+        serde_json::json!({"taskId": "bg-1", "status": "working",
+            "createdAt": "2026-01-01T00:00:00Z", "lastUpdatedAt": "2026-01-01T00:00:00Z",
+            "ttl": 60000, "pollInterval": 250}),
+        "the params are not the server's"
+    );
+}
