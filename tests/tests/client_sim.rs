@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use mcp_proto::client::{
     AcceptDefaults, CallError, CallId, CallRequest, ClientConfig, CloseReason, ConnId,
-    ConnectionState, EXIT_DRAIN, Event, InputAnswer, PeerError, Transmit,
+    ConnectionState, EXIT_DRAIN, Event, InputAnswer, PeerError, STOPPED_READING_DRAIN, Transmit,
+    TransportFailure, TransportFailureKind,
 };
 use mcp_proto::jsonrpc::{DecodeError, Message};
 use mcp_proto::limits::Limits;
@@ -1740,6 +1741,55 @@ fn a_server_that_cannot_be_started_again_closes_with_the_spawn_failure() {
         })
     );
     assert!(client.is_released());
+}
+
+/// A stdio server that stops reading its input (a write fails as closed) but runs on
+/// with its stdout open: once its output has not ended within `STOPPED_READING_DRAIN`,
+/// the session closes saying that the server stopped reading, with what the failed write
+/// said, not that the server exited (it did not).
+#[test]
+fn a_server_that_stops_reading_closes_the_session_saying_so() {
+    let (mut sim, id) = hanging_call();
+    sim.step();
+    let broken = "writing to the server's stdin: Broken pipe (os error 32)";
+    let failure = TransportFailure::new(TransportFailureKind::Closed, broken);
+    sim.client
+        .handle_transport_error(sim.now, ConnId::STDIO, failure);
+    sim.advance(STOPPED_READING_DRAIN - Duration::from_millis(1));
+    assert!(
+        sim.completion(id).is_none(),
+        "the server may still end its output"
+    );
+    sim.advance(Duration::from_millis(1));
+    let reason = CloseReason::StoppedReading {
+        detail: broken.to_owned(),
+    };
+    match sim.completion(id) {
+        Some(Err(CallError::Closed(r))) => assert_eq!(r, reason),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(closed_reason(&sim), Some(reason.clone()));
+    let text = reason.to_string();
+    assert!(
+        text.contains("stopped reading its input") && text.contains("Broken pipe"),
+        "{text}"
+    );
+    sim.step();
+    assert!(sim.channel_closed);
+
+    // A server whose output ends within the window exited: it is said so.
+    let (mut sim, id) = hanging_call();
+    sim.step();
+    let failure = TransportFailure::new(TransportFailureKind::Closed, broken);
+    sim.client
+        .handle_transport_error(sim.now, ConnId::STDIO, failure);
+    sim.advance(Duration::from_millis(10));
+    sim.client.handle_eof(sim.now, ConnId::STDIO);
+    sim.drain();
+    assert!(matches!(
+        sim.completion(id),
+        Some(Err(CallError::Closed(CloseReason::ServerExited { .. })))
+    ));
 }
 
 #[test]

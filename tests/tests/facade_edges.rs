@@ -18,8 +18,9 @@ use mcp_blocking::{EraMode, Options, StdioCommand};
 use serde_json::json;
 
 /// A legacy (2025-11-25) server: `echo`; `notify2` (two notifications in one write, then
-/// the answer); `hang` (no answer); `close_stdin` (answers, closes its stdin, stays alive
-/// a minute with stdout open); `elicit` (asks for a form, answers with what came back).
+/// the answer); `hang` (no answer); `close_stdin` (closes its stdin, then answers, and
+/// stays alive a minute with stdout open: a request written after the answer cannot
+/// land in the pipe before it closed); `elicit` (asks for a form, answers with what came back).
 const SERVER: &str = r#"
 import json, os, sys, time
 out = sys.stdout
@@ -40,7 +41,7 @@ for line in sys.stdin:
             out.write(n("edges://a") + "\n" + n("edges://b") + "\n"); out.flush()
             result(i, "notified")
         elif name == "close_stdin":
-            result(i, "closing stdin"); os.close(0); time.sleep(60); sys.exit(0)
+            os.close(0); result(i, "closed stdin"); time.sleep(60); sys.exit(0)
         elif name == "elicit":
             asked["e-%s" % i] = i
             send({"jsonrpc": "2.0", "id": "e-%s" % i, "method": "elicitation/create",
@@ -201,7 +202,9 @@ fn a_server_that_stops_reading_ends_the_next_call_soon() {
     let r = within("blocking", Duration::from_secs(20), move || {
         h.request(CallRequest::call_tool("echo", json!({"text": "x"})).timeout(slow))
     });
-    assert_eq!(r.expect_err("not written").kind(), "closed");
+    let e = r.expect_err("not written");
+    assert_eq!(e.kind(), "closed");
+    assert!(e.to_string().contains("stopped reading its input"), "{e}");
     assert!(
         started.elapsed() < Duration::from_secs(8),
         "{:?}",
@@ -220,7 +223,9 @@ fn a_server_that_stops_reading_ends_the_next_call_soon() {
         let started = Instant::now();
         let echo = CallRequest::call_tool("echo", json!({"text": "x"})).timeout(slow);
         let r = client.request(echo).await;
-        assert_eq!(r.expect_err("not written").kind(), "closed");
+        let e = r.expect_err("not written");
+        assert_eq!(e.kind(), "closed");
+        assert!(e.to_string().contains("stopped reading its input"), "{e}");
         assert!(
             started.elapsed() < Duration::from_secs(8),
             "{:?}",

@@ -583,6 +583,18 @@ pub enum CloseReason {
         /// Bytes waiting to be written when the connection was closed.
         waiting: usize,
     },
+    /// stdio: the server stopped reading its input (a write failed as closed) and its
+    /// output did not end within
+    /// [`STOPPED_READING_DRAIN`](crate::client::STOPPED_READING_DRAIN): it runs on
+    /// without reading what it is sent.
+    #[error(
+        "the server stopped reading its input ({detail}) and did not end its output within {:?}",
+        crate::client::STOPPED_READING_DRAIN
+    )]
+    StoppedReading {
+        /// The failed write, as the driver reported it.
+        detail: String,
+    },
     /// Streamable HTTP: the `Mcp-Session-Id` the server issued cannot be sent back (too
     /// long, or not visible ASCII).
     #[error("unusable session id: {0}")]

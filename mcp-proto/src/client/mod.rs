@@ -86,7 +86,7 @@ pub use input::{
 pub use machine::Client;
 pub use output::{AcceptDefaults, DeclineAll, InputHandler, ReadContents};
 pub use session::request::CallRequest;
-pub use stdio_link::EXIT_DRAIN;
+pub use stdio_link::{EXIT_DRAIN, STOPPED_READING_DRAIN};
 pub use task::{
     DEFAULT_POLL_INTERVAL, MAX_DEFAULT_POLL_INTERVAL, MAX_POLL_INTERVAL, MIN_POLL_INTERVAL,
     RELATED_TASK_KEY, TASKS_EXTENSION, Task, TaskProblem, TaskStatus,

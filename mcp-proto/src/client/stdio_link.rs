@@ -52,8 +52,13 @@ pub const STOPPED_READING_DRAIN: Duration = Duration::from_secs(2);
 pub(crate) struct StdioLink {
     pub(crate) session: Session,
     channel: Channel,
-    /// The process exited while its stdout stayed open: when it counts as ended.
+    /// The process exited while its stdout stayed open, or the server stopped reading:
+    /// when its stdout counts as ended.
     drained_at: Option<Instant>,
+    /// A write failed as closed (what the driver said), and the process was not seen
+    /// to exit: if its stdout does not end by `drained_at`, the server is still running
+    /// without reading, and the session closes saying so.
+    stopped_reading: Option<String>,
 }
 
 impl StdioLink {
@@ -62,6 +67,7 @@ impl StdioLink {
             session: Session::new(config, now),
             channel: Channel::Open,
             drained_at: None,
+            stopped_reading: None,
         };
         link.pump();
         link
@@ -105,10 +111,22 @@ impl StdioLink {
     }
 
     pub(crate) fn handle_eof(&mut self, now: Instant, conn: ConnId) {
+        self.end_of_output(now, conn, None);
+    }
+
+    /// The server's stdout ended, or counts as ended: `stopped_reading` when the server
+    /// is known to run on without reading its input.
+    fn end_of_output(&mut self, now: Instant, conn: ConnId, stopped_reading: Option<String>) {
         if conn == ConnId::STDIO && self.channel == Channel::Open {
             self.drained_at = None;
+            self.stopped_reading = None;
             self.channel = Channel::Ended;
-            self.session.handle_eof(now);
+            match stopped_reading {
+                Some(detail) => self
+                    .session
+                    .handle_eof_with(now, CloseReason::StoppedReading { detail }),
+                None => self.session.handle_eof(now),
+            }
         }
         self.pump();
     }
@@ -116,6 +134,8 @@ impl StdioLink {
     /// The server's process exited: its stdout ends at once, or counts as ended after
     /// [`EXIT_DRAIN`].
     pub(crate) fn handle_process_exited(&mut self, now: Instant) {
+        // It did not run on: whatever a failed write said, it exited.
+        self.stopped_reading = None;
         if self.channel == Channel::Open && self.drained_at.is_none() {
             self.drained_at = Some(now + EXIT_DRAIN);
         }
@@ -123,7 +143,8 @@ impl StdioLink {
 
     pub(crate) fn handle_timeout(&mut self, now: Instant) {
         if self.drained_at.is_some_and(|at| at <= now) {
-            self.handle_eof(now, ConnId::STDIO);
+            let stopped_reading = self.stopped_reading.take();
+            self.end_of_output(now, ConnId::STDIO, stopped_reading);
         }
         self.session.handle_timeout(now);
         self.pump();
@@ -150,11 +171,15 @@ impl StdioLink {
             // its stdout says the rest, within a bound.
             (Channel::Open, TransportFailureKind::Closed) => {
                 let by = now + STOPPED_READING_DRAIN;
+                if self.drained_at.is_none() {
+                    self.stopped_reading = Some(failure.detail);
+                }
                 self.drained_at = Some(self.drained_at.map_or(by, |at| at.min(by)));
             }
             (Channel::Open | Channel::Respawning, _) => {
                 self.channel = Channel::Open;
                 self.drained_at = None;
+                self.stopped_reading = None;
                 self.session.handle_eof(now);
                 self.session.close_with(CloseReason::Transport(failure));
             }

@@ -523,6 +523,12 @@ impl Session {
     /// The server's output ended (its process exited or closed stdout).
     pub fn handle_eof(&mut self, now: Instant) {
         let truncated = self.decoder.partial_len();
+        self.handle_eof_with(now, CloseReason::ServerExited { truncated });
+    }
+
+    /// [`Session::handle_eof`], closing with `reason` when the session ends here (no
+    /// restart, no fallback from the probe).
+    pub(crate) fn handle_eof_with(&mut self, now: Instant, reason: CloseReason) {
         match (self.state, &self.handshake) {
             (State::Closed | State::AwaitingRestart, _) => {}
             (State::Connecting, Some(h))
@@ -531,7 +537,7 @@ impl Session {
                 self.handle_probe_exit(now);
             }
             _ if self.may_restart() => self.schedule_restart(now),
-            _ => self.close_with(CloseReason::ServerExited { truncated }),
+            _ => self.close_with(reason),
         }
     }
 
