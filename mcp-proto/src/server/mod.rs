@@ -236,8 +236,15 @@ impl Server {
 
     /// Replaces the `requestState` codec, for a server that is already serving: how a
     /// key ring is rotated (a [`SealedStateCodec`] over a ring that still holds the
-    /// previous keys keeps opening the states they sealed). Nothing else changes.
-    pub fn set_state_codec(&mut self, codec: Box<dyn RequestStateCodec>) {
+    /// previous keys keeps opening the states they sealed). The record of single-use
+    /// states already used goes over to the new codec
+    /// ([`RequestStateCodec::take_over_used_states`]), unless it was given a
+    /// [`ConsumptionStore`] of its own (one shared by every process sees them anyway):
+    /// a state used before the swap is refused after it. Nothing else changes.
+    pub fn set_state_codec(&mut self, mut codec: Box<dyn RequestStateCodec>) {
+        if let Some(used) = self.config.state_codec.hand_over_used_states() {
+            codec.take_over_used_states(used);
+        }
         self.config.state_codec = codec;
     }
 

@@ -449,6 +449,43 @@ impl Server {
         params: &Params,
     ) -> Result<(u32, Map<String, Value>), ErrorObject> {
         let bad_state = |why: StateRefusal| invalid(format!("Invalid requestState: {why}"));
+        // The answers are checked before the state is opened: opening a single-use state
+        // consumes it, and a retry refused for its answers must leave it usable.
+        let answers = match params.get("inputResponses") {
+            None => None,
+            Some(Value::Object(answers)) => {
+                if let Some((key, _)) = answers.iter().find(|(_, a)| !a.is_object()) {
+                    return Err(invalid(format!(
+                        "`inputResponses.{}` must be an object (an ElicitResult, \
+                         CreateMessageResult or ListRootsResult)",
+                        calls::clipped(key)
+                    )));
+                }
+                Some(answers)
+            }
+            Some(_) => return Err(invalid("`inputResponses` must be an object")),
+        };
+        // With a state, only keys asked in its last round count. Without one (a first
+        // try carrying answers, as for an ephemeral request), every key goes to the
+        // handler, which takes the keys it knows: the client claims no more than it
+        // could by answering the rounds one by one. Not for a single-use tool, whose
+        // answers must come with a state opened once (else a first try with answers
+        // would replay its effect at will).
+        let stateless = params.get("requestState").is_none() && !binding.single_use;
+        let most = (self.config.limits.max_inputs_per_round)
+            .saturating_mul(self.config.limits.max_input_rounds as usize);
+        if let Some(answers) = answers
+            && stateless
+            && answers.len() > most
+        {
+            return Err(invalid(format!(
+                "`inputResponses` carries {} answers; a call is asked for at most \
+                 {most} ({} per round, {} rounds)",
+                answers.len(),
+                self.config.limits.max_inputs_per_round,
+                self.config.limits.max_input_rounds
+            )));
+        }
         let (round, asked, mut inputs) = match params.get("requestState") {
             None => (0, Vec::new(), Map::new()),
             Some(Value::String(token)) => {
@@ -462,41 +499,10 @@ impl Server {
             }
             Some(_) => return Err(bad_state(StateRefusal::Malformed)),
         };
-        match params.get("inputResponses") {
-            None => {}
-            Some(Value::Object(answers)) => {
-                if let Some((key, _)) = answers.iter().find(|(_, a)| !a.is_object()) {
-                    return Err(invalid(format!(
-                        "`inputResponses.{}` must be an object (an ElicitResult, \
-                         CreateMessageResult or ListRootsResult)",
-                        calls::clipped(key)
-                    )));
-                }
-                // With a state, only keys asked in its last round count. Without one (a
-                // first try carrying answers, as for an ephemeral request), every key
-                // goes to the handler, which takes the keys it knows: the client claims
-                // no more than it could by answering the rounds one by one. Not for a
-                // single-use tool, whose answers must come with a state opened once
-                // (else a first try with answers would replay its effect at will).
-                let stateless = params.get("requestState").is_none() && !binding.single_use;
-                let most = (self.config.limits.max_inputs_per_round)
-                    .saturating_mul(self.config.limits.max_input_rounds as usize);
-                if stateless && answers.len() > most {
-                    return Err(invalid(format!(
-                        "`inputResponses` carries {} answers; a call is asked for at most \
-                         {most} ({} per round, {} rounds)",
-                        answers.len(),
-                        self.config.limits.max_inputs_per_round,
-                        self.config.limits.max_input_rounds
-                    )));
-                }
-                for (key, answer) in answers {
-                    if stateless || asked.contains(key) {
-                        inputs.insert(key.clone(), answer.clone());
-                    }
-                }
+        for (key, answer) in answers.into_iter().flatten() {
+            if stateless || asked.contains(key) {
+                inputs.insert(key.clone(), answer.clone());
             }
-            Some(_) => return Err(invalid("`inputResponses` must be an object")),
         }
         Ok((round, inputs))
     }

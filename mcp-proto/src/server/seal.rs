@@ -283,6 +283,9 @@ pub struct SealedStateCodec {
     epoch_unix_ms: u64,
     rng: Drbg,
     store: Box<dyn ConsumptionStore>,
+    /// The store was given ([`SealedStateCodec::consumption_store`]), not the codec's
+    /// own in-memory one: it is kept when the codec replaces another.
+    store_given: bool,
 }
 
 impl std::fmt::Debug for SealedStateCodec {
@@ -307,6 +310,7 @@ impl SealedStateCodec {
             epoch_unix_ms,
             rng: Drbg::new(seed),
             store: Box::new(MemoryConsumptionStore::default()),
+            store_given: false,
         }
     }
 
@@ -322,6 +326,7 @@ impl SealedStateCodec {
     #[must_use]
     pub fn consumption_store(mut self, store: Box<dyn ConsumptionStore>) -> Self {
         self.store = store;
+        self.store_given = true;
         self
     }
 
@@ -347,6 +352,17 @@ fn tag(secret: &[u8; 32], signed: &str) -> String {
 impl RequestStateCodec for SealedStateCodec {
     fn protects(&self) -> bool {
         true
+    }
+
+    fn hand_over_used_states(&mut self) -> Option<Box<dyn ConsumptionStore>> {
+        let empty: Box<dyn ConsumptionStore> = Box::new(MemoryConsumptionStore::default());
+        Some(std::mem::replace(&mut self.store, empty))
+    }
+
+    fn take_over_used_states(&mut self, used: Box<dyn ConsumptionStore>) {
+        if !self.store_given {
+            self.store = used;
+        }
     }
 
     fn seal(&mut self, context: &StateContext<'_>, state: &RequestState) -> String {

@@ -150,6 +150,20 @@ pub trait RequestStateCodec: Send {
     fn protects(&self) -> bool {
         false
     }
+
+    /// Gives up the record of single-use states this codec has seen used, when the server
+    /// replaces it ([`Server::set_state_codec`](super::Server::set_state_codec)), for the
+    /// codec that takes its place. `None` (the default) for a codec that keeps none.
+    fn hand_over_used_states(&mut self) -> Option<Box<dyn super::ConsumptionStore>> {
+        None
+    }
+
+    /// Takes over the record of used single-use states of the codec it replaces (see
+    /// [`RequestStateCodec::hand_over_used_states`]), unless it was given one of its
+    /// own. The default drops it.
+    fn take_over_used_states(&mut self, used: Box<dyn super::ConsumptionStore>) {
+        drop(used);
+    }
 }
 
 /// The unprotected codec: `plain1:` followed by the state as JSON. It checks nothing of
