@@ -14,7 +14,9 @@
 //!   secret query parameter of the request line replaced the same way (the parameter
 //!   name kept). Bodies are logged as they are but for the OAuth secrets they may carry
 //!   (see [below](self#secrets-in-bodies)). Lines are redacted whole, however the bytes
-//!   arrived: a header split across reads is assembled before it is judged.
+//!   arrived: a header split across reads is assembled before it is judged. An
+//!   interim response's head (1xx other than 101) is followed by the next head, as the
+//!   HTTP machine reads it, not by a body.
 //!
 //! # Secret headers
 //!
@@ -526,7 +528,7 @@ impl JsonSecrets {
                     self.after = AfterString::Colon;
                     out.push(b);
                 }
-                b' ' | b'\t' | b'\r' => out.push(b),
+                b' ' | b'\t' | b'\r' | b'\n' => out.push(b),
                 _ => {
                     self.after = AfterString::Nothing;
                     out.push(b);
@@ -779,6 +781,9 @@ struct Head {
     /// The first line of the message is over (or went by unseen): head lines are
     /// headers.
     past_start: bool,
+    /// The first line is the status line of an interim response (1xx other than 101):
+    /// another head follows its head, not a body.
+    interim: bool,
     /// The secret query parameters of the first line.
     query: Query,
     /// The header names the caller wants hidden too.
@@ -858,6 +863,7 @@ impl HttpLog {
             head.in_body = false;
             head.hiding = true;
             head.past_start = true;
+            head.interim = false;
             head.query = Query::default();
             return;
         };
@@ -898,20 +904,7 @@ impl HttpLog {
     fn reset(&mut self) {
         self.lines.clear();
         self.skip_partial = false;
-        // Every field named: one added later must be reset here too.
-        let Head {
-            in_body,
-            hiding,
-            past_start,
-            query,
-            extra: _,
-            body,
-        } = &mut self.head;
-        *in_body = false;
-        *hiding = false;
-        *past_start = false;
-        *query = Query::default();
-        *body = None;
+        self.head.reset();
     }
 
     /// Logs `data`, one whole message (a request as sent).
@@ -932,6 +925,26 @@ impl HttpLog {
 }
 
 impl Head {
+    /// At the start of a message (the extra secret headers kept).
+    fn reset(&mut self) {
+        // Every field named: one added later must be reset here too.
+        let Head {
+            in_body,
+            hiding,
+            past_start,
+            interim,
+            query,
+            extra: _,
+            body,
+        } = self;
+        *in_body = false;
+        *hiding = false;
+        *past_start = false;
+        *interim = false;
+        *query = Query::default();
+        *body = None;
+    }
+
     /// What to log of `piece`, if anything.
     fn filter<'a>(&mut self, piece: &Piece<'a>) -> Option<Cow<'a, [u8]>> {
         if self.in_body {
@@ -941,6 +954,9 @@ impl Head {
             if piece.first && piece.last && piece.bytes.is_empty() {
                 // An empty line before the start line (RFC 9112, 2.2).
                 return Some(piece.bytes.into());
+            }
+            if piece.first {
+                self.interim = is_interim_status(piece.bytes);
             }
             let shown = self.query.redact(piece.bytes);
             if piece.last {
@@ -954,8 +970,14 @@ impl Head {
             return (!self.hiding).then(|| piece.bytes.into());
         }
         if piece.bytes.is_empty() && piece.last {
-            self.in_body = true;
-            self.hiding = false;
+            if self.interim {
+                // An interim response's head is followed by the next head (the HTTP
+                // machine skips it), not by a body.
+                self.reset();
+            } else {
+                self.in_body = true;
+                self.hiding = false;
+            }
             return Some(piece.bytes.into());
         }
         // A line starting with white space continues the previous header (obs-fold).
@@ -1011,7 +1033,16 @@ impl Head {
             return shown;
         }
         if !body.form {
-            return body.json.redact(piece.bytes, piece.last);
+            // An event's data may go on over several `data:` lines (joined by a line
+            // end, white space to JSON): the prefix is no JSON, and must not make the
+            // scan forget a secret member whose value is on the next line.
+            let prefix = match piece.bytes.strip_prefix(b"data:") {
+                Some(_) if piece.first => b"data:".len(),
+                _ => 0,
+            };
+            let mut shown = piece.bytes[..prefix].to_vec();
+            shown.extend(body.json.redact(&piece.bytes[prefix..], piece.last));
+            return shown;
         }
         let query = body.form_query.get_or_insert_with(Query::form);
         let shown = query.redact(piece.bytes);
@@ -1020,6 +1051,16 @@ impl Head {
         }
         shown
     }
+}
+
+/// Whether a start line is the status line of an interim response (1xx other than 101,
+/// which switches protocols).
+fn is_interim_status(line: &[u8]) -> bool {
+    let status = line.strip_prefix(b"HTTP/").and_then(|rest| {
+        let space = rest.iter().position(|&b| b == b' ')?;
+        rest.get(space + 1..space + 4)
+    });
+    matches!(status, Some([b'1', d1, d2]) if [*d1, *d2] != *b"01")
 }
 
 /// Where the URL starts on an event-stream line `data: URL` whose value is a URL or an

@@ -242,7 +242,10 @@ impl Head {
         };
         match &mut self.data {
             DataLine::Url(query) => out.extend(query.redact(&[b])),
-            _ => out.extend(self.json.redact(&[b], false)),
+            // The `data:` prefix (and the spaces after it) is no JSON: an event's data
+            // may go on over several `data:` lines, a secret member's value on the next.
+            DataLine::Prefix(_) | DataLine::Spaces => out.push(b),
+            DataLine::Other => out.extend(self.json.redact(&[b], false)),
         }
     }
 

@@ -1,0 +1,150 @@
+//! The wire log's redaction (`mcp_io::wire_log`) and the transcript's: responses whose framing
+//! the log must follow, and secrets that must not reach it.
+//!
+//! The promise held to (`mcp-io/src/wire_log.rs`, module docs, and `Options::wire_log`):
+//! over HTTP "the head of every request and response is logged with the value of every
+//! secret header replaced by `[redacted]`" (`Mcp-Session-Id`, `Set-Cookie`, …), and "the
+//! string value of a member named one of `SECRET_JSON_KEYS` … becomes `"[redacted]"`, in
+//! a token or registration response, and in an MCP message or SSE event alike". Lines are
+//! redacted "however the bytes arrived". The transcript, which applies "the wire log's
+//! rules" (docs/decisions.md, decision 24), already knows that "an interim (1xx) response
+//! head is followed by another head" (`mcp-io/src/transcript/head.rs`).
+
+use std::sync::{Arc, Mutex};
+
+use mcp_io::wire_log::{ChannelLog, HttpLog};
+use mcp_io::{Direction, WireLog};
+
+type Seen = Arc<Mutex<Vec<String>>>;
+
+fn recorder() -> (Option<WireLog>, Seen) {
+    let seen: Seen = Arc::default();
+    let sink = seen.clone();
+    let log: WireLog = Box::new(move |_, line| {
+        sink.lock()
+            .unwrap()
+            .push(String::from_utf8_lossy(line).into_owned());
+    });
+    (Some(log), seen)
+}
+
+/// The lines a response is logged as when it arrives in `reads`, as the adapters feed it
+/// (`ChannelLog::received` per read, `finish` once the response is over).
+fn received(reads: &[&[u8]]) -> Vec<String> {
+    let (mut log, seen) = recorder();
+    let mut conn = ChannelLog::http();
+    conn.sent(&mut log, b"POST /mcp HTTP/1.1\r\nHost: x\r\n\r\n{}");
+    for read in reads {
+        conn.received(&mut log, read);
+    }
+    conn.finish(&mut log);
+    seen.lock().unwrap().clone()
+}
+
+fn assert_hidden(lines: &[String], secrets: &[&str]) {
+    for secret in secrets {
+        let shown: Vec<&String> = lines.iter().filter(|l| l.contains(secret)).collect();
+        assert!(
+            shown.is_empty(),
+            "the secret {secret:?} reached the wire log in {shown:?}; all lines: {lines:#?}"
+        );
+    }
+}
+
+/// A server (or a CDN in front of it: Cloudflare sends `103 Early Hints`) may send
+/// interim 1xx heads before the final one; the HTTP machine skips them
+/// (`mcp-proto/src/http/response.rs`: "1xx interim head (not 101): dropped"). The wire
+/// log took everything after the interim head's empty line for the body, so the final
+/// head's `Mcp-Session-Id` and `Set-Cookie` were logged as they are.
+#[test]
+fn secret_headers_after_an_interim_response_are_hidden() {
+    for interim in [
+        &b"HTTP/1.1 100 Continue\r\n\r\n"[..],
+        b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n",
+    ] {
+        let mut response = interim.to_vec();
+        response.extend_from_slice(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\
+              Mcp-Session-Id: 5e551on-s3cr3t\r\nSet-Cookie: sid=c00kie-s3cr3t\r\n\
+              Content-Length: 36\r\n\r\n{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}",
+        );
+        let lines = received(&[&response]);
+        assert_hidden(&lines, &["5e551on-s3cr3t", "c00kie-s3cr3t"]);
+        // Byte by byte too: the rules hold however the bytes arrive.
+        let bytes: Vec<&[u8]> = response.chunks(1).collect();
+        assert_hidden(&received(&bytes), &["5e551on-s3cr3t", "c00kie-s3cr3t"]);
+    }
+}
+
+/// An SSE event's data may come on several `data:` lines (joined with a line end, which
+/// JSON takes as white space): a member's name on one line and its string value on the
+/// next is the same JSON as on one line, and the docs promise the same redaction "in an
+/// MCP message or SSE event alike". The `data:` prefix of the second line made the log
+/// forget that a secret value was due.
+#[test]
+fn a_secret_member_split_across_data_lines_of_an_event_is_hidden() {
+    let response = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n\
+        event: message\n\
+        data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"structuredContent\":{\"refresh_token\":\n\
+        data: \"r3fresh-s3cr3t\"}}}\n\n";
+    let lines = received(&[response]);
+    assert_hidden(&lines, &["r3fresh-s3cr3t"]);
+    // The same member with its value on the same `data:` line is hidden today.
+    let one_line = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n\
+        data: {\"refresh_token\":\"r3fresh-s3cr3t\"}\n\n";
+    assert_hidden(&received(&[one_line]), &["r3fresh-s3cr3t"]);
+}
+
+/// Sanity: the request side of the same rules, fed whole, keeps its secrets (these held).
+#[test]
+fn requests_keep_their_secrets_however_written() {
+    let (mut log, seen) = recorder();
+    HttpLog::whole(
+        &mut log,
+        Direction::Sent,
+        b"POST /token?client_secret=q5ecret HTTP/1.1\r\nAUTHORIZATION:Basic YmFzaWM=\r\n\
+          X-Custom-Api-Key: k3y\r\nContent-Type: Application/X-WWW-Form-Urlencoded;charset=UTF-8\r\n\
+          \r\ngrant_type=refresh_token&refresh%5Ftoken=r3fresh&client_id=c",
+    );
+    let lines = seen.lock().unwrap().clone();
+    assert_hidden(&lines, &["q5ecret", "YmFzaWM=", "k3y", "r3fresh"]);
+}
+
+/// The transcript's redaction makes "the wire log's rules" (decision 24) byte by byte;
+/// it follows interim heads, and `data:` lines as the wire log does.
+fn transcript_response(response: &[u8]) -> String {
+    use mcp_io::mcp_proto::client::ConnId;
+    use mcp_io::mcp_proto::client::transcript::Redaction;
+    let mut redaction = mcp_io::transcript::WireRedaction::new(&[]);
+    let conn = ConnId::STDIO;
+    let _ = redaction.request(conn, b"POST /mcp HTTP/1.1\r\nHost: x\r\n\r\n{}");
+    String::from_utf8_lossy(&redaction.response(conn, response)).into_owned()
+}
+
+#[test]
+fn the_transcript_hides_a_secret_member_split_across_data_lines() {
+    let response = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n\
+        data: {\"refresh_token\":\n\
+        data: \"r3fresh-s3cr3t\"}\n\n";
+    let shown = transcript_response(response);
+    assert!(
+        !shown.contains("r3fresh-s3cr3t"),
+        "a secret value on the event's next data line is in the transcript: {shown}"
+    );
+}
+
+/// A pretty-printed token response (the member's value on the line after its name) is
+/// hidden by the wire log, which carries what it saw across lines; the transcript took
+/// the line end for the end of the member and showed the token.
+#[test]
+fn the_transcript_hides_a_pretty_printed_token_as_the_wire_log_does() {
+    let response =
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 44\r\n\r\n\
+        {\n  \"access_token\":\n    \"pr3tty-s3cr3t\"\n}\n";
+    assert_hidden(&received(&[response]), &["pr3tty-s3cr3t"]);
+    let shown = transcript_response(response);
+    assert!(
+        !shown.contains("pr3tty-s3cr3t"),
+        "a pretty-printed token is in the transcript: {shown}"
+    );
+}
