@@ -16,7 +16,9 @@
 //!   (see [below](self#secrets-in-bodies)). Lines are redacted whole, however the bytes
 //!   arrived: a header split across reads is assembled before it is judged. An
 //!   interim response's head (1xx other than 101) is followed by the next head, as the
-//!   HTTP machine reads it, not by a body.
+//!   HTTP machine reads it, not by a body. A chunked body's chunk-size lines are logged
+//!   as they are, and its data is put back together into the body's lines, each judged
+//!   and logged whole where it ends: a chunk boundary never shows part of a secret.
 //!
 //! # Secret headers
 //!
@@ -593,6 +595,9 @@ struct Piece<'a> {
     first: bool,
     /// The last piece of its line (the line end was seen, or the stream ended).
     last: bool,
+    /// Bytes of the line end that followed it (`\n` 1, `\r\n` 2; 0 when none did), for
+    /// following a chunked body's framing.
+    ending: usize,
 }
 
 impl Lines {
@@ -610,10 +615,19 @@ impl Lines {
             // chunk or ended the input before it. One that ends the input is held back,
             // so the line is cut into the same pieces however the bytes arrive.
             let mut held = std::mem::take(&mut self.cr);
+            let mut ending = 1;
             if end {
                 match chunk.strip_suffix(b"\r") {
-                    Some(rest) => chunk = rest,
-                    None if chunk.is_empty() => held = false,
+                    Some(rest) => {
+                        chunk = rest;
+                        ending = 2;
+                    }
+                    None if chunk.is_empty() => {
+                        if held {
+                            ending = 2;
+                        }
+                        held = false;
+                    }
                     None => {}
                 }
             } else if let Some(rest) = chunk.strip_suffix(b"\r") {
@@ -625,7 +639,7 @@ impl Lines {
             }
             self.append(chunk, emit);
             if end {
-                self.emit(true, emit);
+                self.emit(true, ending, emit);
             }
         }
     }
@@ -636,7 +650,7 @@ impl Lines {
             // A full line is passed on only when more of it arrives, so that a line of
             // exactly the maximum is one piece.
             if self.line.len() == MAX_LOG_LINE {
-                self.emit(false, emit);
+                self.emit(false, 0, emit);
             }
             let take = chunk.len().min(MAX_LOG_LINE - self.line.len());
             self.line.extend_from_slice(&chunk[..take]);
@@ -650,16 +664,17 @@ impl Lines {
             self.append(b"\r", emit);
         }
         if !self.line.is_empty() {
-            self.emit(true, emit);
+            self.emit(true, 0, emit);
         }
         self.clear();
     }
 
-    fn emit(&mut self, last: bool, emit: &mut dyn FnMut(Piece<'_>)) {
+    fn emit(&mut self, last: bool, ending: usize, emit: &mut dyn FnMut(Piece<'_>)) {
         emit(Piece {
             bytes: &self.line,
             first: !self.continued,
             last,
+            ending,
         });
         self.line.clear();
         self.continued = !last;
@@ -791,6 +806,8 @@ struct Head {
     /// What hides the secrets of the body (boxed: most messages never need it, and a
     /// connection's log stays small).
     body: Option<Box<Body>>,
+    /// A line of a chunked body to log before what the current piece shows.
+    flushed: Option<Vec<u8>>,
 }
 
 /// How a body's secrets are hidden.
@@ -805,6 +822,36 @@ struct Body {
     /// The secret query parameters of the URL on the current `data:` line (an HTTP+SSE
     /// `endpoint` event).
     url_query: Option<Query>,
+    /// The head says `Transfer-Encoding: chunked`: where the body is in its framing.
+    chunked: Option<Chunked>,
+}
+
+/// Where a chunked body is in its framing. Its chunk-size lines are shown as they are and
+/// kept from the rules of the body, whose data is judged as if it came whole: a secret
+/// cut by a chunk boundary, or whose name and value a boundary parts, stays hidden.
+#[derive(Debug, Default)]
+struct Chunked {
+    at: ChunkAt,
+    /// The data of the body's current line so far, when chunk boundaries cut it (less
+    /// than [`MAX_LOG_LINE`] bytes: a longer one is judged and logged in pieces).
+    line: Vec<u8>,
+    /// Part of the body's current line was judged and logged already.
+    continued: bool,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum ChunkAt {
+    /// A chunk-size line; its size once read.
+    #[default]
+    Size,
+    /// A chunk-size line whose size was read.
+    SizeRead(u64),
+    /// This many bytes of chunk data to come.
+    Data(u64),
+    /// After a chunk's data, up to the line end that closes it.
+    DataEnd,
+    /// The trailer section, after the last chunk.
+    Trailers,
 }
 
 impl HttpLog {
@@ -875,8 +922,8 @@ impl HttpLog {
         lines.feed(data, &mut |p| {
             if *skip_partial {
                 *skip_partial = !p.last;
-            } else if let Some(shown) = head.filter(&p) {
-                log(dir, &shown);
+            } else {
+                head.log(&p, &mut |line| log(dir, line));
             }
         });
     }
@@ -891,10 +938,17 @@ impl HttpLog {
                 skip_partial,
             } = self;
             lines.finish(&mut |p| {
-                if !*skip_partial && let Some(shown) = head.filter(&p) {
-                    log(dir, &shown);
+                if !*skip_partial {
+                    head.log(&p, &mut |line| log(dir, line));
                 }
             });
+            // A chunked body cut short: the line it left unended ends here.
+            if let Some(body) = head.body.as_deref_mut()
+                && let Some(mut chunked) = body.chunked.take()
+                && let Some(shown) = body.flush(&mut chunked)
+            {
+                log(dir, &shown);
+            }
         }
         self.reset();
     }
@@ -936,6 +990,7 @@ impl Head {
             query,
             extra: _,
             body,
+            flushed,
         } = self;
         *in_body = false;
         *hiding = false;
@@ -943,12 +998,25 @@ impl Head {
         *interim = false;
         *query = Query::default();
         *body = None;
+        *flushed = None;
+    }
+
+    /// Logs what `piece` shows: a line of a chunked body that ends before it first,
+    /// then the piece as [`Head::filter`] shows it.
+    fn log(&mut self, piece: &Piece<'_>, log: &mut dyn FnMut(&[u8])) {
+        let shown = self.filter(piece);
+        if let Some(line) = self.flushed.take() {
+            log(&line);
+        }
+        if let Some(shown) = shown {
+            log(&shown);
+        }
     }
 
     /// What to log of `piece`, if anything.
     fn filter<'a>(&mut self, piece: &Piece<'a>) -> Option<Cow<'a, [u8]>> {
         if self.in_body {
-            return Some(self.body(piece).into());
+            return self.body(piece).map(Cow::Owned);
         }
         if !self.past_start {
             if piece.first && piece.last && piece.bytes.is_empty() {
@@ -1002,14 +1070,139 @@ impl Head {
                 if is_form_content_type(piece.bytes) {
                     self.body.get_or_insert_default().form = true;
                 }
+                if is_chunked_transfer_encoding(piece.bytes) {
+                    self.body.get_or_insert_default().chunked = Some(Chunked::default());
+                }
                 Some(piece.bytes.into())
             }
         }
     }
 
-    /// A piece of the body, its secrets hidden.
-    fn body(&mut self, piece: &Piece<'_>) -> Vec<u8> {
+    /// A piece of the body, its secrets hidden (`None`: nothing to log for it yet).
+    fn body(&mut self, piece: &Piece<'_>) -> Option<Vec<u8>> {
         let body = self.body.get_or_insert_default();
+        match body.chunked.take() {
+            Some(mut chunked) => {
+                let shown = body.dechunked(&mut chunked, piece, &mut self.flushed);
+                body.chunked = Some(chunked);
+                shown
+            }
+            None => Some(body.data(piece)),
+        }
+    }
+}
+
+impl Body {
+    /// A piece of a chunked body. Its framing (chunk-size lines, the line ends that close
+    /// chunks) is shown as it is; its data is put back together into the lines of the
+    /// body, which are judged and logged whole as they end, as if the body came in one
+    /// piece: a line cut by a chunk boundary is logged where it ends, after the size
+    /// line that cut it, and `flushed` takes a line that must be logged before `piece`.
+    fn dechunked(
+        &mut self,
+        chunked: &mut Chunked,
+        piece: &Piece<'_>,
+        flushed: &mut Option<Vec<u8>>,
+    ) -> Option<Vec<u8>> {
+        let bytes = piece.bytes;
+        match chunked.at {
+            ChunkAt::Size | ChunkAt::SizeRead(_) => {
+                if piece.first {
+                    chunked.at = match chunk_size(bytes) {
+                        Some(size) => ChunkAt::SizeRead(size),
+                        // Not a size: the framing is no longer followed, and what comes
+                        // is judged line by line as a body.
+                        None => ChunkAt::Trailers,
+                    };
+                }
+                if chunked.at == ChunkAt::Trailers {
+                    *flushed = self.flush(chunked);
+                    return Some(self.data(piece));
+                }
+                if piece.last {
+                    chunked.at = match chunked.at {
+                        ChunkAt::SizeRead(0) => {
+                            // The last chunk: a line the body left unended ends here.
+                            *flushed = self.flush(chunked);
+                            ChunkAt::Trailers
+                        }
+                        ChunkAt::SizeRead(size) => ChunkAt::Data(size),
+                        other => other,
+                    };
+                }
+                Some(bytes.to_vec())
+            }
+            ChunkAt::Data(left) => {
+                let len = bytes.len() as u64;
+                let ending = piece.ending as u64;
+                let split = usize::try_from(left.min(len)).unwrap_or(bytes.len());
+                let (data, rest) = bytes.split_at(split);
+                // The line end after the piece is the body's when the data goes on past
+                // it; when the data ends with the piece, it is the one closing the chunk.
+                let line_ends = piece.last && len < left && len + ending <= left;
+                chunked.at = if line_ends {
+                    match left - len - ending {
+                        0 => ChunkAt::DataEnd,
+                        more => ChunkAt::Data(more),
+                    }
+                } else if len < left && !piece.last {
+                    ChunkAt::Data(left - len)
+                } else if piece.last {
+                    ChunkAt::Size
+                } else {
+                    ChunkAt::DataEnd
+                };
+                chunked.line.extend_from_slice(data);
+                let mut shown = if line_ends || chunked.line.len() >= MAX_LOG_LINE {
+                    let line = std::mem::take(&mut chunked.line);
+                    let shown = self.data(&Piece {
+                        bytes: &line,
+                        first: !chunked.continued,
+                        last: line_ends,
+                        ending: 0,
+                    });
+                    chunked.continued = !line_ends;
+                    chunked.line = line;
+                    chunked.line.clear();
+                    Some(shown)
+                } else {
+                    None
+                };
+                if !rest.is_empty() {
+                    shown.get_or_insert_default().extend_from_slice(rest);
+                }
+                shown
+            }
+            ChunkAt::DataEnd => {
+                if piece.last {
+                    chunked.at = ChunkAt::Size;
+                }
+                Some(bytes.to_vec())
+            }
+            ChunkAt::Trailers => Some(self.data(piece)),
+        }
+    }
+
+    /// The line of the body a chunk boundary left unended, judged as ending here.
+    fn flush(&mut self, chunked: &mut Chunked) -> Option<Vec<u8>> {
+        if chunked.line.is_empty() && !chunked.continued {
+            return None;
+        }
+        let line = std::mem::take(&mut chunked.line);
+        let shown = self.data(&Piece {
+            bytes: &line,
+            first: !chunked.continued,
+            last: true,
+            ending: 0,
+        });
+        chunked.continued = false;
+        Some(shown)
+    }
+
+    /// A piece of body data (a whole body, or the data of a chunked one), its secrets
+    /// hidden.
+    fn data(&mut self, piece: &Piece<'_>) -> Vec<u8> {
+        let body = self;
         if piece.first
             && !body.form
             && let Some(start) = url_data_start(piece.bytes)
@@ -1051,6 +1244,30 @@ impl Head {
         }
         shown
     }
+}
+
+/// The size a chunk-size line declares (hex digits, then extensions), or `None` when it
+/// is no such line.
+fn chunk_size(line: &[u8]) -> Option<u64> {
+    let digits = line.iter().take_while(|b| b.is_ascii_hexdigit()).count();
+    let rest = line[digits..].trim_ascii_start();
+    if digits == 0 || digits > 16 || !(rest.is_empty() || rest.starts_with(b";")) {
+        return None;
+    }
+    u64::from_str_radix(std::str::from_utf8(&line[..digits]).ok()?, 16).ok()
+}
+
+/// Whether a head line is `Transfer-Encoding` ending with `chunked`.
+pub(crate) fn is_chunked_transfer_encoding(line: &[u8]) -> bool {
+    let Some(colon) = line.iter().position(|&b| b == b':') else {
+        return false;
+    };
+    let name = line[..colon].trim_ascii();
+    name.eq_ignore_ascii_case(b"transfer-encoding")
+        && line[colon + 1..]
+            .rsplit(|&b| b == b',')
+            .next()
+            .is_some_and(|coding| coding.trim_ascii().eq_ignore_ascii_case(b"chunked"))
 }
 
 /// Whether a start line is the status line of an interim response (1xx other than 101,

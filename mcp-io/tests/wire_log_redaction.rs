@@ -148,3 +148,93 @@ fn the_transcript_hides_a_pretty_printed_token_as_the_wire_log_does() {
         "a pretty-printed token is in the transcript: {shown}"
     );
 }
+/// A token response sent with `Transfer-Encoding: chunked` (Go's `net/http` chunks any
+/// response larger than its 4 KiB buffer that has no `Content-Length`, so a response
+/// with a long JWT does) has chunk-size lines wherever the server cut it. The log reads
+/// the body line by line and forgets, at each line end, that it was inside a secret
+/// value: the part of the token after a chunk boundary was logged as it is, and a
+/// boundary between the member name and its value showed the whole token.
+#[test]
+fn a_chunk_boundary_inside_a_token_response_does_not_show_the_token() {
+    let token = "eyJhbGciOiJSUzI1NiJ9.c2VjcmV0LXBheWxvYWQ.s1gnatur3-0f-the-t0ken";
+    let body = format!(
+        "{{\"access_token\":\"{token}\",\"token_type\":\"Bearer\",\"refresh_token\":\"r3fresh-s3cr3t\"}}"
+    );
+    // Cut inside the access token, and between the refresh token's name and value.
+    let cuts = [
+        body.find(token).unwrap() + 20,
+        body.find("\"r3fresh").unwrap() - 1,
+    ];
+    let mut response =
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+            .to_vec();
+    let mut from = 0;
+    for to in cuts.into_iter().chain([body.len()]) {
+        let chunk = &body.as_bytes()[from..to];
+        response.extend_from_slice(format!("{:x}\r\n", chunk.len()).as_bytes());
+        response.extend_from_slice(chunk);
+        response.extend_from_slice(b"\r\n");
+        from = to;
+    }
+    response.extend_from_slice(b"0\r\n\r\n");
+    let lines = received(&[&response]);
+    assert_hidden(&lines, &[&token[..20], &token[20..], "r3fresh-s3cr3t"]);
+}
+
+#[test]
+fn the_transcript_hides_a_token_cut_by_a_chunk_boundary() {
+    let response = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\
+        Transfer-Encoding: chunked\r\n\r\n\
+        15\r\n{\"access_token\":\"eyJh\r\n\
+        1a\r\nbGciOi-s3cr3t-t0ken-rest\"}\r\n0\r\n\r\n";
+    let shown = transcript_response(response);
+    assert!(
+        !shown.contains("s3cr3t-t0ken-rest"),
+        "the rest of the token after a chunk boundary is in the transcript: {shown}"
+    );
+}
+
+/// Chunk framing is followed wherever a chunk ends and however the bytes arrive: a
+/// pretty-printed token response and an event stream whose secret value is on its second
+/// `data:` line, cut into two chunks at every position, read whole and one byte at a time,
+/// never show any part of the secret, in the wire log or the transcript; the chunk-size
+/// lines stay in the log as they are.
+#[test]
+fn chunked_bodies_keep_their_secrets_wherever_a_chunk_ends() {
+    let secret = "Zq9xW3vK7mP2rT8y";
+    let windows: Vec<&str> = (0..=secret.len() - 5).map(|i| &secret[i..i + 5]).collect();
+    let bodies = [
+        format!("{{\n  \"access_token\":\n    \"{secret}\",\n  \"token_type\": \"Bearer\"\n}}\n"),
+        format!(
+            "event: message\ndata: {{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{{\"refresh_token\":\n\
+             data: \"{secret}\"}}}}\n\n"
+        ),
+    ];
+    for body in &bodies {
+        for cut in 1..body.len() {
+            let mut response = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+            for part in [&body[..cut], &body[cut..]] {
+                response.extend_from_slice(format!("{:x}\r\n{part}\r\n", part.len()).as_bytes());
+            }
+            response.extend_from_slice(b"0\r\n\r\n");
+            let lines = received(&[&response]);
+            assert_hidden(&lines, &windows);
+            // The body's lines are logged whole, wherever the chunk boundary fell.
+            let redacted = [r#"    "[redacted]","#, r#"data: "[redacted]"}}"#];
+            assert!(
+                lines.iter().any(|l| redacted.contains(&l.as_str())),
+                "cut at {cut}: {lines:#?}"
+            );
+            assert!(
+                lines.contains(&format!("{cut:x}")),
+                "the chunk-size line is shown: {lines:#?}"
+            );
+            let bytes: Vec<&[u8]> = response.chunks(1).collect();
+            assert_hidden(&received(&bytes), &windows);
+            let shown = transcript_response(&response);
+            for window in &windows {
+                assert!(!shown.contains(window), "cut at {cut}: {shown}");
+            }
+        }
+    }
+}

@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use crate::wire_log::{
-    JsonSecrets, MAX_CHECKED_NAME, Query, REDACTED, is_form_content_type, is_secret_header,
+    JsonSecrets, MAX_CHECKED_NAME, Query, REDACTED, is_chunked_transfer_encoding,
+    is_form_content_type, is_secret_header,
 };
 
 /// Where [`Head`] is in its message.
@@ -59,6 +60,29 @@ pub(crate) struct Head {
     /// Where the current body line is in telling an event-stream `data:` line that
     /// carries a URL.
     data: DataLine,
+    /// The head says `Transfer-Encoding: chunked`.
+    chunked: bool,
+    /// Where a chunked body is in its framing.
+    chunk: Chunk,
+}
+
+/// Where a chunked body is in its framing: chunk-size lines are shown as they are and
+/// kept from the body's rules, which judge the data as if it came whole (a secret cut by
+/// a chunk boundary, or whose name and value a boundary parts, stays hidden).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum Chunk {
+    /// A chunk-size line: the size so far and its digits, then whether the digits
+    /// ended (extensions or white space up to the line end).
+    #[default]
+    SizeStart,
+    Size(u64, u8, bool),
+    /// This many bytes of chunk data to come.
+    Data(u64),
+    /// After a chunk's data, up to the line end that closes it.
+    DataEnd,
+    /// After the last chunk (trailers), or framing no longer followed: the body's rules
+    /// apply to what comes.
+    Unframed,
 }
 
 /// How far the current body line is from being an event-stream line `data: URL` (the
@@ -177,6 +201,7 @@ impl Head {
                     out.push(b);
                     if b == b'\n' {
                         self.form |= is_form_content_type(&self.line);
+                        self.chunked |= is_chunked_transfer_encoding(&self.line);
                         self.at = At::LineStart;
                     } else if b != b'\r' && self.line.len() < CONTENT_TYPE_LINE {
                         self.line.push(b);
@@ -201,9 +226,56 @@ impl Head {
         out
     }
 
-    /// Body bytes with their secrets hidden, line by line (a JSON string never spans
+    /// Body bytes with their secrets hidden; a chunked body's framing is shown as it is
+    /// and kept from the rules.
+    fn body(&mut self, mut bytes: &[u8]) -> Vec<u8> {
+        if !self.chunked {
+            return self.body_data(bytes);
+        }
+        let mut out = Vec::with_capacity(bytes.len());
+        while let Some((&b, rest)) = bytes.split_first() {
+            if let Chunk::Data(left) = self.chunk {
+                let take = usize::try_from(left).map_or(bytes.len(), |l| l.min(bytes.len()));
+                let (data, after) = bytes.split_at(take);
+                out.extend(self.body_data(data));
+                self.chunk = match left - take as u64 {
+                    0 => Chunk::DataEnd,
+                    more => Chunk::Data(more),
+                };
+                bytes = after;
+                continue;
+            }
+            if self.chunk == Chunk::Unframed {
+                out.extend(self.body_data(bytes));
+                return out;
+            }
+            out.push(b);
+            let digit = (b as char).to_digit(16).map(u64::from);
+            self.chunk = match (self.chunk, digit) {
+                (Chunk::SizeStart, Some(d)) => Chunk::Size(d, 1, false),
+                (Chunk::SizeStart, None) => {
+                    // Not a chunk size: what follows is judged as a body.
+                    out.pop();
+                    out.extend(self.body_data(&[b]));
+                    Chunk::Unframed
+                }
+                (Chunk::Size(n, digits, false), Some(d)) if digits < 16 => {
+                    Chunk::Size(n * 16 + d, digits + 1, false)
+                }
+                (Chunk::Size(0, _, _), _) if b == b'\n' => Chunk::Unframed,
+                (Chunk::Size(n, _, _), _) if b == b'\n' => Chunk::Data(n),
+                (Chunk::Size(n, digits, _), _) => Chunk::Size(n, digits, true),
+                (Chunk::DataEnd, _) if b == b'\n' => Chunk::SizeStart,
+                (other, _) => other,
+            };
+            bytes = rest;
+        }
+        out
+    }
+
+    /// Body data with its secrets hidden, line by line (a JSON string never spans
     /// lines; a form body's parameters end at a line end too).
-    fn body(&mut self, bytes: &[u8]) -> Vec<u8> {
+    fn body_data(&mut self, bytes: &[u8]) -> Vec<u8> {
         let mut out = Vec::with_capacity(bytes.len());
         for piece in bytes.split_inclusive(|&b| b == b'\n') {
             let last = piece.ends_with(b"\n");
