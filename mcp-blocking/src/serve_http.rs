@@ -58,10 +58,10 @@
 //!   second, and `stop` then joins them all; dropping the handle stops the server too.
 //!   Nothing looks at a stop flag periodically to get there: `stop` wakes the timer,
 //!   every open stream and every thread waiting for a connection on their condition
-//!   variables, ends the reading of every connection (`shutdown(Read)` on a clone of its
-//!   socket that the server keeps, which returns a blocked read at once), and wakes the
-//!   blocked `accept` by connecting to the listener itself. Open streams are cancelled;
-//!   a write blocked on a client that stopped reading gives up after `send_timeout`. The
+//!   variables, ends every connection (`shutdown(Both)` on a clone of its socket that
+//!   the server keeps, which returns a blocked read at once, and a write blocked on a
+//!   client that stopped reading too), and wakes the blocked `accept` by connecting to
+//!   the listener itself. Open streams are cancelled. The
 //!   flag alone notifies no one (it is a bare `AtomicBool`), so once
 //!   [`HttpServerHandle::stop_flag`] has handed it out, the timer thread also wakes every
 //!   [`FLAG_CHECK`] to look at it, and then stops the server as `stop` does: the one
@@ -71,7 +71,9 @@
 //!   stream whose client already sent its next request (pipelined bytes waiting in the
 //!   socket make every peek return at once, and hide whether the client is still there
 //!   behind them) looks at its socket every [`WATCH`]; as does one whose peeking thread
-//!   could not be started. Neither delays any data. And `stop` itself, for at most half a
+//!   could not be started. Neither delays any data. A write blocked on a client that
+//!   does not read returns every quarter of the send timeout ([`SEND_SLICES`]) to see
+//!   whether it made progress since. And `stop` itself, for at most half a
 //!   second, looks every 5 ms whether the listens it ended have written their `complete`
 //!   result.
 //! * **Binding.** Only what the caller binds is served. Bind loopback
@@ -112,6 +114,14 @@ const IDLE_WORKERS: usize = 8;
 /// How often an open stream with nothing to send checks that its client is still there
 /// when no peeking thread can tell it (pipelined bytes waiting, no thread to be had).
 const WATCH: Duration = Duration::from_millis(250);
+/// The socket's write timeout is the send timeout divided by this. The kernel counts a
+/// blocked send's timeout from the call, not from the last byte the client took, and
+/// returns what it wrote once it passes (nor does it wake a blocked send for a little
+/// room): with the whole send timeout per call, a client that took the first bytes of
+/// one call and then stopped reading held the connection for two send timeouts or
+/// three. In slices, the write gives up once no byte went out for the send timeout (a
+/// slice or two more at most).
+const SEND_SLICES: u32 = 4;
 
 /// A running HTTP server. Dropping it stops the server (as [`HttpServerHandle::stop`]).
 pub struct HttpServerHandle {
@@ -502,8 +512,10 @@ impl Shared {
     }
 
     /// Stops the server: sets the flag, wakes every thread waiting on a condition
-    /// variable, ends the reading of every connection (a blocked read returns at once),
-    /// and wakes the blocked accept with a connection of its own.
+    /// variable, ends every connection both ways (a blocked read returns at once, and so
+    /// does a write blocked on a client that does not read, which would otherwise hold
+    /// the stop for its send timeout), and wakes the blocked accept with a connection of
+    /// its own.
     fn stop_all(&self) {
         self.stop.store(true, Ordering::SeqCst);
         if self.stopped.swap(true, Ordering::SeqCst) {
@@ -526,7 +538,7 @@ impl Shared {
         // Under the sockets' lock, which `register` takes to look at the flag: every
         // connection either is in the map now or will never be served.
         for socket in self.sockets().open.values() {
-            let _ = socket.shutdown(Shutdown::Read);
+            let _ = socket.shutdown(Shutdown::Both);
         }
         let mut wake = self.local_addr;
         if wake.ip().is_unspecified() {
@@ -772,7 +784,12 @@ impl Connection {
             self.pipelined = false;
             return;
         }
-        if self.pipelined || self.peeker.is_some() || self.shared.stopping() {
+        // Once the input ended, a peek returns at once, for good: nothing more to see.
+        if self.pipelined
+            || self.peeker.is_some()
+            || self.shared.stopping()
+            || self.machine.input_ended()
+        {
             return;
         }
         let Ok(clone) = self.stream.try_clone() else {
@@ -823,7 +840,11 @@ impl Connection {
                 }
                 // Close (or anything newer this adapter cannot do).
                 Some(_) => return mem::take(&mut self.buf),
-                None if self.machine.stream().is_some() => self.watch(),
+                None if self.machine.stream().is_some() => {
+                    if !self.machine.input_ended() {
+                        self.watch();
+                    }
+                }
                 None if self.machine.wants_input() => self.read(),
                 // `transmit` waited already (for the next deadline, or the stop).
                 None => {}
@@ -834,9 +855,9 @@ impl Connection {
     /// The socket blocks already: accepted from a listener set to block.
     fn setup(&self) -> io::Result<()> {
         self.stream.set_nodelay(true)?;
-        let send_timeout = self.machine.config().send_timeout;
+        let slice = self.machine.config().send_timeout / SEND_SLICES;
         self.stream
-            .set_write_timeout(Some(send_timeout.max(Duration::from_millis(1))))
+            .set_write_timeout(Some(slice.max(Duration::from_millis(1))))
     }
 
     /// The machine's next transmit, taken under the endpoint's lock. With nothing to write
@@ -857,7 +878,7 @@ impl Connection {
             let watch = self
                 .machine
                 .stream()
-                .filter(|_| self.peeker.is_none())
+                .filter(|_| self.peeker.is_none() && !self.machine.input_ended())
                 .map(|_| WATCH);
             match self
                 .machine
@@ -873,9 +894,30 @@ impl Connection {
         transmit
     }
 
-    /// Writes the machine's bytes (each write gives up after the send timeout).
+    /// Writes the machine's bytes, giving up once no byte went out for the send timeout
+    /// (a client that stopped reading); each send returns after a slice of it
+    /// ([`SEND_SLICES`]).
     fn write(&mut self) {
-        if self.stream.write_all(&self.out).is_err() {
+        let send_timeout = self.machine.config().send_timeout;
+        let mut rest = &self.out[..];
+        let mut progress = std::time::Instant::now();
+        while !rest.is_empty() {
+            match self.stream.write(rest) {
+                Ok(0) => break,
+                Ok(n) => {
+                    rest = &rest[n..];
+                    progress = std::time::Instant::now();
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) && progress.elapsed() < send_timeout => {}
+                Err(_) => break,
+            }
+        }
+        if !rest.is_empty() {
             self.machine.handle_transport_error(clock::now());
         }
     }

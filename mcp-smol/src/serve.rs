@@ -26,7 +26,8 @@
 //!   ([`HttpEndpoint::take_timer_moved`]), with its listener registered under the lock;
 //!   deferred tool work that completes notifies it too (the endpoint's deferred waker):
 //!   such work is due at once ([`HttpEndpoint::poll_timeout`]);
-//! * when `stop` resolves, no more connections are accepted, every machine is closed,
+//! * when `stop` resolves, no more connections are accepted, every machine is closed
+//!   (a write blocked on a client that does not read is given up),
 //!   and the future resolves once each connection has finished. The stop future is
 //!   polled with the rest, so it wakes the whole future itself;
 //! * a connection whose awaits are all ready (a client that keeps its socket full of
@@ -68,6 +69,13 @@ const TURNS_BEFORE_YIELD: u32 = 64;
 /// How long the accept loop waits after an accept error (out of descriptors and the
 /// like) before accepting again, instead of spinning.
 const BACKOFF: Duration = Duration::from_millis(100);
+/// A blocked write tries again after its send timeout divided by this, and gives up once
+/// no byte went out for the whole send timeout. The kernel says a socket is writable only
+/// once a good part of its buffer is free, so a little room (a client taking a few
+/// bytes, the buffer growing) is found only by trying; trying once per send timeout
+/// found it at the timeout and started another, and a client that stopped reading held
+/// the connection for two.
+const SEND_SLICES: u32 = 4;
 
 /// Serves `server` on this process's stdin and stdout until stdin ends (through
 /// [`blocking::Unblock`], whose threads do the blocking reads and writes). A client that
@@ -290,6 +298,18 @@ impl Shared {
     fn stopping(&self) -> bool {
         self.stopping.load(Ordering::SeqCst)
     }
+
+    /// Resolves once the server stops (at once if it has).
+    async fn stopped(&self) {
+        loop {
+            // Listening before looking loses no notification.
+            let halt = self.halt.listen();
+            if self.stopping() {
+                return;
+            }
+            halt.await;
+        }
+    }
 }
 
 type Accept<'a> = Pin<Box<dyn Future<Output = io::Result<Async<TcpStream>>> + 'a>>;
@@ -489,17 +509,40 @@ impl<'a> Connection<'a> {
         }
     }
 
-    /// Writes the machine's bytes, giving up after its send timeout (a client that stopped
-    /// reading).
+    /// Writes the machine's bytes, giving up when a write makes no progress for its send
+    /// timeout (a client that stopped reading; one that reads a large answer slowly but
+    /// steadily gets all of it), or when the server stops (such a client must not hold
+    /// the stop).
     async fn write(&mut self) {
         let send_timeout = self.machine.config().send_timeout;
-        let write = async { Some(self.stream.write_all(&self.out).await) };
-        let late = async {
-            sleep(send_timeout.max(Duration::from_millis(1))).await;
-            None
-        };
-        if !matches!(write.or(late).await, Some(Ok(()))) {
-            self.machine.handle_transport_error(clock::now());
+        let slice = (send_timeout / SEND_SLICES).max(Duration::from_millis(1));
+        let shared = self.shared;
+        let mut written = 0;
+        let mut progress = std::time::Instant::now();
+        while written < self.out.len() {
+            let (stream, rest) = (&mut self.stream, &self.out[written..]);
+            let write = async { Some(stream.write(rest).await) };
+            let late = async {
+                sleep(slice).await;
+                None
+            };
+            let stopped = async {
+                shared.stopped().await;
+                None
+            };
+            match write.or(late).or(stopped).await {
+                Some(Ok(n @ 1..)) => {
+                    written += n;
+                    progress = std::time::Instant::now();
+                }
+                Some(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
+                // A slice without progress: try again, until the send timeout.
+                None if !shared.stopping() && progress.elapsed() < send_timeout => {}
+                _ => {
+                    self.machine.handle_transport_error(clock::now());
+                    return;
+                }
+            }
         }
     }
 

@@ -461,6 +461,13 @@ impl HttpConnection {
             // of a request is answered as the eviction says, not as a request cut short.
             return;
         }
+        if matches!(self.state, State::Streaming { .. }) && self.evicted() {
+            // A stream accepted on a connection that gave its place away is answered,
+            // then the connection closes. The end of input says nothing of its client
+            // here (the adapter may have ended the socket's reading to wake it); one
+            // that did leave is found when a write fails.
+            return;
+        }
         self.reader.handle_eof();
         match &mut self.state {
             State::Streaming { .. } => {
@@ -654,6 +661,14 @@ impl HttpConnection {
             } => Some(*t),
             _ => None,
         }
+    }
+
+    /// Whether the end of the client's input was seen ([`HttpConnection::handle_eof`]):
+    /// an adapter need not look at the socket for it again (an evicted connection's
+    /// socket may read as ended for good, its reading ended by the adapter to wake it).
+    #[must_use]
+    pub fn input_ended(&self) -> bool {
+        self.eof
     }
 
     /// Whether to read the connection now: while a request is being read (never while
