@@ -806,8 +806,8 @@ struct Head {
     /// What hides the secrets of the body (boxed: most messages never need it, and a
     /// connection's log stays small).
     body: Option<Box<Body>>,
-    /// A line of a chunked body to log before what the current piece shows.
-    flushed: Option<Vec<u8>>,
+    /// Lines of a chunked body to log before what the current piece shows.
+    flushed: Vec<Vec<u8>>,
 }
 
 /// How a body's secrets are hidden.
@@ -998,14 +998,14 @@ impl Head {
         *interim = false;
         *query = Query::default();
         *body = None;
-        *flushed = None;
+        flushed.clear();
     }
 
     /// Logs what `piece` shows: a line of a chunked body that ends before it first,
     /// then the piece as [`Head::filter`] shows it.
     fn log(&mut self, piece: &Piece<'_>, log: &mut dyn FnMut(&[u8])) {
         let shown = self.filter(piece);
-        if let Some(line) = self.flushed.take() {
+        for line in self.flushed.drain(..) {
             log(&line);
         }
         if let Some(shown) = shown {
@@ -1097,12 +1097,12 @@ impl Body {
     /// chunks) is shown as it is; its data is put back together into the lines of the
     /// body, which are judged and logged whole as they end, as if the body came in one
     /// piece: a line cut by a chunk boundary is logged where it ends, after the size
-    /// line that cut it, and `flushed` takes a line that must be logged before `piece`.
+    /// line that cut it, and `flushed` takes the lines to log before what `piece` shows.
     fn dechunked(
         &mut self,
         chunked: &mut Chunked,
         piece: &Piece<'_>,
-        flushed: &mut Option<Vec<u8>>,
+        flushed: &mut Vec<Vec<u8>>,
     ) -> Option<Vec<u8>> {
         let bytes = piece.bytes;
         match chunked.at {
@@ -1116,14 +1116,14 @@ impl Body {
                     };
                 }
                 if chunked.at == ChunkAt::Trailers {
-                    *flushed = self.flush(chunked);
+                    flushed.extend(self.flush(chunked));
                     return Some(self.data(piece));
                 }
                 if piece.last {
                     chunked.at = match chunked.at {
                         ChunkAt::SizeRead(0) => {
                             // The last chunk: a line the body left unended ends here.
-                            *flushed = self.flush(chunked);
+                            flushed.extend(self.flush(chunked));
                             ChunkAt::Trailers
                         }
                         ChunkAt::SizeRead(size) => ChunkAt::Data(size),
@@ -1153,23 +1153,38 @@ impl Body {
                     ChunkAt::DataEnd
                 };
                 chunked.line.extend_from_slice(data);
-                let mut shown = if line_ends || chunked.line.len() >= MAX_LOG_LINE {
+                if chunked.line.len() > MAX_LOG_LINE {
+                    // Longer than a log line holds: its first part is judged and logged
+                    // now, in a piece of the most a log line holds, as `Lines` does.
                     let line = std::mem::take(&mut chunked.line);
-                    let shown = self.data(&Piece {
+                    let (head, tail) = line.split_at(MAX_LOG_LINE);
+                    flushed.push(self.data(&Piece {
+                        bytes: head,
+                        first: !chunked.continued,
+                        last: false,
+                        ending: 0,
+                    }));
+                    chunked.continued = true;
+                    chunked.line = tail.to_vec();
+                }
+                let mut shown = None;
+                if line_ends {
+                    let line = std::mem::take(&mut chunked.line);
+                    shown = Some(self.data(&Piece {
                         bytes: &line,
                         first: !chunked.continued,
-                        last: line_ends,
+                        last: true,
                         ending: 0,
-                    });
-                    chunked.continued = !line_ends;
+                    }));
+                    chunked.continued = false;
                     chunked.line = line;
                     chunked.line.clear();
-                    Some(shown)
-                } else {
-                    None
-                };
+                }
                 if !rest.is_empty() {
-                    shown.get_or_insert_default().extend_from_slice(rest);
+                    // Bytes between a chunk's data and its line end (not HTTP): shown
+                    // as they are, on a line of their own.
+                    flushed.extend(shown.take());
+                    shown = Some(rest.to_vec());
                 }
                 shown
             }

@@ -238,3 +238,43 @@ fn chunked_bodies_keep_their_secrets_wherever_a_chunk_ends() {
         }
     }
 }
+
+/// A chunked body's lines longer than a log line holds are logged in pieces of at most
+/// `MAX_LOG_LINE` bytes, as an unchunked body's are, wherever the chunk boundaries fall,
+/// and nothing of the data is lost or added.
+#[test]
+fn long_lines_of_a_chunked_body_come_in_pieces_of_the_most_a_log_line_holds() {
+    use mcp_io::wire_log::MAX_LOG_LINE;
+    let line: String = (0..3 * MAX_LOG_LINE + 17)
+        .map(|i| char::from(b'a' + (i % 26) as u8))
+        .collect();
+    let body = format!("{line}\n{line}");
+    for cut in [
+        1,
+        MAX_LOG_LINE - 1,
+        MAX_LOG_LINE,
+        MAX_LOG_LINE + 1,
+        line.len(),
+        line.len() + 2,
+    ] {
+        let mut response = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+        for part in [&body[..cut], &body[cut..]] {
+            response.extend_from_slice(format!("{:x}\r\n{part}\r\n", part.len()).as_bytes());
+        }
+        response.extend_from_slice(b"0\r\n\r\n");
+        for reads in [vec![&response[..]], response.chunks(7).collect()] {
+            let lines = received(&reads);
+            assert!(
+                lines.iter().all(|l| l.len() <= MAX_LOG_LINE),
+                "cut at {cut}: a line over the maximum"
+            );
+            let data: String = lines
+                .iter()
+                .filter(|l| l.chars().all(|c| c.is_ascii_lowercase()) && !l.is_empty())
+                .filter(|l| !l.chars().all(|c| c.is_ascii_hexdigit()) || l.len() > 16)
+                .map(String::as_str)
+                .collect();
+            assert_eq!(data.len(), 2 * line.len(), "cut at {cut}");
+        }
+    }
+}
