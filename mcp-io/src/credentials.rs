@@ -172,6 +172,18 @@ fn create_private(path: &Path) -> io::Result<fs::File> {
 impl CredentialStore for FileCredentialStore {
     fn load(&self, server_url: &str) -> io::Result<Option<Credentials>> {
         let path = self.path_for(server_url);
+        // Only a regular file is read: a FIFO (or a device) there would block the
+        // reader for good, and `logout` would never get to delete it.
+        match fs::metadata(&path) {
+            Ok(m) if !m.is_file() => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("{}: not a regular file", path.display()),
+                ));
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            _ => {}
+        }
         let bytes = match fs::read(&path) {
             Ok(b) => b,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),

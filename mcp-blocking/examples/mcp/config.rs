@@ -522,7 +522,18 @@ pub fn save(path: &Path, config: &ConfigFile) -> Result<(), String> {
     let mut text = serde_json::to_string_pretty(config).map_err(|e| e.to_string())?;
     text.push('\n');
     let tmp = path.with_extension(format!("json.tmp{}", std::process::id()));
-    fs::write(&tmp, text).map_err(fail)?;
+    // A new file, never one found there: its name is predictable, and a link someone
+    // put at it must not be written through.
+    let _ = fs::remove_file(&tmp);
+    let written = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .and_then(|mut f| io::Write::write_all(&mut f, text.as_bytes()));
+    if let Err(e) = written {
+        let _ = fs::remove_file(&tmp);
+        return Err(fail(e));
+    }
     fs::rename(&tmp, path).map_err(|e| {
         let _ = fs::remove_file(&tmp);
         fail(e)
