@@ -91,8 +91,7 @@ impl Session {
         refusal: Option<&ErrorObject>,
         status: Option<u16>,
     ) -> bool {
-        let moved_on = status == Some(400)
-            && refusal.is_some_and(|e| jsonrpc::codes::is_modern_request_error(e.code));
+        let moved_on = status == Some(400) && refusal.is_some_and(|e| self.refusal_is_modern(e));
         if !self.tentative_legacy || !moved_on {
             return false;
         }
@@ -101,6 +100,20 @@ impl Session {
         self.handshake = None;
         self.send_probe(now, ProtocolVersion::LATEST_MODERN, false);
         true
+    }
+
+    /// Whether a refusal of `initialize` says the server is modern: a 2026 request error,
+    /// or the 2025 way of refusing a version (`-32602` whose `data.supported` lists a
+    /// modern version the client speaks, as a modern-only server answers a legacy
+    /// `initialize`).
+    fn refusal_is_modern(&self, e: &ErrorObject) -> bool {
+        jsonrpc::codes::is_modern_request_error(e.code)
+            || (e.code == jsonrpc::codes::INVALID_PARAMS
+                && e.supported_versions().is_some_and(|list| {
+                    (self.config.versions)
+                        .best_of(list, crate::version::Era::Modern)
+                        .is_some()
+                }))
     }
 
     pub(super) fn send_probe(&mut self, now: Instant, version: ProtocolVersion, retried: bool) {
@@ -232,9 +245,7 @@ impl Session {
                 // `initialize` went out on a guess (a probe that went unanswered, a cached
                 // verdict) and the server refused it the 2026 way: it is modern after
                 // all, only slow to start. Probe again, once, within the same deadline.
-                Err(e)
-                    if self.tentative_legacy && jsonrpc::codes::is_modern_request_error(e.code) =>
-                {
+                Err(e) if self.tentative_legacy && self.refusal_is_modern(&e) => {
                     self.tentative_legacy = false;
                     self.reprobed = true;
                     self.send_probe(now, ProtocolVersion::LATEST_MODERN, false);

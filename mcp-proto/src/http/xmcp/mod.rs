@@ -9,8 +9,9 @@
 //!
 //! # Rules (spec section 5.2, with our readings of the open points)
 //!
-//! * The annotation is a non-empty string made of RFC 9110 `tchar`s, case-insensitively
-//!   unique across the whole schema, nested ones included.
+//! * The annotation is a non-empty string made of RFC 9110 `tchar`s, at most
+//!   [`MAX_HEADER_NAME_BYTES`] long, case-insensitively unique across the whole schema,
+//!   nested ones included.
 //! * The annotated schema's `type` is exactly one of `"string"`, `"integer"`,
 //!   `"boolean"`. `"number"` is refused (design decision 1: the released spec forbids it,
 //!   even though an older conformance release and the TypeScript SDK accept it). A missing
@@ -51,6 +52,12 @@ pub const X_MCP_HEADER: &str = "x-mcp-header";
 /// no reasonable tool mirrors more arguments than this. A tool declaring more is excluded
 /// ([`InvalidAnnotation::TooMany`]).
 pub const MAX_PARAM_HEADERS: usize = 64;
+
+/// Longest `x-mcp-header` annotation, in bytes: the server chooses it, and each call of
+/// the tool writes it (after `Mcp-Param-`) into a request head. A longer one makes the
+/// tool invalid ([`InvalidAnnotation::TooLong`]), so that the head a server can make the
+/// client write stays bounded.
+pub const MAX_HEADER_NAME_BYTES: usize = 256;
 
 /// Keywords whose values are instance data, never schemas.
 const DATA_KEYWORDS: [&str; 4] = ["const", "default", "enum", "examples"];
@@ -128,6 +135,14 @@ pub enum InvalidAnnotation {
     Empty {
         /// Where.
         at: String,
+    },
+    /// The annotation is longer than [`MAX_HEADER_NAME_BYTES`].
+    #[error("x-mcp-header at {at:?} is longer than {limit} bytes")]
+    TooLong {
+        /// Where.
+        at: String,
+        /// The limit in force.
+        limit: usize,
     },
     /// The annotation has a character outside the RFC 9110 `tchar` set (space, control
     /// character, non-ASCII, or a delimiter).
@@ -398,6 +413,12 @@ fn check_annotation(
     if name.is_empty() {
         return Err(InvalidAnnotation::Empty { at: at_owned() });
     }
+    if name.len() > MAX_HEADER_NAME_BYTES {
+        return Err(InvalidAnnotation::TooLong {
+            at: at_owned(),
+            limit: MAX_HEADER_NAME_BYTES,
+        });
+    }
     if !is_valid_header_name(name) {
         return Err(InvalidAnnotation::NotAToken {
             at: at_owned(),
@@ -559,6 +580,20 @@ mod tests {
             tool_param_headers(&annotated(100_000, "Last")),
             Err(InvalidAnnotation::TooMany { .. })
         ));
+    }
+
+    #[test]
+    fn an_annotation_is_at_most_max_header_name_bytes_long() {
+        let at_limit = annotated(0, &"A".repeat(MAX_HEADER_NAME_BYTES));
+        assert_eq!(tool_param_headers(&at_limit).unwrap().len(), 1);
+        let over = annotated(0, &"A".repeat(MAX_HEADER_NAME_BYTES + 1));
+        assert_eq!(
+            tool_param_headers(&over),
+            Err(InvalidAnnotation::TooLong {
+                at: "/properties/zz".into(),
+                limit: MAX_HEADER_NAME_BYTES
+            })
+        );
     }
 
     #[test]
