@@ -806,8 +806,6 @@ struct Head {
     /// What hides the secrets of the body (boxed: most messages never need it, and a
     /// connection's log stays small).
     body: Option<Box<Body>>,
-    /// Lines of a chunked body to log before what the current piece shows.
-    flushed: Vec<Vec<u8>>,
 }
 
 /// How a body's secrets are hidden.
@@ -837,6 +835,8 @@ struct Chunked {
     line: Vec<u8>,
     /// Part of the body's current line was judged and logged already.
     continued: bool,
+    /// Lines to log before what the current piece shows.
+    flushed: Vec<Vec<u8>>,
 }
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -990,7 +990,6 @@ impl Head {
             query,
             extra: _,
             body,
-            flushed,
         } = self;
         *in_body = false;
         *hiding = false;
@@ -998,15 +997,16 @@ impl Head {
         *interim = false;
         *query = Query::default();
         *body = None;
-        flushed.clear();
     }
 
     /// Logs what `piece` shows: a line of a chunked body that ends before it first,
     /// then the piece as [`Head::filter`] shows it.
     fn log(&mut self, piece: &Piece<'_>, log: &mut dyn FnMut(&[u8])) {
         let shown = self.filter(piece);
-        for line in self.flushed.drain(..) {
-            log(&line);
+        if let Some(chunked) = self.body.as_deref_mut().and_then(|b| b.chunked.as_mut()) {
+            for line in chunked.flushed.drain(..) {
+                log(&line);
+            }
         }
         if let Some(shown) = shown {
             log(&shown);
@@ -1083,7 +1083,7 @@ impl Head {
         let body = self.body.get_or_insert_default();
         match body.chunked.take() {
             Some(mut chunked) => {
-                let shown = body.dechunked(&mut chunked, piece, &mut self.flushed);
+                let shown = body.dechunked(&mut chunked, piece);
                 body.chunked = Some(chunked);
                 shown
             }
@@ -1097,13 +1097,9 @@ impl Body {
     /// chunks) is shown as it is; its data is put back together into the lines of the
     /// body, which are judged and logged whole as they end, as if the body came in one
     /// piece: a line cut by a chunk boundary is logged where it ends, after the size
-    /// line that cut it, and `flushed` takes the lines to log before what `piece` shows.
-    fn dechunked(
-        &mut self,
-        chunked: &mut Chunked,
-        piece: &Piece<'_>,
-        flushed: &mut Vec<Vec<u8>>,
-    ) -> Option<Vec<u8>> {
+    /// line that cut it, and [`Chunked::flushed`] takes the lines to log before what
+    /// `piece` shows.
+    fn dechunked(&mut self, chunked: &mut Chunked, piece: &Piece<'_>) -> Option<Vec<u8>> {
         let bytes = piece.bytes;
         match chunked.at {
             ChunkAt::Size | ChunkAt::SizeRead(_) => {
@@ -1116,14 +1112,16 @@ impl Body {
                     };
                 }
                 if chunked.at == ChunkAt::Trailers {
-                    flushed.extend(self.flush(chunked));
+                    let line = self.flush(chunked);
+                    chunked.flushed.extend(line);
                     return Some(self.data(piece));
                 }
                 if piece.last {
                     chunked.at = match chunked.at {
                         ChunkAt::SizeRead(0) => {
                             // The last chunk: a line the body left unended ends here.
-                            flushed.extend(self.flush(chunked));
+                            let line = self.flush(chunked);
+                            chunked.flushed.extend(line);
                             ChunkAt::Trailers
                         }
                         ChunkAt::SizeRead(size) => ChunkAt::Data(size),
@@ -1158,12 +1156,13 @@ impl Body {
                     // now, in a piece of the most a log line holds, as `Lines` does.
                     let line = std::mem::take(&mut chunked.line);
                     let (head, tail) = line.split_at(MAX_LOG_LINE);
-                    flushed.push(self.data(&Piece {
+                    let shown = self.data(&Piece {
                         bytes: head,
                         first: !chunked.continued,
                         last: false,
                         ending: 0,
-                    }));
+                    });
+                    chunked.flushed.push(shown);
                     chunked.continued = true;
                     chunked.line = tail.to_vec();
                 }
@@ -1183,7 +1182,7 @@ impl Body {
                 if !rest.is_empty() {
                     // Bytes between a chunk's data and its line end (not HTTP): shown
                     // as they are, on a line of their own.
-                    flushed.extend(shown.take());
+                    chunked.flushed.extend(shown.take());
                     shown = Some(rest.to_vec());
                 }
                 shown
