@@ -840,11 +840,11 @@ impl Connection {
                 }
                 // Close (or anything newer this adapter cannot do).
                 Some(_) => return mem::take(&mut self.buf),
-                None if self.machine.stream().is_some() => {
-                    if !self.machine.input_ended() {
-                        self.watch();
-                    }
+                // Once the input ended, there is nothing more to see on the socket.
+                None if self.machine.stream().is_some() && !self.machine.input_ended() => {
+                    self.watch();
                 }
+                None if self.machine.stream().is_some() => {}
                 None if self.machine.wants_input() => self.read(),
                 // `transmit` waited already (for the next deadline, or the stop).
                 None => {}

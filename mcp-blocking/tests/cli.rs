@@ -509,7 +509,7 @@ fn server_text_is_neutralised_in_text_and_exact_in_json() {
 /// A long error message from a server is cut in text, whole in JSON.
 #[test]
 fn a_long_server_error_is_cut_in_text_and_whole_in_json() {
-    let Some(config) = with_python_server("long-error", "c", ODD_SERVER) else {
+    let Some(config) = legacy_python_server("long-error", "c", ODD_SERVER) else {
         return;
     };
     let long = format!("tool{}", "x".repeat(10_000));
@@ -761,7 +761,7 @@ for line in sys.stdin:
 /// does not say `isError`.
 #[test]
 fn a_failed_task_exits_3_whatever_its_result_says() {
-    let Some(config) = with_python_server("failing-task", "failing", FAILING_TASK_SERVER) else {
+    let Some(config) = legacy_python_server("failing-task", "failing", FAILING_TASK_SERVER) else {
         return;
     };
     let out = run(&config, &["call", "failing", "t", "--task"]);
@@ -839,7 +839,7 @@ for line in sys.stdin:
 #[cfg(unix)]
 #[test]
 fn answers_huge_once_parsed_are_shown_within_bounded_memory() {
-    let Some(config) = with_python_server("bloated", "b", BLOATED_SERVER) else {
+    let Some(config) = legacy_python_server("bloated", "b", BLOATED_SERVER) else {
         return;
     };
     let bounded = |args: &[&str]| {
@@ -885,7 +885,7 @@ fn answers_huge_once_parsed_are_shown_within_bounded_memory() {
 /// Completion values are one per line: one with a newline cannot pass for two.
 #[test]
 fn a_completion_value_cannot_forge_another() {
-    let Some(config) = with_python_server("completing", "c", ODD_SERVER) else {
+    let Some(config) = legacy_python_server("completing", "c", ODD_SERVER) else {
         return;
     };
     let out = run(&config, &["complete", "c", "--prompt", "p", "a", "x"]);
@@ -897,7 +897,7 @@ fn a_completion_value_cannot_forge_another() {
 /// line, and the command exits 1: it did not do what it was asked (it exited 0).
 #[test]
 fn a_block_that_cannot_be_saved_fails_the_command() {
-    let Some(config) = with_python_server("unsaved", "c", ODD_SERVER) else {
+    let Some(config) = legacy_python_server("unsaved", "c", ODD_SERVER) else {
         return;
     };
     let dir = config.parent().unwrap().to_owned();
@@ -930,27 +930,9 @@ fn a_block_that_cannot_be_saved_fails_the_command() {
     assert_eq!(run(&config, &["call", "c", "pic"]).status.code(), Some(0));
 }
 
-/// A config (in a fresh directory for `test`) with server `name`: `script` run by Python
-/// over stdio, pinned to the legacy era. `None` (the test is skipped) without Python.
-fn with_python_server(test: &str, name: &str, script: &str) -> Option<PathBuf> {
-    let Some(python) = python() else {
-        eprintln!("skipped: no python");
-        return None;
-    };
-    let config = common::temp_dir(test).join("servers.json");
-    let add = [
-        "add", name, "--stdio", python, "--era", "legacy", "--", "-c", script,
-    ];
-    let out = run(&config, &add);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    Some(config)
-}
-
-use common::python;
-
 #[test]
 fn listen_prints_change_notifications_in_both_eras() {
-    let Some(python) = python() else {
+    let Some(python) = common::python() else {
         eprintln!("skipped: no python");
         return;
     };
@@ -1074,7 +1056,7 @@ for line in sys.stdin:
 #[cfg(unix)]
 #[test]
 fn ctrl_c_cancels_the_call_at_the_server_and_exits_130() {
-    let Some(python) = python() else {
+    let Some(python) = common::python() else {
         eprintln!("skipped: no python");
         return;
     };
@@ -1217,7 +1199,7 @@ for line in sys.stdin:
 
 #[test]
 fn tasks_from_the_command_line_in_both_eras() {
-    let Some(python) = python() else {
+    let Some(python) = common::python() else {
         eprintln!("skipped: no python");
         return;
     };
@@ -1880,4 +1862,9 @@ fn serve_example_in_a_terminal_says_how_it_is_used_and_stopped() {
         .output()
         .expect("run mcp");
     assert!(quiet.stdout.is_empty() && quiet.stderr.is_empty());
+}
+
+/// A config with server `name`: `script` run by Python over stdio, in the legacy era.
+fn legacy_python_server(test: &str, name: &str, script: &str) -> Option<std::path::PathBuf> {
+    common::with_python_server(test, name, "legacy", script)
 }

@@ -5,26 +5,14 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 fn run(config: &Path, args: &[&str]) -> Output {
     common::run_cli(config, args, &[])
 }
 
-use common::{python, text};
-
-/// A config with server `name`: `script` run by Python over stdio, in `era`.
-fn with_python_server(test: &str, name: &str, era: &str, script: &str) -> Option<PathBuf> {
-    let python = python()?;
-    let config = common::temp_dir(test).join("servers.json");
-    let add = [
-        "add", name, "--stdio", python, "--era", era, "--", "-c", script,
-    ];
-    let out = run(&config, &add);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    Some(config)
-}
+use common::{text, with_python_server};
 
 /// A legacy server whose serverInfo name and resource link carry a line break.
 const FORGING_SERVER: &str = r#"

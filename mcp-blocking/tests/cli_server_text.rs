@@ -4,29 +4,13 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 
-use common::{python, text};
+use common::{text, with_python_server};
 
 fn run(config: &Path, args: &[&str]) -> Output {
     common::run_cli(config, args, &[])
-}
-
-/// A config with server `name`: `script` run by Python over stdio, in `era`. `None`
-/// (the test is skipped) without Python.
-fn with_python_server(test: &str, name: &str, era: &str, script: &str) -> Option<PathBuf> {
-    let Some(python) = python() else {
-        eprintln!("skipped: no python");
-        return None;
-    };
-    let config = common::temp_dir(test).join("servers.json");
-    let add = [
-        "add", name, "--stdio", python, "--era", era, "--", "-c", script,
-    ];
-    let out = run(&config, &add);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    Some(config)
 }
 
 /// Whether `s` holds a character that drives a terminal (anything but newline and tab).

@@ -74,3 +74,19 @@ pub fn python() -> Option<&'static str> {
             .is_ok_and(|o| o.status.success())
     })
 }
+
+/// A config file (in a fresh directory named after `test`) with server `name`: `script`
+/// run by Python over stdio, in `era`. `None` (the test is skipped) without Python.
+pub fn with_python_server(test: &str, name: &str, era: &str, script: &str) -> Option<PathBuf> {
+    let Some(python) = python() else {
+        eprintln!("skipped: no python");
+        return None;
+    };
+    let config = temp_dir(test).join("servers.json");
+    let add = [
+        "add", name, "--stdio", python, "--era", era, "--", "-c", script,
+    ];
+    let out = run_cli(&config, &add, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    Some(config)
+}
