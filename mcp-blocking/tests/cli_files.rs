@@ -188,3 +188,28 @@ fn status_and_doctor_answer_when_the_credentials_path_is_a_fifo() {
         );
     }
 }
+
+/// A config its owner made private stays private when `add` rewrites it: the new file
+/// takes the permissions of the one it replaces (a config's headers may hold what only its
+/// owner should read), instead of the process's default.
+#[test]
+fn add_keeps_the_permissions_of_the_config_it_replaces() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = common::temp_dir("cli-files-mode");
+    let config = dir.join("servers.json");
+    std::fs::write(&config, "{\"servers\": {}}\n").unwrap();
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let out = common::run_cli(
+        &config,
+        &["add", "s", "--url", "http://127.0.0.1:9/mcp"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let mode = std::fs::metadata(&config).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "the config's mode after add: {mode:o}");
+    assert!(
+        std::fs::read_to_string(&config)
+            .unwrap()
+            .contains("127.0.0.1:9")
+    );
+}

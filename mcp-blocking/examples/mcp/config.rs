@@ -530,7 +530,14 @@ pub fn save(path: &Path, config: &ConfigFile) -> Result<(), String> {
         .create_new(true)
         .open(&tmp)
         .and_then(|mut f| io::Write::write_all(&mut f, text.as_bytes()));
-    if let Err(e) = written {
+    // The file it replaces keeps its permissions (a config its owner made private
+    // stays private: its headers may hold what only they should read).
+    let kept = written.and_then(|()| match fs::metadata(path) {
+        Ok(old) => fs::set_permissions(&tmp, old.permissions()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    });
+    if let Err(e) = kept {
         let _ = fs::remove_file(&tmp);
         return Err(fail(e));
     }
