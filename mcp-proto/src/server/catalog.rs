@@ -145,9 +145,11 @@ impl Server {
         }
     }
 
-    /// Whether `uri` names a resource: a static one, or one the reader knows.
+    /// Whether `uri` names a resource: a skill's file, a static one, or one the reader
+    /// knows.
     pub(super) fn resource_exists(&mut self, uri: &str) -> bool {
-        self.config.resources.iter().any(|r| r.uri == uri)
+        self.is_skill_file(uri)
+            || self.config.resources.iter().any(|r| r.uri == uri)
             || self
                 .config
                 .resource_reader
@@ -160,6 +162,20 @@ impl Server {
         let kind = reference.get("type").and_then(Value::as_str);
         if !matches!(kind, Some("ref/prompt" | "ref/resource")) {
             return Err(invalid("`ref` must be a ref/prompt or ref/resource"));
+        }
+        if kind == Some("ref/prompt") {
+            let name = reference.get("name").and_then(Value::as_str);
+            if !self
+                .config
+                .prompts
+                .iter()
+                .any(|p| Some(p.name.as_str()) == name)
+            {
+                return Err(invalid(format!(
+                    "Unknown prompt: {}",
+                    super::calls::clipped(name.unwrap_or_default())
+                )));
+            }
         }
         let argument = params.get("argument");
         let (Some(name), Some(value)) = (
@@ -224,6 +240,14 @@ impl Server {
             Some(Value::Object(m)) => m.clone(),
             Some(_) => return Err(invalid("`arguments` must be an object")),
         };
+        // `arguments` is `{[key: string]: string}`: a `null` is no argument given, and
+        // another type none the prompt declares.
+        if let Some((key, _)) = args.iter().find(|(_, v)| !v.is_string()) {
+            return Err(invalid(format!(
+                "Argument `{}` for prompt `{name}` must be a string",
+                super::calls::clipped(key)
+            )));
+        }
         if let Some(a) = prompt
             .arguments
             .iter()

@@ -88,6 +88,11 @@ impl Server {
         })
     }
 
+    /// Whether `uri` is a file of a served skill (what [`Server::skill_file`] reads).
+    pub(super) fn is_skill_file(&self, uri: &str) -> bool {
+        (self.config.skills.iter()).any(|s| s.files.iter().any(|(rel, _)| s.uri(rel) == uri))
+    }
+
     /// `skills/list`, `skills/get` and `resources/directory/read`; `None` for other
     /// methods or when no skill is served.
     pub(super) fn skills_method(
@@ -100,6 +105,12 @@ impl Server {
             return None;
         }
         let uri = params.get("uri").and_then(Value::as_str);
+        // Both listings are one page: no cursor is ever issued, so none is valid.
+        if matches!(method, "skills/list" | "resources/directory/read")
+            && !matches!(params.get("cursor"), None | Some(Value::Null))
+        {
+            return Some(Err(invalid("Invalid cursor")));
+        }
         Some(match method {
             "skills/list" => {
                 Ok(json!({"skills": skills.iter().map(ServedSkill::entry).collect::<Vec<_>>()}))

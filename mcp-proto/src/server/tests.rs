@@ -121,6 +121,7 @@ fn caps() -> Value {
     serde_json::from_str(ALL_CAPS).unwrap()
 }
 
+mod catalog_hostile;
 mod deferred;
 mod deferred_edges;
 mod features;
