@@ -25,7 +25,9 @@
 //! # Shutdown
 //!
 //! Closing closes the child's stdin once pending bytes are written; the child then has
-//! the grace period to exit, and the steps of [`mcp_io::ending::Escalation`] are taken
+//! the grace period to exit (on a thread of its own, `mcp-stdio-close`: the thread that
+//! drives hands the end of the connection out at once, and releasing the transport, as
+//! `Client::close` does, waits for it), and the steps of [`mcp_io::ending::Escalation`] are taken
 //! while it does not: `SIGTERM` to its process group half-way through, `SIGKILL` to the
 //! group and [`Child::kill`] at the end. It is always reaped, and its group is then sent
 //! `SIGKILL` once more, for what it started and that outlived it. The threads are then
@@ -78,6 +80,10 @@ pub(crate) struct Stdio {
     generation: u64,
     /// How the last process ended.
     shutdown: Option<Shutdown>,
+    /// The thread stopping the process the machine closed (within the grace period),
+    /// joined on release: the close the machine decides (the server ended its output)
+    /// holds no caller, whose call learns at once that the connection ended.
+    ending: Option<JoinHandle<Shutdown>>,
     /// The lines received, for the wire log.
     log: ChannelLog,
     /// Where a process's exit is reported.
@@ -121,6 +127,7 @@ impl Stdio {
             shared,
             generation: 1,
             shutdown: None,
+            ending: None,
             log: ChannelLog::lines(),
             bell: bell.clone(),
         };
@@ -136,15 +143,40 @@ impl<F: Flavour> Carrier<F> for Stdio {
         }
     }
 
-    /// Stops the server (bounded by `grace`) and remembers how it ended.
+    /// Stops the server (bounded by `grace`) on a thread of its own, so that the thread
+    /// that drives hands out the end of the connection at once; [`Carrier::release`]
+    /// waits for it. Without a thread, here.
     fn close(&mut self, _: ConnId, grace: Duration, log: &mut Option<WireLog<F>>) {
         self.log.finish(log);
-        if let Some(mut p) = self.process.take() {
-            let shutdown = p.shutdown(grace);
-            self.shutdown = Some(shutdown);
-            let mut shared = self.shared.lock();
-            shared.pid = None;
-            shared.shutdown = Some(shutdown);
+        let Some(mut p) = self.process.take() else {
+            return;
+        };
+        self.shared.lock().pid = None;
+        let shared = Arc::clone(&self.shared);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let ending = thread::Builder::new()
+            .name("mcp-stdio-close".into())
+            .spawn(move || {
+                // The process arrives on the channel, so that a thread that cannot start
+                // gives it back.
+                let Ok(mut p) = rx.recv() else {
+                    return Shutdown::default();
+                };
+                let shutdown = Process::shutdown(&mut p, grace);
+                shared.lock().shutdown = Some(shutdown);
+                shutdown
+            });
+        match ending {
+            Ok(thread) => {
+                // The thread holds the receiver until it has the process.
+                let _ = tx.send(p);
+                self.ending = Some(thread);
+            }
+            Err(_) => {
+                let shutdown = p.shutdown(grace);
+                self.shutdown = Some(shutdown);
+                self.shared.lock().shutdown = Some(shutdown);
+            }
         }
     }
 
@@ -166,6 +198,9 @@ impl<F: Flavour> Carrier<F> for Stdio {
 
     fn release(&mut self, grace: Duration, log: &mut Option<WireLog<F>>) -> Shutdown {
         Carrier::<F>::close(self, ConnId::STDIO, grace, log);
+        if let Some(ending) = self.ending.take() {
+            self.shutdown = Some(ending.join().unwrap_or_default());
+        }
         self.shutdown.unwrap_or_default()
     }
 
