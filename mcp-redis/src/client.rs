@@ -182,20 +182,8 @@ impl RedisClient {
                 return Err(RedisError::Timeout(self.options.command_timeout));
             }
             stream.set_write_timeout(Some(left))?;
-            match stream.write(&out[sent..]) {
-                Ok(0) => return Err(RedisError::Closed),
-                Ok(n) => sent += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                    ) =>
-                {
-                    return Err(RedisError::Timeout(self.options.command_timeout));
-                }
-                Err(e) => return Err(RedisError::Io(e)),
-            }
+            let timeout = self.options.command_timeout;
+            sent += moved(stream.write(&out[sent..]), timeout)?;
         }
         let mut replies = Vec::with_capacity(commands.len());
         let mut chunk = [0u8; 16 * 1024];
@@ -224,22 +212,30 @@ impl RedisClient {
                 return Err(RedisError::Timeout(self.options.command_timeout));
             }
             stream.set_read_timeout(Some(left))?;
-            match stream.read(&mut chunk) {
-                Ok(0) => return Err(RedisError::Closed),
-                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                    ) =>
-                {
-                    return Err(RedisError::Timeout(self.options.command_timeout));
-                }
-                Err(e) => return Err(RedisError::Io(e)),
-            }
+            let n = moved(stream.read(&mut chunk), self.options.command_timeout)?;
+            self.buf.extend_from_slice(&chunk[..n]);
         }
         Ok(replies)
+    }
+}
+
+/// What one read or write of a command moved: the bytes (0 when interrupted, to try
+/// again), or the failure it means for the command (the connection closed, the timeout
+/// `timeout` passed, another error).
+fn moved(result: std::io::Result<usize>, timeout: Duration) -> Result<usize, RedisError> {
+    match result {
+        Ok(0) => Err(RedisError::Closed),
+        Ok(n) => Ok(n),
+        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => Ok(0),
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ) =>
+        {
+            Err(RedisError::Timeout(timeout))
+        }
+        Err(e) => Err(RedisError::Io(e)),
     }
 }
 
