@@ -72,7 +72,7 @@
 //!   socket make every peek return at once, and hide whether the client is still there
 //!   behind them) looks at its socket every [`WATCH`]; as does one whose peeking thread
 //!   could not be started. Neither delays any data. A write blocked on a client that
-//!   does not read returns every quarter of the send timeout ([`SEND_SLICES`]) to see
+//!   does not read returns every quarter of the send timeout ([`mcp_proto::server::http::SEND_SLICES`]) to see
 //!   whether it made progress since. And `stop` itself, for at most half a
 //!   second, looks every 5 ms whether the listens it ended have written their `complete`
 //!   result.
@@ -94,7 +94,9 @@ use mcp_io::clock;
 
 use mcp_proto::server::Server;
 pub use mcp_proto::server::http::HttpServeOptions;
-use mcp_proto::server::http::{HttpConnection, HttpEndpoint, HttpHost, HttpTransmit};
+use mcp_proto::server::http::{
+    HttpConnection, HttpEndpoint, HttpHost, HttpTransmit, WriteProgress,
+};
 
 /// How often the timer thread looks at the stop flag, once [`HttpServerHandle::stop_flag`]
 /// has handed it out (a bare flag set by someone else wakes no thread); never before.
@@ -114,14 +116,6 @@ const IDLE_WORKERS: usize = 8;
 /// How often an open stream with nothing to send checks that its client is still there
 /// when no peeking thread can tell it (pipelined bytes waiting, no thread to be had).
 const WATCH: Duration = Duration::from_millis(250);
-/// The socket's write timeout is the send timeout divided by this. The kernel counts a
-/// blocked send's timeout from the call, not from the last byte the client took, and
-/// returns what it wrote once it passes (nor does it wake a blocked send for a little
-/// room): with the whole send timeout per call, a client that took the first bytes of
-/// one call and then stopped reading held the connection for two send timeouts or
-/// three. In slices, the write gives up once no byte went out for the send timeout (a
-/// slice or two more at most).
-const SEND_SLICES: u32 = 4;
 
 /// A running HTTP server. Dropping it stops the server (as [`HttpServerHandle::stop`]).
 pub struct HttpServerHandle {
@@ -855,9 +849,8 @@ impl Connection {
     /// The socket blocks already: accepted from a listener set to block.
     fn setup(&self) -> io::Result<()> {
         self.stream.set_nodelay(true)?;
-        let slice = self.machine.config().send_timeout / SEND_SLICES;
         self.stream
-            .set_write_timeout(Some(slice.max(Duration::from_millis(1))))
+            .set_write_timeout(Some(self.machine.config().send_slice()))
     }
 
     /// The machine's next transmit, taken under the endpoint's lock. With nothing to write
@@ -894,26 +887,24 @@ impl Connection {
         transmit
     }
 
-    /// Writes the machine's bytes, giving up once no byte went out for the send timeout
-    /// (a client that stopped reading); each send returns after a slice of it
-    /// ([`SEND_SLICES`]).
+    /// Writes the machine's bytes, giving up once the write stalled ([`WriteProgress`]: a
+    /// client that stopped reading); each send returns after a slice of the send timeout.
     fn write(&mut self) {
-        let send_timeout = self.machine.config().send_timeout;
         let mut rest = &self.out[..];
-        let mut progress = std::time::Instant::now();
+        let mut progress = WriteProgress::new(clock::now(), self.machine.config());
         while !rest.is_empty() {
             match self.stream.write(rest) {
                 Ok(0) => break,
                 Ok(n) => {
                     rest = &rest[n..];
-                    progress = std::time::Instant::now();
+                    progress.handle_progress(clock::now());
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e)
                     if matches!(
                         e.kind(),
                         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                    ) && progress.elapsed() < send_timeout => {}
+                    ) && !progress.stalled(clock::now()) => {}
                 Err(_) => break,
             }
         }

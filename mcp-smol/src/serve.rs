@@ -55,7 +55,9 @@ use futures_lite::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, FutureExt
 use mcp_io::clock;
 use mcp_proto::server::Server;
 pub use mcp_proto::server::http::HttpServeOptions;
-use mcp_proto::server::http::{HttpConnection, HttpEndpoint, HttpHost, HttpTransmit};
+use mcp_proto::server::http::{
+    HttpConnection, HttpEndpoint, HttpHost, HttpTransmit, WriteProgress,
+};
 
 use crate::wake::{Crew, Readiness, TaskWaker};
 
@@ -69,13 +71,6 @@ const TURNS_BEFORE_YIELD: u32 = 64;
 /// How long the accept loop waits after an accept error (out of descriptors and the
 /// like) before accepting again, instead of spinning.
 const BACKOFF: Duration = Duration::from_millis(100);
-/// A blocked write tries again after its send timeout divided by this, and gives up once
-/// no byte went out for the whole send timeout. The kernel says a socket is writable only
-/// once a good part of its buffer is free, so a little room (a client taking a few
-/// bytes, the buffer growing) is found only by trying; trying once per send timeout
-/// found it at the timeout and started another, and a client that stopped reading held
-/// the connection for two.
-const SEND_SLICES: u32 = 4;
 
 /// Serves `server` on this process's stdin and stdout until stdin ends (through
 /// [`blocking::Unblock`], whose threads do the blocking reads and writes). A client that
@@ -514,11 +509,10 @@ impl<'a> Connection<'a> {
     /// steadily gets all of it), or when the server stops (such a client must not hold
     /// the stop).
     async fn write(&mut self) {
-        let send_timeout = self.machine.config().send_timeout;
-        let slice = (send_timeout / SEND_SLICES).max(Duration::from_millis(1));
+        let slice = self.machine.config().send_slice();
         let shared = self.shared;
         let mut written = 0;
-        let mut progress = std::time::Instant::now();
+        let mut progress = WriteProgress::new(clock::now(), self.machine.config());
         while written < self.out.len() {
             let (stream, rest) = (&mut self.stream, &self.out[written..]);
             let write = async { Some(stream.write(rest).await) };
@@ -533,11 +527,11 @@ impl<'a> Connection<'a> {
             match write.or(late).or(stopped).await {
                 Some(Ok(n @ 1..)) => {
                     written += n;
-                    progress = std::time::Instant::now();
+                    progress.handle_progress(clock::now());
                 }
                 Some(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
                 // A slice without progress: try again, until the send timeout.
-                None if !shared.stopping() && progress.elapsed() < send_timeout => {}
+                None if !shared.stopping() && !progress.stalled(clock::now()) => {}
                 _ => {
                     self.machine.handle_transport_error(clock::now());
                     return;

@@ -230,7 +230,9 @@ mod sessions;
 mod tests;
 mod validate;
 
-pub use connection::{HttpCloseReason, HttpConnection, HttpConnectionConfig, HttpTransmit};
+pub use connection::{
+    HttpCloseReason, HttpConnection, HttpConnectionConfig, HttpTransmit, SEND_SLICES, WriteProgress,
+};
 pub use events::{
     EventStore, EventStoreError, EventStoreLimits, EventStream, MAX_EVENT_ID_BYTES,
     MemoryEventStore, Replay, StoredEvent, event_id, parse_event_id,

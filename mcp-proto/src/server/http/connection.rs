@@ -133,6 +133,54 @@ pub struct HttpConnectionConfig {
     pub linger: Duration,
 }
 
+/// A blocked write returns to its adapter after [`HttpConnectionConfig::send_timeout`]
+/// divided by this, to try again: the kernel does not report a little free room as
+/// writable, and counts a blocked send's timeout from the call, not from the client's
+/// last read, so a write waiting the whole send timeout at once found room only at the
+/// timeout and let a client that stopped reading hold its connection for two or three.
+pub const SEND_SLICES: u32 = 4;
+
+impl HttpConnectionConfig {
+    /// How long one attempt at a blocked write may wait before trying again: a
+    /// [`SEND_SLICES`]th of the send timeout, at least 1 ms.
+    #[must_use]
+    pub fn send_slice(&self) -> Duration {
+        (self.send_timeout / SEND_SLICES).max(Duration::from_millis(1))
+    }
+}
+
+/// A write of the machine's bytes under way, as its adapter does it in slices
+/// ([`HttpConnectionConfig::send_slice`]): it has stalled once no byte went out for the
+/// send timeout, and the adapter then reports a transport error. A client reading a large
+/// answer slowly but steadily never stalls it.
+#[derive(Clone, Copy, Debug)]
+pub struct WriteProgress {
+    last: Instant,
+    send_timeout: Duration,
+}
+
+impl WriteProgress {
+    /// A write starting at `now`.
+    #[must_use]
+    pub fn new(now: Instant, config: &HttpConnectionConfig) -> WriteProgress {
+        WriteProgress {
+            last: now,
+            send_timeout: config.send_timeout,
+        }
+    }
+
+    /// Bytes went out at `now`.
+    pub fn handle_progress(&mut self, now: Instant) {
+        self.last = now;
+    }
+
+    /// Whether no byte went out for the send timeout by `now`.
+    #[must_use]
+    pub fn stalled(&self, now: Instant) -> bool {
+        now.saturating_duration_since(self.last) >= self.send_timeout
+    }
+}
+
 impl Default for HttpConnectionConfig {
     fn default() -> Self {
         HttpConnectionConfig {

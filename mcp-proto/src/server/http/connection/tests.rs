@@ -795,3 +795,21 @@ fn the_bytes_connections_hold_are_bounded_together() {
         host.buffered_bytes()
     );
 }
+
+#[test]
+fn a_write_stalls_only_after_a_send_timeout_without_progress() {
+    let mut config = HttpConnectionConfig {
+        send_timeout: Duration::from_secs(4),
+        ..HttpConnectionConfig::default()
+    };
+    assert_eq!(config.send_slice(), Duration::from_secs(1));
+    config.send_timeout = Duration::ZERO;
+    assert_eq!(config.send_slice(), Duration::from_millis(1));
+    config.send_timeout = Duration::from_secs(4);
+    let mut w = WriteProgress::new(at(0), &config);
+    assert!(!w.stalled(at(3_000)));
+    // Progress at 3 s: a slow but steady reader is given another whole send timeout.
+    w.handle_progress(at(3_000));
+    assert!(!w.stalled(at(6_000)));
+    assert!(w.stalled(at(7_000)));
+}
