@@ -11,7 +11,7 @@
 //! as spec 2025-11-25 asks. They are not secret: the endpoint replays a stream only to the session that
 //! owns it ([`EventStream::session`]), whatever id a client sends.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// The longest `Last-Event-ID` worth parsing: two `u64` and a dash.
 pub const MAX_EVENT_ID_BYTES: usize = 41;
@@ -148,6 +148,12 @@ impl Log {
 pub struct MemoryEventStore {
     limits: EventStoreLimits,
     logs: BTreeMap<u64, Log>,
+    /// Stream numbers by when they were last appended to (`Log::touched`, unique), so
+    /// that the stalest stream is found without looking at every other.
+    by_touch: BTreeMap<u64, u64>,
+    /// Every stream as (session, number), so that a session's streams are found
+    /// without looking at every other.
+    by_session: BTreeSet<(String, u64)>,
     /// Every kept event in append order, for eviction by size (entries of events already
     /// evicted otherwise are skipped, and compacted away when they pile up).
     order: VecDeque<(u64, u64)>,
@@ -164,6 +170,8 @@ impl MemoryEventStore {
         MemoryEventStore {
             limits,
             logs: BTreeMap::new(),
+            by_touch: BTreeMap::new(),
+            by_session: BTreeSet::new(),
             order: VecDeque::new(),
             held: 0,
             bytes: 0,
@@ -201,6 +209,8 @@ impl MemoryEventStore {
 
     fn drop_stream(&mut self, number: u64) {
         if let Some(log) = self.logs.remove(&number) {
+            self.by_touch.remove(&log.touched);
+            self.by_session.remove(&(log.session, number));
             self.held -= log.events.len();
             self.bytes -= log.events.iter().map(|(_, m)| m.len()).sum::<usize>();
         }
@@ -242,13 +252,8 @@ impl EventStore for MemoryEventStore {
         self.appends += 1;
         if !self.logs.contains_key(&stream.number) {
             while self.logs.len() >= self.limits.max_streams.max(1) {
-                let stalest = self
-                    .logs
-                    .iter()
-                    .min_by_key(|(_, l)| l.touched)
-                    .map(|(n, _)| *n);
-                match stalest {
-                    Some(n) => self.drop_stream(n),
+                match self.by_touch.first_key_value() {
+                    Some((_, &n)) => self.drop_stream(n),
                     None => break,
                 }
             }
@@ -262,9 +267,12 @@ impl EventStore for MemoryEventStore {
                     session: stream.session.clone(),
                     events: VecDeque::new(),
                     next_seq: self.appends - 1,
-                    touched: 0,
+                    touched: self.appends,
                 },
             );
+            self.by_touch.insert(self.appends, stream.number);
+            self.by_session
+                .insert((stream.session.clone(), stream.number));
         }
         self.make_room(message.len());
         let max_events = self.limits.max_events_per_stream.max(1);
@@ -285,7 +293,11 @@ impl EventStore for MemoryEventStore {
         }
         let seq = log.next_seq;
         log.next_seq += 1;
-        log.touched = appends;
+        if log.touched != appends {
+            self.by_touch.remove(&log.touched);
+            self.by_touch.insert(appends, stream.number);
+            log.touched = appends;
+        }
         log.events.push_back((seq, message.to_vec()));
         self.order.push_back((stream.number, seq));
         self.held += 1;
@@ -302,10 +314,12 @@ impl EventStore for MemoryEventStore {
         if log.first_seq() > seq + 1 {
             return Err(EventStoreError::Evicted);
         }
+        // A log's sequence numbers are consecutive from its oldest event.
+        let skip = usize::try_from(seq + 1 - log.first_seq()).unwrap_or(usize::MAX);
         let events = log
             .events
             .iter()
-            .filter(|(s, _)| *s > seq)
+            .skip(skip)
             .map(|(s, m)| StoredEvent {
                 id: self::event_id(number, *s),
                 message: m.clone(),
@@ -321,11 +335,12 @@ impl EventStore for MemoryEventStore {
     }
 
     fn forget_session(&mut self, session: &str) {
+        let first = (session.to_owned(), 0);
+        let last = (session.to_owned(), u64::MAX);
         let gone: Vec<u64> = self
-            .logs
-            .iter()
-            .filter(|(_, l)| l.session == session)
-            .map(|(n, _)| *n)
+            .by_session
+            .range(first..=last)
+            .map(|(_, n)| *n)
             .collect();
         for n in gone {
             self.drop_stream(n);
@@ -389,6 +404,34 @@ mod tests {
                 .all(|e| !e.message.starts_with(b"{\"b\""))
         );
         assert!(store.replay_after(&a2).unwrap().events.is_empty());
+    }
+
+    #[test]
+    fn the_stalest_stream_goes_first_and_a_session_takes_only_its_own() {
+        let limits = EventStoreLimits {
+            max_streams: 3,
+            ..EventStoreLimits::default()
+        };
+        let mut store = MemoryEventStore::new(limits);
+        let (a, b, c, d) = (stream("s1", 1), stream("s2", 2), stream("s1", 3), stream("s2", 4));
+        let a0 = store.append(&a, b"").unwrap();
+        let b0 = store.append(&b, b"").unwrap();
+        store.append(&c, b"").unwrap();
+        store.append(&a, b"{}").unwrap();
+        // b is now the one appended to least recently.
+        store.append(&d, b"").unwrap();
+        assert_eq!(store.streams(), 3);
+        assert_eq!(store.replay_after(&b0), Err(EventStoreError::Unknown));
+        assert_eq!(store.replay_after(&a0).unwrap().events.len(), 1);
+        // Then c; a was touched after it.
+        store.append(&b, b"").unwrap();
+        assert_eq!(store.streams(), 3);
+        store.forget_session("s1");
+        assert_eq!(store.streams(), 2);
+        assert_eq!(store.replay_after(&a0), Err(EventStoreError::Unknown));
+        assert_eq!(store.events(), 2);
+        store.forget_session("s2");
+        assert_eq!((store.streams(), store.events(), store.bytes()), (0, 0, 0));
     }
 
     #[test]
