@@ -174,6 +174,8 @@ pub struct Server {
     meta: Option<meta_cache::MetaCache>,
     /// Where completers put the outcomes of deferred work.
     deferred_queue: std::sync::Arc<deferred::Queue>,
+    /// The entries of `config.skills`, in order, as `skills/list` carries them.
+    skill_entries: Vec<Value>,
     /// The number of the next invocation's work.
     next_work: u64,
     /// Calls waiting for deferred work, by its number.
@@ -188,6 +190,7 @@ impl Server {
             decoder: LineDecoder::new(config.limits.max_line_bytes),
             // Serializing plain strings cannot fail; `{}` keeps the JSON whole regardless.
             info_json: serde_json::to_vec(&config.info).unwrap_or_else(|_| b"{}".to_vec()),
+            skill_entries: config.skills.iter().map(ServedSkill::entry).collect(),
             config,
             outbound: VecDeque::new(),
             session: None,

@@ -47,8 +47,15 @@ impl ServedSkill {
         format!("{}/{relative}", self.root())
     }
 
-    /// The entry, as `skills/list` and `skills/get` carry it.
-    fn entry(&self) -> Value {
+    /// Whether `uri` is `self.uri(relative)`, without building it.
+    fn names(&self, uri: &str, relative: &str) -> bool {
+        let rest = uri.strip_prefix("skill://").and_then(|r| r.strip_prefix(&*self.path));
+        rest.and_then(|r| r.strip_prefix('/')) == Some(relative)
+    }
+
+    /// The entry, as `skills/list` and `skills/get` carry it. It hashes every file: the
+    /// server computes it once ([`Server::new`]), not per request.
+    pub(super) fn entry(&self) -> Value {
         let skill_md = self.files.first().map_or("", |(_, t)| t.as_str());
         let fm = frontmatter::parse(skill_md, usize::MAX).unwrap_or_default();
         let resources: Vec<Value> = self
@@ -81,7 +88,7 @@ impl Server {
         self.config.skills.iter().find_map(|s| {
             s.files
                 .iter()
-                .find(|(rel, _)| s.uri(rel) == uri)
+                .find(|(rel, _)| s.names(uri, rel))
                 .map(|(_, text)| {
                     json!({"contents": [{"uri": uri, "mimeType": "text/markdown", "text": text}]})
                 })
@@ -90,7 +97,7 @@ impl Server {
 
     /// Whether `uri` is a file of a served skill (what [`Server::skill_file`] reads).
     pub(super) fn is_skill_file(&self, uri: &str) -> bool {
-        (self.config.skills.iter()).any(|s| s.files.iter().any(|(rel, _)| s.uri(rel) == uri))
+        (self.config.skills.iter()).any(|s| s.files.iter().any(|(rel, _)| s.names(uri, rel)))
     }
 
     /// `skills/list`, `skills/get` and `resources/directory/read`; `None` for other
@@ -112,13 +119,10 @@ impl Server {
             return Some(Err(invalid("Invalid cursor")));
         }
         Some(match method {
-            "skills/list" => {
-                Ok(json!({"skills": skills.iter().map(ServedSkill::entry).collect::<Vec<_>>()}))
-            }
-            "skills/get" => skills
-                .iter()
-                .find(|s| Some(s.uri("SKILL.md").as_str()) == uri)
-                .map(|s| json!({"skill": s.entry()}))
+            "skills/list" => Ok(json!({"skills": self.skill_entries})),
+            "skills/get" => (skills.iter().zip(&self.skill_entries))
+                .find(|(s, _)| uri.is_some_and(|uri| s.names(uri, "SKILL.md")))
+                .map(|(_, entry)| json!({"skill": entry}))
                 .ok_or_else(|| invalid("No skill is served at this URI")),
             "resources/directory/read" => uri
                 .and_then(|uri| self.directory(uri))
