@@ -18,7 +18,7 @@ use std::fmt::Write as _;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use mcp_proto::server::ConsumptionStore;
+use mcp_proto::server::{ConsumeRefusal, ConsumptionStore};
 use mcp_proto::server::http::{
     EventStore, EventStoreError, EventStream, Replay, SessionRecord, SessionStore,
     SessionStoreError, StoredEvent, event_id, parse_event_id,
@@ -116,9 +116,15 @@ pub struct RedisConsumptionStore {
 }
 
 impl ConsumptionStore for RedisConsumptionStore {
-    fn consume(&mut self, nonce: &[u8], expires_unix_ms: u64, now_unix_ms: u64) -> bool {
+    fn consume(
+        &mut self,
+        nonce: &[u8],
+        expires_unix_ms: u64,
+        now_unix_ms: u64,
+    ) -> Result<(), ConsumeRefusal> {
+        // The codec never makes such nonces: refused as used, without asking Redis.
         if nonce.is_empty() || nonce.len() > MAX_NONCE_BYTES {
-            return false;
+            return Err(ConsumeRefusal::Consumed);
         }
         let mut hex = String::with_capacity(nonce.len() * 2);
         for b in nonce {
@@ -133,7 +139,12 @@ impl ConsumptionStore for RedisConsumptionStore {
             self.redis
                 .client()
                 .command(&[b"SET", &key, b"1", b"NX", b"PX", ttl.as_bytes()]);
-        matches!(reply, Ok(Reply::Status(s)) if s == "OK")
+        match reply {
+            Ok(Reply::Status(s)) if s == "OK" => Ok(()),
+            // `NX` found the key: consumed before.
+            Ok(Reply::Bulk(None)) => Err(ConsumeRefusal::Consumed),
+            _ => Err(ConsumeRefusal::Unavailable),
+        }
     }
 }
 

@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use mcp_proto::server::ConsumptionStore;
+use mcp_proto::server::{ConsumeRefusal, ConsumptionStore};
 use mcp_proto::server::http::{
     EventStore, EventStoreError, EventStream, SessionStore, SessionStoreError,
 };
@@ -36,24 +36,32 @@ fn nonces_are_consumed_once_across_connections_and_expire() {
     };
     let (a, b) = two(&server, "t1:");
     let (mut a, mut b) = (a.consumption_store(), b.consumption_store());
-    assert!(a.consume(b"nonce-1", 1_000_300, 1_000_000));
-    assert!(
-        !b.consume(b"nonce-1", 1_000_300, 1_000_000),
+    assert_eq!(a.consume(b"nonce-1", 1_000_300, 1_000_000), Ok(()));
+    assert_eq!(
+        b.consume(b"nonce-1", 1_000_300, 1_000_000),
+        Err(ConsumeRefusal::Consumed),
         "seen by the other"
     );
-    assert!(!a.consume(b"nonce-1", 1_000_300, 1_000_000));
-    assert!(b.consume(b"nonce-2", 1_000_300, 1_000_000));
-    assert!(!a.consume(b"", 1, 0), "empty nonce refused");
-    assert!(!a.consume(&[7; 65], 1, 0), "oversized nonce refused");
+    assert_eq!(
+        a.consume(b"nonce-1", 1_000_300, 1_000_000),
+        Err(ConsumeRefusal::Consumed)
+    );
+    assert_eq!(b.consume(b"nonce-2", 1_000_300, 1_000_000), Ok(()));
+    assert!(a.consume(b"", 1, 0).is_err(), "empty nonce refused");
+    assert!(a.consume(&[7; 65], 1, 0).is_err(), "oversized nonce refused");
     // It is kept until its state expires (300 ms here), then forgotten.
     let deadline = Instant::now() + Duration::from_secs(5);
-    while !a.consume(b"nonce-1", 2_000_000, 1_000_000) {
+    while a.consume(b"nonce-1", 2_000_000, 1_000_000).is_err() {
         assert!(Instant::now() < deadline, "never expired");
         std::thread::sleep(Duration::from_millis(50));
     }
-    // Redis gone: refused (at most once wins over availability).
+    // Redis gone: refused (at most once wins over availability), and said so: not
+    // "already used".
     drop(server);
-    assert!(!a.consume(b"nonce-3", 2_000_000, 1_000_000));
+    assert_eq!(
+        a.consume(b"nonce-3", 2_000_000, 1_000_000),
+        Err(ConsumeRefusal::Unavailable)
+    );
 }
 
 #[test]

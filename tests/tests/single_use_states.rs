@@ -140,3 +140,30 @@ fn rotating_keys_through_set_state_codec_keeps_single_use() {
         "the tool's effect ran twice"
     );
 }
+
+/// A single-use state the store of used states cannot record (here: full) is refused,
+/// at most once winning over availability, but the client is told the server's trouble
+/// (`-32603`, naming the store, "retry later"), not that its state was "already used":
+/// it did nothing wrong, and its state was never consumed.
+#[test]
+fn a_full_store_of_used_states_is_the_servers_trouble_not_a_replay() {
+    use mcp_proto::server::MemoryConsumptionStore;
+    let runs = Arc::new(AtomicU32::new(0));
+    let counted = Arc::clone(&runs);
+    let mut s = example::server_with(move |c: &mut ServerConfig| {
+        c.tools.push(deploy(counted));
+        c.state_codec = Box::new(
+            codec(KeyRing::new("k1", [1; 32]).unwrap())
+                .consumption_store(Box::new(MemoryConsumptionStore::new(0))),
+        );
+    });
+    let state = first_round(&mut s);
+    let refused = retry(&mut s, &state, accept());
+    assert_eq!(refused["error"]["code"], -32603, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("full") && !message.contains("already used"),
+        "{refused}"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+}

@@ -116,7 +116,7 @@ pub use registry::{
     ToolHandler, ToolNote, ToolOutcome,
 };
 pub use seal::{
-    ConsumptionStore, DEFAULT_STATE_TTL, InvalidKeyId, KeyRing, MAX_KEY_ID_BYTES,
+    ConsumeRefusal, ConsumptionStore, DEFAULT_STATE_TTL, InvalidKeyId, KeyRing, MAX_KEY_ID_BYTES,
     MAX_SEALED_STATE_BYTES, MemoryConsumptionStore, SealedStateCodec,
 };
 pub use skills::ServedSkill;

@@ -494,6 +494,14 @@ impl Server {
                         (s.round, s.asked, s.inputs)
                     }
                     Ok(_) => return Err(bad_state(StateRefusal::OtherRequest)),
+                    // The server's trouble, not the client's: an internal error it may
+                    // retry, not "invalid".
+                    Err(why @ StateRefusal::Unrecorded(_)) => {
+                        return Err(ErrorObject::new(
+                            codes::INTERNAL_ERROR,
+                            format!("requestState refused: {why}; retry later"),
+                        ));
+                    }
                     Err(why) => return Err(bad_state(why)),
                 }
             }

@@ -161,10 +161,35 @@ impl KeyRing {
 /// handler wants used once is refused the second time. Implement it over a shared
 /// store when several server processes open each other's states.
 pub trait ConsumptionStore: Send {
-    /// Records `nonce` as consumed until `expires_unix_ms`. False when it was consumed
-    /// before, or cannot be recorded (the caller then refuses the state: at most once
-    /// wins over availability).
-    fn consume(&mut self, nonce: &[u8], expires_unix_ms: u64, now_unix_ms: u64) -> bool;
+    /// Records `nonce` as consumed until `expires_unix_ms`.
+    ///
+    /// # Errors
+    ///
+    /// [`ConsumeRefusal::Consumed`] when it was consumed before; [`ConsumeRefusal::Full`]
+    /// or [`ConsumeRefusal::Unavailable`] when it cannot be recorded now. Either way the
+    /// state is refused (at most once wins over availability), but only the first tells
+    /// the client its state was used.
+    fn consume(
+        &mut self,
+        nonce: &[u8],
+        expires_unix_ms: u64,
+        now_unix_ms: u64,
+    ) -> Result<(), ConsumeRefusal>;
+}
+
+/// Why a [`ConsumptionStore`] did not record a nonce.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConsumeRefusal {
+    /// It was consumed before.
+    #[error("already used")]
+    Consumed,
+    /// The store holds as many unexpired nonces as it may.
+    #[error("the store of used states is full")]
+    Full,
+    /// The store could not be reached or failed (a store over the network).
+    #[error("the store of used states is unavailable")]
+    Unavailable,
 }
 
 /// An in-memory [`ConsumptionStore`] for one process, bounded: expired nonces are
@@ -208,7 +233,12 @@ impl Default for MemoryConsumptionStore {
 }
 
 impl ConsumptionStore for MemoryConsumptionStore {
-    fn consume(&mut self, nonce: &[u8], expires_unix_ms: u64, now_unix_ms: u64) -> bool {
+    fn consume(
+        &mut self,
+        nonce: &[u8],
+        expires_unix_ms: u64,
+        now_unix_ms: u64,
+    ) -> Result<(), ConsumeRefusal> {
         // Every state has the same lifetime, so insertion order is expiry order (up to
         // clock steps, which only keep a nonce a little longer).
         while let Some((at, _)) = self.order.front() {
@@ -219,12 +249,15 @@ impl ConsumptionStore for MemoryConsumptionStore {
                 self.seen.remove(&old);
             }
         }
-        if self.seen.contains_key(nonce) || self.seen.len() >= self.capacity {
-            return false;
+        if self.seen.contains_key(nonce) {
+            return Err(ConsumeRefusal::Consumed);
+        }
+        if self.seen.len() >= self.capacity {
+            return Err(ConsumeRefusal::Full);
         }
         self.seen.insert(nonce.to_vec(), expires_unix_ms);
         self.order.push_back((expires_unix_ms, nonce.to_vec()));
-        true
+        Ok(())
     }
 }
 
@@ -423,8 +456,10 @@ impl RequestStateCodec for SealedStateCodec {
             let nonce = URL_SAFE_NO_PAD
                 .decode(&payload.nonce)
                 .map_err(|_| StateRefusal::Malformed)?;
-            if !self.store.consume(&nonce, payload.expires, now) {
-                return Err(StateRefusal::Replayed);
+            match self.store.consume(&nonce, payload.expires, now) {
+                Ok(()) => {}
+                Err(ConsumeRefusal::Consumed) => return Err(StateRefusal::Replayed),
+                Err(why) => return Err(StateRefusal::Unrecorded(why)),
             }
         }
         Ok(payload.state)
@@ -564,11 +599,15 @@ mod tests {
     #[test]
     fn the_memory_store_forgets_expired_nonces_and_fails_closed_when_full() {
         let mut store = MemoryConsumptionStore::new(2);
-        assert!(store.consume(b"a", 10, 0));
-        assert!(store.consume(b"b", 20, 0));
-        assert!(!store.consume(b"a", 10, 5), "seen");
-        assert!(!store.consume(b"c", 30, 5), "full: refused, not evicted");
-        assert!(store.consume(b"c", 30, 10), "a expired at 10");
+        assert_eq!(store.consume(b"a", 10, 0), Ok(()));
+        assert_eq!(store.consume(b"b", 20, 0), Ok(()));
+        assert_eq!(store.consume(b"a", 10, 5), Err(ConsumeRefusal::Consumed));
+        assert_eq!(
+            store.consume(b"c", 30, 5),
+            Err(ConsumeRefusal::Full),
+            "full: refused, not evicted"
+        );
+        assert_eq!(store.consume(b"c", 30, 10), Ok(()), "a expired at 10");
         assert_eq!(store.len(), 2);
     }
 }

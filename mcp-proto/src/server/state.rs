@@ -123,9 +123,13 @@ pub enum StateRefusal {
     /// Issued for another method, tool or arguments.
     #[error("issued for another request")]
     OtherRequest,
-    /// Single use, and used before (or the consumption store could not record it).
+    /// Single use, and used before.
     #[error("already used")]
     Replayed,
+    /// Single use, and its use could not be recorded now (the store of used states is
+    /// full or unavailable): refused, though the client did nothing wrong.
+    #[error("its use cannot be recorded now: {0}")]
+    Unrecorded(super::ConsumeRefusal),
 }
 
 /// Turns a [`RequestState`] into the opaque `requestState` string and back.
