@@ -18,11 +18,11 @@ use std::fmt::Write as _;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use mcp_proto::server::{ConsumeRefusal, ConsumptionStore};
 use mcp_proto::server::http::{
     EventStore, EventStoreError, EventStream, Replay, SessionRecord, SessionStore,
     SessionStoreError, StoredEvent, event_id, parse_event_id,
 };
+use mcp_proto::server::{ConsumeRefusal, ConsumptionStore};
 
 use crate::client::{RedisClient, RedisError, RedisOptions};
 use crate::resp::Reply;

@@ -6,10 +6,10 @@
 
 use std::time::{Duration, Instant};
 
-use mcp_proto::server::{ConsumeRefusal, ConsumptionStore};
 use mcp_proto::server::http::{
     EventStore, EventStoreError, EventStream, SessionStore, SessionStoreError,
 };
+use mcp_proto::server::{ConsumeRefusal, ConsumptionStore};
 use mcp_redis::{Redis, RedisClient, RedisEventLimits, RedisOptions, Reply};
 use mcp_tests::redis::RedisServer;
 
@@ -48,7 +48,10 @@ fn nonces_are_consumed_once_across_connections_and_expire() {
     );
     assert_eq!(b.consume(b"nonce-2", 1_000_300, 1_000_000), Ok(()));
     assert!(a.consume(b"", 1, 0).is_err(), "empty nonce refused");
-    assert!(a.consume(&[7; 65], 1, 0).is_err(), "oversized nonce refused");
+    assert!(
+        a.consume(&[7; 65], 1, 0).is_err(),
+        "oversized nonce refused"
+    );
     // It is kept until its state expires (300 ms here), then forgotten.
     let deadline = Instant::now() + Duration::from_secs(5);
     while a.consume(b"nonce-1", 2_000_000, 1_000_000).is_err() {

@@ -49,7 +49,9 @@ impl ServedSkill {
 
     /// Whether `uri` is `self.uri(relative)`, without building it.
     fn names(&self, uri: &str, relative: &str) -> bool {
-        let rest = uri.strip_prefix("skill://").and_then(|r| r.strip_prefix(&*self.path));
+        let rest = uri
+            .strip_prefix("skill://")
+            .and_then(|r| r.strip_prefix(&*self.path));
         rest.and_then(|r| r.strip_prefix('/')) == Some(relative)
     }
 

@@ -413,7 +413,12 @@ mod tests {
             ..EventStoreLimits::default()
         };
         let mut store = MemoryEventStore::new(limits);
-        let (a, b, c, d) = (stream("s1", 1), stream("s2", 2), stream("s1", 3), stream("s2", 4));
+        let (a, b, c, d) = (
+            stream("s1", 1),
+            stream("s2", 2),
+            stream("s1", 3),
+            stream("s2", 4),
+        );
         let a0 = store.append(&a, b"").unwrap();
         let b0 = store.append(&b, b"").unwrap();
         store.append(&c, b"").unwrap();
