@@ -41,6 +41,13 @@ pub struct ServerLimits {
     /// arguments and answers so far, estimated); a call past it is answered with
     /// `-32603` at once. Default 64 MiB.
     pub max_deferred_bytes: usize,
+    /// Of `max_deferred_bytes`, what the calls of one principal waiting for deferred
+    /// work may hold together (all unauthenticated clients together are one principal);
+    /// a call past it is answered with `-32603` at once. Without it, one client's few
+    /// calls with large arguments held the whole budget, and every other client's
+    /// deferred calls were refused until they ended. Default 16 MiB, a quarter of
+    /// `max_deferred_bytes`, as for `max_task_bytes_per_principal`.
+    pub max_deferred_bytes_per_principal: usize,
     /// Input rounds one tool call may take (both eras) before it fails with an `isError`
     /// result. Default 10.
     pub max_input_rounds: u32,
@@ -93,6 +100,7 @@ impl Default for ServerLimits {
             max_pending_inputs: 64,
             max_deferred_calls: 1024,
             max_deferred_bytes: 64 * 1024 * 1024,
+            max_deferred_bytes_per_principal: 16 * 1024 * 1024,
             max_input_rounds: 10,
             max_inputs_per_round: 16,
             max_subscriptions: 256,

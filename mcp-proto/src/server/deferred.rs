@@ -30,8 +30,11 @@
 //! session or task ended, the server was dropped) is forgotten: [`Completer::is_cancelled`] turns true for the work to stop
 //! early, and its outcome, when it comes, is dropped. At most
 //! [`ServerLimits::max_deferred_calls`](super::ServerLimits::max_deferred_calls) calls
-//! wait at once; one more is answered with an error at once and its completer is
-//! cancelled.
+//! wait at once, holding at most
+//! [`ServerLimits::max_deferred_bytes`](super::ServerLimits::max_deferred_bytes), of which
+//! one principal's calls hold at most
+//! [`ServerLimits::max_deferred_bytes_per_principal`](super::ServerLimits::max_deferred_bytes_per_principal);
+//! one more is answered with an error at once and its completer is cancelled.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, VecDeque};
@@ -268,6 +271,8 @@ pub(crate) struct Parked {
     /// What it holds in memory (arguments, answers so far), estimated.
     pub(crate) bytes: usize,
     pub(crate) kind: Kind,
+    /// The principal whose request it answers (counted against its share of the bytes).
+    pub(crate) principal: Option<String>,
 }
 
 /// The calls waiting for deferred work, by its number, with running totals so that
@@ -279,6 +284,8 @@ pub(crate) struct ParkedCalls {
     bytes: usize,
     /// How many are a task's work.
     tasks: usize,
+    /// The sum of their [`Parked::bytes`] per principal (those holding any).
+    by_principal: BTreeMap<Option<String>, usize>,
 }
 
 impl ParkedCalls {
@@ -290,8 +297,23 @@ impl ParkedCalls {
         self.calls.is_empty()
     }
 
+    /// What the calls of `principal` hold.
+    fn held_by(&self, principal: Option<&String>) -> usize {
+        self.by_principal
+            .get(&principal.cloned())
+            .copied()
+            .unwrap_or(0)
+    }
+
     fn insert(&mut self, work: u64, parked: Parked) {
         self.bytes = self.bytes.saturating_add(parked.bytes);
+        if parked.bytes > 0 {
+            let theirs = self
+                .by_principal
+                .entry(parked.principal.clone())
+                .or_default();
+            *theirs = theirs.saturating_add(parked.bytes);
+        }
         self.tasks += usize::from(matches!(parked.kind, Kind::Task(_)));
         if let Some(old) = self.calls.insert(work, parked) {
             self.forget(&old);
@@ -306,6 +328,14 @@ impl ParkedCalls {
 
     fn forget(&mut self, parked: &Parked) {
         self.bytes = self.bytes.saturating_sub(parked.bytes);
+        if parked.bytes > 0
+            && let Some(theirs) = self.by_principal.get_mut(&parked.principal)
+        {
+            *theirs = theirs.saturating_sub(parked.bytes);
+            if *theirs == 0 {
+                self.by_principal.remove(&parked.principal);
+            }
+        }
         self.tasks -= usize::from(matches!(parked.kind, Kind::Task(_)));
     }
 
@@ -335,6 +365,7 @@ impl ParkedCalls {
             parked.deferral.cancel();
         }
         (self.bytes, self.tasks) = (0, 0);
+        self.by_principal.clear();
     }
 }
 
@@ -413,12 +444,19 @@ impl Server {
     ) -> Result<(), ErrorObject> {
         let limits = &self.config.limits;
         let (max, max_bytes) = (limits.max_deferred_calls, limits.max_deferred_bytes);
-        let over = |d: &ParkedCalls| d.len() >= max || d.bytes.saturating_add(bytes) > max_bytes;
+        let share = limits.max_deferred_bytes_per_principal;
+        let principal = self.principal.clone();
+        let over = |d: &ParkedCalls| {
+            d.len() >= max
+                || d.bytes.saturating_add(bytes) > max_bytes
+                || d.held_by(principal.as_ref()).saturating_add(bytes) > share
+        };
         if over(&self.deferred) {
             // Only at the bound: calls that ended may still hold a place.
             self.deferred.sweep_cancelled();
         }
         let held = self.deferred.bytes;
+        let theirs = self.deferred.held_by(principal.as_ref());
         let refusal = if self.deferred.len() >= max {
             Some(format!(
                 "Too many tool calls wait for deferred work (max_deferred_calls {max})"
@@ -427,6 +465,11 @@ impl Server {
             Some(format!(
                 "The tool calls waiting for deferred work would hold more than {max_bytes} \
                  bytes (max_deferred_bytes)"
+            ))
+        } else if theirs.saturating_add(bytes) > share {
+            Some(format!(
+                "This client's tool calls waiting for deferred work would hold more than \
+                 {share} bytes (max_deferred_bytes_per_principal)"
             ))
         } else {
             None
@@ -443,6 +486,7 @@ impl Server {
                 request,
                 bytes,
                 kind,
+                principal,
             },
         );
         Ok(())
