@@ -470,8 +470,49 @@ pub(crate) struct JsonSecrets {
     after: AfterString,
 }
 
-/// Longest JSON member name compared with [`SECRET_JSON_KEYS`].
-const MAX_JSON_KEY: usize = 64;
+/// Longest JSON member name, as written, compared with [`SECRET_JSON_KEYS`]: room for
+/// the longest of them with every character written as a `\uXXXX` escape.
+const MAX_JSON_KEY: usize = 6 * 32;
+
+/// The name a JSON string's text (between its quotes) decodes to, for the comparison
+/// with [`SECRET_JSON_KEYS`]: escapes read (`\u005f` is `_`); a character outside ASCII
+/// stands as `0xFF`, matching no secret name. Text without a backslash is its own name.
+fn json_name(raw: &[u8]) -> Cow<'_, [u8]> {
+    if !raw.contains(&b'\\') {
+        return Cow::Borrowed(raw);
+    }
+    let mut name = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    while let Some(&b) = raw.get(i) {
+        i += 1;
+        if b != b'\\' {
+            name.push(b);
+            continue;
+        }
+        let Some(&e) = raw.get(i) else { break };
+        i += 1;
+        let decoded = match e {
+            b'u' => {
+                let code = raw
+                    .get(i..i + 4)
+                    .and_then(|h| std::str::from_utf8(h).ok())
+                    .and_then(|h| u16::from_str_radix(h, 16).ok());
+                i += 4;
+                code.and_then(|c| u8::try_from(c).ok())
+                    .filter(u8::is_ascii)
+                    .unwrap_or(0xFF)
+            }
+            b'b' => 0x08,
+            b'f' => 0x0c,
+            b'n' => b'\n',
+            b'r' => b'\r',
+            b't' => b'\t',
+            other => other,
+        };
+        name.push(decoded);
+    }
+    Cow::Owned(name)
+}
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 enum AfterString {
@@ -500,7 +541,10 @@ impl JsonSecrets {
                     self.keep(b);
                 } else if b == b'"' {
                     self.in_string = false;
-                    self.after = if !self.hiding && !self.long && is_secret_json_key(&self.key) {
+                    self.after = if !self.hiding
+                        && !self.long
+                        && is_secret_json_key(&json_name(&self.key))
+                    {
                         AfterString::SecretName
                     } else {
                         AfterString::Nothing

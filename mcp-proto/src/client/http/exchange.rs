@@ -543,7 +543,10 @@ impl HttpLink {
             }
             Body::Sse(_) => self.stream_ended(now, x, "the event stream ended"),
             Body::Failure(ref buf) => {
-                let response = match Message::decode(buf) {
+                // A message from the server like any other: held to the same bounds.
+                let limits = &self.client.config().limits;
+                let (depth, parsed) = (limits.max_nesting_depth, limits.max_parsed_bytes);
+                let response = match Message::decode_within(buf, depth, parsed) {
                     Ok(Message::Response(r)) => Some(r),
                     _ => None,
                 };

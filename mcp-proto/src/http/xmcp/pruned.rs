@@ -311,7 +311,7 @@ impl<'de> Visitor<'de> for ToolSeed<'_> {
         let (mut name, mut schema) = (None, None);
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {
-                "name" => name = map.next_value_seed(NameOnly)?,
+                "name" => name = map.next_value_seed(NameValue)?,
                 "inputSchema" => {
                     schema = map.next_value_seed(Seed {
                         place: Place::Schema,
@@ -355,12 +355,67 @@ impl<'de> Visitor<'de> for NameOnly {
         let mut name = None;
         while let Some(key) = map.next_key::<String>()? {
             if key == "name" {
-                name = map.next_value_seed(NameOnly)?;
+                name = map.next_value_seed(NameValue)?;
             } else {
                 map.next_value::<IgnoredAny>()?;
             }
         }
         Ok(name)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+}
+
+/// The value of a tool's `name` member: its text when it is a string, `None` for any
+/// other value (an object is not read for a `name` of its own: a tool so named has no
+/// name, as the typed view of the listing reads it).
+struct NameValue;
+
+impl<'de> DeserializeSeed<'de> for NameValue {
+    type Value = Option<String>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for NameValue {
+    type Value = Option<String>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a tool name")
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Some(v.to_owned()))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(None)
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
