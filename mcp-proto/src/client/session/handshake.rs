@@ -52,9 +52,12 @@ impl Session {
             .known_era
             .filter(|(era, v)| *era == Era::Legacy && self.config.versions.accepts(*v));
         match (self.config.era_mode, known_legacy) {
-            (EraMode::Auto, Some((_, version))) => {
+            // The verdict says which era, not which version: `initialize` offers the
+            // newest legacy version as ever (the server counter-offers if it must), so a
+            // version the origin once settled on does not stick to it for good.
+            (EraMode::Auto, Some(_)) => {
                 self.tentative_legacy = true;
-                self.send_initialize(now, version);
+                self.send_initialize(now, self.newest_legacy());
             }
             (EraMode::Legacy, _) => self.send_initialize(now, self.newest_legacy()),
             _ => self.send_probe(now, ProtocolVersion::LATEST_MODERN, false),

@@ -142,7 +142,22 @@ impl Session {
     ) {
         self.peer_error(error.clone());
         if sniffed.has_method {
-            return; // a request or a notification: it answers nothing
+            // A request or a notification: it answers nothing. A request still gets
+            // its answer, an error naming what was wrong (as JSON-RPC wants, and as the
+            // server machine answers its clients): the server would wait for it
+            // otherwise.
+            if let Some(id) = &sniffed.id
+                && !matches!(id, RequestId::String(s) if s.len() > MAX_ECHO_BYTES)
+                && !self.waits_under(id)
+                && self.state != super::State::Closed
+            {
+                let e =
+                    ErrorObject::new(codes::INVALID_REQUEST, format!("Invalid request: {error}"));
+                let mut out = Vec::new();
+                jsonrpc::encode_error(&mut out, Some(id), &e);
+                self.push_out(out, OutKind::Response);
+            }
+            return;
         }
         let rpc = match &sniffed.id {
             Some(RequestId::Number(n)) => *n,
@@ -775,6 +790,13 @@ impl Session {
         }
     }
 
+    /// Whether a request of the server waits for the user under `id`.
+    fn waits_under(&self, id: &RequestId) -> bool {
+        self.inputs
+            .values()
+            .any(|p| matches!(p, PendingInput::Legacy { server_id, .. } if server_id == id))
+    }
+
     /// A legacy server→client request.
     pub(super) fn handle_server_request(&mut self, now: Instant, r: Request) {
         if matches!(&r.id, RequestId::String(id) if id.len() > MAX_ECHO_BYTES) {
@@ -784,6 +806,13 @@ impl Session {
                 method: r.method,
                 reason: format!("its id is longer than {MAX_ECHO_BYTES} bytes; not answered"),
             });
+            return;
+        }
+        // A reused id is never answered, whatever it asks, at the limit or not: an
+        // answer carrying it would read as the answer to the request still waiting
+        // under it.
+        if self.waits_under(&r.id) {
+            self.peer_error(PeerError::ReusedRequestId { id: r.id });
             return;
         }
         let refuse = |this: &mut Self, e: ErrorObject| {
@@ -807,6 +836,17 @@ impl Session {
             jsonrpc::encode_result(&mut out, Some(&r.id), &jsonrpc::to_raw(&Map::new()));
             self.push_out(out, OutKind::Response);
             return;
+        }
+        let probing = (self.handshake.as_ref())
+            .is_some_and(|h| matches!(h.phase, super::Phase::Probe { .. }));
+        if probing {
+            // The era is not settled: a 2026-07-28 server never asks, and a legacy one
+            // has not been initialized. Nothing reaches the user (nor holds deadlines).
+            let e = ErrorObject::new(
+                codes::INVALID_REQUEST,
+                "no requests before the protocol version is agreed",
+            );
+            return refuse(self, e);
         }
         let (request, check) = match self.check_input_request(&r.method, r.params.as_deref()) {
             Ok(Vetted::Ask(req, check)) => (req, check),
@@ -838,14 +878,6 @@ impl Session {
         if waiting_bytes + bytes > limits.max_pending_input_bytes {
             let e = ErrorObject::new(codes::INTERNAL_ERROR, "too many bytes of requests waiting");
             return refuse(self, e);
-        }
-        let duplicate = self
-            .inputs
-            .values()
-            .any(|p| matches!(p, PendingInput::Legacy { server_id, .. } if *server_id == r.id));
-        if duplicate {
-            self.peer_error(PeerError::ReusedRequestId { id: r.id });
-            return;
         }
         if let InputRequest::Elicitation(p) = &request
             && p.is_url_mode()

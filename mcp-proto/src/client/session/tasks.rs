@@ -761,8 +761,24 @@ impl Session {
                 .push_back(Event::TaskStatus { call: None, task });
             return Ok(());
         };
+        // The poll already due stays due: a server that repeats its status faster than
+        // its poll interval must not put the polls off for ever (a requestor does not
+        // depend on status notifications, and `max_task_polls` counts polls).
+        let due = self
+            .calls
+            .get(&id)
+            .filter(|c| c.rpc_id.is_none())
+            .and_then(|c| c.deadline.map(|d| (d, c.armed)));
         if self.task_view(id, &object, result) {
             self.task_next(now, id);
+        }
+        if let Some((due, armed)) = due
+            && let Some(call) = self.calls.get_mut(&id)
+            && call.rpc_id.is_none()
+            && call.deadline.is_some_and(|d| d > due)
+        {
+            call.deadline = Some(due);
+            call.armed = armed;
         }
         // The task ended while its `tasks/result` waited without a deadline of its own
         // (the person's time): its answer is due now, within the call's timeout.

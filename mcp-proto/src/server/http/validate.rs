@@ -68,11 +68,12 @@ pub(super) fn legacy_version_header(
     match single_header(http, MCP_PROTOCOL_VERSION)? {
         Some(v) if !std::str::from_utf8(v).is_ok_and(|v| serves_legacy(server, v)) => {
             let shown = String::from_utf8_lossy(v);
+            let shown = clipped(&shown);
             Err(ErrorObject::new(
                 codes::INVALID_REQUEST,
                 format!("Bad Request: unsupported {MCP_PROTOCOL_VERSION}: {shown}"),
             )
-            .with_data(version_data(server, &shown)))
+            .with_data(version_data(server, shown)))
         }
         _ => Ok(()),
     }
