@@ -38,6 +38,8 @@ struct Slot<T> {
     waker: Option<Waker>,
     /// The [`Reply`] is gone: sent (the value is here) or dropped unsent.
     replied: bool,
+    /// The [`Answer`] was given up ([`Answer::abandon`]): a value sent now is not kept.
+    abandoned: bool,
 }
 
 type Shared<T> = Arc<Mutex<Slot<T>>>;
@@ -52,6 +54,7 @@ pub fn channel<T>() -> (Reply<T>, Answer<T>) {
         value: None,
         waker: None,
         replied: false,
+        abandoned: false,
     }));
     (Reply(Arc::clone(&shared)), Answer(shared))
 }
@@ -65,6 +68,22 @@ impl<T> Reply<T> {
     pub fn send(self, value: T) {
         lock(&self.0).value = Some(value);
         // Dropping `self` marks the reply given and wakes the awaiting task.
+    }
+
+    /// Sends `value`, or gives it back when the caller gave up its [`Answer`]
+    /// ([`Answer::abandon`]): what it started is then the driver's to undo.
+    ///
+    /// # Errors
+    /// `value`, when the answer was abandoned.
+    pub fn try_send(self, value: T) -> Result<(), T> {
+        {
+            let mut slot = lock(&self.0);
+            if slot.abandoned {
+                return Err(value);
+            }
+            slot.value = Some(value);
+        }
+        Ok(())
     }
 }
 
@@ -92,6 +111,16 @@ impl<T> fmt::Debug for Reply<T> {
 /// was dropped unsent.
 #[must_use = "an answer does nothing unless awaited"]
 pub struct Answer<T>(Shared<T>);
+
+impl<T> Answer<T> {
+    /// Gives the answer up: the value already sent, if any (the caller's to undo); a
+    /// value sent later goes back to the sender ([`Reply::try_send`]).
+    pub fn abandon(self) -> Option<T> {
+        let mut slot = lock(&self.0);
+        slot.abandoned = true;
+        slot.value.take()
+    }
+}
 
 impl<T> Future for Answer<T> {
     type Output = Result<T, Dropped>;

@@ -501,12 +501,17 @@ impl<F: Flavour> Options<F> {
                 message,
             } => {
                 if let Some(f) = &mut self.progress {
-                    f(&Progress {
+                    let progress = Progress {
                         call,
                         progress,
                         total,
                         message,
-                    });
+                    };
+                    // A callback that panics loses that one notice, nothing else: it runs
+                    // on whichever thread drives (`mcp-blocking`, where the panic took down
+                    // that thread's own call) or inside the driver (`mcp-smol`, where it
+                    // ended the connection and every call on it).
+                    contained(|| f(&progress));
                 }
                 None
             }
@@ -526,9 +531,15 @@ impl<F: Flavour> Options<F> {
             }
             Event::AuthorizationRequested { url } => {
                 reply(match &mut self.authorization_handler {
-                    Some(h) => match h.authorize(&url) {
-                        Ok(callback) => Reply::AuthorizationCallback(callback),
-                        Err(why) => Reply::AuthorizationAbandoned(why),
+                    Some(h) => match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        h.authorize(&url)
+                    })) {
+                        Ok(Ok(callback)) => Reply::AuthorizationCallback(callback),
+                        Ok(Err(why)) => Reply::AuthorizationAbandoned(why),
+                        Err(panic) => Reply::AuthorizationAbandoned(format!(
+                            "the authorization handler failed: {}",
+                            panic_message(&*panic)
+                        )),
                     },
                     None => Reply::AuthorizationAbandoned(format!(
                         "approval needed at {url}, and no authorization handler is set"
@@ -538,13 +549,13 @@ impl<F: Flavour> Options<F> {
             }
             Event::CredentialsChanged(c) => {
                 if let Some(f) = &mut self.on_credentials {
-                    f(&c);
+                    contained(|| f(&c));
                 }
                 None
             }
             Event::Log { call, message } => match &mut self.on_log {
                 Some(f) => {
-                    f(call, &message);
+                    contained(|| f(call, &message));
                     None
                 }
                 None => Some(Event::Log { call, message }),
@@ -552,7 +563,7 @@ impl<F: Flavour> Options<F> {
             Event::ElicitationCompleted { elicitation_id } => {
                 match &mut self.on_elicitation_complete {
                     Some(f) => {
-                        f(&elicitation_id);
+                        contained(|| f(&elicitation_id));
                         None
                     }
                     None => Some(Event::ElicitationCompleted { elicitation_id }),
@@ -601,11 +612,22 @@ pub fn push_newest<T>(queue: &mut VecDeque<T>, item: T, max: usize) -> bool {
     dropped
 }
 
+/// What a panic said, when it said it as text.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
+    (panic.downcast_ref::<&str>().copied())
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)")
+}
+
+/// Runs a notification callback of the application, a panic in it contained (see the
+/// progress callback in [`Options::handle_event`]).
+fn contained(f: impl FnOnce()) {
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+}
+
 /// The refusal sent for a request whose input handler panicked, with the panic's message.
 fn handler_panicked(panic: &(dyn std::any::Any + Send)) -> ErrorObject {
-    let said = (panic.downcast_ref::<&str>().copied())
-        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("(no message)");
+    let said = panic_message(panic);
     ErrorObject::new(
         mcp_proto::jsonrpc::codes::INTERNAL_ERROR,
         format!("the client's input handler failed: {said}"),

@@ -324,7 +324,18 @@ impl Client {
             request: CallRequest::listen(filter),
             reply,
         })?;
-        rx.await.unwrap_or_else(|_| Err(self.gone()))
+        // Dropped before it resolves, the future ends the subscription it started.
+        let mut guard = EndListenOnDrop {
+            tx: &self.tx,
+            answer: Some(rx),
+        };
+        let outcome = std::future::poll_fn(|cx| match guard.answer.as_mut() {
+            Some(answer) => std::future::Future::poll(std::pin::Pin::new(answer), cx),
+            None => std::task::Poll::Ready(Err(oneshot::Dropped)),
+        })
+        .await;
+        guard.answer = None;
+        outcome.unwrap_or_else(|_| Err(self.gone()))
     }
 
     /// Ends the subscription `subscription` (`notifications/cancelled` on stdio,
@@ -559,6 +570,22 @@ impl Client {
 }
 
 /// Cancels a call whose future is dropped before the answer arrives.
+/// Ends the subscription of a [`Client::listen`] future dropped before it resolved: the
+/// one already started (its id sent, not yet taken), or, through the abandoned answer,
+/// the one the driver starts later.
+struct EndListenOnDrop<'a> {
+    tx: &'a Poster<Command>,
+    answer: Option<oneshot::Answer<Result<mcp_proto::client::CallId, Error>>>,
+}
+
+impl Drop for EndListenOnDrop<'_> {
+    fn drop(&mut self) {
+        if let Some(Ok(call)) = self.answer.take().and_then(oneshot::Answer::abandon) {
+            let _ = self.tx.post(Command::EndListen(call));
+        }
+    }
+}
+
 struct CancelOnDrop<'a> {
     tx: &'a Poster<Command>,
     key: Option<u64>,

@@ -134,7 +134,12 @@ impl Facade {
                 }
             },
             Command::Listen { request, reply } => {
-                reply.send(machine.call(now, request).map_err(Error::from));
+                // A listen whose future was dropped meanwhile ends at once: nobody could
+                // end it, and it would hold one of the subscriptions for good.
+                let started = machine.call(now, request).map_err(Error::from);
+                if let Err(Ok(call)) = reply.try_send(started) {
+                    let _ = machine.cancel(now, call);
+                }
             }
             Command::EndListen(call) => {
                 let _ = machine.cancel(now, call);

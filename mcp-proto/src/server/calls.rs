@@ -76,6 +76,12 @@ fn object_or_empty(arguments: Option<Value>) -> Result<Value, ErrorObject> {
     }
 }
 
+/// Runs an application's callback; `None` when it panicked. Every handler the server
+/// runs goes through here, so that a panic fails only the request it was for.
+pub(super) fn unwound<T>(f: impl FnOnce() -> T) -> Option<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).ok()
+}
+
 /// Runs the handler of tool `target.name` once. Its outcome, and when that is
 /// [`ToolOutcome::Deferred`], the deferral the handler took (`work` is its number). A
 /// `Deferred` without a completer taken is `-32603` (nothing could ever answer it); a
@@ -107,7 +113,20 @@ pub(super) fn invoke(
         progress_token,
         deferral: Some(&slot),
     };
-    let outcome = (tool.handler)(&call);
+    // A handler that panics is answered as failed, its call and the server's state
+    // intact: unwinding through the machine would leave a session's state swapped in
+    // for the next client, and end every other call of an adapter driving one future.
+    // The panic's message stays in the server (it may tell more than a client should
+    // know).
+    let outcome = unwound(|| (tool.handler)(&call)).unwrap_or_else(|| {
+        ToolOutcome::Error(ErrorObject::new(
+            codes::INTERNAL_ERROR,
+            format!(
+                "tool `{}` failed (its handler panicked)",
+                clipped(&target.name)
+            ),
+        ))
+    });
     let taken = slot.release();
     match (outcome, taken) {
         (ToolOutcome::Deferred, Some(state)) => {

@@ -17,7 +17,7 @@ use serde_json::{Map, Value, json};
 use crate::jsonrpc::{ErrorObject, codes};
 use crate::version::Era;
 
-use super::calls::invalid;
+use super::calls::{invalid, unwound};
 use super::registry::{PromptCall, ToolOutcome};
 use super::{Params, Server};
 
@@ -113,11 +113,16 @@ impl Server {
         }
         let found = match self.config.resources.iter().find(|r| r.uri == uri) {
             Some(r) => Some(r.contents()),
-            None => self
-                .config
-                .resource_reader
-                .as_mut()
-                .and_then(|read| read(uri)),
+            None => match self.config.resource_reader.as_mut() {
+                // A reader that panics fails the read, nothing else (see `calls::invoke`).
+                Some(read) => unwound(|| read(uri)).ok_or_else(|| {
+                    ErrorObject::new(
+                        codes::INTERNAL_ERROR,
+                        "the resource reader failed (it panicked)",
+                    )
+                })?,
+                None => None,
+            },
         };
         match found {
             // A reader's answer must at least be an object with contents; an empty
@@ -154,7 +159,7 @@ impl Server {
                 .config
                 .resource_reader
                 .as_mut()
-                .is_some_and(|read| read(uri).is_some())
+                .is_some_and(|read| unwound(|| read(uri)).flatten().is_some())
     }
 
     fn complete(&mut self, params: &Params) -> Result<Value, ErrorObject> {
@@ -195,7 +200,13 @@ impl Server {
         let Some(handler) = self.config.completion.as_mut() else {
             return Err(invalid("no completions"));
         };
-        let mut values = handler(&reference, name, value, &context)?;
+        let mut values =
+            unwound(|| handler(&reference, name, value, &context)).ok_or_else(|| {
+                ErrorObject::new(
+                    codes::INTERNAL_ERROR,
+                    "the completion handler failed (it panicked)",
+                )
+            })??;
         let total = values.len();
         values.truncate(100);
         Ok(json!({"completion": {
@@ -284,7 +295,19 @@ impl Server {
             round,
             client_capabilities,
         };
-        (prompt.handler)(&call).now()
+        // As a tool's (see `calls::invoke`): a panic fails the request, nothing else.
+        unwound(|| (prompt.handler)(&call)).map_or_else(
+            || {
+                ToolOutcome::Error(ErrorObject::new(
+                    codes::INTERNAL_ERROR,
+                    format!(
+                        "prompt `{}` failed (its handler panicked)",
+                        super::calls::clipped(name)
+                    ),
+                ))
+            },
+            ToolOutcome::now,
+        )
     }
 
     /// The answer for a prompt outcome other than asking: the result (an object), or
