@@ -179,12 +179,11 @@ fn smol_serve_http_goes_on_serving_other_clients_after_a_tool_panics() {
     let mut a = mcp_blocking::Client::connect_http(&url, config()).expect("A connects");
     let boom = CallRequest::call_tool("boom", json!({})).timeout(Duration::from_secs(5));
     let _ = a.request(boom);
-    let b = mcp_blocking::Client::connect_http(&url, config());
-    let echoed = b.and_then(|mut b| {
-        let call =
-            CallRequest::call_tool("echo", json!({"text": "B"})).timeout(Duration::from_secs(5));
-        b.request(call)
-    });
+    let call = CallRequest::call_tool("echo", json!({"text": "B"})).timeout(Duration::from_secs(5));
+    let echoed = match mcp_blocking::Client::connect_http(&url, config()) {
+        Ok(mut b) => b.request(call),
+        Err(e) => Err(e),
+    };
     drop(stop);
     let ended = serving.join();
     assert!(echoed.is_ok(), "B after A's panic: {echoed:?}");
