@@ -91,7 +91,10 @@ pub(super) fn prune_tool(raw: &str) -> Option<(String, Result<Option<Node>, Unre
         Err(_) if too_deep.get() => {
             // The name may come after the schema: read it alone.
             let mut de = serde_json::Deserializer::from_str(raw);
-            let name = NameOnly.deserialize(&mut de).ok().flatten()?;
+            let name = Name { whole_tool: true }
+                .deserialize(&mut de)
+                .ok()
+                .flatten()?;
             Some((name, Err(Unread::TooDeep)))
         }
         Err(_) => None,
@@ -311,7 +314,7 @@ impl<'de> Visitor<'de> for ToolSeed<'_> {
         let (mut name, mut schema) = (None, None);
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {
-                "name" => name = map.next_value_seed(NameValue)?,
+                "name" => name = map.next_value_seed(Name { whole_tool: false })?,
                 "inputSchema" => {
                     schema = map.next_value_seed(Seed {
                         place: Place::Schema,
@@ -328,10 +331,15 @@ impl<'de> Visitor<'de> for ToolSeed<'_> {
     }
 }
 
-/// A string, or `None` for any other value (a tool whose `name` is the only part read).
-struct NameOnly;
+/// A tool's name: the text of a string, `None` for any other value. Read over the whole
+/// tool (`whole_tool`, when only its name is wanted), it is that object's `name` member
+/// read the same way; read over a `name` member's value, an object there is not looked
+/// into (a tool so named has no name, as the typed view of the listing reads it).
+struct Name {
+    whole_tool: bool,
+}
 
-impl<'de> DeserializeSeed<'de> for NameOnly {
+impl<'de> DeserializeSeed<'de> for Name {
     type Value = Option<String>;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
@@ -339,7 +347,7 @@ impl<'de> DeserializeSeed<'de> for NameOnly {
     }
 }
 
-impl<'de> Visitor<'de> for NameOnly {
+impl<'de> Visitor<'de> for Name {
     type Value = Option<String>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -351,71 +359,15 @@ impl<'de> Visitor<'de> for NameOnly {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        // The whole tool: only its name is read.
         let mut name = None;
         while let Some(key) = map.next_key::<String>()? {
-            if key == "name" {
-                name = map.next_value_seed(NameValue)?;
+            if self.whole_tool && key == "name" {
+                name = map.next_value_seed(Name { whole_tool: false })?;
             } else {
                 map.next_value::<IgnoredAny>()?;
             }
         }
         Ok(name)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(None)
-    }
-
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-
-    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-}
-
-/// The value of a tool's `name` member: its text when it is a string, `None` for any
-/// other value (an object is not read for a `name` of its own: a tool so named has no
-/// name, as the typed view of the listing reads it).
-struct NameValue;
-
-impl<'de> DeserializeSeed<'de> for NameValue {
-    type Value = Option<String>;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for NameValue {
-    type Value = Option<String>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a tool name")
-    }
-
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(Some(v.to_owned()))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(None)
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
