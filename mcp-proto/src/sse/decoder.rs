@@ -149,6 +149,10 @@ struct State {
     id_buffer: String,
     last_event_id: String,
     block_retry: Option<u64>,
+    /// A valid `id` field was read in the current block.
+    block_id: bool,
+    /// The event the last dispatch produced had an `id` field in its own block.
+    dispatched_with_id: bool,
     retry: Option<u64>,
     comments: u64,
     finished: bool,
@@ -159,8 +163,11 @@ struct State {
 pub struct SseDecoder {
     input: Input,
     state: State,
-    /// Items produced by [`SseDecoder::handle_eof`] while draining the last complete lines.
-    queued: VecDeque<Result<SseEvent, SseError>>,
+    /// Items produced by [`SseDecoder::handle_eof`] while draining the last complete lines,
+    /// each with whether it had an `id` field of its own.
+    queued: VecDeque<(Result<SseEvent, SseError>, bool)>,
+    /// The item `poll_event` returned last was an event with an `id` field of its own.
+    last_had_id: bool,
 }
 
 impl SseDecoder {
@@ -181,11 +188,14 @@ impl SseDecoder {
                 id_buffer: String::new(),
                 last_event_id: String::new(),
                 block_retry: None,
+                block_id: false,
+                dispatched_with_id: false,
                 retry: None,
                 comments: 0,
                 finished: false,
             },
             queued: VecDeque::new(),
+            last_had_id: false,
         }
     }
 
@@ -232,7 +242,7 @@ impl SseDecoder {
             + self
                 .queued
                 .iter()
-                .map(|q| q.as_ref().map_or(0, |e| e.data.len()))
+                .map(|(q, _)| q.as_ref().map_or(0, |e| e.data.len()))
                 .sum::<usize>()
     }
 
@@ -240,10 +250,23 @@ impl SseDecoder {
     /// `Err` the decoder has recovered and decoding goes on with the next call.
     #[must_use = "events must be drained after every push"]
     pub fn poll_event(&mut self) -> Option<Result<SseEvent, SseError>> {
-        if let Some(item) = self.queued.pop_front() {
+        if let Some((item, had_id)) = self.queued.pop_front() {
+            self.last_had_id = had_id;
             return Some(item);
         }
-        self.step()
+        self.state.dispatched_with_id = false;
+        let item = self.step();
+        self.last_had_id = self.state.dispatched_with_id;
+        item
+    }
+
+    /// Whether the event [`SseDecoder::poll_event`] returned last had an `id` field in
+    /// its own block, rather than carrying the last event ID of the stream so far. On a
+    /// stream resumed with `Last-Event-ID`, an event whose own id is that one is a
+    /// replay of the event the client already has.
+    #[must_use]
+    pub fn last_event_had_own_id(&self) -> bool {
+        self.last_had_id
     }
 
     /// An iterator over the events available now (drains like repeated
@@ -262,8 +285,10 @@ impl SseDecoder {
                 incomplete_event: false,
             };
         }
+        self.state.dispatched_with_id = false;
         while let Some(item) = self.step() {
-            self.queued.push_back(item);
+            let had_id = std::mem::take(&mut self.state.dispatched_with_id);
+            self.queued.push_back((item, had_id));
         }
         let input = &mut self.input;
         let st = &mut self.state;
@@ -280,6 +305,7 @@ impl SseDecoder {
         st.data = String::new();
         st.event_type = String::new();
         st.block_retry = None;
+        st.block_id = false;
         EndOfStream { incomplete_event }
     }
 
@@ -463,6 +489,7 @@ impl State {
                 let value = utf8(value);
                 if !value.contains('\0') {
                     self.id_buffer = value.into_owned();
+                    self.block_id = true;
                 }
             }
             b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
@@ -484,6 +511,7 @@ impl State {
         }
         self.block_has_fields = false;
         let retry = self.block_retry.take();
+        let own_id = std::mem::take(&mut self.block_id);
         if self.skipping_event {
             self.skipping_event = false;
             self.data = String::new();
@@ -501,6 +529,7 @@ impl State {
             t => t,
         };
         let id = Some(self.last_event_id.clone()).filter(|s| !s.is_empty());
+        self.dispatched_with_id = own_id;
         Some(Ok(SseEvent {
             event_type,
             data,

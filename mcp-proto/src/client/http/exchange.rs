@@ -389,6 +389,12 @@ impl HttpLink {
                 while let Some(item) = decoder.poll_event() {
                     match item {
                         Ok(ev) if ev.data.is_empty() && ev.event_type != "endpoint" => {}
+                        // The event the stream was resumed after, sent again: the client
+                        // has it already (ids are unique across the session's streams).
+                        Ok(ev)
+                            if x.resume_from.is_some()
+                                && decoder.last_event_had_own_id()
+                                && ev.id == x.resume_from => {}
                         Ok(ev) => messages.push(ev),
                         // A stream that crossed a limit is not trusted further: the
                         // messages before the bad event still count.
@@ -408,7 +414,11 @@ impl HttpLink {
             self.exchange_failed(now, x, None, None, Failure::Text(detail));
             return;
         }
-        let origin = self.exchanges.get(&id).and_then(|x| x.rpc_id);
+        // A resumption carries the stream of the one request it owes.
+        let origin = self.exchanges.get(&id).and_then(|x| match &x.purpose {
+            Purpose::Get { owed, .. } if owed.len() == 1 => Some(owed[0]),
+            _ => x.rpc_id,
+        });
         let old_stream = self
             .exchanges
             .get(&id)
@@ -541,7 +551,7 @@ impl HttpLink {
                         .handle_http_failure(now, rpc, failure, None, None);
                 }
             }
-            Body::Sse(_) => self.stream_ended(now, x, "the event stream ended"),
+            Body::Sse(_) => self.stream_ended(now, x, "the event stream ended", true),
             Body::Failure(ref buf) => {
                 // A message from the server like any other: held to the same bounds.
                 let limits = &self.client.config().limits;
@@ -603,7 +613,7 @@ impl HttpLink {
     ) {
         if matches!(x.body, Body::Sse(_)) {
             // A stream that broke after it started: resumable in the legacy era.
-            self.stream_ended(now, x, &failure.detail());
+            self.stream_ended(now, x, &failure.detail(), false);
             return;
         }
         let (detail, transport) = failure.into_parts();
@@ -688,7 +698,10 @@ impl HttpLink {
                     if status == Some(405) || attempt + 1 >= self.config.max_resume_attempts {
                         self.get_stream = GetStream::Unavailable;
                     } else {
-                        self.schedule_resume(now, None, owed, attempt + 1, None);
+                        // Still after the last event it brought: what the server sent
+                        // meanwhile is replayed, not lost.
+                        let from = x.resume_from.clone();
+                        self.schedule_resume(now, from, owed, attempt + 1, None);
                     }
                 } else if status.is_none() && attempt + 1 < self.config.max_resume_attempts {
                     let from = x.resume_from.clone();
@@ -702,9 +715,10 @@ impl HttpLink {
         }
     }
 
-    /// An SSE stream ended (cleanly or not). Whatever it still owed is resumed (legacy,
-    /// with an event id to resume from) or failed.
-    fn stream_ended(&mut self, now: Instant, x: Exchange, why: &str) {
+    /// An SSE stream ended (`clean`: its response ended as HTTP frames it, or not).
+    /// Whatever it still owed is resumed (legacy, with an event id to resume from) or
+    /// failed.
+    fn stream_ended(&mut self, now: Instant, x: Exchange, why: &str, clean: bool) {
         if matches!(x.purpose, Purpose::SseStream) {
             self.sse_lost(why.to_owned());
             return;
@@ -733,7 +747,12 @@ impl HttpLink {
         // the resumption point starts afresh. A stream that replays the very event it
         // was asked to resume after, again and again, makes no progress.
         let progressed = x.delivered > 0 && last_id != x.resume_from;
-        let attempt = if progressed { 0 } else { attempt + 1 };
+        // SSE polling (2025-11-25, SEP-1699): a stream the server ended on purpose, with
+        // nothing new yet, after saying when to come back (`retry`), is a poll and not a
+        // failure: it is followed at the server's pace (never faster than
+        // MIN_RESUME_DELAY) until the response, or the call's deadline.
+        let polled = clean && x.delivered == 0 && retry.is_some() && last_id.is_some();
+        let attempt = if progressed || polled { 0 } else { attempt + 1 };
         let legacy = self.era() == Some(Era::Legacy);
         if owed.is_empty() && !standalone {
             return;

@@ -585,10 +585,18 @@ impl HttpLink {
             let mut progressed = false;
             while let Some(rpc) = self.client.poll_abort() {
                 progressed = true;
+                // The request's own exchange, and a resumption of its stream that owes
+                // nothing else still awaited.
+                let client = &self.client;
+                let resumes_only = |x: &Exchange| {
+                    matches!(&x.purpose, exchange::Purpose::Get { owed, .. }
+                        if owed.contains(&rpc)
+                            && owed.iter().all(|r| *r == rpc || !client.is_awaiting(*r)))
+                };
                 let mut hit: Vec<ExchangeId> = self
                     .exchanges
                     .iter()
-                    .filter(|(_, x)| x.rpc_id == Some(rpc))
+                    .filter(|(_, x)| x.rpc_id == Some(rpc) || resumes_only(x))
                     .map(|(id, _)| *id)
                     .collect();
                 hit.sort_unstable();
