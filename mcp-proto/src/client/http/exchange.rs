@@ -13,7 +13,7 @@ use crate::client::transmit::TransportFailure;
 use crate::client::{BodyHint, CloseReason, Event, HttpFailure, UnreadableBody};
 use crate::http::headers::{MAX_SESSION_ID_BYTES, MCP_SESSION_ID};
 use crate::http::{ResponseEvent, ResponseHead, ResponseReader};
-use crate::jsonrpc::{DecodeError, Message, Response};
+use crate::jsonrpc::{DecodeError, Message, RequestId, Response};
 use crate::sse::{SseDecoder, SseError};
 use crate::version::{Era, ProtocolVersion};
 
@@ -432,17 +432,64 @@ impl HttpLink {
                 continue;
             }
             let data = ev.data;
+            let limits = &self.client.config().limits;
+            let (depth, parsed) = (limits.max_nesting_depth, limits.max_parsed_bytes);
+            let decoded = Message::decode_within(data.as_bytes(), depth, parsed);
+            // The answer to another request in flight than this stream's own: that
+            // request's exchange owes nothing more once it is taken.
+            let elsewhere = match &decoded {
+                Ok(Message::Response(r)) => match &r.id {
+                    Some(RequestId::Number(n))
+                        if Some(*n) != origin && self.client.is_awaiting(*n) =>
+                    {
+                        Some(*n)
+                    }
+                    _ => None,
+                },
+                _ => None,
+            };
             // What comes on a request's own stream belongs to that request (its log
             // messages, say).
             self.client.stream_origin = origin;
-            let _ = self.deliver(now, data.as_bytes());
+            let _ = self.deliver_decoded(now, data.as_bytes(), decoded);
             self.client.stream_origin = None;
+            if let Some(rpc) = elsewhere.filter(|r| !self.client.is_awaiting(*r)) {
+                self.answered_elsewhere(now, rpc);
+            }
         }
         if let Some(error) = broken {
             self.stream_broken(now, id, error);
             return;
         }
         self.settle_if_answered(now, id);
+    }
+
+    /// Request `rpc` was answered on another exchange than its own (legacy servers may
+    /// put any message on any of the session's streams): its own owes nothing more. Its
+    /// event stream is [`Exchange::settled`], as one that brought its answer is; any
+    /// other response of it is given up, so that it does not keep its connection for
+    /// as long as the server keeps it open. Once per call (it was awaited until now).
+    fn answered_elsewhere(&mut self, now: Instant, rpc: i64) {
+        let own = self
+            .exchanges
+            .iter()
+            .find(|(_, x)| x.rpc_id == Some(rpc) && matches!(x.purpose, Purpose::Request { .. }))
+            .map(|(id, _)| *id);
+        let Some(id) = own else {
+            return;
+        };
+        let Some(x) = self.exchanges.get_mut(&id) else {
+            return;
+        };
+        match x.body {
+            Body::Sse(_) => {
+                if !x.settled {
+                    x.settled = true;
+                    x.deadline = Some(now + SETTLED_LINGER);
+                }
+            }
+            _ => self.abort_exchange(id),
+        }
     }
 
     /// Marks a request's stream, or a resumption, [`Exchange::settled`] once none of
@@ -506,7 +553,19 @@ impl HttpLink {
     /// decoded, why (also reported to the machine).
     pub(super) fn deliver(&mut self, now: Instant, json: &[u8]) -> Option<DecodeError> {
         let limits = &self.client.config().limits;
-        match Message::decode_within(json, limits.max_nesting_depth, limits.max_parsed_bytes) {
+        let decoded =
+            Message::decode_within(json, limits.max_nesting_depth, limits.max_parsed_bytes);
+        self.deliver_decoded(now, json, decoded)
+    }
+
+    /// [`HttpLink::deliver`] for a message already decoded.
+    fn deliver_decoded(
+        &mut self,
+        now: Instant,
+        json: &[u8],
+        decoded: Result<Message, DecodeError>,
+    ) -> Option<DecodeError> {
+        match decoded {
             Ok(Message::Response(r)) => {
                 let r = self.inspect_response(r);
                 self.client.dispatch_message(now, Message::Response(r));
@@ -533,7 +592,23 @@ impl HttpLink {
         match x.body {
             Body::Json(ref buf) => {
                 let before = x.rpc_id.filter(|r| self.client.is_awaiting(*r));
-                let undecodable = self.deliver(now, buf);
+                let limits = &self.client.config().limits;
+                let (depth, parsed) = (limits.max_nesting_depth, limits.max_parsed_bytes);
+                let decoded = Message::decode_within(buf, depth, parsed);
+                // The one JSON object of a POST's response answers the request it
+                // carried: a response naming another request in flight is not taken as
+                // that request's answer (it was not sent for it), and this request
+                // fails as not answered.
+                let other = matches!(
+                    (&decoded, x.rpc_id),
+                    (Ok(Message::Response(r)), Some(own))
+                        if r.id.as_ref().is_some_and(|id| *id != RequestId::Number(own))
+                );
+                let undecodable = if other {
+                    None
+                } else {
+                    self.deliver_decoded(now, buf, decoded)
+                };
                 if let Some(rpc) = before.filter(|r| self.client.is_awaiting(*r)) {
                     // The body was not the answer: another id, or not a message (then say
                     // why, with what most often explains it).

@@ -78,7 +78,7 @@ use crate::http::{EndpointUrl, HttpLimits};
 use crate::sse::SseLimits;
 use crate::version::Era;
 
-use exchange::{Exchange, ExchangeId, Failure};
+use exchange::{Body, Exchange, ExchangeId, Failure};
 use pool::{Pool, PoolConfig, PoolStats};
 
 /// How the HTTP side behaves.
@@ -430,11 +430,15 @@ impl HttpLink {
             }
             return;
         }
-        if let Some(exchange) = self.pool.read(now, conn)
-            && let Some(x) = self.exchanges.get_mut(&exchange)
-        {
-            x.reader.handle_input(data);
-            self.drive_exchange(now, exchange);
+        match self.pool.read(now, conn) {
+            pool::Outcome::Deliver(exchange) => {
+                if let Some(x) = self.exchanges.get_mut(&exchange) {
+                    x.reader.handle_input(data);
+                    self.drive_exchange(now, exchange);
+                }
+            }
+            failed @ pool::Outcome::Failed(..) => return self.on_outcome(now, failed),
+            pool::Outcome::None => {}
         }
         self.pump(now);
         self.release_if_done();
@@ -560,7 +564,7 @@ impl HttpLink {
         let exchanges = self
             .exchanges
             .values()
-            .filter(|x| x.head.is_none() || x.settled)
+            .filter(|x| x.head.is_none() || x.settled || matches!(x.body, Body::Failure(_)))
             .filter_map(|x| x.deadline)
             .min();
         [
@@ -746,10 +750,14 @@ impl HttpLink {
 
     fn expire_exchanges(&mut self, now: Instant) {
         self.release_settled(now);
+        // A failure status is final at its head, but its body may never end: the
+        // exchange keeps its deadline until it does, or it would hold its connection
+        // (and, for `notifications/initialized`, every message behind it) for good.
         let mut expired: Vec<ExchangeId> = self
             .exchanges
             .iter()
-            .filter(|(_, x)| x.head.is_none() && x.deadline.is_some_and(|d| d <= now))
+            .filter(|(_, x)| x.head.is_none() || matches!(x.body, Body::Failure(_)))
+            .filter(|(_, x)| x.deadline.is_some_and(|d| d <= now))
             .map(|(id, _)| *id)
             .collect();
         if expired.is_empty() {
@@ -760,8 +768,16 @@ impl HttpLink {
         let timeout = self.client.config().limits.request_timeout;
         for id in expired {
             if let Some(x) = self.exchanges.remove(&id) {
-                let detail = format!("no response within {timeout:?}");
-                self.exchange_failed(now, x, None, None, Failure::Text(detail));
+                let status = x.head.as_ref().map(|h| h.status);
+                let detail = match status {
+                    Some(status) => {
+                        format!(
+                            "the body of the HTTP {status} response did not end within {timeout:?}"
+                        )
+                    }
+                    None => format!("no response within {timeout:?}"),
+                };
+                self.exchange_failed(now, x, status, None, Failure::Text(detail));
             }
         }
     }

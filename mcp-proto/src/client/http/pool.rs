@@ -350,23 +350,35 @@ impl Pool {
         self.conns.insert(conn, Conn { state, ..c });
     }
 
-    /// Bytes arrived on `conn`: the exchange they belong to. Bytes on an idle or unknown
-    /// connection close it.
-    pub(super) fn read(&mut self, now: Instant, conn: ConnId) -> Option<ExchangeId> {
+    /// Bytes arrived on `conn`: [`Outcome::Deliver`] to the exchange they belong to.
+    /// Bytes on an idle or unknown connection close it; on one still being opened, they
+    /// close it too and fail the exchange it was opened for ([`Outcome::Failed`]): its
+    /// request was never written, and nothing else would ever end it.
+    pub(super) fn read(&mut self, now: Instant, conn: ConnId) -> Outcome {
         let job = match self.conns.get_mut(&conn).map(|c| &mut c.state) {
             Some(ConnState::Busy { job }) => job,
-            Some(_) => {
+            Some(ConnState::Connecting { job, .. }) => {
+                let exchange = job.exchange;
                 self.close(conn);
                 self.dispatch(now);
-                return None;
+                let failure = TransportFailure::new(
+                    TransportFailureKind::Io,
+                    format!("{} sent bytes before the request was written", self.origin),
+                );
+                return Outcome::Failed(exchange, failure);
             }
-            None => return None,
+            Some(ConnState::Idle { .. }) => {
+                self.close(conn);
+                self.dispatch(now);
+                return Outcome::None;
+            }
+            None => return Outcome::None,
         };
         if !job.answered {
             job.answered = true;
             job.bytes = Default::default();
         }
-        Some(job.exchange)
+        Outcome::Deliver(job.exchange)
     }
 
     /// `conn` reached end of input.
