@@ -336,18 +336,25 @@ fn signature(name: &str, schema: Option<&Schema>) -> String {
     let Some(schema) = schema else {
         return name.to_owned();
     };
-    let required = &schema.required.items;
-    let mut names: Vec<&String> = schema.properties.items.iter().collect();
-    names.sort_by_key(|n| {
-        (
-            required.iter().position(|r| r == *n).unwrap_or(usize::MAX),
-            *n,
-        )
-    });
-    let params = names
-        .into_iter()
-        .map(|n| (n.as_str(), required.contains(n)));
-    format!("{name}({})", parameter_list(params, schema.properties.more))
+    let (required, properties) = (&schema.required.items, &schema.properties);
+    // Required ones first, in the order `required` lists them: those among the property
+    // names read, and, when the properties were cut short, the others too (theirs may be
+    // past the cut).
+    let mut shown: Vec<(&str, bool)> = Vec::new();
+    for r in required {
+        let listed = properties.more || properties.items.contains(r);
+        if listed && !shown.iter().any(|(n, _)| *n == r.as_str()) {
+            shown.push((r.as_str(), true));
+        }
+    }
+    let mut optional: Vec<&String> = (properties.items.iter())
+        .filter(|n| !required.contains(n))
+        .collect();
+    optional.sort();
+    shown.extend(optional.into_iter().map(|n| (n.as_str(), false)));
+    let more = properties.more || shown.len() > MAX_SHOWN_PARAMS;
+    shown.truncate(MAX_SHOWN_PARAMS);
+    format!("{name}({})", parameter_list(shown.into_iter(), more))
 }
 
 /// `a, b?, …`: parameters as a signature names them (optional ones with `?`), then `…`
@@ -563,29 +570,78 @@ pub fn tools(global: &Global, server: &str) -> Result<u8, Failure> {
 /// Turns `--arg key=value` into JSON using the tool's schema: strings stay strings,
 /// numbers, booleans, arrays and objects are parsed; without a schema, JSON if it parses.
 fn coerce(schema: Option<&Value>, key: &str, raw: &str) -> Result<Value, Failure> {
-    let kind = schema
+    let property = schema
         .and_then(|s| s.get("properties"))
-        .and_then(|p| p.get(key))
-        .and_then(|p| p.get("type"))
-        .and_then(Value::as_str);
+        .and_then(|p| p.get(key));
+    // The types the schema allows (`type`, a list of them, or the `type` of each
+    // `anyOf`/`oneOf` branch, as `Optional[str]` becomes in Pydantic); `null` aside,
+    // since a value given on the command line is never meant as null.
+    let kinds: Vec<&str> = property
+        .map(|p| {
+            let branches = ["anyOf", "oneOf"]
+                .into_iter()
+                .filter_map(|k| p.get(k).and_then(Value::as_array))
+                .flatten();
+            std::iter::once(p)
+                .chain(branches)
+                .flat_map(|s| match s.get("type") {
+                    Some(Value::String(t)) => vec![t.as_str()],
+                    Some(Value::Array(list)) => list.iter().filter_map(Value::as_str).collect(),
+                    _ => Vec::new(),
+                })
+                .filter(|k| *k != "null")
+                .collect()
+        })
+        .unwrap_or_default();
     let bad = |what: &str| Failure::Usage(format!("--arg {key}={raw}: expected {what}"));
+    let untyped = || serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned()));
+    match kinds.as_slice() {
+        [] => Ok(untyped()),
+        [kind] => as_kind(kind, raw).ok_or_else(|| bad(kind_name(kind))),
+        several => several
+            .iter()
+            .filter(|k| **k != "string")
+            .find_map(|k| as_kind(k, raw))
+            .or_else(|| {
+                several
+                    .contains(&"string")
+                    .then(|| Value::String(raw.to_owned()))
+            })
+            .ok_or_else(|| {
+                let names: Vec<&str> = several.iter().map(|k| kind_name(k)).collect();
+                bad(&names.join(" or "))
+            }),
+    }
+}
+
+/// `raw` as a value of the JSON Schema type `kind` (any JSON, else a string, for a type
+/// this does not know); `None` when it is not one.
+fn as_kind(kind: &str, raw: &str) -> Option<Value> {
     match kind {
-        Some("string") => Ok(Value::String(raw.to_owned())),
-        Some("number") => match serde_json::from_str::<Value>(raw) {
-            Ok(v @ Value::Number(_)) => Ok(v),
-            _ => Err(bad("a number")),
+        "string" => Some(Value::String(raw.to_owned())),
+        "number" => match serde_json::from_str::<Value>(raw) {
+            Ok(v @ Value::Number(_)) => Some(v),
+            _ => None,
         },
-        Some("integer") => raw
-            .parse::<i64>()
-            .map(|i| json!(i))
-            .map_err(|_| bad("an integer")),
-        Some("boolean") => match raw {
-            "true" => Ok(json!(true)),
-            "false" => Ok(json!(false)),
-            _ => Err(bad("true or false")),
+        "integer" => raw.parse::<i64>().ok().map(|i| json!(i)),
+        "boolean" => match raw {
+            "true" => Some(json!(true)),
+            "false" => Some(json!(false)),
+            _ => None,
         },
-        Some("array" | "object") => serde_json::from_str(raw).map_err(|_| bad("JSON")),
-        _ => Ok(serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned()))),
+        "array" | "object" => serde_json::from_str(raw).ok(),
+        _ => Some(serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned()))),
+    }
+}
+
+/// What a value of the JSON Schema type `kind` is called in an error.
+fn kind_name(kind: &str) -> &'static str {
+    match kind {
+        "number" => "a number",
+        "integer" => "an integer",
+        "boolean" => "true or false",
+        "string" => "a string",
+        _ => "JSON",
     }
 }
 
@@ -1793,5 +1849,48 @@ mod tests {
         // Whatever is not shown is not looked at, and what is not an object is no row.
         let odd = RawValue::from_string(r#"{"name":"x","inputSchema":{"properties":7}}"#.into());
         assert_eq!(tool_row(&odd.unwrap()), ["x()", ""]);
+    }
+}
+
+#[cfg(test)]
+mod signature_required_first {
+    use super::*;
+
+    /// docs/cli.md: "A signature names at most 64 parameters (required ones first, in the
+    /// order `required` lists them), then `…`": a required parameter whose property comes
+    /// after the 64th is still named, first.
+    #[test]
+    fn a_required_parameter_listed_late_still_leads_the_signature() {
+        let properties: Map<String, Value> =
+            (0..100).map(|i| (format!("p{i:03}"), json!({}))).collect();
+        let tool = json!({"name": "t", "inputSchema": {"type": "object",
+            "required": ["p080", "p099"], "properties": properties}});
+        let raw = RawValue::from_string(tool.to_string()).unwrap();
+        let signature = &tool_row(&raw)[0];
+        assert!(signature.starts_with("t(p080, p099, p000?"), "{signature}");
+        assert!(signature.ends_with(", …)"), "{signature}");
+    }
+}
+
+#[cfg(test)]
+mod arg_types_from_schema {
+    use super::*;
+
+    /// docs/cli.md: "A pair's value is converted to the type that the tool's input schema
+    /// gives that key". A key that may be a string or null (`"type": ["string", "null"]`,
+    /// or the `anyOf` an optional string gets from Pydantic, as Python servers write it)
+    /// is a string: `--arg id=123` must not send the number 123.
+    #[test]
+    fn a_nullable_string_argument_stays_a_string() {
+        for schema in [
+            json!({"properties": {"id": {"type": ["string", "null"]}}}),
+            json!({"properties": {"id": {"anyOf": [{"type": "string"}, {"type": "null"}]}}}),
+        ] {
+            let value = coerce(Some(&schema), "id", "123").ok();
+            assert_eq!(value, Some(json!("123")), "{schema}");
+        }
+        // And one that may be an integer or null is an integer.
+        let schema = json!({"properties": {"n": {"type": ["integer", "null"]}}});
+        assert_eq!(coerce(Some(&schema), "n", "7").ok(), Some(json!(7)));
     }
 }

@@ -160,6 +160,7 @@ fn sample(command: &str, input: &[u8], limit: Duration) -> Result<SamplingResult
         .map_err(|e| format!("cannot start the sampling command: {e}"))?;
     let (stdin, stdout) = (child.stdin.take(), child.stdout.take());
     let (done, finished) = std::sync::mpsc::channel();
+    let deadline = std::time::Instant::now() + limit;
     let out = std::thread::scope(|scope| {
         if let Some(mut stdin) = stdin {
             // A command that does not read its input gets a broken pipe: not our error.
@@ -176,12 +177,16 @@ fn sample(command: &str, input: &[u8], limit: Duration) -> Result<SamplingResult
             let _ = done.send(out);
         });
         let out = finished.recv_timeout(limit).ok();
-        if out.is_none() {
+        // Its output ended (or was cut): the command must also have exited by the
+        // deadline, else it has not answered (one that closed its stdout and goes on
+        // running would hold this thread, and the writer, for as long as it likes).
+        let exited = out.is_some() && exits_by(&mut child, deadline);
+        if !exited {
             // Ends the writer and the reader too: the pipes' other ends go with the group.
             let _ = mcp_io::ending::signal_group(child.id(), mcp_io::ending::Signal::Kill);
             let _ = child.kill();
         }
-        out
+        out.filter(|_| exited)
     });
     let status = child.wait().map_err(|e| e.to_string())?;
     let Some(out) = out else {
@@ -195,6 +200,19 @@ fn sample(command: &str, input: &[u8], limit: Duration) -> Result<SamplingResult
     }
     serde_json::from_slice(&out)
         .map_err(|e| format!("the sampling command's output is not a CreateMessageResult: {e}"))
+}
+
+/// Whether `child` exits by `deadline` (its status is then kept for `wait`).
+fn exits_by(child: &mut std::process::Child, deadline: std::time::Instant) -> bool {
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => return true,
+            Ok(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            _ => return false,
+        }
+    }
 }
 
 /// One log message as a line for stderr, control characters made visible.
@@ -269,6 +287,28 @@ mod tests {
         assert_eq!(
             log_line("s", &forging),
             "[s] info a^Jb: one\n    [s] emergency two"
+        );
+    }
+}
+
+#[cfg(all(test, unix))]
+mod sampling_deadline {
+    use super::*;
+    use std::time::Instant;
+
+    /// docs/cli.md: the sampling command "is killed (with whatever it started) when it has
+    /// not answered within the request timeout". One that closes its stdout without
+    /// answering and goes on running has not answered: the CLI must not wait for it past
+    /// the limit.
+    #[test]
+    fn a_sampling_command_that_closes_its_output_and_lingers_is_killed_at_its_limit() {
+        let started = Instant::now();
+        let result = sample("exec >&-; sleep 10", b"{}", Duration::from_millis(300));
+        let took = started.elapsed();
+        assert!(result.is_err(), "{result:?}");
+        assert!(
+            took < Duration::from_secs(3),
+            "waited {took:?} for a 0.3 s limit"
         );
     }
 }

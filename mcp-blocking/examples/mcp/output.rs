@@ -269,6 +269,9 @@ pub fn table(rows: &[Vec<String>]) {
 /// The widest a text table gets.
 pub const TABLE_WIDTH: usize = 100;
 
+/// The fewest columns the last column of a table is given.
+const MIN_LAST: usize = 20;
+
 /// The lines of a table at most `width` columns wide: every column but the last is at
 /// most a third of the width (longer cells are cut with `…`), and the last column wraps
 /// at word boundaries onto lines indented to where it starts.
@@ -311,8 +314,18 @@ pub fn table_lines(rows: &[Vec<String>], width: usize) -> Vec<String> {
         .map(|c| c.chars().count())
         .max()
         .unwrap_or(0);
-    if widths.iter().map(|w| w + 2).sum::<usize>() + last > width {
-        widths = natural((width / 3).max(8));
+    let used = |widths: &[usize]| widths.iter().map(|w| w + 2).sum::<usize>();
+    if used(&widths) + last > width {
+        // Each leading column at most a third of the width, less when there are more
+        // than two of them: the last column keeps at least `MIN_LAST` columns.
+        let full = widths;
+        let capped = |cap: usize| full.iter().map(|w| (*w).min(cap)).collect::<Vec<_>>();
+        let mut cap = (width / 3).max(8);
+        widths = capped(cap);
+        while used(&widths) + MIN_LAST > width && cap > 1 {
+            cap -= 1;
+            widths = capped(cap);
+        }
     }
     let mut lines = Vec::new();
     for row in &rows {
@@ -320,7 +333,7 @@ pub fn table_lines(rows: &[Vec<String>], width: usize) -> Vec<String> {
         for (i, cell) in row.iter().enumerate() {
             if i + 1 == row.len() {
                 let start = line.chars().count();
-                let room = width.saturating_sub(start).max(20);
+                let room = width.saturating_sub(start).max(MIN_LAST);
                 let mut wrapped = wrap(cell, room).into_iter();
                 line.push_str(&wrapped.next().unwrap_or_default());
                 lines.push(line.trim_end().to_owned());
@@ -385,4 +398,29 @@ pub fn short(text: &str, max: usize) -> String {
 /// Whether progress is worth showing (stderr is a terminal).
 pub fn show_progress() -> bool {
     io::stderr().is_terminal()
+}
+
+#[cfg(test)]
+mod table_width {
+    use super::*;
+
+    /// docs/cli.md: "Text tables fit 100 columns (leading columns cut with `…`, the last
+    /// one wrapped)", also for the four-column tables (`tasks`, `skills`).
+    #[test]
+    fn a_four_column_table_fits_its_width() {
+        let long = |c: char| std::iter::repeat_n(c, 60).collect::<String>();
+        let rows = vec![vec![
+            long('a'),
+            long('b'),
+            long('c'),
+            "a message of several words that has to wrap somewhere".to_owned(),
+        ]];
+        for line in table_lines(&rows, TABLE_WIDTH) {
+            assert!(
+                line.chars().count() <= TABLE_WIDTH,
+                "{} columns: {line}",
+                line.chars().count()
+            );
+        }
+    }
 }

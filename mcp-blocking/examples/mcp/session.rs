@@ -252,26 +252,35 @@ pub fn record_to(path: &Path) -> Result<(), Failure> {
 /// The shortest time between two progress lines on a terminal.
 const PROGRESS_EVERY: Duration = Duration::from_millis(100);
 
-/// Lets a line through at most once per period, and always the last one.
+/// Lets a line through at most once per period, and the last one of a run of lines.
 struct Throttle {
     every: Duration,
     last: Option<std::time::Instant>,
+    /// The line let through last said it was the last one.
+    last_was_final: bool,
 }
 
 impl Throttle {
     fn new(every: Duration) -> Self {
-        Throttle { every, last: None }
+        Throttle {
+            every,
+            last: None,
+            last_was_final: false,
+        }
     }
 
-    /// Whether a line at `now` is shown; `last_one` lines always are.
+    /// Whether a line at `now` is shown. A `last_one` line is shown within the period
+    /// too, unless the line shown before it was one: whether a line is the last is the
+    /// server's to say, and a server that says it of every line is throttled all the same.
     fn admit(&mut self, now: std::time::Instant, last_one: bool) -> bool {
         let soon = self
             .last
             .is_some_and(|at| now.saturating_duration_since(at) < self.every);
-        if soon && !last_one {
+        if soon && (!last_one || self.last_was_final) {
             return false;
         }
         self.last = Some(now);
+        self.last_was_final = last_one;
         true
     }
 }
@@ -453,5 +462,25 @@ mod tests {
         )));
         // A server that started and said what went wrong is not helped by PATH.
         assert!(!looked_for_something(&failed(7, "bad config: port in use")));
+    }
+}
+
+#[cfg(test)]
+mod progress_flood {
+    use super::*;
+
+    /// docs/cli.md: a long call's progress shows "at most one line every 100 ms". Whether
+    /// a line is the last is the server's to say (`progress` at `total`): a server that
+    /// sends nothing but "last" lines must not get one line per notification.
+    #[test]
+    fn a_flood_of_final_progress_lines_is_throttled_too() {
+        let start = std::time::Instant::now();
+        let at = |ms| start + Duration::from_millis(ms);
+        let mut throttle = Throttle::new(PROGRESS_EVERY);
+        let shown: Vec<u64> = (0..1000)
+            .map(|i| i * 3)
+            .filter(|&ms| throttle.admit(at(ms), true))
+            .collect();
+        assert!(shown.len() <= 30, "{} lines in 3 s: {shown:?}", shown.len());
     }
 }
