@@ -72,6 +72,8 @@
 //! fails while its task may still run sends `tasks/cancel`.
 
 mod answer;
+#[cfg(test)]
+mod approval_deadlines;
 pub(crate) mod cache;
 mod handshake;
 mod inbound;
@@ -557,7 +559,8 @@ impl Session {
     fn schedule_restart(&mut self, now: Instant) {
         self.fail_in_flight(&CallError::ServerExited);
         self.handshake = None;
-        self.paused_since = None;
+        // No request for input is left: the calls still waiting keep the time held.
+        self.resume_deadlines(now);
         self.server = None;
         self.cache.clear();
         self.outgoing.clear();
@@ -1011,6 +1014,14 @@ impl Session {
             (true, true) => self.task_envelope.as_str(),
             (true, false) => self.envelope.as_str(),
         };
+        // A call written after waiting (for the connection, a restarted server, a new
+        // legacy session) is the same operation: it keeps what is left of its timeout.
+        // A listen owes only its acknowledgement, in a whole timeout each time.
+        let remaining = self
+            .calls
+            .get(&id)
+            .filter(|c| c.request.method != request::LISTEN && c.left.is_none())
+            .and_then(|c| self.time_left(c, now));
         let Some(call) = self.calls.get_mut(&id) else {
             return;
         };
@@ -1072,7 +1083,7 @@ impl Session {
         out.push(b'}');
         call.pending.clear();
         call.rpc_id = Some(rpc_id);
-        let budget = call.left.take().unwrap_or(call.timeout);
+        let budget = call.left.take().or(remaining).unwrap_or(call.timeout);
         // A listen has no end to wait for, but its acknowledgement is owed in time.
         call.arm(now, budget);
         call.acknowledged_at = None;
@@ -1450,7 +1461,9 @@ impl Session {
         }
         for call in self.calls.values_mut() {
             if let Some(d) = &mut call.deadline {
-                *d += held;
+                // A deadline set during the approval (a call made, a poll armed) was
+                // held only since it was set.
+                *d += now.saturating_duration_since(since.max(call.armed));
             }
         }
     }

@@ -256,7 +256,8 @@ impl Session {
             }
         }
         self.fail_in_flight_but(&CallError::SessionExpired, waiting);
-        self.paused_since = None;
+        // Its requests for input are void: the calls sent again keep the time held.
+        self.resume_deadlines(now);
         self.server = None;
         self.state = State::Connecting;
         // A new session is a new connecting operation, with a deadline of its own.
