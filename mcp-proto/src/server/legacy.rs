@@ -501,8 +501,15 @@ impl Server {
                 return self.answer_call(&call, reply);
             }
             ToolOutcome::Error(e) => return self.answer_call(&call, Err(e)),
-            // `now()` left no delay.
-            ToolOutcome::NoAnswer | ToolOutcome::After { .. } => return,
+            // `now()` left no delay. A task's round that never answers leaves its task
+            // working, its `tasks/result` held until the task ends.
+            ToolOutcome::NoAnswer | ToolOutcome::After { .. } => {
+                if let Some(task) = call.task.clone() {
+                    let round = (std::mem::take(&mut call.inputs), call.round);
+                    self.task_round_unanswered(call.client_id.clone(), &task, round);
+                }
+                return;
+            }
             // Parked by `legacy_run`, which alone can take a deferral.
             ToolOutcome::Deferred => {
                 let e = ErrorObject::new(
@@ -645,6 +652,51 @@ impl Server {
                 self.tasks.ask_again(task, std::mem::take(&mut call.asked));
             }
         }
+    }
+
+    /// The parked calls that stand for a 2025 task's `tasks/result` (its input requests
+    /// out) whose task ended meanwhile (cancelled) or is gone (expired): the client is
+    /// told the requests are moot, the handler never runs for them again, and the
+    /// `tasks/result` gets what one for that task gets now.
+    pub(super) fn end_calls_of_ended_tasks(&mut self) {
+        if !self.pending.iter().any(|c| c.task.is_some()) {
+            return;
+        }
+        self.tasks.expire(self.now);
+        let ended: Vec<usize> = {
+            let running = self.tasks.running_ids();
+            (self.pending.iter().enumerate())
+                .filter(|(_, c)| c.task.as_deref().is_some_and(|t| !running.contains(t)))
+                .map(|(at, _)| at)
+                .collect()
+        };
+        for at in ended.into_iter().rev() {
+            let call = self.pending.remove(at);
+            if let Some(work) = call.deferred_work() {
+                self.deferred.remove(&work);
+            }
+            self.cancel_outstanding(&call, "the task ended");
+            let id = call.task.as_deref().unwrap_or_default();
+            let reply = (self.tasks.tasks_iter().find(|t| t.id() == id))
+                .map_or_else(|| Err(super::tasks::not_found(id)), |t| t.result());
+            self.reply(&call.client_id, reply);
+        }
+    }
+
+    /// When the earliest task whose `tasks/result` is parked on its input requests
+    /// expires.
+    pub(super) fn parked_task_expiry(&self) -> Option<crate::Instant> {
+        let ids: std::collections::BTreeSet<&str> = (self.pending.iter())
+            .filter_map(|c| c.task.as_deref())
+            .collect();
+        if ids.is_empty() {
+            return None;
+        }
+        let ttl = std::time::Duration::from_millis(super::tasks::TTL_MS);
+        (self.tasks.tasks_iter())
+            .filter(|t| ids.contains(t.id()))
+            .map(|t| t.created_at().saturating_add(ttl))
+            .min()
     }
 
     /// Tells the client to stop working on our requests for `call`.

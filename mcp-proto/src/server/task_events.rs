@@ -51,6 +51,11 @@ impl Server {
         }
         let ttl = Duration::from_millis(TTL_MS);
         let due = self.tasks.tasks_iter().filter_map(|t| t.due_at()).min();
+        // A task whose tasks/result waits on its input requests: its expiry answers it.
+        let due = match (due, self.parked_task_expiry()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         // Called after every input: one pass over each list, never one per pair.
         let expiry = if self.tasks.waiting.is_empty() {
             None
@@ -92,6 +97,7 @@ impl Server {
         if !self.deferred.is_empty() {
             self.forget_ended_task_work();
         }
+        self.end_calls_of_ended_tasks();
         if self.tasks.is_empty() {
             return;
         }

@@ -995,11 +995,20 @@ impl Server {
                         return Some(Err(calls::invalid("`inputResponses` must be an object")));
                     }
                 };
+                // An answer that is not an object is refused by name, as on an MRTR
+                // retry (decision 54): acknowledged, it left the task waiting for an
+                // answer its client believes it gave.
+                if let Some((key, _)) = answers.iter().find(|(_, a)| !a.is_object()) {
+                    return Some(Err(calls::invalid(format!(
+                        "`inputResponses.{}` must be an object (an ElicitResult, \
+                         CreateMessageResult or ListRootsResult)",
+                        calls::clipped(key)
+                    ))));
+                }
                 if task.status == "input_required" {
-                    // Keys not outstanding are ignored, as are answers that are not
-                    // objects (the request stays outstanding).
+                    // Keys not outstanding are ignored.
                     let taken: Vec<(&String, &Value)> = (answers.iter())
-                        .filter(|(k, a)| a.is_object() && task.input_requests.contains_key(*k))
+                        .filter(|(k, _)| task.input_requests.contains_key(*k))
                         .collect();
                     let size: usize = (taken.iter())
                         .map(|(k, a)| k.len() + crate::held::held_bytes(a))
@@ -1091,6 +1100,37 @@ impl Server {
             }
         } else {
             deferral.cancel();
+        }
+        self.tasks.waiting.push(Waiting {
+            request,
+            task: id.to_owned(),
+        });
+    }
+
+    /// A 2025 task's input round, run for its `tasks/result` (`request`), never answers:
+    /// the task takes the round back, shows `working` until it is cancelled or
+    /// expires, and the `tasks/result` is held until then.
+    pub(super) fn task_round_unanswered(
+        &mut self,
+        request: RequestId,
+        id: &str,
+        (inputs, round): (Map<String, Value>, u32),
+    ) {
+        let now = self.now;
+        let size = |m: &Map<String, Value>| -> usize {
+            (m.iter())
+                .map(|(k, v)| k.len() + crate::held::held_bytes(v))
+                .sum()
+        };
+        let found = (self.tasks.tasks.iter_mut()).find(|t| t.id == id && !t.terminal());
+        if let Some(task) = found {
+            task.client_bytes = (task.client_bytes.saturating_sub(size(&task.inputs)))
+                .saturating_add(size(&inputs));
+            task.inputs = inputs;
+            task.round = round;
+            task.status = "working";
+            task.held = Some(Held::Never);
+            task.updated = now;
         }
         self.tasks.waiting.push(Waiting {
             request,

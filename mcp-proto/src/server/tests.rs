@@ -125,8 +125,10 @@ mod catalog_hostile;
 mod deferred;
 mod deferred_edges;
 mod features;
+mod legacy_task_result_ends;
 mod listen;
 mod modern_hostile;
+mod task_update_answers;
 mod tasks;
 
 #[test]

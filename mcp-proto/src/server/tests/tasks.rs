@@ -525,7 +525,8 @@ fn a_2025_task_asks_for_input_on_its_tasks_result() {
     let r = p.call(json!(6), "tasks/result", json!({"taskId": id}));
     assert_eq!(r["result"]["content"][0]["text"], "hello Ada");
 
-    // Cancelled while its tasks/result waits: it stays cancelled.
+    // Cancelled while its tasks/result waits: the elicitation is called off, the
+    // tasks/result answered at once, and the task stays cancelled.
     let r = p.call(json!(7), "tools/call", json!({"name": "ask", "task": {}}));
     let id = r["result"]["task"]["taskId"].clone();
     let sent = p.send(json!({"jsonrpc": "2.0", "id": 8, "method": "tasks/result",
@@ -533,13 +534,17 @@ fn a_2025_task_asks_for_input_on_its_tasks_result() {
     let ask_id = sent[0]["id"].clone();
     let out = p.send(json!({"jsonrpc": "2.0", "id": 9, "method": "tasks/cancel",
         "params": {"taskId": id}}));
+    assert_eq!(out.len(), 4, "{out:?}");
     assert_eq!(out[0]["result"]["status"], "cancelled");
-    assert_eq!(out[1]["method"], "notifications/tasks/status");
-    assert_eq!(out[1]["params"]["status"], "cancelled");
+    assert_eq!(out[1]["method"], "notifications/cancelled");
+    assert_eq!(out[1]["params"]["requestId"], ask_id);
+    assert_eq!(out[2]["id"], 8);
+    assert_eq!(out[2]["error"]["code"], -32602);
+    assert_eq!(out[3]["method"], "notifications/tasks/status");
+    assert_eq!(out[3]["params"]["status"], "cancelled");
     let out = p.send(json!({"jsonrpc": "2.0", "id": ask_id, "result":
         {"action": "accept", "content": {"name": "Bo"}}}));
-    assert_eq!(out[0]["id"], 8);
-    assert_eq!(out[0]["error"]["code"], -32602);
+    assert!(out.is_empty(), "{out:?}");
     let r = p.call(json!(10), "tasks/get", json!({"taskId": id}));
     assert_eq!(r["result"]["status"], "cancelled");
 }
