@@ -1060,12 +1060,6 @@ impl Server {
         Some(reply)
     }
 
-    /// A 2025 `tasks/result` (request `id`) for a task that has not ended: it counts as
-    /// the polls the tool asked for; then, when the task needs input, the task's input
-    /// requests go out (tagged with the task) and the request waits for the end of the
-    /// task, parked as a tool call is; otherwise it is held until the task ends
-    /// ([`Server::settle_results`]). `false` (nothing done) for a task that ended or is
-    /// not found: the caller answers at once.
     /// A 2025 task's input round, run for its `tasks/result` (`request`), deferred its
     /// work: the task takes the round back (its answers and number), shows `working`
     /// and waits for the work as for a first round that deferred, and the
@@ -1075,28 +1069,14 @@ impl Server {
         &mut self,
         request: RequestId,
         id: &str,
-        (inputs, round): (Map<String, Value>, u32),
+        round: (Map<String, Value>, u32),
         deferral: Deferral,
     ) {
-        let now = self.now;
-        let size = |m: &Map<String, Value>| -> usize {
-            (m.iter())
-                .map(|(k, v)| k.len() + crate::held::held_bytes(v))
-                .sum()
-        };
-        let found = (self.tasks.tasks.iter_mut()).find(|t| t.id == id && !t.terminal());
-        if let Some(task) = found {
-            task.client_bytes = (task.client_bytes.saturating_sub(size(&task.inputs)))
-                .saturating_add(size(&inputs));
-            task.inputs = inputs;
-            task.round = round;
-            task.status = "working";
-            task.held = None;
-            task.updated = now;
+        if self.take_round_back(id, round, None) {
             // Parked under its `tasks/result`, whose session the work goes on in.
             let kind = Kind::Task(id.to_owned());
             if let Err(e) = self.park_deferred(deferral, request.clone(), 0, kind) {
-                self.task_work_done(now, id, ToolOutcome::Error(e));
+                self.task_work_done(self.now, id, ToolOutcome::Error(e));
             }
         } else {
             deferral.cancel();
@@ -1114,28 +1094,42 @@ impl Server {
         &mut self,
         request: RequestId,
         id: &str,
-        (inputs, round): (Map<String, Value>, u32),
+        round: (Map<String, Value>, u32),
     ) {
-        let now = self.now;
+        self.take_round_back(id, round, Some(Held::Never));
+        self.tasks.waiting.push(Waiting {
+            request,
+            task: id.to_owned(),
+        });
+    }
+
+    /// The running task `id` takes back an input round run for its `tasks/result`: its
+    /// answers and number, `working` again, held as `held` says. False when no such task
+    /// runs (it ended, or is gone).
+    fn take_round_back(
+        &mut self,
+        id: &str,
+        (inputs, round): (Map<String, Value>, u32),
+        held: Option<Held>,
+    ) -> bool {
         let size = |m: &Map<String, Value>| -> usize {
             (m.iter())
                 .map(|(k, v)| k.len() + crate::held::held_bytes(v))
                 .sum()
         };
+        let now = self.now;
         let found = (self.tasks.tasks.iter_mut()).find(|t| t.id == id && !t.terminal());
-        if let Some(task) = found {
-            task.client_bytes = (task.client_bytes.saturating_sub(size(&task.inputs)))
-                .saturating_add(size(&inputs));
-            task.inputs = inputs;
-            task.round = round;
-            task.status = "working";
-            task.held = Some(Held::Never);
-            task.updated = now;
-        }
-        self.tasks.waiting.push(Waiting {
-            request,
-            task: id.to_owned(),
-        });
+        let Some(task) = found else {
+            return false;
+        };
+        task.client_bytes =
+            (task.client_bytes.saturating_sub(size(&task.inputs))).saturating_add(size(&inputs));
+        task.inputs = inputs;
+        task.round = round;
+        task.status = "working";
+        task.held = held;
+        task.updated = now;
+        true
     }
 
     /// Sends a 2025 task's input requests on its `tasks/result` (`request`), as the
@@ -1155,6 +1149,12 @@ impl Server {
         self.legacy_act(call, ToolOutcome::NeedInput(asks));
     }
 
+    /// A 2025 `tasks/result` (request `id`) for a task that has not ended: it counts as
+    /// the polls the tool asked for; then, when the task needs input, the task's input
+    /// requests go out (tagged with the task) and the request waits for the end of the
+    /// task, parked as a tool call is; otherwise it is held until the task ends
+    /// ([`Server::settle_results`]). `false` (nothing done) for a task that ended or is
+    /// not found: the caller answers at once.
     pub(super) fn park_task_result(&mut self, id: &RequestId, params: &Params) -> bool {
         let Ok(at) = self.task_index(params, Era::Legacy) else {
             return false;
