@@ -511,7 +511,7 @@ impl<F: Flavour> Options<F> {
                     // on whichever thread drives (`mcp-blocking`, where the panic took down
                     // that thread's own call) or inside the driver (`mcp-smol`, where it
                     // ended the connection and every call on it).
-                    contained(|| f(&progress));
+                    let _ = contained(|| f(&progress));
                 }
                 None
             }
@@ -522,23 +522,18 @@ impl<F: Flavour> Options<F> {
                 // `mcp-blocking` the handler runs on whichever thread drives, which the
                 // panic would take down with an unrelated call of its own).
                 let handler = &mut self.input_handler;
-                let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    handler.answer(&request)
-                }))
-                .unwrap_or_else(|panic| InputAnswer::Error(handler_panicked(&*panic)));
+                let answer = contained(|| handler.answer(&request))
+                    .unwrap_or_else(|said| InputAnswer::Error(handler_panicked(&said)));
                 reply(Reply::Input(input, answer));
                 None
             }
             Event::AuthorizationRequested { url } => {
                 reply(match &mut self.authorization_handler {
-                    Some(h) => match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        h.authorize(&url)
-                    })) {
+                    Some(h) => match contained(|| h.authorize(&url)) {
                         Ok(Ok(callback)) => Reply::AuthorizationCallback(callback),
                         Ok(Err(why)) => Reply::AuthorizationAbandoned(why),
-                        Err(panic) => Reply::AuthorizationAbandoned(format!(
-                            "the authorization handler failed: {}",
-                            panic_message(&*panic)
+                        Err(said) => Reply::AuthorizationAbandoned(format!(
+                            "the authorization handler failed: {said}"
                         )),
                     },
                     None => Reply::AuthorizationAbandoned(format!(
@@ -549,13 +544,13 @@ impl<F: Flavour> Options<F> {
             }
             Event::CredentialsChanged(c) => {
                 if let Some(f) = &mut self.on_credentials {
-                    contained(|| f(&c));
+                    let _ = contained(|| f(&c));
                 }
                 None
             }
             Event::Log { call, message } => match &mut self.on_log {
                 Some(f) => {
-                    contained(|| f(call, &message));
+                    let _ = contained(|| f(call, &message));
                     None
                 }
                 None => Some(Event::Log { call, message }),
@@ -563,7 +558,7 @@ impl<F: Flavour> Options<F> {
             Event::ElicitationCompleted { elicitation_id } => {
                 match &mut self.on_elicitation_complete {
                     Some(f) => {
-                        contained(|| f(&elicitation_id));
+                        let _ = contained(|| f(&elicitation_id));
                         None
                     }
                     None => Some(Event::ElicitationCompleted { elicitation_id }),
@@ -612,22 +607,19 @@ pub fn push_newest<T>(queue: &mut VecDeque<T>, item: T, max: usize) -> bool {
     dropped
 }
 
-/// What a panic said, when it said it as text.
-fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
-    (panic.downcast_ref::<&str>().copied())
-        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("(no message)")
-}
-
-/// Runs a notification callback of the application, a panic in it contained (see the
-/// progress callback in [`Options::handle_event`]).
-fn contained(f: impl FnOnce()) {
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+/// Runs a callback of the application with a panic in it contained (see the progress
+/// callback in [`Options::handle_event`]): what it returned, or what the panic said
+/// (`(no message)` when it said nothing as text).
+fn contained<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|panic| {
+        (panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "(no message)".to_owned())
+    })
 }
 
 /// The refusal sent for a request whose input handler panicked, with the panic's message.
-fn handler_panicked(panic: &(dyn std::any::Any + Send)) -> ErrorObject {
-    let said = panic_message(panic);
+fn handler_panicked(said: &str) -> ErrorObject {
     ErrorObject::new(
         mcp_proto::jsonrpc::codes::INTERNAL_ERROR,
         format!("the client's input handler failed: {said}"),
