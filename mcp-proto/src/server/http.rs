@@ -302,8 +302,9 @@ pub struct HttpEndpointConfig {
     /// compared without the port and without regard to case; another `Host`, or none,
     /// gets 403. `None` accepts any (behind a proxy that checks it, or on a public
     /// address). Default `None`; [`HttpEndpointConfig::restrict_hosts_for`] narrows it to
-    /// the loopback names for a server bound to a loopback address, which defeats DNS
-    /// rebinding (a page whose name resolves to 127.0.0.1 still sends its own name).
+    /// the loopback names and the bound address for a server bound to a loopback
+    /// address, which defeats DNS rebinding (a page whose name resolves to 127.0.0.1
+    /// still sends its own name).
     pub allowed_hosts: Option<Vec<String>>,
     /// The SSE `retry:` (reconnection delay) sent before the server closes a resumable
     /// stream's connection itself (polling). Default 1 s.
@@ -323,10 +324,20 @@ pub const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
 
 impl HttpEndpointConfig {
     /// For a server bound to `bound`: when that is a loopback address and no host list
-    /// was chosen, only the loopback names ([`LOOPBACK_HOSTS`]) are accepted in `Host`.
+    /// was chosen, only the loopback names ([`LOOPBACK_HOSTS`]) and `bound` itself (say
+    /// `127.0.0.2`, the address its clients connect to) are accepted in `Host`. An
+    /// IPv4-mapped IPv6 loopback address (`::ffff:127.0.0.1`) is a loopback address.
     pub fn restrict_hosts_for(&mut self, bound: std::net::IpAddr) {
-        if self.allowed_hosts.is_none() && bound.is_loopback() {
-            self.allowed_hosts = Some(LOOPBACK_HOSTS.iter().map(|h| (*h).to_owned()).collect());
+        if self.allowed_hosts.is_none() && bound.to_canonical().is_loopback() {
+            let mut hosts: Vec<String> = LOOPBACK_HOSTS.iter().map(|h| (*h).to_owned()).collect();
+            let own = match bound {
+                std::net::IpAddr::V4(v4) => v4.to_string(),
+                std::net::IpAddr::V6(v6) => format!("[{v6}]"),
+            };
+            if !hosts.contains(&own) {
+                hosts.push(own);
+            }
+            self.allowed_hosts = Some(hosts);
         }
     }
 
@@ -338,7 +349,8 @@ impl HttpEndpointConfig {
         let Some(host) = host.and_then(|h| std::str::from_utf8(h).ok()) else {
             return false;
         };
-        let host = host.trim();
+        // Optional white space is spaces and tabs (RFC 9110 §5.6.3), nothing else.
+        let host = host.trim_matches([' ', '\t']);
         // Without the port: `[v6]:port`, `name:port`, or a bare name.
         let name = if host.starts_with('[') {
             // Only a port may follow the bracket (`[::1]evil.example` names no host).

@@ -782,6 +782,13 @@ fn parse_head(block: &[u8], max_headers: usize) -> Result<HttpRequest, HttpReque
             reason: "more than one Origin header",
         });
     }
+    // The same for the session: a proxy that keeps a client on one server by its last
+    // `Mcp-Session-Id` and an endpoint that reads the first would serve two sessions.
+    if request.header_all("mcp-session-id").nth(1).is_some() {
+        return Err(HttpRequestError::InvalidHead {
+            reason: "more than one Mcp-Session-Id header",
+        });
+    }
     Ok(request)
 }
 

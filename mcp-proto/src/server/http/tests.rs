@@ -187,6 +187,14 @@ fn reader_errors_and_limits() {
             400,
         ),
         (
+            b"POST / HTTP/1.1\r\nHost: x\r\nMcp-Session-Id: a\r\nmcp-session-id: b\r\n\r\n"
+                .to_vec(),
+            HttpRequestError::InvalidHead {
+                reason: "more than one Mcp-Session-Id header",
+            },
+            400,
+        ),
+        (
             b"POST /mcp#frag HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n".to_vec(),
             HttpRequestError::InvalidHead {
                 reason: "a fragment (#) in the request target",

@@ -134,3 +134,66 @@ fn an_empty_port_is_accepted_after_any_allowed_host() {
     }
     assert!(seen.iter().all(|(_, s)| *s == 200), "{seen:?}");
 }
+
+/// Every address of 127.0.0.0/8 is loopback, and a server may be bound to any of them
+/// (127.0.0.2, to sit beside another on the same port): its own address, the one its
+/// clients connect to, is a `Host` it answers to, beside the loopback names.
+#[test]
+fn a_server_bound_to_another_loopback_address_answers_to_it() {
+    let mut config = HttpEndpointConfig::default();
+    config.restrict_hosts_for("127.0.0.2".parse().unwrap());
+    let mut ep = HttpEndpoint::with_config(example::server(), config);
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+    let mut seen = Vec::new();
+    for host in [
+        "127.0.0.2:8080",
+        "127.0.0.2",
+        "localhost:8080",
+        "evil.example:8080",
+    ] {
+        let r = HttpRequest::new("POST", "/mcp")
+            .with_header("Host", host)
+            .with_header("Content-Type", "application/json")
+            .with_body(serde_json::to_vec(&ping).unwrap());
+        seen.push((host, complete(ep.handle_request(now(), &r)).status));
+    }
+    assert_eq!(
+        seen,
+        [
+            ("127.0.0.2:8080", 200),
+            ("127.0.0.2", 200),
+            ("localhost:8080", 200),
+            ("evil.example:8080", 403)
+        ]
+    );
+}
+
+/// `::ffff:127.0.0.1` is 127.0.0.1 written as IPv6: a server bound to it is on loopback,
+/// and names outside the loopback ones and its own are refused as they are for 127.0.0.1.
+#[test]
+fn a_server_bound_to_an_ipv4_mapped_loopback_address_checks_host() {
+    let mut config = HttpEndpointConfig::default();
+    config.restrict_hosts_for("::ffff:127.0.0.1".parse().unwrap());
+    let mut ep = HttpEndpoint::with_config(example::server(), config);
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+    let mut seen = Vec::new();
+    for host in [
+        "[::ffff:127.0.0.1]:8080",
+        "127.0.0.1:8080",
+        "evil.example:8080",
+    ] {
+        let r = HttpRequest::new("POST", "/mcp")
+            .with_header("Host", host)
+            .with_header("Content-Type", "application/json")
+            .with_body(serde_json::to_vec(&ping).unwrap());
+        seen.push((host, complete(ep.handle_request(now(), &r)).status));
+    }
+    assert_eq!(
+        seen,
+        [
+            ("[::ffff:127.0.0.1]:8080", 200),
+            ("127.0.0.1:8080", 200),
+            ("evil.example:8080", 403)
+        ]
+    );
+}
