@@ -48,7 +48,7 @@ use super::chunked::{Chunked, Step};
 use super::error::{ResponseError, ReuseError};
 use super::head::{self, Framing, ResponseHead};
 use super::limits::HttpLimits;
-use super::scan::{block_end, leading_empty_line};
+use super::scan::{HeadScan, scan_head};
 
 /// Input is processed in pieces of at most this size, bounding the buffer and each
 /// `Body` event's growth per piece.
@@ -74,7 +74,7 @@ pub enum ResponseEvent {
 
 #[derive(Debug)]
 enum State {
-    /// Reading a head; `scanned` as in [`block_end`].
+    /// Reading a head; `scanned` as in [`scan_head`].
     Head { scanned: usize },
     /// A `Content-Length` body with this many bytes to go.
     Length { remaining: u64, keep_alive: bool },
@@ -301,23 +301,16 @@ impl ResponseReader {
         match std::mem::replace(&mut self.state, State::Failed) {
             State::Head { mut scanned } => {
                 // Empty lines before a status line are tolerated (RFC 9112 §2.2).
-                if scanned == 0 {
-                    let blank = leading_empty_line(data);
-                    if blank != Some(0) {
-                        self.state = State::Head { scanned };
-                        return Ok(blank);
-                    }
-                }
                 let limit = self.limits.max_head_bytes;
-                let window = &data[..data.len().min(limit)];
-                let Some(end) = block_end(window, &mut scanned, false) else {
-                    if data.len() >= limit {
-                        return Err(ResponseError::HeadTooLarge { limit });
+                let end = match scan_head(data, &mut scanned, limit) {
+                    HeadScan::Complete(end) => end,
+                    HeadScan::TooLarge => return Err(ResponseError::HeadTooLarge { limit }),
+                    HeadScan::Pending(skip) => {
+                        self.state = State::Head { scanned };
+                        return Ok(skip);
                     }
-                    self.state = State::Head { scanned };
-                    return Ok(None);
                 };
-                let head = head::parse(&window[..end], self.limits.max_headers)?;
+                let head = head::parse(&data[..end], self.limits.max_headers)?;
                 self.state = self.begin(head)?;
                 Ok(Some(end))
             }

@@ -57,10 +57,39 @@ fn next_newline(data: &[u8], from: usize) -> Option<usize> {
     tail.iter().position(|b| *b == b'\n').map(|p| at + p)
 }
 
+/// Where a head at the front of `data` stands ([`scan_head`]).
+pub(crate) enum HeadScan {
+    /// Not complete: skip this many bytes (an empty line before the head, which RFC 9112
+    /// §2.2 lets a reader skip), or, with `None`, wait for more input.
+    Pending(Option<usize>),
+    /// No head ends within the limit.
+    TooLarge,
+    /// The head is `data[..end]`, its empty line included.
+    Complete(usize),
+}
+
+/// How far the head at the front of `data` (a request's or a response's) has come, with
+/// at most `limit` bytes of it looked at. `scanned` carries the progress between calls
+/// on a growing buffer, as for [`block_end`].
+pub(crate) fn scan_head(data: &[u8], scanned: &mut usize, limit: usize) -> HeadScan {
+    if *scanned == 0 {
+        let blank = leading_empty_line(data);
+        if blank != Some(0) {
+            return HeadScan::Pending(blank);
+        }
+    }
+    let window = &data[..data.len().min(limit)];
+    match block_end(window, scanned, false) {
+        Some(end) => HeadScan::Complete(end),
+        None if data.len() >= limit => HeadScan::TooLarge,
+        None => HeadScan::Pending(None),
+    }
+}
+
 /// Before a head: how many bytes an empty line at the front of `data` takes (RFC 9112
 /// §2.2 lets a reader skip them): `Some(0)` when `data` starts with something else,
 /// `None` when it cannot tell yet.
-pub(crate) fn leading_empty_line(data: &[u8]) -> Option<usize> {
+fn leading_empty_line(data: &[u8]) -> Option<usize> {
     match data {
         [] | [b'\r'] => None,
         [b'\n', ..] => Some(1),

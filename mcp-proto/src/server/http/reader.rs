@@ -39,7 +39,7 @@ use std::collections::VecDeque;
 use std::mem::MaybeUninit;
 
 use crate::http::HttpVersion;
-use crate::http::scan::{block_end, leading_empty_line};
+use crate::http::scan::{HeadScan, scan_head};
 
 /// Bounds on what a client can make [`HttpRequestReader`] hold.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -373,7 +373,7 @@ pub(super) enum Progress {
 
 #[derive(Debug)]
 enum State {
-    /// Reading a head; `scanned` as in [`block_end`].
+    /// Reading a head; `scanned` as in [`scan_head`].
     Head { scanned: usize },
     /// Reading a `Content-Length` body.
     Body {
@@ -580,23 +580,16 @@ impl HttpRequestReader {
     fn step(&mut self, data: &[u8]) -> Result<Option<usize>, HttpRequestError> {
         match std::mem::replace(&mut self.state, State::Failed) {
             State::Head { mut scanned } => {
-                if scanned == 0 {
-                    let blank = leading_empty_line(data);
-                    if blank != Some(0) {
-                        self.state = State::Head { scanned };
-                        return Ok(blank);
-                    }
-                }
                 let limit = self.limits.max_head_bytes;
-                let window = &data[..data.len().min(limit)];
-                let Some(end) = block_end(window, &mut scanned, false) else {
-                    if data.len() >= limit {
-                        return Err(HttpRequestError::HeadTooLarge { limit });
+                let end = match scan_head(data, &mut scanned, limit) {
+                    HeadScan::Complete(end) => end,
+                    HeadScan::TooLarge => return Err(HttpRequestError::HeadTooLarge { limit }),
+                    HeadScan::Pending(skip) => {
+                        self.state = State::Head { scanned };
+                        return Ok(skip);
                     }
-                    self.state = State::Head { scanned };
-                    return Ok(None);
                 };
-                let request = parse_head(&window[..end], self.limits.max_headers)?;
+                let request = parse_head(&data[..end], self.limits.max_headers)?;
                 self.begin(request)?;
                 Ok(Some(end))
             }
