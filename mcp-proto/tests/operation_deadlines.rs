@@ -38,6 +38,40 @@ fn assert_timed_out_in_time(outcome: Outcome, made: Instant, now: Instant) {
     );
 }
 
+/// What both simulations share: a client on a fake clock, and one step of traffic.
+trait Sim: Sized {
+    /// The client and the clock.
+    fn clocked(&mut self) -> (&mut Client, &mut Instant);
+
+    /// Carries what the client wrote to the scripted server and back; whether anything
+    /// moved.
+    fn step(&mut self) -> bool;
+
+    /// Steps until `done`, jumping the clock to the client's next deadline whenever
+    /// nothing moves.
+    fn run_until(&mut self, done: impl Fn(&Self) -> bool) {
+        let mut jumps = 0;
+        while !done(self) {
+            if self.step() {
+                continue;
+            }
+            let (client, now) = self.clocked();
+            *now = (*now).max(client.poll_timeout().expect("stalled: no deadline"));
+            client.handle_timeout(*now);
+            jumps += 1;
+            assert!(jumps < 1000, "no progress");
+        }
+    }
+
+    /// Moves the clock on by `d`, then steps once.
+    fn advance(&mut self, d: Duration) {
+        let (client, now) = self.clocked();
+        *now += d;
+        client.handle_timeout(*now);
+        self.step();
+    }
+}
+
 // ----- stdio ------------------------------------------------------------------------
 
 type Script = Box<dyn FnMut(&Value) -> Vec<String>>;
@@ -65,6 +99,12 @@ impl Stdio {
             sent: Vec::new(),
             events: Vec::new(),
         }
+    }
+}
+
+impl Sim for Stdio {
+    fn clocked(&mut self) -> (&mut Client, &mut Instant) {
+        (&mut self.client, &mut self.now)
     }
 
     fn step(&mut self) -> bool {
@@ -102,27 +142,9 @@ impl Stdio {
         }
         moved
     }
+}
 
-    fn run_until(&mut self, done: impl Fn(&Stdio) -> bool) {
-        let mut jumps = 0;
-        while !done(self) {
-            if self.step() {
-                continue;
-            }
-            let t = self.client.poll_timeout().expect("stalled: no deadline");
-            self.now = self.now.max(t);
-            self.client.handle_timeout(self.now);
-            jumps += 1;
-            assert!(jumps < 1000, "no progress");
-        }
-    }
-
-    fn advance(&mut self, d: Duration) {
-        self.now += d;
-        self.client.handle_timeout(self.now);
-        self.step();
-    }
-
+impl Stdio {
     fn sent_with_method(&self, method: &str) -> Vec<&Value> {
         self.sent.iter().filter(|m| m["method"] == method).collect()
     }
@@ -224,6 +246,12 @@ impl<F: FnMut(&Seen) -> Option<String>> Http<F> {
             events: Vec::new(),
         }
     }
+}
+
+impl<F: FnMut(&Seen) -> Option<String>> Sim for Http<F> {
+    fn clocked(&mut self) -> (&mut Client, &mut Instant) {
+        (&mut self.client, &mut self.now)
+    }
 
     fn step(&mut self) -> bool {
         let mut moved = false;
@@ -267,27 +295,9 @@ impl<F: FnMut(&Seen) -> Option<String>> Http<F> {
         }
         moved
     }
+}
 
-    fn run_until(&mut self, done: impl Fn(&Self) -> bool) {
-        let mut jumps = 0;
-        while !done(self) {
-            if self.step() {
-                continue;
-            }
-            let t = self.client.poll_timeout().expect("stalled: no deadline");
-            self.now = self.now.max(t);
-            self.client.handle_timeout(self.now);
-            jumps += 1;
-            assert!(jumps < 1000, "no progress");
-        }
-    }
-
-    fn advance(&mut self, d: Duration) {
-        self.now += d;
-        self.client.handle_timeout(self.now);
-        self.step();
-    }
-
+impl<F: FnMut(&Seen) -> Option<String>> Http<F> {
     fn with_method(&self, method: &str) -> Vec<&Seen> {
         let seen = self.seen.iter();
         seen.filter(|s| s.body["method"] == method).collect()
