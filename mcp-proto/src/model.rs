@@ -105,9 +105,12 @@ impl ClientCapabilities {
     #[must_use]
     pub fn to_json(&self, version: ProtocolVersion) -> Value {
         let mut caps = Map::new();
-        if self.elicitation_form || self.elicitation_url {
+        // 2025-06-18 elicitation is forms only: `elicitation: {}` there would promise
+        // forms to a client that does only URLs.
+        let modes = version >= ProtocolVersion::V2025_11_25;
+        if self.elicitation_form || (modes && self.elicitation_url) {
             let mut e = Map::new();
-            if version >= ProtocolVersion::V2025_11_25 {
+            if modes {
                 if self.elicitation_form {
                     e.insert("form".into(), Value::Object(Map::new()));
                 }

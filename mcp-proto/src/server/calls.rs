@@ -198,10 +198,11 @@ pub(super) fn refuse(
 }
 
 /// The capabilities (as a `ClientCapabilities` object) the client lacks for `asks`, or
-/// `None` when it declared them all in `caps`.
+/// `None` when it declared them all in `caps`, as `version` reads them.
 pub(super) fn missing_capabilities(
     caps: &Value,
     asks: &[(String, InputRequestSpec)],
+    version: ProtocolVersion,
 ) -> Option<Value> {
     let mut missing = Map::new();
     for (_, spec) in asks {
@@ -210,16 +211,7 @@ pub(super) fn missing_capabilities(
                 ("elicitation", (!supports_form(caps)).then(|| json!({})))
             }
             InputRequestSpec::Sampling(params) => {
-                // Tool use in sampling needs `sampling.tools` too (the client must refuse
-                // a request with `tools` or `toolChoice` it did not declare).
-                let sampling = caps.get("sampling");
-                let tools = params.get("tools").is_some() || params.get("toolChoice").is_some();
-                let lacking = match sampling {
-                    None => Some(json!({})),
-                    Some(s) if tools && s.get("tools").is_none() => Some(json!({"tools": {}})),
-                    Some(_) => None,
-                };
-                ("sampling", lacking)
+                ("sampling", sampling_lacks(caps, params, version))
             }
             InputRequestSpec::Roots => ("roots", caps.get("roots").is_none().then(|| json!({}))),
         };
@@ -232,6 +224,29 @@ pub(super) fn missing_capabilities(
         }
     }
     (!missing.is_empty()).then_some(Value::Object(missing))
+}
+
+/// What a sampling request with `params` needs of `sampling` that `caps` lacks at
+/// `version`: tool use (`tools`, `toolChoice`) needs `sampling.tools`, which only
+/// 2025-11-25 and later have (the client must refuse such a request otherwise); from
+/// 2025-11-25 on, an `includeContext` other than `none` needs `sampling.context` (a
+/// SHOULD for servers, and clients refuse it).
+fn sampling_lacks(caps: &Value, params: &Value, version: ProtocolVersion) -> Option<Value> {
+    let Some(sampling) = caps.get("sampling") else {
+        return Some(json!({}));
+    };
+    let since_2025_11_25 = version >= ProtocolVersion::V2025_11_25;
+    let mut lacking = Map::new();
+    let tools = params.get("tools").is_some() || params.get("toolChoice").is_some();
+    if tools && (!since_2025_11_25 || sampling.get("tools").is_none()) {
+        lacking.insert("tools".to_owned(), json!({}));
+    }
+    let context = params.get("includeContext").and_then(Value::as_str);
+    if since_2025_11_25 && context.is_some_and(|c| c != "none") && sampling.get("context").is_none()
+    {
+        lacking.insert("context".to_owned(), json!({}));
+    }
+    (!lacking.is_empty()).then_some(Value::Object(lacking))
 }
 
 /// Form elicitation: `elicitation: {}` (form implied) or `elicitation: {form: …}`.

@@ -82,7 +82,10 @@ impl Server {
         }
         Some(match method {
             "tools/list" if !c.tools.is_empty() => {
-                paginate(&c.tools, params, page, "tools", |t| t.listing())
+                // `execution.taskSupport` only where tasks exist: a 2025-06-18 `Tool` has
+                // no `execution`, and its sessions have no tasks (decision 101).
+                let tasks = era == Era::Modern || self.session_has_tasks();
+                paginate(&c.tools, params, page, "tools", |t| t.listing(tasks))
             }
             "resources/list" if has_resources => {
                 paginate(&c.resources, params, page, "resources", |r| r.listing())

@@ -308,7 +308,7 @@ impl Server {
     /// Whether the legacy session negotiated a version with tasks: 2025-11-25, not
     /// 2025-06-18, whose schema has no `tasks` capability, no task-augmented `tools/call`
     /// and no `tasks/*` methods (the `task` member of a call is then ignored).
-    fn session_has_tasks(&self) -> bool {
+    pub(super) fn session_has_tasks(&self) -> bool {
         self.session
             .as_ref()
             .is_some_and(|s| s.version != ProtocolVersion::V2025_06_18)
@@ -527,15 +527,22 @@ impl Server {
             Some(s) => (s.version, &s.client_caps),
             None => return,
         };
-        if let Some(missing) = calls::missing_capabilities(caps, &asks) {
-            let names: Vec<&str> = missing
-                .as_object()
-                .map(|m| m.keys().map(String::as_str).collect())
-                .unwrap_or_default();
-            let text = format!(
+        if let Some(missing) = calls::missing_capabilities(caps, &asks, version) {
+            // `sampling.tools`, not just `sampling`, when only a member is lacking.
+            let names: Vec<String> = (missing.as_object().into_iter().flatten())
+                .flat_map(|(k, v)| match v.as_object().filter(|m| !m.is_empty()) {
+                    Some(m) => m.keys().map(|sub| format!("{k}.{sub}")).collect(),
+                    None => vec![k.clone()],
+                })
+                .collect();
+            let mut text = format!(
                 "tool `{name}` needs input, but the client did not declare the {} capability",
                 names.join(", ")
             );
+            if version < ProtocolVersion::V2025_11_25 && names.iter().any(|n| n == "sampling.tools")
+            {
+                text.push_str(" (tool use in sampling came with 2025-11-25)");
+            }
             return self.answer_call(&call, Ok(error_result(text)));
         }
         let in_flight: usize = self.pending.iter().map(|c| c.waiting.len()).sum();

@@ -529,7 +529,7 @@ impl Server {
         if let Some(reply) = calls::refuse(done.name, asks, done.round, &self.config.limits) {
             return reply;
         }
-        if let Some(missing) = calls::missing_capabilities(caps, asks) {
+        if let Some(missing) = calls::missing_capabilities(caps, asks, version) {
             let names: Vec<String> = missing
                 .as_object()
                 .map(|m| m.keys().cloned().collect())

@@ -121,10 +121,12 @@ impl Tool {
         self
     }
 
-    /// The entry of this tool in `tools/list`.
-    pub(super) fn listing(&self) -> Value {
+    /// The entry of this tool in `tools/list`; `execution.taskSupport` for a task tool
+    /// only `with_tasks` (a version that has tasks).
+    pub(super) fn listing(&self, with_tasks: bool) -> Value {
         let mut listing = json!({"name": self.name, "description": self.description, "inputSchema": self.input_schema});
-        if self.task_polls.is_some()
+        if with_tasks
+            && self.task_polls.is_some()
             && let Some(o) = listing.as_object_mut()
         {
             let support = if self.task_required {

@@ -561,7 +561,7 @@ impl ServerTask {
                 ),
             )));
         }
-        if let Some(missing) = calls::missing_capabilities(&self.caps, asks) {
+        if let Some(missing) = calls::missing_capabilities(&self.caps, asks, self.version) {
             return Held::Outcome(Err(ErrorObject::new(
                 codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
                 format!("tool `{name}` needs input the client cannot give"),

@@ -235,7 +235,13 @@ impl Session {
             c.rpc_id = None;
         }
         match r.outcome {
-            Err(e) if e.code == URL_ELICITATION_REQUIRED && self.era() == Some(Era::Legacy) => {
+            // 2025-11-25 only: from a 2025-06-18 server the code means nothing more than
+            // any other error, and its URLs are not shown.
+            Err(e)
+                if e.code == URL_ELICITATION_REQUIRED
+                    && self.era() == Some(Era::Legacy)
+                    && self.since_2025_11_25() =>
+            {
                 self.url_elicitation_required(call, e);
             }
             Err(e) => {
@@ -655,13 +661,19 @@ impl Session {
                 format!("sampling with {what}: the client did not declare {capability}"),
             )
         };
-        if !caps.sampling_tools
-            && (p.extra.contains_key("tools") || p.extra.contains_key("toolChoice"))
-        {
-            return Err(refuse("tools", "sampling.tools"));
+        let versioned = self.since_2025_11_25();
+        if p.extra.contains_key("tools") || p.extra.contains_key("toolChoice") {
+            if !versioned {
+                return Err(ErrorObject::new(
+                    codes::INVALID_PARAMS,
+                    "sampling with tools does not exist in protocol version 2025-06-18",
+                ));
+            }
+            if !caps.sampling_tools {
+                return Err(refuse("tools", "sampling.tools"));
+            }
         }
         let context = p.extra.get("includeContext").and_then(Value::as_str);
-        let versioned = matches!(self.state, super::State::Ready(_, v) if v >= crate::ProtocolVersion::V2025_11_25);
         if !caps.sampling_context && versioned && context.is_some_and(|c| c != "none") {
             return Err(refuse("includeContext", "sampling.context"));
         }
@@ -700,6 +712,15 @@ impl Session {
                         format!("invalid elicitation params: {e}"),
                     )
                 })?;
+                if p.is_url_mode() && !self.since_2025_11_25() {
+                    // A 2025-06-18 elicitation is a form (its params need a
+                    // `requestedSchema`): the URL mode came with 2025-11-25.
+                    return Err(ErrorObject::new(
+                        codes::INVALID_PARAMS,
+                        "elicitation mode \"url\" does not exist in protocol version 2025-06-18",
+                    )
+                    .into());
+                }
                 let (mode, declared) = if p.is_url_mode() {
                     ("url", caps.elicitation_url)
                 } else {
@@ -886,8 +907,10 @@ impl Session {
             let id = id.to_owned();
             self.remember_url_elicitation(&id);
         }
-        let related = super::tasks::related_task(r.params.as_deref())
-            .filter(|t| t.len() <= self.config.limits.max_task_id_bytes);
+        // `related-task` is a 2025-11-25 key: a 2025-06-18 answer does not echo it.
+        let related = (super::tasks::related_task(r.params.as_deref()))
+            .filter(|t| t.len() <= self.config.limits.max_task_id_bytes)
+            .filter(|_| self.since_2025_11_25());
         let call = related.as_deref().and_then(|t| self.call_of_task(t));
         let input = self.alloc_input();
         self.inputs.insert(
@@ -908,11 +931,15 @@ impl Session {
     }
 
     pub(super) fn handle_notification(&mut self, now: Instant, n: Notification) {
+        // A 2025-06-18 session has no tasks: a status notification there is one its
+        // version does not define, passed on as such (below), not read as task news.
+        let tasks = self.since_2025_11_25();
         let status = match self.era() {
             Some(Era::Legacy) => "notifications/tasks/status",
             _ => "notifications/tasks",
         };
-        if n.method == status
+        if tasks
+            && n.method == status
             && let Err(detail) = self.task_notification(now, n.params.as_deref())
         {
             self.peer_error(PeerError::MalformedNotification {
@@ -920,7 +947,7 @@ impl Session {
                 detail,
             });
         }
-        if n.method == "notifications/tasks/status" {
+        if tasks && n.method == "notifications/tasks/status" {
             return;
         }
         if n.method != "notifications/cancelled"

@@ -961,6 +961,14 @@ impl Session {
         }
     }
 
+    /// Whether the negotiated version is 2025-11-25 or later: the versions with tasks,
+    /// URL-mode elicitation (and `-32042`), tool use in sampling and the `related-task`
+    /// `_meta` key. A 2025-06-18 session has none of them, whatever the server declares
+    /// or sends.
+    fn since_2025_11_25(&self) -> bool {
+        matches!(self.state, State::Ready(_, v) if v >= ProtocolVersion::V2025_11_25)
+    }
+
     /// Writes the current request of `call` under a new JSON-RPC id.
     fn send_call(&mut self, now: Instant, id: CallId) {
         if let State::Ready(era, version) = self.state
@@ -981,9 +989,18 @@ impl Session {
                 self.complete(id, Err(CallError::NotDeclared { method, feature }));
                 return;
             }
-            let not_here = match era {
-                Era::Modern => [request::TASKS_RESULT, request::TASKS_LIST],
-                Era::Legacy => [request::LISTEN, request::TASKS_UPDATE],
+            // 2025-06-18 has no tasks at all (nor does the client follow any there).
+            let not_here: &[&str] = match era {
+                Era::Modern => &[request::TASKS_RESULT, request::TASKS_LIST],
+                Era::Legacy if version < ProtocolVersion::V2025_11_25 => &[
+                    request::LISTEN,
+                    request::TASKS_UPDATE,
+                    request::TASKS_GET,
+                    request::TASKS_RESULT,
+                    request::TASKS_LIST,
+                    request::TASKS_CANCEL,
+                ],
+                Era::Legacy => &[request::LISTEN, request::TASKS_UPDATE],
             };
             if not_here.contains(&call.request.method.as_str()) {
                 let method = call.request.method.clone();

@@ -205,8 +205,19 @@ impl Session {
         }
     }
 
-    /// 2025-11-25: whether the server accepts task-augmented `tools/call`.
+    /// 2025-11-25: whether the server declared `tasks.cancel` (it serves `tasks/cancel`).
+    fn server_cancels_tasks(&self) -> bool {
+        (self.server.as_ref())
+            .and_then(|s| s.capabilities.get("tasks")?.get("cancel"))
+            .is_some()
+    }
+
+    /// 2025-11-25: whether the server accepts task-augmented `tools/call`. Never on a
+    /// 2025-06-18 session, whose version has no tasks even when the server declares them.
     pub(super) fn server_takes_tool_tasks(&self) -> bool {
+        if !self.since_2025_11_25() {
+            return false;
+        }
         self.server.as_ref().is_some_and(|s| {
             // Member by member: `Value::pointer` would allocate for each token.
             (s.capabilities.get("tasks"))
@@ -709,8 +720,13 @@ impl Session {
     }
 
     /// Sends `tasks/cancel` for `task_id` as a request whose answer nobody waits for
-    /// (the call it belonged to is over).
+    /// (the call it belonged to is over). Not to a 2025-11-25 server that did not
+    /// declare `tasks.cancel`: it serves no `tasks/cancel`, and a task must not get
+    /// `notifications/cancelled` either, so nothing can be sent.
     pub(super) fn send_task_cancel(&mut self, task_id: &str) {
+        if self.era() == Some(Era::Legacy) && !self.server_cancels_tasks() {
+            return;
+        }
         let params = task_params(task_id);
         let rpc_id = self.alloc_rpc_id();
         let out = self.write_task_request(rpc_id, TASKS_CANCEL, &params);

@@ -236,3 +236,90 @@ fn sampling_with_tools_needs_sampling_tools() {
     );
     assert_eq!(r["result"]["resultType"], "input_required", "{r}");
 }
+
+/// A tool asking for sampling with `sample` params, answered "ok" once it has its answer.
+fn sampling_server(sample: Value) -> Server {
+    let cfg = ServerConfig::new(Implementation::new("t", "0")).with_tool(Tool::new(
+        "agent",
+        "",
+        json!({"type": "object"}),
+        move |c: &ToolCall<'_>| {
+            if c.inputs.contains_key("s") {
+                return ToolOutcome::text("ok");
+            }
+            ToolOutcome::NeedInput(vec![(
+                "s".into(),
+                InputRequestSpec::Sampling(sample.clone()),
+            )])
+        },
+    ));
+    Server::new(cfg)
+}
+
+/// From 2025-11-25 on, an `includeContext` other than `none` is for clients that declared
+/// `sampling.context` (which the client machine enforces): asked of one that did not, the
+/// call is refused up front (2026: `-32021` naming it; 2025-11-25: a failed result),
+/// rather than sent to be refused. 2025-06-18 has no `sampling.context`: it is sent.
+#[test]
+fn sampling_with_context_needs_sampling_context() {
+    let sample = json!({
+        "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+        "maxTokens": 64,
+        "includeContext": "thisServer"
+    });
+    let mut p = Peer::new(sampling_server(sample.clone()));
+    let r = p.call(
+        json!(1),
+        "tools/call",
+        json!({"name": "agent", "_meta": meta(json!({"sampling": {}}))}),
+    );
+    assert_eq!(r["error"]["code"], -32021, "{r}");
+    assert!(
+        r["error"]["data"]["requiredCapabilities"]["sampling"]["context"].is_object(),
+        "{r}"
+    );
+    let with_context = json!({"sampling": {"context": {}}});
+    let r = p.call(
+        json!(2),
+        "tools/call",
+        json!({"name": "agent", "_meta": meta(with_context)}),
+    );
+    assert_eq!(r["result"]["resultType"], "input_required", "{r}");
+
+    let mut p = Peer::new(sampling_server(sample.clone()));
+    p.initialize("2025-11-25", json!({"sampling": {}}));
+    let r = p.call(json!(1), "tools/call", json!({"name": "agent"}));
+    assert_eq!(r["result"]["isError"], true, "{r}");
+
+    let mut p = Peer::new(sampling_server(sample));
+    p.initialize("2025-06-18", json!({"sampling": {}}));
+    let r = p.call(json!(1), "tools/call", json!({"name": "agent"}));
+    assert_eq!(r["method"], "sampling/createMessage", "{r}");
+}
+
+/// Tool use in sampling came with 2025-11-25: a 2025-06-18 session is never sent a
+/// sampling request with `tools`, even from a client whose capabilities say
+/// `sampling.tools` (a member its version does not have).
+#[test]
+fn sampling_with_tools_is_not_sent_at_2025_06_18() {
+    let sample = json!({
+        "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+        "maxTokens": 64,
+        "tools": [{"name": "lookup", "inputSchema": {"type": "object"}}]
+    });
+    let mut p = Peer::new(sampling_server(sample.clone()));
+    p.initialize("2025-06-18", json!({"sampling": {"tools": {}}}));
+    let r = p.call(json!(1), "tools/call", json!({"name": "agent"}));
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    let text = r["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        text.contains("sampling.tools") && text.contains("2025-11-25"),
+        "{r}"
+    );
+    let mut p = Peer::new(sampling_server(sample));
+    p.initialize("2025-11-25", json!({"sampling": {"tools": {}}}));
+    let r = p.call(json!(1), "tools/call", json!({"name": "agent"}));
+    assert_eq!(r["method"], "sampling/createMessage", "{r}");
+}

@@ -321,6 +321,32 @@ fn a_2025_06_18_session_has_no_tasks() {
     );
 }
 
+/// A 2025-06-18 tool listing says nothing of tasks: `execution` came with 2025-11-25 (the
+/// 2025-06-18 schema's `Tool` has `_meta`, `annotations`, `description`, `inputSchema`,
+/// `name`, `outputSchema` and `title`), and a `required` tool cannot run as a task there.
+#[test]
+fn a_2025_06_18_tool_listing_has_no_task_support() {
+    const TOOL_2025_06_18: [&str; 7] = [
+        "_meta",
+        "annotations",
+        "description",
+        "inputSchema",
+        "name",
+        "outputSchema",
+        "title",
+    ];
+    let mut p = Peer::new(server());
+    p.initialize("2025-06-18", json!({}));
+    let list = p.call(json!(1), "tools/list", json!({}));
+    let tools = list["result"]["tools"].as_array().unwrap();
+    assert!(tools.iter().any(|t| t["name"] == "must"), "{list}");
+    for tool in tools {
+        for key in tool.as_object().unwrap().keys() {
+            assert!(TOOL_2025_06_18.contains(&key.as_str()), "{key}: {tool}");
+        }
+    }
+}
+
 #[test]
 fn mrtr_rounds_come_before_the_task_they_lead_to() {
     let mut p = Peer::new(server());
