@@ -6,14 +6,12 @@
 //! keeping only its first and last [`SNIFF_BYTES`] bytes (so the receiver can tell which
 //! request it answered), reports it once, and goes on with the lines after it.
 
+use crate::held::give_back;
+
 /// How many bytes of the start and of the end of an oversized line are kept for
 /// [`Line::Oversized`] (fewer when the limit is smaller): enough for the envelope members
 /// a serialiser writes before `params`/`result` (`jsonrpc`, `id`, `method`), or after them.
 pub const SNIFF_BYTES: usize = 256;
-
-/// A decoder's buffer keeps up to this much capacity between lines: lines up to a few
-/// tens of KiB reuse it.
-const KEEP_CAPACITY: usize = 64 * 1024;
 
 /// One item out of the [`LineDecoder`].
 #[derive(Debug, PartialEq, Eq)]
@@ -135,9 +133,7 @@ impl LineDecoder {
                     }
                     // After a large line, the memory goes back: the buffer does not keep
                     // its high-water mark (a 64 KiB line leaves at most 4× that).
-                    if self.buf.capacity() > 4 * KEEP_CAPACITY && self.buf.len() <= KEEP_CAPACITY {
-                        self.buf.shrink_to(KEEP_CAPACITY);
-                    }
+                    give_back(&mut self.buf);
                 }
                 return None;
             };
@@ -279,7 +275,7 @@ mod tests {
         d.handle_input(b"{}");
         assert!(d.poll_line().is_none());
         assert!(
-            d.buf.capacity() <= 4 * KEEP_CAPACITY,
+            d.buf.capacity() <= 4 * crate::held::KEEP_CAPACITY,
             "{}",
             d.buf.capacity()
         );

@@ -215,9 +215,17 @@ impl RedisClient {
             let n = moved(stream.read(&mut chunk), self.options.command_timeout)?;
             self.buf.extend_from_slice(&chunk[..n]);
         }
+        // A large reply read, its memory goes back: the connection does not keep the
+        // buffer's high-water mark (up to `max_reply_bytes`) for as long as it lives.
+        if self.buf.capacity() > 4 * KEEP_CAPACITY && self.buf.len() <= KEEP_CAPACITY {
+            self.buf.shrink_to(KEEP_CAPACITY);
+        }
         Ok(replies)
     }
 }
+
+/// The capacity the reply buffer keeps between commands.
+const KEEP_CAPACITY: usize = 64 * 1024;
 
 /// What one read or write of a command moved: the bytes (0 when interrupted, to try
 /// again), or the failure it means for the command (the connection closed, the timeout
@@ -289,6 +297,41 @@ mod tests {
             command_timeout: Duration::from_millis(300),
             ..RedisOptions::default()
         }
+    }
+
+    #[test]
+    fn a_large_reply_leaves_no_large_buffer_behind() {
+        // PING, then one 4 MiB bulk reply, then small ones on the same connection.
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        thread::spawn(move || {
+            let Ok((mut s, _)) = listener.accept() else {
+                return;
+            };
+            let mut big = format!("${}\r\n", 4 << 20).into_bytes();
+            big.resize(big.len() + (4 << 20), b'x');
+            big.extend_from_slice(b"\r\n");
+            let replies: [&[u8]; 4] = [b"+PONG\r\n", &big, b"+OK\r\n", b"+OK\r\n"];
+            for reply in replies {
+                let mut buf = [0u8; 256];
+                if s.read(&mut buf).unwrap_or(0) == 0 || s.write_all(reply).is_err() {
+                    return;
+                }
+            }
+        });
+        let mut client = RedisClient::connect(&format!("redis://{addr}"), quick()).unwrap();
+        let Reply::Bulk(Some(v)) = client.command(&[b"GET", b"k"]).unwrap() else {
+            panic!()
+        };
+        assert_eq!(v.len(), 4 << 20);
+        for _ in 0..2 {
+            assert_eq!(
+                client.command(&[b"PING"]).unwrap(),
+                Reply::Status("OK".into())
+            );
+        }
+        let kept = client.buf.capacity();
+        assert!(kept <= 256 * 1024, "the connection keeps {kept} bytes");
     }
 
     #[test]

@@ -428,3 +428,124 @@ fn written_bytes_make_room_and_the_callers_own_requests_are_never_refused() {
     sim.drain();
     assert!(!sim.events.iter().any(|e| matches!(e, Event::Closed { .. })));
 }
+
+fn url_elicitation(id: u64, elicitation_id: &str) -> String {
+    json!({"jsonrpc":"2.0","id":id,"method":"elicitation/create","params":{
+        "mode":"url","message":"Sign in","url":"https://example.com/f",
+        "elicitationId":elicitation_id}})
+    .to_string()
+}
+
+#[test]
+fn url_elicitation_ids_are_bounded_and_counted_until_completed() {
+    // The id of a URL-mode elicitation is kept after its request was answered, until
+    // the server's completion notice, which a hostile server never sends: a long one
+    // is refused, and those kept count in what the client retains.
+    let mut caps = ClientCapabilities::with_elicitation();
+    caps.elicitation_url = true;
+    let config = ClientConfig::new("budgets", "1.0")
+        .era_mode(EraMode::Legacy)
+        .capabilities(caps);
+    let mut sim = Sim::new(config, silent_server());
+    sim.connect();
+    sim.events.clear();
+    let _ = written(&mut sim);
+    let before = sim.client.retained_bytes();
+
+    feed(&mut sim, &url_elicitation(1, &"i".repeat(64 * KIB)));
+    sim.drain();
+    assert!(
+        !(sim.events.iter()).any(|e| matches!(e, Event::InputRequested { .. })),
+        "{:?}",
+        sim.events
+    );
+    let sent = written(&mut sim);
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0]["id"], 1);
+    assert_eq!(sent[0]["error"]["code"], -32602, "{sent:?}");
+    let message = sent[0]["error"]["message"].as_str().unwrap();
+    assert!(message.contains("elicitationId"), "{message}");
+
+    // Many ids of the longest length accepted, each answered: each is kept, and counted.
+    let long = mcp_proto::client::MAX_ELICITATION_ID_BYTES;
+    for n in 0..64u64 {
+        sim.events.clear();
+        let id = format!("{n:04}{}", "i".repeat(long - 4));
+        feed(&mut sim, &url_elicitation(100 + n, &id));
+        sim.drain();
+        let Some(input) = sim.events.iter().find_map(|e| match e {
+            Event::InputRequested { input, .. } => Some(*input),
+            _ => None,
+        }) else {
+            panic!("{:?}", sim.events)
+        };
+        sim.client
+            .respond(
+                sim.now,
+                input,
+                mcp_proto::client::InputAnswer::Result(json!({"action":"accept"})),
+            )
+            .unwrap();
+        let _ = written(&mut sim);
+    }
+    let held = sim.client.retained_bytes() - before;
+    assert!(held >= 64 * long, "the ids kept are counted: {held}");
+    assert!(held <= 64 * (long + 256), "held {held}");
+}
+
+/// A legacy server whose `tools/list` is one page of `count` tools with names of `len`
+/// bytes, each marked with `taskSupport`; it declares task-augmented calls when `tasks`.
+fn listing_server(count: usize, len: usize, tasks: bool) -> impl mcp_tests::Peer {
+    Scripted::new(move |m: &Value| match m["method"].as_str() {
+        Some("initialize") => {
+            let caps = if tasks {
+                json!({"tools":{},"tasks":{"requests":{"tools":{"call":{}}}}})
+            } else {
+                json!({"tools":{}})
+            };
+            vec![
+                json!({"jsonrpc":"2.0","id":m["id"],"result":{"protocolVersion":"2025-11-25",
+                "capabilities":caps,"serverInfo":{"name":"s","version":"1"}}})
+                .to_string(),
+            ]
+        }
+        Some("tools/list") => {
+            let support = ["forbidden", "optional", "required"];
+            let tools: Vec<Value> = (0..count)
+                .map(|n| {
+                    json!({"name":format!("{n:06}{}", "t".repeat(len - 6)),
+                    "inputSchema":{"type":"object"},
+                    "execution":{"taskSupport":support[n % 3]}})
+                })
+                .collect();
+            vec![json!({"jsonrpc":"2.0","id":m["id"],"result":{"tools":tools}}).to_string()]
+        }
+        _ => Vec::new(),
+    })
+}
+
+#[test]
+fn the_task_support_learned_from_a_listing_is_counted() {
+    // What the latest `tools/list` said of each tool's task support is kept after the
+    // listing was handed over (to decide how later calls go): it counts in what the
+    // client retains, and a server that takes no task-augmented calls costs nothing.
+    let (count, len) = (3000, 1024);
+    for tasks in [true, false] {
+        let config = ClientConfig::new("budgets", "1.0").era_mode(EraMode::Legacy);
+        let mut sim = Sim::new(config, listing_server(count, len, tasks));
+        sim.connect();
+        let before = sim.client.retained_bytes();
+        let listed = sim.call(CallRequest::list_tools()).unwrap();
+        assert_eq!(listed.items.len(), count);
+        sim.events.clear();
+        let held = sim.client.retained_bytes() - before;
+        if tasks {
+            // Optional support is the same as none listed: those are not kept.
+            let kept = count * 2 / 3 * len;
+            assert!(held >= kept, "the names kept are counted: {held}");
+            assert!(held <= kept + count * 64, "held {held}");
+        } else {
+            assert!(held <= 4 * KIB, "held {held}");
+        }
+    }
+}

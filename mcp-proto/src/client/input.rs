@@ -250,6 +250,12 @@ pub fn check_elicitation_url(url: &str) -> Result<(), UrlRefused> {
     }
 }
 
+/// Longest `elicitationId` of a URL-mode elicitation accepted (bytes): room for a UUID or
+/// a signed token. The id is kept after the request was answered, until the server's
+/// completion notice (which may never come), so a longer one is refused with `-32602`
+/// before it is shown.
+pub const MAX_ELICITATION_ID_BYTES: usize = 1024;
+
 impl crate::model::ElicitationParams {
     /// The `elicitationId` of a URL-mode elicitation (2025-11-25), when it has one.
     #[must_use]

@@ -524,11 +524,14 @@ impl Client {
     /// The bytes a server can make this machine hold, as the machine counts them: events
     /// waiting to be polled, input being read (a stdio line, HTTP responses, event
     /// streams), messages waiting to be written, listing pages gathered, requests for
-    /// input waiting for an answer, listings kept by the 2026 list cache. Each is bounded
-    /// by [`Limits`](crate::Limits): the event bytes by `max_queued_event_bytes` (plus
-    /// what the caller's own calls return), a line or event by `max_message_bytes`, a
-    /// listing by `max_list_bytes`, legacy requests for input by
-    /// `max_pending_input_bytes`, the list cache by `max_cache_bytes`.
+    /// input waiting for an answer, listings kept by the 2026 list cache, the ids of URL-mode
+    /// elicitations waiting for their completion notice. Each is bounded by
+    /// [`Limits`](crate::Limits): the event bytes by `max_queued_event_bytes` (plus what
+    /// the caller's own calls return), a line or event by `max_message_bytes`, a listing
+    /// by `max_list_bytes`, legacy requests for input by `max_pending_input_bytes`, the
+    /// list cache by `max_cache_bytes`, the elicitation ids by
+    /// `max_pending_server_requests` ids of at most
+    /// [`MAX_ELICITATION_ID_BYTES`](crate::client::MAX_ELICITATION_ID_BYTES).
     #[must_use]
     pub fn retained_bytes(&self) -> usize {
         match &self.link {

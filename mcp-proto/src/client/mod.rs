@@ -80,8 +80,8 @@ pub use event::{
 pub use form::{FormError, FormSchema};
 pub use id_hash::{IdHasher, IdMap, IdSet};
 pub use input::{
-    LogLevel, LogMessage, Role, Root, SamplingMessage, SamplingRequest, SamplingResult, UrlRefused,
-    check_elicitation_url, roots_result,
+    LogLevel, LogMessage, MAX_ELICITATION_ID_BYTES, Role, Root, SamplingMessage, SamplingRequest,
+    SamplingResult, UrlRefused, check_elicitation_url, roots_result,
 };
 pub use machine::Client;
 pub use output::{AcceptDefaults, DeclineAll, InputHandler, ReadContents};

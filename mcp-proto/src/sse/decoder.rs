@@ -15,6 +15,8 @@
 
 use std::collections::VecDeque;
 
+use crate::held::give_back;
+
 /// The UTF-8 encoding of U+FEFF.
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
@@ -221,6 +223,7 @@ impl SseDecoder {
         if input.pos > 0 {
             input.buf.drain(..input.pos);
             input.pos = 0;
+            give_back(&mut input.buf);
         }
         // Doubling as usual, but never to more than one longest line beyond this input.
         let needed = input.buf.len() + bytes.len();
@@ -383,6 +386,7 @@ impl SseDecoder {
                 if input.pos == input.buf.len() {
                     input.buf.clear();
                     input.pos = 0;
+                    give_back(&mut input.buf);
                 }
                 return None;
             };
@@ -562,6 +566,31 @@ mod tests {
             id: None,
             retry: None,
         })
+    }
+
+    #[test]
+    fn a_large_event_leaves_no_large_buffer_behind() {
+        // One 4 MiB event, as a server writes a large result on one `data:` line, then
+        // small ones: the stream lives on, and must not keep the large event's buffers.
+        let mut d = SseDecoder::new(SseLimits::default());
+        let mut big = b"data: ".to_vec();
+        big.resize(4 << 20, b'x');
+        big.extend_from_slice(b"\n\n");
+        for chunk in big.chunks(16 * 1024) {
+            d.handle_input(chunk);
+            while let Some(e) = d.poll_event() {
+                assert_eq!(e.unwrap().data.len(), (4 << 20) - 6);
+            }
+        }
+        for _ in 0..4 {
+            d.handle_input(b"data: small\n\ndata: par");
+            assert_eq!(d.poll_event(), Some(ev("small")));
+            assert_eq!(d.poll_event(), None);
+            d.handle_input(b"tial\n\n");
+            assert_eq!(d.poll_event(), Some(ev("partial")));
+        }
+        let kept = d.retained_bytes();
+        assert!(kept <= 256 * 1024, "the stream keeps {kept} bytes");
     }
 
     #[test]

@@ -16,7 +16,9 @@ use super::{
 };
 use crate::client::event::{MAX_ECHO_BYTES, clipped, id_text};
 use crate::client::form::{FormSchema, MAX_FORM_SCHEMA_BYTES};
-use crate::client::input::{LogMessage, SamplingRequest, check_elicitation_url, roots_result};
+use crate::client::input::{
+    LogMessage, MAX_ELICITATION_ID_BYTES, SamplingRequest, check_elicitation_url, roots_result,
+};
 use crate::json_scan::Member;
 use crate::jsonrpc::{self, ErrorObject, Notification, Request, RequestId, Sniffed, codes};
 use crate::model::ElicitationParams;
@@ -752,6 +754,12 @@ impl Session {
                         return Err(refuse(
                             "a URL-mode elicitation needs an elicitationId".into(),
                         ));
+                    }
+                    let id_len = p.elicitation_id().map_or(0, str::len);
+                    if id_len > MAX_ELICITATION_ID_BYTES {
+                        return Err(refuse(format!(
+                            "the elicitationId is {id_len} bytes (at most {MAX_ELICITATION_ID_BYTES})"
+                        )));
                     }
                     AnswerCheck::Url
                 } else {

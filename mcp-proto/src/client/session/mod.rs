@@ -168,7 +168,8 @@ pub(crate) struct Session {
     /// `logging/setLevel`, which is not sent in that era).
     log_level: Option<LogLevel>,
     /// The `elicitationId`s of URL-mode elicitations shown and not yet reported
-    /// complete, newest last (at most `Limits::max_pending_server_requests`).
+    /// complete, newest last (at most `Limits::max_pending_server_requests`, each at most
+    /// `MAX_ELICITATION_ID_BYTES`).
     url_elicitations: VecDeque<String>,
     /// Over Streamable HTTP: the JSON-RPC id whose response stream the message being
     /// dispatched came on.
@@ -324,6 +325,10 @@ impl PendingInput {
 }
 
 const RECENT_IDS: usize = 256;
+
+/// What a tool's task support costs beside its name: the map's node share and the
+/// name's `String`, estimated.
+const TOOL_ENTRY_BYTES: usize = 48;
 
 /// The largest buffer kept for writing the next request: a 64 KiB argument keeps reusing
 /// its buffer, a 10 MiB one gives its memory back.
@@ -729,7 +734,17 @@ impl Session {
             .map(|c| c.item_bytes + c.input_bytes)
             .sum();
         let inputs: usize = self.inputs.values().map(PendingInput::bytes).sum();
+        // URL-mode elicitation ids kept for their completion notice.
+        let shown: usize = (self.url_elicitations.iter())
+            .map(|id| id.len() + std::mem::size_of::<String>())
+            .sum();
+        // The tools' task support, kept from the latest listing.
+        let tools: usize = (self.task_support.keys())
+            .map(|name| name.len() + TOOL_ENTRY_BYTES)
+            .sum();
         self.events.bytes()
+            + shown
+            + tools
             + self.decoder.retained_bytes()
             + self.queued_bytes
             + calls
@@ -1109,7 +1124,9 @@ impl Session {
     }
 
     /// 2025-11-25: remembers the `execution.taskSupport` of every tool a `tools/list`
-    /// lists (see [`Session::augments`]).
+    /// lists (see [`Session::augments`]). Only what can change a call is kept (counted
+    /// in [`Session::retained_bytes`]): nothing when the server takes no task-augmented
+    /// calls, and no `optional` tool, which goes as an unlisted one does.
     fn learn_task_tools(&mut self, output: &CallOutput) {
         #[derive(serde::Deserialize)]
         struct Execution<'a> {
@@ -1123,6 +1140,10 @@ impl Session {
             #[serde(borrow, default)]
             execution: Option<Execution<'a>>,
         }
+        if !self.server_takes_tool_tasks() {
+            self.task_support.clear();
+            return;
+        }
         self.task_support = output
             .items
             .iter()
@@ -1131,6 +1152,7 @@ impl Session {
                 let support = t.execution.as_ref().and_then(|e| e.task_support.as_deref());
                 (t.name.into_owned(), tasks::ToolTasks::of(support))
             })
+            .filter(|(_, support)| *support != tasks::ToolTasks::Optional)
             .collect();
     }
 

@@ -88,6 +88,7 @@ use std::task::Waker;
 use std::time::Duration;
 
 use crate::Instant;
+use crate::held::give_back;
 use crate::jsonrpc::{ErrorObject, codes};
 
 use super::host::Permit;
@@ -645,6 +646,12 @@ impl HttpConnection {
         self.leave_if_evicted();
         // The adapter came back: what it was handed is written.
         self.in_flight = 0;
+        // A large answer once written leaves no large buffer behind: neither ours nor
+        // the adapter's, which the swap below would make ours. Nothing counts them.
+        if buf.is_empty() {
+            give_back(buf);
+        }
+        give_back(&mut self.pending);
         loop {
             if !self.pending.is_empty() {
                 let len = self.pending.len();

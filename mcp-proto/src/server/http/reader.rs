@@ -38,6 +38,7 @@
 use std::collections::VecDeque;
 use std::mem::MaybeUninit;
 
+use crate::held::give_back;
 use crate::http::HttpVersion;
 use crate::http::scan::{HeadScan, scan_head};
 
@@ -432,6 +433,7 @@ impl HttpRequestReader {
             let pos = self.consume(input);
             if matches!(self.state, State::Head { .. } | State::Body { .. }) {
                 self.buf.extend_from_slice(&input[pos..]);
+                give_back(&mut self.buf);
             }
         } else {
             self.buf.extend_from_slice(input);
@@ -555,6 +557,7 @@ impl HttpRequestReader {
         if matches!(self.state, State::Head { .. } | State::Body { .. }) {
             buf.drain(..pos);
             self.buf = buf;
+            give_back(&mut self.buf);
         }
     }
 

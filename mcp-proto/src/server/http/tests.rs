@@ -114,6 +114,36 @@ fn reader_bodies_are_whole_and_sized_to_their_length() {
 }
 
 #[test]
+fn reader_gives_back_a_pipelined_burst() {
+    // Sixteen requests fill the queue, so the large one behind them waits in the
+    // reader's buffer; once everything was taken, the small requests that follow must
+    // not leave the connection holding that buffer's high-water mark for its life.
+    let mut burst = Vec::new();
+    for _ in 0..16 {
+        burst.extend_from_slice(b"GET /mcp HTTP/1.1\r\nHost: x\r\n\r\n");
+    }
+    let len = 4 * 1024 * 1024;
+    burst.extend_from_slice(
+        format!("POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: {len}\r\n\r\n").as_bytes(),
+    );
+    burst.resize(burst.len() + len, b'x');
+    let mut reader = HttpRequestReader::default();
+    reader.handle_input(&burst);
+    let taken = std::iter::from_fn(|| reader.poll_request()).count();
+    assert_eq!(taken, 17);
+    for _ in 0..4 {
+        reader.handle_input(b"GET /mcp HTTP/1.1\r\nHost: x\r\n\r\nGET /mc");
+        reader.handle_input(b"p HTTP/1.1\r\nHost: x\r\n\r\n");
+        assert_eq!(std::iter::from_fn(|| reader.poll_request()).count(), 2);
+    }
+    assert!(
+        reader.held_bytes() <= 256 * 1024,
+        "an idle connection holds {} bytes",
+        reader.held_bytes()
+    );
+}
+
+#[test]
 fn reader_errors_and_limits() {
     let limits = HttpRequestLimits {
         max_head_bytes: 200,

@@ -796,6 +796,50 @@ fn the_bytes_connections_hold_are_bounded_together() {
     );
 }
 
+/// A modern `tools/call` of `echo` with `text`.
+fn echo(id: i64, text: &str) -> Vec<u8> {
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": text}, "_meta": meta}});
+    post(
+        &body.to_string(),
+        "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: echo\r\n",
+    )
+}
+
+#[test]
+fn a_large_answer_leaves_no_large_buffer_behind() {
+    // One answer of 4 MiB, written; then small exchanges, as an adapter runs them (one
+    // output buffer, cleared before each turn). Neither the machine's buffer nor the
+    // adapter's, which the machine swaps with its own, may keep the 4 MiB between them
+    // for the rest of the connection: nothing counts them once the answer is written.
+    let mut ep = endpoint();
+    let mut c = conn(at(0));
+    let mut buf = Vec::new();
+    let mut turn = |c: &mut HttpConnection, ep: &mut HttpEndpoint, input: &[u8]| {
+        c.handle_input(at(0), input);
+        let mut written = 0;
+        loop {
+            buf.clear();
+            match c.poll_transmit(at(0), ep, &mut buf) {
+                Some(HttpTransmit::Write { len }) => written += len,
+                None => break,
+                Some(other) => panic!("{other:?}"),
+            }
+        }
+        written
+    };
+    assert!(turn(&mut c, &mut ep, &echo(1, &"x".repeat(4 << 20))) > 4 << 20);
+    for id in 2..5 {
+        assert!(turn(&mut c, &mut ep, &echo(id, "hi")) < 4096);
+    }
+    let kept = buf.capacity() + c.pending.capacity();
+    assert!(kept <= 256 * 1024, "the idle connection keeps {kept} bytes");
+}
+
 #[test]
 fn a_write_stalls_only_after_a_send_timeout_without_progress() {
     let mut config = HttpConnectionConfig {
