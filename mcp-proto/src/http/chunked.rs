@@ -14,8 +14,9 @@ use super::scan::block_end;
 /// Where the decoder is within the chunked body.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) enum Chunked {
-    /// Expecting a chunk-size line.
-    Size,
+    /// Expecting a chunk-size line, of which the first `scanned` bytes are known to hold
+    /// no line end (so a line that trickles in is searched once, not once per byte).
+    Size { scanned: usize },
     /// Inside chunk data; this many bytes remain.
     Data(u64),
     /// Expecting the line end after chunk data.
@@ -43,9 +44,11 @@ impl Chunked {
     /// Decodes from the front of `data`, the unconsumed input.
     pub(super) fn step(&mut self, data: &[u8], limits: &HttpLimits) -> Result<Step, ResponseError> {
         match self {
-            Chunked::Size => {
+            Chunked::Size { scanned } => {
                 let window = &data[..data.len().min(limits.max_chunk_size_line)];
-                let Some(nl) = window.iter().position(|&b| b == b'\n') else {
+                let from = (*scanned).min(window.len());
+                let Some(nl) = memchr::memchr(b'\n', &window[from..]).map(|i| i + from) else {
+                    *scanned = window.len();
                     return if data.len() >= limits.max_chunk_size_line {
                         Err(ResponseError::ChunkLineTooLong {
                             limit: limits.max_chunk_size_line,
@@ -81,11 +84,11 @@ impl Chunked {
             Chunked::DataEnd => match data {
                 [] | [b'\r'] => Ok(Step::NeedMore),
                 [b'\n', ..] => {
-                    *self = Chunked::Size;
+                    *self = Chunked::Size { scanned: 0 };
                     Ok(Step::Framing(1))
                 }
                 [b'\r', b'\n', ..] => {
-                    *self = Chunked::Size;
+                    *self = Chunked::Size { scanned: 0 };
                     Ok(Step::Framing(2))
                 }
                 _ => Err(ResponseError::InvalidChunk {

@@ -408,7 +408,7 @@ impl ResponseReader {
                 }
             }
             Framing::Chunked => State::Chunked {
-                decoder: Chunked::Size,
+                decoder: Chunked::Size { scanned: 0 },
                 keep_alive,
             },
             Framing::UntilEof => State::UntilEof,

@@ -609,6 +609,47 @@ fn slow_heads_cost_linear_time() {
     );
 }
 
+/// A chunk-size line that trickles in a byte at a time is searched for its end once, not
+/// once per byte: 512 KiB of extensions (under a limit raised to 1 MiB) take about half a
+/// second in a debug build, where searching the whole line again for every byte took
+/// minutes (about 1.4 × 10^11 bytes looked at). Under the default 4 KiB limit that
+/// search cost some 2,000 bytes looked at per byte received.
+#[test]
+#[allow(clippy::disallowed_methods, clippy::disallowed_types)]
+fn slow_chunk_lines_cost_linear_time() {
+    let mut input = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;a=".to_vec();
+    input.resize(input.len() + 512 * 1024, b'b');
+    input.extend_from_slice(b"\r\nabc\r\n0\r\n\r\n");
+    let limits = HttpLimits {
+        max_chunk_size_line: 1 << 20,
+        ..HttpLimits::default()
+    };
+    let mut reader = ResponseReader::new(limits, "GET");
+    let started = std::time::Instant::now();
+    let mut events = Vec::new();
+    for b in &input {
+        reader.handle_input(std::slice::from_ref(b));
+        events.extend(std::iter::from_fn(|| reader.poll_event()));
+    }
+    let took = started.elapsed();
+    let body: Vec<u8> = (events.iter())
+        .filter_map(|e| match e {
+            ResponseEvent::Body(b) => Some(b.as_slice()),
+            _ => None,
+        })
+        .flatten()
+        .copied()
+        .collect();
+    assert_eq!(body, b"abc");
+    assert!(matches!(events[0], ResponseEvent::Head(_)));
+    assert_eq!(
+        events.last(),
+        Some(&ResponseEvent::End { keep_alive: true })
+    );
+    // Linear reading takes about half a second: the bound leaves a wide margin.
+    assert!(took < std::time::Duration::from_secs(25), "took {took:?}");
+}
+
 #[test]
 fn fuzz_entry_point_on_the_transcripts() {
     let inputs: &[&[u8]] = &[

@@ -391,8 +391,12 @@ enum State {
 #[derive(Debug)]
 pub struct HttpRequestReader {
     limits: HttpRequestLimits,
-    /// Received and not consumed.
+    /// Received bytes; those from `start` on are not consumed yet.
     buf: Vec<u8>,
+    /// Bytes at the front of `buf` already consumed. They go when they outnumber the
+    /// rest (or are all of it), so pipelined requests taken one at a time each cost their
+    /// own size, not that of everything held behind them. Never `buf.len()` unless zero.
+    start: usize,
     state: State,
     queue: VecDeque<Result<HttpRequest, HttpRequestError>>,
     eof: bool,
@@ -412,6 +416,7 @@ impl HttpRequestReader {
         HttpRequestReader {
             limits,
             buf: Vec::new(),
+            start: 0,
             state: State::Head { scanned: 0 },
             queue: VecDeque::new(),
             eof: false,
@@ -426,7 +431,7 @@ impl HttpRequestReader {
         if self.eof || matches!(self.state, State::Closed | State::Failed) || input.is_empty() {
             return;
         }
-        if self.buf.is_empty() {
+        if self.pending().is_empty() {
             // Nothing buffered: parse `input` where it is, and keep only what is left of
             // it (a partial head, requests beyond the queue bound), so a body is copied
             // once, straight into its request.
@@ -444,7 +449,7 @@ impl HttpRequestReader {
                 .limits
                 .max_head_bytes
                 .saturating_add(self.limits.max_body_bytes);
-            if self.buf.len() > limit {
+            if self.pending().len() > limit {
                 self.fail(HttpRequestError::PipelineOverflow { limit });
             }
         }
@@ -492,7 +497,7 @@ impl HttpRequestReader {
         self.queue.is_empty()
             && match self.state {
                 State::Closed | State::Failed => true,
-                State::Head { .. } => self.eof && self.buf.is_empty(),
+                State::Head { .. } => self.eof && self.pending().is_empty(),
                 State::Body { .. } => false,
             }
     }
@@ -525,7 +530,7 @@ impl HttpRequestReader {
 
     pub(super) fn progress(&self) -> Progress {
         match &self.state {
-            State::Head { .. } if !self.buf.is_empty() => Progress::Head,
+            State::Head { .. } if !self.pending().is_empty() => Progress::Head,
             State::Body { request, .. } => Progress::Body(request.body.len()),
             State::Head { .. } | State::Closed | State::Failed => Progress::Nothing,
         }
@@ -542,20 +547,35 @@ impl HttpRequestReader {
         }
         self.run();
         match self.state {
-            State::Head { .. } if self.buf.iter().all(|b| matches!(b, b'\r' | b'\n')) => {
+            State::Head { .. } if self.pending().iter().all(|b| matches!(b, b'\r' | b'\n')) => {
                 self.buf.clear();
+                self.start = 0;
             }
             State::Head { .. } | State::Body { .. } => self.fail(HttpRequestError::Truncated),
             State::Closed | State::Failed => {}
         }
     }
 
+    /// Received bytes not consumed yet.
+    fn pending(&self) -> &[u8] {
+        self.buf.get(self.start..).unwrap_or_default()
+    }
+
     /// Parses as far as the buffered input and the queue bound allow.
     fn run(&mut self) {
         let mut buf = std::mem::take(&mut self.buf);
-        let pos = self.consume(&buf);
+        let pos = self.start + self.consume(buf.get(self.start..).unwrap_or_default());
+        self.start = 0;
         if matches!(self.state, State::Head { .. } | State::Body { .. }) {
-            buf.drain(..pos);
+            let rest = buf.len() - pos;
+            if rest == 0 {
+                buf.clear();
+            } else if pos > rest {
+                // Moving the rest costs less than what was consumed since the last move.
+                buf.drain(..pos);
+            } else {
+                self.start = pos;
+            }
             self.buf = buf;
             give_back(&mut self.buf);
         }
@@ -670,6 +690,7 @@ impl HttpRequestReader {
     fn fail(&mut self, error: HttpRequestError) {
         self.state = State::Failed;
         self.buf = Vec::new();
+        self.start = 0;
         self.expect_continue = false;
         self.queue.push_back(Err(error));
     }
