@@ -251,10 +251,10 @@ impl<F: Flavour> Client<F> {
 
     /// Ends the subscription `subscription` (`notifications/cancelled` on stdio,
     /// closing its stream over HTTP); its [`Event::SubscriptionEnded`](proto::Event::SubscriptionEnded)
-    /// follows.
+    /// follows. A subscription that is over already is left as it is.
     ///
     /// # Errors
-    /// [`Error::Misuse`] when it is already over.
+    /// [`Error::Closed`] when the connection is over.
     pub fn end_listen(&mut self, subscription: proto::CallId) -> Result<(), Error> {
         self.link.cancel(subscription)
     }
@@ -308,10 +308,11 @@ impl<F: Flavour> Client<F> {
     }
 
     /// Cancels the call `call` and the task behind it (`tasks/cancel`); its result is
-    /// then [`CallError::Cancelled`](proto::CallError::Cancelled).
+    /// then [`CallError::Cancelled`](proto::CallError::Cancelled). A call that completed
+    /// already keeps its outcome (nothing is sent).
     ///
     /// # Errors
-    /// [`Error::Misuse`] when the call is already over.
+    /// [`Error::Closed`] when the connection is over.
     pub fn cancel_task(&mut self, call: proto::CallId) -> Result<(), Error> {
         self.link.cancel(call)
     }

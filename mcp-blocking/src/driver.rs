@@ -178,9 +178,13 @@ impl<F: Flavour> Link<F> {
         machine: proto::Client,
         carrier: Box<dyn Carrier<F>>,
         (bell, rx): (Bell, Inlet),
-        options: Options<F>,
+        mut options: Options<F>,
         shared: Arc<Shared>,
     ) -> Link<F> {
+        // Nothing here takes queued requests for input (that is `mcp-smol`'s
+        // `next_input_request`): the input handler answers them, on the calling thread,
+        // instead of each call waiting for an answer that would never come.
+        options.queue_input = false;
         let driver = Driver {
             core: Core::new(machine, options),
             rx: Some(rx),
@@ -234,17 +238,14 @@ impl<F: Flavour> Link<F> {
         match outcome {
             Ok(details) => Ok(details),
             Err(reason) => {
-                let exited = matches!(reason, CloseReason::ServerExited { .. });
                 let shutdown = self.close();
-                // Only a process that ended on its own has an exit status worth telling.
-                let status = shutdown.status.filter(|_| exited && !shutdown.killed);
                 let stderr = self.shared.lock().stderr.text();
                 let endpoint = self.lock().core.endpoint().map(str::to_owned);
-                Err(Error::not_connected_with(
+                Err(Error::not_connected_after(
                     reason,
                     endpoint.as_deref(),
                     stderr,
-                    status,
+                    Some(shutdown),
                 ))
             }
         }
@@ -323,11 +324,19 @@ impl<F: Flavour> Link<F> {
         Ok(())
     }
 
-    /// Cancels a call (ends a subscription).
+    /// Cancels a call (ends a subscription). One that is over already is left as it is
+    /// (its outcome or end stays there to be taken), as `mcp-smol` does: a call can
+    /// complete just before it is cancelled, and the caller cannot tell.
     pub(crate) fn cancel(&self, call: CallId) -> Result<(), Error> {
         let mut d = self.lock();
+        if let Some(reason) = d.closed() {
+            return Err(Error::closed(reason, d.core.endpoint()));
+        }
         let now = clock::now();
-        d.core.machine.cancel(now, call)?;
+        match d.core.machine.cancel(now, call) {
+            Ok(()) | Err(proto::ApiMisuse::UnknownCall(_)) => {}
+            Err(e) => return Err(e.into()),
+        }
         d.settle(now);
         d.nudge();
         Ok(())

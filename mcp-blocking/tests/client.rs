@@ -167,6 +167,40 @@ fn confirm_is_answered_from_the_schema_defaults_in_both_eras() {
     }
 }
 
+/// `Options::queue_input_requests` queues requests for `mcp-smol`'s
+/// `next_input_request`; the blocking client has no way to take them, so its input
+/// handler answers as the option documents, instead of the call waiting for good (a
+/// legacy call's deadline is paused while its input is pending).
+#[test]
+fn queued_input_options_still_reach_the_blocking_handler() {
+    let server = mcp_blocking::serve_http_on("127.0.0.1:0", example::server()).unwrap();
+    for mode in [EraMode::Modern, EraMode::Legacy] {
+        let url = server.url();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let config = config(mode).capabilities(ClientCapabilities::with_elicitation());
+            let options = Options::new()
+                .input_handler(AcceptDefaults)
+                .queue_input_requests();
+            let mut client =
+                Client::connect_http_with(&url, config, options, HttpOptions::new()).unwrap();
+            let confirm =
+                CallRequest::call_tool("confirm", json!({})).timeout(Duration::from_secs(5));
+            let answer = client.request(confirm);
+            let answer = answer.map(|o| o.tool_result().unwrap().text());
+            let _ = tx.send(answer.map_err(|e| e.to_string()));
+        });
+        let answer = rx
+            .recv_timeout(Duration::from_secs(20))
+            .unwrap_or_else(|_| panic!("{mode:?}: the call never ended"));
+        assert_eq!(
+            answer.expect("answered"),
+            "accepted: proceed=true name=friend",
+            "{mode:?}"
+        );
+    }
+}
+
 #[test]
 fn confirm_without_the_elicitation_capability() {
     // Modern: the server refuses with -32021 (missing client capability).

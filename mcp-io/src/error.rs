@@ -336,6 +336,24 @@ impl Error {
         }
     }
 
+    /// [`Error::not_connected_with`] for a stdio server process that ended as
+    /// `shutdown` (`None` when it was not reaped): its exit status is told only when the
+    /// server ended on its own ([`CloseReason::ServerExited`], not killed), so that both
+    /// adapters report the same status for the same end.
+    #[must_use]
+    pub fn not_connected_after(
+        reason: CloseReason,
+        endpoint: Option<&str>,
+        stderr: String,
+        shutdown: Option<crate::Shutdown>,
+    ) -> Self {
+        let exited = matches!(reason, CloseReason::ServerExited { .. });
+        let status = shutdown
+            .filter(|s| exited && !s.killed)
+            .and_then(|s| s.status);
+        Self::not_connected_with(reason, endpoint, stderr, status)
+    }
+
     fn not_connected_inner(reason: CloseReason, endpoint: Option<&str>, stderr: String) -> Self {
         match Self::closed(reason, endpoint) {
             Error::Closed(reason) if reason != CloseReason::Local => Error::Connect {

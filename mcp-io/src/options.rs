@@ -244,8 +244,8 @@ pub struct Options<F: Flavour = Sendable> {
     /// Requests for input are queued for the application instead of going to the
     /// [`input_handler`](Options::input_handler): `mcp-smol`'s
     /// `Client::next_input_request` hands them out and `Client::respond` answers, at
-    /// whatever pace a person takes, without blocking the executor. Default off. (In
-    /// `mcp-blocking` a call holds its thread, so the handler answers there.)
+    /// whatever pace a person takes, without blocking the executor. Default off.
+    /// `mcp-blocking` ignores it: a call holds its thread, so the handler answers there.
     pub queue_input: bool,
 }
 

@@ -341,6 +341,7 @@ impl Client {
     /// Ends the subscription `subscription` (`notifications/cancelled` on stdio,
     /// closing its stream over HTTP); its
     /// [`Event::SubscriptionEnded`](mcp_proto::client::Event::SubscriptionEnded) follows.
+    /// A subscription that is over already is left as it is.
     ///
     /// # Errors
     /// [`Error::Closed`] or [`Error::DriverGone`] when the connection is over.
@@ -468,7 +469,8 @@ impl Client {
     }
 
     /// Cancels the call `call` and the task behind it (`tasks/cancel`); its result is
-    /// then [`CallError::Cancelled`](mcp_proto::client::CallError::Cancelled).
+    /// then [`CallError::Cancelled`](mcp_proto::client::CallError::Cancelled). A call
+    /// that completed already keeps its outcome (nothing is sent).
     ///
     /// # Errors
     /// [`Error::Closed`] or [`Error::DriverGone`] when the connection is over.

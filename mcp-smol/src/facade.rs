@@ -246,7 +246,10 @@ impl Facade {
             shared.ended.get_or_insert_with(|| ended.clone());
             if shared.inbox.server.is_none() {
                 let stderr = shared.stderr.text();
-                let e = Error::not_connected(reason.clone(), self.endpoint.as_deref(), stderr);
+                // The process, if any, is reaped by now: its exit status is known.
+                let shutdown = shared.shutdown;
+                let endpoint = self.endpoint.as_deref();
+                let e = Error::not_connected_after(reason.clone(), endpoint, stderr, shutdown);
                 shared.connect_error = Some(e.clone());
                 e
             } else {

@@ -185,3 +185,274 @@ fn arguments_that_are_not_an_object_are_refused_alike() {
     assert_eq!(s_null.kind(), b_null.kind());
     drop(server);
 }
+
+/// A stdio server for the failures a call can meet, in both eras: `fail` is a tool
+/// error result, `slow` never answers, `crash` exits, any other tool is unknown
+/// (`-32602`).
+const FAILING_SERVER: &str = r#"
+import json, sys
+def send(m):
+    sys.stdout.write(json.dumps(m) + "\n")
+    sys.stdout.flush()
+for line in sys.stdin:
+    m = json.loads(line)
+    method, mid = m.get("method"), m.get("id")
+    if method == "server/discover":
+        send({"jsonrpc": "2.0", "id": mid, "result": {"resultType": "complete",
+              "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+              "serverInfo": {"name": "failing", "version": "1"}}})
+    elif method == "initialize":
+        send({"jsonrpc": "2.0", "id": mid, "result": {"protocolVersion": "2025-11-25",
+              "capabilities": {"tools": {}}, "serverInfo": {"name": "failing", "version": "1"}}})
+    elif method == "tools/call":
+        name = m["params"]["name"]
+        if name == "crash":
+            sys.exit(3)
+        elif name == "slow":
+            pass
+        elif name == "fail":
+            send({"jsonrpc": "2.0", "id": mid, "result": {"isError": True,
+                  "content": [{"type": "text", "text": "it broke"}]}})
+        else:
+            send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32602,
+                  "message": "Unknown tool: " + name}})
+    elif mid is not None and method is not None:
+        send({"jsonrpc": "2.0", "id": mid, "result": {}})
+"#;
+
+/// The failures of [`FAILING_SERVER`], one call each, as `(kind, message)`.
+type Outcomes = Vec<(String, String)>;
+
+fn outcome<T: std::fmt::Debug>(r: Result<T, mcp_blocking::Error>) -> (String, String) {
+    match r {
+        Ok(v) => ("ok".to_owned(), format!("{v:?}")),
+        Err(e) => (e.kind().to_owned(), e.to_string()),
+    }
+}
+
+fn failing_calls() -> Vec<mcp_blocking::CallRequest> {
+    let slow = mcp_blocking::CallRequest::call_tool("slow", json!({}))
+        .timeout(std::time::Duration::from_millis(300));
+    vec![
+        mcp_blocking::CallRequest::call_tool("nope", json!({})),
+        slow,
+        mcp_blocking::CallRequest::call_tool("crash", json!({})),
+        // After the server exited.
+        mcp_blocking::CallRequest::call_tool("fail", json!({})),
+    ]
+}
+
+fn blocking_failures(python: &str, mode: mcp_blocking::EraMode) -> Outcomes {
+    let command = mcp_blocking::StdioCommand::new(python).args(["-c", FAILING_SERVER]);
+    let mut client =
+        mcp_blocking::Client::connect_stdio(command, config().era_mode(mode)).expect("connect");
+    let fail = client
+        .call_tool("fail", json!({}))
+        .expect("a tool error is a result");
+    assert_eq!(fail.is_error, Some(true));
+    let done = client
+        .start_task(failing_calls().remove(0))
+        .expect("started");
+    let _ = client.task_result(done);
+    let mut outcomes = Vec::new();
+    for request in failing_calls() {
+        outcomes.push(outcome(client.request(request).map(|_| ())));
+    }
+    // The connection is over now.
+    outcomes.push(outcome(client.cancel_task(done)));
+    outcomes.push(outcome(client.end_listen(done)));
+    client.close();
+    outcomes
+}
+
+fn smol_failures(python: &str, mode: mcp_blocking::EraMode) -> Outcomes {
+    let command = mcp_smol::StdioCommand::new(python).args(["-c", FAILING_SERVER]);
+    let (client, driver) =
+        mcp_smol::connect_stdio(command, config().era_mode(mode)).expect("connect");
+    let work = async move {
+        let fail = client.call_tool("fail", json!({})).await;
+        assert_eq!(fail.expect("a tool error is a result").is_error, Some(true));
+        let done = client.start_task(failing_calls().remove(0)).await;
+        let done = done.expect("started");
+        let _ = client.task_result(done).await;
+        let mut outcomes = Vec::new();
+        for request in failing_calls() {
+            outcomes.push(outcome(client.request(request).await.map(|_| ())));
+        }
+        // The connection is over now.
+        outcomes.push(outcome(client.cancel_task(done)));
+        outcomes.push(outcome(client.end_listen(done)));
+        client.close().await;
+        outcomes
+    };
+    let (_, outcomes) = future::block_on(future::zip(driver, work));
+    outcomes
+}
+
+/// An unknown tool, a timeout, a server that exits in a call (with no restart policy,
+/// the connection is over), and a call and a cancellation after that: the same kind and
+/// the same message from both adapters, in both eras.
+#[test]
+fn call_failures_are_the_same_errors_in_both_adapters() {
+    let Some(python) = mcp_tests::python() else {
+        eprintln!("skipped: no python");
+        return;
+    };
+    for mode in [mcp_blocking::EraMode::Auto, mcp_blocking::EraMode::Legacy] {
+        let blocking = blocking_failures(python, mode);
+        let smol = smol_failures(python, mode);
+        eprintln!("{mode:?}\n  blocking {blocking:#?}\n  smol {smol:#?}");
+        let kinds: Vec<&str> = blocking.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "unknown-name",
+                "timeout",
+                "closed",
+                "closed",
+                "closed",
+                "closed"
+            ],
+            "{mode:?}"
+        );
+        assert_eq!(smol, blocking, "{mode:?}");
+    }
+}
+
+/// A server that exits before it answers anything: the same error from both.
+#[test]
+fn a_server_that_exits_at_once_is_the_same_error_in_both_adapters() {
+    let script = "echo 'no config file' >&2; exit 3";
+    let blocking = mcp_blocking::Client::connect_stdio(
+        mcp_blocking::StdioCommand::new("sh").args(["-c", script]),
+        config(),
+    )
+    .expect_err("the server exits");
+    let (client, driver) = mcp_smol::connect_stdio(
+        mcp_smol::StdioCommand::new("sh").args(["-c", script]),
+        config(),
+    )
+    .expect("spawned");
+    let work = async move { client.connected().await.expect_err("the server exits") };
+    let (driven, smol) = future::block_on(future::zip(driver, work));
+    eprintln!("blocking: {blocking}\nsmol: {smol}\ndriver: {driven:?}");
+    assert_eq!(smol.kind(), blocking.kind());
+    assert_eq!(smol.to_string(), blocking.to_string());
+    assert_eq!(smol.stderr_tail(), blocking.stderr_tail());
+    assert_eq!(
+        matches!(
+            smol,
+            mcp_smol::Error::Connect {
+                exit_status: Some(_),
+                ..
+            }
+        ),
+        matches!(
+            blocking,
+            mcp_blocking::Error::Connect {
+                exit_status: Some(_),
+                ..
+            }
+        ),
+        "{smol:?} / {blocking:?}"
+    );
+}
+
+/// URLs refused before anything connects: the same error from both.
+#[test]
+fn bad_urls_are_the_same_errors_in_both_adapters() {
+    for url in [
+        "ftp://127.0.0.1/mcp",
+        "not a url",
+        "",
+        "http://user:pw@127.0.0.1/mcp",
+        "http://127.0.0.1/mcp#frag",
+        "http://127.0.0.1:99999/mcp",
+        "https://[::1/mcp",
+    ] {
+        let blocking = mcp_blocking::Client::connect_http(url, config()).expect_err(url);
+        let smol = mcp_smol::connect_http(url, config()).expect_err(url);
+        eprintln!("{url}: {blocking}");
+        assert_eq!(smol.kind(), blocking.kind(), "{url}");
+        assert_eq!(smol.to_string(), blocking.to_string(), "{url}");
+    }
+}
+
+/// Ending a call that is over already (`cancel_task`, `end_listen`): the same answer
+/// from both.
+#[test]
+fn cancelling_a_finished_call_is_answered_alike() {
+    let server = mcp_blocking::serve_http_on("127.0.0.1:0", mcp_proto::server::example::server())
+        .expect("serve the example server");
+    let url = server.url();
+    let add = || mcp_blocking::CallRequest::call_tool("add", json!({"a": 1, "b": 2}));
+
+    let mut blocking = mcp_blocking::Client::connect_http(&url, config()).expect("connect");
+    let call = blocking.start_task(add()).expect("started");
+    blocking.task_result(call).expect("done");
+    let b = outcome(blocking.cancel_task(call));
+    let b_end = outcome(blocking.end_listen(call));
+    // The call kept its outcome: nothing was cancelled.
+    assert!(blocking.poll_task_result(call).is_none(), "taken once");
+    blocking.close();
+
+    let (client, driver) = mcp_smol::connect_http(&url, config()).expect("connect");
+    let work = async move {
+        let call = client.start_task(add()).await.expect("started");
+        client.task_result(call).await.expect("done");
+        let s = outcome(client.cancel_task(call));
+        let s_end = outcome(client.end_listen(call));
+        client.close().await;
+        (s, s_end)
+    };
+    let (_, (s, s_end)) = future::block_on(future::zip(driver, work));
+    eprintln!("blocking {b:?} {b_end:?}\nsmol {s:?} {s_end:?}");
+    assert_eq!(s, b);
+    assert_eq!(s_end, b_end);
+    assert_eq!(b.0, "ok", "a call over already is left as it is");
+    drop(server);
+}
+
+/// An HTTP endpoint that accepts connections and never answers, and one that answers
+/// every request with a `500`: the same error from both adapters.
+#[test]
+fn silent_and_failing_endpoints_are_the_same_errors_in_both_adapters() {
+    use std::io::{Read, Write};
+    use std::time::Duration;
+
+    for answer in [
+        None,
+        Some("HTTP/1.1 500 Internal Server Error\r\ncontent-length: 4\r\n\r\noops"),
+    ] {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let url = format!("http://{}/mcp", listener.local_addr().expect("addr"));
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for mut stream in listener.incoming().flatten() {
+                if let Some(answer) = answer {
+                    let mut buf = [0u8; 4096];
+                    let _ = stream.read(&mut buf);
+                    let _ = stream.write_all(answer.as_bytes());
+                }
+                held.push(stream);
+            }
+        });
+        let mut limits = mcp_blocking::Limits::default();
+        limits.probe_timeout = Duration::from_millis(300);
+        limits.initialize_timeout = Duration::from_millis(300);
+        limits.connect_timeout = Duration::from_secs(2);
+        let config = || config().limits(limits.clone());
+        let blocking = mcp_blocking::Client::connect_http(&url, config()).expect_err("no answer");
+        let (client, driver) = mcp_smol::connect_http(&url, config()).expect("URL is fine");
+        let work = async move { client.connected().await.expect_err("no answer") };
+        let (_, smol) = future::block_on(future::zip(driver, work));
+        eprintln!(
+            "{answer:?}\n  blocking: {blocking} ({})\n  smol: {smol} ({})",
+            blocking.kind(),
+            smol.kind()
+        );
+        assert_eq!(smol.kind(), blocking.kind());
+        assert_eq!(smol.to_string(), blocking.to_string());
+        assert_eq!(smol.http_status(), blocking.http_status());
+    }
+}

@@ -871,10 +871,13 @@ pub enum ApiMisuse {
     #[error("the connection is closed")]
     Closed,
     /// `Limits::max_calls_in_flight` calls are already in flight.
-    #[error("too many calls in flight")]
+    #[error("too many calls in flight (Limits::max_calls_in_flight): wait for one to complete")]
     TooManyCalls,
     /// 16 subscriptions (`subscriptions/listen` calls) are already open.
-    #[error("too many subscriptions open")]
+    #[error(
+        "{} subscriptions are open, the most a client keeps: end one first",
+        crate::client::session::MAX_SUBSCRIPTIONS
+    )]
     TooManySubscriptions,
     /// No such call (or it already completed).
     #[error("unknown or completed call {0}")]
@@ -967,5 +970,15 @@ mod tests {
             "",
         ));
         assert_eq!(http.invalid_params(), Some(InvalidParams::UnknownName));
+    }
+
+    /// A refusal at a limit says which limit, so the caller knows what to raise or wait
+    /// for.
+    #[test]
+    fn refusals_at_a_limit_name_it() {
+        let calls = ApiMisuse::TooManyCalls.to_string();
+        assert!(calls.contains("Limits::max_calls_in_flight"), "{calls}");
+        let subscriptions = ApiMisuse::TooManySubscriptions.to_string();
+        assert!(subscriptions.contains("16"), "{subscriptions}");
     }
 }
