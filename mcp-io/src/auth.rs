@@ -10,7 +10,7 @@ use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use mcp_proto::Instant;
 use mcp_proto::auth::crypto::sha256;
-use mcp_proto::auth::{AuthConfig, Signer};
+use mcp_proto::auth::{AuthConfig, AuthError, Signer};
 use mcp_proto::client::{ApiMisuse, Client, InputAnswer, InputId};
 use mcp_proto::jsonrpc::{ErrorObject, codes};
 use ring::rand::{SecureRandom, SystemRandom};
@@ -53,7 +53,9 @@ pub enum Reply {
 
 impl Reply {
     /// Hands the reply to the machine. A refusal needs no handling: an input voided
-    /// meanwhile, or a callback the flow rejected, is the machine's to report.
+    /// meanwhile, or a callback the flow rejected, is the machine's to report; a
+    /// callback it would wait past (another `state`, a malformed URL) abandons the
+    /// authorization, since the handler brings no other.
     pub fn apply(self, machine: &mut Client, now: Instant) {
         match self {
             Reply::Input(input, answer) => {
@@ -69,7 +71,17 @@ impl Reply {
                 }
             }
             Reply::AuthorizationCallback(url) => {
-                let _ = machine.handle_authorization_callback(now, &url);
+                // The handler answers once: a callback the flow refuses but would wait
+                // past (another `state`, a malformed URL) ends the wait, as nobody is
+                // left to bring another; the other refusals already ended the flow.
+                if let Err(e @ (AuthError::StateMismatch | AuthError::InvalidCallback { .. })) =
+                    machine.handle_authorization_callback(now, &url)
+                {
+                    machine.abandon_authorization(
+                        now,
+                        &format!("the authorization handler's callback was refused: {e}"),
+                    );
+                }
             }
             Reply::AuthorizationAbandoned(reason) => machine.abandon_authorization(now, &reason),
         }

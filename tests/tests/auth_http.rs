@@ -864,6 +864,72 @@ fn abandoning_the_authorization_fails_the_waiting_call_as_denied() {
     assert!(net.client.close_reason().is_none());
 }
 
+/// A step-up that fails (the person declines) fails the call refused for scope, not a
+/// call that only waited behind it: the token it would carry is still good (a step-up
+/// keeps it), so it goes out with that token once the flow is over.
+#[test]
+fn a_failed_step_up_fails_only_the_call_refused_for_scope() {
+    let mut net = Net::new(auth_config());
+    net.connect_with_approval();
+    assert!(net.call(CallRequest::list_tools()).is_ok());
+    net.state.borrow_mut().refuse_calls.push_back((
+        403,
+        r#"Bearer error="insufficient_scope", scope="admin""#.to_owned(),
+    ));
+    let refused = net.client.call(net.now, tool()).expect("call");
+    net.run_until(|n| n.approval_urls().len() == 2);
+    // Made while the person is asked: waits for the flow, never refused.
+    let waiting = net.client.call(net.now, tool()).expect("call");
+    net.settle();
+    assert_eq!(net.completion(waiting).map(|r| r.err()), None);
+    net.client.abandon_authorization(net.now, "declined");
+    net.run_until(|n| n.completion(refused).is_some() && n.completion(waiting).is_some());
+    assert!(
+        matches!(
+            net.completion(refused),
+            Some(Err(CallError::Authorization(AuthError::Denied { .. })))
+        ),
+        "{:?}",
+        net.completion(refused)
+    );
+    let out = net.completion(waiting).expect("completed");
+    assert!(
+        out.is_ok(),
+        "a call that only waited for the step-up failed with it: {out:?}"
+    );
+    assert_eq!(net.state.borrow().tool_runs, 1);
+}
+
+/// An [`mcp_io::auth::AuthorizationHandler`] answers once: when the machine refuses the
+/// callback it returned (another `state`, a malformed URL) and would keep waiting for
+/// another, nobody is left to bring one. The waiting call fails then, naming the
+/// refusal, rather than hanging until the approval's ten minutes run out and failing as
+/// a timeout.
+#[test]
+fn a_handler_callback_the_flow_refuses_ends_the_wait_at_once() {
+    let mut net = Net::new(auth_config());
+    net.connect_with_approval();
+    assert!(net.call(CallRequest::list_tools()).is_ok());
+    net.state
+        .borrow_mut()
+        .refuse_calls
+        .push_back((401, r#"Bearer error="invalid_token""#.to_owned()));
+    net.state.borrow_mut().refuse_refresh = true;
+    let id = net.client.call(net.now, tool()).expect("call");
+    net.run_until(|n| n.approval_urls().len() == 2);
+    let forged = format!("{REDIRECT}?code=code-x&state=WRONG&iss=https%3A%2F%2Fauth.example.com");
+    mcp_io::auth::Reply::AuthorizationCallback(forged).apply(&mut net.client, net.now);
+    net.settle();
+    match net.completion(id) {
+        Some(Err(CallError::Authorization(AuthError::Denied { description, .. }))) => {
+            let d = description.unwrap_or_default();
+            assert!(d.contains("state"), "{d}");
+        }
+        other => panic!("the call still waits (or ended otherwise): {other:?}"),
+    }
+    assert_eq!(net.state.borrow().tool_runs, 0);
+}
+
 #[test]
 fn a_failing_handshake_closes_with_the_authorization_error() {
     let mut net = Net::new(auth_config());

@@ -224,8 +224,10 @@ impl Client {
     }
 
     /// Gives up the authorization that waits for a person
-    /// ([`Event::AuthorizationRequested`]): the requests that waited for it fail with
-    /// [`CallError::Authorization`](super::CallError::Authorization) (before the
+    /// ([`Event::AuthorizationRequested`]): the requests refused for want of it fail
+    /// with [`CallError::Authorization`](super::CallError::Authorization), and those
+    /// that only waited go out with the token the client still holds (a step-up keeps
+    /// it) or fail the same way when there is none (before the
     /// handshake: the connection closes with
     /// [`CloseReason::Authorization`](super::CloseReason::Authorization)).
     pub fn abandon_authorization(&mut self, now: Instant, reason: &str) {

@@ -46,6 +46,17 @@ impl Authorizer {
         scope
     }
 
+    /// The scopes to ask for now ([`Authorizer::scope`]), remembered as the ones asked
+    /// for: a later step-up adds to them, and a token response that names no scope was
+    /// granted them.
+    pub(super) fn ask_scope(&mut self) -> Vec<String> {
+        let scope = self.scope();
+        let joined = scope.join(" ");
+        self.creds.requested_scope = (!joined.is_empty()).then_some(joined);
+        self.requested.clone_from(&scope);
+        scope
+    }
+
     pub(super) fn resource(&self) -> String {
         match (&self.resource_metadata, &self.config.resource) {
             (Some(m), _) => m.resource.clone(),
@@ -72,7 +83,7 @@ impl Authorizer {
         }
         let iss_supported = asm.authorization_response_iss_parameter_supported;
         let client_id = client.client_id.clone();
-        let scope = self.scope();
+        let scope = self.ask_scope();
         let pkce = Pkce::generate(&mut self.rng);
         let state = self.rng.token(16);
         let resource = self.resource();
@@ -93,8 +104,6 @@ impl Authorizer {
             pairs.push(("prompt", "consent"));
         }
         let url = form::append_query(&endpoint, &pairs);
-        self.requested = scope;
-        self.creds.requested_scope = (!joined.is_empty()).then_some(joined);
         let issuer = self.creds.issuer.clone();
         self.step = Step::Approval {
             pending: Box::new(Pending {

@@ -104,7 +104,7 @@ impl Authorizer {
 
     /// A token request of a grant without a person: `pairs` and the scope, if any.
     fn scoped_grant(&mut self, now: Instant, grant: TokenGrant, pairs: Vec<(&str, &str)>) {
-        let scope = self.scope().join(" ");
+        let scope = self.ask_scope().join(" ");
         let mut pairs = pairs;
         if !scope.is_empty() {
             pairs.push(("scope", &scope));
@@ -130,9 +130,9 @@ impl Authorizer {
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect();
-        if self.last_token.as_ref().is_none_or(|(g, _)| *g != grant) {
-            self.nonce_retried = false;
-        }
+        // A request of its own: a `use_dpop_nonce` answer to it is followed once (the
+        // retry sets the flag again once sent).
+        self.nonce_retried = false;
         self.last_token = Some((grant, kept));
         let resource = self.resource();
         let mut body: Vec<(String, String)> = pairs
@@ -175,7 +175,7 @@ impl Authorizer {
         client_secret: Option<&str>,
     ) {
         let resource = self.resource();
-        let scope = self.scope().join(" ");
+        let scope = self.ask_scope().join(" ");
         let issuer = self.creds.issuer.clone();
         let mut pairs = vec![
             (
@@ -278,7 +278,6 @@ impl Authorizer {
                 let code_flow = matches!(grant, TokenGrant::Code | TokenGrant::Refresh);
                 match e.error.as_str() {
                     "use_dpop_nonce" if dpop && !self.nonce_retried && self.as_nonce.is_some() => {
-                        self.nonce_retried = true;
                         if let Some((grant, pairs)) = self.last_token.clone() {
                             let refs: Vec<(&str, &str)> = pairs
                                 .iter()
@@ -286,6 +285,7 @@ impl Authorizer {
                                 .collect();
                             self.token_request(now, grant, &refs);
                         }
+                        self.nonce_retried = true;
                     }
                     "invalid_grant" if grant == TokenGrant::Refresh => {
                         // The refresh token is dead, and the access token it was to

@@ -2,7 +2,9 @@
 //! and stored state that does not add up: a late callback, a repeated `error`, metadata
 //! without `response_types_supported`, a legacy issuer's spelling, a remote plain-http
 //! redirect, revocation and NAT64 addresses behind a public server, a registration of
-//! another issuer, a clock at the end of `u64`.
+//! another issuer, a clock at the end of `u64`, a DPoP nonce that changes between flows,
+//! a step-up of a grant without a person, a registration naming a client authentication
+//! the client cannot perform.
 
 use std::time::Duration;
 
@@ -381,4 +383,216 @@ fn refresh_never_uses_a_registration_of_another_issuer() {
             break;
         }
     }
+}
+
+/// A DPoP key that signs with zeros (the machine only places the signature).
+struct ZeroSigner;
+
+impl crate::auth::Signer for ZeroSigner {
+    fn algorithm(&self) -> &str {
+        "ES256"
+    }
+
+    fn sign(&self, _message: &[u8]) -> Result<Vec<u8>, String> {
+        Ok(vec![0; 64])
+    }
+
+    fn public_jwk(&self) -> serde_json::Value {
+        json!({"kty": "EC", "crv": "P-256", "x": "AA", "y": "AA"})
+    }
+}
+
+fn client_credentials_config() -> AuthConfig {
+    let mut c = config();
+    c.grant = Grant::ClientCredentials;
+    c.identity = ClientIdentity::PreRegistered {
+        client_id: "svc".into(),
+        client_secret: Some("s3cr3t".into()),
+        issuer: None,
+    };
+    c
+}
+
+fn form_of(req: &AuthRequest) -> Vec<(String, String)> {
+    form::callback_params(&format!(
+        "?{}",
+        String::from_utf8(req.body.clone().unwrap_or_default()).unwrap()
+    ))
+    .unwrap()
+}
+
+fn nonce_refusal(nonce: &str) -> AuthResponse {
+    AuthResponse {
+        status: 400,
+        headers: vec![("DPoP-Nonce".into(), nonce.into())],
+        body: br#"{"error":"use_dpop_nonce"}"#.to_vec(),
+    }
+}
+
+/// The nonce the DPoP proof of `req` carries.
+fn proof_nonce(req: &AuthRequest) -> Option<String> {
+    let (_, proof) = req.headers.iter().find(|(n, _)| n == "DPoP")?;
+    let claims = proof.split('.').nth(1)?;
+    let bytes =
+        base64::Engine::decode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, claims).ok()?;
+    let v: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    v["nonce"].as_str().map(str::to_owned)
+}
+
+/// RFC 9449 §8: an authorization server's nonce changes over time, and each token
+/// request refused with `use_dpop_nonce` is sent again once with the new one. The
+/// second flow of the same grant (a later `401`) must do so too, not only the first.
+#[test]
+fn a_later_flow_follows_a_new_dpop_nonce_too() {
+    let mut c = client_credentials_config();
+    c.dpop = Some(std::sync::Arc::new(ZeroSigner));
+    let mut a = new_auth(c);
+    let mut asm = asm_value(AS);
+    asm["dpop_signing_alg_values_supported"] = json!(["ES256"]);
+    let t0 = Instant::ZERO;
+    let token = r#"{"access_token":"at","token_type":"DPoP","expires_in":3600}"#;
+    a.handle_unauthorized(t0, ["Bearer"]);
+    answer(&mut a, t0, PRM_URL, resp(200, &prm_body(AS)));
+    answer(&mut a, t0, AS, resp(200, &asm.to_string()));
+    answer(&mut a, t0, &format!("{AS}/token"), nonce_refusal("n1"));
+    let retry = answer(&mut a, t0, &format!("{AS}/token"), resp(200, token));
+    assert_eq!(proof_nonce(&retry).as_deref(), Some("n1"));
+    assert!(events(&mut a).contains(&AuthEvent::Authorized));
+    // An hour later the token is refused; the server has moved on to another nonce.
+    let t1 = t0 + Duration::from_secs(3600);
+    a.handle_unauthorized(t1, ["Bearer"]);
+    answer(&mut a, t1, PRM_URL, resp(200, &prm_body(AS)));
+    answer(&mut a, t1, &format!("{AS}/token"), nonce_refusal("n2"));
+    let evs = events(&mut a);
+    let retry = a.poll_request();
+    assert!(
+        retry.is_some(),
+        "the second flow's use_dpop_nonce was not followed: {evs:?}"
+    );
+    assert_eq!(proof_nonce(&retry.unwrap()).as_deref(), Some("n2"));
+}
+
+/// A step-up of a grant without a person asks for the union of the scopes asked for
+/// before and the challenged ones (2026-07-28), as the authorization code grant does:
+/// a token for the challenged scope alone would lose what the earlier requests needed,
+/// and the two kinds of request would take turns being refused.
+#[test]
+fn a_client_credentials_step_up_keeps_the_earlier_scopes() {
+    let mut a = new_auth(client_credentials_config());
+    let t0 = Instant::ZERO;
+    a.handle_unauthorized(t0, [r#"Bearer scope="mcp:read""#]);
+    answer(&mut a, t0, PRM_URL, resp(200, &prm_body(AS)));
+    answer(&mut a, t0, AS, resp(200, &asm_value(AS).to_string()));
+    let req = answer(
+        &mut a,
+        t0,
+        &format!("{AS}/token"),
+        resp(200, r#"{"access_token":"at1","token_type":"Bearer"}"#),
+    );
+    let scope = |req: &AuthRequest| {
+        form_of(req)
+            .into_iter()
+            .find(|(k, _)| k == "scope")
+            .map(|(_, v)| v)
+    };
+    assert_eq!(scope(&req).as_deref(), Some("mcp:read"));
+    assert!(events(&mut a).contains(&AuthEvent::Authorized));
+    assert!(a.handle_insufficient_scope(
+        t0,
+        [r#"Bearer error="insufficient_scope", scope="mcp:write""#]
+    ));
+    answer(&mut a, t0, PRM_URL, resp(200, &prm_body(AS)));
+    let req = a.poll_request().expect("a token request");
+    assert_eq!(scope(&req).as_deref(), Some("mcp:read mcp:write"));
+}
+
+/// A registration response naming a client authentication the client cannot perform
+/// (`private_key_jwt`: no key was registered) must not end the flow only after the
+/// person approved, for want of a signing key: the client authenticates in a way it can
+/// with what the server gave it (here the secret).
+#[test]
+fn a_registration_naming_an_unusable_auth_method_is_not_taken() {
+    let mut a = new_auth(config());
+    let t0 = Instant::ZERO;
+    a.handle_unauthorized(t0, ["Bearer"]);
+    answer(&mut a, t0, PRM_URL, resp(200, &prm_body(AS)));
+    answer(&mut a, t0, AS, resp(200, &asm_value(AS).to_string()));
+    answer(
+        &mut a,
+        t0,
+        &format!("{AS}/register"),
+        resp(
+            201,
+            r#"{"client_id":"c1","client_secret":"s1","token_endpoint_auth_method":"private_key_jwt"}"#,
+        ),
+    );
+    let url = open_url(&events(&mut a)).expect("OpenUrl");
+    let state = query_param(&url, "state").unwrap();
+    let r = a.handle_callback(t0, &callback(&state, "&code=abc"));
+    let evs = events(&mut a);
+    let req = a.poll_request();
+    assert!(
+        r.is_ok() && req.is_some(),
+        "approved code never redeemed: {r:?}, {evs:?}"
+    );
+    let req = req.unwrap();
+    assert!(
+        req.headers
+            .iter()
+            .any(|(n, v)| n == "Authorization" && v.starts_with("Basic ")),
+        "{:?}",
+        req.headers
+    );
+}
+
+/// A `401` whose challenge names scopes beyond those the tokens were asked for (the
+/// server now needs more): a refresh cannot widen the grant (RFC 6749 §6), so the
+/// refreshed token would be refused again and the request fail without the person ever
+/// being asked. The flow goes to a new authorization for the challenged scopes instead.
+#[test]
+fn a_401_asking_for_more_scope_is_not_answered_with_a_refresh() {
+    let json = format!(
+        r#"{{"server_url": "{MCP}", "resource": "{MCP}", "issuer": "{AS}",
+      "refresh_token": "r1", "requested_scope": "mcp:read",
+      "client": {{"issuer": "{AS}", "client_id": "c1", "auth_method": "none", "source": "dcr"}}}}"#
+    );
+    let mut c = config();
+    c.credentials = Some(serde_json::from_str(&json).unwrap());
+    let mut a = new_auth(c);
+    let t0 = Instant::ZERO;
+    a.handle_unauthorized(t0, [r#"Bearer scope="mcp:read mcp:admin""#]);
+    answer(&mut a, t0, PRM_URL, resp(200, &prm_body(AS)));
+    answer(&mut a, t0, AS, resp(200, &asm_value(AS).to_string()));
+    let next = a.poll_request();
+    let evs = events(&mut a);
+    assert!(
+        next.is_none(),
+        "a refresh (or other request) instead of an authorization: {:?}",
+        next.map(|r| String::from_utf8(r.body.unwrap_or_default()).unwrap())
+    );
+    let url = open_url(&evs).unwrap_or_else(|| panic!("no OpenUrl: {evs:?}"));
+    assert_eq!(
+        query_param(&url, "scope").as_deref(),
+        Some("mcp:read mcp:admin")
+    );
+}
+
+/// The same `401` naming only scopes already asked for is answered with a refresh.
+#[test]
+fn a_401_within_the_scopes_asked_for_refreshes() {
+    let json = format!(
+        r#"{{"server_url": "{MCP}", "resource": "{MCP}", "issuer": "{AS}",
+      "refresh_token": "r1", "requested_scope": "mcp:read mcp:admin",
+      "client": {{"issuer": "{AS}", "client_id": "c1", "auth_method": "none", "source": "dcr"}}}}"#
+    );
+    let mut c = config();
+    c.credentials = Some(serde_json::from_str(&json).unwrap());
+    let mut a = new_auth(c);
+    let t0 = Instant::ZERO;
+    a.handle_unauthorized(t0, [r#"Bearer scope="mcp:admin""#]);
+    answer(&mut a, t0, PRM_URL, resp(200, &prm_body(AS)));
+    answer(&mut a, t0, AS, resp(200, &asm_value(AS).to_string()));
+    let req = a.poll_request().expect("a refresh");
+    let body = String::from_utf8(req.body.unwrap_or_default()).unwrap();
+    assert!(body.contains("grant_type=refresh_token"), "{body}");
 }

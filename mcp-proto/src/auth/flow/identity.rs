@@ -24,13 +24,32 @@ impl Authorizer {
                 idp_client_secret.as_deref(),
             ),
             Grant::AuthorizationCode => {
-                if self.trigger == Trigger::Unauthorized && self.creds.refresh_token.is_some() {
+                if self.trigger == Trigger::Unauthorized
+                    && self.creds.refresh_token.is_some()
+                    && !self.challenge_widens_grant()
+                {
                     self.refresh(now);
                 } else {
                     self.ensure_client(now);
                 }
             }
         }
+    }
+
+    /// Whether the challenge names a scope beyond those granted (or, when the server did
+    /// not say, asked for): a refresh cannot widen the grant (RFC 6749 §6), so only a
+    /// new authorization can answer it.
+    fn challenge_widens_grant(&self) -> bool {
+        let held = match &self.creds.granted_scope {
+            Some(granted) => split_scope(granted),
+            None => self.requested.clone(),
+        };
+        self.challenge
+            .as_ref()
+            .map(BearerChallenge::scopes)
+            .unwrap_or_default()
+            .iter()
+            .any(|s| !held.contains(s))
     }
 
     pub(super) fn ensure_client(&mut self, now: Instant) {

@@ -592,15 +592,22 @@ impl Authorizer {
 }
 
 /// How the client authenticates at the token endpoint: the method the registration
-/// returned when the server accepts it, else the first of `client_secret_basic`,
+/// returned when the server accepts it and the client can perform it (`none`, or
+/// `client_secret_basic` or `client_secret_post` with a secret: a registration made here
+/// has no key for `private_key_jwt`), else the first of `client_secret_basic`,
 /// `client_secret_post` (both only with a secret) and `none` the server lists; with no
 /// list, `client_secret_basic` with a secret (RFC 8414's default) and `none` without.
 fn choose_auth_method(asm: &ServerMetadata, returned: Option<&str>, has_secret: bool) -> String {
     let list = asm.token_endpoint_auth_methods_supported.as_deref();
     let listed = |m: &str| list.is_none_or(|l| l.iter().any(|x| x == m));
+    let performed = |m: &str| match m {
+        "none" => true,
+        "client_secret_basic" | "client_secret_post" => has_secret,
+        _ => false,
+    };
     if let Some(m) = returned
         && listed(m)
-        && (m == "none" || has_secret)
+        && performed(m)
     {
         return m.to_owned();
     }

@@ -1,8 +1,9 @@
 //! The authorization flow under the HTTP link: a request refused with `401` (or `403
 //! insufficient_scope`) is parked, not failed, while the [`Authorizer`] runs; the flow's
 //! own requests go out on one-shot connections ([`super::side`]); when it succeeds the
-//! parked requests are sent again with the new token, in order, and when it fails they
-//! fail with its error.
+//! parked requests are sent again with the new token, in order, and when it fails the
+//! refused ones fail with its error (those that only waited go out with the token the
+//! client still holds, after a failed step-up; with none left, they fail too).
 //!
 //! A refused request never ran (the server authenticates before it executes), so
 //! sending it again after authorizing cannot run it twice. Each request is sent at most
@@ -187,13 +188,26 @@ impl HttpLink {
             }
             AuthEvent::Failed(e) => {
                 self.client.resume_after_approval(now);
-                self.fail_parked(&e);
+                self.fail_parked(now, &e);
             }
         }
     }
 
-    fn fail_parked(&mut self, e: &AuthError) {
+    /// The flow failed: the messages refused for want of authorization fail with its
+    /// error. Those that only waited for it, never refused, go out when the flow left a
+    /// token to send (a step-up that failed keeps the one it started with), and fail
+    /// too when it did not.
+    fn fail_parked(&mut self, now: Instant, e: &AuthError) {
+        let usable = self
+            .auth
+            .as_ref()
+            .and_then(Authorizer::authorization)
+            .is_some();
         for parked in std::mem::take(&mut self.parked) {
+            if usable && parked.tries == 0 {
+                self.send_parked(now, parked);
+                continue;
+            }
             match parked.msg.kind {
                 OutKind::Request(rpc) => {
                     self.client
