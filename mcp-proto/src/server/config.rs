@@ -55,7 +55,8 @@ pub struct ServerLimits {
     pub max_inputs_per_round: usize,
     /// Legacy era: resources one session may be subscribed to; one more
     /// `resources/subscribe` is refused with `-32603` (and a URI longer than 8 KiB with
-    /// `-32602`). Default 256.
+    /// `-32602`), as is one that would make the session's URIs take more than 128 KiB
+    /// as JSON (what a session record can keep for a session store). Default 256.
     pub max_subscriptions: usize,
     /// 2026-07-28: `subscriptions/listen` streams open at once per authenticated
     /// principal; one more is refused with `-32603`. Default 16.

@@ -193,8 +193,11 @@
 //! exchanges (detached ones included) by `max_open_streams`; `GET` streams by sessions
 //! (one each) and, attached, by `max_get_streams` (a quarter of them per principal);
 //! stored events by the store ([`EventStoreLimits`]); the machine's own limits bound
-//! parked calls. An exchange's queued events are bounded by what its tool
-//! may ask per round. A `Last-Event-ID` is parsed only up to [`MAX_EVENT_ID_BYTES`].
+//! parked calls. What an open stream has waiting for its connection (a client reading
+//! more slowly than notifications come) is bounded by
+//! [`HttpEndpointConfig::max_stream_backlog`]: past it a listen ends with an error, and a
+//! session's stream is detached (resumable from the store). A `Last-Event-ID` is parsed
+//! only up to [`MAX_EVENT_ID_BYTES`].
 
 use crate::Instant;
 use std::collections::btree_map::Entry;
@@ -203,6 +206,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use serde_json::{Map, Value, json};
 
+use crate::client::LogLevel;
 use crate::http::HttpVersion;
 use crate::http::headers::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
 use crate::jsonrpc::{
@@ -317,6 +321,17 @@ pub struct HttpEndpointConfig {
     /// The bounds of the [`MemoryEventStore`] an endpoint with sessions keeps the events
     /// of its resumable streams in (see [`HttpEndpoint::set_event_store`]).
     pub event_store: EventStoreLimits,
+    /// The most bytes of messages an open stream may have waiting for its connection to
+    /// take them ([`HttpEndpoint::poll_stream`]), as when its client reads more slowly
+    /// than notifications come. What one request, change or tick brings at once is not
+    /// held against it (its client had no chance to read it yet); when more than this
+    /// was left unread from before and one more message comes, the stream ends: a 2026 listen (or
+    /// any stream that cannot be resumed) with a JSON-RPC error after what was waiting,
+    /// its request cancelled in the machine, so that its client knows it missed
+    /// messages and listens again; a legacy session's stream (a `GET` stream, a `POST`
+    /// answer) is detached as if its client had gone away, what it missed kept in the
+    /// event store for a `Last-Event-ID`. Default 256 KiB.
+    pub max_stream_backlog: usize,
 }
 
 /// The names a loopback server answers to.
@@ -386,6 +401,7 @@ impl Default for HttpEndpointConfig {
             sse_retry: std::time::Duration::from_secs(1),
             sse_polling: false,
             event_store: EventStoreLimits::default(),
+            max_stream_backlog: 256 * 1024,
         }
     }
 }
@@ -422,6 +438,71 @@ struct Event {
     data: Vec<u8>,
 }
 
+/// The messages of a stream not handed out yet, and their bytes
+/// ([`HttpEndpointConfig::max_stream_backlog`]).
+#[derive(Debug, Default)]
+struct Backlog {
+    events: VecDeque<Event>,
+    bytes: usize,
+    /// The endpoint's turn ([`HttpEndpoint::turn`]) of the last message queued.
+    turn: u64,
+    /// The bytes that were waiting when that turn queued its first message: what the
+    /// client left unread from earlier turns.
+    carried: usize,
+}
+
+impl Backlog {
+    /// Queues a message in turn `turn` (`0`: outside any, as when the messages of a
+    /// request are gathered for its first answer).
+    fn push_in(&mut self, turn: u64, event: Event) {
+        if turn != self.turn {
+            self.turn = turn;
+            self.carried = self.bytes;
+        }
+        self.bytes = self.bytes.saturating_add(event.data.len());
+        self.events.push_back(event);
+    }
+
+    fn push(&mut self, event: Event) {
+        self.push_in(0, event);
+    }
+
+    /// Whether its client left more than `max` bytes unread from earlier turns: what one
+    /// turn brings at once does not count, as the client had no chance to read it.
+    fn behind(&self, max: usize) -> bool {
+        self.carried > max
+    }
+
+    /// Every message, oldest first; the backlog is left empty.
+    fn take(&mut self) -> VecDeque<Event> {
+        self.bytes = 0;
+        self.carried = 0;
+        std::mem::take(&mut self.events)
+    }
+
+    fn clear(&mut self) {
+        self.take();
+    }
+
+    fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+
+    fn len(&self) -> usize {
+        self.events.len()
+    }
+}
+
+impl FromIterator<Event> for Backlog {
+    fn from_iter<I: IntoIterator<Item = Event>>(iter: I) -> Self {
+        let mut backlog = Backlog::default();
+        for event in iter {
+            backlog.push(event);
+        }
+        backlog
+    }
+}
+
 /// A server→client request awaiting its client's response.
 #[derive(Debug)]
 struct ServerRequest {
@@ -442,7 +523,7 @@ struct Listener {
     /// Its resumable stream number.
     stream: u64,
     /// Events not handed out yet (only while a connection serves it).
-    events: VecDeque<Event>,
+    events: Backlog,
     /// The attachment a connection serves; `None` when its client went away.
     attach: Option<u64>,
     /// The session ended: the stream ends.
@@ -455,7 +536,7 @@ struct Exchange {
     /// The client's request id.
     original: RequestId,
     /// Messages for it not yet handed out.
-    events: VecDeque<Event>,
+    events: Backlog,
     /// The response arrived (it is the last of `events`).
     answered: bool,
     /// The error code of the response, if it is an error.
@@ -542,6 +623,11 @@ pub struct HttpEndpoint {
     gate: Option<Box<dyn RequestGate>>,
     /// The deadline the driver's timer was last set for ([`HttpEndpoint::arm_timer`]).
     timer: Option<Instant>,
+    /// Counts the endpoint's turns (a request handled, an application's change, time
+    /// passed, a stream cancelled): what one turn queues for a stream comes at once, and
+    /// only what a client leaves unread across turns counts against
+    /// [`HttpEndpointConfig::max_stream_backlog`].
+    turn: u64,
 }
 
 impl HttpEndpoint {
@@ -570,6 +656,7 @@ impl HttpEndpoint {
             current_session: None,
             gate: None,
             timer: None,
+            turn: 1,
         }
     }
 
@@ -867,19 +954,29 @@ impl HttpEndpoint {
 
     /// Sends a notification (`list_changed`, a log message, …) on the standalone `GET`
     /// stream of every legacy session that opened one; returns how many streams got it.
-    /// Sessions without such a stream do not hear of it. Drain
-    /// [`HttpEndpoint::poll_ready`] afterwards.
+    /// Sessions without such a stream do not hear of it, nor does a session of a
+    /// `notifications/message` whose `level` is below the one it set with
+    /// `logging/setLevel`. Drain [`HttpEndpoint::poll_ready`] afterwards.
     pub fn notify_listeners(&mut self, method: &str, params: Option<&Value>) -> usize {
+        self.next_turn();
+        let level = (method == "notifications/message")
+            .then(|| params?.get("level")?.as_str().and_then(LogLevel::parse))
+            .flatten();
         let n = Notification {
             method: method.to_owned(),
             params: params.map(crate::jsonrpc::to_raw),
         };
         let mut bytes = Vec::new();
         Message::Notification(n).encode(&mut bytes);
+        let sessions = self.sessions.as_ref();
+        let admits = |session: &str| {
+            let threshold = sessions.and_then(|t| t.state(session)?.log_level());
+            level.is_none_or(|level| threshold.is_none_or(|min| level >= min))
+        };
         let keys: Vec<i64> = self
             .listeners
             .iter()
-            .filter(|(_, l)| !l.ended)
+            .filter(|(_, l)| !l.ended && admits(&l.session))
             .map(|(k, _)| *k)
             .collect();
         for key in &keys {
@@ -898,6 +995,7 @@ impl HttpEndpoint {
     /// updates when it subscribed). Sessions without a `GET` stream do not hear of it.
     /// Drain [`HttpEndpoint::poll_ready`] afterwards.
     pub fn update_server<R>(&mut self, now: Instant, f: impl FnOnce(&mut Server) -> R) -> R {
+        self.next_turn();
         self.server.record_changes(true);
         let result = f(&mut self.server);
         let changes = self.server.take_changes();
@@ -945,6 +1043,7 @@ impl HttpEndpoint {
     /// every 2026 listen naming it on its stream ([`Server::resource_updated`]). Returns
     /// how many streams were told.
     pub fn resource_updated(&mut self, now: Instant, uri: &str) -> usize {
+        self.next_turn();
         let listens = self.server.listens_naming(uri);
         self.server.resource_updated(uri);
         self.route(None);
@@ -966,6 +1065,7 @@ impl HttpEndpoint {
     /// stream gets `notifications/tasks/status` there for its tasks that changed. Drain
     /// [`HttpEndpoint::poll_ready`] afterwards.
     pub fn handle_timeout(&mut self, now: Instant) {
+        self.next_turn();
         self.resume_completed(now);
         self.drop_ended_sessions_tasks();
         self.server.time_passed(now);
@@ -1057,6 +1157,7 @@ impl HttpEndpoint {
         request: &HttpRequest,
         principal: Option<&str>,
     ) -> HttpReply {
+        self.next_turn();
         let close = !request.keep_alive();
         // A refusal, and a preflight (which carries no credentials for the gate), are
         // answered first; neither needs more CORS headers than it has.
@@ -1098,7 +1199,7 @@ impl HttpEndpoint {
             && listener.attach == Some(stream.attach)
         {
             let mut data = Vec::new();
-            write_events(&mut data, listener.events.drain(..));
+            write_events(&mut data, listener.events.take().into_iter());
             stream.write_data(out, &data);
             if listener.ended {
                 self.listeners.remove(&stream.key);
@@ -1123,7 +1224,7 @@ impl HttpEndpoint {
             return StreamStatus::Finished;
         };
         let mut data = Vec::new();
-        write_events(&mut data, exchange.events.drain(..));
+        write_events(&mut data, exchange.events.take().into_iter());
         stream.write_data(out, &data);
         if exchange.answered {
             self.forget(stream.key);
@@ -1219,6 +1320,7 @@ impl HttpEndpoint {
     /// request, and nothing more is sent for it. A stream already resumed elsewhere is
     /// left alone.
     pub fn cancel_stream(&mut self, now: Instant, stream: &HttpStream) {
+        self.next_turn();
         if let Some(l) = self.listeners.get_mut(&stream.key) {
             if l.attach == Some(stream.attach) {
                 l.attach = None;
@@ -1771,7 +1873,7 @@ impl HttpEndpoint {
             key,
             Exchange {
                 original: original.clone(),
-                events: VecDeque::new(),
+                events: Backlog::default(),
                 answered: false,
                 error_code: None,
                 streaming: false,
@@ -1807,7 +1909,7 @@ impl HttpEndpoint {
         let queued: Vec<Event> = self
             .exchanges
             .get_mut(&key)
-            .map(|e| e.events.drain(..).collect())
+            .map(|e| e.events.take().into())
             .unwrap_or_default();
         if let Some(session) = &resumable {
             // A stream of a session: every event gets an id, a 2025-11-25 stream starts
@@ -1914,7 +2016,7 @@ impl HttpEndpoint {
                 session,
                 principal: self.server.principal.clone(),
                 stream: number,
-                events: VecDeque::new(),
+                events: Backlog::default(),
                 attach: Some(attach),
                 ended: false,
             },
@@ -2069,11 +2171,51 @@ impl HttpEndpoint {
             return;
         };
         if exchange.stream.is_none() || exchange.attach.is_some() {
-            exchange.events.push_back(Event { id, data });
+            exchange.events.push_in(self.turn, Event { id, data });
             if exchange.streaming {
                 self.ready.insert(key);
             }
+            let behind = exchange.attach.is_some()
+                && !exchange.answered
+                && exchange.events.behind(self.config.max_stream_backlog);
+            if behind {
+                self.end_backlogged(key);
+            }
         }
+    }
+
+    /// The client of the open stream of exchange `key` fell more than
+    /// [`HttpEndpointConfig::max_stream_backlog`] behind. A session's stream is detached
+    /// (what it missed is stored for a `Last-Event-ID`); any other ends with an error
+    /// after what is waiting, and the machine forgets its request (a listen ends). Runs
+    /// while [`HttpEndpoint::route`] drains the machine, which takes what the
+    /// cancellation says, if anything.
+    fn end_backlogged(&mut self, key: i64) {
+        let Some(exchange) = self.exchanges.get_mut(&key) else {
+            return;
+        };
+        self.ready.insert(key);
+        if exchange.stream.is_some() {
+            exchange.attach = None;
+            exchange.events.clear();
+            return;
+        }
+        let max = self.config.max_stream_backlog;
+        let error = ErrorObject::new(
+            codes::INTERNAL_ERROR,
+            format!(
+                "Cancelled by the server: the client fell more than {max} bytes behind \
+                 reading this stream, and messages after these were not sent"
+            ),
+        );
+        self.answer_exchange(
+            key,
+            Response {
+                id: None,
+                outcome: Err(error),
+            },
+        );
+        self.server.cancel_request(&RequestId::Number(key));
     }
 
     /// Queues a message for a standalone `GET` stream (stored first).
@@ -2086,8 +2228,14 @@ impl HttpEndpoint {
         if let Some(l) = self.listeners.get_mut(&key)
             && l.attach.is_some()
         {
-            l.events.push_back(Event { id, data });
+            l.events.push_in(self.turn, Event { id, data });
             self.ready.insert(key);
+            if l.events.behind(self.config.max_stream_backlog) {
+                // Its client fell too far behind: detached, as if it had gone away. What
+                // it missed is stored, for a `Last-Event-ID`.
+                l.attach = None;
+                l.events.clear();
+            }
         }
     }
 
@@ -2435,6 +2583,11 @@ impl HttpEndpoint {
         Some(exchange)
     }
 
+    /// A new turn begins ([`Backlog::behind`]).
+    fn next_turn(&mut self) {
+        self.turn = self.turn.checked_add(1).unwrap_or(1);
+    }
+
     fn fresh_key(&mut self) -> i64 {
         loop {
             let key = self.next_key;
@@ -2547,13 +2700,14 @@ fn answer(mut exchange: Exchange, era: Era, initialize: bool) -> HttpResponse {
         };
         let body = exchange
             .events
+            .take()
             .pop_front()
             .map(|e| e.data)
             .unwrap_or_default();
         return HttpResponse::new(status).with_body("application/json", body);
     }
     let mut body = Vec::new();
-    write_events(&mut body, exchange.events.drain(..));
+    write_events(&mut body, exchange.events.take().into_iter());
     sse_head(body)
 }
 

@@ -50,6 +50,20 @@ pub(crate) fn capabilities_kept(caps: &Value, keeper: &str) -> Result<usize, Err
 /// what a session's subscriptions hold (a template resource may accept any URI).
 const MAX_SUBSCRIBED_URI_BYTES: usize = 8 * 1024;
 
+/// The most bytes a session's subscribed URIs take together, as the JSON array a
+/// [`SessionRecord`](super::http::SessionRecord) keeps them in: with the client's
+/// capabilities and a principal, the record stays within
+/// [`MAX_SESSION_RECORD_BYTES`](super::http::MAX_SESSION_RECORD_BYTES), so that every
+/// endpoint sharing a session store can read it back.
+const MAX_SUBSCRIPTIONS_JSON_BYTES: usize = 128 * 1024;
+
+// A record: the capabilities, the subscriptions, a principal of at most 8 KiB (6 bytes of
+// JSON per byte at worst), and a few short members.
+const _: () = assert!(
+    MAX_CLIENT_CAPABILITIES_BYTES + MAX_SUBSCRIPTIONS_JSON_BYTES + 6 * 8 * 1024 + 1024
+        <= super::http::MAX_SESSION_RECORD_BYTES
+);
+
 /// What `initialize` established.
 #[derive(Debug)]
 pub(super) struct Session {
@@ -163,6 +177,11 @@ impl LegacyState {
     /// handshake yet).
     pub(super) fn principal(&self) -> Option<&str> {
         self.session.as_ref().and_then(|s| s.principal.as_deref())
+    }
+
+    /// The level its client set with `logging/setLevel`, if any.
+    pub(super) fn log_level(&self) -> Option<LogLevel> {
+        self.session.as_ref().and_then(|s| s.log_level)
     }
 
     /// The scope of this session's tasks, once `initialize` succeeded.
@@ -409,6 +428,18 @@ impl Server {
                 return Err(ErrorObject::new(
                     codes::INTERNAL_ERROR,
                     format!("Too many subscriptions (at most {max} per session)"),
+                ));
+            }
+            (true, None)
+                if json_size(&session.subscriptions) + json_size(&uri) + 1
+                    > MAX_SUBSCRIPTIONS_JSON_BYTES =>
+            {
+                return Err(ErrorObject::new(
+                    codes::INTERNAL_ERROR,
+                    format!(
+                        "Too many subscriptions (their URIs may take at most \
+                         {MAX_SUBSCRIPTIONS_JSON_BYTES} bytes per session)"
+                    ),
                 ));
             }
             (true, None) => session.subscriptions.push(uri.to_owned()),

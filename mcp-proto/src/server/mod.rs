@@ -525,14 +525,20 @@ impl Server {
             }
             "notifications/cancelled" => {
                 if let Some(id) = params.as_ref().and_then(|p| id_of(p.get("requestId")?)) {
-                    self.cancel_pending(&id);
-                    self.cancel_deferred(&id);
-                    self.cancel_listen(&id);
-                    self.cancel_waiting(&id);
+                    self.cancel_request(&id);
                 }
             }
             _ => {}
         }
+    }
+
+    /// The client's request `id` is cancelled: what waits for it (a call parked for
+    /// input or deferred work, a listen, a held `tasks/result`) is dropped.
+    pub(crate) fn cancel_request(&mut self, id: &RequestId) {
+        self.cancel_pending(id);
+        self.cancel_deferred(id);
+        self.cancel_listen(id);
+        self.cancel_waiting(id);
     }
 
     fn reply(&mut self, id: &RequestId, reply: Result<Value, ErrorObject>) {
@@ -579,6 +585,10 @@ impl Server {
         log_level: Option<crate::client::LogLevel>,
         progress_token: Option<&Value>,
     ) {
+        // Progress MUST increase with every notification (and is a number): a note that
+        // goes back, stands still or is not finite is not sent; a total that is not
+        // finite is left out (JSON has no such number: it would go out as `null`).
+        let mut last_progress: Option<f64> = None;
         for note in notes {
             match note {
                 ToolNote::Log {
@@ -600,9 +610,13 @@ impl Server {
                     let Some(token) = progress_token else {
                         continue;
                     };
+                    if !progress.is_finite() || last_progress.is_some_and(|l| *progress <= l) {
+                        continue;
+                    }
+                    last_progress = Some(*progress);
                     let mut p = json!({"progressToken": token, "progress": progress});
                     if let Some(obj) = p.as_object_mut() {
-                        if let Some(t) = total {
+                        if let Some(t) = total.filter(|t| t.is_finite()) {
                             obj.insert("total".to_owned(), json!(t));
                         }
                         if let Some(m) = message {

@@ -19,7 +19,8 @@
 //!
 //! While a change log is open ([`Server::record_changes`]) every report is also kept, so
 //! that the HTTP endpoint, which swaps one legacy session at a time into the machine, can
-//! tell each of its sessions afterwards.
+//! tell each of its sessions afterwards; a report the log has already is not told again
+//! (the listens heard of it, and the sessions will hear of it once).
 //!
 //! **Listens.** A modern `subscriptions/listen` is validated (`notifications` must be an
 //! object of the known members with the right types; at most
@@ -201,9 +202,13 @@ impl Server {
     /// Reports that list `kind` changed: the legacy session in the machine gets
     /// `notifications/{kind}/list_changed` (with [`ServerConfig::list_changed`](super::ServerConfig::list_changed)
     /// on, after `initialize`), and so does every open listen that asked for it. Returns
-    /// how many notifications were queued. Drain the output afterwards.
+    /// how many notifications were queued. Drain the output afterwards. Within one
+    /// [`HttpEndpoint::update_server`](super::http::HttpEndpoint::update_server) a list's
+    /// change is told once, however many changes it had.
     pub fn list_changed(&mut self, kind: ListKind) -> usize {
-        self.log_change(Change::List(kind));
+        if !self.log_change(Change::List(kind)) {
+            return 0;
+        }
         let mut sent = usize::from(self.legacy_list_changed(kind));
         let ids: Vec<RequestId> = (self.listens.iter())
             .filter(|l| l.lists.contains(&kind))
@@ -222,8 +227,12 @@ impl Server {
     /// notification was queued. The HTTP endpoint, which keeps each session's state
     /// itself, does this for all of them with
     /// [`HttpEndpoint::resource_updated`](super::http::HttpEndpoint::resource_updated).
+    /// Within one [`HttpEndpoint::update_server`](super::http::HttpEndpoint::update_server)
+    /// a resource's update is told once.
     pub fn resource_updated(&mut self, uri: &str) -> bool {
-        self.log_change(Change::Resource(uri.to_owned()));
+        if !self.log_change(Change::Resource(uri.to_owned())) {
+            return false;
+        }
         let mut sent = self.legacy_resource_updated(uri);
         let ids: Vec<RequestId> = (self.listens.iter())
             .filter(|l| l.uris.iter().any(|u| u == uri))
@@ -266,12 +275,18 @@ impl Server {
         self.changes.take().unwrap_or_default()
     }
 
-    fn log_change(&mut self, change: Change) {
-        if let Some(log) = &mut self.changes
-            && !log.contains(&change)
-        {
-            log.push(change);
+    /// Keeps `change` in the open change log. False when the log has it already: it was
+    /// told in this batch ([`HttpEndpoint::update_server`](super::http::HttpEndpoint::update_server)),
+    /// and telling it again, before anyone could act on the first, would say nothing new.
+    fn log_change(&mut self, change: Change) -> bool {
+        let Some(log) = &mut self.changes else {
+            return true;
+        };
+        if log.contains(&change) {
+            return false;
         }
+        log.push(change);
+        true
     }
 
     /// `notifications/{kind}/list_changed` to the legacy session in the machine, if it

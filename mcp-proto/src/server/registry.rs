@@ -303,9 +303,11 @@ pub enum ToolNote {
     },
     /// `notifications/progress` under the request's progress token.
     Progress {
-        /// Progress so far (increasing with each note).
+        /// Progress so far, increasing with each note: a note whose progress is not
+        /// finite, or not above the last one sent, is not sent (the protocol requires
+        /// progress to increase with every notification).
         progress: f64,
-        /// The total, when known.
+        /// The total, when known (left out when not finite).
         total: Option<f64>,
         /// A human-readable message.
         message: Option<String>,

@@ -202,6 +202,41 @@ fn modern_logs_only_with_a_log_level() {
     assert_eq!(out[4]["result"]["resultType"], "complete");
 }
 
+/// Progress MUST increase with every notification, and is a number: a handler's notes
+/// that go back, stand still or are not finite are not sent as they are.
+#[test]
+fn progress_sent_only_increases_and_is_a_number() {
+    let muddled = |_: &ToolCall<'_>| ToolOutcome::DoneWithNotes {
+        notes: vec![
+            ToolNote::progress(1.0, Some(4.0)),
+            ToolNote::progress(1.0, Some(4.0)),
+            ToolNote::progress(0.5, Some(4.0)),
+            ToolNote::progress(f64::NAN, None),
+            ToolNote::progress(2.0, Some(f64::INFINITY)),
+            ToolNote::progress(f64::INFINITY, None),
+            ToolNote::progress(3.0, None),
+        ],
+        result: json!({"content": []}),
+    };
+    let mut p = peer(|c| c.with_tool(Tool::new("muddled", "", json!({"type": "object"}), muddled)));
+    let mut params = modern(json!({"name": "muddled"}), json!({}));
+    params["_meta"]["progressToken"] = json!("t");
+    let out = p.send(call(1, "tools/call", params));
+    let sent: Vec<&Value> = out
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .map(|m| &m["params"])
+        .collect();
+    assert_eq!(
+        sent,
+        [
+            &json!({"progressToken": "t", "progress": 1.0, "total": 4.0}),
+            &json!({"progressToken": "t", "progress": 2.0}),
+            &json!({"progressToken": "t", "progress": 3.0}),
+        ]
+    );
+}
+
 #[test]
 fn subscriptions_are_legacy_bounded_and_notify() {
     let mut p = peer(|mut c| {

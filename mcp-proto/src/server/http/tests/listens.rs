@@ -185,3 +185,126 @@ fn catalog_changes_reach_legacy_sessions_on_their_get_streams() {
     // The listen never sees the legacy session's notifications and vice versa.
     assert!(!ep.stream_ready(&g) && !ep.stream_ready(&l));
 }
+
+/// The bytes of events the endpoint holds for its open streams, not yet taken by them.
+fn backlog(ep: &HttpEndpoint) -> usize {
+    let exchanges = ep.exchanges.values().map(|e| e.events.bytes);
+    exchanges
+        .chain(ep.listeners.values().map(|l| l.events.bytes))
+        .sum()
+}
+
+#[test]
+fn a_listen_whose_client_does_not_read_ends_rather_than_piling_up_notifications() {
+    let mut ep = HttpEndpoint::new(changing());
+    let slow = stream(ep.handle_request(now(), &listen("S", json!({"toolsListChanged": true}))));
+    let reader = stream(ep.handle_request(now(), &listen("R", json!({"toolsListChanged": true}))));
+    // The client of S stops reading (its connection is still writing what it took last,
+    // so its stream is never polled); R reads everything.
+    let mut peak = 0;
+    let mut told = 0;
+    for _ in 0..20_000 {
+        ep.update_server(now(), |s| s.list_changed(ListKind::Tools));
+        peak = peak.max(backlog(&ep));
+        told += drain(&mut ep, &reader).0.len();
+    }
+    assert_eq!(told, 20_000, "the reading client heard of every change");
+    let bound = HttpEndpointConfig::default().max_stream_backlog;
+    assert!(
+        peak <= bound + 1024,
+        "{peak} bytes held for a client that does not read"
+    );
+    // The slow client gets what was queued, then an error that ends its listen: it
+    // knows it missed notifications, and listens again.
+    let (got, status) = drain(&mut ep, &slow);
+    assert_eq!(status, StreamStatus::Finished);
+    let last = got.last().unwrap();
+    assert_eq!(last["id"], "S");
+    assert_eq!(last["error"]["code"], -32603);
+    assert!(got.len() < 20_000);
+    assert_eq!(ep.server().subscriptions(), 1, "only R's listen is left");
+    assert_eq!(ep.open_streams(), 1);
+}
+
+#[test]
+fn a_get_stream_whose_client_does_not_read_is_detached_and_resumable() {
+    let mut ep = HttpEndpoint::with_sessions(changing(), HttpEndpointConfig::default(), &[5; 32]);
+    let session = super::streams::open_session(&mut ep, "2025-11-25");
+    let initialized = post(
+        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        &[
+            ("Mcp-Session-Id", &session),
+            ("MCP-Protocol-Version", "2025-11-25"),
+        ],
+    );
+    assert_eq!(complete(ep.handle_request(now(), &initialized)).status, 202);
+    let g = stream(ep.handle_request(now(), &get(Some(&session), None)));
+    let mut peak = 0;
+    for _ in 0..20_000 {
+        ep.update_server(now(), |s| s.list_changed(ListKind::Tools));
+        peak = peak.max(backlog(&ep));
+    }
+    let bound = HttpEndpointConfig::default().max_stream_backlog;
+    assert!(
+        peak <= bound + 1024,
+        "{peak} bytes held for a client that does not read"
+    );
+    // Its connection ends; what it missed is in the store, for a `Last-Event-ID`.
+    let (_, status) = drain(&mut ep, &g);
+    assert_eq!(status, StreamStatus::Finished);
+    assert_eq!(ep.listeners(), 1, "detached, not ended");
+}
+
+/// Many changes made in one `update_server` (a catalog loaded at once) are one
+/// notification per list, for listens as for sessions: not one per change, which also
+/// put a listen past its backlog before its client could read any of them.
+#[test]
+fn changes_made_at_once_are_told_once() {
+    let mut ep = HttpEndpoint::new(changing());
+    let l = stream(ep.handle_request(
+        now(),
+        &listen(
+            "L",
+            json!({"toolsListChanged": true, "resourceSubscriptions": ["example://readme"]}),
+        ),
+    ));
+    ep.update_server(now(), |s| {
+        for i in 0..3000 {
+            s.add_tool(tool(&format!("t{i}")));
+            s.resource_updated("example://readme");
+        }
+    });
+    let (got, status) = drain(&mut ep, &l);
+    assert_eq!(status, StreamStatus::Open);
+    let methods: Vec<&str> = got.iter().map(|m| m["method"].as_str().unwrap()).collect();
+    assert_eq!(
+        methods,
+        [
+            "notifications/tools/list_changed",
+            "notifications/resources/updated"
+        ]
+    );
+}
+
+/// What one change brings at once may pass the backlog bound: the client has not had a
+/// chance to read it yet. Only what it left unread from before counts.
+#[test]
+fn a_burst_larger_than_the_backlog_bound_reaches_a_reading_client() {
+    let mut ep = HttpEndpoint::new(changing());
+    let uris: Vec<String> = (0..256).map(|i| format!("example://r/{i:01200}")).collect();
+    let l = stream(ep.handle_request(now(), &listen("L", json!({"resourceSubscriptions": uris}))));
+    ep.update_server(now(), |s| {
+        for uri in &uris {
+            s.resource_updated(uri);
+        }
+    });
+    assert!(backlog(&ep) > HttpEndpointConfig::default().max_stream_backlog);
+    let (got, status) = drain(&mut ep, &l);
+    assert_eq!(status, StreamStatus::Open);
+    assert_eq!(got.len(), 256);
+    assert!(
+        got.iter()
+            .all(|m| m["method"] == "notifications/resources/updated")
+    );
+    assert_eq!(ep.server().subscriptions(), 1);
+}

@@ -160,3 +160,49 @@ fn a_sweep_for_room_leaves_a_session_in_use_elsewhere() {
     let got = messages(&r.body);
     assert_eq!(got[0]["method"], "elicitation/create", "{got:?}");
 }
+
+/// Subscriptions a session may hold (`max_subscriptions` URIs, each up to 8 KiB) used to
+/// add up to more than a session record may hold: the record was saved, but no endpoint
+/// could read it back, and the session was unknown (404) everywhere but where it began.
+#[test]
+fn subscriptions_keep_a_session_record_that_the_other_endpoint_can_read() {
+    let server = || {
+        example::server_with(|c| {
+            c.resource_subscriptions = true;
+            c.resource_reader = Some(Box::new(|uri: &str| {
+                uri.starts_with("example://greeting/")
+                    .then(|| json!({"contents": []}))
+            }));
+        })
+    };
+    let mut a = HttpEndpoint::with_sessions(server(), HttpEndpointConfig::default(), &[1; 32]);
+    let mut b = HttpEndpoint::with_sessions(server(), HttpEndpointConfig::default(), &[2; 32]);
+    let sessions = MemorySessionStore::default();
+    a.set_session_store(Box::new(sessions.clone()));
+    b.set_session_store(Box::new(sessions.clone()));
+    let s = open(&mut a);
+    let headers = [
+        ("Mcp-Session-Id", s.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    let mut refused = 0;
+    for i in 0..64 {
+        let uri = format!("example://greeting/{i:08000}");
+        let subscribe = json!({"jsonrpc": "2.0", "id": i, "method": "resources/subscribe",
+            "params": {"uri": uri}});
+        let r = complete(a.handle_request(now(), &post(&subscribe, &headers)));
+        assert_eq!(r.status, 200, "{r:?}");
+        if body_json(&r).get("error").is_some() {
+            assert_eq!(error_code(&r), -32603, "{r:?}");
+            refused += 1;
+        }
+    }
+    let stored = sessions.clone().load(&s);
+    assert!(
+        matches!(stored, Ok(Some(_))),
+        "the stored record reads back: {stored:?}"
+    );
+    let r = complete(b.handle_request(now(), &echo(&s)));
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(refused > 0, "some subscriptions were refused");
+}

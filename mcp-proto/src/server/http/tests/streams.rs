@@ -514,3 +514,47 @@ fn resource_updates_reach_subscribed_sessions_on_their_get_stream() {
     assert_eq!(replayed.len(), 1);
     assert_eq!(replayed[0]["method"], "notifications/resources/updated");
 }
+
+/// A log message the application sends to every `GET` stream reaches only the sessions
+/// whose `logging/setLevel` threshold admits its level.
+#[test]
+fn broadcast_log_messages_respect_each_sessions_level() {
+    let mut ep = HttpEndpoint::with_sessions(
+        example::server_with(|c| c.logging = true),
+        HttpEndpointConfig::default(),
+        &[9; 32],
+    );
+    let quiet = open_session(&mut ep, "2025-11-25");
+    let chatty = open_session(&mut ep, "2025-11-25");
+    let set_level = json!({"jsonrpc": "2.0", "id": 1, "method": "logging/setLevel",
+        "params": {"level": "error"}});
+    let headers = [
+        ("Mcp-Session-Id", quiet.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    let r = complete(ep.handle_request(now(), &post(&set_level, &headers)));
+    assert_eq!(body_json(&r)["result"], json!({}));
+    let q = stream(ep.handle_request(now(), &get(Some(&quiet), None)));
+    let c = stream(ep.handle_request(now(), &get(Some(&chatty), None)));
+    let debug = json!({"level": "debug", "data": "details"});
+    assert_eq!(
+        ep.notify_listeners("notifications/message", Some(&debug)),
+        1,
+        "only the session without a threshold hears a debug message"
+    );
+    let alert = json!({"level": "alert", "data": "trouble"});
+    assert_eq!(
+        ep.notify_listeners("notifications/message", Some(&alert)),
+        2
+    );
+    let heard = |ep: &mut HttpEndpoint, s: &HttpStream| {
+        let mut out = Vec::new();
+        ep.poll_stream(s, &mut out);
+        messages(&dechunk(&out))
+            .iter()
+            .map(|m| m["params"]["level"].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(heard(&mut ep, &q), ["alert"]);
+    assert_eq!(heard(&mut ep, &c), ["debug", "alert"]);
+}
