@@ -279,6 +279,10 @@ struct Net {
     deferred: VecDeque<(ConnId, Reply)>,
     /// Connections whose requests are never answered (their origin+path).
     silent: Vec<String>,
+    /// The `tools/call` (counted from 1 among those seen) whose answer is kept in
+    /// `held_back` until [`Net::release`].
+    hold_call: Option<usize>,
+    held_back: Vec<(ConnId, Reply)>,
 }
 
 fn auth_config() -> AuthConfig {
@@ -313,6 +317,8 @@ impl Net {
             partial: BTreeMap::new(),
             deferred: VecDeque::new(),
             silent: Vec::new(),
+            hold_call: None,
+            held_back: Vec::new(),
         }
     }
 
@@ -352,7 +358,12 @@ impl Net {
                         continue;
                     }
                     let reply = self.state.borrow_mut().answer(&seen);
+                    let call = seen.is_mcp() && seen.rpc_method() == "tools/call";
                     self.seen.push(seen);
+                    if call && self.hold_call == Some(self.mcp_requests("tools/call").len()) {
+                        self.held_back.push((conn, reply));
+                        continue;
+                    }
                     self.deferred.push_back((conn, reply));
                 }
                 Transmit::Close { conn } => {
@@ -379,6 +390,12 @@ impl Net {
             self.events.push(e);
         }
         moved
+    }
+
+    /// Delivers the answers kept back ([`Net::hold_call`]), then settles.
+    fn release(&mut self) {
+        self.deferred.extend(std::mem::take(&mut self.held_back));
+        self.settle();
     }
 
     /// Runs until nothing moves, without touching the clock.
@@ -1173,4 +1190,52 @@ fn two_concurrent_calls_refused_with_401_share_one_flow() {
     assert_eq!(net.state.borrow().tool_runs, 2);
     assert_eq!(net.token_requests().len(), 2, "the code, then one refresh");
     assert_eq!(net.mcp_requests("tools/call").len(), 4);
+}
+
+/// Two calls go out with the same token; the server refuses the first (the token is
+/// dead), and its refusal of the second, sent with that same dead token, arrives only
+/// after the refresh the first started has ended. That late refusal is about the old
+/// token: the second call is sent again with the new one. Another flow would drop the
+/// token just obtained and refresh again (without a refresh token, ask the person again).
+#[test]
+fn a_late_refusal_of_an_older_token_is_answered_by_the_new_one() {
+    let mut net = Net::new(auth_config());
+    net.connect_with_approval();
+    assert!(net.call(CallRequest::list_tools()).is_ok());
+    net.state
+        .borrow_mut()
+        .refuse_calls
+        .push_back((401, r#"Bearer error="invalid_token""#.to_owned()));
+    net.hold_call = Some(2);
+    let a = net.client.call(net.now, tool()).expect("call");
+    let b = net.client.call(net.now, tool()).expect("call");
+    net.run_until(|n| n.completion(a).is_some());
+    assert!(net.completion(a).unwrap().is_ok());
+    assert_eq!(net.token_requests().len(), 2, "the code, then one refresh");
+    assert_eq!(
+        net.held_back.len(),
+        1,
+        "the second call's refusal is kept back"
+    );
+    net.release();
+    net.run_until(|n| n.completion(b).is_some());
+    assert!(net.completion(b).unwrap().is_ok(), "{:#?}", net.events);
+    assert_eq!(net.state.borrow().tool_runs, 2);
+    assert_eq!(
+        net.token_requests().len(),
+        2,
+        "the late refusal started another flow"
+    );
+    let calls = net.mcp_requests("tools/call");
+    let tokens: Vec<_> = calls.iter().map(|c| c.header("authorization")).collect();
+    assert_eq!(
+        tokens,
+        [
+            Some("Bearer at-1"),
+            Some("Bearer at-1"),
+            Some("Bearer at-2"),
+            Some("Bearer at-2")
+        ]
+    );
+    assert_eq!(net.approval_urls().len(), 1);
 }

@@ -8,7 +8,10 @@
 //! A refused request never ran (the server authenticates before it executes), so
 //! sending it again after authorizing cannot run it twice. Each request is sent at most
 //! [`MAX_AUTH_TRIES`] times more; the flow bounds its own step-ups. While a flow runs,
-//! new requests wait with the parked ones rather than meet the same refusal.
+//! new requests wait with the parked ones rather than meet the same refusal. A refusal
+//! that comes back for a request sent with a token the client has replaced since (it
+//! was on its way while a refresh ended) is about that old token: the request is sent
+//! again with the new one, and no flow starts.
 
 use std::sync::Arc;
 
@@ -45,6 +48,8 @@ pub(super) struct Replay {
     pub(super) kind: OutKind,
     pub(super) tries: u8,
     pub(super) turned_away: u8,
+    /// The link's `auth_generation` when it was written: which `Authorization` it carried.
+    pub(super) generation: u64,
 }
 
 impl Replay {
@@ -79,9 +84,13 @@ impl HttpLink {
         let Some(auth) = &mut self.auth else {
             return false;
         };
-        let Some(parked) = x.replay.take().map(Replay::into_parked) else {
+        let Some(replay) = x.replay.take() else {
             return false;
         };
+        // Sent with a token the client has replaced since (a refresh or an approval
+        // ended while it was on its way): the refusal is about that old token.
+        let superseded = replay.generation != self.auth_generation;
+        let parked = replay.into_parked();
         if parked.tries >= MAX_AUTH_TRIES {
             return false;
         }
@@ -99,6 +108,17 @@ impl HttpLink {
             && let Some(nonce) = nonce
             && auth.handle_resource_nonce(nonce)
         {
+            let parked = Parked {
+                tries: parked.tries + 1,
+                ..parked
+            };
+            self.send_parked(now, parked);
+            return true;
+        }
+        if superseded {
+            // The token that replaced it answers the refusal, not another flow: that
+            // would drop the new token, and without a refresh token ask the person again.
+            // Sent again now, or once the flow that is running ends.
             let parked = Parked {
                 tries: parked.tries + 1,
                 ..parked

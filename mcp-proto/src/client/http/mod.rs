@@ -224,6 +224,9 @@ pub(crate) struct HttpLink {
     auth_max_body: usize,
     /// Messages waiting for the flow to end.
     parked: VecDeque<authorize::Parked>,
+    /// Counts the changes of the `Authorization` value sent: a refusal of a request that
+    /// carried an older one is answered by the new one, not by another flow.
+    auth_generation: u64,
     /// The flow's one-shot connections.
     side: side::Side,
     /// The 2024-11-05 HTTP+SSE transport, once detected (see `sse2024.rs`).
@@ -286,6 +289,7 @@ impl HttpLink {
             auth,
             auth_max_body,
             parked: VecDeque::new(),
+            auth_generation: 0,
             side: side::Side::default(),
             sse: None,
         };
@@ -318,6 +322,7 @@ impl HttpLink {
     pub(crate) fn set_authorization(&mut self, value: Option<String>) {
         if self.config.authorization != value {
             self.client.authorization_changed();
+            self.auth_generation = self.auth_generation.wrapping_add(1);
         }
         self.config.authorization = value;
     }

@@ -209,6 +209,7 @@ impl HttpLink {
             kind,
             tries,
             turned_away,
+            generation: self.auth_generation,
         };
         let purpose = if rpc_id.is_some() {
             Purpose::Request { method }
