@@ -116,22 +116,29 @@ fn an_mcp_name_for_a_body_that_names_nothing_is_a_mismatch() {
     );
 }
 
-/// RFC 9110 7.2 / RFC 3986 3.2.3: `Host = uri-host [ ":" port ]`, `port = *DIGIT`, so
-/// an empty port is valid, after a name and after a bracketed address alike.
-#[test]
-fn an_empty_port_is_accepted_after_any_allowed_host() {
+/// The status of a `ping` sent with each `Host` in `hosts` to an endpoint whose hosts
+/// are restricted for a server bound to `bound`.
+fn host_statuses<'a>(bound: &str, hosts: &[&'a str]) -> Vec<(&'a str, u16)> {
     let mut config = HttpEndpointConfig::default();
-    config.restrict_hosts_for("127.0.0.1".parse().unwrap());
+    config.restrict_hosts_for(bound.parse().unwrap());
     let mut ep = HttpEndpoint::with_config(example::server(), config);
     let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
     let mut seen = Vec::new();
-    for host in ["127.0.0.1:", "localhost:", "[::1]:"] {
+    for &host in hosts {
         let r = HttpRequest::new("POST", "/mcp")
             .with_header("Host", host)
             .with_header("Content-Type", "application/json")
             .with_body(serde_json::to_vec(&ping).unwrap());
         seen.push((host, complete(ep.handle_request(now(), &r)).status));
     }
+    seen
+}
+
+/// RFC 9110 7.2 / RFC 3986 3.2.3: `Host = uri-host [ ":" port ]`, `port = *DIGIT`, so
+/// an empty port is valid, after a name and after a bracketed address alike.
+#[test]
+fn an_empty_port_is_accepted_after_any_allowed_host() {
+    let seen = host_statuses("127.0.0.1", &["127.0.0.1:", "localhost:", "[::1]:"]);
     assert!(seen.iter().all(|(_, s)| *s == 200), "{seen:?}");
 }
 
@@ -140,25 +147,14 @@ fn an_empty_port_is_accepted_after_any_allowed_host() {
 /// clients connect to, is a `Host` it answers to, beside the loopback names.
 #[test]
 fn a_server_bound_to_another_loopback_address_answers_to_it() {
-    let mut config = HttpEndpointConfig::default();
-    config.restrict_hosts_for("127.0.0.2".parse().unwrap());
-    let mut ep = HttpEndpoint::with_config(example::server(), config);
-    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
-    let mut seen = Vec::new();
-    for host in [
+    let hosts = [
         "127.0.0.2:8080",
         "127.0.0.2",
         "localhost:8080",
         "evil.example:8080",
-    ] {
-        let r = HttpRequest::new("POST", "/mcp")
-            .with_header("Host", host)
-            .with_header("Content-Type", "application/json")
-            .with_body(serde_json::to_vec(&ping).unwrap());
-        seen.push((host, complete(ep.handle_request(now(), &r)).status));
-    }
+    ];
     assert_eq!(
-        seen,
+        host_statuses("127.0.0.2", &hosts),
         [
             ("127.0.0.2:8080", 200),
             ("127.0.0.2", 200),
@@ -172,24 +168,13 @@ fn a_server_bound_to_another_loopback_address_answers_to_it() {
 /// and names outside the loopback ones and its own are refused as they are for 127.0.0.1.
 #[test]
 fn a_server_bound_to_an_ipv4_mapped_loopback_address_checks_host() {
-    let mut config = HttpEndpointConfig::default();
-    config.restrict_hosts_for("::ffff:127.0.0.1".parse().unwrap());
-    let mut ep = HttpEndpoint::with_config(example::server(), config);
-    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
-    let mut seen = Vec::new();
-    for host in [
+    let hosts = [
         "[::ffff:127.0.0.1]:8080",
         "127.0.0.1:8080",
         "evil.example:8080",
-    ] {
-        let r = HttpRequest::new("POST", "/mcp")
-            .with_header("Host", host)
-            .with_header("Content-Type", "application/json")
-            .with_body(serde_json::to_vec(&ping).unwrap());
-        seen.push((host, complete(ep.handle_request(now(), &r)).status));
-    }
+    ];
     assert_eq!(
-        seen,
+        host_statuses("::ffff:127.0.0.1", &hosts),
         [
             ("[::ffff:127.0.0.1]:8080", 200),
             ("127.0.0.1:8080", 200),
