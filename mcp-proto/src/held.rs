@@ -144,12 +144,29 @@ pub(crate) const RESERVED_PREFIX: &str = "$serde_json::";
 /// form would fit is not scanned. Nesting must have been bounded first
 /// ([`crate::jsonrpc::check_nesting`]).
 pub(crate) fn check_parse(text: &[u8], limit: usize) -> Result<(), Unparsable> {
-    let names =
-        memchr::memchr(b'$', text).is_some() || memchr::memmem::find(text, b"\\u0024").is_some();
+    let names = may_name_reserved(text);
     if !names && parse_fits_by_length(text.len(), limit) {
         return Ok(());
     }
     scan_parsed(text, limit, names).map(|_| ())
+}
+
+/// Whether `text` holds a `$`, plain or escaped (`\u0024`), in one pass: a backslash
+/// is looked at with what it escapes, so an escaped backslash followed by `u0024` is
+/// not taken for one.
+fn may_name_reserved(text: &[u8]) -> bool {
+    let mut at = 0;
+    while let Some(found) = text
+        .get(at..)
+        .and_then(|rest| memchr::memchr2(b'$', b'\\', rest))
+    {
+        let i = at + found;
+        if text[i] == b'$' || text[i..].starts_with(b"\\u0024") {
+            return true;
+        }
+        at = i + 2;
+    }
+    false
 }
 
 /// Whether any JSON text of `len` bytes, however dense, fits `limit` once parsed.
@@ -314,4 +331,32 @@ fn scan_parsed(text: &[u8], limit: usize, names: bool) -> Result<usize, Unparsab
         return Err(Unparsable::TooLarge);
     }
     Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Unparsable, check_parse, may_name_reserved};
+
+    /// A `$` is found plain and escaped, wherever it is; an escaped backslash followed
+    /// by `u0024` is a backslash and text, not a `$`.
+    #[test]
+    fn a_dollar_is_found_plain_or_escaped() {
+        assert!(may_name_reserved(br#"{"a":"$"}"#));
+        assert!(may_name_reserved(br#"{"\u0024serde_json::x":1}"#));
+        assert!(may_name_reserved(br#"{"a\n":"\\\u0024"}"#));
+        assert!(may_name_reserved(b"\\u0024"));
+        assert!(!may_name_reserved(br#"{"a":"\\u0024"}"#));
+        assert!(!may_name_reserved(br#"{"a":"x\n\t\"y"}"#));
+        assert!(!may_name_reserved(b"\\"));
+        assert!(!may_name_reserved(b""));
+        let reserved = br#"{"a":{"\u0024serde_json::private::RawValue":"1"}}"#;
+        assert_eq!(
+            check_parse(reserved, usize::MAX),
+            Err(Unparsable::ReservedName)
+        );
+        assert_eq!(
+            check_parse(br#"{"a":"\\u0024serde_json::"}"#, usize::MAX),
+            Ok(())
+        );
+    }
 }
