@@ -452,8 +452,7 @@ struct Backlog {
 }
 
 impl Backlog {
-    /// Queues a message in turn `turn` (`0`: outside any, as when the messages of a
-    /// request are gathered for its first answer).
+    /// Queues a message in the endpoint's turn `turn`.
     fn push_in(&mut self, turn: u64, event: Event) {
         if turn != self.turn {
             self.turn = turn;
@@ -461,10 +460,6 @@ impl Backlog {
         }
         self.bytes = self.bytes.saturating_add(event.data.len());
         self.events.push_back(event);
-    }
-
-    fn push(&mut self, event: Event) {
-        self.push_in(0, event);
     }
 
     /// Whether its client left more than `max` bytes unread from earlier turns: what one
@@ -490,16 +485,6 @@ impl Backlog {
 
     fn len(&self) -> usize {
         self.events.len()
-    }
-}
-
-impl FromIterator<Event> for Backlog {
-    fn from_iter<I: IntoIterator<Item = Event>>(iter: I) -> Self {
-        let mut backlog = Backlog::default();
-        for event in iter {
-            backlog.push(event);
-        }
-        backlog
     }
 }
 

@@ -1076,14 +1076,17 @@ fn response_writing() {
 fn answer_is_sse_when_messages_precede_the_response() {
     let exchange = Exchange {
         original: RequestId::Number(4),
-        events: [
-            br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}"#
-                .to_vec(),
-            br#"{"jsonrpc":"2.0","id":4,"result":{}}"#.to_vec(),
-        ]
-        .into_iter()
-        .map(|data| Event { id: None, data })
-        .collect(),
+        events: {
+            let mut events = Backlog::default();
+            for data in [
+                br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}"#
+                    .to_vec(),
+                br#"{"jsonrpc":"2.0","id":4,"result":{}}"#.to_vec(),
+            ] {
+                events.push_in(1, Event { id: None, data });
+            }
+            events
+        },
         answered: true,
         error_code: None,
         streaming: false,
