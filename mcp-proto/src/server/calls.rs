@@ -226,6 +226,17 @@ pub(super) fn missing_capabilities(
     (!missing.is_empty()).then_some(Value::Object(missing))
 }
 
+/// The capabilities in `missing` (from [`missing_capabilities`]) by name, a lacking
+/// member under its capability: `elicitation`, `sampling.tools`.
+pub(super) fn missing_names(missing: &Value) -> Vec<String> {
+    (missing.as_object().into_iter().flatten())
+        .flat_map(|(k, v)| match v.as_object().filter(|m| !m.is_empty()) {
+            Some(m) => m.keys().map(|sub| format!("{k}.{sub}")).collect(),
+            None => vec![k.clone()],
+        })
+        .collect()
+}
+
 /// What a sampling request with `params` needs of `sampling` that `caps` lacks at
 /// `version`: tool use (`tools`, `toolChoice`) needs `sampling.tools`, which only
 /// 2025-11-25 and later have (the client must refuse such a request otherwise); from

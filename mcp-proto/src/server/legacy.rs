@@ -560,12 +560,7 @@ impl Server {
         };
         if let Some(missing) = calls::missing_capabilities(caps, &asks, version) {
             // `sampling.tools`, not just `sampling`, when only a member is lacking.
-            let names: Vec<String> = (missing.as_object().into_iter().flatten())
-                .flat_map(|(k, v)| match v.as_object().filter(|m| !m.is_empty()) {
-                    Some(m) => m.keys().map(|sub| format!("{k}.{sub}")).collect(),
-                    None => vec![k.clone()],
-                })
-                .collect();
+            let names = calls::missing_names(&missing);
             let mut text = format!(
                 "tool `{name}` needs input, but the client did not declare the {} capability",
                 names.join(", ")

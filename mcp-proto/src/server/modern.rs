@@ -530,10 +530,7 @@ impl Server {
             return reply;
         }
         if let Some(missing) = calls::missing_capabilities(caps, asks, version) {
-            let names: Vec<String> = missing
-                .as_object()
-                .map(|m| m.keys().cloned().collect())
-                .unwrap_or_default();
+            let names = calls::missing_names(&missing);
             return Err(ErrorObject::new(
                 codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
                 format!("Missing required client capability: {}", names.join(", ")),
