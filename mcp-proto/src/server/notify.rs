@@ -34,11 +34,14 @@
 //! `notifications/subscriptions/acknowledged` with the subset the server honours (list
 //! changes only when their capability is advertised and list changes are reported,
 //! resource URIs only with resource subscriptions on, task ids only of the principal's own
-//! 2026 tasks), and the request stays open. It ends when the client cancels it
+//! 2026 tasks), followed by one `notifications/tasks` for each of those tasks as it is
+//! then (its later changes follow as they happen), and the request stays open. It ends when the client cancels it
 //! (`notifications/cancelled` with its id; over HTTP, closing the stream), at the end of
 //! input (silently), or when the application ends the subscriptions
 //! ([`Server::end_subscriptions`]: each gets the `complete` result carrying its
 //! subscription id).
+
+use std::collections::BTreeSet;
 
 use serde_json::{Map, Value, json};
 
@@ -422,7 +425,37 @@ impl Server {
         let mut ack = Map::new();
         ack.insert("notifications".into(), Value::Object(agreed));
         self.send_to_listen(id, "notifications/subscriptions/acknowledged", ack);
+        self.show_listened_tasks(id);
         Ok(())
+    }
+
+    /// After the acknowledgement of listen `id`: each task it covers as it is now, so
+    /// that a change made before the listen opened (a task that ended, or came to need
+    /// input, while nobody listened) is not lost to the client waiting on this stream.
+    fn show_listened_tasks(&mut self, id: &RequestId) {
+        let Some(listen) = self.listens.iter().find(|l| l.id == *id) else {
+            return;
+        };
+        if listen.task_ids.is_empty() {
+            return;
+        }
+        let named: BTreeSet<&str> = listen.task_ids.iter().map(String::as_str).collect();
+        let mut shown = Vec::new();
+        let mut delivered = BTreeSet::new();
+        for task in self.tasks.tasks_iter() {
+            if named.contains(task.id())
+                && let Value::Object(detailed) = task.detailed(&self.tasks)
+            {
+                if task.terminal() {
+                    delivered.insert(task.id().to_owned());
+                }
+                shown.push(detailed);
+            }
+        }
+        self.tasks.mark_delivered(&delivered);
+        for params in shown {
+            self.send_to_listen(id, "notifications/tasks", params);
+        }
     }
 
     /// Open listens naming `uri` in `resourceSubscriptions`.

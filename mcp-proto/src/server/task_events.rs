@@ -14,7 +14,9 @@
 //!   session was in the machine is told at its own session's next turn);
 //! * a 2026 task to every open listen of the same principal that named it in `taskIds`:
 //!   `notifications/tasks` with the `DetailedTask` (what `tasks/get` would show) tagged
-//!   with the listen's id. A 2026 change with no such listen is not kept for later.
+//!   with the listen's id. A 2026 change with no such listen is not kept for later: a
+//!   listen that opens is shown each task it covers as it is then, after its
+//!   acknowledgement.
 //!
 //! Then the held `tasks/result` requests whose task ended (or expired) are answered
 //! (`settle_results`), as a `tasks/result` of an ended task is. A cancelled request

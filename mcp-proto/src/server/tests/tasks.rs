@@ -905,15 +905,26 @@ fn a_task_refuses_to_keep_oversized_capabilities() {
 }
 
 /// Opens a 2026 listen `id` for `task_ids` (declaring the extension); the
-/// acknowledgement's `notifications`.
-fn listen_tasks(p: &mut Peer, id: &str, task_ids: Value) -> Value {
+/// acknowledgement's `notifications`, and the `(taskId, status)` of each task it was
+/// then shown (each tagged with the listen's id).
+fn listen_tasks(p: &mut Peer, id: &str, task_ids: Value) -> (Value, Vec<(Value, Value)>) {
     let out = p.send(
         json!({"jsonrpc": "2.0", "id": id, "method": "subscriptions/listen",
         "params": {"_meta": declared(), "notifications": {"taskIds": task_ids}}}),
     );
-    assert_eq!(out.len(), 1, "{out:?}");
     assert_eq!(out[0]["method"], "notifications/subscriptions/acknowledged");
-    out[0]["params"]["notifications"].clone()
+    let shown = out[1..]
+        .iter()
+        .map(|n| {
+            assert_eq!(n["method"], "notifications/tasks", "{out:?}");
+            assert_eq!(
+                n["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+                id
+            );
+            (n["params"]["taskId"].clone(), n["params"]["status"].clone())
+        })
+        .collect();
+    (out[0]["params"]["notifications"].clone(), shown)
 }
 
 #[test]
@@ -924,14 +935,22 @@ fn a_listen_naming_its_tasks_gets_each_change_as_the_detailed_task() {
     let ask = req(&mut p, "tools/call", json!({"name": "ask"}))["taskId"].clone();
     p.server.set_principal(Some("bob".into()));
     let bobs = req(&mut p, "tools/call", json!({"name": "slow"}))["taskId"].clone();
-    // Bob cannot listen to Alice's tasks: they are left out of his acknowledgement.
-    let acked = listen_tasks(&mut p, "B", json!([slow, bobs, "nope"]));
+    // Bob cannot listen to Alice's tasks: they are left out of his acknowledgement,
+    // and he is shown only his own task as it is now.
+    let (acked, shown) = listen_tasks(&mut p, "B", json!([slow, bobs, "nope"]));
     assert_eq!(acked, json!({"taskIds": [bobs]}));
+    assert_eq!(shown, [(bobs.clone(), json!("working"))]);
     p.server.set_principal(Some("alice".into()));
-    let acked = listen_tasks(&mut p, "A", json!([slow, ask]));
+    let (acked, shown) = listen_tasks(&mut p, "A", json!([slow, ask]));
     assert_eq!(acked, json!({"taskIds": [slow, ask]}));
-    // `ask` showed input_required before the listen: not told again. Answering it
-    // completes it: told, with the result inlined.
+    assert_eq!(
+        shown,
+        [
+            (slow.clone(), json!("working")),
+            (ask.clone(), json!("input_required"))
+        ]
+    );
+    // Answering `ask` completes it: told, with the result inlined.
     let out = p.send(json!({"jsonrpc": "2.0", "id": 5, "method": "tasks/update",
         "params": {"_meta": declared(), "taskId": ask,
                    "inputResponses": {"who": {"action": "accept", "content": {"name": "Ada"}}}}}));
@@ -963,6 +982,40 @@ fn a_listen_naming_its_tasks_gets_each_change_as_the_detailed_task() {
     assert_eq!(to("A"), slow);
     assert_eq!(to("B"), bobs);
     assert_eq!(p.server.poll_timeout(), None);
+}
+
+/// A task that ended (or came to need input) while no listen named it is not lost to a
+/// client that opens one afterwards to wait for it: the listen is shown it as it is,
+/// result inlined, after the acknowledgement, and it may then be forgotten as any
+/// delivered task.
+#[test]
+fn a_listen_opened_after_its_task_ended_is_shown_the_outcome() {
+    let mut p = Peer::new(server());
+    let slow = req(&mut p, "tools/call", json!({"name": "slow"}))["taskId"].clone();
+    let ask = req(&mut p, "tools/call", json!({"name": "ask"}))["taskId"].clone();
+    p.server.handle_timeout(p.now + Duration::from_secs(2));
+    assert!(p.raw(b"").is_empty(), "nobody listens yet");
+    let out = p.send(
+        json!({"jsonrpc": "2.0", "id": "L", "method": "subscriptions/listen",
+        "params": {"_meta": declared(), "notifications": {"taskIds": [ask, slow]}}}),
+    );
+    assert_eq!(out.len(), 3, "{out:?}");
+    assert_eq!(out[0]["method"], "notifications/subscriptions/acknowledged");
+    let by_id = |id: &Value| {
+        (out[1..].iter())
+            .find(|n| n["params"]["taskId"] == *id)
+            .unwrap_or_else(|| panic!("{id} not shown: {out:?}"))["params"]
+            .clone()
+    };
+    let done = by_id(&slow);
+    assert_eq!(done["status"], "completed");
+    assert!(done["result"]["content"].is_array(), "{done}");
+    assert_eq!(done["_meta"]["io.modelcontextprotocol/subscriptionId"], "L");
+    let asking = by_id(&ask);
+    assert_eq!(asking["status"], "input_required");
+    assert!(asking["inputRequests"].get("who").is_some(), "{asking}");
+    // Nothing is told twice: the next input has nothing new for the listen.
+    assert!(p.raw(b"").is_empty());
 }
 
 #[test]
