@@ -7,7 +7,7 @@ use std::io;
 use std::sync::Arc;
 
 use mcp_proto::ErrorObject;
-use mcp_proto::client::{ApiMisuse, CallError, CloseReason, InvalidParams, PeerError};
+use mcp_proto::client::{ApiMisuse, CallError, CloseReason, InvalidParams, PeerError, TaskProblem};
 use mcp_proto::http::UrlError;
 use mcp_proto::jsonrpc::DecodeError;
 use mcp_proto::skills::SkillError;
@@ -109,7 +109,8 @@ impl Error {
     /// A short, stable name for the kind of failure, for scripts: `spawn`, `connect`,
     /// `legacy-server`, `negotiation`, `auth-required`, `auth-failed`, `http`, `closed`, `server-error`,
     /// `unknown-name` and `invalid-arguments` (a `-32602` that says which), `timeout`,
-    /// `invalid-response`, `input`, `url-elicitation-required`, `limit`, `cancelled`, `session-expired`,
+    /// `invalid-response`, `input`, `url-elicitation-required`, `limit`, `cancelled` (a call
+    /// or its task), `session-expired`,
     /// `server-exited`, `call`,
     /// `misuse`, `invalid-url`, `tls-unavailable`, `driver-gone`, `not-declared` (an
     /// extension method the server did not declare), `skill-verification`,
@@ -154,6 +155,12 @@ impl Error {
                 ) => "limit",
                 CallError::Peer(_) => "invalid-response",
                 CallError::NotDeclared { .. } => "not-declared",
+                CallError::TaskCancelled { .. } => "cancelled",
+                CallError::Task(TaskProblem::Expired(_)) => "timeout",
+                CallError::Task(TaskProblem::TooManyPolls(_) | TaskProblem::IdTooLong { .. }) => {
+                    "limit"
+                }
+                CallError::Task(_) => "invalid-response",
                 _ => "call",
             },
             Error::Misuse(_) => "misuse",
@@ -429,6 +436,19 @@ mod tests {
         assert_eq!(misuse.kind(), "misuse");
         let closed: Error = ApiMisuse::Closed.into();
         assert_eq!(closed.kind(), "closed");
+    }
+
+    #[test]
+    fn task_failures_have_the_kinds_of_their_causes() {
+        let kind = |e: CallError| Error::Call(e).kind();
+        let task_id = "t".to_owned();
+        assert_eq!(kind(CallError::TaskCancelled { task_id }), "cancelled");
+        assert_eq!(kind(CallError::Cancelled), "cancelled");
+        let expired = TaskProblem::Expired(std::time::Duration::from_secs(1));
+        assert_eq!(kind(CallError::Task(expired)), "timeout");
+        assert_eq!(kind(CallError::Task(TaskProblem::TooManyPolls(9))), "limit");
+        let status = TaskProblem::UnknownStatus("odd".into());
+        assert_eq!(kind(CallError::Task(status)), "invalid-response");
     }
 
     #[test]
