@@ -68,7 +68,8 @@ pub struct ServerLimits {
     /// listen.
     pub max_anonymous_listens: usize,
     /// 2026-07-28: URIs in one listen's `resourceSubscriptions`, and task ids in its
-    /// `taskIds`; more is `-32602`. Default 256.
+    /// `taskIds`; more is `-32602`, as is a URI longer than 8 KiB or URIs taking more than
+    /// 128 KiB together. Default 256.
     pub max_listen_items: usize,
     /// Bytes the stored tasks keep, over all of them: what clients sent (each task's
     /// arguments, capabilities and answers) and the outcomes their handlers gave, as

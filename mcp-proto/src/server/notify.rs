@@ -25,7 +25,7 @@
 //! **Listens.** A modern `subscriptions/listen` is validated (`notifications` must be an
 //! object of the known members with the right types; at most
 //! [`ServerLimits::max_listen_items`](super::ServerLimits::max_listen_items) URIs and as
-//! many task ids, each URI at most 8 KiB; `taskIds` without the tasks extension declared
+//! many task ids, each URI at most 8 KiB and all of them at most 128 KiB; `taskIds` without the tasks extension declared
 //! is `-32021`), then counted against
 //! [`ServerLimits::max_listens`](super::ServerLimits::max_listens) open listens per
 //! authenticated principal, and
@@ -57,6 +57,10 @@ pub(super) const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId
 
 /// The longest resource URI a listen may name.
 const MAX_LISTEN_URI_BYTES: usize = 8 * 1024;
+
+/// The bytes of all the resource URIs one listen may name: what a legacy session may
+/// subscribe to (decision 172), where 256 URIs of 8 KiB would be 2 MiB a listen.
+const MAX_LISTEN_URIS_BYTES: usize = 128 * 1024;
 
 /// The longest task id a listen may name (longer ones name no task anyway).
 const MAX_LISTEN_TASK_ID_BYTES: usize = 256;
@@ -351,13 +355,10 @@ impl Server {
                 }
             }
         }
-        let uris = strings(
-            filter,
-            "resourceSubscriptions",
-            max_items,
-            MAX_LISTEN_URI_BYTES,
-        )?;
-        let task_ids = strings(filter, "taskIds", max_items, MAX_LISTEN_TASK_ID_BYTES)?;
+        let uri_bounds = (max_items, MAX_LISTEN_URI_BYTES, MAX_LISTEN_URIS_BYTES);
+        let uris = strings(filter, "resourceSubscriptions", uri_bounds)?;
+        let id_bounds = (max_items, MAX_LISTEN_TASK_ID_BYTES, usize::MAX);
+        let task_ids = strings(filter, "taskIds", id_bounds)?;
         if task_ids.is_some() && !super::tasks::declares_tasks(Some(caps)) {
             return Err(super::tasks::tasks_capability_required());
         }
@@ -473,11 +474,12 @@ impl Server {
 
 /// The optional string array `key` of a listen filter: at most `max` strings of at most
 /// `max_bytes` each, duplicates dropped.
+/// `notifications.{key}` as distinct strings, within `(items, bytes of one, bytes of
+/// all)`.
 fn strings(
     filter: &Map<String, Value>,
     key: &str,
-    max: usize,
-    max_bytes: usize,
+    (max, max_bytes, max_total): (usize, usize, usize),
 ) -> Result<Option<Vec<String>>, ErrorObject> {
     let Some(value) = filter.get(key) else {
         return Ok(None);
@@ -496,6 +498,7 @@ fn strings(
     // Duplicates are found in a set: comparing each item with every earlier one was up
     // to 32,640 comparisons of 8 KiB strings for one request at the bounds.
     let mut seen = std::collections::BTreeSet::new();
+    let mut total = 0;
     for item in items {
         let Some(s) = item.as_str() else {
             return Err(invalid(format!(
@@ -508,6 +511,12 @@ fn strings(
             )));
         }
         if seen.insert(s) {
+            total += s.len();
+            if total > max_total {
+                return Err(invalid(format!(
+                    "`notifications.{key}` takes more than {max_total} bytes"
+                )));
+            }
             out.push(s.to_owned());
         }
     }
@@ -529,18 +538,21 @@ mod tests {
     fn a_filter_keeps_the_first_of_each_string_in_order() {
         let f = filter(json!({"uris": ["b", "a", "b", "c", "a"]}));
         assert_eq!(
-            super::strings(&f, "uris", 8, 16).unwrap(),
+            super::strings(&f, "uris", (8, 16, usize::MAX)).unwrap(),
             Some(vec!["b".to_owned(), "a".to_owned(), "c".to_owned()])
         );
-        assert_eq!(super::strings(&f, "other", 8, 16).unwrap(), None);
+        assert_eq!(
+            super::strings(&f, "other", (8, 16, usize::MAX)).unwrap(),
+            None
+        );
         // At the bounds: 256 distinct strings of 8 KiB, then each again.
         let distinct: Vec<String> = (0..256).map(|i| format!("{i:08192}")).collect();
         let twice: Vec<&String> = distinct.iter().chain(&distinct).collect();
         let f = filter(json!({ "uris": twice }));
         assert_eq!(
-            super::strings(&f, "uris", 512, 8192).unwrap(),
+            super::strings(&f, "uris", (512, 8192, usize::MAX)).unwrap(),
             Some(distinct)
         );
-        assert!(super::strings(&f, "uris", 511, 8192).is_err());
+        assert!(super::strings(&f, "uris", (511, 8192, usize::MAX)).is_err());
     }
 }

@@ -280,6 +280,37 @@ fn bad_filters_and_too_many_listens_are_refused() {
     assert_eq!(p.server.subscriptions(), 3);
 }
 
+/// One listen's URIs are bounded in bytes as well as in count and length: 16 URIs of
+/// 8 KiB (128 KiB) are heard, one more is refused, so 64 anonymous listens hold at most
+/// 8 MiB of URIs, where 256 of 8 KiB each made 128 MiB.
+#[test]
+fn a_listens_uris_are_bounded_in_bytes() {
+    let mut p = Peer::new(server(|c| c));
+    let uris = |n: usize| -> Vec<String> {
+        (0..n)
+            .map(|i| format!("test://{i:05}/{}", "x".repeat(8 * 1024 - 13)))
+            .collect()
+    };
+    assert!(uris(1)[0].len() == 8 * 1024);
+    let m = meta(json!({}));
+    let over = json!({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen",
+        "params": {"_meta": m, "notifications": {"resourceSubscriptions": uris(17)}}});
+    let reply = p.send(over);
+    assert_eq!(reply[0]["error"]["code"], -32602, "{:?}", reply[0]["error"]);
+    let message = reply[0]["error"]["message"].as_str().unwrap();
+    assert!(message.contains("more than 131072 bytes"), "{message}");
+    assert_eq!(p.server.subscriptions(), 0);
+    let out = listen(&mut p, json!(2), json!({"resourceSubscriptions": uris(16)}));
+    assert_eq!(out[0]["method"], "notifications/subscriptions/acknowledged");
+    let agreed = &out[0]["params"]["notifications"]["resourceSubscriptions"];
+    assert_eq!(agreed.as_array().map(Vec::len), Some(16));
+    // Repeats count once.
+    let mut twice = uris(16);
+    twice.extend(uris(16));
+    let out = listen(&mut p, json!(3), json!({"resourceSubscriptions": twice}));
+    assert_eq!(out[0]["method"], "notifications/subscriptions/acknowledged");
+}
+
 #[test]
 fn a_cancelled_listen_ends_silently_and_end_subscriptions_answers_the_rest() {
     let mut p = Peer::new(server(|c| c));

@@ -290,18 +290,24 @@ fn changes_made_at_once_are_told_once() {
 /// chance to read it yet. Only what it left unread from before counts.
 #[test]
 fn a_burst_larger_than_the_backlog_bound_reaches_a_reading_client() {
-    let mut ep = HttpEndpoint::new(changing());
-    let uris: Vec<String> = (0..256).map(|i| format!("example://r/{i:01200}")).collect();
+    // A listen names at most 128 KiB of URIs: a burst of one update each passes a
+    // 64 KiB bound.
+    let config = HttpEndpointConfig {
+        max_stream_backlog: 64 * 1024,
+        ..HttpEndpointConfig::default()
+    };
+    let mut ep = HttpEndpoint::with_config(changing(), config);
+    let uris: Vec<String> = (0..100).map(|i| format!("example://r/{i:01200}")).collect();
     let l = stream(ep.handle_request(now(), &listen("L", json!({"resourceSubscriptions": uris}))));
     ep.update_server(now(), |s| {
         for uri in &uris {
             s.resource_updated(uri);
         }
     });
-    assert!(backlog(&ep) > HttpEndpointConfig::default().max_stream_backlog);
+    assert!(backlog(&ep) > 2 * 64 * 1024);
     let (got, status) = drain(&mut ep, &l);
     assert_eq!(status, StreamStatus::Open);
-    assert_eq!(got.len(), 256);
+    assert_eq!(got.len(), 100);
     assert!(
         got.iter()
             .all(|m| m["method"] == "notifications/resources/updated")
