@@ -18,7 +18,7 @@ use crate::jsonrpc::{ErrorObject, codes};
 use crate::version::Era;
 
 use super::calls::{invalid, unwound};
-use super::registry::{PromptCall, ToolOutcome};
+use super::registry::{PromptCall, Tool, ToolOutcome};
 use super::{Params, Server};
 
 impl Server {
@@ -83,9 +83,16 @@ impl Server {
         Some(match method {
             "tools/list" if !c.tools.is_empty() => {
                 // `execution.taskSupport` only where tasks exist: a 2025-06-18 `Tool` has
-                // no `execution`, and its sessions have no tasks (decision 101).
+                // no `execution`, and its sessions have no tasks (decision 101), so a
+                // tool that runs only as a task is not theirs to see.
                 let tasks = era == Era::Modern || self.session_has_tasks();
-                paginate(&c.tools, params, page, "tools", |t| t.listing(tasks))
+                if tasks || !c.tools.iter().any(|t| t.task_required) {
+                    paginate(&c.tools, params, page, "tools", |t| t.listing(tasks))
+                } else {
+                    let callable: Vec<&Tool> =
+                        c.tools.iter().filter(|t| !t.task_required).collect();
+                    paginate(&callable, params, page, "tools", |t| t.listing(false))
+                }
             }
             "resources/list" if has_resources => {
                 paginate(&c.resources, params, page, "resources", |r| r.listing())

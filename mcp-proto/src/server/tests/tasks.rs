@@ -28,8 +28,12 @@ fn answered(call: &ToolCall<'_>, key: &str) -> Option<String> {
 /// `slow` (2 s), `fail` (a JSON-RPC error), `ask` (one input in the task), `two` (two
 /// inputs at once), `must` (only as a task), `mrtr` (input before its task), `plain`.
 fn server() -> Server {
+    Server::new(server_config())
+}
+
+fn server_config() -> ServerConfig {
     let no_args = json!({"type": "object"});
-    let config = ServerConfig::new(Implementation::new("t", "0"))
+    ServerConfig::new(Implementation::new("t", "0"))
         .with_tool(
             Tool::new("slow", "", no_args.clone(), |_: &ToolCall<'_>| {
                 ToolOutcome::after(Duration::from_secs(2), ToolOutcome::text("slow done"))
@@ -90,8 +94,7 @@ fn server() -> Server {
         )
         .with_tool(Tool::new("plain", "", no_args, |_: &ToolCall<'_>| {
             ToolOutcome::text("plain")
-        }));
-    Server::new(config)
+        }))
 }
 
 fn declared() -> Value {
@@ -323,7 +326,8 @@ fn a_2025_06_18_session_has_no_tasks() {
 
 /// A 2025-06-18 tool listing says nothing of tasks: `execution` came with 2025-11-25 (the
 /// 2025-06-18 schema's `Tool` has `_meta`, `annotations`, `description`, `inputSchema`,
-/// `name`, `outputSchema` and `title`), and a `required` tool cannot run as a task there.
+/// `name`, `outputSchema` and `title`), and a `required` tool, which cannot run there
+/// (`-32601`), is not listed. 2025-11-25 and 2026-07-28 list it.
 #[test]
 fn a_2025_06_18_tool_listing_has_no_task_support() {
     const TOOL_2025_06_18: [&str; 7] = [
@@ -339,12 +343,65 @@ fn a_2025_06_18_tool_listing_has_no_task_support() {
     p.initialize("2025-06-18", json!({}));
     let list = p.call(json!(1), "tools/list", json!({}));
     let tools = list["result"]["tools"].as_array().unwrap();
-    assert!(tools.iter().any(|t| t["name"] == "must"), "{list}");
+    assert!(!tools.iter().any(|t| t["name"] == "must"), "{list}");
+    assert!(tools.iter().any(|t| t["name"] == "plain"), "{list}");
     for tool in tools {
         for key in tool.as_object().unwrap().keys() {
             assert!(TOOL_2025_06_18.contains(&key.as_str()), "{key}: {tool}");
         }
     }
+    let listed = |p: &mut Peer| {
+        let list = p.call(json!(2), "tools/list", json!({}));
+        (list["result"]["tools"].as_array().unwrap().iter())
+            .find(|t| t["name"] == "must")
+            .map(|t| t["execution"]["taskSupport"].clone())
+    };
+    let mut p = Peer::new(server());
+    p.initialize("2025-11-25", json!({}));
+    assert_eq!(listed(&mut p), Some(json!("required")));
+    let mut p = Peer::new(server());
+    let list = req(&mut p, "tools/list", json!({}));
+    let must = list["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "must");
+    assert_eq!(must.unwrap()["execution"]["taskSupport"], "required");
+}
+
+/// Pages of a 2025-06-18 listing are counted over the tools it shows: with a page of 2,
+/// every tool but the task-only ones is listed once, and the last page has no cursor.
+#[test]
+fn a_2025_06_18_listing_pages_over_the_tools_it_shows() {
+    let mut config = server_config();
+    config.page_size = Some(2);
+    let mut p = Peer::new(Server::new(config));
+    p.initialize("2025-06-18", json!({}));
+    let mut seen = Vec::new();
+    let mut cursor = Value::Null;
+    for round in 0.. {
+        assert!(round < 20, "no end: {seen:?}");
+        let params = if cursor.is_null() {
+            json!({})
+        } else {
+            json!({"cursor": cursor})
+        };
+        let list = p.call(json!(round), "tools/list", params);
+        for t in list["result"]["tools"].as_array().unwrap() {
+            seen.push(t["name"].as_str().unwrap().to_owned());
+        }
+        cursor = list["result"]["nextCursor"].clone();
+        if cursor.is_null() {
+            break;
+        }
+    }
+    let config = server_config();
+    let expected: Vec<&str> = (config.tools.iter())
+        .filter(|t| !t.task_required)
+        .map(|t| t.name.as_str())
+        .collect();
+    assert_eq!(seen, expected);
+    assert!(expected.len() > 2 && expected.len() < config.tools.len());
 }
 
 #[test]
