@@ -37,7 +37,9 @@
 //!
 //! Nothing wakes on a period except an open stream whose client already sent its next
 //! request: the bytes waiting in the socket keep it readable, so the end of the
-//! connection behind them can only be looked for, every [`WATCH`]. An accept error (out
+//! connection behind them can only be looked for, every [`WATCH`]. Once a stream's
+//! input ended ([`HttpConnection::input_ended`]), its socket is not looked at again: it
+//! would read as ended, at once, every time. An accept error (out
 //! of descriptors) is retried after [`BACKOFF`].
 
 use std::future::Future;
@@ -467,8 +469,13 @@ impl<'a> Connection<'a> {
                 None if self.shared.stopping() => sleep(Duration::from_millis(1)).await,
                 None if self.machine.stream().is_some() => {
                     let due = self.machine.poll_timeout();
+                    // Once the input ended, the socket reads as ended for good (readable
+                    // at once, every time): there is nothing more to see on it.
+                    let ended = self.machine.input_ended();
                     let left = async {
-                        if self.pipelined {
+                        if ended {
+                            future::pending::<()>().await;
+                        } else if self.pipelined {
                             sleep(WATCH).await;
                         } else {
                             // Readable: the client sent something, left, or failed.
@@ -476,7 +483,9 @@ impl<'a> Connection<'a> {
                         }
                     };
                     listener.or(until(due)).or(left).await;
-                    self.pipelined = self.watch();
+                    if !ended {
+                        self.pipelined = self.watch();
+                    }
                 }
                 None if self.machine.wants_input() => {
                     self.pipelined = false;

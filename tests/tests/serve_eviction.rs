@@ -17,7 +17,7 @@
 mod serve_attack;
 
 use std::io::Write;
-use std::net::TcpStream;
+use std::net::{Shutdown, TcpStream};
 use std::thread;
 use std::time::Duration;
 
@@ -79,6 +79,74 @@ fn a_stream_accepted_on_an_evicted_connection_is_not_cancelled() {
         }
         assert_eq!(status(&newcomer.join().unwrap()), Some(200), "{adapter:?}");
         assert_eq!(status(&blocker.join().unwrap()), Some(200), "{adapter:?}");
+        drop(a);
+        running.stop_within(Duration::from_secs(30));
+    }
+    assert!(failures.is_empty(), "{failures:?}");
+}
+
+/// CPU time this process has used (user and system), in clock ticks (100 a second).
+fn cpu_ticks() -> u64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    // The fields after the command's name (which is in parentheses and may hold spaces).
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = rest.split(' ').collect();
+    // utime and stime are the 14th and 15th fields, 12th and 13th after the name.
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
+/// As above, A's `hang` call gets its stream on a connection that gave its place away;
+/// then A ends its sending (`shutdown(Write)`) and goes on reading. The stream stays
+/// open (the machine does not take the end of input on an evicted connection for a
+/// client that left), and the socket reads as ended for good: the server must not keep
+/// looking at it. `mcp-smol` waited for the socket to become readable (at once, for
+/// good) and peeked again, in a loop: a core busy for as long as the stream stayed open.
+/// Allowed: a quarter of the 2 s watched, where a spinning server takes nearly all of it.
+#[test]
+fn an_evicted_stream_whose_client_stopped_sending_costs_no_cpu() {
+    let mut failures = Vec::new();
+    for adapter in BOTH {
+        let mut options = HttpServeOptions::default();
+        options.max_connections = 2;
+        let running = start_with(adapter, options, server);
+        let addr = running.addr;
+        let mut a = TcpStream::connect(addr).unwrap();
+        thread::sleep(Duration::from_millis(1200));
+        let blocker = thread::spawn(move || {
+            fresh_roundtrip(addr, &call(9, "block", json!({})), Duration::from_secs(10))
+        });
+        thread::sleep(Duration::from_millis(300));
+        a.write_all(&call(1, "hang", json!({}))).unwrap();
+        thread::sleep(Duration::from_millis(200));
+        let newcomer =
+            thread::spawn(move || fresh_roundtrip(addr, &list(2), Duration::from_secs(10)));
+        let (got, _) = read_for(&mut a, Duration::from_secs(3), |seen| {
+            String::from_utf8_lossy(seen).contains("text/event-stream")
+        });
+        assert_eq!(status(&newcomer.join().unwrap()), Some(200), "{adapter:?}");
+        assert_eq!(status(&blocker.join().unwrap()), Some(200), "{adapter:?}");
+        if !String::from_utf8_lossy(&got).contains("text/event-stream") {
+            // Not this interleaving (the call was not streamed on the evicted
+            // connection): nothing to watch.
+            eprintln!(
+                "{adapter:?}: no stream: {:?}",
+                String::from_utf8_lossy(&got)
+            );
+            drop(a);
+            running.stop_within(Duration::from_secs(30));
+            continue;
+        }
+        a.shutdown(Shutdown::Write).unwrap();
+        thread::sleep(Duration::from_millis(300));
+        let before = cpu_ticks();
+        let (_, closed) = read_for(&mut a, Duration::from_secs(2), |_| false);
+        let used = cpu_ticks() - before;
+        if used > 50 {
+            failures.push(format!(
+                "{adapter:?}: {used} ticks of CPU in 2 s with the stream open \
+                 (connection closed: {closed})"
+            ));
+        }
         drop(a);
         running.stop_within(Duration::from_secs(30));
     }
