@@ -94,8 +94,8 @@ pub async fn serve_stdio(mut server: Server) -> io::Result<()> {
 
 /// Serves `server`: reads `input` to its end, writes every reply to `output` (flushed
 /// after each batch), hands the server its deadlines ([`Server::poll_timeout`]: a task
-/// outcome falling due) as they pass, then handles the end of input and writes what is
-/// left.
+/// outcome falling due, deferred work completed) as they pass, between two reads even
+/// when input is always ready, then handles the end of input and writes what is left.
 ///
 /// ```
 /// use mcp_proto::server::example;
@@ -126,6 +126,14 @@ pub async fn serve(
         // Input that never runs dry must not keep the executor's thread from its other
         // tasks.
         turns.take().await;
+        // A deadline that passed (completed work is due at once) is handled before the
+        // race below, in which ready input would always win: input that never pauses
+        // must not hold back a completed call or a task's outcome.
+        let now = clock::now();
+        if server.poll_timeout().is_some_and(|due| due <= now) {
+            server.handle_timeout(now);
+            write_pending(server, &mut out, &mut output).await?;
+        }
         // Listening before looking (completed work is due at once) loses no completion.
         let completed = done.listen();
         let read = async { Some(Some(input.read(&mut buf).await)) };

@@ -180,3 +180,125 @@ fn mcp_smol_serve_answers_deferred_work_over_a_byte_stream() {
         future::block_on(mcp_smol::serve(&mut server, input, output)).expect("served");
     });
 }
+
+/// Input that is always ready: the handshake and a call of `later` (id 1), then `pings`
+/// pings (ids from 2), handed out a few lines per read, then the end. Each read first
+/// completes any work `later` handed out: the completion happens while input keeps
+/// coming, as a client's pings, progress or cancellations of other calls do.
+struct Flood {
+    completers: Receiver<Completer>,
+    queued: Vec<u8>,
+    next_ping: u64,
+    last_ping: u64,
+}
+
+impl Flood {
+    fn new(completers: Receiver<Completer>, pings: u64) -> Self {
+        let mut queued = Vec::new();
+        for m in [
+            json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+            "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}),
+            json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+            json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"later"}}),
+        ] {
+            queued.extend_from_slice(m.to_string().as_bytes());
+            queued.push(b'\n');
+        }
+        Flood {
+            completers,
+            queued,
+            next_ping: 2,
+            last_ping: pings + 1,
+        }
+    }
+
+    fn fill(&mut self, buf: &mut [u8]) -> usize {
+        while let Ok(completer) = self.completers.try_recv() {
+            completer.complete(ToolOutcome::text("work done"));
+        }
+        while self.queued.len() < buf.len() && self.next_ping <= self.last_ping {
+            let ping = format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"ping\"}}\n",
+                self.next_ping
+            );
+            self.queued.extend_from_slice(ping.as_bytes());
+            self.next_ping += 1;
+            // A few lines per read: many reads, each ready at once.
+            if self.queued.len() > 256 {
+                break;
+            }
+        }
+        let n = self.queued.len().min(buf.len());
+        buf[..n].copy_from_slice(&self.queued[..n]);
+        self.queued.drain(..n);
+        n
+    }
+}
+
+impl std::io::Read for Flood {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        Ok(self.fill(buf))
+    }
+}
+
+impl futures_lite::AsyncRead for Flood {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        buf: &mut [u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::task::Poll::Ready(Ok(self.get_mut().fill(buf)))
+    }
+}
+
+/// Which ping was answered last before the answer to `later` (id 1), in `output`; `None`
+/// when `later` was never answered.
+fn pings_before_the_deferred_answer(output: &[u8]) -> Option<u64> {
+    let mut last_ping = 0;
+    for line in output.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+        let m: Value = serde_json::from_slice(line).unwrap();
+        match m["id"].as_u64() {
+            Some(1) => {
+                assert_eq!(m["result"]["content"][0]["text"], "work done", "{m}");
+                return Some(last_ping);
+            }
+            Some(id) if id > 1 => last_ping = id,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// A client whose input never pauses (10,000 pings, read as fast as the server takes
+/// them) while its deferred call completes: the call is answered, and soon, not held
+/// until the input pauses. `mcp_smol::serve` raced the read against the completion and
+/// the server's deadlines with the read first, so ready input always won: the completed
+/// call waited for a pause in the input, and here, where the input ends without one,
+/// was abandoned at its end, never answered.
+#[test]
+fn deferred_work_completing_during_a_flood_of_input_is_answered_in_both_adapters() {
+    const PINGS: u64 = 10_000;
+    let mut failures = Vec::new();
+    let (tx, rx) = mpsc::channel();
+    let mut output = Vec::new();
+    mcp_blocking::serve(&mut server(tx), Flood::new(rx, PINGS), &mut output).expect("served");
+    let blocking = pings_before_the_deferred_answer(&output);
+    let (tx, rx) = mpsc::channel();
+    let mut output = Vec::new();
+    future::block_on(mcp_smol::serve(
+        &mut server(tx),
+        Flood::new(rx, PINGS),
+        &mut output,
+    ))
+    .expect("served");
+    let smol = pings_before_the_deferred_answer(&output);
+    for (adapter, answered) in [("mcp-blocking", blocking), ("mcp-smol", smol)] {
+        // Completed at the first read after the call: answered within a few reads.
+        match answered {
+            Some(after) if after < 1_000 => {}
+            Some(after) => failures.push(format!("{adapter}: answered after ping {after}")),
+            None => failures.push(format!("{adapter}: never answered")),
+        }
+    }
+    assert!(failures.is_empty(), "{failures:?}");
+}
