@@ -10,7 +10,9 @@ use std::thread;
 use mcp_proto::server::Server;
 
 /// Serves `server` on this process's stdin and stdout until stdin ends. A client that
-/// goes away (stdout closed) ends it quietly too. A `requestState` codec that does not
+/// stops reading (stdout closed) ends it quietly too: at once, unless a read of stdin
+/// is waiting on the helper thread (see [`serve`]), and then when stdin ends or brings
+/// its next bytes; a client that exits closes both. A `requestState` codec that does not
 /// protect what it seals is first replaced with a sealing one under a fresh random key
 /// ([`Server::seal_request_states`]).
 ///
