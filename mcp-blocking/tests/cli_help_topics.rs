@@ -52,3 +52,54 @@ fn a_mistyped_tasks_or_skills_command_suggests_it() {
         );
     }
 }
+
+/// `--version` and `--help` are global flags, which "may appear anywhere before `--`":
+/// after a command they print the version, or that command's usage, and run nothing
+/// (`mcp call srv tool --version` called the tool and ignored the flag; `mcp call --help`
+/// printed the whole help).
+#[test]
+fn version_and_help_after_the_command_run_nothing() {
+    let dir = common::temp_dir("help-after-command");
+    let config = dir.join("servers.json");
+    let marker = dir.join("started");
+    let start = format!("echo > '{}'", marker.display());
+    let add = ["add", "ex", "--stdio", "/bin/sh", "--", "-c", &start];
+    assert_eq!(common::run_cli(&config, &add, &[]).status.code(), Some(0));
+    for args in [
+        &["call", "ex", "add", "--version"][..],
+        &["tools", "ex", "-V"][..],
+        &["tools", "nosuch", "--version"][..],
+    ] {
+        let out = common::run_cli(&config, args, &[]);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        assert!(
+            stdout(&out).starts_with("mcp 0."),
+            "{args:?}: {}",
+            stdout(&out)
+        );
+    }
+    for (args, usage) in [
+        (&["call", "--help"][..], "mcp call <server> <tool>"),
+        (&["call", "ex", "add", "-h"][..], "mcp call <server> <tool>"),
+        (&["listen", "--help"][..], "mcp listen <server>"),
+        (
+            &["--format", "json", "tools", "-h"][..],
+            "mcp tools <server>",
+        ),
+    ] {
+        let out = common::run_cli(&config, args, &[]);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        assert!(
+            stdout(&out).starts_with(usage),
+            "{args:?}: {}",
+            stdout(&out)
+        );
+        assert!(!stdout(&out).contains("Using a server"), "{args:?}");
+    }
+    assert!(!marker.exists(), "the server was started");
+    // Alone, or before the command, they stay what they were.
+    let out = common::run_cli(&config, &["--help"], &[]);
+    assert!(stdout(&out).contains("Using a server"), "{}", stdout(&out));
+    let out = common::run_cli(&config, &["help", "--help"], &[]);
+    assert!(stdout(&out).contains("Using a server"), "{}", stdout(&out));
+}

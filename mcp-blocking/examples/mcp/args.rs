@@ -576,11 +576,21 @@ pub fn parse(argv: &[String]) -> Result<Invocation, Usage> {
             }
         },
     };
-    if words.has("-h") || words.has("--help") {
+    // Like every global flag, these count anywhere before `--`, and then nothing
+    // else runs: `mcp call srv tool --version` must not call the tool.
+    if words.has("--version") || words.has("-V") {
         return Ok(Invocation {
             global,
-            command: Command::Help,
+            command: Command::Version,
         });
+    }
+    if words.has("-h") || words.has("--help") {
+        let command = if command_name == "help" {
+            Command::Help
+        } else {
+            Command::HelpOn(command_name)
+        };
+        return Ok(Invocation { global, command });
     }
     let command = build(&command_name, words)?;
     Ok(Invocation { global, command })
