@@ -138,3 +138,61 @@ fn listen_json_gives_a_task_status_notifications_params_as_sent() {
         "the params are not the server's"
     );
 }
+
+/// docs/cli.md, `listen`: it "first prints what the server acknowledged, naming what it
+/// refused", and a listen that can hear nothing more fails (as a legacy server with no
+/// stream does). A 2026-07-28 server that refuses everything asked for (the example
+/// server has no list-changed notifications) will never send a notification on that
+/// subscription: `listen` waited forever after `acknowledged {} (refused …)`.
+#[test]
+fn a_listen_acknowledged_for_nothing_ends_failed() {
+    let config = common::temp_dir("listen-nothing").join("servers.json");
+    let exe = common::example("mcp");
+    let exe = exe.to_str().unwrap();
+    let add = [
+        "add",
+        "ex",
+        "--stdio",
+        exe,
+        "--",
+        "serve-example",
+        "--stdio",
+    ];
+    assert_eq!(run(&config, &add).status.code(), Some(0));
+    for format in ["text", "json"] {
+        let mut child = std::process::Command::new(exe)
+            .args(["--config", config.to_str().unwrap(), "--format", format])
+            .args(["listen", "ex", "--list-changed", "--max-events", "1"])
+            .env_remove("MCP_CONFIG")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run mcp");
+        let started = std::time::Instant::now();
+        while child.try_wait().expect("wait").is_none() {
+            if started.elapsed() > std::time::Duration::from_secs(30) {
+                let _ = child.kill();
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let out = child.wait_with_output().expect("output");
+        let stdout = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{format}: {stdout}");
+        let lines: Vec<&str> = stdout.lines().collect();
+        assert_eq!(lines.len(), 2, "{format}: {stdout}");
+        if format == "json" {
+            let end: serde_json::Value = serde_json::from_str(lines[1]).expect("JSON");
+            assert_eq!(end["event"], "ended", "{stdout}");
+            let detail = end["detail"].as_str().unwrap_or_default();
+            assert!(detail.starts_with("failed: "), "{stdout}");
+        } else {
+            assert!(
+                lines[0].starts_with("acknowledged {} (refused "),
+                "{stdout}"
+            );
+            assert!(lines[1].starts_with("ended failed: "), "{stdout}");
+        }
+    }
+}

@@ -1147,6 +1147,15 @@ pub fn listen(
                         &acknowledged.to_json(),
                         Some(&refused),
                     );
+                    if acknowledged.is_empty() {
+                        // Refused everything: nothing can come on this subscription,
+                        // so waiting for it would never end.
+                        let _ = client.end_listen(subscription);
+                        let detail = "failed: the server acknowledged none of what was asked";
+                        listen_line(global, "ended", &Value::String(detail.into()), None);
+                        client.close();
+                        return Ok(1);
+                    }
                 }
                 Event::SubscriptionNotification { notification, .. } => {
                     print_notification(global, &notification);
