@@ -103,3 +103,31 @@ fn version_and_help_after_the_command_run_nothing() {
     let out = common::run_cli(&config, &["help", "--help"], &[]);
     assert!(stdout(&out).contains("Using a server"), "{}", stdout(&out));
 }
+
+/// docs/cli.md, Output: "With `--format json`, stdout receives exactly one JSON
+/// document": `--version` printed its text line whatever the format.
+#[test]
+fn version_as_json_is_one_document() {
+    let config = common::temp_dir("version-json").join("servers.json");
+    for args in [
+        &["--format", "json", "--version"][..],
+        &["--version", "--format=json"][..],
+        &["list", "--format", "json", "-V"][..],
+    ] {
+        let out = common::run_cli(&config, args, &[]);
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}): {}", stdout(&out)));
+        assert!(
+            doc["version"].as_str().is_some_and(|v| v.starts_with("0.")),
+            "{doc}"
+        );
+        assert_eq!(
+            doc["protocolVersions"],
+            serde_json::json!(["2025-06-18", "2025-11-25", "2026-07-28"]),
+            "{doc}"
+        );
+    }
+    let out = common::run_cli(&config, &["--version"], &[]);
+    assert!(stdout(&out).starts_with("mcp 0."), "{}", stdout(&out));
+}

@@ -437,6 +437,14 @@ fn lookup(table: &[(&'static str, Kind)], word: &str) -> Option<(&'static str, K
     table.iter().find(|(n, _)| *n == word).copied()
 }
 
+/// Whether `argv` asks for `--format json`, for what is printed before (or without) a
+/// full parse: the version, a usage error.
+pub fn json_requested(argv: &[String]) -> bool {
+    argv.windows(2)
+        .any(|w| w[0] == "--format" && w[1] == "json")
+        || argv.iter().any(|a| a == "--format=json")
+}
+
 /// Parses the arguments after the program name.
 pub fn parse(argv: &[String]) -> Result<Invocation, Usage> {
     // Find the command: the first word that is not a global flag or its value.
@@ -467,8 +475,16 @@ pub fn parse(argv: &[String]) -> Result<Invocation, Usage> {
         .take(i + 1)
         .any(|a| a == "--version" || a == "-V")
     {
+        let format = if json_requested(argv) {
+            Format::Json
+        } else {
+            Format::Text
+        };
         return Ok(Invocation {
-            global: Global::default(),
+            global: Global {
+                format,
+                ..Global::default()
+            },
             command: Command::Version,
         });
     }

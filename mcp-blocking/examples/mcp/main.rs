@@ -35,17 +35,20 @@ use std::process::ExitCode;
 use args::{Command, Format, Global, Usage};
 use output::Failure;
 
+/// The protocol versions the CLI speaks, as `--version` names them.
+const PROTOCOL_VERSIONS: [&str; 3] = ["2025-06-18", "2025-11-25", "2026-07-28"];
+
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let invocation = match args::parse(&argv) {
         Ok(inv) => inv,
         Err(Usage(msg)) => {
             // The format flag may be fine even when something else is not.
-            let json = argv
-                .windows(2)
-                .any(|w| w[0] == "--format" && w[1] == "json")
-                || argv.iter().any(|a| a == "--format=json");
-            let format = if json { Format::Json } else { Format::Text };
+            let format = if args::json_requested(&argv) {
+                Format::Json
+            } else {
+                Format::Text
+            };
             return ExitCode::from(output::report(format, false, &Failure::Usage(msg)));
         }
     };
@@ -88,10 +91,17 @@ fn run(global: &Global, command: Command) -> Result<u8, Failure> {
             Ok(0)
         }
         Command::Version => {
-            println!(
-                "mcp {} (mcp-blocking; protocol versions 2025-06-18, 2025-11-25, 2026-07-28)",
-                env!("CARGO_PKG_VERSION")
-            );
+            let version = env!("CARGO_PKG_VERSION");
+            match global.format {
+                Format::Json => output::print_json(&serde_json::json!({
+                    "version": version,
+                    "protocolVersions": PROTOCOL_VERSIONS,
+                })),
+                Format::Text => println!(
+                    "mcp {version} (mcp-blocking; protocol versions {})",
+                    PROTOCOL_VERSIONS.join(", ")
+                ),
+            }
             Ok(0)
         }
         Command::Add {
