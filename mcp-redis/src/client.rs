@@ -8,7 +8,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
-use crate::resp::{Reply, ReplyLimits, RespError, encode_command, parse_reply};
+use crate::resp::{Reply, ReplyLimits, ReplyScanner, RespError, encode_command, parse_reply};
 
 /// How a [`RedisClient`] talks to its server.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -187,14 +187,15 @@ impl RedisClient {
         }
         let mut replies = Vec::with_capacity(commands.len());
         let mut chunk = [0u8; 16 * 1024];
-        // Bytes of the replies parsed so far: the bound is on the whole pipeline.
-        let mut taken = 0usize;
+        // Where the reply being read starts in the buffer: the bound is on the whole
+        // pipeline, and the bytes of the replies before it go at the end, at once.
+        let mut start = 0usize;
+        // Each reply's end is found by scanning each byte once as it arrives, then the
+        // reply is parsed once.
+        let mut scanner = ReplyScanner::new();
         while replies.len() < commands.len() {
-            let parsed = parse_reply(&self.buf, &self.options.limits)?;
-            if let Some((_, used)) = &parsed {
-                taken = taken.saturating_add(*used);
-            }
-            let size = taken.saturating_add(if parsed.is_some() { 0 } else { self.buf.len() });
+            let end = scanner.scan(&self.buf[start..], &self.options.limits)?;
+            let size = start.saturating_add(end.unwrap_or(self.buf.len() - start));
             if size > self.options.limits.max_reply_bytes {
                 return Err(RedisError::Protocol(RespError::TooLarge {
                     what: "reply",
@@ -202,8 +203,15 @@ impl RedisClient {
                     limit: self.options.limits.max_reply_bytes,
                 }));
             }
-            if let Some((reply, used)) = parsed {
-                self.buf.drain(..used);
+            if let Some(end) = end {
+                let bytes = &self.buf[start..start + end];
+                let Some((reply, _)) = parse_reply(bytes, &self.options.limits)? else {
+                    return Err(RedisError::Protocol(RespError::Malformed(
+                        "reply cut short",
+                    )));
+                };
+                start += end;
+                scanner = ReplyScanner::new();
                 replies.push(reply);
                 continue;
             }
@@ -215,6 +223,7 @@ impl RedisClient {
             let n = moved(stream.read(&mut chunk), self.options.command_timeout)?;
             self.buf.extend_from_slice(&chunk[..n]);
         }
+        self.buf.drain(..start);
         // A large reply read, its memory goes back: the connection does not keep the
         // buffer's high-water mark (up to `max_reply_bytes`) for as long as it lives.
         if self.buf.capacity() > 4 * KEEP_CAPACITY && self.buf.len() <= KEEP_CAPACITY {
@@ -332,6 +341,48 @@ mod tests {
         }
         let kept = client.buf.capacity();
         assert!(kept <= 256 * 1024, "the connection keeps {kept} bytes");
+    }
+
+    #[test]
+    fn a_reply_of_many_large_elements_is_read_in_linear_time() {
+        // An event stream's replay: 60 events of 1 MiB each (within `max_reply_bytes`),
+        // which the client reads 16 KiB at a time. Parsing it again from the start after
+        // every read copied every complete element each time: some 2,000 parses of up
+        // to 60 MiB, far beyond the deadline.
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let element = vec![b'x'; 1 << 20];
+        thread::spawn(move || {
+            let Ok((mut s, _)) = listener.accept() else {
+                return;
+            };
+            let mut reply = b"*60\r\n".to_vec();
+            for _ in 0..60 {
+                reply.extend_from_slice(format!("${}\r\n", element.len()).as_bytes());
+                reply.extend_from_slice(&element);
+                reply.extend_from_slice(b"\r\n");
+            }
+            let replies: [&[u8]; 2] = [b"+PONG\r\n", &reply];
+            for reply in replies {
+                let mut buf = [0u8; 256];
+                if s.read(&mut buf).unwrap_or(0) == 0 || s.write_all(reply).is_err() {
+                    return;
+                }
+            }
+        });
+        let options = RedisOptions {
+            command_timeout: Duration::from_secs(20),
+            ..RedisOptions::default()
+        };
+        let mut client = RedisClient::connect(&format!("redis://{addr}"), options).unwrap();
+        let started = Instant::now();
+        let reply = client.command(&[b"LRANGE", b"k", b"0", b"-1"]);
+        let took = started.elapsed();
+        let Ok(Reply::Array(Some(items))) = reply else {
+            panic!("{reply:?} after {took:?}")
+        };
+        assert_eq!(items.len(), 60);
+        assert!(took < Duration::from_secs(5), "took {took:?}");
     }
 
     #[test]

@@ -40,7 +40,7 @@ pub mod resp;
 mod stores;
 
 pub use client::{RedisClient, RedisError, RedisOptions};
-pub use resp::{Reply, ReplyLimits, RespError};
+pub use resp::{Reply, ReplyLimits, ReplyScanner, RespError};
 pub use stores::{
     Redis, RedisConsumptionStore, RedisEventLimits, RedisEventStore, RedisSessionStore,
 };

@@ -8,8 +8,10 @@
 //! reply. A length header is checked against its bound before anything is allocated for
 //! it, so a hostile length costs nothing.
 //!
-//! Parsing is from the start of the buffer each time; callers read until a reply is
-//! complete. A bulk string is sliced, not scanned, so a large one costs one copy.
+//! A reply that arrives in pieces is found complete by a [`ReplyScanner`], which goes on
+//! from where it stopped at each piece, and then parsed once: reading it costs time
+//! linear in its size however it is split. A bulk string is sliced, not scanned, so a
+//! large one costs one copy.
 
 /// Bounds on one reply.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -93,6 +95,9 @@ pub fn encode_command(out: &mut Vec<u8>, args: &[&[u8]]) {
 /// Parses one reply from the start of `buf`: `Ok(Some((reply, bytes used)))`, or
 /// `Ok(None)` when more bytes are needed.
 ///
+/// Each call parses from the start: to read a reply that arrives in pieces, find its end
+/// with a [`ReplyScanner`] first and parse it once.
+///
 /// # Errors
 /// [`RespError`] when the bytes are not a reply within `limits` (whatever follows).
 pub fn parse_reply(buf: &[u8], limits: &ReplyLimits) -> Result<Option<(Reply, usize)>, RespError> {
@@ -101,10 +106,89 @@ pub fn parse_reply(buf: &[u8], limits: &ReplyLimits) -> Result<Option<(Reply, us
         at: 0,
         limits,
         elements: 0,
+        clean_to: 0,
     };
     match parser.reply(1)? {
         Some(reply) => Ok(Some((reply, parser.at))),
         None => Ok(None),
+    }
+}
+
+/// Finds where a reply that arrives in pieces ends, looking at each byte once: every
+/// call goes on from where the last one stopped, so reading a reply costs time linear in
+/// its size however it is split. It checks what [`parse_reply`] checks (the same
+/// [`ReplyLimits`], the same errors) without copying anything; once it has found the
+/// end, [`parse_reply`] on the bytes up to it returns the reply.
+///
+/// ```
+/// use mcp_redis::resp::{ReplyLimits, ReplyScanner, parse_reply};
+///
+/// let reply = b"*2\r\n$3\r\nabc\r\n:7\r\n";
+/// let limits = ReplyLimits::default();
+/// let mut scanner = ReplyScanner::new();
+/// for cut in 1..reply.len() {
+///     assert_eq!(scanner.scan(&reply[..cut], &limits), Ok(None));
+/// }
+/// assert_eq!(scanner.scan(reply, &limits), Ok(Some(reply.len())));
+/// assert!(parse_reply(reply, &limits).unwrap().is_some());
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReplyScanner {
+    /// Where the first value not yet complete starts.
+    at: usize,
+    /// The elements still to come of each array open around it, outermost first.
+    open: Vec<usize>,
+    /// Elements announced so far, as [`ReplyLimits::max_elements`] counts them.
+    elements: usize,
+    /// The bytes of the line at `at` before this offset hold no CR or LF.
+    clean_to: usize,
+}
+
+impl ReplyScanner {
+    /// A scanner at the start of a reply.
+    #[must_use]
+    pub fn new() -> ReplyScanner {
+        ReplyScanner::default()
+    }
+
+    /// Scans `buf`, which begins with every byte given to the calls before (more may
+    /// have arrived since): `Ok(Some(end))` when the reply is complete in `buf[..end]`,
+    /// `Ok(None)` when more bytes are needed. Start a new scanner for the next reply.
+    ///
+    /// # Errors
+    /// [`RespError`] when the bytes are not a reply within `limits`, as [`parse_reply`].
+    pub fn scan(&mut self, buf: &[u8], limits: &ReplyLimits) -> Result<Option<usize>, RespError> {
+        loop {
+            let mut parser = Parser {
+                buf,
+                at: self.at,
+                limits,
+                elements: self.elements,
+                clean_to: self.clean_to,
+            };
+            let Some(head) = parser.head(self.open.len() + 1)? else {
+                self.clean_to = parser.clean_to;
+                return Ok(None);
+            };
+            self.at = parser.at;
+            self.elements = parser.elements;
+            self.clean_to = 0;
+            if let Head::Array(len @ 1..) = head {
+                self.open.push(len);
+                continue;
+            }
+            // A value complete: so are the arrays it ends.
+            loop {
+                let Some(left) = self.open.last_mut() else {
+                    return Ok(Some(self.at));
+                };
+                *left -= 1;
+                if *left > 0 {
+                    break;
+                }
+                self.open.pop();
+            }
+        }
     }
 }
 
@@ -113,6 +197,18 @@ struct Parser<'a> {
     at: usize,
     limits: &'a ReplyLimits,
     elements: usize,
+    /// The bytes of the current line before this offset are known to hold no CR or LF.
+    clean_to: usize,
+}
+
+/// What a value's first line says.
+enum Head {
+    /// A whole value: status, error, integer, null bulk string or null array.
+    Value(Reply),
+    /// A bulk string, at these bytes of the buffer.
+    Bulk(std::ops::Range<usize>),
+    /// An array of this many elements, which follow.
+    Array(usize),
 }
 
 impl Parser<'_> {
@@ -120,7 +216,12 @@ impl Parser<'_> {
     fn line(&mut self) -> Result<Option<&[u8]>, RespError> {
         let rest = &self.buf[self.at..];
         let window = &rest[..rest.len().min(self.limits.max_line_bytes + 2)];
-        let Some(cr) = window.iter().position(|b| *b == b'\r') else {
+        let from = self.clean_to.saturating_sub(self.at).min(window.len());
+        let Some(end) = window[from..]
+            .iter()
+            .position(|b| matches!(b, b'\r' | b'\n'))
+            .map(|i| from + i)
+        else {
             if rest.len() > self.limits.max_line_bytes + 1 {
                 return Err(RespError::TooLarge {
                     what: "line",
@@ -128,20 +229,20 @@ impl Parser<'_> {
                     limit: self.limits.max_line_bytes,
                 });
             }
+            self.clean_to = self.at + window.len();
             return Ok(None);
         };
-        match rest.get(cr + 1) {
+        if rest[end] == b'\n' {
+            return Err(RespError::Malformed("LF inside a line"));
+        }
+        match rest.get(end + 1) {
             None => return Ok(None),
             Some(b'\n') => {}
             Some(_) => return Err(RespError::Malformed("CR without LF")),
         }
-        if rest[..cr].contains(&b'\n') {
-            return Err(RespError::Malformed("LF inside a line"));
-        }
-        self.at += cr + 2;
-        Ok(Some(&rest[..cr]))
+        self.at += end + 2;
+        Ok(Some(&rest[..end]))
     }
-
     /// A length or integer line: optional `-`, then 1 to 19 digits.
     fn integer(line: &[u8]) -> Result<i64, RespError> {
         let (negative, digits) = match line.split_first() {
@@ -158,7 +259,9 @@ impl Parser<'_> {
         Ok(if negative { -n } else { n })
     }
 
-    fn reply(&mut self, depth: usize) -> Result<Option<Reply>, RespError> {
+    /// The first line of the value at `at` (and a bulk string's bytes), checked against
+    /// the limits; `None` when not all there yet.
+    fn head(&mut self, depth: usize) -> Result<Option<Head>, RespError> {
         let Some(&kind) = self.buf.get(self.at) else {
             return Ok(None);
         };
@@ -171,17 +274,17 @@ impl Parser<'_> {
                 let text = std::str::from_utf8(line)
                     .map_err(|_| RespError::Malformed("status line is not UTF-8"))?
                     .to_owned();
-                Ok(Some(if kind == b'+' {
+                Ok(Some(Head::Value(if kind == b'+' {
                     Reply::Status(text)
                 } else {
                     Reply::Error(text)
-                }))
+                })))
             }
-            b':' => Ok(Some(Reply::Integer(Self::integer(line)?))),
+            b':' => Ok(Some(Head::Value(Reply::Integer(Self::integer(line)?)))),
             b'$' => {
                 let len = Self::integer(line)?;
                 if len == -1 {
-                    return Ok(Some(Reply::Bulk(None)));
+                    return Ok(Some(Head::Value(Reply::Bulk(None))));
                 }
                 let len = usize::try_from(len).map_err(|_| RespError::Malformed("bulk length"))?;
                 if len > self.limits.max_bulk_bytes {
@@ -198,13 +301,14 @@ impl Parser<'_> {
                 if &rest[len..len + 2] != b"\r\n" {
                     return Err(RespError::Malformed("bulk string without CRLF"));
                 }
+                let bytes = self.at..self.at + len;
                 self.at += len + 2;
-                Ok(Some(Reply::Bulk(Some(rest[..len].to_vec()))))
+                Ok(Some(Head::Bulk(bytes)))
             }
             b'*' => {
                 let len = Self::integer(line)?;
                 if len == -1 {
-                    return Ok(Some(Reply::Array(None)));
+                    return Ok(Some(Head::Value(Reply::Array(None))));
                 }
                 let len = usize::try_from(len).map_err(|_| RespError::Malformed("array length"))?;
                 if len > self.limits.max_array_len {
@@ -225,6 +329,21 @@ impl Parser<'_> {
                         limit: self.limits.max_elements,
                     });
                 }
+                Ok(Some(Head::Array(len)))
+            }
+            _ => Err(RespError::Malformed("unknown reply type")),
+        }
+    }
+
+    fn reply(&mut self, depth: usize) -> Result<Option<Reply>, RespError> {
+        self.clean_to = 0;
+        let Some(head) = self.head(depth)? else {
+            return Ok(None);
+        };
+        match head {
+            Head::Value(reply) => Ok(Some(reply)),
+            Head::Bulk(bytes) => Ok(Some(Reply::Bulk(Some(self.buf[bytes].to_vec())))),
+            Head::Array(len) => {
                 // Never more than what the buffer could hold: one element is 3 bytes.
                 let mut items = Vec::with_capacity(len.min(self.buf.len() / 3 + 1));
                 for _ in 0..len {
@@ -235,7 +354,6 @@ impl Parser<'_> {
                 }
                 Ok(Some(Reply::Array(Some(items))))
             }
-            _ => Err(RespError::Malformed("unknown reply type")),
         }
     }
 }
@@ -378,10 +496,51 @@ mod tests {
                     bytes.push(byte);
                 }
             }
-            if let Ok(Some((_, used))) = parse_reply(&bytes, &limits) {
+            let parsed = parse_reply(&bytes, &limits);
+            if let Ok(Some((_, used))) = parsed {
                 assert!(used <= bytes.len());
             }
+            // The scanner, given the bytes at once or one at a time, finds what the
+            // parser finds: the same end, the same need for more, the same error.
+            let want = parsed.map(|p| p.map(|(_, used)| used));
+            assert_eq!(ReplyScanner::new().scan(&bytes, &limits), want, "{bytes:?}");
+            let mut scanner = ReplyScanner::new();
+            let mut got = Ok(None);
+            for cut in 1..=bytes.len() {
+                got = scanner.scan(&bytes[..cut], &limits);
+                if !matches!(got, Ok(None)) {
+                    break;
+                }
+            }
+            assert_eq!(got, want, "{bytes:?} byte by byte");
         }
+    }
+
+    #[test]
+    fn a_reply_arriving_byte_by_byte_is_found_complete_at_its_last_byte() {
+        // A long line, a long bulk string and a nested array, given one byte more at
+        // each call: each call goes on from where the last one stopped.
+        let limits = ReplyLimits::default();
+        let mut reply = b"*3\r\n".to_vec();
+        reply.extend_from_slice(&[b'+'; 60_000]);
+        reply.extend_from_slice(b"\r\n$40000\r\n");
+        reply.extend_from_slice(&[b'x'; 40_000]);
+        reply.extend_from_slice(b"\r\n*2\r\n:1\r\n:2\r\n");
+        let mut scanner = ReplyScanner::new();
+        for cut in 1..reply.len() {
+            assert_eq!(
+                scanner.scan(&reply[..cut], &limits),
+                Ok(None),
+                "cut at {cut}"
+            );
+        }
+        assert_eq!(scanner.scan(&reply, &limits), Ok(Some(reply.len())));
+        let (parsed, used) = parse_reply(&reply, &limits).unwrap().unwrap();
+        assert_eq!(used, reply.len());
+        let Reply::Array(Some(items)) = parsed else {
+            panic!()
+        };
+        assert_eq!(items.len(), 3);
     }
 
     #[test]
