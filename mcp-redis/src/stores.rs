@@ -4,6 +4,8 @@
 //!
 //! * `nonce:<hex>`: a consumed `requestState` nonce, expiring with the state.
 //! * `session:<id>`: a session's [`SessionRecord`], expiring when idle.
+//! * `ended:<id>`: a session ended by a `DELETE`, kept for the idle time, so that a
+//!   process whose request of the session was running then does not save it back.
 //! * `ev:<n>`: stream `n`'s events, a list of `<seq>:<message>`, the newest
 //!   [`RedisEventLimits::max_events_per_stream`] kept; `evseq:<n>` its next sequence
 //!   number minus one (`INCR`); `evown:<n>` the session that owns it; `evsess:<id>` the
@@ -149,12 +151,20 @@ impl ConsumptionStore for RedisConsumptionStore {
 }
 
 /// [`SessionStore`] over Redis: one key per session holding its encoded
-/// [`SessionRecord`], expiring after the idle time unless saved again.
+/// [`SessionRecord`], expiring after the idle time unless saved again. A session
+/// removed (a `DELETE`) stays ended: a save by another process whose request of the
+/// session was running at the time is refused for the idle time after the removal,
+/// rather than bring the session back on every process.
 #[derive(Debug)]
 pub struct RedisSessionStore {
     redis: Redis,
     idle: Duration,
 }
+
+/// Saves a session's record (`KEYS[1]`, `ARGV[1]`, expiring after `ARGV[2]` ms) unless
+/// the session was ended (`KEYS[2]` exists): 1 saved, 0 ended.
+const SAVE_UNLESS_ENDED: &[u8] = b"if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end \
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1";
 
 fn valid_session_id(id: &str) -> bool {
     !id.is_empty()
@@ -174,15 +184,24 @@ impl SessionStore for RedisSessionStore {
             return Err(SessionStoreError::Unavailable("invalid session id".into()));
         }
         let key = self.redis.key("session", id);
+        let ended = self.redis.key("ended", id);
         let ttl = millis(self.idle);
-        match self
-            .redis
-            .client()
-            .command(&[b"SET", &key, &record.encode(), b"PX", &ttl])
-        {
-            Ok(Reply::Status(_)) => Ok(()),
+        let command: [&[u8]; 7] = [
+            b"EVAL",
+            SAVE_UNLESS_ENDED,
+            b"2",
+            &key,
+            &ended,
+            &record.encode(),
+            &ttl,
+        ];
+        match self.redis.client().command(&command) {
+            Ok(Reply::Integer(1)) => Ok(()),
+            Ok(Reply::Integer(0)) => Err(SessionStoreError::Unavailable(
+                "the session was ended".into(),
+            )),
             Ok(_) => Err(SessionStoreError::Unavailable(
-                "unexpected reply to SET".into(),
+                "unexpected reply to a save".into(),
             )),
             Err(e) => Err(unavailable(&e)),
         }
@@ -206,8 +225,18 @@ impl SessionStore for RedisSessionStore {
             return Ok(());
         }
         let key = self.redis.key("session", id);
-        match self.redis.client().command(&[b"DEL", &key]) {
-            Ok(_) => Ok(()),
+        let ended = self.redis.key("ended", id);
+        let ttl = millis(self.idle);
+        // The mark first: a save between the two commands is refused already.
+        let replies = self
+            .redis
+            .client()
+            .pipeline(&[&[b"SET", &ended, b"1", b"PX", &ttl], &[b"DEL", &key]]);
+        match replies {
+            Ok(r) if !r.iter().any(|r| matches!(r, Reply::Error(_))) => Ok(()),
+            Ok(_) => Err(SessionStoreError::Unavailable(
+                "redis refused to end the session".into(),
+            )),
             Err(e) => Err(unavailable(&e)),
         }
     }

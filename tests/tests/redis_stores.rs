@@ -196,3 +196,30 @@ fn sessions_are_shared_and_expire_when_idle() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+#[test]
+fn a_session_ended_on_one_process_is_not_brought_back_by_another() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let (a, b) = two(&server, "t5:");
+    let mut a = a.session_store(Duration::from_secs(60));
+    let mut b = b.session_store(Duration::from_secs(60));
+    let record =
+        mcp_proto::server::http::SessionRecord::decode(br#"{"v":"2025-06-18","c":{},"i":true}"#)
+            .unwrap();
+    a.save("s1", &record).unwrap();
+    // B serves a request of the session: it loads the record, and while the request
+    // runs, A serves the client's `DELETE`. B saves the record back when its request
+    // ends: the session must stay ended (404 everywhere), not live again.
+    assert_eq!(b.load("s1").unwrap(), Some(record.clone()));
+    a.remove("s1").unwrap();
+    let _ = b.save("s1", &record);
+    assert_eq!(a.load("s1").unwrap(), None, "the ended session came back");
+    assert_eq!(b.load("s1").unwrap(), None);
+    // Other sessions are saved as before, a new one included.
+    b.save("s2", &record).unwrap();
+    assert_eq!(a.load("s2").unwrap(), Some(record.clone()));
+    b.save("s2", &record).unwrap();
+    assert_eq!(a.load("s2").unwrap(), Some(record));
+}
