@@ -1554,10 +1554,10 @@ impl HttpEndpoint {
                     );
                     return HttpReply::Complete(HttpResponse::json_error(400, Some(&id), &e));
                 }
-                Some(s) if !self.session_live(s, now) => {
-                    return HttpReply::Complete(session_not_found());
-                }
-                Some(s) => s.to_owned(),
+                Some(s) => match self.session_live(s, now) {
+                    Ok(()) => s.to_owned(),
+                    Err(refused) => return HttpReply::Complete(refused),
+                },
             }
         };
         let owner = Some(session.clone());
@@ -1596,9 +1596,7 @@ impl HttpEndpoint {
     ) -> Result<Option<String>, HttpResponse> {
         match http.header(MCP_SESSION_ID) {
             Some(id) if self.sessions.is_some() => {
-                if !self.session_live(id, now) {
-                    return Err(session_not_found());
-                }
+                self.session_live(id, now)?;
                 Ok(Some(id.to_owned()))
             }
             _ => Ok(None),
@@ -1606,24 +1604,35 @@ impl HttpEndpoint {
     }
 
     /// Whether `session` names a live session (one with an open exchange never idles) of
-    /// the principal being served. A session whose client is attached to one of its
-    /// streams, or whose request is being handled, is busy; one whose streams only wait
-    /// for a resumption is not.
-    fn session_live(&mut self, session: &str, now: Instant) -> bool {
+    /// the principal being served; if not, the answer: 404 for a session unknown, ended
+    /// or expired, 503 for one this endpoint does not hold while the session store
+    /// cannot say (it may live on elsewhere). A session whose client is attached to one
+    /// of its streams, or whose request is being handled, is busy; one whose streams only
+    /// wait for a resumption is not.
+    fn session_live(&mut self, session: &str, now: Instant) -> Result<(), HttpResponse> {
         // Another principal's session is unknown to this one, and left as it is (not
         // even kept alive): looked at before the store and again after an adoption.
         if !self.serves_principal(session) {
-            return false;
+            return Err(session_not_found());
         }
-        if !self.consult_session_store(session, now) {
-            if let Some(t) = &mut self.sessions {
-                t.remove(session);
+        let store_down = match self.consult_session_store(session, now) {
+            Consulted::Known => false,
+            Consulted::Unreachable => true,
+            Consulted::Ended => {
+                if let Some(t) = &mut self.sessions {
+                    t.remove(session);
+                }
+                self.drop_session_state(session, true);
+                return Err(session_not_found());
             }
-            self.drop_session_state(session, true);
-            return false;
-        }
+            // It lives on where it is served: its stored events stay.
+            Consulted::NoRoom => {
+                self.drop_session_state(session, false);
+                return Err(session_not_found());
+            }
+        };
         if !self.serves_principal(session) {
-            return false;
+            return Err(session_not_found());
         }
         let busy = busy(&self.exchanges, &self.listeners, session);
         let live = self
@@ -1632,8 +1641,13 @@ impl HttpEndpoint {
             .is_some_and(|t| t.knows(session, now, busy));
         if !live {
             self.drop_session_state(session, false);
+            return Err(if store_down {
+                session_store_unavailable()
+            } else {
+                session_not_found()
+            });
         }
-        live
+        Ok(())
     }
 
     /// Whether session `session`, if held here, serves the principal being served.
@@ -1724,24 +1738,26 @@ impl HttpEndpoint {
     /// With a session store: whether it still knows `session` (a failing store: the
     /// local table decides). A session it knows is adopted when this endpoint does not
     /// hold it yet, else its shared part is refreshed from the store.
-    fn consult_session_store(&mut self, session: &str, now: Instant) -> bool {
+    fn consult_session_store(&mut self, session: &str, now: Instant) -> Consulted {
         let Some(store) = &mut self.session_store else {
-            return true;
+            return Consulted::Known;
         };
         let record = match store.load(session) {
             Ok(Some(record)) => record,
-            Ok(None) => return false,
-            Err(_) => return true,
+            Ok(None) => return Consulted::Ended,
+            // What it holds cannot be served by anyone who does not hold it already.
+            Err(SessionStoreError::Corrupt) => return Consulted::Known,
+            Err(_) => return Consulted::Unreachable,
         };
         let max_subscriptions = self.server.config().limits.max_subscriptions;
         let Some(table) = &mut self.sessions else {
-            return true;
+            return Consulted::Known;
         };
         let refreshed = table.refresh(session, now, |state| {
             state.refresh(record.clone(), max_subscriptions);
         });
         if refreshed {
-            return true;
+            return Consulted::Known;
         }
         let scope = self.server.tasks.new_scope();
         let state = LegacyState::adopted(record, scope, max_subscriptions);
@@ -1764,7 +1780,11 @@ impl HttpEndpoint {
         // No room here for a session another endpoint opened: this one answers as for an
         // unknown session (404; the client initializes again, perhaps elsewhere). The
         // record stays in the store.
-        matches!(adopted, Some(Ok(())))
+        if matches!(adopted, Some(Ok(()))) {
+            Consulted::Known
+        } else {
+            Consulted::NoRoom
+        }
     }
 
     /// Tells the session store about a session `initialize` just opened; false when it
@@ -1795,8 +1815,8 @@ impl HttpEndpoint {
             );
             return HttpResponse::json_error(400, None, &e);
         };
-        if !self.session_live(&session, now) {
-            return session_not_found();
+        if let Err(refused) = self.session_live(&session, now) {
+            return refused;
         }
         let open: Vec<i64> = self
             .exchanges
@@ -1960,8 +1980,8 @@ impl HttpEndpoint {
             );
             return complete(HttpResponse::json_error(400, None, &e));
         };
-        if !self.session_live(&session, now) {
-            return complete(session_not_found());
+        if let Err(refused) = self.session_live(&session, now) {
+            return complete(refused);
         }
         if let Err(e) = legacy_version_header(&self.server, http) {
             return complete(HttpResponse::json_error(400, None, &e));
@@ -2650,6 +2670,30 @@ impl Holder {
 /// whose next poll is not due yet.
 fn is_gone(e: &Exchange, now: Instant) -> bool {
     e.attach.is_none() && e.poll_due.is_none_or(|due| due <= now)
+}
+
+/// What the session store said of a session a request names.
+enum Consulted {
+    /// Known (or no store, or its record unusable): the local table decides.
+    Known,
+    /// Unknown there: ended or expired.
+    Ended,
+    /// Known there, but this endpoint has no room to take it in.
+    NoRoom,
+    /// The store could not answer: the local table decides, and a session not held here
+    /// may live on elsewhere.
+    Unreachable,
+}
+
+/// 503 for a legacy session this endpoint does not hold while the session store cannot
+/// be reached: it may live on elsewhere, so the client tries again rather than start
+/// another.
+fn session_store_unavailable() -> HttpResponse {
+    let e = ErrorObject::new(
+        codes::INTERNAL_ERROR,
+        "The session store is unavailable; try again later",
+    );
+    HttpResponse::json_error(503, None, &e)
 }
 
 /// 404 for a legacy session that is unknown, ended or expired: the client starts a new

@@ -174,7 +174,10 @@ pub trait SessionStore: std::fmt::Debug + Send {
     ///
     /// # Errors
     /// [`SessionStoreError`] when the store could not answer: the endpoint then serves
-    /// the session from its own copy if it has one, and as unknown otherwise.
+    /// the session from its own copy if it has one, and answers 503 otherwise (the
+    /// session may live on elsewhere: a 404 would tell the client it ended). A
+    /// [`SessionStoreError::Corrupt`] record is served by no one who does not hold it
+    /// (404).
     fn load(&mut self, id: &str) -> Result<Option<SessionRecord>, SessionStoreError>;
 
     /// Ends session `id` (a `DELETE`): every process stops serving it.

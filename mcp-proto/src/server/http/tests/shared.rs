@@ -206,3 +206,104 @@ fn subscriptions_keep_a_session_record_that_the_other_endpoint_can_read() {
     assert_eq!(r.status, 200, "{r:?}");
     assert!(refused > 0, "some subscriptions were refused");
 }
+
+/// A [`MemorySessionStore`] that can be made unreachable, as a Redis that is down.
+#[derive(Debug, Clone)]
+struct Flaky {
+    store: MemorySessionStore,
+    down: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Flaky {
+    fn check(&self) -> Result<(), SessionStoreError> {
+        if self.down.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(SessionStoreError::Unavailable("connection refused".into()));
+        }
+        Ok(())
+    }
+}
+
+impl SessionStore for Flaky {
+    fn save(&mut self, id: &str, record: &SessionRecord) -> Result<(), SessionStoreError> {
+        self.check()?;
+        self.store.save(id, record)
+    }
+    fn load(&mut self, id: &str) -> Result<Option<SessionRecord>, SessionStoreError> {
+        self.check()?;
+        self.store.load(id)
+    }
+    fn remove(&mut self, id: &str) -> Result<(), SessionStoreError> {
+        self.check()?;
+        self.store.remove(id)
+    }
+}
+
+/// A store that cannot be reached does not know that a session ended: a session this
+/// endpoint does not hold gets 503 (try again), not the 404 that tells the client its
+/// session is over and makes it start another (which the store, down, refuses too).
+#[test]
+fn a_session_store_that_is_down_is_not_a_session_that_ended() {
+    let (mut a, mut b) = pair(false);
+    let down = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let store = Flaky {
+        store: MemorySessionStore::default(),
+        down: down.clone(),
+    };
+    a.set_session_store(Box::new(store.clone()));
+    b.set_session_store(Box::new(store));
+    let s = open(&mut a);
+    down.store(true, std::sync::atomic::Ordering::SeqCst);
+    let r = complete(b.handle_request(now(), &echo(&s)));
+    assert_eq!(r.status, 503, "{r:?}");
+    // A, which holds the session, serves it from its own copy meanwhile.
+    assert_eq!(complete(a.handle_request(now(), &echo(&s))).status, 200);
+    // Back: B adopts it.
+    down.store(false, std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(complete(b.handle_request(now(), &echo(&s))).status, 200);
+    // An id no store ever knew is still 404 when the store answers.
+    assert_eq!(complete(b.handle_request(now(), &echo("nope"))).status, 404);
+}
+
+/// An endpoint with no room to take in a session another endpoint serves answers 404
+/// (the client may initialize again, perhaps elsewhere) and leaves the session as it is
+/// everywhere else: its events stay in the shared store, and the endpoint serving it
+/// still resumes its streams.
+#[test]
+fn no_room_for_a_session_leaves_its_events_to_the_endpoint_serving_it() {
+    let config = HttpEndpointConfig {
+        sse_polling: true,
+        sse_retry: std::time::Duration::from_millis(250),
+        ..HttpEndpointConfig::default()
+    };
+    let mut a = with_sessions_seeded(config.clone(), &[1; 32]);
+    let mut b = with_sessions_seeded(
+        HttpEndpointConfig {
+            max_sessions: 1,
+            ..config
+        },
+        &[2; 32],
+    );
+    let sessions = MemorySessionStore::default();
+    let shared = SharedEvents(Arc::new(Mutex::new(MemoryEventStore::new(
+        EventStoreLimits::default(),
+    ))));
+    for ep in [&mut a, &mut b] {
+        ep.set_session_store(Box::new(sessions.clone()));
+        ep.set_event_store(Box::new(shared.clone()));
+    }
+    let s1 = open(&mut a);
+    let r = complete(a.handle_request(now(), &call(&s1, "2025-11-25", 1, "steps")));
+    let priming = events(&r.body)[0].0.clone().unwrap();
+    // B's one place is taken by a session with a call waiting for its client.
+    let s2 = open(&mut b);
+    let _ = b.handle_request(now(), &call(&s2, "2025-11-25", 1, "confirm"));
+    assert_eq!(complete(b.handle_request(now(), &echo(&s1))).status, 404);
+    let r = complete(a.handle_request(now(), &get(Some(&s1), Some(&priming))));
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(
+        messages(&r.body).len(),
+        2,
+        "{}",
+        String::from_utf8_lossy(&r.body)
+    );
+}
