@@ -3,8 +3,9 @@
 //! text, takes a whole B-tree node of over 700 bytes), so whatever a server keeps for a
 //! client (task arguments and results, answers between rounds, capabilities) is counted
 //! this way, never by its text, and a message is estimated from its text before it is
-//! parsed ([`check_parse`]). Buffers that hold a peer's bytes give back what a large
-//! message made them grow to ([`give_back`]).
+//! parsed. Buffers that hold a peer's bytes give back what a large message made them
+//! grow to ([`give_back`]): public, for adapters and stores that buffer a peer's bytes
+//! themselves.
 
 use serde_json::Value;
 
@@ -12,12 +13,12 @@ use crate::jsonrpc::ErrorObject;
 
 /// The capacity a buffer of peer bytes (a line, an event, a request, an answer) keeps
 /// once it holds little: messages up to a few tens of KiB reuse it.
-pub(crate) const KEEP_CAPACITY: usize = 64 * 1024;
+pub const KEEP_CAPACITY: usize = 64 * 1024;
 
 /// Lets go of what a large message made `buf` grow to once it holds little again, so
 /// that a connection or stream does not keep its high-water mark for as long as it
 /// lives (at most four times [`KEEP_CAPACITY`] stays).
-pub(crate) fn give_back(buf: &mut Vec<u8>) {
+pub fn give_back(buf: &mut Vec<u8>) {
     if buf.capacity() > 4 * KEEP_CAPACITY && buf.len() <= KEEP_CAPACITY {
         buf.shrink_to(KEEP_CAPACITY);
     }

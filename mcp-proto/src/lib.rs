@@ -75,7 +75,7 @@
 pub mod auth;
 pub mod client;
 pub mod content;
-pub(crate) mod held;
+pub mod held;
 pub mod http;
 mod json_scan;
 mod json_write;

@@ -8,6 +8,8 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
+use mcp_proto::held::give_back;
+
 use crate::resp::{Reply, ReplyLimits, ReplyScanner, RespError, encode_command, parse_reply};
 
 /// How a [`RedisClient`] talks to its server.
@@ -226,15 +228,10 @@ impl RedisClient {
         self.buf.drain(..start);
         // A large reply read, its memory goes back: the connection does not keep the
         // buffer's high-water mark (up to `max_reply_bytes`) for as long as it lives.
-        if self.buf.capacity() > 4 * KEEP_CAPACITY && self.buf.len() <= KEEP_CAPACITY {
-            self.buf.shrink_to(KEEP_CAPACITY);
-        }
+        give_back(&mut self.buf);
         Ok(replies)
     }
 }
-
-/// The capacity the reply buffer keeps between commands.
-const KEEP_CAPACITY: usize = 64 * 1024;
 
 /// What one read or write of a command moved: the bytes (0 when interrupted, to try
 /// again), or the failure it means for the command (the connection closed, the timeout
