@@ -269,6 +269,7 @@ impl Authorizer {
                     self.creds.refresh_token = t.refresh_token;
                 }
                 self.creds.granted_scope = t.scope.or_else(|| self.creds.requested_scope.clone());
+                self.refresh_failures = 0;
                 self.step = Step::Idle;
                 self.events
                     .push_back(AuthEvent::CredentialsChanged(Box::new(self.creds.clone())));
@@ -291,12 +292,7 @@ impl Authorizer {
                         // The refresh token is dead, and the access token it was to
                         // replace is refused or expired: neither is kept (a store that
                         // kept them tried them again on every run).
-                        self.creds.refresh_token = None;
-                        self.creds.access_token = None;
-                        self.creds.expires_at = None;
-                        self.creds.obtained_at = None;
-                        self.events
-                            .push_back(AuthEvent::CredentialsChanged(Box::new(self.creds.clone())));
+                        self.drop_tokens();
                         self.ensure_client(now);
                     }
                     "invalid_grant" if grant == TokenGrant::Code && !self.retried_code => {
@@ -317,10 +313,62 @@ impl Authorizer {
                         self.creds.refresh_token = None;
                         self.ensure_client(now);
                     }
+                    _ if grant == TokenGrant::Refresh => {
+                        self.refresh_refused(now, TokenError::OAuth(e));
+                    }
                     _ => self.fail(AuthError::TokenRefused(e.to_string())),
                 }
             }
+            Err(e) if grant == TokenGrant::Refresh => self.refresh_refused(now, e),
             Err(e) => self.fail(AuthError::TokenRefused(token_detail(e))),
         }
+    }
+
+    /// A refresh failed otherwise than with `invalid_grant` (or a registration made
+    /// again). For a cause that may pass (a `5xx` or `429`, `server_error`,
+    /// `temporarily_unavailable`, a DPoP nonce still refused) the flow fails and the
+    /// refresh token stays for the next one, [`MAX_REFRESH_FAILURES`] times in a row at
+    /// most. Any other answer is definitive: the tokens are dropped, and the flow goes
+    /// on to a new authorization after an OAuth error (the grant is refused, not the
+    /// client), or fails (`invalid_client`: the client's own credentials are refused;
+    /// a malformed or unexpected answer).
+    fn refresh_refused(&mut self, now: Instant, e: TokenError) {
+        let passing = match &e {
+            TokenError::OAuth(o) => matches!(
+                o.error.as_str(),
+                "server_error" | "temporarily_unavailable" | "use_dpop_nonce"
+            ),
+            TokenError::Status { status } => *status >= 500 || *status == 429,
+            TokenError::Malformed(_) | TokenError::UnexpectedTokenType(_) => false,
+        };
+        if passing {
+            self.refresh_failed_for_now();
+            return self.fail(AuthError::TokenRefused(token_detail(e)));
+        }
+        self.drop_tokens();
+        match e {
+            TokenError::OAuth(o) if o.error != "invalid_client" => self.ensure_client(now),
+            e => self.fail(AuthError::TokenRefused(token_detail(e))),
+        }
+    }
+
+    /// Counts a refresh that failed for a cause that may pass; at
+    /// [`MAX_REFRESH_FAILURES`] in a row the tokens are given up.
+    pub(super) fn refresh_failed_for_now(&mut self) {
+        self.refresh_failures = self.refresh_failures.saturating_add(1);
+        if self.refresh_failures >= MAX_REFRESH_FAILURES && self.creds.refresh_token.is_some() {
+            self.drop_tokens();
+        }
+    }
+
+    /// Drops the access and refresh tokens (the registration stays) and reports it.
+    fn drop_tokens(&mut self) {
+        self.refresh_failures = 0;
+        self.creds.refresh_token = None;
+        self.creds.access_token = None;
+        self.creds.expires_at = None;
+        self.creds.obtained_at = None;
+        self.events
+            .push_back(AuthEvent::CredentialsChanged(Box::new(self.creds.clone())));
     }
 }

@@ -44,6 +44,8 @@ mod grants;
 #[cfg(test)]
 mod hostile_tests;
 mod identity;
+#[cfg(test)]
+mod refusal_tests;
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -61,6 +63,11 @@ use super::token::{self, TokenError};
 use crate::Instant;
 use crate::http::EndpointUrl;
 use crate::version::ProtocolVersion;
+
+/// Refreshes in a row that may fail for a passing cause (a `5xx`, `server_error`,
+/// `temporarily_unavailable`, no answer) before the refresh token is given up: each
+/// failure fails its flow and keeps the token for the next, up to this many.
+const MAX_REFRESH_FAILURES: u32 = 3;
 
 /// Identifies one HTTP request of the flow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -221,6 +228,8 @@ pub struct Authorizer {
     /// Requests made by the current flow.
     requests: u32,
     step_ups: u32,
+    /// Refreshes in a row that failed for a passing cause; see [`MAX_REFRESH_FAILURES`].
+    refresh_failures: u32,
     retried_code: bool,
     retried_client: bool,
     resource_metadata: Option<ResourceMetadata>,
@@ -296,6 +305,7 @@ impl Authorizer {
             next_id: 0,
             requests: 0,
             step_ups: 0,
+            refresh_failures: 0,
             retried_code: false,
             retried_client: false,
             resource_metadata: None,
@@ -584,6 +594,14 @@ impl Authorizer {
     }
 
     fn fail(&mut self, error: AuthError) {
+        if let Step::Token {
+            grant: TokenGrant::Refresh,
+        } = self.step
+        {
+            // The refresh went unanswered (no connection, a timeout, a redirect): a
+            // cause that may pass, counted as one.
+            self.refresh_failed_for_now();
+        }
         self.step = Step::Idle;
         self.in_flight = None;
         self.outbox.clear();
