@@ -1239,3 +1239,44 @@ fn a_late_refusal_of_an_older_token_is_answered_by_the_new_one() {
     );
     assert_eq!(net.approval_urls().len(), 1);
 }
+
+/// A `403 insufficient_scope` that names no scope: the person is not asked again for
+/// the scopes the token already has; the call fails at once with a typed error, and
+/// the token stays in use for the next call.
+#[test]
+fn a_403_insufficient_scope_without_a_scope_fails_the_call_without_asking_again() {
+    let mut net = Net::new(auth_config());
+    net.connect_with_approval();
+    assert!(net.call(CallRequest::list_tools()).is_ok());
+    net.state
+        .borrow_mut()
+        .refuse_calls
+        .push_back((403, r#"Bearer error="insufficient_scope""#.to_owned()));
+    let id = net.client.call(net.now, tool()).expect("call");
+    net.run_until(|n| n.completion(id).is_some() || n.approval_urls().len() > 1);
+    assert_eq!(
+        net.approval_urls().len(),
+        1,
+        "asked again for the same scopes"
+    );
+    assert!(
+        matches!(
+            net.completion(id),
+            Some(Err(CallError::Authorization(
+                AuthError::ScopeNotGrantable { .. }
+            )))
+        ),
+        "{:?}",
+        net.completion(id)
+    );
+    assert_eq!(net.mcp_requests("tools/call").len(), 1, "not sent again");
+    let out = net.call(tool()).expect("the next call");
+    assert_eq!(text(&out), "run 1");
+    assert_eq!(
+        net.mcp_requests("tools/call")
+            .last()
+            .unwrap()
+            .header("authorization"),
+        Some("Bearer at-1")
+    );
+}

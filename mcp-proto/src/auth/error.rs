@@ -122,6 +122,17 @@ pub enum AuthError {
         /// The scope it asked for last.
         scope: String,
     },
+    /// The server refused a request for insufficient scope (`403 insufficient_scope`)
+    /// naming no scope beyond those the token was granted (or none at all): asking the
+    /// person again for the same scopes cannot help, so no authorization started.
+    #[error(
+        "the server refused the request for insufficient scope but names no scope beyond \
+         those already granted ({scope:?}); not asking again"
+    )]
+    ScopeNotGrantable {
+        /// The scope the challenge named (empty when it named none).
+        scope: String,
+    },
     /// The flow needs a person's approval and none can be given
     /// ([`AuthConfig::interactive`](super::AuthConfig::interactive) is false).
     #[error("the server needs authorization, which needs a person to approve in a browser")]

@@ -26,7 +26,7 @@ impl Authorizer {
             Grant::AuthorizationCode => {
                 if self.trigger == Trigger::Unauthorized
                     && self.creds.refresh_token.is_some()
-                    && !self.challenge_widens_grant()
+                    && !self.widens_grant(self.challenge.as_ref())
                 {
                     self.refresh(now);
                 } else {
@@ -36,16 +36,16 @@ impl Authorizer {
         }
     }
 
-    /// Whether the challenge names a scope beyond those granted (or, when the server did
+    /// Whether `challenge` names a scope beyond those granted (or, when the server did
     /// not say, asked for): a refresh cannot widen the grant (RFC 6749 §6), so only a
-    /// new authorization can answer it.
-    fn challenge_widens_grant(&self) -> bool {
+    /// new authorization can answer it; and a step-up that names none asks for nothing
+    /// new.
+    pub(super) fn widens_grant(&self, challenge: Option<&BearerChallenge>) -> bool {
         let held = match &self.creds.granted_scope {
             Some(granted) => split_scope(granted),
             None => self.requested.clone(),
         };
-        self.challenge
-            .as_ref()
+        challenge
             .map(BearerChallenge::scopes)
             .unwrap_or_default()
             .iter()

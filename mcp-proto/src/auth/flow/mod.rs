@@ -373,7 +373,10 @@ impl Authorizer {
     /// `insufficient_scope`, which starts a step-up authorization (or joins the one
     /// running), at most [`AuthConfig::max_step_ups`] times in a row (a request that
     /// goes through starts the count again, see [`Authorizer::handle_success`]); past
-    /// that the flow fails with [`AuthError::InsufficientScope`].
+    /// that the flow fails with [`AuthError::InsufficientScope`]. A challenge that names
+    /// no scope beyond those granted (or none at all) starts nothing: asking the person
+    /// again for the same scopes cannot help, and it fails at once with
+    /// [`AuthError::ScopeNotGrantable`] (the token held stays in use).
     pub fn handle_insufficient_scope<'a>(
         &mut self,
         now: Instant,
@@ -388,6 +391,12 @@ impl Authorizer {
         }
         if self.is_busy() {
             // The running flow decides for this request too: it waits for its end.
+            return true;
+        }
+        if !self.widens_grant(Some(&challenge)) {
+            let scope = clip(challenge.scope.as_deref().unwrap_or_default());
+            self.events
+                .push_back(AuthEvent::Failed(AuthError::ScopeNotGrantable { scope }));
             return true;
         }
         if self.step_ups >= self.config.max_step_ups {

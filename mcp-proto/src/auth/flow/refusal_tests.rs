@@ -1,5 +1,7 @@
-//! How the flow answers refusals that must not be tried again forever: refreshes
-//! refused with an error other than `invalid_grant`, or failing for a while.
+//! How the flow answers refusals that another authorization cannot mend, or that must
+//! not be tried again forever: refreshes refused with an error other than
+//! `invalid_grant` (or failing for a while), and `403 insufficient_scope` naming no
+//! scope beyond those already held.
 
 use super::*;
 
@@ -196,4 +198,38 @@ fn transient_refresh_failures_keep_the_refresh_token_a_bounded_number_of_times()
     }
     assert_eq!(refreshes, MAX_REFRESH_FAILURES, "refreshes tried");
     assert_eq!(a.credentials().refresh_token, None);
+}
+
+/// A `403 insufficient_scope` that names no scope, or only scopes already granted,
+/// cannot be mended by asking the person again for the same scopes: no flow starts,
+/// and the request fails at once with [`AuthError::ScopeNotGrantable`].
+#[test]
+fn a_step_up_naming_nothing_new_asks_for_nothing() {
+    for challenge in [
+        r#"Bearer error="insufficient_scope""#,
+        r#"Bearer error="insufficient_scope", scope="mcp:read""#,
+        r#"Bearer error="insufficient_scope", scope="mcp:write mcp:read""#,
+    ] {
+        let mut a = holding("dcr", "mcp:read mcp:write");
+        assert!(a.handle_insufficient_scope(Instant::ZERO, [challenge]));
+        assert!(!a.is_busy(), "{challenge}: a flow started");
+        assert!(a.poll_request().is_none(), "{challenge}");
+        let evs = events(&mut a);
+        assert!(
+            matches!(
+                evs.as_slice(),
+                [AuthEvent::Failed(AuthError::ScopeNotGrantable { .. })]
+            ),
+            "{challenge}: {evs:?}"
+        );
+        // The token held stays: it is good for what it was granted.
+        assert_eq!(a.authorization().as_deref(), Some("Bearer at0"));
+    }
+    // A scope beyond those granted still steps up.
+    let mut a = holding("dcr", "mcp:read");
+    assert!(a.handle_insufficient_scope(
+        Instant::ZERO,
+        [r#"Bearer error="insufficient_scope", scope="mcp:write""#]
+    ));
+    assert!(a.is_busy());
 }
