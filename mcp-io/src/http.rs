@@ -84,7 +84,8 @@ pub struct HttpOptions<C: ?Sized> {
     /// a test double, another TLS stack). Default none.
     pub connector: Option<Arc<C>>,
     /// The `Authorization` header value sent with every request (`Bearer …`). Never
-    /// written to the wire log, never shown by `Debug`.
+    /// written to the wire log, never shown by `Debug`. With [`HttpOptions::auth`] too,
+    /// the flow's tokens win: this value goes out only while the flow holds none.
     pub authorization: Option<String>,
     /// More headers for every request to the MCP server, never to an authorization
     /// server ([`HttpConfig::headers`], which says which names are the client's own).

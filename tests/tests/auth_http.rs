@@ -301,9 +301,18 @@ impl Net {
 
     /// [`Net::with_config`] with these [`HttpConfig::headers`].
     fn with_headers(auth: AuthConfig, config: ClientConfig, headers: Vec<(String, String)>) -> Net {
+        Net::with_http(auth, config, |http| http.headers = headers)
+    }
+
+    /// [`Net::with_config`], the [`HttpConfig`] edited by `edit` first.
+    fn with_http(
+        auth: AuthConfig,
+        config: ClientConfig,
+        edit: impl FnOnce(&mut HttpConfig),
+    ) -> Net {
         let url = EndpointUrl::parse(MCP, false).expect("url");
         let mut http = HttpConfig::new(url);
-        http.headers = headers;
+        edit(&mut http);
         http.auth = Some(auth);
         http.unix_time = UNIX_START;
         let now = Instant::ZERO;
@@ -1238,6 +1247,93 @@ fn a_late_refusal_of_an_older_token_is_answered_by_the_new_one() {
         ]
     );
     assert_eq!(net.approval_urls().len(), 1);
+}
+
+/// Stored credentials whose token expires an hour after `UNIX_START`, with a refresh
+/// token.
+fn stored_expiring() -> mcp_proto::auth::Credentials {
+    mcp_proto::auth::Credentials {
+        server_url: MCP.into(),
+        resource: MCP.into(),
+        issuer: AS.into(),
+        client: Some(mcp_proto::auth::ClientRegistration {
+            issuer: AS.into(),
+            client_id: "client-1".into(),
+            client_secret: None,
+            auth_method: "none".into(),
+            source: "dcr".into(),
+        }),
+        access_token: Some("stored-at".into()),
+        token_type: "Bearer".into(),
+        expires_at: Some(UNIX_START + 3600),
+        obtained_at: Some(UNIX_START),
+        refresh_token: Some("rt-1".into()),
+        requested_scope: None,
+        granted_scope: None,
+        revocation_endpoint: None,
+    }
+}
+
+/// A static `Authorization` header beside the flow: the flow's token wins while it has
+/// one, and once the flow holds credentials the static header never comes back, not
+/// even when the flow's token expires (it was sent then, in place of a refresh).
+#[test]
+fn the_flows_token_wins_over_a_static_header_even_once_expired() {
+    let mut auth = auth_config();
+    auth.credentials = Some(stored_expiring());
+    let mut net = Net::with_http(auth, ClientConfig::new("auth-http", "1.0"), |http| {
+        http.authorization = Some("Bearer static".into());
+    });
+    {
+        let mut s = net.state.borrow_mut();
+        s.valid.push("Bearer stored-at".into());
+        s.valid.push("Bearer static".into());
+    }
+    net.run_until(|n| n.connected() || n.closed().is_some());
+    assert!(net.connected(), "{:#?}", net.events);
+    for s in &net.seen {
+        assert_eq!(s.header("authorization"), Some("Bearer stored-at"));
+    }
+    // The stored token expires: refreshed, never replaced by the static header.
+    net.now += Duration::from_secs(7200);
+    let out = net.call(tool()).expect("call");
+    assert_eq!(text(&out), "run 1");
+    let sent: Vec<Option<&str>> = net
+        .seen
+        .iter()
+        .filter(|s| s.is_mcp())
+        .map(|s| s.header("authorization"))
+        .collect();
+    assert!(!sent.contains(&Some("Bearer static")), "{sent:?}");
+    assert_eq!(sent.last(), Some(&Some("Bearer at-1")), "{sent:?}");
+    assert_eq!(net.token_requests().len(), 1, "one refresh");
+}
+
+/// A token the flow obtained and that is known to have expired is not sent again from
+/// the link's copy of the last header value: the request goes without it, the server's
+/// `401` refreshes, and the call runs once with the new token.
+#[test]
+fn a_token_known_expired_is_not_sent_from_a_stale_copy() {
+    let mut net = Net::new(auth_config());
+    net.connect_with_approval();
+    assert!(net.call(CallRequest::list_tools()).is_ok());
+    // `expires_in` 3600: an hour and more later, `at-1` is known expired.
+    net.now += Duration::from_secs(3700);
+    let out = net.call(tool()).expect("call");
+    assert_eq!(text(&out), "run 1");
+    let calls = net.mcp_requests("tools/call");
+    for c in &calls {
+        assert_ne!(
+            c.header("authorization"),
+            Some("Bearer at-1"),
+            "expired token sent"
+        );
+    }
+    assert_eq!(
+        calls.last().unwrap().header("authorization"),
+        Some("Bearer at-2")
+    );
+    assert_eq!(net.state.borrow().tool_runs, 1);
 }
 
 /// A `403 insufficient_scope` that names no scope: the person is not asked again for

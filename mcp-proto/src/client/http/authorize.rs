@@ -202,6 +202,8 @@ impl HttpLink {
                 self.client.resume_after_approval(now);
                 let value = self.auth.as_ref().and_then(Authorizer::authorization);
                 self.set_authorization(value);
+                // The flow's token from now on: never the configured header again.
+                self.static_authorization = false;
                 for parked in std::mem::take(&mut self.parked) {
                     self.send_parked(now, parked);
                 }

@@ -112,7 +112,10 @@ pub struct HttpConfig {
     pub max_retry_after: Duration,
     /// Open the legacy GET stream for server-initiated messages. Default true.
     pub open_get_stream: bool,
-    /// `Authorization` header value, if any (e.g. `Bearer …`). Never logged.
+    /// `Authorization` header value, if any (e.g. `Bearer …`). Never logged. With
+    /// [`HttpConfig::auth`] as well, the flow's tokens win: this value is sent only
+    /// while the flow holds none (neither stored nor obtained), and never again once it
+    /// has held one, even when that token expires or is refused.
     pub authorization: Option<String>,
     /// `User-Agent`. Default `mcp-proto/<version>`.
     pub user_agent: String,
@@ -220,6 +223,11 @@ pub(crate) struct HttpLink {
     learning: learn::Learning,
     /// The authorization flow, when configured.
     auth: Option<Authorizer>,
+    /// Whether `config.authorization` goes out when the flow gives no header: always
+    /// without a flow; with one, only the caller's own value, until the flow holds
+    /// tokens. From then on the flow's token wins, and a token it no longer holds
+    /// (expired, refused) is never sent from this copy, nor replaced by the caller's.
+    static_authorization: bool,
     /// Largest body of an authorization response.
     auth_max_body: usize,
     /// Messages waiting for the flow to end.
@@ -259,7 +267,13 @@ impl HttpLink {
             .clone()
             .map(|a| Authorizer::new(a, &http.url, now, http.unix_time));
         let mut http = http;
-        if http.authorization.is_none() {
+        // The flow's tokens win over a configured header; that header is sent only
+        // while the flow holds none.
+        let flow_holds = auth.as_ref().is_some_and(|a| {
+            let c = a.credentials();
+            c.access_token.is_some() || c.refresh_token.is_some()
+        });
+        if flow_holds || http.authorization.is_none() {
             http.authorization = auth.as_ref().and_then(Authorizer::authorization);
         }
         let mut this = HttpLink {
@@ -287,6 +301,7 @@ impl HttpLink {
             held: None,
             learning: learn::Learning::default(),
             auth,
+            static_authorization: !flow_holds,
             auth_max_body,
             parked: VecDeque::new(),
             auth_generation: 0,

@@ -36,7 +36,12 @@ impl HttpLink {
         head.push("Accept", accept);
         head.push("User-Agent", &self.config.user_agent);
         if managed.is_empty() {
-            if let Some(auth) = &self.config.authorization {
+            // Without a usable token of the flow's, its last one (a copy kept to tell
+            // values apart) is not sent: only the configured header, before the flow
+            // held tokens.
+            if self.static_authorization
+                && let Some(auth) = &self.config.authorization
+            {
                 head.push("Authorization", auth);
             }
         } else {
