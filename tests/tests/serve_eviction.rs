@@ -52,21 +52,7 @@ fn server() -> Server {
 fn a_stream_accepted_on_an_evicted_connection_is_not_cancelled() {
     let mut failures = Vec::new();
     for adapter in BOTH {
-        let mut options = HttpServeOptions::default();
-        options.max_connections = 2;
-        let running = start_with(adapter, options, server);
-        let addr = running.addr;
-        let mut a = TcpStream::connect(addr).unwrap();
-        // Evictable after a second of waiting for a request.
-        thread::sleep(Duration::from_millis(1200));
-        let blocker = thread::spawn(move || {
-            fresh_roundtrip(addr, &call(9, "block", json!({})), Duration::from_secs(10))
-        });
-        thread::sleep(Duration::from_millis(300));
-        a.write_all(&call(1, "hang", json!({}))).unwrap();
-        thread::sleep(Duration::from_millis(200));
-        let newcomer =
-            thread::spawn(move || fresh_roundtrip(addr, &list(2), Duration::from_secs(10)));
+        let (running, mut a, blocker, newcomer) = hang_on_an_evicted_connection(adapter);
         let (got, closed) = read_for(&mut a, Duration::from_secs(4), |_| false);
         let text = String::from_utf8_lossy(&got).into_owned();
         let streamed = text.starts_with("HTTP/1.1 200") && text.contains("text/event-stream");
@@ -83,6 +69,31 @@ fn a_stream_accepted_on_an_evicted_connection_is_not_cancelled() {
         running.stop_within(Duration::from_secs(30));
     }
     assert!(failures.is_empty(), "{failures:?}");
+}
+
+type Roundtrip = thread::JoinHandle<Vec<u8>>;
+
+/// With room for two connections: connection A waits over a second (so it may be
+/// evicted), a second client calls `block` (the blocker), A sends a `hang` call (read in
+/// full, it waits for the endpoint), and a newcomer arrives to take A's place.
+fn hang_on_an_evicted_connection(
+    adapter: serve_attack::Adapter,
+) -> (serve_attack::Running, TcpStream, Roundtrip, Roundtrip) {
+    let mut options = HttpServeOptions::default();
+    options.max_connections = 2;
+    let running = start_with(adapter, options, server);
+    let addr = running.addr;
+    let mut a = TcpStream::connect(addr).unwrap();
+    // Evictable after a second of waiting for a request.
+    thread::sleep(Duration::from_millis(1200));
+    let blocker = thread::spawn(move || {
+        fresh_roundtrip(addr, &call(9, "block", json!({})), Duration::from_secs(10))
+    });
+    thread::sleep(Duration::from_millis(300));
+    a.write_all(&call(1, "hang", json!({}))).unwrap();
+    thread::sleep(Duration::from_millis(200));
+    let newcomer = thread::spawn(move || fresh_roundtrip(addr, &list(2), Duration::from_secs(10)));
+    (running, a, blocker, newcomer)
 }
 
 /// CPU time this process has used (user and system), in clock ticks (100 a second).
@@ -106,20 +117,7 @@ fn cpu_ticks() -> u64 {
 fn an_evicted_stream_whose_client_stopped_sending_costs_no_cpu() {
     let mut failures = Vec::new();
     for adapter in BOTH {
-        let mut options = HttpServeOptions::default();
-        options.max_connections = 2;
-        let running = start_with(adapter, options, server);
-        let addr = running.addr;
-        let mut a = TcpStream::connect(addr).unwrap();
-        thread::sleep(Duration::from_millis(1200));
-        let blocker = thread::spawn(move || {
-            fresh_roundtrip(addr, &call(9, "block", json!({})), Duration::from_secs(10))
-        });
-        thread::sleep(Duration::from_millis(300));
-        a.write_all(&call(1, "hang", json!({}))).unwrap();
-        thread::sleep(Duration::from_millis(200));
-        let newcomer =
-            thread::spawn(move || fresh_roundtrip(addr, &list(2), Duration::from_secs(10)));
+        let (running, mut a, blocker, newcomer) = hang_on_an_evicted_connection(adapter);
         let (got, _) = read_for(&mut a, Duration::from_secs(3), |seen| {
             String::from_utf8_lossy(seen).contains("text/event-stream")
         });
