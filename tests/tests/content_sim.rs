@@ -471,7 +471,7 @@ fn completion_leaves_the_context_out_for_2025_03_26() {
     let peer = Scripted::new(|m: &Value| match m["method"].as_str() {
         Some("initialize") => vec![answer(
             m,
-            json!({"protocolVersion":"2025-03-26","capabilities":{},"serverInfo":{"name":"s","version":"1"}}),
+            json!({"protocolVersion":"2025-03-26","capabilities":{"completions":{}},"serverInfo":{"name":"s","version":"1"}}),
         )],
         Some("completion/complete") => {
             vec![answer(m, json!({"completion":{"values":[]}}))]

@@ -19,7 +19,7 @@ fn legacy_init(m: &Value) -> String {
 
 fn discover_ok(m: &Value) -> String {
     json!({"jsonrpc":"2.0","id":m["id"],"result":{"resultType":"complete",
-        "supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"ttlMs":0,"cacheScope":"public"}})
+        "supportedVersions":["2026-07-28"],"capabilities":{"tools":{},"logging":{}},"ttlMs":0,"cacheScope":"public"}})
     .to_string()
 }
 

@@ -258,7 +258,8 @@ fn modern(client: &mut Client, shown: &Confirm, what: &str) {
 
 /// 2025-11-25: neither SDK serves tasks. The observable facts: no `tasks` capability, no
 /// `execution.taskSupport`, a plain result for `call_tool` and for a call asking for a
-/// task, and no `tasks/list`.
+/// task, and no `tasks/list` (refused before anything is sent: `tasks.list` was not
+/// declared).
 fn legacy(client: &mut Client, what: &str) {
     assert_eq!(client.era(), Era::Legacy, "{what}");
     let caps = client.server().capabilities.clone();
@@ -288,7 +289,9 @@ fn legacy(client: &mut Client, what: &str) {
     );
 
     match client.list_tasks() {
-        Err(Error::Call(CallError::Server(e))) => assert_eq!(e.code, -32601, "{what}: {e:?}"),
+        Err(Error::Call(CallError::NotDeclared { feature, .. })) => {
+            assert_eq!(feature, "tasks.list", "{what}");
+        }
         other => panic!("{what}: {other:?}"),
     }
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use mcp_blocking::mcp_proto::client::{AcceptDefaults, ClientConfig, DeclineAll, LogLevel};
 use mcp_blocking::mcp_proto::model::ClientCapabilities;
-use mcp_blocking::mcp_proto::{Era, EraMode, Limits};
+use mcp_blocking::mcp_proto::{EraMode, Limits};
 use mcp_blocking::{Client, Direction, HttpOptions, Options, StdioCommand};
 
 pub use crate::args::check_url;
@@ -408,13 +408,14 @@ pub fn connect_with(
     Ok(with_log_level(global, client))
 }
 
-/// Asks for the server's log messages at `--log-level` and above: `logging/setLevel` for
-/// a legacy server that declared logging (a refusal is not fatal), the per-request
-/// level of every request in 2026-07-28.
+/// Asks for the server's log messages at `--log-level` and above, when the server
+/// declared logging: `logging/setLevel` for a legacy server (a refusal is not fatal),
+/// the per-request level of every request in 2026-07-28. A server that declared no
+/// logging is not asked (the client would refuse the call locally).
 fn with_log_level(global: &Global, mut client: Client) -> Client {
     let level = global.log_level.as_deref().and_then(LogLevel::parse);
     if let Some(level) = level
-        && (client.era() == Era::Modern || client.server().has_capability("logging"))
+        && client.server().has_capability("logging")
         && let Err(e) = client.set_log_level(level)
     {
         eprintln!("the server did not take --log-level {level}: {e}");

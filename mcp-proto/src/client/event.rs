@@ -346,9 +346,13 @@ pub enum CallError {
         /// The task.
         task_id: String,
     },
-    /// The method belongs to an extension feature the server did not declare
-    /// (`skills/*` without `io.modelcontextprotocol/skills`, `resources/directory/read`
-    /// without its `directoryRead: true`); nothing was sent.
+    /// The method needs a capability or an extension feature the server did not
+    /// declare: a server capability of a utility, named as the server would declare it
+    /// (`resources.subscribe`, `completions`, `logging`, and in 2025-11-25 `tasks.list`
+    /// and `tasks.cancel`; not the primitives `tools`, `prompts`, `resources`), checked
+    /// once the server's capabilities are known (a call made before waits for them);
+    /// `skills/*` without `io.modelcontextprotocol/skills`; `resources/directory/read`
+    /// without its `directoryRead: true`. Nothing was sent.
     #[error("{method} needs {feature}, which the server did not declare")]
     NotDeclared {
         /// The method.

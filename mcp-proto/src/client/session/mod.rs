@@ -46,6 +46,12 @@
 //! locally with [`CallError::NotInVersion`], as do `resources/subscribe` and
 //! `resources/unsubscribe`.
 //!
+//! Once the server's capabilities are known (its `initialize` result or its
+//! `server/discover`), a request for a utility it did not declare is not sent: it fails
+//! locally with [`CallError::NotDeclared`] naming the capability (`completions`,
+//! `logging`, `resources.subscribe`, 2025-11-25 `tasks.list` and `tasks.cancel`). A call
+//! made before then waits for them.
+//!
 //! A 2026 `subscriptions/listen` ([`CallRequest::listen`]) is a call without an end to
 //! wait for (at most [`MAX_SUBSCRIPTIONS`] at once): only its acknowledgement is owed
 //! within the call's timeout; a listen not acknowledged in time ends with
@@ -1022,6 +1028,13 @@ impl Session {
                 self.complete(id, Err(CallError::NotInVersion { method, version }));
                 return;
             }
+            let lacking = (self.server.as_ref())
+                .and_then(|s| lacking_capability(&call.request.method, era, &s.capabilities));
+            if let Some(feature) = lacking {
+                let method = call.request.method.clone();
+                self.complete(id, Err(CallError::NotDeclared { method, feature }));
+                return;
+            }
             if version < ProtocolVersion::V2025_06_18
                 && call.request.method == "completion/complete"
             {
@@ -1578,6 +1591,39 @@ fn remember(ring: &mut VecDeque<i64>, id: i64) {
         ring.pop_front();
     }
     ring.push_back(id);
+}
+
+/// The server capability `method` needs (`completions`, `resources.subscribe`, …) when
+/// the server's `capabilities` (its `initialize` result, or 2026-07-28 `server/discover`)
+/// do not declare it: both sides use only negotiated capabilities. A capability declared
+/// as any value but `null` is there (`{}` means supported), but `resources.subscribe`
+/// and the 2025-11-25 `tasks.list` and `tasks.cancel` are members that must be declared
+/// in their own right (`subscribe: true`). Capabilities that are not an object say
+/// nothing either way, and nothing is refused on their account; nor is any method not
+/// listed here (`ping`, extensions, methods of the caller's own making). The primitives
+/// (`tools/*`, `prompts/*`, `resources/list`, `resources/read`, …) are not checked: a
+/// server that serves them without declaring them is still used, and one that does not
+/// serve them answers `-32601` itself.
+fn lacking_capability(method: &str, era: Era, capabilities: &Value) -> Option<&'static str> {
+    let caps = capabilities.as_object()?;
+    let needed = match method {
+        "resources/subscribe" | "resources/unsubscribe" => "resources.subscribe",
+        "completion/complete" => "completions",
+        "logging/setLevel" => "logging",
+        // The 2026 tasks extension has its own declaration (and no listing).
+        request::TASKS_LIST if era == Era::Legacy => "tasks.list",
+        request::TASKS_CANCEL if era == Era::Legacy => "tasks.cancel",
+        _ => return None,
+    };
+    let present = |v: Option<&Value>| v.is_some_and(|v| !v.is_null());
+    let declared = match needed.split_once('.') {
+        None => present(caps.get(needed)),
+        Some(("resources", member)) => {
+            caps.get("resources").and_then(|r| r.get(member)) == Some(&Value::Bool(true))
+        }
+        Some((capability, member)) => present(caps.get(capability).and_then(|c| c.get(member))),
+    };
+    (!declared).then_some(needed)
 }
 
 /// For a method of the Skills extension, what the server must have declared for it and

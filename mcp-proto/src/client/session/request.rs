@@ -116,7 +116,9 @@ impl CallRequest {
     /// `tasks/list` (2025-11-25), every page; read the items with
     /// [`CallOutput::tasks`](crate::client::CallOutput::tasks). The 2026-07-28
     /// extension has no listing: there the call fails locally with
-    /// [`CallError::NotInVersion`](crate::client::CallError::NotInVersion).
+    /// [`CallError::NotInVersion`](crate::client::CallError::NotInVersion). A
+    /// 2025-11-25 server that did not declare `tasks.list` is not asked
+    /// ([`CallError::NotDeclared`](crate::client::CallError::NotDeclared)).
     #[must_use]
     pub fn list_tasks() -> Self {
         Self::listing(TASKS_LIST, "tasks")
@@ -142,7 +144,9 @@ impl CallRequest {
 
     /// `tasks/cancel` for the task `task_id`. 2025-11-25 answers with the task (now
     /// `cancelled`), or `-32602` when it had already finished; 2026-07-28 answers with
-    /// an acknowledgement, the task ending later.
+    /// an acknowledgement, the task ending later. A 2025-11-25 server that did not
+    /// declare `tasks.cancel` is not asked
+    /// ([`CallError::NotDeclared`](crate::client::CallError::NotDeclared)).
     #[must_use]
     pub fn cancel_task(task_id: &str) -> Self {
         Self::for_task(TASKS_CANCEL, task_id)
@@ -238,7 +242,9 @@ impl CallRequest {
 
     /// `completion/complete`: values for `argument` of `reference` starting from
     /// `value`. `context` holds arguments already chosen (`context.arguments`); it is
-    /// left out for a server on 2025-03-26, which does not know it.
+    /// left out for a server on 2025-03-26, which does not know it. A server that did
+    /// not declare `completions` is not asked: the call fails locally with
+    /// [`CallError::NotDeclared`](crate::client::CallError::NotDeclared).
     #[must_use]
     pub fn complete(
         reference: &crate::model::CompletionRef,
@@ -272,6 +278,8 @@ impl CallRequest {
     /// `notifications/resources/updated` when the resource at `uri` changes. The
     /// 2026-07-28 protocol subscribes with `subscriptions/listen` instead: there the call
     /// fails locally with [`CallError::NotInVersion`](crate::client::CallError::NotInVersion).
+    /// A server that did not declare `resources.subscribe: true` is not asked: the call
+    /// fails locally with [`CallError::NotDeclared`](crate::client::CallError::NotDeclared).
     #[must_use]
     pub fn subscribe_resource(uri: &str) -> Self {
         let mut params = Map::new();
@@ -312,6 +320,10 @@ impl CallRequest {
     /// nothing is sent: the level becomes the default per-request level
     /// (`_meta["io.modelcontextprotocol/logLevel"]`) of every later request, and the
     /// call completes at once with `{}`.
+    ///
+    /// In both eras a server that did not declare `logging` is not asked: the call
+    /// fails locally with [`CallError::NotDeclared`](crate::client::CallError::NotDeclared)
+    /// and the level is left as it was.
     #[must_use]
     pub fn set_log_level(level: LogLevel) -> Self {
         let mut params = Map::new();
