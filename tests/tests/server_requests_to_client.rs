@@ -183,6 +183,39 @@ fn a_reused_request_id_is_never_answered_twice_even_at_the_limit() {
     }
 }
 
+/// A server that asks more than the client keeps waiting for the user is refused with an
+/// error that names the limit it ran into, both in the answer the server gets and in the
+/// report the application gets.
+#[test]
+fn requests_past_the_waiting_limits_are_refused_naming_the_limit() {
+    let cases = [
+        ("max_pending_server_requests", {
+            let mut l = Limits::default();
+            l.max_pending_server_requests = 1;
+            l
+        }),
+        ("max_pending_input_bytes", {
+            let mut l = Limits::default();
+            l.max_pending_input_bytes = 100;
+            l
+        }),
+    ];
+    for (limit, limits) in cases {
+        let mut sim = legacy_sim(limits);
+        feed(&mut sim, &elicit("a"));
+        feed(&mut sim, &elicit("b"));
+        let answers = answers_to(&sim, &json!("b"));
+        assert_eq!(answers.len(), 1, "{limit}: {answers:?}");
+        let message = answers[0]["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(limit), "{limit}: {}", answers[0]);
+        let reported = sim.events.iter().any(|e| {
+            matches!(e, Event::PeerError(PeerError::RequestRefused { reason, .. })
+                if reason.contains(limit))
+        });
+        assert!(reported, "{limit}: {:?}", sim.events);
+    }
+}
+
 // ----- task status notifications and polling -------------------------------------------
 
 fn legacy_task(status: &str) -> Value {

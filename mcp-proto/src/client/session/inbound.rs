@@ -899,14 +899,21 @@ impl Session {
             PendingInput::Modern { .. } | PendingInput::Task { .. } => (n, b),
         });
         let limits = &self.config.limits;
+        // The refusal names the limit, for the server's log and the application's report.
         if waiting >= limits.max_pending_server_requests {
-            let e = ErrorObject::new(codes::INTERNAL_ERROR, "too many requests waiting");
-            return refuse(self, e);
+            let message = format!(
+                "too many requests waiting for an answer (max_pending_server_requests: {})",
+                limits.max_pending_server_requests
+            );
+            return refuse(self, ErrorObject::new(codes::INTERNAL_ERROR, message));
         }
         let bytes = r.params.as_ref().map_or(0, |p| p.get().len());
         if waiting_bytes + bytes > limits.max_pending_input_bytes {
-            let e = ErrorObject::new(codes::INTERNAL_ERROR, "too many bytes of requests waiting");
-            return refuse(self, e);
+            let message = format!(
+                "too many bytes of requests waiting for an answer (max_pending_input_bytes: {})",
+                limits.max_pending_input_bytes
+            );
+            return refuse(self, ErrorObject::new(codes::INTERNAL_ERROR, message));
         }
         if let InputRequest::Elicitation(p) = &request
             && p.is_url_mode()
