@@ -68,7 +68,10 @@
 //! ```
 //!
 //! `examples/own_runtime.rs` drives a real server process with nothing but `std` and
-//! this crate, in about a hundred lines: the whole of what an adapter does.
+//! this crate, in about two hundred lines: the whole of what an adapter does, a server
+//! that cannot be started, stops reading, or exits with its stdout held open included.
+//! Its end is the machine's: after [`client::Transmit::Close`] it still drains the
+//! events (the failed calls, [`client::Event::Closed`] with its reason).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
