@@ -284,6 +284,11 @@ impl Line {
             Ok(Line::Out(t, step))
         } else if object.contains_key("truncated") {
             Ok(Line::Truncated)
+        } else if let Some(why) = object.get("unreadable") {
+            Err(format!(
+                "the recorder could not read this line back to redact it, so it was left out ({})",
+                why.get("error").and_then(Value::as_str).unwrap_or("?")
+            ))
         } else {
             Err("neither a header nor an entry".to_owned())
         }
@@ -299,6 +304,12 @@ impl Line {
 
     pub(crate) fn output(t: i64, step: &Out) -> String {
         to_line(&Timed { t, step })
+    }
+
+    /// What stands for a line of `bytes` bytes that could not be read back (`error`),
+    /// and so not redacted.
+    pub(crate) fn unreadable(bytes: usize, error: &str) -> String {
+        to_line(&serde_json::json!({ "unreadable": { "bytes": bytes, "error": error } }))
     }
 
     pub(crate) fn truncated(budget: usize) -> String {

@@ -59,6 +59,8 @@ impl Redaction for NoRedaction {
 pub struct Redactor<R> {
     redaction: R,
     http: bool,
+    /// A line was seen, so the next one is not the header.
+    started: bool,
 }
 
 impl<R: Redaction> Redactor<R> {
@@ -67,13 +69,27 @@ impl<R: Redaction> Redactor<R> {
         Redactor {
             redaction,
             http: false,
+            started: false,
         }
     }
 
     /// `line` with its secrets replaced. Lines with none are returned as they are.
+    ///
+    /// A line that cannot be read back (a value in it nested deeper than a JSON reader
+    /// follows, such as an extension capability of the configuration) cannot be
+    /// redacted: it is replaced by a line saying so, which a replay refuses. When that
+    /// line is the header, which says whether the recording is of HTTP, every later
+    /// line is redacted as HTTP.
     pub fn redact(&mut self, line: String) -> String {
-        let Ok(parsed) = Line::parse(&line) else {
-            return line;
+        let first = !std::mem::replace(&mut self.started, true);
+        let parsed = match Line::parse(&line) {
+            Ok(parsed) => parsed,
+            Err(error) => {
+                if first {
+                    self.http = true;
+                }
+                return Line::unreadable(line.len(), &error);
+            }
         };
         let r = &mut self.redaction;
         match parsed {
@@ -120,4 +136,78 @@ fn hides_header(redaction: &mut dyn Redaction, name: &str, value: &str) -> bool 
     let probe = format!("GET / HTTP/1.1\r\n{name}: {value}\r\n\r\n");
     // A connection no machine numbers, so no response in progress is disturbed.
     redaction.request(ConnId(u64::MAX), probe.as_bytes()) != probe.as_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Instant;
+    use crate::client::http::HttpConfig;
+    use crate::client::{Client, ClientConfig};
+    use crate::http::EndpointUrl;
+
+    /// Every request, response, credential and URL becomes `[gone]`.
+    struct Hide;
+
+    impl Redaction for Hide {
+        fn request(&mut self, _: ConnId, _: &[u8]) -> Vec<u8> {
+            b"[gone]".to_vec()
+        }
+        fn response(&mut self, _: ConnId, _: &[u8]) -> Vec<u8> {
+            b"[gone]".to_vec()
+        }
+        fn credential(&mut self, _: &str) -> String {
+            "[gone]".to_owned()
+        }
+        fn url(&mut self, _: &str) -> String {
+            "http://gone/".to_owned()
+        }
+        fn describe(&self) -> Value {
+            Value::String("hide".to_owned())
+        }
+    }
+
+    #[test]
+    fn a_line_that_cannot_be_read_back_is_not_passed_on_unredacted() {
+        // An extension capability nested deeper than a JSON reader follows makes a
+        // header line that does not parse again.
+        let mut deep = Value::Bool(true);
+        for _ in 0..200 {
+            deep = Value::Array(vec![deep]);
+        }
+        let mut config = ClientConfig::new("deep", "1");
+        config
+            .capabilities
+            .extensions
+            .insert("x-deep".to_owned(), deep);
+        let url = EndpointUrl::parse("http://127.0.0.1:9/mcp?access_token=urlsecret", false)
+            .expect("a valid URL");
+        let mut http = HttpConfig::new(url);
+        http.authorization = Some("Bearer headersecret".to_owned());
+        let mut client = Client::http(config, http, Instant::ZERO);
+        client.start_recording();
+        let mut buf = Vec::new();
+        while client.poll_transmit(Instant::ZERO, &mut buf).is_some() {}
+        client.handle_connected(Instant::ZERO, ConnId(1));
+        while client.poll_transmit(Instant::ZERO, &mut buf).is_some() {}
+        assert!(String::from_utf8_lossy(&buf).contains("headersecret"));
+        let mut redactor = Redactor::new(Hide);
+        let mut written = String::new();
+        while let Some(line) = client.poll_transcript() {
+            written.push_str(&redactor.redact(line));
+            written.push('\n');
+        }
+        for secret in ["urlsecret", "headersecret"] {
+            assert!(!written.contains(secret), "{secret} leaked: {written:.300}");
+        }
+        // The request went out, redacted as the HTTP it is.
+        assert!(written.contains(r#""out":"write""#), "{written}");
+        let refused = super::super::Replay::new(&written).unwrap_err();
+        assert!(
+            refused.to_string().starts_with(
+                "line 1: not a transcript line: the recorder could not read this line back"
+            ),
+            "{refused}"
+        );
+    }
 }
