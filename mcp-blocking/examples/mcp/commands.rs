@@ -528,7 +528,9 @@ fn shown(s: &Option<String>) -> &str {
 }
 
 pub fn tools(global: &Global, server: &str) -> Result<u8, Failure> {
-    let mut client = session::connect(global, server, Some(InputMode::None))?;
+    // Declares what a call would (a server may list some tools only to a client that
+    // can answer them): the listing shows what `mcp call` can call.
+    let mut client = session::connect(global, server, None)?;
     let out = client.request(CallRequest::list_tools())?;
     let excluded: Vec<Value> = client
         .excluded_tools()
@@ -1427,7 +1429,9 @@ fn check(global: &Global, name: &str) -> Result<Check, Failure> {
         timeout: Some(session::probe_timeout(global)),
         ..global.clone()
     };
-    let mut client = session::connect(&bounded, name, Some(InputMode::None))?;
+    // The capabilities a script's call declares (the tools counted are those it can
+    // call), but nobody is ever waited for: a check stays bounded.
+    let mut client = session::connect(&bounded, name, Some(InputMode::Script))?;
     let tools = client.list_tools()?.len();
     let c = Check {
         era: client.era(),

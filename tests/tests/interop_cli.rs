@@ -1,0 +1,100 @@
+//! The reference CLI (`mcp`, `mcp-blocking/examples/mcp`) as a person uses it, in fresh
+//! processes, against servers built with other SDKs over stdio: the TypeScript SDK v2
+//! and the Python SDK 2.3 in both eras, and `@modelcontextprotocol/server-everything`
+//! (legacy). Each test skips when its fixture is not installed (fails under `CI`).
+
+use std::path::Path;
+use std::process::Output;
+
+use mcp_tests::cli_home::CliHome;
+use mcp_tests::interop::{Fixture, fixture_installed, interop_dir};
+use serde_json::Value;
+
+fn home(test: &str) -> CliHome {
+    CliHome::new(
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join("interop-cli"),
+        test,
+    )
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn json(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("not one JSON document ({e}): {}", stdout(o)))
+}
+
+/// `mcp add NAME --stdio …` for fixture `f` in `era` (`auto`, `legacy`, `modern`), with
+/// the server's own flags (`--tasks`, …) after its mode; `None` (skip) when `f` is not
+/// installed.
+fn add(home: &CliHome, name: &str, f: Fixture, era: &str, flags: &[&str]) -> Option<()> {
+    if !fixture_installed(f) {
+        return None;
+    }
+    let dir = interop_dir();
+    let (command, script, env): (&str, String, &[&str]) = match f {
+        Fixture::TypeScript => ("node", dir.join("srv.mjs").display().to_string(), &["PATH"]),
+        Fixture::Python => (
+            "python3",
+            dir.join("srv.py").display().to_string(),
+            &["PATH", "HOME", "PYTHONPATH"],
+        ),
+        Fixture::Everything => (
+            "node",
+            dir.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+                .display()
+                .to_string(),
+            &["PATH"],
+        ),
+    };
+    let mut args = vec!["add", name, "--stdio", command, "--era", era];
+    for e in env {
+        args.extend(["--env", e]);
+    }
+    args.extend(["--", &script, "stdio"]);
+    args.extend(flags);
+    let out = home.run(&args);
+    assert_eq!(out.status.code(), Some(0), "add {name}: {}", stderr(&out));
+    Some(())
+}
+
+/// Runs `mcp args…` in `home`, with the Python fixture's packages on `PYTHONPATH`.
+fn run(home: &CliHome, args: &[&str]) -> Output {
+    home.command(args)
+        .env("PYTHONPATH", interop_dir().join("pydeps"))
+        .output()
+        .expect("run mcp")
+}
+
+/// server-everything registers `trigger-elicitation-request` only for a client that
+/// declared elicitation. A script's `mcp call` declares it (forms are declared off a
+/// terminal too), so `mcp tools` must list what such a call can call.
+#[test]
+fn tools_lists_the_tools_a_call_can_call() {
+    let home = home("tools-as-call");
+    if add(&home, "ev", Fixture::Everything, "auto", &[]).is_none() {
+        return;
+    }
+    let out = run(&home, &["--format", "json", "tools", "ev"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let names: Vec<String> = json(&out)["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(str::to_owned))
+        .collect();
+    assert!(
+        names.iter().any(|n| n == "trigger-elicitation-request"),
+        "tools lists fewer tools than a call sees: {names:?}"
+    );
+    // The count `mcp test` reports is the same listing.
+    let out = run(&home, &["--format", "json", "test", "ev"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(json(&out)["tools"], names.len(), "{}", stdout(&out));
+}
