@@ -98,3 +98,83 @@ fn tools_lists_the_tools_a_call_can_call() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(json(&out)["tools"], names.len(), "{}", stdout(&out));
 }
+
+/// A call run as a task (2026-07-28, the tasks extension) whose task asks for input off a
+/// terminal fails as a plain call that asks does: kind `input-needed`, the same words.
+#[test]
+fn a_task_that_needs_input_fails_as_a_call_that_does() {
+    for f in [Fixture::TypeScript, Fixture::Python] {
+        let home = home(&format!("task-input-{f:?}"));
+        if add(&home, "srv", f, "modern", &["--tasks"]).is_none() {
+            return;
+        }
+        let plain = run(&home, &["call", "srv", "confirm"]);
+        assert_eq!(plain.status.code(), Some(1), "{f:?}: {}", stderr(&plain));
+        let task = run(&home, &["call", "srv", "ask_task", "--task"]);
+        assert_eq!(task.status.code(), Some(1), "{f:?}: {}", stderr(&task));
+        let said = stderr(&task);
+        let last: Vec<&str> = said.lines().filter(|l| !l.contains(" task ")).collect();
+        assert_eq!(
+            last.join("\n") + "\n",
+            stderr(&plain),
+            "{f:?}: the task's failure is not the call's"
+        );
+        let out = run(
+            &home,
+            &["--format", "json", "call", "srv", "ask_task", "--task"],
+        );
+        assert_eq!(out.status.code(), Some(1), "{f:?}: {}", stdout(&out));
+        assert_eq!(
+            json(&out)["error"]["kind"],
+            "input-needed",
+            "{}",
+            stdout(&out)
+        );
+    }
+}
+
+/// `--auto-accept` answers a form with its defaults; a form with a required field that has
+/// none cannot be answered so. The failure says so, names the field, and is the same in
+/// both eras and with both SDKs (the legacy servers report the client's refusal each in
+/// their own way: a JSON-RPC error, a tool error).
+#[test]
+fn auto_accept_without_a_default_says_so_in_both_eras() {
+    let mut said = Vec::new();
+    for f in [Fixture::TypeScript, Fixture::Python] {
+        for era in ["modern", "legacy"] {
+            let home = home(&format!("auto-accept-{f:?}-{era}"));
+            if add(&home, "srv", f, era, &[]).is_none() {
+                return;
+            }
+            let out = run(&home, &["call", "srv", "confirm", "--auto-accept"]);
+            assert_eq!(out.status.code(), Some(1), "{f:?} {era}: {}", stderr(&out));
+            let text = stderr(&out);
+            assert!(
+                text.contains("--auto-accept") && text.contains("\"ok\""),
+                "{f:?} {era}: {text}"
+            );
+            said.push((format!("{f:?} {era}"), text));
+            let out = run(
+                &home,
+                &[
+                    "--format",
+                    "json",
+                    "call",
+                    "srv",
+                    "confirm",
+                    "--auto-accept",
+                ],
+            );
+            assert_eq!(out.status.code(), Some(1), "{f:?} {era}: {}", stdout(&out));
+            assert_eq!(
+                json(&out)["error"]["kind"],
+                "input-needed",
+                "{}",
+                stdout(&out)
+            );
+        }
+    }
+    for (who, text) in &said[1..] {
+        assert_eq!(text, &said[0].1, "{who} differs from {}", said[0].0);
+    }
+}

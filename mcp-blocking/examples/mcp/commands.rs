@@ -702,7 +702,14 @@ pub fn call(
     let (out, task_failed) = match task {
         Some(flags) => {
             let ttl = flags.ttl_secs.map(Duration::from_secs);
-            run_task(global, &mut client, request.as_task(ttl))?
+            match run_task(global, &mut client, request.as_task(ttl)) {
+                Ok(done) => done,
+                // A task that needed input fails as a plain call that needed it does.
+                Err(Failure::Mcp(e)) => {
+                    return Err(input_needed(&client, Some(&e)).unwrap_or(Failure::Mcp(e)));
+                }
+                Err(other) => return Err(other),
+            }
         }
         None => match client.request(request) {
             Ok(out) => (out, false),
@@ -748,6 +755,15 @@ pub fn call(
 /// request for an undeclared capability, or a 2026 `-32021`), the failure that says
 /// which and names the flag that answers it; the same words in both eras.
 fn input_needed(client: &Client, error: Option<&mcp_blocking::Error>) -> Option<Failure> {
+    if let Some((form, why)) = crate::extras::unfilled() {
+        return Some(Failure::NeedsInput {
+            message: format!(
+                "--auto-accept cannot answer the server's form ({}) with its defaults: {why}",
+                output::clip(&one_line(&form), 80)
+            ),
+            hint: "run it from a terminal without --auto-accept to fill the form in".to_owned(),
+        });
+    }
     let mut kinds: Vec<String> = client
         .undeclared_inputs()
         .iter()

@@ -8,7 +8,8 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use mcp_blocking::mcp_proto::client::{
-    InputAnswer, InputHandler, InputRequest, LogMessage, Root, SamplingResult,
+    AcceptDefaults, FormSchema, InputAnswer, InputHandler, InputRequest, LogMessage, Root,
+    SamplingResult,
 };
 use mcp_blocking::mcp_proto::jsonrpc::{ErrorObject, codes};
 
@@ -138,6 +139,52 @@ impl InputHandler for Unanswered {
 /// What [`Unanswered`] refused so far in this run.
 pub fn unanswered() -> Vec<&'static str> {
     UNANSWERED.lock().map(|a| a.clone()).unwrap_or_default()
+}
+
+/// The first form in this run that `--auto-accept` could not answer: its message, and
+/// why its defaults do not answer it.
+static UNFILLED: std::sync::Mutex<Option<(String, String)>> = std::sync::Mutex::new(None);
+
+/// `--auto-accept`: answers as [`AcceptDefaults`] does, except a form that its schema's
+/// defaults do not answer (a required field without a default, a default outside its
+/// field's constraints), which is refused with the reason and remembered
+/// ([`unfilled`]): the command then says which field it was, with the same words in
+/// both eras, instead of whatever the server makes of the refusal.
+pub struct AutoAccept;
+
+impl InputHandler for AutoAccept {
+    fn answer(&mut self, request: &InputRequest) -> InputAnswer {
+        if let InputRequest::Elicitation(p) = request
+            && !p.is_url_mode()
+        {
+            let schema = p
+                .requested_schema
+                .as_ref()
+                .and_then(|s| serde_json::from_str(s.get()).ok())
+                .unwrap_or_else(|| serde_json::json!({"type": "object"}));
+            let why = match FormSchema::parse(&schema) {
+                Ok(form) => form.check(p.defaults()).err(),
+                Err(e) => Some(e),
+            };
+            if let Some(why) = why {
+                if let Ok(mut first) = UNFILLED.lock()
+                    && first.is_none()
+                {
+                    *first = Some((p.message.clone(), why.to_string()));
+                }
+                return InputAnswer::Error(ErrorObject::new(
+                    codes::INTERNAL_ERROR,
+                    format!("the client could not answer with the form's defaults: {why}"),
+                ));
+            }
+        }
+        AcceptDefaults.answer(request)
+    }
+}
+
+/// The first form [`AutoAccept`] refused in this run: its message and why.
+pub fn unfilled() -> Option<(String, String)> {
+    UNFILLED.lock().ok().and_then(|f| f.clone())
 }
 
 /// Runs `command` through the shell with `input` on its stdin; its stdout is the

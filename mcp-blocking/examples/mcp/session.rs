@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
-use mcp_blocking::mcp_proto::client::{AcceptDefaults, ClientConfig, DeclineAll, LogLevel};
+use mcp_blocking::mcp_proto::client::{ClientConfig, DeclineAll, LogLevel};
 use mcp_blocking::mcp_proto::model::ClientCapabilities;
 use mcp_blocking::mcp_proto::{EraMode, Limits};
 use mcp_blocking::{Client, Direction, HttpOptions, Options, StdioCommand};
@@ -298,7 +298,7 @@ pub fn options(global: &Global, input: InputMode, server: &str) -> Options {
             options.input_handler(WithSampling::new(extras::Unanswered, sampling, limit))
         }
         InputMode::AutoAccept => {
-            options.input_handler(WithSampling::new(AcceptDefaults, sampling, limit))
+            options.input_handler(WithSampling::new(extras::AutoAccept, sampling, limit))
         }
         InputMode::Prompt => options.input_handler(WithSampling::new(
             TerminalForm::new(server),
