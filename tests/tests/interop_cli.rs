@@ -178,3 +178,38 @@ fn auto_accept_without_a_default_says_so_in_both_eras() {
         assert_eq!(text, &said[0].1, "{who} differs from {}", said[0].0);
     }
 }
+
+/// `listen --resource` on a legacy server that declared no `resources.subscribe`: the
+/// subscription is not sent (the client only uses capabilities the server declared), and
+/// the listen ends as a 2026-07-28 one acknowledged for nothing does (`ended failed`, exit
+/// 1), saying why, instead of printing the server's "Method not found".
+#[test]
+fn legacy_listen_without_subscribe_capability_says_why() {
+    for f in [Fixture::TypeScript, Fixture::Python] {
+        let home = home(&format!("listen-no-subscribe-{f:?}"));
+        if add(&home, "srv", f, "legacy", &[]).is_none() {
+            return;
+        }
+        let out = run(&home, &["listen", "srv", "--resource", "ts://notes/1"]);
+        assert_eq!(out.status.code(), Some(1), "{f:?}: {}", stderr(&out));
+        let text = stdout(&out);
+        assert!(
+            text.starts_with("ended failed: ") && text.contains("resources.subscribe"),
+            "{f:?}: stdout {text:?}, stderr {:?}",
+            stderr(&out)
+        );
+        let out = run(
+            &home,
+            &[
+                "--format",
+                "json",
+                "listen",
+                "srv",
+                "--resource",
+                "ts://notes/1",
+            ],
+        );
+        assert_eq!(out.status.code(), Some(1), "{f:?}: {}", stderr(&out));
+        assert_eq!(json(&out)["event"], "ended", "{}", stdout(&out));
+    }
+}

@@ -1201,8 +1201,30 @@ pub fn listen(
         }
         let _ = client.end_listen(subscription);
     } else {
-        for uri in resources {
-            client.subscribe_resource(uri)?;
+        // A legacy server offers `resources/subscribe` only with `resources.subscribe`.
+        let subscribes = client
+            .server()
+            .capabilities
+            .pointer("/resources/subscribe")
+            .is_some_and(|s| s == &Value::Bool(true));
+        if !resources.is_empty() && !subscribes {
+            let why = "the server does not offer resource subscriptions (it declared no \
+                       resources.subscribe)";
+            if !list_changed && tasks.is_none() {
+                // Nothing else was asked: nothing can come.
+                let detail = Value::String(format!("failed: {why}"));
+                listen_line(global, "ended", &detail, None);
+                client.close();
+                return Ok(1);
+            }
+            eprintln!(
+                "mcp: not subscribed to {}: {why}",
+                one_line(&resources.join(" "))
+            );
+        } else {
+            for uri in resources {
+                client.subscribe_resource(uri)?;
+            }
         }
         // Task status notifications are task events; with --tasks, both kinds are
         // waited for in turn. Over HTTP the server's stream is looked at every second:
