@@ -93,10 +93,18 @@ fn tools_lists_the_tools_a_call_can_call() {
         names.iter().any(|n| n == "trigger-elicitation-request"),
         "tools lists fewer tools than a call sees: {names:?}"
     );
-    // The count `mcp test` reports is the same listing.
+    // The count `mcp test` reports is the same listing, and so is `status --connect`'s.
     let out = run(&home, &["--format", "json", "test", "ev"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(json(&out)["tools"], names.len(), "{}", stdout(&out));
+    let out = run(&home, &["--format", "json", "status", "ev", "--connect"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        json(&out)["servers"][0]["status"]["tools"],
+        names.len(),
+        "{}",
+        stdout(&out)
+    );
 }
 
 /// A call run as a task (2026-07-28, the tasks extension) whose task asks for input off a

@@ -1462,14 +1462,27 @@ struct Check {
     tools: usize,
 }
 
-fn check(global: &Global, name: &str) -> Result<Check, Failure> {
+/// `approve`: a person may approve an authorization in a browser (`test`), as for any
+/// command; `status` and `doctor` probe without one.
+fn check(global: &Global, name: &str, approve: bool) -> Result<Check, Failure> {
     let bounded = Global {
         timeout: Some(session::probe_timeout(global)),
         ..global.clone()
     };
     // The capabilities a script's call declares (the tools counted are those it can
-    // call), but nobody is ever waited for: a check stays bounded.
-    let mut client = session::connect(&bounded, name, Some(InputMode::Script))?;
+    // call; none with --no-input), but nobody is ever waited for: a check stays bounded.
+    let input = if global.no_input {
+        InputMode::None
+    } else {
+        InputMode::Script
+    };
+    let run = crate::auth::Plan::for_run(&bounded);
+    let plan = crate::auth::Plan {
+        interactive: approve && run.interactive,
+        ..run
+    };
+    let entry = session::entry(&bounded, name)?;
+    let mut client = session::connect_with(&bounded, name, entry, Some(input), &plan)?;
     let tools = client.list_tools()?.len();
     let c = Check {
         era: client.era(),
@@ -1491,7 +1504,7 @@ fn server_label(client: &Client) -> String {
 }
 
 pub fn test(global: &Global, name: &str) -> Result<u8, Failure> {
-    let c = check(global, name)?;
+    let c = check(global, name, true)?;
     match global.format {
         Format::Json => print_json(&json!({
             "server": name,
@@ -1528,11 +1541,6 @@ pub fn status(global: &Global, only: Option<&str>, connect: bool) -> Result<u8, 
     let mut failed = false;
     let mut rows = Vec::new();
     let mut docs = Vec::new();
-    // A probe never waits for a person.
-    let probe = Global {
-        no_input: true,
-        ..global.clone()
-    };
     for name in names {
         let entry = &file.servers[name];
         let mut doc = entry_json(name, entry);
@@ -1543,7 +1551,8 @@ pub fn status(global: &Global, only: Option<&str>, connect: bool) -> Result<u8, 
             doc["credentials"] = state.to_json();
         }
         if connect {
-            match check(&probe, name) {
+            // A probe never waits for a person.
+            match check(global, name, false) {
                 Ok(c) => {
                     row.push(format!("ok: {} {} ({} tools)", c.era, c.version, c.tools));
                     doc["status"] = json!({"ok": true, "era": c.era, "protocolVersion": c.version, "tools": c.tools});
@@ -1667,12 +1676,9 @@ pub fn doctor(global: &Global, connect: bool) -> Result<u8, Failure> {
         }
     }
     if connect {
-        let probe = Global {
-            no_input: true,
-            ..global.clone()
-        };
         for name in file.servers.keys() {
-            match check(&probe, name) {
+            // A probe never waits for a person.
+            match check(global, name, false) {
                 Ok(c) => checks.push((
                     "ok",
                     format!(
