@@ -1037,10 +1037,40 @@ impl HttpEndpoint {
 
     /// When [`HttpEndpoint::handle_timeout`] is next due: the machine's
     /// [`Server::poll_timeout`] (a task outcome falling due, a held `tasks/result`
-    /// expiring; completed deferred work, at once).
+    /// expiring; completed deferred work, at once), and the expiry of the task of each
+    /// 2025 `tasks/result` parked on its task's input requests in a legacy session (at
+    /// once for one whose task ended or is gone).
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.server.poll_timeout()
+        let machine = self.server.poll_timeout();
+        let parked = (self.sessions_with_parked_tasks().into_iter())
+            .filter_map(|(_, due)| due)
+            .min();
+        match (machine, parked) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The legacy sessions (held here, not the one in the machine) with a 2025
+    /// `tasks/result` parked on its task's input requests, and when the earliest of
+    /// those tasks expires. Such a `tasks/result` is an open exchange of its session, so
+    /// only the sessions of open exchanges are looked at.
+    fn sessions_with_parked_tasks(&self) -> Vec<(&str, Option<Instant>)> {
+        let Some(table) = &self.sessions else {
+            return Vec::new();
+        };
+        let sessions: BTreeSet<&str> = (self.exchanges.values())
+            .filter_map(|e| e.session.as_deref())
+            .collect();
+        (sessions.into_iter())
+            .filter_map(|s| {
+                let state = table.state(s)?;
+                let mut parked = state.parked_tasks().peekable();
+                parked.peek()?;
+                Some((s, self.server.expiry_of_parked(parked)))
+            })
+            .collect()
     }
 
     /// Time passed ([`Server::handle_timeout`]): the calls whose deferred work completed
@@ -1090,7 +1120,8 @@ impl HttpEndpoint {
     }
 
     /// The held 2025 `tasks/result` requests whose task now asks for input (its
-    /// deferred or delayed work asked) ask in their own session, on their own stream.
+    /// deferred or delayed work asked) ask in their own session, on their own stream;
+    /// those parked on the input requests of a task that ended are answered there.
     fn ask_in_sessions(&mut self, now: Instant) {
         let mut sessions: Vec<String> = (self.server.results_to_ask_on().iter())
             .filter_map(|r| match r {
@@ -1098,6 +1129,13 @@ impl HttpEndpoint {
                 RequestId::String(_) => None,
             })
             .collect();
+        // And those whose `tasks/result` parked on a task's input requests must end: the
+        // task ended (expired, or gone) while another session was in the machine.
+        sessions.extend(
+            (self.sessions_with_parked_tasks().into_iter())
+                .filter(|(_, due)| due.is_some_and(|d| d <= now))
+                .map(|(s, _)| s.to_owned()),
+        );
         sessions.sort_unstable();
         sessions.dedup();
         for session in sessions {

@@ -165,6 +165,12 @@ impl PendingCall {
 }
 
 impl LegacyState {
+    /// The tasks whose 2025 `tasks/result` is parked in this state on their input
+    /// requests.
+    pub(super) fn parked_tasks(&self) -> impl Iterator<Item = &str> {
+        self.pending.iter().filter_map(|c| c.task.as_deref())
+    }
+
     /// Whether requests from `principal` may be served in this state's session: the one
     /// its `initialize` was served as (any, before a handshake).
     pub(super) fn serves(&self, principal: Option<&str>) -> bool {
@@ -719,17 +725,38 @@ impl Server {
     /// When the earliest task whose `tasks/result` is parked on its input requests
     /// expires.
     pub(super) fn parked_task_expiry(&self) -> Option<crate::Instant> {
-        let ids: std::collections::BTreeSet<&str> = (self.pending.iter())
-            .filter_map(|c| c.task.as_deref())
-            .collect();
+        self.expiry_of_parked(self.pending.iter().filter_map(|c| c.task.as_deref()))
+    }
+
+    /// When the earliest of the tasks `parked` (whose `tasks/result` is parked on their
+    /// input requests, in the machine's legacy state or in a session's held elsewhere)
+    /// expires; the machine's present time for one that ended or is gone already (the
+    /// call parked for it is due to be ended).
+    pub(super) fn expiry_of_parked<'a>(
+        &self,
+        parked: impl Iterator<Item = &'a str>,
+    ) -> Option<crate::Instant> {
+        let ids: std::collections::BTreeSet<&str> = parked.collect();
         if ids.is_empty() {
             return None;
         }
         let ttl = std::time::Duration::from_millis(super::tasks::TTL_MS);
-        (self.tasks.tasks_iter())
+        let mut found = 0;
+        let mut due = (self.tasks.tasks_iter())
             .filter(|t| ids.contains(t.id()))
-            .map(|t| t.created_at().saturating_add(ttl))
-            .min()
+            .map(|t| {
+                found += 1;
+                if t.terminal() {
+                    self.now
+                } else {
+                    t.created_at().saturating_add(ttl)
+                }
+            })
+            .min();
+        if found < ids.len() {
+            due = Some(due.map_or(self.now, |d| d.min(self.now)));
+        }
+        due
     }
 
     /// Tells the client to stop working on our requests for `call`.

@@ -14,6 +14,7 @@ mod listens;
 mod room;
 mod shared;
 mod streams;
+mod task_results;
 mod version_headers;
 
 // ----- the request reader -------------------------------------------------------------

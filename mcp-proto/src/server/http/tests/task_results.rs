@@ -1,0 +1,117 @@
+//! A 2025 `tasks/result` parked on its task's input requests in a legacy session is held
+//! in that session's state, not the machine's, while other sessions are served: it is
+//! still answered when its task expires, as over stdio.
+
+use std::time::Duration;
+
+use super::streams::open_session;
+use super::*;
+use crate::server::InputRequestSpec;
+use crate::server::tasks::TTL_MS;
+
+const V: &str = "2025-11-25";
+
+/// Sessions over a server whose `ask` task asks one question, then greets.
+fn endpoint() -> HttpEndpoint {
+    let tool = Tool::new(
+        "ask",
+        "",
+        json!({"type": "object"}),
+        |c: &ToolCall<'_>| match c.inputs.get("who") {
+            Some(_) => ToolOutcome::text("hello"),
+            None => ToolOutcome::NeedInput(vec![(
+                "who".into(),
+                InputRequestSpec::form("Name?", json!({"type": "object"})),
+            )]),
+        },
+    )
+    .as_task(0);
+    let server = example::server_with(|c| c.tools.push(tool));
+    HttpEndpoint::with_sessions(server, HttpEndpointConfig::default(), &[7; 32])
+}
+
+fn in_session(session: &str, body: &Value) -> HttpRequest {
+    post(
+        body,
+        &[("Mcp-Session-Id", session), ("MCP-Protocol-Version", V)],
+    )
+}
+
+/// Session `a` makes an `ask` task and waits on its `tasks/result` (id 2), which
+/// carries the task's question; then session `b` is served. The stream of the
+/// `tasks/result`.
+fn parked_result(ep: &mut HttpEndpoint, a: &str, b: &str) -> HttpStream {
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "ask", "arguments": {}, "task": {}}});
+    let created = complete(ep.handle_request(now(), &in_session(a, &call)));
+    let task = body_json(&created)["result"]["task"]["taskId"].clone();
+    let result = json!({"jsonrpc": "2.0", "id": 2, "method": "tasks/result",
+        "params": {"taskId": task}});
+    let wait = stream(ep.handle_request(now(), &in_session(a, &result)));
+    let asked = messages(&wait.response().body);
+    assert!(
+        asked.iter().any(|m| m["method"] == "elicitation/create"),
+        "{asked:?}"
+    );
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+    let _ = ep.handle_request(now(), &in_session(b, &ping));
+    wait
+}
+
+fn answer_of(ep: &mut HttpEndpoint, wait: &HttpStream) -> Option<Value> {
+    let mut out = Vec::new();
+    ep.poll_stream(wait, &mut out);
+    messages(&dechunk(&out))
+        .into_iter()
+        .find(|m| m["id"] == 2 && m.get("method").is_none())
+}
+
+use super::streams::{dechunk, messages};
+
+#[test]
+fn a_tasks_result_parked_in_a_session_is_answered_when_its_task_expires() {
+    let mut ep = endpoint();
+    let (a, b) = (open_session(&mut ep, V), open_session(&mut ep, V));
+    let wait = parked_result(&mut ep, &a, &b);
+    let expiry = now().saturating_add(Duration::from_millis(TTL_MS));
+    assert_eq!(
+        ep.poll_timeout(),
+        Some(expiry),
+        "nothing wakes the endpoint for the held tasks/result"
+    );
+    assert!(ep.handle_due(expiry));
+    let answer = answer_of(&mut ep, &wait);
+    assert!(
+        answer
+            .as_ref()
+            .is_some_and(|m| m["error"]["code"] == -32602),
+        "the tasks/result of an expired task is never answered: {answer:?}"
+    );
+    assert_eq!(ep.poll_timeout(), None);
+}
+
+/// Another session's request after the expiry drops the task from the store before the
+/// driver's timer fires: the parked `tasks/result` is then due at once.
+#[test]
+fn a_tasks_result_parked_in_a_session_is_answered_when_its_task_is_gone() {
+    let mut ep = endpoint();
+    let (a, b) = (open_session(&mut ep, V), open_session(&mut ep, V));
+    let wait = parked_result(&mut ep, &a, &b);
+    let late = now().saturating_add(Duration::from_millis(TTL_MS + 1));
+    let list = json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/list"});
+    let _ = ep.handle_request(late, &in_session(&b, &list));
+    assert!(
+        ep.poll_timeout().is_some_and(|t| t <= late),
+        "{:?}",
+        ep.poll_timeout()
+    );
+    assert!(ep.handle_due(late));
+    let answer = answer_of(&mut ep, &wait);
+    assert!(
+        answer
+            .as_ref()
+            .is_some_and(|m| m["error"]["code"] == -32602),
+        "the tasks/result of a task gone is never answered: {answer:?}"
+    );
+    assert_eq!(ep.poll_timeout(), None);
+}
