@@ -267,6 +267,12 @@ impl Server {
             Ok(t) => t,
             Err(e) => return Some(Err(e)),
         };
+        // A call that becomes a task with its handler's next outcome is refused before
+        // that round runs (and before its state is opened) when no task can be made: a
+        // refused task never runs its handler.
+        if as_task && let Err(e) = self.room_for_task(&target, Era::Modern, caps) {
+            return Some(Err(e));
+        }
         let single_use =
             (self.config.tools.iter()).any(|t| t.name == target.name && t.single_use_state);
         let principal = self.principal.clone();

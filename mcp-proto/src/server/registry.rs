@@ -111,9 +111,11 @@ impl Tool {
     /// [`Tool::as_task`] with no polls when it was not set): while the handler asks
     /// for input, the `tools/call` gets `input_required` results as any tool's does;
     /// its first other outcome (typically a [`ToolOutcome::After`]) becomes a task,
-    /// answered with `CreateTaskResult`. Without this, a task tool's input requests
-    /// go through the task (`input_required` on `tasks/get`, answered by
-    /// `tasks/update`).
+    /// answered with `CreateTaskResult`. A call for which no task could be made now
+    /// (the task bounds are reached and no ended task may go) is refused before each
+    /// round, so the round that would lead to a refused task never runs. Without this,
+    /// a task tool's input requests go through the task (`input_required` on
+    /// `tasks/get`, answered by `tasks/update`).
     #[must_use]
     pub fn input_before_task(mut self) -> Self {
         self.task_polls.get_or_insert(0);

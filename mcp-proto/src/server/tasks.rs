@@ -754,6 +754,27 @@ impl Server {
             .collect()
     }
 
+    /// Makes room for a task of the current requestor in `era` for a call to `target`
+    /// with client capabilities `caps`, as `start_task` would (dropping ended
+    /// tasks whose end reached their owners): the error it would be refused with, when
+    /// none can be made. For a call whose handler runs before its task is made (input
+    /// first), so that the round leading to a task that cannot be made does not run.
+    /// The answers of the call's input rounds are not counted: `start_task` counts them.
+    pub(super) fn room_for_task(
+        &mut self,
+        target: &Target,
+        era: Era,
+        caps: &Value,
+    ) -> Result<(), ErrorObject> {
+        // Capabilities a task cannot keep are refused by `start_task`, with its message.
+        let size = super::legacy::capabilities_kept(caps, "a task").unwrap_or(0);
+        let client_bytes = size + crate::held::held_bytes(&target.arguments);
+        let owner = self.task_owner(era);
+        self.tasks.refresh_all(self.now);
+        self.tasks
+            .make_room(&owner, client_bytes, &self.config.limits)
+    }
+
     /// Creates a task for `target` and runs its handler; the task's record.
     pub(super) fn create_task(
         &mut self,

@@ -1140,3 +1140,77 @@ fn a_held_tasks_result_ends_with_its_task_or_its_request() {
     p.server.handle_eof(p.now);
     assert_eq!(p.server.waiting_results(), 0);
 }
+
+/// A tool whose input comes before its task (`Tool::input_before_task`) has its handler's
+/// last round run only when the task it leads to can be made: other clients' running
+/// tasks filling the server's bound refuse the call before that round, not after it
+/// (its effect done, its outcome dropped with "try again later", and a retry running it
+/// again). As for a task made at once, a refused task never runs its handler.
+#[test]
+fn a_task_that_cannot_be_made_does_not_run_the_round_leading_to_it() {
+    use crate::server::tasks::{MAX_STORED_TASKS, MAX_TASKS};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&runs);
+    let config = server_config().with_tool(
+        Tool::new(
+            "deploy",
+            "",
+            json!({"type": "object"}),
+            move |call: &ToolCall<'_>| match answered(call, "ok") {
+                Some(_) => {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                    ToolOutcome::text("deployed")
+                }
+                None => ToolOutcome::NeedInput(vec![("ok".into(), name_form())]),
+            },
+        )
+        .as_task(0)
+        .input_before_task(),
+    );
+    let mut p = Peer::new(Server::new(config));
+    p.server.set_principal(Some("alice".into()));
+    let round1 = req(&mut p, "tools/call", json!({"name": "deploy"}));
+    assert_eq!(round1["resultType"], "input_required", "{round1}");
+    // Others fill the server with running tasks.
+    let mut stored = 0;
+    let mut who = 0;
+    while stored < MAX_STORED_TASKS {
+        p.server.set_principal(Some(format!("user-{who}")));
+        for _ in 0..MAX_TASKS.min(MAX_STORED_TASKS - stored) {
+            let r = req(&mut p, "tools/call", json!({"name": "slow"}));
+            assert_eq!(r["resultType"], "task", "{r}");
+            stored += 1;
+        }
+        who += 1;
+    }
+    p.server.set_principal(Some("alice".into()));
+    let answer = json!({"action": "accept", "content": {"name": "yes"}});
+    let retry = json!({"name": "deploy", "inputResponses": {"ok": answer},
+        "requestState": round1["requestState"]});
+    let refused = req(&mut p, "tools/call", retry.clone());
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("Too many tasks running")),
+        "{refused}"
+    );
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        0,
+        "the round leading to a task that was refused ran (its outcome is lost)"
+    );
+    // Room again: the oldest of the others' tasks ends and its owner fetches it.
+    at(&mut p, 2000);
+    let (oldest, owner) = (p.server.tasks.tasks_iter())
+        .map(|t| (t.id().to_owned(), t.principal().map(str::to_owned)))
+        .next()
+        .unwrap();
+    p.server.set_principal(owner);
+    assert_eq!(get(&mut p, &json!(oldest))["status"], "completed");
+    p.server.set_principal(Some("alice".into()));
+    let made = req(&mut p, "tools/call", retry);
+    assert_eq!(made["resultType"], "task", "{made}");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
