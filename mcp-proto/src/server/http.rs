@@ -648,9 +648,16 @@ impl HttpEndpoint {
     /// An endpoint serving `server` with `config` and legacy sessions: each legacy
     /// client gets an `Mcp-Session-Id` at `initialize` and its own handshake state, and
     /// its server→client requests get unguessable ids only it can answer. `seed` (at
-    /// least 32 bytes from a real entropy source) seeds the generator of those ids.
+    /// least 32 bytes from a real entropy source) seeds the generator of those ids, and
+    /// keys the server's task ids unless [`Server::seed_tasks`] did (sequential ids
+    /// would let every client of one principal, and all anonymous clients are one,
+    /// name the others' tasks).
     #[must_use]
-    pub fn with_sessions(server: Server, config: HttpEndpointConfig, seed: &[u8]) -> Self {
+    pub fn with_sessions(mut server: Server, config: HttpEndpointConfig, seed: &[u8]) -> Self {
+        server.key_task_ids(&crate::auth::crypto::hmac_sha256(
+            seed,
+            &[b"endpoint tasks"],
+        ));
         let mut sessions = Sessions::new(seed, config.max_sessions, config.session_idle_timeout);
         let store = MemoryEventStore::new(config.event_store.clone());
         let mut endpoint = HttpEndpoint::with_config(server, config);

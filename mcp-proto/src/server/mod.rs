@@ -260,6 +260,12 @@ impl Server {
         self.tasks.seed(&seed, epoch_unix_ms);
     }
 
+    /// Makes task ids unguessable with `seed` unless [`Server::seed_tasks`] did: what an
+    /// endpoint given entropy does for a server that was not seeded.
+    pub(crate) fn key_task_ids(&mut self, seed: &[u8]) {
+        self.tasks.key_ids(seed);
+    }
+
     /// The configuration.
     #[must_use]
     pub fn config(&self) -> &ServerConfig {

@@ -205,6 +205,13 @@ impl TaskStore {
     }
 
     /// Keys task ids with `seed` and dates tasks from `epoch_unix_ms`.
+    /// Keys the ids with `seed` unless [`TaskStore::seed`] did (times stay as they are).
+    pub(super) fn key_ids(&mut self, seed: &[u8]) {
+        if self.key.is_none() {
+            self.key = Some(crate::auth::crypto::hmac_sha256(seed, &[b"task id key"]));
+        }
+    }
+
     pub(super) fn seed(&mut self, seed: &[u8; 32], epoch_unix_ms: u64) {
         self.key = Some(crate::auth::crypto::hmac_sha256(seed, &[b"task id key"]));
         self.epoch_unix_ms = Some(epoch_unix_ms);

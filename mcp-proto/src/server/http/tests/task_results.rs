@@ -115,3 +115,18 @@ fn a_tasks_result_parked_in_a_session_is_answered_when_its_task_is_gone() {
     );
     assert_eq!(ep.poll_timeout(), None);
 }
+
+/// An endpoint given entropy keys the task ids of a server nobody seeded: no `task-1`
+/// for a client to guess another's by.
+#[test]
+fn an_endpoint_with_sessions_keys_the_task_ids_of_an_unseeded_server() {
+    let mut ep = endpoint();
+    let session = open_session(&mut ep, V);
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "ask", "arguments": {}, "task": {}}});
+    let created = complete(ep.handle_request(now(), &in_session(&session, &call)));
+    let id = body_json(&created)["result"]["task"]["taskId"].clone();
+    let id = id.as_str().expect("a task id");
+    assert!(!id.starts_with("task-"), "{id}");
+    assert_eq!(id.len(), 32, "{id}");
+}
