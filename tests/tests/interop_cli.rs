@@ -221,3 +221,39 @@ fn legacy_listen_without_subscribe_capability_says_why() {
         assert_eq!(json(&out)["event"], "ended", "{}", stdout(&out));
     }
 }
+
+/// The TypeScript SDK's server declares neither prompts nor resources and answers their
+/// listings "Method not found": `mcp prompts` and `mcp resources` say it offers none
+/// (exit 0, an empty list in JSON), in both eras, and `mcp prompt` / `mcp read` fail
+/// with a hint naming the capability the server did not declare.
+#[test]
+fn listings_of_what_a_server_did_not_declare_are_empty() {
+    let home = home("undeclared-listings");
+    for era in ["modern", "legacy"] {
+        let name = format!("ts-{era}");
+        if add(&home, &name, Fixture::TypeScript, era, &[]).is_none() {
+            return;
+        }
+        for (what, list) in [("prompts", "prompts"), ("resources", "resources")] {
+            let out = run(&home, &[what, &name]);
+            assert_eq!(out.status.code(), Some(0), "{era} {what}: {}", stderr(&out));
+            assert_eq!(stdout(&out), format!("{name} offers no {what}\n"), "{era}");
+            let out = run(&home, &["--format", "json", what, &name]);
+            assert_eq!(out.status.code(), Some(0), "{era} {what}: {}", stderr(&out));
+            assert_eq!(json(&out)[list], serde_json::json!([]), "{era} {what}");
+        }
+        for (args, capability) in [
+            (vec!["prompt", &name, "greet"], "prompts"),
+            (vec!["read", &name, "file:///x"], "resources"),
+        ] {
+            let out = run(&home, &args);
+            assert_eq!(out.status.code(), Some(1), "{era} {args:?}");
+            let hint = format!("the server declared no {capability} capability");
+            assert!(
+                stderr(&out).contains(&hint),
+                "{era} {args:?}: {}",
+                stderr(&out)
+            );
+        }
+    }
+}

@@ -902,7 +902,7 @@ fn print_tool_result(result: &CallToolResult, saver: &mut Saver) {
 
 pub fn resources(global: &Global, server: &str) -> Result<u8, Failure> {
     let mut client = session::connect(global, server, Some(InputMode::None))?;
-    let out = client.request(CallRequest::list_resources())?;
+    let items = listing(&mut client, CallRequest::list_resources(), "resources")?;
     // Templates only where the server offers resources at all; a server without them
     // answers the listing with an error, which is no reason to fail the command.
     let templates = client
@@ -911,12 +911,12 @@ pub fn resources(global: &Global, server: &str) -> Result<u8, Failure> {
         .unwrap_or_default();
     match global.format {
         Format::Json => print_json(&Doc {
-            resources: Some(&out.items),
+            resources: Some(&items),
             resource_templates: Some(&templates),
             ..Doc::new(server, &client)
         }),
         Format::Text => {
-            let rows: Vec<Vec<String>> = parse_items(&out.items)
+            let rows: Vec<Vec<String>> = parse_items(&items)
                 .iter()
                 .map(|r| {
                     vec![
@@ -950,6 +950,37 @@ pub fn resources(global: &Global, server: &str) -> Result<u8, Failure> {
     Ok(0)
 }
 
+/// The items of a listing; none when the server answered "Method not found" to a
+/// listing of something it did not declare (`capability`: `prompts`, `resources`): it
+/// offers none, which is no failure.
+fn listing(
+    client: &mut Client,
+    request: CallRequest,
+    capability: &str,
+) -> Result<Vec<Box<serde_json::value::RawValue>>, Failure> {
+    match client.request(request) {
+        Ok(out) => Ok(out.items),
+        Err(e) if undeclared(client, &e, capability) => Ok(Vec::new()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Whether `e` is a "Method not found" for a `capability` the server did not declare.
+fn undeclared(client: &Client, e: &mcp_blocking::Error, capability: &str) -> bool {
+    e.code() == Some(-32601) && client.server().capabilities.get(capability).is_none()
+}
+
+/// `e`, with a hint when it is a "Method not found" for a `capability` the server did
+/// not declare.
+fn hinted(client: &Client, e: mcp_blocking::Error, capability: &str) -> Failure {
+    if undeclared(client, &e, capability) {
+        let hint =
+            format!("the server declared no {capability} capability: it offers no {capability}");
+        return Failure::Hinted(e, hint);
+    }
+    Failure::Mcp(e)
+}
+
 pub fn read(
     global: &Global,
     server: &str,
@@ -957,7 +988,9 @@ pub fn read(
     input: Option<InputMode>,
 ) -> Result<u8, Failure> {
     let mut client = session::connect(global, server, input)?;
-    let out = client.request(CallRequest::read_resource(uri))?;
+    let out = client
+        .request(CallRequest::read_resource(uri))
+        .map_err(|e| hinted(&client, e, "resources"))?;
     let mut saver = Saver::new(global.save_content.as_deref());
     // The JSON document is printed whatever the result holds; text needs the contents.
     let lines: Result<Vec<String>, _> = out.resource_contents().map(|contents| {
@@ -990,14 +1023,14 @@ pub fn read(
 
 pub fn prompts(global: &Global, server: &str) -> Result<u8, Failure> {
     let mut client = session::connect(global, server, Some(InputMode::None))?;
-    let out = client.request(CallRequest::list_prompts())?;
+    let items = listing(&mut client, CallRequest::list_prompts(), "prompts")?;
     match global.format {
         Format::Json => print_json(&Doc {
-            prompts: Some(&out.items),
+            prompts: Some(&items),
             ..Doc::new(server, &client)
         }),
         Format::Text => {
-            let rows: Vec<Vec<String>> = parse_items(&out.items)
+            let rows: Vec<Vec<String>> = parse_items(&items)
                 .iter()
                 .map(|p| {
                     let args = (p.arguments.items.iter())
@@ -1031,7 +1064,9 @@ pub fn prompt(
         .iter()
         .map(|(k, v)| (k.clone(), Value::String(v.clone())))
         .collect();
-    let out = client.request(CallRequest::get_prompt(name, arguments))?;
+    let out = client
+        .request(CallRequest::get_prompt(name, arguments))
+        .map_err(|e| hinted(&client, e, "prompts"))?;
     let mut saver = Saver::new(global.save_content.as_deref());
     // The JSON document is printed whatever the result holds; text needs the messages.
     let lines: Result<Vec<String>, _> = out.prompt_view().map(|view| {
