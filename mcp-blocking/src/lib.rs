@@ -3,8 +3,8 @@
 //! `mcp-blocking` drives the sans-IO machines of [`mcp_proto`] with threads and channels:
 //! no async runtime, no dependency beyond `mcp-proto`, `mcp-io` (the runtime-independent
 //! half it shares with `mcp-smol`: the whole API but the [`Client`] and the connectors,
-//! see [`mcp_io::api`]), serde_json, and, with the `tls` feature, rustls (ring
-//! provider) with `webpki-roots` for `https://`.
+//! see [`mcp_io::api`]), serde and serde_json, on Unix `rustix` (for `poll(2)`), and,
+//! with the `tls` feature, rustls (ring provider) with `webpki-roots` for `https://`.
 //!
 //! * [`Client`] starts a stdio server as a child process ([`StdioCommand`]: the child sees
 //!   only the environment variables you name), settles the era (a `server/discover`
@@ -24,23 +24,26 @@
 //! which to reuse, when to retry or close one), when to start a stdio server again. The
 //! calling threads carry it out; there is no driver thread. A method executes what the
 //! machine asks, waits for the server's bytes until the machine's next deadline, and
-//! answers requests for input with the [`Options::input_handler`]. Helper threads only
-//! move bytes: one reader and one writer per byte channel, reporting over one bounded
-//! channel (see the `process` module docs for why stdin has its own writer thread).
+//! answers requests for input with the [`Options::input_handler`]. On Unix the waiting
+//! thread moves the bytes of a stdio server's pipes and of plain HTTP connections itself,
+//! non-blocking, with `poll(2)`; a TLS connection or a connector's own stream (and, off
+//! Unix, every byte channel) has helper threads that only move bytes: one reader and one
+//! writer, reporting over one bounded channel. A stdio server has a thread collecting
+//! its stderr and, on Unix, one waiting for its exit.
 //!
 //! # Several threads
 //!
 //! The machine sits behind a lock shared by the [`Client`] and its [`ClientHandle`]s.
-//! A thread that makes a call writes its request itself; to wait, it *leads* (blocks on
-//! the report channel, unlocked, then feeds what came to the machine) when no other
-//! thread does, and otherwise sleeps until the leader completes its call, the leader
-//! leaves (it then takes over), the connection closes or a [`Canceller`] fires. A lone
-//! caller always leads: one call at a time costs no thread hand-off. Each call keeps its
-//! own timeout ([`CallRequest::timeout`]); the input handler and the progress callback
-//! run on the thread leading at that moment, for any call, and hold the lock while they
-//! run (a handler that waits for a person holds up the other calls meanwhile). Closing
-//! the [`Client`] (or dropping it) ends the calls other threads wait for with
-//! [`Error::Closed`].
+//! A thread that makes a call writes its request itself; to wait, it *leads* (waits,
+//! unlocked, on the channels it polls and the helper threads' reports, then feeds what
+//! came to the machine) when no other thread does, and otherwise sleeps until the leader
+//! completes its call, the leader leaves (it then takes over), the connection closes or a
+//! [`Canceller`] fires. A lone caller always leads: one call at a time costs no thread
+//! hand-off. Each call keeps its own timeout ([`CallRequest::timeout`]); the input
+//! handler and the progress callback run on the thread leading at that moment, for any
+//! call, and hold the lock while they run (a handler that waits for a person holds up
+//! the other calls meanwhile). Closing the [`Client`] (or dropping it) ends the calls
+//! other threads wait for with [`Error::Closed`].
 //!
 //! ```no_run
 //! use mcp_blocking::{Client, ClientConfig};
@@ -103,8 +106,9 @@
 //! * `tls` (default): `https://` with rustls (ring provider, no aws-lc, no OpenSSL) and
 //!   the Mozilla roots of `webpki-roots`: `http::TlsConnector`, `HttpOptions::tls`,
 //!   `http::default_tls_config`, the `rustls` re-export, `TransportError::tls_error`. It
-//!   adds rustls, ring, rustls-webpki, rustls-pki-types, webpki-roots, untrusted, subtle,
-//!   zeroize, once_cell, getrandom, libc and cfg-if to the tree.
+//!   adds rustls, rustls-webpki, rustls-pki-types, webpki-roots, subtle, zeroize and
+//!   once_cell to the tree (ring is there without it: `mcp-io` signs and draws entropy
+//!   with it).
 //!
 //!   Without it (`default-features = false`) the crate speaks stdio and plain `http://`;
 //!   an `https://` URL is refused with [`Error::TlsUnavailable`] unless

@@ -53,16 +53,18 @@
 //!   connections and between both adapters (the decisions are the machine's).
 //!
 //! It uses std IO where it must (looking programs up on `PATH`, building a process
-//! command, running `/bin/sh` to signal a process group) and nothing else: no async
-//! runtime, no threads.
+//! command, running `/bin/sh` to signal a process group, the credential files, the
+//! loopback listener of an authorization, the system clock and the OS random number
+//! generator through `ring`) and nothing else: no async runtime, no threads.
 //!
 //! # Cargo features
 //!
 //! * `tls` (default): the default TLS client configuration and the rustls helpers of
 //!   [`http`], and [`tls::TlsSession`], the TLS session both adapters move bytes
 //!   through, with `rustls` (ring provider) and `webpki-roots`. Without it the crate
-//!   depends on `mcp-proto` and two of its own dependencies (`serde_json`,
-//!   `thiserror`); the adapters turn it on with their own `tls` feature.
+//!   depends on `mcp-proto`, three of its own dependencies (`serde_json`, `thiserror`,
+//!   `base64`) and `ring` (the authorization flow's entropy and signing keys); the
+//!   adapters turn it on with their own `tls` feature.
 #![forbid(unsafe_code)]
 // `Error` holds `CloseReason` and `CallError` by value, so callers can match on them
 // without a box in the way; the size is a deliberate trade.

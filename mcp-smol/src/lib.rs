@@ -178,8 +178,9 @@
 //! * `tls` (default): `https` with rustls (ring provider, no aws-lc, no OpenSSL) through
 //!   mcp-io's TLS session (the one mcp-blocking uses), trusting the Mozilla roots of
 //!   `webpki-roots`: `HttpOptions::tls`, `TransportError::tls_error`, the `rustls`
-//!   re-export. It adds rustls, ring, rustls-webpki, rustls-pki-types, webpki-roots,
-//!   untrusted, subtle, zeroize, once_cell and getrandom to the tree.
+//!   re-export. It adds rustls, rustls-webpki, rustls-pki-types, webpki-roots, subtle,
+//!   zeroize and once_cell to the tree (ring is there without it: `mcp-io` signs and
+//!   draws entropy with it).
 //!
 //!   Without it (`default-features = false`) the crate speaks stdio and plain `http`;
 //!   an `https` URL is refused with [`Error::TlsUnavailable`] unless the [`Connector`]
