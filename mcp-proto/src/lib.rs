@@ -4,7 +4,7 @@
 //! It never touches a socket, a file, a process, a clock or the OS random number
 //! generator: you hand it bytes and the current time, it hands back bytes to send, events,
 //! and the next instant it wants to be woken. The adapters `mcp-blocking` and `mcp-smol`
-//! do the IO; any other runtime can do the same in a few dozen lines.
+//! do the IO; any other runtime can do the same (`examples/own_runtime.rs`, below).
 //!
 //! # The run loop
 //!

@@ -89,8 +89,9 @@ pub struct Limits {
     pub max_task_polls: u32,
     /// Time allowed for any call that was given no timeout of its own. Default 60 s.
     pub request_timeout: Duration,
-    /// Time the `server/discover` probe (stdio) may stay unanswered before the server is
-    /// taken to be legacy. Default 3 s.
+    /// Time the `server/discover` probe may stay unanswered: over stdio the server is
+    /// then taken to be legacy; over HTTP, where silence is an outage, connecting fails.
+    /// Default 3 s.
     pub probe_timeout: Duration,
     /// Time allowed for `initialize`. Default 30 s.
     pub initialize_timeout: Duration,

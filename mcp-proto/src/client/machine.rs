@@ -460,8 +460,8 @@ impl Client {
     /// Cancels a call: it completes with [`super::CallError::Cancelled`] and the server
     /// is told (`notifications/cancelled`, or over 2026 HTTP by closing its stream).
     /// A call with a task behind it sends `tasks/cancel` for the task as well (the
-    /// tasks protocol forbids `notifications/cancelled` for a task); its answer is not
-    /// awaited.
+    /// tasks protocol forbids `notifications/cancelled` for a task), to a 2025-11-25
+    /// server only when it declared `tasks.cancel`; its answer is not awaited.
     ///
     /// # Errors
     /// [`ApiMisuse::UnknownCall`] when the call already completed.

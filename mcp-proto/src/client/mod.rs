@@ -38,7 +38,9 @@
 //! under the same [`CallId`]: [`Event::TaskCreated`], [`Event::TaskStatus`] for each
 //! change, polls at the server's interval on [`Client::poll_timeout`], input requests as
 //! [`Event::InputRequested`], and one [`Event::CallCompleted`] with the task's result.
-//! [`Client::task`] shows the latest view; [`Client::cancel`] sends `tasks/cancel`.
+//! [`Client::task`] shows the latest view; [`Client::cancel`] sends `tasks/cancel` (to a
+//! 2025-11-25 server only when it declared `tasks.cancel`; without it the call ends
+//! locally).
 //! [`CallRequest::list_tasks`], [`CallRequest::task_status`],
 //! [`CallRequest::task_result`] and [`CallRequest::cancel_task`] are the one-off
 //! requests. Records are read into [`Task`]; what is wrong with one is a [`TaskProblem`].

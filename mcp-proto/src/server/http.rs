@@ -49,8 +49,11 @@
 //! `MCP-Protocol-Version` header must name a served legacy version, else 400 with
 //! `-32600` and `data: {supported, requested}`.
 //!
-//! **Status codes of answers.** Modern: `-32020`, `-32021`, `-32022`, `-32602`, `-32600`
-//! and `-32700` are 400, `-32601` is 404 (spec 4.5), every other answer 200. Legacy:
+//! **Status codes of answers.** Params the endpoint cannot read (a number out of range, a
+//! lone surrogate) are `-32602` with 400 in both eras. Modern: `-32020`, `-32021`,
+//! `-32022`, `-32600` and `-32700` are 400, and so is the `-32602` for a request without
+//! its `_meta` members; `-32601` is 404 (spec 4.5); every other answer is 200, a `-32602`
+//! from the machine (an unknown tool, bad arguments) included, as SDKs answer it. Legacy:
 //! `-32600`/`-32700` and any error to `initialize` are 400, the rest 200. Notifications
 //! and JSON-RPC responses are 202 with an empty body.
 //!
@@ -119,8 +122,9 @@
 //! **Several processes** (decisions 69–72 in `docs/decisions.md`). With a
 //! [`SessionStore`] ([`HttpEndpoint::set_session_store`]) the shared part of each session
 //! ([`SessionRecord`]) lives there too: every request naming a session asks the store
-//! first (unknown there: ended elsewhere, 404; known there but not here: adopted), and the
-//! record is saved back after it. Parked calls, streams and tasks stay with the endpoint
+//! first (unknown there: ended elsewhere, 404; known there but not here: adopted; the
+//! store not answering: a session held here is served from this copy, any other gets
+//! 503), and the record is saved back after it. Parked calls, streams and tasks stay with the endpoint
 //! that has them. With a shared [`EventStore`] as well, a stream begun on one endpoint is
 //! resumed on another: stream numbers start at a random base so their event ids do not
 //! collide, and in polling mode a replay of a stream running elsewhere ends with `retry:`.

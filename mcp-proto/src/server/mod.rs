@@ -7,10 +7,14 @@
 //! or decoded messages ([`Server::handle_message`]); end of input is an input too
 //! ([`Server::handle_eof`]). Everything the server says is queued as complete JSON
 //! messages and drained with [`Server::poll_transmit`] (framed lines) or
-//! [`Server::poll_message`] (one message at a time). Nothing happens between calls: tool
-//! handlers are synchronous, so every reply that can be produced is queued before the
-//! input call returns. Time matters only to tasks: [`Server::poll_timeout`] says when
-//! [`Server::handle_timeout`] is next due (a task outcome held behind a delay).
+//! [`Server::poll_message`] (one message at a time). Tool handlers are synchronous, so
+//! every reply they can produce is queued before the input call returns, except for a
+//! call whose handler deferred its work ([`ToolOutcome::Deferred`]): it is answered once
+//! its [`Completer`] completes and the driver calls [`Server::handle_deferred`] (woken by
+//! [`Server::set_deferred_waker`]). Time matters only to tasks and deferred work:
+//! [`Server::poll_timeout`] says when [`Server::handle_timeout`] is next due (a task
+//! outcome held behind a delay, a held `tasks/result` expiring, completed deferred work
+//! at once).
 //!
 //! **Framing.** Lines come out of a bounded [`LineDecoder`]. A line that is not JSON gets
 //! `-32700` with id `null`; one that is JSON but not JSON-RPC, one nested deeper than
@@ -73,8 +77,9 @@
 //!
 //! **Bounds.** Input memory is one partial line ([`ServerLimits::max_line_bytes`]); parked
 //! calls are bounded by [`ServerLimits::max_pending_inputs`], rounds by
-//! [`ServerLimits::max_input_rounds`]. The output queue holds only replies to input
-//! already handed in, so it is bounded by what the caller feeds between drains.
+//! [`ServerLimits::max_input_rounds`]. The output queue holds only what answers input
+//! already handed in, deferred work completed and the application's own changes, so it
+//! is bounded by what the caller feeds between drains.
 
 use crate::Instant;
 use std::collections::VecDeque;

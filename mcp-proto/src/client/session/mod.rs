@@ -75,7 +75,8 @@
 //! [`Event::TaskStatus`] per change, polls at the server's interval, 2026 input requests
 //! answered with `tasks/update`, the 2025 result fetched with `tasks/result`, and one
 //! [`Event::CallCompleted`] with the task's result, error or cancellation. A call that
-//! fails while its task may still run sends `tasks/cancel`.
+//! fails while its task may still run sends `tasks/cancel` (to a 2025-11-25 server only
+//! when it declared `tasks.cancel`).
 
 mod answer;
 #[cfg(test)]

@@ -100,7 +100,8 @@ impl CallRequest {
     /// [`Event::TaskCreated`](crate::client::Event::TaskCreated) naming the task and an
     /// [`Event::TaskStatus`](crate::client::Event::TaskStatus) for every change the
     /// machine sees while it polls `tasks/get` at the server's poll interval.
-    /// [`Client::cancel`](crate::client::Client::cancel) sends `tasks/cancel`.
+    /// [`Client::cancel`](crate::client::Client::cancel) sends `tasks/cancel` (to a
+    /// 2025-11-25 server only when it declared `tasks.cancel`).
     ///
     /// 2025-11-25: the request carries `params.task` (with `ttl` when given) when the
     /// server declared `tasks.requests.tools.call`; otherwise it goes out as a plain
