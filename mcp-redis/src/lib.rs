@@ -17,7 +17,8 @@
 //!
 //! The stores are called synchronously by the machines of `mcp-proto`, under the lock
 //! the adapter holds around the endpoint: each call is a blocking round trip (two for an
-//! appended event), bounded by [`RedisOptions::command_timeout`]. The client
+//! appended event and for forgetting a session's events), bounded by
+//! [`RedisOptions::command_timeout`]. The client
 //! ([`RedisClient`]) is a small RESP2 implementation on `std::net::TcpStream`: every
 //! reply is untrusted input, bounded in size, element count and nesting
 //! ([`ReplyLimits`]), and a failure is a typed [`RedisError`]. A store that cannot reach

@@ -38,8 +38,9 @@
 //! `smol::Executor` or `LocalExecutor`, another runtime's spawn), or join it with your
 //! own future using `futures_lite::future::zip` / `or` with no executor at all. (The
 //! async-io reactor and the async-process child reaper run their usual background helper
-//! threads when no `async_io::block_on` drives them, and host names are resolved on the
-//! `blocking` crate's pool; that is those crates' design, not a task of ours.)
+//! threads when no `async_io::block_on` drives them, and host names are resolved (and
+//! [`serve_stdio`]'s stdin and stdout read and written) on the `blocking` crate's pool;
+//! that is those crates' design, not a task of ours.)
 //!
 //! The connection closes when the last [`Client`] handle is dropped or
 //! [`Client::close`] is called: the machine closes, the server's stdin is closed, the
