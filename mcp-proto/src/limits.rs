@@ -84,7 +84,7 @@ pub struct Limits {
     /// with [`crate::client::TaskProblem::IdTooLong`]. Default 256.
     pub max_task_id_bytes: usize,
     /// `tasks/get` polls of one task before the client gives up on it (sends
-    /// `tasks/cancel` and fails the call with
+    /// `tasks/cancel` where the server serves it, and fails the call with
     /// [`crate::client::TaskProblem::TooManyPolls`]). Default 10 000.
     pub max_task_polls: u32,
     /// Time allowed for any call that was given no timeout of its own. Default 60 s.

@@ -148,7 +148,8 @@ pub enum Event {
     },
     /// 2026-07-28: the stream of the subscription `subscription` closed without its
     /// end (HTTP); it listens again after `delay` (doubling from 1 s up to 30 s; after 5
-    /// attempts in a row without an acknowledgement it ends instead).
+    /// attempts in a row without a stream that lasted 30 s after its acknowledgement it
+    /// ends instead).
     SubscriptionReconnecting {
         /// The listen call.
         subscription: CallId,
@@ -336,7 +337,8 @@ pub enum CallError {
     /// The task behind the call cannot be followed: the server's task record is
     /// unusable (an unknown status, an id over `Limits::max_task_id_bytes`, a missing
     /// payload, another task's id, …) or the task did not finish within
-    /// `Limits::max_task_polls` polls. A task still running was sent `tasks/cancel`.
+    /// `Limits::max_task_polls` polls. A task still running was sent `tasks/cancel`
+    /// (unless a 2025-11-25 server did not declare `tasks.cancel`).
     #[error("task: {0}")]
     Task(super::TaskProblem),
     /// The task behind the call was cancelled (by the server, or by a cancel the

@@ -28,7 +28,8 @@
 //!
 //! The first terminal status seen is final: the call completes then. Cancelling the
 //! call sends `tasks/cancel` (never `notifications/cancelled`, which the tasks protocol
-//! forbids for tasks) and completes it at once with [`CallError::Cancelled`]; such
+//! forbids for tasks; nothing to a 2025-11-25 server that did not declare
+//! `tasks.cancel`) and completes it at once with [`CallError::Cancelled`]; such
 //! detached requests are remembered only to route their HTTP exchange and to drop their
 //! answer.
 
