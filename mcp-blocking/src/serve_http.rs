@@ -897,7 +897,10 @@ impl Connection {
                 Ok(0) => break,
                 Ok(n) => {
                     rest = &rest[n..];
-                    progress.handle_progress(clock::now());
+                    // Progress matters only to a write still going on.
+                    if !rest.is_empty() {
+                        progress.handle_progress(clock::now());
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e)

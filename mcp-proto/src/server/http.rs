@@ -204,6 +204,7 @@
 //! only up to [`MAX_EVENT_ID_BYTES`].
 
 use crate::Instant;
+use std::borrow::Cow;
 use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -608,6 +609,8 @@ pub struct HttpEndpoint {
     next_attach: u64,
     /// The session whose legacy state is in the machine now.
     current_session: Option<String>,
+    /// The buffer of the last `current_session`, kept for the next one.
+    spare_session: String,
     /// The application's check in front of the endpoint.
     gate: Option<Box<dyn RequestGate>>,
     /// The deadline the driver's timer was last set for ([`HttpEndpoint::arm_timer`]).
@@ -643,6 +646,7 @@ impl HttpEndpoint {
             next_stream: 1,
             next_attach: 1,
             current_session: None,
+            spare_session: String::new(),
             gate: None,
             timer: None,
             turn: 1,
@@ -1414,20 +1418,22 @@ impl HttpEndpoint {
         }
         let stateful =
             self.sessions.is_some() && self.server.config().versions.newest(Era::Legacy).is_some();
-        if http.method() == "DELETE" && stateful {
+        if http.method_is("DELETE") && stateful {
             if let Err(e) = legacy_version_header(&self.server, http) {
                 return complete(HttpResponse::json_error(400, None, &e));
             }
             return complete(self.end_session(now, http));
         }
-        let modern_get = http
-            .header(MCP_PROTOCOL_VERSION)
-            .and_then(ProtocolVersion::parse)
-            .is_some_and(|v| v.era() == Era::Modern);
-        if http.method() == "GET" && stateful && !modern_get {
+        // Looked at only for a GET (the version header is read again for a POST).
+        let modern_get = || {
+            http.header(MCP_PROTOCOL_VERSION)
+                .and_then(ProtocolVersion::parse)
+                .is_some_and(|v| v.era() == Era::Modern)
+        };
+        if http.method_is("GET") && stateful && !modern_get() {
             return self.get_stream(now, http);
         }
-        if http.method() != "POST" {
+        if !http.method_is("POST") {
             let allow = if stateful {
                 "GET, POST, DELETE"
             } else {
@@ -1585,7 +1591,7 @@ impl HttpEndpoint {
                 self.drop_session_state(&gone, false);
             }
             match created {
-                Some(Ok(session)) => session,
+                Some(Ok(session)) => Cow::Owned(session),
                 _ => {
                     let e = ErrorObject::new(
                         codes::INTERNAL_ERROR,
@@ -1604,14 +1610,21 @@ impl HttpEndpoint {
                     return HttpReply::Complete(HttpResponse::json_error(400, Some(&id), &e));
                 }
                 Some(s) => match self.session_live(s, now) {
-                    Ok(()) => s.to_owned(),
+                    // Borrowed from the request: copied once, for its exchange.
+                    Ok(()) => Cow::Borrowed(s),
                     Err(refused) => return HttpReply::Complete(refused),
                 },
             }
         };
-        let owner = Some(session.clone());
         let reply = self.in_session(Some(&session), now, |e| {
-            e.run(now, request, Era::Legacy, initialize, framing, owner)
+            e.run(
+                now,
+                request,
+                Era::Legacy,
+                initialize,
+                framing,
+                Some(&session),
+            )
         });
         if !initialize {
             return reply;
@@ -1625,7 +1638,7 @@ impl HttpEndpoint {
                     );
                     return HttpReply::Complete(HttpResponse::json_error(503, Some(&id), &e));
                 }
-                HttpReply::Complete(r.with_header(MCP_SESSION_ID, session))
+                HttpReply::Complete(r.with_header(MCP_SESSION_ID, session.into_owned()))
             }
             other => {
                 if let Some(t) = &mut self.sessions {
@@ -1769,11 +1782,19 @@ impl HttpEndpoint {
             return f(self);
         };
         self.server.swap_legacy(&mut state);
-        let outer = self.current_session.replace(id.to_owned());
+        // The id is copied into the buffer the last session served left behind.
+        let mut current = std::mem::take(&mut self.spare_session);
+        current.clear();
+        current.push_str(id);
+        let outer = self.current_session.replace(current);
         let result = f(self);
-        self.current_session = outer;
+        if let Some(done) = std::mem::replace(&mut self.current_session, outer) {
+            self.spare_session = done;
+        }
         self.server.swap_legacy(&mut state);
-        if let (Some(store), Some(record)) = (&mut self.session_store, state.record()) {
+        if let Some(store) = &mut self.session_store
+            && let Some(record) = state.record()
+        {
             // Also restarts the session's idle time in the store. A failure keeps the
             // change here only (see `SessionStore::save`).
             let _ = store.save(id, &record);
@@ -1917,12 +1938,12 @@ impl HttpEndpoint {
         era: Era,
         initialize: bool,
         (chunked, close): (bool, bool),
-        session: Option<String>,
+        session: Option<&str>,
     ) -> HttpReply {
         self.drop_ended_sessions_tasks();
         let key = self.fresh_key();
         let original = std::mem::replace(&mut request.id, RequestId::Number(key));
-        let resumable = session.clone().filter(|_| self.store.is_some());
+        let resumable = session.filter(|_| self.store.is_some());
         self.exchanges.insert(
             key,
             Exchange {
@@ -1931,7 +1952,7 @@ impl HttpEndpoint {
                 answered: false,
                 error_code: None,
                 streaming: false,
-                session,
+                session: session.map(str::to_owned),
                 principal: self.server.principal.clone(),
                 stream: None,
                 attach: None,
@@ -1965,7 +1986,7 @@ impl HttpEndpoint {
             .get_mut(&key)
             .map(|e| e.events.take().into())
             .unwrap_or_default();
-        if let Some(session) = &resumable {
+        if let Some(session) = resumable {
             // A stream of a session: every event gets an id, a 2025-11-25 stream starts
             // with a priming event, and in polling mode that is all the POST gets.
             let number = self.fresh_stream();
@@ -2216,9 +2237,11 @@ impl HttpEndpoint {
         let Some(exchange) = self.exchanges.get(&key) else {
             return;
         };
-        let (stream, session) = (exchange.stream, exchange.session.clone());
-        let id = match (stream, &session) {
-            (Some(number), Some(session)) => self.store_event(session, number, &data),
+        let id = match (exchange.stream, &exchange.session) {
+            (Some(number), Some(session)) => {
+                let session = session.clone();
+                self.store_event(&session, number, &data)
+            }
             _ => None,
         };
         let Some(exchange) = self.exchanges.get_mut(&key) else {
@@ -2761,7 +2784,7 @@ fn finish_complete(request: &HttpRequest, close: bool, mut response: HttpRespons
     if close && !response.closes_connection() {
         response = response.with_header("Connection", "close");
     }
-    if request.method() == "HEAD" {
+    if request.method_is("HEAD") {
         response.body.clear();
     }
     response

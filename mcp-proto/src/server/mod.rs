@@ -187,6 +187,10 @@ pub struct Server {
     deferred: deferred::ParkedCalls,
 }
 
+/// Bytes reserved for an encoded result before it is written: a small answer (an echo,
+/// a short text) fits without the buffer growing on the way.
+const RESULT_PREALLOC: usize = 256;
+
 impl Server {
     /// A server with this configuration.
     #[must_use]
@@ -560,7 +564,9 @@ impl Server {
     }
 
     fn send_result(&mut self, id: &RequestId, result: &Value) {
-        let mut buf = Vec::new();
+        // Room for a small answer at once, rather than growing from nothing through the
+        // envelope, the id and the result.
+        let mut buf = Vec::with_capacity(RESULT_PREALLOC);
         jsonrpc::encode_result_value(&mut buf, Some(id), result);
         self.outbound.push_back(buf);
     }

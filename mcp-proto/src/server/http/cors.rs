@@ -33,7 +33,7 @@ const MAX_REQUEST_HEADERS_BYTES: usize = 4096;
 
 /// The `204` answer to a CORS preflight, or `None` when `request` is not one.
 pub(super) fn preflight(request: &HttpRequest) -> Option<HttpResponse> {
-    if request.method() != "OPTIONS" {
+    if !request.method_is("OPTIONS") {
         return None;
     }
     let origin = request.header("origin")?;

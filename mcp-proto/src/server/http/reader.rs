@@ -273,6 +273,12 @@ impl HttpRequest {
         std::str::from_utf8(self.method.of(&self.text)).unwrap_or_default()
     }
 
+    /// Whether the method is `method` (as [`HttpRequest::method`] compares, without reading
+    /// it as text first).
+    pub(super) fn method_is(&self, method: &str) -> bool {
+        self.method.of(&self.text) == method.as_bytes()
+    }
+
     /// The request target, as sent (`/mcp`, `/mcp?x=1`, or absolute-form).
     #[must_use]
     pub fn target(&self) -> &str {
@@ -327,21 +333,17 @@ impl HttpRequest {
 
     /// An absolute-form target without its scheme (`host:port/mcp`).
     fn after_scheme(&self) -> Option<&str> {
-        let t = self.target();
-        ["http://", "https://"].iter().find_map(|scheme| {
-            t.get(..scheme.len())
-                .filter(|s| s.eq_ignore_ascii_case(scheme))
-                .and_then(|_| t.get(scheme.len()..))
-        })
+        after_scheme(self.target())
     }
 
     /// The path of the target: without the query, and for an absolute-form target
     /// (`http://host/mcp`) without scheme and authority.
     #[must_use]
     pub fn path(&self) -> &str {
-        let t = match self.after_scheme() {
+        let target = self.target();
+        let t = match after_scheme(target) {
             Some(rest) => rest.find('/').map_or("/", |i| &rest[i..]),
-            None => self.target(),
+            None => target,
         };
         t.split(['?', '#']).next().unwrap_or_default()
     }
@@ -359,6 +361,15 @@ impl HttpRequest {
             HttpVersion::Http10 => has(b"keep-alive") && !has(b"close"),
         }
     }
+}
+
+/// An absolute-form target `t` without its scheme (`host:port/mcp`).
+fn after_scheme(t: &str) -> Option<&str> {
+    ["http://", "https://"].iter().find_map(|scheme| {
+        t.get(..scheme.len())
+            .filter(|s| s.eq_ignore_ascii_case(scheme))
+            .and_then(|_| t.get(scheme.len()..))
+    })
 }
 
 /// How far the request being read has come ([`HttpRequestReader::progress`]).
@@ -781,7 +792,19 @@ fn parse_head(block: &[u8], max_headers: usize) -> Result<HttpRequest, HttpReque
         fields,
         body: Vec::new(),
     };
-    if version == HttpVersion::Http11 && request.header_bytes("host").is_none() {
+    // How many Host, Origin and Mcp-Session-Id fields there are, counted in one pass.
+    let (mut hosts, mut origins, mut sessions) = (0usize, 0usize, 0usize);
+    for (name, _) in &request.fields {
+        let name = name.of(&request.text);
+        if name.eq_ignore_ascii_case(b"host") {
+            hosts += 1;
+        } else if name.eq_ignore_ascii_case(b"origin") {
+            origins += 1;
+        } else if name.eq_ignore_ascii_case(b"mcp-session-id") {
+            sessions += 1;
+        }
+    }
+    if version == HttpVersion::Http11 && hosts == 0 {
         return Err(HttpRequestError::InvalidHead {
             reason: "missing Host header",
         });
@@ -789,19 +812,19 @@ fn parse_head(block: &[u8], max_headers: usize) -> Result<HttpRequest, HttpReque
     // One value each (RFC 9112 3.2 for Host): with two, whatever checks the first (the
     // loopback and Origin checks here) and whatever uses the last (a proxy in front)
     // would disagree about where the request comes from and goes to.
-    if request.header_all("host").nth(1).is_some() {
+    if hosts > 1 {
         return Err(HttpRequestError::InvalidHead {
             reason: "more than one Host header",
         });
     }
-    if request.header_all("origin").nth(1).is_some() {
+    if origins > 1 {
         return Err(HttpRequestError::InvalidHead {
             reason: "more than one Origin header",
         });
     }
     // The same for the session: a proxy that keeps a client on one server by its last
     // `Mcp-Session-Id` and an endpoint that reads the first would serve two sessions.
-    if request.header_all("mcp-session-id").nth(1).is_some() {
+    if sessions > 1 {
         return Err(HttpRequestError::InvalidHead {
             reason: "more than one Mcp-Session-Id header",
         });
