@@ -257,7 +257,7 @@ pub use session_store::{
 
 use response::{sse_event, sse_event_with_id};
 use sessions::{InUse, Sessions};
-use validate::{legacy_version_header, modern_checks, origin_allowed};
+use validate::{ParamHeaderCache, legacy_version_header, modern_checks, origin_allowed};
 
 /// The endpoint path the bundled adapters and the CLI serve: `/mcp`.
 pub const DEFAULT_PATH: &str = "/mcp";
@@ -611,6 +611,8 @@ pub struct HttpEndpoint {
     current_session: Option<String>,
     /// The buffer of the last `current_session`, kept for the next one.
     spare_session: String,
+    /// The `x-mcp-header` declarations of the tools called last.
+    param_headers: ParamHeaderCache,
     /// The application's check in front of the endpoint.
     gate: Option<Box<dyn RequestGate>>,
     /// The deadline the driver's timer was last set for ([`HttpEndpoint::arm_timer`]).
@@ -647,6 +649,7 @@ impl HttpEndpoint {
             next_attach: 1,
             current_session: None,
             spare_session: String::new(),
+            param_headers: ParamHeaderCache::default(),
             gate: None,
             timer: None,
             turn: 1,
@@ -1533,7 +1536,14 @@ impl HttpEndpoint {
         };
         match era {
             Era::Modern => {
-                if let Err(e) = modern_checks(&self.server, &request.method, params, http) {
+                let checks = modern_checks(
+                    &self.server,
+                    &mut self.param_headers,
+                    &request.method,
+                    params,
+                    http,
+                );
+                if let Err(e) = checks {
                     return refuse(&e);
                 }
             }

@@ -1017,6 +1017,46 @@ fn param_headers_are_checked() {
     assert_eq!(ok.status, 200);
 }
 
+/// The declarations are remembered between calls, but never past a change of the tool's
+/// schema: the headers a call needs follow the schema it has now.
+#[test]
+fn param_headers_follow_a_changed_schema() {
+    let region = |header: &str| {
+        Tool::new(
+            "region",
+            "mirrors its region",
+            json!({"type": "object", "properties": {
+                "region": {"type": "string", "x-mcp-header": header}}}),
+            |c: &ToolCall<'_>| ToolOutcome::text(c.arguments.to_string()),
+        )
+    };
+    let mut ep = HttpEndpoint::new(example::server_with(|c| c.tools.push(region("Region"))));
+    let call = |ep: &mut HttpEndpoint, header: (&str, &str)| {
+        let r = modern(
+            1,
+            "tools/call",
+            json!({"name": "region", "arguments": {"region": "eu"}}),
+            Some("region"),
+        )
+        .with_header(header.0, header.1);
+        let r = complete(ep.handle_request(now(), &r));
+        (r.status, body_json(&r)["error"]["code"].as_i64())
+    };
+    for _ in 0..2 {
+        assert_eq!(call(&mut ep, ("Mcp-Param-Region", "eu")).0, 200);
+        assert_eq!(call(&mut ep, ("Mcp-Param-Zone", "eu")), (400, Some(-32020)));
+    }
+    ep.update_server(now(), |s| {
+        assert!(s.remove_tool("region"));
+        s.add_tool(region("Zone"));
+    });
+    assert_eq!(call(&mut ep, ("Mcp-Param-Zone", "eu")).0, 200);
+    assert_eq!(
+        call(&mut ep, ("Mcp-Param-Region", "eu")),
+        (400, Some(-32020))
+    );
+}
+
 #[test]
 fn sse_when_output_precedes_the_answer() {
     // A legacy call asking for two inputs; the first answer is an error, so the machine
