@@ -1703,7 +1703,8 @@ impl HttpEndpoint {
                 return Err(session_not_found());
             }
         };
-        if !self.serves_principal(session) {
+        // Only a session store's answer (an adoption) can have changed the principal.
+        if self.session_store.is_some() && !self.serves_principal(session) {
             return Err(session_not_found());
         }
         let busy = busy(&self.exchanges, &self.listeners, session);

@@ -352,13 +352,18 @@ impl HttpRequest {
     /// HTTP/1.1 unless `Connection: close`, HTTP/1.0 only with `Connection: keep-alive`.
     #[must_use]
     pub fn keep_alive(&self) -> bool {
-        let has = |token: &[u8]| {
-            self.header_tokens("connection")
-                .any(|t| t.eq_ignore_ascii_case(token))
-        };
+        // The `Connection` tokens, looked at in one pass.
+        let (mut close, mut keep_alive) = (false, false);
+        for value in self.header_all("connection") {
+            for token in value.split(|b| *b == b',') {
+                let token = trim_ows(token);
+                close |= token.eq_ignore_ascii_case(b"close");
+                keep_alive |= token.eq_ignore_ascii_case(b"keep-alive");
+            }
+        }
         match self.version {
-            HttpVersion::Http11 => !has(b"close"),
-            HttpVersion::Http10 => has(b"keep-alive") && !has(b"close"),
+            HttpVersion::Http11 => !close,
+            HttpVersion::Http10 => keep_alive && !close,
         }
     }
 }
