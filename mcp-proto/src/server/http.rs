@@ -447,6 +447,10 @@ struct Event {
 /// ([`HttpEndpointConfig::max_stream_backlog`]).
 #[derive(Debug, Default)]
 struct Backlog {
+    /// The oldest message, held in place: most exchanges only ever get their answer,
+    /// which then needs no queue. `None` only when `events` is empty too.
+    first: Option<Event>,
+    /// The messages after `first`.
     events: VecDeque<Event>,
     bytes: usize,
     /// The endpoint's turn ([`HttpEndpoint::turn`]) of the last message queued.
@@ -464,7 +468,11 @@ impl Backlog {
             self.carried = self.bytes;
         }
         self.bytes = self.bytes.saturating_add(event.data.len());
-        self.events.push_back(event);
+        if self.first.is_none() {
+            self.first = Some(event);
+        } else {
+            self.events.push_back(event);
+        }
     }
 
     /// Whether its client left more than `max` bytes unread from earlier turns: what one
@@ -477,7 +485,16 @@ impl Backlog {
     fn take(&mut self) -> VecDeque<Event> {
         self.bytes = 0;
         self.carried = 0;
-        std::mem::take(&mut self.events)
+        let mut all = std::mem::take(&mut self.events);
+        if let Some(first) = self.first.take() {
+            all.push_front(first);
+        }
+        all
+    }
+
+    /// The oldest message (for a backlog of one, all of it), taking the backlog.
+    fn into_first(mut self) -> Option<Event> {
+        self.first.take().or_else(|| self.events.pop_front())
     }
 
     fn clear(&mut self) {
@@ -485,11 +502,11 @@ impl Backlog {
     }
 
     fn is_empty(&self) -> bool {
-        self.events.is_empty()
+        self.first.is_none() && self.events.is_empty()
     }
 
     fn len(&self) -> usize {
-        self.events.len()
+        self.events.len() + usize::from(self.first.is_some())
     }
 }
 
@@ -2810,10 +2827,7 @@ fn answer(mut exchange: Exchange, era: Era, initialize: bool) -> HttpResponse {
             (Some(code), Era::Modern) => modern_status(code),
             (Some(code), _) => legacy_status(code),
         };
-        let body = exchange
-            .events
-            .take()
-            .pop_front()
+        let body = (exchange.events.into_first())
             .map(|e| e.data)
             .unwrap_or_default();
         return HttpResponse::new(status).with_body("application/json", body);
