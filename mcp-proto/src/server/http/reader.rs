@@ -333,6 +333,11 @@ impl HttpRequest {
 
     /// An absolute-form target without its scheme (`host:port/mcp`).
     fn after_scheme(&self) -> Option<&str> {
+        // An origin-form target (`/mcp`), the usual one, is told at its first byte.
+        let raw = self.target.of(&self.text);
+        if !raw.first().is_some_and(|b| b.eq_ignore_ascii_case(&b'h')) {
+            return None;
+        }
         after_scheme(self.target())
     }
 
