@@ -7,6 +7,9 @@ const TCHAR: u8 = 1;
 /// A byte a field value may hold: visible ASCII (`VCHAR`), SP or HTAB. `obs-text` is
 /// left out: nothing this crate writes or reads needs it.
 const FIELD: u8 = 2;
+/// A byte a `Host` header this crate writes may hold: visible ASCII but for the
+/// delimiters and characters no authority carries (`/?#@\"<>{}|^` and the backquote).
+const HOST: u8 = 4;
 
 const CLASSES: [u8; 256] = {
     let mut table = [0u8; 256];
@@ -32,7 +35,25 @@ const CLASSES: [u8; 256] = {
                     | b'~'
             );
         let field = c.is_ascii_graphic() || c == b' ' || c == b'\t';
-        table[b] = (if tchar { TCHAR } else { 0 }) | (if field { FIELD } else { 0 });
+        let host = c.is_ascii_graphic()
+            && !matches!(
+                c,
+                b'/' | b'?'
+                    | b'#'
+                    | b'@'
+                    | b'\\'
+                    | b'"'
+                    | b'<'
+                    | b'>'
+                    | b'{'
+                    | b'}'
+                    | b'|'
+                    | b'^'
+                    | b'`'
+            );
+        table[b] = (if tchar { TCHAR } else { 0 })
+            | (if field { FIELD } else { 0 })
+            | (if host { HOST } else { 0 });
         b += 1;
     }
     table
@@ -41,6 +62,12 @@ const CLASSES: [u8; 256] = {
 /// Whether `b` is a `tchar`.
 pub(crate) fn is_tchar(b: u8) -> bool {
     CLASSES[usize::from(b)] & TCHAR != 0
+}
+
+/// Whether `s` may be written as a `Host` header: not empty, and every byte one a host
+/// and port carry (see [`HOST`]).
+pub(crate) fn is_host(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| CLASSES[usize::from(b)] & HOST != 0)
 }
 
 /// `token = 1*tchar`.
@@ -81,6 +108,45 @@ fn all_printable(bytes: &[u8]) -> bool {
     rest.iter().all(|b| (0x20..0x7f).contains(b))
 }
 
+/// Whether `a` and `b` are equal ignoring ASCII case (as [`str::eq_ignore_ascii_case`]),
+/// eight bytes at a time: header names are looked up several times per response.
+pub(crate) fn eq_ignore_case(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let (a_words, a_rest) = a.as_chunks::<8>();
+    let (b_words, b_rest) = b.as_chunks::<8>();
+    a_words.iter().zip(b_words).all(|(x, y)| {
+        let (x, y) = (u64::from_ne_bytes(*x), u64::from_ne_bytes(*y));
+        x == y || words_eq_ignore_case(x, y)
+    }) && a_rest.eq_ignore_ascii_case(b_rest)
+}
+
+/// Whether the eight bytes of `x` and `y` are equal ignoring ASCII case: every byte
+/// either equal, or a letter in both with only its case bit (`0x20`) different.
+fn words_eq_ignore_case(x: u64, y: u64) -> bool {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    const CASE: u64 = u64::from_ne_bytes([0x20; 8]);
+    let diff = x ^ y;
+    if diff & !CASE != 0 {
+        return false;
+    }
+    if (x | y) & HIGH != 0 {
+        return x.to_ne_bytes().eq_ignore_ascii_case(&y.to_ne_bytes());
+    }
+    // Bytes below 0x80 now: adding to each cannot carry into the next. `lower` has a
+    // letter's lowercase form; its byte is a letter when it is at least `a` (adding
+    // 0x1F reaches 0x80) and at most `z` (adding 0x05 stays below 0x80).
+    let lower = x | CASE;
+    let at_least_a = lower.wrapping_add(0x1F * ONES) & HIGH;
+    let at_most_z = !lower.wrapping_add(0x05 * ONES) & HIGH;
+    // A byte that differs has its 0x20 bit in `diff`: shifted to that byte's 0x80 bit.
+    let differing = (diff << 2) & HIGH;
+    differing & !(at_least_a & at_most_z) == 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,6 +163,15 @@ mod tests {
                 assert_eq!(is_field_value(s), field, "field value {b:#04x}");
             }
         }
+        for b in 0..=255u8 {
+            let host = b.is_ascii_graphic() && !b"/?#@\\\"<>{}|^`".contains(&b);
+            if let Ok(s) = std::str::from_utf8(&[b]) {
+                assert_eq!(is_host(s), host, "host {b:#04x}");
+            }
+        }
+        assert!(is_host("127.0.0.1:8080"));
+        assert!(is_host("[::1]:80"));
+        assert!(!is_host(""));
         assert!(is_token("Mcp-Param-Region"));
         assert!(!is_token(""));
         assert!(!is_token("a b"));
@@ -127,5 +202,46 @@ mod tests {
         }
         assert!(all_printable(b""));
         assert!(all_printable(b"Bearer abc.DEF-123_~+/= x"));
+    }
+    /// The word-at-a-time comparison agrees with the standard one for every pair of
+    /// bytes at every position of a word and of the tail.
+    #[test]
+    fn case_insensitive_words_agree_with_the_standard_comparison() {
+        for len in [1, 8, 9, 14, 17] {
+            for at in [0, len / 2, len - 1] {
+                for x in 0..=255u8 {
+                    for y in [x, x ^ 0x20, x.wrapping_add(1), b'a', b'A', b'z', 0x80] {
+                        let mut a = vec![b'k'; len];
+                        let mut b = vec![b'K'; len];
+                        a[at] = x;
+                        b[at] = y;
+                        let expected = a.eq_ignore_ascii_case(&b);
+                        if let (Ok(a), Ok(b)) = (std::str::from_utf8(&a), std::str::from_utf8(&b)) {
+                            assert_eq!(
+                                eq_ignore_case(a, b),
+                                expected,
+                                "{x:#04x}/{y:#04x} at {at} of {len}"
+                            );
+                        }
+                        let (wa, wb) = (&a[..8.min(len)], &b[..8.min(len)]);
+                        if let (Ok(wa), Ok(wb)) = (<[u8; 8]>::try_from(wa), <[u8; 8]>::try_from(wb))
+                        {
+                            assert_eq!(
+                                words_eq_ignore_case(
+                                    u64::from_ne_bytes(wa),
+                                    u64::from_ne_bytes(wb)
+                                ),
+                                wa.eq_ignore_ascii_case(&wb),
+                                "word {x:#04x}/{y:#04x} at {at}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        assert!(eq_ignore_case("Content-Length", "content-length"));
+        assert!(!eq_ignore_case("Content-Length", "content-lengti"));
+        assert!(!eq_ignore_case("content-type", "content-length"));
+        assert!(eq_ignore_case("", ""));
     }
 }

@@ -1,6 +1,7 @@
 //! The response head: parsing on httparse, header lookup, and the framing and
 //! keep-alive rules of RFC 9112 §6.3 and §9.3.
 
+use super::chars::eq_ignore_case;
 use super::error::ResponseError;
 
 /// The HTTP version of a response.
@@ -53,7 +54,7 @@ impl ResponseHead {
     /// Every value of the header `name` (compared case-insensitively), in order.
     pub fn header_all<'a>(&'a self, name: &str) -> impl Iterator<Item = &'a str> {
         self.headers()
-            .filter(move |(n, _)| n.eq_ignore_ascii_case(name))
+            .filter(move |(n, _)| eq_ignore_case(n, name))
             .map(|(_, v)| v)
     }
 
@@ -147,7 +148,13 @@ fn parse_with<'b>(
     for h in response.headers.iter() {
         fields.push_str(h.name);
         let name_end = fields.len();
-        fields.push_str(String::from_utf8_lossy(h.value).trim_matches([' ', '\t']));
+        // Surrounding SP/HTAB removed from the bytes (they are never part of a UTF-8
+        // sequence, valid or not); a value that is not UTF-8 is read lossily.
+        let value = trim_ows(h.value);
+        match std::str::from_utf8(value) {
+            Ok(text) => fields.push_str(text),
+            Err(_) => fields.push_str(&String::from_utf8_lossy(value)),
+        }
         ends.push((name_end, fields.len()));
     }
     Ok(ResponseHead {
@@ -157,6 +164,17 @@ fn parse_with<'b>(
         fields,
         ends,
     })
+}
+
+/// `bytes` without leading and trailing SP and HTAB.
+fn trim_ows(mut bytes: &[u8]) -> &[u8] {
+    while let [b' ' | b'\t', rest @ ..] = bytes {
+        bytes = rest;
+    }
+    while let [rest @ .., b' ' | b'\t'] = bytes {
+        bytes = rest;
+    }
+    bytes
 }
 
 /// A static description of an httparse error.

@@ -29,6 +29,8 @@
 //! * `Mcp-Method` and `MCP-Protocol-Version` are copied verbatim (no sentinel is defined
 //!   for them); a value that cannot travel verbatim is [`HeaderError::UnsafeValue`].
 
+use std::borrow::Cow;
+
 use base64::Engine as _;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use serde_json::Value;
@@ -324,21 +326,40 @@ pub fn request_headers_for(
     version: &str,
     mirrored: &[ParamHeader],
 ) -> Result<Vec<(String, String)>, HeaderError> {
-    let verbatim = |header: &'static str, value: &str| {
+    let list = request_headers_borrowed(method, params, version, mirrored)?;
+    Ok(list
+        .into_iter()
+        .map(|(name, value)| (name.into_owned(), value.into_owned()))
+        .collect())
+}
+
+/// A header of [`request_headers_borrowed`]: its name (static but for `Mcp-Param-*`) and
+/// its value (borrowed unless encoded).
+pub(crate) type BorrowedHeader<'a> = (Cow<'static, str>, Cow<'a, str>);
+
+/// [`request_headers_for`] without copying what it need not: the names are static but
+/// for `Mcp-Param-*`, and a value is borrowed from `method`, `params` or `version`
+/// unless it had to be encoded. What a client sending the request writes at once.
+pub(crate) fn request_headers_borrowed<'a>(
+    method: &'a str,
+    params: &'a serde_json::Map<String, Value>,
+    version: &'a str,
+    mirrored: &[ParamHeader],
+) -> Result<Vec<BorrowedHeader<'a>>, HeaderError> {
+    let verbatim = |header: &'static str, value: &'a str| {
         let safe = !value.is_empty()
             && value.bytes().all(|b| (0x20..=0x7e).contains(&b))
             && !value.starts_with(' ')
             && !value.ends_with(' ');
         if safe {
-            Ok((header.to_owned(), value.to_owned()))
+            Ok((Cow::Borrowed(header), Cow::Borrowed(value)))
         } else {
             Err(HeaderError::UnsafeValue { header })
         }
     };
-    let mut out = vec![
-        verbatim(MCP_PROTOCOL_VERSION, version)?,
-        verbatim(MCP_METHOD, method)?,
-    ];
+    let mut out = Vec::with_capacity(3);
+    out.push(verbatim(MCP_PROTOCOL_VERSION, version)?);
+    out.push(verbatim(MCP_METHOD, method)?);
     if let Some(field) = mcp_name_source(method) {
         let Some(name) = params.get(field).and_then(Value::as_str) else {
             return Err(HeaderError::MissingName {
@@ -346,13 +367,23 @@ pub fn request_headers_for(
                 field,
             });
         };
-        out.push((MCP_NAME.to_owned(), encode_header_value(name)));
+        let value = if needs_wrapping(name) {
+            Cow::Owned(encode_header_value(name))
+        } else {
+            Cow::Borrowed(name)
+        };
+        out.push((Cow::Borrowed(MCP_NAME), value));
     }
     if method == "tools/call"
         && !mirrored.is_empty()
         && let Some(arguments) = params.get("arguments")
     {
-        out.extend(extract_param_values(mirrored, arguments)?);
+        let values = extract_param_values(mirrored, arguments)?;
+        out.extend(
+            values
+                .into_iter()
+                .map(|(name, value)| (Cow::Owned(name), Cow::Owned(value))),
+        );
     }
     Ok(out)
 }

@@ -29,6 +29,8 @@ pub mod xmcp;
 pub use error::{ResponseError, ReuseError};
 pub use head::{HttpVersion, ResponseHead};
 pub use limits::HttpLimits;
+#[cfg(test)]
+pub(crate) use request::check_field;
 pub use request::{ACCEPT_JSON_AND_SSE, RequestError, RequestHead};
 pub(crate) use request::{HeadRef, decimal};
 pub use response::{ResponseEvent, ResponseReader};

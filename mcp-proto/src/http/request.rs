@@ -6,7 +6,7 @@
 //! be tokens, values visible ASCII with inner spaces or tabs only, and the framing headers
 //! (`Host`, `Content-Length`, `Transfer-Encoding`) are written by the writer alone.
 
-use super::chars::{is_field_value, is_token};
+use super::chars::{is_field_value, is_host, is_token};
 use super::url::EndpointUrl;
 
 /// The `Accept` value every Streamable HTTP POST carries (spec §4.1).
@@ -110,6 +110,9 @@ pub(crate) struct HeadRef<'a> {
     few_len: usize,
     /// Fields past those.
     more: Vec<(&'a str, &'a str)>,
+    /// Bit `i` set: field `i` is one of this crate's own constant fields
+    /// ([`HeadRef::push_own`]), not checked again on every request.
+    own: u64,
 }
 
 /// How many fields a [`HeadRef`] holds without allocating.
@@ -125,6 +128,7 @@ impl<'a> HeadRef<'a> {
             few: [("", ""); FEW_FIELDS],
             few_len: 0,
             more: Vec::new(),
+            own: 0,
         }
     }
 
@@ -144,52 +148,54 @@ impl<'a> HeadRef<'a> {
         }
     }
 
+    /// Adds a field whose name and value are constants of this crate (`Accept`,
+    /// `Content-Type`, a protocol version), known to pass the checks (see the tests that
+    /// go through them): the head does not check them again.
+    pub(crate) fn push_own(&mut self, name: &'static str, value: &'static str) {
+        let at = self.few_len + self.more.len();
+        if let Some(bit) = 1u64.checked_shl(u32::try_from(at).unwrap_or(u32::MAX)) {
+            self.own |= bit;
+        }
+        self.push(name, value);
+    }
+
     /// The fields pushed, in order.
     fn fields(&self) -> impl Iterator<Item = &(&'a str, &'a str)> {
         self.few[..self.few_len].iter().chain(&self.more)
     }
 
-    /// As [`RequestHead::write`]. The fields are checked as they are written; a refused
-    /// one takes back what was written of the head.
+    /// As [`RequestHead::write`]. Every part is checked before a byte is written, and
+    /// room for the whole head is made once.
     pub(crate) fn write(
         &self,
         content_length: Option<usize>,
         out: &mut Vec<u8>,
     ) -> Result<(), RequestError> {
-        let start = out.len();
-        let written = self.write_checked(content_length, out);
-        if written.is_err() {
-            out.truncate(start);
-        }
-        written
-    }
-
-    fn write_checked(
-        &self,
-        content_length: Option<usize>,
-        out: &mut Vec<u8>,
-    ) -> Result<(), RequestError> {
         self.check_request_line()?;
+        // "M T HTTP/1.1\r\nHost: H\r\n", the fields, `Content-Length`, the empty line.
+        let mut size = self.method.len() + self.target.len() + self.host.len() + 19 + 38 + 2;
+        for (i, &(name, value)) in self.fields().enumerate() {
+            let own = u32::try_from(i)
+                .ok()
+                .and_then(|i| 1u64.checked_shl(i))
+                .is_some_and(|bit| self.own & bit != 0);
+            if !own {
+                check_field(name, value)?;
+            }
+            size += name.len() + value.len() + 4;
+        }
+        out.reserve(size);
         for part in [
             self.method,
             " ",
             self.target,
             " HTTP/1.1\r\nHost: ",
             self.host,
+            "\r\n",
         ] {
             out.extend_from_slice(part.as_bytes());
         }
-        out.extend_from_slice(b"\r\n");
         for &(name, value) in self.fields() {
-            if !is_token(name) {
-                return Err(RequestError::InvalidHeaderName(name.to_owned()));
-            }
-            if is_framing_header(name) {
-                return Err(RequestError::ReservedHeader(name.to_owned()));
-            }
-            if !is_field_value(value) {
-                return Err(RequestError::InvalidHeaderValue(name.to_owned()));
-            }
             for part in [name, ": ", value, "\r\n"] {
                 out.extend_from_slice(part.as_bytes());
             }
@@ -214,30 +220,26 @@ impl<'a> HeadRef<'a> {
         if !target_ok {
             return Err(RequestError::InvalidTarget(self.target.to_owned()));
         }
-        let host_ok = !self.host.is_empty()
-            && self.host.bytes().all(|b| {
-                b.is_ascii_graphic()
-                    && !matches!(
-                        b,
-                        b'/' | b'?'
-                            | b'#'
-                            | b'@'
-                            | b'\\'
-                            | b'"'
-                            | b'<'
-                            | b'>'
-                            | b'{'
-                            | b'}'
-                            | b'|'
-                            | b'^'
-                            | b'`'
-                    )
-            });
-        if !host_ok {
+        if !is_host(self.host) {
             return Err(RequestError::InvalidHost(self.host.to_owned()));
         }
         Ok(())
     }
+}
+
+/// Checks one header field: a token for a name, not one the head writes itself, a
+/// value that cannot break the head.
+pub(crate) fn check_field(name: &str, value: &str) -> Result<(), RequestError> {
+    if !is_token(name) {
+        return Err(RequestError::InvalidHeaderName(name.to_owned()));
+    }
+    if is_framing_header(name) {
+        return Err(RequestError::ReservedHeader(name.to_owned()));
+    }
+    if !is_field_value(value) {
+        return Err(RequestError::InvalidHeaderValue(name.to_owned()));
+    }
+    Ok(())
 }
 
 /// Whether `name` is a field the head writes itself (`Host`, `Content-Length`) or one

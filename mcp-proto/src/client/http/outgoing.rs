@@ -1,5 +1,6 @@
 //! Turning the protocol machine's messages into HTTP requests.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::Instant;
@@ -10,30 +11,33 @@ use super::authorize::{Parked, Replay};
 use super::exchange::{Body, Exchange, Purpose};
 use super::{GetStream, HttpLink};
 use crate::auth::Authorizer;
-use crate::client::session::{OutKind, Outgoing};
+use crate::client::session::{OutKind, Outgoing, Session};
 use crate::client::{CallError, Event, PeerError};
-use crate::http::headers::{self, LAST_EVENT_ID, MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
+use crate::http::headers::{
+    self, BorrowedHeader, LAST_EVENT_ID, MCP_PROTOCOL_VERSION, MCP_SESSION_ID,
+};
+use crate::http::xmcp::{InvalidAnnotation, ParamHeader};
 use crate::http::{ACCEPT_JSON_AND_SSE, EndpointUrl, HeadRef, RequestError, ResponseReader};
 use crate::version::Era;
 
 impl HttpLink {
     /// Writes the head of a request to `url` (the MCP URL, or the HTTP+SSE endpoint):
     /// the headers every request carries, the authorization flow's (`managed`, from
-    /// [`auth_headers`]), then `extra`. Nothing is copied: the head borrows the
-    /// configuration's strings.
+    /// [`auth_headers`]), then what `extra` pushes. Nothing is copied: the head borrows
+    /// the configuration's strings.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn write_head(
-        &self,
-        managed: &[(String, String)],
-        method: &str,
-        accept: &str,
-        url: &EndpointUrl,
-        extra: &[(&str, &str)],
+    pub(super) fn write_head<'a>(
+        &'a self,
+        managed: &'a [(String, String)],
+        method: &'a str,
+        accept: &'static str,
+        url: &'a EndpointUrl,
+        extra: impl FnOnce(&mut HeadRef<'a>),
         content_length: Option<usize>,
         out: &mut Vec<u8>,
     ) -> Result<(), RequestError> {
         let mut head = HeadRef::for_endpoint(method, url);
-        head.push("Accept", accept);
+        head.push_own("Accept", accept);
         head.push("User-Agent", &self.config.user_agent);
         if managed.is_empty() {
             // Without a usable token of the flow's, its last one (a copy kept to tell
@@ -58,9 +62,7 @@ impl HttpLink {
             }
             head.push(name, value);
         }
-        for &(name, value) in extra {
-            head.push(name, value);
-        }
+        extra(&mut head);
         head.write(content_length, out)
     }
 
@@ -160,9 +162,12 @@ impl HttpLink {
         };
         let version = self.client.header_version();
         let modern = version.is_some_and(|v| v.era() == Era::Modern);
+        let empty = Map::new();
         let mut modern_list = Vec::new();
         if modern {
-            match self.modern_headers(rpc_id, &method, version.map_or("", |v| v.as_str())) {
+            let version = version.map_or("", |v| v.as_str());
+            let listed = (&self.client, &self.excluded_tools, &self.tool_headers);
+            match modern_headers(listed, rpc_id, &method, version, &empty) {
                 Ok(list) => modern_list = list,
                 Err(e) => {
                     if let Some(rpc) = rpc_id {
@@ -172,13 +177,7 @@ impl HttpLink {
                 }
             }
         }
-        let mut extra = Vec::with_capacity(1 + modern_list.len().max(1));
-        extra.push(("Content-Type", "application/json"));
-        if modern {
-            extra.extend(modern_list.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-        } else if let Some(v) = version {
-            extra.push((MCP_PROTOCOL_VERSION, v.as_str()));
-        }
+        let legacy_version = version.filter(|_| !modern).map(|v| v.as_str());
         let mut bytes = Vec::with_capacity(512);
         // Where messages are POSTed: the endpoint on the old transport, else the URL;
         // borrowed, not cloned, beside the authorization flow's mutable borrow.
@@ -192,11 +191,19 @@ impl HttpLink {
             "POST",
             ACCEPT_JSON_AND_SSE,
             url,
-            &extra,
+            |head| {
+                head.push_own("Content-Type", "application/json");
+                for (name, value) in &modern_list {
+                    head.push(name, value);
+                }
+                if let Some(v) = legacy_version {
+                    head.push_own(MCP_PROTOCOL_VERSION, v);
+                }
+            },
             Some(json.len()),
             &mut bytes,
         );
-        drop(extra);
+        drop(modern_list);
         if let Err(e) = written {
             if let Some(rpc) = rpc_id {
                 self.client
@@ -233,37 +240,6 @@ impl HttpLink {
         self.insert_exchange(id, x, (bytes, json));
     }
 
-    /// The 2026 header set for request `rpc_id` (or a notification): fails locally for a
-    /// tool excluded from `tools/list` and for arguments no header can carry.
-    fn modern_headers(
-        &self,
-        rpc_id: Option<i64>,
-        method: &str,
-        version: &str,
-    ) -> Result<Vec<(String, String)>, CallError> {
-        let empty = Map::new();
-        let params = rpc_id
-            .and_then(|r| self.client.request_info(r))
-            .and_then(|(_, p)| p)
-            .unwrap_or(&empty);
-        let tool = (method == "tools/call")
-            .then(|| params.get("name").and_then(Value::as_str))
-            .flatten();
-        if let Some(tool) = tool
-            && let Some(reason) = self.excluded_tools.get(tool)
-        {
-            return Err(CallError::ToolExcluded {
-                tool: tool.to_owned(),
-                reason: reason.clone(),
-            });
-        }
-        let mirrored = tool
-            .and_then(|n| self.tool_headers.get(n))
-            .map_or(&[][..], Vec::as_slice);
-        headers::request_headers_for(method, params, version, mirrored)
-            .map_err(CallError::HeaderValue)
-    }
-
     /// Opens a GET stream: the server's own (`owed` empty) or a resumption.
     /// A resumption whose request cannot be written (an event id that is no header
     /// value) is not dropped: what it owed fails, naming the reason.
@@ -276,17 +252,25 @@ impl HttpLink {
     ) {
         let url = self.config.url.clone();
         let version = self.client.header_version();
-        let mut extra = Vec::with_capacity(2);
-        if let Some(v) = &version {
-            extra.push((MCP_PROTOCOL_VERSION, v.as_str()));
-        }
-        if let Some(last) = &last_event_id {
-            extra.push((LAST_EVENT_ID, last.as_str()));
-        }
         let mut bytes = Vec::new();
         let managed = auth_headers(&mut self.auth, self.now, "GET", &url);
         let accept = "text/event-stream";
-        let written = self.write_head(&managed, "GET", accept, &url, &extra, None, &mut bytes);
+        let written = self.write_head(
+            &managed,
+            "GET",
+            accept,
+            &url,
+            |head| {
+                if let Some(v) = version {
+                    head.push_own(MCP_PROTOCOL_VERSION, v.as_str());
+                }
+                if let Some(last) = &last_event_id {
+                    head.push(LAST_EVENT_ID, last);
+                }
+            },
+            None,
+            &mut bytes,
+        );
         if let Err(e) = written {
             if owed.is_empty() {
                 self.get_stream = GetStream::Unavailable;
@@ -306,10 +290,6 @@ impl HttpLink {
     /// `DELETE` of the legacy session.
     pub(super) fn send_delete(&mut self, version: Option<crate::version::ProtocolVersion>) {
         let url = self.config.url.clone();
-        let extra: Vec<(&str, &str)> = version
-            .iter()
-            .map(|v| (MCP_PROTOCOL_VERSION, v.as_str()))
-            .collect();
         let mut bytes = Vec::new();
         let managed = auth_headers(&mut self.auth, self.now, "DELETE", &url);
         let written = self.write_head(
@@ -317,7 +297,11 @@ impl HttpLink {
             "DELETE",
             ACCEPT_JSON_AND_SSE,
             &url,
-            &extra,
+            |head| {
+                if let Some(v) = version {
+                    head.push_own(MCP_PROTOCOL_VERSION, v.as_str());
+                }
+            },
             None,
             &mut bytes,
         );
@@ -328,6 +312,43 @@ impl HttpLink {
         let id = self.alloc_exchange();
         self.insert_exchange(id, x, (bytes, Arc::default()));
     }
+}
+
+/// The 2026 header set for request `rpc_id` (or a notification), borrowing the request's
+/// method, params and name where it can: fails locally for a tool excluded from
+/// `tools/list` and for arguments no header can carry. A free function over the fields
+/// it reads, so that the list can be held while the authorization flow is asked.
+fn modern_headers<'a>(
+    (client, excluded_tools, tool_headers): (
+        &'a Session,
+        &BTreeMap<String, InvalidAnnotation>,
+        &BTreeMap<String, Vec<ParamHeader>>,
+    ),
+    rpc_id: Option<i64>,
+    method: &'a str,
+    version: &'a str,
+    empty: &'a Map<String, Value>,
+) -> Result<Vec<BorrowedHeader<'a>>, CallError> {
+    let params = rpc_id
+        .and_then(|r| client.request_info(r))
+        .and_then(|(_, p)| p)
+        .unwrap_or(empty);
+    let tool = (method == "tools/call")
+        .then(|| params.get("name").and_then(Value::as_str))
+        .flatten();
+    if let Some(tool) = tool
+        && let Some(reason) = excluded_tools.get(tool)
+    {
+        return Err(CallError::ToolExcluded {
+            tool: tool.to_owned(),
+            reason: reason.clone(),
+        });
+    }
+    let mirrored = tool
+        .and_then(|n| tool_headers.get(n))
+        .map_or(&[][..], Vec::as_slice);
+    headers::request_headers_borrowed(method, params, version, mirrored)
+        .map_err(CallError::HeaderValue)
 }
 
 /// The authorization flow's headers for a request: its token and, when DPoP-bound, a
@@ -364,4 +385,30 @@ fn is_written_by_client(name: &str) -> bool {
         || name
             .get(..headers::MCP_PARAM_PREFIX.len())
             .is_some_and(|p| p.eq_ignore_ascii_case(headers::MCP_PARAM_PREFIX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::check_field;
+    use crate::version::ProtocolVersion;
+
+    /// The fields written with `push_own` (not checked per request) pass the checks
+    /// every other field goes through.
+    #[test]
+    fn own_fields_pass_the_field_checks() {
+        let mut own = vec![
+            ("Accept", ACCEPT_JSON_AND_SSE),
+            ("Accept", "text/event-stream"),
+            ("Content-Type", "application/json"),
+        ];
+        own.extend(
+            ProtocolVersion::ALL
+                .iter()
+                .map(|v| (MCP_PROTOCOL_VERSION, v.as_str())),
+        );
+        for (name, value) in own {
+            assert_eq!(check_field(name, value), Ok(()), "{name}: {value}");
+        }
+    }
 }

@@ -565,7 +565,10 @@ impl Pool {
     /// is full.
     fn dispatch(&mut self, now: Instant) {
         // What has room changes only when a job is placed (or fails to be): the pool is
-        // looked at again then, not for each job passed over.
+        // looked at again then, not for each job passed over (nor when none waits).
+        if self.queue.is_empty() {
+            return;
+        }
         let mut full = self.full();
         let mut i = 0;
         while i < self.queue.len() {
@@ -590,6 +593,9 @@ impl Pool {
                     self.waiting_bytes -= size;
                     self.waiting_streams -= usize::from(long_lived);
                 }
+            }
+            if i >= self.queue.len() {
+                return;
             }
             full = self.full();
         }

@@ -281,7 +281,7 @@ impl HttpLink {
         let mut bytes = Vec::new();
         let managed = super::outgoing::auth_headers(&mut self.auth, self.now, "GET", &url);
         let accept = "text/event-stream";
-        if let Err(e) = self.write_head(&managed, "GET", accept, &url, &[], None, &mut bytes) {
+        if let Err(e) = self.write_head(&managed, "GET", accept, &url, |_| {}, None, &mut bytes) {
             self.sse_fail(HttpSseError::StreamRefused {
                 status: None,
                 detail: e.to_string(),

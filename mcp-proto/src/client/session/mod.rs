@@ -1630,10 +1630,11 @@ fn lacking_capability(method: &str, era: Era, capabilities: &Value) -> Option<&'
 /// For a method of the Skills extension, what the server must have declared for it and
 /// did not.
 fn undeclared(method: &str, server: Option<&ServerDetails>) -> Option<&'static str> {
-    let support = server.and_then(crate::skills::SkillsSupport::of);
+    // The declaration is looked up only for the methods it governs, not on every call.
+    let support = || server.and_then(crate::skills::SkillsSupport::of);
     if method == "resources/directory/read" {
-        return (!support.is_some_and(|s| s.directory_read))
+        return (!support().is_some_and(|s| s.directory_read))
             .then_some("io.modelcontextprotocol/skills with directoryRead: true");
     }
-    (method.starts_with("skills/") && support.is_none()).then_some(crate::skills::EXTENSION)
+    (method.starts_with("skills/") && support().is_none()).then_some(crate::skills::EXTENSION)
 }

@@ -565,7 +565,7 @@ fn body_is_delivered_incrementally() {
 
 #[test]
 fn header_lookup() {
-    let r = b"HTTP/1.1 200 OK\r\nVary: a\r\nvary: b , c\r\nX-Empty:\r\nX-Latin: caf\xe9\r\n\r\n";
+    let r = b"HTTP/1.1 200 OK\r\nVary: a\r\nvary: b , c\r\nX-Empty:\r\nX-Latin: caf\xe9\r\nX-Padded: \t caf\xe9 \t\r\n\r\n";
     let mut reader = ResponseReader::new(HttpLimits::default(), "HEAD");
     reader.handle_input(r);
     let Some(ResponseEvent::Head(head)) = reader.poll_event() else {
@@ -579,6 +579,7 @@ fn header_lookup() {
     );
     assert_eq!(head.header("x-empty"), Some(""));
     assert_eq!(head.header("x-latin"), Some("caf\u{fffd}"));
+    assert_eq!(head.header("X-PADDED"), Some("caf\u{fffd}"));
     assert_eq!(head.header("missing"), None);
     assert!(head.is_success());
     assert_eq!(
