@@ -1,7 +1,9 @@
 //! One HTTP exchange: reading its response (JSON, SSE or an error body) and deciding
 //! what its end means for the calls it carried.
 
+use std::borrow::Cow;
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::Instant;
@@ -67,7 +69,7 @@ impl fmt::Display for ExchangeId {
 #[derive(Debug, Clone)]
 pub(super) enum Purpose {
     /// A POSTed request; its response (or an SSE stream carrying it) is owed.
-    Request { method: String },
+    Request { method: RequestMethod },
     /// A POSTed notification or response: `202` expected.
     Notify,
     /// The legacy `notifications/initialized`: later messages wait for its answer.
@@ -81,13 +83,35 @@ pub(super) enum Purpose {
     SseStream,
 }
 
+/// What the exchange of a request needs to know of its method, read once when it is
+/// sent (the method itself is the machine's, not copied per request).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct RequestMethod {
+    /// Sending it a second time is harmless ([`repeatable_method`]).
+    pub(super) repeatable: bool,
+    /// `initialize`: its answer may carry the session id.
+    pub(super) initialize: bool,
+    /// A 2026 subscription (`subscriptions/listen`), open as long as the server keeps it.
+    pub(super) listen: bool,
+}
+
+impl RequestMethod {
+    pub(super) fn of(method: &str) -> Self {
+        RequestMethod {
+            repeatable: repeatable_method(method),
+            initialize: method == "initialize",
+            listen: method == crate::client::session::request::LISTEN,
+        }
+    }
+}
+
 impl Purpose {
     /// Whether sending the request a second time is harmless, should the first one have
     /// reached the server after all: everything but a request that may change something
     /// (`tools/call`, and any method this client does not know to be a read).
     pub(super) fn is_repeatable(&self) -> bool {
         match self {
-            Purpose::Request { method } => repeatable_method(method),
+            Purpose::Request { method } => method.repeatable,
             // Notifications and responses are idempotent to the server (a response to
             // an id already answered is ignored); GETs and DELETEs too.
             Purpose::Notify
@@ -217,8 +241,13 @@ impl HttpLink {
         };
         let status = head.status;
         if !matches!(status, 401 | 403 | 429 | 503) {
-            // Sent again only after a refusal or a busy server's: the copy can go.
-            x.replay = None;
+            // Sent again only after a refusal or a busy server's: the copy can go, its
+            // buffer to the machine for a later request when nothing else holds it.
+            if let Some(replay) = x.replay.take()
+                && let Ok(json) = Arc::try_unwrap(replay.json)
+            {
+                self.client.keep_buffer(json);
+            }
         }
         if (200..300).contains(&status) && x.had_session && x.session_epoch == self.session_epoch {
             // The server knows the session: a later 404 is an expiry, not a refusal of
@@ -232,19 +261,21 @@ impl HttpLink {
             // A request went through with the current token: step-ups count afresh.
             auth.handle_success();
         }
-        let content_type = head
-            .header("content-type")
-            .map(|c| {
-                c.split(';')
-                    .next()
-                    .unwrap_or("")
-                    .trim()
-                    .to_ascii_lowercase()
-            })
-            .unwrap_or_default();
+        // The media type, lowercased: copied only when it has capitals.
+        let content_type = match head.header("content-type") {
+            Some(c) => {
+                let media = c.split(';').next().unwrap_or("").trim();
+                if media.bytes().any(|b| b.is_ascii_uppercase()) {
+                    Cow::Owned(media.to_ascii_lowercase())
+                } else {
+                    Cow::Borrowed(media)
+                }
+            }
+            None => Cow::Borrowed(""),
+        };
         if (200..300).contains(&status)
             && let Some(sid) = head.header(MCP_SESSION_ID)
-            && matches!(&x.purpose, Purpose::Request { method } if method == "initialize")
+            && matches!(&x.purpose, Purpose::Request { method } if method.initialize)
         {
             let why = if sid.len() > MAX_SESSION_ID_BYTES {
                 Some(format!("is longer than {MAX_SESSION_ID_BYTES} bytes"))

@@ -733,9 +733,7 @@ impl HttpLink {
         // so it does not take one of the request connections.
         let long_lived = match &x.purpose {
             exchange::Purpose::Get { .. } | exchange::Purpose::SseStream => true,
-            exchange::Purpose::Request { method } => {
-                method == crate::client::session::request::LISTEN
-            }
+            exchange::Purpose::Request { method } => method.listen,
             _ => false,
         };
         let repeatable = x.purpose.is_repeatable();

@@ -8,7 +8,7 @@ use crate::Instant;
 use serde_json::{Map, Value};
 
 use super::authorize::{Parked, Replay};
-use super::exchange::{Body, Exchange, Purpose};
+use super::exchange::{Body, Exchange, Purpose, RequestMethod};
 use super::{GetStream, HttpLink};
 use crate::auth::Authorizer;
 use crate::client::session::{OutKind, Outgoing, Session};
@@ -150,16 +150,20 @@ impl HttpLink {
                 return;
             }
         }
+        // The method is borrowed from the machine's record of the request: what the
+        // exchange needs of it is read now.
         let (rpc_id, method) = match kind {
             OutKind::Request(rpc) => match self.client.request_info(rpc) {
-                Some((method, _)) => (Some(rpc), method.to_owned()),
+                Some((method, _)) => (Some(rpc), method),
                 // The call ended while its request waited (held): nothing to send.
                 None => return,
             },
-            OutKind::Notification(method) => (None, method.to_owned()),
-            OutKind::Cancel(_) => (None, "notifications/cancelled".to_owned()),
-            OutKind::Response => (None, String::new()),
+            OutKind::Notification(method) => (None, method),
+            OutKind::Cancel(_) => (None, "notifications/cancelled"),
+            OutKind::Response => (None, ""),
         };
+        let request_method = RequestMethod::of(method);
+        let initialized = method == "notifications/initialized";
         let version = self.client.header_version();
         let modern = version.is_some_and(|v| v.era() == Era::Modern);
         let empty = Map::new();
@@ -167,7 +171,7 @@ impl HttpLink {
         if modern {
             let version = version.map_or("", |v| v.as_str());
             let listed = (&self.client, &self.excluded_tools, &self.tool_headers);
-            match modern_headers(listed, rpc_id, &method, version, &empty) {
+            match modern_headers(listed, rpc_id, method, version, &empty) {
                 Ok(list) => modern_list = list,
                 Err(e) => {
                     if let Some(rpc) = rpc_id {
@@ -178,7 +182,7 @@ impl HttpLink {
             }
         }
         let legacy_version = version.filter(|_| !modern).map(|v| v.as_str());
-        let mut bytes = Vec::with_capacity(512);
+        let mut bytes = self.pool.head_buffer();
         // Where messages are POSTed: the endpoint on the old transport, else the URL;
         // borrowed, not cloned, beside the authorization flow's mutable borrow.
         let url = match self.sse.as_ref().and_then(|s| s.endpoint.as_ref()) {
@@ -224,8 +228,10 @@ impl HttpLink {
             generation: self.auth_generation,
         };
         let purpose = if rpc_id.is_some() {
-            Purpose::Request { method }
-        } else if method == "notifications/initialized" {
+            Purpose::Request {
+                method: request_method,
+            }
+        } else if initialized {
             self.held = Some(Default::default());
             Purpose::Initialized
         } else {

@@ -185,7 +185,20 @@ pub(super) struct Pool {
     commands: VecDeque<Command>,
     opened: u64,
     retries: u64,
+    /// What an answered job's body becomes: shared, so that letting a body go does not
+    /// allocate an empty one.
+    no_body: Arc<Vec<u8>>,
+    /// The head buffer of the last answered request, emptied, for the next request's
+    /// head (at most [`SPARE_HEAD_MAX`] bytes of capacity).
+    spare_head: Vec<u8>,
 }
+
+/// The largest head buffer kept for the next request.
+const SPARE_HEAD_MAX: usize = 8 * 1024;
+
+/// The capacity a new head buffer starts with: room for a request head without a large
+/// token.
+const HEAD_CAPACITY: usize = 512;
 
 impl Pool {
     pub(super) fn new(origin: Origin, config: PoolConfig) -> Pool {
@@ -201,7 +214,18 @@ impl Pool {
             commands: VecDeque::new(),
             opened: 0,
             retries: 0,
+            no_body: Arc::default(),
+            spare_head: Vec::new(),
         }
+    }
+
+    /// An empty buffer to write a request head into: the last answered request's, or a
+    /// new one.
+    pub(super) fn head_buffer(&mut self) -> Vec<u8> {
+        if self.spare_head.capacity() == 0 {
+            return Vec::with_capacity(HEAD_CAPACITY);
+        }
+        std::mem::take(&mut self.spare_head)
     }
 
     /// A connection id no connection of this client has had: the pool's own, and those
@@ -376,7 +400,12 @@ impl Pool {
         };
         if !job.answered {
             job.answered = true;
-            job.bytes = Default::default();
+            let (mut head, _) =
+                std::mem::replace(&mut job.bytes, (Vec::new(), Arc::clone(&self.no_body)));
+            if head.capacity() <= SPARE_HEAD_MAX && head.capacity() > self.spare_head.capacity() {
+                head.clear();
+                self.spare_head = head;
+            }
         }
         Outcome::Deliver(job.exchange)
     }

@@ -695,6 +695,12 @@ impl Session {
         Some(msg)
     }
 
+    /// A message buffer the transport is done with (an HTTP request answered): kept as
+    /// [`Session::keep_spare`] does.
+    pub(crate) fn keep_buffer(&mut self, buf: Vec<u8>) {
+        self.keep_spare(buf);
+    }
+
     /// Keeps `buf` (emptied) to write the next request into, when it is larger than the
     /// spare held and not over [`SPARE_MAX`].
     fn keep_spare(&mut self, mut buf: Vec<u8>) {
