@@ -911,9 +911,11 @@ fn push_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
     let _ = serde_json::to_writer(&mut *out, v);
 }
 
+/// Appends an id, byte for byte as serde_json writes it, without going through serde.
 fn push_id(out: &mut Vec<u8>, id: Option<&RequestId>) {
     match id {
-        Some(id) => push_json(out, id),
+        Some(RequestId::Number(n)) => crate::json_write::write_i64(out, *n),
+        Some(RequestId::String(s)) => crate::json_write::write_str(out, s),
         None => out.extend_from_slice(b"null"),
     }
 }
@@ -924,7 +926,7 @@ pub fn write_request_head(out: &mut Vec<u8>, id: &RequestId, method: &str) {
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
     push_id(out, Some(id));
     out.extend_from_slice(b",\"method\":");
-    push_json(out, method);
+    crate::json_write::write_str(out, method);
 }
 
 /// Appends a request with the given (already serialised) params.
