@@ -144,25 +144,6 @@ pub(crate) fn map_size_hint(map: &serde_json::Map<String, Value>) -> usize {
         + 2
 }
 
-/// Appends `n` in decimal, as serde_json writes an integer.
-pub(crate) fn write_i64(out: &mut Vec<u8>, n: i64) {
-    if n < 0 {
-        out.push(b'-');
-    }
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    let mut rest = n.unsigned_abs();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[at..]);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -175,30 +156,6 @@ mod tests {
             String::from_utf8(ours).unwrap(),
             serde_json::to_string(value).unwrap()
         );
-    }
-
-    #[test]
-    fn integers_are_written_as_serde_json_does() {
-        for n in [
-            0,
-            1,
-            -1,
-            9,
-            10,
-            -10,
-            99,
-            4_096,
-            i64::from(i32::MAX),
-            i64::MAX,
-            i64::MIN,
-        ] {
-            let mut ours = Vec::new();
-            write_i64(&mut ours, n);
-            assert_eq!(
-                String::from_utf8(ours).unwrap(),
-                serde_json::to_string(&n).unwrap()
-            );
-        }
     }
 
     #[test]

@@ -911,11 +911,9 @@ fn push_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
     let _ = serde_json::to_writer(&mut *out, v);
 }
 
-/// Appends an id, byte for byte as serde_json writes it, without going through serde.
 fn push_id(out: &mut Vec<u8>, id: Option<&RequestId>) {
     match id {
-        Some(RequestId::Number(n)) => crate::json_write::write_i64(out, *n),
-        Some(RequestId::String(s)) => crate::json_write::write_str(out, s),
+        Some(id) => push_json(out, id),
         None => out.extend_from_slice(b"null"),
     }
 }
@@ -926,7 +924,7 @@ pub fn write_request_head(out: &mut Vec<u8>, id: &RequestId, method: &str) {
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
     push_id(out, Some(id));
     out.extend_from_slice(b",\"method\":");
-    crate::json_write::write_str(out, method);
+    push_json(out, method);
 }
 
 /// Appends a request with the given (already serialised) params.

@@ -140,31 +140,6 @@ impl ResponseReader {
         }
     }
 
-    /// A reader as [`ResponseReader::new`] makes, its event queue `events` (emptied; from
-    /// [`ResponseReader::take_event_room`]), whose room is used again.
-    pub(crate) fn with_event_room(
-        limits: HttpLimits,
-        request_method: &str,
-        mut events: VecDeque<ResponseEvent>,
-    ) -> Self {
-        events.clear();
-        ResponseReader {
-            events,
-            ..ResponseReader::new(limits, request_method)
-        }
-    }
-
-    /// The event queue of a reader whose response ended, emptied, for the next reader:
-    /// `None` when it has no room, or much (a long stream's is let go).
-    pub(crate) fn take_event_room(&mut self) -> Option<VecDeque<ResponseEvent>> {
-        if !(1..=16).contains(&self.events.capacity()) {
-            return None;
-        }
-        let mut events = std::mem::take(&mut self.events);
-        events.clear();
-        Some(events)
-    }
-
     /// Adds bytes received from the connection. Drain [`ResponseReader::poll_event`]
     /// afterwards.
     pub fn handle_input(&mut self, mut input: &[u8]) {

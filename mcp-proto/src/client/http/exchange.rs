@@ -212,15 +212,11 @@ impl HttpLink {
                 ResponseEvent::Head(head) => self.on_head(now, id, head),
                 ResponseEvent::Body(bytes) => self.on_body(now, id, bytes),
                 ResponseEvent::End { keep_alive } => {
-                    let Some(mut x) = self.exchanges.remove(&id) else {
+                    let Some(x) = self.exchanges.remove(&id) else {
                         return;
                     };
                     let reusable = keep_alive && x.reader.leftover().is_empty();
                     self.pool.finished(now, id, reusable);
-                    // Its event queue serves the next exchange's reader.
-                    if let Some(events) = x.reader.take_event_room() {
-                        self.spare_events = Some(events);
-                    }
                     self.on_end(now, x);
                     return;
                 }

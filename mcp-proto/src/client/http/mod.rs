@@ -74,7 +74,7 @@ use super::{
 };
 use crate::auth::{AuthConfig, Authorizer};
 use crate::http::xmcp::ParamHeader;
-use crate::http::{EndpointUrl, HttpLimits, ResponseEvent};
+use crate::http::{EndpointUrl, HttpLimits};
 use crate::sse::SseLimits;
 use crate::version::Era;
 
@@ -180,9 +180,6 @@ pub(crate) struct HttpLink {
     now: Instant,
     next_exchange: u64,
     exchanges: IdMap<ExchangeId, Exchange>,
-    /// The (empty) event queue of the last exchange's reader that ended, for the next
-    /// exchange's reader.
-    spare_events: Option<VecDeque<ResponseEvent>>,
     pool: Pool,
     events: EventQueue,
     session_id: Option<String>,
@@ -285,7 +282,6 @@ impl HttpLink {
             now,
             next_exchange: 0,
             exchanges: IdMap::default(),
-            spare_events: None,
             pool,
             events,
             session_id: None,

@@ -67,7 +67,7 @@ impl HttpLink {
     }
 
     pub(super) fn new_exchange(
-        &mut self,
+        &self,
         purpose: Purpose,
         rpc_id: Option<i64>,
         method: &str,
@@ -82,12 +82,7 @@ impl HttpLink {
             deadline,
             purpose,
             rpc_id,
-            reader: match self.spare_events.take() {
-                Some(events) => {
-                    ResponseReader::with_event_room(self.config.limits.clone(), method, events)
-                }
-                None => ResponseReader::new(self.config.limits.clone(), method),
-            },
+            reader: ResponseReader::new(self.config.limits.clone(), method),
             head: None,
             body: Body::Unknown,
             had_session: self.session_id.is_some(),
