@@ -79,15 +79,7 @@ fn a_tasks_result_parked_in_a_session_is_answered_when_its_task_expires() {
         Some(expiry),
         "nothing wakes the endpoint for the held tasks/result"
     );
-    assert!(ep.handle_due(expiry));
-    let answer = answer_of(&mut ep, &wait);
-    assert!(
-        answer
-            .as_ref()
-            .is_some_and(|m| m["error"]["code"] == -32602),
-        "the tasks/result of an expired task is never answered: {answer:?}"
-    );
-    assert_eq!(ep.poll_timeout(), None);
+    assert_answered_not_found(&mut ep, &wait, expiry, "an expired task");
 }
 
 /// Another session's request after the expiry drops the task from the store before the
@@ -105,13 +97,19 @@ fn a_tasks_result_parked_in_a_session_is_answered_when_its_task_is_gone() {
         "{:?}",
         ep.poll_timeout()
     );
-    assert!(ep.handle_due(late));
-    let answer = answer_of(&mut ep, &wait);
+    assert_answered_not_found(&mut ep, &wait, late, "a task gone");
+}
+
+/// At `due`, the endpoint answers the parked `tasks/result` of `wait` with `-32602` (the
+/// task of `what` is not found), and then waits for nothing.
+fn assert_answered_not_found(ep: &mut HttpEndpoint, wait: &HttpStream, due: Instant, what: &str) {
+    assert!(ep.handle_due(due));
+    let answer = answer_of(ep, wait);
     assert!(
         answer
             .as_ref()
             .is_some_and(|m| m["error"]["code"] == -32602),
-        "the tasks/result of a task gone is never answered: {answer:?}"
+        "the tasks/result of {what} is never answered: {answer:?}"
     );
     assert_eq!(ep.poll_timeout(), None);
 }
