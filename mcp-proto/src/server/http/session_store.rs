@@ -33,7 +33,7 @@
 //! store's business. Records coming out of a store are untrusted input:
 //! [`SessionRecord::decode`] bounds and checks them.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
@@ -180,7 +180,10 @@ pub trait SessionStore: std::fmt::Debug + Send {
     /// (404).
     fn load(&mut self, id: &str) -> Result<Option<SessionRecord>, SessionStoreError>;
 
-    /// Ends session `id` (a `DELETE`): every process stops serving it.
+    /// Ends session `id` (a `DELETE`): every process stops serving it. A process whose
+    /// request of the session was running then saves it when that request ends: a store
+    /// shared by several endpoints should refuse such a save for a while (both stores of
+    /// this workspace do), or the session lives again everywhere.
     ///
     /// # Errors
     /// [`SessionStoreError`] when the store could not be told.
@@ -191,6 +194,13 @@ pub trait SessionStore: std::fmt::Debug + Send {
 /// of one process can serve each other's sessions (tests, or several listeners); it does
 /// not expire sessions by itself (each endpoint expires its own idle ones) and, when
 /// `capacity` sessions are held, evicts the one saved least recently.
+///
+/// A session removed (a `DELETE`) stays ended: a later save of it, by an endpoint whose
+/// request of the session was running at the time, is refused
+/// ([`SessionStoreError::Unavailable`]) rather than bring the session back for every
+/// endpoint. The ids of the last `capacity` sessions removed are kept for this, the
+/// oldest forgotten first (the store has no clock; session ids are never issued twice,
+/// so keeping one longer refuses nothing that could be saved rightly).
 #[derive(Clone, Debug)]
 pub struct MemorySessionStore {
     inner: Arc<Mutex<MemorySessions>>,
@@ -203,6 +213,10 @@ struct MemorySessions {
     order: VecDeque<(u64, String)>,
     saves: u64,
     capacity: usize,
+    /// Sessions removed, whose saves are refused: at most `capacity`.
+    ended: BTreeSet<String>,
+    /// The same ids, removed first at the front.
+    ended_order: VecDeque<String>,
 }
 
 impl MemorySessionStore {
@@ -215,6 +229,8 @@ impl MemorySessionStore {
                 order: VecDeque::new(),
                 saves: 0,
                 capacity: capacity.max(1),
+                ended: BTreeSet::new(),
+                ended_order: VecDeque::new(),
             })),
         }
     }
@@ -246,6 +262,11 @@ impl SessionStore for MemorySessionStore {
     fn save(&mut self, id: &str, record: &SessionRecord) -> Result<(), SessionStoreError> {
         let mut inner = self.lock();
         let m = &mut *inner;
+        if m.ended.contains(id) {
+            return Err(SessionStoreError::Unavailable(
+                "the session was ended".into(),
+            ));
+        }
         while m.records.len() >= m.capacity && !m.records.contains_key(id) {
             let Some((at, old)) = m.order.pop_front() else {
                 break;
@@ -275,7 +296,17 @@ impl SessionStore for MemorySessionStore {
     }
 
     fn remove(&mut self, id: &str) -> Result<(), SessionStoreError> {
-        self.lock().records.remove(id);
+        let mut inner = self.lock();
+        let m = &mut *inner;
+        m.records.remove(id);
+        if m.ended.insert(id.to_owned()) {
+            m.ended_order.push_back(id.to_owned());
+        }
+        while m.ended_order.len() > m.capacity {
+            if let Some(old) = m.ended_order.pop_front() {
+                m.ended.remove(&old);
+            }
+        }
         Ok(())
     }
 }
@@ -341,5 +372,31 @@ mod tests {
         b.remove("s1").unwrap();
         assert_eq!(a.load("s1").unwrap(), None);
         assert_eq!(a.len(), 1);
+    }
+
+    /// An endpoint loads a session, another ends it (`DELETE`) while the first one's
+    /// request runs, and the first saves the record back when its request ends: the
+    /// session must stay ended for every endpoint, as over Redis (decision 180).
+    #[test]
+    fn a_session_ended_by_one_endpoint_is_not_saved_back_by_another() {
+        let mut a = MemorySessionStore::new(2);
+        let mut b = a.clone();
+        a.save("s1", &record()).unwrap();
+        assert_eq!(b.load("s1").unwrap(), Some(record()));
+        a.remove("s1").unwrap();
+        assert!(b.save("s1", &record()).is_err(), "the save is refused");
+        assert_eq!(a.load("s1").unwrap(), None, "the ended session came back");
+        // Other sessions are saved as before; the ended ids are bounded by the capacity,
+        // the oldest forgotten first.
+        b.save("s2", &record()).unwrap();
+        a.remove("s2").unwrap();
+        a.remove("s3").unwrap();
+        assert!(
+            b.save("s2", &record()).is_err(),
+            "s2 is still known as ended"
+        );
+        assert!(b.save("s1", &record()).is_ok(), "s1 was forgotten for room");
+        assert_eq!(a.lock().ended.len(), 2);
+        assert_eq!(a.lock().ended_order.len(), 2);
     }
 }

@@ -307,3 +307,52 @@ fn no_room_for_a_session_leaves_its_events_to_the_endpoint_serving_it() {
         String::from_utf8_lossy(&r.body)
     );
 }
+
+/// A [`MemorySessionStore`] on which another endpoint's `DELETE` of `ends` lands right
+/// after this endpoint has loaded it, as it may while this endpoint handles a request.
+#[derive(Debug)]
+struct EndedMeanwhile {
+    store: MemorySessionStore,
+    ends: Option<String>,
+}
+
+impl SessionStore for EndedMeanwhile {
+    fn save(&mut self, id: &str, record: &SessionRecord) -> Result<(), SessionStoreError> {
+        self.store.save(id, record)
+    }
+    fn load(&mut self, id: &str) -> Result<Option<SessionRecord>, SessionStoreError> {
+        let loaded = self.store.load(id);
+        if self.ends.as_deref() == Some(id) {
+            self.ends = None;
+            self.store.clone().remove(id)?;
+        }
+        loaded
+    }
+    fn remove(&mut self, id: &str) -> Result<(), SessionStoreError> {
+        self.store.remove(id)
+    }
+}
+
+/// A session ended on one endpoint while the other handled one of its requests stays
+/// ended: the other's save at the end of that request used to put it back in the shared
+/// store, and every endpoint served it again.
+#[test]
+fn a_session_ended_while_another_endpoint_serves_it_stays_ended() {
+    let (mut a, mut b) = pair(false);
+    let sessions = MemorySessionStore::default();
+    a.set_session_store(Box::new(sessions.clone()));
+    let s = open(&mut a);
+    b.set_session_store(Box::new(EndedMeanwhile {
+        store: sessions.clone(),
+        ends: Some(s.clone()),
+    }));
+    // B serves the request from the record it loaded; the session ends meanwhile.
+    let _ = b.handle_request(now(), &echo(&s));
+    assert_eq!(
+        sessions.clone().load(&s),
+        Ok(None),
+        "the ended session was saved back"
+    );
+    assert_eq!(complete(a.handle_request(now(), &echo(&s))).status, 404);
+    assert_eq!(complete(b.handle_request(now(), &echo(&s))).status, 404);
+}
