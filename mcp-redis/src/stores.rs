@@ -111,7 +111,9 @@ fn millis(d: Duration) -> Vec<u8> {
 
 /// [`ConsumptionStore`] over Redis: `SET <nonce> 1 NX PX <until expiry>`. A nonce is
 /// consumed once across every process using the same Redis and prefix; when Redis
-/// cannot be reached the state is refused (at most once wins over availability).
+/// cannot be reached the state is refused (at most once wins over availability). It
+/// bounds neither the nonces held nor one principal's share of them: Redis's own
+/// memory limit (`maxmemory`) does, and a full Redis refuses every state.
 #[derive(Debug)]
 pub struct RedisConsumptionStore {
     redis: Redis,
@@ -120,6 +122,7 @@ pub struct RedisConsumptionStore {
 impl ConsumptionStore for RedisConsumptionStore {
     fn consume(
         &mut self,
+        _principal: Option<&str>,
         nonce: &[u8],
         expires_unix_ms: u64,
         now_unix_ms: u64,

@@ -36,25 +36,25 @@ fn nonces_are_consumed_once_across_connections_and_expire() {
     };
     let (a, b) = two(&server, "t1:");
     let (mut a, mut b) = (a.consumption_store(), b.consumption_store());
-    assert_eq!(a.consume(b"nonce-1", 1_000_300, 1_000_000), Ok(()));
+    assert_eq!(a.consume(None, b"nonce-1", 1_000_300, 1_000_000), Ok(()));
     assert_eq!(
-        b.consume(b"nonce-1", 1_000_300, 1_000_000),
+        b.consume(None, b"nonce-1", 1_000_300, 1_000_000),
         Err(ConsumeRefusal::Consumed),
         "seen by the other"
     );
     assert_eq!(
-        a.consume(b"nonce-1", 1_000_300, 1_000_000),
+        a.consume(None, b"nonce-1", 1_000_300, 1_000_000),
         Err(ConsumeRefusal::Consumed)
     );
-    assert_eq!(b.consume(b"nonce-2", 1_000_300, 1_000_000), Ok(()));
-    assert!(a.consume(b"", 1, 0).is_err(), "empty nonce refused");
+    assert_eq!(b.consume(None, b"nonce-2", 1_000_300, 1_000_000), Ok(()));
+    assert!(a.consume(None, b"", 1, 0).is_err(), "empty nonce refused");
     assert!(
-        a.consume(&[7; 65], 1, 0).is_err(),
+        a.consume(None, &[7; 65], 1, 0).is_err(),
         "oversized nonce refused"
     );
     // It is kept until its state expires (300 ms here), then forgotten.
     let deadline = Instant::now() + Duration::from_secs(5);
-    while a.consume(b"nonce-1", 2_000_000, 1_000_000).is_err() {
+    while a.consume(None, b"nonce-1", 2_000_000, 1_000_000).is_err() {
         assert!(Instant::now() < deadline, "never expired");
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -62,7 +62,7 @@ fn nonces_are_consumed_once_across_connections_and_expire() {
     // "already used".
     drop(server);
     assert_eq!(
-        a.consume(b"nonce-3", 2_000_000, 1_000_000),
+        a.consume(None, b"nonce-3", 2_000_000, 1_000_000),
         Err(ConsumeRefusal::Unavailable)
     );
 }

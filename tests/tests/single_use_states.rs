@@ -167,3 +167,46 @@ fn a_full_store_of_used_states_is_the_servers_trouble_not_a_replay() {
     );
     assert_eq!(runs.load(Ordering::SeqCst), 0);
 }
+
+/// The store of used states is shared by every client of the server. One principal
+/// that uses single-use states as fast as it can fills its own share of the store and
+/// is then refused (`-32603`, "retry later") until its states expire; another
+/// principal's single-use state is still recorded and its call runs. It used to fill the
+/// whole store, and every single-use tool refused every client for the states' lifetime.
+#[test]
+fn one_principal_filling_the_store_of_used_states_refuses_only_itself() {
+    use mcp_proto::server::MemoryConsumptionStore;
+    let runs = Arc::new(AtomicU32::new(0));
+    let counted = Arc::clone(&runs);
+    let mut s = example::server_with(move |c: &mut ServerConfig| {
+        c.tools.push(deploy(counted));
+        c.state_codec = Box::new(
+            codec(KeyRing::new("k1", [1; 32]).unwrap())
+                .consumption_store(Box::new(MemoryConsumptionStore::new(8))),
+        );
+    });
+    s.set_principal(Some("mallory".to_owned()));
+    let mut refused = None;
+    for _ in 0..8 {
+        let state = first_round(&mut s);
+        let reply = retry(&mut s, &state, accept());
+        if reply.get("error").is_some() {
+            refused = Some(reply);
+            break;
+        }
+    }
+    s.set_principal(Some("alice".to_owned()));
+    let state = first_round(&mut s);
+    let alice = retry(&mut s, &state, accept());
+    assert_eq!(
+        alice["result"]["content"][0]["text"], "deployed",
+        "another principal filled the store of used states: {alice}"
+    );
+    let refused = refused.expect("mallory is refused once its share is full");
+    assert_eq!(refused["error"]["code"], -32603, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("share") && message.contains("retry later"),
+        "{refused}"
+    );
+}

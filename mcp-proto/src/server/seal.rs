@@ -160,17 +160,24 @@ impl KeyRing {
 /// Remembers the nonces of consumed states until they expire, so that a state the
 /// handler wants used once is refused the second time. Implement it over a shared
 /// store when several server processes open each other's states.
+///
+/// A bounded store is shared by every client of the server: it should bound what one
+/// principal may hold too, so that a client filling it refuses only itself (see
+/// [`MemoryConsumptionStore`]).
 pub trait ConsumptionStore: Send {
-    /// Records `nonce` as consumed until `expires_unix_ms`.
+    /// Records `nonce`, of a state opened by `principal` (the authenticated principal
+    /// of the request, `None` for an unauthenticated client), as consumed until
+    /// `expires_unix_ms`.
     ///
     /// # Errors
     ///
-    /// [`ConsumeRefusal::Consumed`] when it was consumed before; [`ConsumeRefusal::Full`]
-    /// or [`ConsumeRefusal::Unavailable`] when it cannot be recorded now. Either way the
-    /// state is refused (at most once wins over availability), but only the first tells
-    /// the client its state was used.
+    /// [`ConsumeRefusal::Consumed`] when it was consumed before; [`ConsumeRefusal::Full`],
+    /// [`ConsumeRefusal::ShareFull`] or [`ConsumeRefusal::Unavailable`] when it cannot be
+    /// recorded now. Either way the state is refused (at most once wins over
+    /// availability), but only the first tells the client its state was used.
     fn consume(
         &mut self,
+        principal: Option<&str>,
         nonce: &[u8],
         expires_unix_ms: u64,
         now_unix_ms: u64,
@@ -187,30 +194,56 @@ pub enum ConsumeRefusal {
     /// The store holds as many unexpired nonces as it may.
     #[error("the store of used states is full")]
     Full,
+    /// The principal holds as many unexpired nonces as one principal may; others may
+    /// still be recorded.
+    #[error("this principal's share of the store of used states is full")]
+    ShareFull,
     /// The store could not be reached or failed (a store over the network).
     #[error("the store of used states is unavailable")]
     Unavailable,
 }
 
 /// An in-memory [`ConsumptionStore`] for one process, bounded: expired nonces are
-/// forgotten, and when `capacity` unexpired nonces are held, new ones are refused.
+/// forgotten, and when `capacity` unexpired nonces are held, new ones are refused
+/// ([`ConsumeRefusal::Full`]). One principal holds at most its share (a quarter of
+/// `capacity` unless set with [`MemoryConsumptionStore::per_principal`]); past it, its
+/// new nonces are refused ([`ConsumeRefusal::ShareFull`]) and other principals' still
+/// recorded. All unauthenticated clients are one principal.
 #[derive(Debug)]
 pub struct MemoryConsumptionStore {
-    seen: BTreeMap<Vec<u8>, u64>,
+    /// Nonce → (expiry, principal's key).
+    seen: BTreeMap<Vec<u8>, (u64, PrincipalKey)>,
     /// Nonces by expiry order of insertion, to forget the expired ones cheaply.
     order: VecDeque<(u64, Vec<u8>)>,
+    /// Unexpired nonces held per principal (no entry: none).
+    held: BTreeMap<PrincipalKey, usize>,
     capacity: usize,
+    share: usize,
 }
 
+/// A principal as the store keeps it: SHA-256 of its name, the same size however long
+/// the name; `None` for unauthenticated clients.
+type PrincipalKey = Option<[u8; 32]>;
+
 impl MemoryConsumptionStore {
-    /// A store holding at most `capacity` nonces.
+    /// A store holding at most `capacity` nonces, at most a quarter of them (at least
+    /// one) of one principal.
     #[must_use]
     pub fn new(capacity: usize) -> Self {
         MemoryConsumptionStore {
             seen: BTreeMap::new(),
             order: VecDeque::new(),
+            held: BTreeMap::new(),
             capacity,
+            share: (capacity / 4).max(1),
         }
+    }
+
+    /// The same store holding at most `share` nonces of one principal.
+    #[must_use]
+    pub fn per_principal(mut self, share: usize) -> Self {
+        self.share = share;
+        self
     }
 
     /// Nonces held.
@@ -235,6 +268,7 @@ impl Default for MemoryConsumptionStore {
 impl ConsumptionStore for MemoryConsumptionStore {
     fn consume(
         &mut self,
+        principal: Option<&str>,
         nonce: &[u8],
         expires_unix_ms: u64,
         now_unix_ms: u64,
@@ -245,17 +279,32 @@ impl ConsumptionStore for MemoryConsumptionStore {
             if *at > now_unix_ms {
                 break;
             }
-            if let Some((_, old)) = self.order.pop_front() {
-                self.seen.remove(&old);
+            if let Some((_, old)) = self.order.pop_front()
+                && let Some((_, who)) = self.seen.remove(&old)
+                && let Some(n) = self.held.get_mut(&who)
+            {
+                *n -= 1;
+                if *n == 0 {
+                    self.held.remove(&who);
+                }
             }
         }
         if self.seen.contains_key(nonce) {
             return Err(ConsumeRefusal::Consumed);
         }
+        let who = principal.map(|p| sha256(p.as_bytes()));
         if self.seen.len() >= self.capacity {
             return Err(ConsumeRefusal::Full);
         }
-        self.seen.insert(nonce.to_vec(), expires_unix_ms);
+        let theirs = self.held.entry(who).or_insert(0);
+        if *theirs >= self.share {
+            if *theirs == 0 {
+                self.held.remove(&who);
+            }
+            return Err(ConsumeRefusal::ShareFull);
+        }
+        *theirs += 1;
+        self.seen.insert(nonce.to_vec(), (expires_unix_ms, who));
         self.order.push_back((expires_unix_ms, nonce.to_vec()));
         Ok(())
     }
@@ -456,7 +505,10 @@ impl RequestStateCodec for SealedStateCodec {
             let nonce = URL_SAFE_NO_PAD
                 .decode(&payload.nonce)
                 .map_err(|_| StateRefusal::Malformed)?;
-            match self.store.consume(&nonce, payload.expires, now) {
+            match self
+                .store
+                .consume(context.principal, &nonce, payload.expires, now)
+            {
                 Ok(()) => {}
                 Err(ConsumeRefusal::Consumed) => return Err(StateRefusal::Replayed),
                 Err(why) => return Err(StateRefusal::Unrecorded(why)),
@@ -598,16 +650,48 @@ mod tests {
 
     #[test]
     fn the_memory_store_forgets_expired_nonces_and_fails_closed_when_full() {
-        let mut store = MemoryConsumptionStore::new(2);
-        assert_eq!(store.consume(b"a", 10, 0), Ok(()));
-        assert_eq!(store.consume(b"b", 20, 0), Ok(()));
-        assert_eq!(store.consume(b"a", 10, 5), Err(ConsumeRefusal::Consumed));
+        let mut store = MemoryConsumptionStore::new(2).per_principal(2);
+        assert_eq!(store.consume(None, b"a", 10, 0), Ok(()));
+        assert_eq!(store.consume(None, b"b", 20, 0), Ok(()));
         assert_eq!(
-            store.consume(b"c", 30, 5),
+            store.consume(None, b"a", 10, 5),
+            Err(ConsumeRefusal::Consumed)
+        );
+        assert_eq!(
+            store.consume(None, b"c", 30, 5),
             Err(ConsumeRefusal::Full),
             "full: refused, not evicted"
         );
-        assert_eq!(store.consume(b"c", 30, 10), Ok(()), "a expired at 10");
+        assert_eq!(store.consume(None, b"c", 30, 10), Ok(()), "a expired at 10");
         assert_eq!(store.len(), 2);
+    }
+
+    #[test]
+    fn one_principal_holds_only_its_share_of_the_memory_store() {
+        let mut store = MemoryConsumptionStore::new(8);
+        for n in [b"m1", b"m2"] {
+            assert_eq!(store.consume(Some("mallory"), n, 100, 0), Ok(()));
+        }
+        assert_eq!(
+            store.consume(Some("mallory"), b"m3", 100, 0),
+            Err(ConsumeRefusal::ShareFull),
+            "a quarter of 8"
+        );
+        assert_eq!(store.consume(Some("alice"), b"a1", 100, 0), Ok(()));
+        assert_eq!(store.consume(None, b"n1", 100, 0), Ok(()));
+        // Replays are still told apart from a full share.
+        assert_eq!(
+            store.consume(Some("mallory"), b"m1", 100, 0),
+            Err(ConsumeRefusal::Consumed)
+        );
+        // Its share comes back as its nonces expire, and a principal holding none is
+        // not remembered.
+        assert_eq!(store.consume(Some("mallory"), b"m3", 200, 100), Ok(()));
+        assert_eq!(store.len(), 1);
+        assert_eq!(store.held.len(), 1);
+        assert_eq!(
+            MemoryConsumptionStore::new(0).consume(None, b"x", 1, 0),
+            Err(ConsumeRefusal::Full)
+        );
     }
 }
