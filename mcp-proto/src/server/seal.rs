@@ -17,7 +17,7 @@
 //! [`Instant`]) placed on the Unix clock by the epoch given at construction, and nonces
 //! come from a generator seeded by the caller.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use base64::Engine;
@@ -213,8 +213,8 @@ pub enum ConsumeRefusal {
 pub struct MemoryConsumptionStore {
     /// Nonce → (expiry, principal's key).
     seen: BTreeMap<Vec<u8>, (u64, PrincipalKey)>,
-    /// Nonces by expiry order of insertion, to forget the expired ones cheaply.
-    order: VecDeque<(u64, Vec<u8>)>,
+    /// Nonces by expiry, to forget the expired ones cheaply.
+    order: BTreeSet<(u64, Vec<u8>)>,
     /// Unexpired nonces held per principal (no entry: none).
     held: BTreeMap<PrincipalKey, usize>,
     capacity: usize,
@@ -232,7 +232,7 @@ impl MemoryConsumptionStore {
     pub fn new(capacity: usize) -> Self {
         MemoryConsumptionStore {
             seen: BTreeMap::new(),
-            order: VecDeque::new(),
+            order: BTreeSet::new(),
             held: BTreeMap::new(),
             capacity,
             share: (capacity / 4).max(1),
@@ -273,13 +273,13 @@ impl ConsumptionStore for MemoryConsumptionStore {
         expires_unix_ms: u64,
         now_unix_ms: u64,
     ) -> Result<(), ConsumeRefusal> {
-        // Every state has the same lifetime, so insertion order is expiry order (up to
-        // clock steps, which only keep a nonce a little longer).
-        while let Some((at, _)) = self.order.front() {
+        // States are opened in any order (one sealed long ago after one sealed just now):
+        // each nonce goes at its own expiry.
+        while let Some((at, _)) = self.order.first() {
             if *at > now_unix_ms {
                 break;
             }
-            if let Some((_, old)) = self.order.pop_front()
+            if let Some((_, old)) = self.order.pop_first()
                 && let Some((_, who)) = self.seen.remove(&old)
                 && let Some(n) = self.held.get_mut(&who)
             {
@@ -305,7 +305,7 @@ impl ConsumptionStore for MemoryConsumptionStore {
         }
         *theirs += 1;
         self.seen.insert(nonce.to_vec(), (expires_unix_ms, who));
-        self.order.push_back((expires_unix_ms, nonce.to_vec()));
+        self.order.insert((expires_unix_ms, nonce.to_vec()));
         Ok(())
     }
 }
@@ -693,5 +693,23 @@ mod tests {
             MemoryConsumptionStore::new(0).consume(None, b"x", 1, 0),
             Err(ConsumeRefusal::Full)
         );
+    }
+
+    /// States are not opened in the order they expire (one sealed long ago is opened
+    /// after one sealed just now): a nonce past its expiry is forgotten then, not when
+    /// every nonce recorded before it has expired too, and its principal's share and
+    /// the store's room come back with it.
+    #[test]
+    fn the_memory_store_forgets_each_nonce_at_its_own_expiry() {
+        let mut store = MemoryConsumptionStore::new(8).per_principal(2);
+        assert_eq!(store.consume(Some("mallory"), b"fresh", 600, 0), Ok(()));
+        assert_eq!(store.consume(Some("alice"), b"a-late", 600, 0), Ok(()));
+        assert_eq!(store.consume(Some("alice"), b"a-old", 100, 0), Ok(()));
+        assert_eq!(
+            store.consume(Some("alice"), b"a-next", 700, 150),
+            Ok(()),
+            "a-old expired at 100"
+        );
+        assert_eq!(store.len(), 3);
     }
 }
