@@ -239,7 +239,7 @@ impl<F: Flavour> Link<F> {
             Ok(details) => Ok(details),
             Err(reason) => {
                 let shutdown = self.close();
-                let stderr = self.shared.lock().stderr.text();
+                let stderr = self.shared.lock().stderr.current_text();
                 let endpoint = self.lock().core.endpoint().map(str::to_owned);
                 Err(Error::not_connected_after(
                     reason,

@@ -233,6 +233,8 @@ impl<F: Flavour> Carrier<F> for Stdio {
         }
         self.generation += 1;
         self.log = ChannelLog::lines();
+        // A connect error tells what the process that failed to connect wrote.
+        self.shared.lock().stderr.new_process();
         let reports = (&self.bell, self.generation);
         match Process::spawn(&self.command, &self.shared, &self.wiring, reports) {
             Ok(p) => {

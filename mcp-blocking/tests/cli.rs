@@ -1465,7 +1465,8 @@ fn a_launcher_without_path_gets_the_hint_and_env_path_fixes_it() {
     let out = run_with_env(&config, &["tools", "ev"], &env);
     assert_eq!(out.status.code(), Some(1));
     let err = stderr(&out);
-    assert!(err.contains("the server exited: status 127"), "{err}");
+    assert!(err.contains("(it exited with status 127)"), "{err}");
+    assert!(err.contains("status 127: a command was not found"), "{err}");
     assert!(err.contains("mcp-fixture: not found"), "{err}");
     assert!(
         err.contains("hint: npx finds the server through PATH"),
@@ -1494,7 +1495,13 @@ fn a_server_that_exits_shows_its_status_and_last_stderr_lines() {
     let out = run(&config, &["tools", "b"]);
     assert_eq!(out.status.code(), Some(1));
     let err = stderr(&out);
-    assert!(err.contains("the server exited: status 3"), "{err}");
+    assert!(
+        err.contains(
+            "could not connect: the server closed the connection (it exited with status 3)"
+        ),
+        "{err}"
+    );
+    assert_eq!(err.matches("status 3").count(), 1, "said once: {err}");
     assert!(err.contains("red") && !err.contains('\u{1b}'), "{err}");
     // The last lines only.
     assert!(
@@ -1504,6 +1511,28 @@ fn a_server_that_exits_shows_its_status_and_last_stderr_lines() {
     assert!(!err.contains("hint:"), "not a launcher: {err}");
     let out = run(&config, &["--format", "json", "tools", "b"]);
     assert_eq!(json(&out)["error"]["exitStatus"], 3);
+}
+
+/// Era auto starts a server that exits on the probe once more (decision 104): what the
+/// user is shown is the run that failed to connect, its stderr and status once.
+#[cfg(unix)]
+#[test]
+fn a_server_that_exits_at_once_in_era_auto_is_reported_once() {
+    let dir = common::temp_dir("exits-at-once");
+    let config = dir.join("servers.json");
+    let server = dir.join("bad-config");
+    script(&server, "echo \"fatal: bad config\" >&2\nexit 1");
+    let out = run(&config, &["add", "b", "--stdio", server.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let out = run(&config, &["tools", "b"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert_eq!(err.matches("fatal: bad config").count(), 1, "{err}");
+    assert_eq!(err.matches("status 1").count(), 1, "{err}");
+    let out = run(&config, &["--format", "json", "tools", "b"]);
+    let error = &json(&out)["error"];
+    assert_eq!(error["stderr"], "fatal: bad config", "{error}");
+    assert_eq!(error["exitStatus"], 1, "{error}");
 }
 
 #[test]

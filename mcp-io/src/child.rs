@@ -58,6 +58,8 @@ impl Shutdown {
 pub struct StderrTail {
     bytes: VecDeque<u8>,
     limit: usize,
+    /// How many of the newest kept bytes the current process wrote.
+    current: usize,
 }
 
 impl StderrTail {
@@ -67,7 +69,23 @@ impl StderrTail {
         StderrTail {
             bytes: VecDeque::new(),
             limit,
+            current: 0,
         }
+    }
+
+    /// A new process of the server is about to write: what is kept stays, and
+    /// [`StderrTail::current_text`] starts over.
+    pub fn new_process(&mut self) {
+        self.current = 0;
+    }
+
+    /// The kept bytes the current process wrote (since the last
+    /// [`StderrTail::new_process`]), as text (invalid UTF-8 replaced).
+    #[must_use]
+    pub fn current_text(&self) -> String {
+        let skip = self.bytes.len() - self.current;
+        let bytes: Vec<u8> = self.bytes.iter().skip(skip).copied().collect();
+        String::from_utf8_lossy(&bytes).into_owned()
     }
 
     /// Appends `data`, dropping the oldest bytes beyond the limit.
@@ -76,6 +94,7 @@ impl StderrTail {
         let excess = (self.bytes.len() + data.len()).saturating_sub(self.limit);
         self.bytes.drain(..excess);
         self.bytes.extend(data);
+        self.current = (self.current + data.len()).min(self.bytes.len());
     }
 
     /// The kept bytes as text (invalid UTF-8 replaced).
@@ -107,6 +126,12 @@ mod tests {
         assert_eq!(t.text(), "cdefg");
         t.push(b"0123456789");
         assert_eq!(t.text(), "56789");
+        t.new_process();
+        assert_eq!(t.current_text(), "");
+        t.push(b"ab");
+        assert_eq!((t.text(), t.current_text()), ("789ab".into(), "ab".into()));
+        t.push(b"0123456789");
+        assert_eq!(t.current_text(), "56789");
         let mut none = StderrTail::new(0);
         none.push(b"anything");
         assert_eq!(none.text(), "");

@@ -46,12 +46,15 @@ pub enum Error {
         source: Arc<io::Error>,
     },
     /// The server was started (or the endpoint answered) but the connection was never
-    /// established.
-    #[error("could not connect: {reason}")]
+    /// established. The message says how the server process ended, when that is known
+    /// (`… (it exited with status 3)`, `… (it was killed by signal 9)`).
+    #[error("could not connect: {reason}{}", ExitWords(*.exit_status))]
     Connect {
         /// Why the handshake ended.
         reason: CloseReason,
-        /// The newest bytes the server wrote to stderr (often the real explanation).
+        /// The newest bytes the server wrote to stderr (often the real explanation):
+        /// those of the last process started, when the server was started again (after
+        /// it exited on the era probe, say), so that one run is told once.
         /// Not part of the message: it is the server's text and may be long.
         stderr: String,
         /// How a stdio server process ended, when it had exited by the time the
@@ -103,6 +106,29 @@ pub enum Error {
     /// The unverified content was not returned.
     #[error(transparent)]
     Skill(SkillError),
+}
+
+/// How a stdio server process ended, in words for [`Error::Connect`]'s message: empty
+/// when unknown.
+struct ExitWords(Option<std::process::ExitStatus>);
+
+impl std::fmt::Display for ExitWords {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Some(status) = self.0 else {
+            return Ok(());
+        };
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::ExitStatusExt;
+            if let Some(signal) = status.signal() {
+                return write!(f, " (it was killed by signal {signal})");
+            }
+        }
+        match status.code() {
+            Some(code) => write!(f, " (it exited with status {code})"),
+            None => write!(f, " (it exited: {status})"),
+        }
+    }
 }
 
 impl Error {
@@ -486,5 +512,41 @@ mod tests {
             (e.code(), e.http_status(), e.kind()),
             (Some(-32020), Some(400), "http")
         );
+    }
+}
+
+#[cfg(all(test, unix))]
+mod exit_wording {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::ExitStatus;
+
+    use super::*;
+
+    fn ended(status: Option<ExitStatus>) -> Error {
+        Error::not_connected_with(
+            CloseReason::ServerExited { truncated: 0 },
+            None,
+            "fatal: bad config".into(),
+            status,
+        )
+    }
+
+    #[test]
+    fn a_connect_error_says_once_how_the_server_process_ended() {
+        let text = ended(Some(ExitStatus::from_raw(3 << 8))).to_string();
+        assert_eq!(
+            text,
+            "could not connect: the server closed the connection (it exited with status 3)"
+        );
+        let text = ended(Some(ExitStatus::from_raw(9))).to_string();
+        assert_eq!(
+            text,
+            "could not connect: the server closed the connection (it was killed by signal 9)"
+        );
+        // Not known (HTTP, or stopped by the client): nothing said about it.
+        let text = ended(None).to_string();
+        assert_eq!(text, "could not connect: the server closed the connection");
+        // The server's stderr stays out of the message.
+        assert!(!text.contains("fatal"));
     }
 }

@@ -245,7 +245,7 @@ impl Facade {
             shared.pid = None;
             shared.ended.get_or_insert_with(|| ended.clone());
             if shared.inbox.server.is_none() {
-                let stderr = shared.stderr.text();
+                let stderr = shared.stderr.current_text();
                 // The process, if any, is reaped by now: its exit status is known.
                 let shutdown = shared.shutdown;
                 let endpoint = self.endpoint.as_deref();

@@ -124,7 +124,12 @@ impl Process {
                     &shared,
                 )
                 .await;
-                shared.lock().shutdown = Some(ended);
+                {
+                    let mut shared = shared.lock();
+                    shared.shutdown = Some(ended);
+                    // A connect error tells what the process that failed to connect wrote.
+                    shared.stderr.new_process();
+                }
                 let spawned = spawn(&command)?;
                 shared.lock().restarts += 1;
                 Ok(spawned)

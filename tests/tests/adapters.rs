@@ -339,6 +339,12 @@ fn a_server_that_exits_at_once_is_the_same_error_in_both_adapters() {
     assert_eq!(smol.kind(), blocking.kind());
     assert_eq!(smol.to_string(), blocking.to_string());
     assert_eq!(smol.stderr_tail(), blocking.stderr_tail());
+    // Started again after it exited on the era probe: the run that failed is told, once.
+    assert_eq!(blocking.stderr_tail(), Some("no config file\n"));
+    assert!(
+        blocking.to_string().ends_with("(it exited with status 3)"),
+        "{blocking}"
+    );
     assert_eq!(
         matches!(
             smol,

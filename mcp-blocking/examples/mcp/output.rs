@@ -149,8 +149,15 @@ pub fn report(format: Format, verbose: bool, failure: &Failure) -> u8 {
                         );
                     }
                     let (status, tail) = server_end(e);
-                    if let Some(status) = status {
-                        eprintln!("the server exited: {}", describe_exit(status));
+                    // A connect error's message says how the server ended already.
+                    match status {
+                        Some(status) if e.exit_status().is_none() => {
+                            eprintln!("the server exited: {}", describe_exit(status));
+                        }
+                        Some(status) if status.code() == Some(127) => {
+                            eprintln!("(status 127: a command was not found)");
+                        }
+                        _ => {}
                     }
                     if let Some(tail) = tail.filter(|t| !t.trim().is_empty()) {
                         let n = if verbose {
