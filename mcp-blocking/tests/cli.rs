@@ -1000,7 +1000,10 @@ fn listen_prints_change_notifications_in_both_eras() {
         ],
     );
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert_eq!(stdout(&out), "ended failed: timed out after 1s\n");
+    assert_eq!(
+        stdout(&out),
+        "ended failed: no answer within the call's timeout of 1s (its own, else Limits::request_timeout)\n"
+    );
 
     let out = run(
         &config,
@@ -1533,6 +1536,36 @@ fn a_server_that_exits_at_once_in_era_auto_is_reported_once() {
     let error = &json(&out)["error"];
     assert_eq!(error["stderr"], "fatal: bad config", "{error}");
     assert_eq!(error["exitStatus"], 1, "{error}");
+}
+
+/// A timeout says which limit ran out and its value, and the CLI says how to set it.
+#[cfg(unix)]
+#[test]
+fn a_timeout_names_its_limit_and_the_flag_that_sets_it() {
+    let dir = common::temp_dir("silent-server");
+    let config = dir.join("servers.json");
+    let server = dir.join("silent");
+    script(&server, "while read line; do :; done");
+    let out = run(
+        &config,
+        &[
+            "add",
+            "s",
+            "--stdio",
+            server.to_str().unwrap(),
+            "--era",
+            "legacy",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let out = run(&config, &["--timeout", "1", "tools", "s"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("did not answer the handshake within 1s (Limits::initialize_timeout"),
+        "{err}"
+    );
+    assert!(err.contains("(the limit is --timeout SECS)"), "{err}");
 }
 
 #[test]

@@ -7,7 +7,7 @@ use std::io::{self, IsTerminal, Write};
 use std::process::ExitStatus;
 use std::sync::{Mutex, PoisonError};
 
-use mcp_blocking::mcp_proto::client::CloseReason;
+use mcp_blocking::mcp_proto::client::{CallError, CloseReason};
 use mcp_blocking::{ClientHandle, Error};
 use serde::Serialize;
 use serde_json::json;
@@ -172,6 +172,10 @@ pub fn report(format: Format, verbose: bool, failure: &Failure) -> u8 {
                     }
                     if let Some(hint) = hint {
                         eprintln!("hint: {}", clean(hint));
+                    } else if e.kind() == "timeout" && !matches!(e, Error::Call(CallError::Task(_)))
+                    {
+                        // The library names its own limits; here they are all `--timeout`.
+                        eprintln!("(the limit is --timeout SECS)");
                     }
                 }
                 Failure::NeedsInput { hint, .. } => eprintln!("hint: {}", clean(hint)),

@@ -249,8 +249,9 @@ pub enum CallError {
     /// The server answered with a JSON-RPC error.
     #[error("server error: {0}")]
     Server(ErrorObject),
-    /// No answer within the call's timeout (`notifications/cancelled` was sent).
-    #[error("timed out after {0:?}")]
+    /// No answer within the call's timeout (`notifications/cancelled` was sent): the
+    /// call's own timeout, else `Limits::request_timeout`. The message names that limit.
+    #[error("no answer within the call's timeout of {0:?} (its own, else Limits::request_timeout)")]
     Timeout(std::time::Duration),
     /// Cancelled by the caller.
     #[error("cancelled")]
@@ -611,8 +612,13 @@ pub enum CloseReason {
     /// The server answered `initialize` or `server/discover` with an error.
     #[error("the server refused to start: {0}")]
     Refused(ErrorObject),
-    /// `initialize` (or the modern probe after a retry) was not answered in time.
-    #[error("the server did not answer the handshake within {0:?}")]
+    /// `initialize` (or the modern probe after a retry) was not answered in time: within
+    /// `Limits::initialize_timeout`, or within `Limits::connect_timeout` when connecting
+    /// as a whole ran out of time (the duration is the limit that ran out).
+    #[error(
+        "the server did not answer the handshake within {0:?} \
+         (Limits::initialize_timeout, or Limits::connect_timeout for the whole of connecting)"
+    )]
     HandshakeTimeout(std::time::Duration),
     /// The server answered the handshake over HTTP with a failure that says nothing
     /// about its era (403, 5xx, a network error, a timeout).
@@ -929,6 +935,21 @@ pub(crate) fn id_text(id: &RequestId) -> String {
 mod tests {
     use super::*;
     use crate::jsonrpc::codes;
+
+    #[test]
+    fn timeouts_name_the_limit_that_ran_out() {
+        let call = CallError::Timeout(std::time::Duration::from_secs(30));
+        assert_eq!(
+            call.to_string(),
+            "no answer within the call's timeout of 30s (its own, else Limits::request_timeout)"
+        );
+        let handshake = CloseReason::HandshakeTimeout(std::time::Duration::from_secs(5));
+        assert_eq!(
+            handshake.to_string(),
+            "the server did not answer the handshake within 5s \
+             (Limits::initialize_timeout, or Limits::connect_timeout for the whole of connecting)"
+        );
+    }
 
     fn server(code: i64, message: &str, data: Option<Value>) -> CallError {
         let mut e = ErrorObject::new(code, message);
