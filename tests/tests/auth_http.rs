@@ -135,6 +135,8 @@ struct State {
     challenge: String,
     /// Extra routes (exact URL without query) answered as given.
     routes: BTreeMap<String, Reply>,
+    /// The `expires_in` of issued tokens, when not 3600.
+    expires_in: Option<Value>,
 }
 
 fn rpc_result(req: &Seen, result: Value) -> Reply {
@@ -214,10 +216,11 @@ impl State {
         self.issued += 1;
         let access = format!("at-{}", self.issued);
         self.valid.push(format!("Bearer {access}"));
+        let expires_in = self.expires_in.clone().unwrap_or(json!(3600));
         Reply::json(
             200,
             &json!({"access_token": access, "token_type": "Bearer",
-                "expires_in": 3600, "refresh_token": "rt-1"}),
+                "expires_in": expires_in, "refresh_token": "rt-1"}),
         )
     }
 
@@ -1375,4 +1378,45 @@ fn a_403_insufficient_scope_without_a_scope_fails_the_call_without_asking_again(
             .header("authorization"),
         Some("Bearer at-1")
     );
+}
+
+/// A token response whose `expires_in` is negative, fractional, past any integer or not
+/// digits still carries a usable token, for a code the authorization server has spent:
+/// it is kept with an unknown lifetime (a fraction is cut off), the handshake and the
+/// calls go ahead with it, and nobody is asked to approve again.
+#[test]
+fn a_token_with_an_unusable_expires_in_is_kept_and_used() {
+    for expires_in in [
+        json!(-1),
+        json!(3600.5),
+        json!(-1e300),
+        json!("1h"),
+        json!("-5"),
+        json!(true),
+    ] {
+        let mut net = Net::new(auth_config());
+        net.state.borrow_mut().expires_in = Some(expires_in.clone());
+        net.connect_with_approval();
+        let out = net.call(tool()).expect("call");
+        assert_eq!(text(&out), "run 1", "{expires_in}");
+        assert_eq!(net.state.borrow().codes, 1, "{expires_in}");
+        assert_eq!(net.approval_urls().len(), 1, "{expires_in}");
+        assert_eq!(net.token_requests().len(), 1, "{expires_in}");
+        let creds = net.client.credentials().expect("credentials").clone();
+        assert_eq!(creds.access_token.as_deref(), Some("at-1"));
+        let lifetime = creds.expires_at.map(|e| e - creds.obtained_at.unwrap());
+        let want = (expires_in == json!(3600.5)).then_some(3600);
+        assert_eq!(lifetime, want, "{expires_in}");
+        // Much later, the token with no known end is still sent.
+        net.now += Duration::from_secs(10 * 3600);
+        if want.is_none() {
+            assert!(net.call(tool()).is_ok());
+            let last = net
+                .mcp_requests("tools/call")
+                .last()
+                .unwrap()
+                .header("authorization");
+            assert_eq!(last, Some("Bearer at-1"), "{expires_in}");
+        }
+    }
 }

@@ -25,9 +25,17 @@ pub struct TokenResponse {
     pub access_token: String,
     /// `token_type`, normalized: `"Bearer"` or `"DPoP"` whatever the case sent.
     pub token_type: String,
-    /// `expires_in` in seconds, when given (a numeric string is accepted; a value too
-    /// large for `u64` saturates). The flow reads `0` as no lifetime stated.
+    /// `expires_in` in seconds, when given as a number or a string of digits that is
+    /// not negative (a fraction is cut off; a value too large for `u64` saturates). The
+    /// flow reads `0` as no lifetime stated. Another value states no usable lifetime:
+    /// this is `None` then, as when absent, and [`TokenResponse::ignored_expires_in`]
+    /// tells what was sent.
     pub expires_in: Option<u64>,
+    /// An `expires_in` that was present but stated no usable lifetime (negative, not a
+    /// number or a string of digits), as JSON text clipped to 64 bytes. The response is
+    /// taken all the same (RFC 6749 makes `expires_in` only RECOMMENDED): its token's
+    /// lifetime is unknown, and it is used until a server refuses it.
+    pub ignored_expires_in: Option<String>,
     /// `refresh_token`, when given and not empty.
     pub refresh_token: Option<String>,
     /// `scope`: the granted scopes when the server says (absent means as requested).
@@ -40,6 +48,7 @@ impl fmt::Debug for TokenResponse {
             .field("access_token", &"<redacted>")
             .field("token_type", &self.token_type)
             .field("expires_in", &self.expires_in)
+            .field("ignored_expires_in", &self.ignored_expires_in)
             .field(
                 "refresh_token",
                 &self.refresh_token.as_ref().map(|_| "<redacted>"),
@@ -166,14 +175,14 @@ pub fn parse_token_response(
             clip(token_type, 64).to_owned(),
         ));
     };
-    let expires_in = match obj.get("expires_in") {
-        None => None,
-        Some(v) => Some(seconds(v).ok_or_else(|| {
-            TokenError::Malformed(
-                "field `expires_in` is not a non-negative integer (number or digit string)"
-                    .to_owned(),
-            )
-        })?),
+    // Only RECOMMENDED (RFC 6749 §5.1): a value that states no usable lifetime leaves
+    // it unknown rather than losing the token, whose code the server has spent.
+    let (expires_in, ignored_expires_in) = match obj.get("expires_in") {
+        None => (None, None),
+        Some(v) => match seconds(v, true) {
+            Some(s) => (Some(s), None),
+            None => (None, Some(clip(&v.to_string(), 64).to_owned())),
+        },
     };
     let refresh_token = optional_string(&obj, "refresh_token")?.filter(|s| !s.is_empty());
     if refresh_token.is_some_and(|t| !t.bytes().all(|b| (0x20..=0x7e).contains(&b))) {
@@ -186,6 +195,7 @@ pub fn parse_token_response(
         access_token: access_token.to_owned(),
         token_type: token_type.to_owned(),
         expires_in,
+        ignored_expires_in,
         refresh_token: refresh_token.map(str::to_owned),
         scope: scope.map(str::to_owned),
     })
@@ -200,18 +210,19 @@ fn is_b64token(token: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"-._~+/".contains(&b))
 }
 
-/// A non-negative whole number of seconds: a JSON integer, a float with no fraction, or
-/// a string of ASCII digits; too large saturates at `u64::MAX`.
-fn seconds(v: &Value) -> Option<u64> {
+/// A non-negative whole number of seconds: a JSON integer, a float with no fraction (or
+/// any non-negative float, its fraction cut off, when `truncate`), or a string of ASCII
+/// digits; too large saturates at `u64::MAX`.
+fn seconds(v: &Value, truncate: bool) -> Option<u64> {
     match v {
         Value::Number(n) => {
             if let Some(u) = n.as_u64() {
                 return Some(u);
             }
             let f = n.as_f64()?;
-            // `as` saturates; refuse negatives and fractions (integers below zero fail
+            // `as` truncates and saturates; refuse negatives (integers below zero fail
             // `as_u64` and land here as negative floats).
-            (f >= 0.0 && f.fract() == 0.0).then_some(f as u64)
+            (f >= 0.0 && (truncate || f.fract() == 0.0)).then_some(f as u64)
         }
         Value::String(s)
             if !s.is_empty() && s.len() <= 64 && s.bytes().all(|b| b.is_ascii_digit()) =>
@@ -317,7 +328,7 @@ pub fn parse_registration(status: u16, body: &[u8]) -> Result<Registration, Toke
     let method = optional_string(&obj, "token_endpoint_auth_method")?;
     let client_secret_expires_at = match obj.get("client_secret_expires_at") {
         None => None,
-        Some(v) => Some(seconds(v).ok_or_else(|| {
+        Some(v) => Some(seconds(v, false).ok_or_else(|| {
             TokenError::Malformed(
                 "field `client_secret_expires_at` is not a non-negative integer".to_owned(),
             )
@@ -443,6 +454,7 @@ mod tests {
                 access_token: "test-token".into(),
                 token_type: "Bearer".into(),
                 expires_in: Some(3600),
+                ignored_expires_in: None,
                 refresh_token: None,
                 scope: None,
             }
@@ -506,6 +518,10 @@ mod tests {
         );
     }
 
+    /// `expires_in` is only RECOMMENDED (RFC 6749 §5.1): a value that states no usable
+    /// lifetime leaves the lifetime unknown, and the token is kept (the code it answers
+    /// was spent); what was ignored is told in `ignored_expires_in`. A fraction is cut
+    /// off.
     #[test]
     fn expires_in_forms() {
         let body =
@@ -515,18 +531,43 @@ mod tests {
             ("0", Some(0)),
             ("\"3600\"", Some(3600)),
             ("3600.0", Some(3600)),
+            ("3600.5", Some(3600)),
+            ("1.5", Some(1)),
+            ("0.5", Some(0)),
             ("null", None),
             ("18446744073709551615", Some(u64::MAX)),
+            ("99999999999999999999999", Some(u64::MAX)),
             ("1e300", Some(u64::MAX)),
             ("\"99999999999999999999999\"", Some(u64::MAX)),
         ] {
-            assert_eq!(ok(&body(v)).expires_in, want, "{v}");
+            let t = ok(&body(v));
+            assert_eq!(t.expires_in, want, "{v}");
+            assert_eq!(t.ignored_expires_in, None, "{v}");
         }
         for v in [
-            "-1", "1.5", "\"-1\"", "\"\"", "\"1h\"", "true", "[1]", "\" 1\"", "-0.5",
+            "-1",
+            "\"-1\"",
+            "\"\"",
+            "\"1h\"",
+            "true",
+            "[1]",
+            "\" 1\"",
+            "-0.5",
+            "-99999999999999999999999",
+            "\"3600.5\"",
+            "{}",
         ] {
-            malformed_mentions(err(200, &body(v)), "expires_in");
+            let t = ok(&body(v));
+            assert_eq!(t.access_token, "a", "{v}");
+            assert_eq!(t.expires_in, None, "{v}");
+            let text = serde_json::from_str::<Value>(v).unwrap().to_string();
+            assert_eq!(t.ignored_expires_in, Some(text), "{v}");
         }
+        // What is kept of a long value is clipped.
+        let long = format!("\"{}\"", "x".repeat(500));
+        let t = ok(&body(&long));
+        assert_eq!(t.expires_in, None);
+        assert!(t.ignored_expires_in.unwrap().len() <= 64);
     }
 
     #[test]
