@@ -137,6 +137,8 @@ struct State {
     routes: BTreeMap<String, Reply>,
     /// The `expires_in` of issued tokens, when not 3600.
     expires_in: Option<Value>,
+    /// Tokens are issued without a refresh token.
+    no_refresh_token: bool,
 }
 
 fn rpc_result(req: &Seen, result: Value) -> Reply {
@@ -217,11 +219,12 @@ impl State {
         let access = format!("at-{}", self.issued);
         self.valid.push(format!("Bearer {access}"));
         let expires_in = self.expires_in.clone().unwrap_or(json!(3600));
-        Reply::json(
-            200,
-            &json!({"access_token": access, "token_type": "Bearer",
-                "expires_in": expires_in, "refresh_token": "rt-1"}),
-        )
+        let mut body = json!({"access_token": access, "token_type": "Bearer",
+            "expires_in": expires_in, "refresh_token": "rt-1"});
+        if self.no_refresh_token {
+            body.as_object_mut().unwrap().remove("refresh_token");
+        }
+        Reply::json(200, &body)
     }
 
     fn mcp(&mut self, req: &Seen) -> Reply {
@@ -1297,8 +1300,14 @@ fn the_flows_token_wins_over_a_static_header_even_once_expired() {
     for s in &net.seen {
         assert_eq!(s.header("authorization"), Some("Bearer stored-at"));
     }
-    // The stored token expires: refreshed, never replaced by the static header.
+    // The stored token expires: refreshed, never replaced by the static header. (This
+    // run has not read the server's metadata yet: the expired token goes, the server
+    // refuses it, and its `401` leads to the refresh.)
     net.now += Duration::from_secs(7200);
+    net.state
+        .borrow_mut()
+        .valid
+        .retain(|v| v != "Bearer stored-at");
     let out = net.call(tool()).expect("call");
     assert_eq!(text(&out), "run 1");
     let sent: Vec<Option<&str>> = net
@@ -1419,4 +1428,127 @@ fn a_token_with_an_unusable_expires_in_is_kept_and_used() {
             assert_eq!(last, Some("Bearer at-1"), "{expires_in}");
         }
     }
+}
+
+/// What went to the servers from `seen[from..]`, as `METHOD url`.
+fn requests_since(net: &Net, from: usize) -> Vec<String> {
+    net.seen[from..]
+        .iter()
+        .map(|s| format!("{} {}", s.method, s.path_url()))
+        .collect()
+}
+
+/// A token known to have expired, or in its last minute, is refreshed before the calls
+/// go out (the metadata read again, then the refresh): no request is spent on a `401`.
+/// The calls made meanwhile wait for that one refresh and each goes out once, with the
+/// new token.
+#[test]
+fn a_token_known_expired_is_refreshed_before_the_calls_go_out() {
+    // 3570 s: inside the last minute of an hour's token; 3700 s: past its end.
+    for ahead in [3570, 3700] {
+        let mut net = Net::new(auth_config());
+        net.connect_with_approval();
+        assert!(net.call(CallRequest::list_tools()).is_ok());
+        net.now += Duration::from_secs(ahead);
+        let before = net.seen.len();
+        let a = net.client.call(net.now, tool()).expect("call");
+        let b = net.client.call(net.now, tool()).expect("call");
+        net.run_until(|n| n.completion(a).is_some() && n.completion(b).is_some());
+        assert!(net.completion(a).unwrap().is_ok(), "{ahead}");
+        assert!(net.completion(b).unwrap().is_ok(), "{ahead}");
+        assert_eq!(
+            requests_since(&net, before),
+            [
+                format!("GET {PRM}"),
+                format!("POST {AS}/token"),
+                format!("POST {MCP}"),
+                format!("POST {MCP}"),
+            ],
+            "{ahead}"
+        );
+        let refresh = net.token_requests().pop().unwrap().clone();
+        assert_eq!(
+            refresh.form_value("grant_type").as_deref(),
+            Some("refresh_token")
+        );
+        let calls = net.mcp_requests("tools/call");
+        assert_eq!(calls.len(), 2, "{ahead}");
+        for c in &calls {
+            assert_eq!(c.header("authorization"), Some("Bearer at-2"), "{ahead}");
+        }
+        assert_eq!(net.state.borrow().tool_runs, 2);
+        assert_eq!(net.approval_urls().len(), 1);
+        net.assert_tokens_only_to_the_mcp_server();
+    }
+}
+
+/// A refresh made before sending that fails fails the call with the error a refresh
+/// after a `401` gives, and the call never goes out.
+#[test]
+fn a_failed_refresh_before_sending_fails_the_call_as_after_a_401() {
+    let failing = |net: &mut Net| {
+        net.state.borrow_mut().routes.insert(
+            format!("{AS}/token"),
+            Reply::json(500, &json!({"error": "server_error"})),
+        );
+    };
+    // After a 401.
+    let mut net = Net::new(auth_config());
+    net.connect_with_approval();
+    assert!(net.call(CallRequest::list_tools()).is_ok());
+    failing(&mut net);
+    net.state
+        .borrow_mut()
+        .refuse_calls
+        .push_back((401, r#"Bearer error="invalid_token""#.to_owned()));
+    let after_401 = net.call(tool()).expect_err("the refresh failed");
+    assert!(
+        matches!(
+            after_401,
+            CallError::Authorization(AuthError::TokenRefused(_))
+        ),
+        "{after_401:?}"
+    );
+    // Before sending.
+    let mut net = Net::new(auth_config());
+    net.connect_with_approval();
+    assert!(net.call(CallRequest::list_tools()).is_ok());
+    failing(&mut net);
+    net.now += Duration::from_secs(3700);
+    let before_sending = net.call(tool()).expect_err("the refresh failed");
+    assert_eq!(format!("{before_sending:?}"), format!("{after_401:?}"));
+    assert_eq!(net.mcp_requests("tools/call").len(), 0, "sent all the same");
+    assert_eq!(net.state.borrow().tool_runs, 0);
+    // The refresh token stays (a passing failure): the next call refreshes again.
+    net.state.borrow_mut().routes.clear();
+    let out = net.call(tool()).expect("call");
+    assert_eq!(text(&out), "run 1");
+    assert_eq!(net.mcp_requests("tools/call").len(), 1);
+    assert_eq!(net.approval_urls().len(), 1);
+}
+
+/// Without a refresh token, the token held is sent until the server refuses it, in its
+/// last minute and past its known end alike: the server decides. Sent without it, the
+/// call met a `401` and the person was asked to approve again while the token was still
+/// good.
+#[test]
+fn without_a_refresh_token_the_held_token_is_sent_until_refused() {
+    let mut net = Net::new(auth_config());
+    net.state.borrow_mut().no_refresh_token = true;
+    net.connect_with_approval();
+    assert!(net.call(CallRequest::list_tools()).is_ok());
+    for ahead in [3570, 200] {
+        net.now += Duration::from_secs(ahead);
+        let out = net.call(tool()).expect("call");
+        assert!(text(&out).starts_with("run "));
+        let last = net
+            .mcp_requests("tools/call")
+            .last()
+            .unwrap()
+            .header("authorization");
+        assert_eq!(last, Some("Bearer at-1"));
+    }
+    assert_eq!(net.mcp_requests("tools/call").len(), 2);
+    assert_eq!(net.approval_urls().len(), 1);
+    assert_eq!(net.token_requests().len(), 1);
 }

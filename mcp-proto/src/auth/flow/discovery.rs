@@ -78,6 +78,7 @@ impl Authorizer {
             });
         };
         self.resource_metadata = Some(prm);
+        self.resource_metadata_url = next.checked_sub(1).and_then(|i| urls.get(i)).cloned();
         let urls = match metadata::server_metadata_urls(&issuer) {
             Ok(u) => u,
             Err(e) => {

@@ -50,7 +50,10 @@ impl Authorizer {
 
     /// The headers that authorize one MCP request: `Authorization` (`Bearer` or `DPoP`)
     /// and, for a DPoP-bound token, a fresh `DPoP` proof for `method` on `url`. Empty
-    /// without a usable token.
+    /// without an access token. A token known to be expired is sent all the same (the
+    /// server decides: clocks differ, and the margin counts a token expired before it
+    /// is); one that can be refreshed is refreshed first, see
+    /// [`Authorizer::refresh_before_request`].
     pub fn request_headers(
         &mut self,
         now: Instant,
@@ -58,7 +61,7 @@ impl Authorizer {
         url: &EndpointUrl,
     ) -> Vec<(String, String)> {
         self.now = now;
-        let Some(value) = self.authorization() else {
+        let Some(value) = self.creds.authorization() else {
             return Vec::new();
         };
         let mut headers = vec![("Authorization".to_owned(), value)];

@@ -233,6 +233,9 @@ pub struct Authorizer {
     retried_code: bool,
     retried_client: bool,
     resource_metadata: Option<ResourceMetadata>,
+    /// Where [`Authorizer::resource_metadata`] was read: read again there before a
+    /// refresh that no refusal started.
+    resource_metadata_url: Option<String>,
     server_metadata: Option<ServerMetadata>,
     creds: Credentials,
     /// The scopes asked for by the last authorization, in order.
@@ -309,6 +312,7 @@ impl Authorizer {
             retried_code: false,
             retried_client: false,
             resource_metadata: None,
+            resource_metadata_url: None,
             server_metadata: None,
             creds,
             requested,
@@ -410,6 +414,33 @@ impl Authorizer {
         true
     }
 
+    /// Before an MCP request goes out at `now`: starts a refresh when one is due, and
+    /// returns whether it did (the request should then wait for the flow's end, as
+    /// after a `401`, and go out once with the new token; if the flow fails, it fails
+    /// with the flow's error).
+    ///
+    /// A refresh is due when no flow runs, a refresh token is held, the access token is
+    /// known to be expired or about to be ([`Credentials::is_expired`]: its last minute,
+    /// or the last quarter of a shorter life), and this authorizer has read the
+    /// protected resource metadata before: the flow goes as after a `401` (that metadata
+    /// read again, then the refresh), without the refused request. Before that (stored
+    /// credentials, a first request), the request goes with the token held, as when no
+    /// refresh token is: the server decides, and its `401` names where its metadata is
+    /// (a server may name it only there).
+    pub fn refresh_before_request(&mut self, now: Instant) -> bool {
+        self.now = now;
+        let due = !self.is_busy()
+            && self.config.grant == Grant::AuthorizationCode
+            && self.creds.refresh_token.is_some()
+            && self.creds.access_token.is_some()
+            && self.creds.is_expired(self.unix(now));
+        let Some(url) = self.resource_metadata_url.clone().filter(|_| due) else {
+            return false;
+        };
+        self.begin(now, Trigger::Unauthorized, None, vec![url]);
+        true
+    }
+
     /// An MCP request went through with the current token: the step-up count starts
     /// again.
     pub fn handle_success(&mut self) {
@@ -419,14 +450,25 @@ impl Authorizer {
     }
 
     fn start(&mut self, now: Instant, trigger: Trigger, challenge: Option<BearerChallenge>) {
-        self.trigger = trigger;
-        self.requests = 0;
-        self.retried_code = false;
-        self.retried_client = false;
         let urls = match challenge.as_ref().and_then(|c| c.resource_metadata.clone()) {
             Some(url) => vec![url],
             None => metadata::resource_metadata_urls(&self.mcp_url),
         };
+        self.begin(now, trigger, challenge, urls);
+    }
+
+    /// Starts a flow whose protected resource metadata is looked for at `urls`, in order.
+    fn begin(
+        &mut self,
+        now: Instant,
+        trigger: Trigger,
+        challenge: Option<BearerChallenge>,
+        urls: Vec<String>,
+    ) {
+        self.trigger = trigger;
+        self.requests = 0;
+        self.retried_code = false;
+        self.retried_client = false;
         self.challenge = challenge;
         self.step = Step::ResourceMetadata { urls, next: 0 };
         self.next_resource_metadata(now);

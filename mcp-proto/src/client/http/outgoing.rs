@@ -127,12 +127,22 @@ impl HttpLink {
             held.push_back(msg);
             return;
         }
-        if self.auth_busy() {
+        // A token known to be expired is refreshed before the message goes, when it
+        // can be: the message waits for that flow as for one a `401` started.
+        let refreshing = self
+            .auth
+            .as_mut()
+            .is_some_and(|a| a.refresh_before_request(now));
+        if refreshing || self.auth_busy() {
             self.parked.push_back(Parked {
                 msg,
                 tries,
                 turned_away,
             });
+            if refreshing {
+                self.client.handshake_waits_on_authorization();
+                self.drive_auth(now);
+            }
             return;
         }
         let Some(msg) = self.hold_for_tool_headers(now, msg) else {
