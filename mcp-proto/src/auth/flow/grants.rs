@@ -268,7 +268,16 @@ impl Authorizer {
                 if t.refresh_token.is_some() {
                     self.creds.refresh_token = t.refresh_token;
                 }
-                self.creds.granted_scope = t.scope.or_else(|| self.creds.requested_scope.clone());
+                // Absent, the scope is the one asked for: by a refresh, which names
+                // none, the one granted before (RFC 6749 §6), which may be narrower.
+                let asked = match grant {
+                    TokenGrant::Refresh => self.creds.granted_scope.take(),
+                    _ => None,
+                };
+                self.creds.granted_scope = t
+                    .scope
+                    .or(asked)
+                    .or_else(|| self.creds.requested_scope.clone());
                 self.refresh_failures = 0;
                 self.step = Step::Idle;
                 self.events

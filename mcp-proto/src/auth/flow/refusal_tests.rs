@@ -233,3 +233,30 @@ fn a_step_up_naming_nothing_new_asks_for_nothing() {
     ));
     assert!(a.is_busy());
 }
+
+/// A refresh answered without `scope` keeps the grant the refreshed token had (RFC 6749
+/// §6: a refresh that names no scope asks for the scope originally granted), not the
+/// wider one first asked for: a grant narrowed by the authorization server stays
+/// narrowed, so a later `403` for a scope it left out still asks the person for it.
+#[test]
+fn a_refresh_without_scope_keeps_a_narrowed_grant() {
+    let mut a = holding("dcr", "mcp:read");
+    a.creds.requested_scope = Some("mcp:read mcp:write".into());
+    a.requested = split_scope("mcp:read mcp:write");
+    refresh_refused(
+        &mut a,
+        resp(
+            200,
+            r#"{"access_token":"at1","token_type":"Bearer","expires_in":3600}"#,
+        ),
+    );
+    assert_eq!(a.authorization().as_deref(), Some("Bearer at1"));
+    assert_eq!(a.credentials().granted_scope.as_deref(), Some("mcp:read"));
+    events(&mut a);
+    // `mcp:write` was never granted: a step-up asks for it.
+    assert!(a.handle_insufficient_scope(
+        Instant::ZERO,
+        [r#"Bearer error="insufficient_scope", scope="mcp:write""#]
+    ));
+    assert!(a.is_busy(), "{:?}", events(&mut a));
+}
