@@ -7,8 +7,9 @@
 //! registration there, and the tokens. It is idle until the MCP machine reports a
 //! refusal: [`Authorizer::handle_unauthorized`] for a `401`,
 //! [`Authorizer::handle_insufficient_scope`] for a `403` whose challenge says
-//! `insufficient_scope`. A flow then runs to one end, [`AuthEvent::Authorized`] or
-//! [`AuthEvent::Failed`]:
+//! `insufficient_scope`; or, before a request, [`Authorizer::refresh_before_request`]
+//! finds the token known to be expired and a refresh token to renew it with. A flow
+//! then runs to one end, [`AuthEvent::Authorized`] or [`AuthEvent::Failed`]:
 //!
 //! ```text
 //!  401/403 ─▶ resource metadata ─▶ server metadata ─┬─▶ refresh ─────────────────────┐

@@ -11,7 +11,9 @@
 //! new requests wait with the parked ones rather than meet the same refusal. A refusal
 //! that comes back for a request sent with a token the client has replaced since (it
 //! was on its way while a refresh ended) is about that old token: the request is sent
-//! again with the new one, and no flow starts.
+//! again with the new one, and no flow starts. A request about to go with a token known
+//! to be expired waits the same way for the refresh it starts
+//! ([`Authorizer::refresh_before_request`]), and goes once, with the new token.
 
 use std::sync::Arc;
 
