@@ -408,3 +408,88 @@ fn a_log_on_a_resumed_stream_still_belongs_to_its_call() {
         ]
     );
 }
+
+/// A server that replays a stream from its start (it ignores where `Last-Event-ID`
+/// points) sends again a request for input the client already answered, under its
+/// own event id. Legacy request ids are never reused within a session, so that is the
+/// same request: the user is not asked again, and the server gets one answer.
+#[test]
+fn a_request_for_input_replayed_from_before_the_resumption_point_is_not_asked_again() {
+    let ask = r#"{"jsonrpc":"2.0","id":7,"method":"elicitation/create","params":{"message":"Name?","requestedSchema":{"type":"object","properties":{"n":{"type":"string"}}}}}"#;
+    let log = r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"thinking"}}"#;
+    let mut call_id = Value::Null;
+    let mut sim = HttpSim::new(config(), move |req| {
+        match (req.method.as_str(), req.rpc_method()) {
+            ("POST", "initialize") => legacy_init(req, "s"),
+            ("POST", "notifications/initialized") => Reply::accepted(),
+            ("GET", _) if req.header("last-event-id").is_none() => Reply::with_body(405, &[], ""),
+            ("POST", "tools/call") => {
+                call_id = req.body["id"].clone();
+                Reply::sse_then_drop(Some(2000), &[(Some("e-0"), ""), (Some("e-1"), ask)])
+            }
+            ("GET", _) if req.header("last-event-id") == Some("e-1") => {
+                Reply::sse_then_drop(Some(2000), &[(Some("e-2"), log)])
+            }
+            // Resumed after e-2, it starts over from the beginning.
+            ("GET", _) => Reply::sse(
+                &[],
+                &[
+                    (Some("e-0"), ""),
+                    (Some("e-1"), ask),
+                    (Some("e-2"), log),
+                    (Some("e-3"), &tool_result(&call_id, "named")),
+                ],
+            ),
+            _ => Reply::accepted(),
+        }
+    });
+    sim.connect();
+    let id = sim.start(CallRequest::call_tool("named", json!({})));
+    sim.run_until(|s| {
+        s.events
+            .iter()
+            .any(|e| matches!(e, Event::InputRequested { .. }))
+    });
+    let input = sim
+        .events
+        .iter()
+        .find_map(|e| match e {
+            Event::InputRequested { input, .. } => Some(*input),
+            _ => None,
+        })
+        .unwrap();
+    sim.client
+        .respond(
+            sim.now,
+            input,
+            InputAnswer::Result(json!({"action":"accept","content":{"n":"ada"}})),
+        )
+        .unwrap();
+    sim.run_until(|s| s.completion(id).is_some());
+    sim.step();
+    assert!(sim.completion(id).unwrap().is_ok());
+    let asked = sim
+        .events
+        .iter()
+        .filter(|e| matches!(e, Event::InputRequested { .. }))
+        .count();
+    let answers = sim
+        .requests
+        .iter()
+        .filter(|r| {
+            r.method == "POST" && r.body["id"] == json!(7) && r.body.get("method").is_none()
+        })
+        .count();
+    assert_eq!(
+        (asked, answers),
+        (1, 1),
+        "asked {asked} times, answered {answers} times"
+    );
+    assert!(
+        sim.events.iter().any(|e| matches!(
+            e,
+            Event::PeerError(mcp_proto::client::PeerError::ReusedRequestId { .. })
+        )),
+        "the replay is reported"
+    );
+}

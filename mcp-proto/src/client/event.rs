@@ -685,8 +685,9 @@ pub enum PeerError {
         reason: String,
     },
     /// A request from the server reused the id of one of its requests still waiting for
-    /// the user's answer (ignored).
-    #[error("request id {id} reused while still pending")]
+    /// the user's answer, or of one already answered in this session (a stream replayed
+    /// from before where it was resumed); ignored either way.
+    #[error("request id {id} reused while still pending or after it was answered")]
     ReusedRequestId {
         /// The id.
         id: RequestId,

@@ -839,8 +839,10 @@ impl Session {
         }
         // A reused id is never answered, whatever it asks, at the limit or not: an
         // answer carrying it would read as the answer to the request still waiting
-        // under it.
-        if self.waits_under(&r.id) {
+        // under it. One already answered in this session is the same request again (a
+        // stream replayed from before its resumption point): the server has its answer,
+        // and the user is not asked twice.
+        if self.waits_under(&r.id) || self.answered_server_ids.contains(&r.id) {
             self.peer_error(PeerError::ReusedRequestId { id: r.id });
             return;
         }
@@ -880,6 +882,7 @@ impl Session {
         let (request, check) = match self.check_input_request(&r.method, r.params.as_deref()) {
             Ok(Vetted::Ask(req, check)) => (req, check),
             Ok(Vetted::Answered(v)) => {
+                remember(&mut self.answered_server_ids, r.id.clone());
                 let mut out = Vec::new();
                 jsonrpc::encode_result(&mut out, Some(&r.id), &jsonrpc::to_raw(&v));
                 self.push_out(out, OutKind::Response);

@@ -130,6 +130,11 @@ pub(crate) struct Session {
     ignored_ids: VecDeque<i64>,
     /// Ids answered recently, to tell duplicates from strangers.
     answered_ids: VecDeque<i64>,
+    /// Ids of the legacy server's requests for input answered recently, in this session
+    /// (or process): a server that replays its stream from before the resumption point
+    /// sends them again, and the user is not asked twice (ids are never reused within a
+    /// legacy session).
+    answered_server_ids: VecDeque<RequestId>,
     inputs: IdMap<InputId, PendingInput>,
     outgoing: VecDeque<Outgoing>,
     /// An emptied buffer to write the next request into (stdio: the caller's buffer that
@@ -380,6 +385,7 @@ impl Session {
             by_rpc: IdMap::default(),
             ignored_ids: VecDeque::new(),
             answered_ids: VecDeque::new(),
+            answered_server_ids: VecDeque::new(),
             inputs: IdMap::default(),
             outgoing: VecDeque::new(),
             spare: Vec::new(),
@@ -570,6 +576,8 @@ impl Session {
     /// process is asked for after the policy's wait. Calls not yet written wait for it.
     fn schedule_restart(&mut self, now: Instant) {
         self.fail_in_flight(&CallError::ServerExited);
+        // A new process numbers its requests afresh.
+        self.answered_server_ids.clear();
         self.handshake = None;
         // No request for input is left: the calls still waiting keep the time held.
         self.resume_deadlines(now);
@@ -751,12 +759,20 @@ impl Session {
         let shown: usize = (self.url_elicitations.iter())
             .map(|id| id.len() + std::mem::size_of::<String>())
             .sum();
+        // The ids of the server's requests answered, kept to recognise a replay.
+        let answered: usize = (self.answered_server_ids.iter())
+            .map(|id| match id {
+                RequestId::String(s) => s.len() + std::mem::size_of::<RequestId>(),
+                RequestId::Number(_) => std::mem::size_of::<RequestId>(),
+            })
+            .sum();
         // The tools' task support, kept from the latest listing.
         let tools: usize = (self.task_support.keys())
             .map(|name| name.len() + TOOL_ENTRY_BYTES)
             .sum();
         self.events.bytes()
             + shown
+            + answered
             + tools
             + self.decoder.retained_bytes()
             + self.queued_bytes
@@ -895,6 +911,7 @@ impl Session {
                 server_id, related, ..
             } => {
                 let mut out = Vec::new();
+                remember(&mut self.answered_server_ids, server_id.clone());
                 match answer {
                     InputAnswer::Result(mut v) => {
                         // 2025-11-25: an answer for a task carries its related-task.
@@ -1593,7 +1610,7 @@ impl Call {
     }
 }
 
-fn remember(ring: &mut VecDeque<i64>, id: i64) {
+fn remember<T>(ring: &mut VecDeque<T>, id: T) {
     if ring.len() >= RECENT_IDS {
         ring.pop_front();
     }

@@ -256,6 +256,8 @@ impl Session {
             }
         }
         self.fail_in_flight_but(&CallError::SessionExpired, waiting);
+        // A new session numbers its requests afresh.
+        self.answered_server_ids.clear();
         // Its requests for input are void: the calls sent again keep the time held.
         self.resume_deadlines(now);
         self.server = None;
