@@ -493,3 +493,55 @@ fn a_request_for_input_replayed_from_before_the_resumption_point_is_not_asked_ag
         "the replay is reported"
     );
 }
+
+/// A server that gives every event of a stream the same id (its stream's, say) resumes
+/// a stream with events under the very id it was resumed after. Only the event at the
+/// resumption point sent again (the same id and the same data) is the client's already:
+/// the answer that comes under that id is new, and it completes the call.
+#[test]
+fn a_new_event_under_the_id_the_stream_was_resumed_after_is_delivered() {
+    let log = r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"thinking"}}"#;
+    let mut call_id = Value::Null;
+    let mut sim = HttpSim::new(config(), move |req| {
+        match (req.method.as_str(), req.rpc_method()) {
+            ("POST", "initialize") => legacy_init(req, "s"),
+            ("POST", "notifications/initialized") => Reply::accepted(),
+            ("GET", _) if req.header("last-event-id").is_none() => Reply::with_body(405, &[], ""),
+            ("POST", "tools/call") => {
+                call_id = req.body["id"].clone();
+                Reply::sse_then_drop(Some(1000), &[(Some("stream-1"), log)])
+            }
+            ("GET", _) => {
+                assert_eq!(req.header("last-event-id"), Some("stream-1"));
+                Reply::sse(
+                    &[],
+                    &[
+                        // The resumption point, replayed: not acted on again.
+                        (Some("stream-1"), log),
+                        (Some("stream-1"), &tool_result(&call_id, "answered")),
+                    ],
+                )
+            }
+            _ => Reply::accepted(),
+        }
+    });
+    sim.connect();
+    let id = sim.start(CallRequest::call_tool("t", json!({})).timeout(Duration::from_secs(60)));
+    run_for(&mut sim, Duration::from_secs(60), |s| {
+        s.completion(id).is_some()
+    });
+    let outcome = sim.completion(id).expect("completed");
+    let text = outcome
+        .unwrap_or_else(|e| panic!("{e}"))
+        .tool_result()
+        .unwrap()
+        .text();
+    assert_eq!(text, "answered");
+    let logs = sim
+        .events
+        .iter()
+        .filter(|e| matches!(e, Event::Log { .. }))
+        .count();
+    assert_eq!(logs, 1, "the replayed event is not delivered twice");
+    assert_eq!(resumptions(&sim).len(), 1);
+}

@@ -163,6 +163,13 @@ pub(super) struct Exchange {
     pub(super) delivered: u32,
     /// GET: the `Last-Event-ID` it resumes from.
     pub(super) resume_from: Option<String>,
+    /// GET: the digest of the data of the event at `resume_from`, when one was
+    /// dispatched there. Only that event sent again is a replay; a server that gives
+    /// several events the same id sends new ones under it too.
+    pub(super) resume_digest: Option<u64>,
+    /// Legacy SSE: the id and the data digest of the last event dispatched with an id of
+    /// its own, for the resumption point when the stream is lost.
+    pub(super) last_own: Option<(String, u64)>,
     /// When the exchange is given up if its response has not started (the head of a
     /// GET stream, the `202` to a notification or a response): exchanges not tied to a
     /// call have a deadline of their own. Requests have their call's.
@@ -186,8 +193,19 @@ pub(super) struct Exchange {
 pub(super) struct PendingResume {
     pub(super) due: Instant,
     pub(super) last_event_id: Option<String>,
+    /// The digest of the data of the event at `last_event_id`, when known.
+    pub(super) digest: Option<u64>,
     pub(super) owed: Vec<i64>,
     pub(super) attempt: u32,
+}
+
+/// The digest of an event's data, to tell an event sent again from a new one under the
+/// same id. Fixed keys: the same data gives the same digest in every process.
+fn data_digest(data: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    data.hash(&mut h);
+    h.finish()
 }
 
 impl HttpLink {
@@ -386,6 +404,8 @@ impl HttpLink {
     fn on_body(&mut self, now: Instant, id: ExchangeId, bytes: Vec<u8>) {
         let max_message = self.client.config().limits.max_message_bytes;
         let max_error = self.config.max_error_body;
+        // Only a legacy stream is ever resumed.
+        let legacy = self.era() == Some(Era::Legacy);
         let Some(x) = self.exchanges.get_mut(&id) else {
             return;
         };
@@ -418,14 +438,24 @@ impl HttpLink {
             Body::Sse(decoder) => {
                 decoder.handle_input(&bytes);
                 while let Some(item) = decoder.poll_event() {
+                    let own = legacy && decoder.last_event_had_own_id();
+                    let digest = match &item {
+                        Ok(ev) if own => Some(data_digest(&ev.data)),
+                        _ => None,
+                    };
+                    if let (Ok(ev), Some(d)) = (&item, digest) {
+                        x.last_own = ev.id.clone().map(|id| (id, d));
+                    }
                     match item {
                         Ok(ev) if ev.data.is_empty() && ev.event_type != "endpoint" => {}
-                        // The event the stream was resumed after, sent again: the client
-                        // has it already (ids are unique across the session's streams).
+                        // The event the stream was resumed after, sent again (its own
+                        // id and its data): the client has it already. Another event
+                        // under that id (a server that repeats ids) is new.
                         Ok(ev)
                             if x.resume_from.is_some()
-                                && decoder.last_event_had_own_id()
-                                && ev.id == x.resume_from => {}
+                                && ev.id == x.resume_from
+                                && digest.is_some()
+                                && digest == x.resume_digest => {}
                         Ok(ev) => messages.push(ev),
                         // A stream that crossed a limit is not trusted further: the
                         // messages before the bad event still count.
@@ -807,11 +837,13 @@ impl HttpLink {
                         // Still after the last event it brought: what the server sent
                         // meanwhile is replayed, not lost.
                         let from = x.resume_from.clone();
-                        self.schedule_resume(now, from, owed, attempt + 1, None);
+                        let digest = x.resume_digest;
+                        self.schedule_resume(now, (from, digest), owed, attempt + 1, None);
                     }
                 } else if status.is_none() && attempt + 1 < self.config.max_resume_attempts {
                     let from = x.resume_from.clone();
-                    self.schedule_resume(now, from, owed, attempt + 1, None);
+                    let digest = x.resume_digest;
+                    self.schedule_resume(now, (from, digest), owed, attempt + 1, None);
                 } else {
                     let detail = format!("resuming the event stream failed: {detail}");
                     self.fail_owed(now, &owed, status, &detail);
@@ -849,6 +881,13 @@ impl HttpLink {
             ),
             _ => (None, None),
         };
+        // The digest of the event at the resumption point: this stream's last event with
+        // an id of its own, or, when it moved nothing, the one it was resumed at.
+        let digest = match &x.last_own {
+            Some((own, d)) if last_id.as_ref() == Some(own) => Some(*d),
+            _ if last_id == x.resume_from => x.resume_digest,
+            _ => None,
+        };
         // Attempts count streams that brought nothing new; one that delivered and moved
         // the resumption point starts afresh. A stream that replays the very event it
         // was asked to resume after, again and again, makes no progress.
@@ -868,14 +907,14 @@ impl HttpLink {
                 && legacy
                 && attempt < self.config.max_resume_attempts
             {
-                self.schedule_resume(now, last_id, Vec::new(), attempt, retry);
+                self.schedule_resume(now, (last_id, digest), Vec::new(), attempt, retry);
             } else {
                 self.get_stream = GetStream::Unavailable;
             }
             return;
         }
         if legacy && last_id.is_some() && attempt <= self.config.max_resume_attempts {
-            self.schedule_resume(now, last_id, owed, attempt, retry);
+            self.schedule_resume(now, (last_id, digest), owed, attempt, retry);
             return;
         }
         let detail = if legacy && last_id.is_none() {
@@ -912,7 +951,7 @@ impl HttpLink {
     fn schedule_resume(
         &mut self,
         now: Instant,
-        last_event_id: Option<String>,
+        (last_event_id, digest): (Option<String>, Option<u64>),
         owed: Vec<i64>,
         attempt: u32,
         retry_ms: Option<u64>,
@@ -935,6 +974,7 @@ impl HttpLink {
         self.resumes.push(PendingResume {
             due: now + delay,
             last_event_id,
+            digest,
             owed,
             attempt,
         });
@@ -956,7 +996,7 @@ impl HttpLink {
             if owed.is_empty() && !standalone {
                 continue;
             }
-            self.open_get(now, r.last_event_id, owed, r.attempt);
+            self.open_get(now, (r.last_event_id, r.digest), owed, r.attempt);
         }
     }
 

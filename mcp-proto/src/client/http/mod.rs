@@ -707,7 +707,7 @@ impl HttpLink {
         };
         // Without a session the server has nothing to route to a GET stream.
         if self.get_stream == GetStream::Active && self.session_id.is_some() {
-            self.open_get(now, None, Vec::new(), 0);
+            self.open_get(now, (None, None), Vec::new(), 0);
         }
         for msg in held {
             self.send_message(now, msg);

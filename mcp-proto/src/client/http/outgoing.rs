@@ -89,6 +89,8 @@ impl HttpLink {
             session_epoch: self.session_epoch,
             delivered: 0,
             resume_from: None,
+            resume_digest: None,
+            last_own: None,
             replay: None,
             settled: false,
             decided: false,
@@ -256,13 +258,14 @@ impl HttpLink {
         self.insert_exchange(id, x, (bytes, json));
     }
 
-    /// Opens a GET stream: the server's own (`owed` empty) or a resumption.
+    /// Opens a GET stream: the server's own (`owed` empty) or a resumption, after an
+    /// event id and the digest of that event's data when it was dispatched.
     /// A resumption whose request cannot be written (an event id that is no header
     /// value) is not dropped: what it owed fails, naming the reason.
     pub(super) fn open_get(
         &mut self,
         now: Instant,
-        last_event_id: Option<String>,
+        (last_event_id, digest): (Option<String>, Option<u64>),
         owed: Vec<i64>,
         attempt: u32,
     ) {
@@ -299,6 +302,7 @@ impl HttpLink {
         }
         let mut x = self.new_exchange(Purpose::Get { owed, attempt }, None, "GET");
         x.resume_from = last_event_id;
+        x.resume_digest = digest;
         let id = self.alloc_exchange();
         self.insert_exchange(id, x, (bytes, Arc::default()));
     }
