@@ -1174,3 +1174,79 @@ fn the_rounds_of_a_call_share_its_timeout() {
     assert_eq!(run.answered, 2, "rounds");
     assert_eq!(run.took, Duration::from_secs(6));
 }
+
+/// A peer that keeps every line the client wrote, as written.
+struct RawLines<P> {
+    inner: P,
+    lines: std::rc::Rc<std::cell::RefCell<Vec<String>>>,
+}
+
+impl<P: mcp_tests::Peer> mcp_tests::Peer for RawLines<P> {
+    fn handle(&mut self, now: mcp_proto::Instant, bytes: &[u8]) {
+        let text = String::from_utf8_lossy(bytes);
+        let mut lines = self.lines.borrow_mut();
+        lines.extend(text.lines().filter(|l| !l.is_empty()).map(str::to_owned));
+        drop(lines);
+        self.inner.handle(now, bytes);
+    }
+    fn transmit(&mut self, out: &mut Vec<u8>) {
+        self.inner.transmit(out);
+    }
+}
+
+/// A request built by the caller with its own `requestState` and `inputResponses` (a
+/// gateway relaying a retry, say) goes out as given; once the server answers
+/// `input_required`, the rounds are the client's: each retry carries the server's state
+/// and the latest round's answers once, never the caller's beside them (a member twice
+/// in one object, which parsers read differently, or stale answers).
+#[test]
+fn a_retry_carries_the_rounds_own_state_and_answers_only() {
+    let lines = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let peer = RawLines {
+        inner: Scripted::new(|m: &Value| match m["method"].as_str() {
+            Some("server/discover") => vec![discover_ok(m)],
+            Some("tools/call") if m["params"]["requestState"] != "s1" => vec![
+                json!({"jsonrpc":"2.0","id":m["id"],"result":{"resultType":"input_required",
+                    "inputRequests": form(1), "requestState": "s1"}})
+                .to_string(),
+            ],
+            Some("tools/call") => vec![done(m, "ok")],
+            _ => Vec::new(),
+        }),
+        lines: lines.clone(),
+    };
+    let mut sim = Sim::new(config(EraMode::Auto), peer);
+    sim.handler = Some(Box::new(mcp_proto::client::AcceptDefaults));
+    sim.connect();
+    let request = CallRequest::new(
+        "tools/call",
+        json!({"name":"t","arguments":{},"requestState":"relayed",
+            "inputResponses":{"old":{"action":"decline"}}}),
+    );
+    sim.call(request).unwrap();
+    let calls: Vec<String> = lines
+        .borrow()
+        .iter()
+        .filter(|l| l.contains(r#""method":"tools/call""#))
+        .cloned()
+        .collect();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert!(
+        calls[0].contains(r#""requestState":"relayed""#),
+        "{}",
+        calls[0]
+    );
+    let retry = &calls[1];
+    assert_eq!(retry.matches(r#""requestState""#).count(), 1, "{retry}");
+    assert_eq!(retry.matches(r#""inputResponses""#).count(), 1, "{retry}");
+    let sent: Value = serde_json::from_str(retry).unwrap();
+    assert_eq!(sent["params"]["requestState"], "s1");
+    assert!(
+        sent["params"]["inputResponses"].get("old").is_none(),
+        "{retry}"
+    );
+    assert!(
+        sent["params"]["inputResponses"].get("k0").is_some(),
+        "{retry}"
+    );
+}

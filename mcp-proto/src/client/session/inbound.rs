@@ -610,6 +610,10 @@ impl Session {
         call.rounds = rounds;
         call.input_bytes = bytes;
         call.request_state = parsed.request_state;
+        // From now on the retries carry this round's answers and state only: any the
+        // caller's request carried (a relayed retry) are spent.
+        call.request.params.remove("inputResponses");
+        call.request.params.remove("requestState");
         // The time a person takes to answer is not the server's; the rounds share one
         // timeout otherwise.
         call.left = call.deadline.map(|d| d.saturating_duration_since(now));

@@ -385,7 +385,8 @@ pub(crate) const OWNED_META_KEYS: [&str; 5] = [
 
 /// Writes a params object: `_meta` first (the per-era envelope, the log level, the
 /// progress token, then the `_meta` the caller supplied, without the keys the machine
-/// owns), then the caller's members, then MRTR members.
+/// owns), then the caller's members but those of `extra`, then `extra` (the MRTR
+/// members, a page's cursor, a task augmentation).
 pub(crate) fn write_params(
     out: &mut Vec<u8>,
     envelope: &str,
@@ -439,7 +440,9 @@ pub(crate) fn write_params(
         first = false;
     }
     for (k, v) in params {
-        if k == "_meta" {
+        // The members the machine writes (`inputResponses`, `requestState`, `cursor`,
+        // `task`) are its own: a caller's beside them would make a member twice.
+        if k == "_meta" || extra.iter().any(|(e, _)| e == k) {
             continue;
         }
         if !first {
