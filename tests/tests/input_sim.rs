@@ -1250,3 +1250,50 @@ fn a_retry_carries_the_rounds_own_state_and_answers_only() {
         "{retry}"
     );
 }
+
+/// `requestState` goes back exactly as the server wrote it, escapes included, and a
+/// string that no Rust `String` can hold (a lone surrogate escape, which a JavaScript
+/// server writes for a state with one) is no reason to fail the call.
+#[test]
+fn request_state_is_sent_back_as_written() {
+    const STATE: &str = r#""st\/\u00e9\ud800""#;
+    let lines = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let script = Scripted::new(|m: &Value| match m["method"].as_str() {
+        Some("server/discover") => vec![discover_ok(m)],
+        Some("tools/call") if m["params"].get("requestState").is_none() => vec![format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":{{"resultType":"input_required","requestState":{STATE}}}}}"#,
+            m["id"]
+        )],
+        Some("tools/call") => vec![done(m, "ok")],
+        _ => Vec::new(),
+    });
+    /// Lets the scripted server (whose `Value`s cannot hold a lone surrogate) read
+    /// the client's lines.
+    struct Tolerant<P>(P);
+    impl<P: mcp_tests::Peer> mcp_tests::Peer for Tolerant<P> {
+        fn handle(&mut self, now: mcp_proto::Instant, bytes: &[u8]) {
+            let text = String::from_utf8_lossy(bytes).replace(r"\ud800", "?");
+            self.0.handle(now, text.as_bytes());
+        }
+        fn transmit(&mut self, out: &mut Vec<u8>) {
+            self.0.transmit(out);
+        }
+    }
+    let peer = RawLines {
+        inner: Tolerant(script),
+        lines: lines.clone(),
+    };
+    let mut sim = Sim::new(config(EraMode::Auto), peer);
+    sim.connect();
+    let out = sim.call(CallRequest::call_tool("t", json!({}))).unwrap();
+    assert_eq!(out.rounds, 1);
+    let lines = lines.borrow();
+    let retry = lines
+        .iter()
+        .rfind(|l| l.contains(r#""method":"tools/call""#))
+        .unwrap();
+    assert!(
+        retry.contains(&format!(r#""requestState":{STATE}"#)),
+        "{retry}"
+    );
+}

@@ -82,8 +82,9 @@ struct ResultHead {
 struct InputRequired<'a> {
     #[serde(rename = "inputRequests", default, borrow)]
     input_requests: Option<std::collections::BTreeMap<String, &'a RawValue>>,
-    #[serde(rename = "requestState", default)]
-    request_state: Option<String>,
+    /// Kept as written (escapes included): it goes back byte for byte, never read.
+    #[serde(rename = "requestState", default, borrow)]
+    request_state: Option<&'a RawValue>,
 }
 
 /// The items of one listing page (verbatim), its `nextCursor` and its caching hints.
@@ -567,6 +568,13 @@ impl Session {
                 return fail(self, CallError::InvalidResponse(msg));
             }
         };
+        if parsed
+            .request_state
+            .is_some_and(|s| !s.get().starts_with('"'))
+        {
+            let msg = "requestState is not a string".to_owned();
+            return fail(self, CallError::InvalidResponse(msg));
+        }
         let requests = parsed.input_requests.unwrap_or_default();
         if requests.is_empty() && parsed.request_state.is_none() {
             let msg = "input_required without inputRequests or requestState".to_owned();
@@ -609,7 +617,7 @@ impl Session {
         };
         call.rounds = rounds;
         call.input_bytes = bytes;
-        call.request_state = parsed.request_state;
+        call.request_state = parsed.request_state.map(RawValue::to_owned);
         // From now on the retries carry this round's answers and state only: any the
         // caller's request carried (a relayed retry) are spent.
         call.request.params.remove("inputResponses");

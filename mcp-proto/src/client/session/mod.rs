@@ -269,7 +269,8 @@ struct Call {
     input_bytes: usize,
     /// Current MRTR round: key, input id, answer.
     pending: Vec<(String, InputId, Option<Value>)>,
-    request_state: Option<String>,
+    /// The latest round's `requestState`, the JSON string as the server wrote it.
+    request_state: Option<Box<RawValue>>,
     cursor: Option<Value>,
     pages: u32,
     items: Vec<Box<RawValue>>,
@@ -1094,7 +1095,7 @@ impl Session {
         let Some(call) = self.calls.get_mut(&id) else {
             return;
         };
-        let mut extra: Vec<(&str, &Value)> = Vec::new();
+        let mut extra: Vec<(&str, request::Member<'_>)> = Vec::new();
         call.augmented = augment;
         let task_meta;
         if augment {
@@ -1104,7 +1105,7 @@ impl Session {
                 t.insert("ttl".into(), Value::from(ms));
             }
             task_meta = Value::Object(t);
-            extra.push(("task", &task_meta));
+            extra.push(("task", request::Member::Value(&task_meta)));
         }
         let log_level = if modern {
             call.request.log_level.or(self.log_level)
@@ -1112,21 +1113,19 @@ impl Session {
             None
         };
         let responses;
-        let state;
         if !call.pending.is_empty() {
             let mut map = serde_json::Map::new();
             for (key, _, answer) in &call.pending {
                 map.insert(key.clone(), answer.clone().unwrap_or(Value::Null));
             }
             responses = Value::Object(map);
-            extra.push(("inputResponses", &responses));
+            extra.push(("inputResponses", request::Member::Value(&responses)));
         }
         if let Some(s) = &call.request_state {
-            state = Value::String(s.clone());
-            extra.push(("requestState", &state));
+            extra.push(("requestState", request::Member::Raw(s)));
         }
         if let Some(c) = &call.cursor {
-            extra.push(("cursor", c));
+            extra.push(("cursor", request::Member::Value(c)));
         }
         // The request is written in one pass, params straight into the message: they are
         // our own serialisation, so there is nothing to re-validate.

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::client::input::LogLevel;
@@ -383,6 +384,15 @@ pub(crate) const OWNED_META_KEYS: [&str; 5] = [
     "io.modelcontextprotocol/logLevel",
 ];
 
+/// A params member the machine adds to a request.
+#[derive(Clone, Copy)]
+pub(crate) enum Member<'a> {
+    /// A value of its own.
+    Value(&'a Value),
+    /// JSON text kept as the server wrote it (`requestState`).
+    Raw(&'a RawValue),
+}
+
 /// Writes a params object: `_meta` first (the per-era envelope, the log level, the
 /// progress token, then the `_meta` the caller supplied, without the keys the machine
 /// owns), then the caller's members but those of `extra`, then `extra` (the MRTR
@@ -393,7 +403,7 @@ pub(crate) fn write_params(
     log_level: Option<LogLevel>,
     progress_token: Option<u64>,
     params: &Map<String, Value>,
-    extra: &[(&str, &Value)],
+    extra: &[(&str, Member<'_>)],
 ) {
     out.push(b'{');
     let user_meta = params.get("_meta").and_then(Value::as_object);
@@ -455,7 +465,14 @@ pub(crate) fn write_params(
         if !first {
             out.push(b',');
         }
-        push_member(out, k, v);
+        match v {
+            Member::Value(v) => push_member(out, k, v),
+            Member::Raw(raw) => {
+                crate::json_write::write_str(out, k);
+                out.push(b':');
+                out.extend_from_slice(raw.get().as_bytes());
+            }
+        }
         first = false;
     }
     out.push(b'}');
@@ -508,7 +525,7 @@ mod tests {
             Some(LogLevel::Warning),
             Some(4),
             &p,
-            &[("requestState", &rs)],
+            &[("requestState", Member::Value(&rs))],
         );
         assert_eq!(
             String::from_utf8(out).unwrap(),
