@@ -1297,3 +1297,19 @@ fn request_state_is_sent_back_as_written() {
         "{retry}"
     );
 }
+
+/// A legacy server that numbers every request for input alike (ids must not be reused
+/// within a session, but some servers do) still gets each answered: only on a resumed
+/// HTTP stream is a request under an id already answered taken for a replay.
+#[test]
+fn a_legacy_server_reusing_an_answered_id_over_stdio_is_still_answered() {
+    let ask = json!({"method":"elicitation/create","params":{"message":"again?",
+        "requestedSchema":{"type":"object","properties":{}}}});
+    let mut sim = Sim::new(config(EraMode::Legacy), legacy_asking(ask));
+    sim.handler = Some(Box::new(mcp_proto::client::AcceptDefaults));
+    sim.connect();
+    for _ in 0..2 {
+        sim.call(CallRequest::call_tool("t", json!({}))).unwrap();
+    }
+    assert_eq!(asked(&sim).len(), 2);
+}

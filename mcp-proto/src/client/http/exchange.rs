@@ -484,6 +484,10 @@ impl HttpLink {
             .exchanges
             .get(&id)
             .is_some_and(|x| matches!(x.purpose, Purpose::SseStream));
+        let resumed = self
+            .exchanges
+            .get(&id)
+            .is_some_and(|x| x.resume_from.is_some());
         for ev in messages {
             if let Some(x) = self.exchanges.get_mut(&id) {
                 x.delivered += 1;
@@ -512,8 +516,10 @@ impl HttpLink {
             // What comes on a request's own stream belongs to that request (its log
             // messages, say).
             self.client.stream_origin = origin;
+            self.client.on_resumed_stream = resumed;
             let _ = self.deliver_decoded(now, data.as_bytes(), decoded);
             self.client.stream_origin = None;
+            self.client.on_resumed_stream = false;
             if let Some(rpc) = elsewhere.filter(|r| !self.client.is_awaiting(*r)) {
                 self.answered_elsewhere(now, rpc);
             }

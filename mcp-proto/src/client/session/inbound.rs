@@ -851,10 +851,11 @@ impl Session {
         }
         // A reused id is never answered, whatever it asks, at the limit or not: an
         // answer carrying it would read as the answer to the request still waiting
-        // under it. One already answered in this session is the same request again (a
-        // stream replayed from before its resumption point): the server has its answer,
-        // and the user is not asked twice.
-        if self.waits_under(&r.id) || self.answered_server_ids.contains(&r.id) {
+        // under it. One already answered in this session, on a resumed stream, is the
+        // same request again (the stream replayed from before its resumption point): the
+        // server has its answer, and the user is not asked twice.
+        let replayed = self.on_resumed_stream && self.answered_server_ids.contains(&r.id);
+        if self.waits_under(&r.id) || replayed {
             self.peer_error(PeerError::ReusedRequestId { id: r.id });
             return;
         }

@@ -131,9 +131,10 @@ pub(crate) struct Session {
     /// Ids answered recently, to tell duplicates from strangers.
     answered_ids: VecDeque<i64>,
     /// Ids of the legacy server's requests for input answered recently, in this session
-    /// (or process): a server that replays its stream from before the resumption point
-    /// sends them again, and the user is not asked twice (ids are never reused within a
-    /// legacy session).
+    /// (or process): a server that replays a resumed stream from before the resumption
+    /// point sends them again, and the user is not asked twice (ids are never reused
+    /// within a legacy session; elsewhere than on a resumed stream a reused id is served,
+    /// as a sloppy server that numbers every request alike expects).
     answered_server_ids: VecDeque<RequestId>,
     inputs: IdMap<InputId, PendingInput>,
     outgoing: VecDeque<Outgoing>,
@@ -186,6 +187,9 @@ pub(crate) struct Session {
     /// Over Streamable HTTP: the JSON-RPC id whose response stream the message being
     /// dispatched came on.
     pub(crate) stream_origin: Option<i64>,
+    /// Over Streamable HTTP: the message being dispatched came on a stream resumed with
+    /// `Last-Event-ID`, where a server may replay what it sent before.
+    pub(crate) on_resumed_stream: bool,
     /// The era and version the session last settled on: a stdio server that exits
     /// after that may be restarted (`ClientConfig::restart`).
     settled: Option<(Era, ProtocolVersion)>,
@@ -411,6 +415,7 @@ impl Session {
             log_level: None,
             url_elicitations: VecDeque::new(),
             stream_origin: None,
+            on_resumed_stream: false,
             settled: None,
             restarts_in_row: 0,
             restart_at: None,
