@@ -77,7 +77,13 @@
 //! }
 //! ```
 //!
-//! Without any executor, join the driver with the code that uses the client:
+//! Without any executor, join the driver with the code that uses the client, and block
+//! on the pair with `smol::block_on` (that is `async_io::block_on`): the waiting thread
+//! then normally runs the reactor itself. Under `futures_lite::future::block_on`,
+//! readiness reaches the caller through async-io's helper thread, which sleeps between
+//! turns of the reactor while some `async_io::block_on` exists (async-process runs its
+//! child reaper in one): a sequential 64-byte call over stdio took about 130 µs (median)
+//! that way, 15 µs under `smol::block_on`.
 //!
 //! ```no_run
 //! use futures_lite::future;
@@ -91,7 +97,7 @@
 //!     drop(client); // ends the driver
 //!     tools
 //! };
-//! let (driven, tools) = future::block_on(future::zip(driver, work));
+//! let (driven, tools) = smol::block_on(future::zip(driver, work));
 //! driven?;
 //! println!("{} tools", tools?.len());
 //! # Ok(()) }
