@@ -4,6 +4,8 @@
 //! * [`RedisConsumptionStore`]: single-use sealed `requestState` nonces
 //!   ([`ConsumptionStore`](mcp_proto::server::ConsumptionStore)), recorded with
 //!   `SET NX PX` so that of two processes opening the same state at once, one wins.
+//!   Run it on a Redis that does not evict keys (`maxmemory-policy noeviction`, the
+//!   default): an evicted nonce would let its state be used again.
 //! * [`RedisEventStore`]: the events of resumable SSE streams
 //!   ([`EventStore`](mcp_proto::server::http::EventStore)), one capped list per stream,
 //!   every key expiring, so that a stream begun on one process resumes on another.

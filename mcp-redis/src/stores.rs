@@ -113,7 +113,11 @@ fn millis(d: Duration) -> Vec<u8> {
 /// consumed once across every process using the same Redis and prefix; when Redis
 /// cannot be reached the state is refused (at most once wins over availability). It
 /// bounds neither the nonces held nor one principal's share of them: Redis's own
-/// memory limit (`maxmemory`) does, and a full Redis refuses every state.
+/// memory limit (`maxmemory`) does, and a full Redis refuses every state. That holds
+/// only under `maxmemory-policy noeviction` (Redis's default): a policy that evicts keys
+/// (`allkeys-*`, `volatile-*`) may drop a nonce before its expiry, and the state it
+/// recorded would then be accepted a second time. Give these keys a Redis that does not
+/// evict.
 #[derive(Debug)]
 pub struct RedisConsumptionStore {
     redis: Redis,
