@@ -1031,14 +1031,15 @@ fn modern_hostile_task_records_fail_the_call_by_name() {
         "an unknown task id"
     );
     sim.step();
-    // Every task still running when it became unusable was cancelled; a task the server
-    // does not know is not.
+    // Every task that may still run when it became unusable was cancelled (one created
+    // without a status too); a task the server does not know, or whose id is too long
+    // to keep, is not.
     let cancelled: Vec<&str> = sim
         .sent_with_method("tasks/cancel")
         .iter()
         .map(|m| m["params"]["taskId"].as_str().unwrap())
         .collect();
-    assert_eq!(cancelled, ["queued", "other", "weird"]);
+    assert_eq!(cancelled, ["n", "queued", "other", "weird"]);
     // Methods the extension does not have never reach the wire.
     for request in [CallRequest::list_tasks(), CallRequest::task_result("a")] {
         assert!(matches!(
@@ -1798,4 +1799,99 @@ fn modern_mrtr_rounds_then_a_task_whose_keys_are_a_new_namespace() {
         "the task's `confirm` is a new request, presented again"
     );
     assert_eq!(sim.sent_with_method("tasks/update").len(), 1);
+}
+
+/// A task whose creation record cannot be followed (an unknown status, none, or one of
+/// the wrong type) was made by the server and may run: the call fails naming the problem
+/// and the task is cancelled, as for an unusable poll. A record without a usable id
+/// names nothing to cancel.
+#[test]
+fn a_task_created_with_an_unusable_record_is_cancelled() {
+    let mut legacy_sim = sim(legacy(), legacy_caps(), |m| {
+        let name = m["params"]["name"].as_str().unwrap_or("").to_owned();
+        match (m["method"].as_str(), name.as_str()) {
+            (Some("tools/call"), "queued") => vec![answer(
+                m,
+                json!({"task": legacy_task("q1", "queued", 1000)}),
+            )],
+            (Some("tools/call"), "empty") => {
+                vec![answer(m, json!({"task": legacy_task("", "working", 1000)}))]
+            }
+            (Some("tasks/cancel"), _) => vec![answer(m, legacy_task("q1", "cancelled", 1000))],
+            _ => Vec::new(),
+        }
+    });
+    let err = legacy_sim
+        .call(CallRequest::call_tool("queued", json!({})).as_task(None))
+        .unwrap_err();
+    assert_eq!(
+        err,
+        CallError::Task(TaskProblem::UnknownStatus("queued".into()))
+    );
+    let err = legacy_sim
+        .call(CallRequest::call_tool("empty", json!({})).as_task(None))
+        .unwrap_err();
+    assert_eq!(err, CallError::Task(TaskProblem::EmptyId));
+    legacy_sim.step();
+    let cancelled: Vec<&str> = legacy_sim
+        .sent_with_method("tasks/cancel")
+        .iter()
+        .map(|m| m["params"]["taskId"].as_str().unwrap())
+        .collect();
+    assert_eq!(cancelled, ["q1"]);
+
+    let mut modern_sim = sim(
+        modern(ClientCapabilities::none().with_tasks()),
+        Value::Null,
+        |m| {
+            let name = m["params"]["name"].as_str().unwrap_or("").to_owned();
+            match (m["method"].as_str(), name.as_str()) {
+                (Some("tools/call"), "nostatus") => {
+                    vec![answer(m, json!({"resultType":"task","taskId":"n1"}))]
+                }
+                (Some("tools/call"), "numeric") => vec![answer(
+                    m,
+                    json!({"resultType":"task","taskId":"n2","status":3}),
+                )],
+                (Some("tools/call"), "noid") => {
+                    vec![answer(
+                        m,
+                        json!({"resultType":"task","taskId":7,"status":"working"}),
+                    )]
+                }
+                (Some("tasks/cancel"), _) => vec![answer(m, json!({"resultType":"complete"}))],
+                _ => Vec::new(),
+            }
+        },
+    );
+    for (name, problem) in [
+        ("nostatus", CallError::Task(TaskProblem::Missing("status"))),
+        (
+            "numeric",
+            CallError::Task(TaskProblem::Malformed("status is not a string".into())),
+        ),
+        (
+            "noid",
+            CallError::Task(TaskProblem::Malformed("taskId is not a string".into())),
+        ),
+    ] {
+        let err = modern_sim
+            .call(CallRequest::call_tool(name, json!({})))
+            .unwrap_err();
+        assert_eq!(err, problem, "{name}");
+    }
+    modern_sim.step();
+    let cancelled: Vec<&str> = modern_sim
+        .sent_with_method("tasks/cancel")
+        .iter()
+        .map(|m| m["params"]["taskId"].as_str().unwrap())
+        .collect();
+    assert_eq!(cancelled, ["n1", "n2"]);
+    assert!(
+        modern_sim
+            .sent_with_method("tasks/cancel")
+            .iter()
+            .all(|m| declares_ext(m)),
+        "a 2026 tasks/cancel declares the extension"
+    );
 }

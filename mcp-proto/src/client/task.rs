@@ -258,6 +258,19 @@ impl Task {
         Task::from_object(&members.object().map_err(not_object)?, era, max_id)
     }
 
+    /// The `taskId` of a call's result read as [`Task::from_result`] reads it, when it is
+    /// a usable one (a non-empty string of at most `max_id` bytes), whatever else is wrong
+    /// with the record: a task the server made under that id may be running.
+    pub(crate) fn id_of_result(raw: &RawValue, era: Era, max_id: usize) -> Option<String> {
+        let members = RecordMembers::read(raw.get()).ok()?;
+        let members = match members.task.filter(|t| t.get().starts_with('{')) {
+            Some(inner) if era == Era::Legacy => RecordMembers::read(inner.get()).ok()?,
+            _ => members,
+        };
+        let id: String = serde_json::from_str(members.read[0]?.get()).ok()?;
+        (!id.is_empty() && id.len() <= max_id).then_some(id)
+    }
+
     /// True when this record says the same as `other` for a person: status and message.
     #[must_use]
     pub fn same_view(&self, other: &Task) -> bool {

@@ -233,7 +233,14 @@ impl Session {
         let limit = self.config.limits.max_task_id_bytes;
         let task = match Task::from_result(raw, era, limit) {
             Ok(t) => t,
-            Err(p) => return self.complete(id, Err(CallError::Task(p))),
+            Err(p) => {
+                // The server made a task that cannot be followed; when its id can be
+                // told, it is cancelled rather than left to run (as for a bad poll).
+                if let Some(task_id) = Task::id_of_result(raw, era, limit) {
+                    self.send_task_cancel(&task_id);
+                }
+                return self.complete(id, Err(CallError::Task(p)));
+            }
         };
         let Some(call) = self.calls.get_mut(&id) else {
             return;
