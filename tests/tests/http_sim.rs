@@ -1533,6 +1533,73 @@ fn a_task_being_polled_when_the_session_expires_is_not_made_again() {
     assert!(sim.with_method("tasks/get").is_empty());
 }
 
+/// A task-augmented `tools/call` whose answer (a `CreateTaskResult`) arrives while the
+/// client is making a new session, after another request met the expired one: the
+/// tool ran and made its task on the old session, so the call fails with the expiry,
+/// as one between two polls does. It is not taken for a tool result, nor sent again.
+#[test]
+fn a_task_made_on_a_session_being_replaced_fails_with_the_expiry() {
+    let mut inits = 0;
+    let mut sim = HttpSim::new(config(EraMode::Legacy), move |req| {
+        let on_s1 = req.header("mcp-session-id") == Some("s1");
+        match (req.method.as_str(), req.rpc_method()) {
+            // The second session's initialize is answered by the test.
+            ("POST", "initialize") if inits == 1 => {
+                inits += 1;
+                Reply::Silence
+            }
+            ("POST", "initialize") => {
+                inits += 1;
+                let caps = json!({"tools":{},"tasks":{"requests":{"tools":{"call":{}}}}});
+                let body = result(
+                    req,
+                    json!({"protocolVersion":"2025-11-25","capabilities":caps,
+                        "serverInfo":{"name":"legacy","version":"1"}}),
+                );
+                let headers = [
+                    ("Content-Type", "application/json"),
+                    ("Mcp-Session-Id", "s1"),
+                ];
+                Reply::with_body(200, &headers, &body.to_string())
+            }
+            ("POST", "notifications/initialized") => Reply::accepted(),
+            ("GET", _) => Reply::with_body(405, &[], ""),
+            // The tool call's answer is held, to come while the new session is made.
+            ("POST", "tools/call") if on_s1 => Reply::Silence,
+            _ => Reply::with_body(404, &[], "session gone"),
+        }
+    });
+    sim.connect();
+    let task = sim.start(CallRequest::call_tool("slow", json!({})).as_task(None));
+    sim.step();
+    let call_at = sim
+        .requests
+        .iter()
+        .position(|r| r.rpc_method() == "tools/call")
+        .unwrap();
+    let (call_conn, call_id) = (
+        sim.request_conns[call_at],
+        sim.requests[call_at].body["id"].clone(),
+    );
+    // A listing meets the expired session: a new one is being made.
+    sim.start(CallRequest::list_tools());
+    sim.run_until(|s| s.with_method("initialize").len() == 2);
+    let task_record = json!({"taskId":"t1","status":"working","pollInterval":5000,"ttl":null,
+        "createdAt":"2026-01-01T00:00:00Z","lastUpdatedAt":"2026-01-01T00:00:00Z"});
+    let body = json!({"jsonrpc":"2.0","id":call_id,"result":{"task":task_record}});
+    let Reply::Raw(bytes) = Reply::json(200, &body) else {
+        unreachable!()
+    };
+    sim.server_sends(call_conn, &bytes);
+    assert!(
+        matches!(sim.completion(task), Some(Err(CallError::SessionExpired))),
+        "{:?}",
+        sim.completion(task)
+    );
+    assert_eq!(sim.with_method("tools/call").len(), 1, "the tool ran once");
+    assert!(sim.with_method("tasks/get").is_empty());
+}
+
 /// A call waiting for its own answer on a session replaced meanwhile can be cancelled:
 /// it completes once, as cancelled, and its old exchange is given up without a
 /// `notifications/cancelled` (it went out on the new session, naming an id that session

@@ -360,7 +360,14 @@ impl Session {
         {
             return self.task_response(now, id, raw);
         }
-        if self.era() == Some(Era::Legacy) && self.is_legacy_task_answer(id, &raw) {
+        if self.is_legacy_task_answer(id, &raw) {
+            if self.era() != Some(Era::Legacy) {
+                // The answer of a session being replaced (a legacy `404` came meanwhile):
+                // the tool ran and made its task there, where it can no longer be
+                // followed, as for a task between two polls (decision 14). It is not a
+                // tool result, and the tool must not run again.
+                return self.complete(id, Err(CallError::SessionExpired));
+            }
             return self.task_created(now, id, &raw);
         }
         if self.era() == Some(Era::Modern) {
