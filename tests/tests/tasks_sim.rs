@@ -1895,3 +1895,64 @@ fn a_task_created_with_an_unusable_record_is_cancelled() {
         "a 2026 tasks/cancel declares the extension"
     );
 }
+
+/// A task call cancelled (or timed out) before its `CreateTaskResult` arrived: the
+/// server made the task all the same (its answer crossed the `notifications/cancelled`,
+/// which cannot stop a task). The late answer is dropped as the call is over, and the
+/// task it names is cancelled once, rather than left to run for its ttl; in both eras.
+#[test]
+fn a_task_made_after_its_call_was_cancelled_is_cancelled() {
+    for era in [Era::Legacy, Era::Modern] {
+        let held = Rc::new(RefCell::new(None::<Value>));
+        let h = held.clone();
+        let (config, caps) = match era {
+            Era::Legacy => (legacy(), legacy_caps()),
+            _ => (modern(ClientCapabilities::none().with_tasks()), Value::Null),
+        };
+        let mut sim = sim(config, caps, move |m| match m["method"].as_str() {
+            Some("tools/call") => {
+                *h.borrow_mut() = Some(m.clone());
+                Vec::new()
+            }
+            // The task was made before the server read the cancellation.
+            Some("notifications/cancelled") => {
+                let Some(call) = h.borrow_mut().take() else {
+                    return Vec::new();
+                };
+                let record = match era {
+                    Era::Legacy => json!({"task": legacy_task("late", "working", 1000)}),
+                    _ => with(
+                        json!({"resultType":"task"}),
+                        modern_task("late", "working", Some(1000)),
+                    ),
+                };
+                vec![answer(&call, record)]
+            }
+            Some("tasks/cancel") => vec![answer(m, json!({}))],
+            _ => Vec::new(),
+        });
+        let id = start(
+            &mut sim,
+            CallRequest::call_tool("x", json!({})).as_task(None),
+        );
+        sim.run_until(|s| !s.sent_with_method("tools/call").is_empty());
+        sim.client.cancel(sim.now, id).unwrap();
+        sim.run_until(|_| held.borrow().is_none());
+        for _ in 0..3 {
+            sim.step();
+        }
+        assert!(matches!(
+            sim.completion(id),
+            Some(Err(CallError::Cancelled))
+        ));
+        let cancels: Vec<&Value> = sim.sent_with_method("tasks/cancel");
+        assert_eq!(cancels.len(), 1, "{era:?}");
+        assert_eq!(cancels[0]["params"]["taskId"], "late");
+        assert!(sim.sent_with_method("tasks/get").is_empty());
+        assert!(
+            !sim.events.iter().any(|e| matches!(e, Event::PeerError(_))),
+            "{:?}",
+            sim.events
+        );
+    }
+}

@@ -223,6 +223,9 @@ impl Session {
         let Some(call) = self.by_rpc.remove(&rpc) else {
             if self.ignored_ids.contains(&rpc) {
                 self.detached.retain(|(r, _, _)| *r != rpc);
+                if let Ok(raw) = &r.outcome {
+                    self.late_task_answer(rpc, raw);
+                }
                 return; // an answer we said we no longer want
             }
             let text = rpc.to_string();
@@ -513,6 +516,35 @@ impl Session {
                     );
                 }
             }
+        }
+    }
+
+    /// The answer to `rpc`, a request given up: when that was a `tools/call` that could
+    /// make a task and the answer says it did, the task is cancelled (once), not left to
+    /// run with nobody following it.
+    fn late_task_answer(&mut self, rpc: i64, raw: &RawValue) {
+        let Some(at) = self.given_up_task_calls.iter().position(|r| *r == rpc) else {
+            return;
+        };
+        self.given_up_task_calls.remove(at);
+        let Some(era) = self.era() else { return };
+        #[derive(Deserialize)]
+        struct Head<'a> {
+            #[serde(borrow, default)]
+            task: Option<&'a RawValue>,
+            #[serde(rename = "resultType", default)]
+            result_type: Option<String>,
+        }
+        let Ok(head) = serde_json::from_str::<Head<'_>>(raw.get()) else {
+            return;
+        };
+        let is_task = match era {
+            Era::Legacy => head.task.is_some_and(|t| t.get().starts_with('{')),
+            Era::Modern => head.result_type.as_deref() == Some("task"),
+        };
+        let limit = self.config.limits.max_task_id_bytes;
+        if is_task && let Some(task_id) = crate::client::Task::id_of_result(raw, era, limit) {
+            self.send_task_cancel(&task_id);
         }
     }
 

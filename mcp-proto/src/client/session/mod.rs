@@ -151,6 +151,9 @@ pub(crate) struct Session {
     /// Requests sent for a call already over (`tasks/cancel`): their method and params,
     /// for the HTTP headers; their answers are ignored.
     detached: VecDeque<(i64, &'static str, serde_json::Map<String, Value>)>,
+    /// `tools/call` requests that could be answered with a task, given up (cancelled,
+    /// timed out) before their answer came: a task such a late answer names is cancelled.
+    given_up_task_calls: VecDeque<i64>,
     /// 2025-11-25: the `execution.taskSupport` of each tool of the latest `tools/list`.
     task_support: BTreeMap<String, tasks::ToolTasks>,
     server: Option<ServerDetails>,
@@ -398,6 +401,7 @@ impl Session {
             envelope: String::new(),
             task_envelope: String::new(),
             detached: VecDeque::new(),
+            given_up_task_calls: VecDeque::new(),
             task_support: BTreeMap::new(),
             server: None,
             paused_since: None,
@@ -1231,10 +1235,25 @@ impl Session {
     }
 
     fn send_cancel_for(&mut self, id: CallId, reason: &str) {
-        let Some(rpc_id) = self.calls.get(&id).and_then(|c| c.rpc_id) else {
+        let Some(call) = self.calls.get(&id) else {
+            return;
+        };
+        let Some(rpc_id) = call.rpc_id else {
             return;
         };
         remember(&mut self.ignored_ids, rpc_id);
+        // A task the server makes all the same (its answer crossing this cancellation,
+        // which cannot stop a task) is cancelled when that answer comes.
+        let may_make_task = call.task.is_none()
+            && call.request.method == "tools/call"
+            && match self.era() {
+                Some(Era::Legacy) => call.augmented,
+                Some(Era::Modern) => self.declares_tasks(&call.request),
+                None => false,
+            };
+        if may_make_task {
+            remember(&mut self.given_up_task_calls, rpc_id);
+        }
         if self.transport == Transport::Http && self.era() == Some(Era::Modern) {
             // 2026 over HTTP: closing the response stream is the cancellation.
             self.aborts.push_back(rpc_id);
