@@ -150,7 +150,7 @@ impl Error {
                 CloseReason::LegacyServer => "legacy-server",
                 CloseReason::Negotiation(_) => "negotiation",
                 CloseReason::Refused(_) => "server-error",
-                CloseReason::HandshakeTimeout(_) => "timeout",
+                CloseReason::HandshakeTimeout(_) | CloseReason::ConnectTimeout(_) => "timeout",
                 CloseReason::AuthRequired { .. } => "auth-required",
                 CloseReason::Authorization(_) => "auth-failed",
                 CloseReason::Http(_) => "http",

@@ -26,10 +26,11 @@ use crate::{EraCache, Error, Inbox};
 /// Default bound on the time to open a connection (TCP and TLS together): 10 s.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// How much earlier than the machine's deadlines the adapter's connector gives up on a
-/// connection ([`HttpStart::connect_timeout`]): the connector, which knows the step it
-/// was at (the name, TCP, the TLS handshake), reports first, and the machine's deadline
-/// is the backstop for a connector that does not bound itself.
+/// How much later than the machine's deadline the adapter's connector gives up on a
+/// connection ([`HttpStart::connect_timeout`]). The machine's deadline is the one
+/// reported, so that a connection that takes too long fails with the same words in both
+/// adapters, naming [`HttpOptions::connect_timeout`] (or, while connecting, the
+/// `Limits` that ran out); the connector's own bound only ends its work.
 pub const CONNECT_BACKSTOP: Duration = Duration::from_millis(250);
 
 /// The longest the machine waits for its last exchanges after close (a legacy
@@ -287,11 +288,7 @@ impl<C: ?Sized> HttpOptions<C> {
         http.pool.max_connections = self.max_connections.max(1);
         http.pool.idle_timeout = self.idle_timeout;
         http.pool.connect_timeout = self.connect_timeout;
-        let connect_timeout = self
-            .connect_timeout
-            .min(config.limits.connect_timeout)
-            .saturating_sub(CONNECT_BACKSTOP)
-            .max(CONNECT_BACKSTOP);
+        let connect_timeout = self.connect_timeout.saturating_add(CONNECT_BACKSTOP);
         http.close_timeout = grace.min(MAX_CLOSE_WAIT);
         if let Some(auth) = &self.auth {
             let (mut auth, unix) =
@@ -380,10 +377,9 @@ pub struct HttpStart {
     /// [era cache](HttpOptions::era_cache).
     pub inbox: Inbox,
     /// What the adapter's connector is given to open one connection:
-    /// [`HttpOptions::connect_timeout`], and never more than connecting as a whole may
-    /// take ([`Limits::connect_timeout`](mcp_proto::Limits::connect_timeout)), each less
-    /// [`CONNECT_BACKSTOP`], so that the connector reports the step it was at before
-    /// the machine gives up.
+    /// [`HttpOptions::connect_timeout`] and [`CONNECT_BACKSTOP`] more, so that the
+    /// machine's deadline, the same in both adapters, is the one reported, and the
+    /// connector still ends soon after.
     pub connect_timeout: Duration,
 }
 

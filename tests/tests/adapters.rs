@@ -462,3 +462,249 @@ fn silent_and_failing_endpoints_are_the_same_errors_in_both_adapters() {
         assert_eq!(smol.http_status(), blocking.http_status());
     }
 }
+
+/// What a case of [`the_same_failure_is_the_same_error_in_both_adapters`] connects to.
+enum Peer {
+    /// An HTTP endpoint, with `HttpOptions::connect_timeout`.
+    Http(String, std::time::Duration),
+    /// A stdio server: a program and its arguments.
+    Stdio(&'static str, Vec<&'static str>),
+}
+
+/// One failure to provoke: the peer, the limits, and the call to make once connected
+/// (none: connecting is what fails).
+struct Case {
+    name: &'static str,
+    peer: Peer,
+    limits: mcp_proto::Limits,
+    call: Option<mcp_blocking::CallRequest>,
+    /// What the message must say (the limit that ran out, say).
+    says: &'static str,
+}
+
+/// A loopback listener that does `answer` with every connection: reads what comes and
+/// writes the bytes given (`Some`), or holds it silent (`None`); or, when `close` is set,
+/// closes each connection once the request came, answering nothing.
+fn raw_peer(answer: Option<&'static str>, close: bool) -> String {
+    use std::io::{Read, Write};
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for mut stream in listener.incoming().flatten() {
+            let mut buf = [0u8; 4096];
+            if close {
+                // Read first: closing with a request unread would reset the connection,
+                // or not, by the luck of timing.
+                let _ = stream.read(&mut buf);
+                continue;
+            }
+            if let Some(answer) = answer {
+                let _ = stream.read(&mut buf);
+                let _ = stream.write_all(answer.as_bytes());
+            }
+            held.push(stream);
+        }
+    });
+    addr.to_string()
+}
+
+fn blocking_outcome(case: &Case) -> (String, String) {
+    let config = config().limits(case.limits.clone());
+    let connected = match &case.peer {
+        Peer::Http(url, connect) => mcp_blocking::Client::connect_http_with(
+            url,
+            config,
+            mcp_blocking::Options::new(),
+            mcp_blocking::HttpOptions::new().connect_timeout(*connect),
+        ),
+        Peer::Stdio(program, args) => mcp_blocking::Client::connect_stdio(
+            mcp_blocking::StdioCommand::new(program).args(args.iter().copied()),
+            config,
+        ),
+    };
+    let mut client = match connected {
+        Ok(client) => client,
+        Err(e) => return outcome::<()>(Err(e)),
+    };
+    let call = case.call.clone().expect("a call for a peer that connects");
+    let out = outcome(client.request(call).map(|_| ()));
+    client.close();
+    out
+}
+
+fn smol_outcome(case: &Case) -> (String, String) {
+    let config = config().limits(case.limits.clone());
+    let connected = match &case.peer {
+        Peer::Http(url, connect) => mcp_smol::connect_http_with(
+            url,
+            config,
+            mcp_smol::Options::new(),
+            mcp_smol::HttpOptions::new().connect_timeout(*connect),
+        ),
+        Peer::Stdio(program, args) => mcp_smol::connect_stdio(
+            mcp_smol::StdioCommand::new(program).args(args.iter().copied()),
+            config,
+        ),
+    };
+    let (client, driver) = match connected {
+        Ok(pair) => pair,
+        Err(e) => return outcome::<()>(Err(e)),
+    };
+    let call = case.call.clone();
+    let work = async move {
+        let out = match call {
+            None => outcome(client.connected().await.map(|_| ())),
+            Some(call) => match client.connected().await {
+                Err(e) => outcome::<()>(Err(e)),
+                Ok(_) => outcome(client.request(call).await.map(|_| ())),
+            },
+        };
+        client.close().await;
+        out
+    };
+    future::block_on(future::zip(driver, work)).1
+}
+
+/// Every failure that can be provoked on loopback, with each adapter: the same kind and
+/// the same message, and the message names the limit that ran out, when one did.
+#[test]
+fn the_same_failure_is_the_same_error_in_both_adapters() {
+    use std::time::Duration;
+    let quick = || {
+        let mut limits = mcp_proto::Limits::default();
+        limits.probe_timeout = Duration::from_millis(300);
+        limits.initialize_timeout = Duration::from_millis(400);
+        limits.connect_timeout = Duration::from_secs(5);
+        limits
+    };
+    let connect = mcp_blocking::DEFAULT_CONNECT_TIMEOUT;
+    let example = mcp_blocking::serve_http_on("127.0.0.1:0", mcp_proto::server::example::server())
+        .expect("serve the example server");
+    let silent = vec!["-c", "cat >/dev/null"];
+    let mut whole = quick();
+    whole.initialize_timeout = Duration::from_secs(10);
+    whole.connect_timeout = Duration::from_millis(600);
+    let cases = [
+        Case {
+            name: "closed port",
+            peer: Peer::Http(format!("http://127.0.0.1:{}/mcp", closed_port()), connect),
+            limits: quick(),
+            call: None,
+            says: "cannot connect to",
+        },
+        Case {
+            name: "server that closes at once",
+            peer: Peer::Http(format!("http://{}/mcp", raw_peer(None, true)), connect),
+            limits: quick(),
+            call: None,
+            says: "connection closed before a response began",
+        },
+        Case {
+            name: "stdio command not found",
+            peer: Peer::Stdio("mcp-tests-no-such-server-anywhere", vec![]),
+            limits: quick(),
+            call: None,
+            says: "not found on PATH",
+        },
+        Case {
+            name: "stdio server exiting with status 3",
+            peer: Peer::Stdio("sh", vec!["-c", "exit 3"]),
+            limits: quick(),
+            call: None,
+            says: "(it exited with status 3)",
+        },
+        Case {
+            name: "call timeout",
+            peer: Peer::Http(example.url(), connect),
+            limits: quick(),
+            call: Some(
+                mcp_blocking::CallRequest::call_tool("hang", json!({}))
+                    .timeout(Duration::from_millis(300)),
+            ),
+            says: "timeout of 300ms (its own, else Limits::request_timeout)",
+        },
+        Case {
+            name: "handshake timeout",
+            peer: Peer::Stdio("sh", silent.clone()),
+            limits: quick(),
+            call: None,
+            says: "within 400ms (Limits::initialize_timeout)",
+        },
+        Case {
+            name: "connecting as a whole times out",
+            peer: Peer::Stdio("sh", silent),
+            limits: whole,
+            call: None,
+            says: "600ms (Limits::connect_timeout)",
+        },
+        Case {
+            name: "silent HTTP endpoint",
+            peer: Peer::Http(format!("http://{}/mcp", raw_peer(None, false)), connect),
+            limits: quick(),
+            call: None,
+            says: "no answer to server/discover within 300ms (Limits::probe_timeout)",
+        },
+        Case {
+            name: "HTTP 500 on initialize",
+            peer: Peer::Http(
+                format!(
+                    "http://{}/mcp",
+                    raw_peer(
+                        Some("HTTP/1.1 500 Internal Server Error\r\ncontent-length: 4\r\n\r\noops"),
+                        false
+                    )
+                ),
+                connect,
+            ),
+            limits: quick(),
+            call: None,
+            says: "HTTP 500",
+        },
+        Case {
+            name: "TLS to a plain-text port",
+            peer: Peer::Http(
+                format!(
+                    "https://{}/mcp",
+                    raw_peer(
+                        Some(
+                            "HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                        ),
+                        false
+                    )
+                ),
+                connect,
+            ),
+            limits: quick(),
+            call: None,
+            says: "TLS failed with",
+        },
+        Case {
+            name: "HTTP connect timeout (a TLS handshake that never completes)",
+            peer: Peer::Http(
+                format!("https://{}/mcp", raw_peer(None, false)),
+                Duration::from_millis(700),
+            ),
+            limits: mcp_proto::Limits::default(),
+            call: None,
+            says: "700ms (HttpOptions::connect_timeout)",
+        },
+    ];
+    let mut differ = Vec::new();
+    for case in &cases {
+        let blocking = blocking_outcome(case);
+        let smol = smol_outcome(case);
+        eprintln!(
+            "{}:\n  blocking {blocking:?}\n  smol     {smol:?}",
+            case.name
+        );
+        if smol != blocking || !blocking.1.contains(case.says) {
+            differ.push(case.name);
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "the adapters differ, or do not say what failed, on {differ:?}"
+    );
+    drop(example);
+}

@@ -1811,7 +1811,7 @@ fn connecting_has_one_deadline_however_many_steps_it_takes() {
     );
     assert_eq!(
         closed_reason(&sim),
-        Some(CloseReason::HandshakeTimeout(Duration::from_secs(5)))
+        Some(CloseReason::ConnectTimeout(Duration::from_secs(5)))
     );
     assert_eq!(
         sim.sent_with_method("initialize").len(),

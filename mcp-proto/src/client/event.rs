@@ -612,14 +612,15 @@ pub enum CloseReason {
     /// The server answered `initialize` or `server/discover` with an error.
     #[error("the server refused to start: {0}")]
     Refused(ErrorObject),
-    /// `initialize` (or the modern probe after a retry) was not answered in time: within
-    /// `Limits::initialize_timeout`, or within `Limits::connect_timeout` when connecting
-    /// as a whole ran out of time (the duration is the limit that ran out).
-    #[error(
-        "the server did not answer the handshake within {0:?} \
-         (Limits::initialize_timeout, or Limits::connect_timeout for the whole of connecting)"
-    )]
+    /// `initialize` (or the modern probe after a retry) was not answered within
+    /// `Limits::initialize_timeout` (the duration).
+    #[error("the server did not answer the handshake within {0:?} (Limits::initialize_timeout)")]
     HandshakeTimeout(std::time::Duration),
+    /// Connecting as a whole (starting or reaching the server, the era probe, the
+    /// handshake, any authorization on the way) did not finish within
+    /// `Limits::connect_timeout` (the duration), whatever step it was at.
+    #[error("connecting did not finish within {0:?} (Limits::connect_timeout)")]
+    ConnectTimeout(std::time::Duration),
     /// The server answered the handshake over HTTP with a failure that says nothing
     /// about its era (403, 5xx, a network error, a timeout).
     #[error("{0}")]
@@ -947,8 +948,12 @@ mod tests {
         let handshake = CloseReason::HandshakeTimeout(std::time::Duration::from_secs(5));
         assert_eq!(
             handshake.to_string(),
-            "the server did not answer the handshake within 5s \
-             (Limits::initialize_timeout, or Limits::connect_timeout for the whole of connecting)"
+            "the server did not answer the handshake within 5s (Limits::initialize_timeout)"
+        );
+        let connecting = CloseReason::ConnectTimeout(std::time::Duration::from_secs(60));
+        assert_eq!(
+            connecting.to_string(),
+            "connecting did not finish within 60s (Limits::connect_timeout)"
         );
     }
 

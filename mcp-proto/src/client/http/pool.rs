@@ -51,7 +51,9 @@ pub struct PoolConfig {
     pub max_connections: usize,
     /// How long an idle keep-alive connection is kept for reuse. Default 30 s.
     pub idle_timeout: Duration,
-    /// How long opening a connection (TCP and TLS) may take. Default 10 s.
+    /// How long opening a connection (TCP and TLS) may take. Default 10 s. The adapters
+    /// set it from their `HttpOptions::connect_timeout`, which the failure of a
+    /// connection not open in time names.
     pub connect_timeout: Duration,
     /// How long a connection may have been idle and still carry a request that must not
     /// be sent twice (`tools/call`). Default 2 s, below the keep-alive timeout of common
@@ -479,9 +481,11 @@ impl Pool {
         for (id, c) in &self.conns {
             match &c.state {
                 ConnState::Connecting { job, deadline } if *deadline <= now => {
+                    // The origin is the caller's to add (`timed out connecting to …`);
+                    // the limit is named as the adapters' option that sets it.
                     let detail = format!(
-                        "connecting to {} took longer than {:?}",
-                        self.origin, self.config.connect_timeout
+                        "not connected within {:?} (HttpOptions::connect_timeout)",
+                        self.config.connect_timeout
                     );
                     let failure = TransportFailure::new(TransportFailureKind::Timeout, detail);
                     failed.push((job.exchange, failure));

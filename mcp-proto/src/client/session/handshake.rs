@@ -375,16 +375,25 @@ impl Session {
         if now >= self.connect_deadline {
             // The operation as a whole is out of time, whatever step it was at.
             let total = self.config.limits.connect_timeout;
-            self.close_with(CloseReason::HandshakeTimeout(total));
+            self.close_with(CloseReason::ConnectTimeout(total));
             return;
         }
         match h.phase {
             Phase::Probe { .. } if self.transport == Transport::Http => {
-                // On HTTP, silence is an outage, not a legacy server.
+                // On HTTP, silence is an outage, not a legacy server. The message names
+                // the limit that ran out (see `send_probe`).
+                let limit = if self.config.era_mode == EraMode::Modern {
+                    (self.config.limits.initialize_timeout, "initialize_timeout")
+                } else {
+                    (self.config.limits.probe_timeout, "probe_timeout")
+                };
                 self.close_with(CloseReason::Http(HttpFailure::new(
                     None,
                     None,
-                    "no answer to server/discover in time",
+                    format!(
+                        "no answer to server/discover within {:?} (Limits::{})",
+                        limit.0, limit.1
+                    ),
                 )));
             }
             Phase::Probe { version, retried } if self.config.era_mode == EraMode::Auto => {
