@@ -27,7 +27,8 @@ const RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
 /// [`Error::Transport`] when the server cannot be reached or the response cannot be
 /// read in time.
 pub fn send_auth_request(request: AuthRequest, http: &HttpOptions) -> Result<AuthResponse, Error> {
-    send_auth_request_within(request, http, http.connect_timeout + RESPONSE_TIMEOUT)
+    let timeout = http.connect_timeout + RESPONSE_TIMEOUT;
+    send(request, http, timeout, "HttpOptions::connect_timeout + 30s")
 }
 
 /// [`send_auth_request`] within `timeout` in all: connecting (at most
@@ -41,6 +42,16 @@ pub fn send_auth_request_within(
     request: AuthRequest,
     http: &HttpOptions,
     timeout: Duration,
+) -> Result<AuthResponse, Error> {
+    send(request, http, timeout, "the timeout given")
+}
+
+/// [`send_auth_request_within`], a timeout's failure naming the limit as `limit`.
+fn send(
+    request: AuthRequest,
+    http: &HttpOptions,
+    timeout: Duration,
+    limit: &str,
 ) -> Result<AuthResponse, Error> {
     let deadline = Instant::now() + timeout;
     let endpoint = request.url.origin().to_owned();
@@ -58,10 +69,25 @@ pub fn send_auth_request_within(
         #[cfg(not(feature = "tls"))]
         None => Arc::new(super::TcpConnector),
     };
+    let connect = http.connect_timeout.min(timeout);
     let stream = connector
-        .connect_origin(exchange.origin(), &url, http.connect_timeout.min(timeout))
+        .connect_origin(exchange.origin(), &url, connect)
         .and_then(|s| s.split())
-        .map_err(|e| failed(TransportErrorKind::Connect, e))?;
+        .map_err(|e| {
+            // In the words of a connection the client's machine gave up on.
+            let e = if e.kind() == std::io::ErrorKind::TimedOut {
+                let named = if connect < timeout {
+                    "HttpOptions::connect_timeout"
+                } else {
+                    limit
+                };
+                let said = format!("not connected within {connect:?} ({named})");
+                std::io::Error::new(std::io::ErrorKind::TimedOut, said)
+            } else {
+                e
+            };
+            failed(TransportErrorKind::Connect, e)
+        })?;
     let (mut reader, mut writer) = (stream.reader, stream.writer);
     writer
         .write_all(&bytes)
@@ -83,7 +109,7 @@ pub fn send_auth_request_within(
     let late = || {
         let e = std::io::Error::new(
             std::io::ErrorKind::TimedOut,
-            format!("no response within {}", seconds(timeout)),
+            format!("no response within {timeout:?} ({limit})"),
         );
         failed(TransportErrorKind::Read, e)
     };
@@ -108,9 +134,4 @@ pub fn send_auth_request_within(
     };
     drop(answered);
     outcome
-}
-
-/// `timeout` for people, to a tenth of a second.
-fn seconds(timeout: Duration) -> String {
-    format!("{:.1} s", timeout.as_secs_f64())
 }

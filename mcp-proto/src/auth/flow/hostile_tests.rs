@@ -134,6 +134,24 @@ fn an_expired_pending_callback_is_refused() {
     );
 }
 
+/// An authorization server that does not answer: the flow fails naming the request and
+/// the limit that ran out (`AuthConfig::request_timeout`, with its value).
+#[test]
+fn a_request_that_is_not_answered_names_the_request_timeout() {
+    let mut a = new_auth(config());
+    a.handle_unauthorized(Instant::ZERO, [r#"Bearer resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp""#]);
+    assert!(a.poll_request().is_some(), "the metadata request goes out");
+    a.handle_timeout(Instant::ZERO + Duration::from_secs(30));
+    let evs = events(&mut a);
+    let e = failed(&evs).expect("the flow failed").to_string();
+    assert_eq!(
+        e,
+        "timed out waiting for the authorization request GET \
+         https://mcp.example.com/.well-known/oauth-protected-resource/mcp: \
+         no response within 30s (AuthConfig::request_timeout)"
+    );
+}
+
 /// A caller-supplied (fake) Unix clock near the end of u64: no panic.
 #[test]
 fn a_unix_clock_at_the_end_of_u64_does_not_overflow() {

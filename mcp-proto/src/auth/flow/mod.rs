@@ -537,7 +537,11 @@ impl Authorizer {
             self.in_flight = None;
             let what = std::mem::take(&mut self.in_flight_what);
             self.fail(AuthError::Timeout {
-                what: format!("the authorization request {what}"),
+                what: format!(
+                    "the authorization request {what}: no response within {:?} \
+                     (AuthConfig::request_timeout)",
+                    self.config.request_timeout
+                ),
             });
             return;
         }
