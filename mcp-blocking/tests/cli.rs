@@ -1002,7 +1002,7 @@ fn listen_prints_change_notifications_in_both_eras() {
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert_eq!(
         stdout(&out),
-        "ended failed: no answer within the call's timeout of 1s (its own, else Limits::request_timeout)\n"
+        "ended failed: no answer within 1s (the call's timeout: CallRequest::timeout, else Limits::request_timeout)\n"
     );
 
     let out = run(

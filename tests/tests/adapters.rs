@@ -622,7 +622,7 @@ fn the_same_failure_is_the_same_error_in_both_adapters() {
                 mcp_blocking::CallRequest::call_tool("hang", json!({}))
                     .timeout(Duration::from_millis(300)),
             ),
-            says: "timeout of 300ms (its own, else Limits::request_timeout)",
+            says: "no answer within 300ms (the call's timeout: CallRequest::timeout, else Limits::request_timeout)",
         },
         Case {
             name: "handshake timeout",

@@ -251,7 +251,9 @@ pub enum CallError {
     Server(ErrorObject),
     /// No answer within the call's timeout (`notifications/cancelled` was sent): the
     /// call's own timeout, else `Limits::request_timeout`. The message names that limit.
-    #[error("no answer within the call's timeout of {0:?} (its own, else Limits::request_timeout)")]
+    #[error(
+        "no answer within {0:?} (the call's timeout: CallRequest::timeout, else Limits::request_timeout)"
+    )]
     Timeout(std::time::Duration),
     /// Cancelled by the caller.
     #[error("cancelled")]
@@ -943,7 +945,7 @@ mod tests {
         let call = CallError::Timeout(std::time::Duration::from_secs(30));
         assert_eq!(
             call.to_string(),
-            "no answer within the call's timeout of 30s (its own, else Limits::request_timeout)"
+            "no answer within 30s (the call's timeout: CallRequest::timeout, else Limits::request_timeout)"
         );
         let handshake = CloseReason::HandshakeTimeout(std::time::Duration::from_secs(5));
         assert_eq!(
