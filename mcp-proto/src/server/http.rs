@@ -122,9 +122,10 @@
 //! **Several processes** (decisions 69–72 in `docs/decisions.md`). With a
 //! [`SessionStore`] ([`HttpEndpoint::set_session_store`]) the shared part of each session
 //! ([`SessionRecord`]) lives there too: every request naming a session asks the store
-//! first (unknown there: ended elsewhere, 404; known there but not here: adopted; the
-//! store not answering: a session held here is served from this copy, any other gets
-//! 503), and the record is saved back after it. Parked calls, streams and tasks stay with the endpoint
+//! first (unknown there: ended elsewhere, 404; last used, by the record, longer ago than
+//! the idle timeout: ended, removed from the store, 404; known there but not here:
+//! adopted; the store not answering: a session held here is served from this copy, any
+//! other gets 503), and the record is saved back after it, stamped with its use. Parked calls, streams and tasks stay with the endpoint
 //! that has them. With a shared [`EventStore`] as well, a stream begun on one endpoint is
 //! resumed on another: stream numbers start at a random base so their event ids do not
 //! collide, and in polling mode a replay of a stream running elsewhere ends with `retry:`.
@@ -251,7 +252,7 @@ pub use host::{DEFAULT_MAX_BUFFERED_BYTES, EVICTABLE_AFTER, HttpHost, HttpServeO
 pub use reader::{HttpRequest, HttpRequestError, HttpRequestLimits, HttpRequestReader};
 pub use response::{HttpResponse, HttpStream};
 pub use session_store::{
-    MAX_RECORD_SUBSCRIPTIONS, MAX_SESSION_RECORD_BYTES, MemorySessionStore, SessionRecord,
+    LastUse, MAX_RECORD_SUBSCRIPTIONS, MAX_SESSION_RECORD_BYTES, MemorySessionStore, SessionRecord,
     SessionStore, SessionStoreError,
 };
 
@@ -1658,7 +1659,7 @@ impl HttpEndpoint {
         }
         match reply {
             HttpReply::Complete(r) if r.status == 200 => {
-                if !self.share_new_session(&session) {
+                if !self.share_new_session(&session, now) {
                     let e = ErrorObject::new(
                         codes::INTERNAL_ERROR,
                         "The session store is unavailable; try again later",
@@ -1704,7 +1705,8 @@ impl HttpEndpoint {
         if !self.serves_principal(session) {
             return Err(session_not_found());
         }
-        let store_down = match self.consult_session_store(session, now) {
+        let busy_now = busy(&self.exchanges, &self.listeners, session);
+        let store_down = match self.consult_session_store(session, now, busy_now) {
             Consulted::Known => false,
             Consulted::Unreachable => true,
             Consulted::Ended => {
@@ -1821,8 +1823,9 @@ impl HttpEndpoint {
         }
         self.server.swap_legacy(&mut state);
         if let Some(store) = &mut self.session_store
-            && let Some(record) = state.record()
+            && let Some(mut record) = state.record()
         {
+            record.last_use = Some(LastUse::new(now, self.config.session_idle_timeout));
             // Also restarts the session's idle time in the store. A failure keeps the
             // change here only (see `SessionStore::save`).
             let _ = store.save(id, &record);
@@ -1835,12 +1838,25 @@ impl HttpEndpoint {
 
     /// With a session store: whether it still knows `session` (a failing store: the
     /// local table decides). A session it knows is adopted when this endpoint does not
-    /// hold it yet, else its shared part is refreshed from the store.
-    fn consult_session_store(&mut self, session: &str, now: Instant) -> Consulted {
+    /// hold it yet, else its shared part is refreshed from the store. One whose record
+    /// was last used longer ago than the idle timeout (a store sharing the caller's
+    /// clock says so) has ended, unless `busy` here, and is removed from the store.
+    fn consult_session_store(&mut self, session: &str, now: Instant, busy: bool) -> Consulted {
         let Some(store) = &mut self.session_store else {
             return Consulted::Known;
         };
+        let idle = self.config.session_idle_timeout;
         let record = match store.load(session) {
+            Ok(Some(record))
+                if !busy
+                    && (record.last_use)
+                        .is_some_and(|u| now.saturating_duration_since(u.at) >= idle) =>
+            {
+                // Idle everywhere: no endpoint saved it since. A failure to remove it
+                // leaves it to the store (every endpoint refuses it meanwhile).
+                let _ = store.remove(session);
+                return Consulted::Ended;
+            }
             Ok(Some(record)) => record,
             Ok(None) => return Consulted::Ended,
             // What it holds cannot be served by anyone who does not hold it already.
@@ -1885,17 +1901,22 @@ impl HttpEndpoint {
         }
     }
 
-    /// Tells the session store about a session `initialize` just opened; false when it
-    /// could not (the session is then dropped here too).
-    fn share_new_session(&mut self, session: &str) -> bool {
+    /// Tells the session store about a session `initialize` just opened (at `now`);
+    /// false when it could not (the session is then dropped here too).
+    fn share_new_session(&mut self, session: &str, now: Instant) -> bool {
         let Some(store) = &mut self.session_store else {
             return true;
         };
+        let last_use = LastUse::new(now, self.config.session_idle_timeout);
         let record = self
             .sessions
             .as_ref()
             .and_then(|t| t.state(session))
-            .and_then(LegacyState::record);
+            .and_then(LegacyState::record)
+            .map(|r| SessionRecord {
+                last_use: Some(last_use),
+                ..r
+            });
         let saved = record.is_some_and(|r| store.save(session, &r).is_ok());
         if !saved && let Some(t) = &mut self.sessions {
             t.remove(session);

@@ -210,6 +210,7 @@ impl LegacyState {
             log_level: s.log_level,
             subscriptions: s.subscriptions.clone(),
             principal: s.principal.clone(),
+            last_use: None,
         })
     }
 

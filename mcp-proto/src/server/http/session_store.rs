@@ -21,10 +21,13 @@
 //! The endpoint keeps its own table of sessions (the local part) and, with a store,
 //! consults the store for every request naming a session: a session the store does not
 //! know has ended (a `DELETE` on another process, or the store's idle expiry), and the
-//! local copy goes; a session it knows but the endpoint does not is adopted (an empty
-//! local part, a fresh task scope); the shared part of a known one is refreshed from the
-//! store. After each request the shared part is saved back, which also tells the store
-//! the session is in use. Two processes serving the same session at once write
+//! local copy goes; so has one whose record says it was last used longer ago than the
+//! endpoint's idle timeout ([`SessionRecord::last_use`], kept by a store in the same
+//! process), and the endpoint removes it from the store; a session it knows but the
+//! endpoint does not is adopted (an empty local part, a fresh task scope); the shared
+//! part of a known one is refreshed from the store. After each request the shared part
+//! is saved back, stamped with the time of that use, which also tells the store the
+//! session is in use. Two processes serving the same session at once write
 //! last-wins; the shared part only changes by the client's own requests.
 //!
 //! The store is called synchronously, under whatever lock the adapter holds around the
@@ -35,10 +38,12 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::Instant;
 use crate::client::LogLevel;
 use crate::version::{Era, ProtocolVersion};
 
@@ -70,6 +75,41 @@ pub struct SessionRecord {
     /// `None` for an unauthenticated client. Only requests from that principal are
     /// served in the session.
     pub principal: Option<String>,
+    /// When the session was last used, by the clock of the endpoint saving the record
+    /// (which sets it at every save). Not part of the encoded form: an [`Instant`] is a
+    /// point on the caller's own timeline and means nothing to another process, so
+    /// [`SessionRecord::decode`] gives `None`. A store serving the endpoints of one
+    /// process (whose caller gives them all the same clock) keeps it and gives it back:
+    /// an endpoint then refuses (404) and removes a session idle past its
+    /// [`session_idle_timeout`](super::HttpEndpointConfig::session_idle_timeout). A
+    /// store in another process expires idle sessions by its own clock and may drop it.
+    pub last_use: Option<LastUse>,
+}
+
+/// When a session was last used, on the timeline of the endpoint that saved its
+/// [`SessionRecord`], and how long it may then stay idle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LastUse {
+    /// The endpoint's `now` when it served the session's request.
+    pub at: Instant,
+    /// The endpoint's
+    /// [`session_idle_timeout`](super::HttpEndpointConfig::session_idle_timeout).
+    pub idle_timeout: Duration,
+}
+
+impl LastUse {
+    /// A use of the session at `at`, by an endpoint expiring it after `idle_timeout`.
+    #[must_use]
+    pub fn new(at: Instant, idle_timeout: Duration) -> Self {
+        LastUse { at, idle_timeout }
+    }
+
+    /// Whether at `now` the session has been idle for its whole timeout.
+    #[must_use]
+    pub fn expired_at(&self, now: Instant) -> bool {
+        now.saturating_duration_since(self.at) >= self.idle_timeout
+    }
 }
 
 /// The wire form of a [`SessionRecord`]: compact JSON with short keys.
@@ -134,6 +174,7 @@ impl SessionRecord {
             log_level: wire.l,
             subscriptions: wire.s,
             principal: wire.p,
+            last_use: None,
         })
     }
 }
@@ -161,7 +202,9 @@ pub enum SessionStoreError {
 /// for as long as a call takes and must bound that itself. A store should forget a
 /// session that was not saved for the endpoint's
 /// [`session_idle_timeout`](super::HttpEndpointConfig::session_idle_timeout): saving is
-/// how the endpoint tells it the session is in use.
+/// how the endpoint tells it the session is in use. A store without a clock of its own
+/// (one in the endpoints' process) may instead give back the [`SessionRecord::last_use`]
+/// it was saved with: the endpoint then expires the session itself.
 pub trait SessionStore: std::fmt::Debug + Send {
     /// Stores (or replaces) the record of session `id` and restarts its idle time.
     ///
@@ -191,9 +234,13 @@ pub trait SessionStore: std::fmt::Debug + Send {
 }
 
 /// A bounded [`SessionStore`] in memory. Clones share the same sessions, so endpoints
-/// of one process can serve each other's sessions (tests, or several listeners); it does
-/// not expire sessions by itself (each endpoint expires its own idle ones) and, when
-/// `capacity` sessions are held, evicts the one saved least recently.
+/// of one process can serve each other's sessions (tests, or several listeners).
+///
+/// It has no clock: it keeps each record's [`SessionRecord::last_use`] and gives it back,
+/// and an endpoint loading a session idle past its timeout refuses it and removes it.
+/// The endpoints sharing one must therefore be given instants on one timeline (the
+/// adapters of this workspace count from one origin for the whole process).
+/// When `capacity` sessions are held, it evicts the one saved least recently.
 ///
 /// A session removed (a `DELETE`) stays ended: a later save of it, by an endpoint whose
 /// request of the session was running at the time, is refused
@@ -208,9 +255,7 @@ pub struct MemorySessionStore {
 
 #[derive(Debug)]
 struct MemorySessions {
-    records: BTreeMap<String, (u64, Vec<u8>)>,
-    /// (save counter, id), oldest first; entries of ids saved again since are stale.
-    order: VecDeque<(u64, String)>,
+    records: BTreeMap<String, Held>,
     saves: u64,
     capacity: usize,
     /// Sessions removed, whose saves are refused: at most `capacity`.
@@ -226,7 +271,6 @@ impl MemorySessionStore {
         MemorySessionStore {
             inner: Arc::new(Mutex::new(MemorySessions {
                 records: BTreeMap::new(),
-                order: VecDeque::new(),
                 saves: 0,
                 capacity: capacity.max(1),
                 ended: BTreeSet::new(),
@@ -252,6 +296,30 @@ impl MemorySessionStore {
     }
 }
 
+/// A record held by a [`MemorySessionStore`].
+#[derive(Debug)]
+struct Held {
+    /// The store's save counter when it was last saved.
+    saved: u64,
+    bytes: Vec<u8>,
+    last_use: Option<LastUse>,
+}
+
+impl MemorySessions {
+    /// Room for one more session: the one saved least recently goes.
+    fn make_room(&mut self) {
+        if self.records.len() < self.capacity {
+            return;
+        }
+        let victim = (self.records.iter())
+            .min_by_key(|(_, h)| h.saved)
+            .map(|(id, _)| id.clone());
+        if let Some(victim) = victim {
+            self.records.remove(&victim);
+        }
+    }
+}
+
 impl Default for MemorySessionStore {
     fn default() -> Self {
         MemorySessionStore::new(4096)
@@ -267,32 +335,31 @@ impl SessionStore for MemorySessionStore {
                 "the session was ended".into(),
             ));
         }
-        while m.records.len() >= m.capacity && !m.records.contains_key(id) {
-            let Some((at, old)) = m.order.pop_front() else {
-                break;
-            };
-            if m.records.get(&old).is_some_and(|(saved, _)| *saved == at) {
-                m.records.remove(&old);
-            }
-        }
         m.saves += 1;
-        let at = m.saves;
-        m.records.insert(id.to_owned(), (at, record.encode()));
-        m.order.push_back((at, id.to_owned()));
-        if m.order.len() > 2 * m.records.len() + 64 {
-            let records = &m.records;
-            m.order
-                .retain(|(at, id)| records.get(id).is_some_and(|(s, _)| s == at));
+        let saved = m.saves;
+        let bytes = record.encode();
+        if let Some(held) = m.records.get_mut(id) {
+            (held.saved, held.bytes, held.last_use) = (saved, bytes, record.last_use);
+            return Ok(());
         }
+        m.make_room();
+        let held = Held {
+            saved,
+            bytes,
+            last_use: record.last_use,
+        };
+        m.records.insert(id.to_owned(), held);
         Ok(())
     }
 
     fn load(&mut self, id: &str) -> Result<Option<SessionRecord>, SessionStoreError> {
-        let inner = self.lock();
-        match inner.records.get(id) {
-            Some((_, bytes)) => SessionRecord::decode(bytes).map(Some),
-            None => Ok(None),
-        }
+        let mut inner = self.lock();
+        let Some(held) = inner.records.get_mut(id) else {
+            return Ok(None);
+        };
+        let mut record = SessionRecord::decode(&held.bytes)?;
+        record.last_use = held.last_use;
+        Ok(Some(record))
     }
 
     fn remove(&mut self, id: &str) -> Result<(), SessionStoreError> {
@@ -324,6 +391,7 @@ mod tests {
             log_level: Some(LogLevel::Warning),
             subscriptions: vec!["example://readme".into()],
             principal: Some("alice".into()),
+            last_use: None,
         }
     }
 

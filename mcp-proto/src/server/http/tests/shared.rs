@@ -356,3 +356,46 @@ fn a_session_ended_while_another_endpoint_serves_it_stays_ended() {
     assert_eq!(complete(a.handle_request(now(), &echo(&s))).status, 404);
     assert_eq!(complete(b.handle_request(now(), &echo(&s))).status, 404);
 }
+
+/// A session nobody used for longer than `session_idle_timeout` is over, with a shared
+/// [`MemorySessionStore`] as without one: each request naming it used to count it as
+/// used now (the store knowing it), and the memory store has no clock of its own, so the
+/// session never expired.
+#[test]
+fn an_idle_session_expires_with_a_shared_memory_store() {
+    let hours = |h: u64| now() + std::time::Duration::from_secs(3600 * h);
+    let (mut a, mut b) = pair(true);
+    let s = open(&mut a);
+    assert_eq!(complete(a.handle_request(hours(3), &echo(&s))).status, 404);
+    assert_eq!(complete(b.handle_request(hours(3), &echo(&s))).status, 404);
+    assert_eq!(a.sessions(), 0, "A dropped its copy");
+
+    // Used on B within the timeout, it lives on for A although A did not see it.
+    let (mut a, mut b) = pair(true);
+    let s = open(&mut a);
+    let minutes = |m: u64| now() + std::time::Duration::from_secs(60 * m);
+    assert_eq!(
+        complete(b.handle_request(minutes(20), &echo(&s))).status,
+        200
+    );
+    assert_eq!(
+        complete(a.handle_request(minutes(40), &echo(&s))).status,
+        200
+    );
+    // Idle on both since minute 40.
+    assert_eq!(
+        complete(b.handle_request(minutes(71), &echo(&s))).status,
+        404
+    );
+    assert_eq!(
+        complete(a.handle_request(minutes(71), &echo(&s))).status,
+        404
+    );
+
+    // One whose request is still being handled here is in use, however old its record.
+    let mut c = with_sessions_seeded(HttpEndpointConfig::default(), &[3; 32]);
+    c.set_session_store(Box::new(MemorySessionStore::default()));
+    let s = open(&mut c);
+    let _open = stream(c.handle_request(now(), &call(&s, "2025-11-25", 1, "hang")));
+    assert_eq!(complete(c.handle_request(hours(3), &echo(&s))).status, 200);
+}
