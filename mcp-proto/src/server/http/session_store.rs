@@ -240,7 +240,13 @@ pub trait SessionStore: std::fmt::Debug + Send {
 /// and an endpoint loading a session idle past its timeout refuses it and removes it.
 /// The endpoints sharing one must therefore be given instants on one timeline (the
 /// adapters of this workspace count from one origin for the whole process).
-/// When `capacity` sessions are held, it evicts the one saved least recently.
+/// When `capacity` sessions are held, a new one makes room as an endpoint's own table
+/// does: first every session idle past its timeout at the new record's last use goes;
+/// else one whose id no endpoint has loaded since it was saved (no request named it
+/// since its `initialize`: what a flood of `initialize`s leaves behind), the one saved
+/// least recently; else the one saved least recently. It cannot see what an endpoint
+/// holds in use (streams, parked calls, tasks), which the endpoint's own table never
+/// evicts: such a session whose client came back goes in its turn.
 ///
 /// A session removed (a `DELETE`) stays ended: a later save of it, by an endpoint whose
 /// request of the session was running at the time, is refused
@@ -303,16 +309,26 @@ struct Held {
     saved: u64,
     bytes: Vec<u8>,
     last_use: Option<LastUse>,
+    /// Loaded since it was first saved: a request named the session's id.
+    returned: bool,
 }
 
 impl MemorySessions {
-    /// Room for one more session: the one saved least recently goes.
-    fn make_room(&mut self) {
+    /// Room for one more session (see [`MemorySessionStore`]), `now` being the last use
+    /// of the one coming in, when known.
+    fn make_room(&mut self, now: Option<Instant>) {
+        if self.records.len() < self.capacity {
+            return;
+        }
+        if let Some(now) = now {
+            self.records
+                .retain(|_, h| !h.last_use.is_some_and(|u| u.expired_at(now)));
+        }
         if self.records.len() < self.capacity {
             return;
         }
         let victim = (self.records.iter())
-            .min_by_key(|(_, h)| h.saved)
+            .min_by_key(|(_, h)| (h.returned, h.saved))
             .map(|(id, _)| id.clone());
         if let Some(victim) = victim {
             self.records.remove(&victim);
@@ -342,11 +358,12 @@ impl SessionStore for MemorySessionStore {
             (held.saved, held.bytes, held.last_use) = (saved, bytes, record.last_use);
             return Ok(());
         }
-        m.make_room();
+        m.make_room(record.last_use.map(|u| u.at));
         let held = Held {
             saved,
             bytes,
             last_use: record.last_use,
+            returned: false,
         };
         m.records.insert(id.to_owned(), held);
         Ok(())
@@ -357,6 +374,7 @@ impl SessionStore for MemorySessionStore {
         let Some(held) = inner.records.get_mut(id) else {
             return Ok(None);
         };
+        held.returned = true;
         let mut record = SessionRecord::decode(&held.bytes)?;
         record.last_use = held.last_use;
         Ok(Some(record))
@@ -440,6 +458,51 @@ mod tests {
         b.remove("s1").unwrap();
         assert_eq!(a.load("s1").unwrap(), None);
         assert_eq!(a.len(), 1);
+    }
+
+    /// A full store makes room as an endpoint's table does: sessions idle past their
+    /// timeout first, then one no request named since it was saved (a flood of
+    /// `initialize`s), then the one saved least recently. It used to evict the one saved
+    /// least recently whatever it was, so that a flood pushed out sessions in use.
+    #[test]
+    fn a_full_store_evicts_the_idle_then_the_unreturned_then_the_stalest() {
+        let minutes = |m: u64| Instant::ZERO + Duration::from_secs(60 * m);
+        let at = |m: u64| SessionRecord {
+            last_use: Some(LastUse::new(minutes(m), Duration::from_secs(30 * 60))),
+            ..record()
+        };
+        let mut store = MemorySessionStore::new(3);
+        let held =
+            |s: &MemorySessionStore| -> Vec<String> { s.lock().records.keys().cloned().collect() };
+        store.save("a", &at(0)).unwrap();
+        store.save("b", &at(10)).unwrap();
+        store.save("c", &at(20)).unwrap();
+        assert_eq!(
+            store.load("a").unwrap(),
+            Some(at(0)),
+            "the last use comes back"
+        );
+        store.load("b").unwrap();
+        // At minute 31 "a" has been idle for its whole timeout: it goes first, although
+        // its client came back and "c"'s never did.
+        store.save("d", &at(31)).unwrap();
+        assert_eq!(held(&store), ["b", "c", "d"]);
+        // Then the sessions no request named since their save, the oldest first.
+        store.save("e", &at(32)).unwrap();
+        assert_eq!(held(&store), ["b", "d", "e"]);
+        store.load("d").unwrap();
+        store.save("f", &at(33)).unwrap();
+        assert_eq!(held(&store), ["b", "d", "f"]);
+        // Every one returned: the one saved least recently.
+        store.load("f").unwrap();
+        store.save("g", &at(34)).unwrap();
+        assert_eq!(held(&store), ["d", "f", "g"]);
+        // A record saved without its last use is never taken as idle.
+        let mut store = MemorySessionStore::new(2);
+        store.save("x", &record()).unwrap();
+        store.save("y", &at(0)).unwrap();
+        store.save("z", &at(600)).unwrap();
+        assert_eq!(held(&store), ["x", "z"]);
     }
 
     /// An endpoint loads a session, another ends it (`DELETE`) while the first one's

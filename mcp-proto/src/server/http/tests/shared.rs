@@ -399,3 +399,28 @@ fn an_idle_session_expires_with_a_shared_memory_store() {
     let _open = stream(c.handle_request(now(), &call(&s, "2025-11-25", 1, "hang")));
     assert_eq!(complete(c.handle_request(hours(3), &echo(&s))).status, 200);
 }
+
+/// A flood of `initialize`s filling a shared [`MemorySessionStore`] does not push out a
+/// session whose client uses it: the store used to evict the record saved least
+/// recently, whatever the endpoint's own table would have done, and the client got 404.
+#[test]
+fn a_flood_of_initializes_does_not_evict_a_session_in_use_from_the_store() {
+    let (mut a, mut b) = pair(false);
+    let sessions = MemorySessionStore::new(4);
+    a.set_session_store(Box::new(sessions.clone()));
+    b.set_session_store(Box::new(sessions.clone()));
+    let s = open(&mut a);
+    assert_eq!(complete(a.handle_request(now(), &echo(&s))).status, 200);
+    let flood: Vec<String> = (0..8).map(|_| open(&mut b)).collect();
+    assert_eq!(complete(a.handle_request(now(), &echo(&s))).status, 200);
+    assert_eq!(sessions.len(), 4);
+    // The newest of the flood are the ones kept (whose clients may still come back).
+    assert_eq!(
+        complete(b.handle_request(now(), &echo(&flood[7]))).status,
+        200
+    );
+    assert_eq!(
+        complete(b.handle_request(now(), &echo(&flood[0]))).status,
+        404
+    );
+}
