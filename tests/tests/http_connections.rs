@@ -547,3 +547,42 @@ fn a_connection_whose_listen_ended_stays_within_the_request_bound() {
     let stats = sim.client.pool_stats().unwrap();
     assert_eq!((stats.open, stats.idle), (1, 1), "{stats:?}");
 }
+
+/// A server that closes the connection before its response began, or in the middle of
+/// it (a crash, a proxy timing out), is a closed connection, reported as one: the call
+/// fails with the transport failure kept (`closed`), not as a malformed response, and the
+/// detail says where the response stopped.
+#[test]
+fn a_response_cut_off_by_the_server_closing_is_a_closed_connection() {
+    for (reply, where_) in [
+        (Reply::Eof, "before a response began"),
+        (
+            Reply::RawThenClose(b"HTTP/1.1 200 OK\r\nContent-Le".to_vec()),
+            "in the middle of the response",
+        ),
+        (
+            Reply::RawThenClose(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n{\"jsonrpc\":"
+                    .to_vec(),
+            ),
+            "in the middle of the response",
+        ),
+    ] {
+        let mut sim = HttpSim::with_http(config(EraMode::Auto), http(pool(4)), move |req| {
+            if req.rpc_method() == "tools/call" {
+                return reply.clone();
+            }
+            modern(req)
+        });
+        sim.connect();
+        let err = sim.call(call("t")).unwrap_err();
+        let CallError::Http(h) = &err else {
+            panic!("{err:?}")
+        };
+        let kind = h.transport.as_ref().map(|t| t.kind);
+        assert_eq!(kind, Some(TransportFailureKind::Closed), "{where_}: {h:?}");
+        assert!(h.detail.contains(where_), "{where_}: {h:?}");
+        assert!(!h.detail.contains("malformed"), "{where_}: {h:?}");
+        assert_eq!(sim.with_method("tools/call").len(), 1, "never sent twice");
+    }
+}

@@ -11,10 +11,10 @@ use crate::Instant;
 use super::{GetStream, HttpLink};
 use crate::client::PeerError;
 use crate::client::session::request::repeatable_method;
-use crate::client::transmit::TransportFailure;
+use crate::client::transmit::{TransportFailure, TransportFailureKind};
 use crate::client::{BodyHint, CloseReason, Event, HttpFailure, UnreadableBody};
 use crate::http::headers::{MAX_SESSION_ID_BYTES, MCP_SESSION_ID};
-use crate::http::{ResponseEvent, ResponseHead, ResponseReader};
+use crate::http::{ResponseError, ResponseEvent, ResponseHead, ResponseReader};
 use crate::jsonrpc::{DecodeError, Message, RequestId, Response};
 use crate::sse::{SseDecoder, SseError};
 use crate::version::{Era, ProtocolVersion};
@@ -243,8 +243,22 @@ impl HttpLink {
                         return;
                     };
                     self.pool.abort(now, id);
-                    let detail = format!("malformed HTTP response: {e}");
-                    self.exchange_failed(now, x, None, None, Failure::Text(detail));
+                    // The server closing the connection early is a closed connection,
+                    // reported as one (with where the response stopped); anything else
+                    // is a response that could not be read.
+                    let closed = match e {
+                        ResponseError::ConnectionClosed => Some("before a response began"),
+                        ResponseError::Truncated => Some("in the middle of the response"),
+                        _ => None,
+                    };
+                    let failure = match closed {
+                        Some(at) => Failure::Transport(TransportFailure::new(
+                            TransportFailureKind::Closed,
+                            at,
+                        )),
+                        None => Failure::Text(format!("malformed HTTP response: {e}")),
+                    };
+                    self.exchange_failed(now, x, None, None, failure);
                     return;
                 }
             }
