@@ -12,11 +12,16 @@
 #   PEERS_FILTER="-> ours http" PEERS_CALLGRIND=0 bash benches/peers/run.sh
 #   taskset -c 0 bash benches/peers/run.sh        # one CPU: steadier wall clock
 #   PEERS_WARM=1 bash benches/peers/run.sh        # CPUs kept busy: no wake-up from idle
+#   PEERS_RMCP_STDIO=pipes bash benches/peers/run.sh   # rmcp's stdio server on stdio_pipes()
 #
 # Knobs: PEERS_N_64B, PEERS_N_64KIB (timed calls per run; 8 in flight makes twice as
 # many), PEERS_REPEATS (runs per case, default 3), PEERS_CALLGRIND (ours | all | 0),
 # PEERS_CALLGRIND_N_64B, PEERS_CALLGRIND_N_64KIB, PEERS_FILTER (a substring of the case
-# names printed on stderr, such as "smol -> rmcp stdio"), PEERS_WARM (below). See
+# names printed on stderr, such as "smol -> rmcp stdio"), PEERS_WARM (below),
+# PEERS_RMCP_STDIO (`pipes`: rmcp's stdio server reads and writes through tokio's reactor,
+# `rmcp::transport::stdio_pipes()`, instead of one blocking-pool hand-off per read and per
+# answer with `stdio()`, the default, which caps every client near one answer per
+# hand-off; the report says when it was on). See
 # src/suite.rs. A single case run by hand (`peers-ours case …`) writes each call's latency
 # in nanoseconds, in call order, to the file PEERS_LATENCIES names, for looking at a tail.
 set -euo pipefail

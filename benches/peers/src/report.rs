@@ -304,6 +304,13 @@ pub fn markdown(results: &[CaseResult], setup: &Setup) -> String {
         cpu_model(),
         shell("uname", &["-r"]),
     );
+    if mcp_peers::spawn::rmcp_stdio_pipes() {
+        let _ = writeln!(
+            out,
+            "rmcp's stdio server ran on `rmcp::transport::stdio_pipes()` \
+             (`PEERS_RMCP_STDIO=pipes`), not `stdio()`."
+        );
+    }
     // Set by run.sh once it has started the loops (`PEERS_WARM=1`).
     if let Ok(loops) = std::env::var("PEERS_WARM_LOOPS") {
         let _ = writeln!(

@@ -16,7 +16,8 @@ pub fn serve_if_child() {
     let result = match what.as_str() {
         "ours-stdio" => mcp_blocking::serve_stdio(mcp_proto::server::example::server()),
         "ours-http" => ours_http(),
-        "rmcp-stdio" => rmcp_echo::serve_stdio(),
+        "rmcp-stdio" => rmcp_echo::serve_stdio(false),
+        "rmcp-stdio-pipes" => rmcp_echo::serve_stdio(true),
         "rmcp-http" => rmcp_echo::serve_http(),
         "bare-stdio" => bare::serve_stdio(),
         "bare-http" => bare::serve_http(),

@@ -32,9 +32,23 @@ pub fn server_exe() -> PathBuf {
     this.with_file_name(SERVER_BINARY)
 }
 
+/// The variable that, set to `pipes` in a client process, gives rmcp's stdio server
+/// `rmcp::transport::stdio_pipes()` (stdin and stdout on tokio's reactor) instead of
+/// `rmcp::transport::stdio()` (every read and write on tokio's blocking thread pool).
+pub const RMCP_STDIO_VAR: &str = "PEERS_RMCP_STDIO";
+
+/// Whether rmcp's stdio server runs on `stdio_pipes()` ([`RMCP_STDIO_VAR`] is `pipes`).
+pub fn rmcp_stdio_pipes() -> bool {
+    std::env::var(RMCP_STDIO_VAR).is_ok_and(|v| v == "pipes")
+}
+
 /// The environment that makes a child of [`server_exe`] serve `server` over `transport`.
+/// The choice of rmcp's stdio transport travels in the value, since our clients start
+/// their server with nothing else from the environment.
 pub fn serve_env(server: ServerKind, transport: Transport) -> (&'static str, String) {
-    (SERVE_VAR, format!("{server}-{transport}"))
+    let pipes = server == ServerKind::Rmcp && transport == Transport::Stdio && rmcp_stdio_pipes();
+    let suffix = if pipes { "-pipes" } else { "" };
+    (SERVE_VAR, format!("{server}-{transport}{suffix}"))
 }
 
 /// An HTTP server child and its URL. Dropping it closes the child's stdin, which stops

@@ -1,5 +1,6 @@
 //! rmcp 3.11's server with one tool, `echo {text}`, which returns the text. Over stdio it
-//! serves stdin/stdout; over HTTP it is rmcp's `StreamableHttpService` (default config:
+//! serves stdin/stdout through `rmcp::transport::stdio()`, or `stdio_pipes()` with
+//! `PEERS_RMCP_STDIO=pipes`; over HTTP it is rmcp's `StreamableHttpService` (default config:
 //! sessions, SSE answers) on hyper's HTTP/1.1 server, one task per connection.
 
 use std::io;
@@ -40,13 +41,17 @@ fn runtime() -> io::Result<tokio::runtime::Runtime> {
         .build()
 }
 
-/// rmcp's server on stdin/stdout until stdin closes.
-pub fn serve_stdio() -> io::Result<()> {
+/// rmcp's server on stdin/stdout until stdin closes: through `stdio()`, which reads and
+/// writes on tokio's blocking thread pool (one hand-off per read, and per answer written,
+/// one at a time), or with `pipes` through `stdio_pipes()`, on tokio's reactor.
+pub fn serve_stdio(pipes: bool) -> io::Result<()> {
     runtime()?.block_on(async {
-        let running = Echo
-            .serve(rmcp::transport::stdio())
-            .await
-            .map_err(io::Error::other)?;
+        let running = if pipes {
+            Echo.serve(rmcp::transport::stdio_pipes()).await
+        } else {
+            Echo.serve(rmcp::transport::stdio()).await
+        }
+        .map_err(io::Error::other)?;
         running.waiting().await.map_err(io::Error::other)?;
         Ok(())
     })
