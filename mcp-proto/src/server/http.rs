@@ -2834,7 +2834,7 @@ fn finish_complete(request: &HttpRequest, close: bool, mut response: HttpRespons
         response = response.with_header("Connection", "close");
     }
     if request.method_is("HEAD") {
-        response.body.clear();
+        response = response.for_head();
     }
     response
 }

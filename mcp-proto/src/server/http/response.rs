@@ -21,6 +21,9 @@ pub struct HttpResponse {
     pub headers: Vec<(Cow<'static, str>, Cow<'static, str>)>,
     /// The body.
     pub body: Vec<u8>,
+    /// For the answer to a `HEAD` request: the length of the body left out, which
+    /// `Content-Length` states (RFC 9110 §8.6: the length a `GET` would have had).
+    head_of: Option<usize>,
 }
 
 impl HttpResponse {
@@ -31,7 +34,17 @@ impl HttpResponse {
             status,
             headers: Vec::new(),
             body: Vec::new(),
+            head_of: None,
         }
+    }
+
+    /// The answer to a `HEAD` request: the same response without its body, whose
+    /// `Content-Length` still states the body's length.
+    #[must_use]
+    pub fn for_head(mut self) -> Self {
+        self.head_of = Some(self.head_of.unwrap_or(self.body.len()));
+        self.body.clear();
+        self
     }
 
     /// The same response with one more header field.
@@ -90,7 +103,8 @@ impl HttpResponse {
     }
 
     /// Appends the response to `out`: status line, headers, `Content-Length`, the empty
-    /// line and the body (none for 1xx, 204 and 304). Header fields whose name is not a
+    /// line and the body (none for 1xx, 204 and 304; none for [`HttpResponse::for_head`],
+    /// whose `Content-Length` is the length of the body left out). Header fields whose name is not a
     /// token or whose value holds a control character are left out, so nothing a caller
     /// puts in can split the response.
     pub fn write(&self, out: &mut Vec<u8>) {
@@ -98,7 +112,8 @@ impl HttpResponse {
         let bodiless = matches!(self.status, 100..=199 | 204 | 304);
         if !bodiless {
             out.extend_from_slice(b"Content-Length: ");
-            out.extend_from_slice(decimal(self.body.len(), &mut [0; 20]));
+            let length = self.head_of.unwrap_or(self.body.len());
+            out.extend_from_slice(decimal(length, &mut [0; 20]));
             out.extend_from_slice(b"\r\n");
         }
         out.extend_from_slice(b"\r\n");

@@ -616,6 +616,25 @@ fn transport_level_answers() {
         &HttpRequest::new("HEAD", "/mcp").with_header("Host", "x"),
     ));
     assert_eq!((r.status, r.body.len()), (405, 0));
+    // A refusal with a body: `Content-Length` is the length a GET's answer would have
+    // had (RFC 9110 §8.6), not 0.
+    let refused = |method| {
+        HttpRequest::new(method, "/mcp")
+            .with_header("Host", "x")
+            .with_header("Origin", "http://evil.example")
+    };
+    let get = complete(ep.handle_request(now(), &refused("GET")));
+    let r = complete(ep.handle_request(now(), &refused("HEAD")));
+    assert_eq!((r.status, r.body.len()), (get.status, 0));
+    let mut wire = Vec::new();
+    r.write(&mut wire);
+    let wire = String::from_utf8(wire).unwrap();
+    assert!(!get.body.is_empty());
+    assert!(
+        wire.contains(&format!("Content-Length: {}\r\n", get.body.len())),
+        "{wire}"
+    );
+    assert!(wire.ends_with("\r\n\r\n"), "{wire}");
     let r = complete(ep.handle_request(
         now(),
         &HttpRequest::new("POST", "/other").with_header("Host", "x"),
