@@ -131,7 +131,11 @@ impl Stream for TcpStream {
 /// stack (a connector of your own serves `https://` even without the `tls` feature).
 pub trait Connector: Send + Sync {
     /// A connection to `url`'s host and port, ready for HTTP/1.1 bytes (TLS already
-    /// negotiated for `https`). `timeout` bounds the connection set-up.
+    /// negotiated for `https`). `timeout` bounds the connection set-up. For a client's
+    /// connection it is `HttpOptions::connect_timeout` and
+    /// [`CONNECT_BACKSTOP`](mcp_io::http::CONNECT_BACKSTOP) more: the client gives up
+    /// at `HttpOptions::connect_timeout` itself and reports that, naming it, so the
+    /// connector's own bound only ends the thread it runs on.
     ///
     /// # Errors
     /// Any failure; the client reports it as a [`TransportError`](crate::TransportError):

@@ -614,8 +614,8 @@ pub enum CloseReason {
     /// The server answered `initialize` or `server/discover` with an error.
     #[error("the server refused to start: {0}")]
     Refused(ErrorObject),
-    /// `initialize` (or the modern probe after a retry) was not answered within
-    /// `Limits::initialize_timeout` (the duration).
+    /// `initialize`, or over stdio the `server/discover` of a client pinned to the
+    /// modern era, was not answered within `Limits::initialize_timeout` (the duration).
     #[error("the server did not answer the handshake within {0:?} (Limits::initialize_timeout)")]
     HandshakeTimeout(std::time::Duration),
     /// Connecting as a whole (starting or reaching the server, the era probe, the
