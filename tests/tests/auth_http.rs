@@ -1322,8 +1322,8 @@ fn the_flows_token_wins_over_a_static_header_even_once_expired() {
 }
 
 /// A token the flow obtained and that is known to have expired is not sent again from
-/// the link's copy of the last header value: the request goes without it, the server's
-/// `401` refreshes, and the call runs once with the new token.
+/// the link's copy of the last header value: it is refreshed before the request goes,
+/// and the call runs once with the new token.
 #[test]
 fn a_token_known_expired_is_not_sent_from_a_stale_copy() {
     let mut net = Net::new(auth_config());

@@ -324,8 +324,10 @@ impl Authorizer {
         }
     }
 
-    /// The `Authorization` header value for MCP requests, when there is a token that is
-    /// not known to be expired.
+    /// The `Authorization` header value of the access token held, when it is not known
+    /// to be expired ([`Credentials::is_expired`]). The MCP requests themselves
+    /// ([`Authorizer::request_headers`]) carry a token known to be expired all the same,
+    /// when it cannot be refreshed first: the server decides.
     #[must_use]
     pub fn authorization(&self) -> Option<String> {
         if self.creds.is_expired(self.unix(self.now)) {
