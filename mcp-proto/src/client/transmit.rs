@@ -164,7 +164,8 @@ pub enum TransportFailureKind {
     Tls,
     /// The peer reset the connection.
     Reset,
-    /// Writing failed because the peer had closed the connection.
+    /// The peer had closed the connection: a write failed, or an HTTP response ended
+    /// before it began or before it was complete.
     Closed,
     /// The process could not be started (stdio).
     Spawn,
