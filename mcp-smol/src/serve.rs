@@ -191,7 +191,8 @@ async fn write_pending(
 /// Serves `server` as a Streamable HTTP endpoint (at `options.endpoint.path`, `/mcp` by
 /// default) on `listener` until `stop` resolves, then ends every connection and
 /// resolves. One future drives the listener and every connection; the library spawns
-/// nothing, so run it on any executor or with `block_on`.
+/// nothing, so run it on any executor or with `smol::block_on` (see the crate docs for why
+/// that one rather than `futures_lite::future::block_on`).
 ///
 /// `setup` runs on the endpoint before the first connection is accepted (a
 /// [`RequestGate`](mcp_proto::server::http::RequestGate), session and event stores), as
@@ -215,7 +216,7 @@ async fn write_pending(
 ///     |_| {},
 ///     stop,
 /// );
-/// futures_lite::future::block_on(served)?;
+/// smol::block_on(served)?;
 /// # Ok::<(), std::io::Error>(())
 /// ```
 ///
