@@ -91,14 +91,19 @@ pub struct Limits {
     pub request_timeout: Duration,
     /// Time the `server/discover` probe may stay unanswered: over stdio the server is
     /// then taken to be legacy; over HTTP, where silence is an outage, connecting fails.
-    /// Default 3 s.
+    /// A client pinned to the modern era decides no fallback and gives the probe
+    /// `initialize_timeout` instead. Default 3 s.
     pub probe_timeout: Duration,
-    /// Time allowed for `initialize`. Default 30 s.
+    /// Time allowed for `initialize` (past it, connecting fails with
+    /// [`CloseReason::HandshakeTimeout`](crate::client::CloseReason::HandshakeTimeout)),
+    /// and for the probe of a client pinned to the modern era. Default 30 s.
     pub initialize_timeout: Duration,
     /// Time allowed for the whole of connecting, however many steps it takes (the probe,
     /// a retry with another version, the `initialize` fallback, a stdio server started
-    /// again): one deadline for the operation, so a caller's timeout is a total. Default
-    /// 60 s.
+    /// again): one deadline for the operation, so a caller's timeout is a total. Past it,
+    /// connecting fails with
+    /// [`CloseReason::ConnectTimeout`](crate::client::CloseReason::ConnectTimeout).
+    /// Default 60 s.
     pub connect_timeout: Duration,
 }
 
