@@ -1447,7 +1447,10 @@ fn an_unanswered_request_times_out_and_its_late_answer_is_ignored() {
     assert_eq!(
         sim.auth.poll_event(),
         Some(AuthEvent::Failed(AuthError::Timeout {
-            what: format!("the authorization request GET {PRM_PATH}")
+            what: format!(
+                "the authorization request GET {PRM_PATH}: \
+                 no response within 30s (AuthConfig::request_timeout)"
+            )
         }))
     );
     assert!(!sim.auth.wants_response(req.id));

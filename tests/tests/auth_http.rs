@@ -1031,7 +1031,9 @@ fn an_authorization_request_that_never_answers_times_out() {
     assert_eq!(
         net.closed(),
         Some(CloseReason::Authorization(AuthError::Timeout {
-            what: "the authorization request GET https://auth.example.com/.well-known/oauth-authorization-server".into()
+            what: "the authorization request GET https://auth.example.com/.well-known/oauth-authorization-server: \
+                   no response within 3s (AuthConfig::request_timeout)"
+                .into()
         }))
     );
 }

@@ -247,8 +247,12 @@ impl HttpLink {
                     // reported as one (with where the response stopped); anything else
                     // is a response that could not be read.
                     let closed = match e {
-                        ResponseError::ConnectionClosed => Some("before a response began"),
-                        ResponseError::Truncated => Some("in the middle of the response"),
+                        ResponseError::ConnectionClosed => {
+                            Some("the connection closed before a response began")
+                        }
+                        ResponseError::Truncated => {
+                            Some("the connection closed in the middle of the response")
+                        }
                         _ => None,
                     };
                     let failure = match closed {
