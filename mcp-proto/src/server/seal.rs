@@ -695,6 +695,21 @@ mod tests {
         );
     }
 
+    /// A principal refused with a share of nothing is not remembered: the store keeps no
+    /// count for each of the principals it turned away, however many they are.
+    #[test]
+    fn a_principal_refused_for_its_share_is_not_remembered() {
+        let mut store = MemoryConsumptionStore::new(8).per_principal(0);
+        for who in ["mallory-1", "mallory-2", "mallory-3"] {
+            assert_eq!(
+                store.consume(Some(who), who.as_bytes(), 100, 0),
+                Err(ConsumeRefusal::ShareFull)
+            );
+        }
+        assert_eq!(store.len(), 0);
+        assert!(store.held.is_empty(), "{:?}", store.held);
+    }
+
     /// States are not opened in the order they expire (one sealed long ago is opened
     /// after one sealed just now): a nonce past its expiry is forgotten then, not when
     /// every nonce recorded before it has expired too, and its principal's share and

@@ -505,6 +505,25 @@ mod tests {
         assert_eq!(held(&store), ["x", "z"]);
     }
 
+    /// A session idle for exactly its timeout counts as idle when a full store makes
+    /// room (as in an endpoint's own table, which expires it at that instant): it goes
+    /// before one no request named yet, although its client came back.
+    #[test]
+    fn a_full_store_takes_a_session_idle_for_exactly_its_timeout_as_idle() {
+        let minutes = |m: u64| Instant::ZERO + Duration::from_secs(60 * m);
+        let at = |m: u64| SessionRecord {
+            last_use: Some(LastUse::new(minutes(m), Duration::from_secs(30 * 60))),
+            ..record()
+        };
+        let mut store = MemorySessionStore::new(2);
+        store.save("a", &at(0)).unwrap();
+        store.load("a").unwrap();
+        store.save("b", &at(10)).unwrap();
+        store.save("c", &at(30)).unwrap();
+        let held: Vec<String> = store.lock().records.keys().cloned().collect();
+        assert_eq!(held, ["b", "c"]);
+    }
+
     /// An endpoint loads a session, another ends it (`DELETE`) while the first one's
     /// request runs, and the first saves the record back when its request ends: the
     /// session must stay ended for every endpoint, as over Redis (decision 180).

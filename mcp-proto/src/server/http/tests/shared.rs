@@ -424,3 +424,34 @@ fn a_flood_of_initializes_does_not_evict_a_session_in_use_from_the_store() {
         404
     );
 }
+
+/// A session is over once it has been idle for exactly its timeout, with a shared
+/// [`MemorySessionStore`] as in an endpoint's own table (which expires it at that
+/// instant, not after it); and the endpoint that finds it so removes it from the store,
+/// which would otherwise hold the ended record until a flood pushed it out.
+#[test]
+fn a_session_idle_for_exactly_its_timeout_is_over_and_leaves_the_store() {
+    let (mut a, mut b) = pair(false);
+    let sessions = MemorySessionStore::new(4);
+    a.set_session_store(Box::new(sessions.clone()));
+    b.set_session_store(Box::new(sessions.clone()));
+    let s = open(&mut a);
+    let idle = HttpEndpointConfig::default().session_idle_timeout;
+    let just_before = now() + (idle - std::time::Duration::from_millis(1));
+    // B has never held it: only the store's record tells how long it was idle.
+    assert_eq!(
+        complete(b.handle_request(just_before, &echo(&s))).status,
+        200
+    );
+    assert_eq!(sessions.len(), 1);
+    let (mut a, mut b) = pair(false);
+    let sessions = MemorySessionStore::new(4);
+    a.set_session_store(Box::new(sessions.clone()));
+    b.set_session_store(Box::new(sessions.clone()));
+    let s = open(&mut a);
+    assert_eq!(
+        complete(b.handle_request(now() + idle, &echo(&s))).status,
+        404
+    );
+    assert_eq!(sessions.len(), 0, "the ended session left the store");
+}
