@@ -1251,6 +1251,43 @@ fn a_retry_carries_the_rounds_own_state_and_answers_only() {
     );
 }
 
+/// A round that brings a `requestState` but asks nothing (no `inputRequests`): its
+/// retry carries that state and no `inputResponses` at all, not the caller's stale ones
+/// (there are no answers of the round's own to write over them).
+#[test]
+fn a_retry_of_a_round_asking_nothing_carries_no_stale_answers() {
+    let lines = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let peer = RawLines {
+        inner: Scripted::new(|m: &Value| match m["method"].as_str() {
+            Some("server/discover") => vec![discover_ok(m)],
+            Some("tools/call") if m["params"]["requestState"] != "s1" => vec![
+                json!({"jsonrpc":"2.0","id":m["id"],"result":{"resultType":"input_required",
+                    "requestState": "s1"}})
+                .to_string(),
+            ],
+            Some("tools/call") => vec![done(m, "ok")],
+            _ => Vec::new(),
+        }),
+        lines: lines.clone(),
+    };
+    let mut sim = Sim::new(config(EraMode::Auto), peer);
+    sim.connect();
+    let request = CallRequest::new(
+        "tools/call",
+        json!({"name":"t","arguments":{},"requestState":"relayed",
+            "inputResponses":{"old":{"action":"decline"}}}),
+    );
+    sim.call(request).unwrap();
+    let lines = lines.borrow();
+    let retry = lines
+        .iter()
+        .rfind(|l| l.contains(r#""method":"tools/call""#))
+        .unwrap();
+    let sent: Value = serde_json::from_str(retry).unwrap();
+    assert_eq!(sent["params"]["requestState"], "s1", "{retry}");
+    assert!(sent["params"].get("inputResponses").is_none(), "{retry}");
+}
+
 /// `requestState` goes back exactly as the server wrote it, escapes included, and a
 /// string that no Rust `String` can hold (a lone surrogate escape, which a JavaScript
 /// server writes for a state with one) is no reason to fail the call.

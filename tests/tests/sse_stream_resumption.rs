@@ -545,3 +545,95 @@ fn a_new_event_under_the_id_the_stream_was_resumed_after_is_delivered() {
     assert_eq!(logs, 1, "the replayed event is not delivered twice");
     assert_eq!(resumptions(&sim).len(), 1);
 }
+
+/// The ids of requests for input answered belong to their session: after the session
+/// expired (a `404`) and a new one began, the server numbers its requests afresh, and a
+/// request on a resumed stream of the new session under an id answered in the old one is
+/// new, asked and answered (not taken for a replay and left unanswered).
+#[test]
+fn a_request_for_input_in_a_new_session_under_an_id_answered_in_the_old_is_asked() {
+    let ask = r#"{"jsonrpc":"2.0","id":7,"method":"elicitation/create","params":{"message":"Name?","requestedSchema":{"type":"object","properties":{"n":{"type":"string"}}}}}"#;
+    let mut inits = 0;
+    let mut call_id = Value::Null;
+    let mut sim = HttpSim::new(config(), move |req| {
+        let session = req.header("mcp-session-id").unwrap_or("").to_owned();
+        match (req.method.as_str(), req.rpc_method()) {
+            ("POST", "initialize") => {
+                inits += 1;
+                legacy_init(req, &format!("s{inits}"))
+            }
+            ("POST", "notifications/initialized") => Reply::accepted(),
+            ("GET", _) if req.header("last-event-id").is_none() => Reply::with_body(405, &[], ""),
+            // The first session has expired once its first call is over.
+            ("POST", "tools/call") if session == "s1" && !call_id.is_null() => {
+                Reply::with_body(404, &[], "")
+            }
+            ("POST", "tools/call") => {
+                call_id = req.body["id"].clone();
+                Reply::sse_then_drop(Some(2000), &[(Some(&format!("{session}-0")), "")])
+            }
+            // In either session: the request for input on the resumed stream, then the
+            // result once it is answered.
+            ("GET", _) if req.header("last-event-id") == Some(&format!("{session}-0")) => {
+                Reply::sse_then_drop(Some(2000), &[(Some(&format!("{session}-1")), ask)])
+            }
+            ("GET", _) => Reply::sse(
+                &[],
+                &[(
+                    Some(&format!("{session}-2")),
+                    &tool_result(&call_id, "named"),
+                )],
+            ),
+            _ => Reply::accepted(),
+        }
+    });
+    sim.connect();
+    let mut answered = std::collections::BTreeSet::new();
+    let mut answer_inputs = |sim: &mut HttpSim<_>, id| {
+        for _ in 0..50 {
+            sim.run_until(|s| {
+                s.completion(id).is_some()
+                    || s.events.iter().any(|e| {
+                        matches!(e, Event::InputRequested { input, .. } if !answered.contains(input))
+                    })
+            });
+            if sim.completion(id).is_some() {
+                return;
+            }
+            let input = sim
+                .events
+                .iter()
+                .find_map(|e| match e {
+                    Event::InputRequested { input, .. } if !answered.contains(input) => {
+                        Some(*input)
+                    }
+                    _ => None,
+                })
+                .unwrap();
+            answered.insert(input);
+            let content = json!({"action":"accept","content":{"n":"ada"}});
+            sim.client
+                .respond(sim.now, input, InputAnswer::Result(content))
+                .unwrap();
+        }
+    };
+    let first = sim.start(CallRequest::call_tool("named", json!({})));
+    answer_inputs(&mut sim, first);
+    assert!(sim.completion(first).unwrap().is_ok());
+    // Met with the 404: a new session.
+    let second = sim.start(CallRequest::call_tool("named", json!({})));
+    sim.run_until(|s| s.completion(second).is_some());
+    let third = sim.start(CallRequest::call_tool("named", json!({})));
+    answer_inputs(&mut sim, third);
+    let asked = sim
+        .events
+        .iter()
+        .filter(|e| matches!(e, Event::InputRequested { .. }))
+        .count();
+    assert_eq!(asked, 2, "{:?}", sim.events);
+    assert!(sim.completion(third).unwrap().is_ok());
+    assert!(
+        (sim.requests.iter()).any(|r| r.header("mcp-session-id") == Some("s2")),
+        "a new session began"
+    );
+}

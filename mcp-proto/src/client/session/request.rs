@@ -539,4 +539,35 @@ mod tests {
         write_params(&mut out, "", None, None, &Map::new(), &[]);
         assert_eq!(out, b"{}");
     }
+
+    /// A member the machine writes (a page's `cursor`, a task augmentation, the MRTR
+    /// members) is written once, its own value: the caller's member of that name is left
+    /// out rather than written beside it.
+    #[test]
+    fn params_write_a_machine_member_once() {
+        let Value::Object(p) = json!({"name":"t","cursor":"theirs","task":{"ttl":1},
+            "requestState":"relayed"})
+        else {
+            unreachable!()
+        };
+        let (cursor, task) = (json!("c1"), json!({"ttl":5}));
+        let state = serde_json::value::RawValue::from_string(r#""s\\/1""#.into()).unwrap();
+        let mut out = Vec::new();
+        write_params(
+            &mut out,
+            "",
+            None,
+            None,
+            &p,
+            &[
+                ("task", Member::Value(&task)),
+                ("requestState", Member::Raw(&state)),
+                ("cursor", Member::Value(&cursor)),
+            ],
+        );
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#"{"name":"t","task":{"ttl":5},"requestState":"s\\/1","cursor":"c1"}"#
+        );
+    }
 }
