@@ -89,6 +89,50 @@ fn resumptions(sim: &HttpSim<impl FnMut(&SeenRequest) -> Reply>) -> Vec<usize> {
 /// nothing), `retry:` again, and its end. The client must keep polling at the server's
 /// pace until the response comes or the call's own deadline passes; it must not give the
 /// call up after a few empty polls, nor stretch its polls far past the server's `retry`.
+/// Connects, makes the call `named`, answers the first request for input (the server's
+/// id 7) and runs the call to its success; then checks that the user was asked once and
+/// the server answered once.
+fn call_answering_the_question_once(sim: &mut HttpSim<impl FnMut(&SeenRequest) -> Reply>) {
+    let id = sim.start(CallRequest::call_tool("named", json!({})));
+    sim.run_until(|s| {
+        s.events
+            .iter()
+            .any(|e| matches!(e, Event::InputRequested { .. }))
+    });
+    let input = sim
+        .events
+        .iter()
+        .find_map(|e| match e {
+            Event::InputRequested { input, .. } => Some(*input),
+            _ => None,
+        })
+        .unwrap();
+    let content = json!({"action":"accept","content":{"n":"ada"}});
+    sim.client
+        .respond(sim.now, input, InputAnswer::Result(content))
+        .unwrap();
+    sim.run_until(|s| s.completion(id).is_some());
+    sim.step();
+    assert!(sim.completion(id).unwrap().is_ok());
+    let asked = sim
+        .events
+        .iter()
+        .filter(|e| matches!(e, Event::InputRequested { .. }))
+        .count();
+    let answers = sim
+        .requests
+        .iter()
+        .filter(|r| {
+            r.method == "POST" && r.body["id"] == json!(7) && r.body.get("method").is_none()
+        })
+        .count();
+    assert_eq!(
+        (asked, answers),
+        (1, 1),
+        "asked {asked} times, answered {answers} times"
+    );
+}
+
 #[test]
 fn a_polling_server_with_nothing_new_yet_is_followed_until_the_response() {
     let mut call_id = Value::Null;
@@ -317,47 +361,7 @@ fn an_event_replayed_at_the_resumption_point_is_not_acted_on_twice() {
         }
     });
     sim.connect();
-    let id = sim.start(CallRequest::call_tool("named", json!({})));
-    sim.run_until(|s| {
-        s.events
-            .iter()
-            .any(|e| matches!(e, Event::InputRequested { .. }))
-    });
-    let input = sim
-        .events
-        .iter()
-        .find_map(|e| match e {
-            Event::InputRequested { input, .. } => Some(*input),
-            _ => None,
-        })
-        .unwrap();
-    sim.client
-        .respond(
-            sim.now,
-            input,
-            InputAnswer::Result(json!({"action":"accept","content":{"n":"ada"}})),
-        )
-        .unwrap();
-    sim.run_until(|s| s.completion(id).is_some());
-    sim.step();
-    assert!(sim.completion(id).unwrap().is_ok());
-    let asked = sim
-        .events
-        .iter()
-        .filter(|e| matches!(e, Event::InputRequested { .. }))
-        .count();
-    let answers = sim
-        .requests
-        .iter()
-        .filter(|r| {
-            r.method == "POST" && r.body["id"] == json!(7) && r.body.get("method").is_none()
-        })
-        .count();
-    assert_eq!(
-        (asked, answers),
-        (1, 1),
-        "asked {asked} times, answered {answers} times"
-    );
+    call_answering_the_question_once(&mut sim);
 }
 
 /// A log message belongs to the call whose stream carried it, on the call's own POST
@@ -444,47 +448,7 @@ fn a_request_for_input_replayed_from_before_the_resumption_point_is_not_asked_ag
         }
     });
     sim.connect();
-    let id = sim.start(CallRequest::call_tool("named", json!({})));
-    sim.run_until(|s| {
-        s.events
-            .iter()
-            .any(|e| matches!(e, Event::InputRequested { .. }))
-    });
-    let input = sim
-        .events
-        .iter()
-        .find_map(|e| match e {
-            Event::InputRequested { input, .. } => Some(*input),
-            _ => None,
-        })
-        .unwrap();
-    sim.client
-        .respond(
-            sim.now,
-            input,
-            InputAnswer::Result(json!({"action":"accept","content":{"n":"ada"}})),
-        )
-        .unwrap();
-    sim.run_until(|s| s.completion(id).is_some());
-    sim.step();
-    assert!(sim.completion(id).unwrap().is_ok());
-    let asked = sim
-        .events
-        .iter()
-        .filter(|e| matches!(e, Event::InputRequested { .. }))
-        .count();
-    let answers = sim
-        .requests
-        .iter()
-        .filter(|r| {
-            r.method == "POST" && r.body["id"] == json!(7) && r.body.get("method").is_none()
-        })
-        .count();
-    assert_eq!(
-        (asked, answers),
-        (1, 1),
-        "asked {asked} times, answered {answers} times"
-    );
+    call_answering_the_question_once(&mut sim);
     assert!(
         sim.events.iter().any(|e| matches!(
             e,
