@@ -20,6 +20,7 @@ const DISPLAY_CLIP_BYTES: usize = 256;
 
 /// A token endpoint's successful answer.
 #[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TokenResponse {
     /// `access_token`: the token for `Authorization: Bearer` (or `DPoP`). Never empty.
     pub access_token: String,
