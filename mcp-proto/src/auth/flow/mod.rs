@@ -430,6 +430,7 @@ impl Authorizer {
     /// credentials, a first request), the request goes with the token held, as when no
     /// refresh token is: the server decides, and its `401` names where its metadata is
     /// (a server may name it only there).
+    #[must_use = "when true, the request must wait for the refresh (park it as after a 401)"]
     pub fn refresh_before_request(&mut self, now: Instant) -> bool {
         self.now = now;
         let due = !self.is_busy()
