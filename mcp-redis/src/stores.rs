@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use mcp_proto::server::http::{
-    EventStore, EventStoreError, EventStream, Replay, SessionRecord, SessionStore,
+    EventStore, EventStoreError, EventStream, LastUse, Replay, SessionRecord, SessionStore,
     SessionStoreError, StoredEvent, event_id, parse_event_id,
 };
 use mcp_proto::server::{ConsumeRefusal, ConsumptionStore};
@@ -223,6 +223,24 @@ impl SessionStore for RedisSessionStore {
             Ok(Reply::Bulk(None)) => Ok(None),
             Ok(Reply::Bulk(Some(bytes))) => SessionRecord::decode(&bytes).map(Some),
             Ok(_) => Err(SessionStoreError::Corrupt),
+            Err(e) => Err(unavailable(&e)),
+        }
+    }
+
+    /// Restarts the key's expiry (`PEXPIRE`), leaving the record as it is; a key that
+    /// expired or was removed is not brought back.
+    fn touch(&mut self, id: &str, _: LastUse) -> Result<bool, SessionStoreError> {
+        if !valid_session_id(id) {
+            return Ok(false);
+        }
+        let key = self.redis.key("session", id);
+        let ttl = millis(self.idle);
+        match self.redis.client().command(&[b"PEXPIRE", &key, &ttl]) {
+            Ok(Reply::Integer(1)) => Ok(true),
+            Ok(Reply::Integer(0)) => Ok(false),
+            Ok(_) => Err(SessionStoreError::Unavailable(
+                "unexpected reply to a touch".into(),
+            )),
             Err(e) => Err(unavailable(&e)),
         }
     }

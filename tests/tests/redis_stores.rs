@@ -7,7 +7,8 @@
 use std::time::{Duration, Instant};
 
 use mcp_proto::server::http::{
-    EventStore, EventStoreError, EventStream, SessionStore, SessionStoreError,
+    EventStore, EventStoreError, EventStream, LastUse, SessionRecord, SessionStore,
+    SessionStoreError,
 };
 use mcp_proto::server::{ConsumeRefusal, ConsumptionStore};
 use mcp_redis::{Redis, RedisClient, RedisEventLimits, RedisOptions, Reply};
@@ -150,6 +151,42 @@ fn what_redis_holds_is_checked_before_use() {
         raw2.command(&[b"GET", b"t3:evseq:7"]).unwrap(),
         Reply::Bulk(Some(b"2".to_vec()))
     );
+}
+
+/// A touch (an endpoint holding a stream of the session) restarts the key's expiry
+/// without writing the record: a session listened to on one process for longer than
+/// the TTL used to expire for every process. A session removed or expired is not
+/// brought back by a touch.
+#[test]
+fn a_touch_keeps_a_session_without_rewriting_it() {
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let (a, b) = two(&server, "t9:");
+    let ttl = Duration::from_millis(600);
+    let mut a = a.session_store(ttl);
+    let mut b = b.session_store(ttl);
+    let record = SessionRecord::decode(br#"{"v":"2025-11-25","c":{},"i":false}"#).unwrap();
+    let use_ = LastUse::new(mcp_proto::Instant::ZERO, ttl);
+    a.save("kept", &record).unwrap();
+    let changed = SessionRecord::decode(br#"{"v":"2025-11-25","c":{},"i":true}"#).unwrap();
+    b.save("kept", &changed).unwrap();
+    let started = Instant::now();
+    while started.elapsed() < 3 * ttl {
+        assert_eq!(a.touch("kept", use_), Ok(true));
+        std::thread::sleep(ttl / 4);
+    }
+    assert_eq!(
+        b.load("kept").unwrap(),
+        Some(changed),
+        "kept, and not rewritten"
+    );
+    a.remove("kept").unwrap();
+    assert_eq!(b.touch("kept", use_), Ok(false));
+    assert_eq!(a.load("kept").unwrap(), None);
+    assert_eq!(a.touch("never", use_), Ok(false));
+    assert_eq!(a.load("never").unwrap(), None);
+    assert_eq!(a.touch("bad id!", use_), Ok(false));
 }
 
 #[test]

@@ -1082,9 +1082,66 @@ impl HttpEndpoint {
         let parked = (self.sessions_with_parked_tasks().into_iter())
             .filter_map(|(_, due)| due)
             .min();
-        match (machine, parked) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
+        [machine, parked, self.next_touch()]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// How often the session store is told that a session held in use here is in use
+    /// ([`SessionStore::touch`]): every half idle timeout (at least a second apart), so
+    /// that its record never looks idle to another endpoint while a request or a stream
+    /// of it is live here.
+    fn touch_interval(&self) -> std::time::Duration {
+        (self.config.session_idle_timeout / 2).max(std::time::Duration::from_secs(1))
+    }
+
+    /// With a session store: when the store is next due to hear that a session with a
+    /// request being handled or a stream a client holds here is in use.
+    fn next_touch(&self) -> Option<Instant> {
+        self.session_store.as_ref()?;
+        let table = self.sessions.as_ref()?;
+        let last = busy_session_ids(&self.exchanges, &self.listeners)
+            .filter_map(|s| table.stored(s))
+            .min()?;
+        Some(last + self.touch_interval())
+    }
+
+    /// Tells the session store that each session with a request being handled or a
+    /// stream a client holds here is in use, once its record was last saved or touched
+    /// a [`HttpEndpoint::touch_interval`] ago: without it a client that only listens
+    /// here (or waits for a long call) for longer than the idle timeout found its
+    /// session gone at its next request elsewhere (the store's record looked idle, or
+    /// its expiry passed). One store call per session and interval, none per event. A
+    /// session the store no longer holds has ended everywhere: it ends here too, as at
+    /// its next request.
+    fn touch_sessions(&mut self, now: Instant) {
+        let every = self.touch_interval();
+        let (Some(store), Some(table)) = (&mut self.session_store, &mut self.sessions) else {
+            return;
+        };
+        let due: Vec<String> = busy_sessions(&self.exchanges, &self.listeners)
+            .into_iter()
+            .filter(|s| table.stored(s).is_some_and(|t| t + every <= now))
+            .map(str::to_owned)
+            .collect();
+        let last_use = LastUse::new(now, self.config.session_idle_timeout);
+        let mut gone = Vec::new();
+        for id in due {
+            // A failing store is asked again after another interval.
+            table.mark_stored(&id, now);
+            if store.touch(&id, last_use) == Ok(false) {
+                gone.push(id);
+            }
+        }
+        for id in &gone {
+            if let Some(t) = &mut self.sessions {
+                t.remove(id);
+            }
+            self.drop_session_state(id, true);
+        }
+        if !gone.is_empty() {
+            self.drop_ended_sessions_tasks();
         }
     }
 
@@ -1129,6 +1186,7 @@ impl HttpEndpoint {
                 e.route(None);
             });
         }
+        self.touch_sessions(now);
     }
 
     /// Registers the waker to wake when a tool's deferred work completes
@@ -1822,15 +1880,19 @@ impl HttpEndpoint {
             self.spare_session = done;
         }
         self.server.swap_legacy(&mut state);
+        let mut saved = false;
         if let Some(store) = &mut self.session_store
             && let Some(mut record) = state.record()
         {
             record.last_use = Some(LastUse::new(now, self.config.session_idle_timeout));
             // Also restarts the session's idle time in the store. A failure keeps the
             // change here only (see `SessionStore::save`).
-            let _ = store.save(id, &record);
+            saved = store.save(id, &record).is_ok();
         }
         if let Some(t) = &mut self.sessions {
+            if saved {
+                t.mark_stored(id, now);
+            }
             t.put_back(id, state);
         }
         result

@@ -27,7 +27,11 @@
 //! endpoint does not is adopted (an empty local part, a fresh task scope); the shared
 //! part of a known one is refreshed from the store. After each request the shared part
 //! is saved back, stamped with the time of that use, which also tells the store the
-//! session is in use. Two processes serving the same session at once write
+//! session is in use. While a request or a stream of a session is live on an endpoint
+//! (a client listening on its `GET` stream, or waiting for a long call), that endpoint
+//! also touches its record ([`SessionStore::touch`]) every half idle timeout, from its
+//! timer ([`HttpEndpoint::poll_timeout`](super::HttpEndpoint::poll_timeout)), so that
+//! the session does not look idle elsewhere. Two processes serving the same session at once write
 //! last-wins; the shared part only changes by the client's own requests.
 //!
 //! The store is called synchronously, under whatever lock the adapter holds around the
@@ -231,6 +235,33 @@ pub trait SessionStore: std::fmt::Debug + Send {
     /// # Errors
     /// [`SessionStoreError`] when the store could not be told.
     fn remove(&mut self, id: &str) -> Result<(), SessionStoreError>;
+
+    /// Restarts the idle time of session `id` without changing its record, `last_use`
+    /// being this use (for a store that keeps [`SessionRecord::last_use`]): the endpoint
+    /// calls it, at most once per half idle timeout, for each session it holds a request
+    /// or a stream of, so that a client listening on one process for longer than the
+    /// idle timeout keeps its session for the others. A session the store no longer
+    /// holds is not brought back.
+    ///
+    /// The default loads the record and saves it back; a store that can restart a
+    /// session's expiry alone should do that (one command, no record written, so a
+    /// change another process just saved is not overwritten).
+    ///
+    /// # Errors
+    /// [`SessionStoreError`] when the store could not be told (the endpoint tries again
+    /// after another half idle timeout).
+    ///
+    /// Returns whether the store still holds the session: `false` means it ended (a
+    /// `DELETE` elsewhere, or the store expired or evicted it), and the endpoint ends its
+    /// streams as its next request would.
+    fn touch(&mut self, id: &str, last_use: LastUse) -> Result<bool, SessionStoreError> {
+        let Some(mut record) = self.load(id)? else {
+            return Ok(false);
+        };
+        record.last_use = Some(last_use);
+        self.save(id, &record)?;
+        Ok(true)
+    }
 }
 
 /// A bounded [`SessionStore`] in memory. Clones share the same sessions, so endpoints
@@ -245,8 +276,9 @@ pub trait SessionStore: std::fmt::Debug + Send {
 /// else one whose id no endpoint has loaded since it was saved (no request named it
 /// since its `initialize`: what a flood of `initialize`s leaves behind), the one saved
 /// least recently; else the one saved least recently. It cannot see what an endpoint
-/// holds in use (streams, parked calls, tasks), which the endpoint's own table never
-/// evicts: such a session whose client came back goes in its turn.
+/// holds in use (parked calls, tasks), which the endpoint's own table never evicts:
+/// such a session whose client came back goes in its turn. (A session with a live
+/// request or stream is touched by its endpoint, so it is not taken as idle.)
 ///
 /// A session removed (a `DELETE`) stays ended: a later save of it, by an endpoint whose
 /// request of the session was running at the time, is refused
@@ -378,6 +410,17 @@ impl SessionStore for MemorySessionStore {
         let mut record = SessionRecord::decode(&held.bytes)?;
         record.last_use = held.last_use;
         Ok(Some(record))
+    }
+
+    fn touch(&mut self, id: &str, last_use: LastUse) -> Result<bool, SessionStoreError> {
+        let mut inner = self.lock();
+        let m = &mut *inner;
+        let Some(held) = m.records.get_mut(id) else {
+            return Ok(false);
+        };
+        m.saves += 1;
+        (held.saved, held.last_use) = (m.saves, Some(last_use));
+        Ok(true)
     }
 
     fn remove(&mut self, id: &str) -> Result<(), SessionStoreError> {

@@ -37,6 +37,9 @@ struct Entry {
     /// `None` while swapped into the machine.
     state: Option<LegacyState>,
     last_used: Instant,
+    /// When this endpoint last told the session store the session is in use (saved its
+    /// record or touched it); without a store, when it was created or adopted.
+    stored: Instant,
     /// A request named the session's id since its `initialize` (or another process
     /// served it): its client came back.
     returned: bool,
@@ -125,6 +128,7 @@ impl Sessions {
             Entry {
                 state: Some(LegacyState::default()),
                 last_used: now,
+                stored: now,
                 returned: false,
             },
         );
@@ -147,6 +151,7 @@ impl Sessions {
             Entry {
                 state: Some(state),
                 last_used: now,
+                stored: now,
                 returned: true,
             },
         );
@@ -274,6 +279,18 @@ impl Sessions {
         }
         entry.returned = true;
         true
+    }
+
+    /// When this endpoint last told the session store that `id` is in use.
+    pub(super) fn stored(&self, id: &str) -> Option<Instant> {
+        Some(self.table.get(id)?.stored)
+    }
+
+    /// This endpoint told the session store at `now` that `id` is in use.
+    pub(super) fn mark_stored(&mut self, id: &str, now: Instant) {
+        if let Some(entry) = self.table.get_mut(id) {
+            entry.stored = now;
+        }
     }
 
     /// Takes the state of `id` out to swap it into the machine.

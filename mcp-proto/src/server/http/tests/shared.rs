@@ -28,8 +28,13 @@ fn pair(share: bool) -> (HttpEndpoint, HttpEndpoint) {
         sse_retry: std::time::Duration::from_millis(250),
         ..HttpEndpointConfig::default()
     };
+    pair_with(&config, share)
+}
+
+/// Two endpoints with `config`, sharing stores when `share`.
+fn pair_with(config: &HttpEndpointConfig, share: bool) -> (HttpEndpoint, HttpEndpoint) {
     let mut a = with_sessions_seeded(config.clone(), &[1; 32]);
-    let mut b = with_sessions_seeded(config, &[2; 32]);
+    let mut b = with_sessions_seeded(config.clone(), &[2; 32]);
     if share {
         let sessions = MemorySessionStore::default();
         let events = SharedEvents(Arc::new(Mutex::new(MemoryEventStore::new(
@@ -454,4 +459,127 @@ fn a_session_idle_for_exactly_its_timeout_is_over_and_leaves_the_store() {
         404
     );
     assert_eq!(sessions.len(), 0, "the ended session left the store");
+}
+
+/// Hands `ep` each deadline it asks for ([`HttpEndpoint::poll_timeout`]) up to `until`,
+/// as an adapter's timer does.
+fn run_timer(ep: &mut HttpEndpoint, until: Instant) {
+    for _ in 0..10_000 {
+        match ep.poll_timeout() {
+            Some(due) if due <= until => ep.handle_timeout(due),
+            _ => return,
+        }
+    }
+    panic!("the endpoint's deadlines never got past {until:?}");
+}
+
+/// A [`MemorySessionStore`] counting what is asked of it.
+#[derive(Debug, Clone)]
+struct Counting {
+    store: MemorySessionStore,
+    writes: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Counting {
+    fn new() -> Self {
+        Counting {
+            store: MemorySessionStore::default(),
+            writes: Arc::default(),
+        }
+    }
+    fn writes(&self) -> usize {
+        self.writes.load(std::sync::atomic::Ordering::SeqCst)
+    }
+    fn wrote(&self) {
+        self.writes
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl SessionStore for Counting {
+    fn save(&mut self, id: &str, record: &SessionRecord) -> Result<(), SessionStoreError> {
+        self.wrote();
+        self.store.save(id, record)
+    }
+    fn load(&mut self, id: &str) -> Result<Option<SessionRecord>, SessionStoreError> {
+        self.store.load(id)
+    }
+    fn remove(&mut self, id: &str) -> Result<(), SessionStoreError> {
+        self.store.remove(id)
+    }
+    fn touch(&mut self, id: &str, last_use: LastUse) -> Result<bool, SessionStoreError> {
+        self.wrote();
+        self.store.touch(id, last_use)
+    }
+}
+
+/// A client that only listens on its `GET` stream on one endpoint, for longer than the
+/// idle timeout, still has its session when its next request lands on the other: the
+/// stored record kept the time of the last request, so the other endpoint found it idle,
+/// answered 404 and removed it everywhere, although the first still served its stream.
+/// The endpoint holding the stream now tells the store the session is in use, once per
+/// half idle timeout (not per event); once the client leaves, the session idles out.
+#[test]
+fn a_session_listening_on_one_endpoint_is_not_idle_for_the_other() {
+    let hours = |h: u64| now() + std::time::Duration::from_secs(3600 * h);
+    let (mut a, mut b) = pair(false);
+    let sessions = Counting::new();
+    a.set_session_store(Box::new(sessions.clone()));
+    b.set_session_store(Box::new(sessions.clone()));
+    let s = open(&mut a);
+    let g = stream(a.handle_request(now(), &get(Some(&s), None)));
+    let before = sessions.writes();
+    for minute in (1..=180).step_by(7) {
+        let at = now() + std::time::Duration::from_secs(60 * minute);
+        assert!(a.notify_listeners("notifications/tools/list_changed", None) <= 1);
+        run_timer(&mut a, at);
+    }
+    run_timer(&mut a, hours(3));
+    let touches = sessions.writes() - before;
+    let r = complete(b.handle_request(hours(3), &echo(&s)));
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(
+        (1..=12).contains(&touches),
+        "{touches} store writes in 3 hours"
+    );
+    assert_eq!(complete(a.handle_request(hours(3), &echo(&s))).status, 200);
+    assert_ne!(a.poll_stream(&g, &mut Vec::new()), StreamStatus::Finished);
+
+    // The client leaves: nothing keeps the session alive any more.
+    a.cancel_stream(hours(3), &g);
+    let later = hours(3) + HttpEndpointConfig::default().session_idle_timeout;
+    run_timer(&mut a, later);
+    assert_eq!(complete(b.handle_request(later, &echo(&s))).status, 404);
+    assert_eq!(complete(a.handle_request(later, &echo(&s))).status, 404);
+
+    // A session ended elsewhere (`DELETE`) ends its stream here at the next touch.
+    let s = open(&mut a);
+    let g = stream(a.handle_request(now(), &get(Some(&s), None)));
+    let delete = HttpRequest::new("DELETE", "/mcp")
+        .with_header("Host", "127.0.0.1")
+        .with_header("Mcp-Session-Id", s.as_str());
+    assert_eq!(complete(b.handle_request(now(), &delete)).status, 200);
+    run_timer(&mut a, hours(1));
+    assert_eq!(a.poll_stream(&g, &mut Vec::new()), StreamStatus::Finished);
+    assert_eq!(a.sessions(), 0);
+    assert_eq!(a.poll_timeout(), None, "nothing left to touch");
+}
+
+/// The same for a call whose stream stays open on one endpoint for longer than the idle
+/// timeout: a request of its session on the other endpoint is served, and the call
+/// goes on.
+#[test]
+fn a_long_call_on_one_endpoint_keeps_its_session_for_the_other() {
+    let hours = |h: u64| now() + std::time::Duration::from_secs(3600 * h);
+    let (mut a, mut b) = pair_with(&HttpEndpointConfig::default(), true);
+    let s = open(&mut a);
+    let call = stream(a.handle_request(now(), &call(&s, "2025-11-25", 1, "hang")));
+    run_timer(&mut a, hours(3));
+    let r = complete(b.handle_request(hours(3), &echo(&s)));
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(complete(a.handle_request(hours(3), &echo(&s))).status, 200);
+    assert_ne!(
+        a.poll_stream(&call, &mut Vec::new()),
+        StreamStatus::Finished
+    );
 }
