@@ -605,4 +605,40 @@ mod tests {
         );
         assert_eq!(refused.expect_err("remote").kind(), "invalid-url");
     }
+
+    /// The machine's deadline is the one reported: the connector is given
+    /// `HttpOptions::connect_timeout` and the backstop more, whatever the `Limits` for
+    /// connecting as a whole (the machine bounds those itself).
+    #[test]
+    fn the_connector_gets_the_connect_timeout_and_the_backstop_more() {
+        let mut config = ClientConfig::new("a", "1");
+        config.limits.connect_timeout = Duration::from_millis(200);
+        let start = HttpOptions::<()>::new()
+            .connect_timeout(Duration::from_millis(700))
+            .prepare(
+                "agent",
+                "http://127.0.0.1:1/mcp",
+                config,
+                false,
+                Duration::ZERO,
+            )
+            .expect("loopback");
+        assert_eq!(start.http.pool.connect_timeout, Duration::from_millis(700));
+        assert_eq!(
+            start.connect_timeout,
+            Duration::from_millis(700) + CONNECT_BACKSTOP
+        );
+        assert!(CONNECT_BACKSTOP > Duration::ZERO);
+        let start = HttpOptions::<()>::new()
+            .connect_timeout(Duration::MAX)
+            .prepare(
+                "agent",
+                "http://127.0.0.1:1/mcp",
+                ClientConfig::new("a", "1"),
+                false,
+                Duration::ZERO,
+            )
+            .expect("loopback");
+        assert_eq!(start.connect_timeout, Duration::MAX, "no overflow");
+    }
 }
