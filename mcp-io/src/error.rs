@@ -464,6 +464,20 @@ mod tests {
         assert_eq!(closed.kind(), "closed");
     }
 
+    /// Connecting given up at either limit is a `timeout`, as a call's is: scripts tell
+    /// a slow server from a refused connection by the kind.
+    #[test]
+    fn connecting_that_ran_out_of_time_is_a_timeout() {
+        let second = std::time::Duration::from_secs(1);
+        for reason in [
+            CloseReason::HandshakeTimeout(second),
+            CloseReason::ConnectTimeout(second),
+        ] {
+            let e = Error::not_connected(reason.clone(), None, String::new());
+            assert_eq!(e.kind(), "timeout", "{reason:?}");
+        }
+    }
+
     #[test]
     fn task_failures_have_the_kinds_of_their_causes() {
         let kind = |e: CallError| Error::Call(e).kind();
