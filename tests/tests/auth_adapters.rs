@@ -115,6 +115,75 @@ fn a_silent_authorization_server_holds_a_lone_request_only_for_its_timeout() {
     holder.join().unwrap();
 }
 
+/// A connector that fails every connection with `kind`, keeping the timeouts given.
+struct Failing {
+    kind: std::io::ErrorKind,
+    given: std::sync::Arc<std::sync::Mutex<Vec<Duration>>>,
+}
+
+impl mcp_blocking::Connector for Failing {
+    fn connect(
+        &self,
+        _: &EndpointUrl,
+        timeout: Duration,
+    ) -> std::io::Result<Box<dyn mcp_blocking::http::Stream>> {
+        self.given.lock().unwrap().push(timeout);
+        Err(std::io::Error::new(self.kind, "the connector's own words"))
+    }
+}
+
+/// A lone request whose connection is not made in time says so in the words of the
+/// client's own connections, naming the limit that bounded connecting: the
+/// `connect_timeout` when it is the shorter, else the timeout given for the whole.
+/// Other connect failures keep their words.
+#[test]
+fn a_lone_request_not_connected_in_time_names_the_limit() {
+    let url = "http://127.0.0.1:1/revoke";
+    let request = || {
+        revocation_requests(&credentials(url), false)
+            .unwrap()
+            .remove(0)
+    };
+    let given = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let options = |kind, connect: Duration| {
+        HttpOptions::new()
+            .connect_timeout(connect)
+            .connector(Failing {
+                kind,
+                given: std::sync::Arc::clone(&given),
+            })
+    };
+    let timed_out = std::io::ErrorKind::TimedOut;
+    let long = Duration::from_secs(10);
+    let short = Duration::from_millis(200);
+    let within = Duration::from_millis(300);
+
+    let err = send_auth_request_within(request(), &options(timed_out, long), within).unwrap_err();
+    assert_eq!(err.kind(), "unreachable", "{err}");
+    let text = err.to_string();
+    assert!(
+        text.ends_with("not connected within 300ms (the timeout given)"),
+        "{text}"
+    );
+    let err = send_auth_request_within(request(), &options(timed_out, short), within).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.ends_with("not connected within 200ms (HttpOptions::connect_timeout)"),
+        "{text}"
+    );
+    let err = send_auth_request(request(), &options(timed_out, short)).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.ends_with("not connected within 200ms (HttpOptions::connect_timeout)"),
+        "{text}"
+    );
+    let refused = std::io::ErrorKind::ConnectionRefused;
+    let err = send_auth_request_within(request(), &options(refused, short), within).unwrap_err();
+    let text = err.to_string();
+    assert!(text.ends_with("the connector's own words"), "{text}");
+    assert_eq!(*given.lock().unwrap(), [within, short, short, short]);
+}
+
 #[test]
 fn a_public_only_request_to_loopback_is_refused_before_anything_is_sent() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
