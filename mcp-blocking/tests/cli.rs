@@ -1299,6 +1299,68 @@ fn tasks_from_the_command_line_in_both_eras() {
     }
 }
 
+/// A 2025-11-25 stdio server whose every task stays `working`, with a `ttl` of 300 ms.
+const UNENDING_TASK_SERVER: &str = r#"
+import json, sys
+def send(m):
+    sys.stdout.write(json.dumps(m) + "\n")
+    sys.stdout.flush()
+task = {"taskId": "t-1", "status": "working", "createdAt": "2026-01-01T00:00:00Z",
+        "lastUpdatedAt": "2026-01-01T00:00:00Z", "ttl": 300, "pollInterval": 50}
+for line in sys.stdin:
+    m = json.loads(line)
+    method, mid, p = m.get("method"), m.get("id"), m.get("params", {})
+    if method == "initialize":
+        send({"jsonrpc": "2.0", "id": mid, "result": {"protocolVersion": "2025-11-25",
+              "capabilities": {"tools": {}, "tasks": {"cancel": {}, "requests": {"tools": {"call": {}}}}},
+              "serverInfo": {"name": "unending", "version": "1"}}})
+    elif method == "tools/call":
+        send({"jsonrpc": "2.0", "id": mid, "result": {"task": task}})
+    elif method == "tasks/get":
+        send({"jsonrpc": "2.0", "id": mid, "result": task})
+    elif mid is not None and method is not None:
+        send({"jsonrpc": "2.0", "id": mid, "result": {}})
+"#;
+
+/// A task that outlives its `ttl` is a timeout, but not one `--timeout` sets: the CLI
+/// does not point at that flag.
+#[test]
+fn a_task_past_its_ttl_is_not_blamed_on_the_timeout_flag() {
+    let Some(python) = common::python() else {
+        eprintln!("skipped: no python");
+        return;
+    };
+    let config = common::temp_dir("task-ttl").join("servers.json");
+    let out = run(
+        &config,
+        &[
+            "add",
+            "u",
+            "--stdio",
+            python,
+            "--era",
+            "legacy",
+            "--",
+            "-c",
+            UNENDING_TASK_SERVER,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = run(&config, &["call", "u", "build", "--task"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("the task did not end within its ttl of 300ms"),
+        "{err}"
+    );
+    assert!(!err.contains("--timeout"), "{err}");
+    let out = run(
+        &config,
+        &["--format", "json", "call", "u", "build", "--task"],
+    );
+    assert_eq!(json(&out)["error"]["kind"], "timeout", "{}", stdout(&out));
+}
+
 #[test]
 fn call_task_against_the_example_server_with_tasks_in_both_eras() {
     let config = common::temp_dir("example-tasks").join("servers.json");
