@@ -350,7 +350,7 @@ impl<F: Flavour> Link<F> {
         scope: &Scope,
         mut pick: impl FnMut(&mut Inbox) -> Option<T>,
     ) -> Option<T> {
-        let until = clock::from_std(std::time::Instant::now() + timeout);
+        let until = clock::from_std(clock::std_after(timeout));
         let seen = scope.seen();
         let waited = self.wait(self.lock(), None, Some(until), |d| {
             if let Some(found) = pick(&mut d.io.shared.lock().inbox) {

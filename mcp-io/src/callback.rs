@@ -112,7 +112,7 @@ impl LoopbackCallback {
     ///
     /// As [`LoopbackCallback::wait`].
     pub fn wait_for_state(&self, state: Option<&str>, timeout: Duration) -> Result<String, String> {
-        let deadline = Instant::now() + timeout;
+        let deadline = crate::clock::std_after(timeout);
         let failed = |e: io::Error| format!("the callback listener failed: {e}");
         self.listener.set_nonblocking(true).map_err(failed)?;
         let mut reading: VecDeque<Incoming> = VecDeque::new();

@@ -32,6 +32,15 @@ pub fn to_std(at: mcp_proto::Instant) -> std::time::Instant {
         .map_or(far, |t| t.min(far))
 }
 
+/// The OS instant `timeout` from now, saturating far in the future: a caller's
+/// `Duration::MAX` means no limit, not an instant past the end of the clock.
+#[must_use]
+pub fn std_after(timeout: Duration) -> std::time::Instant {
+    let now = std::time::Instant::now();
+    let far = now + Duration::from_secs(100 * 365 * 24 * 3600);
+    now.checked_add(timeout).map_or(far, |t| t.min(far))
+}
+
 /// The machine instant of an OS instant.
 #[must_use]
 pub fn from_std(at: std::time::Instant) -> mcp_proto::Instant {
@@ -51,5 +60,8 @@ mod tests {
         assert_eq!(from_std(std_b), b);
         let never = to_std(a + Duration::MAX);
         assert!(never > std::time::Instant::now() + Duration::from_secs(3600));
+        let never = std_after(Duration::MAX);
+        assert!(never > std::time::Instant::now() + Duration::from_secs(3600));
+        assert!(std_after(Duration::ZERO) <= std::time::Instant::now());
     }
 }

@@ -227,3 +227,39 @@ fn the_smol_connector_refuses_local_addresses_for_a_public_only_origin() {
         std::io::ErrorKind::PermissionDenied
     );
 }
+
+/// `Duration::MAX` is a caller's way of saying "no limit": a lone authorization request
+/// given it (as its timeout, or as the connect timeout) is answered, not a panic on an
+/// instant past the end of the clock.
+#[test]
+fn a_timeout_of_duration_max_means_no_limit() {
+    use std::io::{Read, Write};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/revoke", listener.local_addr().unwrap());
+    let server = thread::spawn(move || {
+        for _ in 0..2 {
+            let (mut socket, _) = listener.accept().unwrap();
+            let mut seen = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                let n = socket.read(&mut buf).unwrap();
+                assert!(n > 0, "the request ended early");
+                seen.extend_from_slice(&buf[..n]);
+            }
+            socket
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                .unwrap();
+        }
+    });
+    let request = || {
+        revocation_requests(&credentials(&url), false)
+            .unwrap()
+            .remove(0)
+    };
+    let unbounded = HttpOptions::new().connect_timeout(Duration::MAX);
+    let answer = send_auth_request_within(request(), &unbounded, Duration::MAX).unwrap();
+    assert_eq!(answer.status, 200);
+    let answer = send_auth_request(request(), &unbounded).unwrap();
+    assert_eq!(answer.status, 200);
+    server.join().unwrap();
+}

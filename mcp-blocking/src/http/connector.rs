@@ -188,7 +188,7 @@ impl TcpConnector {
         url: &EndpointUrl,
         timeout: Duration,
     ) -> io::Result<TcpStream> {
-        let deadline = Instant::now() + timeout;
+        let deadline = mcp_io::clock::std_after(timeout);
         let addrs: Vec<SocketAddr> = match url.ip() {
             Some(ip) => vec![SocketAddr::new(ip, url.port())],
             None => resolve(url.host(), url.port(), timeout)?,

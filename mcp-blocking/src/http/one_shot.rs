@@ -27,7 +27,7 @@ const RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
 /// [`Error::Transport`] when the server cannot be reached or the response cannot be
 /// read in time.
 pub fn send_auth_request(request: AuthRequest, http: &HttpOptions) -> Result<AuthResponse, Error> {
-    let timeout = http.connect_timeout + RESPONSE_TIMEOUT;
+    let timeout = http.connect_timeout.saturating_add(RESPONSE_TIMEOUT);
     send(request, http, timeout, "HttpOptions::connect_timeout + 30s")
 }
 
@@ -53,7 +53,7 @@ fn send(
     timeout: Duration,
     limit: &str,
 ) -> Result<AuthResponse, Error> {
-    let deadline = Instant::now() + timeout;
+    let deadline = mcp_io::clock::std_after(timeout);
     let endpoint = request.url.origin().to_owned();
     let url = request.url.clone();
     let failed = |kind, e| Error::Transport(TransportError::new(kind, &endpoint, e));

@@ -91,7 +91,7 @@ impl Connector for TlsConnector {
         url: &EndpointUrl,
         timeout: Duration,
     ) -> io::Result<Box<dyn Stream>> {
-        let deadline = Instant::now() + timeout;
+        let deadline = mcp_io::clock::std_after(timeout);
         let mut socket = TcpConnector::connect_tcp_for(origin, url, timeout)?;
         if !url.is_tls() {
             return Ok(Box::new(socket));
