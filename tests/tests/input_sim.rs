@@ -1194,22 +1194,21 @@ impl<P: mcp_tests::Peer> mcp_tests::Peer for RawLines<P> {
     }
 }
 
-/// A request built by the caller with its own `requestState` and `inputResponses` (a
-/// gateway relaying a retry, say) goes out as given; once the server answers
-/// `input_required`, the rounds are the client's: each retry carries the server's state
-/// and the latest round's answers once, never the caller's beside them (a member twice
-/// in one object, which parsers read differently, or stale answers).
-#[test]
-fn a_retry_carries_the_rounds_own_state_and_answers_only() {
+/// One call whose request carries the caller's own `requestState` and `inputResponses`
+/// (a gateway relaying a retry), against a 2026 server that answers it with
+/// `input_required` and `round`'s members (one of them `requestState: "s1"`) and
+/// completes the retry carrying `s1`; defaults answer any form. The `tools/call` lines
+/// the client wrote, as written.
+fn relayed_call_lines(round: Value) -> Vec<String> {
     let lines = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
     let peer = RawLines {
-        inner: Scripted::new(|m: &Value| match m["method"].as_str() {
+        inner: Scripted::new(move |m: &Value| match m["method"].as_str() {
             Some("server/discover") => vec![discover_ok(m)],
-            Some("tools/call") if m["params"]["requestState"] != "s1" => vec![
-                json!({"jsonrpc":"2.0","id":m["id"],"result":{"resultType":"input_required",
-                    "inputRequests": form(1), "requestState": "s1"}})
-                .to_string(),
-            ],
+            Some("tools/call") if m["params"]["requestState"] != "s1" => {
+                let mut result = round.clone();
+                result["resultType"] = json!("input_required");
+                vec![json!({"jsonrpc":"2.0","id":m["id"],"result":result}).to_string()]
+            }
             Some("tools/call") => vec![done(m, "ok")],
             _ => Vec::new(),
         }),
@@ -1224,12 +1223,22 @@ fn a_retry_carries_the_rounds_own_state_and_answers_only() {
             "inputResponses":{"old":{"action":"decline"}}}),
     );
     sim.call(request).unwrap();
-    let calls: Vec<String> = lines
+    lines
         .borrow()
         .iter()
         .filter(|l| l.contains(r#""method":"tools/call""#))
         .cloned()
-        .collect();
+        .collect()
+}
+
+/// A request built by the caller with its own `requestState` and `inputResponses` (a
+/// gateway relaying a retry, say) goes out as given; once the server answers
+/// `input_required`, the rounds are the client's: each retry carries the server's state
+/// and the latest round's answers once, never the caller's beside them (a member twice
+/// in one object, which parsers read differently, or stale answers).
+#[test]
+fn a_retry_carries_the_rounds_own_state_and_answers_only() {
+    let calls = relayed_call_lines(json!({"inputRequests": form(1), "requestState": "s1"}));
     assert_eq!(calls.len(), 2, "{calls:?}");
     assert!(
         calls[0].contains(r#""requestState":"relayed""#),
@@ -1256,33 +1265,8 @@ fn a_retry_carries_the_rounds_own_state_and_answers_only() {
 /// (there are no answers of the round's own to write over them).
 #[test]
 fn a_retry_of_a_round_asking_nothing_carries_no_stale_answers() {
-    let lines = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
-    let peer = RawLines {
-        inner: Scripted::new(|m: &Value| match m["method"].as_str() {
-            Some("server/discover") => vec![discover_ok(m)],
-            Some("tools/call") if m["params"]["requestState"] != "s1" => vec![
-                json!({"jsonrpc":"2.0","id":m["id"],"result":{"resultType":"input_required",
-                    "requestState": "s1"}})
-                .to_string(),
-            ],
-            Some("tools/call") => vec![done(m, "ok")],
-            _ => Vec::new(),
-        }),
-        lines: lines.clone(),
-    };
-    let mut sim = Sim::new(config(EraMode::Auto), peer);
-    sim.connect();
-    let request = CallRequest::new(
-        "tools/call",
-        json!({"name":"t","arguments":{},"requestState":"relayed",
-            "inputResponses":{"old":{"action":"decline"}}}),
-    );
-    sim.call(request).unwrap();
-    let lines = lines.borrow();
-    let retry = lines
-        .iter()
-        .rfind(|l| l.contains(r#""method":"tools/call""#))
-        .unwrap();
+    let calls = relayed_call_lines(json!({"requestState": "s1"}));
+    let retry = calls.last().unwrap();
     let sent: Value = serde_json::from_str(retry).unwrap();
     assert_eq!(sent["params"]["requestState"], "s1", "{retry}");
     assert!(sent["params"].get("inputResponses").is_none(), "{retry}");
