@@ -47,6 +47,19 @@ fn server(runs: &Arc<AtomicU32>) -> Server {
     })
 }
 
+/// [`server`], its used single-use states recorded in a memory store of `capacity`.
+fn server_with_store(runs: &Arc<AtomicU32>, capacity: usize) -> Server {
+    use mcp_proto::server::MemoryConsumptionStore;
+    let runs = Arc::clone(runs);
+    example::server_with(move |c: &mut ServerConfig| {
+        c.tools.push(deploy(runs));
+        c.state_codec = Box::new(
+            codec(KeyRing::new("k1", [1; 32]).unwrap())
+                .consumption_store(Box::new(MemoryConsumptionStore::new(capacity))),
+        );
+    })
+}
+
 /// Sends one modern `tools/call` and returns the response.
 fn call(server: &mut Server, params: Value) -> Value {
     let mut params = params;
@@ -147,16 +160,8 @@ fn rotating_keys_through_set_state_codec_keeps_single_use() {
 /// it did nothing wrong, and its state was never consumed.
 #[test]
 fn a_full_store_of_used_states_is_the_servers_trouble_not_a_replay() {
-    use mcp_proto::server::MemoryConsumptionStore;
     let runs = Arc::new(AtomicU32::new(0));
-    let counted = Arc::clone(&runs);
-    let mut s = example::server_with(move |c: &mut ServerConfig| {
-        c.tools.push(deploy(counted));
-        c.state_codec = Box::new(
-            codec(KeyRing::new("k1", [1; 32]).unwrap())
-                .consumption_store(Box::new(MemoryConsumptionStore::new(0))),
-        );
-    });
+    let mut s = server_with_store(&runs, 0);
     let state = first_round(&mut s);
     let refused = retry(&mut s, &state, accept());
     assert_eq!(refused["error"]["code"], -32603, "{refused}");
@@ -175,16 +180,8 @@ fn a_full_store_of_used_states_is_the_servers_trouble_not_a_replay() {
 /// whole store, and every single-use tool refused every client for the states' lifetime.
 #[test]
 fn one_principal_filling_the_store_of_used_states_refuses_only_itself() {
-    use mcp_proto::server::MemoryConsumptionStore;
     let runs = Arc::new(AtomicU32::new(0));
-    let counted = Arc::clone(&runs);
-    let mut s = example::server_with(move |c: &mut ServerConfig| {
-        c.tools.push(deploy(counted));
-        c.state_codec = Box::new(
-            codec(KeyRing::new("k1", [1; 32]).unwrap())
-                .consumption_store(Box::new(MemoryConsumptionStore::new(8))),
-        );
-    });
+    let mut s = server_with_store(&runs, 8);
     s.set_principal(Some("mallory".to_owned()));
     let mut refused = None;
     for _ in 0..8 {
