@@ -1478,6 +1478,22 @@ fn a_probe_answered_on_a_stream_that_crosses_a_limit_is_not_taken_for_legacy() {
     );
 }
 
+/// A 2025-11-25 server's answer to `initialize` declaring task-augmented `tools/call`,
+/// in session `session`.
+fn task_server_init(req: &SeenRequest, session: &str) -> Reply {
+    let caps = json!({"tools":{},"tasks":{"requests":{"tools":{"call":{}}}}});
+    let body = result(
+        req,
+        json!({"protocolVersion":"2025-11-25","capabilities":caps,
+            "serverInfo":{"name":"legacy","version":"1"}}),
+    );
+    let headers = [
+        ("Content-Type", "application/json"),
+        ("Mcp-Session-Id", session),
+    ];
+    Reply::with_body(200, &headers, &body.to_string())
+}
+
 /// A task-augmented call between two polls of its task when the session expires (a
 /// listing draws the 404): its task belongs to the old session, so the call fails with
 /// the expiry. Its `tools/call` already ran and made the task: it is never sent again,
@@ -1490,18 +1506,7 @@ fn a_task_being_polled_when_the_session_expires_is_not_made_again() {
         match (req.method.as_str(), req.rpc_method()) {
             ("POST", "initialize") => {
                 inits += 1;
-                let caps = json!({"tools":{},"tasks":{"requests":{"tools":{"call":{}}}}});
-                let body = result(
-                    req,
-                    json!({"protocolVersion":"2025-11-25","capabilities":caps,
-                        "serverInfo":{"name":"legacy","version":"1"}}),
-                );
-                let session = format!("s{inits}");
-                let headers = [
-                    ("Content-Type", "application/json"),
-                    ("Mcp-Session-Id", session.as_str()),
-                ];
-                Reply::with_body(200, &headers, &body.to_string())
+                task_server_init(req, &format!("s{inits}"))
             }
             ("POST", "notifications/initialized") => Reply::accepted(),
             ("GET", _) => Reply::with_body(405, &[], ""),
@@ -1550,17 +1555,7 @@ fn a_task_made_on_a_session_being_replaced_fails_with_the_expiry() {
             }
             ("POST", "initialize") => {
                 inits += 1;
-                let caps = json!({"tools":{},"tasks":{"requests":{"tools":{"call":{}}}}});
-                let body = result(
-                    req,
-                    json!({"protocolVersion":"2025-11-25","capabilities":caps,
-                        "serverInfo":{"name":"legacy","version":"1"}}),
-                );
-                let headers = [
-                    ("Content-Type", "application/json"),
-                    ("Mcp-Session-Id", "s1"),
-                ];
-                Reply::with_body(200, &headers, &body.to_string())
+                task_server_init(req, "s1")
             }
             ("POST", "notifications/initialized") => Reply::accepted(),
             ("GET", _) => Reply::with_body(405, &[], ""),
