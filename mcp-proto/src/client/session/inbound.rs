@@ -528,22 +528,10 @@ impl Session {
         };
         self.given_up_task_calls.remove(at);
         let Some(era) = self.era() else { return };
-        #[derive(Deserialize)]
-        struct Head<'a> {
-            #[serde(borrow, default)]
-            task: Option<&'a RawValue>,
-            #[serde(rename = "resultType", default)]
-            result_type: Option<String>,
-        }
-        let Ok(head) = serde_json::from_str::<Head<'_>>(raw.get()) else {
-            return;
-        };
-        let is_task = match era {
-            Era::Legacy => head.task.is_some_and(|t| t.get().starts_with('{')),
-            Era::Modern => head.result_type.as_deref() == Some("task"),
-        };
         let limit = self.config.limits.max_task_id_bytes;
-        if is_task && let Some(task_id) = crate::client::Task::id_of_result(raw, era, limit) {
+        if names_a_task(raw, era)
+            && let Some(task_id) = crate::client::Task::id_of_result(raw, era, limit)
+        {
             self.send_task_cancel(&task_id);
         }
     }
@@ -551,17 +539,8 @@ impl Session {
     /// 2025-11-25: whether the answer to call `id` is a `CreateTaskResult`: the call
     /// went out with `params.task` and the result has a `task` object.
     fn is_legacy_task_answer(&self, id: CallId, raw: &RawValue) -> bool {
-        #[derive(Deserialize)]
-        struct Head<'a> {
-            #[serde(borrow, default)]
-            task: Option<&'a RawValue>,
-        }
         let asked = self.calls.get(&id).is_some_and(|c| c.augmented);
-        asked
-            && serde_json::from_str::<Head<'_>>(raw.get())
-                .ok()
-                .and_then(|h| h.task)
-                .is_some_and(|t| t.get().starts_with('{'))
+        asked && names_a_task(raw, Era::Legacy)
     }
 
     /// A 2026 `input_required` result: surface each input request, or retry at once when
@@ -1193,5 +1172,24 @@ impl Session {
         if call.pending.iter().all(|(_, _, a)| a.is_some()) {
             self.send_call(now, id);
         }
+    }
+}
+
+/// Whether a result says a task was made: in 2025-11-25 a `CreateTaskResult` (a `task`
+/// object), in 2026-07-28 `resultType: "task"`.
+fn names_a_task(raw: &RawValue, era: Era) -> bool {
+    #[derive(Deserialize)]
+    struct Head<'a> {
+        #[serde(borrow, default)]
+        task: Option<&'a RawValue>,
+        #[serde(rename = "resultType", default, borrow)]
+        result_type: Option<std::borrow::Cow<'a, str>>,
+    }
+    let Ok(head) = serde_json::from_str::<Head<'_>>(raw.get()) else {
+        return false;
+    };
+    match era {
+        Era::Legacy => head.task.is_some_and(|t| t.get().starts_with('{')),
+        Era::Modern => head.result_type.as_deref() == Some("task"),
     }
 }
