@@ -1763,8 +1763,7 @@ impl HttpEndpoint {
         if !self.serves_principal(session) {
             return Err(session_not_found());
         }
-        let busy_now = busy(&self.exchanges, &self.listeners, session);
-        let store_down = match self.consult_session_store(session, now, busy_now) {
+        let store_down = match self.consult_session_store(session, now) {
             Consulted::Known => false,
             Consulted::Unreachable => true,
             Consulted::Ended => {
@@ -1903,16 +1902,17 @@ impl HttpEndpoint {
     /// hold it yet, else its shared part is refreshed from the store. One whose record
     /// was last used longer ago than the idle timeout (a store sharing the caller's
     /// clock says so) has ended, unless `busy` here, and is removed from the store.
-    fn consult_session_store(&mut self, session: &str, now: Instant, busy: bool) -> Consulted {
+    fn consult_session_store(&mut self, session: &str, now: Instant) -> Consulted {
         let Some(store) = &mut self.session_store else {
             return Consulted::Known;
         };
         let idle = self.config.session_idle_timeout;
+        // Busy (looked for only when the record says idle: a walk of every exchange).
+        let (exchanges, listeners) = (&self.exchanges, &self.listeners);
         let record = match store.load(session) {
             Ok(Some(record))
-                if !busy
-                    && (record.last_use)
-                        .is_some_and(|u| now.saturating_duration_since(u.at) >= idle) =>
+                if (record.last_use).is_some_and(|u| LastUse::new(u.at, idle).expired_at(now))
+                    && !busy(exchanges, listeners, session) =>
             {
                 // Idle everywhere: no endpoint saved it since. A failure to remove it
                 // leaves it to the store (every endpoint refuses it meanwhile).
