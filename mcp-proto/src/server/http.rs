@@ -1901,7 +1901,8 @@ impl HttpEndpoint {
     /// local table decides). A session it knows is adopted when this endpoint does not
     /// hold it yet, else its shared part is refreshed from the store. One whose record
     /// was last used longer ago than the idle timeout (a store sharing the caller's
-    /// clock says so) has ended, unless `busy` here, and is removed from the store.
+    /// clock says so) has ended, unless busy here (a request or stream of it
+    /// live), and is removed from the store.
     fn consult_session_store(&mut self, session: &str, now: Instant) -> Consulted {
         let Some(store) = &mut self.session_store else {
             return Consulted::Known;
