@@ -227,14 +227,10 @@ impl<F: Flavour> Carrier<F> for Stdio {
             // Its stdout has ended already: that is what asked for the restart.
             let shutdown = old.shutdown(Duration::ZERO);
             self.shutdown = Some(shutdown);
-            let mut shared = self.shared.lock();
-            shared.pid = None;
-            shared.shutdown = Some(shutdown);
+            self.shared.lock().restarting(shutdown);
         }
         self.generation += 1;
         self.log = ChannelLog::lines();
-        // A connect error tells what the process that failed to connect wrote.
-        self.shared.lock().stderr.new_process();
         let reports = (&self.bell, self.generation);
         match Process::spawn(&self.command, &self.shared, &self.wiring, reports) {
             Ok(p) => {

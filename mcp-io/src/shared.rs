@@ -41,6 +41,17 @@ pub struct SharedState {
     pub shutdown: Option<Shutdown>,
 }
 
+impl SharedState {
+    /// The server process exited (on the era probe) and is about to be started again:
+    /// it ended as `shutdown`, it has no process id any more, and the stderr that a
+    /// connect error quotes starts over with the process to come.
+    pub fn restarting(&mut self, shutdown: Shutdown) {
+        self.pid = None;
+        self.shutdown = Some(shutdown);
+        self.stderr.new_process();
+    }
+}
+
 impl Shared {
     /// The state of a new connection: `inbox` for the machine's events, a stderr tail of
     /// at most `stderr_limit` bytes, the server's `pid` (stdio) and `endpoint` (HTTP).

@@ -124,12 +124,7 @@ impl Process {
                     &shared,
                 )
                 .await;
-                {
-                    let mut shared = shared.lock();
-                    shared.shutdown = Some(ended);
-                    // A connect error tells what the process that failed to connect wrote.
-                    shared.stderr.new_process();
-                }
+                shared.lock().restarting(ended);
                 let spawned = spawn(&command)?;
                 shared.lock().restarts += 1;
                 Ok(spawned)

@@ -714,3 +714,39 @@ fn a_queued_request_of_a_dropped_call_is_void() {
     })
     .expect("driver ends cleanly");
 }
+
+/// A server that exits on the probe and whose command is gone when it is started again:
+/// the connection fails with the spawn error, and no process id of the server that
+/// exited is still reported as running.
+#[cfg(unix)]
+#[test]
+fn a_restart_that_cannot_spawn_reports_no_process() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::env::temp_dir().join(format!("mcp-smol-respawn-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let script = dir.join("server-once.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nrm -f -- \"$0\"\nexec '{}' --exit-on-probe\n",
+            server_path().display()
+        ),
+    )
+    .expect("script");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let (client, driver) =
+        mcp_smol::connect_stdio(StdioCommand::new(&script), config(EraMode::Auto))
+            .expect("connect");
+    let checked = async {
+        let e = client.connected().await.expect_err("cannot start again");
+        assert_eq!(e.kind(), "spawn", "{e:?}");
+        assert_eq!(
+            client.process_id(),
+            None,
+            "the server that exited is not running"
+        );
+    };
+    let (driven, ()) = future::block_on(common::bounded(future::zip(driver, checked)));
+    assert!(driven.is_err());
+    let _ = std::fs::remove_dir_all(&dir);
+}
