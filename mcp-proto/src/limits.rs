@@ -89,9 +89,10 @@ pub struct Limits {
     pub max_task_polls: u32,
     /// Time allowed for any call that was given no timeout of its own. Default 60 s.
     pub request_timeout: Duration,
-    /// Time the `server/discover` probe may stay unanswered: over stdio the server is
-    /// then taken to be legacy; over HTTP, where silence is an outage, connecting fails.
-    /// A client pinned to the modern era decides no fallback and gives the probe
+    /// Time the `server/discover` probe over stdio may stay unanswered before the server
+    /// is taken to be legacy (at most half of what is left of `connect_timeout`). Over
+    /// HTTP, where silence is an outage and not a legacy server, and for a client pinned
+    /// to the modern era, which decides no fallback, the probe gets
     /// `initialize_timeout` instead. Default 3 s.
     pub probe_timeout: Duration,
     /// Time allowed for `initialize` (past it, connecting fails with

@@ -14,8 +14,8 @@ use mcp_proto::Instant;
 
 use mcp_proto::client::http::HttpConfig;
 use mcp_proto::client::{
-    CallError, CallId, CallOutput, CallRequest, Client, ClientConfig, ConnId, Event, Transmit,
-    TransportFailure, TransportFailureKind,
+    CallError, CallId, CallOutput, CallRequest, Client, ClientConfig, CloseReason, ConnId, Event,
+    Transmit, TransportFailure, TransportFailureKind,
 };
 use mcp_proto::http::EndpointUrl;
 use serde_json::Value;
@@ -365,6 +365,14 @@ impl<F: FnMut(&SeenRequest) -> Reply> HttpSim<F> {
     pub fn completion(&self, call: CallId) -> Option<Result<CallOutput, CallError>> {
         self.events.iter().find_map(|e| match e {
             Event::CallCompleted { call: c, outcome } if *c == call => Some(outcome.clone()),
+            _ => None,
+        })
+    }
+
+    /// Why the connection closed, once it has.
+    pub fn closed_reason(&self) -> Option<CloseReason> {
+        self.events.iter().find_map(|e| match e {
+            Event::Closed { reason } => Some(reason.clone()),
             _ => None,
         })
     }

@@ -643,7 +643,7 @@ fn the_same_failure_is_the_same_error_in_both_adapters() {
             peer: Peer::Http(format!("http://{}/mcp", raw_peer(None, false)), connect),
             limits: quick(),
             call: None,
-            says: "no answer to server/discover within 300ms (Limits::probe_timeout)",
+            says: "no answer to server/discover within 400ms (Limits::initialize_timeout)",
         },
         Case {
             name: "HTTP 500 on initialize",

@@ -264,6 +264,54 @@ fn a_connection_that_never_opens_fails_at_the_connect_deadline() {
     );
 }
 
+/// Connecting in the auto era: the `server/discover` probe's first connection never
+/// opens. Over HTTP silence is an outage, not a legacy server, so the probe is not held
+/// to the short stdio window (3 s) while TCP and TLS are still opening: the connection's
+/// own deadline (5 s here) is what runs out, and says so.
+#[test]
+fn a_probe_whose_connection_never_opens_fails_at_the_connect_deadline() {
+    let mut sim = HttpSim::with_http(config(EraMode::Auto), http(pool(4)), modern);
+    sim.connect_script.push_back(ConnectOutcome::Hang);
+    let start = sim.now;
+    sim.connect();
+    assert_eq!(
+        sim.now - start,
+        Duration::from_secs(5),
+        "the connect timeout"
+    );
+    let Some(CloseReason::Http(failure)) = sim.closed_reason() else {
+        panic!("{:?}", sim.closed_reason())
+    };
+    assert_eq!(
+        failure.transport.as_ref().map(|t| t.kind),
+        Some(TransportFailureKind::Timeout),
+        "{failure:?}"
+    );
+}
+
+/// A server that accepts the probe's connection and never answers: the probe gets the
+/// handshake's time (`Limits::initialize_timeout`), as `initialize` would, and the
+/// failure names that limit.
+#[test]
+fn a_silent_probe_over_http_gets_the_handshake_time() {
+    let mut config = config(EraMode::Auto);
+    config.limits.initialize_timeout = Duration::from_secs(7);
+    config.limits.connect_timeout = Duration::from_secs(20);
+    let mut sim = HttpSim::with_http(config, http(pool(4)), |_: &SeenRequest| Reply::Silence);
+    let start = sim.now;
+    sim.connect();
+    assert_eq!(sim.now - start, Duration::from_secs(7));
+    let Some(CloseReason::Http(failure)) = sim.closed_reason() else {
+        panic!("{:?}", sim.closed_reason())
+    };
+    assert!(
+        failure
+            .to_string()
+            .contains("no answer to server/discover within 7s (Limits::initialize_timeout)"),
+        "{failure}"
+    );
+}
+
 #[test]
 fn idle_connections_expire_and_the_next_call_opens_a_new_one() {
     let mut sim = HttpSim::with_http(config(EraMode::Auto), http(pool(4)), modern);

@@ -822,10 +822,7 @@ fn era_detection_vectors_over_http() {
             sim.step();
         }
         let next = sim.requests.get(1).map(|r| r.rpc_method().to_owned());
-        let closed = sim.events.iter().find_map(|e| match e {
-            Event::Closed { reason } => Some(reason.clone()),
-            _ => None,
-        });
+        let closed = sim.closed_reason();
         let connected = sim.events.iter().any(|e| matches!(e, Event::Connected(_)));
         let verdict = row["expected"]["verdict"].as_str().unwrap();
         match verdict {
@@ -1182,10 +1179,7 @@ fn a_session_id_is_accepted_up_to_its_cap_and_refused_past_it() {
             }
         });
         sim.connect();
-        let closed = sim.events.iter().find_map(|e| match e {
-            Event::Closed { reason } => Some(reason.clone()),
-            _ => None,
-        });
+        let closed = sim.closed_reason();
         if ok {
             assert!(closed.is_none(), "{closed:?}");
             assert_eq!(sim.client.session_id().map(str::len), Some(len));
@@ -1388,13 +1382,6 @@ fn pinging_server(pings: usize, budget: usize) -> HttpSim<impl FnMut(&SeenReques
     sim
 }
 
-fn close_reason(sim: &HttpSim<impl FnMut(&SeenRequest) -> Reply>) -> Option<CloseReason> {
-    sim.events.iter().find_map(|e| match e {
-        Event::Closed { reason } => Some(reason.clone()),
-        _ => None,
-    })
-}
-
 #[test]
 fn a_server_asking_faster_than_it_takes_the_answers_is_cut_off() {
     // 2,000 pings whose answers cannot leave: the answers waiting for a connection are
@@ -1403,7 +1390,7 @@ fn a_server_asking_faster_than_it_takes_the_answers_is_cut_off() {
     let err = sim
         .call(CallRequest::call_tool("t", json!({})))
         .unwrap_err();
-    let closed = close_reason(&sim);
+    let closed = sim.closed_reason();
     assert!(
         matches!(closed, Some(CloseReason::PeerNotReading { waiting }) if waiting > 20_000),
         "{closed:?} ({err:?})"
@@ -1428,7 +1415,7 @@ fn the_queue_budget_counts_each_waiting_answers_records_not_only_its_text() {
         peak = peak.max(s.client.retained_bytes());
         s.events.iter().any(|e| matches!(e, Event::Closed { .. }))
     });
-    let closed = close_reason(&sim);
+    let closed = sim.closed_reason();
     // The answers' text alone (1,500 pongs with their heads, about 450 KB) is within
     // the budget; with their records it is not.
     assert!(

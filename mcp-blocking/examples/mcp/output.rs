@@ -172,13 +172,6 @@ pub fn report(format: Format, verbose: bool, failure: &Failure) -> u8 {
                     }
                     if let Some(hint) = hint {
                         eprintln!("hint: {}", clean(hint));
-                    } else if message.contains("(Limits::probe_timeout)") {
-                        // Not a limit the user set: the era probe's own, which
-                        // `--timeout` can only shorten.
-                        eprintln!(
-                            "(the era probe waits at most 3 s, or --timeout if shorter; \
-                             a server added with --era legacy is not probed)"
-                        );
                     } else if e.kind() == "timeout" && !matches!(e, Error::Call(CallError::Task(_)))
                     {
                         // The library names its own limits; here they are all `--timeout`.

@@ -140,15 +140,14 @@ impl Session {
             params.as_deref(),
         );
         self.push_out(out, OutKind::Request(rpc_id));
-        // A pinned modern client is not deciding a fallback: give it the full handshake
-        // time rather than the short probe window.
+        // A pinned modern client is not deciding a fallback, and over HTTP silence is an
+        // outage, not legacy evidence (the connection may still be opening): both give
+        // the probe the full handshake time rather than the short probe window.
         // Deciding over stdio, where silence is legacy evidence, the probe takes at most
         // half of what is left of connecting, so that a short connect budget still leaves
         // the `initialize` fallback its time.
-        let wait = if self.config.era_mode == EraMode::Modern {
+        let wait = if self.config.era_mode == EraMode::Modern || self.transport == Transport::Http {
             self.config.limits.initialize_timeout
-        } else if self.transport == Transport::Http {
-            self.config.limits.probe_timeout
         } else {
             let left = self.connect_deadline.saturating_duration_since(now);
             self.config.limits.probe_timeout.min(left / 2)
@@ -382,17 +381,12 @@ impl Session {
             Phase::Probe { .. } if self.transport == Transport::Http => {
                 // On HTTP, silence is an outage, not a legacy server. The message names
                 // the limit that ran out (see `send_probe`).
-                let limit = if self.config.era_mode == EraMode::Modern {
-                    (self.config.limits.initialize_timeout, "initialize_timeout")
-                } else {
-                    (self.config.limits.probe_timeout, "probe_timeout")
-                };
                 self.close_with(CloseReason::Http(HttpFailure::new(
                     None,
                     None,
                     format!(
-                        "no answer to server/discover within {:?} (Limits::{})",
-                        limit.0, limit.1
+                        "no answer to server/discover within {:?} (Limits::initialize_timeout)",
+                        self.config.limits.initialize_timeout
                     ),
                 )));
             }
