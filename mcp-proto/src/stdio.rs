@@ -1,12 +1,19 @@
 //! Newline-delimited JSON framing for the stdio transport.
 //!
-//! One message per line; a line ends at `\n` (a preceding `\r` is dropped). Input may
+//! One message per line; a line ends at `\n` (a preceding `\r` is dropped), and a UTF-8
+//! byte-order mark opening the stream is dropped (some runtimes write one before the
+//! first line of their standard output). Input may
 //! arrive in any chunks: the decoder keeps at most one partial line, bounded by
 //! `max_line_bytes`. A longer line is not buffered: the decoder skips to the next newline
 //! keeping only its first and last [`SNIFF_BYTES`] bytes (so the receiver can tell which
 //! request it answered), reports it once, and goes on with the lines after it.
 
+use std::mem;
+
 use crate::held::give_back;
+
+/// The UTF-8 byte-order mark.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// How many bytes of the start and of the end of an oversized line are kept for
 /// [`Line::Oversized`] (fewer when the limit is smaller): enough for the envelope members
@@ -57,6 +64,8 @@ pub struct LineDecoder {
     report: Option<Skipped>,
     /// The line last reported as oversized, which the returned [`Line`] borrows.
     reported: Skipped,
+    /// No line has ended yet: the first one may open with a byte-order mark.
+    first_line: bool,
 }
 
 impl LineDecoder {
@@ -72,6 +81,7 @@ impl LineDecoder {
             skipping: None,
             report: None,
             reported: Skipped::default(),
+            first_line: true,
         }
     }
 
@@ -109,7 +119,7 @@ impl LineDecoder {
             let pending_len = self.buf.len() - self.start;
             let from = self.start + self.scanned;
             let newline = memchr::memchr(b'\n', &self.buf[from..]).map(|i| i + from - self.start);
-            let Some(i) = newline else {
+            let Some(mut i) = newline else {
                 if pending_len > self.max_line_bytes {
                     // Drop the partial line now so memory stays bounded: keep only what
                     // the report needs.
@@ -121,6 +131,7 @@ impl LineDecoder {
                     };
                     keep_last(&mut skipped.tail, partial, self.sniff_bytes);
                     self.skipping = Some(skipped);
+                    self.first_line = false;
                     self.buf.clear();
                     self.start = 0;
                     self.scanned = 0;
@@ -137,9 +148,13 @@ impl LineDecoder {
                 }
                 return None;
             };
-            let line_start = self.start;
+            let mut line_start = self.start;
             self.start += i + 1;
             self.scanned = 0;
+            if mem::take(&mut self.first_line) && self.buf[line_start..].starts_with(BOM) {
+                line_start += BOM.len();
+                i -= BOM.len();
+            }
             if i > self.max_line_bytes {
                 let line = &self.buf[line_start..line_start + i];
                 return Some(Line::Oversized {
@@ -326,5 +341,24 @@ mod tests {
             );
             assert!(tail.ends_with(b",\"id\":7}\r"));
         }
+    }
+
+    #[test]
+    fn a_byte_order_mark_opening_the_stream_is_dropped() {
+        // Whole, or split across reads.
+        for split in 0..=4 {
+            let input = b"\xEF\xBB\xBF{\"a\":1}\n\xEF\xBB\xBF{}\n";
+            let mut d = LineDecoder::new(1024);
+            d.handle_input(&input[..split]);
+            assert_eq!(d.poll_line(), None);
+            d.handle_input(&input[split..]);
+            assert_eq!(d.poll_line(), Some(Line::Message(b"{\"a\":1}")));
+            // Only the stream's first bytes: later it is the peer's (malformed) message.
+            assert_eq!(d.poll_line(), Some(Line::Message(b"\xEF\xBB\xBF{}")));
+        }
+        // A mark alone on the first line leaves a blank line, skipped.
+        let mut d = LineDecoder::new(1024);
+        d.handle_input(b"\xEF\xBB\xBF\r\n{}\n");
+        assert_eq!(d.poll_line(), Some(Line::Message(b"{}")));
     }
 }
