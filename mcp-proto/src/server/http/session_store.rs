@@ -294,12 +294,22 @@ pub struct MemorySessionStore {
 #[derive(Debug)]
 struct MemorySessions {
     records: BTreeMap<String, Held>,
+    /// The ids of `records` in the order a full store evicts them when none is idle:
+    /// by `(returned, saved)` (unreturned first, then least recently saved; `saved` is
+    /// unique).
+    by_eviction: BTreeMap<(bool, u64), String>,
+    /// The ids of the `records` with a last use, by when they are idle past their
+    /// timeout ([`idle_from`]), then `saved`.
+    by_idle: BTreeMap<(Instant, u64), String>,
     saves: u64,
     capacity: usize,
     /// Sessions removed, whose saves are refused: at most `capacity`.
     ended: BTreeSet<String>,
     /// The same ids, removed first at the front.
     ended_order: VecDeque<String>,
+    /// Records looked at to make room, for the tests of its cost.
+    #[cfg(test)]
+    looked_at: usize,
 }
 
 impl MemorySessionStore {
@@ -309,10 +319,14 @@ impl MemorySessionStore {
         MemorySessionStore {
             inner: Arc::new(Mutex::new(MemorySessions {
                 records: BTreeMap::new(),
+                by_eviction: BTreeMap::new(),
+                by_idle: BTreeMap::new(),
                 saves: 0,
                 capacity: capacity.max(1),
                 ended: BTreeSet::new(),
                 ended_order: VecDeque::new(),
+                #[cfg(test)]
+                looked_at: 0,
             })),
         }
     }
@@ -345,25 +359,91 @@ struct Held {
     returned: bool,
 }
 
+/// When a session last used at `u` is idle past its timeout: from this instant on,
+/// [`LastUse::expired_at`] holds (a zero timeout: from the origin, as it holds even
+/// at instants before `u.at`).
+fn idle_from(u: LastUse) -> Instant {
+    if u.idle_timeout.is_zero() {
+        Instant::ZERO
+    } else {
+        u.at.saturating_add(u.idle_timeout)
+    }
+}
+
 impl MemorySessions {
+    /// Puts the record of `id` in the eviction indexes.
+    fn index(&mut self, id: &str, held: &Held) {
+        self.by_eviction
+            .insert((held.returned, held.saved), id.to_owned());
+        if let Some(u) = held.last_use {
+            self.by_idle
+                .insert((idle_from(u), held.saved), id.to_owned());
+        }
+    }
+
+    /// Takes a record out of the eviction indexes.
+    fn unindex(&mut self, held: &Held) {
+        self.by_eviction.remove(&(held.returned, held.saved));
+        if let Some(u) = held.last_use {
+            self.by_idle.remove(&(idle_from(u), held.saved));
+        }
+    }
+
+    /// Removes the record of `id`, if held.
+    fn drop_record(&mut self, id: &str) {
+        if let Some(held) = self.records.remove(id) {
+            self.unindex(&held);
+        }
+    }
+
+    /// Changes the record of `id` with `f`, keeping the indexes in step; whether it
+    /// is held.
+    fn update(&mut self, id: &str, f: impl FnOnce(&mut Held)) -> bool {
+        let Some(mut held) = self.records.remove(id) else {
+            return false;
+        };
+        self.unindex(&held);
+        f(&mut held);
+        self.index(id, &held);
+        self.records.insert(id.to_owned(), held);
+        true
+    }
+
     /// Room for one more session (see [`MemorySessionStore`]), `now` being the last use
-    /// of the one coming in, when known.
+    /// of the one coming in, when known. Each record idle by then is looked at once, as
+    /// it goes; otherwise one record goes: no walk of the others.
     fn make_room(&mut self, now: Option<Instant>) {
         if self.records.len() < self.capacity {
             return;
         }
         if let Some(now) = now {
-            self.records
-                .retain(|_, h| !h.last_use.is_some_and(|u| u.expired_at(now)));
+            let idle: Vec<String> = (self.by_idle.range(..=(now, u64::MAX)))
+                .map(|(_, id)| id)
+                .filter(|id| {
+                    #[cfg(test)]
+                    {
+                        self.looked_at += 1;
+                    }
+                    (self.records.get(*id))
+                        .and_then(|h| h.last_use)
+                        .is_some_and(|u| u.expired_at(now))
+                })
+                .cloned()
+                .collect();
+            for id in idle {
+                self.drop_record(&id);
+            }
         }
         if self.records.len() < self.capacity {
             return;
         }
-        let victim = (self.records.iter())
-            .min_by_key(|(_, h)| (h.returned, h.saved))
-            .map(|(id, _)| id.clone());
+        #[cfg(test)]
+        {
+            self.looked_at += 1;
+        }
+        let victim = self.by_eviction.values().next().cloned();
         if let Some(victim) = victim {
-            self.records.remove(&victim);
+            self.drop_record(&victim);
         }
     }
 }
@@ -386,27 +466,33 @@ impl SessionStore for MemorySessionStore {
         m.saves += 1;
         let saved = m.saves;
         let bytes = record.encode();
-        if let Some(held) = m.records.get_mut(id) {
-            (held.saved, held.bytes, held.last_use) = (saved, bytes, record.last_use);
+        let last_use = record.last_use;
+        if m.records.contains_key(id) {
+            m.update(id, |held| {
+                (held.saved, held.bytes, held.last_use) = (saved, bytes, last_use);
+            });
             return Ok(());
         }
-        m.make_room(record.last_use.map(|u| u.at));
+        m.make_room(last_use.map(|u| u.at));
         let held = Held {
             saved,
             bytes,
-            last_use: record.last_use,
+            last_use,
             returned: false,
         };
+        m.index(id, &held);
         m.records.insert(id.to_owned(), held);
         Ok(())
     }
 
     fn load(&mut self, id: &str) -> Result<Option<SessionRecord>, SessionStoreError> {
         let mut inner = self.lock();
-        let Some(held) = inner.records.get_mut(id) else {
+        if inner.records.get(id).is_some_and(|h| !h.returned) {
+            inner.update(id, |held| held.returned = true);
+        }
+        let Some(held) = inner.records.get(id) else {
             return Ok(None);
         };
-        held.returned = true;
         let mut record = SessionRecord::decode(&held.bytes)?;
         record.last_use = held.last_use;
         Ok(Some(record))
@@ -415,18 +501,20 @@ impl SessionStore for MemorySessionStore {
     fn touch(&mut self, id: &str, last_use: LastUse) -> Result<bool, SessionStoreError> {
         let mut inner = self.lock();
         let m = &mut *inner;
-        let Some(held) = m.records.get_mut(id) else {
-            return Ok(false);
-        };
-        m.saves += 1;
-        (held.saved, held.last_use) = (m.saves, Some(last_use));
-        Ok(true)
+        let saved = m.saves + 1;
+        let held = m.update(id, |held| {
+            (held.saved, held.last_use) = (saved, Some(last_use))
+        });
+        if held {
+            m.saves = saved;
+        }
+        Ok(held)
     }
 
     fn remove(&mut self, id: &str) -> Result<(), SessionStoreError> {
         let mut inner = self.lock();
         let m = &mut *inner;
-        m.records.remove(id);
+        m.drop_record(id);
         if m.ended.insert(id.to_owned()) {
             m.ended_order.push_back(id.to_owned());
         }
@@ -546,6 +634,54 @@ mod tests {
         store.save("y", &at(0)).unwrap();
         store.save("z", &at(600)).unwrap();
         assert_eq!(held(&store), ["x", "z"]);
+    }
+
+    /// A client that `initialize`s in a loop against a full store costs a few steps per
+    /// session, not a walk of every record: making room used to look at each of the
+    /// `capacity` records (twice) for every new session.
+    #[test]
+    fn making_room_in_a_full_store_does_not_walk_every_record() {
+        let minutes = |m: u64| Instant::ZERO + Duration::from_secs(60 * m);
+        let at = |m: u64| SessionRecord {
+            last_use: Some(LastUse::new(minutes(m), Duration::from_secs(30 * 60))),
+            ..record()
+        };
+        let capacity = 1000;
+        let mut store = MemorySessionStore::new(capacity);
+        for i in 0..capacity {
+            store.save(&format!("old{i}"), &at(0)).unwrap();
+        }
+        // Half of them came back, and some more were idle when the flood began.
+        for i in (0..capacity).step_by(2) {
+            store.load(&format!("old{i}")).unwrap();
+        }
+        store.lock().looked_at = 0;
+        let flood = 500;
+        for i in 0..flood {
+            store.save(&format!("new{i}"), &at(1)).unwrap();
+        }
+        assert_eq!(store.len(), capacity);
+        let looked_at = store.lock().looked_at;
+        assert!(
+            looked_at <= 4 * flood,
+            "{looked_at} records looked at for {flood} new sessions"
+        );
+        // The unreturned went first, the oldest first; the returned ones are all here.
+        let held = |id: &str| store.lock().records.contains_key(id);
+        assert!((0..capacity).step_by(2).all(|i| held(&format!("old{i}"))));
+        assert!((0..flood).all(|i| held(&format!("new{i}"))));
+        // At minute 30 every old record is idle (the new ones are not): the next save
+        // takes them all, each looked at once.
+        store.lock().looked_at = 0;
+        store.save("late", &at(30)).unwrap();
+        assert_eq!(store.len(), flood + 1);
+        let m = store.lock();
+        assert_eq!(
+            (m.by_eviction.len(), m.by_idle.len()),
+            (flood + 1, flood + 1)
+        );
+        drop(m);
+        assert!(store.lock().looked_at <= 4 * capacity);
     }
 
     /// A session idle for exactly its timeout counts as idle when a full store makes
