@@ -806,11 +806,10 @@ impl HttpEndpoint {
         }
         if self.waiting_streams() >= self.config.max_open_streams {
             // Sessions that idled out may still hold detached requests: they go first.
-            let held = busy_sessions(&self.exchanges, &self.listeners);
             let expired = self
                 .sessions
                 .as_mut()
-                .map_or_else(Vec::new, |t| t.sweep(now, |s| held.contains(s)));
+                .map_or_else(Vec::new, |t| t.sweep(now));
             for gone in expired {
                 self.drop_session_state(&gone, false);
             }
@@ -1078,6 +1077,8 @@ impl HttpEndpoint {
     /// once for one whose task ended or is gone).
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
+        #[cfg(test)]
+        self.check_session_indexes();
         let machine = self.server.poll_timeout();
         let parked = (self.sessions_with_parked_tasks().into_iter())
             .filter_map(|(_, due)| due)
@@ -1100,10 +1101,7 @@ impl HttpEndpoint {
     /// request being handled or a stream a client holds here is in use.
     fn next_touch(&self) -> Option<Instant> {
         self.session_store.as_ref()?;
-        let table = self.sessions.as_ref()?;
-        let last = busy_session_ids(&self.exchanges, &self.listeners)
-            .filter_map(|s| table.stored(s))
-            .min()?;
+        let last = self.sessions.as_ref()?.first_busy_stored()?;
         Some(last + self.touch_interval())
     }
 
@@ -1120,11 +1118,7 @@ impl HttpEndpoint {
         let (Some(store), Some(table)) = (&mut self.session_store, &mut self.sessions) else {
             return;
         };
-        let due: Vec<String> = busy_sessions(&self.exchanges, &self.listeners)
-            .into_iter()
-            .filter(|s| table.stored(s).is_some_and(|t| t + every <= now))
-            .map(str::to_owned)
-            .collect();
+        let due = table.busy_stored_due(|t| t + every <= now);
         let last_use = LastUse::new(now, self.config.session_idle_timeout);
         let mut gone = Vec::new();
         for id in due {
@@ -1147,22 +1141,14 @@ impl HttpEndpoint {
 
     /// The legacy sessions (held here, not the one in the machine) with a 2025
     /// `tasks/result` parked on its task's input requests, and when the earliest of
-    /// those tasks expires. Such a `tasks/result` is an open exchange of its session, so
-    /// only the sessions of open exchanges are looked at.
+    /// those tasks expires. The table keeps the list of such sessions: no walk of the
+    /// exchanges.
     fn sessions_with_parked_tasks(&self) -> Vec<(&str, Option<Instant>)> {
         let Some(table) = &self.sessions else {
             return Vec::new();
         };
-        let sessions: BTreeSet<&str> = (self.exchanges.values())
-            .filter_map(|e| e.session.as_deref())
-            .collect();
-        (sessions.into_iter())
-            .filter_map(|s| {
-                let state = table.state(s)?;
-                let mut parked = state.parked_tasks().peekable();
-                parked.peek()?;
-                Some((s, self.server.expiry_of_parked(parked)))
-            })
+        (table.with_parked_tasks())
+            .map(|(s, state)| (s, self.server.expiry_of_parked(state.parked_tasks())))
             .collect()
     }
 
@@ -1296,6 +1282,8 @@ impl HttpEndpoint {
                 self.dispatch(now, request, close)
             }
         };
+        #[cfg(test)]
+        self.check_session_indexes();
         match reply {
             HttpReply::Complete(mut response) => {
                 cors::allow_headers(request, &mut response.headers);
@@ -1319,6 +1307,8 @@ impl HttpEndpoint {
             write_events(&mut data, listener.events.take().into_iter());
             stream.write_data(out, &data);
             if listener.ended {
+                let session = Some(listener.session.as_str());
+                held_changed(&mut self.sessions, session, true, false);
                 self.listeners.remove(&stream.key);
                 self.ready.remove(&stream.key);
                 stream.write_end(out);
@@ -1442,6 +1432,7 @@ impl HttpEndpoint {
             if l.attach == Some(stream.attach) {
                 l.attach = None;
                 l.events.clear();
+                held_changed(&mut self.sessions, Some(&l.session), true, false);
             }
             return;
         }
@@ -1457,8 +1448,11 @@ impl HttpEndpoint {
             return;
         }
         if exchange.stream.is_some() {
+            let was = holds_session(exchange);
             exchange.attach = None;
             exchange.events.clear();
+            let is = holds_session(exchange);
+            held_changed(&mut self.sessions, exchange.session.as_deref(), was, is);
             return;
         }
         self.cancel(now, stream.key, "the HTTP client disconnected");
@@ -1661,11 +1655,9 @@ impl HttpEndpoint {
     ) -> HttpReply {
         let id = request.0.id.clone();
         let session = if initialize {
-            let held = busy_sessions(&self.exchanges, &self.listeners);
             let due = self.server.tasks.scopes_with_results_due();
             let in_use = InUse {
                 newcomer: self.server.principal.as_deref(),
-                busy: |s: &str| held.contains(s),
                 results_due: |scope| due.contains(&scope),
             };
             let mut expired = Vec::new();
@@ -1783,11 +1775,10 @@ impl HttpEndpoint {
         if self.session_store.is_some() && !self.serves_principal(session) {
             return Err(session_not_found());
         }
-        let busy = busy(&self.exchanges, &self.listeners, session);
         let live = self
             .sessions
             .as_mut()
-            .is_some_and(|t| t.knows(session, now, busy));
+            .is_some_and(|t| t.knows(session, now));
         if !live {
             self.drop_session_state(session, false);
             return Err(if store_down {
@@ -1908,12 +1899,11 @@ impl HttpEndpoint {
             return Consulted::Known;
         };
         let idle = self.config.session_idle_timeout;
-        // Busy (looked for only when the record says idle: a walk of every exchange).
-        let (exchanges, listeners) = (&self.exchanges, &self.listeners);
+        let busy = |session| self.sessions.as_ref().is_some_and(|t| t.is_busy(session));
         let record = match store.load(session) {
             Ok(Some(record))
                 if (record.last_use).is_some_and(|u| LastUse::new(u.at, idle).expired_at(now))
-                    && !busy(exchanges, listeners, session) =>
+                    && !busy(session) =>
             {
                 // Idle everywhere: no endpoint saved it since. A failure to remove it
                 // leaves it to the store (every endpoint refuses it meanwhile).
@@ -1938,12 +1928,10 @@ impl HttpEndpoint {
         }
         let scope = self.server.tasks.new_scope();
         let state = LegacyState::adopted(record, scope, max_subscriptions);
-        let held = busy_sessions(&self.exchanges, &self.listeners);
         let due = self.server.tasks.scopes_with_results_due();
         let principal = state.principal().map(str::to_owned);
         let in_use = InUse {
             newcomer: principal.as_deref(),
-            busy: |s: &str| held.contains(s),
             results_due: |scope| due.contains(&scope),
         };
         let mut expired = Vec::new();
@@ -2072,6 +2060,7 @@ impl HttpEndpoint {
                 listen: request.method == "subscriptions/listen",
             },
         );
+        held_changed(&mut self.sessions, session, false, true);
         match params {
             Some(params) => self.server.serve_parsed(now, request, params),
             None => self.server.handle_message(now, Message::Request(request)),
@@ -2127,15 +2116,21 @@ impl HttpEndpoint {
             if answered {
                 self.forget(key);
             } else if let Some(exchange) = self.exchanges.get_mut(&key) {
+                let was = holds_session(exchange);
                 exchange.streaming = true;
                 exchange.poll_due = Some(due);
+                let is = holds_session(exchange);
+                held_changed(&mut self.sessions, exchange.session.as_deref(), was, is);
             }
             return HttpReply::Complete(sse_head(body));
         }
         let attach = self.fresh_attach();
         if let Some(exchange) = self.exchanges.get_mut(&key) {
+            let was = holds_session(exchange);
             exchange.streaming = true;
             exchange.attach = Some(attach);
+            let is = holds_session(exchange);
+            held_changed(&mut self.sessions, exchange.session.as_deref(), was, is);
         }
         let mut head = sse_head(body);
         if close {
@@ -2188,7 +2183,14 @@ impl HttpEndpoint {
             return refused;
         }
         // A GET stream whose client went away without resuming is replaced.
-        self.listeners.retain(|_, l| l.session != session);
+        let sessions = &mut self.sessions;
+        self.listeners.retain(|_, l| {
+            let replaced = l.session == session;
+            if replaced {
+                held_changed(sessions, Some(&l.session), l.attach.is_some(), false);
+            }
+            !replaced
+        });
         let key = self.fresh_key();
         let number = self.fresh_stream();
         let attach = self.fresh_attach();
@@ -2197,6 +2199,7 @@ impl HttpEndpoint {
             let id = self.store_event(&session, number, b"");
             sse_event_with_id(&mut body, id.as_deref(), None, b"");
         }
+        held_changed(&mut self.sessions, Some(&session), false, true);
         self.listeners.insert(
             key,
             Listener {
@@ -2253,6 +2256,12 @@ impl HttpEndpoint {
             }
             let attach = self.fresh_attach();
             if let Some(l) = self.listeners.get_mut(&key) {
+                held_changed(
+                    &mut self.sessions,
+                    Some(&l.session),
+                    l.attach.is_some(),
+                    true,
+                );
                 l.attach = Some(attach);
                 l.events.clear();
             }
@@ -2280,9 +2289,16 @@ impl HttpEndpoint {
         if primes && self.config.sse_polling {
             let due = self.next_poll_due(now);
             if let Some(e) = self.exchanges.get_mut(&key) {
+                let was = holds_session(e);
                 e.attach = None;
                 e.poll_due = Some(due);
                 e.events.clear();
+                held_changed(
+                    &mut self.sessions,
+                    e.session.as_deref(),
+                    was,
+                    holds_session(e),
+                );
             }
             body.extend_from_slice(
                 format!("retry: {}\n\n", self.config.sse_retry.as_millis()).as_bytes(),
@@ -2291,8 +2307,15 @@ impl HttpEndpoint {
         }
         let attach = self.fresh_attach();
         if let Some(e) = self.exchanges.get_mut(&key) {
+            let was = holds_session(e);
             e.attach = Some(attach);
             e.events.clear();
+            held_changed(
+                &mut self.sessions,
+                e.session.as_deref(),
+                was,
+                holds_session(e),
+            );
         }
         self.ready.insert(key);
         HttpReply::Stream(self.open_stream((key, attach), body, framing))
@@ -2385,8 +2408,11 @@ impl HttpEndpoint {
         };
         self.ready.insert(key);
         if exchange.stream.is_some() {
+            let was = holds_session(exchange);
             exchange.attach = None;
             exchange.events.clear();
+            let is = holds_session(exchange);
+            held_changed(&mut self.sessions, exchange.session.as_deref(), was, is);
             return;
         }
         let max = self.config.max_stream_backlog;
@@ -2424,6 +2450,7 @@ impl HttpEndpoint {
                 // it missed is stored, for a `Last-Event-ID`.
                 l.attach = None;
                 l.events.clear();
+                held_changed(&mut self.sessions, Some(&l.session), true, false);
             }
         }
     }
@@ -2766,6 +2793,8 @@ impl HttpEndpoint {
     /// Removes an exchange and the server→client requests routed to it.
     fn forget(&mut self, key: i64) -> Option<Exchange> {
         let exchange = self.exchanges.remove(&key)?;
+        let was = holds_session(&exchange);
+        held_changed(&mut self.sessions, exchange.session.as_deref(), was, false);
         self.ready.remove(&key);
         self.server_requests
             .retain(|_, asked| asked.exchange != key);
@@ -2931,34 +2960,76 @@ fn write_events(out: &mut Vec<u8>, events: impl Iterator<Item = Event>) {
     }
 }
 
+/// Whether exchange `e` keeps its session busy: its request is being handled, or a
+/// client holds its stream (see [`Sessions::hold`]).
+fn holds_session(e: &Exchange) -> bool {
+    e.attach.is_some() || !e.streaming
+}
+
+/// Keeps the count of what holds each session busy ([`Sessions::hold`]) in step after
+/// an exchange or a `GET` stream of `session` changed: whether it held the session
+/// before (`was`) and after (`is`).
+fn held_changed(sessions: &mut Option<Sessions>, session: Option<&str>, was: bool, is: bool) {
+    let (Some(table), Some(session)) = (sessions.as_mut(), session) else {
+        return;
+    };
+    match (was, is) {
+        (false, true) => table.hold(session),
+        (true, false) => table.release(session),
+        _ => {}
+    }
+}
+
 /// The sessions with a request being handled, or a client attached to one of their
-/// streams (such a session does not idle out): each once per exchange or stream.
+/// streams (such a session does not idle out): each once per exchange or stream. A walk
+/// of everything the endpoint holds: the endpoint keeps these counts as they change
+/// ([`Sessions::hold`]); this is what the tests check them against.
+#[cfg(test)]
 fn busy_session_ids<'a>(
     exchanges: &'a KeyMap<Exchange>,
     listeners: &'a KeyMap<Listener>,
 ) -> impl Iterator<Item = &'a str> {
-    let held = exchanges
-        .values()
-        .filter(|e| e.attach.is_some() || !e.streaming)
+    let held = (exchanges.values())
+        .inspect(|_| walked())
+        .filter(|e| holds_session(e))
         .filter_map(|e| e.session.as_deref());
-    let listening = listeners
-        .values()
+    let listening = (listeners.values())
+        .inspect(|_| walked())
         .filter(|l| l.attach.is_some())
         .map(|l| l.session.as_str());
     held.chain(listening)
 }
 
-/// The busy sessions, found in one walk: what a check of every session asks.
-fn busy_sessions<'a>(
-    exchanges: &'a KeyMap<Exchange>,
-    listeners: &'a KeyMap<Listener>,
-) -> BTreeSet<&'a str> {
-    busy_session_ids(exchanges, listeners).collect()
+#[cfg(test)]
+thread_local! {
+    /// Exchanges and `GET` streams looked at by walks over all of them, for the tests of
+    /// what a request or an event costs.
+    static WALKED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
-/// Whether `session` is busy (see [`busy_session_ids`]).
-fn busy(exchanges: &KeyMap<Exchange>, listeners: &KeyMap<Listener>, session: &str) -> bool {
-    busy_session_ids(exchanges, listeners).any(|s| s == session)
+/// Counts one exchange or stream looked at by a walk over all of them.
+#[cfg(test)]
+fn walked() {
+    WALKED.with(|w| w.set(w.get() + 1));
+}
+
+#[cfg(test)]
+impl HttpEndpoint {
+    /// Checks what the session table keeps up to date as exchanges and streams change
+    /// (which sessions are busy, how many times, ordered by their last store write; which
+    /// have parked tasks) against a walk of everything. Not counted as walked.
+    fn check_session_indexes(&self) {
+        let Some(table) = &self.sessions else {
+            return;
+        };
+        let before = WALKED.with(std::cell::Cell::get);
+        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+        for s in busy_session_ids(&self.exchanges, &self.listeners) {
+            *counts.entry(s).or_default() += 1;
+        }
+        WALKED.with(|w| w.set(before));
+        table.check_indexes(&counts.into_iter().collect::<Vec<_>>());
+    }
 }
 
 /// The HTTP status of a modern JSON-RPC error answer from the machine (spec 4.5). A

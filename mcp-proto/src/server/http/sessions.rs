@@ -23,7 +23,7 @@
 //! that goes (ended, expired, evicted) is kept until the endpoint takes it
 //! ([`Sessions::take_ended_scopes`]) to drop those tasks.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use crate::Instant;
@@ -54,15 +54,23 @@ pub(super) struct Sessions {
     idle: Duration,
     /// The task scopes of the sessions gone since the endpoint last took them.
     ended_scopes: Vec<u64>,
+    /// Per session id, how many of its requests the endpoint is handling and of its
+    /// streams a client holds: the session is busy while it has any
+    /// ([`Sessions::hold`]). An id may be counted without an entry (the stream of an
+    /// ended session, until its client is told).
+    holds: BTreeMap<String, usize>,
+    /// Each busy session with an entry, by when the session store last heard it is in
+    /// use (`Entry::stored`): the next one due to be touched first.
+    by_stored: BTreeSet<(Instant, String)>,
+    /// The sessions whose state holds a 2025 `tasks/result` parked on its task's input
+    /// requests (as of when the state was last put back).
+    parked: BTreeSet<String>,
 }
 
 /// What keeps a session from being evicted to make room for another.
-pub(super) struct InUse<'a, B, R> {
+pub(super) struct InUse<'a, R> {
     /// The principal of the session that needs the room.
     pub(super) newcomer: Option<&'a str>,
-    /// Whether the session of this id has a request being handled or a stream a client
-    /// holds.
-    pub(super) busy: B,
     /// Whether the tasks of this task scope include one still running or with an end
     /// its client was not told.
     pub(super) results_due: R,
@@ -80,6 +88,9 @@ impl Sessions {
             max,
             idle,
             ended_scopes: Vec::new(),
+            holds: BTreeMap::new(),
+            by_stored: BTreeSet::new(),
+            parked: BTreeSet::new(),
         }
     }
 
@@ -95,8 +106,116 @@ impl Sessions {
         let Some(entry) = self.table.remove(id) else {
             return false;
         };
+        if self.holds.contains_key(id) {
+            self.by_stored.remove(&(entry.stored, id.to_owned()));
+        }
+        self.parked.remove(id);
         self.ended(entry.state.as_ref());
         true
+    }
+
+    /// Puts a new entry in the table.
+    fn insert(&mut self, id: String, entry: Entry) {
+        if self.holds.contains_key(&id) {
+            self.by_stored.insert((entry.stored, id.clone()));
+        }
+        self.note_parked(&id, has_parked(entry.state.as_ref()));
+        self.table.insert(id, entry);
+    }
+
+    /// Keeps [`Sessions::with_parked_tasks`] in step with the state of `id`: whether it
+    /// has `parked` tasks.
+    fn note_parked(&mut self, id: &str, parked: bool) {
+        if parked {
+            if !self.parked.contains(id) {
+                self.parked.insert(id.to_owned());
+            }
+        } else {
+            self.parked.remove(id);
+        }
+    }
+
+    /// The sessions held here (their state not in the machine) with a 2025
+    /// `tasks/result` parked on its task's input requests, with their states.
+    pub(super) fn with_parked_tasks(&self) -> impl Iterator<Item = (&str, &LegacyState)> {
+        (self.parked.iter()).filter_map(|id| Some((id.as_str(), self.state(id)?)))
+    }
+
+    /// One more request of session `id` is being handled, or one more of its streams
+    /// held by a client: the session is busy (see [`Sessions::is_busy`]).
+    pub(super) fn hold(&mut self, id: &str) {
+        if let Some(n) = self.holds.get_mut(id) {
+            *n += 1;
+            return;
+        }
+        self.holds.insert(id.to_owned(), 1);
+        if let Some(entry) = self.table.get(id) {
+            self.by_stored.insert((entry.stored, id.to_owned()));
+        }
+    }
+
+    /// What [`Sessions::hold`] counted for `id` ended (answered, cancelled, or its
+    /// client let go of the stream).
+    pub(super) fn release(&mut self, id: &str) {
+        let Some(n) = self.holds.get_mut(id) else {
+            return;
+        };
+        *n -= 1;
+        if *n > 0 {
+            return;
+        }
+        self.holds.remove(id);
+        if let Some(entry) = self.table.get(id) {
+            self.by_stored.remove(&(entry.stored, id.to_owned()));
+        }
+    }
+
+    /// Whether session `id` has a request being handled or a stream a client holds.
+    pub(super) fn is_busy(&self, id: &str) -> bool {
+        self.holds.contains_key(id)
+    }
+
+    /// Checks the counts of what keeps each session busy against `counts` (found by a
+    /// walk, in id order), the order of the busy sessions by their last store write,
+    /// and the sessions with parked tasks against their states.
+    #[cfg(test)]
+    pub(super) fn check_indexes(&self, counts: &[(&str, usize)]) {
+        let held: Vec<(&str, usize)> = (self.holds.iter())
+            .map(|(id, n)| (id.as_str(), *n))
+            .collect();
+        assert_eq!(held, counts, "what keeps each session busy");
+        let by_stored: BTreeSet<(Instant, String)> = (self.holds.keys())
+            .filter_map(|id| Some((self.table.get(id)?.stored, id.clone())))
+            .collect();
+        assert_eq!(
+            self.by_stored, by_stored,
+            "busy sessions by their last store write"
+        );
+        for (id, entry) in &self.table {
+            if let Some(state) = &entry.state {
+                assert_eq!(
+                    self.parked.contains(id),
+                    has_parked(Some(state)),
+                    "parked tasks of {id}"
+                );
+            }
+        }
+        assert!(self.parked.iter().all(|id| self.table.contains_key(id)));
+    }
+
+    /// When the session store last heard that a busy session held here is in use, for
+    /// the one that heard it longest ago.
+    pub(super) fn first_busy_stored(&self) -> Option<Instant> {
+        self.by_stored.first().map(|(at, _)| *at)
+    }
+
+    /// The busy sessions held here whose store last heard they are in use at an
+    /// instant that is `due` (a test that holds up to some instant), that one first.
+    pub(super) fn busy_stored_due(&self, due: impl Fn(Instant) -> bool) -> Vec<String> {
+        (self.by_stored.iter())
+            .take_while(|(stored, _)| due(*stored))
+            .map(|(_, id)| id.clone())
+            .collect()
     }
 
     /// The task scopes of the sessions gone since the last call (a state swapped into
@@ -118,12 +237,12 @@ impl Sessions {
     pub(super) fn create(
         &mut self,
         now: Instant,
-        in_use: InUse<'_, impl Fn(&str) -> bool, impl Fn(u64) -> bool>,
+        in_use: InUse<'_, impl Fn(u64) -> bool>,
         expired: &mut Vec<String>,
     ) -> Result<String, Full> {
         self.make_room(now, in_use, expired)?;
         let id = self.token();
-        self.table.insert(
+        self.insert(
             id.clone(),
             Entry {
                 state: Some(LegacyState::default()),
@@ -142,11 +261,11 @@ impl Sessions {
         id: &str,
         state: LegacyState,
         now: Instant,
-        in_use: InUse<'_, impl Fn(&str) -> bool, impl Fn(u64) -> bool>,
+        in_use: InUse<'_, impl Fn(u64) -> bool>,
         expired: &mut Vec<String>,
     ) -> Result<(), Full> {
         self.make_room(now, in_use, expired)?;
-        self.table.insert(
+        self.insert(
             id.to_owned(),
             Entry {
                 state: Some(state),
@@ -163,7 +282,7 @@ impl Sessions {
     fn make_room(
         &mut self,
         now: Instant,
-        in_use: InUse<'_, impl Fn(&str) -> bool, impl Fn(u64) -> bool>,
+        in_use: InUse<'_, impl Fn(u64) -> bool>,
         expired: &mut Vec<String>,
     ) -> Result<(), Full> {
         if self.table.len() < self.max {
@@ -171,10 +290,9 @@ impl Sessions {
         }
         let InUse {
             newcomer,
-            busy,
             results_due,
         } = in_use;
-        expired.extend(self.sweep(now, &busy));
+        expired.extend(self.sweep(now));
         if self.table.len() < self.max {
             return Ok(());
         }
@@ -184,11 +302,11 @@ impl Sessions {
         let victim = self
             .table
             .iter()
-            .filter(|(id, e)| !busy(id) && e.state.as_ref().is_some_and(idle))
+            .filter(|(id, e)| !self.is_busy(id) && e.state.as_ref().is_some_and(idle))
             .min_by_key(|(_, e)| (e.returned, e.last_used))
             .map(|(id, _)| id.clone());
         let victim = victim
-            .or_else(|| self.fair_share_victim(newcomer, &busy))
+            .or_else(|| self.fair_share_victim(newcomer))
             .ok_or(Full)?;
         self.drop_entry(&victim);
         expired.push(victim);
@@ -198,18 +316,14 @@ impl Sessions {
     /// With every session in use: the one unused longest among those held only by their
     /// tasks, of the principal holding the most of them, if that is more than one beyond
     /// what `newcomer`'s principal holds (see the module's documentation). One pass.
-    fn fair_share_victim(
-        &self,
-        newcomer: Option<&str>,
-        busy: impl Fn(&str) -> bool,
-    ) -> Option<String> {
+    fn fair_share_victim(&self, newcomer: Option<&str>) -> Option<String> {
         // Per principal: how many it holds, and its one unused longest.
         let mut held: BTreeMap<Option<&str>, (usize, Instant, &str)> = BTreeMap::new();
         for (id, entry) in &self.table {
             let Some(state) = &entry.state else {
                 continue;
             };
-            if busy(id) || !state.no_parked_calls() {
+            if self.is_busy(id) || !state.no_parked_calls() {
                 continue;
             }
             let principal = state.principal();
@@ -242,6 +356,8 @@ impl Sessions {
         entry.returned = true;
         if let Some(state) = &mut entry.state {
             f(state);
+            let parked = has_parked(Some(state));
+            self.note_parked(id, parked);
         }
         true
     }
@@ -254,11 +370,13 @@ impl Sessions {
         (u64::from_be_bytes(bytes) >> 12).max(1)
     }
 
-    /// Drops the sessions idle longer than the idle timeout (and not `busy`); their ids.
-    pub(super) fn sweep(&mut self, now: Instant, busy: impl Fn(&str) -> bool) -> Vec<String> {
+    /// Drops the sessions idle longer than the idle timeout (and not busy); their ids.
+    pub(super) fn sweep(&mut self, now: Instant) -> Vec<String> {
         let idle = self.idle;
         let expired: Vec<String> = (self.table.iter())
-            .filter(|(id, e)| !busy(id) && now.saturating_duration_since(e.last_used) >= idle)
+            .filter(|(id, e)| {
+                !self.is_busy(id) && now.saturating_duration_since(e.last_used) >= idle
+            })
             .map(|(id, _)| id.clone())
             .collect();
         for id in &expired {
@@ -268,8 +386,9 @@ impl Sessions {
     }
 
     /// Whether `id`, named by a request, is a live session (not idle past its timeout
-    /// unless `busy`): its client came back. An expired one is dropped.
-    pub(super) fn knows(&mut self, id: &str, now: Instant, busy: bool) -> bool {
+    /// unless busy): its client came back. An expired one is dropped.
+    pub(super) fn knows(&mut self, id: &str, now: Instant) -> bool {
+        let busy = self.is_busy(id);
         let Some(entry) = self.table.get_mut(id) else {
             return false;
         };
@@ -281,16 +400,16 @@ impl Sessions {
         true
     }
 
-    /// When this endpoint last told the session store that `id` is in use.
-    pub(super) fn stored(&self, id: &str) -> Option<Instant> {
-        Some(self.table.get(id)?.stored)
-    }
-
     /// This endpoint told the session store at `now` that `id` is in use.
     pub(super) fn mark_stored(&mut self, id: &str, now: Instant) {
-        if let Some(entry) = self.table.get_mut(id) {
-            entry.stored = now;
+        let Some(entry) = self.table.get_mut(id) else {
+            return;
+        };
+        if self.holds.contains_key(id) && entry.stored != now {
+            self.by_stored.remove(&(entry.stored, id.to_owned()));
+            self.by_stored.insert((now, id.to_owned()));
         }
+        entry.stored = now;
     }
 
     /// Takes the state of `id` out to swap it into the machine.
@@ -307,10 +426,14 @@ impl Sessions {
 
     /// Puts the state of `id` back.
     pub(super) fn put_back(&mut self, id: &str, state: LegacyState) {
-        match self.table.get_mut(id) {
-            Some(entry) => entry.state = Some(state),
+        if !self.table.contains_key(id) {
             // The session went while its state was in the machine.
-            None => self.ended(Some(&state)),
+            self.ended(Some(&state));
+            return;
+        }
+        self.note_parked(id, has_parked(Some(&state)));
+        if let Some(entry) = self.table.get_mut(id) {
+            entry.state = Some(state);
         }
     }
 
@@ -323,4 +446,9 @@ impl Sessions {
     pub(super) fn len(&self) -> usize {
         self.table.len()
     }
+}
+
+/// Whether `state` holds a 2025 `tasks/result` parked on its task's input requests.
+fn has_parked(state: Option<&LegacyState>) -> bool {
+    state.is_some_and(|s| s.parked_tasks().next().is_some())
 }

@@ -583,3 +583,54 @@ fn a_long_call_on_one_endpoint_keeps_its_session_for_the_other() {
         StreamStatus::Finished
     );
 }
+
+/// The endpoint's deadline (`poll_timeout`, which adapters ask after every event) and a
+/// request naming a session cost the same with hundreds of sessions listening as with
+/// one: they used to walk every exchange and `GET` stream (and look each session up)
+/// to find the next touch, the sessions with parked tasks, and whether the session
+/// named was busy, so a burst of N events over N streams cost N². The touches still
+/// come every half idle timeout, for every session, whenever each was last written.
+#[test]
+fn deadlines_and_requests_do_not_walk_every_stream() {
+    let minutes = |m: u64| now() + std::time::Duration::from_secs(60 * m);
+    let config = HttpEndpointConfig {
+        max_get_streams: 1000,
+        ..HttpEndpointConfig::default()
+    };
+    let (mut a, mut b) = pair_with(&config, true);
+    let n = 300;
+    let mut sessions = Vec::new();
+    let mut streams = Vec::new();
+    for i in 0..n {
+        let s = open(&mut a);
+        // Their records are written at different times, so each is due on its own.
+        let at = minutes(u64::try_from(i % 7).unwrap());
+        assert_eq!(complete(a.handle_request(at, &echo(&s))).status, 200);
+        streams.push(stream(a.handle_request(at, &get(Some(&s), None))));
+        sessions.push(s);
+    }
+    super::WALKED.with(|w| w.set(0));
+    let rounds = 100;
+    for (i, s) in sessions.iter().take(rounds).enumerate() {
+        let at = minutes(7) + std::time::Duration::from_millis(u64::try_from(i).unwrap());
+        assert_eq!(complete(a.handle_request(at, &echo(s))).status, 200);
+        let _ = a.take_timer_moved();
+        let _ = a.poll_timeout();
+    }
+    let walked = super::WALKED.with(std::cell::Cell::get);
+    assert!(
+        walked <= rounds,
+        "{walked} exchanges and streams looked at for {rounds} requests with {n} streams"
+    );
+    // Three hours of listening: every session is still alive for the other endpoint.
+    run_timer(&mut a, minutes(180));
+    for s in &sessions {
+        assert_eq!(
+            complete(b.handle_request(minutes(180), &echo(s))).status,
+            200
+        );
+    }
+    for g in &streams {
+        assert_ne!(a.poll_stream(g, &mut Vec::new()), StreamStatus::Finished);
+    }
+}
