@@ -65,6 +65,14 @@ pub(super) struct Sessions {
     /// The sessions whose state holds a 2025 `tasks/result` parked on its task's input
     /// requests (as of when the state was last put back).
     parked: BTreeSet<String>,
+    /// Every session by when it was last used: the idle ones first.
+    by_use: BTreeSet<(Instant, String)>,
+    /// Every session in the order one is evicted for room when none is idle: those no
+    /// request named since their `initialize` first, then by last use (then id).
+    by_eviction: BTreeSet<(bool, Instant, String)>,
+    /// Sessions looked at to make room, for the tests of its cost.
+    #[cfg(test)]
+    pub(super) looked_at: std::cell::Cell<usize>,
 }
 
 /// What keeps a session from being evicted to make room for another.
@@ -91,6 +99,10 @@ impl Sessions {
             holds: BTreeMap::new(),
             by_stored: BTreeSet::new(),
             parked: BTreeSet::new(),
+            by_use: BTreeSet::new(),
+            by_eviction: BTreeSet::new(),
+            #[cfg(test)]
+            looked_at: std::cell::Cell::default(),
         }
     }
 
@@ -110,6 +122,8 @@ impl Sessions {
             self.by_stored.remove(&(entry.stored, id.to_owned()));
         }
         self.parked.remove(id);
+        self.by_use.remove(&(entry.last_used, id.to_owned()));
+        (self.by_eviction).remove(&(entry.returned, entry.last_used, id.to_owned()));
         self.ended(entry.state.as_ref());
         true
     }
@@ -120,7 +134,30 @@ impl Sessions {
             self.by_stored.insert((entry.stored, id.clone()));
         }
         self.note_parked(&id, has_parked(entry.state.as_ref()));
+        self.by_use.insert((entry.last_used, id.clone()));
+        (self.by_eviction).insert((entry.returned, entry.last_used, id.clone()));
         self.table.insert(id, entry);
+    }
+
+    /// Session `id` was used at `now` (`None`: its last use stays), and named by a
+    /// request if `returned`: its entry and its place in the orders of eviction.
+    fn used(&mut self, id: &str, now: Option<Instant>, returned: bool) {
+        let Some(entry) = self.table.get_mut(id) else {
+            return;
+        };
+        let (was_used, was_returned) = (entry.last_used, entry.returned);
+        let (last_used, returned) = (now.unwrap_or(was_used), was_returned || returned);
+        if (last_used, returned) == (was_used, was_returned) {
+            return;
+        }
+        (entry.last_used, entry.returned) = (last_used, returned);
+        let id = id.to_owned();
+        if last_used != was_used {
+            self.by_use.remove(&(was_used, id.clone()));
+            self.by_use.insert((last_used, id.clone()));
+        }
+        (self.by_eviction).remove(&(was_returned, was_used, id.clone()));
+        (self.by_eviction).insert((returned, last_used, id));
     }
 
     /// Keeps [`Sessions::with_parked_tasks`] in step with the state of `id`: whether it
@@ -170,6 +207,12 @@ impl Sessions {
         }
     }
 
+    /// Counts one session looked at to make room.
+    fn looked(&self) {
+        #[cfg(test)]
+        self.looked_at.set(self.looked_at.get() + 1);
+    }
+
     /// Whether session `id` has a request being handled or a stream a client holds.
     pub(super) fn is_busy(&self, id: &str) -> bool {
         self.holds.contains_key(id)
@@ -201,6 +244,17 @@ impl Sessions {
             }
         }
         assert!(self.parked.iter().all(|id| self.table.contains_key(id)));
+        let by_use: BTreeSet<(Instant, String)> = (self.table.iter())
+            .map(|(id, e)| (e.last_used, id.clone()))
+            .collect();
+        assert_eq!(self.by_use, by_use, "sessions by last use");
+        let by_eviction: BTreeSet<(bool, Instant, String)> = (self.table.iter())
+            .map(|(id, e)| (e.returned, e.last_used, id.clone()))
+            .collect();
+        assert_eq!(
+            self.by_eviction, by_eviction,
+            "sessions in the order of eviction"
+        );
     }
 
     /// When the session store last heard that a busy session held here is in use, for
@@ -299,12 +353,17 @@ impl Sessions {
         let idle = |state: &LegacyState| {
             state.no_parked_calls() && !state.task_scope().is_some_and(&results_due)
         };
-        let victim = self
-            .table
-            .iter()
-            .filter(|(id, e)| !self.is_busy(id) && e.state.as_ref().is_some_and(idle))
-            .min_by_key(|(_, e)| (e.returned, e.last_used))
-            .map(|(id, _)| id.clone());
+        // The first in the order of eviction not in use: those in use are passed over,
+        // and they are few (each holds a request, a stream, a parked call or a task).
+        let victim = (self.by_eviction.iter())
+            .inspect(|_| self.looked())
+            .find(|(_, _, id)| {
+                !self.is_busy(id)
+                    && (self.table.get(id.as_str()))
+                        .and_then(|e| e.state.as_ref())
+                        .is_some_and(idle)
+            })
+            .map(|(_, _, id)| id.clone());
         let victim = victim
             .or_else(|| self.fair_share_victim(newcomer))
             .ok_or(Full)?;
@@ -349,11 +408,10 @@ impl Sessions {
         now: Instant,
         f: impl FnOnce(&mut LegacyState),
     ) -> bool {
+        self.used(id, Some(now), true);
         let Some(entry) = self.table.get_mut(id) else {
             return false;
         };
-        entry.last_used = now;
-        entry.returned = true;
         if let Some(state) = &mut entry.state {
             f(state);
             let parked = has_parked(Some(state));
@@ -373,11 +431,13 @@ impl Sessions {
     /// Drops the sessions idle longer than the idle timeout (and not busy); their ids.
     pub(super) fn sweep(&mut self, now: Instant) -> Vec<String> {
         let idle = self.idle;
-        let expired: Vec<String> = (self.table.iter())
-            .filter(|(id, e)| {
-                !self.is_busy(id) && now.saturating_duration_since(e.last_used) >= idle
-            })
-            .map(|(id, _)| id.clone())
+        // From the one unused longest, as long as they are idle; those in use are
+        // passed over (they are few).
+        let expired: Vec<String> = (self.by_use.iter())
+            .inspect(|_| self.looked())
+            .take_while(|(used, _)| now.saturating_duration_since(*used) >= idle)
+            .filter(|(_, id)| !self.is_busy(id))
+            .map(|(_, id)| id.clone())
             .collect();
         for id in &expired {
             self.drop_entry(id);
@@ -396,7 +456,7 @@ impl Sessions {
             self.drop_entry(id);
             return false;
         }
-        entry.returned = true;
+        self.used(id, None, true);
         true
     }
 
@@ -414,9 +474,8 @@ impl Sessions {
 
     /// Takes the state of `id` out to swap it into the machine.
     pub(super) fn take(&mut self, id: &str, now: Instant) -> Option<LegacyState> {
-        let entry = self.table.get_mut(id)?;
-        entry.last_used = now;
-        entry.state.take()
+        self.used(id, Some(now), false);
+        self.table.get_mut(id)?.state.take()
     }
 
     /// The state of `id`, unless it is swapped into the machine.

@@ -215,3 +215,55 @@ fn a_principals_own_gone_streams_make_room_within_its_share() {
         assert_eq!(poll(&mut ep, s).1, StreamStatus::Open);
     }
 }
+
+/// A client that `initialize`s in a loop against a full session table costs a few steps
+/// per session, not a walk of the table: making room looked at every session (for the
+/// idle ones, then for the one to evict) for each new one. The one evicted is still the
+/// one no request named since its `initialize`, the least recently used first.
+#[test]
+fn initializing_into_a_full_table_does_not_walk_every_session() {
+    let max = 200;
+    let mut ep = with_sessions(HttpEndpointConfig {
+        max_sessions: max,
+        ..HttpEndpointConfig::default()
+    });
+    let ping = |s: &str| {
+        post(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}),
+            &[
+                ("Mcp-Session-Id", s),
+                ("MCP-Protocol-Version", "2025-11-25"),
+            ],
+        )
+    };
+    let first: Vec<String> = (0..max).map(|_| session_of(&mut ep, None)).collect();
+    // Half of them came back.
+    for s in first.iter().step_by(2) {
+        assert_eq!(complete(ep.handle_request(now(), &ping(s))).status, 200);
+    }
+    let looked_at = |ep: &HttpEndpoint| ep.sessions.as_ref().unwrap().looked_at.get();
+    let before = looked_at(&ep);
+    let flood = 100;
+    let later = now() + std::time::Duration::from_secs(1);
+    let init = post(
+        &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}),
+        &[],
+    );
+    let flooded: Vec<String> = (0..flood)
+        .map(|_| {
+            let r = complete(ep.handle_request(later, &init));
+            r.header("mcp-session-id").unwrap().to_owned()
+        })
+        .collect();
+    let looked = looked_at(&ep) - before;
+    assert!(
+        looked <= 4 * flood,
+        "{looked} sessions looked at for {flood} initializes into a full table of {max}"
+    );
+    for s in first.iter().step_by(2).chain(&flooded) {
+        assert_eq!(complete(ep.handle_request(later, &ping(s))).status, 200);
+    }
+    assert_eq!(ep.sessions(), max);
+}
