@@ -139,6 +139,14 @@ struct State {
     expires_in: Option<Value>,
     /// Tokens are issued without a refresh token.
     no_refresh_token: bool,
+    /// The MCP server speaks 2025-11-25 (no `server/discover`, sessions, `GET`
+    /// streams, `DELETE`).
+    legacy: bool,
+    /// A `tools/call` is answered on an event stream that sends one priming event
+    /// (id `e1`) and drops: the answer comes on the `GET` that resumes after it.
+    drop_call_streams: bool,
+    /// The JSON-RPC id of the last `tools/call` whose stream dropped.
+    dropped_call: Value,
 }
 
 fn rpc_result(req: &Seen, result: Value) -> Reply {
@@ -232,6 +240,11 @@ impl State {
         if self.reject_all || !self.valid.contains(&presented) {
             return refusal(401, &self.challenge.clone());
         }
+        if self.legacy
+            && let Some(reply) = self.legacy_mcp(req)
+        {
+            return reply;
+        }
         match req.rpc_method().as_str() {
             "server/discover" => rpc_result(
                 req,
@@ -242,6 +255,10 @@ impl State {
                 req,
                 json!({"resultType": "complete", "ttlMs": 0, "tools": []}),
             ),
+            "tools/call" if self.drop_call_streams => {
+                self.dropped_call = req.json()["id"].clone();
+                Reply::sse_then_drop(Some(1000), &[(Some("e1"), "")])
+            }
             "tools/call" => {
                 if self.always_insufficient {
                     return refusal(
@@ -274,6 +291,50 @@ impl State {
     }
 }
 
+impl State {
+    /// What a 2025-11-25 server answers that a 2026 one does not: `None` for the
+    /// requests both answer alike.
+    fn legacy_mcp(&mut self, req: &Seen) -> Option<Reply> {
+        match req.method.as_str() {
+            "DELETE" => return Some(Reply::with_body(200, &[], "")),
+            "GET" if req.header("last-event-id") == Some("e1") => {
+                let answer = json!({"jsonrpc": "2.0", "id": self.dropped_call,
+                    "result": {"content": [{"type": "text", "text": "resumed"}]}});
+                return Some(Reply::sse(&[], &[(Some("e2"), &answer.to_string())]));
+            }
+            // The server's own stream: open, silent.
+            "GET" => {
+                let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\
+                            Transfer-Encoding: chunked\r\n\r\n";
+                return Some(Reply::Raw(head.as_bytes().to_vec()));
+            }
+            _ => {}
+        }
+        match req.rpc_method().as_str() {
+            "server/discover" => Some(Reply::json(
+                400,
+                &json!({"jsonrpc": "2.0", "id": req.json()["id"],
+                    "error": {"code": -32601, "message": "Method not found"}}),
+            )),
+            "initialize" => {
+                let result = json!({"jsonrpc": "2.0", "id": req.json()["id"], "result": {
+                    "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "legacy", "version": "1"}}});
+                Some(Reply::with_body(
+                    200,
+                    &[
+                        ("Content-Type", "application/json"),
+                        ("Mcp-Session-Id", "s-1"),
+                    ],
+                    &result.to_string(),
+                ))
+            }
+            "notifications/initialized" => Some(Reply::accepted()),
+            _ => None,
+        }
+    }
+}
+
 struct Net {
     now: Instant,
     client: Client,
@@ -289,6 +350,8 @@ struct Net {
     /// `held_back` until [`Net::release`].
     hold_call: Option<usize>,
     held_back: Vec<(ConnId, Reply)>,
+    /// The connections that carried a `GET` to the MCP endpoint.
+    get_conns: Vec<ConnId>,
 }
 
 fn auth_config() -> AuthConfig {
@@ -334,6 +397,7 @@ impl Net {
             silent: Vec::new(),
             hold_call: None,
             held_back: Vec::new(),
+            get_conns: Vec::new(),
         }
     }
 
@@ -371,6 +435,9 @@ impl Net {
                     if self.silent.contains(&seen.path_url()) {
                         self.seen.push(seen);
                         continue;
+                    }
+                    if seen.is_mcp() && seen.method == "GET" {
+                        self.get_conns.push(conn);
                     }
                     let reply = self.state.borrow_mut().answer(&seen);
                     let call = seen.is_mcp() && seen.rpc_method() == "tools/call";
@@ -436,6 +503,15 @@ impl Net {
             self.client.handle_timeout(self.now);
             jumps += 1;
             assert!(jumps < 1000, "no progress");
+        }
+    }
+
+    /// The server ends every `GET` stream it has open.
+    fn end_get_streams(&mut self) {
+        for conn in std::mem::take(&mut self.get_conns) {
+            if self.origins.contains_key(&conn) {
+                self.client.handle_eof(self.now, conn);
+            }
         }
     }
 
@@ -1553,4 +1629,143 @@ fn without_a_refresh_token_the_held_token_is_sent_until_refused() {
     assert_eq!(net.mcp_requests("tools/call").len(), 2);
     assert_eq!(net.approval_urls().len(), 1);
     assert_eq!(net.token_requests().len(), 1);
+}
+
+/// A 2025-11-25 server behind OAuth, its tokens issued for `expires_in` seconds, the
+/// client connected (with one approval) and its `GET` stream open.
+fn legacy_net(expires_in: u64) -> Net {
+    let mut net = Net::new(auth_config());
+    {
+        let mut s = net.state.borrow_mut();
+        s.legacy = true;
+        s.expires_in = Some(json!(expires_in));
+    }
+    net.connect_with_approval();
+    net.settle();
+    let gets: Vec<&Seen> = net
+        .seen
+        .iter()
+        .filter(|s| s.is_mcp() && s.method == "GET")
+        .collect();
+    assert_eq!(gets.len(), 1, "the session's stream");
+    net
+}
+
+/// The `Authorization` of every request to the MCP endpoint from `seen[from..]`, as
+/// `METHOD token`.
+fn mcp_tokens_since(net: &Net, from: usize) -> Vec<String> {
+    net.seen[from..]
+        .iter()
+        .filter(|s| s.is_mcp())
+        .map(|s| format!("{} {}", s.method, s.header("authorization").unwrap_or("-")))
+        .collect()
+}
+
+/// The session's `GET` stream reopened with a token known to be expired drew a `401`
+/// that nothing answered: it was opened again with the same token, a bounded number of
+/// times, and then the client stopped listening. It is refreshed first now, like the
+/// `POST`s, and the stream reopens once, with the new token.
+#[test]
+fn a_get_stream_reopened_with_an_expired_token_refreshes_first() {
+    let mut net = legacy_net(3600);
+    net.now += Duration::from_secs(3700);
+    net.state.borrow_mut().valid.retain(|v| v != "Bearer at-1");
+    let before = net.seen.len();
+    net.end_get_streams();
+    net.run_until(|n| n.seen[before..].iter().any(|s| s.is_mcp()));
+    net.settle();
+    assert_eq!(
+        mcp_tokens_since(&net, before),
+        ["GET Bearer at-2"],
+        "{:?}",
+        requests_since(&net, before)
+    );
+    assert_eq!(net.token_requests().len(), 2, "one refresh");
+    net.assert_tokens_only_to_the_mcp_server();
+}
+
+/// A call whose event stream dropped is resumed with a `GET` (`Last-Event-ID`): sent
+/// with a token known to be expired, its `401` failed the call ("resuming the event
+/// stream failed"). The token is refreshed first now, and the call gets its answer.
+#[test]
+fn a_resumption_with_an_expired_token_refreshes_first() {
+    // A minute's token: known expired 45 s on, inside the call's own deadline.
+    let mut net = legacy_net(60);
+    net.state.borrow_mut().drop_call_streams = true;
+    let call = net.client.call(net.now, tool()).expect("call");
+    net.settle();
+    assert_eq!(net.mcp_requests("tools/call").len(), 1);
+    net.now += Duration::from_secs(50);
+    net.state.borrow_mut().valid.retain(|v| v != "Bearer at-1");
+    let before = net.seen.len();
+    net.run_until(|n| n.completion(call).is_some());
+    let out = net.completion(call).unwrap().expect("the resumed answer");
+    assert_eq!(text(&out), "resumed");
+    assert_eq!(
+        mcp_tokens_since(&net, before),
+        ["GET Bearer at-2"],
+        "{:?}",
+        requests_since(&net, before)
+    );
+    assert_eq!(net.mcp_requests("tools/call").len(), 1, "sent once");
+}
+
+/// The `DELETE` that ends a session went with a token known to be expired: the server
+/// refused it and kept the session. The token is refreshed first now (within the
+/// close's own time), and the `DELETE` goes once, with the new token.
+#[test]
+fn the_delete_at_close_refreshes_an_expired_token_first() {
+    let mut net = legacy_net(3600);
+    net.now += Duration::from_secs(3700);
+    net.state.borrow_mut().valid.retain(|v| v != "Bearer at-1");
+    let before = net.seen.len();
+    net.client.close(net.now);
+    net.run_until(|n| n.client.is_released());
+    assert_eq!(
+        mcp_tokens_since(&net, before),
+        ["DELETE Bearer at-2"],
+        "{:?}",
+        requests_since(&net, before)
+    );
+}
+
+/// A refresh that a resumption waits for and that fails fails the call it owed, once,
+/// with the flow's error (as a call's own refresh failing does), rather than leaving
+/// it waiting or resuming with the expired token.
+#[test]
+fn a_failed_refresh_before_a_resumption_fails_its_call_with_the_flows_error() {
+    let mut net = legacy_net(60);
+    net.state.borrow_mut().drop_call_streams = true;
+    let call = net.client.call(net.now, tool()).expect("call");
+    net.settle();
+    net.now += Duration::from_secs(50);
+    {
+        let mut s = net.state.borrow_mut();
+        s.valid.retain(|v| v != "Bearer at-1");
+        s.routes.insert(
+            format!("{AS}/token"),
+            Reply::json(500, &json!({"error": "server_error"})),
+        );
+    }
+    let before = net.seen.len();
+    net.run_until(|n| n.completion(call).is_some());
+    let outcome = net.completion(call).unwrap();
+    assert!(
+        matches!(
+            outcome,
+            Err(CallError::Authorization(AuthError::TokenRefused(_)))
+        ),
+        "{outcome:?}"
+    );
+    assert_eq!(
+        mcp_tokens_since(&net, before),
+        Vec::<String>::new(),
+        "nothing sent with the expired token"
+    );
+    let completions = net
+        .events
+        .iter()
+        .filter(|e| matches!(e, Event::CallCompleted { call: c, .. } if *c == call))
+        .count();
+    assert_eq!(completions, 1);
 }

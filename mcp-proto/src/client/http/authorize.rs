@@ -13,7 +13,9 @@
 //! was on its way while a refresh ended) is about that old token: the request is sent
 //! again with the new one, and no flow starts. A request about to go with a token known
 //! to be expired waits the same way for the refresh it starts
-//! ([`Authorizer::refresh_before_request`]), and goes once, with the new token.
+//! ([`Authorizer::refresh_before_request`]), and goes once, with the new token: every
+//! request to the MCP server, a message's `POST`, the session's `GET` stream, a `GET`
+//! resuming a stream after `Last-Event-ID`, and the `DELETE` that ends a session.
 
 use std::sync::Arc;
 
@@ -72,6 +74,21 @@ impl HttpLink {
     /// Whether new messages must wait: a flow is running.
     pub(super) fn auth_busy(&self) -> bool {
         self.auth.as_ref().is_some_and(Authorizer::is_busy)
+    }
+
+    /// Before any request to the MCP server goes out at `now` (a message's `POST`, a
+    /// `GET` stream, a resumption): `None` when it goes now; `Some(started)` when it
+    /// must wait for the flow, which either runs already or, `started`, is the refresh
+    /// of a token known to be expired that begins for it
+    /// ([`Authorizer::refresh_before_request`]). The caller keeps the request where
+    /// the flow's end finds it, then, when `started`, runs the flow
+    /// ([`HttpLink::drive_auth`], which may end it at once).
+    pub(super) fn auth_wait(&mut self, now: Instant) -> Option<bool> {
+        let started = self
+            .auth
+            .as_mut()
+            .is_some_and(|a| a.refresh_before_request(now));
+        (started || self.auth_busy()).then_some(started)
     }
 
     /// The exchange `x` was refused with `status`: parks its message and starts (or
@@ -209,6 +226,12 @@ impl HttpLink {
                 for parked in std::mem::take(&mut self.parked) {
                     self.send_parked(now, parked);
                 }
+                for get in std::mem::take(&mut self.waiting_gets) {
+                    self.reopen(now, get);
+                }
+                if let Some(version) = self.waiting_delete.take() {
+                    self.send_delete(version);
+                }
             }
             AuthEvent::Failed(e) => {
                 self.client.resume_after_approval(now);
@@ -245,6 +268,13 @@ impl HttpLink {
                         }));
                 }
             }
+        }
+        for get in std::mem::take(&mut self.waiting_gets) {
+            self.get_after_failed_auth(now, get, usable, e);
+        }
+        // The session still ends at the server when it takes what the client holds.
+        if let Some(version) = self.waiting_delete.take() {
+            self.write_delete(version);
         }
     }
 

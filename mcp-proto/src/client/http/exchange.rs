@@ -9,10 +9,11 @@ use std::time::Duration;
 use crate::Instant;
 
 use super::{GetStream, HttpLink};
+use crate::auth::AuthError;
 use crate::client::PeerError;
 use crate::client::session::request::repeatable_method;
 use crate::client::transmit::{TransportFailure, TransportFailureKind};
-use crate::client::{BodyHint, CloseReason, Event, HttpFailure, UnreadableBody};
+use crate::client::{BodyHint, CallError, CloseReason, Event, HttpFailure, UnreadableBody};
 use crate::http::headers::{MAX_SESSION_ID_BYTES, MCP_SESSION_ID};
 use crate::http::{ResponseError, ResponseEvent, ResponseHead, ResponseReader};
 use crate::jsonrpc::{DecodeError, Message, RequestId, Response};
@@ -1008,19 +1009,60 @@ impl HttpLink {
         let (due, later): (Vec<_>, Vec<_>) = self.resumes.drain(..).partition(|r| r.due <= now);
         self.resumes = later;
         for r in due {
-            let standalone = r.owed.is_empty();
-            if standalone && self.get_stream != GetStream::Active {
-                continue;
+            self.reopen(now, r);
+        }
+    }
+
+    /// Opens the `GET` that `r` waited to open, unless nothing wants it any more: the
+    /// session's stream no longer listened to, or a resumption whose calls all ended.
+    pub(super) fn reopen(&mut self, now: Instant, r: PendingResume) {
+        let standalone = r.owed.is_empty();
+        if standalone && self.get_stream != GetStream::Active {
+            return;
+        }
+        let owed: Vec<i64> = r
+            .owed
+            .into_iter()
+            .filter(|id| self.client.is_awaiting(*id))
+            .collect();
+        if owed.is_empty() && !standalone {
+            return;
+        }
+        self.open_get(now, (r.last_event_id, r.digest), owed, r.attempt);
+    }
+
+    /// A `GET` that waited for an authorization flow that failed. With a token still
+    /// usable it opens all the same; without, a resumption fails its calls with the
+    /// flow's error, and the session's own stream is tried again later, as after a
+    /// failed attempt (a bounded number of times).
+    pub(super) fn get_after_failed_auth(
+        &mut self,
+        now: Instant,
+        r: PendingResume,
+        usable: bool,
+        error: &AuthError,
+    ) {
+        if usable {
+            return self.reopen(now, r);
+        }
+        if !r.owed.is_empty() {
+            for rpc in r.owed {
+                if self.client.is_awaiting(rpc) {
+                    self.client
+                        .fail_request(rpc, CallError::Authorization(error.clone()));
+                }
             }
-            let owed: Vec<i64> = r
-                .owed
-                .into_iter()
-                .filter(|id| self.client.is_awaiting(*id))
-                .collect();
-            if owed.is_empty() && !standalone {
-                continue;
-            }
-            self.open_get(now, (r.last_event_id, r.digest), owed, r.attempt);
+            return;
+        }
+        if self.get_stream != GetStream::Active {
+            return;
+        }
+        let attempt = r.attempt + 1;
+        if attempt < self.config.max_resume_attempts {
+            let from = (r.last_event_id, r.digest);
+            self.schedule_resume(now, from, Vec::new(), attempt, None);
+        } else {
+            self.get_stream = GetStream::Unavailable;
         }
     }
 
@@ -1047,6 +1089,7 @@ impl HttpLink {
         self.session_epoch = self.session_epoch.wrapping_add(1);
         self.held = None;
         self.resumes.clear();
+        self.waiting_gets.clear();
         self.get_stream = GetStream::Idle;
         // Requests waiting out a busy server's `Retry-After` never ran either.
         let mut never_ran: Vec<i64> = never_ran.into_iter().collect();

@@ -232,6 +232,11 @@ pub(crate) struct HttpLink {
     auth_max_body: usize,
     /// Messages waiting for the flow to end.
     parked: VecDeque<authorize::Parked>,
+    /// `GET`s (the session's stream, resumptions) waiting for the flow to end.
+    waiting_gets: Vec<exchange::PendingResume>,
+    /// The `DELETE` of [`HttpLink::close`] (its protocol version), waiting for the
+    /// refresh it started to end.
+    waiting_delete: Option<Option<crate::version::ProtocolVersion>>,
     /// Counts the changes of the `Authorization` value sent: a refusal of a request that
     /// carried an older one is answered by the new one, not by another flow.
     auth_generation: u64,
@@ -304,6 +309,8 @@ impl HttpLink {
             static_authorization: !flow_holds,
             auth_max_body,
             parked: VecDeque::new(),
+            waiting_gets: Vec::new(),
+            waiting_delete: None,
             auth_generation: 0,
             side: side::Side::default(),
             sse: None,
@@ -401,6 +408,7 @@ impl HttpLink {
         self.resumes.clear();
         self.retries.clear();
         self.parked.clear();
+        self.waiting_gets.clear();
         self.side.retain(|_| false);
         if self.session_id.is_some() {
             self.send_delete(version);
@@ -412,7 +420,11 @@ impl HttpLink {
     /// After close: once nothing is in flight (the `DELETE` answered), every connection
     /// closes.
     fn release_if_done(&mut self) {
-        if self.closing && self.exchanges.is_empty() && self.retries.is_empty() {
+        if self.closing
+            && self.exchanges.is_empty()
+            && self.retries.is_empty()
+            && self.waiting_delete.is_none()
+        {
             self.pool.close_all();
         }
     }
@@ -422,6 +434,7 @@ impl HttpLink {
         self.closing
             && self.exchanges.is_empty()
             && self.retries.is_empty()
+            && self.waiting_delete.is_none()
             && self.pool.is_empty()
             && self.side.is_empty()
     }
@@ -522,6 +535,9 @@ impl HttpLink {
             self.close_deadline = None;
             self.abort_all();
             self.retries.clear();
+            // A refresh the `DELETE` waited for: both given up.
+            self.waiting_delete = None;
+            self.side.retain(|_| false);
             self.pool.close_all();
         }
         for (exchange, failure) in self.pool.handle_timeout(now) {
@@ -681,6 +697,7 @@ impl HttpLink {
                 self.closing = true;
                 self.abort_all();
                 self.resumes.clear();
+                self.waiting_gets.clear();
                 self.retries.clear();
                 self.pool.close_all();
             }

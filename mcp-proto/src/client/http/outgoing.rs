@@ -131,11 +131,7 @@ impl HttpLink {
         }
         // A token known to be expired is refreshed before the message goes, when it
         // can be: the message waits for that flow as for one a `401` started.
-        let refreshing = self
-            .auth
-            .as_mut()
-            .is_some_and(|a| a.refresh_before_request(now));
-        if refreshing || self.auth_busy() {
+        if let Some(refreshing) = self.auth_wait(now) {
             self.parked.push_back(Parked {
                 msg,
                 tries,
@@ -269,6 +265,21 @@ impl HttpLink {
         owed: Vec<i64>,
         attempt: u32,
     ) {
+        // As a message: a token known to be expired is refreshed first, and the `GET`
+        // waits for whatever flow runs.
+        if let Some(refreshing) = self.auth_wait(now) {
+            self.waiting_gets.push(super::exchange::PendingResume {
+                due: now,
+                last_event_id,
+                digest,
+                owed,
+                attempt,
+            });
+            if refreshing {
+                self.drive_auth(now);
+            }
+            return;
+        }
         let url = self.config.url.clone();
         let version = self.client.header_version();
         let mut bytes = Vec::new();
@@ -307,8 +318,25 @@ impl HttpLink {
         self.insert_exchange(id, x, (bytes, Arc::default()));
     }
 
-    /// `DELETE` of the legacy session.
+    /// `DELETE` of the legacy session, after a refresh of a token known to be expired
+    /// (which it starts). A flow already running is not waited for: after
+    /// [`HttpLink::close`] nothing answers a person's approval.
     pub(super) fn send_delete(&mut self, version: Option<crate::version::ProtocolVersion>) {
+        let now = self.now;
+        if self
+            .auth
+            .as_mut()
+            .is_some_and(|a| a.refresh_before_request(now))
+        {
+            self.waiting_delete = Some(version);
+            self.drive_auth(now);
+            return;
+        }
+        self.write_delete(version);
+    }
+
+    /// `DELETE` of the legacy session, with the token held.
+    pub(super) fn write_delete(&mut self, version: Option<crate::version::ProtocolVersion>) {
         let url = self.config.url.clone();
         let mut bytes = Vec::new();
         let managed = auth_headers(&mut self.auth, self.now, "DELETE", &url);
