@@ -425,11 +425,15 @@ impl Authorizer {
     /// A refresh is due when no flow runs, a refresh token is held, the access token is
     /// known to be expired or about to be ([`Credentials::is_expired`]: its last minute,
     /// or the last quarter of a shorter life), and this authorizer has read the
-    /// protected resource metadata before: the flow goes as after a `401` (that metadata
-    /// read again, then the refresh), without the refused request. Before that (stored
-    /// credentials, a first request), the request goes with the token held, as when no
-    /// refresh token is: the server decides, and its `401` names where its metadata is
-    /// (a server may name it only there).
+    /// metadata before. With the authorization server's metadata read in this run for
+    /// the issuer the tokens belong to, the refresh goes straight to its token
+    /// endpoint: nothing refused the token, so nothing says the metadata changed (a
+    /// `401` reads it again). With only the protected resource metadata's address, the
+    /// flow goes as after a `401` (that metadata read, then the refresh), without the
+    /// refused request. Before either (stored credentials, a first request), the
+    /// request goes with the token held, as when no refresh token is: the server
+    /// decides, and its `401` names where its metadata is (a server may name it only
+    /// there).
     #[must_use = "when true, the request must wait for the refresh (park it as after a 401)"]
     pub fn refresh_before_request(&mut self, now: Instant) -> bool {
         self.now = now;
@@ -438,7 +442,19 @@ impl Authorizer {
             && self.creds.refresh_token.is_some()
             && self.creds.access_token.is_some()
             && self.creds.is_expired(self.unix(now));
-        let Some(url) = self.resource_metadata_url.clone().filter(|_| due) else {
+        if !due {
+            return false;
+        }
+        let held = self
+            .server_metadata
+            .as_ref()
+            .is_some_and(|m| m.issuer == self.creds.issuer);
+        if held {
+            self.reset_flow(Trigger::Unauthorized, None);
+            self.after_metadata(now);
+            return true;
+        }
+        let Some(url) = self.resource_metadata_url.clone() else {
             return false;
         };
         self.begin(now, Trigger::Unauthorized, None, vec![url]);
@@ -469,13 +485,18 @@ impl Authorizer {
         challenge: Option<BearerChallenge>,
         urls: Vec<String>,
     ) {
+        self.reset_flow(trigger, challenge);
+        self.step = Step::ResourceMetadata { urls, next: 0 };
+        self.next_resource_metadata(now);
+    }
+
+    /// What a new flow starts from: why it runs, and no request or retry counted yet.
+    fn reset_flow(&mut self, trigger: Trigger, challenge: Option<BearerChallenge>) {
         self.trigger = trigger;
         self.requests = 0;
         self.retried_code = false;
         self.retried_client = false;
         self.challenge = challenge;
-        self.step = Step::ResourceMetadata { urls, next: 0 };
-        self.next_resource_metadata(now);
     }
 
     /// Gives up the running flow (the person declined, or nothing can open the URL):
