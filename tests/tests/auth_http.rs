@@ -1768,3 +1768,63 @@ fn a_failed_refresh_before_a_resumption_fails_its_call_with_the_flows_error() {
         .count();
     assert_eq!(completions, 1);
 }
+
+/// A `GET` resuming a call's stream refused with `401` for a token the client did not
+/// know had ended (revoked, or a lifetime never given) failed the call at once: a `GET`
+/// started no flow. It now waits for the flow its refusal starts, as a `POST` does, and
+/// resumes once with the new token; refused again after that, it fails as before.
+#[test]
+fn a_resumption_refused_with_401_refreshes_and_resumes() {
+    let mut net = legacy_net(3600);
+    net.state.borrow_mut().drop_call_streams = true;
+    let call = net.client.call(net.now, tool()).expect("call");
+    net.settle();
+    net.state.borrow_mut().valid.retain(|v| v != "Bearer at-1");
+    let before = net.seen.len();
+    net.run_until(|n| n.completion(call).is_some());
+    let out = net.completion(call).unwrap().expect("the resumed answer");
+    assert_eq!(text(&out), "resumed");
+    assert_eq!(
+        mcp_tokens_since(&net, before),
+        ["GET Bearer at-1", "GET Bearer at-2"],
+        "{:?}",
+        requests_since(&net, before)
+    );
+    assert_eq!(net.mcp_requests("tools/call").len(), 1, "sent once");
+    assert_eq!(net.approval_urls().len(), 1, "refreshed, nobody asked");
+
+    // A server that refuses every token: one flow, then the call fails.
+    let mut net = legacy_net(3600);
+    net.state.borrow_mut().drop_call_streams = true;
+    let call = net.client.call(net.now, tool()).expect("call");
+    net.settle();
+    net.state.borrow_mut().reject_all = true;
+    net.run_until(|n| n.completion(call).is_some());
+    assert!(net.completion(call).unwrap().is_err());
+    assert_eq!(net.token_requests().len(), 2, "one refresh, no loop");
+}
+
+/// The session's own `GET` stream refused with `401` (a token revoked) was opened
+/// again with the same token until the client stopped listening. It now waits for the
+/// flow its refusal starts and reopens with the new token.
+#[test]
+fn a_get_stream_refused_with_401_refreshes_and_reopens() {
+    let mut net = legacy_net(3600);
+    net.state.borrow_mut().valid.retain(|v| v != "Bearer at-1");
+    let before = net.seen.len();
+    net.end_get_streams();
+    net.run_until(|n| {
+        n.seen[before..]
+            .iter()
+            .filter(|s| s.is_mcp() && s.method == "GET")
+            .count()
+            >= 2
+    });
+    net.settle();
+    assert_eq!(
+        mcp_tokens_since(&net, before),
+        ["GET Bearer at-1", "GET Bearer at-2"],
+        "{:?}",
+        requests_since(&net, before)
+    );
+}

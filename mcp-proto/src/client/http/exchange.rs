@@ -187,6 +187,12 @@ pub(super) struct Exchange {
     /// A settled success without a stream was acted on before its end
     /// (`accepted_without_stream`).
     pub(super) decided: bool,
+    /// The link's `auth_generation` when it was written: which `Authorization` it
+    /// carried (for a `GET`; a message's is in its `replay`).
+    pub(super) generation: u64,
+    /// GET: sent again after a refusal for want of authorization, and after the flow
+    /// it started: refused again, it starts no other.
+    pub(super) after_refusal: bool,
 }
 
 /// A resumption waiting for its delay.
@@ -198,6 +204,9 @@ pub(super) struct PendingResume {
     pub(super) digest: Option<u64>,
     pub(super) owed: Vec<i64>,
     pub(super) attempt: u32,
+    /// Waits (or waited) for the flow a `401` to this `GET` started; see
+    /// [`Exchange::after_refusal`].
+    pub(super) after_refusal: bool,
 }
 
 /// The digest of an event's data, to tell an event sent again from a new one under the
@@ -814,6 +823,9 @@ impl HttpLink {
         {
             return;
         }
+        if status == Some(401) && self.get_refused(now, &x) {
+            return;
+        }
         let challenge = x
             .head
             .as_ref()
@@ -855,8 +867,13 @@ impl HttpLink {
             }
             Purpose::Get { owed, attempt } => {
                 if owed.is_empty() {
-                    // The server's own stream: 405 means it has none.
-                    if status == Some(405) || attempt + 1 >= self.config.max_resume_attempts {
+                    // The server's own stream: 405 means it has none; a 401 to the token
+                    // a flow obtained for it, that it takes none.
+                    let refused = status == Some(401) && x.after_refusal;
+                    if status == Some(405)
+                        || refused
+                        || attempt + 1 >= self.config.max_resume_attempts
+                    {
                         self.get_stream = GetStream::Unavailable;
                     } else {
                         // Still after the last event it brought: what the server sent
@@ -1002,6 +1019,7 @@ impl HttpLink {
             digest,
             owed,
             attempt,
+            after_refusal: false,
         });
     }
 
@@ -1028,7 +1046,46 @@ impl HttpLink {
         if owed.is_empty() && !standalone {
             return;
         }
-        self.open_get(now, (r.last_event_id, r.digest), owed, r.attempt);
+        self.open_get(now, PendingResume { owed, ..r });
+    }
+
+    /// A `GET` (the session's stream, a resumption) refused with `401`: it waits for the
+    /// flow its refusal starts (or joins; none for a refusal of an older token than the
+    /// one now held), then opens again, as a refused message is sent again. False, and
+    /// the refusal stands, without authorization, for a `GET` already sent again after
+    /// a flow (the server takes nothing it obtains: no loop), or out of attempts.
+    fn get_refused(&mut self, now: Instant, x: &Exchange) -> bool {
+        let Purpose::Get { owed, attempt } = &x.purpose else {
+            return false;
+        };
+        let Some(auth) = &mut self.auth else {
+            return false;
+        };
+        if x.after_refusal || attempt + 1 >= self.config.max_resume_attempts {
+            return false;
+        }
+        let pending = PendingResume {
+            due: now,
+            last_event_id: x.resume_from.clone(),
+            digest: x.resume_digest,
+            owed: owed.clone(),
+            attempt: attempt + 1,
+            after_refusal: true,
+        };
+        if x.generation != self.auth_generation {
+            // Sent with a token replaced since: the new one answers the refusal.
+            self.reopen(now, pending);
+            return true;
+        }
+        let challenges: Vec<&str> = x
+            .head
+            .as_ref()
+            .map(|h| h.header_all("www-authenticate").collect())
+            .unwrap_or_default();
+        auth.handle_unauthorized(now, challenges);
+        self.waiting_gets.push(pending);
+        self.drive_auth(now);
+        true
     }
 
     /// A `GET` that waited for an authorization flow that failed. With a token still

@@ -724,7 +724,15 @@ impl HttpLink {
         };
         // Without a session the server has nothing to route to a GET stream.
         if self.get_stream == GetStream::Active && self.session_id.is_some() {
-            self.open_get(now, (None, None), Vec::new(), 0);
+            let stream = exchange::PendingResume {
+                due: now,
+                last_event_id: None,
+                digest: None,
+                owed: Vec::new(),
+                attempt: 0,
+                after_refusal: false,
+            };
+            self.open_get(now, stream);
         }
         for msg in held {
             self.send_message(now, msg);

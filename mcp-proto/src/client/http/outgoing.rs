@@ -8,7 +8,7 @@ use crate::Instant;
 use serde_json::{Map, Value};
 
 use super::authorize::{Parked, Replay};
-use super::exchange::{Body, Exchange, Purpose, RequestMethod};
+use super::exchange::{Body, Exchange, PendingResume, Purpose, RequestMethod};
 use super::{GetStream, HttpLink};
 use crate::auth::Authorizer;
 use crate::client::session::{OutKind, Outgoing, Session};
@@ -94,6 +94,8 @@ impl HttpLink {
             replay: None,
             settled: false,
             decided: false,
+            generation: self.auth_generation,
+            after_refusal: false,
         }
     }
 
@@ -258,28 +260,24 @@ impl HttpLink {
     /// event id and the digest of that event's data when it was dispatched.
     /// A resumption whose request cannot be written (an event id that is no header
     /// value) is not dropped: what it owed fails, naming the reason.
-    pub(super) fn open_get(
-        &mut self,
-        now: Instant,
-        (last_event_id, digest): (Option<String>, Option<u64>),
-        owed: Vec<i64>,
-        attempt: u32,
-    ) {
+    pub(super) fn open_get(&mut self, now: Instant, get: PendingResume) {
         // As a message: a token known to be expired is refreshed first, and the `GET`
         // waits for whatever flow runs.
         if let Some(refreshing) = self.auth_wait(now) {
-            self.waiting_gets.push(super::exchange::PendingResume {
-                due: now,
-                last_event_id,
-                digest,
-                owed,
-                attempt,
-            });
+            self.waiting_gets.push(get);
             if refreshing {
                 self.drive_auth(now);
             }
             return;
         }
+        let PendingResume {
+            last_event_id,
+            digest,
+            owed,
+            attempt,
+            after_refusal,
+            ..
+        } = get;
         let url = self.config.url.clone();
         let version = self.client.header_version();
         let mut bytes = Vec::new();
@@ -314,6 +312,7 @@ impl HttpLink {
         let mut x = self.new_exchange(Purpose::Get { owed, attempt }, None, "GET");
         x.resume_from = last_event_id;
         x.resume_digest = digest;
+        x.after_refusal = after_refusal;
         let id = self.alloc_exchange();
         self.insert_exchange(id, x, (bytes, Arc::default()));
     }
