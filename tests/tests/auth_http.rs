@@ -1828,3 +1828,24 @@ fn a_get_stream_refused_with_401_refreshes_and_reopens() {
         requests_since(&net, before)
     );
 }
+
+/// The refresh the closing `DELETE` starts is refused (`invalid_grant`): the flow would
+/// go on to ask the person to approve, for a connection being closed. Nobody is asked;
+/// the `DELETE` goes with what is held (nothing: the refusal dropped both tokens), and
+/// the client is released.
+#[test]
+fn closing_never_asks_a_person_to_approve() {
+    let mut net = legacy_net(3600);
+    net.now += Duration::from_secs(3700);
+    net.state.borrow_mut().refuse_refresh = true;
+    let before = net.seen.len();
+    net.client.close(net.now);
+    net.run_until(|n| n.client.is_released());
+    assert_eq!(net.approval_urls().len(), 1, "asked again at close");
+    assert_eq!(
+        mcp_tokens_since(&net, before),
+        ["DELETE -"],
+        "{:?}",
+        requests_since(&net, before)
+    );
+}

@@ -210,6 +210,14 @@ impl HttpLink {
 
     fn auth_event(&mut self, now: Instant, event: AuthEvent) {
         match event {
+            AuthEvent::OpenUrl(_) if self.closing => {
+                // Only the closing `DELETE` waits (its refresh was refused): nobody is
+                // asked to approve for a connection being closed. It goes with the
+                // token held.
+                if let Some(auth) = &mut self.auth {
+                    auth.abandon(now, "the connection is closing");
+                }
+            }
             AuthEvent::OpenUrl(url) => {
                 self.client.pause_for_approval(now);
                 self.events.push_back(Event::AuthorizationRequested { url });
