@@ -325,9 +325,12 @@ impl Authorizer {
     }
 
     /// The `Authorization` header value of the access token held, when it is not known
-    /// to be expired ([`Credentials::is_expired`]). The MCP requests themselves
-    /// ([`Authorizer::request_headers`]) carry a token known to be expired all the same,
-    /// when it cannot be refreshed first: the server decides.
+    /// to be expired ([`Credentials::is_expired`]) at the latest instant this
+    /// authorizer was given: the `now` of its last call that took one, not the time
+    /// since (a caller that let time pass judges with [`Credentials::is_expired`] at
+    /// its own clock). The MCP requests themselves ([`Authorizer::request_headers`])
+    /// carry a token known to be expired all the same, when it cannot be refreshed
+    /// first: the server decides.
     #[must_use]
     pub fn authorization(&self) -> Option<String> {
         if self.creds.is_expired(self.unix(self.now)) {
