@@ -1849,3 +1849,37 @@ fn closing_never_asks_a_person_to_approve() {
         requests_since(&net, before)
     );
 }
+
+/// Several calls waiting for one refresh before sending that fails: each fails once,
+/// with the same error, and none goes out.
+#[test]
+fn a_failed_refresh_fails_each_waiting_call_once_with_the_same_error() {
+    let mut net = Net::new(auth_config());
+    net.connect_with_approval();
+    assert!(net.call(CallRequest::list_tools()).is_ok());
+    net.state.borrow_mut().routes.insert(
+        format!("{AS}/token"),
+        Reply::json(500, &json!({"error": "server_error"})),
+    );
+    net.now += Duration::from_secs(3700);
+    let calls: Vec<CallId> = (0..3)
+        .map(|_| net.client.call(net.now, tool()).expect("call"))
+        .collect();
+    net.run_until(|n| calls.iter().all(|c| n.completion(*c).is_some()));
+    net.settle();
+    let errors: Vec<String> = calls
+        .iter()
+        .map(|c| format!("{:?}", net.completion(*c).unwrap().expect_err("failed")))
+        .collect();
+    assert!(errors.iter().all(|e| *e == errors[0]), "{errors:?}");
+    for c in &calls {
+        let n = net
+            .events
+            .iter()
+            .filter(|e| matches!(e, Event::CallCompleted { call, .. } if call == c))
+            .count();
+        assert_eq!(n, 1);
+    }
+    assert_eq!(net.token_requests().len(), 2, "one refresh for the three");
+    assert_eq!(net.mcp_requests("tools/call").len(), 0);
+}
