@@ -1077,7 +1077,7 @@ impl HttpEndpoint {
     /// once for one whose task ended or is gone).
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
-        #[cfg(test)]
+        #[cfg(any(test, feature = "index-checks"))]
         self.check_session_indexes();
         let machine = self.server.poll_timeout();
         let parked = (self.sessions_with_parked_tasks().into_iter())
@@ -1282,7 +1282,7 @@ impl HttpEndpoint {
                 self.dispatch(now, request, close)
             }
         };
-        #[cfg(test)]
+        #[cfg(any(test, feature = "index-checks"))]
         self.check_session_indexes();
         match reply {
             HttpReply::Complete(mut response) => {
@@ -2992,7 +2992,7 @@ fn held_changed(sessions: &mut Option<Sessions>, session: Option<&str>, was: boo
 /// streams (such a session does not idle out): each once per exchange or stream. A walk
 /// of everything the endpoint holds: the endpoint keeps these counts as they change
 /// ([`Sessions::hold`]); this is what the tests check them against.
-#[cfg(test)]
+#[cfg(any(test, feature = "index-checks"))]
 fn busy_session_ids<'a>(
     exchanges: &'a KeyMap<Exchange>,
     listeners: &'a KeyMap<Listener>,
@@ -3008,7 +3008,7 @@ fn busy_session_ids<'a>(
     held.chain(listening)
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "index-checks"))]
 thread_local! {
     /// Exchanges and `GET` streams looked at by walks over all of them, for the tests of
     /// what a request or an event costs.
@@ -3016,12 +3016,12 @@ thread_local! {
 }
 
 /// Counts one exchange or stream looked at by a walk over all of them.
-#[cfg(test)]
+#[cfg(any(test, feature = "index-checks"))]
 fn walked() {
     WALKED.with(|w| w.set(w.get() + 1));
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "index-checks"))]
 impl HttpEndpoint {
     /// Checks what the session table keeps up to date as exchanges and streams change
     /// (which sessions are busy, how many times, ordered by their last store write; which

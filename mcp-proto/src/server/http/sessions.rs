@@ -221,7 +221,7 @@ impl Sessions {
     /// Checks the counts of what keeps each session busy against `counts` (found by a
     /// walk, in id order), the order of the busy sessions by their last store write,
     /// and the sessions with parked tasks against their states.
-    #[cfg(test)]
+    #[cfg(any(test, feature = "index-checks"))]
     pub(super) fn check_indexes(&self, counts: &[(&str, usize)]) {
         let held: Vec<(&str, usize)> = (self.holds.iter())
             .map(|(id, n)| (id.as_str(), *n))
