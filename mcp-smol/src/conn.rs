@@ -28,6 +28,15 @@ pub(crate) enum Conn {
 }
 
 impl Conn {
+    /// Whether a poll of the channel may do something: it was woken (or stopped short of
+    /// `Pending`), or bytes are queued on it.
+    pub(crate) fn may_progress(&self) -> bool {
+        match self {
+            Conn::Opening(_, _, ready) => ready.is_set(),
+            Conn::Open(open) => open.wants_write || open.ready.is_set(),
+        }
+    }
+
     /// The channel is gone: its wire log is finished, and an open one's wire handed back.
     pub(crate) fn close<L: ?Sized + Sink>(self, wire_log: &mut Option<Box<L>>) -> Option<Wire> {
         match self {

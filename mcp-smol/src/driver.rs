@@ -167,7 +167,7 @@ struct Io<F: Flavour> {
     timer_at: Option<Instant>,
     /// Wake-ups of the command channel.
     commands_ready: Readiness,
-    /// The channels' ids, copied each round.
+    /// The ids of the channels to try this round, copied each round.
     ids: Vec<ConnId>,
 }
 
@@ -292,25 +292,36 @@ impl<F: Flavour> Io<F> {
 
     fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Error>> {
         self.chans.task.register(cx.waker());
-        for _ in 0..BUDGET {
+        for round in 0..BUDGET {
             let now = clock::now();
             let mut progress = self.poll_commands(now);
             progress |= self.poll_process(now);
-            // A copy of the keys (polling a channel may open or close others), in a
-            // buffer kept from round to round.
+            // A copy of the keys of the channels that may progress (polling a channel may
+            // open or close others), in a buffer kept from round to round. A wake-up after
+            // the look is not lost: it wakes the task too.
             self.ids.clear();
-            self.ids.extend(self.chans.conns.keys());
+            let due = self
+                .chans
+                .conns
+                .iter()
+                .filter(|(_, conn)| conn.may_progress());
+            self.ids.extend(due.map(|(id, _)| *id));
             for i in 0..self.ids.len() {
                 progress |= self.poll_conn(now, self.ids[i]);
             }
-            // The deadline is looked at once a round (it takes a walk over every exchange
-            // and call): its timers run when it has come, and the timer is armed for it
-            // once a round changed nothing.
-            let deadline = self.core.machine.poll_timeout();
-            if deadline.is_some_and(|at| at <= now) {
-                self.core.machine.handle_timeout(now);
-                self.drain(now);
-                progress = true;
+            // The deadline takes a walk over every exchange and call. It is looked at in
+            // every round but a first one that progressed: that round is followed by
+            // another, which looks at it with a newer `now` (a poll woken by one channel
+            // then walks once, in the round that finds nothing more to do and arms the
+            // timer). Input that never pauses has it looked at every round from the second.
+            let mut deadline = None;
+            if !progress || round > 0 {
+                deadline = self.core.machine.poll_timeout();
+                if deadline.is_some_and(|at| at <= now) {
+                    self.core.machine.handle_timeout(now);
+                    self.drain(now);
+                    progress = true;
+                }
             }
             // The machine bounds its own end (`HttpConfig::close_timeout`); a process has
             // its grace period in `Process::end`.

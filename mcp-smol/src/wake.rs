@@ -90,6 +90,11 @@ impl Readiness {
         self.mark.ready.swap(false, Ordering::SeqCst)
     }
 
+    /// Whether the channel is marked ready, leaving the mark as it is.
+    pub(crate) fn is_set(&self) -> bool {
+        self.mark.ready.load(Ordering::SeqCst)
+    }
+
     /// Marks the channel ready from the driver itself: it has something to write, or it
     /// stopped before it had read or written everything it could.
     pub(crate) fn set(&self) {
@@ -160,8 +165,11 @@ mod tests {
         let channel = Readiness::new(&task);
         assert!(channel.take(), "a new channel is ready");
         assert!(!channel.take(), "taking clears the mark");
+        assert!(!channel.is_set());
         channel.context().waker().wake_by_ref();
         assert_eq!(count.0.load(Ordering::SeqCst), 1);
+        assert!(channel.is_set(), "a wake-up marks the channel");
+        assert!(channel.is_set(), "looking leaves the mark");
         assert!(channel.take());
         assert!(!channel.take());
         channel.set();
