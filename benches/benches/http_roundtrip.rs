@@ -18,7 +18,7 @@
 //!   another); the machine opens a connection per outstanding call, counted by
 //!   `http_connections_opened`;
 //! * `smol/async-io {1,8} in flight 64B` — the same calls through `mcp_smol::connect_http`,
-//!   the driver joined with the calls by `async_io::block_on(zip(driver, work))`: one at a
+//!   the driver joined with the calls by `async_io::block_on(driver.join(work))`: one at a
 //!   time, or eight workers on one client keeping eight calls outstanding (HTTP/1.1
 //!   carries one exchange per connection, so that takes eight connections; they are
 //!   counted by a `Connector` wrapping `TcpConnector`); and `1 in flight 64KiB`, one call
@@ -38,7 +38,6 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use futures_lite::future;
 use mcp_benches::child::{BareHttpClient, HttpServerChild, ServerKind};
 use mcp_benches::{Report, Settings, payload};
 use mcp_proto::client::ClientConfig;
@@ -170,8 +169,7 @@ fn smol_case(
         (warmup, n, in_flight),
         quiet,
     );
-    let (driven, (version, elapsed, latencies, faults)) =
-        async_io::block_on(future::zip(driver, work));
+    let (driven, (version, elapsed, latencies, faults)) = async_io::block_on(driver.join(work));
     driven.unwrap_or_else(|e| panic!("{key}: driver: {e}"));
     if let Some(elapsed) = elapsed {
         let name = format!("{key} ({version})");

@@ -4,12 +4,13 @@
 //! `poll_message`, plainly or over rustls with a throw-away self-signed certificate (the
 //! TLS tests need the `tls` feature; without it, `https` URLs must be refused).
 //!
-//! Every scenario runs twice, under two ways of driving futures:
+//! Every scenario runs three times, under three ways of driving futures:
 //!
 //! * `smol`: `smol::block_on` running a `smol::Executor`; the driver and the concurrent
 //!   calls are tasks spawned on it;
 //! * `bare`: `futures_lite::future::block_on` of `future::zip(driver, scenario)`, no
-//!   executor at all; "spawned" work is joined in the scenario's own future.
+//!   executor at all; "spawned" work is joined in the scenario's own future;
+//! * `joined`: the same under `smol::block_on`, through `driver.join(scenario)`.
 // The crate's `Error` is large on purpose: see its `lib.rs`.
 #![allow(clippy::result_large_err)]
 
@@ -527,7 +528,7 @@ fn tls_client_trusting(cert: &[u8]) -> Arc<rustls::ClientConfig> {
 // ----- harness -------------------------------------------------------------------------
 
 mod common;
-use common::{BoxFuture, Spawn, bounded, join_all, run_bare, run_smol};
+use common::{BoxFuture, Spawn, bounded, join_all, run_bare, run_joined, run_smol};
 
 fn config(mode: EraMode) -> ClientConfig {
     // These tests count requests on the wire: the list cache (tested in the simulations)
@@ -570,6 +571,17 @@ macro_rules! on_both_runners {
                 let server = Arc::new(server);
                 let s = server.clone();
                 let result = run_bare(connected, move |c, spawn| $scenario(c, spawn, s));
+                ($check)(result);
+            }
+
+            #[test]
+            fn joined() {
+                let Some((server, connected)) = $setup else {
+                    return;
+                };
+                let server = Arc::new(server);
+                let s = server.clone();
+                let result = run_joined(connected, move |c, spawn| $scenario(c, spawn, s));
                 ($check)(result);
             }
         }

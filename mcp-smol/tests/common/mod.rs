@@ -1,5 +1,6 @@
 //! The harness the test files share: the example server's path, and running a scenario
-//! with the driver on a `smol::Executor`, or joined with it and no executor at all.
+//! with the driver on a `smol::Executor`, or joined with it (`future::zip` or
+//! `Driver::join`) and no executor at all.
 #![allow(dead_code)]
 
 use std::future::Future;
@@ -76,6 +77,20 @@ where
     let (client, driver) = connected;
     let body = scenario(client, spawn);
     let (driven, ()) = future::block_on(bounded(future::zip(driver, body)));
+    driven
+}
+
+/// Runs `scenario` in one future with the driver through [`Driver::join`], under
+/// `smol::block_on` (no executor).
+pub fn run_joined<F, Fut>(connected: (Client, Driver), scenario: F) -> Result<(), Error>
+where
+    F: FnOnce(Client, Spawn) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let spawn: Spawn = Arc::new(|f: BoxFuture| f);
+    let (client, driver) = connected;
+    let body = scenario(client, spawn);
+    let (driven, ()) = smol::block_on(bounded(driver.join(body)));
     driven
 }
 

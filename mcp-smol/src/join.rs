@@ -1,0 +1,322 @@
+//! [`Driver::join`]: the driver and the code that uses its client, run as one future
+//! that hands work back and forth without an executor turn in between.
+//!
+//! Joined with `futures_lite::future::zip(driver, work)`, one call costs two turns of the
+//! executor: the driver's answer wakes `work`, whose next request wakes the driver, and
+//! both wake-ups reach the task's waker while it is being polled. `async_io::block_on`
+//! (`smol::block_on`) answers a poll that woke its own task with a turn of the reactor
+//! that waits for nothing (five system calls on Linux: `timerfd_settime`, `epoll_ctl`,
+//! `epoll_pwait`, the eventfd's `read` and `epoll_ctl`) before polling again.
+//!
+//! [`Join`] polls each half with a waker of its own. A wake-up that comes while the join
+//! is polling only marks the half, and the join polls the marked halves again before it
+//! returns; only a wake-up that comes while it is not polling (the reactor, another
+//! thread) wakes the task. After [`BUDGET`] passes it yields all the same.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll, Wake, Waker};
+
+use mcp_io::{Flavour, Sendable};
+
+use crate::Error;
+use crate::driver::Driver;
+use crate::wake::TaskWaker;
+
+/// Passes over both halves in one poll before the join yields even with more to do.
+const BUDGET: usize = 64;
+
+/// What both halves' wakers share: whether the join is polling, and the task's waker.
+#[derive(Default)]
+struct Shared {
+    polling: AtomicBool,
+    task: TaskWaker,
+}
+
+/// One half's waker.
+struct Half {
+    woken: AtomicBool,
+    shared: Arc<Shared>,
+}
+
+impl Wake for Half {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woken.store(true, Ordering::SeqCst);
+        // Polling: the join looks at the mark before it returns. A wake-up just as it
+        // stops polling sees `polling` false (both are SeqCst), and wakes the task.
+        if !self.shared.polling.load(Ordering::SeqCst) {
+            self.shared.task.wake();
+        }
+    }
+}
+
+/// A half: its future (or output, once it resolved) and its waker.
+struct Slot<T: Future> {
+    future: Option<Pin<Box<T>>>,
+    output: Option<T::Output>,
+    half: Arc<Half>,
+    waker: Waker,
+}
+
+impl<T: Future> Slot<T> {
+    fn new(future: T, shared: &Arc<Shared>) -> Self {
+        let half = Arc::new(Half {
+            woken: AtomicBool::new(true),
+            shared: Arc::clone(shared),
+        });
+        Slot {
+            future: Some(Box::pin(future)),
+            output: None,
+            waker: Waker::from(Arc::clone(&half)),
+            half,
+        }
+    }
+
+    /// Polls the future if it was woken; true when it was polled.
+    fn poll_if_woken(&mut self) -> bool {
+        let Some(future) = self.future.as_mut() else {
+            return false;
+        };
+        if !self.half.woken.swap(false, Ordering::SeqCst) {
+            return false;
+        }
+        if let Poll::Ready(output) = future.as_mut().poll(&mut Context::from_waker(&self.waker)) {
+            self.output = Some(output);
+            self.future = None;
+        }
+        true
+    }
+
+    fn is_woken(&self) -> bool {
+        self.future.is_some() && self.half.woken.load(Ordering::SeqCst)
+    }
+}
+
+/// The future [`Driver::join`] returns: both outputs once both resolved.
+#[must_use = "the Driver does all the IO: await the join"]
+pub struct Join<W: Future, F: Flavour = Sendable>(Pair<Driver<F>, W>);
+
+impl<F: Flavour> Driver<F> {
+    /// Runs `work` (the code that uses this driver's [`Client`](crate::Client)) and the
+    /// driver as one future, which resolves to both outputs once both are done: what
+    /// `futures_lite::future::zip(driver, work)` does, without an executor turn each time
+    /// one hands over to the other (see [`Join`]). Under `smol::block_on` a sequential
+    /// call then costs one turn of the reactor instead of two.
+    ///
+    /// ```no_run
+    /// use mcp_smol::{ClientConfig, StdioCommand};
+    ///
+    /// # fn main() -> Result<(), mcp_smol::Error> {
+    /// let (client, driver) =
+    ///     mcp_smol::connect_stdio(StdioCommand::new("my-mcp-server"), ClientConfig::new("app", "1"))?;
+    /// let work = async move {
+    ///     let tools = client.list_tools().await;
+    ///     drop(client); // ends the driver
+    ///     tools
+    /// };
+    /// let (driven, tools) = smol::block_on(driver.join(work));
+    /// driven?;
+    /// println!("{} tools", tools?.len());
+    /// # Ok(()) }
+    /// ```
+    pub fn join<W: Future>(self, work: W) -> Join<W, F> {
+        Join(Pair::new(self, work))
+    }
+}
+
+impl<W: Future, F: Flavour> Future for Join<W, F> {
+    type Output = (Result<(), Error>, W::Output);
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.0).poll(cx)
+    }
+}
+
+/// Two futures polled as one, each with a waker of its own (see the module).
+struct Pair<A: Future, B: Future> {
+    shared: Arc<Shared>,
+    a: Slot<A>,
+    b: Slot<B>,
+}
+
+// Both futures are boxed and the outputs are never pinned.
+impl<A: Future, B: Future> Unpin for Pair<A, B> {}
+
+impl<A: Future, B: Future> Pair<A, B> {
+    fn new(a: A, b: B) -> Self {
+        let shared = Arc::new(Shared::default());
+        Pair {
+            a: Slot::new(a, &shared),
+            b: Slot::new(b, &shared),
+            shared,
+        }
+    }
+}
+
+impl<A: Future, B: Future> Future for Pair<A, B> {
+    type Output = (A::Output, B::Output);
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        this.shared.task.register(cx.waker());
+        this.shared.polling.store(true, Ordering::SeqCst);
+        for _ in 0..BUDGET {
+            let mut polled = this.a.poll_if_woken();
+            polled |= this.b.poll_if_woken();
+            if this.a.future.is_none() && this.b.future.is_none() {
+                this.shared.polling.store(false, Ordering::SeqCst);
+                let a = this.a.output.take().expect("an output once resolved");
+                let b = this.b.output.take().expect("an output once resolved");
+                return Poll::Ready((a, b));
+            }
+            if !polled {
+                this.shared.polling.store(false, Ordering::SeqCst);
+                // A wake-up between the last look and the store above only marked a half.
+                if !this.a.is_woken() && !this.b.is_woken() {
+                    return Poll::Pending;
+                }
+                this.shared.polling.store(true, Ordering::SeqCst);
+            }
+        }
+        this.shared.polling.store(false, Ordering::SeqCst);
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+    use std::sync::atomic::AtomicUsize;
+
+    struct Count(AtomicUsize);
+
+    impl Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn outer() -> (Arc<Count>, Waker) {
+        let count = Arc::new(Count(AtomicUsize::new(0)));
+        (Arc::clone(&count), Waker::from(count))
+    }
+
+    /// A one-slot handover: `put` stores a value and wakes whoever waits in `take`.
+    #[derive(Default)]
+    struct Baton(Mutex<(Option<u32>, Option<Waker>)>);
+
+    impl Baton {
+        fn put(&self, value: u32) {
+            let waker = {
+                let mut slot = self.0.lock().unwrap();
+                slot.0 = Some(value);
+                slot.1.take()
+            };
+            if let Some(waker) = waker {
+                waker.wake();
+            }
+        }
+
+        async fn take(&self) -> u32 {
+            std::future::poll_fn(|cx| {
+                let mut slot = self.0.lock().unwrap();
+                match slot.0.take() {
+                    Some(v) => Poll::Ready(v),
+                    None => {
+                        slot.1 = Some(cx.waker().clone());
+                        Poll::Pending
+                    }
+                }
+            })
+            .await
+        }
+    }
+
+    #[test]
+    fn halves_that_wake_each_other_finish_in_one_poll_without_waking_the_task() {
+        // Ping-pong ten times: each hand-over wakes the other half while the pair polls.
+        let (ping, pong) = (Arc::new(Baton::default()), Arc::new(Baton::default()));
+        let (p1, q1) = (Arc::clone(&ping), Arc::clone(&pong));
+        let a = async move {
+            let mut sum = 0;
+            for i in 0..10 {
+                p1.put(i);
+                sum += q1.take().await;
+            }
+            sum
+        };
+        let (p2, q2) = (Arc::clone(&ping), Arc::clone(&pong));
+        let b = async move {
+            for _ in 0..10 {
+                let v = p2.take().await;
+                q2.put(v * 2);
+            }
+            "done"
+        };
+        let (count, waker) = outer();
+        let mut pair = Pair::new(a, b);
+        let poll = Pin::new(&mut pair).poll(&mut Context::from_waker(&waker));
+        assert_eq!(poll, Poll::Ready((90, "done")));
+        assert_eq!(
+            count.0.load(Ordering::SeqCst),
+            0,
+            "the task was never woken"
+        );
+    }
+
+    #[test]
+    fn a_wake_while_not_polling_wakes_the_task_and_polls_only_that_half() {
+        let baton = Arc::new(Baton::default());
+        let theirs = Arc::clone(&baton);
+        let polls = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&polls);
+        let idle = std::future::poll_fn(move |_| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            Poll::<()>::Pending
+        });
+        let (count, waker) = outer();
+        let mut cx = Context::from_waker(&waker);
+        let mut pair = Pair::new(async move { theirs.take().await }, idle);
+        assert!(Pin::new(&mut pair).poll(&mut cx).is_pending());
+        assert_eq!(polls.load(Ordering::SeqCst), 1);
+        assert_eq!(count.0.load(Ordering::SeqCst), 0);
+        baton.put(7);
+        assert_eq!(
+            count.0.load(Ordering::SeqCst),
+            1,
+            "woken from outside a poll"
+        );
+        assert!(Pin::new(&mut pair).poll(&mut cx).is_pending());
+        assert_eq!(
+            polls.load(Ordering::SeqCst),
+            1,
+            "the idle half was not woken"
+        );
+        assert_eq!(pair.a.output, Some(7));
+    }
+
+    #[test]
+    fn a_half_that_always_wakes_itself_yields_after_the_budget() {
+        let spins = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&spins);
+        let spin = std::future::poll_fn(move |cx| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            cx.waker().wake_by_ref();
+            Poll::<()>::Pending
+        });
+        let (count, waker) = outer();
+        let mut pair = Pair::new(spin, std::future::pending::<()>());
+        let poll = Pin::new(&mut pair).poll(&mut Context::from_waker(&waker));
+        assert!(poll.is_pending());
+        assert_eq!(spins.load(Ordering::SeqCst), BUDGET);
+        assert_eq!(count.0.load(Ordering::SeqCst), 1, "it comes back at once");
+    }
+}
