@@ -721,19 +721,27 @@ fn a_queued_request_of_a_dropped_call_is_void() {
 #[cfg(unix)]
 #[test]
 fn a_restart_that_cannot_spawn_reports_no_process() {
-    use std::os::unix::fs::PermissionsExt;
     let dir = std::env::temp_dir().join(format!("mcp-smol-respawn-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let script = dir.join("server-once.sh");
-    std::fs::write(
-        &script,
-        format!(
-            "#!/bin/sh\nrm -f -- \"$0\"\nexec '{}' --exit-on-probe\n",
-            server_path().display()
-        ),
-    )
-    .expect("script");
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let text = format!(
+        "#!/bin/sh\nrm -f -- \"$0\"\nexec '{}' --exit-on-probe\n",
+        server_path().display()
+    );
+    // Written by a child process: a file this multi-threaded process held open for
+    // writing could be inherited by a child another test forks meanwhile, and starting it
+    // would then fail with ETXTBSY.
+    let written = std::process::Command::new("sh")
+        .args([
+            "-c",
+            "printf '%s' \"$1\" > \"$2\" && chmod 755 \"$2\"",
+            "sh",
+        ])
+        .arg(&text)
+        .arg(&script)
+        .status()
+        .expect("sh");
+    assert!(written.success());
     let (client, driver) =
         mcp_smol::connect_stdio(StdioCommand::new(&script), config(EraMode::Auto))
             .expect("connect");
