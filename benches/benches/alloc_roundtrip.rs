@@ -372,8 +372,8 @@ fn smol_case(name: &str, mode: EraMode, text: &str, runner: Runner, in_flight: u
         drop(client);
     };
     let (driven, ()) = match runner {
-        Runner::AsyncIo => async_io::block_on(future::zip(driver, work)),
-        Runner::FuturesLite => future::block_on(future::zip(driver, work)),
+        Runner::AsyncIo => async_io::block_on(driver.join(work)),
+        Runner::FuturesLite => future::block_on(driver.join(work)),
     };
     driven.unwrap_or_else(|e| panic!("{name}: driver: {e}"));
 }

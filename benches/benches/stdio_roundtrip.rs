@@ -13,7 +13,7 @@
 //!   thread);
 //! * `smol/futures-lite 1 in flight` — the same sequential calls (64 B) through
 //!   `mcp_smol`, the driver joined with the caller's future by
-//!   `futures_lite::future::block_on(zip(driver, work))`;
+//!   `futures_lite::future::block_on(driver.join(work))` (`mcp_smol::Driver::join`);
 //! * `smol/futures-lite 8 in flight` — eight `call_tool` futures at a time on one
 //!   connection (eight workers, each awaiting its calls one after another), same driver
 //!   setup: calls/s, and the latency of each call under that load;
@@ -178,8 +178,7 @@ fn smol_case(settings: &Settings, case: &SmolCase<'_>) {
         (warmup, n, in_flight),
         quiet,
     );
-    let (driven, (version, elapsed, latencies, faults)) =
-        runner.block_on(future::zip(driver, work));
+    let (driven, (version, elapsed, latencies, faults)) = runner.block_on(driver.join(work));
     driven.unwrap_or_else(|e| panic!("{key}: driver: {e}"));
     if let Some(elapsed) = elapsed {
         let name = format!("{key} ({version})");

@@ -390,7 +390,7 @@ pub type SmolRun = (
 
 /// The body of an `mcp_smol` echo benchmark: wait for the connection, check the version
 /// and one echo, run `warmup` then `n` calls with `in_flight` outstanding, and drop the
-/// client so the driver ends. Run it zipped with the driver on any executor.
+/// client so the driver ends. Run it joined with the driver (`Driver::join`, or `zip` on any executor).
 ///
 /// # Panics
 /// When connecting or a call fails, or the version or echo is not what was expected.

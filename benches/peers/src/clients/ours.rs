@@ -68,7 +68,7 @@ pub fn blocking(case: &Case, plan: &Plan, text: &str) -> io::Result<Option<Outco
 }
 
 /// `mcp_smol`'s client: the driver and the calls joined by
-/// `async_io::block_on(zip(driver, work))`; `in_flight` workers each await their calls
+/// `async_io::block_on(driver.join(work))`; `in_flight` workers each await their calls
 /// one after another.
 pub fn smol(case: &Case, plan: &Plan, text: &str) -> io::Result<Outcome> {
     let (var, value) = serve_env(case.server, case.transport);
@@ -102,7 +102,7 @@ pub fn smol(case: &Case, plan: &Plan, text: &str) -> io::Result<Outcome> {
         Ok::<_, io::Error>((details.protocol_version.to_string(), timings))
         // Dropping the last client handle makes the driver close the connection and end.
     };
-    let (driven, work) = async_io::block_on(futures_lite::future::zip(driver, work));
+    let (driven, work) = async_io::block_on(driver.join(work));
     let (version, timings) = work?;
     driven.map_err(io_error)?;
     Ok(Outcome::new(&version, &timings))
