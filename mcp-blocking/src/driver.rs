@@ -240,13 +240,11 @@ impl<F: Flavour> Link<F> {
             Err(reason) => {
                 let shutdown = self.close();
                 let stderr = self.shared.lock().stderr.current_text();
-                let endpoint = self.lock().core.endpoint().map(str::to_owned);
-                Err(Error::not_connected_after(
-                    reason,
-                    endpoint.as_deref(),
-                    stderr,
-                    Some(shutdown),
-                ))
+                let d = self.lock();
+                let endpoint = d.core.endpoint();
+                let line = d.core.machine.unreadable_line();
+                let e = Error::not_connected_after(reason, endpoint, stderr, Some(shutdown));
+                Err(e.with_unreadable_line(line))
             }
         }
     }

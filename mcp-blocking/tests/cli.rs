@@ -1651,6 +1651,46 @@ fn a_timeout_names_its_limit_and_the_flag_that_sets_it() {
     assert!(err.contains("(the limit is --timeout SECS)"), "{err}");
 }
 
+/// A server that prints its log lines to stdout instead of stderr: the failure quotes
+/// the first such line (escaped), not just the timeout it led to.
+#[cfg(unix)]
+#[test]
+fn a_log_line_on_stdout_is_quoted_when_connecting_fails() {
+    let dir = common::temp_dir("stdout-log");
+    let config = dir.join("servers.json");
+    let server = dir.join("chatty");
+    script(
+        &server,
+        "read line\nprintf 'Server v1.2 starting on stdio...\\033[2J\\n'\nwhile read line; do :; done",
+    );
+    let path = server.to_str().unwrap();
+    let out = run(&config, &["add", "s", "--stdio", path, "--era", "legacy"]);
+    assert_eq!(out.status.code(), Some(0));
+    let out = run(&config, &["--timeout", "1", "tools", "s"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("connecting did not finish within 1s (Limits::connect_timeout)"),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "the server wrote a line to stdout that is not JSON (stdout is for JSON-RPC \
+             messages only; a server logs to stderr): \"Server v1.2 starting on stdio...\\u{1b}[2J\""
+        ),
+        "{err}"
+    );
+    assert!(!err.contains(drives_a_terminal), "{err}");
+    let out = run(
+        &config,
+        &["--format", "json", "--timeout", "1", "tools", "s"],
+    );
+    let error = &json(&out)["error"];
+    assert_eq!(error["kind"], "timeout", "{error}");
+    let message = error["message"].as_str().unwrap_or_default();
+    assert!(message.contains(r#"stdio...\u{1b}[2J""#), "{message}");
+}
+
 #[test]
 fn version_help_per_command_and_suggestions() {
     let config = common::temp_dir("guidance").join("servers.json");

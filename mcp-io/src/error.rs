@@ -7,7 +7,9 @@ use std::io;
 use std::sync::Arc;
 
 use mcp_proto::ErrorObject;
-use mcp_proto::client::{ApiMisuse, CallError, CloseReason, InvalidParams, PeerError, TaskProblem};
+use mcp_proto::client::{
+    ApiMisuse, CallError, CloseReason, InvalidParams, PeerError, TaskProblem, UnreadableLine,
+};
 use mcp_proto::http::UrlError;
 use mcp_proto::jsonrpc::DecodeError;
 use mcp_proto::skills::SkillError;
@@ -48,7 +50,12 @@ pub enum Error {
     /// The server was started (or the endpoint answered) but the connection was never
     /// established. The message says how the server process ended, when that is known
     /// (`… (it exited with status 3)`, `… (it was killed by signal 9)`).
-    #[error("could not connect: {reason}{}", ExitWords(*.exit_status))]
+    ///
+    /// When the stdio server wrote a line to its stdout that is not a JSON-RPC message
+    /// (a log line, most often: the commonest mistake of a stdio server), the message
+    /// ends with the first such line, quoted (`…; the server wrote a line to stdout that
+    /// is not JSON (…): "Server v1.2 starting..."`): see `stdout`.
+    #[error("could not connect: {reason}{}{}", ExitWords(*.exit_status), StdoutWords(.stdout.as_deref()))]
     Connect {
         /// Why the handshake ended.
         reason: CloseReason,
@@ -60,6 +67,10 @@ pub enum Error {
         /// How a stdio server process ended, when it had exited by the time the
         /// connection was given up (`None` over HTTP, or when it had to be stopped).
         exit_status: Option<std::process::ExitStatus>,
+        /// The first line the stdio server wrote to its stdout that could not be used as
+        /// a JSON-RPC message, clipped and escaped ([`UnreadableLine`]); part of the
+        /// message. `None` over HTTP, or when every line was JSON-RPC.
+        stdout: Option<Box<UnreadableLine>>,
     },
     /// The call failed: a JSON-RPC error from the server, a timeout, a cancellation, an
     /// invalid answer, a refused input request, …
@@ -127,6 +138,19 @@ impl std::fmt::Display for ExitWords {
         match status.code() {
             Some(code) => write!(f, " (it exited with status {code})"),
             None => write!(f, " (it exited: {status})"),
+        }
+    }
+}
+
+/// The first unusable line of a stdio server's stdout, in words for [`Error::Connect`]'s
+/// message: empty when there was none.
+struct StdoutWords<'a>(Option<&'a UnreadableLine>);
+
+impl std::fmt::Display for StdoutWords<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(line) => write!(f, "; {line}"),
+            None => Ok(()),
         }
     }
 }
@@ -290,6 +314,42 @@ impl Error {
         }
     }
 
+    /// The first line the stdio server wrote to its stdout that could not be used as a
+    /// JSON-RPC message, for [`Error::Connect`] when there was one.
+    #[must_use]
+    pub fn unreadable_line(&self) -> Option<&UnreadableLine> {
+        match self {
+            Error::Connect { stdout, .. } => stdout.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// For adapters: the same error, telling in an [`Error::Connect`] the first line of
+    /// the stdio server's stdout that could not be used (the machine's
+    /// [`Client::unreadable_line`](mcp_proto::client::Client::unreadable_line)), when
+    /// there was one: a connection that failed after the server wrote such lines (log
+    /// lines, most often) says so. Any other error is returned as it is.
+    #[must_use]
+    pub fn with_unreadable_line(self, line: Option<&UnreadableLine>) -> Self {
+        match (self, line) {
+            (
+                Error::Connect {
+                    reason,
+                    stderr,
+                    exit_status,
+                    ..
+                },
+                Some(line),
+            ) => Error::Connect {
+                reason,
+                stderr,
+                exit_status,
+                stdout: Some(Box::new(line.clone())),
+            },
+            (other, _) => other,
+        }
+    }
+
     /// For adapters: starting `program` failed with `source`.
     #[must_use]
     pub fn spawn(program: &OsStr, source: io::Error) -> Self {
@@ -360,10 +420,16 @@ impl Error {
         exit_status: Option<std::process::ExitStatus>,
     ) -> Self {
         match Self::not_connected_inner(reason, endpoint, stderr) {
-            Error::Connect { reason, stderr, .. } => Error::Connect {
+            Error::Connect {
+                reason,
+                stderr,
+                stdout,
+                ..
+            } => Error::Connect {
                 reason,
                 stderr,
                 exit_status,
+                stdout,
             },
             other => other,
         }
@@ -393,6 +459,7 @@ impl Error {
                 reason,
                 stderr,
                 exit_status: None,
+                stdout: None,
             },
             other => other,
         }
@@ -521,6 +588,7 @@ mod tests {
             reason: CloseReason::Http(http),
             stderr: String::new(),
             exit_status: None,
+            stdout: None,
         };
         assert_eq!(
             (e.code(), e.http_status(), e.kind()),
@@ -562,5 +630,42 @@ mod exit_wording {
         assert_eq!(text, "could not connect: the server closed the connection");
         // The server's stderr stays out of the message.
         assert!(!text.contains("fatal"));
+    }
+
+    /// The first line of stdout that was not JSON-RPC ends the message of a connect error,
+    /// after how the process ended; other errors are left as they are.
+    #[test]
+    fn a_connect_error_quotes_the_first_unreadable_stdout_line() {
+        let line = UnreadableLine::of(b"Server v1.2 starting on stdio...", None);
+        let e = ended(Some(ExitStatus::from_raw(3 << 8))).with_unreadable_line(Some(&line));
+        assert_eq!(
+            e.to_string(),
+            "could not connect: the server closed the connection (it exited with status 3); \
+             the server wrote a line to stdout that is not JSON (stdout is for JSON-RPC \
+             messages only; a server logs to stderr): \"Server v1.2 starting on stdio...\""
+        );
+        assert_eq!(e.unreadable_line(), Some(&line));
+        assert_eq!(
+            (e.kind(), e.stderr_tail()),
+            ("connect", Some("fatal: bad config"))
+        );
+        // A timeout stays a timeout, quoting the line all the same.
+        let timeout = Error::not_connected(
+            CloseReason::ConnectTimeout(std::time::Duration::from_secs(3)),
+            None,
+            String::new(),
+        )
+        .with_unreadable_line(Some(&line));
+        assert_eq!(timeout.kind(), "timeout");
+        assert!(
+            timeout.to_string().contains("starting on stdio"),
+            "{timeout}"
+        );
+        let closed = Error::Closed(CloseReason::Local).with_unreadable_line(Some(&line));
+        assert_eq!(closed.unreadable_line(), None);
+        assert_eq!(
+            closed.to_string(),
+            "connection closed: closed by the client"
+        );
     }
 }

@@ -328,7 +328,8 @@ impl<F: Flavour> Io<F> {
             if self.core.machine.is_released() && self.chans.process.is_over() {
                 self.drain(now);
                 let reason = self.core.machine.close_reason();
-                return Poll::Ready(self.chans.facade.finish(reason));
+                let line = self.core.machine.unreadable_line();
+                return Poll::Ready(self.chans.facade.finish(reason, line));
             }
             if !progress && !self.poll_timer(deadline, cx) {
                 return Poll::Pending;

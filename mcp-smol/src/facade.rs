@@ -17,7 +17,9 @@ use mcp_io::drive::Core;
 use mcp_io::mailbox::Mailbox;
 use mcp_io::oneshot::Reply;
 use mcp_proto::Instant;
-use mcp_proto::client::{CallId, CallOutput, CloseReason, ConnectionState, Event, IdMap};
+use mcp_proto::client::{
+    CallId, CallOutput, CloseReason, ConnectionState, Event, IdMap, UnreadableLine,
+};
 use mcp_proto::model::ServerDetails;
 
 use crate::Error;
@@ -235,8 +237,14 @@ impl Facade {
     }
 
     /// The end: the driver's result, published, and given to whatever still waits
-    /// (queued commands, calls, [`Client::connected`](crate::Client::connected)).
-    pub(crate) fn finish(&mut self, reason: Option<&CloseReason>) -> Result<(), Error> {
+    /// (queued commands, calls, [`Client::connected`](crate::Client::connected)). A
+    /// connection that never connected fails with the server's stderr and `unreadable`,
+    /// the first line of its stdout that could not be used.
+    pub(crate) fn finish(
+        &mut self,
+        reason: Option<&CloseReason>,
+        unreadable: Option<&UnreadableLine>,
+    ) -> Result<(), Error> {
         let reason = reason.cloned().unwrap_or(CloseReason::Local);
         let ended = self.closed_error(reason.clone());
         self.commands.close();
@@ -249,7 +257,8 @@ impl Facade {
                 // The process, if any, is reaped by now: its exit status is known.
                 let shutdown = shared.shutdown;
                 let endpoint = self.endpoint.as_deref();
-                let e = Error::not_connected_after(reason.clone(), endpoint, stderr, shutdown);
+                let e = Error::not_connected_after(reason.clone(), endpoint, stderr, shutdown)
+                    .with_unreadable_line(unreadable);
                 shared.connect_error = Some(e.clone());
                 e
             } else {

@@ -364,6 +364,41 @@ fn a_server_that_exits_at_once_is_the_same_error_in_both_adapters() {
     );
 }
 
+/// A server that prints a log line to stdout and exits: both adapters quote the line in
+/// their connect error, the same way.
+#[test]
+fn a_log_line_on_stdout_is_quoted_alike_by_both_adapters() {
+    let script = "read line; echo 'Server v1.2 starting on stdio...'; exit 3";
+    let blocking = mcp_blocking::Client::connect_stdio(
+        mcp_blocking::StdioCommand::new("sh").args(["-c", script]),
+        config(),
+    )
+    .expect_err("the server exits");
+    let (client, driver) = mcp_smol::connect_stdio(
+        mcp_smol::StdioCommand::new("sh").args(["-c", script]),
+        config(),
+    )
+    .expect("spawned");
+    let work = async move { client.connected().await.expect_err("the server exits") };
+    let (_, smol) = future::block_on(future::zip(driver, work));
+    eprintln!("blocking: {blocking}\nsmol: {smol}");
+    assert_eq!(smol.to_string(), blocking.to_string());
+    assert_eq!(smol.unreadable_line(), blocking.unreadable_line());
+    assert_eq!(
+        blocking.unreadable_line().map(|l| l.start.as_str()),
+        Some("Server v1.2 starting on stdio...")
+    );
+    assert!(
+        blocking.to_string().ends_with(
+            "(it exited with status 3); the server wrote a line to stdout that is not JSON \
+             (stdout is for JSON-RPC messages only; a server logs to stderr): \
+             \"Server v1.2 starting on stdio...\""
+        ),
+        "{blocking}"
+    );
+    assert_eq!(blocking.kind(), "connect");
+}
+
 /// URLs refused before anything connects: the same error from both.
 #[test]
 fn bad_urls_are_the_same_errors_in_both_adapters() {

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use mcp_proto::client::{
     AcceptDefaults, CallError, CallId, CallRequest, ClientConfig, CloseReason, ConnId,
-    ConnectionState, EXIT_DRAIN, Event, InputAnswer, PeerError, STOPPED_READING_DRAIN, Transmit,
-    TransportFailure, TransportFailureKind,
+    ConnectionState, EXIT_DRAIN, Event, InputAnswer, LineProblem, MAX_QUOTED_LINE_BYTES, PeerError,
+    STOPPED_READING_DRAIN, Transmit, TransportFailure, TransportFailureKind,
 };
 use mcp_proto::jsonrpc::{DecodeError, Message};
 use mcp_proto::limits::Limits;
@@ -1818,6 +1818,92 @@ fn connecting_has_one_deadline_however_many_steps_it_takes() {
         1,
         "it did fall back"
     );
+}
+
+/// A server that prints its log lines to stdout (the commonest mistake of a stdio
+/// server) never connects; the machine keeps the first such line, clipped and escaped,
+/// so that the failure can say why.
+#[test]
+fn the_first_log_line_on_stdout_is_kept_to_explain_a_failed_connect() {
+    let mut n = 0;
+    let logging = Scripted::new(move |_: &Value| {
+        n += 1;
+        vec![format!(
+            "Server v1.2 starting on stdio... \u{1b}]0;pwned\u{7} run {n}"
+        )]
+    });
+    let mut limits = Limits::default();
+    limits.connect_timeout = Duration::from_secs(5);
+    let mut sim = Sim::new(config(EraMode::Auto).limits(limits), logging);
+    sim.connect();
+    assert_eq!(
+        closed_reason(&sim),
+        Some(CloseReason::ConnectTimeout(Duration::from_secs(5)))
+    );
+    assert!(
+        sim.sent_with_method("initialize").len() == 1,
+        "two lines seen"
+    );
+    let line = sim.client.unreadable_line().expect("the line is kept");
+    assert_eq!(line.problem, LineProblem::NotJson);
+    // The first one, with the escape sequence made harmless.
+    assert_eq!(
+        line.start,
+        r"Server v1.2 starting on stdio... \u{1b}]0;pwned\u{7} run 1"
+    );
+    let text = line.to_string();
+    assert!(
+        text.contains("not JSON") && text.contains("stderr"),
+        "{text}"
+    );
+    assert!(!text.chars().any(char::is_control), "{text}");
+}
+
+/// The kept line names what is wrong with it: not UTF-8, JSON that is not JSON-RPC, over
+/// `max_message_bytes`; only the first is kept, at most `MAX_QUOTED_LINE_BYTES` of it.
+#[test]
+fn an_unreadable_stdout_line_is_named_and_clipped() {
+    let first_of = |limits: Limits, bytes: &[u8]| {
+        let silent = Scripted::new(|_: &Value| Vec::new());
+        let mut sim = Sim::new(config(EraMode::Legacy).limits(limits), silent);
+        sim.step();
+        assert!(sim.client.unreadable_line().is_none());
+        sim.client.handle_read(sim.now, ConnId::STDIO, bytes);
+        sim.drain();
+        sim.client.unreadable_line().cloned().expect("kept")
+    };
+    let line = first_of(Limits::default(), b"\xff\xfeoops\nsecond line\n");
+    assert_eq!(line.problem, LineProblem::NotUtf8);
+    assert_eq!(line.start, r"\xff\xfeoops");
+    assert!(line.to_string().contains("not UTF-8"), "{line}");
+
+    let line = first_of(Limits::default(), b"{\"level\":\"info\",\"msg\":\"up\"}\n");
+    assert_eq!(line.problem, LineProblem::NotJsonRpc(DecodeError::Version));
+    assert_eq!(line.start, r#"{"level":"info","msg":"up"}"#);
+    assert!(
+        line.to_string().contains("not a JSON-RPC message"),
+        "{line}"
+    );
+
+    let mut small = Limits::default();
+    small.max_message_bytes = 1024;
+    let long = format!("{}\n", "x".repeat(5000));
+    let line = first_of(small, long.as_bytes());
+    assert!(
+        matches!(
+            line.problem,
+            LineProblem::OverLimit(PeerError::Oversized {
+                seen: 5000,
+                limit: 1024
+            })
+        ),
+        "{line:?}"
+    );
+    assert_eq!(
+        line.start,
+        format!("{}…", "x".repeat(MAX_QUOTED_LINE_BYTES))
+    );
+    assert!(line.to_string().contains("max_message_bytes"), "{line}");
 }
 
 #[test]

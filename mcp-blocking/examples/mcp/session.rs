@@ -455,6 +455,7 @@ mod tests {
             reason: CloseReason::ServerExited { truncated: 0 },
             stderr: stderr.to_owned(),
             exit_status: Some(std::process::ExitStatus::from_raw(code << 8)),
+            stdout: None,
         };
         assert!(looked_for_something(&failed(127, "")));
         assert!(looked_for_something(&failed(

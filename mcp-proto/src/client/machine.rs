@@ -99,6 +99,18 @@ impl Client {
         self.session().server()
     }
 
+    /// stdio: the first line the server wrote to its stdout that could not be used as a
+    /// JSON-RPC message (not JSON, not UTF-8, not JSON-RPC, over a limit), of this
+    /// connection (a server started again included), quoted, clipped and escaped; `None`
+    /// over HTTP. Every such line is an [`Event::PeerError`](crate::client::Event) as
+    /// well; this one is kept to explain a connection that fails afterwards (a server
+    /// printing its log lines to stdout, say): the adapters add it to their connect
+    /// error.
+    #[must_use]
+    pub fn unreadable_line(&self) -> Option<&crate::client::UnreadableLine> {
+        self.session().unreadable_line()
+    }
+
     /// The latest view of the task behind `call` (see
     /// [`CallRequest::as_task`](crate::client::CallRequest::as_task)), once the server
     /// made one and until the call completes.

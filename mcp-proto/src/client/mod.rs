@@ -70,6 +70,7 @@ mod stdio_link;
 mod task;
 pub mod transcript;
 mod transmit;
+mod unreadable;
 
 pub use change::{
     Change, ListenEnd, ListenFilter, MAX_FILTER_URIS, SUBSCRIPTION_ID_KEY, subscription_id,
@@ -94,6 +95,7 @@ pub use task::{
     RELATED_TASK_KEY, TASKS_EXTENSION, Task, TaskProblem, TaskStatus,
 };
 pub use transmit::{ConnId, Origin, Transmit, TransportFailure, TransportFailureKind};
+pub use unreadable::{LineProblem, MAX_QUOTED_LINE_BYTES, UnreadableLine};
 
 use crate::limits::Limits;
 use crate::model::{ClientCapabilities, Implementation};

@@ -102,6 +102,7 @@ pub(crate) use super::event::{
 };
 use super::event_queue::EventQueue;
 use super::input::{LogLevel, Root};
+use super::unreadable::UnreadableLine;
 use super::{ClientConfig, IdMap, ListenEnd, ListenFilter};
 use answer::AnswerCheck;
 pub(crate) use request::CallRequest;
@@ -198,6 +199,9 @@ pub(crate) struct Session {
     settled: Option<(Era, ProtocolVersion)>,
     /// Restarts in a row, with no call answered since.
     restarts_in_row: u32,
+    /// stdio: the first line of the server's stdout that could not be used (one line,
+    /// clipped), to explain a connection that fails afterwards.
+    unreadable: Option<Box<UnreadableLine>>,
     /// When the exited server is to be started again.
     restart_at: Option<Instant>,
 }
@@ -422,6 +426,7 @@ impl Session {
             on_resumed_stream: false,
             settled: None,
             restarts_in_row: 0,
+            unreadable: None,
             restart_at: None,
         };
         client.start(now);
@@ -449,6 +454,11 @@ impl Session {
     #[must_use]
     pub fn server(&self) -> Option<&ServerDetails> {
         self.server.as_ref()
+    }
+
+    /// stdio: the first line of the server's stdout that could not be used.
+    pub(crate) fn unreadable_line(&self) -> Option<&UnreadableLine> {
+        self.unreadable.as_deref()
     }
 
     /// The configuration.
@@ -485,6 +495,10 @@ impl Session {
                     continue;
                 }
                 Some(Line::Oversized { seen, head, tail }) => {
+                    if self.unreadable.is_none() {
+                        let error = PeerError::Oversized { seen, limit };
+                        self.unreadable = Some(Box::new(UnreadableLine::of(head, Some(&error))));
+                    }
                     let mut sniffed = jsonrpc::sniff(head);
                     // A `method` written last makes it the server's request, never the
                     // answer to a call of the same id.
@@ -495,7 +509,14 @@ impl Session {
                     Err((PeerError::Oversized { seen, limit }, sniffed))
                 }
                 Some(Line::Message(line)) => Message::decode_within(line, max_depth, max_parsed)
-                    .map_err(|error| (PeerError::Malformed { error }, jsonrpc::sniff(line))),
+                    .map_err(|error| {
+                        let error = PeerError::Malformed { error };
+                        if self.unreadable.is_none() {
+                            let quoted = UnreadableLine::of(line, Some(&error));
+                            self.unreadable = Some(Box::new(quoted));
+                        }
+                        (error, jsonrpc::sniff(line))
+                    }),
             };
             match item {
                 Ok(m) => self.dispatch_message(now, m),
@@ -525,7 +546,11 @@ impl Session {
             return; // the end of the line may name it: wait for the report
         }
         self.oversize_handled = true;
-        self.handle_unusable(now, PeerError::Oversized { seen, limit }, &sniffed, true);
+        let error = PeerError::Oversized { seen, limit };
+        if self.unreadable.is_none() {
+            self.unreadable = Some(Box::new(UnreadableLine::of(head, Some(&error))));
+        }
+        self.handle_unusable(now, error, &sniffed, true);
     }
 
     /// A message that did not decode (too deep, not JSON-RPC), for transports that frame
@@ -785,6 +810,7 @@ impl Session {
             + answered
             + tools
             + self.decoder.retained_bytes()
+            + self.unreadable.as_ref().map_or(0, |u| u.retained_bytes())
             + self.queued_bytes
             + calls
             + inputs
