@@ -29,14 +29,33 @@ fn skip_ws(b: &[u8], mut i: usize) -> usize {
 /// How many bytes of a string [`skip_string`] looks at eight at a time before it
 /// searches with `memchr`: most keys and many values end sooner, and a search call
 /// costs more than stepping over them.
-const SHORT_STRING: usize = 64;
+const SHORT_STRING: usize = 128;
 
-/// Whether any byte of `word` is a quote or a backslash.
-fn has_quote_or_backslash(word: u64) -> bool {
-    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
-    let has_zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH != 0;
-    has_zero(word ^ (ONES * u64::from(b'"'))) || has_zero(word ^ (ONES * u64::from(b'\\')))
+const ONES: u64 = u64::from_le_bytes([0x01; 8]);
+const HIGH: u64 = u64::from_le_bytes([0x80; 8]);
+
+/// The high bit of each byte of `word` that is zero, exact up to and including the
+/// lowest one (a borrow may set the bit of a byte above a zero byte, never below).
+fn zero_bytes(word: u64) -> u64 {
+    word.wrapping_sub(ONES) & !word & HIGH
+}
+
+/// The high bit of each byte of `word` (read little-endian) equal to `byte`, exact up to
+/// and including the lowest one.
+fn bytes_equal(word: u64, byte: u8) -> u64 {
+    zero_bytes(word ^ (ONES * u64::from(byte)))
+}
+
+/// The eight bytes of `b` from `j`, as a little-endian word, when there are eight.
+fn word_at(b: &[u8], j: usize) -> Option<u64> {
+    b.get(j..)
+        .and_then(<[u8]>::first_chunk::<8>)
+        .map(|w| u64::from_le_bytes(*w))
+}
+
+/// The offset in the word of the first byte its mask marks (`mask` is not zero).
+fn first_marked(mask: u64) -> usize {
+    (mask.trailing_zeros() / 8) as usize
 }
 
 /// `i` is at an opening quote: the index after the closing one.
@@ -44,19 +63,14 @@ fn skip_string(b: &[u8], i: usize) -> usize {
     let mut j = i + 1;
     let short_end = b.len().min(j + SHORT_STRING);
     while j < short_end {
-        // A word without a quote or backslash is stepped over whole; in one with either,
-        // the first of them is looked at.
-        if j + 8 <= short_end
-            && let Some(word) = b.get(j..).and_then(<[u8]>::first_chunk::<8>)
-        {
-            if !has_quote_or_backslash(u64::from_ne_bytes(*word)) {
+        // Eight bytes at a time: the first quote or backslash of a word is found at once.
+        if let Some(word) = word_at(b, j) {
+            let mask = bytes_equal(word, b'"') | bytes_equal(word, b'\\');
+            if mask == 0 {
                 j += 8;
                 continue;
             }
-            j += word
-                .iter()
-                .position(|&c| c == b'"' || c == b'\\')
-                .unwrap_or(0);
+            j += first_marked(mask);
         }
         match b.get(j) {
             Some(b'"') => return j + 1,
@@ -83,6 +97,8 @@ fn skip_value(b: &[u8], i: usize) -> usize {
         Some(b'{' | b'[') => {
             let mut depth = 0usize;
             let mut j = i;
+            // Byte by byte between strings: in the results this reads, a string comes
+            // every few bytes, too soon for a wider step to pay.
             while j < b.len() {
                 match b[j] {
                     b'"' => {
@@ -211,6 +227,38 @@ mod tests {
                 "{at}"
             );
             assert_eq!(object_member(&json, "b\""), Member::Raw("1"), "{at}");
+        }
+    }
+
+    /// Values nesting arrays and objects, with numbers, literals, whitespace and strings
+    /// (escaped and not, short and long) at every offset from an eight-byte boundary:
+    /// each member found is the one a full parse reads.
+    #[test]
+    fn skips_nested_values_at_every_alignment() {
+        let parts = [
+            "[1, 22, 333.5e-7, true, false, null]",
+            "{\"k\" : [ {}, [], {\"x\":[[ ]]}, \"]}\" ], \"e\": \"\\\\\\\"\"}",
+            "[\"a\\\\\", \"[{\",\"}]\\\"\", {\"\":-0}]",
+        ];
+        for pad in 0..24 {
+            for long in [0, 60, 63, 64, 65, 127, 128, 129, 200] {
+                let text = "t".repeat(long);
+                for part in parts {
+                    let json = format!(
+                        "{{{ws}\"a\":{part},\"s\":\"{text}\",\"n\":{part}{ws},\"resultType\":{part}}}",
+                        ws = " ".repeat(pad)
+                    );
+                    let value: serde_json::Value = serde_json::from_str(&json).expect(&json);
+                    for key in ["a", "s", "n", "resultType"] {
+                        let Member::Raw(raw) = object_member(&json, key) else {
+                            panic!("{key} not found in {json}");
+                        };
+                        let parsed: serde_json::Value = serde_json::from_str(raw).expect(raw);
+                        assert_eq!(parsed, value[key], "{key} in {json}");
+                    }
+                    assert_eq!(object_member(&json, "k"), Member::Absent, "{json}");
+                }
+            }
         }
     }
 }

@@ -380,8 +380,9 @@ impl Session {
             let quick = match crate::json_scan::object_member(raw.get(), "resultType") {
                 Member::Absent => Some(None),
                 Member::Raw("null") => Some(None),
+                // Borrowed from the result: no copy of the common `"complete"`.
                 Member::Raw(s) if s.len() >= 2 && s.starts_with('"') && !s.contains('\\') => {
-                    Some(Some(s[1..s.len() - 1].to_owned()))
+                    Some(Some(std::borrow::Cow::Borrowed(&s[1..s.len() - 1])))
                 }
                 _ => None,
             };
@@ -391,7 +392,7 @@ impl Session {
                     .map_err(|e| format!("result is not an object: {e}"))
                     .and_then(|h| match h.result_type {
                         None | Some(Value::Null) => Ok(None),
-                        Some(Value::String(t)) => Ok(Some(t)),
+                        Some(Value::String(t)) => Ok(Some(std::borrow::Cow::Owned(t))),
                         Some(other) => Err(format!("`resultType` is not a string: {other}")),
                     }),
             };
