@@ -565,10 +565,10 @@ impl Server {
         if self.deferred.tasks == 0 {
             return;
         }
-        let running = self.tasks.running_ids();
+        let tasks = &self.tasks;
         let ended: Vec<u64> = (self.deferred.iter())
             .filter(|(_, p)| match &p.kind {
-                Kind::Task(id) => !running.contains(id.as_str()),
+                Kind::Task(id) => !tasks.is_running(id),
                 _ => false,
             })
             .map(|(w, _)| *w)

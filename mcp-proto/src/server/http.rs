@@ -1655,14 +1655,10 @@ impl HttpEndpoint {
     ) -> HttpReply {
         let id = request.0.id.clone();
         let session = if initialize {
-            // Walks every task: only when a full table asks.
-            let due = std::cell::OnceCell::new();
             let tasks = &self.server.tasks;
             let in_use = InUse {
                 newcomer: self.server.principal.as_deref(),
-                results_due: |scope| {
-                    (due.get_or_init(|| tasks.scopes_with_results_due())).contains(&scope)
-                },
+                results_due: |scope| tasks.has_results_due(scope),
             };
             let mut expired = Vec::new();
             let created = self
@@ -1932,15 +1928,11 @@ impl HttpEndpoint {
         }
         let scope = self.server.tasks.new_scope();
         let state = LegacyState::adopted(record, scope, max_subscriptions);
-        // Walks every task: only when a full table asks.
-        let due = std::cell::OnceCell::new();
         let tasks = &self.server.tasks;
         let principal = state.principal().map(str::to_owned);
         let in_use = InUse {
             newcomer: principal.as_deref(),
-            results_due: |scope| {
-                (due.get_or_init(|| tasks.scopes_with_results_due())).contains(&scope)
-            },
+            results_due: |scope| tasks.has_results_due(scope),
         };
         let mut expired = Vec::new();
         let adopted = self

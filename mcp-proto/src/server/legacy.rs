@@ -703,13 +703,10 @@ impl Server {
             return;
         }
         self.tasks.expire(self.now);
-        let ended: Vec<usize> = {
-            let running = self.tasks.running_ids();
-            (self.pending.iter().enumerate())
-                .filter(|(_, c)| c.task.as_deref().is_some_and(|t| !running.contains(t)))
-                .map(|(at, _)| at)
-                .collect()
-        };
+        let ended: Vec<usize> = (self.pending.iter().enumerate())
+            .filter(|(_, c)| (c.task.as_deref()).is_some_and(|t| !self.tasks.is_running(t)))
+            .map(|(at, _)| at)
+            .collect();
         for at in ended.into_iter().rev() {
             let call = self.pending.remove(at);
             if let Some(work) = call.deferred_work() {
@@ -717,7 +714,7 @@ impl Server {
             }
             self.cancel_outstanding(&call, "the task ended");
             let id = call.task.as_deref().unwrap_or_default();
-            let reply = (self.tasks.tasks_iter().find(|t| t.id() == id))
+            let reply = (self.tasks.get(id))
                 .map_or_else(|| Err(super::tasks::not_found(id)), |t| t.result());
             self.reply(&call.client_id, reply);
         }
@@ -742,22 +739,12 @@ impl Server {
             return None;
         }
         let ttl = std::time::Duration::from_millis(super::tasks::TTL_MS);
-        let mut found = 0;
-        let mut due = (self.tasks.tasks_iter())
-            .filter(|t| ids.contains(t.id()))
-            .map(|t| {
-                found += 1;
-                if t.terminal() {
-                    self.now
-                } else {
-                    t.created_at().saturating_add(ttl)
-                }
+        (ids.into_iter())
+            .map(|id| match self.tasks.get(id) {
+                Some(t) if !t.terminal() => t.created_at().saturating_add(ttl),
+                _ => self.now,
             })
-            .min();
-        if found < ids.len() {
-            due = Some(due.map_or(self.now, |d| d.min(self.now)));
-        }
-        due
+            .min()
     }
 
     /// Tells the client to stop working on our requests for `call`.

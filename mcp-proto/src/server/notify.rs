@@ -41,7 +41,7 @@
 //! ([`Server::end_subscriptions`]: each gets the `complete` result carrying its
 //! subscription id).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value, json};
 
@@ -440,13 +440,15 @@ impl Server {
         if listen.task_ids.is_empty() {
             return;
         }
-        let named: BTreeSet<&str> = listen.task_ids.iter().map(String::as_str).collect();
+        // The tasks named, oldest first.
+        let named: BTreeMap<u64, &super::tasks::ServerTask> = (listen.task_ids.iter())
+            .filter_map(|id| self.tasks.get(id))
+            .map(|t| (t.seq(), t))
+            .collect();
         let mut shown = Vec::new();
         let mut delivered = BTreeSet::new();
-        for task in self.tasks.tasks_iter() {
-            if named.contains(task.id())
-                && let Value::Object(detailed) = task.detailed(&self.tasks)
-            {
+        for task in named.into_values() {
+            if let Value::Object(detailed) = task.detailed(&self.tasks) {
                 if task.terminal() {
                     delivered.insert(task.id().to_owned());
                 }

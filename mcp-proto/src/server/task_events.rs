@@ -28,7 +28,7 @@
 //! [`Server::handle_timeout`] shows every due outcome, so an adapter that calls it on time
 //! makes tasks finish, notify and answer without anyone polling.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
@@ -48,28 +48,23 @@ impl Server {
     /// ([`Server::set_deferred_waker`]) and for this deadline needs nothing else.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
+        #[cfg(any(test, feature = "index-checks"))]
+        self.tasks.check_indexes();
         if self.has_deferred_done() {
             return Some(self.now);
         }
         let ttl = Duration::from_millis(TTL_MS);
-        let due = self.tasks.tasks_iter().filter_map(|t| t.due_at()).min();
+        let due = self.tasks.next_due();
         // A task whose tasks/result waits on its input requests: its expiry answers it.
         let due = match (due, self.parked_task_expiry()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        // Called after every input: one pass over each list, never one per pair.
-        let expiry = if self.tasks.waiting.is_empty() {
-            None
-        } else {
-            let created: BTreeMap<&str, Instant> = (self.tasks.tasks_iter())
-                .map(|t| (t.id(), t.created_at()))
-                .collect();
-            (self.tasks.waiting.iter())
-                .filter_map(|w| created.get(w.task.as_str()))
-                .map(|at| at.saturating_add(ttl))
-                .min()
-        };
+        // Called after every input: each held request's task found by id.
+        let expiry = (self.tasks.waiting.iter())
+            .filter_map(|w| self.tasks.get(&w.task))
+            .map(|t| t.created_at().saturating_add(ttl))
+            .min();
         match (due, expiry) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -95,6 +90,8 @@ impl Server {
 
     /// What follows every input: status notifications and held `tasks/result` answers.
     pub(super) fn after_input(&mut self) {
+        #[cfg(any(test, feature = "index-checks"))]
+        self.tasks.check_indexes();
         // Before the early return: the last task may have just gone.
         if !self.deferred.is_empty() {
             self.forget_ended_task_work();
@@ -118,12 +115,10 @@ impl Server {
         let mut modern: Vec<(RequestId, Map<String, Value>)> = Vec::new();
         let listens = &self.listens;
         let store = &self.tasks;
-        let mut told: Vec<usize> = Vec::new();
+        let mut told: Vec<u64> = Vec::new();
         let mut delivered = BTreeSet::new();
-        for (at, task) in store.tasks_iter().enumerate() {
-            if !task.changed_since_announced() {
-                continue;
-            }
+        // Only the tasks that changed (the store keeps them), oldest first.
+        for (at, task) in store.changed(scope) {
             match task.era() {
                 Era::Legacy => {
                     if scope.is_none() || task.scope() != scope {
@@ -175,10 +170,10 @@ impl Server {
         let mut asks = Vec::new();
         let mut delivered = BTreeSet::new();
         {
-            // Called after every input: one pass over each list, never one per pair.
-            let tasks: BTreeMap<&str, _> = self.tasks.tasks_iter().map(|t| (t.id(), t)).collect();
+            // Called after every input: each held request's task found by id.
+            let tasks = &self.tasks;
             for w in waiting {
-                let reply = match tasks.get(w.task.as_str()) {
+                let reply = match tasks.get(&w.task) {
                     Some(t) if t.terminal() => {
                         delivered.insert(w.task);
                         t.result()
@@ -213,12 +208,8 @@ impl Server {
         if self.tasks.waiting.is_empty() {
             return Vec::new();
         }
-        let asking: BTreeSet<&str> = (self.tasks.tasks_iter())
-            .filter(|t| t.asks_legacy_input())
-            .map(|t| t.id())
-            .collect();
         (self.tasks.waiting.iter())
-            .filter(|w| asking.contains(w.task.as_str()))
+            .filter(|w| (self.tasks.get(&w.task)).is_some_and(|t| t.asks_legacy_input()))
             .map(|w| w.request.clone())
             .collect()
     }

@@ -66,7 +66,7 @@
 //! `notifications/tasks` on a listen naming it, and a 2025 `tasks/result` on a task
 //! not ended is held until it ends.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
@@ -110,7 +110,7 @@ pub const TTL_MS: u64 = 600_000;
 pub const TIMESTAMP: &str = "1970-01-01T00:00:00Z";
 
 /// Who a task belongs to.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) struct Owner {
     principal: Option<String>,
     /// The legacy session's scope; `None` for the modern era.
@@ -174,9 +174,21 @@ pub(super) struct ServerTask {
 }
 
 /// The tasks of a server.
+///
+/// Kept in creation order (by `seq`) with indexes kept up to date as tasks change, so
+/// that no request and no timer event walks every task: by id; per principal, per
+/// requestor and per legacy scope (their tasks, those that may go to make room, the
+/// bytes they keep); the tasks that may go; the outcomes due by time; the tasks whose
+/// status changed since told. Every change to a task goes through
+/// [`TaskStore::update`], which takes the task out of the indexes and puts it back.
 #[derive(Debug, Default)]
 pub(super) struct TaskStore {
-    tasks: VecDeque<ServerTask>,
+    /// The tasks by `seq`: the oldest first. As `seq` and `created` grow together (the
+    /// machine's time never goes back), the first ones are the first to expire.
+    tasks: BTreeMap<u64, ServerTask>,
+    /// Each task's `seq`, by id.
+    by_id: BTreeMap<String, u64>,
+    index: Index,
     next: u64,
     /// The last scope handed to a legacy session.
     scopes: u64,
@@ -186,6 +198,144 @@ pub(super) struct TaskStore {
     epoch_unix_ms: Option<u64>,
     /// 2025 `tasks/result` requests held until their task ends.
     pub(super) waiting: Vec<Waiting>,
+}
+
+/// What the store keeps up to date as its tasks change (see [`TaskStore`]).
+#[derive(Debug, Default, PartialEq)]
+struct Index {
+    /// The bytes all tasks keep.
+    bytes: usize,
+    /// Per principal.
+    principals: BTreeMap<Option<String>, Tally>,
+    /// Per requestor.
+    owners: BTreeMap<Owner, Tally>,
+    /// Per legacy scope.
+    scopes: BTreeMap<u64, Tally>,
+    /// The tasks that may go to make room, oldest first.
+    may_go: BTreeSet<u64>,
+    /// The tasks whose held outcome falls due by time, by that instant.
+    due: BTreeSet<(Instant, u64)>,
+    /// The 2026 tasks whose status moved on since told.
+    changed_modern: BTreeSet<u64>,
+    /// The 2025 tasks whose status moved on since told, by legacy scope.
+    changed_legacy: BTreeMap<Option<u64>, BTreeSet<u64>>,
+}
+
+/// The tasks of one principal, requestor or scope.
+#[derive(Debug, Default, PartialEq)]
+struct Tally {
+    /// All of them, by `seq`.
+    all: BTreeSet<u64>,
+    /// Those that may go to make room.
+    may_go: BTreeSet<u64>,
+    /// The bytes they keep.
+    bytes: usize,
+}
+
+impl Tally {
+    /// Counts task `seq` in (`add`) or out.
+    fn count(&mut self, seq: u64, may_go: bool, bytes: usize, add: bool) {
+        if add {
+            self.all.insert(seq);
+            if may_go {
+                self.may_go.insert(seq);
+            }
+            self.bytes += bytes;
+        } else {
+            self.all.remove(&seq);
+            self.may_go.remove(&seq);
+            self.bytes -= bytes;
+        }
+    }
+}
+
+/// Counts task `seq` in or out of the tally of `key` in `map`; a tally left empty goes.
+fn tally<K: Ord + Clone>(
+    map: &mut BTreeMap<K, Tally>,
+    key: &K,
+    (seq, may_go, bytes): (u64, bool, usize),
+    add: bool,
+) {
+    if add && !map.contains_key(key) {
+        map.insert(key.clone(), Tally::default());
+    }
+    let Some(t) = map.get_mut(key) else {
+        return;
+    };
+    t.count(seq, may_go, bytes, add);
+    if t.all.is_empty() {
+        map.remove(key);
+    }
+}
+
+/// Puts `item` in `set` (`add`) or takes it out.
+fn mark<T: Ord>(set: &mut BTreeSet<T>, item: T, add: bool) {
+    if add {
+        set.insert(item);
+    } else {
+        set.remove(&item);
+    }
+}
+
+impl Index {
+    /// Counts task `t` in (`add`) or out, as it is now.
+    fn count(&mut self, t: &ServerTask, add: bool) {
+        let seq = t.seq;
+        let may_go = t.may_go();
+        let bytes = t.kept_bytes();
+        if add {
+            self.bytes += bytes;
+        } else {
+            self.bytes -= bytes;
+        }
+        let entry = (seq, may_go, bytes);
+        tally(&mut self.principals, &t.owner.principal, entry, add);
+        tally(&mut self.owners, &t.owner, entry, add);
+        if let Some(scope) = t.owner.scope {
+            tally(&mut self.scopes, &scope, entry, add);
+        }
+        if may_go {
+            mark(&mut self.may_go, seq, add);
+        }
+        if let Some(due) = t.due_at() {
+            mark(&mut self.due, (due, seq), add);
+        }
+        if t.changed_since_announced() {
+            match t.era {
+                Era::Modern => mark(&mut self.changed_modern, seq, add),
+                Era::Legacy => {
+                    if add {
+                        (self.changed_legacy.entry(t.owner.scope).or_default()).insert(seq);
+                    } else if let Some(set) = self.changed_legacy.get_mut(&t.owner.scope) {
+                        set.remove(&seq);
+                        if set.is_empty() {
+                            self.changed_legacy.remove(&t.owner.scope);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Tasks looked at (found by id, changed, listed, or walked over), for the tests of
+    /// what a request or an event costs.
+    static LOOKED_AT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// The tasks looked at so far on this thread.
+#[cfg(test)]
+pub(super) fn looked_at() -> usize {
+    LOOKED_AT.with(std::cell::Cell::get)
+}
+
+/// Counts `n` tasks looked at.
+fn looked(n: usize) {
+    #[cfg(test)]
+    LOOKED_AT.with(|w| w.set(w.get() + n));
+    let _ = n;
 }
 
 /// A 2025 `tasks/result` held until its task ends.
@@ -240,73 +390,158 @@ impl TaskStore {
         }
     }
 
+    /// Task `id`.
+    pub(super) fn get(&self, id: &str) -> Option<&ServerTask> {
+        looked(1);
+        self.by_id.get(id).and_then(|seq| self.tasks.get(seq))
+    }
+
+    /// The `seq` of task `id`.
+    fn seq_of(&self, id: &str) -> Option<u64> {
+        self.by_id.get(id).copied()
+    }
+
+    /// Changes task `seq` with `change`, which also sees the rest of the store (the task
+    /// is out of it meanwhile), and keeps the indexes up to date; `None` when there is no
+    /// such task.
+    fn update<R>(
+        &mut self,
+        seq: u64,
+        change: impl FnOnce(&mut ServerTask, &TaskStore) -> R,
+    ) -> Option<R> {
+        looked(1);
+        let mut task = self.tasks.remove(&seq)?;
+        self.index.count(&task, false);
+        let r = change(&mut task, self);
+        self.index.count(&task, true);
+        self.tasks.insert(seq, task);
+        Some(r)
+    }
+
+    /// Adds `task`, the newest.
+    fn insert(&mut self, task: ServerTask) {
+        self.index.count(&task, true);
+        self.by_id.insert(task.id.clone(), task.seq);
+        self.tasks.insert(task.seq, task);
+    }
+
+    /// Drops task `seq`: the bytes it kept, or `None` when there is no such task.
+    fn remove(&mut self, seq: u64) -> Option<usize> {
+        let task = self.tasks.remove(&seq)?;
+        self.index.count(&task, false);
+        self.by_id.remove(&task.id);
+        Some(task.kept_bytes())
+    }
+
     /// The `tasks/result` that 2025 task `id`'s input requests went out on was
     /// cancelled before they were answered: the next one asks them again.
     pub(super) fn ask_again(&mut self, id: &str, asks: Vec<(String, InputRequestSpec)>) {
-        let found = (self.tasks.iter_mut()).find(|t| t.id == id && t.status == "input_required");
-        if let Some(task) = found
-            && task.legacy_asks.is_empty()
-        {
-            task.legacy_asks = asks;
-        }
+        let Some(seq) = self.seq_of(id) else {
+            return;
+        };
+        self.update(seq, |task, _| {
+            if task.status == "input_required" && task.legacy_asks.is_empty() {
+                task.legacy_asks = asks;
+            }
+        });
     }
 
-    pub(super) fn tasks_iter(&self) -> impl Iterator<Item = &ServerTask> {
-        self.tasks.iter()
+    /// Every task, oldest first: a walk over all of them, which no request or event
+    /// makes (for the tests, which count the tasks it yields).
+    #[cfg(test)]
+    pub(super) fn walk(&self) -> impl Iterator<Item = &ServerTask> {
+        looked(self.tasks.len());
+        self.tasks.values()
     }
 
+    /// Whether there is no task and no held `tasks/result`.
     pub(super) fn is_empty(&self) -> bool {
         self.tasks.is_empty() && self.waiting.is_empty()
     }
 
     /// Notes that the ends of the tasks `ids` reached their owners.
     pub(super) fn mark_delivered(&mut self, ids: &BTreeSet<String>) {
-        for t in &mut self.tasks {
-            t.delivered |= ids.contains(&t.id);
+        for id in ids {
+            if let Some(seq) = self.seq_of(id) {
+                self.update(seq, |t, _| t.delivered = true);
+            }
         }
     }
 
-    pub(super) fn mark_announced(&mut self, at: usize) {
-        if let Some(t) = self.tasks.get_mut(at) {
-            t.announced = (t.status, t.round);
-        }
+    /// Notes that task `seq`'s status was told to its owner.
+    pub(super) fn mark_announced(&mut self, seq: u64) {
+        self.update(seq, |t, _| t.announced = (t.status, t.round));
+    }
+
+    /// The tasks whose status moved on since told that [`Server::announce_tasks`] tells
+    /// of: the 2026 ones, and the 2025 ones of legacy scope `scope`; oldest first.
+    pub(super) fn changed(&self, scope: Option<u64>) -> Vec<(u64, &ServerTask)> {
+        let legacy = scope.and_then(|s| self.index.changed_legacy.get(&Some(s)));
+        let seqs: BTreeSet<u64> = (self.index.changed_modern.iter())
+            .chain(legacy.into_iter().flatten())
+            .copied()
+            .collect();
+        looked(seqs.len());
+        (seqs.into_iter())
+            .filter_map(|seq| self.tasks.get(&seq).map(|t| (seq, t)))
+            .collect()
+    }
+
+    /// The earliest instant a held outcome falls due by time.
+    pub(super) fn next_due(&self) -> Option<Instant> {
+        self.index.due.first().map(|(at, _)| *at)
     }
 
     /// Shows every outcome due by `now`.
     pub(super) fn refresh_all(&mut self, now: Instant) {
         self.expire(now);
-        for t in &mut self.tasks {
-            t.refresh(now);
+        while let Some(&(due, seq)) = self.index.due.first()
+            && due <= now
+        {
+            self.update(seq, |t, _| t.refresh(now));
+            if self.index.due.first() == Some(&(due, seq)) {
+                // Not shown (cannot happen: a task due by `now` shows its outcome).
+                break;
+            }
         }
     }
 
-    /// The task scopes of legacy sessions with a task still running or whose end its
-    /// client was not told yet: such a session must not be evicted for another's room.
-    pub(super) fn scopes_with_results_due(&self) -> BTreeSet<u64> {
-        (self.tasks.iter())
-            .filter(|t| !(t.terminal() && t.delivered))
-            .filter_map(|t| t.owner.scope)
-            .collect()
+    /// Whether the legacy session whose task scope is `scope` has a task still running
+    /// or whose end its client was not told yet: such a session must not be evicted for
+    /// another's room.
+    pub(super) fn has_results_due(&self, scope: u64) -> bool {
+        (self.index.scopes.get(&scope)).is_some_and(|t| t.all.len() > t.may_go.len())
     }
 
     /// Drops the tasks of the legacy sessions whose task scopes are `scopes` (sessions
     /// that ended: nobody can reach their tasks), with the `tasks/result` requests
     /// waiting on them.
     pub(super) fn drop_scopes(&mut self, scopes: &[u64]) {
-        let scopes: BTreeSet<u64> = scopes.iter().copied().collect();
-        let gone = |t: &ServerTask| t.owner.scope.is_some_and(|s| scopes.contains(&s));
-        let dropped: BTreeSet<String> = (self.tasks.iter().filter(|t| gone(t)))
-            .map(|t| t.id.clone())
-            .collect();
-        self.tasks.retain(|t| !gone(t));
-        self.waiting.retain(|w| !dropped.contains(&w.task));
+        let mut dropped: BTreeSet<String> = BTreeSet::new();
+        for scope in scopes {
+            let seqs: Vec<u64> = (self.index.scopes.get(scope))
+                .map(|t| t.all.iter().copied().collect())
+                .unwrap_or_default();
+            for seq in seqs {
+                if let Some(t) = self.tasks.get(&seq) {
+                    dropped.insert(t.id.clone());
+                }
+                self.remove(seq);
+            }
+        }
+        if !dropped.is_empty() {
+            self.waiting.retain(|w| !dropped.contains(&w.task));
+        }
     }
 
-    /// Drops the tasks whose lifetime is over.
+    /// Drops the tasks whose lifetime is over: the oldest ones.
     pub(super) fn expire(&mut self, now: Instant) {
         let ttl = Duration::from_millis(TTL_MS);
-        self.tasks
-            .retain(|t| now.saturating_duration_since(t.created) < ttl);
+        while let Some((&seq, t)) = self.tasks.first_key_value()
+            && now.saturating_duration_since(t.created) >= ttl
+        {
+            self.remove(seq);
+        }
     }
 
     /// Makes room for one more task of `owner` by dropping the oldest ended task (of
@@ -329,28 +564,28 @@ impl TaskStore {
         let (max_bytes, share) = (limits.max_task_bytes, limits.max_task_bytes_per_principal);
         // Only a task whose end reached its owner: not even the requestor's own, whose
         // result it may be about to fetch (it polled the status, the result is next).
-        let may_go = |t: &ServerTask| t.terminal() && t.delivered;
-        let same_principal = |t: &ServerTask| t.owner.principal == owner.principal;
-        let mut held: usize = self.tasks.iter().map(ServerTask::kept_bytes).sum();
-        let mut theirs = self.principal_bytes(owner.principal.as_deref());
+        let principal = &owner.principal;
+        let oldest_of = |t: Option<&Tally>| t.and_then(|t| t.may_go.first().copied());
+        let mut held = self.index.bytes;
+        let mut theirs = self.principal_bytes(principal.as_deref());
         while theirs + bytes > share {
-            let Some(dropped) = self.drop_oldest(|t| same_principal(t) && may_go(t)) else {
+            let oldest = oldest_of(self.index.principals.get(principal));
+            let Some(dropped) = oldest.and_then(|seq| self.remove(seq)) else {
                 return Err(too_much_principal_data(share));
             };
             theirs -= dropped;
             held -= dropped;
         }
         while held + bytes > max_bytes {
-            let Some(dropped) = self.drop_oldest(may_go) else {
+            let oldest = self.index.may_go.first().copied();
+            let Some(dropped) = oldest.and_then(|seq| self.remove(seq)) else {
                 return Err(too_much_task_data(max_bytes));
             };
             held -= dropped;
         }
-        let mine = self.tasks.iter().filter(|t| &t.owner == owner).count();
+        let mine = self.index.owners.get(owner).map_or(0, |t| t.all.len());
         if mine >= MAX_TASKS
-            && self
-                .drop_oldest(|t| &t.owner == owner && may_go(t))
-                .is_none()
+            && (oldest_of(self.index.owners.get(owner)).and_then(|seq| self.remove(seq))).is_none()
         {
             return Err(ErrorObject::new(
                 codes::INTERNAL_ERROR,
@@ -359,9 +594,14 @@ impl TaskStore {
                 ),
             ));
         }
-        let theirs = self.tasks.iter().filter(|t| same_principal(t)).count();
+        let theirs = self
+            .index
+            .principals
+            .get(principal)
+            .map_or(0, |t| t.all.len());
         if theirs >= MAX_TASKS_PER_PRINCIPAL
-            && (self.drop_oldest(|t| same_principal(t) && may_go(t))).is_none()
+            && (oldest_of(self.index.principals.get(principal)).and_then(|seq| self.remove(seq)))
+                .is_none()
         {
             return Err(ErrorObject::new(
                 codes::INTERNAL_ERROR,
@@ -371,7 +611,11 @@ impl TaskStore {
                 ),
             ));
         }
-        if self.tasks.len() >= MAX_STORED_TASKS && self.drop_oldest(may_go).is_none() {
+        if self.tasks.len() >= MAX_STORED_TASKS
+            && (self.index.may_go.first().copied())
+                .and_then(|seq| self.remove(seq))
+                .is_none()
+        {
             return Err(ErrorObject::new(
                 codes::INTERNAL_ERROR,
                 format!("Too many tasks running ({MAX_STORED_TASKS} at most); try again later"),
@@ -380,27 +624,40 @@ impl TaskStore {
         Ok(())
     }
 
-    /// The bytes the tasks of `principal` keep.
     /// Whether task `id` is there and has not ended.
-    /// The ids of the tasks that have not ended.
-    pub(super) fn running_ids(&self) -> std::collections::BTreeSet<&str> {
-        (self.tasks.iter())
-            .filter(|t| !t.terminal())
-            .map(|t| t.id.as_str())
-            .collect()
+    pub(super) fn is_running(&self, id: &str) -> bool {
+        self.get(id).is_some_and(|t| !t.terminal())
     }
 
+    /// The bytes the tasks of `principal` keep.
     fn principal_bytes(&self, principal: Option<&str>) -> usize {
-        (self.tasks.iter())
-            .filter(|t| t.owner.principal.as_deref() == principal)
-            .map(ServerTask::kept_bytes)
-            .sum()
+        (self.index.principals.get(&principal.map(str::to_owned))).map_or(0, |t| t.bytes)
     }
 
-    /// Drops the oldest task `matching`: the bytes it kept, or `None` when there is none.
-    fn drop_oldest(&mut self, matching: impl Fn(&ServerTask) -> bool) -> Option<usize> {
-        let at = self.tasks.iter().position(matching)?;
-        self.tasks.remove(at).as_ref().map(ServerTask::kept_bytes)
+    /// The bytes all tasks keep.
+    fn held_bytes(&self) -> usize {
+        self.index.bytes
+    }
+
+    /// Checks the indexes against a walk of every task (not counted as walked), and that
+    /// creation order is `seq` order; panics on a difference.
+    #[cfg(any(test, feature = "index-checks"))]
+    pub(super) fn check_indexes(&self) {
+        let mut walked = Index::default();
+        let mut created = None;
+        for (seq, t) in &self.tasks {
+            assert_eq!(*seq, t.seq, "task {} filed under {seq}", t.id);
+            assert_eq!(self.by_id.get(&t.id), Some(seq), "task {} by id", t.id);
+            assert!(
+                created <= Some(t.created),
+                "task {} created out of order",
+                t.id
+            );
+            created = Some(t.created);
+            walked.count(t, true);
+        }
+        assert_eq!(self.by_id.len(), self.tasks.len(), "ids of tasks gone");
+        assert_eq!(walked, self.index, "task indexes drifted from the tasks");
     }
 }
 
@@ -452,6 +709,11 @@ impl ServerTask {
         &self.id
     }
 
+    /// Its place in creation order.
+    pub(super) fn seq(&self) -> u64 {
+        self.seq
+    }
+
     /// Whether its status or input round moved on since it was last told of.
     pub(super) fn changed_since_announced(&self) -> bool {
         self.announced != (self.status, self.round)
@@ -490,6 +752,11 @@ impl ServerTask {
 
     pub(super) fn terminal(&self) -> bool {
         matches!(self.status, "completed" | "failed" | "cancelled")
+    }
+
+    /// Whether it may go to make room: its end reached its owner.
+    fn may_go(&self) -> bool {
+        self.terminal() && self.delivered
     }
 
     /// The bytes counted against `ServerLimits::max_task_bytes`: what its client sent and
@@ -755,8 +1022,7 @@ impl Server {
         self.tasks.expire(self.now);
         ids.into_iter()
             .filter(|id| {
-                (self.tasks.tasks.iter())
-                    .any(|t| t.id == *id && t.era == Era::Modern && t.owner == owner)
+                (self.tasks.get(id)).is_some_and(|t| t.era == Era::Modern && t.owner == owner)
             })
             .collect()
     }
@@ -881,19 +1147,14 @@ impl Server {
         let limits = &self.config.limits;
         let room = outcome_room(
             limits,
-            store
-                .tasks
-                .iter()
-                .map(ServerTask::kept_bytes)
-                .sum::<usize>()
-                + client_bytes,
+            store.held_bytes() + client_bytes,
             store.principal_bytes(task.owner.principal.as_deref()) + client_bytes,
         );
         task.take(outcome, now, limits, room);
         task.announced = (task.status, task.round);
         let record = task.record(store);
         let id = task.id.clone();
-        store.tasks.push_back(task);
+        store.insert(task);
         if let Some(deferral) = deferral {
             // Its work goes on elsewhere: the task shows `working` until it completes
             // (the bytes it keeps count against the task bounds already).
@@ -910,31 +1171,34 @@ impl Server {
     pub(super) fn task_work_done(&mut self, now: Instant, id: &str, outcome: ToolOutcome) {
         let limits = &self.config.limits;
         let store = &mut self.tasks;
-        let Some(at) = store.tasks.iter().position(|t| t.id == id) else {
+        let Some(seq) = store.seq_of(id) else {
             return;
         };
-        if store.tasks[at].terminal() {
-            return;
-        }
-        let held: usize = store.tasks.iter().map(ServerTask::kept_bytes).sum();
-        let theirs = store.principal_bytes(store.tasks[at].owner.principal.as_deref());
-        let task = &mut store.tasks[at];
-        let room = outcome_room(
-            limits,
-            held - task.outcome_bytes,
-            theirs - task.outcome_bytes,
-        );
-        task.updated = now;
-        task.take(outcome, now, limits, room);
+        store.update(seq, |task, store| {
+            if task.terminal() {
+                return;
+            }
+            // The task is out of the store meanwhile: its bytes are added back.
+            let held = store.held_bytes() + task.kept_bytes();
+            let theirs = store.principal_bytes(task.owner.principal.as_deref()) + task.kept_bytes();
+            let room = outcome_room(
+                limits,
+                held - task.outcome_bytes,
+                theirs - task.outcome_bytes,
+            );
+            task.updated = now;
+            task.take(outcome, now, limits, room);
+        });
     }
 
-    /// The task `params.taskId` of the current requestor in `era`.
-    fn task_index(&mut self, params: &Params, era: Era) -> Result<usize, ErrorObject> {
+    /// The task `params.taskId` of the current requestor in `era`: its `seq`.
+    fn task_index(&mut self, params: &Params, era: Era) -> Result<u64, ErrorObject> {
         let id = params.get("taskId").and_then(Value::as_str).unwrap_or("");
         let owner = self.task_owner(era);
         self.tasks.expire(self.now);
-        (self.tasks.tasks.iter())
-            .position(|t| t.id == id && t.era == era && t.owner == owner)
+        (self.tasks.get(id))
+            .filter(|t| t.era == era && t.owner == owner)
+            .map(|t| t.seq)
             .ok_or_else(|| not_found(id))
     }
 
@@ -975,110 +1239,112 @@ impl Server {
         let queue = &self.deferred_queue;
         let limits = &self.config.limits;
         let tools = &mut self.config.tools;
-        let store = &mut self.tasks;
-        let held: usize = store.tasks.iter().map(ServerTask::kept_bytes).sum();
-        let theirs = store.principal_bytes(store.tasks[at].owner.principal.as_deref());
-        let task = &mut store.tasks[at];
-        let reply = match (method, era) {
-            ("tasks/get", _) => {
-                if task.status == "working" {
-                    task.polls_left = task.polls_left.saturating_sub(1);
-                }
-                task.refresh(now);
-                // A 2026 task's record carries its result or error.
-                task.delivered |= era == Era::Modern && task.terminal();
-                let task = &store.tasks[at];
-                Ok(match era {
-                    Era::Legacy => task.record(store),
-                    Era::Modern => task.detailed(store),
-                })
-            }
-            // Only a task that has ended gets here (see `park_task_result`).
-            ("tasks/result", _) => {
-                task.delivered = true;
-                task.result()
-            }
-            ("tasks/cancel", Era::Legacy) if task.terminal() => Err(ErrorObject::new(
-                codes::INVALID_PARAMS,
-                format!(
-                    "Cannot cancel task: already in terminal status '{}'",
-                    task.status
-                ),
-            )),
-            ("tasks/cancel", _) => {
-                task.cancel(now);
-                Ok(match era {
-                    Era::Legacy => store.tasks[at].record(store),
-                    Era::Modern => json!({}),
-                })
-            }
-            // tasks/update
-            _ => {
-                // Read in place: only the answers taken are copied, once they fit.
-                let empty = Map::new();
-                let answers = match params.get("inputResponses") {
-                    None => &empty,
-                    Some(Value::Object(a)) => a,
-                    Some(_) => {
-                        return Some(Err(calls::invalid("`inputResponses` must be an object")));
+        let reply = self.tasks.update(at, |task, store| {
+            // The task is out of the store meanwhile: its bytes are added back.
+            let held = store.held_bytes() + task.kept_bytes();
+            let theirs = store.principal_bytes(task.owner.principal.as_deref()) + task.kept_bytes();
+            match (method, era) {
+                ("tasks/get", _) => {
+                    if task.status == "working" {
+                        task.polls_left = task.polls_left.saturating_sub(1);
                     }
-                };
-                // An answer that is not an object is refused by name, as on an MRTR
-                // retry (decision 54): acknowledged, it left the task waiting for an
-                // answer its client believes it gave.
-                if let Some((key, _)) = answers.iter().find(|(_, a)| !a.is_object()) {
-                    return Some(Err(calls::invalid(format!(
-                        "`inputResponses.{}` must be an object (an ElicitResult, \
+                    task.refresh(now);
+                    // A 2026 task's record carries its result or error.
+                    task.delivered |= era == Era::Modern && task.terminal();
+                    Ok(match era {
+                        Era::Legacy => task.record(store),
+                        Era::Modern => task.detailed(store),
+                    })
+                }
+                // Only a task that has ended gets here (see `park_task_result`).
+                ("tasks/result", _) => {
+                    task.delivered = true;
+                    task.result()
+                }
+                ("tasks/cancel", Era::Legacy) if task.terminal() => Err(ErrorObject::new(
+                    codes::INVALID_PARAMS,
+                    format!(
+                        "Cannot cancel task: already in terminal status '{}'",
+                        task.status
+                    ),
+                )),
+                ("tasks/cancel", _) => {
+                    task.cancel(now);
+                    Ok(match era {
+                        Era::Legacy => task.record(store),
+                        Era::Modern => json!({}),
+                    })
+                }
+                // tasks/update
+                _ => {
+                    // Read in place: only the answers taken are copied, once they fit.
+                    let empty = Map::new();
+                    let answers = match params.get("inputResponses") {
+                        None => &empty,
+                        Some(Value::Object(a)) => a,
+                        Some(_) => {
+                            return Err(calls::invalid("`inputResponses` must be an object"));
+                        }
+                    };
+                    // An answer that is not an object is refused by name, as on an MRTR
+                    // retry (decision 54): acknowledged, it left the task waiting for an
+                    // answer its client believes it gave.
+                    if let Some((key, _)) = answers.iter().find(|(_, a)| !a.is_object()) {
+                        return Err(calls::invalid(format!(
+                            "`inputResponses.{}` must be an object (an ElicitResult, \
                          CreateMessageResult or ListRootsResult)",
-                        calls::clipped(key)
-                    ))));
-                }
-                if task.status == "input_required" {
-                    // Keys not outstanding are ignored.
-                    let taken: Vec<(&String, &Value)> = (answers.iter())
-                        .filter(|(k, _)| task.input_requests.contains_key(*k))
-                        .collect();
-                    let size: usize = (taken.iter())
-                        .map(|(k, a)| k.len() + crate::held::held_bytes(a))
-                        .sum();
-                    // None is taken past a bound: the requests stay outstanding.
-                    let share = limits.max_task_bytes_per_principal;
-                    if theirs + size > share {
-                        return Some(Err(too_much_principal_data(share)));
+                            calls::clipped(key)
+                        )));
                     }
-                    let max_bytes = limits.max_task_bytes;
-                    if held + size > max_bytes {
-                        return Some(Err(too_much_task_data(max_bytes)));
-                    }
-                    for (key, answer) in taken {
-                        task.input_requests.remove(key);
-                        task.inputs.insert(key.clone(), answer.clone());
-                    }
-                    task.client_bytes += size;
-                    let room = outcome_room(
-                        limits,
-                        held + size - task.outcome_bytes,
-                        theirs + size - task.outcome_bytes,
-                    );
-                    if task.input_requests.is_empty() {
-                        task.status = "working";
-                        task.updated = now;
-                        task.round = task.round.saturating_add(1);
-                        let (outcome, deferral) = calls::invoke(
-                            tools,
-                            &task.target,
-                            &task.inputs,
-                            (Era::Modern, task.round),
-                            &task.caps,
-                            (None, queue, work),
+                    if task.status == "input_required" {
+                        // Keys not outstanding are ignored.
+                        let taken: Vec<(&String, &Value)> = (answers.iter())
+                            .filter(|(k, _)| task.input_requests.contains_key(*k))
+                            .collect();
+                        let size: usize = (taken.iter())
+                            .map(|(k, a)| k.len() + crate::held::held_bytes(a))
+                            .sum();
+                        // None is taken past a bound: the requests stay outstanding.
+                        let share = limits.max_task_bytes_per_principal;
+                        if theirs + size > share {
+                            return Err(too_much_principal_data(share));
+                        }
+                        let max_bytes = limits.max_task_bytes;
+                        if held + size > max_bytes {
+                            return Err(too_much_task_data(max_bytes));
+                        }
+                        for (key, answer) in taken {
+                            task.input_requests.remove(key);
+                            task.inputs.insert(key.clone(), answer.clone());
+                        }
+                        task.client_bytes += size;
+                        let room = outcome_room(
+                            limits,
+                            held + size - task.outcome_bytes,
+                            theirs + size - task.outcome_bytes,
                         );
-                        task.take(outcome, now, limits, room);
-                        deferred = deferral.map(|d| (d, task.id.clone()));
+                        if task.input_requests.is_empty() {
+                            task.status = "working";
+                            task.updated = now;
+                            task.round = task.round.saturating_add(1);
+                            let (outcome, deferral) = calls::invoke(
+                                tools,
+                                &task.target,
+                                &task.inputs,
+                                (Era::Modern, task.round),
+                                &task.caps,
+                                (None, queue, work),
+                            );
+                            task.take(outcome, now, limits, room);
+                            deferred = deferral.map(|d| (d, task.id.clone()));
+                        }
                     }
+                    Ok(json!({}))
                 }
-                Ok(json!({}))
             }
-        };
+        });
+        // Found by `task_index` just now.
+        let reply = reply.unwrap_or_else(|| Err(calls::invalid("Task not found")));
         if let Some((deferral, id)) = deferred {
             let request = RequestId::String(id.clone());
             if let Err(e) = self.park_deferred(deferral, request, 0, Kind::Task(id.clone())) {
@@ -1146,35 +1412,45 @@ impl Server {
                 .sum()
         };
         let now = self.now;
-        let found = (self.tasks.tasks.iter_mut()).find(|t| t.id == id && !t.terminal());
-        let Some(task) = found else {
+        let Some(seq) = self.tasks.seq_of(id) else {
             return false;
         };
-        task.client_bytes =
-            (task.client_bytes.saturating_sub(size(&task.inputs))).saturating_add(size(&inputs));
-        task.inputs = inputs;
-        task.round = round;
-        task.status = "working";
-        task.held = held;
-        task.updated = now;
-        true
+        let taken = self.tasks.update(seq, |task, _| {
+            if task.terminal() {
+                return false;
+            }
+            task.client_bytes = (task.client_bytes.saturating_sub(size(&task.inputs)))
+                .saturating_add(size(&inputs));
+            task.inputs = inputs;
+            task.round = round;
+            task.status = "working";
+            task.held = held;
+            task.updated = now;
+            true
+        });
+        taken == Some(true)
     }
 
     /// Sends a 2025 task's input requests on its `tasks/result` (`request`), as the
     /// tool call it stands for: the request then waits for the end of the task.
     pub(super) fn ask_for_task(&mut self, request: &RequestId, id: &str) {
-        let Some(task) = self.tasks.tasks.iter_mut().find(|t| t.id == id) else {
+        let Some(seq) = self.tasks.seq_of(id) else {
             return;
         };
-        let asks = std::mem::take(&mut task.legacy_asks);
-        let inputs = (task.inputs.clone(), task.round);
-        let call = PendingCall::for_task(
-            request.clone(),
-            task.target.clone(),
-            inputs,
-            task.id.clone(),
-        );
-        self.legacy_act(call, ToolOutcome::NeedInput(asks));
+        let taken = self.tasks.update(seq, |task, _| {
+            let asks = std::mem::take(&mut task.legacy_asks);
+            let inputs = (task.inputs.clone(), task.round);
+            let call = PendingCall::for_task(
+                request.clone(),
+                task.target.clone(),
+                inputs,
+                task.id.clone(),
+            );
+            (call, asks)
+        });
+        if let Some((call, asks)) = taken {
+            self.legacy_act(call, ToolOutcome::NeedInput(asks));
+        }
     }
 
     /// A 2025 `tasks/result` (request `id`) for a task that has not ended: it counts as
@@ -1188,21 +1464,21 @@ impl Server {
             return false;
         };
         let now = self.now;
-        let task = &mut self.tasks.tasks[at];
-        if task.terminal() {
+        let running = self.tasks.update(at, |task, _| {
+            if task.terminal() {
+                return None;
+            }
+            task.polls_left = 0;
+            task.refresh(now);
+            (!task.terminal()).then(|| (task.id.clone(), task.asks_legacy_input()))
+        });
+        let Some(Some((task, asks))) = running else {
             return false;
-        }
-        task.polls_left = 0;
-        task.refresh(now);
-        if task.terminal() {
-            return false;
-        }
-        if task.asks_legacy_input() {
-            let task = task.id.clone();
+        };
+        if asks {
             self.ask_for_task(id, &task);
             return true;
         }
-        let task = task.id.clone();
         if self.tasks.waiting.len() >= MAX_STORED_TASKS {
             let e = ErrorObject::new(
                 codes::INTERNAL_ERROR,
@@ -1227,17 +1503,23 @@ impl Server {
         reply: Result<Value, ErrorObject>,
     ) -> Result<Value, ErrorObject> {
         let now = self.now;
-        let Some(task) = self.tasks.tasks.iter_mut().find(|t| t.id == id) else {
+        let Some(seq) = self.tasks.seq_of(id) else {
             return Err(not_found(id));
         };
-        if task.status == "cancelled" {
+        let cancelled = self.tasks.update(seq, |task, _| {
+            if task.status == "cancelled" {
+                return true;
+            }
+            task.finish(reply.clone(), now);
+            task.delivered = true;
+            false
+        });
+        if cancelled == Some(true) {
             return Err(ErrorObject::new(
                 codes::INVALID_PARAMS,
                 format!("Task {id} was cancelled"),
             ));
         }
-        task.finish(reply.clone(), now);
-        task.delivered = true;
         let mut reply = reply?;
         if let Some(o) = reply.as_object_mut() {
             o.insert("_meta".into(), json!({ RELATED_TASK_KEY: {"taskId": id} }));
@@ -1259,9 +1541,15 @@ impl Server {
         let now = self.now;
         let store = &mut self.tasks;
         store.expire(now);
-        let mine: Vec<&ServerTask> = (store.tasks.iter())
-            .filter(|t| t.era == Era::Legacy && t.owner == owner && t.seq >= from)
+        // The requestor's tasks only (at most `MAX_TASKS`), from the cursor on.
+        let mine: Vec<&ServerTask> = (store.index.owners.get(&owner))
+            .into_iter()
+            .flat_map(|t| t.all.range(from..))
+            .filter_map(|seq| store.tasks.get(seq))
+            .filter(|t| t.era == Era::Legacy)
+            .take(LIST_PAGE + 1)
             .collect();
+        looked(mine.len());
         let tasks: Vec<Value> = mine
             .iter()
             .take(LIST_PAGE)

@@ -1203,7 +1203,7 @@ fn a_task_that_cannot_be_made_does_not_run_the_round_leading_to_it() {
     );
     // Room again: the oldest of the others' tasks ends and its owner fetches it.
     at(&mut p, 2000);
-    let (oldest, owner) = (p.server.tasks.tasks_iter())
+    let (oldest, owner) = (p.server.tasks.walk())
         .map(|t| (t.id().to_owned(), t.principal().map(str::to_owned)))
         .next()
         .unwrap();
@@ -1213,4 +1213,83 @@ fn a_task_that_cannot_be_made_does_not_run_the_round_leading_to_it() {
     let made = req(&mut p, "tools/call", retry);
     assert_eq!(made["resultType"], "task", "{made}");
     assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+/// A full task store (`MAX_STORED_TASKS` tasks of a 2025 session and fifteen 2026
+/// principals): each task request (`tasks/get`, `tasks/list`, a `tools/call` making a
+/// task and room for it, a 2026 listen naming tasks) and each timer event
+/// (`poll_timeout`, `handle_timeout`, the expiry of a parked `tasks/result`) looks at a
+/// few tasks, not the whole store. A client creating, polling or listing in a loop made
+/// the server walk every task dozens of times per round (2,128,230 tasks for 60 rounds).
+#[test]
+fn task_requests_and_timers_do_not_walk_every_task() {
+    use crate::server::tasks::{MAX_STORED_TASKS, MAX_TASKS, looked_at};
+    let mut p = Peer::new(server());
+    p.initialize("2025-11-25", json!({}));
+    // The answer to a request, past the notifications that may come with it.
+    let answer = |p: &mut Peer, method: &str, params: Value| -> Value {
+        let out = p.send(json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}));
+        let reply = out.into_iter().find(|m| m["id"] == 7).expect("an answer");
+        reply.get("result").cloned().unwrap_or(reply)
+    };
+    let modern = |p: &mut Peer, method: &str, mut params: Value| -> Value {
+        params["_meta"] = declared();
+        answer(p, method, params)
+    };
+    let legacy = 40;
+    for _ in 0..legacy {
+        let r = answer(&mut p, "tools/call", json!({"name": "slow", "task": {}}));
+        assert!(r["task"]["taskId"].is_string(), "{r}");
+    }
+    let principals = (MAX_STORED_TASKS - legacy) / MAX_TASKS;
+    let mut ids: Vec<Vec<Value>> = Vec::new();
+    for who in 0..principals {
+        p.server.set_principal(Some(format!("user-{who}")));
+        let mine = (0..MAX_TASKS)
+            .map(|_| modern(&mut p, "tools/call", json!({"name": "slow"}))["taskId"].clone())
+            .collect();
+        ids.push(mine);
+    }
+    // Every task ends at 2 s.
+    at(&mut p, 2000);
+    p.server.handle_timeout(p.now);
+    p.raw(b"");
+    let before = looked_at();
+    let rounds = 60;
+    for n in 0..rounds {
+        let who = n % principals;
+        p.server.set_principal(Some(format!("user-{who}")));
+        // The result fetched: it may go for this principal's next task.
+        let id = ids[who].remove(0);
+        assert_eq!(
+            modern(&mut p, "tasks/get", json!({"taskId": id}))["status"],
+            "completed"
+        );
+        let made = modern(&mut p, "tools/call", json!({"name": "slow"}));
+        assert_eq!(made["status"], "working", "{made}");
+        ids[who].push(made["taskId"].clone());
+        assert_eq!(
+            modern(&mut p, "tasks/get", json!({"taskId": id}))["error"]["code"],
+            -32602
+        );
+        let (_, shown) = listen_tasks(&mut p, "L", json!([ids[who][0], "nope"]));
+        assert_eq!(shown, vec![(ids[who][0].clone(), json!("completed"))]);
+        p.send(
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": "L"}}),
+        );
+        p.server.set_principal(None);
+        let page = answer(&mut p, "tasks/list", json!({}));
+        assert_eq!(page["tasks"].as_array().map(Vec::len), Some(legacy));
+        assert!(p.server.poll_timeout().is_some());
+        assert_eq!(p.server.expiry_of_parked(["nope"].into_iter()), Some(p.now));
+        p.server.handle_timeout(p.now);
+        p.raw(b"");
+    }
+    // Each round finds a few tasks by id and lists a page of 40.
+    let looked = looked_at() - before;
+    assert!(
+        looked <= 100 * rounds,
+        "{looked} tasks looked at in a store of {MAX_STORED_TASKS} for {rounds} rounds"
+    );
 }
