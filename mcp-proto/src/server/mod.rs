@@ -327,7 +327,7 @@ impl Server {
         self.deferred.cancel_all();
         self.pending.clear();
         self.listens.clear();
-        self.tasks.waiting.clear();
+        self.tasks.unhold_all();
     }
 
     /// Feeds one whole JSON-RPC message (for transports with their own framing). It is

@@ -29,7 +29,6 @@
 //! makes tasks finish, notify and answer without anyone polling.
 
 use std::collections::BTreeSet;
-use std::time::Duration;
 
 use serde_json::{Map, Value};
 
@@ -38,7 +37,6 @@ use crate::jsonrpc::RequestId;
 use crate::version::{Era, ProtocolVersion};
 
 use super::Server;
-use super::tasks::TTL_MS;
 
 impl Server {
     /// The earliest instant at which [`Server::handle_timeout`] has something to do: a
@@ -53,18 +51,14 @@ impl Server {
         if self.has_deferred_done() {
             return Some(self.now);
         }
-        let ttl = Duration::from_millis(TTL_MS);
         let due = self.tasks.next_due();
         // A task whose tasks/result waits on its input requests: its expiry answers it.
         let due = match (due, self.parked_task_expiry()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        // Called after every input: each held request's task found by id.
-        let expiry = (self.tasks.waiting.iter())
-            .filter_map(|w| self.tasks.get(&w.task))
-            .map(|t| t.created_at().saturating_add(ttl))
-            .min();
+        // Called after every input: the store keeps the oldest task with a held request.
+        let expiry = self.tasks.waits_expiry();
         match (due, expiry) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -159,45 +153,46 @@ impl Server {
     /// task of the session in the machine that now needs input asks on its held
     /// `tasks/result` (as on one that came while it needed input).
     fn settle_results(&mut self) {
-        if self.tasks.waiting.is_empty() {
+        if self.tasks.waiting() == 0 {
             return;
         }
         self.tasks.expire(self.now);
         let scope = self.session.as_ref().map(|s| s.task_scope);
-        let waiting = std::mem::take(&mut self.tasks.waiting);
-        let mut still = Vec::new();
+        let mut settled = Vec::new();
         let mut replies = Vec::new();
         let mut asks = Vec::new();
         let mut delivered = BTreeSet::new();
         {
-            // Called after every input: each held request's task found by id.
+            // Called after every input: only the held requests whose task ended, is gone
+            // or asks (the store keeps them), in the order they came.
             let tasks = &self.tasks;
-            for w in waiting {
+            for (arrival, w) in tasks.waits_to_settle(scope) {
                 let reply = match tasks.get(&w.task) {
                     Some(t) if t.terminal() => {
-                        delivered.insert(w.task);
+                        delivered.insert(w.task.clone());
                         t.result()
                     }
                     Some(t) if scope.is_some() && t.scope() == scope && t.asks_legacy_input() => {
-                        asks.push(w);
+                        settled.push(arrival);
+                        asks.push((w.request.clone(), w.task.clone()));
                         continue;
                     }
-                    Some(_) => {
-                        still.push(w);
-                        continue;
-                    }
+                    Some(_) => continue,
                     None => Err(super::tasks::not_found(&w.task)),
                 };
-                replies.push((w.request, reply));
+                settled.push(arrival);
+                replies.push((w.request.clone(), reply));
             }
+        }
+        for arrival in settled {
+            self.tasks.unhold(arrival);
         }
         self.tasks.mark_delivered(&delivered);
         for (request, reply) in replies {
             self.reply(&request, reply);
         }
-        self.tasks.waiting.extend(still);
-        for w in asks {
-            self.ask_for_task(&w.request, &w.task);
+        for (request, task) in asks {
+            self.ask_for_task(&request, &task);
         }
     }
 
@@ -205,23 +200,19 @@ impl Server {
     /// once its task's session is the one in the machine (over HTTP, the endpoint puts
     /// it there).
     pub(crate) fn results_to_ask_on(&self) -> Vec<RequestId> {
-        if self.tasks.waiting.is_empty() {
-            return Vec::new();
-        }
-        (self.tasks.waiting.iter())
-            .filter(|w| (self.tasks.get(&w.task)).is_some_and(|t| t.asks_legacy_input()))
+        (self.tasks.waits_asking().into_iter())
             .map(|w| w.request.clone())
             .collect()
     }
 
     /// `notifications/cancelled` for a held `tasks/result`: it is dropped.
     pub(super) fn cancel_waiting(&mut self, id: &RequestId) {
-        self.tasks.waiting.retain(|w| w.request != *id);
+        self.tasks.unhold_request(id);
     }
 
     /// Held `tasks/result` requests.
     #[must_use]
     pub fn waiting_results(&self) -> usize {
-        self.tasks.waiting.len()
+        self.tasks.waiting()
     }
 }

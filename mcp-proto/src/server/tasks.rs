@@ -167,6 +167,8 @@ pub(super) struct ServerTask {
     /// What its outcome holds in memory, once the handler gave one: counted too (a
     /// tool may return what it was sent, or more).
     outcome_bytes: usize,
+    /// The 2025 `tasks/result` requests held for it.
+    waits: usize,
     /// Its end reached its owner (a 2025 `tasks/result` answered, a 2026 `tasks/get` or
     /// `notifications/tasks` showing the result or error, or a cancellation): from then on it may go to make
     /// room for another requestor's task.
@@ -197,7 +199,21 @@ pub(super) struct TaskStore {
     /// The Unix time in milliseconds at `Instant::ZERO`, when known.
     epoch_unix_ms: Option<u64>,
     /// 2025 `tasks/result` requests held until their task ends.
-    pub(super) waiting: Vec<Waiting>,
+    waits: Waits,
+}
+
+/// The 2025 `tasks/result` requests held until their task ends, by arrival.
+#[derive(Debug, Default)]
+struct Waits {
+    next: u64,
+    /// By arrival.
+    list: BTreeMap<u64, Waiting>,
+    /// Arrivals by task id.
+    by_task: BTreeMap<String, BTreeSet<u64>>,
+    /// Arrivals by request id.
+    by_request: BTreeMap<RequestId, BTreeSet<u64>>,
+    /// The arrivals whose task is gone (expired or dropped): to be answered "not found".
+    orphans: BTreeSet<u64>,
 }
 
 /// What the store keeps up to date as its tasks change (see [`TaskStore`]).
@@ -219,6 +235,13 @@ struct Index {
     changed_modern: BTreeSet<u64>,
     /// The 2025 tasks whose status moved on since told, by legacy scope.
     changed_legacy: BTreeMap<Option<u64>, BTreeSet<u64>>,
+    /// The tasks with a held `tasks/result`.
+    waited: BTreeSet<u64>,
+    /// The tasks with a held `tasks/result` that ended.
+    ended_waited: BTreeSet<u64>,
+    /// The tasks with a held `tasks/result` whose input requests wait for it to go out
+    /// on, by legacy scope.
+    asking_waited: BTreeMap<Option<u64>, BTreeSet<u64>>,
 }
 
 /// The tasks of one principal, requestor or scope.
@@ -277,6 +300,19 @@ fn mark<T: Ord>(set: &mut BTreeSet<T>, item: T, add: bool) {
     }
 }
 
+/// Puts `seq` in the set of `key` in `map` (`add`) or takes it out; a set left empty
+/// goes.
+fn mark_in<K: Ord + Copy>(map: &mut BTreeMap<K, BTreeSet<u64>>, key: K, seq: u64, add: bool) {
+    if add {
+        map.entry(key).or_default().insert(seq);
+    } else if let Some(set) = map.get_mut(&key) {
+        set.remove(&seq);
+        if set.is_empty() {
+            map.remove(&key);
+        }
+    }
+}
+
 impl Index {
     /// Counts task `t` in (`add`) or out, as it is now.
     fn count(&mut self, t: &ServerTask, add: bool) {
@@ -303,16 +339,16 @@ impl Index {
         if t.changed_since_announced() {
             match t.era {
                 Era::Modern => mark(&mut self.changed_modern, seq, add),
-                Era::Legacy => {
-                    if add {
-                        (self.changed_legacy.entry(t.owner.scope).or_default()).insert(seq);
-                    } else if let Some(set) = self.changed_legacy.get_mut(&t.owner.scope) {
-                        set.remove(&seq);
-                        if set.is_empty() {
-                            self.changed_legacy.remove(&t.owner.scope);
-                        }
-                    }
-                }
+                Era::Legacy => mark_in(&mut self.changed_legacy, t.owner.scope, seq, add),
+            }
+        }
+        if t.waits > 0 {
+            mark(&mut self.waited, seq, add);
+            if t.terminal() {
+                mark(&mut self.ended_waited, seq, add);
+            }
+            if t.asks_legacy_input() {
+                mark_in(&mut self.asking_waited, t.owner.scope, seq, add);
             }
         }
     }
@@ -430,6 +466,12 @@ impl TaskStore {
         let task = self.tasks.remove(&seq)?;
         self.index.count(&task, false);
         self.by_id.remove(&task.id);
+        if task.waits > 0
+            && let Some(arrivals) = self.waits.by_task.get(&task.id)
+        {
+            // Its held `tasks/result` requests are answered "not found".
+            self.waits.orphans.extend(arrivals.iter().copied());
+        }
         Some(task.kept_bytes())
     }
 
@@ -456,7 +498,127 @@ impl TaskStore {
 
     /// Whether there is no task and no held `tasks/result`.
     pub(super) fn is_empty(&self) -> bool {
-        self.tasks.is_empty() && self.waiting.is_empty()
+        self.tasks.is_empty() && self.waits.list.is_empty()
+    }
+
+    /// The held `tasks/result` requests.
+    pub(super) fn waiting(&self) -> usize {
+        self.waits.list.len()
+    }
+
+    /// Holds `wait` until its task ends.
+    pub(super) fn hold(&mut self, wait: Waiting) {
+        self.waits.next += 1;
+        let arrival = self.waits.next;
+        (self.waits.by_task.entry(wait.task.clone()).or_default()).insert(arrival);
+        (self
+            .waits
+            .by_request
+            .entry(wait.request.clone())
+            .or_default())
+        .insert(arrival);
+        match self.seq_of(&wait.task) {
+            Some(seq) => {
+                self.update(seq, |t, _| t.waits += 1);
+            }
+            None => {
+                self.waits.orphans.insert(arrival);
+            }
+        }
+        self.waits.list.insert(arrival, wait);
+    }
+
+    /// Stops holding the request that arrived `arrival`: the request, unless there is
+    /// none.
+    pub(super) fn unhold(&mut self, arrival: u64) -> Option<Waiting> {
+        let wait = self.waits.list.remove(&arrival)?;
+        self.waits.orphans.remove(&arrival);
+        if let Some(set) = self.waits.by_task.get_mut(&wait.task) {
+            set.remove(&arrival);
+            if set.is_empty() {
+                self.waits.by_task.remove(&wait.task);
+            }
+        }
+        if let Some(set) = self.waits.by_request.get_mut(&wait.request) {
+            set.remove(&arrival);
+            if set.is_empty() {
+                self.waits.by_request.remove(&wait.request);
+            }
+        }
+        if let Some(seq) = self.seq_of(&wait.task) {
+            self.update(seq, |t, _| t.waits -= 1);
+        }
+        Some(wait)
+    }
+
+    /// Stops holding every request with id `request`.
+    pub(super) fn unhold_request(&mut self, request: &RequestId) {
+        let arrivals = self
+            .waits
+            .by_request
+            .get(request)
+            .cloned()
+            .unwrap_or_default();
+        for arrival in arrivals {
+            self.unhold(arrival);
+        }
+    }
+
+    /// Stops holding every request.
+    pub(super) fn unhold_all(&mut self) {
+        let waited: Vec<u64> = self.index.waited.iter().copied().collect();
+        for seq in waited {
+            self.update(seq, |t, _| t.waits = 0);
+        }
+        self.waits = Waits {
+            next: self.waits.next,
+            ..Waits::default()
+        };
+    }
+
+    /// The held requests that may be settled now, in the order they came: those whose
+    /// task ended or is gone, and those whose task's input requests wait for a
+    /// `tasks/result` to go out on, of legacy scope `scope`.
+    pub(super) fn waits_to_settle(&self, scope: Option<u64>) -> Vec<(u64, &Waiting)> {
+        let asking = scope.and_then(|s| self.index.asking_waited.get(&Some(s)));
+        self.arrivals_of(
+            self.index
+                .ended_waited
+                .iter()
+                .chain(asking.into_iter().flatten()),
+        )
+        .chain(self.waits.orphans.iter().copied())
+        .collect::<BTreeSet<u64>>()
+        .into_iter()
+        .filter_map(|a| self.waits.list.get(&a).map(|w| (a, w)))
+        .collect()
+    }
+
+    /// The held requests whose task's input requests wait for a `tasks/result` to go
+    /// out on, in the order they came.
+    pub(super) fn waits_asking(&self) -> Vec<&Waiting> {
+        self.arrivals_of(self.index.asking_waited.values().flatten())
+            .collect::<BTreeSet<u64>>()
+            .into_iter()
+            .filter_map(|a| self.waits.list.get(&a))
+            .collect()
+    }
+
+    /// The arrivals of the requests held for the tasks `seqs`.
+    fn arrivals_of<'a>(&'a self, seqs: impl Iterator<Item = &'a u64>) -> impl Iterator<Item = u64> {
+        (seqs.filter_map(|seq| self.tasks.get(seq)))
+            .inspect(|_| looked(1))
+            .filter_map(|t| self.waits.by_task.get(&t.id))
+            .flatten()
+            .copied()
+    }
+
+    /// When the task of the oldest held request's task expires (the held requests of a
+    /// task gone are answered at the next input).
+    pub(super) fn waits_expiry(&self) -> Option<Instant> {
+        let ttl = Duration::from_millis(TTL_MS);
+        let seq = self.index.waited.first()?;
+        self.tasks.get(seq).map(|t| t.created.saturating_add(ttl))
     }
 
     /// Notes that the ends of the tasks `ids` reached their owners.
@@ -517,20 +679,20 @@ impl TaskStore {
     /// that ended: nobody can reach their tasks), with the `tasks/result` requests
     /// waiting on them.
     pub(super) fn drop_scopes(&mut self, scopes: &[u64]) {
-        let mut dropped: BTreeSet<String> = BTreeSet::new();
         for scope in scopes {
             let seqs: Vec<u64> = (self.index.scopes.get(scope))
                 .map(|t| t.all.iter().copied().collect())
                 .unwrap_or_default();
             for seq in seqs {
-                if let Some(t) = self.tasks.get(&seq) {
-                    dropped.insert(t.id.clone());
-                }
+                let Some(id) = self.tasks.get(&seq).map(|t| t.id.clone()) else {
+                    continue;
+                };
+                let arrivals = self.waits.by_task.get(&id).cloned().unwrap_or_default();
                 self.remove(seq);
+                for arrival in arrivals {
+                    self.unhold(arrival);
+                }
             }
-        }
-        if !dropped.is_empty() {
-            self.waiting.retain(|w| !dropped.contains(&w.task));
         }
     }
 
@@ -658,6 +820,23 @@ impl TaskStore {
         }
         assert_eq!(self.by_id.len(), self.tasks.len(), "ids of tasks gone");
         assert_eq!(walked, self.index, "task indexes drifted from the tasks");
+        let waits = &self.waits;
+        let mut by_task: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
+        let mut by_request: BTreeMap<RequestId, BTreeSet<u64>> = BTreeMap::new();
+        for (arrival, w) in &waits.list {
+            (by_task.entry(w.task.clone()).or_default()).insert(*arrival);
+            (by_request.entry(w.request.clone()).or_default()).insert(*arrival);
+            let orphan = waits.orphans.contains(arrival);
+            let gone = !self.by_id.contains_key(&w.task);
+            assert_eq!(orphan, gone, "held request {arrival}");
+        }
+        assert_eq!(by_task, waits.by_task, "held requests by task");
+        assert_eq!(by_request, waits.by_request, "held requests by request");
+        assert!(waits.orphans.iter().all(|a| waits.list.contains_key(a)));
+        for t in self.tasks.values() {
+            let held = by_task.get(&t.id).map_or(0, BTreeSet::len);
+            assert_eq!(t.waits, held, "held requests of task {}", t.id);
+        }
     }
 }
 
@@ -1142,6 +1321,7 @@ impl Server {
             announced: ("working", 0),
             client_bytes,
             outcome_bytes: 0,
+            waits: 0,
             delivered: false,
         };
         let limits = &self.config.limits;
@@ -1375,7 +1555,7 @@ impl Server {
         } else {
             deferral.cancel();
         }
-        self.tasks.waiting.push(Waiting {
+        self.tasks.hold(Waiting {
             request,
             task: id.to_owned(),
         });
@@ -1391,7 +1571,7 @@ impl Server {
         round: (Map<String, Value>, u32),
     ) {
         self.take_round_back(id, round, Some(Held::Never));
-        self.tasks.waiting.push(Waiting {
+        self.tasks.hold(Waiting {
             request,
             task: id.to_owned(),
         });
@@ -1479,7 +1659,7 @@ impl Server {
             self.ask_for_task(id, &task);
             return true;
         }
-        if self.tasks.waiting.len() >= MAX_STORED_TASKS {
+        if self.tasks.waiting() >= MAX_STORED_TASKS {
             let e = ErrorObject::new(
                 codes::INTERNAL_ERROR,
                 "Too many tasks/result requests are waiting; try again later",
@@ -1487,7 +1667,7 @@ impl Server {
             self.send_error(Some(id), &e);
             return true;
         }
-        self.tasks.waiting.push(Waiting {
+        self.tasks.hold(Waiting {
             request: id.clone(),
             task,
         });

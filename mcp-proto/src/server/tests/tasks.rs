@@ -1293,3 +1293,54 @@ fn task_requests_and_timers_do_not_walk_every_task() {
         "{looked} tasks looked at in a store of {MAX_STORED_TASKS} for {rounds} rounds"
     );
 }
+
+/// Many 2025 `tasks/result` requests held on a running task: each later input and each
+/// `poll_timeout` looks at a few of them, not all (every input answered the held ones
+/// whose task ended by looking at each, and `poll_timeout` looked at each for its
+/// task's expiry). They are still answered, in the order they came, once the task ends.
+#[test]
+fn held_task_results_are_not_walked_at_every_input() {
+    use crate::server::tasks::looked_at;
+    let mut p = Peer::new(server());
+    p.initialize("2025-11-25", json!({}));
+    let r = p.call(json!(0), "tools/call", json!({"name": "slow", "task": {}}));
+    let task = r["result"]["task"]["taskId"].clone();
+    let held = 1000;
+    for n in 0..held {
+        let out = p.send(
+            json!({"jsonrpc": "2.0", "id": 10 + n, "method": "tasks/result",
+            "params": {"taskId": task}}),
+        );
+        assert!(out.is_empty(), "{out:?}");
+    }
+    assert_eq!(p.server.waiting_results(), held);
+    let before = looked_at();
+    let rounds = 50;
+    for n in 0..rounds {
+        let r = p.call(json!(5000 + n), "ping", json!({}));
+        assert_eq!(r["result"], json!({}));
+        assert_eq!(
+            p.server.poll_timeout(),
+            Some(p.now + Duration::from_secs(2))
+        );
+    }
+    let looked = looked_at() - before;
+    assert!(
+        looked <= 10 * rounds,
+        "{looked} tasks looked at for {rounds} inputs with {held} held tasks/result"
+    );
+    at(&mut p, 2000);
+    p.server.handle_timeout(p.now);
+    let out = p.raw(b"");
+    assert_eq!(
+        out.len(),
+        held + 1,
+        "each held request answered, and one status"
+    );
+    for (n, m) in out[..held].iter().enumerate() {
+        assert_eq!(m["id"], 10 + n, "in the order they came");
+        assert_eq!(m["result"]["content"][0]["text"], "slow done");
+    }
+    assert_eq!(out[held]["method"], "notifications/tasks/status");
+    assert_eq!(p.server.waiting_results(), 0);
+}
