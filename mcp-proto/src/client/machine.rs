@@ -16,7 +16,10 @@ use crate::model::ServerDetails;
 /// The client connection machine: one connection to one MCP server, over a stdio
 /// channel ([`Client::stdio`]) or Streamable HTTP ([`Client::http`]). See the
 /// [module docs](super) for the run loop.
-#[derive(Debug)]
+///
+/// Its `Debug` is a summary that shows no secret: not the `Authorization` value, the
+/// session id, the bytes of requests and responses in flight, nor the recording's
+/// lines not yet taken (which are redacted only when they leave the process).
 pub struct Client {
     link: Link,
     /// The instant it was made with: the origin of a transcript's times.
@@ -25,6 +28,26 @@ pub struct Client {
     /// replayed).
     used: bool,
     recorder: Option<Box<Recorder>>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("Client");
+        match &self.link {
+            Link::Stdio(_) => d.field("transport", &"stdio"),
+            Link::Http(l) => d
+                .field("transport", &"http")
+                .field("url", &super::http::UrlShown(&l.http_config().url)),
+        };
+        d.field("state", &self.state())
+            .field(
+                "server",
+                &self.server().and_then(|s| s.server_info.as_ref()),
+            )
+            .field("session_id", &self.session_id().map(|_| "<redacted>"))
+            .field("recording", &self.recorder.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug)]
@@ -561,5 +584,73 @@ impl Client {
             Link::Stdio(l) => l.poll_timeout(),
             Link::Http(l) => l.poll_timeout(),
         }
+    }
+}
+
+#[cfg(test)]
+mod debug_tests {
+    use super::*;
+    use crate::http::EndpointUrl;
+    use crate::version::EraMode;
+
+    /// A legacy HTTP client holding every kind of secret it can: a query secret in its
+    /// URL, a configured `Authorization`, an API key header, a session id from the
+    /// server and a recording not yet taken.
+    fn client_with_secrets() -> Client {
+        let url = EndpointUrl::parse("http://127.0.0.1:9/mcp?access_token=urlsecret", false)
+            .expect("a valid URL");
+        let mut http = HttpConfig::new(url);
+        http.authorization = Some("Bearer headersecret".to_owned());
+        http.headers
+            .push(("X-Api-Key".to_owned(), "keysecret".to_owned()));
+        let mut config = ClientConfig::new("debug", "1");
+        config.era_mode = EraMode::Legacy;
+        let mut client = Client::http(config, http, Instant::ZERO);
+        client.start_recording();
+        let mut buf = Vec::new();
+        while client.poll_transmit(Instant::ZERO, &mut buf).is_some() {}
+        client.handle_connected(Instant::ZERO, ConnId(1));
+        buf.clear();
+        while client.poll_transmit(Instant::ZERO, &mut buf).is_some() {}
+        let sent = String::from_utf8_lossy(&buf).into_owned();
+        assert!(sent.contains("headersecret"), "{sent}");
+        let id = sent
+            .split("\"id\":")
+            .nth(1)
+            .and_then(|s| s.split([',', '}']).next())
+            .expect("the initialize request has an id")
+            .to_owned();
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"protocolVersion":"2025-06-18","capabilities":{{}},"serverInfo":{{"name":"s","version":"1"}}}}}}"#
+        );
+        let response = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: sessionsecret\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        client.handle_read(Instant::ZERO, ConnId(1), response.as_bytes());
+        assert_eq!(client.session_id(), Some("sessionsecret"));
+        client
+    }
+
+    #[test]
+    fn debug_shows_no_credential_session_id_or_recorded_line() {
+        let client = client_with_secrets();
+        let shown = [
+            format!("{client:?}"),
+            format!("{client:#?}"),
+            format!("{:?}", client.http_config().expect("an HTTP client")),
+        ];
+        for text in &shown {
+            for secret in ["urlsecret", "headersecret", "keysecret", "sessionsecret"] {
+                assert!(!text.contains(secret), "{secret} shown: {text:.2000}");
+            }
+        }
+        // What is not secret is still there to read.
+        assert!(
+            shown[0].contains("Ready") || shown[0].contains("state"),
+            "{}",
+            shown[0]
+        );
+        assert!(shown[2].contains("X-Api-Key") && shown[2].contains("127.0.0.1:9/mcp"));
     }
 }

@@ -82,7 +82,10 @@ use exchange::{Body, Exchange, ExchangeId, Failure};
 use pool::{Pool, PoolConfig, PoolStats};
 
 /// How the HTTP side behaves.
-#[derive(Debug, Clone)]
+///
+/// Its `Debug` hides the secrets it may hold: the `authorization` value, the values of
+/// `headers` (their names are shown) and of the URL's query parameters.
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct HttpConfig {
     /// The MCP endpoint.
@@ -143,6 +146,57 @@ pub struct HttpConfig {
     /// The Unix time, in seconds, at the `now` the client is created with: token
     /// expiry and signed assertions need the wall clock, which the machine never reads.
     pub unix_time: u64,
+}
+
+impl std::fmt::Debug for HttpConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpConfig")
+            .field("url", &UrlShown(&self.url))
+            .field("limits", &self.limits)
+            .field("sse_limits", &self.sse_limits)
+            .field("max_error_body", &self.max_error_body)
+            .field("max_resume_attempts", &self.max_resume_attempts)
+            .field("resume_backoff", &self.resume_backoff)
+            .field("max_resume_delay", &self.max_resume_delay)
+            .field("max_busy_retries", &self.max_busy_retries)
+            .field("max_retry_after", &self.max_retry_after)
+            .field("open_get_stream", &self.open_get_stream)
+            .field(
+                "authorization",
+                &self.authorization.as_ref().map(|_| "<redacted>"),
+            )
+            .field("user_agent", &self.user_agent)
+            .field(
+                "headers",
+                &self.headers.iter().map(|(n, _)| n).collect::<Vec<_>>(),
+            )
+            .field("pool", &self.pool)
+            .field("close_timeout", &self.close_timeout)
+            .field("auth", &self.auth)
+            .field("unix_time", &self.unix_time)
+            .finish()
+    }
+}
+
+/// An endpoint URL for `Debug` output: its query parameters' values (an API key, a
+/// token some servers take there) replaced by `<redacted>`, their names kept.
+pub(crate) struct UrlShown<'a>(pub(crate) &'a EndpointUrl);
+
+impl std::fmt::Debug for UrlShown<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let url = self.0;
+        write!(f, "\"{}{}", url.origin(), url.path())?;
+        if let Some(query) = url.query() {
+            for (i, pair) in query.split('&').enumerate() {
+                let sep = if i == 0 { '?' } else { '&' };
+                match pair.split_once('=') {
+                    Some((name, _)) => write!(f, "{sep}{name}=<redacted>")?,
+                    None => write!(f, "{sep}{pair}")?,
+                }
+            }
+        }
+        f.write_str("\"")
+    }
 }
 
 impl HttpConfig {
