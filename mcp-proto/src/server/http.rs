@@ -600,7 +600,9 @@ impl Hasher for KeyHasher {
 const KEY_MULTIPLIER: u64 = 0x9e37_79b9_7f4a_7c15;
 
 /// Serves Streamable HTTP requests against one [`Server`]; see the module docs.
-#[derive(Debug)]
+///
+/// Its `Debug` is a summary that names no session: a session id is its client's
+/// credential, not for an operator's log.
 pub struct HttpEndpoint {
     server: Server,
     config: HttpEndpointConfig,
@@ -640,6 +642,23 @@ pub struct HttpEndpoint {
     /// only what a client leaves unread across turns counts against
     /// [`HttpEndpointConfig::max_stream_backlog`].
     turn: u64,
+}
+
+impl std::fmt::Debug for HttpEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpEndpoint")
+            .field("server", &self.server)
+            .field("config", &self.config)
+            .field("sessions", &self.sessions.as_ref().map(Sessions::len))
+            .field("exchanges", &self.exchanges.len())
+            .field("listeners", &self.listeners.len())
+            .field("server_requests", &self.server_requests.len())
+            .field("event_store", &self.store.is_some())
+            .field("session_store", &self.session_store.is_some())
+            .field("gate", &self.gate.is_some())
+            .field("timer", &self.timer)
+            .finish_non_exhaustive()
+    }
 }
 
 impl HttpEndpoint {

@@ -182,8 +182,9 @@ pub(super) struct ServerTask {
 /// requestor and per legacy scope (their tasks, those that may go to make room, the
 /// bytes they keep); the tasks that may go; the outcomes due by time; the tasks whose
 /// status changed since told. Every change to a task goes through
-/// [`TaskStore::update`], which takes the task out of the indexes and puts it back.
-#[derive(Debug, Default)]
+/// [`TaskStore::update`], which takes the task out of the indexes and puts it back. Its
+/// `Debug` hides the key: with it, anyone could make the ids of other principals' tasks.
+#[derive(Default)]
 pub(super) struct TaskStore {
     /// The tasks by `seq`: the oldest first. As `seq` and `created` grow together (the
     /// machine's time never goes back), the first ones are the first to expire.
@@ -372,6 +373,19 @@ fn looked(n: usize) {
     #[cfg(test)]
     LOOKED_AT.with(|w| w.set(w.get() + n));
     let _ = n;
+}
+
+impl std::fmt::Debug for TaskStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskStore")
+            .field("tasks", &self.tasks)
+            .field("next", &self.next)
+            .field("scopes", &self.scopes)
+            .field("key", &self.key.as_ref().map(|_| "<redacted>"))
+            .field("epoch_unix_ms", &self.epoch_unix_ms)
+            .field("waits", &self.waits)
+            .finish()
+    }
 }
 
 /// A 2025 `tasks/result` held until its task ends.

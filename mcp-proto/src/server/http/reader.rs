@@ -209,20 +209,54 @@ impl PartialEq for HttpRequest {
 
 impl Eq for HttpRequest {}
 
+/// Shows the request as received, except its credentials: the values of the headers
+/// that carry one by their name (see `is_credential_header`) and of the target's query
+/// parameters are `<redacted>`.
 impl std::fmt::Debug for HttpRequest {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let headers: Vec<_> = self
             .headers()
-            .map(|(n, v)| (n, String::from_utf8_lossy(v)))
+            .map(|(n, v)| {
+                if is_credential_header(n) {
+                    (n, std::borrow::Cow::Borrowed("<redacted>"))
+                } else {
+                    (n, String::from_utf8_lossy(v))
+                }
+            })
             .collect();
+        let target = match self.target().split_once('?') {
+            None => self.target().to_owned(),
+            Some((path, query)) => {
+                let mut shown = path.to_owned();
+                for (i, pair) in query.split('&').enumerate() {
+                    shown.push(if i == 0 { '?' } else { '&' });
+                    shown.push_str(pair.split_once('=').map_or(pair, |(name, _)| name));
+                    shown.push_str("=<redacted>");
+                }
+                shown
+            }
+        };
         f.debug_struct("HttpRequest")
             .field("method", &self.method())
-            .field("target", &self.target())
+            .field("target", &target)
             .field("version", &self.version)
             .field("headers", &headers)
             .field("body", &String::from_utf8_lossy(&self.body))
             .finish()
     }
+}
+
+/// Whether a request header carries a credential by its name (any case): `Authorization`,
+/// `Proxy-Authorization`, `Cookie`, `Mcp-Session-Id`, or a name with `auth`, `token`,
+/// `secret`, `password`, `passwd`, `api-key`, `apikey`, `api_key`, `cookie` or `session`
+/// in it (an `X-Api-Key`, an `X-Auth-Token`). `HttpRequest`'s `Debug` hides their values.
+fn is_credential_header(name: &str) -> bool {
+    const PARTS: [&str; 10] = [
+        "auth", "token", "secret", "password", "passwd", "api-key", "apikey", "api_key", "cookie",
+        "session",
+    ];
+    let name = name.to_ascii_lowercase();
+    PARTS.iter().any(|part| name.contains(part))
 }
 
 impl HttpRequest {

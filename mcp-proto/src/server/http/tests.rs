@@ -12,6 +12,7 @@ mod deferred;
 mod hostile_requests;
 mod listens;
 mod room;
+mod secrets;
 mod shared;
 mod streams;
 mod task_results;
