@@ -9,6 +9,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use mcp_proto::Instant;
+
+use crate::wire_log::REDACTED;
 use mcp_proto::auth::crypto::sha256;
 use mcp_proto::auth::{AuthConfig, AuthError, Signer};
 use mcp_proto::client::{ApiMisuse, Client, InputAnswer, InputId};
@@ -39,8 +41,8 @@ impl<F: FnMut(&str) -> Result<String, String>> AuthorizationHandler for F {
 }
 
 /// What [`Options::handle_event`](crate::Options::handle_event) hands back for the
-/// machine: apply it with [`Reply::apply`].
-#[derive(Debug)]
+/// machine: apply it with [`Reply::apply`]. Its `Debug` hides the callback URL's query
+/// values (the authorization code, `state`).
 #[non_exhaustive]
 pub enum Reply {
     /// The answer to an input request.
@@ -49,6 +51,50 @@ pub enum Reply {
     AuthorizationCallback(String),
     /// No approval will come, for this reason.
     AuthorizationAbandoned(String),
+}
+
+impl std::fmt::Debug for Reply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Reply::Input(input, answer) => {
+                f.debug_tuple("Input").field(input).field(answer).finish()
+            }
+            Reply::AuthorizationCallback(url) => f
+                .debug_tuple("AuthorizationCallback")
+                .field(&CallbackShown(url))
+                .finish(),
+            Reply::AuthorizationAbandoned(why) => {
+                f.debug_tuple("AuthorizationAbandoned").field(why).finish()
+            }
+        }
+    }
+}
+
+/// A callback URL for `Debug`: up to its query, then each parameter's name with its
+/// value hidden (a fragment, where some servers put the answer, is hidden whole).
+struct CallbackShown<'a>(&'a str);
+
+impl std::fmt::Debug for CallbackShown<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (before, fragment) = match self.0.split_once('#') {
+            Some((before, _)) => (before, true),
+            None => (self.0, false),
+        };
+        let (base, query) = match before.split_once('?') {
+            Some((base, query)) => (base, Some(query)),
+            None => (before, None),
+        };
+        write!(f, "\"{base}")?;
+        for (i, pair) in query.into_iter().flat_map(|q| q.split('&')).enumerate() {
+            let sep = if i == 0 { '?' } else { '&' };
+            let name = pair.split_once('=').map_or(pair, |(name, _)| name);
+            write!(f, "{sep}{name}={REDACTED}")?;
+        }
+        if fragment {
+            write!(f, "#{REDACTED}")?;
+        }
+        f.write_str("\"")
+    }
 }
 
 impl Reply {
@@ -260,5 +306,27 @@ impl Signer for KeySigner {
                 serde_json::json!({"kty": "RSA", "n": b64(&parts.n), "e": b64(&parts.e)})
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Reply;
+
+    #[test]
+    fn a_callback_reply_shows_no_code_or_state() {
+        let reply = Reply::AuthorizationCallback(
+            "http://127.0.0.1:5/callback?code=codesecret&state=statesecret&iss=x".to_owned(),
+        );
+        let shown = format!("{reply:?}");
+        for secret in ["codesecret", "statesecret"] {
+            assert!(!shown.contains(secret), "{secret} shown: {shown}");
+        }
+        assert!(shown.contains("127.0.0.1:5/callback?code="), "{shown}");
+        let implicit = Reply::AuthorizationCallback(
+            "http://127.0.0.1:5/callback#access_token=fragmentsecret".to_owned(),
+        );
+        let shown = format!("{implicit:?}");
+        assert!(!shown.contains("fragmentsecret"), "{shown}");
     }
 }
