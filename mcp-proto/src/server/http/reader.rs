@@ -246,17 +246,19 @@ impl std::fmt::Debug for HttpRequest {
     }
 }
 
-/// Whether a request header carries a credential by its name (any case): `Authorization`,
-/// `Proxy-Authorization`, `Cookie`, `Mcp-Session-Id`, or a name with `auth`, `token`,
-/// `secret`, `password`, `passwd`, `api-key`, `apikey`, `api_key`, `cookie` or `session`
-/// in it (an `X-Api-Key`, an `X-Auth-Token`). `HttpRequest`'s `Debug` hides their values.
-fn is_credential_header(name: &str) -> bool {
+/// Whether a header carries a credential by its name (any case): a name with `auth`,
+/// `token`, `secret`, `password`, `passwd`, `api-key`, `apikey`, `api_key`, `cookie` or
+/// `session` in it (`Authorization`, `Cookie`, `Set-Cookie`, `Mcp-Session-Id`, an
+/// `X-Api-Key`), except the challenges `WWW-Authenticate` and `Proxy-Authenticate`, which
+/// carry none. The `Debug` of `HttpRequest` and `HttpResponse` hides their values.
+pub(super) fn is_credential_header(name: &str) -> bool {
     const PARTS: [&str; 10] = [
         "auth", "token", "secret", "password", "passwd", "api-key", "apikey", "api_key", "cookie",
         "session",
     ];
     let name = name.to_ascii_lowercase();
-    PARTS.iter().any(|part| name.contains(part))
+    !matches!(name.as_str(), "www-authenticate" | "proxy-authenticate")
+        && PARTS.iter().any(|part| name.contains(part))
 }
 
 impl HttpRequest {

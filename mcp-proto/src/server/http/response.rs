@@ -9,8 +9,9 @@ use crate::jsonrpc::{self, ErrorObject, RequestId, codes};
 
 use super::reader::HttpRequestError;
 
-/// A complete HTTP response. [`HttpResponse::write`] adds `Content-Length`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A complete HTTP response. [`HttpResponse::write`] adds `Content-Length`. Its `Debug`
+/// hides the values of credential headers (`Mcp-Session-Id`, `Set-Cookie`, …).
+#[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct HttpResponse {
     /// The status code.
@@ -24,6 +25,29 @@ pub struct HttpResponse {
     /// For the answer to a `HEAD` request: the length of the body left out, which
     /// `Content-Length` states (RFC 9110 §8.6: the length a `GET` would have had).
     head_of: Option<usize>,
+}
+
+impl std::fmt::Debug for HttpResponse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let headers: Vec<_> = self
+            .headers
+            .iter()
+            .map(|(n, v)| {
+                let v = if super::reader::is_credential_header(n) {
+                    "<redacted>"
+                } else {
+                    v.as_ref()
+                };
+                (n.as_ref(), v)
+            })
+            .collect();
+        f.debug_struct("HttpResponse")
+            .field("status", &self.status)
+            .field("headers", &headers)
+            .field("body", &self.body)
+            .field("head_of", &self.head_of)
+            .finish()
+    }
 }
 
 impl HttpResponse {

@@ -81,3 +81,27 @@ fn server_debug_shows_no_task_id_key() {
     );
     assert!(shown.contains("<redacted>"), "{shown:.3000}");
 }
+
+#[test]
+fn response_debug_hides_the_session_id_it_hands_out() {
+    let mut ep = with_sessions_seeded(HttpEndpointConfig::default(), &[7; 32]);
+    let init = post(
+        &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}),
+        &[],
+    );
+    let mut r = complete(ep.handle_request(now(), &init));
+    r.headers
+        .push(("Set-Cookie".into(), "sid=cookiesecret".into()));
+    r.headers
+        .push(("WWW-Authenticate".into(), r#"Bearer scope="shown""#.into()));
+    let id = r.header("mcp-session-id").expect("a session").to_owned();
+    for shown in [format!("{r:?}"), format!("{r:#?}")] {
+        for secret in [id.as_str(), "cookiesecret"] {
+            assert!(!shown.contains(secret), "{secret} shown: {shown}");
+        }
+        assert!(shown.contains("Mcp-Session-Id") || shown.contains("mcp-session-id"));
+        assert!(shown.contains("200") && shown.contains("scope="), "{shown}");
+    }
+}
