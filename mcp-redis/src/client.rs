@@ -39,7 +39,8 @@ impl Default for RedisOptions {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RedisError {
-    /// The URL is not `redis://HOST:PORT[/DB]`.
+    /// The URL is not `redis://HOST:PORT[/DB]`: the URL, any user and password in it
+    /// replaced by `[redacted]`.
     #[error("not a redis://HOST:PORT[/DB] URL: {0}")]
     BadUrl(String),
     /// Connecting, reading or writing failed (timeouts included).
@@ -72,9 +73,20 @@ pub struct RedisClient {
     buf: Vec<u8>,
 }
 
+/// `url` as an error may show it: the user and password of a `scheme://user:pass@host`
+/// (the usual form of a Redis URL with credentials) replaced by `[redacted]`.
+fn shown_url(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..end].rfind('@') {
+        Some(at) if !scheme.is_empty() => format!("{scheme}://[redacted]{}", &rest[at..]),
+        _ => url.to_owned(),
+    }
+}
+
 /// Splits `redis://HOST:PORT[/DB]`.
 fn parse_url(url: &str) -> Result<(String, u32), RedisError> {
-    let bad = || RedisError::BadUrl(url.to_owned());
+    let bad = || RedisError::BadUrl(shown_url(url));
     let rest = url.strip_prefix("redis://").ok_or_else(bad)?;
     let (host, db) = match rest.split_once('/') {
         Some((h, "")) => (h, 0),
@@ -100,7 +112,7 @@ impl RedisClient {
         let (host, db) = parse_url(url)?;
         let addrs: Vec<SocketAddr> = host.to_socket_addrs()?.collect();
         if addrs.is_empty() {
-            return Err(RedisError::BadUrl(url.to_owned()));
+            return Err(RedisError::BadUrl(shown_url(url)));
         }
         let mut client = RedisClient {
             addrs,
@@ -269,6 +281,14 @@ mod tests {
             parse_url("redis://localhost:1/3").unwrap(),
             ("localhost:1".into(), 3)
         );
+        // The common URL with credentials is refused without showing them.
+        let e = parse_url("redis://user:hunter2@x:1/0")
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains("hunter2") && !e.contains("user"), "{e}");
+        assert!(e.contains("@x:1/0"), "{e}");
+        let e = parse_url("redis://:hunter2@x:1").unwrap_err().to_string();
+        assert!(!e.contains("hunter2"), "{e}");
         for bad in [
             "http://x:1",
             "redis://x",

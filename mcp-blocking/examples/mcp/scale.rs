@@ -116,8 +116,11 @@ impl Scale {
     /// Connects to Redis and reads the key file.
     pub fn open(url: &str, key_file: &Path) -> Result<Scale, String> {
         let keys = load_key_ring(key_file)?;
-        let redis = Redis::connect(url, RedisOptions::default())
-            .map_err(|e| format!("cannot use Redis at {url}: {e}"))?;
+        let redis = Redis::connect(url, RedisOptions::default()).map_err(|e| match e {
+            // It names the URL, its credentials hidden.
+            mcp_redis::RedisError::BadUrl(_) => format!("cannot use Redis: {e}"),
+            e => format!("cannot use Redis at {url}: {e}"),
+        })?;
         Ok(Scale {
             redis,
             keys,
