@@ -7,27 +7,9 @@ use std::borrow::Cow;
 
 use super::REDACTED;
 
-/// Header names (lowercase) whose values never reach the wire log, in either direction.
-/// More are secret by [`SECRET_HEADER_PARTS`]; see [the rules](crate::wire_log#secret-headers).
-pub const SECRET_HEADERS: &[&str] = &[
-    "authorization",
-    "proxy-authorization",
-    "cookie",
-    "set-cookie",
-    "mcp-session-id",
-];
-
-/// Parts of header names (lowercase): a header whose name contains one is secret,
-/// unless it is one of [`CHALLENGE_HEADERS`]; see [the rules](crate::wire_log#secret-headers).
-pub const SECRET_HEADER_PARTS: &[&str] = &[
-    "auth", "token", "secret", "password", "passwd", "api-key", "apikey", "api_key", "cookie",
-    "session",
-];
-
-/// Header names (lowercase) that contain a part of [`SECRET_HEADER_PARTS`] but are logged
-/// as they are, unless the caller names them: a server's authentication challenge
-/// carries no credential, and its `resource_metadata` is what OAuth discovery needs.
-pub const CHALLENGE_HEADERS: &[&str] = &["www-authenticate", "proxy-authenticate"];
+pub use mcp_proto::http::secret::{
+    CHALLENGE_HEADERS, MAX_CHECKED_NAME, SECRET_HEADER_PARTS, SECRET_HEADERS,
+};
 
 /// Query parameter names (lowercase) whose values never reach the wire log. More are
 /// secret by [`SECRET_PARAM_PARTS`]; see [the rules](crate::wire_log#secret-query-parameters).
@@ -66,10 +48,6 @@ pub const SECRET_JSON_KEYS: &[&str] = &[
     "device_code",
 ];
 
-/// Longest header or query parameter name (in bytes) compared with the lists: a longer
-/// one counts as secret.
-pub const MAX_CHECKED_NAME: usize = 256;
-
 /// [`REDACTED`] when a secret is set: for `Debug` implementations.
 ///
 /// ```
@@ -79,21 +57,6 @@ pub const MAX_CHECKED_NAME: usize = 256;
 #[must_use]
 pub fn redacted<T>(secret: &Option<T>) -> Option<&'static str> {
     secret.as_ref().map(|_| REDACTED)
-}
-
-/// Whether `name` (at most [`MAX_CHECKED_NAME`] bytes) is one of `exact` or contains
-/// one of `parts`, without regard to ASCII case.
-fn listed(name: &[u8], exact: &[&str], parts: &[&str]) -> bool {
-    let mut buf = [0; MAX_CHECKED_NAME];
-    let lower = &mut buf[..name.len()];
-    lower.copy_from_slice(name);
-    lower.make_ascii_lowercase();
-    let lower = &*lower;
-    exact.iter().any(|e| lower == e.as_bytes())
-        || parts.iter().any(|p| {
-            let p = p.as_bytes();
-            lower.windows(p.len()).any(|w| w == p)
-        })
 }
 
 /// Whether a header of this name is secret: see [the rules](crate::wire_log#secret-headers).
@@ -119,16 +82,7 @@ pub fn is_secret_header(name: &[u8], extra: &[String]) -> bool {
     {
         return true;
     }
-    if name.len() > MAX_CHECKED_NAME {
-        return true;
-    }
-    if CHALLENGE_HEADERS
-        .iter()
-        .any(|c| name.eq_ignore_ascii_case(c.as_bytes()))
-    {
-        return false;
-    }
-    listed(name, SECRET_HEADERS, SECRET_HEADER_PARTS)
+    mcp_proto::http::secret::is_credential_header(name)
 }
 
 /// Whether a query parameter of this name (as written, `%XX` escapes included) is
@@ -169,7 +123,7 @@ pub fn is_secret_param(name: &[u8]) -> bool {
         decoded[len] = byte;
         len += 1;
     }
-    listed(&decoded[..len], SECRET_PARAMS, SECRET_PARAM_PARTS)
+    mcp_proto::http::secret::is_listed(&decoded[..len], SECRET_PARAMS, SECRET_PARAM_PARTS)
 }
 
 /// The value of a hexadecimal digit.

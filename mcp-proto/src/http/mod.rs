@@ -12,6 +12,7 @@
 //!   End of input is an input ([`ResponseReader::handle_eof`]); a partial head is not an
 //!   error. Every buffer it keeps is bounded by [`HttpLimits`].
 //! * [`headers`] and [`xmcp`]: the 2026-07-28 request header set and its value codec.
+//! * [`secret`]: which header names carry credentials.
 
 pub(crate) mod chars;
 mod chunked;
@@ -23,6 +24,7 @@ mod limits;
 mod request;
 mod response;
 pub(crate) mod scan;
+pub mod secret;
 mod url;
 pub mod xmcp;
 

@@ -217,7 +217,7 @@ impl std::fmt::Debug for HttpRequest {
         let headers: Vec<_> = self
             .headers()
             .map(|(n, v)| {
-                if is_credential_header(n) {
+                if crate::http::secret::is_credential_header(n.as_bytes()) {
                     (n, std::borrow::Cow::Borrowed("<redacted>"))
                 } else {
                     (n, String::from_utf8_lossy(v))
@@ -244,21 +244,6 @@ impl std::fmt::Debug for HttpRequest {
             .field("body", &String::from_utf8_lossy(&self.body))
             .finish()
     }
-}
-
-/// Whether a header carries a credential by its name (any case): a name with `auth`,
-/// `token`, `secret`, `password`, `passwd`, `api-key`, `apikey`, `api_key`, `cookie` or
-/// `session` in it (`Authorization`, `Cookie`, `Set-Cookie`, `Mcp-Session-Id`, an
-/// `X-Api-Key`), except the challenges `WWW-Authenticate` and `Proxy-Authenticate`, which
-/// carry none. The `Debug` of `HttpRequest` and `HttpResponse` hides their values.
-pub(super) fn is_credential_header(name: &str) -> bool {
-    const PARTS: [&str; 10] = [
-        "auth", "token", "secret", "password", "passwd", "api-key", "apikey", "api_key", "cookie",
-        "session",
-    ];
-    let name = name.to_ascii_lowercase();
-    !matches!(name.as_str(), "www-authenticate" | "proxy-authenticate")
-        && PARTS.iter().any(|part| name.contains(part))
 }
 
 impl HttpRequest {

@@ -33,7 +33,7 @@ impl std::fmt::Debug for HttpResponse {
             .headers
             .iter()
             .map(|(n, v)| {
-                let v = if super::reader::is_credential_header(n) {
+                let v = if crate::http::secret::is_credential_header(n.as_bytes()) {
                     "<redacted>"
                 } else {
                     v.as_ref()
