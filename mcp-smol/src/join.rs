@@ -102,6 +102,16 @@ impl<T: Future> Slot<T> {
 #[must_use = "the Driver does all the IO: await the join"]
 pub struct Join<W: Future, F: Flavour = Sendable>(Pair<Driver<F>, W>);
 
+impl<W: Future, F: Flavour> std::fmt::Debug for Join<W, F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let pair = &self.0;
+        f.debug_struct("Join")
+            .field("driver_done", &pair.a.future.is_none())
+            .field("work_done", &pair.b.future.is_none())
+            .finish_non_exhaustive()
+    }
+}
+
 impl<F: Flavour> Driver<F> {
     /// Runs `work` (the code that uses this driver's [`Client`](crate::Client)) and the
     /// driver as one future, which resolves to both outputs once both are done: what
@@ -164,6 +174,10 @@ impl<A: Future, B: Future> Future for Pair<A, B> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
+        assert!(
+            this.a.future.is_some() || this.a.output.is_some(),
+            "the mcp-smol Join was polled after it completed"
+        );
         this.shared.task.register(cx.waker());
         this.shared.polling.store(true, Ordering::SeqCst);
         for _ in 0..BUDGET {
@@ -318,5 +332,15 @@ mod tests {
         assert!(poll.is_pending());
         assert_eq!(spins.load(Ordering::SeqCst), BUDGET);
         assert_eq!(count.0.load(Ordering::SeqCst), 1, "it comes back at once");
+    }
+
+    #[test]
+    #[should_panic(expected = "the mcp-smol Join was polled after it completed")]
+    fn polling_after_completion_says_so() {
+        let (_, waker) = outer();
+        let mut cx = Context::from_waker(&waker);
+        let mut pair = Pair::new(async { 1 }, async { 2 });
+        assert_eq!(Pin::new(&mut pair).poll(&mut cx), Poll::Ready((1, 2)));
+        let _ = Pin::new(&mut pair).poll(&mut cx);
     }
 }
