@@ -190,6 +190,9 @@ impl<A: Future, B: Future> Future for Pair<A, B> {
                 return Poll::Ready((a, b));
             }
             if !polled {
+                // Where a wake-up from another thread is the hardest to see.
+                #[cfg(test)]
+                tests::before_idle();
                 this.shared.polling.store(false, Ordering::SeqCst);
                 // A wake-up between the last look and the store above only marked a half.
                 if !this.a.is_woken() && !this.b.is_woken() {
@@ -207,8 +210,24 @@ impl<A: Future, B: Future> Future for Pair<A, B> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cell::RefCell;
     use std::sync::Mutex;
     use std::sync::atomic::AtomicUsize;
+    use std::time::Duration;
+
+    thread_local! {
+        /// Run by a pair polled on this thread when a pass found nothing woken, just
+        /// before it stops polling: what another thread may do at that instant.
+        static BEFORE_IDLE: RefCell<Option<Box<dyn FnMut()>>> = const { RefCell::new(None) };
+    }
+
+    pub(super) fn before_idle() {
+        BEFORE_IDLE.with(|hook| {
+            if let Some(hook) = hook.borrow_mut().as_mut() {
+                hook();
+            }
+        });
+    }
 
     struct Count(AtomicUsize);
 
@@ -321,17 +340,170 @@ mod tests {
     fn a_half_that_always_wakes_itself_yields_after_the_budget() {
         let spins = Arc::new(AtomicUsize::new(0));
         let counted = Arc::clone(&spins);
-        let spin = std::future::poll_fn(move |cx| {
-            counted.fetch_add(1, Ordering::SeqCst);
-            cx.waker().wake_by_ref();
-            Poll::<()>::Pending
-        });
+        let spin = spinner(&counted);
         let (count, waker) = outer();
         let mut pair = Pair::new(spin, std::future::pending::<()>());
         let poll = Pin::new(&mut pair).poll(&mut Context::from_waker(&waker));
         assert!(poll.is_pending());
         assert_eq!(spins.load(Ordering::SeqCst), BUDGET);
         assert_eq!(count.0.load(Ordering::SeqCst), 1, "it comes back at once");
+    }
+
+    /// A future that wakes itself at every poll and never resolves; it counts its polls,
+    /// and fails the test instead of spinning forever when polled far past the budget.
+    fn spinner(polls: &Arc<AtomicUsize>) -> impl Future<Output = ()> + use<> {
+        let polls = Arc::clone(polls);
+        std::future::poll_fn(move |cx| {
+            let n = polls.fetch_add(1, Ordering::SeqCst) + 1;
+            assert!(n <= 4 * BUDGET, "polled {n} times without a yield");
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        })
+    }
+
+    #[test]
+    fn both_halves_are_polled_in_every_pass() {
+        let (left, right) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let (count, waker) = outer();
+        let mut cx = Context::from_waker(&waker);
+        let mut pair = Pair::new(spinner(&left), spinner(&right));
+        assert!(Pin::new(&mut pair).poll(&mut cx).is_pending());
+        let polls = |c: &AtomicUsize| c.load(Ordering::SeqCst);
+        assert_eq!((polls(&left), polls(&right)), (BUDGET, BUDGET));
+        assert_eq!(count.0.load(Ordering::SeqCst), 1, "it yielded");
+    }
+
+    #[test]
+    fn a_wake_from_another_thread_as_the_pair_stops_polling_is_not_lost() {
+        // `a` waits for a value that "another thread" hands over at the worst moment:
+        // after the last pass looked at both halves, before the pair stops polling. It
+        // then hands it on to `b`, which wakes `b` while the pair polls again.
+        let (from_outside, to_b) = (Arc::new(Baton::default()), Arc::new(Baton::default()));
+        let (inbox, outbox) = (Arc::clone(&from_outside), Arc::clone(&to_b));
+        let a = async move {
+            let v = inbox.take().await;
+            outbox.put(v + 1);
+            v
+        };
+        let b_inbox = Arc::clone(&to_b);
+        let b = async move { b_inbox.take().await };
+        let mut handed = false;
+        let outside = Arc::clone(&from_outside);
+        BEFORE_IDLE.with(|hook| {
+            *hook.borrow_mut() = Some(Box::new(move || {
+                if !std::mem::replace(&mut handed, true) {
+                    outside.put(7);
+                }
+            }));
+        });
+        let (count, waker) = outer();
+        let mut pair = Pair::new(a, b);
+        let poll = Pin::new(&mut pair).poll(&mut Context::from_waker(&waker));
+        BEFORE_IDLE.with(|hook| hook.borrow_mut().take());
+        assert_eq!(poll, Poll::Ready((7, 8)), "the late wake-up was seen");
+        assert_eq!(
+            count.0.load(Ordering::SeqCst),
+            0,
+            "the hand-over after it was seen did not wake the task"
+        );
+    }
+
+    #[test]
+    fn a_wake_from_outside_wakes_the_waker_of_the_latest_poll() {
+        let baton = Arc::new(Baton::default());
+        let theirs = Arc::clone(&baton);
+        let mut pair = Pair::new(
+            async move { theirs.take().await },
+            std::future::pending::<()>(),
+        );
+        let (first, first_waker) = outer();
+        let (second, second_waker) = outer();
+        assert!(
+            Pin::new(&mut pair)
+                .poll(&mut Context::from_waker(&first_waker))
+                .is_pending()
+        );
+        assert!(
+            Pin::new(&mut pair)
+                .poll(&mut Context::from_waker(&second_waker))
+                .is_pending()
+        );
+        baton.put(1);
+        assert_eq!(first.0.load(Ordering::SeqCst), 0);
+        assert_eq!(second.0.load(Ordering::SeqCst), 1, "the task moved");
+    }
+
+    #[test]
+    fn wake_ups_from_another_thread_are_never_lost() {
+        // The pair's `a` and a thread hand a value back and forth. The thread hands its
+        // answer over once the pair has found nothing to do and is about to stop polling;
+        // the pair then waits for the wake-up to be done (every third round), or a
+        // little (a longer time each round), or not at all, so that the wake-ups land on
+        // either side of the moment it stops. Nothing else wakes the pair: a lost
+        // wake-up hangs it.
+        const ROUNDS: u32 = 20_000;
+        let (to_thread, from_thread) = (Arc::new(Baton::default()), Arc::new(Baton::default()));
+        let idle = Arc::new(AtomicBool::new(false));
+        let woke = Arc::new(AtomicUsize::new(0));
+        let (inbox, outbox, stopping, waking) = (
+            Arc::clone(&to_thread),
+            Arc::clone(&from_thread),
+            Arc::clone(&idle),
+            Arc::clone(&woke),
+        );
+        let echo = std::thread::spawn(move || {
+            for _ in 0..ROUNDS {
+                let v = loop {
+                    if let Some(v) = inbox.0.lock().unwrap().0.take() {
+                        break v;
+                    }
+                    std::hint::spin_loop();
+                };
+                while !stopping.swap(false, Ordering::SeqCst) {
+                    std::hint::spin_loop();
+                }
+                outbox.put(v + 1);
+                waking.fetch_add(1, Ordering::SeqCst);
+            }
+        });
+        let a = async move {
+            let mut v = 0;
+            for _ in 0..ROUNDS {
+                to_thread.put(v);
+                v = from_thread.take().await;
+            }
+            v
+        };
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut calls = 0_u32;
+            BEFORE_IDLE.with(|hook| {
+                *hook.borrow_mut() = Some(Box::new(move || {
+                    let before = woke.load(Ordering::SeqCst);
+                    idle.store(true, Ordering::SeqCst);
+                    calls += 1;
+                    let wait = match calls % 3 {
+                        0 => Duration::from_millis(1),
+                        1 => Duration::from_nanos(u64::from(calls % 40) * 100),
+                        _ => Duration::ZERO,
+                    };
+                    let start = std::time::Instant::now();
+                    while woke.load(Ordering::SeqCst) == before && start.elapsed() < wait {
+                        std::hint::spin_loop();
+                    }
+                }));
+            });
+            let _ = done.send(futures_lite::future::block_on(Pair::new(a, async {})));
+        });
+        let outcome = finished.recv_timeout(Duration::from_secs(60));
+        assert_eq!(outcome, Ok((ROUNDS, ())), "a wake-up was lost");
+        echo.join().unwrap();
+    }
+
+    #[test]
+    fn a_join_of_send_work_is_send() {
+        fn send<T: Send>() {}
+        send::<Join<std::future::Ready<u8>>>();
     }
 
     #[test]
