@@ -319,23 +319,28 @@ fn call_failures_are_the_same_errors_in_both_adapters() {
     }
 }
 
-/// A server that exits before it answers anything: the same error from both.
-#[test]
-fn a_server_that_exits_at_once_is_the_same_error_in_both_adapters() {
-    let script = "echo 'no config file' >&2; exit 3";
+/// The errors of both adapters connecting to `sh -c script`, a server that fails.
+fn connect_errors(script: &str) -> (mcp_blocking::Error, mcp_smol::Error) {
     let blocking = mcp_blocking::Client::connect_stdio(
         mcp_blocking::StdioCommand::new("sh").args(["-c", script]),
         config(),
     )
-    .expect_err("the server exits");
+    .expect_err("the server fails");
     let (client, driver) = mcp_smol::connect_stdio(
         mcp_smol::StdioCommand::new("sh").args(["-c", script]),
         config(),
     )
     .expect("spawned");
-    let work = async move { client.connected().await.expect_err("the server exits") };
+    let work = async move { client.connected().await.expect_err("the server fails") };
     let (driven, smol) = future::block_on(future::zip(driver, work));
     eprintln!("blocking: {blocking}\nsmol: {smol}\ndriver: {driven:?}");
+    (blocking, smol)
+}
+
+/// A server that exits before it answers anything: the same error from both.
+#[test]
+fn a_server_that_exits_at_once_is_the_same_error_in_both_adapters() {
+    let (blocking, smol) = connect_errors("echo 'no config file' >&2; exit 3");
     assert_eq!(smol.kind(), blocking.kind());
     assert_eq!(smol.to_string(), blocking.to_string());
     assert_eq!(smol.stderr_tail(), blocking.stderr_tail());
@@ -368,20 +373,8 @@ fn a_server_that_exits_at_once_is_the_same_error_in_both_adapters() {
 /// their connect error, the same way.
 #[test]
 fn a_log_line_on_stdout_is_quoted_alike_by_both_adapters() {
-    let script = "read line; echo 'Server v1.2 starting on stdio...'; exit 3";
-    let blocking = mcp_blocking::Client::connect_stdio(
-        mcp_blocking::StdioCommand::new("sh").args(["-c", script]),
-        config(),
-    )
-    .expect_err("the server exits");
-    let (client, driver) = mcp_smol::connect_stdio(
-        mcp_smol::StdioCommand::new("sh").args(["-c", script]),
-        config(),
-    )
-    .expect("spawned");
-    let work = async move { client.connected().await.expect_err("the server exits") };
-    let (_, smol) = future::block_on(future::zip(driver, work));
-    eprintln!("blocking: {blocking}\nsmol: {smol}");
+    let (blocking, smol) =
+        connect_errors("read line; echo 'Server v1.2 starting on stdio...'; exit 3");
     assert_eq!(smol.to_string(), blocking.to_string());
     assert_eq!(smol.unreadable_line(), blocking.unreadable_line());
     assert_eq!(
