@@ -17,8 +17,8 @@ use std::time::Duration;
 
 use futures_lite::future;
 use mcp_smol::{
-    Client, ClientCapabilities, ClientConfig, CloseReason, Driver, Error, InputAnswer,
-    InputHandler, InputRequest, Local, Options, StdioCommand,
+    Client, ClientCapabilities, ClientConfig, Driver, Error, InputAnswer, InputHandler,
+    InputRequest, Local, Options, StdioCommand,
 };
 use serde_json::json;
 
@@ -171,11 +171,17 @@ fn a_driver_that_fails_fails_the_call_the_work_waits_on() {
         smol::block_on(driver.join(work))
     });
     assert!(
-        matches!(failed, Error::Closed(CloseReason::ServerExited { .. })),
+        matches!(
+            failed,
+            Error::Closed(mcp_smol::CloseReason::ServerExited { .. })
+        ),
         "{failed:?}"
     );
     assert!(
-        matches!(driven, Err(Error::Closed(CloseReason::ServerExited { .. }))),
+        matches!(
+            driven,
+            Err(Error::Closed(mcp_smol::CloseReason::ServerExited { .. }))
+        ),
         "{driven:?}"
     );
 }
