@@ -1728,6 +1728,27 @@ fn the_delete_at_close_refreshes_an_expired_token_first() {
     );
 }
 
+/// Closing while a refresh that a call started is still in flight: the `DELETE` waits for
+/// that refresh (within the close's own time) instead of going at once with the expired
+/// token, which the server refused, keeping the session.
+#[test]
+fn the_delete_at_close_waits_for_a_refresh_in_flight() {
+    let mut net = legacy_net(3600);
+    net.now += Duration::from_secs(3700);
+    net.state.borrow_mut().valid.retain(|v| v != "Bearer at-1");
+    let before = net.seen.len();
+    // The call waits for the refresh it starts; the connection closes before it ends.
+    let _call = net.client.call(net.now, tool()).expect("call");
+    net.client.close(net.now);
+    net.run_until(|n| n.client.is_released());
+    assert_eq!(
+        mcp_tokens_since(&net, before),
+        ["DELETE Bearer at-2"],
+        "{:?}",
+        requests_since(&net, before)
+    );
+}
+
 /// A refresh that a resumption waits for and that fails fails the call it owed, once,
 /// with the flow's error (as a call's own refresh failing does), rather than leaving
 /// it waiting or resuming with the expired token.

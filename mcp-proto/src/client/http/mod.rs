@@ -463,9 +463,21 @@ impl HttpLink {
         self.retries.clear();
         self.parked.clear();
         self.waiting_gets.clear();
-        self.side.retain(|_| false);
-        if self.session_id.is_some() {
-            self.send_delete(version);
+        // A refresh already in flight (not a person's approval) is what the `DELETE`
+        // needs: it waits for its token, within the close's time, rather than going
+        // with the expired one the flow is replacing.
+        let refreshing = (self.auth.as_ref()).is_some_and(|a| a.is_busy() && !a.awaits_approval());
+        if self.session_id.is_some() && refreshing {
+            if let Some(auth) = &self.auth {
+                self.side.retain(|id| auth.wants_response(id));
+            }
+            self.waiting_delete = Some(version);
+            self.drive_auth(now);
+        } else {
+            self.side.retain(|_| false);
+            if self.session_id.is_some() {
+                self.send_delete(version);
+            }
         }
         self.pump(now);
         self.release_if_done();
@@ -589,8 +601,12 @@ impl HttpLink {
             self.close_deadline = None;
             self.abort_all();
             self.retries.clear();
-            // A refresh the `DELETE` waited for: both given up.
+            // A refresh the `DELETE` waited for: both given up, the flow too, so that it
+            // is not left busy with its exchanges gone.
             self.waiting_delete = None;
+            if let Some(auth) = &mut self.auth {
+                auth.abandon(now, "the connection closed");
+            }
             self.side.retain(|_| false);
             self.pool.close_all();
         }
