@@ -87,8 +87,11 @@ impl std::fmt::Debug for CallbackShown<'_> {
         write!(f, "\"{base}")?;
         for (i, pair) in query.into_iter().flat_map(|q| q.split('&')).enumerate() {
             let sep = if i == 0 { '?' } else { '&' };
-            let name = pair.split_once('=').map_or(pair, |(name, _)| name);
-            write!(f, "{sep}{name}={REDACTED}")?;
+            // A part without `=` may be a secret itself.
+            match pair.split_once('=') {
+                Some((name, _)) => write!(f, "{sep}{name}={REDACTED}")?,
+                None => write!(f, "{sep}{REDACTED}")?,
+            }
         }
         if fragment {
             write!(f, "#{REDACTED}")?;
@@ -316,10 +319,11 @@ mod tests {
     #[test]
     fn a_callback_reply_shows_no_code_or_state() {
         let reply = Reply::AuthorizationCallback(
-            "http://127.0.0.1:5/callback?code=codesecret&state=statesecret&iss=x".to_owned(),
+            "http://127.0.0.1:5/callback?code=codesecret&state=statesecret&iss=x&baresecret"
+                .to_owned(),
         );
         let shown = format!("{reply:?}");
-        for secret in ["codesecret", "statesecret"] {
+        for secret in ["codesecret", "statesecret", "baresecret"] {
             assert!(!shown.contains(secret), "{secret} shown: {shown}");
         }
         assert!(shown.contains("127.0.0.1:5/callback?code="), "{shown}");

@@ -597,8 +597,11 @@ mod debug_tests {
     /// URL, a configured `Authorization`, an API key header, a session id from the
     /// server and a recording not yet taken.
     fn client_with_secrets() -> Client {
-        let url = EndpointUrl::parse("http://127.0.0.1:9/mcp?access_token=urlsecret", false)
-            .expect("a valid URL");
+        let url = EndpointUrl::parse(
+            "http://127.0.0.1:9/mcp?access_token=urlsecret&baresecret",
+            false,
+        )
+        .expect("a valid URL");
         let mut http = HttpConfig::new(url);
         http.authorization = Some("Bearer headersecret".to_owned());
         http.headers
@@ -641,7 +644,13 @@ mod debug_tests {
             format!("{:?}", client.http_config().expect("an HTTP client")),
         ];
         for text in &shown {
-            for secret in ["urlsecret", "headersecret", "keysecret", "sessionsecret"] {
+            for secret in [
+                "urlsecret",
+                "baresecret",
+                "headersecret",
+                "keysecret",
+                "sessionsecret",
+            ] {
                 assert!(!text.contains(secret), "{secret} shown: {text:.2000}");
             }
         }

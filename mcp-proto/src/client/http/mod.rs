@@ -191,7 +191,8 @@ impl std::fmt::Debug for UrlShown<'_> {
                 let sep = if i == 0 { '?' } else { '&' };
                 match pair.split_once('=') {
                     Some((name, _)) => write!(f, "{sep}{name}=<redacted>")?,
-                    None => write!(f, "{sep}{pair}")?,
+                    // A bare part may be a token itself (`?sk_live_…`).
+                    None => write!(f, "{sep}<redacted>")?,
                 }
             }
         }

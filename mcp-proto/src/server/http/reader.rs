@@ -230,8 +230,14 @@ impl std::fmt::Debug for HttpRequest {
                 let mut shown = path.to_owned();
                 for (i, pair) in query.split('&').enumerate() {
                     shown.push(if i == 0 { '?' } else { '&' });
-                    shown.push_str(pair.split_once('=').map_or(pair, |(name, _)| name));
-                    shown.push_str("=<redacted>");
+                    // A part without `=` may be a token itself (`?ghp_…`).
+                    match pair.split_once('=') {
+                        Some((name, _)) => {
+                            shown.push_str(name);
+                            shown.push_str("=<redacted>");
+                        }
+                        None => shown.push_str("<redacted>"),
+                    }
                 }
                 shown
             }

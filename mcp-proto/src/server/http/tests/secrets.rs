@@ -20,7 +20,7 @@ fn endpoint_debug_shows_no_session_id() {
 
 #[test]
 fn request_debug_hides_credentials() {
-    let mut r = HttpRequest::new("POST", "/mcp?api_key=querysecret&page=2")
+    let mut r = HttpRequest::new("POST", "/mcp?api_key=querysecret&page=2&ghp_baresecret")
         .with_header("Host", "127.0.0.1")
         .with_body(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#.to_vec());
     for (n, v) in [
@@ -39,6 +39,7 @@ fn request_debug_hides_credentials() {
         "cookiesecret",
         "keysecret",
         "querysecret",
+        "baresecret",
     ] {
         assert!(!shown.contains(secret), "{secret} shown: {shown}");
     }
