@@ -159,17 +159,23 @@ fn quote(bytes: &[u8]) -> String {
     out
 }
 
-/// Formatting characters that reorder or hide the text around them: the bidirectional
+/// Formatting characters that reorder, hide or carry text unseen: the bidirectional
 /// marks, embeddings, overrides and isolates, zero-width characters, the line and
-/// paragraph separators and the byte order mark.
+/// paragraph separators, the byte order mark, the soft hyphen and the Mongolian vowel
+/// separator, the deprecated format controls, the interlinear annotation characters and
+/// the tag characters (invisible text an agent may still read).
 fn is_invisible_format(c: char) -> bool {
     matches!(
         c,
-        '\u{061c}'
+        '\u{00ad}'
+            | '\u{061c}'
+            | '\u{180e}'
             | '\u{200b}'..='\u{200f}'
             | '\u{2028}'..='\u{202e}'
-            | '\u{2060}'..='\u{2069}'
+            | '\u{2060}'..='\u{206f}'
             | '\u{feff}'
+            | '\u{fff9}'..='\u{fffb}'
+            | '\u{e0000}'..='\u{e007f}'
     )
 }
 
@@ -196,6 +202,9 @@ mod tests {
             r"a\u{1b}]0;title\u{7}b\u{9b}c\u{202e}d\u{200b}e\u{9}f\u{d}"
         );
         assert!(!quoted.to_string().chars().any(char::is_control));
+        // Invisible text (tag characters spelling "hi") and other hidden formatting.
+        let hidden = UnreadableLine::of("x\u{e0068}\u{e0069}\u{ad}\u{206a}y".as_bytes(), None);
+        assert_eq!(hidden.start, r"x\u{e0068}\u{e0069}\u{ad}\u{206a}y");
         let raw = UnreadableLine::of(b"ok \xff\xfe\x1b", None);
         assert_eq!(
             (raw.problem, raw.start.as_str()),

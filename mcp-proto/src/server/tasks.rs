@@ -268,7 +268,8 @@ impl Tally {
         } else {
             self.all.remove(&seq);
             self.may_go.remove(&seq);
-            self.bytes -= bytes;
+            // Kept in step by `TaskStore::update` (the index check says so); never wraps.
+            self.bytes = self.bytes.saturating_sub(bytes);
         }
     }
 }
@@ -323,7 +324,7 @@ impl Index {
         if add {
             self.bytes += bytes;
         } else {
-            self.bytes -= bytes;
+            self.bytes = self.bytes.saturating_sub(bytes);
         }
         let entry = (seq, may_go, bytes);
         tally(&mut self.principals, &t.owner.principal, entry, add);
@@ -560,7 +561,7 @@ impl TaskStore {
             }
         }
         if let Some(seq) = self.seq_of(&wait.task) {
-            self.update(seq, |t, _| t.waits -= 1);
+            self.update(seq, |t, _| t.waits = t.waits.saturating_sub(1));
         }
         Some(wait)
     }
@@ -749,15 +750,15 @@ impl TaskStore {
             let Some(dropped) = oldest.and_then(|seq| self.remove(seq)) else {
                 return Err(too_much_principal_data(share));
             };
-            theirs -= dropped;
-            held -= dropped;
+            theirs = theirs.saturating_sub(dropped);
+            held = held.saturating_sub(dropped);
         }
         while held + bytes > max_bytes {
             let oldest = self.index.may_go.first().copied();
             let Some(dropped) = oldest.and_then(|seq| self.remove(seq)) else {
                 return Err(too_much_task_data(max_bytes));
             };
-            held -= dropped;
+            held = held.saturating_sub(dropped);
         }
         let mine = self.index.owners.get(owner).map_or(0, |t| t.all.len());
         if mine >= MAX_TASKS
