@@ -8,8 +8,6 @@
 //! keeping only its first and last [`SNIFF_BYTES`] bytes (so the receiver can tell which
 //! request it answered), reports it once, and goes on with the lines after it.
 
-use std::mem;
-
 use crate::held::give_back;
 
 /// The UTF-8 byte-order mark.
@@ -64,8 +62,10 @@ pub struct LineDecoder {
     report: Option<Skipped>,
     /// The line last reported as oversized, which the returned [`Line`] borrows.
     reported: Skipped,
-    /// No line has ended yet: the first one may open with a byte-order mark.
-    first_line: bool,
+    /// How many bytes of a byte-order mark opened the stream so far (held back, not in
+    /// `buf`), until the stream's first bytes settle whether it opens with one; `None`
+    /// once settled.
+    bom_seen: Option<usize>,
 }
 
 impl LineDecoder {
@@ -81,12 +81,29 @@ impl LineDecoder {
             skipping: None,
             report: None,
             reported: Skipped::default(),
-            first_line: true,
+            bom_seen: Some(0),
         }
     }
 
     /// Adds input. Call [`LineDecoder::poll_line`] until it returns `None` afterwards.
     pub fn handle_input(&mut self, mut data: &[u8]) {
+        if let Some(seen) = self.bom_seen {
+            // The stream's first bytes: a mark is dropped whole, however it is split.
+            let matched = (BOM[seen..].iter().zip(data))
+                .take_while(|(b, d)| b == d)
+                .count();
+            if seen + matched == BOM.len() {
+                self.bom_seen = None;
+                data = &data[matched..];
+            } else if matched == data.len() {
+                self.bom_seen = Some(seen + matched);
+                return;
+            } else {
+                // Not a mark: what was held back is the peer's.
+                self.bom_seen = None;
+                self.buf.extend_from_slice(&BOM[..seen]);
+            }
+        }
         if self.start > 0 {
             self.buf.drain(..self.start);
             self.start = 0;
@@ -119,7 +136,7 @@ impl LineDecoder {
             let pending_len = self.buf.len() - self.start;
             let from = self.start + self.scanned;
             let newline = memchr::memchr(b'\n', &self.buf[from..]).map(|i| i + from - self.start);
-            let Some(mut i) = newline else {
+            let Some(i) = newline else {
                 if pending_len > self.max_line_bytes {
                     // Drop the partial line now so memory stays bounded: keep only what
                     // the report needs.
@@ -131,7 +148,6 @@ impl LineDecoder {
                     };
                     keep_last(&mut skipped.tail, partial, self.sniff_bytes);
                     self.skipping = Some(skipped);
-                    self.first_line = false;
                     self.buf.clear();
                     self.start = 0;
                     self.scanned = 0;
@@ -148,13 +164,9 @@ impl LineDecoder {
                 }
                 return None;
             };
-            let mut line_start = self.start;
+            let line_start = self.start;
             self.start += i + 1;
             self.scanned = 0;
-            if mem::take(&mut self.first_line) && self.buf[line_start..].starts_with(BOM) {
-                line_start += BOM.len();
-                i -= BOM.len();
-            }
             if i > self.max_line_bytes {
                 let line = &self.buf[line_start..line_start + i];
                 return Some(Line::Oversized {
@@ -188,7 +200,9 @@ impl LineDecoder {
     /// Bytes of an unfinished line held at end of input (a truncated last message).
     #[must_use]
     pub fn partial_len(&self) -> usize {
-        self.buf.len() - self.start + self.skipping.as_ref().map_or(0, |s| s.seen)
+        self.buf.len() - self.start
+            + self.skipping.as_ref().map_or(0, |s| s.seen)
+            + self.bom_seen.unwrap_or(0)
     }
 
     /// Bytes the decoder holds between calls (its buffers' contents), for checking that
@@ -356,6 +370,33 @@ mod tests {
             // Only the stream's first bytes: later it is the peer's (malformed) message.
             assert_eq!(d.poll_line(), Some(Line::Message(b"\xEF\xBB\xBF{}")));
         }
+        // An oversized first line is the same line whole or split (found by fuzzing:
+        // the mark was dropped only from a line that ended within one read).
+        let mut long = b"\xEF\xBB\xBF".to_vec();
+        long.extend_from_slice(&[b'x'; 100]);
+        long.push(b'\n');
+        let lines = |chunk: usize| {
+            let mut d = LineDecoder::new(64);
+            let mut out = Vec::new();
+            for c in long.chunks(chunk) {
+                d.handle_input(c);
+                while let Some(l) = d.poll_line() {
+                    out.push(format!("{l:?}"));
+                }
+            }
+            out
+        };
+        let whole = lines(long.len());
+        assert!(whole[0].contains("seen: 100"), "{whole:?}");
+        for chunk in [1, 2, 3, 4, 50] {
+            assert_eq!(lines(chunk), whole, "chunks of {chunk}");
+        }
+        // A stream opening with part of a mark keeps those bytes.
+        let mut d = LineDecoder::new(64);
+        d.handle_input(b"\xEF\xBB");
+        assert_eq!(d.partial_len(), 2);
+        d.handle_input(b"x\n");
+        assert_eq!(d.poll_line(), Some(Line::Message(b"\xEF\xBBx")));
         // A mark alone on the first line leaves a blank line, skipped.
         let mut d = LineDecoder::new(1024);
         d.handle_input(b"\xEF\xBB\xBF\r\n{}\n");
