@@ -1712,19 +1712,25 @@ fn a_resumption_with_an_expired_token_refreshes_first() {
 /// The `DELETE` that ends a session went with a token known to be expired: the server
 /// refused it and kept the session. The token is refreshed first now (within the
 /// close's own time), and the `DELETE` goes once, with the new token.
-#[test]
-fn the_delete_at_close_refreshes_an_expired_token_first() {
+/// A legacy session whose first token has expired (the server refuses it), closed after
+/// `before_close` ran on it: the tokens of the MCP requests sent from then on.
+fn mcp_tokens_at_close_with_an_expired_token(before_close: impl FnOnce(&mut Net)) -> Vec<String> {
     let mut net = legacy_net(3600);
     net.now += Duration::from_secs(3700);
     net.state.borrow_mut().valid.retain(|v| v != "Bearer at-1");
     let before = net.seen.len();
+    before_close(&mut net);
     net.client.close(net.now);
     net.run_until(|n| n.client.is_released());
+    eprintln!("{:?}", requests_since(&net, before));
+    mcp_tokens_since(&net, before)
+}
+
+#[test]
+fn the_delete_at_close_refreshes_an_expired_token_first() {
     assert_eq!(
-        mcp_tokens_since(&net, before),
-        ["DELETE Bearer at-2"],
-        "{:?}",
-        requests_since(&net, before)
+        mcp_tokens_at_close_with_an_expired_token(|_| {}),
+        ["DELETE Bearer at-2"]
     );
 }
 
@@ -1733,20 +1739,11 @@ fn the_delete_at_close_refreshes_an_expired_token_first() {
 /// token, which the server refused, keeping the session.
 #[test]
 fn the_delete_at_close_waits_for_a_refresh_in_flight() {
-    let mut net = legacy_net(3600);
-    net.now += Duration::from_secs(3700);
-    net.state.borrow_mut().valid.retain(|v| v != "Bearer at-1");
-    let before = net.seen.len();
     // The call waits for the refresh it starts; the connection closes before it ends.
-    let _call = net.client.call(net.now, tool()).expect("call");
-    net.client.close(net.now);
-    net.run_until(|n| n.client.is_released());
-    assert_eq!(
-        mcp_tokens_since(&net, before),
-        ["DELETE Bearer at-2"],
-        "{:?}",
-        requests_since(&net, before)
-    );
+    let tokens = mcp_tokens_at_close_with_an_expired_token(|net| {
+        net.client.call(net.now, tool()).expect("call");
+    });
+    assert_eq!(tokens, ["DELETE Bearer at-2"]);
 }
 
 /// A refresh that a resumption waits for and that fails fails the call it owed, once,
