@@ -1753,6 +1753,56 @@ fn doctor_fails_a_command_that_does_not_exist_offline() {
     );
 }
 
+/// A credential in a URL's query is kept in the file (the server needs it) and never
+/// printed: `add`, `import`, `list` and `get` show it redacted, and say where it is.
+#[test]
+fn a_credential_in_a_url_query_is_stored_but_never_printed() {
+    let dir = common::temp_dir("url-secret");
+    let config = dir.join("servers.json");
+    let url = "http://127.0.0.1:9/mcp?api_key=sk_live_4242&page=2";
+    let theirs = dir.join("cursor.json");
+    std::fs::write(
+        &theirs,
+        r#"{"mcpServers": {"imported": {"url": "http://127.0.0.1:9/mcp?access_token=tok-77"}}}"#,
+    )
+    .unwrap();
+    let outputs = [
+        run(&config, &["add", "remote", "--url", url]),
+        run(&config, &["import", theirs.to_str().unwrap()]),
+        run(&config, &["--format", "json", "add", "again", "--url", url]),
+        run(&config, &["list"]),
+        run(&config, &["get", "remote"]),
+        run(&config, &["get", "imported"]),
+        run(&config, &["--format", "json", "list"]),
+        run(&config, &["--format", "json", "get", "remote"]),
+    ];
+    for out in &outputs {
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(out));
+        let printed = format!("{}{}", stdout(out), stderr(out));
+        assert!(
+            !printed.contains("sk_live_4242") && !printed.contains("tok-77"),
+            "{printed}"
+        );
+    }
+    assert!(
+        stdout(&outputs[2]).contains("?api_key=redacted&page=2"),
+        "{}",
+        stdout(&outputs[2])
+    );
+    for out in &outputs[..2] {
+        assert!(
+            stdout(out).contains("credential in the query"),
+            "{}",
+            stdout(out)
+        );
+    }
+    let written = std::fs::read_to_string(&config).unwrap();
+    assert!(
+        written.contains(url) && written.contains("access_token=tok-77"),
+        "{written}"
+    );
+}
+
 #[test]
 fn import_reads_other_clients_configs_and_never_keeps_values() {
     let dir = common::temp_dir("import");

@@ -22,6 +22,7 @@ use crate::content::{self, Saver};
 use crate::output::{self, Failure, print_json, short, table};
 use crate::session;
 use crate::terminal::{clean, one_line};
+use mcp_io::transcript::redact_url;
 
 /// The JSON document of a command that talked to a server.
 #[derive(Serialize)]
@@ -92,7 +93,7 @@ pub fn import(global: &Global, file: &Path, dry_run: bool) -> Result<u8, Failure
         let imported = config::import_entry(name, entry).map_err(Failure::Config)?;
         let replaced = ours.servers.contains_key(name);
         added.push(
-            json!({"name": name, "entry": imported.entry, "replaced": replaced,
+            json!({"name": name, "entry": entry_shown(&imported.entry), "replaced": replaced,
             "droppedEnvValues": imported.dropped_env_values,
             "droppedHeaders": imported.dropped_headers, "notes": imported.notes}),
         );
@@ -178,7 +179,7 @@ pub fn add(global: &Global, name: &str, entry: ServerEntry) -> Result<u8, Failur
             "added": name,
             "replaced": replaced,
             "config": path,
-            "entry": entry,
+            "entry": entry_shown(&entry),
         })),
         Format::Text => {
             let verb = if replaced { "updated" } else { "added" };
@@ -192,6 +193,9 @@ pub fn add(global: &Global, name: &str, entry: ServerEntry) -> Result<u8, Failur
                     "  passes {} (names only: values are read when the server starts)",
                     entry.env.join(", ")
                 );
+            }
+            if let Some(note) = entry.url.as_deref().and_then(config::url_secret_note) {
+                println!("  note: {note}");
             }
             if let Some(o) = &entry.oauth {
                 println!("  oauth: {}", crate::auth::oauth_summary(o));
@@ -251,8 +255,18 @@ fn entry_row(name: &str, e: &ServerEntry) -> Vec<String> {
     vec![name.to_owned(), format!("era {}", e.era), e.summary(), env]
 }
 
-fn entry_json(name: &str, e: &ServerEntry) -> Value {
+/// An entry as the CLI prints it as JSON: as stored, but for a URL's secret query
+/// values, redacted (the file keeps them).
+fn entry_shown(e: &ServerEntry) -> Value {
     let mut v = serde_json::to_value(e).unwrap_or(Value::Null);
+    if let (Some(obj), Some(url)) = (v.as_object_mut(), &e.url) {
+        obj.insert("url".into(), json!(redact_url(url)));
+    }
+    v
+}
+
+fn entry_json(name: &str, e: &ServerEntry) -> Value {
+    let mut v = entry_shown(e);
     if let Some(obj) = v.as_object_mut() {
         obj.insert("name".into(), json!(name));
     }
@@ -274,7 +288,7 @@ pub fn get(global: &Global, name: &str) -> Result<u8, Failure> {
                 }
             }
             if let Some(url) = &entry.url {
-                rows.push(vec!["url".into(), url.clone()]);
+                rows.push(vec!["url".into(), redact_url(url)]);
             }
             let env = if entry.env.is_empty() {
                 "(none: the server sees an empty environment)".to_owned()

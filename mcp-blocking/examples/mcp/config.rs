@@ -13,6 +13,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use mcp_io::transcript::redact_url;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -350,6 +351,9 @@ pub fn import_entry(name: &str, theirs: &Value) -> Result<Imported, String> {
         import_http(name, theirs, &mut imported)?;
     }
     let entry = &imported.entry;
+    if let Some(note) = entry.url.as_deref().and_then(url_secret_note) {
+        imported.notes.push(note);
+    }
     let words = entry.command.iter().chain(&entry.args).chain(&entry.url);
     if let Some(word) = words.into_iter().find(|w| w.contains("${")) {
         imported.notes.push(format!(
@@ -547,8 +551,20 @@ pub fn save(path: &Path, config: &ConfigFile) -> Result<(), String> {
     })
 }
 
+/// What to tell the user of a URL whose query carries a credential (`?api_key=…`, see
+/// [`mcp_io::wire_log::is_secret_param`]): it is stored as given, since the server needs
+/// it, and shown redacted everywhere this CLI prints it.
+pub fn url_secret_note(url: &str) -> Option<String> {
+    (redact_url(url) != url).then(|| {
+        "its URL carries a credential in the query: stored as given in the config file, \
+         shown redacted; a header read from a variable (--header-env) keeps it out of the file"
+            .to_owned()
+    })
+}
+
 impl ServerEntry {
-    /// `stdio: node server.js` or `http: https://…`, for listings.
+    /// `stdio: node server.js` or `http: https://…` (secret query values redacted), for
+    /// listings.
     pub fn summary(&self) -> String {
         match (&self.command, &self.url) {
             (Some(cmd), _) => {
@@ -559,7 +575,7 @@ impl ServerEntry {
                 }
                 s
             }
-            (None, Some(url)) => format!("http {url}"),
+            (None, Some(url)) => format!("http {}", redact_url(url)),
             (None, None) => "(no command or url)".to_owned(),
         }
     }
