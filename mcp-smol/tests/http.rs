@@ -528,7 +528,7 @@ fn tls_client_trusting(cert: &[u8]) -> Arc<rustls::ClientConfig> {
 // ----- harness -------------------------------------------------------------------------
 
 mod common;
-use common::{BoxFuture, Spawn, bounded, join_all, run_bare, run_joined, run_smol};
+use common::{BoxFuture, Dialog, Runner, Spawn, bounded, join_all, sequential_adds};
 
 fn config(mode: EraMode) -> ClientConfig {
     // These tests count requests on the wire: the list cache (tested in the simulations)
@@ -552,37 +552,29 @@ macro_rules! on_both_runners {
         mod $name {
             use super::*;
 
-            #[test]
-            fn smol_executor() {
+            fn run_with(runner: Runner) {
                 let Some((server, connected)) = $setup else {
                     return;
                 };
                 let server = Arc::new(server);
                 let s = server.clone();
-                let result = run_smol(connected, move |c, spawn| $scenario(c, spawn, s));
+                let result = runner.run(connected, move |c, spawn| $scenario(c, spawn, s));
                 ($check)(result);
+            }
+
+            #[test]
+            fn smol_executor() {
+                run_with(Runner::Smol);
             }
 
             #[test]
             fn no_executor() {
-                let Some((server, connected)) = $setup else {
-                    return;
-                };
-                let server = Arc::new(server);
-                let s = server.clone();
-                let result = run_bare(connected, move |c, spawn| $scenario(c, spawn, s));
-                ($check)(result);
+                run_with(Runner::Bare);
             }
 
             #[test]
             fn joined() {
-                let Some((server, connected)) = $setup else {
-                    return;
-                };
-                let server = Arc::new(server);
-                let s = server.clone();
-                let result = run_joined(connected, move |c, spawn| $scenario(c, spawn, s));
-                ($check)(result);
+                run_with(Runner::Joined);
             }
         }
     };
@@ -748,13 +740,7 @@ async fn sequential_calls_reuse_one_connection(
     _spawn: Spawn,
     server: Arc<TestServer>,
 ) {
-    for i in 0..10 {
-        let r = client
-            .call_tool("add", json!({"a": i, "b": 1}))
-            .await
-            .expect("add");
-        assert_eq!(r.text(), (i + 1).to_string());
-    }
+    sequential_adds(&client, 10).await;
     // The probe, the listing the machine makes before the first `tools/call` (to learn
     // the tools' `x-mcp-header` declarations), and the 10 calls.
     let requests = server.requests();
@@ -1189,13 +1175,7 @@ async fn idle_connections_are_left_alone(
         };
         let before = snapshot(reads);
         let hanging = before.len() - 1;
-        for i in 0..20 {
-            let r = client
-                .call_tool("add", json!({"a": i, "b": 1}))
-                .await
-                .expect("add");
-            assert_eq!(r.text(), (i + 1).to_string());
-        }
+        sequential_adds(&client, 20).await;
         let after = snapshot(reads);
         assert_eq!(
             after.len(),
@@ -1415,7 +1395,7 @@ fn the_shutdown_sees_no_stray_connections() {
 fn connect_with_cache(
     server: &TestServer,
     cache: &EraCache,
-    bare: bool,
+    runner: Runner,
 ) -> (ProtocolVersion, Vec<String>) {
     let before = server.requests().len();
     let connected = mcp_smol::connect_http_with(
@@ -1437,11 +1417,7 @@ fn connect_with_cache(
         *seen.lock().unwrap() = Some(details.protocol_version);
         client.close().await;
     };
-    let driven = if bare {
-        run_bare(connected, scenario)
-    } else {
-        run_smol(connected, scenario)
-    };
+    let driven = runner.run(connected, scenario);
     driven.expect("driver ends cleanly");
     let version = version.lock().unwrap().expect("a version");
     (version, server.requests()[before..].to_vec())
@@ -1453,10 +1429,10 @@ fn origin(server: &TestServer) -> String {
 
 #[test]
 fn the_era_cache_records_a_modern_verdict() {
-    for bare in [false, true] {
+    for runner in [Runner::Smol, Runner::Bare] {
         let server = TestServer::start(Script::default());
         let cache = EraCache::new();
-        let (version, requests) = connect_with_cache(&server, &cache, bare);
+        let (version, requests) = connect_with_cache(&server, &cache, runner);
         assert_eq!(version, ProtocolVersion::V2026_07_28);
         assert_eq!(requests[0], "POST server/discover", "{requests:?}");
         assert_eq!(
@@ -1464,7 +1440,7 @@ fn the_era_cache_records_a_modern_verdict() {
             Some((Era::Modern, ProtocolVersion::V2026_07_28))
         );
         // A modern verdict changes nothing: the next connection probes as usual.
-        let (version, requests) = connect_with_cache(&server, &cache, bare);
+        let (version, requests) = connect_with_cache(&server, &cache, runner);
         assert_eq!(version, ProtocolVersion::V2026_07_28);
         assert_eq!(requests[0], "POST server/discover", "{requests:?}");
         assert_eq!(cache.len(), 1);
@@ -1473,13 +1449,13 @@ fn the_era_cache_records_a_modern_verdict() {
 
 #[test]
 fn the_era_cache_skips_the_probe_for_a_legacy_origin() {
-    for bare in [false, true] {
+    for runner in [Runner::Smol, Runner::Bare] {
         let server = TestServer::start(Script {
             legacy: true,
             ..Script::default()
         });
         let cache = EraCache::new();
-        let (version, requests) = connect_with_cache(&server, &cache, bare);
+        let (version, requests) = connect_with_cache(&server, &cache, runner);
         assert_eq!(version, ProtocolVersion::V2025_11_25);
         assert_eq!(
             requests[..2],
@@ -1490,7 +1466,7 @@ fn the_era_cache_skips_the_probe_for_a_legacy_origin() {
             cache.hint(&origin(&server)),
             Some((Era::Legacy, ProtocolVersion::V2025_11_25))
         );
-        let (version, requests) = connect_with_cache(&server, &cache, bare);
+        let (version, requests) = connect_with_cache(&server, &cache, runner);
         assert_eq!(version, ProtocolVersion::V2025_11_25);
         assert_eq!(requests[0], "POST initialize", "{requests:?}");
         assert!(
@@ -1506,13 +1482,13 @@ fn the_era_cache_skips_the_probe_for_a_legacy_origin() {
 
 #[test]
 fn a_stale_legacy_verdict_is_dropped_and_the_origin_probed_again() {
-    for bare in [false, true] {
+    for runner in [Runner::Smol, Runner::Bare] {
         let server = TestServer::start(Script {
             legacy: true,
             ..Script::default()
         });
         let cache = EraCache::new();
-        let (version, _) = connect_with_cache(&server, &cache, bare);
+        let (version, _) = connect_with_cache(&server, &cache, runner);
         assert_eq!(version, ProtocolVersion::V2025_11_25);
         assert_eq!(
             cache.hint(&origin(&server)).map(|(era, _)| era),
@@ -1520,7 +1496,7 @@ fn a_stale_legacy_verdict_is_dropped_and_the_origin_probed_again() {
         );
 
         server.go_modern_only();
-        let (version, requests) = connect_with_cache(&server, &cache, bare);
+        let (version, requests) = connect_with_cache(&server, &cache, runner);
         assert_eq!(version, ProtocolVersion::V2026_07_28);
         // The cached verdict was tried (initialize, refused with 400 and -32022), then
         // dropped, and the origin probed; the call made meanwhile went to the new
@@ -1557,23 +1533,7 @@ fn handlers_that_are_not_send_answer_over_http() {
     use std::cell::RefCell;
     use std::rc::Rc;
 
-    use mcp_smol::{InputAnswer, InputHandler, InputRequest, Local};
-
-    /// Fills the form, counting the questions in a single-threaded `Rc`.
-    struct Dialog(Rc<RefCell<usize>>);
-
-    impl InputHandler for Dialog {
-        fn answer(&mut self, request: &InputRequest) -> InputAnswer {
-            *self.0.borrow_mut() += 1;
-            let InputRequest::Elicitation(_) = request else {
-                return InputAnswer::decline();
-            };
-            let mut content = serde_json::Map::new();
-            content.insert("proceed".into(), json!(true));
-            content.insert("name".into(), json!("Ada"));
-            InputAnswer::accept(content)
-        }
-    }
+    use mcp_smol::Local;
 
     let legacy = Script {
         legacy: true,

@@ -17,16 +17,15 @@ use std::time::Duration;
 
 use futures_lite::future;
 use mcp_smol::{
-    Client, ClientCapabilities, ClientConfig, Driver, Error, InputAnswer, InputHandler,
-    InputRequest, Local, Options, StdioCommand,
+    Client, ClientCapabilities, ClientConfig, Driver, Error, Local, Options, StdioCommand,
 };
 use serde_json::json;
 
 mod common;
-use common::{bounded, server_path};
+use common::{Dialog, assert_gone_soon, bounded, calls_when_dropped, sequential_adds};
 
 fn server() -> StdioCommand {
-    StdioCommand::new(server_path())
+    common::stdio_server(&[])
 }
 
 fn config() -> ClientConfig {
@@ -51,19 +50,6 @@ fn within<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
     }
 }
 
-/// `add` called `n` times in a row; the sum of the answers.
-async fn sequential_adds(client: Client, n: u64) -> u64 {
-    let mut sum = 0;
-    for i in 0..n {
-        let answer = client
-            .call_tool("add", json!({"a": i, "b": 1}))
-            .await
-            .expect("add");
-        sum += answer.text().parse::<u64>().expect("a number");
-    }
-    sum
-}
-
 /// Under `futures_lite::future::block_on` every readiness comes from async-io's helper
 /// thread, so each answer's wake-up comes from another thread, at any point of the
 /// join's poll; under `smol::block_on` the waiting thread runs the reactor itself.
@@ -72,7 +58,7 @@ fn sequential_calls_finish_under_either_block_on() {
     for on_smol in [true, false] {
         let (driven, sum) = within(move || {
             let (client, driver) = connect();
-            let join = driver.join(sequential_adds(client, 300));
+            let join = driver.join(async move { sequential_adds(&client, 300).await });
             if on_smol {
                 smol::block_on(join)
             } else {
@@ -140,7 +126,9 @@ fn the_driver_outlives_work_that_ended_first() {
             while !work_done.get() {
                 future::yield_now().await;
             }
-            let sum = sequential_adds(other, 20).await;
+            let sum = sequential_adds(&other, 20).await;
+            // The last handle: the driver ends.
+            drop(other);
             let (driven, output) = joined.await;
             (driven, (output, sum))
         }))
@@ -186,11 +174,6 @@ fn a_driver_that_fails_fails_the_call_the_work_waits_on() {
     );
 }
 
-#[cfg(target_os = "linux")]
-fn process_exists(pid: u32) -> bool {
-    std::path::Path::new(&format!("/proc/{pid}")).exists()
-}
-
 /// A panic in the work comes out of `block_on` as it is; the join is dropped on the
 /// way, so the server is killed and the calls of other handles fail.
 #[test]
@@ -210,16 +193,8 @@ fn a_panic_in_the_work_propagates_and_releases_the_driver() {
     assert_eq!(panic.downcast_ref::<&str>(), Some(&"the work failed"));
     let e = future::block_on(bounded(outside.list_tools())).expect_err("no driver");
     assert!(matches!(e, Error::DriverGone), "{e:?}");
-    let _ = pid;
-    #[cfg(target_os = "linux")]
-    {
-        // Killed on drop, then reaped by async-process in the background.
-        let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        while process_exists(pid) && std::time::Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        assert!(!process_exists(pid), "server {pid} still exists");
-    }
+    // Killed on drop, then reaped by async-process in the background.
+    assert_gone_soon(pid);
 }
 
 /// Dropping the join half-way is dropping the driver: a call in flight and one still
@@ -228,30 +203,11 @@ fn a_panic_in_the_work_propagates_and_releases_the_driver() {
 fn calls_in_flight_or_queued_fail_when_the_join_is_dropped() {
     let (client, driver) = connect();
     let outside = client.clone();
-    let mut join = driver.join(async move {
+    let join = driver.join(async move {
         client.connected().await.expect("connected");
         future::pending::<()>().await;
     });
-    let mut in_flight = Box::pin(outside.call_tool("hang", json!({})));
-    future::block_on(bounded(future::or(
-        async {
-            let _ = (&mut join).await;
-            panic!("the join ended");
-        },
-        async {
-            outside.connected().await.expect("connected");
-            assert!(future::poll_once(&mut in_flight).await.is_none());
-            async_io::Timer::after(Duration::from_millis(100)).await;
-        },
-    )));
-    // This one's command waits in the channel: the driver never takes it.
-    let mut queued = Box::pin(outside.list_tools());
-    assert!(future::block_on(future::poll_once(&mut queued)).is_none());
-    drop(join);
-    for e in [
-        future::block_on(bounded(in_flight)).expect_err("no driver"),
-        future::block_on(bounded(queued)).expect_err("no driver"),
-    ] {
+    for e in calls_when_dropped(&outside, join) {
         assert!(matches!(e, Error::DriverGone), "{e:?}");
     }
 }
@@ -267,22 +223,6 @@ fn a_join_dropped_unpolled_fails_the_queued_calls() {
     drop(join);
     let e = future::block_on(bounded(queued)).expect_err("no driver");
     assert!(matches!(e, Error::DriverGone), "{e:?}");
-}
-
-/// Fills the example server's form, counting the questions in an `Rc`.
-struct Dialog(Rc<RefCell<usize>>);
-
-impl InputHandler for Dialog {
-    fn answer(&mut self, request: &InputRequest) -> InputAnswer {
-        *self.0.borrow_mut() += 1;
-        let InputRequest::Elicitation(_) = request else {
-            return InputAnswer::decline();
-        };
-        let mut content = serde_json::Map::new();
-        content.insert("proceed".into(), json!(true));
-        content.insert("name".into(), json!("Ada"));
-        InputAnswer::accept(content)
-    }
 }
 
 /// A `Driver<Local>` (a handler that is not `Send`) joined with its work on one thread,

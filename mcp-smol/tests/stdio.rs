@@ -11,7 +11,6 @@
 #![allow(clippy::result_large_err)]
 
 use std::cell::RefCell;
-use std::future::Future;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -29,36 +28,15 @@ use serde_json::json;
 // ----- harness -----------------------------------------------------------------------
 
 mod common;
-use common::{BoxFuture, Spawn, bounded, join_all, server_path};
-
-fn server(args: &[&str]) -> StdioCommand {
-    StdioCommand::new(server_path()).args(args.iter().copied())
-}
+#[cfg(target_os = "linux")]
+use common::process_exists;
+use common::stdio_server as server;
+use common::{BoxFuture, Runner, Spawn, assert_gone_soon, bounded, calls_when_dropped, join_all};
 
 fn config(mode: EraMode) -> ClientConfig {
     ClientConfig::new("mcp-smol-tests", "0.0.0")
         .era_mode(mode)
         .capabilities(ClientCapabilities::with_elicitation())
-}
-
-/// Runs `scenario` with the driver on a `smol::Executor`; returns the driver's result.
-fn run_smol<F, Fut>(command: StdioCommand, config: ClientConfig, scenario: F) -> Result<(), Error>
-where
-    F: FnOnce(Client, Spawn) -> Fut,
-    Fut: Future<Output = ()> + Send + 'static,
-{
-    let connected = mcp_smol::connect_stdio(command, config).expect("connect");
-    common::run_smol(connected, scenario)
-}
-
-/// Runs `scenario` joined with the driver, without any executor.
-fn run_bare<F, Fut>(command: StdioCommand, config: ClientConfig, scenario: F) -> Result<(), Error>
-where
-    F: FnOnce(Client, Spawn) -> Fut,
-    Fut: Future<Output = ()> + Send + 'static,
-{
-    let connected = mcp_smol::connect_stdio(command, config).expect("connect");
-    common::run_bare(connected, scenario)
 }
 
 /// One test per runner for a scenario.
@@ -69,12 +47,16 @@ macro_rules! on_both_runners {
 
             #[test]
             fn smol_executor() {
-                run_smol($command, $config, $scenario).expect("driver ends cleanly");
+                Runner::Smol
+                    .run_stdio($command, $config, $scenario)
+                    .expect("driver ends cleanly");
             }
 
             #[test]
             fn no_executor() {
-                run_bare($command, $config, $scenario).expect("driver ends cleanly");
+                Runner::Bare
+                    .run_stdio($command, $config, $scenario)
+                    .expect("driver ends cleanly");
             }
         }
     };
@@ -328,12 +310,7 @@ on_both_runners!(
 // ----- single-runner tests -----------------------------------------------------------
 
 #[cfg(target_os = "linux")]
-fn process_exists(pid: u32) -> bool {
-    std::path::Path::new(&format!("/proc/{pid}")).exists()
-}
-
-#[cfg(target_os = "linux")]
-fn dropping_the_client(on_smol: bool) {
+fn dropping_the_client(runner: Runner) {
     let pid = Arc::new(Mutex::new(None));
     let seen = pid.clone();
     let started = Instant::now();
@@ -349,11 +326,7 @@ fn dropping_the_client(on_smol: bool) {
             .expect("one handle is enough");
         // `copy` is the last handle: dropping it ends the connection.
     };
-    let driven = if on_smol {
-        run_smol(server(&[]), config(EraMode::Auto), scenario)
-    } else {
-        run_bare(server(&[]), config(EraMode::Auto), scenario)
-    };
+    let driven = runner.run_stdio(server(&[]), config(EraMode::Auto), scenario);
     driven.expect("a client-side close is a clean end");
     let pid = pid.lock().unwrap().expect("pid");
     assert!(!process_exists(pid), "server {pid} still exists");
@@ -368,13 +341,13 @@ fn dropping_the_client(on_smol: bool) {
 #[cfg(target_os = "linux")]
 #[test]
 fn dropping_the_client_ends_the_driver_and_the_process_smol() {
-    dropping_the_client(true);
+    dropping_the_client(Runner::Smol);
 }
 
 #[cfg(target_os = "linux")]
 #[test]
 fn dropping_the_client_ends_the_driver_and_the_process_bare() {
-    dropping_the_client(false);
+    dropping_the_client(Runner::Bare);
 }
 
 /// The example server stays up on stdin EOF but not on `SIGTERM`, sent half-way
@@ -420,43 +393,15 @@ fn dropping_the_driver_kills_the_server_and_fails_calls() {
     assert_eq!(e.kind(), "driver-gone");
     let shutdown = future::block_on(client.close());
     assert_eq!(shutdown.status, None);
-    let _ = pid;
-    #[cfg(target_os = "linux")]
-    {
-        // Killed on drop, then reaped by async-process in the background.
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while process_exists(pid) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        assert!(!process_exists(pid), "server {pid} still exists");
-    }
+    // Killed on drop, then reaped by async-process in the background.
+    assert_gone_soon(pid);
 }
 
 #[test]
 fn calls_in_flight_or_queued_fail_when_the_driver_is_dropped() {
     let (client, driver) =
         mcp_smol::connect_stdio(server(&[]), config(EraMode::Auto)).expect("connect");
-    let mut driver = Box::pin(driver);
-    let mut in_flight = Box::pin(client.call_tool("hang", json!({})));
-    future::block_on(bounded(future::or(
-        async {
-            let _ = driver.as_mut().await;
-            panic!("the driver ended");
-        },
-        async {
-            client.connected().await.expect("connected");
-            assert!(future::poll_once(&mut in_flight).await.is_none());
-            async_io::Timer::after(Duration::from_millis(100)).await;
-        },
-    )));
-    // This one's command waits in the channel: the driver never takes it.
-    let mut queued = Box::pin(client.list_tools());
-    assert!(future::block_on(future::poll_once(&mut queued)).is_none());
-    drop(driver);
-    for e in [
-        future::block_on(bounded(in_flight)).expect_err("no driver"),
-        future::block_on(bounded(queued)).expect_err("no driver"),
-    ] {
+    for e in calls_when_dropped(&client, Box::pin(driver)) {
         assert!(matches!(e, Error::DriverGone), "{e:?}");
     }
 }
@@ -464,7 +409,7 @@ fn calls_in_flight_or_queued_fail_when_the_driver_is_dropped() {
 #[test]
 fn modern_mode_refuses_a_legacy_server_with_its_stderr() {
     let command = server(&["--era", "legacy", "--stderr", "hello from the server"]);
-    let driven = run_bare(command, config(EraMode::Modern), |client, _| async move {
+    let driven = Runner::Bare.run_stdio(command, config(EraMode::Modern), |client, _| async move {
         let e = client.connected().await.expect_err("legacy server");
         assert!(
             matches!(
@@ -498,7 +443,7 @@ fn the_child_sees_only_the_named_environment() {
         .pass_env("HOME")
         .pass_env("MCP_SMOL_TEST_SURELY_UNSET")
         .env("MCP_SMOL_SET", "1");
-    let driven = run_bare(command, config(EraMode::Auto), |client, _| async move {
+    let driven = Runner::Bare.run_stdio(command, config(EraMode::Auto), |client, _| async move {
         client.connected().await.expect("connected");
         let shutdown = client.close().await;
         assert!(!shutdown.killed);
@@ -532,7 +477,7 @@ fn a_missing_program_is_a_spawn_error() {
 #[test]
 fn a_server_that_dies_fails_the_calls_in_flight() {
     // `--exit-on-probe` in Modern mode: the process exit during the probe is fatal.
-    let driven = run_bare(
+    let driven = Runner::Bare.run_stdio(
         server(&["--exit-on-probe"]),
         config(EraMode::Modern),
         |client, _| async move {
@@ -624,7 +569,7 @@ fn a_transcript_of_the_run_replays() {
             });
         let connected =
             mcp_smol::connect_stdio_with(server(&[]), config(mode), options).expect("connect");
-        common::run_bare(connected, |client, _| async move {
+        let driven = Runner::Bare.run(connected, |client, _| async move {
             client
                 .call_tool("add", json!({"a": 2, "b": 3}))
                 .await
@@ -634,8 +579,8 @@ fn a_transcript_of_the_run_replays() {
                 .await
                 .expect("confirm");
             client.close().await;
-        })
-        .expect("clean end");
+        });
+        driven.expect("clean end");
         let text = text.lock().unwrap();
         assert!(text.starts_with(r#"{"transcript":"#), "{text}");
         assert!(text.contains("InputRequested"), "{text}");
@@ -654,7 +599,7 @@ fn queued_input_is_answered_by_another_task_in_both_eras() {
     for mode in [EraMode::Auto, EraMode::Legacy] {
         let options = Options::new().queue_input_requests();
         let connected = mcp_smol::connect_stdio_with(server(&[]), config(mode), options).unwrap();
-        let outcome = common::run_smol(connected, move |client: Client, spawn: Spawn| async move {
+        let outcome = Runner::Smol.run(connected, move |client: Client, spawn: Spawn| async move {
             let answering = client.clone();
             let answered = spawn(Box::pin(async move {
                 let asked = answering.next_input_request().await.expect("a request");
@@ -697,7 +642,7 @@ fn a_queued_request_of_a_dropped_call_is_void() {
     let options = Options::new().queue_input_requests();
     let connected =
         mcp_smol::connect_stdio_with(server(&[]), config(EraMode::Auto), options).unwrap();
-    common::run_bare(connected, |client: Client, _spawn: Spawn| async move {
+    let driven = Runner::Bare.run(connected, |client: Client, _spawn: Spawn| async move {
         let asked = {
             let confirm = client.call_tool("confirm", json!({}));
             future::or(async { client.next_input_request().await }, async {
@@ -711,8 +656,8 @@ fn a_queued_request_of_a_dropped_call_is_void() {
         let late = client.respond(asked.input, InputAnswer::decline()).await;
         assert!(matches!(late, Err(Error::Misuse(_))), "{late:?}");
         client.close().await;
-    })
-    .expect("driver ends cleanly");
+    });
+    driven.expect("driver ends cleanly");
 }
 
 /// A server that exits on the probe and whose command is gone when it is started again:
@@ -726,7 +671,7 @@ fn a_restart_that_cannot_spawn_reports_no_process() {
     let script = dir.join("server-once.sh");
     let text = format!(
         "#!/bin/sh\nrm -f -- \"$0\"\nexec '{}' --exit-on-probe\n",
-        server_path().display()
+        common::server_path().display()
     );
     // Written by a child process: a file this multi-threaded process held open for
     // writing could be inherited by a child another test forks meanwhile, and starting it
