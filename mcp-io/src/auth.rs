@@ -85,13 +85,8 @@ impl std::fmt::Debug for CallbackShown<'_> {
             None => (before, None),
         };
         write!(f, "\"{base}")?;
-        for (i, pair) in query.into_iter().flat_map(|q| q.split('&')).enumerate() {
-            let sep = if i == 0 { '?' } else { '&' };
-            // A part without `=` may be a secret itself.
-            match pair.split_once('=') {
-                Some((name, _)) => write!(f, "{sep}{name}={REDACTED}")?,
-                None => write!(f, "{sep}{REDACTED}")?,
-            }
+        if let Some(query) = query {
+            mcp_proto::http::secret::write_hidden_query(f, query, REDACTED)?;
         }
         if fragment {
             write!(f, "#{REDACTED}")?;

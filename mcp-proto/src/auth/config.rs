@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::credentials::Credentials;
+use crate::http::secret::REDACTED;
 use crate::version::ProtocolVersion;
 
 /// Who the client is to the authorization server.
@@ -52,7 +53,7 @@ impl fmt::Debug for ClientIdentity {
             } => f
                 .debug_struct("PreRegistered")
                 .field("client_id", client_id)
-                .field("client_secret", &"<redacted>")
+                .field("client_secret", &REDACTED)
                 .field("issuer", issuer)
                 .finish(),
             ClientIdentity::Cimd { url } => f.debug_struct("Cimd").field("url", url).finish(),
@@ -99,7 +100,7 @@ impl fmt::Debug for Grant {
         match self {
             Grant::AuthorizationCode => f.write_str("AuthorizationCode"),
             Grant::ClientCredentials => f.write_str("ClientCredentials"),
-            Grant::JwtBearer { .. } => f.write_str("JwtBearer(<redacted>)"),
+            Grant::JwtBearer { .. } => write!(f, "JwtBearer({REDACTED})"),
             Grant::EnterpriseManaged {
                 idp_token_endpoint,
                 idp_client_id,

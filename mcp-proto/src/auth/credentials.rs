@@ -6,6 +6,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::http::secret::redacted;
+
 /// The client as one authorization server knows it.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClientRegistration {
@@ -28,10 +30,7 @@ impl fmt::Debug for ClientRegistration {
         f.debug_struct("ClientRegistration")
             .field("issuer", &self.issuer)
             .field("client_id", &self.client_id)
-            .field(
-                "client_secret",
-                &self.client_secret.as_ref().map(|_| "<redacted>"),
-            )
+            .field("client_secret", &redacted(&self.client_secret))
             .field("auth_method", &self.auth_method)
             .field("source", &self.source)
             .finish()
@@ -85,17 +84,16 @@ fn bearer() -> String {
 
 impl fmt::Debug for Credentials {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let secret = |s: &Option<String>| s.as_ref().map(|_| "<redacted>");
         f.debug_struct("Credentials")
             .field("server_url", &self.server_url)
             .field("resource", &self.resource)
             .field("issuer", &self.issuer)
             .field("client", &self.client)
-            .field("access_token", &secret(&self.access_token))
+            .field("access_token", &redacted(&self.access_token))
             .field("token_type", &self.token_type)
             .field("expires_at", &self.expires_at)
             .field("obtained_at", &self.obtained_at)
-            .field("refresh_token", &secret(&self.refresh_token))
+            .field("refresh_token", &redacted(&self.refresh_token))
             .field("requested_scope", &self.requested_scope)
             .field("granted_scope", &self.granted_scope)
             .field("revocation_endpoint", &self.revocation_endpoint)

@@ -230,7 +230,7 @@ pub struct Pkce {
 impl std::fmt::Debug for Pkce {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Pkce")
-            .field("verifier", &"<redacted>")
+            .field("verifier", &crate::http::secret::REDACTED)
             .field("challenge", &self.challenge)
             .finish()
     }

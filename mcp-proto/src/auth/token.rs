@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 
 use super::form::encode_into;
 use super::metadata::{FieldError, JsonObject, clip};
+use crate::http::secret::{REDACTED, redacted};
 
 /// Longest part of an error description (and of an error code) that `Display` shows.
 const DISPLAY_CLIP_BYTES: usize = 256;
@@ -46,14 +47,11 @@ pub struct TokenResponse {
 impl fmt::Debug for TokenResponse {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TokenResponse")
-            .field("access_token", &"<redacted>")
+            .field("access_token", &REDACTED)
             .field("token_type", &self.token_type)
             .field("expires_in", &self.expires_in)
             .field("ignored_expires_in", &self.ignored_expires_in)
-            .field(
-                "refresh_token",
-                &self.refresh_token.as_ref().map(|_| "<redacted>"),
-            )
+            .field("refresh_token", &redacted(&self.refresh_token))
             .field("scope", &self.scope)
             .finish()
     }
@@ -295,10 +293,7 @@ impl fmt::Debug for Registration {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Registration")
             .field("client_id", &self.client_id)
-            .field(
-                "client_secret",
-                &self.client_secret.as_ref().map(|_| "<redacted>"),
-            )
+            .field("client_secret", &redacted(&self.client_secret))
             .field(
                 "token_endpoint_auth_method",
                 &self.token_endpoint_auth_method,

@@ -44,7 +44,10 @@ impl std::fmt::Debug for Client {
                 "server",
                 &self.server().and_then(|s| s.server_info.as_ref()),
             )
-            .field("session_id", &self.session_id().map(|_| "<redacted>"))
+            .field(
+                "session_id",
+                &crate::http::secret::redacted(&self.session_id()),
+            )
             .field("recording", &self.recorder.is_some())
             .finish_non_exhaustive()
     }

@@ -5,6 +5,75 @@
 //! whitespace ignored) is one of [`SECRET_HEADERS`] or contains one of
 //! [`SECRET_HEADER_PARTS`], unless it is one of [`CHALLENGE_HEADERS`]; a name longer than
 //! [`MAX_CHECKED_NAME`] bytes counts as one.
+//!
+//! `Debug` output shows a credential as [`REDACTED`], through [`redacted`] (a field that
+//! may hold one), [`shown_header_value`] (a header's value) and [`write_hidden_query`]
+//! (a URL's query values).
+
+use std::borrow::Cow;
+use std::fmt;
+
+/// What `Debug` output shows in place of a credential.
+pub const REDACTED: &str = "<redacted>";
+
+/// [`REDACTED`] when the secret is set, `None` when not: for a `Debug` field.
+///
+/// ```
+/// use mcp_proto::http::secret::redacted;
+///
+/// assert_eq!(format!("{:?}", redacted(&Some("Bearer abc"))), r#"Some("<redacted>")"#);
+/// assert_eq!(redacted::<String>(&None), None);
+/// ```
+#[must_use]
+pub fn redacted<T>(secret: &Option<T>) -> Option<&'static str> {
+    secret.as_ref().map(|_| REDACTED)
+}
+
+/// A header's value as `Debug` output shows it: [`REDACTED`] when the header carries a
+/// credential by its name ([`is_credential_header`]), else the value (invalid UTF-8
+/// replaced).
+///
+/// ```
+/// use mcp_proto::http::secret::shown_header_value;
+///
+/// assert_eq!(shown_header_value(b"Authorization", b"Bearer abc"), "<redacted>");
+/// assert_eq!(shown_header_value(b"Content-Type", b"text/plain"), "text/plain");
+/// ```
+#[must_use]
+pub fn shown_header_value<'v>(name: &[u8], value: &'v [u8]) -> Cow<'v, str> {
+    if is_credential_header(name) {
+        Cow::Borrowed(REDACTED)
+    } else {
+        String::from_utf8_lossy(value)
+    }
+}
+
+/// Writes a URL's `query` (what follows its `?`) for `Debug` output: `?`, then each
+/// parameter's name with `=` and `stand_in` for its value, `&` between them. A part
+/// without `=` is replaced whole: it may be a token itself (`?ghp_…`).
+///
+/// ```
+/// use mcp_proto::http::secret::{REDACTED, write_hidden_query};
+///
+/// let mut shown = String::from("/mcp");
+/// write_hidden_query(&mut shown, "api_key=k&page=2&sk_live_1", REDACTED).unwrap();
+/// assert_eq!(shown, "/mcp?api_key=<redacted>&page=<redacted>&<redacted>");
+/// ```
+///
+/// # Errors
+///
+/// When `out` fails to take the text.
+pub fn write_hidden_query(out: &mut impl fmt::Write, query: &str, stand_in: &str) -> fmt::Result {
+    for (i, pair) in query.split('&').enumerate() {
+        out.write_char(if i == 0 { '?' } else { '&' })?;
+        if let Some((name, _)) = pair.split_once('=') {
+            out.write_str(name)?;
+            out.write_char('=')?;
+        }
+        out.write_str(stand_in)?;
+    }
+    Ok(())
+}
 
 /// Header names (lowercase) whose values are credentials.
 pub const SECRET_HEADERS: &[&str] = &[

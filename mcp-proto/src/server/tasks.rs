@@ -382,7 +382,7 @@ impl std::fmt::Debug for TaskStore {
             .field("tasks", &self.tasks)
             .field("next", &self.next)
             .field("scopes", &self.scopes)
-            .field("key", &self.key.as_ref().map(|_| "<redacted>"))
+            .field("key", &crate::http::secret::redacted(&self.key))
             .field("epoch_unix_ms", &self.epoch_unix_ms)
             .field("waits", &self.waits)
             .finish()

@@ -74,7 +74,7 @@ use super::{
 };
 use crate::auth::{AuthConfig, Authorizer};
 use crate::http::xmcp::ParamHeader;
-use crate::http::{EndpointUrl, HttpLimits};
+use crate::http::{EndpointUrl, HttpLimits, secret};
 use crate::sse::SseLimits;
 use crate::version::Era;
 
@@ -161,10 +161,7 @@ impl std::fmt::Debug for HttpConfig {
             .field("max_busy_retries", &self.max_busy_retries)
             .field("max_retry_after", &self.max_retry_after)
             .field("open_get_stream", &self.open_get_stream)
-            .field(
-                "authorization",
-                &self.authorization.as_ref().map(|_| "<redacted>"),
-            )
+            .field("authorization", &secret::redacted(&self.authorization))
             .field("user_agent", &self.user_agent)
             .field(
                 "headers",
@@ -187,14 +184,7 @@ impl std::fmt::Debug for UrlShown<'_> {
         let url = self.0;
         write!(f, "\"{}{}", url.origin(), url.path())?;
         if let Some(query) = url.query() {
-            for (i, pair) in query.split('&').enumerate() {
-                let sep = if i == 0 { '?' } else { '&' };
-                match pair.split_once('=') {
-                    Some((name, _)) => write!(f, "{sep}{name}=<redacted>")?,
-                    // A bare part may be a token itself (`?sk_live_…`).
-                    None => write!(f, "{sep}<redacted>")?,
-                }
-            }
+            secret::write_hidden_query(f, query, secret::REDACTED)?;
         }
         f.write_str("\"")
     }

@@ -214,31 +214,16 @@ impl Eq for HttpRequest {}
 /// parameters are `<redacted>`.
 impl std::fmt::Debug for HttpRequest {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use crate::http::secret::{REDACTED, shown_header_value, write_hidden_query};
         let headers: Vec<_> = self
             .headers()
-            .map(|(n, v)| {
-                if crate::http::secret::is_credential_header(n.as_bytes()) {
-                    (n, std::borrow::Cow::Borrowed("<redacted>"))
-                } else {
-                    (n, String::from_utf8_lossy(v))
-                }
-            })
+            .map(|(n, v)| (n, shown_header_value(n.as_bytes(), v)))
             .collect();
         let target = match self.target().split_once('?') {
             None => self.target().to_owned(),
             Some((path, query)) => {
                 let mut shown = path.to_owned();
-                for (i, pair) in query.split('&').enumerate() {
-                    shown.push(if i == 0 { '?' } else { '&' });
-                    // A part without `=` may be a token itself (`?ghp_…`).
-                    match pair.split_once('=') {
-                        Some((name, _)) => {
-                            shown.push_str(name);
-                            shown.push_str("=<redacted>");
-                        }
-                        None => shown.push_str("<redacted>"),
-                    }
-                }
+                write_hidden_query(&mut shown, query, REDACTED)?;
                 shown
             }
         };

@@ -33,11 +33,7 @@ impl std::fmt::Debug for HttpResponse {
             .headers
             .iter()
             .map(|(n, v)| {
-                let v = if crate::http::secret::is_credential_header(n.as_bytes()) {
-                    "<redacted>"
-                } else {
-                    v.as_ref()
-                };
+                let v = crate::http::secret::shown_header_value(n.as_bytes(), v.as_bytes());
                 (n.as_ref(), v)
             })
             .collect();
