@@ -123,7 +123,6 @@ impl Default for EventStoreLimits {
 }
 
 /// One stream's log.
-#[derive(Debug)]
 struct Log {
     session: String,
     /// Kept events, by sequence number, oldest first.
@@ -144,7 +143,6 @@ impl Log {
 
 /// A bounded [`EventStore`] in memory: events per stream, bytes in all and streams are
 /// each bounded ([`EventStoreLimits`]), the oldest evicted first.
-#[derive(Debug)]
 pub struct MemoryEventStore {
     limits: EventStoreLimits,
     logs: BTreeMap<u64, Log>,
@@ -161,6 +159,19 @@ pub struct MemoryEventStore {
     held: usize,
     bytes: usize,
     appends: u64,
+}
+
+/// Bounds and counts only: the logs hold session ids (credentials of their clients) and
+/// what the server sent them.
+impl std::fmt::Debug for MemoryEventStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryEventStore")
+            .field("limits", &self.limits)
+            .field("streams", &self.logs.len())
+            .field("events", &self.held)
+            .field("bytes", &self.bytes)
+            .finish_non_exhaustive()
+    }
 }
 
 impl MemoryEventStore {
@@ -377,6 +388,20 @@ mod tests {
             session: session.to_owned(),
             number,
         }
+    }
+
+    #[test]
+    fn debug_shows_counts_not_sessions_or_events() {
+        let mut store = MemoryEventStore::new(EventStoreLimits::default());
+        store
+            .append(&stream("sess-secret-7", 1), b"{\"private\":\"payload\"}")
+            .unwrap();
+        let shown = format!("{store:?}");
+        assert!(
+            !shown.contains("sess-secret-7") && !shown.contains("payload"),
+            "{shown}"
+        );
+        assert!(shown.contains("streams: 1, events: 1"), "{shown}");
     }
 
     #[test]

@@ -286,12 +286,24 @@ pub trait SessionStore: std::fmt::Debug + Send {
 /// endpoint. The ids of the last `capacity` sessions removed are kept for this, the
 /// oldest forgotten first (the store has no clock; session ids are never issued twice,
 /// so keeping one longer refuses nothing that could be saved rightly).
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct MemorySessionStore {
     inner: Arc<Mutex<MemorySessions>>,
 }
 
-#[derive(Debug)]
+/// Counts only: a session id is a credential of its client (it is redacted from wire
+/// logs as such), and a record holds what its client negotiated.
+impl std::fmt::Debug for MemorySessionStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let inner = self.lock();
+        f.debug_struct("MemorySessionStore")
+            .field("sessions", &inner.records.len())
+            .field("capacity", &inner.capacity)
+            .field("ended", &inner.ended.len())
+            .finish_non_exhaustive()
+    }
+}
+
 struct MemorySessions {
     records: BTreeMap<String, Held>,
     /// The ids of `records` in the order a full store evicts them when none is idle:
@@ -349,7 +361,6 @@ impl MemorySessionStore {
 }
 
 /// A record held by a [`MemorySessionStore`].
-#[derive(Debug)]
 struct Held {
     /// The store's save counter when it was last saved.
     saved: u64,
@@ -542,6 +553,18 @@ mod tests {
             principal: Some("alice".into()),
             last_use: None,
         }
+    }
+
+    #[test]
+    fn debug_shows_counts_not_session_ids_or_records() {
+        let mut store = MemorySessionStore::new(8);
+        store.save("sess-secret-7", &record()).unwrap();
+        let shown = format!("{store:?}");
+        assert!(
+            !shown.contains("sess-secret-7") && !shown.contains("alice"),
+            "{shown}"
+        );
+        assert!(shown.contains("sessions: 1, capacity: 8"), "{shown}");
     }
 
     #[test]
