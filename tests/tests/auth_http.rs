@@ -147,6 +147,9 @@ struct State {
     drop_call_streams: bool,
     /// The JSON-RPC id of the last `tools/call` whose stream dropped.
     dropped_call: Value,
+    /// Answers to the next `GET`s to the MCP endpoint (status, `WWW-Authenticate`),
+    /// given once the token is accepted (legacy).
+    refuse_gets: VecDeque<(u16, String)>,
 }
 
 fn rpc_result(req: &Seen, result: Value) -> Reply {
@@ -295,6 +298,11 @@ impl State {
     /// What a 2025-11-25 server answers that a 2026 one does not: `None` for the
     /// requests both answer alike.
     fn legacy_mcp(&mut self, req: &Seen) -> Option<Reply> {
+        if req.method == "GET"
+            && let Some((status, challenge)) = self.refuse_gets.pop_front()
+        {
+            return Some(refusal(status, &challenge));
+        }
         match req.method.as_str() {
             "DELETE" => return Some(Reply::with_body(200, &[], "")),
             "GET" if req.header("last-event-id") == Some("e1") => {
@@ -1900,4 +1908,88 @@ fn a_failed_refresh_fails_each_waiting_call_once_with_the_same_error() {
     }
     assert_eq!(net.token_requests().len(), 2, "one refresh for the three");
     assert_eq!(net.mcp_requests("tools/call").len(), 0);
+}
+
+/// A `403 insufficient_scope` answering a `GET` that resumes a call's stream failed the
+/// call ("resuming the event stream failed"), where the same answer to a `POST` starts
+/// a step-up. It now starts the step-up too (the person is asked for the scopes held
+/// and the one challenged), and the stream resumes once, with the new token.
+#[test]
+fn a_resumption_refused_for_scope_steps_up_and_resumes() {
+    let mut net = legacy_net(3600);
+    {
+        let mut s = net.state.borrow_mut();
+        s.drop_call_streams = true;
+        s.refuse_gets.push_back((
+            403,
+            r#"Bearer error="insufficient_scope", scope="mcp:read mcp:stream""#.to_owned(),
+        ));
+    }
+    let call = net.client.call(net.now, tool()).expect("call");
+    net.settle();
+    let before = net.seen.len();
+    net.run_until(|n| n.approval_urls().len() == 2 || n.completion(call).is_some());
+    assert!(net.completion(call).is_none(), "{:?}", net.completion(call));
+    let url = net.approval_urls().pop().unwrap();
+    let params = parse_pairs(url.split_once('?').unwrap().1).unwrap();
+    let scope = params
+        .iter()
+        .find(|(k, _)| k == "scope")
+        .map(|(_, v)| v.as_str());
+    assert_eq!(scope, Some("mcp:read mcp:write mcp:stream"));
+    net.approve().expect("callback");
+    net.run_until(|n| n.completion(call).is_some());
+    let out = net.completion(call).unwrap().expect("the resumed answer");
+    assert_eq!(text(&out), "resumed");
+    assert_eq!(
+        mcp_tokens_since(&net, before),
+        ["GET Bearer at-1", "GET Bearer at-2"],
+        "{:?}",
+        requests_since(&net, before)
+    );
+    assert_eq!(net.mcp_requests("tools/call").len(), 1, "sent once");
+    net.assert_tokens_only_to_the_mcp_server();
+}
+
+/// The session's own `GET` stream refused with `403 insufficient_scope` was opened again
+/// with the same token, to the same refusal, until the client stopped listening. It
+/// now starts a step-up and reopens once, with the new token; refused again after
+/// that, the stream is given up (no second step-up).
+#[test]
+fn a_get_stream_refused_for_scope_steps_up_and_reopens() {
+    let mut net = legacy_net(3600);
+    let challenge = r#"Bearer error="insufficient_scope", scope="mcp:stream""#.to_owned();
+    net.state
+        .borrow_mut()
+        .refuse_gets
+        .push_back((403, challenge.clone()));
+    let before = net.seen.len();
+    net.end_get_streams();
+    net.run_until(|n| n.approval_urls().len() == 2);
+    net.approve().expect("callback");
+    net.settle();
+    assert_eq!(
+        mcp_tokens_since(&net, before),
+        ["GET Bearer at-1", "GET Bearer at-2"],
+        "{:?}",
+        requests_since(&net, before)
+    );
+
+    // Refused again for a scope the new token holds: no step-up can help; the stream
+    // is given up rather than reopened to the same refusal, and nobody is asked again.
+    net.state
+        .borrow_mut()
+        .refuse_gets
+        .push_back((403, challenge));
+    let before = net.seen.len();
+    net.end_get_streams();
+    net.settle();
+    for _ in 0..10 {
+        net.now += Duration::from_secs(60);
+        net.client.handle_timeout(net.now);
+        net.settle();
+    }
+    let gets = mcp_tokens_since(&net, before);
+    assert_eq!(gets, ["GET Bearer at-2"], "{gets:?}");
+    assert_eq!(net.approval_urls().len(), 2);
 }

@@ -10,6 +10,7 @@ use crate::Instant;
 
 use super::{GetStream, HttpLink};
 use crate::auth::AuthError;
+use crate::auth::challenge::bearer_challenge;
 use crate::client::PeerError;
 use crate::client::session::request::repeatable_method;
 use crate::client::transmit::{TransportFailure, TransportFailureKind};
@@ -823,7 +824,9 @@ impl HttpLink {
         {
             return;
         }
-        if status == Some(401) && self.get_refused(now, &x) {
+        if let Some(code @ (401 | 403)) = status
+            && self.get_refused(now, &x, code)
+        {
             return;
         }
         let challenge = x
@@ -867,9 +870,9 @@ impl HttpLink {
             }
             Purpose::Get { owed, attempt } => {
                 if owed.is_empty() {
-                    // The server's own stream: 405 means it has none; a 401 to the token
-                    // a flow obtained for it, that it takes none.
-                    let refused = status == Some(401) && x.after_refusal;
+                    // The server's own stream: 405 means it has none; a 401 (or 403)
+                    // to the token a flow obtained for it, that it takes none.
+                    let refused = matches!(status, Some(401 | 403)) && x.after_refusal;
                     if status == Some(405)
                         || refused
                         || attempt + 1 >= self.config.max_resume_attempts
@@ -1049,12 +1052,14 @@ impl HttpLink {
         self.open_get(now, PendingResume { owed, ..r });
     }
 
-    /// A `GET` (the session's stream, a resumption) refused with `401`: it waits for the
-    /// flow its refusal starts (or joins; none for a refusal of an older token than the
-    /// one now held), then opens again, as a refused message is sent again. False, and
-    /// the refusal stands, without authorization, for a `GET` already sent again after
-    /// a flow (the server takes nothing it obtains: no loop), or out of attempts.
-    fn get_refused(&mut self, now: Instant, x: &Exchange) -> bool {
+    /// A `GET` (the session's stream, a resumption) refused with `401`, or with `403`
+    /// asking for more scope (`insufficient_scope`): it waits for the flow its refusal
+    /// starts (a refresh or an authorization, a step-up; or joins the one running; none
+    /// for a refusal of an older token than the one now held), then opens again, as a
+    /// refused message is sent again. False, and the refusal stands, without
+    /// authorization, for another `403`, for a `GET` already sent again after a flow
+    /// (the server takes nothing it obtains: no loop), or out of attempts.
+    fn get_refused(&mut self, now: Instant, x: &Exchange, status: u16) -> bool {
         let Purpose::Get { owed, attempt } = &x.purpose else {
             return false;
         };
@@ -1062,6 +1067,17 @@ impl HttpLink {
             return false;
         };
         if x.after_refusal || attempt + 1 >= self.config.max_resume_attempts {
+            return false;
+        }
+        let challenges: Vec<&str> = x
+            .head
+            .as_ref()
+            .map(|h| h.header_all("www-authenticate").collect())
+            .unwrap_or_default();
+        if status == 403
+            && !bearer_challenge(challenges.iter().copied())
+                .is_some_and(|c| c.is_insufficient_scope())
+        {
             return false;
         }
         let pending = PendingResume {
@@ -1077,21 +1093,22 @@ impl HttpLink {
             self.reopen(now, pending);
             return true;
         }
-        let challenges: Vec<&str> = x
-            .head
-            .as_ref()
-            .map(|h| h.header_all("www-authenticate").collect())
-            .unwrap_or_default();
-        auth.handle_unauthorized(now, challenges);
+        if status == 401 {
+            auth.handle_unauthorized(now, challenges);
+        } else if !auth.handle_insufficient_scope(now, challenges) {
+            return false;
+        }
         self.waiting_gets.push(pending);
         self.drive_auth(now);
         true
     }
 
-    /// A `GET` that waited for an authorization flow that failed. With a token still
-    /// usable it opens all the same; without, a resumption fails its calls with the
-    /// flow's error, and the session's own stream is tried again later, as after a
-    /// failed attempt (a bounded number of times).
+    /// A `GET` that waited for an authorization flow that failed. One that only waited,
+    /// with a token still usable, opens all the same. Otherwise (no token left, or it was
+    /// refused for want of scope and the step-up failed) a resumption fails its calls
+    /// with the flow's error; the session's own stream is given up when the token it
+    /// was refused stays, and otherwise tried again later, as after a failed attempt (a
+    /// bounded number of times).
     pub(super) fn get_after_failed_auth(
         &mut self,
         now: Instant,
@@ -1099,7 +1116,7 @@ impl HttpLink {
         usable: bool,
         error: &AuthError,
     ) {
-        if usable {
+        if usable && !r.after_refusal {
             return self.reopen(now, r);
         }
         if !r.owed.is_empty() {
@@ -1112,6 +1129,12 @@ impl HttpLink {
             return;
         }
         if self.get_stream != GetStream::Active {
+            return;
+        }
+        if usable {
+            // Refused for scope with the token still held: a step-up that failed
+            // (declined, or a scope the server cannot grant) would fail again.
+            self.get_stream = GetStream::Unavailable;
             return;
         }
         let attempt = r.attempt + 1;
