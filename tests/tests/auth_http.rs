@@ -150,6 +150,9 @@ struct State {
     /// Answers to the next `GET`s to the MCP endpoint (status, `WWW-Authenticate`),
     /// given once the token is accepted (legacy).
     refuse_gets: VecDeque<(u16, String)>,
+    /// The MCP server speaks only the 2024-11-05 HTTP+SSE transport (legacy): a `POST`
+    /// of `initialize` draws `405`.
+    sse2024: bool,
 }
 
 fn rpc_result(req: &Seen, result: Value) -> Reply {
@@ -303,6 +306,9 @@ impl State {
         {
             return Some(refusal(status, &challenge));
         }
+        if self.sse2024 && req.method == "POST" && req.rpc_method() == "initialize" {
+            return Some(Reply::json(405, &json!({})));
+        }
         match req.method.as_str() {
             "DELETE" => return Some(Reply::with_body(200, &[], "")),
             "GET" if req.header("last-event-id") == Some("e1") => {
@@ -358,6 +364,9 @@ struct Net {
     /// `held_back` until [`Net::release`].
     hold_call: Option<usize>,
     held_back: Vec<(ConnId, Reply)>,
+    /// The JSON-RPC method whose answers (to the MCP endpoint) are kept in `held_back`
+    /// until [`Net::release`].
+    hold_method: Option<&'static str>,
     /// The connections that carried a `GET` to the MCP endpoint.
     get_conns: Vec<ConnId>,
 }
@@ -405,6 +414,7 @@ impl Net {
             silent: Vec::new(),
             hold_call: None,
             held_back: Vec::new(),
+            hold_method: None,
             get_conns: Vec::new(),
         }
     }
@@ -449,8 +459,11 @@ impl Net {
                     }
                     let reply = self.state.borrow_mut().answer(&seen);
                     let call = seen.is_mcp() && seen.rpc_method() == "tools/call";
+                    let held =
+                        seen.is_mcp() && self.hold_method.is_some_and(|m| seen.rpc_method() == m);
                     self.seen.push(seen);
-                    if call && self.hold_call == Some(self.mcp_requests("tools/call").len()) {
+                    if held || call && self.hold_call == Some(self.mcp_requests("tools/call").len())
+                    {
                         self.held_back.push((conn, reply));
                         continue;
                     }
@@ -1992,4 +2005,46 @@ fn a_get_stream_refused_for_scope_steps_up_and_reopens() {
     let gets = mcp_tokens_since(&net, before);
     assert_eq!(gets, ["GET Bearer at-2"], "{gets:?}");
     assert_eq!(net.approval_urls().len(), 2);
+}
+
+/// A session on the 2024-11-05 HTTP+SSE transport: its stream's `GET` opens when the
+/// `initialize` `POST` draws `405`. When the token expired meanwhile (the answer came
+/// late), the `GET` went with the expired token; it now waits for a refresh and goes
+/// once with the new token.
+#[test]
+fn the_http_sse_stream_refreshes_an_expired_token_first() {
+    let config = ClientConfig::new("auth-http", "1.0").accept_pre_2025_06_versions();
+    let mut net = Net::with_config(auth_config(), config);
+    {
+        let mut s = net.state.borrow_mut();
+        s.legacy = true;
+        s.sse2024 = true;
+        // Known expired 15 s on.
+        s.expires_in = Some(json!(20));
+    }
+    net.hold_method = Some("initialize");
+    net.run_until(|n| !n.approval_urls().is_empty());
+    net.approve().expect("callback");
+    net.run_until(|n| !n.held_back.is_empty());
+    assert_eq!(
+        net.mcp_requests("initialize")[0].header("authorization"),
+        Some("Bearer at-1")
+    );
+    net.now += Duration::from_secs(16);
+    let before = net.seen.len();
+    net.hold_method = None;
+    net.release();
+    let gets: Vec<String> = mcp_tokens_since(&net, before);
+    assert_eq!(
+        gets,
+        ["GET Bearer at-2"],
+        "{:?}",
+        requests_since(&net, before)
+    );
+    assert_eq!(
+        requests_since(&net, before)[0],
+        format!("POST {AS}/token"),
+        "refreshed first"
+    );
+    net.assert_tokens_only_to_the_mcp_server();
 }

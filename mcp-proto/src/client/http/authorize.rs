@@ -15,7 +15,8 @@
 //! to be expired waits the same way for the refresh it starts
 //! ([`Authorizer::refresh_before_request`]), and goes once, with the new token: every
 //! request to the MCP server, a message's `POST`, the session's `GET` stream, a `GET`
-//! resuming a stream after `Last-Event-ID`, and the `DELETE` that ends a session.
+//! resuming a stream after `Last-Event-ID`, the 2024-11-05 transport's stream `GET`,
+//! and the `DELETE` that ends a session.
 
 use std::sync::Arc;
 
@@ -240,6 +241,7 @@ impl HttpLink {
                 if let Some(version) = self.waiting_delete.take() {
                     self.send_delete(version);
                 }
+                self.sse_stream_after_auth(now, Ok(()));
             }
             AuthEvent::Failed(e) => {
                 self.client.resume_after_approval(now);
@@ -280,6 +282,7 @@ impl HttpLink {
         for get in std::mem::take(&mut self.waiting_gets) {
             self.get_after_failed_auth(now, get, usable, e);
         }
+        self.sse_stream_after_auth(now, Err((e, usable)));
         // The session still ends at the server when it takes what the client holds.
         if let Some(version) = self.waiting_delete.take() {
             self.write_delete(version);

@@ -33,6 +33,7 @@
 use std::collections::VecDeque;
 
 use crate::Instant;
+use crate::auth::AuthError;
 
 use super::HttpLink;
 use super::exchange::Purpose;
@@ -115,6 +116,9 @@ pub(super) struct HttpSse {
     pub(super) deadline: Option<Instant>,
     pub(super) waited_since: Instant,
     pub(super) waiting: VecDeque<Outgoing>,
+    /// The stream's `GET` waits for the authorization flow (the refresh of a token known
+    /// to be expired, or a flow already running) before it goes.
+    pub(super) awaits_authorization: bool,
 }
 
 /// Resolves the `endpoint` event's data against the server URL and checks it stays on
@@ -270,13 +274,27 @@ impl HttpLink {
             deadline: self.client.handshake_deadline(),
             waited_since: now,
             waiting: VecDeque::new(),
+            awaits_authorization: false,
         });
-        self.open_sse_stream();
+        self.open_sse_stream(now);
         true
     }
 
-    /// The GET that opens the old transport's stream.
-    fn open_sse_stream(&mut self) {
+    /// The GET that opens the old transport's stream. As every request to the MCP
+    /// server, it waits for a refresh when the token is known to be expired (or for the
+    /// flow that runs) and goes once with the new token
+    /// ([`HttpLink::sse_stream_after_auth`]).
+    pub(super) fn open_sse_stream(&mut self, now: Instant) {
+        if let Some(refreshing) = self.auth_wait(now) {
+            if let Some(sse) = &mut self.sse {
+                sse.awaits_authorization = true;
+            }
+            if refreshing {
+                self.client.handshake_waits_on_authorization();
+                self.drive_auth(now);
+            }
+            return;
+        }
         let url = self.config.url.clone();
         let mut bytes = Vec::new();
         let managed = super::outgoing::auth_headers(&mut self.auth, self.now, "GET", &url);
@@ -291,6 +309,26 @@ impl HttpLink {
         let x = self.new_exchange(Purpose::SseStream, None, "GET");
         let id = self.alloc_exchange();
         self.insert_exchange(id, x, (bytes, std::sync::Arc::default()));
+    }
+
+    /// The flow the stream's `GET` waited for ended: `Ok` with a token, or `Err` with
+    /// the flow's error and whether a token is still held. The `GET` goes (with what is
+    /// held), or, with nothing to send, the connection fails with the flow's error.
+    pub(super) fn sse_stream_after_auth(
+        &mut self,
+        now: Instant,
+        outcome: Result<(), (&AuthError, bool)>,
+    ) {
+        let Some(sse) = &mut self.sse else {
+            return;
+        };
+        if !std::mem::take(&mut sse.awaits_authorization) || self.closing {
+            return;
+        }
+        match outcome {
+            Ok(()) | Err((_, true)) => self.open_sse_stream(now),
+            Err((e, false)) => self.sse_refused(None, format!("authorization failed: {e}")),
+        }
     }
 
     /// Whether messages wait for the endpoint: then `msg` joins them.
