@@ -2048,3 +2048,43 @@ fn the_http_sse_stream_refreshes_an_expired_token_first() {
     );
     net.assert_tokens_only_to_the_mcp_server();
 }
+
+/// A new run from stored credentials whose access token is known to have expired (the
+/// store keeps its expiry) sent it all the same and learned from the `401`, spending a
+/// request and the protected resource metadata's read. With a refresh token and the
+/// registration for its issuer, the token is refreshed before the first request now,
+/// at the issuer's token endpoint, for the stored resource; nothing goes out with the
+/// dead token and nobody is asked.
+#[test]
+fn stored_credentials_known_expired_are_refreshed_before_the_first_request() {
+    let mut creds = stored_expiring();
+    creds.obtained_at = Some(UNIX_START - 3700);
+    creds.expires_at = Some(UNIX_START - 100);
+    let mut auth = auth_config();
+    auth.credentials = Some(creds);
+    let mut net = Net::new(auth);
+    net.run_until(|n| n.connected() || n.closed().is_some());
+    assert!(net.connected(), "{:#?}", net.events);
+    let sent = requests_since(&net, 0);
+    assert_eq!(
+        sent[..2],
+        [
+            format!("GET {AS}/.well-known/oauth-authorization-server"),
+            format!("POST {AS}/token"),
+        ],
+        "{sent:?}"
+    );
+    let refresh = net.token_requests()[0].clone();
+    assert_eq!(
+        refresh.form_value("grant_type").as_deref(),
+        Some("refresh_token")
+    );
+    assert_eq!(refresh.form_value("refresh_token").as_deref(), Some("rt-1"));
+    assert_eq!(refresh.form_value("resource").as_deref(), Some(MCP));
+    for s in net.seen.iter().filter(|s| s.is_mcp()) {
+        assert_eq!(s.header("authorization"), Some("Bearer at-1"), "{sent:?}");
+    }
+    assert!(net.approval_urls().is_empty());
+    assert_eq!(net.token_requests().len(), 1);
+    net.assert_tokens_only_to_the_mcp_server();
+}
