@@ -1691,6 +1691,74 @@ fn a_log_line_on_stdout_is_quoted_when_connecting_fails() {
     assert!(message.contains(r#"stdio...\u{1b}[2J""#), "{message}");
 }
 
+/// A legacy server that connects, then answers a `tools/call` with a log line on stdout
+/// in place of its answer, and nothing more.
+const LOGS_INSTEAD_OF_ANSWERING: &str = r#"
+import json, sys
+def send(m):
+    sys.stdout.write(json.dumps(m) + "\n")
+    sys.stdout.flush()
+for line in sys.stdin:
+    m = json.loads(line)
+    method, mid = m.get("method"), m.get("id")
+    if method == "initialize":
+        send({"jsonrpc": "2.0", "id": mid, "result": {"protocolVersion": "2025-11-25",
+              "capabilities": {"tools": {}}, "serverInfo": {"name": "chatty", "version": "1"}}})
+    elif method == "tools/call":
+        sys.stdout.write("calling the tool \x1b[2J...\n")
+        sys.stdout.flush()
+    elif mid is not None and method is not None:
+        send({"jsonrpc": "2.0", "id": mid, "result": {}})
+"#;
+
+/// A call that times out once connected, on a stdio server that wrote a line to stdout
+/// that is no message (its answer may be lost in it): the failure quotes that line
+/// (escaped), as a failed connect does, and still names the limit.
+#[test]
+fn a_log_line_on_stdout_is_quoted_when_a_call_times_out() {
+    let Some(python) = common::python() else {
+        eprintln!("skipped: no python");
+        return;
+    };
+    let config = common::temp_dir("stdout-log-call").join("servers.json");
+    let out = run(
+        &config,
+        &[
+            "add",
+            "s",
+            "--stdio",
+            python,
+            "--era",
+            "legacy",
+            "--",
+            "-c",
+            LOGS_INSTEAD_OF_ANSWERING,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = run(&config, &["--timeout", "1", "call", "s", "echo"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("no answer within 1s"), "{err}");
+    assert!(
+        err.contains(
+            "the server wrote a line to stdout that is not JSON (stdout is for JSON-RPC \
+             messages only; a server logs to stderr): \"calling the tool \\u{1b}[2J...\""
+        ),
+        "{err}"
+    );
+    assert!(err.contains("(the limit is --timeout SECS)"), "{err}");
+    assert!(!err.contains(drives_a_terminal), "{err}");
+    let out = run(
+        &config,
+        &["--format", "json", "--timeout", "1", "call", "s", "echo"],
+    );
+    let error = &json(&out)["error"];
+    assert_eq!(error["kind"], "timeout", "{error}");
+    let hint = error["hint"].as_str().unwrap_or_default();
+    assert!(hint.contains(r#"tool \u{1b}[2J...""#), "{error}");
+}
+
 #[test]
 fn version_help_per_command_and_suggestions() {
     let config = common::temp_dir("guidance").join("servers.json");

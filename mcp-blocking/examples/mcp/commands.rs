@@ -727,7 +727,10 @@ pub fn call(
         }
         None => match client.request(request) {
             Ok(out) => (out, false),
-            Err(e) => return Err(input_needed(&client, Some(&e)).unwrap_or(Failure::Mcp(e))),
+            Err(e) => {
+                let failure = input_needed(&client, Some(&e));
+                return Err(failure.unwrap_or_else(|| call_failure(&client, e)));
+            }
         },
     };
     let result = out.tool_result()?;
@@ -763,6 +766,19 @@ pub fn call(
         return Ok(3);
     }
     Ok(0)
+}
+
+/// A call's failure. One that timed out on a stdio server that wrote a line to stdout
+/// that is no JSON-RPC message (a log line, most often) quotes that line, as a failed
+/// connect does: the answer may have been lost in it.
+fn call_failure(client: &Client, e: mcp_blocking::Error) -> Failure {
+    if e.kind() == "timeout"
+        && let Some(line) = client.machine().unreadable_line()
+    {
+        let hint = format!("{line}");
+        return Failure::Hinted(e, hint);
+    }
+    Failure::Mcp(e)
 }
 
 /// When a call failed because the server wanted input this run cannot give (a legacy

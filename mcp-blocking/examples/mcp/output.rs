@@ -172,8 +172,8 @@ pub fn report(format: Format, verbose: bool, failure: &Failure) -> u8 {
                     }
                     if let Some(hint) = hint {
                         eprintln!("hint: {}", clean(hint));
-                    } else if e.kind() == "timeout" && !matches!(e, Error::Call(CallError::Task(_)))
-                    {
+                    }
+                    if e.kind() == "timeout" && !matches!(e, Error::Call(CallError::Task(_))) {
                         // The library names its own limits; here they are all `--timeout`.
                         eprintln!("(the limit is --timeout SECS)");
                     }
