@@ -1077,6 +1077,89 @@ fn param_headers_follow_a_changed_schema() {
     );
 }
 
+/// A tool replaced in place (same name, a schema declaring another header) is read
+/// again at its next call: the declarations are keyed by the tools list's revision.
+#[test]
+fn param_headers_follow_a_tool_replaced_under_its_name() {
+    let region = |header: &str| {
+        Tool::new(
+            "region",
+            "mirrors its region",
+            json!({"type": "object", "properties": {
+                "region": {"type": "string", "x-mcp-header": header}}}),
+            |c: &ToolCall<'_>| ToolOutcome::text(c.arguments.to_string()),
+        )
+    };
+    let mut ep = HttpEndpoint::new(example::server_with(|c| c.tools.push(region("Region"))));
+    let call = |ep: &mut HttpEndpoint, header: (&str, &str)| {
+        let r = modern(
+            1,
+            "tools/call",
+            json!({"name": "region", "arguments": {"region": "eu"}}),
+            Some("region"),
+        )
+        .with_header(header.0, header.1);
+        let r = complete(ep.handle_request(now(), &r));
+        (r.status, body_json(&r)["error"]["code"].as_i64())
+    };
+    assert_eq!(call(&mut ep, ("Mcp-Param-Region", "eu")).0, 200);
+    ep.update_server(now(), |s| s.add_tool(region("Zone")));
+    assert_eq!(call(&mut ep, ("Mcp-Param-Zone", "eu")).0, 200);
+    assert_eq!(
+        call(&mut ep, ("Mcp-Param-Region", "eu")),
+        (400, Some(-32020))
+    );
+    // Back to the first schema: not served from anything read before the change.
+    ep.update_server(now(), |s| s.add_tool(region("Region")));
+    assert_eq!(call(&mut ep, ("Mcp-Param-Region", "eu")).0, 200);
+    assert_eq!(call(&mut ep, ("Mcp-Param-Zone", "eu")), (400, Some(-32020)));
+}
+
+/// While the tools list does not change, a call does not read (or compare) its tool's
+/// schema: it is read once per tool, and once more after a change.
+#[test]
+fn param_headers_are_read_once_per_tools_list() {
+    let region = |name: &str| {
+        Tool::new(
+            name,
+            "mirrors its region",
+            json!({"type": "object", "properties": {
+                "region": {"type": "string", "x-mcp-header": "Region"}}}),
+            |c: &ToolCall<'_>| ToolOutcome::text(c.arguments.to_string()),
+        )
+    };
+    let mut ep = HttpEndpoint::new(example::server_with(|c| {
+        c.tools.push(region("a"));
+        c.tools.push(region("b"));
+    }));
+    let call = |ep: &mut HttpEndpoint, tool: &str| {
+        let r = modern(
+            1,
+            "tools/call",
+            json!({"name": tool, "arguments": {"region": "eu"}}),
+            Some(tool),
+        )
+        .with_header("Mcp-Param-Region", "eu");
+        complete(ep.handle_request(now(), &r)).status
+    };
+    for _ in 0..50 {
+        assert_eq!(call(&mut ep, "a"), 200);
+        assert_eq!(call(&mut ep, "b"), 200);
+    }
+    assert_eq!(ep.param_headers.schemas_read, 2);
+    // A tool the server does not have is not remembered (a peer cannot fill the cache).
+    for i in 0..50 {
+        let _ = call(&mut ep, &format!("nothing-{i}"));
+    }
+    assert_eq!(ep.param_headers.schemas_read, 2);
+    assert_eq!(ep.param_headers.entries_len(), 2);
+    ep.update_server(now(), |s| s.add_tool(region("c")));
+    for _ in 0..50 {
+        assert_eq!(call(&mut ep, "a"), 200);
+    }
+    assert_eq!(ep.param_headers.schemas_read, 3);
+}
+
 #[test]
 fn sse_when_output_precedes_the_answer() {
     // A legacy call asking for two inputs; the first answer is an error, so the machine
