@@ -259,7 +259,8 @@ fn param_checks(
 /// stale declarations. Only tools the server has are kept: at most one entry per tool.
 #[derive(Debug, Default)]
 pub(super) struct ParamHeaderCache {
-    /// The revision of the tools list the entries were read at.
+    /// The revision of the tools list the entries were read at (0, which no tools list
+    /// has, before the first call).
     revision: u64,
     /// Per tool name, its declarations: `None` when they are invalid.
     entries: BTreeMap<String, Option<Vec<ParamHeader>>>,
