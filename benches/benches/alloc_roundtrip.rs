@@ -15,6 +15,9 @@
 //!   thread); `smol/8-in-flight …` with eight calls outstanding at a time;
 //! * `blocking/http {64B,64KiB} {legacy,modern}` — the same calls over Streamable HTTP on
 //!   loopback, against the example server on `serve_http` in a child process;
+//!   `blocking/http/8-in-flight …` from eight threads calling through `ClientHandle`s
+//!   (eight connections); `smol/http …` and `smol/http/8-in-flight …` the same through
+//!   `mcp_smol::connect_http` under `async_io::block_on`;
 //! * `bare {64B,64KiB}` — the bare `serde_json` client of `stdio_roundtrip`, the reference;
 //!   `bare/http {64B,64KiB}` the bare HTTP/1.1 client of `http_roundtrip`.
 //!
@@ -314,12 +317,21 @@ fn blocking_case(name: &str, mode: EraMode, text: &str) {
 
 /// `mcp_blocking::Client::call_tool` over Streamable HTTP, against the example server on
 /// `serve_http` in a child process.
-fn blocking_http_case(name: &str, mode: EraMode, text: &str) {
+fn blocking_http_case(name: &str, mode: EraMode, text: &str, in_flight: usize) {
     let server = child::HttpServerChild::spawn(ServerKind::Http)
         .unwrap_or_else(|e| panic!("{name}: spawn the server: {e}"));
     let client = mcp_blocking::Client::connect_http(server.url(), config(mode))
         .unwrap_or_else(|e| panic!("{name}: connect: {e}"));
-    blocking_calls(name, text, client);
+    if in_flight == 1 {
+        blocking_calls(name, text, client);
+        return;
+    }
+    let (warmup, n) = counts(text.len());
+    let _ = mcp_benches::blocking_echo_calls(&client, text, warmup, in_flight, false);
+    let before = snapshot();
+    let _ = mcp_benches::blocking_echo_calls(&client, text, n, in_flight, false);
+    report(name, n, before, PEAK.load(Relaxed));
+    client.close();
 }
 
 /// Warms up with echo calls on `client` (checking what comes back), then counts `n`
@@ -354,10 +366,31 @@ enum Runner {
 }
 
 fn smol_case(name: &str, mode: EraMode, text: &str, runner: Runner, in_flight: usize) {
-    let (warmup, n) = counts(text.len());
     let command = child::smol_command(ServerKind::Example);
     let (client, driver) = mcp_smol::connect_stdio(command, config(mode))
         .unwrap_or_else(|e| panic!("{name}: spawn: {e}"));
+    smol_calls(name, text, runner, in_flight, client, driver);
+}
+
+/// `mcp_smol` over Streamable HTTP, against the example server on `serve_http` in a
+/// child process.
+fn smol_http_case(name: &str, mode: EraMode, text: &str, in_flight: usize) {
+    let server = child::HttpServerChild::spawn(ServerKind::Http)
+        .unwrap_or_else(|e| panic!("{name}: spawn the server: {e}"));
+    let (client, driver) = mcp_smol::connect_http(server.url(), config(mode))
+        .unwrap_or_else(|e| panic!("{name}: connect: {e}"));
+    smol_calls(name, text, Runner::AsyncIo, in_flight, client, driver);
+}
+
+fn smol_calls(
+    name: &str,
+    text: &str,
+    runner: Runner,
+    in_flight: usize,
+    client: mcp_smol::Client,
+    driver: mcp_smol::Driver,
+) {
+    let (warmup, n) = counts(text.len());
     let work = async move {
         client.connected().await.expect("connected");
         let first = client
@@ -418,6 +451,9 @@ fn cases() -> Vec<String> {
         "smol",
         "smol/futures-lite",
         "smol/8-in-flight",
+        "blocking/http/8-in-flight",
+        "smol/http",
+        "smol/http/8-in-flight",
     ] {
         for (size, _) in SIZES {
             for (era, _) in ERAS {
@@ -454,7 +490,10 @@ fn run_case(name: &str) {
         "smol" => smol_case(name, mode, &text, Runner::AsyncIo, 1),
         "smol/futures-lite" => smol_case(name, mode, &text, Runner::FuturesLite, 1),
         "smol/8-in-flight" => smol_case(name, mode, &text, Runner::AsyncIo, 8),
-        "blocking/http" => blocking_http_case(name, mode, &text),
+        "blocking/http" => blocking_http_case(name, mode, &text, 1),
+        "blocking/http/8-in-flight" => blocking_http_case(name, mode, &text, 8),
+        "smol/http" => smol_http_case(name, mode, &text, 1),
+        "smol/http/8-in-flight" => smol_http_case(name, mode, &text, 8),
         "bare" => bare_case(name, &text),
         "bare/http" => bare_http_case(name, &text),
         _ => panic!("unknown case {name:?}"),
