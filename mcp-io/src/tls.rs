@@ -93,6 +93,21 @@ impl Layer {
         out.extend_from_slice(plaintext);
     }
 
+    /// [`Layer::send`] of a buffer the caller gives up: without TLS, and with nothing
+    /// else queued in `out`, the buffer itself becomes `out` (no copy of a large
+    /// message).
+    pub fn send_owned(&mut self, plaintext: Vec<u8>, out: &mut Vec<u8>) {
+        #[cfg(feature = "tls")]
+        let plain = self.session.is_none();
+        #[cfg(not(feature = "tls"))]
+        let plain = true;
+        if plain && out.is_empty() {
+            *out = plaintext;
+        } else {
+            self.send(&plaintext, out);
+        }
+    }
+
     /// The records waiting to be written (the handshake's first), appended to `out`.
     pub fn take_records(&mut self, out: &mut Vec<u8>) {
         #[cfg(feature = "tls")]
@@ -274,4 +289,25 @@ impl std::fmt::Debug for TlsSession {
 #[cfg(feature = "tls")]
 fn tls_io(e: rustls::Error) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Layer;
+
+    /// Without TLS, a buffer handed over whole becomes the write buffer when nothing
+    /// waits there (no copy of a large message), and is appended after what waits.
+    #[test]
+    fn an_owned_buffer_is_taken_not_copied() {
+        let mut layer = Layer::default();
+        let message = vec![7u8; 64 * 1024];
+        let at = message.as_ptr();
+        let mut out = Vec::new();
+        layer.send_owned(message, &mut out);
+        assert_eq!(out.as_ptr(), at, "the message itself is the write buffer");
+        assert_eq!(out.len(), 64 * 1024);
+        let mut queued = b"head".to_vec();
+        layer.send_owned(b"tail".to_vec(), &mut queued);
+        assert_eq!(queued, b"headtail");
+    }
 }

@@ -115,6 +115,10 @@ pub(crate) fn poll_readable_anew<T>(source: &Async<T>, cx: &mut Context<'_>) -> 
     Poll::Ready(())
 }
 
+/// The most capacity a channel's write buffer keeps once everything in it is written:
+/// small messages (and TLS records) reuse it.
+const KEPT_OUT: usize = 16 * 1024;
+
 /// An open channel.
 pub(crate) struct Open {
     pub(crate) wire: Wire,
@@ -175,6 +179,22 @@ impl Open {
         if !self.write_failed {
             self.compact();
             self.tls.send(bytes, &mut self.out);
+            self.flushed = false;
+            self.wants_write = true;
+        }
+    }
+
+    /// [`Open::send`] of a buffer the driver gives up: it becomes the write buffer
+    /// when nothing else waits (and there is no TLS), instead of being copied into it.
+    pub(crate) fn send_owned<L: ?Sized + Sink>(
+        &mut self,
+        wire_log: &mut Option<Box<L>>,
+        bytes: Vec<u8>,
+    ) {
+        self.log.sent(wire_log, &bytes);
+        if !self.write_failed {
+            self.compact();
+            self.tls.send_owned(bytes, &mut self.out);
             self.flushed = false;
             self.wants_write = true;
         }
@@ -253,8 +273,10 @@ impl Open {
             }
         }
         self.out.clear();
-        // A large message does not pin its size.
-        if self.out.capacity() > mcp_io::drive::MAX_KEPT_BUFFER {
+        // A large message does not stay once written: the next one mostly comes in a
+        // buffer of its own (`send_owned`), so a connection waiting for its answer, or
+        // idle, holds no copy of what it sent.
+        if self.out.capacity() > KEPT_OUT {
             self.out = Vec::new();
         }
         self.written = 0;

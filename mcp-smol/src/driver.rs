@@ -202,6 +202,12 @@ impl<F: Flavour> Execute<F> for Chans {
         }
     }
 
+    fn write_owned(&mut self, conn: ConnId, bytes: Vec<u8>, log: &mut Option<WireLog<F>>) {
+        if let Some(Conn::Open(open)) = self.conns.get_mut(&conn) {
+            open.send_owned(log, bytes);
+        }
+    }
+
     fn close(&mut self, conn: ConnId, grace: Duration, log: &mut Option<WireLog<F>>) {
         let wire = self.conns.remove(&conn).and_then(|c| c.close(log));
         if conn == ConnId::STDIO {
