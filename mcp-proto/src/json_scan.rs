@@ -136,19 +136,49 @@ fn key_is(raw: &str, key: &str) -> bool {
     if raw.len() < key.len() + 2 {
         return false;
     }
-    if raw.as_bytes().contains(&b'\\') {
+    // Keys are short: a plain loop finds a backslash sooner than a search call starts.
+    if raw.bytes().any(|c| c == b'\\') {
         serde_json::from_str::<String>(raw).is_ok_and(|k| k == key)
     } else {
         raw.len() == key.len() + 2 && &raw[1..raw.len() - 1] == key
     }
 }
 
+/// Whether `text` may hold a member named `key`: it holds `key`'s bytes, or a backslash
+/// (an escape may spell it). A vectorised search for a backslash or one byte of `key`
+/// (its first capital, rarer in JSON text than a lower-case letter), much cheaper than
+/// walking the members.
+fn may_name(text: &[u8], key: &str) -> bool {
+    let key = key.as_bytes();
+    let Some(pivot) = key
+        .iter()
+        .position(u8::is_ascii_uppercase)
+        .or((!key.is_empty()).then_some(0))
+    else {
+        return true;
+    };
+    memchr::memchr2_iter(b'\\', key[pivot], text).any(|at| {
+        text[at] == b'\\'
+            || at
+                .checked_sub(pivot)
+                .and_then(|start| text.get(start..start + key.len()))
+                == Some(key)
+    })
+}
+
 /// The top-level member `key` of `json`, which must be valid JSON.
+///
+/// The members are walked only as far as they must be: not at all when the text cannot
+/// name `key`, and not past the member found when the rest cannot name it again (a
+/// duplicate is looked for, as a full parse would fail on it).
 pub(crate) fn object_member<'a>(json: &'a str, key: &str) -> Member<'a> {
     let b = json.as_bytes();
     let mut i = skip_ws(b, 0);
     if b.get(i) != Some(&b'{') {
         return Member::NotObject;
+    }
+    if !may_name(b, key) {
+        return Member::Absent;
     }
     let mut found = None;
     i += 1;
@@ -171,6 +201,9 @@ pub(crate) fn object_member<'a>(json: &'a str, key: &str) -> Member<'a> {
                 return Member::Duplicate;
             }
             found = Some(&json[i..value_end]);
+            if !may_name(&b[value_end..], key) {
+                break;
+            }
         }
         i = skip_ws(b, value_end);
         if b.get(i) == Some(&b',') {
@@ -227,6 +260,30 @@ mod tests {
                 "{at}"
             );
             assert_eq!(object_member(&json, "b\""), Member::Raw("1"), "{at}");
+        }
+    }
+
+    /// The walk stops early only where the rest of the text cannot name the member: a
+    /// second one, plain or escaped, anywhere after the first, is still found.
+    #[test]
+    fn a_duplicate_is_found_after_the_member_whatever_precedes_it() {
+        for (json, want) in [
+            (r#"{"resultType":"a","b":{"c":"x"}}"#, Member::Raw("\"a\"")),
+            (
+                r#"{"resultType":"a","b":{"resultType":"x"},"resultType":"b"}"#,
+                Member::Duplicate,
+            ),
+            (
+                r#"{"resultType":"a","b":"T","result\u0054ype":"b"}"#,
+                Member::Duplicate,
+            ),
+            (r#"{"resultType":"a","b":"\\"}"#, Member::Raw("\"a\"")),
+            (r#"{"b":{"resultType":"x"}}"#, Member::Absent),
+            (r#"{"b":"TTT","c":[1]}"#, Member::Absent),
+            (r#"{"b":"\\","c":"resultType"}"#, Member::Absent),
+            (r#"{"Type":1,"resultType":2}"#, Member::Raw("2")),
+        ] {
+            assert_eq!(object_member(json, "resultType"), want, "{json}");
         }
     }
 
