@@ -835,6 +835,7 @@ impl HttpConnection {
                 };
             }
         }
+        self.reader.recycle(request);
         true
     }
 

@@ -177,6 +177,11 @@ impl Span {
         text.get(self.start..self.end).unwrap_or_default()
     }
 
+    /// The length of the part (0 for a span that is not one).
+    fn len(self) -> usize {
+        self.end.saturating_sub(self.start)
+    }
+
     /// The span of `part`, a slice of `base` (as httparse's parts are of the block it
     /// parsed); `None` for a slice that does not lie inside `base`.
     fn within(base: &[u8], part: &[u8]) -> Option<Span> {
@@ -323,7 +328,10 @@ impl HttpRequest {
         let text = &self.text;
         self.fields
             .iter()
-            .filter(move |(n, _)| n.of(text).eq_ignore_ascii_case(name.as_bytes()))
+            // Lengths first: most fields are passed over without being looked at.
+            .filter(move |(n, _)| {
+                n.len() == name.len() && n.of(text).eq_ignore_ascii_case(name.as_bytes())
+            })
             .map(move |(_, v)| v.of(text))
     }
 
@@ -434,7 +442,17 @@ pub struct HttpRequestReader {
     queue: VecDeque<Result<HttpRequest, HttpRequestError>>,
     eof: bool,
     expect_continue: bool,
+    /// A handled request given back ([`HttpRequestReader::recycle`]), emptied: its
+    /// buffers hold the next request's head and body. Not counted in
+    /// [`HttpRequestReader::held_bytes`]: it holds no peer bytes, and each of its buffers
+    /// at most [`SPARE_CAPACITY`] of room.
+    spare: Option<HttpRequest>,
 }
+
+/// The capacity a buffer of a handled request may have to be kept for the next one:
+/// small requests (nearly all) then allocate nothing, and an idle connection keeps
+/// little.
+const SPARE_CAPACITY: usize = 8 * 1024;
 
 impl Default for HttpRequestReader {
     fn default() -> Self {
@@ -454,6 +472,7 @@ impl HttpRequestReader {
             queue: VecDeque::new(),
             eof: false,
             expect_continue: false,
+            spare: None,
         }
     }
 
@@ -497,6 +516,22 @@ impl HttpRequestReader {
         }
         self.eof = true;
         self.settle_eof();
+    }
+
+    /// Takes back a request handled, so that its buffers (emptied) hold the next one's
+    /// head and body; a buffer grown past a few KiB is let go instead.
+    pub(super) fn recycle(&mut self, mut request: HttpRequest) {
+        for buf in [&mut request.text, &mut request.body] {
+            buf.clear();
+            if buf.capacity() > SPARE_CAPACITY {
+                *buf = Vec::new();
+            }
+        }
+        request.fields.clear();
+        if request.fields.capacity() > SPARE_CAPACITY / std::mem::size_of::<(Span, Span)>() {
+            request.fields = Vec::new();
+        }
+        self.spare = Some(request);
     }
 
     /// The next request (or the error that ends the connection), in arrival order.
@@ -645,7 +680,8 @@ impl HttpRequestReader {
                         return Ok(skip);
                     }
                 };
-                let request = parse_head(&data[..end], self.limits.max_headers)?;
+                let spare = self.spare.take();
+                let request = parse_head(&data[..end], self.limits.max_headers, spare)?;
                 self.begin(request)?;
                 Ok(Some(end))
             }
@@ -753,7 +789,11 @@ fn append_body(body: &mut Vec<u8>, chunk: &[u8], remaining: usize) {
 const STACK_FIELDS: usize = 32;
 
 /// Parses a complete head block (request line through the empty line).
-fn parse_head(block: &[u8], max_headers: usize) -> Result<HttpRequest, HttpRequestError> {
+fn parse_head(
+    block: &[u8],
+    max_headers: usize,
+    spare: Option<HttpRequest>,
+) -> Result<HttpRequest, HttpRequestError> {
     // A field line takes at least three bytes ("a:\n"): this many slots cannot be
     // outnumbered by a block within `max_headers`, and the allocation stays bounded.
     let slots = max_headers.min(block.len() / 3 + 1);
@@ -802,17 +842,23 @@ fn parse_head(block: &[u8], max_headers: usize) -> Result<HttpRequest, HttpReque
         reason: "a part outside the head",
     };
     let span = |part: &[u8]| Span::within(block, part).ok_or_else(|| outside.clone());
-    let mut fields = Vec::with_capacity(parsed.headers.len());
+    // The buffers of the request handled last, when given back (empty).
+    let (mut text, mut fields, body) = match spare {
+        Some(r) => (r.text, r.fields, r.body),
+        None => (Vec::new(), Vec::new(), Vec::new()),
+    };
+    fields.reserve_exact(parsed.headers.len());
     for h in parsed.headers.iter() {
         fields.push((span(h.name.as_bytes())?, span(trim_ows(h.value))?));
     }
+    text.extend_from_slice(block);
     let request = HttpRequest {
-        text: block.to_vec(),
+        text,
         method: span(method.as_bytes())?,
         target: span(target.as_bytes())?,
         version,
         fields,
-        body: Vec::new(),
+        body,
     };
     // How many Host, Origin and Mcp-Session-Id fields there are, counted in one pass.
     let (mut hosts, mut origins, mut sessions) = (0usize, 0usize, 0usize);
