@@ -404,7 +404,7 @@ impl<'de: 'a, 'a> Visitor<'de> for SplitVisitor<'a> {
 
     fn visit_map<A: de::MapAccess<'de>>(self, mut access: A) -> Result<Self::Value, A::Error> {
         let mut params = SplitParams::default();
-        while let Some(key) = access.next_key::<String>()? {
+        while let Some(MemberName(key)) = access.next_key()? {
             if key == META {
                 params.meta = Some(access.next_value::<&'de RawValue>()?);
             } else if key.starts_with("$serde_json::") {
@@ -413,10 +413,40 @@ impl<'de: 'a, 'a> Visitor<'de> for SplitVisitor<'a> {
                 return Err(de::Error::custom("reserved key"));
             } else {
                 let value = access.next_value()?;
-                params.members.insert(key, value);
+                params.members.insert(key.into_owned(), value);
             }
         }
         Ok(params)
+    }
+}
+
+/// A member name as read: borrowed from the text when it has no escapes, so that a name
+/// that is not kept (`_meta`) is not copied.
+struct MemberName<'de>(std::borrow::Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for MemberName<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = MemberName<'de>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a member name")
+            }
+
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(MemberName(std::borrow::Cow::Borrowed(v)))
+            }
+
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(MemberName(std::borrow::Cow::Owned(v.to_owned())))
+            }
+
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(MemberName(std::borrow::Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V)
     }
 }
 
@@ -1040,14 +1070,17 @@ pub(crate) fn own_result_id(bytes: &[u8]) -> Option<(i64, usize)> {
 /// `id`, in place: the result is never parsed, and not even moved when both ids are
 /// written with as many bytes.
 pub(crate) fn replace_own_result_id(mut bytes: Vec<u8>, id: &RequestId, end: usize) -> Vec<u8> {
-    let mut text = Vec::new();
-    push_id(&mut text, Some(id));
+    // The new id is written after the message (into its spare room, most often), then
+    // moved into place.
+    let len = bytes.len();
+    push_id(&mut bytes, Some(id));
     let start = RESULT_HEAD.len();
-    match bytes.get_mut(start..end) {
-        Some(old) if old.len() == text.len() => old.copy_from_slice(&text),
-        _ => {
-            bytes.splice(start..end, text);
-        }
+    if end.checked_sub(start) == Some(bytes.len() - len) && end <= len {
+        bytes.copy_within(len.., start);
+        bytes.truncate(len);
+    } else {
+        let text = bytes.split_off(len);
+        bytes.splice(start..end, text);
     }
     bytes
 }
