@@ -185,17 +185,10 @@ pub struct Server {
     next_work: u64,
     /// Calls waiting for deferred work, by its number.
     deferred: deferred::ParkedCalls,
-    /// The revision of `config.tools`, renewed on every change ([`Server::add_tool`],
+    /// Bumped on every change of `config.tools` ([`Server::add_tool`],
     /// [`Server::remove_tool`]): what was read from the tools at one revision holds
-    /// while it lasts. Unique in the process ([`next_tools_revision`]), so that a server
-    /// put in another's place never has the revision of the tools it replaced.
+    /// while it lasts.
     tools_revision: u64,
-}
-
-/// A revision of a tools list never handed out before in this process (never 0).
-fn next_tools_revision() -> u64 {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Bytes reserved for an encoded result before it is written: a small answer (an echo,
@@ -224,7 +217,7 @@ impl Server {
             listens: Vec::new(),
             changes: None,
             meta: None,
-            tools_revision: next_tools_revision(),
+            tools_revision: 0,
             deferred_queue: std::sync::Arc::default(),
             next_work: 0,
             deferred: deferred::ParkedCalls::default(),

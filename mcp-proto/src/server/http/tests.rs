@@ -1115,43 +1115,6 @@ fn param_headers_follow_a_tool_replaced_under_its_name() {
     assert_eq!(call(&mut ep, ("Mcp-Param-Zone", "eu")), (400, Some(-32020)));
 }
 
-/// A whole new server put in the endpoint's in place, its tool of the same name
-/// declaring another header, is not served the declarations read from the old one (no
-/// two servers' tools lists share a revision).
-#[test]
-fn param_headers_follow_a_server_put_in_place() {
-    let region = |header: &str| {
-        Tool::new(
-            "region",
-            "mirrors its region",
-            json!({"type": "object", "properties": {
-                "region": {"type": "string", "x-mcp-header": header}}}),
-            |c: &ToolCall<'_>| ToolOutcome::text(c.arguments.to_string()),
-        )
-    };
-    let mut ep = HttpEndpoint::new(example::server_with(|c| c.tools.push(region("Region"))));
-    let call = |ep: &mut HttpEndpoint, header: (&str, &str)| {
-        let r = modern(
-            1,
-            "tools/call",
-            json!({"name": "region", "arguments": {"region": "eu"}}),
-            Some("region"),
-        )
-        .with_header(header.0, header.1);
-        let r = complete(ep.handle_request(now(), &r));
-        (r.status, body_json(&r)["error"]["code"].as_i64())
-    };
-    assert_eq!(call(&mut ep, ("Mcp-Param-Region", "eu")).0, 200);
-    ep.update_server(now(), |s| {
-        *s = example::server_with(|c| c.tools.push(region("Zone")));
-    });
-    assert_eq!(call(&mut ep, ("Mcp-Param-Zone", "eu")).0, 200);
-    assert_eq!(
-        call(&mut ep, ("Mcp-Param-Region", "eu")),
-        (400, Some(-32020))
-    );
-}
-
 /// While the tools list does not change, a call does not read (or compare) its tool's
 /// schema: it is read once per tool, and once more after a change.
 #[test]

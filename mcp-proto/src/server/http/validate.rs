@@ -259,8 +259,7 @@ fn param_checks(
 /// stale declarations. Only tools the server has are kept: at most one entry per tool.
 #[derive(Debug, Default)]
 pub(super) struct ParamHeaderCache {
-    /// The revision of the tools list the entries were read at (0, which no tools list
-    /// has, before the first call).
+    /// The revision of the tools list the entries were read at.
     revision: u64,
     /// Per tool name, its declarations: `None` when they are invalid.
     entries: BTreeMap<String, Option<Vec<ParamHeader>>>,
