@@ -185,10 +185,6 @@ pub struct Server {
     next_work: u64,
     /// Calls waiting for deferred work, by its number.
     deferred: deferred::ParkedCalls,
-    /// Bumped on every change of `config.tools` ([`Server::add_tool`],
-    /// [`Server::remove_tool`]): what was read from the tools at one revision holds
-    /// while it lasts.
-    tools_revision: u64,
 }
 
 /// Bytes reserved for an encoded result before it is written: a small answer (an echo,
@@ -217,7 +213,6 @@ impl Server {
             listens: Vec::new(),
             changes: None,
             meta: None,
-            tools_revision: 0,
             deferred_queue: std::sync::Arc::default(),
             next_work: 0,
             deferred: deferred::ParkedCalls::default(),
@@ -284,12 +279,6 @@ impl Server {
     #[must_use]
     pub fn config(&self) -> &ServerConfig {
         &self.config
-    }
-
-    /// The revision of the tools list: it changes whenever a tool is added, replaced
-    /// or removed, so that what was read from the tools can be kept until it does.
-    pub(crate) fn tools_revision(&self) -> u64 {
-        self.tools_revision
     }
 
     /// The version negotiated by a legacy `initialize`, if one succeeded.

@@ -138,7 +138,6 @@ impl Server {
             Some(t) => *t = tool,
             None => tools.push(tool),
         }
-        self.tools_revision = self.tools_revision.wrapping_add(1);
         self.list_changed(ListKind::Tools);
     }
 
@@ -148,7 +147,6 @@ impl Server {
         self.config.tools.retain(|t| t.name != name);
         let removed = self.config.tools.len() < before;
         if removed {
-            self.tools_revision = self.tools_revision.wrapping_add(1);
             self.list_changed(ListKind::Tools);
         }
         removed

@@ -1,7 +1,7 @@
 //! The checks the endpoint makes before the server machine sees a message: `Origin`, and
 //! the 2026-07-28 request headers against the body (spec section 5.5).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
@@ -235,11 +235,14 @@ fn param_checks(
     params: &Map<String, Value>,
     http: &HttpRequest,
 ) -> Result<(), ErrorObject> {
-    let Some(name) = params.get("name").and_then(Value::as_str) else {
+    let Some(tool) = params
+        .get("name")
+        .and_then(Value::as_str)
+        .and_then(|name| server.config().tools.iter().find(|t| t.name == name))
+    else {
         return Ok(());
     };
-    // No such tool, or invalid declarations: nothing to check here.
-    let Some(Some(declared)) = declarations.of(server, name) else {
+    let Some(declared) = declarations.of(&tool.input_schema) else {
         return Ok(());
     };
     if declared.is_empty() {
@@ -251,49 +254,35 @@ fn param_checks(
     })
 }
 
-/// The `x-mcp-header` declarations of the tools called, read from each tool's
-/// `inputSchema` once per revision of the tools list ([`Server::tools_revision`]), so
-/// that a call neither reads nor compares its tool's schema again: a hit is a revision
-/// compare and a lookup by name. Any change of the tools list (a tool added, replaced or
-/// removed) forgets them all, so a tool whose schema changed is read again, never served
-/// stale declarations. Only tools the server has are kept: at most one entry per tool.
+/// How many `inputSchema`s a [`ParamHeaderCache`] remembers.
+const CACHED_SCHEMAS: usize = 8;
+
+/// The `x-mcp-header` declarations of the last few tool `inputSchema`s read, so that
+/// every call of a tool does not read its schema again. An entry is found by comparing
+/// the schema itself (the declarations depend on nothing else), so a tool whose schema
+/// the application changed is read again, never served stale declarations.
 #[derive(Debug, Default)]
 pub(super) struct ParamHeaderCache {
-    /// The revision of the tools list the entries were read at.
-    revision: u64,
-    /// Per tool name, its declarations: `None` when they are invalid.
-    entries: BTreeMap<String, Option<Vec<ParamHeader>>>,
-    /// Schemas read, for the tests of what a call costs.
-    #[cfg(test)]
-    pub(super) schemas_read: usize,
+    /// (a schema, its declarations: `None` when they are invalid), newest last.
+    entries: VecDeque<(Value, Option<Vec<ParamHeader>>)>,
 }
 
 impl ParamHeaderCache {
-    /// The declarations of the tool `name` of `server` ([`tool_param_headers`] of its
-    /// `inputSchema`): `None` when the server has no such tool, `Some(None)` when they
-    /// are invalid.
-    fn of(&mut self, server: &Server, name: &str) -> Option<Option<&[ParamHeader]>> {
-        let revision = server.tools_revision();
-        if revision != self.revision {
-            self.entries.clear();
-            self.revision = revision;
-        }
-        if !self.entries.contains_key(name) {
-            let tool = server.config().tools.iter().find(|t| t.name == name)?;
-            #[cfg(test)]
-            {
-                self.schemas_read += 1;
+    /// The declarations of `schema` ([`tool_param_headers`]), `None` when they are
+    /// invalid.
+    fn of(&mut self, schema: &Value) -> Option<&[ParamHeader]> {
+        let at = match self.entries.iter().position(|(s, _)| s == schema) {
+            Some(at) => at,
+            None => {
+                if self.entries.len() >= CACHED_SCHEMAS {
+                    self.entries.pop_front();
+                }
+                let declared = tool_param_headers(schema).ok();
+                self.entries.push_back((schema.clone(), declared));
+                self.entries.len() - 1
             }
-            let declared = tool_param_headers(&tool.input_schema).ok();
-            self.entries.insert(name.to_owned(), declared);
-        }
-        self.entries.get(name).map(Option::as_deref)
-    }
-
-    /// Tools whose declarations are kept.
-    #[cfg(test)]
-    pub(super) fn entries_len(&self) -> usize {
-        self.entries.len()
+        };
+        self.entries.get(at)?.1.as_deref()
     }
 }
 
