@@ -179,6 +179,11 @@ pub fn decode_header_value(raw: &str) -> Result<String, HeaderValueError> {
 
 /// [`decode_header_value`] on raw field-value bytes, as an HTTP parser hands them over.
 pub fn decode_header_bytes(raw: &[u8]) -> Result<String, HeaderValueError> {
+    decode_header_cow(raw).map(std::borrow::Cow::into_owned)
+}
+
+/// [`decode_header_bytes`], borrowing the value when it is plain text (not encoded).
+pub(crate) fn decode_header_cow(raw: &[u8]) -> Result<std::borrow::Cow<'_, str>, HeaderValueError> {
     let value = trim_ows(raw);
     let prefix = SENTINEL_PREFIX.as_bytes();
     let suffix = SENTINEL_SUFFIX.as_bytes();
@@ -190,7 +195,8 @@ pub fn decode_header_bytes(raw: &[u8]) -> Result<String, HeaderValueError> {
         let bytes = STRICT_BASE64
             .decode(payload)
             .map_err(|_| HeaderValueError::InvalidBase64)?;
-        return String::from_utf8(bytes).map_err(|_| HeaderValueError::InvalidUtf8);
+        return (String::from_utf8(bytes).map(std::borrow::Cow::Owned))
+            .map_err(|_| HeaderValueError::InvalidUtf8);
     }
     if let Some(offset) = value
         .iter()
@@ -202,7 +208,8 @@ pub fn decode_header_bytes(raw: &[u8]) -> Result<String, HeaderValueError> {
         });
     }
     // Only ASCII is left, so this cannot fail; stay total anyway.
-    String::from_utf8(value.to_vec()).map_err(|_| HeaderValueError::InvalidUtf8)
+    (std::str::from_utf8(value).map(std::borrow::Cow::Borrowed))
+        .map_err(|_| HeaderValueError::InvalidUtf8)
 }
 
 /// `bytes` without leading and trailing SP / HTAB.

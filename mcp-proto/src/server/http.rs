@@ -258,7 +258,7 @@ pub use session_store::{
 
 use response::{sse_event, sse_event_with_id};
 use sessions::{InUse, Sessions};
-use validate::{ParamHeaderCache, legacy_version_header, modern_checks, origin_allowed};
+use validate::{legacy_version_header, modern_checks, origin_allowed};
 
 /// The endpoint path the bundled adapters and the CLI serve: `/mcp`.
 pub const DEFAULT_PATH: &str = "/mcp";
@@ -631,8 +631,6 @@ pub struct HttpEndpoint {
     current_session: Option<String>,
     /// The buffer of the last `current_session`, kept for the next one.
     spare_session: String,
-    /// The `x-mcp-header` declarations of the tools called last.
-    param_headers: ParamHeaderCache,
     /// The application's check in front of the endpoint.
     gate: Option<Box<dyn RequestGate>>,
     /// The deadline the driver's timer was last set for ([`HttpEndpoint::arm_timer`]).
@@ -686,7 +684,6 @@ impl HttpEndpoint {
             next_attach: 1,
             current_session: None,
             spare_session: String::new(),
-            param_headers: ParamHeaderCache::default(),
             gate: None,
             timer: None,
             turn: 1,
@@ -1625,13 +1622,7 @@ impl HttpEndpoint {
         };
         match era {
             Era::Modern => {
-                let checks = modern_checks(
-                    &self.server,
-                    &mut self.param_headers,
-                    &request.method,
-                    params,
-                    http,
-                );
+                let checks = modern_checks(&self.server, &request.method, params, http);
                 if let Err(e) = checks {
                     return refuse(&e);
                 }
@@ -2081,7 +2072,13 @@ impl HttpEndpoint {
         );
         held_changed(&mut self.sessions, session, false, true);
         match params {
-            Some(params) => self.server.serve_parsed(now, request, params),
+            // The era found by `request` is the machine's own: a request the endpoint
+            // takes for modern by its header alone has passed `modern_checks`, so its
+            // `_meta` names a protocol version, which makes it modern for the machine.
+            Some(params) => {
+                let modern = Some(era == Era::Modern);
+                self.server.serve_parsed(now, request, params, modern);
+            }
             None => self.server.handle_message(now, Message::Request(request)),
         }
         self.route(Some(key));

@@ -341,7 +341,8 @@ impl Server {
         // one pass, its params straight into the map the handling works on; anything
         // else, or anything wrong, takes the general path, which names the error.
         if let Some((request, split)) = jsonrpc::decode_request_split(json) {
-            let serve = |s: &mut Server, params: &mut Params| s.serve_parsed(now, request, params);
+            let serve =
+                |s: &mut Server, params: &mut Params| s.serve_parsed(now, request, params, None);
             if meta_cache::with_lent_meta(self, |s| s, split, serve).is_some() {
                 return;
             }
@@ -497,13 +498,23 @@ impl Server {
     /// when absent) from a message it checked against this server's nesting limit, as
     /// [`Server::handle_message`] does: the same handling without reading the params a
     /// second time. `req.params` is not looked at; what the handling leaves in `params`
-    /// (a lent `_meta`) stays with the caller.
-    pub(crate) fn serve_parsed(&mut self, now: Instant, req: Request, params: &mut Params) {
+    /// (a lent `_meta`) stays with the caller. `modern`: whether the request is served by
+    /// the modern leg, when the caller already knows ([`Server::is_modern`] of the same
+    /// method and params); `None` to have it found.
+    pub(crate) fn serve_parsed(
+        &mut self,
+        now: Instant,
+        req: Request,
+        params: &mut Params,
+        modern: Option<bool>,
+    ) {
         if self.eof {
             return;
         }
         self.now = self.now.max(now);
-        self.on_parsed_request(now, req, params);
+        let modern = modern.unwrap_or_else(|| self.is_modern(&req.method, params));
+        debug_assert_eq!(modern, self.is_modern(&req.method, params));
+        self.on_parsed_request(now, req, params, modern);
         self.after_input();
     }
 
@@ -516,11 +527,12 @@ impl Server {
             }
             Err(e) => return self.send_error(Some(&req.id), &e),
         };
-        self.on_parsed_request(now, req, &mut params);
+        let modern = self.is_modern(&req.method, &params);
+        self.on_parsed_request(now, req, &mut params, modern);
     }
 
-    fn on_parsed_request(&mut self, now: Instant, req: Request, params: &mut Params) {
-        if self.is_modern(&req.method, params) {
+    fn on_parsed_request(&mut self, now: Instant, req: Request, params: &mut Params, modern: bool) {
+        if modern {
             self.modern_request(now, &req.id, &req.method, params);
         } else {
             self.legacy_request(req.id, &req.method, params);

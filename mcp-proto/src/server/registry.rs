@@ -7,12 +7,14 @@
 //! then calls the handler again with the answers added to [`ToolCall::inputs`].
 
 use std::fmt;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
 use super::deferred::{Completer, Slot};
 use crate::client::LogLevel;
+use crate::http::xmcp::{ParamHeader, tool_param_headers};
 use crate::jsonrpc::ErrorObject;
 use crate::version::Era;
 
@@ -54,6 +56,10 @@ pub struct Tool {
     /// itself, and the task is created with the first outcome that is not a request
     /// for input; see [`Tool::input_before_task`].
     pub input_before_task: bool,
+    /// The `x-mcp-header` declarations of `input_schema` (`None`: invalid), read when
+    /// they are first needed. A served tool's schema never changes in place (the server
+    /// holds its tools, and a changed tool is a new `Tool`), so they are read once.
+    param_headers: OnceLock<Option<Vec<ParamHeader>>>,
 }
 
 impl Tool {
@@ -74,7 +80,16 @@ impl Tool {
             task_polls: None,
             task_required: false,
             input_before_task: false,
+            param_headers: OnceLock::new(),
         }
+    }
+
+    /// The `x-mcp-header` declarations of this tool's `inputSchema`
+    /// ([`tool_param_headers`]), `None` when they are invalid; read at the first call
+    /// that needs them, then kept.
+    pub(super) fn param_headers(&self) -> Option<&[ParamHeader]> {
+        let read = || tool_param_headers(&self.input_schema).ok();
+        self.param_headers.get_or_init(read).as_deref()
     }
 
     /// The same tool, its `requestState` opened at most once (see

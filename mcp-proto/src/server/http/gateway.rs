@@ -187,7 +187,7 @@ fn check<'s>(
         .and_then(|field| params.as_ref().and_then(|p| p.value(field)))
         .and_then(string);
     let body_name = body_name.as_deref();
-    let name = method_and_name(request, method, body_name).map_err(reason)?;
+    let name = (method_and_name(request, method, body_name).map_err(reason)?).map(Cow::into_owned);
     let mut route = Route {
         method: method.to_owned(),
         name,

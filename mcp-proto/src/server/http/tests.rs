@@ -1075,6 +1075,18 @@ fn param_headers_follow_a_changed_schema() {
         call(&mut ep, ("Mcp-Param-Region", "eu")),
         (400, Some(-32020))
     );
+    // Replaced in place (same name), and with the whole server.
+    ep.update_server(now(), |s| s.add_tool(region("Region")));
+    assert_eq!(call(&mut ep, ("Mcp-Param-Region", "eu")).0, 200);
+    assert_eq!(call(&mut ep, ("Mcp-Param-Zone", "eu")), (400, Some(-32020)));
+    ep.update_server(now(), |s| {
+        *s = example::server_with(|c| c.tools.push(region("Zone")));
+    });
+    assert_eq!(call(&mut ep, ("Mcp-Param-Zone", "eu")).0, 200);
+    assert_eq!(
+        call(&mut ep, ("Mcp-Param-Region", "eu")),
+        (400, Some(-32020))
+    );
 }
 
 #[test]

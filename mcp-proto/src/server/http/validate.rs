@@ -1,13 +1,16 @@
 //! The checks the endpoint makes before the server machine sees a message: `Origin`, and
 //! the 2026-07-28 request headers against the body (spec section 5.5).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
 
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use crate::http::headers::{MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, decode_header_bytes};
-use crate::http::xmcp::{ParamHeader, Primitive, tool_param_headers};
+use crate::http::headers::{
+    MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, decode_header_bytes, decode_header_cow,
+};
+use crate::http::xmcp::{ParamHeader, Primitive};
 use crate::jsonrpc::{ErrorObject, codes};
 use crate::version::{Era, ProtocolVersion};
 
@@ -138,7 +141,6 @@ pub(crate) fn single_header<'a>(
 /// lookup and client capabilities are the machine's (`-32601`, `-32021`).
 pub(super) fn modern_checks(
     server: &Server,
-    declarations: &mut ParamHeaderCache,
     method: &str,
     params: &Map<String, Value>,
     http: &HttpRequest,
@@ -173,7 +175,7 @@ pub(super) fn modern_checks(
         .and_then(Value::as_str);
     method_and_name(http, method, body_name)?;
     if method == "tools/call" {
-        param_checks(server, declarations, params, http)?;
+        param_checks(server, params, http)?;
     }
     Ok(())
 }
@@ -184,11 +186,11 @@ pub(super) fn modern_checks(
 /// `tasks/update`, `tasks/cancel`), `Mcp-Name` (decoded) equal to the body's name, URI
 /// or task id; a body without that string differs from any header. Returns the decoded
 /// name.
-pub(crate) fn method_and_name(
-    http: &HttpRequest,
+pub(crate) fn method_and_name<'h>(
+    http: &'h HttpRequest,
     method: &str,
     body_name: Option<&str>,
-) -> Result<Option<String>, ErrorObject> {
+) -> Result<Option<Cow<'h, str>>, ErrorObject> {
     let Some(header_method) = single_header(http, MCP_METHOD)? else {
         return Err(mismatch(format!(
             "Header mismatch: missing {MCP_METHOD} header"
@@ -203,7 +205,7 @@ pub(crate) fn method_and_name(
             "Header mismatch: missing {MCP_NAME} header for {method}"
         )));
     };
-    let name = decode_header_bytes(raw_name).map_err(|e| {
+    let name = decode_header_cow(raw_name).map_err(|e| {
         mismatch(format!(
             "Header mismatch: {MCP_NAME} header is invalid: {e}"
         ))
@@ -231,7 +233,6 @@ pub(crate) fn method_and_name(
 /// digit it was written with (the parsed body has been through `f64`).
 fn param_checks(
     server: &Server,
-    declarations: &mut ParamHeaderCache,
     params: &Map<String, Value>,
     http: &HttpRequest,
 ) -> Result<(), ErrorObject> {
@@ -242,7 +243,7 @@ fn param_checks(
     else {
         return Ok(());
     };
-    let Some(declared) = declarations.of(&tool.input_schema) else {
+    let Some(declared) = tool.param_headers() else {
         return Ok(());
     };
     if declared.is_empty() {
@@ -252,38 +253,6 @@ fn param_checks(
     check_params(declared, raw_arguments(&http.body), |name| {
         single_header(http, name)
     })
-}
-
-/// How many `inputSchema`s a [`ParamHeaderCache`] remembers.
-const CACHED_SCHEMAS: usize = 8;
-
-/// The `x-mcp-header` declarations of the last few tool `inputSchema`s read, so that
-/// every call of a tool does not read its schema again. An entry is found by comparing
-/// the schema itself (the declarations depend on nothing else), so a tool whose schema
-/// the application changed is read again, never served stale declarations.
-#[derive(Debug, Default)]
-pub(super) struct ParamHeaderCache {
-    /// (a schema, its declarations: `None` when they are invalid), newest last.
-    entries: VecDeque<(Value, Option<Vec<ParamHeader>>)>,
-}
-
-impl ParamHeaderCache {
-    /// The declarations of `schema` ([`tool_param_headers`]), `None` when they are
-    /// invalid.
-    fn of(&mut self, schema: &Value) -> Option<&[ParamHeader]> {
-        let at = match self.entries.iter().position(|(s, _)| s == schema) {
-            Some(at) => at,
-            None => {
-                if self.entries.len() >= CACHED_SCHEMAS {
-                    self.entries.pop_front();
-                }
-                let declared = tool_param_headers(schema).ok();
-                self.entries.push_back((schema.clone(), declared));
-                self.entries.len() - 1
-            }
-        };
-        self.entries.get(at)?.1.as_deref()
-    }
 }
 
 /// The `params.arguments` of a JSON-RPC request body, as written: the member the
