@@ -1260,6 +1260,7 @@ mod tests {
         for (client, text) in [
             (RequestId::Number(42), "42"),
             (RequestId::Number(7), "7"),
+            (RequestId::Number(-99), "-99"),
             (RequestId::String("a\"b".into()), r#""a\"b""#),
         ] {
             let replaced = replace_own_result_id(bytes.clone(), &client, end);
