@@ -587,6 +587,16 @@ impl<F: Flavour> ClientHandle<F> {
         d.core.machine.pool_stats().map_or(0, |s| s.opened)
     }
 
+    /// stdio: the first line the server wrote to its stdout that was no JSON-RPC message
+    /// (a log line, most often), quoted, clipped and escaped, as
+    /// [`proto::Client::unreadable_line`] keeps it; `None` over HTTP. Still readable
+    /// after the connection ended. A call that timed out may have lost its answer in
+    /// such a line: a caller can quote it, as a failed connect's [`Error`] does.
+    #[must_use]
+    pub fn unreadable_line(&self) -> Option<proto::UnreadableLine> {
+        self.link.lock().core.machine.unreadable_line().cloned()
+    }
+
     mcp_io::client_state!(link.shared);
 }
 

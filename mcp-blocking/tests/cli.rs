@@ -1704,16 +1704,18 @@ for line in sys.stdin:
     if method == "initialize":
         send({"jsonrpc": "2.0", "id": mid, "result": {"protocolVersion": "2025-11-25",
               "capabilities": {"tools": {}}, "serverInfo": {"name": "chatty", "version": "1"}}})
-    elif method == "tools/call":
-        sys.stdout.write("calling the tool \x1b[2J...\n")
+    elif method in ("tools/call", "tools/list", "resources/list"):
+        sys.stdout.write("handling " + method + " \x1b[2J...\n")
         sys.stdout.flush()
     elif mid is not None and method is not None:
         send({"jsonrpc": "2.0", "id": mid, "result": {}})
 "#;
 
-/// A call that times out once connected, on a stdio server that wrote a line to stdout
-/// that is no message (its answer may be lost in it): the failure quotes that line
-/// (escaped), as a failed connect does, and still names the limit.
+/// A request that times out once connected, on a stdio server that wrote a line to
+/// stdout that is no message (its answer may be lost in it): the failure quotes that line
+/// (escaped), as a failed connect does, and still names the limit; for `call` and alike
+/// for every other command that talks to the server (`tools`, `resources`, and the probe
+/// of `status --connect`, which prints the failure in its table).
 #[test]
 fn a_log_line_on_stdout_is_quoted_when_a_call_times_out() {
     let Some(python) = common::python() else {
@@ -1743,7 +1745,7 @@ fn a_log_line_on_stdout_is_quoted_when_a_call_times_out() {
     assert!(
         err.contains(
             "the server wrote a line to stdout that is not JSON (stdout is for JSON-RPC \
-             messages only; a server logs to stderr): \"calling the tool \\u{1b}[2J...\""
+             messages only; a server logs to stderr): \"handling tools/call \\u{1b}[2J...\""
         ),
         "{err}"
     );
@@ -1756,7 +1758,46 @@ fn a_log_line_on_stdout_is_quoted_when_a_call_times_out() {
     let error = &json(&out)["error"];
     assert_eq!(error["kind"], "timeout", "{error}");
     let hint = error["hint"].as_str().unwrap_or_default();
-    assert!(hint.contains(r#"tool \u{1b}[2J...""#), "{error}");
+    assert!(hint.contains(r#"tools/call \u{1b}[2J...""#), "{error}");
+    for (command, method) in [("tools", "tools/list"), ("resources", "resources/list")] {
+        let out = run(&config, &["--timeout", "1", command, "s"]);
+        assert_eq!(out.status.code(), Some(1), "{command}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.contains("no answer within 1s"), "{command}: {err}");
+        assert!(
+            err.contains(&format!(
+                "hint: the server wrote a line to stdout that is not JSON (stdout is for \
+                 JSON-RPC messages only; a server logs to stderr): \"handling {method} \
+                 \\u{{1b}}[2J...\""
+            )),
+            "{command}: {err}"
+        );
+        assert!(
+            err.contains("(the limit is --timeout SECS)"),
+            "{command}: {err}"
+        );
+        assert!(!err.contains(drives_a_terminal), "{command}: {err}");
+        let out = run(
+            &config,
+            &["--format", "json", "--timeout", "1", command, "s"],
+        );
+        let error = &json(&out)["error"];
+        assert_eq!(error["kind"], "timeout", "{command}: {error}");
+        let hint = error["hint"].as_str().unwrap_or_default();
+        assert!(
+            hint.contains(&format!("{method} \\u{{1b}}[2J...\"")),
+            "{command}: {error}"
+        );
+    }
+    // The probe of `status --connect` lists its tools, in the failure it prints.
+    let out = run(&config, &["--timeout", "1", "status", "--connect"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let text = stdout(&out)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(text.contains("no answer within"), "{text}");
+    assert!(text.contains(r#"tools/list \u{1b}[2J...""#), "{text}");
 }
 
 #[test]

@@ -418,6 +418,30 @@ fn a_server_that_dies_mid_session_closes_the_connection() {
     assert_eq!(shutdown.status.and_then(|s| s.code()), Some(3));
 }
 
+/// A call that timed out after the server logged to stdout: a handle reads the line the
+/// machine kept (as `Client::machine` does), also once the client is closed, so that the
+/// failure can quote it.
+#[test]
+#[cfg(unix)]
+fn a_handle_reads_the_log_line_that_a_timed_out_call_met() {
+    let script = format!(
+        "read line; echo '{}'; read line; read line; echo 'Listing tools...'; \
+         while read line; do :; done",
+        common::INIT_RESULT
+    );
+    let mut client = Client::connect_stdio(sh(&script), config(EraMode::Legacy)).unwrap();
+    let handle = client.handle();
+    assert_eq!(handle.unreadable_line(), None);
+    let list = CallRequest::list_tools().timeout(Duration::from_millis(200));
+    let err = client.request(list).unwrap_err();
+    assert_eq!(err.kind(), "timeout", "{err}");
+    let line = handle.unreadable_line().expect("the log line");
+    assert_eq!(line.start, "Listing tools...");
+    assert_eq!(client.machine().unreadable_line(), Some(&line));
+    client.close();
+    assert_eq!(handle.unreadable_line(), Some(line));
+}
+
 #[test]
 #[cfg(unix)]
 fn a_server_that_never_answers_fails_the_handshake_in_time() {

@@ -719,17 +719,17 @@ pub fn call(
             match run_task(global, &mut client, request.as_task(ttl)) {
                 Ok(done) => done,
                 // A task that needed input fails as a plain call that needed it does.
-                Err(Failure::Mcp(e)) => {
-                    return Err(input_needed(&client, Some(&e)).unwrap_or(Failure::Mcp(e)));
+                Err(failure) => {
+                    let needed = (failure.error()).and_then(|e| input_needed(&client, Some(e)));
+                    return Err(needed.unwrap_or(failure));
                 }
-                Err(other) => return Err(other),
             }
         }
         None => match client.request(request) {
             Ok(out) => (out, false),
             Err(e) => {
                 let failure = input_needed(&client, Some(&e));
-                return Err(failure.unwrap_or_else(|| call_failure(&client, e)));
+                return Err(failure.unwrap_or_else(|| e.into()));
             }
         },
     };
@@ -766,19 +766,6 @@ pub fn call(
         return Ok(3);
     }
     Ok(0)
-}
-
-/// A call's failure. One that timed out on a stdio server that wrote a line to stdout
-/// that is no JSON-RPC message (a log line, most often) quotes that line, as a failed
-/// connect does: the answer may have been lost in it.
-fn call_failure(client: &Client, e: mcp_blocking::Error) -> Failure {
-    if e.kind() == "timeout"
-        && let Some(line) = client.machine().unreadable_line()
-    {
-        let hint = format!("{line}");
-        return Failure::Hinted(e, hint);
-    }
-    Failure::Mcp(e)
 }
 
 /// When a call failed because the server wanted input this run cannot give (a legacy
@@ -1008,7 +995,7 @@ fn hinted(client: &Client, e: mcp_blocking::Error, capability: &str) -> Failure 
             format!("the server declared no {capability} capability: it offers no {capability}");
         return Failure::Hinted(e, hint);
     }
-    Failure::Mcp(e)
+    e.into()
 }
 
 pub fn read(

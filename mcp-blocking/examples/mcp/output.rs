@@ -40,16 +40,33 @@ pub enum Failure {
     Auth(String),
 }
 
+/// Every error of the library becomes a failure here, whichever command met it: one that
+/// timed out once connected to a stdio server that wrote a line to stdout that is no
+/// JSON-RPC message (a log line, most often) quotes that line as its hint, as a failed
+/// connect does in its message: the answer may have been lost in it.
 impl From<Error> for Failure {
     fn from(e: Error) -> Self {
-        Failure::Mcp(e)
+        match stdout_line(&e) {
+            Some(line) => Failure::Hinted(e, line),
+            None => Failure::Mcp(e),
+        }
     }
 }
 
 impl From<mcp_blocking::mcp_proto::client::CallError> for Failure {
     fn from(e: mcp_blocking::mcp_proto::client::CallError) -> Self {
-        Failure::Mcp(e.into())
+        Error::from(e).into()
     }
+}
+
+/// The connected server's unreadable stdout line, quoted, for a timeout `e` that does not
+/// quote it already (a connect error does).
+fn stdout_line(e: &Error) -> Option<String> {
+    if e.kind() != "timeout" || matches!(e, Error::Connect { .. }) {
+        return None;
+    }
+    let server = SERVER.lock().unwrap_or_else(PoisonError::into_inner);
+    Some(server.as_ref()?.unreadable_line()?.to_string())
 }
 
 impl Failure {
@@ -189,13 +206,16 @@ pub fn report(format: Format, verbose: bool, failure: &Failure) -> u8 {
 /// Lines of a server's stderr shown with a failure (four times as many with `-v`).
 const STDERR_LINES: usize = 10;
 
-/// The stdio server of this run, for how it ended when it exited during a call.
+/// The stdio server of this run (of the latest connect, for a command that connects to
+/// several), for how it ended when it exited during a call and for what it wrote to
+/// stdout that was no message.
 static SERVER: Mutex<Option<ClientHandle>> = Mutex::new(None);
 
-/// Remembers `handle`'s server, so that a failure because it exited can say how it did
-/// and what it last wrote to stderr.
-pub fn watch_server(handle: ClientHandle) {
-    *SERVER.lock().unwrap_or_else(PoisonError::into_inner) = Some(handle);
+/// Remembers the server of `handle` (`None`: none, when connecting to another server
+/// starts), so that a failure because it exited can say how it did and what it last
+/// wrote to stderr, and one because it did not answer can quote its unreadable stdout.
+pub fn watch_server(handle: Option<ClientHandle>) {
+    *SERVER.lock().unwrap_or_else(PoisonError::into_inner) = handle;
 }
 
 /// How the stdio server ended and its last stderr, for a failure it caused: from the

@@ -367,6 +367,8 @@ pub fn connect_with(
     input: Option<InputMode>,
     plan: &auth::Plan,
 ) -> Result<Client, Failure> {
+    // A failure from now on is this server's, not one connected to before.
+    output::watch_server(None);
     let input = if global.no_input {
         Some(InputMode::None)
     } else {
@@ -404,7 +406,7 @@ pub fn connect_with(
         },
     )?;
     crate::interrupt::watch(client.canceller());
-    output::watch_server(client.handle());
+    output::watch_server(Some(client.handle()));
     Ok(with_log_level(global, client))
 }
 
