@@ -134,12 +134,7 @@ impl Authorizer {
         // retry sets the flag again once sent).
         self.nonce_retried = false;
         self.last_token = Some((grant, kept));
-        // A refresh is for the resource the tokens were issued for (the same string as
-        // the grant's; read from the store when this run read no metadata).
-        let resource = match grant {
-            TokenGrant::Refresh if !self.creds.resource.is_empty() => self.creds.resource.clone(),
-            _ => self.resource(),
-        };
+        let resource = self.resource();
         let mut body: Vec<(String, String)> = pairs
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))

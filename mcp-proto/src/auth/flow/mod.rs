@@ -434,13 +434,9 @@ impl Authorizer {
     /// `401` reads it again). With only the protected resource metadata's address, the
     /// flow goes as after a `401` (that metadata read, then the refresh), without the
     /// refused request. Before either (stored credentials, a first request), the
-    /// authorization server's metadata is read for the issuer the stored tokens belong
-    /// to, and the refresh goes there, for the resource they were issued for, when the
-    /// stored registration belongs to that issuer too: the refresh token goes only to
-    /// the server that issued it, and a server that moved to another one refuses the
-    /// new token, whose `401` reads the protected resource metadata. Without such a
-    /// registration the request goes with the token held, as when no refresh token is:
-    /// the server decides.
+    /// request goes with the token held, as when no refresh token is: the server
+    /// decides, and its `401` names where its metadata is (a server may name it only
+    /// there).
     #[must_use = "when true, the request must wait for the refresh (park it as after a 401)"]
     pub fn refresh_before_request(&mut self, now: Instant) -> bool {
         self.now = now;
@@ -461,37 +457,10 @@ impl Authorizer {
             self.after_metadata(now);
             return true;
         }
-        if let Some(url) = self.resource_metadata_url.clone() {
-            self.begin(now, Trigger::Unauthorized, None, vec![url]);
-            return true;
-        }
-        self.refresh_stored(now)
-    }
-
-    /// The refresh before the first request of a run that starts from stored
-    /// credentials: see [`Authorizer::refresh_before_request`]. False when it cannot
-    /// start (no registration for the stored issuer, an issuer that is no URL).
-    fn refresh_stored(&mut self, now: Instant) -> bool {
-        let issuer = self.creds.issuer.clone();
-        let registered = (self.creds.client.as_ref()).is_some_and(|c| c.issuer == issuer);
-        if issuer.is_empty() || self.creds.resource.is_empty() || !registered {
-            return false;
-        }
-        let Ok(urls) = metadata::server_metadata_urls(&issuer) else {
+        let Some(url) = self.resource_metadata_url.clone() else {
             return false;
         };
-        // An issuer on the MCP server's own origin may be the 2025-03-26 fallback's,
-        // which has no metadata: its default endpoints then, as when it was found.
-        let legacy = self.config.legacy_fallback
-            && EndpointUrl::parse(&issuer, true).is_ok_and(|u| u.origin() == self.mcp_url.origin());
-        self.reset_flow(Trigger::Unauthorized, None);
-        self.step = Step::ServerMetadata {
-            issuer,
-            urls,
-            next: 0,
-            legacy,
-        };
-        self.next_server_metadata(now);
+        self.begin(now, Trigger::Unauthorized, None, vec![url]);
         true
     }
 
