@@ -1469,6 +1469,42 @@ mod tests {
             let got = Message::decode_within(text.as_bytes(), 64, 1 << 20).map(|_| ());
             assert_eq!(got, want, "{result}");
         }
+        // The marks are found wherever they fall, the last partial block of the one pass
+        // included: padding moves them through every offset up to past its length limit.
+        for pad in 0..=Marks::MAX_LEN {
+            let pad = "x".repeat(pad);
+            let cases = [
+                (
+                    format!(r#"{{"p":"{pad}","$serde_json::x":1}}"#),
+                    Err(DecodeError::ReservedName),
+                ),
+                (
+                    format!(r#"{{"p":"{pad}","\u0024serde_json::x":1}}"#),
+                    Err(DecodeError::ReservedName),
+                ),
+                (
+                    format!(
+                        r#"{{"p":"{pad}","d":{}{}}}"#,
+                        "[".repeat(62),
+                        "]".repeat(62)
+                    ),
+                    Ok(()),
+                ),
+                (
+                    format!(
+                        r#"{{"p":"{pad}","d":{}{}}}"#,
+                        "[".repeat(63),
+                        "]".repeat(63)
+                    ),
+                    Err(DecodeError::TooDeep { limit: 64 }),
+                ),
+            ];
+            for (result, want) in cases {
+                let text = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#);
+                let got = Message::decode_within(text.as_bytes(), 64, 1 << 20).map(|_| ());
+                assert_eq!(got, want, "{} bytes: {result}", text.len());
+            }
+        }
     }
 
     #[test]
