@@ -295,12 +295,17 @@ pub struct MemorySessionStore {
 /// logs as such), and a record holds what its client negotiated.
 impl std::fmt::Debug for MemorySessionStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let inner = self.lock();
-        f.debug_struct("MemorySessionStore")
-            .field("sessions", &inner.records.len())
-            .field("capacity", &inner.capacity)
-            .field("ended", &inner.ended.len())
-            .finish_non_exhaustive()
+        // Never waits: printed by the thread holding the lock (a log line in a store
+        // wrapper, a panic message), it says so, as `Mutex`'s own `Debug` does.
+        let mut out = f.debug_struct("MemorySessionStore");
+        match self.inner.try_lock() {
+            Ok(inner) => out
+                .field("sessions", &inner.records.len())
+                .field("capacity", &inner.capacity)
+                .field("ended", &inner.ended.len()),
+            Err(_) => out.field("sessions", &format_args!("<locked>")),
+        };
+        out.finish_non_exhaustive()
     }
 }
 
@@ -565,6 +570,9 @@ mod tests {
             "{shown}"
         );
         assert!(shown.contains("sessions: 1, capacity: 8"), "{shown}");
+        let held = store.lock();
+        assert!(format!("{store:?}").contains("<locked>"));
+        drop(held);
     }
 
     #[test]
