@@ -1863,7 +1863,9 @@ fn doctor_fails_a_command_that_does_not_exist_offline() {
 }
 
 /// A credential in a URL's query is kept in the file (the server needs it) and never
-/// printed: `add`, `import`, `list` and `get` show it redacted, and say where it is.
+/// printed: `add`, `import`, `list`, `get`, `auth status` and `doctor` show it redacted
+/// (a bare query part too, as it may be a token itself), and say where it is; a refused
+/// URL is not repeated with it either.
 #[test]
 fn a_credential_in_a_url_query_is_stored_but_never_printed() {
     let dir = common::temp_dir("url-secret");
@@ -1875,34 +1877,66 @@ fn a_credential_in_a_url_query_is_stored_but_never_printed() {
         r#"{"mcpServers": {"imported": {"url": "http://127.0.0.1:9/mcp?access_token=tok-77"}}}"#,
     )
     .unwrap();
-    let outputs = [
+    let noted = [
         run(&config, &["add", "remote", "--url", url]),
         run(&config, &["import", theirs.to_str().unwrap()]),
+        run(
+            &config,
+            &[
+                "add",
+                "bare",
+                "--url",
+                "http://127.0.0.1:9/mcp?sk_live_4242",
+            ],
+        ),
+    ];
+    let list = run(&config, &["list"]);
+    let quiet = [
         run(&config, &["--format", "json", "add", "again", "--url", url]),
-        run(&config, &["list"]),
         run(&config, &["get", "remote"]),
         run(&config, &["get", "imported"]),
         run(&config, &["--format", "json", "list"]),
         run(&config, &["--format", "json", "get", "remote"]),
+        run(&config, &["auth", "status", "remote"]),
+        run(&config, &["--format", "json", "auth", "status", "remote"]),
     ];
-    for out in &outputs {
+    for out in noted.iter().chain([&list]).chain(&quiet) {
         assert_eq!(out.status.code(), Some(0), "{}", stderr(out));
-        let printed = format!("{}{}", stdout(out), stderr(out));
-        assert!(
-            !printed.contains("sk_live_4242") && !printed.contains("tok-77"),
-            "{printed}"
-        );
     }
-    assert!(
-        stdout(&outputs[2]).contains("?api_key=redacted&page=2"),
-        "{}",
-        stdout(&outputs[2])
-    );
-    for out in &outputs[..2] {
+    for out in &noted {
         assert!(
             stdout(out).contains("credential in the query"),
             "{}",
             stdout(out)
+        );
+    }
+    assert!(
+        stdout(&list).contains("?api_key=redacted&page=2"),
+        "{}",
+        stdout(&list)
+    );
+    // Whatever their exit status, diagnostics and refusals print no secret either.
+    let doctor = run(&config, &["doctor"]);
+    assert!(
+        stdout(&doctor).contains("endpoint http://127.0.0.1:9/mcp?api_key=redacted"),
+        "{}",
+        stdout(&doctor)
+    );
+    let refused = run(
+        &config,
+        &[
+            "add",
+            "far",
+            "--url",
+            "http://remote.example/mcp?api_key=sk_live_4242",
+        ],
+    );
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    for out in noted.iter().chain([&list, &doctor, &refused]).chain(&quiet) {
+        let printed = format!("{}{}", stdout(out), stderr(out));
+        assert!(
+            !printed.contains("sk_live_4242") && !printed.contains("tok-77"),
+            "{printed}"
         );
     }
     let written = std::fs::read_to_string(&config).unwrap();

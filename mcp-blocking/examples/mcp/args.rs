@@ -11,6 +11,7 @@ use std::time::Duration;
 use mcp_blocking::mcp_proto::model::CompletionRef;
 
 use crate::config::OAuthEntry;
+use mcp_io::transcript::redact_url;
 
 /// A usage error: exit status 2.
 #[derive(Debug)]
@@ -1186,10 +1187,14 @@ pub fn check_url(url: &str) -> Result<(), String> {
     match EndpointUrl::parse(url, false) {
         Ok(_) => Ok(()),
         Err(UrlError::InsecureRemote) => Err(format!(
-            "{url}: plain http:// is only allowed to loopback hosts (localhost, 127.0.0.0/8, \
-             [::1]); use https://"
+            "{}: plain http:// is only allowed to loopback hosts (localhost, 127.0.0.0/8, \
+             [::1]); use https://",
+            redact_url(url)
         )),
-        Err(e) => Err(format!("{url}: not a usable endpoint URL: {e}")),
+        Err(e) => Err(format!(
+            "{}: not a usable endpoint URL: {e}",
+            redact_url(url)
+        )),
     }
 }
 

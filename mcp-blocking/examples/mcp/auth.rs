@@ -22,6 +22,7 @@ use crate::args::{AuthAction, Format, Global};
 use crate::config::{OAuthEntry, ServerEntry};
 use crate::output::{Failure, print_json, table};
 use crate::session;
+use mcp_io::transcript::redact_url;
 
 /// The variable whose bearer token every HTTP server gets, unless its entry names
 /// another (`bearerTokenEnv`).
@@ -512,7 +513,7 @@ fn status(global: &Global, name: &str, entry: &ServerEntry, url: &str) -> Result
     match global.format {
         Format::Json => print_json(&json!({
             "server": name,
-            "url": url,
+            "url": redact_url(url),
             "credentials": state.to_json(),
             "file": stored.as_ref().map(|_| &path),
             "issuer": stored.as_ref().map(|c| &c.issuer),
@@ -524,7 +525,7 @@ fn status(global: &Global, name: &str, entry: &ServerEntry, url: &str) -> Result
         })),
         Format::Text => {
             let mut rows = vec![
-                vec!["server".to_owned(), format!("{name} ({url})")],
+                vec!["server".to_owned(), format!("{name} ({})", redact_url(url))],
                 vec!["credentials".to_owned(), state.describe()],
             ];
             if let Some(c) = &stored {

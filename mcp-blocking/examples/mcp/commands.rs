@@ -1677,7 +1677,7 @@ pub fn doctor(global: &Global, connect: bool) -> Result<u8, Failure> {
     for (name, entry) in &file.servers {
         if let (None, Some(url)) = (&entry.command, &entry.url) {
             match session::check_url(url) {
-                Ok(()) => checks.push(("ok", format!("{name}: endpoint {url}"))),
+                Ok(()) => checks.push(("ok", format!("{name}: endpoint {}", redact_url(url)))),
                 Err(m) => checks.push(("fail", format!("{name}: {m}"))),
             }
             if session::era_mode(entry, name).is_err() {
