@@ -12,7 +12,7 @@ use std::time::Duration;
 use mcp_proto::Instant;
 use mcp_proto::auth::form::parse_pairs;
 use mcp_proto::auth::{AuthConfig, AuthError};
-use mcp_proto::client::http::HttpConfig;
+use mcp_proto::client::http::{HttpConfig, HttpSseError};
 use mcp_proto::client::{
     CallError, CallId, CallOutput, CallRequest, Client, ClientConfig, CloseReason, ConnId, Event,
     Transmit,
@@ -153,6 +153,13 @@ struct State {
     /// The MCP server speaks only the 2024-11-05 HTTP+SSE transport (legacy): a `POST`
     /// of `initialize` draws `405`.
     sse2024: bool,
+    /// A 2024-11-05 HTTP+SSE server that checks tokens on its stream alone: a `POST` to
+    /// the server URL draws `405` before any token check; the stream (`GET`, token
+    /// checked, `refuse_gets` honoured) names the endpoint `/mcp?sessionId=1`, and what
+    /// is POSTed there (token checked) is answered on the stream.
+    sse_only: bool,
+    /// Events for that stream not yet delivered, chunked.
+    sse_outbox: Vec<u8>,
 }
 
 fn rpc_result(req: &Seen, result: Value) -> Reply {
@@ -242,9 +249,15 @@ impl State {
     }
 
     fn mcp(&mut self, req: &Seen) -> Reply {
+        if self.sse_only && req.method == "POST" && !req.target.contains('?') {
+            return Reply::json(405, &json!({}));
+        }
         let presented = req.header("authorization").unwrap_or("").to_owned();
         if self.reject_all || !self.valid.contains(&presented) {
             return refusal(401, &self.challenge.clone());
+        }
+        if self.sse_only {
+            return self.sse_only_mcp(req);
         }
         if self.legacy
             && let Some(reply) = self.legacy_mcp(req)
@@ -297,7 +310,44 @@ impl State {
     }
 }
 
+/// One chunk of a chunked body.
+fn chunk(text: &str) -> Vec<u8> {
+    format!("{:x}\r\n{text}\r\n", text.len()).into_bytes()
+}
+
 impl State {
+    /// [`State::sse_only`], the token accepted: the stream, or a message POSTed to the
+    /// endpoint (`202`, its answer on the stream).
+    fn sse_only_mcp(&mut self, req: &Seen) -> Reply {
+        if req.method == "GET" {
+            if let Some((status, challenge)) = self.refuse_gets.pop_front() {
+                return refusal(status, &challenge);
+            }
+            let mut head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\
+                Transfer-Encoding: chunked\r\n\r\n"
+                .to_vec();
+            head.extend(chunk("event: endpoint\ndata: /mcp?sessionId=1\n\n"));
+            return Reply::Raw(head);
+        }
+        let result = match req.rpc_method().as_str() {
+            "initialize" => Some(json!({"protocolVersion": "2024-11-05",
+                "capabilities": {"tools": {}}, "serverInfo": {"name": "old-sse", "version": "1"}})),
+            "tools/list" => Some(json!({"tools": []})),
+            "tools/call" => {
+                self.tool_runs += 1;
+                Some(json!({"content": [{"type": "text",
+                    "text": format!("run {}", self.tool_runs)}]}))
+            }
+            _ => None,
+        };
+        if let Some(result) = result {
+            let answer = json!({"jsonrpc": "2.0", "id": req.json()["id"], "result": result});
+            let frame = format!("event: message\ndata: {answer}\n\n");
+            self.sse_outbox.extend(chunk(&frame));
+        }
+        Reply::accepted()
+    }
+
     /// What a 2025-11-25 server answers that a 2026 one does not: `None` for the
     /// requests both answer alike.
     fn legacy_mcp(&mut self, req: &Seen) -> Option<Reply> {
@@ -369,6 +419,8 @@ struct Net {
     hold_method: Option<&'static str>,
     /// The connections that carried a `GET` to the MCP endpoint.
     get_conns: Vec<ConnId>,
+    /// The last of them: where [`State::sse_outbox`] goes.
+    stream_conn: Option<ConnId>,
 }
 
 fn auth_config() -> AuthConfig {
@@ -416,6 +468,7 @@ impl Net {
             held_back: Vec::new(),
             hold_method: None,
             get_conns: Vec::new(),
+            stream_conn: None,
         }
     }
 
@@ -456,6 +509,7 @@ impl Net {
                     }
                     if seen.is_mcp() && seen.method == "GET" {
                         self.get_conns.push(conn);
+                        self.stream_conn = Some(conn);
                     }
                     let reply = self.state.borrow_mut().answer(&seen);
                     let call = seen.is_mcp() && seen.rpc_method() == "tools/call";
@@ -487,6 +541,11 @@ impl Net {
                 }
                 other => panic!("unsupported reply {other:?}"),
             }
+        }
+        let events = std::mem::take(&mut self.state.borrow_mut().sse_outbox);
+        if let Some(conn) = self.stream_conn.filter(|_| !events.is_empty()) {
+            moved = true;
+            self.client.handle_read(self.now, conn, &events);
         }
         while let Some(e) = self.client.poll_event() {
             moved = true;
@@ -2047,4 +2106,119 @@ fn the_http_sse_stream_refreshes_an_expired_token_first() {
         "refreshed first"
     );
     net.assert_tokens_only_to_the_mcp_server();
+}
+
+/// A client for a [`State::sse_only`] server: the 2024-11-05 transport, only its stream
+/// protected.
+fn sse_only_net() -> Net {
+    let config = ClientConfig::new("auth-http", "1.0").accept_pre_2025_06_versions();
+    let net = Net::with_config(auth_config(), config);
+    net.state.borrow_mut().sse_only = true;
+    net
+}
+
+/// A 2024-11-05 HTTP+SSE server that protects only its stream (the `POST` to its URL
+/// draws `405` without a token check, the `GET` a `401` naming its resource metadata)
+/// could never be reached: the `401` to the stream's `GET` failed the connection at
+/// once, with no authorization. It now runs the flow (the person takes 45 s to approve,
+/// longer than the handshake's own window) and opens the stream once with the token,
+/// and the session works.
+#[test]
+fn the_http_sse_stream_refused_with_401_authorizes_and_reopens() {
+    let mut net = sse_only_net();
+    net.run_until(|n| !n.approval_urls().is_empty() || n.closed().is_some());
+    assert_eq!(net.closed(), None);
+    net.now += Duration::from_secs(45);
+    net.client.handle_timeout(net.now);
+    net.settle();
+    net.approve().expect("callback");
+    net.run_until(|n| n.connected() || n.closed().is_some());
+    assert!(net.connected(), "{:#?}", net.events);
+    let out = net.call(tool()).expect("call");
+    assert_eq!(text(&out), "run 1");
+    let sent = mcp_tokens_since(&net, 0);
+    assert_eq!(
+        sent[..4],
+        ["POST -", "POST -", "GET -", "GET Bearer at-1"],
+        "{:?}",
+        requests_since(&net, 0)
+    );
+    assert!(
+        sent[4..].iter().all(|s| s == "POST Bearer at-1"),
+        "{sent:?}"
+    );
+    assert_eq!(net.approval_urls().len(), 1);
+    net.assert_tokens_only_to_the_mcp_server();
+}
+
+/// The stream's `GET` refused again with the token the flow obtained: the connection
+/// fails with the status named, after one flow (no loop of approvals).
+#[test]
+fn the_http_sse_stream_refused_again_after_authorizing_fails_the_connection() {
+    let mut net = sse_only_net();
+    let challenge = net.state.borrow().challenge.clone();
+    net.state
+        .borrow_mut()
+        .refuse_gets
+        .push_back((401, challenge));
+    net.run_until(|n| !n.approval_urls().is_empty() || n.closed().is_some());
+    net.approve().expect("callback");
+    net.run_until(|n| n.closed().is_some());
+    let reason = net.closed().unwrap();
+    assert!(
+        matches!(
+            &reason,
+            CloseReason::HttpSse(HttpSseError::StreamRefused {
+                status: Some(401),
+                ..
+            })
+        ),
+        "{reason:?}"
+    );
+    let said = reason.to_string();
+    assert!(
+        said.contains("HTTP 401") && said.contains("refused again after authorizing"),
+        "{said}"
+    );
+    assert_eq!(
+        mcp_tokens_since(&net, 0),
+        ["POST -", "POST -", "GET -", "GET Bearer at-1"],
+        "{:?}",
+        requests_since(&net, 0)
+    );
+    assert_eq!(net.approval_urls().len(), 1, "one flow");
+    assert_eq!(net.token_requests().len(), 1);
+}
+
+/// A `403 insufficient_scope` answering the stream's `GET` steps up, as it does for the
+/// session's `GET` of Streamable HTTP, and the stream opens with the new token.
+#[test]
+fn the_http_sse_stream_refused_for_scope_steps_up_and_reopens() {
+    let mut net = sse_only_net();
+    let challenge = r#"Bearer error="insufficient_scope", scope="mcp:stream""#.to_owned();
+    net.state
+        .borrow_mut()
+        .refuse_gets
+        .push_back((403, challenge));
+    net.run_until(|n| !n.approval_urls().is_empty() || n.closed().is_some());
+    net.approve().expect("callback");
+    net.run_until(|n| n.approval_urls().len() == 2 || n.closed().is_some());
+    assert_eq!(net.closed(), None);
+    let url = net.approval_urls().pop().unwrap();
+    assert!(url.contains("mcp%3Astream"), "{url}");
+    net.approve().expect("callback");
+    net.run_until(|n| n.connected() || n.closed().is_some());
+    assert!(net.connected(), "{:#?}", net.events);
+    assert_eq!(
+        mcp_tokens_since(&net, 0)[..5],
+        [
+            "POST -",
+            "POST -",
+            "GET -",
+            "GET Bearer at-1",
+            "GET Bearer at-2"
+        ],
+        "{:?}",
+        requests_since(&net, 0)
+    );
 }

@@ -789,6 +789,16 @@ impl HttpLink {
         }
         let (detail, transport) = failure.into_parts();
         if matches!(x.purpose, Purpose::SseStream) {
+            if let Some(code @ (401 | 403)) = status {
+                if self.sse_stream_refused(now, &x, code) {
+                    return;
+                }
+                if x.after_refusal {
+                    let detail = format!("refused again after authorizing: {detail}");
+                    self.sse_refused(status, detail);
+                    return;
+                }
+            }
             self.sse_refused(status, detail);
             return;
         }

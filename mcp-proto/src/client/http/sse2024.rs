@@ -10,7 +10,11 @@
 //! switches to the old transport for the rest of the connection (decision 35):
 //!
 //! 1. a GET on the same URL (`Accept: text/event-stream`) opens the server's stream, a
-//!    long-lived exchange on a connection of its own;
+//!    long-lived exchange on a connection of its own; with OAuth configured it follows
+//!    the rule of every request (decision 203): it waits for the refresh of a token
+//!    known to be expired, and a `401` (or a `403` with `insufficient_scope`) to it
+//!    runs the flow (a refresh, an authorization, a step-up) and sends it once more
+//!    with the new token; refused again, the connection ends;
 //! 2. its first event must be `endpoint`, whose data is the URL to POST to (relative
 //!    ones resolved against the server URL). It is refused, with a typed
 //!    [`HttpSseError`] ending the connection, when it is longer than
@@ -34,6 +38,7 @@ use std::collections::VecDeque;
 
 use crate::Instant;
 use crate::auth::AuthError;
+use crate::auth::challenge::bearer_challenge;
 
 use super::HttpLink;
 use super::exchange::Purpose;
@@ -117,8 +122,15 @@ pub(super) struct HttpSse {
     pub(super) waited_since: Instant,
     pub(super) waiting: VecDeque<Outgoing>,
     /// The stream's `GET` waits for the authorization flow (the refresh of a token known
-    /// to be expired, or a flow already running) before it goes.
+    /// to be expired, a flow already running, or the one its refusal started) before it
+    /// goes.
     pub(super) awaits_authorization: bool,
+    /// Times the stream's `GET` was refused for want of authorization (`401`, or `403`
+    /// with `insufficient_scope`) and sent again, after the flow the refusal started or
+    /// with the token that replaced the one it carried: at most
+    /// [`MAX_AUTH_TRIES`](super::authorize::MAX_AUTH_TRIES), as a message; a `401` to the
+    /// token a flow obtained fails the connection.
+    pub(super) tries: u8,
 }
 
 /// Resolves the `endpoint` event's data against the server URL and checks it stays on
@@ -275,6 +287,7 @@ impl HttpLink {
             waited_since: now,
             waiting: VecDeque::new(),
             awaits_authorization: false,
+            tries: 0,
         });
         self.open_sse_stream(now);
         true
@@ -295,6 +308,18 @@ impl HttpLink {
             }
             return;
         }
+        let handshake = self.client.handshake_deadline();
+        let after_refusal = match &mut self.sse {
+            Some(sse) => {
+                // Waiting for the endpoint keeps the handshake's deadline, which moved
+                // on by the time a person took to approve.
+                if sse.endpoint.is_none() && handshake.is_some() {
+                    sse.deadline = handshake;
+                }
+                sse.tries > 0
+            }
+            None => false,
+        };
         let url = self.config.url.clone();
         let mut bytes = Vec::new();
         let managed = super::outgoing::auth_headers(&mut self.auth, self.now, "GET", &url);
@@ -306,7 +331,8 @@ impl HttpLink {
             });
             return;
         }
-        let x = self.new_exchange(Purpose::SseStream, None, "GET");
+        let mut x = self.new_exchange(Purpose::SseStream, None, "GET");
+        x.after_refusal = after_refusal;
         let id = self.alloc_exchange();
         self.insert_exchange(id, x, (bytes, std::sync::Arc::default()));
     }
@@ -325,10 +351,73 @@ impl HttpLink {
         if !std::mem::take(&mut sse.awaits_authorization) || self.closing {
             return;
         }
+        // A `GET` that was refused goes again only with what the flow obtained: after a
+        // failed step-up the token it was refused with would be refused again.
+        let refused = sse.tries > 0;
         match outcome {
-            Ok(()) | Err((_, true)) => self.open_sse_stream(now),
-            Err((e, false)) => self.sse_refused(None, format!("authorization failed: {e}")),
+            Ok(()) => self.open_sse_stream(now),
+            Err((_, true)) if !refused => self.open_sse_stream(now),
+            Err((e, _)) => self.sse_refused(None, format!("authorization failed: {e}")),
         }
+    }
+
+    /// The stream's `GET` `x` was refused with `status` (`401`, `403`): as the session's
+    /// `GET` of Streamable HTTP, a `401` starts the refresh or the authorization flow (or
+    /// joins the one running) and a `403` with `insufficient_scope` a step-up, and the
+    /// `GET` waits for it, then goes once with the new token; one sent with a token
+    /// replaced since goes again with the new one and starts nothing. False, and the
+    /// refusal ends the connection, without authorization, for another `403`, for a
+    /// `401` to a `GET` already sent again after a refusal (the server takes no token the
+    /// client obtains: no loop), or once sent again
+    /// [`MAX_AUTH_TRIES`](super::authorize::MAX_AUTH_TRIES) times (the authorizer's
+    /// `max_step_ups` bounds the step-ups too).
+    pub(super) fn sse_stream_refused(
+        &mut self,
+        now: Instant,
+        x: &super::exchange::Exchange,
+        status: u16,
+    ) -> bool {
+        let Some(auth) = &mut self.auth else {
+            return false;
+        };
+        let Some(sse) = &mut self.sse else {
+            return false;
+        };
+        if sse.tries >= super::authorize::MAX_AUTH_TRIES || self.closing {
+            return false;
+        }
+        let challenges: Vec<&str> = x
+            .head
+            .as_ref()
+            .map(|h| h.header_all("www-authenticate").collect())
+            .unwrap_or_default();
+        if status == 403
+            && !bearer_challenge(challenges.iter().copied())
+                .is_some_and(|c| c.is_insufficient_scope())
+        {
+            return false;
+        }
+        if x.generation == self.auth_generation {
+            if status == 401 && sse.tries > 0 {
+                return false;
+            }
+            let started = if status == 401 {
+                auth.handle_unauthorized(now, challenges);
+                true
+            } else {
+                auth.handle_insufficient_scope(now, challenges)
+            };
+            if !started {
+                return false;
+            }
+        }
+        // Sent again once the flow ends (or now, for a token replaced since).
+        sse.tries += 1;
+        // The server answered: connecting waits on the flow, within its own deadline.
+        self.client.handshake_waits_on_authorization();
+        self.open_sse_stream(now);
+        self.drive_auth(now);
+        true
     }
 
     /// Whether messages wait for the endpoint: then `msg` joins them.
@@ -414,10 +503,14 @@ impl HttpLink {
         }
     }
 
-    /// When waiting for the endpoint ends (nothing waits once the link closes).
+    /// When waiting for the endpoint ends (nothing waits once the link closes). Not
+    /// while the stream's `GET` waits for an authorization flow: a person approving
+    /// holds the handshake's deadline, the flow has its own bounds, and the `GET` takes
+    /// the handshake's deadline as it stands when it goes.
     pub(super) fn sse_deadline(&self) -> Option<Instant> {
         self.sse
             .as_ref()
+            .filter(|s| !s.awaits_authorization)
             .and_then(|s| s.deadline)
             .filter(|_| !self.closing)
     }
