@@ -2222,3 +2222,34 @@ fn the_http_sse_stream_refused_for_scope_steps_up_and_reopens() {
         requests_since(&net, 0)
     );
 }
+
+/// On the 2024-11-05 transport a message POSTed to the endpoint and refused with `401`
+/// (a token revoked) refreshes and is sent again, as on Streamable HTTP; one sent with a
+/// token known to be expired waits for the refresh first.
+#[test]
+fn http_sse_posts_refresh_on_401_and_when_known_expired() {
+    let mut net = sse_only_net();
+    net.connect_with_approval();
+    net.state.borrow_mut().valid.retain(|v| v != "Bearer at-1");
+    let before = net.seen.len();
+    let out = net.call(tool()).expect("call");
+    assert_eq!(text(&out), "run 1");
+    assert_eq!(
+        mcp_tokens_since(&net, before),
+        ["POST Bearer at-1", "POST Bearer at-2"],
+        "{:?}",
+        requests_since(&net, before)
+    );
+    net.now += Duration::from_secs(3700);
+    let before = net.seen.len();
+    let out = net.call(tool()).expect("call");
+    assert_eq!(text(&out), "run 2");
+    assert_eq!(
+        mcp_tokens_since(&net, before),
+        ["POST Bearer at-3"],
+        "{:?}",
+        requests_since(&net, before)
+    );
+    assert_eq!(net.state.borrow().tool_runs, 2);
+    net.assert_tokens_only_to_the_mcp_server();
+}
