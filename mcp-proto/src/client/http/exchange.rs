@@ -196,6 +196,21 @@ pub(super) struct Exchange {
     pub(super) after_refusal: bool,
 }
 
+impl Exchange {
+    /// The `WWW-Authenticate` challenges of a refusal that authorization may answer: a
+    /// `401`, or a `403` whose Bearer challenge asks for more scope; `None` for any other
+    /// `403`.
+    pub(super) fn answerable_challenges(&self, status: u16) -> Option<Vec<&str>> {
+        let challenges: Vec<&str> = (self.head.as_ref())
+            .map(|h| h.header_all("www-authenticate").collect())
+            .unwrap_or_default();
+        let more_scope = || {
+            bearer_challenge(challenges.iter().copied()).is_some_and(|c| c.is_insufficient_scope())
+        };
+        (status != 403 || more_scope()).then_some(challenges)
+    }
+}
+
 /// A resumption waiting for its delay.
 #[derive(Debug, Clone)]
 pub(super) struct PendingResume {
@@ -1079,17 +1094,9 @@ impl HttpLink {
         if x.after_refusal || attempt + 1 >= self.config.max_resume_attempts {
             return false;
         }
-        let challenges: Vec<&str> = x
-            .head
-            .as_ref()
-            .map(|h| h.header_all("www-authenticate").collect())
-            .unwrap_or_default();
-        if status == 403
-            && !bearer_challenge(challenges.iter().copied())
-                .is_some_and(|c| c.is_insufficient_scope())
-        {
+        let Some(challenges) = x.answerable_challenges(status) else {
             return false;
-        }
+        };
         let pending = PendingResume {
             due: now,
             last_event_id: x.resume_from.clone(),

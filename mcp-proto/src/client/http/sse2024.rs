@@ -38,7 +38,6 @@ use std::collections::VecDeque;
 
 use crate::Instant;
 use crate::auth::AuthError;
-use crate::auth::challenge::bearer_challenge;
 
 use super::HttpLink;
 use super::exchange::Purpose;
@@ -386,17 +385,9 @@ impl HttpLink {
         if sse.tries >= super::authorize::MAX_AUTH_TRIES || self.closing {
             return false;
         }
-        let challenges: Vec<&str> = x
-            .head
-            .as_ref()
-            .map(|h| h.header_all("www-authenticate").collect())
-            .unwrap_or_default();
-        if status == 403
-            && !bearer_challenge(challenges.iter().copied())
-                .is_some_and(|c| c.is_insufficient_scope())
-        {
+        let Some(challenges) = x.answerable_challenges(status) else {
             return false;
-        }
+        };
         if x.generation == self.auth_generation {
             if status == 401 && sse.tries > 0 {
                 return false;
