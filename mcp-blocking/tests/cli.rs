@@ -26,6 +26,23 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
+/// Adds the stdio server `name`, run as `python -c SCRIPT ARGS…` in `era`.
+fn add_python_server(
+    config: &Path,
+    python: &str,
+    name: &str,
+    era: &str,
+    script: &str,
+    args: &[&str],
+) {
+    let mut argv = vec![
+        "add", name, "--stdio", python, "--era", era, "--", "-c", script,
+    ];
+    argv.extend_from_slice(args);
+    let out = run(config, &argv);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
 fn mcp() -> PathBuf {
     common::example("mcp")
 }
@@ -938,21 +955,7 @@ fn listen_prints_change_notifications_in_both_eras() {
     };
     let config = common::temp_dir("listen").join("servers.json");
     for (name, era) in [("new", "modern"), ("old", "legacy")] {
-        let out = run(
-            &config,
-            &[
-                "add",
-                name,
-                "--stdio",
-                python,
-                "--era",
-                era,
-                "--",
-                "-c",
-                LISTEN_SERVER,
-            ],
-        );
-        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        add_python_server(&config, python, name, era, LISTEN_SERVER, &[]);
     }
 
     let out = run(
@@ -1067,22 +1070,14 @@ fn ctrl_c_cancels_the_call_at_the_server_and_exits_130() {
     let config = dir.join("servers.json");
     for era in ["modern", "legacy"] {
         let log = dir.join(format!("{era}.log"));
-        let out = run(
+        add_python_server(
             &config,
-            &[
-                "add",
-                era,
-                "--stdio",
-                python,
-                "--era",
-                era,
-                "--",
-                "-c",
-                SLOW_SERVER,
-                log.to_str().unwrap(),
-            ],
+            python,
+            era,
+            era,
+            SLOW_SERVER,
+            &[log.to_str().unwrap()],
         );
-        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
         let mut child = Command::new(mcp())
             .arg("--config")
             .arg(&config)
@@ -1208,21 +1203,7 @@ fn tasks_from_the_command_line_in_both_eras() {
     };
     let config = common::temp_dir("tasks").join("servers.json");
     for (name, era) in [("new", "modern"), ("old", "legacy")] {
-        let out = run(
-            &config,
-            &[
-                "add",
-                name,
-                "--stdio",
-                python,
-                "--era",
-                era,
-                "--",
-                "-c",
-                TASKS_SERVER,
-            ],
-        );
-        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        add_python_server(&config, python, name, era, TASKS_SERVER, &[]);
     }
 
     // mcp call --task: the status on stderr, the result as for any call.
@@ -1331,21 +1312,7 @@ fn a_task_past_its_ttl_is_not_blamed_on_the_timeout_flag() {
         return;
     };
     let config = common::temp_dir("task-ttl").join("servers.json");
-    let out = run(
-        &config,
-        &[
-            "add",
-            "u",
-            "--stdio",
-            python,
-            "--era",
-            "legacy",
-            "--",
-            "-c",
-            UNENDING_TASK_SERVER,
-        ],
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    add_python_server(&config, python, "u", "legacy", UNENDING_TASK_SERVER, &[]);
     let out = run(&config, &["call", "u", "build", "--task"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let err = stderr(&out);
@@ -1723,21 +1690,14 @@ fn a_log_line_on_stdout_is_quoted_when_a_call_times_out() {
         return;
     };
     let config = common::temp_dir("stdout-log-call").join("servers.json");
-    let out = run(
+    add_python_server(
         &config,
-        &[
-            "add",
-            "s",
-            "--stdio",
-            python,
-            "--era",
-            "legacy",
-            "--",
-            "-c",
-            LOGS_INSTEAD_OF_ANSWERING,
-        ],
+        python,
+        "s",
+        "legacy",
+        LOGS_INSTEAD_OF_ANSWERING,
+        &[],
     );
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let out = run(&config, &["--timeout", "1", "call", "s", "echo"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let err = stderr(&out);
