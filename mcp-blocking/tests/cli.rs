@@ -1690,6 +1690,8 @@ fn a_log_line_on_stdout_is_quoted_when_a_call_times_out() {
         return;
     };
     let config = common::temp_dir("stdout-log-call").join("servers.json");
+    // `--timeout` bounds the connect too: 3 s leaves a loaded machine room to start
+    // python and answer `initialize`, so what times out is the request.
     add_python_server(
         &config,
         python,
@@ -1698,10 +1700,10 @@ fn a_log_line_on_stdout_is_quoted_when_a_call_times_out() {
         LOGS_INSTEAD_OF_ANSWERING,
         &[],
     );
-    let out = run(&config, &["--timeout", "1", "call", "s", "echo"]);
+    let out = run(&config, &["--timeout", "3", "call", "s", "echo"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let err = stderr(&out);
-    assert!(err.contains("no answer within 1s"), "{err}");
+    assert!(err.contains("no answer within 3s"), "{err}");
     assert!(
         err.contains(
             "the server wrote a line to stdout that is not JSON (stdout is for JSON-RPC \
@@ -1713,17 +1715,17 @@ fn a_log_line_on_stdout_is_quoted_when_a_call_times_out() {
     assert!(!err.contains(drives_a_terminal), "{err}");
     let out = run(
         &config,
-        &["--format", "json", "--timeout", "1", "call", "s", "echo"],
+        &["--format", "json", "--timeout", "3", "call", "s", "echo"],
     );
     let error = &json(&out)["error"];
     assert_eq!(error["kind"], "timeout", "{error}");
     let hint = error["hint"].as_str().unwrap_or_default();
     assert!(hint.contains(r#"tools/call \u{1b}[2J...""#), "{error}");
     for (command, method) in [("tools", "tools/list"), ("resources", "resources/list")] {
-        let out = run(&config, &["--timeout", "1", command, "s"]);
+        let out = run(&config, &["--timeout", "3", command, "s"]);
         assert_eq!(out.status.code(), Some(1), "{command}: {}", stderr(&out));
         let err = stderr(&out);
-        assert!(err.contains("no answer within 1s"), "{command}: {err}");
+        assert!(err.contains("no answer within 3s"), "{command}: {err}");
         assert!(
             err.contains(&format!(
                 "hint: the server wrote a line to stdout that is not JSON (stdout is for \
@@ -1739,7 +1741,7 @@ fn a_log_line_on_stdout_is_quoted_when_a_call_times_out() {
         assert!(!err.contains(drives_a_terminal), "{command}: {err}");
         let out = run(
             &config,
-            &["--format", "json", "--timeout", "1", command, "s"],
+            &["--format", "json", "--timeout", "3", command, "s"],
         );
         let error = &json(&out)["error"];
         assert_eq!(error["kind"], "timeout", "{command}: {error}");
@@ -1750,7 +1752,7 @@ fn a_log_line_on_stdout_is_quoted_when_a_call_times_out() {
         );
     }
     // The probe of `status --connect` lists its tools, in the failure it prints.
-    let out = run(&config, &["--timeout", "1", "status", "--connect"]);
+    let out = run(&config, &["--timeout", "3", "status", "--connect"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let text = stdout(&out)
         .split_whitespace()
