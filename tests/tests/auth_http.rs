@@ -2223,6 +2223,38 @@ fn the_http_sse_stream_refused_for_scope_steps_up_and_reopens() {
     );
 }
 
+/// A `403 insufficient_scope` to the stream's `GET` for a scope the token already has
+/// (no step-up can help): the connection fails at once with that reason; the refused
+/// token is not sent again (it went three times, and the close said "refused again after
+/// authorizing" although nothing was authorized).
+#[test]
+fn the_http_sse_stream_refused_for_a_granted_scope_fails_without_resending() {
+    let mut net = sse_only_net();
+    let challenge = r#"Bearer error="insufficient_scope", scope="mcp:read""#.to_owned();
+    for _ in 0..6 {
+        net.state
+            .borrow_mut()
+            .refuse_gets
+            .push_back((403, challenge.clone()));
+    }
+    net.run_until(|n| !n.approval_urls().is_empty() || n.closed().is_some());
+    net.approve().expect("callback");
+    net.run_until(|n| n.connected() || n.closed().is_some());
+    assert!(!net.connected());
+    assert_eq!(
+        mcp_tokens_since(&net, 0),
+        ["POST -", "POST -", "GET -", "GET Bearer at-1"],
+        "{:?}",
+        requests_since(&net, 0)
+    );
+    assert_eq!(net.approval_urls().len(), 1);
+    let reason = net.closed().map(|r| r.to_string()).unwrap_or_default();
+    assert!(
+        reason.contains("authorization failed") && !reason.contains("refused again"),
+        "{reason}"
+    );
+}
+
 /// On the 2024-11-05 transport a message POSTed to the endpoint and refused with `401`
 /// (a token revoked) refreshes and is sent again, as on Streamable HTTP; one sent with a
 /// token known to be expired waits for the refresh first.

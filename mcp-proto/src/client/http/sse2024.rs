@@ -13,8 +13,9 @@
 //!    long-lived exchange on a connection of its own; with OAuth configured it follows
 //!    the rule of every request (decision 203): it waits for the refresh of a token
 //!    known to be expired, and a `401` (or a `403` with `insufficient_scope`) to it
-//!    runs the flow (a refresh, an authorization, a step-up) and sends it once more
-//!    with the new token; refused again, the connection ends;
+//!    runs the flow (a refresh, an authorization, a step-up) and sends it again with
+//!    the new token (at most `MAX_AUTH_TRIES` times); refused again with a token a flow
+//!    obtained, or a flow that fails, ends the connection;
 //! 2. its first event must be `endpoint`, whose data is the URL to POST to (relative
 //!    ones resolved against the server URL). It is refused, with a typed
 //!    [`HttpSseError`] ending the connection, when it is longer than
@@ -294,7 +295,7 @@ impl HttpLink {
 
     /// The GET that opens the old transport's stream. As every request to the MCP
     /// server, it waits for a refresh when the token is known to be expired (or for the
-    /// flow that runs) and goes once with the new token
+    /// flow that runs) and goes when it ends, with the new token
     /// ([`HttpLink::sse_stream_after_auth`]).
     pub(super) fn open_sse_stream(&mut self, now: Instant) {
         if let Some(refreshing) = self.auth_wait(now) {
@@ -338,7 +339,8 @@ impl HttpLink {
 
     /// The flow the stream's `GET` waited for ended: `Ok` with a token, or `Err` with
     /// the flow's error and whether a token is still held. The `GET` goes (with what is
-    /// held), or, with nothing to send, the connection fails with the flow's error.
+    /// held), or the connection fails with the flow's error: with nothing to send, or
+    /// when the `GET` was refused (the token held is the one it was refused with).
     pub(super) fn sse_stream_after_auth(
         &mut self,
         now: Instant,
@@ -363,7 +365,7 @@ impl HttpLink {
     /// The stream's `GET` `x` was refused with `status` (`401`, `403`): as the session's
     /// `GET` of Streamable HTTP, a `401` starts the refresh or the authorization flow (or
     /// joins the one running) and a `403` with `insufficient_scope` a step-up, and the
-    /// `GET` waits for it, then goes once with the new token; one sent with a token
+    /// `GET` waits for it, then goes with the new token; one sent with a token
     /// replaced since goes again with the new one and starts nothing. False, and the
     /// refusal ends the connection, without authorization, for another `403`, for a
     /// `401` to a `GET` already sent again after a refusal (the server takes no token the
@@ -388,7 +390,8 @@ impl HttpLink {
         let Some(challenges) = x.answerable_challenges(status) else {
             return false;
         };
-        if x.generation == self.auth_generation {
+        let current = x.generation == self.auth_generation;
+        if current {
             if status == 401 && sse.tries > 0 {
                 return false;
             }
@@ -402,11 +405,18 @@ impl HttpLink {
                 return false;
             }
         }
-        // Sent again once the flow ends (or now, for a token replaced since).
         sse.tries += 1;
+        // Refused with the current token: the `GET` goes when the flow ends, with what it
+        // obtained ([`HttpLink::sse_stream_after_auth`]); a step-up that could not start
+        // (the scope is not grantable, the step-ups are spent) fails the connection
+        // there with its own error, instead of the refused token being sent again.
+        // Refused with a token replaced since: it goes now, with the new one.
+        sse.awaits_authorization = current;
         // The server answered: connecting waits on the flow, within its own deadline.
         self.client.handshake_waits_on_authorization();
-        self.open_sse_stream(now);
+        if !current {
+            self.open_sse_stream(now);
+        }
         self.drive_auth(now);
         true
     }
