@@ -168,6 +168,27 @@ fn a_modern_http_run_with_an_input_round_and_a_timeout_replays() {
     assert!(replays(&text) > 20);
 }
 
+/// A URL whose query has a part without `=` (`?v2`): the transcript names it as the
+/// requests went (the URL and the request lines follow one redaction rule), so the run
+/// replays.
+#[test]
+fn a_run_on_a_url_with_a_bare_query_part_replays() {
+    let url = "http://127.0.0.1:9/mcp?v2&api_key=k3y&page=1";
+    let http = HttpConfig::new(EndpointUrl::parse(url, false).unwrap());
+    let mut sim = HttpSim::with_http(config(EraMode::Modern), http, example_over_http());
+    sim.client.start_recording();
+    let mut recording = Recording::new(&[]);
+    sim.connect();
+    let echo = CallRequest::call_tool("echo", json!({"text": "hi"}));
+    assert_eq!(sim.call(echo).unwrap().tool_result().unwrap().text(), "hi");
+    sim.client.close(sim.now);
+    sim.run_until(|s| s.client.is_released());
+    let text = drain(&mut sim.client, &mut recording);
+    assert!(!text.contains("k3y"), "{text}");
+    assert!(text.contains("/mcp?v2&api_key=redacted&page=1"), "{text}");
+    assert!(replays(&text) > 5);
+}
+
 /// Answers the first request for input with the schema's defaults.
 fn answer_input<F: FnMut(&SeenRequest) -> Reply>(sim: &mut HttpSim<F>) {
     sim.run_until(|s| {

@@ -129,8 +129,9 @@ impl Redaction for WireRedaction {
 }
 
 /// `url` with the value of every secret query parameter ([`is_secret_param`]) replaced
-/// by [`URL_STAND_IN`], and so is a query part without `=` (it may be a token itself, as
-/// in `?sk_live_…`).
+/// by [`URL_STAND_IN`]. A query part without `=` is kept, as the wire log keeps it in
+/// request lines: a transcript's URL and its requests follow one rule, so that it
+/// replays.
 ///
 /// ```
 /// assert_eq!(
@@ -149,7 +150,6 @@ pub fn redact_url(url: &str) -> String {
             Some((name, value)) if !value.is_empty() && is_secret_param(name.as_bytes()) => {
                 format!("{name}={URL_STAND_IN}")
             }
-            None if !param.is_empty() => URL_STAND_IN.to_owned(),
             _ => param.to_owned(),
         })
         .collect();
@@ -223,8 +223,8 @@ mod tests {
         assert!(mcp_proto::http::EndpointUrl::parse(&redacted, false).is_ok());
         assert_eq!(redact_url("https://h/mcp"), "https://h/mcp");
         assert_eq!(
-            redact_url("https://h/mcp?sk_live_1&&page=2"),
-            "https://h/mcp?redacted&&page=2"
+            redact_url("https://h/mcp?v2&page=2"),
+            "https://h/mcp?v2&page=2"
         );
     }
 
