@@ -1504,6 +1504,15 @@ mod tests {
                 let got = Message::decode_within(text.as_bytes(), 64, 1 << 20).map(|_| ());
                 assert_eq!(got, want, "{} bytes: {result}", text.len());
             }
+            // Unclosed openers at the very end: too deep, found before the parse (which
+            // would call the text incomplete).
+            let text = format!(
+                r#"{{"jsonrpc":"2.0","id":1,"result":{{"p":"{pad}","d":{}"#,
+                "[".repeat(63)
+            );
+            let got = Message::decode_within(text.as_bytes(), 64, 1 << 20).map(|_| ());
+            let too_deep = Err(DecodeError::TooDeep { limit: 64 });
+            assert_eq!(got, too_deep, "{} bytes", text.len());
         }
     }
 

@@ -298,12 +298,18 @@ impl std::fmt::Debug for MemorySessionStore {
         // Never waits: printed by the thread holding the lock (a log line in a store
         // wrapper, a panic message), it says so, as `Mutex`'s own `Debug` does.
         let mut out = f.debug_struct("MemorySessionStore");
-        match self.inner.try_lock() {
-            Ok(inner) => out
+        let inner = match self.inner.try_lock() {
+            Ok(inner) => Some(inner),
+            // The store carries on after a panic under its lock (see `lock`): so does this.
+            Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        };
+        match inner {
+            Some(inner) => out
                 .field("sessions", &inner.records.len())
                 .field("capacity", &inner.capacity)
                 .field("ended", &inner.ended.len()),
-            Err(_) => out.field("sessions", &format_args!("<locked>")),
+            None => out.field("sessions", &format_args!("<locked>")),
         };
         out.finish_non_exhaustive()
     }
@@ -573,6 +579,12 @@ mod tests {
         let held = store.lock();
         assert!(format!("{store:?}").contains("<locked>"));
         drop(held);
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _held = store.inner.lock();
+            panic!("poisons the lock");
+        }));
+        let shown = format!("{store:?}");
+        assert!(shown.contains("sessions: 1, capacity: 8"), "{shown}");
     }
 
     #[test]
