@@ -1070,11 +1070,29 @@ pub(crate) fn own_result_id(bytes: &[u8]) -> Option<(i64, usize)> {
 /// `id`, in place: the result is never parsed, and not even moved when both ids are
 /// written with as many bytes.
 pub(crate) fn replace_own_result_id(mut bytes: Vec<u8>, id: &RequestId, end: usize) -> Vec<u8> {
-    // The new id is written after the message (into its spare room, most often), then
-    // moved into place.
-    let len = bytes.len();
-    push_id(&mut bytes, Some(id));
     let start = RESULT_HEAD.len();
+    let len = bytes.len();
+    // The most bytes the id can take written (a string escaped as `\u00XX` throughout).
+    let longest = match id {
+        RequestId::Number(_) => "-9223372036854775808".len(),
+        RequestId::String(s) => s.len().saturating_mul(6).saturating_add(2),
+    };
+    if bytes.capacity() - len < longest {
+        // No room for it after the message: writing it there would move the whole
+        // message into a buffer twice as large.
+        let mut text = Vec::new();
+        push_id(&mut text, Some(id));
+        match bytes.get_mut(start..end) {
+            Some(old) if old.len() == text.len() => old.copy_from_slice(&text),
+            _ => {
+                bytes.splice(start..end, text);
+            }
+        }
+        return bytes;
+    }
+    // The new id is written after the message, into its spare room, then moved into
+    // place.
+    push_id(&mut bytes, Some(id));
     if end.checked_sub(start) == Some(bytes.len() - len) && end <= len {
         bytes.copy_within(len.., start);
         bytes.truncate(len);
@@ -1247,6 +1265,91 @@ mod tests {
         // A key serde_json gives a meaning of its own is left to the general path.
         let reserved = r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"$serde_json::private::RawValue":"1"}}"#;
         assert!(decode_request_split(reserved.as_bytes()).is_none());
+    }
+
+    #[test]
+    fn split_params_are_what_serde_json_reads_whatever_the_member_names_spelling() {
+        // Names with escapes (read into an owned string) and without (borrowed) alike:
+        // the members, and `_meta` (the last of several, however spelled), are those of
+        // the params read by serde_json as a whole.
+        for params in [
+            r#"{"_m\u0065ta":{"a":1},"x":2}"#,
+            r#"{"\u005fmeta":{"a":1},"\u0078":2}"#,
+            r#"{"_meta":{"a":1},"_m\u0065ta":{"b":2}}"#,
+            r#"{"_m\u0065ta":{"a":1},"_meta":[3]}"#,
+            r#"{"_meta":1,"x":2,"_meta":{"c":"\u00e9"},"x":3}"#,
+            r#"{"_Meta":1,"_meta ":2,"__meta":3,"meta":4}"#,
+            r#"{"na\"me":1,"\u00e9\ud83d\ude00":2,"":3,"\\":4}"#,
+            r#"{"_meta":{"_meta":{"_meta":1}}}"#,
+            r#"{}"#,
+        ] {
+            let message = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{params}}}"#);
+            let (_, got) = decode_request_object(message.as_bytes()).expect(params);
+            let want: serde_json::Map<String, serde_json::Value> =
+                serde_json::from_str(params).unwrap();
+            assert_eq!(got, want, "{params}");
+        }
+        // serde_json's own key, escaped, is still refused.
+        let reserved = r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"\u0024serde_json::private::RawValue":"1"}}"#;
+        assert!(decode_request_split(reserved.as_bytes()).is_none());
+    }
+
+    #[test]
+    fn own_results_take_any_id_as_if_written_with_it() {
+        // Every machine id against every client id, the message with no spare room and
+        // with plenty: the text is what encoding the result with the client's id gives.
+        let result =
+            RawValue::from_string(r#"{"content":[{"type":"text","text":"x"}]}"#.into()).unwrap();
+        let numbers = [0, 7, -1, 42, -99, 12345, i64::MAX, i64::MIN, 1 << 53];
+        let strings = [
+            "",
+            "1",
+            "a\"b",
+            "\\",
+            "é\u{1}",
+            "\u{2028}",
+            &"long".repeat(40),
+        ];
+        let clients = (numbers.iter().map(|n| RequestId::Number(*n)))
+            .chain(strings.iter().map(|s| RequestId::String((*s).to_owned())));
+        for client in clients {
+            for own in numbers {
+                let mut want = Vec::new();
+                encode_result(&mut want, Some(&client), &result);
+                let mut bytes = Vec::new();
+                encode_result(&mut bytes, Some(&RequestId::Number(own)), &result);
+                let (id, end) = own_result_id(&bytes).expect("our own encoding");
+                assert_eq!(id, own);
+                for spare in [0, 1, 20, 4096] {
+                    let mut b = bytes.clone();
+                    b.shrink_to_fit();
+                    b.reserve_exact(spare);
+                    let replaced = replace_own_result_id(b, &client, end);
+                    assert_eq!(
+                        String::from_utf8_lossy(&replaced),
+                        String::from_utf8_lossy(&want),
+                        "{own} -> {client:?}, {spare} spare"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn an_own_result_full_to_its_capacity_is_not_moved_for_an_id_as_long() {
+        // A large result whose buffer has no room left, its id replaced by one written
+        // with as many bytes: replaced in place, not copied into a buffer twice as large.
+        let text = "x".repeat(1 << 20);
+        let result = to_raw(&serde_json::json!({"content": [{"type": "text", "text": text}]}));
+        let mut bytes = Vec::new();
+        encode_result(&mut bytes, Some(&RequestId::Number(17)), &result);
+        bytes.shrink_to_fit();
+        let (capacity, at) = (bytes.capacity(), bytes.as_ptr());
+        let (_, end) = own_result_id(&bytes).unwrap();
+        let replaced = replace_own_result_id(bytes, &RequestId::Number(42), end);
+        assert_eq!(&replaced[..30], br#"{"jsonrpc":"2.0","id":42,"resu"#);
+        assert_eq!(replaced.capacity(), capacity, "the message was moved");
+        assert_eq!(replaced.as_ptr(), at, "the message was moved");
     }
 
     #[test]
