@@ -520,7 +520,7 @@ impl HttpRequestReader {
 
     /// Takes back a request handled, so that its buffers (emptied) hold the next one's
     /// head and body; a buffer grown past a few KiB is let go instead.
-    pub(super) fn recycle(&mut self, mut request: HttpRequest) {
+    pub(crate) fn recycle(&mut self, mut request: HttpRequest) {
         for buf in [&mut request.text, &mut request.body] {
             buf.clear();
             if buf.capacity() > SPARE_CAPACITY {

@@ -53,6 +53,110 @@ fn invariant(limits: &HttpRequestLimits, input: &[u8], eof: bool) -> Outcome {
     whole
 }
 
+/// As [`read`], every request given back to the reader once taken (as the connection
+/// does, so that its buffers hold the next one), and each request's `Expect: 100-continue`
+/// signal recorded after every piece.
+fn read_recycling(limits: &HttpRequestLimits, pieces: &[&[u8]]) -> (Outcome, usize) {
+    let mut reader = HttpRequestReader::new(limits.clone());
+    let (mut out, mut continues) = (Vec::new(), 0);
+    for piece in pieces {
+        reader.handle_input(piece);
+        continues += usize::from(reader.take_expect_continue());
+        while let Some(r) = reader.poll_request() {
+            out.push(r.clone());
+            if let Ok(r) = r {
+                reader.recycle(r);
+            }
+            continues += usize::from(reader.take_expect_continue());
+        }
+    }
+    reader.handle_eof();
+    while let Some(r) = reader.poll_request() {
+        out.push(r.clone());
+        if let Ok(r) = r {
+            reader.recycle(r);
+        }
+    }
+    (out, continues)
+}
+
+#[test]
+fn reader_reads_every_request_alike_into_the_buffers_of_the_last() {
+    // Requests one after the other on one connection, every one given back once taken:
+    // each is read as a reader of its own reads it (the requests, the error that ends
+    // the connection), at every split point, whatever the request before it held.
+    let limits = HttpRequestLimits {
+        max_head_bytes: 24 * 1024,
+        max_body_bytes: 24 * 1024,
+        ..HttpRequestLimits::default()
+    };
+    let big = "v".repeat(12 * 1024);
+    let many: String = (0..60).map(|i| format!("X-{i}: {i}\r\n")).collect();
+    let requests: Vec<Vec<u8>> = vec![
+        format!("POST /a HTTP/1.1\r\nHost: h\r\nX-Big: {big}\r\nContent-Length: 10000\r\n\r\n{}", "b".repeat(10_000)).into_bytes(),
+        b"GET /b HTTP/1.1\r\nHost: h\r\n\r\n".to_vec(),
+        format!("POST /c HTTP/1.1\r\nHost: h\r\n{many}Content-Length: 3\r\nExpect: 100-continue\r\n\r\nabc").into_bytes(),
+        b"POST /d HTTP/1.1\r\nhost: h\r\ncontent-length: 1\r\n\r\nz".to_vec(),
+        b"GET /e HTTP/1.0\r\nConnection: keep-alive\r\n\r\n".to_vec(),
+        format!("POST /f HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer {big}\r\nContent-Length: 0\r\n\r\n").into_bytes(),
+        b"GET /g HTTP/1.1\r\nHost: h\r\nX: \r\n\r\n".to_vec(),
+    ];
+    let endings: [&[u8]; 5] = [
+        b"",
+        b"POST /x HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\r\n\r\n",
+        b"POST /x HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab",
+        b"GET /x HTTP/1.1\r\n\r\n",
+        b"POST /x HTTP/1.1\r\nHost: h\r\nContent-Length: 9\r\n\r\nabc",
+    ];
+    // Each request (and ending) read by a reader of its own.
+    let alone = |input: &[u8]| read(&limits, &[input], true);
+    let mut r = 0x2545_f491_4f6c_dd1d_u64;
+    for round in 0..60 {
+        let mut input = Vec::new();
+        let mut want = Vec::new();
+        let mut continues = 0;
+        for _ in 0..1 + xorshift(&mut r) % 6 {
+            let request = &requests[(xorshift(&mut r) as usize) % requests.len()];
+            input.extend_from_slice(request);
+            want.extend(alone(request));
+            continues += usize::from(request.windows(12).any(|w| w == b"100-continue"));
+        }
+        let ending = endings[(xorshift(&mut r) as usize) % endings.len()];
+        input.extend_from_slice(ending);
+        want.extend(alone(ending));
+        let (whole, _) = read_recycling(&limits, &[&input]);
+        assert_eq!(whole, want, "round {round}, whole");
+        // Byte by byte every body arrives after its head: every 100-continue is asked.
+        let bytes: Vec<&[u8]> = input.chunks(1).collect();
+        assert_eq!(
+            read_recycling(&limits, &bytes),
+            (want.clone(), continues),
+            "round {round}"
+        );
+        for _ in 0..8 {
+            let mut cuts: Vec<usize> = (0..1 + xorshift(&mut r) % 5)
+                .map(|_| (xorshift(&mut r) as usize) % (input.len() + 1))
+                .collect();
+            cuts.push(input.len());
+            cuts.sort_unstable();
+            let mut from = 0;
+            let pieces: Vec<&[u8]> = cuts
+                .iter()
+                .map(|&to| {
+                    let piece = &input[from..to];
+                    from = to;
+                    piece
+                })
+                .collect();
+            assert_eq!(
+                read_recycling(&limits, &pieces).0,
+                want,
+                "round {round}, {cuts:?}"
+            );
+        }
+    }
+}
+
 const PIPELINE: &[u8] = b"\r\nPOST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\
     Mcp-Name:  =?base64?SGk=?= \r\n\r\nhello\
     GET /mcp?q=1 HTTP/1.1\nHost: x\n\n\
