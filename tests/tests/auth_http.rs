@@ -1730,6 +1730,18 @@ fn legacy_net(expires_in: u64) -> Net {
     net
 }
 
+/// Asserts the MCP requests sent since `since`, each as `METHOD token`
+/// ([`mcp_tokens_since`]), naming every request in the failure.
+#[track_caller]
+fn assert_mcp_tokens(net: &Net, since: usize, want: &[&str]) {
+    assert_eq!(
+        mcp_tokens_since(net, since),
+        want,
+        "{:?}",
+        requests_since(net, since)
+    );
+}
+
 /// The `Authorization` of every request to the MCP endpoint from `seen[from..]`, as
 /// `METHOD token`.
 fn mcp_tokens_since(net: &Net, from: usize) -> Vec<String> {
@@ -1753,12 +1765,7 @@ fn a_get_stream_reopened_with_an_expired_token_refreshes_first() {
     net.end_get_streams();
     net.run_until(|n| n.seen[before..].iter().any(|s| s.is_mcp()));
     net.settle();
-    assert_eq!(
-        mcp_tokens_since(&net, before),
-        ["GET Bearer at-2"],
-        "{:?}",
-        requests_since(&net, before)
-    );
+    assert_mcp_tokens(&net, before, &["GET Bearer at-2"]);
     assert_eq!(net.token_requests().len(), 2, "one refresh");
     net.assert_tokens_only_to_the_mcp_server();
 }
@@ -1780,12 +1787,7 @@ fn a_resumption_with_an_expired_token_refreshes_first() {
     net.run_until(|n| n.completion(call).is_some());
     let out = net.completion(call).unwrap().expect("the resumed answer");
     assert_eq!(text(&out), "resumed");
-    assert_eq!(
-        mcp_tokens_since(&net, before),
-        ["GET Bearer at-2"],
-        "{:?}",
-        requests_since(&net, before)
-    );
+    assert_mcp_tokens(&net, before, &["GET Bearer at-2"]);
     assert_eq!(net.mcp_requests("tools/call").len(), 1, "sent once");
 }
 
@@ -1882,12 +1884,7 @@ fn a_resumption_refused_with_401_refreshes_and_resumes() {
     net.run_until(|n| n.completion(call).is_some());
     let out = net.completion(call).unwrap().expect("the resumed answer");
     assert_eq!(text(&out), "resumed");
-    assert_eq!(
-        mcp_tokens_since(&net, before),
-        ["GET Bearer at-1", "GET Bearer at-2"],
-        "{:?}",
-        requests_since(&net, before)
-    );
+    assert_mcp_tokens(&net, before, &["GET Bearer at-1", "GET Bearer at-2"]);
     assert_eq!(net.mcp_requests("tools/call").len(), 1, "sent once");
     assert_eq!(net.approval_urls().len(), 1, "refreshed, nobody asked");
 
@@ -1919,12 +1916,7 @@ fn a_get_stream_refused_with_401_refreshes_and_reopens() {
             >= 2
     });
     net.settle();
-    assert_eq!(
-        mcp_tokens_since(&net, before),
-        ["GET Bearer at-1", "GET Bearer at-2"],
-        "{:?}",
-        requests_since(&net, before)
-    );
+    assert_mcp_tokens(&net, before, &["GET Bearer at-1", "GET Bearer at-2"]);
 }
 
 /// The refresh the closing `DELETE` starts is refused (`invalid_grant`): the flow would
@@ -1940,12 +1932,7 @@ fn closing_never_asks_a_person_to_approve() {
     net.client.close(net.now);
     net.run_until(|n| n.client.is_released());
     assert_eq!(net.approval_urls().len(), 1, "asked again at close");
-    assert_eq!(
-        mcp_tokens_since(&net, before),
-        ["DELETE -"],
-        "{:?}",
-        requests_since(&net, before)
-    );
+    assert_mcp_tokens(&net, before, &["DELETE -"]);
 }
 
 /// Several calls waiting for one refresh before sending that fails: each fails once,
@@ -2013,12 +2000,7 @@ fn a_resumption_refused_for_scope_steps_up_and_resumes() {
     net.run_until(|n| n.completion(call).is_some());
     let out = net.completion(call).unwrap().expect("the resumed answer");
     assert_eq!(text(&out), "resumed");
-    assert_eq!(
-        mcp_tokens_since(&net, before),
-        ["GET Bearer at-1", "GET Bearer at-2"],
-        "{:?}",
-        requests_since(&net, before)
-    );
+    assert_mcp_tokens(&net, before, &["GET Bearer at-1", "GET Bearer at-2"]);
     assert_eq!(net.mcp_requests("tools/call").len(), 1, "sent once");
     net.assert_tokens_only_to_the_mcp_server();
 }
@@ -2040,12 +2022,7 @@ fn a_get_stream_refused_for_scope_steps_up_and_reopens() {
     net.run_until(|n| n.approval_urls().len() == 2);
     net.approve().expect("callback");
     net.settle();
-    assert_eq!(
-        mcp_tokens_since(&net, before),
-        ["GET Bearer at-1", "GET Bearer at-2"],
-        "{:?}",
-        requests_since(&net, before)
-    );
+    assert_mcp_tokens(&net, before, &["GET Bearer at-1", "GET Bearer at-2"]);
 
     // Refused again for a scope the new token holds: no step-up can help; the stream
     // is given up rather than reopened to the same refusal, and nobody is asked again.
@@ -2180,12 +2157,7 @@ fn the_http_sse_stream_refused_again_after_authorizing_fails_the_connection() {
         said.contains("HTTP 401") && said.contains("refused again after authorizing"),
         "{said}"
     );
-    assert_eq!(
-        mcp_tokens_since(&net, 0),
-        ["POST -", "POST -", "GET -", "GET Bearer at-1"],
-        "{:?}",
-        requests_since(&net, 0)
-    );
+    assert_mcp_tokens(&net, 0, &["POST -", "POST -", "GET -", "GET Bearer at-1"]);
     assert_eq!(net.approval_urls().len(), 1, "one flow");
     assert_eq!(net.token_requests().len(), 1);
 }
@@ -2241,12 +2213,7 @@ fn the_http_sse_stream_refused_for_a_granted_scope_fails_without_resending() {
     net.approve().expect("callback");
     net.run_until(|n| n.connected() || n.closed().is_some());
     assert!(!net.connected());
-    assert_eq!(
-        mcp_tokens_since(&net, 0),
-        ["POST -", "POST -", "GET -", "GET Bearer at-1"],
-        "{:?}",
-        requests_since(&net, 0)
-    );
+    assert_mcp_tokens(&net, 0, &["POST -", "POST -", "GET -", "GET Bearer at-1"]);
     assert_eq!(net.approval_urls().len(), 1);
     let reason = net.closed().map(|r| r.to_string()).unwrap_or_default();
     assert!(
@@ -2266,22 +2233,12 @@ fn http_sse_posts_refresh_on_401_and_when_known_expired() {
     let before = net.seen.len();
     let out = net.call(tool()).expect("call");
     assert_eq!(text(&out), "run 1");
-    assert_eq!(
-        mcp_tokens_since(&net, before),
-        ["POST Bearer at-1", "POST Bearer at-2"],
-        "{:?}",
-        requests_since(&net, before)
-    );
+    assert_mcp_tokens(&net, before, &["POST Bearer at-1", "POST Bearer at-2"]);
     net.now += Duration::from_secs(3700);
     let before = net.seen.len();
     let out = net.call(tool()).expect("call");
     assert_eq!(text(&out), "run 2");
-    assert_eq!(
-        mcp_tokens_since(&net, before),
-        ["POST Bearer at-3"],
-        "{:?}",
-        requests_since(&net, before)
-    );
+    assert_mcp_tokens(&net, before, &["POST Bearer at-3"]);
     assert_eq!(net.state.borrow().tool_runs, 2);
     net.assert_tokens_only_to_the_mcp_server();
 }
