@@ -3,6 +3,7 @@
 //! the driver encrypts, its wire log, and its [`Readiness`].
 
 use std::any::Any;
+use std::borrow::Cow;
 use std::io;
 use std::net::TcpStream;
 use std::pin::Pin;
@@ -173,28 +174,21 @@ impl Open {
         }
     }
 
-    /// Queues `bytes` to be written, after what is queued already.
-    pub(crate) fn send<L: ?Sized + Sink>(&mut self, wire_log: &mut Option<Box<L>>, bytes: &[u8]) {
-        self.log.sent(wire_log, bytes);
-        if !self.write_failed {
-            self.compact();
-            self.tls.send(bytes, &mut self.out);
-            self.flushed = false;
-            self.wants_write = true;
-        }
-    }
-
-    /// [`Open::send`] of a buffer the driver gives up: it becomes the write buffer
-    /// when nothing else waits (and there is no TLS), instead of being copied into it.
-    pub(crate) fn send_owned<L: ?Sized + Sink>(
+    /// Queues `bytes` to be written, after what is queued already. A buffer the driver
+    /// gives up (`Cow::Owned`) becomes the write buffer when nothing else waits (and
+    /// there is no TLS), instead of being copied into it.
+    pub(crate) fn send<L: ?Sized + Sink>(
         &mut self,
         wire_log: &mut Option<Box<L>>,
-        bytes: Vec<u8>,
+        bytes: Cow<'_, [u8]>,
     ) {
         self.log.sent(wire_log, &bytes);
         if !self.write_failed {
             self.compact();
-            self.tls.send_owned(bytes, &mut self.out);
+            match bytes {
+                Cow::Borrowed(bytes) => self.tls.send(bytes, &mut self.out),
+                Cow::Owned(bytes) => self.tls.send_owned(bytes, &mut self.out),
+            }
             self.flushed = false;
             self.wants_write = true;
         }

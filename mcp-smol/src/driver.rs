@@ -34,6 +34,7 @@
 //! stdio process is killed when it runs out, and the machine gives HTTP connections
 //! still open (a legacy session's `DELETE` unanswered) as long, at most 2 s.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
@@ -198,13 +199,13 @@ impl<F: Flavour> Execute<F> for Chans {
 
     fn write(&mut self, conn: ConnId, bytes: &[u8], log: &mut Option<WireLog<F>>) {
         if let Some(Conn::Open(open)) = self.conns.get_mut(&conn) {
-            open.send(log, bytes);
+            open.send(log, Cow::Borrowed(bytes));
         }
     }
 
     fn write_owned(&mut self, conn: ConnId, bytes: Vec<u8>, log: &mut Option<WireLog<F>>) {
         if let Some(Conn::Open(open)) = self.conns.get_mut(&conn) {
-            open.send_owned(log, bytes);
+            open.send(log, Cow::Owned(bytes));
         }
     }
 
