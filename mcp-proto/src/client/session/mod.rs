@@ -85,6 +85,8 @@ pub(crate) mod cache;
 mod handshake;
 mod inbound;
 pub(crate) mod request;
+#[cfg(test)]
+mod spare_buffer;
 mod tasks;
 mod transport;
 
@@ -143,6 +145,9 @@ pub(crate) struct Session {
     /// [`Session::poll_transmit`] took a message's place of). Kept only up to
     /// [`SPARE_MAX`] bytes of capacity, so a large message does not pin its size.
     spare: Vec<u8>,
+    /// The size of the requests written lately, decaying by a sixteenth a request: a
+    /// buffer more than twice as large is let go (see [`Session::keep_spare`]).
+    spare_want: usize,
     pub(crate) events: EventQueue,
     /// The 2026 `_meta` members, serialised once.
     envelope: String,
@@ -358,6 +363,9 @@ const TOOL_ENTRY_BYTES: usize = 48;
 /// its buffer, a 10 MiB one gives its memory back.
 const SPARE_MAX: usize = 256 * 1024;
 
+/// The room a spare buffer may always keep, whatever the requests written lately.
+const SPARE_MIN: usize = 4 * 1024;
+
 /// The most 2026 subscriptions open at once (each is also a call in flight).
 pub(crate) const MAX_SUBSCRIPTIONS: usize = 16;
 
@@ -401,6 +409,7 @@ impl Session {
             inputs: IdMap::default(),
             outgoing: VecDeque::new(),
             spare: Vec::new(),
+            spare_want: 0,
             events,
             envelope: String::new(),
             task_envelope: String::new(),
@@ -745,9 +754,13 @@ impl Session {
     }
 
     /// Keeps `buf` (emptied) to write the next request into, when it is larger than the
-    /// spare held and not over [`SPARE_MAX`].
+    /// spare held, not over [`SPARE_MAX`], and not over twice the size of the requests
+    /// written lately ([`Session::spare_want`], at least [`SPARE_MIN`]): a buffer grown
+    /// by one large request is given back once a few dozen small ones followed it, while
+    /// a run of large requests keeps reusing theirs.
     fn keep_spare(&mut self, mut buf: Vec<u8>) {
-        if buf.capacity() > self.spare.capacity() && buf.capacity() <= SPARE_MAX {
+        let room = 2 * self.spare_want.max(SPARE_MIN);
+        if buf.capacity() > self.spare.capacity() && buf.capacity() <= SPARE_MAX.min(room) {
             buf.clear();
             self.spare = buf;
         }
@@ -1184,6 +1197,7 @@ impl Session {
             &extra,
         );
         out.push(b'}');
+        self.spare_want = out.len().max(self.spare_want - self.spare_want / 16);
         call.pending.clear();
         call.rpc_id = Some(rpc_id);
         let budget = call.left.take().or(remaining).unwrap_or(call.timeout);
