@@ -160,6 +160,16 @@ struct State {
     sse_only: bool,
     /// Events for that stream not yet delivered, chunked.
     sse_outbox: Vec<u8>,
+    /// Tokens are DPoP-bound: the authorization server supports ES256 proofs and issues
+    /// `DPoP` tokens, which the MCP server takes as `DPoP at-N`.
+    dpop: bool,
+    /// DPoP nonces the MCP server demands (RFC 9449 §9), each once: the next request of
+    /// its kind (`POST tools/call` and so on, `GET`, `GET resume` with a
+    /// `Last-Event-ID`, `DELETE`) whose token is accepted draws `401` with
+    /// `error="use_dpop_nonce"` and the nonce in `DPoP-Nonce`.
+    nonce_demands: Vec<(String, String)>,
+    /// The `DPoP-Nonce` the MCP server sends with its answers to `tools/call`.
+    success_nonce: Option<String>,
 }
 
 fn rpc_result(req: &Seen, result: Value) -> Reply {
@@ -215,7 +225,11 @@ impl State {
             MCP => self.mcp(req),
             PRM => Reply::json(200, &prm_doc()),
             "https://auth.example.com/.well-known/oauth-authorization-server" => {
-                Reply::json(200, &asm_doc())
+                let mut doc = asm_doc();
+                if self.dpop {
+                    doc["dpop_signing_alg_values_supported"] = json!(["ES256"]);
+                }
+                Reply::json(200, &doc)
             }
             "https://auth.example.com/register" => Reply::json(
                 201,
@@ -238,9 +252,10 @@ impl State {
         }
         self.issued += 1;
         let access = format!("at-{}", self.issued);
-        self.valid.push(format!("Bearer {access}"));
+        let scheme = if self.dpop { "DPoP" } else { "Bearer" };
+        self.valid.push(format!("{scheme} {access}"));
         let expires_in = self.expires_in.clone().unwrap_or(json!(3600));
-        let mut body = json!({"access_token": access, "token_type": "Bearer",
+        let mut body = json!({"access_token": access, "token_type": scheme,
             "expires_in": expires_in, "refresh_token": "rt-1"});
         if self.no_refresh_token {
             body.as_object_mut().unwrap().remove("refresh_token");
@@ -255,6 +270,9 @@ impl State {
         let presented = req.header("authorization").unwrap_or("").to_owned();
         if self.reject_all || !self.valid.contains(&presented) {
             return refusal(401, &self.challenge.clone());
+        }
+        if let Some(reply) = self.nonce_demand(req) {
+            return reply;
         }
         if self.sse_only {
             return self.sse_only_mcp(req);
@@ -295,11 +313,15 @@ impl State {
                     return refusal(status, &challenge);
                 }
                 self.tool_runs += 1;
-                rpc_result(
+                let reply = rpc_result(
                     req,
                     json!({"resultType": "complete",
                         "content": [{"type": "text", "text": format!("run {}", self.tool_runs)}]}),
-                )
+                );
+                match &self.success_nonce {
+                    Some(nonce) => with_header(reply, "DPoP-Nonce", nonce),
+                    None => reply,
+                }
             }
             _ => Reply::json(
                 404,
@@ -307,6 +329,47 @@ impl State {
                     "error": {"code": -32601, "message": "nope"}}),
             ),
         }
+    }
+}
+
+/// `reply` with one more header.
+fn with_header(reply: Reply, name: &str, value: &str) -> Reply {
+    let Reply::Raw(bytes) = reply else {
+        panic!("not a complete response: {reply:?}")
+    };
+    let line_end = bytes
+        .windows(2)
+        .position(|w| w == b"\r\n")
+        .expect("status line")
+        + 2;
+    let mut out = bytes[..line_end].to_vec();
+    out.extend(format!("{name}: {value}\r\n").into_bytes());
+    out.extend(&bytes[line_end..]);
+    Reply::Raw(out)
+}
+
+impl State {
+    /// The refusal of [`State::nonce_demands`] that `req` draws, if any.
+    fn nonce_demand(&mut self, req: &Seen) -> Option<Reply> {
+        let kind = match (req.method.as_str(), req.header("last-event-id")) {
+            ("GET", Some(_)) => "GET resume".to_owned(),
+            ("POST", _) => format!("POST {}", req.rpc_method()),
+            (method, _) => method.to_owned(),
+        };
+        let at = self.nonce_demands.iter().position(|(k, _)| *k == kind)?;
+        let (_, nonce) = self.nonce_demands.remove(at);
+        Some(Reply::with_body(
+            401,
+            &[
+                (
+                    "WWW-Authenticate",
+                    r#"DPoP error="use_dpop_nonce", error_description="a nonce is required""#,
+                ),
+                ("DPoP-Nonce", &nonce),
+                ("Content-Type", "application/json"),
+            ],
+            "{}",
+        ))
     }
 }
 
@@ -2241,4 +2304,310 @@ fn http_sse_posts_refresh_on_401_and_when_known_expired() {
     assert_mcp_tokens(&net, before, &["POST Bearer at-3"]);
     assert_eq!(net.state.borrow().tool_runs, 2);
     net.assert_tokens_only_to_the_mcp_server();
+}
+
+// ----- DPoP nonces of the MCP server (RFC 9449 §9) -----------------------------------
+
+/// A DPoP key that signs with zeros: the servers here read proofs, they do not check
+/// signatures.
+struct ZeroSigner;
+
+impl mcp_proto::auth::Signer for ZeroSigner {
+    fn algorithm(&self) -> &str {
+        "ES256"
+    }
+
+    fn sign(&self, _message: &[u8]) -> Result<Vec<u8>, String> {
+        Ok(vec![0; 64])
+    }
+
+    fn public_jwk(&self) -> Value {
+        json!({"kty": "EC", "crv": "P-256", "x": "AA", "y": "AA"})
+    }
+}
+
+/// Base64url without padding, decoded (`None` for another alphabet).
+fn base64url_decode(text: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    let (mut acc, mut bits) = (0u32, 0u32);
+    for c in text.bytes() {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'-' => 62,
+            b'_' => 63,
+            _ => return None,
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+        }
+    }
+    Some(out)
+}
+
+/// The claims of the DPoP proof `s` carries.
+fn proof_claims(s: &Seen) -> Value {
+    let proof = s.header("dpop").expect("a DPoP proof");
+    let payload = proof.split('.').nth(1).expect("a JWT");
+    serde_json::from_slice(&base64url_decode(payload).expect("base64url")).expect("JSON")
+}
+
+/// The nonce in the DPoP proof of `s`.
+fn proof_nonce(s: &Seen) -> Option<String> {
+    proof_claims(s)["nonce"].as_str().map(str::to_owned)
+}
+
+/// Each MCP request from `seen[from..]` that `pick` keeps, as `METHOD authorization
+/// nonce` (`-` for none).
+fn mcp_proofs_since(net: &Net, from: usize, pick: impl Fn(&Seen) -> bool) -> Vec<String> {
+    net.seen[from..]
+        .iter()
+        .filter(|s| s.is_mcp() && pick(s))
+        .map(|s| {
+            let nonce = proof_nonce(s).unwrap_or_else(|| "-".into());
+            let auth = s.header("authorization").unwrap_or("-");
+            format!("{} {auth} {nonce}", s.method)
+        })
+        .collect()
+}
+
+fn dpop_config() -> AuthConfig {
+    let mut c = auth_config();
+    c.dpop = Some(std::sync::Arc::new(ZeroSigner));
+    c
+}
+
+/// A server whose tokens are DPoP-bound (2025-11-25 when `legacy`), `demands` its
+/// nonce demands, the client connected with one approval.
+fn dpop_net(legacy: bool, demands: &[(&str, &str)]) -> Net {
+    let mut net = Net::new(dpop_config());
+    {
+        let mut s = net.state.borrow_mut();
+        s.dpop = true;
+        s.legacy = legacy;
+        s.nonce_demands = demands
+            .iter()
+            .map(|(k, n)| ((*k).to_owned(), (*n).to_owned()))
+            .collect();
+    }
+    net.connect_with_approval();
+    net.settle();
+    net
+}
+
+fn is_get(s: &Seen) -> bool {
+    s.method == "GET" && s.header("last-event-id").is_none()
+}
+
+fn is_resume(s: &Seen) -> bool {
+    s.method == "GET" && s.header("last-event-id").is_some()
+}
+
+/// A call's `POST` refused for a DPoP nonce goes again once, with the same token and a
+/// proof carrying the nonce; no authorization starts and the tool runs once.
+#[test]
+fn a_post_refused_for_a_dpop_nonce_is_sent_again_once_with_it() {
+    let mut net = dpop_net(false, &[("POST tools/call", "n-post")]);
+    let before = net.seen.len();
+    let out = net.call(tool()).expect("call");
+    assert_eq!(text(&out), "run 1");
+    assert_eq!(
+        mcp_proofs_since(&net, before, |s| s.rpc_method() == "tools/call"),
+        ["POST DPoP at-1 -", "POST DPoP at-1 n-post"]
+    );
+    let proof = proof_claims(net.mcp_requests("tools/call")[1]);
+    assert_eq!(proof["htm"], "POST");
+    assert_eq!(proof["htu"], MCP);
+    assert_eq!(net.token_requests().len(), 1);
+    assert_eq!(net.approval_urls().len(), 1);
+}
+
+/// The session's `GET` stream refused for a DPoP nonce opens again once with it, not
+/// after a new authorization (a refresh, which the refusal does not ask for).
+#[test]
+fn a_get_stream_refused_for_a_dpop_nonce_is_sent_again_once_with_it() {
+    let net = dpop_net(true, &[("GET", "n-get")]);
+    assert_eq!(
+        mcp_proofs_since(&net, 0, is_get),
+        ["GET DPoP at-1 -", "GET DPoP at-1 n-get"],
+        "{:?}",
+        requests_since(&net, 0)
+    );
+    let proof = proof_claims(net.seen.iter().rfind(|s| is_get(s)).unwrap());
+    assert_eq!(proof["htm"], "GET");
+    assert_eq!(net.token_requests().len(), 1);
+    assert_eq!(net.approval_urls().len(), 1);
+}
+
+/// A `GET` resuming a dropped call stream after `Last-Event-ID`, refused for a DPoP
+/// nonce: resumed again once with it, and the call gets its answer.
+#[test]
+fn a_resumption_refused_for_a_dpop_nonce_is_sent_again_once_with_it() {
+    let mut net = dpop_net(true, &[("GET resume", "n-resume")]);
+    net.state.borrow_mut().drop_call_streams = true;
+    let before = net.seen.len();
+    let out = net.call(tool()).expect("the resumed answer");
+    assert_eq!(text(&out), "resumed");
+    assert_eq!(
+        mcp_proofs_since(&net, before, is_resume),
+        ["GET DPoP at-1 -", "GET DPoP at-1 n-resume"],
+        "{:?}",
+        requests_since(&net, before)
+    );
+    assert_eq!(net.token_requests().len(), 1);
+}
+
+/// The `DELETE` that ends the session, refused for a DPoP nonce, goes again once with it
+/// (it was dropped: the session stayed at the server).
+#[test]
+fn the_delete_refused_for_a_dpop_nonce_is_sent_again_once_with_it() {
+    let mut net = dpop_net(true, &[("DELETE", "n-delete")]);
+    let before = net.seen.len();
+    net.client.close(net.now);
+    net.run_until(|n| n.client.is_released());
+    assert_eq!(
+        mcp_proofs_since(&net, before, |s| s.method == "DELETE"),
+        ["DELETE DPoP at-1 -", "DELETE DPoP at-1 n-delete"],
+        "{:?}",
+        requests_since(&net, before)
+    );
+    let proof = proof_claims(net.seen.iter().rfind(|s| s.method == "DELETE").unwrap());
+    assert_eq!(proof["htm"], "DELETE");
+    assert_eq!(net.token_requests().len(), 1);
+}
+
+/// The 2024-11-05 transport's stream `GET` refused for a DPoP nonce opens again once
+/// with it, and the session works.
+#[test]
+fn the_http_sse_stream_refused_for_a_dpop_nonce_is_sent_again_once_with_it() {
+    let config = ClientConfig::new("auth-http", "1.0").accept_pre_2025_06_versions();
+    let mut net = Net::with_config(dpop_config(), config);
+    {
+        let mut s = net.state.borrow_mut();
+        s.sse_only = true;
+        s.dpop = true;
+        s.nonce_demands.push(("GET".into(), "n-sse".into()));
+    }
+    net.connect_with_approval();
+    let out = net.call(tool()).expect("call");
+    assert_eq!(text(&out), "run 1");
+    assert_eq!(
+        mcp_proofs_since(&net, 0, |s| s.method == "GET" && s.header("dpop").is_some()),
+        ["GET DPoP at-1 -", "GET DPoP at-1 n-sse"],
+        "{:?}",
+        requests_since(&net, 0)
+    );
+    assert_eq!(net.token_requests().len(), 1);
+}
+
+/// A request sent again with the server's nonce and refused for a nonce once more
+/// fails, naming the cause, and is not sent a third time: a call's `POST`.
+#[test]
+fn a_post_refused_for_a_dpop_nonce_twice_fails_without_a_third_try() {
+    let demands = [("POST tools/call", "n1"), ("POST tools/call", "n2")];
+    let mut net = dpop_net(false, &demands);
+    let before = net.seen.len();
+    let err = net.call(tool()).expect_err("refused twice");
+    assert!(
+        matches!(
+            err,
+            CallError::Authorization(AuthError::DpopNonceRefused { .. })
+        ),
+        "{err:?}"
+    );
+    assert_eq!(
+        mcp_proofs_since(&net, before, |s| s.rpc_method() == "tools/call"),
+        ["POST DPoP at-1 -", "POST DPoP at-1 n1"]
+    );
+    assert_eq!(net.state.borrow().tool_runs, 0);
+    assert_eq!(net.token_requests().len(), 1);
+    assert_eq!(net.approval_urls().len(), 1);
+}
+
+/// [`a_post_refused_for_a_dpop_nonce_twice_fails_without_a_third_try`] for a
+/// resumption: the call it owed fails with the cause.
+#[test]
+fn a_resumption_refused_for_a_dpop_nonce_twice_fails_without_a_third_try() {
+    let demands = [("GET resume", "n1"), ("GET resume", "n2")];
+    let mut net = dpop_net(true, &demands);
+    net.state.borrow_mut().drop_call_streams = true;
+    let before = net.seen.len();
+    let err = net.call(tool()).expect_err("refused twice");
+    assert!(
+        matches!(
+            err,
+            CallError::Authorization(AuthError::DpopNonceRefused { .. })
+        ),
+        "{err:?}"
+    );
+    assert_eq!(
+        mcp_proofs_since(&net, before, is_resume),
+        ["GET DPoP at-1 -", "GET DPoP at-1 n1"]
+    );
+    assert_eq!(net.token_requests().len(), 1);
+}
+
+/// A nonce the server gives on a success (`DPoP-Nonce` on a `200`) is in the next
+/// proof to it, before any refusal asks for it.
+#[test]
+fn a_nonce_given_on_a_success_is_in_the_next_proof() {
+    let mut net = dpop_net(false, &[]);
+    net.state.borrow_mut().success_nonce = Some("n-200".into());
+    let before = net.seen.len();
+    net.call(tool()).expect("call");
+    net.call(tool()).expect("call");
+    assert_eq!(
+        mcp_proofs_since(&net, before, |s| s.rpc_method() == "tools/call"),
+        ["POST DPoP at-1 -", "POST DPoP at-1 n-200"]
+    );
+}
+
+/// The peer errors reported so far that name a DPoP nonce refused again.
+fn nonce_refusals(net: &Net) -> usize {
+    net.events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e,
+                Event::PeerError(mcp_proto::client::PeerError::Authorization(
+                    AuthError::DpopNonceRefused { resent: true, .. }
+                ))
+            )
+        })
+        .count()
+}
+
+/// [`a_post_refused_for_a_dpop_nonce_twice_fails_without_a_third_try`] for the
+/// session's `GET` stream: it is reported, and not listened to any more.
+#[test]
+fn a_get_stream_refused_for_a_dpop_nonce_twice_is_not_tried_a_third_time() {
+    let mut net = dpop_net(true, &[("GET", "n1"), ("GET", "n2")]);
+    net.now += Duration::from_secs(60);
+    net.client.handle_timeout(net.now);
+    net.settle();
+    assert_eq!(
+        mcp_proofs_since(&net, 0, is_get),
+        ["GET DPoP at-1 -", "GET DPoP at-1 n1"]
+    );
+    assert_eq!(nonce_refusals(&net), 1, "{:#?}", net.events);
+    assert_eq!(net.token_requests().len(), 1);
+}
+
+/// [`a_post_refused_for_a_dpop_nonce_twice_fails_without_a_third_try`] for the `DELETE`
+/// that ends the session.
+#[test]
+fn the_delete_refused_for_a_dpop_nonce_twice_is_not_tried_a_third_time() {
+    let mut net = dpop_net(true, &[("DELETE", "n1"), ("DELETE", "n2")]);
+    let before = net.seen.len();
+    net.client.close(net.now);
+    net.run_until(|n| n.client.is_released());
+    assert_eq!(
+        mcp_proofs_since(&net, before, |s| s.method == "DELETE"),
+        ["DELETE DPoP at-1 -", "DELETE DPoP at-1 n1"]
+    );
+    assert_eq!(nonce_refusals(&net), 1, "{:#?}", net.events);
 }

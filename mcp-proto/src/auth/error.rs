@@ -149,6 +149,24 @@ pub enum AuthError {
         /// What was wrong.
         detail: String,
     },
+    /// The MCP server refused a request's DPoP proof for want of a nonce (`401` with
+    /// `error="use_dpop_nonce"`, RFC 9449 §9) once more after the request was sent
+    /// again with the nonce it gave (`resent`), or without giving one (no `DPoP-Nonce`):
+    /// sending it again cannot help, so it is not, and no authorization starts.
+    #[error(
+        "the MCP server refused the DPoP proof of a {method} request for want of a nonce {}",
+        if *.resent {
+            "again, after it was sent with the nonce the server gave"
+        } else {
+            "without giving one (no DPoP-Nonce header)"
+        }
+    )]
+    DpopNonceRefused {
+        /// The request's HTTP method: `POST`, `GET` or `DELETE`.
+        method: String,
+        /// Whether it had been sent again with the server's nonce.
+        resent: bool,
+    },
     /// The signer failed.
     #[error("signing failed: {detail}")]
     Signing {

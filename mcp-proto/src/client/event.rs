@@ -724,6 +724,12 @@ pub enum PeerError {
         /// What went wrong, for people.
         detail: String,
     },
+    /// Streamable HTTP: a request the client sends of its own accord (a notification or
+    /// a response to a server request, the session's `GET` stream, the `DELETE` that
+    /// ends the session) was refused for want of authorization the client cannot give:
+    /// why (such as [`AuthError::DpopNonceRefused`](crate::auth::AuthError)).
+    #[error("authorization failed: {0}")]
+    Authorization(crate::auth::AuthError),
     /// Streamable HTTP: a notification or a response to a server request was refused
     /// (`status` set) or could not be delivered (`None`).
     #[error("{}", refused_text(*.status, .detail))]

@@ -67,7 +67,7 @@ impl Authorizer {
         let mut headers = vec![("Authorization".to_owned(), value)];
         if self.creds.token_type.eq_ignore_ascii_case("dpop") {
             let token = self.creds.access_token.clone();
-            let nonce = self.rs_nonce.clone();
+            let nonce = self.resource_nonce(url).map(str::to_owned);
             if let Ok(proof) = self.dpop_proof(
                 now,
                 method,
@@ -81,15 +81,38 @@ impl Authorizer {
         headers
     }
 
-    /// The MCP server asked for a DPoP nonce (`401` with `error="use_dpop_nonce"` and a
-    /// `DPoP-Nonce` header): kept for the next proofs. True when the refused request
-    /// should simply be sent again: a DPoP-bound token is in use and the nonce is new.
-    pub fn handle_resource_nonce(&mut self, nonce: &str) -> bool {
-        let dpop =
-            self.creds.token_type.eq_ignore_ascii_case("dpop") && self.creds.access_token.is_some();
-        let fresh = self.rs_nonce.as_deref() != Some(nonce);
-        self.rs_nonce = Some(clip(nonce));
-        dpop && fresh
+    /// Whether the access token held is DPoP-bound: every MCP request carries a proof,
+    /// and a `401` asking for a nonce (`error="use_dpop_nonce"`) is answered by sending
+    /// the request again with it ([`Authorizer::handle_resource_nonce`]), not by a flow.
+    #[must_use]
+    pub fn is_dpop_bound(&self) -> bool {
+        self.creds.token_type.eq_ignore_ascii_case("dpop") && self.creds.access_token.is_some()
+    }
+
+    /// The MCP server at `url` gave a DPoP nonce (a `DPoP-Nonce` header, on any of its
+    /// responses: a `401` asking for it, or a success announcing the next one, RFC 9449
+    /// §8-9): the next proofs to that origin carry it. An empty value is ignored; a long
+    /// one is cut. The authorization server's nonces are kept apart.
+    pub fn handle_resource_nonce(&mut self, url: &EndpointUrl, nonce: &str) {
+        if nonce.is_empty() {
+            return;
+        }
+        let origin = url.origin();
+        if let Some(at) = self.rs_nonces.iter().position(|(o, _)| o == origin) {
+            self.rs_nonces.remove(at);
+        } else if self.rs_nonces.len() >= MAX_RESOURCE_NONCES {
+            self.rs_nonces.remove(0);
+        }
+        self.rs_nonces.push((origin.to_owned(), clip(nonce)));
+    }
+
+    /// The DPoP nonce the MCP server at `url`'s origin gave last.
+    fn resource_nonce(&self, url: &EndpointUrl) -> Option<&str> {
+        let origin = url.origin();
+        self.rs_nonces
+            .iter()
+            .find(|(o, _)| o == origin)
+            .map(|(_, n)| n.as_str())
     }
 
     /// The client's authentication at the token endpoint: a signed assertion for

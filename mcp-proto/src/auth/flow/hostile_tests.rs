@@ -449,7 +449,12 @@ fn nonce_refusal(nonce: &str) -> AuthResponse {
 
 /// The nonce the DPoP proof of `req` carries.
 fn proof_nonce(req: &AuthRequest) -> Option<String> {
-    let (_, proof) = req.headers.iter().find(|(n, _)| n == "DPoP")?;
+    headers_nonce(&req.headers)
+}
+
+/// The nonce the DPoP proof among `headers` carries.
+fn headers_nonce(headers: &[(String, String)]) -> Option<String> {
+    let (_, proof) = headers.iter().find(|(n, _)| n == "DPoP")?;
     let claims = proof.split('.').nth(1)?;
     let bytes =
         base64::Engine::decode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, claims).ok()?;
@@ -488,6 +493,43 @@ fn a_later_flow_follows_a_new_dpop_nonce_too() {
         "the second flow's use_dpop_nonce was not followed: {evs:?}"
     );
     assert_eq!(proof_nonce(&retry.unwrap()).as_deref(), Some("n2"));
+}
+
+/// RFC 9449 §9: a resource server's nonce is its own. A nonce the MCP server gave is in
+/// the next proofs to its origin and in none to another; the origins kept are bounded,
+/// the one given a nonce longest ago forgotten first.
+#[test]
+fn resource_nonces_are_kept_per_origin_and_bounded() {
+    let json = format!(
+        r#"{{"server_url": "{MCP}", "resource": "{MCP}", "issuer": "{AS}",
+      "access_token": "at", "token_type": "DPoP"}}"#
+    );
+    let mut c = config();
+    c.dpop = Some(std::sync::Arc::new(ZeroSigner));
+    c.credentials = Some(serde_json::from_str(&json).unwrap());
+    let mut a = new_auth(c);
+    assert!(a.is_dpop_bound());
+    let url = |u: &str| EndpointUrl::parse(u, false).unwrap();
+    let nonce_to = |a: &mut Authorizer, u: &str| {
+        headers_nonce(&a.request_headers(Instant::ZERO, "GET", &url(u)))
+    };
+    assert_eq!(nonce_to(&mut a, MCP), None);
+    a.handle_resource_nonce(&url(MCP), "n1");
+    a.handle_resource_nonce(&url(MCP), "");
+    assert_eq!(
+        nonce_to(&mut a, "https://mcp.example.com/other").as_deref(),
+        Some("n1")
+    );
+    assert_eq!(nonce_to(&mut a, "https://elsewhere.example.com/mcp"), None);
+    for i in 0..MAX_RESOURCE_NONCES {
+        a.handle_resource_nonce(&url(&format!("https://s{i}.example.com/")), "x");
+    }
+    assert_eq!(a.rs_nonces.len(), MAX_RESOURCE_NONCES);
+    assert_eq!(nonce_to(&mut a, MCP), None, "the oldest is forgotten");
+    assert_eq!(
+        nonce_to(&mut a, "https://s0.example.com/").as_deref(),
+        Some("x")
+    );
 }
 
 /// A step-up of a grant without a person asks for the union of the scopes asked for

@@ -248,9 +248,16 @@ pub struct Authorizer {
     nonce_retried: bool,
     /// The authorization server's latest DPoP nonce.
     as_nonce: Option<String>,
-    /// The MCP server's latest DPoP nonce.
-    rs_nonce: Option<String>,
+    /// The MCP servers' latest DPoP nonces, by origin (RFC 9449 §9: a resource server's
+    /// nonce is its own), the most recently given last; at most
+    /// [`MAX_RESOURCE_NONCES`].
+    rs_nonces: Vec<(String, String)>,
 }
+
+/// Most origins whose DPoP nonce an [`Authorizer`] keeps: the MCP server's requests all
+/// go to one (the 2024-11-05 transport's endpoint is on the server's origin), so this
+/// only bounds a caller that uses one authorizer for several.
+const MAX_RESOURCE_NONCES: usize = 8;
 
 impl fmt::Debug for Authorizer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -320,7 +327,7 @@ impl Authorizer {
             last_token: None,
             nonce_retried: false,
             as_nonce: None,
-            rs_nonce: None,
+            rs_nonces: Vec::new(),
         }
     }
 

@@ -17,11 +17,13 @@
 //! request to the MCP server, a message's `POST`, the session's `GET` stream, a `GET`
 //! resuming a stream after `Last-Event-ID`, the 2024-11-05 transport's stream `GET`,
 //! and the `DELETE` that ends a session.
+//!
+//! A `401` that asks a DPoP-bound request for the server's nonce refuses no token and
+//! starts no flow: [`super::nonce`] sends the request again with it.
 
 use std::sync::Arc;
 
 use crate::Instant;
-use crate::auth::challenge::bearer_challenge;
 use crate::auth::{AuthError, AuthEvent, AuthRequest, Authorizer};
 use crate::client::session::{OutKind, Outgoing};
 use crate::client::{CallError, Event, PeerError};
@@ -42,6 +44,9 @@ pub(super) struct Parked {
     pub(super) msg: Outgoing,
     pub(super) tries: u8,
     pub(super) turned_away: u8,
+    /// Sent again with the DPoP nonce the server asked for; see
+    /// [`Exchange::nonce_resent`].
+    pub(super) nonce_resent: bool,
 }
 
 /// A request's message kept with its exchange until the response's head shows whether
@@ -53,6 +58,7 @@ pub(super) struct Replay {
     pub(super) kind: OutKind,
     pub(super) tries: u8,
     pub(super) turned_away: u8,
+    pub(super) nonce_resent: bool,
     /// The link's `auth_generation` when it was written: which `Authorization` it carried.
     pub(super) generation: u64,
 }
@@ -67,6 +73,7 @@ impl Replay {
             },
             tries: self.tries,
             turned_away: self.turned_away,
+            nonce_resent: self.nonce_resent,
         }
     }
 }
@@ -119,22 +126,6 @@ impl HttpLink {
             .as_ref()
             .map(|h| h.header_all("www-authenticate").collect())
             .unwrap_or_default();
-        // A DPoP nonce the server wants in the proof: the same token, sent again.
-        let nonce = x.head.as_ref().and_then(|h| h.header("dpop-nonce"));
-        let wants_nonce = bearer_challenge(challenges.iter().copied())
-            .is_some_and(|c| c.error.as_deref() == Some("use_dpop_nonce"));
-        if status == 401
-            && wants_nonce
-            && let Some(nonce) = nonce
-            && auth.handle_resource_nonce(nonce)
-        {
-            let parked = Parked {
-                tries: parked.tries + 1,
-                ..parked
-            };
-            self.send_parked(now, parked);
-            return true;
-        }
         if superseded {
             // The token that replaced it answers the refusal, not another flow: that
             // would drop the new token, and without a refresh token ask the person again.
@@ -161,8 +152,11 @@ impl HttpLink {
         if !started {
             return false;
         }
+        // Sent again after the flow: a request of its own, which a DPoP nonce may
+        // refuse once more.
         self.parked.push_back(Parked {
             tries: parked.tries + 1,
+            nonce_resent: false,
             ..parked
         });
         // The server answered: connecting now waits on the flow, within its own

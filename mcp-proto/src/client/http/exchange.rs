@@ -108,6 +108,15 @@ impl RequestMethod {
 }
 
 impl Purpose {
+    /// The HTTP method of its request.
+    pub(super) fn http_method(&self) -> &'static str {
+        match self {
+            Purpose::Request { .. } | Purpose::Notify | Purpose::Initialized => "POST",
+            Purpose::Get { .. } | Purpose::SseStream => "GET",
+            Purpose::Delete { .. } => "DELETE",
+        }
+    }
+
     /// Whether sending the request a second time is harmless, should the first one have
     /// reached the server after all: everything but a request that may change something
     /// (`tools/call`, and any method this client does not know to be a read).
@@ -194,6 +203,9 @@ pub(super) struct Exchange {
     /// GET: sent again after a refusal for want of authorization, and after the flow
     /// it started: refused again, it starts no other.
     pub(super) after_refusal: bool,
+    /// Sent again with the DPoP nonce the MCP server asked for: asked once more, it
+    /// fails (see [`super::nonce`]).
+    pub(super) nonce_resent: bool,
 }
 
 impl Exchange {
@@ -223,6 +235,9 @@ pub(super) struct PendingResume {
     /// Waits (or waited) for the flow a `401` to this `GET` started; see
     /// [`Exchange::after_refusal`].
     pub(super) after_refusal: bool,
+    /// Opens again with the DPoP nonce its refusal asked for; see
+    /// [`Exchange::nonce_resent`].
+    pub(super) nonce_resent: bool,
 }
 
 /// The digest of an event's data, to tell an event sent again from a new one under the
@@ -296,6 +311,13 @@ impl HttpLink {
     }
 
     fn on_head(&mut self, now: Instant, id: ExchangeId, head: ResponseHead) {
+        // The server's next DPoP nonce, given on any response (RFC 9449 §8-9): every
+        // request goes to the server URL's origin.
+        if let Some(auth) = &mut self.auth
+            && let Some(nonce) = head.header("dpop-nonce")
+        {
+            auth.handle_resource_nonce(&self.config.url, nonce.trim());
+        }
         let max_error = self.config.max_error_body;
         let sse_limits = self.config.sse_limits.clone();
         let Some(x) = self.exchanges.get_mut(&id) else {
@@ -690,9 +712,12 @@ impl HttpLink {
         None
     }
 
-    fn on_end(&mut self, now: Instant, x: Exchange) {
+    fn on_end(&mut self, now: Instant, mut x: Exchange) {
         let status = x.head.as_ref().map_or(0, |h| h.status);
         if let Purpose::Delete { version } = x.purpose {
+            if status == 401 && self.answer_nonce_refusal(now, &mut x) {
+                return;
+            }
             self.retry_delete_when_turned_away(now, x.head.as_ref(), version);
             return;
         }
@@ -800,6 +825,9 @@ impl HttpLink {
         if matches!(x.body, Body::Sse(_)) {
             // A stream that broke after it started: resumable in the legacy era.
             self.stream_ended(now, x, &failure.detail(), false);
+            return;
+        }
+        if status == Some(401) && self.answer_nonce_refusal(now, &mut x) {
             return;
         }
         let (detail, transport) = failure.into_parts();
@@ -1048,6 +1076,7 @@ impl HttpLink {
             owed,
             attempt,
             after_refusal: false,
+            nonce_resent: false,
         });
     }
 
@@ -1104,6 +1133,7 @@ impl HttpLink {
             owed: owed.clone(),
             attempt: attempt + 1,
             after_refusal: true,
+            nonce_resent: false,
         };
         if x.generation != self.auth_generation {
             // Sent with a token replaced since: the new one answers the refusal.

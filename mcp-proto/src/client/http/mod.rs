@@ -50,6 +50,7 @@ mod authorize;
 mod busy;
 mod exchange;
 mod learn;
+mod nonce;
 mod outgoing;
 pub mod pool;
 mod side;
@@ -792,6 +793,7 @@ impl HttpLink {
                 owed: Vec::new(),
                 attempt: 0,
                 after_refusal: false,
+                nonce_resent: false,
             };
             self.open_get(now, stream);
         }

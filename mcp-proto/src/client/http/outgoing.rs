@@ -96,6 +96,7 @@ impl HttpLink {
             decided: false,
             generation: self.auth_generation,
             after_refusal: false,
+            nonce_resent: false,
         }
     }
 
@@ -107,6 +108,7 @@ impl HttpLink {
             msg,
             tries: 0,
             turned_away: 0,
+            nonce_resent: false,
         };
         self.send_parked(now, parked);
     }
@@ -118,6 +120,7 @@ impl HttpLink {
             msg,
             tries,
             turned_away,
+            nonce_resent,
         } = parked;
         if let OutKind::Cancel(rpc) = msg.kind
             && self.stale_cancels.contains(&rpc)
@@ -138,6 +141,7 @@ impl HttpLink {
                 msg,
                 tries,
                 turned_away,
+                nonce_resent,
             });
             if refreshing {
                 self.client.handshake_waits_on_authorization();
@@ -235,6 +239,7 @@ impl HttpLink {
             kind,
             tries,
             turned_away,
+            nonce_resent,
             generation: self.auth_generation,
         };
         let purpose = if rpc_id.is_some() {
@@ -249,6 +254,7 @@ impl HttpLink {
         };
         let _ = now;
         let mut x = self.new_exchange(purpose, rpc_id, "POST");
+        x.nonce_resent = nonce_resent;
         // A request may be sent again after a refusal or a busy server's wait; anything
         // else only after a refusal.
         x.replay = (rpc_id.is_some() || self.auth.is_some()).then_some(replay);
@@ -276,6 +282,7 @@ impl HttpLink {
             owed,
             attempt,
             after_refusal,
+            nonce_resent,
             ..
         } = get;
         let url = self.config.url.clone();
@@ -313,6 +320,7 @@ impl HttpLink {
         x.resume_from = last_event_id;
         x.resume_digest = digest;
         x.after_refusal = after_refusal;
+        x.nonce_resent = nonce_resent;
         let id = self.alloc_exchange();
         self.insert_exchange(id, x, (bytes, Arc::default()));
     }
@@ -336,6 +344,16 @@ impl HttpLink {
 
     /// `DELETE` of the legacy session, with the token held.
     pub(super) fn write_delete(&mut self, version: Option<crate::version::ProtocolVersion>) {
+        self.write_delete_marked(version, false);
+    }
+
+    /// [`HttpLink::write_delete`], `nonce_resent` when it goes again with the DPoP nonce
+    /// its refusal asked for.
+    pub(super) fn write_delete_marked(
+        &mut self,
+        version: Option<crate::version::ProtocolVersion>,
+        nonce_resent: bool,
+    ) {
         let url = self.config.url.clone();
         let mut bytes = Vec::new();
         let managed = auth_headers(&mut self.auth, self.now, "DELETE", &url);
@@ -355,7 +373,8 @@ impl HttpLink {
         if written.is_err() {
             return;
         }
-        let x = self.new_exchange(Purpose::Delete { version }, None, "DELETE");
+        let mut x = self.new_exchange(Purpose::Delete { version }, None, "DELETE");
+        x.nonce_resent = nonce_resent;
         let id = self.alloc_exchange();
         self.insert_exchange(id, x, (bytes, Arc::default()));
     }

@@ -131,6 +131,9 @@ pub(super) struct HttpSse {
     /// [`MAX_AUTH_TRIES`](super::authorize::MAX_AUTH_TRIES), as a message; a `401` to the
     /// token a flow obtained fails the connection.
     pub(super) tries: u8,
+    /// The stream's next `GET` goes again with the DPoP nonce its refusal asked for
+    /// ([`super::exchange::Exchange::nonce_resent`]).
+    pub(super) nonce_resend: bool,
 }
 
 /// Resolves the `endpoint` event's data against the server URL and checks it stays on
@@ -288,6 +291,7 @@ impl HttpLink {
             waiting: VecDeque::new(),
             awaits_authorization: false,
             tries: 0,
+            nonce_resend: false,
         });
         self.open_sse_stream(now);
         true
@@ -309,16 +313,16 @@ impl HttpLink {
             return;
         }
         let handshake = self.client.handshake_deadline();
-        let after_refusal = match &mut self.sse {
+        let (after_refusal, nonce_resent) = match &mut self.sse {
             Some(sse) => {
                 // Waiting for the endpoint keeps the handshake's deadline, which moved
                 // on by the time a person took to approve.
                 if sse.endpoint.is_none() && handshake.is_some() {
                     sse.deadline = handshake;
                 }
-                sse.tries > 0
+                (sse.tries > 0, std::mem::take(&mut sse.nonce_resend))
             }
-            None => false,
+            None => (false, false),
         };
         let url = self.config.url.clone();
         let mut bytes = Vec::new();
@@ -333,6 +337,7 @@ impl HttpLink {
         }
         let mut x = self.new_exchange(Purpose::SseStream, None, "GET");
         x.after_refusal = after_refusal;
+        x.nonce_resent = nonce_resent;
         let id = self.alloc_exchange();
         self.insert_exchange(id, x, (bytes, std::sync::Arc::default()));
     }
