@@ -149,6 +149,16 @@ impl Inlet {
             Some(wait) => self.rx.recv_timeout(wait).ok(),
         }
     }
+
+    /// The bytes an [`IoEvent::Polled`] names: read into the inlet's own buffer, which
+    /// the next wait reads into again. Empty when there is no such buffer.
+    #[cfg(unix)]
+    pub(crate) fn polled_bytes(&self, n: usize) -> &[u8] {
+        self.polled
+            .as_ref()
+            .and_then(|p| p.read_bytes(n))
+            .unwrap_or_default()
+    }
 }
 
 /// What a helper thread saw.
@@ -158,6 +168,10 @@ pub(crate) enum IoEvent {
     Connected,
     /// Bytes read.
     Data(Vec<u8>),
+    /// The first `n` bytes of the inlet's read buffer: a polled channel's read, made by
+    /// the waiting thread itself, fed from where it was read (see [`Inlet::polled_bytes`]).
+    #[cfg(unix)]
+    Polled(usize),
     /// Bytes the peer took, of what the driver handed the writer.
     Written(usize),
     /// End of input.

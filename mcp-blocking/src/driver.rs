@@ -581,6 +581,11 @@ impl<F: Flavour> Driver<F> {
         match event {
             IoEvent::Connected => core.machine.handle_connected(now, conn),
             IoEvent::Data(data) => core.received(now, conn, &data, carrier.channel_log(conn)),
+            #[cfg(unix)]
+            IoEvent::Polled(n) => {
+                let data = self.rx.as_ref().map_or(&[][..], |rx| rx.polled_bytes(n));
+                core.received(now, conn, data, carrier.channel_log(conn));
+            }
             IoEvent::Written(bytes) => core.machine.handle_written(now, conn, bytes),
             IoEvent::Eof => core.ended(now, conn, carrier.channel_log(conn)),
             IoEvent::Exited => core.machine.handle_process_exited(now),

@@ -431,17 +431,19 @@ impl Polled {
         Ok(true)
     }
 
+    /// The first `n` bytes of the read buffer, which the last [`IoEvent::Polled`]
+    /// report named.
+    pub(crate) fn read_bytes(&self, n: usize) -> Option<&[u8]> {
+        self.buf.get(..n)
+    }
+
     /// One read of `conn`'s input; its end (or failure) is reported once.
     fn read(&mut self, conn: ConnId, generation: u64, input: &OwnedFd) -> Option<Report> {
         let event = match rustix::io::read(input, &mut self.buf) {
             Ok(0) => IoEvent::Eof,
-            Ok(n) => {
-                return Some(report(
-                    conn,
-                    generation,
-                    IoEvent::Data(self.buf[..n].to_vec()),
-                ));
-            }
+            // Fed from here by the driver before the next wait reads again: the bytes
+            // are neither copied nor allocated per read, on whichever thread leads.
+            Ok(n) => return Some(report(conn, generation, IoEvent::Polled(n))),
             Err(Errno::AGAIN | Errno::INTR) => return None,
             Err(e) => IoEvent::Failed(TransportErrorKind::Read, e.into()),
         };
@@ -593,6 +595,28 @@ mod tests {
         let fd = OwnedFd::from(ours);
         set.attach(ConnId::STDIO, 0, fd, None).expect("attach");
         (set, inlet, theirs)
+    }
+
+    /// A read of a polled channel is fed from the inlet's own buffer: the report names
+    /// how many bytes it holds (no copy of them is allocated per read, on whichever thread
+    /// leads), and the next read reuses the buffer.
+    #[test]
+    fn a_polled_read_reports_the_bytes_left_in_the_inlets_buffer() {
+        let (_set, mut inlet, mut theirs) = one_channel();
+        for sent in [&b"first answer\n"[..], b"second\n"] {
+            io::Write::write_all(&mut theirs, sent).expect("write");
+            // The attach rang the bell first (the leader polls the new channel).
+            let report = std::iter::from_fn(|| inlet.recv(Some(Duration::from_secs(5))))
+                .find(|r| !matches!(r.event, IoEvent::Nudge))
+                .expect("a report");
+            let IoEvent::Polled(n) = report.event else {
+                panic!("{:?}", report.event);
+            };
+            assert_eq!((report.conn, report.generation), (ConnId::STDIO, 0));
+            assert_eq!(inlet.polled_bytes(n), sent);
+        }
+        // Past what was read: nothing.
+        assert!(inlet.polled_bytes(READ_CHUNK + 1).is_empty());
     }
 
     fn read_exactly(from: &mut UnixStream, n: usize) -> Vec<u8> {
