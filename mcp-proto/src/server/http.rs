@@ -1096,9 +1096,7 @@ impl HttpEndpoint {
         #[cfg(any(test, feature = "index-checks"))]
         self.check_session_indexes();
         let machine = self.server.poll_timeout();
-        let parked = (self.sessions_with_parked_tasks().into_iter())
-            .filter_map(|(_, due)| due)
-            .min();
+        let parked = self.server.parked_elsewhere_expiry();
         [machine, parked, self.next_touch()]
             .into_iter()
             .flatten()
@@ -1153,19 +1151,6 @@ impl HttpEndpoint {
         if !gone.is_empty() {
             self.drop_ended_sessions_tasks();
         }
-    }
-
-    /// The legacy sessions (held here, not the one in the machine) with a 2025
-    /// `tasks/result` parked on its task's input requests, and when the earliest of
-    /// those tasks expires. The table keeps the list of such sessions: no walk of the
-    /// exchanges.
-    fn sessions_with_parked_tasks(&self) -> Vec<(&str, Option<Instant>)> {
-        let Some(table) = &self.sessions else {
-            return Vec::new();
-        };
-        (table.with_parked_tasks())
-            .map(|(s, state)| (s, self.server.expiry_of_parked(state.parked_tasks())))
-            .collect()
     }
 
     /// Time passed ([`Server::handle_timeout`]): the calls whose deferred work completed
@@ -1226,12 +1211,19 @@ impl HttpEndpoint {
             })
             .collect();
         // And those whose `tasks/result` parked on a task's input requests must end: the
-        // task ended (expired, or gone) while another session was in the machine.
-        sessions.extend(
-            (self.sessions_with_parked_tasks().into_iter())
-                .filter(|(_, due)| due.is_some_and(|d| d <= now))
-                .map(|(s, _)| s.to_owned()),
-        );
+        // task ended (expired, or gone) while another session was in the machine. The
+        // machine keeps those tasks marked: no walk of the sessions.
+        for task in self.server.parked_elsewhere_due(now) {
+            match self
+                .sessions
+                .as_ref()
+                .and_then(|t| t.parked_session_of(&task))
+            {
+                Some(session) => sessions.push(session.to_owned()),
+                // Not parked on any more (cannot happen: the marks follow the states).
+                None => self.server.tasks.mark_parked_elsewhere(&task, None, false),
+            }
+        }
         sessions.sort_unstable();
         sessions.dedup();
         for session in sessions {
@@ -1869,6 +1861,7 @@ impl HttpEndpoint {
         let Some((id, mut state)) = taken else {
             return f(self);
         };
+        self.server.mark_parked_elsewhere(&state, false);
         self.server.swap_legacy(&mut state);
         // The id is copied into the buffer the last session served left behind.
         let mut current = std::mem::take(&mut self.spare_session);
@@ -1892,6 +1885,10 @@ impl HttpEndpoint {
         if let Some(t) = &mut self.sessions {
             if saved {
                 t.mark_stored(id, now);
+            }
+            if t.holds(id) {
+                // Held outside the machine again: what it parks on is marked there.
+                self.server.mark_parked_elsewhere(&state, true);
             }
             t.put_back(id, state);
         }
@@ -3045,6 +3042,15 @@ impl HttpEndpoint {
         }
         WALKED.with(|w| w.set(before));
         table.check_indexes(&counts.into_iter().collect::<Vec<_>>());
+        // The tasks the machine has marked parked on elsewhere are those the states held
+        // in the table park on (and those of sessions gone whose tasks it still holds).
+        let ended = table.ended_scopes();
+        let marked: BTreeSet<&str> = (self.server.tasks.parked_elsewhere_ids().into_iter())
+            .filter(|(_, scope)| scope.is_none_or(|s| !ended.contains(&s)))
+            .map(|(id, _)| id)
+            .collect();
+        let held: BTreeSet<&str> = table.parked_task_ids().collect();
+        assert_eq!(marked, held, "tasks parked on in the sessions held");
     }
 }
 

@@ -747,6 +747,30 @@ impl Server {
             .min()
     }
 
+    /// When the first call parked on a task's input requests in a session's state held
+    /// outside the machine is due to end: its task's expiry, or the machine's present
+    /// time for one whose task ended or is gone ([`Server::mark_parked_elsewhere`]
+    /// says which tasks those are). No walk of the sessions.
+    pub(super) fn parked_elsewhere_expiry(&self) -> Option<crate::Instant> {
+        self.tasks.parked_elsewhere_expiry(self.now)
+    }
+
+    /// The tasks of [`Server::parked_elsewhere_expiry`] whose calls are due by `now`.
+    pub(super) fn parked_elsewhere_due(&self, now: crate::Instant) -> Vec<String> {
+        self.tasks.parked_elsewhere_due(self.now, now)
+    }
+
+    /// Marks the tasks on whose input requests `state` parks a 2025 `tasks/result` as
+    /// parked on in a state held outside the machine (`on`: the state was put back
+    /// there) or no longer (it is taken into the machine, whose own parked calls
+    /// [`Server::parked_task_expiry`] covers).
+    pub(super) fn mark_parked_elsewhere(&mut self, state: &LegacyState, on: bool) {
+        let scope = state.task_scope();
+        for id in state.parked_tasks() {
+            self.tasks.mark_parked_elsewhere(id, scope, on);
+        }
+    }
+
     /// Tells the client to stop working on our requests for `call`.
     fn cancel_outstanding(&mut self, call: &PendingCall, reason: &str) {
         for (out_id, _) in &call.waiting {

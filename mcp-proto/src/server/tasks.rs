@@ -82,6 +82,8 @@ use super::legacy::PendingCall;
 use super::registry::InputRequestSpec;
 use super::{Params, Server, ServerLimits, ToolOutcome};
 
+mod parked;
+
 /// Tasks kept at most per requestor; the oldest ended one goes first, and with none
 /// ended a new one is refused.
 pub const MAX_TASKS: usize = 64;
@@ -173,6 +175,9 @@ pub(super) struct ServerTask {
     /// `notifications/tasks` showing the result or error, or a cancellation): from then on it may go to make
     /// room for another requestor's task.
     delivered: bool,
+    /// A 2025 `tasks/result` for it is parked on its input requests in the legacy state
+    /// of a session held outside the machine (see [`TaskStore::mark_parked_elsewhere`]).
+    parked_elsewhere: bool,
 }
 
 /// The tasks of a server.
@@ -201,6 +206,9 @@ pub(super) struct TaskStore {
     epoch_unix_ms: Option<u64>,
     /// 2025 `tasks/result` requests held until their task ends.
     waits: Waits,
+    /// The tasks marked parked on elsewhere that went (expired or dropped for room),
+    /// with their legacy scope: the calls parked on them are due to end.
+    parked_gone: BTreeMap<String, Option<u64>>,
 }
 
 /// The 2025 `tasks/result` requests held until their task ends, by arrival.
@@ -243,6 +251,11 @@ struct Index {
     /// The tasks with a held `tasks/result` whose input requests wait for it to go out
     /// on, by legacy scope.
     asking_waited: BTreeMap<Option<u64>, BTreeSet<u64>>,
+    /// The tasks parked on in a session held outside the machine and still running: the
+    /// first expires first.
+    parked_running: BTreeSet<u64>,
+    /// The tasks parked on in a session held outside the machine that ended.
+    parked_ended: BTreeSet<u64>,
 }
 
 /// The tasks of one principal, requestor or scope.
@@ -352,6 +365,14 @@ impl Index {
             if t.asks_legacy_input() {
                 mark_in(&mut self.asking_waited, t.owner.scope, seq, add);
             }
+        }
+        if t.parked_elsewhere {
+            let set = if t.terminal() {
+                &mut self.parked_ended
+            } else {
+                &mut self.parked_running
+            };
+            mark(set, seq, add);
         }
     }
 }
@@ -481,6 +502,9 @@ impl TaskStore {
         let task = self.tasks.remove(&seq)?;
         self.index.count(&task, false);
         self.by_id.remove(&task.id);
+        if task.parked_elsewhere {
+            self.parked_gone.insert(task.id.clone(), task.owner.scope);
+        }
         if task.waits > 0
             && let Some(arrivals) = self.waits.by_task.get(&task.id)
         {
@@ -709,6 +733,10 @@ impl TaskStore {
                 }
             }
         }
+        // Their sessions went: nothing is parked on them any more.
+        if !self.parked_gone.is_empty() {
+            (self.parked_gone).retain(|_, scope| scope.is_none_or(|s| !scopes.contains(&s)));
+        }
     }
 
     /// Drops the tasks whose lifetime is over: the oldest ones.
@@ -848,6 +876,10 @@ impl TaskStore {
         assert_eq!(by_task, waits.by_task, "held requests by task");
         assert_eq!(by_request, waits.by_request, "held requests by request");
         assert!(waits.orphans.iter().all(|a| waits.list.contains_key(a)));
+        assert!(
+            (self.parked_gone.keys()).all(|id| !self.by_id.contains_key(id)),
+            "tasks parked on elsewhere marked gone while here"
+        );
         for t in self.tasks.values() {
             let held = by_task.get(&t.id).map_or(0, BTreeSet::len);
             assert_eq!(t.waits, held, "held requests of task {}", t.id);
@@ -1338,6 +1370,7 @@ impl Server {
             outcome_bytes: 0,
             waits: 0,
             delivered: false,
+            parked_elsewhere: false,
         };
         let limits = &self.config.limits;
         let room = outcome_room(

@@ -62,9 +62,12 @@ pub(super) struct Sessions {
     /// Each busy session with an entry, by when the session store last heard it is in
     /// use (`Entry::stored`): the next one due to be touched first.
     by_stored: BTreeSet<(Instant, String)>,
-    /// The sessions whose state holds a 2025 `tasks/result` parked on its task's input
-    /// requests (as of when the state was last put back).
-    parked: BTreeSet<String>,
+    /// The sessions whose state, held here, holds a 2025 `tasks/result` parked on its
+    /// task's input requests: the ids of those tasks (as of when the state was last put
+    /// back; none while the state is swapped into the machine).
+    parked: BTreeMap<String, Vec<String>>,
+    /// The session of each task of [`Sessions::parked`].
+    parked_by_task: BTreeMap<String, String>,
     /// Every session by when it was last used: the idle ones first.
     by_use: BTreeSet<(Instant, String)>,
     /// Every session in the order one is evicted for room when none is idle: those no
@@ -98,7 +101,8 @@ impl Sessions {
             ended_scopes: Vec::new(),
             holds: BTreeMap::new(),
             by_stored: BTreeSet::new(),
-            parked: BTreeSet::new(),
+            parked: BTreeMap::new(),
+            parked_by_task: BTreeMap::new(),
             by_use: BTreeSet::new(),
             by_eviction: BTreeSet::new(),
             #[cfg(test)]
@@ -121,7 +125,7 @@ impl Sessions {
         if self.holds.contains_key(id) {
             self.by_stored.remove(&(entry.stored, id.to_owned()));
         }
-        self.parked.remove(id);
+        self.note_parked(id, Vec::new());
         self.by_use.remove(&(entry.last_used, id.to_owned()));
         (self.by_eviction).remove(&(entry.returned, entry.last_used, id.to_owned()));
         self.ended(entry.state.as_ref());
@@ -133,7 +137,7 @@ impl Sessions {
         if self.holds.contains_key(&id) {
             self.by_stored.insert((entry.stored, id.clone()));
         }
-        self.note_parked(&id, has_parked(entry.state.as_ref()));
+        self.note_parked(&id, parked_tasks(entry.state.as_ref()));
         self.by_use.insert((entry.last_used, id.clone()));
         (self.by_eviction).insert((entry.returned, entry.last_used, id.clone()));
         self.table.insert(id, entry);
@@ -160,22 +164,30 @@ impl Sessions {
         (self.by_eviction).insert((returned, last_used, id));
     }
 
-    /// Keeps [`Sessions::with_parked_tasks`] in step with the state of `id`: whether it
-    /// has `parked` tasks.
-    fn note_parked(&mut self, id: &str, parked: bool) {
-        if parked {
-            if !self.parked.contains(id) {
-                self.parked.insert(id.to_owned());
-            }
-        } else {
-            self.parked.remove(id);
+    /// Keeps [`Sessions::parked_session_of`] in step with the state of `id` held here,
+    /// whose calls are parked on the input requests of `tasks` ([`parked_tasks`]; none
+    /// while no state is held, as while it is swapped into the machine or once the
+    /// session went).
+    fn note_parked(&mut self, id: &str, tasks: Vec<String>) {
+        if self.parked.get(id).map_or(&[][..], Vec::as_slice) == tasks.as_slice() {
+            return;
         }
+        for task in self.parked.remove(id).into_iter().flatten() {
+            self.parked_by_task.remove(&task);
+        }
+        if tasks.is_empty() {
+            return;
+        }
+        for task in &tasks {
+            self.parked_by_task.insert(task.clone(), id.to_owned());
+        }
+        self.parked.insert(id.to_owned(), tasks);
     }
 
-    /// The sessions held here (their state not in the machine) with a 2025
-    /// `tasks/result` parked on its task's input requests, with their states.
-    pub(super) fn with_parked_tasks(&self) -> impl Iterator<Item = (&str, &LegacyState)> {
-        (self.parked.iter()).filter_map(|id| Some((id.as_str(), self.state(id)?)))
+    /// The session held here (its state not in the machine) whose state has a 2025
+    /// `tasks/result` parked on the input requests of task `task`.
+    pub(super) fn parked_session_of(&self, task: &str) -> Option<&str> {
+        self.parked_by_task.get(task).map(String::as_str)
     }
 
     /// One more request of session `id` is being handled, or one more of its streams
@@ -234,16 +246,18 @@ impl Sessions {
             self.by_stored, by_stored,
             "busy sessions by their last store write"
         );
+        let mut parked: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for (id, entry) in &self.table {
-            if let Some(state) = &entry.state {
-                assert_eq!(
-                    self.parked.contains(id),
-                    has_parked(Some(state)),
-                    "parked tasks of {id}"
-                );
+            let tasks = parked_tasks(entry.state.as_ref());
+            if !tasks.is_empty() {
+                parked.insert(id.clone(), tasks);
             }
         }
-        assert!(self.parked.iter().all(|id| self.table.contains_key(id)));
+        assert_eq!(self.parked, parked, "sessions with parked tasks");
+        let by_task: BTreeMap<String, String> = (parked.iter())
+            .flat_map(|(id, tasks)| tasks.iter().map(|t| (t.clone(), id.clone())))
+            .collect();
+        assert_eq!(self.parked_by_task, by_task, "sessions by parked task");
         let by_use: BTreeSet<(Instant, String)> = (self.table.iter())
             .map(|(id, e)| (e.last_used, id.clone()))
             .collect();
@@ -414,8 +428,8 @@ impl Sessions {
         };
         if let Some(state) = &mut entry.state {
             f(state);
-            let parked = has_parked(Some(state));
-            self.note_parked(id, parked);
+            let tasks = parked_tasks(Some(state));
+            self.note_parked(id, tasks);
         }
         true
     }
@@ -472,15 +486,35 @@ impl Sessions {
         entry.stored = now;
     }
 
+    /// The tasks the states held here park on (see [`Sessions::parked_session_of`]).
+    #[cfg(any(test, feature = "index-checks"))]
+    pub(super) fn parked_task_ids(&self) -> impl Iterator<Item = &str> {
+        self.parked_by_task.keys().map(String::as_str)
+    }
+
+    /// The task scopes of the sessions gone since [`Sessions::take_ended_scopes`] last
+    /// took them (their tasks are still in the machine).
+    #[cfg(any(test, feature = "index-checks"))]
+    pub(super) fn ended_scopes(&self) -> &[u64] {
+        &self.ended_scopes
+    }
+
     /// Takes the state of `id` out to swap it into the machine.
     pub(super) fn take(&mut self, id: &str, now: Instant) -> Option<LegacyState> {
         self.used(id, Some(now), false);
-        self.table.get_mut(id)?.state.take()
+        let state = self.table.get_mut(id)?.state.take();
+        self.note_parked(id, Vec::new());
+        state
     }
 
     /// The state of `id`, unless it is swapped into the machine.
     pub(super) fn state(&self, id: &str) -> Option<&LegacyState> {
         self.table.get(id)?.state.as_ref()
+    }
+
+    /// Whether session `id` is here (its state may be swapped into the machine).
+    pub(super) fn holds(&self, id: &str) -> bool {
+        self.table.contains_key(id)
     }
 
     /// Puts the state of `id` back.
@@ -490,7 +524,7 @@ impl Sessions {
             self.ended(Some(&state));
             return;
         }
-        self.note_parked(id, has_parked(Some(&state)));
+        self.note_parked(id, parked_tasks(Some(&state)));
         if let Some(entry) = self.table.get_mut(id) {
             entry.state = Some(state);
         }
@@ -507,7 +541,12 @@ impl Sessions {
     }
 }
 
-/// Whether `state` holds a 2025 `tasks/result` parked on its task's input requests.
-fn has_parked(state: Option<&LegacyState>) -> bool {
-    state.is_some_and(|s| s.parked_tasks().next().is_some())
+/// The tasks on whose input requests a 2025 `tasks/result` of `state` is parked, each
+/// once, in order.
+pub(super) fn parked_tasks(state: Option<&LegacyState>) -> Vec<String> {
+    let tasks: BTreeSet<&str> = state
+        .into_iter()
+        .flat_map(LegacyState::parked_tasks)
+        .collect();
+    tasks.into_iter().map(str::to_owned).collect()
 }

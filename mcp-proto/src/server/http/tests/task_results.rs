@@ -13,6 +13,11 @@ const V: &str = "2025-11-25";
 
 /// Sessions over a server whose `ask` task asks one question, then greets.
 fn endpoint() -> HttpEndpoint {
+    endpoint_with(HttpEndpointConfig::default())
+}
+
+/// [`endpoint`] with `config`.
+fn endpoint_with(config: HttpEndpointConfig) -> HttpEndpoint {
     let tool = Tool::new(
         "ask",
         "",
@@ -27,7 +32,7 @@ fn endpoint() -> HttpEndpoint {
     )
     .as_task(0);
     let server = example::server_with(|c| c.tools.push(tool));
-    HttpEndpoint::with_sessions(server, HttpEndpointConfig::default(), &[7; 32])
+    HttpEndpoint::with_sessions(server, config, &[7; 32])
 }
 
 fn in_session(session: &str, body: &Value) -> HttpRequest {
@@ -127,4 +132,83 @@ fn an_endpoint_with_sessions_keys_the_task_ids_of_an_unseeded_server() {
     let id = id.as_str().expect("a task id");
     assert!(!id.starts_with("task-"), "{id}");
     assert_eq!(id.len(), 32, "{id}");
+}
+
+/// A session opened at `at` as `principal`, whose `ask` task's `tasks/result` (id 2) is
+/// parked on its question: the session and the stream of the `tasks/result`.
+fn park_as(ep: &mut HttpEndpoint, at: Instant, principal: &str) -> (String, HttpStream) {
+    let init = post(
+        &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": V, "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "t", "version": "1"}}}),
+        &[],
+    );
+    let opened = complete(ep.handle_request_as(at, &init, Some(principal)));
+    let session = opened.header("mcp-session-id").unwrap().to_owned();
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "ask", "arguments": {}, "task": {}}});
+    let created = complete(ep.handle_request_as(at, &in_session(&session, &call), Some(principal)));
+    let task = body_json(&created)["result"]["task"]["taskId"].clone();
+    let result = json!({"jsonrpc": "2.0", "id": 2, "method": "tasks/result",
+        "params": {"taskId": task}});
+    let wait = ep.handle_request_as(at, &in_session(&session, &result), Some(principal));
+    (session, stream(wait))
+}
+
+/// With hundreds of sessions each holding a parked `tasks/result`, the endpoint's next
+/// deadline is found without looking at their tasks one by one: a driver asks for it
+/// after every event.
+#[test]
+fn the_next_deadline_looks_at_no_task_per_session_with_a_parked_tasks_result() {
+    let config = HttpEndpointConfig {
+        max_open_streams: 4096,
+        ..HttpEndpointConfig::default()
+    };
+    let mut ep = endpoint_with(config);
+    let n = 256;
+    // Several principals, to stay within the tasks one principal may keep.
+    for i in 0..n {
+        park_as(&mut ep, now(), &format!("p{}", i % 8));
+    }
+    assert_eq!(ep.server().tasks.parked_elsewhere_ids().len(), n);
+    let before = crate::server::tasks::looked_at();
+    let due = ep.poll_timeout();
+    let looked = crate::server::tasks::looked_at() - before;
+    assert_eq!(
+        due,
+        Some(now().saturating_add(Duration::from_millis(TTL_MS)))
+    );
+    assert!(
+        looked <= 2,
+        "{looked} tasks looked at for the next deadline of {n} parked sessions"
+    );
+}
+
+/// Parked `tasks/result` requests of sessions whose tasks were made at different times
+/// are answered one by one as each task expires, the oldest first; the endpoint's next
+/// deadline is the next one's expiry each time.
+#[test]
+fn parked_tasks_results_are_answered_in_the_order_their_tasks_expire() {
+    let mut ep = endpoint();
+    let ttl = Duration::from_millis(TTL_MS);
+    let at = |s: u64| now().saturating_add(Duration::from_secs(s));
+    // Each a second apart (the order of their sessions' ids is random).
+    let parked: Vec<(u64, HttpStream)> = (0..3)
+        .map(|s| (s, park_as(&mut ep, at(s), "p").1))
+        .collect();
+    for s in 0..3 {
+        let expiry = at(s).saturating_add(ttl);
+        assert_eq!(ep.poll_timeout(), Some(expiry), "the deadline of task {s}");
+        assert!(!ep.handle_due(expiry - Duration::from_millis(1)));
+        assert!(ep.handle_due(expiry));
+        for (made, wait) in &parked {
+            let answer = answer_of(&mut ep, wait);
+            assert_eq!(
+                answer.is_some(),
+                *made == s,
+                "at the expiry of task {s}, the tasks/result of task {made}: {answer:?}"
+            );
+        }
+    }
+    assert_eq!(ep.poll_timeout(), None);
 }
