@@ -144,12 +144,21 @@ fn key_is(raw: &str, key: &str) -> bool {
     }
 }
 
+/// Texts at least this long are searched for `key` whole ([`memchr::memmem`]) rather
+/// than for one of its bytes: building the searcher costs more than a short text, and
+/// in a long one the byte recurs (a capital `T` every few hundred bytes of prose).
+const LONG_TEXT: usize = 4 * 1024;
+
 /// Whether `text` may hold a member named `key`: it holds `key`'s bytes, or a backslash
-/// (an escape may spell it). A vectorised search for a backslash or one byte of `key`
-/// (its first capital, rarer in JSON text than a lower-case letter), much cheaper than
-/// walking the members.
+/// (an escape may spell it). Vectorised searches, much cheaper than walking the members:
+/// in a short text, for a backslash or one byte of `key` (its first capital, rarer in
+/// JSON text than a lower-case letter), each find of that byte compared with `key`; in
+/// a long one, for a backslash, then for `key` itself.
 fn may_name(text: &[u8], key: &str) -> bool {
     let key = key.as_bytes();
+    if text.len() >= LONG_TEXT {
+        return memchr::memchr(b'\\', text).is_some() || memchr::memmem::find(text, key).is_some();
+    }
     let Some(pivot) = key
         .iter()
         .position(u8::is_ascii_uppercase)
@@ -285,6 +294,49 @@ mod tests {
         ] {
             assert_eq!(object_member(json, "resultType"), want, "{json}");
         }
+    }
+
+    /// Past `LONG_TEXT` the text is searched for the whole key: a member is found when
+    /// spelt plainly or with an escape anywhere, and absent however often the bytes of
+    /// its name recur apart.
+    #[test]
+    fn long_texts_are_searched_for_the_whole_name() {
+        let filler = "Type resultTyp esultType TTTT ".repeat(LONG_TEXT / 10);
+        for (json, want) in [
+            (
+                format!(r#"{{"a":"{filler}","resultType":"r"}}"#),
+                Member::Raw("\"r\""),
+            ),
+            (
+                format!(r#"{{"a":"{filler}","result\u0054ype":"r"}}"#),
+                Member::Raw("\"r\""),
+            ),
+            (
+                format!(r#"{{"resultType":"r","a":"{filler}"}}"#),
+                Member::Raw("\"r\""),
+            ),
+            (
+                format!(r#"{{"resultType":"r","a":"{filler}","resultType":"s"}}"#),
+                Member::Duplicate,
+            ),
+            (
+                format!(r#"{{"resultType":"r","a":"{filler}","result\u0054ype":"s"}}"#),
+                Member::Duplicate,
+            ),
+            (
+                format!(r#"{{"a":"{filler}","b":{{"resultType":1}}}}"#),
+                Member::Absent,
+            ),
+            (format!(r#"{{"a":"{filler}\\","b":1}}"#), Member::Absent),
+            (format!(r#"{{"a":"{filler}"}}"#), Member::Absent),
+        ] {
+            assert!(json.len() >= LONG_TEXT);
+            assert_eq!(object_member(&json, "resultType"), want);
+        }
+        let filler = filler.as_bytes();
+        assert!(!may_name(filler, "resultType"));
+        assert!(may_name(&[filler, b"resultType"].concat(), "resultType"));
+        assert!(may_name(&[b"\\", filler].concat(), "resultType"));
     }
 
     /// Values nesting arrays and objects, with numbers, literals, whitespace and strings
