@@ -170,6 +170,9 @@ struct State {
     nonce_demands: Vec<(String, String)>,
     /// The `DPoP-Nonce` the MCP server sends with its answers to `tools/call`.
     success_nonce: Option<String>,
+    /// Answers to the next `notifications/initialized` instead of accepting it (status,
+    /// `WWW-Authenticate`), legacy; the presented token stops being valid on a 401.
+    refuse_initialized: VecDeque<(u16, String)>,
 }
 
 fn rpc_result(req: &Seen, result: Value) -> Reply {
@@ -456,7 +459,16 @@ impl State {
                     &result.to_string(),
                 ))
             }
-            "notifications/initialized" => Some(Reply::accepted()),
+            "notifications/initialized" => match self.refuse_initialized.pop_front() {
+                Some((status, challenge)) => {
+                    if status == 401 {
+                        let presented = req.header("authorization").unwrap_or("");
+                        self.valid.retain(|v| v != presented);
+                    }
+                    Some(refusal(status, &challenge))
+                }
+                None => Some(Reply::accepted()),
+            },
             _ => None,
         }
     }
@@ -2610,4 +2622,270 @@ fn the_delete_refused_for_a_dpop_nonce_twice_is_not_tried_a_third_time() {
         ["DELETE DPoP at-1 -", "DELETE DPoP at-1 n1"]
     );
     assert_eq!(nonce_refusals(&net), 1, "{:#?}", net.events);
+}
+
+// ----- `notifications/initialized` refused for want of authorization ----------------
+
+/// A 2025-11-25 server behind OAuth (`config`, the server scripted by `edit`), the
+/// client connected with one approval; the answer to its `notifications/initialized`
+/// is kept back while a call is made (it waits behind the notification), then let go.
+/// The call.
+fn call_behind_initialized(config: AuthConfig, edit: impl FnOnce(&mut State)) -> (Net, CallId) {
+    let mut net = Net::new(config);
+    {
+        let mut s = net.state.borrow_mut();
+        s.legacy = true;
+        edit(&mut s);
+    }
+    net.hold_method = Some("notifications/initialized");
+    net.connect_with_approval();
+    net.settle();
+    assert_eq!(net.mcp_requests("notifications/initialized").len(), 1);
+    let call = net.client.call(net.now, tool()).expect("call");
+    net.settle();
+    assert!(
+        net.mcp_requests("tools/call").is_empty(),
+        "the call waits for notifications/initialized"
+    );
+    net.hold_method = None;
+    net.release();
+    (net, call)
+}
+
+/// The `POST`s of `notifications/initialized` and `tools/call`, in the order sent, as
+/// `method authorization nonce` (`-` for none).
+fn initialized_and_calls(net: &Net) -> Vec<String> {
+    net.seen
+        .iter()
+        .filter(|s| s.is_mcp() && s.method == "POST")
+        .filter(|s| {
+            matches!(
+                s.rpc_method().as_str(),
+                "notifications/initialized" | "tools/call"
+            )
+        })
+        .map(|s| {
+            let nonce = s.header("dpop").and_then(|_| proof_nonce(s));
+            format!(
+                "{} {} {}",
+                s.rpc_method(),
+                s.header("authorization").unwrap_or("-"),
+                nonce.as_deref().unwrap_or("-")
+            )
+        })
+        .collect()
+}
+
+/// The refusals of `notifications/initialized` reported: (status, detail).
+fn initialized_refusals(net: &Net) -> Vec<(Option<u16>, String)> {
+    net.events
+        .iter()
+        .filter_map(|e| match e {
+            Event::PeerError(mcp_proto::client::PeerError::InitializedRefused {
+                status,
+                detail,
+            }) => Some((*status, detail.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn invalid_token() -> (u16, String) {
+    (
+        401,
+        format!(r#"Bearer error="invalid_token", resource_metadata="{PRM}""#),
+    )
+}
+
+/// `notifications/initialized` refused with `401` (its token revoked) was parked for the
+/// refresh, and sent again behind the call that waited for it, where it waited for
+/// itself: the call ran out of time. It goes again once, with the new token, and the
+/// call goes once it is accepted.
+#[test]
+fn initialized_refused_with_401_goes_again_after_the_refresh_and_the_call_after_it() {
+    let (mut net, call) = call_behind_initialized(auth_config(), |s| {
+        s.refuse_initialized.push_back(invalid_token())
+    });
+    net.run_until(|n| n.completion(call).is_some());
+    let out = net.completion(call).unwrap().expect("the call");
+    assert_eq!(text(&out), "run 1");
+    assert_eq!(
+        initialized_and_calls(&net),
+        [
+            "notifications/initialized Bearer at-1 -",
+            "notifications/initialized Bearer at-2 -",
+            "tools/call Bearer at-2 -",
+        ]
+    );
+    assert_eq!(net.token_requests().len(), 2, "one refresh");
+    assert_eq!(net.approval_urls().len(), 1);
+    assert_eq!(initialized_refusals(&net), []);
+}
+
+/// [`initialized_refused_with_401_goes_again_after_the_refresh_and_the_call_after_it`]
+/// for a `403` asking for more scope: after the step-up.
+#[test]
+fn initialized_refused_for_scope_goes_again_after_the_step_up_and_the_call_after_it() {
+    let (mut net, call) = call_behind_initialized(auth_config(), |s| {
+        s.refuse_initialized.push_back((
+            403,
+            r#"Bearer error="insufficient_scope", scope="mcp:read admin""#.to_owned(),
+        ));
+    });
+    net.run_until(|n| n.approval_urls().len() == 2 || n.completion(call).is_some());
+    assert_eq!(net.completion(call).map(|r| r.err()), None);
+    net.approve().expect("callback");
+    net.run_until(|n| n.completion(call).is_some());
+    let out = net.completion(call).unwrap().expect("the call");
+    assert_eq!(text(&out), "run 1");
+    assert_eq!(
+        initialized_and_calls(&net),
+        [
+            "notifications/initialized Bearer at-1 -",
+            "notifications/initialized Bearer at-2 -",
+            "tools/call Bearer at-2 -",
+        ]
+    );
+    assert_eq!(initialized_refusals(&net), []);
+}
+
+/// `notifications/initialized` with a DPoP-bound token, refused for the server's nonce:
+/// sent again once with it, and the call that waited goes after it.
+#[test]
+fn initialized_refused_for_a_dpop_nonce_goes_again_with_it_and_the_call_after_it() {
+    let (mut net, call) = call_behind_initialized(dpop_config(), |s| {
+        s.dpop = true;
+        s.nonce_demands
+            .push(("POST notifications/initialized".into(), "n-init".into()));
+    });
+    net.run_until(|n| n.completion(call).is_some());
+    let out = net.completion(call).unwrap().expect("the call");
+    assert_eq!(text(&out), "run 1");
+    assert_eq!(
+        initialized_and_calls(&net),
+        [
+            "notifications/initialized DPoP at-1 -",
+            "notifications/initialized DPoP at-1 n-init",
+            "tools/call DPoP at-1 n-init",
+        ]
+    );
+    assert_eq!(net.token_requests().len(), 1, "no flow");
+    assert_eq!(initialized_refusals(&net), []);
+}
+
+/// `notifications/initialized` refused again with the token its refresh obtained: the
+/// refusal is reported and the call that waited goes (and, refused in turn, gets a
+/// token of its own); neither waits out its deadline.
+#[test]
+fn initialized_refused_twice_with_401_is_reported_and_the_call_goes() {
+    let (mut net, call) = call_behind_initialized(auth_config(), |s| {
+        s.refuse_initialized.push_back(invalid_token());
+        s.refuse_initialized.push_back(invalid_token());
+    });
+    net.run_until(|n| n.completion(call).is_some());
+    let out = net.completion(call).unwrap().expect("the call");
+    assert_eq!(text(&out), "run 1");
+    assert_eq!(
+        initialized_and_calls(&net),
+        [
+            "notifications/initialized Bearer at-1 -",
+            "notifications/initialized Bearer at-2 -",
+            "tools/call Bearer at-2 -",
+            "tools/call Bearer at-3 -",
+        ]
+    );
+    let refusals = initialized_refusals(&net);
+    assert_eq!(refusals.len(), 1, "{refusals:?}");
+    assert_eq!(refusals[0].0, Some(401));
+}
+
+/// `notifications/initialized` refused for a DPoP nonce, and again with it: reported
+/// as [`AuthError::DpopNonceRefused`], not sent a third time, and the call goes.
+#[test]
+fn initialized_refused_for_a_dpop_nonce_twice_is_reported_and_the_call_goes() {
+    let (mut net, call) = call_behind_initialized(dpop_config(), |s| {
+        s.dpop = true;
+        for nonce in ["n1", "n2"] {
+            s.nonce_demands
+                .push(("POST notifications/initialized".into(), nonce.into()));
+        }
+    });
+    net.run_until(|n| n.completion(call).is_some());
+    let out = net.completion(call).unwrap().expect("the call");
+    assert_eq!(text(&out), "run 1");
+    assert_eq!(
+        initialized_and_calls(&net),
+        [
+            "notifications/initialized DPoP at-1 -",
+            "notifications/initialized DPoP at-1 n1",
+            "tools/call DPoP at-1 n2",
+        ]
+    );
+    let refusals = initialized_refusals(&net);
+    assert_eq!(refusals.len(), 1, "{refusals:?}");
+    let expected = AuthError::DpopNonceRefused {
+        method: "POST".into(),
+        resent: true,
+    };
+    assert_eq!(refusals[0], (Some(401), expected.to_string()));
+}
+
+/// The flow a refused `notifications/initialized` started fails (the refresh refused,
+/// the person declines): the refusal is reported as one of `notifications/initialized`,
+/// and the call that waited behind it fails with the flow's error (no token is left to
+/// send it with) rather than at its deadline.
+#[test]
+fn initialized_whose_flow_fails_is_reported_and_the_call_behind_it_fails_with_the_flow() {
+    let (mut net, call) = call_behind_initialized(auth_config(), |s| {
+        s.refuse_initialized.push_back(invalid_token());
+        s.refuse_refresh = true;
+    });
+    net.run_until(|n| n.approval_urls().len() == 2 || n.completion(call).is_some());
+    assert_eq!(net.completion(call).map(|r| r.err()), None);
+    net.client.abandon_authorization(net.now, "declined");
+    net.run_until(|n| n.completion(call).is_some());
+    let outcome = net.completion(call).unwrap();
+    assert!(
+        matches!(
+            outcome,
+            Err(CallError::Authorization(AuthError::Denied { .. }))
+        ),
+        "{outcome:?}"
+    );
+    assert_eq!(
+        initialized_and_calls(&net),
+        ["notifications/initialized Bearer at-1 -"]
+    );
+    let refusals = initialized_refusals(&net);
+    assert_eq!(refusals.len(), 1, "{refusals:?}");
+    assert_eq!(refusals[0].0, Some(401));
+}
+
+/// The step-up a `notifications/initialized` refused for scope started is declined: the
+/// token held stays usable, so the call that waited goes with it, and the session's
+/// `GET` stream opens, as after any refusal of `notifications/initialized`.
+#[test]
+fn initialized_whose_step_up_is_declined_lets_the_call_and_the_stream_go() {
+    let (mut net, call) = call_behind_initialized(auth_config(), |s| {
+        s.refuse_initialized.push_back((
+            403,
+            r#"Bearer error="insufficient_scope", scope="mcp:read admin""#.to_owned(),
+        ));
+    });
+    net.run_until(|n| n.approval_urls().len() == 2 || n.completion(call).is_some());
+    net.client.abandon_authorization(net.now, "declined");
+    net.run_until(|n| n.completion(call).is_some());
+    let out = net.completion(call).unwrap().expect("the call");
+    assert_eq!(text(&out), "run 1");
+    assert_eq!(
+        initialized_and_calls(&net),
+        [
+            "notifications/initialized Bearer at-1 -",
+            "tools/call Bearer at-1 -",
+        ]
+    );
+    assert_eq!(initialized_refusals(&net).len(), 1);
+    net.settle();
+    let gets = net.seen.iter().filter(|s| s.is_mcp() && is_get(s)).count();
+    assert_eq!(gets, 1, "{:?}", requests_since(&net, 0));
 }

@@ -18,6 +18,11 @@
 //! resuming a stream after `Last-Event-ID`, the 2024-11-05 transport's stream `GET`,
 //! and the `DELETE` that ends a session.
 //!
+//! A refused `notifications/initialized` of a legacy session takes the messages it held
+//! with it: they wait behind it for the flow and go once it is accepted (or refused
+//! again, reported as [`PeerError::InitializedRefused`]); when the flow fails they fail
+//! with it, or go with the token still held, as the other messages that waited.
+//!
 //! A `401` that asks a DPoP-bound request for the server's nonce refuses no token and
 //! starts no flow: [`super::nonce`] sends the request again with it.
 
@@ -29,12 +34,15 @@ use crate::client::session::{OutKind, Outgoing};
 use crate::client::{CallError, Event, PeerError};
 
 use super::HttpLink;
-use super::exchange::Exchange;
+use super::exchange::{Exchange, Purpose};
 use super::side::SideOutcome;
 
 /// Times one message may be sent again after an authorization: the first one, and two
 /// step-ups.
 pub(super) const MAX_AUTH_TRIES: u8 = 3;
+
+/// The notification that holds the legacy session's later messages until accepted.
+const INITIALIZED: &str = "notifications/initialized";
 
 /// A message waiting to be sent again (for an authorization to end, or out a server's
 /// `Retry-After`), with the times it was refused for want of authorization (`tries`)
@@ -117,6 +125,7 @@ impl HttpLink {
         // Sent with a token the client has replaced since (a refresh or an approval
         // ended while it was on its way): the refusal is about that old token.
         let superseded = replay.generation != self.auth_generation;
+        let initialized = matches!(x.purpose, Purpose::Initialized);
         let parked = replay.into_parked();
         if parked.tries >= MAX_AUTH_TRIES {
             return false;
@@ -134,7 +143,7 @@ impl HttpLink {
                 tries: parked.tries + 1,
                 ..parked
             };
-            self.send_parked(now, parked);
+            self.send_again(now, parked, initialized, false);
             return true;
         }
         if status == 401 && parked.tries > 0 {
@@ -154,16 +163,60 @@ impl HttpLink {
         }
         // Sent again after the flow: a request of its own, which a DPoP nonce may
         // refuse once more.
-        self.parked.push_back(Parked {
+        let parked = Parked {
             tries: parked.tries + 1,
             nonce_resent: false,
             ..parked
-        });
+        };
+        self.send_again(now, parked, initialized, true);
         // The server answered: connecting now waits on the flow, within its own
         // deadline rather than the probe's short window.
         self.client.handshake_waits_on_authorization();
         self.drive_auth(now);
         true
+    }
+
+    /// Puts a refused message back on its way: sent now, or (`after_flow`) parked for
+    /// the flow to end. When it is `notifications/initialized` (`initialized`), what it
+    /// held goes after it, held anew by its next sending or parked behind it, and not
+    /// ahead of it: queued in front, it would wait for itself, and everything with it.
+    pub(super) fn send_again(
+        &mut self,
+        now: Instant,
+        parked: Parked,
+        initialized: bool,
+        after_flow: bool,
+    ) {
+        let held = if initialized { self.held.take() } else { None };
+        if after_flow {
+            self.parked.push_back(parked);
+        } else {
+            self.send_parked(now, parked);
+        }
+        let Some(mut held) = held else {
+            return;
+        };
+        if !after_flow && let Some(anew) = &mut self.held {
+            // Sent: they wait for its answer again.
+            held.append(anew);
+            *anew = held;
+            return;
+        }
+        let behind = held.into_iter().map(|msg| Parked {
+            msg,
+            tries: 0,
+            turned_away: 0,
+            nonce_resent: false,
+        });
+        if after_flow {
+            self.parked.extend(behind);
+        } else {
+            // Not sent (it waits for a flow, or could not be written): they go as they
+            // would have, behind it.
+            for p in behind {
+                self.send_parked(now, p);
+            }
+        }
     }
 
     /// Runs what the flow produced: its requests onto one-shot connections, its events
@@ -263,6 +316,18 @@ impl HttpLink {
                 OutKind::Request(rpc) => {
                     self.client
                         .fail_request(rpc, CallError::Authorization(e.clone()));
+                }
+                OutKind::Notification(INITIALIZED) => {
+                    // Reported as after any refusal of it; what it held is parked
+                    // behind it and goes (or fails) as the messages that waited.
+                    self.events
+                        .push_back(Event::PeerError(PeerError::InitializedRefused {
+                            status: Some(401),
+                            detail: format!("authorization failed: {e}"),
+                        }));
+                    if usable {
+                        self.open_session_stream(now);
+                    }
                 }
                 OutKind::Notification(_) | OutKind::Cancel(_) | OutKind::Response => {
                     self.events

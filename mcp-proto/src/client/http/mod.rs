@@ -784,6 +784,15 @@ impl HttpLink {
         let Some(held) = self.held.take() else {
             return;
         };
+        self.open_session_stream(now);
+        for msg in held {
+            self.send_message(now, msg);
+        }
+    }
+
+    /// Opens the legacy session's `GET` stream, once `notifications/initialized` is
+    /// accepted or refused, when the server may have one.
+    pub(super) fn open_session_stream(&mut self, now: Instant) {
         // Without a session the server has nothing to route to a GET stream.
         if self.get_stream == GetStream::Active && self.session_id.is_some() {
             let stream = exchange::PendingResume {
@@ -796,9 +805,6 @@ impl HttpLink {
                 nonce_resent: false,
             };
             self.open_get(now, stream);
-        }
-        for msg in held {
-            self.send_message(now, msg);
         }
     }
 

@@ -72,31 +72,10 @@ impl HttpLink {
                 };
                 let mut parked = replay.into_parked();
                 parked.nonce_resent = true;
-                if matches!(x.purpose, Purpose::Initialized) {
-                    // What waited for `notifications/initialized` waits for its second
-                    // sending (which holds messages anew) rather than being held by it.
-                    let held = self.held.take();
-                    self.send_parked(now, parked);
-                    if let Some(mut held) = held {
-                        match &mut self.held {
-                            Some(anew) => {
-                                held.append(anew);
-                                *anew = held;
-                            }
-                            // It waits for a flow: they go after it.
-                            None => self.parked.extend(held.into_iter().map(|msg| {
-                                super::authorize::Parked {
-                                    msg,
-                                    tries: 0,
-                                    turned_away: 0,
-                                    nonce_resent: false,
-                                }
-                            })),
-                        }
-                    }
-                } else {
-                    self.send_parked(now, parked);
-                }
+                // What waited for `notifications/initialized` waits for its second
+                // sending (which holds messages anew) rather than being held by it.
+                let initialized = matches!(x.purpose, Purpose::Initialized);
+                self.send_again(now, parked, initialized, false);
             }
             Purpose::Get { owed, attempt } => {
                 let again = PendingResume {
