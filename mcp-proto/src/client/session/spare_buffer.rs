@@ -48,7 +48,7 @@ fn call(session: &mut Session, out: &mut Vec<u8>, size: usize) -> *const u8 {
 fn a_large_request_leaves_no_large_buffer_behind_once_small_ones_follow() {
     let mut session = connected(Instant::ZERO);
     let mut out = Vec::new();
-    let mut buffers = std::collections::HashSet::new();
+    let mut buffers = std::collections::BTreeSet::new();
     for i in 0..20 {
         let at = call(&mut session, &mut out, 64 * 1024);
         if i >= 2 {
