@@ -30,6 +30,21 @@ pub(crate) fn clipped_to(s: &str, max: usize) -> &str {
     &s[..end]
 }
 
+/// A 2026 call's answer: a result value, or a [`ToolOutcome::DoneText`] result, whose
+/// text is written straight into the reply.
+#[derive(Debug)]
+pub(super) enum Answer {
+    /// The result.
+    Value(Value),
+    /// A result with one text block.
+    Text {
+        /// The text.
+        text: String,
+        /// Whether it is `isError: true`.
+        is_error: bool,
+    },
+}
+
 /// Which tool, with which arguments.
 #[derive(Debug, Clone)]
 pub(super) struct Target {

@@ -329,6 +329,9 @@ impl Server {
     ) -> Result<Value, ErrorObject> {
         let result = match outcome {
             ToolOutcome::Done(v) | ToolOutcome::DoneWithNotes { result: v, .. } => v,
+            ToolOutcome::DoneText { text, is_error } => {
+                super::registry::text_result(text, is_error)
+            }
             ToolOutcome::Error(e) => return Err(e),
             _ => {
                 return Err(ErrorObject::new(

@@ -533,7 +533,7 @@ impl Server {
                 let request = call.request.clone();
                 match self.modern_act(now, *call, outcome, None) {
                     // What every 2026 result carries, as for a call answered at once.
-                    Some(Ok(result)) => self.send_modern_result(&request, &result, false),
+                    Some(Ok(answer)) => self.send_modern_answer(&request, answer),
                     Some(Err(e)) => self.reply(&request, Err(e)),
                     None => {}
                 }

@@ -210,6 +210,7 @@ fn object_schema(properties: Value, required: &[&str]) -> Value {
 
 fn echo(call: &ToolCall<'_>) -> ToolOutcome {
     match call.arguments.get("text").and_then(Value::as_str) {
+        // A text result: written into the reply as it is, no JSON value built for it.
         Some(text) => ToolOutcome::text(text),
         None => ToolOutcome::error_text("`text` must be a string"),
     }

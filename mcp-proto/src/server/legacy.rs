@@ -19,7 +19,7 @@ use crate::version::{Era, ProtocolVersion};
 
 use super::calls::{self, Target, error_result, invalid};
 use super::deferred::{Deferral, Kind};
-use super::registry::{InputRequestSpec, ToolOutcome};
+use super::registry::{InputRequestSpec, ToolOutcome, text_result};
 use super::{Params, Server};
 use crate::held::{held_bytes, json_size};
 
@@ -528,6 +528,13 @@ impl Server {
             ToolOutcome::Done(v) => {
                 let reply = calls::done(&call.target.name, v);
                 return self.answer_call(&call, reply);
+            }
+            ToolOutcome::DoneText { text, is_error } => {
+                if call.task.is_some() {
+                    let reply = Ok(text_result(text, is_error));
+                    return self.answer_call(&call, reply);
+                }
+                return self.send_text_result(&call.client_id, &text, is_error);
             }
             ToolOutcome::DoneWithNotes { notes, result } => {
                 let level = match &self.session {

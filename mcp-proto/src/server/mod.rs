@@ -43,6 +43,11 @@
 //! answers to server→client requests. Modern requests never read or write it: what a
 //! modern tool call needs across rounds travels in `requestState` ([`RequestStateCodec`]).
 //!
+//! **Results.** A handler answers with [`ToolOutcome::Done`] and the `CallToolResult`
+//! JSON, or, for the common result of one text block, [`ToolOutcome::text`] /
+//! [`ToolOutcome::error_text`] ([`ToolOutcome::DoneText`]): the same result on the wire,
+//! its text written straight into the reply instead of built as a JSON value first.
+//!
 //! **Tool input.** A handler that needs the user returns [`ToolOutcome::NeedInput`]. In
 //! the legacy era the machine sends one `elicitation/create` (or `sampling/createMessage`,
 //! `roots/list`) request per key with its own integer ids (from 0), parks the call, and
@@ -580,6 +585,16 @@ impl Server {
         // envelope, the id and the result.
         let mut buf = Vec::with_capacity(RESULT_PREALLOC);
         jsonrpc::encode_result_value(&mut buf, Some(id), result);
+        self.outbound.push_back(buf);
+    }
+
+    /// Sends a [`ToolOutcome::DoneText`] result, its text written straight into the
+    /// message.
+    fn send_text_result(&mut self, id: &RequestId, text: &str, is_error: bool) {
+        let mut buf = Vec::with_capacity(RESULT_PREALLOC + text.len());
+        jsonrpc::write_result_head(&mut buf, Some(id));
+        registry::write_text_result(&mut buf, text, is_error);
+        buf.extend_from_slice(b"}}");
         self.outbound.push_back(buf);
     }
 

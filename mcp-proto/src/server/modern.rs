@@ -19,10 +19,10 @@ use crate::version::{Era, ProtocolVersion};
 
 use std::borrow::Cow;
 
-use super::calls::{self, Target, invalid};
+use super::calls::{self, Answer, Target, invalid};
 use super::deferred::{Deferral, Kind};
 use super::legacy::method_not_found;
-use super::registry::{InputRequestSpec, ToolOutcome};
+use super::registry::{InputRequestSpec, ToolOutcome, write_text_result};
 use super::seal::MAX_SEALED_STATE_BYTES;
 use super::state::{RequestState, StateContext, StateRefusal};
 use super::{Params, Server};
@@ -112,7 +112,8 @@ impl Server {
                         let as_task = declared && mode.is_some_and(|m| m.input_before_task);
                         let call = (params, arguments);
                         match self.modern_call(now, id, call, version, caps, as_task) {
-                            Some(reply) => reply,
+                            Some(Ok(answer)) => return self.send_modern_answer(id, answer),
+                            Some(Err(e)) => Err(e),
                             None => return,
                         }
                     }
@@ -249,6 +250,30 @@ impl Server {
         self.outbound.push_back(out);
     }
 
+    /// Sends the answer to a 2026 `tools/call` (not cacheable) as
+    /// [`Server::send_modern_result`] does, a text result written straight into the
+    /// message.
+    pub(super) fn send_modern_answer(&mut self, id: &RequestId, answer: Answer) {
+        let (text, is_error) = match answer {
+            Answer::Value(result) => return self.send_modern_result(id, &result, false),
+            Answer::Text { text, is_error } => (text, is_error),
+        };
+        let mut out = Vec::with_capacity(text.len() + self.info_json.len() + 160);
+        write_result_head(&mut out, Some(id));
+        write_text_result(&mut out, &text, is_error);
+        let mut members = Members {
+            out: &mut out,
+            first: false,
+        };
+        members.raw("resultType", b"\"complete\"");
+        let mut inner = Members::open(members.key("_meta"));
+        inner.raw(SERVER_INFO, &self.info_json);
+        inner.close();
+        members.close();
+        out.push(b'}');
+        self.outbound.push_back(out);
+    }
+
     /// A modern `tools/call` (request `id`), first try or MRTR retry. `None`: not
     /// answered now (never, or when its deferred work completes). `as_task`: the first
     /// outcome that is not a request for input becomes a task.
@@ -260,7 +285,7 @@ impl Server {
         version: ProtocolVersion,
         caps: &Value,
         as_task: bool,
-    ) -> Option<Result<Value, ErrorObject>> {
+    ) -> Option<Result<Answer, ErrorObject>> {
         // `[name, arguments]` is sealed with `null` for absent or null arguments alike.
         let bound_arguments = arguments.as_ref().is_some_and(Value::is_object);
         let target = match calls::target_with(params, &self.config.tools, arguments) {
@@ -333,13 +358,13 @@ impl Server {
         call: ModernCall<'_>,
         outcome: ToolOutcome,
         deferral: Option<Deferral>,
-    ) -> Option<Result<Value, ErrorObject>> {
+    ) -> Option<Result<Answer, ErrorObject>> {
         let outcome = match outcome {
             ToolOutcome::Deferred if call.as_task && deferral.is_some() => {
                 // The task is made now and shows `working` until the work completes.
                 let first = Some((ToolOutcome::Deferred, call.inputs, call.round));
                 let task = self.start_task(call.target, Era::Modern, &call.caps, first, deferral);
-                return Some(task.map(as_created));
+                return Some(task.map(|t| Answer::Value(as_created(t))));
             }
             ToolOutcome::Deferred => {
                 let Some(deferral) = deferral else {
@@ -377,16 +402,21 @@ impl Server {
             other if call.as_task => {
                 let first = Some((other, call.inputs, call.round));
                 let task = self.start_task(call.target, Era::Modern, &call.caps, first, None);
-                return Some(task.map(as_created));
+                return Some(task.map(|t| Answer::Value(as_created(t))));
             }
             other => other.now(),
         };
         let asks = match outcome {
             ToolOutcome::NeedInput(asks) => asks,
-            ToolOutcome::Done(v) => return Some(calls::done(&call.target.name, v)),
+            ToolOutcome::Done(v) => {
+                return Some(calls::done(&call.target.name, v).map(Answer::Value));
+            }
+            ToolOutcome::DoneText { text, is_error } => {
+                return Some(Ok(Answer::Text { text, is_error }));
+            }
             ToolOutcome::DoneWithNotes { notes, result } => {
                 self.send_notes(&notes, call.log_level, call.progress.as_ref());
-                return Some(calls::done(&call.target.name, result));
+                return Some(calls::done(&call.target.name, result).map(Answer::Value));
             }
             ToolOutcome::Error(e) => return Some(Err(e)),
             // `now()` left no delay; a deferral was taken above.
@@ -407,7 +437,10 @@ impl Server {
             round: call.round,
             inputs: call.inputs,
         };
-        Some(self.ask(&binding, round, &asks, &call.caps, call.version))
+        Some(
+            self.ask(&binding, round, &asks, &call.caps, call.version)
+                .map(Answer::Value),
+        )
     }
 
     /// A modern `prompts/get`, first try or MRTR retry: the prompt's handler may ask for

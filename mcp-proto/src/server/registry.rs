@@ -271,6 +271,17 @@ pub enum ToolOutcome {
     /// The `CallToolResult` JSON (`content`, `isError`, `structuredContent`, …). Must be
     /// an object.
     Done(Value),
+    /// A `CallToolResult` with one text block, `{"content":[{"type":"text","text":…}]}`
+    /// (and `"isError":true` when `is_error`): what [`ToolOutcome::text`] and
+    /// [`ToolOutcome::error_text`] return. The same result as the [`ToolOutcome::Done`]
+    /// of that JSON, but its text is written straight into the reply, with no JSON value
+    /// built and dropped for it.
+    DoneText {
+        /// The text of the block.
+        text: String,
+        /// Whether the result reports a failure of the tool (`isError: true`).
+        is_error: bool,
+    },
     /// Ask the client for these inputs (key → request), then call the handler again.
     NeedInput(Vec<(String, InputRequestSpec)>),
     /// Never answer this call (for client timeout and cancellation tests).
@@ -372,23 +383,45 @@ impl ToolOutcome {
         outcome
     }
 
-    /// A successful result with one text block.
+    /// A successful result with one text block ([`ToolOutcome::DoneText`]).
     #[must_use]
     pub fn text(text: impl Into<String>) -> Self {
-        // Built by hand: `json!` would serialise the string into a second copy of it.
-        ToolOutcome::Done(text_result(text.into(), false))
+        ToolOutcome::DoneText {
+            text: text.into(),
+            is_error: false,
+        }
     }
 
-    /// A failed (`isError: true`) result with one text block.
+    /// A failed (`isError: true`) result with one text block
+    /// ([`ToolOutcome::DoneText`]).
     #[must_use]
     pub fn error_text(text: impl Into<String>) -> Self {
-        ToolOutcome::Done(text_result(text.into(), true))
+        ToolOutcome::DoneText {
+            text: text.into(),
+            is_error: true,
+        }
+    }
+}
+
+/// Writes the members of a [`ToolOutcome::DoneText`] result, `{"content":[…]` and
+/// `,"isError":true` for an error, without the closing brace: the same bytes
+/// [`write_value`](crate::json_write::write_value) writes for the [`text_result`] value
+/// up to its end, so that a caller may add members of its own.
+pub(super) fn write_text_result(out: &mut Vec<u8>, text: &str, is_error: bool) {
+    out.reserve(text.len() + 64);
+    // Members in the order of the map `text_result` builds (sorted by name).
+    out.extend_from_slice(b"{\"content\":[{\"text\":");
+    crate::json_write::write_str(out, text);
+    out.extend_from_slice(b",\"type\":\"text\"}]");
+    if is_error {
+        out.extend_from_slice(b",\"isError\":true");
     }
 }
 
 /// `{"content":[{"type":"text","text":…}]}`, with `"isError":true` for an error, owning
-/// `text`.
-fn text_result(text: String, is_error: bool) -> Value {
+/// `text`: a [`ToolOutcome::DoneText`] as a value, where one is kept (a task's result,
+/// a prompt's).
+pub(super) fn text_result(text: String, is_error: bool) -> Value {
     let mut block = Map::new();
     block.insert("type".to_owned(), Value::from("text"));
     block.insert("text".to_owned(), Value::String(text));

@@ -1012,6 +1012,9 @@ impl ServerTask {
             ToolOutcome::Done(v) | ToolOutcome::DoneWithNotes { result: v, .. } => {
                 Held::Outcome(calls::done(name, v))
             }
+            ToolOutcome::DoneText { text, is_error } => {
+                Held::Outcome(Ok(super::registry::text_result(text, is_error)))
+            }
             ToolOutcome::Error(e) => Held::Outcome(Err(e)),
             ToolOutcome::NeedInput(asks) => self.hold_input(&asks, limits),
             _ => Held::Never,

@@ -130,6 +130,7 @@ mod listen;
 mod modern_hostile;
 mod task_update_answers;
 mod tasks;
+mod text_results;
 
 #[test]
 fn legacy_handshake() {
