@@ -385,6 +385,9 @@ pub(crate) struct SplitParams<'a> {
     pub(crate) members: serde_json::Map<String, serde_json::Value>,
     /// The text of `_meta`, when present.
     pub(crate) meta: Option<&'a RawValue>,
+    /// The `_meta` was the text the server kept from its last request, found in place
+    /// (`meta` is then `None`): see `server::meta_cache`.
+    pub(crate) meta_kept: bool,
 }
 
 impl<'de: 'a, 'a> Deserialize<'de> for SplitParams<'a> {

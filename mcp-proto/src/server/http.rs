@@ -1538,7 +1538,7 @@ impl HttpEndpoint {
         // A request with an object (or no) params, the common case, is read in one pass,
         // its `_meta` taken from the machine's last request when the text is the same (as
         // on stdio); anything else the general way.
-        if let Some((request, split)) = jsonrpc::decode_request_split(&http.body) {
+        if let Some((request, split)) = self.server.split_request(&http.body) {
             let serve = |e: &mut Self, params: &mut Map<String, Value>| {
                 e.request(now, request, Some(params), http, close)
             };

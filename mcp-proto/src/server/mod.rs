@@ -345,7 +345,7 @@ impl Server {
         // A request with object params (nearly every message a server gets) is read in
         // one pass, its params straight into the map the handling works on; anything
         // else, or anything wrong, takes the general path, which names the error.
-        if let Some((request, split)) = jsonrpc::decode_request_split(json) {
+        if let Some((request, split)) = self.split_request(json) {
             let serve =
                 |s: &mut Server, params: &mut Params| s.serve_parsed(now, request, params, None);
             if meta_cache::with_lent_meta(self, |s| s, split, serve).is_some() {

@@ -127,6 +127,7 @@ mod deferred_edges;
 mod features;
 mod legacy_task_result_ends;
 mod listen;
+mod meta_in_place;
 mod modern_hostile;
 mod task_update_answers;
 mod tasks;
