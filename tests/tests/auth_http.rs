@@ -361,18 +361,16 @@ impl State {
         };
         let at = self.nonce_demands.iter().position(|(k, _)| *k == kind)?;
         let (_, nonce) = self.nonce_demands.remove(at);
-        Some(Reply::with_body(
-            401,
-            &[
-                (
-                    "WWW-Authenticate",
-                    r#"DPoP error="use_dpop_nonce", error_description="a nonce is required""#,
-                ),
-                ("DPoP-Nonce", &nonce),
-                ("Content-Type", "application/json"),
-            ],
-            "{}",
-        ))
+        let challenge = r#"DPoP error="use_dpop_nonce", error_description="a nonce is required""#;
+        let mut headers = vec![
+            ("WWW-Authenticate", challenge),
+            ("Content-Type", "application/json"),
+        ];
+        // An empty demand asks for a nonce without giving one.
+        if !nonce.is_empty() {
+            headers.push(("DPoP-Nonce", &nonce));
+        }
+        Some(Reply::with_body(401, &headers, "{}"))
     }
 }
 
@@ -2534,6 +2532,31 @@ fn a_post_refused_for_a_dpop_nonce_twice_fails_without_a_third_try() {
     assert_eq!(
         mcp_proofs_since(&net, before, |s| s.rpc_method() == "tools/call"),
         ["POST DPoP at-1 -", "POST DPoP at-1 n1"]
+    );
+    assert_eq!(net.state.borrow().tool_runs, 0);
+    assert_eq!(net.token_requests().len(), 1);
+    assert_eq!(net.approval_urls().len(), 1);
+}
+
+/// A call's `POST` refused for a DPoP nonce without a `DPoP-Nonce` to use fails at
+/// once, saying so: it is not sent again (the same proof would be refused the same way),
+/// and no authorization starts (the token was not refused).
+#[test]
+fn a_post_refused_for_a_dpop_nonce_without_giving_one_fails_at_once() {
+    let mut net = dpop_net(false, &[("POST tools/call", "")]);
+    let before = net.seen.len();
+    let err = net.call(tool()).expect_err("refused");
+    assert!(
+        matches!(
+            &err,
+            CallError::Authorization(AuthError::DpopNonceRefused { method, resent: false })
+                if method == "POST"
+        ),
+        "{err:?}"
+    );
+    assert_eq!(
+        mcp_proofs_since(&net, before, |s| s.rpc_method() == "tools/call"),
+        ["POST DPoP at-1 -"]
     );
     assert_eq!(net.state.borrow().tool_runs, 0);
     assert_eq!(net.token_requests().len(), 1);
