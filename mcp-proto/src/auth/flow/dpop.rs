@@ -83,7 +83,9 @@ impl Authorizer {
 
     /// Whether the access token held is DPoP-bound: every MCP request carries a proof,
     /// and a `401` asking for a nonce (`error="use_dpop_nonce"`) is answered by sending
-    /// the request again with it ([`Authorizer::handle_resource_nonce`]), not by a flow.
+    /// the request again with it (the nonce recorded by
+    /// [`Authorizer::handle_resource_nonce`], the request sent again by the client
+    /// machine), not by a flow.
     #[must_use]
     pub fn is_dpop_bound(&self) -> bool {
         self.creds.token_type.eq_ignore_ascii_case("dpop") && self.creds.access_token.is_some()

@@ -108,6 +108,14 @@ impl RequestMethod {
 }
 
 impl Purpose {
+    /// Whether its request is a message's `POST` (kept for a resend in `replay`).
+    pub(super) fn is_message(&self) -> bool {
+        matches!(
+            self,
+            Purpose::Request { .. } | Purpose::Notify | Purpose::Initialized
+        )
+    }
+
     /// The HTTP method of its request.
     pub(super) fn http_method(&self) -> &'static str {
         match self {

@@ -51,7 +51,10 @@ impl HttpLink {
         let given = head
             .header("dpop-nonce")
             .is_some_and(|n| !n.trim().is_empty());
-        if given && !x.nonce_resent {
+        // A message kept no copy of itself to send again only when the link has no
+        // authorization to answer with (not the case here): it fails rather than waits.
+        let can_resend = x.replay.is_some() || !x.purpose.is_message();
+        if given && !x.nonce_resent && can_resend {
             self.send_with_nonce(now, x);
         } else {
             let error = AuthError::DpopNonceRefused {
@@ -68,6 +71,7 @@ impl HttpLink {
         match &x.purpose {
             Purpose::Request { .. } | Purpose::Notify | Purpose::Initialized => {
                 let Some(replay) = x.replay.take() else {
+                    // Not reached: `answer_nonce_refusal` checked it was kept.
                     return;
                 };
                 let mut parked = replay.into_parked();

@@ -363,7 +363,9 @@ const TOOL_ENTRY_BYTES: usize = 48;
 /// its buffer, a 10 MiB one gives its memory back.
 const SPARE_MAX: usize = 256 * 1024;
 
-/// The room a spare buffer may always keep, whatever the requests written lately.
+/// The request size a spare buffer is always allowed for, whatever the requests written
+/// lately: with the factor of two in [`Session::keep_spare`], a buffer of up to 8 KiB is
+/// always kept.
 const SPARE_MIN: usize = 4 * 1024;
 
 /// The most 2026 subscriptions open at once (each is also a call in flight).
