@@ -2907,8 +2907,81 @@ fn initialized_whose_step_up_is_declined_lets_the_call_and_the_stream_go() {
             "tools/call Bearer at-1 -",
         ]
     );
-    assert_eq!(initialized_refusals(&net).len(), 1);
+    let refusals = initialized_refusals(&net);
+    assert_eq!(refusals.len(), 1, "{refusals:?}");
+    assert_eq!(refusals[0].0, Some(403), "the status that refused it");
     net.settle();
     let gets = net.seen.iter().filter(|s| s.is_mcp() && is_get(s)).count();
     assert_eq!(gets, 1, "{:?}", requests_since(&net, 0));
+}
+
+// ----- DPoP nonces after a flow; what a failed flow reports -----------------------------
+
+/// A request sent again for a DPoP nonce while a step-up that another request started
+/// runs waits for it, then goes with the new token; refused for a nonce once more, it is
+/// sent again with that nonce, as a request its own flow sent again would be: one nonce
+/// resend per token, not per request. It failed at once: the mark of its first resend
+/// outlived the token it was made with.
+#[test]
+fn a_request_that_waited_for_a_flow_may_be_sent_again_for_a_nonce_with_its_token() {
+    let demands = [("POST tools/list", "n1"), ("POST tools/list", "n2")];
+    let mut net = dpop_net(true, &demands);
+    net.state.borrow_mut().refuse_calls.push_back((
+        403,
+        r#"Bearer error="insufficient_scope", scope="mcp:read admin""#.to_owned(),
+    ));
+    let before = net.seen.len();
+    // The listing reaches the server first; its nonce refusal is kept back until the
+    // call's refusal has started a step-up, which waits for the person.
+    net.hold_method = Some("tools/list");
+    let list = net
+        .client
+        .call(net.now, CallRequest::list_tools())
+        .expect("list");
+    let call = net.client.call(net.now, tool()).expect("call");
+    net.run_until(|n| n.approval_urls().len() == 2);
+    net.hold_method = None;
+    net.release();
+    assert_eq!(
+        mcp_proofs_since(&net, before, |s| s.rpc_method() == "tools/list"),
+        ["POST DPoP at-1 -"],
+        "it waits for the step-up"
+    );
+    net.approve().expect("callback");
+    net.run_until(|n| n.completion(call).is_some() && n.completion(list).is_some());
+    assert_eq!(
+        mcp_proofs_since(&net, before, |s| s.rpc_method() == "tools/list"),
+        ["POST DPoP at-1 -", "POST DPoP at-2 n1", "POST DPoP at-2 n2"],
+        "{:?}",
+        requests_since(&net, before)
+    );
+    assert!(net.completion(list).unwrap().is_ok(), "{:#?}", net.events);
+    assert_eq!(text(&net.completion(call).unwrap().expect("call")), "run 1");
+}
+
+/// `notifications/initialized` that never met a refusal, only waited for the refresh of
+/// a token known to be expired, and the refresh left no token: reported, without a
+/// status (no response refused it). It was reported as refused with `401`.
+#[test]
+fn initialized_that_only_waited_for_a_failed_refresh_is_reported_without_a_status() {
+    let mut net = Net::new(auth_config());
+    net.state.borrow_mut().legacy = true;
+    net.run_until(|n| !n.approval_urls().is_empty() || n.closed().is_some());
+    net.hold_method = Some("initialize");
+    net.approve().expect("callback");
+    net.settle();
+    assert!(!net.held_back.is_empty(), "initialize answered");
+    // The token runs out while `initialize` is answered, and cannot be refreshed.
+    net.now += Duration::from_secs(3700);
+    net.state.borrow_mut().routes.insert(
+        format!("{AS}/token"),
+        Reply::json(500, &json!({"error": "server_error"})),
+    );
+    net.hold_method = None;
+    net.release();
+    net.settle();
+    assert_eq!(net.mcp_requests("notifications/initialized").len(), 0);
+    let refusals = initialized_refusals(&net);
+    assert_eq!(refusals.len(), 1, "{:#?}", net.events);
+    assert_eq!(refusals[0].0, None, "{refusals:?}");
 }

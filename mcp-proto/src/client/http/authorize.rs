@@ -35,6 +35,7 @@ use crate::client::{CallError, Event, PeerError};
 
 use super::HttpLink;
 use super::exchange::{Exchange, Purpose};
+use super::nonce::NonceResent;
 use super::side::SideOutcome;
 
 /// Times one message may be sent again after an authorization: the first one, and two
@@ -52,9 +53,14 @@ pub(super) struct Parked {
     pub(super) msg: Outgoing,
     pub(super) tries: u8,
     pub(super) turned_away: u8,
-    /// Sent again with the DPoP nonce the server asked for; see
-    /// [`Exchange::nonce_resent`].
-    pub(super) nonce_resent: bool,
+    /// The token it was sent again with for a DPoP nonce, if any; see
+    /// [`NonceResent`].
+    pub(super) nonce_resent: NonceResent,
+    /// The status of the refusal that parked it for the flow that runs (`401`, or `403`
+    /// asking for more scope); `None` when it only waits for that flow (started by
+    /// another request, or by the refresh of a token known to be expired), or for a
+    /// busy server. What is reported when the flow fails.
+    pub(super) refused: Option<u16>,
 }
 
 /// A request's message kept with its exchange until the response's head shows whether
@@ -66,7 +72,7 @@ pub(super) struct Replay {
     pub(super) kind: OutKind,
     pub(super) tries: u8,
     pub(super) turned_away: u8,
-    pub(super) nonce_resent: bool,
+    pub(super) nonce_resent: NonceResent,
     /// The link's `auth_generation` when it was written: which `Authorization` it carried.
     pub(super) generation: u64,
 }
@@ -82,6 +88,7 @@ impl Replay {
             tries: self.tries,
             turned_away: self.turned_away,
             nonce_resent: self.nonce_resent,
+            refused: None,
         }
     }
 }
@@ -138,7 +145,8 @@ impl HttpLink {
         if superseded {
             // The token that replaced it answers the refusal, not another flow: that
             // would drop the new token, and without a refresh token ask the person again.
-            // Sent again now, or once the flow that is running ends.
+            // Sent again now, or once the flow that is running ends (only waiting for
+            // it: not refused with what the client holds).
             let parked = Parked {
                 tries: parked.tries + 1,
                 ..parked
@@ -161,11 +169,11 @@ impl HttpLink {
         if !started {
             return false;
         }
-        // Sent again after the flow: a request of its own, which a DPoP nonce may
-        // refuse once more.
+        // Sent again after the flow, with the token it obtains: a DPoP nonce may
+        // refuse it once more (see `NonceResent`).
         let parked = Parked {
             tries: parked.tries + 1,
-            nonce_resent: false,
+            refused: Some(status),
             ..parked
         };
         self.send_again(now, parked, initialized, true);
@@ -206,7 +214,8 @@ impl HttpLink {
             msg,
             tries: 0,
             turned_away: 0,
-            nonce_resent: false,
+            nonce_resent: NonceResent::NO,
+            refused: None,
         });
         if after_flow {
             self.parked.extend(behind);
@@ -298,9 +307,10 @@ impl HttpLink {
     }
 
     /// The flow failed: the messages refused for want of authorization fail with its
-    /// error. Those that only waited for it, never refused, go out when the flow left a
-    /// token to send (a step-up that failed keeps the one it started with), and fail
-    /// too when it did not.
+    /// error, reported with the status that refused them. Those that only waited for
+    /// it go out when the flow left a token to send (a step-up that failed keeps the
+    /// one it started with), and fail too when it did not, reported without a status
+    /// (no response refused them).
     fn fail_parked(&mut self, now: Instant, e: &AuthError) {
         let usable = self
             .auth
@@ -308,7 +318,7 @@ impl HttpLink {
             .and_then(Authorizer::authorization)
             .is_some();
         for parked in std::mem::take(&mut self.parked) {
-            if usable && parked.tries == 0 {
+            if usable && parked.refused.is_none() {
                 self.send_parked(now, parked);
                 continue;
             }
@@ -322,7 +332,7 @@ impl HttpLink {
                     // behind it and goes (or fails) as the messages that waited.
                     self.events
                         .push_back(Event::PeerError(PeerError::InitializedRefused {
-                            status: Some(401),
+                            status: parked.refused,
                             detail: format!("authorization failed: {e}"),
                         }));
                     if usable {
@@ -332,7 +342,7 @@ impl HttpLink {
                 OutKind::Notification(_) | OutKind::Cancel(_) | OutKind::Response => {
                     self.events
                         .push_back(Event::PeerError(PeerError::MessageRefused {
-                            status: Some(401),
+                            status: parked.refused,
                             detail: format!("authorization failed: {e}"),
                         }));
                 }

@@ -211,8 +211,8 @@ pub(super) struct Exchange {
     /// GET: sent again after a refusal for want of authorization, and after the flow
     /// it started: refused again, it starts no other.
     pub(super) after_refusal: bool,
-    /// Sent again with the DPoP nonce the MCP server asked for: asked once more, it
-    /// fails (see [`super::nonce`]).
+    /// Sent again, with the token it carries, for the DPoP nonce the MCP server asked
+    /// for: asked once more, it fails (see [`super::nonce`]).
     pub(super) nonce_resent: bool,
 }
 
@@ -243,9 +243,9 @@ pub(super) struct PendingResume {
     /// Waits (or waited) for the flow a `401` to this `GET` started; see
     /// [`Exchange::after_refusal`].
     pub(super) after_refusal: bool,
-    /// Opens again with the DPoP nonce its refusal asked for; see
-    /// [`Exchange::nonce_resent`].
-    pub(super) nonce_resent: bool,
+    /// The token it was opened again with for a DPoP nonce, if any; see
+    /// [`NonceResent`](super::nonce::NonceResent).
+    pub(super) nonce_resent: super::nonce::NonceResent,
 }
 
 /// The digest of an event's data, to tell an event sent again from a new one under the
@@ -1084,7 +1084,7 @@ impl HttpLink {
             owed,
             attempt,
             after_refusal: false,
-            nonce_resent: false,
+            nonce_resent: super::nonce::NonceResent::NO,
         });
     }
 
@@ -1141,7 +1141,7 @@ impl HttpLink {
             owed: owed.clone(),
             attempt: attempt + 1,
             after_refusal: true,
-            nonce_resent: false,
+            nonce_resent: super::nonce::NonceResent::of(x),
         };
         if x.generation != self.auth_generation {
             // Sent with a token replaced since: the new one answers the refusal.

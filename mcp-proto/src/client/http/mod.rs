@@ -802,7 +802,7 @@ impl HttpLink {
                 owed: Vec::new(),
                 attempt: 0,
                 after_refusal: false,
-                nonce_resent: false,
+                nonce_resent: nonce::NonceResent::NO,
             };
             self.open_get(now, stream);
         }

@@ -7,11 +7,19 @@
 //! authorization flow starts. Refused so once more, or refused without a nonce to use,
 //! it fails with [`AuthError::DpopNonceRefused`] and is not sent again.
 //!
+//! That is once per token ([`NonceResent`]): a request that goes with a token obtained
+//! since its nonce resend (after a flow, whether its own refusal started it or it only
+//! waited for one running, or for the token that replaced the one it was refused with)
+//! starts afresh, and may be sent again for a nonce once more. A new token is a new
+//! start for the server too (RFC 9449 §8: a nonce may be asked for of any request), and
+//! each flow is bounded on its own ([`MAX_AUTH_TRIES`], the authorizer's step-ups).
+//!
 //! The nonce itself is kept from whatever response gave it, a success too
 //! ([`HttpLink`]'s `on_head`), per origin by the [`Authorizer`]; the authorization
 //! server's nonces are the flow's own.
 //!
 //! [`Authorizer`]: crate::auth::Authorizer
+//! [`MAX_AUTH_TRIES`]: super::authorize::MAX_AUTH_TRIES
 
 use crate::Instant;
 use crate::auth::AuthError;
@@ -20,6 +28,34 @@ use crate::client::{CallError, CloseReason, Event, PeerError};
 
 use super::HttpLink;
 use super::exchange::{Exchange, PendingResume, Purpose};
+
+/// Which token a request was sent again with for a DPoP nonce: the link's
+/// `auth_generation` then, or none. The mark travels with the request while it waits
+/// (parked for a flow, a `GET` to reopen, the 2024-11-05 stream's next `GET`) and
+/// [`NonceResent::holds`] only while that token is the one the request goes with.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct NonceResent(Option<u64>);
+
+impl NonceResent {
+    /// Not sent again for a nonce.
+    pub(super) const NO: NonceResent = NonceResent(None);
+
+    /// Sent again now, with the token `link` holds.
+    pub(super) fn now(link: &HttpLink) -> NonceResent {
+        NonceResent(Some(link.auth_generation))
+    }
+
+    /// The mark of the exchange `x`: sent again for a nonce with the token it carried.
+    pub(super) fn of(x: &Exchange) -> NonceResent {
+        NonceResent(x.nonce_resent.then_some(x.generation))
+    }
+
+    /// Whether a request going with the token of `generation` was already sent again
+    /// for a nonce with it.
+    pub(super) fn holds(self, generation: u64) -> bool {
+        self.0 == Some(generation)
+    }
+}
 
 /// Whether a challenge among `values` (the `WWW-Authenticate` header values) is a `DPoP`
 /// one asking for a nonce. Each value is parsed within the challenge parser's bounds.
@@ -75,7 +111,7 @@ impl HttpLink {
                     return;
                 };
                 let mut parked = replay.into_parked();
-                parked.nonce_resent = true;
+                parked.nonce_resent = NonceResent::now(self);
                 // What waited for `notifications/initialized` waits for its second
                 // sending (which holds messages anew) rather than being held by it.
                 let initialized = matches!(x.purpose, Purpose::Initialized);
@@ -89,13 +125,14 @@ impl HttpLink {
                     owed: owed.clone(),
                     attempt: *attempt,
                     after_refusal: x.after_refusal,
-                    nonce_resent: true,
+                    nonce_resent: NonceResent::now(self),
                 };
                 self.reopen(now, again);
             }
             Purpose::SseStream => {
+                let mark = NonceResent::now(self);
                 if let Some(sse) = &mut self.sse {
-                    sse.nonce_resend = true;
+                    sse.nonce_resend = mark;
                 }
                 self.open_sse_stream(now);
             }

@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 
 use super::authorize::{Parked, Replay};
 use super::exchange::{Body, Exchange, PendingResume, Purpose, RequestMethod};
+use super::nonce::NonceResent;
 use super::{GetStream, HttpLink};
 use crate::auth::Authorizer;
 use crate::client::session::{OutKind, Outgoing, Session};
@@ -108,7 +109,8 @@ impl HttpLink {
             msg,
             tries: 0,
             turned_away: 0,
-            nonce_resent: false,
+            nonce_resent: NonceResent::NO,
+            refused: None,
         };
         self.send_parked(now, parked);
     }
@@ -121,6 +123,7 @@ impl HttpLink {
             tries,
             turned_away,
             nonce_resent,
+            refused,
         } = parked;
         if let OutKind::Cancel(rpc) = msg.kind
             && self.stale_cancels.contains(&rpc)
@@ -142,6 +145,7 @@ impl HttpLink {
                 tries,
                 turned_away,
                 nonce_resent,
+                refused,
             });
             if refreshing {
                 self.client.handshake_waits_on_authorization();
@@ -254,7 +258,7 @@ impl HttpLink {
         };
         let _ = now;
         let mut x = self.new_exchange(purpose, rpc_id, "POST");
-        x.nonce_resent = nonce_resent;
+        x.nonce_resent = nonce_resent.holds(self.auth_generation);
         // A request may be sent again after a refusal or a busy server's wait; anything
         // else only after a refusal.
         x.replay = (rpc_id.is_some() || self.auth.is_some()).then_some(replay);
@@ -320,7 +324,7 @@ impl HttpLink {
         x.resume_from = last_event_id;
         x.resume_digest = digest;
         x.after_refusal = after_refusal;
-        x.nonce_resent = nonce_resent;
+        x.nonce_resent = nonce_resent.holds(self.auth_generation);
         let id = self.alloc_exchange();
         self.insert_exchange(id, x, (bytes, Arc::default()));
     }

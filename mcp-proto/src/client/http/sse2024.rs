@@ -131,9 +131,9 @@ pub(super) struct HttpSse {
     /// [`MAX_AUTH_TRIES`](super::authorize::MAX_AUTH_TRIES), as a message; a `401` to the
     /// token a flow obtained fails the connection.
     pub(super) tries: u8,
-    /// The stream's next `GET` goes again with the DPoP nonce its refusal asked for
-    /// ([`super::exchange::Exchange::nonce_resent`]).
-    pub(super) nonce_resend: bool,
+    /// The token the stream's `GET` was sent again with for a DPoP nonce, if any
+    /// ([`super::nonce::NonceResent`]).
+    pub(super) nonce_resend: super::nonce::NonceResent,
 }
 
 /// Resolves the `endpoint` event's data against the server URL and checks it stays on
@@ -291,7 +291,7 @@ impl HttpLink {
             waiting: VecDeque::new(),
             awaits_authorization: false,
             tries: 0,
-            nonce_resend: false,
+            nonce_resend: super::nonce::NonceResent::NO,
         });
         self.open_sse_stream(now);
         true
@@ -322,7 +322,7 @@ impl HttpLink {
                 }
                 (sse.tries > 0, std::mem::take(&mut sse.nonce_resend))
             }
-            None => (false, false),
+            None => (false, super::nonce::NonceResent::NO),
         };
         let url = self.config.url.clone();
         let mut bytes = Vec::new();
@@ -337,7 +337,7 @@ impl HttpLink {
         }
         let mut x = self.new_exchange(Purpose::SseStream, None, "GET");
         x.after_refusal = after_refusal;
-        x.nonce_resent = nonce_resent;
+        x.nonce_resent = nonce_resent.holds(self.auth_generation);
         let id = self.alloc_exchange();
         self.insert_exchange(id, x, (bytes, std::sync::Arc::default()));
     }
@@ -411,6 +411,9 @@ impl HttpLink {
             }
         }
         sse.tries += 1;
+        // A nonce resend goes with it: it counts again only if the flow leaves the same
+        // token (see `NonceResent`).
+        sse.nonce_resend = super::nonce::NonceResent::of(x);
         // Refused with the current token: the `GET` goes when the flow ends, with what it
         // obtained ([`HttpLink::sse_stream_after_auth`]); a step-up that could not start
         // (the scope is not grantable, the step-ups are spent) fails the connection
