@@ -15,7 +15,7 @@ use mcp_proto::auth::{AuthConfig, AuthError};
 use mcp_proto::client::http::{HttpConfig, HttpSseError};
 use mcp_proto::client::{
     CallError, CallId, CallOutput, CallRequest, Client, ClientConfig, CloseReason, ConnId, Event,
-    Transmit,
+    PeerError, Root, Transmit,
 };
 use mcp_proto::http::EndpointUrl;
 use mcp_tests::http_sim::Reply;
@@ -467,6 +467,7 @@ impl State {
                 }
                 None => Some(Reply::accepted()),
             },
+            "notifications/roots/list_changed" => Some(Reply::accepted()),
             _ => None,
         }
     }
@@ -2915,7 +2916,91 @@ fn initialized_whose_step_up_is_declined_lets_the_call_and_the_stream_go() {
     assert_eq!(gets, 1, "{:?}", requests_since(&net, 0));
 }
 
-// ----- DPoP nonces after a flow; what a failed flow reports -----------------------------
+// ----- DPoP nonces: the 2024-11-05 stream, notifications, waiting for a flow ------------
+
+/// [`a_post_refused_for_a_dpop_nonce_twice_fails_without_a_third_try`] for the
+/// 2024-11-05 transport's stream `GET`: the connection closes, naming the cause, and the
+/// stream is not asked for a third time.
+#[test]
+fn the_http_sse_stream_refused_for_a_dpop_nonce_twice_closes_without_a_third_try() {
+    let config = ClientConfig::new("auth-http", "1.0").accept_pre_2025_06_versions();
+    let mut net = Net::with_config(dpop_config(), config);
+    {
+        let mut s = net.state.borrow_mut();
+        s.sse_only = true;
+        s.dpop = true;
+        s.nonce_demands.push(("GET".into(), "n1".into()));
+        s.nonce_demands.push(("GET".into(), "n2".into()));
+    }
+    net.run_until(|n| !n.approval_urls().is_empty() || n.closed().is_some());
+    net.approve().expect("callback");
+    net.run_until(|n| n.closed().is_some());
+    let reason = net.closed().unwrap();
+    let expected = CloseReason::Authorization(AuthError::DpopNonceRefused {
+        method: "GET".into(),
+        resent: true,
+    });
+    assert_eq!(reason, expected);
+    net.settle();
+    assert_eq!(
+        mcp_proofs_since(&net, 0, |s| s.method == "GET" && s.header("dpop").is_some()),
+        ["GET DPoP at-1 -", "GET DPoP at-1 n1"],
+        "{:?}",
+        requests_since(&net, 0)
+    );
+    assert_eq!(net.token_requests().len(), 1);
+    assert_eq!(net.approval_urls().len(), 1);
+}
+
+/// [`a_post_refused_for_a_dpop_nonce_twice_fails_without_a_third_try`] for a
+/// notification (`notifications/roots/list_changed` of a 2025-11-25 session): reported
+/// once, not sent a third time, and the connection goes on.
+#[test]
+fn a_notification_refused_for_a_dpop_nonce_twice_is_reported_once_and_the_session_goes_on() {
+    let config = ClientConfig::new("auth-http", "1.0").roots(vec![Root::new("file:///a")]);
+    let mut net = Net::with_config(dpop_config(), config);
+    {
+        let mut s = net.state.borrow_mut();
+        s.dpop = true;
+        s.legacy = true;
+        for nonce in ["n1", "n2"] {
+            s.nonce_demands
+                .push(("POST notifications/roots/list_changed".into(), nonce.into()));
+        }
+    }
+    net.connect_with_approval();
+    net.settle();
+    let before = net.seen.len();
+    net.client
+        .set_roots(net.now, vec![Root::new("file:///b")])
+        .expect("roots");
+    net.settle();
+    let is_list_changed = |s: &Seen| s.rpc_method() == "notifications/roots/list_changed";
+    assert_eq!(
+        mcp_proofs_since(&net, before, is_list_changed),
+        ["POST DPoP at-1 -", "POST DPoP at-1 n1"],
+        "{:?}",
+        requests_since(&net, before)
+    );
+    let refusals: Vec<&PeerError> = net
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::PeerError(p @ PeerError::Authorization(_)) => Some(p),
+            _ => None,
+        })
+        .collect();
+    let expected = PeerError::Authorization(AuthError::DpopNonceRefused {
+        method: "POST".into(),
+        resent: true,
+    });
+    assert_eq!(refusals, [&expected]);
+    assert_eq!(net.closed(), None);
+    let out = net.call(tool()).expect("a later call");
+    assert_eq!(text(&out), "run 1");
+    assert_eq!(mcp_proofs_since(&net, before, is_list_changed).len(), 2);
+    assert_eq!(net.token_requests().len(), 1, "no flow");
+}
 
 /// A request sent again for a DPoP nonce while a step-up that another request started
 /// runs waits for it, then goes with the new token; refused for a nonce once more, it is
