@@ -9,6 +9,7 @@ use crate::server::{Tool, ToolCall, ToolOutcome};
 
 mod cors;
 mod deferred;
+mod eviction;
 mod hostile_requests;
 mod listens;
 mod room;

@@ -17,7 +17,7 @@ fn endpoint() -> HttpEndpoint {
 }
 
 /// [`endpoint`] with `config`.
-fn endpoint_with(config: HttpEndpointConfig) -> HttpEndpoint {
+pub(super) fn endpoint_with(config: HttpEndpointConfig) -> HttpEndpoint {
     let tool = Tool::new(
         "ask",
         "",
@@ -35,7 +35,7 @@ fn endpoint_with(config: HttpEndpointConfig) -> HttpEndpoint {
     HttpEndpoint::with_sessions(server, config, &[7; 32])
 }
 
-fn in_session(session: &str, body: &Value) -> HttpRequest {
+pub(super) fn in_session(session: &str, body: &Value) -> HttpRequest {
     post(
         body,
         &[("Mcp-Session-Id", session), ("MCP-Protocol-Version", V)],
@@ -136,7 +136,7 @@ fn an_endpoint_with_sessions_keys_the_task_ids_of_an_unseeded_server() {
 
 /// A session opened at `at` as `principal`, whose `ask` task's `tasks/result` (id 2) is
 /// parked on its question: the session and the stream of the `tasks/result`.
-fn park_as(ep: &mut HttpEndpoint, at: Instant, principal: &str) -> (String, HttpStream) {
+pub(super) fn park_as(ep: &mut HttpEndpoint, at: Instant, principal: &str) -> (String, HttpStream) {
     let init = post(
         &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": V, "capabilities": {"elicitation": {}},
