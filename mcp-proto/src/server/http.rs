@@ -704,6 +704,8 @@ impl HttpEndpoint {
             &[b"endpoint tasks"],
         ));
         let mut sessions = Sessions::new(seed, config.max_sessions, config.session_idle_timeout);
+        // The table keeps which sessions have results due as the machine's tasks change.
+        server.tasks.log_results_due();
         let store = MemoryEventStore::new(config.event_store.clone());
         let mut endpoint = HttpEndpoint::with_config(server, config);
         // Stream numbers start somewhere random: several processes sharing an event store
@@ -1657,6 +1659,7 @@ impl HttpEndpoint {
     ) -> HttpReply {
         let id = request.0.id.clone();
         let session = if initialize {
+            self.settle_sessions();
             let tasks = &self.server.tasks;
             let in_use = InUse {
                 newcomer: self.server.principal.as_deref(),
@@ -1890,7 +1893,9 @@ impl HttpEndpoint {
                 // Held outside the machine again: what it parks on is marked there.
                 self.server.mark_parked_elsewhere(&state, true);
             }
-            t.put_back(id, state);
+            let tasks = &self.server.tasks;
+            let due = state.task_scope().is_some_and(|s| tasks.has_results_due(s));
+            t.put_back(id, state, due);
         }
         result
     }
@@ -1935,6 +1940,7 @@ impl HttpEndpoint {
         }
         let scope = self.server.tasks.new_scope();
         let state = LegacyState::adopted(record, scope, max_subscriptions);
+        self.settle_sessions();
         let tasks = &self.server.tasks;
         let principal = state.principal().map(str::to_owned);
         let in_use = InUse {
@@ -2817,6 +2823,22 @@ impl HttpEndpoint {
     /// A new turn begins ([`Backlog::behind`]).
     fn next_turn(&mut self) {
         self.turn = self.turn.checked_add(1).unwrap_or(1);
+        self.settle_sessions();
+    }
+
+    /// Tells the session table which task scopes' results-due state changed since last
+    /// told (as the machine's task store logged it), so that it knows which sessions may
+    /// be evicted without asking for each, and has it put the sessions that changed in
+    /// their places.
+    fn settle_sessions(&mut self) {
+        let Some(table) = &mut self.sessions else {
+            return;
+        };
+        let tasks = &mut self.server.tasks;
+        for scope in tasks.take_results_due_changes() {
+            table.results_due_changed(scope, tasks.has_results_due(scope));
+        }
+        table.settle();
     }
 
     fn fresh_key(&mut self) -> i64 {
@@ -3041,7 +3063,9 @@ impl HttpEndpoint {
             *counts.entry(s).or_default() += 1;
         }
         WALKED.with(|w| w.set(before));
-        table.check_indexes(&counts.into_iter().collect::<Vec<_>>());
+        let tasks = &self.server.tasks;
+        let due = |scope| (!tasks.results_due_pending(scope)).then(|| tasks.has_results_due(scope));
+        table.check_indexes(&counts.into_iter().collect::<Vec<_>>(), due);
         // The tasks the machine has marked parked on elsewhere are those the states held
         // in the table park on (and those of sessions gone whose tasks it still holds).
         let ended = table.ended_scopes();

@@ -209,6 +209,10 @@ pub(super) struct TaskStore {
     /// The tasks marked parked on elsewhere that went (expired or dropped for room),
     /// with their legacy scope: the calls parked on them are due to end.
     parked_gone: BTreeMap<String, Option<u64>>,
+    /// Once asked for ([`TaskStore::log_results_due`]): the legacy scopes whose
+    /// [`TaskStore::has_results_due`] changed since last taken
+    /// ([`TaskStore::take_results_due_changes`]).
+    due_log: Option<BTreeSet<u64>>,
 }
 
 /// The 2025 `tasks/result` requests held until their task ends, by arrival.
@@ -483,16 +487,20 @@ impl TaskStore {
     ) -> Option<R> {
         looked(1);
         let mut task = self.tasks.remove(&seq)?;
+        let due = self.results_due_before(task.owner.scope);
         self.index.count(&task, false);
         let r = change(&mut task, self);
         self.index.count(&task, true);
+        self.note_results_due(due);
         self.tasks.insert(seq, task);
         Some(r)
     }
 
     /// Adds `task`, the newest.
     fn insert(&mut self, task: ServerTask) {
+        let due = self.results_due_before(task.owner.scope);
         self.index.count(&task, true);
+        self.note_results_due(due);
         self.by_id.insert(task.id.clone(), task.seq);
         self.tasks.insert(task.seq, task);
     }
@@ -500,7 +508,9 @@ impl TaskStore {
     /// Drops task `seq`: the bytes it kept, or `None` when there is no such task.
     fn remove(&mut self, seq: u64) -> Option<usize> {
         let task = self.tasks.remove(&seq)?;
+        let due = self.results_due_before(task.owner.scope);
         self.index.count(&task, false);
+        self.note_results_due(due);
         self.by_id.remove(&task.id);
         if task.parked_elsewhere {
             self.parked_gone.insert(task.id.clone(), task.owner.scope);
@@ -712,6 +722,52 @@ impl TaskStore {
     /// another's room.
     pub(super) fn has_results_due(&self, scope: u64) -> bool {
         (self.index.scopes.get(&scope)).is_some_and(|t| t.all.len() > t.may_go.len())
+    }
+
+    /// From now on, keeps the legacy scopes whose [`TaskStore::has_results_due`]
+    /// changes until [`TaskStore::take_results_due_changes`] takes them: for a table of
+    /// sessions held outside the machine that must know which of them have results due
+    /// without asking for each.
+    pub(in crate::server) fn log_results_due(&mut self) {
+        self.due_log.get_or_insert_default();
+    }
+
+    /// The legacy scopes whose [`TaskStore::has_results_due`] changed since the last
+    /// call (as far as logged: see [`TaskStore::log_results_due`]), in order; each may
+    /// have changed back since.
+    pub(in crate::server) fn take_results_due_changes(&mut self) -> Vec<u64> {
+        match &mut self.due_log {
+            Some(log) if !log.is_empty() => std::mem::take(log).into_iter().collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Whether scope `scope` has a change of [`TaskStore::has_results_due`] not taken
+    /// yet.
+    #[cfg(any(test, feature = "index-checks"))]
+    pub(in crate::server) fn results_due_pending(&self, scope: u64) -> bool {
+        self.due_log
+            .as_ref()
+            .is_some_and(|log| log.contains(&scope))
+    }
+
+    /// Before a task of scope `scope` changes, when changes are logged: the scope and
+    /// whether it has results due.
+    fn results_due_before(&self, scope: Option<u64>) -> Option<(u64, bool)> {
+        self.due_log.as_ref()?;
+        scope.map(|s| (s, self.has_results_due(s)))
+    }
+
+    /// After that change: logs the scope if whether it has results due changed.
+    fn note_results_due(&mut self, before: Option<(u64, bool)>) {
+        let Some((scope, due)) = before else {
+            return;
+        };
+        if self.has_results_due(scope) != due
+            && let Some(log) = &mut self.due_log
+        {
+            log.insert(scope);
+        }
     }
 
     /// Drops the tasks of the legacy sessions whose task scopes are `scopes` (sessions

@@ -19,6 +19,13 @@
 //! (or one more) is the `initialize` refused. The session that goes takes its tasks with
 //! it (their results are lost to a principal holding more than anyone else).
 //!
+//! Neither choice walks the table: the table keeps the sessions that may be evicted in
+//! that order, and those held only by their tasks per principal with each principal's
+//! count. A session that changed (used, held, swapped into the machine and put back) is
+//! put in its place once at the start of the endpoint's next step or before room is
+//! made ([`Sessions::settle`]); the endpoint tells the table when a task scope's
+//! results-due state changes (as the machine's task store logs it).
+//!
 //! A session's tasks are reachable through it only: the task scope of every session
 //! that goes (ended, expired, evicted) is kept until the endpoint takes it
 //! ([`Sessions::take_ended_scopes`]) to drop those tasks.
@@ -43,6 +50,58 @@ struct Entry {
     /// A request named the session's id since its `initialize` (or another process
     /// served it): its client came back.
     returned: bool,
+    /// Of the state, as of when it was last held here: its principal, its task scope,
+    /// whether a call of it is parked waiting for its client.
+    principal: Option<String>,
+    scope: Option<u64>,
+    parked_calls: bool,
+    /// Whether its task scope has a task running or with an end its client was not told
+    /// (as the endpoint last said: [`Sessions::results_due_changed`]).
+    due: bool,
+    /// Where it counts among the sessions that may be evicted and in the shares (as of
+    /// the last [`Sessions::settle`]), and whether it may have moved since.
+    shared: Option<Share>,
+    unsettled: bool,
+}
+
+impl Entry {
+    fn new(state: LegacyState, now: Instant, returned: bool, due: bool) -> Self {
+        let mut entry = Entry {
+            state: None,
+            last_used: now,
+            stored: now,
+            returned,
+            principal: None,
+            scope: None,
+            parked_calls: false,
+            due,
+            shared: None,
+            unsettled: false,
+        };
+        entry.hold_state(state);
+        entry
+    }
+
+    /// Holds `state` here, and what of it decides eviction.
+    fn hold_state(&mut self, state: LegacyState) {
+        self.note_state(&state);
+        self.state = Some(state);
+    }
+
+    /// Takes what of `state` decides eviction.
+    fn note_state(&mut self, state: &LegacyState) {
+        if self.principal.as_deref() != state.principal() {
+            self.principal = state.principal().map(str::to_owned);
+        }
+        self.scope = state.task_scope();
+        self.parked_calls = !state.no_parked_calls();
+    }
+
+    /// Whether it may be evicted for room or counts in its principal's share, not
+    /// being busy: its state held here, no call of it parked.
+    fn shares(&self) -> bool {
+        self.state.is_some() && !self.parked_calls
+    }
 }
 
 /// The session table.
@@ -73,18 +132,43 @@ pub(super) struct Sessions {
     /// Every session in the order one is evicted for room when none is idle: those no
     /// request named since their `initialize` first, then by last use (then id).
     by_eviction: BTreeSet<(bool, Instant, String)>,
+    /// The sessions not in use (not busy, state held here, no parked call, no result
+    /// due), in the order of eviction: the first goes for room.
+    evictable: BTreeSet<(bool, Instant, String)>,
+    /// Per principal, its sessions not busy, with their state held here and no parked
+    /// call (in use by their tasks alone, or not at all), by last use (then id).
+    shares: BTreeMap<Option<String>, BTreeSet<(Instant, String)>>,
+    /// The principals of [`Sessions::shares`] by how many sessions they hold there
+    /// (then principal): the last holds the most.
+    share_counts: BTreeSet<(usize, Option<String>)>,
+    /// The session of each task scope.
+    by_scope: BTreeMap<u64, String>,
+    /// The sessions that may have moved among those that may be evicted and in the
+    /// shares since the last [`Sessions::settle`].
+    unsettled: Vec<String>,
     /// Sessions looked at to make room, for the tests of its cost.
     #[cfg(test)]
     pub(super) looked_at: std::cell::Cell<usize>,
 }
 
-/// What keeps a session from being evicted to make room for another.
+/// Who needs room, and what keeps the new session from being evicted for another.
 pub(super) struct InUse<'a, R> {
     /// The principal of the session that needs the room.
     pub(super) newcomer: Option<&'a str>,
     /// Whether the tasks of this task scope include one still running or with an end
-    /// its client was not told.
+    /// its client was not told (asked of the new session's scope).
     pub(super) results_due: R,
+}
+
+/// Where a session counts among the sessions of [`Sessions`] that may be evicted and in
+/// the shares.
+#[derive(Clone, Debug, PartialEq)]
+struct Share {
+    returned: bool,
+    used: Instant,
+    principal: Option<String>,
+    /// Whether its task scope has results due (else it may be evicted).
+    due: bool,
 }
 
 /// Why no session could be created.
@@ -105,6 +189,11 @@ impl Sessions {
             parked_by_task: BTreeMap::new(),
             by_use: BTreeSet::new(),
             by_eviction: BTreeSet::new(),
+            evictable: BTreeSet::new(),
+            shares: BTreeMap::new(),
+            share_counts: BTreeSet::new(),
+            by_scope: BTreeMap::new(),
+            unsettled: Vec::new(),
             #[cfg(test)]
             looked_at: std::cell::Cell::default(),
         }
@@ -125,9 +214,16 @@ impl Sessions {
         if self.holds.contains_key(id) {
             self.by_stored.remove(&(entry.stored, id.to_owned()));
         }
+        let (returned, used) = (entry.returned, entry.last_used);
+        mark(&mut self.by_use, (used, id.to_owned()), false);
+        mark(
+            &mut self.by_eviction,
+            (returned, used, id.to_owned()),
+            false,
+        );
+        self.count_scope(id, entry.scope, false);
+        self.count_share(id, entry.shared.as_ref(), false);
         self.note_parked(id, Vec::new());
-        self.by_use.remove(&(entry.last_used, id.to_owned()));
-        (self.by_eviction).remove(&(entry.returned, entry.last_used, id.to_owned()));
         self.ended(entry.state.as_ref());
         true
     }
@@ -138,30 +234,178 @@ impl Sessions {
             self.by_stored.insert((entry.stored, id.clone()));
         }
         self.note_parked(&id, parked_tasks(entry.state.as_ref()));
-        self.by_use.insert((entry.last_used, id.clone()));
-        (self.by_eviction).insert((entry.returned, entry.last_used, id.clone()));
-        self.table.insert(id, entry);
+        let (returned, used) = (entry.returned, entry.last_used);
+        mark(&mut self.by_use, (used, id.clone()), true);
+        mark(&mut self.by_eviction, (returned, used, id.clone()), true);
+        self.count_scope(&id, entry.scope, true);
+        self.table.insert(id.clone(), entry);
+        self.unsettle(&id);
     }
 
-    /// Session `id` was used at `now` (`None`: its last use stays), and named by a
-    /// request if `returned`: its entry and its place in the orders of eviction.
-    fn used(&mut self, id: &str, now: Option<Instant>, returned: bool) {
-        let Some(entry) = self.table.get_mut(id) else {
+    /// Where session `id` belongs among the sessions that may be evicted and in the
+    /// shares: `None` when it is busy, its state is in the machine, a call of it is
+    /// parked, or it is not here.
+    fn share_of(&self, id: &str) -> Option<Share> {
+        let e = self.table.get(id)?;
+        (!self.holds.contains_key(id) && e.shares()).then(|| Share {
+            returned: e.returned,
+            used: e.last_used,
+            principal: e.principal.clone(),
+            due: e.due,
+        })
+    }
+
+    /// Session `id` may have moved among the sessions that may be evicted and in the
+    /// shares: it is put in its place at the next [`Sessions::settle`].
+    fn unsettle(&mut self, id: &str) {
+        if let Some(e) = self.table.get_mut(id)
+            && !e.unsettled
+        {
+            e.unsettled = true;
+            self.unsettled.push(id.to_owned());
+        }
+    }
+
+    /// Puts every session that may have moved since the last call in its place among
+    /// the sessions that may be evicted and in the shares: once each, however often it
+    /// changed (a request takes its session's state into the machine and holds the
+    /// session, then puts it back and lets go).
+    pub(super) fn settle(&mut self) {
+        let mut unsettled = std::mem::take(&mut self.unsettled);
+        for id in unsettled.drain(..) {
+            let share = self.share_of(&id);
+            let Some(e) = self.table.get_mut(&id) else {
+                continue;
+            };
+            e.unsettled = false;
+            if e.shared == share {
+                continue;
+            }
+            let was = std::mem::replace(&mut e.shared, share.clone());
+            self.move_share(&id, was, share);
+        }
+        self.unsettled = unsettled;
+    }
+
+    /// Counts session `id` as that of task scope `scope` (`add`), or not.
+    fn count_scope(&mut self, id: &str, scope: Option<u64>, add: bool) {
+        let Some(scope) = scope else {
             return;
         };
-        let (was_used, was_returned) = (entry.last_used, entry.returned);
-        let (last_used, returned) = (now.unwrap_or(was_used), was_returned || returned);
-        if (last_used, returned) == (was_used, was_returned) {
+        if add {
+            self.by_scope.insert(scope, id.to_owned());
+        } else if self.by_scope.get(&scope).is_some_and(|s| s == id) {
+            self.by_scope.remove(&scope);
+        }
+    }
+
+    /// Moves session `id` from `was` to `share` among those that may be evicted and in
+    /// the shares.
+    fn move_share(&mut self, id: &str, was: Option<Share>, share: Option<Share>) {
+        let (Some(was), Some(share)) = (&was, &share) else {
+            self.count_share(id, was.as_ref(), false);
+            self.count_share(id, share.as_ref(), true);
+            return;
+        };
+        if was.principal != share.principal {
+            self.count_share(id, Some(was), false);
+            self.count_share(id, Some(share), true);
             return;
         }
-        (entry.last_used, entry.returned) = (last_used, returned);
-        let id = id.to_owned();
-        if last_used != was_used {
-            self.by_use.remove(&(was_used, id.clone()));
-            self.by_use.insert((last_used, id.clone()));
+        // Within its principal's share, whose count stays.
+        if !was.due {
+            mark(
+                &mut self.evictable,
+                (was.returned, was.used, id.to_owned()),
+                false,
+            );
         }
-        (self.by_eviction).remove(&(was_returned, was_used, id.clone()));
-        (self.by_eviction).insert((returned, last_used, id));
+        if !share.due {
+            mark(
+                &mut self.evictable,
+                (share.returned, share.used, id.to_owned()),
+                true,
+            );
+        }
+        if was.used != share.used
+            && let Some(set) = self.shares.get_mut(&share.principal)
+        {
+            set.remove(&(was.used, id.to_owned()));
+            set.insert((share.used, id.to_owned()));
+        }
+    }
+
+    /// Counts session `id` at `share` among those that may be evicted and in its
+    /// principal's share (`add`), or out (`None`: it counts in neither).
+    fn count_share(&mut self, id: &str, share: Option<&Share>, add: bool) {
+        let Some(share) = share else {
+            return;
+        };
+        let (returned, used, principal) = (share.returned, share.used, &share.principal);
+        if !share.due {
+            mark(&mut self.evictable, (returned, used, id.to_owned()), add);
+        }
+        let held = self.shares.get(principal).map_or(0, BTreeSet::len);
+        if held > 0 {
+            self.share_counts.remove(&(held, principal.clone()));
+        }
+        if add {
+            (self.shares.entry(principal.clone()).or_default()).insert((used, id.to_owned()));
+        } else if let Some(set) = self.shares.get_mut(principal) {
+            set.remove(&(used, id.to_owned()));
+            if set.is_empty() {
+                self.shares.remove(principal);
+            }
+        }
+        let held = self.shares.get(principal).map_or(0, BTreeSet::len);
+        if held > 0 {
+            self.share_counts.insert((held, principal.clone()));
+        }
+    }
+
+    /// Changes the entry of `id` with `change`, keeping the orders by use and of
+    /// eviction and the sessions by task scope up to date, and leaving the session to
+    /// [`Sessions::settle`] among those that may be evicted and in the shares; `None`
+    /// when there is no such entry.
+    fn update<R>(&mut self, id: &str, change: impl FnOnce(&mut Entry) -> R) -> Option<R> {
+        let e = self.table.get_mut(id)?;
+        let (returned, used, scope) = (e.returned, e.last_used, e.scope);
+        let r = change(e);
+        let (now_returned, now_used, now_scope) = (e.returned, e.last_used, e.scope);
+        if (returned, used) != (now_returned, now_used) {
+            mark(&mut self.by_use, (used, id.to_owned()), false);
+            mark(&mut self.by_use, (now_used, id.to_owned()), true);
+            let was = (returned, used, id.to_owned());
+            mark(&mut self.by_eviction, was, false);
+            let is = (now_returned, now_used, id.to_owned());
+            mark(&mut self.by_eviction, is, true);
+        }
+        if scope != now_scope {
+            self.count_scope(id, scope, false);
+            self.count_scope(id, now_scope, true);
+        }
+        self.unsettle(id);
+        Some(r)
+    }
+
+    /// Session `id` was named by a request: its client came back.
+    fn returned(&mut self, id: &str) {
+        if self.table.get(id).is_some_and(|e| !e.returned) {
+            self.update(id, |e| e.returned = true);
+        }
+    }
+
+    /// The task scope `scope` has a task running or with an end its client was not
+    /// told (`due`), or no longer: its session's place among those that may be
+    /// evicted.
+    pub(super) fn results_due_changed(&mut self, scope: u64, due: bool) {
+        let Some(id) = self.by_scope.get(&scope) else {
+            return;
+        };
+        if self.table.get(id).is_some_and(|e| e.due != due) {
+            let id = id.clone();
+            self.update(&id, |e| e.due = due);
+        }
     }
 
     /// Keeps [`Sessions::parked_session_of`] in step with the state of `id` held here,
@@ -198,6 +442,7 @@ impl Sessions {
             return;
         }
         self.holds.insert(id.to_owned(), 1);
+        self.unsettle(id);
         if let Some(entry) = self.table.get(id) {
             self.by_stored.insert((entry.stored, id.to_owned()));
         }
@@ -214,6 +459,7 @@ impl Sessions {
             return;
         }
         self.holds.remove(id);
+        self.unsettle(id);
         if let Some(entry) = self.table.get(id) {
             self.by_stored.remove(&(entry.stored, id.to_owned()));
         }
@@ -232,9 +478,15 @@ impl Sessions {
 
     /// Checks the counts of what keeps each session busy against `counts` (found by a
     /// walk, in id order), the order of the busy sessions by their last store write,
-    /// and the sessions with parked tasks against their states.
+    /// the sessions with parked tasks against their states, and the orders of eviction
+    /// and the shares against the states and `due` (whether a task scope has results
+    /// due; `None` while a change of it is not told yet).
     #[cfg(any(test, feature = "index-checks"))]
-    pub(super) fn check_indexes(&self, counts: &[(&str, usize)]) {
+    pub(super) fn check_indexes(
+        &self,
+        counts: &[(&str, usize)],
+        due: impl Fn(u64) -> Option<bool>,
+    ) {
         let held: Vec<(&str, usize)> = (self.holds.iter())
             .map(|(id, n)| (id.as_str(), *n))
             .collect();
@@ -269,6 +521,55 @@ impl Sessions {
             self.by_eviction, by_eviction,
             "sessions in the order of eviction"
         );
+        self.check_eviction_indexes(due);
+    }
+
+    /// Checks the sessions that may be evicted, the shares and the sessions by task
+    /// scope against a walk of the table (each session where it was last settled, and
+    /// there if settled since it last changed).
+    #[cfg(any(test, feature = "index-checks"))]
+    fn check_eviction_indexes(&self, due: impl Fn(u64) -> Option<bool>) {
+        let mut evictable = BTreeSet::new();
+        let mut shares: BTreeMap<Option<String>, BTreeSet<(Instant, String)>> = BTreeMap::new();
+        let mut by_scope = BTreeMap::new();
+        for (id, e) in &self.table {
+            if let Some(state) = &e.state {
+                let principal = e.principal.as_deref();
+                assert_eq!(principal, state.principal(), "principal of {id}");
+                assert_eq!(e.scope, state.task_scope(), "task scope of {id}");
+                let parked = !state.no_parked_calls();
+                assert_eq!(e.parked_calls, parked, "parked calls of {id}");
+            }
+            if let Some(told) = e.scope.and_then(&due) {
+                assert_eq!(e.due, told, "results due of {id}");
+            }
+            assert!(e.scope.is_some() || !e.due, "results due of {id}, no tasks");
+            if let Some(scope) = e.scope {
+                let other = by_scope.insert(scope, id.clone());
+                assert_eq!(other, None, "task scope {scope} of two sessions");
+            }
+            if e.unsettled {
+                assert!(self.unsettled.contains(id), "{id} left unsettled");
+            } else {
+                assert_eq!(e.shared, self.share_of(id), "where {id} counts");
+            }
+            let Some(share) = &e.shared else {
+                continue;
+            };
+            if !share.due {
+                evictable.insert((share.returned, share.used, id.clone()));
+            }
+            let principal = share.principal.clone();
+            (shares.entry(principal).or_default()).insert((share.used, id.clone()));
+        }
+        assert_eq!(self.evictable, evictable, "sessions that may be evicted");
+        let what = "sessions held by tasks alone, per principal";
+        assert_eq!(self.shares, shares, "{what}");
+        let counts: BTreeSet<(usize, Option<String>)> = (shares.iter())
+            .map(|(p, set)| (set.len(), p.clone()))
+            .collect();
+        assert_eq!(self.share_counts, counts, "principals by their shares");
+        assert_eq!(self.by_scope, by_scope, "sessions by task scope");
     }
 
     /// When the session store last heard that a busy session held here is in use, for
@@ -308,17 +609,10 @@ impl Sessions {
         in_use: InUse<'_, impl Fn(u64) -> bool>,
         expired: &mut Vec<String>,
     ) -> Result<String, Full> {
-        self.make_room(now, in_use, expired)?;
-        let id = self.token();
-        self.insert(
-            id.clone(),
-            Entry {
-                state: Some(LegacyState::default()),
-                last_used: now,
-                stored: now,
-                returned: false,
-            },
-        );
+        self.make_room(now, in_use.newcomer, expired)?;
+        let (state, id) = (LegacyState::default(), self.token());
+        let due = state.task_scope().is_some_and(in_use.results_due);
+        self.insert(id.clone(), Entry::new(state, now, false, due));
         Ok(id)
     }
 
@@ -332,52 +626,32 @@ impl Sessions {
         in_use: InUse<'_, impl Fn(u64) -> bool>,
         expired: &mut Vec<String>,
     ) -> Result<(), Full> {
-        self.make_room(now, in_use, expired)?;
-        self.insert(
-            id.to_owned(),
-            Entry {
-                state: Some(state),
-                last_used: now,
-                stored: now,
-                returned: true,
-            },
-        );
+        self.make_room(now, in_use.newcomer, expired)?;
+        let due = state.task_scope().is_some_and(in_use.results_due);
+        self.insert(id.to_owned(), Entry::new(state, now, true, due));
         Ok(())
     }
 
-    /// Room for one more session (see the module's documentation): the ids of the
-    /// sessions dropped for it are added to `expired`.
+    /// Room for one more session (see the module's documentation) for a session of
+    /// `newcomer`'s: the ids of the sessions dropped for it are added to `expired`. No
+    /// walk: the first of the sessions not in use, else the first of those of the
+    /// principal holding the most.
     fn make_room(
         &mut self,
         now: Instant,
-        in_use: InUse<'_, impl Fn(u64) -> bool>,
+        newcomer: Option<&str>,
         expired: &mut Vec<String>,
     ) -> Result<(), Full> {
         if self.table.len() < self.max {
             return Ok(());
         }
-        let InUse {
-            newcomer,
-            results_due,
-        } = in_use;
         expired.extend(self.sweep(now));
         if self.table.len() < self.max {
             return Ok(());
         }
-        let idle = |state: &LegacyState| {
-            state.no_parked_calls() && !state.task_scope().is_some_and(&results_due)
-        };
-        // The first in the order of eviction not in use: those in use are passed over,
-        // and they are few (each holds a request, a stream, a parked call or a task).
-        let victim = (self.by_eviction.iter())
-            .inspect(|_| self.looked())
-            .find(|(_, _, id)| {
-                !self.is_busy(id)
-                    && (self.table.get(id.as_str()))
-                        .and_then(|e| e.state.as_ref())
-                        .is_some_and(idle)
-            })
-            .map(|(_, _, id)| id.clone());
+        self.settle();
+        self.looked();
+        let victim = (self.evictable.first()).map(|(_, _, id)| id.clone());
         let victim = victim
             .or_else(|| self.fair_share_victim(newcomer))
             .ok_or(Full)?;
@@ -387,30 +661,19 @@ impl Sessions {
     }
 
     /// With every session in use: the one unused longest among those held only by their
-    /// tasks, of the principal holding the most of them, if that is more than one beyond
-    /// what `newcomer`'s principal holds (see the module's documentation). One pass.
+    /// tasks, of the principal holding the most of them (of those tied, the last by
+    /// principal), if that is more than one beyond what `newcomer`'s principal holds
+    /// (see the module's documentation).
     fn fair_share_victim(&self, newcomer: Option<&str>) -> Option<String> {
-        // Per principal: how many it holds, and its one unused longest.
-        let mut held: BTreeMap<Option<&str>, (usize, Instant, &str)> = BTreeMap::new();
-        for (id, entry) in &self.table {
-            let Some(state) = &entry.state else {
-                continue;
-            };
-            if self.is_busy(id) || !state.no_parked_calls() {
-                continue;
-            }
-            let principal = state.principal();
-            let slot = held
-                .entry(principal)
-                .or_insert((0, entry.last_used, id.as_str()));
-            slot.0 += 1;
-            if entry.last_used < slot.1 {
-                (slot.1, slot.2) = (entry.last_used, id.as_str());
-            }
+        self.looked();
+        let (count, principal) = self.share_counts.last()?;
+        let mine = (self.shares.get(&newcomer.map(str::to_owned))).map_or(0, BTreeSet::len);
+        if *count <= mine + 1 {
+            return None;
         }
-        let mine = held.get(&newcomer).map_or(0, |h| h.0);
-        let (count, _, oldest) = held.values().max_by_key(|h| h.0)?;
-        (*count > mine + 1).then(|| (*oldest).to_owned())
+        self.looked();
+        let (_, oldest) = self.shares.get(principal)?.first()?;
+        Some(oldest.clone())
     }
 
     /// Runs `f` on the state of `id` when it is here and not swapped into the machine,
@@ -422,13 +685,20 @@ impl Sessions {
         now: Instant,
         f: impl FnOnce(&mut LegacyState),
     ) -> bool {
-        self.used(id, Some(now), true);
-        let Some(entry) = self.table.get_mut(id) else {
-            return false;
-        };
-        if let Some(state) = &mut entry.state {
+        let tasks = self.update(id, |entry| {
+            (entry.last_used, entry.returned) = (now, true);
+            let state = entry.state.as_mut()?;
             f(state);
             let tasks = parked_tasks(Some(state));
+            if let Some(state) = entry.state.take() {
+                entry.hold_state(state);
+            }
+            Some(tasks)
+        });
+        let Some(tasks) = tasks else {
+            return false;
+        };
+        if let Some(tasks) = tasks {
             self.note_parked(id, tasks);
         }
         true
@@ -470,7 +740,7 @@ impl Sessions {
             self.drop_entry(id);
             return false;
         }
-        self.used(id, None, true);
+        self.returned(id);
         true
     }
 
@@ -501,8 +771,10 @@ impl Sessions {
 
     /// Takes the state of `id` out to swap it into the machine.
     pub(super) fn take(&mut self, id: &str, now: Instant) -> Option<LegacyState> {
-        self.used(id, Some(now), false);
-        let state = self.table.get_mut(id)?.state.take();
+        let state = self.update(id, |e| {
+            e.last_used = now;
+            e.state.take()
+        })?;
         self.note_parked(id, Vec::new());
         state
     }
@@ -517,17 +789,19 @@ impl Sessions {
         self.table.contains_key(id)
     }
 
-    /// Puts the state of `id` back.
-    pub(super) fn put_back(&mut self, id: &str, state: LegacyState) {
+    /// Puts the state of `id` back; `due`: whether its task scope has a task running
+    /// or with an end its client was not told.
+    pub(super) fn put_back(&mut self, id: &str, state: LegacyState, due: bool) {
         if !self.table.contains_key(id) {
             // The session went while its state was in the machine.
             self.ended(Some(&state));
             return;
         }
         self.note_parked(id, parked_tasks(Some(&state)));
-        if let Some(entry) = self.table.get_mut(id) {
-            entry.state = Some(state);
-        }
+        self.update(id, |entry| {
+            entry.hold_state(state);
+            entry.due = due;
+        });
     }
 
     /// Ends session `id`; whether it existed.
@@ -538,6 +812,15 @@ impl Sessions {
     /// Sessions held.
     pub(super) fn len(&self) -> usize {
         self.table.len()
+    }
+}
+
+/// Puts `item` in `set` (`add`) or takes it out.
+fn mark<T: Ord>(set: &mut BTreeSet<T>, item: T, add: bool) {
+    if add {
+        set.insert(item);
+    } else {
+        set.remove(&item);
     }
 }
 

@@ -294,6 +294,42 @@ fn an_idle_session_goes_before_any_fair_share() {
     assert_eq!(got, Ok(Some("a0")));
 }
 
+/// With hundreds of sessions in use (parked calls, tasks whose results are due), an
+/// `initialize` into the full table finds the session to evict, or that there is none,
+/// without looking at them one by one: any client may send one.
+#[test]
+fn initializing_into_a_table_full_of_sessions_in_use_looks_at_few_of_them() {
+    let n = 256;
+    let mut ep = full_at(n);
+    let mut named: Vec<(&str, String)> = Vec::new();
+    // Several principals, to stay within the tasks one principal may keep.
+    let principals = ["p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7"];
+    for i in 0..n {
+        let who = Some(principals[i % 8]);
+        let session = if i % 2 == 0 {
+            with_task(&mut ep, 0, who).0
+        } else {
+            parked(&mut ep, 0, who).0
+        };
+        named.push(("old", session));
+    }
+    let looked_at = |ep: &HttpEndpoint| ep.sessions.as_ref().unwrap().looked_at.get();
+    let mut looks = Vec::new();
+    let mut got = Vec::new();
+    for (secs, who) in [(1, Some("new")), (2, Some("p0")), (3, Some("new"))] {
+        let before = looked_at(&ep);
+        got.push(evicts(&mut ep, &mut named, (secs, who, true), "new").map(|e| e.is_some()));
+        looks.push(looked_at(&ep) - before);
+    }
+    // Only the sessions held by their tasks alone count: 32 for each of p0, p2, p4 and
+    // p6. A newcomer takes one of them; p0, holding as many as the most, is refused.
+    assert_eq!(got, [Ok(true), Err(503), Ok(true)]);
+    assert!(
+        looks.iter().all(|l| *l <= 4),
+        "{looks:?} sessions looked at to make room among {n} in use"
+    );
+}
+
 /// A session whose task expired while no request of it came is no longer in use: the
 /// task store's change reaches the table without a request of that session.
 #[test]
