@@ -114,3 +114,83 @@ fn a_kept_meta_found_in_place_answers_as_a_reading_of_the_message() {
         assert_eq!(reply, fresh_reply(&line), "{line}");
     }
 }
+
+/// What the differential fuzz target (`server_fast_paths`) builds beyond the cases above:
+/// the kept text under a key that is `_meta` only once unescaped, or that merely ends in
+/// `_meta`; beside the params rather than in them; and messages either side of the
+/// longest one copied. Each is answered as a server that keeps nothing answers it, and
+/// found in place exactly when the params' own (last) `_meta` is the kept text at the
+/// first `"_meta":`.
+#[test]
+fn escaped_keys_a_meta_beside_the_params_and_the_copied_bound() {
+    let (mut p, kept) = warm();
+    let retired = serde_json::to_string(&json!({PV: "2025-11-25", "x": {}})).unwrap();
+    let request = |params: String| {
+        format!(r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{params}}}"#)
+    };
+    // A message of exactly `len` bytes with the kept `_meta` first in its params.
+    let sized = |len: usize| {
+        let bare = request(format!(
+            r#"{{"_meta":{kept},"name":"echo","arguments":{{"text":""}}}}"#
+        ));
+        let text = "z".repeat(len - bare.len());
+        request(format!(
+            r#"{{"_meta":{kept},"name":"echo","arguments":{{"text":"{text}"}}}}"#
+        ))
+    };
+    let cases = [
+        // The last `_meta` is the one read, however its key is spelled.
+        (
+            request(format!(
+                r#"{{"\u005fmeta":{retired},"name":"echo","arguments":{{"text":"a"}},"_meta":{kept}}}"#
+            )),
+            true,
+        ),
+        (
+            request(format!(
+                r#"{{"_meta":{kept},"name":"echo","arguments":{{"text":"b"}},"_m\u0065ta":{retired}}}"#
+            )),
+            false,
+        ),
+        (
+            request(format!(
+                r#"{{"\u005fmeta":{kept},"name":"echo","arguments":{{"text":"c"}}}}"#
+            )),
+            false,
+        ),
+        // A key ending in `_meta` is a member of its own.
+        (
+            request(format!(
+                r#"{{"\"_meta":{kept},"name":"echo","arguments":{{"text":"d"}},"_meta":{retired}}}"#
+            )),
+            false,
+        ),
+        (
+            request(format!(
+                r#"{{"\"_meta":{kept},"name":"echo","arguments":{{"text":"e"}}}}"#
+            )),
+            false,
+        ),
+        // The kept text beside the params, whose `_meta` is another.
+        (
+            format!(
+                r#"{{"_meta":{kept},"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"f"}},"_meta":{retired}}}}}"#
+            ),
+            false,
+        ),
+        (sized(8 * 1024), true),
+        (sized(8 * 1024 + 1), false),
+    ];
+    for (line, in_place) in cases {
+        let shown = &line[..line.len().min(200)];
+        assert_eq!(found_in_place(&mut p, &line), in_place, "{shown}");
+        let reply = p.raw(format!("{line}\n").as_bytes());
+        assert_eq!(reply, fresh_reply(&line), "{shown}");
+        // The kept text is read (or found in place) again for the next case.
+        let again = request(format!(
+            r#"{{"_meta":{kept},"name":"echo","arguments":{{}}}}"#
+        ));
+        let reply = p.raw(format!("{again}\n").as_bytes());
+        assert!(reply[0]["result"].is_object(), "{shown}: {reply:?}");
+    }
+}
