@@ -270,6 +270,7 @@ pub fn client_with_server_bytes(data: &[u8], start: Instant) {
 
 pub mod auth_flow;
 pub mod client_server;
+pub mod fast_paths;
 pub mod gateway;
 pub mod http;
 pub mod http_client;
