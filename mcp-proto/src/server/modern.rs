@@ -239,11 +239,7 @@ impl Server {
             }
             // Not an object: left as it is.
             Some(other) => members.value("_meta", other),
-            None => {
-                let mut inner = Members::open(members.key("_meta"));
-                inner.raw(SERVER_INFO, &self.info_json);
-                inner.close();
-            }
+            None => members.server_meta(&self.info_json),
         }
         members.close();
         out.push(b'}');
@@ -266,9 +262,7 @@ impl Server {
             first: false,
         };
         members.raw("resultType", b"\"complete\"");
-        let mut inner = Members::open(members.key("_meta"));
-        inner.raw(SERVER_INFO, &self.info_json);
-        inner.close();
+        members.server_meta(&self.info_json);
         members.close();
         out.push(b'}');
         self.outbound.push_back(out);
@@ -729,6 +723,13 @@ impl<'a> Members<'a> {
     /// A member whose value is JSON text already.
     fn raw(&mut self, key: &str, json: &[u8]) {
         self.key(key).extend_from_slice(json);
+    }
+
+    /// A `_meta` member holding only the server's `serverInfo` (`info`, its JSON).
+    fn server_meta(&mut self, info: &[u8]) {
+        let mut inner = Members::open(self.key("_meta"));
+        inner.raw(SERVER_INFO, info);
+        inner.close();
     }
 
     fn close(self) {

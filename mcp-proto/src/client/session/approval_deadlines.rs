@@ -10,7 +10,8 @@ use crate::Instant;
 use crate::client::ClientConfig;
 use crate::version::EraMode;
 
-fn connected(now: Instant) -> Session {
+/// A stdio session past its 2025-11-25 handshake, its output drained.
+pub(super) fn connected(now: Instant) -> Session {
     let config = ClientConfig::new("deadlines", "1").era_mode(EraMode::Legacy);
     let mut session = Session::new(config, now);
     let mut out = Vec::new();

@@ -3,27 +3,10 @@
 
 use serde_json::{Value, json};
 
-use super::{ConnectionState, Session};
+use super::Session;
+use super::approval_deadlines::connected;
 use crate::Instant;
-use crate::client::{CallRequest, ClientConfig};
-use crate::version::EraMode;
-
-fn connected(now: Instant) -> Session {
-    let config = ClientConfig::new("spare", "1").era_mode(EraMode::Legacy);
-    let mut session = Session::new(config, now);
-    let mut out = Vec::new();
-    session.poll_transmit(now, &mut out);
-    let line = out.split(|b| *b == b'\n').next().unwrap_or_default();
-    let init: Value = serde_json::from_slice(line).expect("initialize");
-    let reply = json!({"jsonrpc":"2.0","id":init["id"],"result":{
-        "protocolVersion":"2025-11-25","capabilities":{"tools":{}},
-        "serverInfo":{"name":"s","version":"1"}}});
-    session.handle_input(now, format!("{reply}\n").as_bytes());
-    assert!(matches!(session.state(), ConnectionState::Ready(..)));
-    out.clear();
-    session.poll_transmit(now, &mut out);
-    session
-}
+use crate::client::CallRequest;
 
 /// One call with a `text` argument of `size` bytes, written into `out` as an adapter
 /// does (its buffer emptied after the previous write), then answered. Returns where the
