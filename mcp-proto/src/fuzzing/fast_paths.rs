@@ -106,7 +106,7 @@ pub fn server_fast_paths(data: &[u8]) {
     }
 }
 
-/// Up to [`MAX_REQUESTS`] request lines (no newline in them): 2026 `tools/call`,
+/// Up to `MAX_REQUESTS` request lines (no newline in them): 2026 `tools/call`,
 /// `tools/list` and `ping` requests whose `_meta` texts are, by the input's choice, the
 /// one of the request before, that text with a byte changed, spaced, escaped, cut or
 /// wrapped, or a new one; placed first, last, twice, under an escaped key, inside the
