@@ -2319,23 +2319,9 @@ fn http_sse_posts_refresh_on_401_and_when_known_expired() {
 
 // ----- DPoP nonces of the MCP server (RFC 9449 §9) -----------------------------------
 
-/// A DPoP key that signs with zeros: the servers here read proofs, they do not check
-/// signatures.
-struct ZeroSigner;
-
-impl mcp_proto::auth::Signer for ZeroSigner {
-    fn algorithm(&self) -> &str {
-        "ES256"
-    }
-
-    fn sign(&self, _message: &[u8]) -> Result<Vec<u8>, String> {
-        Ok(vec![0; 64])
-    }
-
-    fn public_jwk(&self) -> Value {
-        json!({"kty": "EC", "crv": "P-256", "x": "AA", "y": "AA"})
-    }
-}
+// A DPoP key that signs with zeros: the servers here read proofs, they do not check
+// signatures.
+use mcp_proto::fuzzing::auth_flow::ZeroSigner;
 
 /// Base64url without padding, decoded (`None` for another alphabet).
 fn base64url_decode(text: &str) -> Option<Vec<u8>> {

@@ -39,8 +39,10 @@ fn known(origin: &str) -> bool {
     ISSUERS.contains(&origin) || origin == IDP
 }
 
-/// A DPoP key that signs with zeros (the machine only places the signature).
-struct ZeroSigner;
+/// A DPoP key that signs with zeros: the machine only places the signature, and the
+/// peers of the fuzz targets and of the tests read proofs without checking them.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ZeroSigner;
 
 impl Signer for ZeroSigner {
     fn algorithm(&self) -> &str {

@@ -403,22 +403,7 @@ fn refresh_never_uses_a_registration_of_another_issuer() {
     }
 }
 
-/// A DPoP key that signs with zeros (the machine only places the signature).
-struct ZeroSigner;
-
-impl crate::auth::Signer for ZeroSigner {
-    fn algorithm(&self) -> &str {
-        "ES256"
-    }
-
-    fn sign(&self, _message: &[u8]) -> Result<Vec<u8>, String> {
-        Ok(vec![0; 64])
-    }
-
-    fn public_jwk(&self) -> serde_json::Value {
-        json!({"kty": "EC", "crv": "P-256", "x": "AA", "y": "AA"})
-    }
-}
+use crate::fuzzing::auth_flow::ZeroSigner;
 
 fn client_credentials_config() -> AuthConfig {
     let mut c = config();
