@@ -127,7 +127,9 @@ pub(super) struct Sessions {
     parked: BTreeMap<String, Vec<String>>,
     /// The session of each task of [`Sessions::parked`].
     parked_by_task: BTreeMap<String, String>,
-    /// Every session by when it was last used: the idle ones first.
+    /// Every session that is not busy by when it was last used: the idle ones first. A
+    /// busy session never expires, so it is left out (and put back when let go): a
+    /// client holding many streams open does not make each sweep pass over them.
     by_use: BTreeSet<(Instant, String)>,
     /// Every session in the order one is evicted for room when none is idle: those no
     /// request named since their `initialize` first, then by last use (then id).
@@ -235,7 +237,8 @@ impl Sessions {
         }
         self.note_parked(&id, parked_tasks(entry.state.as_ref()));
         let (returned, used) = (entry.returned, entry.last_used);
-        mark(&mut self.by_use, (used, id.clone()), true);
+        let busy = self.holds.contains_key(&id);
+        mark(&mut self.by_use, (used, id.clone()), !busy);
         mark(&mut self.by_eviction, (returned, used, id.clone()), true);
         self.count_scope(&id, entry.scope, true);
         self.table.insert(id.clone(), entry);
@@ -373,8 +376,10 @@ impl Sessions {
         let r = change(e);
         let (now_returned, now_used, now_scope) = (e.returned, e.last_used, e.scope);
         if (returned, used) != (now_returned, now_used) {
-            mark(&mut self.by_use, (used, id.to_owned()), false);
-            mark(&mut self.by_use, (now_used, id.to_owned()), true);
+            if !self.holds.contains_key(id) {
+                mark(&mut self.by_use, (used, id.to_owned()), false);
+                mark(&mut self.by_use, (now_used, id.to_owned()), true);
+            }
             let was = (returned, used, id.to_owned());
             mark(&mut self.by_eviction, was, false);
             let is = (now_returned, now_used, id.to_owned());
@@ -445,6 +450,7 @@ impl Sessions {
         self.unsettle(id);
         if let Some(entry) = self.table.get(id) {
             self.by_stored.insert((entry.stored, id.to_owned()));
+            self.by_use.remove(&(entry.last_used, id.to_owned()));
         }
     }
 
@@ -462,6 +468,7 @@ impl Sessions {
         self.unsettle(id);
         if let Some(entry) = self.table.get(id) {
             self.by_stored.remove(&(entry.stored, id.to_owned()));
+            self.by_use.insert((entry.last_used, id.to_owned()));
         }
     }
 
@@ -511,9 +518,10 @@ impl Sessions {
             .collect();
         assert_eq!(self.parked_by_task, by_task, "sessions by parked task");
         let by_use: BTreeSet<(Instant, String)> = (self.table.iter())
+            .filter(|(id, _)| !self.holds.contains_key(*id))
             .map(|(id, e)| (e.last_used, id.clone()))
             .collect();
-        assert_eq!(self.by_use, by_use, "sessions by last use");
+        assert_eq!(self.by_use, by_use, "sessions not busy by last use");
         let by_eviction: BTreeSet<(bool, Instant, String)> = (self.table.iter())
             .map(|(id, e)| (e.returned, e.last_used, id.clone()))
             .collect();
@@ -715,12 +723,11 @@ impl Sessions {
     /// Drops the sessions idle longer than the idle timeout (and not busy); their ids.
     pub(super) fn sweep(&mut self, now: Instant) -> Vec<String> {
         let idle = self.idle;
-        // From the one unused longest, as long as they are idle; those in use are
-        // passed over (they are few).
+        // From the one unused longest, as long as they are idle (busy sessions are not
+        // there).
+        self.looked();
         let expired: Vec<String> = (self.by_use.iter())
-            .inspect(|_| self.looked())
             .take_while(|(used, _)| now.saturating_duration_since(*used) >= idle)
-            .filter(|(_, id)| !self.is_busy(id))
             .map(|(_, id)| id.clone())
             .collect();
         for id in &expired {

@@ -330,6 +330,43 @@ fn initializing_into_a_table_full_of_sessions_in_use_looks_at_few_of_them() {
     );
 }
 
+/// Sessions whose clients hold their `GET` streams stay, however long idle, and an
+/// `initialize` into a table full of them finds that without passing over each one:
+/// a client that opens many streams and leaves them does not make every later
+/// `initialize` walk them.
+#[test]
+fn initializing_into_a_table_full_of_idle_listening_sessions_looks_at_few_of_them() {
+    let n = 256;
+    let mut ep = full_at(n);
+    let principals: Vec<String> = (0..n).map(|i| format!("p{i}")).collect();
+    let mut streams = Vec::new();
+    for who in &principals {
+        streams.push(listening(&mut ep, 0, Some(who)));
+    }
+    // Long past the idle timeout (30 minutes) of every one of them.
+    let later = 4 * 3600;
+    let looked_at = |ep: &HttpEndpoint| ep.sessions.as_ref().unwrap().looked_at.get();
+    let mut looks = Vec::new();
+    for i in 0..3 {
+        let before = looked_at(&ep);
+        assert_eq!(try_open(&mut ep, later + i, Some("new")), Err(503));
+        looks.push(looked_at(&ep) - before);
+    }
+    assert!(
+        (streams.iter()).all(|(s, _)| ep.sessions.as_ref().unwrap().holds(s)),
+        "a listening session was dropped"
+    );
+    assert!(
+        looks.iter().all(|l| *l <= 4),
+        "{looks:?} sessions looked at to make room among {n} listening"
+    );
+    // Once its client lets go of its stream, an idle session expires as before.
+    let (gone, stream) = streams.remove(0);
+    ep.cancel_stream(at(later), &stream);
+    assert!(try_open(&mut ep, later + 10, Some("new")).is_ok());
+    assert!(!ep.sessions.as_ref().unwrap().holds(&gone));
+}
+
 /// A session whose task expired while no request of it came is no longer in use: the
 /// task store's change reaches the table without a request of that session.
 #[test]
