@@ -1,13 +1,16 @@
 //! The server's two shortcuts (decision 214) against the paths they stand for: a text
 //! result written straight into the reply (`ToolOutcome::DoneText`) and a 2026 request
 //! whose `_meta` is the text kept from the request before, read with that text cut out
-//! (`Server::split_request`). Both must be invisible: the same bytes out.
+//! (`Server::split_request`). Both must be invisible: the same bytes out, from the
+//! machine on stdio and from an [`HttpEndpoint`] (which takes the kept `_meta` through
+//! the same split, with the request's headers checked against the body).
 
 use serde_json::{Map, Value, json};
 
 use super::server::{Choices, value};
 use crate::Instant;
 use crate::client::Transmit;
+use crate::server::http::{HttpEndpoint, HttpReply, HttpRequest, StreamStatus};
 use crate::server::{Server, Tool, ToolCall, ToolOutcome, example};
 
 /// Requests per input: enough for a kept `_meta` to be taken, changed and taken again.
@@ -89,21 +92,82 @@ fn answer(server: &mut Server, line: &[u8]) -> Vec<u8> {
 /// long-lived server whose tools answer text in place, and each to a fresh server (which
 /// keeps no `_meta`) whose tools answer the same results as values: every answer must be
 /// the same bytes.
+///
+/// The same lines then go, as `POST` bodies with the 2026 headers they name, to one
+/// long-lived [`HttpEndpoint`] and each to a fresh one, with the same servers: every
+/// response (status, headers, body) must be the same bytes.
 pub fn server_fast_paths(data: &[u8]) {
+    let lines = request_lines(data);
     let mut kept = fast_paths_server(true);
-    for line in request_lines(data) {
-        let fast = answer(&mut kept, &line);
-        let slow = answer(&mut fast_paths_server(false), &line);
-        if fast != slow {
-            let shown = |b: &[u8]| String::from_utf8_lossy(&b[..b.len().min(2048)]).into_owned();
-            panic!(
-                "the shortcuts answer otherwise\nline: {}\nfast: {}\nslow: {}",
-                shown(&line),
-                shown(&fast),
-                shown(&slow)
-            );
+    for line in &lines {
+        let fast = answer(&mut kept, line);
+        let slow = answer(&mut fast_paths_server(false), line);
+        agree("machine", line, &fast, &slow);
+    }
+    let mut kept = HttpEndpoint::new(fast_paths_server(true));
+    for line in &lines {
+        let request = post(line);
+        let fast = respond(&mut kept, &request);
+        let slow = respond(&mut HttpEndpoint::new(fast_paths_server(false)), &request);
+        agree("endpoint", line, &fast, &slow);
+    }
+}
+
+fn agree(what: &str, line: &[u8], fast: &[u8], slow: &[u8]) {
+    if fast != slow {
+        let shown = |b: &[u8]| String::from_utf8_lossy(&b[..b.len().min(2048)]).into_owned();
+        panic!(
+            "the shortcuts of the {what} answer otherwise\nline: {}\nfast: {}\nslow: {}",
+            shown(line),
+            shown(fast),
+            shown(slow)
+        );
+    }
+}
+
+/// `line` as a 2026 `POST`, with the `Mcp-Method` and `Mcp-Name` headers its body names
+/// when it can be read (else none: the endpoint refuses it, both endpoints alike).
+fn post(line: &[u8]) -> HttpRequest {
+    let mut request = HttpRequest::new("POST", "/mcp")
+        .with_header("Host", "127.0.0.1")
+        .with_header("Content-Type", "application/json")
+        .with_header("Accept", "application/json, text/event-stream")
+        .with_header("MCP-Protocol-Version", "2026-07-28");
+    if let Ok(Value::Object(body)) = serde_json::from_slice::<Value>(line) {
+        if let Some(Value::String(method)) = body.get("method") {
+            request = request.with_header("Mcp-Method", method);
+        }
+        let name = body.get("params").and_then(|p| p.get("name"));
+        if let Some(Value::String(name)) = name
+            && name.is_ascii()
+            && !name.bytes().any(|b| b.is_ascii_control())
+        {
+            request = request.with_header("Mcp-Name", name);
         }
     }
+    request.with_body(line.to_vec())
+}
+
+/// The response `endpoint` gives `request`, as written on the wire (a stream drained to
+/// its end).
+fn respond(endpoint: &mut HttpEndpoint, request: &HttpRequest) -> Vec<u8> {
+    let now = Instant::ZERO;
+    let mut out = Vec::new();
+    match endpoint.handle_request(now, request) {
+        HttpReply::Complete(response) => response.write(&mut out),
+        HttpReply::Stream(stream) => {
+            stream.write_head(&mut out);
+            // Every tool here answers at once: a stream that stays open is a failure
+            // of its own, shown as the bytes written so far.
+            for _ in 0..MAX_REQUESTS {
+                if endpoint.poll_stream(&stream, &mut out) == StreamStatus::Finished {
+                    break;
+                }
+                endpoint.handle_timeout(now);
+            }
+        }
+    }
+    out
 }
 
 /// Up to `MAX_REQUESTS` request lines (no newline in them): 2026 `tools/call`,
@@ -432,7 +496,7 @@ mod tests {
     /// lines that come near it without taking it.
     #[test]
     fn fast_paths_agree_on_built_requests() {
-        let (mut in_place, mut lines) = (0, 0);
+        let (mut in_place, mut lines, mut served, mut served_in_place) = (0, 0, 0, 0);
         for seed in 0..=255u32 {
             // Mostly zeros (each choice's common case), some bytes of a simple generator.
             let mut state = seed.wrapping_mul(2_654_435_761) | 1;
@@ -450,14 +514,28 @@ mod tests {
                 .collect();
             server_fast_paths(&data);
             let mut kept = fast_paths_server(true);
+            let mut endpoint = HttpEndpoint::new(fast_paths_server(true));
             for line in request_lines(&data) {
                 lines += 1;
                 let split = kept.split_request(&line);
-                in_place += usize::from(split.is_some_and(|(_, s)| s.meta_kept));
+                let took = split.is_some_and(|(_, s)| s.meta_kept);
+                in_place += usize::from(took);
                 answer(&mut kept, &line);
+                let response = respond(&mut endpoint, &post(&line));
+                if response.starts_with(b"HTTP/1.1 200 ") {
+                    served += 1;
+                    served_in_place += usize::from(took);
+                }
             }
         }
-        eprintln!("{in_place} of {lines}");
+        eprintln!("{in_place} of {lines}; the endpoint served {served} ({served_in_place})");
+        // The endpoint half is not all refusals: most lines pass its header checks,
+        // among them most of those the machine took in place.
+        assert!(served * 2 > lines, "{served} of {lines} served");
+        assert!(
+            served_in_place * 2 > in_place,
+            "{served_in_place} of {in_place} served"
+        );
         assert!(
             in_place * 10 > lines,
             "{in_place} of {lines} found in place"
