@@ -1054,6 +1054,24 @@ impl HttpEndpoint {
             .collect()
     }
 
+    /// The legacy sessions with a standalone `GET` stream and a task whose change they
+    /// were not told: the sessions that time passing has news for. No walk of the
+    /// streams when no session has news (the common tick).
+    fn listening_sessions_with_news(&self) -> Vec<String> {
+        let Some(table) = &self.sessions else {
+            return Vec::new();
+        };
+        let with_news: BTreeSet<&str> = (self.server.tasks.scopes_with_news())
+            .filter_map(|scope| table.of_scope(scope))
+            .collect();
+        if with_news.is_empty() {
+            return Vec::new();
+        }
+        let mut listening = self.listening_sessions();
+        listening.retain(|s| with_news.contains(s.as_str()));
+        listening.into_iter().collect()
+    }
+
     /// Tells every legacy session with a standalone `GET` stream of `changes`; how many
     /// notifications went out.
     fn tell_sessions(&mut self, now: Instant, changes: &[notify::Change]) -> usize {
@@ -1159,8 +1177,9 @@ impl HttpEndpoint {
     /// go on (as [`HttpEndpoint::handle_deferred`] says), due task outcomes are shown,
     /// held `tasks/result` requests whose task ended are answered on their streams, 2026
     /// listens get their `notifications/tasks`, and each legacy session with a `GET`
-    /// stream gets `notifications/tasks/status` there for its tasks that changed. Drain
-    /// [`HttpEndpoint::poll_ready`] afterwards.
+    /// stream gets `notifications/tasks/status` there for its tasks that changed (only
+    /// those sessions are swapped into the machine). Drain [`HttpEndpoint::poll_ready`]
+    /// afterwards.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.next_turn();
         self.resume_completed(now);
@@ -1168,8 +1187,7 @@ impl HttpEndpoint {
         self.server.time_passed(now);
         self.route(None);
         self.ask_in_sessions(now);
-        let sessions = self.listening_sessions();
-        for session in sessions {
+        for session in self.listening_sessions_with_news() {
             self.in_session(Some(&session), now, |e| {
                 e.server.announce_tasks();
                 e.route(None);

@@ -698,6 +698,12 @@ impl TaskStore {
             .collect()
     }
 
+    /// The legacy task scopes with a task whose change [`Server::announce_tasks`] has
+    /// not told yet, in order: the sessions time passing has news for.
+    pub(in crate::server) fn scopes_with_news(&self) -> impl Iterator<Item = u64> + '_ {
+        self.index.changed_legacy.keys().filter_map(|scope| *scope)
+    }
+
     /// The earliest instant a held outcome falls due by time.
     pub(super) fn next_due(&self) -> Option<Instant> {
         self.index.due.first().map(|(at, _)| *at)

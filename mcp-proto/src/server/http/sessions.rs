@@ -791,6 +791,11 @@ impl Sessions {
         self.table.get(id)?.state.as_ref()
     }
 
+    /// The session whose task scope is `scope`.
+    pub(super) fn of_scope(&self, scope: u64) -> Option<&str> {
+        self.by_scope.get(&scope).map(String::as_str)
+    }
+
     /// Whether session `id` is here (its state may be swapped into the machine).
     pub(super) fn holds(&self, id: &str) -> bool {
         self.table.contains_key(id)

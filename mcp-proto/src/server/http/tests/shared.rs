@@ -634,3 +634,76 @@ fn deadlines_and_requests_do_not_walk_every_stream() {
         assert_ne!(a.poll_stream(g, &mut Vec::new()), StreamStatus::Finished);
     }
 }
+
+/// Time passing visits only the sessions it has news for: each legacy session with a
+/// `GET` stream was swapped into the machine (and its record written to the session
+/// store) at every deadline, whether or not any of its tasks had changed, so with many
+/// listening sessions every timer tick cost a store write per session. Now a session is
+/// visited when a task of its own changed, and its stream still hears of it at once.
+#[test]
+fn time_passing_visits_only_the_sessions_whose_tasks_changed() {
+    let secs = |s: u64| now() + std::time::Duration::from_secs(s);
+    let later = Tool::new(
+        "later",
+        "",
+        json!({"type": "object"}),
+        |_: &ToolCall<'_>| ToolOutcome::After {
+            delay: std::time::Duration::from_secs(5),
+            outcome: Box::new(ToolOutcome::text("later done")),
+        },
+    )
+    .as_task(0);
+    let server = example::server_with(|c| c.tools.push(later));
+    let mut ep = HttpEndpoint::with_sessions(server, HttpEndpointConfig::default(), &[3; 32]);
+    let store = Counting::new();
+    ep.set_session_store(Box::new(store.clone()));
+    let n = 32;
+    let mut listening = Vec::new();
+    for _ in 0..n {
+        let s = open(&mut ep);
+        let g = stream(ep.handle_request(now(), &get(Some(&s), None)));
+        listening.push((s, g));
+    }
+    let (tasked, _) = &listening[7];
+    let call = post(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "later", "arguments": {}, "task": {}}}),
+        &[
+            ("Mcp-Session-Id", tasked.as_str()),
+            ("MCP-Protocol-Version", "2025-11-25"),
+        ],
+    );
+    let created = complete(ep.handle_request(now(), &call));
+    assert!(body_json(&created)["result"]["task"]["taskId"].is_string());
+    for (_, g) in &listening {
+        let _ = ep.poll_stream(g, &mut Vec::new());
+    }
+
+    // A tick with no news: no session is visited, none written.
+    let before = store.writes();
+    ep.handle_timeout(secs(1));
+    assert_eq!(
+        store.writes() - before,
+        0,
+        "store writes at a tick with no news"
+    );
+
+    // The task's outcome falls due: its session alone is visited, and its stream hears.
+    assert_eq!(ep.poll_timeout(), Some(secs(5)));
+    let before = store.writes();
+    ep.handle_timeout(secs(5));
+    assert!(
+        store.writes() - before <= 1,
+        "{} writes",
+        store.writes() - before
+    );
+    for (i, (_, g)) in listening.iter().enumerate() {
+        let mut out = Vec::new();
+        let _ = ep.poll_stream(g, &mut out);
+        let statuses = messages(&out)
+            .iter()
+            .filter(|m| m["method"] == "notifications/tasks/status")
+            .count();
+        assert_eq!(statuses, usize::from(i == 7), "stream {i}");
+    }
+}
