@@ -31,6 +31,7 @@
 //! ([`Sessions::take_ended_scopes`]) to drop those tasks.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::Instant;
@@ -38,9 +39,15 @@ use crate::auth::crypto::Drbg;
 
 use super::super::legacy::LegacyState;
 
+/// A session id as the table's indexes hold it: shared by the entry and every index it
+/// is in, so that moving a session in an index copies no text.
+type Id = Arc<str>;
+
 /// A session's state and when it was last used.
 #[derive(Debug)]
 struct Entry {
+    /// Its id (the table's key).
+    id: Id,
     /// `None` while swapped into the machine.
     state: Option<LegacyState>,
     last_used: Instant,
@@ -65,8 +72,9 @@ struct Entry {
 }
 
 impl Entry {
-    fn new(state: LegacyState, now: Instant, returned: bool, due: bool) -> Self {
+    fn new(id: Id, state: LegacyState, now: Instant, returned: bool, due: bool) -> Self {
         let mut entry = Entry {
+            id,
             state: None,
             last_used: now,
             stored: now,
@@ -108,7 +116,7 @@ impl Entry {
 #[derive(Debug)]
 pub(super) struct Sessions {
     rng: Drbg,
-    table: BTreeMap<String, Entry>,
+    table: BTreeMap<Id, Entry>,
     max: usize,
     idle: Duration,
     /// The task scopes of the sessions gone since the endpoint last took them.
@@ -117,37 +125,37 @@ pub(super) struct Sessions {
     /// streams a client holds: the session is busy while it has any
     /// ([`Sessions::hold`]). An id may be counted without an entry (the stream of an
     /// ended session, until its client is told).
-    holds: BTreeMap<String, usize>,
+    holds: BTreeMap<Id, usize>,
     /// Each busy session with an entry, by when the session store last heard it is in
     /// use (`Entry::stored`): the next one due to be touched first.
-    by_stored: BTreeSet<(Instant, String)>,
+    by_stored: BTreeSet<(Instant, Id)>,
     /// The sessions whose state, held here, holds a 2025 `tasks/result` parked on its
     /// task's input requests: the ids of those tasks (as of when the state was last put
     /// back; none while the state is swapped into the machine).
-    parked: BTreeMap<String, Vec<String>>,
+    parked: BTreeMap<Id, Vec<String>>,
     /// The session of each task of [`Sessions::parked`].
-    parked_by_task: BTreeMap<String, String>,
+    parked_by_task: BTreeMap<String, Id>,
     /// Every session that is not busy by when it was last used: the idle ones first. A
     /// busy session never expires, so it is left out (and put back when let go): a
     /// client holding many streams open does not make each sweep pass over them.
-    by_use: BTreeSet<(Instant, String)>,
+    by_use: BTreeSet<(Instant, Id)>,
     /// Every session in the order one is evicted for room when none is idle: those no
     /// request named since their `initialize` first, then by last use (then id).
-    by_eviction: BTreeSet<(bool, Instant, String)>,
+    by_eviction: BTreeSet<(bool, Instant, Id)>,
     /// The sessions not in use (not busy, state held here, no parked call, no result
     /// due), in the order of eviction: the first goes for room.
-    evictable: BTreeSet<(bool, Instant, String)>,
+    evictable: BTreeSet<(bool, Instant, Id)>,
     /// Per principal, its sessions not busy, with their state held here and no parked
     /// call (in use by their tasks alone, or not at all), by last use (then id).
-    shares: BTreeMap<Option<String>, BTreeSet<(Instant, String)>>,
+    shares: BTreeMap<Option<String>, BTreeSet<(Instant, Id)>>,
     /// The principals of [`Sessions::shares`] by how many sessions they hold there
     /// (then principal): the last holds the most.
     share_counts: BTreeSet<(usize, Option<String>)>,
     /// The session of each task scope.
-    by_scope: BTreeMap<u64, String>,
+    by_scope: BTreeMap<u64, Id>,
     /// The sessions that may have moved among those that may be evicted and in the
     /// shares since the last [`Sessions::settle`].
-    unsettled: Vec<String>,
+    unsettled: Vec<Id>,
     /// Sessions looked at to make room, for the tests of its cost.
     #[cfg(test)]
     pub(super) looked_at: std::cell::Cell<usize>,
@@ -213,16 +221,13 @@ impl Sessions {
         let Some(entry) = self.table.remove(id) else {
             return false;
         };
+        let id = &entry.id;
         if self.holds.contains_key(id) {
-            self.by_stored.remove(&(entry.stored, id.to_owned()));
+            self.by_stored.remove(&(entry.stored, id.clone()));
         }
         let (returned, used) = (entry.returned, entry.last_used);
-        mark(&mut self.by_use, (used, id.to_owned()), false);
-        mark(
-            &mut self.by_eviction,
-            (returned, used, id.to_owned()),
-            false,
-        );
+        mark(&mut self.by_use, (used, id.clone()), false);
+        mark(&mut self.by_eviction, (returned, used, id.clone()), false);
         self.count_scope(id, entry.scope, false);
         self.count_share(id, entry.shared.as_ref(), false);
         self.note_parked(id, Vec::new());
@@ -231,17 +236,19 @@ impl Sessions {
     }
 
     /// Puts a new entry in the table.
-    fn insert(&mut self, id: String, entry: Entry) {
-        if self.holds.contains_key(&id) {
+    fn insert(&mut self, entry: Entry) {
+        let id = entry.id.clone();
+        let busy = self.holds.contains_key(&id);
+        if busy {
             self.by_stored.insert((entry.stored, id.clone()));
         }
-        self.note_parked(&id, parked_tasks(entry.state.as_ref()));
+        let tasks = parked_tasks(entry.state.as_ref());
         let (returned, used) = (entry.returned, entry.last_used);
-        let busy = self.holds.contains_key(&id);
         mark(&mut self.by_use, (used, id.clone()), !busy);
         mark(&mut self.by_eviction, (returned, used, id.clone()), true);
         self.count_scope(&id, entry.scope, true);
         self.table.insert(id.clone(), entry);
+        self.note_parked(&id, tasks);
         self.unsettle(&id);
     }
 
@@ -265,7 +272,7 @@ impl Sessions {
             && !e.unsettled
         {
             e.unsettled = true;
-            self.unsettled.push(id.to_owned());
+            self.unsettled.push(e.id.clone());
         }
     }
 
@@ -291,12 +298,12 @@ impl Sessions {
     }
 
     /// Counts session `id` as that of task scope `scope` (`add`), or not.
-    fn count_scope(&mut self, id: &str, scope: Option<u64>, add: bool) {
+    fn count_scope(&mut self, id: &Id, scope: Option<u64>, add: bool) {
         let Some(scope) = scope else {
             return;
         };
         if add {
-            self.by_scope.insert(scope, id.to_owned());
+            self.by_scope.insert(scope, id.clone());
         } else if self.by_scope.get(&scope).is_some_and(|s| s == id) {
             self.by_scope.remove(&scope);
         }
@@ -304,7 +311,7 @@ impl Sessions {
 
     /// Moves session `id` from `was` to `share` among those that may be evicted and in
     /// the shares.
-    fn move_share(&mut self, id: &str, was: Option<Share>, share: Option<Share>) {
+    fn move_share(&mut self, id: &Id, was: Option<Share>, share: Option<Share>) {
         let (Some(was), Some(share)) = (&was, &share) else {
             self.count_share(id, was.as_ref(), false);
             self.count_share(id, share.as_ref(), true);
@@ -319,43 +326,43 @@ impl Sessions {
         if !was.due {
             mark(
                 &mut self.evictable,
-                (was.returned, was.used, id.to_owned()),
+                (was.returned, was.used, id.clone()),
                 false,
             );
         }
         if !share.due {
             mark(
                 &mut self.evictable,
-                (share.returned, share.used, id.to_owned()),
+                (share.returned, share.used, id.clone()),
                 true,
             );
         }
         if was.used != share.used
             && let Some(set) = self.shares.get_mut(&share.principal)
         {
-            set.remove(&(was.used, id.to_owned()));
-            set.insert((share.used, id.to_owned()));
+            set.remove(&(was.used, id.clone()));
+            set.insert((share.used, id.clone()));
         }
     }
 
     /// Counts session `id` at `share` among those that may be evicted and in its
     /// principal's share (`add`), or out (`None`: it counts in neither).
-    fn count_share(&mut self, id: &str, share: Option<&Share>, add: bool) {
+    fn count_share(&mut self, id: &Id, share: Option<&Share>, add: bool) {
         let Some(share) = share else {
             return;
         };
         let (returned, used, principal) = (share.returned, share.used, &share.principal);
         if !share.due {
-            mark(&mut self.evictable, (returned, used, id.to_owned()), add);
+            mark(&mut self.evictable, (returned, used, id.clone()), add);
         }
         let held = self.shares.get(principal).map_or(0, BTreeSet::len);
         if held > 0 {
             self.share_counts.remove(&(held, principal.clone()));
         }
         if add {
-            (self.shares.entry(principal.clone()).or_default()).insert((used, id.to_owned()));
+            (self.shares.entry(principal.clone()).or_default()).insert((used, id.clone()));
         } else if let Some(set) = self.shares.get_mut(principal) {
-            set.remove(&(used, id.to_owned()));
+            set.remove(&(used, id.clone()));
             if set.is_empty() {
                 self.shares.remove(principal);
             }
@@ -375,21 +382,25 @@ impl Sessions {
         let (returned, used, scope) = (e.returned, e.last_used, e.scope);
         let r = change(e);
         let (now_returned, now_used, now_scope) = (e.returned, e.last_used, e.scope);
+        let key = e.id.clone();
+        if !e.unsettled {
+            e.unsettled = true;
+            self.unsettled.push(key.clone());
+        }
         if (returned, used) != (now_returned, now_used) {
             if !self.holds.contains_key(id) {
-                mark(&mut self.by_use, (used, id.to_owned()), false);
-                mark(&mut self.by_use, (now_used, id.to_owned()), true);
+                mark(&mut self.by_use, (used, key.clone()), false);
+                mark(&mut self.by_use, (now_used, key.clone()), true);
             }
-            let was = (returned, used, id.to_owned());
+            let was = (returned, used, key.clone());
             mark(&mut self.by_eviction, was, false);
-            let is = (now_returned, now_used, id.to_owned());
+            let is = (now_returned, now_used, key.clone());
             mark(&mut self.by_eviction, is, true);
         }
         if scope != now_scope {
-            self.count_scope(id, scope, false);
-            self.count_scope(id, now_scope, true);
+            self.count_scope(&key, scope, false);
+            self.count_scope(&key, now_scope, true);
         }
-        self.unsettle(id);
         Some(r)
     }
 
@@ -427,16 +438,17 @@ impl Sessions {
         if tasks.is_empty() {
             return;
         }
+        let id = (self.table.get(id)).map_or_else(|| Id::from(id), |e| e.id.clone());
         for task in &tasks {
-            self.parked_by_task.insert(task.clone(), id.to_owned());
+            self.parked_by_task.insert(task.clone(), id.clone());
         }
-        self.parked.insert(id.to_owned(), tasks);
+        self.parked.insert(id, tasks);
     }
 
     /// The session held here (its state not in the machine) whose state has a 2025
     /// `tasks/result` parked on the input requests of task `task`.
     pub(super) fn parked_session_of(&self, task: &str) -> Option<&str> {
-        self.parked_by_task.get(task).map(String::as_str)
+        self.parked_by_task.get(task).map(|id| &**id)
     }
 
     /// One more request of session `id` is being handled, or one more of its streams
@@ -446,12 +458,16 @@ impl Sessions {
             *n += 1;
             return;
         }
-        self.holds.insert(id.to_owned(), 1);
+        let Some(entry) = self.table.get(id) else {
+            // The stream of a session that ended, until its client is told.
+            self.holds.insert(Id::from(id), 1);
+            return;
+        };
+        let key = entry.id.clone();
+        self.by_stored.insert((entry.stored, key.clone()));
+        self.by_use.remove(&(entry.last_used, key.clone()));
+        self.holds.insert(key, 1);
         self.unsettle(id);
-        if let Some(entry) = self.table.get(id) {
-            self.by_stored.insert((entry.stored, id.to_owned()));
-            self.by_use.remove(&(entry.last_used, id.to_owned()));
-        }
     }
 
     /// What [`Sessions::hold`] counted for `id` ended (answered, cancelled, or its
@@ -465,10 +481,11 @@ impl Sessions {
             return;
         }
         self.holds.remove(id);
-        self.unsettle(id);
         if let Some(entry) = self.table.get(id) {
-            self.by_stored.remove(&(entry.stored, id.to_owned()));
-            self.by_use.insert((entry.last_used, id.to_owned()));
+            let key = entry.id.clone();
+            self.by_stored.remove(&(entry.stored, key.clone()));
+            self.by_use.insert((entry.last_used, key));
+            self.unsettle(id);
         }
     }
 
@@ -494,18 +511,16 @@ impl Sessions {
         counts: &[(&str, usize)],
         due: impl Fn(u64) -> Option<bool>,
     ) {
-        let held: Vec<(&str, usize)> = (self.holds.iter())
-            .map(|(id, n)| (id.as_str(), *n))
-            .collect();
+        let held: Vec<(&str, usize)> = (self.holds.iter()).map(|(id, n)| (&**id, *n)).collect();
         assert_eq!(held, counts, "what keeps each session busy");
-        let by_stored: BTreeSet<(Instant, String)> = (self.holds.keys())
+        let by_stored: BTreeSet<(Instant, Id)> = (self.holds.keys())
             .filter_map(|id| Some((self.table.get(id)?.stored, id.clone())))
             .collect();
         assert_eq!(
             self.by_stored, by_stored,
             "busy sessions by their last store write"
         );
-        let mut parked: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let mut parked: BTreeMap<Id, Vec<String>> = BTreeMap::new();
         for (id, entry) in &self.table {
             let tasks = parked_tasks(entry.state.as_ref());
             if !tasks.is_empty() {
@@ -513,16 +528,16 @@ impl Sessions {
             }
         }
         assert_eq!(self.parked, parked, "sessions with parked tasks");
-        let by_task: BTreeMap<String, String> = (parked.iter())
+        let by_task: BTreeMap<String, Id> = (parked.iter())
             .flat_map(|(id, tasks)| tasks.iter().map(|t| (t.clone(), id.clone())))
             .collect();
         assert_eq!(self.parked_by_task, by_task, "sessions by parked task");
-        let by_use: BTreeSet<(Instant, String)> = (self.table.iter())
+        let by_use: BTreeSet<(Instant, Id)> = (self.table.iter())
             .filter(|(id, _)| !self.holds.contains_key(*id))
             .map(|(id, e)| (e.last_used, id.clone()))
             .collect();
         assert_eq!(self.by_use, by_use, "sessions not busy by last use");
-        let by_eviction: BTreeSet<(bool, Instant, String)> = (self.table.iter())
+        let by_eviction: BTreeSet<(bool, Instant, Id)> = (self.table.iter())
             .map(|(id, e)| (e.returned, e.last_used, id.clone()))
             .collect();
         assert_eq!(
@@ -538,7 +553,7 @@ impl Sessions {
     #[cfg(any(test, feature = "index-checks"))]
     fn check_eviction_indexes(&self, due: impl Fn(u64) -> Option<bool>) {
         let mut evictable = BTreeSet::new();
-        let mut shares: BTreeMap<Option<String>, BTreeSet<(Instant, String)>> = BTreeMap::new();
+        let mut shares: BTreeMap<Option<String>, BTreeSet<(Instant, Id)>> = BTreeMap::new();
         let mut by_scope = BTreeMap::new();
         for (id, e) in &self.table {
             if let Some(state) = &e.state {
@@ -591,7 +606,7 @@ impl Sessions {
     pub(super) fn busy_stored_due(&self, due: impl Fn(Instant) -> bool) -> Vec<String> {
         (self.by_stored.iter())
             .take_while(|(stored, _)| due(*stored))
-            .map(|(_, id)| id.clone())
+            .map(|(_, id)| id.to_string())
             .collect()
     }
 
@@ -620,7 +635,7 @@ impl Sessions {
         self.make_room(now, in_use.newcomer, expired)?;
         let (state, id) = (LegacyState::default(), self.token());
         let due = state.task_scope().is_some_and(in_use.results_due);
-        self.insert(id.clone(), Entry::new(state, now, false, due));
+        self.insert(Entry::new(Id::from(id.as_str()), state, now, false, due));
         Ok(id)
     }
 
@@ -636,7 +651,7 @@ impl Sessions {
     ) -> Result<(), Full> {
         self.make_room(now, in_use.newcomer, expired)?;
         let due = state.task_scope().is_some_and(in_use.results_due);
-        self.insert(id.to_owned(), Entry::new(state, now, true, due));
+        self.insert(Entry::new(Id::from(id), state, now, true, due));
         Ok(())
     }
 
@@ -664,7 +679,7 @@ impl Sessions {
             .or_else(|| self.fair_share_victim(newcomer))
             .ok_or(Full)?;
         self.drop_entry(&victim);
-        expired.push(victim);
+        expired.push(victim.to_string());
         Ok(())
     }
 
@@ -672,7 +687,7 @@ impl Sessions {
     /// tasks, of the principal holding the most of them (of those tied, the last by
     /// principal), if that is more than one beyond what `newcomer`'s principal holds
     /// (see the module's documentation).
-    fn fair_share_victim(&self, newcomer: Option<&str>) -> Option<String> {
+    fn fair_share_victim(&self, newcomer: Option<&str>) -> Option<Id> {
         self.looked();
         let (count, principal) = self.share_counts.last()?;
         let mine = (self.shares.get(&newcomer.map(str::to_owned))).map_or(0, BTreeSet::len);
@@ -726,14 +741,14 @@ impl Sessions {
         // From the one unused longest, as long as they are idle (busy sessions are not
         // there).
         self.looked();
-        let expired: Vec<String> = (self.by_use.iter())
+        let expired: Vec<Id> = (self.by_use.iter())
             .take_while(|(used, _)| now.saturating_duration_since(*used) >= idle)
             .map(|(_, id)| id.clone())
             .collect();
         for id in &expired {
             self.drop_entry(id);
         }
-        expired
+        expired.iter().map(|id| id.to_string()).collect()
     }
 
     /// Whether `id`, named by a request, is a live session (not idle past its timeout
@@ -757,8 +772,8 @@ impl Sessions {
             return;
         };
         if self.holds.contains_key(id) && entry.stored != now {
-            self.by_stored.remove(&(entry.stored, id.to_owned()));
-            self.by_stored.insert((now, id.to_owned()));
+            self.by_stored.remove(&(entry.stored, entry.id.clone()));
+            self.by_stored.insert((now, entry.id.clone()));
         }
         entry.stored = now;
     }
@@ -793,7 +808,7 @@ impl Sessions {
 
     /// The session whose task scope is `scope`.
     pub(super) fn of_scope(&self, scope: u64) -> Option<&str> {
-        self.by_scope.get(&scope).map(String::as_str)
+        self.by_scope.get(&scope).map(|id| &**id)
     }
 
     /// Whether session `id` is here (its state may be swapped into the machine).
