@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The peers side by side: builds benches/peers in release and runs every combination of
-# client (rmcp 3.11, mcp-blocking, mcp-smol, bare JSON-RPC), server (rmcp 3.11, ours, bare),
-# transport (stdio, HTTP on 127.0.0.1), era, payload (64 B, 64 KiB) and calls in flight
+# client (rmcp 3.11, mcp-blocking, mcp-smol, bare JSON-RPC), server (rmcp 3.11, ours, bare,
+# and over HTTP for rmcp's client only `canned`: fixed answers and no MCP work, the floor
+# under rmcp's client), transport (stdio, HTTP on 127.0.0.1), era, payload (64 B, 64 KiB) and calls in flight
 # (1, 8). Writes the Markdown report to benches/peers/results.md and stdout; progress
 # goes to stderr. About 10 minutes on 2 cores with the defaults. Builds three binaries:
 # mcp-peers (servers, rmcp's client, the suite), peers-ours and peers-bare (our clients and
@@ -18,7 +19,10 @@
 # many), PEERS_REPEATS (runs per case, default 3), PEERS_CALLGRIND (ours | all | 0),
 # PEERS_CALLGRIND_N_64B, PEERS_CALLGRIND_N_64KIB, PEERS_FILTER (a substring of the case
 # names printed on stderr, such as "smol -> rmcp stdio"), PEERS_WARM (below),
-# PEERS_RMCP_STDIO (`pipes`: rmcp's stdio server reads and writes through tokio's reactor,
+# PEERS_CANNED_HANDOFF (`1`: the canned server accepts on one thread and hands each
+# connection to a waiting one, as mcp_blocking::serve_http does, instead of serving it
+# on the thread that accepted it; what that hand-off costs a client that opens a
+# connection per request), PEERS_RMCP_STDIO (`pipes`: rmcp's stdio server reads and writes through tokio's reactor,
 # `rmcp::transport::stdio_pipes()`, instead of one blocking-pool hand-off per read and per
 # answer with `stdio()`, the default, which caps every client near one answer per
 # hand-off; the report says when it was on). See

@@ -83,6 +83,11 @@ pub fn not_applicable(case: &Case) -> Option<&'static str> {
     if bare_client != bare_server {
         return Some("n/a (the bare pair only talks to itself)");
     }
+    if case.server == ServerKind::Canned
+        && (case.client != ClientKind::Rmcp || case.transport != Transport::Http)
+    {
+        return Some("n/a (the canned server answers only rmcp's client, over HTTP)");
+    }
     None
 }
 

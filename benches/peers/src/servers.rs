@@ -6,6 +6,7 @@ use std::io::{self, Write};
 use mcp_peers::spawn::SERVE_VAR;
 
 mod bare;
+mod canned;
 mod rmcp_echo;
 
 /// When this process was started as a server, serves and exits; otherwise returns.
@@ -21,6 +22,7 @@ pub fn serve_if_child() {
         "rmcp-http" => rmcp_echo::serve_http(),
         "bare-stdio" => bare::serve_stdio(),
         "bare-http" => bare::serve_http(),
+        "canned-http" => canned::serve_http(),
         other => Err(io::Error::other(format!("unknown server {other:?}"))),
     };
     match result {

@@ -26,6 +26,9 @@ pub enum ServerKind {
     Ours,
     /// `serde_json` both ways, no MCP logic.
     Bare,
+    /// Fixed answers to what rmcp's client sends, over HTTP only: the floor under rmcp's
+    /// client.
+    Canned,
 }
 
 /// stdio to a child process, or HTTP on 127.0.0.1.
@@ -88,7 +91,7 @@ macro_rules! words {
 }
 
 words!(ClientKind { Rmcp => "rmcp", Blocking => "blocking", Smol => "smol", Bare => "bare" });
-words!(ServerKind { Rmcp => "rmcp", Ours => "ours", Bare => "bare" });
+words!(ServerKind { Rmcp => "rmcp", Ours => "ours", Bare => "bare", Canned => "canned" });
 words!(Transport { Stdio => "stdio", Http => "http" });
 words!(Era { Legacy => "legacy", Modern => "modern", None => "-" });
 

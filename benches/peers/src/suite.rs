@@ -12,8 +12,8 @@
 //!   calls per run; the 8-in-flight cases make twice as many;
 //! * `PEERS_REPEATS` (default 3): runs per wall-clock case (median and min–max);
 //! * `PEERS_CALLGRIND` (default `ours`): `ours` counts instructions of every sequential
-//!   case against our server and of the bare pair, `all` of every sequential case, `0`
-//!   none;
+//!   case against our server, of the bare pair and of rmcp's client against the canned
+//!   server, `all` of every sequential case, `0` none;
 //! * `PEERS_CALLGRIND_N_64B` (default 200) and `PEERS_CALLGRIND_N_64KIB` (default 20):
 //!   `N` in `(Ir(2N) - Ir(N)) / N`;
 //! * `PEERS_FILTER`: only the cases whose name (as printed) contains it.
@@ -70,6 +70,12 @@ pub fn matrix() -> Vec<Case> {
                         }
                     }
                 }
+                // The floor under rmcp's client: a server that does no work.
+                if transport == Transport::Http {
+                    for era in [Era::Legacy, Era::Modern] {
+                        cases.push(case(ClientKind::Rmcp, ServerKind::Canned, era));
+                    }
+                }
             }
         }
     }
@@ -100,7 +106,10 @@ fn wants_callgrind(case: &Case) -> bool {
     }
     match std::env::var("PEERS_CALLGRIND").as_deref() {
         Ok("all") => true,
-        _ => matches!(case.server, ServerKind::Ours | ServerKind::Bare),
+        _ => matches!(
+            case.server,
+            ServerKind::Ours | ServerKind::Bare | ServerKind::Canned
+        ),
     }
 }
 
