@@ -446,12 +446,20 @@ impl Shared {
     }
 
     /// Hands `conn` to a thread waiting for one; gives it back when none waits.
+    ///
+    /// The waiting thread is woken after the lock is let go: woken under it, it would
+    /// find the lock still held, sleep on it again and need a second wake-up before it
+    /// serves the connection (a client that opens a connection per request, as rmcp's
+    /// does, paid both on every call). It cannot miss the connection meanwhile: a
+    /// waiting thread looks at `handed` under the lock before it waits and before it
+    /// gives up.
     fn hand_over(&self, conn: Connection) -> Option<Connection> {
         let mut idle = self.idle();
         if idle.waiting <= idle.handed.len() {
             return Some(conn);
         }
         idle.handed.push(conn);
+        drop(idle);
         self.handed.notify_one();
         None
     }
