@@ -53,9 +53,14 @@ impl ResponseHead {
 
     /// Every value of the header `name` (compared case-insensitively), in order.
     pub fn header_all<'a>(&'a self, name: &str) -> impl Iterator<Item = &'a str> {
-        self.headers()
-            .filter(move |(n, _)| eq_ignore_case(n, name))
-            .map(|(_, v)| v)
+        // A field whose name has another length is passed over on its offsets alone:
+        // only names of the right length are sliced and compared.
+        let mut start = 0;
+        self.ends.iter().filter_map(move |&(n, v)| {
+            let at = std::mem::replace(&mut start, v);
+            let found = n - at == name.len() && eq_ignore_case(&self.fields[at..n], name);
+            found.then(|| &self.fields[n..v])
+        })
     }
 
     /// The comma-separated list elements of every `name` header, trimmed, empty

@@ -366,8 +366,8 @@ impl HttpLink {
             None => Cow::Borrowed(""),
         };
         if (200..300).contains(&status)
-            && let Some(sid) = head.header(MCP_SESSION_ID)
             && matches!(&x.purpose, Purpose::Request { method } if method.initialize)
+            && let Some(sid) = head.header(MCP_SESSION_ID)
         {
             let why = if sid.len() > MAX_SESSION_ID_BYTES {
                 Some(format!("is longer than {MAX_SESSION_ID_BYTES} bytes"))
