@@ -286,3 +286,70 @@ fn a_stream_whose_answer_came_on_another_stream_lets_its_connection_go() {
         sim.closed
     );
 }
+
+/// The `Authorization` value and the session id a `POST` carries are those of the moment
+/// it is written: a value set between two calls, a value taken away, and a session that
+/// replaced an expired one are what the next requests carry, however many requests went
+/// out with the previous ones.
+#[test]
+fn each_post_carries_the_authorization_and_session_current_when_it_is_written() {
+    use std::cell::Cell;
+    use std::rc::Rc;
+    let sessions = Rc::new(Cell::new(0u32));
+    let expire = Rc::new(Cell::new(false));
+    let (s, e) = (Rc::clone(&sessions), Rc::clone(&expire));
+    let mut sim = HttpSim::with_http(config(EraMode::Legacy), http(4), move |req| {
+        if req.rpc_method() == "initialize" {
+            s.set(s.get() + 1);
+            let sid = format!("session-{}", s.get());
+            return Reply::with_body(
+                200,
+                &[
+                    ("Content-Type", "application/json"),
+                    ("Mcp-Session-Id", &sid),
+                ],
+                &json!({"jsonrpc":"2.0","id":req.body["id"],"result":{
+                    "protocolVersion":"2025-11-25","capabilities":{"tools":{}},
+                    "serverInfo":{"name":"legacy","version":"1"}}})
+                .to_string(),
+            );
+        }
+        if req.rpc_method() == "tools/call" && e.replace(false) {
+            return Reply::with_body(404, &[], "");
+        }
+        legacy(req)
+    });
+    sim.connect();
+    let last_post = |sim: &HttpSim<_>| -> (Option<String>, Option<String>) {
+        let req = sim
+            .requests
+            .iter()
+            .rev()
+            .find(|r| r.method == "POST")
+            .unwrap();
+        let header = |name: &str| req.header(name).map(str::to_owned);
+        (header("authorization"), header("mcp-session-id"))
+    };
+    let session = |n: u32| Some(format!("session-{n}"));
+    let echo = || CallRequest::call_tool("echo", json!({}));
+    let call = |sim: &mut HttpSim<_>| assert_eq!(text_of(&sim.call(echo()).expect("echo")), "echo");
+    call(&mut sim);
+    assert_eq!(last_post(&sim), (None, session(1)));
+    for token in ["Bearer alice", "Bearer alice", "Bearer bob"] {
+        sim.client.set_authorization(Some(token.into()));
+        call(&mut sim);
+        call(&mut sim);
+        assert_eq!(last_post(&sim), (Some(token.into()), session(1)));
+    }
+    sim.client.set_authorization(None);
+    call(&mut sim);
+    assert_eq!(last_post(&sim), (None, session(1)));
+    sim.client.set_authorization(Some("Bearer carol".into()));
+    expire.set(true);
+    // The 404 says the call never ran: it goes again, on the new session.
+    call(&mut sim);
+    assert_eq!(sessions.get(), 2, "the expired session was replaced");
+    assert_eq!(last_post(&sim), (Some("Bearer carol".into()), session(2)));
+    call(&mut sim);
+    assert_eq!(last_post(&sim), (Some("Bearer carol".into()), session(2)));
+}

@@ -102,9 +102,9 @@ impl RequestHead {
 /// request) and need not copy them.
 #[derive(Debug)]
 pub(crate) struct HeadRef<'a> {
-    method: &'a str,
-    target: &'a str,
-    host: &'a str,
+    /// Method, target and `Host`; `None` for the rest of a head whose start was written
+    /// before ([`HeadRef::continuing`]).
+    line: Option<(&'a str, &'a str, &'a str)>,
     /// The first [`FEW_FIELDS`] fields, in place (a request carries about ten).
     few: [(&'a str, &'a str); FEW_FIELDS],
     few_len: usize,
@@ -122,9 +122,7 @@ impl<'a> HeadRef<'a> {
     /// A head with no headers besides `Host`.
     pub(crate) fn new(method: &'a str, target: &'a str, host: &'a str) -> Self {
         HeadRef {
-            method,
-            target,
-            host,
+            line: Some((method, target, host)),
             few: [("", ""); FEW_FIELDS],
             few_len: 0,
             more: Vec::new(),
@@ -135,6 +133,16 @@ impl<'a> HeadRef<'a> {
     /// A head for `method` on an endpoint: its target and `Host`.
     pub(crate) fn for_endpoint(method: &'a str, url: &'a EndpointUrl) -> Self {
         HeadRef::new(method, url.target(), url.host_header())
+    }
+
+    /// The fields that follow a start written by [`HeadRef::write_start`]: what
+    /// [`HeadRef::write`] then appends is those fields, `Content-Length` and the empty
+    /// line, checked as in a whole head.
+    pub(crate) fn continuing() -> Self {
+        HeadRef {
+            line: None,
+            ..HeadRef::new("", "", "")
+        }
     }
 
     /// Adds a header field (checked when the head is written).
@@ -171,9 +179,29 @@ impl<'a> HeadRef<'a> {
         content_length: Option<usize>,
         out: &mut Vec<u8>,
     ) -> Result<(), RequestError> {
-        self.check_request_line()?;
+        self.write_parts(Some(content_length), out)
+    }
+
+    /// The request line and the fields, checked as by [`HeadRef::write`], without
+    /// `Content-Length` or the empty line: the start of heads that a
+    /// [`HeadRef::continuing`] ends.
+    pub(crate) fn write_start(&self, out: &mut Vec<u8>) -> Result<(), RequestError> {
+        self.write_parts(None, out)
+    }
+
+    /// What [`HeadRef::write`] and [`HeadRef::write_start`] write: the end of the head
+    /// (with its `Content-Length`, if any) when `end` is `Some`.
+    fn write_parts(
+        &self,
+        end: Option<Option<usize>>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), RequestError> {
         // "M T HTTP/1.1\r\nHost: H\r\n", the fields, `Content-Length`, the empty line.
-        let mut size = self.method.len() + self.target.len() + self.host.len() + 19 + 38 + 2;
+        let mut size = 38 + 2;
+        if let Some((method, target, host)) = self.line {
+            check_request_line(method, target, host)?;
+            size += method.len() + target.len() + host.len() + 19;
+        }
         for (i, &(name, value)) in self.fields().enumerate() {
             let own = u32::try_from(i)
                 .ok()
@@ -185,21 +213,19 @@ impl<'a> HeadRef<'a> {
             size += name.len() + value.len() + 4;
         }
         out.reserve(size);
-        for part in [
-            self.method,
-            " ",
-            self.target,
-            " HTTP/1.1\r\nHost: ",
-            self.host,
-            "\r\n",
-        ] {
-            out.extend_from_slice(part.as_bytes());
+        if let Some((method, target, host)) = self.line {
+            for part in [method, " ", target, " HTTP/1.1\r\nHost: ", host, "\r\n"] {
+                out.extend_from_slice(part.as_bytes());
+            }
         }
         for &(name, value) in self.fields() {
             for part in [name, ": ", value, "\r\n"] {
                 out.extend_from_slice(part.as_bytes());
             }
         }
+        let Some(content_length) = end else {
+            return Ok(());
+        };
         if let Some(n) = content_length {
             let mut digits = [0u8; 20];
             out.extend_from_slice(b"Content-Length: ");
@@ -209,22 +235,21 @@ impl<'a> HeadRef<'a> {
         out.extend_from_slice(b"\r\n");
         Ok(())
     }
+}
 
-    /// Checks the method, the target and `Host`.
-    fn check_request_line(&self) -> Result<(), RequestError> {
-        if !is_token(self.method) {
-            return Err(RequestError::InvalidMethod(self.method.to_owned()));
-        }
-        let target_ok =
-            self.target.starts_with('/') && self.target.bytes().all(|b| b.is_ascii_graphic());
-        if !target_ok {
-            return Err(RequestError::InvalidTarget(self.target.to_owned()));
-        }
-        if !is_host(self.host) {
-            return Err(RequestError::InvalidHost(self.host.to_owned()));
-        }
-        Ok(())
+/// Checks the method, the target and `Host`.
+fn check_request_line(method: &str, target: &str, host: &str) -> Result<(), RequestError> {
+    if !is_token(method) {
+        return Err(RequestError::InvalidMethod(method.to_owned()));
     }
+    let target_ok = target.starts_with('/') && target.bytes().all(|b| b.is_ascii_graphic());
+    if !target_ok {
+        return Err(RequestError::InvalidTarget(target.to_owned()));
+    }
+    if !is_host(host) {
+        return Err(RequestError::InvalidHost(host.to_owned()));
+    }
+    Ok(())
 }
 
 /// Checks one header field: a token for a name, not one the head writes itself, a

@@ -290,6 +290,8 @@ pub(crate) struct HttpLink {
     side: side::Side,
     /// The 2024-11-05 HTTP+SSE transport, once detected (see `sse2024.rs`).
     sse: Option<sse2024::HttpSse>,
+    /// The start of a message's `POST` head, kept for the next message.
+    post_start: outgoing::PostStart,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -360,6 +362,7 @@ impl HttpLink {
             auth_generation: 0,
             side: side::Side::default(),
             sse: None,
+            post_start: outgoing::PostStart::default(),
         };
         this.pump(now);
         this

@@ -37,6 +37,20 @@ impl HttpLink {
         content_length: Option<usize>,
         out: &mut Vec<u8>,
     ) -> Result<(), RequestError> {
+        let mut head = self.head_start(managed, method, accept, url)?;
+        extra(&mut head);
+        head.write(content_length, out)
+    }
+
+    /// The part of [`HttpLink::write_head`] that does not depend on the message: the
+    /// request line and the fields up to the caller's own headers.
+    fn head_start<'a>(
+        &'a self,
+        managed: &'a [(String, String)],
+        method: &'a str,
+        accept: &'static str,
+        url: &'a EndpointUrl,
+    ) -> Result<HeadRef<'a>, RequestError> {
         let mut head = HeadRef::for_endpoint(method, url);
         head.push_own("Accept", accept);
         head.push("User-Agent", &self.config.user_agent);
@@ -63,8 +77,49 @@ impl HttpLink {
             }
             head.push(name, value);
         }
-        extra(&mut head);
-        head.write(content_length, out)
+        Ok(head)
+    }
+
+    /// [`HttpLink::write_head`] of a message's `POST` to the MCP URL without headers of
+    /// the authorization flow's: its start (request line, `Host`, `Accept`,
+    /// `User-Agent`, `Authorization`, `Mcp-Session-Id`, the configured headers) is the
+    /// same for every message until the `Authorization` value or the session changes,
+    /// so it is written and checked once, kept in `start`, and copied. The same bytes,
+    /// and the same error, as `write_head`.
+    fn write_post_head<'a>(
+        &'a self,
+        start: &mut PostStart,
+        extra: impl FnOnce(&mut HeadRef<'a>),
+        content_length: usize,
+        out: &mut Vec<u8>,
+    ) -> Result<(), RequestError> {
+        let authorization = self
+            .config
+            .authorization
+            .as_deref()
+            .filter(|_| self.static_authorization);
+        let session = self.session_id.as_deref();
+        if !start.written_for(authorization, session) {
+            *start = PostStart::default();
+            let head = self.head_start(&[], "POST", ACCEPT_JSON_AND_SSE, &self.config.url)?;
+            let mut bytes = Vec::new();
+            head.write_start(&mut bytes)?;
+            *start = PostStart {
+                bytes,
+                authorization: authorization.map(str::to_owned),
+                session: session.map(str::to_owned),
+                written: true,
+            };
+        }
+        let mut rest = HeadRef::continuing();
+        extra(&mut rest);
+        let before = out.len();
+        out.extend_from_slice(&start.bytes);
+        let written = rest.write(Some(content_length), out);
+        if written.is_err() {
+            out.truncate(before);
+        }
+        written
     }
 
     pub(super) fn new_exchange(
@@ -208,23 +263,24 @@ impl HttpLink {
             None => &self.config.url,
         };
         let managed = auth_headers(&mut self.auth, self.now, "POST", url);
-        let written = self.write_head(
-            &managed,
-            "POST",
-            ACCEPT_JSON_AND_SSE,
-            url,
-            |head| {
-                head.push_own("Content-Type", "application/json");
-                for (name, value) in &modern_list {
-                    head.push(name, value);
-                }
-                if let Some(v) = legacy_version {
-                    head.push_own(MCP_PROTOCOL_VERSION, v);
-                }
-            },
-            Some(json.len()),
-            &mut bytes,
-        );
+        let to_mcp_url = std::ptr::eq(url, &self.config.url);
+        let written = if managed.is_empty() && to_mcp_url {
+            let mut start = std::mem::take(&mut self.post_start);
+            let extra = |head: &mut _| message_fields(head, &modern_list, legacy_version);
+            let written = self.write_post_head(&mut start, extra, json.len(), &mut bytes);
+            self.post_start = start;
+            written
+        } else {
+            self.write_head(
+                &managed,
+                "POST",
+                ACCEPT_JSON_AND_SSE,
+                url,
+                |head| message_fields(head, &modern_list, legacy_version),
+                Some(json.len()),
+                &mut bytes,
+            )
+        };
         drop(modern_list);
         if let Err(e) = written {
             if let Some(rpc) = rpc_id {
@@ -381,6 +437,44 @@ impl HttpLink {
         x.nonce_resent = nonce_resent;
         let id = self.alloc_exchange();
         self.insert_exchange(id, x, (bytes, Arc::default()));
+    }
+}
+
+/// The fields of a message's `POST` after the caller's own headers: `Content-Type`,
+/// the 2026 header set or the legacy `MCP-Protocol-Version`.
+fn message_fields<'a>(
+    head: &mut HeadRef<'a>,
+    modern: &'a [BorrowedHeader<'a>],
+    legacy_version: Option<&'static str>,
+) {
+    head.push_own("Content-Type", "application/json");
+    for (name, value) in modern {
+        head.push(name, value);
+    }
+    if let Some(v) = legacy_version {
+        head.push_own(MCP_PROTOCOL_VERSION, v);
+    }
+}
+
+/// The start of the last `POST` head written without headers of the authorization flow
+/// (see [`HttpLink::write_post_head`]), with the values it was written for.
+#[derive(Debug, Default)]
+pub(super) struct PostStart {
+    bytes: Vec<u8>,
+    /// The `Authorization` value it carries.
+    authorization: Option<String>,
+    /// The `Mcp-Session-Id` it carries.
+    session: Option<String>,
+    /// `bytes` hold a start (checked) for these values.
+    written: bool,
+}
+
+impl PostStart {
+    /// Whether `bytes` are the start of a `POST` carrying these values.
+    fn written_for(&self, authorization: Option<&str>, session: Option<&str>) -> bool {
+        self.written
+            && self.authorization.as_deref() == authorization
+            && self.session.as_deref() == session
     }
 }
 
