@@ -224,16 +224,29 @@ pub(super) fn framing(head: &ResponseHead, head_request: bool) -> Result<Framing
 fn content_length(head: &ResponseHead) -> Result<Option<u64>, ResponseError> {
     let mut found = None;
     for value in head.header_all("content-length") {
+        // The usual value is one number: read as it is, not split as a list.
+        if let Some(n) = parse_decimal(value) {
+            agree(&mut found, n)?;
+            continue;
+        }
         for item in value.split(',') {
             let n = parse_decimal(item.trim_matches([' ', '\t']))
                 .ok_or(ResponseError::InvalidContentLength)?;
-            match found {
-                Some(prev) if prev != n => return Err(ResponseError::ConflictingContentLength),
-                _ => found = Some(n),
-            }
+            agree(&mut found, n)?;
         }
     }
     Ok(found)
+}
+
+/// Records `n` as the `Content-Length`, unless another value came before.
+fn agree(found: &mut Option<u64>, n: u64) -> Result<(), ResponseError> {
+    match *found {
+        Some(prev) if prev != n => Err(ResponseError::ConflictingContentLength),
+        _ => {
+            *found = Some(n);
+            Ok(())
+        }
+    }
 }
 
 fn parse_decimal(s: &str) -> Option<u64> {
