@@ -268,6 +268,27 @@ impl Pool {
             retried: false,
             answered: false,
         };
+        // Nothing waits: the job goes where `dispatch` would put the queue's only job
+        // (a connection when its kind has room), without a turn through the queue.
+        if self.queue.is_empty() {
+            let full = self.full();
+            let kind_full = if long_lived {
+                full.streams
+            } else {
+                full.requests
+            };
+            let unplaced = if kind_full {
+                Some(job)
+            } else {
+                self.place(now, job)
+            };
+            if let Some(job) = unplaced {
+                self.waiting_bytes += job.size();
+                self.waiting_streams += usize::from(job.long_lived);
+                self.queue.push_back(job);
+            }
+            return;
+        }
         self.waiting_bytes += job.size();
         self.waiting_streams += usize::from(job.long_lived);
         self.queue.push_back(job);
