@@ -148,20 +148,21 @@ fn parse_with<'b>(
         .iter()
         .map(|h| h.name.len() + h.value.len())
         .sum();
-    let mut fields = String::with_capacity(block_fields);
+    // Names and values, surrounding SP/HTAB removed from the values (they are never part
+    // of a UTF-8 sequence, valid or not), are checked as UTF-8 all at once: names are
+    // tokens (ASCII), so the whole is valid exactly when every value is.
+    let mut bytes = Vec::with_capacity(block_fields);
     let mut ends = Vec::with_capacity(response.headers.len());
     for h in response.headers.iter() {
-        fields.push_str(h.name);
-        let name_end = fields.len();
-        // Surrounding SP/HTAB removed from the bytes (they are never part of a UTF-8
-        // sequence, valid or not); a value that is not UTF-8 is read lossily.
-        let value = trim_ows(h.value);
-        match std::str::from_utf8(value) {
-            Ok(text) => fields.push_str(text),
-            Err(_) => fields.push_str(&String::from_utf8_lossy(value)),
-        }
-        ends.push((name_end, fields.len()));
+        bytes.extend_from_slice(h.name.as_bytes());
+        let name_end = bytes.len();
+        bytes.extend_from_slice(trim_ows(h.value));
+        ends.push((name_end, bytes.len()));
     }
+    let fields = match String::from_utf8(bytes) {
+        Ok(fields) => fields,
+        Err(_) => lossy_fields(response.headers, &mut ends),
+    };
     Ok(ResponseHead {
         status,
         reason: response.reason.unwrap_or("").to_owned(),
@@ -169,6 +170,20 @@ fn parse_with<'b>(
         fields,
         ends,
     })
+}
+
+/// The fields of a head with a value that is not UTF-8: each such value read lossily,
+/// `ends` set again for what that makes of them.
+fn lossy_fields(headers: &[httparse::Header<'_>], ends: &mut Vec<(usize, usize)>) -> String {
+    let mut fields = String::new();
+    ends.clear();
+    for h in headers {
+        fields.push_str(h.name);
+        let name_end = fields.len();
+        fields.push_str(&String::from_utf8_lossy(trim_ows(h.value)));
+        ends.push((name_end, fields.len()));
+    }
+    fields
 }
 
 /// `bytes` without leading and trailing SP and HTAB.

@@ -565,7 +565,7 @@ fn body_is_delivered_incrementally() {
 
 #[test]
 fn header_lookup() {
-    let r = b"HTTP/1.1 200 OK\r\nVary: a\r\nvary: b , c\r\nX-Empty:\r\nX-Latin: caf\xe9\r\nX-Padded: \t caf\xe9 \t\r\n\r\n";
+    let r = b"HTTP/1.1 200 OK\r\nVary: a\r\nvary: b , c\r\nX-Empty:\r\nX-Latin: caf\xe9\r\nX-Padded: \t caf\xe9 \t\r\nX-After: ok\r\n\r\n";
     let mut reader = ResponseReader::new(HttpLimits::default(), "HEAD");
     reader.handle_input(r);
     let Some(ResponseEvent::Head(head)) = reader.poll_event() else {
@@ -580,6 +580,13 @@ fn header_lookup() {
     assert_eq!(head.header("x-empty"), Some(""));
     assert_eq!(head.header("x-latin"), Some("caf\u{fffd}"));
     assert_eq!(head.header("X-PADDED"), Some("caf\u{fffd}"));
+    // The fields after a value read lossily are where they were.
+    assert_eq!(head.header("x-after"), Some("ok"));
+    let names: Vec<&str> = head.headers().map(|(n, _)| n).collect();
+    assert_eq!(
+        names,
+        ["Vary", "vary", "X-Empty", "X-Latin", "X-Padded", "X-After"]
+    );
     assert_eq!(head.header("missing"), None);
     assert!(head.is_success());
     assert_eq!(
