@@ -207,8 +207,7 @@
 use crate::Instant;
 use std::borrow::Cow;
 use std::collections::btree_map::Entry;
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value, json};
 
@@ -229,6 +228,7 @@ use super::{Server, id_of};
 mod connection;
 mod cors;
 mod events;
+mod exchange;
 mod gate;
 pub mod gateway;
 mod host;
@@ -256,6 +256,9 @@ pub use session_store::{
     SessionStore, SessionStoreError,
 };
 
+use exchange::{
+    Backlog, Event, Exchange, KeyMap, Listener, ServerRequest, held_changed, holds_session,
+};
 use response::{sse_event, sse_event_with_id};
 use sessions::{InUse, Sessions};
 use validate::{legacy_version_header, modern_checks, origin_allowed};
@@ -436,168 +439,6 @@ pub enum StreamStatus {
     /// The stream ended (answered, or cancelled by the client); its end was written.
     Finished,
 }
-
-/// One message of a stream, as compact JSON, with its SSE event id once it has one.
-#[derive(Debug)]
-struct Event {
-    id: Option<String>,
-    data: Vec<u8>,
-}
-
-/// The messages of a stream not handed out yet, and their bytes
-/// ([`HttpEndpointConfig::max_stream_backlog`]).
-#[derive(Debug, Default)]
-struct Backlog {
-    /// The oldest message, held in place: most exchanges only ever get their answer,
-    /// which then needs no queue. `None` only when `events` is empty too.
-    first: Option<Event>,
-    /// The messages after `first`.
-    events: VecDeque<Event>,
-    bytes: usize,
-    /// The endpoint's turn ([`HttpEndpoint::turn`]) of the last message queued.
-    turn: u64,
-    /// The bytes that were waiting when that turn queued its first message: what the
-    /// client left unread from earlier turns.
-    carried: usize,
-}
-
-impl Backlog {
-    /// Queues a message in the endpoint's turn `turn`.
-    fn push_in(&mut self, turn: u64, event: Event) {
-        if turn != self.turn {
-            self.turn = turn;
-            self.carried = self.bytes;
-        }
-        self.bytes = self.bytes.saturating_add(event.data.len());
-        if self.first.is_none() {
-            self.first = Some(event);
-        } else {
-            self.events.push_back(event);
-        }
-    }
-
-    /// Whether its client left more than `max` bytes unread from earlier turns: what one
-    /// turn brings at once does not count, as the client had no chance to read it.
-    fn behind(&self, max: usize) -> bool {
-        self.carried > max
-    }
-
-    /// Every message, oldest first; the backlog is left empty.
-    fn take(&mut self) -> VecDeque<Event> {
-        self.bytes = 0;
-        self.carried = 0;
-        let mut all = std::mem::take(&mut self.events);
-        if let Some(first) = self.first.take() {
-            all.push_front(first);
-        }
-        all
-    }
-
-    /// The oldest message (for a backlog of one, all of it), taking the backlog.
-    fn into_first(mut self) -> Option<Event> {
-        self.first.take().or_else(|| self.events.pop_front())
-    }
-
-    fn clear(&mut self) {
-        self.take();
-    }
-
-    fn is_empty(&self) -> bool {
-        self.first.is_none() && self.events.is_empty()
-    }
-
-    fn len(&self) -> usize {
-        self.events.len() + usize::from(self.first.is_some())
-    }
-}
-
-/// A server→client request awaiting its client's response.
-#[derive(Debug)]
-struct ServerRequest {
-    /// The exchange (or `GET` stream) it went out on.
-    exchange: i64,
-    /// The machine's own id of the request.
-    machine_id: RequestId,
-    /// The principal it went to: the only one whose answer is taken.
-    principal: Option<String>,
-}
-
-/// A legacy session's standalone `GET` stream.
-#[derive(Debug)]
-struct Listener {
-    session: String,
-    /// The principal of its session (authenticated by the application), if any.
-    principal: Option<String>,
-    /// Its resumable stream number.
-    stream: u64,
-    /// Events not handed out yet (only while a connection serves it).
-    events: Backlog,
-    /// The attachment a connection serves; `None` when its client went away.
-    attach: Option<u64>,
-    /// The session ended: the stream ends.
-    ended: bool,
-}
-
-/// One request being answered.
-#[derive(Debug)]
-struct Exchange {
-    /// The client's request id.
-    original: RequestId,
-    /// Messages for it not yet handed out.
-    events: Backlog,
-    /// The response arrived (it is the last of `events`).
-    answered: bool,
-    /// The error code of the response, if it is an error.
-    error_code: Option<i64>,
-    /// An open stream was handed out for it.
-    streaming: bool,
-    /// The legacy session it belongs to, with sessions.
-    session: Option<String>,
-    /// The principal its request was served as (authenticated by the application).
-    principal: Option<String>,
-    /// Its resumable stream number, once it is a stream of a session.
-    stream: Option<u64>,
-    /// The attachment a connection serves; `None` while no connection does (not
-    /// streaming yet, or a resumable stream whose client went away or was told to poll).
-    attach: Option<u64>,
-    /// While its client polls (SEP-1699): when its next poll is due at the latest
-    /// ([`HttpEndpoint::next_poll_due`]). Until then the client is not gone, and its
-    /// stream is not ended for room.
-    poll_due: Option<Instant>,
-    /// A `subscriptions/listen`: its result names its subscription by the endpoint's id,
-    /// which becomes the client's on the way out.
-    listen: bool,
-}
-
-/// A map by endpoint key ([`HttpEndpoint::fresh_key`]), hashed with [`KeyHasher`].
-#[allow(clippy::disallowed_types)] // a fixed hasher: no keys drawn from the OS
-type KeyMap<V> = std::collections::HashMap<i64, V, BuildHasherDefault<KeyHasher>>;
-
-/// Hashes endpoint keys with one multiplication instead of SipHash: the keys are counters
-/// the endpoint hands out itself, never chosen by a peer, so there is no flooding to
-/// resist. The odd multiplier spreads consecutive keys over both the low bits (the
-/// bucket) and the high bits (the tag) of the hash.
-#[derive(Clone, Copy, Debug, Default)]
-struct KeyHasher(u64);
-
-impl Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(*b)).wrapping_mul(KEY_MULTIPLIER);
-        }
-    }
-
-    fn write_i64(&mut self, n: i64) {
-        self.0 = (self.0 ^ n.cast_unsigned()).wrapping_mul(KEY_MULTIPLIER);
-    }
-}
-
-/// 2^64 divided by the golden ratio, made odd.
-const KEY_MULTIPLIER: u64 = 0x9e37_79b9_7f4a_7c15;
 
 /// Serves Streamable HTTP requests against one [`Server`]; see the module docs.
 ///
@@ -3010,26 +2851,6 @@ fn write_events(out: &mut Vec<u8>, events: impl Iterator<Item = Event>) {
             Some(id) => sse_event_with_id(out, Some(id), None, &event.data),
             None => sse_event(out, &event.data),
         }
-    }
-}
-
-/// Whether exchange `e` keeps its session busy: its request is being handled, or a
-/// client holds its stream (see [`Sessions::hold`]).
-fn holds_session(e: &Exchange) -> bool {
-    e.attach.is_some() || !e.streaming
-}
-
-/// Keeps the count of what holds each session busy ([`Sessions::hold`]) in step after
-/// an exchange or a `GET` stream of `session` changed: whether it held the session
-/// before (`was`) and after (`is`).
-fn held_changed(sessions: &mut Option<Sessions>, session: Option<&str>, was: bool, is: bool) {
-    let (Some(table), Some(session)) = (sessions.as_mut(), session) else {
-        return;
-    };
-    match (was, is) {
-        (false, true) => table.hold(session),
-        (true, false) => table.release(session),
-        _ => {}
     }
 }
 
