@@ -211,7 +211,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value, json};
 
-use crate::client::LogLevel;
 use crate::http::HttpVersion;
 use crate::http::headers::{MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
 use crate::jsonrpc::{
@@ -226,6 +225,7 @@ use super::meta_cache::with_lent_meta;
 use super::{Server, id_of};
 
 mod answers;
+mod changes;
 mod connection;
 mod cors;
 mod deadlines;
@@ -619,122 +619,6 @@ impl HttpEndpoint {
     #[must_use]
     pub fn listeners(&self) -> usize {
         self.listeners.len()
-    }
-
-    /// Sends a notification (`list_changed`, a log message, …) on the standalone `GET`
-    /// stream of every legacy session that opened one; returns how many streams got it.
-    /// Sessions without such a stream do not hear of it, nor does a session of a
-    /// `notifications/message` whose `level` is below the one it set with
-    /// `logging/setLevel`. Drain [`HttpEndpoint::poll_ready`] afterwards.
-    pub fn notify_listeners(&mut self, method: &str, params: Option<&Value>) -> usize {
-        self.next_turn();
-        let level = (method == "notifications/message")
-            .then(|| params?.get("level")?.as_str().and_then(LogLevel::parse))
-            .flatten();
-        let n = Notification {
-            method: method.to_owned(),
-            params: params.map(crate::jsonrpc::to_raw),
-        };
-        let mut bytes = Vec::new();
-        Message::Notification(n).encode(&mut bytes);
-        let sessions = self.sessions.as_ref();
-        let admits = |session: &str| {
-            let threshold = sessions.and_then(|t| t.state(session)?.log_level());
-            level.is_none_or(|level| threshold.is_none_or(|min| level >= min))
-        };
-        let keys: Vec<i64> = self
-            .listeners
-            .iter()
-            .filter(|(_, l)| !l.ended && admits(&l.session))
-            .map(|(k, _)| *k)
-            .collect();
-        for key in &keys {
-            self.queue_for_listener(*key, bytes.clone());
-        }
-        keys.len()
-    }
-
-    /// Runs `f` on the server machine (to change its catalog: [`Server::add_tool`],
-    /// [`Server::remove_prompt`], [`Server::list_changed`], [`Server::resource_updated`],
-    /// …; or to end its listens: [`Server::end_subscriptions`]) and delivers what that
-    /// says: 2026 listens get their notifications (and results) on their streams, and
-    /// every legacy session with a standalone `GET` stream is told of each change there,
-    /// as the machine tells a session (list changes with
-    /// [`ServerConfig::list_changed`](super::ServerConfig::list_changed), resource
-    /// updates when it subscribed). Sessions without a `GET` stream do not hear of it.
-    /// Drain [`HttpEndpoint::poll_ready`] afterwards.
-    pub fn update_server<R>(&mut self, now: Instant, f: impl FnOnce(&mut Server) -> R) -> R {
-        self.next_turn();
-        self.server.record_changes(true);
-        let result = f(&mut self.server);
-        let changes = self.server.take_changes();
-        self.server.record_changes(false);
-        self.route(None);
-        if !changes.is_empty() {
-            self.tell_sessions(now, &changes);
-        }
-        result
-    }
-
-    /// The legacy sessions with a standalone `GET` stream open.
-    fn listening_sessions(&self) -> BTreeSet<String> {
-        self.listeners
-            .values()
-            .filter(|l| !l.ended)
-            .map(|l| l.session.clone())
-            .collect()
-    }
-
-    /// The legacy sessions with a standalone `GET` stream and a task whose change they
-    /// were not told: the sessions that time passing has news for. No walk of the
-    /// streams when no session has news (the common tick).
-    fn listening_sessions_with_news(&self) -> Vec<String> {
-        let Some(table) = &self.sessions else {
-            return Vec::new();
-        };
-        let with_news: BTreeSet<&str> = (self.server.tasks.scopes_with_news())
-            .filter_map(|scope| table.of_scope(scope))
-            .collect();
-        if with_news.is_empty() {
-            return Vec::new();
-        }
-        let mut listening = self.listening_sessions();
-        listening.retain(|s| with_news.contains(s.as_str()));
-        listening.into_iter().collect()
-    }
-
-    /// Tells every legacy session with a standalone `GET` stream of `changes`; how many
-    /// notifications went out.
-    fn tell_sessions(&mut self, now: Instant, changes: &[notify::Change]) -> usize {
-        let sessions = self.listening_sessions();
-        let mut told = 0;
-        for session in sessions {
-            told += self.in_session(Some(&session), now, |e| {
-                let mut told = 0;
-                for change in changes {
-                    let sent = match change {
-                        notify::Change::List(kind) => e.server.legacy_list_changed(*kind),
-                        notify::Change::Resource(uri) => e.server.legacy_resource_updated(uri),
-                    };
-                    told += usize::from(sent);
-                }
-                e.route(None);
-                told
-            });
-        }
-        told
-    }
-
-    /// Tells every legacy session with a standalone `GET` stream that resource `uri`
-    /// changed (those subscribed to it get `notifications/resources/updated` there), and
-    /// every 2026 listen naming it on its stream ([`Server::resource_updated`]). Returns
-    /// how many streams were told.
-    pub fn resource_updated(&mut self, now: Instant, uri: &str) -> usize {
-        self.next_turn();
-        let listens = self.server.listens_naming(uri);
-        self.server.resource_updated(uri);
-        self.route(None);
-        listens + self.tell_sessions(now, &[notify::Change::Resource(uri.to_owned())])
     }
 
     /// How often the session store is told that a session held in use here is in use

@@ -6,6 +6,8 @@
 //! in the module docs of [`super`]). The calls that go on run each in its own legacy
 //! session, their output routed to their streams as any other.
 
+use std::collections::BTreeSet;
+
 use crate::Instant;
 use crate::jsonrpc::RequestId;
 
@@ -52,6 +54,24 @@ impl HttpEndpoint {
             });
         }
         self.touch_sessions(now);
+    }
+
+    /// The legacy sessions with a standalone `GET` stream and a task whose change they
+    /// were not told: the sessions that time passing has news for. No walk of the
+    /// streams when no session has news (the common tick).
+    fn listening_sessions_with_news(&self) -> Vec<String> {
+        let Some(table) = &self.sessions else {
+            return Vec::new();
+        };
+        let with_news: BTreeSet<&str> = (self.server.tasks.scopes_with_news())
+            .filter_map(|scope| table.of_scope(scope))
+            .collect();
+        if with_news.is_empty() {
+            return Vec::new();
+        }
+        let mut listening = self.listening_sessions();
+        listening.retain(|s| with_news.contains(s.as_str()));
+        listening.into_iter().collect()
     }
 
     /// Registers the waker to wake when a tool's deferred work completes
