@@ -221,6 +221,8 @@ mod exchange;
 mod gate;
 pub mod gateway;
 mod host;
+#[cfg(any(test, feature = "index-checks"))]
+mod index_checks;
 mod intake;
 mod reader;
 mod response;
@@ -250,8 +252,6 @@ pub use session_store::{
     SessionStore, SessionStoreError,
 };
 
-#[cfg(any(test, feature = "index-checks"))]
-use exchange::holds_session;
 use exchange::{Exchange, KeyMap, Listener, ServerRequest};
 use sessions::Sessions;
 
@@ -262,6 +262,7 @@ use {
     crate::version::Era,
     answers::answer,
     exchange::{Backlog, Event},
+    index_checks::WALKED,
 };
 
 /// The endpoint path the bundled adapters and the CLI serve: `/mcp`.
@@ -618,7 +619,7 @@ impl HttpEndpoint {
         self.listeners.len()
     }
 
-    /// A new turn begins ([`Backlog::behind`]).
+    /// A new turn begins ([`Backlog::behind`](exchange::Backlog::behind)).
     fn next_turn(&mut self) {
         self.turn = self.turn.checked_add(1).unwrap_or(1);
         self.settle_sessions();
@@ -632,68 +633,5 @@ impl HttpEndpoint {
                 return key;
             }
         }
-    }
-}
-
-/// The sessions with a request being handled, or a client attached to one of their
-/// streams (such a session does not idle out): each once per exchange or stream. A walk
-/// of everything the endpoint holds: the endpoint keeps these counts as they change
-/// ([`Sessions::hold`]); this is what the tests check them against.
-#[cfg(any(test, feature = "index-checks"))]
-fn busy_session_ids<'a>(
-    exchanges: &'a KeyMap<Exchange>,
-    listeners: &'a KeyMap<Listener>,
-) -> impl Iterator<Item = &'a str> {
-    let held = (exchanges.values())
-        .inspect(|_| walked())
-        .filter(|e| holds_session(e))
-        .filter_map(|e| e.session.as_deref());
-    let listening = (listeners.values())
-        .inspect(|_| walked())
-        .filter(|l| l.attach.is_some())
-        .map(|l| l.session.as_str());
-    held.chain(listening)
-}
-
-#[cfg(any(test, feature = "index-checks"))]
-thread_local! {
-    /// Exchanges and `GET` streams looked at by walks over all of them, for the tests of
-    /// what a request or an event costs.
-    static WALKED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-}
-
-/// Counts one exchange or stream looked at by a walk over all of them.
-#[cfg(any(test, feature = "index-checks"))]
-fn walked() {
-    WALKED.with(|w| w.set(w.get() + 1));
-}
-
-#[cfg(any(test, feature = "index-checks"))]
-impl HttpEndpoint {
-    /// Checks what the session table keeps up to date as exchanges and streams change
-    /// (which sessions are busy, how many times, ordered by their last store write; which
-    /// have parked tasks) against a walk of everything. Not counted as walked.
-    fn check_session_indexes(&self) {
-        let Some(table) = &self.sessions else {
-            return;
-        };
-        let before = WALKED.with(std::cell::Cell::get);
-        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
-        for s in busy_session_ids(&self.exchanges, &self.listeners) {
-            *counts.entry(s).or_default() += 1;
-        }
-        WALKED.with(|w| w.set(before));
-        let tasks = &self.server.tasks;
-        let due = |scope| (!tasks.results_due_pending(scope)).then(|| tasks.has_results_due(scope));
-        table.check_indexes(&counts.into_iter().collect::<Vec<_>>(), due);
-        // The tasks the machine has marked parked on elsewhere are those the states held
-        // in the table park on (and those of sessions gone whose tasks it still holds).
-        let ended = table.ended_scopes();
-        let marked: BTreeSet<&str> = (self.server.tasks.parked_elsewhere_ids().into_iter())
-            .filter(|(_, scope)| scope.is_none_or(|s| !ended.contains(&s)))
-            .map(|(id, _)| id)
-            .collect();
-        let held: BTreeSet<&str> = table.parked_task_ids().collect();
-        assert_eq!(marked, held, "tasks parked on in the sessions held");
     }
 }
