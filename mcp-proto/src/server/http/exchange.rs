@@ -184,6 +184,26 @@ pub(super) fn holds_session(e: &Exchange) -> bool {
     e.attach.is_some() || !e.streaming
 }
 
+/// No client is attached to exchange `e` any more: what was queued for the one that was
+/// is dropped (a resumption replays it from the store).
+pub(super) fn detach(e: &mut Exchange) {
+    e.attach = None;
+    e.events.clear();
+}
+
+/// Changes exchange `e` with `change`, keeping the count of what holds its session busy
+/// in step (see [`held_changed`]).
+pub(super) fn change_holding(
+    sessions: &mut Option<Sessions>,
+    e: &mut Exchange,
+    change: impl FnOnce(&mut Exchange),
+) {
+    let was = holds_session(e);
+    change(e);
+    let is = holds_session(e);
+    held_changed(sessions, e.session.as_deref(), was, is);
+}
+
 /// Keeps the count of what holds each session busy ([`Sessions::hold`]) in step after
 /// an exchange or a `GET` stream of `session` changed: whether it held the session
 /// before (`was`) and after (`is`).

@@ -25,7 +25,7 @@ use super::super::meta_cache::with_lent_meta;
 use super::Server;
 use super::answers::{answer, finish_complete, sse_head, write_events};
 use super::cors;
-use super::exchange::{Backlog, Event, Exchange, held_changed, holds_session};
+use super::exchange::{Backlog, Event, Exchange, change_holding, held_changed};
 use super::gate::GateVerdict;
 use super::reader::HttpRequest;
 use super::response::{HttpResponse, HttpStream, sse_event_with_id};
@@ -373,21 +373,19 @@ impl HttpEndpoint {
             if answered {
                 self.forget(key);
             } else if let Some(exchange) = self.exchanges.get_mut(&key) {
-                let was = holds_session(exchange);
-                exchange.streaming = true;
-                exchange.poll_due = Some(due);
-                let is = holds_session(exchange);
-                held_changed(&mut self.sessions, exchange.session.as_deref(), was, is);
+                change_holding(&mut self.sessions, exchange, |e| {
+                    e.streaming = true;
+                    e.poll_due = Some(due);
+                });
             }
             return HttpReply::Complete(sse_head(body));
         }
         let attach = self.fresh_attach();
         if let Some(exchange) = self.exchanges.get_mut(&key) {
-            let was = holds_session(exchange);
-            exchange.streaming = true;
-            exchange.attach = Some(attach);
-            let is = holds_session(exchange);
-            held_changed(&mut self.sessions, exchange.session.as_deref(), was, is);
+            change_holding(&mut self.sessions, exchange, |e| {
+                e.streaming = true;
+                e.attach = Some(attach);
+            });
         }
         let mut head = sse_head(body);
         if close {

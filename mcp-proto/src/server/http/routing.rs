@@ -14,7 +14,9 @@ use super::super::notify;
 use super::HttpEndpoint;
 #[cfg(doc)]
 use super::HttpEndpointConfig;
-use super::exchange::{Event, Exchange, ServerRequest, held_changed, holds_session};
+use super::exchange::{
+    Event, Exchange, ServerRequest, change_holding, detach, held_changed, holds_session,
+};
 
 impl HttpEndpoint {
     /// Queues a message for an exchange: stored first when it is a session's stream,
@@ -60,11 +62,7 @@ impl HttpEndpoint {
         };
         self.ready.insert(key);
         if exchange.stream.is_some() {
-            let was = holds_session(exchange);
-            exchange.attach = None;
-            exchange.events.clear();
-            let is = holds_session(exchange);
-            held_changed(&mut self.sessions, exchange.session.as_deref(), was, is);
+            change_holding(&mut self.sessions, exchange, detach);
             return;
         }
         let max = self.config.max_stream_backlog;

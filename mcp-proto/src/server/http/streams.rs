@@ -14,7 +14,7 @@ use crate::version::ProtocolVersion;
 
 use super::answers::{sse_head, write_events};
 use super::events::EventStream;
-use super::exchange::{Backlog, Listener, held_changed, holds_session};
+use super::exchange::{Backlog, Listener, change_holding, detach, held_changed};
 use super::reader::HttpRequest;
 use super::response::{HttpResponse, HttpStream, sse_event_with_id};
 use super::validate::{self, legacy_version_header};
@@ -128,11 +128,7 @@ impl HttpEndpoint {
             return;
         }
         if exchange.stream.is_some() {
-            let was = holds_session(exchange);
-            exchange.attach = None;
-            exchange.events.clear();
-            let is = holds_session(exchange);
-            held_changed(&mut self.sessions, exchange.session.as_deref(), was, is);
+            change_holding(&mut self.sessions, exchange, detach);
             return;
         }
         self.cancel(now, stream.key, "the HTTP client disconnected");
@@ -288,16 +284,10 @@ impl HttpEndpoint {
         if primes && self.config.sse_polling {
             let due = self.next_poll_due(now);
             if let Some(e) = self.exchanges.get_mut(&key) {
-                let was = holds_session(e);
-                e.attach = None;
-                e.poll_due = Some(due);
-                e.events.clear();
-                held_changed(
-                    &mut self.sessions,
-                    e.session.as_deref(),
-                    was,
-                    holds_session(e),
-                );
+                change_holding(&mut self.sessions, e, |e| {
+                    detach(e);
+                    e.poll_due = Some(due);
+                });
             }
             body.extend_from_slice(
                 format!("retry: {}\n\n", self.config.sse_retry.as_millis()).as_bytes(),
@@ -306,15 +296,10 @@ impl HttpEndpoint {
         }
         let attach = self.fresh_attach();
         if let Some(e) = self.exchanges.get_mut(&key) {
-            let was = holds_session(e);
-            e.attach = Some(attach);
-            e.events.clear();
-            held_changed(
-                &mut self.sessions,
-                e.session.as_deref(),
-                was,
-                holds_session(e),
-            );
+            change_holding(&mut self.sessions, e, |e| {
+                e.attach = Some(attach);
+                e.events.clear();
+            });
         }
         self.ready.insert(key);
         HttpReply::Stream(self.open_stream((key, attach), body, framing))
