@@ -491,6 +491,9 @@ struct Net {
     /// The JSON-RPC method whose answers (to the MCP endpoint) are kept in `held_back`
     /// until [`Net::release`].
     hold_method: Option<&'static str>,
+    /// Answers to `GET`s to the MCP endpoint are kept in `held_back` until
+    /// [`Net::release`].
+    hold_gets: bool,
     /// The connections that carried a `GET` to the MCP endpoint.
     get_conns: Vec<ConnId>,
     /// The last of them: where [`State::sse_outbox`] goes.
@@ -541,6 +544,7 @@ impl Net {
             hold_call: None,
             held_back: Vec::new(),
             hold_method: None,
+            hold_gets: false,
             get_conns: Vec::new(),
             stream_conn: None,
         }
@@ -587,8 +591,9 @@ impl Net {
                     }
                     let reply = self.state.borrow_mut().answer(&seen);
                     let call = seen.is_mcp() && seen.rpc_method() == "tools/call";
-                    let held =
-                        seen.is_mcp() && self.hold_method.is_some_and(|m| seen.rpc_method() == m);
+                    let held = seen.is_mcp()
+                        && (self.hold_method.is_some_and(|m| seen.rpc_method() == m)
+                            || self.hold_gets && seen.method == "GET");
                     self.seen.push(seen);
                     if held || call && self.hold_call == Some(self.mcp_requests("tools/call").len())
                     {
@@ -3055,4 +3060,182 @@ fn initialized_that_only_waited_for_a_failed_refresh_is_reported_without_a_statu
     let refusals = initialized_refusals(&net);
     assert_eq!(refusals.len(), 1, "{:#?}", net.events);
     assert_eq!(refusals[0].0, None, "{refusals:?}");
+}
+
+// ----- DPoP nonces: once per token, across flows ----------------------------------------
+
+/// The session's `GET` stream, refused for a DPoP nonce while a step-up that a call
+/// started waits for the person: its resend waits for the step-up and goes with the new
+/// token, and refused for a nonce with it, is sent again once more with that nonce. A
+/// third refusal, with the same token, ends the stream. The
+/// [`a_request_that_waited_for_a_flow_may_be_sent_again_for_a_nonce_with_its_token`]
+/// of the session's `GET`.
+#[test]
+fn a_get_stream_that_waited_for_a_flow_may_be_sent_again_for_a_nonce_with_its_token() {
+    let mut net = dpop_net(true, &[]);
+    {
+        let mut s = net.state.borrow_mut();
+        for nonce in ["n1", "n2", "n3"] {
+            s.nonce_demands.push(("GET".into(), nonce.into()));
+        }
+        s.refuse_calls.push_back((
+            403,
+            r#"Bearer error="insufficient_scope", scope="mcp:read admin""#.to_owned(),
+        ));
+    }
+    let before = net.seen.len();
+    // The stream reopens and is refused for a nonce; the refusal is kept back until the
+    // call's refusal has started a step-up, which waits for the person.
+    net.hold_gets = true;
+    net.end_get_streams();
+    net.run_until(|n| !n.held_back.is_empty());
+    let call = net.client.call(net.now, tool()).expect("call");
+    net.run_until(|n| n.approval_urls().len() == 2);
+    net.hold_gets = false;
+    net.release();
+    assert_eq!(
+        mcp_proofs_since(&net, before, is_get),
+        ["GET DPoP at-1 -"],
+        "it waits for the step-up"
+    );
+    net.approve().expect("callback");
+    net.run_until(|n| n.completion(call).is_some());
+    net.settle();
+    assert_eq!(
+        mcp_proofs_since(&net, before, is_get),
+        ["GET DPoP at-1 -", "GET DPoP at-2 n1", "GET DPoP at-2 n2"],
+        "{:?}",
+        requests_since(&net, before)
+    );
+    assert_eq!(nonce_refusals(&net), 1, "{:#?}", net.events);
+    assert_eq!(text(&net.completion(call).unwrap().expect("call")), "run 1");
+}
+
+/// The 2024-11-05 transport's stream `GET`, refused for a DPoP nonce when its token has
+/// run out meanwhile: its resend waits for the refresh and goes with the new token, and
+/// refused for a nonce with it, is sent again once more with that nonce. A third
+/// refusal, with the same token, closes the connection.
+#[test]
+fn the_http_sse_stream_that_waited_for_a_refresh_may_be_sent_again_for_a_nonce_with_its_token() {
+    let config = ClientConfig::new("auth-http", "1.0").accept_pre_2025_06_versions();
+    let mut net = Net::with_config(dpop_config(), config);
+    {
+        let mut s = net.state.borrow_mut();
+        s.sse_only = true;
+        s.dpop = true;
+        // Known to be expired 30 s after it is issued.
+        s.expires_in = Some(json!(40));
+        for nonce in ["n1", "n2", "n3"] {
+            s.nonce_demands.push(("GET".into(), nonce.into()));
+        }
+    }
+    net.run_until(|n| !n.approval_urls().is_empty() || n.closed().is_some());
+    net.hold_gets = true;
+    net.approve().expect("callback");
+    assert_eq!(net.held_back.len(), 1, "the stream refused for a nonce");
+    net.now += Duration::from_secs(35);
+    net.hold_gets = false;
+    net.release();
+    net.run_until(|n| n.closed().is_some());
+    let expected = CloseReason::Authorization(AuthError::DpopNonceRefused {
+        method: "GET".into(),
+        resent: true,
+    });
+    assert_eq!(net.closed(), Some(expected));
+    net.settle();
+    assert_eq!(
+        mcp_proofs_since(&net, 0, |s| s.method == "GET" && s.header("dpop").is_some()),
+        ["GET DPoP at-1 -", "GET DPoP at-2 n1", "GET DPoP at-2 n2"],
+        "{:?}",
+        requests_since(&net, 0)
+    );
+    assert_eq!(net.token_requests().len(), 2, "one refresh");
+    assert_eq!(net.approval_urls().len(), 1);
+}
+
+/// A call on a DPoP server (edited by `edit`) refused for a nonce (`n1`), sent again with
+/// it and refused with `401` for its token (`at-1`, which the server stops taking); that
+/// answer is kept back. The call and where its requests start in `seen`.
+fn call_resent_for_a_nonce_then_refused(edit: impl FnOnce(&mut State)) -> (Net, CallId, usize) {
+    let mut net = dpop_net(false, &[("POST tools/call", "n1")]);
+    {
+        let mut s = net.state.borrow_mut();
+        s.refuse_calls.push_back(invalid_token());
+        edit(&mut s);
+    }
+    let before = net.seen.len();
+    net.hold_call = Some(net.mcp_requests("tools/call").len() + 2);
+    let call = net.client.call(net.now, tool()).expect("call");
+    net.settle();
+    assert_eq!(net.held_back.len(), 1, "{:?}", requests_since(&net, before));
+    (net, call, before)
+}
+
+/// Lets the kept-back refusal of [`call_resent_for_a_nonce_then_refused`] go, the server
+/// now asking the call's next `POST` for a nonce (`n2`); runs until the call completes
+/// and returns the call's `POST`s as [`mcp_proofs_since`] gives them.
+fn refusal_released_with_a_nonce_demand(net: &mut Net, call: CallId, from: usize) -> Vec<String> {
+    net.state
+        .borrow_mut()
+        .nonce_demands
+        .push(("POST tools/call".into(), "n2".into()));
+    net.hold_call = None;
+    net.release();
+    net.run_until(|n| n.completion(call).is_some());
+    mcp_proofs_since(net, from, |s| s.rpc_method() == "tools/call")
+}
+
+/// A call sent again for a nonce with `at-1`, then refused with `401`: its own refresh
+/// gives `at-2`, and refused for a nonce with that token, it is sent again with the
+/// nonce; the tool runs once.
+#[test]
+fn a_request_sent_again_after_its_refresh_may_be_sent_again_for_a_nonce_with_the_new_token() {
+    let (mut net, call, before) = call_resent_for_a_nonce_then_refused(|_| {});
+    let posts = refusal_released_with_a_nonce_demand(&mut net, call, before);
+    assert_eq!(
+        posts,
+        [
+            "POST DPoP at-1 -",
+            "POST DPoP at-1 n1",
+            "POST DPoP at-2 n1",
+            "POST DPoP at-2 n2"
+        ],
+        "{:?}",
+        requests_since(&net, before)
+    );
+    assert_eq!(text(&net.completion(call).unwrap().expect("call")), "run 1");
+    assert_eq!(net.state.borrow().tool_runs, 1);
+    assert_eq!(net.token_requests().len(), 2, "one refresh");
+}
+
+/// A call sent again for a nonce with `at-1` and refused with `401` after another
+/// request's refresh replaced that token: it goes again at once with `at-2` (no flow
+/// of its own), and refused for a nonce with that token, is sent again with the nonce;
+/// the tool runs once.
+#[test]
+fn a_request_sent_again_for_a_replaced_token_may_be_sent_again_for_a_nonce_with_it() {
+    let (mut net, call, before) = call_resent_for_a_nonce_then_refused(|_| {});
+    // A listing, refused with the revoked token, refreshes it.
+    let list = net
+        .client
+        .call(net.now, CallRequest::list_tools())
+        .expect("list");
+    net.run_until(|n| n.completion(list).is_some());
+    assert!(net.completion(list).unwrap().is_ok(), "{:#?}", net.events);
+    assert_eq!(net.token_requests().len(), 2, "the listing's refresh");
+    let posts = refusal_released_with_a_nonce_demand(&mut net, call, before);
+    assert_eq!(
+        posts,
+        [
+            "POST DPoP at-1 -",
+            "POST DPoP at-1 n1",
+            "POST DPoP at-2 n1",
+            "POST DPoP at-2 n2"
+        ],
+        "{:?}",
+        requests_since(&net, before)
+    );
+    assert_eq!(text(&net.completion(call).unwrap().expect("call")), "run 1");
+    assert_eq!(net.state.borrow().tool_runs, 1);
+    assert_eq!(net.token_requests().len(), 2, "no flow of its own");
 }
