@@ -139,6 +139,9 @@ struct State {
     expires_in: Option<Value>,
     /// Tokens are issued without a refresh token.
     no_refresh_token: bool,
+    /// The token endpoint issues the access token it issued last again (once it has
+    /// issued one), valid again at the MCP server.
+    repeat_token: bool,
     /// The MCP server speaks 2025-11-25 (no `server/discover`, sessions, `GET`
     /// streams, `DELETE`).
     legacy: bool,
@@ -253,7 +256,9 @@ impl State {
             Some("refresh_token") => {}
             other => panic!("unexpected grant {other:?}"),
         }
-        self.issued += 1;
+        if !self.repeat_token || self.issued == 0 {
+            self.issued += 1;
+        }
         let access = format!("at-{}", self.issued);
         let scheme = if self.dpop { "DPoP" } else { "Bearer" };
         self.valid.push(format!("{scheme} {access}"));
@@ -3238,4 +3243,27 @@ fn a_request_sent_again_for_a_replaced_token_may_be_sent_again_for_a_nonce_with_
     assert_eq!(text(&net.completion(call).unwrap().expect("call")), "run 1");
     assert_eq!(net.state.borrow().tool_runs, 1);
     assert_eq!(net.token_requests().len(), 2, "no flow of its own");
+}
+
+/// [`a_request_sent_again_after_its_refresh_may_be_sent_again_for_a_nonce_with_the_new_token`]
+/// with a token endpoint that gives the very same access token again: the refresh is a
+/// new start all the same, and the call is sent again for the server's next nonce.
+#[test]
+fn a_refresh_that_gives_the_same_token_again_is_a_new_start_for_nonces() {
+    let (mut net, call, before) = call_resent_for_a_nonce_then_refused(|s| s.repeat_token = true);
+    let posts = refusal_released_with_a_nonce_demand(&mut net, call, before);
+    assert_eq!(
+        posts,
+        [
+            "POST DPoP at-1 -",
+            "POST DPoP at-1 n1",
+            "POST DPoP at-1 n1",
+            "POST DPoP at-1 n2"
+        ],
+        "{:?}",
+        requests_since(&net, before)
+    );
+    assert_eq!(text(&net.completion(call).unwrap().expect("call")), "run 1");
+    assert_eq!(net.state.borrow().tool_runs, 1);
+    assert_eq!(net.token_requests().len(), 2, "one refresh");
 }

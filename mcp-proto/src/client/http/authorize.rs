@@ -285,6 +285,12 @@ impl HttpLink {
             AuthEvent::Authorized => {
                 self.client.resume_after_approval(now);
                 let value = self.auth.as_ref().and_then(Authorizer::authorization);
+                // A token the flow obtained is a new start even when the server gave the
+                // same value again: the flow was bounded on its own, and a request sent
+                // again for a nonce before it may be so once more (see `NonceResent`).
+                if self.config.authorization == value {
+                    self.auth_generation = self.auth_generation.wrapping_add(1);
+                }
                 self.set_authorization(value);
                 // The flow's token from now on: never the configured header again.
                 self.static_authorization = false;

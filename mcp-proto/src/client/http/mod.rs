@@ -283,8 +283,10 @@ pub(crate) struct HttpLink {
     /// The `DELETE` of [`HttpLink::close`] (its protocol version), waiting for the
     /// refresh it started to end.
     waiting_delete: Option<Option<crate::version::ProtocolVersion>>,
-    /// Counts the changes of the `Authorization` value sent: a refusal of a request that
-    /// carried an older one is answered by the new one, not by another flow.
+    /// Counts the changes of the `Authorization` value sent, and each token a flow
+    /// obtains even when its value is the one held: a refusal of a request that carried
+    /// an older one is answered by the new one, not by another flow, and a request's
+    /// DPoP nonce resend counts only with the one it went with (`nonce::NonceResent`).
     auth_generation: u64,
     /// The flow's one-shot connections.
     side: side::Side,

@@ -10,7 +10,8 @@
 //! That is once per token ([`NonceResent`]): a request that goes with a token obtained
 //! since its nonce resend (after a flow, whether its own refusal started it or it only
 //! waited for one running, or for the token that replaced the one it was refused with)
-//! starts afresh, and may be sent again for a nonce once more. A new token is a new
+//! starts afresh, and may be sent again for a nonce once more; a token a flow obtains
+//! counts as new even when the server gave the same value again. A new token is a new
 //! start for the server too (RFC 9449 §8: a nonce may be asked for of any request), and
 //! each flow is bounded on its own ([`MAX_AUTH_TRIES`], the authorizer's step-ups).
 //!

@@ -411,8 +411,8 @@ impl HttpLink {
             }
         }
         sse.tries += 1;
-        // A nonce resend goes with it: it counts again only if the flow leaves the same
-        // token (see `NonceResent`).
+        // A nonce resend goes with it: it counts only while the `GET` goes with the token
+        // it was made with, not with one a flow obtains (see `NonceResent`).
         sse.nonce_resend = super::nonce::NonceResent::of(x);
         // Refused with the current token: the `GET` goes when the flow ends, with what it
         // obtained ([`HttpLink::sse_stream_after_auth`]); a step-up that could not start
