@@ -20,7 +20,7 @@
 # PEERS_CALLGRIND_N_64B, PEERS_CALLGRIND_N_64KIB, PEERS_FILTER (a substring of the case
 # names printed on stderr, such as "smol -> rmcp stdio"), PEERS_WARM (below),
 # PEERS_CANNED_HANDOFF (`1`: the canned server accepts on one thread and hands each
-# connection to a waiting one, as mcp_blocking::serve_http does, instead of serving it
+# connection to a waiting one, as a server with an accept thread does, instead of serving it
 # on the thread that accepted it; what that hand-off costs a client that opens a
 # connection per request), PEERS_RMCP_STDIO (`pipes`: rmcp's stdio server reads and writes through tokio's reactor,
 # `rmcp::transport::stdio_pipes()`, instead of one blocking-pool hand-off per read and per

@@ -1,9 +1,13 @@
 //! Running a sans-IO [`Server`] as a Streamable HTTP endpoint on std blocking sockets.
 //!
-//! One accept thread and one thread per connection; a thread whose connection is over
-//! waits a little ([`WORKER_LINGER`], at most [`IDLE_WORKERS`] of them) for the next
-//! one, so a client that opens a connection per request (rmcp's client does) does not
-//! cost a thread started and ended per request. Every decision is made by the
+//! One thread per connection, the one that accepted it: the threads with no connection
+//! (at most [`IDLE_WORKERS`]) block in `accept` on the listener, and the operating system
+//! wakes one of them per connection. The last of them to take a connection starts
+//! another before it serves it, so the listener is accepted from while every thread is
+//! busy; a thread whose connection is over accepts again. A client that opens a
+//! connection per request (rmcp's client does) costs neither a thread started per
+//! request nor a hand-off from an accepting thread to a serving one: one wake-up per
+//! connection, the accept's. Every decision is made by the
 //! machines of `mcp_proto::server::http`: [`HttpEndpoint`] answers requests (the threads
 //! share it behind a mutex; tool handlers are synchronous, so each request holds the lock
 //! for as long as its handler runs; a handler with slow work defers it, see
@@ -56,17 +60,16 @@
 //! * **Stopping.** [`HttpServerHandle::stop`] (or setting the flag from
 //!   [`HttpServerHandle::stop_flag`]) makes every thread finish within well under a
 //!   second, and `stop` then joins them all; dropping the handle stops the server too.
-//!   Nothing looks at a stop flag periodically to get there: `stop` wakes the timer,
-//!   every open stream and every thread waiting for a connection on their condition
-//!   variables, ends every connection (`shutdown(Both)` on a clone of its socket that
-//!   the server keeps, which returns a blocked read at once, and a write blocked on a
-//!   client that stopped reading too), and wakes the blocked `accept` by connecting to
-//!   the listener itself. Open streams are cancelled. The
-//!   flag alone notifies no one (it is a bare `AtomicBool`), so once
-//!   [`HttpServerHandle::stop_flag`] has handed it out, the timer thread also wakes every
-//!   [`FLAG_CHECK`] to look at it, and then stops the server as `stop` does: the one
-//!   periodic wake-up of an idle server, and only of one whose application asked for the
-//!   flag.
+//!   Nothing looks at a stop flag periodically to get there: `stop` wakes the timer and
+//!   every open stream on their condition variables, ends every connection
+//!   (`shutdown(Both)` on a clone of its socket that the server keeps, which returns a
+//!   blocked read at once, and a write blocked on a client that stopped reading too),
+//!   and wakes each thread blocked in `accept` with a connection to the listener of its
+//!   own. Open streams are cancelled. The flag alone notifies no one (it is a bare
+//!   `AtomicBool`), so once [`HttpServerHandle::stop_flag`] has handed it out, the timer
+//!   thread also wakes every [`FLAG_CHECK`] to look at it, and then stops the server as
+//!   `stop` does: the one periodic wake-up of an idle server, and only of one whose
+//!   application asked for the flag.
 //! * **What still looks periodically.** Besides a handed-out stop flag, only an open
 //!   stream whose client already sent its next request (pipelined bytes waiting in the
 //!   socket make every peek return at once, and hide whether the client is still there
@@ -107,11 +110,8 @@ const BACKOFF: Duration = Duration::from_millis(100);
 /// How long [`HttpServerHandle::stop`] waits for the `complete` results of the listens it
 /// ends to be written.
 const GRACE: Duration = Duration::from_millis(500);
-/// How long a connection's thread, its connection over, waits for the next one before it
-/// ends: a client that opens a connection per request (rmcp's, many scripts) is served
-/// without a thread started for each.
-const WORKER_LINGER: Duration = Duration::from_secs(2);
-/// Threads kept waiting for a connection at most; more end with their connection.
+/// Threads kept blocked in `accept` at most; more end with their connection. They wake
+/// for nothing but a connection (or the stop).
 const IDLE_WORKERS: usize = 8;
 /// How often an open stream with nothing to send checks that its client is still there
 /// when no peeking thread can tell it (pipelined bytes waiting, no thread to be had).
@@ -122,6 +122,8 @@ pub struct HttpServerHandle {
     local_addr: SocketAddr,
     path: String,
     stop: Arc<AtomicBool>,
+    /// The timer thread, which ends once the server stops; the others are in
+    /// [`Threads::all`].
     thread: Option<JoinHandle<()>>,
     shared: Arc<Shared>,
 }
@@ -195,6 +197,7 @@ impl HttpServerHandle {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+        self.shared.join_all();
     }
 }
 
@@ -289,7 +292,8 @@ pub fn serve_http_setup(
     options: HttpServeOptions,
     setup: impl FnOnce(&mut HttpEndpoint),
 ) -> io::Result<HttpServerHandle> {
-    // Accepting blocks: a connection is served the moment it arrives.
+    // Accepting blocks: a connection is served the moment it arrives, by the thread that
+    // accepted it.
     listener.set_nonblocking(false)?;
     let local_addr = listener.local_addr()?;
     let stop = Arc::new(AtomicBool::new(false));
@@ -305,25 +309,45 @@ pub fn serve_http_setup(
         sockets: Mutex::new(Sockets::default()),
         local_addr,
         host: HttpHost::for_options(&options),
-        idle: Mutex::new(Idle::default()),
-        handed: Condvar::new(),
+        listener,
+        threads: Mutex::new(Threads::default()),
         deferred: Bell::default(),
     };
     let shared = Arc::new(shared);
     shared
         .endpoint()
         .set_deferred_waker(Waker::from(Arc::new(DeferredDone(Arc::downgrade(&shared)))));
-    let accepting = Arc::clone(&shared);
-    let thread = thread::Builder::new()
-        .name("mcp-http-accept".to_owned())
-        .spawn(move || accept_loop(&listener, &accepting))?;
-    Ok(HttpServerHandle {
+    // From here on, a failure drops the handle, which stops what was started.
+    let mut handle = HttpServerHandle {
         local_addr,
         path,
         stop,
-        thread: Some(thread),
-        shared,
-    })
+        thread: None,
+        shared: Arc::clone(&shared),
+    };
+    handle.thread = Some(spawn("mcp-http-timer", &shared, timer_loop)?);
+    let mut threads = shared.threads();
+    // Without it, deferred work never completes; everything else is served.
+    if let Ok(deferred) = spawn("mcp-http-deferred", &shared, deferred_loop) {
+        threads.all.push(deferred);
+    }
+    // The first connection thread, counted by its starter as every one is.
+    threads.accepting = 1;
+    shared.start_acceptor(&mut threads)?;
+    drop(threads);
+    Ok(handle)
+}
+
+/// Starts a thread of the server named `name`, running `f`.
+fn spawn(
+    name: &str,
+    shared: &Arc<Shared>,
+    f: impl FnOnce(&Arc<Shared>) + Send + 'static,
+) -> io::Result<JoinHandle<()>> {
+    let shared = Arc::clone(shared);
+    thread::Builder::new()
+        .name(name.to_owned())
+        .spawn(move || f(&shared))
 }
 
 /// What every thread of one server shares.
@@ -343,10 +367,9 @@ struct Shared {
     sockets: Mutex<Sockets>,
     local_addr: SocketAddr,
     host: HttpHost,
-    /// Connections handed to threads that wait for one.
-    idle: Mutex<Idle>,
-    /// Signalled when a connection is handed over (or the server stops).
-    handed: Condvar,
+    /// Blocking; every thread with no connection waits in its `accept`.
+    listener: TcpListener,
+    threads: Mutex<Threads>,
     /// Rung when a tool's deferred work completed (or the server stops).
     deferred: Bell,
 }
@@ -393,7 +416,7 @@ impl Wake for DeferredDone {
 
 /// The deferred thread: each time deferred tool work completes, the calls waiting for
 /// it go on ([`HttpEndpoint::handle_deferred`]) and their streams are woken.
-fn deferred_loop(shared: &Shared) {
+fn deferred_loop(shared: &Arc<Shared>) {
     while shared.deferred.wait(shared) {
         let mut endpoint = shared.endpoint();
         endpoint.handle_deferred(clock::now());
@@ -401,11 +424,14 @@ fn deferred_loop(shared: &Shared) {
     }
 }
 
-/// The threads waiting for a connection, and the connections handed to them.
+/// The server's threads but the timer.
 #[derive(Default)]
-struct Idle {
-    waiting: usize,
-    handed: Vec<Connection>,
+struct Threads {
+    /// How many block in `accept`, or are about to (each is woken by a connection of its
+    /// own on stop).
+    accepting: usize,
+    /// Every one that may still run, to join on stop.
+    all: Vec<JoinHandle<()>>,
 }
 
 /// The sockets of the connections being served, by connection number.
@@ -441,68 +467,88 @@ impl Shared {
         self.stop.load(Ordering::SeqCst)
     }
 
-    fn idle(&self) -> MutexGuard<'_, Idle> {
-        self.idle.lock().unwrap_or_else(PoisonError::into_inner)
+    fn threads(&self) -> MutexGuard<'_, Threads> {
+        self.threads.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Hands `conn` to a thread waiting for one; gives it back when none waits.
-    ///
-    /// The waiting thread is woken after the lock is let go: woken under it, it would
-    /// find the lock still held, sleep on it again and need a second wake-up before it
-    /// serves the connection (a client that opens a connection per request, as rmcp's
-    /// does, paid both on every call). It cannot miss the connection meanwhile: a
-    /// waiting thread looks at `handed` under the lock before it waits and before it
-    /// gives up.
-    fn hand_over(&self, conn: Connection) -> Option<Connection> {
-        let mut idle = self.idle();
-        if idle.waiting <= idle.handed.len() {
-            return Some(conn);
-        }
-        idle.handed.push(conn);
-        drop(idle);
-        self.handed.notify_one();
-        None
+    /// Starts a connection thread, which accepts first: counted in `accepting` by its
+    /// starter (it replaces the starter there), so that `stop` wakes it even before it
+    /// runs.
+    fn start_acceptor(self: &Arc<Self>, threads: &mut Threads) -> io::Result<()> {
+        let thread = spawn("mcp-http-conn", self, serve_connections)?;
+        threads.all.retain(|t| !t.is_finished());
+        threads.all.push(thread);
+        Ok(())
     }
 
-    /// The next connection for a thread whose connection is over: one handed over
-    /// within [`WORKER_LINGER`], or `None` (the thread ends) when none came, when
-    /// [`IDLE_WORKERS`] threads wait already, or when the server stops. A connection
-    /// handed over is always taken: the thread looks before it gives up, under the lock
-    /// [`Shared::hand_over`] counts the waiting threads with.
-    fn next_connection(&self) -> Option<Connection> {
-        let mut idle = self.idle();
-        if idle.waiting >= IDLE_WORKERS {
-            return None;
+    /// Blocks in `accept` until a connection this thread is to serve comes (counted in
+    /// `accepting` meanwhile); `None` once the server stops. The last thread accepting
+    /// starts another in its place before it serves what it took, so the listener is
+    /// accepted from while it serves; when none can be started, the connection is closed
+    /// and this thread accepts on.
+    fn accept(self: &Arc<Self>) -> Option<Connection> {
+        loop {
+            let accepted = self.listener.accept();
+            if self.stopping() {
+                return None;
+            }
+            match accepted {
+                Ok((stream, _)) => {
+                    let Some(conn) = self.admit(stream) else {
+                        continue;
+                    };
+                    let mut threads = self.threads();
+                    if threads.accepting > 1 {
+                        threads.accepting -= 1;
+                    } else if self.start_acceptor(&mut threads).is_err() {
+                        continue;
+                    }
+                    return Some(conn);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // Out of descriptors and the like: back off instead of spinning.
+                Err(_) => thread::sleep(BACKOFF),
+            }
         }
-        idle.waiting += 1;
-        let deadline = std::time::Instant::now() + WORKER_LINGER;
-        let conn = loop {
-            if let Some(conn) = idle.handed.pop() {
-                break Some(conn);
-            }
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            if self.stopping() || left.is_zero() {
-                break None;
-            }
-            idle = self
-                .handed
-                .wait_timeout(idle, left)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        };
-        idle.waiting -= 1;
-        conn
+    }
+
+    /// The host's machine for a new connection, its socket registered: `None` when the
+    /// host closes it at once (too many connections on their way out already) or the
+    /// server stops.
+    fn admit(self: &Arc<Self>, stream: TcpStream) -> Option<Connection> {
+        let mut machine = self.host.accept(clock::now())?;
+        let id = self.register(&stream)?;
+        machine.set_eviction_waker(Waker::from(Arc::new(Evicted {
+            shared: Arc::downgrade(self),
+            id,
+        })));
+        Some(Connection::new(stream, machine, Arc::clone(self), id))
+    }
+
+    /// After [`Shared::stop_all`]: joins every thread but the timer (whose handle the
+    /// server's handle holds).
+    fn join_all(&self) {
+        loop {
+            // Not under the lock: a thread ending may take it.
+            let thread = self.threads().all.pop();
+            let Some(thread) = thread else {
+                return;
+            };
+            let _ = thread.join();
+        }
     }
 
     /// Keeps a clone of a new connection's socket for [`Shared::stop_all`]: its number,
     /// or `None` when the server is stopping (or the socket cannot be cloned), and the
-    /// connection must not be served.
+    /// connection must not be served. The socket is cloned (and, in
+    /// [`Shared::unregister`], closed) outside the lock: a connection accepted as the
+    /// previous one closes (a client that opens one per request) does not wait for it.
     fn register(&self, stream: &TcpStream) -> Option<u64> {
+        let clone = stream.try_clone().ok()?;
         let mut sockets = self.sockets();
         if self.stopping() {
             return None;
         }
-        let clone = stream.try_clone().ok()?;
         let id = sockets.next;
         sockets.next += 1;
         sockets.open.insert(id, clone);
@@ -510,14 +556,15 @@ impl Shared {
     }
 
     fn unregister(&self, id: u64) {
-        self.sockets().open.remove(&id);
+        let clone = self.sockets().open.remove(&id);
+        drop(clone);
     }
 
     /// Stops the server: sets the flag, wakes every thread waiting on a condition
     /// variable, ends every connection both ways (a blocked read returns at once, and so
     /// does a write blocked on a client that does not read, which would otherwise hold
-    /// the stop for its send timeout), and wakes the blocked accept with a connection of
-    /// its own.
+    /// the stop for its send timeout), and wakes every thread blocked in `accept` with a
+    /// connection of its own.
     fn stop_all(&self) {
         self.stop.store(true, Ordering::SeqCst);
         if self.stopped.swap(true, Ordering::SeqCst) {
@@ -530,13 +577,9 @@ impl Shared {
             self.timer.notify_all();
         }
         self.deferred.ring();
-        {
-            // Under their lock: a thread about to wait for a connection sees the flag,
-            // or is woken; connections handed over and not yet taken are closed.
-            let mut idle = self.idle();
-            self.handed.notify_all();
-            idle.handed.clear();
-        }
+        // Under their lock, which a thread takes to count itself in before it accepts
+        // again (and looks at the flag under): every other one sees the flag.
+        let accepting = self.threads().accepting;
         // Under the sockets' lock, which `register` takes to look at the flag: every
         // connection either is in the map now or will never be served.
         for socket in self.sockets().open.values() {
@@ -549,14 +592,16 @@ impl Shared {
                 SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
             });
         }
-        let _ = TcpStream::connect_timeout(&wake, Duration::from_secs(1));
+        for _ in 0..accepting {
+            let _ = TcpStream::connect_timeout(&wake, Duration::from_secs(1));
+        }
     }
 }
 
 /// The timer thread: hands the endpoint the time when its next deadline passes, sleeping
 /// until then (or until woken: a deadline moved earlier, the server stops). Once the stop
 /// flag was handed out it also wakes every [`FLAG_CHECK`] to look at it.
-fn timer_loop(shared: &Shared) {
+fn timer_loop(shared: &Arc<Shared>) {
     let mut endpoint = shared.endpoint();
     while !shared.stopping() {
         if endpoint.handle_due(clock::now()) {
@@ -585,69 +630,6 @@ fn timer_loop(shared: &Shared) {
     shared.stop_all();
 }
 
-/// Accepts in blocking mode, so a connection is served the moment it arrives, until
-/// [`Shared::stop_all`] wakes it with a connection of its own; then joins every thread.
-fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
-    let timer = {
-        let shared = Arc::clone(shared);
-        thread::Builder::new()
-            .name("mcp-http-timer".to_owned())
-            .spawn(move || timer_loop(&shared))
-    };
-    let deferred = {
-        let shared = Arc::clone(shared);
-        thread::Builder::new()
-            .name("mcp-http-deferred".to_owned())
-            .spawn(move || deferred_loop(&shared))
-    };
-    let mut workers: Vec<JoinHandle<()>> = Vec::new();
-    while !shared.stopping() {
-        match listener.accept() {
-            Ok(_) if shared.stopping() => break,
-            Ok((stream, _)) => {
-                workers.retain(|w| !w.is_finished());
-                // None: too many connections on their way out already; drop this one.
-                let Some(mut machine) = shared.host.accept(clock::now()) else {
-                    continue;
-                };
-                let Some(id) = shared.register(&stream) else {
-                    continue;
-                };
-                machine.set_eviction_waker(Waker::from(Arc::new(Evicted {
-                    shared: Arc::downgrade(shared),
-                    id,
-                })));
-                let conn = Connection::new(stream, machine, Arc::clone(shared), id);
-                let Some(conn) = shared.hand_over(conn) else {
-                    continue;
-                };
-                let serving = Arc::clone(shared);
-                // A failed spawn drops the connection: closed, and forgotten.
-                if let Ok(worker) = thread::Builder::new()
-                    .name("mcp-http-conn".to_owned())
-                    .spawn(move || serve_connections(conn, &serving))
-                {
-                    workers.push(worker);
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            // Out of descriptors and the like: back off instead of spinning.
-            Err(_) => thread::sleep(BACKOFF),
-        }
-    }
-    // However the loop ended, every other thread hears of it.
-    shared.stop_all();
-    for worker in workers {
-        let _ = worker.join();
-    }
-    if let Ok(timer) = timer {
-        let _ = timer.join();
-    }
-    if let Ok(deferred) = deferred {
-        let _ = deferred.join();
-    }
-}
-
 /// What wakes a connection's thread when the host gives its place to a newcomer: the
 /// end of its socket's reading (on the server's clone of it), which returns a blocked
 /// read at once; the machine, evicted, then closes.
@@ -666,16 +648,19 @@ impl Wake for Evicted {
     }
 }
 
-/// A connection's thread: serves `conn`, then the connections handed to it while it
-/// waits ([`Shared::next_connection`]), reusing its read buffer.
-fn serve_connections(mut conn: Connection, shared: &Shared) {
-    loop {
-        let buf = conn.run();
-        let Some(next) = shared.next_connection() else {
-            return;
-        };
-        conn = next;
+/// A connection's thread: accepts a connection and serves it, again and again, reusing
+/// its read buffer, until the server stops or, a connection over, [`IDLE_WORKERS`]
+/// threads accept already.
+fn serve_connections(shared: &Arc<Shared>) {
+    let mut buf = Vec::new();
+    while let Some(mut conn) = shared.accept() {
         conn.buf = buf;
+        buf = conn.run();
+        let mut threads = shared.threads();
+        if shared.stopping() || threads.accepting >= IDLE_WORKERS {
+            return;
+        }
+        threads.accepting += 1;
     }
 }
 

@@ -872,42 +872,53 @@ fn connection_threads() -> std::collections::BTreeSet<String> {
         .collect()
 }
 
-/// Whether thread `tid` of this process is blocked in `futex` (a condition variable's
-/// wait), as `/proc` says: the first field of its `syscall` file is the call's number.
+/// How many threads of this process are blocked in `accept4` (std's accept on Linux) on
+/// descriptor `fd`, as `/proc` says: a thread's `syscall` file starts with the call's
+/// number and its first argument.
 #[cfg(target_os = "linux")]
-fn waits_on_a_futex(tid: &str) -> bool {
-    // `futex`'s number; the generic table (arm64, riscv64, loongarch64) has it at 98.
-    // Elsewhere the state is not checked.
-    let futex = if cfg!(target_arch = "x86_64") {
-        "202"
-    } else if cfg!(any(target_arch = "x86", target_arch = "arm")) {
-        "240"
-    } else if cfg!(any(
-        target_arch = "aarch64",
-        target_arch = "riscv64",
-        target_arch = "loongarch64"
-    )) {
-        "98"
+fn threads_accepting_on(fd: std::os::fd::RawFd) -> usize {
+    // `accept4`'s number; the generic table (arm64, riscv64, loongarch64) has it at 242.
+    let accept4 = if cfg!(target_arch = "x86_64") {
+        288
+    } else if cfg!(target_arch = "x86") {
+        364
+    } else if cfg!(target_arch = "arm") {
+        366
     } else {
-        return true;
+        242
     };
-    std::fs::read_to_string(format!("/proc/self/task/{tid}/syscall"))
-        .is_ok_and(|s| s.split_whitespace().next() == Some(futex))
+    let call = format!("{accept4} {fd:#x} ");
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|entry| std::fs::read_to_string(entry.ok()?.path().join("syscall")).ok())
+        .filter(|s| s.starts_with(&call))
+        .count()
+}
+
+/// One `tools/call echo` on a connection of its own, kept open.
+#[cfg(target_os = "linux")]
+fn echo_on_a_new_connection(server: &HttpServerHandle, id: i64) -> Conn {
+    let mut c = Conn::open(server.local_addr());
+    let text = json!({"name": "echo", "arguments": {"text": format!("n{id}")}});
+    let r = c.roundtrip(&modern(id, "tools/call", text, &[("Mcp-Name", "echo")]));
+    assert_eq!(r.json()["result"]["content"][0]["text"], format!("n{id}"));
+    c
 }
 
 /// A client that opens a connection per request (as rmcp's does) is served by the threads
-/// that served the connections before, not by a thread started for each one; and `stop`
-/// wakes the threads waiting for a next connection instead of waiting for them to give up.
+/// that served the connections before, not by a thread started for each one; a thread
+/// whose connection is over waits for the next one in `accept` itself (it is not handed
+/// connections by another thread); and `stop` wakes every thread waiting there.
 #[cfg(target_os = "linux")]
 #[test]
 fn connection_threads_serve_one_connection_after_another() {
-    let server = start();
+    use std::os::fd::AsRawFd;
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let fd = listener.as_raw_fd();
+    let server = serve_http(listener, example::server()).unwrap();
     let mut seen = std::collections::BTreeSet::new();
     for id in 0..20 {
-        let mut c = Conn::open(server.local_addr());
-        let text = json!({"name": "echo", "arguments": {"text": format!("n{id}")}});
-        let r = c.roundtrip(&modern(id, "tools/call", text, &[("Mcp-Name", "echo")]));
-        assert_eq!(r.json()["result"]["content"][0]["text"], format!("n{id}"));
+        let c = echo_on_a_new_connection(&server, id);
         // The thread serving this connection is alive now, waiting for its next request.
         seen.extend(connection_threads());
         drop(c);
@@ -915,18 +926,33 @@ fn connection_threads_serve_one_connection_after_another() {
     // A connection accepted before the thread of the one just closed is back waiting
     // gets a thread of its own; twenty would be one per connection.
     assert!(seen.len() <= 4, "{} threads for 20 connections", seen.len());
+    // Three connections at once: three threads serve them while a fourth accepts.
+    let held: Vec<Conn> = (20..23)
+        .map(|id| echo_on_a_new_connection(&server, id))
+        .collect();
+    drop(held);
 
-    // Every connection thread has seen its client leave and waits for the next one.
+    // Each of the four threads has seen its client leave and waits in `accept` itself.
     let deadline = Instant::now() + Duration::from_secs(5);
-    while !connection_threads().iter().all(|t| waits_on_a_futex(t)) {
+    while threads_accepting_on(fd) < 4 {
         assert!(
             Instant::now() < deadline,
-            "the connection threads never waited"
+            "{} threads wait in accept, not 4",
+            threads_accepting_on(fd)
         );
         std::thread::yield_now();
     }
+    // `stop` wakes each of them, and joins them.
     let started = Instant::now();
-    server.stop();
+    let (stopped, stop) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        server.stop();
+        let _ = stopped.send(());
+    });
+    assert!(
+        stop.recv_timeout(Duration::from_secs(5)).is_ok(),
+        "stop did not return"
+    );
     assert!(
         started.elapsed() < Duration::from_millis(1000),
         "stop took {:?}",

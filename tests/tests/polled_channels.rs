@@ -114,7 +114,7 @@ fn plain_http_connections_move_their_bytes_without_reader_or_writer_threads() {
     echo_from_threads(&handle, b'k', 3, |_| 2_000_000);
     let names = thread_names();
     // The server's threads in this process show that the names are visible.
-    assert!(names.iter().any(|n| n == "mcp-http-accept"), "{names:?}");
+    assert!(names.iter().any(|n| n == "mcp-http-timer"), "{names:?}");
     assert!(
         !names.iter().any(|n| n.starts_with("mcp-http-read")),
         "{names:?}"

@@ -64,7 +64,7 @@ const MODERN_TAIL: &str = r#"}],"resultType":"complete","_meta":{"io.modelcontex
 const SESSION: &str = "Mcp-Session-Id: canned-session\r\n";
 
 /// The variable that, set to `1` in the server's environment, makes one thread accept and
-/// hand each connection to a waiting thread (as `mcp_blocking::serve_http` does), to
+/// hand each connection to a waiting thread (as a server with an accept thread does), to
 /// measure what that hand-off costs a client that opens a connection per request.
 pub const HANDOFF_VAR: &str = "PEERS_CANNED_HANDOFF";
 
