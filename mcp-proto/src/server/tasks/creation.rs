@@ -13,7 +13,8 @@ use crate::version::{Era, ProtocolVersion};
 use super::super::calls::{self, Target};
 use super::super::deferred::{Deferral, Kind};
 use super::super::{Server, ToolOutcome};
-use super::{ServerTask, outcome_room};
+use super::ServerTask;
+use super::room::outcome_room;
 
 /// How a `tools/call` to a tool relates to tasks.
 #[derive(Debug, Clone, Copy)]

@@ -15,7 +15,10 @@ use crate::version::Era;
 use super::super::deferred::{Deferral, Kind};
 use super::super::legacy::PendingCall;
 use super::super::{Params, Server, ToolOutcome};
-use super::{Held, MAX_STORED_TASKS, Waiting, not_found};
+use super::MAX_STORED_TASKS;
+use super::methods::not_found;
+use super::task::Held;
+use super::waits::Waiting;
 
 impl Server {
     /// A 2025 task's input round, run for its `tasks/result` (`request`), deferred its
