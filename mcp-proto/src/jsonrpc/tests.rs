@@ -322,7 +322,7 @@ fn rejects_bad_envelopes() {
 #[test]
 fn opening_brackets_are_counted_exactly() {
     let count = |bytes: &[u8]| bytes.iter().filter(|b| matches!(b, b'[' | b'{')).count();
-    let within = |bytes: &[u8], max| super::opening_brackets_within(bytes, max);
+    let within = |bytes: &[u8], max| super::checks::opening_brackets_within(bytes, max);
     for b in 0..=255u8 {
         for len in 0..20 {
             for at in 0..len {
