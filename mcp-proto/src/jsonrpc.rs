@@ -14,6 +14,7 @@ use serde_json::value::RawValue;
 mod checks;
 mod encode;
 mod sniff;
+mod split_params;
 #[cfg(test)]
 mod tests;
 
@@ -29,6 +30,7 @@ pub(crate) use encode::{
     write_result_head,
 };
 pub(crate) use sniff::{Sniffed, sniff, sniff_trailing_id, sniff_trailing_method};
+pub(crate) use split_params::{META, SplitParams, decode_request_split};
 
 /// Error codes defined by JSON-RPC 2.0 and by the three MCP versions.
 pub mod codes {
@@ -350,20 +352,6 @@ struct Envelope<'a, P = &'a RawValue> {
     error: Option<&'a RawValue>,
 }
 
-/// A request whose `params` are absent or an object, read in one pass: every member of
-/// its params as a value but `_meta`, which is left as its text for a server that may
-/// already hold the value of the same text (the returned [`Request::params`] is `None`).
-/// `None` for anything else (another kind of message, params that are not an object,
-/// text that does not decode), which [`Message::decode`] then reads and names the error
-/// of. Nesting is not checked: check it first ([`check_nesting`]).
-pub(crate) fn decode_request_split(bytes: &[u8]) -> Option<(Request, SplitParams<'_>)> {
-    let env: Envelope<'_, SplitParams<'_>> = request_envelope(bytes)?;
-    Some((
-        request_of(env.id, env.method)?,
-        env.params.unwrap_or_default(),
-    ))
-}
-
 /// The envelope of a request (an object with `"jsonrpc": "2.0"`, neither `result` nor
 /// `error`), with its params read as `P`.
 fn request_envelope<'a, P: Deserialize<'a>>(bytes: &'a [u8]) -> Option<Envelope<'a, P>> {
@@ -390,86 +378,6 @@ fn request_of(id: Option<IdField>, method: Option<String>) -> Option<Request> {
         method: method?,
         params: None,
     })
-}
-
-/// The params member that carries a request's metadata.
-pub(crate) const META: &str = "_meta";
-
-/// A request's params object as [`decode_request_split`] reads it: every member but
-/// `_meta` as a value, and `_meta` as its text. A repeated member keeps its last value,
-/// as a map read by `serde_json` does.
-#[derive(Debug, Default)]
-pub(crate) struct SplitParams<'a> {
-    /// Every member but `_meta`.
-    pub(crate) members: serde_json::Map<String, serde_json::Value>,
-    /// The text of `_meta`, when present.
-    pub(crate) meta: Option<&'a RawValue>,
-    /// The `_meta` was the text the server kept from its last request, found in place
-    /// (`meta` is then `None`): see `server::meta_cache`.
-    pub(crate) meta_kept: bool,
-}
-
-impl<'de: 'a, 'a> Deserialize<'de> for SplitParams<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_map(SplitVisitor(std::marker::PhantomData))
-    }
-}
-
-struct SplitVisitor<'a>(std::marker::PhantomData<&'a ()>);
-
-impl<'de: 'a, 'a> Visitor<'de> for SplitVisitor<'a> {
-    type Value = SplitParams<'a>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("an object")
-    }
-
-    fn visit_map<A: de::MapAccess<'de>>(self, mut access: A) -> Result<Self::Value, A::Error> {
-        let mut params = SplitParams::default();
-        while let Some(MemberName(key)) = access.next_key()? {
-            if key == META {
-                params.meta = Some(access.next_value::<&'de RawValue>()?);
-            } else if key.starts_with("$serde_json::") {
-                // Keys serde_json gives a meaning of its own when it reads a map as a
-                // value: left to that general path.
-                return Err(de::Error::custom("reserved key"));
-            } else {
-                let value = access.next_value()?;
-                params.members.insert(key.into_owned(), value);
-            }
-        }
-        Ok(params)
-    }
-}
-
-/// A member name as read: borrowed from the text when it has no escapes, so that a name
-/// that is not kept (`_meta`) is not copied.
-struct MemberName<'de>(std::borrow::Cow<'de, str>);
-
-impl<'de> Deserialize<'de> for MemberName<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = MemberName<'de>;
-
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a member name")
-            }
-
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(MemberName(std::borrow::Cow::Borrowed(v)))
-            }
-
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(MemberName(std::borrow::Cow::Owned(v.to_owned())))
-            }
-
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-                Ok(MemberName(std::borrow::Cow::Owned(v)))
-            }
-        }
-        d.deserialize_str(V)
-    }
 }
 
 impl Message {
