@@ -5,7 +5,8 @@
 //! member backwards from the end. Each is linear in the bytes it looks at, whatever the
 //! nesting.
 
-use super::{IdField, RequestId, string_end};
+use super::message::IdField;
+use super::{RequestId, string_end};
 
 /// What a look at the top-level members of a message says about it without decoding it,
 /// for a message that cannot be decoded (too large, too deep, malformed): whether it

@@ -11,7 +11,8 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, Visitor};
 use serde_json::value::RawValue;
 
-use super::{Envelope, Request, request_envelope, request_of};
+use super::Request;
+use super::message::{Envelope, request_envelope, request_of};
 #[cfg(doc)]
 use super::{Message, check_nesting};
 

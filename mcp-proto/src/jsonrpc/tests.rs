@@ -412,7 +412,7 @@ fn decode_within_counts_brackets_and_dollars_as_the_separate_checks_do() {
     }
     // The marks are found wherever they fall, the last partial block of the one pass
     // included: padding moves them through every offset up to past its length limit.
-    for pad in 0..=Marks::MAX_LEN {
+    for pad in 0..=super::checks::Marks::MAX_LEN {
         let pad = "x".repeat(pad);
         let cases = [
             (
