@@ -2133,15 +2133,12 @@ fn a_get_stream_refused_for_scope_steps_up_and_reopens() {
 /// once with the new token.
 #[test]
 fn the_http_sse_stream_refreshes_an_expired_token_first() {
-    let config = ClientConfig::new("auth-http", "1.0").accept_pre_2025_06_versions();
-    let mut net = Net::with_config(auth_config(), config);
-    {
-        let mut s = net.state.borrow_mut();
+    let mut net = pre_2025_net(auth_config(), |s| {
         s.legacy = true;
         s.sse2024 = true;
         // Known expired 15 s on.
         s.expires_in = Some(json!(20));
-    }
+    });
     net.hold_method = Some("initialize");
     net.run_until(|n| !n.approval_urls().is_empty());
     net.approve().expect("callback");
@@ -2172,10 +2169,29 @@ fn the_http_sse_stream_refreshes_an_expired_token_first() {
 /// A client for a [`State::sse_only`] server: the 2024-11-05 transport, only its stream
 /// protected.
 fn sse_only_net() -> Net {
+    pre_2025_net(auth_config(), |s| s.sse_only = true)
+}
+
+/// A client with `auth` that accepts versions before 2025-06-18, of a server whose state
+/// `edit` sets.
+fn pre_2025_net(auth: AuthConfig, edit: impl FnOnce(&mut State)) -> Net {
     let config = ClientConfig::new("auth-http", "1.0").accept_pre_2025_06_versions();
-    let net = Net::with_config(auth_config(), config);
-    net.state.borrow_mut().sse_only = true;
+    let net = Net::with_config(auth, config);
+    edit(&mut net.state.borrow_mut());
     net
+}
+
+/// [`sse_only_net`] with DPoP-bound tokens, the stream's `GET` refused for each of
+/// `nonces` in turn, and what else `edit` sets.
+fn sse_only_dpop_net(nonces: &[&str], edit: impl FnOnce(&mut State)) -> Net {
+    pre_2025_net(dpop_config(), |s| {
+        s.sse_only = true;
+        s.dpop = true;
+        for nonce in nonces {
+            s.nonce_demands.push(("GET".into(), (*nonce).into()));
+        }
+        edit(s);
+    })
 }
 
 /// A 2024-11-05 HTTP+SSE server that protects only its stream (the `POST` to its URL
@@ -2491,14 +2507,7 @@ fn the_delete_refused_for_a_dpop_nonce_is_sent_again_once_with_it() {
 /// with it, and the session works.
 #[test]
 fn the_http_sse_stream_refused_for_a_dpop_nonce_is_sent_again_once_with_it() {
-    let config = ClientConfig::new("auth-http", "1.0").accept_pre_2025_06_versions();
-    let mut net = Net::with_config(dpop_config(), config);
-    {
-        let mut s = net.state.borrow_mut();
-        s.sse_only = true;
-        s.dpop = true;
-        s.nonce_demands.push(("GET".into(), "n-sse".into()));
-    }
+    let mut net = sse_only_dpop_net(&["n-sse"], |_| {});
     net.connect_with_approval();
     let out = net.call(tool()).expect("call");
     assert_eq!(text(&out), "run 1");
@@ -2919,15 +2928,7 @@ fn initialized_whose_step_up_is_declined_lets_the_call_and_the_stream_go() {
 /// stream is not asked for a third time.
 #[test]
 fn the_http_sse_stream_refused_for_a_dpop_nonce_twice_closes_without_a_third_try() {
-    let config = ClientConfig::new("auth-http", "1.0").accept_pre_2025_06_versions();
-    let mut net = Net::with_config(dpop_config(), config);
-    {
-        let mut s = net.state.borrow_mut();
-        s.sse_only = true;
-        s.dpop = true;
-        s.nonce_demands.push(("GET".into(), "n1".into()));
-        s.nonce_demands.push(("GET".into(), "n2".into()));
-    }
+    let mut net = sse_only_dpop_net(&["n1", "n2"], |_| {});
     net.run_until(|n| !n.approval_urls().is_empty() || n.closed().is_some());
     net.approve().expect("callback");
     net.run_until(|n| n.closed().is_some());
@@ -3122,18 +3123,8 @@ fn a_get_stream_that_waited_for_a_flow_may_be_sent_again_for_a_nonce_with_its_to
 /// refusal, with the same token, closes the connection.
 #[test]
 fn the_http_sse_stream_that_waited_for_a_refresh_may_be_sent_again_for_a_nonce_with_its_token() {
-    let config = ClientConfig::new("auth-http", "1.0").accept_pre_2025_06_versions();
-    let mut net = Net::with_config(dpop_config(), config);
-    {
-        let mut s = net.state.borrow_mut();
-        s.sse_only = true;
-        s.dpop = true;
-        // Known to be expired 30 s after it is issued.
-        s.expires_in = Some(json!(40));
-        for nonce in ["n1", "n2", "n3"] {
-            s.nonce_demands.push(("GET".into(), nonce.into()));
-        }
-    }
+    // Known to be expired 30 s after it is issued.
+    let mut net = sse_only_dpop_net(&["n1", "n2", "n3"], |s| s.expires_in = Some(json!(40)));
     net.run_until(|n| !n.approval_urls().is_empty() || n.closed().is_some());
     net.hold_gets = true;
     net.approve().expect("callback");
@@ -3190,27 +3181,39 @@ fn refusal_released_with_a_nonce_demand(net: &mut Net, call: CallId, from: usize
     mcp_proofs_since(net, from, |s| s.rpc_method() == "tools/call")
 }
 
+/// Releases the call's refusal with one more nonce demand
+/// ([`refusal_released_with_a_nonce_demand`]): its `POST`s are `want`, the tool ran
+/// once, and `tokens` tokens were asked for in all (`why`).
+fn assert_sent_again_once(
+    net: &mut Net,
+    (call, before): (CallId, usize),
+    want: &[&str],
+    (tokens, why): (usize, &str),
+) {
+    let posts = refusal_released_with_a_nonce_demand(net, call, before);
+    assert_eq!(posts, want, "{:?}", requests_since(net, before));
+    assert_eq!(text(&net.completion(call).unwrap().expect("call")), "run 1");
+    assert_eq!(net.state.borrow().tool_runs, 1);
+    assert_eq!(net.token_requests().len(), tokens, "{why}");
+}
+
+/// The `POST`s of a call sent again for a nonce with `at-1`, then with `at-2` for the
+/// server's next nonce.
+const RESENT_WITH_AT_2: [&str; 4] = [
+    "POST DPoP at-1 -",
+    "POST DPoP at-1 n1",
+    "POST DPoP at-2 n1",
+    "POST DPoP at-2 n2",
+];
+
 /// A call sent again for a nonce with `at-1`, then refused with `401`: its own refresh
 /// gives `at-2`, and refused for a nonce with that token, it is sent again with the
 /// nonce; the tool runs once.
 #[test]
 fn a_request_sent_again_after_its_refresh_may_be_sent_again_for_a_nonce_with_the_new_token() {
     let (mut net, call, before) = call_resent_for_a_nonce_then_refused(|_| {});
-    let posts = refusal_released_with_a_nonce_demand(&mut net, call, before);
-    assert_eq!(
-        posts,
-        [
-            "POST DPoP at-1 -",
-            "POST DPoP at-1 n1",
-            "POST DPoP at-2 n1",
-            "POST DPoP at-2 n2"
-        ],
-        "{:?}",
-        requests_since(&net, before)
-    );
-    assert_eq!(text(&net.completion(call).unwrap().expect("call")), "run 1");
-    assert_eq!(net.state.borrow().tool_runs, 1);
-    assert_eq!(net.token_requests().len(), 2, "one refresh");
+    let refreshes = (2, "one refresh");
+    assert_sent_again_once(&mut net, (call, before), &RESENT_WITH_AT_2, refreshes);
 }
 
 /// A call sent again for a nonce with `at-1` and refused with `401` after another
@@ -3228,21 +3231,8 @@ fn a_request_sent_again_for_a_replaced_token_may_be_sent_again_for_a_nonce_with_
     net.run_until(|n| n.completion(list).is_some());
     assert!(net.completion(list).unwrap().is_ok(), "{:#?}", net.events);
     assert_eq!(net.token_requests().len(), 2, "the listing's refresh");
-    let posts = refusal_released_with_a_nonce_demand(&mut net, call, before);
-    assert_eq!(
-        posts,
-        [
-            "POST DPoP at-1 -",
-            "POST DPoP at-1 n1",
-            "POST DPoP at-2 n1",
-            "POST DPoP at-2 n2"
-        ],
-        "{:?}",
-        requests_since(&net, before)
-    );
-    assert_eq!(text(&net.completion(call).unwrap().expect("call")), "run 1");
-    assert_eq!(net.state.borrow().tool_runs, 1);
-    assert_eq!(net.token_requests().len(), 2, "no flow of its own");
+    let refreshes = (2, "no flow of its own");
+    assert_sent_again_once(&mut net, (call, before), &RESENT_WITH_AT_2, refreshes);
 }
 
 /// [`a_request_sent_again_after_its_refresh_may_be_sent_again_for_a_nonce_with_the_new_token`]
@@ -3251,19 +3241,11 @@ fn a_request_sent_again_for_a_replaced_token_may_be_sent_again_for_a_nonce_with_
 #[test]
 fn a_refresh_that_gives_the_same_token_again_is_a_new_start_for_nonces() {
     let (mut net, call, before) = call_resent_for_a_nonce_then_refused(|s| s.repeat_token = true);
-    let posts = refusal_released_with_a_nonce_demand(&mut net, call, before);
-    assert_eq!(
-        posts,
-        [
-            "POST DPoP at-1 -",
-            "POST DPoP at-1 n1",
-            "POST DPoP at-1 n1",
-            "POST DPoP at-1 n2"
-        ],
-        "{:?}",
-        requests_since(&net, before)
-    );
-    assert_eq!(text(&net.completion(call).unwrap().expect("call")), "run 1");
-    assert_eq!(net.state.borrow().tool_runs, 1);
-    assert_eq!(net.token_requests().len(), 2, "one refresh");
+    let want = [
+        "POST DPoP at-1 -",
+        "POST DPoP at-1 n1",
+        "POST DPoP at-1 n1",
+        "POST DPoP at-1 n2",
+    ];
+    assert_sent_again_once(&mut net, (call, before), &want, (2, "one refresh"));
 }
