@@ -140,6 +140,37 @@ impl fmt::Debug for Instant {
     }
 }
 
+/// `unix_ms` (milliseconds since 1970-01-01 UTC, a wall-clock reading the caller made)
+/// as an RFC 3339 UTC time with milliseconds, as the protocol's timestamps are written.
+/// Pure arithmetic: nothing here reads a clock.
+///
+/// ```
+/// assert_eq!(mcp_proto::time::rfc3339_utc(951_782_400_123), "2000-02-29T00:00:00.123Z");
+/// ```
+#[must_use]
+pub fn rfc3339_utc(unix_ms: u64) -> String {
+    let secs = unix_ms / 1000;
+    let days = i64::try_from(secs / 86_400).unwrap_or(0);
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        unix_ms % 1000
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -161,6 +192,13 @@ mod tests {
             Some(Duration::from_micros(5))
         );
         assert_eq!(far.elapsed_since_origin(), Duration::MAX);
+    }
+
+    #[test]
+    fn rfc3339_dates() {
+        assert_eq!(rfc3339_utc(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339_utc(951_782_400_123), "2000-02-29T00:00:00.123Z");
+        assert_eq!(rfc3339_utc(1_764_634_225_000), "2025-12-02T00:10:25.000Z");
     }
 
     #[test]

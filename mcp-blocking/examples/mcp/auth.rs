@@ -363,23 +363,8 @@ fn unix_now() -> u64 {
 
 /// `2025-01-31 13:45 UTC`.
 fn utc(unix: u64) -> String {
-    let days = i64::try_from(unix / 86_400).unwrap_or(0);
-    let secs = unix % 86_400;
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02} UTC",
-        secs / 3600,
-        secs % 3600 / 60
-    )
+    let t = mcp_blocking::mcp_proto::time::rfc3339_utc(unix.saturating_mul(1000));
+    format!("{} {} UTC", &t[..10], &t[11..16])
 }
 
 /// One line for `add` and `get`.
