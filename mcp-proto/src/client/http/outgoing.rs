@@ -108,7 +108,6 @@ impl HttpLink {
                 bytes,
                 authorization: authorization.map(str::to_owned),
                 session: session.map(str::to_owned),
-                written: true,
             };
         }
         let mut rest = HeadRef::continuing();
@@ -460,19 +459,18 @@ fn message_fields<'a>(
 /// (see [`HttpLink::write_post_head`]), with the values it was written for.
 #[derive(Debug, Default)]
 pub(super) struct PostStart {
+    /// The checked start; empty until one is written (a start never is).
     bytes: Vec<u8>,
     /// The `Authorization` value it carries.
     authorization: Option<String>,
     /// The `Mcp-Session-Id` it carries.
     session: Option<String>,
-    /// `bytes` hold a start (checked) for these values.
-    written: bool,
 }
 
 impl PostStart {
     /// Whether `bytes` are the start of a `POST` carrying these values.
     fn written_for(&self, authorization: Option<&str>, session: Option<&str>) -> bool {
-        self.written
+        !self.bytes.is_empty()
             && self.authorization.as_deref() == authorization
             && self.session.as_deref() == session
     }

@@ -69,9 +69,11 @@ impl HttpEndpoint {
         if with_news.is_empty() {
             return Vec::new();
         }
-        let mut listening = self.listening_sessions();
-        listening.retain(|s| with_news.contains(s.as_str()));
-        listening.into_iter().collect()
+        let listening: BTreeSet<&str> = (self.listeners.values())
+            .filter(|l| !l.ended && with_news.contains(l.session.as_str()))
+            .map(|l| l.session.as_str())
+            .collect();
+        listening.into_iter().map(str::to_owned).collect()
     }
 
     /// Registers the waker to wake when a tool's deferred work completes
